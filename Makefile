@@ -1,0 +1,46 @@
+# Every target installs what it needs first, so a fresh clone needs nothing but Python 3.11 and make.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+PYTEST_ARGS ?=
+
+.PHONY: kcat run test test-fast lint bench check-gen gen install clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test,dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+kcat:
+	@command -v kcat >/dev/null 2>&1 || command -v kafkacat >/dev/null 2>&1 || \
+	  { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q kcat; }
+
+run: $(STAMP)
+	$(VENV)/bin/pybroker start --log-dirs ./data --listeners PLAINTEXT://127.0.0.1:9092
+
+test: $(STAMP) kcat
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+test-fast: $(STAMP)
+	$(PY) -m pytest -m "not slow" $(PYTEST_ARGS)
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy broker protocol storage config
+
+gen: $(STAMP)
+	$(PY) -m pybroker.protocol.codegen
+
+check-gen: $(STAMP)
+	$(PY) -m pybroker.protocol.codegen --check
+
+bench: $(STAMP)
+	$(PY) bench/run.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache

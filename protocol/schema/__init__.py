@@ -1,0 +1,1 @@
+"""pybroker.protocol.schema."""
