@@ -1,0 +1,185 @@
+"""The broker's effective configuration: defaults, then the properties file, then `--override`s.
+
+Values are parsed and validated once, at load time, against `pybroker.config.definitions`; a bad value
+raises `ConfigError` naming the key (the CLI turns it into a one-line message and exit status 2).
+Keys we do not know are kept and reported as warnings, as Kafka does, so Kafka's own
+`server.properties` loads unchanged.
+
+Topic configs resolve as Kafka resolves them: a topic override, else the first broker synonym that was
+set explicitly (scaled: `log.retention.hours` to ms), else the topic default.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import Any
+
+from pybroker.config.definitions import BROKER, TOPIC, ConfigDef
+from pybroker.config.types import PARSERS, ConfigError, render
+
+
+class ConfigSource(IntEnum):
+    """DescribeConfigs' source codes."""
+
+    UNKNOWN = 0
+    DYNAMIC_TOPIC_CONFIG = 1
+    DYNAMIC_BROKER_CONFIG = 2
+    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
+    STATIC_BROKER_CONFIG = 4
+    DEFAULT_CONFIG = 5
+
+
+def parse_value(definition: ConfigDef, text: str) -> Any:
+    """Text to a checked value, or `ConfigError` naming the key."""
+    parser, _ = PARSERS[definition.type]
+    try:
+        value = parser(text)
+    except ValueError as exc:
+        raise ConfigError(definition.key, f"invalid {definition.type} value {text!r} ({exc})") from None
+    problem = definition.validator(value) if definition.validator else None
+    if problem:
+        raise ConfigError(definition.key, f"invalid value {text!r}: {problem}")
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedConfig:
+    """One config as DescribeConfigs shows it."""
+
+    definition: ConfigDef
+    value: Any
+    source: ConfigSource
+    #: (key, text value, source) from most to least specific, as Kafka lists synonyms
+    synonyms: tuple[tuple[str, str | None, ConfigSource], ...]
+
+    @property
+    def text(self) -> str | None:
+        return render(self.definition.type, self.value)
+
+
+@dataclass(slots=True)
+class BrokerConfig:
+    explicit: dict[str, Any] = field(default_factory=dict)
+    unknown: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, *layers: Mapping[str, str]) -> BrokerConfig:
+        """Apply the layers in order (file, then overrides); later layers win."""
+        config = cls()
+        for layer in layers:
+            for key, text in layer.items():
+                definition = BROKER.get(key)
+                if definition is None:
+                    config.unknown[key] = text
+                    continue
+                config.explicit[key] = parse_value(definition, text)
+        config._check_relations()
+        return config
+
+    def _check_relations(self) -> None:
+        dirs = self.log_dirs
+        if not dirs:
+            raise ConfigError("log.dirs", "at least one log directory is required")
+        if self.get("group.min.session.timeout.ms") > self.get("group.max.session.timeout.ms"):
+            raise ConfigError("group.min.session.timeout.ms", "must not exceed group.max.session.timeout.ms")
+        for listener in self.listeners:
+            parse_listener(listener)
+
+    def get(self, key: str) -> Any:
+        if key in self.explicit:
+            return self.explicit[key]
+        return BROKER[key].default
+
+    def source(self, key: str) -> ConfigSource:
+        return ConfigSource.STATIC_BROKER_CONFIG if key in self.explicit else ConfigSource.DEFAULT_CONFIG
+
+    @property
+    def node_id(self) -> int:
+        if "node.id" in self.explicit:
+            return int(self.explicit["node.id"])
+        broker_id = int(self.get("broker.id"))
+        return broker_id if broker_id >= 0 else int(BROKER["node.id"].default)
+
+    @property
+    def log_dirs(self) -> list[str]:
+        dirs = self.get("log.dirs")
+        return list(dirs) if dirs else [self.get("log.dir")]
+
+    @property
+    def listeners(self) -> list[str]:
+        return list(self.get("listeners"))
+
+    @property
+    def advertised_listeners(self) -> list[str]:
+        return list(self.get("advertised.listeners") or self.listeners)
+
+    def resolve_broker(self, key: str) -> ResolvedConfig:
+        definition = BROKER[key]
+        source = self.source(key)
+        synonyms = ((key, render(definition.type, self.get(key)), source),)
+        return ResolvedConfig(definition, self.get(key), source, synonyms)
+
+    def resolve_topic(self, key: str, overrides: Mapping[str, str]) -> ResolvedConfig:
+        """A topic config's effective value and where it came from."""
+        definition = TOPIC[key]
+        synonyms: list[tuple[str, str | None, ConfigSource]] = []
+        value: Any = None
+        source = ConfigSource.DEFAULT_CONFIG
+        found = False
+        if key in overrides:
+            value = parse_value(definition, overrides[key])
+            source, found = ConfigSource.DYNAMIC_TOPIC_CONFIG, True
+            synonyms.append((key, overrides[key], source))
+        for broker_key, multiplier in definition.synonyms:
+            if broker_key in self.explicit:
+                broker_value = self.explicit[broker_key]
+                synonyms.append((broker_key, render(BROKER[broker_key].type, broker_value),
+                                 ConfigSource.STATIC_BROKER_CONFIG))
+                if not found and broker_value is not None:
+                    value = broker_value * multiplier if multiplier != 1 else broker_value
+                    source, found = ConfigSource.STATIC_BROKER_CONFIG, True
+        if not found:
+            value = definition.default
+        if definition.synonyms:
+            last_key = definition.synonyms[-1][0]
+            last_default = BROKER[last_key].default
+            if last_key not in self.explicit and last_default is not None:
+                synonyms.append((last_key, render(BROKER[last_key].type, last_default),
+                                 ConfigSource.DEFAULT_CONFIG))
+        return ResolvedConfig(definition, value, source, tuple(synonyms))
+
+    def topic_values(self, overrides: Mapping[str, str]) -> dict[str, Any]:
+        return {key: self.resolve_topic(key, overrides).value for key in TOPIC}
+
+    def redacted(self) -> dict[str, str | None]:
+        """Every explicitly set key with its value, secrets replaced, for the startup log line."""
+        out: dict[str, str | None] = {}
+        for key, value in sorted(self.explicit.items()):
+            definition = BROKER[key]
+            out[key] = "[hidden]" if definition.sensitive else render(definition.type, value)
+        return out
+
+
+def validate_topic_overrides(overrides: Mapping[str, str | None]) -> dict[str, str]:
+    """Check CreateTopics/AlterConfigs topic configs; `ConfigError` on an unknown key or a bad value."""
+    clean: dict[str, str] = {}
+    for key, text in overrides.items():
+        definition = TOPIC.get(key)
+        if definition is None:
+            raise ConfigError(key, "unknown topic config")
+        if text is None:
+            raise ConfigError(key, "null value")
+        parse_value(definition, text)
+        clean[key] = text
+    return clean
+
+
+def parse_listener(listener: str) -> tuple[str, str, int]:
+    """`PLAINTEXT://host:port` to (name, host, port); `ConfigError` on anything else."""
+    name, sep, address = listener.partition("://")
+    host, colon, port_text = address.rpartition(":")
+    if not sep or not colon or not port_text.isdigit() or not 0 <= int(port_text) <= 65535:
+        raise ConfigError("listeners", f"invalid listener {listener!r}, expected NAME://HOST:PORT")
+    return name, host.strip("[]"), int(port_text)

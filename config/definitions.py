@@ -1,0 +1,194 @@
+"""The one table of config definitions: every key we know, with type, default, validator, scope and doc.
+
+The loader, DescribeConfigs, the CLI's help and the docs all read this table, so a key's default or
+meaning cannot differ between them. Keys and defaults are Kafka's, so a `server.properties` written for
+Kafka loads as it is. A topic-level key lists its broker-level synonyms (with a unit multiplier, for the
+``*.hours`` / ``*.minutes`` forms) in the order Kafka resolves them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pybroker.config.types import LONG_MAX, Validator, at_least, between, each_of, one_of
+
+HOUR_MS = 3_600_000
+MINUTE_MS = 60_000
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigDef:
+    key: str
+    type: str
+    default: Any
+    doc: str
+    scope: str = "broker"  # "broker" or "topic"
+    validator: Validator | None = None
+    dynamic: bool = False
+    #: topic keys: broker keys that stand in when the topic has no override, as (key, multiplier)
+    synonyms: tuple[tuple[str, int], ...] = ()
+    sensitive: bool = False
+
+
+def _b(key: str, type_: str, default: Any, doc: str, validator: Validator | None = None,
+       dynamic: bool = False) -> ConfigDef:
+    return ConfigDef(key, type_, default, doc, "broker", validator, dynamic)
+
+
+def _t(key: str, type_: str, default: Any, doc: str, synonyms: tuple[tuple[str, int], ...],
+       validator: Validator | None = None) -> ConfigDef:
+    return ConfigDef(key, type_, default, doc, "topic", validator, True, synonyms)
+
+
+BROKER_DEFS: tuple[ConfigDef, ...] = (
+    _b("node.id", "int", 1, "The node id of this broker (also accepted as broker.id).", at_least(0)),
+    _b("broker.id", "int", -1, "Old name of node.id; used when node.id is not set.", at_least(-1)),
+    _b("log.dirs", "list", None, "Directories in which partition logs are kept."),
+    _b("log.dir", "string", "/tmp/kafka-logs", "The log directory used when log.dirs is not set."),
+    _b("listeners", "list", ["PLAINTEXT://127.0.0.1:9092"], "Addresses the broker listens on."),
+    _b("advertised.listeners", "list", None,
+       "Addresses given to clients in Metadata; defaults to listeners."),
+    _b("num.partitions", "int", 1, "Partitions of an auto-created topic.", at_least(1)),
+    _b("default.replication.factor", "int", 1, "Replication factor of auto-created topics (1 here).",
+       between(1, 1)),
+    _b("auto.create.topics.enable", "boolean", True, "Create a topic when Metadata or Produce names it."),
+    _b("delete.topic.enable", "boolean", True, "Allow DeleteTopics."),
+    _b("socket.request.max.bytes", "int", 104_857_600, "Largest request the broker reads.", at_least(1)),
+    _b("socket.send.buffer.bytes", "int", 102_400, "SO_SNDBUF of accepted sockets (-1: OS default)."),
+    _b("socket.receive.buffer.bytes", "int", 102_400, "SO_RCVBUF of accepted sockets (-1: OS default)."),
+    _b("num.network.threads", "int", 3, "Accepted for compatibility; the event loop does all network I/O.",
+       at_least(1)),
+    _b("num.io.threads", "int", 8, "Accepted for compatibility.", at_least(1)),
+    _b("log.flush.scheduler.interval.ms", "long", LONG_MAX,
+       "How often the flush policy is checked.", at_least(0)),
+    _b("log.flush.offset.checkpoint.interval.ms", "int", 60_000,
+       "How often recovery points are checkpointed.", at_least(0)),
+    _b("log.flush.start.offset.checkpoint.interval.ms", "int", 60_000,
+       "How often log start offsets are checkpointed.", at_least(0)),
+    _b("log.retention.check.interval.ms", "long", 300_000, "How often retention is checked.", at_least(1)),
+    _b("log.roll.hours", "int", 168, "Hours before a new segment is rolled.", at_least(1)),
+    _b("log.roll.ms", "long", None, "Milliseconds before a new segment is rolled; overrides log.roll.hours."),
+    _b("log.roll.jitter.hours", "int", 0, "Jitter subtracted from the roll time.", at_least(0)),
+    _b("log.roll.jitter.ms", "long", None, "Jitter in ms; overrides log.roll.jitter.hours."),
+    _b("log.retention.hours", "int", 168, "Hours to keep a segment.", at_least(-1), True),
+    _b("log.retention.minutes", "int", None, "Minutes to keep a segment; overrides hours.", None, True),
+    _b("log.retention.ms", "long", None, "Milliseconds to keep a segment; overrides minutes.", None, True),
+    _b("log.retention.bytes", "long", -1, "Bytes to keep per partition (-1: no limit).", None, True),
+    _b("log.segment.bytes", "int", 1_073_741_824, "Largest segment file.", at_least(14), True),
+    _b("log.index.size.max.bytes", "int", 10_485_760, "Largest offset index.", at_least(4), True),
+    _b("log.index.interval.bytes", "int", 4096, "Bytes between offset index entries.", at_least(0), True),
+    _b("log.flush.interval.messages", "long", LONG_MAX,
+       "Messages accumulated before an fsync (acks=1 and acks=0).", at_least(1), True),
+    _b("log.flush.interval.ms", "long", None,
+       "Milliseconds a message may stay unflushed (acks=1 and acks=0).", None, True),
+    _b("log.segment.delete.delay.ms", "long", 60_000, "Delay before a deleted segment is unlinked.",
+       at_least(0), True),
+    _b("log.cleanup.policy", "list", ["delete"], "Default cleanup policy.", each_of("delete", "compact"), True),
+    _b("log.cleaner.enable", "boolean", True, "Run the log cleaner for compacted topics."),
+    _b("log.cleaner.threads", "int", 1, "Cleaner threads.", at_least(0), True),
+    _b("log.cleaner.dedupe.buffer.size", "long", 134_217_728, "Memory of the cleaner's offset map.",
+       at_least(0), True),
+    _b("log.cleaner.io.max.bytes.per.second", "double", 1.7976931348623157e308,
+       "Cleaner I/O throttle.", None, True),
+    _b("log.cleaner.min.cleanable.ratio", "double", 0.5, "Dirty ratio before a log is cleaned.",
+       between(0, 1), True),
+    _b("log.cleaner.delete.retention.ms", "long", 86_400_000, "How long tombstones are kept.",
+       at_least(0), True),
+    _b("log.cleaner.min.compaction.lag.ms", "long", 0, "Minimum age before a record is compacted.",
+       at_least(0), True),
+    _b("log.cleaner.max.compaction.lag.ms", "long", LONG_MAX, "Maximum age before a record is compacted.",
+       at_least(1), True),
+    _b("log.cleaner.backoff.ms", "long", 15_000, "Cleaner sleep when there is nothing to clean.", at_least(0)),
+    _b("log.message.timestamp.type", "string", "CreateTime", "Default timestamp type.",
+       one_of("CreateTime", "LogAppendTime"), True),
+    _b("log.message.timestamp.before.max.ms", "long", LONG_MAX,
+       "How far in the past a record timestamp may be.", at_least(0), True),
+    _b("log.message.timestamp.after.max.ms", "long", 3_600_000,
+       "How far in the future a record timestamp may be.", at_least(0), True),
+    _b("log.preallocate", "boolean", False, "Preallocate segment files.", None, True),
+    _b("message.max.bytes", "int", 1_048_588, "Largest record batch accepted.", at_least(0), True),
+    _b("compression.type", "string", "producer", "Default compression of topics.",
+       one_of("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"), True),
+    _b("min.insync.replicas", "int", 1, "Accepted for compatibility; a single node is its own ISR.",
+       at_least(1), True),
+    _b("unclean.leader.election.enable", "boolean", False, "Accepted for compatibility.", None, True),
+    _b("offsets.topic.num.partitions", "int", 50, "Partitions of __consumer_offsets.", at_least(1)),
+    _b("offsets.topic.replication.factor", "short", 1, "Accepted for compatibility.", at_least(1)),
+    _b("offsets.topic.segment.bytes", "int", 104_857_600, "Segment size of __consumer_offsets.", at_least(1)),
+    _b("offsets.retention.minutes", "int", 10_080, "How long offsets of empty groups are kept.", at_least(1)),
+    _b("offsets.retention.check.interval.ms", "long", 600_000, "How often expired offsets are removed.",
+       at_least(1)),
+    _b("offset.metadata.max.bytes", "int", 4096, "Largest OffsetCommit metadata string."),
+    _b("group.initial.rebalance.delay.ms", "int", 3000, "Wait for more members before the first rebalance."),
+    _b("group.min.session.timeout.ms", "int", 6000, "Smallest session timeout a member may ask for."),
+    _b("group.max.session.timeout.ms", "int", 1_800_000, "Largest session timeout a member may ask for."),
+    _b("group.max.size", "int", 2**31 - 1, "Most members in one group.", at_least(1)),
+    _b("transaction.state.log.num.partitions", "int", 50, "Accepted for compatibility.", at_least(1)),
+    _b("transaction.state.log.replication.factor", "short", 1, "Accepted for compatibility.", at_least(1)),
+    _b("transaction.state.log.min.isr", "int", 1, "Accepted for compatibility.", at_least(1)),
+    _b("producer.id.expiration.ms", "int", 86_400_000, "Idle time before a producer id's state expires.",
+       at_least(1), True),
+    _b("transactional.id.expiration.ms", "int", 604_800_000, "Accepted for compatibility.", at_least(1)),
+    _b("process.roles", "list", ["broker", "controller"], "Accepted for compatibility (single node)."),
+    _b("controller.quorum.voters", "list", [], "Accepted for compatibility."),
+    _b("controller.listener.names", "list", [], "Accepted for compatibility."),
+    _b("inter.broker.listener.name", "string", None, "Accepted for compatibility."),
+    _b("listener.security.protocol.map", "list",
+       ["PLAINTEXT:PLAINTEXT", "CONTROLLER:PLAINTEXT", "SSL:SSL", "SASL_PLAINTEXT:SASL_PLAINTEXT",
+        "SASL_SSL:SASL_SSL"], "Accepted for compatibility; PLAINTEXT is served."),
+    _b("num.recovery.threads.per.data.dir", "int", 2, "Accepted for compatibility.", at_least(1)),
+    _b("group.coordinator.rebalance.protocols", "list", ["classic"], "Accepted for compatibility."),
+)
+
+TOPIC_DEFS: tuple[ConfigDef, ...] = (
+    _t("cleanup.policy", "list", ["delete"], "delete and/or compact.",
+       (("log.cleanup.policy", 1),), each_of("delete", "compact")),
+    _t("compression.type", "string", "producer", "Compression of stored batches (producer: as sent).",
+       (("compression.type", 1),), one_of("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")),
+    _t("delete.retention.ms", "long", 86_400_000, "How long tombstones are kept.",
+       (("log.cleaner.delete.retention.ms", 1),), at_least(0)),
+    _t("file.delete.delay.ms", "long", 60_000, "Delay before a deleted segment is unlinked.",
+       (("log.segment.delete.delay.ms", 1),), at_least(0)),
+    _t("flush.messages", "long", LONG_MAX, "Messages accumulated before an fsync.",
+       (("log.flush.interval.messages", 1),), at_least(1)),
+    _t("flush.ms", "long", LONG_MAX, "Milliseconds before an fsync.",
+       (("log.flush.interval.ms", 1),), at_least(0)),
+    _t("index.interval.bytes", "int", 4096, "Bytes between offset index entries.",
+       (("log.index.interval.bytes", 1),), at_least(0)),
+    _t("max.compaction.lag.ms", "long", LONG_MAX, "Maximum age before a record is compacted.",
+       (("log.cleaner.max.compaction.lag.ms", 1),), at_least(1)),
+    _t("max.message.bytes", "int", 1_048_588, "Largest record batch accepted.",
+       (("message.max.bytes", 1),), at_least(0)),
+    _t("message.timestamp.type", "string", "CreateTime", "CreateTime or LogAppendTime.",
+       (("log.message.timestamp.type", 1),), one_of("CreateTime", "LogAppendTime")),
+    _t("message.timestamp.before.max.ms", "long", LONG_MAX, "How far in the past a timestamp may be.",
+       (("log.message.timestamp.before.max.ms", 1),), at_least(0)),
+    _t("message.timestamp.after.max.ms", "long", 3_600_000, "How far in the future a timestamp may be.",
+       (("log.message.timestamp.after.max.ms", 1),), at_least(0)),
+    _t("min.cleanable.dirty.ratio", "double", 0.5, "Dirty ratio before the log is cleaned.",
+       (("log.cleaner.min.cleanable.ratio", 1),), between(0, 1)),
+    _t("min.compaction.lag.ms", "long", 0, "Minimum age before a record is compacted.",
+       (("log.cleaner.min.compaction.lag.ms", 1),), at_least(0)),
+    _t("min.insync.replicas", "int", 1, "Accepted for compatibility.",
+       (("min.insync.replicas", 1),), at_least(1)),
+    _t("preallocate", "boolean", False, "Preallocate segment files.", (("log.preallocate", 1),)),
+    _t("retention.bytes", "long", -1, "Bytes to keep per partition (-1: no limit).",
+       (("log.retention.bytes", 1),)),
+    _t("retention.ms", "long", 604_800_000, "Milliseconds to keep a segment (-1: forever).",
+       (("log.retention.ms", 1), ("log.retention.minutes", MINUTE_MS), ("log.retention.hours", HOUR_MS)),
+       at_least(-1)),
+    _t("segment.bytes", "int", 1_073_741_824, "Largest segment file.", (("log.segment.bytes", 1),),
+       at_least(14)),
+    _t("segment.index.bytes", "int", 10_485_760, "Largest offset index.",
+       (("log.index.size.max.bytes", 1),), at_least(4)),
+    _t("segment.jitter.ms", "long", 0, "Jitter subtracted from segment.ms.",
+       (("log.roll.jitter.ms", 1), ("log.roll.jitter.hours", HOUR_MS)), at_least(0)),
+    _t("segment.ms", "long", 604_800_000, "Milliseconds before a new segment is rolled.",
+       (("log.roll.ms", 1), ("log.roll.hours", HOUR_MS)), at_least(1)),
+    _t("unclean.leader.election.enable", "boolean", False, "Accepted for compatibility.",
+       (("unclean.leader.election.enable", 1),)),
+)
+
+BROKER: dict[str, ConfigDef] = {d.key: d for d in BROKER_DEFS}
+TOPIC: dict[str, ConfigDef] = {d.key: d for d in TOPIC_DEFS}
