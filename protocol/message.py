@@ -1,0 +1,56 @@
+"""The base of every generated request and response class: version dispatch and error typing.
+
+Generated modules fill `_DECODERS` / `_ENCODERS` with their flat per-version functions; this class turns
+any low-level failure into `DecodeError` and refuses versions we have no codec for.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any, ClassVar, Self
+
+from pybroker.protocol.primitives import DecodeError, UnsupportedVersion, materialize
+
+
+class ApiMessage:
+    __slots__ = ()
+    API_KEY: ClassVar[int | None] = None
+    MIN_VERSION: ClassVar[int] = 0
+    MAX_VERSION: ClassVar[int] = 0
+    FLEXIBLE_MIN: ClassVar[int | None] = None
+    _DECODERS: ClassVar[dict[int, Any]] = {}
+    _ENCODERS: ClassVar[dict[int, Any]] = {}
+
+    @classmethod
+    def decode(cls, data: Any, version: int, offset: int = 0) -> Self:
+        """Decode `data[offset:]`, which must hold exactly one message of `version`."""
+        fn = cls._DECODERS.get(version)
+        if fn is None:
+            raise UnsupportedVersion(cls.API_KEY if cls.API_KEY is not None else -1, version)
+        try:
+            obj, pos = fn(data, offset)
+        except DecodeError:
+            raise
+        except (struct.error, IndexError, ValueError, TypeError, OverflowError) as exc:
+            raise DecodeError(f"{cls.__name__} v{version}: {exc}") from None
+        if pos != len(data):
+            raise DecodeError(f"{cls.__name__} v{version}: {len(data) - pos} bytes left over")
+        result: Self = obj
+        return result
+
+    def encode_chunks(self, version: int, out: bytearray | None = None) -> list[Any]:
+        """The encoding as chunks: bytes, with any non-bytes `records` value (a file region) as its own chunk.
+
+        `out` may already hold a header; the encoding is appended to it.
+        """
+        fn = self._ENCODERS.get(version)
+        if fn is None:
+            raise UnsupportedVersion(self.API_KEY if self.API_KEY is not None else -1, version)
+        out = bytearray() if out is None else out
+        chunks: list[Any] = []
+        fn(self, out, chunks)
+        chunks.append(out)
+        return chunks
+
+    def encode(self, version: int) -> bytes:
+        return materialize(self.encode_chunks(version))
