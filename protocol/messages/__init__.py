@@ -7,13 +7,40 @@ from __future__ import annotations
 from typing import Any
 
 from pybroker.protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
+from pybroker.protocol.messages.create_partitions import CreatePartitionsRequest, CreatePartitionsResponse
+from pybroker.protocol.messages.create_topics import CreateTopicsRequest, CreateTopicsResponse
+from pybroker.protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
+from pybroker.protocol.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResponse
+from pybroker.protocol.messages.fetch import FetchRequest, FetchResponse
+from pybroker.protocol.messages.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
+from pybroker.protocol.messages.list_offsets import ListOffsetsRequest, ListOffsetsResponse
 from pybroker.protocol.messages.metadata import MetadataRequest, MetadataResponse
+from pybroker.protocol.messages.offset_for_leader_epoch import OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse
+from pybroker.protocol.messages.produce import ProduceRequest, ProduceResponse
 
 REQUESTS: dict[int, Any] = {
+    0: ProduceRequest,
+    1: FetchRequest,
+    2: ListOffsetsRequest,
     3: MetadataRequest,
     18: ApiVersionsRequest,
+    19: CreateTopicsRequest,
+    20: DeleteTopicsRequest,
+    22: InitProducerIdRequest,
+    23: OffsetForLeaderEpochRequest,
+    32: DescribeConfigsRequest,
+    37: CreatePartitionsRequest,
 }
 RESPONSES: dict[int, Any] = {
+    0: ProduceResponse,
+    1: FetchResponse,
+    2: ListOffsetsResponse,
     3: MetadataResponse,
     18: ApiVersionsResponse,
+    19: CreateTopicsResponse,
+    20: DeleteTopicsResponse,
+    22: InitProducerIdResponse,
+    23: OffsetForLeaderEpochResponse,
+    32: DescribeConfigsResponse,
+    37: CreatePartitionsResponse,
 }
