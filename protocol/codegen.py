@@ -141,29 +141,28 @@ def _dec_value(em: Emitter, f: Field, v: int, flex: bool, target: str, ind: str)
     c = "compact_" if flex else ""
     t = f.element_type
     if f.is_array:
-        lines = [f"{ind}n, pos = read_array_count(buf, pos, {flex}, {nullable})"]
+        n, item = f"n_{f.name}", f"it_{f.name}"
+        lines = [f"{ind}{n}, pos = read_array_count(buf, pos, {flex}, {nullable})"]
+        body_ind = ind
+        if nullable:
+            lines += [f"{ind}if {n} < 0:", f"{ind}    {target} = None", f"{ind}else:"]
+            body_ind = ind + "    "
         if t in FIXED and t != "uuid":
             code = FIXED[t]
-            lines += [
-                f"{ind}if n < 0:", f"{ind}    {target} = None", f"{ind}else:",
-                f"{ind}    if n * {SIZES[code]} > len(buf) - pos:",
-                f"{ind}        raise DecodeError('array overruns the buffer')",
-                f"{ind}    {target} = list(unpack_from(f'>{{n}}{code}', buf, pos))",
-                f"{ind}    pos += n * {SIZES[code]}",
-            ]
-            return lines
-        lines += [f"{ind}if n < 0:", f"{ind}    {target} = None", f"{ind}else:", f"{ind}    {target} = []",
-                  f"{ind}    for _ in range(n):"]
-        inner = ind + "        "
+            return [*lines,
+                    f"{body_ind}if {n} * {SIZES[code]} > len(buf) - pos:",
+                    f"{body_ind}    raise DecodeError('array overruns the buffer')",
+                    f"{body_ind}{target} = list(unpack_from(f'>{{{n}}}{code}', buf, pos))",
+                    f"{body_ind}pos += {n} * {SIZES[code]}"]
+        lines += [f"{body_ind}{target} = []", f"{body_ind}for _ in range({n}):"]
+        inner = body_ind + "    "
         if f.is_struct:
-            lines.append(f"{inner}item, pos = _d_{_struct_names[id(f)]}_{v}(buf, pos)")
+            lines.append(f"{inner}{item}, pos = _d_{_struct_names[id(f)]}_{v}(buf, pos)")
         elif t == "uuid":
-            lines.append(f"{inner}item, pos = read_uuid(buf, pos)")
-        elif t in FIXED:
-            raise AssertionError
+            lines.append(f"{inner}{item}, pos = read_uuid(buf, pos)")
         else:
-            lines.append(f"{inner}item, pos = read_{c}{t}(buf, pos, False)")
-        lines.append(f"{inner}{target}.append(item)")
+            lines.append(f"{inner}{item}, pos = read_{c}{t}(buf, pos, False)")
+        lines.append(f"{inner}{target}.append({item})")
         return lines
     if f.is_struct:
         if nullable:
@@ -246,14 +245,15 @@ def _enc_value(em: Emitter, f: Field, v: int, flex: bool, expr: str, out: str, i
         if t in FIXED and t != "uuid":
             lines.append(f"{ind}    {out} += pack(f'>{{len({expr})}}{FIXED[t]}', *{expr})")
             return lines
-        lines.append(f"{ind}    for item in {expr}:")
+        item = f"it_{f.name}"
+        lines.append(f"{ind}    for {item} in {expr}:")
         inner = ind + "        "
         if f.is_struct:
-            lines.append(f"{inner}_e_{_struct_names[id(f)]}_{v}(item, {out}, chunks)")
+            lines.append(f"{inner}_e_{_struct_names[id(f)]}_{v}({item}, {out}, chunks)")
         elif t == "uuid":
-            lines.append(f"{inner}{out} += item.bytes")
+            lines.append(f"{inner}{out} += {item}.bytes")
         else:
-            lines.append(f"{inner}write_{c}{t}({out}, item)")
+            lines.append(f"{inner}write_{c}{t}({out}, {item})")
         return lines
     if f.is_struct:
         if v in f.nullable:

@@ -11,6 +11,7 @@ import uuid
 from typing import Any
 
 from hypothesis import strategies as st
+
 from pybroker.protocol.schema.dsl import Field, Message
 
 INT_RANGES = {"int8": 8, "int16": 16, "int32": 32, "int64": 64}

@@ -181,14 +181,11 @@ def _d_ApiVersionsResponse_0(buf: Any, pos: int) -> tuple[ApiVersionsResponse, i
         raise DecodeError('truncated')
     (f_error_code,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_api_keys = None
-    else:
-        f_api_keys = []
-        for _ in range(n):
-            item, pos = _d_ApiVersion_0(buf, pos)
-            f_api_keys.append(item)
+    n_api_keys, pos = read_array_count(buf, pos, False, False)
+    f_api_keys = []
+    for _ in range(n_api_keys):
+        it_api_keys, pos = _d_ApiVersion_0(buf, pos)
+        f_api_keys.append(it_api_keys)
     obj = ApiVersionsResponse(error_code=f_error_code, api_keys=f_api_keys)
     return obj, pos
 
@@ -197,8 +194,8 @@ def _e_ApiVersionsResponse_0(o: ApiVersionsResponse, out: bytearray, chunks: lis
     out += _S1.pack(o.error_code)
     write_array_count(out, o.api_keys, False)
     if o.api_keys is not None:
-        for item in o.api_keys:
-            _e_ApiVersion_0(item, out, chunks)
+        for it_api_keys in o.api_keys:
+            _e_ApiVersion_0(it_api_keys, out, chunks)
 
 
 def _d_FinalizedFeatureKey_1(buf: Any, pos: int) -> tuple[FinalizedFeatureKey, int]:
@@ -237,14 +234,11 @@ def _d_ApiVersionsResponse_1(buf: Any, pos: int) -> tuple[ApiVersionsResponse, i
         raise DecodeError('truncated')
     (f_error_code,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_api_keys = None
-    else:
-        f_api_keys = []
-        for _ in range(n):
-            item, pos = _d_ApiVersion_1(buf, pos)
-            f_api_keys.append(item)
+    n_api_keys, pos = read_array_count(buf, pos, False, False)
+    f_api_keys = []
+    for _ in range(n_api_keys):
+        it_api_keys, pos = _d_ApiVersion_1(buf, pos)
+        f_api_keys.append(it_api_keys)
     if len(buf) - pos < _S2.size:
         raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S2.unpack_from(buf, pos)
@@ -257,8 +251,8 @@ def _e_ApiVersionsResponse_1(o: ApiVersionsResponse, out: bytearray, chunks: lis
     out += _S1.pack(o.error_code)
     write_array_count(out, o.api_keys, False)
     if o.api_keys is not None:
-        for item in o.api_keys:
-            _e_ApiVersion_1(item, out, chunks)
+        for it_api_keys in o.api_keys:
+            _e_ApiVersion_1(it_api_keys, out, chunks)
     out += _S2.pack(o.throttle_time_ms)
 
 
@@ -298,14 +292,11 @@ def _d_ApiVersionsResponse_2(buf: Any, pos: int) -> tuple[ApiVersionsResponse, i
         raise DecodeError('truncated')
     (f_error_code,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_api_keys = None
-    else:
-        f_api_keys = []
-        for _ in range(n):
-            item, pos = _d_ApiVersion_2(buf, pos)
-            f_api_keys.append(item)
+    n_api_keys, pos = read_array_count(buf, pos, False, False)
+    f_api_keys = []
+    for _ in range(n_api_keys):
+        it_api_keys, pos = _d_ApiVersion_2(buf, pos)
+        f_api_keys.append(it_api_keys)
     if len(buf) - pos < _S2.size:
         raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S2.unpack_from(buf, pos)
@@ -318,8 +309,8 @@ def _e_ApiVersionsResponse_2(o: ApiVersionsResponse, out: bytearray, chunks: lis
     out += _S1.pack(o.error_code)
     write_array_count(out, o.api_keys, False)
     if o.api_keys is not None:
-        for item in o.api_keys:
-            _e_ApiVersion_2(item, out, chunks)
+        for it_api_keys in o.api_keys:
+            _e_ApiVersion_2(it_api_keys, out, chunks)
     out += _S2.pack(o.throttle_time_ms)
 
 
@@ -392,14 +383,11 @@ def _d_ApiVersionsResponse_3(buf: Any, pos: int) -> tuple[ApiVersionsResponse, i
         raise DecodeError('truncated')
     (f_error_code,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_api_keys = None
-    else:
-        f_api_keys = []
-        for _ in range(n):
-            item, pos = _d_ApiVersion_3(buf, pos)
-            f_api_keys.append(item)
+    n_api_keys, pos = read_array_count(buf, pos, True, False)
+    f_api_keys = []
+    for _ in range(n_api_keys):
+        it_api_keys, pos = _d_ApiVersion_3(buf, pos)
+        f_api_keys.append(it_api_keys)
     if len(buf) - pos < _S2.size:
         raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S2.unpack_from(buf, pos)
@@ -421,14 +409,11 @@ def _d_ApiVersionsResponse_3(buf: Any, pos: int) -> tuple[ApiVersionsResponse, i
             if end > len(buf):
                 raise DecodeError('tagged field overruns the buffer')
             if tag == 0:
-                n, pos = read_array_count(buf, pos, True, False)
-                if n < 0:
-                    f_supported_features = None
-                else:
-                    f_supported_features = []
-                    for _ in range(n):
-                        item, pos = _d_SupportedFeatureKey_3(buf, pos)
-                        f_supported_features.append(item)
+                n_supported_features, pos = read_array_count(buf, pos, True, False)
+                f_supported_features = []
+                for _ in range(n_supported_features):
+                    it_supported_features, pos = _d_SupportedFeatureKey_3(buf, pos)
+                    f_supported_features.append(it_supported_features)
                 if pos != end:
                     raise DecodeError('tagged field size mismatch')
             elif tag == 1:
@@ -439,14 +424,11 @@ def _d_ApiVersionsResponse_3(buf: Any, pos: int) -> tuple[ApiVersionsResponse, i
                 if pos != end:
                     raise DecodeError('tagged field size mismatch')
             elif tag == 2:
-                n, pos = read_array_count(buf, pos, True, False)
-                if n < 0:
-                    f_finalized_features = None
-                else:
-                    f_finalized_features = []
-                    for _ in range(n):
-                        item, pos = _d_FinalizedFeatureKey_3(buf, pos)
-                        f_finalized_features.append(item)
+                n_finalized_features, pos = read_array_count(buf, pos, True, False)
+                f_finalized_features = []
+                for _ in range(n_finalized_features):
+                    it_finalized_features, pos = _d_FinalizedFeatureKey_3(buf, pos)
+                    f_finalized_features.append(it_finalized_features)
                 if pos != end:
                     raise DecodeError('tagged field size mismatch')
             elif tag == 3:
@@ -473,16 +455,16 @@ def _e_ApiVersionsResponse_3(o: ApiVersionsResponse, out: bytearray, chunks: lis
     out += _S1.pack(o.error_code)
     write_array_count(out, o.api_keys, True)
     if o.api_keys is not None:
-        for item in o.api_keys:
-            _e_ApiVersion_3(item, out, chunks)
+        for it_api_keys in o.api_keys:
+            _e_ApiVersion_3(it_api_keys, out, chunks)
     out += _S2.pack(o.throttle_time_ms)
     tags: list[tuple[int, bytearray]] = []
     if o.supported_features != list():
         t = bytearray()
         write_array_count(t, o.supported_features, True)
         if o.supported_features is not None:
-            for item in o.supported_features:
-                _e_SupportedFeatureKey_3(item, t, chunks)
+            for it_supported_features in o.supported_features:
+                _e_SupportedFeatureKey_3(it_supported_features, t, chunks)
         tags.append((0, t))
     if o.finalized_features_epoch != -1:
         t = bytearray()
@@ -492,8 +474,8 @@ def _e_ApiVersionsResponse_3(o: ApiVersionsResponse, out: bytearray, chunks: lis
         t = bytearray()
         write_array_count(t, o.finalized_features, True)
         if o.finalized_features is not None:
-            for item in o.finalized_features:
-                _e_FinalizedFeatureKey_3(item, t, chunks)
+            for it_finalized_features in o.finalized_features:
+                _e_FinalizedFeatureKey_3(it_finalized_features, t, chunks)
         tags.append((2, t))
     if o.zk_migration_ready != False:
         t = bytearray()
@@ -575,14 +557,11 @@ def _d_ApiVersionsResponse_4(buf: Any, pos: int) -> tuple[ApiVersionsResponse, i
         raise DecodeError('truncated')
     (f_error_code,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_api_keys = None
-    else:
-        f_api_keys = []
-        for _ in range(n):
-            item, pos = _d_ApiVersion_4(buf, pos)
-            f_api_keys.append(item)
+    n_api_keys, pos = read_array_count(buf, pos, True, False)
+    f_api_keys = []
+    for _ in range(n_api_keys):
+        it_api_keys, pos = _d_ApiVersion_4(buf, pos)
+        f_api_keys.append(it_api_keys)
     if len(buf) - pos < _S2.size:
         raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S2.unpack_from(buf, pos)
@@ -604,14 +583,11 @@ def _d_ApiVersionsResponse_4(buf: Any, pos: int) -> tuple[ApiVersionsResponse, i
             if end > len(buf):
                 raise DecodeError('tagged field overruns the buffer')
             if tag == 0:
-                n, pos = read_array_count(buf, pos, True, False)
-                if n < 0:
-                    f_supported_features = None
-                else:
-                    f_supported_features = []
-                    for _ in range(n):
-                        item, pos = _d_SupportedFeatureKey_4(buf, pos)
-                        f_supported_features.append(item)
+                n_supported_features, pos = read_array_count(buf, pos, True, False)
+                f_supported_features = []
+                for _ in range(n_supported_features):
+                    it_supported_features, pos = _d_SupportedFeatureKey_4(buf, pos)
+                    f_supported_features.append(it_supported_features)
                 if pos != end:
                     raise DecodeError('tagged field size mismatch')
             elif tag == 1:
@@ -622,14 +598,11 @@ def _d_ApiVersionsResponse_4(buf: Any, pos: int) -> tuple[ApiVersionsResponse, i
                 if pos != end:
                     raise DecodeError('tagged field size mismatch')
             elif tag == 2:
-                n, pos = read_array_count(buf, pos, True, False)
-                if n < 0:
-                    f_finalized_features = None
-                else:
-                    f_finalized_features = []
-                    for _ in range(n):
-                        item, pos = _d_FinalizedFeatureKey_4(buf, pos)
-                        f_finalized_features.append(item)
+                n_finalized_features, pos = read_array_count(buf, pos, True, False)
+                f_finalized_features = []
+                for _ in range(n_finalized_features):
+                    it_finalized_features, pos = _d_FinalizedFeatureKey_4(buf, pos)
+                    f_finalized_features.append(it_finalized_features)
                 if pos != end:
                     raise DecodeError('tagged field size mismatch')
             elif tag == 3:
@@ -656,16 +629,16 @@ def _e_ApiVersionsResponse_4(o: ApiVersionsResponse, out: bytearray, chunks: lis
     out += _S1.pack(o.error_code)
     write_array_count(out, o.api_keys, True)
     if o.api_keys is not None:
-        for item in o.api_keys:
-            _e_ApiVersion_4(item, out, chunks)
+        for it_api_keys in o.api_keys:
+            _e_ApiVersion_4(it_api_keys, out, chunks)
     out += _S2.pack(o.throttle_time_ms)
     tags: list[tuple[int, bytearray]] = []
     if o.supported_features != list():
         t = bytearray()
         write_array_count(t, o.supported_features, True)
         if o.supported_features is not None:
-            for item in o.supported_features:
-                _e_SupportedFeatureKey_4(item, t, chunks)
+            for it_supported_features in o.supported_features:
+                _e_SupportedFeatureKey_4(it_supported_features, t, chunks)
         tags.append((0, t))
     if o.finalized_features_epoch != -1:
         t = bytearray()
@@ -675,8 +648,8 @@ def _e_ApiVersionsResponse_4(o: ApiVersionsResponse, out: bytearray, chunks: lis
         t = bytearray()
         write_array_count(t, o.finalized_features, True)
         if o.finalized_features is not None:
-            for item in o.finalized_features:
-                _e_FinalizedFeatureKey_4(item, t, chunks)
+            for it_finalized_features in o.finalized_features:
+                _e_FinalizedFeatureKey_4(it_finalized_features, t, chunks)
         tags.append((2, t))
     if o.zk_migration_ready != False:
         t = bytearray()

@@ -68,14 +68,11 @@ class CreatePartitionsResponse(ApiMessage):
 
 
 def _d_CreatePartitionsAssignment_0(buf: Any, pos: int) -> tuple[CreatePartitionsAssignment, int]:
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_broker_ids = None
-    else:
-        if n * 4 > len(buf) - pos:
-            raise DecodeError('array overruns the buffer')
-        f_broker_ids = list(unpack_from(f'>{n}i', buf, pos))
-        pos += n * 4
+    n_broker_ids, pos = read_array_count(buf, pos, False, False)
+    if n_broker_ids * 4 > len(buf) - pos:
+        raise DecodeError('array overruns the buffer')
+    f_broker_ids = list(unpack_from(f'>{n_broker_ids}i', buf, pos))
+    pos += n_broker_ids * 4
     obj = CreatePartitionsAssignment(broker_ids=f_broker_ids)
     return obj, pos
 
@@ -92,14 +89,14 @@ def _d_CreatePartitionsTopic_0(buf: Any, pos: int) -> tuple[CreatePartitionsTopi
         raise DecodeError('truncated')
     (f_count,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
-    n, pos = read_array_count(buf, pos, False, True)
-    if n < 0:
+    n_assignments, pos = read_array_count(buf, pos, False, True)
+    if n_assignments < 0:
         f_assignments = None
     else:
         f_assignments = []
-        for _ in range(n):
-            item, pos = _d_CreatePartitionsAssignment_0(buf, pos)
-            f_assignments.append(item)
+        for _ in range(n_assignments):
+            it_assignments, pos = _d_CreatePartitionsAssignment_0(buf, pos)
+            f_assignments.append(it_assignments)
     obj = CreatePartitionsTopic(name=f_name, count=f_count, assignments=f_assignments)
     return obj, pos
 
@@ -109,19 +106,16 @@ def _e_CreatePartitionsTopic_0(o: CreatePartitionsTopic, out: bytearray, chunks:
     out += _S0.pack(o.count)
     write_array_count(out, o.assignments, False)
     if o.assignments is not None:
-        for item in o.assignments:
-            _e_CreatePartitionsAssignment_0(item, out, chunks)
+        for it_assignments in o.assignments:
+            _e_CreatePartitionsAssignment_0(it_assignments, out, chunks)
 
 
 def _d_CreatePartitionsRequest_0(buf: Any, pos: int) -> tuple[CreatePartitionsRequest, int]:
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _d_CreatePartitionsTopic_0(buf, pos)
-            f_topics.append(item)
+    n_topics, pos = read_array_count(buf, pos, False, False)
+    f_topics = []
+    for _ in range(n_topics):
+        it_topics, pos = _d_CreatePartitionsTopic_0(buf, pos)
+        f_topics.append(it_topics)
     if len(buf) - pos < _S1.size:
         raise DecodeError('truncated')
     (f_timeout_ms, f_validate_only,) = _S1.unpack_from(buf, pos)
@@ -133,20 +127,17 @@ def _d_CreatePartitionsRequest_0(buf: Any, pos: int) -> tuple[CreatePartitionsRe
 def _e_CreatePartitionsRequest_0(o: CreatePartitionsRequest, out: bytearray, chunks: list[Any]) -> None:
     write_array_count(out, o.topics, False)
     if o.topics is not None:
-        for item in o.topics:
-            _e_CreatePartitionsTopic_0(item, out, chunks)
+        for it_topics in o.topics:
+            _e_CreatePartitionsTopic_0(it_topics, out, chunks)
     out += _S1.pack(o.timeout_ms, o.validate_only)
 
 
 def _d_CreatePartitionsAssignment_1(buf: Any, pos: int) -> tuple[CreatePartitionsAssignment, int]:
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_broker_ids = None
-    else:
-        if n * 4 > len(buf) - pos:
-            raise DecodeError('array overruns the buffer')
-        f_broker_ids = list(unpack_from(f'>{n}i', buf, pos))
-        pos += n * 4
+    n_broker_ids, pos = read_array_count(buf, pos, False, False)
+    if n_broker_ids * 4 > len(buf) - pos:
+        raise DecodeError('array overruns the buffer')
+    f_broker_ids = list(unpack_from(f'>{n_broker_ids}i', buf, pos))
+    pos += n_broker_ids * 4
     obj = CreatePartitionsAssignment(broker_ids=f_broker_ids)
     return obj, pos
 
@@ -163,14 +154,14 @@ def _d_CreatePartitionsTopic_1(buf: Any, pos: int) -> tuple[CreatePartitionsTopi
         raise DecodeError('truncated')
     (f_count,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
-    n, pos = read_array_count(buf, pos, False, True)
-    if n < 0:
+    n_assignments, pos = read_array_count(buf, pos, False, True)
+    if n_assignments < 0:
         f_assignments = None
     else:
         f_assignments = []
-        for _ in range(n):
-            item, pos = _d_CreatePartitionsAssignment_1(buf, pos)
-            f_assignments.append(item)
+        for _ in range(n_assignments):
+            it_assignments, pos = _d_CreatePartitionsAssignment_1(buf, pos)
+            f_assignments.append(it_assignments)
     obj = CreatePartitionsTopic(name=f_name, count=f_count, assignments=f_assignments)
     return obj, pos
 
@@ -180,19 +171,16 @@ def _e_CreatePartitionsTopic_1(o: CreatePartitionsTopic, out: bytearray, chunks:
     out += _S0.pack(o.count)
     write_array_count(out, o.assignments, False)
     if o.assignments is not None:
-        for item in o.assignments:
-            _e_CreatePartitionsAssignment_1(item, out, chunks)
+        for it_assignments in o.assignments:
+            _e_CreatePartitionsAssignment_1(it_assignments, out, chunks)
 
 
 def _d_CreatePartitionsRequest_1(buf: Any, pos: int) -> tuple[CreatePartitionsRequest, int]:
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _d_CreatePartitionsTopic_1(buf, pos)
-            f_topics.append(item)
+    n_topics, pos = read_array_count(buf, pos, False, False)
+    f_topics = []
+    for _ in range(n_topics):
+        it_topics, pos = _d_CreatePartitionsTopic_1(buf, pos)
+        f_topics.append(it_topics)
     if len(buf) - pos < _S1.size:
         raise DecodeError('truncated')
     (f_timeout_ms, f_validate_only,) = _S1.unpack_from(buf, pos)
@@ -204,20 +192,17 @@ def _d_CreatePartitionsRequest_1(buf: Any, pos: int) -> tuple[CreatePartitionsRe
 def _e_CreatePartitionsRequest_1(o: CreatePartitionsRequest, out: bytearray, chunks: list[Any]) -> None:
     write_array_count(out, o.topics, False)
     if o.topics is not None:
-        for item in o.topics:
-            _e_CreatePartitionsTopic_1(item, out, chunks)
+        for it_topics in o.topics:
+            _e_CreatePartitionsTopic_1(it_topics, out, chunks)
     out += _S1.pack(o.timeout_ms, o.validate_only)
 
 
 def _d_CreatePartitionsAssignment_2(buf: Any, pos: int) -> tuple[CreatePartitionsAssignment, int]:
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_broker_ids = None
-    else:
-        if n * 4 > len(buf) - pos:
-            raise DecodeError('array overruns the buffer')
-        f_broker_ids = list(unpack_from(f'>{n}i', buf, pos))
-        pos += n * 4
+    n_broker_ids, pos = read_array_count(buf, pos, True, False)
+    if n_broker_ids * 4 > len(buf) - pos:
+        raise DecodeError('array overruns the buffer')
+    f_broker_ids = list(unpack_from(f'>{n_broker_ids}i', buf, pos))
+    pos += n_broker_ids * 4
     if pos >= len(buf):
         raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
@@ -241,14 +226,14 @@ def _d_CreatePartitionsTopic_2(buf: Any, pos: int) -> tuple[CreatePartitionsTopi
         raise DecodeError('truncated')
     (f_count,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
-    n, pos = read_array_count(buf, pos, True, True)
-    if n < 0:
+    n_assignments, pos = read_array_count(buf, pos, True, True)
+    if n_assignments < 0:
         f_assignments = None
     else:
         f_assignments = []
-        for _ in range(n):
-            item, pos = _d_CreatePartitionsAssignment_2(buf, pos)
-            f_assignments.append(item)
+        for _ in range(n_assignments):
+            it_assignments, pos = _d_CreatePartitionsAssignment_2(buf, pos)
+            f_assignments.append(it_assignments)
     if pos >= len(buf):
         raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
@@ -264,20 +249,17 @@ def _e_CreatePartitionsTopic_2(o: CreatePartitionsTopic, out: bytearray, chunks:
     out += _S0.pack(o.count)
     write_array_count(out, o.assignments, True)
     if o.assignments is not None:
-        for item in o.assignments:
-            _e_CreatePartitionsAssignment_2(item, out, chunks)
+        for it_assignments in o.assignments:
+            _e_CreatePartitionsAssignment_2(it_assignments, out, chunks)
     out.append(0)
 
 
 def _d_CreatePartitionsRequest_2(buf: Any, pos: int) -> tuple[CreatePartitionsRequest, int]:
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _d_CreatePartitionsTopic_2(buf, pos)
-            f_topics.append(item)
+    n_topics, pos = read_array_count(buf, pos, True, False)
+    f_topics = []
+    for _ in range(n_topics):
+        it_topics, pos = _d_CreatePartitionsTopic_2(buf, pos)
+        f_topics.append(it_topics)
     if len(buf) - pos < _S1.size:
         raise DecodeError('truncated')
     (f_timeout_ms, f_validate_only,) = _S1.unpack_from(buf, pos)
@@ -295,21 +277,18 @@ def _d_CreatePartitionsRequest_2(buf: Any, pos: int) -> tuple[CreatePartitionsRe
 def _e_CreatePartitionsRequest_2(o: CreatePartitionsRequest, out: bytearray, chunks: list[Any]) -> None:
     write_array_count(out, o.topics, True)
     if o.topics is not None:
-        for item in o.topics:
-            _e_CreatePartitionsTopic_2(item, out, chunks)
+        for it_topics in o.topics:
+            _e_CreatePartitionsTopic_2(it_topics, out, chunks)
     out += _S1.pack(o.timeout_ms, o.validate_only)
     out.append(0)
 
 
 def _d_CreatePartitionsAssignment_3(buf: Any, pos: int) -> tuple[CreatePartitionsAssignment, int]:
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_broker_ids = None
-    else:
-        if n * 4 > len(buf) - pos:
-            raise DecodeError('array overruns the buffer')
-        f_broker_ids = list(unpack_from(f'>{n}i', buf, pos))
-        pos += n * 4
+    n_broker_ids, pos = read_array_count(buf, pos, True, False)
+    if n_broker_ids * 4 > len(buf) - pos:
+        raise DecodeError('array overruns the buffer')
+    f_broker_ids = list(unpack_from(f'>{n_broker_ids}i', buf, pos))
+    pos += n_broker_ids * 4
     if pos >= len(buf):
         raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
@@ -333,14 +312,14 @@ def _d_CreatePartitionsTopic_3(buf: Any, pos: int) -> tuple[CreatePartitionsTopi
         raise DecodeError('truncated')
     (f_count,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
-    n, pos = read_array_count(buf, pos, True, True)
-    if n < 0:
+    n_assignments, pos = read_array_count(buf, pos, True, True)
+    if n_assignments < 0:
         f_assignments = None
     else:
         f_assignments = []
-        for _ in range(n):
-            item, pos = _d_CreatePartitionsAssignment_3(buf, pos)
-            f_assignments.append(item)
+        for _ in range(n_assignments):
+            it_assignments, pos = _d_CreatePartitionsAssignment_3(buf, pos)
+            f_assignments.append(it_assignments)
     if pos >= len(buf):
         raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
@@ -356,20 +335,17 @@ def _e_CreatePartitionsTopic_3(o: CreatePartitionsTopic, out: bytearray, chunks:
     out += _S0.pack(o.count)
     write_array_count(out, o.assignments, True)
     if o.assignments is not None:
-        for item in o.assignments:
-            _e_CreatePartitionsAssignment_3(item, out, chunks)
+        for it_assignments in o.assignments:
+            _e_CreatePartitionsAssignment_3(it_assignments, out, chunks)
     out.append(0)
 
 
 def _d_CreatePartitionsRequest_3(buf: Any, pos: int) -> tuple[CreatePartitionsRequest, int]:
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _d_CreatePartitionsTopic_3(buf, pos)
-            f_topics.append(item)
+    n_topics, pos = read_array_count(buf, pos, True, False)
+    f_topics = []
+    for _ in range(n_topics):
+        it_topics, pos = _d_CreatePartitionsTopic_3(buf, pos)
+        f_topics.append(it_topics)
     if len(buf) - pos < _S1.size:
         raise DecodeError('truncated')
     (f_timeout_ms, f_validate_only,) = _S1.unpack_from(buf, pos)
@@ -387,8 +363,8 @@ def _d_CreatePartitionsRequest_3(buf: Any, pos: int) -> tuple[CreatePartitionsRe
 def _e_CreatePartitionsRequest_3(o: CreatePartitionsRequest, out: bytearray, chunks: list[Any]) -> None:
     write_array_count(out, o.topics, True)
     if o.topics is not None:
-        for item in o.topics:
-            _e_CreatePartitionsTopic_3(item, out, chunks)
+        for it_topics in o.topics:
+            _e_CreatePartitionsTopic_3(it_topics, out, chunks)
     out += _S1.pack(o.timeout_ms, o.validate_only)
     out.append(0)
 
@@ -419,14 +395,11 @@ def _d_CreatePartitionsResponse_0(buf: Any, pos: int) -> tuple[CreatePartitionsR
         raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_results = None
-    else:
-        f_results = []
-        for _ in range(n):
-            item, pos = _d_CreatePartitionsTopicResult_0(buf, pos)
-            f_results.append(item)
+    n_results, pos = read_array_count(buf, pos, False, False)
+    f_results = []
+    for _ in range(n_results):
+        it_results, pos = _d_CreatePartitionsTopicResult_0(buf, pos)
+        f_results.append(it_results)
     obj = CreatePartitionsResponse(throttle_time_ms=f_throttle_time_ms, results=f_results)
     return obj, pos
 
@@ -435,8 +408,8 @@ def _e_CreatePartitionsResponse_0(o: CreatePartitionsResponse, out: bytearray, c
     out += _S0.pack(o.throttle_time_ms)
     write_array_count(out, o.results, False)
     if o.results is not None:
-        for item in o.results:
-            _e_CreatePartitionsTopicResult_0(item, out, chunks)
+        for it_results in o.results:
+            _e_CreatePartitionsTopicResult_0(it_results, out, chunks)
 
 
 def _d_CreatePartitionsTopicResult_1(buf: Any, pos: int) -> tuple[CreatePartitionsTopicResult, int]:
@@ -461,14 +434,11 @@ def _d_CreatePartitionsResponse_1(buf: Any, pos: int) -> tuple[CreatePartitionsR
         raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_results = None
-    else:
-        f_results = []
-        for _ in range(n):
-            item, pos = _d_CreatePartitionsTopicResult_1(buf, pos)
-            f_results.append(item)
+    n_results, pos = read_array_count(buf, pos, False, False)
+    f_results = []
+    for _ in range(n_results):
+        it_results, pos = _d_CreatePartitionsTopicResult_1(buf, pos)
+        f_results.append(it_results)
     obj = CreatePartitionsResponse(throttle_time_ms=f_throttle_time_ms, results=f_results)
     return obj, pos
 
@@ -477,8 +447,8 @@ def _e_CreatePartitionsResponse_1(o: CreatePartitionsResponse, out: bytearray, c
     out += _S0.pack(o.throttle_time_ms)
     write_array_count(out, o.results, False)
     if o.results is not None:
-        for item in o.results:
-            _e_CreatePartitionsTopicResult_1(item, out, chunks)
+        for it_results in o.results:
+            _e_CreatePartitionsTopicResult_1(it_results, out, chunks)
 
 
 def _d_CreatePartitionsTopicResult_2(buf: Any, pos: int) -> tuple[CreatePartitionsTopicResult, int]:
@@ -510,14 +480,11 @@ def _d_CreatePartitionsResponse_2(buf: Any, pos: int) -> tuple[CreatePartitionsR
         raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_results = None
-    else:
-        f_results = []
-        for _ in range(n):
-            item, pos = _d_CreatePartitionsTopicResult_2(buf, pos)
-            f_results.append(item)
+    n_results, pos = read_array_count(buf, pos, True, False)
+    f_results = []
+    for _ in range(n_results):
+        it_results, pos = _d_CreatePartitionsTopicResult_2(buf, pos)
+        f_results.append(it_results)
     if pos >= len(buf):
         raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
@@ -532,8 +499,8 @@ def _e_CreatePartitionsResponse_2(o: CreatePartitionsResponse, out: bytearray, c
     out += _S0.pack(o.throttle_time_ms)
     write_array_count(out, o.results, True)
     if o.results is not None:
-        for item in o.results:
-            _e_CreatePartitionsTopicResult_2(item, out, chunks)
+        for it_results in o.results:
+            _e_CreatePartitionsTopicResult_2(it_results, out, chunks)
     out.append(0)
 
 
@@ -566,14 +533,11 @@ def _d_CreatePartitionsResponse_3(buf: Any, pos: int) -> tuple[CreatePartitionsR
         raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_results = None
-    else:
-        f_results = []
-        for _ in range(n):
-            item, pos = _d_CreatePartitionsTopicResult_3(buf, pos)
-            f_results.append(item)
+    n_results, pos = read_array_count(buf, pos, True, False)
+    f_results = []
+    for _ in range(n_results):
+        it_results, pos = _d_CreatePartitionsTopicResult_3(buf, pos)
+        f_results.append(it_results)
     if pos >= len(buf):
         raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
@@ -588,8 +552,8 @@ def _e_CreatePartitionsResponse_3(o: CreatePartitionsResponse, out: bytearray, c
     out += _S0.pack(o.throttle_time_ms)
     write_array_count(out, o.results, True)
     if o.results is not None:
-        for item in o.results:
-            _e_CreatePartitionsTopicResult_3(item, out, chunks)
+        for it_results in o.results:
+            _e_CreatePartitionsTopicResult_3(it_results, out, chunks)
     out.append(0)
 
 

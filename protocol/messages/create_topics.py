@@ -110,14 +110,11 @@ def _d_CreatableReplicaAssignment_0(buf: Any, pos: int) -> tuple[CreatableReplic
         raise DecodeError('truncated')
     (f_partition_index,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_broker_ids = None
-    else:
-        if n * 4 > len(buf) - pos:
-            raise DecodeError('array overruns the buffer')
-        f_broker_ids = list(unpack_from(f'>{n}i', buf, pos))
-        pos += n * 4
+    n_broker_ids, pos = read_array_count(buf, pos, False, False)
+    if n_broker_ids * 4 > len(buf) - pos:
+        raise DecodeError('array overruns the buffer')
+    f_broker_ids = list(unpack_from(f'>{n_broker_ids}i', buf, pos))
+    pos += n_broker_ids * 4
     obj = CreatableReplicaAssignment(partition_index=f_partition_index, broker_ids=f_broker_ids)
     return obj, pos
 
@@ -135,22 +132,16 @@ def _d_CreatableTopic_0(buf: Any, pos: int) -> tuple[CreatableTopic, int]:
         raise DecodeError('truncated')
     (f_num_partitions, f_replication_factor,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_assignments = None
-    else:
-        f_assignments = []
-        for _ in range(n):
-            item, pos = _d_CreatableReplicaAssignment_0(buf, pos)
-            f_assignments.append(item)
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_configs = None
-    else:
-        f_configs = []
-        for _ in range(n):
-            item, pos = _d_CreatableTopicConfig_0(buf, pos)
-            f_configs.append(item)
+    n_assignments, pos = read_array_count(buf, pos, False, False)
+    f_assignments = []
+    for _ in range(n_assignments):
+        it_assignments, pos = _d_CreatableReplicaAssignment_0(buf, pos)
+        f_assignments.append(it_assignments)
+    n_configs, pos = read_array_count(buf, pos, False, False)
+    f_configs = []
+    for _ in range(n_configs):
+        it_configs, pos = _d_CreatableTopicConfig_0(buf, pos)
+        f_configs.append(it_configs)
     obj = CreatableTopic(name=f_name, num_partitions=f_num_partitions, replication_factor=f_replication_factor, assignments=f_assignments, configs=f_configs)
     return obj, pos
 
@@ -160,23 +151,20 @@ def _e_CreatableTopic_0(o: CreatableTopic, out: bytearray, chunks: list[Any]) ->
     out += _S1.pack(o.num_partitions, o.replication_factor)
     write_array_count(out, o.assignments, False)
     if o.assignments is not None:
-        for item in o.assignments:
-            _e_CreatableReplicaAssignment_0(item, out, chunks)
+        for it_assignments in o.assignments:
+            _e_CreatableReplicaAssignment_0(it_assignments, out, chunks)
     write_array_count(out, o.configs, False)
     if o.configs is not None:
-        for item in o.configs:
-            _e_CreatableTopicConfig_0(item, out, chunks)
+        for it_configs in o.configs:
+            _e_CreatableTopicConfig_0(it_configs, out, chunks)
 
 
 def _d_CreateTopicsRequest_0(buf: Any, pos: int) -> tuple[CreateTopicsRequest, int]:
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _d_CreatableTopic_0(buf, pos)
-            f_topics.append(item)
+    n_topics, pos = read_array_count(buf, pos, False, False)
+    f_topics = []
+    for _ in range(n_topics):
+        it_topics, pos = _d_CreatableTopic_0(buf, pos)
+        f_topics.append(it_topics)
     if len(buf) - pos < _S0.size:
         raise DecodeError('truncated')
     (f_timeout_ms,) = _S0.unpack_from(buf, pos)
@@ -188,8 +176,8 @@ def _d_CreateTopicsRequest_0(buf: Any, pos: int) -> tuple[CreateTopicsRequest, i
 def _e_CreateTopicsRequest_0(o: CreateTopicsRequest, out: bytearray, chunks: list[Any]) -> None:
     write_array_count(out, o.topics, False)
     if o.topics is not None:
-        for item in o.topics:
-            _e_CreatableTopic_0(item, out, chunks)
+        for it_topics in o.topics:
+            _e_CreatableTopic_0(it_topics, out, chunks)
     out += _S0.pack(o.timeout_ms)
 
 
@@ -210,14 +198,11 @@ def _d_CreatableReplicaAssignment_1(buf: Any, pos: int) -> tuple[CreatableReplic
         raise DecodeError('truncated')
     (f_partition_index,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_broker_ids = None
-    else:
-        if n * 4 > len(buf) - pos:
-            raise DecodeError('array overruns the buffer')
-        f_broker_ids = list(unpack_from(f'>{n}i', buf, pos))
-        pos += n * 4
+    n_broker_ids, pos = read_array_count(buf, pos, False, False)
+    if n_broker_ids * 4 > len(buf) - pos:
+        raise DecodeError('array overruns the buffer')
+    f_broker_ids = list(unpack_from(f'>{n_broker_ids}i', buf, pos))
+    pos += n_broker_ids * 4
     obj = CreatableReplicaAssignment(partition_index=f_partition_index, broker_ids=f_broker_ids)
     return obj, pos
 
@@ -235,22 +220,16 @@ def _d_CreatableTopic_1(buf: Any, pos: int) -> tuple[CreatableTopic, int]:
         raise DecodeError('truncated')
     (f_num_partitions, f_replication_factor,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_assignments = None
-    else:
-        f_assignments = []
-        for _ in range(n):
-            item, pos = _d_CreatableReplicaAssignment_1(buf, pos)
-            f_assignments.append(item)
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_configs = None
-    else:
-        f_configs = []
-        for _ in range(n):
-            item, pos = _d_CreatableTopicConfig_1(buf, pos)
-            f_configs.append(item)
+    n_assignments, pos = read_array_count(buf, pos, False, False)
+    f_assignments = []
+    for _ in range(n_assignments):
+        it_assignments, pos = _d_CreatableReplicaAssignment_1(buf, pos)
+        f_assignments.append(it_assignments)
+    n_configs, pos = read_array_count(buf, pos, False, False)
+    f_configs = []
+    for _ in range(n_configs):
+        it_configs, pos = _d_CreatableTopicConfig_1(buf, pos)
+        f_configs.append(it_configs)
     obj = CreatableTopic(name=f_name, num_partitions=f_num_partitions, replication_factor=f_replication_factor, assignments=f_assignments, configs=f_configs)
     return obj, pos
 
@@ -260,23 +239,20 @@ def _e_CreatableTopic_1(o: CreatableTopic, out: bytearray, chunks: list[Any]) ->
     out += _S1.pack(o.num_partitions, o.replication_factor)
     write_array_count(out, o.assignments, False)
     if o.assignments is not None:
-        for item in o.assignments:
-            _e_CreatableReplicaAssignment_1(item, out, chunks)
+        for it_assignments in o.assignments:
+            _e_CreatableReplicaAssignment_1(it_assignments, out, chunks)
     write_array_count(out, o.configs, False)
     if o.configs is not None:
-        for item in o.configs:
-            _e_CreatableTopicConfig_1(item, out, chunks)
+        for it_configs in o.configs:
+            _e_CreatableTopicConfig_1(it_configs, out, chunks)
 
 
 def _d_CreateTopicsRequest_1(buf: Any, pos: int) -> tuple[CreateTopicsRequest, int]:
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _d_CreatableTopic_1(buf, pos)
-            f_topics.append(item)
+    n_topics, pos = read_array_count(buf, pos, False, False)
+    f_topics = []
+    for _ in range(n_topics):
+        it_topics, pos = _d_CreatableTopic_1(buf, pos)
+        f_topics.append(it_topics)
     if len(buf) - pos < _S2.size:
         raise DecodeError('truncated')
     (f_timeout_ms, f_validate_only,) = _S2.unpack_from(buf, pos)
@@ -288,8 +264,8 @@ def _d_CreateTopicsRequest_1(buf: Any, pos: int) -> tuple[CreateTopicsRequest, i
 def _e_CreateTopicsRequest_1(o: CreateTopicsRequest, out: bytearray, chunks: list[Any]) -> None:
     write_array_count(out, o.topics, False)
     if o.topics is not None:
-        for item in o.topics:
-            _e_CreatableTopic_1(item, out, chunks)
+        for it_topics in o.topics:
+            _e_CreatableTopic_1(it_topics, out, chunks)
     out += _S2.pack(o.timeout_ms, o.validate_only)
 
 
@@ -310,14 +286,11 @@ def _d_CreatableReplicaAssignment_2(buf: Any, pos: int) -> tuple[CreatableReplic
         raise DecodeError('truncated')
     (f_partition_index,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_broker_ids = None
-    else:
-        if n * 4 > len(buf) - pos:
-            raise DecodeError('array overruns the buffer')
-        f_broker_ids = list(unpack_from(f'>{n}i', buf, pos))
-        pos += n * 4
+    n_broker_ids, pos = read_array_count(buf, pos, False, False)
+    if n_broker_ids * 4 > len(buf) - pos:
+        raise DecodeError('array overruns the buffer')
+    f_broker_ids = list(unpack_from(f'>{n_broker_ids}i', buf, pos))
+    pos += n_broker_ids * 4
     obj = CreatableReplicaAssignment(partition_index=f_partition_index, broker_ids=f_broker_ids)
     return obj, pos
 
@@ -335,22 +308,16 @@ def _d_CreatableTopic_2(buf: Any, pos: int) -> tuple[CreatableTopic, int]:
         raise DecodeError('truncated')
     (f_num_partitions, f_replication_factor,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_assignments = None
-    else:
-        f_assignments = []
-        for _ in range(n):
-            item, pos = _d_CreatableReplicaAssignment_2(buf, pos)
-            f_assignments.append(item)
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_configs = None
-    else:
-        f_configs = []
-        for _ in range(n):
-            item, pos = _d_CreatableTopicConfig_2(buf, pos)
-            f_configs.append(item)
+    n_assignments, pos = read_array_count(buf, pos, False, False)
+    f_assignments = []
+    for _ in range(n_assignments):
+        it_assignments, pos = _d_CreatableReplicaAssignment_2(buf, pos)
+        f_assignments.append(it_assignments)
+    n_configs, pos = read_array_count(buf, pos, False, False)
+    f_configs = []
+    for _ in range(n_configs):
+        it_configs, pos = _d_CreatableTopicConfig_2(buf, pos)
+        f_configs.append(it_configs)
     obj = CreatableTopic(name=f_name, num_partitions=f_num_partitions, replication_factor=f_replication_factor, assignments=f_assignments, configs=f_configs)
     return obj, pos
 
@@ -360,23 +327,20 @@ def _e_CreatableTopic_2(o: CreatableTopic, out: bytearray, chunks: list[Any]) ->
     out += _S1.pack(o.num_partitions, o.replication_factor)
     write_array_count(out, o.assignments, False)
     if o.assignments is not None:
-        for item in o.assignments:
-            _e_CreatableReplicaAssignment_2(item, out, chunks)
+        for it_assignments in o.assignments:
+            _e_CreatableReplicaAssignment_2(it_assignments, out, chunks)
     write_array_count(out, o.configs, False)
     if o.configs is not None:
-        for item in o.configs:
-            _e_CreatableTopicConfig_2(item, out, chunks)
+        for it_configs in o.configs:
+            _e_CreatableTopicConfig_2(it_configs, out, chunks)
 
 
 def _d_CreateTopicsRequest_2(buf: Any, pos: int) -> tuple[CreateTopicsRequest, int]:
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _d_CreatableTopic_2(buf, pos)
-            f_topics.append(item)
+    n_topics, pos = read_array_count(buf, pos, False, False)
+    f_topics = []
+    for _ in range(n_topics):
+        it_topics, pos = _d_CreatableTopic_2(buf, pos)
+        f_topics.append(it_topics)
     if len(buf) - pos < _S2.size:
         raise DecodeError('truncated')
     (f_timeout_ms, f_validate_only,) = _S2.unpack_from(buf, pos)
@@ -388,8 +352,8 @@ def _d_CreateTopicsRequest_2(buf: Any, pos: int) -> tuple[CreateTopicsRequest, i
 def _e_CreateTopicsRequest_2(o: CreateTopicsRequest, out: bytearray, chunks: list[Any]) -> None:
     write_array_count(out, o.topics, False)
     if o.topics is not None:
-        for item in o.topics:
-            _e_CreatableTopic_2(item, out, chunks)
+        for it_topics in o.topics:
+            _e_CreatableTopic_2(it_topics, out, chunks)
     out += _S2.pack(o.timeout_ms, o.validate_only)
 
 
@@ -410,14 +374,11 @@ def _d_CreatableReplicaAssignment_3(buf: Any, pos: int) -> tuple[CreatableReplic
         raise DecodeError('truncated')
     (f_partition_index,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_broker_ids = None
-    else:
-        if n * 4 > len(buf) - pos:
-            raise DecodeError('array overruns the buffer')
-        f_broker_ids = list(unpack_from(f'>{n}i', buf, pos))
-        pos += n * 4
+    n_broker_ids, pos = read_array_count(buf, pos, False, False)
+    if n_broker_ids * 4 > len(buf) - pos:
+        raise DecodeError('array overruns the buffer')
+    f_broker_ids = list(unpack_from(f'>{n_broker_ids}i', buf, pos))
+    pos += n_broker_ids * 4
     obj = CreatableReplicaAssignment(partition_index=f_partition_index, broker_ids=f_broker_ids)
     return obj, pos
 
@@ -435,22 +396,16 @@ def _d_CreatableTopic_3(buf: Any, pos: int) -> tuple[CreatableTopic, int]:
         raise DecodeError('truncated')
     (f_num_partitions, f_replication_factor,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_assignments = None
-    else:
-        f_assignments = []
-        for _ in range(n):
-            item, pos = _d_CreatableReplicaAssignment_3(buf, pos)
-            f_assignments.append(item)
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_configs = None
-    else:
-        f_configs = []
-        for _ in range(n):
-            item, pos = _d_CreatableTopicConfig_3(buf, pos)
-            f_configs.append(item)
+    n_assignments, pos = read_array_count(buf, pos, False, False)
+    f_assignments = []
+    for _ in range(n_assignments):
+        it_assignments, pos = _d_CreatableReplicaAssignment_3(buf, pos)
+        f_assignments.append(it_assignments)
+    n_configs, pos = read_array_count(buf, pos, False, False)
+    f_configs = []
+    for _ in range(n_configs):
+        it_configs, pos = _d_CreatableTopicConfig_3(buf, pos)
+        f_configs.append(it_configs)
     obj = CreatableTopic(name=f_name, num_partitions=f_num_partitions, replication_factor=f_replication_factor, assignments=f_assignments, configs=f_configs)
     return obj, pos
 
@@ -460,23 +415,20 @@ def _e_CreatableTopic_3(o: CreatableTopic, out: bytearray, chunks: list[Any]) ->
     out += _S1.pack(o.num_partitions, o.replication_factor)
     write_array_count(out, o.assignments, False)
     if o.assignments is not None:
-        for item in o.assignments:
-            _e_CreatableReplicaAssignment_3(item, out, chunks)
+        for it_assignments in o.assignments:
+            _e_CreatableReplicaAssignment_3(it_assignments, out, chunks)
     write_array_count(out, o.configs, False)
     if o.configs is not None:
-        for item in o.configs:
-            _e_CreatableTopicConfig_3(item, out, chunks)
+        for it_configs in o.configs:
+            _e_CreatableTopicConfig_3(it_configs, out, chunks)
 
 
 def _d_CreateTopicsRequest_3(buf: Any, pos: int) -> tuple[CreateTopicsRequest, int]:
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _d_CreatableTopic_3(buf, pos)
-            f_topics.append(item)
+    n_topics, pos = read_array_count(buf, pos, False, False)
+    f_topics = []
+    for _ in range(n_topics):
+        it_topics, pos = _d_CreatableTopic_3(buf, pos)
+        f_topics.append(it_topics)
     if len(buf) - pos < _S2.size:
         raise DecodeError('truncated')
     (f_timeout_ms, f_validate_only,) = _S2.unpack_from(buf, pos)
@@ -488,8 +440,8 @@ def _d_CreateTopicsRequest_3(buf: Any, pos: int) -> tuple[CreateTopicsRequest, i
 def _e_CreateTopicsRequest_3(o: CreateTopicsRequest, out: bytearray, chunks: list[Any]) -> None:
     write_array_count(out, o.topics, False)
     if o.topics is not None:
-        for item in o.topics:
-            _e_CreatableTopic_3(item, out, chunks)
+        for it_topics in o.topics:
+            _e_CreatableTopic_3(it_topics, out, chunks)
     out += _S2.pack(o.timeout_ms, o.validate_only)
 
 
@@ -510,14 +462,11 @@ def _d_CreatableReplicaAssignment_4(buf: Any, pos: int) -> tuple[CreatableReplic
         raise DecodeError('truncated')
     (f_partition_index,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_broker_ids = None
-    else:
-        if n * 4 > len(buf) - pos:
-            raise DecodeError('array overruns the buffer')
-        f_broker_ids = list(unpack_from(f'>{n}i', buf, pos))
-        pos += n * 4
+    n_broker_ids, pos = read_array_count(buf, pos, False, False)
+    if n_broker_ids * 4 > len(buf) - pos:
+        raise DecodeError('array overruns the buffer')
+    f_broker_ids = list(unpack_from(f'>{n_broker_ids}i', buf, pos))
+    pos += n_broker_ids * 4
     obj = CreatableReplicaAssignment(partition_index=f_partition_index, broker_ids=f_broker_ids)
     return obj, pos
 
@@ -535,22 +484,16 @@ def _d_CreatableTopic_4(buf: Any, pos: int) -> tuple[CreatableTopic, int]:
         raise DecodeError('truncated')
     (f_num_partitions, f_replication_factor,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_assignments = None
-    else:
-        f_assignments = []
-        for _ in range(n):
-            item, pos = _d_CreatableReplicaAssignment_4(buf, pos)
-            f_assignments.append(item)
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_configs = None
-    else:
-        f_configs = []
-        for _ in range(n):
-            item, pos = _d_CreatableTopicConfig_4(buf, pos)
-            f_configs.append(item)
+    n_assignments, pos = read_array_count(buf, pos, False, False)
+    f_assignments = []
+    for _ in range(n_assignments):
+        it_assignments, pos = _d_CreatableReplicaAssignment_4(buf, pos)
+        f_assignments.append(it_assignments)
+    n_configs, pos = read_array_count(buf, pos, False, False)
+    f_configs = []
+    for _ in range(n_configs):
+        it_configs, pos = _d_CreatableTopicConfig_4(buf, pos)
+        f_configs.append(it_configs)
     obj = CreatableTopic(name=f_name, num_partitions=f_num_partitions, replication_factor=f_replication_factor, assignments=f_assignments, configs=f_configs)
     return obj, pos
 
@@ -560,23 +503,20 @@ def _e_CreatableTopic_4(o: CreatableTopic, out: bytearray, chunks: list[Any]) ->
     out += _S1.pack(o.num_partitions, o.replication_factor)
     write_array_count(out, o.assignments, False)
     if o.assignments is not None:
-        for item in o.assignments:
-            _e_CreatableReplicaAssignment_4(item, out, chunks)
+        for it_assignments in o.assignments:
+            _e_CreatableReplicaAssignment_4(it_assignments, out, chunks)
     write_array_count(out, o.configs, False)
     if o.configs is not None:
-        for item in o.configs:
-            _e_CreatableTopicConfig_4(item, out, chunks)
+        for it_configs in o.configs:
+            _e_CreatableTopicConfig_4(it_configs, out, chunks)
 
 
 def _d_CreateTopicsRequest_4(buf: Any, pos: int) -> tuple[CreateTopicsRequest, int]:
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _d_CreatableTopic_4(buf, pos)
-            f_topics.append(item)
+    n_topics, pos = read_array_count(buf, pos, False, False)
+    f_topics = []
+    for _ in range(n_topics):
+        it_topics, pos = _d_CreatableTopic_4(buf, pos)
+        f_topics.append(it_topics)
     if len(buf) - pos < _S2.size:
         raise DecodeError('truncated')
     (f_timeout_ms, f_validate_only,) = _S2.unpack_from(buf, pos)
@@ -588,8 +528,8 @@ def _d_CreateTopicsRequest_4(buf: Any, pos: int) -> tuple[CreateTopicsRequest, i
 def _e_CreateTopicsRequest_4(o: CreateTopicsRequest, out: bytearray, chunks: list[Any]) -> None:
     write_array_count(out, o.topics, False)
     if o.topics is not None:
-        for item in o.topics:
-            _e_CreatableTopic_4(item, out, chunks)
+        for it_topics in o.topics:
+            _e_CreatableTopic_4(it_topics, out, chunks)
     out += _S2.pack(o.timeout_ms, o.validate_only)
 
 
@@ -617,14 +557,11 @@ def _d_CreatableReplicaAssignment_5(buf: Any, pos: int) -> tuple[CreatableReplic
         raise DecodeError('truncated')
     (f_partition_index,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_broker_ids = None
-    else:
-        if n * 4 > len(buf) - pos:
-            raise DecodeError('array overruns the buffer')
-        f_broker_ids = list(unpack_from(f'>{n}i', buf, pos))
-        pos += n * 4
+    n_broker_ids, pos = read_array_count(buf, pos, True, False)
+    if n_broker_ids * 4 > len(buf) - pos:
+        raise DecodeError('array overruns the buffer')
+    f_broker_ids = list(unpack_from(f'>{n_broker_ids}i', buf, pos))
+    pos += n_broker_ids * 4
     if pos >= len(buf):
         raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
@@ -649,22 +586,16 @@ def _d_CreatableTopic_5(buf: Any, pos: int) -> tuple[CreatableTopic, int]:
         raise DecodeError('truncated')
     (f_num_partitions, f_replication_factor,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_assignments = None
-    else:
-        f_assignments = []
-        for _ in range(n):
-            item, pos = _d_CreatableReplicaAssignment_5(buf, pos)
-            f_assignments.append(item)
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_configs = None
-    else:
-        f_configs = []
-        for _ in range(n):
-            item, pos = _d_CreatableTopicConfig_5(buf, pos)
-            f_configs.append(item)
+    n_assignments, pos = read_array_count(buf, pos, True, False)
+    f_assignments = []
+    for _ in range(n_assignments):
+        it_assignments, pos = _d_CreatableReplicaAssignment_5(buf, pos)
+        f_assignments.append(it_assignments)
+    n_configs, pos = read_array_count(buf, pos, True, False)
+    f_configs = []
+    for _ in range(n_configs):
+        it_configs, pos = _d_CreatableTopicConfig_5(buf, pos)
+        f_configs.append(it_configs)
     if pos >= len(buf):
         raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
@@ -680,24 +611,21 @@ def _e_CreatableTopic_5(o: CreatableTopic, out: bytearray, chunks: list[Any]) ->
     out += _S1.pack(o.num_partitions, o.replication_factor)
     write_array_count(out, o.assignments, True)
     if o.assignments is not None:
-        for item in o.assignments:
-            _e_CreatableReplicaAssignment_5(item, out, chunks)
+        for it_assignments in o.assignments:
+            _e_CreatableReplicaAssignment_5(it_assignments, out, chunks)
     write_array_count(out, o.configs, True)
     if o.configs is not None:
-        for item in o.configs:
-            _e_CreatableTopicConfig_5(item, out, chunks)
+        for it_configs in o.configs:
+            _e_CreatableTopicConfig_5(it_configs, out, chunks)
     out.append(0)
 
 
 def _d_CreateTopicsRequest_5(buf: Any, pos: int) -> tuple[CreateTopicsRequest, int]:
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _d_CreatableTopic_5(buf, pos)
-            f_topics.append(item)
+    n_topics, pos = read_array_count(buf, pos, True, False)
+    f_topics = []
+    for _ in range(n_topics):
+        it_topics, pos = _d_CreatableTopic_5(buf, pos)
+        f_topics.append(it_topics)
     if len(buf) - pos < _S2.size:
         raise DecodeError('truncated')
     (f_timeout_ms, f_validate_only,) = _S2.unpack_from(buf, pos)
@@ -715,8 +643,8 @@ def _d_CreateTopicsRequest_5(buf: Any, pos: int) -> tuple[CreateTopicsRequest, i
 def _e_CreateTopicsRequest_5(o: CreateTopicsRequest, out: bytearray, chunks: list[Any]) -> None:
     write_array_count(out, o.topics, True)
     if o.topics is not None:
-        for item in o.topics:
-            _e_CreatableTopic_5(item, out, chunks)
+        for it_topics in o.topics:
+            _e_CreatableTopic_5(it_topics, out, chunks)
     out += _S2.pack(o.timeout_ms, o.validate_only)
     out.append(0)
 
@@ -745,14 +673,11 @@ def _d_CreatableReplicaAssignment_6(buf: Any, pos: int) -> tuple[CreatableReplic
         raise DecodeError('truncated')
     (f_partition_index,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_broker_ids = None
-    else:
-        if n * 4 > len(buf) - pos:
-            raise DecodeError('array overruns the buffer')
-        f_broker_ids = list(unpack_from(f'>{n}i', buf, pos))
-        pos += n * 4
+    n_broker_ids, pos = read_array_count(buf, pos, True, False)
+    if n_broker_ids * 4 > len(buf) - pos:
+        raise DecodeError('array overruns the buffer')
+    f_broker_ids = list(unpack_from(f'>{n_broker_ids}i', buf, pos))
+    pos += n_broker_ids * 4
     if pos >= len(buf):
         raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
@@ -777,22 +702,16 @@ def _d_CreatableTopic_6(buf: Any, pos: int) -> tuple[CreatableTopic, int]:
         raise DecodeError('truncated')
     (f_num_partitions, f_replication_factor,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_assignments = None
-    else:
-        f_assignments = []
-        for _ in range(n):
-            item, pos = _d_CreatableReplicaAssignment_6(buf, pos)
-            f_assignments.append(item)
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_configs = None
-    else:
-        f_configs = []
-        for _ in range(n):
-            item, pos = _d_CreatableTopicConfig_6(buf, pos)
-            f_configs.append(item)
+    n_assignments, pos = read_array_count(buf, pos, True, False)
+    f_assignments = []
+    for _ in range(n_assignments):
+        it_assignments, pos = _d_CreatableReplicaAssignment_6(buf, pos)
+        f_assignments.append(it_assignments)
+    n_configs, pos = read_array_count(buf, pos, True, False)
+    f_configs = []
+    for _ in range(n_configs):
+        it_configs, pos = _d_CreatableTopicConfig_6(buf, pos)
+        f_configs.append(it_configs)
     if pos >= len(buf):
         raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
@@ -808,24 +727,21 @@ def _e_CreatableTopic_6(o: CreatableTopic, out: bytearray, chunks: list[Any]) ->
     out += _S1.pack(o.num_partitions, o.replication_factor)
     write_array_count(out, o.assignments, True)
     if o.assignments is not None:
-        for item in o.assignments:
-            _e_CreatableReplicaAssignment_6(item, out, chunks)
+        for it_assignments in o.assignments:
+            _e_CreatableReplicaAssignment_6(it_assignments, out, chunks)
     write_array_count(out, o.configs, True)
     if o.configs is not None:
-        for item in o.configs:
-            _e_CreatableTopicConfig_6(item, out, chunks)
+        for it_configs in o.configs:
+            _e_CreatableTopicConfig_6(it_configs, out, chunks)
     out.append(0)
 
 
 def _d_CreateTopicsRequest_6(buf: Any, pos: int) -> tuple[CreateTopicsRequest, int]:
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _d_CreatableTopic_6(buf, pos)
-            f_topics.append(item)
+    n_topics, pos = read_array_count(buf, pos, True, False)
+    f_topics = []
+    for _ in range(n_topics):
+        it_topics, pos = _d_CreatableTopic_6(buf, pos)
+        f_topics.append(it_topics)
     if len(buf) - pos < _S2.size:
         raise DecodeError('truncated')
     (f_timeout_ms, f_validate_only,) = _S2.unpack_from(buf, pos)
@@ -843,8 +759,8 @@ def _d_CreateTopicsRequest_6(buf: Any, pos: int) -> tuple[CreateTopicsRequest, i
 def _e_CreateTopicsRequest_6(o: CreateTopicsRequest, out: bytearray, chunks: list[Any]) -> None:
     write_array_count(out, o.topics, True)
     if o.topics is not None:
-        for item in o.topics:
-            _e_CreatableTopic_6(item, out, chunks)
+        for it_topics in o.topics:
+            _e_CreatableTopic_6(it_topics, out, chunks)
     out += _S2.pack(o.timeout_ms, o.validate_only)
     out.append(0)
 
@@ -873,14 +789,11 @@ def _d_CreatableReplicaAssignment_7(buf: Any, pos: int) -> tuple[CreatableReplic
         raise DecodeError('truncated')
     (f_partition_index,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_broker_ids = None
-    else:
-        if n * 4 > len(buf) - pos:
-            raise DecodeError('array overruns the buffer')
-        f_broker_ids = list(unpack_from(f'>{n}i', buf, pos))
-        pos += n * 4
+    n_broker_ids, pos = read_array_count(buf, pos, True, False)
+    if n_broker_ids * 4 > len(buf) - pos:
+        raise DecodeError('array overruns the buffer')
+    f_broker_ids = list(unpack_from(f'>{n_broker_ids}i', buf, pos))
+    pos += n_broker_ids * 4
     if pos >= len(buf):
         raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
@@ -905,22 +818,16 @@ def _d_CreatableTopic_7(buf: Any, pos: int) -> tuple[CreatableTopic, int]:
         raise DecodeError('truncated')
     (f_num_partitions, f_replication_factor,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_assignments = None
-    else:
-        f_assignments = []
-        for _ in range(n):
-            item, pos = _d_CreatableReplicaAssignment_7(buf, pos)
-            f_assignments.append(item)
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_configs = None
-    else:
-        f_configs = []
-        for _ in range(n):
-            item, pos = _d_CreatableTopicConfig_7(buf, pos)
-            f_configs.append(item)
+    n_assignments, pos = read_array_count(buf, pos, True, False)
+    f_assignments = []
+    for _ in range(n_assignments):
+        it_assignments, pos = _d_CreatableReplicaAssignment_7(buf, pos)
+        f_assignments.append(it_assignments)
+    n_configs, pos = read_array_count(buf, pos, True, False)
+    f_configs = []
+    for _ in range(n_configs):
+        it_configs, pos = _d_CreatableTopicConfig_7(buf, pos)
+        f_configs.append(it_configs)
     if pos >= len(buf):
         raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
@@ -936,24 +843,21 @@ def _e_CreatableTopic_7(o: CreatableTopic, out: bytearray, chunks: list[Any]) ->
     out += _S1.pack(o.num_partitions, o.replication_factor)
     write_array_count(out, o.assignments, True)
     if o.assignments is not None:
-        for item in o.assignments:
-            _e_CreatableReplicaAssignment_7(item, out, chunks)
+        for it_assignments in o.assignments:
+            _e_CreatableReplicaAssignment_7(it_assignments, out, chunks)
     write_array_count(out, o.configs, True)
     if o.configs is not None:
-        for item in o.configs:
-            _e_CreatableTopicConfig_7(item, out, chunks)
+        for it_configs in o.configs:
+            _e_CreatableTopicConfig_7(it_configs, out, chunks)
     out.append(0)
 
 
 def _d_CreateTopicsRequest_7(buf: Any, pos: int) -> tuple[CreateTopicsRequest, int]:
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _d_CreatableTopic_7(buf, pos)
-            f_topics.append(item)
+    n_topics, pos = read_array_count(buf, pos, True, False)
+    f_topics = []
+    for _ in range(n_topics):
+        it_topics, pos = _d_CreatableTopic_7(buf, pos)
+        f_topics.append(it_topics)
     if len(buf) - pos < _S2.size:
         raise DecodeError('truncated')
     (f_timeout_ms, f_validate_only,) = _S2.unpack_from(buf, pos)
@@ -971,8 +875,8 @@ def _d_CreateTopicsRequest_7(buf: Any, pos: int) -> tuple[CreateTopicsRequest, i
 def _e_CreateTopicsRequest_7(o: CreateTopicsRequest, out: bytearray, chunks: list[Any]) -> None:
     write_array_count(out, o.topics, True)
     if o.topics is not None:
-        for item in o.topics:
-            _e_CreatableTopic_7(item, out, chunks)
+        for it_topics in o.topics:
+            _e_CreatableTopic_7(it_topics, out, chunks)
     out += _S2.pack(o.timeout_ms, o.validate_only)
     out.append(0)
 
@@ -1006,14 +910,11 @@ def _e_CreatableTopicResult_0(o: CreatableTopicResult, out: bytearray, chunks: l
 
 
 def _d_CreateTopicsResponse_0(buf: Any, pos: int) -> tuple[CreateTopicsResponse, int]:
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _d_CreatableTopicResult_0(buf, pos)
-            f_topics.append(item)
+    n_topics, pos = read_array_count(buf, pos, False, False)
+    f_topics = []
+    for _ in range(n_topics):
+        it_topics, pos = _d_CreatableTopicResult_0(buf, pos)
+        f_topics.append(it_topics)
     obj = CreateTopicsResponse(topics=f_topics)
     return obj, pos
 
@@ -1021,8 +922,8 @@ def _d_CreateTopicsResponse_0(buf: Any, pos: int) -> tuple[CreateTopicsResponse,
 def _e_CreateTopicsResponse_0(o: CreateTopicsResponse, out: bytearray, chunks: list[Any]) -> None:
     write_array_count(out, o.topics, False)
     if o.topics is not None:
-        for item in o.topics:
-            _e_CreatableTopicResult_0(item, out, chunks)
+        for it_topics in o.topics:
+            _e_CreatableTopicResult_0(it_topics, out, chunks)
 
 
 def _d_CreatableTopicConfigs_1(buf: Any, pos: int) -> tuple[CreatableTopicConfigs, int]:
@@ -1052,14 +953,11 @@ def _e_CreatableTopicResult_1(o: CreatableTopicResult, out: bytearray, chunks: l
 
 
 def _d_CreateTopicsResponse_1(buf: Any, pos: int) -> tuple[CreateTopicsResponse, int]:
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _d_CreatableTopicResult_1(buf, pos)
-            f_topics.append(item)
+    n_topics, pos = read_array_count(buf, pos, False, False)
+    f_topics = []
+    for _ in range(n_topics):
+        it_topics, pos = _d_CreatableTopicResult_1(buf, pos)
+        f_topics.append(it_topics)
     obj = CreateTopicsResponse(topics=f_topics)
     return obj, pos
 
@@ -1067,8 +965,8 @@ def _d_CreateTopicsResponse_1(buf: Any, pos: int) -> tuple[CreateTopicsResponse,
 def _e_CreateTopicsResponse_1(o: CreateTopicsResponse, out: bytearray, chunks: list[Any]) -> None:
     write_array_count(out, o.topics, False)
     if o.topics is not None:
-        for item in o.topics:
-            _e_CreatableTopicResult_1(item, out, chunks)
+        for it_topics in o.topics:
+            _e_CreatableTopicResult_1(it_topics, out, chunks)
 
 
 def _d_CreatableTopicConfigs_2(buf: Any, pos: int) -> tuple[CreatableTopicConfigs, int]:
@@ -1102,14 +1000,11 @@ def _d_CreateTopicsResponse_2(buf: Any, pos: int) -> tuple[CreateTopicsResponse,
         raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _d_CreatableTopicResult_2(buf, pos)
-            f_topics.append(item)
+    n_topics, pos = read_array_count(buf, pos, False, False)
+    f_topics = []
+    for _ in range(n_topics):
+        it_topics, pos = _d_CreatableTopicResult_2(buf, pos)
+        f_topics.append(it_topics)
     obj = CreateTopicsResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics)
     return obj, pos
 
@@ -1118,8 +1013,8 @@ def _e_CreateTopicsResponse_2(o: CreateTopicsResponse, out: bytearray, chunks: l
     out += _S0.pack(o.throttle_time_ms)
     write_array_count(out, o.topics, False)
     if o.topics is not None:
-        for item in o.topics:
-            _e_CreatableTopicResult_2(item, out, chunks)
+        for it_topics in o.topics:
+            _e_CreatableTopicResult_2(it_topics, out, chunks)
 
 
 def _d_CreatableTopicConfigs_3(buf: Any, pos: int) -> tuple[CreatableTopicConfigs, int]:
@@ -1153,14 +1048,11 @@ def _d_CreateTopicsResponse_3(buf: Any, pos: int) -> tuple[CreateTopicsResponse,
         raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _d_CreatableTopicResult_3(buf, pos)
-            f_topics.append(item)
+    n_topics, pos = read_array_count(buf, pos, False, False)
+    f_topics = []
+    for _ in range(n_topics):
+        it_topics, pos = _d_CreatableTopicResult_3(buf, pos)
+        f_topics.append(it_topics)
     obj = CreateTopicsResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics)
     return obj, pos
 
@@ -1169,8 +1061,8 @@ def _e_CreateTopicsResponse_3(o: CreateTopicsResponse, out: bytearray, chunks: l
     out += _S0.pack(o.throttle_time_ms)
     write_array_count(out, o.topics, False)
     if o.topics is not None:
-        for item in o.topics:
-            _e_CreatableTopicResult_3(item, out, chunks)
+        for it_topics in o.topics:
+            _e_CreatableTopicResult_3(it_topics, out, chunks)
 
 
 def _d_CreatableTopicConfigs_4(buf: Any, pos: int) -> tuple[CreatableTopicConfigs, int]:
@@ -1204,14 +1096,11 @@ def _d_CreateTopicsResponse_4(buf: Any, pos: int) -> tuple[CreateTopicsResponse,
         raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _d_CreatableTopicResult_4(buf, pos)
-            f_topics.append(item)
+    n_topics, pos = read_array_count(buf, pos, False, False)
+    f_topics = []
+    for _ in range(n_topics):
+        it_topics, pos = _d_CreatableTopicResult_4(buf, pos)
+        f_topics.append(it_topics)
     obj = CreateTopicsResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics)
     return obj, pos
 
@@ -1220,8 +1109,8 @@ def _e_CreateTopicsResponse_4(o: CreateTopicsResponse, out: bytearray, chunks: l
     out += _S0.pack(o.throttle_time_ms)
     write_array_count(out, o.topics, False)
     if o.topics is not None:
-        for item in o.topics:
-            _e_CreatableTopicResult_4(item, out, chunks)
+        for it_topics in o.topics:
+            _e_CreatableTopicResult_4(it_topics, out, chunks)
 
 
 def _d_CreatableTopicConfigs_5(buf: Any, pos: int) -> tuple[CreatableTopicConfigs, int]:
@@ -1259,14 +1148,14 @@ def _d_CreatableTopicResult_5(buf: Any, pos: int) -> tuple[CreatableTopicResult,
         raise DecodeError('truncated')
     (f_num_partitions, f_replication_factor,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
-    n, pos = read_array_count(buf, pos, True, True)
-    if n < 0:
+    n_configs, pos = read_array_count(buf, pos, True, True)
+    if n_configs < 0:
         f_configs = None
     else:
         f_configs = []
-        for _ in range(n):
-            item, pos = _d_CreatableTopicConfigs_5(buf, pos)
-            f_configs.append(item)
+        for _ in range(n_configs):
+            it_configs, pos = _d_CreatableTopicConfigs_5(buf, pos)
+            f_configs.append(it_configs)
     f_topic_config_error_code = _MISSING
     if pos >= len(buf):
         raise DecodeError('truncated tagged fields')
@@ -1301,8 +1190,8 @@ def _e_CreatableTopicResult_5(o: CreatableTopicResult, out: bytearray, chunks: l
     out += _S1.pack(o.num_partitions, o.replication_factor)
     write_array_count(out, o.configs, True)
     if o.configs is not None:
-        for item in o.configs:
-            _e_CreatableTopicConfigs_5(item, out, chunks)
+        for it_configs in o.configs:
+            _e_CreatableTopicConfigs_5(it_configs, out, chunks)
     tags: list[tuple[int, bytearray]] = []
     if o.topic_config_error_code != 0:
         t = bytearray()
@@ -1320,14 +1209,11 @@ def _d_CreateTopicsResponse_5(buf: Any, pos: int) -> tuple[CreateTopicsResponse,
         raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _d_CreatableTopicResult_5(buf, pos)
-            f_topics.append(item)
+    n_topics, pos = read_array_count(buf, pos, True, False)
+    f_topics = []
+    for _ in range(n_topics):
+        it_topics, pos = _d_CreatableTopicResult_5(buf, pos)
+        f_topics.append(it_topics)
     if pos >= len(buf):
         raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
@@ -1342,8 +1228,8 @@ def _e_CreateTopicsResponse_5(o: CreateTopicsResponse, out: bytearray, chunks: l
     out += _S0.pack(o.throttle_time_ms)
     write_array_count(out, o.topics, True)
     if o.topics is not None:
-        for item in o.topics:
-            _e_CreatableTopicResult_5(item, out, chunks)
+        for it_topics in o.topics:
+            _e_CreatableTopicResult_5(it_topics, out, chunks)
     out.append(0)
 
 
@@ -1382,14 +1268,14 @@ def _d_CreatableTopicResult_6(buf: Any, pos: int) -> tuple[CreatableTopicResult,
         raise DecodeError('truncated')
     (f_num_partitions, f_replication_factor,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
-    n, pos = read_array_count(buf, pos, True, True)
-    if n < 0:
+    n_configs, pos = read_array_count(buf, pos, True, True)
+    if n_configs < 0:
         f_configs = None
     else:
         f_configs = []
-        for _ in range(n):
-            item, pos = _d_CreatableTopicConfigs_6(buf, pos)
-            f_configs.append(item)
+        for _ in range(n_configs):
+            it_configs, pos = _d_CreatableTopicConfigs_6(buf, pos)
+            f_configs.append(it_configs)
     f_topic_config_error_code = _MISSING
     if pos >= len(buf):
         raise DecodeError('truncated tagged fields')
@@ -1424,8 +1310,8 @@ def _e_CreatableTopicResult_6(o: CreatableTopicResult, out: bytearray, chunks: l
     out += _S1.pack(o.num_partitions, o.replication_factor)
     write_array_count(out, o.configs, True)
     if o.configs is not None:
-        for item in o.configs:
-            _e_CreatableTopicConfigs_6(item, out, chunks)
+        for it_configs in o.configs:
+            _e_CreatableTopicConfigs_6(it_configs, out, chunks)
     tags: list[tuple[int, bytearray]] = []
     if o.topic_config_error_code != 0:
         t = bytearray()
@@ -1443,14 +1329,11 @@ def _d_CreateTopicsResponse_6(buf: Any, pos: int) -> tuple[CreateTopicsResponse,
         raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _d_CreatableTopicResult_6(buf, pos)
-            f_topics.append(item)
+    n_topics, pos = read_array_count(buf, pos, True, False)
+    f_topics = []
+    for _ in range(n_topics):
+        it_topics, pos = _d_CreatableTopicResult_6(buf, pos)
+        f_topics.append(it_topics)
     if pos >= len(buf):
         raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
@@ -1465,8 +1348,8 @@ def _e_CreateTopicsResponse_6(o: CreateTopicsResponse, out: bytearray, chunks: l
     out += _S0.pack(o.throttle_time_ms)
     write_array_count(out, o.topics, True)
     if o.topics is not None:
-        for item in o.topics:
-            _e_CreatableTopicResult_6(item, out, chunks)
+        for it_topics in o.topics:
+            _e_CreatableTopicResult_6(it_topics, out, chunks)
     out.append(0)
 
 
@@ -1506,14 +1389,14 @@ def _d_CreatableTopicResult_7(buf: Any, pos: int) -> tuple[CreatableTopicResult,
         raise DecodeError('truncated')
     (f_num_partitions, f_replication_factor,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
-    n, pos = read_array_count(buf, pos, True, True)
-    if n < 0:
+    n_configs, pos = read_array_count(buf, pos, True, True)
+    if n_configs < 0:
         f_configs = None
     else:
         f_configs = []
-        for _ in range(n):
-            item, pos = _d_CreatableTopicConfigs_7(buf, pos)
-            f_configs.append(item)
+        for _ in range(n_configs):
+            it_configs, pos = _d_CreatableTopicConfigs_7(buf, pos)
+            f_configs.append(it_configs)
     f_topic_config_error_code = _MISSING
     if pos >= len(buf):
         raise DecodeError('truncated tagged fields')
@@ -1548,8 +1431,8 @@ def _e_CreatableTopicResult_7(o: CreatableTopicResult, out: bytearray, chunks: l
     out += _S1.pack(o.num_partitions, o.replication_factor)
     write_array_count(out, o.configs, True)
     if o.configs is not None:
-        for item in o.configs:
-            _e_CreatableTopicConfigs_7(item, out, chunks)
+        for it_configs in o.configs:
+            _e_CreatableTopicConfigs_7(it_configs, out, chunks)
     tags: list[tuple[int, bytearray]] = []
     if o.topic_config_error_code != 0:
         t = bytearray()
@@ -1567,14 +1450,11 @@ def _d_CreateTopicsResponse_7(buf: Any, pos: int) -> tuple[CreateTopicsResponse,
         raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _d_CreatableTopicResult_7(buf, pos)
-            f_topics.append(item)
+    n_topics, pos = read_array_count(buf, pos, True, False)
+    f_topics = []
+    for _ in range(n_topics):
+        it_topics, pos = _d_CreatableTopicResult_7(buf, pos)
+        f_topics.append(it_topics)
     if pos >= len(buf):
         raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
@@ -1589,8 +1469,8 @@ def _e_CreateTopicsResponse_7(o: CreateTopicsResponse, out: bytearray, chunks: l
     out += _S0.pack(o.throttle_time_ms)
     write_array_count(out, o.topics, True)
     if o.topics is not None:
-        for item in o.topics:
-            _e_CreatableTopicResult_7(item, out, chunks)
+        for it_topics in o.topics:
+            _e_CreatableTopicResult_7(it_topics, out, chunks)
     out.append(0)
 
 

@@ -73,14 +73,11 @@ def _e_DeleteTopicState_0(o: DeleteTopicState, out: bytearray, chunks: list[Any]
 
 
 def _d_DeleteTopicsRequest_0(buf: Any, pos: int) -> tuple[DeleteTopicsRequest, int]:
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_topic_names = None
-    else:
-        f_topic_names = []
-        for _ in range(n):
-            item, pos = read_string(buf, pos, False)
-            f_topic_names.append(item)
+    n_topic_names, pos = read_array_count(buf, pos, False, False)
+    f_topic_names = []
+    for _ in range(n_topic_names):
+        it_topic_names, pos = read_string(buf, pos, False)
+        f_topic_names.append(it_topic_names)
     if len(buf) - pos < _S0.size:
         raise DecodeError('truncated')
     (f_timeout_ms,) = _S0.unpack_from(buf, pos)
@@ -92,8 +89,8 @@ def _d_DeleteTopicsRequest_0(buf: Any, pos: int) -> tuple[DeleteTopicsRequest, i
 def _e_DeleteTopicsRequest_0(o: DeleteTopicsRequest, out: bytearray, chunks: list[Any]) -> None:
     write_array_count(out, o.topic_names, False)
     if o.topic_names is not None:
-        for item in o.topic_names:
-            write_string(out, item)
+        for it_topic_names in o.topic_names:
+            write_string(out, it_topic_names)
     out += _S0.pack(o.timeout_ms)
 
 
@@ -107,14 +104,11 @@ def _e_DeleteTopicState_1(o: DeleteTopicState, out: bytearray, chunks: list[Any]
 
 
 def _d_DeleteTopicsRequest_1(buf: Any, pos: int) -> tuple[DeleteTopicsRequest, int]:
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_topic_names = None
-    else:
-        f_topic_names = []
-        for _ in range(n):
-            item, pos = read_string(buf, pos, False)
-            f_topic_names.append(item)
+    n_topic_names, pos = read_array_count(buf, pos, False, False)
+    f_topic_names = []
+    for _ in range(n_topic_names):
+        it_topic_names, pos = read_string(buf, pos, False)
+        f_topic_names.append(it_topic_names)
     if len(buf) - pos < _S0.size:
         raise DecodeError('truncated')
     (f_timeout_ms,) = _S0.unpack_from(buf, pos)
@@ -126,8 +120,8 @@ def _d_DeleteTopicsRequest_1(buf: Any, pos: int) -> tuple[DeleteTopicsRequest, i
 def _e_DeleteTopicsRequest_1(o: DeleteTopicsRequest, out: bytearray, chunks: list[Any]) -> None:
     write_array_count(out, o.topic_names, False)
     if o.topic_names is not None:
-        for item in o.topic_names:
-            write_string(out, item)
+        for it_topic_names in o.topic_names:
+            write_string(out, it_topic_names)
     out += _S0.pack(o.timeout_ms)
 
 
@@ -141,14 +135,11 @@ def _e_DeleteTopicState_2(o: DeleteTopicState, out: bytearray, chunks: list[Any]
 
 
 def _d_DeleteTopicsRequest_2(buf: Any, pos: int) -> tuple[DeleteTopicsRequest, int]:
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_topic_names = None
-    else:
-        f_topic_names = []
-        for _ in range(n):
-            item, pos = read_string(buf, pos, False)
-            f_topic_names.append(item)
+    n_topic_names, pos = read_array_count(buf, pos, False, False)
+    f_topic_names = []
+    for _ in range(n_topic_names):
+        it_topic_names, pos = read_string(buf, pos, False)
+        f_topic_names.append(it_topic_names)
     if len(buf) - pos < _S0.size:
         raise DecodeError('truncated')
     (f_timeout_ms,) = _S0.unpack_from(buf, pos)
@@ -160,8 +151,8 @@ def _d_DeleteTopicsRequest_2(buf: Any, pos: int) -> tuple[DeleteTopicsRequest, i
 def _e_DeleteTopicsRequest_2(o: DeleteTopicsRequest, out: bytearray, chunks: list[Any]) -> None:
     write_array_count(out, o.topic_names, False)
     if o.topic_names is not None:
-        for item in o.topic_names:
-            write_string(out, item)
+        for it_topic_names in o.topic_names:
+            write_string(out, it_topic_names)
     out += _S0.pack(o.timeout_ms)
 
 
@@ -175,14 +166,11 @@ def _e_DeleteTopicState_3(o: DeleteTopicState, out: bytearray, chunks: list[Any]
 
 
 def _d_DeleteTopicsRequest_3(buf: Any, pos: int) -> tuple[DeleteTopicsRequest, int]:
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_topic_names = None
-    else:
-        f_topic_names = []
-        for _ in range(n):
-            item, pos = read_string(buf, pos, False)
-            f_topic_names.append(item)
+    n_topic_names, pos = read_array_count(buf, pos, False, False)
+    f_topic_names = []
+    for _ in range(n_topic_names):
+        it_topic_names, pos = read_string(buf, pos, False)
+        f_topic_names.append(it_topic_names)
     if len(buf) - pos < _S0.size:
         raise DecodeError('truncated')
     (f_timeout_ms,) = _S0.unpack_from(buf, pos)
@@ -194,8 +182,8 @@ def _d_DeleteTopicsRequest_3(buf: Any, pos: int) -> tuple[DeleteTopicsRequest, i
 def _e_DeleteTopicsRequest_3(o: DeleteTopicsRequest, out: bytearray, chunks: list[Any]) -> None:
     write_array_count(out, o.topic_names, False)
     if o.topic_names is not None:
-        for item in o.topic_names:
-            write_string(out, item)
+        for it_topic_names in o.topic_names:
+            write_string(out, it_topic_names)
     out += _S0.pack(o.timeout_ms)
 
 
@@ -215,14 +203,11 @@ def _e_DeleteTopicState_4(o: DeleteTopicState, out: bytearray, chunks: list[Any]
 
 
 def _d_DeleteTopicsRequest_4(buf: Any, pos: int) -> tuple[DeleteTopicsRequest, int]:
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_topic_names = None
-    else:
-        f_topic_names = []
-        for _ in range(n):
-            item, pos = read_compact_string(buf, pos, False)
-            f_topic_names.append(item)
+    n_topic_names, pos = read_array_count(buf, pos, True, False)
+    f_topic_names = []
+    for _ in range(n_topic_names):
+        it_topic_names, pos = read_compact_string(buf, pos, False)
+        f_topic_names.append(it_topic_names)
     if len(buf) - pos < _S0.size:
         raise DecodeError('truncated')
     (f_timeout_ms,) = _S0.unpack_from(buf, pos)
@@ -240,8 +225,8 @@ def _d_DeleteTopicsRequest_4(buf: Any, pos: int) -> tuple[DeleteTopicsRequest, i
 def _e_DeleteTopicsRequest_4(o: DeleteTopicsRequest, out: bytearray, chunks: list[Any]) -> None:
     write_array_count(out, o.topic_names, True)
     if o.topic_names is not None:
-        for item in o.topic_names:
-            write_compact_string(out, item)
+        for it_topic_names in o.topic_names:
+            write_compact_string(out, it_topic_names)
     out += _S0.pack(o.timeout_ms)
     out.append(0)
 
@@ -262,14 +247,11 @@ def _e_DeleteTopicState_5(o: DeleteTopicState, out: bytearray, chunks: list[Any]
 
 
 def _d_DeleteTopicsRequest_5(buf: Any, pos: int) -> tuple[DeleteTopicsRequest, int]:
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_topic_names = None
-    else:
-        f_topic_names = []
-        for _ in range(n):
-            item, pos = read_compact_string(buf, pos, False)
-            f_topic_names.append(item)
+    n_topic_names, pos = read_array_count(buf, pos, True, False)
+    f_topic_names = []
+    for _ in range(n_topic_names):
+        it_topic_names, pos = read_compact_string(buf, pos, False)
+        f_topic_names.append(it_topic_names)
     if len(buf) - pos < _S0.size:
         raise DecodeError('truncated')
     (f_timeout_ms,) = _S0.unpack_from(buf, pos)
@@ -287,8 +269,8 @@ def _d_DeleteTopicsRequest_5(buf: Any, pos: int) -> tuple[DeleteTopicsRequest, i
 def _e_DeleteTopicsRequest_5(o: DeleteTopicsRequest, out: bytearray, chunks: list[Any]) -> None:
     write_array_count(out, o.topic_names, True)
     if o.topic_names is not None:
-        for item in o.topic_names:
-            write_compact_string(out, item)
+        for it_topic_names in o.topic_names:
+            write_compact_string(out, it_topic_names)
     out += _S0.pack(o.timeout_ms)
     out.append(0)
 
@@ -317,14 +299,11 @@ def _e_DeleteTopicState_6(o: DeleteTopicState, out: bytearray, chunks: list[Any]
 
 
 def _d_DeleteTopicsRequest_6(buf: Any, pos: int) -> tuple[DeleteTopicsRequest, int]:
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _d_DeleteTopicState_6(buf, pos)
-            f_topics.append(item)
+    n_topics, pos = read_array_count(buf, pos, True, False)
+    f_topics = []
+    for _ in range(n_topics):
+        it_topics, pos = _d_DeleteTopicState_6(buf, pos)
+        f_topics.append(it_topics)
     if len(buf) - pos < _S0.size:
         raise DecodeError('truncated')
     (f_timeout_ms,) = _S0.unpack_from(buf, pos)
@@ -342,8 +321,8 @@ def _d_DeleteTopicsRequest_6(buf: Any, pos: int) -> tuple[DeleteTopicsRequest, i
 def _e_DeleteTopicsRequest_6(o: DeleteTopicsRequest, out: bytearray, chunks: list[Any]) -> None:
     write_array_count(out, o.topics, True)
     if o.topics is not None:
-        for item in o.topics:
-            _e_DeleteTopicState_6(item, out, chunks)
+        for it_topics in o.topics:
+            _e_DeleteTopicState_6(it_topics, out, chunks)
     out += _S0.pack(o.timeout_ms)
     out.append(0)
 
@@ -368,14 +347,11 @@ def _e_DeletableTopicResult_0(o: DeletableTopicResult, out: bytearray, chunks: l
 
 
 def _d_DeleteTopicsResponse_0(buf: Any, pos: int) -> tuple[DeleteTopicsResponse, int]:
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_responses = None
-    else:
-        f_responses = []
-        for _ in range(n):
-            item, pos = _d_DeletableTopicResult_0(buf, pos)
-            f_responses.append(item)
+    n_responses, pos = read_array_count(buf, pos, False, False)
+    f_responses = []
+    for _ in range(n_responses):
+        it_responses, pos = _d_DeletableTopicResult_0(buf, pos)
+        f_responses.append(it_responses)
     obj = DeleteTopicsResponse(responses=f_responses)
     return obj, pos
 
@@ -383,8 +359,8 @@ def _d_DeleteTopicsResponse_0(buf: Any, pos: int) -> tuple[DeleteTopicsResponse,
 def _e_DeleteTopicsResponse_0(o: DeleteTopicsResponse, out: bytearray, chunks: list[Any]) -> None:
     write_array_count(out, o.responses, False)
     if o.responses is not None:
-        for item in o.responses:
-            _e_DeletableTopicResult_0(item, out, chunks)
+        for it_responses in o.responses:
+            _e_DeletableTopicResult_0(it_responses, out, chunks)
 
 
 def _d_DeletableTopicResult_1(buf: Any, pos: int) -> tuple[DeletableTopicResult, int]:
@@ -407,14 +383,11 @@ def _d_DeleteTopicsResponse_1(buf: Any, pos: int) -> tuple[DeleteTopicsResponse,
         raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_responses = None
-    else:
-        f_responses = []
-        for _ in range(n):
-            item, pos = _d_DeletableTopicResult_1(buf, pos)
-            f_responses.append(item)
+    n_responses, pos = read_array_count(buf, pos, False, False)
+    f_responses = []
+    for _ in range(n_responses):
+        it_responses, pos = _d_DeletableTopicResult_1(buf, pos)
+        f_responses.append(it_responses)
     obj = DeleteTopicsResponse(throttle_time_ms=f_throttle_time_ms, responses=f_responses)
     return obj, pos
 
@@ -423,8 +396,8 @@ def _e_DeleteTopicsResponse_1(o: DeleteTopicsResponse, out: bytearray, chunks: l
     out += _S0.pack(o.throttle_time_ms)
     write_array_count(out, o.responses, False)
     if o.responses is not None:
-        for item in o.responses:
-            _e_DeletableTopicResult_1(item, out, chunks)
+        for it_responses in o.responses:
+            _e_DeletableTopicResult_1(it_responses, out, chunks)
 
 
 def _d_DeletableTopicResult_2(buf: Any, pos: int) -> tuple[DeletableTopicResult, int]:
@@ -447,14 +420,11 @@ def _d_DeleteTopicsResponse_2(buf: Any, pos: int) -> tuple[DeleteTopicsResponse,
         raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_responses = None
-    else:
-        f_responses = []
-        for _ in range(n):
-            item, pos = _d_DeletableTopicResult_2(buf, pos)
-            f_responses.append(item)
+    n_responses, pos = read_array_count(buf, pos, False, False)
+    f_responses = []
+    for _ in range(n_responses):
+        it_responses, pos = _d_DeletableTopicResult_2(buf, pos)
+        f_responses.append(it_responses)
     obj = DeleteTopicsResponse(throttle_time_ms=f_throttle_time_ms, responses=f_responses)
     return obj, pos
 
@@ -463,8 +433,8 @@ def _e_DeleteTopicsResponse_2(o: DeleteTopicsResponse, out: bytearray, chunks: l
     out += _S0.pack(o.throttle_time_ms)
     write_array_count(out, o.responses, False)
     if o.responses is not None:
-        for item in o.responses:
-            _e_DeletableTopicResult_2(item, out, chunks)
+        for it_responses in o.responses:
+            _e_DeletableTopicResult_2(it_responses, out, chunks)
 
 
 def _d_DeletableTopicResult_3(buf: Any, pos: int) -> tuple[DeletableTopicResult, int]:
@@ -487,14 +457,11 @@ def _d_DeleteTopicsResponse_3(buf: Any, pos: int) -> tuple[DeleteTopicsResponse,
         raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_responses = None
-    else:
-        f_responses = []
-        for _ in range(n):
-            item, pos = _d_DeletableTopicResult_3(buf, pos)
-            f_responses.append(item)
+    n_responses, pos = read_array_count(buf, pos, False, False)
+    f_responses = []
+    for _ in range(n_responses):
+        it_responses, pos = _d_DeletableTopicResult_3(buf, pos)
+        f_responses.append(it_responses)
     obj = DeleteTopicsResponse(throttle_time_ms=f_throttle_time_ms, responses=f_responses)
     return obj, pos
 
@@ -503,8 +470,8 @@ def _e_DeleteTopicsResponse_3(o: DeleteTopicsResponse, out: bytearray, chunks: l
     out += _S0.pack(o.throttle_time_ms)
     write_array_count(out, o.responses, False)
     if o.responses is not None:
-        for item in o.responses:
-            _e_DeletableTopicResult_3(item, out, chunks)
+        for it_responses in o.responses:
+            _e_DeletableTopicResult_3(it_responses, out, chunks)
 
 
 def _d_DeletableTopicResult_4(buf: Any, pos: int) -> tuple[DeletableTopicResult, int]:
@@ -534,14 +501,11 @@ def _d_DeleteTopicsResponse_4(buf: Any, pos: int) -> tuple[DeleteTopicsResponse,
         raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_responses = None
-    else:
-        f_responses = []
-        for _ in range(n):
-            item, pos = _d_DeletableTopicResult_4(buf, pos)
-            f_responses.append(item)
+    n_responses, pos = read_array_count(buf, pos, True, False)
+    f_responses = []
+    for _ in range(n_responses):
+        it_responses, pos = _d_DeletableTopicResult_4(buf, pos)
+        f_responses.append(it_responses)
     if pos >= len(buf):
         raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
@@ -556,8 +520,8 @@ def _e_DeleteTopicsResponse_4(o: DeleteTopicsResponse, out: bytearray, chunks: l
     out += _S0.pack(o.throttle_time_ms)
     write_array_count(out, o.responses, True)
     if o.responses is not None:
-        for item in o.responses:
-            _e_DeletableTopicResult_4(item, out, chunks)
+        for it_responses in o.responses:
+            _e_DeletableTopicResult_4(it_responses, out, chunks)
     out.append(0)
 
 
@@ -590,14 +554,11 @@ def _d_DeleteTopicsResponse_5(buf: Any, pos: int) -> tuple[DeleteTopicsResponse,
         raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_responses = None
-    else:
-        f_responses = []
-        for _ in range(n):
-            item, pos = _d_DeletableTopicResult_5(buf, pos)
-            f_responses.append(item)
+    n_responses, pos = read_array_count(buf, pos, True, False)
+    f_responses = []
+    for _ in range(n_responses):
+        it_responses, pos = _d_DeletableTopicResult_5(buf, pos)
+        f_responses.append(it_responses)
     if pos >= len(buf):
         raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
@@ -612,8 +573,8 @@ def _e_DeleteTopicsResponse_5(o: DeleteTopicsResponse, out: bytearray, chunks: l
     out += _S0.pack(o.throttle_time_ms)
     write_array_count(out, o.responses, True)
     if o.responses is not None:
-        for item in o.responses:
-            _e_DeletableTopicResult_5(item, out, chunks)
+        for it_responses in o.responses:
+            _e_DeletableTopicResult_5(it_responses, out, chunks)
     out.append(0)
 
 
@@ -647,14 +608,11 @@ def _d_DeleteTopicsResponse_6(buf: Any, pos: int) -> tuple[DeleteTopicsResponse,
         raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_responses = None
-    else:
-        f_responses = []
-        for _ in range(n):
-            item, pos = _d_DeletableTopicResult_6(buf, pos)
-            f_responses.append(item)
+    n_responses, pos = read_array_count(buf, pos, True, False)
+    f_responses = []
+    for _ in range(n_responses):
+        it_responses, pos = _d_DeletableTopicResult_6(buf, pos)
+        f_responses.append(it_responses)
     if pos >= len(buf):
         raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
@@ -669,8 +627,8 @@ def _e_DeleteTopicsResponse_6(o: DeleteTopicsResponse, out: bytearray, chunks: l
     out += _S0.pack(o.throttle_time_ms)
     write_array_count(out, o.responses, True)
     if o.responses is not None:
-        for item in o.responses:
-            _e_DeletableTopicResult_6(item, out, chunks)
+        for it_responses in o.responses:
+            _e_DeletableTopicResult_6(it_responses, out, chunks)
     out.append(0)
 
 

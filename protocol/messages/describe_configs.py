@@ -94,14 +94,14 @@ def _d_DescribeConfigsResource_0(buf: Any, pos: int) -> tuple[DescribeConfigsRes
     (f_resource_type,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
     f_resource_name, pos = read_string(buf, pos, False)
-    n, pos = read_array_count(buf, pos, False, True)
-    if n < 0:
+    n_configuration_keys, pos = read_array_count(buf, pos, False, True)
+    if n_configuration_keys < 0:
         f_configuration_keys = None
     else:
         f_configuration_keys = []
-        for _ in range(n):
-            item, pos = read_string(buf, pos, False)
-            f_configuration_keys.append(item)
+        for _ in range(n_configuration_keys):
+            it_configuration_keys, pos = read_string(buf, pos, False)
+            f_configuration_keys.append(it_configuration_keys)
     obj = DescribeConfigsResource(resource_type=f_resource_type, resource_name=f_resource_name, configuration_keys=f_configuration_keys)
     return obj, pos
 
@@ -111,19 +111,16 @@ def _e_DescribeConfigsResource_0(o: DescribeConfigsResource, out: bytearray, chu
     write_string(out, o.resource_name)
     write_array_count(out, o.configuration_keys, False)
     if o.configuration_keys is not None:
-        for item in o.configuration_keys:
-            write_string(out, item)
+        for it_configuration_keys in o.configuration_keys:
+            write_string(out, it_configuration_keys)
 
 
 def _d_DescribeConfigsRequest_0(buf: Any, pos: int) -> tuple[DescribeConfigsRequest, int]:
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_resources = None
-    else:
-        f_resources = []
-        for _ in range(n):
-            item, pos = _d_DescribeConfigsResource_0(buf, pos)
-            f_resources.append(item)
+    n_resources, pos = read_array_count(buf, pos, False, False)
+    f_resources = []
+    for _ in range(n_resources):
+        it_resources, pos = _d_DescribeConfigsResource_0(buf, pos)
+        f_resources.append(it_resources)
     obj = DescribeConfigsRequest(resources=f_resources)
     return obj, pos
 
@@ -131,8 +128,8 @@ def _d_DescribeConfigsRequest_0(buf: Any, pos: int) -> tuple[DescribeConfigsRequ
 def _e_DescribeConfigsRequest_0(o: DescribeConfigsRequest, out: bytearray, chunks: list[Any]) -> None:
     write_array_count(out, o.resources, False)
     if o.resources is not None:
-        for item in o.resources:
-            _e_DescribeConfigsResource_0(item, out, chunks)
+        for it_resources in o.resources:
+            _e_DescribeConfigsResource_0(it_resources, out, chunks)
 
 
 def _d_DescribeConfigsResource_1(buf: Any, pos: int) -> tuple[DescribeConfigsResource, int]:
@@ -141,14 +138,14 @@ def _d_DescribeConfigsResource_1(buf: Any, pos: int) -> tuple[DescribeConfigsRes
     (f_resource_type,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
     f_resource_name, pos = read_string(buf, pos, False)
-    n, pos = read_array_count(buf, pos, False, True)
-    if n < 0:
+    n_configuration_keys, pos = read_array_count(buf, pos, False, True)
+    if n_configuration_keys < 0:
         f_configuration_keys = None
     else:
         f_configuration_keys = []
-        for _ in range(n):
-            item, pos = read_string(buf, pos, False)
-            f_configuration_keys.append(item)
+        for _ in range(n_configuration_keys):
+            it_configuration_keys, pos = read_string(buf, pos, False)
+            f_configuration_keys.append(it_configuration_keys)
     obj = DescribeConfigsResource(resource_type=f_resource_type, resource_name=f_resource_name, configuration_keys=f_configuration_keys)
     return obj, pos
 
@@ -158,19 +155,16 @@ def _e_DescribeConfigsResource_1(o: DescribeConfigsResource, out: bytearray, chu
     write_string(out, o.resource_name)
     write_array_count(out, o.configuration_keys, False)
     if o.configuration_keys is not None:
-        for item in o.configuration_keys:
-            write_string(out, item)
+        for it_configuration_keys in o.configuration_keys:
+            write_string(out, it_configuration_keys)
 
 
 def _d_DescribeConfigsRequest_1(buf: Any, pos: int) -> tuple[DescribeConfigsRequest, int]:
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_resources = None
-    else:
-        f_resources = []
-        for _ in range(n):
-            item, pos = _d_DescribeConfigsResource_1(buf, pos)
-            f_resources.append(item)
+    n_resources, pos = read_array_count(buf, pos, False, False)
+    f_resources = []
+    for _ in range(n_resources):
+        it_resources, pos = _d_DescribeConfigsResource_1(buf, pos)
+        f_resources.append(it_resources)
     if len(buf) - pos < _S1.size:
         raise DecodeError('truncated')
     (f_include_synonyms,) = _S1.unpack_from(buf, pos)
@@ -182,8 +176,8 @@ def _d_DescribeConfigsRequest_1(buf: Any, pos: int) -> tuple[DescribeConfigsRequ
 def _e_DescribeConfigsRequest_1(o: DescribeConfigsRequest, out: bytearray, chunks: list[Any]) -> None:
     write_array_count(out, o.resources, False)
     if o.resources is not None:
-        for item in o.resources:
-            _e_DescribeConfigsResource_1(item, out, chunks)
+        for it_resources in o.resources:
+            _e_DescribeConfigsResource_1(it_resources, out, chunks)
     out += _S1.pack(o.include_synonyms)
 
 
@@ -193,14 +187,14 @@ def _d_DescribeConfigsResource_2(buf: Any, pos: int) -> tuple[DescribeConfigsRes
     (f_resource_type,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
     f_resource_name, pos = read_string(buf, pos, False)
-    n, pos = read_array_count(buf, pos, False, True)
-    if n < 0:
+    n_configuration_keys, pos = read_array_count(buf, pos, False, True)
+    if n_configuration_keys < 0:
         f_configuration_keys = None
     else:
         f_configuration_keys = []
-        for _ in range(n):
-            item, pos = read_string(buf, pos, False)
-            f_configuration_keys.append(item)
+        for _ in range(n_configuration_keys):
+            it_configuration_keys, pos = read_string(buf, pos, False)
+            f_configuration_keys.append(it_configuration_keys)
     obj = DescribeConfigsResource(resource_type=f_resource_type, resource_name=f_resource_name, configuration_keys=f_configuration_keys)
     return obj, pos
 
@@ -210,19 +204,16 @@ def _e_DescribeConfigsResource_2(o: DescribeConfigsResource, out: bytearray, chu
     write_string(out, o.resource_name)
     write_array_count(out, o.configuration_keys, False)
     if o.configuration_keys is not None:
-        for item in o.configuration_keys:
-            write_string(out, item)
+        for it_configuration_keys in o.configuration_keys:
+            write_string(out, it_configuration_keys)
 
 
 def _d_DescribeConfigsRequest_2(buf: Any, pos: int) -> tuple[DescribeConfigsRequest, int]:
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_resources = None
-    else:
-        f_resources = []
-        for _ in range(n):
-            item, pos = _d_DescribeConfigsResource_2(buf, pos)
-            f_resources.append(item)
+    n_resources, pos = read_array_count(buf, pos, False, False)
+    f_resources = []
+    for _ in range(n_resources):
+        it_resources, pos = _d_DescribeConfigsResource_2(buf, pos)
+        f_resources.append(it_resources)
     if len(buf) - pos < _S1.size:
         raise DecodeError('truncated')
     (f_include_synonyms,) = _S1.unpack_from(buf, pos)
@@ -234,8 +225,8 @@ def _d_DescribeConfigsRequest_2(buf: Any, pos: int) -> tuple[DescribeConfigsRequ
 def _e_DescribeConfigsRequest_2(o: DescribeConfigsRequest, out: bytearray, chunks: list[Any]) -> None:
     write_array_count(out, o.resources, False)
     if o.resources is not None:
-        for item in o.resources:
-            _e_DescribeConfigsResource_2(item, out, chunks)
+        for it_resources in o.resources:
+            _e_DescribeConfigsResource_2(it_resources, out, chunks)
     out += _S1.pack(o.include_synonyms)
 
 
@@ -245,14 +236,14 @@ def _d_DescribeConfigsResource_3(buf: Any, pos: int) -> tuple[DescribeConfigsRes
     (f_resource_type,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
     f_resource_name, pos = read_string(buf, pos, False)
-    n, pos = read_array_count(buf, pos, False, True)
-    if n < 0:
+    n_configuration_keys, pos = read_array_count(buf, pos, False, True)
+    if n_configuration_keys < 0:
         f_configuration_keys = None
     else:
         f_configuration_keys = []
-        for _ in range(n):
-            item, pos = read_string(buf, pos, False)
-            f_configuration_keys.append(item)
+        for _ in range(n_configuration_keys):
+            it_configuration_keys, pos = read_string(buf, pos, False)
+            f_configuration_keys.append(it_configuration_keys)
     obj = DescribeConfigsResource(resource_type=f_resource_type, resource_name=f_resource_name, configuration_keys=f_configuration_keys)
     return obj, pos
 
@@ -262,19 +253,16 @@ def _e_DescribeConfigsResource_3(o: DescribeConfigsResource, out: bytearray, chu
     write_string(out, o.resource_name)
     write_array_count(out, o.configuration_keys, False)
     if o.configuration_keys is not None:
-        for item in o.configuration_keys:
-            write_string(out, item)
+        for it_configuration_keys in o.configuration_keys:
+            write_string(out, it_configuration_keys)
 
 
 def _d_DescribeConfigsRequest_3(buf: Any, pos: int) -> tuple[DescribeConfigsRequest, int]:
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_resources = None
-    else:
-        f_resources = []
-        for _ in range(n):
-            item, pos = _d_DescribeConfigsResource_3(buf, pos)
-            f_resources.append(item)
+    n_resources, pos = read_array_count(buf, pos, False, False)
+    f_resources = []
+    for _ in range(n_resources):
+        it_resources, pos = _d_DescribeConfigsResource_3(buf, pos)
+        f_resources.append(it_resources)
     if len(buf) - pos < _S2.size:
         raise DecodeError('truncated')
     (f_include_synonyms, f_include_documentation,) = _S2.unpack_from(buf, pos)
@@ -286,8 +274,8 @@ def _d_DescribeConfigsRequest_3(buf: Any, pos: int) -> tuple[DescribeConfigsRequ
 def _e_DescribeConfigsRequest_3(o: DescribeConfigsRequest, out: bytearray, chunks: list[Any]) -> None:
     write_array_count(out, o.resources, False)
     if o.resources is not None:
-        for item in o.resources:
-            _e_DescribeConfigsResource_3(item, out, chunks)
+        for it_resources in o.resources:
+            _e_DescribeConfigsResource_3(it_resources, out, chunks)
     out += _S2.pack(o.include_synonyms, o.include_documentation)
 
 
@@ -297,14 +285,14 @@ def _d_DescribeConfigsResource_4(buf: Any, pos: int) -> tuple[DescribeConfigsRes
     (f_resource_type,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
     f_resource_name, pos = read_compact_string(buf, pos, False)
-    n, pos = read_array_count(buf, pos, True, True)
-    if n < 0:
+    n_configuration_keys, pos = read_array_count(buf, pos, True, True)
+    if n_configuration_keys < 0:
         f_configuration_keys = None
     else:
         f_configuration_keys = []
-        for _ in range(n):
-            item, pos = read_compact_string(buf, pos, False)
-            f_configuration_keys.append(item)
+        for _ in range(n_configuration_keys):
+            it_configuration_keys, pos = read_compact_string(buf, pos, False)
+            f_configuration_keys.append(it_configuration_keys)
     if pos >= len(buf):
         raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
@@ -320,20 +308,17 @@ def _e_DescribeConfigsResource_4(o: DescribeConfigsResource, out: bytearray, chu
     write_compact_string(out, o.resource_name)
     write_array_count(out, o.configuration_keys, True)
     if o.configuration_keys is not None:
-        for item in o.configuration_keys:
-            write_compact_string(out, item)
+        for it_configuration_keys in o.configuration_keys:
+            write_compact_string(out, it_configuration_keys)
     out.append(0)
 
 
 def _d_DescribeConfigsRequest_4(buf: Any, pos: int) -> tuple[DescribeConfigsRequest, int]:
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_resources = None
-    else:
-        f_resources = []
-        for _ in range(n):
-            item, pos = _d_DescribeConfigsResource_4(buf, pos)
-            f_resources.append(item)
+    n_resources, pos = read_array_count(buf, pos, True, False)
+    f_resources = []
+    for _ in range(n_resources):
+        it_resources, pos = _d_DescribeConfigsResource_4(buf, pos)
+        f_resources.append(it_resources)
     if len(buf) - pos < _S2.size:
         raise DecodeError('truncated')
     (f_include_synonyms, f_include_documentation,) = _S2.unpack_from(buf, pos)
@@ -351,8 +336,8 @@ def _d_DescribeConfigsRequest_4(buf: Any, pos: int) -> tuple[DescribeConfigsRequ
 def _e_DescribeConfigsRequest_4(o: DescribeConfigsRequest, out: bytearray, chunks: list[Any]) -> None:
     write_array_count(out, o.resources, True)
     if o.resources is not None:
-        for item in o.resources:
-            _e_DescribeConfigsResource_4(item, out, chunks)
+        for it_resources in o.resources:
+            _e_DescribeConfigsResource_4(it_resources, out, chunks)
     out += _S2.pack(o.include_synonyms, o.include_documentation)
     out.append(0)
 
@@ -398,14 +383,11 @@ def _d_DescribeConfigsResult_0(buf: Any, pos: int) -> tuple[DescribeConfigsResul
     (f_resource_type,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
     f_resource_name, pos = read_string(buf, pos, False)
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_configs = None
-    else:
-        f_configs = []
-        for _ in range(n):
-            item, pos = _d_DescribeConfigsResourceResult_0(buf, pos)
-            f_configs.append(item)
+    n_configs, pos = read_array_count(buf, pos, False, False)
+    f_configs = []
+    for _ in range(n_configs):
+        it_configs, pos = _d_DescribeConfigsResourceResult_0(buf, pos)
+        f_configs.append(it_configs)
     obj = DescribeConfigsResult(error_code=f_error_code, error_message=f_error_message, resource_type=f_resource_type, resource_name=f_resource_name, configs=f_configs)
     return obj, pos
 
@@ -417,8 +399,8 @@ def _e_DescribeConfigsResult_0(o: DescribeConfigsResult, out: bytearray, chunks:
     write_string(out, o.resource_name)
     write_array_count(out, o.configs, False)
     if o.configs is not None:
-        for item in o.configs:
-            _e_DescribeConfigsResourceResult_0(item, out, chunks)
+        for it_configs in o.configs:
+            _e_DescribeConfigsResourceResult_0(it_configs, out, chunks)
 
 
 def _d_DescribeConfigsResponse_0(buf: Any, pos: int) -> tuple[DescribeConfigsResponse, int]:
@@ -426,14 +408,11 @@ def _d_DescribeConfigsResponse_0(buf: Any, pos: int) -> tuple[DescribeConfigsRes
         raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S5.unpack_from(buf, pos)
     pos += _S5.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_results = None
-    else:
-        f_results = []
-        for _ in range(n):
-            item, pos = _d_DescribeConfigsResult_0(buf, pos)
-            f_results.append(item)
+    n_results, pos = read_array_count(buf, pos, False, False)
+    f_results = []
+    for _ in range(n_results):
+        it_results, pos = _d_DescribeConfigsResult_0(buf, pos)
+        f_results.append(it_results)
     obj = DescribeConfigsResponse(throttle_time_ms=f_throttle_time_ms, results=f_results)
     return obj, pos
 
@@ -442,8 +421,8 @@ def _e_DescribeConfigsResponse_0(o: DescribeConfigsResponse, out: bytearray, chu
     out += _S5.pack(o.throttle_time_ms)
     write_array_count(out, o.results, False)
     if o.results is not None:
-        for item in o.results:
-            _e_DescribeConfigsResult_0(item, out, chunks)
+        for it_results in o.results:
+            _e_DescribeConfigsResult_0(it_results, out, chunks)
 
 
 def _d_DescribeConfigsSynonym_1(buf: Any, pos: int) -> tuple[DescribeConfigsSynonym, int]:
@@ -470,14 +449,11 @@ def _d_DescribeConfigsResourceResult_1(buf: Any, pos: int) -> tuple[DescribeConf
         raise DecodeError('truncated')
     (f_read_only, f_config_source, f_is_sensitive,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_synonyms = None
-    else:
-        f_synonyms = []
-        for _ in range(n):
-            item, pos = _d_DescribeConfigsSynonym_1(buf, pos)
-            f_synonyms.append(item)
+    n_synonyms, pos = read_array_count(buf, pos, False, False)
+    f_synonyms = []
+    for _ in range(n_synonyms):
+        it_synonyms, pos = _d_DescribeConfigsSynonym_1(buf, pos)
+        f_synonyms.append(it_synonyms)
     obj = DescribeConfigsResourceResult(name=f_name, value=f_value, read_only=f_read_only, config_source=f_config_source, is_sensitive=f_is_sensitive, synonyms=f_synonyms)
     return obj, pos
 
@@ -488,8 +464,8 @@ def _e_DescribeConfigsResourceResult_1(o: DescribeConfigsResourceResult, out: by
     out += _S6.pack(o.read_only, o.config_source, o.is_sensitive)
     write_array_count(out, o.synonyms, False)
     if o.synonyms is not None:
-        for item in o.synonyms:
-            _e_DescribeConfigsSynonym_1(item, out, chunks)
+        for it_synonyms in o.synonyms:
+            _e_DescribeConfigsSynonym_1(it_synonyms, out, chunks)
 
 
 def _d_DescribeConfigsResult_1(buf: Any, pos: int) -> tuple[DescribeConfigsResult, int]:
@@ -503,14 +479,11 @@ def _d_DescribeConfigsResult_1(buf: Any, pos: int) -> tuple[DescribeConfigsResul
     (f_resource_type,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
     f_resource_name, pos = read_string(buf, pos, False)
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_configs = None
-    else:
-        f_configs = []
-        for _ in range(n):
-            item, pos = _d_DescribeConfigsResourceResult_1(buf, pos)
-            f_configs.append(item)
+    n_configs, pos = read_array_count(buf, pos, False, False)
+    f_configs = []
+    for _ in range(n_configs):
+        it_configs, pos = _d_DescribeConfigsResourceResult_1(buf, pos)
+        f_configs.append(it_configs)
     obj = DescribeConfigsResult(error_code=f_error_code, error_message=f_error_message, resource_type=f_resource_type, resource_name=f_resource_name, configs=f_configs)
     return obj, pos
 
@@ -522,8 +495,8 @@ def _e_DescribeConfigsResult_1(o: DescribeConfigsResult, out: bytearray, chunks:
     write_string(out, o.resource_name)
     write_array_count(out, o.configs, False)
     if o.configs is not None:
-        for item in o.configs:
-            _e_DescribeConfigsResourceResult_1(item, out, chunks)
+        for it_configs in o.configs:
+            _e_DescribeConfigsResourceResult_1(it_configs, out, chunks)
 
 
 def _d_DescribeConfigsResponse_1(buf: Any, pos: int) -> tuple[DescribeConfigsResponse, int]:
@@ -531,14 +504,11 @@ def _d_DescribeConfigsResponse_1(buf: Any, pos: int) -> tuple[DescribeConfigsRes
         raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S5.unpack_from(buf, pos)
     pos += _S5.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_results = None
-    else:
-        f_results = []
-        for _ in range(n):
-            item, pos = _d_DescribeConfigsResult_1(buf, pos)
-            f_results.append(item)
+    n_results, pos = read_array_count(buf, pos, False, False)
+    f_results = []
+    for _ in range(n_results):
+        it_results, pos = _d_DescribeConfigsResult_1(buf, pos)
+        f_results.append(it_results)
     obj = DescribeConfigsResponse(throttle_time_ms=f_throttle_time_ms, results=f_results)
     return obj, pos
 
@@ -547,8 +517,8 @@ def _e_DescribeConfigsResponse_1(o: DescribeConfigsResponse, out: bytearray, chu
     out += _S5.pack(o.throttle_time_ms)
     write_array_count(out, o.results, False)
     if o.results is not None:
-        for item in o.results:
-            _e_DescribeConfigsResult_1(item, out, chunks)
+        for it_results in o.results:
+            _e_DescribeConfigsResult_1(it_results, out, chunks)
 
 
 def _d_DescribeConfigsSynonym_2(buf: Any, pos: int) -> tuple[DescribeConfigsSynonym, int]:
@@ -575,14 +545,11 @@ def _d_DescribeConfigsResourceResult_2(buf: Any, pos: int) -> tuple[DescribeConf
         raise DecodeError('truncated')
     (f_read_only, f_config_source, f_is_sensitive,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_synonyms = None
-    else:
-        f_synonyms = []
-        for _ in range(n):
-            item, pos = _d_DescribeConfigsSynonym_2(buf, pos)
-            f_synonyms.append(item)
+    n_synonyms, pos = read_array_count(buf, pos, False, False)
+    f_synonyms = []
+    for _ in range(n_synonyms):
+        it_synonyms, pos = _d_DescribeConfigsSynonym_2(buf, pos)
+        f_synonyms.append(it_synonyms)
     obj = DescribeConfigsResourceResult(name=f_name, value=f_value, read_only=f_read_only, config_source=f_config_source, is_sensitive=f_is_sensitive, synonyms=f_synonyms)
     return obj, pos
 
@@ -593,8 +560,8 @@ def _e_DescribeConfigsResourceResult_2(o: DescribeConfigsResourceResult, out: by
     out += _S6.pack(o.read_only, o.config_source, o.is_sensitive)
     write_array_count(out, o.synonyms, False)
     if o.synonyms is not None:
-        for item in o.synonyms:
-            _e_DescribeConfigsSynonym_2(item, out, chunks)
+        for it_synonyms in o.synonyms:
+            _e_DescribeConfigsSynonym_2(it_synonyms, out, chunks)
 
 
 def _d_DescribeConfigsResult_2(buf: Any, pos: int) -> tuple[DescribeConfigsResult, int]:
@@ -608,14 +575,11 @@ def _d_DescribeConfigsResult_2(buf: Any, pos: int) -> tuple[DescribeConfigsResul
     (f_resource_type,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
     f_resource_name, pos = read_string(buf, pos, False)
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_configs = None
-    else:
-        f_configs = []
-        for _ in range(n):
-            item, pos = _d_DescribeConfigsResourceResult_2(buf, pos)
-            f_configs.append(item)
+    n_configs, pos = read_array_count(buf, pos, False, False)
+    f_configs = []
+    for _ in range(n_configs):
+        it_configs, pos = _d_DescribeConfigsResourceResult_2(buf, pos)
+        f_configs.append(it_configs)
     obj = DescribeConfigsResult(error_code=f_error_code, error_message=f_error_message, resource_type=f_resource_type, resource_name=f_resource_name, configs=f_configs)
     return obj, pos
 
@@ -627,8 +591,8 @@ def _e_DescribeConfigsResult_2(o: DescribeConfigsResult, out: bytearray, chunks:
     write_string(out, o.resource_name)
     write_array_count(out, o.configs, False)
     if o.configs is not None:
-        for item in o.configs:
-            _e_DescribeConfigsResourceResult_2(item, out, chunks)
+        for it_configs in o.configs:
+            _e_DescribeConfigsResourceResult_2(it_configs, out, chunks)
 
 
 def _d_DescribeConfigsResponse_2(buf: Any, pos: int) -> tuple[DescribeConfigsResponse, int]:
@@ -636,14 +600,11 @@ def _d_DescribeConfigsResponse_2(buf: Any, pos: int) -> tuple[DescribeConfigsRes
         raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S5.unpack_from(buf, pos)
     pos += _S5.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_results = None
-    else:
-        f_results = []
-        for _ in range(n):
-            item, pos = _d_DescribeConfigsResult_2(buf, pos)
-            f_results.append(item)
+    n_results, pos = read_array_count(buf, pos, False, False)
+    f_results = []
+    for _ in range(n_results):
+        it_results, pos = _d_DescribeConfigsResult_2(buf, pos)
+        f_results.append(it_results)
     obj = DescribeConfigsResponse(throttle_time_ms=f_throttle_time_ms, results=f_results)
     return obj, pos
 
@@ -652,8 +613,8 @@ def _e_DescribeConfigsResponse_2(o: DescribeConfigsResponse, out: bytearray, chu
     out += _S5.pack(o.throttle_time_ms)
     write_array_count(out, o.results, False)
     if o.results is not None:
-        for item in o.results:
-            _e_DescribeConfigsResult_2(item, out, chunks)
+        for it_results in o.results:
+            _e_DescribeConfigsResult_2(it_results, out, chunks)
 
 
 def _d_DescribeConfigsSynonym_3(buf: Any, pos: int) -> tuple[DescribeConfigsSynonym, int]:
@@ -680,14 +641,11 @@ def _d_DescribeConfigsResourceResult_3(buf: Any, pos: int) -> tuple[DescribeConf
         raise DecodeError('truncated')
     (f_read_only, f_config_source, f_is_sensitive,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_synonyms = None
-    else:
-        f_synonyms = []
-        for _ in range(n):
-            item, pos = _d_DescribeConfigsSynonym_3(buf, pos)
-            f_synonyms.append(item)
+    n_synonyms, pos = read_array_count(buf, pos, False, False)
+    f_synonyms = []
+    for _ in range(n_synonyms):
+        it_synonyms, pos = _d_DescribeConfigsSynonym_3(buf, pos)
+        f_synonyms.append(it_synonyms)
     if len(buf) - pos < _S0.size:
         raise DecodeError('truncated')
     (f_config_type,) = _S0.unpack_from(buf, pos)
@@ -703,8 +661,8 @@ def _e_DescribeConfigsResourceResult_3(o: DescribeConfigsResourceResult, out: by
     out += _S6.pack(o.read_only, o.config_source, o.is_sensitive)
     write_array_count(out, o.synonyms, False)
     if o.synonyms is not None:
-        for item in o.synonyms:
-            _e_DescribeConfigsSynonym_3(item, out, chunks)
+        for it_synonyms in o.synonyms:
+            _e_DescribeConfigsSynonym_3(it_synonyms, out, chunks)
     out += _S0.pack(o.config_type)
     write_string(out, o.documentation)
 
@@ -720,14 +678,11 @@ def _d_DescribeConfigsResult_3(buf: Any, pos: int) -> tuple[DescribeConfigsResul
     (f_resource_type,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
     f_resource_name, pos = read_string(buf, pos, False)
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_configs = None
-    else:
-        f_configs = []
-        for _ in range(n):
-            item, pos = _d_DescribeConfigsResourceResult_3(buf, pos)
-            f_configs.append(item)
+    n_configs, pos = read_array_count(buf, pos, False, False)
+    f_configs = []
+    for _ in range(n_configs):
+        it_configs, pos = _d_DescribeConfigsResourceResult_3(buf, pos)
+        f_configs.append(it_configs)
     obj = DescribeConfigsResult(error_code=f_error_code, error_message=f_error_message, resource_type=f_resource_type, resource_name=f_resource_name, configs=f_configs)
     return obj, pos
 
@@ -739,8 +694,8 @@ def _e_DescribeConfigsResult_3(o: DescribeConfigsResult, out: bytearray, chunks:
     write_string(out, o.resource_name)
     write_array_count(out, o.configs, False)
     if o.configs is not None:
-        for item in o.configs:
-            _e_DescribeConfigsResourceResult_3(item, out, chunks)
+        for it_configs in o.configs:
+            _e_DescribeConfigsResourceResult_3(it_configs, out, chunks)
 
 
 def _d_DescribeConfigsResponse_3(buf: Any, pos: int) -> tuple[DescribeConfigsResponse, int]:
@@ -748,14 +703,11 @@ def _d_DescribeConfigsResponse_3(buf: Any, pos: int) -> tuple[DescribeConfigsRes
         raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S5.unpack_from(buf, pos)
     pos += _S5.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_results = None
-    else:
-        f_results = []
-        for _ in range(n):
-            item, pos = _d_DescribeConfigsResult_3(buf, pos)
-            f_results.append(item)
+    n_results, pos = read_array_count(buf, pos, False, False)
+    f_results = []
+    for _ in range(n_results):
+        it_results, pos = _d_DescribeConfigsResult_3(buf, pos)
+        f_results.append(it_results)
     obj = DescribeConfigsResponse(throttle_time_ms=f_throttle_time_ms, results=f_results)
     return obj, pos
 
@@ -764,8 +716,8 @@ def _e_DescribeConfigsResponse_3(o: DescribeConfigsResponse, out: bytearray, chu
     out += _S5.pack(o.throttle_time_ms)
     write_array_count(out, o.results, False)
     if o.results is not None:
-        for item in o.results:
-            _e_DescribeConfigsResult_3(item, out, chunks)
+        for it_results in o.results:
+            _e_DescribeConfigsResult_3(it_results, out, chunks)
 
 
 def _d_DescribeConfigsSynonym_4(buf: Any, pos: int) -> tuple[DescribeConfigsSynonym, int]:
@@ -799,14 +751,11 @@ def _d_DescribeConfigsResourceResult_4(buf: Any, pos: int) -> tuple[DescribeConf
         raise DecodeError('truncated')
     (f_read_only, f_config_source, f_is_sensitive,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_synonyms = None
-    else:
-        f_synonyms = []
-        for _ in range(n):
-            item, pos = _d_DescribeConfigsSynonym_4(buf, pos)
-            f_synonyms.append(item)
+    n_synonyms, pos = read_array_count(buf, pos, True, False)
+    f_synonyms = []
+    for _ in range(n_synonyms):
+        it_synonyms, pos = _d_DescribeConfigsSynonym_4(buf, pos)
+        f_synonyms.append(it_synonyms)
     if len(buf) - pos < _S0.size:
         raise DecodeError('truncated')
     (f_config_type,) = _S0.unpack_from(buf, pos)
@@ -828,8 +777,8 @@ def _e_DescribeConfigsResourceResult_4(o: DescribeConfigsResourceResult, out: by
     out += _S6.pack(o.read_only, o.config_source, o.is_sensitive)
     write_array_count(out, o.synonyms, True)
     if o.synonyms is not None:
-        for item in o.synonyms:
-            _e_DescribeConfigsSynonym_4(item, out, chunks)
+        for it_synonyms in o.synonyms:
+            _e_DescribeConfigsSynonym_4(it_synonyms, out, chunks)
     out += _S0.pack(o.config_type)
     write_compact_string(out, o.documentation)
     out.append(0)
@@ -846,14 +795,11 @@ def _d_DescribeConfigsResult_4(buf: Any, pos: int) -> tuple[DescribeConfigsResul
     (f_resource_type,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
     f_resource_name, pos = read_compact_string(buf, pos, False)
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_configs = None
-    else:
-        f_configs = []
-        for _ in range(n):
-            item, pos = _d_DescribeConfigsResourceResult_4(buf, pos)
-            f_configs.append(item)
+    n_configs, pos = read_array_count(buf, pos, True, False)
+    f_configs = []
+    for _ in range(n_configs):
+        it_configs, pos = _d_DescribeConfigsResourceResult_4(buf, pos)
+        f_configs.append(it_configs)
     if pos >= len(buf):
         raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
@@ -871,8 +817,8 @@ def _e_DescribeConfigsResult_4(o: DescribeConfigsResult, out: bytearray, chunks:
     write_compact_string(out, o.resource_name)
     write_array_count(out, o.configs, True)
     if o.configs is not None:
-        for item in o.configs:
-            _e_DescribeConfigsResourceResult_4(item, out, chunks)
+        for it_configs in o.configs:
+            _e_DescribeConfigsResourceResult_4(it_configs, out, chunks)
     out.append(0)
 
 
@@ -881,14 +827,11 @@ def _d_DescribeConfigsResponse_4(buf: Any, pos: int) -> tuple[DescribeConfigsRes
         raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S5.unpack_from(buf, pos)
     pos += _S5.size
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_results = None
-    else:
-        f_results = []
-        for _ in range(n):
-            item, pos = _d_DescribeConfigsResult_4(buf, pos)
-            f_results.append(item)
+    n_results, pos = read_array_count(buf, pos, True, False)
+    f_results = []
+    for _ in range(n_results):
+        it_results, pos = _d_DescribeConfigsResult_4(buf, pos)
+        f_results.append(it_results)
     if pos >= len(buf):
         raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
@@ -903,8 +846,8 @@ def _e_DescribeConfigsResponse_4(o: DescribeConfigsResponse, out: bytearray, chu
     out += _S5.pack(o.throttle_time_ms)
     write_array_count(out, o.results, True)
     if o.results is not None:
-        for item in o.results:
-            _e_DescribeConfigsResult_4(item, out, chunks)
+        for it_results in o.results:
+            _e_DescribeConfigsResult_4(it_results, out, chunks)
     out.append(0)
 
 

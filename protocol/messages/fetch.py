@@ -182,14 +182,11 @@ def _e_FetchPartition_4(o: FetchPartition, out: bytearray, chunks: list[Any]) ->
 
 def _d_FetchTopic_4(buf: Any, pos: int) -> tuple[FetchTopic, int]:
     f_topic, pos = read_string(buf, pos, False)
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _d_FetchPartition_4(buf, pos)
-            f_partitions.append(item)
+    n_partitions, pos = read_array_count(buf, pos, False, False)
+    f_partitions = []
+    for _ in range(n_partitions):
+        it_partitions, pos = _d_FetchPartition_4(buf, pos)
+        f_partitions.append(it_partitions)
     obj = FetchTopic(topic=f_topic, partitions=f_partitions)
     return obj, pos
 
@@ -198,8 +195,8 @@ def _e_FetchTopic_4(o: FetchTopic, out: bytearray, chunks: list[Any]) -> None:
     write_string(out, o.topic)
     write_array_count(out, o.partitions, False)
     if o.partitions is not None:
-        for item in o.partitions:
-            _e_FetchPartition_4(item, out, chunks)
+        for it_partitions in o.partitions:
+            _e_FetchPartition_4(it_partitions, out, chunks)
 
 
 def _d_ReplicaState_4(buf: Any, pos: int) -> tuple[ReplicaState, int]:
@@ -216,14 +213,11 @@ def _d_FetchRequest_4(buf: Any, pos: int) -> tuple[FetchRequest, int]:
         raise DecodeError('truncated')
     (f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _d_FetchTopic_4(buf, pos)
-            f_topics.append(item)
+    n_topics, pos = read_array_count(buf, pos, False, False)
+    f_topics = []
+    for _ in range(n_topics):
+        it_topics, pos = _d_FetchTopic_4(buf, pos)
+        f_topics.append(it_topics)
     obj = FetchRequest(replica_id=f_replica_id, max_wait_ms=f_max_wait_ms, min_bytes=f_min_bytes, max_bytes=f_max_bytes, isolation_level=f_isolation_level, topics=f_topics)
     return obj, pos
 
@@ -232,8 +226,8 @@ def _e_FetchRequest_4(o: FetchRequest, out: bytearray, chunks: list[Any]) -> Non
     out += _S1.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level)
     write_array_count(out, o.topics, False)
     if o.topics is not None:
-        for item in o.topics:
-            _e_FetchTopic_4(item, out, chunks)
+        for it_topics in o.topics:
+            _e_FetchTopic_4(it_topics, out, chunks)
 
 
 def _d_ForgottenTopic_5(buf: Any, pos: int) -> tuple[ForgottenTopic, int]:
@@ -260,14 +254,11 @@ def _e_FetchPartition_5(o: FetchPartition, out: bytearray, chunks: list[Any]) ->
 
 def _d_FetchTopic_5(buf: Any, pos: int) -> tuple[FetchTopic, int]:
     f_topic, pos = read_string(buf, pos, False)
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _d_FetchPartition_5(buf, pos)
-            f_partitions.append(item)
+    n_partitions, pos = read_array_count(buf, pos, False, False)
+    f_partitions = []
+    for _ in range(n_partitions):
+        it_partitions, pos = _d_FetchPartition_5(buf, pos)
+        f_partitions.append(it_partitions)
     obj = FetchTopic(topic=f_topic, partitions=f_partitions)
     return obj, pos
 
@@ -276,8 +267,8 @@ def _e_FetchTopic_5(o: FetchTopic, out: bytearray, chunks: list[Any]) -> None:
     write_string(out, o.topic)
     write_array_count(out, o.partitions, False)
     if o.partitions is not None:
-        for item in o.partitions:
-            _e_FetchPartition_5(item, out, chunks)
+        for it_partitions in o.partitions:
+            _e_FetchPartition_5(it_partitions, out, chunks)
 
 
 def _d_ReplicaState_5(buf: Any, pos: int) -> tuple[ReplicaState, int]:
@@ -294,14 +285,11 @@ def _d_FetchRequest_5(buf: Any, pos: int) -> tuple[FetchRequest, int]:
         raise DecodeError('truncated')
     (f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _d_FetchTopic_5(buf, pos)
-            f_topics.append(item)
+    n_topics, pos = read_array_count(buf, pos, False, False)
+    f_topics = []
+    for _ in range(n_topics):
+        it_topics, pos = _d_FetchTopic_5(buf, pos)
+        f_topics.append(it_topics)
     obj = FetchRequest(replica_id=f_replica_id, max_wait_ms=f_max_wait_ms, min_bytes=f_min_bytes, max_bytes=f_max_bytes, isolation_level=f_isolation_level, topics=f_topics)
     return obj, pos
 
@@ -310,8 +298,8 @@ def _e_FetchRequest_5(o: FetchRequest, out: bytearray, chunks: list[Any]) -> Non
     out += _S1.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level)
     write_array_count(out, o.topics, False)
     if o.topics is not None:
-        for item in o.topics:
-            _e_FetchTopic_5(item, out, chunks)
+        for it_topics in o.topics:
+            _e_FetchTopic_5(it_topics, out, chunks)
 
 
 def _d_ForgottenTopic_6(buf: Any, pos: int) -> tuple[ForgottenTopic, int]:
@@ -338,14 +326,11 @@ def _e_FetchPartition_6(o: FetchPartition, out: bytearray, chunks: list[Any]) ->
 
 def _d_FetchTopic_6(buf: Any, pos: int) -> tuple[FetchTopic, int]:
     f_topic, pos = read_string(buf, pos, False)
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _d_FetchPartition_6(buf, pos)
-            f_partitions.append(item)
+    n_partitions, pos = read_array_count(buf, pos, False, False)
+    f_partitions = []
+    for _ in range(n_partitions):
+        it_partitions, pos = _d_FetchPartition_6(buf, pos)
+        f_partitions.append(it_partitions)
     obj = FetchTopic(topic=f_topic, partitions=f_partitions)
     return obj, pos
 
@@ -354,8 +339,8 @@ def _e_FetchTopic_6(o: FetchTopic, out: bytearray, chunks: list[Any]) -> None:
     write_string(out, o.topic)
     write_array_count(out, o.partitions, False)
     if o.partitions is not None:
-        for item in o.partitions:
-            _e_FetchPartition_6(item, out, chunks)
+        for it_partitions in o.partitions:
+            _e_FetchPartition_6(it_partitions, out, chunks)
 
 
 def _d_ReplicaState_6(buf: Any, pos: int) -> tuple[ReplicaState, int]:
@@ -372,14 +357,11 @@ def _d_FetchRequest_6(buf: Any, pos: int) -> tuple[FetchRequest, int]:
         raise DecodeError('truncated')
     (f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _d_FetchTopic_6(buf, pos)
-            f_topics.append(item)
+    n_topics, pos = read_array_count(buf, pos, False, False)
+    f_topics = []
+    for _ in range(n_topics):
+        it_topics, pos = _d_FetchTopic_6(buf, pos)
+        f_topics.append(it_topics)
     obj = FetchRequest(replica_id=f_replica_id, max_wait_ms=f_max_wait_ms, min_bytes=f_min_bytes, max_bytes=f_max_bytes, isolation_level=f_isolation_level, topics=f_topics)
     return obj, pos
 
@@ -388,20 +370,17 @@ def _e_FetchRequest_6(o: FetchRequest, out: bytearray, chunks: list[Any]) -> Non
     out += _S1.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level)
     write_array_count(out, o.topics, False)
     if o.topics is not None:
-        for item in o.topics:
-            _e_FetchTopic_6(item, out, chunks)
+        for it_topics in o.topics:
+            _e_FetchTopic_6(it_topics, out, chunks)
 
 
 def _d_ForgottenTopic_7(buf: Any, pos: int) -> tuple[ForgottenTopic, int]:
     f_topic, pos = read_string(buf, pos, False)
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_partitions = None
-    else:
-        if n * 4 > len(buf) - pos:
-            raise DecodeError('array overruns the buffer')
-        f_partitions = list(unpack_from(f'>{n}i', buf, pos))
-        pos += n * 4
+    n_partitions, pos = read_array_count(buf, pos, False, False)
+    if n_partitions * 4 > len(buf) - pos:
+        raise DecodeError('array overruns the buffer')
+    f_partitions = list(unpack_from(f'>{n_partitions}i', buf, pos))
+    pos += n_partitions * 4
     obj = ForgottenTopic(topic=f_topic, partitions=f_partitions)
     return obj, pos
 
@@ -428,14 +407,11 @@ def _e_FetchPartition_7(o: FetchPartition, out: bytearray, chunks: list[Any]) ->
 
 def _d_FetchTopic_7(buf: Any, pos: int) -> tuple[FetchTopic, int]:
     f_topic, pos = read_string(buf, pos, False)
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _d_FetchPartition_7(buf, pos)
-            f_partitions.append(item)
+    n_partitions, pos = read_array_count(buf, pos, False, False)
+    f_partitions = []
+    for _ in range(n_partitions):
+        it_partitions, pos = _d_FetchPartition_7(buf, pos)
+        f_partitions.append(it_partitions)
     obj = FetchTopic(topic=f_topic, partitions=f_partitions)
     return obj, pos
 
@@ -444,8 +420,8 @@ def _e_FetchTopic_7(o: FetchTopic, out: bytearray, chunks: list[Any]) -> None:
     write_string(out, o.topic)
     write_array_count(out, o.partitions, False)
     if o.partitions is not None:
-        for item in o.partitions:
-            _e_FetchPartition_7(item, out, chunks)
+        for it_partitions in o.partitions:
+            _e_FetchPartition_7(it_partitions, out, chunks)
 
 
 def _d_ReplicaState_7(buf: Any, pos: int) -> tuple[ReplicaState, int]:
@@ -462,22 +438,16 @@ def _d_FetchRequest_7(buf: Any, pos: int) -> tuple[FetchRequest, int]:
         raise DecodeError('truncated')
     (f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch,) = _S3.unpack_from(buf, pos)
     pos += _S3.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _d_FetchTopic_7(buf, pos)
-            f_topics.append(item)
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_forgotten_topics_data = None
-    else:
-        f_forgotten_topics_data = []
-        for _ in range(n):
-            item, pos = _d_ForgottenTopic_7(buf, pos)
-            f_forgotten_topics_data.append(item)
+    n_topics, pos = read_array_count(buf, pos, False, False)
+    f_topics = []
+    for _ in range(n_topics):
+        it_topics, pos = _d_FetchTopic_7(buf, pos)
+        f_topics.append(it_topics)
+    n_forgotten_topics_data, pos = read_array_count(buf, pos, False, False)
+    f_forgotten_topics_data = []
+    for _ in range(n_forgotten_topics_data):
+        it_forgotten_topics_data, pos = _d_ForgottenTopic_7(buf, pos)
+        f_forgotten_topics_data.append(it_forgotten_topics_data)
     obj = FetchRequest(replica_id=f_replica_id, max_wait_ms=f_max_wait_ms, min_bytes=f_min_bytes, max_bytes=f_max_bytes, isolation_level=f_isolation_level, session_id=f_session_id, session_epoch=f_session_epoch, topics=f_topics, forgotten_topics_data=f_forgotten_topics_data)
     return obj, pos
 
@@ -486,24 +456,21 @@ def _e_FetchRequest_7(o: FetchRequest, out: bytearray, chunks: list[Any]) -> Non
     out += _S3.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     write_array_count(out, o.topics, False)
     if o.topics is not None:
-        for item in o.topics:
-            _e_FetchTopic_7(item, out, chunks)
+        for it_topics in o.topics:
+            _e_FetchTopic_7(it_topics, out, chunks)
     write_array_count(out, o.forgotten_topics_data, False)
     if o.forgotten_topics_data is not None:
-        for item in o.forgotten_topics_data:
-            _e_ForgottenTopic_7(item, out, chunks)
+        for it_forgotten_topics_data in o.forgotten_topics_data:
+            _e_ForgottenTopic_7(it_forgotten_topics_data, out, chunks)
 
 
 def _d_ForgottenTopic_8(buf: Any, pos: int) -> tuple[ForgottenTopic, int]:
     f_topic, pos = read_string(buf, pos, False)
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_partitions = None
-    else:
-        if n * 4 > len(buf) - pos:
-            raise DecodeError('array overruns the buffer')
-        f_partitions = list(unpack_from(f'>{n}i', buf, pos))
-        pos += n * 4
+    n_partitions, pos = read_array_count(buf, pos, False, False)
+    if n_partitions * 4 > len(buf) - pos:
+        raise DecodeError('array overruns the buffer')
+    f_partitions = list(unpack_from(f'>{n_partitions}i', buf, pos))
+    pos += n_partitions * 4
     obj = ForgottenTopic(topic=f_topic, partitions=f_partitions)
     return obj, pos
 
@@ -530,14 +497,11 @@ def _e_FetchPartition_8(o: FetchPartition, out: bytearray, chunks: list[Any]) ->
 
 def _d_FetchTopic_8(buf: Any, pos: int) -> tuple[FetchTopic, int]:
     f_topic, pos = read_string(buf, pos, False)
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _d_FetchPartition_8(buf, pos)
-            f_partitions.append(item)
+    n_partitions, pos = read_array_count(buf, pos, False, False)
+    f_partitions = []
+    for _ in range(n_partitions):
+        it_partitions, pos = _d_FetchPartition_8(buf, pos)
+        f_partitions.append(it_partitions)
     obj = FetchTopic(topic=f_topic, partitions=f_partitions)
     return obj, pos
 
@@ -546,8 +510,8 @@ def _e_FetchTopic_8(o: FetchTopic, out: bytearray, chunks: list[Any]) -> None:
     write_string(out, o.topic)
     write_array_count(out, o.partitions, False)
     if o.partitions is not None:
-        for item in o.partitions:
-            _e_FetchPartition_8(item, out, chunks)
+        for it_partitions in o.partitions:
+            _e_FetchPartition_8(it_partitions, out, chunks)
 
 
 def _d_ReplicaState_8(buf: Any, pos: int) -> tuple[ReplicaState, int]:
@@ -564,22 +528,16 @@ def _d_FetchRequest_8(buf: Any, pos: int) -> tuple[FetchRequest, int]:
         raise DecodeError('truncated')
     (f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch,) = _S3.unpack_from(buf, pos)
     pos += _S3.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _d_FetchTopic_8(buf, pos)
-            f_topics.append(item)
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_forgotten_topics_data = None
-    else:
-        f_forgotten_topics_data = []
-        for _ in range(n):
-            item, pos = _d_ForgottenTopic_8(buf, pos)
-            f_forgotten_topics_data.append(item)
+    n_topics, pos = read_array_count(buf, pos, False, False)
+    f_topics = []
+    for _ in range(n_topics):
+        it_topics, pos = _d_FetchTopic_8(buf, pos)
+        f_topics.append(it_topics)
+    n_forgotten_topics_data, pos = read_array_count(buf, pos, False, False)
+    f_forgotten_topics_data = []
+    for _ in range(n_forgotten_topics_data):
+        it_forgotten_topics_data, pos = _d_ForgottenTopic_8(buf, pos)
+        f_forgotten_topics_data.append(it_forgotten_topics_data)
     obj = FetchRequest(replica_id=f_replica_id, max_wait_ms=f_max_wait_ms, min_bytes=f_min_bytes, max_bytes=f_max_bytes, isolation_level=f_isolation_level, session_id=f_session_id, session_epoch=f_session_epoch, topics=f_topics, forgotten_topics_data=f_forgotten_topics_data)
     return obj, pos
 
@@ -588,24 +546,21 @@ def _e_FetchRequest_8(o: FetchRequest, out: bytearray, chunks: list[Any]) -> Non
     out += _S3.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     write_array_count(out, o.topics, False)
     if o.topics is not None:
-        for item in o.topics:
-            _e_FetchTopic_8(item, out, chunks)
+        for it_topics in o.topics:
+            _e_FetchTopic_8(it_topics, out, chunks)
     write_array_count(out, o.forgotten_topics_data, False)
     if o.forgotten_topics_data is not None:
-        for item in o.forgotten_topics_data:
-            _e_ForgottenTopic_8(item, out, chunks)
+        for it_forgotten_topics_data in o.forgotten_topics_data:
+            _e_ForgottenTopic_8(it_forgotten_topics_data, out, chunks)
 
 
 def _d_ForgottenTopic_9(buf: Any, pos: int) -> tuple[ForgottenTopic, int]:
     f_topic, pos = read_string(buf, pos, False)
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_partitions = None
-    else:
-        if n * 4 > len(buf) - pos:
-            raise DecodeError('array overruns the buffer')
-        f_partitions = list(unpack_from(f'>{n}i', buf, pos))
-        pos += n * 4
+    n_partitions, pos = read_array_count(buf, pos, False, False)
+    if n_partitions * 4 > len(buf) - pos:
+        raise DecodeError('array overruns the buffer')
+    f_partitions = list(unpack_from(f'>{n_partitions}i', buf, pos))
+    pos += n_partitions * 4
     obj = ForgottenTopic(topic=f_topic, partitions=f_partitions)
     return obj, pos
 
@@ -632,14 +587,11 @@ def _e_FetchPartition_9(o: FetchPartition, out: bytearray, chunks: list[Any]) ->
 
 def _d_FetchTopic_9(buf: Any, pos: int) -> tuple[FetchTopic, int]:
     f_topic, pos = read_string(buf, pos, False)
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _d_FetchPartition_9(buf, pos)
-            f_partitions.append(item)
+    n_partitions, pos = read_array_count(buf, pos, False, False)
+    f_partitions = []
+    for _ in range(n_partitions):
+        it_partitions, pos = _d_FetchPartition_9(buf, pos)
+        f_partitions.append(it_partitions)
     obj = FetchTopic(topic=f_topic, partitions=f_partitions)
     return obj, pos
 
@@ -648,8 +600,8 @@ def _e_FetchTopic_9(o: FetchTopic, out: bytearray, chunks: list[Any]) -> None:
     write_string(out, o.topic)
     write_array_count(out, o.partitions, False)
     if o.partitions is not None:
-        for item in o.partitions:
-            _e_FetchPartition_9(item, out, chunks)
+        for it_partitions in o.partitions:
+            _e_FetchPartition_9(it_partitions, out, chunks)
 
 
 def _d_ReplicaState_9(buf: Any, pos: int) -> tuple[ReplicaState, int]:
@@ -666,22 +618,16 @@ def _d_FetchRequest_9(buf: Any, pos: int) -> tuple[FetchRequest, int]:
         raise DecodeError('truncated')
     (f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch,) = _S3.unpack_from(buf, pos)
     pos += _S3.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _d_FetchTopic_9(buf, pos)
-            f_topics.append(item)
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_forgotten_topics_data = None
-    else:
-        f_forgotten_topics_data = []
-        for _ in range(n):
-            item, pos = _d_ForgottenTopic_9(buf, pos)
-            f_forgotten_topics_data.append(item)
+    n_topics, pos = read_array_count(buf, pos, False, False)
+    f_topics = []
+    for _ in range(n_topics):
+        it_topics, pos = _d_FetchTopic_9(buf, pos)
+        f_topics.append(it_topics)
+    n_forgotten_topics_data, pos = read_array_count(buf, pos, False, False)
+    f_forgotten_topics_data = []
+    for _ in range(n_forgotten_topics_data):
+        it_forgotten_topics_data, pos = _d_ForgottenTopic_9(buf, pos)
+        f_forgotten_topics_data.append(it_forgotten_topics_data)
     obj = FetchRequest(replica_id=f_replica_id, max_wait_ms=f_max_wait_ms, min_bytes=f_min_bytes, max_bytes=f_max_bytes, isolation_level=f_isolation_level, session_id=f_session_id, session_epoch=f_session_epoch, topics=f_topics, forgotten_topics_data=f_forgotten_topics_data)
     return obj, pos
 
@@ -690,24 +636,21 @@ def _e_FetchRequest_9(o: FetchRequest, out: bytearray, chunks: list[Any]) -> Non
     out += _S3.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     write_array_count(out, o.topics, False)
     if o.topics is not None:
-        for item in o.topics:
-            _e_FetchTopic_9(item, out, chunks)
+        for it_topics in o.topics:
+            _e_FetchTopic_9(it_topics, out, chunks)
     write_array_count(out, o.forgotten_topics_data, False)
     if o.forgotten_topics_data is not None:
-        for item in o.forgotten_topics_data:
-            _e_ForgottenTopic_9(item, out, chunks)
+        for it_forgotten_topics_data in o.forgotten_topics_data:
+            _e_ForgottenTopic_9(it_forgotten_topics_data, out, chunks)
 
 
 def _d_ForgottenTopic_10(buf: Any, pos: int) -> tuple[ForgottenTopic, int]:
     f_topic, pos = read_string(buf, pos, False)
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_partitions = None
-    else:
-        if n * 4 > len(buf) - pos:
-            raise DecodeError('array overruns the buffer')
-        f_partitions = list(unpack_from(f'>{n}i', buf, pos))
-        pos += n * 4
+    n_partitions, pos = read_array_count(buf, pos, False, False)
+    if n_partitions * 4 > len(buf) - pos:
+        raise DecodeError('array overruns the buffer')
+    f_partitions = list(unpack_from(f'>{n_partitions}i', buf, pos))
+    pos += n_partitions * 4
     obj = ForgottenTopic(topic=f_topic, partitions=f_partitions)
     return obj, pos
 
@@ -734,14 +677,11 @@ def _e_FetchPartition_10(o: FetchPartition, out: bytearray, chunks: list[Any]) -
 
 def _d_FetchTopic_10(buf: Any, pos: int) -> tuple[FetchTopic, int]:
     f_topic, pos = read_string(buf, pos, False)
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _d_FetchPartition_10(buf, pos)
-            f_partitions.append(item)
+    n_partitions, pos = read_array_count(buf, pos, False, False)
+    f_partitions = []
+    for _ in range(n_partitions):
+        it_partitions, pos = _d_FetchPartition_10(buf, pos)
+        f_partitions.append(it_partitions)
     obj = FetchTopic(topic=f_topic, partitions=f_partitions)
     return obj, pos
 
@@ -750,8 +690,8 @@ def _e_FetchTopic_10(o: FetchTopic, out: bytearray, chunks: list[Any]) -> None:
     write_string(out, o.topic)
     write_array_count(out, o.partitions, False)
     if o.partitions is not None:
-        for item in o.partitions:
-            _e_FetchPartition_10(item, out, chunks)
+        for it_partitions in o.partitions:
+            _e_FetchPartition_10(it_partitions, out, chunks)
 
 
 def _d_ReplicaState_10(buf: Any, pos: int) -> tuple[ReplicaState, int]:
@@ -768,22 +708,16 @@ def _d_FetchRequest_10(buf: Any, pos: int) -> tuple[FetchRequest, int]:
         raise DecodeError('truncated')
     (f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch,) = _S3.unpack_from(buf, pos)
     pos += _S3.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _d_FetchTopic_10(buf, pos)
-            f_topics.append(item)
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_forgotten_topics_data = None
-    else:
-        f_forgotten_topics_data = []
-        for _ in range(n):
-            item, pos = _d_ForgottenTopic_10(buf, pos)
-            f_forgotten_topics_data.append(item)
+    n_topics, pos = read_array_count(buf, pos, False, False)
+    f_topics = []
+    for _ in range(n_topics):
+        it_topics, pos = _d_FetchTopic_10(buf, pos)
+        f_topics.append(it_topics)
+    n_forgotten_topics_data, pos = read_array_count(buf, pos, False, False)
+    f_forgotten_topics_data = []
+    for _ in range(n_forgotten_topics_data):
+        it_forgotten_topics_data, pos = _d_ForgottenTopic_10(buf, pos)
+        f_forgotten_topics_data.append(it_forgotten_topics_data)
     obj = FetchRequest(replica_id=f_replica_id, max_wait_ms=f_max_wait_ms, min_bytes=f_min_bytes, max_bytes=f_max_bytes, isolation_level=f_isolation_level, session_id=f_session_id, session_epoch=f_session_epoch, topics=f_topics, forgotten_topics_data=f_forgotten_topics_data)
     return obj, pos
 
@@ -792,24 +726,21 @@ def _e_FetchRequest_10(o: FetchRequest, out: bytearray, chunks: list[Any]) -> No
     out += _S3.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     write_array_count(out, o.topics, False)
     if o.topics is not None:
-        for item in o.topics:
-            _e_FetchTopic_10(item, out, chunks)
+        for it_topics in o.topics:
+            _e_FetchTopic_10(it_topics, out, chunks)
     write_array_count(out, o.forgotten_topics_data, False)
     if o.forgotten_topics_data is not None:
-        for item in o.forgotten_topics_data:
-            _e_ForgottenTopic_10(item, out, chunks)
+        for it_forgotten_topics_data in o.forgotten_topics_data:
+            _e_ForgottenTopic_10(it_forgotten_topics_data, out, chunks)
 
 
 def _d_ForgottenTopic_11(buf: Any, pos: int) -> tuple[ForgottenTopic, int]:
     f_topic, pos = read_string(buf, pos, False)
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_partitions = None
-    else:
-        if n * 4 > len(buf) - pos:
-            raise DecodeError('array overruns the buffer')
-        f_partitions = list(unpack_from(f'>{n}i', buf, pos))
-        pos += n * 4
+    n_partitions, pos = read_array_count(buf, pos, False, False)
+    if n_partitions * 4 > len(buf) - pos:
+        raise DecodeError('array overruns the buffer')
+    f_partitions = list(unpack_from(f'>{n_partitions}i', buf, pos))
+    pos += n_partitions * 4
     obj = ForgottenTopic(topic=f_topic, partitions=f_partitions)
     return obj, pos
 
@@ -836,14 +767,11 @@ def _e_FetchPartition_11(o: FetchPartition, out: bytearray, chunks: list[Any]) -
 
 def _d_FetchTopic_11(buf: Any, pos: int) -> tuple[FetchTopic, int]:
     f_topic, pos = read_string(buf, pos, False)
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _d_FetchPartition_11(buf, pos)
-            f_partitions.append(item)
+    n_partitions, pos = read_array_count(buf, pos, False, False)
+    f_partitions = []
+    for _ in range(n_partitions):
+        it_partitions, pos = _d_FetchPartition_11(buf, pos)
+        f_partitions.append(it_partitions)
     obj = FetchTopic(topic=f_topic, partitions=f_partitions)
     return obj, pos
 
@@ -852,8 +780,8 @@ def _e_FetchTopic_11(o: FetchTopic, out: bytearray, chunks: list[Any]) -> None:
     write_string(out, o.topic)
     write_array_count(out, o.partitions, False)
     if o.partitions is not None:
-        for item in o.partitions:
-            _e_FetchPartition_11(item, out, chunks)
+        for it_partitions in o.partitions:
+            _e_FetchPartition_11(it_partitions, out, chunks)
 
 
 def _d_ReplicaState_11(buf: Any, pos: int) -> tuple[ReplicaState, int]:
@@ -870,22 +798,16 @@ def _d_FetchRequest_11(buf: Any, pos: int) -> tuple[FetchRequest, int]:
         raise DecodeError('truncated')
     (f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch,) = _S3.unpack_from(buf, pos)
     pos += _S3.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _d_FetchTopic_11(buf, pos)
-            f_topics.append(item)
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_forgotten_topics_data = None
-    else:
-        f_forgotten_topics_data = []
-        for _ in range(n):
-            item, pos = _d_ForgottenTopic_11(buf, pos)
-            f_forgotten_topics_data.append(item)
+    n_topics, pos = read_array_count(buf, pos, False, False)
+    f_topics = []
+    for _ in range(n_topics):
+        it_topics, pos = _d_FetchTopic_11(buf, pos)
+        f_topics.append(it_topics)
+    n_forgotten_topics_data, pos = read_array_count(buf, pos, False, False)
+    f_forgotten_topics_data = []
+    for _ in range(n_forgotten_topics_data):
+        it_forgotten_topics_data, pos = _d_ForgottenTopic_11(buf, pos)
+        f_forgotten_topics_data.append(it_forgotten_topics_data)
     f_rack_id, pos = read_string(buf, pos, False)
     obj = FetchRequest(replica_id=f_replica_id, max_wait_ms=f_max_wait_ms, min_bytes=f_min_bytes, max_bytes=f_max_bytes, isolation_level=f_isolation_level, session_id=f_session_id, session_epoch=f_session_epoch, topics=f_topics, forgotten_topics_data=f_forgotten_topics_data, rack_id=f_rack_id)
     return obj, pos
@@ -895,25 +817,22 @@ def _e_FetchRequest_11(o: FetchRequest, out: bytearray, chunks: list[Any]) -> No
     out += _S3.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     write_array_count(out, o.topics, False)
     if o.topics is not None:
-        for item in o.topics:
-            _e_FetchTopic_11(item, out, chunks)
+        for it_topics in o.topics:
+            _e_FetchTopic_11(it_topics, out, chunks)
     write_array_count(out, o.forgotten_topics_data, False)
     if o.forgotten_topics_data is not None:
-        for item in o.forgotten_topics_data:
-            _e_ForgottenTopic_11(item, out, chunks)
+        for it_forgotten_topics_data in o.forgotten_topics_data:
+            _e_ForgottenTopic_11(it_forgotten_topics_data, out, chunks)
     write_string(out, o.rack_id)
 
 
 def _d_ForgottenTopic_12(buf: Any, pos: int) -> tuple[ForgottenTopic, int]:
     f_topic, pos = read_compact_string(buf, pos, False)
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_partitions = None
-    else:
-        if n * 4 > len(buf) - pos:
-            raise DecodeError('array overruns the buffer')
-        f_partitions = list(unpack_from(f'>{n}i', buf, pos))
-        pos += n * 4
+    n_partitions, pos = read_array_count(buf, pos, True, False)
+    if n_partitions * 4 > len(buf) - pos:
+        raise DecodeError('array overruns the buffer')
+    f_partitions = list(unpack_from(f'>{n_partitions}i', buf, pos))
+    pos += n_partitions * 4
     if pos >= len(buf):
         raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
@@ -954,14 +873,11 @@ def _e_FetchPartition_12(o: FetchPartition, out: bytearray, chunks: list[Any]) -
 
 def _d_FetchTopic_12(buf: Any, pos: int) -> tuple[FetchTopic, int]:
     f_topic, pos = read_compact_string(buf, pos, False)
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _d_FetchPartition_12(buf, pos)
-            f_partitions.append(item)
+    n_partitions, pos = read_array_count(buf, pos, True, False)
+    f_partitions = []
+    for _ in range(n_partitions):
+        it_partitions, pos = _d_FetchPartition_12(buf, pos)
+        f_partitions.append(it_partitions)
     if pos >= len(buf):
         raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
@@ -976,8 +892,8 @@ def _e_FetchTopic_12(o: FetchTopic, out: bytearray, chunks: list[Any]) -> None:
     write_compact_string(out, o.topic)
     write_array_count(out, o.partitions, True)
     if o.partitions is not None:
-        for item in o.partitions:
-            _e_FetchPartition_12(item, out, chunks)
+        for it_partitions in o.partitions:
+            _e_FetchPartition_12(it_partitions, out, chunks)
     out.append(0)
 
 
@@ -1001,22 +917,16 @@ def _d_FetchRequest_12(buf: Any, pos: int) -> tuple[FetchRequest, int]:
         raise DecodeError('truncated')
     (f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch,) = _S3.unpack_from(buf, pos)
     pos += _S3.size
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _d_FetchTopic_12(buf, pos)
-            f_topics.append(item)
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_forgotten_topics_data = None
-    else:
-        f_forgotten_topics_data = []
-        for _ in range(n):
-            item, pos = _d_ForgottenTopic_12(buf, pos)
-            f_forgotten_topics_data.append(item)
+    n_topics, pos = read_array_count(buf, pos, True, False)
+    f_topics = []
+    for _ in range(n_topics):
+        it_topics, pos = _d_FetchTopic_12(buf, pos)
+        f_topics.append(it_topics)
+    n_forgotten_topics_data, pos = read_array_count(buf, pos, True, False)
+    f_forgotten_topics_data = []
+    for _ in range(n_forgotten_topics_data):
+        it_forgotten_topics_data, pos = _d_ForgottenTopic_12(buf, pos)
+        f_forgotten_topics_data.append(it_forgotten_topics_data)
     f_rack_id, pos = read_compact_string(buf, pos, False)
     f_cluster_id = _MISSING
     if pos >= len(buf):
@@ -1046,12 +956,12 @@ def _e_FetchRequest_12(o: FetchRequest, out: bytearray, chunks: list[Any]) -> No
     out += _S3.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     write_array_count(out, o.topics, True)
     if o.topics is not None:
-        for item in o.topics:
-            _e_FetchTopic_12(item, out, chunks)
+        for it_topics in o.topics:
+            _e_FetchTopic_12(it_topics, out, chunks)
     write_array_count(out, o.forgotten_topics_data, True)
     if o.forgotten_topics_data is not None:
-        for item in o.forgotten_topics_data:
-            _e_ForgottenTopic_12(item, out, chunks)
+        for it_forgotten_topics_data in o.forgotten_topics_data:
+            _e_ForgottenTopic_12(it_forgotten_topics_data, out, chunks)
     write_compact_string(out, o.rack_id)
     tags: list[tuple[int, bytearray]] = []
     if o.cluster_id != None:
@@ -1071,14 +981,11 @@ def _d_ForgottenTopic_13(buf: Any, pos: int) -> tuple[ForgottenTopic, int]:
     (f_topic_id,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
     f_topic_id = _uuid(f_topic_id)
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_partitions = None
-    else:
-        if n * 4 > len(buf) - pos:
-            raise DecodeError('array overruns the buffer')
-        f_partitions = list(unpack_from(f'>{n}i', buf, pos))
-        pos += n * 4
+    n_partitions, pos = read_array_count(buf, pos, True, False)
+    if n_partitions * 4 > len(buf) - pos:
+        raise DecodeError('array overruns the buffer')
+    f_partitions = list(unpack_from(f'>{n_partitions}i', buf, pos))
+    pos += n_partitions * 4
     if pos >= len(buf):
         raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
@@ -1123,14 +1030,11 @@ def _d_FetchTopic_13(buf: Any, pos: int) -> tuple[FetchTopic, int]:
     (f_topic_id,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
     f_topic_id = _uuid(f_topic_id)
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _d_FetchPartition_13(buf, pos)
-            f_partitions.append(item)
+    n_partitions, pos = read_array_count(buf, pos, True, False)
+    f_partitions = []
+    for _ in range(n_partitions):
+        it_partitions, pos = _d_FetchPartition_13(buf, pos)
+        f_partitions.append(it_partitions)
     if pos >= len(buf):
         raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
@@ -1145,8 +1049,8 @@ def _e_FetchTopic_13(o: FetchTopic, out: bytearray, chunks: list[Any]) -> None:
     out += _S6.pack(o.topic_id.bytes)
     write_array_count(out, o.partitions, True)
     if o.partitions is not None:
-        for item in o.partitions:
-            _e_FetchPartition_13(item, out, chunks)
+        for it_partitions in o.partitions:
+            _e_FetchPartition_13(it_partitions, out, chunks)
     out.append(0)
 
 
@@ -1170,22 +1074,16 @@ def _d_FetchRequest_13(buf: Any, pos: int) -> tuple[FetchRequest, int]:
         raise DecodeError('truncated')
     (f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch,) = _S3.unpack_from(buf, pos)
     pos += _S3.size
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _d_FetchTopic_13(buf, pos)
-            f_topics.append(item)
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_forgotten_topics_data = None
-    else:
-        f_forgotten_topics_data = []
-        for _ in range(n):
-            item, pos = _d_ForgottenTopic_13(buf, pos)
-            f_forgotten_topics_data.append(item)
+    n_topics, pos = read_array_count(buf, pos, True, False)
+    f_topics = []
+    for _ in range(n_topics):
+        it_topics, pos = _d_FetchTopic_13(buf, pos)
+        f_topics.append(it_topics)
+    n_forgotten_topics_data, pos = read_array_count(buf, pos, True, False)
+    f_forgotten_topics_data = []
+    for _ in range(n_forgotten_topics_data):
+        it_forgotten_topics_data, pos = _d_ForgottenTopic_13(buf, pos)
+        f_forgotten_topics_data.append(it_forgotten_topics_data)
     f_rack_id, pos = read_compact_string(buf, pos, False)
     f_cluster_id = _MISSING
     if pos >= len(buf):
@@ -1215,12 +1113,12 @@ def _e_FetchRequest_13(o: FetchRequest, out: bytearray, chunks: list[Any]) -> No
     out += _S3.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     write_array_count(out, o.topics, True)
     if o.topics is not None:
-        for item in o.topics:
-            _e_FetchTopic_13(item, out, chunks)
+        for it_topics in o.topics:
+            _e_FetchTopic_13(it_topics, out, chunks)
     write_array_count(out, o.forgotten_topics_data, True)
     if o.forgotten_topics_data is not None:
-        for item in o.forgotten_topics_data:
-            _e_ForgottenTopic_13(item, out, chunks)
+        for it_forgotten_topics_data in o.forgotten_topics_data:
+            _e_ForgottenTopic_13(it_forgotten_topics_data, out, chunks)
     write_compact_string(out, o.rack_id)
     tags: list[tuple[int, bytearray]] = []
     if o.cluster_id != None:
@@ -1240,14 +1138,11 @@ def _d_ForgottenTopic_14(buf: Any, pos: int) -> tuple[ForgottenTopic, int]:
     (f_topic_id,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
     f_topic_id = _uuid(f_topic_id)
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_partitions = None
-    else:
-        if n * 4 > len(buf) - pos:
-            raise DecodeError('array overruns the buffer')
-        f_partitions = list(unpack_from(f'>{n}i', buf, pos))
-        pos += n * 4
+    n_partitions, pos = read_array_count(buf, pos, True, False)
+    if n_partitions * 4 > len(buf) - pos:
+        raise DecodeError('array overruns the buffer')
+    f_partitions = list(unpack_from(f'>{n_partitions}i', buf, pos))
+    pos += n_partitions * 4
     if pos >= len(buf):
         raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
@@ -1292,14 +1187,11 @@ def _d_FetchTopic_14(buf: Any, pos: int) -> tuple[FetchTopic, int]:
     (f_topic_id,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
     f_topic_id = _uuid(f_topic_id)
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _d_FetchPartition_14(buf, pos)
-            f_partitions.append(item)
+    n_partitions, pos = read_array_count(buf, pos, True, False)
+    f_partitions = []
+    for _ in range(n_partitions):
+        it_partitions, pos = _d_FetchPartition_14(buf, pos)
+        f_partitions.append(it_partitions)
     if pos >= len(buf):
         raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
@@ -1314,8 +1206,8 @@ def _e_FetchTopic_14(o: FetchTopic, out: bytearray, chunks: list[Any]) -> None:
     out += _S6.pack(o.topic_id.bytes)
     write_array_count(out, o.partitions, True)
     if o.partitions is not None:
-        for item in o.partitions:
-            _e_FetchPartition_14(item, out, chunks)
+        for it_partitions in o.partitions:
+            _e_FetchPartition_14(it_partitions, out, chunks)
     out.append(0)
 
 
@@ -1339,22 +1231,16 @@ def _d_FetchRequest_14(buf: Any, pos: int) -> tuple[FetchRequest, int]:
         raise DecodeError('truncated')
     (f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch,) = _S3.unpack_from(buf, pos)
     pos += _S3.size
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _d_FetchTopic_14(buf, pos)
-            f_topics.append(item)
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_forgotten_topics_data = None
-    else:
-        f_forgotten_topics_data = []
-        for _ in range(n):
-            item, pos = _d_ForgottenTopic_14(buf, pos)
-            f_forgotten_topics_data.append(item)
+    n_topics, pos = read_array_count(buf, pos, True, False)
+    f_topics = []
+    for _ in range(n_topics):
+        it_topics, pos = _d_FetchTopic_14(buf, pos)
+        f_topics.append(it_topics)
+    n_forgotten_topics_data, pos = read_array_count(buf, pos, True, False)
+    f_forgotten_topics_data = []
+    for _ in range(n_forgotten_topics_data):
+        it_forgotten_topics_data, pos = _d_ForgottenTopic_14(buf, pos)
+        f_forgotten_topics_data.append(it_forgotten_topics_data)
     f_rack_id, pos = read_compact_string(buf, pos, False)
     f_cluster_id = _MISSING
     if pos >= len(buf):
@@ -1384,12 +1270,12 @@ def _e_FetchRequest_14(o: FetchRequest, out: bytearray, chunks: list[Any]) -> No
     out += _S3.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     write_array_count(out, o.topics, True)
     if o.topics is not None:
-        for item in o.topics:
-            _e_FetchTopic_14(item, out, chunks)
+        for it_topics in o.topics:
+            _e_FetchTopic_14(it_topics, out, chunks)
     write_array_count(out, o.forgotten_topics_data, True)
     if o.forgotten_topics_data is not None:
-        for item in o.forgotten_topics_data:
-            _e_ForgottenTopic_14(item, out, chunks)
+        for it_forgotten_topics_data in o.forgotten_topics_data:
+            _e_ForgottenTopic_14(it_forgotten_topics_data, out, chunks)
     write_compact_string(out, o.rack_id)
     tags: list[tuple[int, bytearray]] = []
     if o.cluster_id != None:
@@ -1409,14 +1295,11 @@ def _d_ForgottenTopic_15(buf: Any, pos: int) -> tuple[ForgottenTopic, int]:
     (f_topic_id,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
     f_topic_id = _uuid(f_topic_id)
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_partitions = None
-    else:
-        if n * 4 > len(buf) - pos:
-            raise DecodeError('array overruns the buffer')
-        f_partitions = list(unpack_from(f'>{n}i', buf, pos))
-        pos += n * 4
+    n_partitions, pos = read_array_count(buf, pos, True, False)
+    if n_partitions * 4 > len(buf) - pos:
+        raise DecodeError('array overruns the buffer')
+    f_partitions = list(unpack_from(f'>{n_partitions}i', buf, pos))
+    pos += n_partitions * 4
     if pos >= len(buf):
         raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
@@ -1461,14 +1344,11 @@ def _d_FetchTopic_15(buf: Any, pos: int) -> tuple[FetchTopic, int]:
     (f_topic_id,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
     f_topic_id = _uuid(f_topic_id)
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _d_FetchPartition_15(buf, pos)
-            f_partitions.append(item)
+    n_partitions, pos = read_array_count(buf, pos, True, False)
+    f_partitions = []
+    for _ in range(n_partitions):
+        it_partitions, pos = _d_FetchPartition_15(buf, pos)
+        f_partitions.append(it_partitions)
     if pos >= len(buf):
         raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
@@ -1483,8 +1363,8 @@ def _e_FetchTopic_15(o: FetchTopic, out: bytearray, chunks: list[Any]) -> None:
     out += _S6.pack(o.topic_id.bytes)
     write_array_count(out, o.partitions, True)
     if o.partitions is not None:
-        for item in o.partitions:
-            _e_FetchPartition_15(item, out, chunks)
+        for it_partitions in o.partitions:
+            _e_FetchPartition_15(it_partitions, out, chunks)
     out.append(0)
 
 
@@ -1513,22 +1393,16 @@ def _d_FetchRequest_15(buf: Any, pos: int) -> tuple[FetchRequest, int]:
         raise DecodeError('truncated')
     (f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch,) = _S8.unpack_from(buf, pos)
     pos += _S8.size
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _d_FetchTopic_15(buf, pos)
-            f_topics.append(item)
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_forgotten_topics_data = None
-    else:
-        f_forgotten_topics_data = []
-        for _ in range(n):
-            item, pos = _d_ForgottenTopic_15(buf, pos)
-            f_forgotten_topics_data.append(item)
+    n_topics, pos = read_array_count(buf, pos, True, False)
+    f_topics = []
+    for _ in range(n_topics):
+        it_topics, pos = _d_FetchTopic_15(buf, pos)
+        f_topics.append(it_topics)
+    n_forgotten_topics_data, pos = read_array_count(buf, pos, True, False)
+    f_forgotten_topics_data = []
+    for _ in range(n_forgotten_topics_data):
+        it_forgotten_topics_data, pos = _d_ForgottenTopic_15(buf, pos)
+        f_forgotten_topics_data.append(it_forgotten_topics_data)
     f_rack_id, pos = read_compact_string(buf, pos, False)
     f_cluster_id = _MISSING
     f_replica_state = _MISSING
@@ -1565,12 +1439,12 @@ def _e_FetchRequest_15(o: FetchRequest, out: bytearray, chunks: list[Any]) -> No
     out += _S8.pack(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     write_array_count(out, o.topics, True)
     if o.topics is not None:
-        for item in o.topics:
-            _e_FetchTopic_15(item, out, chunks)
+        for it_topics in o.topics:
+            _e_FetchTopic_15(it_topics, out, chunks)
     write_array_count(out, o.forgotten_topics_data, True)
     if o.forgotten_topics_data is not None:
-        for item in o.forgotten_topics_data:
-            _e_ForgottenTopic_15(item, out, chunks)
+        for it_forgotten_topics_data in o.forgotten_topics_data:
+            _e_ForgottenTopic_15(it_forgotten_topics_data, out, chunks)
     write_compact_string(out, o.rack_id)
     tags: list[tuple[int, bytearray]] = []
     if o.cluster_id != None:
@@ -1594,14 +1468,11 @@ def _d_ForgottenTopic_16(buf: Any, pos: int) -> tuple[ForgottenTopic, int]:
     (f_topic_id,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
     f_topic_id = _uuid(f_topic_id)
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_partitions = None
-    else:
-        if n * 4 > len(buf) - pos:
-            raise DecodeError('array overruns the buffer')
-        f_partitions = list(unpack_from(f'>{n}i', buf, pos))
-        pos += n * 4
+    n_partitions, pos = read_array_count(buf, pos, True, False)
+    if n_partitions * 4 > len(buf) - pos:
+        raise DecodeError('array overruns the buffer')
+    f_partitions = list(unpack_from(f'>{n_partitions}i', buf, pos))
+    pos += n_partitions * 4
     if pos >= len(buf):
         raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
@@ -1646,14 +1517,11 @@ def _d_FetchTopic_16(buf: Any, pos: int) -> tuple[FetchTopic, int]:
     (f_topic_id,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
     f_topic_id = _uuid(f_topic_id)
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _d_FetchPartition_16(buf, pos)
-            f_partitions.append(item)
+    n_partitions, pos = read_array_count(buf, pos, True, False)
+    f_partitions = []
+    for _ in range(n_partitions):
+        it_partitions, pos = _d_FetchPartition_16(buf, pos)
+        f_partitions.append(it_partitions)
     if pos >= len(buf):
         raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
@@ -1668,8 +1536,8 @@ def _e_FetchTopic_16(o: FetchTopic, out: bytearray, chunks: list[Any]) -> None:
     out += _S6.pack(o.topic_id.bytes)
     write_array_count(out, o.partitions, True)
     if o.partitions is not None:
-        for item in o.partitions:
-            _e_FetchPartition_16(item, out, chunks)
+        for it_partitions in o.partitions:
+            _e_FetchPartition_16(it_partitions, out, chunks)
     out.append(0)
 
 
@@ -1698,22 +1566,16 @@ def _d_FetchRequest_16(buf: Any, pos: int) -> tuple[FetchRequest, int]:
         raise DecodeError('truncated')
     (f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch,) = _S8.unpack_from(buf, pos)
     pos += _S8.size
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _d_FetchTopic_16(buf, pos)
-            f_topics.append(item)
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_forgotten_topics_data = None
-    else:
-        f_forgotten_topics_data = []
-        for _ in range(n):
-            item, pos = _d_ForgottenTopic_16(buf, pos)
-            f_forgotten_topics_data.append(item)
+    n_topics, pos = read_array_count(buf, pos, True, False)
+    f_topics = []
+    for _ in range(n_topics):
+        it_topics, pos = _d_FetchTopic_16(buf, pos)
+        f_topics.append(it_topics)
+    n_forgotten_topics_data, pos = read_array_count(buf, pos, True, False)
+    f_forgotten_topics_data = []
+    for _ in range(n_forgotten_topics_data):
+        it_forgotten_topics_data, pos = _d_ForgottenTopic_16(buf, pos)
+        f_forgotten_topics_data.append(it_forgotten_topics_data)
     f_rack_id, pos = read_compact_string(buf, pos, False)
     f_cluster_id = _MISSING
     f_replica_state = _MISSING
@@ -1750,12 +1612,12 @@ def _e_FetchRequest_16(o: FetchRequest, out: bytearray, chunks: list[Any]) -> No
     out += _S8.pack(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     write_array_count(out, o.topics, True)
     if o.topics is not None:
-        for item in o.topics:
-            _e_FetchTopic_16(item, out, chunks)
+        for it_topics in o.topics:
+            _e_FetchTopic_16(it_topics, out, chunks)
     write_array_count(out, o.forgotten_topics_data, True)
     if o.forgotten_topics_data is not None:
-        for item in o.forgotten_topics_data:
-            _e_ForgottenTopic_16(item, out, chunks)
+        for it_forgotten_topics_data in o.forgotten_topics_data:
+            _e_ForgottenTopic_16(it_forgotten_topics_data, out, chunks)
     write_compact_string(out, o.rack_id)
     tags: list[tuple[int, bytearray]] = []
     if o.cluster_id != None:
@@ -1779,14 +1641,11 @@ def _d_ForgottenTopic_17(buf: Any, pos: int) -> tuple[ForgottenTopic, int]:
     (f_topic_id,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
     f_topic_id = _uuid(f_topic_id)
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_partitions = None
-    else:
-        if n * 4 > len(buf) - pos:
-            raise DecodeError('array overruns the buffer')
-        f_partitions = list(unpack_from(f'>{n}i', buf, pos))
-        pos += n * 4
+    n_partitions, pos = read_array_count(buf, pos, True, False)
+    if n_partitions * 4 > len(buf) - pos:
+        raise DecodeError('array overruns the buffer')
+    f_partitions = list(unpack_from(f'>{n_partitions}i', buf, pos))
+    pos += n_partitions * 4
     if pos >= len(buf):
         raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
@@ -1854,14 +1713,11 @@ def _d_FetchTopic_17(buf: Any, pos: int) -> tuple[FetchTopic, int]:
     (f_topic_id,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
     f_topic_id = _uuid(f_topic_id)
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _d_FetchPartition_17(buf, pos)
-            f_partitions.append(item)
+    n_partitions, pos = read_array_count(buf, pos, True, False)
+    f_partitions = []
+    for _ in range(n_partitions):
+        it_partitions, pos = _d_FetchPartition_17(buf, pos)
+        f_partitions.append(it_partitions)
     if pos >= len(buf):
         raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
@@ -1876,8 +1732,8 @@ def _e_FetchTopic_17(o: FetchTopic, out: bytearray, chunks: list[Any]) -> None:
     out += _S6.pack(o.topic_id.bytes)
     write_array_count(out, o.partitions, True)
     if o.partitions is not None:
-        for item in o.partitions:
-            _e_FetchPartition_17(item, out, chunks)
+        for it_partitions in o.partitions:
+            _e_FetchPartition_17(it_partitions, out, chunks)
     out.append(0)
 
 
@@ -1906,22 +1762,16 @@ def _d_FetchRequest_17(buf: Any, pos: int) -> tuple[FetchRequest, int]:
         raise DecodeError('truncated')
     (f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch,) = _S8.unpack_from(buf, pos)
     pos += _S8.size
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _d_FetchTopic_17(buf, pos)
-            f_topics.append(item)
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_forgotten_topics_data = None
-    else:
-        f_forgotten_topics_data = []
-        for _ in range(n):
-            item, pos = _d_ForgottenTopic_17(buf, pos)
-            f_forgotten_topics_data.append(item)
+    n_topics, pos = read_array_count(buf, pos, True, False)
+    f_topics = []
+    for _ in range(n_topics):
+        it_topics, pos = _d_FetchTopic_17(buf, pos)
+        f_topics.append(it_topics)
+    n_forgotten_topics_data, pos = read_array_count(buf, pos, True, False)
+    f_forgotten_topics_data = []
+    for _ in range(n_forgotten_topics_data):
+        it_forgotten_topics_data, pos = _d_ForgottenTopic_17(buf, pos)
+        f_forgotten_topics_data.append(it_forgotten_topics_data)
     f_rack_id, pos = read_compact_string(buf, pos, False)
     f_cluster_id = _MISSING
     f_replica_state = _MISSING
@@ -1958,12 +1808,12 @@ def _e_FetchRequest_17(o: FetchRequest, out: bytearray, chunks: list[Any]) -> No
     out += _S8.pack(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     write_array_count(out, o.topics, True)
     if o.topics is not None:
-        for item in o.topics:
-            _e_FetchTopic_17(item, out, chunks)
+        for it_topics in o.topics:
+            _e_FetchTopic_17(it_topics, out, chunks)
     write_array_count(out, o.forgotten_topics_data, True)
     if o.forgotten_topics_data is not None:
-        for item in o.forgotten_topics_data:
-            _e_ForgottenTopic_17(item, out, chunks)
+        for it_forgotten_topics_data in o.forgotten_topics_data:
+            _e_ForgottenTopic_17(it_forgotten_topics_data, out, chunks)
     write_compact_string(out, o.rack_id)
     tags: list[tuple[int, bytearray]] = []
     if o.cluster_id != None:
@@ -2043,14 +1893,14 @@ def _d_PartitionData_4(buf: Any, pos: int) -> tuple[PartitionData, int]:
         raise DecodeError('truncated')
     (f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset,) = _S11.unpack_from(buf, pos)
     pos += _S11.size
-    n, pos = read_array_count(buf, pos, False, True)
-    if n < 0:
+    n_aborted_transactions, pos = read_array_count(buf, pos, False, True)
+    if n_aborted_transactions < 0:
         f_aborted_transactions = None
     else:
         f_aborted_transactions = []
-        for _ in range(n):
-            item, pos = _d_AbortedTransaction_4(buf, pos)
-            f_aborted_transactions.append(item)
+        for _ in range(n_aborted_transactions):
+            it_aborted_transactions, pos = _d_AbortedTransaction_4(buf, pos)
+            f_aborted_transactions.append(it_aborted_transactions)
     f_records, pos = read_records(buf, pos, True)
     obj = PartitionData(partition_index=f_partition_index, error_code=f_error_code, high_watermark=f_high_watermark, last_stable_offset=f_last_stable_offset, aborted_transactions=f_aborted_transactions, records=f_records)
     return obj, pos
@@ -2060,21 +1910,18 @@ def _e_PartitionData_4(o: PartitionData, out: bytearray, chunks: list[Any]) -> N
     out += _S11.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset)
     write_array_count(out, o.aborted_transactions, False)
     if o.aborted_transactions is not None:
-        for item in o.aborted_transactions:
-            _e_AbortedTransaction_4(item, out, chunks)
+        for it_aborted_transactions in o.aborted_transactions:
+            _e_AbortedTransaction_4(it_aborted_transactions, out, chunks)
     write_records(out, chunks, o.records)
 
 
 def _d_FetchableTopicResponse_4(buf: Any, pos: int) -> tuple[FetchableTopicResponse, int]:
     f_topic, pos = read_string(buf, pos, False)
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _d_PartitionData_4(buf, pos)
-            f_partitions.append(item)
+    n_partitions, pos = read_array_count(buf, pos, False, False)
+    f_partitions = []
+    for _ in range(n_partitions):
+        it_partitions, pos = _d_PartitionData_4(buf, pos)
+        f_partitions.append(it_partitions)
     obj = FetchableTopicResponse(topic=f_topic, partitions=f_partitions)
     return obj, pos
 
@@ -2083,8 +1930,8 @@ def _e_FetchableTopicResponse_4(o: FetchableTopicResponse, out: bytearray, chunk
     write_string(out, o.topic)
     write_array_count(out, o.partitions, False)
     if o.partitions is not None:
-        for item in o.partitions:
-            _e_PartitionData_4(item, out, chunks)
+        for it_partitions in o.partitions:
+            _e_PartitionData_4(it_partitions, out, chunks)
 
 
 def _d_FetchResponse_4(buf: Any, pos: int) -> tuple[FetchResponse, int]:
@@ -2092,14 +1939,11 @@ def _d_FetchResponse_4(buf: Any, pos: int) -> tuple[FetchResponse, int]:
         raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S12.unpack_from(buf, pos)
     pos += _S12.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_responses = None
-    else:
-        f_responses = []
-        for _ in range(n):
-            item, pos = _d_FetchableTopicResponse_4(buf, pos)
-            f_responses.append(item)
+    n_responses, pos = read_array_count(buf, pos, False, False)
+    f_responses = []
+    for _ in range(n_responses):
+        it_responses, pos = _d_FetchableTopicResponse_4(buf, pos)
+        f_responses.append(it_responses)
     obj = FetchResponse(throttle_time_ms=f_throttle_time_ms, responses=f_responses)
     return obj, pos
 
@@ -2108,8 +1952,8 @@ def _e_FetchResponse_4(o: FetchResponse, out: bytearray, chunks: list[Any]) -> N
     out += _S12.pack(o.throttle_time_ms)
     write_array_count(out, o.responses, False)
     if o.responses is not None:
-        for item in o.responses:
-            _e_FetchableTopicResponse_4(item, out, chunks)
+        for it_responses in o.responses:
+            _e_FetchableTopicResponse_4(it_responses, out, chunks)
 
 
 def _d_NodeEndpoint_5(buf: Any, pos: int) -> tuple[NodeEndpoint, int]:
@@ -2170,14 +2014,14 @@ def _d_PartitionData_5(buf: Any, pos: int) -> tuple[PartitionData, int]:
         raise DecodeError('truncated')
     (f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset,) = _S13.unpack_from(buf, pos)
     pos += _S13.size
-    n, pos = read_array_count(buf, pos, False, True)
-    if n < 0:
+    n_aborted_transactions, pos = read_array_count(buf, pos, False, True)
+    if n_aborted_transactions < 0:
         f_aborted_transactions = None
     else:
         f_aborted_transactions = []
-        for _ in range(n):
-            item, pos = _d_AbortedTransaction_5(buf, pos)
-            f_aborted_transactions.append(item)
+        for _ in range(n_aborted_transactions):
+            it_aborted_transactions, pos = _d_AbortedTransaction_5(buf, pos)
+            f_aborted_transactions.append(it_aborted_transactions)
     f_records, pos = read_records(buf, pos, True)
     obj = PartitionData(partition_index=f_partition_index, error_code=f_error_code, high_watermark=f_high_watermark, last_stable_offset=f_last_stable_offset, log_start_offset=f_log_start_offset, aborted_transactions=f_aborted_transactions, records=f_records)
     return obj, pos
@@ -2187,21 +2031,18 @@ def _e_PartitionData_5(o: PartitionData, out: bytearray, chunks: list[Any]) -> N
     out += _S13.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
     write_array_count(out, o.aborted_transactions, False)
     if o.aborted_transactions is not None:
-        for item in o.aborted_transactions:
-            _e_AbortedTransaction_5(item, out, chunks)
+        for it_aborted_transactions in o.aborted_transactions:
+            _e_AbortedTransaction_5(it_aborted_transactions, out, chunks)
     write_records(out, chunks, o.records)
 
 
 def _d_FetchableTopicResponse_5(buf: Any, pos: int) -> tuple[FetchableTopicResponse, int]:
     f_topic, pos = read_string(buf, pos, False)
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _d_PartitionData_5(buf, pos)
-            f_partitions.append(item)
+    n_partitions, pos = read_array_count(buf, pos, False, False)
+    f_partitions = []
+    for _ in range(n_partitions):
+        it_partitions, pos = _d_PartitionData_5(buf, pos)
+        f_partitions.append(it_partitions)
     obj = FetchableTopicResponse(topic=f_topic, partitions=f_partitions)
     return obj, pos
 
@@ -2210,8 +2051,8 @@ def _e_FetchableTopicResponse_5(o: FetchableTopicResponse, out: bytearray, chunk
     write_string(out, o.topic)
     write_array_count(out, o.partitions, False)
     if o.partitions is not None:
-        for item in o.partitions:
-            _e_PartitionData_5(item, out, chunks)
+        for it_partitions in o.partitions:
+            _e_PartitionData_5(it_partitions, out, chunks)
 
 
 def _d_FetchResponse_5(buf: Any, pos: int) -> tuple[FetchResponse, int]:
@@ -2219,14 +2060,11 @@ def _d_FetchResponse_5(buf: Any, pos: int) -> tuple[FetchResponse, int]:
         raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S12.unpack_from(buf, pos)
     pos += _S12.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_responses = None
-    else:
-        f_responses = []
-        for _ in range(n):
-            item, pos = _d_FetchableTopicResponse_5(buf, pos)
-            f_responses.append(item)
+    n_responses, pos = read_array_count(buf, pos, False, False)
+    f_responses = []
+    for _ in range(n_responses):
+        it_responses, pos = _d_FetchableTopicResponse_5(buf, pos)
+        f_responses.append(it_responses)
     obj = FetchResponse(throttle_time_ms=f_throttle_time_ms, responses=f_responses)
     return obj, pos
 
@@ -2235,8 +2073,8 @@ def _e_FetchResponse_5(o: FetchResponse, out: bytearray, chunks: list[Any]) -> N
     out += _S12.pack(o.throttle_time_ms)
     write_array_count(out, o.responses, False)
     if o.responses is not None:
-        for item in o.responses:
-            _e_FetchableTopicResponse_5(item, out, chunks)
+        for it_responses in o.responses:
+            _e_FetchableTopicResponse_5(it_responses, out, chunks)
 
 
 def _d_NodeEndpoint_6(buf: Any, pos: int) -> tuple[NodeEndpoint, int]:
@@ -2297,14 +2135,14 @@ def _d_PartitionData_6(buf: Any, pos: int) -> tuple[PartitionData, int]:
         raise DecodeError('truncated')
     (f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset,) = _S13.unpack_from(buf, pos)
     pos += _S13.size
-    n, pos = read_array_count(buf, pos, False, True)
-    if n < 0:
+    n_aborted_transactions, pos = read_array_count(buf, pos, False, True)
+    if n_aborted_transactions < 0:
         f_aborted_transactions = None
     else:
         f_aborted_transactions = []
-        for _ in range(n):
-            item, pos = _d_AbortedTransaction_6(buf, pos)
-            f_aborted_transactions.append(item)
+        for _ in range(n_aborted_transactions):
+            it_aborted_transactions, pos = _d_AbortedTransaction_6(buf, pos)
+            f_aborted_transactions.append(it_aborted_transactions)
     f_records, pos = read_records(buf, pos, True)
     obj = PartitionData(partition_index=f_partition_index, error_code=f_error_code, high_watermark=f_high_watermark, last_stable_offset=f_last_stable_offset, log_start_offset=f_log_start_offset, aborted_transactions=f_aborted_transactions, records=f_records)
     return obj, pos
@@ -2314,21 +2152,18 @@ def _e_PartitionData_6(o: PartitionData, out: bytearray, chunks: list[Any]) -> N
     out += _S13.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
     write_array_count(out, o.aborted_transactions, False)
     if o.aborted_transactions is not None:
-        for item in o.aborted_transactions:
-            _e_AbortedTransaction_6(item, out, chunks)
+        for it_aborted_transactions in o.aborted_transactions:
+            _e_AbortedTransaction_6(it_aborted_transactions, out, chunks)
     write_records(out, chunks, o.records)
 
 
 def _d_FetchableTopicResponse_6(buf: Any, pos: int) -> tuple[FetchableTopicResponse, int]:
     f_topic, pos = read_string(buf, pos, False)
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _d_PartitionData_6(buf, pos)
-            f_partitions.append(item)
+    n_partitions, pos = read_array_count(buf, pos, False, False)
+    f_partitions = []
+    for _ in range(n_partitions):
+        it_partitions, pos = _d_PartitionData_6(buf, pos)
+        f_partitions.append(it_partitions)
     obj = FetchableTopicResponse(topic=f_topic, partitions=f_partitions)
     return obj, pos
 
@@ -2337,8 +2172,8 @@ def _e_FetchableTopicResponse_6(o: FetchableTopicResponse, out: bytearray, chunk
     write_string(out, o.topic)
     write_array_count(out, o.partitions, False)
     if o.partitions is not None:
-        for item in o.partitions:
-            _e_PartitionData_6(item, out, chunks)
+        for it_partitions in o.partitions:
+            _e_PartitionData_6(it_partitions, out, chunks)
 
 
 def _d_FetchResponse_6(buf: Any, pos: int) -> tuple[FetchResponse, int]:
@@ -2346,14 +2181,11 @@ def _d_FetchResponse_6(buf: Any, pos: int) -> tuple[FetchResponse, int]:
         raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S12.unpack_from(buf, pos)
     pos += _S12.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_responses = None
-    else:
-        f_responses = []
-        for _ in range(n):
-            item, pos = _d_FetchableTopicResponse_6(buf, pos)
-            f_responses.append(item)
+    n_responses, pos = read_array_count(buf, pos, False, False)
+    f_responses = []
+    for _ in range(n_responses):
+        it_responses, pos = _d_FetchableTopicResponse_6(buf, pos)
+        f_responses.append(it_responses)
     obj = FetchResponse(throttle_time_ms=f_throttle_time_ms, responses=f_responses)
     return obj, pos
 
@@ -2362,8 +2194,8 @@ def _e_FetchResponse_6(o: FetchResponse, out: bytearray, chunks: list[Any]) -> N
     out += _S12.pack(o.throttle_time_ms)
     write_array_count(out, o.responses, False)
     if o.responses is not None:
-        for item in o.responses:
-            _e_FetchableTopicResponse_6(item, out, chunks)
+        for it_responses in o.responses:
+            _e_FetchableTopicResponse_6(it_responses, out, chunks)
 
 
 def _d_NodeEndpoint_7(buf: Any, pos: int) -> tuple[NodeEndpoint, int]:
@@ -2424,14 +2256,14 @@ def _d_PartitionData_7(buf: Any, pos: int) -> tuple[PartitionData, int]:
         raise DecodeError('truncated')
     (f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset,) = _S13.unpack_from(buf, pos)
     pos += _S13.size
-    n, pos = read_array_count(buf, pos, False, True)
-    if n < 0:
+    n_aborted_transactions, pos = read_array_count(buf, pos, False, True)
+    if n_aborted_transactions < 0:
         f_aborted_transactions = None
     else:
         f_aborted_transactions = []
-        for _ in range(n):
-            item, pos = _d_AbortedTransaction_7(buf, pos)
-            f_aborted_transactions.append(item)
+        for _ in range(n_aborted_transactions):
+            it_aborted_transactions, pos = _d_AbortedTransaction_7(buf, pos)
+            f_aborted_transactions.append(it_aborted_transactions)
     f_records, pos = read_records(buf, pos, True)
     obj = PartitionData(partition_index=f_partition_index, error_code=f_error_code, high_watermark=f_high_watermark, last_stable_offset=f_last_stable_offset, log_start_offset=f_log_start_offset, aborted_transactions=f_aborted_transactions, records=f_records)
     return obj, pos
@@ -2441,21 +2273,18 @@ def _e_PartitionData_7(o: PartitionData, out: bytearray, chunks: list[Any]) -> N
     out += _S13.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
     write_array_count(out, o.aborted_transactions, False)
     if o.aborted_transactions is not None:
-        for item in o.aborted_transactions:
-            _e_AbortedTransaction_7(item, out, chunks)
+        for it_aborted_transactions in o.aborted_transactions:
+            _e_AbortedTransaction_7(it_aborted_transactions, out, chunks)
     write_records(out, chunks, o.records)
 
 
 def _d_FetchableTopicResponse_7(buf: Any, pos: int) -> tuple[FetchableTopicResponse, int]:
     f_topic, pos = read_string(buf, pos, False)
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _d_PartitionData_7(buf, pos)
-            f_partitions.append(item)
+    n_partitions, pos = read_array_count(buf, pos, False, False)
+    f_partitions = []
+    for _ in range(n_partitions):
+        it_partitions, pos = _d_PartitionData_7(buf, pos)
+        f_partitions.append(it_partitions)
     obj = FetchableTopicResponse(topic=f_topic, partitions=f_partitions)
     return obj, pos
 
@@ -2464,8 +2293,8 @@ def _e_FetchableTopicResponse_7(o: FetchableTopicResponse, out: bytearray, chunk
     write_string(out, o.topic)
     write_array_count(out, o.partitions, False)
     if o.partitions is not None:
-        for item in o.partitions:
-            _e_PartitionData_7(item, out, chunks)
+        for it_partitions in o.partitions:
+            _e_PartitionData_7(it_partitions, out, chunks)
 
 
 def _d_FetchResponse_7(buf: Any, pos: int) -> tuple[FetchResponse, int]:
@@ -2473,14 +2302,11 @@ def _d_FetchResponse_7(buf: Any, pos: int) -> tuple[FetchResponse, int]:
         raise DecodeError('truncated')
     (f_throttle_time_ms, f_error_code, f_session_id,) = _S14.unpack_from(buf, pos)
     pos += _S14.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_responses = None
-    else:
-        f_responses = []
-        for _ in range(n):
-            item, pos = _d_FetchableTopicResponse_7(buf, pos)
-            f_responses.append(item)
+    n_responses, pos = read_array_count(buf, pos, False, False)
+    f_responses = []
+    for _ in range(n_responses):
+        it_responses, pos = _d_FetchableTopicResponse_7(buf, pos)
+        f_responses.append(it_responses)
     obj = FetchResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, session_id=f_session_id, responses=f_responses)
     return obj, pos
 
@@ -2489,8 +2315,8 @@ def _e_FetchResponse_7(o: FetchResponse, out: bytearray, chunks: list[Any]) -> N
     out += _S14.pack(o.throttle_time_ms, o.error_code, o.session_id)
     write_array_count(out, o.responses, False)
     if o.responses is not None:
-        for item in o.responses:
-            _e_FetchableTopicResponse_7(item, out, chunks)
+        for it_responses in o.responses:
+            _e_FetchableTopicResponse_7(it_responses, out, chunks)
 
 
 def _d_NodeEndpoint_8(buf: Any, pos: int) -> tuple[NodeEndpoint, int]:
@@ -2551,14 +2377,14 @@ def _d_PartitionData_8(buf: Any, pos: int) -> tuple[PartitionData, int]:
         raise DecodeError('truncated')
     (f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset,) = _S13.unpack_from(buf, pos)
     pos += _S13.size
-    n, pos = read_array_count(buf, pos, False, True)
-    if n < 0:
+    n_aborted_transactions, pos = read_array_count(buf, pos, False, True)
+    if n_aborted_transactions < 0:
         f_aborted_transactions = None
     else:
         f_aborted_transactions = []
-        for _ in range(n):
-            item, pos = _d_AbortedTransaction_8(buf, pos)
-            f_aborted_transactions.append(item)
+        for _ in range(n_aborted_transactions):
+            it_aborted_transactions, pos = _d_AbortedTransaction_8(buf, pos)
+            f_aborted_transactions.append(it_aborted_transactions)
     f_records, pos = read_records(buf, pos, True)
     obj = PartitionData(partition_index=f_partition_index, error_code=f_error_code, high_watermark=f_high_watermark, last_stable_offset=f_last_stable_offset, log_start_offset=f_log_start_offset, aborted_transactions=f_aborted_transactions, records=f_records)
     return obj, pos
@@ -2568,21 +2394,18 @@ def _e_PartitionData_8(o: PartitionData, out: bytearray, chunks: list[Any]) -> N
     out += _S13.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
     write_array_count(out, o.aborted_transactions, False)
     if o.aborted_transactions is not None:
-        for item in o.aborted_transactions:
-            _e_AbortedTransaction_8(item, out, chunks)
+        for it_aborted_transactions in o.aborted_transactions:
+            _e_AbortedTransaction_8(it_aborted_transactions, out, chunks)
     write_records(out, chunks, o.records)
 
 
 def _d_FetchableTopicResponse_8(buf: Any, pos: int) -> tuple[FetchableTopicResponse, int]:
     f_topic, pos = read_string(buf, pos, False)
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _d_PartitionData_8(buf, pos)
-            f_partitions.append(item)
+    n_partitions, pos = read_array_count(buf, pos, False, False)
+    f_partitions = []
+    for _ in range(n_partitions):
+        it_partitions, pos = _d_PartitionData_8(buf, pos)
+        f_partitions.append(it_partitions)
     obj = FetchableTopicResponse(topic=f_topic, partitions=f_partitions)
     return obj, pos
 
@@ -2591,8 +2414,8 @@ def _e_FetchableTopicResponse_8(o: FetchableTopicResponse, out: bytearray, chunk
     write_string(out, o.topic)
     write_array_count(out, o.partitions, False)
     if o.partitions is not None:
-        for item in o.partitions:
-            _e_PartitionData_8(item, out, chunks)
+        for it_partitions in o.partitions:
+            _e_PartitionData_8(it_partitions, out, chunks)
 
 
 def _d_FetchResponse_8(buf: Any, pos: int) -> tuple[FetchResponse, int]:
@@ -2600,14 +2423,11 @@ def _d_FetchResponse_8(buf: Any, pos: int) -> tuple[FetchResponse, int]:
         raise DecodeError('truncated')
     (f_throttle_time_ms, f_error_code, f_session_id,) = _S14.unpack_from(buf, pos)
     pos += _S14.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_responses = None
-    else:
-        f_responses = []
-        for _ in range(n):
-            item, pos = _d_FetchableTopicResponse_8(buf, pos)
-            f_responses.append(item)
+    n_responses, pos = read_array_count(buf, pos, False, False)
+    f_responses = []
+    for _ in range(n_responses):
+        it_responses, pos = _d_FetchableTopicResponse_8(buf, pos)
+        f_responses.append(it_responses)
     obj = FetchResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, session_id=f_session_id, responses=f_responses)
     return obj, pos
 
@@ -2616,8 +2436,8 @@ def _e_FetchResponse_8(o: FetchResponse, out: bytearray, chunks: list[Any]) -> N
     out += _S14.pack(o.throttle_time_ms, o.error_code, o.session_id)
     write_array_count(out, o.responses, False)
     if o.responses is not None:
-        for item in o.responses:
-            _e_FetchableTopicResponse_8(item, out, chunks)
+        for it_responses in o.responses:
+            _e_FetchableTopicResponse_8(it_responses, out, chunks)
 
 
 def _d_NodeEndpoint_9(buf: Any, pos: int) -> tuple[NodeEndpoint, int]:
@@ -2678,14 +2498,14 @@ def _d_PartitionData_9(buf: Any, pos: int) -> tuple[PartitionData, int]:
         raise DecodeError('truncated')
     (f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset,) = _S13.unpack_from(buf, pos)
     pos += _S13.size
-    n, pos = read_array_count(buf, pos, False, True)
-    if n < 0:
+    n_aborted_transactions, pos = read_array_count(buf, pos, False, True)
+    if n_aborted_transactions < 0:
         f_aborted_transactions = None
     else:
         f_aborted_transactions = []
-        for _ in range(n):
-            item, pos = _d_AbortedTransaction_9(buf, pos)
-            f_aborted_transactions.append(item)
+        for _ in range(n_aborted_transactions):
+            it_aborted_transactions, pos = _d_AbortedTransaction_9(buf, pos)
+            f_aborted_transactions.append(it_aborted_transactions)
     f_records, pos = read_records(buf, pos, True)
     obj = PartitionData(partition_index=f_partition_index, error_code=f_error_code, high_watermark=f_high_watermark, last_stable_offset=f_last_stable_offset, log_start_offset=f_log_start_offset, aborted_transactions=f_aborted_transactions, records=f_records)
     return obj, pos
@@ -2695,21 +2515,18 @@ def _e_PartitionData_9(o: PartitionData, out: bytearray, chunks: list[Any]) -> N
     out += _S13.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
     write_array_count(out, o.aborted_transactions, False)
     if o.aborted_transactions is not None:
-        for item in o.aborted_transactions:
-            _e_AbortedTransaction_9(item, out, chunks)
+        for it_aborted_transactions in o.aborted_transactions:
+            _e_AbortedTransaction_9(it_aborted_transactions, out, chunks)
     write_records(out, chunks, o.records)
 
 
 def _d_FetchableTopicResponse_9(buf: Any, pos: int) -> tuple[FetchableTopicResponse, int]:
     f_topic, pos = read_string(buf, pos, False)
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _d_PartitionData_9(buf, pos)
-            f_partitions.append(item)
+    n_partitions, pos = read_array_count(buf, pos, False, False)
+    f_partitions = []
+    for _ in range(n_partitions):
+        it_partitions, pos = _d_PartitionData_9(buf, pos)
+        f_partitions.append(it_partitions)
     obj = FetchableTopicResponse(topic=f_topic, partitions=f_partitions)
     return obj, pos
 
@@ -2718,8 +2535,8 @@ def _e_FetchableTopicResponse_9(o: FetchableTopicResponse, out: bytearray, chunk
     write_string(out, o.topic)
     write_array_count(out, o.partitions, False)
     if o.partitions is not None:
-        for item in o.partitions:
-            _e_PartitionData_9(item, out, chunks)
+        for it_partitions in o.partitions:
+            _e_PartitionData_9(it_partitions, out, chunks)
 
 
 def _d_FetchResponse_9(buf: Any, pos: int) -> tuple[FetchResponse, int]:
@@ -2727,14 +2544,11 @@ def _d_FetchResponse_9(buf: Any, pos: int) -> tuple[FetchResponse, int]:
         raise DecodeError('truncated')
     (f_throttle_time_ms, f_error_code, f_session_id,) = _S14.unpack_from(buf, pos)
     pos += _S14.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_responses = None
-    else:
-        f_responses = []
-        for _ in range(n):
-            item, pos = _d_FetchableTopicResponse_9(buf, pos)
-            f_responses.append(item)
+    n_responses, pos = read_array_count(buf, pos, False, False)
+    f_responses = []
+    for _ in range(n_responses):
+        it_responses, pos = _d_FetchableTopicResponse_9(buf, pos)
+        f_responses.append(it_responses)
     obj = FetchResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, session_id=f_session_id, responses=f_responses)
     return obj, pos
 
@@ -2743,8 +2557,8 @@ def _e_FetchResponse_9(o: FetchResponse, out: bytearray, chunks: list[Any]) -> N
     out += _S14.pack(o.throttle_time_ms, o.error_code, o.session_id)
     write_array_count(out, o.responses, False)
     if o.responses is not None:
-        for item in o.responses:
-            _e_FetchableTopicResponse_9(item, out, chunks)
+        for it_responses in o.responses:
+            _e_FetchableTopicResponse_9(it_responses, out, chunks)
 
 
 def _d_NodeEndpoint_10(buf: Any, pos: int) -> tuple[NodeEndpoint, int]:
@@ -2805,14 +2619,14 @@ def _d_PartitionData_10(buf: Any, pos: int) -> tuple[PartitionData, int]:
         raise DecodeError('truncated')
     (f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset,) = _S13.unpack_from(buf, pos)
     pos += _S13.size
-    n, pos = read_array_count(buf, pos, False, True)
-    if n < 0:
+    n_aborted_transactions, pos = read_array_count(buf, pos, False, True)
+    if n_aborted_transactions < 0:
         f_aborted_transactions = None
     else:
         f_aborted_transactions = []
-        for _ in range(n):
-            item, pos = _d_AbortedTransaction_10(buf, pos)
-            f_aborted_transactions.append(item)
+        for _ in range(n_aborted_transactions):
+            it_aborted_transactions, pos = _d_AbortedTransaction_10(buf, pos)
+            f_aborted_transactions.append(it_aborted_transactions)
     f_records, pos = read_records(buf, pos, True)
     obj = PartitionData(partition_index=f_partition_index, error_code=f_error_code, high_watermark=f_high_watermark, last_stable_offset=f_last_stable_offset, log_start_offset=f_log_start_offset, aborted_transactions=f_aborted_transactions, records=f_records)
     return obj, pos
@@ -2822,21 +2636,18 @@ def _e_PartitionData_10(o: PartitionData, out: bytearray, chunks: list[Any]) -> 
     out += _S13.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
     write_array_count(out, o.aborted_transactions, False)
     if o.aborted_transactions is not None:
-        for item in o.aborted_transactions:
-            _e_AbortedTransaction_10(item, out, chunks)
+        for it_aborted_transactions in o.aborted_transactions:
+            _e_AbortedTransaction_10(it_aborted_transactions, out, chunks)
     write_records(out, chunks, o.records)
 
 
 def _d_FetchableTopicResponse_10(buf: Any, pos: int) -> tuple[FetchableTopicResponse, int]:
     f_topic, pos = read_string(buf, pos, False)
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _d_PartitionData_10(buf, pos)
-            f_partitions.append(item)
+    n_partitions, pos = read_array_count(buf, pos, False, False)
+    f_partitions = []
+    for _ in range(n_partitions):
+        it_partitions, pos = _d_PartitionData_10(buf, pos)
+        f_partitions.append(it_partitions)
     obj = FetchableTopicResponse(topic=f_topic, partitions=f_partitions)
     return obj, pos
 
@@ -2845,8 +2656,8 @@ def _e_FetchableTopicResponse_10(o: FetchableTopicResponse, out: bytearray, chun
     write_string(out, o.topic)
     write_array_count(out, o.partitions, False)
     if o.partitions is not None:
-        for item in o.partitions:
-            _e_PartitionData_10(item, out, chunks)
+        for it_partitions in o.partitions:
+            _e_PartitionData_10(it_partitions, out, chunks)
 
 
 def _d_FetchResponse_10(buf: Any, pos: int) -> tuple[FetchResponse, int]:
@@ -2854,14 +2665,11 @@ def _d_FetchResponse_10(buf: Any, pos: int) -> tuple[FetchResponse, int]:
         raise DecodeError('truncated')
     (f_throttle_time_ms, f_error_code, f_session_id,) = _S14.unpack_from(buf, pos)
     pos += _S14.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_responses = None
-    else:
-        f_responses = []
-        for _ in range(n):
-            item, pos = _d_FetchableTopicResponse_10(buf, pos)
-            f_responses.append(item)
+    n_responses, pos = read_array_count(buf, pos, False, False)
+    f_responses = []
+    for _ in range(n_responses):
+        it_responses, pos = _d_FetchableTopicResponse_10(buf, pos)
+        f_responses.append(it_responses)
     obj = FetchResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, session_id=f_session_id, responses=f_responses)
     return obj, pos
 
@@ -2870,8 +2678,8 @@ def _e_FetchResponse_10(o: FetchResponse, out: bytearray, chunks: list[Any]) -> 
     out += _S14.pack(o.throttle_time_ms, o.error_code, o.session_id)
     write_array_count(out, o.responses, False)
     if o.responses is not None:
-        for item in o.responses:
-            _e_FetchableTopicResponse_10(item, out, chunks)
+        for it_responses in o.responses:
+            _e_FetchableTopicResponse_10(it_responses, out, chunks)
 
 
 def _d_NodeEndpoint_11(buf: Any, pos: int) -> tuple[NodeEndpoint, int]:
@@ -2932,14 +2740,14 @@ def _d_PartitionData_11(buf: Any, pos: int) -> tuple[PartitionData, int]:
         raise DecodeError('truncated')
     (f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset,) = _S13.unpack_from(buf, pos)
     pos += _S13.size
-    n, pos = read_array_count(buf, pos, False, True)
-    if n < 0:
+    n_aborted_transactions, pos = read_array_count(buf, pos, False, True)
+    if n_aborted_transactions < 0:
         f_aborted_transactions = None
     else:
         f_aborted_transactions = []
-        for _ in range(n):
-            item, pos = _d_AbortedTransaction_11(buf, pos)
-            f_aborted_transactions.append(item)
+        for _ in range(n_aborted_transactions):
+            it_aborted_transactions, pos = _d_AbortedTransaction_11(buf, pos)
+            f_aborted_transactions.append(it_aborted_transactions)
     if len(buf) - pos < _S12.size:
         raise DecodeError('truncated')
     (f_preferred_read_replica,) = _S12.unpack_from(buf, pos)
@@ -2953,22 +2761,19 @@ def _e_PartitionData_11(o: PartitionData, out: bytearray, chunks: list[Any]) -> 
     out += _S13.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
     write_array_count(out, o.aborted_transactions, False)
     if o.aborted_transactions is not None:
-        for item in o.aborted_transactions:
-            _e_AbortedTransaction_11(item, out, chunks)
+        for it_aborted_transactions in o.aborted_transactions:
+            _e_AbortedTransaction_11(it_aborted_transactions, out, chunks)
     out += _S12.pack(o.preferred_read_replica)
     write_records(out, chunks, o.records)
 
 
 def _d_FetchableTopicResponse_11(buf: Any, pos: int) -> tuple[FetchableTopicResponse, int]:
     f_topic, pos = read_string(buf, pos, False)
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _d_PartitionData_11(buf, pos)
-            f_partitions.append(item)
+    n_partitions, pos = read_array_count(buf, pos, False, False)
+    f_partitions = []
+    for _ in range(n_partitions):
+        it_partitions, pos = _d_PartitionData_11(buf, pos)
+        f_partitions.append(it_partitions)
     obj = FetchableTopicResponse(topic=f_topic, partitions=f_partitions)
     return obj, pos
 
@@ -2977,8 +2782,8 @@ def _e_FetchableTopicResponse_11(o: FetchableTopicResponse, out: bytearray, chun
     write_string(out, o.topic)
     write_array_count(out, o.partitions, False)
     if o.partitions is not None:
-        for item in o.partitions:
-            _e_PartitionData_11(item, out, chunks)
+        for it_partitions in o.partitions:
+            _e_PartitionData_11(it_partitions, out, chunks)
 
 
 def _d_FetchResponse_11(buf: Any, pos: int) -> tuple[FetchResponse, int]:
@@ -2986,14 +2791,11 @@ def _d_FetchResponse_11(buf: Any, pos: int) -> tuple[FetchResponse, int]:
         raise DecodeError('truncated')
     (f_throttle_time_ms, f_error_code, f_session_id,) = _S14.unpack_from(buf, pos)
     pos += _S14.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_responses = None
-    else:
-        f_responses = []
-        for _ in range(n):
-            item, pos = _d_FetchableTopicResponse_11(buf, pos)
-            f_responses.append(item)
+    n_responses, pos = read_array_count(buf, pos, False, False)
+    f_responses = []
+    for _ in range(n_responses):
+        it_responses, pos = _d_FetchableTopicResponse_11(buf, pos)
+        f_responses.append(it_responses)
     obj = FetchResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, session_id=f_session_id, responses=f_responses)
     return obj, pos
 
@@ -3002,8 +2804,8 @@ def _e_FetchResponse_11(o: FetchResponse, out: bytearray, chunks: list[Any]) -> 
     out += _S14.pack(o.throttle_time_ms, o.error_code, o.session_id)
     write_array_count(out, o.responses, False)
     if o.responses is not None:
-        for item in o.responses:
-            _e_FetchableTopicResponse_11(item, out, chunks)
+        for it_responses in o.responses:
+            _e_FetchableTopicResponse_11(it_responses, out, chunks)
 
 
 def _d_NodeEndpoint_12(buf: Any, pos: int) -> tuple[NodeEndpoint, int]:
@@ -3106,14 +2908,14 @@ def _d_PartitionData_12(buf: Any, pos: int) -> tuple[PartitionData, int]:
         raise DecodeError('truncated')
     (f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset,) = _S13.unpack_from(buf, pos)
     pos += _S13.size
-    n, pos = read_array_count(buf, pos, True, True)
-    if n < 0:
+    n_aborted_transactions, pos = read_array_count(buf, pos, True, True)
+    if n_aborted_transactions < 0:
         f_aborted_transactions = None
     else:
         f_aborted_transactions = []
-        for _ in range(n):
-            item, pos = _d_AbortedTransaction_12(buf, pos)
-            f_aborted_transactions.append(item)
+        for _ in range(n_aborted_transactions):
+            it_aborted_transactions, pos = _d_AbortedTransaction_12(buf, pos)
+            f_aborted_transactions.append(it_aborted_transactions)
     if len(buf) - pos < _S12.size:
         raise DecodeError('truncated')
     (f_preferred_read_replica,) = _S12.unpack_from(buf, pos)
@@ -3161,8 +2963,8 @@ def _e_PartitionData_12(o: PartitionData, out: bytearray, chunks: list[Any]) -> 
     out += _S13.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
     write_array_count(out, o.aborted_transactions, True)
     if o.aborted_transactions is not None:
-        for item in o.aborted_transactions:
-            _e_AbortedTransaction_12(item, out, chunks)
+        for it_aborted_transactions in o.aborted_transactions:
+            _e_AbortedTransaction_12(it_aborted_transactions, out, chunks)
     out += _S12.pack(o.preferred_read_replica)
     write_compact_records(out, chunks, o.records)
     tags: list[tuple[int, bytearray]] = []
@@ -3187,14 +2989,11 @@ def _e_PartitionData_12(o: PartitionData, out: bytearray, chunks: list[Any]) -> 
 
 def _d_FetchableTopicResponse_12(buf: Any, pos: int) -> tuple[FetchableTopicResponse, int]:
     f_topic, pos = read_compact_string(buf, pos, False)
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _d_PartitionData_12(buf, pos)
-            f_partitions.append(item)
+    n_partitions, pos = read_array_count(buf, pos, True, False)
+    f_partitions = []
+    for _ in range(n_partitions):
+        it_partitions, pos = _d_PartitionData_12(buf, pos)
+        f_partitions.append(it_partitions)
     if pos >= len(buf):
         raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
@@ -3209,8 +3008,8 @@ def _e_FetchableTopicResponse_12(o: FetchableTopicResponse, out: bytearray, chun
     write_compact_string(out, o.topic)
     write_array_count(out, o.partitions, True)
     if o.partitions is not None:
-        for item in o.partitions:
-            _e_PartitionData_12(item, out, chunks)
+        for it_partitions in o.partitions:
+            _e_PartitionData_12(it_partitions, out, chunks)
     out.append(0)
 
 
@@ -3219,14 +3018,11 @@ def _d_FetchResponse_12(buf: Any, pos: int) -> tuple[FetchResponse, int]:
         raise DecodeError('truncated')
     (f_throttle_time_ms, f_error_code, f_session_id,) = _S14.unpack_from(buf, pos)
     pos += _S14.size
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_responses = None
-    else:
-        f_responses = []
-        for _ in range(n):
-            item, pos = _d_FetchableTopicResponse_12(buf, pos)
-            f_responses.append(item)
+    n_responses, pos = read_array_count(buf, pos, True, False)
+    f_responses = []
+    for _ in range(n_responses):
+        it_responses, pos = _d_FetchableTopicResponse_12(buf, pos)
+        f_responses.append(it_responses)
     if pos >= len(buf):
         raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
@@ -3241,8 +3037,8 @@ def _e_FetchResponse_12(o: FetchResponse, out: bytearray, chunks: list[Any]) -> 
     out += _S14.pack(o.throttle_time_ms, o.error_code, o.session_id)
     write_array_count(out, o.responses, True)
     if o.responses is not None:
-        for item in o.responses:
-            _e_FetchableTopicResponse_12(item, out, chunks)
+        for it_responses in o.responses:
+            _e_FetchableTopicResponse_12(it_responses, out, chunks)
     out.append(0)
 
 
@@ -3346,14 +3142,14 @@ def _d_PartitionData_13(buf: Any, pos: int) -> tuple[PartitionData, int]:
         raise DecodeError('truncated')
     (f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset,) = _S13.unpack_from(buf, pos)
     pos += _S13.size
-    n, pos = read_array_count(buf, pos, True, True)
-    if n < 0:
+    n_aborted_transactions, pos = read_array_count(buf, pos, True, True)
+    if n_aborted_transactions < 0:
         f_aborted_transactions = None
     else:
         f_aborted_transactions = []
-        for _ in range(n):
-            item, pos = _d_AbortedTransaction_13(buf, pos)
-            f_aborted_transactions.append(item)
+        for _ in range(n_aborted_transactions):
+            it_aborted_transactions, pos = _d_AbortedTransaction_13(buf, pos)
+            f_aborted_transactions.append(it_aborted_transactions)
     if len(buf) - pos < _S12.size:
         raise DecodeError('truncated')
     (f_preferred_read_replica,) = _S12.unpack_from(buf, pos)
@@ -3401,8 +3197,8 @@ def _e_PartitionData_13(o: PartitionData, out: bytearray, chunks: list[Any]) -> 
     out += _S13.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
     write_array_count(out, o.aborted_transactions, True)
     if o.aborted_transactions is not None:
-        for item in o.aborted_transactions:
-            _e_AbortedTransaction_13(item, out, chunks)
+        for it_aborted_transactions in o.aborted_transactions:
+            _e_AbortedTransaction_13(it_aborted_transactions, out, chunks)
     out += _S12.pack(o.preferred_read_replica)
     write_compact_records(out, chunks, o.records)
     tags: list[tuple[int, bytearray]] = []
@@ -3431,14 +3227,11 @@ def _d_FetchableTopicResponse_13(buf: Any, pos: int) -> tuple[FetchableTopicResp
     (f_topic_id,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
     f_topic_id = _uuid(f_topic_id)
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _d_PartitionData_13(buf, pos)
-            f_partitions.append(item)
+    n_partitions, pos = read_array_count(buf, pos, True, False)
+    f_partitions = []
+    for _ in range(n_partitions):
+        it_partitions, pos = _d_PartitionData_13(buf, pos)
+        f_partitions.append(it_partitions)
     if pos >= len(buf):
         raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
@@ -3453,8 +3246,8 @@ def _e_FetchableTopicResponse_13(o: FetchableTopicResponse, out: bytearray, chun
     out += _S6.pack(o.topic_id.bytes)
     write_array_count(out, o.partitions, True)
     if o.partitions is not None:
-        for item in o.partitions:
-            _e_PartitionData_13(item, out, chunks)
+        for it_partitions in o.partitions:
+            _e_PartitionData_13(it_partitions, out, chunks)
     out.append(0)
 
 
@@ -3463,14 +3256,11 @@ def _d_FetchResponse_13(buf: Any, pos: int) -> tuple[FetchResponse, int]:
         raise DecodeError('truncated')
     (f_throttle_time_ms, f_error_code, f_session_id,) = _S14.unpack_from(buf, pos)
     pos += _S14.size
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_responses = None
-    else:
-        f_responses = []
-        for _ in range(n):
-            item, pos = _d_FetchableTopicResponse_13(buf, pos)
-            f_responses.append(item)
+    n_responses, pos = read_array_count(buf, pos, True, False)
+    f_responses = []
+    for _ in range(n_responses):
+        it_responses, pos = _d_FetchableTopicResponse_13(buf, pos)
+        f_responses.append(it_responses)
     if pos >= len(buf):
         raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
@@ -3485,8 +3275,8 @@ def _e_FetchResponse_13(o: FetchResponse, out: bytearray, chunks: list[Any]) -> 
     out += _S14.pack(o.throttle_time_ms, o.error_code, o.session_id)
     write_array_count(out, o.responses, True)
     if o.responses is not None:
-        for item in o.responses:
-            _e_FetchableTopicResponse_13(item, out, chunks)
+        for it_responses in o.responses:
+            _e_FetchableTopicResponse_13(it_responses, out, chunks)
     out.append(0)
 
 
@@ -3590,14 +3380,14 @@ def _d_PartitionData_14(buf: Any, pos: int) -> tuple[PartitionData, int]:
         raise DecodeError('truncated')
     (f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset,) = _S13.unpack_from(buf, pos)
     pos += _S13.size
-    n, pos = read_array_count(buf, pos, True, True)
-    if n < 0:
+    n_aborted_transactions, pos = read_array_count(buf, pos, True, True)
+    if n_aborted_transactions < 0:
         f_aborted_transactions = None
     else:
         f_aborted_transactions = []
-        for _ in range(n):
-            item, pos = _d_AbortedTransaction_14(buf, pos)
-            f_aborted_transactions.append(item)
+        for _ in range(n_aborted_transactions):
+            it_aborted_transactions, pos = _d_AbortedTransaction_14(buf, pos)
+            f_aborted_transactions.append(it_aborted_transactions)
     if len(buf) - pos < _S12.size:
         raise DecodeError('truncated')
     (f_preferred_read_replica,) = _S12.unpack_from(buf, pos)
@@ -3645,8 +3435,8 @@ def _e_PartitionData_14(o: PartitionData, out: bytearray, chunks: list[Any]) -> 
     out += _S13.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
     write_array_count(out, o.aborted_transactions, True)
     if o.aborted_transactions is not None:
-        for item in o.aborted_transactions:
-            _e_AbortedTransaction_14(item, out, chunks)
+        for it_aborted_transactions in o.aborted_transactions:
+            _e_AbortedTransaction_14(it_aborted_transactions, out, chunks)
     out += _S12.pack(o.preferred_read_replica)
     write_compact_records(out, chunks, o.records)
     tags: list[tuple[int, bytearray]] = []
@@ -3675,14 +3465,11 @@ def _d_FetchableTopicResponse_14(buf: Any, pos: int) -> tuple[FetchableTopicResp
     (f_topic_id,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
     f_topic_id = _uuid(f_topic_id)
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _d_PartitionData_14(buf, pos)
-            f_partitions.append(item)
+    n_partitions, pos = read_array_count(buf, pos, True, False)
+    f_partitions = []
+    for _ in range(n_partitions):
+        it_partitions, pos = _d_PartitionData_14(buf, pos)
+        f_partitions.append(it_partitions)
     if pos >= len(buf):
         raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
@@ -3697,8 +3484,8 @@ def _e_FetchableTopicResponse_14(o: FetchableTopicResponse, out: bytearray, chun
     out += _S6.pack(o.topic_id.bytes)
     write_array_count(out, o.partitions, True)
     if o.partitions is not None:
-        for item in o.partitions:
-            _e_PartitionData_14(item, out, chunks)
+        for it_partitions in o.partitions:
+            _e_PartitionData_14(it_partitions, out, chunks)
     out.append(0)
 
 
@@ -3707,14 +3494,11 @@ def _d_FetchResponse_14(buf: Any, pos: int) -> tuple[FetchResponse, int]:
         raise DecodeError('truncated')
     (f_throttle_time_ms, f_error_code, f_session_id,) = _S14.unpack_from(buf, pos)
     pos += _S14.size
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_responses = None
-    else:
-        f_responses = []
-        for _ in range(n):
-            item, pos = _d_FetchableTopicResponse_14(buf, pos)
-            f_responses.append(item)
+    n_responses, pos = read_array_count(buf, pos, True, False)
+    f_responses = []
+    for _ in range(n_responses):
+        it_responses, pos = _d_FetchableTopicResponse_14(buf, pos)
+        f_responses.append(it_responses)
     if pos >= len(buf):
         raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
@@ -3729,8 +3513,8 @@ def _e_FetchResponse_14(o: FetchResponse, out: bytearray, chunks: list[Any]) -> 
     out += _S14.pack(o.throttle_time_ms, o.error_code, o.session_id)
     write_array_count(out, o.responses, True)
     if o.responses is not None:
-        for item in o.responses:
-            _e_FetchableTopicResponse_14(item, out, chunks)
+        for it_responses in o.responses:
+            _e_FetchableTopicResponse_14(it_responses, out, chunks)
     out.append(0)
 
 
@@ -3834,14 +3618,14 @@ def _d_PartitionData_15(buf: Any, pos: int) -> tuple[PartitionData, int]:
         raise DecodeError('truncated')
     (f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset,) = _S13.unpack_from(buf, pos)
     pos += _S13.size
-    n, pos = read_array_count(buf, pos, True, True)
-    if n < 0:
+    n_aborted_transactions, pos = read_array_count(buf, pos, True, True)
+    if n_aborted_transactions < 0:
         f_aborted_transactions = None
     else:
         f_aborted_transactions = []
-        for _ in range(n):
-            item, pos = _d_AbortedTransaction_15(buf, pos)
-            f_aborted_transactions.append(item)
+        for _ in range(n_aborted_transactions):
+            it_aborted_transactions, pos = _d_AbortedTransaction_15(buf, pos)
+            f_aborted_transactions.append(it_aborted_transactions)
     if len(buf) - pos < _S12.size:
         raise DecodeError('truncated')
     (f_preferred_read_replica,) = _S12.unpack_from(buf, pos)
@@ -3889,8 +3673,8 @@ def _e_PartitionData_15(o: PartitionData, out: bytearray, chunks: list[Any]) -> 
     out += _S13.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
     write_array_count(out, o.aborted_transactions, True)
     if o.aborted_transactions is not None:
-        for item in o.aborted_transactions:
-            _e_AbortedTransaction_15(item, out, chunks)
+        for it_aborted_transactions in o.aborted_transactions:
+            _e_AbortedTransaction_15(it_aborted_transactions, out, chunks)
     out += _S12.pack(o.preferred_read_replica)
     write_compact_records(out, chunks, o.records)
     tags: list[tuple[int, bytearray]] = []
@@ -3919,14 +3703,11 @@ def _d_FetchableTopicResponse_15(buf: Any, pos: int) -> tuple[FetchableTopicResp
     (f_topic_id,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
     f_topic_id = _uuid(f_topic_id)
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _d_PartitionData_15(buf, pos)
-            f_partitions.append(item)
+    n_partitions, pos = read_array_count(buf, pos, True, False)
+    f_partitions = []
+    for _ in range(n_partitions):
+        it_partitions, pos = _d_PartitionData_15(buf, pos)
+        f_partitions.append(it_partitions)
     if pos >= len(buf):
         raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
@@ -3941,8 +3722,8 @@ def _e_FetchableTopicResponse_15(o: FetchableTopicResponse, out: bytearray, chun
     out += _S6.pack(o.topic_id.bytes)
     write_array_count(out, o.partitions, True)
     if o.partitions is not None:
-        for item in o.partitions:
-            _e_PartitionData_15(item, out, chunks)
+        for it_partitions in o.partitions:
+            _e_PartitionData_15(it_partitions, out, chunks)
     out.append(0)
 
 
@@ -3951,14 +3732,11 @@ def _d_FetchResponse_15(buf: Any, pos: int) -> tuple[FetchResponse, int]:
         raise DecodeError('truncated')
     (f_throttle_time_ms, f_error_code, f_session_id,) = _S14.unpack_from(buf, pos)
     pos += _S14.size
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_responses = None
-    else:
-        f_responses = []
-        for _ in range(n):
-            item, pos = _d_FetchableTopicResponse_15(buf, pos)
-            f_responses.append(item)
+    n_responses, pos = read_array_count(buf, pos, True, False)
+    f_responses = []
+    for _ in range(n_responses):
+        it_responses, pos = _d_FetchableTopicResponse_15(buf, pos)
+        f_responses.append(it_responses)
     if pos >= len(buf):
         raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
@@ -3973,8 +3751,8 @@ def _e_FetchResponse_15(o: FetchResponse, out: bytearray, chunks: list[Any]) -> 
     out += _S14.pack(o.throttle_time_ms, o.error_code, o.session_id)
     write_array_count(out, o.responses, True)
     if o.responses is not None:
-        for item in o.responses:
-            _e_FetchableTopicResponse_15(item, out, chunks)
+        for it_responses in o.responses:
+            _e_FetchableTopicResponse_15(it_responses, out, chunks)
     out.append(0)
 
 
@@ -4092,14 +3870,14 @@ def _d_PartitionData_16(buf: Any, pos: int) -> tuple[PartitionData, int]:
         raise DecodeError('truncated')
     (f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset,) = _S13.unpack_from(buf, pos)
     pos += _S13.size
-    n, pos = read_array_count(buf, pos, True, True)
-    if n < 0:
+    n_aborted_transactions, pos = read_array_count(buf, pos, True, True)
+    if n_aborted_transactions < 0:
         f_aborted_transactions = None
     else:
         f_aborted_transactions = []
-        for _ in range(n):
-            item, pos = _d_AbortedTransaction_16(buf, pos)
-            f_aborted_transactions.append(item)
+        for _ in range(n_aborted_transactions):
+            it_aborted_transactions, pos = _d_AbortedTransaction_16(buf, pos)
+            f_aborted_transactions.append(it_aborted_transactions)
     if len(buf) - pos < _S12.size:
         raise DecodeError('truncated')
     (f_preferred_read_replica,) = _S12.unpack_from(buf, pos)
@@ -4147,8 +3925,8 @@ def _e_PartitionData_16(o: PartitionData, out: bytearray, chunks: list[Any]) -> 
     out += _S13.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
     write_array_count(out, o.aborted_transactions, True)
     if o.aborted_transactions is not None:
-        for item in o.aborted_transactions:
-            _e_AbortedTransaction_16(item, out, chunks)
+        for it_aborted_transactions in o.aborted_transactions:
+            _e_AbortedTransaction_16(it_aborted_transactions, out, chunks)
     out += _S12.pack(o.preferred_read_replica)
     write_compact_records(out, chunks, o.records)
     tags: list[tuple[int, bytearray]] = []
@@ -4177,14 +3955,11 @@ def _d_FetchableTopicResponse_16(buf: Any, pos: int) -> tuple[FetchableTopicResp
     (f_topic_id,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
     f_topic_id = _uuid(f_topic_id)
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _d_PartitionData_16(buf, pos)
-            f_partitions.append(item)
+    n_partitions, pos = read_array_count(buf, pos, True, False)
+    f_partitions = []
+    for _ in range(n_partitions):
+        it_partitions, pos = _d_PartitionData_16(buf, pos)
+        f_partitions.append(it_partitions)
     if pos >= len(buf):
         raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
@@ -4199,8 +3974,8 @@ def _e_FetchableTopicResponse_16(o: FetchableTopicResponse, out: bytearray, chun
     out += _S6.pack(o.topic_id.bytes)
     write_array_count(out, o.partitions, True)
     if o.partitions is not None:
-        for item in o.partitions:
-            _e_PartitionData_16(item, out, chunks)
+        for it_partitions in o.partitions:
+            _e_PartitionData_16(it_partitions, out, chunks)
     out.append(0)
 
 
@@ -4209,14 +3984,11 @@ def _d_FetchResponse_16(buf: Any, pos: int) -> tuple[FetchResponse, int]:
         raise DecodeError('truncated')
     (f_throttle_time_ms, f_error_code, f_session_id,) = _S14.unpack_from(buf, pos)
     pos += _S14.size
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_responses = None
-    else:
-        f_responses = []
-        for _ in range(n):
-            item, pos = _d_FetchableTopicResponse_16(buf, pos)
-            f_responses.append(item)
+    n_responses, pos = read_array_count(buf, pos, True, False)
+    f_responses = []
+    for _ in range(n_responses):
+        it_responses, pos = _d_FetchableTopicResponse_16(buf, pos)
+        f_responses.append(it_responses)
     f_node_endpoints = _MISSING
     if pos >= len(buf):
         raise DecodeError('truncated tagged fields')
@@ -4231,14 +4003,11 @@ def _d_FetchResponse_16(buf: Any, pos: int) -> tuple[FetchResponse, int]:
             if end > len(buf):
                 raise DecodeError('tagged field overruns the buffer')
             if tag == 0:
-                n, pos = read_array_count(buf, pos, True, False)
-                if n < 0:
-                    f_node_endpoints = None
-                else:
-                    f_node_endpoints = []
-                    for _ in range(n):
-                        item, pos = _d_NodeEndpoint_16(buf, pos)
-                        f_node_endpoints.append(item)
+                n_node_endpoints, pos = read_array_count(buf, pos, True, False)
+                f_node_endpoints = []
+                for _ in range(n_node_endpoints):
+                    it_node_endpoints, pos = _d_NodeEndpoint_16(buf, pos)
+                    f_node_endpoints.append(it_node_endpoints)
                 if pos != end:
                     raise DecodeError('tagged field size mismatch')
             pos = end
@@ -4252,15 +4021,15 @@ def _e_FetchResponse_16(o: FetchResponse, out: bytearray, chunks: list[Any]) -> 
     out += _S14.pack(o.throttle_time_ms, o.error_code, o.session_id)
     write_array_count(out, o.responses, True)
     if o.responses is not None:
-        for item in o.responses:
-            _e_FetchableTopicResponse_16(item, out, chunks)
+        for it_responses in o.responses:
+            _e_FetchableTopicResponse_16(it_responses, out, chunks)
     tags: list[tuple[int, bytearray]] = []
     if o.node_endpoints != list():
         t = bytearray()
         write_array_count(t, o.node_endpoints, True)
         if o.node_endpoints is not None:
-            for item in o.node_endpoints:
-                _e_NodeEndpoint_16(item, t, chunks)
+            for it_node_endpoints in o.node_endpoints:
+                _e_NodeEndpoint_16(it_node_endpoints, t, chunks)
         tags.append((0, t))
     write_uvarint(out, len(tags))
     for tag, data in tags:
@@ -4383,14 +4152,14 @@ def _d_PartitionData_17(buf: Any, pos: int) -> tuple[PartitionData, int]:
         raise DecodeError('truncated')
     (f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset,) = _S13.unpack_from(buf, pos)
     pos += _S13.size
-    n, pos = read_array_count(buf, pos, True, True)
-    if n < 0:
+    n_aborted_transactions, pos = read_array_count(buf, pos, True, True)
+    if n_aborted_transactions < 0:
         f_aborted_transactions = None
     else:
         f_aborted_transactions = []
-        for _ in range(n):
-            item, pos = _d_AbortedTransaction_17(buf, pos)
-            f_aborted_transactions.append(item)
+        for _ in range(n_aborted_transactions):
+            it_aborted_transactions, pos = _d_AbortedTransaction_17(buf, pos)
+            f_aborted_transactions.append(it_aborted_transactions)
     if len(buf) - pos < _S12.size:
         raise DecodeError('truncated')
     (f_preferred_read_replica,) = _S12.unpack_from(buf, pos)
@@ -4438,8 +4207,8 @@ def _e_PartitionData_17(o: PartitionData, out: bytearray, chunks: list[Any]) -> 
     out += _S13.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
     write_array_count(out, o.aborted_transactions, True)
     if o.aborted_transactions is not None:
-        for item in o.aborted_transactions:
-            _e_AbortedTransaction_17(item, out, chunks)
+        for it_aborted_transactions in o.aborted_transactions:
+            _e_AbortedTransaction_17(it_aborted_transactions, out, chunks)
     out += _S12.pack(o.preferred_read_replica)
     write_compact_records(out, chunks, o.records)
     tags: list[tuple[int, bytearray]] = []
@@ -4468,14 +4237,11 @@ def _d_FetchableTopicResponse_17(buf: Any, pos: int) -> tuple[FetchableTopicResp
     (f_topic_id,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
     f_topic_id = _uuid(f_topic_id)
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _d_PartitionData_17(buf, pos)
-            f_partitions.append(item)
+    n_partitions, pos = read_array_count(buf, pos, True, False)
+    f_partitions = []
+    for _ in range(n_partitions):
+        it_partitions, pos = _d_PartitionData_17(buf, pos)
+        f_partitions.append(it_partitions)
     if pos >= len(buf):
         raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
@@ -4490,8 +4256,8 @@ def _e_FetchableTopicResponse_17(o: FetchableTopicResponse, out: bytearray, chun
     out += _S6.pack(o.topic_id.bytes)
     write_array_count(out, o.partitions, True)
     if o.partitions is not None:
-        for item in o.partitions:
-            _e_PartitionData_17(item, out, chunks)
+        for it_partitions in o.partitions:
+            _e_PartitionData_17(it_partitions, out, chunks)
     out.append(0)
 
 
@@ -4500,14 +4266,11 @@ def _d_FetchResponse_17(buf: Any, pos: int) -> tuple[FetchResponse, int]:
         raise DecodeError('truncated')
     (f_throttle_time_ms, f_error_code, f_session_id,) = _S14.unpack_from(buf, pos)
     pos += _S14.size
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_responses = None
-    else:
-        f_responses = []
-        for _ in range(n):
-            item, pos = _d_FetchableTopicResponse_17(buf, pos)
-            f_responses.append(item)
+    n_responses, pos = read_array_count(buf, pos, True, False)
+    f_responses = []
+    for _ in range(n_responses):
+        it_responses, pos = _d_FetchableTopicResponse_17(buf, pos)
+        f_responses.append(it_responses)
     f_node_endpoints = _MISSING
     if pos >= len(buf):
         raise DecodeError('truncated tagged fields')
@@ -4522,14 +4285,11 @@ def _d_FetchResponse_17(buf: Any, pos: int) -> tuple[FetchResponse, int]:
             if end > len(buf):
                 raise DecodeError('tagged field overruns the buffer')
             if tag == 0:
-                n, pos = read_array_count(buf, pos, True, False)
-                if n < 0:
-                    f_node_endpoints = None
-                else:
-                    f_node_endpoints = []
-                    for _ in range(n):
-                        item, pos = _d_NodeEndpoint_17(buf, pos)
-                        f_node_endpoints.append(item)
+                n_node_endpoints, pos = read_array_count(buf, pos, True, False)
+                f_node_endpoints = []
+                for _ in range(n_node_endpoints):
+                    it_node_endpoints, pos = _d_NodeEndpoint_17(buf, pos)
+                    f_node_endpoints.append(it_node_endpoints)
                 if pos != end:
                     raise DecodeError('tagged field size mismatch')
             pos = end
@@ -4543,15 +4303,15 @@ def _e_FetchResponse_17(o: FetchResponse, out: bytearray, chunks: list[Any]) -> 
     out += _S14.pack(o.throttle_time_ms, o.error_code, o.session_id)
     write_array_count(out, o.responses, True)
     if o.responses is not None:
-        for item in o.responses:
-            _e_FetchableTopicResponse_17(item, out, chunks)
+        for it_responses in o.responses:
+            _e_FetchableTopicResponse_17(it_responses, out, chunks)
     tags: list[tuple[int, bytearray]] = []
     if o.node_endpoints != list():
         t = bytearray()
         write_array_count(t, o.node_endpoints, True)
         if o.node_endpoints is not None:
-            for item in o.node_endpoints:
-                _e_NodeEndpoint_17(item, t, chunks)
+            for it_node_endpoints in o.node_endpoints:
+                _e_NodeEndpoint_17(it_node_endpoints, t, chunks)
         tags.append((0, t))
     write_uvarint(out, len(tags))
     for tag, data in tags:

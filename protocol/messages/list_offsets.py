@@ -99,14 +99,11 @@ def _e_ListOffsetsPartition_0(o: ListOffsetsPartition, out: bytearray, chunks: l
 
 def _d_ListOffsetsTopic_0(buf: Any, pos: int) -> tuple[ListOffsetsTopic, int]:
     f_name, pos = read_string(buf, pos, False)
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _d_ListOffsetsPartition_0(buf, pos)
-            f_partitions.append(item)
+    n_partitions, pos = read_array_count(buf, pos, False, False)
+    f_partitions = []
+    for _ in range(n_partitions):
+        it_partitions, pos = _d_ListOffsetsPartition_0(buf, pos)
+        f_partitions.append(it_partitions)
     obj = ListOffsetsTopic(name=f_name, partitions=f_partitions)
     return obj, pos
 
@@ -115,8 +112,8 @@ def _e_ListOffsetsTopic_0(o: ListOffsetsTopic, out: bytearray, chunks: list[Any]
     write_string(out, o.name)
     write_array_count(out, o.partitions, False)
     if o.partitions is not None:
-        for item in o.partitions:
-            _e_ListOffsetsPartition_0(item, out, chunks)
+        for it_partitions in o.partitions:
+            _e_ListOffsetsPartition_0(it_partitions, out, chunks)
 
 
 def _d_ListOffsetsRequest_0(buf: Any, pos: int) -> tuple[ListOffsetsRequest, int]:
@@ -124,14 +121,11 @@ def _d_ListOffsetsRequest_0(buf: Any, pos: int) -> tuple[ListOffsetsRequest, int
         raise DecodeError('truncated')
     (f_replica_id,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _d_ListOffsetsTopic_0(buf, pos)
-            f_topics.append(item)
+    n_topics, pos = read_array_count(buf, pos, False, False)
+    f_topics = []
+    for _ in range(n_topics):
+        it_topics, pos = _d_ListOffsetsTopic_0(buf, pos)
+        f_topics.append(it_topics)
     obj = ListOffsetsRequest(replica_id=f_replica_id, topics=f_topics)
     return obj, pos
 
@@ -140,8 +134,8 @@ def _e_ListOffsetsRequest_0(o: ListOffsetsRequest, out: bytearray, chunks: list[
     out += _S1.pack(o.replica_id)
     write_array_count(out, o.topics, False)
     if o.topics is not None:
-        for item in o.topics:
-            _e_ListOffsetsTopic_0(item, out, chunks)
+        for it_topics in o.topics:
+            _e_ListOffsetsTopic_0(it_topics, out, chunks)
 
 
 def _d_ListOffsetsPartition_1(buf: Any, pos: int) -> tuple[ListOffsetsPartition, int]:
@@ -159,14 +153,11 @@ def _e_ListOffsetsPartition_1(o: ListOffsetsPartition, out: bytearray, chunks: l
 
 def _d_ListOffsetsTopic_1(buf: Any, pos: int) -> tuple[ListOffsetsTopic, int]:
     f_name, pos = read_string(buf, pos, False)
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _d_ListOffsetsPartition_1(buf, pos)
-            f_partitions.append(item)
+    n_partitions, pos = read_array_count(buf, pos, False, False)
+    f_partitions = []
+    for _ in range(n_partitions):
+        it_partitions, pos = _d_ListOffsetsPartition_1(buf, pos)
+        f_partitions.append(it_partitions)
     obj = ListOffsetsTopic(name=f_name, partitions=f_partitions)
     return obj, pos
 
@@ -175,8 +166,8 @@ def _e_ListOffsetsTopic_1(o: ListOffsetsTopic, out: bytearray, chunks: list[Any]
     write_string(out, o.name)
     write_array_count(out, o.partitions, False)
     if o.partitions is not None:
-        for item in o.partitions:
-            _e_ListOffsetsPartition_1(item, out, chunks)
+        for it_partitions in o.partitions:
+            _e_ListOffsetsPartition_1(it_partitions, out, chunks)
 
 
 def _d_ListOffsetsRequest_1(buf: Any, pos: int) -> tuple[ListOffsetsRequest, int]:
@@ -184,14 +175,11 @@ def _d_ListOffsetsRequest_1(buf: Any, pos: int) -> tuple[ListOffsetsRequest, int
         raise DecodeError('truncated')
     (f_replica_id,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _d_ListOffsetsTopic_1(buf, pos)
-            f_topics.append(item)
+    n_topics, pos = read_array_count(buf, pos, False, False)
+    f_topics = []
+    for _ in range(n_topics):
+        it_topics, pos = _d_ListOffsetsTopic_1(buf, pos)
+        f_topics.append(it_topics)
     obj = ListOffsetsRequest(replica_id=f_replica_id, topics=f_topics)
     return obj, pos
 
@@ -200,8 +188,8 @@ def _e_ListOffsetsRequest_1(o: ListOffsetsRequest, out: bytearray, chunks: list[
     out += _S1.pack(o.replica_id)
     write_array_count(out, o.topics, False)
     if o.topics is not None:
-        for item in o.topics:
-            _e_ListOffsetsTopic_1(item, out, chunks)
+        for it_topics in o.topics:
+            _e_ListOffsetsTopic_1(it_topics, out, chunks)
 
 
 def _d_ListOffsetsPartition_2(buf: Any, pos: int) -> tuple[ListOffsetsPartition, int]:
@@ -219,14 +207,11 @@ def _e_ListOffsetsPartition_2(o: ListOffsetsPartition, out: bytearray, chunks: l
 
 def _d_ListOffsetsTopic_2(buf: Any, pos: int) -> tuple[ListOffsetsTopic, int]:
     f_name, pos = read_string(buf, pos, False)
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _d_ListOffsetsPartition_2(buf, pos)
-            f_partitions.append(item)
+    n_partitions, pos = read_array_count(buf, pos, False, False)
+    f_partitions = []
+    for _ in range(n_partitions):
+        it_partitions, pos = _d_ListOffsetsPartition_2(buf, pos)
+        f_partitions.append(it_partitions)
     obj = ListOffsetsTopic(name=f_name, partitions=f_partitions)
     return obj, pos
 
@@ -235,8 +220,8 @@ def _e_ListOffsetsTopic_2(o: ListOffsetsTopic, out: bytearray, chunks: list[Any]
     write_string(out, o.name)
     write_array_count(out, o.partitions, False)
     if o.partitions is not None:
-        for item in o.partitions:
-            _e_ListOffsetsPartition_2(item, out, chunks)
+        for it_partitions in o.partitions:
+            _e_ListOffsetsPartition_2(it_partitions, out, chunks)
 
 
 def _d_ListOffsetsRequest_2(buf: Any, pos: int) -> tuple[ListOffsetsRequest, int]:
@@ -244,14 +229,11 @@ def _d_ListOffsetsRequest_2(buf: Any, pos: int) -> tuple[ListOffsetsRequest, int
         raise DecodeError('truncated')
     (f_replica_id, f_isolation_level,) = _S3.unpack_from(buf, pos)
     pos += _S3.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _d_ListOffsetsTopic_2(buf, pos)
-            f_topics.append(item)
+    n_topics, pos = read_array_count(buf, pos, False, False)
+    f_topics = []
+    for _ in range(n_topics):
+        it_topics, pos = _d_ListOffsetsTopic_2(buf, pos)
+        f_topics.append(it_topics)
     obj = ListOffsetsRequest(replica_id=f_replica_id, isolation_level=f_isolation_level, topics=f_topics)
     return obj, pos
 
@@ -260,8 +242,8 @@ def _e_ListOffsetsRequest_2(o: ListOffsetsRequest, out: bytearray, chunks: list[
     out += _S3.pack(o.replica_id, o.isolation_level)
     write_array_count(out, o.topics, False)
     if o.topics is not None:
-        for item in o.topics:
-            _e_ListOffsetsTopic_2(item, out, chunks)
+        for it_topics in o.topics:
+            _e_ListOffsetsTopic_2(it_topics, out, chunks)
 
 
 def _d_ListOffsetsPartition_3(buf: Any, pos: int) -> tuple[ListOffsetsPartition, int]:
@@ -279,14 +261,11 @@ def _e_ListOffsetsPartition_3(o: ListOffsetsPartition, out: bytearray, chunks: l
 
 def _d_ListOffsetsTopic_3(buf: Any, pos: int) -> tuple[ListOffsetsTopic, int]:
     f_name, pos = read_string(buf, pos, False)
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _d_ListOffsetsPartition_3(buf, pos)
-            f_partitions.append(item)
+    n_partitions, pos = read_array_count(buf, pos, False, False)
+    f_partitions = []
+    for _ in range(n_partitions):
+        it_partitions, pos = _d_ListOffsetsPartition_3(buf, pos)
+        f_partitions.append(it_partitions)
     obj = ListOffsetsTopic(name=f_name, partitions=f_partitions)
     return obj, pos
 
@@ -295,8 +274,8 @@ def _e_ListOffsetsTopic_3(o: ListOffsetsTopic, out: bytearray, chunks: list[Any]
     write_string(out, o.name)
     write_array_count(out, o.partitions, False)
     if o.partitions is not None:
-        for item in o.partitions:
-            _e_ListOffsetsPartition_3(item, out, chunks)
+        for it_partitions in o.partitions:
+            _e_ListOffsetsPartition_3(it_partitions, out, chunks)
 
 
 def _d_ListOffsetsRequest_3(buf: Any, pos: int) -> tuple[ListOffsetsRequest, int]:
@@ -304,14 +283,11 @@ def _d_ListOffsetsRequest_3(buf: Any, pos: int) -> tuple[ListOffsetsRequest, int
         raise DecodeError('truncated')
     (f_replica_id, f_isolation_level,) = _S3.unpack_from(buf, pos)
     pos += _S3.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _d_ListOffsetsTopic_3(buf, pos)
-            f_topics.append(item)
+    n_topics, pos = read_array_count(buf, pos, False, False)
+    f_topics = []
+    for _ in range(n_topics):
+        it_topics, pos = _d_ListOffsetsTopic_3(buf, pos)
+        f_topics.append(it_topics)
     obj = ListOffsetsRequest(replica_id=f_replica_id, isolation_level=f_isolation_level, topics=f_topics)
     return obj, pos
 
@@ -320,8 +296,8 @@ def _e_ListOffsetsRequest_3(o: ListOffsetsRequest, out: bytearray, chunks: list[
     out += _S3.pack(o.replica_id, o.isolation_level)
     write_array_count(out, o.topics, False)
     if o.topics is not None:
-        for item in o.topics:
-            _e_ListOffsetsTopic_3(item, out, chunks)
+        for it_topics in o.topics:
+            _e_ListOffsetsTopic_3(it_topics, out, chunks)
 
 
 def _d_ListOffsetsPartition_4(buf: Any, pos: int) -> tuple[ListOffsetsPartition, int]:
@@ -339,14 +315,11 @@ def _e_ListOffsetsPartition_4(o: ListOffsetsPartition, out: bytearray, chunks: l
 
 def _d_ListOffsetsTopic_4(buf: Any, pos: int) -> tuple[ListOffsetsTopic, int]:
     f_name, pos = read_string(buf, pos, False)
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _d_ListOffsetsPartition_4(buf, pos)
-            f_partitions.append(item)
+    n_partitions, pos = read_array_count(buf, pos, False, False)
+    f_partitions = []
+    for _ in range(n_partitions):
+        it_partitions, pos = _d_ListOffsetsPartition_4(buf, pos)
+        f_partitions.append(it_partitions)
     obj = ListOffsetsTopic(name=f_name, partitions=f_partitions)
     return obj, pos
 
@@ -355,8 +328,8 @@ def _e_ListOffsetsTopic_4(o: ListOffsetsTopic, out: bytearray, chunks: list[Any]
     write_string(out, o.name)
     write_array_count(out, o.partitions, False)
     if o.partitions is not None:
-        for item in o.partitions:
-            _e_ListOffsetsPartition_4(item, out, chunks)
+        for it_partitions in o.partitions:
+            _e_ListOffsetsPartition_4(it_partitions, out, chunks)
 
 
 def _d_ListOffsetsRequest_4(buf: Any, pos: int) -> tuple[ListOffsetsRequest, int]:
@@ -364,14 +337,11 @@ def _d_ListOffsetsRequest_4(buf: Any, pos: int) -> tuple[ListOffsetsRequest, int
         raise DecodeError('truncated')
     (f_replica_id, f_isolation_level,) = _S3.unpack_from(buf, pos)
     pos += _S3.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _d_ListOffsetsTopic_4(buf, pos)
-            f_topics.append(item)
+    n_topics, pos = read_array_count(buf, pos, False, False)
+    f_topics = []
+    for _ in range(n_topics):
+        it_topics, pos = _d_ListOffsetsTopic_4(buf, pos)
+        f_topics.append(it_topics)
     obj = ListOffsetsRequest(replica_id=f_replica_id, isolation_level=f_isolation_level, topics=f_topics)
     return obj, pos
 
@@ -380,8 +350,8 @@ def _e_ListOffsetsRequest_4(o: ListOffsetsRequest, out: bytearray, chunks: list[
     out += _S3.pack(o.replica_id, o.isolation_level)
     write_array_count(out, o.topics, False)
     if o.topics is not None:
-        for item in o.topics:
-            _e_ListOffsetsTopic_4(item, out, chunks)
+        for it_topics in o.topics:
+            _e_ListOffsetsTopic_4(it_topics, out, chunks)
 
 
 def _d_ListOffsetsPartition_5(buf: Any, pos: int) -> tuple[ListOffsetsPartition, int]:
@@ -399,14 +369,11 @@ def _e_ListOffsetsPartition_5(o: ListOffsetsPartition, out: bytearray, chunks: l
 
 def _d_ListOffsetsTopic_5(buf: Any, pos: int) -> tuple[ListOffsetsTopic, int]:
     f_name, pos = read_string(buf, pos, False)
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _d_ListOffsetsPartition_5(buf, pos)
-            f_partitions.append(item)
+    n_partitions, pos = read_array_count(buf, pos, False, False)
+    f_partitions = []
+    for _ in range(n_partitions):
+        it_partitions, pos = _d_ListOffsetsPartition_5(buf, pos)
+        f_partitions.append(it_partitions)
     obj = ListOffsetsTopic(name=f_name, partitions=f_partitions)
     return obj, pos
 
@@ -415,8 +382,8 @@ def _e_ListOffsetsTopic_5(o: ListOffsetsTopic, out: bytearray, chunks: list[Any]
     write_string(out, o.name)
     write_array_count(out, o.partitions, False)
     if o.partitions is not None:
-        for item in o.partitions:
-            _e_ListOffsetsPartition_5(item, out, chunks)
+        for it_partitions in o.partitions:
+            _e_ListOffsetsPartition_5(it_partitions, out, chunks)
 
 
 def _d_ListOffsetsRequest_5(buf: Any, pos: int) -> tuple[ListOffsetsRequest, int]:
@@ -424,14 +391,11 @@ def _d_ListOffsetsRequest_5(buf: Any, pos: int) -> tuple[ListOffsetsRequest, int
         raise DecodeError('truncated')
     (f_replica_id, f_isolation_level,) = _S3.unpack_from(buf, pos)
     pos += _S3.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _d_ListOffsetsTopic_5(buf, pos)
-            f_topics.append(item)
+    n_topics, pos = read_array_count(buf, pos, False, False)
+    f_topics = []
+    for _ in range(n_topics):
+        it_topics, pos = _d_ListOffsetsTopic_5(buf, pos)
+        f_topics.append(it_topics)
     obj = ListOffsetsRequest(replica_id=f_replica_id, isolation_level=f_isolation_level, topics=f_topics)
     return obj, pos
 
@@ -440,8 +404,8 @@ def _e_ListOffsetsRequest_5(o: ListOffsetsRequest, out: bytearray, chunks: list[
     out += _S3.pack(o.replica_id, o.isolation_level)
     write_array_count(out, o.topics, False)
     if o.topics is not None:
-        for item in o.topics:
-            _e_ListOffsetsTopic_5(item, out, chunks)
+        for it_topics in o.topics:
+            _e_ListOffsetsTopic_5(it_topics, out, chunks)
 
 
 def _d_ListOffsetsPartition_6(buf: Any, pos: int) -> tuple[ListOffsetsPartition, int]:
@@ -466,14 +430,11 @@ def _e_ListOffsetsPartition_6(o: ListOffsetsPartition, out: bytearray, chunks: l
 
 def _d_ListOffsetsTopic_6(buf: Any, pos: int) -> tuple[ListOffsetsTopic, int]:
     f_name, pos = read_compact_string(buf, pos, False)
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _d_ListOffsetsPartition_6(buf, pos)
-            f_partitions.append(item)
+    n_partitions, pos = read_array_count(buf, pos, True, False)
+    f_partitions = []
+    for _ in range(n_partitions):
+        it_partitions, pos = _d_ListOffsetsPartition_6(buf, pos)
+        f_partitions.append(it_partitions)
     if pos >= len(buf):
         raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
@@ -488,8 +449,8 @@ def _e_ListOffsetsTopic_6(o: ListOffsetsTopic, out: bytearray, chunks: list[Any]
     write_compact_string(out, o.name)
     write_array_count(out, o.partitions, True)
     if o.partitions is not None:
-        for item in o.partitions:
-            _e_ListOffsetsPartition_6(item, out, chunks)
+        for it_partitions in o.partitions:
+            _e_ListOffsetsPartition_6(it_partitions, out, chunks)
     out.append(0)
 
 
@@ -498,14 +459,11 @@ def _d_ListOffsetsRequest_6(buf: Any, pos: int) -> tuple[ListOffsetsRequest, int
         raise DecodeError('truncated')
     (f_replica_id, f_isolation_level,) = _S3.unpack_from(buf, pos)
     pos += _S3.size
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _d_ListOffsetsTopic_6(buf, pos)
-            f_topics.append(item)
+    n_topics, pos = read_array_count(buf, pos, True, False)
+    f_topics = []
+    for _ in range(n_topics):
+        it_topics, pos = _d_ListOffsetsTopic_6(buf, pos)
+        f_topics.append(it_topics)
     if pos >= len(buf):
         raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
@@ -520,8 +478,8 @@ def _e_ListOffsetsRequest_6(o: ListOffsetsRequest, out: bytearray, chunks: list[
     out += _S3.pack(o.replica_id, o.isolation_level)
     write_array_count(out, o.topics, True)
     if o.topics is not None:
-        for item in o.topics:
-            _e_ListOffsetsTopic_6(item, out, chunks)
+        for it_topics in o.topics:
+            _e_ListOffsetsTopic_6(it_topics, out, chunks)
     out.append(0)
 
 
@@ -547,14 +505,11 @@ def _e_ListOffsetsPartition_7(o: ListOffsetsPartition, out: bytearray, chunks: l
 
 def _d_ListOffsetsTopic_7(buf: Any, pos: int) -> tuple[ListOffsetsTopic, int]:
     f_name, pos = read_compact_string(buf, pos, False)
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _d_ListOffsetsPartition_7(buf, pos)
-            f_partitions.append(item)
+    n_partitions, pos = read_array_count(buf, pos, True, False)
+    f_partitions = []
+    for _ in range(n_partitions):
+        it_partitions, pos = _d_ListOffsetsPartition_7(buf, pos)
+        f_partitions.append(it_partitions)
     if pos >= len(buf):
         raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
@@ -569,8 +524,8 @@ def _e_ListOffsetsTopic_7(o: ListOffsetsTopic, out: bytearray, chunks: list[Any]
     write_compact_string(out, o.name)
     write_array_count(out, o.partitions, True)
     if o.partitions is not None:
-        for item in o.partitions:
-            _e_ListOffsetsPartition_7(item, out, chunks)
+        for it_partitions in o.partitions:
+            _e_ListOffsetsPartition_7(it_partitions, out, chunks)
     out.append(0)
 
 
@@ -579,14 +534,11 @@ def _d_ListOffsetsRequest_7(buf: Any, pos: int) -> tuple[ListOffsetsRequest, int
         raise DecodeError('truncated')
     (f_replica_id, f_isolation_level,) = _S3.unpack_from(buf, pos)
     pos += _S3.size
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _d_ListOffsetsTopic_7(buf, pos)
-            f_topics.append(item)
+    n_topics, pos = read_array_count(buf, pos, True, False)
+    f_topics = []
+    for _ in range(n_topics):
+        it_topics, pos = _d_ListOffsetsTopic_7(buf, pos)
+        f_topics.append(it_topics)
     if pos >= len(buf):
         raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
@@ -601,8 +553,8 @@ def _e_ListOffsetsRequest_7(o: ListOffsetsRequest, out: bytearray, chunks: list[
     out += _S3.pack(o.replica_id, o.isolation_level)
     write_array_count(out, o.topics, True)
     if o.topics is not None:
-        for item in o.topics:
-            _e_ListOffsetsTopic_7(item, out, chunks)
+        for it_topics in o.topics:
+            _e_ListOffsetsTopic_7(it_topics, out, chunks)
     out.append(0)
 
 
@@ -628,14 +580,11 @@ def _e_ListOffsetsPartition_8(o: ListOffsetsPartition, out: bytearray, chunks: l
 
 def _d_ListOffsetsTopic_8(buf: Any, pos: int) -> tuple[ListOffsetsTopic, int]:
     f_name, pos = read_compact_string(buf, pos, False)
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _d_ListOffsetsPartition_8(buf, pos)
-            f_partitions.append(item)
+    n_partitions, pos = read_array_count(buf, pos, True, False)
+    f_partitions = []
+    for _ in range(n_partitions):
+        it_partitions, pos = _d_ListOffsetsPartition_8(buf, pos)
+        f_partitions.append(it_partitions)
     if pos >= len(buf):
         raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
@@ -650,8 +599,8 @@ def _e_ListOffsetsTopic_8(o: ListOffsetsTopic, out: bytearray, chunks: list[Any]
     write_compact_string(out, o.name)
     write_array_count(out, o.partitions, True)
     if o.partitions is not None:
-        for item in o.partitions:
-            _e_ListOffsetsPartition_8(item, out, chunks)
+        for it_partitions in o.partitions:
+            _e_ListOffsetsPartition_8(it_partitions, out, chunks)
     out.append(0)
 
 
@@ -660,14 +609,11 @@ def _d_ListOffsetsRequest_8(buf: Any, pos: int) -> tuple[ListOffsetsRequest, int
         raise DecodeError('truncated')
     (f_replica_id, f_isolation_level,) = _S3.unpack_from(buf, pos)
     pos += _S3.size
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _d_ListOffsetsTopic_8(buf, pos)
-            f_topics.append(item)
+    n_topics, pos = read_array_count(buf, pos, True, False)
+    f_topics = []
+    for _ in range(n_topics):
+        it_topics, pos = _d_ListOffsetsTopic_8(buf, pos)
+        f_topics.append(it_topics)
     if pos >= len(buf):
         raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
@@ -682,8 +628,8 @@ def _e_ListOffsetsRequest_8(o: ListOffsetsRequest, out: bytearray, chunks: list[
     out += _S3.pack(o.replica_id, o.isolation_level)
     write_array_count(out, o.topics, True)
     if o.topics is not None:
-        for item in o.topics:
-            _e_ListOffsetsTopic_8(item, out, chunks)
+        for it_topics in o.topics:
+            _e_ListOffsetsTopic_8(it_topics, out, chunks)
     out.append(0)
 
 
@@ -709,14 +655,11 @@ def _e_ListOffsetsPartition_9(o: ListOffsetsPartition, out: bytearray, chunks: l
 
 def _d_ListOffsetsTopic_9(buf: Any, pos: int) -> tuple[ListOffsetsTopic, int]:
     f_name, pos = read_compact_string(buf, pos, False)
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _d_ListOffsetsPartition_9(buf, pos)
-            f_partitions.append(item)
+    n_partitions, pos = read_array_count(buf, pos, True, False)
+    f_partitions = []
+    for _ in range(n_partitions):
+        it_partitions, pos = _d_ListOffsetsPartition_9(buf, pos)
+        f_partitions.append(it_partitions)
     if pos >= len(buf):
         raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
@@ -731,8 +674,8 @@ def _e_ListOffsetsTopic_9(o: ListOffsetsTopic, out: bytearray, chunks: list[Any]
     write_compact_string(out, o.name)
     write_array_count(out, o.partitions, True)
     if o.partitions is not None:
-        for item in o.partitions:
-            _e_ListOffsetsPartition_9(item, out, chunks)
+        for it_partitions in o.partitions:
+            _e_ListOffsetsPartition_9(it_partitions, out, chunks)
     out.append(0)
 
 
@@ -741,14 +684,11 @@ def _d_ListOffsetsRequest_9(buf: Any, pos: int) -> tuple[ListOffsetsRequest, int
         raise DecodeError('truncated')
     (f_replica_id, f_isolation_level,) = _S3.unpack_from(buf, pos)
     pos += _S3.size
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _d_ListOffsetsTopic_9(buf, pos)
-            f_topics.append(item)
+    n_topics, pos = read_array_count(buf, pos, True, False)
+    f_topics = []
+    for _ in range(n_topics):
+        it_topics, pos = _d_ListOffsetsTopic_9(buf, pos)
+        f_topics.append(it_topics)
     if pos >= len(buf):
         raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
@@ -763,8 +703,8 @@ def _e_ListOffsetsRequest_9(o: ListOffsetsRequest, out: bytearray, chunks: list[
     out += _S3.pack(o.replica_id, o.isolation_level)
     write_array_count(out, o.topics, True)
     if o.topics is not None:
-        for item in o.topics:
-            _e_ListOffsetsTopic_9(item, out, chunks)
+        for it_topics in o.topics:
+            _e_ListOffsetsTopic_9(it_topics, out, chunks)
     out.append(0)
 
 
@@ -790,14 +730,11 @@ def _e_ListOffsetsPartition_10(o: ListOffsetsPartition, out: bytearray, chunks: 
 
 def _d_ListOffsetsTopic_10(buf: Any, pos: int) -> tuple[ListOffsetsTopic, int]:
     f_name, pos = read_compact_string(buf, pos, False)
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _d_ListOffsetsPartition_10(buf, pos)
-            f_partitions.append(item)
+    n_partitions, pos = read_array_count(buf, pos, True, False)
+    f_partitions = []
+    for _ in range(n_partitions):
+        it_partitions, pos = _d_ListOffsetsPartition_10(buf, pos)
+        f_partitions.append(it_partitions)
     if pos >= len(buf):
         raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
@@ -812,8 +749,8 @@ def _e_ListOffsetsTopic_10(o: ListOffsetsTopic, out: bytearray, chunks: list[Any
     write_compact_string(out, o.name)
     write_array_count(out, o.partitions, True)
     if o.partitions is not None:
-        for item in o.partitions:
-            _e_ListOffsetsPartition_10(item, out, chunks)
+        for it_partitions in o.partitions:
+            _e_ListOffsetsPartition_10(it_partitions, out, chunks)
     out.append(0)
 
 
@@ -822,14 +759,11 @@ def _d_ListOffsetsRequest_10(buf: Any, pos: int) -> tuple[ListOffsetsRequest, in
         raise DecodeError('truncated')
     (f_replica_id, f_isolation_level,) = _S3.unpack_from(buf, pos)
     pos += _S3.size
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _d_ListOffsetsTopic_10(buf, pos)
-            f_topics.append(item)
+    n_topics, pos = read_array_count(buf, pos, True, False)
+    f_topics = []
+    for _ in range(n_topics):
+        it_topics, pos = _d_ListOffsetsTopic_10(buf, pos)
+        f_topics.append(it_topics)
     if len(buf) - pos < _S1.size:
         raise DecodeError('truncated')
     (f_timeout_ms,) = _S1.unpack_from(buf, pos)
@@ -848,8 +782,8 @@ def _e_ListOffsetsRequest_10(o: ListOffsetsRequest, out: bytearray, chunks: list
     out += _S3.pack(o.replica_id, o.isolation_level)
     write_array_count(out, o.topics, True)
     if o.topics is not None:
-        for item in o.topics:
-            _e_ListOffsetsTopic_10(item, out, chunks)
+        for it_topics in o.topics:
+            _e_ListOffsetsTopic_10(it_topics, out, chunks)
     out += _S1.pack(o.timeout_ms)
     out.append(0)
 
@@ -863,14 +797,11 @@ def _d_ListOffsetsPartitionResponse_0(buf: Any, pos: int) -> tuple[ListOffsetsPa
         raise DecodeError('truncated')
     (f_partition_index, f_error_code,) = _S5.unpack_from(buf, pos)
     pos += _S5.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_old_style_offsets = None
-    else:
-        if n * 8 > len(buf) - pos:
-            raise DecodeError('array overruns the buffer')
-        f_old_style_offsets = list(unpack_from(f'>{n}q', buf, pos))
-        pos += n * 8
+    n_old_style_offsets, pos = read_array_count(buf, pos, False, False)
+    if n_old_style_offsets * 8 > len(buf) - pos:
+        raise DecodeError('array overruns the buffer')
+    f_old_style_offsets = list(unpack_from(f'>{n_old_style_offsets}q', buf, pos))
+    pos += n_old_style_offsets * 8
     obj = ListOffsetsPartitionResponse(partition_index=f_partition_index, error_code=f_error_code, old_style_offsets=f_old_style_offsets)
     return obj, pos
 
@@ -884,14 +815,11 @@ def _e_ListOffsetsPartitionResponse_0(o: ListOffsetsPartitionResponse, out: byte
 
 def _d_ListOffsetsTopicResponse_0(buf: Any, pos: int) -> tuple[ListOffsetsTopicResponse, int]:
     f_name, pos = read_string(buf, pos, False)
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _d_ListOffsetsPartitionResponse_0(buf, pos)
-            f_partitions.append(item)
+    n_partitions, pos = read_array_count(buf, pos, False, False)
+    f_partitions = []
+    for _ in range(n_partitions):
+        it_partitions, pos = _d_ListOffsetsPartitionResponse_0(buf, pos)
+        f_partitions.append(it_partitions)
     obj = ListOffsetsTopicResponse(name=f_name, partitions=f_partitions)
     return obj, pos
 
@@ -900,19 +828,16 @@ def _e_ListOffsetsTopicResponse_0(o: ListOffsetsTopicResponse, out: bytearray, c
     write_string(out, o.name)
     write_array_count(out, o.partitions, False)
     if o.partitions is not None:
-        for item in o.partitions:
-            _e_ListOffsetsPartitionResponse_0(item, out, chunks)
+        for it_partitions in o.partitions:
+            _e_ListOffsetsPartitionResponse_0(it_partitions, out, chunks)
 
 
 def _d_ListOffsetsResponse_0(buf: Any, pos: int) -> tuple[ListOffsetsResponse, int]:
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _d_ListOffsetsTopicResponse_0(buf, pos)
-            f_topics.append(item)
+    n_topics, pos = read_array_count(buf, pos, False, False)
+    f_topics = []
+    for _ in range(n_topics):
+        it_topics, pos = _d_ListOffsetsTopicResponse_0(buf, pos)
+        f_topics.append(it_topics)
     obj = ListOffsetsResponse(topics=f_topics)
     return obj, pos
 
@@ -920,8 +845,8 @@ def _d_ListOffsetsResponse_0(buf: Any, pos: int) -> tuple[ListOffsetsResponse, i
 def _e_ListOffsetsResponse_0(o: ListOffsetsResponse, out: bytearray, chunks: list[Any]) -> None:
     write_array_count(out, o.topics, False)
     if o.topics is not None:
-        for item in o.topics:
-            _e_ListOffsetsTopicResponse_0(item, out, chunks)
+        for it_topics in o.topics:
+            _e_ListOffsetsTopicResponse_0(it_topics, out, chunks)
 
 
 def _d_ListOffsetsPartitionResponse_1(buf: Any, pos: int) -> tuple[ListOffsetsPartitionResponse, int]:
@@ -939,14 +864,11 @@ def _e_ListOffsetsPartitionResponse_1(o: ListOffsetsPartitionResponse, out: byte
 
 def _d_ListOffsetsTopicResponse_1(buf: Any, pos: int) -> tuple[ListOffsetsTopicResponse, int]:
     f_name, pos = read_string(buf, pos, False)
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _d_ListOffsetsPartitionResponse_1(buf, pos)
-            f_partitions.append(item)
+    n_partitions, pos = read_array_count(buf, pos, False, False)
+    f_partitions = []
+    for _ in range(n_partitions):
+        it_partitions, pos = _d_ListOffsetsPartitionResponse_1(buf, pos)
+        f_partitions.append(it_partitions)
     obj = ListOffsetsTopicResponse(name=f_name, partitions=f_partitions)
     return obj, pos
 
@@ -955,19 +877,16 @@ def _e_ListOffsetsTopicResponse_1(o: ListOffsetsTopicResponse, out: bytearray, c
     write_string(out, o.name)
     write_array_count(out, o.partitions, False)
     if o.partitions is not None:
-        for item in o.partitions:
-            _e_ListOffsetsPartitionResponse_1(item, out, chunks)
+        for it_partitions in o.partitions:
+            _e_ListOffsetsPartitionResponse_1(it_partitions, out, chunks)
 
 
 def _d_ListOffsetsResponse_1(buf: Any, pos: int) -> tuple[ListOffsetsResponse, int]:
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _d_ListOffsetsTopicResponse_1(buf, pos)
-            f_topics.append(item)
+    n_topics, pos = read_array_count(buf, pos, False, False)
+    f_topics = []
+    for _ in range(n_topics):
+        it_topics, pos = _d_ListOffsetsTopicResponse_1(buf, pos)
+        f_topics.append(it_topics)
     obj = ListOffsetsResponse(topics=f_topics)
     return obj, pos
 
@@ -975,8 +894,8 @@ def _d_ListOffsetsResponse_1(buf: Any, pos: int) -> tuple[ListOffsetsResponse, i
 def _e_ListOffsetsResponse_1(o: ListOffsetsResponse, out: bytearray, chunks: list[Any]) -> None:
     write_array_count(out, o.topics, False)
     if o.topics is not None:
-        for item in o.topics:
-            _e_ListOffsetsTopicResponse_1(item, out, chunks)
+        for it_topics in o.topics:
+            _e_ListOffsetsTopicResponse_1(it_topics, out, chunks)
 
 
 def _d_ListOffsetsPartitionResponse_2(buf: Any, pos: int) -> tuple[ListOffsetsPartitionResponse, int]:
@@ -994,14 +913,11 @@ def _e_ListOffsetsPartitionResponse_2(o: ListOffsetsPartitionResponse, out: byte
 
 def _d_ListOffsetsTopicResponse_2(buf: Any, pos: int) -> tuple[ListOffsetsTopicResponse, int]:
     f_name, pos = read_string(buf, pos, False)
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _d_ListOffsetsPartitionResponse_2(buf, pos)
-            f_partitions.append(item)
+    n_partitions, pos = read_array_count(buf, pos, False, False)
+    f_partitions = []
+    for _ in range(n_partitions):
+        it_partitions, pos = _d_ListOffsetsPartitionResponse_2(buf, pos)
+        f_partitions.append(it_partitions)
     obj = ListOffsetsTopicResponse(name=f_name, partitions=f_partitions)
     return obj, pos
 
@@ -1010,8 +926,8 @@ def _e_ListOffsetsTopicResponse_2(o: ListOffsetsTopicResponse, out: bytearray, c
     write_string(out, o.name)
     write_array_count(out, o.partitions, False)
     if o.partitions is not None:
-        for item in o.partitions:
-            _e_ListOffsetsPartitionResponse_2(item, out, chunks)
+        for it_partitions in o.partitions:
+            _e_ListOffsetsPartitionResponse_2(it_partitions, out, chunks)
 
 
 def _d_ListOffsetsResponse_2(buf: Any, pos: int) -> tuple[ListOffsetsResponse, int]:
@@ -1019,14 +935,11 @@ def _d_ListOffsetsResponse_2(buf: Any, pos: int) -> tuple[ListOffsetsResponse, i
         raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _d_ListOffsetsTopicResponse_2(buf, pos)
-            f_topics.append(item)
+    n_topics, pos = read_array_count(buf, pos, False, False)
+    f_topics = []
+    for _ in range(n_topics):
+        it_topics, pos = _d_ListOffsetsTopicResponse_2(buf, pos)
+        f_topics.append(it_topics)
     obj = ListOffsetsResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics)
     return obj, pos
 
@@ -1035,8 +948,8 @@ def _e_ListOffsetsResponse_2(o: ListOffsetsResponse, out: bytearray, chunks: lis
     out += _S1.pack(o.throttle_time_ms)
     write_array_count(out, o.topics, False)
     if o.topics is not None:
-        for item in o.topics:
-            _e_ListOffsetsTopicResponse_2(item, out, chunks)
+        for it_topics in o.topics:
+            _e_ListOffsetsTopicResponse_2(it_topics, out, chunks)
 
 
 def _d_ListOffsetsPartitionResponse_3(buf: Any, pos: int) -> tuple[ListOffsetsPartitionResponse, int]:
@@ -1054,14 +967,11 @@ def _e_ListOffsetsPartitionResponse_3(o: ListOffsetsPartitionResponse, out: byte
 
 def _d_ListOffsetsTopicResponse_3(buf: Any, pos: int) -> tuple[ListOffsetsTopicResponse, int]:
     f_name, pos = read_string(buf, pos, False)
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _d_ListOffsetsPartitionResponse_3(buf, pos)
-            f_partitions.append(item)
+    n_partitions, pos = read_array_count(buf, pos, False, False)
+    f_partitions = []
+    for _ in range(n_partitions):
+        it_partitions, pos = _d_ListOffsetsPartitionResponse_3(buf, pos)
+        f_partitions.append(it_partitions)
     obj = ListOffsetsTopicResponse(name=f_name, partitions=f_partitions)
     return obj, pos
 
@@ -1070,8 +980,8 @@ def _e_ListOffsetsTopicResponse_3(o: ListOffsetsTopicResponse, out: bytearray, c
     write_string(out, o.name)
     write_array_count(out, o.partitions, False)
     if o.partitions is not None:
-        for item in o.partitions:
-            _e_ListOffsetsPartitionResponse_3(item, out, chunks)
+        for it_partitions in o.partitions:
+            _e_ListOffsetsPartitionResponse_3(it_partitions, out, chunks)
 
 
 def _d_ListOffsetsResponse_3(buf: Any, pos: int) -> tuple[ListOffsetsResponse, int]:
@@ -1079,14 +989,11 @@ def _d_ListOffsetsResponse_3(buf: Any, pos: int) -> tuple[ListOffsetsResponse, i
         raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _d_ListOffsetsTopicResponse_3(buf, pos)
-            f_topics.append(item)
+    n_topics, pos = read_array_count(buf, pos, False, False)
+    f_topics = []
+    for _ in range(n_topics):
+        it_topics, pos = _d_ListOffsetsTopicResponse_3(buf, pos)
+        f_topics.append(it_topics)
     obj = ListOffsetsResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics)
     return obj, pos
 
@@ -1095,8 +1002,8 @@ def _e_ListOffsetsResponse_3(o: ListOffsetsResponse, out: bytearray, chunks: lis
     out += _S1.pack(o.throttle_time_ms)
     write_array_count(out, o.topics, False)
     if o.topics is not None:
-        for item in o.topics:
-            _e_ListOffsetsTopicResponse_3(item, out, chunks)
+        for it_topics in o.topics:
+            _e_ListOffsetsTopicResponse_3(it_topics, out, chunks)
 
 
 def _d_ListOffsetsPartitionResponse_4(buf: Any, pos: int) -> tuple[ListOffsetsPartitionResponse, int]:
@@ -1114,14 +1021,11 @@ def _e_ListOffsetsPartitionResponse_4(o: ListOffsetsPartitionResponse, out: byte
 
 def _d_ListOffsetsTopicResponse_4(buf: Any, pos: int) -> tuple[ListOffsetsTopicResponse, int]:
     f_name, pos = read_string(buf, pos, False)
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _d_ListOffsetsPartitionResponse_4(buf, pos)
-            f_partitions.append(item)
+    n_partitions, pos = read_array_count(buf, pos, False, False)
+    f_partitions = []
+    for _ in range(n_partitions):
+        it_partitions, pos = _d_ListOffsetsPartitionResponse_4(buf, pos)
+        f_partitions.append(it_partitions)
     obj = ListOffsetsTopicResponse(name=f_name, partitions=f_partitions)
     return obj, pos
 
@@ -1130,8 +1034,8 @@ def _e_ListOffsetsTopicResponse_4(o: ListOffsetsTopicResponse, out: bytearray, c
     write_string(out, o.name)
     write_array_count(out, o.partitions, False)
     if o.partitions is not None:
-        for item in o.partitions:
-            _e_ListOffsetsPartitionResponse_4(item, out, chunks)
+        for it_partitions in o.partitions:
+            _e_ListOffsetsPartitionResponse_4(it_partitions, out, chunks)
 
 
 def _d_ListOffsetsResponse_4(buf: Any, pos: int) -> tuple[ListOffsetsResponse, int]:
@@ -1139,14 +1043,11 @@ def _d_ListOffsetsResponse_4(buf: Any, pos: int) -> tuple[ListOffsetsResponse, i
         raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _d_ListOffsetsTopicResponse_4(buf, pos)
-            f_topics.append(item)
+    n_topics, pos = read_array_count(buf, pos, False, False)
+    f_topics = []
+    for _ in range(n_topics):
+        it_topics, pos = _d_ListOffsetsTopicResponse_4(buf, pos)
+        f_topics.append(it_topics)
     obj = ListOffsetsResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics)
     return obj, pos
 
@@ -1155,8 +1056,8 @@ def _e_ListOffsetsResponse_4(o: ListOffsetsResponse, out: bytearray, chunks: lis
     out += _S1.pack(o.throttle_time_ms)
     write_array_count(out, o.topics, False)
     if o.topics is not None:
-        for item in o.topics:
-            _e_ListOffsetsTopicResponse_4(item, out, chunks)
+        for it_topics in o.topics:
+            _e_ListOffsetsTopicResponse_4(it_topics, out, chunks)
 
 
 def _d_ListOffsetsPartitionResponse_5(buf: Any, pos: int) -> tuple[ListOffsetsPartitionResponse, int]:
@@ -1174,14 +1075,11 @@ def _e_ListOffsetsPartitionResponse_5(o: ListOffsetsPartitionResponse, out: byte
 
 def _d_ListOffsetsTopicResponse_5(buf: Any, pos: int) -> tuple[ListOffsetsTopicResponse, int]:
     f_name, pos = read_string(buf, pos, False)
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _d_ListOffsetsPartitionResponse_5(buf, pos)
-            f_partitions.append(item)
+    n_partitions, pos = read_array_count(buf, pos, False, False)
+    f_partitions = []
+    for _ in range(n_partitions):
+        it_partitions, pos = _d_ListOffsetsPartitionResponse_5(buf, pos)
+        f_partitions.append(it_partitions)
     obj = ListOffsetsTopicResponse(name=f_name, partitions=f_partitions)
     return obj, pos
 
@@ -1190,8 +1088,8 @@ def _e_ListOffsetsTopicResponse_5(o: ListOffsetsTopicResponse, out: bytearray, c
     write_string(out, o.name)
     write_array_count(out, o.partitions, False)
     if o.partitions is not None:
-        for item in o.partitions:
-            _e_ListOffsetsPartitionResponse_5(item, out, chunks)
+        for it_partitions in o.partitions:
+            _e_ListOffsetsPartitionResponse_5(it_partitions, out, chunks)
 
 
 def _d_ListOffsetsResponse_5(buf: Any, pos: int) -> tuple[ListOffsetsResponse, int]:
@@ -1199,14 +1097,11 @@ def _d_ListOffsetsResponse_5(buf: Any, pos: int) -> tuple[ListOffsetsResponse, i
         raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _d_ListOffsetsTopicResponse_5(buf, pos)
-            f_topics.append(item)
+    n_topics, pos = read_array_count(buf, pos, False, False)
+    f_topics = []
+    for _ in range(n_topics):
+        it_topics, pos = _d_ListOffsetsTopicResponse_5(buf, pos)
+        f_topics.append(it_topics)
     obj = ListOffsetsResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics)
     return obj, pos
 
@@ -1215,8 +1110,8 @@ def _e_ListOffsetsResponse_5(o: ListOffsetsResponse, out: bytearray, chunks: lis
     out += _S1.pack(o.throttle_time_ms)
     write_array_count(out, o.topics, False)
     if o.topics is not None:
-        for item in o.topics:
-            _e_ListOffsetsTopicResponse_5(item, out, chunks)
+        for it_topics in o.topics:
+            _e_ListOffsetsTopicResponse_5(it_topics, out, chunks)
 
 
 def _d_ListOffsetsPartitionResponse_6(buf: Any, pos: int) -> tuple[ListOffsetsPartitionResponse, int]:
@@ -1241,14 +1136,11 @@ def _e_ListOffsetsPartitionResponse_6(o: ListOffsetsPartitionResponse, out: byte
 
 def _d_ListOffsetsTopicResponse_6(buf: Any, pos: int) -> tuple[ListOffsetsTopicResponse, int]:
     f_name, pos = read_compact_string(buf, pos, False)
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _d_ListOffsetsPartitionResponse_6(buf, pos)
-            f_partitions.append(item)
+    n_partitions, pos = read_array_count(buf, pos, True, False)
+    f_partitions = []
+    for _ in range(n_partitions):
+        it_partitions, pos = _d_ListOffsetsPartitionResponse_6(buf, pos)
+        f_partitions.append(it_partitions)
     if pos >= len(buf):
         raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
@@ -1263,8 +1155,8 @@ def _e_ListOffsetsTopicResponse_6(o: ListOffsetsTopicResponse, out: bytearray, c
     write_compact_string(out, o.name)
     write_array_count(out, o.partitions, True)
     if o.partitions is not None:
-        for item in o.partitions:
-            _e_ListOffsetsPartitionResponse_6(item, out, chunks)
+        for it_partitions in o.partitions:
+            _e_ListOffsetsPartitionResponse_6(it_partitions, out, chunks)
     out.append(0)
 
 
@@ -1273,14 +1165,11 @@ def _d_ListOffsetsResponse_6(buf: Any, pos: int) -> tuple[ListOffsetsResponse, i
         raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _d_ListOffsetsTopicResponse_6(buf, pos)
-            f_topics.append(item)
+    n_topics, pos = read_array_count(buf, pos, True, False)
+    f_topics = []
+    for _ in range(n_topics):
+        it_topics, pos = _d_ListOffsetsTopicResponse_6(buf, pos)
+        f_topics.append(it_topics)
     if pos >= len(buf):
         raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
@@ -1295,8 +1184,8 @@ def _e_ListOffsetsResponse_6(o: ListOffsetsResponse, out: bytearray, chunks: lis
     out += _S1.pack(o.throttle_time_ms)
     write_array_count(out, o.topics, True)
     if o.topics is not None:
-        for item in o.topics:
-            _e_ListOffsetsTopicResponse_6(item, out, chunks)
+        for it_topics in o.topics:
+            _e_ListOffsetsTopicResponse_6(it_topics, out, chunks)
     out.append(0)
 
 
@@ -1322,14 +1211,11 @@ def _e_ListOffsetsPartitionResponse_7(o: ListOffsetsPartitionResponse, out: byte
 
 def _d_ListOffsetsTopicResponse_7(buf: Any, pos: int) -> tuple[ListOffsetsTopicResponse, int]:
     f_name, pos = read_compact_string(buf, pos, False)
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _d_ListOffsetsPartitionResponse_7(buf, pos)
-            f_partitions.append(item)
+    n_partitions, pos = read_array_count(buf, pos, True, False)
+    f_partitions = []
+    for _ in range(n_partitions):
+        it_partitions, pos = _d_ListOffsetsPartitionResponse_7(buf, pos)
+        f_partitions.append(it_partitions)
     if pos >= len(buf):
         raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
@@ -1344,8 +1230,8 @@ def _e_ListOffsetsTopicResponse_7(o: ListOffsetsTopicResponse, out: bytearray, c
     write_compact_string(out, o.name)
     write_array_count(out, o.partitions, True)
     if o.partitions is not None:
-        for item in o.partitions:
-            _e_ListOffsetsPartitionResponse_7(item, out, chunks)
+        for it_partitions in o.partitions:
+            _e_ListOffsetsPartitionResponse_7(it_partitions, out, chunks)
     out.append(0)
 
 
@@ -1354,14 +1240,11 @@ def _d_ListOffsetsResponse_7(buf: Any, pos: int) -> tuple[ListOffsetsResponse, i
         raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _d_ListOffsetsTopicResponse_7(buf, pos)
-            f_topics.append(item)
+    n_topics, pos = read_array_count(buf, pos, True, False)
+    f_topics = []
+    for _ in range(n_topics):
+        it_topics, pos = _d_ListOffsetsTopicResponse_7(buf, pos)
+        f_topics.append(it_topics)
     if pos >= len(buf):
         raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
@@ -1376,8 +1259,8 @@ def _e_ListOffsetsResponse_7(o: ListOffsetsResponse, out: bytearray, chunks: lis
     out += _S1.pack(o.throttle_time_ms)
     write_array_count(out, o.topics, True)
     if o.topics is not None:
-        for item in o.topics:
-            _e_ListOffsetsTopicResponse_7(item, out, chunks)
+        for it_topics in o.topics:
+            _e_ListOffsetsTopicResponse_7(it_topics, out, chunks)
     out.append(0)
 
 
@@ -1403,14 +1286,11 @@ def _e_ListOffsetsPartitionResponse_8(o: ListOffsetsPartitionResponse, out: byte
 
 def _d_ListOffsetsTopicResponse_8(buf: Any, pos: int) -> tuple[ListOffsetsTopicResponse, int]:
     f_name, pos = read_compact_string(buf, pos, False)
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _d_ListOffsetsPartitionResponse_8(buf, pos)
-            f_partitions.append(item)
+    n_partitions, pos = read_array_count(buf, pos, True, False)
+    f_partitions = []
+    for _ in range(n_partitions):
+        it_partitions, pos = _d_ListOffsetsPartitionResponse_8(buf, pos)
+        f_partitions.append(it_partitions)
     if pos >= len(buf):
         raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
@@ -1425,8 +1305,8 @@ def _e_ListOffsetsTopicResponse_8(o: ListOffsetsTopicResponse, out: bytearray, c
     write_compact_string(out, o.name)
     write_array_count(out, o.partitions, True)
     if o.partitions is not None:
-        for item in o.partitions:
-            _e_ListOffsetsPartitionResponse_8(item, out, chunks)
+        for it_partitions in o.partitions:
+            _e_ListOffsetsPartitionResponse_8(it_partitions, out, chunks)
     out.append(0)
 
 
@@ -1435,14 +1315,11 @@ def _d_ListOffsetsResponse_8(buf: Any, pos: int) -> tuple[ListOffsetsResponse, i
         raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _d_ListOffsetsTopicResponse_8(buf, pos)
-            f_topics.append(item)
+    n_topics, pos = read_array_count(buf, pos, True, False)
+    f_topics = []
+    for _ in range(n_topics):
+        it_topics, pos = _d_ListOffsetsTopicResponse_8(buf, pos)
+        f_topics.append(it_topics)
     if pos >= len(buf):
         raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
@@ -1457,8 +1334,8 @@ def _e_ListOffsetsResponse_8(o: ListOffsetsResponse, out: bytearray, chunks: lis
     out += _S1.pack(o.throttle_time_ms)
     write_array_count(out, o.topics, True)
     if o.topics is not None:
-        for item in o.topics:
-            _e_ListOffsetsTopicResponse_8(item, out, chunks)
+        for it_topics in o.topics:
+            _e_ListOffsetsTopicResponse_8(it_topics, out, chunks)
     out.append(0)
 
 
@@ -1484,14 +1361,11 @@ def _e_ListOffsetsPartitionResponse_9(o: ListOffsetsPartitionResponse, out: byte
 
 def _d_ListOffsetsTopicResponse_9(buf: Any, pos: int) -> tuple[ListOffsetsTopicResponse, int]:
     f_name, pos = read_compact_string(buf, pos, False)
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _d_ListOffsetsPartitionResponse_9(buf, pos)
-            f_partitions.append(item)
+    n_partitions, pos = read_array_count(buf, pos, True, False)
+    f_partitions = []
+    for _ in range(n_partitions):
+        it_partitions, pos = _d_ListOffsetsPartitionResponse_9(buf, pos)
+        f_partitions.append(it_partitions)
     if pos >= len(buf):
         raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
@@ -1506,8 +1380,8 @@ def _e_ListOffsetsTopicResponse_9(o: ListOffsetsTopicResponse, out: bytearray, c
     write_compact_string(out, o.name)
     write_array_count(out, o.partitions, True)
     if o.partitions is not None:
-        for item in o.partitions:
-            _e_ListOffsetsPartitionResponse_9(item, out, chunks)
+        for it_partitions in o.partitions:
+            _e_ListOffsetsPartitionResponse_9(it_partitions, out, chunks)
     out.append(0)
 
 
@@ -1516,14 +1390,11 @@ def _d_ListOffsetsResponse_9(buf: Any, pos: int) -> tuple[ListOffsetsResponse, i
         raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _d_ListOffsetsTopicResponse_9(buf, pos)
-            f_topics.append(item)
+    n_topics, pos = read_array_count(buf, pos, True, False)
+    f_topics = []
+    for _ in range(n_topics):
+        it_topics, pos = _d_ListOffsetsTopicResponse_9(buf, pos)
+        f_topics.append(it_topics)
     if pos >= len(buf):
         raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
@@ -1538,8 +1409,8 @@ def _e_ListOffsetsResponse_9(o: ListOffsetsResponse, out: bytearray, chunks: lis
     out += _S1.pack(o.throttle_time_ms)
     write_array_count(out, o.topics, True)
     if o.topics is not None:
-        for item in o.topics:
-            _e_ListOffsetsTopicResponse_9(item, out, chunks)
+        for it_topics in o.topics:
+            _e_ListOffsetsTopicResponse_9(it_topics, out, chunks)
     out.append(0)
 
 
@@ -1565,14 +1436,11 @@ def _e_ListOffsetsPartitionResponse_10(o: ListOffsetsPartitionResponse, out: byt
 
 def _d_ListOffsetsTopicResponse_10(buf: Any, pos: int) -> tuple[ListOffsetsTopicResponse, int]:
     f_name, pos = read_compact_string(buf, pos, False)
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _d_ListOffsetsPartitionResponse_10(buf, pos)
-            f_partitions.append(item)
+    n_partitions, pos = read_array_count(buf, pos, True, False)
+    f_partitions = []
+    for _ in range(n_partitions):
+        it_partitions, pos = _d_ListOffsetsPartitionResponse_10(buf, pos)
+        f_partitions.append(it_partitions)
     if pos >= len(buf):
         raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
@@ -1587,8 +1455,8 @@ def _e_ListOffsetsTopicResponse_10(o: ListOffsetsTopicResponse, out: bytearray, 
     write_compact_string(out, o.name)
     write_array_count(out, o.partitions, True)
     if o.partitions is not None:
-        for item in o.partitions:
-            _e_ListOffsetsPartitionResponse_10(item, out, chunks)
+        for it_partitions in o.partitions:
+            _e_ListOffsetsPartitionResponse_10(it_partitions, out, chunks)
     out.append(0)
 
 
@@ -1597,14 +1465,11 @@ def _d_ListOffsetsResponse_10(buf: Any, pos: int) -> tuple[ListOffsetsResponse, 
         raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _d_ListOffsetsTopicResponse_10(buf, pos)
-            f_topics.append(item)
+    n_topics, pos = read_array_count(buf, pos, True, False)
+    f_topics = []
+    for _ in range(n_topics):
+        it_topics, pos = _d_ListOffsetsTopicResponse_10(buf, pos)
+        f_topics.append(it_topics)
     if pos >= len(buf):
         raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
@@ -1619,8 +1484,8 @@ def _e_ListOffsetsResponse_10(o: ListOffsetsResponse, out: bytearray, chunks: li
     out += _S1.pack(o.throttle_time_ms)
     write_array_count(out, o.topics, True)
     if o.topics is not None:
-        for item in o.topics:
-            _e_ListOffsetsTopicResponse_10(item, out, chunks)
+        for it_topics in o.topics:
+            _e_ListOffsetsTopicResponse_10(it_topics, out, chunks)
     out.append(0)
 
 

@@ -106,14 +106,11 @@ def _e_MetadataRequestTopic_0(o: MetadataRequestTopic, out: bytearray, chunks: l
 
 
 def _d_MetadataRequest_0(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _d_MetadataRequestTopic_0(buf, pos)
-            f_topics.append(item)
+    n_topics, pos = read_array_count(buf, pos, False, False)
+    f_topics = []
+    for _ in range(n_topics):
+        it_topics, pos = _d_MetadataRequestTopic_0(buf, pos)
+        f_topics.append(it_topics)
     obj = MetadataRequest(topics=f_topics)
     return obj, pos
 
@@ -121,8 +118,8 @@ def _d_MetadataRequest_0(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
 def _e_MetadataRequest_0(o: MetadataRequest, out: bytearray, chunks: list[Any]) -> None:
     write_array_count(out, o.topics, False)
     if o.topics is not None:
-        for item in o.topics:
-            _e_MetadataRequestTopic_0(item, out, chunks)
+        for it_topics in o.topics:
+            _e_MetadataRequestTopic_0(it_topics, out, chunks)
 
 
 def _d_MetadataRequestTopic_1(buf: Any, pos: int) -> tuple[MetadataRequestTopic, int]:
@@ -136,14 +133,14 @@ def _e_MetadataRequestTopic_1(o: MetadataRequestTopic, out: bytearray, chunks: l
 
 
 def _d_MetadataRequest_1(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
-    n, pos = read_array_count(buf, pos, False, True)
-    if n < 0:
+    n_topics, pos = read_array_count(buf, pos, False, True)
+    if n_topics < 0:
         f_topics = None
     else:
         f_topics = []
-        for _ in range(n):
-            item, pos = _d_MetadataRequestTopic_1(buf, pos)
-            f_topics.append(item)
+        for _ in range(n_topics):
+            it_topics, pos = _d_MetadataRequestTopic_1(buf, pos)
+            f_topics.append(it_topics)
     obj = MetadataRequest(topics=f_topics)
     return obj, pos
 
@@ -151,8 +148,8 @@ def _d_MetadataRequest_1(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
 def _e_MetadataRequest_1(o: MetadataRequest, out: bytearray, chunks: list[Any]) -> None:
     write_array_count(out, o.topics, False)
     if o.topics is not None:
-        for item in o.topics:
-            _e_MetadataRequestTopic_1(item, out, chunks)
+        for it_topics in o.topics:
+            _e_MetadataRequestTopic_1(it_topics, out, chunks)
 
 
 def _d_MetadataRequestTopic_2(buf: Any, pos: int) -> tuple[MetadataRequestTopic, int]:
@@ -166,14 +163,14 @@ def _e_MetadataRequestTopic_2(o: MetadataRequestTopic, out: bytearray, chunks: l
 
 
 def _d_MetadataRequest_2(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
-    n, pos = read_array_count(buf, pos, False, True)
-    if n < 0:
+    n_topics, pos = read_array_count(buf, pos, False, True)
+    if n_topics < 0:
         f_topics = None
     else:
         f_topics = []
-        for _ in range(n):
-            item, pos = _d_MetadataRequestTopic_2(buf, pos)
-            f_topics.append(item)
+        for _ in range(n_topics):
+            it_topics, pos = _d_MetadataRequestTopic_2(buf, pos)
+            f_topics.append(it_topics)
     obj = MetadataRequest(topics=f_topics)
     return obj, pos
 
@@ -181,8 +178,8 @@ def _d_MetadataRequest_2(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
 def _e_MetadataRequest_2(o: MetadataRequest, out: bytearray, chunks: list[Any]) -> None:
     write_array_count(out, o.topics, False)
     if o.topics is not None:
-        for item in o.topics:
-            _e_MetadataRequestTopic_2(item, out, chunks)
+        for it_topics in o.topics:
+            _e_MetadataRequestTopic_2(it_topics, out, chunks)
 
 
 def _d_MetadataRequestTopic_3(buf: Any, pos: int) -> tuple[MetadataRequestTopic, int]:
@@ -196,14 +193,14 @@ def _e_MetadataRequestTopic_3(o: MetadataRequestTopic, out: bytearray, chunks: l
 
 
 def _d_MetadataRequest_3(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
-    n, pos = read_array_count(buf, pos, False, True)
-    if n < 0:
+    n_topics, pos = read_array_count(buf, pos, False, True)
+    if n_topics < 0:
         f_topics = None
     else:
         f_topics = []
-        for _ in range(n):
-            item, pos = _d_MetadataRequestTopic_3(buf, pos)
-            f_topics.append(item)
+        for _ in range(n_topics):
+            it_topics, pos = _d_MetadataRequestTopic_3(buf, pos)
+            f_topics.append(it_topics)
     obj = MetadataRequest(topics=f_topics)
     return obj, pos
 
@@ -211,8 +208,8 @@ def _d_MetadataRequest_3(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
 def _e_MetadataRequest_3(o: MetadataRequest, out: bytearray, chunks: list[Any]) -> None:
     write_array_count(out, o.topics, False)
     if o.topics is not None:
-        for item in o.topics:
-            _e_MetadataRequestTopic_3(item, out, chunks)
+        for it_topics in o.topics:
+            _e_MetadataRequestTopic_3(it_topics, out, chunks)
 
 
 def _d_MetadataRequestTopic_4(buf: Any, pos: int) -> tuple[MetadataRequestTopic, int]:
@@ -226,14 +223,14 @@ def _e_MetadataRequestTopic_4(o: MetadataRequestTopic, out: bytearray, chunks: l
 
 
 def _d_MetadataRequest_4(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
-    n, pos = read_array_count(buf, pos, False, True)
-    if n < 0:
+    n_topics, pos = read_array_count(buf, pos, False, True)
+    if n_topics < 0:
         f_topics = None
     else:
         f_topics = []
-        for _ in range(n):
-            item, pos = _d_MetadataRequestTopic_4(buf, pos)
-            f_topics.append(item)
+        for _ in range(n_topics):
+            it_topics, pos = _d_MetadataRequestTopic_4(buf, pos)
+            f_topics.append(it_topics)
     if len(buf) - pos < _S0.size:
         raise DecodeError('truncated')
     (f_allow_auto_topic_creation,) = _S0.unpack_from(buf, pos)
@@ -245,8 +242,8 @@ def _d_MetadataRequest_4(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
 def _e_MetadataRequest_4(o: MetadataRequest, out: bytearray, chunks: list[Any]) -> None:
     write_array_count(out, o.topics, False)
     if o.topics is not None:
-        for item in o.topics:
-            _e_MetadataRequestTopic_4(item, out, chunks)
+        for it_topics in o.topics:
+            _e_MetadataRequestTopic_4(it_topics, out, chunks)
     out += _S0.pack(o.allow_auto_topic_creation)
 
 
@@ -261,14 +258,14 @@ def _e_MetadataRequestTopic_5(o: MetadataRequestTopic, out: bytearray, chunks: l
 
 
 def _d_MetadataRequest_5(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
-    n, pos = read_array_count(buf, pos, False, True)
-    if n < 0:
+    n_topics, pos = read_array_count(buf, pos, False, True)
+    if n_topics < 0:
         f_topics = None
     else:
         f_topics = []
-        for _ in range(n):
-            item, pos = _d_MetadataRequestTopic_5(buf, pos)
-            f_topics.append(item)
+        for _ in range(n_topics):
+            it_topics, pos = _d_MetadataRequestTopic_5(buf, pos)
+            f_topics.append(it_topics)
     if len(buf) - pos < _S0.size:
         raise DecodeError('truncated')
     (f_allow_auto_topic_creation,) = _S0.unpack_from(buf, pos)
@@ -280,8 +277,8 @@ def _d_MetadataRequest_5(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
 def _e_MetadataRequest_5(o: MetadataRequest, out: bytearray, chunks: list[Any]) -> None:
     write_array_count(out, o.topics, False)
     if o.topics is not None:
-        for item in o.topics:
-            _e_MetadataRequestTopic_5(item, out, chunks)
+        for it_topics in o.topics:
+            _e_MetadataRequestTopic_5(it_topics, out, chunks)
     out += _S0.pack(o.allow_auto_topic_creation)
 
 
@@ -296,14 +293,14 @@ def _e_MetadataRequestTopic_6(o: MetadataRequestTopic, out: bytearray, chunks: l
 
 
 def _d_MetadataRequest_6(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
-    n, pos = read_array_count(buf, pos, False, True)
-    if n < 0:
+    n_topics, pos = read_array_count(buf, pos, False, True)
+    if n_topics < 0:
         f_topics = None
     else:
         f_topics = []
-        for _ in range(n):
-            item, pos = _d_MetadataRequestTopic_6(buf, pos)
-            f_topics.append(item)
+        for _ in range(n_topics):
+            it_topics, pos = _d_MetadataRequestTopic_6(buf, pos)
+            f_topics.append(it_topics)
     if len(buf) - pos < _S0.size:
         raise DecodeError('truncated')
     (f_allow_auto_topic_creation,) = _S0.unpack_from(buf, pos)
@@ -315,8 +312,8 @@ def _d_MetadataRequest_6(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
 def _e_MetadataRequest_6(o: MetadataRequest, out: bytearray, chunks: list[Any]) -> None:
     write_array_count(out, o.topics, False)
     if o.topics is not None:
-        for item in o.topics:
-            _e_MetadataRequestTopic_6(item, out, chunks)
+        for it_topics in o.topics:
+            _e_MetadataRequestTopic_6(it_topics, out, chunks)
     out += _S0.pack(o.allow_auto_topic_creation)
 
 
@@ -331,14 +328,14 @@ def _e_MetadataRequestTopic_7(o: MetadataRequestTopic, out: bytearray, chunks: l
 
 
 def _d_MetadataRequest_7(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
-    n, pos = read_array_count(buf, pos, False, True)
-    if n < 0:
+    n_topics, pos = read_array_count(buf, pos, False, True)
+    if n_topics < 0:
         f_topics = None
     else:
         f_topics = []
-        for _ in range(n):
-            item, pos = _d_MetadataRequestTopic_7(buf, pos)
-            f_topics.append(item)
+        for _ in range(n_topics):
+            it_topics, pos = _d_MetadataRequestTopic_7(buf, pos)
+            f_topics.append(it_topics)
     if len(buf) - pos < _S0.size:
         raise DecodeError('truncated')
     (f_allow_auto_topic_creation,) = _S0.unpack_from(buf, pos)
@@ -350,8 +347,8 @@ def _d_MetadataRequest_7(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
 def _e_MetadataRequest_7(o: MetadataRequest, out: bytearray, chunks: list[Any]) -> None:
     write_array_count(out, o.topics, False)
     if o.topics is not None:
-        for item in o.topics:
-            _e_MetadataRequestTopic_7(item, out, chunks)
+        for it_topics in o.topics:
+            _e_MetadataRequestTopic_7(it_topics, out, chunks)
     out += _S0.pack(o.allow_auto_topic_creation)
 
 
@@ -366,14 +363,14 @@ def _e_MetadataRequestTopic_8(o: MetadataRequestTopic, out: bytearray, chunks: l
 
 
 def _d_MetadataRequest_8(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
-    n, pos = read_array_count(buf, pos, False, True)
-    if n < 0:
+    n_topics, pos = read_array_count(buf, pos, False, True)
+    if n_topics < 0:
         f_topics = None
     else:
         f_topics = []
-        for _ in range(n):
-            item, pos = _d_MetadataRequestTopic_8(buf, pos)
-            f_topics.append(item)
+        for _ in range(n_topics):
+            it_topics, pos = _d_MetadataRequestTopic_8(buf, pos)
+            f_topics.append(it_topics)
     if len(buf) - pos < _S1.size:
         raise DecodeError('truncated')
     (f_allow_auto_topic_creation, f_include_cluster_authorized_operations, f_include_topic_authorized_operations,) = _S1.unpack_from(buf, pos)
@@ -385,8 +382,8 @@ def _d_MetadataRequest_8(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
 def _e_MetadataRequest_8(o: MetadataRequest, out: bytearray, chunks: list[Any]) -> None:
     write_array_count(out, o.topics, False)
     if o.topics is not None:
-        for item in o.topics:
-            _e_MetadataRequestTopic_8(item, out, chunks)
+        for it_topics in o.topics:
+            _e_MetadataRequestTopic_8(it_topics, out, chunks)
     out += _S1.pack(o.allow_auto_topic_creation, o.include_cluster_authorized_operations, o.include_topic_authorized_operations)
 
 
@@ -408,14 +405,14 @@ def _e_MetadataRequestTopic_9(o: MetadataRequestTopic, out: bytearray, chunks: l
 
 
 def _d_MetadataRequest_9(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
-    n, pos = read_array_count(buf, pos, True, True)
-    if n < 0:
+    n_topics, pos = read_array_count(buf, pos, True, True)
+    if n_topics < 0:
         f_topics = None
     else:
         f_topics = []
-        for _ in range(n):
-            item, pos = _d_MetadataRequestTopic_9(buf, pos)
-            f_topics.append(item)
+        for _ in range(n_topics):
+            it_topics, pos = _d_MetadataRequestTopic_9(buf, pos)
+            f_topics.append(it_topics)
     if len(buf) - pos < _S1.size:
         raise DecodeError('truncated')
     (f_allow_auto_topic_creation, f_include_cluster_authorized_operations, f_include_topic_authorized_operations,) = _S1.unpack_from(buf, pos)
@@ -433,8 +430,8 @@ def _d_MetadataRequest_9(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
 def _e_MetadataRequest_9(o: MetadataRequest, out: bytearray, chunks: list[Any]) -> None:
     write_array_count(out, o.topics, True)
     if o.topics is not None:
-        for item in o.topics:
-            _e_MetadataRequestTopic_9(item, out, chunks)
+        for it_topics in o.topics:
+            _e_MetadataRequestTopic_9(it_topics, out, chunks)
     out += _S1.pack(o.allow_auto_topic_creation, o.include_cluster_authorized_operations, o.include_topic_authorized_operations)
     out.append(0)
 
@@ -463,14 +460,14 @@ def _e_MetadataRequestTopic_10(o: MetadataRequestTopic, out: bytearray, chunks: 
 
 
 def _d_MetadataRequest_10(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
-    n, pos = read_array_count(buf, pos, True, True)
-    if n < 0:
+    n_topics, pos = read_array_count(buf, pos, True, True)
+    if n_topics < 0:
         f_topics = None
     else:
         f_topics = []
-        for _ in range(n):
-            item, pos = _d_MetadataRequestTopic_10(buf, pos)
-            f_topics.append(item)
+        for _ in range(n_topics):
+            it_topics, pos = _d_MetadataRequestTopic_10(buf, pos)
+            f_topics.append(it_topics)
     if len(buf) - pos < _S1.size:
         raise DecodeError('truncated')
     (f_allow_auto_topic_creation, f_include_cluster_authorized_operations, f_include_topic_authorized_operations,) = _S1.unpack_from(buf, pos)
@@ -488,8 +485,8 @@ def _d_MetadataRequest_10(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
 def _e_MetadataRequest_10(o: MetadataRequest, out: bytearray, chunks: list[Any]) -> None:
     write_array_count(out, o.topics, True)
     if o.topics is not None:
-        for item in o.topics:
-            _e_MetadataRequestTopic_10(item, out, chunks)
+        for it_topics in o.topics:
+            _e_MetadataRequestTopic_10(it_topics, out, chunks)
     out += _S1.pack(o.allow_auto_topic_creation, o.include_cluster_authorized_operations, o.include_topic_authorized_operations)
     out.append(0)
 
@@ -518,14 +515,14 @@ def _e_MetadataRequestTopic_11(o: MetadataRequestTopic, out: bytearray, chunks: 
 
 
 def _d_MetadataRequest_11(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
-    n, pos = read_array_count(buf, pos, True, True)
-    if n < 0:
+    n_topics, pos = read_array_count(buf, pos, True, True)
+    if n_topics < 0:
         f_topics = None
     else:
         f_topics = []
-        for _ in range(n):
-            item, pos = _d_MetadataRequestTopic_11(buf, pos)
-            f_topics.append(item)
+        for _ in range(n_topics):
+            it_topics, pos = _d_MetadataRequestTopic_11(buf, pos)
+            f_topics.append(it_topics)
     if len(buf) - pos < _S3.size:
         raise DecodeError('truncated')
     (f_allow_auto_topic_creation, f_include_topic_authorized_operations,) = _S3.unpack_from(buf, pos)
@@ -543,8 +540,8 @@ def _d_MetadataRequest_11(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
 def _e_MetadataRequest_11(o: MetadataRequest, out: bytearray, chunks: list[Any]) -> None:
     write_array_count(out, o.topics, True)
     if o.topics is not None:
-        for item in o.topics:
-            _e_MetadataRequestTopic_11(item, out, chunks)
+        for it_topics in o.topics:
+            _e_MetadataRequestTopic_11(it_topics, out, chunks)
     out += _S3.pack(o.allow_auto_topic_creation, o.include_topic_authorized_operations)
     out.append(0)
 
@@ -573,14 +570,14 @@ def _e_MetadataRequestTopic_12(o: MetadataRequestTopic, out: bytearray, chunks: 
 
 
 def _d_MetadataRequest_12(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
-    n, pos = read_array_count(buf, pos, True, True)
-    if n < 0:
+    n_topics, pos = read_array_count(buf, pos, True, True)
+    if n_topics < 0:
         f_topics = None
     else:
         f_topics = []
-        for _ in range(n):
-            item, pos = _d_MetadataRequestTopic_12(buf, pos)
-            f_topics.append(item)
+        for _ in range(n_topics):
+            it_topics, pos = _d_MetadataRequestTopic_12(buf, pos)
+            f_topics.append(it_topics)
     if len(buf) - pos < _S3.size:
         raise DecodeError('truncated')
     (f_allow_auto_topic_creation, f_include_topic_authorized_operations,) = _S3.unpack_from(buf, pos)
@@ -598,8 +595,8 @@ def _d_MetadataRequest_12(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
 def _e_MetadataRequest_12(o: MetadataRequest, out: bytearray, chunks: list[Any]) -> None:
     write_array_count(out, o.topics, True)
     if o.topics is not None:
-        for item in o.topics:
-            _e_MetadataRequestTopic_12(item, out, chunks)
+        for it_topics in o.topics:
+            _e_MetadataRequestTopic_12(it_topics, out, chunks)
     out += _S3.pack(o.allow_auto_topic_creation, o.include_topic_authorized_operations)
     out.append(0)
 
@@ -628,14 +625,14 @@ def _e_MetadataRequestTopic_13(o: MetadataRequestTopic, out: bytearray, chunks: 
 
 
 def _d_MetadataRequest_13(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
-    n, pos = read_array_count(buf, pos, True, True)
-    if n < 0:
+    n_topics, pos = read_array_count(buf, pos, True, True)
+    if n_topics < 0:
         f_topics = None
     else:
         f_topics = []
-        for _ in range(n):
-            item, pos = _d_MetadataRequestTopic_13(buf, pos)
-            f_topics.append(item)
+        for _ in range(n_topics):
+            it_topics, pos = _d_MetadataRequestTopic_13(buf, pos)
+            f_topics.append(it_topics)
     if len(buf) - pos < _S3.size:
         raise DecodeError('truncated')
     (f_allow_auto_topic_creation, f_include_topic_authorized_operations,) = _S3.unpack_from(buf, pos)
@@ -653,8 +650,8 @@ def _d_MetadataRequest_13(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
 def _e_MetadataRequest_13(o: MetadataRequest, out: bytearray, chunks: list[Any]) -> None:
     write_array_count(out, o.topics, True)
     if o.topics is not None:
-        for item in o.topics:
-            _e_MetadataRequestTopic_13(item, out, chunks)
+        for it_topics in o.topics:
+            _e_MetadataRequestTopic_13(it_topics, out, chunks)
     out += _S3.pack(o.allow_auto_topic_creation, o.include_topic_authorized_operations)
     out.append(0)
 
@@ -668,22 +665,16 @@ def _d_MetadataResponsePartition_0(buf: Any, pos: int) -> tuple[MetadataResponse
         raise DecodeError('truncated')
     (f_error_code, f_partition_index, f_leader_id,) = _S4.unpack_from(buf, pos)
     pos += _S4.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_replica_nodes = None
-    else:
-        if n * 4 > len(buf) - pos:
-            raise DecodeError('array overruns the buffer')
-        f_replica_nodes = list(unpack_from(f'>{n}i', buf, pos))
-        pos += n * 4
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_isr_nodes = None
-    else:
-        if n * 4 > len(buf) - pos:
-            raise DecodeError('array overruns the buffer')
-        f_isr_nodes = list(unpack_from(f'>{n}i', buf, pos))
-        pos += n * 4
+    n_replica_nodes, pos = read_array_count(buf, pos, False, False)
+    if n_replica_nodes * 4 > len(buf) - pos:
+        raise DecodeError('array overruns the buffer')
+    f_replica_nodes = list(unpack_from(f'>{n_replica_nodes}i', buf, pos))
+    pos += n_replica_nodes * 4
+    n_isr_nodes, pos = read_array_count(buf, pos, False, False)
+    if n_isr_nodes * 4 > len(buf) - pos:
+        raise DecodeError('array overruns the buffer')
+    f_isr_nodes = list(unpack_from(f'>{n_isr_nodes}i', buf, pos))
+    pos += n_isr_nodes * 4
     obj = MetadataResponsePartition(error_code=f_error_code, partition_index=f_partition_index, leader_id=f_leader_id, replica_nodes=f_replica_nodes, isr_nodes=f_isr_nodes)
     return obj, pos
 
@@ -704,14 +695,11 @@ def _d_MetadataResponseTopic_0(buf: Any, pos: int) -> tuple[MetadataResponseTopi
     (f_error_code,) = _S5.unpack_from(buf, pos)
     pos += _S5.size
     f_name, pos = read_string(buf, pos, False)
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _d_MetadataResponsePartition_0(buf, pos)
-            f_partitions.append(item)
+    n_partitions, pos = read_array_count(buf, pos, False, False)
+    f_partitions = []
+    for _ in range(n_partitions):
+        it_partitions, pos = _d_MetadataResponsePartition_0(buf, pos)
+        f_partitions.append(it_partitions)
     obj = MetadataResponseTopic(error_code=f_error_code, name=f_name, partitions=f_partitions)
     return obj, pos
 
@@ -721,8 +709,8 @@ def _e_MetadataResponseTopic_0(o: MetadataResponseTopic, out: bytearray, chunks:
     write_string(out, o.name)
     write_array_count(out, o.partitions, False)
     if o.partitions is not None:
-        for item in o.partitions:
-            _e_MetadataResponsePartition_0(item, out, chunks)
+        for it_partitions in o.partitions:
+            _e_MetadataResponsePartition_0(it_partitions, out, chunks)
 
 
 def _d_MetadataResponseBroker_0(buf: Any, pos: int) -> tuple[MetadataResponseBroker, int]:
@@ -746,22 +734,16 @@ def _e_MetadataResponseBroker_0(o: MetadataResponseBroker, out: bytearray, chunk
 
 
 def _d_MetadataResponse_0(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_brokers = None
-    else:
-        f_brokers = []
-        for _ in range(n):
-            item, pos = _d_MetadataResponseBroker_0(buf, pos)
-            f_brokers.append(item)
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _d_MetadataResponseTopic_0(buf, pos)
-            f_topics.append(item)
+    n_brokers, pos = read_array_count(buf, pos, False, False)
+    f_brokers = []
+    for _ in range(n_brokers):
+        it_brokers, pos = _d_MetadataResponseBroker_0(buf, pos)
+        f_brokers.append(it_brokers)
+    n_topics, pos = read_array_count(buf, pos, False, False)
+    f_topics = []
+    for _ in range(n_topics):
+        it_topics, pos = _d_MetadataResponseTopic_0(buf, pos)
+        f_topics.append(it_topics)
     obj = MetadataResponse(brokers=f_brokers, topics=f_topics)
     return obj, pos
 
@@ -769,12 +751,12 @@ def _d_MetadataResponse_0(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
 def _e_MetadataResponse_0(o: MetadataResponse, out: bytearray, chunks: list[Any]) -> None:
     write_array_count(out, o.brokers, False)
     if o.brokers is not None:
-        for item in o.brokers:
-            _e_MetadataResponseBroker_0(item, out, chunks)
+        for it_brokers in o.brokers:
+            _e_MetadataResponseBroker_0(it_brokers, out, chunks)
     write_array_count(out, o.topics, False)
     if o.topics is not None:
-        for item in o.topics:
-            _e_MetadataResponseTopic_0(item, out, chunks)
+        for it_topics in o.topics:
+            _e_MetadataResponseTopic_0(it_topics, out, chunks)
 
 
 def _d_MetadataResponsePartition_1(buf: Any, pos: int) -> tuple[MetadataResponsePartition, int]:
@@ -782,22 +764,16 @@ def _d_MetadataResponsePartition_1(buf: Any, pos: int) -> tuple[MetadataResponse
         raise DecodeError('truncated')
     (f_error_code, f_partition_index, f_leader_id,) = _S4.unpack_from(buf, pos)
     pos += _S4.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_replica_nodes = None
-    else:
-        if n * 4 > len(buf) - pos:
-            raise DecodeError('array overruns the buffer')
-        f_replica_nodes = list(unpack_from(f'>{n}i', buf, pos))
-        pos += n * 4
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_isr_nodes = None
-    else:
-        if n * 4 > len(buf) - pos:
-            raise DecodeError('array overruns the buffer')
-        f_isr_nodes = list(unpack_from(f'>{n}i', buf, pos))
-        pos += n * 4
+    n_replica_nodes, pos = read_array_count(buf, pos, False, False)
+    if n_replica_nodes * 4 > len(buf) - pos:
+        raise DecodeError('array overruns the buffer')
+    f_replica_nodes = list(unpack_from(f'>{n_replica_nodes}i', buf, pos))
+    pos += n_replica_nodes * 4
+    n_isr_nodes, pos = read_array_count(buf, pos, False, False)
+    if n_isr_nodes * 4 > len(buf) - pos:
+        raise DecodeError('array overruns the buffer')
+    f_isr_nodes = list(unpack_from(f'>{n_isr_nodes}i', buf, pos))
+    pos += n_isr_nodes * 4
     obj = MetadataResponsePartition(error_code=f_error_code, partition_index=f_partition_index, leader_id=f_leader_id, replica_nodes=f_replica_nodes, isr_nodes=f_isr_nodes)
     return obj, pos
 
@@ -822,14 +798,11 @@ def _d_MetadataResponseTopic_1(buf: Any, pos: int) -> tuple[MetadataResponseTopi
         raise DecodeError('truncated')
     (f_is_internal,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _d_MetadataResponsePartition_1(buf, pos)
-            f_partitions.append(item)
+    n_partitions, pos = read_array_count(buf, pos, False, False)
+    f_partitions = []
+    for _ in range(n_partitions):
+        it_partitions, pos = _d_MetadataResponsePartition_1(buf, pos)
+        f_partitions.append(it_partitions)
     obj = MetadataResponseTopic(error_code=f_error_code, name=f_name, is_internal=f_is_internal, partitions=f_partitions)
     return obj, pos
 
@@ -840,8 +813,8 @@ def _e_MetadataResponseTopic_1(o: MetadataResponseTopic, out: bytearray, chunks:
     out += _S0.pack(o.is_internal)
     write_array_count(out, o.partitions, False)
     if o.partitions is not None:
-        for item in o.partitions:
-            _e_MetadataResponsePartition_1(item, out, chunks)
+        for it_partitions in o.partitions:
+            _e_MetadataResponsePartition_1(it_partitions, out, chunks)
 
 
 def _d_MetadataResponseBroker_1(buf: Any, pos: int) -> tuple[MetadataResponseBroker, int]:
@@ -867,26 +840,20 @@ def _e_MetadataResponseBroker_1(o: MetadataResponseBroker, out: bytearray, chunk
 
 
 def _d_MetadataResponse_1(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_brokers = None
-    else:
-        f_brokers = []
-        for _ in range(n):
-            item, pos = _d_MetadataResponseBroker_1(buf, pos)
-            f_brokers.append(item)
+    n_brokers, pos = read_array_count(buf, pos, False, False)
+    f_brokers = []
+    for _ in range(n_brokers):
+        it_brokers, pos = _d_MetadataResponseBroker_1(buf, pos)
+        f_brokers.append(it_brokers)
     if len(buf) - pos < _S6.size:
         raise DecodeError('truncated')
     (f_controller_id,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _d_MetadataResponseTopic_1(buf, pos)
-            f_topics.append(item)
+    n_topics, pos = read_array_count(buf, pos, False, False)
+    f_topics = []
+    for _ in range(n_topics):
+        it_topics, pos = _d_MetadataResponseTopic_1(buf, pos)
+        f_topics.append(it_topics)
     obj = MetadataResponse(brokers=f_brokers, controller_id=f_controller_id, topics=f_topics)
     return obj, pos
 
@@ -894,13 +861,13 @@ def _d_MetadataResponse_1(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
 def _e_MetadataResponse_1(o: MetadataResponse, out: bytearray, chunks: list[Any]) -> None:
     write_array_count(out, o.brokers, False)
     if o.brokers is not None:
-        for item in o.brokers:
-            _e_MetadataResponseBroker_1(item, out, chunks)
+        for it_brokers in o.brokers:
+            _e_MetadataResponseBroker_1(it_brokers, out, chunks)
     out += _S6.pack(o.controller_id)
     write_array_count(out, o.topics, False)
     if o.topics is not None:
-        for item in o.topics:
-            _e_MetadataResponseTopic_1(item, out, chunks)
+        for it_topics in o.topics:
+            _e_MetadataResponseTopic_1(it_topics, out, chunks)
 
 
 def _d_MetadataResponsePartition_2(buf: Any, pos: int) -> tuple[MetadataResponsePartition, int]:
@@ -908,22 +875,16 @@ def _d_MetadataResponsePartition_2(buf: Any, pos: int) -> tuple[MetadataResponse
         raise DecodeError('truncated')
     (f_error_code, f_partition_index, f_leader_id,) = _S4.unpack_from(buf, pos)
     pos += _S4.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_replica_nodes = None
-    else:
-        if n * 4 > len(buf) - pos:
-            raise DecodeError('array overruns the buffer')
-        f_replica_nodes = list(unpack_from(f'>{n}i', buf, pos))
-        pos += n * 4
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_isr_nodes = None
-    else:
-        if n * 4 > len(buf) - pos:
-            raise DecodeError('array overruns the buffer')
-        f_isr_nodes = list(unpack_from(f'>{n}i', buf, pos))
-        pos += n * 4
+    n_replica_nodes, pos = read_array_count(buf, pos, False, False)
+    if n_replica_nodes * 4 > len(buf) - pos:
+        raise DecodeError('array overruns the buffer')
+    f_replica_nodes = list(unpack_from(f'>{n_replica_nodes}i', buf, pos))
+    pos += n_replica_nodes * 4
+    n_isr_nodes, pos = read_array_count(buf, pos, False, False)
+    if n_isr_nodes * 4 > len(buf) - pos:
+        raise DecodeError('array overruns the buffer')
+    f_isr_nodes = list(unpack_from(f'>{n_isr_nodes}i', buf, pos))
+    pos += n_isr_nodes * 4
     obj = MetadataResponsePartition(error_code=f_error_code, partition_index=f_partition_index, leader_id=f_leader_id, replica_nodes=f_replica_nodes, isr_nodes=f_isr_nodes)
     return obj, pos
 
@@ -948,14 +909,11 @@ def _d_MetadataResponseTopic_2(buf: Any, pos: int) -> tuple[MetadataResponseTopi
         raise DecodeError('truncated')
     (f_is_internal,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _d_MetadataResponsePartition_2(buf, pos)
-            f_partitions.append(item)
+    n_partitions, pos = read_array_count(buf, pos, False, False)
+    f_partitions = []
+    for _ in range(n_partitions):
+        it_partitions, pos = _d_MetadataResponsePartition_2(buf, pos)
+        f_partitions.append(it_partitions)
     obj = MetadataResponseTopic(error_code=f_error_code, name=f_name, is_internal=f_is_internal, partitions=f_partitions)
     return obj, pos
 
@@ -966,8 +924,8 @@ def _e_MetadataResponseTopic_2(o: MetadataResponseTopic, out: bytearray, chunks:
     out += _S0.pack(o.is_internal)
     write_array_count(out, o.partitions, False)
     if o.partitions is not None:
-        for item in o.partitions:
-            _e_MetadataResponsePartition_2(item, out, chunks)
+        for it_partitions in o.partitions:
+            _e_MetadataResponsePartition_2(it_partitions, out, chunks)
 
 
 def _d_MetadataResponseBroker_2(buf: Any, pos: int) -> tuple[MetadataResponseBroker, int]:
@@ -993,27 +951,21 @@ def _e_MetadataResponseBroker_2(o: MetadataResponseBroker, out: bytearray, chunk
 
 
 def _d_MetadataResponse_2(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_brokers = None
-    else:
-        f_brokers = []
-        for _ in range(n):
-            item, pos = _d_MetadataResponseBroker_2(buf, pos)
-            f_brokers.append(item)
+    n_brokers, pos = read_array_count(buf, pos, False, False)
+    f_brokers = []
+    for _ in range(n_brokers):
+        it_brokers, pos = _d_MetadataResponseBroker_2(buf, pos)
+        f_brokers.append(it_brokers)
     f_cluster_id, pos = read_string(buf, pos, True)
     if len(buf) - pos < _S6.size:
         raise DecodeError('truncated')
     (f_controller_id,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _d_MetadataResponseTopic_2(buf, pos)
-            f_topics.append(item)
+    n_topics, pos = read_array_count(buf, pos, False, False)
+    f_topics = []
+    for _ in range(n_topics):
+        it_topics, pos = _d_MetadataResponseTopic_2(buf, pos)
+        f_topics.append(it_topics)
     obj = MetadataResponse(brokers=f_brokers, cluster_id=f_cluster_id, controller_id=f_controller_id, topics=f_topics)
     return obj, pos
 
@@ -1021,14 +973,14 @@ def _d_MetadataResponse_2(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
 def _e_MetadataResponse_2(o: MetadataResponse, out: bytearray, chunks: list[Any]) -> None:
     write_array_count(out, o.brokers, False)
     if o.brokers is not None:
-        for item in o.brokers:
-            _e_MetadataResponseBroker_2(item, out, chunks)
+        for it_brokers in o.brokers:
+            _e_MetadataResponseBroker_2(it_brokers, out, chunks)
     write_string(out, o.cluster_id)
     out += _S6.pack(o.controller_id)
     write_array_count(out, o.topics, False)
     if o.topics is not None:
-        for item in o.topics:
-            _e_MetadataResponseTopic_2(item, out, chunks)
+        for it_topics in o.topics:
+            _e_MetadataResponseTopic_2(it_topics, out, chunks)
 
 
 def _d_MetadataResponsePartition_3(buf: Any, pos: int) -> tuple[MetadataResponsePartition, int]:
@@ -1036,22 +988,16 @@ def _d_MetadataResponsePartition_3(buf: Any, pos: int) -> tuple[MetadataResponse
         raise DecodeError('truncated')
     (f_error_code, f_partition_index, f_leader_id,) = _S4.unpack_from(buf, pos)
     pos += _S4.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_replica_nodes = None
-    else:
-        if n * 4 > len(buf) - pos:
-            raise DecodeError('array overruns the buffer')
-        f_replica_nodes = list(unpack_from(f'>{n}i', buf, pos))
-        pos += n * 4
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_isr_nodes = None
-    else:
-        if n * 4 > len(buf) - pos:
-            raise DecodeError('array overruns the buffer')
-        f_isr_nodes = list(unpack_from(f'>{n}i', buf, pos))
-        pos += n * 4
+    n_replica_nodes, pos = read_array_count(buf, pos, False, False)
+    if n_replica_nodes * 4 > len(buf) - pos:
+        raise DecodeError('array overruns the buffer')
+    f_replica_nodes = list(unpack_from(f'>{n_replica_nodes}i', buf, pos))
+    pos += n_replica_nodes * 4
+    n_isr_nodes, pos = read_array_count(buf, pos, False, False)
+    if n_isr_nodes * 4 > len(buf) - pos:
+        raise DecodeError('array overruns the buffer')
+    f_isr_nodes = list(unpack_from(f'>{n_isr_nodes}i', buf, pos))
+    pos += n_isr_nodes * 4
     obj = MetadataResponsePartition(error_code=f_error_code, partition_index=f_partition_index, leader_id=f_leader_id, replica_nodes=f_replica_nodes, isr_nodes=f_isr_nodes)
     return obj, pos
 
@@ -1076,14 +1022,11 @@ def _d_MetadataResponseTopic_3(buf: Any, pos: int) -> tuple[MetadataResponseTopi
         raise DecodeError('truncated')
     (f_is_internal,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _d_MetadataResponsePartition_3(buf, pos)
-            f_partitions.append(item)
+    n_partitions, pos = read_array_count(buf, pos, False, False)
+    f_partitions = []
+    for _ in range(n_partitions):
+        it_partitions, pos = _d_MetadataResponsePartition_3(buf, pos)
+        f_partitions.append(it_partitions)
     obj = MetadataResponseTopic(error_code=f_error_code, name=f_name, is_internal=f_is_internal, partitions=f_partitions)
     return obj, pos
 
@@ -1094,8 +1037,8 @@ def _e_MetadataResponseTopic_3(o: MetadataResponseTopic, out: bytearray, chunks:
     out += _S0.pack(o.is_internal)
     write_array_count(out, o.partitions, False)
     if o.partitions is not None:
-        for item in o.partitions:
-            _e_MetadataResponsePartition_3(item, out, chunks)
+        for it_partitions in o.partitions:
+            _e_MetadataResponsePartition_3(it_partitions, out, chunks)
 
 
 def _d_MetadataResponseBroker_3(buf: Any, pos: int) -> tuple[MetadataResponseBroker, int]:
@@ -1125,27 +1068,21 @@ def _d_MetadataResponse_3(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
         raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_brokers = None
-    else:
-        f_brokers = []
-        for _ in range(n):
-            item, pos = _d_MetadataResponseBroker_3(buf, pos)
-            f_brokers.append(item)
+    n_brokers, pos = read_array_count(buf, pos, False, False)
+    f_brokers = []
+    for _ in range(n_brokers):
+        it_brokers, pos = _d_MetadataResponseBroker_3(buf, pos)
+        f_brokers.append(it_brokers)
     f_cluster_id, pos = read_string(buf, pos, True)
     if len(buf) - pos < _S6.size:
         raise DecodeError('truncated')
     (f_controller_id,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _d_MetadataResponseTopic_3(buf, pos)
-            f_topics.append(item)
+    n_topics, pos = read_array_count(buf, pos, False, False)
+    f_topics = []
+    for _ in range(n_topics):
+        it_topics, pos = _d_MetadataResponseTopic_3(buf, pos)
+        f_topics.append(it_topics)
     obj = MetadataResponse(throttle_time_ms=f_throttle_time_ms, brokers=f_brokers, cluster_id=f_cluster_id, controller_id=f_controller_id, topics=f_topics)
     return obj, pos
 
@@ -1154,14 +1091,14 @@ def _e_MetadataResponse_3(o: MetadataResponse, out: bytearray, chunks: list[Any]
     out += _S6.pack(o.throttle_time_ms)
     write_array_count(out, o.brokers, False)
     if o.brokers is not None:
-        for item in o.brokers:
-            _e_MetadataResponseBroker_3(item, out, chunks)
+        for it_brokers in o.brokers:
+            _e_MetadataResponseBroker_3(it_brokers, out, chunks)
     write_string(out, o.cluster_id)
     out += _S6.pack(o.controller_id)
     write_array_count(out, o.topics, False)
     if o.topics is not None:
-        for item in o.topics:
-            _e_MetadataResponseTopic_3(item, out, chunks)
+        for it_topics in o.topics:
+            _e_MetadataResponseTopic_3(it_topics, out, chunks)
 
 
 def _d_MetadataResponsePartition_4(buf: Any, pos: int) -> tuple[MetadataResponsePartition, int]:
@@ -1169,22 +1106,16 @@ def _d_MetadataResponsePartition_4(buf: Any, pos: int) -> tuple[MetadataResponse
         raise DecodeError('truncated')
     (f_error_code, f_partition_index, f_leader_id,) = _S4.unpack_from(buf, pos)
     pos += _S4.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_replica_nodes = None
-    else:
-        if n * 4 > len(buf) - pos:
-            raise DecodeError('array overruns the buffer')
-        f_replica_nodes = list(unpack_from(f'>{n}i', buf, pos))
-        pos += n * 4
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_isr_nodes = None
-    else:
-        if n * 4 > len(buf) - pos:
-            raise DecodeError('array overruns the buffer')
-        f_isr_nodes = list(unpack_from(f'>{n}i', buf, pos))
-        pos += n * 4
+    n_replica_nodes, pos = read_array_count(buf, pos, False, False)
+    if n_replica_nodes * 4 > len(buf) - pos:
+        raise DecodeError('array overruns the buffer')
+    f_replica_nodes = list(unpack_from(f'>{n_replica_nodes}i', buf, pos))
+    pos += n_replica_nodes * 4
+    n_isr_nodes, pos = read_array_count(buf, pos, False, False)
+    if n_isr_nodes * 4 > len(buf) - pos:
+        raise DecodeError('array overruns the buffer')
+    f_isr_nodes = list(unpack_from(f'>{n_isr_nodes}i', buf, pos))
+    pos += n_isr_nodes * 4
     obj = MetadataResponsePartition(error_code=f_error_code, partition_index=f_partition_index, leader_id=f_leader_id, replica_nodes=f_replica_nodes, isr_nodes=f_isr_nodes)
     return obj, pos
 
@@ -1209,14 +1140,11 @@ def _d_MetadataResponseTopic_4(buf: Any, pos: int) -> tuple[MetadataResponseTopi
         raise DecodeError('truncated')
     (f_is_internal,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _d_MetadataResponsePartition_4(buf, pos)
-            f_partitions.append(item)
+    n_partitions, pos = read_array_count(buf, pos, False, False)
+    f_partitions = []
+    for _ in range(n_partitions):
+        it_partitions, pos = _d_MetadataResponsePartition_4(buf, pos)
+        f_partitions.append(it_partitions)
     obj = MetadataResponseTopic(error_code=f_error_code, name=f_name, is_internal=f_is_internal, partitions=f_partitions)
     return obj, pos
 
@@ -1227,8 +1155,8 @@ def _e_MetadataResponseTopic_4(o: MetadataResponseTopic, out: bytearray, chunks:
     out += _S0.pack(o.is_internal)
     write_array_count(out, o.partitions, False)
     if o.partitions is not None:
-        for item in o.partitions:
-            _e_MetadataResponsePartition_4(item, out, chunks)
+        for it_partitions in o.partitions:
+            _e_MetadataResponsePartition_4(it_partitions, out, chunks)
 
 
 def _d_MetadataResponseBroker_4(buf: Any, pos: int) -> tuple[MetadataResponseBroker, int]:
@@ -1258,27 +1186,21 @@ def _d_MetadataResponse_4(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
         raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_brokers = None
-    else:
-        f_brokers = []
-        for _ in range(n):
-            item, pos = _d_MetadataResponseBroker_4(buf, pos)
-            f_brokers.append(item)
+    n_brokers, pos = read_array_count(buf, pos, False, False)
+    f_brokers = []
+    for _ in range(n_brokers):
+        it_brokers, pos = _d_MetadataResponseBroker_4(buf, pos)
+        f_brokers.append(it_brokers)
     f_cluster_id, pos = read_string(buf, pos, True)
     if len(buf) - pos < _S6.size:
         raise DecodeError('truncated')
     (f_controller_id,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _d_MetadataResponseTopic_4(buf, pos)
-            f_topics.append(item)
+    n_topics, pos = read_array_count(buf, pos, False, False)
+    f_topics = []
+    for _ in range(n_topics):
+        it_topics, pos = _d_MetadataResponseTopic_4(buf, pos)
+        f_topics.append(it_topics)
     obj = MetadataResponse(throttle_time_ms=f_throttle_time_ms, brokers=f_brokers, cluster_id=f_cluster_id, controller_id=f_controller_id, topics=f_topics)
     return obj, pos
 
@@ -1287,14 +1209,14 @@ def _e_MetadataResponse_4(o: MetadataResponse, out: bytearray, chunks: list[Any]
     out += _S6.pack(o.throttle_time_ms)
     write_array_count(out, o.brokers, False)
     if o.brokers is not None:
-        for item in o.brokers:
-            _e_MetadataResponseBroker_4(item, out, chunks)
+        for it_brokers in o.brokers:
+            _e_MetadataResponseBroker_4(it_brokers, out, chunks)
     write_string(out, o.cluster_id)
     out += _S6.pack(o.controller_id)
     write_array_count(out, o.topics, False)
     if o.topics is not None:
-        for item in o.topics:
-            _e_MetadataResponseTopic_4(item, out, chunks)
+        for it_topics in o.topics:
+            _e_MetadataResponseTopic_4(it_topics, out, chunks)
 
 
 def _d_MetadataResponsePartition_5(buf: Any, pos: int) -> tuple[MetadataResponsePartition, int]:
@@ -1302,30 +1224,21 @@ def _d_MetadataResponsePartition_5(buf: Any, pos: int) -> tuple[MetadataResponse
         raise DecodeError('truncated')
     (f_error_code, f_partition_index, f_leader_id,) = _S4.unpack_from(buf, pos)
     pos += _S4.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_replica_nodes = None
-    else:
-        if n * 4 > len(buf) - pos:
-            raise DecodeError('array overruns the buffer')
-        f_replica_nodes = list(unpack_from(f'>{n}i', buf, pos))
-        pos += n * 4
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_isr_nodes = None
-    else:
-        if n * 4 > len(buf) - pos:
-            raise DecodeError('array overruns the buffer')
-        f_isr_nodes = list(unpack_from(f'>{n}i', buf, pos))
-        pos += n * 4
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_offline_replicas = None
-    else:
-        if n * 4 > len(buf) - pos:
-            raise DecodeError('array overruns the buffer')
-        f_offline_replicas = list(unpack_from(f'>{n}i', buf, pos))
-        pos += n * 4
+    n_replica_nodes, pos = read_array_count(buf, pos, False, False)
+    if n_replica_nodes * 4 > len(buf) - pos:
+        raise DecodeError('array overruns the buffer')
+    f_replica_nodes = list(unpack_from(f'>{n_replica_nodes}i', buf, pos))
+    pos += n_replica_nodes * 4
+    n_isr_nodes, pos = read_array_count(buf, pos, False, False)
+    if n_isr_nodes * 4 > len(buf) - pos:
+        raise DecodeError('array overruns the buffer')
+    f_isr_nodes = list(unpack_from(f'>{n_isr_nodes}i', buf, pos))
+    pos += n_isr_nodes * 4
+    n_offline_replicas, pos = read_array_count(buf, pos, False, False)
+    if n_offline_replicas * 4 > len(buf) - pos:
+        raise DecodeError('array overruns the buffer')
+    f_offline_replicas = list(unpack_from(f'>{n_offline_replicas}i', buf, pos))
+    pos += n_offline_replicas * 4
     obj = MetadataResponsePartition(error_code=f_error_code, partition_index=f_partition_index, leader_id=f_leader_id, replica_nodes=f_replica_nodes, isr_nodes=f_isr_nodes, offline_replicas=f_offline_replicas)
     return obj, pos
 
@@ -1353,14 +1266,11 @@ def _d_MetadataResponseTopic_5(buf: Any, pos: int) -> tuple[MetadataResponseTopi
         raise DecodeError('truncated')
     (f_is_internal,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _d_MetadataResponsePartition_5(buf, pos)
-            f_partitions.append(item)
+    n_partitions, pos = read_array_count(buf, pos, False, False)
+    f_partitions = []
+    for _ in range(n_partitions):
+        it_partitions, pos = _d_MetadataResponsePartition_5(buf, pos)
+        f_partitions.append(it_partitions)
     obj = MetadataResponseTopic(error_code=f_error_code, name=f_name, is_internal=f_is_internal, partitions=f_partitions)
     return obj, pos
 
@@ -1371,8 +1281,8 @@ def _e_MetadataResponseTopic_5(o: MetadataResponseTopic, out: bytearray, chunks:
     out += _S0.pack(o.is_internal)
     write_array_count(out, o.partitions, False)
     if o.partitions is not None:
-        for item in o.partitions:
-            _e_MetadataResponsePartition_5(item, out, chunks)
+        for it_partitions in o.partitions:
+            _e_MetadataResponsePartition_5(it_partitions, out, chunks)
 
 
 def _d_MetadataResponseBroker_5(buf: Any, pos: int) -> tuple[MetadataResponseBroker, int]:
@@ -1402,27 +1312,21 @@ def _d_MetadataResponse_5(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
         raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_brokers = None
-    else:
-        f_brokers = []
-        for _ in range(n):
-            item, pos = _d_MetadataResponseBroker_5(buf, pos)
-            f_brokers.append(item)
+    n_brokers, pos = read_array_count(buf, pos, False, False)
+    f_brokers = []
+    for _ in range(n_brokers):
+        it_brokers, pos = _d_MetadataResponseBroker_5(buf, pos)
+        f_brokers.append(it_brokers)
     f_cluster_id, pos = read_string(buf, pos, True)
     if len(buf) - pos < _S6.size:
         raise DecodeError('truncated')
     (f_controller_id,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _d_MetadataResponseTopic_5(buf, pos)
-            f_topics.append(item)
+    n_topics, pos = read_array_count(buf, pos, False, False)
+    f_topics = []
+    for _ in range(n_topics):
+        it_topics, pos = _d_MetadataResponseTopic_5(buf, pos)
+        f_topics.append(it_topics)
     obj = MetadataResponse(throttle_time_ms=f_throttle_time_ms, brokers=f_brokers, cluster_id=f_cluster_id, controller_id=f_controller_id, topics=f_topics)
     return obj, pos
 
@@ -1431,14 +1335,14 @@ def _e_MetadataResponse_5(o: MetadataResponse, out: bytearray, chunks: list[Any]
     out += _S6.pack(o.throttle_time_ms)
     write_array_count(out, o.brokers, False)
     if o.brokers is not None:
-        for item in o.brokers:
-            _e_MetadataResponseBroker_5(item, out, chunks)
+        for it_brokers in o.brokers:
+            _e_MetadataResponseBroker_5(it_brokers, out, chunks)
     write_string(out, o.cluster_id)
     out += _S6.pack(o.controller_id)
     write_array_count(out, o.topics, False)
     if o.topics is not None:
-        for item in o.topics:
-            _e_MetadataResponseTopic_5(item, out, chunks)
+        for it_topics in o.topics:
+            _e_MetadataResponseTopic_5(it_topics, out, chunks)
 
 
 def _d_MetadataResponsePartition_6(buf: Any, pos: int) -> tuple[MetadataResponsePartition, int]:
@@ -1446,30 +1350,21 @@ def _d_MetadataResponsePartition_6(buf: Any, pos: int) -> tuple[MetadataResponse
         raise DecodeError('truncated')
     (f_error_code, f_partition_index, f_leader_id,) = _S4.unpack_from(buf, pos)
     pos += _S4.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_replica_nodes = None
-    else:
-        if n * 4 > len(buf) - pos:
-            raise DecodeError('array overruns the buffer')
-        f_replica_nodes = list(unpack_from(f'>{n}i', buf, pos))
-        pos += n * 4
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_isr_nodes = None
-    else:
-        if n * 4 > len(buf) - pos:
-            raise DecodeError('array overruns the buffer')
-        f_isr_nodes = list(unpack_from(f'>{n}i', buf, pos))
-        pos += n * 4
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_offline_replicas = None
-    else:
-        if n * 4 > len(buf) - pos:
-            raise DecodeError('array overruns the buffer')
-        f_offline_replicas = list(unpack_from(f'>{n}i', buf, pos))
-        pos += n * 4
+    n_replica_nodes, pos = read_array_count(buf, pos, False, False)
+    if n_replica_nodes * 4 > len(buf) - pos:
+        raise DecodeError('array overruns the buffer')
+    f_replica_nodes = list(unpack_from(f'>{n_replica_nodes}i', buf, pos))
+    pos += n_replica_nodes * 4
+    n_isr_nodes, pos = read_array_count(buf, pos, False, False)
+    if n_isr_nodes * 4 > len(buf) - pos:
+        raise DecodeError('array overruns the buffer')
+    f_isr_nodes = list(unpack_from(f'>{n_isr_nodes}i', buf, pos))
+    pos += n_isr_nodes * 4
+    n_offline_replicas, pos = read_array_count(buf, pos, False, False)
+    if n_offline_replicas * 4 > len(buf) - pos:
+        raise DecodeError('array overruns the buffer')
+    f_offline_replicas = list(unpack_from(f'>{n_offline_replicas}i', buf, pos))
+    pos += n_offline_replicas * 4
     obj = MetadataResponsePartition(error_code=f_error_code, partition_index=f_partition_index, leader_id=f_leader_id, replica_nodes=f_replica_nodes, isr_nodes=f_isr_nodes, offline_replicas=f_offline_replicas)
     return obj, pos
 
@@ -1497,14 +1392,11 @@ def _d_MetadataResponseTopic_6(buf: Any, pos: int) -> tuple[MetadataResponseTopi
         raise DecodeError('truncated')
     (f_is_internal,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _d_MetadataResponsePartition_6(buf, pos)
-            f_partitions.append(item)
+    n_partitions, pos = read_array_count(buf, pos, False, False)
+    f_partitions = []
+    for _ in range(n_partitions):
+        it_partitions, pos = _d_MetadataResponsePartition_6(buf, pos)
+        f_partitions.append(it_partitions)
     obj = MetadataResponseTopic(error_code=f_error_code, name=f_name, is_internal=f_is_internal, partitions=f_partitions)
     return obj, pos
 
@@ -1515,8 +1407,8 @@ def _e_MetadataResponseTopic_6(o: MetadataResponseTopic, out: bytearray, chunks:
     out += _S0.pack(o.is_internal)
     write_array_count(out, o.partitions, False)
     if o.partitions is not None:
-        for item in o.partitions:
-            _e_MetadataResponsePartition_6(item, out, chunks)
+        for it_partitions in o.partitions:
+            _e_MetadataResponsePartition_6(it_partitions, out, chunks)
 
 
 def _d_MetadataResponseBroker_6(buf: Any, pos: int) -> tuple[MetadataResponseBroker, int]:
@@ -1546,27 +1438,21 @@ def _d_MetadataResponse_6(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
         raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_brokers = None
-    else:
-        f_brokers = []
-        for _ in range(n):
-            item, pos = _d_MetadataResponseBroker_6(buf, pos)
-            f_brokers.append(item)
+    n_brokers, pos = read_array_count(buf, pos, False, False)
+    f_brokers = []
+    for _ in range(n_brokers):
+        it_brokers, pos = _d_MetadataResponseBroker_6(buf, pos)
+        f_brokers.append(it_brokers)
     f_cluster_id, pos = read_string(buf, pos, True)
     if len(buf) - pos < _S6.size:
         raise DecodeError('truncated')
     (f_controller_id,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _d_MetadataResponseTopic_6(buf, pos)
-            f_topics.append(item)
+    n_topics, pos = read_array_count(buf, pos, False, False)
+    f_topics = []
+    for _ in range(n_topics):
+        it_topics, pos = _d_MetadataResponseTopic_6(buf, pos)
+        f_topics.append(it_topics)
     obj = MetadataResponse(throttle_time_ms=f_throttle_time_ms, brokers=f_brokers, cluster_id=f_cluster_id, controller_id=f_controller_id, topics=f_topics)
     return obj, pos
 
@@ -1575,14 +1461,14 @@ def _e_MetadataResponse_6(o: MetadataResponse, out: bytearray, chunks: list[Any]
     out += _S6.pack(o.throttle_time_ms)
     write_array_count(out, o.brokers, False)
     if o.brokers is not None:
-        for item in o.brokers:
-            _e_MetadataResponseBroker_6(item, out, chunks)
+        for it_brokers in o.brokers:
+            _e_MetadataResponseBroker_6(it_brokers, out, chunks)
     write_string(out, o.cluster_id)
     out += _S6.pack(o.controller_id)
     write_array_count(out, o.topics, False)
     if o.topics is not None:
-        for item in o.topics:
-            _e_MetadataResponseTopic_6(item, out, chunks)
+        for it_topics in o.topics:
+            _e_MetadataResponseTopic_6(it_topics, out, chunks)
 
 
 def _d_MetadataResponsePartition_7(buf: Any, pos: int) -> tuple[MetadataResponsePartition, int]:
@@ -1590,30 +1476,21 @@ def _d_MetadataResponsePartition_7(buf: Any, pos: int) -> tuple[MetadataResponse
         raise DecodeError('truncated')
     (f_error_code, f_partition_index, f_leader_id, f_leader_epoch,) = _S7.unpack_from(buf, pos)
     pos += _S7.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_replica_nodes = None
-    else:
-        if n * 4 > len(buf) - pos:
-            raise DecodeError('array overruns the buffer')
-        f_replica_nodes = list(unpack_from(f'>{n}i', buf, pos))
-        pos += n * 4
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_isr_nodes = None
-    else:
-        if n * 4 > len(buf) - pos:
-            raise DecodeError('array overruns the buffer')
-        f_isr_nodes = list(unpack_from(f'>{n}i', buf, pos))
-        pos += n * 4
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_offline_replicas = None
-    else:
-        if n * 4 > len(buf) - pos:
-            raise DecodeError('array overruns the buffer')
-        f_offline_replicas = list(unpack_from(f'>{n}i', buf, pos))
-        pos += n * 4
+    n_replica_nodes, pos = read_array_count(buf, pos, False, False)
+    if n_replica_nodes * 4 > len(buf) - pos:
+        raise DecodeError('array overruns the buffer')
+    f_replica_nodes = list(unpack_from(f'>{n_replica_nodes}i', buf, pos))
+    pos += n_replica_nodes * 4
+    n_isr_nodes, pos = read_array_count(buf, pos, False, False)
+    if n_isr_nodes * 4 > len(buf) - pos:
+        raise DecodeError('array overruns the buffer')
+    f_isr_nodes = list(unpack_from(f'>{n_isr_nodes}i', buf, pos))
+    pos += n_isr_nodes * 4
+    n_offline_replicas, pos = read_array_count(buf, pos, False, False)
+    if n_offline_replicas * 4 > len(buf) - pos:
+        raise DecodeError('array overruns the buffer')
+    f_offline_replicas = list(unpack_from(f'>{n_offline_replicas}i', buf, pos))
+    pos += n_offline_replicas * 4
     obj = MetadataResponsePartition(error_code=f_error_code, partition_index=f_partition_index, leader_id=f_leader_id, leader_epoch=f_leader_epoch, replica_nodes=f_replica_nodes, isr_nodes=f_isr_nodes, offline_replicas=f_offline_replicas)
     return obj, pos
 
@@ -1641,14 +1518,11 @@ def _d_MetadataResponseTopic_7(buf: Any, pos: int) -> tuple[MetadataResponseTopi
         raise DecodeError('truncated')
     (f_is_internal,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _d_MetadataResponsePartition_7(buf, pos)
-            f_partitions.append(item)
+    n_partitions, pos = read_array_count(buf, pos, False, False)
+    f_partitions = []
+    for _ in range(n_partitions):
+        it_partitions, pos = _d_MetadataResponsePartition_7(buf, pos)
+        f_partitions.append(it_partitions)
     obj = MetadataResponseTopic(error_code=f_error_code, name=f_name, is_internal=f_is_internal, partitions=f_partitions)
     return obj, pos
 
@@ -1659,8 +1533,8 @@ def _e_MetadataResponseTopic_7(o: MetadataResponseTopic, out: bytearray, chunks:
     out += _S0.pack(o.is_internal)
     write_array_count(out, o.partitions, False)
     if o.partitions is not None:
-        for item in o.partitions:
-            _e_MetadataResponsePartition_7(item, out, chunks)
+        for it_partitions in o.partitions:
+            _e_MetadataResponsePartition_7(it_partitions, out, chunks)
 
 
 def _d_MetadataResponseBroker_7(buf: Any, pos: int) -> tuple[MetadataResponseBroker, int]:
@@ -1690,27 +1564,21 @@ def _d_MetadataResponse_7(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
         raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_brokers = None
-    else:
-        f_brokers = []
-        for _ in range(n):
-            item, pos = _d_MetadataResponseBroker_7(buf, pos)
-            f_brokers.append(item)
+    n_brokers, pos = read_array_count(buf, pos, False, False)
+    f_brokers = []
+    for _ in range(n_brokers):
+        it_brokers, pos = _d_MetadataResponseBroker_7(buf, pos)
+        f_brokers.append(it_brokers)
     f_cluster_id, pos = read_string(buf, pos, True)
     if len(buf) - pos < _S6.size:
         raise DecodeError('truncated')
     (f_controller_id,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _d_MetadataResponseTopic_7(buf, pos)
-            f_topics.append(item)
+    n_topics, pos = read_array_count(buf, pos, False, False)
+    f_topics = []
+    for _ in range(n_topics):
+        it_topics, pos = _d_MetadataResponseTopic_7(buf, pos)
+        f_topics.append(it_topics)
     obj = MetadataResponse(throttle_time_ms=f_throttle_time_ms, brokers=f_brokers, cluster_id=f_cluster_id, controller_id=f_controller_id, topics=f_topics)
     return obj, pos
 
@@ -1719,14 +1587,14 @@ def _e_MetadataResponse_7(o: MetadataResponse, out: bytearray, chunks: list[Any]
     out += _S6.pack(o.throttle_time_ms)
     write_array_count(out, o.brokers, False)
     if o.brokers is not None:
-        for item in o.brokers:
-            _e_MetadataResponseBroker_7(item, out, chunks)
+        for it_brokers in o.brokers:
+            _e_MetadataResponseBroker_7(it_brokers, out, chunks)
     write_string(out, o.cluster_id)
     out += _S6.pack(o.controller_id)
     write_array_count(out, o.topics, False)
     if o.topics is not None:
-        for item in o.topics:
-            _e_MetadataResponseTopic_7(item, out, chunks)
+        for it_topics in o.topics:
+            _e_MetadataResponseTopic_7(it_topics, out, chunks)
 
 
 def _d_MetadataResponsePartition_8(buf: Any, pos: int) -> tuple[MetadataResponsePartition, int]:
@@ -1734,30 +1602,21 @@ def _d_MetadataResponsePartition_8(buf: Any, pos: int) -> tuple[MetadataResponse
         raise DecodeError('truncated')
     (f_error_code, f_partition_index, f_leader_id, f_leader_epoch,) = _S7.unpack_from(buf, pos)
     pos += _S7.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_replica_nodes = None
-    else:
-        if n * 4 > len(buf) - pos:
-            raise DecodeError('array overruns the buffer')
-        f_replica_nodes = list(unpack_from(f'>{n}i', buf, pos))
-        pos += n * 4
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_isr_nodes = None
-    else:
-        if n * 4 > len(buf) - pos:
-            raise DecodeError('array overruns the buffer')
-        f_isr_nodes = list(unpack_from(f'>{n}i', buf, pos))
-        pos += n * 4
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_offline_replicas = None
-    else:
-        if n * 4 > len(buf) - pos:
-            raise DecodeError('array overruns the buffer')
-        f_offline_replicas = list(unpack_from(f'>{n}i', buf, pos))
-        pos += n * 4
+    n_replica_nodes, pos = read_array_count(buf, pos, False, False)
+    if n_replica_nodes * 4 > len(buf) - pos:
+        raise DecodeError('array overruns the buffer')
+    f_replica_nodes = list(unpack_from(f'>{n_replica_nodes}i', buf, pos))
+    pos += n_replica_nodes * 4
+    n_isr_nodes, pos = read_array_count(buf, pos, False, False)
+    if n_isr_nodes * 4 > len(buf) - pos:
+        raise DecodeError('array overruns the buffer')
+    f_isr_nodes = list(unpack_from(f'>{n_isr_nodes}i', buf, pos))
+    pos += n_isr_nodes * 4
+    n_offline_replicas, pos = read_array_count(buf, pos, False, False)
+    if n_offline_replicas * 4 > len(buf) - pos:
+        raise DecodeError('array overruns the buffer')
+    f_offline_replicas = list(unpack_from(f'>{n_offline_replicas}i', buf, pos))
+    pos += n_offline_replicas * 4
     obj = MetadataResponsePartition(error_code=f_error_code, partition_index=f_partition_index, leader_id=f_leader_id, leader_epoch=f_leader_epoch, replica_nodes=f_replica_nodes, isr_nodes=f_isr_nodes, offline_replicas=f_offline_replicas)
     return obj, pos
 
@@ -1785,14 +1644,11 @@ def _d_MetadataResponseTopic_8(buf: Any, pos: int) -> tuple[MetadataResponseTopi
         raise DecodeError('truncated')
     (f_is_internal,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _d_MetadataResponsePartition_8(buf, pos)
-            f_partitions.append(item)
+    n_partitions, pos = read_array_count(buf, pos, False, False)
+    f_partitions = []
+    for _ in range(n_partitions):
+        it_partitions, pos = _d_MetadataResponsePartition_8(buf, pos)
+        f_partitions.append(it_partitions)
     if len(buf) - pos < _S6.size:
         raise DecodeError('truncated')
     (f_topic_authorized_operations,) = _S6.unpack_from(buf, pos)
@@ -1807,8 +1663,8 @@ def _e_MetadataResponseTopic_8(o: MetadataResponseTopic, out: bytearray, chunks:
     out += _S0.pack(o.is_internal)
     write_array_count(out, o.partitions, False)
     if o.partitions is not None:
-        for item in o.partitions:
-            _e_MetadataResponsePartition_8(item, out, chunks)
+        for it_partitions in o.partitions:
+            _e_MetadataResponsePartition_8(it_partitions, out, chunks)
     out += _S6.pack(o.topic_authorized_operations)
 
 
@@ -1839,27 +1695,21 @@ def _d_MetadataResponse_8(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
         raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_brokers = None
-    else:
-        f_brokers = []
-        for _ in range(n):
-            item, pos = _d_MetadataResponseBroker_8(buf, pos)
-            f_brokers.append(item)
+    n_brokers, pos = read_array_count(buf, pos, False, False)
+    f_brokers = []
+    for _ in range(n_brokers):
+        it_brokers, pos = _d_MetadataResponseBroker_8(buf, pos)
+        f_brokers.append(it_brokers)
     f_cluster_id, pos = read_string(buf, pos, True)
     if len(buf) - pos < _S6.size:
         raise DecodeError('truncated')
     (f_controller_id,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _d_MetadataResponseTopic_8(buf, pos)
-            f_topics.append(item)
+    n_topics, pos = read_array_count(buf, pos, False, False)
+    f_topics = []
+    for _ in range(n_topics):
+        it_topics, pos = _d_MetadataResponseTopic_8(buf, pos)
+        f_topics.append(it_topics)
     if len(buf) - pos < _S6.size:
         raise DecodeError('truncated')
     (f_cluster_authorized_operations,) = _S6.unpack_from(buf, pos)
@@ -1872,14 +1722,14 @@ def _e_MetadataResponse_8(o: MetadataResponse, out: bytearray, chunks: list[Any]
     out += _S6.pack(o.throttle_time_ms)
     write_array_count(out, o.brokers, False)
     if o.brokers is not None:
-        for item in o.brokers:
-            _e_MetadataResponseBroker_8(item, out, chunks)
+        for it_brokers in o.brokers:
+            _e_MetadataResponseBroker_8(it_brokers, out, chunks)
     write_string(out, o.cluster_id)
     out += _S6.pack(o.controller_id)
     write_array_count(out, o.topics, False)
     if o.topics is not None:
-        for item in o.topics:
-            _e_MetadataResponseTopic_8(item, out, chunks)
+        for it_topics in o.topics:
+            _e_MetadataResponseTopic_8(it_topics, out, chunks)
     out += _S6.pack(o.cluster_authorized_operations)
 
 
@@ -1888,30 +1738,21 @@ def _d_MetadataResponsePartition_9(buf: Any, pos: int) -> tuple[MetadataResponse
         raise DecodeError('truncated')
     (f_error_code, f_partition_index, f_leader_id, f_leader_epoch,) = _S7.unpack_from(buf, pos)
     pos += _S7.size
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_replica_nodes = None
-    else:
-        if n * 4 > len(buf) - pos:
-            raise DecodeError('array overruns the buffer')
-        f_replica_nodes = list(unpack_from(f'>{n}i', buf, pos))
-        pos += n * 4
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_isr_nodes = None
-    else:
-        if n * 4 > len(buf) - pos:
-            raise DecodeError('array overruns the buffer')
-        f_isr_nodes = list(unpack_from(f'>{n}i', buf, pos))
-        pos += n * 4
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_offline_replicas = None
-    else:
-        if n * 4 > len(buf) - pos:
-            raise DecodeError('array overruns the buffer')
-        f_offline_replicas = list(unpack_from(f'>{n}i', buf, pos))
-        pos += n * 4
+    n_replica_nodes, pos = read_array_count(buf, pos, True, False)
+    if n_replica_nodes * 4 > len(buf) - pos:
+        raise DecodeError('array overruns the buffer')
+    f_replica_nodes = list(unpack_from(f'>{n_replica_nodes}i', buf, pos))
+    pos += n_replica_nodes * 4
+    n_isr_nodes, pos = read_array_count(buf, pos, True, False)
+    if n_isr_nodes * 4 > len(buf) - pos:
+        raise DecodeError('array overruns the buffer')
+    f_isr_nodes = list(unpack_from(f'>{n_isr_nodes}i', buf, pos))
+    pos += n_isr_nodes * 4
+    n_offline_replicas, pos = read_array_count(buf, pos, True, False)
+    if n_offline_replicas * 4 > len(buf) - pos:
+        raise DecodeError('array overruns the buffer')
+    f_offline_replicas = list(unpack_from(f'>{n_offline_replicas}i', buf, pos))
+    pos += n_offline_replicas * 4
     if pos >= len(buf):
         raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
@@ -1946,14 +1787,11 @@ def _d_MetadataResponseTopic_9(buf: Any, pos: int) -> tuple[MetadataResponseTopi
         raise DecodeError('truncated')
     (f_is_internal,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _d_MetadataResponsePartition_9(buf, pos)
-            f_partitions.append(item)
+    n_partitions, pos = read_array_count(buf, pos, True, False)
+    f_partitions = []
+    for _ in range(n_partitions):
+        it_partitions, pos = _d_MetadataResponsePartition_9(buf, pos)
+        f_partitions.append(it_partitions)
     if len(buf) - pos < _S6.size:
         raise DecodeError('truncated')
     (f_topic_authorized_operations,) = _S6.unpack_from(buf, pos)
@@ -1974,8 +1812,8 @@ def _e_MetadataResponseTopic_9(o: MetadataResponseTopic, out: bytearray, chunks:
     out += _S0.pack(o.is_internal)
     write_array_count(out, o.partitions, True)
     if o.partitions is not None:
-        for item in o.partitions:
-            _e_MetadataResponsePartition_9(item, out, chunks)
+        for it_partitions in o.partitions:
+            _e_MetadataResponsePartition_9(it_partitions, out, chunks)
     out += _S6.pack(o.topic_authorized_operations)
     out.append(0)
 
@@ -2014,27 +1852,21 @@ def _d_MetadataResponse_9(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
         raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_brokers = None
-    else:
-        f_brokers = []
-        for _ in range(n):
-            item, pos = _d_MetadataResponseBroker_9(buf, pos)
-            f_brokers.append(item)
+    n_brokers, pos = read_array_count(buf, pos, True, False)
+    f_brokers = []
+    for _ in range(n_brokers):
+        it_brokers, pos = _d_MetadataResponseBroker_9(buf, pos)
+        f_brokers.append(it_brokers)
     f_cluster_id, pos = read_compact_string(buf, pos, True)
     if len(buf) - pos < _S6.size:
         raise DecodeError('truncated')
     (f_controller_id,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _d_MetadataResponseTopic_9(buf, pos)
-            f_topics.append(item)
+    n_topics, pos = read_array_count(buf, pos, True, False)
+    f_topics = []
+    for _ in range(n_topics):
+        it_topics, pos = _d_MetadataResponseTopic_9(buf, pos)
+        f_topics.append(it_topics)
     if len(buf) - pos < _S6.size:
         raise DecodeError('truncated')
     (f_cluster_authorized_operations,) = _S6.unpack_from(buf, pos)
@@ -2053,14 +1885,14 @@ def _e_MetadataResponse_9(o: MetadataResponse, out: bytearray, chunks: list[Any]
     out += _S6.pack(o.throttle_time_ms)
     write_array_count(out, o.brokers, True)
     if o.brokers is not None:
-        for item in o.brokers:
-            _e_MetadataResponseBroker_9(item, out, chunks)
+        for it_brokers in o.brokers:
+            _e_MetadataResponseBroker_9(it_brokers, out, chunks)
     write_compact_string(out, o.cluster_id)
     out += _S6.pack(o.controller_id)
     write_array_count(out, o.topics, True)
     if o.topics is not None:
-        for item in o.topics:
-            _e_MetadataResponseTopic_9(item, out, chunks)
+        for it_topics in o.topics:
+            _e_MetadataResponseTopic_9(it_topics, out, chunks)
     out += _S6.pack(o.cluster_authorized_operations)
     out.append(0)
 
@@ -2070,30 +1902,21 @@ def _d_MetadataResponsePartition_10(buf: Any, pos: int) -> tuple[MetadataRespons
         raise DecodeError('truncated')
     (f_error_code, f_partition_index, f_leader_id, f_leader_epoch,) = _S7.unpack_from(buf, pos)
     pos += _S7.size
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_replica_nodes = None
-    else:
-        if n * 4 > len(buf) - pos:
-            raise DecodeError('array overruns the buffer')
-        f_replica_nodes = list(unpack_from(f'>{n}i', buf, pos))
-        pos += n * 4
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_isr_nodes = None
-    else:
-        if n * 4 > len(buf) - pos:
-            raise DecodeError('array overruns the buffer')
-        f_isr_nodes = list(unpack_from(f'>{n}i', buf, pos))
-        pos += n * 4
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_offline_replicas = None
-    else:
-        if n * 4 > len(buf) - pos:
-            raise DecodeError('array overruns the buffer')
-        f_offline_replicas = list(unpack_from(f'>{n}i', buf, pos))
-        pos += n * 4
+    n_replica_nodes, pos = read_array_count(buf, pos, True, False)
+    if n_replica_nodes * 4 > len(buf) - pos:
+        raise DecodeError('array overruns the buffer')
+    f_replica_nodes = list(unpack_from(f'>{n_replica_nodes}i', buf, pos))
+    pos += n_replica_nodes * 4
+    n_isr_nodes, pos = read_array_count(buf, pos, True, False)
+    if n_isr_nodes * 4 > len(buf) - pos:
+        raise DecodeError('array overruns the buffer')
+    f_isr_nodes = list(unpack_from(f'>{n_isr_nodes}i', buf, pos))
+    pos += n_isr_nodes * 4
+    n_offline_replicas, pos = read_array_count(buf, pos, True, False)
+    if n_offline_replicas * 4 > len(buf) - pos:
+        raise DecodeError('array overruns the buffer')
+    f_offline_replicas = list(unpack_from(f'>{n_offline_replicas}i', buf, pos))
+    pos += n_offline_replicas * 4
     if pos >= len(buf):
         raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
@@ -2129,14 +1952,11 @@ def _d_MetadataResponseTopic_10(buf: Any, pos: int) -> tuple[MetadataResponseTop
     (f_topic_id, f_is_internal,) = _S8.unpack_from(buf, pos)
     pos += _S8.size
     f_topic_id = _uuid(f_topic_id)
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _d_MetadataResponsePartition_10(buf, pos)
-            f_partitions.append(item)
+    n_partitions, pos = read_array_count(buf, pos, True, False)
+    f_partitions = []
+    for _ in range(n_partitions):
+        it_partitions, pos = _d_MetadataResponsePartition_10(buf, pos)
+        f_partitions.append(it_partitions)
     if len(buf) - pos < _S6.size:
         raise DecodeError('truncated')
     (f_topic_authorized_operations,) = _S6.unpack_from(buf, pos)
@@ -2157,8 +1977,8 @@ def _e_MetadataResponseTopic_10(o: MetadataResponseTopic, out: bytearray, chunks
     out += _S8.pack(o.topic_id.bytes, o.is_internal)
     write_array_count(out, o.partitions, True)
     if o.partitions is not None:
-        for item in o.partitions:
-            _e_MetadataResponsePartition_10(item, out, chunks)
+        for it_partitions in o.partitions:
+            _e_MetadataResponsePartition_10(it_partitions, out, chunks)
     out += _S6.pack(o.topic_authorized_operations)
     out.append(0)
 
@@ -2197,27 +2017,21 @@ def _d_MetadataResponse_10(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
         raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_brokers = None
-    else:
-        f_brokers = []
-        for _ in range(n):
-            item, pos = _d_MetadataResponseBroker_10(buf, pos)
-            f_brokers.append(item)
+    n_brokers, pos = read_array_count(buf, pos, True, False)
+    f_brokers = []
+    for _ in range(n_brokers):
+        it_brokers, pos = _d_MetadataResponseBroker_10(buf, pos)
+        f_brokers.append(it_brokers)
     f_cluster_id, pos = read_compact_string(buf, pos, True)
     if len(buf) - pos < _S6.size:
         raise DecodeError('truncated')
     (f_controller_id,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _d_MetadataResponseTopic_10(buf, pos)
-            f_topics.append(item)
+    n_topics, pos = read_array_count(buf, pos, True, False)
+    f_topics = []
+    for _ in range(n_topics):
+        it_topics, pos = _d_MetadataResponseTopic_10(buf, pos)
+        f_topics.append(it_topics)
     if len(buf) - pos < _S6.size:
         raise DecodeError('truncated')
     (f_cluster_authorized_operations,) = _S6.unpack_from(buf, pos)
@@ -2236,14 +2050,14 @@ def _e_MetadataResponse_10(o: MetadataResponse, out: bytearray, chunks: list[Any
     out += _S6.pack(o.throttle_time_ms)
     write_array_count(out, o.brokers, True)
     if o.brokers is not None:
-        for item in o.brokers:
-            _e_MetadataResponseBroker_10(item, out, chunks)
+        for it_brokers in o.brokers:
+            _e_MetadataResponseBroker_10(it_brokers, out, chunks)
     write_compact_string(out, o.cluster_id)
     out += _S6.pack(o.controller_id)
     write_array_count(out, o.topics, True)
     if o.topics is not None:
-        for item in o.topics:
-            _e_MetadataResponseTopic_10(item, out, chunks)
+        for it_topics in o.topics:
+            _e_MetadataResponseTopic_10(it_topics, out, chunks)
     out += _S6.pack(o.cluster_authorized_operations)
     out.append(0)
 
@@ -2253,30 +2067,21 @@ def _d_MetadataResponsePartition_11(buf: Any, pos: int) -> tuple[MetadataRespons
         raise DecodeError('truncated')
     (f_error_code, f_partition_index, f_leader_id, f_leader_epoch,) = _S7.unpack_from(buf, pos)
     pos += _S7.size
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_replica_nodes = None
-    else:
-        if n * 4 > len(buf) - pos:
-            raise DecodeError('array overruns the buffer')
-        f_replica_nodes = list(unpack_from(f'>{n}i', buf, pos))
-        pos += n * 4
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_isr_nodes = None
-    else:
-        if n * 4 > len(buf) - pos:
-            raise DecodeError('array overruns the buffer')
-        f_isr_nodes = list(unpack_from(f'>{n}i', buf, pos))
-        pos += n * 4
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_offline_replicas = None
-    else:
-        if n * 4 > len(buf) - pos:
-            raise DecodeError('array overruns the buffer')
-        f_offline_replicas = list(unpack_from(f'>{n}i', buf, pos))
-        pos += n * 4
+    n_replica_nodes, pos = read_array_count(buf, pos, True, False)
+    if n_replica_nodes * 4 > len(buf) - pos:
+        raise DecodeError('array overruns the buffer')
+    f_replica_nodes = list(unpack_from(f'>{n_replica_nodes}i', buf, pos))
+    pos += n_replica_nodes * 4
+    n_isr_nodes, pos = read_array_count(buf, pos, True, False)
+    if n_isr_nodes * 4 > len(buf) - pos:
+        raise DecodeError('array overruns the buffer')
+    f_isr_nodes = list(unpack_from(f'>{n_isr_nodes}i', buf, pos))
+    pos += n_isr_nodes * 4
+    n_offline_replicas, pos = read_array_count(buf, pos, True, False)
+    if n_offline_replicas * 4 > len(buf) - pos:
+        raise DecodeError('array overruns the buffer')
+    f_offline_replicas = list(unpack_from(f'>{n_offline_replicas}i', buf, pos))
+    pos += n_offline_replicas * 4
     if pos >= len(buf):
         raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
@@ -2312,14 +2117,11 @@ def _d_MetadataResponseTopic_11(buf: Any, pos: int) -> tuple[MetadataResponseTop
     (f_topic_id, f_is_internal,) = _S8.unpack_from(buf, pos)
     pos += _S8.size
     f_topic_id = _uuid(f_topic_id)
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _d_MetadataResponsePartition_11(buf, pos)
-            f_partitions.append(item)
+    n_partitions, pos = read_array_count(buf, pos, True, False)
+    f_partitions = []
+    for _ in range(n_partitions):
+        it_partitions, pos = _d_MetadataResponsePartition_11(buf, pos)
+        f_partitions.append(it_partitions)
     if len(buf) - pos < _S6.size:
         raise DecodeError('truncated')
     (f_topic_authorized_operations,) = _S6.unpack_from(buf, pos)
@@ -2340,8 +2142,8 @@ def _e_MetadataResponseTopic_11(o: MetadataResponseTopic, out: bytearray, chunks
     out += _S8.pack(o.topic_id.bytes, o.is_internal)
     write_array_count(out, o.partitions, True)
     if o.partitions is not None:
-        for item in o.partitions:
-            _e_MetadataResponsePartition_11(item, out, chunks)
+        for it_partitions in o.partitions:
+            _e_MetadataResponsePartition_11(it_partitions, out, chunks)
     out += _S6.pack(o.topic_authorized_operations)
     out.append(0)
 
@@ -2380,27 +2182,21 @@ def _d_MetadataResponse_11(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
         raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_brokers = None
-    else:
-        f_brokers = []
-        for _ in range(n):
-            item, pos = _d_MetadataResponseBroker_11(buf, pos)
-            f_brokers.append(item)
+    n_brokers, pos = read_array_count(buf, pos, True, False)
+    f_brokers = []
+    for _ in range(n_brokers):
+        it_brokers, pos = _d_MetadataResponseBroker_11(buf, pos)
+        f_brokers.append(it_brokers)
     f_cluster_id, pos = read_compact_string(buf, pos, True)
     if len(buf) - pos < _S6.size:
         raise DecodeError('truncated')
     (f_controller_id,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _d_MetadataResponseTopic_11(buf, pos)
-            f_topics.append(item)
+    n_topics, pos = read_array_count(buf, pos, True, False)
+    f_topics = []
+    for _ in range(n_topics):
+        it_topics, pos = _d_MetadataResponseTopic_11(buf, pos)
+        f_topics.append(it_topics)
     if pos >= len(buf):
         raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
@@ -2415,14 +2211,14 @@ def _e_MetadataResponse_11(o: MetadataResponse, out: bytearray, chunks: list[Any
     out += _S6.pack(o.throttle_time_ms)
     write_array_count(out, o.brokers, True)
     if o.brokers is not None:
-        for item in o.brokers:
-            _e_MetadataResponseBroker_11(item, out, chunks)
+        for it_brokers in o.brokers:
+            _e_MetadataResponseBroker_11(it_brokers, out, chunks)
     write_compact_string(out, o.cluster_id)
     out += _S6.pack(o.controller_id)
     write_array_count(out, o.topics, True)
     if o.topics is not None:
-        for item in o.topics:
-            _e_MetadataResponseTopic_11(item, out, chunks)
+        for it_topics in o.topics:
+            _e_MetadataResponseTopic_11(it_topics, out, chunks)
     out.append(0)
 
 
@@ -2431,30 +2227,21 @@ def _d_MetadataResponsePartition_12(buf: Any, pos: int) -> tuple[MetadataRespons
         raise DecodeError('truncated')
     (f_error_code, f_partition_index, f_leader_id, f_leader_epoch,) = _S7.unpack_from(buf, pos)
     pos += _S7.size
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_replica_nodes = None
-    else:
-        if n * 4 > len(buf) - pos:
-            raise DecodeError('array overruns the buffer')
-        f_replica_nodes = list(unpack_from(f'>{n}i', buf, pos))
-        pos += n * 4
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_isr_nodes = None
-    else:
-        if n * 4 > len(buf) - pos:
-            raise DecodeError('array overruns the buffer')
-        f_isr_nodes = list(unpack_from(f'>{n}i', buf, pos))
-        pos += n * 4
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_offline_replicas = None
-    else:
-        if n * 4 > len(buf) - pos:
-            raise DecodeError('array overruns the buffer')
-        f_offline_replicas = list(unpack_from(f'>{n}i', buf, pos))
-        pos += n * 4
+    n_replica_nodes, pos = read_array_count(buf, pos, True, False)
+    if n_replica_nodes * 4 > len(buf) - pos:
+        raise DecodeError('array overruns the buffer')
+    f_replica_nodes = list(unpack_from(f'>{n_replica_nodes}i', buf, pos))
+    pos += n_replica_nodes * 4
+    n_isr_nodes, pos = read_array_count(buf, pos, True, False)
+    if n_isr_nodes * 4 > len(buf) - pos:
+        raise DecodeError('array overruns the buffer')
+    f_isr_nodes = list(unpack_from(f'>{n_isr_nodes}i', buf, pos))
+    pos += n_isr_nodes * 4
+    n_offline_replicas, pos = read_array_count(buf, pos, True, False)
+    if n_offline_replicas * 4 > len(buf) - pos:
+        raise DecodeError('array overruns the buffer')
+    f_offline_replicas = list(unpack_from(f'>{n_offline_replicas}i', buf, pos))
+    pos += n_offline_replicas * 4
     if pos >= len(buf):
         raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
@@ -2490,14 +2277,11 @@ def _d_MetadataResponseTopic_12(buf: Any, pos: int) -> tuple[MetadataResponseTop
     (f_topic_id, f_is_internal,) = _S8.unpack_from(buf, pos)
     pos += _S8.size
     f_topic_id = _uuid(f_topic_id)
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _d_MetadataResponsePartition_12(buf, pos)
-            f_partitions.append(item)
+    n_partitions, pos = read_array_count(buf, pos, True, False)
+    f_partitions = []
+    for _ in range(n_partitions):
+        it_partitions, pos = _d_MetadataResponsePartition_12(buf, pos)
+        f_partitions.append(it_partitions)
     if len(buf) - pos < _S6.size:
         raise DecodeError('truncated')
     (f_topic_authorized_operations,) = _S6.unpack_from(buf, pos)
@@ -2518,8 +2302,8 @@ def _e_MetadataResponseTopic_12(o: MetadataResponseTopic, out: bytearray, chunks
     out += _S8.pack(o.topic_id.bytes, o.is_internal)
     write_array_count(out, o.partitions, True)
     if o.partitions is not None:
-        for item in o.partitions:
-            _e_MetadataResponsePartition_12(item, out, chunks)
+        for it_partitions in o.partitions:
+            _e_MetadataResponsePartition_12(it_partitions, out, chunks)
     out += _S6.pack(o.topic_authorized_operations)
     out.append(0)
 
@@ -2558,27 +2342,21 @@ def _d_MetadataResponse_12(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
         raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_brokers = None
-    else:
-        f_brokers = []
-        for _ in range(n):
-            item, pos = _d_MetadataResponseBroker_12(buf, pos)
-            f_brokers.append(item)
+    n_brokers, pos = read_array_count(buf, pos, True, False)
+    f_brokers = []
+    for _ in range(n_brokers):
+        it_brokers, pos = _d_MetadataResponseBroker_12(buf, pos)
+        f_brokers.append(it_brokers)
     f_cluster_id, pos = read_compact_string(buf, pos, True)
     if len(buf) - pos < _S6.size:
         raise DecodeError('truncated')
     (f_controller_id,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _d_MetadataResponseTopic_12(buf, pos)
-            f_topics.append(item)
+    n_topics, pos = read_array_count(buf, pos, True, False)
+    f_topics = []
+    for _ in range(n_topics):
+        it_topics, pos = _d_MetadataResponseTopic_12(buf, pos)
+        f_topics.append(it_topics)
     if pos >= len(buf):
         raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
@@ -2593,14 +2371,14 @@ def _e_MetadataResponse_12(o: MetadataResponse, out: bytearray, chunks: list[Any
     out += _S6.pack(o.throttle_time_ms)
     write_array_count(out, o.brokers, True)
     if o.brokers is not None:
-        for item in o.brokers:
-            _e_MetadataResponseBroker_12(item, out, chunks)
+        for it_brokers in o.brokers:
+            _e_MetadataResponseBroker_12(it_brokers, out, chunks)
     write_compact_string(out, o.cluster_id)
     out += _S6.pack(o.controller_id)
     write_array_count(out, o.topics, True)
     if o.topics is not None:
-        for item in o.topics:
-            _e_MetadataResponseTopic_12(item, out, chunks)
+        for it_topics in o.topics:
+            _e_MetadataResponseTopic_12(it_topics, out, chunks)
     out.append(0)
 
 
@@ -2609,30 +2387,21 @@ def _d_MetadataResponsePartition_13(buf: Any, pos: int) -> tuple[MetadataRespons
         raise DecodeError('truncated')
     (f_error_code, f_partition_index, f_leader_id, f_leader_epoch,) = _S7.unpack_from(buf, pos)
     pos += _S7.size
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_replica_nodes = None
-    else:
-        if n * 4 > len(buf) - pos:
-            raise DecodeError('array overruns the buffer')
-        f_replica_nodes = list(unpack_from(f'>{n}i', buf, pos))
-        pos += n * 4
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_isr_nodes = None
-    else:
-        if n * 4 > len(buf) - pos:
-            raise DecodeError('array overruns the buffer')
-        f_isr_nodes = list(unpack_from(f'>{n}i', buf, pos))
-        pos += n * 4
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_offline_replicas = None
-    else:
-        if n * 4 > len(buf) - pos:
-            raise DecodeError('array overruns the buffer')
-        f_offline_replicas = list(unpack_from(f'>{n}i', buf, pos))
-        pos += n * 4
+    n_replica_nodes, pos = read_array_count(buf, pos, True, False)
+    if n_replica_nodes * 4 > len(buf) - pos:
+        raise DecodeError('array overruns the buffer')
+    f_replica_nodes = list(unpack_from(f'>{n_replica_nodes}i', buf, pos))
+    pos += n_replica_nodes * 4
+    n_isr_nodes, pos = read_array_count(buf, pos, True, False)
+    if n_isr_nodes * 4 > len(buf) - pos:
+        raise DecodeError('array overruns the buffer')
+    f_isr_nodes = list(unpack_from(f'>{n_isr_nodes}i', buf, pos))
+    pos += n_isr_nodes * 4
+    n_offline_replicas, pos = read_array_count(buf, pos, True, False)
+    if n_offline_replicas * 4 > len(buf) - pos:
+        raise DecodeError('array overruns the buffer')
+    f_offline_replicas = list(unpack_from(f'>{n_offline_replicas}i', buf, pos))
+    pos += n_offline_replicas * 4
     if pos >= len(buf):
         raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
@@ -2668,14 +2437,11 @@ def _d_MetadataResponseTopic_13(buf: Any, pos: int) -> tuple[MetadataResponseTop
     (f_topic_id, f_is_internal,) = _S8.unpack_from(buf, pos)
     pos += _S8.size
     f_topic_id = _uuid(f_topic_id)
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _d_MetadataResponsePartition_13(buf, pos)
-            f_partitions.append(item)
+    n_partitions, pos = read_array_count(buf, pos, True, False)
+    f_partitions = []
+    for _ in range(n_partitions):
+        it_partitions, pos = _d_MetadataResponsePartition_13(buf, pos)
+        f_partitions.append(it_partitions)
     if len(buf) - pos < _S6.size:
         raise DecodeError('truncated')
     (f_topic_authorized_operations,) = _S6.unpack_from(buf, pos)
@@ -2696,8 +2462,8 @@ def _e_MetadataResponseTopic_13(o: MetadataResponseTopic, out: bytearray, chunks
     out += _S8.pack(o.topic_id.bytes, o.is_internal)
     write_array_count(out, o.partitions, True)
     if o.partitions is not None:
-        for item in o.partitions:
-            _e_MetadataResponsePartition_13(item, out, chunks)
+        for it_partitions in o.partitions:
+            _e_MetadataResponsePartition_13(it_partitions, out, chunks)
     out += _S6.pack(o.topic_authorized_operations)
     out.append(0)
 
@@ -2736,27 +2502,21 @@ def _d_MetadataResponse_13(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
         raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_brokers = None
-    else:
-        f_brokers = []
-        for _ in range(n):
-            item, pos = _d_MetadataResponseBroker_13(buf, pos)
-            f_brokers.append(item)
+    n_brokers, pos = read_array_count(buf, pos, True, False)
+    f_brokers = []
+    for _ in range(n_brokers):
+        it_brokers, pos = _d_MetadataResponseBroker_13(buf, pos)
+        f_brokers.append(it_brokers)
     f_cluster_id, pos = read_compact_string(buf, pos, True)
     if len(buf) - pos < _S6.size:
         raise DecodeError('truncated')
     (f_controller_id,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _d_MetadataResponseTopic_13(buf, pos)
-            f_topics.append(item)
+    n_topics, pos = read_array_count(buf, pos, True, False)
+    f_topics = []
+    for _ in range(n_topics):
+        it_topics, pos = _d_MetadataResponseTopic_13(buf, pos)
+        f_topics.append(it_topics)
     if len(buf) - pos < _S5.size:
         raise DecodeError('truncated')
     (f_error_code,) = _S5.unpack_from(buf, pos)
@@ -2775,14 +2535,14 @@ def _e_MetadataResponse_13(o: MetadataResponse, out: bytearray, chunks: list[Any
     out += _S6.pack(o.throttle_time_ms)
     write_array_count(out, o.brokers, True)
     if o.brokers is not None:
-        for item in o.brokers:
-            _e_MetadataResponseBroker_13(item, out, chunks)
+        for it_brokers in o.brokers:
+            _e_MetadataResponseBroker_13(it_brokers, out, chunks)
     write_compact_string(out, o.cluster_id)
     out += _S6.pack(o.controller_id)
     write_array_count(out, o.topics, True)
     if o.topics is not None:
-        for item in o.topics:
-            _e_MetadataResponseTopic_13(item, out, chunks)
+        for it_topics in o.topics:
+            _e_MetadataResponseTopic_13(it_topics, out, chunks)
     out += _S5.pack(o.error_code)
     out.append(0)
 

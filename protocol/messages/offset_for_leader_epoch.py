@@ -91,14 +91,11 @@ def _e_OffsetForLeaderPartition_0(o: OffsetForLeaderPartition, out: bytearray, c
 
 def _d_OffsetForLeaderTopic_0(buf: Any, pos: int) -> tuple[OffsetForLeaderTopic, int]:
     f_topic, pos = read_string(buf, pos, False)
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _d_OffsetForLeaderPartition_0(buf, pos)
-            f_partitions.append(item)
+    n_partitions, pos = read_array_count(buf, pos, False, False)
+    f_partitions = []
+    for _ in range(n_partitions):
+        it_partitions, pos = _d_OffsetForLeaderPartition_0(buf, pos)
+        f_partitions.append(it_partitions)
     obj = OffsetForLeaderTopic(topic=f_topic, partitions=f_partitions)
     return obj, pos
 
@@ -107,19 +104,16 @@ def _e_OffsetForLeaderTopic_0(o: OffsetForLeaderTopic, out: bytearray, chunks: l
     write_string(out, o.topic)
     write_array_count(out, o.partitions, False)
     if o.partitions is not None:
-        for item in o.partitions:
-            _e_OffsetForLeaderPartition_0(item, out, chunks)
+        for it_partitions in o.partitions:
+            _e_OffsetForLeaderPartition_0(it_partitions, out, chunks)
 
 
 def _d_OffsetForLeaderEpochRequest_0(buf: Any, pos: int) -> tuple[OffsetForLeaderEpochRequest, int]:
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _d_OffsetForLeaderTopic_0(buf, pos)
-            f_topics.append(item)
+    n_topics, pos = read_array_count(buf, pos, False, False)
+    f_topics = []
+    for _ in range(n_topics):
+        it_topics, pos = _d_OffsetForLeaderTopic_0(buf, pos)
+        f_topics.append(it_topics)
     obj = OffsetForLeaderEpochRequest(topics=f_topics)
     return obj, pos
 
@@ -127,8 +121,8 @@ def _d_OffsetForLeaderEpochRequest_0(buf: Any, pos: int) -> tuple[OffsetForLeade
 def _e_OffsetForLeaderEpochRequest_0(o: OffsetForLeaderEpochRequest, out: bytearray, chunks: list[Any]) -> None:
     write_array_count(out, o.topics, False)
     if o.topics is not None:
-        for item in o.topics:
-            _e_OffsetForLeaderTopic_0(item, out, chunks)
+        for it_topics in o.topics:
+            _e_OffsetForLeaderTopic_0(it_topics, out, chunks)
 
 
 def _d_OffsetForLeaderPartition_1(buf: Any, pos: int) -> tuple[OffsetForLeaderPartition, int]:
@@ -146,14 +140,11 @@ def _e_OffsetForLeaderPartition_1(o: OffsetForLeaderPartition, out: bytearray, c
 
 def _d_OffsetForLeaderTopic_1(buf: Any, pos: int) -> tuple[OffsetForLeaderTopic, int]:
     f_topic, pos = read_string(buf, pos, False)
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _d_OffsetForLeaderPartition_1(buf, pos)
-            f_partitions.append(item)
+    n_partitions, pos = read_array_count(buf, pos, False, False)
+    f_partitions = []
+    for _ in range(n_partitions):
+        it_partitions, pos = _d_OffsetForLeaderPartition_1(buf, pos)
+        f_partitions.append(it_partitions)
     obj = OffsetForLeaderTopic(topic=f_topic, partitions=f_partitions)
     return obj, pos
 
@@ -162,19 +153,16 @@ def _e_OffsetForLeaderTopic_1(o: OffsetForLeaderTopic, out: bytearray, chunks: l
     write_string(out, o.topic)
     write_array_count(out, o.partitions, False)
     if o.partitions is not None:
-        for item in o.partitions:
-            _e_OffsetForLeaderPartition_1(item, out, chunks)
+        for it_partitions in o.partitions:
+            _e_OffsetForLeaderPartition_1(it_partitions, out, chunks)
 
 
 def _d_OffsetForLeaderEpochRequest_1(buf: Any, pos: int) -> tuple[OffsetForLeaderEpochRequest, int]:
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _d_OffsetForLeaderTopic_1(buf, pos)
-            f_topics.append(item)
+    n_topics, pos = read_array_count(buf, pos, False, False)
+    f_topics = []
+    for _ in range(n_topics):
+        it_topics, pos = _d_OffsetForLeaderTopic_1(buf, pos)
+        f_topics.append(it_topics)
     obj = OffsetForLeaderEpochRequest(topics=f_topics)
     return obj, pos
 
@@ -182,8 +170,8 @@ def _d_OffsetForLeaderEpochRequest_1(buf: Any, pos: int) -> tuple[OffsetForLeade
 def _e_OffsetForLeaderEpochRequest_1(o: OffsetForLeaderEpochRequest, out: bytearray, chunks: list[Any]) -> None:
     write_array_count(out, o.topics, False)
     if o.topics is not None:
-        for item in o.topics:
-            _e_OffsetForLeaderTopic_1(item, out, chunks)
+        for it_topics in o.topics:
+            _e_OffsetForLeaderTopic_1(it_topics, out, chunks)
 
 
 def _d_OffsetForLeaderPartition_2(buf: Any, pos: int) -> tuple[OffsetForLeaderPartition, int]:
@@ -201,14 +189,11 @@ def _e_OffsetForLeaderPartition_2(o: OffsetForLeaderPartition, out: bytearray, c
 
 def _d_OffsetForLeaderTopic_2(buf: Any, pos: int) -> tuple[OffsetForLeaderTopic, int]:
     f_topic, pos = read_string(buf, pos, False)
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _d_OffsetForLeaderPartition_2(buf, pos)
-            f_partitions.append(item)
+    n_partitions, pos = read_array_count(buf, pos, False, False)
+    f_partitions = []
+    for _ in range(n_partitions):
+        it_partitions, pos = _d_OffsetForLeaderPartition_2(buf, pos)
+        f_partitions.append(it_partitions)
     obj = OffsetForLeaderTopic(topic=f_topic, partitions=f_partitions)
     return obj, pos
 
@@ -217,19 +202,16 @@ def _e_OffsetForLeaderTopic_2(o: OffsetForLeaderTopic, out: bytearray, chunks: l
     write_string(out, o.topic)
     write_array_count(out, o.partitions, False)
     if o.partitions is not None:
-        for item in o.partitions:
-            _e_OffsetForLeaderPartition_2(item, out, chunks)
+        for it_partitions in o.partitions:
+            _e_OffsetForLeaderPartition_2(it_partitions, out, chunks)
 
 
 def _d_OffsetForLeaderEpochRequest_2(buf: Any, pos: int) -> tuple[OffsetForLeaderEpochRequest, int]:
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _d_OffsetForLeaderTopic_2(buf, pos)
-            f_topics.append(item)
+    n_topics, pos = read_array_count(buf, pos, False, False)
+    f_topics = []
+    for _ in range(n_topics):
+        it_topics, pos = _d_OffsetForLeaderTopic_2(buf, pos)
+        f_topics.append(it_topics)
     obj = OffsetForLeaderEpochRequest(topics=f_topics)
     return obj, pos
 
@@ -237,8 +219,8 @@ def _d_OffsetForLeaderEpochRequest_2(buf: Any, pos: int) -> tuple[OffsetForLeade
 def _e_OffsetForLeaderEpochRequest_2(o: OffsetForLeaderEpochRequest, out: bytearray, chunks: list[Any]) -> None:
     write_array_count(out, o.topics, False)
     if o.topics is not None:
-        for item in o.topics:
-            _e_OffsetForLeaderTopic_2(item, out, chunks)
+        for it_topics in o.topics:
+            _e_OffsetForLeaderTopic_2(it_topics, out, chunks)
 
 
 def _d_OffsetForLeaderPartition_3(buf: Any, pos: int) -> tuple[OffsetForLeaderPartition, int]:
@@ -256,14 +238,11 @@ def _e_OffsetForLeaderPartition_3(o: OffsetForLeaderPartition, out: bytearray, c
 
 def _d_OffsetForLeaderTopic_3(buf: Any, pos: int) -> tuple[OffsetForLeaderTopic, int]:
     f_topic, pos = read_string(buf, pos, False)
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _d_OffsetForLeaderPartition_3(buf, pos)
-            f_partitions.append(item)
+    n_partitions, pos = read_array_count(buf, pos, False, False)
+    f_partitions = []
+    for _ in range(n_partitions):
+        it_partitions, pos = _d_OffsetForLeaderPartition_3(buf, pos)
+        f_partitions.append(it_partitions)
     obj = OffsetForLeaderTopic(topic=f_topic, partitions=f_partitions)
     return obj, pos
 
@@ -272,8 +251,8 @@ def _e_OffsetForLeaderTopic_3(o: OffsetForLeaderTopic, out: bytearray, chunks: l
     write_string(out, o.topic)
     write_array_count(out, o.partitions, False)
     if o.partitions is not None:
-        for item in o.partitions:
-            _e_OffsetForLeaderPartition_3(item, out, chunks)
+        for it_partitions in o.partitions:
+            _e_OffsetForLeaderPartition_3(it_partitions, out, chunks)
 
 
 def _d_OffsetForLeaderEpochRequest_3(buf: Any, pos: int) -> tuple[OffsetForLeaderEpochRequest, int]:
@@ -281,14 +260,11 @@ def _d_OffsetForLeaderEpochRequest_3(buf: Any, pos: int) -> tuple[OffsetForLeade
         raise DecodeError('truncated')
     (f_replica_id,) = _S2.unpack_from(buf, pos)
     pos += _S2.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _d_OffsetForLeaderTopic_3(buf, pos)
-            f_topics.append(item)
+    n_topics, pos = read_array_count(buf, pos, False, False)
+    f_topics = []
+    for _ in range(n_topics):
+        it_topics, pos = _d_OffsetForLeaderTopic_3(buf, pos)
+        f_topics.append(it_topics)
     obj = OffsetForLeaderEpochRequest(replica_id=f_replica_id, topics=f_topics)
     return obj, pos
 
@@ -297,8 +273,8 @@ def _e_OffsetForLeaderEpochRequest_3(o: OffsetForLeaderEpochRequest, out: bytear
     out += _S2.pack(o.replica_id)
     write_array_count(out, o.topics, False)
     if o.topics is not None:
-        for item in o.topics:
-            _e_OffsetForLeaderTopic_3(item, out, chunks)
+        for it_topics in o.topics:
+            _e_OffsetForLeaderTopic_3(it_topics, out, chunks)
 
 
 def _d_OffsetForLeaderPartition_4(buf: Any, pos: int) -> tuple[OffsetForLeaderPartition, int]:
@@ -323,14 +299,11 @@ def _e_OffsetForLeaderPartition_4(o: OffsetForLeaderPartition, out: bytearray, c
 
 def _d_OffsetForLeaderTopic_4(buf: Any, pos: int) -> tuple[OffsetForLeaderTopic, int]:
     f_topic, pos = read_compact_string(buf, pos, False)
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _d_OffsetForLeaderPartition_4(buf, pos)
-            f_partitions.append(item)
+    n_partitions, pos = read_array_count(buf, pos, True, False)
+    f_partitions = []
+    for _ in range(n_partitions):
+        it_partitions, pos = _d_OffsetForLeaderPartition_4(buf, pos)
+        f_partitions.append(it_partitions)
     if pos >= len(buf):
         raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
@@ -345,8 +318,8 @@ def _e_OffsetForLeaderTopic_4(o: OffsetForLeaderTopic, out: bytearray, chunks: l
     write_compact_string(out, o.topic)
     write_array_count(out, o.partitions, True)
     if o.partitions is not None:
-        for item in o.partitions:
-            _e_OffsetForLeaderPartition_4(item, out, chunks)
+        for it_partitions in o.partitions:
+            _e_OffsetForLeaderPartition_4(it_partitions, out, chunks)
     out.append(0)
 
 
@@ -355,14 +328,11 @@ def _d_OffsetForLeaderEpochRequest_4(buf: Any, pos: int) -> tuple[OffsetForLeade
         raise DecodeError('truncated')
     (f_replica_id,) = _S2.unpack_from(buf, pos)
     pos += _S2.size
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _d_OffsetForLeaderTopic_4(buf, pos)
-            f_topics.append(item)
+    n_topics, pos = read_array_count(buf, pos, True, False)
+    f_topics = []
+    for _ in range(n_topics):
+        it_topics, pos = _d_OffsetForLeaderTopic_4(buf, pos)
+        f_topics.append(it_topics)
     if pos >= len(buf):
         raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
@@ -377,8 +347,8 @@ def _e_OffsetForLeaderEpochRequest_4(o: OffsetForLeaderEpochRequest, out: bytear
     out += _S2.pack(o.replica_id)
     write_array_count(out, o.topics, True)
     if o.topics is not None:
-        for item in o.topics:
-            _e_OffsetForLeaderTopic_4(item, out, chunks)
+        for it_topics in o.topics:
+            _e_OffsetForLeaderTopic_4(it_topics, out, chunks)
     out.append(0)
 
 
@@ -401,14 +371,11 @@ def _e_EpochEndOffset_0(o: EpochEndOffset, out: bytearray, chunks: list[Any]) ->
 
 def _d_OffsetForLeaderTopicResult_0(buf: Any, pos: int) -> tuple[OffsetForLeaderTopicResult, int]:
     f_topic, pos = read_string(buf, pos, False)
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _d_EpochEndOffset_0(buf, pos)
-            f_partitions.append(item)
+    n_partitions, pos = read_array_count(buf, pos, False, False)
+    f_partitions = []
+    for _ in range(n_partitions):
+        it_partitions, pos = _d_EpochEndOffset_0(buf, pos)
+        f_partitions.append(it_partitions)
     obj = OffsetForLeaderTopicResult(topic=f_topic, partitions=f_partitions)
     return obj, pos
 
@@ -417,19 +384,16 @@ def _e_OffsetForLeaderTopicResult_0(o: OffsetForLeaderTopicResult, out: bytearra
     write_string(out, o.topic)
     write_array_count(out, o.partitions, False)
     if o.partitions is not None:
-        for item in o.partitions:
-            _e_EpochEndOffset_0(item, out, chunks)
+        for it_partitions in o.partitions:
+            _e_EpochEndOffset_0(it_partitions, out, chunks)
 
 
 def _d_OffsetForLeaderEpochResponse_0(buf: Any, pos: int) -> tuple[OffsetForLeaderEpochResponse, int]:
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _d_OffsetForLeaderTopicResult_0(buf, pos)
-            f_topics.append(item)
+    n_topics, pos = read_array_count(buf, pos, False, False)
+    f_topics = []
+    for _ in range(n_topics):
+        it_topics, pos = _d_OffsetForLeaderTopicResult_0(buf, pos)
+        f_topics.append(it_topics)
     obj = OffsetForLeaderEpochResponse(topics=f_topics)
     return obj, pos
 
@@ -437,8 +401,8 @@ def _d_OffsetForLeaderEpochResponse_0(buf: Any, pos: int) -> tuple[OffsetForLead
 def _e_OffsetForLeaderEpochResponse_0(o: OffsetForLeaderEpochResponse, out: bytearray, chunks: list[Any]) -> None:
     write_array_count(out, o.topics, False)
     if o.topics is not None:
-        for item in o.topics:
-            _e_OffsetForLeaderTopicResult_0(item, out, chunks)
+        for it_topics in o.topics:
+            _e_OffsetForLeaderTopicResult_0(it_topics, out, chunks)
 
 
 def _d_EpochEndOffset_1(buf: Any, pos: int) -> tuple[EpochEndOffset, int]:
@@ -456,14 +420,11 @@ def _e_EpochEndOffset_1(o: EpochEndOffset, out: bytearray, chunks: list[Any]) ->
 
 def _d_OffsetForLeaderTopicResult_1(buf: Any, pos: int) -> tuple[OffsetForLeaderTopicResult, int]:
     f_topic, pos = read_string(buf, pos, False)
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _d_EpochEndOffset_1(buf, pos)
-            f_partitions.append(item)
+    n_partitions, pos = read_array_count(buf, pos, False, False)
+    f_partitions = []
+    for _ in range(n_partitions):
+        it_partitions, pos = _d_EpochEndOffset_1(buf, pos)
+        f_partitions.append(it_partitions)
     obj = OffsetForLeaderTopicResult(topic=f_topic, partitions=f_partitions)
     return obj, pos
 
@@ -472,19 +433,16 @@ def _e_OffsetForLeaderTopicResult_1(o: OffsetForLeaderTopicResult, out: bytearra
     write_string(out, o.topic)
     write_array_count(out, o.partitions, False)
     if o.partitions is not None:
-        for item in o.partitions:
-            _e_EpochEndOffset_1(item, out, chunks)
+        for it_partitions in o.partitions:
+            _e_EpochEndOffset_1(it_partitions, out, chunks)
 
 
 def _d_OffsetForLeaderEpochResponse_1(buf: Any, pos: int) -> tuple[OffsetForLeaderEpochResponse, int]:
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _d_OffsetForLeaderTopicResult_1(buf, pos)
-            f_topics.append(item)
+    n_topics, pos = read_array_count(buf, pos, False, False)
+    f_topics = []
+    for _ in range(n_topics):
+        it_topics, pos = _d_OffsetForLeaderTopicResult_1(buf, pos)
+        f_topics.append(it_topics)
     obj = OffsetForLeaderEpochResponse(topics=f_topics)
     return obj, pos
 
@@ -492,8 +450,8 @@ def _d_OffsetForLeaderEpochResponse_1(buf: Any, pos: int) -> tuple[OffsetForLead
 def _e_OffsetForLeaderEpochResponse_1(o: OffsetForLeaderEpochResponse, out: bytearray, chunks: list[Any]) -> None:
     write_array_count(out, o.topics, False)
     if o.topics is not None:
-        for item in o.topics:
-            _e_OffsetForLeaderTopicResult_1(item, out, chunks)
+        for it_topics in o.topics:
+            _e_OffsetForLeaderTopicResult_1(it_topics, out, chunks)
 
 
 def _d_EpochEndOffset_2(buf: Any, pos: int) -> tuple[EpochEndOffset, int]:
@@ -511,14 +469,11 @@ def _e_EpochEndOffset_2(o: EpochEndOffset, out: bytearray, chunks: list[Any]) ->
 
 def _d_OffsetForLeaderTopicResult_2(buf: Any, pos: int) -> tuple[OffsetForLeaderTopicResult, int]:
     f_topic, pos = read_string(buf, pos, False)
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _d_EpochEndOffset_2(buf, pos)
-            f_partitions.append(item)
+    n_partitions, pos = read_array_count(buf, pos, False, False)
+    f_partitions = []
+    for _ in range(n_partitions):
+        it_partitions, pos = _d_EpochEndOffset_2(buf, pos)
+        f_partitions.append(it_partitions)
     obj = OffsetForLeaderTopicResult(topic=f_topic, partitions=f_partitions)
     return obj, pos
 
@@ -527,8 +482,8 @@ def _e_OffsetForLeaderTopicResult_2(o: OffsetForLeaderTopicResult, out: bytearra
     write_string(out, o.topic)
     write_array_count(out, o.partitions, False)
     if o.partitions is not None:
-        for item in o.partitions:
-            _e_EpochEndOffset_2(item, out, chunks)
+        for it_partitions in o.partitions:
+            _e_EpochEndOffset_2(it_partitions, out, chunks)
 
 
 def _d_OffsetForLeaderEpochResponse_2(buf: Any, pos: int) -> tuple[OffsetForLeaderEpochResponse, int]:
@@ -536,14 +491,11 @@ def _d_OffsetForLeaderEpochResponse_2(buf: Any, pos: int) -> tuple[OffsetForLead
         raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S2.unpack_from(buf, pos)
     pos += _S2.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _d_OffsetForLeaderTopicResult_2(buf, pos)
-            f_topics.append(item)
+    n_topics, pos = read_array_count(buf, pos, False, False)
+    f_topics = []
+    for _ in range(n_topics):
+        it_topics, pos = _d_OffsetForLeaderTopicResult_2(buf, pos)
+        f_topics.append(it_topics)
     obj = OffsetForLeaderEpochResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics)
     return obj, pos
 
@@ -552,8 +504,8 @@ def _e_OffsetForLeaderEpochResponse_2(o: OffsetForLeaderEpochResponse, out: byte
     out += _S2.pack(o.throttle_time_ms)
     write_array_count(out, o.topics, False)
     if o.topics is not None:
-        for item in o.topics:
-            _e_OffsetForLeaderTopicResult_2(item, out, chunks)
+        for it_topics in o.topics:
+            _e_OffsetForLeaderTopicResult_2(it_topics, out, chunks)
 
 
 def _d_EpochEndOffset_3(buf: Any, pos: int) -> tuple[EpochEndOffset, int]:
@@ -571,14 +523,11 @@ def _e_EpochEndOffset_3(o: EpochEndOffset, out: bytearray, chunks: list[Any]) ->
 
 def _d_OffsetForLeaderTopicResult_3(buf: Any, pos: int) -> tuple[OffsetForLeaderTopicResult, int]:
     f_topic, pos = read_string(buf, pos, False)
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _d_EpochEndOffset_3(buf, pos)
-            f_partitions.append(item)
+    n_partitions, pos = read_array_count(buf, pos, False, False)
+    f_partitions = []
+    for _ in range(n_partitions):
+        it_partitions, pos = _d_EpochEndOffset_3(buf, pos)
+        f_partitions.append(it_partitions)
     obj = OffsetForLeaderTopicResult(topic=f_topic, partitions=f_partitions)
     return obj, pos
 
@@ -587,8 +536,8 @@ def _e_OffsetForLeaderTopicResult_3(o: OffsetForLeaderTopicResult, out: bytearra
     write_string(out, o.topic)
     write_array_count(out, o.partitions, False)
     if o.partitions is not None:
-        for item in o.partitions:
-            _e_EpochEndOffset_3(item, out, chunks)
+        for it_partitions in o.partitions:
+            _e_EpochEndOffset_3(it_partitions, out, chunks)
 
 
 def _d_OffsetForLeaderEpochResponse_3(buf: Any, pos: int) -> tuple[OffsetForLeaderEpochResponse, int]:
@@ -596,14 +545,11 @@ def _d_OffsetForLeaderEpochResponse_3(buf: Any, pos: int) -> tuple[OffsetForLead
         raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S2.unpack_from(buf, pos)
     pos += _S2.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _d_OffsetForLeaderTopicResult_3(buf, pos)
-            f_topics.append(item)
+    n_topics, pos = read_array_count(buf, pos, False, False)
+    f_topics = []
+    for _ in range(n_topics):
+        it_topics, pos = _d_OffsetForLeaderTopicResult_3(buf, pos)
+        f_topics.append(it_topics)
     obj = OffsetForLeaderEpochResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics)
     return obj, pos
 
@@ -612,8 +558,8 @@ def _e_OffsetForLeaderEpochResponse_3(o: OffsetForLeaderEpochResponse, out: byte
     out += _S2.pack(o.throttle_time_ms)
     write_array_count(out, o.topics, False)
     if o.topics is not None:
-        for item in o.topics:
-            _e_OffsetForLeaderTopicResult_3(item, out, chunks)
+        for it_topics in o.topics:
+            _e_OffsetForLeaderTopicResult_3(it_topics, out, chunks)
 
 
 def _d_EpochEndOffset_4(buf: Any, pos: int) -> tuple[EpochEndOffset, int]:
@@ -638,14 +584,11 @@ def _e_EpochEndOffset_4(o: EpochEndOffset, out: bytearray, chunks: list[Any]) ->
 
 def _d_OffsetForLeaderTopicResult_4(buf: Any, pos: int) -> tuple[OffsetForLeaderTopicResult, int]:
     f_topic, pos = read_compact_string(buf, pos, False)
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_partitions = None
-    else:
-        f_partitions = []
-        for _ in range(n):
-            item, pos = _d_EpochEndOffset_4(buf, pos)
-            f_partitions.append(item)
+    n_partitions, pos = read_array_count(buf, pos, True, False)
+    f_partitions = []
+    for _ in range(n_partitions):
+        it_partitions, pos = _d_EpochEndOffset_4(buf, pos)
+        f_partitions.append(it_partitions)
     if pos >= len(buf):
         raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
@@ -660,8 +603,8 @@ def _e_OffsetForLeaderTopicResult_4(o: OffsetForLeaderTopicResult, out: bytearra
     write_compact_string(out, o.topic)
     write_array_count(out, o.partitions, True)
     if o.partitions is not None:
-        for item in o.partitions:
-            _e_EpochEndOffset_4(item, out, chunks)
+        for it_partitions in o.partitions:
+            _e_EpochEndOffset_4(it_partitions, out, chunks)
     out.append(0)
 
 
@@ -670,14 +613,11 @@ def _d_OffsetForLeaderEpochResponse_4(buf: Any, pos: int) -> tuple[OffsetForLead
         raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S2.unpack_from(buf, pos)
     pos += _S2.size
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n):
-            item, pos = _d_OffsetForLeaderTopicResult_4(buf, pos)
-            f_topics.append(item)
+    n_topics, pos = read_array_count(buf, pos, True, False)
+    f_topics = []
+    for _ in range(n_topics):
+        it_topics, pos = _d_OffsetForLeaderTopicResult_4(buf, pos)
+        f_topics.append(it_topics)
     if pos >= len(buf):
         raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
@@ -692,8 +632,8 @@ def _e_OffsetForLeaderEpochResponse_4(o: OffsetForLeaderEpochResponse, out: byte
     out += _S2.pack(o.throttle_time_ms)
     write_array_count(out, o.topics, True)
     if o.topics is not None:
-        for item in o.topics:
-            _e_OffsetForLeaderTopicResult_4(item, out, chunks)
+        for it_topics in o.topics:
+            _e_OffsetForLeaderTopicResult_4(it_topics, out, chunks)
     out.append(0)
 
 

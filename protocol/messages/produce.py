@@ -120,14 +120,11 @@ def _e_PartitionProduceData_0(o: PartitionProduceData, out: bytearray, chunks: l
 
 def _d_TopicProduceData_0(buf: Any, pos: int) -> tuple[TopicProduceData, int]:
     f_name, pos = read_string(buf, pos, False)
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_partition_data = None
-    else:
-        f_partition_data = []
-        for _ in range(n):
-            item, pos = _d_PartitionProduceData_0(buf, pos)
-            f_partition_data.append(item)
+    n_partition_data, pos = read_array_count(buf, pos, False, False)
+    f_partition_data = []
+    for _ in range(n_partition_data):
+        it_partition_data, pos = _d_PartitionProduceData_0(buf, pos)
+        f_partition_data.append(it_partition_data)
     obj = TopicProduceData(name=f_name, partition_data=f_partition_data)
     return obj, pos
 
@@ -136,8 +133,8 @@ def _e_TopicProduceData_0(o: TopicProduceData, out: bytearray, chunks: list[Any]
     write_string(out, o.name)
     write_array_count(out, o.partition_data, False)
     if o.partition_data is not None:
-        for item in o.partition_data:
-            _e_PartitionProduceData_0(item, out, chunks)
+        for it_partition_data in o.partition_data:
+            _e_PartitionProduceData_0(it_partition_data, out, chunks)
 
 
 def _d_ProduceRequest_0(buf: Any, pos: int) -> tuple[ProduceRequest, int]:
@@ -145,14 +142,11 @@ def _d_ProduceRequest_0(buf: Any, pos: int) -> tuple[ProduceRequest, int]:
         raise DecodeError('truncated')
     (f_acks, f_timeout_ms,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_topic_data = None
-    else:
-        f_topic_data = []
-        for _ in range(n):
-            item, pos = _d_TopicProduceData_0(buf, pos)
-            f_topic_data.append(item)
+    n_topic_data, pos = read_array_count(buf, pos, False, False)
+    f_topic_data = []
+    for _ in range(n_topic_data):
+        it_topic_data, pos = _d_TopicProduceData_0(buf, pos)
+        f_topic_data.append(it_topic_data)
     obj = ProduceRequest(acks=f_acks, timeout_ms=f_timeout_ms, topic_data=f_topic_data)
     return obj, pos
 
@@ -161,8 +155,8 @@ def _e_ProduceRequest_0(o: ProduceRequest, out: bytearray, chunks: list[Any]) ->
     out += _S1.pack(o.acks, o.timeout_ms)
     write_array_count(out, o.topic_data, False)
     if o.topic_data is not None:
-        for item in o.topic_data:
-            _e_TopicProduceData_0(item, out, chunks)
+        for it_topic_data in o.topic_data:
+            _e_TopicProduceData_0(it_topic_data, out, chunks)
 
 
 def _d_PartitionProduceData_1(buf: Any, pos: int) -> tuple[PartitionProduceData, int]:
@@ -182,14 +176,11 @@ def _e_PartitionProduceData_1(o: PartitionProduceData, out: bytearray, chunks: l
 
 def _d_TopicProduceData_1(buf: Any, pos: int) -> tuple[TopicProduceData, int]:
     f_name, pos = read_string(buf, pos, False)
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_partition_data = None
-    else:
-        f_partition_data = []
-        for _ in range(n):
-            item, pos = _d_PartitionProduceData_1(buf, pos)
-            f_partition_data.append(item)
+    n_partition_data, pos = read_array_count(buf, pos, False, False)
+    f_partition_data = []
+    for _ in range(n_partition_data):
+        it_partition_data, pos = _d_PartitionProduceData_1(buf, pos)
+        f_partition_data.append(it_partition_data)
     obj = TopicProduceData(name=f_name, partition_data=f_partition_data)
     return obj, pos
 
@@ -198,8 +189,8 @@ def _e_TopicProduceData_1(o: TopicProduceData, out: bytearray, chunks: list[Any]
     write_string(out, o.name)
     write_array_count(out, o.partition_data, False)
     if o.partition_data is not None:
-        for item in o.partition_data:
-            _e_PartitionProduceData_1(item, out, chunks)
+        for it_partition_data in o.partition_data:
+            _e_PartitionProduceData_1(it_partition_data, out, chunks)
 
 
 def _d_ProduceRequest_1(buf: Any, pos: int) -> tuple[ProduceRequest, int]:
@@ -207,14 +198,11 @@ def _d_ProduceRequest_1(buf: Any, pos: int) -> tuple[ProduceRequest, int]:
         raise DecodeError('truncated')
     (f_acks, f_timeout_ms,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_topic_data = None
-    else:
-        f_topic_data = []
-        for _ in range(n):
-            item, pos = _d_TopicProduceData_1(buf, pos)
-            f_topic_data.append(item)
+    n_topic_data, pos = read_array_count(buf, pos, False, False)
+    f_topic_data = []
+    for _ in range(n_topic_data):
+        it_topic_data, pos = _d_TopicProduceData_1(buf, pos)
+        f_topic_data.append(it_topic_data)
     obj = ProduceRequest(acks=f_acks, timeout_ms=f_timeout_ms, topic_data=f_topic_data)
     return obj, pos
 
@@ -223,8 +211,8 @@ def _e_ProduceRequest_1(o: ProduceRequest, out: bytearray, chunks: list[Any]) ->
     out += _S1.pack(o.acks, o.timeout_ms)
     write_array_count(out, o.topic_data, False)
     if o.topic_data is not None:
-        for item in o.topic_data:
-            _e_TopicProduceData_1(item, out, chunks)
+        for it_topic_data in o.topic_data:
+            _e_TopicProduceData_1(it_topic_data, out, chunks)
 
 
 def _d_PartitionProduceData_2(buf: Any, pos: int) -> tuple[PartitionProduceData, int]:
@@ -244,14 +232,11 @@ def _e_PartitionProduceData_2(o: PartitionProduceData, out: bytearray, chunks: l
 
 def _d_TopicProduceData_2(buf: Any, pos: int) -> tuple[TopicProduceData, int]:
     f_name, pos = read_string(buf, pos, False)
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_partition_data = None
-    else:
-        f_partition_data = []
-        for _ in range(n):
-            item, pos = _d_PartitionProduceData_2(buf, pos)
-            f_partition_data.append(item)
+    n_partition_data, pos = read_array_count(buf, pos, False, False)
+    f_partition_data = []
+    for _ in range(n_partition_data):
+        it_partition_data, pos = _d_PartitionProduceData_2(buf, pos)
+        f_partition_data.append(it_partition_data)
     obj = TopicProduceData(name=f_name, partition_data=f_partition_data)
     return obj, pos
 
@@ -260,8 +245,8 @@ def _e_TopicProduceData_2(o: TopicProduceData, out: bytearray, chunks: list[Any]
     write_string(out, o.name)
     write_array_count(out, o.partition_data, False)
     if o.partition_data is not None:
-        for item in o.partition_data:
-            _e_PartitionProduceData_2(item, out, chunks)
+        for it_partition_data in o.partition_data:
+            _e_PartitionProduceData_2(it_partition_data, out, chunks)
 
 
 def _d_ProduceRequest_2(buf: Any, pos: int) -> tuple[ProduceRequest, int]:
@@ -269,14 +254,11 @@ def _d_ProduceRequest_2(buf: Any, pos: int) -> tuple[ProduceRequest, int]:
         raise DecodeError('truncated')
     (f_acks, f_timeout_ms,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_topic_data = None
-    else:
-        f_topic_data = []
-        for _ in range(n):
-            item, pos = _d_TopicProduceData_2(buf, pos)
-            f_topic_data.append(item)
+    n_topic_data, pos = read_array_count(buf, pos, False, False)
+    f_topic_data = []
+    for _ in range(n_topic_data):
+        it_topic_data, pos = _d_TopicProduceData_2(buf, pos)
+        f_topic_data.append(it_topic_data)
     obj = ProduceRequest(acks=f_acks, timeout_ms=f_timeout_ms, topic_data=f_topic_data)
     return obj, pos
 
@@ -285,8 +267,8 @@ def _e_ProduceRequest_2(o: ProduceRequest, out: bytearray, chunks: list[Any]) ->
     out += _S1.pack(o.acks, o.timeout_ms)
     write_array_count(out, o.topic_data, False)
     if o.topic_data is not None:
-        for item in o.topic_data:
-            _e_TopicProduceData_2(item, out, chunks)
+        for it_topic_data in o.topic_data:
+            _e_TopicProduceData_2(it_topic_data, out, chunks)
 
 
 def _d_PartitionProduceData_3(buf: Any, pos: int) -> tuple[PartitionProduceData, int]:
@@ -306,14 +288,11 @@ def _e_PartitionProduceData_3(o: PartitionProduceData, out: bytearray, chunks: l
 
 def _d_TopicProduceData_3(buf: Any, pos: int) -> tuple[TopicProduceData, int]:
     f_name, pos = read_string(buf, pos, False)
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_partition_data = None
-    else:
-        f_partition_data = []
-        for _ in range(n):
-            item, pos = _d_PartitionProduceData_3(buf, pos)
-            f_partition_data.append(item)
+    n_partition_data, pos = read_array_count(buf, pos, False, False)
+    f_partition_data = []
+    for _ in range(n_partition_data):
+        it_partition_data, pos = _d_PartitionProduceData_3(buf, pos)
+        f_partition_data.append(it_partition_data)
     obj = TopicProduceData(name=f_name, partition_data=f_partition_data)
     return obj, pos
 
@@ -322,8 +301,8 @@ def _e_TopicProduceData_3(o: TopicProduceData, out: bytearray, chunks: list[Any]
     write_string(out, o.name)
     write_array_count(out, o.partition_data, False)
     if o.partition_data is not None:
-        for item in o.partition_data:
-            _e_PartitionProduceData_3(item, out, chunks)
+        for it_partition_data in o.partition_data:
+            _e_PartitionProduceData_3(it_partition_data, out, chunks)
 
 
 def _d_ProduceRequest_3(buf: Any, pos: int) -> tuple[ProduceRequest, int]:
@@ -332,14 +311,11 @@ def _d_ProduceRequest_3(buf: Any, pos: int) -> tuple[ProduceRequest, int]:
         raise DecodeError('truncated')
     (f_acks, f_timeout_ms,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_topic_data = None
-    else:
-        f_topic_data = []
-        for _ in range(n):
-            item, pos = _d_TopicProduceData_3(buf, pos)
-            f_topic_data.append(item)
+    n_topic_data, pos = read_array_count(buf, pos, False, False)
+    f_topic_data = []
+    for _ in range(n_topic_data):
+        it_topic_data, pos = _d_TopicProduceData_3(buf, pos)
+        f_topic_data.append(it_topic_data)
     obj = ProduceRequest(transactional_id=f_transactional_id, acks=f_acks, timeout_ms=f_timeout_ms, topic_data=f_topic_data)
     return obj, pos
 
@@ -349,8 +325,8 @@ def _e_ProduceRequest_3(o: ProduceRequest, out: bytearray, chunks: list[Any]) ->
     out += _S1.pack(o.acks, o.timeout_ms)
     write_array_count(out, o.topic_data, False)
     if o.topic_data is not None:
-        for item in o.topic_data:
-            _e_TopicProduceData_3(item, out, chunks)
+        for it_topic_data in o.topic_data:
+            _e_TopicProduceData_3(it_topic_data, out, chunks)
 
 
 def _d_PartitionProduceData_4(buf: Any, pos: int) -> tuple[PartitionProduceData, int]:
@@ -370,14 +346,11 @@ def _e_PartitionProduceData_4(o: PartitionProduceData, out: bytearray, chunks: l
 
 def _d_TopicProduceData_4(buf: Any, pos: int) -> tuple[TopicProduceData, int]:
     f_name, pos = read_string(buf, pos, False)
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_partition_data = None
-    else:
-        f_partition_data = []
-        for _ in range(n):
-            item, pos = _d_PartitionProduceData_4(buf, pos)
-            f_partition_data.append(item)
+    n_partition_data, pos = read_array_count(buf, pos, False, False)
+    f_partition_data = []
+    for _ in range(n_partition_data):
+        it_partition_data, pos = _d_PartitionProduceData_4(buf, pos)
+        f_partition_data.append(it_partition_data)
     obj = TopicProduceData(name=f_name, partition_data=f_partition_data)
     return obj, pos
 
@@ -386,8 +359,8 @@ def _e_TopicProduceData_4(o: TopicProduceData, out: bytearray, chunks: list[Any]
     write_string(out, o.name)
     write_array_count(out, o.partition_data, False)
     if o.partition_data is not None:
-        for item in o.partition_data:
-            _e_PartitionProduceData_4(item, out, chunks)
+        for it_partition_data in o.partition_data:
+            _e_PartitionProduceData_4(it_partition_data, out, chunks)
 
 
 def _d_ProduceRequest_4(buf: Any, pos: int) -> tuple[ProduceRequest, int]:
@@ -396,14 +369,11 @@ def _d_ProduceRequest_4(buf: Any, pos: int) -> tuple[ProduceRequest, int]:
         raise DecodeError('truncated')
     (f_acks, f_timeout_ms,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_topic_data = None
-    else:
-        f_topic_data = []
-        for _ in range(n):
-            item, pos = _d_TopicProduceData_4(buf, pos)
-            f_topic_data.append(item)
+    n_topic_data, pos = read_array_count(buf, pos, False, False)
+    f_topic_data = []
+    for _ in range(n_topic_data):
+        it_topic_data, pos = _d_TopicProduceData_4(buf, pos)
+        f_topic_data.append(it_topic_data)
     obj = ProduceRequest(transactional_id=f_transactional_id, acks=f_acks, timeout_ms=f_timeout_ms, topic_data=f_topic_data)
     return obj, pos
 
@@ -413,8 +383,8 @@ def _e_ProduceRequest_4(o: ProduceRequest, out: bytearray, chunks: list[Any]) ->
     out += _S1.pack(o.acks, o.timeout_ms)
     write_array_count(out, o.topic_data, False)
     if o.topic_data is not None:
-        for item in o.topic_data:
-            _e_TopicProduceData_4(item, out, chunks)
+        for it_topic_data in o.topic_data:
+            _e_TopicProduceData_4(it_topic_data, out, chunks)
 
 
 def _d_PartitionProduceData_5(buf: Any, pos: int) -> tuple[PartitionProduceData, int]:
@@ -434,14 +404,11 @@ def _e_PartitionProduceData_5(o: PartitionProduceData, out: bytearray, chunks: l
 
 def _d_TopicProduceData_5(buf: Any, pos: int) -> tuple[TopicProduceData, int]:
     f_name, pos = read_string(buf, pos, False)
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_partition_data = None
-    else:
-        f_partition_data = []
-        for _ in range(n):
-            item, pos = _d_PartitionProduceData_5(buf, pos)
-            f_partition_data.append(item)
+    n_partition_data, pos = read_array_count(buf, pos, False, False)
+    f_partition_data = []
+    for _ in range(n_partition_data):
+        it_partition_data, pos = _d_PartitionProduceData_5(buf, pos)
+        f_partition_data.append(it_partition_data)
     obj = TopicProduceData(name=f_name, partition_data=f_partition_data)
     return obj, pos
 
@@ -450,8 +417,8 @@ def _e_TopicProduceData_5(o: TopicProduceData, out: bytearray, chunks: list[Any]
     write_string(out, o.name)
     write_array_count(out, o.partition_data, False)
     if o.partition_data is not None:
-        for item in o.partition_data:
-            _e_PartitionProduceData_5(item, out, chunks)
+        for it_partition_data in o.partition_data:
+            _e_PartitionProduceData_5(it_partition_data, out, chunks)
 
 
 def _d_ProduceRequest_5(buf: Any, pos: int) -> tuple[ProduceRequest, int]:
@@ -460,14 +427,11 @@ def _d_ProduceRequest_5(buf: Any, pos: int) -> tuple[ProduceRequest, int]:
         raise DecodeError('truncated')
     (f_acks, f_timeout_ms,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_topic_data = None
-    else:
-        f_topic_data = []
-        for _ in range(n):
-            item, pos = _d_TopicProduceData_5(buf, pos)
-            f_topic_data.append(item)
+    n_topic_data, pos = read_array_count(buf, pos, False, False)
+    f_topic_data = []
+    for _ in range(n_topic_data):
+        it_topic_data, pos = _d_TopicProduceData_5(buf, pos)
+        f_topic_data.append(it_topic_data)
     obj = ProduceRequest(transactional_id=f_transactional_id, acks=f_acks, timeout_ms=f_timeout_ms, topic_data=f_topic_data)
     return obj, pos
 
@@ -477,8 +441,8 @@ def _e_ProduceRequest_5(o: ProduceRequest, out: bytearray, chunks: list[Any]) ->
     out += _S1.pack(o.acks, o.timeout_ms)
     write_array_count(out, o.topic_data, False)
     if o.topic_data is not None:
-        for item in o.topic_data:
-            _e_TopicProduceData_5(item, out, chunks)
+        for it_topic_data in o.topic_data:
+            _e_TopicProduceData_5(it_topic_data, out, chunks)
 
 
 def _d_PartitionProduceData_6(buf: Any, pos: int) -> tuple[PartitionProduceData, int]:
@@ -498,14 +462,11 @@ def _e_PartitionProduceData_6(o: PartitionProduceData, out: bytearray, chunks: l
 
 def _d_TopicProduceData_6(buf: Any, pos: int) -> tuple[TopicProduceData, int]:
     f_name, pos = read_string(buf, pos, False)
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_partition_data = None
-    else:
-        f_partition_data = []
-        for _ in range(n):
-            item, pos = _d_PartitionProduceData_6(buf, pos)
-            f_partition_data.append(item)
+    n_partition_data, pos = read_array_count(buf, pos, False, False)
+    f_partition_data = []
+    for _ in range(n_partition_data):
+        it_partition_data, pos = _d_PartitionProduceData_6(buf, pos)
+        f_partition_data.append(it_partition_data)
     obj = TopicProduceData(name=f_name, partition_data=f_partition_data)
     return obj, pos
 
@@ -514,8 +475,8 @@ def _e_TopicProduceData_6(o: TopicProduceData, out: bytearray, chunks: list[Any]
     write_string(out, o.name)
     write_array_count(out, o.partition_data, False)
     if o.partition_data is not None:
-        for item in o.partition_data:
-            _e_PartitionProduceData_6(item, out, chunks)
+        for it_partition_data in o.partition_data:
+            _e_PartitionProduceData_6(it_partition_data, out, chunks)
 
 
 def _d_ProduceRequest_6(buf: Any, pos: int) -> tuple[ProduceRequest, int]:
@@ -524,14 +485,11 @@ def _d_ProduceRequest_6(buf: Any, pos: int) -> tuple[ProduceRequest, int]:
         raise DecodeError('truncated')
     (f_acks, f_timeout_ms,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_topic_data = None
-    else:
-        f_topic_data = []
-        for _ in range(n):
-            item, pos = _d_TopicProduceData_6(buf, pos)
-            f_topic_data.append(item)
+    n_topic_data, pos = read_array_count(buf, pos, False, False)
+    f_topic_data = []
+    for _ in range(n_topic_data):
+        it_topic_data, pos = _d_TopicProduceData_6(buf, pos)
+        f_topic_data.append(it_topic_data)
     obj = ProduceRequest(transactional_id=f_transactional_id, acks=f_acks, timeout_ms=f_timeout_ms, topic_data=f_topic_data)
     return obj, pos
 
@@ -541,8 +499,8 @@ def _e_ProduceRequest_6(o: ProduceRequest, out: bytearray, chunks: list[Any]) ->
     out += _S1.pack(o.acks, o.timeout_ms)
     write_array_count(out, o.topic_data, False)
     if o.topic_data is not None:
-        for item in o.topic_data:
-            _e_TopicProduceData_6(item, out, chunks)
+        for it_topic_data in o.topic_data:
+            _e_TopicProduceData_6(it_topic_data, out, chunks)
 
 
 def _d_PartitionProduceData_7(buf: Any, pos: int) -> tuple[PartitionProduceData, int]:
@@ -562,14 +520,11 @@ def _e_PartitionProduceData_7(o: PartitionProduceData, out: bytearray, chunks: l
 
 def _d_TopicProduceData_7(buf: Any, pos: int) -> tuple[TopicProduceData, int]:
     f_name, pos = read_string(buf, pos, False)
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_partition_data = None
-    else:
-        f_partition_data = []
-        for _ in range(n):
-            item, pos = _d_PartitionProduceData_7(buf, pos)
-            f_partition_data.append(item)
+    n_partition_data, pos = read_array_count(buf, pos, False, False)
+    f_partition_data = []
+    for _ in range(n_partition_data):
+        it_partition_data, pos = _d_PartitionProduceData_7(buf, pos)
+        f_partition_data.append(it_partition_data)
     obj = TopicProduceData(name=f_name, partition_data=f_partition_data)
     return obj, pos
 
@@ -578,8 +533,8 @@ def _e_TopicProduceData_7(o: TopicProduceData, out: bytearray, chunks: list[Any]
     write_string(out, o.name)
     write_array_count(out, o.partition_data, False)
     if o.partition_data is not None:
-        for item in o.partition_data:
-            _e_PartitionProduceData_7(item, out, chunks)
+        for it_partition_data in o.partition_data:
+            _e_PartitionProduceData_7(it_partition_data, out, chunks)
 
 
 def _d_ProduceRequest_7(buf: Any, pos: int) -> tuple[ProduceRequest, int]:
@@ -588,14 +543,11 @@ def _d_ProduceRequest_7(buf: Any, pos: int) -> tuple[ProduceRequest, int]:
         raise DecodeError('truncated')
     (f_acks, f_timeout_ms,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_topic_data = None
-    else:
-        f_topic_data = []
-        for _ in range(n):
-            item, pos = _d_TopicProduceData_7(buf, pos)
-            f_topic_data.append(item)
+    n_topic_data, pos = read_array_count(buf, pos, False, False)
+    f_topic_data = []
+    for _ in range(n_topic_data):
+        it_topic_data, pos = _d_TopicProduceData_7(buf, pos)
+        f_topic_data.append(it_topic_data)
     obj = ProduceRequest(transactional_id=f_transactional_id, acks=f_acks, timeout_ms=f_timeout_ms, topic_data=f_topic_data)
     return obj, pos
 
@@ -605,8 +557,8 @@ def _e_ProduceRequest_7(o: ProduceRequest, out: bytearray, chunks: list[Any]) ->
     out += _S1.pack(o.acks, o.timeout_ms)
     write_array_count(out, o.topic_data, False)
     if o.topic_data is not None:
-        for item in o.topic_data:
-            _e_TopicProduceData_7(item, out, chunks)
+        for it_topic_data in o.topic_data:
+            _e_TopicProduceData_7(it_topic_data, out, chunks)
 
 
 def _d_PartitionProduceData_8(buf: Any, pos: int) -> tuple[PartitionProduceData, int]:
@@ -626,14 +578,11 @@ def _e_PartitionProduceData_8(o: PartitionProduceData, out: bytearray, chunks: l
 
 def _d_TopicProduceData_8(buf: Any, pos: int) -> tuple[TopicProduceData, int]:
     f_name, pos = read_string(buf, pos, False)
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_partition_data = None
-    else:
-        f_partition_data = []
-        for _ in range(n):
-            item, pos = _d_PartitionProduceData_8(buf, pos)
-            f_partition_data.append(item)
+    n_partition_data, pos = read_array_count(buf, pos, False, False)
+    f_partition_data = []
+    for _ in range(n_partition_data):
+        it_partition_data, pos = _d_PartitionProduceData_8(buf, pos)
+        f_partition_data.append(it_partition_data)
     obj = TopicProduceData(name=f_name, partition_data=f_partition_data)
     return obj, pos
 
@@ -642,8 +591,8 @@ def _e_TopicProduceData_8(o: TopicProduceData, out: bytearray, chunks: list[Any]
     write_string(out, o.name)
     write_array_count(out, o.partition_data, False)
     if o.partition_data is not None:
-        for item in o.partition_data:
-            _e_PartitionProduceData_8(item, out, chunks)
+        for it_partition_data in o.partition_data:
+            _e_PartitionProduceData_8(it_partition_data, out, chunks)
 
 
 def _d_ProduceRequest_8(buf: Any, pos: int) -> tuple[ProduceRequest, int]:
@@ -652,14 +601,11 @@ def _d_ProduceRequest_8(buf: Any, pos: int) -> tuple[ProduceRequest, int]:
         raise DecodeError('truncated')
     (f_acks, f_timeout_ms,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_topic_data = None
-    else:
-        f_topic_data = []
-        for _ in range(n):
-            item, pos = _d_TopicProduceData_8(buf, pos)
-            f_topic_data.append(item)
+    n_topic_data, pos = read_array_count(buf, pos, False, False)
+    f_topic_data = []
+    for _ in range(n_topic_data):
+        it_topic_data, pos = _d_TopicProduceData_8(buf, pos)
+        f_topic_data.append(it_topic_data)
     obj = ProduceRequest(transactional_id=f_transactional_id, acks=f_acks, timeout_ms=f_timeout_ms, topic_data=f_topic_data)
     return obj, pos
 
@@ -669,8 +615,8 @@ def _e_ProduceRequest_8(o: ProduceRequest, out: bytearray, chunks: list[Any]) ->
     out += _S1.pack(o.acks, o.timeout_ms)
     write_array_count(out, o.topic_data, False)
     if o.topic_data is not None:
-        for item in o.topic_data:
-            _e_TopicProduceData_8(item, out, chunks)
+        for it_topic_data in o.topic_data:
+            _e_TopicProduceData_8(it_topic_data, out, chunks)
 
 
 def _d_PartitionProduceData_9(buf: Any, pos: int) -> tuple[PartitionProduceData, int]:
@@ -697,14 +643,11 @@ def _e_PartitionProduceData_9(o: PartitionProduceData, out: bytearray, chunks: l
 
 def _d_TopicProduceData_9(buf: Any, pos: int) -> tuple[TopicProduceData, int]:
     f_name, pos = read_compact_string(buf, pos, False)
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_partition_data = None
-    else:
-        f_partition_data = []
-        for _ in range(n):
-            item, pos = _d_PartitionProduceData_9(buf, pos)
-            f_partition_data.append(item)
+    n_partition_data, pos = read_array_count(buf, pos, True, False)
+    f_partition_data = []
+    for _ in range(n_partition_data):
+        it_partition_data, pos = _d_PartitionProduceData_9(buf, pos)
+        f_partition_data.append(it_partition_data)
     if pos >= len(buf):
         raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
@@ -719,8 +662,8 @@ def _e_TopicProduceData_9(o: TopicProduceData, out: bytearray, chunks: list[Any]
     write_compact_string(out, o.name)
     write_array_count(out, o.partition_data, True)
     if o.partition_data is not None:
-        for item in o.partition_data:
-            _e_PartitionProduceData_9(item, out, chunks)
+        for it_partition_data in o.partition_data:
+            _e_PartitionProduceData_9(it_partition_data, out, chunks)
     out.append(0)
 
 
@@ -730,14 +673,11 @@ def _d_ProduceRequest_9(buf: Any, pos: int) -> tuple[ProduceRequest, int]:
         raise DecodeError('truncated')
     (f_acks, f_timeout_ms,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_topic_data = None
-    else:
-        f_topic_data = []
-        for _ in range(n):
-            item, pos = _d_TopicProduceData_9(buf, pos)
-            f_topic_data.append(item)
+    n_topic_data, pos = read_array_count(buf, pos, True, False)
+    f_topic_data = []
+    for _ in range(n_topic_data):
+        it_topic_data, pos = _d_TopicProduceData_9(buf, pos)
+        f_topic_data.append(it_topic_data)
     if pos >= len(buf):
         raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
@@ -753,8 +693,8 @@ def _e_ProduceRequest_9(o: ProduceRequest, out: bytearray, chunks: list[Any]) ->
     out += _S1.pack(o.acks, o.timeout_ms)
     write_array_count(out, o.topic_data, True)
     if o.topic_data is not None:
-        for item in o.topic_data:
-            _e_TopicProduceData_9(item, out, chunks)
+        for it_topic_data in o.topic_data:
+            _e_TopicProduceData_9(it_topic_data, out, chunks)
     out.append(0)
 
 
@@ -782,14 +722,11 @@ def _e_PartitionProduceData_10(o: PartitionProduceData, out: bytearray, chunks: 
 
 def _d_TopicProduceData_10(buf: Any, pos: int) -> tuple[TopicProduceData, int]:
     f_name, pos = read_compact_string(buf, pos, False)
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_partition_data = None
-    else:
-        f_partition_data = []
-        for _ in range(n):
-            item, pos = _d_PartitionProduceData_10(buf, pos)
-            f_partition_data.append(item)
+    n_partition_data, pos = read_array_count(buf, pos, True, False)
+    f_partition_data = []
+    for _ in range(n_partition_data):
+        it_partition_data, pos = _d_PartitionProduceData_10(buf, pos)
+        f_partition_data.append(it_partition_data)
     if pos >= len(buf):
         raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
@@ -804,8 +741,8 @@ def _e_TopicProduceData_10(o: TopicProduceData, out: bytearray, chunks: list[Any
     write_compact_string(out, o.name)
     write_array_count(out, o.partition_data, True)
     if o.partition_data is not None:
-        for item in o.partition_data:
-            _e_PartitionProduceData_10(item, out, chunks)
+        for it_partition_data in o.partition_data:
+            _e_PartitionProduceData_10(it_partition_data, out, chunks)
     out.append(0)
 
 
@@ -815,14 +752,11 @@ def _d_ProduceRequest_10(buf: Any, pos: int) -> tuple[ProduceRequest, int]:
         raise DecodeError('truncated')
     (f_acks, f_timeout_ms,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_topic_data = None
-    else:
-        f_topic_data = []
-        for _ in range(n):
-            item, pos = _d_TopicProduceData_10(buf, pos)
-            f_topic_data.append(item)
+    n_topic_data, pos = read_array_count(buf, pos, True, False)
+    f_topic_data = []
+    for _ in range(n_topic_data):
+        it_topic_data, pos = _d_TopicProduceData_10(buf, pos)
+        f_topic_data.append(it_topic_data)
     if pos >= len(buf):
         raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
@@ -838,8 +772,8 @@ def _e_ProduceRequest_10(o: ProduceRequest, out: bytearray, chunks: list[Any]) -
     out += _S1.pack(o.acks, o.timeout_ms)
     write_array_count(out, o.topic_data, True)
     if o.topic_data is not None:
-        for item in o.topic_data:
-            _e_TopicProduceData_10(item, out, chunks)
+        for it_topic_data in o.topic_data:
+            _e_TopicProduceData_10(it_topic_data, out, chunks)
     out.append(0)
 
 
@@ -867,14 +801,11 @@ def _e_PartitionProduceData_11(o: PartitionProduceData, out: bytearray, chunks: 
 
 def _d_TopicProduceData_11(buf: Any, pos: int) -> tuple[TopicProduceData, int]:
     f_name, pos = read_compact_string(buf, pos, False)
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_partition_data = None
-    else:
-        f_partition_data = []
-        for _ in range(n):
-            item, pos = _d_PartitionProduceData_11(buf, pos)
-            f_partition_data.append(item)
+    n_partition_data, pos = read_array_count(buf, pos, True, False)
+    f_partition_data = []
+    for _ in range(n_partition_data):
+        it_partition_data, pos = _d_PartitionProduceData_11(buf, pos)
+        f_partition_data.append(it_partition_data)
     if pos >= len(buf):
         raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
@@ -889,8 +820,8 @@ def _e_TopicProduceData_11(o: TopicProduceData, out: bytearray, chunks: list[Any
     write_compact_string(out, o.name)
     write_array_count(out, o.partition_data, True)
     if o.partition_data is not None:
-        for item in o.partition_data:
-            _e_PartitionProduceData_11(item, out, chunks)
+        for it_partition_data in o.partition_data:
+            _e_PartitionProduceData_11(it_partition_data, out, chunks)
     out.append(0)
 
 
@@ -900,14 +831,11 @@ def _d_ProduceRequest_11(buf: Any, pos: int) -> tuple[ProduceRequest, int]:
         raise DecodeError('truncated')
     (f_acks, f_timeout_ms,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_topic_data = None
-    else:
-        f_topic_data = []
-        for _ in range(n):
-            item, pos = _d_TopicProduceData_11(buf, pos)
-            f_topic_data.append(item)
+    n_topic_data, pos = read_array_count(buf, pos, True, False)
+    f_topic_data = []
+    for _ in range(n_topic_data):
+        it_topic_data, pos = _d_TopicProduceData_11(buf, pos)
+        f_topic_data.append(it_topic_data)
     if pos >= len(buf):
         raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
@@ -923,8 +851,8 @@ def _e_ProduceRequest_11(o: ProduceRequest, out: bytearray, chunks: list[Any]) -
     out += _S1.pack(o.acks, o.timeout_ms)
     write_array_count(out, o.topic_data, True)
     if o.topic_data is not None:
-        for item in o.topic_data:
-            _e_TopicProduceData_11(item, out, chunks)
+        for it_topic_data in o.topic_data:
+            _e_TopicProduceData_11(it_topic_data, out, chunks)
     out.append(0)
 
 
@@ -974,14 +902,11 @@ def _e_PartitionProduceResponse_0(o: PartitionProduceResponse, out: bytearray, c
 
 def _d_TopicProduceResponse_0(buf: Any, pos: int) -> tuple[TopicProduceResponse, int]:
     f_name, pos = read_string(buf, pos, False)
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_partition_responses = None
-    else:
-        f_partition_responses = []
-        for _ in range(n):
-            item, pos = _d_PartitionProduceResponse_0(buf, pos)
-            f_partition_responses.append(item)
+    n_partition_responses, pos = read_array_count(buf, pos, False, False)
+    f_partition_responses = []
+    for _ in range(n_partition_responses):
+        it_partition_responses, pos = _d_PartitionProduceResponse_0(buf, pos)
+        f_partition_responses.append(it_partition_responses)
     obj = TopicProduceResponse(name=f_name, partition_responses=f_partition_responses)
     return obj, pos
 
@@ -990,19 +915,16 @@ def _e_TopicProduceResponse_0(o: TopicProduceResponse, out: bytearray, chunks: l
     write_string(out, o.name)
     write_array_count(out, o.partition_responses, False)
     if o.partition_responses is not None:
-        for item in o.partition_responses:
-            _e_PartitionProduceResponse_0(item, out, chunks)
+        for it_partition_responses in o.partition_responses:
+            _e_PartitionProduceResponse_0(it_partition_responses, out, chunks)
 
 
 def _d_ProduceResponse_0(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_responses = None
-    else:
-        f_responses = []
-        for _ in range(n):
-            item, pos = _d_TopicProduceResponse_0(buf, pos)
-            f_responses.append(item)
+    n_responses, pos = read_array_count(buf, pos, False, False)
+    f_responses = []
+    for _ in range(n_responses):
+        it_responses, pos = _d_TopicProduceResponse_0(buf, pos)
+        f_responses.append(it_responses)
     obj = ProduceResponse(responses=f_responses)
     return obj, pos
 
@@ -1010,8 +932,8 @@ def _d_ProduceResponse_0(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
 def _e_ProduceResponse_0(o: ProduceResponse, out: bytearray, chunks: list[Any]) -> None:
     write_array_count(out, o.responses, False)
     if o.responses is not None:
-        for item in o.responses:
-            _e_TopicProduceResponse_0(item, out, chunks)
+        for it_responses in o.responses:
+            _e_TopicProduceResponse_0(it_responses, out, chunks)
 
 
 def _d_NodeEndpoint_1(buf: Any, pos: int) -> tuple[NodeEndpoint, int]:
@@ -1056,14 +978,11 @@ def _e_PartitionProduceResponse_1(o: PartitionProduceResponse, out: bytearray, c
 
 def _d_TopicProduceResponse_1(buf: Any, pos: int) -> tuple[TopicProduceResponse, int]:
     f_name, pos = read_string(buf, pos, False)
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_partition_responses = None
-    else:
-        f_partition_responses = []
-        for _ in range(n):
-            item, pos = _d_PartitionProduceResponse_1(buf, pos)
-            f_partition_responses.append(item)
+    n_partition_responses, pos = read_array_count(buf, pos, False, False)
+    f_partition_responses = []
+    for _ in range(n_partition_responses):
+        it_partition_responses, pos = _d_PartitionProduceResponse_1(buf, pos)
+        f_partition_responses.append(it_partition_responses)
     obj = TopicProduceResponse(name=f_name, partition_responses=f_partition_responses)
     return obj, pos
 
@@ -1072,19 +991,16 @@ def _e_TopicProduceResponse_1(o: TopicProduceResponse, out: bytearray, chunks: l
     write_string(out, o.name)
     write_array_count(out, o.partition_responses, False)
     if o.partition_responses is not None:
-        for item in o.partition_responses:
-            _e_PartitionProduceResponse_1(item, out, chunks)
+        for it_partition_responses in o.partition_responses:
+            _e_PartitionProduceResponse_1(it_partition_responses, out, chunks)
 
 
 def _d_ProduceResponse_1(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_responses = None
-    else:
-        f_responses = []
-        for _ in range(n):
-            item, pos = _d_TopicProduceResponse_1(buf, pos)
-            f_responses.append(item)
+    n_responses, pos = read_array_count(buf, pos, False, False)
+    f_responses = []
+    for _ in range(n_responses):
+        it_responses, pos = _d_TopicProduceResponse_1(buf, pos)
+        f_responses.append(it_responses)
     if len(buf) - pos < _S0.size:
         raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S0.unpack_from(buf, pos)
@@ -1096,8 +1012,8 @@ def _d_ProduceResponse_1(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
 def _e_ProduceResponse_1(o: ProduceResponse, out: bytearray, chunks: list[Any]) -> None:
     write_array_count(out, o.responses, False)
     if o.responses is not None:
-        for item in o.responses:
-            _e_TopicProduceResponse_1(item, out, chunks)
+        for it_responses in o.responses:
+            _e_TopicProduceResponse_1(it_responses, out, chunks)
     out += _S0.pack(o.throttle_time_ms)
 
 
@@ -1143,14 +1059,11 @@ def _e_PartitionProduceResponse_2(o: PartitionProduceResponse, out: bytearray, c
 
 def _d_TopicProduceResponse_2(buf: Any, pos: int) -> tuple[TopicProduceResponse, int]:
     f_name, pos = read_string(buf, pos, False)
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_partition_responses = None
-    else:
-        f_partition_responses = []
-        for _ in range(n):
-            item, pos = _d_PartitionProduceResponse_2(buf, pos)
-            f_partition_responses.append(item)
+    n_partition_responses, pos = read_array_count(buf, pos, False, False)
+    f_partition_responses = []
+    for _ in range(n_partition_responses):
+        it_partition_responses, pos = _d_PartitionProduceResponse_2(buf, pos)
+        f_partition_responses.append(it_partition_responses)
     obj = TopicProduceResponse(name=f_name, partition_responses=f_partition_responses)
     return obj, pos
 
@@ -1159,19 +1072,16 @@ def _e_TopicProduceResponse_2(o: TopicProduceResponse, out: bytearray, chunks: l
     write_string(out, o.name)
     write_array_count(out, o.partition_responses, False)
     if o.partition_responses is not None:
-        for item in o.partition_responses:
-            _e_PartitionProduceResponse_2(item, out, chunks)
+        for it_partition_responses in o.partition_responses:
+            _e_PartitionProduceResponse_2(it_partition_responses, out, chunks)
 
 
 def _d_ProduceResponse_2(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_responses = None
-    else:
-        f_responses = []
-        for _ in range(n):
-            item, pos = _d_TopicProduceResponse_2(buf, pos)
-            f_responses.append(item)
+    n_responses, pos = read_array_count(buf, pos, False, False)
+    f_responses = []
+    for _ in range(n_responses):
+        it_responses, pos = _d_TopicProduceResponse_2(buf, pos)
+        f_responses.append(it_responses)
     if len(buf) - pos < _S0.size:
         raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S0.unpack_from(buf, pos)
@@ -1183,8 +1093,8 @@ def _d_ProduceResponse_2(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
 def _e_ProduceResponse_2(o: ProduceResponse, out: bytearray, chunks: list[Any]) -> None:
     write_array_count(out, o.responses, False)
     if o.responses is not None:
-        for item in o.responses:
-            _e_TopicProduceResponse_2(item, out, chunks)
+        for it_responses in o.responses:
+            _e_TopicProduceResponse_2(it_responses, out, chunks)
     out += _S0.pack(o.throttle_time_ms)
 
 
@@ -1230,14 +1140,11 @@ def _e_PartitionProduceResponse_3(o: PartitionProduceResponse, out: bytearray, c
 
 def _d_TopicProduceResponse_3(buf: Any, pos: int) -> tuple[TopicProduceResponse, int]:
     f_name, pos = read_string(buf, pos, False)
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_partition_responses = None
-    else:
-        f_partition_responses = []
-        for _ in range(n):
-            item, pos = _d_PartitionProduceResponse_3(buf, pos)
-            f_partition_responses.append(item)
+    n_partition_responses, pos = read_array_count(buf, pos, False, False)
+    f_partition_responses = []
+    for _ in range(n_partition_responses):
+        it_partition_responses, pos = _d_PartitionProduceResponse_3(buf, pos)
+        f_partition_responses.append(it_partition_responses)
     obj = TopicProduceResponse(name=f_name, partition_responses=f_partition_responses)
     return obj, pos
 
@@ -1246,19 +1153,16 @@ def _e_TopicProduceResponse_3(o: TopicProduceResponse, out: bytearray, chunks: l
     write_string(out, o.name)
     write_array_count(out, o.partition_responses, False)
     if o.partition_responses is not None:
-        for item in o.partition_responses:
-            _e_PartitionProduceResponse_3(item, out, chunks)
+        for it_partition_responses in o.partition_responses:
+            _e_PartitionProduceResponse_3(it_partition_responses, out, chunks)
 
 
 def _d_ProduceResponse_3(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_responses = None
-    else:
-        f_responses = []
-        for _ in range(n):
-            item, pos = _d_TopicProduceResponse_3(buf, pos)
-            f_responses.append(item)
+    n_responses, pos = read_array_count(buf, pos, False, False)
+    f_responses = []
+    for _ in range(n_responses):
+        it_responses, pos = _d_TopicProduceResponse_3(buf, pos)
+        f_responses.append(it_responses)
     if len(buf) - pos < _S0.size:
         raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S0.unpack_from(buf, pos)
@@ -1270,8 +1174,8 @@ def _d_ProduceResponse_3(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
 def _e_ProduceResponse_3(o: ProduceResponse, out: bytearray, chunks: list[Any]) -> None:
     write_array_count(out, o.responses, False)
     if o.responses is not None:
-        for item in o.responses:
-            _e_TopicProduceResponse_3(item, out, chunks)
+        for it_responses in o.responses:
+            _e_TopicProduceResponse_3(it_responses, out, chunks)
     out += _S0.pack(o.throttle_time_ms)
 
 
@@ -1317,14 +1221,11 @@ def _e_PartitionProduceResponse_4(o: PartitionProduceResponse, out: bytearray, c
 
 def _d_TopicProduceResponse_4(buf: Any, pos: int) -> tuple[TopicProduceResponse, int]:
     f_name, pos = read_string(buf, pos, False)
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_partition_responses = None
-    else:
-        f_partition_responses = []
-        for _ in range(n):
-            item, pos = _d_PartitionProduceResponse_4(buf, pos)
-            f_partition_responses.append(item)
+    n_partition_responses, pos = read_array_count(buf, pos, False, False)
+    f_partition_responses = []
+    for _ in range(n_partition_responses):
+        it_partition_responses, pos = _d_PartitionProduceResponse_4(buf, pos)
+        f_partition_responses.append(it_partition_responses)
     obj = TopicProduceResponse(name=f_name, partition_responses=f_partition_responses)
     return obj, pos
 
@@ -1333,19 +1234,16 @@ def _e_TopicProduceResponse_4(o: TopicProduceResponse, out: bytearray, chunks: l
     write_string(out, o.name)
     write_array_count(out, o.partition_responses, False)
     if o.partition_responses is not None:
-        for item in o.partition_responses:
-            _e_PartitionProduceResponse_4(item, out, chunks)
+        for it_partition_responses in o.partition_responses:
+            _e_PartitionProduceResponse_4(it_partition_responses, out, chunks)
 
 
 def _d_ProduceResponse_4(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_responses = None
-    else:
-        f_responses = []
-        for _ in range(n):
-            item, pos = _d_TopicProduceResponse_4(buf, pos)
-            f_responses.append(item)
+    n_responses, pos = read_array_count(buf, pos, False, False)
+    f_responses = []
+    for _ in range(n_responses):
+        it_responses, pos = _d_TopicProduceResponse_4(buf, pos)
+        f_responses.append(it_responses)
     if len(buf) - pos < _S0.size:
         raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S0.unpack_from(buf, pos)
@@ -1357,8 +1255,8 @@ def _d_ProduceResponse_4(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
 def _e_ProduceResponse_4(o: ProduceResponse, out: bytearray, chunks: list[Any]) -> None:
     write_array_count(out, o.responses, False)
     if o.responses is not None:
-        for item in o.responses:
-            _e_TopicProduceResponse_4(item, out, chunks)
+        for it_responses in o.responses:
+            _e_TopicProduceResponse_4(it_responses, out, chunks)
     out += _S0.pack(o.throttle_time_ms)
 
 
@@ -1404,14 +1302,11 @@ def _e_PartitionProduceResponse_5(o: PartitionProduceResponse, out: bytearray, c
 
 def _d_TopicProduceResponse_5(buf: Any, pos: int) -> tuple[TopicProduceResponse, int]:
     f_name, pos = read_string(buf, pos, False)
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_partition_responses = None
-    else:
-        f_partition_responses = []
-        for _ in range(n):
-            item, pos = _d_PartitionProduceResponse_5(buf, pos)
-            f_partition_responses.append(item)
+    n_partition_responses, pos = read_array_count(buf, pos, False, False)
+    f_partition_responses = []
+    for _ in range(n_partition_responses):
+        it_partition_responses, pos = _d_PartitionProduceResponse_5(buf, pos)
+        f_partition_responses.append(it_partition_responses)
     obj = TopicProduceResponse(name=f_name, partition_responses=f_partition_responses)
     return obj, pos
 
@@ -1420,19 +1315,16 @@ def _e_TopicProduceResponse_5(o: TopicProduceResponse, out: bytearray, chunks: l
     write_string(out, o.name)
     write_array_count(out, o.partition_responses, False)
     if o.partition_responses is not None:
-        for item in o.partition_responses:
-            _e_PartitionProduceResponse_5(item, out, chunks)
+        for it_partition_responses in o.partition_responses:
+            _e_PartitionProduceResponse_5(it_partition_responses, out, chunks)
 
 
 def _d_ProduceResponse_5(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_responses = None
-    else:
-        f_responses = []
-        for _ in range(n):
-            item, pos = _d_TopicProduceResponse_5(buf, pos)
-            f_responses.append(item)
+    n_responses, pos = read_array_count(buf, pos, False, False)
+    f_responses = []
+    for _ in range(n_responses):
+        it_responses, pos = _d_TopicProduceResponse_5(buf, pos)
+        f_responses.append(it_responses)
     if len(buf) - pos < _S0.size:
         raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S0.unpack_from(buf, pos)
@@ -1444,8 +1336,8 @@ def _d_ProduceResponse_5(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
 def _e_ProduceResponse_5(o: ProduceResponse, out: bytearray, chunks: list[Any]) -> None:
     write_array_count(out, o.responses, False)
     if o.responses is not None:
-        for item in o.responses:
-            _e_TopicProduceResponse_5(item, out, chunks)
+        for it_responses in o.responses:
+            _e_TopicProduceResponse_5(it_responses, out, chunks)
     out += _S0.pack(o.throttle_time_ms)
 
 
@@ -1491,14 +1383,11 @@ def _e_PartitionProduceResponse_6(o: PartitionProduceResponse, out: bytearray, c
 
 def _d_TopicProduceResponse_6(buf: Any, pos: int) -> tuple[TopicProduceResponse, int]:
     f_name, pos = read_string(buf, pos, False)
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_partition_responses = None
-    else:
-        f_partition_responses = []
-        for _ in range(n):
-            item, pos = _d_PartitionProduceResponse_6(buf, pos)
-            f_partition_responses.append(item)
+    n_partition_responses, pos = read_array_count(buf, pos, False, False)
+    f_partition_responses = []
+    for _ in range(n_partition_responses):
+        it_partition_responses, pos = _d_PartitionProduceResponse_6(buf, pos)
+        f_partition_responses.append(it_partition_responses)
     obj = TopicProduceResponse(name=f_name, partition_responses=f_partition_responses)
     return obj, pos
 
@@ -1507,19 +1396,16 @@ def _e_TopicProduceResponse_6(o: TopicProduceResponse, out: bytearray, chunks: l
     write_string(out, o.name)
     write_array_count(out, o.partition_responses, False)
     if o.partition_responses is not None:
-        for item in o.partition_responses:
-            _e_PartitionProduceResponse_6(item, out, chunks)
+        for it_partition_responses in o.partition_responses:
+            _e_PartitionProduceResponse_6(it_partition_responses, out, chunks)
 
 
 def _d_ProduceResponse_6(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_responses = None
-    else:
-        f_responses = []
-        for _ in range(n):
-            item, pos = _d_TopicProduceResponse_6(buf, pos)
-            f_responses.append(item)
+    n_responses, pos = read_array_count(buf, pos, False, False)
+    f_responses = []
+    for _ in range(n_responses):
+        it_responses, pos = _d_TopicProduceResponse_6(buf, pos)
+        f_responses.append(it_responses)
     if len(buf) - pos < _S0.size:
         raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S0.unpack_from(buf, pos)
@@ -1531,8 +1417,8 @@ def _d_ProduceResponse_6(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
 def _e_ProduceResponse_6(o: ProduceResponse, out: bytearray, chunks: list[Any]) -> None:
     write_array_count(out, o.responses, False)
     if o.responses is not None:
-        for item in o.responses:
-            _e_TopicProduceResponse_6(item, out, chunks)
+        for it_responses in o.responses:
+            _e_TopicProduceResponse_6(it_responses, out, chunks)
     out += _S0.pack(o.throttle_time_ms)
 
 
@@ -1578,14 +1464,11 @@ def _e_PartitionProduceResponse_7(o: PartitionProduceResponse, out: bytearray, c
 
 def _d_TopicProduceResponse_7(buf: Any, pos: int) -> tuple[TopicProduceResponse, int]:
     f_name, pos = read_string(buf, pos, False)
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_partition_responses = None
-    else:
-        f_partition_responses = []
-        for _ in range(n):
-            item, pos = _d_PartitionProduceResponse_7(buf, pos)
-            f_partition_responses.append(item)
+    n_partition_responses, pos = read_array_count(buf, pos, False, False)
+    f_partition_responses = []
+    for _ in range(n_partition_responses):
+        it_partition_responses, pos = _d_PartitionProduceResponse_7(buf, pos)
+        f_partition_responses.append(it_partition_responses)
     obj = TopicProduceResponse(name=f_name, partition_responses=f_partition_responses)
     return obj, pos
 
@@ -1594,19 +1477,16 @@ def _e_TopicProduceResponse_7(o: TopicProduceResponse, out: bytearray, chunks: l
     write_string(out, o.name)
     write_array_count(out, o.partition_responses, False)
     if o.partition_responses is not None:
-        for item in o.partition_responses:
-            _e_PartitionProduceResponse_7(item, out, chunks)
+        for it_partition_responses in o.partition_responses:
+            _e_PartitionProduceResponse_7(it_partition_responses, out, chunks)
 
 
 def _d_ProduceResponse_7(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_responses = None
-    else:
-        f_responses = []
-        for _ in range(n):
-            item, pos = _d_TopicProduceResponse_7(buf, pos)
-            f_responses.append(item)
+    n_responses, pos = read_array_count(buf, pos, False, False)
+    f_responses = []
+    for _ in range(n_responses):
+        it_responses, pos = _d_TopicProduceResponse_7(buf, pos)
+        f_responses.append(it_responses)
     if len(buf) - pos < _S0.size:
         raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S0.unpack_from(buf, pos)
@@ -1618,8 +1498,8 @@ def _d_ProduceResponse_7(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
 def _e_ProduceResponse_7(o: ProduceResponse, out: bytearray, chunks: list[Any]) -> None:
     write_array_count(out, o.responses, False)
     if o.responses is not None:
-        for item in o.responses:
-            _e_TopicProduceResponse_7(item, out, chunks)
+        for it_responses in o.responses:
+            _e_TopicProduceResponse_7(it_responses, out, chunks)
     out += _S0.pack(o.throttle_time_ms)
 
 
@@ -1661,14 +1541,11 @@ def _d_PartitionProduceResponse_8(buf: Any, pos: int) -> tuple[PartitionProduceR
         raise DecodeError('truncated')
     (f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset,) = _S4.unpack_from(buf, pos)
     pos += _S4.size
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_record_errors = None
-    else:
-        f_record_errors = []
-        for _ in range(n):
-            item, pos = _d_BatchIndexAndErrorMessage_8(buf, pos)
-            f_record_errors.append(item)
+    n_record_errors, pos = read_array_count(buf, pos, False, False)
+    f_record_errors = []
+    for _ in range(n_record_errors):
+        it_record_errors, pos = _d_BatchIndexAndErrorMessage_8(buf, pos)
+        f_record_errors.append(it_record_errors)
     f_error_message, pos = read_string(buf, pos, True)
     obj = PartitionProduceResponse(index=f_index, error_code=f_error_code, base_offset=f_base_offset, log_append_time_ms=f_log_append_time_ms, log_start_offset=f_log_start_offset, record_errors=f_record_errors, error_message=f_error_message)
     return obj, pos
@@ -1678,21 +1555,18 @@ def _e_PartitionProduceResponse_8(o: PartitionProduceResponse, out: bytearray, c
     out += _S4.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset)
     write_array_count(out, o.record_errors, False)
     if o.record_errors is not None:
-        for item in o.record_errors:
-            _e_BatchIndexAndErrorMessage_8(item, out, chunks)
+        for it_record_errors in o.record_errors:
+            _e_BatchIndexAndErrorMessage_8(it_record_errors, out, chunks)
     write_string(out, o.error_message)
 
 
 def _d_TopicProduceResponse_8(buf: Any, pos: int) -> tuple[TopicProduceResponse, int]:
     f_name, pos = read_string(buf, pos, False)
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_partition_responses = None
-    else:
-        f_partition_responses = []
-        for _ in range(n):
-            item, pos = _d_PartitionProduceResponse_8(buf, pos)
-            f_partition_responses.append(item)
+    n_partition_responses, pos = read_array_count(buf, pos, False, False)
+    f_partition_responses = []
+    for _ in range(n_partition_responses):
+        it_partition_responses, pos = _d_PartitionProduceResponse_8(buf, pos)
+        f_partition_responses.append(it_partition_responses)
     obj = TopicProduceResponse(name=f_name, partition_responses=f_partition_responses)
     return obj, pos
 
@@ -1701,19 +1575,16 @@ def _e_TopicProduceResponse_8(o: TopicProduceResponse, out: bytearray, chunks: l
     write_string(out, o.name)
     write_array_count(out, o.partition_responses, False)
     if o.partition_responses is not None:
-        for item in o.partition_responses:
-            _e_PartitionProduceResponse_8(item, out, chunks)
+        for it_partition_responses in o.partition_responses:
+            _e_PartitionProduceResponse_8(it_partition_responses, out, chunks)
 
 
 def _d_ProduceResponse_8(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
-    n, pos = read_array_count(buf, pos, False, False)
-    if n < 0:
-        f_responses = None
-    else:
-        f_responses = []
-        for _ in range(n):
-            item, pos = _d_TopicProduceResponse_8(buf, pos)
-            f_responses.append(item)
+    n_responses, pos = read_array_count(buf, pos, False, False)
+    f_responses = []
+    for _ in range(n_responses):
+        it_responses, pos = _d_TopicProduceResponse_8(buf, pos)
+        f_responses.append(it_responses)
     if len(buf) - pos < _S0.size:
         raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S0.unpack_from(buf, pos)
@@ -1725,8 +1596,8 @@ def _d_ProduceResponse_8(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
 def _e_ProduceResponse_8(o: ProduceResponse, out: bytearray, chunks: list[Any]) -> None:
     write_array_count(out, o.responses, False)
     if o.responses is not None:
-        for item in o.responses:
-            _e_TopicProduceResponse_8(item, out, chunks)
+        for it_responses in o.responses:
+            _e_TopicProduceResponse_8(it_responses, out, chunks)
     out += _S0.pack(o.throttle_time_ms)
 
 
@@ -1787,14 +1658,11 @@ def _d_PartitionProduceResponse_9(buf: Any, pos: int) -> tuple[PartitionProduceR
         raise DecodeError('truncated')
     (f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset,) = _S4.unpack_from(buf, pos)
     pos += _S4.size
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_record_errors = None
-    else:
-        f_record_errors = []
-        for _ in range(n):
-            item, pos = _d_BatchIndexAndErrorMessage_9(buf, pos)
-            f_record_errors.append(item)
+    n_record_errors, pos = read_array_count(buf, pos, True, False)
+    f_record_errors = []
+    for _ in range(n_record_errors):
+        it_record_errors, pos = _d_BatchIndexAndErrorMessage_9(buf, pos)
+        f_record_errors.append(it_record_errors)
     f_error_message, pos = read_compact_string(buf, pos, True)
     if pos >= len(buf):
         raise DecodeError('truncated tagged fields')
@@ -1810,22 +1678,19 @@ def _e_PartitionProduceResponse_9(o: PartitionProduceResponse, out: bytearray, c
     out += _S4.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset)
     write_array_count(out, o.record_errors, True)
     if o.record_errors is not None:
-        for item in o.record_errors:
-            _e_BatchIndexAndErrorMessage_9(item, out, chunks)
+        for it_record_errors in o.record_errors:
+            _e_BatchIndexAndErrorMessage_9(it_record_errors, out, chunks)
     write_compact_string(out, o.error_message)
     out.append(0)
 
 
 def _d_TopicProduceResponse_9(buf: Any, pos: int) -> tuple[TopicProduceResponse, int]:
     f_name, pos = read_compact_string(buf, pos, False)
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_partition_responses = None
-    else:
-        f_partition_responses = []
-        for _ in range(n):
-            item, pos = _d_PartitionProduceResponse_9(buf, pos)
-            f_partition_responses.append(item)
+    n_partition_responses, pos = read_array_count(buf, pos, True, False)
+    f_partition_responses = []
+    for _ in range(n_partition_responses):
+        it_partition_responses, pos = _d_PartitionProduceResponse_9(buf, pos)
+        f_partition_responses.append(it_partition_responses)
     if pos >= len(buf):
         raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
@@ -1840,20 +1705,17 @@ def _e_TopicProduceResponse_9(o: TopicProduceResponse, out: bytearray, chunks: l
     write_compact_string(out, o.name)
     write_array_count(out, o.partition_responses, True)
     if o.partition_responses is not None:
-        for item in o.partition_responses:
-            _e_PartitionProduceResponse_9(item, out, chunks)
+        for it_partition_responses in o.partition_responses:
+            _e_PartitionProduceResponse_9(it_partition_responses, out, chunks)
     out.append(0)
 
 
 def _d_ProduceResponse_9(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_responses = None
-    else:
-        f_responses = []
-        for _ in range(n):
-            item, pos = _d_TopicProduceResponse_9(buf, pos)
-            f_responses.append(item)
+    n_responses, pos = read_array_count(buf, pos, True, False)
+    f_responses = []
+    for _ in range(n_responses):
+        it_responses, pos = _d_TopicProduceResponse_9(buf, pos)
+        f_responses.append(it_responses)
     if len(buf) - pos < _S0.size:
         raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S0.unpack_from(buf, pos)
@@ -1871,8 +1733,8 @@ def _d_ProduceResponse_9(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
 def _e_ProduceResponse_9(o: ProduceResponse, out: bytearray, chunks: list[Any]) -> None:
     write_array_count(out, o.responses, True)
     if o.responses is not None:
-        for item in o.responses:
-            _e_TopicProduceResponse_9(item, out, chunks)
+        for it_responses in o.responses:
+            _e_TopicProduceResponse_9(it_responses, out, chunks)
     out += _S0.pack(o.throttle_time_ms)
     out.append(0)
 
@@ -1953,14 +1815,11 @@ def _d_PartitionProduceResponse_10(buf: Any, pos: int) -> tuple[PartitionProduce
         raise DecodeError('truncated')
     (f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset,) = _S4.unpack_from(buf, pos)
     pos += _S4.size
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_record_errors = None
-    else:
-        f_record_errors = []
-        for _ in range(n):
-            item, pos = _d_BatchIndexAndErrorMessage_10(buf, pos)
-            f_record_errors.append(item)
+    n_record_errors, pos = read_array_count(buf, pos, True, False)
+    f_record_errors = []
+    for _ in range(n_record_errors):
+        it_record_errors, pos = _d_BatchIndexAndErrorMessage_10(buf, pos)
+        f_record_errors.append(it_record_errors)
     f_error_message, pos = read_compact_string(buf, pos, True)
     f_current_leader = _MISSING
     if pos >= len(buf):
@@ -1990,8 +1849,8 @@ def _e_PartitionProduceResponse_10(o: PartitionProduceResponse, out: bytearray, 
     out += _S4.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset)
     write_array_count(out, o.record_errors, True)
     if o.record_errors is not None:
-        for item in o.record_errors:
-            _e_BatchIndexAndErrorMessage_10(item, out, chunks)
+        for it_record_errors in o.record_errors:
+            _e_BatchIndexAndErrorMessage_10(it_record_errors, out, chunks)
     write_compact_string(out, o.error_message)
     tags: list[tuple[int, bytearray]] = []
     if o.current_leader != LeaderIdAndEpoch():
@@ -2007,14 +1866,11 @@ def _e_PartitionProduceResponse_10(o: PartitionProduceResponse, out: bytearray, 
 
 def _d_TopicProduceResponse_10(buf: Any, pos: int) -> tuple[TopicProduceResponse, int]:
     f_name, pos = read_compact_string(buf, pos, False)
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_partition_responses = None
-    else:
-        f_partition_responses = []
-        for _ in range(n):
-            item, pos = _d_PartitionProduceResponse_10(buf, pos)
-            f_partition_responses.append(item)
+    n_partition_responses, pos = read_array_count(buf, pos, True, False)
+    f_partition_responses = []
+    for _ in range(n_partition_responses):
+        it_partition_responses, pos = _d_PartitionProduceResponse_10(buf, pos)
+        f_partition_responses.append(it_partition_responses)
     if pos >= len(buf):
         raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
@@ -2029,20 +1885,17 @@ def _e_TopicProduceResponse_10(o: TopicProduceResponse, out: bytearray, chunks: 
     write_compact_string(out, o.name)
     write_array_count(out, o.partition_responses, True)
     if o.partition_responses is not None:
-        for item in o.partition_responses:
-            _e_PartitionProduceResponse_10(item, out, chunks)
+        for it_partition_responses in o.partition_responses:
+            _e_PartitionProduceResponse_10(it_partition_responses, out, chunks)
     out.append(0)
 
 
 def _d_ProduceResponse_10(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_responses = None
-    else:
-        f_responses = []
-        for _ in range(n):
-            item, pos = _d_TopicProduceResponse_10(buf, pos)
-            f_responses.append(item)
+    n_responses, pos = read_array_count(buf, pos, True, False)
+    f_responses = []
+    for _ in range(n_responses):
+        it_responses, pos = _d_TopicProduceResponse_10(buf, pos)
+        f_responses.append(it_responses)
     if len(buf) - pos < _S0.size:
         raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S0.unpack_from(buf, pos)
@@ -2061,14 +1914,11 @@ def _d_ProduceResponse_10(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
             if end > len(buf):
                 raise DecodeError('tagged field overruns the buffer')
             if tag == 0:
-                n, pos = read_array_count(buf, pos, True, False)
-                if n < 0:
-                    f_node_endpoints = None
-                else:
-                    f_node_endpoints = []
-                    for _ in range(n):
-                        item, pos = _d_NodeEndpoint_10(buf, pos)
-                        f_node_endpoints.append(item)
+                n_node_endpoints, pos = read_array_count(buf, pos, True, False)
+                f_node_endpoints = []
+                for _ in range(n_node_endpoints):
+                    it_node_endpoints, pos = _d_NodeEndpoint_10(buf, pos)
+                    f_node_endpoints.append(it_node_endpoints)
                 if pos != end:
                     raise DecodeError('tagged field size mismatch')
             pos = end
@@ -2081,16 +1931,16 @@ def _d_ProduceResponse_10(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
 def _e_ProduceResponse_10(o: ProduceResponse, out: bytearray, chunks: list[Any]) -> None:
     write_array_count(out, o.responses, True)
     if o.responses is not None:
-        for item in o.responses:
-            _e_TopicProduceResponse_10(item, out, chunks)
+        for it_responses in o.responses:
+            _e_TopicProduceResponse_10(it_responses, out, chunks)
     out += _S0.pack(o.throttle_time_ms)
     tags: list[tuple[int, bytearray]] = []
     if o.node_endpoints != list():
         t = bytearray()
         write_array_count(t, o.node_endpoints, True)
         if o.node_endpoints is not None:
-            for item in o.node_endpoints:
-                _e_NodeEndpoint_10(item, t, chunks)
+            for it_node_endpoints in o.node_endpoints:
+                _e_NodeEndpoint_10(it_node_endpoints, t, chunks)
         tags.append((0, t))
     write_uvarint(out, len(tags))
     for tag, data in tags:
@@ -2175,14 +2025,11 @@ def _d_PartitionProduceResponse_11(buf: Any, pos: int) -> tuple[PartitionProduce
         raise DecodeError('truncated')
     (f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset,) = _S4.unpack_from(buf, pos)
     pos += _S4.size
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_record_errors = None
-    else:
-        f_record_errors = []
-        for _ in range(n):
-            item, pos = _d_BatchIndexAndErrorMessage_11(buf, pos)
-            f_record_errors.append(item)
+    n_record_errors, pos = read_array_count(buf, pos, True, False)
+    f_record_errors = []
+    for _ in range(n_record_errors):
+        it_record_errors, pos = _d_BatchIndexAndErrorMessage_11(buf, pos)
+        f_record_errors.append(it_record_errors)
     f_error_message, pos = read_compact_string(buf, pos, True)
     f_current_leader = _MISSING
     if pos >= len(buf):
@@ -2212,8 +2059,8 @@ def _e_PartitionProduceResponse_11(o: PartitionProduceResponse, out: bytearray, 
     out += _S4.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset)
     write_array_count(out, o.record_errors, True)
     if o.record_errors is not None:
-        for item in o.record_errors:
-            _e_BatchIndexAndErrorMessage_11(item, out, chunks)
+        for it_record_errors in o.record_errors:
+            _e_BatchIndexAndErrorMessage_11(it_record_errors, out, chunks)
     write_compact_string(out, o.error_message)
     tags: list[tuple[int, bytearray]] = []
     if o.current_leader != LeaderIdAndEpoch():
@@ -2229,14 +2076,11 @@ def _e_PartitionProduceResponse_11(o: PartitionProduceResponse, out: bytearray, 
 
 def _d_TopicProduceResponse_11(buf: Any, pos: int) -> tuple[TopicProduceResponse, int]:
     f_name, pos = read_compact_string(buf, pos, False)
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_partition_responses = None
-    else:
-        f_partition_responses = []
-        for _ in range(n):
-            item, pos = _d_PartitionProduceResponse_11(buf, pos)
-            f_partition_responses.append(item)
+    n_partition_responses, pos = read_array_count(buf, pos, True, False)
+    f_partition_responses = []
+    for _ in range(n_partition_responses):
+        it_partition_responses, pos = _d_PartitionProduceResponse_11(buf, pos)
+        f_partition_responses.append(it_partition_responses)
     if pos >= len(buf):
         raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
@@ -2251,20 +2095,17 @@ def _e_TopicProduceResponse_11(o: TopicProduceResponse, out: bytearray, chunks: 
     write_compact_string(out, o.name)
     write_array_count(out, o.partition_responses, True)
     if o.partition_responses is not None:
-        for item in o.partition_responses:
-            _e_PartitionProduceResponse_11(item, out, chunks)
+        for it_partition_responses in o.partition_responses:
+            _e_PartitionProduceResponse_11(it_partition_responses, out, chunks)
     out.append(0)
 
 
 def _d_ProduceResponse_11(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
-    n, pos = read_array_count(buf, pos, True, False)
-    if n < 0:
-        f_responses = None
-    else:
-        f_responses = []
-        for _ in range(n):
-            item, pos = _d_TopicProduceResponse_11(buf, pos)
-            f_responses.append(item)
+    n_responses, pos = read_array_count(buf, pos, True, False)
+    f_responses = []
+    for _ in range(n_responses):
+        it_responses, pos = _d_TopicProduceResponse_11(buf, pos)
+        f_responses.append(it_responses)
     if len(buf) - pos < _S0.size:
         raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S0.unpack_from(buf, pos)
@@ -2283,14 +2124,11 @@ def _d_ProduceResponse_11(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
             if end > len(buf):
                 raise DecodeError('tagged field overruns the buffer')
             if tag == 0:
-                n, pos = read_array_count(buf, pos, True, False)
-                if n < 0:
-                    f_node_endpoints = None
-                else:
-                    f_node_endpoints = []
-                    for _ in range(n):
-                        item, pos = _d_NodeEndpoint_11(buf, pos)
-                        f_node_endpoints.append(item)
+                n_node_endpoints, pos = read_array_count(buf, pos, True, False)
+                f_node_endpoints = []
+                for _ in range(n_node_endpoints):
+                    it_node_endpoints, pos = _d_NodeEndpoint_11(buf, pos)
+                    f_node_endpoints.append(it_node_endpoints)
                 if pos != end:
                     raise DecodeError('tagged field size mismatch')
             pos = end
@@ -2303,16 +2141,16 @@ def _d_ProduceResponse_11(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
 def _e_ProduceResponse_11(o: ProduceResponse, out: bytearray, chunks: list[Any]) -> None:
     write_array_count(out, o.responses, True)
     if o.responses is not None:
-        for item in o.responses:
-            _e_TopicProduceResponse_11(item, out, chunks)
+        for it_responses in o.responses:
+            _e_TopicProduceResponse_11(it_responses, out, chunks)
     out += _S0.pack(o.throttle_time_ms)
     tags: list[tuple[int, bytearray]] = []
     if o.node_endpoints != list():
         t = bytearray()
         write_array_count(t, o.node_endpoints, True)
         if o.node_endpoints is not None:
-            for item in o.node_endpoints:
-                _e_NodeEndpoint_11(item, t, chunks)
+            for it_node_endpoints in o.node_endpoints:
+                _e_NodeEndpoint_11(it_node_endpoints, t, chunks)
         tags.append((0, t))
     write_uvarint(out, len(tags))
     for tag, data in tags:

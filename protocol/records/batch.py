@@ -27,6 +27,7 @@ from struct import Struct, calcsize, pack_into
 from typing import Any, NamedTuple
 
 import crc32c
+
 from pybroker.protocol.errors import ErrorCode
 
 HEADER = Struct(">qiibIhiqqqhii")

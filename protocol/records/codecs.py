@@ -17,6 +17,7 @@ from typing import Any
 import cramjam
 import lz4.frame
 import zstandard
+
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.records.batch import RecordsError
 

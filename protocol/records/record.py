@@ -14,6 +14,7 @@ from struct import pack_into
 from typing import Any
 
 import crc32c
+
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.records.batch import (
     ATTRIBUTES_OFFSET,

@@ -16,9 +16,9 @@ import kafka.protocol
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
 from pybroker.protocol.codegen import schema_modules
 from pybroker.protocol.schema.dsl import Field, Message
-
 from tests.schema_strategies import message_strategy, to_plain
 
 ZERO = str(uuid.UUID(int=0))

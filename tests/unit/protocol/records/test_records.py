@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
+
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.records.batch import (
     CRC_OFFSET,

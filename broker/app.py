@@ -1,0 +1,125 @@
+"""The broker's life: startup (recovery, listeners), serve, graceful shutdown.
+
+Shutdown is triggered by an injectable event (SIGTERM/SIGINT set it in production, tests set it
+directly): stop accepting, let in-flight requests finish within a bounded time, wake waiting fetches,
+close connections, then flush every log and write the checkpoints and the clean-shutdown marker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import time
+from typing import Any
+
+from pybroker.broker.connection import KafkaConnection
+from pybroker.broker.dispatch import load_handlers
+from pybroker.broker.logs import get_logger
+from pybroker.broker.state import BrokerState
+from pybroker.config.broker_config import BrokerConfig, parse_listener
+
+log = get_logger("pybroker.app")
+
+GRACEFUL_TIMEOUT_S = 10.0
+BACKGROUND_TICK_S = 1.0
+
+
+class BrokerApp:
+    def __init__(self, config: BrokerConfig, *, metrics_port: int | None = None) -> None:
+        self.config = config
+        self.metrics_port = metrics_port
+        self.state = BrokerState(config)
+        self.servers: list[asyncio.Server] = []
+        self.shutdown_event = asyncio.Event()
+        self.bound_ports: list[int] = []
+
+    async def start(self) -> None:
+        load_handlers()
+        log.info("starting", node_id=self.state.node_id, config=self.config.redacted(),
+                 unknown_config_keys=sorted(self.config.unknown))
+        started = time.monotonic()
+        for stats in self.state.startup():
+            log.info("log dir loaded", **_as_dict(stats))
+        log.info("logs loaded", seconds=round(time.monotonic() - started, 3), cluster_id=self.state.cluster_id)
+        loop = asyncio.get_running_loop()
+        for listener in self.config.listeners:
+            _, host, port = parse_listener(listener)
+            server = await loop.create_server(
+                lambda: KafkaConnection(self.state), host or "0.0.0.0", port, reuse_address=True, backlog=1024)
+            self.servers.append(server)
+            for sock in server.sockets:
+                self.bound_ports.append(sock.getsockname()[1])
+            log.info("listening", listener=listener, port=self.bound_ports[-1])
+        if self.bound_ports:
+            self.state.set_advertised_port(self.bound_ports[0])
+        if self.metrics_port is not None:
+            from prometheus_client import start_http_server
+
+            start_http_server(self.metrics_port, addr="127.0.0.1")
+            log.info("metrics listening", port=self.metrics_port)
+
+    async def run_background(self) -> None:
+        """Periodic jobs: the flush policy for acks=0/1 data, and checkpoints."""
+        checkpoint_every = int(self.config.get("log.flush.offset.checkpoint.interval.ms")) / 1000
+        last_checkpoint = time.monotonic()
+        while not self.shutdown_event.is_set():
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self.shutdown_event.wait(), BACKGROUND_TICK_S)
+            if self.shutdown_event.is_set():
+                return
+            try:
+                await asyncio.to_thread(self.state.logs.flush_dirty, self.state.clock_ms())
+                if time.monotonic() - last_checkpoint >= checkpoint_every:
+                    await asyncio.to_thread(self.state.logs.checkpoint)
+                    last_checkpoint = time.monotonic()
+            except Exception:
+                log.exception("background job failed")
+
+    async def serve(self) -> None:
+        await self.start()
+        background = asyncio.create_task(self.run_background())
+        await self.shutdown_event.wait()
+        log.info("shutting down")
+        await self.stop()
+        background.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await background
+        log.info("stopped cleanly")
+
+    async def stop(self) -> None:
+        for server in self.servers:
+            server.close()
+        deadline = time.monotonic() + GRACEFUL_TIMEOUT_S
+        self.state.purgatory.wake_all()
+        while any(c.pending for c in self.state.connections) and time.monotonic() < deadline:
+            self.state.purgatory.wake_all()
+            await asyncio.sleep(0.02)
+        for conn in list(self.state.connections):
+            if conn.transport is not None:
+                conn.transport.close()
+        for server in self.servers:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(server.wait_closed(), 2)
+        await asyncio.to_thread(self.state.logs.shutdown)
+
+    def install_signal_handlers(self) -> None:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, self.shutdown_event.set)
+
+
+def _as_dict(stats: Any) -> dict[str, Any]:
+    if isinstance(stats, dict):
+        return stats
+    if hasattr(stats, "_asdict"):
+        return dict(stats._asdict())
+    if hasattr(stats, "__dataclass_fields__"):
+        return {k: getattr(stats, k) for k in stats.__dataclass_fields__}
+    return {"stats": str(stats)}
+
+
+async def run_broker(config: BrokerConfig, *, metrics_port: int | None = None) -> None:
+    app = BrokerApp(config, metrics_port=metrics_port)
+    app.install_signal_handlers()
+    await app.serve()

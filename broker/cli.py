@@ -1,0 +1,106 @@
+"""The `pybroker` command line.
+
+`pybroker start` takes Kafka's config keys from a `server.properties` file and from `--override
+key=value`, with the common ones also as flags. Any bad flag or value ends the program with exit status 2
+and one line naming the key; no traceback.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from pybroker.config.broker_config import BrokerConfig
+from pybroker.config.properties import load_properties
+from pybroker.config.types import ConfigError
+
+
+def _fail(message: str) -> None:
+    click.echo(f"pybroker: error: {message}", err=True)
+    sys.exit(2)
+
+
+def _parse_overrides(pairs: tuple[str, ...]) -> dict[str, str]:
+    overrides: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            _fail(f"--override expects key=value, got {pair!r}")
+        overrides[key.strip()] = value.strip()
+    return overrides
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def cli() -> None:
+    """pybroker: a single-node broker that speaks the Apache Kafka protocol."""
+
+
+@cli.command()
+@click.option("--log-dirs", help="Comma-separated log directories (log.dirs).")
+@click.option("--listeners", help="Listeners, e.g. PLAINTEXT://127.0.0.1:9092 (listeners).")
+@click.option("--config", "config_file", type=click.Path(dir_okay=False), help="A server.properties file.")
+@click.option("--override", "overrides", multiple=True, metavar="KEY=VALUE", help="Any config key; repeatable.")
+@click.option("--metrics-port", type=click.IntRange(0, 65535), help="Serve Prometheus metrics on this port.")
+@click.option("--node-id", type=click.IntRange(0), help="The node id (node.id).")
+@click.option("--log-format", type=click.Choice(["json", "console"]), default=None,
+              help="Log format (default: json unless stdout is a terminal).")
+@click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]), default="info")
+def start(log_dirs: str | None, listeners: str | None, config_file: str | None, overrides: tuple[str, ...],
+          metrics_port: int | None, node_id: int | None, log_format: str | None, log_level: str) -> None:
+    """Start the broker and serve until SIGTERM or SIGINT."""
+    from pybroker.broker.logs import configure_logging
+
+    configure_logging(log_format, log_level)
+    layers: list[dict[str, str]] = []
+    if config_file:
+        try:
+            layers.append(load_properties(Path(config_file)))
+        except OSError as exc:
+            _fail(f"--config: cannot read {config_file}: {exc.strerror or exc}")
+    layers.append(_parse_overrides(overrides))
+    flags = {"log.dirs": log_dirs, "listeners": listeners, "node.id": None if node_id is None else str(node_id)}
+    layers.append({k: v for k, v in flags.items() if v is not None})
+    try:
+        config = BrokerConfig.load(*layers)
+    except ConfigError as exc:
+        _fail(str(exc))
+        return
+    _run(config, metrics_port)
+
+
+def _run(config: BrokerConfig, metrics_port: int | None) -> None:
+    import uvloop
+
+    from pybroker.broker.app import run_broker
+    from pybroker.broker.logs import get_logger
+    from pybroker.storage.errors import StorageError
+
+    log = get_logger("pybroker.cli")
+    try:
+        uvloop.run(run_broker(config, metrics_port=metrics_port))
+    except StorageError as exc:
+        log.error("cannot start", error=str(exc))
+        sys.exit(1)
+    except OSError as exc:
+        log.error("cannot start", error=str(exc))
+        sys.exit(1)
+    except KeyboardInterrupt:
+        pass
+
+
+def main() -> None:
+    try:
+        cli.main(standalone_mode=False)
+    except click.exceptions.Abort:
+        sys.exit(130)
+    except click.UsageError as exc:
+        _fail(exc.format_message().replace("\n", " "))
+    except click.ClickException as exc:
+        _fail(exc.format_message())
+
+
+if __name__ == "__main__":
+    main()
+

@@ -1,0 +1,67 @@
+"""The handler registry: one decorator per API, and the ApiVersions answer built from it.
+
+Each module in `pybroker.broker.handlers` registers its function with `@handler(ApiKey.X, versions=(lo, hi))`.
+A handler takes the request context and the decoded request and returns the response object, or an
+awaitable of it when it must wait (a produce waiting for fsync, a fetch long-poll), or None when no
+response is sent (acks=0). Because ApiVersions is computed from this registry, what we advertise
+cannot drift from what we serve.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from pybroker.protocol.messages import REQUESTS
+
+if TYPE_CHECKING:
+    from pybroker.broker.context import RequestContext
+
+HandlerResult = Any | Awaitable[Any] | None
+HandlerFn = Callable[["RequestContext", Any], HandlerResult]
+
+
+@dataclass(frozen=True, slots=True)
+class HandlerSpec:
+    api_key: int
+    min_version: int
+    max_version: int
+    fn: HandlerFn
+
+    def serves(self, version: int) -> bool:
+        return self.min_version <= version <= self.max_version
+
+
+REGISTRY: dict[int, HandlerSpec] = {}
+
+
+def handler(api_key: int, versions: tuple[int, int]) -> Callable[[HandlerFn], HandlerFn]:
+    lo, hi = versions
+    request_cls = REQUESTS[int(api_key)]
+    if lo < request_cls.MIN_VERSION or hi > request_cls.MAX_VERSION:
+        raise ValueError(f"api {api_key}: versions {lo}-{hi} exceed the codec's "
+                         f"{request_cls.MIN_VERSION}-{request_cls.MAX_VERSION}")
+
+    def register(fn: HandlerFn) -> HandlerFn:
+        if int(api_key) in REGISTRY:
+            raise ValueError(f"api {api_key} registered twice")
+        REGISTRY[int(api_key)] = HandlerSpec(int(api_key), lo, hi, fn)
+        return fn
+
+    return register
+
+
+def load_handlers() -> dict[int, HandlerSpec]:
+    """Import every handler module once, which fills the registry."""
+    package = importlib.import_module("pybroker.broker.handlers")
+    for module in pkgutil.iter_modules(package.__path__):
+        importlib.import_module(f"{package.__name__}.{module.name}")
+    return REGISTRY
+
+
+def supported_versions() -> list[tuple[int, int, int]]:
+    """(api_key, min, max) for every registered API, sorted by key: the ApiVersions list."""
+    return [(s.api_key, s.min_version, s.max_version) for s in sorted(REGISTRY.values(), key=lambda s: s.api_key)]

@@ -1,0 +1,77 @@
+"""CreateTopics (key 19), versions 0-7.
+
+Creation is synchronous and local, so `timeout_ms` never expires. Manual replica assignments are
+accepted only when they name this node alone. From v5 the answer carries the partition count,
+replication factor and every effective config of the new topic, like Kafka.
+"""
+
+from __future__ import annotations
+
+from pybroker.broker.context import RequestContext
+from pybroker.broker.dispatch import handler
+from pybroker.broker.topics import TopicError
+from pybroker.config.definitions import TOPIC
+from pybroker.protocol.api_keys import ApiKey
+from pybroker.protocol.errors import ErrorCode
+from pybroker.protocol.messages.create_topics import (
+    CreatableTopicConfigs,
+    CreatableTopicResult,
+    CreateTopicsRequest,
+    CreateTopicsResponse,
+)
+
+FIRST_CONFIGS_VERSION = 5
+
+
+def _assignment_count(ctx: RequestContext, topic: object) -> int | None:
+    """Partitions implied by manual assignments, or None; `TopicError` if they name other nodes."""
+    assignments = getattr(topic, "assignments", None) or []
+    if not assignments:
+        return None
+    for assignment in assignments:
+        if list(assignment.broker_ids) != [ctx.state.node_id]:
+            raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                             f"Replica assignment {list(assignment.broker_ids)} names unknown brokers.")
+    return len(assignments)
+
+
+@handler(ApiKey.CREATE_TOPICS, versions=(0, 7))
+def handle_create_topics(ctx: RequestContext, request: CreateTopicsRequest) -> CreateTopicsResponse:
+    state = ctx.state
+    results: list[CreatableTopicResult] = []
+    seen: set[str] = set()
+    for topic in request.topics:
+        result = CreatableTopicResult(name=topic.name, error_code=ErrorCode.NONE, error_message=None,
+                                      num_partitions=-1, replication_factor=-1, configs=None)
+        results.append(result)
+        if topic.name in seen:
+            result.error_code, result.error_message = ErrorCode.INVALID_REQUEST, "Duplicate topic name."
+            continue
+        seen.add(topic.name)
+        try:
+            assigned = _assignment_count(ctx, topic)
+            partitions = topic.num_partitions if assigned is None else assigned
+            replication = topic.replication_factor if assigned is None else 1
+            if assigned is not None and topic.num_partitions != -1:
+                raise TopicError(ErrorCode.INVALID_REQUEST,
+                                 "Both numPartitions or replicationFactor and replicasAssignments were set.")
+            configs = {c.name: c.value for c in topic.configs}
+            info = state.topics.create(topic.name, partitions, replication, configs,
+                                       validate_only=bool(request.validate_only))
+        except TopicError as exc:
+            result.error_code, result.error_message = exc.code, exc.message
+            continue
+        if ctx.api_version >= FIRST_CONFIGS_VERSION:
+            overrides = info.configs if info is not None else {c.name: c.value or "" for c in topic.configs}
+            result.num_partitions = info.num_partitions if info is not None else (
+                partitions if partitions > 0 else int(state.config.get("num.partitions")))
+            result.replication_factor = 1
+            result.configs = [
+                CreatableTopicConfigs(name=key, value=resolved.text, read_only=False,
+                                      config_source=int(resolved.source), is_sensitive=False)
+                for key in TOPIC
+                for resolved in (state.config.resolve_topic(key, overrides),)
+            ]
+        if info is not None:
+            result.topic_id = info.topic_id
+    return CreateTopicsResponse(throttle_time_ms=0, topics=results)

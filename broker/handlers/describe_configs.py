@@ -1,0 +1,84 @@
+"""DescribeConfigs (key 32), versions 0-4: topic and broker resources, from the one config table.
+
+Every config comes with its effective value and source (topic override, static broker config or
+default); v1+ add synonyms (the broker keys that stand behind a topic key), v3+ the type and the
+documentation. Broker configs that cannot change at runtime are read-only, as in Kafka.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from pybroker.broker.context import RequestContext
+from pybroker.broker.dispatch import handler
+from pybroker.config.broker_config import ConfigSource, ResolvedConfig
+from pybroker.config.definitions import BROKER, TOPIC
+from pybroker.config.types import PARSERS
+from pybroker.protocol.api_keys import ApiKey
+from pybroker.protocol.errors import ErrorCode
+from pybroker.protocol.messages.describe_configs import (
+    DescribeConfigsRequest,
+    DescribeConfigsResourceResult,
+    DescribeConfigsResponse,
+    DescribeConfigsResult,
+    DescribeConfigsSynonym,
+)
+
+TOPIC_RESOURCE = 2
+BROKER_RESOURCE = 4
+BROKER_LOGGER_RESOURCE = 8
+
+
+def _entry(resolved: ResolvedConfig, synonyms: bool, docs: bool, read_only: bool) -> DescribeConfigsResourceResult:
+    definition = resolved.definition
+    return DescribeConfigsResourceResult(
+        name=definition.key,
+        value=None if definition.sensitive else resolved.text,
+        read_only=read_only,
+        config_source=int(resolved.source),
+        is_default=resolved.source == ConfigSource.DEFAULT_CONFIG,
+        is_sensitive=definition.sensitive,
+        synonyms=[DescribeConfigsSynonym(name=k, value=v, source=int(s)) for k, v, s in resolved.synonyms]
+        if synonyms else [],
+        config_type=PARSERS[definition.type][1],
+        documentation=definition.doc if docs else None,
+    )
+
+
+def _selected(keys: Iterable[str], wanted: list[str] | None) -> list[str]:
+    return list(keys) if wanted is None else [k for k in wanted if k in set(keys)]
+
+
+@handler(ApiKey.DESCRIBE_CONFIGS, versions=(0, 4))
+def handle_describe_configs(ctx: RequestContext, request: DescribeConfigsRequest) -> DescribeConfigsResponse:
+    state = ctx.state
+    synonyms = bool(request.include_synonyms)
+    docs = bool(request.include_documentation)
+    results: list[DescribeConfigsResult] = []
+    for resource in request.resources:
+        result = DescribeConfigsResult(error_code=ErrorCode.NONE, error_message=None,
+                                       resource_type=resource.resource_type,
+                                       resource_name=resource.resource_name, configs=[])
+        results.append(result)
+        wanted = resource.configuration_keys
+        if resource.resource_type == TOPIC_RESOURCE:
+            info = state.topics.get(resource.resource_name)
+            if info is None:
+                result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                result.error_message = f"Topic {resource.resource_name} does not exist."
+                continue
+            result.configs = [_entry(state.config.resolve_topic(key, info.configs), synonyms, docs, False)
+                              for key in _selected(TOPIC, wanted)]
+        elif resource.resource_type == BROKER_RESOURCE:
+            if resource.resource_name not in ("", str(state.node_id)):
+                result.error_code = ErrorCode.INVALID_REQUEST
+                result.error_message = f"Unexpected broker id {resource.resource_name}, expected {state.node_id}."
+                continue
+            result.configs = [_entry(state.config.resolve_broker(key), synonyms, docs, not BROKER[key].dynamic)
+                              for key in _selected(BROKER, wanted)]
+        elif resource.resource_type == BROKER_LOGGER_RESOURCE:
+            continue
+        else:
+            result.error_code = ErrorCode.INVALID_REQUEST
+            result.error_message = f"Unsupported resource type {resource.resource_type}."
+    return DescribeConfigsResponse(throttle_time_ms=0, results=results)

@@ -1,0 +1,121 @@
+"""Fetch (key 1), versions 4-17.
+
+Sessionless: a client asking to open a fetch session (KIP-227) gets session id 0, which tells it to keep
+sending full fetches; an incremental fetch on an unknown session gets FETCH_SESSION_ID_NOT_FOUND.
+Records are never copied here: each partition's answer is a file region of a segment that the writer
+sends with `os.sendfile`. Limits: `max_bytes` for the response and `partition_max_bytes` per partition,
+but the first batch found is always returned whole, so a client can always make progress (KIP-74).
+Long poll: below `min_bytes`, the fetch waits in the purgatory until an append to one of its partitions
+or `max_wait_ms`, whichever comes first. With one replica, the last stable offset is the high watermark.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from typing import Any
+
+from pybroker.broker.context import RequestContext
+from pybroker.broker.dispatch import handler
+from pybroker.broker.lookup import resolve_partition, topic_by_id
+from pybroker.protocol.api_keys import ApiKey
+from pybroker.protocol.errors import ErrorCode
+from pybroker.protocol.messages.fetch import (
+    FetchableTopicResponse,
+    FetchRequest,
+    FetchResponse,
+    PartitionData,
+)
+from pybroker.storage.errors import OffsetOutOfRange
+
+READ_COMMITTED = 1
+FIRST_TOPIC_ID_VERSION = 13
+NO_SESSION = 0
+FULL_FETCH_EPOCHS = (-1, 0)
+
+
+@handler(ApiKey.FETCH, versions=(4, 17))
+def handle_fetch(ctx: RequestContext, request: FetchRequest) -> Any:
+    if request.session_id != NO_SESSION or request.session_epoch not in FULL_FETCH_EPOCHS:
+        return FetchResponse(error_code=ErrorCode.FETCH_SESSION_ID_NOT_FOUND, session_id=0, responses=[])
+    response, size, errors = _read_all(ctx, request)
+    if size >= request.min_bytes or errors or request.max_wait_ms <= 0 or not request.topics:
+        return response
+    return _long_poll(ctx, request, response)
+
+
+async def _long_poll(ctx: RequestContext, request: FetchRequest, response: FetchResponse) -> FetchResponse:
+    purgatory = ctx.state.purgatory
+    keys = [(t.topic, p.partition_index) for t in response.responses for p in t.partitions]
+    deadline = time.monotonic() + request.max_wait_ms / 1000
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return response
+        waiter = purgatory.watch(keys)
+        try:
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(waiter, remaining)
+        finally:
+            purgatory.unwatch(keys, waiter)
+        response, size, errors = _read_all(ctx, request)
+        if size >= request.min_bytes or errors:
+            return response
+
+
+def _read_all(ctx: RequestContext, request: FetchRequest) -> tuple[FetchResponse, int, bool]:
+    """One pass over every requested partition: (response, bytes of records, whether any partition erred)."""
+    state = ctx.state
+    by_id = ctx.api_version >= FIRST_TOPIC_ID_VERSION
+    read_committed = request.isolation_level == READ_COMMITTED
+    remaining = request.max_bytes if request.max_bytes > 0 else 0x7FFFFFFF
+    total = 0
+    errors = False
+    topics: list[FetchableTopicResponse] = []
+    for fetch_topic in request.topics:
+        name = fetch_topic.topic
+        topic_error = ErrorCode.NONE
+        if by_id:
+            info = topic_by_id(state, fetch_topic.topic_id)
+            name = info.name if info is not None else ""
+            topic_error = ErrorCode.NONE if info is not None else ErrorCode.UNKNOWN_TOPIC_ID
+        partitions: list[PartitionData] = []
+        topics.append(FetchableTopicResponse(topic=name, topic_id=fetch_topic.topic_id, partitions=partitions))
+        for fp in fetch_topic.partitions:
+            data = PartitionData(partition_index=fp.partition, high_watermark=-1, last_stable_offset=-1,
+                                 log_start_offset=-1, records=b"",
+                                 aborted_transactions=[] if read_committed else None)
+            partitions.append(data)
+            if topic_error:
+                data.error_code = topic_error
+                errors = True
+                continue
+            log, code = resolve_partition(state, name, fp.partition)
+            if log is None:
+                data.error_code = code
+                errors = True
+                continue
+            hw = log.high_watermark
+            data.high_watermark = hw
+            data.last_stable_offset = hw
+            data.log_start_offset = log.log_start_offset
+            limit = min(fp.partition_max_bytes, remaining)
+            try:
+                result = log.read(fp.fetch_offset, max(limit, 0), max_offset=hw, min_one_batch=total == 0)
+            except OffsetOutOfRange:
+                data.error_code = ErrorCode.OFFSET_OUT_OF_RANGE
+                errors = True
+                continue
+            except OSError:
+                data.error_code = ErrorCode.KAFKA_STORAGE_ERROR
+                errors = True
+                continue
+            region = result.region
+            if region is not None and len(region):
+                data.records = region
+                total += len(region)
+                remaining -= len(region)
+    return FetchResponse(throttle_time_ms=0, error_code=ErrorCode.NONE, session_id=NO_SESSION,
+                         responses=topics), total, errors
+

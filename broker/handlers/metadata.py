@@ -1,0 +1,96 @@
+"""Metadata (key 3), versions 0-13.
+
+One broker (us) leads every partition, with itself as the only replica and ISR, leader epoch 0; the
+controller id is our node id. A null topic list (v1+) or an empty one at v0 means every topic. Unknown
+topics are created when `auto.create.topics.enable` and the request allow it (always at v0-3), and come
+back at once with their partitions, since creation here is synchronous. v10+ name topics by id too.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from pybroker.broker.context import RequestContext
+from pybroker.broker.dispatch import handler
+from pybroker.broker.lookup import topic_by_id
+from pybroker.broker.topics import INTERNAL_TOPICS, TopicError, check_topic_name
+from pybroker.protocol.api_keys import ApiKey
+from pybroker.protocol.errors import ErrorCode
+from pybroker.protocol.messages.metadata import (
+    MetadataRequest,
+    MetadataResponse,
+    MetadataResponseBroker,
+    MetadataResponsePartition,
+    MetadataResponseTopic,
+)
+from pybroker.storage.log_manager import TopicInfo
+
+ZERO_UUID = uuid.UUID(int=0)
+#: READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS: no authorizer, all allowed
+TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
+CLUSTER_OPERATIONS = sum(1 << op for op in (4, 5, 7, 8, 9, 10, 11, 12))
+UNSET_OPERATIONS = -(2**31)
+FIRST_AUTO_CREATE_FLAG_VERSION = 4
+
+
+def topic_metadata(ctx: RequestContext, info: TopicInfo, include_ops: bool) -> MetadataResponseTopic:
+    node = ctx.state.node_id
+    partitions = [
+        MetadataResponsePartition(error_code=ErrorCode.NONE, partition_index=p, leader_id=node, leader_epoch=0,
+                                  replica_nodes=[node], isr_nodes=[node], offline_replicas=[])
+        for p in range(info.num_partitions)
+    ]
+    return MetadataResponseTopic(
+        error_code=ErrorCode.NONE, name=info.name, topic_id=info.topic_id,
+        is_internal=info.name in INTERNAL_TOPICS, partitions=partitions,
+        topic_authorized_operations=TOPIC_OPERATIONS if include_ops else UNSET_OPERATIONS)
+
+
+def _missing(name: str | None, code: ErrorCode, topic_id: uuid.UUID = ZERO_UUID) -> MetadataResponseTopic:
+    return MetadataResponseTopic(error_code=code, name=name, topic_id=topic_id, partitions=[])
+
+
+@handler(ApiKey.METADATA, versions=(0, 13))
+def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> MetadataResponse:
+    state = ctx.state
+    version = ctx.api_version
+    include_ops = bool(request.include_topic_authorized_operations)
+    allow_create = request.allow_auto_topic_creation or version < FIRST_AUTO_CREATE_FLAG_VERSION
+    topics: list[MetadataResponseTopic] = []
+    if request.topics is None or (version == 0 and not request.topics):
+        topics = [topic_metadata(ctx, info, include_ops) for info in state.logs.topics().values()]
+    else:
+        for wanted in request.topics:
+            if wanted.name is None:
+                info = topic_by_id(state, wanted.topic_id)
+                topics.append(topic_metadata(ctx, info, include_ops) if info is not None
+                              else _missing(None, ErrorCode.UNKNOWN_TOPIC_ID, wanted.topic_id))
+                continue
+            topics.append(_one_topic(ctx, wanted.name, allow_create, include_ops))
+    include_cluster_ops = bool(getattr(request, "include_cluster_authorized_operations", False))
+    return MetadataResponse(
+        throttle_time_ms=0,
+        brokers=[MetadataResponseBroker(node_id=state.node_id, host=state.advertised_host,
+                                        port=state.advertised_port, rack=None)],
+        cluster_id=state.cluster_id,
+        controller_id=state.node_id,
+        topics=topics,
+        cluster_authorized_operations=CLUSTER_OPERATIONS if include_cluster_ops else UNSET_OPERATIONS,
+        error_code=ErrorCode.NONE,
+    )
+
+
+def _one_topic(ctx: RequestContext, name: str, allow_create: bool, include_ops: bool) -> MetadataResponseTopic:
+    state = ctx.state
+    info = state.topics.get(name)
+    if info is not None:
+        return topic_metadata(ctx, info, include_ops)
+    try:
+        check_topic_name(name)
+    except TopicError:
+        return _missing(name, ErrorCode.INVALID_TOPIC_EXCEPTION)
+    if allow_create:
+        info = state.topics.auto_create(name)
+        if info is not None:
+            return topic_metadata(ctx, info, include_ops)
+    return _missing(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)

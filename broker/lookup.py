@@ -1,0 +1,42 @@
+"""Finding a partition's log for a request, with the error code Kafka gives when there is none."""
+
+from __future__ import annotations
+
+import uuid
+from typing import TYPE_CHECKING
+
+from pybroker.broker.topics import INTERNAL_TOPICS
+from pybroker.protocol.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from pybroker.broker.state import BrokerState
+    from pybroker.storage.log import Log
+    from pybroker.storage.log_manager import TopicInfo
+
+
+def resolve_partition(state: BrokerState, topic: str, partition: int) -> tuple[Log | None, ErrorCode]:
+    log = state.logs.get_log(topic, partition)
+    if log is None:
+        return None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    return log, ErrorCode.NONE
+
+
+def resolve_partition_for_write(state: BrokerState, topic: str, partition: int) -> tuple[Log | None, ErrorCode]:
+    """As `resolve_partition`, creating the topic first when auto-creation allows it."""
+    if topic in INTERNAL_TOPICS:
+        return None, ErrorCode.INVALID_TOPIC_EXCEPTION
+    log = state.logs.get_log(topic, partition)
+    if log is not None:
+        return log, ErrorCode.NONE
+    if state.topics.get(topic) is None and state.topics.auto_create(topic) is not None:
+        log = state.logs.get_log(topic, partition)
+        if log is not None:
+            return log, ErrorCode.NONE
+    return None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+
+def topic_by_id(state: BrokerState, topic_id: uuid.UUID) -> TopicInfo | None:
+    for info in state.logs.topics().values():
+        if info.topic_id == topic_id:
+            return info
+    return None

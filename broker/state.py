@@ -1,0 +1,60 @@
+"""Everything the handlers share: config, storage, topics, the fetch purgatory, ids and the clock.
+
+One object, built at startup and passed to each request's context, so handlers have no globals and
+tests can build a state over a tmp dir.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pybroker.broker.purgatory import Purgatory
+from pybroker.broker.topics import Topics, log_config_for
+from pybroker.config.broker_config import BrokerConfig, parse_listener
+from pybroker.storage.log_manager import LogManager
+from pybroker.storage.producer_id_block import ProducerIdBlock
+
+
+def wall_clock_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class BrokerState:
+    def __init__(self, config: BrokerConfig, clock_ms: Callable[[], int] = wall_clock_ms) -> None:
+        self.config = config
+        self.clock_ms = clock_ms
+        self.node_id = config.node_id
+        self.logs = LogManager(
+            [Path(d) for d in config.log_dirs],
+            node_id=self.node_id,
+            log_config_for=lambda overrides: log_config_for(config, overrides),
+            clock_ms=clock_ms,
+        )
+        self.topics = Topics(config, self.logs)
+        self.purgatory = Purgatory()
+        self.connections: set[Any] = set()
+        _, host, port = parse_listener(config.advertised_listeners[0])
+        self.advertised_host = host or "127.0.0.1"
+        self.advertised_port = port
+        self._producer_ids: ProducerIdBlock | None = None
+
+    def startup(self) -> list[Any]:
+        stats = self.logs.startup()
+        self._producer_ids = ProducerIdBlock(Path(self.config.log_dirs[0]))
+        return list(stats)
+
+    @property
+    def cluster_id(self) -> str:
+        return str(self.logs.cluster_id)
+
+    def next_producer_id(self) -> int:
+        assert self._producer_ids is not None, "startup() not called"
+        return self._producer_ids.next_id()
+
+    def set_advertised_port(self, port: int) -> None:
+        """After binding port 0 (tests), clients must be told the real port."""
+        if self.advertised_port == 0:
+            self.advertised_port = port

@@ -1,0 +1,121 @@
+"""Topics as the handlers see them: creation rules, auto-creation, and configs turned into `LogConfig`.
+
+Storage persists a topic's overrides as text; this module is where Kafka's config resolution (topic
+override, then broker synonym, then default) meets the storage layer's plain `LogConfig`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pybroker.config.broker_config import BrokerConfig, validate_topic_overrides
+from pybroker.config.types import ConfigError
+from pybroker.protocol.errors import ErrorCode
+from pybroker.storage.errors import InvalidTopicError, TopicExistsError
+from pybroker.storage.log_config import LogConfig
+from pybroker.storage.log_manager import LogManager, TopicInfo
+
+#: LogConfig field <- topic config key
+_LOG_CONFIG_FIELDS: dict[str, str] = {
+    "segment_bytes": "segment.bytes",
+    "segment_ms": "segment.ms",
+    "segment_jitter_ms": "segment.jitter.ms",
+    "index_interval_bytes": "index.interval.bytes",
+    "max_index_bytes": "segment.index.bytes",
+    "flush_interval_messages": "flush.messages",
+    "flush_interval_ms": "flush.ms",
+    "message_timestamp_type": "message.timestamp.type",
+    "message_timestamp_before_max_ms": "message.timestamp.before.max.ms",
+    "message_timestamp_after_max_ms": "message.timestamp.after.max.ms",
+    "max_message_bytes": "max.message.bytes",
+    "retention_ms": "retention.ms",
+    "retention_bytes": "retention.bytes",
+    "file_delete_delay_ms": "file.delete.delay.ms",
+    "preallocate": "preallocate",
+}
+
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+
+
+class TopicError(Exception):
+    """A topic operation refused with a Kafka error code and a message for the client."""
+
+    def __init__(self, code: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def log_config_for(config: BrokerConfig, overrides: Mapping[str, str]) -> LogConfig:
+    values: dict[str, Any] = config.topic_values(overrides)
+    fields = {name: values[key] for name, key in _LOG_CONFIG_FIELDS.items()}
+    fields["cleanup_policy"] = ",".join(values["cleanup.policy"])
+    return LogConfig(**fields)
+
+
+class Topics:
+    """Creation and lookup of topics on top of the log manager."""
+
+    def __init__(self, config: BrokerConfig, logs: LogManager) -> None:
+        self.config = config
+        self.logs = logs
+
+    def get(self, name: str) -> TopicInfo | None:
+        return self.logs.topics().get(name)
+
+    def create(self, name: str, num_partitions: int, replication_factor: int,
+               configs: Mapping[str, str | None], *, validate_only: bool = False) -> TopicInfo | None:
+        """Kafka's CreateTopics rules; `TopicError` carries the code for the response."""
+        if num_partitions == -1:
+            num_partitions = int(self.config.get("num.partitions"))
+        if replication_factor == -1:
+            replication_factor = int(self.config.get("default.replication.factor"))
+        if num_partitions <= 0:
+            raise TopicError(ErrorCode.INVALID_PARTITIONS, "Number of partitions must be larger than 0.")
+        if replication_factor != 1:
+            raise TopicError(ErrorCode.INVALID_REPLICATION_FACTOR,
+                             f"Replication factor: {replication_factor} larger than available brokers: 1.")
+        try:
+            overrides = validate_topic_overrides(configs)
+        except ConfigError as exc:
+            raise TopicError(ErrorCode.INVALID_CONFIG, str(exc)) from None
+        if name in self.logs.topics():
+            raise TopicError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
+        check_topic_name(name)
+        if validate_only:
+            return None
+        try:
+            return self.logs.create_topic(name, num_partitions, overrides)
+        except TopicExistsError:
+            raise TopicError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.") from None
+        except InvalidTopicError as exc:
+            raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION, str(exc)) from None
+
+    def auto_create(self, name: str) -> TopicInfo | None:
+        """Create `name` with the broker defaults if auto-creation is on and the name is legal."""
+        if not self.config.get("auto.create.topics.enable") or name in INTERNAL_TOPICS:
+            return None
+        try:
+            return self.create(name, -1, -1, {})
+        except TopicError as exc:
+            if exc.code == ErrorCode.TOPIC_ALREADY_EXISTS:
+                return self.get(name)
+            return None
+
+
+_LEGAL = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
+
+
+def check_topic_name(name: str) -> None:
+    if not name:
+        raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION, "Topic name is illegal, it can't be empty")
+    if name in (".", ".."):
+        raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION, "Topic name cannot be \".\" or \"..\"")
+    if len(name) > 249:
+        raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION,
+                         f"Topic name is illegal, it can't be longer than 249 characters, topic name: {name}")
+    if not set(name) <= _LEGAL:
+        raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION,
+                         f"Topic name \"{name}\" is illegal, it contains a character other than ASCII "
+                         "alphanumerics, '.', '_' and '-'")
