@@ -7,7 +7,6 @@ zigzag varints; every length is checked against what is left before anything is 
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from struct import pack_into
@@ -163,7 +162,7 @@ def build_batch(
     base_offset: int = 0,
     compression: int = 0,
     timestamp_type: int = 0,
-    base_timestamp: int | None = None,
+    base_timestamp: int = 0,
     producer_id: int = -1,
     producer_epoch: int = -1,
     base_sequence: int = -1,
@@ -171,12 +170,10 @@ def build_batch(
     is_control: bool = False,
     partition_leader_epoch: int = -1,
 ) -> bytes:
-    """A complete, valid v2 batch (correct CRC and max timestamp)."""
+    """A complete, valid v2 batch (correct CRC and max timestamp). Sans-I/O: the caller gives the time."""
     records = list(records)
     if not records:
         raise ValueError("a batch needs at least one record")
-    if base_timestamp is None:
-        base_timestamp = time.time_ns() // 1_000_000
     body = bytearray()
     for record in records:
         encode_record(body, record)
