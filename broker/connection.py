@@ -125,7 +125,7 @@ class KafkaConnection(asyncio.Protocol):
             self._abort("unknown api key", api_key=exc.api_key)
             return
         except DecodeError as exc:
-            self._abort("undecodable request", reason=str(exc), header=_peek(frame))
+            self._abort("undecodable request", reason=str(exc), header=_peek(frame), head=bytes(frame[:64]).hex())
             return
         spec = REGISTRY.get(header.api_key)
         if spec is None or not spec.serves(header.api_version):

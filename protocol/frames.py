@@ -85,7 +85,7 @@ def decode_request(frame: Any) -> tuple[RequestHeader, Any]:
     if _is_flexible(cls, api_version):
         pos = skip_tagged_fields(frame, pos)
     header = RequestHeader(api_key, api_version, correlation_id, client_id)
-    return header, cls.decode(frame, api_version, pos)
+    return header, cls.decode(frame, api_version, pos, strict=False)
 
 
 def encode_response(correlation_id: int, api_key: int, api_version: int, response: Any) -> list[Any]:

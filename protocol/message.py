@@ -22,8 +22,12 @@ class ApiMessage:
     _ENCODERS: ClassVar[dict[int, Any]] = {}
 
     @classmethod
-    def decode(cls, data: Any, version: int, offset: int = 0) -> Self:
-        """Decode `data[offset:]`, which must hold exactly one message of `version`."""
+    def decode(cls, data: Any, version: int, offset: int = 0, strict: bool = True) -> Self:
+        """Decode `data[offset:]`, which must hold exactly one message of `version`.
+
+        `strict=False` ignores bytes after the message, as Kafka's broker does with requests (librdkafka
+        sends some requests with trailing bytes).
+        """
         fn = cls._DECODERS.get(version)
         if fn is None:
             raise UnsupportedVersion(cls.API_KEY if cls.API_KEY is not None else -1, version)
@@ -33,7 +37,7 @@ class ApiMessage:
             raise
         except (struct.error, IndexError, ValueError, TypeError, OverflowError) as exc:
             raise DecodeError(f"{cls.__name__} v{version}: {exc}") from None
-        if pos != len(data):
+        if strict and pos != len(data):
             raise DecodeError(f"{cls.__name__} v{version}: {len(data) - pos} bytes left over")
         result: Self = obj
         return result
