@@ -8,30 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import struct
-from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
 
 from pybroker.broker.app import BrokerApp
-from pybroker.config.broker_config import BrokerConfig
-
-MAX_REQUEST = 10_000
-
-
-@pytest.fixture
-async def app(tmp_path: Path) -> AsyncIterator[BrokerApp]:
-    config = BrokerConfig.load({
-        "log.dirs": str(tmp_path / "data"),
-        "listeners": "PLAINTEXT://127.0.0.1:0",
-        "socket.request.max.bytes": str(MAX_REQUEST),
-    })
-    broker = BrokerApp(config)
-    await broker.start()
-    try:
-        yield broker
-    finally:
-        await broker.stop()
+from tests.unit.broker.conftest import MAX_REQUEST
 
 
 def _api_versions_request(correlation_id: int, version: int = 0, client_id: bytes = b"raw") -> bytes:
