@@ -28,18 +28,24 @@ class ApiMessage:
         `strict=False` ignores bytes after the message, as Kafka's broker does with requests (librdkafka
         sends some requests with trailing bytes).
         """
+        obj, pos = cls.decode_prefix(data, version, offset)
+        if strict and pos != len(data):
+            raise DecodeError(f"{cls.__name__} v{version}: {len(data) - pos} bytes left over")
+        return obj
+
+    @classmethod
+    def decode_prefix(cls, data: Any, version: int, offset: int = 0) -> tuple[Self, int]:
+        """Decode one message of `version` at `data[offset:]` that may be followed by more bytes (a header
+        before its body): the message and the offset just past it."""
         fn = cls._DECODERS.get(version)
         if fn is None:
             raise UnsupportedVersion(cls.API_KEY if cls.API_KEY is not None else -1, version)
         try:
-            obj, pos = fn(data, offset)
+            result: tuple[Self, int] = fn(data, offset)
         except DecodeError:
             raise
         except (struct.error, IndexError, ValueError, TypeError, OverflowError) as exc:
             raise DecodeError(f"{cls.__name__} v{version}: {exc}") from None
-        if strict and pos != len(data):
-            raise DecodeError(f"{cls.__name__} v{version}: {len(data) - pos} bytes left over")
-        result: Self = obj
         return result
 
     def encode_chunks(self, version: int, out: bytearray | None = None) -> list[Any]:

@@ -67,26 +67,37 @@ def _check(buf: Any, pos: int, n: int) -> None:
         raise DecodeError(f"length {n} exceeds the {len(buf) - pos} bytes left")
 
 
-def read_len16(buf: Any, pos: int) -> tuple[int, int]:
-    if len(buf) - pos < 2:
+def _null(n: int, nullable: bool, what: str) -> Any:
+    """The value of a negative length: null where allowed, else an error."""
+    if n == -1 and nullable:
+        return None
+    raise DecodeError(f"invalid {what} length {n}")
+
+
+def _classic_length(buf: Any, pos: int, size: Struct) -> int:
+    if len(buf) - pos < size.size:
         raise DecodeError("truncated length")
-    return INT16.unpack_from(buf, pos)[0], pos + 2
+    length: int = size.unpack_from(buf, pos)[0]
+    return length
 
 
-def read_len32(buf: Any, pos: int) -> tuple[int, int]:
-    if len(buf) - pos < 4:
+def _compact_length(buf: Any, pos: int) -> tuple[int, int]:
+    if pos >= len(buf):
         raise DecodeError("truncated length")
-    return INT32.unpack_from(buf, pos)[0], pos + 4
-
-
-def read_compact_len(buf: Any, pos: int) -> tuple[int, int]:
-    value, pos = read_uvarint(buf, pos)
-    return value - 1, pos
+    n = buf[pos]
+    if n < 0x80:
+        return n - 1, pos + 1
+    n, pos = read_uvarint(buf, pos)
+    return n - 1, pos
 
 
 def read_array_count(buf: Any, pos: int, compact: bool, nullable: bool) -> tuple[int, int]:
     """An array's element count, or -1 for a null array; bounded by the bytes left."""
-    n, pos = read_compact_len(buf, pos) if compact else read_len32(buf, pos)
+    if compact:
+        n, pos = _compact_length(buf, pos)
+    else:
+        n = _classic_length(buf, pos, INT32)
+        pos += 4
     if n < 0:
         if n == -1 and nullable:
             return -1, pos
@@ -97,67 +108,81 @@ def read_array_count(buf: Any, pos: int, compact: bool, nullable: bool) -> tuple
 
 
 # -- strings and bytes --------------------------------------------------------------------------
+# Kept shallow (one helper call for the length): these run several times per request.
 
 
-def _string_body(buf: Any, pos: int, n: int, nullable: bool) -> tuple[str | None, int]:
-    if n < 0:
-        if n == -1 and nullable:
-            return None, pos
-        raise DecodeError(f"invalid string length {n}")
-    _check(buf, pos, n)
+def _text(buf: Any, pos: int, end: int) -> str:
     try:
-        return str(buf[pos : pos + n], "utf-8"), pos + n
+        return str(buf[pos:end], "utf-8")
     except UnicodeDecodeError:
         raise DecodeError("string is not UTF-8") from None
 
 
 def read_string(buf: Any, pos: int, nullable: bool = False) -> tuple[Any, int]:
-    n, pos = read_len16(buf, pos)
-    return _string_body(buf, pos, n, nullable)
+    n = _classic_length(buf, pos, INT16)
+    pos += 2
+    if n < 0:
+        return _null(n, nullable, "string"), pos
+    end = pos + n
+    if end > len(buf):
+        raise DecodeError(f"string of {n} bytes in {len(buf) - pos}")
+    return _text(buf, pos, end), end
 
 
 def read_compact_string(buf: Any, pos: int, nullable: bool = False) -> tuple[Any, int]:
-    n, pos = read_compact_len(buf, pos)
-    return _string_body(buf, pos, n, nullable)
-
-
-def _bytes_body(buf: Any, pos: int, n: int, nullable: bool) -> tuple[bytes | None, int]:
+    n, pos = _compact_length(buf, pos)
     if n < 0:
-        if n == -1 and nullable:
-            return None, pos
-        raise DecodeError(f"invalid bytes length {n}")
-    _check(buf, pos, n)
-    return bytes(buf[pos : pos + n]), pos + n
+        return _null(n, nullable, "string"), pos
+    end = pos + n
+    if end > len(buf):
+        raise DecodeError(f"string of {n} bytes in {len(buf) - pos}")
+    return _text(buf, pos, end), end
 
 
 def read_bytes(buf: Any, pos: int, nullable: bool = False) -> tuple[Any, int]:
-    n, pos = read_len32(buf, pos)
-    return _bytes_body(buf, pos, n, nullable)
+    n = _classic_length(buf, pos, INT32)
+    pos += 4
+    if n < 0:
+        return _null(n, nullable, "bytes"), pos
+    end = pos + n
+    if end > len(buf):
+        raise DecodeError(f"bytes of length {n} in {len(buf) - pos}")
+    return bytes(buf[pos:end]), end
 
 
 def read_compact_bytes(buf: Any, pos: int, nullable: bool = False) -> tuple[Any, int]:
-    n, pos = read_compact_len(buf, pos)
-    return _bytes_body(buf, pos, n, nullable)
-
-
-def _records_body(buf: Any, pos: int, n: int) -> tuple[memoryview | None, int]:
+    n, pos = _compact_length(buf, pos)
     if n < 0:
-        if n == -1:
-            return None, pos
-        raise DecodeError(f"invalid records length {n}")
-    _check(buf, pos, n)
-    return memoryview(buf)[pos : pos + n], pos + n
+        return _null(n, nullable, "bytes"), pos
+    end = pos + n
+    if end > len(buf):
+        raise DecodeError(f"bytes of length {n} in {len(buf) - pos}")
+    return bytes(buf[pos:end]), end
 
 
 def read_records(buf: Any, pos: int, nullable: bool = True) -> tuple[Any, int]:
-    """Records stay opaque: a zero-copy view of the request buffer (writable if the buffer is)."""
-    n, pos = read_len32(buf, pos)
-    return _records_body(buf, pos, n)
+    """Records stay opaque: a zero-copy view of the request buffer (writable if the buffer is).
+
+    Null (-1) is accepted in every version, as Kafka's readers accept it.
+    """
+    n = _classic_length(buf, pos, INT32)
+    pos += 4
+    if n < 0:
+        return _null(n, True, "records"), pos
+    end = pos + n
+    if end > len(buf):
+        raise DecodeError(f"records of length {n} in {len(buf) - pos}")
+    return memoryview(buf)[pos:end], end
 
 
 def read_compact_records(buf: Any, pos: int, nullable: bool = True) -> tuple[Any, int]:
-    n, pos = read_compact_len(buf, pos)
-    return _records_body(buf, pos, n)
+    n, pos = _compact_length(buf, pos)
+    if n < 0:
+        return _null(n, True, "records"), pos
+    end = pos + n
+    if end > len(buf):
+        raise DecodeError(f"records of length {n} in {len(buf) - pos}")
+    return memoryview(buf)[pos:end], end
 
 
 def read_uuid(buf: Any, pos: int) -> tuple[uuid.UUID, int]:

@@ -12,11 +12,29 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from pybroker.protocol.codegen import messages_of, schema_modules
 from pybroker.protocol.schema.dsl import Field, Message
 
 INT_RANGES = {"int8": 8, "int16": 16, "int32": 32, "int64": 64}
 UINT_RANGES = {"uint16": 16, "uint32": 32}
 TEXT = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=8)
+
+
+def message_cases(kinds: tuple[str, ...] = ("request", "response", "header")) -> list[tuple[str, Message, int]]:
+    """(schema module, message, version) for every message of those kinds in every schema module."""
+    cases = []
+    for name in schema_modules():
+        for message in messages_of(name):
+            if message.kind not in kinds:
+                continue
+            assert message.valid.hi is not None
+            cases += [(name, message, v) for v in range(message.valid.lo, message.valid.hi + 1)]
+    return cases
+
+
+def case_id(value: Any) -> str:
+    """Readable pytest ids: the module name, the message name, the version."""
+    return value if isinstance(value, str) else getattr(value, "name", str(value))
 
 
 def _scalar(type_: str) -> st.SearchStrategy[Any]:

@@ -6,41 +6,89 @@ from __future__ import annotations
 
 from typing import Any
 
+from pybroker.protocol.messages.alter_configs import AlterConfigsRequest, AlterConfigsResponse
 from pybroker.protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from pybroker.protocol.messages.create_partitions import CreatePartitionsRequest, CreatePartitionsResponse
 from pybroker.protocol.messages.create_topics import CreateTopicsRequest, CreateTopicsResponse
+from pybroker.protocol.messages.delete_groups import DeleteGroupsRequest, DeleteGroupsResponse
+from pybroker.protocol.messages.delete_records import DeleteRecordsRequest, DeleteRecordsResponse
 from pybroker.protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
+from pybroker.protocol.messages.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
 from pybroker.protocol.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResponse
+from pybroker.protocol.messages.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
+from pybroker.protocol.messages.describe_log_dirs import DescribeLogDirsRequest, DescribeLogDirsResponse
 from pybroker.protocol.messages.fetch import FetchRequest, FetchResponse
+from pybroker.protocol.messages.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
+from pybroker.protocol.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
+from pybroker.protocol.messages.incremental_alter_configs import IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse
 from pybroker.protocol.messages.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
+from pybroker.protocol.messages.join_group import JoinGroupRequest, JoinGroupResponse
+from pybroker.protocol.messages.leave_group import LeaveGroupRequest, LeaveGroupResponse
+from pybroker.protocol.messages.list_groups import ListGroupsRequest, ListGroupsResponse
 from pybroker.protocol.messages.list_offsets import ListOffsetsRequest, ListOffsetsResponse
 from pybroker.protocol.messages.metadata import MetadataRequest, MetadataResponse
+from pybroker.protocol.messages.offset_commit import OffsetCommitRequest, OffsetCommitResponse
+from pybroker.protocol.messages.offset_delete import OffsetDeleteRequest, OffsetDeleteResponse
+from pybroker.protocol.messages.offset_fetch import OffsetFetchRequest, OffsetFetchResponse
 from pybroker.protocol.messages.offset_for_leader_epoch import OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse
 from pybroker.protocol.messages.produce import ProduceRequest, ProduceResponse
+from pybroker.protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
 
 REQUESTS: dict[int, Any] = {
     0: ProduceRequest,
     1: FetchRequest,
     2: ListOffsetsRequest,
     3: MetadataRequest,
+    8: OffsetCommitRequest,
+    9: OffsetFetchRequest,
+    10: FindCoordinatorRequest,
+    11: JoinGroupRequest,
+    12: HeartbeatRequest,
+    13: LeaveGroupRequest,
+    14: SyncGroupRequest,
+    15: DescribeGroupsRequest,
+    16: ListGroupsRequest,
     18: ApiVersionsRequest,
     19: CreateTopicsRequest,
     20: DeleteTopicsRequest,
+    21: DeleteRecordsRequest,
     22: InitProducerIdRequest,
     23: OffsetForLeaderEpochRequest,
     32: DescribeConfigsRequest,
+    33: AlterConfigsRequest,
+    35: DescribeLogDirsRequest,
     37: CreatePartitionsRequest,
+    42: DeleteGroupsRequest,
+    44: IncrementalAlterConfigsRequest,
+    47: OffsetDeleteRequest,
+    60: DescribeClusterRequest,
 }
 RESPONSES: dict[int, Any] = {
     0: ProduceResponse,
     1: FetchResponse,
     2: ListOffsetsResponse,
     3: MetadataResponse,
+    8: OffsetCommitResponse,
+    9: OffsetFetchResponse,
+    10: FindCoordinatorResponse,
+    11: JoinGroupResponse,
+    12: HeartbeatResponse,
+    13: LeaveGroupResponse,
+    14: SyncGroupResponse,
+    15: DescribeGroupsResponse,
+    16: ListGroupsResponse,
     18: ApiVersionsResponse,
     19: CreateTopicsResponse,
     20: DeleteTopicsResponse,
+    21: DeleteRecordsResponse,
     22: InitProducerIdResponse,
     23: OffsetForLeaderEpochResponse,
     32: DescribeConfigsResponse,
+    33: AlterConfigsResponse,
+    35: DescribeLogDirsResponse,
     37: CreatePartitionsResponse,
+    42: DeleteGroupsResponse,
+    44: IncrementalAlterConfigsResponse,
+    47: OffsetDeleteResponse,
+    60: DescribeClusterResponse,
 }

@@ -15,8 +15,6 @@ from pybroker.protocol.primitives import (
     write_compact_records, write_compact_string, write_records, write_string, write_uvarint,
 )
 
-_MISSING: Any = object()
-
 
 def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
@@ -77,8 +75,7 @@ class ApiVersionsResponse(ApiMessage):
 
 
 def _d_ApiVersionsRequest_0(buf: Any, pos: int) -> tuple[ApiVersionsRequest, int]:
-    obj = ApiVersionsRequest()
-    return obj, pos
+    return ApiVersionsRequest("", ""), pos
 
 
 def _e_ApiVersionsRequest_0(o: ApiVersionsRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -86,8 +83,7 @@ def _e_ApiVersionsRequest_0(o: ApiVersionsRequest, out: bytearray, chunks: list[
 
 
 def _d_ApiVersionsRequest_1(buf: Any, pos: int) -> tuple[ApiVersionsRequest, int]:
-    obj = ApiVersionsRequest()
-    return obj, pos
+    return ApiVersionsRequest("", ""), pos
 
 
 def _e_ApiVersionsRequest_1(o: ApiVersionsRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -95,8 +91,7 @@ def _e_ApiVersionsRequest_1(o: ApiVersionsRequest, out: bytearray, chunks: list[
 
 
 def _d_ApiVersionsRequest_2(buf: Any, pos: int) -> tuple[ApiVersionsRequest, int]:
-    obj = ApiVersionsRequest()
-    return obj, pos
+    return ApiVersionsRequest("", ""), pos
 
 
 def _e_ApiVersionsRequest_2(o: ApiVersionsRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -106,14 +101,11 @@ def _e_ApiVersionsRequest_2(o: ApiVersionsRequest, out: bytearray, chunks: list[
 def _d_ApiVersionsRequest_3(buf: Any, pos: int) -> tuple[ApiVersionsRequest, int]:
     f_client_software_name, pos = read_compact_string(buf, pos, False)
     f_client_software_version, pos = read_compact_string(buf, pos, False)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = ApiVersionsRequest(client_software_name=f_client_software_name, client_software_version=f_client_software_version)
-    return obj, pos
+    return ApiVersionsRequest(f_client_software_name, f_client_software_version), pos
 
 
 def _e_ApiVersionsRequest_3(o: ApiVersionsRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -125,14 +117,11 @@ def _e_ApiVersionsRequest_3(o: ApiVersionsRequest, out: bytearray, chunks: list[
 def _d_ApiVersionsRequest_4(buf: Any, pos: int) -> tuple[ApiVersionsRequest, int]:
     f_client_software_name, pos = read_compact_string(buf, pos, False)
     f_client_software_version, pos = read_compact_string(buf, pos, False)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = ApiVersionsRequest(client_software_name=f_client_software_name, client_software_version=f_client_software_version)
-    return obj, pos
+    return ApiVersionsRequest(f_client_software_name, f_client_software_version), pos
 
 
 def _e_ApiVersionsRequest_4(o: ApiVersionsRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -146,8 +135,7 @@ ApiVersionsRequest._ENCODERS = {0: _e_ApiVersionsRequest_0, 1: _e_ApiVersionsReq
 
 
 def _d_FinalizedFeatureKey_0(buf: Any, pos: int) -> tuple[FinalizedFeatureKey, int]:
-    obj = FinalizedFeatureKey()
-    return obj, pos
+    return FinalizedFeatureKey("", 0, 0), pos
 
 
 def _e_FinalizedFeatureKey_0(o: FinalizedFeatureKey, out: bytearray, chunks: list[Any]) -> None:
@@ -155,8 +143,7 @@ def _e_FinalizedFeatureKey_0(o: FinalizedFeatureKey, out: bytearray, chunks: lis
 
 
 def _d_SupportedFeatureKey_0(buf: Any, pos: int) -> tuple[SupportedFeatureKey, int]:
-    obj = SupportedFeatureKey()
-    return obj, pos
+    return SupportedFeatureKey("", 0, 0), pos
 
 
 def _e_SupportedFeatureKey_0(o: SupportedFeatureKey, out: bytearray, chunks: list[Any]) -> None:
@@ -164,12 +151,9 @@ def _e_SupportedFeatureKey_0(o: SupportedFeatureKey, out: bytearray, chunks: lis
 
 
 def _d_ApiVersion_0(buf: Any, pos: int) -> tuple[ApiVersion, int]:
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_api_key, f_min_version, f_max_version,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
-    obj = ApiVersion(api_key=f_api_key, min_version=f_min_version, max_version=f_max_version)
-    return obj, pos
+    return ApiVersion(f_api_key, f_min_version, f_max_version), pos
 
 
 def _e_ApiVersion_0(o: ApiVersion, out: bytearray, chunks: list[Any]) -> None:
@@ -177,8 +161,6 @@ def _e_ApiVersion_0(o: ApiVersion, out: bytearray, chunks: list[Any]) -> None:
 
 
 def _d_ApiVersionsResponse_0(buf: Any, pos: int) -> tuple[ApiVersionsResponse, int]:
-    if len(buf) - pos < _S1.size:
-        raise DecodeError('truncated')
     (f_error_code,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
     n_api_keys, pos = read_array_count(buf, pos, False, False)
@@ -186,8 +168,7 @@ def _d_ApiVersionsResponse_0(buf: Any, pos: int) -> tuple[ApiVersionsResponse, i
     for _ in range(n_api_keys):
         it_api_keys, pos = _d_ApiVersion_0(buf, pos)
         f_api_keys.append(it_api_keys)
-    obj = ApiVersionsResponse(error_code=f_error_code, api_keys=f_api_keys)
-    return obj, pos
+    return ApiVersionsResponse(f_error_code, f_api_keys, 0, [], -1, [], False), pos
 
 
 def _e_ApiVersionsResponse_0(o: ApiVersionsResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -199,8 +180,7 @@ def _e_ApiVersionsResponse_0(o: ApiVersionsResponse, out: bytearray, chunks: lis
 
 
 def _d_FinalizedFeatureKey_1(buf: Any, pos: int) -> tuple[FinalizedFeatureKey, int]:
-    obj = FinalizedFeatureKey()
-    return obj, pos
+    return FinalizedFeatureKey("", 0, 0), pos
 
 
 def _e_FinalizedFeatureKey_1(o: FinalizedFeatureKey, out: bytearray, chunks: list[Any]) -> None:
@@ -208,8 +188,7 @@ def _e_FinalizedFeatureKey_1(o: FinalizedFeatureKey, out: bytearray, chunks: lis
 
 
 def _d_SupportedFeatureKey_1(buf: Any, pos: int) -> tuple[SupportedFeatureKey, int]:
-    obj = SupportedFeatureKey()
-    return obj, pos
+    return SupportedFeatureKey("", 0, 0), pos
 
 
 def _e_SupportedFeatureKey_1(o: SupportedFeatureKey, out: bytearray, chunks: list[Any]) -> None:
@@ -217,12 +196,9 @@ def _e_SupportedFeatureKey_1(o: SupportedFeatureKey, out: bytearray, chunks: lis
 
 
 def _d_ApiVersion_1(buf: Any, pos: int) -> tuple[ApiVersion, int]:
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_api_key, f_min_version, f_max_version,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
-    obj = ApiVersion(api_key=f_api_key, min_version=f_min_version, max_version=f_max_version)
-    return obj, pos
+    return ApiVersion(f_api_key, f_min_version, f_max_version), pos
 
 
 def _e_ApiVersion_1(o: ApiVersion, out: bytearray, chunks: list[Any]) -> None:
@@ -230,8 +206,6 @@ def _e_ApiVersion_1(o: ApiVersion, out: bytearray, chunks: list[Any]) -> None:
 
 
 def _d_ApiVersionsResponse_1(buf: Any, pos: int) -> tuple[ApiVersionsResponse, int]:
-    if len(buf) - pos < _S1.size:
-        raise DecodeError('truncated')
     (f_error_code,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
     n_api_keys, pos = read_array_count(buf, pos, False, False)
@@ -239,12 +213,9 @@ def _d_ApiVersionsResponse_1(buf: Any, pos: int) -> tuple[ApiVersionsResponse, i
     for _ in range(n_api_keys):
         it_api_keys, pos = _d_ApiVersion_1(buf, pos)
         f_api_keys.append(it_api_keys)
-    if len(buf) - pos < _S2.size:
-        raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S2.unpack_from(buf, pos)
     pos += _S2.size
-    obj = ApiVersionsResponse(error_code=f_error_code, api_keys=f_api_keys, throttle_time_ms=f_throttle_time_ms)
-    return obj, pos
+    return ApiVersionsResponse(f_error_code, f_api_keys, f_throttle_time_ms, [], -1, [], False), pos
 
 
 def _e_ApiVersionsResponse_1(o: ApiVersionsResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -257,8 +228,7 @@ def _e_ApiVersionsResponse_1(o: ApiVersionsResponse, out: bytearray, chunks: lis
 
 
 def _d_FinalizedFeatureKey_2(buf: Any, pos: int) -> tuple[FinalizedFeatureKey, int]:
-    obj = FinalizedFeatureKey()
-    return obj, pos
+    return FinalizedFeatureKey("", 0, 0), pos
 
 
 def _e_FinalizedFeatureKey_2(o: FinalizedFeatureKey, out: bytearray, chunks: list[Any]) -> None:
@@ -266,8 +236,7 @@ def _e_FinalizedFeatureKey_2(o: FinalizedFeatureKey, out: bytearray, chunks: lis
 
 
 def _d_SupportedFeatureKey_2(buf: Any, pos: int) -> tuple[SupportedFeatureKey, int]:
-    obj = SupportedFeatureKey()
-    return obj, pos
+    return SupportedFeatureKey("", 0, 0), pos
 
 
 def _e_SupportedFeatureKey_2(o: SupportedFeatureKey, out: bytearray, chunks: list[Any]) -> None:
@@ -275,12 +244,9 @@ def _e_SupportedFeatureKey_2(o: SupportedFeatureKey, out: bytearray, chunks: lis
 
 
 def _d_ApiVersion_2(buf: Any, pos: int) -> tuple[ApiVersion, int]:
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_api_key, f_min_version, f_max_version,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
-    obj = ApiVersion(api_key=f_api_key, min_version=f_min_version, max_version=f_max_version)
-    return obj, pos
+    return ApiVersion(f_api_key, f_min_version, f_max_version), pos
 
 
 def _e_ApiVersion_2(o: ApiVersion, out: bytearray, chunks: list[Any]) -> None:
@@ -288,8 +254,6 @@ def _e_ApiVersion_2(o: ApiVersion, out: bytearray, chunks: list[Any]) -> None:
 
 
 def _d_ApiVersionsResponse_2(buf: Any, pos: int) -> tuple[ApiVersionsResponse, int]:
-    if len(buf) - pos < _S1.size:
-        raise DecodeError('truncated')
     (f_error_code,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
     n_api_keys, pos = read_array_count(buf, pos, False, False)
@@ -297,12 +261,9 @@ def _d_ApiVersionsResponse_2(buf: Any, pos: int) -> tuple[ApiVersionsResponse, i
     for _ in range(n_api_keys):
         it_api_keys, pos = _d_ApiVersion_2(buf, pos)
         f_api_keys.append(it_api_keys)
-    if len(buf) - pos < _S2.size:
-        raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S2.unpack_from(buf, pos)
     pos += _S2.size
-    obj = ApiVersionsResponse(error_code=f_error_code, api_keys=f_api_keys, throttle_time_ms=f_throttle_time_ms)
-    return obj, pos
+    return ApiVersionsResponse(f_error_code, f_api_keys, f_throttle_time_ms, [], -1, [], False), pos
 
 
 def _e_ApiVersionsResponse_2(o: ApiVersionsResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -316,18 +277,13 @@ def _e_ApiVersionsResponse_2(o: ApiVersionsResponse, out: bytearray, chunks: lis
 
 def _d_FinalizedFeatureKey_3(buf: Any, pos: int) -> tuple[FinalizedFeatureKey, int]:
     f_name, pos = read_compact_string(buf, pos, False)
-    if len(buf) - pos < _S3.size:
-        raise DecodeError('truncated')
     (f_max_version_level, f_min_version_level,) = _S3.unpack_from(buf, pos)
     pos += _S3.size
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = FinalizedFeatureKey(name=f_name, max_version_level=f_max_version_level, min_version_level=f_min_version_level)
-    return obj, pos
+    return FinalizedFeatureKey(f_name, f_max_version_level, f_min_version_level), pos
 
 
 def _e_FinalizedFeatureKey_3(o: FinalizedFeatureKey, out: bytearray, chunks: list[Any]) -> None:
@@ -338,18 +294,13 @@ def _e_FinalizedFeatureKey_3(o: FinalizedFeatureKey, out: bytearray, chunks: lis
 
 def _d_SupportedFeatureKey_3(buf: Any, pos: int) -> tuple[SupportedFeatureKey, int]:
     f_name, pos = read_compact_string(buf, pos, False)
-    if len(buf) - pos < _S3.size:
-        raise DecodeError('truncated')
     (f_min_version, f_max_version,) = _S3.unpack_from(buf, pos)
     pos += _S3.size
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = SupportedFeatureKey(name=f_name, min_version=f_min_version, max_version=f_max_version)
-    return obj, pos
+    return SupportedFeatureKey(f_name, f_min_version, f_max_version), pos
 
 
 def _e_SupportedFeatureKey_3(o: SupportedFeatureKey, out: bytearray, chunks: list[Any]) -> None:
@@ -359,18 +310,13 @@ def _e_SupportedFeatureKey_3(o: SupportedFeatureKey, out: bytearray, chunks: lis
 
 
 def _d_ApiVersion_3(buf: Any, pos: int) -> tuple[ApiVersion, int]:
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_api_key, f_min_version, f_max_version,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = ApiVersion(api_key=f_api_key, min_version=f_min_version, max_version=f_max_version)
-    return obj, pos
+    return ApiVersion(f_api_key, f_min_version, f_max_version), pos
 
 
 def _e_ApiVersion_3(o: ApiVersion, out: bytearray, chunks: list[Any]) -> None:
@@ -379,8 +325,6 @@ def _e_ApiVersion_3(o: ApiVersion, out: bytearray, chunks: list[Any]) -> None:
 
 
 def _d_ApiVersionsResponse_3(buf: Any, pos: int) -> tuple[ApiVersionsResponse, int]:
-    if len(buf) - pos < _S1.size:
-        raise DecodeError('truncated')
     (f_error_code,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
     n_api_keys, pos = read_array_count(buf, pos, True, False)
@@ -388,16 +332,12 @@ def _d_ApiVersionsResponse_3(buf: Any, pos: int) -> tuple[ApiVersionsResponse, i
     for _ in range(n_api_keys):
         it_api_keys, pos = _d_ApiVersion_3(buf, pos)
         f_api_keys.append(it_api_keys)
-    if len(buf) - pos < _S2.size:
-        raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S2.unpack_from(buf, pos)
     pos += _S2.size
-    f_supported_features = _MISSING
-    f_finalized_features_epoch = _MISSING
-    f_finalized_features = _MISSING
-    f_zk_migration_ready = _MISSING
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
+    f_supported_features: list[SupportedFeatureKey] = []
+    f_finalized_features_epoch: int = -1
+    f_finalized_features: list[FinalizedFeatureKey] = []
+    f_zk_migration_ready: bool = False
     if buf[pos] == 0:
         pos += 1
     else:
@@ -417,8 +357,6 @@ def _d_ApiVersionsResponse_3(buf: Any, pos: int) -> tuple[ApiVersionsResponse, i
                 if pos != end:
                     raise DecodeError('tagged field size mismatch')
             elif tag == 1:
-                if len(buf) - pos < _S4.size:
-                    raise DecodeError('truncated')
                 (f_finalized_features_epoch,) = _S4.unpack_from(buf, pos)
                 pos += _S4.size
                 if pos != end:
@@ -432,23 +370,12 @@ def _d_ApiVersionsResponse_3(buf: Any, pos: int) -> tuple[ApiVersionsResponse, i
                 if pos != end:
                     raise DecodeError('tagged field size mismatch')
             elif tag == 3:
-                if len(buf) - pos < _S5.size:
-                    raise DecodeError('truncated')
                 (f_zk_migration_ready,) = _S5.unpack_from(buf, pos)
                 pos += _S5.size
                 if pos != end:
                     raise DecodeError('tagged field size mismatch')
             pos = end
-    obj = ApiVersionsResponse(error_code=f_error_code, api_keys=f_api_keys, throttle_time_ms=f_throttle_time_ms)
-    if f_supported_features is not _MISSING:
-        obj.supported_features = f_supported_features
-    if f_finalized_features_epoch is not _MISSING:
-        obj.finalized_features_epoch = f_finalized_features_epoch
-    if f_finalized_features is not _MISSING:
-        obj.finalized_features = f_finalized_features
-    if f_zk_migration_ready is not _MISSING:
-        obj.zk_migration_ready = f_zk_migration_ready
-    return obj, pos
+    return ApiVersionsResponse(f_error_code, f_api_keys, f_throttle_time_ms, f_supported_features, f_finalized_features_epoch, f_finalized_features, f_zk_migration_ready), pos
 
 
 def _e_ApiVersionsResponse_3(o: ApiVersionsResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -490,18 +417,13 @@ def _e_ApiVersionsResponse_3(o: ApiVersionsResponse, out: bytearray, chunks: lis
 
 def _d_FinalizedFeatureKey_4(buf: Any, pos: int) -> tuple[FinalizedFeatureKey, int]:
     f_name, pos = read_compact_string(buf, pos, False)
-    if len(buf) - pos < _S3.size:
-        raise DecodeError('truncated')
     (f_max_version_level, f_min_version_level,) = _S3.unpack_from(buf, pos)
     pos += _S3.size
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = FinalizedFeatureKey(name=f_name, max_version_level=f_max_version_level, min_version_level=f_min_version_level)
-    return obj, pos
+    return FinalizedFeatureKey(f_name, f_max_version_level, f_min_version_level), pos
 
 
 def _e_FinalizedFeatureKey_4(o: FinalizedFeatureKey, out: bytearray, chunks: list[Any]) -> None:
@@ -512,18 +434,13 @@ def _e_FinalizedFeatureKey_4(o: FinalizedFeatureKey, out: bytearray, chunks: lis
 
 def _d_SupportedFeatureKey_4(buf: Any, pos: int) -> tuple[SupportedFeatureKey, int]:
     f_name, pos = read_compact_string(buf, pos, False)
-    if len(buf) - pos < _S3.size:
-        raise DecodeError('truncated')
     (f_min_version, f_max_version,) = _S3.unpack_from(buf, pos)
     pos += _S3.size
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = SupportedFeatureKey(name=f_name, min_version=f_min_version, max_version=f_max_version)
-    return obj, pos
+    return SupportedFeatureKey(f_name, f_min_version, f_max_version), pos
 
 
 def _e_SupportedFeatureKey_4(o: SupportedFeatureKey, out: bytearray, chunks: list[Any]) -> None:
@@ -533,18 +450,13 @@ def _e_SupportedFeatureKey_4(o: SupportedFeatureKey, out: bytearray, chunks: lis
 
 
 def _d_ApiVersion_4(buf: Any, pos: int) -> tuple[ApiVersion, int]:
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_api_key, f_min_version, f_max_version,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = ApiVersion(api_key=f_api_key, min_version=f_min_version, max_version=f_max_version)
-    return obj, pos
+    return ApiVersion(f_api_key, f_min_version, f_max_version), pos
 
 
 def _e_ApiVersion_4(o: ApiVersion, out: bytearray, chunks: list[Any]) -> None:
@@ -553,8 +465,6 @@ def _e_ApiVersion_4(o: ApiVersion, out: bytearray, chunks: list[Any]) -> None:
 
 
 def _d_ApiVersionsResponse_4(buf: Any, pos: int) -> tuple[ApiVersionsResponse, int]:
-    if len(buf) - pos < _S1.size:
-        raise DecodeError('truncated')
     (f_error_code,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
     n_api_keys, pos = read_array_count(buf, pos, True, False)
@@ -562,16 +472,12 @@ def _d_ApiVersionsResponse_4(buf: Any, pos: int) -> tuple[ApiVersionsResponse, i
     for _ in range(n_api_keys):
         it_api_keys, pos = _d_ApiVersion_4(buf, pos)
         f_api_keys.append(it_api_keys)
-    if len(buf) - pos < _S2.size:
-        raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S2.unpack_from(buf, pos)
     pos += _S2.size
-    f_supported_features = _MISSING
-    f_finalized_features_epoch = _MISSING
-    f_finalized_features = _MISSING
-    f_zk_migration_ready = _MISSING
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
+    f_supported_features: list[SupportedFeatureKey] = []
+    f_finalized_features_epoch: int = -1
+    f_finalized_features: list[FinalizedFeatureKey] = []
+    f_zk_migration_ready: bool = False
     if buf[pos] == 0:
         pos += 1
     else:
@@ -591,8 +497,6 @@ def _d_ApiVersionsResponse_4(buf: Any, pos: int) -> tuple[ApiVersionsResponse, i
                 if pos != end:
                     raise DecodeError('tagged field size mismatch')
             elif tag == 1:
-                if len(buf) - pos < _S4.size:
-                    raise DecodeError('truncated')
                 (f_finalized_features_epoch,) = _S4.unpack_from(buf, pos)
                 pos += _S4.size
                 if pos != end:
@@ -606,23 +510,12 @@ def _d_ApiVersionsResponse_4(buf: Any, pos: int) -> tuple[ApiVersionsResponse, i
                 if pos != end:
                     raise DecodeError('tagged field size mismatch')
             elif tag == 3:
-                if len(buf) - pos < _S5.size:
-                    raise DecodeError('truncated')
                 (f_zk_migration_ready,) = _S5.unpack_from(buf, pos)
                 pos += _S5.size
                 if pos != end:
                     raise DecodeError('tagged field size mismatch')
             pos = end
-    obj = ApiVersionsResponse(error_code=f_error_code, api_keys=f_api_keys, throttle_time_ms=f_throttle_time_ms)
-    if f_supported_features is not _MISSING:
-        obj.supported_features = f_supported_features
-    if f_finalized_features_epoch is not _MISSING:
-        obj.finalized_features_epoch = f_finalized_features_epoch
-    if f_finalized_features is not _MISSING:
-        obj.finalized_features = f_finalized_features
-    if f_zk_migration_ready is not _MISSING:
-        obj.zk_migration_ready = f_zk_migration_ready
-    return obj, pos
+    return ApiVersionsResponse(f_error_code, f_api_keys, f_throttle_time_ms, f_supported_features, f_finalized_features_epoch, f_finalized_features, f_zk_migration_ready), pos
 
 
 def _e_ApiVersionsResponse_4(o: ApiVersionsResponse, out: bytearray, chunks: list[Any]) -> None:

@@ -15,8 +15,6 @@ from pybroker.protocol.primitives import (
     write_compact_records, write_compact_string, write_records, write_string, write_uvarint,
 )
 
-_MISSING: Any = object()
-
 
 def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
@@ -73,8 +71,7 @@ def _d_CreatePartitionsAssignment_0(buf: Any, pos: int) -> tuple[CreatePartition
         raise DecodeError('array overruns the buffer')
     f_broker_ids = list(unpack_from(f'>{n_broker_ids}i', buf, pos))
     pos += n_broker_ids * 4
-    obj = CreatePartitionsAssignment(broker_ids=f_broker_ids)
-    return obj, pos
+    return CreatePartitionsAssignment(f_broker_ids), pos
 
 
 def _e_CreatePartitionsAssignment_0(o: CreatePartitionsAssignment, out: bytearray, chunks: list[Any]) -> None:
@@ -85,8 +82,6 @@ def _e_CreatePartitionsAssignment_0(o: CreatePartitionsAssignment, out: bytearra
 
 def _d_CreatePartitionsTopic_0(buf: Any, pos: int) -> tuple[CreatePartitionsTopic, int]:
     f_name, pos = read_string(buf, pos, False)
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_count,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
     n_assignments, pos = read_array_count(buf, pos, False, True)
@@ -97,8 +92,7 @@ def _d_CreatePartitionsTopic_0(buf: Any, pos: int) -> tuple[CreatePartitionsTopi
         for _ in range(n_assignments):
             it_assignments, pos = _d_CreatePartitionsAssignment_0(buf, pos)
             f_assignments.append(it_assignments)
-    obj = CreatePartitionsTopic(name=f_name, count=f_count, assignments=f_assignments)
-    return obj, pos
+    return CreatePartitionsTopic(f_name, f_count, f_assignments), pos
 
 
 def _e_CreatePartitionsTopic_0(o: CreatePartitionsTopic, out: bytearray, chunks: list[Any]) -> None:
@@ -116,12 +110,9 @@ def _d_CreatePartitionsRequest_0(buf: Any, pos: int) -> tuple[CreatePartitionsRe
     for _ in range(n_topics):
         it_topics, pos = _d_CreatePartitionsTopic_0(buf, pos)
         f_topics.append(it_topics)
-    if len(buf) - pos < _S1.size:
-        raise DecodeError('truncated')
     (f_timeout_ms, f_validate_only,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
-    obj = CreatePartitionsRequest(topics=f_topics, timeout_ms=f_timeout_ms, validate_only=f_validate_only)
-    return obj, pos
+    return CreatePartitionsRequest(f_topics, f_timeout_ms, f_validate_only), pos
 
 
 def _e_CreatePartitionsRequest_0(o: CreatePartitionsRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -138,8 +129,7 @@ def _d_CreatePartitionsAssignment_1(buf: Any, pos: int) -> tuple[CreatePartition
         raise DecodeError('array overruns the buffer')
     f_broker_ids = list(unpack_from(f'>{n_broker_ids}i', buf, pos))
     pos += n_broker_ids * 4
-    obj = CreatePartitionsAssignment(broker_ids=f_broker_ids)
-    return obj, pos
+    return CreatePartitionsAssignment(f_broker_ids), pos
 
 
 def _e_CreatePartitionsAssignment_1(o: CreatePartitionsAssignment, out: bytearray, chunks: list[Any]) -> None:
@@ -150,8 +140,6 @@ def _e_CreatePartitionsAssignment_1(o: CreatePartitionsAssignment, out: bytearra
 
 def _d_CreatePartitionsTopic_1(buf: Any, pos: int) -> tuple[CreatePartitionsTopic, int]:
     f_name, pos = read_string(buf, pos, False)
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_count,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
     n_assignments, pos = read_array_count(buf, pos, False, True)
@@ -162,8 +150,7 @@ def _d_CreatePartitionsTopic_1(buf: Any, pos: int) -> tuple[CreatePartitionsTopi
         for _ in range(n_assignments):
             it_assignments, pos = _d_CreatePartitionsAssignment_1(buf, pos)
             f_assignments.append(it_assignments)
-    obj = CreatePartitionsTopic(name=f_name, count=f_count, assignments=f_assignments)
-    return obj, pos
+    return CreatePartitionsTopic(f_name, f_count, f_assignments), pos
 
 
 def _e_CreatePartitionsTopic_1(o: CreatePartitionsTopic, out: bytearray, chunks: list[Any]) -> None:
@@ -181,12 +168,9 @@ def _d_CreatePartitionsRequest_1(buf: Any, pos: int) -> tuple[CreatePartitionsRe
     for _ in range(n_topics):
         it_topics, pos = _d_CreatePartitionsTopic_1(buf, pos)
         f_topics.append(it_topics)
-    if len(buf) - pos < _S1.size:
-        raise DecodeError('truncated')
     (f_timeout_ms, f_validate_only,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
-    obj = CreatePartitionsRequest(topics=f_topics, timeout_ms=f_timeout_ms, validate_only=f_validate_only)
-    return obj, pos
+    return CreatePartitionsRequest(f_topics, f_timeout_ms, f_validate_only), pos
 
 
 def _e_CreatePartitionsRequest_1(o: CreatePartitionsRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -203,14 +187,11 @@ def _d_CreatePartitionsAssignment_2(buf: Any, pos: int) -> tuple[CreatePartition
         raise DecodeError('array overruns the buffer')
     f_broker_ids = list(unpack_from(f'>{n_broker_ids}i', buf, pos))
     pos += n_broker_ids * 4
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = CreatePartitionsAssignment(broker_ids=f_broker_ids)
-    return obj, pos
+    return CreatePartitionsAssignment(f_broker_ids), pos
 
 
 def _e_CreatePartitionsAssignment_2(o: CreatePartitionsAssignment, out: bytearray, chunks: list[Any]) -> None:
@@ -222,8 +203,6 @@ def _e_CreatePartitionsAssignment_2(o: CreatePartitionsAssignment, out: bytearra
 
 def _d_CreatePartitionsTopic_2(buf: Any, pos: int) -> tuple[CreatePartitionsTopic, int]:
     f_name, pos = read_compact_string(buf, pos, False)
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_count,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
     n_assignments, pos = read_array_count(buf, pos, True, True)
@@ -234,14 +213,11 @@ def _d_CreatePartitionsTopic_2(buf: Any, pos: int) -> tuple[CreatePartitionsTopi
         for _ in range(n_assignments):
             it_assignments, pos = _d_CreatePartitionsAssignment_2(buf, pos)
             f_assignments.append(it_assignments)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = CreatePartitionsTopic(name=f_name, count=f_count, assignments=f_assignments)
-    return obj, pos
+    return CreatePartitionsTopic(f_name, f_count, f_assignments), pos
 
 
 def _e_CreatePartitionsTopic_2(o: CreatePartitionsTopic, out: bytearray, chunks: list[Any]) -> None:
@@ -260,18 +236,13 @@ def _d_CreatePartitionsRequest_2(buf: Any, pos: int) -> tuple[CreatePartitionsRe
     for _ in range(n_topics):
         it_topics, pos = _d_CreatePartitionsTopic_2(buf, pos)
         f_topics.append(it_topics)
-    if len(buf) - pos < _S1.size:
-        raise DecodeError('truncated')
     (f_timeout_ms, f_validate_only,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = CreatePartitionsRequest(topics=f_topics, timeout_ms=f_timeout_ms, validate_only=f_validate_only)
-    return obj, pos
+    return CreatePartitionsRequest(f_topics, f_timeout_ms, f_validate_only), pos
 
 
 def _e_CreatePartitionsRequest_2(o: CreatePartitionsRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -289,14 +260,11 @@ def _d_CreatePartitionsAssignment_3(buf: Any, pos: int) -> tuple[CreatePartition
         raise DecodeError('array overruns the buffer')
     f_broker_ids = list(unpack_from(f'>{n_broker_ids}i', buf, pos))
     pos += n_broker_ids * 4
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = CreatePartitionsAssignment(broker_ids=f_broker_ids)
-    return obj, pos
+    return CreatePartitionsAssignment(f_broker_ids), pos
 
 
 def _e_CreatePartitionsAssignment_3(o: CreatePartitionsAssignment, out: bytearray, chunks: list[Any]) -> None:
@@ -308,8 +276,6 @@ def _e_CreatePartitionsAssignment_3(o: CreatePartitionsAssignment, out: bytearra
 
 def _d_CreatePartitionsTopic_3(buf: Any, pos: int) -> tuple[CreatePartitionsTopic, int]:
     f_name, pos = read_compact_string(buf, pos, False)
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_count,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
     n_assignments, pos = read_array_count(buf, pos, True, True)
@@ -320,14 +286,11 @@ def _d_CreatePartitionsTopic_3(buf: Any, pos: int) -> tuple[CreatePartitionsTopi
         for _ in range(n_assignments):
             it_assignments, pos = _d_CreatePartitionsAssignment_3(buf, pos)
             f_assignments.append(it_assignments)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = CreatePartitionsTopic(name=f_name, count=f_count, assignments=f_assignments)
-    return obj, pos
+    return CreatePartitionsTopic(f_name, f_count, f_assignments), pos
 
 
 def _e_CreatePartitionsTopic_3(o: CreatePartitionsTopic, out: bytearray, chunks: list[Any]) -> None:
@@ -346,18 +309,13 @@ def _d_CreatePartitionsRequest_3(buf: Any, pos: int) -> tuple[CreatePartitionsRe
     for _ in range(n_topics):
         it_topics, pos = _d_CreatePartitionsTopic_3(buf, pos)
         f_topics.append(it_topics)
-    if len(buf) - pos < _S1.size:
-        raise DecodeError('truncated')
     (f_timeout_ms, f_validate_only,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = CreatePartitionsRequest(topics=f_topics, timeout_ms=f_timeout_ms, validate_only=f_validate_only)
-    return obj, pos
+    return CreatePartitionsRequest(f_topics, f_timeout_ms, f_validate_only), pos
 
 
 def _e_CreatePartitionsRequest_3(o: CreatePartitionsRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -375,13 +333,10 @@ CreatePartitionsRequest._ENCODERS = {0: _e_CreatePartitionsRequest_0, 1: _e_Crea
 
 def _d_CreatePartitionsTopicResult_0(buf: Any, pos: int) -> tuple[CreatePartitionsTopicResult, int]:
     f_name, pos = read_string(buf, pos, False)
-    if len(buf) - pos < _S2.size:
-        raise DecodeError('truncated')
     (f_error_code,) = _S2.unpack_from(buf, pos)
     pos += _S2.size
     f_error_message, pos = read_string(buf, pos, True)
-    obj = CreatePartitionsTopicResult(name=f_name, error_code=f_error_code, error_message=f_error_message)
-    return obj, pos
+    return CreatePartitionsTopicResult(f_name, f_error_code, f_error_message), pos
 
 
 def _e_CreatePartitionsTopicResult_0(o: CreatePartitionsTopicResult, out: bytearray, chunks: list[Any]) -> None:
@@ -391,8 +346,6 @@ def _e_CreatePartitionsTopicResult_0(o: CreatePartitionsTopicResult, out: bytear
 
 
 def _d_CreatePartitionsResponse_0(buf: Any, pos: int) -> tuple[CreatePartitionsResponse, int]:
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
     n_results, pos = read_array_count(buf, pos, False, False)
@@ -400,8 +353,7 @@ def _d_CreatePartitionsResponse_0(buf: Any, pos: int) -> tuple[CreatePartitionsR
     for _ in range(n_results):
         it_results, pos = _d_CreatePartitionsTopicResult_0(buf, pos)
         f_results.append(it_results)
-    obj = CreatePartitionsResponse(throttle_time_ms=f_throttle_time_ms, results=f_results)
-    return obj, pos
+    return CreatePartitionsResponse(f_throttle_time_ms, f_results), pos
 
 
 def _e_CreatePartitionsResponse_0(o: CreatePartitionsResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -414,13 +366,10 @@ def _e_CreatePartitionsResponse_0(o: CreatePartitionsResponse, out: bytearray, c
 
 def _d_CreatePartitionsTopicResult_1(buf: Any, pos: int) -> tuple[CreatePartitionsTopicResult, int]:
     f_name, pos = read_string(buf, pos, False)
-    if len(buf) - pos < _S2.size:
-        raise DecodeError('truncated')
     (f_error_code,) = _S2.unpack_from(buf, pos)
     pos += _S2.size
     f_error_message, pos = read_string(buf, pos, True)
-    obj = CreatePartitionsTopicResult(name=f_name, error_code=f_error_code, error_message=f_error_message)
-    return obj, pos
+    return CreatePartitionsTopicResult(f_name, f_error_code, f_error_message), pos
 
 
 def _e_CreatePartitionsTopicResult_1(o: CreatePartitionsTopicResult, out: bytearray, chunks: list[Any]) -> None:
@@ -430,8 +379,6 @@ def _e_CreatePartitionsTopicResult_1(o: CreatePartitionsTopicResult, out: bytear
 
 
 def _d_CreatePartitionsResponse_1(buf: Any, pos: int) -> tuple[CreatePartitionsResponse, int]:
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
     n_results, pos = read_array_count(buf, pos, False, False)
@@ -439,8 +386,7 @@ def _d_CreatePartitionsResponse_1(buf: Any, pos: int) -> tuple[CreatePartitionsR
     for _ in range(n_results):
         it_results, pos = _d_CreatePartitionsTopicResult_1(buf, pos)
         f_results.append(it_results)
-    obj = CreatePartitionsResponse(throttle_time_ms=f_throttle_time_ms, results=f_results)
-    return obj, pos
+    return CreatePartitionsResponse(f_throttle_time_ms, f_results), pos
 
 
 def _e_CreatePartitionsResponse_1(o: CreatePartitionsResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -453,19 +399,14 @@ def _e_CreatePartitionsResponse_1(o: CreatePartitionsResponse, out: bytearray, c
 
 def _d_CreatePartitionsTopicResult_2(buf: Any, pos: int) -> tuple[CreatePartitionsTopicResult, int]:
     f_name, pos = read_compact_string(buf, pos, False)
-    if len(buf) - pos < _S2.size:
-        raise DecodeError('truncated')
     (f_error_code,) = _S2.unpack_from(buf, pos)
     pos += _S2.size
     f_error_message, pos = read_compact_string(buf, pos, True)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = CreatePartitionsTopicResult(name=f_name, error_code=f_error_code, error_message=f_error_message)
-    return obj, pos
+    return CreatePartitionsTopicResult(f_name, f_error_code, f_error_message), pos
 
 
 def _e_CreatePartitionsTopicResult_2(o: CreatePartitionsTopicResult, out: bytearray, chunks: list[Any]) -> None:
@@ -476,8 +417,6 @@ def _e_CreatePartitionsTopicResult_2(o: CreatePartitionsTopicResult, out: bytear
 
 
 def _d_CreatePartitionsResponse_2(buf: Any, pos: int) -> tuple[CreatePartitionsResponse, int]:
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
     n_results, pos = read_array_count(buf, pos, True, False)
@@ -485,14 +424,11 @@ def _d_CreatePartitionsResponse_2(buf: Any, pos: int) -> tuple[CreatePartitionsR
     for _ in range(n_results):
         it_results, pos = _d_CreatePartitionsTopicResult_2(buf, pos)
         f_results.append(it_results)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = CreatePartitionsResponse(throttle_time_ms=f_throttle_time_ms, results=f_results)
-    return obj, pos
+    return CreatePartitionsResponse(f_throttle_time_ms, f_results), pos
 
 
 def _e_CreatePartitionsResponse_2(o: CreatePartitionsResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -506,19 +442,14 @@ def _e_CreatePartitionsResponse_2(o: CreatePartitionsResponse, out: bytearray, c
 
 def _d_CreatePartitionsTopicResult_3(buf: Any, pos: int) -> tuple[CreatePartitionsTopicResult, int]:
     f_name, pos = read_compact_string(buf, pos, False)
-    if len(buf) - pos < _S2.size:
-        raise DecodeError('truncated')
     (f_error_code,) = _S2.unpack_from(buf, pos)
     pos += _S2.size
     f_error_message, pos = read_compact_string(buf, pos, True)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = CreatePartitionsTopicResult(name=f_name, error_code=f_error_code, error_message=f_error_message)
-    return obj, pos
+    return CreatePartitionsTopicResult(f_name, f_error_code, f_error_message), pos
 
 
 def _e_CreatePartitionsTopicResult_3(o: CreatePartitionsTopicResult, out: bytearray, chunks: list[Any]) -> None:
@@ -529,8 +460,6 @@ def _e_CreatePartitionsTopicResult_3(o: CreatePartitionsTopicResult, out: bytear
 
 
 def _d_CreatePartitionsResponse_3(buf: Any, pos: int) -> tuple[CreatePartitionsResponse, int]:
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
     n_results, pos = read_array_count(buf, pos, True, False)
@@ -538,14 +467,11 @@ def _d_CreatePartitionsResponse_3(buf: Any, pos: int) -> tuple[CreatePartitionsR
     for _ in range(n_results):
         it_results, pos = _d_CreatePartitionsTopicResult_3(buf, pos)
         f_results.append(it_results)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = CreatePartitionsResponse(throttle_time_ms=f_throttle_time_ms, results=f_results)
-    return obj, pos
+    return CreatePartitionsResponse(f_throttle_time_ms, f_results), pos
 
 
 def _e_CreatePartitionsResponse_3(o: CreatePartitionsResponse, out: bytearray, chunks: list[Any]) -> None:

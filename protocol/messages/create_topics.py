@@ -15,8 +15,6 @@ from pybroker.protocol.primitives import (
     write_compact_records, write_compact_string, write_records, write_string, write_uvarint,
 )
 
-_MISSING: Any = object()
-
 
 def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
@@ -96,8 +94,7 @@ class CreateTopicsResponse(ApiMessage):
 def _d_CreatableTopicConfig_0(buf: Any, pos: int) -> tuple[CreatableTopicConfig, int]:
     f_name, pos = read_string(buf, pos, False)
     f_value, pos = read_string(buf, pos, True)
-    obj = CreatableTopicConfig(name=f_name, value=f_value)
-    return obj, pos
+    return CreatableTopicConfig(f_name, f_value), pos
 
 
 def _e_CreatableTopicConfig_0(o: CreatableTopicConfig, out: bytearray, chunks: list[Any]) -> None:
@@ -106,8 +103,6 @@ def _e_CreatableTopicConfig_0(o: CreatableTopicConfig, out: bytearray, chunks: l
 
 
 def _d_CreatableReplicaAssignment_0(buf: Any, pos: int) -> tuple[CreatableReplicaAssignment, int]:
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_partition_index,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
     n_broker_ids, pos = read_array_count(buf, pos, False, False)
@@ -115,8 +110,7 @@ def _d_CreatableReplicaAssignment_0(buf: Any, pos: int) -> tuple[CreatableReplic
         raise DecodeError('array overruns the buffer')
     f_broker_ids = list(unpack_from(f'>{n_broker_ids}i', buf, pos))
     pos += n_broker_ids * 4
-    obj = CreatableReplicaAssignment(partition_index=f_partition_index, broker_ids=f_broker_ids)
-    return obj, pos
+    return CreatableReplicaAssignment(f_partition_index, f_broker_ids), pos
 
 
 def _e_CreatableReplicaAssignment_0(o: CreatableReplicaAssignment, out: bytearray, chunks: list[Any]) -> None:
@@ -128,8 +122,6 @@ def _e_CreatableReplicaAssignment_0(o: CreatableReplicaAssignment, out: bytearra
 
 def _d_CreatableTopic_0(buf: Any, pos: int) -> tuple[CreatableTopic, int]:
     f_name, pos = read_string(buf, pos, False)
-    if len(buf) - pos < _S1.size:
-        raise DecodeError('truncated')
     (f_num_partitions, f_replication_factor,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
     n_assignments, pos = read_array_count(buf, pos, False, False)
@@ -142,8 +134,7 @@ def _d_CreatableTopic_0(buf: Any, pos: int) -> tuple[CreatableTopic, int]:
     for _ in range(n_configs):
         it_configs, pos = _d_CreatableTopicConfig_0(buf, pos)
         f_configs.append(it_configs)
-    obj = CreatableTopic(name=f_name, num_partitions=f_num_partitions, replication_factor=f_replication_factor, assignments=f_assignments, configs=f_configs)
-    return obj, pos
+    return CreatableTopic(f_name, f_num_partitions, f_replication_factor, f_assignments, f_configs), pos
 
 
 def _e_CreatableTopic_0(o: CreatableTopic, out: bytearray, chunks: list[Any]) -> None:
@@ -165,12 +156,9 @@ def _d_CreateTopicsRequest_0(buf: Any, pos: int) -> tuple[CreateTopicsRequest, i
     for _ in range(n_topics):
         it_topics, pos = _d_CreatableTopic_0(buf, pos)
         f_topics.append(it_topics)
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_timeout_ms,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
-    obj = CreateTopicsRequest(topics=f_topics, timeout_ms=f_timeout_ms)
-    return obj, pos
+    return CreateTopicsRequest(f_topics, f_timeout_ms, False), pos
 
 
 def _e_CreateTopicsRequest_0(o: CreateTopicsRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -184,8 +172,7 @@ def _e_CreateTopicsRequest_0(o: CreateTopicsRequest, out: bytearray, chunks: lis
 def _d_CreatableTopicConfig_1(buf: Any, pos: int) -> tuple[CreatableTopicConfig, int]:
     f_name, pos = read_string(buf, pos, False)
     f_value, pos = read_string(buf, pos, True)
-    obj = CreatableTopicConfig(name=f_name, value=f_value)
-    return obj, pos
+    return CreatableTopicConfig(f_name, f_value), pos
 
 
 def _e_CreatableTopicConfig_1(o: CreatableTopicConfig, out: bytearray, chunks: list[Any]) -> None:
@@ -194,8 +181,6 @@ def _e_CreatableTopicConfig_1(o: CreatableTopicConfig, out: bytearray, chunks: l
 
 
 def _d_CreatableReplicaAssignment_1(buf: Any, pos: int) -> tuple[CreatableReplicaAssignment, int]:
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_partition_index,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
     n_broker_ids, pos = read_array_count(buf, pos, False, False)
@@ -203,8 +188,7 @@ def _d_CreatableReplicaAssignment_1(buf: Any, pos: int) -> tuple[CreatableReplic
         raise DecodeError('array overruns the buffer')
     f_broker_ids = list(unpack_from(f'>{n_broker_ids}i', buf, pos))
     pos += n_broker_ids * 4
-    obj = CreatableReplicaAssignment(partition_index=f_partition_index, broker_ids=f_broker_ids)
-    return obj, pos
+    return CreatableReplicaAssignment(f_partition_index, f_broker_ids), pos
 
 
 def _e_CreatableReplicaAssignment_1(o: CreatableReplicaAssignment, out: bytearray, chunks: list[Any]) -> None:
@@ -216,8 +200,6 @@ def _e_CreatableReplicaAssignment_1(o: CreatableReplicaAssignment, out: bytearra
 
 def _d_CreatableTopic_1(buf: Any, pos: int) -> tuple[CreatableTopic, int]:
     f_name, pos = read_string(buf, pos, False)
-    if len(buf) - pos < _S1.size:
-        raise DecodeError('truncated')
     (f_num_partitions, f_replication_factor,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
     n_assignments, pos = read_array_count(buf, pos, False, False)
@@ -230,8 +212,7 @@ def _d_CreatableTopic_1(buf: Any, pos: int) -> tuple[CreatableTopic, int]:
     for _ in range(n_configs):
         it_configs, pos = _d_CreatableTopicConfig_1(buf, pos)
         f_configs.append(it_configs)
-    obj = CreatableTopic(name=f_name, num_partitions=f_num_partitions, replication_factor=f_replication_factor, assignments=f_assignments, configs=f_configs)
-    return obj, pos
+    return CreatableTopic(f_name, f_num_partitions, f_replication_factor, f_assignments, f_configs), pos
 
 
 def _e_CreatableTopic_1(o: CreatableTopic, out: bytearray, chunks: list[Any]) -> None:
@@ -253,12 +234,9 @@ def _d_CreateTopicsRequest_1(buf: Any, pos: int) -> tuple[CreateTopicsRequest, i
     for _ in range(n_topics):
         it_topics, pos = _d_CreatableTopic_1(buf, pos)
         f_topics.append(it_topics)
-    if len(buf) - pos < _S2.size:
-        raise DecodeError('truncated')
     (f_timeout_ms, f_validate_only,) = _S2.unpack_from(buf, pos)
     pos += _S2.size
-    obj = CreateTopicsRequest(topics=f_topics, timeout_ms=f_timeout_ms, validate_only=f_validate_only)
-    return obj, pos
+    return CreateTopicsRequest(f_topics, f_timeout_ms, f_validate_only), pos
 
 
 def _e_CreateTopicsRequest_1(o: CreateTopicsRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -272,8 +250,7 @@ def _e_CreateTopicsRequest_1(o: CreateTopicsRequest, out: bytearray, chunks: lis
 def _d_CreatableTopicConfig_2(buf: Any, pos: int) -> tuple[CreatableTopicConfig, int]:
     f_name, pos = read_string(buf, pos, False)
     f_value, pos = read_string(buf, pos, True)
-    obj = CreatableTopicConfig(name=f_name, value=f_value)
-    return obj, pos
+    return CreatableTopicConfig(f_name, f_value), pos
 
 
 def _e_CreatableTopicConfig_2(o: CreatableTopicConfig, out: bytearray, chunks: list[Any]) -> None:
@@ -282,8 +259,6 @@ def _e_CreatableTopicConfig_2(o: CreatableTopicConfig, out: bytearray, chunks: l
 
 
 def _d_CreatableReplicaAssignment_2(buf: Any, pos: int) -> tuple[CreatableReplicaAssignment, int]:
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_partition_index,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
     n_broker_ids, pos = read_array_count(buf, pos, False, False)
@@ -291,8 +266,7 @@ def _d_CreatableReplicaAssignment_2(buf: Any, pos: int) -> tuple[CreatableReplic
         raise DecodeError('array overruns the buffer')
     f_broker_ids = list(unpack_from(f'>{n_broker_ids}i', buf, pos))
     pos += n_broker_ids * 4
-    obj = CreatableReplicaAssignment(partition_index=f_partition_index, broker_ids=f_broker_ids)
-    return obj, pos
+    return CreatableReplicaAssignment(f_partition_index, f_broker_ids), pos
 
 
 def _e_CreatableReplicaAssignment_2(o: CreatableReplicaAssignment, out: bytearray, chunks: list[Any]) -> None:
@@ -304,8 +278,6 @@ def _e_CreatableReplicaAssignment_2(o: CreatableReplicaAssignment, out: bytearra
 
 def _d_CreatableTopic_2(buf: Any, pos: int) -> tuple[CreatableTopic, int]:
     f_name, pos = read_string(buf, pos, False)
-    if len(buf) - pos < _S1.size:
-        raise DecodeError('truncated')
     (f_num_partitions, f_replication_factor,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
     n_assignments, pos = read_array_count(buf, pos, False, False)
@@ -318,8 +290,7 @@ def _d_CreatableTopic_2(buf: Any, pos: int) -> tuple[CreatableTopic, int]:
     for _ in range(n_configs):
         it_configs, pos = _d_CreatableTopicConfig_2(buf, pos)
         f_configs.append(it_configs)
-    obj = CreatableTopic(name=f_name, num_partitions=f_num_partitions, replication_factor=f_replication_factor, assignments=f_assignments, configs=f_configs)
-    return obj, pos
+    return CreatableTopic(f_name, f_num_partitions, f_replication_factor, f_assignments, f_configs), pos
 
 
 def _e_CreatableTopic_2(o: CreatableTopic, out: bytearray, chunks: list[Any]) -> None:
@@ -341,12 +312,9 @@ def _d_CreateTopicsRequest_2(buf: Any, pos: int) -> tuple[CreateTopicsRequest, i
     for _ in range(n_topics):
         it_topics, pos = _d_CreatableTopic_2(buf, pos)
         f_topics.append(it_topics)
-    if len(buf) - pos < _S2.size:
-        raise DecodeError('truncated')
     (f_timeout_ms, f_validate_only,) = _S2.unpack_from(buf, pos)
     pos += _S2.size
-    obj = CreateTopicsRequest(topics=f_topics, timeout_ms=f_timeout_ms, validate_only=f_validate_only)
-    return obj, pos
+    return CreateTopicsRequest(f_topics, f_timeout_ms, f_validate_only), pos
 
 
 def _e_CreateTopicsRequest_2(o: CreateTopicsRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -360,8 +328,7 @@ def _e_CreateTopicsRequest_2(o: CreateTopicsRequest, out: bytearray, chunks: lis
 def _d_CreatableTopicConfig_3(buf: Any, pos: int) -> tuple[CreatableTopicConfig, int]:
     f_name, pos = read_string(buf, pos, False)
     f_value, pos = read_string(buf, pos, True)
-    obj = CreatableTopicConfig(name=f_name, value=f_value)
-    return obj, pos
+    return CreatableTopicConfig(f_name, f_value), pos
 
 
 def _e_CreatableTopicConfig_3(o: CreatableTopicConfig, out: bytearray, chunks: list[Any]) -> None:
@@ -370,8 +337,6 @@ def _e_CreatableTopicConfig_3(o: CreatableTopicConfig, out: bytearray, chunks: l
 
 
 def _d_CreatableReplicaAssignment_3(buf: Any, pos: int) -> tuple[CreatableReplicaAssignment, int]:
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_partition_index,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
     n_broker_ids, pos = read_array_count(buf, pos, False, False)
@@ -379,8 +344,7 @@ def _d_CreatableReplicaAssignment_3(buf: Any, pos: int) -> tuple[CreatableReplic
         raise DecodeError('array overruns the buffer')
     f_broker_ids = list(unpack_from(f'>{n_broker_ids}i', buf, pos))
     pos += n_broker_ids * 4
-    obj = CreatableReplicaAssignment(partition_index=f_partition_index, broker_ids=f_broker_ids)
-    return obj, pos
+    return CreatableReplicaAssignment(f_partition_index, f_broker_ids), pos
 
 
 def _e_CreatableReplicaAssignment_3(o: CreatableReplicaAssignment, out: bytearray, chunks: list[Any]) -> None:
@@ -392,8 +356,6 @@ def _e_CreatableReplicaAssignment_3(o: CreatableReplicaAssignment, out: bytearra
 
 def _d_CreatableTopic_3(buf: Any, pos: int) -> tuple[CreatableTopic, int]:
     f_name, pos = read_string(buf, pos, False)
-    if len(buf) - pos < _S1.size:
-        raise DecodeError('truncated')
     (f_num_partitions, f_replication_factor,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
     n_assignments, pos = read_array_count(buf, pos, False, False)
@@ -406,8 +368,7 @@ def _d_CreatableTopic_3(buf: Any, pos: int) -> tuple[CreatableTopic, int]:
     for _ in range(n_configs):
         it_configs, pos = _d_CreatableTopicConfig_3(buf, pos)
         f_configs.append(it_configs)
-    obj = CreatableTopic(name=f_name, num_partitions=f_num_partitions, replication_factor=f_replication_factor, assignments=f_assignments, configs=f_configs)
-    return obj, pos
+    return CreatableTopic(f_name, f_num_partitions, f_replication_factor, f_assignments, f_configs), pos
 
 
 def _e_CreatableTopic_3(o: CreatableTopic, out: bytearray, chunks: list[Any]) -> None:
@@ -429,12 +390,9 @@ def _d_CreateTopicsRequest_3(buf: Any, pos: int) -> tuple[CreateTopicsRequest, i
     for _ in range(n_topics):
         it_topics, pos = _d_CreatableTopic_3(buf, pos)
         f_topics.append(it_topics)
-    if len(buf) - pos < _S2.size:
-        raise DecodeError('truncated')
     (f_timeout_ms, f_validate_only,) = _S2.unpack_from(buf, pos)
     pos += _S2.size
-    obj = CreateTopicsRequest(topics=f_topics, timeout_ms=f_timeout_ms, validate_only=f_validate_only)
-    return obj, pos
+    return CreateTopicsRequest(f_topics, f_timeout_ms, f_validate_only), pos
 
 
 def _e_CreateTopicsRequest_3(o: CreateTopicsRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -448,8 +406,7 @@ def _e_CreateTopicsRequest_3(o: CreateTopicsRequest, out: bytearray, chunks: lis
 def _d_CreatableTopicConfig_4(buf: Any, pos: int) -> tuple[CreatableTopicConfig, int]:
     f_name, pos = read_string(buf, pos, False)
     f_value, pos = read_string(buf, pos, True)
-    obj = CreatableTopicConfig(name=f_name, value=f_value)
-    return obj, pos
+    return CreatableTopicConfig(f_name, f_value), pos
 
 
 def _e_CreatableTopicConfig_4(o: CreatableTopicConfig, out: bytearray, chunks: list[Any]) -> None:
@@ -458,8 +415,6 @@ def _e_CreatableTopicConfig_4(o: CreatableTopicConfig, out: bytearray, chunks: l
 
 
 def _d_CreatableReplicaAssignment_4(buf: Any, pos: int) -> tuple[CreatableReplicaAssignment, int]:
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_partition_index,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
     n_broker_ids, pos = read_array_count(buf, pos, False, False)
@@ -467,8 +422,7 @@ def _d_CreatableReplicaAssignment_4(buf: Any, pos: int) -> tuple[CreatableReplic
         raise DecodeError('array overruns the buffer')
     f_broker_ids = list(unpack_from(f'>{n_broker_ids}i', buf, pos))
     pos += n_broker_ids * 4
-    obj = CreatableReplicaAssignment(partition_index=f_partition_index, broker_ids=f_broker_ids)
-    return obj, pos
+    return CreatableReplicaAssignment(f_partition_index, f_broker_ids), pos
 
 
 def _e_CreatableReplicaAssignment_4(o: CreatableReplicaAssignment, out: bytearray, chunks: list[Any]) -> None:
@@ -480,8 +434,6 @@ def _e_CreatableReplicaAssignment_4(o: CreatableReplicaAssignment, out: bytearra
 
 def _d_CreatableTopic_4(buf: Any, pos: int) -> tuple[CreatableTopic, int]:
     f_name, pos = read_string(buf, pos, False)
-    if len(buf) - pos < _S1.size:
-        raise DecodeError('truncated')
     (f_num_partitions, f_replication_factor,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
     n_assignments, pos = read_array_count(buf, pos, False, False)
@@ -494,8 +446,7 @@ def _d_CreatableTopic_4(buf: Any, pos: int) -> tuple[CreatableTopic, int]:
     for _ in range(n_configs):
         it_configs, pos = _d_CreatableTopicConfig_4(buf, pos)
         f_configs.append(it_configs)
-    obj = CreatableTopic(name=f_name, num_partitions=f_num_partitions, replication_factor=f_replication_factor, assignments=f_assignments, configs=f_configs)
-    return obj, pos
+    return CreatableTopic(f_name, f_num_partitions, f_replication_factor, f_assignments, f_configs), pos
 
 
 def _e_CreatableTopic_4(o: CreatableTopic, out: bytearray, chunks: list[Any]) -> None:
@@ -517,12 +468,9 @@ def _d_CreateTopicsRequest_4(buf: Any, pos: int) -> tuple[CreateTopicsRequest, i
     for _ in range(n_topics):
         it_topics, pos = _d_CreatableTopic_4(buf, pos)
         f_topics.append(it_topics)
-    if len(buf) - pos < _S2.size:
-        raise DecodeError('truncated')
     (f_timeout_ms, f_validate_only,) = _S2.unpack_from(buf, pos)
     pos += _S2.size
-    obj = CreateTopicsRequest(topics=f_topics, timeout_ms=f_timeout_ms, validate_only=f_validate_only)
-    return obj, pos
+    return CreateTopicsRequest(f_topics, f_timeout_ms, f_validate_only), pos
 
 
 def _e_CreateTopicsRequest_4(o: CreateTopicsRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -536,14 +484,11 @@ def _e_CreateTopicsRequest_4(o: CreateTopicsRequest, out: bytearray, chunks: lis
 def _d_CreatableTopicConfig_5(buf: Any, pos: int) -> tuple[CreatableTopicConfig, int]:
     f_name, pos = read_compact_string(buf, pos, False)
     f_value, pos = read_compact_string(buf, pos, True)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = CreatableTopicConfig(name=f_name, value=f_value)
-    return obj, pos
+    return CreatableTopicConfig(f_name, f_value), pos
 
 
 def _e_CreatableTopicConfig_5(o: CreatableTopicConfig, out: bytearray, chunks: list[Any]) -> None:
@@ -553,8 +498,6 @@ def _e_CreatableTopicConfig_5(o: CreatableTopicConfig, out: bytearray, chunks: l
 
 
 def _d_CreatableReplicaAssignment_5(buf: Any, pos: int) -> tuple[CreatableReplicaAssignment, int]:
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_partition_index,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
     n_broker_ids, pos = read_array_count(buf, pos, True, False)
@@ -562,14 +505,11 @@ def _d_CreatableReplicaAssignment_5(buf: Any, pos: int) -> tuple[CreatableReplic
         raise DecodeError('array overruns the buffer')
     f_broker_ids = list(unpack_from(f'>{n_broker_ids}i', buf, pos))
     pos += n_broker_ids * 4
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = CreatableReplicaAssignment(partition_index=f_partition_index, broker_ids=f_broker_ids)
-    return obj, pos
+    return CreatableReplicaAssignment(f_partition_index, f_broker_ids), pos
 
 
 def _e_CreatableReplicaAssignment_5(o: CreatableReplicaAssignment, out: bytearray, chunks: list[Any]) -> None:
@@ -582,8 +522,6 @@ def _e_CreatableReplicaAssignment_5(o: CreatableReplicaAssignment, out: bytearra
 
 def _d_CreatableTopic_5(buf: Any, pos: int) -> tuple[CreatableTopic, int]:
     f_name, pos = read_compact_string(buf, pos, False)
-    if len(buf) - pos < _S1.size:
-        raise DecodeError('truncated')
     (f_num_partitions, f_replication_factor,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
     n_assignments, pos = read_array_count(buf, pos, True, False)
@@ -596,14 +534,11 @@ def _d_CreatableTopic_5(buf: Any, pos: int) -> tuple[CreatableTopic, int]:
     for _ in range(n_configs):
         it_configs, pos = _d_CreatableTopicConfig_5(buf, pos)
         f_configs.append(it_configs)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = CreatableTopic(name=f_name, num_partitions=f_num_partitions, replication_factor=f_replication_factor, assignments=f_assignments, configs=f_configs)
-    return obj, pos
+    return CreatableTopic(f_name, f_num_partitions, f_replication_factor, f_assignments, f_configs), pos
 
 
 def _e_CreatableTopic_5(o: CreatableTopic, out: bytearray, chunks: list[Any]) -> None:
@@ -626,18 +561,13 @@ def _d_CreateTopicsRequest_5(buf: Any, pos: int) -> tuple[CreateTopicsRequest, i
     for _ in range(n_topics):
         it_topics, pos = _d_CreatableTopic_5(buf, pos)
         f_topics.append(it_topics)
-    if len(buf) - pos < _S2.size:
-        raise DecodeError('truncated')
     (f_timeout_ms, f_validate_only,) = _S2.unpack_from(buf, pos)
     pos += _S2.size
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = CreateTopicsRequest(topics=f_topics, timeout_ms=f_timeout_ms, validate_only=f_validate_only)
-    return obj, pos
+    return CreateTopicsRequest(f_topics, f_timeout_ms, f_validate_only), pos
 
 
 def _e_CreateTopicsRequest_5(o: CreateTopicsRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -652,14 +582,11 @@ def _e_CreateTopicsRequest_5(o: CreateTopicsRequest, out: bytearray, chunks: lis
 def _d_CreatableTopicConfig_6(buf: Any, pos: int) -> tuple[CreatableTopicConfig, int]:
     f_name, pos = read_compact_string(buf, pos, False)
     f_value, pos = read_compact_string(buf, pos, True)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = CreatableTopicConfig(name=f_name, value=f_value)
-    return obj, pos
+    return CreatableTopicConfig(f_name, f_value), pos
 
 
 def _e_CreatableTopicConfig_6(o: CreatableTopicConfig, out: bytearray, chunks: list[Any]) -> None:
@@ -669,8 +596,6 @@ def _e_CreatableTopicConfig_6(o: CreatableTopicConfig, out: bytearray, chunks: l
 
 
 def _d_CreatableReplicaAssignment_6(buf: Any, pos: int) -> tuple[CreatableReplicaAssignment, int]:
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_partition_index,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
     n_broker_ids, pos = read_array_count(buf, pos, True, False)
@@ -678,14 +603,11 @@ def _d_CreatableReplicaAssignment_6(buf: Any, pos: int) -> tuple[CreatableReplic
         raise DecodeError('array overruns the buffer')
     f_broker_ids = list(unpack_from(f'>{n_broker_ids}i', buf, pos))
     pos += n_broker_ids * 4
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = CreatableReplicaAssignment(partition_index=f_partition_index, broker_ids=f_broker_ids)
-    return obj, pos
+    return CreatableReplicaAssignment(f_partition_index, f_broker_ids), pos
 
 
 def _e_CreatableReplicaAssignment_6(o: CreatableReplicaAssignment, out: bytearray, chunks: list[Any]) -> None:
@@ -698,8 +620,6 @@ def _e_CreatableReplicaAssignment_6(o: CreatableReplicaAssignment, out: bytearra
 
 def _d_CreatableTopic_6(buf: Any, pos: int) -> tuple[CreatableTopic, int]:
     f_name, pos = read_compact_string(buf, pos, False)
-    if len(buf) - pos < _S1.size:
-        raise DecodeError('truncated')
     (f_num_partitions, f_replication_factor,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
     n_assignments, pos = read_array_count(buf, pos, True, False)
@@ -712,14 +632,11 @@ def _d_CreatableTopic_6(buf: Any, pos: int) -> tuple[CreatableTopic, int]:
     for _ in range(n_configs):
         it_configs, pos = _d_CreatableTopicConfig_6(buf, pos)
         f_configs.append(it_configs)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = CreatableTopic(name=f_name, num_partitions=f_num_partitions, replication_factor=f_replication_factor, assignments=f_assignments, configs=f_configs)
-    return obj, pos
+    return CreatableTopic(f_name, f_num_partitions, f_replication_factor, f_assignments, f_configs), pos
 
 
 def _e_CreatableTopic_6(o: CreatableTopic, out: bytearray, chunks: list[Any]) -> None:
@@ -742,18 +659,13 @@ def _d_CreateTopicsRequest_6(buf: Any, pos: int) -> tuple[CreateTopicsRequest, i
     for _ in range(n_topics):
         it_topics, pos = _d_CreatableTopic_6(buf, pos)
         f_topics.append(it_topics)
-    if len(buf) - pos < _S2.size:
-        raise DecodeError('truncated')
     (f_timeout_ms, f_validate_only,) = _S2.unpack_from(buf, pos)
     pos += _S2.size
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = CreateTopicsRequest(topics=f_topics, timeout_ms=f_timeout_ms, validate_only=f_validate_only)
-    return obj, pos
+    return CreateTopicsRequest(f_topics, f_timeout_ms, f_validate_only), pos
 
 
 def _e_CreateTopicsRequest_6(o: CreateTopicsRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -768,14 +680,11 @@ def _e_CreateTopicsRequest_6(o: CreateTopicsRequest, out: bytearray, chunks: lis
 def _d_CreatableTopicConfig_7(buf: Any, pos: int) -> tuple[CreatableTopicConfig, int]:
     f_name, pos = read_compact_string(buf, pos, False)
     f_value, pos = read_compact_string(buf, pos, True)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = CreatableTopicConfig(name=f_name, value=f_value)
-    return obj, pos
+    return CreatableTopicConfig(f_name, f_value), pos
 
 
 def _e_CreatableTopicConfig_7(o: CreatableTopicConfig, out: bytearray, chunks: list[Any]) -> None:
@@ -785,8 +694,6 @@ def _e_CreatableTopicConfig_7(o: CreatableTopicConfig, out: bytearray, chunks: l
 
 
 def _d_CreatableReplicaAssignment_7(buf: Any, pos: int) -> tuple[CreatableReplicaAssignment, int]:
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_partition_index,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
     n_broker_ids, pos = read_array_count(buf, pos, True, False)
@@ -794,14 +701,11 @@ def _d_CreatableReplicaAssignment_7(buf: Any, pos: int) -> tuple[CreatableReplic
         raise DecodeError('array overruns the buffer')
     f_broker_ids = list(unpack_from(f'>{n_broker_ids}i', buf, pos))
     pos += n_broker_ids * 4
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = CreatableReplicaAssignment(partition_index=f_partition_index, broker_ids=f_broker_ids)
-    return obj, pos
+    return CreatableReplicaAssignment(f_partition_index, f_broker_ids), pos
 
 
 def _e_CreatableReplicaAssignment_7(o: CreatableReplicaAssignment, out: bytearray, chunks: list[Any]) -> None:
@@ -814,8 +718,6 @@ def _e_CreatableReplicaAssignment_7(o: CreatableReplicaAssignment, out: bytearra
 
 def _d_CreatableTopic_7(buf: Any, pos: int) -> tuple[CreatableTopic, int]:
     f_name, pos = read_compact_string(buf, pos, False)
-    if len(buf) - pos < _S1.size:
-        raise DecodeError('truncated')
     (f_num_partitions, f_replication_factor,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
     n_assignments, pos = read_array_count(buf, pos, True, False)
@@ -828,14 +730,11 @@ def _d_CreatableTopic_7(buf: Any, pos: int) -> tuple[CreatableTopic, int]:
     for _ in range(n_configs):
         it_configs, pos = _d_CreatableTopicConfig_7(buf, pos)
         f_configs.append(it_configs)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = CreatableTopic(name=f_name, num_partitions=f_num_partitions, replication_factor=f_replication_factor, assignments=f_assignments, configs=f_configs)
-    return obj, pos
+    return CreatableTopic(f_name, f_num_partitions, f_replication_factor, f_assignments, f_configs), pos
 
 
 def _e_CreatableTopic_7(o: CreatableTopic, out: bytearray, chunks: list[Any]) -> None:
@@ -858,18 +757,13 @@ def _d_CreateTopicsRequest_7(buf: Any, pos: int) -> tuple[CreateTopicsRequest, i
     for _ in range(n_topics):
         it_topics, pos = _d_CreatableTopic_7(buf, pos)
         f_topics.append(it_topics)
-    if len(buf) - pos < _S2.size:
-        raise DecodeError('truncated')
     (f_timeout_ms, f_validate_only,) = _S2.unpack_from(buf, pos)
     pos += _S2.size
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = CreateTopicsRequest(topics=f_topics, timeout_ms=f_timeout_ms, validate_only=f_validate_only)
-    return obj, pos
+    return CreateTopicsRequest(f_topics, f_timeout_ms, f_validate_only), pos
 
 
 def _e_CreateTopicsRequest_7(o: CreateTopicsRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -886,8 +780,7 @@ CreateTopicsRequest._ENCODERS = {0: _e_CreateTopicsRequest_0, 1: _e_CreateTopics
 
 
 def _d_CreatableTopicConfigs_0(buf: Any, pos: int) -> tuple[CreatableTopicConfigs, int]:
-    obj = CreatableTopicConfigs()
-    return obj, pos
+    return CreatableTopicConfigs("", "", False, -1, False), pos
 
 
 def _e_CreatableTopicConfigs_0(o: CreatableTopicConfigs, out: bytearray, chunks: list[Any]) -> None:
@@ -896,12 +789,9 @@ def _e_CreatableTopicConfigs_0(o: CreatableTopicConfigs, out: bytearray, chunks:
 
 def _d_CreatableTopicResult_0(buf: Any, pos: int) -> tuple[CreatableTopicResult, int]:
     f_name, pos = read_string(buf, pos, False)
-    if len(buf) - pos < _S3.size:
-        raise DecodeError('truncated')
     (f_error_code,) = _S3.unpack_from(buf, pos)
     pos += _S3.size
-    obj = CreatableTopicResult(name=f_name, error_code=f_error_code)
-    return obj, pos
+    return CreatableTopicResult(f_name, ZERO_UUID, f_error_code, "", 0, -1, -1, []), pos
 
 
 def _e_CreatableTopicResult_0(o: CreatableTopicResult, out: bytearray, chunks: list[Any]) -> None:
@@ -915,8 +805,7 @@ def _d_CreateTopicsResponse_0(buf: Any, pos: int) -> tuple[CreateTopicsResponse,
     for _ in range(n_topics):
         it_topics, pos = _d_CreatableTopicResult_0(buf, pos)
         f_topics.append(it_topics)
-    obj = CreateTopicsResponse(topics=f_topics)
-    return obj, pos
+    return CreateTopicsResponse(0, f_topics), pos
 
 
 def _e_CreateTopicsResponse_0(o: CreateTopicsResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -927,8 +816,7 @@ def _e_CreateTopicsResponse_0(o: CreateTopicsResponse, out: bytearray, chunks: l
 
 
 def _d_CreatableTopicConfigs_1(buf: Any, pos: int) -> tuple[CreatableTopicConfigs, int]:
-    obj = CreatableTopicConfigs()
-    return obj, pos
+    return CreatableTopicConfigs("", "", False, -1, False), pos
 
 
 def _e_CreatableTopicConfigs_1(o: CreatableTopicConfigs, out: bytearray, chunks: list[Any]) -> None:
@@ -937,13 +825,10 @@ def _e_CreatableTopicConfigs_1(o: CreatableTopicConfigs, out: bytearray, chunks:
 
 def _d_CreatableTopicResult_1(buf: Any, pos: int) -> tuple[CreatableTopicResult, int]:
     f_name, pos = read_string(buf, pos, False)
-    if len(buf) - pos < _S3.size:
-        raise DecodeError('truncated')
     (f_error_code,) = _S3.unpack_from(buf, pos)
     pos += _S3.size
     f_error_message, pos = read_string(buf, pos, True)
-    obj = CreatableTopicResult(name=f_name, error_code=f_error_code, error_message=f_error_message)
-    return obj, pos
+    return CreatableTopicResult(f_name, ZERO_UUID, f_error_code, f_error_message, 0, -1, -1, []), pos
 
 
 def _e_CreatableTopicResult_1(o: CreatableTopicResult, out: bytearray, chunks: list[Any]) -> None:
@@ -958,8 +843,7 @@ def _d_CreateTopicsResponse_1(buf: Any, pos: int) -> tuple[CreateTopicsResponse,
     for _ in range(n_topics):
         it_topics, pos = _d_CreatableTopicResult_1(buf, pos)
         f_topics.append(it_topics)
-    obj = CreateTopicsResponse(topics=f_topics)
-    return obj, pos
+    return CreateTopicsResponse(0, f_topics), pos
 
 
 def _e_CreateTopicsResponse_1(o: CreateTopicsResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -970,8 +854,7 @@ def _e_CreateTopicsResponse_1(o: CreateTopicsResponse, out: bytearray, chunks: l
 
 
 def _d_CreatableTopicConfigs_2(buf: Any, pos: int) -> tuple[CreatableTopicConfigs, int]:
-    obj = CreatableTopicConfigs()
-    return obj, pos
+    return CreatableTopicConfigs("", "", False, -1, False), pos
 
 
 def _e_CreatableTopicConfigs_2(o: CreatableTopicConfigs, out: bytearray, chunks: list[Any]) -> None:
@@ -980,13 +863,10 @@ def _e_CreatableTopicConfigs_2(o: CreatableTopicConfigs, out: bytearray, chunks:
 
 def _d_CreatableTopicResult_2(buf: Any, pos: int) -> tuple[CreatableTopicResult, int]:
     f_name, pos = read_string(buf, pos, False)
-    if len(buf) - pos < _S3.size:
-        raise DecodeError('truncated')
     (f_error_code,) = _S3.unpack_from(buf, pos)
     pos += _S3.size
     f_error_message, pos = read_string(buf, pos, True)
-    obj = CreatableTopicResult(name=f_name, error_code=f_error_code, error_message=f_error_message)
-    return obj, pos
+    return CreatableTopicResult(f_name, ZERO_UUID, f_error_code, f_error_message, 0, -1, -1, []), pos
 
 
 def _e_CreatableTopicResult_2(o: CreatableTopicResult, out: bytearray, chunks: list[Any]) -> None:
@@ -996,8 +876,6 @@ def _e_CreatableTopicResult_2(o: CreatableTopicResult, out: bytearray, chunks: l
 
 
 def _d_CreateTopicsResponse_2(buf: Any, pos: int) -> tuple[CreateTopicsResponse, int]:
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
     n_topics, pos = read_array_count(buf, pos, False, False)
@@ -1005,8 +883,7 @@ def _d_CreateTopicsResponse_2(buf: Any, pos: int) -> tuple[CreateTopicsResponse,
     for _ in range(n_topics):
         it_topics, pos = _d_CreatableTopicResult_2(buf, pos)
         f_topics.append(it_topics)
-    obj = CreateTopicsResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics)
-    return obj, pos
+    return CreateTopicsResponse(f_throttle_time_ms, f_topics), pos
 
 
 def _e_CreateTopicsResponse_2(o: CreateTopicsResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -1018,8 +895,7 @@ def _e_CreateTopicsResponse_2(o: CreateTopicsResponse, out: bytearray, chunks: l
 
 
 def _d_CreatableTopicConfigs_3(buf: Any, pos: int) -> tuple[CreatableTopicConfigs, int]:
-    obj = CreatableTopicConfigs()
-    return obj, pos
+    return CreatableTopicConfigs("", "", False, -1, False), pos
 
 
 def _e_CreatableTopicConfigs_3(o: CreatableTopicConfigs, out: bytearray, chunks: list[Any]) -> None:
@@ -1028,13 +904,10 @@ def _e_CreatableTopicConfigs_3(o: CreatableTopicConfigs, out: bytearray, chunks:
 
 def _d_CreatableTopicResult_3(buf: Any, pos: int) -> tuple[CreatableTopicResult, int]:
     f_name, pos = read_string(buf, pos, False)
-    if len(buf) - pos < _S3.size:
-        raise DecodeError('truncated')
     (f_error_code,) = _S3.unpack_from(buf, pos)
     pos += _S3.size
     f_error_message, pos = read_string(buf, pos, True)
-    obj = CreatableTopicResult(name=f_name, error_code=f_error_code, error_message=f_error_message)
-    return obj, pos
+    return CreatableTopicResult(f_name, ZERO_UUID, f_error_code, f_error_message, 0, -1, -1, []), pos
 
 
 def _e_CreatableTopicResult_3(o: CreatableTopicResult, out: bytearray, chunks: list[Any]) -> None:
@@ -1044,8 +917,6 @@ def _e_CreatableTopicResult_3(o: CreatableTopicResult, out: bytearray, chunks: l
 
 
 def _d_CreateTopicsResponse_3(buf: Any, pos: int) -> tuple[CreateTopicsResponse, int]:
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
     n_topics, pos = read_array_count(buf, pos, False, False)
@@ -1053,8 +924,7 @@ def _d_CreateTopicsResponse_3(buf: Any, pos: int) -> tuple[CreateTopicsResponse,
     for _ in range(n_topics):
         it_topics, pos = _d_CreatableTopicResult_3(buf, pos)
         f_topics.append(it_topics)
-    obj = CreateTopicsResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics)
-    return obj, pos
+    return CreateTopicsResponse(f_throttle_time_ms, f_topics), pos
 
 
 def _e_CreateTopicsResponse_3(o: CreateTopicsResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -1066,8 +936,7 @@ def _e_CreateTopicsResponse_3(o: CreateTopicsResponse, out: bytearray, chunks: l
 
 
 def _d_CreatableTopicConfigs_4(buf: Any, pos: int) -> tuple[CreatableTopicConfigs, int]:
-    obj = CreatableTopicConfigs()
-    return obj, pos
+    return CreatableTopicConfigs("", "", False, -1, False), pos
 
 
 def _e_CreatableTopicConfigs_4(o: CreatableTopicConfigs, out: bytearray, chunks: list[Any]) -> None:
@@ -1076,13 +945,10 @@ def _e_CreatableTopicConfigs_4(o: CreatableTopicConfigs, out: bytearray, chunks:
 
 def _d_CreatableTopicResult_4(buf: Any, pos: int) -> tuple[CreatableTopicResult, int]:
     f_name, pos = read_string(buf, pos, False)
-    if len(buf) - pos < _S3.size:
-        raise DecodeError('truncated')
     (f_error_code,) = _S3.unpack_from(buf, pos)
     pos += _S3.size
     f_error_message, pos = read_string(buf, pos, True)
-    obj = CreatableTopicResult(name=f_name, error_code=f_error_code, error_message=f_error_message)
-    return obj, pos
+    return CreatableTopicResult(f_name, ZERO_UUID, f_error_code, f_error_message, 0, -1, -1, []), pos
 
 
 def _e_CreatableTopicResult_4(o: CreatableTopicResult, out: bytearray, chunks: list[Any]) -> None:
@@ -1092,8 +958,6 @@ def _e_CreatableTopicResult_4(o: CreatableTopicResult, out: bytearray, chunks: l
 
 
 def _d_CreateTopicsResponse_4(buf: Any, pos: int) -> tuple[CreateTopicsResponse, int]:
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
     n_topics, pos = read_array_count(buf, pos, False, False)
@@ -1101,8 +965,7 @@ def _d_CreateTopicsResponse_4(buf: Any, pos: int) -> tuple[CreateTopicsResponse,
     for _ in range(n_topics):
         it_topics, pos = _d_CreatableTopicResult_4(buf, pos)
         f_topics.append(it_topics)
-    obj = CreateTopicsResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics)
-    return obj, pos
+    return CreateTopicsResponse(f_throttle_time_ms, f_topics), pos
 
 
 def _e_CreateTopicsResponse_4(o: CreateTopicsResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -1116,18 +979,13 @@ def _e_CreateTopicsResponse_4(o: CreateTopicsResponse, out: bytearray, chunks: l
 def _d_CreatableTopicConfigs_5(buf: Any, pos: int) -> tuple[CreatableTopicConfigs, int]:
     f_name, pos = read_compact_string(buf, pos, False)
     f_value, pos = read_compact_string(buf, pos, True)
-    if len(buf) - pos < _S4.size:
-        raise DecodeError('truncated')
     (f_read_only, f_config_source, f_is_sensitive,) = _S4.unpack_from(buf, pos)
     pos += _S4.size
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = CreatableTopicConfigs(name=f_name, value=f_value, read_only=f_read_only, config_source=f_config_source, is_sensitive=f_is_sensitive)
-    return obj, pos
+    return CreatableTopicConfigs(f_name, f_value, f_read_only, f_config_source, f_is_sensitive), pos
 
 
 def _e_CreatableTopicConfigs_5(o: CreatableTopicConfigs, out: bytearray, chunks: list[Any]) -> None:
@@ -1139,13 +997,9 @@ def _e_CreatableTopicConfigs_5(o: CreatableTopicConfigs, out: bytearray, chunks:
 
 def _d_CreatableTopicResult_5(buf: Any, pos: int) -> tuple[CreatableTopicResult, int]:
     f_name, pos = read_compact_string(buf, pos, False)
-    if len(buf) - pos < _S3.size:
-        raise DecodeError('truncated')
     (f_error_code,) = _S3.unpack_from(buf, pos)
     pos += _S3.size
     f_error_message, pos = read_compact_string(buf, pos, True)
-    if len(buf) - pos < _S1.size:
-        raise DecodeError('truncated')
     (f_num_partitions, f_replication_factor,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
     n_configs, pos = read_array_count(buf, pos, True, True)
@@ -1156,9 +1010,7 @@ def _d_CreatableTopicResult_5(buf: Any, pos: int) -> tuple[CreatableTopicResult,
         for _ in range(n_configs):
             it_configs, pos = _d_CreatableTopicConfigs_5(buf, pos)
             f_configs.append(it_configs)
-    f_topic_config_error_code = _MISSING
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
+    f_topic_config_error_code: int = 0
     if buf[pos] == 0:
         pos += 1
     else:
@@ -1170,17 +1022,12 @@ def _d_CreatableTopicResult_5(buf: Any, pos: int) -> tuple[CreatableTopicResult,
             if end > len(buf):
                 raise DecodeError('tagged field overruns the buffer')
             if tag == 0:
-                if len(buf) - pos < _S3.size:
-                    raise DecodeError('truncated')
                 (f_topic_config_error_code,) = _S3.unpack_from(buf, pos)
                 pos += _S3.size
                 if pos != end:
                     raise DecodeError('tagged field size mismatch')
             pos = end
-    obj = CreatableTopicResult(name=f_name, error_code=f_error_code, error_message=f_error_message, num_partitions=f_num_partitions, replication_factor=f_replication_factor, configs=f_configs)
-    if f_topic_config_error_code is not _MISSING:
-        obj.topic_config_error_code = f_topic_config_error_code
-    return obj, pos
+    return CreatableTopicResult(f_name, ZERO_UUID, f_error_code, f_error_message, f_topic_config_error_code, f_num_partitions, f_replication_factor, f_configs), pos
 
 
 def _e_CreatableTopicResult_5(o: CreatableTopicResult, out: bytearray, chunks: list[Any]) -> None:
@@ -1205,8 +1052,6 @@ def _e_CreatableTopicResult_5(o: CreatableTopicResult, out: bytearray, chunks: l
 
 
 def _d_CreateTopicsResponse_5(buf: Any, pos: int) -> tuple[CreateTopicsResponse, int]:
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
     n_topics, pos = read_array_count(buf, pos, True, False)
@@ -1214,14 +1059,11 @@ def _d_CreateTopicsResponse_5(buf: Any, pos: int) -> tuple[CreateTopicsResponse,
     for _ in range(n_topics):
         it_topics, pos = _d_CreatableTopicResult_5(buf, pos)
         f_topics.append(it_topics)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = CreateTopicsResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics)
-    return obj, pos
+    return CreateTopicsResponse(f_throttle_time_ms, f_topics), pos
 
 
 def _e_CreateTopicsResponse_5(o: CreateTopicsResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -1236,18 +1078,13 @@ def _e_CreateTopicsResponse_5(o: CreateTopicsResponse, out: bytearray, chunks: l
 def _d_CreatableTopicConfigs_6(buf: Any, pos: int) -> tuple[CreatableTopicConfigs, int]:
     f_name, pos = read_compact_string(buf, pos, False)
     f_value, pos = read_compact_string(buf, pos, True)
-    if len(buf) - pos < _S4.size:
-        raise DecodeError('truncated')
     (f_read_only, f_config_source, f_is_sensitive,) = _S4.unpack_from(buf, pos)
     pos += _S4.size
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = CreatableTopicConfigs(name=f_name, value=f_value, read_only=f_read_only, config_source=f_config_source, is_sensitive=f_is_sensitive)
-    return obj, pos
+    return CreatableTopicConfigs(f_name, f_value, f_read_only, f_config_source, f_is_sensitive), pos
 
 
 def _e_CreatableTopicConfigs_6(o: CreatableTopicConfigs, out: bytearray, chunks: list[Any]) -> None:
@@ -1259,13 +1096,9 @@ def _e_CreatableTopicConfigs_6(o: CreatableTopicConfigs, out: bytearray, chunks:
 
 def _d_CreatableTopicResult_6(buf: Any, pos: int) -> tuple[CreatableTopicResult, int]:
     f_name, pos = read_compact_string(buf, pos, False)
-    if len(buf) - pos < _S3.size:
-        raise DecodeError('truncated')
     (f_error_code,) = _S3.unpack_from(buf, pos)
     pos += _S3.size
     f_error_message, pos = read_compact_string(buf, pos, True)
-    if len(buf) - pos < _S1.size:
-        raise DecodeError('truncated')
     (f_num_partitions, f_replication_factor,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
     n_configs, pos = read_array_count(buf, pos, True, True)
@@ -1276,9 +1109,7 @@ def _d_CreatableTopicResult_6(buf: Any, pos: int) -> tuple[CreatableTopicResult,
         for _ in range(n_configs):
             it_configs, pos = _d_CreatableTopicConfigs_6(buf, pos)
             f_configs.append(it_configs)
-    f_topic_config_error_code = _MISSING
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
+    f_topic_config_error_code: int = 0
     if buf[pos] == 0:
         pos += 1
     else:
@@ -1290,17 +1121,12 @@ def _d_CreatableTopicResult_6(buf: Any, pos: int) -> tuple[CreatableTopicResult,
             if end > len(buf):
                 raise DecodeError('tagged field overruns the buffer')
             if tag == 0:
-                if len(buf) - pos < _S3.size:
-                    raise DecodeError('truncated')
                 (f_topic_config_error_code,) = _S3.unpack_from(buf, pos)
                 pos += _S3.size
                 if pos != end:
                     raise DecodeError('tagged field size mismatch')
             pos = end
-    obj = CreatableTopicResult(name=f_name, error_code=f_error_code, error_message=f_error_message, num_partitions=f_num_partitions, replication_factor=f_replication_factor, configs=f_configs)
-    if f_topic_config_error_code is not _MISSING:
-        obj.topic_config_error_code = f_topic_config_error_code
-    return obj, pos
+    return CreatableTopicResult(f_name, ZERO_UUID, f_error_code, f_error_message, f_topic_config_error_code, f_num_partitions, f_replication_factor, f_configs), pos
 
 
 def _e_CreatableTopicResult_6(o: CreatableTopicResult, out: bytearray, chunks: list[Any]) -> None:
@@ -1325,8 +1151,6 @@ def _e_CreatableTopicResult_6(o: CreatableTopicResult, out: bytearray, chunks: l
 
 
 def _d_CreateTopicsResponse_6(buf: Any, pos: int) -> tuple[CreateTopicsResponse, int]:
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
     n_topics, pos = read_array_count(buf, pos, True, False)
@@ -1334,14 +1158,11 @@ def _d_CreateTopicsResponse_6(buf: Any, pos: int) -> tuple[CreateTopicsResponse,
     for _ in range(n_topics):
         it_topics, pos = _d_CreatableTopicResult_6(buf, pos)
         f_topics.append(it_topics)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = CreateTopicsResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics)
-    return obj, pos
+    return CreateTopicsResponse(f_throttle_time_ms, f_topics), pos
 
 
 def _e_CreateTopicsResponse_6(o: CreateTopicsResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -1356,18 +1177,13 @@ def _e_CreateTopicsResponse_6(o: CreateTopicsResponse, out: bytearray, chunks: l
 def _d_CreatableTopicConfigs_7(buf: Any, pos: int) -> tuple[CreatableTopicConfigs, int]:
     f_name, pos = read_compact_string(buf, pos, False)
     f_value, pos = read_compact_string(buf, pos, True)
-    if len(buf) - pos < _S4.size:
-        raise DecodeError('truncated')
     (f_read_only, f_config_source, f_is_sensitive,) = _S4.unpack_from(buf, pos)
     pos += _S4.size
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = CreatableTopicConfigs(name=f_name, value=f_value, read_only=f_read_only, config_source=f_config_source, is_sensitive=f_is_sensitive)
-    return obj, pos
+    return CreatableTopicConfigs(f_name, f_value, f_read_only, f_config_source, f_is_sensitive), pos
 
 
 def _e_CreatableTopicConfigs_7(o: CreatableTopicConfigs, out: bytearray, chunks: list[Any]) -> None:
@@ -1379,14 +1195,10 @@ def _e_CreatableTopicConfigs_7(o: CreatableTopicConfigs, out: bytearray, chunks:
 
 def _d_CreatableTopicResult_7(buf: Any, pos: int) -> tuple[CreatableTopicResult, int]:
     f_name, pos = read_compact_string(buf, pos, False)
-    if len(buf) - pos < _S5.size:
-        raise DecodeError('truncated')
     (f_topic_id, f_error_code,) = _S5.unpack_from(buf, pos)
     pos += _S5.size
     f_topic_id = _uuid(f_topic_id)
     f_error_message, pos = read_compact_string(buf, pos, True)
-    if len(buf) - pos < _S1.size:
-        raise DecodeError('truncated')
     (f_num_partitions, f_replication_factor,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
     n_configs, pos = read_array_count(buf, pos, True, True)
@@ -1397,9 +1209,7 @@ def _d_CreatableTopicResult_7(buf: Any, pos: int) -> tuple[CreatableTopicResult,
         for _ in range(n_configs):
             it_configs, pos = _d_CreatableTopicConfigs_7(buf, pos)
             f_configs.append(it_configs)
-    f_topic_config_error_code = _MISSING
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
+    f_topic_config_error_code: int = 0
     if buf[pos] == 0:
         pos += 1
     else:
@@ -1411,17 +1221,12 @@ def _d_CreatableTopicResult_7(buf: Any, pos: int) -> tuple[CreatableTopicResult,
             if end > len(buf):
                 raise DecodeError('tagged field overruns the buffer')
             if tag == 0:
-                if len(buf) - pos < _S3.size:
-                    raise DecodeError('truncated')
                 (f_topic_config_error_code,) = _S3.unpack_from(buf, pos)
                 pos += _S3.size
                 if pos != end:
                     raise DecodeError('tagged field size mismatch')
             pos = end
-    obj = CreatableTopicResult(name=f_name, topic_id=f_topic_id, error_code=f_error_code, error_message=f_error_message, num_partitions=f_num_partitions, replication_factor=f_replication_factor, configs=f_configs)
-    if f_topic_config_error_code is not _MISSING:
-        obj.topic_config_error_code = f_topic_config_error_code
-    return obj, pos
+    return CreatableTopicResult(f_name, f_topic_id, f_error_code, f_error_message, f_topic_config_error_code, f_num_partitions, f_replication_factor, f_configs), pos
 
 
 def _e_CreatableTopicResult_7(o: CreatableTopicResult, out: bytearray, chunks: list[Any]) -> None:
@@ -1446,8 +1251,6 @@ def _e_CreatableTopicResult_7(o: CreatableTopicResult, out: bytearray, chunks: l
 
 
 def _d_CreateTopicsResponse_7(buf: Any, pos: int) -> tuple[CreateTopicsResponse, int]:
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
     n_topics, pos = read_array_count(buf, pos, True, False)
@@ -1455,14 +1258,11 @@ def _d_CreateTopicsResponse_7(buf: Any, pos: int) -> tuple[CreateTopicsResponse,
     for _ in range(n_topics):
         it_topics, pos = _d_CreatableTopicResult_7(buf, pos)
         f_topics.append(it_topics)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = CreateTopicsResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics)
-    return obj, pos
+    return CreateTopicsResponse(f_throttle_time_ms, f_topics), pos
 
 
 def _e_CreateTopicsResponse_7(o: CreateTopicsResponse, out: bytearray, chunks: list[Any]) -> None:

@@ -15,8 +15,6 @@ from pybroker.protocol.primitives import (
     write_compact_records, write_compact_string, write_records, write_string, write_uvarint,
 )
 
-_MISSING: Any = object()
-
 
 def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
@@ -64,8 +62,7 @@ class DeleteTopicsResponse(ApiMessage):
 
 
 def _d_DeleteTopicState_0(buf: Any, pos: int) -> tuple[DeleteTopicState, int]:
-    obj = DeleteTopicState()
-    return obj, pos
+    return DeleteTopicState(None, ZERO_UUID), pos
 
 
 def _e_DeleteTopicState_0(o: DeleteTopicState, out: bytearray, chunks: list[Any]) -> None:
@@ -78,12 +75,9 @@ def _d_DeleteTopicsRequest_0(buf: Any, pos: int) -> tuple[DeleteTopicsRequest, i
     for _ in range(n_topic_names):
         it_topic_names, pos = read_string(buf, pos, False)
         f_topic_names.append(it_topic_names)
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_timeout_ms,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
-    obj = DeleteTopicsRequest(topic_names=f_topic_names, timeout_ms=f_timeout_ms)
-    return obj, pos
+    return DeleteTopicsRequest([], f_topic_names, f_timeout_ms), pos
 
 
 def _e_DeleteTopicsRequest_0(o: DeleteTopicsRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -95,8 +89,7 @@ def _e_DeleteTopicsRequest_0(o: DeleteTopicsRequest, out: bytearray, chunks: lis
 
 
 def _d_DeleteTopicState_1(buf: Any, pos: int) -> tuple[DeleteTopicState, int]:
-    obj = DeleteTopicState()
-    return obj, pos
+    return DeleteTopicState(None, ZERO_UUID), pos
 
 
 def _e_DeleteTopicState_1(o: DeleteTopicState, out: bytearray, chunks: list[Any]) -> None:
@@ -109,12 +102,9 @@ def _d_DeleteTopicsRequest_1(buf: Any, pos: int) -> tuple[DeleteTopicsRequest, i
     for _ in range(n_topic_names):
         it_topic_names, pos = read_string(buf, pos, False)
         f_topic_names.append(it_topic_names)
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_timeout_ms,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
-    obj = DeleteTopicsRequest(topic_names=f_topic_names, timeout_ms=f_timeout_ms)
-    return obj, pos
+    return DeleteTopicsRequest([], f_topic_names, f_timeout_ms), pos
 
 
 def _e_DeleteTopicsRequest_1(o: DeleteTopicsRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -126,8 +116,7 @@ def _e_DeleteTopicsRequest_1(o: DeleteTopicsRequest, out: bytearray, chunks: lis
 
 
 def _d_DeleteTopicState_2(buf: Any, pos: int) -> tuple[DeleteTopicState, int]:
-    obj = DeleteTopicState()
-    return obj, pos
+    return DeleteTopicState(None, ZERO_UUID), pos
 
 
 def _e_DeleteTopicState_2(o: DeleteTopicState, out: bytearray, chunks: list[Any]) -> None:
@@ -140,12 +129,9 @@ def _d_DeleteTopicsRequest_2(buf: Any, pos: int) -> tuple[DeleteTopicsRequest, i
     for _ in range(n_topic_names):
         it_topic_names, pos = read_string(buf, pos, False)
         f_topic_names.append(it_topic_names)
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_timeout_ms,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
-    obj = DeleteTopicsRequest(topic_names=f_topic_names, timeout_ms=f_timeout_ms)
-    return obj, pos
+    return DeleteTopicsRequest([], f_topic_names, f_timeout_ms), pos
 
 
 def _e_DeleteTopicsRequest_2(o: DeleteTopicsRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -157,8 +143,7 @@ def _e_DeleteTopicsRequest_2(o: DeleteTopicsRequest, out: bytearray, chunks: lis
 
 
 def _d_DeleteTopicState_3(buf: Any, pos: int) -> tuple[DeleteTopicState, int]:
-    obj = DeleteTopicState()
-    return obj, pos
+    return DeleteTopicState(None, ZERO_UUID), pos
 
 
 def _e_DeleteTopicState_3(o: DeleteTopicState, out: bytearray, chunks: list[Any]) -> None:
@@ -171,12 +156,9 @@ def _d_DeleteTopicsRequest_3(buf: Any, pos: int) -> tuple[DeleteTopicsRequest, i
     for _ in range(n_topic_names):
         it_topic_names, pos = read_string(buf, pos, False)
         f_topic_names.append(it_topic_names)
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_timeout_ms,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
-    obj = DeleteTopicsRequest(topic_names=f_topic_names, timeout_ms=f_timeout_ms)
-    return obj, pos
+    return DeleteTopicsRequest([], f_topic_names, f_timeout_ms), pos
 
 
 def _e_DeleteTopicsRequest_3(o: DeleteTopicsRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -188,14 +170,11 @@ def _e_DeleteTopicsRequest_3(o: DeleteTopicsRequest, out: bytearray, chunks: lis
 
 
 def _d_DeleteTopicState_4(buf: Any, pos: int) -> tuple[DeleteTopicState, int]:
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = DeleteTopicState()
-    return obj, pos
+    return DeleteTopicState(None, ZERO_UUID), pos
 
 
 def _e_DeleteTopicState_4(o: DeleteTopicState, out: bytearray, chunks: list[Any]) -> None:
@@ -208,18 +187,13 @@ def _d_DeleteTopicsRequest_4(buf: Any, pos: int) -> tuple[DeleteTopicsRequest, i
     for _ in range(n_topic_names):
         it_topic_names, pos = read_compact_string(buf, pos, False)
         f_topic_names.append(it_topic_names)
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_timeout_ms,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = DeleteTopicsRequest(topic_names=f_topic_names, timeout_ms=f_timeout_ms)
-    return obj, pos
+    return DeleteTopicsRequest([], f_topic_names, f_timeout_ms), pos
 
 
 def _e_DeleteTopicsRequest_4(o: DeleteTopicsRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -232,14 +206,11 @@ def _e_DeleteTopicsRequest_4(o: DeleteTopicsRequest, out: bytearray, chunks: lis
 
 
 def _d_DeleteTopicState_5(buf: Any, pos: int) -> tuple[DeleteTopicState, int]:
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = DeleteTopicState()
-    return obj, pos
+    return DeleteTopicState(None, ZERO_UUID), pos
 
 
 def _e_DeleteTopicState_5(o: DeleteTopicState, out: bytearray, chunks: list[Any]) -> None:
@@ -252,18 +223,13 @@ def _d_DeleteTopicsRequest_5(buf: Any, pos: int) -> tuple[DeleteTopicsRequest, i
     for _ in range(n_topic_names):
         it_topic_names, pos = read_compact_string(buf, pos, False)
         f_topic_names.append(it_topic_names)
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_timeout_ms,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = DeleteTopicsRequest(topic_names=f_topic_names, timeout_ms=f_timeout_ms)
-    return obj, pos
+    return DeleteTopicsRequest([], f_topic_names, f_timeout_ms), pos
 
 
 def _e_DeleteTopicsRequest_5(o: DeleteTopicsRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -277,19 +243,14 @@ def _e_DeleteTopicsRequest_5(o: DeleteTopicsRequest, out: bytearray, chunks: lis
 
 def _d_DeleteTopicState_6(buf: Any, pos: int) -> tuple[DeleteTopicState, int]:
     f_name, pos = read_compact_string(buf, pos, True)
-    if len(buf) - pos < _S1.size:
-        raise DecodeError('truncated')
     (f_topic_id,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
     f_topic_id = _uuid(f_topic_id)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = DeleteTopicState(name=f_name, topic_id=f_topic_id)
-    return obj, pos
+    return DeleteTopicState(f_name, f_topic_id), pos
 
 
 def _e_DeleteTopicState_6(o: DeleteTopicState, out: bytearray, chunks: list[Any]) -> None:
@@ -304,18 +265,13 @@ def _d_DeleteTopicsRequest_6(buf: Any, pos: int) -> tuple[DeleteTopicsRequest, i
     for _ in range(n_topics):
         it_topics, pos = _d_DeleteTopicState_6(buf, pos)
         f_topics.append(it_topics)
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_timeout_ms,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = DeleteTopicsRequest(topics=f_topics, timeout_ms=f_timeout_ms)
-    return obj, pos
+    return DeleteTopicsRequest(f_topics, [], f_timeout_ms), pos
 
 
 def _e_DeleteTopicsRequest_6(o: DeleteTopicsRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -333,12 +289,9 @@ DeleteTopicsRequest._ENCODERS = {0: _e_DeleteTopicsRequest_0, 1: _e_DeleteTopics
 
 def _d_DeletableTopicResult_0(buf: Any, pos: int) -> tuple[DeletableTopicResult, int]:
     f_name, pos = read_string(buf, pos, False)
-    if len(buf) - pos < _S2.size:
-        raise DecodeError('truncated')
     (f_error_code,) = _S2.unpack_from(buf, pos)
     pos += _S2.size
-    obj = DeletableTopicResult(name=f_name, error_code=f_error_code)
-    return obj, pos
+    return DeletableTopicResult(f_name, ZERO_UUID, f_error_code, None), pos
 
 
 def _e_DeletableTopicResult_0(o: DeletableTopicResult, out: bytearray, chunks: list[Any]) -> None:
@@ -352,8 +305,7 @@ def _d_DeleteTopicsResponse_0(buf: Any, pos: int) -> tuple[DeleteTopicsResponse,
     for _ in range(n_responses):
         it_responses, pos = _d_DeletableTopicResult_0(buf, pos)
         f_responses.append(it_responses)
-    obj = DeleteTopicsResponse(responses=f_responses)
-    return obj, pos
+    return DeleteTopicsResponse(0, f_responses), pos
 
 
 def _e_DeleteTopicsResponse_0(o: DeleteTopicsResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -365,12 +317,9 @@ def _e_DeleteTopicsResponse_0(o: DeleteTopicsResponse, out: bytearray, chunks: l
 
 def _d_DeletableTopicResult_1(buf: Any, pos: int) -> tuple[DeletableTopicResult, int]:
     f_name, pos = read_string(buf, pos, False)
-    if len(buf) - pos < _S2.size:
-        raise DecodeError('truncated')
     (f_error_code,) = _S2.unpack_from(buf, pos)
     pos += _S2.size
-    obj = DeletableTopicResult(name=f_name, error_code=f_error_code)
-    return obj, pos
+    return DeletableTopicResult(f_name, ZERO_UUID, f_error_code, None), pos
 
 
 def _e_DeletableTopicResult_1(o: DeletableTopicResult, out: bytearray, chunks: list[Any]) -> None:
@@ -379,8 +328,6 @@ def _e_DeletableTopicResult_1(o: DeletableTopicResult, out: bytearray, chunks: l
 
 
 def _d_DeleteTopicsResponse_1(buf: Any, pos: int) -> tuple[DeleteTopicsResponse, int]:
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
     n_responses, pos = read_array_count(buf, pos, False, False)
@@ -388,8 +335,7 @@ def _d_DeleteTopicsResponse_1(buf: Any, pos: int) -> tuple[DeleteTopicsResponse,
     for _ in range(n_responses):
         it_responses, pos = _d_DeletableTopicResult_1(buf, pos)
         f_responses.append(it_responses)
-    obj = DeleteTopicsResponse(throttle_time_ms=f_throttle_time_ms, responses=f_responses)
-    return obj, pos
+    return DeleteTopicsResponse(f_throttle_time_ms, f_responses), pos
 
 
 def _e_DeleteTopicsResponse_1(o: DeleteTopicsResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -402,12 +348,9 @@ def _e_DeleteTopicsResponse_1(o: DeleteTopicsResponse, out: bytearray, chunks: l
 
 def _d_DeletableTopicResult_2(buf: Any, pos: int) -> tuple[DeletableTopicResult, int]:
     f_name, pos = read_string(buf, pos, False)
-    if len(buf) - pos < _S2.size:
-        raise DecodeError('truncated')
     (f_error_code,) = _S2.unpack_from(buf, pos)
     pos += _S2.size
-    obj = DeletableTopicResult(name=f_name, error_code=f_error_code)
-    return obj, pos
+    return DeletableTopicResult(f_name, ZERO_UUID, f_error_code, None), pos
 
 
 def _e_DeletableTopicResult_2(o: DeletableTopicResult, out: bytearray, chunks: list[Any]) -> None:
@@ -416,8 +359,6 @@ def _e_DeletableTopicResult_2(o: DeletableTopicResult, out: bytearray, chunks: l
 
 
 def _d_DeleteTopicsResponse_2(buf: Any, pos: int) -> tuple[DeleteTopicsResponse, int]:
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
     n_responses, pos = read_array_count(buf, pos, False, False)
@@ -425,8 +366,7 @@ def _d_DeleteTopicsResponse_2(buf: Any, pos: int) -> tuple[DeleteTopicsResponse,
     for _ in range(n_responses):
         it_responses, pos = _d_DeletableTopicResult_2(buf, pos)
         f_responses.append(it_responses)
-    obj = DeleteTopicsResponse(throttle_time_ms=f_throttle_time_ms, responses=f_responses)
-    return obj, pos
+    return DeleteTopicsResponse(f_throttle_time_ms, f_responses), pos
 
 
 def _e_DeleteTopicsResponse_2(o: DeleteTopicsResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -439,12 +379,9 @@ def _e_DeleteTopicsResponse_2(o: DeleteTopicsResponse, out: bytearray, chunks: l
 
 def _d_DeletableTopicResult_3(buf: Any, pos: int) -> tuple[DeletableTopicResult, int]:
     f_name, pos = read_string(buf, pos, False)
-    if len(buf) - pos < _S2.size:
-        raise DecodeError('truncated')
     (f_error_code,) = _S2.unpack_from(buf, pos)
     pos += _S2.size
-    obj = DeletableTopicResult(name=f_name, error_code=f_error_code)
-    return obj, pos
+    return DeletableTopicResult(f_name, ZERO_UUID, f_error_code, None), pos
 
 
 def _e_DeletableTopicResult_3(o: DeletableTopicResult, out: bytearray, chunks: list[Any]) -> None:
@@ -453,8 +390,6 @@ def _e_DeletableTopicResult_3(o: DeletableTopicResult, out: bytearray, chunks: l
 
 
 def _d_DeleteTopicsResponse_3(buf: Any, pos: int) -> tuple[DeleteTopicsResponse, int]:
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
     n_responses, pos = read_array_count(buf, pos, False, False)
@@ -462,8 +397,7 @@ def _d_DeleteTopicsResponse_3(buf: Any, pos: int) -> tuple[DeleteTopicsResponse,
     for _ in range(n_responses):
         it_responses, pos = _d_DeletableTopicResult_3(buf, pos)
         f_responses.append(it_responses)
-    obj = DeleteTopicsResponse(throttle_time_ms=f_throttle_time_ms, responses=f_responses)
-    return obj, pos
+    return DeleteTopicsResponse(f_throttle_time_ms, f_responses), pos
 
 
 def _e_DeleteTopicsResponse_3(o: DeleteTopicsResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -476,18 +410,13 @@ def _e_DeleteTopicsResponse_3(o: DeleteTopicsResponse, out: bytearray, chunks: l
 
 def _d_DeletableTopicResult_4(buf: Any, pos: int) -> tuple[DeletableTopicResult, int]:
     f_name, pos = read_compact_string(buf, pos, False)
-    if len(buf) - pos < _S2.size:
-        raise DecodeError('truncated')
     (f_error_code,) = _S2.unpack_from(buf, pos)
     pos += _S2.size
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = DeletableTopicResult(name=f_name, error_code=f_error_code)
-    return obj, pos
+    return DeletableTopicResult(f_name, ZERO_UUID, f_error_code, None), pos
 
 
 def _e_DeletableTopicResult_4(o: DeletableTopicResult, out: bytearray, chunks: list[Any]) -> None:
@@ -497,8 +426,6 @@ def _e_DeletableTopicResult_4(o: DeletableTopicResult, out: bytearray, chunks: l
 
 
 def _d_DeleteTopicsResponse_4(buf: Any, pos: int) -> tuple[DeleteTopicsResponse, int]:
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
     n_responses, pos = read_array_count(buf, pos, True, False)
@@ -506,14 +433,11 @@ def _d_DeleteTopicsResponse_4(buf: Any, pos: int) -> tuple[DeleteTopicsResponse,
     for _ in range(n_responses):
         it_responses, pos = _d_DeletableTopicResult_4(buf, pos)
         f_responses.append(it_responses)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = DeleteTopicsResponse(throttle_time_ms=f_throttle_time_ms, responses=f_responses)
-    return obj, pos
+    return DeleteTopicsResponse(f_throttle_time_ms, f_responses), pos
 
 
 def _e_DeleteTopicsResponse_4(o: DeleteTopicsResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -527,19 +451,14 @@ def _e_DeleteTopicsResponse_4(o: DeleteTopicsResponse, out: bytearray, chunks: l
 
 def _d_DeletableTopicResult_5(buf: Any, pos: int) -> tuple[DeletableTopicResult, int]:
     f_name, pos = read_compact_string(buf, pos, False)
-    if len(buf) - pos < _S2.size:
-        raise DecodeError('truncated')
     (f_error_code,) = _S2.unpack_from(buf, pos)
     pos += _S2.size
     f_error_message, pos = read_compact_string(buf, pos, True)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = DeletableTopicResult(name=f_name, error_code=f_error_code, error_message=f_error_message)
-    return obj, pos
+    return DeletableTopicResult(f_name, ZERO_UUID, f_error_code, f_error_message), pos
 
 
 def _e_DeletableTopicResult_5(o: DeletableTopicResult, out: bytearray, chunks: list[Any]) -> None:
@@ -550,8 +469,6 @@ def _e_DeletableTopicResult_5(o: DeletableTopicResult, out: bytearray, chunks: l
 
 
 def _d_DeleteTopicsResponse_5(buf: Any, pos: int) -> tuple[DeleteTopicsResponse, int]:
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
     n_responses, pos = read_array_count(buf, pos, True, False)
@@ -559,14 +476,11 @@ def _d_DeleteTopicsResponse_5(buf: Any, pos: int) -> tuple[DeleteTopicsResponse,
     for _ in range(n_responses):
         it_responses, pos = _d_DeletableTopicResult_5(buf, pos)
         f_responses.append(it_responses)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = DeleteTopicsResponse(throttle_time_ms=f_throttle_time_ms, responses=f_responses)
-    return obj, pos
+    return DeleteTopicsResponse(f_throttle_time_ms, f_responses), pos
 
 
 def _e_DeleteTopicsResponse_5(o: DeleteTopicsResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -580,20 +494,15 @@ def _e_DeleteTopicsResponse_5(o: DeleteTopicsResponse, out: bytearray, chunks: l
 
 def _d_DeletableTopicResult_6(buf: Any, pos: int) -> tuple[DeletableTopicResult, int]:
     f_name, pos = read_compact_string(buf, pos, True)
-    if len(buf) - pos < _S3.size:
-        raise DecodeError('truncated')
     (f_topic_id, f_error_code,) = _S3.unpack_from(buf, pos)
     pos += _S3.size
     f_topic_id = _uuid(f_topic_id)
     f_error_message, pos = read_compact_string(buf, pos, True)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = DeletableTopicResult(name=f_name, topic_id=f_topic_id, error_code=f_error_code, error_message=f_error_message)
-    return obj, pos
+    return DeletableTopicResult(f_name, f_topic_id, f_error_code, f_error_message), pos
 
 
 def _e_DeletableTopicResult_6(o: DeletableTopicResult, out: bytearray, chunks: list[Any]) -> None:
@@ -604,8 +513,6 @@ def _e_DeletableTopicResult_6(o: DeletableTopicResult, out: bytearray, chunks: l
 
 
 def _d_DeleteTopicsResponse_6(buf: Any, pos: int) -> tuple[DeleteTopicsResponse, int]:
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
     n_responses, pos = read_array_count(buf, pos, True, False)
@@ -613,14 +520,11 @@ def _d_DeleteTopicsResponse_6(buf: Any, pos: int) -> tuple[DeleteTopicsResponse,
     for _ in range(n_responses):
         it_responses, pos = _d_DeletableTopicResult_6(buf, pos)
         f_responses.append(it_responses)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = DeleteTopicsResponse(throttle_time_ms=f_throttle_time_ms, responses=f_responses)
-    return obj, pos
+    return DeleteTopicsResponse(f_throttle_time_ms, f_responses), pos
 
 
 def _e_DeleteTopicsResponse_6(o: DeleteTopicsResponse, out: bytearray, chunks: list[Any]) -> None:

@@ -15,8 +15,6 @@ from pybroker.protocol.primitives import (
     write_compact_records, write_compact_string, write_records, write_string, write_uvarint,
 )
 
-_MISSING: Any = object()
-
 
 def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
@@ -89,8 +87,6 @@ class DescribeConfigsResponse(ApiMessage):
 
 
 def _d_DescribeConfigsResource_0(buf: Any, pos: int) -> tuple[DescribeConfigsResource, int]:
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_resource_type,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
     f_resource_name, pos = read_string(buf, pos, False)
@@ -102,8 +98,7 @@ def _d_DescribeConfigsResource_0(buf: Any, pos: int) -> tuple[DescribeConfigsRes
         for _ in range(n_configuration_keys):
             it_configuration_keys, pos = read_string(buf, pos, False)
             f_configuration_keys.append(it_configuration_keys)
-    obj = DescribeConfigsResource(resource_type=f_resource_type, resource_name=f_resource_name, configuration_keys=f_configuration_keys)
-    return obj, pos
+    return DescribeConfigsResource(f_resource_type, f_resource_name, f_configuration_keys), pos
 
 
 def _e_DescribeConfigsResource_0(o: DescribeConfigsResource, out: bytearray, chunks: list[Any]) -> None:
@@ -121,8 +116,7 @@ def _d_DescribeConfigsRequest_0(buf: Any, pos: int) -> tuple[DescribeConfigsRequ
     for _ in range(n_resources):
         it_resources, pos = _d_DescribeConfigsResource_0(buf, pos)
         f_resources.append(it_resources)
-    obj = DescribeConfigsRequest(resources=f_resources)
-    return obj, pos
+    return DescribeConfigsRequest(f_resources, False, False), pos
 
 
 def _e_DescribeConfigsRequest_0(o: DescribeConfigsRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -133,8 +127,6 @@ def _e_DescribeConfigsRequest_0(o: DescribeConfigsRequest, out: bytearray, chunk
 
 
 def _d_DescribeConfigsResource_1(buf: Any, pos: int) -> tuple[DescribeConfigsResource, int]:
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_resource_type,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
     f_resource_name, pos = read_string(buf, pos, False)
@@ -146,8 +138,7 @@ def _d_DescribeConfigsResource_1(buf: Any, pos: int) -> tuple[DescribeConfigsRes
         for _ in range(n_configuration_keys):
             it_configuration_keys, pos = read_string(buf, pos, False)
             f_configuration_keys.append(it_configuration_keys)
-    obj = DescribeConfigsResource(resource_type=f_resource_type, resource_name=f_resource_name, configuration_keys=f_configuration_keys)
-    return obj, pos
+    return DescribeConfigsResource(f_resource_type, f_resource_name, f_configuration_keys), pos
 
 
 def _e_DescribeConfigsResource_1(o: DescribeConfigsResource, out: bytearray, chunks: list[Any]) -> None:
@@ -165,12 +156,9 @@ def _d_DescribeConfigsRequest_1(buf: Any, pos: int) -> tuple[DescribeConfigsRequ
     for _ in range(n_resources):
         it_resources, pos = _d_DescribeConfigsResource_1(buf, pos)
         f_resources.append(it_resources)
-    if len(buf) - pos < _S1.size:
-        raise DecodeError('truncated')
     (f_include_synonyms,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
-    obj = DescribeConfigsRequest(resources=f_resources, include_synonyms=f_include_synonyms)
-    return obj, pos
+    return DescribeConfigsRequest(f_resources, f_include_synonyms, False), pos
 
 
 def _e_DescribeConfigsRequest_1(o: DescribeConfigsRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -182,8 +170,6 @@ def _e_DescribeConfigsRequest_1(o: DescribeConfigsRequest, out: bytearray, chunk
 
 
 def _d_DescribeConfigsResource_2(buf: Any, pos: int) -> tuple[DescribeConfigsResource, int]:
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_resource_type,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
     f_resource_name, pos = read_string(buf, pos, False)
@@ -195,8 +181,7 @@ def _d_DescribeConfigsResource_2(buf: Any, pos: int) -> tuple[DescribeConfigsRes
         for _ in range(n_configuration_keys):
             it_configuration_keys, pos = read_string(buf, pos, False)
             f_configuration_keys.append(it_configuration_keys)
-    obj = DescribeConfigsResource(resource_type=f_resource_type, resource_name=f_resource_name, configuration_keys=f_configuration_keys)
-    return obj, pos
+    return DescribeConfigsResource(f_resource_type, f_resource_name, f_configuration_keys), pos
 
 
 def _e_DescribeConfigsResource_2(o: DescribeConfigsResource, out: bytearray, chunks: list[Any]) -> None:
@@ -214,12 +199,9 @@ def _d_DescribeConfigsRequest_2(buf: Any, pos: int) -> tuple[DescribeConfigsRequ
     for _ in range(n_resources):
         it_resources, pos = _d_DescribeConfigsResource_2(buf, pos)
         f_resources.append(it_resources)
-    if len(buf) - pos < _S1.size:
-        raise DecodeError('truncated')
     (f_include_synonyms,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
-    obj = DescribeConfigsRequest(resources=f_resources, include_synonyms=f_include_synonyms)
-    return obj, pos
+    return DescribeConfigsRequest(f_resources, f_include_synonyms, False), pos
 
 
 def _e_DescribeConfigsRequest_2(o: DescribeConfigsRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -231,8 +213,6 @@ def _e_DescribeConfigsRequest_2(o: DescribeConfigsRequest, out: bytearray, chunk
 
 
 def _d_DescribeConfigsResource_3(buf: Any, pos: int) -> tuple[DescribeConfigsResource, int]:
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_resource_type,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
     f_resource_name, pos = read_string(buf, pos, False)
@@ -244,8 +224,7 @@ def _d_DescribeConfigsResource_3(buf: Any, pos: int) -> tuple[DescribeConfigsRes
         for _ in range(n_configuration_keys):
             it_configuration_keys, pos = read_string(buf, pos, False)
             f_configuration_keys.append(it_configuration_keys)
-    obj = DescribeConfigsResource(resource_type=f_resource_type, resource_name=f_resource_name, configuration_keys=f_configuration_keys)
-    return obj, pos
+    return DescribeConfigsResource(f_resource_type, f_resource_name, f_configuration_keys), pos
 
 
 def _e_DescribeConfigsResource_3(o: DescribeConfigsResource, out: bytearray, chunks: list[Any]) -> None:
@@ -263,12 +242,9 @@ def _d_DescribeConfigsRequest_3(buf: Any, pos: int) -> tuple[DescribeConfigsRequ
     for _ in range(n_resources):
         it_resources, pos = _d_DescribeConfigsResource_3(buf, pos)
         f_resources.append(it_resources)
-    if len(buf) - pos < _S2.size:
-        raise DecodeError('truncated')
     (f_include_synonyms, f_include_documentation,) = _S2.unpack_from(buf, pos)
     pos += _S2.size
-    obj = DescribeConfigsRequest(resources=f_resources, include_synonyms=f_include_synonyms, include_documentation=f_include_documentation)
-    return obj, pos
+    return DescribeConfigsRequest(f_resources, f_include_synonyms, f_include_documentation), pos
 
 
 def _e_DescribeConfigsRequest_3(o: DescribeConfigsRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -280,8 +256,6 @@ def _e_DescribeConfigsRequest_3(o: DescribeConfigsRequest, out: bytearray, chunk
 
 
 def _d_DescribeConfigsResource_4(buf: Any, pos: int) -> tuple[DescribeConfigsResource, int]:
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_resource_type,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
     f_resource_name, pos = read_compact_string(buf, pos, False)
@@ -293,14 +267,11 @@ def _d_DescribeConfigsResource_4(buf: Any, pos: int) -> tuple[DescribeConfigsRes
         for _ in range(n_configuration_keys):
             it_configuration_keys, pos = read_compact_string(buf, pos, False)
             f_configuration_keys.append(it_configuration_keys)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = DescribeConfigsResource(resource_type=f_resource_type, resource_name=f_resource_name, configuration_keys=f_configuration_keys)
-    return obj, pos
+    return DescribeConfigsResource(f_resource_type, f_resource_name, f_configuration_keys), pos
 
 
 def _e_DescribeConfigsResource_4(o: DescribeConfigsResource, out: bytearray, chunks: list[Any]) -> None:
@@ -319,18 +290,13 @@ def _d_DescribeConfigsRequest_4(buf: Any, pos: int) -> tuple[DescribeConfigsRequ
     for _ in range(n_resources):
         it_resources, pos = _d_DescribeConfigsResource_4(buf, pos)
         f_resources.append(it_resources)
-    if len(buf) - pos < _S2.size:
-        raise DecodeError('truncated')
     (f_include_synonyms, f_include_documentation,) = _S2.unpack_from(buf, pos)
     pos += _S2.size
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = DescribeConfigsRequest(resources=f_resources, include_synonyms=f_include_synonyms, include_documentation=f_include_documentation)
-    return obj, pos
+    return DescribeConfigsRequest(f_resources, f_include_synonyms, f_include_documentation), pos
 
 
 def _e_DescribeConfigsRequest_4(o: DescribeConfigsRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -347,8 +313,7 @@ DescribeConfigsRequest._ENCODERS = {0: _e_DescribeConfigsRequest_0, 1: _e_Descri
 
 
 def _d_DescribeConfigsSynonym_0(buf: Any, pos: int) -> tuple[DescribeConfigsSynonym, int]:
-    obj = DescribeConfigsSynonym()
-    return obj, pos
+    return DescribeConfigsSynonym("", "", 0), pos
 
 
 def _e_DescribeConfigsSynonym_0(o: DescribeConfigsSynonym, out: bytearray, chunks: list[Any]) -> None:
@@ -358,12 +323,9 @@ def _e_DescribeConfigsSynonym_0(o: DescribeConfigsSynonym, out: bytearray, chunk
 def _d_DescribeConfigsResourceResult_0(buf: Any, pos: int) -> tuple[DescribeConfigsResourceResult, int]:
     f_name, pos = read_string(buf, pos, False)
     f_value, pos = read_string(buf, pos, True)
-    if len(buf) - pos < _S3.size:
-        raise DecodeError('truncated')
     (f_read_only, f_is_default, f_is_sensitive,) = _S3.unpack_from(buf, pos)
     pos += _S3.size
-    obj = DescribeConfigsResourceResult(name=f_name, value=f_value, read_only=f_read_only, is_default=f_is_default, is_sensitive=f_is_sensitive)
-    return obj, pos
+    return DescribeConfigsResourceResult(f_name, f_value, f_read_only, -1, f_is_default, f_is_sensitive, [], 0, ""), pos
 
 
 def _e_DescribeConfigsResourceResult_0(o: DescribeConfigsResourceResult, out: bytearray, chunks: list[Any]) -> None:
@@ -373,13 +335,9 @@ def _e_DescribeConfigsResourceResult_0(o: DescribeConfigsResourceResult, out: by
 
 
 def _d_DescribeConfigsResult_0(buf: Any, pos: int) -> tuple[DescribeConfigsResult, int]:
-    if len(buf) - pos < _S4.size:
-        raise DecodeError('truncated')
     (f_error_code,) = _S4.unpack_from(buf, pos)
     pos += _S4.size
     f_error_message, pos = read_string(buf, pos, True)
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_resource_type,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
     f_resource_name, pos = read_string(buf, pos, False)
@@ -388,8 +346,7 @@ def _d_DescribeConfigsResult_0(buf: Any, pos: int) -> tuple[DescribeConfigsResul
     for _ in range(n_configs):
         it_configs, pos = _d_DescribeConfigsResourceResult_0(buf, pos)
         f_configs.append(it_configs)
-    obj = DescribeConfigsResult(error_code=f_error_code, error_message=f_error_message, resource_type=f_resource_type, resource_name=f_resource_name, configs=f_configs)
-    return obj, pos
+    return DescribeConfigsResult(f_error_code, f_error_message, f_resource_type, f_resource_name, f_configs), pos
 
 
 def _e_DescribeConfigsResult_0(o: DescribeConfigsResult, out: bytearray, chunks: list[Any]) -> None:
@@ -404,8 +361,6 @@ def _e_DescribeConfigsResult_0(o: DescribeConfigsResult, out: bytearray, chunks:
 
 
 def _d_DescribeConfigsResponse_0(buf: Any, pos: int) -> tuple[DescribeConfigsResponse, int]:
-    if len(buf) - pos < _S5.size:
-        raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S5.unpack_from(buf, pos)
     pos += _S5.size
     n_results, pos = read_array_count(buf, pos, False, False)
@@ -413,8 +368,7 @@ def _d_DescribeConfigsResponse_0(buf: Any, pos: int) -> tuple[DescribeConfigsRes
     for _ in range(n_results):
         it_results, pos = _d_DescribeConfigsResult_0(buf, pos)
         f_results.append(it_results)
-    obj = DescribeConfigsResponse(throttle_time_ms=f_throttle_time_ms, results=f_results)
-    return obj, pos
+    return DescribeConfigsResponse(f_throttle_time_ms, f_results), pos
 
 
 def _e_DescribeConfigsResponse_0(o: DescribeConfigsResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -428,12 +382,9 @@ def _e_DescribeConfigsResponse_0(o: DescribeConfigsResponse, out: bytearray, chu
 def _d_DescribeConfigsSynonym_1(buf: Any, pos: int) -> tuple[DescribeConfigsSynonym, int]:
     f_name, pos = read_string(buf, pos, False)
     f_value, pos = read_string(buf, pos, True)
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_source,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
-    obj = DescribeConfigsSynonym(name=f_name, value=f_value, source=f_source)
-    return obj, pos
+    return DescribeConfigsSynonym(f_name, f_value, f_source), pos
 
 
 def _e_DescribeConfigsSynonym_1(o: DescribeConfigsSynonym, out: bytearray, chunks: list[Any]) -> None:
@@ -445,8 +396,6 @@ def _e_DescribeConfigsSynonym_1(o: DescribeConfigsSynonym, out: bytearray, chunk
 def _d_DescribeConfigsResourceResult_1(buf: Any, pos: int) -> tuple[DescribeConfigsResourceResult, int]:
     f_name, pos = read_string(buf, pos, False)
     f_value, pos = read_string(buf, pos, True)
-    if len(buf) - pos < _S6.size:
-        raise DecodeError('truncated')
     (f_read_only, f_config_source, f_is_sensitive,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
     n_synonyms, pos = read_array_count(buf, pos, False, False)
@@ -454,8 +403,7 @@ def _d_DescribeConfigsResourceResult_1(buf: Any, pos: int) -> tuple[DescribeConf
     for _ in range(n_synonyms):
         it_synonyms, pos = _d_DescribeConfigsSynonym_1(buf, pos)
         f_synonyms.append(it_synonyms)
-    obj = DescribeConfigsResourceResult(name=f_name, value=f_value, read_only=f_read_only, config_source=f_config_source, is_sensitive=f_is_sensitive, synonyms=f_synonyms)
-    return obj, pos
+    return DescribeConfigsResourceResult(f_name, f_value, f_read_only, f_config_source, False, f_is_sensitive, f_synonyms, 0, ""), pos
 
 
 def _e_DescribeConfigsResourceResult_1(o: DescribeConfigsResourceResult, out: bytearray, chunks: list[Any]) -> None:
@@ -469,13 +417,9 @@ def _e_DescribeConfigsResourceResult_1(o: DescribeConfigsResourceResult, out: by
 
 
 def _d_DescribeConfigsResult_1(buf: Any, pos: int) -> tuple[DescribeConfigsResult, int]:
-    if len(buf) - pos < _S4.size:
-        raise DecodeError('truncated')
     (f_error_code,) = _S4.unpack_from(buf, pos)
     pos += _S4.size
     f_error_message, pos = read_string(buf, pos, True)
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_resource_type,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
     f_resource_name, pos = read_string(buf, pos, False)
@@ -484,8 +428,7 @@ def _d_DescribeConfigsResult_1(buf: Any, pos: int) -> tuple[DescribeConfigsResul
     for _ in range(n_configs):
         it_configs, pos = _d_DescribeConfigsResourceResult_1(buf, pos)
         f_configs.append(it_configs)
-    obj = DescribeConfigsResult(error_code=f_error_code, error_message=f_error_message, resource_type=f_resource_type, resource_name=f_resource_name, configs=f_configs)
-    return obj, pos
+    return DescribeConfigsResult(f_error_code, f_error_message, f_resource_type, f_resource_name, f_configs), pos
 
 
 def _e_DescribeConfigsResult_1(o: DescribeConfigsResult, out: bytearray, chunks: list[Any]) -> None:
@@ -500,8 +443,6 @@ def _e_DescribeConfigsResult_1(o: DescribeConfigsResult, out: bytearray, chunks:
 
 
 def _d_DescribeConfigsResponse_1(buf: Any, pos: int) -> tuple[DescribeConfigsResponse, int]:
-    if len(buf) - pos < _S5.size:
-        raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S5.unpack_from(buf, pos)
     pos += _S5.size
     n_results, pos = read_array_count(buf, pos, False, False)
@@ -509,8 +450,7 @@ def _d_DescribeConfigsResponse_1(buf: Any, pos: int) -> tuple[DescribeConfigsRes
     for _ in range(n_results):
         it_results, pos = _d_DescribeConfigsResult_1(buf, pos)
         f_results.append(it_results)
-    obj = DescribeConfigsResponse(throttle_time_ms=f_throttle_time_ms, results=f_results)
-    return obj, pos
+    return DescribeConfigsResponse(f_throttle_time_ms, f_results), pos
 
 
 def _e_DescribeConfigsResponse_1(o: DescribeConfigsResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -524,12 +464,9 @@ def _e_DescribeConfigsResponse_1(o: DescribeConfigsResponse, out: bytearray, chu
 def _d_DescribeConfigsSynonym_2(buf: Any, pos: int) -> tuple[DescribeConfigsSynonym, int]:
     f_name, pos = read_string(buf, pos, False)
     f_value, pos = read_string(buf, pos, True)
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_source,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
-    obj = DescribeConfigsSynonym(name=f_name, value=f_value, source=f_source)
-    return obj, pos
+    return DescribeConfigsSynonym(f_name, f_value, f_source), pos
 
 
 def _e_DescribeConfigsSynonym_2(o: DescribeConfigsSynonym, out: bytearray, chunks: list[Any]) -> None:
@@ -541,8 +478,6 @@ def _e_DescribeConfigsSynonym_2(o: DescribeConfigsSynonym, out: bytearray, chunk
 def _d_DescribeConfigsResourceResult_2(buf: Any, pos: int) -> tuple[DescribeConfigsResourceResult, int]:
     f_name, pos = read_string(buf, pos, False)
     f_value, pos = read_string(buf, pos, True)
-    if len(buf) - pos < _S6.size:
-        raise DecodeError('truncated')
     (f_read_only, f_config_source, f_is_sensitive,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
     n_synonyms, pos = read_array_count(buf, pos, False, False)
@@ -550,8 +485,7 @@ def _d_DescribeConfigsResourceResult_2(buf: Any, pos: int) -> tuple[DescribeConf
     for _ in range(n_synonyms):
         it_synonyms, pos = _d_DescribeConfigsSynonym_2(buf, pos)
         f_synonyms.append(it_synonyms)
-    obj = DescribeConfigsResourceResult(name=f_name, value=f_value, read_only=f_read_only, config_source=f_config_source, is_sensitive=f_is_sensitive, synonyms=f_synonyms)
-    return obj, pos
+    return DescribeConfigsResourceResult(f_name, f_value, f_read_only, f_config_source, False, f_is_sensitive, f_synonyms, 0, ""), pos
 
 
 def _e_DescribeConfigsResourceResult_2(o: DescribeConfigsResourceResult, out: bytearray, chunks: list[Any]) -> None:
@@ -565,13 +499,9 @@ def _e_DescribeConfigsResourceResult_2(o: DescribeConfigsResourceResult, out: by
 
 
 def _d_DescribeConfigsResult_2(buf: Any, pos: int) -> tuple[DescribeConfigsResult, int]:
-    if len(buf) - pos < _S4.size:
-        raise DecodeError('truncated')
     (f_error_code,) = _S4.unpack_from(buf, pos)
     pos += _S4.size
     f_error_message, pos = read_string(buf, pos, True)
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_resource_type,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
     f_resource_name, pos = read_string(buf, pos, False)
@@ -580,8 +510,7 @@ def _d_DescribeConfigsResult_2(buf: Any, pos: int) -> tuple[DescribeConfigsResul
     for _ in range(n_configs):
         it_configs, pos = _d_DescribeConfigsResourceResult_2(buf, pos)
         f_configs.append(it_configs)
-    obj = DescribeConfigsResult(error_code=f_error_code, error_message=f_error_message, resource_type=f_resource_type, resource_name=f_resource_name, configs=f_configs)
-    return obj, pos
+    return DescribeConfigsResult(f_error_code, f_error_message, f_resource_type, f_resource_name, f_configs), pos
 
 
 def _e_DescribeConfigsResult_2(o: DescribeConfigsResult, out: bytearray, chunks: list[Any]) -> None:
@@ -596,8 +525,6 @@ def _e_DescribeConfigsResult_2(o: DescribeConfigsResult, out: bytearray, chunks:
 
 
 def _d_DescribeConfigsResponse_2(buf: Any, pos: int) -> tuple[DescribeConfigsResponse, int]:
-    if len(buf) - pos < _S5.size:
-        raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S5.unpack_from(buf, pos)
     pos += _S5.size
     n_results, pos = read_array_count(buf, pos, False, False)
@@ -605,8 +532,7 @@ def _d_DescribeConfigsResponse_2(buf: Any, pos: int) -> tuple[DescribeConfigsRes
     for _ in range(n_results):
         it_results, pos = _d_DescribeConfigsResult_2(buf, pos)
         f_results.append(it_results)
-    obj = DescribeConfigsResponse(throttle_time_ms=f_throttle_time_ms, results=f_results)
-    return obj, pos
+    return DescribeConfigsResponse(f_throttle_time_ms, f_results), pos
 
 
 def _e_DescribeConfigsResponse_2(o: DescribeConfigsResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -620,12 +546,9 @@ def _e_DescribeConfigsResponse_2(o: DescribeConfigsResponse, out: bytearray, chu
 def _d_DescribeConfigsSynonym_3(buf: Any, pos: int) -> tuple[DescribeConfigsSynonym, int]:
     f_name, pos = read_string(buf, pos, False)
     f_value, pos = read_string(buf, pos, True)
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_source,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
-    obj = DescribeConfigsSynonym(name=f_name, value=f_value, source=f_source)
-    return obj, pos
+    return DescribeConfigsSynonym(f_name, f_value, f_source), pos
 
 
 def _e_DescribeConfigsSynonym_3(o: DescribeConfigsSynonym, out: bytearray, chunks: list[Any]) -> None:
@@ -637,8 +560,6 @@ def _e_DescribeConfigsSynonym_3(o: DescribeConfigsSynonym, out: bytearray, chunk
 def _d_DescribeConfigsResourceResult_3(buf: Any, pos: int) -> tuple[DescribeConfigsResourceResult, int]:
     f_name, pos = read_string(buf, pos, False)
     f_value, pos = read_string(buf, pos, True)
-    if len(buf) - pos < _S6.size:
-        raise DecodeError('truncated')
     (f_read_only, f_config_source, f_is_sensitive,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
     n_synonyms, pos = read_array_count(buf, pos, False, False)
@@ -646,13 +567,10 @@ def _d_DescribeConfigsResourceResult_3(buf: Any, pos: int) -> tuple[DescribeConf
     for _ in range(n_synonyms):
         it_synonyms, pos = _d_DescribeConfigsSynonym_3(buf, pos)
         f_synonyms.append(it_synonyms)
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_config_type,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
     f_documentation, pos = read_string(buf, pos, True)
-    obj = DescribeConfigsResourceResult(name=f_name, value=f_value, read_only=f_read_only, config_source=f_config_source, is_sensitive=f_is_sensitive, synonyms=f_synonyms, config_type=f_config_type, documentation=f_documentation)
-    return obj, pos
+    return DescribeConfigsResourceResult(f_name, f_value, f_read_only, f_config_source, False, f_is_sensitive, f_synonyms, f_config_type, f_documentation), pos
 
 
 def _e_DescribeConfigsResourceResult_3(o: DescribeConfigsResourceResult, out: bytearray, chunks: list[Any]) -> None:
@@ -668,13 +586,9 @@ def _e_DescribeConfigsResourceResult_3(o: DescribeConfigsResourceResult, out: by
 
 
 def _d_DescribeConfigsResult_3(buf: Any, pos: int) -> tuple[DescribeConfigsResult, int]:
-    if len(buf) - pos < _S4.size:
-        raise DecodeError('truncated')
     (f_error_code,) = _S4.unpack_from(buf, pos)
     pos += _S4.size
     f_error_message, pos = read_string(buf, pos, True)
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_resource_type,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
     f_resource_name, pos = read_string(buf, pos, False)
@@ -683,8 +597,7 @@ def _d_DescribeConfigsResult_3(buf: Any, pos: int) -> tuple[DescribeConfigsResul
     for _ in range(n_configs):
         it_configs, pos = _d_DescribeConfigsResourceResult_3(buf, pos)
         f_configs.append(it_configs)
-    obj = DescribeConfigsResult(error_code=f_error_code, error_message=f_error_message, resource_type=f_resource_type, resource_name=f_resource_name, configs=f_configs)
-    return obj, pos
+    return DescribeConfigsResult(f_error_code, f_error_message, f_resource_type, f_resource_name, f_configs), pos
 
 
 def _e_DescribeConfigsResult_3(o: DescribeConfigsResult, out: bytearray, chunks: list[Any]) -> None:
@@ -699,8 +612,6 @@ def _e_DescribeConfigsResult_3(o: DescribeConfigsResult, out: bytearray, chunks:
 
 
 def _d_DescribeConfigsResponse_3(buf: Any, pos: int) -> tuple[DescribeConfigsResponse, int]:
-    if len(buf) - pos < _S5.size:
-        raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S5.unpack_from(buf, pos)
     pos += _S5.size
     n_results, pos = read_array_count(buf, pos, False, False)
@@ -708,8 +619,7 @@ def _d_DescribeConfigsResponse_3(buf: Any, pos: int) -> tuple[DescribeConfigsRes
     for _ in range(n_results):
         it_results, pos = _d_DescribeConfigsResult_3(buf, pos)
         f_results.append(it_results)
-    obj = DescribeConfigsResponse(throttle_time_ms=f_throttle_time_ms, results=f_results)
-    return obj, pos
+    return DescribeConfigsResponse(f_throttle_time_ms, f_results), pos
 
 
 def _e_DescribeConfigsResponse_3(o: DescribeConfigsResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -723,18 +633,13 @@ def _e_DescribeConfigsResponse_3(o: DescribeConfigsResponse, out: bytearray, chu
 def _d_DescribeConfigsSynonym_4(buf: Any, pos: int) -> tuple[DescribeConfigsSynonym, int]:
     f_name, pos = read_compact_string(buf, pos, False)
     f_value, pos = read_compact_string(buf, pos, True)
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_source,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = DescribeConfigsSynonym(name=f_name, value=f_value, source=f_source)
-    return obj, pos
+    return DescribeConfigsSynonym(f_name, f_value, f_source), pos
 
 
 def _e_DescribeConfigsSynonym_4(o: DescribeConfigsSynonym, out: bytearray, chunks: list[Any]) -> None:
@@ -747,8 +652,6 @@ def _e_DescribeConfigsSynonym_4(o: DescribeConfigsSynonym, out: bytearray, chunk
 def _d_DescribeConfigsResourceResult_4(buf: Any, pos: int) -> tuple[DescribeConfigsResourceResult, int]:
     f_name, pos = read_compact_string(buf, pos, False)
     f_value, pos = read_compact_string(buf, pos, True)
-    if len(buf) - pos < _S6.size:
-        raise DecodeError('truncated')
     (f_read_only, f_config_source, f_is_sensitive,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
     n_synonyms, pos = read_array_count(buf, pos, True, False)
@@ -756,19 +659,14 @@ def _d_DescribeConfigsResourceResult_4(buf: Any, pos: int) -> tuple[DescribeConf
     for _ in range(n_synonyms):
         it_synonyms, pos = _d_DescribeConfigsSynonym_4(buf, pos)
         f_synonyms.append(it_synonyms)
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_config_type,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
     f_documentation, pos = read_compact_string(buf, pos, True)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = DescribeConfigsResourceResult(name=f_name, value=f_value, read_only=f_read_only, config_source=f_config_source, is_sensitive=f_is_sensitive, synonyms=f_synonyms, config_type=f_config_type, documentation=f_documentation)
-    return obj, pos
+    return DescribeConfigsResourceResult(f_name, f_value, f_read_only, f_config_source, False, f_is_sensitive, f_synonyms, f_config_type, f_documentation), pos
 
 
 def _e_DescribeConfigsResourceResult_4(o: DescribeConfigsResourceResult, out: bytearray, chunks: list[Any]) -> None:
@@ -785,13 +683,9 @@ def _e_DescribeConfigsResourceResult_4(o: DescribeConfigsResourceResult, out: by
 
 
 def _d_DescribeConfigsResult_4(buf: Any, pos: int) -> tuple[DescribeConfigsResult, int]:
-    if len(buf) - pos < _S4.size:
-        raise DecodeError('truncated')
     (f_error_code,) = _S4.unpack_from(buf, pos)
     pos += _S4.size
     f_error_message, pos = read_compact_string(buf, pos, True)
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_resource_type,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
     f_resource_name, pos = read_compact_string(buf, pos, False)
@@ -800,14 +694,11 @@ def _d_DescribeConfigsResult_4(buf: Any, pos: int) -> tuple[DescribeConfigsResul
     for _ in range(n_configs):
         it_configs, pos = _d_DescribeConfigsResourceResult_4(buf, pos)
         f_configs.append(it_configs)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = DescribeConfigsResult(error_code=f_error_code, error_message=f_error_message, resource_type=f_resource_type, resource_name=f_resource_name, configs=f_configs)
-    return obj, pos
+    return DescribeConfigsResult(f_error_code, f_error_message, f_resource_type, f_resource_name, f_configs), pos
 
 
 def _e_DescribeConfigsResult_4(o: DescribeConfigsResult, out: bytearray, chunks: list[Any]) -> None:
@@ -823,8 +714,6 @@ def _e_DescribeConfigsResult_4(o: DescribeConfigsResult, out: bytearray, chunks:
 
 
 def _d_DescribeConfigsResponse_4(buf: Any, pos: int) -> tuple[DescribeConfigsResponse, int]:
-    if len(buf) - pos < _S5.size:
-        raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S5.unpack_from(buf, pos)
     pos += _S5.size
     n_results, pos = read_array_count(buf, pos, True, False)
@@ -832,14 +721,11 @@ def _d_DescribeConfigsResponse_4(buf: Any, pos: int) -> tuple[DescribeConfigsRes
     for _ in range(n_results):
         it_results, pos = _d_DescribeConfigsResult_4(buf, pos)
         f_results.append(it_results)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = DescribeConfigsResponse(throttle_time_ms=f_throttle_time_ms, results=f_results)
-    return obj, pos
+    return DescribeConfigsResponse(f_throttle_time_ms, f_results), pos
 
 
 def _e_DescribeConfigsResponse_4(o: DescribeConfigsResponse, out: bytearray, chunks: list[Any]) -> None:

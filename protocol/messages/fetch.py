@@ -15,8 +15,6 @@ from pybroker.protocol.primitives import (
     write_compact_records, write_compact_string, write_records, write_string, write_uvarint,
 )
 
-_MISSING: Any = object()
-
 
 def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
@@ -159,8 +157,7 @@ class FetchResponse(ApiMessage):
 
 
 def _d_ForgottenTopic_4(buf: Any, pos: int) -> tuple[ForgottenTopic, int]:
-    obj = ForgottenTopic()
-    return obj, pos
+    return ForgottenTopic("", ZERO_UUID, []), pos
 
 
 def _e_ForgottenTopic_4(o: ForgottenTopic, out: bytearray, chunks: list[Any]) -> None:
@@ -168,12 +165,9 @@ def _e_ForgottenTopic_4(o: ForgottenTopic, out: bytearray, chunks: list[Any]) ->
 
 
 def _d_FetchPartition_4(buf: Any, pos: int) -> tuple[FetchPartition, int]:
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_partition, f_fetch_offset, f_partition_max_bytes,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
-    obj = FetchPartition(partition=f_partition, fetch_offset=f_fetch_offset, partition_max_bytes=f_partition_max_bytes)
-    return obj, pos
+    return FetchPartition(f_partition, -1, f_fetch_offset, -1, -1, f_partition_max_bytes, ZERO_UUID), pos
 
 
 def _e_FetchPartition_4(o: FetchPartition, out: bytearray, chunks: list[Any]) -> None:
@@ -187,8 +181,7 @@ def _d_FetchTopic_4(buf: Any, pos: int) -> tuple[FetchTopic, int]:
     for _ in range(n_partitions):
         it_partitions, pos = _d_FetchPartition_4(buf, pos)
         f_partitions.append(it_partitions)
-    obj = FetchTopic(topic=f_topic, partitions=f_partitions)
-    return obj, pos
+    return FetchTopic(f_topic, ZERO_UUID, f_partitions), pos
 
 
 def _e_FetchTopic_4(o: FetchTopic, out: bytearray, chunks: list[Any]) -> None:
@@ -200,8 +193,7 @@ def _e_FetchTopic_4(o: FetchTopic, out: bytearray, chunks: list[Any]) -> None:
 
 
 def _d_ReplicaState_4(buf: Any, pos: int) -> tuple[ReplicaState, int]:
-    obj = ReplicaState()
-    return obj, pos
+    return ReplicaState(-1, -1), pos
 
 
 def _e_ReplicaState_4(o: ReplicaState, out: bytearray, chunks: list[Any]) -> None:
@@ -209,8 +201,6 @@ def _e_ReplicaState_4(o: ReplicaState, out: bytearray, chunks: list[Any]) -> Non
 
 
 def _d_FetchRequest_4(buf: Any, pos: int) -> tuple[FetchRequest, int]:
-    if len(buf) - pos < _S1.size:
-        raise DecodeError('truncated')
     (f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
     n_topics, pos = read_array_count(buf, pos, False, False)
@@ -218,8 +208,7 @@ def _d_FetchRequest_4(buf: Any, pos: int) -> tuple[FetchRequest, int]:
     for _ in range(n_topics):
         it_topics, pos = _d_FetchTopic_4(buf, pos)
         f_topics.append(it_topics)
-    obj = FetchRequest(replica_id=f_replica_id, max_wait_ms=f_max_wait_ms, min_bytes=f_min_bytes, max_bytes=f_max_bytes, isolation_level=f_isolation_level, topics=f_topics)
-    return obj, pos
+    return FetchRequest(None, f_replica_id, ReplicaState(), f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, 0, -1, f_topics, [], ''), pos
 
 
 def _e_FetchRequest_4(o: FetchRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -231,8 +220,7 @@ def _e_FetchRequest_4(o: FetchRequest, out: bytearray, chunks: list[Any]) -> Non
 
 
 def _d_ForgottenTopic_5(buf: Any, pos: int) -> tuple[ForgottenTopic, int]:
-    obj = ForgottenTopic()
-    return obj, pos
+    return ForgottenTopic("", ZERO_UUID, []), pos
 
 
 def _e_ForgottenTopic_5(o: ForgottenTopic, out: bytearray, chunks: list[Any]) -> None:
@@ -240,12 +228,9 @@ def _e_ForgottenTopic_5(o: ForgottenTopic, out: bytearray, chunks: list[Any]) ->
 
 
 def _d_FetchPartition_5(buf: Any, pos: int) -> tuple[FetchPartition, int]:
-    if len(buf) - pos < _S2.size:
-        raise DecodeError('truncated')
     (f_partition, f_fetch_offset, f_log_start_offset, f_partition_max_bytes,) = _S2.unpack_from(buf, pos)
     pos += _S2.size
-    obj = FetchPartition(partition=f_partition, fetch_offset=f_fetch_offset, log_start_offset=f_log_start_offset, partition_max_bytes=f_partition_max_bytes)
-    return obj, pos
+    return FetchPartition(f_partition, -1, f_fetch_offset, -1, f_log_start_offset, f_partition_max_bytes, ZERO_UUID), pos
 
 
 def _e_FetchPartition_5(o: FetchPartition, out: bytearray, chunks: list[Any]) -> None:
@@ -259,8 +244,7 @@ def _d_FetchTopic_5(buf: Any, pos: int) -> tuple[FetchTopic, int]:
     for _ in range(n_partitions):
         it_partitions, pos = _d_FetchPartition_5(buf, pos)
         f_partitions.append(it_partitions)
-    obj = FetchTopic(topic=f_topic, partitions=f_partitions)
-    return obj, pos
+    return FetchTopic(f_topic, ZERO_UUID, f_partitions), pos
 
 
 def _e_FetchTopic_5(o: FetchTopic, out: bytearray, chunks: list[Any]) -> None:
@@ -272,8 +256,7 @@ def _e_FetchTopic_5(o: FetchTopic, out: bytearray, chunks: list[Any]) -> None:
 
 
 def _d_ReplicaState_5(buf: Any, pos: int) -> tuple[ReplicaState, int]:
-    obj = ReplicaState()
-    return obj, pos
+    return ReplicaState(-1, -1), pos
 
 
 def _e_ReplicaState_5(o: ReplicaState, out: bytearray, chunks: list[Any]) -> None:
@@ -281,8 +264,6 @@ def _e_ReplicaState_5(o: ReplicaState, out: bytearray, chunks: list[Any]) -> Non
 
 
 def _d_FetchRequest_5(buf: Any, pos: int) -> tuple[FetchRequest, int]:
-    if len(buf) - pos < _S1.size:
-        raise DecodeError('truncated')
     (f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
     n_topics, pos = read_array_count(buf, pos, False, False)
@@ -290,8 +271,7 @@ def _d_FetchRequest_5(buf: Any, pos: int) -> tuple[FetchRequest, int]:
     for _ in range(n_topics):
         it_topics, pos = _d_FetchTopic_5(buf, pos)
         f_topics.append(it_topics)
-    obj = FetchRequest(replica_id=f_replica_id, max_wait_ms=f_max_wait_ms, min_bytes=f_min_bytes, max_bytes=f_max_bytes, isolation_level=f_isolation_level, topics=f_topics)
-    return obj, pos
+    return FetchRequest(None, f_replica_id, ReplicaState(), f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, 0, -1, f_topics, [], ''), pos
 
 
 def _e_FetchRequest_5(o: FetchRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -303,8 +283,7 @@ def _e_FetchRequest_5(o: FetchRequest, out: bytearray, chunks: list[Any]) -> Non
 
 
 def _d_ForgottenTopic_6(buf: Any, pos: int) -> tuple[ForgottenTopic, int]:
-    obj = ForgottenTopic()
-    return obj, pos
+    return ForgottenTopic("", ZERO_UUID, []), pos
 
 
 def _e_ForgottenTopic_6(o: ForgottenTopic, out: bytearray, chunks: list[Any]) -> None:
@@ -312,12 +291,9 @@ def _e_ForgottenTopic_6(o: ForgottenTopic, out: bytearray, chunks: list[Any]) ->
 
 
 def _d_FetchPartition_6(buf: Any, pos: int) -> tuple[FetchPartition, int]:
-    if len(buf) - pos < _S2.size:
-        raise DecodeError('truncated')
     (f_partition, f_fetch_offset, f_log_start_offset, f_partition_max_bytes,) = _S2.unpack_from(buf, pos)
     pos += _S2.size
-    obj = FetchPartition(partition=f_partition, fetch_offset=f_fetch_offset, log_start_offset=f_log_start_offset, partition_max_bytes=f_partition_max_bytes)
-    return obj, pos
+    return FetchPartition(f_partition, -1, f_fetch_offset, -1, f_log_start_offset, f_partition_max_bytes, ZERO_UUID), pos
 
 
 def _e_FetchPartition_6(o: FetchPartition, out: bytearray, chunks: list[Any]) -> None:
@@ -331,8 +307,7 @@ def _d_FetchTopic_6(buf: Any, pos: int) -> tuple[FetchTopic, int]:
     for _ in range(n_partitions):
         it_partitions, pos = _d_FetchPartition_6(buf, pos)
         f_partitions.append(it_partitions)
-    obj = FetchTopic(topic=f_topic, partitions=f_partitions)
-    return obj, pos
+    return FetchTopic(f_topic, ZERO_UUID, f_partitions), pos
 
 
 def _e_FetchTopic_6(o: FetchTopic, out: bytearray, chunks: list[Any]) -> None:
@@ -344,8 +319,7 @@ def _e_FetchTopic_6(o: FetchTopic, out: bytearray, chunks: list[Any]) -> None:
 
 
 def _d_ReplicaState_6(buf: Any, pos: int) -> tuple[ReplicaState, int]:
-    obj = ReplicaState()
-    return obj, pos
+    return ReplicaState(-1, -1), pos
 
 
 def _e_ReplicaState_6(o: ReplicaState, out: bytearray, chunks: list[Any]) -> None:
@@ -353,8 +327,6 @@ def _e_ReplicaState_6(o: ReplicaState, out: bytearray, chunks: list[Any]) -> Non
 
 
 def _d_FetchRequest_6(buf: Any, pos: int) -> tuple[FetchRequest, int]:
-    if len(buf) - pos < _S1.size:
-        raise DecodeError('truncated')
     (f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
     n_topics, pos = read_array_count(buf, pos, False, False)
@@ -362,8 +334,7 @@ def _d_FetchRequest_6(buf: Any, pos: int) -> tuple[FetchRequest, int]:
     for _ in range(n_topics):
         it_topics, pos = _d_FetchTopic_6(buf, pos)
         f_topics.append(it_topics)
-    obj = FetchRequest(replica_id=f_replica_id, max_wait_ms=f_max_wait_ms, min_bytes=f_min_bytes, max_bytes=f_max_bytes, isolation_level=f_isolation_level, topics=f_topics)
-    return obj, pos
+    return FetchRequest(None, f_replica_id, ReplicaState(), f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, 0, -1, f_topics, [], ''), pos
 
 
 def _e_FetchRequest_6(o: FetchRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -381,8 +352,7 @@ def _d_ForgottenTopic_7(buf: Any, pos: int) -> tuple[ForgottenTopic, int]:
         raise DecodeError('array overruns the buffer')
     f_partitions = list(unpack_from(f'>{n_partitions}i', buf, pos))
     pos += n_partitions * 4
-    obj = ForgottenTopic(topic=f_topic, partitions=f_partitions)
-    return obj, pos
+    return ForgottenTopic(f_topic, ZERO_UUID, f_partitions), pos
 
 
 def _e_ForgottenTopic_7(o: ForgottenTopic, out: bytearray, chunks: list[Any]) -> None:
@@ -393,12 +363,9 @@ def _e_ForgottenTopic_7(o: ForgottenTopic, out: bytearray, chunks: list[Any]) ->
 
 
 def _d_FetchPartition_7(buf: Any, pos: int) -> tuple[FetchPartition, int]:
-    if len(buf) - pos < _S2.size:
-        raise DecodeError('truncated')
     (f_partition, f_fetch_offset, f_log_start_offset, f_partition_max_bytes,) = _S2.unpack_from(buf, pos)
     pos += _S2.size
-    obj = FetchPartition(partition=f_partition, fetch_offset=f_fetch_offset, log_start_offset=f_log_start_offset, partition_max_bytes=f_partition_max_bytes)
-    return obj, pos
+    return FetchPartition(f_partition, -1, f_fetch_offset, -1, f_log_start_offset, f_partition_max_bytes, ZERO_UUID), pos
 
 
 def _e_FetchPartition_7(o: FetchPartition, out: bytearray, chunks: list[Any]) -> None:
@@ -412,8 +379,7 @@ def _d_FetchTopic_7(buf: Any, pos: int) -> tuple[FetchTopic, int]:
     for _ in range(n_partitions):
         it_partitions, pos = _d_FetchPartition_7(buf, pos)
         f_partitions.append(it_partitions)
-    obj = FetchTopic(topic=f_topic, partitions=f_partitions)
-    return obj, pos
+    return FetchTopic(f_topic, ZERO_UUID, f_partitions), pos
 
 
 def _e_FetchTopic_7(o: FetchTopic, out: bytearray, chunks: list[Any]) -> None:
@@ -425,8 +391,7 @@ def _e_FetchTopic_7(o: FetchTopic, out: bytearray, chunks: list[Any]) -> None:
 
 
 def _d_ReplicaState_7(buf: Any, pos: int) -> tuple[ReplicaState, int]:
-    obj = ReplicaState()
-    return obj, pos
+    return ReplicaState(-1, -1), pos
 
 
 def _e_ReplicaState_7(o: ReplicaState, out: bytearray, chunks: list[Any]) -> None:
@@ -434,8 +399,6 @@ def _e_ReplicaState_7(o: ReplicaState, out: bytearray, chunks: list[Any]) -> Non
 
 
 def _d_FetchRequest_7(buf: Any, pos: int) -> tuple[FetchRequest, int]:
-    if len(buf) - pos < _S3.size:
-        raise DecodeError('truncated')
     (f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch,) = _S3.unpack_from(buf, pos)
     pos += _S3.size
     n_topics, pos = read_array_count(buf, pos, False, False)
@@ -448,8 +411,7 @@ def _d_FetchRequest_7(buf: Any, pos: int) -> tuple[FetchRequest, int]:
     for _ in range(n_forgotten_topics_data):
         it_forgotten_topics_data, pos = _d_ForgottenTopic_7(buf, pos)
         f_forgotten_topics_data.append(it_forgotten_topics_data)
-    obj = FetchRequest(replica_id=f_replica_id, max_wait_ms=f_max_wait_ms, min_bytes=f_min_bytes, max_bytes=f_max_bytes, isolation_level=f_isolation_level, session_id=f_session_id, session_epoch=f_session_epoch, topics=f_topics, forgotten_topics_data=f_forgotten_topics_data)
-    return obj, pos
+    return FetchRequest(None, f_replica_id, ReplicaState(), f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch, f_topics, f_forgotten_topics_data, ''), pos
 
 
 def _e_FetchRequest_7(o: FetchRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -471,8 +433,7 @@ def _d_ForgottenTopic_8(buf: Any, pos: int) -> tuple[ForgottenTopic, int]:
         raise DecodeError('array overruns the buffer')
     f_partitions = list(unpack_from(f'>{n_partitions}i', buf, pos))
     pos += n_partitions * 4
-    obj = ForgottenTopic(topic=f_topic, partitions=f_partitions)
-    return obj, pos
+    return ForgottenTopic(f_topic, ZERO_UUID, f_partitions), pos
 
 
 def _e_ForgottenTopic_8(o: ForgottenTopic, out: bytearray, chunks: list[Any]) -> None:
@@ -483,12 +444,9 @@ def _e_ForgottenTopic_8(o: ForgottenTopic, out: bytearray, chunks: list[Any]) ->
 
 
 def _d_FetchPartition_8(buf: Any, pos: int) -> tuple[FetchPartition, int]:
-    if len(buf) - pos < _S2.size:
-        raise DecodeError('truncated')
     (f_partition, f_fetch_offset, f_log_start_offset, f_partition_max_bytes,) = _S2.unpack_from(buf, pos)
     pos += _S2.size
-    obj = FetchPartition(partition=f_partition, fetch_offset=f_fetch_offset, log_start_offset=f_log_start_offset, partition_max_bytes=f_partition_max_bytes)
-    return obj, pos
+    return FetchPartition(f_partition, -1, f_fetch_offset, -1, f_log_start_offset, f_partition_max_bytes, ZERO_UUID), pos
 
 
 def _e_FetchPartition_8(o: FetchPartition, out: bytearray, chunks: list[Any]) -> None:
@@ -502,8 +460,7 @@ def _d_FetchTopic_8(buf: Any, pos: int) -> tuple[FetchTopic, int]:
     for _ in range(n_partitions):
         it_partitions, pos = _d_FetchPartition_8(buf, pos)
         f_partitions.append(it_partitions)
-    obj = FetchTopic(topic=f_topic, partitions=f_partitions)
-    return obj, pos
+    return FetchTopic(f_topic, ZERO_UUID, f_partitions), pos
 
 
 def _e_FetchTopic_8(o: FetchTopic, out: bytearray, chunks: list[Any]) -> None:
@@ -515,8 +472,7 @@ def _e_FetchTopic_8(o: FetchTopic, out: bytearray, chunks: list[Any]) -> None:
 
 
 def _d_ReplicaState_8(buf: Any, pos: int) -> tuple[ReplicaState, int]:
-    obj = ReplicaState()
-    return obj, pos
+    return ReplicaState(-1, -1), pos
 
 
 def _e_ReplicaState_8(o: ReplicaState, out: bytearray, chunks: list[Any]) -> None:
@@ -524,8 +480,6 @@ def _e_ReplicaState_8(o: ReplicaState, out: bytearray, chunks: list[Any]) -> Non
 
 
 def _d_FetchRequest_8(buf: Any, pos: int) -> tuple[FetchRequest, int]:
-    if len(buf) - pos < _S3.size:
-        raise DecodeError('truncated')
     (f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch,) = _S3.unpack_from(buf, pos)
     pos += _S3.size
     n_topics, pos = read_array_count(buf, pos, False, False)
@@ -538,8 +492,7 @@ def _d_FetchRequest_8(buf: Any, pos: int) -> tuple[FetchRequest, int]:
     for _ in range(n_forgotten_topics_data):
         it_forgotten_topics_data, pos = _d_ForgottenTopic_8(buf, pos)
         f_forgotten_topics_data.append(it_forgotten_topics_data)
-    obj = FetchRequest(replica_id=f_replica_id, max_wait_ms=f_max_wait_ms, min_bytes=f_min_bytes, max_bytes=f_max_bytes, isolation_level=f_isolation_level, session_id=f_session_id, session_epoch=f_session_epoch, topics=f_topics, forgotten_topics_data=f_forgotten_topics_data)
-    return obj, pos
+    return FetchRequest(None, f_replica_id, ReplicaState(), f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch, f_topics, f_forgotten_topics_data, ''), pos
 
 
 def _e_FetchRequest_8(o: FetchRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -561,8 +514,7 @@ def _d_ForgottenTopic_9(buf: Any, pos: int) -> tuple[ForgottenTopic, int]:
         raise DecodeError('array overruns the buffer')
     f_partitions = list(unpack_from(f'>{n_partitions}i', buf, pos))
     pos += n_partitions * 4
-    obj = ForgottenTopic(topic=f_topic, partitions=f_partitions)
-    return obj, pos
+    return ForgottenTopic(f_topic, ZERO_UUID, f_partitions), pos
 
 
 def _e_ForgottenTopic_9(o: ForgottenTopic, out: bytearray, chunks: list[Any]) -> None:
@@ -573,12 +525,9 @@ def _e_ForgottenTopic_9(o: ForgottenTopic, out: bytearray, chunks: list[Any]) ->
 
 
 def _d_FetchPartition_9(buf: Any, pos: int) -> tuple[FetchPartition, int]:
-    if len(buf) - pos < _S4.size:
-        raise DecodeError('truncated')
     (f_partition, f_current_leader_epoch, f_fetch_offset, f_log_start_offset, f_partition_max_bytes,) = _S4.unpack_from(buf, pos)
     pos += _S4.size
-    obj = FetchPartition(partition=f_partition, current_leader_epoch=f_current_leader_epoch, fetch_offset=f_fetch_offset, log_start_offset=f_log_start_offset, partition_max_bytes=f_partition_max_bytes)
-    return obj, pos
+    return FetchPartition(f_partition, f_current_leader_epoch, f_fetch_offset, -1, f_log_start_offset, f_partition_max_bytes, ZERO_UUID), pos
 
 
 def _e_FetchPartition_9(o: FetchPartition, out: bytearray, chunks: list[Any]) -> None:
@@ -592,8 +541,7 @@ def _d_FetchTopic_9(buf: Any, pos: int) -> tuple[FetchTopic, int]:
     for _ in range(n_partitions):
         it_partitions, pos = _d_FetchPartition_9(buf, pos)
         f_partitions.append(it_partitions)
-    obj = FetchTopic(topic=f_topic, partitions=f_partitions)
-    return obj, pos
+    return FetchTopic(f_topic, ZERO_UUID, f_partitions), pos
 
 
 def _e_FetchTopic_9(o: FetchTopic, out: bytearray, chunks: list[Any]) -> None:
@@ -605,8 +553,7 @@ def _e_FetchTopic_9(o: FetchTopic, out: bytearray, chunks: list[Any]) -> None:
 
 
 def _d_ReplicaState_9(buf: Any, pos: int) -> tuple[ReplicaState, int]:
-    obj = ReplicaState()
-    return obj, pos
+    return ReplicaState(-1, -1), pos
 
 
 def _e_ReplicaState_9(o: ReplicaState, out: bytearray, chunks: list[Any]) -> None:
@@ -614,8 +561,6 @@ def _e_ReplicaState_9(o: ReplicaState, out: bytearray, chunks: list[Any]) -> Non
 
 
 def _d_FetchRequest_9(buf: Any, pos: int) -> tuple[FetchRequest, int]:
-    if len(buf) - pos < _S3.size:
-        raise DecodeError('truncated')
     (f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch,) = _S3.unpack_from(buf, pos)
     pos += _S3.size
     n_topics, pos = read_array_count(buf, pos, False, False)
@@ -628,8 +573,7 @@ def _d_FetchRequest_9(buf: Any, pos: int) -> tuple[FetchRequest, int]:
     for _ in range(n_forgotten_topics_data):
         it_forgotten_topics_data, pos = _d_ForgottenTopic_9(buf, pos)
         f_forgotten_topics_data.append(it_forgotten_topics_data)
-    obj = FetchRequest(replica_id=f_replica_id, max_wait_ms=f_max_wait_ms, min_bytes=f_min_bytes, max_bytes=f_max_bytes, isolation_level=f_isolation_level, session_id=f_session_id, session_epoch=f_session_epoch, topics=f_topics, forgotten_topics_data=f_forgotten_topics_data)
-    return obj, pos
+    return FetchRequest(None, f_replica_id, ReplicaState(), f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch, f_topics, f_forgotten_topics_data, ''), pos
 
 
 def _e_FetchRequest_9(o: FetchRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -651,8 +595,7 @@ def _d_ForgottenTopic_10(buf: Any, pos: int) -> tuple[ForgottenTopic, int]:
         raise DecodeError('array overruns the buffer')
     f_partitions = list(unpack_from(f'>{n_partitions}i', buf, pos))
     pos += n_partitions * 4
-    obj = ForgottenTopic(topic=f_topic, partitions=f_partitions)
-    return obj, pos
+    return ForgottenTopic(f_topic, ZERO_UUID, f_partitions), pos
 
 
 def _e_ForgottenTopic_10(o: ForgottenTopic, out: bytearray, chunks: list[Any]) -> None:
@@ -663,12 +606,9 @@ def _e_ForgottenTopic_10(o: ForgottenTopic, out: bytearray, chunks: list[Any]) -
 
 
 def _d_FetchPartition_10(buf: Any, pos: int) -> tuple[FetchPartition, int]:
-    if len(buf) - pos < _S4.size:
-        raise DecodeError('truncated')
     (f_partition, f_current_leader_epoch, f_fetch_offset, f_log_start_offset, f_partition_max_bytes,) = _S4.unpack_from(buf, pos)
     pos += _S4.size
-    obj = FetchPartition(partition=f_partition, current_leader_epoch=f_current_leader_epoch, fetch_offset=f_fetch_offset, log_start_offset=f_log_start_offset, partition_max_bytes=f_partition_max_bytes)
-    return obj, pos
+    return FetchPartition(f_partition, f_current_leader_epoch, f_fetch_offset, -1, f_log_start_offset, f_partition_max_bytes, ZERO_UUID), pos
 
 
 def _e_FetchPartition_10(o: FetchPartition, out: bytearray, chunks: list[Any]) -> None:
@@ -682,8 +622,7 @@ def _d_FetchTopic_10(buf: Any, pos: int) -> tuple[FetchTopic, int]:
     for _ in range(n_partitions):
         it_partitions, pos = _d_FetchPartition_10(buf, pos)
         f_partitions.append(it_partitions)
-    obj = FetchTopic(topic=f_topic, partitions=f_partitions)
-    return obj, pos
+    return FetchTopic(f_topic, ZERO_UUID, f_partitions), pos
 
 
 def _e_FetchTopic_10(o: FetchTopic, out: bytearray, chunks: list[Any]) -> None:
@@ -695,8 +634,7 @@ def _e_FetchTopic_10(o: FetchTopic, out: bytearray, chunks: list[Any]) -> None:
 
 
 def _d_ReplicaState_10(buf: Any, pos: int) -> tuple[ReplicaState, int]:
-    obj = ReplicaState()
-    return obj, pos
+    return ReplicaState(-1, -1), pos
 
 
 def _e_ReplicaState_10(o: ReplicaState, out: bytearray, chunks: list[Any]) -> None:
@@ -704,8 +642,6 @@ def _e_ReplicaState_10(o: ReplicaState, out: bytearray, chunks: list[Any]) -> No
 
 
 def _d_FetchRequest_10(buf: Any, pos: int) -> tuple[FetchRequest, int]:
-    if len(buf) - pos < _S3.size:
-        raise DecodeError('truncated')
     (f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch,) = _S3.unpack_from(buf, pos)
     pos += _S3.size
     n_topics, pos = read_array_count(buf, pos, False, False)
@@ -718,8 +654,7 @@ def _d_FetchRequest_10(buf: Any, pos: int) -> tuple[FetchRequest, int]:
     for _ in range(n_forgotten_topics_data):
         it_forgotten_topics_data, pos = _d_ForgottenTopic_10(buf, pos)
         f_forgotten_topics_data.append(it_forgotten_topics_data)
-    obj = FetchRequest(replica_id=f_replica_id, max_wait_ms=f_max_wait_ms, min_bytes=f_min_bytes, max_bytes=f_max_bytes, isolation_level=f_isolation_level, session_id=f_session_id, session_epoch=f_session_epoch, topics=f_topics, forgotten_topics_data=f_forgotten_topics_data)
-    return obj, pos
+    return FetchRequest(None, f_replica_id, ReplicaState(), f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch, f_topics, f_forgotten_topics_data, ''), pos
 
 
 def _e_FetchRequest_10(o: FetchRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -741,8 +676,7 @@ def _d_ForgottenTopic_11(buf: Any, pos: int) -> tuple[ForgottenTopic, int]:
         raise DecodeError('array overruns the buffer')
     f_partitions = list(unpack_from(f'>{n_partitions}i', buf, pos))
     pos += n_partitions * 4
-    obj = ForgottenTopic(topic=f_topic, partitions=f_partitions)
-    return obj, pos
+    return ForgottenTopic(f_topic, ZERO_UUID, f_partitions), pos
 
 
 def _e_ForgottenTopic_11(o: ForgottenTopic, out: bytearray, chunks: list[Any]) -> None:
@@ -753,12 +687,9 @@ def _e_ForgottenTopic_11(o: ForgottenTopic, out: bytearray, chunks: list[Any]) -
 
 
 def _d_FetchPartition_11(buf: Any, pos: int) -> tuple[FetchPartition, int]:
-    if len(buf) - pos < _S4.size:
-        raise DecodeError('truncated')
     (f_partition, f_current_leader_epoch, f_fetch_offset, f_log_start_offset, f_partition_max_bytes,) = _S4.unpack_from(buf, pos)
     pos += _S4.size
-    obj = FetchPartition(partition=f_partition, current_leader_epoch=f_current_leader_epoch, fetch_offset=f_fetch_offset, log_start_offset=f_log_start_offset, partition_max_bytes=f_partition_max_bytes)
-    return obj, pos
+    return FetchPartition(f_partition, f_current_leader_epoch, f_fetch_offset, -1, f_log_start_offset, f_partition_max_bytes, ZERO_UUID), pos
 
 
 def _e_FetchPartition_11(o: FetchPartition, out: bytearray, chunks: list[Any]) -> None:
@@ -772,8 +703,7 @@ def _d_FetchTopic_11(buf: Any, pos: int) -> tuple[FetchTopic, int]:
     for _ in range(n_partitions):
         it_partitions, pos = _d_FetchPartition_11(buf, pos)
         f_partitions.append(it_partitions)
-    obj = FetchTopic(topic=f_topic, partitions=f_partitions)
-    return obj, pos
+    return FetchTopic(f_topic, ZERO_UUID, f_partitions), pos
 
 
 def _e_FetchTopic_11(o: FetchTopic, out: bytearray, chunks: list[Any]) -> None:
@@ -785,8 +715,7 @@ def _e_FetchTopic_11(o: FetchTopic, out: bytearray, chunks: list[Any]) -> None:
 
 
 def _d_ReplicaState_11(buf: Any, pos: int) -> tuple[ReplicaState, int]:
-    obj = ReplicaState()
-    return obj, pos
+    return ReplicaState(-1, -1), pos
 
 
 def _e_ReplicaState_11(o: ReplicaState, out: bytearray, chunks: list[Any]) -> None:
@@ -794,8 +723,6 @@ def _e_ReplicaState_11(o: ReplicaState, out: bytearray, chunks: list[Any]) -> No
 
 
 def _d_FetchRequest_11(buf: Any, pos: int) -> tuple[FetchRequest, int]:
-    if len(buf) - pos < _S3.size:
-        raise DecodeError('truncated')
     (f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch,) = _S3.unpack_from(buf, pos)
     pos += _S3.size
     n_topics, pos = read_array_count(buf, pos, False, False)
@@ -809,8 +736,7 @@ def _d_FetchRequest_11(buf: Any, pos: int) -> tuple[FetchRequest, int]:
         it_forgotten_topics_data, pos = _d_ForgottenTopic_11(buf, pos)
         f_forgotten_topics_data.append(it_forgotten_topics_data)
     f_rack_id, pos = read_string(buf, pos, False)
-    obj = FetchRequest(replica_id=f_replica_id, max_wait_ms=f_max_wait_ms, min_bytes=f_min_bytes, max_bytes=f_max_bytes, isolation_level=f_isolation_level, session_id=f_session_id, session_epoch=f_session_epoch, topics=f_topics, forgotten_topics_data=f_forgotten_topics_data, rack_id=f_rack_id)
-    return obj, pos
+    return FetchRequest(None, f_replica_id, ReplicaState(), f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch, f_topics, f_forgotten_topics_data, f_rack_id), pos
 
 
 def _e_FetchRequest_11(o: FetchRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -833,14 +759,11 @@ def _d_ForgottenTopic_12(buf: Any, pos: int) -> tuple[ForgottenTopic, int]:
         raise DecodeError('array overruns the buffer')
     f_partitions = list(unpack_from(f'>{n_partitions}i', buf, pos))
     pos += n_partitions * 4
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = ForgottenTopic(topic=f_topic, partitions=f_partitions)
-    return obj, pos
+    return ForgottenTopic(f_topic, ZERO_UUID, f_partitions), pos
 
 
 def _e_ForgottenTopic_12(o: ForgottenTopic, out: bytearray, chunks: list[Any]) -> None:
@@ -852,18 +775,13 @@ def _e_ForgottenTopic_12(o: ForgottenTopic, out: bytearray, chunks: list[Any]) -
 
 
 def _d_FetchPartition_12(buf: Any, pos: int) -> tuple[FetchPartition, int]:
-    if len(buf) - pos < _S5.size:
-        raise DecodeError('truncated')
     (f_partition, f_current_leader_epoch, f_fetch_offset, f_last_fetched_epoch, f_log_start_offset, f_partition_max_bytes,) = _S5.unpack_from(buf, pos)
     pos += _S5.size
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = FetchPartition(partition=f_partition, current_leader_epoch=f_current_leader_epoch, fetch_offset=f_fetch_offset, last_fetched_epoch=f_last_fetched_epoch, log_start_offset=f_log_start_offset, partition_max_bytes=f_partition_max_bytes)
-    return obj, pos
+    return FetchPartition(f_partition, f_current_leader_epoch, f_fetch_offset, f_last_fetched_epoch, f_log_start_offset, f_partition_max_bytes, ZERO_UUID), pos
 
 
 def _e_FetchPartition_12(o: FetchPartition, out: bytearray, chunks: list[Any]) -> None:
@@ -878,14 +796,11 @@ def _d_FetchTopic_12(buf: Any, pos: int) -> tuple[FetchTopic, int]:
     for _ in range(n_partitions):
         it_partitions, pos = _d_FetchPartition_12(buf, pos)
         f_partitions.append(it_partitions)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = FetchTopic(topic=f_topic, partitions=f_partitions)
-    return obj, pos
+    return FetchTopic(f_topic, ZERO_UUID, f_partitions), pos
 
 
 def _e_FetchTopic_12(o: FetchTopic, out: bytearray, chunks: list[Any]) -> None:
@@ -898,14 +813,11 @@ def _e_FetchTopic_12(o: FetchTopic, out: bytearray, chunks: list[Any]) -> None:
 
 
 def _d_ReplicaState_12(buf: Any, pos: int) -> tuple[ReplicaState, int]:
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = ReplicaState()
-    return obj, pos
+    return ReplicaState(-1, -1), pos
 
 
 def _e_ReplicaState_12(o: ReplicaState, out: bytearray, chunks: list[Any]) -> None:
@@ -913,8 +825,6 @@ def _e_ReplicaState_12(o: ReplicaState, out: bytearray, chunks: list[Any]) -> No
 
 
 def _d_FetchRequest_12(buf: Any, pos: int) -> tuple[FetchRequest, int]:
-    if len(buf) - pos < _S3.size:
-        raise DecodeError('truncated')
     (f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch,) = _S3.unpack_from(buf, pos)
     pos += _S3.size
     n_topics, pos = read_array_count(buf, pos, True, False)
@@ -928,9 +838,7 @@ def _d_FetchRequest_12(buf: Any, pos: int) -> tuple[FetchRequest, int]:
         it_forgotten_topics_data, pos = _d_ForgottenTopic_12(buf, pos)
         f_forgotten_topics_data.append(it_forgotten_topics_data)
     f_rack_id, pos = read_compact_string(buf, pos, False)
-    f_cluster_id = _MISSING
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
+    f_cluster_id: str | None = None
     if buf[pos] == 0:
         pos += 1
     else:
@@ -946,10 +854,7 @@ def _d_FetchRequest_12(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                 if pos != end:
                     raise DecodeError('tagged field size mismatch')
             pos = end
-    obj = FetchRequest(replica_id=f_replica_id, max_wait_ms=f_max_wait_ms, min_bytes=f_min_bytes, max_bytes=f_max_bytes, isolation_level=f_isolation_level, session_id=f_session_id, session_epoch=f_session_epoch, topics=f_topics, forgotten_topics_data=f_forgotten_topics_data, rack_id=f_rack_id)
-    if f_cluster_id is not _MISSING:
-        obj.cluster_id = f_cluster_id
-    return obj, pos
+    return FetchRequest(f_cluster_id, f_replica_id, ReplicaState(), f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch, f_topics, f_forgotten_topics_data, f_rack_id), pos
 
 
 def _e_FetchRequest_12(o: FetchRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -976,8 +881,6 @@ def _e_FetchRequest_12(o: FetchRequest, out: bytearray, chunks: list[Any]) -> No
 
 
 def _d_ForgottenTopic_13(buf: Any, pos: int) -> tuple[ForgottenTopic, int]:
-    if len(buf) - pos < _S6.size:
-        raise DecodeError('truncated')
     (f_topic_id,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
     f_topic_id = _uuid(f_topic_id)
@@ -986,14 +889,11 @@ def _d_ForgottenTopic_13(buf: Any, pos: int) -> tuple[ForgottenTopic, int]:
         raise DecodeError('array overruns the buffer')
     f_partitions = list(unpack_from(f'>{n_partitions}i', buf, pos))
     pos += n_partitions * 4
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = ForgottenTopic(topic_id=f_topic_id, partitions=f_partitions)
-    return obj, pos
+    return ForgottenTopic("", f_topic_id, f_partitions), pos
 
 
 def _e_ForgottenTopic_13(o: ForgottenTopic, out: bytearray, chunks: list[Any]) -> None:
@@ -1005,18 +905,13 @@ def _e_ForgottenTopic_13(o: ForgottenTopic, out: bytearray, chunks: list[Any]) -
 
 
 def _d_FetchPartition_13(buf: Any, pos: int) -> tuple[FetchPartition, int]:
-    if len(buf) - pos < _S5.size:
-        raise DecodeError('truncated')
     (f_partition, f_current_leader_epoch, f_fetch_offset, f_last_fetched_epoch, f_log_start_offset, f_partition_max_bytes,) = _S5.unpack_from(buf, pos)
     pos += _S5.size
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = FetchPartition(partition=f_partition, current_leader_epoch=f_current_leader_epoch, fetch_offset=f_fetch_offset, last_fetched_epoch=f_last_fetched_epoch, log_start_offset=f_log_start_offset, partition_max_bytes=f_partition_max_bytes)
-    return obj, pos
+    return FetchPartition(f_partition, f_current_leader_epoch, f_fetch_offset, f_last_fetched_epoch, f_log_start_offset, f_partition_max_bytes, ZERO_UUID), pos
 
 
 def _e_FetchPartition_13(o: FetchPartition, out: bytearray, chunks: list[Any]) -> None:
@@ -1025,8 +920,6 @@ def _e_FetchPartition_13(o: FetchPartition, out: bytearray, chunks: list[Any]) -
 
 
 def _d_FetchTopic_13(buf: Any, pos: int) -> tuple[FetchTopic, int]:
-    if len(buf) - pos < _S6.size:
-        raise DecodeError('truncated')
     (f_topic_id,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
     f_topic_id = _uuid(f_topic_id)
@@ -1035,14 +928,11 @@ def _d_FetchTopic_13(buf: Any, pos: int) -> tuple[FetchTopic, int]:
     for _ in range(n_partitions):
         it_partitions, pos = _d_FetchPartition_13(buf, pos)
         f_partitions.append(it_partitions)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = FetchTopic(topic_id=f_topic_id, partitions=f_partitions)
-    return obj, pos
+    return FetchTopic("", f_topic_id, f_partitions), pos
 
 
 def _e_FetchTopic_13(o: FetchTopic, out: bytearray, chunks: list[Any]) -> None:
@@ -1055,14 +945,11 @@ def _e_FetchTopic_13(o: FetchTopic, out: bytearray, chunks: list[Any]) -> None:
 
 
 def _d_ReplicaState_13(buf: Any, pos: int) -> tuple[ReplicaState, int]:
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = ReplicaState()
-    return obj, pos
+    return ReplicaState(-1, -1), pos
 
 
 def _e_ReplicaState_13(o: ReplicaState, out: bytearray, chunks: list[Any]) -> None:
@@ -1070,8 +957,6 @@ def _e_ReplicaState_13(o: ReplicaState, out: bytearray, chunks: list[Any]) -> No
 
 
 def _d_FetchRequest_13(buf: Any, pos: int) -> tuple[FetchRequest, int]:
-    if len(buf) - pos < _S3.size:
-        raise DecodeError('truncated')
     (f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch,) = _S3.unpack_from(buf, pos)
     pos += _S3.size
     n_topics, pos = read_array_count(buf, pos, True, False)
@@ -1085,9 +970,7 @@ def _d_FetchRequest_13(buf: Any, pos: int) -> tuple[FetchRequest, int]:
         it_forgotten_topics_data, pos = _d_ForgottenTopic_13(buf, pos)
         f_forgotten_topics_data.append(it_forgotten_topics_data)
     f_rack_id, pos = read_compact_string(buf, pos, False)
-    f_cluster_id = _MISSING
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
+    f_cluster_id: str | None = None
     if buf[pos] == 0:
         pos += 1
     else:
@@ -1103,10 +986,7 @@ def _d_FetchRequest_13(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                 if pos != end:
                     raise DecodeError('tagged field size mismatch')
             pos = end
-    obj = FetchRequest(replica_id=f_replica_id, max_wait_ms=f_max_wait_ms, min_bytes=f_min_bytes, max_bytes=f_max_bytes, isolation_level=f_isolation_level, session_id=f_session_id, session_epoch=f_session_epoch, topics=f_topics, forgotten_topics_data=f_forgotten_topics_data, rack_id=f_rack_id)
-    if f_cluster_id is not _MISSING:
-        obj.cluster_id = f_cluster_id
-    return obj, pos
+    return FetchRequest(f_cluster_id, f_replica_id, ReplicaState(), f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch, f_topics, f_forgotten_topics_data, f_rack_id), pos
 
 
 def _e_FetchRequest_13(o: FetchRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -1133,8 +1013,6 @@ def _e_FetchRequest_13(o: FetchRequest, out: bytearray, chunks: list[Any]) -> No
 
 
 def _d_ForgottenTopic_14(buf: Any, pos: int) -> tuple[ForgottenTopic, int]:
-    if len(buf) - pos < _S6.size:
-        raise DecodeError('truncated')
     (f_topic_id,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
     f_topic_id = _uuid(f_topic_id)
@@ -1143,14 +1021,11 @@ def _d_ForgottenTopic_14(buf: Any, pos: int) -> tuple[ForgottenTopic, int]:
         raise DecodeError('array overruns the buffer')
     f_partitions = list(unpack_from(f'>{n_partitions}i', buf, pos))
     pos += n_partitions * 4
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = ForgottenTopic(topic_id=f_topic_id, partitions=f_partitions)
-    return obj, pos
+    return ForgottenTopic("", f_topic_id, f_partitions), pos
 
 
 def _e_ForgottenTopic_14(o: ForgottenTopic, out: bytearray, chunks: list[Any]) -> None:
@@ -1162,18 +1037,13 @@ def _e_ForgottenTopic_14(o: ForgottenTopic, out: bytearray, chunks: list[Any]) -
 
 
 def _d_FetchPartition_14(buf: Any, pos: int) -> tuple[FetchPartition, int]:
-    if len(buf) - pos < _S5.size:
-        raise DecodeError('truncated')
     (f_partition, f_current_leader_epoch, f_fetch_offset, f_last_fetched_epoch, f_log_start_offset, f_partition_max_bytes,) = _S5.unpack_from(buf, pos)
     pos += _S5.size
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = FetchPartition(partition=f_partition, current_leader_epoch=f_current_leader_epoch, fetch_offset=f_fetch_offset, last_fetched_epoch=f_last_fetched_epoch, log_start_offset=f_log_start_offset, partition_max_bytes=f_partition_max_bytes)
-    return obj, pos
+    return FetchPartition(f_partition, f_current_leader_epoch, f_fetch_offset, f_last_fetched_epoch, f_log_start_offset, f_partition_max_bytes, ZERO_UUID), pos
 
 
 def _e_FetchPartition_14(o: FetchPartition, out: bytearray, chunks: list[Any]) -> None:
@@ -1182,8 +1052,6 @@ def _e_FetchPartition_14(o: FetchPartition, out: bytearray, chunks: list[Any]) -
 
 
 def _d_FetchTopic_14(buf: Any, pos: int) -> tuple[FetchTopic, int]:
-    if len(buf) - pos < _S6.size:
-        raise DecodeError('truncated')
     (f_topic_id,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
     f_topic_id = _uuid(f_topic_id)
@@ -1192,14 +1060,11 @@ def _d_FetchTopic_14(buf: Any, pos: int) -> tuple[FetchTopic, int]:
     for _ in range(n_partitions):
         it_partitions, pos = _d_FetchPartition_14(buf, pos)
         f_partitions.append(it_partitions)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = FetchTopic(topic_id=f_topic_id, partitions=f_partitions)
-    return obj, pos
+    return FetchTopic("", f_topic_id, f_partitions), pos
 
 
 def _e_FetchTopic_14(o: FetchTopic, out: bytearray, chunks: list[Any]) -> None:
@@ -1212,14 +1077,11 @@ def _e_FetchTopic_14(o: FetchTopic, out: bytearray, chunks: list[Any]) -> None:
 
 
 def _d_ReplicaState_14(buf: Any, pos: int) -> tuple[ReplicaState, int]:
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = ReplicaState()
-    return obj, pos
+    return ReplicaState(-1, -1), pos
 
 
 def _e_ReplicaState_14(o: ReplicaState, out: bytearray, chunks: list[Any]) -> None:
@@ -1227,8 +1089,6 @@ def _e_ReplicaState_14(o: ReplicaState, out: bytearray, chunks: list[Any]) -> No
 
 
 def _d_FetchRequest_14(buf: Any, pos: int) -> tuple[FetchRequest, int]:
-    if len(buf) - pos < _S3.size:
-        raise DecodeError('truncated')
     (f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch,) = _S3.unpack_from(buf, pos)
     pos += _S3.size
     n_topics, pos = read_array_count(buf, pos, True, False)
@@ -1242,9 +1102,7 @@ def _d_FetchRequest_14(buf: Any, pos: int) -> tuple[FetchRequest, int]:
         it_forgotten_topics_data, pos = _d_ForgottenTopic_14(buf, pos)
         f_forgotten_topics_data.append(it_forgotten_topics_data)
     f_rack_id, pos = read_compact_string(buf, pos, False)
-    f_cluster_id = _MISSING
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
+    f_cluster_id: str | None = None
     if buf[pos] == 0:
         pos += 1
     else:
@@ -1260,10 +1118,7 @@ def _d_FetchRequest_14(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                 if pos != end:
                     raise DecodeError('tagged field size mismatch')
             pos = end
-    obj = FetchRequest(replica_id=f_replica_id, max_wait_ms=f_max_wait_ms, min_bytes=f_min_bytes, max_bytes=f_max_bytes, isolation_level=f_isolation_level, session_id=f_session_id, session_epoch=f_session_epoch, topics=f_topics, forgotten_topics_data=f_forgotten_topics_data, rack_id=f_rack_id)
-    if f_cluster_id is not _MISSING:
-        obj.cluster_id = f_cluster_id
-    return obj, pos
+    return FetchRequest(f_cluster_id, f_replica_id, ReplicaState(), f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch, f_topics, f_forgotten_topics_data, f_rack_id), pos
 
 
 def _e_FetchRequest_14(o: FetchRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -1290,8 +1145,6 @@ def _e_FetchRequest_14(o: FetchRequest, out: bytearray, chunks: list[Any]) -> No
 
 
 def _d_ForgottenTopic_15(buf: Any, pos: int) -> tuple[ForgottenTopic, int]:
-    if len(buf) - pos < _S6.size:
-        raise DecodeError('truncated')
     (f_topic_id,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
     f_topic_id = _uuid(f_topic_id)
@@ -1300,14 +1153,11 @@ def _d_ForgottenTopic_15(buf: Any, pos: int) -> tuple[ForgottenTopic, int]:
         raise DecodeError('array overruns the buffer')
     f_partitions = list(unpack_from(f'>{n_partitions}i', buf, pos))
     pos += n_partitions * 4
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = ForgottenTopic(topic_id=f_topic_id, partitions=f_partitions)
-    return obj, pos
+    return ForgottenTopic("", f_topic_id, f_partitions), pos
 
 
 def _e_ForgottenTopic_15(o: ForgottenTopic, out: bytearray, chunks: list[Any]) -> None:
@@ -1319,18 +1169,13 @@ def _e_ForgottenTopic_15(o: ForgottenTopic, out: bytearray, chunks: list[Any]) -
 
 
 def _d_FetchPartition_15(buf: Any, pos: int) -> tuple[FetchPartition, int]:
-    if len(buf) - pos < _S5.size:
-        raise DecodeError('truncated')
     (f_partition, f_current_leader_epoch, f_fetch_offset, f_last_fetched_epoch, f_log_start_offset, f_partition_max_bytes,) = _S5.unpack_from(buf, pos)
     pos += _S5.size
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = FetchPartition(partition=f_partition, current_leader_epoch=f_current_leader_epoch, fetch_offset=f_fetch_offset, last_fetched_epoch=f_last_fetched_epoch, log_start_offset=f_log_start_offset, partition_max_bytes=f_partition_max_bytes)
-    return obj, pos
+    return FetchPartition(f_partition, f_current_leader_epoch, f_fetch_offset, f_last_fetched_epoch, f_log_start_offset, f_partition_max_bytes, ZERO_UUID), pos
 
 
 def _e_FetchPartition_15(o: FetchPartition, out: bytearray, chunks: list[Any]) -> None:
@@ -1339,8 +1184,6 @@ def _e_FetchPartition_15(o: FetchPartition, out: bytearray, chunks: list[Any]) -
 
 
 def _d_FetchTopic_15(buf: Any, pos: int) -> tuple[FetchTopic, int]:
-    if len(buf) - pos < _S6.size:
-        raise DecodeError('truncated')
     (f_topic_id,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
     f_topic_id = _uuid(f_topic_id)
@@ -1349,14 +1192,11 @@ def _d_FetchTopic_15(buf: Any, pos: int) -> tuple[FetchTopic, int]:
     for _ in range(n_partitions):
         it_partitions, pos = _d_FetchPartition_15(buf, pos)
         f_partitions.append(it_partitions)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = FetchTopic(topic_id=f_topic_id, partitions=f_partitions)
-    return obj, pos
+    return FetchTopic("", f_topic_id, f_partitions), pos
 
 
 def _e_FetchTopic_15(o: FetchTopic, out: bytearray, chunks: list[Any]) -> None:
@@ -1369,18 +1209,13 @@ def _e_FetchTopic_15(o: FetchTopic, out: bytearray, chunks: list[Any]) -> None:
 
 
 def _d_ReplicaState_15(buf: Any, pos: int) -> tuple[ReplicaState, int]:
-    if len(buf) - pos < _S7.size:
-        raise DecodeError('truncated')
     (f_replica_id, f_replica_epoch,) = _S7.unpack_from(buf, pos)
     pos += _S7.size
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = ReplicaState(replica_id=f_replica_id, replica_epoch=f_replica_epoch)
-    return obj, pos
+    return ReplicaState(f_replica_id, f_replica_epoch), pos
 
 
 def _e_ReplicaState_15(o: ReplicaState, out: bytearray, chunks: list[Any]) -> None:
@@ -1389,8 +1224,6 @@ def _e_ReplicaState_15(o: ReplicaState, out: bytearray, chunks: list[Any]) -> No
 
 
 def _d_FetchRequest_15(buf: Any, pos: int) -> tuple[FetchRequest, int]:
-    if len(buf) - pos < _S8.size:
-        raise DecodeError('truncated')
     (f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch,) = _S8.unpack_from(buf, pos)
     pos += _S8.size
     n_topics, pos = read_array_count(buf, pos, True, False)
@@ -1404,10 +1237,8 @@ def _d_FetchRequest_15(buf: Any, pos: int) -> tuple[FetchRequest, int]:
         it_forgotten_topics_data, pos = _d_ForgottenTopic_15(buf, pos)
         f_forgotten_topics_data.append(it_forgotten_topics_data)
     f_rack_id, pos = read_compact_string(buf, pos, False)
-    f_cluster_id = _MISSING
-    f_replica_state = _MISSING
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
+    f_cluster_id: str | None = None
+    f_replica_state: ReplicaState = ReplicaState()
     if buf[pos] == 0:
         pos += 1
     else:
@@ -1427,12 +1258,7 @@ def _d_FetchRequest_15(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                 if pos != end:
                     raise DecodeError('tagged field size mismatch')
             pos = end
-    obj = FetchRequest(max_wait_ms=f_max_wait_ms, min_bytes=f_min_bytes, max_bytes=f_max_bytes, isolation_level=f_isolation_level, session_id=f_session_id, session_epoch=f_session_epoch, topics=f_topics, forgotten_topics_data=f_forgotten_topics_data, rack_id=f_rack_id)
-    if f_cluster_id is not _MISSING:
-        obj.cluster_id = f_cluster_id
-    if f_replica_state is not _MISSING:
-        obj.replica_state = f_replica_state
-    return obj, pos
+    return FetchRequest(f_cluster_id, -1, f_replica_state, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch, f_topics, f_forgotten_topics_data, f_rack_id), pos
 
 
 def _e_FetchRequest_15(o: FetchRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -1463,8 +1289,6 @@ def _e_FetchRequest_15(o: FetchRequest, out: bytearray, chunks: list[Any]) -> No
 
 
 def _d_ForgottenTopic_16(buf: Any, pos: int) -> tuple[ForgottenTopic, int]:
-    if len(buf) - pos < _S6.size:
-        raise DecodeError('truncated')
     (f_topic_id,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
     f_topic_id = _uuid(f_topic_id)
@@ -1473,14 +1297,11 @@ def _d_ForgottenTopic_16(buf: Any, pos: int) -> tuple[ForgottenTopic, int]:
         raise DecodeError('array overruns the buffer')
     f_partitions = list(unpack_from(f'>{n_partitions}i', buf, pos))
     pos += n_partitions * 4
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = ForgottenTopic(topic_id=f_topic_id, partitions=f_partitions)
-    return obj, pos
+    return ForgottenTopic("", f_topic_id, f_partitions), pos
 
 
 def _e_ForgottenTopic_16(o: ForgottenTopic, out: bytearray, chunks: list[Any]) -> None:
@@ -1492,18 +1313,13 @@ def _e_ForgottenTopic_16(o: ForgottenTopic, out: bytearray, chunks: list[Any]) -
 
 
 def _d_FetchPartition_16(buf: Any, pos: int) -> tuple[FetchPartition, int]:
-    if len(buf) - pos < _S5.size:
-        raise DecodeError('truncated')
     (f_partition, f_current_leader_epoch, f_fetch_offset, f_last_fetched_epoch, f_log_start_offset, f_partition_max_bytes,) = _S5.unpack_from(buf, pos)
     pos += _S5.size
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = FetchPartition(partition=f_partition, current_leader_epoch=f_current_leader_epoch, fetch_offset=f_fetch_offset, last_fetched_epoch=f_last_fetched_epoch, log_start_offset=f_log_start_offset, partition_max_bytes=f_partition_max_bytes)
-    return obj, pos
+    return FetchPartition(f_partition, f_current_leader_epoch, f_fetch_offset, f_last_fetched_epoch, f_log_start_offset, f_partition_max_bytes, ZERO_UUID), pos
 
 
 def _e_FetchPartition_16(o: FetchPartition, out: bytearray, chunks: list[Any]) -> None:
@@ -1512,8 +1328,6 @@ def _e_FetchPartition_16(o: FetchPartition, out: bytearray, chunks: list[Any]) -
 
 
 def _d_FetchTopic_16(buf: Any, pos: int) -> tuple[FetchTopic, int]:
-    if len(buf) - pos < _S6.size:
-        raise DecodeError('truncated')
     (f_topic_id,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
     f_topic_id = _uuid(f_topic_id)
@@ -1522,14 +1336,11 @@ def _d_FetchTopic_16(buf: Any, pos: int) -> tuple[FetchTopic, int]:
     for _ in range(n_partitions):
         it_partitions, pos = _d_FetchPartition_16(buf, pos)
         f_partitions.append(it_partitions)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = FetchTopic(topic_id=f_topic_id, partitions=f_partitions)
-    return obj, pos
+    return FetchTopic("", f_topic_id, f_partitions), pos
 
 
 def _e_FetchTopic_16(o: FetchTopic, out: bytearray, chunks: list[Any]) -> None:
@@ -1542,18 +1353,13 @@ def _e_FetchTopic_16(o: FetchTopic, out: bytearray, chunks: list[Any]) -> None:
 
 
 def _d_ReplicaState_16(buf: Any, pos: int) -> tuple[ReplicaState, int]:
-    if len(buf) - pos < _S7.size:
-        raise DecodeError('truncated')
     (f_replica_id, f_replica_epoch,) = _S7.unpack_from(buf, pos)
     pos += _S7.size
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = ReplicaState(replica_id=f_replica_id, replica_epoch=f_replica_epoch)
-    return obj, pos
+    return ReplicaState(f_replica_id, f_replica_epoch), pos
 
 
 def _e_ReplicaState_16(o: ReplicaState, out: bytearray, chunks: list[Any]) -> None:
@@ -1562,8 +1368,6 @@ def _e_ReplicaState_16(o: ReplicaState, out: bytearray, chunks: list[Any]) -> No
 
 
 def _d_FetchRequest_16(buf: Any, pos: int) -> tuple[FetchRequest, int]:
-    if len(buf) - pos < _S8.size:
-        raise DecodeError('truncated')
     (f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch,) = _S8.unpack_from(buf, pos)
     pos += _S8.size
     n_topics, pos = read_array_count(buf, pos, True, False)
@@ -1577,10 +1381,8 @@ def _d_FetchRequest_16(buf: Any, pos: int) -> tuple[FetchRequest, int]:
         it_forgotten_topics_data, pos = _d_ForgottenTopic_16(buf, pos)
         f_forgotten_topics_data.append(it_forgotten_topics_data)
     f_rack_id, pos = read_compact_string(buf, pos, False)
-    f_cluster_id = _MISSING
-    f_replica_state = _MISSING
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
+    f_cluster_id: str | None = None
+    f_replica_state: ReplicaState = ReplicaState()
     if buf[pos] == 0:
         pos += 1
     else:
@@ -1600,12 +1402,7 @@ def _d_FetchRequest_16(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                 if pos != end:
                     raise DecodeError('tagged field size mismatch')
             pos = end
-    obj = FetchRequest(max_wait_ms=f_max_wait_ms, min_bytes=f_min_bytes, max_bytes=f_max_bytes, isolation_level=f_isolation_level, session_id=f_session_id, session_epoch=f_session_epoch, topics=f_topics, forgotten_topics_data=f_forgotten_topics_data, rack_id=f_rack_id)
-    if f_cluster_id is not _MISSING:
-        obj.cluster_id = f_cluster_id
-    if f_replica_state is not _MISSING:
-        obj.replica_state = f_replica_state
-    return obj, pos
+    return FetchRequest(f_cluster_id, -1, f_replica_state, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch, f_topics, f_forgotten_topics_data, f_rack_id), pos
 
 
 def _e_FetchRequest_16(o: FetchRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -1636,8 +1433,6 @@ def _e_FetchRequest_16(o: FetchRequest, out: bytearray, chunks: list[Any]) -> No
 
 
 def _d_ForgottenTopic_17(buf: Any, pos: int) -> tuple[ForgottenTopic, int]:
-    if len(buf) - pos < _S6.size:
-        raise DecodeError('truncated')
     (f_topic_id,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
     f_topic_id = _uuid(f_topic_id)
@@ -1646,14 +1441,11 @@ def _d_ForgottenTopic_17(buf: Any, pos: int) -> tuple[ForgottenTopic, int]:
         raise DecodeError('array overruns the buffer')
     f_partitions = list(unpack_from(f'>{n_partitions}i', buf, pos))
     pos += n_partitions * 4
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = ForgottenTopic(topic_id=f_topic_id, partitions=f_partitions)
-    return obj, pos
+    return ForgottenTopic("", f_topic_id, f_partitions), pos
 
 
 def _e_ForgottenTopic_17(o: ForgottenTopic, out: bytearray, chunks: list[Any]) -> None:
@@ -1665,13 +1457,9 @@ def _e_ForgottenTopic_17(o: ForgottenTopic, out: bytearray, chunks: list[Any]) -
 
 
 def _d_FetchPartition_17(buf: Any, pos: int) -> tuple[FetchPartition, int]:
-    if len(buf) - pos < _S5.size:
-        raise DecodeError('truncated')
     (f_partition, f_current_leader_epoch, f_fetch_offset, f_last_fetched_epoch, f_log_start_offset, f_partition_max_bytes,) = _S5.unpack_from(buf, pos)
     pos += _S5.size
-    f_replica_directory_id = _MISSING
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
+    f_replica_directory_id: uuid.UUID = ZERO_UUID
     if buf[pos] == 0:
         pos += 1
     else:
@@ -1687,10 +1475,7 @@ def _d_FetchPartition_17(buf: Any, pos: int) -> tuple[FetchPartition, int]:
                 if pos != end:
                     raise DecodeError('tagged field size mismatch')
             pos = end
-    obj = FetchPartition(partition=f_partition, current_leader_epoch=f_current_leader_epoch, fetch_offset=f_fetch_offset, last_fetched_epoch=f_last_fetched_epoch, log_start_offset=f_log_start_offset, partition_max_bytes=f_partition_max_bytes)
-    if f_replica_directory_id is not _MISSING:
-        obj.replica_directory_id = f_replica_directory_id
-    return obj, pos
+    return FetchPartition(f_partition, f_current_leader_epoch, f_fetch_offset, f_last_fetched_epoch, f_log_start_offset, f_partition_max_bytes, f_replica_directory_id), pos
 
 
 def _e_FetchPartition_17(o: FetchPartition, out: bytearray, chunks: list[Any]) -> None:
@@ -1708,8 +1493,6 @@ def _e_FetchPartition_17(o: FetchPartition, out: bytearray, chunks: list[Any]) -
 
 
 def _d_FetchTopic_17(buf: Any, pos: int) -> tuple[FetchTopic, int]:
-    if len(buf) - pos < _S6.size:
-        raise DecodeError('truncated')
     (f_topic_id,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
     f_topic_id = _uuid(f_topic_id)
@@ -1718,14 +1501,11 @@ def _d_FetchTopic_17(buf: Any, pos: int) -> tuple[FetchTopic, int]:
     for _ in range(n_partitions):
         it_partitions, pos = _d_FetchPartition_17(buf, pos)
         f_partitions.append(it_partitions)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = FetchTopic(topic_id=f_topic_id, partitions=f_partitions)
-    return obj, pos
+    return FetchTopic("", f_topic_id, f_partitions), pos
 
 
 def _e_FetchTopic_17(o: FetchTopic, out: bytearray, chunks: list[Any]) -> None:
@@ -1738,18 +1518,13 @@ def _e_FetchTopic_17(o: FetchTopic, out: bytearray, chunks: list[Any]) -> None:
 
 
 def _d_ReplicaState_17(buf: Any, pos: int) -> tuple[ReplicaState, int]:
-    if len(buf) - pos < _S7.size:
-        raise DecodeError('truncated')
     (f_replica_id, f_replica_epoch,) = _S7.unpack_from(buf, pos)
     pos += _S7.size
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = ReplicaState(replica_id=f_replica_id, replica_epoch=f_replica_epoch)
-    return obj, pos
+    return ReplicaState(f_replica_id, f_replica_epoch), pos
 
 
 def _e_ReplicaState_17(o: ReplicaState, out: bytearray, chunks: list[Any]) -> None:
@@ -1758,8 +1533,6 @@ def _e_ReplicaState_17(o: ReplicaState, out: bytearray, chunks: list[Any]) -> No
 
 
 def _d_FetchRequest_17(buf: Any, pos: int) -> tuple[FetchRequest, int]:
-    if len(buf) - pos < _S8.size:
-        raise DecodeError('truncated')
     (f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch,) = _S8.unpack_from(buf, pos)
     pos += _S8.size
     n_topics, pos = read_array_count(buf, pos, True, False)
@@ -1773,10 +1546,8 @@ def _d_FetchRequest_17(buf: Any, pos: int) -> tuple[FetchRequest, int]:
         it_forgotten_topics_data, pos = _d_ForgottenTopic_17(buf, pos)
         f_forgotten_topics_data.append(it_forgotten_topics_data)
     f_rack_id, pos = read_compact_string(buf, pos, False)
-    f_cluster_id = _MISSING
-    f_replica_state = _MISSING
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
+    f_cluster_id: str | None = None
+    f_replica_state: ReplicaState = ReplicaState()
     if buf[pos] == 0:
         pos += 1
     else:
@@ -1796,12 +1567,7 @@ def _d_FetchRequest_17(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                 if pos != end:
                     raise DecodeError('tagged field size mismatch')
             pos = end
-    obj = FetchRequest(max_wait_ms=f_max_wait_ms, min_bytes=f_min_bytes, max_bytes=f_max_bytes, isolation_level=f_isolation_level, session_id=f_session_id, session_epoch=f_session_epoch, topics=f_topics, forgotten_topics_data=f_forgotten_topics_data, rack_id=f_rack_id)
-    if f_cluster_id is not _MISSING:
-        obj.cluster_id = f_cluster_id
-    if f_replica_state is not _MISSING:
-        obj.replica_state = f_replica_state
-    return obj, pos
+    return FetchRequest(f_cluster_id, -1, f_replica_state, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch, f_topics, f_forgotten_topics_data, f_rack_id), pos
 
 
 def _e_FetchRequest_17(o: FetchRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -1836,8 +1602,7 @@ FetchRequest._ENCODERS = {4: _e_FetchRequest_4, 5: _e_FetchRequest_5, 6: _e_Fetc
 
 
 def _d_NodeEndpoint_4(buf: Any, pos: int) -> tuple[NodeEndpoint, int]:
-    obj = NodeEndpoint()
-    return obj, pos
+    return NodeEndpoint(0, "", 0, None), pos
 
 
 def _e_NodeEndpoint_4(o: NodeEndpoint, out: bytearray, chunks: list[Any]) -> None:
@@ -1845,12 +1610,9 @@ def _e_NodeEndpoint_4(o: NodeEndpoint, out: bytearray, chunks: list[Any]) -> Non
 
 
 def _d_AbortedTransaction_4(buf: Any, pos: int) -> tuple[AbortedTransaction, int]:
-    if len(buf) - pos < _S9.size:
-        raise DecodeError('truncated')
     (f_producer_id, f_first_offset,) = _S9.unpack_from(buf, pos)
     pos += _S9.size
-    obj = AbortedTransaction(producer_id=f_producer_id, first_offset=f_first_offset)
-    return obj, pos
+    return AbortedTransaction(f_producer_id, f_first_offset), pos
 
 
 def _e_AbortedTransaction_4(o: AbortedTransaction, out: bytearray, chunks: list[Any]) -> None:
@@ -1858,12 +1620,9 @@ def _e_AbortedTransaction_4(o: AbortedTransaction, out: bytearray, chunks: list[
 
 
 def _d_SnapshotId_4(buf: Any, pos: int) -> tuple[SnapshotId, int]:
-    if len(buf) - pos < _S10.size:
-        raise DecodeError('truncated')
     (f_end_offset, f_epoch,) = _S10.unpack_from(buf, pos)
     pos += _S10.size
-    obj = SnapshotId(end_offset=f_end_offset, epoch=f_epoch)
-    return obj, pos
+    return SnapshotId(f_end_offset, f_epoch), pos
 
 
 def _e_SnapshotId_4(o: SnapshotId, out: bytearray, chunks: list[Any]) -> None:
@@ -1871,8 +1630,7 @@ def _e_SnapshotId_4(o: SnapshotId, out: bytearray, chunks: list[Any]) -> None:
 
 
 def _d_LeaderIdAndEpoch_4(buf: Any, pos: int) -> tuple[LeaderIdAndEpoch, int]:
-    obj = LeaderIdAndEpoch()
-    return obj, pos
+    return LeaderIdAndEpoch(-1, -1), pos
 
 
 def _e_LeaderIdAndEpoch_4(o: LeaderIdAndEpoch, out: bytearray, chunks: list[Any]) -> None:
@@ -1880,8 +1638,7 @@ def _e_LeaderIdAndEpoch_4(o: LeaderIdAndEpoch, out: bytearray, chunks: list[Any]
 
 
 def _d_EpochEndOffset_4(buf: Any, pos: int) -> tuple[EpochEndOffset, int]:
-    obj = EpochEndOffset()
-    return obj, pos
+    return EpochEndOffset(-1, -1), pos
 
 
 def _e_EpochEndOffset_4(o: EpochEndOffset, out: bytearray, chunks: list[Any]) -> None:
@@ -1889,8 +1646,6 @@ def _e_EpochEndOffset_4(o: EpochEndOffset, out: bytearray, chunks: list[Any]) ->
 
 
 def _d_PartitionData_4(buf: Any, pos: int) -> tuple[PartitionData, int]:
-    if len(buf) - pos < _S11.size:
-        raise DecodeError('truncated')
     (f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset,) = _S11.unpack_from(buf, pos)
     pos += _S11.size
     n_aborted_transactions, pos = read_array_count(buf, pos, False, True)
@@ -1902,8 +1657,7 @@ def _d_PartitionData_4(buf: Any, pos: int) -> tuple[PartitionData, int]:
             it_aborted_transactions, pos = _d_AbortedTransaction_4(buf, pos)
             f_aborted_transactions.append(it_aborted_transactions)
     f_records, pos = read_records(buf, pos, True)
-    obj = PartitionData(partition_index=f_partition_index, error_code=f_error_code, high_watermark=f_high_watermark, last_stable_offset=f_last_stable_offset, aborted_transactions=f_aborted_transactions, records=f_records)
-    return obj, pos
+    return PartitionData(f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, -1, EpochEndOffset(), LeaderIdAndEpoch(), SnapshotId(), f_aborted_transactions, -1, f_records), pos
 
 
 def _e_PartitionData_4(o: PartitionData, out: bytearray, chunks: list[Any]) -> None:
@@ -1922,8 +1676,7 @@ def _d_FetchableTopicResponse_4(buf: Any, pos: int) -> tuple[FetchableTopicRespo
     for _ in range(n_partitions):
         it_partitions, pos = _d_PartitionData_4(buf, pos)
         f_partitions.append(it_partitions)
-    obj = FetchableTopicResponse(topic=f_topic, partitions=f_partitions)
-    return obj, pos
+    return FetchableTopicResponse(f_topic, ZERO_UUID, f_partitions), pos
 
 
 def _e_FetchableTopicResponse_4(o: FetchableTopicResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -1935,8 +1688,6 @@ def _e_FetchableTopicResponse_4(o: FetchableTopicResponse, out: bytearray, chunk
 
 
 def _d_FetchResponse_4(buf: Any, pos: int) -> tuple[FetchResponse, int]:
-    if len(buf) - pos < _S12.size:
-        raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S12.unpack_from(buf, pos)
     pos += _S12.size
     n_responses, pos = read_array_count(buf, pos, False, False)
@@ -1944,8 +1695,7 @@ def _d_FetchResponse_4(buf: Any, pos: int) -> tuple[FetchResponse, int]:
     for _ in range(n_responses):
         it_responses, pos = _d_FetchableTopicResponse_4(buf, pos)
         f_responses.append(it_responses)
-    obj = FetchResponse(throttle_time_ms=f_throttle_time_ms, responses=f_responses)
-    return obj, pos
+    return FetchResponse(f_throttle_time_ms, 0, 0, f_responses, []), pos
 
 
 def _e_FetchResponse_4(o: FetchResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -1957,8 +1707,7 @@ def _e_FetchResponse_4(o: FetchResponse, out: bytearray, chunks: list[Any]) -> N
 
 
 def _d_NodeEndpoint_5(buf: Any, pos: int) -> tuple[NodeEndpoint, int]:
-    obj = NodeEndpoint()
-    return obj, pos
+    return NodeEndpoint(0, "", 0, None), pos
 
 
 def _e_NodeEndpoint_5(o: NodeEndpoint, out: bytearray, chunks: list[Any]) -> None:
@@ -1966,12 +1715,9 @@ def _e_NodeEndpoint_5(o: NodeEndpoint, out: bytearray, chunks: list[Any]) -> Non
 
 
 def _d_AbortedTransaction_5(buf: Any, pos: int) -> tuple[AbortedTransaction, int]:
-    if len(buf) - pos < _S9.size:
-        raise DecodeError('truncated')
     (f_producer_id, f_first_offset,) = _S9.unpack_from(buf, pos)
     pos += _S9.size
-    obj = AbortedTransaction(producer_id=f_producer_id, first_offset=f_first_offset)
-    return obj, pos
+    return AbortedTransaction(f_producer_id, f_first_offset), pos
 
 
 def _e_AbortedTransaction_5(o: AbortedTransaction, out: bytearray, chunks: list[Any]) -> None:
@@ -1979,12 +1725,9 @@ def _e_AbortedTransaction_5(o: AbortedTransaction, out: bytearray, chunks: list[
 
 
 def _d_SnapshotId_5(buf: Any, pos: int) -> tuple[SnapshotId, int]:
-    if len(buf) - pos < _S10.size:
-        raise DecodeError('truncated')
     (f_end_offset, f_epoch,) = _S10.unpack_from(buf, pos)
     pos += _S10.size
-    obj = SnapshotId(end_offset=f_end_offset, epoch=f_epoch)
-    return obj, pos
+    return SnapshotId(f_end_offset, f_epoch), pos
 
 
 def _e_SnapshotId_5(o: SnapshotId, out: bytearray, chunks: list[Any]) -> None:
@@ -1992,8 +1735,7 @@ def _e_SnapshotId_5(o: SnapshotId, out: bytearray, chunks: list[Any]) -> None:
 
 
 def _d_LeaderIdAndEpoch_5(buf: Any, pos: int) -> tuple[LeaderIdAndEpoch, int]:
-    obj = LeaderIdAndEpoch()
-    return obj, pos
+    return LeaderIdAndEpoch(-1, -1), pos
 
 
 def _e_LeaderIdAndEpoch_5(o: LeaderIdAndEpoch, out: bytearray, chunks: list[Any]) -> None:
@@ -2001,8 +1743,7 @@ def _e_LeaderIdAndEpoch_5(o: LeaderIdAndEpoch, out: bytearray, chunks: list[Any]
 
 
 def _d_EpochEndOffset_5(buf: Any, pos: int) -> tuple[EpochEndOffset, int]:
-    obj = EpochEndOffset()
-    return obj, pos
+    return EpochEndOffset(-1, -1), pos
 
 
 def _e_EpochEndOffset_5(o: EpochEndOffset, out: bytearray, chunks: list[Any]) -> None:
@@ -2010,8 +1751,6 @@ def _e_EpochEndOffset_5(o: EpochEndOffset, out: bytearray, chunks: list[Any]) ->
 
 
 def _d_PartitionData_5(buf: Any, pos: int) -> tuple[PartitionData, int]:
-    if len(buf) - pos < _S13.size:
-        raise DecodeError('truncated')
     (f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset,) = _S13.unpack_from(buf, pos)
     pos += _S13.size
     n_aborted_transactions, pos = read_array_count(buf, pos, False, True)
@@ -2023,8 +1762,7 @@ def _d_PartitionData_5(buf: Any, pos: int) -> tuple[PartitionData, int]:
             it_aborted_transactions, pos = _d_AbortedTransaction_5(buf, pos)
             f_aborted_transactions.append(it_aborted_transactions)
     f_records, pos = read_records(buf, pos, True)
-    obj = PartitionData(partition_index=f_partition_index, error_code=f_error_code, high_watermark=f_high_watermark, last_stable_offset=f_last_stable_offset, log_start_offset=f_log_start_offset, aborted_transactions=f_aborted_transactions, records=f_records)
-    return obj, pos
+    return PartitionData(f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset, EpochEndOffset(), LeaderIdAndEpoch(), SnapshotId(), f_aborted_transactions, -1, f_records), pos
 
 
 def _e_PartitionData_5(o: PartitionData, out: bytearray, chunks: list[Any]) -> None:
@@ -2043,8 +1781,7 @@ def _d_FetchableTopicResponse_5(buf: Any, pos: int) -> tuple[FetchableTopicRespo
     for _ in range(n_partitions):
         it_partitions, pos = _d_PartitionData_5(buf, pos)
         f_partitions.append(it_partitions)
-    obj = FetchableTopicResponse(topic=f_topic, partitions=f_partitions)
-    return obj, pos
+    return FetchableTopicResponse(f_topic, ZERO_UUID, f_partitions), pos
 
 
 def _e_FetchableTopicResponse_5(o: FetchableTopicResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -2056,8 +1793,6 @@ def _e_FetchableTopicResponse_5(o: FetchableTopicResponse, out: bytearray, chunk
 
 
 def _d_FetchResponse_5(buf: Any, pos: int) -> tuple[FetchResponse, int]:
-    if len(buf) - pos < _S12.size:
-        raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S12.unpack_from(buf, pos)
     pos += _S12.size
     n_responses, pos = read_array_count(buf, pos, False, False)
@@ -2065,8 +1800,7 @@ def _d_FetchResponse_5(buf: Any, pos: int) -> tuple[FetchResponse, int]:
     for _ in range(n_responses):
         it_responses, pos = _d_FetchableTopicResponse_5(buf, pos)
         f_responses.append(it_responses)
-    obj = FetchResponse(throttle_time_ms=f_throttle_time_ms, responses=f_responses)
-    return obj, pos
+    return FetchResponse(f_throttle_time_ms, 0, 0, f_responses, []), pos
 
 
 def _e_FetchResponse_5(o: FetchResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -2078,8 +1812,7 @@ def _e_FetchResponse_5(o: FetchResponse, out: bytearray, chunks: list[Any]) -> N
 
 
 def _d_NodeEndpoint_6(buf: Any, pos: int) -> tuple[NodeEndpoint, int]:
-    obj = NodeEndpoint()
-    return obj, pos
+    return NodeEndpoint(0, "", 0, None), pos
 
 
 def _e_NodeEndpoint_6(o: NodeEndpoint, out: bytearray, chunks: list[Any]) -> None:
@@ -2087,12 +1820,9 @@ def _e_NodeEndpoint_6(o: NodeEndpoint, out: bytearray, chunks: list[Any]) -> Non
 
 
 def _d_AbortedTransaction_6(buf: Any, pos: int) -> tuple[AbortedTransaction, int]:
-    if len(buf) - pos < _S9.size:
-        raise DecodeError('truncated')
     (f_producer_id, f_first_offset,) = _S9.unpack_from(buf, pos)
     pos += _S9.size
-    obj = AbortedTransaction(producer_id=f_producer_id, first_offset=f_first_offset)
-    return obj, pos
+    return AbortedTransaction(f_producer_id, f_first_offset), pos
 
 
 def _e_AbortedTransaction_6(o: AbortedTransaction, out: bytearray, chunks: list[Any]) -> None:
@@ -2100,12 +1830,9 @@ def _e_AbortedTransaction_6(o: AbortedTransaction, out: bytearray, chunks: list[
 
 
 def _d_SnapshotId_6(buf: Any, pos: int) -> tuple[SnapshotId, int]:
-    if len(buf) - pos < _S10.size:
-        raise DecodeError('truncated')
     (f_end_offset, f_epoch,) = _S10.unpack_from(buf, pos)
     pos += _S10.size
-    obj = SnapshotId(end_offset=f_end_offset, epoch=f_epoch)
-    return obj, pos
+    return SnapshotId(f_end_offset, f_epoch), pos
 
 
 def _e_SnapshotId_6(o: SnapshotId, out: bytearray, chunks: list[Any]) -> None:
@@ -2113,8 +1840,7 @@ def _e_SnapshotId_6(o: SnapshotId, out: bytearray, chunks: list[Any]) -> None:
 
 
 def _d_LeaderIdAndEpoch_6(buf: Any, pos: int) -> tuple[LeaderIdAndEpoch, int]:
-    obj = LeaderIdAndEpoch()
-    return obj, pos
+    return LeaderIdAndEpoch(-1, -1), pos
 
 
 def _e_LeaderIdAndEpoch_6(o: LeaderIdAndEpoch, out: bytearray, chunks: list[Any]) -> None:
@@ -2122,8 +1848,7 @@ def _e_LeaderIdAndEpoch_6(o: LeaderIdAndEpoch, out: bytearray, chunks: list[Any]
 
 
 def _d_EpochEndOffset_6(buf: Any, pos: int) -> tuple[EpochEndOffset, int]:
-    obj = EpochEndOffset()
-    return obj, pos
+    return EpochEndOffset(-1, -1), pos
 
 
 def _e_EpochEndOffset_6(o: EpochEndOffset, out: bytearray, chunks: list[Any]) -> None:
@@ -2131,8 +1856,6 @@ def _e_EpochEndOffset_6(o: EpochEndOffset, out: bytearray, chunks: list[Any]) ->
 
 
 def _d_PartitionData_6(buf: Any, pos: int) -> tuple[PartitionData, int]:
-    if len(buf) - pos < _S13.size:
-        raise DecodeError('truncated')
     (f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset,) = _S13.unpack_from(buf, pos)
     pos += _S13.size
     n_aborted_transactions, pos = read_array_count(buf, pos, False, True)
@@ -2144,8 +1867,7 @@ def _d_PartitionData_6(buf: Any, pos: int) -> tuple[PartitionData, int]:
             it_aborted_transactions, pos = _d_AbortedTransaction_6(buf, pos)
             f_aborted_transactions.append(it_aborted_transactions)
     f_records, pos = read_records(buf, pos, True)
-    obj = PartitionData(partition_index=f_partition_index, error_code=f_error_code, high_watermark=f_high_watermark, last_stable_offset=f_last_stable_offset, log_start_offset=f_log_start_offset, aborted_transactions=f_aborted_transactions, records=f_records)
-    return obj, pos
+    return PartitionData(f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset, EpochEndOffset(), LeaderIdAndEpoch(), SnapshotId(), f_aborted_transactions, -1, f_records), pos
 
 
 def _e_PartitionData_6(o: PartitionData, out: bytearray, chunks: list[Any]) -> None:
@@ -2164,8 +1886,7 @@ def _d_FetchableTopicResponse_6(buf: Any, pos: int) -> tuple[FetchableTopicRespo
     for _ in range(n_partitions):
         it_partitions, pos = _d_PartitionData_6(buf, pos)
         f_partitions.append(it_partitions)
-    obj = FetchableTopicResponse(topic=f_topic, partitions=f_partitions)
-    return obj, pos
+    return FetchableTopicResponse(f_topic, ZERO_UUID, f_partitions), pos
 
 
 def _e_FetchableTopicResponse_6(o: FetchableTopicResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -2177,8 +1898,6 @@ def _e_FetchableTopicResponse_6(o: FetchableTopicResponse, out: bytearray, chunk
 
 
 def _d_FetchResponse_6(buf: Any, pos: int) -> tuple[FetchResponse, int]:
-    if len(buf) - pos < _S12.size:
-        raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S12.unpack_from(buf, pos)
     pos += _S12.size
     n_responses, pos = read_array_count(buf, pos, False, False)
@@ -2186,8 +1905,7 @@ def _d_FetchResponse_6(buf: Any, pos: int) -> tuple[FetchResponse, int]:
     for _ in range(n_responses):
         it_responses, pos = _d_FetchableTopicResponse_6(buf, pos)
         f_responses.append(it_responses)
-    obj = FetchResponse(throttle_time_ms=f_throttle_time_ms, responses=f_responses)
-    return obj, pos
+    return FetchResponse(f_throttle_time_ms, 0, 0, f_responses, []), pos
 
 
 def _e_FetchResponse_6(o: FetchResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -2199,8 +1917,7 @@ def _e_FetchResponse_6(o: FetchResponse, out: bytearray, chunks: list[Any]) -> N
 
 
 def _d_NodeEndpoint_7(buf: Any, pos: int) -> tuple[NodeEndpoint, int]:
-    obj = NodeEndpoint()
-    return obj, pos
+    return NodeEndpoint(0, "", 0, None), pos
 
 
 def _e_NodeEndpoint_7(o: NodeEndpoint, out: bytearray, chunks: list[Any]) -> None:
@@ -2208,12 +1925,9 @@ def _e_NodeEndpoint_7(o: NodeEndpoint, out: bytearray, chunks: list[Any]) -> Non
 
 
 def _d_AbortedTransaction_7(buf: Any, pos: int) -> tuple[AbortedTransaction, int]:
-    if len(buf) - pos < _S9.size:
-        raise DecodeError('truncated')
     (f_producer_id, f_first_offset,) = _S9.unpack_from(buf, pos)
     pos += _S9.size
-    obj = AbortedTransaction(producer_id=f_producer_id, first_offset=f_first_offset)
-    return obj, pos
+    return AbortedTransaction(f_producer_id, f_first_offset), pos
 
 
 def _e_AbortedTransaction_7(o: AbortedTransaction, out: bytearray, chunks: list[Any]) -> None:
@@ -2221,12 +1935,9 @@ def _e_AbortedTransaction_7(o: AbortedTransaction, out: bytearray, chunks: list[
 
 
 def _d_SnapshotId_7(buf: Any, pos: int) -> tuple[SnapshotId, int]:
-    if len(buf) - pos < _S10.size:
-        raise DecodeError('truncated')
     (f_end_offset, f_epoch,) = _S10.unpack_from(buf, pos)
     pos += _S10.size
-    obj = SnapshotId(end_offset=f_end_offset, epoch=f_epoch)
-    return obj, pos
+    return SnapshotId(f_end_offset, f_epoch), pos
 
 
 def _e_SnapshotId_7(o: SnapshotId, out: bytearray, chunks: list[Any]) -> None:
@@ -2234,8 +1945,7 @@ def _e_SnapshotId_7(o: SnapshotId, out: bytearray, chunks: list[Any]) -> None:
 
 
 def _d_LeaderIdAndEpoch_7(buf: Any, pos: int) -> tuple[LeaderIdAndEpoch, int]:
-    obj = LeaderIdAndEpoch()
-    return obj, pos
+    return LeaderIdAndEpoch(-1, -1), pos
 
 
 def _e_LeaderIdAndEpoch_7(o: LeaderIdAndEpoch, out: bytearray, chunks: list[Any]) -> None:
@@ -2243,8 +1953,7 @@ def _e_LeaderIdAndEpoch_7(o: LeaderIdAndEpoch, out: bytearray, chunks: list[Any]
 
 
 def _d_EpochEndOffset_7(buf: Any, pos: int) -> tuple[EpochEndOffset, int]:
-    obj = EpochEndOffset()
-    return obj, pos
+    return EpochEndOffset(-1, -1), pos
 
 
 def _e_EpochEndOffset_7(o: EpochEndOffset, out: bytearray, chunks: list[Any]) -> None:
@@ -2252,8 +1961,6 @@ def _e_EpochEndOffset_7(o: EpochEndOffset, out: bytearray, chunks: list[Any]) ->
 
 
 def _d_PartitionData_7(buf: Any, pos: int) -> tuple[PartitionData, int]:
-    if len(buf) - pos < _S13.size:
-        raise DecodeError('truncated')
     (f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset,) = _S13.unpack_from(buf, pos)
     pos += _S13.size
     n_aborted_transactions, pos = read_array_count(buf, pos, False, True)
@@ -2265,8 +1972,7 @@ def _d_PartitionData_7(buf: Any, pos: int) -> tuple[PartitionData, int]:
             it_aborted_transactions, pos = _d_AbortedTransaction_7(buf, pos)
             f_aborted_transactions.append(it_aborted_transactions)
     f_records, pos = read_records(buf, pos, True)
-    obj = PartitionData(partition_index=f_partition_index, error_code=f_error_code, high_watermark=f_high_watermark, last_stable_offset=f_last_stable_offset, log_start_offset=f_log_start_offset, aborted_transactions=f_aborted_transactions, records=f_records)
-    return obj, pos
+    return PartitionData(f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset, EpochEndOffset(), LeaderIdAndEpoch(), SnapshotId(), f_aborted_transactions, -1, f_records), pos
 
 
 def _e_PartitionData_7(o: PartitionData, out: bytearray, chunks: list[Any]) -> None:
@@ -2285,8 +1991,7 @@ def _d_FetchableTopicResponse_7(buf: Any, pos: int) -> tuple[FetchableTopicRespo
     for _ in range(n_partitions):
         it_partitions, pos = _d_PartitionData_7(buf, pos)
         f_partitions.append(it_partitions)
-    obj = FetchableTopicResponse(topic=f_topic, partitions=f_partitions)
-    return obj, pos
+    return FetchableTopicResponse(f_topic, ZERO_UUID, f_partitions), pos
 
 
 def _e_FetchableTopicResponse_7(o: FetchableTopicResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -2298,8 +2003,6 @@ def _e_FetchableTopicResponse_7(o: FetchableTopicResponse, out: bytearray, chunk
 
 
 def _d_FetchResponse_7(buf: Any, pos: int) -> tuple[FetchResponse, int]:
-    if len(buf) - pos < _S14.size:
-        raise DecodeError('truncated')
     (f_throttle_time_ms, f_error_code, f_session_id,) = _S14.unpack_from(buf, pos)
     pos += _S14.size
     n_responses, pos = read_array_count(buf, pos, False, False)
@@ -2307,8 +2010,7 @@ def _d_FetchResponse_7(buf: Any, pos: int) -> tuple[FetchResponse, int]:
     for _ in range(n_responses):
         it_responses, pos = _d_FetchableTopicResponse_7(buf, pos)
         f_responses.append(it_responses)
-    obj = FetchResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, session_id=f_session_id, responses=f_responses)
-    return obj, pos
+    return FetchResponse(f_throttle_time_ms, f_error_code, f_session_id, f_responses, []), pos
 
 
 def _e_FetchResponse_7(o: FetchResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -2320,8 +2022,7 @@ def _e_FetchResponse_7(o: FetchResponse, out: bytearray, chunks: list[Any]) -> N
 
 
 def _d_NodeEndpoint_8(buf: Any, pos: int) -> tuple[NodeEndpoint, int]:
-    obj = NodeEndpoint()
-    return obj, pos
+    return NodeEndpoint(0, "", 0, None), pos
 
 
 def _e_NodeEndpoint_8(o: NodeEndpoint, out: bytearray, chunks: list[Any]) -> None:
@@ -2329,12 +2030,9 @@ def _e_NodeEndpoint_8(o: NodeEndpoint, out: bytearray, chunks: list[Any]) -> Non
 
 
 def _d_AbortedTransaction_8(buf: Any, pos: int) -> tuple[AbortedTransaction, int]:
-    if len(buf) - pos < _S9.size:
-        raise DecodeError('truncated')
     (f_producer_id, f_first_offset,) = _S9.unpack_from(buf, pos)
     pos += _S9.size
-    obj = AbortedTransaction(producer_id=f_producer_id, first_offset=f_first_offset)
-    return obj, pos
+    return AbortedTransaction(f_producer_id, f_first_offset), pos
 
 
 def _e_AbortedTransaction_8(o: AbortedTransaction, out: bytearray, chunks: list[Any]) -> None:
@@ -2342,12 +2040,9 @@ def _e_AbortedTransaction_8(o: AbortedTransaction, out: bytearray, chunks: list[
 
 
 def _d_SnapshotId_8(buf: Any, pos: int) -> tuple[SnapshotId, int]:
-    if len(buf) - pos < _S10.size:
-        raise DecodeError('truncated')
     (f_end_offset, f_epoch,) = _S10.unpack_from(buf, pos)
     pos += _S10.size
-    obj = SnapshotId(end_offset=f_end_offset, epoch=f_epoch)
-    return obj, pos
+    return SnapshotId(f_end_offset, f_epoch), pos
 
 
 def _e_SnapshotId_8(o: SnapshotId, out: bytearray, chunks: list[Any]) -> None:
@@ -2355,8 +2050,7 @@ def _e_SnapshotId_8(o: SnapshotId, out: bytearray, chunks: list[Any]) -> None:
 
 
 def _d_LeaderIdAndEpoch_8(buf: Any, pos: int) -> tuple[LeaderIdAndEpoch, int]:
-    obj = LeaderIdAndEpoch()
-    return obj, pos
+    return LeaderIdAndEpoch(-1, -1), pos
 
 
 def _e_LeaderIdAndEpoch_8(o: LeaderIdAndEpoch, out: bytearray, chunks: list[Any]) -> None:
@@ -2364,8 +2058,7 @@ def _e_LeaderIdAndEpoch_8(o: LeaderIdAndEpoch, out: bytearray, chunks: list[Any]
 
 
 def _d_EpochEndOffset_8(buf: Any, pos: int) -> tuple[EpochEndOffset, int]:
-    obj = EpochEndOffset()
-    return obj, pos
+    return EpochEndOffset(-1, -1), pos
 
 
 def _e_EpochEndOffset_8(o: EpochEndOffset, out: bytearray, chunks: list[Any]) -> None:
@@ -2373,8 +2066,6 @@ def _e_EpochEndOffset_8(o: EpochEndOffset, out: bytearray, chunks: list[Any]) ->
 
 
 def _d_PartitionData_8(buf: Any, pos: int) -> tuple[PartitionData, int]:
-    if len(buf) - pos < _S13.size:
-        raise DecodeError('truncated')
     (f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset,) = _S13.unpack_from(buf, pos)
     pos += _S13.size
     n_aborted_transactions, pos = read_array_count(buf, pos, False, True)
@@ -2386,8 +2077,7 @@ def _d_PartitionData_8(buf: Any, pos: int) -> tuple[PartitionData, int]:
             it_aborted_transactions, pos = _d_AbortedTransaction_8(buf, pos)
             f_aborted_transactions.append(it_aborted_transactions)
     f_records, pos = read_records(buf, pos, True)
-    obj = PartitionData(partition_index=f_partition_index, error_code=f_error_code, high_watermark=f_high_watermark, last_stable_offset=f_last_stable_offset, log_start_offset=f_log_start_offset, aborted_transactions=f_aborted_transactions, records=f_records)
-    return obj, pos
+    return PartitionData(f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset, EpochEndOffset(), LeaderIdAndEpoch(), SnapshotId(), f_aborted_transactions, -1, f_records), pos
 
 
 def _e_PartitionData_8(o: PartitionData, out: bytearray, chunks: list[Any]) -> None:
@@ -2406,8 +2096,7 @@ def _d_FetchableTopicResponse_8(buf: Any, pos: int) -> tuple[FetchableTopicRespo
     for _ in range(n_partitions):
         it_partitions, pos = _d_PartitionData_8(buf, pos)
         f_partitions.append(it_partitions)
-    obj = FetchableTopicResponse(topic=f_topic, partitions=f_partitions)
-    return obj, pos
+    return FetchableTopicResponse(f_topic, ZERO_UUID, f_partitions), pos
 
 
 def _e_FetchableTopicResponse_8(o: FetchableTopicResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -2419,8 +2108,6 @@ def _e_FetchableTopicResponse_8(o: FetchableTopicResponse, out: bytearray, chunk
 
 
 def _d_FetchResponse_8(buf: Any, pos: int) -> tuple[FetchResponse, int]:
-    if len(buf) - pos < _S14.size:
-        raise DecodeError('truncated')
     (f_throttle_time_ms, f_error_code, f_session_id,) = _S14.unpack_from(buf, pos)
     pos += _S14.size
     n_responses, pos = read_array_count(buf, pos, False, False)
@@ -2428,8 +2115,7 @@ def _d_FetchResponse_8(buf: Any, pos: int) -> tuple[FetchResponse, int]:
     for _ in range(n_responses):
         it_responses, pos = _d_FetchableTopicResponse_8(buf, pos)
         f_responses.append(it_responses)
-    obj = FetchResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, session_id=f_session_id, responses=f_responses)
-    return obj, pos
+    return FetchResponse(f_throttle_time_ms, f_error_code, f_session_id, f_responses, []), pos
 
 
 def _e_FetchResponse_8(o: FetchResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -2441,8 +2127,7 @@ def _e_FetchResponse_8(o: FetchResponse, out: bytearray, chunks: list[Any]) -> N
 
 
 def _d_NodeEndpoint_9(buf: Any, pos: int) -> tuple[NodeEndpoint, int]:
-    obj = NodeEndpoint()
-    return obj, pos
+    return NodeEndpoint(0, "", 0, None), pos
 
 
 def _e_NodeEndpoint_9(o: NodeEndpoint, out: bytearray, chunks: list[Any]) -> None:
@@ -2450,12 +2135,9 @@ def _e_NodeEndpoint_9(o: NodeEndpoint, out: bytearray, chunks: list[Any]) -> Non
 
 
 def _d_AbortedTransaction_9(buf: Any, pos: int) -> tuple[AbortedTransaction, int]:
-    if len(buf) - pos < _S9.size:
-        raise DecodeError('truncated')
     (f_producer_id, f_first_offset,) = _S9.unpack_from(buf, pos)
     pos += _S9.size
-    obj = AbortedTransaction(producer_id=f_producer_id, first_offset=f_first_offset)
-    return obj, pos
+    return AbortedTransaction(f_producer_id, f_first_offset), pos
 
 
 def _e_AbortedTransaction_9(o: AbortedTransaction, out: bytearray, chunks: list[Any]) -> None:
@@ -2463,12 +2145,9 @@ def _e_AbortedTransaction_9(o: AbortedTransaction, out: bytearray, chunks: list[
 
 
 def _d_SnapshotId_9(buf: Any, pos: int) -> tuple[SnapshotId, int]:
-    if len(buf) - pos < _S10.size:
-        raise DecodeError('truncated')
     (f_end_offset, f_epoch,) = _S10.unpack_from(buf, pos)
     pos += _S10.size
-    obj = SnapshotId(end_offset=f_end_offset, epoch=f_epoch)
-    return obj, pos
+    return SnapshotId(f_end_offset, f_epoch), pos
 
 
 def _e_SnapshotId_9(o: SnapshotId, out: bytearray, chunks: list[Any]) -> None:
@@ -2476,8 +2155,7 @@ def _e_SnapshotId_9(o: SnapshotId, out: bytearray, chunks: list[Any]) -> None:
 
 
 def _d_LeaderIdAndEpoch_9(buf: Any, pos: int) -> tuple[LeaderIdAndEpoch, int]:
-    obj = LeaderIdAndEpoch()
-    return obj, pos
+    return LeaderIdAndEpoch(-1, -1), pos
 
 
 def _e_LeaderIdAndEpoch_9(o: LeaderIdAndEpoch, out: bytearray, chunks: list[Any]) -> None:
@@ -2485,8 +2163,7 @@ def _e_LeaderIdAndEpoch_9(o: LeaderIdAndEpoch, out: bytearray, chunks: list[Any]
 
 
 def _d_EpochEndOffset_9(buf: Any, pos: int) -> tuple[EpochEndOffset, int]:
-    obj = EpochEndOffset()
-    return obj, pos
+    return EpochEndOffset(-1, -1), pos
 
 
 def _e_EpochEndOffset_9(o: EpochEndOffset, out: bytearray, chunks: list[Any]) -> None:
@@ -2494,8 +2171,6 @@ def _e_EpochEndOffset_9(o: EpochEndOffset, out: bytearray, chunks: list[Any]) ->
 
 
 def _d_PartitionData_9(buf: Any, pos: int) -> tuple[PartitionData, int]:
-    if len(buf) - pos < _S13.size:
-        raise DecodeError('truncated')
     (f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset,) = _S13.unpack_from(buf, pos)
     pos += _S13.size
     n_aborted_transactions, pos = read_array_count(buf, pos, False, True)
@@ -2507,8 +2182,7 @@ def _d_PartitionData_9(buf: Any, pos: int) -> tuple[PartitionData, int]:
             it_aborted_transactions, pos = _d_AbortedTransaction_9(buf, pos)
             f_aborted_transactions.append(it_aborted_transactions)
     f_records, pos = read_records(buf, pos, True)
-    obj = PartitionData(partition_index=f_partition_index, error_code=f_error_code, high_watermark=f_high_watermark, last_stable_offset=f_last_stable_offset, log_start_offset=f_log_start_offset, aborted_transactions=f_aborted_transactions, records=f_records)
-    return obj, pos
+    return PartitionData(f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset, EpochEndOffset(), LeaderIdAndEpoch(), SnapshotId(), f_aborted_transactions, -1, f_records), pos
 
 
 def _e_PartitionData_9(o: PartitionData, out: bytearray, chunks: list[Any]) -> None:
@@ -2527,8 +2201,7 @@ def _d_FetchableTopicResponse_9(buf: Any, pos: int) -> tuple[FetchableTopicRespo
     for _ in range(n_partitions):
         it_partitions, pos = _d_PartitionData_9(buf, pos)
         f_partitions.append(it_partitions)
-    obj = FetchableTopicResponse(topic=f_topic, partitions=f_partitions)
-    return obj, pos
+    return FetchableTopicResponse(f_topic, ZERO_UUID, f_partitions), pos
 
 
 def _e_FetchableTopicResponse_9(o: FetchableTopicResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -2540,8 +2213,6 @@ def _e_FetchableTopicResponse_9(o: FetchableTopicResponse, out: bytearray, chunk
 
 
 def _d_FetchResponse_9(buf: Any, pos: int) -> tuple[FetchResponse, int]:
-    if len(buf) - pos < _S14.size:
-        raise DecodeError('truncated')
     (f_throttle_time_ms, f_error_code, f_session_id,) = _S14.unpack_from(buf, pos)
     pos += _S14.size
     n_responses, pos = read_array_count(buf, pos, False, False)
@@ -2549,8 +2220,7 @@ def _d_FetchResponse_9(buf: Any, pos: int) -> tuple[FetchResponse, int]:
     for _ in range(n_responses):
         it_responses, pos = _d_FetchableTopicResponse_9(buf, pos)
         f_responses.append(it_responses)
-    obj = FetchResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, session_id=f_session_id, responses=f_responses)
-    return obj, pos
+    return FetchResponse(f_throttle_time_ms, f_error_code, f_session_id, f_responses, []), pos
 
 
 def _e_FetchResponse_9(o: FetchResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -2562,8 +2232,7 @@ def _e_FetchResponse_9(o: FetchResponse, out: bytearray, chunks: list[Any]) -> N
 
 
 def _d_NodeEndpoint_10(buf: Any, pos: int) -> tuple[NodeEndpoint, int]:
-    obj = NodeEndpoint()
-    return obj, pos
+    return NodeEndpoint(0, "", 0, None), pos
 
 
 def _e_NodeEndpoint_10(o: NodeEndpoint, out: bytearray, chunks: list[Any]) -> None:
@@ -2571,12 +2240,9 @@ def _e_NodeEndpoint_10(o: NodeEndpoint, out: bytearray, chunks: list[Any]) -> No
 
 
 def _d_AbortedTransaction_10(buf: Any, pos: int) -> tuple[AbortedTransaction, int]:
-    if len(buf) - pos < _S9.size:
-        raise DecodeError('truncated')
     (f_producer_id, f_first_offset,) = _S9.unpack_from(buf, pos)
     pos += _S9.size
-    obj = AbortedTransaction(producer_id=f_producer_id, first_offset=f_first_offset)
-    return obj, pos
+    return AbortedTransaction(f_producer_id, f_first_offset), pos
 
 
 def _e_AbortedTransaction_10(o: AbortedTransaction, out: bytearray, chunks: list[Any]) -> None:
@@ -2584,12 +2250,9 @@ def _e_AbortedTransaction_10(o: AbortedTransaction, out: bytearray, chunks: list
 
 
 def _d_SnapshotId_10(buf: Any, pos: int) -> tuple[SnapshotId, int]:
-    if len(buf) - pos < _S10.size:
-        raise DecodeError('truncated')
     (f_end_offset, f_epoch,) = _S10.unpack_from(buf, pos)
     pos += _S10.size
-    obj = SnapshotId(end_offset=f_end_offset, epoch=f_epoch)
-    return obj, pos
+    return SnapshotId(f_end_offset, f_epoch), pos
 
 
 def _e_SnapshotId_10(o: SnapshotId, out: bytearray, chunks: list[Any]) -> None:
@@ -2597,8 +2260,7 @@ def _e_SnapshotId_10(o: SnapshotId, out: bytearray, chunks: list[Any]) -> None:
 
 
 def _d_LeaderIdAndEpoch_10(buf: Any, pos: int) -> tuple[LeaderIdAndEpoch, int]:
-    obj = LeaderIdAndEpoch()
-    return obj, pos
+    return LeaderIdAndEpoch(-1, -1), pos
 
 
 def _e_LeaderIdAndEpoch_10(o: LeaderIdAndEpoch, out: bytearray, chunks: list[Any]) -> None:
@@ -2606,8 +2268,7 @@ def _e_LeaderIdAndEpoch_10(o: LeaderIdAndEpoch, out: bytearray, chunks: list[Any
 
 
 def _d_EpochEndOffset_10(buf: Any, pos: int) -> tuple[EpochEndOffset, int]:
-    obj = EpochEndOffset()
-    return obj, pos
+    return EpochEndOffset(-1, -1), pos
 
 
 def _e_EpochEndOffset_10(o: EpochEndOffset, out: bytearray, chunks: list[Any]) -> None:
@@ -2615,8 +2276,6 @@ def _e_EpochEndOffset_10(o: EpochEndOffset, out: bytearray, chunks: list[Any]) -
 
 
 def _d_PartitionData_10(buf: Any, pos: int) -> tuple[PartitionData, int]:
-    if len(buf) - pos < _S13.size:
-        raise DecodeError('truncated')
     (f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset,) = _S13.unpack_from(buf, pos)
     pos += _S13.size
     n_aborted_transactions, pos = read_array_count(buf, pos, False, True)
@@ -2628,8 +2287,7 @@ def _d_PartitionData_10(buf: Any, pos: int) -> tuple[PartitionData, int]:
             it_aborted_transactions, pos = _d_AbortedTransaction_10(buf, pos)
             f_aborted_transactions.append(it_aborted_transactions)
     f_records, pos = read_records(buf, pos, True)
-    obj = PartitionData(partition_index=f_partition_index, error_code=f_error_code, high_watermark=f_high_watermark, last_stable_offset=f_last_stable_offset, log_start_offset=f_log_start_offset, aborted_transactions=f_aborted_transactions, records=f_records)
-    return obj, pos
+    return PartitionData(f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset, EpochEndOffset(), LeaderIdAndEpoch(), SnapshotId(), f_aborted_transactions, -1, f_records), pos
 
 
 def _e_PartitionData_10(o: PartitionData, out: bytearray, chunks: list[Any]) -> None:
@@ -2648,8 +2306,7 @@ def _d_FetchableTopicResponse_10(buf: Any, pos: int) -> tuple[FetchableTopicResp
     for _ in range(n_partitions):
         it_partitions, pos = _d_PartitionData_10(buf, pos)
         f_partitions.append(it_partitions)
-    obj = FetchableTopicResponse(topic=f_topic, partitions=f_partitions)
-    return obj, pos
+    return FetchableTopicResponse(f_topic, ZERO_UUID, f_partitions), pos
 
 
 def _e_FetchableTopicResponse_10(o: FetchableTopicResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -2661,8 +2318,6 @@ def _e_FetchableTopicResponse_10(o: FetchableTopicResponse, out: bytearray, chun
 
 
 def _d_FetchResponse_10(buf: Any, pos: int) -> tuple[FetchResponse, int]:
-    if len(buf) - pos < _S14.size:
-        raise DecodeError('truncated')
     (f_throttle_time_ms, f_error_code, f_session_id,) = _S14.unpack_from(buf, pos)
     pos += _S14.size
     n_responses, pos = read_array_count(buf, pos, False, False)
@@ -2670,8 +2325,7 @@ def _d_FetchResponse_10(buf: Any, pos: int) -> tuple[FetchResponse, int]:
     for _ in range(n_responses):
         it_responses, pos = _d_FetchableTopicResponse_10(buf, pos)
         f_responses.append(it_responses)
-    obj = FetchResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, session_id=f_session_id, responses=f_responses)
-    return obj, pos
+    return FetchResponse(f_throttle_time_ms, f_error_code, f_session_id, f_responses, []), pos
 
 
 def _e_FetchResponse_10(o: FetchResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -2683,8 +2337,7 @@ def _e_FetchResponse_10(o: FetchResponse, out: bytearray, chunks: list[Any]) -> 
 
 
 def _d_NodeEndpoint_11(buf: Any, pos: int) -> tuple[NodeEndpoint, int]:
-    obj = NodeEndpoint()
-    return obj, pos
+    return NodeEndpoint(0, "", 0, None), pos
 
 
 def _e_NodeEndpoint_11(o: NodeEndpoint, out: bytearray, chunks: list[Any]) -> None:
@@ -2692,12 +2345,9 @@ def _e_NodeEndpoint_11(o: NodeEndpoint, out: bytearray, chunks: list[Any]) -> No
 
 
 def _d_AbortedTransaction_11(buf: Any, pos: int) -> tuple[AbortedTransaction, int]:
-    if len(buf) - pos < _S9.size:
-        raise DecodeError('truncated')
     (f_producer_id, f_first_offset,) = _S9.unpack_from(buf, pos)
     pos += _S9.size
-    obj = AbortedTransaction(producer_id=f_producer_id, first_offset=f_first_offset)
-    return obj, pos
+    return AbortedTransaction(f_producer_id, f_first_offset), pos
 
 
 def _e_AbortedTransaction_11(o: AbortedTransaction, out: bytearray, chunks: list[Any]) -> None:
@@ -2705,12 +2355,9 @@ def _e_AbortedTransaction_11(o: AbortedTransaction, out: bytearray, chunks: list
 
 
 def _d_SnapshotId_11(buf: Any, pos: int) -> tuple[SnapshotId, int]:
-    if len(buf) - pos < _S10.size:
-        raise DecodeError('truncated')
     (f_end_offset, f_epoch,) = _S10.unpack_from(buf, pos)
     pos += _S10.size
-    obj = SnapshotId(end_offset=f_end_offset, epoch=f_epoch)
-    return obj, pos
+    return SnapshotId(f_end_offset, f_epoch), pos
 
 
 def _e_SnapshotId_11(o: SnapshotId, out: bytearray, chunks: list[Any]) -> None:
@@ -2718,8 +2365,7 @@ def _e_SnapshotId_11(o: SnapshotId, out: bytearray, chunks: list[Any]) -> None:
 
 
 def _d_LeaderIdAndEpoch_11(buf: Any, pos: int) -> tuple[LeaderIdAndEpoch, int]:
-    obj = LeaderIdAndEpoch()
-    return obj, pos
+    return LeaderIdAndEpoch(-1, -1), pos
 
 
 def _e_LeaderIdAndEpoch_11(o: LeaderIdAndEpoch, out: bytearray, chunks: list[Any]) -> None:
@@ -2727,8 +2373,7 @@ def _e_LeaderIdAndEpoch_11(o: LeaderIdAndEpoch, out: bytearray, chunks: list[Any
 
 
 def _d_EpochEndOffset_11(buf: Any, pos: int) -> tuple[EpochEndOffset, int]:
-    obj = EpochEndOffset()
-    return obj, pos
+    return EpochEndOffset(-1, -1), pos
 
 
 def _e_EpochEndOffset_11(o: EpochEndOffset, out: bytearray, chunks: list[Any]) -> None:
@@ -2736,8 +2381,6 @@ def _e_EpochEndOffset_11(o: EpochEndOffset, out: bytearray, chunks: list[Any]) -
 
 
 def _d_PartitionData_11(buf: Any, pos: int) -> tuple[PartitionData, int]:
-    if len(buf) - pos < _S13.size:
-        raise DecodeError('truncated')
     (f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset,) = _S13.unpack_from(buf, pos)
     pos += _S13.size
     n_aborted_transactions, pos = read_array_count(buf, pos, False, True)
@@ -2748,13 +2391,10 @@ def _d_PartitionData_11(buf: Any, pos: int) -> tuple[PartitionData, int]:
         for _ in range(n_aborted_transactions):
             it_aborted_transactions, pos = _d_AbortedTransaction_11(buf, pos)
             f_aborted_transactions.append(it_aborted_transactions)
-    if len(buf) - pos < _S12.size:
-        raise DecodeError('truncated')
     (f_preferred_read_replica,) = _S12.unpack_from(buf, pos)
     pos += _S12.size
     f_records, pos = read_records(buf, pos, True)
-    obj = PartitionData(partition_index=f_partition_index, error_code=f_error_code, high_watermark=f_high_watermark, last_stable_offset=f_last_stable_offset, log_start_offset=f_log_start_offset, aborted_transactions=f_aborted_transactions, preferred_read_replica=f_preferred_read_replica, records=f_records)
-    return obj, pos
+    return PartitionData(f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset, EpochEndOffset(), LeaderIdAndEpoch(), SnapshotId(), f_aborted_transactions, f_preferred_read_replica, f_records), pos
 
 
 def _e_PartitionData_11(o: PartitionData, out: bytearray, chunks: list[Any]) -> None:
@@ -2774,8 +2414,7 @@ def _d_FetchableTopicResponse_11(buf: Any, pos: int) -> tuple[FetchableTopicResp
     for _ in range(n_partitions):
         it_partitions, pos = _d_PartitionData_11(buf, pos)
         f_partitions.append(it_partitions)
-    obj = FetchableTopicResponse(topic=f_topic, partitions=f_partitions)
-    return obj, pos
+    return FetchableTopicResponse(f_topic, ZERO_UUID, f_partitions), pos
 
 
 def _e_FetchableTopicResponse_11(o: FetchableTopicResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -2787,8 +2426,6 @@ def _e_FetchableTopicResponse_11(o: FetchableTopicResponse, out: bytearray, chun
 
 
 def _d_FetchResponse_11(buf: Any, pos: int) -> tuple[FetchResponse, int]:
-    if len(buf) - pos < _S14.size:
-        raise DecodeError('truncated')
     (f_throttle_time_ms, f_error_code, f_session_id,) = _S14.unpack_from(buf, pos)
     pos += _S14.size
     n_responses, pos = read_array_count(buf, pos, False, False)
@@ -2796,8 +2433,7 @@ def _d_FetchResponse_11(buf: Any, pos: int) -> tuple[FetchResponse, int]:
     for _ in range(n_responses):
         it_responses, pos = _d_FetchableTopicResponse_11(buf, pos)
         f_responses.append(it_responses)
-    obj = FetchResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, session_id=f_session_id, responses=f_responses)
-    return obj, pos
+    return FetchResponse(f_throttle_time_ms, f_error_code, f_session_id, f_responses, []), pos
 
 
 def _e_FetchResponse_11(o: FetchResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -2809,14 +2445,11 @@ def _e_FetchResponse_11(o: FetchResponse, out: bytearray, chunks: list[Any]) -> 
 
 
 def _d_NodeEndpoint_12(buf: Any, pos: int) -> tuple[NodeEndpoint, int]:
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = NodeEndpoint()
-    return obj, pos
+    return NodeEndpoint(0, "", 0, None), pos
 
 
 def _e_NodeEndpoint_12(o: NodeEndpoint, out: bytearray, chunks: list[Any]) -> None:
@@ -2824,18 +2457,13 @@ def _e_NodeEndpoint_12(o: NodeEndpoint, out: bytearray, chunks: list[Any]) -> No
 
 
 def _d_AbortedTransaction_12(buf: Any, pos: int) -> tuple[AbortedTransaction, int]:
-    if len(buf) - pos < _S9.size:
-        raise DecodeError('truncated')
     (f_producer_id, f_first_offset,) = _S9.unpack_from(buf, pos)
     pos += _S9.size
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = AbortedTransaction(producer_id=f_producer_id, first_offset=f_first_offset)
-    return obj, pos
+    return AbortedTransaction(f_producer_id, f_first_offset), pos
 
 
 def _e_AbortedTransaction_12(o: AbortedTransaction, out: bytearray, chunks: list[Any]) -> None:
@@ -2844,18 +2472,13 @@ def _e_AbortedTransaction_12(o: AbortedTransaction, out: bytearray, chunks: list
 
 
 def _d_SnapshotId_12(buf: Any, pos: int) -> tuple[SnapshotId, int]:
-    if len(buf) - pos < _S10.size:
-        raise DecodeError('truncated')
     (f_end_offset, f_epoch,) = _S10.unpack_from(buf, pos)
     pos += _S10.size
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = SnapshotId(end_offset=f_end_offset, epoch=f_epoch)
-    return obj, pos
+    return SnapshotId(f_end_offset, f_epoch), pos
 
 
 def _e_SnapshotId_12(o: SnapshotId, out: bytearray, chunks: list[Any]) -> None:
@@ -2864,18 +2487,13 @@ def _e_SnapshotId_12(o: SnapshotId, out: bytearray, chunks: list[Any]) -> None:
 
 
 def _d_LeaderIdAndEpoch_12(buf: Any, pos: int) -> tuple[LeaderIdAndEpoch, int]:
-    if len(buf) - pos < _S15.size:
-        raise DecodeError('truncated')
     (f_leader_id, f_leader_epoch,) = _S15.unpack_from(buf, pos)
     pos += _S15.size
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = LeaderIdAndEpoch(leader_id=f_leader_id, leader_epoch=f_leader_epoch)
-    return obj, pos
+    return LeaderIdAndEpoch(f_leader_id, f_leader_epoch), pos
 
 
 def _e_LeaderIdAndEpoch_12(o: LeaderIdAndEpoch, out: bytearray, chunks: list[Any]) -> None:
@@ -2884,18 +2502,13 @@ def _e_LeaderIdAndEpoch_12(o: LeaderIdAndEpoch, out: bytearray, chunks: list[Any
 
 
 def _d_EpochEndOffset_12(buf: Any, pos: int) -> tuple[EpochEndOffset, int]:
-    if len(buf) - pos < _S7.size:
-        raise DecodeError('truncated')
     (f_epoch, f_end_offset,) = _S7.unpack_from(buf, pos)
     pos += _S7.size
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = EpochEndOffset(epoch=f_epoch, end_offset=f_end_offset)
-    return obj, pos
+    return EpochEndOffset(f_epoch, f_end_offset), pos
 
 
 def _e_EpochEndOffset_12(o: EpochEndOffset, out: bytearray, chunks: list[Any]) -> None:
@@ -2904,8 +2517,6 @@ def _e_EpochEndOffset_12(o: EpochEndOffset, out: bytearray, chunks: list[Any]) -
 
 
 def _d_PartitionData_12(buf: Any, pos: int) -> tuple[PartitionData, int]:
-    if len(buf) - pos < _S13.size:
-        raise DecodeError('truncated')
     (f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset,) = _S13.unpack_from(buf, pos)
     pos += _S13.size
     n_aborted_transactions, pos = read_array_count(buf, pos, True, True)
@@ -2916,16 +2527,12 @@ def _d_PartitionData_12(buf: Any, pos: int) -> tuple[PartitionData, int]:
         for _ in range(n_aborted_transactions):
             it_aborted_transactions, pos = _d_AbortedTransaction_12(buf, pos)
             f_aborted_transactions.append(it_aborted_transactions)
-    if len(buf) - pos < _S12.size:
-        raise DecodeError('truncated')
     (f_preferred_read_replica,) = _S12.unpack_from(buf, pos)
     pos += _S12.size
     f_records, pos = read_compact_records(buf, pos, True)
-    f_diverging_epoch = _MISSING
-    f_current_leader = _MISSING
-    f_snapshot_id = _MISSING
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
+    f_diverging_epoch: EpochEndOffset = EpochEndOffset()
+    f_current_leader: LeaderIdAndEpoch = LeaderIdAndEpoch()
+    f_snapshot_id: SnapshotId = SnapshotId()
     if buf[pos] == 0:
         pos += 1
     else:
@@ -2949,14 +2556,7 @@ def _d_PartitionData_12(buf: Any, pos: int) -> tuple[PartitionData, int]:
                 if pos != end:
                     raise DecodeError('tagged field size mismatch')
             pos = end
-    obj = PartitionData(partition_index=f_partition_index, error_code=f_error_code, high_watermark=f_high_watermark, last_stable_offset=f_last_stable_offset, log_start_offset=f_log_start_offset, aborted_transactions=f_aborted_transactions, preferred_read_replica=f_preferred_read_replica, records=f_records)
-    if f_diverging_epoch is not _MISSING:
-        obj.diverging_epoch = f_diverging_epoch
-    if f_current_leader is not _MISSING:
-        obj.current_leader = f_current_leader
-    if f_snapshot_id is not _MISSING:
-        obj.snapshot_id = f_snapshot_id
-    return obj, pos
+    return PartitionData(f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset, f_diverging_epoch, f_current_leader, f_snapshot_id, f_aborted_transactions, f_preferred_read_replica, f_records), pos
 
 
 def _e_PartitionData_12(o: PartitionData, out: bytearray, chunks: list[Any]) -> None:
@@ -2994,14 +2594,11 @@ def _d_FetchableTopicResponse_12(buf: Any, pos: int) -> tuple[FetchableTopicResp
     for _ in range(n_partitions):
         it_partitions, pos = _d_PartitionData_12(buf, pos)
         f_partitions.append(it_partitions)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = FetchableTopicResponse(topic=f_topic, partitions=f_partitions)
-    return obj, pos
+    return FetchableTopicResponse(f_topic, ZERO_UUID, f_partitions), pos
 
 
 def _e_FetchableTopicResponse_12(o: FetchableTopicResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -3014,8 +2611,6 @@ def _e_FetchableTopicResponse_12(o: FetchableTopicResponse, out: bytearray, chun
 
 
 def _d_FetchResponse_12(buf: Any, pos: int) -> tuple[FetchResponse, int]:
-    if len(buf) - pos < _S14.size:
-        raise DecodeError('truncated')
     (f_throttle_time_ms, f_error_code, f_session_id,) = _S14.unpack_from(buf, pos)
     pos += _S14.size
     n_responses, pos = read_array_count(buf, pos, True, False)
@@ -3023,14 +2618,11 @@ def _d_FetchResponse_12(buf: Any, pos: int) -> tuple[FetchResponse, int]:
     for _ in range(n_responses):
         it_responses, pos = _d_FetchableTopicResponse_12(buf, pos)
         f_responses.append(it_responses)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = FetchResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, session_id=f_session_id, responses=f_responses)
-    return obj, pos
+    return FetchResponse(f_throttle_time_ms, f_error_code, f_session_id, f_responses, []), pos
 
 
 def _e_FetchResponse_12(o: FetchResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -3043,14 +2635,11 @@ def _e_FetchResponse_12(o: FetchResponse, out: bytearray, chunks: list[Any]) -> 
 
 
 def _d_NodeEndpoint_13(buf: Any, pos: int) -> tuple[NodeEndpoint, int]:
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = NodeEndpoint()
-    return obj, pos
+    return NodeEndpoint(0, "", 0, None), pos
 
 
 def _e_NodeEndpoint_13(o: NodeEndpoint, out: bytearray, chunks: list[Any]) -> None:
@@ -3058,18 +2647,13 @@ def _e_NodeEndpoint_13(o: NodeEndpoint, out: bytearray, chunks: list[Any]) -> No
 
 
 def _d_AbortedTransaction_13(buf: Any, pos: int) -> tuple[AbortedTransaction, int]:
-    if len(buf) - pos < _S9.size:
-        raise DecodeError('truncated')
     (f_producer_id, f_first_offset,) = _S9.unpack_from(buf, pos)
     pos += _S9.size
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = AbortedTransaction(producer_id=f_producer_id, first_offset=f_first_offset)
-    return obj, pos
+    return AbortedTransaction(f_producer_id, f_first_offset), pos
 
 
 def _e_AbortedTransaction_13(o: AbortedTransaction, out: bytearray, chunks: list[Any]) -> None:
@@ -3078,18 +2662,13 @@ def _e_AbortedTransaction_13(o: AbortedTransaction, out: bytearray, chunks: list
 
 
 def _d_SnapshotId_13(buf: Any, pos: int) -> tuple[SnapshotId, int]:
-    if len(buf) - pos < _S10.size:
-        raise DecodeError('truncated')
     (f_end_offset, f_epoch,) = _S10.unpack_from(buf, pos)
     pos += _S10.size
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = SnapshotId(end_offset=f_end_offset, epoch=f_epoch)
-    return obj, pos
+    return SnapshotId(f_end_offset, f_epoch), pos
 
 
 def _e_SnapshotId_13(o: SnapshotId, out: bytearray, chunks: list[Any]) -> None:
@@ -3098,18 +2677,13 @@ def _e_SnapshotId_13(o: SnapshotId, out: bytearray, chunks: list[Any]) -> None:
 
 
 def _d_LeaderIdAndEpoch_13(buf: Any, pos: int) -> tuple[LeaderIdAndEpoch, int]:
-    if len(buf) - pos < _S15.size:
-        raise DecodeError('truncated')
     (f_leader_id, f_leader_epoch,) = _S15.unpack_from(buf, pos)
     pos += _S15.size
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = LeaderIdAndEpoch(leader_id=f_leader_id, leader_epoch=f_leader_epoch)
-    return obj, pos
+    return LeaderIdAndEpoch(f_leader_id, f_leader_epoch), pos
 
 
 def _e_LeaderIdAndEpoch_13(o: LeaderIdAndEpoch, out: bytearray, chunks: list[Any]) -> None:
@@ -3118,18 +2692,13 @@ def _e_LeaderIdAndEpoch_13(o: LeaderIdAndEpoch, out: bytearray, chunks: list[Any
 
 
 def _d_EpochEndOffset_13(buf: Any, pos: int) -> tuple[EpochEndOffset, int]:
-    if len(buf) - pos < _S7.size:
-        raise DecodeError('truncated')
     (f_epoch, f_end_offset,) = _S7.unpack_from(buf, pos)
     pos += _S7.size
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = EpochEndOffset(epoch=f_epoch, end_offset=f_end_offset)
-    return obj, pos
+    return EpochEndOffset(f_epoch, f_end_offset), pos
 
 
 def _e_EpochEndOffset_13(o: EpochEndOffset, out: bytearray, chunks: list[Any]) -> None:
@@ -3138,8 +2707,6 @@ def _e_EpochEndOffset_13(o: EpochEndOffset, out: bytearray, chunks: list[Any]) -
 
 
 def _d_PartitionData_13(buf: Any, pos: int) -> tuple[PartitionData, int]:
-    if len(buf) - pos < _S13.size:
-        raise DecodeError('truncated')
     (f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset,) = _S13.unpack_from(buf, pos)
     pos += _S13.size
     n_aborted_transactions, pos = read_array_count(buf, pos, True, True)
@@ -3150,16 +2717,12 @@ def _d_PartitionData_13(buf: Any, pos: int) -> tuple[PartitionData, int]:
         for _ in range(n_aborted_transactions):
             it_aborted_transactions, pos = _d_AbortedTransaction_13(buf, pos)
             f_aborted_transactions.append(it_aborted_transactions)
-    if len(buf) - pos < _S12.size:
-        raise DecodeError('truncated')
     (f_preferred_read_replica,) = _S12.unpack_from(buf, pos)
     pos += _S12.size
     f_records, pos = read_compact_records(buf, pos, True)
-    f_diverging_epoch = _MISSING
-    f_current_leader = _MISSING
-    f_snapshot_id = _MISSING
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
+    f_diverging_epoch: EpochEndOffset = EpochEndOffset()
+    f_current_leader: LeaderIdAndEpoch = LeaderIdAndEpoch()
+    f_snapshot_id: SnapshotId = SnapshotId()
     if buf[pos] == 0:
         pos += 1
     else:
@@ -3183,14 +2746,7 @@ def _d_PartitionData_13(buf: Any, pos: int) -> tuple[PartitionData, int]:
                 if pos != end:
                     raise DecodeError('tagged field size mismatch')
             pos = end
-    obj = PartitionData(partition_index=f_partition_index, error_code=f_error_code, high_watermark=f_high_watermark, last_stable_offset=f_last_stable_offset, log_start_offset=f_log_start_offset, aborted_transactions=f_aborted_transactions, preferred_read_replica=f_preferred_read_replica, records=f_records)
-    if f_diverging_epoch is not _MISSING:
-        obj.diverging_epoch = f_diverging_epoch
-    if f_current_leader is not _MISSING:
-        obj.current_leader = f_current_leader
-    if f_snapshot_id is not _MISSING:
-        obj.snapshot_id = f_snapshot_id
-    return obj, pos
+    return PartitionData(f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset, f_diverging_epoch, f_current_leader, f_snapshot_id, f_aborted_transactions, f_preferred_read_replica, f_records), pos
 
 
 def _e_PartitionData_13(o: PartitionData, out: bytearray, chunks: list[Any]) -> None:
@@ -3222,8 +2778,6 @@ def _e_PartitionData_13(o: PartitionData, out: bytearray, chunks: list[Any]) -> 
 
 
 def _d_FetchableTopicResponse_13(buf: Any, pos: int) -> tuple[FetchableTopicResponse, int]:
-    if len(buf) - pos < _S6.size:
-        raise DecodeError('truncated')
     (f_topic_id,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
     f_topic_id = _uuid(f_topic_id)
@@ -3232,14 +2786,11 @@ def _d_FetchableTopicResponse_13(buf: Any, pos: int) -> tuple[FetchableTopicResp
     for _ in range(n_partitions):
         it_partitions, pos = _d_PartitionData_13(buf, pos)
         f_partitions.append(it_partitions)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = FetchableTopicResponse(topic_id=f_topic_id, partitions=f_partitions)
-    return obj, pos
+    return FetchableTopicResponse("", f_topic_id, f_partitions), pos
 
 
 def _e_FetchableTopicResponse_13(o: FetchableTopicResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -3252,8 +2803,6 @@ def _e_FetchableTopicResponse_13(o: FetchableTopicResponse, out: bytearray, chun
 
 
 def _d_FetchResponse_13(buf: Any, pos: int) -> tuple[FetchResponse, int]:
-    if len(buf) - pos < _S14.size:
-        raise DecodeError('truncated')
     (f_throttle_time_ms, f_error_code, f_session_id,) = _S14.unpack_from(buf, pos)
     pos += _S14.size
     n_responses, pos = read_array_count(buf, pos, True, False)
@@ -3261,14 +2810,11 @@ def _d_FetchResponse_13(buf: Any, pos: int) -> tuple[FetchResponse, int]:
     for _ in range(n_responses):
         it_responses, pos = _d_FetchableTopicResponse_13(buf, pos)
         f_responses.append(it_responses)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = FetchResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, session_id=f_session_id, responses=f_responses)
-    return obj, pos
+    return FetchResponse(f_throttle_time_ms, f_error_code, f_session_id, f_responses, []), pos
 
 
 def _e_FetchResponse_13(o: FetchResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -3281,14 +2827,11 @@ def _e_FetchResponse_13(o: FetchResponse, out: bytearray, chunks: list[Any]) -> 
 
 
 def _d_NodeEndpoint_14(buf: Any, pos: int) -> tuple[NodeEndpoint, int]:
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = NodeEndpoint()
-    return obj, pos
+    return NodeEndpoint(0, "", 0, None), pos
 
 
 def _e_NodeEndpoint_14(o: NodeEndpoint, out: bytearray, chunks: list[Any]) -> None:
@@ -3296,18 +2839,13 @@ def _e_NodeEndpoint_14(o: NodeEndpoint, out: bytearray, chunks: list[Any]) -> No
 
 
 def _d_AbortedTransaction_14(buf: Any, pos: int) -> tuple[AbortedTransaction, int]:
-    if len(buf) - pos < _S9.size:
-        raise DecodeError('truncated')
     (f_producer_id, f_first_offset,) = _S9.unpack_from(buf, pos)
     pos += _S9.size
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = AbortedTransaction(producer_id=f_producer_id, first_offset=f_first_offset)
-    return obj, pos
+    return AbortedTransaction(f_producer_id, f_first_offset), pos
 
 
 def _e_AbortedTransaction_14(o: AbortedTransaction, out: bytearray, chunks: list[Any]) -> None:
@@ -3316,18 +2854,13 @@ def _e_AbortedTransaction_14(o: AbortedTransaction, out: bytearray, chunks: list
 
 
 def _d_SnapshotId_14(buf: Any, pos: int) -> tuple[SnapshotId, int]:
-    if len(buf) - pos < _S10.size:
-        raise DecodeError('truncated')
     (f_end_offset, f_epoch,) = _S10.unpack_from(buf, pos)
     pos += _S10.size
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = SnapshotId(end_offset=f_end_offset, epoch=f_epoch)
-    return obj, pos
+    return SnapshotId(f_end_offset, f_epoch), pos
 
 
 def _e_SnapshotId_14(o: SnapshotId, out: bytearray, chunks: list[Any]) -> None:
@@ -3336,18 +2869,13 @@ def _e_SnapshotId_14(o: SnapshotId, out: bytearray, chunks: list[Any]) -> None:
 
 
 def _d_LeaderIdAndEpoch_14(buf: Any, pos: int) -> tuple[LeaderIdAndEpoch, int]:
-    if len(buf) - pos < _S15.size:
-        raise DecodeError('truncated')
     (f_leader_id, f_leader_epoch,) = _S15.unpack_from(buf, pos)
     pos += _S15.size
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = LeaderIdAndEpoch(leader_id=f_leader_id, leader_epoch=f_leader_epoch)
-    return obj, pos
+    return LeaderIdAndEpoch(f_leader_id, f_leader_epoch), pos
 
 
 def _e_LeaderIdAndEpoch_14(o: LeaderIdAndEpoch, out: bytearray, chunks: list[Any]) -> None:
@@ -3356,18 +2884,13 @@ def _e_LeaderIdAndEpoch_14(o: LeaderIdAndEpoch, out: bytearray, chunks: list[Any
 
 
 def _d_EpochEndOffset_14(buf: Any, pos: int) -> tuple[EpochEndOffset, int]:
-    if len(buf) - pos < _S7.size:
-        raise DecodeError('truncated')
     (f_epoch, f_end_offset,) = _S7.unpack_from(buf, pos)
     pos += _S7.size
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = EpochEndOffset(epoch=f_epoch, end_offset=f_end_offset)
-    return obj, pos
+    return EpochEndOffset(f_epoch, f_end_offset), pos
 
 
 def _e_EpochEndOffset_14(o: EpochEndOffset, out: bytearray, chunks: list[Any]) -> None:
@@ -3376,8 +2899,6 @@ def _e_EpochEndOffset_14(o: EpochEndOffset, out: bytearray, chunks: list[Any]) -
 
 
 def _d_PartitionData_14(buf: Any, pos: int) -> tuple[PartitionData, int]:
-    if len(buf) - pos < _S13.size:
-        raise DecodeError('truncated')
     (f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset,) = _S13.unpack_from(buf, pos)
     pos += _S13.size
     n_aborted_transactions, pos = read_array_count(buf, pos, True, True)
@@ -3388,16 +2909,12 @@ def _d_PartitionData_14(buf: Any, pos: int) -> tuple[PartitionData, int]:
         for _ in range(n_aborted_transactions):
             it_aborted_transactions, pos = _d_AbortedTransaction_14(buf, pos)
             f_aborted_transactions.append(it_aborted_transactions)
-    if len(buf) - pos < _S12.size:
-        raise DecodeError('truncated')
     (f_preferred_read_replica,) = _S12.unpack_from(buf, pos)
     pos += _S12.size
     f_records, pos = read_compact_records(buf, pos, True)
-    f_diverging_epoch = _MISSING
-    f_current_leader = _MISSING
-    f_snapshot_id = _MISSING
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
+    f_diverging_epoch: EpochEndOffset = EpochEndOffset()
+    f_current_leader: LeaderIdAndEpoch = LeaderIdAndEpoch()
+    f_snapshot_id: SnapshotId = SnapshotId()
     if buf[pos] == 0:
         pos += 1
     else:
@@ -3421,14 +2938,7 @@ def _d_PartitionData_14(buf: Any, pos: int) -> tuple[PartitionData, int]:
                 if pos != end:
                     raise DecodeError('tagged field size mismatch')
             pos = end
-    obj = PartitionData(partition_index=f_partition_index, error_code=f_error_code, high_watermark=f_high_watermark, last_stable_offset=f_last_stable_offset, log_start_offset=f_log_start_offset, aborted_transactions=f_aborted_transactions, preferred_read_replica=f_preferred_read_replica, records=f_records)
-    if f_diverging_epoch is not _MISSING:
-        obj.diverging_epoch = f_diverging_epoch
-    if f_current_leader is not _MISSING:
-        obj.current_leader = f_current_leader
-    if f_snapshot_id is not _MISSING:
-        obj.snapshot_id = f_snapshot_id
-    return obj, pos
+    return PartitionData(f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset, f_diverging_epoch, f_current_leader, f_snapshot_id, f_aborted_transactions, f_preferred_read_replica, f_records), pos
 
 
 def _e_PartitionData_14(o: PartitionData, out: bytearray, chunks: list[Any]) -> None:
@@ -3460,8 +2970,6 @@ def _e_PartitionData_14(o: PartitionData, out: bytearray, chunks: list[Any]) -> 
 
 
 def _d_FetchableTopicResponse_14(buf: Any, pos: int) -> tuple[FetchableTopicResponse, int]:
-    if len(buf) - pos < _S6.size:
-        raise DecodeError('truncated')
     (f_topic_id,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
     f_topic_id = _uuid(f_topic_id)
@@ -3470,14 +2978,11 @@ def _d_FetchableTopicResponse_14(buf: Any, pos: int) -> tuple[FetchableTopicResp
     for _ in range(n_partitions):
         it_partitions, pos = _d_PartitionData_14(buf, pos)
         f_partitions.append(it_partitions)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = FetchableTopicResponse(topic_id=f_topic_id, partitions=f_partitions)
-    return obj, pos
+    return FetchableTopicResponse("", f_topic_id, f_partitions), pos
 
 
 def _e_FetchableTopicResponse_14(o: FetchableTopicResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -3490,8 +2995,6 @@ def _e_FetchableTopicResponse_14(o: FetchableTopicResponse, out: bytearray, chun
 
 
 def _d_FetchResponse_14(buf: Any, pos: int) -> tuple[FetchResponse, int]:
-    if len(buf) - pos < _S14.size:
-        raise DecodeError('truncated')
     (f_throttle_time_ms, f_error_code, f_session_id,) = _S14.unpack_from(buf, pos)
     pos += _S14.size
     n_responses, pos = read_array_count(buf, pos, True, False)
@@ -3499,14 +3002,11 @@ def _d_FetchResponse_14(buf: Any, pos: int) -> tuple[FetchResponse, int]:
     for _ in range(n_responses):
         it_responses, pos = _d_FetchableTopicResponse_14(buf, pos)
         f_responses.append(it_responses)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = FetchResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, session_id=f_session_id, responses=f_responses)
-    return obj, pos
+    return FetchResponse(f_throttle_time_ms, f_error_code, f_session_id, f_responses, []), pos
 
 
 def _e_FetchResponse_14(o: FetchResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -3519,14 +3019,11 @@ def _e_FetchResponse_14(o: FetchResponse, out: bytearray, chunks: list[Any]) -> 
 
 
 def _d_NodeEndpoint_15(buf: Any, pos: int) -> tuple[NodeEndpoint, int]:
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = NodeEndpoint()
-    return obj, pos
+    return NodeEndpoint(0, "", 0, None), pos
 
 
 def _e_NodeEndpoint_15(o: NodeEndpoint, out: bytearray, chunks: list[Any]) -> None:
@@ -3534,18 +3031,13 @@ def _e_NodeEndpoint_15(o: NodeEndpoint, out: bytearray, chunks: list[Any]) -> No
 
 
 def _d_AbortedTransaction_15(buf: Any, pos: int) -> tuple[AbortedTransaction, int]:
-    if len(buf) - pos < _S9.size:
-        raise DecodeError('truncated')
     (f_producer_id, f_first_offset,) = _S9.unpack_from(buf, pos)
     pos += _S9.size
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = AbortedTransaction(producer_id=f_producer_id, first_offset=f_first_offset)
-    return obj, pos
+    return AbortedTransaction(f_producer_id, f_first_offset), pos
 
 
 def _e_AbortedTransaction_15(o: AbortedTransaction, out: bytearray, chunks: list[Any]) -> None:
@@ -3554,18 +3046,13 @@ def _e_AbortedTransaction_15(o: AbortedTransaction, out: bytearray, chunks: list
 
 
 def _d_SnapshotId_15(buf: Any, pos: int) -> tuple[SnapshotId, int]:
-    if len(buf) - pos < _S10.size:
-        raise DecodeError('truncated')
     (f_end_offset, f_epoch,) = _S10.unpack_from(buf, pos)
     pos += _S10.size
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = SnapshotId(end_offset=f_end_offset, epoch=f_epoch)
-    return obj, pos
+    return SnapshotId(f_end_offset, f_epoch), pos
 
 
 def _e_SnapshotId_15(o: SnapshotId, out: bytearray, chunks: list[Any]) -> None:
@@ -3574,18 +3061,13 @@ def _e_SnapshotId_15(o: SnapshotId, out: bytearray, chunks: list[Any]) -> None:
 
 
 def _d_LeaderIdAndEpoch_15(buf: Any, pos: int) -> tuple[LeaderIdAndEpoch, int]:
-    if len(buf) - pos < _S15.size:
-        raise DecodeError('truncated')
     (f_leader_id, f_leader_epoch,) = _S15.unpack_from(buf, pos)
     pos += _S15.size
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = LeaderIdAndEpoch(leader_id=f_leader_id, leader_epoch=f_leader_epoch)
-    return obj, pos
+    return LeaderIdAndEpoch(f_leader_id, f_leader_epoch), pos
 
 
 def _e_LeaderIdAndEpoch_15(o: LeaderIdAndEpoch, out: bytearray, chunks: list[Any]) -> None:
@@ -3594,18 +3076,13 @@ def _e_LeaderIdAndEpoch_15(o: LeaderIdAndEpoch, out: bytearray, chunks: list[Any
 
 
 def _d_EpochEndOffset_15(buf: Any, pos: int) -> tuple[EpochEndOffset, int]:
-    if len(buf) - pos < _S7.size:
-        raise DecodeError('truncated')
     (f_epoch, f_end_offset,) = _S7.unpack_from(buf, pos)
     pos += _S7.size
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = EpochEndOffset(epoch=f_epoch, end_offset=f_end_offset)
-    return obj, pos
+    return EpochEndOffset(f_epoch, f_end_offset), pos
 
 
 def _e_EpochEndOffset_15(o: EpochEndOffset, out: bytearray, chunks: list[Any]) -> None:
@@ -3614,8 +3091,6 @@ def _e_EpochEndOffset_15(o: EpochEndOffset, out: bytearray, chunks: list[Any]) -
 
 
 def _d_PartitionData_15(buf: Any, pos: int) -> tuple[PartitionData, int]:
-    if len(buf) - pos < _S13.size:
-        raise DecodeError('truncated')
     (f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset,) = _S13.unpack_from(buf, pos)
     pos += _S13.size
     n_aborted_transactions, pos = read_array_count(buf, pos, True, True)
@@ -3626,16 +3101,12 @@ def _d_PartitionData_15(buf: Any, pos: int) -> tuple[PartitionData, int]:
         for _ in range(n_aborted_transactions):
             it_aborted_transactions, pos = _d_AbortedTransaction_15(buf, pos)
             f_aborted_transactions.append(it_aborted_transactions)
-    if len(buf) - pos < _S12.size:
-        raise DecodeError('truncated')
     (f_preferred_read_replica,) = _S12.unpack_from(buf, pos)
     pos += _S12.size
     f_records, pos = read_compact_records(buf, pos, True)
-    f_diverging_epoch = _MISSING
-    f_current_leader = _MISSING
-    f_snapshot_id = _MISSING
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
+    f_diverging_epoch: EpochEndOffset = EpochEndOffset()
+    f_current_leader: LeaderIdAndEpoch = LeaderIdAndEpoch()
+    f_snapshot_id: SnapshotId = SnapshotId()
     if buf[pos] == 0:
         pos += 1
     else:
@@ -3659,14 +3130,7 @@ def _d_PartitionData_15(buf: Any, pos: int) -> tuple[PartitionData, int]:
                 if pos != end:
                     raise DecodeError('tagged field size mismatch')
             pos = end
-    obj = PartitionData(partition_index=f_partition_index, error_code=f_error_code, high_watermark=f_high_watermark, last_stable_offset=f_last_stable_offset, log_start_offset=f_log_start_offset, aborted_transactions=f_aborted_transactions, preferred_read_replica=f_preferred_read_replica, records=f_records)
-    if f_diverging_epoch is not _MISSING:
-        obj.diverging_epoch = f_diverging_epoch
-    if f_current_leader is not _MISSING:
-        obj.current_leader = f_current_leader
-    if f_snapshot_id is not _MISSING:
-        obj.snapshot_id = f_snapshot_id
-    return obj, pos
+    return PartitionData(f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset, f_diverging_epoch, f_current_leader, f_snapshot_id, f_aborted_transactions, f_preferred_read_replica, f_records), pos
 
 
 def _e_PartitionData_15(o: PartitionData, out: bytearray, chunks: list[Any]) -> None:
@@ -3698,8 +3162,6 @@ def _e_PartitionData_15(o: PartitionData, out: bytearray, chunks: list[Any]) -> 
 
 
 def _d_FetchableTopicResponse_15(buf: Any, pos: int) -> tuple[FetchableTopicResponse, int]:
-    if len(buf) - pos < _S6.size:
-        raise DecodeError('truncated')
     (f_topic_id,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
     f_topic_id = _uuid(f_topic_id)
@@ -3708,14 +3170,11 @@ def _d_FetchableTopicResponse_15(buf: Any, pos: int) -> tuple[FetchableTopicResp
     for _ in range(n_partitions):
         it_partitions, pos = _d_PartitionData_15(buf, pos)
         f_partitions.append(it_partitions)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = FetchableTopicResponse(topic_id=f_topic_id, partitions=f_partitions)
-    return obj, pos
+    return FetchableTopicResponse("", f_topic_id, f_partitions), pos
 
 
 def _e_FetchableTopicResponse_15(o: FetchableTopicResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -3728,8 +3187,6 @@ def _e_FetchableTopicResponse_15(o: FetchableTopicResponse, out: bytearray, chun
 
 
 def _d_FetchResponse_15(buf: Any, pos: int) -> tuple[FetchResponse, int]:
-    if len(buf) - pos < _S14.size:
-        raise DecodeError('truncated')
     (f_throttle_time_ms, f_error_code, f_session_id,) = _S14.unpack_from(buf, pos)
     pos += _S14.size
     n_responses, pos = read_array_count(buf, pos, True, False)
@@ -3737,14 +3194,11 @@ def _d_FetchResponse_15(buf: Any, pos: int) -> tuple[FetchResponse, int]:
     for _ in range(n_responses):
         it_responses, pos = _d_FetchableTopicResponse_15(buf, pos)
         f_responses.append(it_responses)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = FetchResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, session_id=f_session_id, responses=f_responses)
-    return obj, pos
+    return FetchResponse(f_throttle_time_ms, f_error_code, f_session_id, f_responses, []), pos
 
 
 def _e_FetchResponse_15(o: FetchResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -3757,24 +3211,17 @@ def _e_FetchResponse_15(o: FetchResponse, out: bytearray, chunks: list[Any]) -> 
 
 
 def _d_NodeEndpoint_16(buf: Any, pos: int) -> tuple[NodeEndpoint, int]:
-    if len(buf) - pos < _S12.size:
-        raise DecodeError('truncated')
     (f_node_id,) = _S12.unpack_from(buf, pos)
     pos += _S12.size
     f_host, pos = read_compact_string(buf, pos, False)
-    if len(buf) - pos < _S12.size:
-        raise DecodeError('truncated')
     (f_port,) = _S12.unpack_from(buf, pos)
     pos += _S12.size
     f_rack, pos = read_compact_string(buf, pos, True)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = NodeEndpoint(node_id=f_node_id, host=f_host, port=f_port, rack=f_rack)
-    return obj, pos
+    return NodeEndpoint(f_node_id, f_host, f_port, f_rack), pos
 
 
 def _e_NodeEndpoint_16(o: NodeEndpoint, out: bytearray, chunks: list[Any]) -> None:
@@ -3786,18 +3233,13 @@ def _e_NodeEndpoint_16(o: NodeEndpoint, out: bytearray, chunks: list[Any]) -> No
 
 
 def _d_AbortedTransaction_16(buf: Any, pos: int) -> tuple[AbortedTransaction, int]:
-    if len(buf) - pos < _S9.size:
-        raise DecodeError('truncated')
     (f_producer_id, f_first_offset,) = _S9.unpack_from(buf, pos)
     pos += _S9.size
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = AbortedTransaction(producer_id=f_producer_id, first_offset=f_first_offset)
-    return obj, pos
+    return AbortedTransaction(f_producer_id, f_first_offset), pos
 
 
 def _e_AbortedTransaction_16(o: AbortedTransaction, out: bytearray, chunks: list[Any]) -> None:
@@ -3806,18 +3248,13 @@ def _e_AbortedTransaction_16(o: AbortedTransaction, out: bytearray, chunks: list
 
 
 def _d_SnapshotId_16(buf: Any, pos: int) -> tuple[SnapshotId, int]:
-    if len(buf) - pos < _S10.size:
-        raise DecodeError('truncated')
     (f_end_offset, f_epoch,) = _S10.unpack_from(buf, pos)
     pos += _S10.size
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = SnapshotId(end_offset=f_end_offset, epoch=f_epoch)
-    return obj, pos
+    return SnapshotId(f_end_offset, f_epoch), pos
 
 
 def _e_SnapshotId_16(o: SnapshotId, out: bytearray, chunks: list[Any]) -> None:
@@ -3826,18 +3263,13 @@ def _e_SnapshotId_16(o: SnapshotId, out: bytearray, chunks: list[Any]) -> None:
 
 
 def _d_LeaderIdAndEpoch_16(buf: Any, pos: int) -> tuple[LeaderIdAndEpoch, int]:
-    if len(buf) - pos < _S15.size:
-        raise DecodeError('truncated')
     (f_leader_id, f_leader_epoch,) = _S15.unpack_from(buf, pos)
     pos += _S15.size
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = LeaderIdAndEpoch(leader_id=f_leader_id, leader_epoch=f_leader_epoch)
-    return obj, pos
+    return LeaderIdAndEpoch(f_leader_id, f_leader_epoch), pos
 
 
 def _e_LeaderIdAndEpoch_16(o: LeaderIdAndEpoch, out: bytearray, chunks: list[Any]) -> None:
@@ -3846,18 +3278,13 @@ def _e_LeaderIdAndEpoch_16(o: LeaderIdAndEpoch, out: bytearray, chunks: list[Any
 
 
 def _d_EpochEndOffset_16(buf: Any, pos: int) -> tuple[EpochEndOffset, int]:
-    if len(buf) - pos < _S7.size:
-        raise DecodeError('truncated')
     (f_epoch, f_end_offset,) = _S7.unpack_from(buf, pos)
     pos += _S7.size
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = EpochEndOffset(epoch=f_epoch, end_offset=f_end_offset)
-    return obj, pos
+    return EpochEndOffset(f_epoch, f_end_offset), pos
 
 
 def _e_EpochEndOffset_16(o: EpochEndOffset, out: bytearray, chunks: list[Any]) -> None:
@@ -3866,8 +3293,6 @@ def _e_EpochEndOffset_16(o: EpochEndOffset, out: bytearray, chunks: list[Any]) -
 
 
 def _d_PartitionData_16(buf: Any, pos: int) -> tuple[PartitionData, int]:
-    if len(buf) - pos < _S13.size:
-        raise DecodeError('truncated')
     (f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset,) = _S13.unpack_from(buf, pos)
     pos += _S13.size
     n_aborted_transactions, pos = read_array_count(buf, pos, True, True)
@@ -3878,16 +3303,12 @@ def _d_PartitionData_16(buf: Any, pos: int) -> tuple[PartitionData, int]:
         for _ in range(n_aborted_transactions):
             it_aborted_transactions, pos = _d_AbortedTransaction_16(buf, pos)
             f_aborted_transactions.append(it_aborted_transactions)
-    if len(buf) - pos < _S12.size:
-        raise DecodeError('truncated')
     (f_preferred_read_replica,) = _S12.unpack_from(buf, pos)
     pos += _S12.size
     f_records, pos = read_compact_records(buf, pos, True)
-    f_diverging_epoch = _MISSING
-    f_current_leader = _MISSING
-    f_snapshot_id = _MISSING
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
+    f_diverging_epoch: EpochEndOffset = EpochEndOffset()
+    f_current_leader: LeaderIdAndEpoch = LeaderIdAndEpoch()
+    f_snapshot_id: SnapshotId = SnapshotId()
     if buf[pos] == 0:
         pos += 1
     else:
@@ -3911,14 +3332,7 @@ def _d_PartitionData_16(buf: Any, pos: int) -> tuple[PartitionData, int]:
                 if pos != end:
                     raise DecodeError('tagged field size mismatch')
             pos = end
-    obj = PartitionData(partition_index=f_partition_index, error_code=f_error_code, high_watermark=f_high_watermark, last_stable_offset=f_last_stable_offset, log_start_offset=f_log_start_offset, aborted_transactions=f_aborted_transactions, preferred_read_replica=f_preferred_read_replica, records=f_records)
-    if f_diverging_epoch is not _MISSING:
-        obj.diverging_epoch = f_diverging_epoch
-    if f_current_leader is not _MISSING:
-        obj.current_leader = f_current_leader
-    if f_snapshot_id is not _MISSING:
-        obj.snapshot_id = f_snapshot_id
-    return obj, pos
+    return PartitionData(f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset, f_diverging_epoch, f_current_leader, f_snapshot_id, f_aborted_transactions, f_preferred_read_replica, f_records), pos
 
 
 def _e_PartitionData_16(o: PartitionData, out: bytearray, chunks: list[Any]) -> None:
@@ -3950,8 +3364,6 @@ def _e_PartitionData_16(o: PartitionData, out: bytearray, chunks: list[Any]) -> 
 
 
 def _d_FetchableTopicResponse_16(buf: Any, pos: int) -> tuple[FetchableTopicResponse, int]:
-    if len(buf) - pos < _S6.size:
-        raise DecodeError('truncated')
     (f_topic_id,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
     f_topic_id = _uuid(f_topic_id)
@@ -3960,14 +3372,11 @@ def _d_FetchableTopicResponse_16(buf: Any, pos: int) -> tuple[FetchableTopicResp
     for _ in range(n_partitions):
         it_partitions, pos = _d_PartitionData_16(buf, pos)
         f_partitions.append(it_partitions)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = FetchableTopicResponse(topic_id=f_topic_id, partitions=f_partitions)
-    return obj, pos
+    return FetchableTopicResponse("", f_topic_id, f_partitions), pos
 
 
 def _e_FetchableTopicResponse_16(o: FetchableTopicResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -3980,8 +3389,6 @@ def _e_FetchableTopicResponse_16(o: FetchableTopicResponse, out: bytearray, chun
 
 
 def _d_FetchResponse_16(buf: Any, pos: int) -> tuple[FetchResponse, int]:
-    if len(buf) - pos < _S14.size:
-        raise DecodeError('truncated')
     (f_throttle_time_ms, f_error_code, f_session_id,) = _S14.unpack_from(buf, pos)
     pos += _S14.size
     n_responses, pos = read_array_count(buf, pos, True, False)
@@ -3989,9 +3396,7 @@ def _d_FetchResponse_16(buf: Any, pos: int) -> tuple[FetchResponse, int]:
     for _ in range(n_responses):
         it_responses, pos = _d_FetchableTopicResponse_16(buf, pos)
         f_responses.append(it_responses)
-    f_node_endpoints = _MISSING
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
+    f_node_endpoints: list[NodeEndpoint] = []
     if buf[pos] == 0:
         pos += 1
     else:
@@ -4011,10 +3416,7 @@ def _d_FetchResponse_16(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                 if pos != end:
                     raise DecodeError('tagged field size mismatch')
             pos = end
-    obj = FetchResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, session_id=f_session_id, responses=f_responses)
-    if f_node_endpoints is not _MISSING:
-        obj.node_endpoints = f_node_endpoints
-    return obj, pos
+    return FetchResponse(f_throttle_time_ms, f_error_code, f_session_id, f_responses, f_node_endpoints), pos
 
 
 def _e_FetchResponse_16(o: FetchResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -4039,24 +3441,17 @@ def _e_FetchResponse_16(o: FetchResponse, out: bytearray, chunks: list[Any]) -> 
 
 
 def _d_NodeEndpoint_17(buf: Any, pos: int) -> tuple[NodeEndpoint, int]:
-    if len(buf) - pos < _S12.size:
-        raise DecodeError('truncated')
     (f_node_id,) = _S12.unpack_from(buf, pos)
     pos += _S12.size
     f_host, pos = read_compact_string(buf, pos, False)
-    if len(buf) - pos < _S12.size:
-        raise DecodeError('truncated')
     (f_port,) = _S12.unpack_from(buf, pos)
     pos += _S12.size
     f_rack, pos = read_compact_string(buf, pos, True)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = NodeEndpoint(node_id=f_node_id, host=f_host, port=f_port, rack=f_rack)
-    return obj, pos
+    return NodeEndpoint(f_node_id, f_host, f_port, f_rack), pos
 
 
 def _e_NodeEndpoint_17(o: NodeEndpoint, out: bytearray, chunks: list[Any]) -> None:
@@ -4068,18 +3463,13 @@ def _e_NodeEndpoint_17(o: NodeEndpoint, out: bytearray, chunks: list[Any]) -> No
 
 
 def _d_AbortedTransaction_17(buf: Any, pos: int) -> tuple[AbortedTransaction, int]:
-    if len(buf) - pos < _S9.size:
-        raise DecodeError('truncated')
     (f_producer_id, f_first_offset,) = _S9.unpack_from(buf, pos)
     pos += _S9.size
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = AbortedTransaction(producer_id=f_producer_id, first_offset=f_first_offset)
-    return obj, pos
+    return AbortedTransaction(f_producer_id, f_first_offset), pos
 
 
 def _e_AbortedTransaction_17(o: AbortedTransaction, out: bytearray, chunks: list[Any]) -> None:
@@ -4088,18 +3478,13 @@ def _e_AbortedTransaction_17(o: AbortedTransaction, out: bytearray, chunks: list
 
 
 def _d_SnapshotId_17(buf: Any, pos: int) -> tuple[SnapshotId, int]:
-    if len(buf) - pos < _S10.size:
-        raise DecodeError('truncated')
     (f_end_offset, f_epoch,) = _S10.unpack_from(buf, pos)
     pos += _S10.size
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = SnapshotId(end_offset=f_end_offset, epoch=f_epoch)
-    return obj, pos
+    return SnapshotId(f_end_offset, f_epoch), pos
 
 
 def _e_SnapshotId_17(o: SnapshotId, out: bytearray, chunks: list[Any]) -> None:
@@ -4108,18 +3493,13 @@ def _e_SnapshotId_17(o: SnapshotId, out: bytearray, chunks: list[Any]) -> None:
 
 
 def _d_LeaderIdAndEpoch_17(buf: Any, pos: int) -> tuple[LeaderIdAndEpoch, int]:
-    if len(buf) - pos < _S15.size:
-        raise DecodeError('truncated')
     (f_leader_id, f_leader_epoch,) = _S15.unpack_from(buf, pos)
     pos += _S15.size
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = LeaderIdAndEpoch(leader_id=f_leader_id, leader_epoch=f_leader_epoch)
-    return obj, pos
+    return LeaderIdAndEpoch(f_leader_id, f_leader_epoch), pos
 
 
 def _e_LeaderIdAndEpoch_17(o: LeaderIdAndEpoch, out: bytearray, chunks: list[Any]) -> None:
@@ -4128,18 +3508,13 @@ def _e_LeaderIdAndEpoch_17(o: LeaderIdAndEpoch, out: bytearray, chunks: list[Any
 
 
 def _d_EpochEndOffset_17(buf: Any, pos: int) -> tuple[EpochEndOffset, int]:
-    if len(buf) - pos < _S7.size:
-        raise DecodeError('truncated')
     (f_epoch, f_end_offset,) = _S7.unpack_from(buf, pos)
     pos += _S7.size
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = EpochEndOffset(epoch=f_epoch, end_offset=f_end_offset)
-    return obj, pos
+    return EpochEndOffset(f_epoch, f_end_offset), pos
 
 
 def _e_EpochEndOffset_17(o: EpochEndOffset, out: bytearray, chunks: list[Any]) -> None:
@@ -4148,8 +3523,6 @@ def _e_EpochEndOffset_17(o: EpochEndOffset, out: bytearray, chunks: list[Any]) -
 
 
 def _d_PartitionData_17(buf: Any, pos: int) -> tuple[PartitionData, int]:
-    if len(buf) - pos < _S13.size:
-        raise DecodeError('truncated')
     (f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset,) = _S13.unpack_from(buf, pos)
     pos += _S13.size
     n_aborted_transactions, pos = read_array_count(buf, pos, True, True)
@@ -4160,16 +3533,12 @@ def _d_PartitionData_17(buf: Any, pos: int) -> tuple[PartitionData, int]:
         for _ in range(n_aborted_transactions):
             it_aborted_transactions, pos = _d_AbortedTransaction_17(buf, pos)
             f_aborted_transactions.append(it_aborted_transactions)
-    if len(buf) - pos < _S12.size:
-        raise DecodeError('truncated')
     (f_preferred_read_replica,) = _S12.unpack_from(buf, pos)
     pos += _S12.size
     f_records, pos = read_compact_records(buf, pos, True)
-    f_diverging_epoch = _MISSING
-    f_current_leader = _MISSING
-    f_snapshot_id = _MISSING
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
+    f_diverging_epoch: EpochEndOffset = EpochEndOffset()
+    f_current_leader: LeaderIdAndEpoch = LeaderIdAndEpoch()
+    f_snapshot_id: SnapshotId = SnapshotId()
     if buf[pos] == 0:
         pos += 1
     else:
@@ -4193,14 +3562,7 @@ def _d_PartitionData_17(buf: Any, pos: int) -> tuple[PartitionData, int]:
                 if pos != end:
                     raise DecodeError('tagged field size mismatch')
             pos = end
-    obj = PartitionData(partition_index=f_partition_index, error_code=f_error_code, high_watermark=f_high_watermark, last_stable_offset=f_last_stable_offset, log_start_offset=f_log_start_offset, aborted_transactions=f_aborted_transactions, preferred_read_replica=f_preferred_read_replica, records=f_records)
-    if f_diverging_epoch is not _MISSING:
-        obj.diverging_epoch = f_diverging_epoch
-    if f_current_leader is not _MISSING:
-        obj.current_leader = f_current_leader
-    if f_snapshot_id is not _MISSING:
-        obj.snapshot_id = f_snapshot_id
-    return obj, pos
+    return PartitionData(f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset, f_diverging_epoch, f_current_leader, f_snapshot_id, f_aborted_transactions, f_preferred_read_replica, f_records), pos
 
 
 def _e_PartitionData_17(o: PartitionData, out: bytearray, chunks: list[Any]) -> None:
@@ -4232,8 +3594,6 @@ def _e_PartitionData_17(o: PartitionData, out: bytearray, chunks: list[Any]) -> 
 
 
 def _d_FetchableTopicResponse_17(buf: Any, pos: int) -> tuple[FetchableTopicResponse, int]:
-    if len(buf) - pos < _S6.size:
-        raise DecodeError('truncated')
     (f_topic_id,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
     f_topic_id = _uuid(f_topic_id)
@@ -4242,14 +3602,11 @@ def _d_FetchableTopicResponse_17(buf: Any, pos: int) -> tuple[FetchableTopicResp
     for _ in range(n_partitions):
         it_partitions, pos = _d_PartitionData_17(buf, pos)
         f_partitions.append(it_partitions)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = FetchableTopicResponse(topic_id=f_topic_id, partitions=f_partitions)
-    return obj, pos
+    return FetchableTopicResponse("", f_topic_id, f_partitions), pos
 
 
 def _e_FetchableTopicResponse_17(o: FetchableTopicResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -4262,8 +3619,6 @@ def _e_FetchableTopicResponse_17(o: FetchableTopicResponse, out: bytearray, chun
 
 
 def _d_FetchResponse_17(buf: Any, pos: int) -> tuple[FetchResponse, int]:
-    if len(buf) - pos < _S14.size:
-        raise DecodeError('truncated')
     (f_throttle_time_ms, f_error_code, f_session_id,) = _S14.unpack_from(buf, pos)
     pos += _S14.size
     n_responses, pos = read_array_count(buf, pos, True, False)
@@ -4271,9 +3626,7 @@ def _d_FetchResponse_17(buf: Any, pos: int) -> tuple[FetchResponse, int]:
     for _ in range(n_responses):
         it_responses, pos = _d_FetchableTopicResponse_17(buf, pos)
         f_responses.append(it_responses)
-    f_node_endpoints = _MISSING
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
+    f_node_endpoints: list[NodeEndpoint] = []
     if buf[pos] == 0:
         pos += 1
     else:
@@ -4293,10 +3646,7 @@ def _d_FetchResponse_17(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                 if pos != end:
                     raise DecodeError('tagged field size mismatch')
             pos = end
-    obj = FetchResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, session_id=f_session_id, responses=f_responses)
-    if f_node_endpoints is not _MISSING:
-        obj.node_endpoints = f_node_endpoints
-    return obj, pos
+    return FetchResponse(f_throttle_time_ms, f_error_code, f_session_id, f_responses, f_node_endpoints), pos
 
 
 def _e_FetchResponse_17(o: FetchResponse, out: bytearray, chunks: list[Any]) -> None:

@@ -15,8 +15,6 @@ from pybroker.protocol.primitives import (
     write_compact_records, write_compact_string, write_records, write_string, write_uvarint,
 )
 
-_MISSING: Any = object()
-
 
 def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
@@ -53,12 +51,9 @@ class InitProducerIdResponse(ApiMessage):
 
 def _d_InitProducerIdRequest_0(buf: Any, pos: int) -> tuple[InitProducerIdRequest, int]:
     f_transactional_id, pos = read_string(buf, pos, True)
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_transaction_timeout_ms,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
-    obj = InitProducerIdRequest(transactional_id=f_transactional_id, transaction_timeout_ms=f_transaction_timeout_ms)
-    return obj, pos
+    return InitProducerIdRequest(f_transactional_id, f_transaction_timeout_ms, -1, -1), pos
 
 
 def _e_InitProducerIdRequest_0(o: InitProducerIdRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -68,12 +63,9 @@ def _e_InitProducerIdRequest_0(o: InitProducerIdRequest, out: bytearray, chunks:
 
 def _d_InitProducerIdRequest_1(buf: Any, pos: int) -> tuple[InitProducerIdRequest, int]:
     f_transactional_id, pos = read_string(buf, pos, True)
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_transaction_timeout_ms,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
-    obj = InitProducerIdRequest(transactional_id=f_transactional_id, transaction_timeout_ms=f_transaction_timeout_ms)
-    return obj, pos
+    return InitProducerIdRequest(f_transactional_id, f_transaction_timeout_ms, -1, -1), pos
 
 
 def _e_InitProducerIdRequest_1(o: InitProducerIdRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -83,18 +75,13 @@ def _e_InitProducerIdRequest_1(o: InitProducerIdRequest, out: bytearray, chunks:
 
 def _d_InitProducerIdRequest_2(buf: Any, pos: int) -> tuple[InitProducerIdRequest, int]:
     f_transactional_id, pos = read_compact_string(buf, pos, True)
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_transaction_timeout_ms,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = InitProducerIdRequest(transactional_id=f_transactional_id, transaction_timeout_ms=f_transaction_timeout_ms)
-    return obj, pos
+    return InitProducerIdRequest(f_transactional_id, f_transaction_timeout_ms, -1, -1), pos
 
 
 def _e_InitProducerIdRequest_2(o: InitProducerIdRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -105,18 +92,13 @@ def _e_InitProducerIdRequest_2(o: InitProducerIdRequest, out: bytearray, chunks:
 
 def _d_InitProducerIdRequest_3(buf: Any, pos: int) -> tuple[InitProducerIdRequest, int]:
     f_transactional_id, pos = read_compact_string(buf, pos, True)
-    if len(buf) - pos < _S1.size:
-        raise DecodeError('truncated')
     (f_transaction_timeout_ms, f_producer_id, f_producer_epoch,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = InitProducerIdRequest(transactional_id=f_transactional_id, transaction_timeout_ms=f_transaction_timeout_ms, producer_id=f_producer_id, producer_epoch=f_producer_epoch)
-    return obj, pos
+    return InitProducerIdRequest(f_transactional_id, f_transaction_timeout_ms, f_producer_id, f_producer_epoch), pos
 
 
 def _e_InitProducerIdRequest_3(o: InitProducerIdRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -127,18 +109,13 @@ def _e_InitProducerIdRequest_3(o: InitProducerIdRequest, out: bytearray, chunks:
 
 def _d_InitProducerIdRequest_4(buf: Any, pos: int) -> tuple[InitProducerIdRequest, int]:
     f_transactional_id, pos = read_compact_string(buf, pos, True)
-    if len(buf) - pos < _S1.size:
-        raise DecodeError('truncated')
     (f_transaction_timeout_ms, f_producer_id, f_producer_epoch,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = InitProducerIdRequest(transactional_id=f_transactional_id, transaction_timeout_ms=f_transaction_timeout_ms, producer_id=f_producer_id, producer_epoch=f_producer_epoch)
-    return obj, pos
+    return InitProducerIdRequest(f_transactional_id, f_transaction_timeout_ms, f_producer_id, f_producer_epoch), pos
 
 
 def _e_InitProducerIdRequest_4(o: InitProducerIdRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -149,18 +126,13 @@ def _e_InitProducerIdRequest_4(o: InitProducerIdRequest, out: bytearray, chunks:
 
 def _d_InitProducerIdRequest_5(buf: Any, pos: int) -> tuple[InitProducerIdRequest, int]:
     f_transactional_id, pos = read_compact_string(buf, pos, True)
-    if len(buf) - pos < _S1.size:
-        raise DecodeError('truncated')
     (f_transaction_timeout_ms, f_producer_id, f_producer_epoch,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = InitProducerIdRequest(transactional_id=f_transactional_id, transaction_timeout_ms=f_transaction_timeout_ms, producer_id=f_producer_id, producer_epoch=f_producer_epoch)
-    return obj, pos
+    return InitProducerIdRequest(f_transactional_id, f_transaction_timeout_ms, f_producer_id, f_producer_epoch), pos
 
 
 def _e_InitProducerIdRequest_5(o: InitProducerIdRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -174,12 +146,9 @@ InitProducerIdRequest._ENCODERS = {0: _e_InitProducerIdRequest_0, 1: _e_InitProd
 
 
 def _d_InitProducerIdResponse_0(buf: Any, pos: int) -> tuple[InitProducerIdResponse, int]:
-    if len(buf) - pos < _S2.size:
-        raise DecodeError('truncated')
     (f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch,) = _S2.unpack_from(buf, pos)
     pos += _S2.size
-    obj = InitProducerIdResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, producer_id=f_producer_id, producer_epoch=f_producer_epoch)
-    return obj, pos
+    return InitProducerIdResponse(f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch), pos
 
 
 def _e_InitProducerIdResponse_0(o: InitProducerIdResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -187,12 +156,9 @@ def _e_InitProducerIdResponse_0(o: InitProducerIdResponse, out: bytearray, chunk
 
 
 def _d_InitProducerIdResponse_1(buf: Any, pos: int) -> tuple[InitProducerIdResponse, int]:
-    if len(buf) - pos < _S2.size:
-        raise DecodeError('truncated')
     (f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch,) = _S2.unpack_from(buf, pos)
     pos += _S2.size
-    obj = InitProducerIdResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, producer_id=f_producer_id, producer_epoch=f_producer_epoch)
-    return obj, pos
+    return InitProducerIdResponse(f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch), pos
 
 
 def _e_InitProducerIdResponse_1(o: InitProducerIdResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -200,18 +166,13 @@ def _e_InitProducerIdResponse_1(o: InitProducerIdResponse, out: bytearray, chunk
 
 
 def _d_InitProducerIdResponse_2(buf: Any, pos: int) -> tuple[InitProducerIdResponse, int]:
-    if len(buf) - pos < _S2.size:
-        raise DecodeError('truncated')
     (f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch,) = _S2.unpack_from(buf, pos)
     pos += _S2.size
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = InitProducerIdResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, producer_id=f_producer_id, producer_epoch=f_producer_epoch)
-    return obj, pos
+    return InitProducerIdResponse(f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch), pos
 
 
 def _e_InitProducerIdResponse_2(o: InitProducerIdResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -220,18 +181,13 @@ def _e_InitProducerIdResponse_2(o: InitProducerIdResponse, out: bytearray, chunk
 
 
 def _d_InitProducerIdResponse_3(buf: Any, pos: int) -> tuple[InitProducerIdResponse, int]:
-    if len(buf) - pos < _S2.size:
-        raise DecodeError('truncated')
     (f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch,) = _S2.unpack_from(buf, pos)
     pos += _S2.size
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = InitProducerIdResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, producer_id=f_producer_id, producer_epoch=f_producer_epoch)
-    return obj, pos
+    return InitProducerIdResponse(f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch), pos
 
 
 def _e_InitProducerIdResponse_3(o: InitProducerIdResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -240,18 +196,13 @@ def _e_InitProducerIdResponse_3(o: InitProducerIdResponse, out: bytearray, chunk
 
 
 def _d_InitProducerIdResponse_4(buf: Any, pos: int) -> tuple[InitProducerIdResponse, int]:
-    if len(buf) - pos < _S2.size:
-        raise DecodeError('truncated')
     (f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch,) = _S2.unpack_from(buf, pos)
     pos += _S2.size
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = InitProducerIdResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, producer_id=f_producer_id, producer_epoch=f_producer_epoch)
-    return obj, pos
+    return InitProducerIdResponse(f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch), pos
 
 
 def _e_InitProducerIdResponse_4(o: InitProducerIdResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -260,18 +211,13 @@ def _e_InitProducerIdResponse_4(o: InitProducerIdResponse, out: bytearray, chunk
 
 
 def _d_InitProducerIdResponse_5(buf: Any, pos: int) -> tuple[InitProducerIdResponse, int]:
-    if len(buf) - pos < _S2.size:
-        raise DecodeError('truncated')
     (f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch,) = _S2.unpack_from(buf, pos)
     pos += _S2.size
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = InitProducerIdResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, producer_id=f_producer_id, producer_epoch=f_producer_epoch)
-    return obj, pos
+    return InitProducerIdResponse(f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch), pos
 
 
 def _e_InitProducerIdResponse_5(o: InitProducerIdResponse, out: bytearray, chunks: list[Any]) -> None:

@@ -15,8 +15,6 @@ from pybroker.protocol.primitives import (
     write_compact_records, write_compact_string, write_records, write_string, write_uvarint,
 )
 
-_MISSING: Any = object()
-
 
 def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
@@ -85,12 +83,9 @@ class ListOffsetsResponse(ApiMessage):
 
 
 def _d_ListOffsetsPartition_0(buf: Any, pos: int) -> tuple[ListOffsetsPartition, int]:
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_partition_index, f_timestamp, f_max_num_offsets,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
-    obj = ListOffsetsPartition(partition_index=f_partition_index, timestamp=f_timestamp, max_num_offsets=f_max_num_offsets)
-    return obj, pos
+    return ListOffsetsPartition(f_partition_index, -1, f_timestamp, f_max_num_offsets), pos
 
 
 def _e_ListOffsetsPartition_0(o: ListOffsetsPartition, out: bytearray, chunks: list[Any]) -> None:
@@ -104,8 +99,7 @@ def _d_ListOffsetsTopic_0(buf: Any, pos: int) -> tuple[ListOffsetsTopic, int]:
     for _ in range(n_partitions):
         it_partitions, pos = _d_ListOffsetsPartition_0(buf, pos)
         f_partitions.append(it_partitions)
-    obj = ListOffsetsTopic(name=f_name, partitions=f_partitions)
-    return obj, pos
+    return ListOffsetsTopic(f_name, f_partitions), pos
 
 
 def _e_ListOffsetsTopic_0(o: ListOffsetsTopic, out: bytearray, chunks: list[Any]) -> None:
@@ -117,8 +111,6 @@ def _e_ListOffsetsTopic_0(o: ListOffsetsTopic, out: bytearray, chunks: list[Any]
 
 
 def _d_ListOffsetsRequest_0(buf: Any, pos: int) -> tuple[ListOffsetsRequest, int]:
-    if len(buf) - pos < _S1.size:
-        raise DecodeError('truncated')
     (f_replica_id,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
     n_topics, pos = read_array_count(buf, pos, False, False)
@@ -126,8 +118,7 @@ def _d_ListOffsetsRequest_0(buf: Any, pos: int) -> tuple[ListOffsetsRequest, int
     for _ in range(n_topics):
         it_topics, pos = _d_ListOffsetsTopic_0(buf, pos)
         f_topics.append(it_topics)
-    obj = ListOffsetsRequest(replica_id=f_replica_id, topics=f_topics)
-    return obj, pos
+    return ListOffsetsRequest(f_replica_id, 0, f_topics, 0), pos
 
 
 def _e_ListOffsetsRequest_0(o: ListOffsetsRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -139,12 +130,9 @@ def _e_ListOffsetsRequest_0(o: ListOffsetsRequest, out: bytearray, chunks: list[
 
 
 def _d_ListOffsetsPartition_1(buf: Any, pos: int) -> tuple[ListOffsetsPartition, int]:
-    if len(buf) - pos < _S2.size:
-        raise DecodeError('truncated')
     (f_partition_index, f_timestamp,) = _S2.unpack_from(buf, pos)
     pos += _S2.size
-    obj = ListOffsetsPartition(partition_index=f_partition_index, timestamp=f_timestamp)
-    return obj, pos
+    return ListOffsetsPartition(f_partition_index, -1, f_timestamp, 1), pos
 
 
 def _e_ListOffsetsPartition_1(o: ListOffsetsPartition, out: bytearray, chunks: list[Any]) -> None:
@@ -158,8 +146,7 @@ def _d_ListOffsetsTopic_1(buf: Any, pos: int) -> tuple[ListOffsetsTopic, int]:
     for _ in range(n_partitions):
         it_partitions, pos = _d_ListOffsetsPartition_1(buf, pos)
         f_partitions.append(it_partitions)
-    obj = ListOffsetsTopic(name=f_name, partitions=f_partitions)
-    return obj, pos
+    return ListOffsetsTopic(f_name, f_partitions), pos
 
 
 def _e_ListOffsetsTopic_1(o: ListOffsetsTopic, out: bytearray, chunks: list[Any]) -> None:
@@ -171,8 +158,6 @@ def _e_ListOffsetsTopic_1(o: ListOffsetsTopic, out: bytearray, chunks: list[Any]
 
 
 def _d_ListOffsetsRequest_1(buf: Any, pos: int) -> tuple[ListOffsetsRequest, int]:
-    if len(buf) - pos < _S1.size:
-        raise DecodeError('truncated')
     (f_replica_id,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
     n_topics, pos = read_array_count(buf, pos, False, False)
@@ -180,8 +165,7 @@ def _d_ListOffsetsRequest_1(buf: Any, pos: int) -> tuple[ListOffsetsRequest, int
     for _ in range(n_topics):
         it_topics, pos = _d_ListOffsetsTopic_1(buf, pos)
         f_topics.append(it_topics)
-    obj = ListOffsetsRequest(replica_id=f_replica_id, topics=f_topics)
-    return obj, pos
+    return ListOffsetsRequest(f_replica_id, 0, f_topics, 0), pos
 
 
 def _e_ListOffsetsRequest_1(o: ListOffsetsRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -193,12 +177,9 @@ def _e_ListOffsetsRequest_1(o: ListOffsetsRequest, out: bytearray, chunks: list[
 
 
 def _d_ListOffsetsPartition_2(buf: Any, pos: int) -> tuple[ListOffsetsPartition, int]:
-    if len(buf) - pos < _S2.size:
-        raise DecodeError('truncated')
     (f_partition_index, f_timestamp,) = _S2.unpack_from(buf, pos)
     pos += _S2.size
-    obj = ListOffsetsPartition(partition_index=f_partition_index, timestamp=f_timestamp)
-    return obj, pos
+    return ListOffsetsPartition(f_partition_index, -1, f_timestamp, 1), pos
 
 
 def _e_ListOffsetsPartition_2(o: ListOffsetsPartition, out: bytearray, chunks: list[Any]) -> None:
@@ -212,8 +193,7 @@ def _d_ListOffsetsTopic_2(buf: Any, pos: int) -> tuple[ListOffsetsTopic, int]:
     for _ in range(n_partitions):
         it_partitions, pos = _d_ListOffsetsPartition_2(buf, pos)
         f_partitions.append(it_partitions)
-    obj = ListOffsetsTopic(name=f_name, partitions=f_partitions)
-    return obj, pos
+    return ListOffsetsTopic(f_name, f_partitions), pos
 
 
 def _e_ListOffsetsTopic_2(o: ListOffsetsTopic, out: bytearray, chunks: list[Any]) -> None:
@@ -225,8 +205,6 @@ def _e_ListOffsetsTopic_2(o: ListOffsetsTopic, out: bytearray, chunks: list[Any]
 
 
 def _d_ListOffsetsRequest_2(buf: Any, pos: int) -> tuple[ListOffsetsRequest, int]:
-    if len(buf) - pos < _S3.size:
-        raise DecodeError('truncated')
     (f_replica_id, f_isolation_level,) = _S3.unpack_from(buf, pos)
     pos += _S3.size
     n_topics, pos = read_array_count(buf, pos, False, False)
@@ -234,8 +212,7 @@ def _d_ListOffsetsRequest_2(buf: Any, pos: int) -> tuple[ListOffsetsRequest, int
     for _ in range(n_topics):
         it_topics, pos = _d_ListOffsetsTopic_2(buf, pos)
         f_topics.append(it_topics)
-    obj = ListOffsetsRequest(replica_id=f_replica_id, isolation_level=f_isolation_level, topics=f_topics)
-    return obj, pos
+    return ListOffsetsRequest(f_replica_id, f_isolation_level, f_topics, 0), pos
 
 
 def _e_ListOffsetsRequest_2(o: ListOffsetsRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -247,12 +224,9 @@ def _e_ListOffsetsRequest_2(o: ListOffsetsRequest, out: bytearray, chunks: list[
 
 
 def _d_ListOffsetsPartition_3(buf: Any, pos: int) -> tuple[ListOffsetsPartition, int]:
-    if len(buf) - pos < _S2.size:
-        raise DecodeError('truncated')
     (f_partition_index, f_timestamp,) = _S2.unpack_from(buf, pos)
     pos += _S2.size
-    obj = ListOffsetsPartition(partition_index=f_partition_index, timestamp=f_timestamp)
-    return obj, pos
+    return ListOffsetsPartition(f_partition_index, -1, f_timestamp, 1), pos
 
 
 def _e_ListOffsetsPartition_3(o: ListOffsetsPartition, out: bytearray, chunks: list[Any]) -> None:
@@ -266,8 +240,7 @@ def _d_ListOffsetsTopic_3(buf: Any, pos: int) -> tuple[ListOffsetsTopic, int]:
     for _ in range(n_partitions):
         it_partitions, pos = _d_ListOffsetsPartition_3(buf, pos)
         f_partitions.append(it_partitions)
-    obj = ListOffsetsTopic(name=f_name, partitions=f_partitions)
-    return obj, pos
+    return ListOffsetsTopic(f_name, f_partitions), pos
 
 
 def _e_ListOffsetsTopic_3(o: ListOffsetsTopic, out: bytearray, chunks: list[Any]) -> None:
@@ -279,8 +252,6 @@ def _e_ListOffsetsTopic_3(o: ListOffsetsTopic, out: bytearray, chunks: list[Any]
 
 
 def _d_ListOffsetsRequest_3(buf: Any, pos: int) -> tuple[ListOffsetsRequest, int]:
-    if len(buf) - pos < _S3.size:
-        raise DecodeError('truncated')
     (f_replica_id, f_isolation_level,) = _S3.unpack_from(buf, pos)
     pos += _S3.size
     n_topics, pos = read_array_count(buf, pos, False, False)
@@ -288,8 +259,7 @@ def _d_ListOffsetsRequest_3(buf: Any, pos: int) -> tuple[ListOffsetsRequest, int
     for _ in range(n_topics):
         it_topics, pos = _d_ListOffsetsTopic_3(buf, pos)
         f_topics.append(it_topics)
-    obj = ListOffsetsRequest(replica_id=f_replica_id, isolation_level=f_isolation_level, topics=f_topics)
-    return obj, pos
+    return ListOffsetsRequest(f_replica_id, f_isolation_level, f_topics, 0), pos
 
 
 def _e_ListOffsetsRequest_3(o: ListOffsetsRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -301,12 +271,9 @@ def _e_ListOffsetsRequest_3(o: ListOffsetsRequest, out: bytearray, chunks: list[
 
 
 def _d_ListOffsetsPartition_4(buf: Any, pos: int) -> tuple[ListOffsetsPartition, int]:
-    if len(buf) - pos < _S4.size:
-        raise DecodeError('truncated')
     (f_partition_index, f_current_leader_epoch, f_timestamp,) = _S4.unpack_from(buf, pos)
     pos += _S4.size
-    obj = ListOffsetsPartition(partition_index=f_partition_index, current_leader_epoch=f_current_leader_epoch, timestamp=f_timestamp)
-    return obj, pos
+    return ListOffsetsPartition(f_partition_index, f_current_leader_epoch, f_timestamp, 1), pos
 
 
 def _e_ListOffsetsPartition_4(o: ListOffsetsPartition, out: bytearray, chunks: list[Any]) -> None:
@@ -320,8 +287,7 @@ def _d_ListOffsetsTopic_4(buf: Any, pos: int) -> tuple[ListOffsetsTopic, int]:
     for _ in range(n_partitions):
         it_partitions, pos = _d_ListOffsetsPartition_4(buf, pos)
         f_partitions.append(it_partitions)
-    obj = ListOffsetsTopic(name=f_name, partitions=f_partitions)
-    return obj, pos
+    return ListOffsetsTopic(f_name, f_partitions), pos
 
 
 def _e_ListOffsetsTopic_4(o: ListOffsetsTopic, out: bytearray, chunks: list[Any]) -> None:
@@ -333,8 +299,6 @@ def _e_ListOffsetsTopic_4(o: ListOffsetsTopic, out: bytearray, chunks: list[Any]
 
 
 def _d_ListOffsetsRequest_4(buf: Any, pos: int) -> tuple[ListOffsetsRequest, int]:
-    if len(buf) - pos < _S3.size:
-        raise DecodeError('truncated')
     (f_replica_id, f_isolation_level,) = _S3.unpack_from(buf, pos)
     pos += _S3.size
     n_topics, pos = read_array_count(buf, pos, False, False)
@@ -342,8 +306,7 @@ def _d_ListOffsetsRequest_4(buf: Any, pos: int) -> tuple[ListOffsetsRequest, int
     for _ in range(n_topics):
         it_topics, pos = _d_ListOffsetsTopic_4(buf, pos)
         f_topics.append(it_topics)
-    obj = ListOffsetsRequest(replica_id=f_replica_id, isolation_level=f_isolation_level, topics=f_topics)
-    return obj, pos
+    return ListOffsetsRequest(f_replica_id, f_isolation_level, f_topics, 0), pos
 
 
 def _e_ListOffsetsRequest_4(o: ListOffsetsRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -355,12 +318,9 @@ def _e_ListOffsetsRequest_4(o: ListOffsetsRequest, out: bytearray, chunks: list[
 
 
 def _d_ListOffsetsPartition_5(buf: Any, pos: int) -> tuple[ListOffsetsPartition, int]:
-    if len(buf) - pos < _S4.size:
-        raise DecodeError('truncated')
     (f_partition_index, f_current_leader_epoch, f_timestamp,) = _S4.unpack_from(buf, pos)
     pos += _S4.size
-    obj = ListOffsetsPartition(partition_index=f_partition_index, current_leader_epoch=f_current_leader_epoch, timestamp=f_timestamp)
-    return obj, pos
+    return ListOffsetsPartition(f_partition_index, f_current_leader_epoch, f_timestamp, 1), pos
 
 
 def _e_ListOffsetsPartition_5(o: ListOffsetsPartition, out: bytearray, chunks: list[Any]) -> None:
@@ -374,8 +334,7 @@ def _d_ListOffsetsTopic_5(buf: Any, pos: int) -> tuple[ListOffsetsTopic, int]:
     for _ in range(n_partitions):
         it_partitions, pos = _d_ListOffsetsPartition_5(buf, pos)
         f_partitions.append(it_partitions)
-    obj = ListOffsetsTopic(name=f_name, partitions=f_partitions)
-    return obj, pos
+    return ListOffsetsTopic(f_name, f_partitions), pos
 
 
 def _e_ListOffsetsTopic_5(o: ListOffsetsTopic, out: bytearray, chunks: list[Any]) -> None:
@@ -387,8 +346,6 @@ def _e_ListOffsetsTopic_5(o: ListOffsetsTopic, out: bytearray, chunks: list[Any]
 
 
 def _d_ListOffsetsRequest_5(buf: Any, pos: int) -> tuple[ListOffsetsRequest, int]:
-    if len(buf) - pos < _S3.size:
-        raise DecodeError('truncated')
     (f_replica_id, f_isolation_level,) = _S3.unpack_from(buf, pos)
     pos += _S3.size
     n_topics, pos = read_array_count(buf, pos, False, False)
@@ -396,8 +353,7 @@ def _d_ListOffsetsRequest_5(buf: Any, pos: int) -> tuple[ListOffsetsRequest, int
     for _ in range(n_topics):
         it_topics, pos = _d_ListOffsetsTopic_5(buf, pos)
         f_topics.append(it_topics)
-    obj = ListOffsetsRequest(replica_id=f_replica_id, isolation_level=f_isolation_level, topics=f_topics)
-    return obj, pos
+    return ListOffsetsRequest(f_replica_id, f_isolation_level, f_topics, 0), pos
 
 
 def _e_ListOffsetsRequest_5(o: ListOffsetsRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -409,18 +365,13 @@ def _e_ListOffsetsRequest_5(o: ListOffsetsRequest, out: bytearray, chunks: list[
 
 
 def _d_ListOffsetsPartition_6(buf: Any, pos: int) -> tuple[ListOffsetsPartition, int]:
-    if len(buf) - pos < _S4.size:
-        raise DecodeError('truncated')
     (f_partition_index, f_current_leader_epoch, f_timestamp,) = _S4.unpack_from(buf, pos)
     pos += _S4.size
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = ListOffsetsPartition(partition_index=f_partition_index, current_leader_epoch=f_current_leader_epoch, timestamp=f_timestamp)
-    return obj, pos
+    return ListOffsetsPartition(f_partition_index, f_current_leader_epoch, f_timestamp, 1), pos
 
 
 def _e_ListOffsetsPartition_6(o: ListOffsetsPartition, out: bytearray, chunks: list[Any]) -> None:
@@ -435,14 +386,11 @@ def _d_ListOffsetsTopic_6(buf: Any, pos: int) -> tuple[ListOffsetsTopic, int]:
     for _ in range(n_partitions):
         it_partitions, pos = _d_ListOffsetsPartition_6(buf, pos)
         f_partitions.append(it_partitions)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = ListOffsetsTopic(name=f_name, partitions=f_partitions)
-    return obj, pos
+    return ListOffsetsTopic(f_name, f_partitions), pos
 
 
 def _e_ListOffsetsTopic_6(o: ListOffsetsTopic, out: bytearray, chunks: list[Any]) -> None:
@@ -455,8 +403,6 @@ def _e_ListOffsetsTopic_6(o: ListOffsetsTopic, out: bytearray, chunks: list[Any]
 
 
 def _d_ListOffsetsRequest_6(buf: Any, pos: int) -> tuple[ListOffsetsRequest, int]:
-    if len(buf) - pos < _S3.size:
-        raise DecodeError('truncated')
     (f_replica_id, f_isolation_level,) = _S3.unpack_from(buf, pos)
     pos += _S3.size
     n_topics, pos = read_array_count(buf, pos, True, False)
@@ -464,14 +410,11 @@ def _d_ListOffsetsRequest_6(buf: Any, pos: int) -> tuple[ListOffsetsRequest, int
     for _ in range(n_topics):
         it_topics, pos = _d_ListOffsetsTopic_6(buf, pos)
         f_topics.append(it_topics)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = ListOffsetsRequest(replica_id=f_replica_id, isolation_level=f_isolation_level, topics=f_topics)
-    return obj, pos
+    return ListOffsetsRequest(f_replica_id, f_isolation_level, f_topics, 0), pos
 
 
 def _e_ListOffsetsRequest_6(o: ListOffsetsRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -484,18 +427,13 @@ def _e_ListOffsetsRequest_6(o: ListOffsetsRequest, out: bytearray, chunks: list[
 
 
 def _d_ListOffsetsPartition_7(buf: Any, pos: int) -> tuple[ListOffsetsPartition, int]:
-    if len(buf) - pos < _S4.size:
-        raise DecodeError('truncated')
     (f_partition_index, f_current_leader_epoch, f_timestamp,) = _S4.unpack_from(buf, pos)
     pos += _S4.size
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = ListOffsetsPartition(partition_index=f_partition_index, current_leader_epoch=f_current_leader_epoch, timestamp=f_timestamp)
-    return obj, pos
+    return ListOffsetsPartition(f_partition_index, f_current_leader_epoch, f_timestamp, 1), pos
 
 
 def _e_ListOffsetsPartition_7(o: ListOffsetsPartition, out: bytearray, chunks: list[Any]) -> None:
@@ -510,14 +448,11 @@ def _d_ListOffsetsTopic_7(buf: Any, pos: int) -> tuple[ListOffsetsTopic, int]:
     for _ in range(n_partitions):
         it_partitions, pos = _d_ListOffsetsPartition_7(buf, pos)
         f_partitions.append(it_partitions)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = ListOffsetsTopic(name=f_name, partitions=f_partitions)
-    return obj, pos
+    return ListOffsetsTopic(f_name, f_partitions), pos
 
 
 def _e_ListOffsetsTopic_7(o: ListOffsetsTopic, out: bytearray, chunks: list[Any]) -> None:
@@ -530,8 +465,6 @@ def _e_ListOffsetsTopic_7(o: ListOffsetsTopic, out: bytearray, chunks: list[Any]
 
 
 def _d_ListOffsetsRequest_7(buf: Any, pos: int) -> tuple[ListOffsetsRequest, int]:
-    if len(buf) - pos < _S3.size:
-        raise DecodeError('truncated')
     (f_replica_id, f_isolation_level,) = _S3.unpack_from(buf, pos)
     pos += _S3.size
     n_topics, pos = read_array_count(buf, pos, True, False)
@@ -539,14 +472,11 @@ def _d_ListOffsetsRequest_7(buf: Any, pos: int) -> tuple[ListOffsetsRequest, int
     for _ in range(n_topics):
         it_topics, pos = _d_ListOffsetsTopic_7(buf, pos)
         f_topics.append(it_topics)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = ListOffsetsRequest(replica_id=f_replica_id, isolation_level=f_isolation_level, topics=f_topics)
-    return obj, pos
+    return ListOffsetsRequest(f_replica_id, f_isolation_level, f_topics, 0), pos
 
 
 def _e_ListOffsetsRequest_7(o: ListOffsetsRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -559,18 +489,13 @@ def _e_ListOffsetsRequest_7(o: ListOffsetsRequest, out: bytearray, chunks: list[
 
 
 def _d_ListOffsetsPartition_8(buf: Any, pos: int) -> tuple[ListOffsetsPartition, int]:
-    if len(buf) - pos < _S4.size:
-        raise DecodeError('truncated')
     (f_partition_index, f_current_leader_epoch, f_timestamp,) = _S4.unpack_from(buf, pos)
     pos += _S4.size
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = ListOffsetsPartition(partition_index=f_partition_index, current_leader_epoch=f_current_leader_epoch, timestamp=f_timestamp)
-    return obj, pos
+    return ListOffsetsPartition(f_partition_index, f_current_leader_epoch, f_timestamp, 1), pos
 
 
 def _e_ListOffsetsPartition_8(o: ListOffsetsPartition, out: bytearray, chunks: list[Any]) -> None:
@@ -585,14 +510,11 @@ def _d_ListOffsetsTopic_8(buf: Any, pos: int) -> tuple[ListOffsetsTopic, int]:
     for _ in range(n_partitions):
         it_partitions, pos = _d_ListOffsetsPartition_8(buf, pos)
         f_partitions.append(it_partitions)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = ListOffsetsTopic(name=f_name, partitions=f_partitions)
-    return obj, pos
+    return ListOffsetsTopic(f_name, f_partitions), pos
 
 
 def _e_ListOffsetsTopic_8(o: ListOffsetsTopic, out: bytearray, chunks: list[Any]) -> None:
@@ -605,8 +527,6 @@ def _e_ListOffsetsTopic_8(o: ListOffsetsTopic, out: bytearray, chunks: list[Any]
 
 
 def _d_ListOffsetsRequest_8(buf: Any, pos: int) -> tuple[ListOffsetsRequest, int]:
-    if len(buf) - pos < _S3.size:
-        raise DecodeError('truncated')
     (f_replica_id, f_isolation_level,) = _S3.unpack_from(buf, pos)
     pos += _S3.size
     n_topics, pos = read_array_count(buf, pos, True, False)
@@ -614,14 +534,11 @@ def _d_ListOffsetsRequest_8(buf: Any, pos: int) -> tuple[ListOffsetsRequest, int
     for _ in range(n_topics):
         it_topics, pos = _d_ListOffsetsTopic_8(buf, pos)
         f_topics.append(it_topics)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = ListOffsetsRequest(replica_id=f_replica_id, isolation_level=f_isolation_level, topics=f_topics)
-    return obj, pos
+    return ListOffsetsRequest(f_replica_id, f_isolation_level, f_topics, 0), pos
 
 
 def _e_ListOffsetsRequest_8(o: ListOffsetsRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -634,18 +551,13 @@ def _e_ListOffsetsRequest_8(o: ListOffsetsRequest, out: bytearray, chunks: list[
 
 
 def _d_ListOffsetsPartition_9(buf: Any, pos: int) -> tuple[ListOffsetsPartition, int]:
-    if len(buf) - pos < _S4.size:
-        raise DecodeError('truncated')
     (f_partition_index, f_current_leader_epoch, f_timestamp,) = _S4.unpack_from(buf, pos)
     pos += _S4.size
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = ListOffsetsPartition(partition_index=f_partition_index, current_leader_epoch=f_current_leader_epoch, timestamp=f_timestamp)
-    return obj, pos
+    return ListOffsetsPartition(f_partition_index, f_current_leader_epoch, f_timestamp, 1), pos
 
 
 def _e_ListOffsetsPartition_9(o: ListOffsetsPartition, out: bytearray, chunks: list[Any]) -> None:
@@ -660,14 +572,11 @@ def _d_ListOffsetsTopic_9(buf: Any, pos: int) -> tuple[ListOffsetsTopic, int]:
     for _ in range(n_partitions):
         it_partitions, pos = _d_ListOffsetsPartition_9(buf, pos)
         f_partitions.append(it_partitions)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = ListOffsetsTopic(name=f_name, partitions=f_partitions)
-    return obj, pos
+    return ListOffsetsTopic(f_name, f_partitions), pos
 
 
 def _e_ListOffsetsTopic_9(o: ListOffsetsTopic, out: bytearray, chunks: list[Any]) -> None:
@@ -680,8 +589,6 @@ def _e_ListOffsetsTopic_9(o: ListOffsetsTopic, out: bytearray, chunks: list[Any]
 
 
 def _d_ListOffsetsRequest_9(buf: Any, pos: int) -> tuple[ListOffsetsRequest, int]:
-    if len(buf) - pos < _S3.size:
-        raise DecodeError('truncated')
     (f_replica_id, f_isolation_level,) = _S3.unpack_from(buf, pos)
     pos += _S3.size
     n_topics, pos = read_array_count(buf, pos, True, False)
@@ -689,14 +596,11 @@ def _d_ListOffsetsRequest_9(buf: Any, pos: int) -> tuple[ListOffsetsRequest, int
     for _ in range(n_topics):
         it_topics, pos = _d_ListOffsetsTopic_9(buf, pos)
         f_topics.append(it_topics)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = ListOffsetsRequest(replica_id=f_replica_id, isolation_level=f_isolation_level, topics=f_topics)
-    return obj, pos
+    return ListOffsetsRequest(f_replica_id, f_isolation_level, f_topics, 0), pos
 
 
 def _e_ListOffsetsRequest_9(o: ListOffsetsRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -709,18 +613,13 @@ def _e_ListOffsetsRequest_9(o: ListOffsetsRequest, out: bytearray, chunks: list[
 
 
 def _d_ListOffsetsPartition_10(buf: Any, pos: int) -> tuple[ListOffsetsPartition, int]:
-    if len(buf) - pos < _S4.size:
-        raise DecodeError('truncated')
     (f_partition_index, f_current_leader_epoch, f_timestamp,) = _S4.unpack_from(buf, pos)
     pos += _S4.size
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = ListOffsetsPartition(partition_index=f_partition_index, current_leader_epoch=f_current_leader_epoch, timestamp=f_timestamp)
-    return obj, pos
+    return ListOffsetsPartition(f_partition_index, f_current_leader_epoch, f_timestamp, 1), pos
 
 
 def _e_ListOffsetsPartition_10(o: ListOffsetsPartition, out: bytearray, chunks: list[Any]) -> None:
@@ -735,14 +634,11 @@ def _d_ListOffsetsTopic_10(buf: Any, pos: int) -> tuple[ListOffsetsTopic, int]:
     for _ in range(n_partitions):
         it_partitions, pos = _d_ListOffsetsPartition_10(buf, pos)
         f_partitions.append(it_partitions)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = ListOffsetsTopic(name=f_name, partitions=f_partitions)
-    return obj, pos
+    return ListOffsetsTopic(f_name, f_partitions), pos
 
 
 def _e_ListOffsetsTopic_10(o: ListOffsetsTopic, out: bytearray, chunks: list[Any]) -> None:
@@ -755,8 +651,6 @@ def _e_ListOffsetsTopic_10(o: ListOffsetsTopic, out: bytearray, chunks: list[Any
 
 
 def _d_ListOffsetsRequest_10(buf: Any, pos: int) -> tuple[ListOffsetsRequest, int]:
-    if len(buf) - pos < _S3.size:
-        raise DecodeError('truncated')
     (f_replica_id, f_isolation_level,) = _S3.unpack_from(buf, pos)
     pos += _S3.size
     n_topics, pos = read_array_count(buf, pos, True, False)
@@ -764,18 +658,13 @@ def _d_ListOffsetsRequest_10(buf: Any, pos: int) -> tuple[ListOffsetsRequest, in
     for _ in range(n_topics):
         it_topics, pos = _d_ListOffsetsTopic_10(buf, pos)
         f_topics.append(it_topics)
-    if len(buf) - pos < _S1.size:
-        raise DecodeError('truncated')
     (f_timeout_ms,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = ListOffsetsRequest(replica_id=f_replica_id, isolation_level=f_isolation_level, topics=f_topics, timeout_ms=f_timeout_ms)
-    return obj, pos
+    return ListOffsetsRequest(f_replica_id, f_isolation_level, f_topics, f_timeout_ms), pos
 
 
 def _e_ListOffsetsRequest_10(o: ListOffsetsRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -793,8 +682,6 @@ ListOffsetsRequest._ENCODERS = {0: _e_ListOffsetsRequest_0, 1: _e_ListOffsetsReq
 
 
 def _d_ListOffsetsPartitionResponse_0(buf: Any, pos: int) -> tuple[ListOffsetsPartitionResponse, int]:
-    if len(buf) - pos < _S5.size:
-        raise DecodeError('truncated')
     (f_partition_index, f_error_code,) = _S5.unpack_from(buf, pos)
     pos += _S5.size
     n_old_style_offsets, pos = read_array_count(buf, pos, False, False)
@@ -802,8 +689,7 @@ def _d_ListOffsetsPartitionResponse_0(buf: Any, pos: int) -> tuple[ListOffsetsPa
         raise DecodeError('array overruns the buffer')
     f_old_style_offsets = list(unpack_from(f'>{n_old_style_offsets}q', buf, pos))
     pos += n_old_style_offsets * 8
-    obj = ListOffsetsPartitionResponse(partition_index=f_partition_index, error_code=f_error_code, old_style_offsets=f_old_style_offsets)
-    return obj, pos
+    return ListOffsetsPartitionResponse(f_partition_index, f_error_code, f_old_style_offsets, -1, -1, -1), pos
 
 
 def _e_ListOffsetsPartitionResponse_0(o: ListOffsetsPartitionResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -820,8 +706,7 @@ def _d_ListOffsetsTopicResponse_0(buf: Any, pos: int) -> tuple[ListOffsetsTopicR
     for _ in range(n_partitions):
         it_partitions, pos = _d_ListOffsetsPartitionResponse_0(buf, pos)
         f_partitions.append(it_partitions)
-    obj = ListOffsetsTopicResponse(name=f_name, partitions=f_partitions)
-    return obj, pos
+    return ListOffsetsTopicResponse(f_name, f_partitions), pos
 
 
 def _e_ListOffsetsTopicResponse_0(o: ListOffsetsTopicResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -838,8 +723,7 @@ def _d_ListOffsetsResponse_0(buf: Any, pos: int) -> tuple[ListOffsetsResponse, i
     for _ in range(n_topics):
         it_topics, pos = _d_ListOffsetsTopicResponse_0(buf, pos)
         f_topics.append(it_topics)
-    obj = ListOffsetsResponse(topics=f_topics)
-    return obj, pos
+    return ListOffsetsResponse(0, f_topics), pos
 
 
 def _e_ListOffsetsResponse_0(o: ListOffsetsResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -850,12 +734,9 @@ def _e_ListOffsetsResponse_0(o: ListOffsetsResponse, out: bytearray, chunks: lis
 
 
 def _d_ListOffsetsPartitionResponse_1(buf: Any, pos: int) -> tuple[ListOffsetsPartitionResponse, int]:
-    if len(buf) - pos < _S6.size:
-        raise DecodeError('truncated')
     (f_partition_index, f_error_code, f_timestamp, f_offset,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
-    obj = ListOffsetsPartitionResponse(partition_index=f_partition_index, error_code=f_error_code, timestamp=f_timestamp, offset=f_offset)
-    return obj, pos
+    return ListOffsetsPartitionResponse(f_partition_index, f_error_code, [], f_timestamp, f_offset, -1), pos
 
 
 def _e_ListOffsetsPartitionResponse_1(o: ListOffsetsPartitionResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -869,8 +750,7 @@ def _d_ListOffsetsTopicResponse_1(buf: Any, pos: int) -> tuple[ListOffsetsTopicR
     for _ in range(n_partitions):
         it_partitions, pos = _d_ListOffsetsPartitionResponse_1(buf, pos)
         f_partitions.append(it_partitions)
-    obj = ListOffsetsTopicResponse(name=f_name, partitions=f_partitions)
-    return obj, pos
+    return ListOffsetsTopicResponse(f_name, f_partitions), pos
 
 
 def _e_ListOffsetsTopicResponse_1(o: ListOffsetsTopicResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -887,8 +767,7 @@ def _d_ListOffsetsResponse_1(buf: Any, pos: int) -> tuple[ListOffsetsResponse, i
     for _ in range(n_topics):
         it_topics, pos = _d_ListOffsetsTopicResponse_1(buf, pos)
         f_topics.append(it_topics)
-    obj = ListOffsetsResponse(topics=f_topics)
-    return obj, pos
+    return ListOffsetsResponse(0, f_topics), pos
 
 
 def _e_ListOffsetsResponse_1(o: ListOffsetsResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -899,12 +778,9 @@ def _e_ListOffsetsResponse_1(o: ListOffsetsResponse, out: bytearray, chunks: lis
 
 
 def _d_ListOffsetsPartitionResponse_2(buf: Any, pos: int) -> tuple[ListOffsetsPartitionResponse, int]:
-    if len(buf) - pos < _S6.size:
-        raise DecodeError('truncated')
     (f_partition_index, f_error_code, f_timestamp, f_offset,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
-    obj = ListOffsetsPartitionResponse(partition_index=f_partition_index, error_code=f_error_code, timestamp=f_timestamp, offset=f_offset)
-    return obj, pos
+    return ListOffsetsPartitionResponse(f_partition_index, f_error_code, [], f_timestamp, f_offset, -1), pos
 
 
 def _e_ListOffsetsPartitionResponse_2(o: ListOffsetsPartitionResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -918,8 +794,7 @@ def _d_ListOffsetsTopicResponse_2(buf: Any, pos: int) -> tuple[ListOffsetsTopicR
     for _ in range(n_partitions):
         it_partitions, pos = _d_ListOffsetsPartitionResponse_2(buf, pos)
         f_partitions.append(it_partitions)
-    obj = ListOffsetsTopicResponse(name=f_name, partitions=f_partitions)
-    return obj, pos
+    return ListOffsetsTopicResponse(f_name, f_partitions), pos
 
 
 def _e_ListOffsetsTopicResponse_2(o: ListOffsetsTopicResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -931,8 +806,6 @@ def _e_ListOffsetsTopicResponse_2(o: ListOffsetsTopicResponse, out: bytearray, c
 
 
 def _d_ListOffsetsResponse_2(buf: Any, pos: int) -> tuple[ListOffsetsResponse, int]:
-    if len(buf) - pos < _S1.size:
-        raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
     n_topics, pos = read_array_count(buf, pos, False, False)
@@ -940,8 +813,7 @@ def _d_ListOffsetsResponse_2(buf: Any, pos: int) -> tuple[ListOffsetsResponse, i
     for _ in range(n_topics):
         it_topics, pos = _d_ListOffsetsTopicResponse_2(buf, pos)
         f_topics.append(it_topics)
-    obj = ListOffsetsResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics)
-    return obj, pos
+    return ListOffsetsResponse(f_throttle_time_ms, f_topics), pos
 
 
 def _e_ListOffsetsResponse_2(o: ListOffsetsResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -953,12 +825,9 @@ def _e_ListOffsetsResponse_2(o: ListOffsetsResponse, out: bytearray, chunks: lis
 
 
 def _d_ListOffsetsPartitionResponse_3(buf: Any, pos: int) -> tuple[ListOffsetsPartitionResponse, int]:
-    if len(buf) - pos < _S6.size:
-        raise DecodeError('truncated')
     (f_partition_index, f_error_code, f_timestamp, f_offset,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
-    obj = ListOffsetsPartitionResponse(partition_index=f_partition_index, error_code=f_error_code, timestamp=f_timestamp, offset=f_offset)
-    return obj, pos
+    return ListOffsetsPartitionResponse(f_partition_index, f_error_code, [], f_timestamp, f_offset, -1), pos
 
 
 def _e_ListOffsetsPartitionResponse_3(o: ListOffsetsPartitionResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -972,8 +841,7 @@ def _d_ListOffsetsTopicResponse_3(buf: Any, pos: int) -> tuple[ListOffsetsTopicR
     for _ in range(n_partitions):
         it_partitions, pos = _d_ListOffsetsPartitionResponse_3(buf, pos)
         f_partitions.append(it_partitions)
-    obj = ListOffsetsTopicResponse(name=f_name, partitions=f_partitions)
-    return obj, pos
+    return ListOffsetsTopicResponse(f_name, f_partitions), pos
 
 
 def _e_ListOffsetsTopicResponse_3(o: ListOffsetsTopicResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -985,8 +853,6 @@ def _e_ListOffsetsTopicResponse_3(o: ListOffsetsTopicResponse, out: bytearray, c
 
 
 def _d_ListOffsetsResponse_3(buf: Any, pos: int) -> tuple[ListOffsetsResponse, int]:
-    if len(buf) - pos < _S1.size:
-        raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
     n_topics, pos = read_array_count(buf, pos, False, False)
@@ -994,8 +860,7 @@ def _d_ListOffsetsResponse_3(buf: Any, pos: int) -> tuple[ListOffsetsResponse, i
     for _ in range(n_topics):
         it_topics, pos = _d_ListOffsetsTopicResponse_3(buf, pos)
         f_topics.append(it_topics)
-    obj = ListOffsetsResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics)
-    return obj, pos
+    return ListOffsetsResponse(f_throttle_time_ms, f_topics), pos
 
 
 def _e_ListOffsetsResponse_3(o: ListOffsetsResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -1007,12 +872,9 @@ def _e_ListOffsetsResponse_3(o: ListOffsetsResponse, out: bytearray, chunks: lis
 
 
 def _d_ListOffsetsPartitionResponse_4(buf: Any, pos: int) -> tuple[ListOffsetsPartitionResponse, int]:
-    if len(buf) - pos < _S7.size:
-        raise DecodeError('truncated')
     (f_partition_index, f_error_code, f_timestamp, f_offset, f_leader_epoch,) = _S7.unpack_from(buf, pos)
     pos += _S7.size
-    obj = ListOffsetsPartitionResponse(partition_index=f_partition_index, error_code=f_error_code, timestamp=f_timestamp, offset=f_offset, leader_epoch=f_leader_epoch)
-    return obj, pos
+    return ListOffsetsPartitionResponse(f_partition_index, f_error_code, [], f_timestamp, f_offset, f_leader_epoch), pos
 
 
 def _e_ListOffsetsPartitionResponse_4(o: ListOffsetsPartitionResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -1026,8 +888,7 @@ def _d_ListOffsetsTopicResponse_4(buf: Any, pos: int) -> tuple[ListOffsetsTopicR
     for _ in range(n_partitions):
         it_partitions, pos = _d_ListOffsetsPartitionResponse_4(buf, pos)
         f_partitions.append(it_partitions)
-    obj = ListOffsetsTopicResponse(name=f_name, partitions=f_partitions)
-    return obj, pos
+    return ListOffsetsTopicResponse(f_name, f_partitions), pos
 
 
 def _e_ListOffsetsTopicResponse_4(o: ListOffsetsTopicResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -1039,8 +900,6 @@ def _e_ListOffsetsTopicResponse_4(o: ListOffsetsTopicResponse, out: bytearray, c
 
 
 def _d_ListOffsetsResponse_4(buf: Any, pos: int) -> tuple[ListOffsetsResponse, int]:
-    if len(buf) - pos < _S1.size:
-        raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
     n_topics, pos = read_array_count(buf, pos, False, False)
@@ -1048,8 +907,7 @@ def _d_ListOffsetsResponse_4(buf: Any, pos: int) -> tuple[ListOffsetsResponse, i
     for _ in range(n_topics):
         it_topics, pos = _d_ListOffsetsTopicResponse_4(buf, pos)
         f_topics.append(it_topics)
-    obj = ListOffsetsResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics)
-    return obj, pos
+    return ListOffsetsResponse(f_throttle_time_ms, f_topics), pos
 
 
 def _e_ListOffsetsResponse_4(o: ListOffsetsResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -1061,12 +919,9 @@ def _e_ListOffsetsResponse_4(o: ListOffsetsResponse, out: bytearray, chunks: lis
 
 
 def _d_ListOffsetsPartitionResponse_5(buf: Any, pos: int) -> tuple[ListOffsetsPartitionResponse, int]:
-    if len(buf) - pos < _S7.size:
-        raise DecodeError('truncated')
     (f_partition_index, f_error_code, f_timestamp, f_offset, f_leader_epoch,) = _S7.unpack_from(buf, pos)
     pos += _S7.size
-    obj = ListOffsetsPartitionResponse(partition_index=f_partition_index, error_code=f_error_code, timestamp=f_timestamp, offset=f_offset, leader_epoch=f_leader_epoch)
-    return obj, pos
+    return ListOffsetsPartitionResponse(f_partition_index, f_error_code, [], f_timestamp, f_offset, f_leader_epoch), pos
 
 
 def _e_ListOffsetsPartitionResponse_5(o: ListOffsetsPartitionResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -1080,8 +935,7 @@ def _d_ListOffsetsTopicResponse_5(buf: Any, pos: int) -> tuple[ListOffsetsTopicR
     for _ in range(n_partitions):
         it_partitions, pos = _d_ListOffsetsPartitionResponse_5(buf, pos)
         f_partitions.append(it_partitions)
-    obj = ListOffsetsTopicResponse(name=f_name, partitions=f_partitions)
-    return obj, pos
+    return ListOffsetsTopicResponse(f_name, f_partitions), pos
 
 
 def _e_ListOffsetsTopicResponse_5(o: ListOffsetsTopicResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -1093,8 +947,6 @@ def _e_ListOffsetsTopicResponse_5(o: ListOffsetsTopicResponse, out: bytearray, c
 
 
 def _d_ListOffsetsResponse_5(buf: Any, pos: int) -> tuple[ListOffsetsResponse, int]:
-    if len(buf) - pos < _S1.size:
-        raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
     n_topics, pos = read_array_count(buf, pos, False, False)
@@ -1102,8 +954,7 @@ def _d_ListOffsetsResponse_5(buf: Any, pos: int) -> tuple[ListOffsetsResponse, i
     for _ in range(n_topics):
         it_topics, pos = _d_ListOffsetsTopicResponse_5(buf, pos)
         f_topics.append(it_topics)
-    obj = ListOffsetsResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics)
-    return obj, pos
+    return ListOffsetsResponse(f_throttle_time_ms, f_topics), pos
 
 
 def _e_ListOffsetsResponse_5(o: ListOffsetsResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -1115,18 +966,13 @@ def _e_ListOffsetsResponse_5(o: ListOffsetsResponse, out: bytearray, chunks: lis
 
 
 def _d_ListOffsetsPartitionResponse_6(buf: Any, pos: int) -> tuple[ListOffsetsPartitionResponse, int]:
-    if len(buf) - pos < _S7.size:
-        raise DecodeError('truncated')
     (f_partition_index, f_error_code, f_timestamp, f_offset, f_leader_epoch,) = _S7.unpack_from(buf, pos)
     pos += _S7.size
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = ListOffsetsPartitionResponse(partition_index=f_partition_index, error_code=f_error_code, timestamp=f_timestamp, offset=f_offset, leader_epoch=f_leader_epoch)
-    return obj, pos
+    return ListOffsetsPartitionResponse(f_partition_index, f_error_code, [], f_timestamp, f_offset, f_leader_epoch), pos
 
 
 def _e_ListOffsetsPartitionResponse_6(o: ListOffsetsPartitionResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -1141,14 +987,11 @@ def _d_ListOffsetsTopicResponse_6(buf: Any, pos: int) -> tuple[ListOffsetsTopicR
     for _ in range(n_partitions):
         it_partitions, pos = _d_ListOffsetsPartitionResponse_6(buf, pos)
         f_partitions.append(it_partitions)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = ListOffsetsTopicResponse(name=f_name, partitions=f_partitions)
-    return obj, pos
+    return ListOffsetsTopicResponse(f_name, f_partitions), pos
 
 
 def _e_ListOffsetsTopicResponse_6(o: ListOffsetsTopicResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -1161,8 +1004,6 @@ def _e_ListOffsetsTopicResponse_6(o: ListOffsetsTopicResponse, out: bytearray, c
 
 
 def _d_ListOffsetsResponse_6(buf: Any, pos: int) -> tuple[ListOffsetsResponse, int]:
-    if len(buf) - pos < _S1.size:
-        raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
     n_topics, pos = read_array_count(buf, pos, True, False)
@@ -1170,14 +1011,11 @@ def _d_ListOffsetsResponse_6(buf: Any, pos: int) -> tuple[ListOffsetsResponse, i
     for _ in range(n_topics):
         it_topics, pos = _d_ListOffsetsTopicResponse_6(buf, pos)
         f_topics.append(it_topics)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = ListOffsetsResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics)
-    return obj, pos
+    return ListOffsetsResponse(f_throttle_time_ms, f_topics), pos
 
 
 def _e_ListOffsetsResponse_6(o: ListOffsetsResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -1190,18 +1028,13 @@ def _e_ListOffsetsResponse_6(o: ListOffsetsResponse, out: bytearray, chunks: lis
 
 
 def _d_ListOffsetsPartitionResponse_7(buf: Any, pos: int) -> tuple[ListOffsetsPartitionResponse, int]:
-    if len(buf) - pos < _S7.size:
-        raise DecodeError('truncated')
     (f_partition_index, f_error_code, f_timestamp, f_offset, f_leader_epoch,) = _S7.unpack_from(buf, pos)
     pos += _S7.size
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = ListOffsetsPartitionResponse(partition_index=f_partition_index, error_code=f_error_code, timestamp=f_timestamp, offset=f_offset, leader_epoch=f_leader_epoch)
-    return obj, pos
+    return ListOffsetsPartitionResponse(f_partition_index, f_error_code, [], f_timestamp, f_offset, f_leader_epoch), pos
 
 
 def _e_ListOffsetsPartitionResponse_7(o: ListOffsetsPartitionResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -1216,14 +1049,11 @@ def _d_ListOffsetsTopicResponse_7(buf: Any, pos: int) -> tuple[ListOffsetsTopicR
     for _ in range(n_partitions):
         it_partitions, pos = _d_ListOffsetsPartitionResponse_7(buf, pos)
         f_partitions.append(it_partitions)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = ListOffsetsTopicResponse(name=f_name, partitions=f_partitions)
-    return obj, pos
+    return ListOffsetsTopicResponse(f_name, f_partitions), pos
 
 
 def _e_ListOffsetsTopicResponse_7(o: ListOffsetsTopicResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -1236,8 +1066,6 @@ def _e_ListOffsetsTopicResponse_7(o: ListOffsetsTopicResponse, out: bytearray, c
 
 
 def _d_ListOffsetsResponse_7(buf: Any, pos: int) -> tuple[ListOffsetsResponse, int]:
-    if len(buf) - pos < _S1.size:
-        raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
     n_topics, pos = read_array_count(buf, pos, True, False)
@@ -1245,14 +1073,11 @@ def _d_ListOffsetsResponse_7(buf: Any, pos: int) -> tuple[ListOffsetsResponse, i
     for _ in range(n_topics):
         it_topics, pos = _d_ListOffsetsTopicResponse_7(buf, pos)
         f_topics.append(it_topics)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = ListOffsetsResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics)
-    return obj, pos
+    return ListOffsetsResponse(f_throttle_time_ms, f_topics), pos
 
 
 def _e_ListOffsetsResponse_7(o: ListOffsetsResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -1265,18 +1090,13 @@ def _e_ListOffsetsResponse_7(o: ListOffsetsResponse, out: bytearray, chunks: lis
 
 
 def _d_ListOffsetsPartitionResponse_8(buf: Any, pos: int) -> tuple[ListOffsetsPartitionResponse, int]:
-    if len(buf) - pos < _S7.size:
-        raise DecodeError('truncated')
     (f_partition_index, f_error_code, f_timestamp, f_offset, f_leader_epoch,) = _S7.unpack_from(buf, pos)
     pos += _S7.size
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = ListOffsetsPartitionResponse(partition_index=f_partition_index, error_code=f_error_code, timestamp=f_timestamp, offset=f_offset, leader_epoch=f_leader_epoch)
-    return obj, pos
+    return ListOffsetsPartitionResponse(f_partition_index, f_error_code, [], f_timestamp, f_offset, f_leader_epoch), pos
 
 
 def _e_ListOffsetsPartitionResponse_8(o: ListOffsetsPartitionResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -1291,14 +1111,11 @@ def _d_ListOffsetsTopicResponse_8(buf: Any, pos: int) -> tuple[ListOffsetsTopicR
     for _ in range(n_partitions):
         it_partitions, pos = _d_ListOffsetsPartitionResponse_8(buf, pos)
         f_partitions.append(it_partitions)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = ListOffsetsTopicResponse(name=f_name, partitions=f_partitions)
-    return obj, pos
+    return ListOffsetsTopicResponse(f_name, f_partitions), pos
 
 
 def _e_ListOffsetsTopicResponse_8(o: ListOffsetsTopicResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -1311,8 +1128,6 @@ def _e_ListOffsetsTopicResponse_8(o: ListOffsetsTopicResponse, out: bytearray, c
 
 
 def _d_ListOffsetsResponse_8(buf: Any, pos: int) -> tuple[ListOffsetsResponse, int]:
-    if len(buf) - pos < _S1.size:
-        raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
     n_topics, pos = read_array_count(buf, pos, True, False)
@@ -1320,14 +1135,11 @@ def _d_ListOffsetsResponse_8(buf: Any, pos: int) -> tuple[ListOffsetsResponse, i
     for _ in range(n_topics):
         it_topics, pos = _d_ListOffsetsTopicResponse_8(buf, pos)
         f_topics.append(it_topics)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = ListOffsetsResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics)
-    return obj, pos
+    return ListOffsetsResponse(f_throttle_time_ms, f_topics), pos
 
 
 def _e_ListOffsetsResponse_8(o: ListOffsetsResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -1340,18 +1152,13 @@ def _e_ListOffsetsResponse_8(o: ListOffsetsResponse, out: bytearray, chunks: lis
 
 
 def _d_ListOffsetsPartitionResponse_9(buf: Any, pos: int) -> tuple[ListOffsetsPartitionResponse, int]:
-    if len(buf) - pos < _S7.size:
-        raise DecodeError('truncated')
     (f_partition_index, f_error_code, f_timestamp, f_offset, f_leader_epoch,) = _S7.unpack_from(buf, pos)
     pos += _S7.size
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = ListOffsetsPartitionResponse(partition_index=f_partition_index, error_code=f_error_code, timestamp=f_timestamp, offset=f_offset, leader_epoch=f_leader_epoch)
-    return obj, pos
+    return ListOffsetsPartitionResponse(f_partition_index, f_error_code, [], f_timestamp, f_offset, f_leader_epoch), pos
 
 
 def _e_ListOffsetsPartitionResponse_9(o: ListOffsetsPartitionResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -1366,14 +1173,11 @@ def _d_ListOffsetsTopicResponse_9(buf: Any, pos: int) -> tuple[ListOffsetsTopicR
     for _ in range(n_partitions):
         it_partitions, pos = _d_ListOffsetsPartitionResponse_9(buf, pos)
         f_partitions.append(it_partitions)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = ListOffsetsTopicResponse(name=f_name, partitions=f_partitions)
-    return obj, pos
+    return ListOffsetsTopicResponse(f_name, f_partitions), pos
 
 
 def _e_ListOffsetsTopicResponse_9(o: ListOffsetsTopicResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -1386,8 +1190,6 @@ def _e_ListOffsetsTopicResponse_9(o: ListOffsetsTopicResponse, out: bytearray, c
 
 
 def _d_ListOffsetsResponse_9(buf: Any, pos: int) -> tuple[ListOffsetsResponse, int]:
-    if len(buf) - pos < _S1.size:
-        raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
     n_topics, pos = read_array_count(buf, pos, True, False)
@@ -1395,14 +1197,11 @@ def _d_ListOffsetsResponse_9(buf: Any, pos: int) -> tuple[ListOffsetsResponse, i
     for _ in range(n_topics):
         it_topics, pos = _d_ListOffsetsTopicResponse_9(buf, pos)
         f_topics.append(it_topics)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = ListOffsetsResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics)
-    return obj, pos
+    return ListOffsetsResponse(f_throttle_time_ms, f_topics), pos
 
 
 def _e_ListOffsetsResponse_9(o: ListOffsetsResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -1415,18 +1214,13 @@ def _e_ListOffsetsResponse_9(o: ListOffsetsResponse, out: bytearray, chunks: lis
 
 
 def _d_ListOffsetsPartitionResponse_10(buf: Any, pos: int) -> tuple[ListOffsetsPartitionResponse, int]:
-    if len(buf) - pos < _S7.size:
-        raise DecodeError('truncated')
     (f_partition_index, f_error_code, f_timestamp, f_offset, f_leader_epoch,) = _S7.unpack_from(buf, pos)
     pos += _S7.size
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = ListOffsetsPartitionResponse(partition_index=f_partition_index, error_code=f_error_code, timestamp=f_timestamp, offset=f_offset, leader_epoch=f_leader_epoch)
-    return obj, pos
+    return ListOffsetsPartitionResponse(f_partition_index, f_error_code, [], f_timestamp, f_offset, f_leader_epoch), pos
 
 
 def _e_ListOffsetsPartitionResponse_10(o: ListOffsetsPartitionResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -1441,14 +1235,11 @@ def _d_ListOffsetsTopicResponse_10(buf: Any, pos: int) -> tuple[ListOffsetsTopic
     for _ in range(n_partitions):
         it_partitions, pos = _d_ListOffsetsPartitionResponse_10(buf, pos)
         f_partitions.append(it_partitions)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = ListOffsetsTopicResponse(name=f_name, partitions=f_partitions)
-    return obj, pos
+    return ListOffsetsTopicResponse(f_name, f_partitions), pos
 
 
 def _e_ListOffsetsTopicResponse_10(o: ListOffsetsTopicResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -1461,8 +1252,6 @@ def _e_ListOffsetsTopicResponse_10(o: ListOffsetsTopicResponse, out: bytearray, 
 
 
 def _d_ListOffsetsResponse_10(buf: Any, pos: int) -> tuple[ListOffsetsResponse, int]:
-    if len(buf) - pos < _S1.size:
-        raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
     n_topics, pos = read_array_count(buf, pos, True, False)
@@ -1470,14 +1259,11 @@ def _d_ListOffsetsResponse_10(buf: Any, pos: int) -> tuple[ListOffsetsResponse, 
     for _ in range(n_topics):
         it_topics, pos = _d_ListOffsetsTopicResponse_10(buf, pos)
         f_topics.append(it_topics)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = ListOffsetsResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics)
-    return obj, pos
+    return ListOffsetsResponse(f_throttle_time_ms, f_topics), pos
 
 
 def _e_ListOffsetsResponse_10(o: ListOffsetsResponse, out: bytearray, chunks: list[Any]) -> None:

@@ -15,8 +15,6 @@ from pybroker.protocol.primitives import (
     write_compact_records, write_compact_string, write_records, write_string, write_uvarint,
 )
 
-_MISSING: Any = object()
-
 
 def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
@@ -97,8 +95,7 @@ class MetadataResponse(ApiMessage):
 
 def _d_MetadataRequestTopic_0(buf: Any, pos: int) -> tuple[MetadataRequestTopic, int]:
     f_name, pos = read_string(buf, pos, False)
-    obj = MetadataRequestTopic(name=f_name)
-    return obj, pos
+    return MetadataRequestTopic(ZERO_UUID, f_name), pos
 
 
 def _e_MetadataRequestTopic_0(o: MetadataRequestTopic, out: bytearray, chunks: list[Any]) -> None:
@@ -111,8 +108,7 @@ def _d_MetadataRequest_0(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
     for _ in range(n_topics):
         it_topics, pos = _d_MetadataRequestTopic_0(buf, pos)
         f_topics.append(it_topics)
-    obj = MetadataRequest(topics=f_topics)
-    return obj, pos
+    return MetadataRequest(f_topics, True, False, False), pos
 
 
 def _e_MetadataRequest_0(o: MetadataRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -124,8 +120,7 @@ def _e_MetadataRequest_0(o: MetadataRequest, out: bytearray, chunks: list[Any]) 
 
 def _d_MetadataRequestTopic_1(buf: Any, pos: int) -> tuple[MetadataRequestTopic, int]:
     f_name, pos = read_string(buf, pos, False)
-    obj = MetadataRequestTopic(name=f_name)
-    return obj, pos
+    return MetadataRequestTopic(ZERO_UUID, f_name), pos
 
 
 def _e_MetadataRequestTopic_1(o: MetadataRequestTopic, out: bytearray, chunks: list[Any]) -> None:
@@ -141,8 +136,7 @@ def _d_MetadataRequest_1(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
         for _ in range(n_topics):
             it_topics, pos = _d_MetadataRequestTopic_1(buf, pos)
             f_topics.append(it_topics)
-    obj = MetadataRequest(topics=f_topics)
-    return obj, pos
+    return MetadataRequest(f_topics, True, False, False), pos
 
 
 def _e_MetadataRequest_1(o: MetadataRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -154,8 +148,7 @@ def _e_MetadataRequest_1(o: MetadataRequest, out: bytearray, chunks: list[Any]) 
 
 def _d_MetadataRequestTopic_2(buf: Any, pos: int) -> tuple[MetadataRequestTopic, int]:
     f_name, pos = read_string(buf, pos, False)
-    obj = MetadataRequestTopic(name=f_name)
-    return obj, pos
+    return MetadataRequestTopic(ZERO_UUID, f_name), pos
 
 
 def _e_MetadataRequestTopic_2(o: MetadataRequestTopic, out: bytearray, chunks: list[Any]) -> None:
@@ -171,8 +164,7 @@ def _d_MetadataRequest_2(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
         for _ in range(n_topics):
             it_topics, pos = _d_MetadataRequestTopic_2(buf, pos)
             f_topics.append(it_topics)
-    obj = MetadataRequest(topics=f_topics)
-    return obj, pos
+    return MetadataRequest(f_topics, True, False, False), pos
 
 
 def _e_MetadataRequest_2(o: MetadataRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -184,8 +176,7 @@ def _e_MetadataRequest_2(o: MetadataRequest, out: bytearray, chunks: list[Any]) 
 
 def _d_MetadataRequestTopic_3(buf: Any, pos: int) -> tuple[MetadataRequestTopic, int]:
     f_name, pos = read_string(buf, pos, False)
-    obj = MetadataRequestTopic(name=f_name)
-    return obj, pos
+    return MetadataRequestTopic(ZERO_UUID, f_name), pos
 
 
 def _e_MetadataRequestTopic_3(o: MetadataRequestTopic, out: bytearray, chunks: list[Any]) -> None:
@@ -201,8 +192,7 @@ def _d_MetadataRequest_3(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
         for _ in range(n_topics):
             it_topics, pos = _d_MetadataRequestTopic_3(buf, pos)
             f_topics.append(it_topics)
-    obj = MetadataRequest(topics=f_topics)
-    return obj, pos
+    return MetadataRequest(f_topics, True, False, False), pos
 
 
 def _e_MetadataRequest_3(o: MetadataRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -214,8 +204,7 @@ def _e_MetadataRequest_3(o: MetadataRequest, out: bytearray, chunks: list[Any]) 
 
 def _d_MetadataRequestTopic_4(buf: Any, pos: int) -> tuple[MetadataRequestTopic, int]:
     f_name, pos = read_string(buf, pos, False)
-    obj = MetadataRequestTopic(name=f_name)
-    return obj, pos
+    return MetadataRequestTopic(ZERO_UUID, f_name), pos
 
 
 def _e_MetadataRequestTopic_4(o: MetadataRequestTopic, out: bytearray, chunks: list[Any]) -> None:
@@ -231,12 +220,9 @@ def _d_MetadataRequest_4(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
         for _ in range(n_topics):
             it_topics, pos = _d_MetadataRequestTopic_4(buf, pos)
             f_topics.append(it_topics)
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_allow_auto_topic_creation,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
-    obj = MetadataRequest(topics=f_topics, allow_auto_topic_creation=f_allow_auto_topic_creation)
-    return obj, pos
+    return MetadataRequest(f_topics, f_allow_auto_topic_creation, False, False), pos
 
 
 def _e_MetadataRequest_4(o: MetadataRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -249,8 +235,7 @@ def _e_MetadataRequest_4(o: MetadataRequest, out: bytearray, chunks: list[Any]) 
 
 def _d_MetadataRequestTopic_5(buf: Any, pos: int) -> tuple[MetadataRequestTopic, int]:
     f_name, pos = read_string(buf, pos, False)
-    obj = MetadataRequestTopic(name=f_name)
-    return obj, pos
+    return MetadataRequestTopic(ZERO_UUID, f_name), pos
 
 
 def _e_MetadataRequestTopic_5(o: MetadataRequestTopic, out: bytearray, chunks: list[Any]) -> None:
@@ -266,12 +251,9 @@ def _d_MetadataRequest_5(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
         for _ in range(n_topics):
             it_topics, pos = _d_MetadataRequestTopic_5(buf, pos)
             f_topics.append(it_topics)
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_allow_auto_topic_creation,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
-    obj = MetadataRequest(topics=f_topics, allow_auto_topic_creation=f_allow_auto_topic_creation)
-    return obj, pos
+    return MetadataRequest(f_topics, f_allow_auto_topic_creation, False, False), pos
 
 
 def _e_MetadataRequest_5(o: MetadataRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -284,8 +266,7 @@ def _e_MetadataRequest_5(o: MetadataRequest, out: bytearray, chunks: list[Any]) 
 
 def _d_MetadataRequestTopic_6(buf: Any, pos: int) -> tuple[MetadataRequestTopic, int]:
     f_name, pos = read_string(buf, pos, False)
-    obj = MetadataRequestTopic(name=f_name)
-    return obj, pos
+    return MetadataRequestTopic(ZERO_UUID, f_name), pos
 
 
 def _e_MetadataRequestTopic_6(o: MetadataRequestTopic, out: bytearray, chunks: list[Any]) -> None:
@@ -301,12 +282,9 @@ def _d_MetadataRequest_6(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
         for _ in range(n_topics):
             it_topics, pos = _d_MetadataRequestTopic_6(buf, pos)
             f_topics.append(it_topics)
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_allow_auto_topic_creation,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
-    obj = MetadataRequest(topics=f_topics, allow_auto_topic_creation=f_allow_auto_topic_creation)
-    return obj, pos
+    return MetadataRequest(f_topics, f_allow_auto_topic_creation, False, False), pos
 
 
 def _e_MetadataRequest_6(o: MetadataRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -319,8 +297,7 @@ def _e_MetadataRequest_6(o: MetadataRequest, out: bytearray, chunks: list[Any]) 
 
 def _d_MetadataRequestTopic_7(buf: Any, pos: int) -> tuple[MetadataRequestTopic, int]:
     f_name, pos = read_string(buf, pos, False)
-    obj = MetadataRequestTopic(name=f_name)
-    return obj, pos
+    return MetadataRequestTopic(ZERO_UUID, f_name), pos
 
 
 def _e_MetadataRequestTopic_7(o: MetadataRequestTopic, out: bytearray, chunks: list[Any]) -> None:
@@ -336,12 +313,9 @@ def _d_MetadataRequest_7(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
         for _ in range(n_topics):
             it_topics, pos = _d_MetadataRequestTopic_7(buf, pos)
             f_topics.append(it_topics)
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_allow_auto_topic_creation,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
-    obj = MetadataRequest(topics=f_topics, allow_auto_topic_creation=f_allow_auto_topic_creation)
-    return obj, pos
+    return MetadataRequest(f_topics, f_allow_auto_topic_creation, False, False), pos
 
 
 def _e_MetadataRequest_7(o: MetadataRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -354,8 +328,7 @@ def _e_MetadataRequest_7(o: MetadataRequest, out: bytearray, chunks: list[Any]) 
 
 def _d_MetadataRequestTopic_8(buf: Any, pos: int) -> tuple[MetadataRequestTopic, int]:
     f_name, pos = read_string(buf, pos, False)
-    obj = MetadataRequestTopic(name=f_name)
-    return obj, pos
+    return MetadataRequestTopic(ZERO_UUID, f_name), pos
 
 
 def _e_MetadataRequestTopic_8(o: MetadataRequestTopic, out: bytearray, chunks: list[Any]) -> None:
@@ -371,12 +344,9 @@ def _d_MetadataRequest_8(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
         for _ in range(n_topics):
             it_topics, pos = _d_MetadataRequestTopic_8(buf, pos)
             f_topics.append(it_topics)
-    if len(buf) - pos < _S1.size:
-        raise DecodeError('truncated')
     (f_allow_auto_topic_creation, f_include_cluster_authorized_operations, f_include_topic_authorized_operations,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
-    obj = MetadataRequest(topics=f_topics, allow_auto_topic_creation=f_allow_auto_topic_creation, include_cluster_authorized_operations=f_include_cluster_authorized_operations, include_topic_authorized_operations=f_include_topic_authorized_operations)
-    return obj, pos
+    return MetadataRequest(f_topics, f_allow_auto_topic_creation, f_include_cluster_authorized_operations, f_include_topic_authorized_operations), pos
 
 
 def _e_MetadataRequest_8(o: MetadataRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -389,14 +359,11 @@ def _e_MetadataRequest_8(o: MetadataRequest, out: bytearray, chunks: list[Any]) 
 
 def _d_MetadataRequestTopic_9(buf: Any, pos: int) -> tuple[MetadataRequestTopic, int]:
     f_name, pos = read_compact_string(buf, pos, False)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = MetadataRequestTopic(name=f_name)
-    return obj, pos
+    return MetadataRequestTopic(ZERO_UUID, f_name), pos
 
 
 def _e_MetadataRequestTopic_9(o: MetadataRequestTopic, out: bytearray, chunks: list[Any]) -> None:
@@ -413,18 +380,13 @@ def _d_MetadataRequest_9(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
         for _ in range(n_topics):
             it_topics, pos = _d_MetadataRequestTopic_9(buf, pos)
             f_topics.append(it_topics)
-    if len(buf) - pos < _S1.size:
-        raise DecodeError('truncated')
     (f_allow_auto_topic_creation, f_include_cluster_authorized_operations, f_include_topic_authorized_operations,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = MetadataRequest(topics=f_topics, allow_auto_topic_creation=f_allow_auto_topic_creation, include_cluster_authorized_operations=f_include_cluster_authorized_operations, include_topic_authorized_operations=f_include_topic_authorized_operations)
-    return obj, pos
+    return MetadataRequest(f_topics, f_allow_auto_topic_creation, f_include_cluster_authorized_operations, f_include_topic_authorized_operations), pos
 
 
 def _e_MetadataRequest_9(o: MetadataRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -437,20 +399,15 @@ def _e_MetadataRequest_9(o: MetadataRequest, out: bytearray, chunks: list[Any]) 
 
 
 def _d_MetadataRequestTopic_10(buf: Any, pos: int) -> tuple[MetadataRequestTopic, int]:
-    if len(buf) - pos < _S2.size:
-        raise DecodeError('truncated')
     (f_topic_id,) = _S2.unpack_from(buf, pos)
     pos += _S2.size
     f_topic_id = _uuid(f_topic_id)
     f_name, pos = read_compact_string(buf, pos, True)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = MetadataRequestTopic(topic_id=f_topic_id, name=f_name)
-    return obj, pos
+    return MetadataRequestTopic(f_topic_id, f_name), pos
 
 
 def _e_MetadataRequestTopic_10(o: MetadataRequestTopic, out: bytearray, chunks: list[Any]) -> None:
@@ -468,18 +425,13 @@ def _d_MetadataRequest_10(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
         for _ in range(n_topics):
             it_topics, pos = _d_MetadataRequestTopic_10(buf, pos)
             f_topics.append(it_topics)
-    if len(buf) - pos < _S1.size:
-        raise DecodeError('truncated')
     (f_allow_auto_topic_creation, f_include_cluster_authorized_operations, f_include_topic_authorized_operations,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = MetadataRequest(topics=f_topics, allow_auto_topic_creation=f_allow_auto_topic_creation, include_cluster_authorized_operations=f_include_cluster_authorized_operations, include_topic_authorized_operations=f_include_topic_authorized_operations)
-    return obj, pos
+    return MetadataRequest(f_topics, f_allow_auto_topic_creation, f_include_cluster_authorized_operations, f_include_topic_authorized_operations), pos
 
 
 def _e_MetadataRequest_10(o: MetadataRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -492,20 +444,15 @@ def _e_MetadataRequest_10(o: MetadataRequest, out: bytearray, chunks: list[Any])
 
 
 def _d_MetadataRequestTopic_11(buf: Any, pos: int) -> tuple[MetadataRequestTopic, int]:
-    if len(buf) - pos < _S2.size:
-        raise DecodeError('truncated')
     (f_topic_id,) = _S2.unpack_from(buf, pos)
     pos += _S2.size
     f_topic_id = _uuid(f_topic_id)
     f_name, pos = read_compact_string(buf, pos, True)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = MetadataRequestTopic(topic_id=f_topic_id, name=f_name)
-    return obj, pos
+    return MetadataRequestTopic(f_topic_id, f_name), pos
 
 
 def _e_MetadataRequestTopic_11(o: MetadataRequestTopic, out: bytearray, chunks: list[Any]) -> None:
@@ -523,18 +470,13 @@ def _d_MetadataRequest_11(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
         for _ in range(n_topics):
             it_topics, pos = _d_MetadataRequestTopic_11(buf, pos)
             f_topics.append(it_topics)
-    if len(buf) - pos < _S3.size:
-        raise DecodeError('truncated')
     (f_allow_auto_topic_creation, f_include_topic_authorized_operations,) = _S3.unpack_from(buf, pos)
     pos += _S3.size
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = MetadataRequest(topics=f_topics, allow_auto_topic_creation=f_allow_auto_topic_creation, include_topic_authorized_operations=f_include_topic_authorized_operations)
-    return obj, pos
+    return MetadataRequest(f_topics, f_allow_auto_topic_creation, False, f_include_topic_authorized_operations), pos
 
 
 def _e_MetadataRequest_11(o: MetadataRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -547,20 +489,15 @@ def _e_MetadataRequest_11(o: MetadataRequest, out: bytearray, chunks: list[Any])
 
 
 def _d_MetadataRequestTopic_12(buf: Any, pos: int) -> tuple[MetadataRequestTopic, int]:
-    if len(buf) - pos < _S2.size:
-        raise DecodeError('truncated')
     (f_topic_id,) = _S2.unpack_from(buf, pos)
     pos += _S2.size
     f_topic_id = _uuid(f_topic_id)
     f_name, pos = read_compact_string(buf, pos, True)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = MetadataRequestTopic(topic_id=f_topic_id, name=f_name)
-    return obj, pos
+    return MetadataRequestTopic(f_topic_id, f_name), pos
 
 
 def _e_MetadataRequestTopic_12(o: MetadataRequestTopic, out: bytearray, chunks: list[Any]) -> None:
@@ -578,18 +515,13 @@ def _d_MetadataRequest_12(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
         for _ in range(n_topics):
             it_topics, pos = _d_MetadataRequestTopic_12(buf, pos)
             f_topics.append(it_topics)
-    if len(buf) - pos < _S3.size:
-        raise DecodeError('truncated')
     (f_allow_auto_topic_creation, f_include_topic_authorized_operations,) = _S3.unpack_from(buf, pos)
     pos += _S3.size
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = MetadataRequest(topics=f_topics, allow_auto_topic_creation=f_allow_auto_topic_creation, include_topic_authorized_operations=f_include_topic_authorized_operations)
-    return obj, pos
+    return MetadataRequest(f_topics, f_allow_auto_topic_creation, False, f_include_topic_authorized_operations), pos
 
 
 def _e_MetadataRequest_12(o: MetadataRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -602,20 +534,15 @@ def _e_MetadataRequest_12(o: MetadataRequest, out: bytearray, chunks: list[Any])
 
 
 def _d_MetadataRequestTopic_13(buf: Any, pos: int) -> tuple[MetadataRequestTopic, int]:
-    if len(buf) - pos < _S2.size:
-        raise DecodeError('truncated')
     (f_topic_id,) = _S2.unpack_from(buf, pos)
     pos += _S2.size
     f_topic_id = _uuid(f_topic_id)
     f_name, pos = read_compact_string(buf, pos, True)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = MetadataRequestTopic(topic_id=f_topic_id, name=f_name)
-    return obj, pos
+    return MetadataRequestTopic(f_topic_id, f_name), pos
 
 
 def _e_MetadataRequestTopic_13(o: MetadataRequestTopic, out: bytearray, chunks: list[Any]) -> None:
@@ -633,18 +560,13 @@ def _d_MetadataRequest_13(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
         for _ in range(n_topics):
             it_topics, pos = _d_MetadataRequestTopic_13(buf, pos)
             f_topics.append(it_topics)
-    if len(buf) - pos < _S3.size:
-        raise DecodeError('truncated')
     (f_allow_auto_topic_creation, f_include_topic_authorized_operations,) = _S3.unpack_from(buf, pos)
     pos += _S3.size
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = MetadataRequest(topics=f_topics, allow_auto_topic_creation=f_allow_auto_topic_creation, include_topic_authorized_operations=f_include_topic_authorized_operations)
-    return obj, pos
+    return MetadataRequest(f_topics, f_allow_auto_topic_creation, False, f_include_topic_authorized_operations), pos
 
 
 def _e_MetadataRequest_13(o: MetadataRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -661,8 +583,6 @@ MetadataRequest._ENCODERS = {0: _e_MetadataRequest_0, 1: _e_MetadataRequest_1, 2
 
 
 def _d_MetadataResponsePartition_0(buf: Any, pos: int) -> tuple[MetadataResponsePartition, int]:
-    if len(buf) - pos < _S4.size:
-        raise DecodeError('truncated')
     (f_error_code, f_partition_index, f_leader_id,) = _S4.unpack_from(buf, pos)
     pos += _S4.size
     n_replica_nodes, pos = read_array_count(buf, pos, False, False)
@@ -675,8 +595,7 @@ def _d_MetadataResponsePartition_0(buf: Any, pos: int) -> tuple[MetadataResponse
         raise DecodeError('array overruns the buffer')
     f_isr_nodes = list(unpack_from(f'>{n_isr_nodes}i', buf, pos))
     pos += n_isr_nodes * 4
-    obj = MetadataResponsePartition(error_code=f_error_code, partition_index=f_partition_index, leader_id=f_leader_id, replica_nodes=f_replica_nodes, isr_nodes=f_isr_nodes)
-    return obj, pos
+    return MetadataResponsePartition(f_error_code, f_partition_index, f_leader_id, -1, f_replica_nodes, f_isr_nodes, []), pos
 
 
 def _e_MetadataResponsePartition_0(o: MetadataResponsePartition, out: bytearray, chunks: list[Any]) -> None:
@@ -690,8 +609,6 @@ def _e_MetadataResponsePartition_0(o: MetadataResponsePartition, out: bytearray,
 
 
 def _d_MetadataResponseTopic_0(buf: Any, pos: int) -> tuple[MetadataResponseTopic, int]:
-    if len(buf) - pos < _S5.size:
-        raise DecodeError('truncated')
     (f_error_code,) = _S5.unpack_from(buf, pos)
     pos += _S5.size
     f_name, pos = read_string(buf, pos, False)
@@ -700,8 +617,7 @@ def _d_MetadataResponseTopic_0(buf: Any, pos: int) -> tuple[MetadataResponseTopi
     for _ in range(n_partitions):
         it_partitions, pos = _d_MetadataResponsePartition_0(buf, pos)
         f_partitions.append(it_partitions)
-    obj = MetadataResponseTopic(error_code=f_error_code, name=f_name, partitions=f_partitions)
-    return obj, pos
+    return MetadataResponseTopic(f_error_code, f_name, ZERO_UUID, False, f_partitions, -2147483648), pos
 
 
 def _e_MetadataResponseTopic_0(o: MetadataResponseTopic, out: bytearray, chunks: list[Any]) -> None:
@@ -714,17 +630,12 @@ def _e_MetadataResponseTopic_0(o: MetadataResponseTopic, out: bytearray, chunks:
 
 
 def _d_MetadataResponseBroker_0(buf: Any, pos: int) -> tuple[MetadataResponseBroker, int]:
-    if len(buf) - pos < _S6.size:
-        raise DecodeError('truncated')
     (f_node_id,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
     f_host, pos = read_string(buf, pos, False)
-    if len(buf) - pos < _S6.size:
-        raise DecodeError('truncated')
     (f_port,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
-    obj = MetadataResponseBroker(node_id=f_node_id, host=f_host, port=f_port)
-    return obj, pos
+    return MetadataResponseBroker(f_node_id, f_host, f_port, None), pos
 
 
 def _e_MetadataResponseBroker_0(o: MetadataResponseBroker, out: bytearray, chunks: list[Any]) -> None:
@@ -744,8 +655,7 @@ def _d_MetadataResponse_0(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     for _ in range(n_topics):
         it_topics, pos = _d_MetadataResponseTopic_0(buf, pos)
         f_topics.append(it_topics)
-    obj = MetadataResponse(brokers=f_brokers, topics=f_topics)
-    return obj, pos
+    return MetadataResponse(0, f_brokers, None, -1, f_topics, -2147483648, 0), pos
 
 
 def _e_MetadataResponse_0(o: MetadataResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -760,8 +670,6 @@ def _e_MetadataResponse_0(o: MetadataResponse, out: bytearray, chunks: list[Any]
 
 
 def _d_MetadataResponsePartition_1(buf: Any, pos: int) -> tuple[MetadataResponsePartition, int]:
-    if len(buf) - pos < _S4.size:
-        raise DecodeError('truncated')
     (f_error_code, f_partition_index, f_leader_id,) = _S4.unpack_from(buf, pos)
     pos += _S4.size
     n_replica_nodes, pos = read_array_count(buf, pos, False, False)
@@ -774,8 +682,7 @@ def _d_MetadataResponsePartition_1(buf: Any, pos: int) -> tuple[MetadataResponse
         raise DecodeError('array overruns the buffer')
     f_isr_nodes = list(unpack_from(f'>{n_isr_nodes}i', buf, pos))
     pos += n_isr_nodes * 4
-    obj = MetadataResponsePartition(error_code=f_error_code, partition_index=f_partition_index, leader_id=f_leader_id, replica_nodes=f_replica_nodes, isr_nodes=f_isr_nodes)
-    return obj, pos
+    return MetadataResponsePartition(f_error_code, f_partition_index, f_leader_id, -1, f_replica_nodes, f_isr_nodes, []), pos
 
 
 def _e_MetadataResponsePartition_1(o: MetadataResponsePartition, out: bytearray, chunks: list[Any]) -> None:
@@ -789,13 +696,9 @@ def _e_MetadataResponsePartition_1(o: MetadataResponsePartition, out: bytearray,
 
 
 def _d_MetadataResponseTopic_1(buf: Any, pos: int) -> tuple[MetadataResponseTopic, int]:
-    if len(buf) - pos < _S5.size:
-        raise DecodeError('truncated')
     (f_error_code,) = _S5.unpack_from(buf, pos)
     pos += _S5.size
     f_name, pos = read_string(buf, pos, False)
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_is_internal,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
     n_partitions, pos = read_array_count(buf, pos, False, False)
@@ -803,8 +706,7 @@ def _d_MetadataResponseTopic_1(buf: Any, pos: int) -> tuple[MetadataResponseTopi
     for _ in range(n_partitions):
         it_partitions, pos = _d_MetadataResponsePartition_1(buf, pos)
         f_partitions.append(it_partitions)
-    obj = MetadataResponseTopic(error_code=f_error_code, name=f_name, is_internal=f_is_internal, partitions=f_partitions)
-    return obj, pos
+    return MetadataResponseTopic(f_error_code, f_name, ZERO_UUID, f_is_internal, f_partitions, -2147483648), pos
 
 
 def _e_MetadataResponseTopic_1(o: MetadataResponseTopic, out: bytearray, chunks: list[Any]) -> None:
@@ -818,18 +720,13 @@ def _e_MetadataResponseTopic_1(o: MetadataResponseTopic, out: bytearray, chunks:
 
 
 def _d_MetadataResponseBroker_1(buf: Any, pos: int) -> tuple[MetadataResponseBroker, int]:
-    if len(buf) - pos < _S6.size:
-        raise DecodeError('truncated')
     (f_node_id,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
     f_host, pos = read_string(buf, pos, False)
-    if len(buf) - pos < _S6.size:
-        raise DecodeError('truncated')
     (f_port,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
     f_rack, pos = read_string(buf, pos, True)
-    obj = MetadataResponseBroker(node_id=f_node_id, host=f_host, port=f_port, rack=f_rack)
-    return obj, pos
+    return MetadataResponseBroker(f_node_id, f_host, f_port, f_rack), pos
 
 
 def _e_MetadataResponseBroker_1(o: MetadataResponseBroker, out: bytearray, chunks: list[Any]) -> None:
@@ -845,8 +742,6 @@ def _d_MetadataResponse_1(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     for _ in range(n_brokers):
         it_brokers, pos = _d_MetadataResponseBroker_1(buf, pos)
         f_brokers.append(it_brokers)
-    if len(buf) - pos < _S6.size:
-        raise DecodeError('truncated')
     (f_controller_id,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
     n_topics, pos = read_array_count(buf, pos, False, False)
@@ -854,8 +749,7 @@ def _d_MetadataResponse_1(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     for _ in range(n_topics):
         it_topics, pos = _d_MetadataResponseTopic_1(buf, pos)
         f_topics.append(it_topics)
-    obj = MetadataResponse(brokers=f_brokers, controller_id=f_controller_id, topics=f_topics)
-    return obj, pos
+    return MetadataResponse(0, f_brokers, None, f_controller_id, f_topics, -2147483648, 0), pos
 
 
 def _e_MetadataResponse_1(o: MetadataResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -871,8 +765,6 @@ def _e_MetadataResponse_1(o: MetadataResponse, out: bytearray, chunks: list[Any]
 
 
 def _d_MetadataResponsePartition_2(buf: Any, pos: int) -> tuple[MetadataResponsePartition, int]:
-    if len(buf) - pos < _S4.size:
-        raise DecodeError('truncated')
     (f_error_code, f_partition_index, f_leader_id,) = _S4.unpack_from(buf, pos)
     pos += _S4.size
     n_replica_nodes, pos = read_array_count(buf, pos, False, False)
@@ -885,8 +777,7 @@ def _d_MetadataResponsePartition_2(buf: Any, pos: int) -> tuple[MetadataResponse
         raise DecodeError('array overruns the buffer')
     f_isr_nodes = list(unpack_from(f'>{n_isr_nodes}i', buf, pos))
     pos += n_isr_nodes * 4
-    obj = MetadataResponsePartition(error_code=f_error_code, partition_index=f_partition_index, leader_id=f_leader_id, replica_nodes=f_replica_nodes, isr_nodes=f_isr_nodes)
-    return obj, pos
+    return MetadataResponsePartition(f_error_code, f_partition_index, f_leader_id, -1, f_replica_nodes, f_isr_nodes, []), pos
 
 
 def _e_MetadataResponsePartition_2(o: MetadataResponsePartition, out: bytearray, chunks: list[Any]) -> None:
@@ -900,13 +791,9 @@ def _e_MetadataResponsePartition_2(o: MetadataResponsePartition, out: bytearray,
 
 
 def _d_MetadataResponseTopic_2(buf: Any, pos: int) -> tuple[MetadataResponseTopic, int]:
-    if len(buf) - pos < _S5.size:
-        raise DecodeError('truncated')
     (f_error_code,) = _S5.unpack_from(buf, pos)
     pos += _S5.size
     f_name, pos = read_string(buf, pos, False)
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_is_internal,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
     n_partitions, pos = read_array_count(buf, pos, False, False)
@@ -914,8 +801,7 @@ def _d_MetadataResponseTopic_2(buf: Any, pos: int) -> tuple[MetadataResponseTopi
     for _ in range(n_partitions):
         it_partitions, pos = _d_MetadataResponsePartition_2(buf, pos)
         f_partitions.append(it_partitions)
-    obj = MetadataResponseTopic(error_code=f_error_code, name=f_name, is_internal=f_is_internal, partitions=f_partitions)
-    return obj, pos
+    return MetadataResponseTopic(f_error_code, f_name, ZERO_UUID, f_is_internal, f_partitions, -2147483648), pos
 
 
 def _e_MetadataResponseTopic_2(o: MetadataResponseTopic, out: bytearray, chunks: list[Any]) -> None:
@@ -929,18 +815,13 @@ def _e_MetadataResponseTopic_2(o: MetadataResponseTopic, out: bytearray, chunks:
 
 
 def _d_MetadataResponseBroker_2(buf: Any, pos: int) -> tuple[MetadataResponseBroker, int]:
-    if len(buf) - pos < _S6.size:
-        raise DecodeError('truncated')
     (f_node_id,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
     f_host, pos = read_string(buf, pos, False)
-    if len(buf) - pos < _S6.size:
-        raise DecodeError('truncated')
     (f_port,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
     f_rack, pos = read_string(buf, pos, True)
-    obj = MetadataResponseBroker(node_id=f_node_id, host=f_host, port=f_port, rack=f_rack)
-    return obj, pos
+    return MetadataResponseBroker(f_node_id, f_host, f_port, f_rack), pos
 
 
 def _e_MetadataResponseBroker_2(o: MetadataResponseBroker, out: bytearray, chunks: list[Any]) -> None:
@@ -957,8 +838,6 @@ def _d_MetadataResponse_2(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
         it_brokers, pos = _d_MetadataResponseBroker_2(buf, pos)
         f_brokers.append(it_brokers)
     f_cluster_id, pos = read_string(buf, pos, True)
-    if len(buf) - pos < _S6.size:
-        raise DecodeError('truncated')
     (f_controller_id,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
     n_topics, pos = read_array_count(buf, pos, False, False)
@@ -966,8 +845,7 @@ def _d_MetadataResponse_2(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     for _ in range(n_topics):
         it_topics, pos = _d_MetadataResponseTopic_2(buf, pos)
         f_topics.append(it_topics)
-    obj = MetadataResponse(brokers=f_brokers, cluster_id=f_cluster_id, controller_id=f_controller_id, topics=f_topics)
-    return obj, pos
+    return MetadataResponse(0, f_brokers, f_cluster_id, f_controller_id, f_topics, -2147483648, 0), pos
 
 
 def _e_MetadataResponse_2(o: MetadataResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -984,8 +862,6 @@ def _e_MetadataResponse_2(o: MetadataResponse, out: bytearray, chunks: list[Any]
 
 
 def _d_MetadataResponsePartition_3(buf: Any, pos: int) -> tuple[MetadataResponsePartition, int]:
-    if len(buf) - pos < _S4.size:
-        raise DecodeError('truncated')
     (f_error_code, f_partition_index, f_leader_id,) = _S4.unpack_from(buf, pos)
     pos += _S4.size
     n_replica_nodes, pos = read_array_count(buf, pos, False, False)
@@ -998,8 +874,7 @@ def _d_MetadataResponsePartition_3(buf: Any, pos: int) -> tuple[MetadataResponse
         raise DecodeError('array overruns the buffer')
     f_isr_nodes = list(unpack_from(f'>{n_isr_nodes}i', buf, pos))
     pos += n_isr_nodes * 4
-    obj = MetadataResponsePartition(error_code=f_error_code, partition_index=f_partition_index, leader_id=f_leader_id, replica_nodes=f_replica_nodes, isr_nodes=f_isr_nodes)
-    return obj, pos
+    return MetadataResponsePartition(f_error_code, f_partition_index, f_leader_id, -1, f_replica_nodes, f_isr_nodes, []), pos
 
 
 def _e_MetadataResponsePartition_3(o: MetadataResponsePartition, out: bytearray, chunks: list[Any]) -> None:
@@ -1013,13 +888,9 @@ def _e_MetadataResponsePartition_3(o: MetadataResponsePartition, out: bytearray,
 
 
 def _d_MetadataResponseTopic_3(buf: Any, pos: int) -> tuple[MetadataResponseTopic, int]:
-    if len(buf) - pos < _S5.size:
-        raise DecodeError('truncated')
     (f_error_code,) = _S5.unpack_from(buf, pos)
     pos += _S5.size
     f_name, pos = read_string(buf, pos, False)
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_is_internal,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
     n_partitions, pos = read_array_count(buf, pos, False, False)
@@ -1027,8 +898,7 @@ def _d_MetadataResponseTopic_3(buf: Any, pos: int) -> tuple[MetadataResponseTopi
     for _ in range(n_partitions):
         it_partitions, pos = _d_MetadataResponsePartition_3(buf, pos)
         f_partitions.append(it_partitions)
-    obj = MetadataResponseTopic(error_code=f_error_code, name=f_name, is_internal=f_is_internal, partitions=f_partitions)
-    return obj, pos
+    return MetadataResponseTopic(f_error_code, f_name, ZERO_UUID, f_is_internal, f_partitions, -2147483648), pos
 
 
 def _e_MetadataResponseTopic_3(o: MetadataResponseTopic, out: bytearray, chunks: list[Any]) -> None:
@@ -1042,18 +912,13 @@ def _e_MetadataResponseTopic_3(o: MetadataResponseTopic, out: bytearray, chunks:
 
 
 def _d_MetadataResponseBroker_3(buf: Any, pos: int) -> tuple[MetadataResponseBroker, int]:
-    if len(buf) - pos < _S6.size:
-        raise DecodeError('truncated')
     (f_node_id,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
     f_host, pos = read_string(buf, pos, False)
-    if len(buf) - pos < _S6.size:
-        raise DecodeError('truncated')
     (f_port,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
     f_rack, pos = read_string(buf, pos, True)
-    obj = MetadataResponseBroker(node_id=f_node_id, host=f_host, port=f_port, rack=f_rack)
-    return obj, pos
+    return MetadataResponseBroker(f_node_id, f_host, f_port, f_rack), pos
 
 
 def _e_MetadataResponseBroker_3(o: MetadataResponseBroker, out: bytearray, chunks: list[Any]) -> None:
@@ -1064,8 +929,6 @@ def _e_MetadataResponseBroker_3(o: MetadataResponseBroker, out: bytearray, chunk
 
 
 def _d_MetadataResponse_3(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
-    if len(buf) - pos < _S6.size:
-        raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
     n_brokers, pos = read_array_count(buf, pos, False, False)
@@ -1074,8 +937,6 @@ def _d_MetadataResponse_3(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
         it_brokers, pos = _d_MetadataResponseBroker_3(buf, pos)
         f_brokers.append(it_brokers)
     f_cluster_id, pos = read_string(buf, pos, True)
-    if len(buf) - pos < _S6.size:
-        raise DecodeError('truncated')
     (f_controller_id,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
     n_topics, pos = read_array_count(buf, pos, False, False)
@@ -1083,8 +944,7 @@ def _d_MetadataResponse_3(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     for _ in range(n_topics):
         it_topics, pos = _d_MetadataResponseTopic_3(buf, pos)
         f_topics.append(it_topics)
-    obj = MetadataResponse(throttle_time_ms=f_throttle_time_ms, brokers=f_brokers, cluster_id=f_cluster_id, controller_id=f_controller_id, topics=f_topics)
-    return obj, pos
+    return MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, -2147483648, 0), pos
 
 
 def _e_MetadataResponse_3(o: MetadataResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -1102,8 +962,6 @@ def _e_MetadataResponse_3(o: MetadataResponse, out: bytearray, chunks: list[Any]
 
 
 def _d_MetadataResponsePartition_4(buf: Any, pos: int) -> tuple[MetadataResponsePartition, int]:
-    if len(buf) - pos < _S4.size:
-        raise DecodeError('truncated')
     (f_error_code, f_partition_index, f_leader_id,) = _S4.unpack_from(buf, pos)
     pos += _S4.size
     n_replica_nodes, pos = read_array_count(buf, pos, False, False)
@@ -1116,8 +974,7 @@ def _d_MetadataResponsePartition_4(buf: Any, pos: int) -> tuple[MetadataResponse
         raise DecodeError('array overruns the buffer')
     f_isr_nodes = list(unpack_from(f'>{n_isr_nodes}i', buf, pos))
     pos += n_isr_nodes * 4
-    obj = MetadataResponsePartition(error_code=f_error_code, partition_index=f_partition_index, leader_id=f_leader_id, replica_nodes=f_replica_nodes, isr_nodes=f_isr_nodes)
-    return obj, pos
+    return MetadataResponsePartition(f_error_code, f_partition_index, f_leader_id, -1, f_replica_nodes, f_isr_nodes, []), pos
 
 
 def _e_MetadataResponsePartition_4(o: MetadataResponsePartition, out: bytearray, chunks: list[Any]) -> None:
@@ -1131,13 +988,9 @@ def _e_MetadataResponsePartition_4(o: MetadataResponsePartition, out: bytearray,
 
 
 def _d_MetadataResponseTopic_4(buf: Any, pos: int) -> tuple[MetadataResponseTopic, int]:
-    if len(buf) - pos < _S5.size:
-        raise DecodeError('truncated')
     (f_error_code,) = _S5.unpack_from(buf, pos)
     pos += _S5.size
     f_name, pos = read_string(buf, pos, False)
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_is_internal,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
     n_partitions, pos = read_array_count(buf, pos, False, False)
@@ -1145,8 +998,7 @@ def _d_MetadataResponseTopic_4(buf: Any, pos: int) -> tuple[MetadataResponseTopi
     for _ in range(n_partitions):
         it_partitions, pos = _d_MetadataResponsePartition_4(buf, pos)
         f_partitions.append(it_partitions)
-    obj = MetadataResponseTopic(error_code=f_error_code, name=f_name, is_internal=f_is_internal, partitions=f_partitions)
-    return obj, pos
+    return MetadataResponseTopic(f_error_code, f_name, ZERO_UUID, f_is_internal, f_partitions, -2147483648), pos
 
 
 def _e_MetadataResponseTopic_4(o: MetadataResponseTopic, out: bytearray, chunks: list[Any]) -> None:
@@ -1160,18 +1012,13 @@ def _e_MetadataResponseTopic_4(o: MetadataResponseTopic, out: bytearray, chunks:
 
 
 def _d_MetadataResponseBroker_4(buf: Any, pos: int) -> tuple[MetadataResponseBroker, int]:
-    if len(buf) - pos < _S6.size:
-        raise DecodeError('truncated')
     (f_node_id,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
     f_host, pos = read_string(buf, pos, False)
-    if len(buf) - pos < _S6.size:
-        raise DecodeError('truncated')
     (f_port,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
     f_rack, pos = read_string(buf, pos, True)
-    obj = MetadataResponseBroker(node_id=f_node_id, host=f_host, port=f_port, rack=f_rack)
-    return obj, pos
+    return MetadataResponseBroker(f_node_id, f_host, f_port, f_rack), pos
 
 
 def _e_MetadataResponseBroker_4(o: MetadataResponseBroker, out: bytearray, chunks: list[Any]) -> None:
@@ -1182,8 +1029,6 @@ def _e_MetadataResponseBroker_4(o: MetadataResponseBroker, out: bytearray, chunk
 
 
 def _d_MetadataResponse_4(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
-    if len(buf) - pos < _S6.size:
-        raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
     n_brokers, pos = read_array_count(buf, pos, False, False)
@@ -1192,8 +1037,6 @@ def _d_MetadataResponse_4(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
         it_brokers, pos = _d_MetadataResponseBroker_4(buf, pos)
         f_brokers.append(it_brokers)
     f_cluster_id, pos = read_string(buf, pos, True)
-    if len(buf) - pos < _S6.size:
-        raise DecodeError('truncated')
     (f_controller_id,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
     n_topics, pos = read_array_count(buf, pos, False, False)
@@ -1201,8 +1044,7 @@ def _d_MetadataResponse_4(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     for _ in range(n_topics):
         it_topics, pos = _d_MetadataResponseTopic_4(buf, pos)
         f_topics.append(it_topics)
-    obj = MetadataResponse(throttle_time_ms=f_throttle_time_ms, brokers=f_brokers, cluster_id=f_cluster_id, controller_id=f_controller_id, topics=f_topics)
-    return obj, pos
+    return MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, -2147483648, 0), pos
 
 
 def _e_MetadataResponse_4(o: MetadataResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -1220,8 +1062,6 @@ def _e_MetadataResponse_4(o: MetadataResponse, out: bytearray, chunks: list[Any]
 
 
 def _d_MetadataResponsePartition_5(buf: Any, pos: int) -> tuple[MetadataResponsePartition, int]:
-    if len(buf) - pos < _S4.size:
-        raise DecodeError('truncated')
     (f_error_code, f_partition_index, f_leader_id,) = _S4.unpack_from(buf, pos)
     pos += _S4.size
     n_replica_nodes, pos = read_array_count(buf, pos, False, False)
@@ -1239,8 +1079,7 @@ def _d_MetadataResponsePartition_5(buf: Any, pos: int) -> tuple[MetadataResponse
         raise DecodeError('array overruns the buffer')
     f_offline_replicas = list(unpack_from(f'>{n_offline_replicas}i', buf, pos))
     pos += n_offline_replicas * 4
-    obj = MetadataResponsePartition(error_code=f_error_code, partition_index=f_partition_index, leader_id=f_leader_id, replica_nodes=f_replica_nodes, isr_nodes=f_isr_nodes, offline_replicas=f_offline_replicas)
-    return obj, pos
+    return MetadataResponsePartition(f_error_code, f_partition_index, f_leader_id, -1, f_replica_nodes, f_isr_nodes, f_offline_replicas), pos
 
 
 def _e_MetadataResponsePartition_5(o: MetadataResponsePartition, out: bytearray, chunks: list[Any]) -> None:
@@ -1257,13 +1096,9 @@ def _e_MetadataResponsePartition_5(o: MetadataResponsePartition, out: bytearray,
 
 
 def _d_MetadataResponseTopic_5(buf: Any, pos: int) -> tuple[MetadataResponseTopic, int]:
-    if len(buf) - pos < _S5.size:
-        raise DecodeError('truncated')
     (f_error_code,) = _S5.unpack_from(buf, pos)
     pos += _S5.size
     f_name, pos = read_string(buf, pos, False)
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_is_internal,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
     n_partitions, pos = read_array_count(buf, pos, False, False)
@@ -1271,8 +1106,7 @@ def _d_MetadataResponseTopic_5(buf: Any, pos: int) -> tuple[MetadataResponseTopi
     for _ in range(n_partitions):
         it_partitions, pos = _d_MetadataResponsePartition_5(buf, pos)
         f_partitions.append(it_partitions)
-    obj = MetadataResponseTopic(error_code=f_error_code, name=f_name, is_internal=f_is_internal, partitions=f_partitions)
-    return obj, pos
+    return MetadataResponseTopic(f_error_code, f_name, ZERO_UUID, f_is_internal, f_partitions, -2147483648), pos
 
 
 def _e_MetadataResponseTopic_5(o: MetadataResponseTopic, out: bytearray, chunks: list[Any]) -> None:
@@ -1286,18 +1120,13 @@ def _e_MetadataResponseTopic_5(o: MetadataResponseTopic, out: bytearray, chunks:
 
 
 def _d_MetadataResponseBroker_5(buf: Any, pos: int) -> tuple[MetadataResponseBroker, int]:
-    if len(buf) - pos < _S6.size:
-        raise DecodeError('truncated')
     (f_node_id,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
     f_host, pos = read_string(buf, pos, False)
-    if len(buf) - pos < _S6.size:
-        raise DecodeError('truncated')
     (f_port,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
     f_rack, pos = read_string(buf, pos, True)
-    obj = MetadataResponseBroker(node_id=f_node_id, host=f_host, port=f_port, rack=f_rack)
-    return obj, pos
+    return MetadataResponseBroker(f_node_id, f_host, f_port, f_rack), pos
 
 
 def _e_MetadataResponseBroker_5(o: MetadataResponseBroker, out: bytearray, chunks: list[Any]) -> None:
@@ -1308,8 +1137,6 @@ def _e_MetadataResponseBroker_5(o: MetadataResponseBroker, out: bytearray, chunk
 
 
 def _d_MetadataResponse_5(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
-    if len(buf) - pos < _S6.size:
-        raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
     n_brokers, pos = read_array_count(buf, pos, False, False)
@@ -1318,8 +1145,6 @@ def _d_MetadataResponse_5(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
         it_brokers, pos = _d_MetadataResponseBroker_5(buf, pos)
         f_brokers.append(it_brokers)
     f_cluster_id, pos = read_string(buf, pos, True)
-    if len(buf) - pos < _S6.size:
-        raise DecodeError('truncated')
     (f_controller_id,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
     n_topics, pos = read_array_count(buf, pos, False, False)
@@ -1327,8 +1152,7 @@ def _d_MetadataResponse_5(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     for _ in range(n_topics):
         it_topics, pos = _d_MetadataResponseTopic_5(buf, pos)
         f_topics.append(it_topics)
-    obj = MetadataResponse(throttle_time_ms=f_throttle_time_ms, brokers=f_brokers, cluster_id=f_cluster_id, controller_id=f_controller_id, topics=f_topics)
-    return obj, pos
+    return MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, -2147483648, 0), pos
 
 
 def _e_MetadataResponse_5(o: MetadataResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -1346,8 +1170,6 @@ def _e_MetadataResponse_5(o: MetadataResponse, out: bytearray, chunks: list[Any]
 
 
 def _d_MetadataResponsePartition_6(buf: Any, pos: int) -> tuple[MetadataResponsePartition, int]:
-    if len(buf) - pos < _S4.size:
-        raise DecodeError('truncated')
     (f_error_code, f_partition_index, f_leader_id,) = _S4.unpack_from(buf, pos)
     pos += _S4.size
     n_replica_nodes, pos = read_array_count(buf, pos, False, False)
@@ -1365,8 +1187,7 @@ def _d_MetadataResponsePartition_6(buf: Any, pos: int) -> tuple[MetadataResponse
         raise DecodeError('array overruns the buffer')
     f_offline_replicas = list(unpack_from(f'>{n_offline_replicas}i', buf, pos))
     pos += n_offline_replicas * 4
-    obj = MetadataResponsePartition(error_code=f_error_code, partition_index=f_partition_index, leader_id=f_leader_id, replica_nodes=f_replica_nodes, isr_nodes=f_isr_nodes, offline_replicas=f_offline_replicas)
-    return obj, pos
+    return MetadataResponsePartition(f_error_code, f_partition_index, f_leader_id, -1, f_replica_nodes, f_isr_nodes, f_offline_replicas), pos
 
 
 def _e_MetadataResponsePartition_6(o: MetadataResponsePartition, out: bytearray, chunks: list[Any]) -> None:
@@ -1383,13 +1204,9 @@ def _e_MetadataResponsePartition_6(o: MetadataResponsePartition, out: bytearray,
 
 
 def _d_MetadataResponseTopic_6(buf: Any, pos: int) -> tuple[MetadataResponseTopic, int]:
-    if len(buf) - pos < _S5.size:
-        raise DecodeError('truncated')
     (f_error_code,) = _S5.unpack_from(buf, pos)
     pos += _S5.size
     f_name, pos = read_string(buf, pos, False)
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_is_internal,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
     n_partitions, pos = read_array_count(buf, pos, False, False)
@@ -1397,8 +1214,7 @@ def _d_MetadataResponseTopic_6(buf: Any, pos: int) -> tuple[MetadataResponseTopi
     for _ in range(n_partitions):
         it_partitions, pos = _d_MetadataResponsePartition_6(buf, pos)
         f_partitions.append(it_partitions)
-    obj = MetadataResponseTopic(error_code=f_error_code, name=f_name, is_internal=f_is_internal, partitions=f_partitions)
-    return obj, pos
+    return MetadataResponseTopic(f_error_code, f_name, ZERO_UUID, f_is_internal, f_partitions, -2147483648), pos
 
 
 def _e_MetadataResponseTopic_6(o: MetadataResponseTopic, out: bytearray, chunks: list[Any]) -> None:
@@ -1412,18 +1228,13 @@ def _e_MetadataResponseTopic_6(o: MetadataResponseTopic, out: bytearray, chunks:
 
 
 def _d_MetadataResponseBroker_6(buf: Any, pos: int) -> tuple[MetadataResponseBroker, int]:
-    if len(buf) - pos < _S6.size:
-        raise DecodeError('truncated')
     (f_node_id,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
     f_host, pos = read_string(buf, pos, False)
-    if len(buf) - pos < _S6.size:
-        raise DecodeError('truncated')
     (f_port,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
     f_rack, pos = read_string(buf, pos, True)
-    obj = MetadataResponseBroker(node_id=f_node_id, host=f_host, port=f_port, rack=f_rack)
-    return obj, pos
+    return MetadataResponseBroker(f_node_id, f_host, f_port, f_rack), pos
 
 
 def _e_MetadataResponseBroker_6(o: MetadataResponseBroker, out: bytearray, chunks: list[Any]) -> None:
@@ -1434,8 +1245,6 @@ def _e_MetadataResponseBroker_6(o: MetadataResponseBroker, out: bytearray, chunk
 
 
 def _d_MetadataResponse_6(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
-    if len(buf) - pos < _S6.size:
-        raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
     n_brokers, pos = read_array_count(buf, pos, False, False)
@@ -1444,8 +1253,6 @@ def _d_MetadataResponse_6(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
         it_brokers, pos = _d_MetadataResponseBroker_6(buf, pos)
         f_brokers.append(it_brokers)
     f_cluster_id, pos = read_string(buf, pos, True)
-    if len(buf) - pos < _S6.size:
-        raise DecodeError('truncated')
     (f_controller_id,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
     n_topics, pos = read_array_count(buf, pos, False, False)
@@ -1453,8 +1260,7 @@ def _d_MetadataResponse_6(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     for _ in range(n_topics):
         it_topics, pos = _d_MetadataResponseTopic_6(buf, pos)
         f_topics.append(it_topics)
-    obj = MetadataResponse(throttle_time_ms=f_throttle_time_ms, brokers=f_brokers, cluster_id=f_cluster_id, controller_id=f_controller_id, topics=f_topics)
-    return obj, pos
+    return MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, -2147483648, 0), pos
 
 
 def _e_MetadataResponse_6(o: MetadataResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -1472,8 +1278,6 @@ def _e_MetadataResponse_6(o: MetadataResponse, out: bytearray, chunks: list[Any]
 
 
 def _d_MetadataResponsePartition_7(buf: Any, pos: int) -> tuple[MetadataResponsePartition, int]:
-    if len(buf) - pos < _S7.size:
-        raise DecodeError('truncated')
     (f_error_code, f_partition_index, f_leader_id, f_leader_epoch,) = _S7.unpack_from(buf, pos)
     pos += _S7.size
     n_replica_nodes, pos = read_array_count(buf, pos, False, False)
@@ -1491,8 +1295,7 @@ def _d_MetadataResponsePartition_7(buf: Any, pos: int) -> tuple[MetadataResponse
         raise DecodeError('array overruns the buffer')
     f_offline_replicas = list(unpack_from(f'>{n_offline_replicas}i', buf, pos))
     pos += n_offline_replicas * 4
-    obj = MetadataResponsePartition(error_code=f_error_code, partition_index=f_partition_index, leader_id=f_leader_id, leader_epoch=f_leader_epoch, replica_nodes=f_replica_nodes, isr_nodes=f_isr_nodes, offline_replicas=f_offline_replicas)
-    return obj, pos
+    return MetadataResponsePartition(f_error_code, f_partition_index, f_leader_id, f_leader_epoch, f_replica_nodes, f_isr_nodes, f_offline_replicas), pos
 
 
 def _e_MetadataResponsePartition_7(o: MetadataResponsePartition, out: bytearray, chunks: list[Any]) -> None:
@@ -1509,13 +1312,9 @@ def _e_MetadataResponsePartition_7(o: MetadataResponsePartition, out: bytearray,
 
 
 def _d_MetadataResponseTopic_7(buf: Any, pos: int) -> tuple[MetadataResponseTopic, int]:
-    if len(buf) - pos < _S5.size:
-        raise DecodeError('truncated')
     (f_error_code,) = _S5.unpack_from(buf, pos)
     pos += _S5.size
     f_name, pos = read_string(buf, pos, False)
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_is_internal,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
     n_partitions, pos = read_array_count(buf, pos, False, False)
@@ -1523,8 +1322,7 @@ def _d_MetadataResponseTopic_7(buf: Any, pos: int) -> tuple[MetadataResponseTopi
     for _ in range(n_partitions):
         it_partitions, pos = _d_MetadataResponsePartition_7(buf, pos)
         f_partitions.append(it_partitions)
-    obj = MetadataResponseTopic(error_code=f_error_code, name=f_name, is_internal=f_is_internal, partitions=f_partitions)
-    return obj, pos
+    return MetadataResponseTopic(f_error_code, f_name, ZERO_UUID, f_is_internal, f_partitions, -2147483648), pos
 
 
 def _e_MetadataResponseTopic_7(o: MetadataResponseTopic, out: bytearray, chunks: list[Any]) -> None:
@@ -1538,18 +1336,13 @@ def _e_MetadataResponseTopic_7(o: MetadataResponseTopic, out: bytearray, chunks:
 
 
 def _d_MetadataResponseBroker_7(buf: Any, pos: int) -> tuple[MetadataResponseBroker, int]:
-    if len(buf) - pos < _S6.size:
-        raise DecodeError('truncated')
     (f_node_id,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
     f_host, pos = read_string(buf, pos, False)
-    if len(buf) - pos < _S6.size:
-        raise DecodeError('truncated')
     (f_port,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
     f_rack, pos = read_string(buf, pos, True)
-    obj = MetadataResponseBroker(node_id=f_node_id, host=f_host, port=f_port, rack=f_rack)
-    return obj, pos
+    return MetadataResponseBroker(f_node_id, f_host, f_port, f_rack), pos
 
 
 def _e_MetadataResponseBroker_7(o: MetadataResponseBroker, out: bytearray, chunks: list[Any]) -> None:
@@ -1560,8 +1353,6 @@ def _e_MetadataResponseBroker_7(o: MetadataResponseBroker, out: bytearray, chunk
 
 
 def _d_MetadataResponse_7(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
-    if len(buf) - pos < _S6.size:
-        raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
     n_brokers, pos = read_array_count(buf, pos, False, False)
@@ -1570,8 +1361,6 @@ def _d_MetadataResponse_7(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
         it_brokers, pos = _d_MetadataResponseBroker_7(buf, pos)
         f_brokers.append(it_brokers)
     f_cluster_id, pos = read_string(buf, pos, True)
-    if len(buf) - pos < _S6.size:
-        raise DecodeError('truncated')
     (f_controller_id,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
     n_topics, pos = read_array_count(buf, pos, False, False)
@@ -1579,8 +1368,7 @@ def _d_MetadataResponse_7(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     for _ in range(n_topics):
         it_topics, pos = _d_MetadataResponseTopic_7(buf, pos)
         f_topics.append(it_topics)
-    obj = MetadataResponse(throttle_time_ms=f_throttle_time_ms, brokers=f_brokers, cluster_id=f_cluster_id, controller_id=f_controller_id, topics=f_topics)
-    return obj, pos
+    return MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, -2147483648, 0), pos
 
 
 def _e_MetadataResponse_7(o: MetadataResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -1598,8 +1386,6 @@ def _e_MetadataResponse_7(o: MetadataResponse, out: bytearray, chunks: list[Any]
 
 
 def _d_MetadataResponsePartition_8(buf: Any, pos: int) -> tuple[MetadataResponsePartition, int]:
-    if len(buf) - pos < _S7.size:
-        raise DecodeError('truncated')
     (f_error_code, f_partition_index, f_leader_id, f_leader_epoch,) = _S7.unpack_from(buf, pos)
     pos += _S7.size
     n_replica_nodes, pos = read_array_count(buf, pos, False, False)
@@ -1617,8 +1403,7 @@ def _d_MetadataResponsePartition_8(buf: Any, pos: int) -> tuple[MetadataResponse
         raise DecodeError('array overruns the buffer')
     f_offline_replicas = list(unpack_from(f'>{n_offline_replicas}i', buf, pos))
     pos += n_offline_replicas * 4
-    obj = MetadataResponsePartition(error_code=f_error_code, partition_index=f_partition_index, leader_id=f_leader_id, leader_epoch=f_leader_epoch, replica_nodes=f_replica_nodes, isr_nodes=f_isr_nodes, offline_replicas=f_offline_replicas)
-    return obj, pos
+    return MetadataResponsePartition(f_error_code, f_partition_index, f_leader_id, f_leader_epoch, f_replica_nodes, f_isr_nodes, f_offline_replicas), pos
 
 
 def _e_MetadataResponsePartition_8(o: MetadataResponsePartition, out: bytearray, chunks: list[Any]) -> None:
@@ -1635,13 +1420,9 @@ def _e_MetadataResponsePartition_8(o: MetadataResponsePartition, out: bytearray,
 
 
 def _d_MetadataResponseTopic_8(buf: Any, pos: int) -> tuple[MetadataResponseTopic, int]:
-    if len(buf) - pos < _S5.size:
-        raise DecodeError('truncated')
     (f_error_code,) = _S5.unpack_from(buf, pos)
     pos += _S5.size
     f_name, pos = read_string(buf, pos, False)
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_is_internal,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
     n_partitions, pos = read_array_count(buf, pos, False, False)
@@ -1649,12 +1430,9 @@ def _d_MetadataResponseTopic_8(buf: Any, pos: int) -> tuple[MetadataResponseTopi
     for _ in range(n_partitions):
         it_partitions, pos = _d_MetadataResponsePartition_8(buf, pos)
         f_partitions.append(it_partitions)
-    if len(buf) - pos < _S6.size:
-        raise DecodeError('truncated')
     (f_topic_authorized_operations,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
-    obj = MetadataResponseTopic(error_code=f_error_code, name=f_name, is_internal=f_is_internal, partitions=f_partitions, topic_authorized_operations=f_topic_authorized_operations)
-    return obj, pos
+    return MetadataResponseTopic(f_error_code, f_name, ZERO_UUID, f_is_internal, f_partitions, f_topic_authorized_operations), pos
 
 
 def _e_MetadataResponseTopic_8(o: MetadataResponseTopic, out: bytearray, chunks: list[Any]) -> None:
@@ -1669,18 +1447,13 @@ def _e_MetadataResponseTopic_8(o: MetadataResponseTopic, out: bytearray, chunks:
 
 
 def _d_MetadataResponseBroker_8(buf: Any, pos: int) -> tuple[MetadataResponseBroker, int]:
-    if len(buf) - pos < _S6.size:
-        raise DecodeError('truncated')
     (f_node_id,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
     f_host, pos = read_string(buf, pos, False)
-    if len(buf) - pos < _S6.size:
-        raise DecodeError('truncated')
     (f_port,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
     f_rack, pos = read_string(buf, pos, True)
-    obj = MetadataResponseBroker(node_id=f_node_id, host=f_host, port=f_port, rack=f_rack)
-    return obj, pos
+    return MetadataResponseBroker(f_node_id, f_host, f_port, f_rack), pos
 
 
 def _e_MetadataResponseBroker_8(o: MetadataResponseBroker, out: bytearray, chunks: list[Any]) -> None:
@@ -1691,8 +1464,6 @@ def _e_MetadataResponseBroker_8(o: MetadataResponseBroker, out: bytearray, chunk
 
 
 def _d_MetadataResponse_8(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
-    if len(buf) - pos < _S6.size:
-        raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
     n_brokers, pos = read_array_count(buf, pos, False, False)
@@ -1701,8 +1472,6 @@ def _d_MetadataResponse_8(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
         it_brokers, pos = _d_MetadataResponseBroker_8(buf, pos)
         f_brokers.append(it_brokers)
     f_cluster_id, pos = read_string(buf, pos, True)
-    if len(buf) - pos < _S6.size:
-        raise DecodeError('truncated')
     (f_controller_id,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
     n_topics, pos = read_array_count(buf, pos, False, False)
@@ -1710,12 +1479,9 @@ def _d_MetadataResponse_8(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     for _ in range(n_topics):
         it_topics, pos = _d_MetadataResponseTopic_8(buf, pos)
         f_topics.append(it_topics)
-    if len(buf) - pos < _S6.size:
-        raise DecodeError('truncated')
     (f_cluster_authorized_operations,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
-    obj = MetadataResponse(throttle_time_ms=f_throttle_time_ms, brokers=f_brokers, cluster_id=f_cluster_id, controller_id=f_controller_id, topics=f_topics, cluster_authorized_operations=f_cluster_authorized_operations)
-    return obj, pos
+    return MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, f_cluster_authorized_operations, 0), pos
 
 
 def _e_MetadataResponse_8(o: MetadataResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -1734,8 +1500,6 @@ def _e_MetadataResponse_8(o: MetadataResponse, out: bytearray, chunks: list[Any]
 
 
 def _d_MetadataResponsePartition_9(buf: Any, pos: int) -> tuple[MetadataResponsePartition, int]:
-    if len(buf) - pos < _S7.size:
-        raise DecodeError('truncated')
     (f_error_code, f_partition_index, f_leader_id, f_leader_epoch,) = _S7.unpack_from(buf, pos)
     pos += _S7.size
     n_replica_nodes, pos = read_array_count(buf, pos, True, False)
@@ -1753,14 +1517,11 @@ def _d_MetadataResponsePartition_9(buf: Any, pos: int) -> tuple[MetadataResponse
         raise DecodeError('array overruns the buffer')
     f_offline_replicas = list(unpack_from(f'>{n_offline_replicas}i', buf, pos))
     pos += n_offline_replicas * 4
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = MetadataResponsePartition(error_code=f_error_code, partition_index=f_partition_index, leader_id=f_leader_id, leader_epoch=f_leader_epoch, replica_nodes=f_replica_nodes, isr_nodes=f_isr_nodes, offline_replicas=f_offline_replicas)
-    return obj, pos
+    return MetadataResponsePartition(f_error_code, f_partition_index, f_leader_id, f_leader_epoch, f_replica_nodes, f_isr_nodes, f_offline_replicas), pos
 
 
 def _e_MetadataResponsePartition_9(o: MetadataResponsePartition, out: bytearray, chunks: list[Any]) -> None:
@@ -1778,13 +1539,9 @@ def _e_MetadataResponsePartition_9(o: MetadataResponsePartition, out: bytearray,
 
 
 def _d_MetadataResponseTopic_9(buf: Any, pos: int) -> tuple[MetadataResponseTopic, int]:
-    if len(buf) - pos < _S5.size:
-        raise DecodeError('truncated')
     (f_error_code,) = _S5.unpack_from(buf, pos)
     pos += _S5.size
     f_name, pos = read_compact_string(buf, pos, False)
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_is_internal,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
     n_partitions, pos = read_array_count(buf, pos, True, False)
@@ -1792,18 +1549,13 @@ def _d_MetadataResponseTopic_9(buf: Any, pos: int) -> tuple[MetadataResponseTopi
     for _ in range(n_partitions):
         it_partitions, pos = _d_MetadataResponsePartition_9(buf, pos)
         f_partitions.append(it_partitions)
-    if len(buf) - pos < _S6.size:
-        raise DecodeError('truncated')
     (f_topic_authorized_operations,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = MetadataResponseTopic(error_code=f_error_code, name=f_name, is_internal=f_is_internal, partitions=f_partitions, topic_authorized_operations=f_topic_authorized_operations)
-    return obj, pos
+    return MetadataResponseTopic(f_error_code, f_name, ZERO_UUID, f_is_internal, f_partitions, f_topic_authorized_operations), pos
 
 
 def _e_MetadataResponseTopic_9(o: MetadataResponseTopic, out: bytearray, chunks: list[Any]) -> None:
@@ -1819,24 +1571,17 @@ def _e_MetadataResponseTopic_9(o: MetadataResponseTopic, out: bytearray, chunks:
 
 
 def _d_MetadataResponseBroker_9(buf: Any, pos: int) -> tuple[MetadataResponseBroker, int]:
-    if len(buf) - pos < _S6.size:
-        raise DecodeError('truncated')
     (f_node_id,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
     f_host, pos = read_compact_string(buf, pos, False)
-    if len(buf) - pos < _S6.size:
-        raise DecodeError('truncated')
     (f_port,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
     f_rack, pos = read_compact_string(buf, pos, True)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = MetadataResponseBroker(node_id=f_node_id, host=f_host, port=f_port, rack=f_rack)
-    return obj, pos
+    return MetadataResponseBroker(f_node_id, f_host, f_port, f_rack), pos
 
 
 def _e_MetadataResponseBroker_9(o: MetadataResponseBroker, out: bytearray, chunks: list[Any]) -> None:
@@ -1848,8 +1593,6 @@ def _e_MetadataResponseBroker_9(o: MetadataResponseBroker, out: bytearray, chunk
 
 
 def _d_MetadataResponse_9(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
-    if len(buf) - pos < _S6.size:
-        raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
     n_brokers, pos = read_array_count(buf, pos, True, False)
@@ -1858,8 +1601,6 @@ def _d_MetadataResponse_9(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
         it_brokers, pos = _d_MetadataResponseBroker_9(buf, pos)
         f_brokers.append(it_brokers)
     f_cluster_id, pos = read_compact_string(buf, pos, True)
-    if len(buf) - pos < _S6.size:
-        raise DecodeError('truncated')
     (f_controller_id,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
     n_topics, pos = read_array_count(buf, pos, True, False)
@@ -1867,18 +1608,13 @@ def _d_MetadataResponse_9(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     for _ in range(n_topics):
         it_topics, pos = _d_MetadataResponseTopic_9(buf, pos)
         f_topics.append(it_topics)
-    if len(buf) - pos < _S6.size:
-        raise DecodeError('truncated')
     (f_cluster_authorized_operations,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = MetadataResponse(throttle_time_ms=f_throttle_time_ms, brokers=f_brokers, cluster_id=f_cluster_id, controller_id=f_controller_id, topics=f_topics, cluster_authorized_operations=f_cluster_authorized_operations)
-    return obj, pos
+    return MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, f_cluster_authorized_operations, 0), pos
 
 
 def _e_MetadataResponse_9(o: MetadataResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -1898,8 +1634,6 @@ def _e_MetadataResponse_9(o: MetadataResponse, out: bytearray, chunks: list[Any]
 
 
 def _d_MetadataResponsePartition_10(buf: Any, pos: int) -> tuple[MetadataResponsePartition, int]:
-    if len(buf) - pos < _S7.size:
-        raise DecodeError('truncated')
     (f_error_code, f_partition_index, f_leader_id, f_leader_epoch,) = _S7.unpack_from(buf, pos)
     pos += _S7.size
     n_replica_nodes, pos = read_array_count(buf, pos, True, False)
@@ -1917,14 +1651,11 @@ def _d_MetadataResponsePartition_10(buf: Any, pos: int) -> tuple[MetadataRespons
         raise DecodeError('array overruns the buffer')
     f_offline_replicas = list(unpack_from(f'>{n_offline_replicas}i', buf, pos))
     pos += n_offline_replicas * 4
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = MetadataResponsePartition(error_code=f_error_code, partition_index=f_partition_index, leader_id=f_leader_id, leader_epoch=f_leader_epoch, replica_nodes=f_replica_nodes, isr_nodes=f_isr_nodes, offline_replicas=f_offline_replicas)
-    return obj, pos
+    return MetadataResponsePartition(f_error_code, f_partition_index, f_leader_id, f_leader_epoch, f_replica_nodes, f_isr_nodes, f_offline_replicas), pos
 
 
 def _e_MetadataResponsePartition_10(o: MetadataResponsePartition, out: bytearray, chunks: list[Any]) -> None:
@@ -1942,13 +1673,9 @@ def _e_MetadataResponsePartition_10(o: MetadataResponsePartition, out: bytearray
 
 
 def _d_MetadataResponseTopic_10(buf: Any, pos: int) -> tuple[MetadataResponseTopic, int]:
-    if len(buf) - pos < _S5.size:
-        raise DecodeError('truncated')
     (f_error_code,) = _S5.unpack_from(buf, pos)
     pos += _S5.size
     f_name, pos = read_compact_string(buf, pos, False)
-    if len(buf) - pos < _S8.size:
-        raise DecodeError('truncated')
     (f_topic_id, f_is_internal,) = _S8.unpack_from(buf, pos)
     pos += _S8.size
     f_topic_id = _uuid(f_topic_id)
@@ -1957,18 +1684,13 @@ def _d_MetadataResponseTopic_10(buf: Any, pos: int) -> tuple[MetadataResponseTop
     for _ in range(n_partitions):
         it_partitions, pos = _d_MetadataResponsePartition_10(buf, pos)
         f_partitions.append(it_partitions)
-    if len(buf) - pos < _S6.size:
-        raise DecodeError('truncated')
     (f_topic_authorized_operations,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = MetadataResponseTopic(error_code=f_error_code, name=f_name, topic_id=f_topic_id, is_internal=f_is_internal, partitions=f_partitions, topic_authorized_operations=f_topic_authorized_operations)
-    return obj, pos
+    return MetadataResponseTopic(f_error_code, f_name, f_topic_id, f_is_internal, f_partitions, f_topic_authorized_operations), pos
 
 
 def _e_MetadataResponseTopic_10(o: MetadataResponseTopic, out: bytearray, chunks: list[Any]) -> None:
@@ -1984,24 +1706,17 @@ def _e_MetadataResponseTopic_10(o: MetadataResponseTopic, out: bytearray, chunks
 
 
 def _d_MetadataResponseBroker_10(buf: Any, pos: int) -> tuple[MetadataResponseBroker, int]:
-    if len(buf) - pos < _S6.size:
-        raise DecodeError('truncated')
     (f_node_id,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
     f_host, pos = read_compact_string(buf, pos, False)
-    if len(buf) - pos < _S6.size:
-        raise DecodeError('truncated')
     (f_port,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
     f_rack, pos = read_compact_string(buf, pos, True)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = MetadataResponseBroker(node_id=f_node_id, host=f_host, port=f_port, rack=f_rack)
-    return obj, pos
+    return MetadataResponseBroker(f_node_id, f_host, f_port, f_rack), pos
 
 
 def _e_MetadataResponseBroker_10(o: MetadataResponseBroker, out: bytearray, chunks: list[Any]) -> None:
@@ -2013,8 +1728,6 @@ def _e_MetadataResponseBroker_10(o: MetadataResponseBroker, out: bytearray, chun
 
 
 def _d_MetadataResponse_10(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
-    if len(buf) - pos < _S6.size:
-        raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
     n_brokers, pos = read_array_count(buf, pos, True, False)
@@ -2023,8 +1736,6 @@ def _d_MetadataResponse_10(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
         it_brokers, pos = _d_MetadataResponseBroker_10(buf, pos)
         f_brokers.append(it_brokers)
     f_cluster_id, pos = read_compact_string(buf, pos, True)
-    if len(buf) - pos < _S6.size:
-        raise DecodeError('truncated')
     (f_controller_id,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
     n_topics, pos = read_array_count(buf, pos, True, False)
@@ -2032,18 +1743,13 @@ def _d_MetadataResponse_10(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     for _ in range(n_topics):
         it_topics, pos = _d_MetadataResponseTopic_10(buf, pos)
         f_topics.append(it_topics)
-    if len(buf) - pos < _S6.size:
-        raise DecodeError('truncated')
     (f_cluster_authorized_operations,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = MetadataResponse(throttle_time_ms=f_throttle_time_ms, brokers=f_brokers, cluster_id=f_cluster_id, controller_id=f_controller_id, topics=f_topics, cluster_authorized_operations=f_cluster_authorized_operations)
-    return obj, pos
+    return MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, f_cluster_authorized_operations, 0), pos
 
 
 def _e_MetadataResponse_10(o: MetadataResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -2063,8 +1769,6 @@ def _e_MetadataResponse_10(o: MetadataResponse, out: bytearray, chunks: list[Any
 
 
 def _d_MetadataResponsePartition_11(buf: Any, pos: int) -> tuple[MetadataResponsePartition, int]:
-    if len(buf) - pos < _S7.size:
-        raise DecodeError('truncated')
     (f_error_code, f_partition_index, f_leader_id, f_leader_epoch,) = _S7.unpack_from(buf, pos)
     pos += _S7.size
     n_replica_nodes, pos = read_array_count(buf, pos, True, False)
@@ -2082,14 +1786,11 @@ def _d_MetadataResponsePartition_11(buf: Any, pos: int) -> tuple[MetadataRespons
         raise DecodeError('array overruns the buffer')
     f_offline_replicas = list(unpack_from(f'>{n_offline_replicas}i', buf, pos))
     pos += n_offline_replicas * 4
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = MetadataResponsePartition(error_code=f_error_code, partition_index=f_partition_index, leader_id=f_leader_id, leader_epoch=f_leader_epoch, replica_nodes=f_replica_nodes, isr_nodes=f_isr_nodes, offline_replicas=f_offline_replicas)
-    return obj, pos
+    return MetadataResponsePartition(f_error_code, f_partition_index, f_leader_id, f_leader_epoch, f_replica_nodes, f_isr_nodes, f_offline_replicas), pos
 
 
 def _e_MetadataResponsePartition_11(o: MetadataResponsePartition, out: bytearray, chunks: list[Any]) -> None:
@@ -2107,13 +1808,9 @@ def _e_MetadataResponsePartition_11(o: MetadataResponsePartition, out: bytearray
 
 
 def _d_MetadataResponseTopic_11(buf: Any, pos: int) -> tuple[MetadataResponseTopic, int]:
-    if len(buf) - pos < _S5.size:
-        raise DecodeError('truncated')
     (f_error_code,) = _S5.unpack_from(buf, pos)
     pos += _S5.size
     f_name, pos = read_compact_string(buf, pos, False)
-    if len(buf) - pos < _S8.size:
-        raise DecodeError('truncated')
     (f_topic_id, f_is_internal,) = _S8.unpack_from(buf, pos)
     pos += _S8.size
     f_topic_id = _uuid(f_topic_id)
@@ -2122,18 +1819,13 @@ def _d_MetadataResponseTopic_11(buf: Any, pos: int) -> tuple[MetadataResponseTop
     for _ in range(n_partitions):
         it_partitions, pos = _d_MetadataResponsePartition_11(buf, pos)
         f_partitions.append(it_partitions)
-    if len(buf) - pos < _S6.size:
-        raise DecodeError('truncated')
     (f_topic_authorized_operations,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = MetadataResponseTopic(error_code=f_error_code, name=f_name, topic_id=f_topic_id, is_internal=f_is_internal, partitions=f_partitions, topic_authorized_operations=f_topic_authorized_operations)
-    return obj, pos
+    return MetadataResponseTopic(f_error_code, f_name, f_topic_id, f_is_internal, f_partitions, f_topic_authorized_operations), pos
 
 
 def _e_MetadataResponseTopic_11(o: MetadataResponseTopic, out: bytearray, chunks: list[Any]) -> None:
@@ -2149,24 +1841,17 @@ def _e_MetadataResponseTopic_11(o: MetadataResponseTopic, out: bytearray, chunks
 
 
 def _d_MetadataResponseBroker_11(buf: Any, pos: int) -> tuple[MetadataResponseBroker, int]:
-    if len(buf) - pos < _S6.size:
-        raise DecodeError('truncated')
     (f_node_id,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
     f_host, pos = read_compact_string(buf, pos, False)
-    if len(buf) - pos < _S6.size:
-        raise DecodeError('truncated')
     (f_port,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
     f_rack, pos = read_compact_string(buf, pos, True)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = MetadataResponseBroker(node_id=f_node_id, host=f_host, port=f_port, rack=f_rack)
-    return obj, pos
+    return MetadataResponseBroker(f_node_id, f_host, f_port, f_rack), pos
 
 
 def _e_MetadataResponseBroker_11(o: MetadataResponseBroker, out: bytearray, chunks: list[Any]) -> None:
@@ -2178,8 +1863,6 @@ def _e_MetadataResponseBroker_11(o: MetadataResponseBroker, out: bytearray, chun
 
 
 def _d_MetadataResponse_11(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
-    if len(buf) - pos < _S6.size:
-        raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
     n_brokers, pos = read_array_count(buf, pos, True, False)
@@ -2188,8 +1871,6 @@ def _d_MetadataResponse_11(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
         it_brokers, pos = _d_MetadataResponseBroker_11(buf, pos)
         f_brokers.append(it_brokers)
     f_cluster_id, pos = read_compact_string(buf, pos, True)
-    if len(buf) - pos < _S6.size:
-        raise DecodeError('truncated')
     (f_controller_id,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
     n_topics, pos = read_array_count(buf, pos, True, False)
@@ -2197,14 +1878,11 @@ def _d_MetadataResponse_11(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     for _ in range(n_topics):
         it_topics, pos = _d_MetadataResponseTopic_11(buf, pos)
         f_topics.append(it_topics)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = MetadataResponse(throttle_time_ms=f_throttle_time_ms, brokers=f_brokers, cluster_id=f_cluster_id, controller_id=f_controller_id, topics=f_topics)
-    return obj, pos
+    return MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, -2147483648, 0), pos
 
 
 def _e_MetadataResponse_11(o: MetadataResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -2223,8 +1901,6 @@ def _e_MetadataResponse_11(o: MetadataResponse, out: bytearray, chunks: list[Any
 
 
 def _d_MetadataResponsePartition_12(buf: Any, pos: int) -> tuple[MetadataResponsePartition, int]:
-    if len(buf) - pos < _S7.size:
-        raise DecodeError('truncated')
     (f_error_code, f_partition_index, f_leader_id, f_leader_epoch,) = _S7.unpack_from(buf, pos)
     pos += _S7.size
     n_replica_nodes, pos = read_array_count(buf, pos, True, False)
@@ -2242,14 +1918,11 @@ def _d_MetadataResponsePartition_12(buf: Any, pos: int) -> tuple[MetadataRespons
         raise DecodeError('array overruns the buffer')
     f_offline_replicas = list(unpack_from(f'>{n_offline_replicas}i', buf, pos))
     pos += n_offline_replicas * 4
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = MetadataResponsePartition(error_code=f_error_code, partition_index=f_partition_index, leader_id=f_leader_id, leader_epoch=f_leader_epoch, replica_nodes=f_replica_nodes, isr_nodes=f_isr_nodes, offline_replicas=f_offline_replicas)
-    return obj, pos
+    return MetadataResponsePartition(f_error_code, f_partition_index, f_leader_id, f_leader_epoch, f_replica_nodes, f_isr_nodes, f_offline_replicas), pos
 
 
 def _e_MetadataResponsePartition_12(o: MetadataResponsePartition, out: bytearray, chunks: list[Any]) -> None:
@@ -2267,13 +1940,9 @@ def _e_MetadataResponsePartition_12(o: MetadataResponsePartition, out: bytearray
 
 
 def _d_MetadataResponseTopic_12(buf: Any, pos: int) -> tuple[MetadataResponseTopic, int]:
-    if len(buf) - pos < _S5.size:
-        raise DecodeError('truncated')
     (f_error_code,) = _S5.unpack_from(buf, pos)
     pos += _S5.size
     f_name, pos = read_compact_string(buf, pos, True)
-    if len(buf) - pos < _S8.size:
-        raise DecodeError('truncated')
     (f_topic_id, f_is_internal,) = _S8.unpack_from(buf, pos)
     pos += _S8.size
     f_topic_id = _uuid(f_topic_id)
@@ -2282,18 +1951,13 @@ def _d_MetadataResponseTopic_12(buf: Any, pos: int) -> tuple[MetadataResponseTop
     for _ in range(n_partitions):
         it_partitions, pos = _d_MetadataResponsePartition_12(buf, pos)
         f_partitions.append(it_partitions)
-    if len(buf) - pos < _S6.size:
-        raise DecodeError('truncated')
     (f_topic_authorized_operations,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = MetadataResponseTopic(error_code=f_error_code, name=f_name, topic_id=f_topic_id, is_internal=f_is_internal, partitions=f_partitions, topic_authorized_operations=f_topic_authorized_operations)
-    return obj, pos
+    return MetadataResponseTopic(f_error_code, f_name, f_topic_id, f_is_internal, f_partitions, f_topic_authorized_operations), pos
 
 
 def _e_MetadataResponseTopic_12(o: MetadataResponseTopic, out: bytearray, chunks: list[Any]) -> None:
@@ -2309,24 +1973,17 @@ def _e_MetadataResponseTopic_12(o: MetadataResponseTopic, out: bytearray, chunks
 
 
 def _d_MetadataResponseBroker_12(buf: Any, pos: int) -> tuple[MetadataResponseBroker, int]:
-    if len(buf) - pos < _S6.size:
-        raise DecodeError('truncated')
     (f_node_id,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
     f_host, pos = read_compact_string(buf, pos, False)
-    if len(buf) - pos < _S6.size:
-        raise DecodeError('truncated')
     (f_port,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
     f_rack, pos = read_compact_string(buf, pos, True)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = MetadataResponseBroker(node_id=f_node_id, host=f_host, port=f_port, rack=f_rack)
-    return obj, pos
+    return MetadataResponseBroker(f_node_id, f_host, f_port, f_rack), pos
 
 
 def _e_MetadataResponseBroker_12(o: MetadataResponseBroker, out: bytearray, chunks: list[Any]) -> None:
@@ -2338,8 +1995,6 @@ def _e_MetadataResponseBroker_12(o: MetadataResponseBroker, out: bytearray, chun
 
 
 def _d_MetadataResponse_12(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
-    if len(buf) - pos < _S6.size:
-        raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
     n_brokers, pos = read_array_count(buf, pos, True, False)
@@ -2348,8 +2003,6 @@ def _d_MetadataResponse_12(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
         it_brokers, pos = _d_MetadataResponseBroker_12(buf, pos)
         f_brokers.append(it_brokers)
     f_cluster_id, pos = read_compact_string(buf, pos, True)
-    if len(buf) - pos < _S6.size:
-        raise DecodeError('truncated')
     (f_controller_id,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
     n_topics, pos = read_array_count(buf, pos, True, False)
@@ -2357,14 +2010,11 @@ def _d_MetadataResponse_12(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     for _ in range(n_topics):
         it_topics, pos = _d_MetadataResponseTopic_12(buf, pos)
         f_topics.append(it_topics)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = MetadataResponse(throttle_time_ms=f_throttle_time_ms, brokers=f_brokers, cluster_id=f_cluster_id, controller_id=f_controller_id, topics=f_topics)
-    return obj, pos
+    return MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, -2147483648, 0), pos
 
 
 def _e_MetadataResponse_12(o: MetadataResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -2383,8 +2033,6 @@ def _e_MetadataResponse_12(o: MetadataResponse, out: bytearray, chunks: list[Any
 
 
 def _d_MetadataResponsePartition_13(buf: Any, pos: int) -> tuple[MetadataResponsePartition, int]:
-    if len(buf) - pos < _S7.size:
-        raise DecodeError('truncated')
     (f_error_code, f_partition_index, f_leader_id, f_leader_epoch,) = _S7.unpack_from(buf, pos)
     pos += _S7.size
     n_replica_nodes, pos = read_array_count(buf, pos, True, False)
@@ -2402,14 +2050,11 @@ def _d_MetadataResponsePartition_13(buf: Any, pos: int) -> tuple[MetadataRespons
         raise DecodeError('array overruns the buffer')
     f_offline_replicas = list(unpack_from(f'>{n_offline_replicas}i', buf, pos))
     pos += n_offline_replicas * 4
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = MetadataResponsePartition(error_code=f_error_code, partition_index=f_partition_index, leader_id=f_leader_id, leader_epoch=f_leader_epoch, replica_nodes=f_replica_nodes, isr_nodes=f_isr_nodes, offline_replicas=f_offline_replicas)
-    return obj, pos
+    return MetadataResponsePartition(f_error_code, f_partition_index, f_leader_id, f_leader_epoch, f_replica_nodes, f_isr_nodes, f_offline_replicas), pos
 
 
 def _e_MetadataResponsePartition_13(o: MetadataResponsePartition, out: bytearray, chunks: list[Any]) -> None:
@@ -2427,13 +2072,9 @@ def _e_MetadataResponsePartition_13(o: MetadataResponsePartition, out: bytearray
 
 
 def _d_MetadataResponseTopic_13(buf: Any, pos: int) -> tuple[MetadataResponseTopic, int]:
-    if len(buf) - pos < _S5.size:
-        raise DecodeError('truncated')
     (f_error_code,) = _S5.unpack_from(buf, pos)
     pos += _S5.size
     f_name, pos = read_compact_string(buf, pos, True)
-    if len(buf) - pos < _S8.size:
-        raise DecodeError('truncated')
     (f_topic_id, f_is_internal,) = _S8.unpack_from(buf, pos)
     pos += _S8.size
     f_topic_id = _uuid(f_topic_id)
@@ -2442,18 +2083,13 @@ def _d_MetadataResponseTopic_13(buf: Any, pos: int) -> tuple[MetadataResponseTop
     for _ in range(n_partitions):
         it_partitions, pos = _d_MetadataResponsePartition_13(buf, pos)
         f_partitions.append(it_partitions)
-    if len(buf) - pos < _S6.size:
-        raise DecodeError('truncated')
     (f_topic_authorized_operations,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = MetadataResponseTopic(error_code=f_error_code, name=f_name, topic_id=f_topic_id, is_internal=f_is_internal, partitions=f_partitions, topic_authorized_operations=f_topic_authorized_operations)
-    return obj, pos
+    return MetadataResponseTopic(f_error_code, f_name, f_topic_id, f_is_internal, f_partitions, f_topic_authorized_operations), pos
 
 
 def _e_MetadataResponseTopic_13(o: MetadataResponseTopic, out: bytearray, chunks: list[Any]) -> None:
@@ -2469,24 +2105,17 @@ def _e_MetadataResponseTopic_13(o: MetadataResponseTopic, out: bytearray, chunks
 
 
 def _d_MetadataResponseBroker_13(buf: Any, pos: int) -> tuple[MetadataResponseBroker, int]:
-    if len(buf) - pos < _S6.size:
-        raise DecodeError('truncated')
     (f_node_id,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
     f_host, pos = read_compact_string(buf, pos, False)
-    if len(buf) - pos < _S6.size:
-        raise DecodeError('truncated')
     (f_port,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
     f_rack, pos = read_compact_string(buf, pos, True)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = MetadataResponseBroker(node_id=f_node_id, host=f_host, port=f_port, rack=f_rack)
-    return obj, pos
+    return MetadataResponseBroker(f_node_id, f_host, f_port, f_rack), pos
 
 
 def _e_MetadataResponseBroker_13(o: MetadataResponseBroker, out: bytearray, chunks: list[Any]) -> None:
@@ -2498,8 +2127,6 @@ def _e_MetadataResponseBroker_13(o: MetadataResponseBroker, out: bytearray, chun
 
 
 def _d_MetadataResponse_13(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
-    if len(buf) - pos < _S6.size:
-        raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
     n_brokers, pos = read_array_count(buf, pos, True, False)
@@ -2508,8 +2135,6 @@ def _d_MetadataResponse_13(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
         it_brokers, pos = _d_MetadataResponseBroker_13(buf, pos)
         f_brokers.append(it_brokers)
     f_cluster_id, pos = read_compact_string(buf, pos, True)
-    if len(buf) - pos < _S6.size:
-        raise DecodeError('truncated')
     (f_controller_id,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
     n_topics, pos = read_array_count(buf, pos, True, False)
@@ -2517,18 +2142,13 @@ def _d_MetadataResponse_13(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     for _ in range(n_topics):
         it_topics, pos = _d_MetadataResponseTopic_13(buf, pos)
         f_topics.append(it_topics)
-    if len(buf) - pos < _S5.size:
-        raise DecodeError('truncated')
     (f_error_code,) = _S5.unpack_from(buf, pos)
     pos += _S5.size
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = MetadataResponse(throttle_time_ms=f_throttle_time_ms, brokers=f_brokers, cluster_id=f_cluster_id, controller_id=f_controller_id, topics=f_topics, error_code=f_error_code)
-    return obj, pos
+    return MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, -2147483648, f_error_code), pos
 
 
 def _e_MetadataResponse_13(o: MetadataResponse, out: bytearray, chunks: list[Any]) -> None:

@@ -15,8 +15,6 @@ from pybroker.protocol.primitives import (
     write_compact_records, write_compact_string, write_records, write_string, write_uvarint,
 )
 
-_MISSING: Any = object()
-
 
 def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
@@ -77,12 +75,9 @@ class OffsetForLeaderEpochResponse(ApiMessage):
 
 
 def _d_OffsetForLeaderPartition_0(buf: Any, pos: int) -> tuple[OffsetForLeaderPartition, int]:
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_partition, f_leader_epoch,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
-    obj = OffsetForLeaderPartition(partition=f_partition, leader_epoch=f_leader_epoch)
-    return obj, pos
+    return OffsetForLeaderPartition(f_partition, -1, f_leader_epoch), pos
 
 
 def _e_OffsetForLeaderPartition_0(o: OffsetForLeaderPartition, out: bytearray, chunks: list[Any]) -> None:
@@ -96,8 +91,7 @@ def _d_OffsetForLeaderTopic_0(buf: Any, pos: int) -> tuple[OffsetForLeaderTopic,
     for _ in range(n_partitions):
         it_partitions, pos = _d_OffsetForLeaderPartition_0(buf, pos)
         f_partitions.append(it_partitions)
-    obj = OffsetForLeaderTopic(topic=f_topic, partitions=f_partitions)
-    return obj, pos
+    return OffsetForLeaderTopic(f_topic, f_partitions), pos
 
 
 def _e_OffsetForLeaderTopic_0(o: OffsetForLeaderTopic, out: bytearray, chunks: list[Any]) -> None:
@@ -114,8 +108,7 @@ def _d_OffsetForLeaderEpochRequest_0(buf: Any, pos: int) -> tuple[OffsetForLeade
     for _ in range(n_topics):
         it_topics, pos = _d_OffsetForLeaderTopic_0(buf, pos)
         f_topics.append(it_topics)
-    obj = OffsetForLeaderEpochRequest(topics=f_topics)
-    return obj, pos
+    return OffsetForLeaderEpochRequest(-2, f_topics), pos
 
 
 def _e_OffsetForLeaderEpochRequest_0(o: OffsetForLeaderEpochRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -126,12 +119,9 @@ def _e_OffsetForLeaderEpochRequest_0(o: OffsetForLeaderEpochRequest, out: bytear
 
 
 def _d_OffsetForLeaderPartition_1(buf: Any, pos: int) -> tuple[OffsetForLeaderPartition, int]:
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_partition, f_leader_epoch,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
-    obj = OffsetForLeaderPartition(partition=f_partition, leader_epoch=f_leader_epoch)
-    return obj, pos
+    return OffsetForLeaderPartition(f_partition, -1, f_leader_epoch), pos
 
 
 def _e_OffsetForLeaderPartition_1(o: OffsetForLeaderPartition, out: bytearray, chunks: list[Any]) -> None:
@@ -145,8 +135,7 @@ def _d_OffsetForLeaderTopic_1(buf: Any, pos: int) -> tuple[OffsetForLeaderTopic,
     for _ in range(n_partitions):
         it_partitions, pos = _d_OffsetForLeaderPartition_1(buf, pos)
         f_partitions.append(it_partitions)
-    obj = OffsetForLeaderTopic(topic=f_topic, partitions=f_partitions)
-    return obj, pos
+    return OffsetForLeaderTopic(f_topic, f_partitions), pos
 
 
 def _e_OffsetForLeaderTopic_1(o: OffsetForLeaderTopic, out: bytearray, chunks: list[Any]) -> None:
@@ -163,8 +152,7 @@ def _d_OffsetForLeaderEpochRequest_1(buf: Any, pos: int) -> tuple[OffsetForLeade
     for _ in range(n_topics):
         it_topics, pos = _d_OffsetForLeaderTopic_1(buf, pos)
         f_topics.append(it_topics)
-    obj = OffsetForLeaderEpochRequest(topics=f_topics)
-    return obj, pos
+    return OffsetForLeaderEpochRequest(-2, f_topics), pos
 
 
 def _e_OffsetForLeaderEpochRequest_1(o: OffsetForLeaderEpochRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -175,12 +163,9 @@ def _e_OffsetForLeaderEpochRequest_1(o: OffsetForLeaderEpochRequest, out: bytear
 
 
 def _d_OffsetForLeaderPartition_2(buf: Any, pos: int) -> tuple[OffsetForLeaderPartition, int]:
-    if len(buf) - pos < _S1.size:
-        raise DecodeError('truncated')
     (f_partition, f_current_leader_epoch, f_leader_epoch,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
-    obj = OffsetForLeaderPartition(partition=f_partition, current_leader_epoch=f_current_leader_epoch, leader_epoch=f_leader_epoch)
-    return obj, pos
+    return OffsetForLeaderPartition(f_partition, f_current_leader_epoch, f_leader_epoch), pos
 
 
 def _e_OffsetForLeaderPartition_2(o: OffsetForLeaderPartition, out: bytearray, chunks: list[Any]) -> None:
@@ -194,8 +179,7 @@ def _d_OffsetForLeaderTopic_2(buf: Any, pos: int) -> tuple[OffsetForLeaderTopic,
     for _ in range(n_partitions):
         it_partitions, pos = _d_OffsetForLeaderPartition_2(buf, pos)
         f_partitions.append(it_partitions)
-    obj = OffsetForLeaderTopic(topic=f_topic, partitions=f_partitions)
-    return obj, pos
+    return OffsetForLeaderTopic(f_topic, f_partitions), pos
 
 
 def _e_OffsetForLeaderTopic_2(o: OffsetForLeaderTopic, out: bytearray, chunks: list[Any]) -> None:
@@ -212,8 +196,7 @@ def _d_OffsetForLeaderEpochRequest_2(buf: Any, pos: int) -> tuple[OffsetForLeade
     for _ in range(n_topics):
         it_topics, pos = _d_OffsetForLeaderTopic_2(buf, pos)
         f_topics.append(it_topics)
-    obj = OffsetForLeaderEpochRequest(topics=f_topics)
-    return obj, pos
+    return OffsetForLeaderEpochRequest(-2, f_topics), pos
 
 
 def _e_OffsetForLeaderEpochRequest_2(o: OffsetForLeaderEpochRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -224,12 +207,9 @@ def _e_OffsetForLeaderEpochRequest_2(o: OffsetForLeaderEpochRequest, out: bytear
 
 
 def _d_OffsetForLeaderPartition_3(buf: Any, pos: int) -> tuple[OffsetForLeaderPartition, int]:
-    if len(buf) - pos < _S1.size:
-        raise DecodeError('truncated')
     (f_partition, f_current_leader_epoch, f_leader_epoch,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
-    obj = OffsetForLeaderPartition(partition=f_partition, current_leader_epoch=f_current_leader_epoch, leader_epoch=f_leader_epoch)
-    return obj, pos
+    return OffsetForLeaderPartition(f_partition, f_current_leader_epoch, f_leader_epoch), pos
 
 
 def _e_OffsetForLeaderPartition_3(o: OffsetForLeaderPartition, out: bytearray, chunks: list[Any]) -> None:
@@ -243,8 +223,7 @@ def _d_OffsetForLeaderTopic_3(buf: Any, pos: int) -> tuple[OffsetForLeaderTopic,
     for _ in range(n_partitions):
         it_partitions, pos = _d_OffsetForLeaderPartition_3(buf, pos)
         f_partitions.append(it_partitions)
-    obj = OffsetForLeaderTopic(topic=f_topic, partitions=f_partitions)
-    return obj, pos
+    return OffsetForLeaderTopic(f_topic, f_partitions), pos
 
 
 def _e_OffsetForLeaderTopic_3(o: OffsetForLeaderTopic, out: bytearray, chunks: list[Any]) -> None:
@@ -256,8 +235,6 @@ def _e_OffsetForLeaderTopic_3(o: OffsetForLeaderTopic, out: bytearray, chunks: l
 
 
 def _d_OffsetForLeaderEpochRequest_3(buf: Any, pos: int) -> tuple[OffsetForLeaderEpochRequest, int]:
-    if len(buf) - pos < _S2.size:
-        raise DecodeError('truncated')
     (f_replica_id,) = _S2.unpack_from(buf, pos)
     pos += _S2.size
     n_topics, pos = read_array_count(buf, pos, False, False)
@@ -265,8 +242,7 @@ def _d_OffsetForLeaderEpochRequest_3(buf: Any, pos: int) -> tuple[OffsetForLeade
     for _ in range(n_topics):
         it_topics, pos = _d_OffsetForLeaderTopic_3(buf, pos)
         f_topics.append(it_topics)
-    obj = OffsetForLeaderEpochRequest(replica_id=f_replica_id, topics=f_topics)
-    return obj, pos
+    return OffsetForLeaderEpochRequest(f_replica_id, f_topics), pos
 
 
 def _e_OffsetForLeaderEpochRequest_3(o: OffsetForLeaderEpochRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -278,18 +254,13 @@ def _e_OffsetForLeaderEpochRequest_3(o: OffsetForLeaderEpochRequest, out: bytear
 
 
 def _d_OffsetForLeaderPartition_4(buf: Any, pos: int) -> tuple[OffsetForLeaderPartition, int]:
-    if len(buf) - pos < _S1.size:
-        raise DecodeError('truncated')
     (f_partition, f_current_leader_epoch, f_leader_epoch,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = OffsetForLeaderPartition(partition=f_partition, current_leader_epoch=f_current_leader_epoch, leader_epoch=f_leader_epoch)
-    return obj, pos
+    return OffsetForLeaderPartition(f_partition, f_current_leader_epoch, f_leader_epoch), pos
 
 
 def _e_OffsetForLeaderPartition_4(o: OffsetForLeaderPartition, out: bytearray, chunks: list[Any]) -> None:
@@ -304,14 +275,11 @@ def _d_OffsetForLeaderTopic_4(buf: Any, pos: int) -> tuple[OffsetForLeaderTopic,
     for _ in range(n_partitions):
         it_partitions, pos = _d_OffsetForLeaderPartition_4(buf, pos)
         f_partitions.append(it_partitions)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = OffsetForLeaderTopic(topic=f_topic, partitions=f_partitions)
-    return obj, pos
+    return OffsetForLeaderTopic(f_topic, f_partitions), pos
 
 
 def _e_OffsetForLeaderTopic_4(o: OffsetForLeaderTopic, out: bytearray, chunks: list[Any]) -> None:
@@ -324,8 +292,6 @@ def _e_OffsetForLeaderTopic_4(o: OffsetForLeaderTopic, out: bytearray, chunks: l
 
 
 def _d_OffsetForLeaderEpochRequest_4(buf: Any, pos: int) -> tuple[OffsetForLeaderEpochRequest, int]:
-    if len(buf) - pos < _S2.size:
-        raise DecodeError('truncated')
     (f_replica_id,) = _S2.unpack_from(buf, pos)
     pos += _S2.size
     n_topics, pos = read_array_count(buf, pos, True, False)
@@ -333,14 +299,11 @@ def _d_OffsetForLeaderEpochRequest_4(buf: Any, pos: int) -> tuple[OffsetForLeade
     for _ in range(n_topics):
         it_topics, pos = _d_OffsetForLeaderTopic_4(buf, pos)
         f_topics.append(it_topics)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = OffsetForLeaderEpochRequest(replica_id=f_replica_id, topics=f_topics)
-    return obj, pos
+    return OffsetForLeaderEpochRequest(f_replica_id, f_topics), pos
 
 
 def _e_OffsetForLeaderEpochRequest_4(o: OffsetForLeaderEpochRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -357,12 +320,9 @@ OffsetForLeaderEpochRequest._ENCODERS = {0: _e_OffsetForLeaderEpochRequest_0, 1:
 
 
 def _d_EpochEndOffset_0(buf: Any, pos: int) -> tuple[EpochEndOffset, int]:
-    if len(buf) - pos < _S3.size:
-        raise DecodeError('truncated')
     (f_error_code, f_partition, f_end_offset,) = _S3.unpack_from(buf, pos)
     pos += _S3.size
-    obj = EpochEndOffset(error_code=f_error_code, partition=f_partition, end_offset=f_end_offset)
-    return obj, pos
+    return EpochEndOffset(f_error_code, f_partition, -1, f_end_offset), pos
 
 
 def _e_EpochEndOffset_0(o: EpochEndOffset, out: bytearray, chunks: list[Any]) -> None:
@@ -376,8 +336,7 @@ def _d_OffsetForLeaderTopicResult_0(buf: Any, pos: int) -> tuple[OffsetForLeader
     for _ in range(n_partitions):
         it_partitions, pos = _d_EpochEndOffset_0(buf, pos)
         f_partitions.append(it_partitions)
-    obj = OffsetForLeaderTopicResult(topic=f_topic, partitions=f_partitions)
-    return obj, pos
+    return OffsetForLeaderTopicResult(f_topic, f_partitions), pos
 
 
 def _e_OffsetForLeaderTopicResult_0(o: OffsetForLeaderTopicResult, out: bytearray, chunks: list[Any]) -> None:
@@ -394,8 +353,7 @@ def _d_OffsetForLeaderEpochResponse_0(buf: Any, pos: int) -> tuple[OffsetForLead
     for _ in range(n_topics):
         it_topics, pos = _d_OffsetForLeaderTopicResult_0(buf, pos)
         f_topics.append(it_topics)
-    obj = OffsetForLeaderEpochResponse(topics=f_topics)
-    return obj, pos
+    return OffsetForLeaderEpochResponse(0, f_topics), pos
 
 
 def _e_OffsetForLeaderEpochResponse_0(o: OffsetForLeaderEpochResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -406,12 +364,9 @@ def _e_OffsetForLeaderEpochResponse_0(o: OffsetForLeaderEpochResponse, out: byte
 
 
 def _d_EpochEndOffset_1(buf: Any, pos: int) -> tuple[EpochEndOffset, int]:
-    if len(buf) - pos < _S4.size:
-        raise DecodeError('truncated')
     (f_error_code, f_partition, f_leader_epoch, f_end_offset,) = _S4.unpack_from(buf, pos)
     pos += _S4.size
-    obj = EpochEndOffset(error_code=f_error_code, partition=f_partition, leader_epoch=f_leader_epoch, end_offset=f_end_offset)
-    return obj, pos
+    return EpochEndOffset(f_error_code, f_partition, f_leader_epoch, f_end_offset), pos
 
 
 def _e_EpochEndOffset_1(o: EpochEndOffset, out: bytearray, chunks: list[Any]) -> None:
@@ -425,8 +380,7 @@ def _d_OffsetForLeaderTopicResult_1(buf: Any, pos: int) -> tuple[OffsetForLeader
     for _ in range(n_partitions):
         it_partitions, pos = _d_EpochEndOffset_1(buf, pos)
         f_partitions.append(it_partitions)
-    obj = OffsetForLeaderTopicResult(topic=f_topic, partitions=f_partitions)
-    return obj, pos
+    return OffsetForLeaderTopicResult(f_topic, f_partitions), pos
 
 
 def _e_OffsetForLeaderTopicResult_1(o: OffsetForLeaderTopicResult, out: bytearray, chunks: list[Any]) -> None:
@@ -443,8 +397,7 @@ def _d_OffsetForLeaderEpochResponse_1(buf: Any, pos: int) -> tuple[OffsetForLead
     for _ in range(n_topics):
         it_topics, pos = _d_OffsetForLeaderTopicResult_1(buf, pos)
         f_topics.append(it_topics)
-    obj = OffsetForLeaderEpochResponse(topics=f_topics)
-    return obj, pos
+    return OffsetForLeaderEpochResponse(0, f_topics), pos
 
 
 def _e_OffsetForLeaderEpochResponse_1(o: OffsetForLeaderEpochResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -455,12 +408,9 @@ def _e_OffsetForLeaderEpochResponse_1(o: OffsetForLeaderEpochResponse, out: byte
 
 
 def _d_EpochEndOffset_2(buf: Any, pos: int) -> tuple[EpochEndOffset, int]:
-    if len(buf) - pos < _S4.size:
-        raise DecodeError('truncated')
     (f_error_code, f_partition, f_leader_epoch, f_end_offset,) = _S4.unpack_from(buf, pos)
     pos += _S4.size
-    obj = EpochEndOffset(error_code=f_error_code, partition=f_partition, leader_epoch=f_leader_epoch, end_offset=f_end_offset)
-    return obj, pos
+    return EpochEndOffset(f_error_code, f_partition, f_leader_epoch, f_end_offset), pos
 
 
 def _e_EpochEndOffset_2(o: EpochEndOffset, out: bytearray, chunks: list[Any]) -> None:
@@ -474,8 +424,7 @@ def _d_OffsetForLeaderTopicResult_2(buf: Any, pos: int) -> tuple[OffsetForLeader
     for _ in range(n_partitions):
         it_partitions, pos = _d_EpochEndOffset_2(buf, pos)
         f_partitions.append(it_partitions)
-    obj = OffsetForLeaderTopicResult(topic=f_topic, partitions=f_partitions)
-    return obj, pos
+    return OffsetForLeaderTopicResult(f_topic, f_partitions), pos
 
 
 def _e_OffsetForLeaderTopicResult_2(o: OffsetForLeaderTopicResult, out: bytearray, chunks: list[Any]) -> None:
@@ -487,8 +436,6 @@ def _e_OffsetForLeaderTopicResult_2(o: OffsetForLeaderTopicResult, out: bytearra
 
 
 def _d_OffsetForLeaderEpochResponse_2(buf: Any, pos: int) -> tuple[OffsetForLeaderEpochResponse, int]:
-    if len(buf) - pos < _S2.size:
-        raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S2.unpack_from(buf, pos)
     pos += _S2.size
     n_topics, pos = read_array_count(buf, pos, False, False)
@@ -496,8 +443,7 @@ def _d_OffsetForLeaderEpochResponse_2(buf: Any, pos: int) -> tuple[OffsetForLead
     for _ in range(n_topics):
         it_topics, pos = _d_OffsetForLeaderTopicResult_2(buf, pos)
         f_topics.append(it_topics)
-    obj = OffsetForLeaderEpochResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics)
-    return obj, pos
+    return OffsetForLeaderEpochResponse(f_throttle_time_ms, f_topics), pos
 
 
 def _e_OffsetForLeaderEpochResponse_2(o: OffsetForLeaderEpochResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -509,12 +455,9 @@ def _e_OffsetForLeaderEpochResponse_2(o: OffsetForLeaderEpochResponse, out: byte
 
 
 def _d_EpochEndOffset_3(buf: Any, pos: int) -> tuple[EpochEndOffset, int]:
-    if len(buf) - pos < _S4.size:
-        raise DecodeError('truncated')
     (f_error_code, f_partition, f_leader_epoch, f_end_offset,) = _S4.unpack_from(buf, pos)
     pos += _S4.size
-    obj = EpochEndOffset(error_code=f_error_code, partition=f_partition, leader_epoch=f_leader_epoch, end_offset=f_end_offset)
-    return obj, pos
+    return EpochEndOffset(f_error_code, f_partition, f_leader_epoch, f_end_offset), pos
 
 
 def _e_EpochEndOffset_3(o: EpochEndOffset, out: bytearray, chunks: list[Any]) -> None:
@@ -528,8 +471,7 @@ def _d_OffsetForLeaderTopicResult_3(buf: Any, pos: int) -> tuple[OffsetForLeader
     for _ in range(n_partitions):
         it_partitions, pos = _d_EpochEndOffset_3(buf, pos)
         f_partitions.append(it_partitions)
-    obj = OffsetForLeaderTopicResult(topic=f_topic, partitions=f_partitions)
-    return obj, pos
+    return OffsetForLeaderTopicResult(f_topic, f_partitions), pos
 
 
 def _e_OffsetForLeaderTopicResult_3(o: OffsetForLeaderTopicResult, out: bytearray, chunks: list[Any]) -> None:
@@ -541,8 +483,6 @@ def _e_OffsetForLeaderTopicResult_3(o: OffsetForLeaderTopicResult, out: bytearra
 
 
 def _d_OffsetForLeaderEpochResponse_3(buf: Any, pos: int) -> tuple[OffsetForLeaderEpochResponse, int]:
-    if len(buf) - pos < _S2.size:
-        raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S2.unpack_from(buf, pos)
     pos += _S2.size
     n_topics, pos = read_array_count(buf, pos, False, False)
@@ -550,8 +490,7 @@ def _d_OffsetForLeaderEpochResponse_3(buf: Any, pos: int) -> tuple[OffsetForLead
     for _ in range(n_topics):
         it_topics, pos = _d_OffsetForLeaderTopicResult_3(buf, pos)
         f_topics.append(it_topics)
-    obj = OffsetForLeaderEpochResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics)
-    return obj, pos
+    return OffsetForLeaderEpochResponse(f_throttle_time_ms, f_topics), pos
 
 
 def _e_OffsetForLeaderEpochResponse_3(o: OffsetForLeaderEpochResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -563,18 +502,13 @@ def _e_OffsetForLeaderEpochResponse_3(o: OffsetForLeaderEpochResponse, out: byte
 
 
 def _d_EpochEndOffset_4(buf: Any, pos: int) -> tuple[EpochEndOffset, int]:
-    if len(buf) - pos < _S4.size:
-        raise DecodeError('truncated')
     (f_error_code, f_partition, f_leader_epoch, f_end_offset,) = _S4.unpack_from(buf, pos)
     pos += _S4.size
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = EpochEndOffset(error_code=f_error_code, partition=f_partition, leader_epoch=f_leader_epoch, end_offset=f_end_offset)
-    return obj, pos
+    return EpochEndOffset(f_error_code, f_partition, f_leader_epoch, f_end_offset), pos
 
 
 def _e_EpochEndOffset_4(o: EpochEndOffset, out: bytearray, chunks: list[Any]) -> None:
@@ -589,14 +523,11 @@ def _d_OffsetForLeaderTopicResult_4(buf: Any, pos: int) -> tuple[OffsetForLeader
     for _ in range(n_partitions):
         it_partitions, pos = _d_EpochEndOffset_4(buf, pos)
         f_partitions.append(it_partitions)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = OffsetForLeaderTopicResult(topic=f_topic, partitions=f_partitions)
-    return obj, pos
+    return OffsetForLeaderTopicResult(f_topic, f_partitions), pos
 
 
 def _e_OffsetForLeaderTopicResult_4(o: OffsetForLeaderTopicResult, out: bytearray, chunks: list[Any]) -> None:
@@ -609,8 +540,6 @@ def _e_OffsetForLeaderTopicResult_4(o: OffsetForLeaderTopicResult, out: bytearra
 
 
 def _d_OffsetForLeaderEpochResponse_4(buf: Any, pos: int) -> tuple[OffsetForLeaderEpochResponse, int]:
-    if len(buf) - pos < _S2.size:
-        raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S2.unpack_from(buf, pos)
     pos += _S2.size
     n_topics, pos = read_array_count(buf, pos, True, False)
@@ -618,14 +547,11 @@ def _d_OffsetForLeaderEpochResponse_4(buf: Any, pos: int) -> tuple[OffsetForLead
     for _ in range(n_topics):
         it_topics, pos = _d_OffsetForLeaderTopicResult_4(buf, pos)
         f_topics.append(it_topics)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = OffsetForLeaderEpochResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics)
-    return obj, pos
+    return OffsetForLeaderEpochResponse(f_throttle_time_ms, f_topics), pos
 
 
 def _e_OffsetForLeaderEpochResponse_4(o: OffsetForLeaderEpochResponse, out: bytearray, chunks: list[Any]) -> None:

@@ -15,8 +15,6 @@ from pybroker.protocol.primitives import (
     write_compact_records, write_compact_string, write_records, write_string, write_uvarint,
 )
 
-_MISSING: Any = object()
-
 
 def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
@@ -104,13 +102,10 @@ class ProduceResponse(ApiMessage):
 
 
 def _d_PartitionProduceData_0(buf: Any, pos: int) -> tuple[PartitionProduceData, int]:
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_index,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
     f_records, pos = read_records(buf, pos, True)
-    obj = PartitionProduceData(index=f_index, records=f_records)
-    return obj, pos
+    return PartitionProduceData(f_index, f_records), pos
 
 
 def _e_PartitionProduceData_0(o: PartitionProduceData, out: bytearray, chunks: list[Any]) -> None:
@@ -125,8 +120,7 @@ def _d_TopicProduceData_0(buf: Any, pos: int) -> tuple[TopicProduceData, int]:
     for _ in range(n_partition_data):
         it_partition_data, pos = _d_PartitionProduceData_0(buf, pos)
         f_partition_data.append(it_partition_data)
-    obj = TopicProduceData(name=f_name, partition_data=f_partition_data)
-    return obj, pos
+    return TopicProduceData(f_name, f_partition_data), pos
 
 
 def _e_TopicProduceData_0(o: TopicProduceData, out: bytearray, chunks: list[Any]) -> None:
@@ -138,8 +132,6 @@ def _e_TopicProduceData_0(o: TopicProduceData, out: bytearray, chunks: list[Any]
 
 
 def _d_ProduceRequest_0(buf: Any, pos: int) -> tuple[ProduceRequest, int]:
-    if len(buf) - pos < _S1.size:
-        raise DecodeError('truncated')
     (f_acks, f_timeout_ms,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
     n_topic_data, pos = read_array_count(buf, pos, False, False)
@@ -147,8 +139,7 @@ def _d_ProduceRequest_0(buf: Any, pos: int) -> tuple[ProduceRequest, int]:
     for _ in range(n_topic_data):
         it_topic_data, pos = _d_TopicProduceData_0(buf, pos)
         f_topic_data.append(it_topic_data)
-    obj = ProduceRequest(acks=f_acks, timeout_ms=f_timeout_ms, topic_data=f_topic_data)
-    return obj, pos
+    return ProduceRequest(None, f_acks, f_timeout_ms, f_topic_data), pos
 
 
 def _e_ProduceRequest_0(o: ProduceRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -160,13 +151,10 @@ def _e_ProduceRequest_0(o: ProduceRequest, out: bytearray, chunks: list[Any]) ->
 
 
 def _d_PartitionProduceData_1(buf: Any, pos: int) -> tuple[PartitionProduceData, int]:
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_index,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
     f_records, pos = read_records(buf, pos, True)
-    obj = PartitionProduceData(index=f_index, records=f_records)
-    return obj, pos
+    return PartitionProduceData(f_index, f_records), pos
 
 
 def _e_PartitionProduceData_1(o: PartitionProduceData, out: bytearray, chunks: list[Any]) -> None:
@@ -181,8 +169,7 @@ def _d_TopicProduceData_1(buf: Any, pos: int) -> tuple[TopicProduceData, int]:
     for _ in range(n_partition_data):
         it_partition_data, pos = _d_PartitionProduceData_1(buf, pos)
         f_partition_data.append(it_partition_data)
-    obj = TopicProduceData(name=f_name, partition_data=f_partition_data)
-    return obj, pos
+    return TopicProduceData(f_name, f_partition_data), pos
 
 
 def _e_TopicProduceData_1(o: TopicProduceData, out: bytearray, chunks: list[Any]) -> None:
@@ -194,8 +181,6 @@ def _e_TopicProduceData_1(o: TopicProduceData, out: bytearray, chunks: list[Any]
 
 
 def _d_ProduceRequest_1(buf: Any, pos: int) -> tuple[ProduceRequest, int]:
-    if len(buf) - pos < _S1.size:
-        raise DecodeError('truncated')
     (f_acks, f_timeout_ms,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
     n_topic_data, pos = read_array_count(buf, pos, False, False)
@@ -203,8 +188,7 @@ def _d_ProduceRequest_1(buf: Any, pos: int) -> tuple[ProduceRequest, int]:
     for _ in range(n_topic_data):
         it_topic_data, pos = _d_TopicProduceData_1(buf, pos)
         f_topic_data.append(it_topic_data)
-    obj = ProduceRequest(acks=f_acks, timeout_ms=f_timeout_ms, topic_data=f_topic_data)
-    return obj, pos
+    return ProduceRequest(None, f_acks, f_timeout_ms, f_topic_data), pos
 
 
 def _e_ProduceRequest_1(o: ProduceRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -216,13 +200,10 @@ def _e_ProduceRequest_1(o: ProduceRequest, out: bytearray, chunks: list[Any]) ->
 
 
 def _d_PartitionProduceData_2(buf: Any, pos: int) -> tuple[PartitionProduceData, int]:
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_index,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
     f_records, pos = read_records(buf, pos, True)
-    obj = PartitionProduceData(index=f_index, records=f_records)
-    return obj, pos
+    return PartitionProduceData(f_index, f_records), pos
 
 
 def _e_PartitionProduceData_2(o: PartitionProduceData, out: bytearray, chunks: list[Any]) -> None:
@@ -237,8 +218,7 @@ def _d_TopicProduceData_2(buf: Any, pos: int) -> tuple[TopicProduceData, int]:
     for _ in range(n_partition_data):
         it_partition_data, pos = _d_PartitionProduceData_2(buf, pos)
         f_partition_data.append(it_partition_data)
-    obj = TopicProduceData(name=f_name, partition_data=f_partition_data)
-    return obj, pos
+    return TopicProduceData(f_name, f_partition_data), pos
 
 
 def _e_TopicProduceData_2(o: TopicProduceData, out: bytearray, chunks: list[Any]) -> None:
@@ -250,8 +230,6 @@ def _e_TopicProduceData_2(o: TopicProduceData, out: bytearray, chunks: list[Any]
 
 
 def _d_ProduceRequest_2(buf: Any, pos: int) -> tuple[ProduceRequest, int]:
-    if len(buf) - pos < _S1.size:
-        raise DecodeError('truncated')
     (f_acks, f_timeout_ms,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
     n_topic_data, pos = read_array_count(buf, pos, False, False)
@@ -259,8 +237,7 @@ def _d_ProduceRequest_2(buf: Any, pos: int) -> tuple[ProduceRequest, int]:
     for _ in range(n_topic_data):
         it_topic_data, pos = _d_TopicProduceData_2(buf, pos)
         f_topic_data.append(it_topic_data)
-    obj = ProduceRequest(acks=f_acks, timeout_ms=f_timeout_ms, topic_data=f_topic_data)
-    return obj, pos
+    return ProduceRequest(None, f_acks, f_timeout_ms, f_topic_data), pos
 
 
 def _e_ProduceRequest_2(o: ProduceRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -272,13 +249,10 @@ def _e_ProduceRequest_2(o: ProduceRequest, out: bytearray, chunks: list[Any]) ->
 
 
 def _d_PartitionProduceData_3(buf: Any, pos: int) -> tuple[PartitionProduceData, int]:
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_index,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
     f_records, pos = read_records(buf, pos, True)
-    obj = PartitionProduceData(index=f_index, records=f_records)
-    return obj, pos
+    return PartitionProduceData(f_index, f_records), pos
 
 
 def _e_PartitionProduceData_3(o: PartitionProduceData, out: bytearray, chunks: list[Any]) -> None:
@@ -293,8 +267,7 @@ def _d_TopicProduceData_3(buf: Any, pos: int) -> tuple[TopicProduceData, int]:
     for _ in range(n_partition_data):
         it_partition_data, pos = _d_PartitionProduceData_3(buf, pos)
         f_partition_data.append(it_partition_data)
-    obj = TopicProduceData(name=f_name, partition_data=f_partition_data)
-    return obj, pos
+    return TopicProduceData(f_name, f_partition_data), pos
 
 
 def _e_TopicProduceData_3(o: TopicProduceData, out: bytearray, chunks: list[Any]) -> None:
@@ -307,8 +280,6 @@ def _e_TopicProduceData_3(o: TopicProduceData, out: bytearray, chunks: list[Any]
 
 def _d_ProduceRequest_3(buf: Any, pos: int) -> tuple[ProduceRequest, int]:
     f_transactional_id, pos = read_string(buf, pos, True)
-    if len(buf) - pos < _S1.size:
-        raise DecodeError('truncated')
     (f_acks, f_timeout_ms,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
     n_topic_data, pos = read_array_count(buf, pos, False, False)
@@ -316,8 +287,7 @@ def _d_ProduceRequest_3(buf: Any, pos: int) -> tuple[ProduceRequest, int]:
     for _ in range(n_topic_data):
         it_topic_data, pos = _d_TopicProduceData_3(buf, pos)
         f_topic_data.append(it_topic_data)
-    obj = ProduceRequest(transactional_id=f_transactional_id, acks=f_acks, timeout_ms=f_timeout_ms, topic_data=f_topic_data)
-    return obj, pos
+    return ProduceRequest(f_transactional_id, f_acks, f_timeout_ms, f_topic_data), pos
 
 
 def _e_ProduceRequest_3(o: ProduceRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -330,13 +300,10 @@ def _e_ProduceRequest_3(o: ProduceRequest, out: bytearray, chunks: list[Any]) ->
 
 
 def _d_PartitionProduceData_4(buf: Any, pos: int) -> tuple[PartitionProduceData, int]:
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_index,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
     f_records, pos = read_records(buf, pos, True)
-    obj = PartitionProduceData(index=f_index, records=f_records)
-    return obj, pos
+    return PartitionProduceData(f_index, f_records), pos
 
 
 def _e_PartitionProduceData_4(o: PartitionProduceData, out: bytearray, chunks: list[Any]) -> None:
@@ -351,8 +318,7 @@ def _d_TopicProduceData_4(buf: Any, pos: int) -> tuple[TopicProduceData, int]:
     for _ in range(n_partition_data):
         it_partition_data, pos = _d_PartitionProduceData_4(buf, pos)
         f_partition_data.append(it_partition_data)
-    obj = TopicProduceData(name=f_name, partition_data=f_partition_data)
-    return obj, pos
+    return TopicProduceData(f_name, f_partition_data), pos
 
 
 def _e_TopicProduceData_4(o: TopicProduceData, out: bytearray, chunks: list[Any]) -> None:
@@ -365,8 +331,6 @@ def _e_TopicProduceData_4(o: TopicProduceData, out: bytearray, chunks: list[Any]
 
 def _d_ProduceRequest_4(buf: Any, pos: int) -> tuple[ProduceRequest, int]:
     f_transactional_id, pos = read_string(buf, pos, True)
-    if len(buf) - pos < _S1.size:
-        raise DecodeError('truncated')
     (f_acks, f_timeout_ms,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
     n_topic_data, pos = read_array_count(buf, pos, False, False)
@@ -374,8 +338,7 @@ def _d_ProduceRequest_4(buf: Any, pos: int) -> tuple[ProduceRequest, int]:
     for _ in range(n_topic_data):
         it_topic_data, pos = _d_TopicProduceData_4(buf, pos)
         f_topic_data.append(it_topic_data)
-    obj = ProduceRequest(transactional_id=f_transactional_id, acks=f_acks, timeout_ms=f_timeout_ms, topic_data=f_topic_data)
-    return obj, pos
+    return ProduceRequest(f_transactional_id, f_acks, f_timeout_ms, f_topic_data), pos
 
 
 def _e_ProduceRequest_4(o: ProduceRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -388,13 +351,10 @@ def _e_ProduceRequest_4(o: ProduceRequest, out: bytearray, chunks: list[Any]) ->
 
 
 def _d_PartitionProduceData_5(buf: Any, pos: int) -> tuple[PartitionProduceData, int]:
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_index,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
     f_records, pos = read_records(buf, pos, True)
-    obj = PartitionProduceData(index=f_index, records=f_records)
-    return obj, pos
+    return PartitionProduceData(f_index, f_records), pos
 
 
 def _e_PartitionProduceData_5(o: PartitionProduceData, out: bytearray, chunks: list[Any]) -> None:
@@ -409,8 +369,7 @@ def _d_TopicProduceData_5(buf: Any, pos: int) -> tuple[TopicProduceData, int]:
     for _ in range(n_partition_data):
         it_partition_data, pos = _d_PartitionProduceData_5(buf, pos)
         f_partition_data.append(it_partition_data)
-    obj = TopicProduceData(name=f_name, partition_data=f_partition_data)
-    return obj, pos
+    return TopicProduceData(f_name, f_partition_data), pos
 
 
 def _e_TopicProduceData_5(o: TopicProduceData, out: bytearray, chunks: list[Any]) -> None:
@@ -423,8 +382,6 @@ def _e_TopicProduceData_5(o: TopicProduceData, out: bytearray, chunks: list[Any]
 
 def _d_ProduceRequest_5(buf: Any, pos: int) -> tuple[ProduceRequest, int]:
     f_transactional_id, pos = read_string(buf, pos, True)
-    if len(buf) - pos < _S1.size:
-        raise DecodeError('truncated')
     (f_acks, f_timeout_ms,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
     n_topic_data, pos = read_array_count(buf, pos, False, False)
@@ -432,8 +389,7 @@ def _d_ProduceRequest_5(buf: Any, pos: int) -> tuple[ProduceRequest, int]:
     for _ in range(n_topic_data):
         it_topic_data, pos = _d_TopicProduceData_5(buf, pos)
         f_topic_data.append(it_topic_data)
-    obj = ProduceRequest(transactional_id=f_transactional_id, acks=f_acks, timeout_ms=f_timeout_ms, topic_data=f_topic_data)
-    return obj, pos
+    return ProduceRequest(f_transactional_id, f_acks, f_timeout_ms, f_topic_data), pos
 
 
 def _e_ProduceRequest_5(o: ProduceRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -446,13 +402,10 @@ def _e_ProduceRequest_5(o: ProduceRequest, out: bytearray, chunks: list[Any]) ->
 
 
 def _d_PartitionProduceData_6(buf: Any, pos: int) -> tuple[PartitionProduceData, int]:
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_index,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
     f_records, pos = read_records(buf, pos, True)
-    obj = PartitionProduceData(index=f_index, records=f_records)
-    return obj, pos
+    return PartitionProduceData(f_index, f_records), pos
 
 
 def _e_PartitionProduceData_6(o: PartitionProduceData, out: bytearray, chunks: list[Any]) -> None:
@@ -467,8 +420,7 @@ def _d_TopicProduceData_6(buf: Any, pos: int) -> tuple[TopicProduceData, int]:
     for _ in range(n_partition_data):
         it_partition_data, pos = _d_PartitionProduceData_6(buf, pos)
         f_partition_data.append(it_partition_data)
-    obj = TopicProduceData(name=f_name, partition_data=f_partition_data)
-    return obj, pos
+    return TopicProduceData(f_name, f_partition_data), pos
 
 
 def _e_TopicProduceData_6(o: TopicProduceData, out: bytearray, chunks: list[Any]) -> None:
@@ -481,8 +433,6 @@ def _e_TopicProduceData_6(o: TopicProduceData, out: bytearray, chunks: list[Any]
 
 def _d_ProduceRequest_6(buf: Any, pos: int) -> tuple[ProduceRequest, int]:
     f_transactional_id, pos = read_string(buf, pos, True)
-    if len(buf) - pos < _S1.size:
-        raise DecodeError('truncated')
     (f_acks, f_timeout_ms,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
     n_topic_data, pos = read_array_count(buf, pos, False, False)
@@ -490,8 +440,7 @@ def _d_ProduceRequest_6(buf: Any, pos: int) -> tuple[ProduceRequest, int]:
     for _ in range(n_topic_data):
         it_topic_data, pos = _d_TopicProduceData_6(buf, pos)
         f_topic_data.append(it_topic_data)
-    obj = ProduceRequest(transactional_id=f_transactional_id, acks=f_acks, timeout_ms=f_timeout_ms, topic_data=f_topic_data)
-    return obj, pos
+    return ProduceRequest(f_transactional_id, f_acks, f_timeout_ms, f_topic_data), pos
 
 
 def _e_ProduceRequest_6(o: ProduceRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -504,13 +453,10 @@ def _e_ProduceRequest_6(o: ProduceRequest, out: bytearray, chunks: list[Any]) ->
 
 
 def _d_PartitionProduceData_7(buf: Any, pos: int) -> tuple[PartitionProduceData, int]:
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_index,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
     f_records, pos = read_records(buf, pos, True)
-    obj = PartitionProduceData(index=f_index, records=f_records)
-    return obj, pos
+    return PartitionProduceData(f_index, f_records), pos
 
 
 def _e_PartitionProduceData_7(o: PartitionProduceData, out: bytearray, chunks: list[Any]) -> None:
@@ -525,8 +471,7 @@ def _d_TopicProduceData_7(buf: Any, pos: int) -> tuple[TopicProduceData, int]:
     for _ in range(n_partition_data):
         it_partition_data, pos = _d_PartitionProduceData_7(buf, pos)
         f_partition_data.append(it_partition_data)
-    obj = TopicProduceData(name=f_name, partition_data=f_partition_data)
-    return obj, pos
+    return TopicProduceData(f_name, f_partition_data), pos
 
 
 def _e_TopicProduceData_7(o: TopicProduceData, out: bytearray, chunks: list[Any]) -> None:
@@ -539,8 +484,6 @@ def _e_TopicProduceData_7(o: TopicProduceData, out: bytearray, chunks: list[Any]
 
 def _d_ProduceRequest_7(buf: Any, pos: int) -> tuple[ProduceRequest, int]:
     f_transactional_id, pos = read_string(buf, pos, True)
-    if len(buf) - pos < _S1.size:
-        raise DecodeError('truncated')
     (f_acks, f_timeout_ms,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
     n_topic_data, pos = read_array_count(buf, pos, False, False)
@@ -548,8 +491,7 @@ def _d_ProduceRequest_7(buf: Any, pos: int) -> tuple[ProduceRequest, int]:
     for _ in range(n_topic_data):
         it_topic_data, pos = _d_TopicProduceData_7(buf, pos)
         f_topic_data.append(it_topic_data)
-    obj = ProduceRequest(transactional_id=f_transactional_id, acks=f_acks, timeout_ms=f_timeout_ms, topic_data=f_topic_data)
-    return obj, pos
+    return ProduceRequest(f_transactional_id, f_acks, f_timeout_ms, f_topic_data), pos
 
 
 def _e_ProduceRequest_7(o: ProduceRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -562,13 +504,10 @@ def _e_ProduceRequest_7(o: ProduceRequest, out: bytearray, chunks: list[Any]) ->
 
 
 def _d_PartitionProduceData_8(buf: Any, pos: int) -> tuple[PartitionProduceData, int]:
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_index,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
     f_records, pos = read_records(buf, pos, True)
-    obj = PartitionProduceData(index=f_index, records=f_records)
-    return obj, pos
+    return PartitionProduceData(f_index, f_records), pos
 
 
 def _e_PartitionProduceData_8(o: PartitionProduceData, out: bytearray, chunks: list[Any]) -> None:
@@ -583,8 +522,7 @@ def _d_TopicProduceData_8(buf: Any, pos: int) -> tuple[TopicProduceData, int]:
     for _ in range(n_partition_data):
         it_partition_data, pos = _d_PartitionProduceData_8(buf, pos)
         f_partition_data.append(it_partition_data)
-    obj = TopicProduceData(name=f_name, partition_data=f_partition_data)
-    return obj, pos
+    return TopicProduceData(f_name, f_partition_data), pos
 
 
 def _e_TopicProduceData_8(o: TopicProduceData, out: bytearray, chunks: list[Any]) -> None:
@@ -597,8 +535,6 @@ def _e_TopicProduceData_8(o: TopicProduceData, out: bytearray, chunks: list[Any]
 
 def _d_ProduceRequest_8(buf: Any, pos: int) -> tuple[ProduceRequest, int]:
     f_transactional_id, pos = read_string(buf, pos, True)
-    if len(buf) - pos < _S1.size:
-        raise DecodeError('truncated')
     (f_acks, f_timeout_ms,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
     n_topic_data, pos = read_array_count(buf, pos, False, False)
@@ -606,8 +542,7 @@ def _d_ProduceRequest_8(buf: Any, pos: int) -> tuple[ProduceRequest, int]:
     for _ in range(n_topic_data):
         it_topic_data, pos = _d_TopicProduceData_8(buf, pos)
         f_topic_data.append(it_topic_data)
-    obj = ProduceRequest(transactional_id=f_transactional_id, acks=f_acks, timeout_ms=f_timeout_ms, topic_data=f_topic_data)
-    return obj, pos
+    return ProduceRequest(f_transactional_id, f_acks, f_timeout_ms, f_topic_data), pos
 
 
 def _e_ProduceRequest_8(o: ProduceRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -620,19 +555,14 @@ def _e_ProduceRequest_8(o: ProduceRequest, out: bytearray, chunks: list[Any]) ->
 
 
 def _d_PartitionProduceData_9(buf: Any, pos: int) -> tuple[PartitionProduceData, int]:
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_index,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
     f_records, pos = read_compact_records(buf, pos, True)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = PartitionProduceData(index=f_index, records=f_records)
-    return obj, pos
+    return PartitionProduceData(f_index, f_records), pos
 
 
 def _e_PartitionProduceData_9(o: PartitionProduceData, out: bytearray, chunks: list[Any]) -> None:
@@ -648,14 +578,11 @@ def _d_TopicProduceData_9(buf: Any, pos: int) -> tuple[TopicProduceData, int]:
     for _ in range(n_partition_data):
         it_partition_data, pos = _d_PartitionProduceData_9(buf, pos)
         f_partition_data.append(it_partition_data)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = TopicProduceData(name=f_name, partition_data=f_partition_data)
-    return obj, pos
+    return TopicProduceData(f_name, f_partition_data), pos
 
 
 def _e_TopicProduceData_9(o: TopicProduceData, out: bytearray, chunks: list[Any]) -> None:
@@ -669,8 +596,6 @@ def _e_TopicProduceData_9(o: TopicProduceData, out: bytearray, chunks: list[Any]
 
 def _d_ProduceRequest_9(buf: Any, pos: int) -> tuple[ProduceRequest, int]:
     f_transactional_id, pos = read_compact_string(buf, pos, True)
-    if len(buf) - pos < _S1.size:
-        raise DecodeError('truncated')
     (f_acks, f_timeout_ms,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
     n_topic_data, pos = read_array_count(buf, pos, True, False)
@@ -678,14 +603,11 @@ def _d_ProduceRequest_9(buf: Any, pos: int) -> tuple[ProduceRequest, int]:
     for _ in range(n_topic_data):
         it_topic_data, pos = _d_TopicProduceData_9(buf, pos)
         f_topic_data.append(it_topic_data)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = ProduceRequest(transactional_id=f_transactional_id, acks=f_acks, timeout_ms=f_timeout_ms, topic_data=f_topic_data)
-    return obj, pos
+    return ProduceRequest(f_transactional_id, f_acks, f_timeout_ms, f_topic_data), pos
 
 
 def _e_ProduceRequest_9(o: ProduceRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -699,19 +621,14 @@ def _e_ProduceRequest_9(o: ProduceRequest, out: bytearray, chunks: list[Any]) ->
 
 
 def _d_PartitionProduceData_10(buf: Any, pos: int) -> tuple[PartitionProduceData, int]:
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_index,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
     f_records, pos = read_compact_records(buf, pos, True)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = PartitionProduceData(index=f_index, records=f_records)
-    return obj, pos
+    return PartitionProduceData(f_index, f_records), pos
 
 
 def _e_PartitionProduceData_10(o: PartitionProduceData, out: bytearray, chunks: list[Any]) -> None:
@@ -727,14 +644,11 @@ def _d_TopicProduceData_10(buf: Any, pos: int) -> tuple[TopicProduceData, int]:
     for _ in range(n_partition_data):
         it_partition_data, pos = _d_PartitionProduceData_10(buf, pos)
         f_partition_data.append(it_partition_data)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = TopicProduceData(name=f_name, partition_data=f_partition_data)
-    return obj, pos
+    return TopicProduceData(f_name, f_partition_data), pos
 
 
 def _e_TopicProduceData_10(o: TopicProduceData, out: bytearray, chunks: list[Any]) -> None:
@@ -748,8 +662,6 @@ def _e_TopicProduceData_10(o: TopicProduceData, out: bytearray, chunks: list[Any
 
 def _d_ProduceRequest_10(buf: Any, pos: int) -> tuple[ProduceRequest, int]:
     f_transactional_id, pos = read_compact_string(buf, pos, True)
-    if len(buf) - pos < _S1.size:
-        raise DecodeError('truncated')
     (f_acks, f_timeout_ms,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
     n_topic_data, pos = read_array_count(buf, pos, True, False)
@@ -757,14 +669,11 @@ def _d_ProduceRequest_10(buf: Any, pos: int) -> tuple[ProduceRequest, int]:
     for _ in range(n_topic_data):
         it_topic_data, pos = _d_TopicProduceData_10(buf, pos)
         f_topic_data.append(it_topic_data)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = ProduceRequest(transactional_id=f_transactional_id, acks=f_acks, timeout_ms=f_timeout_ms, topic_data=f_topic_data)
-    return obj, pos
+    return ProduceRequest(f_transactional_id, f_acks, f_timeout_ms, f_topic_data), pos
 
 
 def _e_ProduceRequest_10(o: ProduceRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -778,19 +687,14 @@ def _e_ProduceRequest_10(o: ProduceRequest, out: bytearray, chunks: list[Any]) -
 
 
 def _d_PartitionProduceData_11(buf: Any, pos: int) -> tuple[PartitionProduceData, int]:
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_index,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
     f_records, pos = read_compact_records(buf, pos, True)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = PartitionProduceData(index=f_index, records=f_records)
-    return obj, pos
+    return PartitionProduceData(f_index, f_records), pos
 
 
 def _e_PartitionProduceData_11(o: PartitionProduceData, out: bytearray, chunks: list[Any]) -> None:
@@ -806,14 +710,11 @@ def _d_TopicProduceData_11(buf: Any, pos: int) -> tuple[TopicProduceData, int]:
     for _ in range(n_partition_data):
         it_partition_data, pos = _d_PartitionProduceData_11(buf, pos)
         f_partition_data.append(it_partition_data)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = TopicProduceData(name=f_name, partition_data=f_partition_data)
-    return obj, pos
+    return TopicProduceData(f_name, f_partition_data), pos
 
 
 def _e_TopicProduceData_11(o: TopicProduceData, out: bytearray, chunks: list[Any]) -> None:
@@ -827,8 +728,6 @@ def _e_TopicProduceData_11(o: TopicProduceData, out: bytearray, chunks: list[Any
 
 def _d_ProduceRequest_11(buf: Any, pos: int) -> tuple[ProduceRequest, int]:
     f_transactional_id, pos = read_compact_string(buf, pos, True)
-    if len(buf) - pos < _S1.size:
-        raise DecodeError('truncated')
     (f_acks, f_timeout_ms,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
     n_topic_data, pos = read_array_count(buf, pos, True, False)
@@ -836,14 +735,11 @@ def _d_ProduceRequest_11(buf: Any, pos: int) -> tuple[ProduceRequest, int]:
     for _ in range(n_topic_data):
         it_topic_data, pos = _d_TopicProduceData_11(buf, pos)
         f_topic_data.append(it_topic_data)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = ProduceRequest(transactional_id=f_transactional_id, acks=f_acks, timeout_ms=f_timeout_ms, topic_data=f_topic_data)
-    return obj, pos
+    return ProduceRequest(f_transactional_id, f_acks, f_timeout_ms, f_topic_data), pos
 
 
 def _e_ProduceRequest_11(o: ProduceRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -861,8 +757,7 @@ ProduceRequest._ENCODERS = {0: _e_ProduceRequest_0, 1: _e_ProduceRequest_1, 2: _
 
 
 def _d_NodeEndpoint_0(buf: Any, pos: int) -> tuple[NodeEndpoint, int]:
-    obj = NodeEndpoint()
-    return obj, pos
+    return NodeEndpoint(0, "", 0, None), pos
 
 
 def _e_NodeEndpoint_0(o: NodeEndpoint, out: bytearray, chunks: list[Any]) -> None:
@@ -870,8 +765,7 @@ def _e_NodeEndpoint_0(o: NodeEndpoint, out: bytearray, chunks: list[Any]) -> Non
 
 
 def _d_LeaderIdAndEpoch_0(buf: Any, pos: int) -> tuple[LeaderIdAndEpoch, int]:
-    obj = LeaderIdAndEpoch()
-    return obj, pos
+    return LeaderIdAndEpoch(-1, -1), pos
 
 
 def _e_LeaderIdAndEpoch_0(o: LeaderIdAndEpoch, out: bytearray, chunks: list[Any]) -> None:
@@ -879,8 +773,7 @@ def _e_LeaderIdAndEpoch_0(o: LeaderIdAndEpoch, out: bytearray, chunks: list[Any]
 
 
 def _d_BatchIndexAndErrorMessage_0(buf: Any, pos: int) -> tuple[BatchIndexAndErrorMessage, int]:
-    obj = BatchIndexAndErrorMessage()
-    return obj, pos
+    return BatchIndexAndErrorMessage(0, None), pos
 
 
 def _e_BatchIndexAndErrorMessage_0(o: BatchIndexAndErrorMessage, out: bytearray, chunks: list[Any]) -> None:
@@ -888,12 +781,9 @@ def _e_BatchIndexAndErrorMessage_0(o: BatchIndexAndErrorMessage, out: bytearray,
 
 
 def _d_PartitionProduceResponse_0(buf: Any, pos: int) -> tuple[PartitionProduceResponse, int]:
-    if len(buf) - pos < _S2.size:
-        raise DecodeError('truncated')
     (f_index, f_error_code, f_base_offset,) = _S2.unpack_from(buf, pos)
     pos += _S2.size
-    obj = PartitionProduceResponse(index=f_index, error_code=f_error_code, base_offset=f_base_offset)
-    return obj, pos
+    return PartitionProduceResponse(f_index, f_error_code, f_base_offset, -1, -1, [], None, LeaderIdAndEpoch()), pos
 
 
 def _e_PartitionProduceResponse_0(o: PartitionProduceResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -907,8 +797,7 @@ def _d_TopicProduceResponse_0(buf: Any, pos: int) -> tuple[TopicProduceResponse,
     for _ in range(n_partition_responses):
         it_partition_responses, pos = _d_PartitionProduceResponse_0(buf, pos)
         f_partition_responses.append(it_partition_responses)
-    obj = TopicProduceResponse(name=f_name, partition_responses=f_partition_responses)
-    return obj, pos
+    return TopicProduceResponse(f_name, f_partition_responses), pos
 
 
 def _e_TopicProduceResponse_0(o: TopicProduceResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -925,8 +814,7 @@ def _d_ProduceResponse_0(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
     for _ in range(n_responses):
         it_responses, pos = _d_TopicProduceResponse_0(buf, pos)
         f_responses.append(it_responses)
-    obj = ProduceResponse(responses=f_responses)
-    return obj, pos
+    return ProduceResponse(f_responses, 0, []), pos
 
 
 def _e_ProduceResponse_0(o: ProduceResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -937,8 +825,7 @@ def _e_ProduceResponse_0(o: ProduceResponse, out: bytearray, chunks: list[Any]) 
 
 
 def _d_NodeEndpoint_1(buf: Any, pos: int) -> tuple[NodeEndpoint, int]:
-    obj = NodeEndpoint()
-    return obj, pos
+    return NodeEndpoint(0, "", 0, None), pos
 
 
 def _e_NodeEndpoint_1(o: NodeEndpoint, out: bytearray, chunks: list[Any]) -> None:
@@ -946,8 +833,7 @@ def _e_NodeEndpoint_1(o: NodeEndpoint, out: bytearray, chunks: list[Any]) -> Non
 
 
 def _d_LeaderIdAndEpoch_1(buf: Any, pos: int) -> tuple[LeaderIdAndEpoch, int]:
-    obj = LeaderIdAndEpoch()
-    return obj, pos
+    return LeaderIdAndEpoch(-1, -1), pos
 
 
 def _e_LeaderIdAndEpoch_1(o: LeaderIdAndEpoch, out: bytearray, chunks: list[Any]) -> None:
@@ -955,8 +841,7 @@ def _e_LeaderIdAndEpoch_1(o: LeaderIdAndEpoch, out: bytearray, chunks: list[Any]
 
 
 def _d_BatchIndexAndErrorMessage_1(buf: Any, pos: int) -> tuple[BatchIndexAndErrorMessage, int]:
-    obj = BatchIndexAndErrorMessage()
-    return obj, pos
+    return BatchIndexAndErrorMessage(0, None), pos
 
 
 def _e_BatchIndexAndErrorMessage_1(o: BatchIndexAndErrorMessage, out: bytearray, chunks: list[Any]) -> None:
@@ -964,12 +849,9 @@ def _e_BatchIndexAndErrorMessage_1(o: BatchIndexAndErrorMessage, out: bytearray,
 
 
 def _d_PartitionProduceResponse_1(buf: Any, pos: int) -> tuple[PartitionProduceResponse, int]:
-    if len(buf) - pos < _S2.size:
-        raise DecodeError('truncated')
     (f_index, f_error_code, f_base_offset,) = _S2.unpack_from(buf, pos)
     pos += _S2.size
-    obj = PartitionProduceResponse(index=f_index, error_code=f_error_code, base_offset=f_base_offset)
-    return obj, pos
+    return PartitionProduceResponse(f_index, f_error_code, f_base_offset, -1, -1, [], None, LeaderIdAndEpoch()), pos
 
 
 def _e_PartitionProduceResponse_1(o: PartitionProduceResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -983,8 +865,7 @@ def _d_TopicProduceResponse_1(buf: Any, pos: int) -> tuple[TopicProduceResponse,
     for _ in range(n_partition_responses):
         it_partition_responses, pos = _d_PartitionProduceResponse_1(buf, pos)
         f_partition_responses.append(it_partition_responses)
-    obj = TopicProduceResponse(name=f_name, partition_responses=f_partition_responses)
-    return obj, pos
+    return TopicProduceResponse(f_name, f_partition_responses), pos
 
 
 def _e_TopicProduceResponse_1(o: TopicProduceResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -1001,12 +882,9 @@ def _d_ProduceResponse_1(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
     for _ in range(n_responses):
         it_responses, pos = _d_TopicProduceResponse_1(buf, pos)
         f_responses.append(it_responses)
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
-    obj = ProduceResponse(responses=f_responses, throttle_time_ms=f_throttle_time_ms)
-    return obj, pos
+    return ProduceResponse(f_responses, f_throttle_time_ms, []), pos
 
 
 def _e_ProduceResponse_1(o: ProduceResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -1018,8 +896,7 @@ def _e_ProduceResponse_1(o: ProduceResponse, out: bytearray, chunks: list[Any]) 
 
 
 def _d_NodeEndpoint_2(buf: Any, pos: int) -> tuple[NodeEndpoint, int]:
-    obj = NodeEndpoint()
-    return obj, pos
+    return NodeEndpoint(0, "", 0, None), pos
 
 
 def _e_NodeEndpoint_2(o: NodeEndpoint, out: bytearray, chunks: list[Any]) -> None:
@@ -1027,8 +904,7 @@ def _e_NodeEndpoint_2(o: NodeEndpoint, out: bytearray, chunks: list[Any]) -> Non
 
 
 def _d_LeaderIdAndEpoch_2(buf: Any, pos: int) -> tuple[LeaderIdAndEpoch, int]:
-    obj = LeaderIdAndEpoch()
-    return obj, pos
+    return LeaderIdAndEpoch(-1, -1), pos
 
 
 def _e_LeaderIdAndEpoch_2(o: LeaderIdAndEpoch, out: bytearray, chunks: list[Any]) -> None:
@@ -1036,8 +912,7 @@ def _e_LeaderIdAndEpoch_2(o: LeaderIdAndEpoch, out: bytearray, chunks: list[Any]
 
 
 def _d_BatchIndexAndErrorMessage_2(buf: Any, pos: int) -> tuple[BatchIndexAndErrorMessage, int]:
-    obj = BatchIndexAndErrorMessage()
-    return obj, pos
+    return BatchIndexAndErrorMessage(0, None), pos
 
 
 def _e_BatchIndexAndErrorMessage_2(o: BatchIndexAndErrorMessage, out: bytearray, chunks: list[Any]) -> None:
@@ -1045,12 +920,9 @@ def _e_BatchIndexAndErrorMessage_2(o: BatchIndexAndErrorMessage, out: bytearray,
 
 
 def _d_PartitionProduceResponse_2(buf: Any, pos: int) -> tuple[PartitionProduceResponse, int]:
-    if len(buf) - pos < _S3.size:
-        raise DecodeError('truncated')
     (f_index, f_error_code, f_base_offset, f_log_append_time_ms,) = _S3.unpack_from(buf, pos)
     pos += _S3.size
-    obj = PartitionProduceResponse(index=f_index, error_code=f_error_code, base_offset=f_base_offset, log_append_time_ms=f_log_append_time_ms)
-    return obj, pos
+    return PartitionProduceResponse(f_index, f_error_code, f_base_offset, f_log_append_time_ms, -1, [], None, LeaderIdAndEpoch()), pos
 
 
 def _e_PartitionProduceResponse_2(o: PartitionProduceResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -1064,8 +936,7 @@ def _d_TopicProduceResponse_2(buf: Any, pos: int) -> tuple[TopicProduceResponse,
     for _ in range(n_partition_responses):
         it_partition_responses, pos = _d_PartitionProduceResponse_2(buf, pos)
         f_partition_responses.append(it_partition_responses)
-    obj = TopicProduceResponse(name=f_name, partition_responses=f_partition_responses)
-    return obj, pos
+    return TopicProduceResponse(f_name, f_partition_responses), pos
 
 
 def _e_TopicProduceResponse_2(o: TopicProduceResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -1082,12 +953,9 @@ def _d_ProduceResponse_2(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
     for _ in range(n_responses):
         it_responses, pos = _d_TopicProduceResponse_2(buf, pos)
         f_responses.append(it_responses)
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
-    obj = ProduceResponse(responses=f_responses, throttle_time_ms=f_throttle_time_ms)
-    return obj, pos
+    return ProduceResponse(f_responses, f_throttle_time_ms, []), pos
 
 
 def _e_ProduceResponse_2(o: ProduceResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -1099,8 +967,7 @@ def _e_ProduceResponse_2(o: ProduceResponse, out: bytearray, chunks: list[Any]) 
 
 
 def _d_NodeEndpoint_3(buf: Any, pos: int) -> tuple[NodeEndpoint, int]:
-    obj = NodeEndpoint()
-    return obj, pos
+    return NodeEndpoint(0, "", 0, None), pos
 
 
 def _e_NodeEndpoint_3(o: NodeEndpoint, out: bytearray, chunks: list[Any]) -> None:
@@ -1108,8 +975,7 @@ def _e_NodeEndpoint_3(o: NodeEndpoint, out: bytearray, chunks: list[Any]) -> Non
 
 
 def _d_LeaderIdAndEpoch_3(buf: Any, pos: int) -> tuple[LeaderIdAndEpoch, int]:
-    obj = LeaderIdAndEpoch()
-    return obj, pos
+    return LeaderIdAndEpoch(-1, -1), pos
 
 
 def _e_LeaderIdAndEpoch_3(o: LeaderIdAndEpoch, out: bytearray, chunks: list[Any]) -> None:
@@ -1117,8 +983,7 @@ def _e_LeaderIdAndEpoch_3(o: LeaderIdAndEpoch, out: bytearray, chunks: list[Any]
 
 
 def _d_BatchIndexAndErrorMessage_3(buf: Any, pos: int) -> tuple[BatchIndexAndErrorMessage, int]:
-    obj = BatchIndexAndErrorMessage()
-    return obj, pos
+    return BatchIndexAndErrorMessage(0, None), pos
 
 
 def _e_BatchIndexAndErrorMessage_3(o: BatchIndexAndErrorMessage, out: bytearray, chunks: list[Any]) -> None:
@@ -1126,12 +991,9 @@ def _e_BatchIndexAndErrorMessage_3(o: BatchIndexAndErrorMessage, out: bytearray,
 
 
 def _d_PartitionProduceResponse_3(buf: Any, pos: int) -> tuple[PartitionProduceResponse, int]:
-    if len(buf) - pos < _S3.size:
-        raise DecodeError('truncated')
     (f_index, f_error_code, f_base_offset, f_log_append_time_ms,) = _S3.unpack_from(buf, pos)
     pos += _S3.size
-    obj = PartitionProduceResponse(index=f_index, error_code=f_error_code, base_offset=f_base_offset, log_append_time_ms=f_log_append_time_ms)
-    return obj, pos
+    return PartitionProduceResponse(f_index, f_error_code, f_base_offset, f_log_append_time_ms, -1, [], None, LeaderIdAndEpoch()), pos
 
 
 def _e_PartitionProduceResponse_3(o: PartitionProduceResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -1145,8 +1007,7 @@ def _d_TopicProduceResponse_3(buf: Any, pos: int) -> tuple[TopicProduceResponse,
     for _ in range(n_partition_responses):
         it_partition_responses, pos = _d_PartitionProduceResponse_3(buf, pos)
         f_partition_responses.append(it_partition_responses)
-    obj = TopicProduceResponse(name=f_name, partition_responses=f_partition_responses)
-    return obj, pos
+    return TopicProduceResponse(f_name, f_partition_responses), pos
 
 
 def _e_TopicProduceResponse_3(o: TopicProduceResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -1163,12 +1024,9 @@ def _d_ProduceResponse_3(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
     for _ in range(n_responses):
         it_responses, pos = _d_TopicProduceResponse_3(buf, pos)
         f_responses.append(it_responses)
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
-    obj = ProduceResponse(responses=f_responses, throttle_time_ms=f_throttle_time_ms)
-    return obj, pos
+    return ProduceResponse(f_responses, f_throttle_time_ms, []), pos
 
 
 def _e_ProduceResponse_3(o: ProduceResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -1180,8 +1038,7 @@ def _e_ProduceResponse_3(o: ProduceResponse, out: bytearray, chunks: list[Any]) 
 
 
 def _d_NodeEndpoint_4(buf: Any, pos: int) -> tuple[NodeEndpoint, int]:
-    obj = NodeEndpoint()
-    return obj, pos
+    return NodeEndpoint(0, "", 0, None), pos
 
 
 def _e_NodeEndpoint_4(o: NodeEndpoint, out: bytearray, chunks: list[Any]) -> None:
@@ -1189,8 +1046,7 @@ def _e_NodeEndpoint_4(o: NodeEndpoint, out: bytearray, chunks: list[Any]) -> Non
 
 
 def _d_LeaderIdAndEpoch_4(buf: Any, pos: int) -> tuple[LeaderIdAndEpoch, int]:
-    obj = LeaderIdAndEpoch()
-    return obj, pos
+    return LeaderIdAndEpoch(-1, -1), pos
 
 
 def _e_LeaderIdAndEpoch_4(o: LeaderIdAndEpoch, out: bytearray, chunks: list[Any]) -> None:
@@ -1198,8 +1054,7 @@ def _e_LeaderIdAndEpoch_4(o: LeaderIdAndEpoch, out: bytearray, chunks: list[Any]
 
 
 def _d_BatchIndexAndErrorMessage_4(buf: Any, pos: int) -> tuple[BatchIndexAndErrorMessage, int]:
-    obj = BatchIndexAndErrorMessage()
-    return obj, pos
+    return BatchIndexAndErrorMessage(0, None), pos
 
 
 def _e_BatchIndexAndErrorMessage_4(o: BatchIndexAndErrorMessage, out: bytearray, chunks: list[Any]) -> None:
@@ -1207,12 +1062,9 @@ def _e_BatchIndexAndErrorMessage_4(o: BatchIndexAndErrorMessage, out: bytearray,
 
 
 def _d_PartitionProduceResponse_4(buf: Any, pos: int) -> tuple[PartitionProduceResponse, int]:
-    if len(buf) - pos < _S3.size:
-        raise DecodeError('truncated')
     (f_index, f_error_code, f_base_offset, f_log_append_time_ms,) = _S3.unpack_from(buf, pos)
     pos += _S3.size
-    obj = PartitionProduceResponse(index=f_index, error_code=f_error_code, base_offset=f_base_offset, log_append_time_ms=f_log_append_time_ms)
-    return obj, pos
+    return PartitionProduceResponse(f_index, f_error_code, f_base_offset, f_log_append_time_ms, -1, [], None, LeaderIdAndEpoch()), pos
 
 
 def _e_PartitionProduceResponse_4(o: PartitionProduceResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -1226,8 +1078,7 @@ def _d_TopicProduceResponse_4(buf: Any, pos: int) -> tuple[TopicProduceResponse,
     for _ in range(n_partition_responses):
         it_partition_responses, pos = _d_PartitionProduceResponse_4(buf, pos)
         f_partition_responses.append(it_partition_responses)
-    obj = TopicProduceResponse(name=f_name, partition_responses=f_partition_responses)
-    return obj, pos
+    return TopicProduceResponse(f_name, f_partition_responses), pos
 
 
 def _e_TopicProduceResponse_4(o: TopicProduceResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -1244,12 +1095,9 @@ def _d_ProduceResponse_4(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
     for _ in range(n_responses):
         it_responses, pos = _d_TopicProduceResponse_4(buf, pos)
         f_responses.append(it_responses)
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
-    obj = ProduceResponse(responses=f_responses, throttle_time_ms=f_throttle_time_ms)
-    return obj, pos
+    return ProduceResponse(f_responses, f_throttle_time_ms, []), pos
 
 
 def _e_ProduceResponse_4(o: ProduceResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -1261,8 +1109,7 @@ def _e_ProduceResponse_4(o: ProduceResponse, out: bytearray, chunks: list[Any]) 
 
 
 def _d_NodeEndpoint_5(buf: Any, pos: int) -> tuple[NodeEndpoint, int]:
-    obj = NodeEndpoint()
-    return obj, pos
+    return NodeEndpoint(0, "", 0, None), pos
 
 
 def _e_NodeEndpoint_5(o: NodeEndpoint, out: bytearray, chunks: list[Any]) -> None:
@@ -1270,8 +1117,7 @@ def _e_NodeEndpoint_5(o: NodeEndpoint, out: bytearray, chunks: list[Any]) -> Non
 
 
 def _d_LeaderIdAndEpoch_5(buf: Any, pos: int) -> tuple[LeaderIdAndEpoch, int]:
-    obj = LeaderIdAndEpoch()
-    return obj, pos
+    return LeaderIdAndEpoch(-1, -1), pos
 
 
 def _e_LeaderIdAndEpoch_5(o: LeaderIdAndEpoch, out: bytearray, chunks: list[Any]) -> None:
@@ -1279,8 +1125,7 @@ def _e_LeaderIdAndEpoch_5(o: LeaderIdAndEpoch, out: bytearray, chunks: list[Any]
 
 
 def _d_BatchIndexAndErrorMessage_5(buf: Any, pos: int) -> tuple[BatchIndexAndErrorMessage, int]:
-    obj = BatchIndexAndErrorMessage()
-    return obj, pos
+    return BatchIndexAndErrorMessage(0, None), pos
 
 
 def _e_BatchIndexAndErrorMessage_5(o: BatchIndexAndErrorMessage, out: bytearray, chunks: list[Any]) -> None:
@@ -1288,12 +1133,9 @@ def _e_BatchIndexAndErrorMessage_5(o: BatchIndexAndErrorMessage, out: bytearray,
 
 
 def _d_PartitionProduceResponse_5(buf: Any, pos: int) -> tuple[PartitionProduceResponse, int]:
-    if len(buf) - pos < _S4.size:
-        raise DecodeError('truncated')
     (f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset,) = _S4.unpack_from(buf, pos)
     pos += _S4.size
-    obj = PartitionProduceResponse(index=f_index, error_code=f_error_code, base_offset=f_base_offset, log_append_time_ms=f_log_append_time_ms, log_start_offset=f_log_start_offset)
-    return obj, pos
+    return PartitionProduceResponse(f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset, [], None, LeaderIdAndEpoch()), pos
 
 
 def _e_PartitionProduceResponse_5(o: PartitionProduceResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -1307,8 +1149,7 @@ def _d_TopicProduceResponse_5(buf: Any, pos: int) -> tuple[TopicProduceResponse,
     for _ in range(n_partition_responses):
         it_partition_responses, pos = _d_PartitionProduceResponse_5(buf, pos)
         f_partition_responses.append(it_partition_responses)
-    obj = TopicProduceResponse(name=f_name, partition_responses=f_partition_responses)
-    return obj, pos
+    return TopicProduceResponse(f_name, f_partition_responses), pos
 
 
 def _e_TopicProduceResponse_5(o: TopicProduceResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -1325,12 +1166,9 @@ def _d_ProduceResponse_5(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
     for _ in range(n_responses):
         it_responses, pos = _d_TopicProduceResponse_5(buf, pos)
         f_responses.append(it_responses)
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
-    obj = ProduceResponse(responses=f_responses, throttle_time_ms=f_throttle_time_ms)
-    return obj, pos
+    return ProduceResponse(f_responses, f_throttle_time_ms, []), pos
 
 
 def _e_ProduceResponse_5(o: ProduceResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -1342,8 +1180,7 @@ def _e_ProduceResponse_5(o: ProduceResponse, out: bytearray, chunks: list[Any]) 
 
 
 def _d_NodeEndpoint_6(buf: Any, pos: int) -> tuple[NodeEndpoint, int]:
-    obj = NodeEndpoint()
-    return obj, pos
+    return NodeEndpoint(0, "", 0, None), pos
 
 
 def _e_NodeEndpoint_6(o: NodeEndpoint, out: bytearray, chunks: list[Any]) -> None:
@@ -1351,8 +1188,7 @@ def _e_NodeEndpoint_6(o: NodeEndpoint, out: bytearray, chunks: list[Any]) -> Non
 
 
 def _d_LeaderIdAndEpoch_6(buf: Any, pos: int) -> tuple[LeaderIdAndEpoch, int]:
-    obj = LeaderIdAndEpoch()
-    return obj, pos
+    return LeaderIdAndEpoch(-1, -1), pos
 
 
 def _e_LeaderIdAndEpoch_6(o: LeaderIdAndEpoch, out: bytearray, chunks: list[Any]) -> None:
@@ -1360,8 +1196,7 @@ def _e_LeaderIdAndEpoch_6(o: LeaderIdAndEpoch, out: bytearray, chunks: list[Any]
 
 
 def _d_BatchIndexAndErrorMessage_6(buf: Any, pos: int) -> tuple[BatchIndexAndErrorMessage, int]:
-    obj = BatchIndexAndErrorMessage()
-    return obj, pos
+    return BatchIndexAndErrorMessage(0, None), pos
 
 
 def _e_BatchIndexAndErrorMessage_6(o: BatchIndexAndErrorMessage, out: bytearray, chunks: list[Any]) -> None:
@@ -1369,12 +1204,9 @@ def _e_BatchIndexAndErrorMessage_6(o: BatchIndexAndErrorMessage, out: bytearray,
 
 
 def _d_PartitionProduceResponse_6(buf: Any, pos: int) -> tuple[PartitionProduceResponse, int]:
-    if len(buf) - pos < _S4.size:
-        raise DecodeError('truncated')
     (f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset,) = _S4.unpack_from(buf, pos)
     pos += _S4.size
-    obj = PartitionProduceResponse(index=f_index, error_code=f_error_code, base_offset=f_base_offset, log_append_time_ms=f_log_append_time_ms, log_start_offset=f_log_start_offset)
-    return obj, pos
+    return PartitionProduceResponse(f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset, [], None, LeaderIdAndEpoch()), pos
 
 
 def _e_PartitionProduceResponse_6(o: PartitionProduceResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -1388,8 +1220,7 @@ def _d_TopicProduceResponse_6(buf: Any, pos: int) -> tuple[TopicProduceResponse,
     for _ in range(n_partition_responses):
         it_partition_responses, pos = _d_PartitionProduceResponse_6(buf, pos)
         f_partition_responses.append(it_partition_responses)
-    obj = TopicProduceResponse(name=f_name, partition_responses=f_partition_responses)
-    return obj, pos
+    return TopicProduceResponse(f_name, f_partition_responses), pos
 
 
 def _e_TopicProduceResponse_6(o: TopicProduceResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -1406,12 +1237,9 @@ def _d_ProduceResponse_6(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
     for _ in range(n_responses):
         it_responses, pos = _d_TopicProduceResponse_6(buf, pos)
         f_responses.append(it_responses)
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
-    obj = ProduceResponse(responses=f_responses, throttle_time_ms=f_throttle_time_ms)
-    return obj, pos
+    return ProduceResponse(f_responses, f_throttle_time_ms, []), pos
 
 
 def _e_ProduceResponse_6(o: ProduceResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -1423,8 +1251,7 @@ def _e_ProduceResponse_6(o: ProduceResponse, out: bytearray, chunks: list[Any]) 
 
 
 def _d_NodeEndpoint_7(buf: Any, pos: int) -> tuple[NodeEndpoint, int]:
-    obj = NodeEndpoint()
-    return obj, pos
+    return NodeEndpoint(0, "", 0, None), pos
 
 
 def _e_NodeEndpoint_7(o: NodeEndpoint, out: bytearray, chunks: list[Any]) -> None:
@@ -1432,8 +1259,7 @@ def _e_NodeEndpoint_7(o: NodeEndpoint, out: bytearray, chunks: list[Any]) -> Non
 
 
 def _d_LeaderIdAndEpoch_7(buf: Any, pos: int) -> tuple[LeaderIdAndEpoch, int]:
-    obj = LeaderIdAndEpoch()
-    return obj, pos
+    return LeaderIdAndEpoch(-1, -1), pos
 
 
 def _e_LeaderIdAndEpoch_7(o: LeaderIdAndEpoch, out: bytearray, chunks: list[Any]) -> None:
@@ -1441,8 +1267,7 @@ def _e_LeaderIdAndEpoch_7(o: LeaderIdAndEpoch, out: bytearray, chunks: list[Any]
 
 
 def _d_BatchIndexAndErrorMessage_7(buf: Any, pos: int) -> tuple[BatchIndexAndErrorMessage, int]:
-    obj = BatchIndexAndErrorMessage()
-    return obj, pos
+    return BatchIndexAndErrorMessage(0, None), pos
 
 
 def _e_BatchIndexAndErrorMessage_7(o: BatchIndexAndErrorMessage, out: bytearray, chunks: list[Any]) -> None:
@@ -1450,12 +1275,9 @@ def _e_BatchIndexAndErrorMessage_7(o: BatchIndexAndErrorMessage, out: bytearray,
 
 
 def _d_PartitionProduceResponse_7(buf: Any, pos: int) -> tuple[PartitionProduceResponse, int]:
-    if len(buf) - pos < _S4.size:
-        raise DecodeError('truncated')
     (f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset,) = _S4.unpack_from(buf, pos)
     pos += _S4.size
-    obj = PartitionProduceResponse(index=f_index, error_code=f_error_code, base_offset=f_base_offset, log_append_time_ms=f_log_append_time_ms, log_start_offset=f_log_start_offset)
-    return obj, pos
+    return PartitionProduceResponse(f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset, [], None, LeaderIdAndEpoch()), pos
 
 
 def _e_PartitionProduceResponse_7(o: PartitionProduceResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -1469,8 +1291,7 @@ def _d_TopicProduceResponse_7(buf: Any, pos: int) -> tuple[TopicProduceResponse,
     for _ in range(n_partition_responses):
         it_partition_responses, pos = _d_PartitionProduceResponse_7(buf, pos)
         f_partition_responses.append(it_partition_responses)
-    obj = TopicProduceResponse(name=f_name, partition_responses=f_partition_responses)
-    return obj, pos
+    return TopicProduceResponse(f_name, f_partition_responses), pos
 
 
 def _e_TopicProduceResponse_7(o: TopicProduceResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -1487,12 +1308,9 @@ def _d_ProduceResponse_7(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
     for _ in range(n_responses):
         it_responses, pos = _d_TopicProduceResponse_7(buf, pos)
         f_responses.append(it_responses)
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
-    obj = ProduceResponse(responses=f_responses, throttle_time_ms=f_throttle_time_ms)
-    return obj, pos
+    return ProduceResponse(f_responses, f_throttle_time_ms, []), pos
 
 
 def _e_ProduceResponse_7(o: ProduceResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -1504,8 +1322,7 @@ def _e_ProduceResponse_7(o: ProduceResponse, out: bytearray, chunks: list[Any]) 
 
 
 def _d_NodeEndpoint_8(buf: Any, pos: int) -> tuple[NodeEndpoint, int]:
-    obj = NodeEndpoint()
-    return obj, pos
+    return NodeEndpoint(0, "", 0, None), pos
 
 
 def _e_NodeEndpoint_8(o: NodeEndpoint, out: bytearray, chunks: list[Any]) -> None:
@@ -1513,8 +1330,7 @@ def _e_NodeEndpoint_8(o: NodeEndpoint, out: bytearray, chunks: list[Any]) -> Non
 
 
 def _d_LeaderIdAndEpoch_8(buf: Any, pos: int) -> tuple[LeaderIdAndEpoch, int]:
-    obj = LeaderIdAndEpoch()
-    return obj, pos
+    return LeaderIdAndEpoch(-1, -1), pos
 
 
 def _e_LeaderIdAndEpoch_8(o: LeaderIdAndEpoch, out: bytearray, chunks: list[Any]) -> None:
@@ -1522,13 +1338,10 @@ def _e_LeaderIdAndEpoch_8(o: LeaderIdAndEpoch, out: bytearray, chunks: list[Any]
 
 
 def _d_BatchIndexAndErrorMessage_8(buf: Any, pos: int) -> tuple[BatchIndexAndErrorMessage, int]:
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_batch_index,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
     f_batch_index_error_message, pos = read_string(buf, pos, True)
-    obj = BatchIndexAndErrorMessage(batch_index=f_batch_index, batch_index_error_message=f_batch_index_error_message)
-    return obj, pos
+    return BatchIndexAndErrorMessage(f_batch_index, f_batch_index_error_message), pos
 
 
 def _e_BatchIndexAndErrorMessage_8(o: BatchIndexAndErrorMessage, out: bytearray, chunks: list[Any]) -> None:
@@ -1537,8 +1350,6 @@ def _e_BatchIndexAndErrorMessage_8(o: BatchIndexAndErrorMessage, out: bytearray,
 
 
 def _d_PartitionProduceResponse_8(buf: Any, pos: int) -> tuple[PartitionProduceResponse, int]:
-    if len(buf) - pos < _S4.size:
-        raise DecodeError('truncated')
     (f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset,) = _S4.unpack_from(buf, pos)
     pos += _S4.size
     n_record_errors, pos = read_array_count(buf, pos, False, False)
@@ -1547,8 +1358,7 @@ def _d_PartitionProduceResponse_8(buf: Any, pos: int) -> tuple[PartitionProduceR
         it_record_errors, pos = _d_BatchIndexAndErrorMessage_8(buf, pos)
         f_record_errors.append(it_record_errors)
     f_error_message, pos = read_string(buf, pos, True)
-    obj = PartitionProduceResponse(index=f_index, error_code=f_error_code, base_offset=f_base_offset, log_append_time_ms=f_log_append_time_ms, log_start_offset=f_log_start_offset, record_errors=f_record_errors, error_message=f_error_message)
-    return obj, pos
+    return PartitionProduceResponse(f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset, f_record_errors, f_error_message, LeaderIdAndEpoch()), pos
 
 
 def _e_PartitionProduceResponse_8(o: PartitionProduceResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -1567,8 +1377,7 @@ def _d_TopicProduceResponse_8(buf: Any, pos: int) -> tuple[TopicProduceResponse,
     for _ in range(n_partition_responses):
         it_partition_responses, pos = _d_PartitionProduceResponse_8(buf, pos)
         f_partition_responses.append(it_partition_responses)
-    obj = TopicProduceResponse(name=f_name, partition_responses=f_partition_responses)
-    return obj, pos
+    return TopicProduceResponse(f_name, f_partition_responses), pos
 
 
 def _e_TopicProduceResponse_8(o: TopicProduceResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -1585,12 +1394,9 @@ def _d_ProduceResponse_8(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
     for _ in range(n_responses):
         it_responses, pos = _d_TopicProduceResponse_8(buf, pos)
         f_responses.append(it_responses)
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
-    obj = ProduceResponse(responses=f_responses, throttle_time_ms=f_throttle_time_ms)
-    return obj, pos
+    return ProduceResponse(f_responses, f_throttle_time_ms, []), pos
 
 
 def _e_ProduceResponse_8(o: ProduceResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -1602,14 +1408,11 @@ def _e_ProduceResponse_8(o: ProduceResponse, out: bytearray, chunks: list[Any]) 
 
 
 def _d_NodeEndpoint_9(buf: Any, pos: int) -> tuple[NodeEndpoint, int]:
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = NodeEndpoint()
-    return obj, pos
+    return NodeEndpoint(0, "", 0, None), pos
 
 
 def _e_NodeEndpoint_9(o: NodeEndpoint, out: bytearray, chunks: list[Any]) -> None:
@@ -1617,14 +1420,11 @@ def _e_NodeEndpoint_9(o: NodeEndpoint, out: bytearray, chunks: list[Any]) -> Non
 
 
 def _d_LeaderIdAndEpoch_9(buf: Any, pos: int) -> tuple[LeaderIdAndEpoch, int]:
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = LeaderIdAndEpoch()
-    return obj, pos
+    return LeaderIdAndEpoch(-1, -1), pos
 
 
 def _e_LeaderIdAndEpoch_9(o: LeaderIdAndEpoch, out: bytearray, chunks: list[Any]) -> None:
@@ -1632,19 +1432,14 @@ def _e_LeaderIdAndEpoch_9(o: LeaderIdAndEpoch, out: bytearray, chunks: list[Any]
 
 
 def _d_BatchIndexAndErrorMessage_9(buf: Any, pos: int) -> tuple[BatchIndexAndErrorMessage, int]:
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_batch_index,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
     f_batch_index_error_message, pos = read_compact_string(buf, pos, True)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = BatchIndexAndErrorMessage(batch_index=f_batch_index, batch_index_error_message=f_batch_index_error_message)
-    return obj, pos
+    return BatchIndexAndErrorMessage(f_batch_index, f_batch_index_error_message), pos
 
 
 def _e_BatchIndexAndErrorMessage_9(o: BatchIndexAndErrorMessage, out: bytearray, chunks: list[Any]) -> None:
@@ -1654,8 +1449,6 @@ def _e_BatchIndexAndErrorMessage_9(o: BatchIndexAndErrorMessage, out: bytearray,
 
 
 def _d_PartitionProduceResponse_9(buf: Any, pos: int) -> tuple[PartitionProduceResponse, int]:
-    if len(buf) - pos < _S4.size:
-        raise DecodeError('truncated')
     (f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset,) = _S4.unpack_from(buf, pos)
     pos += _S4.size
     n_record_errors, pos = read_array_count(buf, pos, True, False)
@@ -1664,14 +1457,11 @@ def _d_PartitionProduceResponse_9(buf: Any, pos: int) -> tuple[PartitionProduceR
         it_record_errors, pos = _d_BatchIndexAndErrorMessage_9(buf, pos)
         f_record_errors.append(it_record_errors)
     f_error_message, pos = read_compact_string(buf, pos, True)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = PartitionProduceResponse(index=f_index, error_code=f_error_code, base_offset=f_base_offset, log_append_time_ms=f_log_append_time_ms, log_start_offset=f_log_start_offset, record_errors=f_record_errors, error_message=f_error_message)
-    return obj, pos
+    return PartitionProduceResponse(f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset, f_record_errors, f_error_message, LeaderIdAndEpoch()), pos
 
 
 def _e_PartitionProduceResponse_9(o: PartitionProduceResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -1691,14 +1481,11 @@ def _d_TopicProduceResponse_9(buf: Any, pos: int) -> tuple[TopicProduceResponse,
     for _ in range(n_partition_responses):
         it_partition_responses, pos = _d_PartitionProduceResponse_9(buf, pos)
         f_partition_responses.append(it_partition_responses)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = TopicProduceResponse(name=f_name, partition_responses=f_partition_responses)
-    return obj, pos
+    return TopicProduceResponse(f_name, f_partition_responses), pos
 
 
 def _e_TopicProduceResponse_9(o: TopicProduceResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -1716,18 +1503,13 @@ def _d_ProduceResponse_9(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
     for _ in range(n_responses):
         it_responses, pos = _d_TopicProduceResponse_9(buf, pos)
         f_responses.append(it_responses)
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = ProduceResponse(responses=f_responses, throttle_time_ms=f_throttle_time_ms)
-    return obj, pos
+    return ProduceResponse(f_responses, f_throttle_time_ms, []), pos
 
 
 def _e_ProduceResponse_9(o: ProduceResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -1740,24 +1522,17 @@ def _e_ProduceResponse_9(o: ProduceResponse, out: bytearray, chunks: list[Any]) 
 
 
 def _d_NodeEndpoint_10(buf: Any, pos: int) -> tuple[NodeEndpoint, int]:
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_node_id,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
     f_host, pos = read_compact_string(buf, pos, False)
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_port,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
     f_rack, pos = read_compact_string(buf, pos, True)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = NodeEndpoint(node_id=f_node_id, host=f_host, port=f_port, rack=f_rack)
-    return obj, pos
+    return NodeEndpoint(f_node_id, f_host, f_port, f_rack), pos
 
 
 def _e_NodeEndpoint_10(o: NodeEndpoint, out: bytearray, chunks: list[Any]) -> None:
@@ -1769,18 +1544,13 @@ def _e_NodeEndpoint_10(o: NodeEndpoint, out: bytearray, chunks: list[Any]) -> No
 
 
 def _d_LeaderIdAndEpoch_10(buf: Any, pos: int) -> tuple[LeaderIdAndEpoch, int]:
-    if len(buf) - pos < _S5.size:
-        raise DecodeError('truncated')
     (f_leader_id, f_leader_epoch,) = _S5.unpack_from(buf, pos)
     pos += _S5.size
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = LeaderIdAndEpoch(leader_id=f_leader_id, leader_epoch=f_leader_epoch)
-    return obj, pos
+    return LeaderIdAndEpoch(f_leader_id, f_leader_epoch), pos
 
 
 def _e_LeaderIdAndEpoch_10(o: LeaderIdAndEpoch, out: bytearray, chunks: list[Any]) -> None:
@@ -1789,19 +1559,14 @@ def _e_LeaderIdAndEpoch_10(o: LeaderIdAndEpoch, out: bytearray, chunks: list[Any
 
 
 def _d_BatchIndexAndErrorMessage_10(buf: Any, pos: int) -> tuple[BatchIndexAndErrorMessage, int]:
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_batch_index,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
     f_batch_index_error_message, pos = read_compact_string(buf, pos, True)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = BatchIndexAndErrorMessage(batch_index=f_batch_index, batch_index_error_message=f_batch_index_error_message)
-    return obj, pos
+    return BatchIndexAndErrorMessage(f_batch_index, f_batch_index_error_message), pos
 
 
 def _e_BatchIndexAndErrorMessage_10(o: BatchIndexAndErrorMessage, out: bytearray, chunks: list[Any]) -> None:
@@ -1811,8 +1576,6 @@ def _e_BatchIndexAndErrorMessage_10(o: BatchIndexAndErrorMessage, out: bytearray
 
 
 def _d_PartitionProduceResponse_10(buf: Any, pos: int) -> tuple[PartitionProduceResponse, int]:
-    if len(buf) - pos < _S4.size:
-        raise DecodeError('truncated')
     (f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset,) = _S4.unpack_from(buf, pos)
     pos += _S4.size
     n_record_errors, pos = read_array_count(buf, pos, True, False)
@@ -1821,9 +1584,7 @@ def _d_PartitionProduceResponse_10(buf: Any, pos: int) -> tuple[PartitionProduce
         it_record_errors, pos = _d_BatchIndexAndErrorMessage_10(buf, pos)
         f_record_errors.append(it_record_errors)
     f_error_message, pos = read_compact_string(buf, pos, True)
-    f_current_leader = _MISSING
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
+    f_current_leader: LeaderIdAndEpoch = LeaderIdAndEpoch()
     if buf[pos] == 0:
         pos += 1
     else:
@@ -1839,10 +1600,7 @@ def _d_PartitionProduceResponse_10(buf: Any, pos: int) -> tuple[PartitionProduce
                 if pos != end:
                     raise DecodeError('tagged field size mismatch')
             pos = end
-    obj = PartitionProduceResponse(index=f_index, error_code=f_error_code, base_offset=f_base_offset, log_append_time_ms=f_log_append_time_ms, log_start_offset=f_log_start_offset, record_errors=f_record_errors, error_message=f_error_message)
-    if f_current_leader is not _MISSING:
-        obj.current_leader = f_current_leader
-    return obj, pos
+    return PartitionProduceResponse(f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset, f_record_errors, f_error_message, f_current_leader), pos
 
 
 def _e_PartitionProduceResponse_10(o: PartitionProduceResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -1871,14 +1629,11 @@ def _d_TopicProduceResponse_10(buf: Any, pos: int) -> tuple[TopicProduceResponse
     for _ in range(n_partition_responses):
         it_partition_responses, pos = _d_PartitionProduceResponse_10(buf, pos)
         f_partition_responses.append(it_partition_responses)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = TopicProduceResponse(name=f_name, partition_responses=f_partition_responses)
-    return obj, pos
+    return TopicProduceResponse(f_name, f_partition_responses), pos
 
 
 def _e_TopicProduceResponse_10(o: TopicProduceResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -1896,13 +1651,9 @@ def _d_ProduceResponse_10(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
     for _ in range(n_responses):
         it_responses, pos = _d_TopicProduceResponse_10(buf, pos)
         f_responses.append(it_responses)
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
-    f_node_endpoints = _MISSING
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
+    f_node_endpoints: list[NodeEndpoint] = []
     if buf[pos] == 0:
         pos += 1
     else:
@@ -1922,10 +1673,7 @@ def _d_ProduceResponse_10(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
                 if pos != end:
                     raise DecodeError('tagged field size mismatch')
             pos = end
-    obj = ProduceResponse(responses=f_responses, throttle_time_ms=f_throttle_time_ms)
-    if f_node_endpoints is not _MISSING:
-        obj.node_endpoints = f_node_endpoints
-    return obj, pos
+    return ProduceResponse(f_responses, f_throttle_time_ms, f_node_endpoints), pos
 
 
 def _e_ProduceResponse_10(o: ProduceResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -1950,24 +1698,17 @@ def _e_ProduceResponse_10(o: ProduceResponse, out: bytearray, chunks: list[Any])
 
 
 def _d_NodeEndpoint_11(buf: Any, pos: int) -> tuple[NodeEndpoint, int]:
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_node_id,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
     f_host, pos = read_compact_string(buf, pos, False)
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_port,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
     f_rack, pos = read_compact_string(buf, pos, True)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = NodeEndpoint(node_id=f_node_id, host=f_host, port=f_port, rack=f_rack)
-    return obj, pos
+    return NodeEndpoint(f_node_id, f_host, f_port, f_rack), pos
 
 
 def _e_NodeEndpoint_11(o: NodeEndpoint, out: bytearray, chunks: list[Any]) -> None:
@@ -1979,18 +1720,13 @@ def _e_NodeEndpoint_11(o: NodeEndpoint, out: bytearray, chunks: list[Any]) -> No
 
 
 def _d_LeaderIdAndEpoch_11(buf: Any, pos: int) -> tuple[LeaderIdAndEpoch, int]:
-    if len(buf) - pos < _S5.size:
-        raise DecodeError('truncated')
     (f_leader_id, f_leader_epoch,) = _S5.unpack_from(buf, pos)
     pos += _S5.size
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = LeaderIdAndEpoch(leader_id=f_leader_id, leader_epoch=f_leader_epoch)
-    return obj, pos
+    return LeaderIdAndEpoch(f_leader_id, f_leader_epoch), pos
 
 
 def _e_LeaderIdAndEpoch_11(o: LeaderIdAndEpoch, out: bytearray, chunks: list[Any]) -> None:
@@ -1999,19 +1735,14 @@ def _e_LeaderIdAndEpoch_11(o: LeaderIdAndEpoch, out: bytearray, chunks: list[Any
 
 
 def _d_BatchIndexAndErrorMessage_11(buf: Any, pos: int) -> tuple[BatchIndexAndErrorMessage, int]:
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_batch_index,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
     f_batch_index_error_message, pos = read_compact_string(buf, pos, True)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = BatchIndexAndErrorMessage(batch_index=f_batch_index, batch_index_error_message=f_batch_index_error_message)
-    return obj, pos
+    return BatchIndexAndErrorMessage(f_batch_index, f_batch_index_error_message), pos
 
 
 def _e_BatchIndexAndErrorMessage_11(o: BatchIndexAndErrorMessage, out: bytearray, chunks: list[Any]) -> None:
@@ -2021,8 +1752,6 @@ def _e_BatchIndexAndErrorMessage_11(o: BatchIndexAndErrorMessage, out: bytearray
 
 
 def _d_PartitionProduceResponse_11(buf: Any, pos: int) -> tuple[PartitionProduceResponse, int]:
-    if len(buf) - pos < _S4.size:
-        raise DecodeError('truncated')
     (f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset,) = _S4.unpack_from(buf, pos)
     pos += _S4.size
     n_record_errors, pos = read_array_count(buf, pos, True, False)
@@ -2031,9 +1760,7 @@ def _d_PartitionProduceResponse_11(buf: Any, pos: int) -> tuple[PartitionProduce
         it_record_errors, pos = _d_BatchIndexAndErrorMessage_11(buf, pos)
         f_record_errors.append(it_record_errors)
     f_error_message, pos = read_compact_string(buf, pos, True)
-    f_current_leader = _MISSING
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
+    f_current_leader: LeaderIdAndEpoch = LeaderIdAndEpoch()
     if buf[pos] == 0:
         pos += 1
     else:
@@ -2049,10 +1776,7 @@ def _d_PartitionProduceResponse_11(buf: Any, pos: int) -> tuple[PartitionProduce
                 if pos != end:
                     raise DecodeError('tagged field size mismatch')
             pos = end
-    obj = PartitionProduceResponse(index=f_index, error_code=f_error_code, base_offset=f_base_offset, log_append_time_ms=f_log_append_time_ms, log_start_offset=f_log_start_offset, record_errors=f_record_errors, error_message=f_error_message)
-    if f_current_leader is not _MISSING:
-        obj.current_leader = f_current_leader
-    return obj, pos
+    return PartitionProduceResponse(f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset, f_record_errors, f_error_message, f_current_leader), pos
 
 
 def _e_PartitionProduceResponse_11(o: PartitionProduceResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -2081,14 +1805,11 @@ def _d_TopicProduceResponse_11(buf: Any, pos: int) -> tuple[TopicProduceResponse
     for _ in range(n_partition_responses):
         it_partition_responses, pos = _d_PartitionProduceResponse_11(buf, pos)
         f_partition_responses.append(it_partition_responses)
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    obj = TopicProduceResponse(name=f_name, partition_responses=f_partition_responses)
-    return obj, pos
+    return TopicProduceResponse(f_name, f_partition_responses), pos
 
 
 def _e_TopicProduceResponse_11(o: TopicProduceResponse, out: bytearray, chunks: list[Any]) -> None:
@@ -2106,13 +1827,9 @@ def _d_ProduceResponse_11(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
     for _ in range(n_responses):
         it_responses, pos = _d_TopicProduceResponse_11(buf, pos)
         f_responses.append(it_responses)
-    if len(buf) - pos < _S0.size:
-        raise DecodeError('truncated')
     (f_throttle_time_ms,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
-    f_node_endpoints = _MISSING
-    if pos >= len(buf):
-        raise DecodeError('truncated tagged fields')
+    f_node_endpoints: list[NodeEndpoint] = []
     if buf[pos] == 0:
         pos += 1
     else:
@@ -2132,10 +1849,7 @@ def _d_ProduceResponse_11(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
                 if pos != end:
                     raise DecodeError('tagged field size mismatch')
             pos = end
-    obj = ProduceResponse(responses=f_responses, throttle_time_ms=f_throttle_time_ms)
-    if f_node_endpoints is not _MISSING:
-        obj.node_endpoints = f_node_endpoints
-    return obj, pos
+    return ProduceResponse(f_responses, f_throttle_time_ms, f_node_endpoints), pos
 
 
 def _e_ProduceResponse_11(o: ProduceResponse, out: bytearray, chunks: list[Any]) -> None:

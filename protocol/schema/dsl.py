@@ -71,6 +71,9 @@ class Field:
     docstring; ``fields`` is given for struct and struct-array types; ``tag``/``tagged`` make a
     tagged field (only present in flexible versions, written only when not at its default).
     ``default`` is the value used when the field is absent in a version (and when constructing).
+    ``flexible`` narrows the versions in which the field takes its compact (flexible) encoding, as
+    Kafka's field-level ``flexibleVersions`` does: ``None`` follows the message; the request header's
+    client id says ``"none"`` (it stays a classic string even in header v2).
     """
 
     name: str
@@ -82,6 +85,13 @@ class Field:
     default: Any = TYPE_DEFAULT
     fields: tuple[Field, ...] = ()
     doc: str = ""
+    flexible: Versions | None = None
+
+    def compact_in(self, version: int, message_flexible: Versions) -> bool:
+        """Whether this field uses the compact (flexible) encoding in `version` of its message."""
+        if version not in message_flexible:
+            return False
+        return self.flexible is None or version in self.flexible
 
     @property
     def is_array(self) -> bool:
@@ -107,6 +117,7 @@ def F(
     default: Any = TYPE_DEFAULT,
     fields: tuple[Field, ...] | list[Field] = (),
     doc: str = "",
+    flexible: str | None = None,
 ) -> Field:
     """Build a `Field` from Kafka-style version strings. A tagged field's ``tagged`` defaults to ``versions``."""
     if tag is not None and tagged is None:
@@ -121,6 +132,7 @@ def F(
         default=default,
         fields=tuple(fields),
         doc=doc,
+        flexible=None if flexible is None else Versions.parse(flexible),
     )
 
 
