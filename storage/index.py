@@ -18,6 +18,20 @@ OFFSET_ENTRY = Struct(">ii")
 TIME_ENTRY = Struct(">qi")
 
 
+def _append_durably(path: Path, data: bytearray) -> None:
+    """Append index entries not yet on disk, and fsync them."""
+    if not data:
+        return
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 class OffsetIndex:
     __slots__ = ("_pending", "base_offset", "path", "positions", "relative")
 
@@ -84,14 +98,8 @@ class OffsetIndex:
         self._pending = bytearray()
 
     def flush(self) -> None:
-        if self._pending:
-            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-            try:
-                os.write(fd, self._pending)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            self._pending = bytearray()
+        _append_durably(self.path, self._pending)
+        self._pending = bytearray()
 
 
 class TimeIndex:
@@ -152,11 +160,5 @@ class TimeIndex:
         self._pending = bytearray()
 
     def flush(self) -> None:
-        if self._pending:
-            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-            try:
-                os.write(fd, self._pending)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            self._pending = bytearray()
+        _append_durably(self.path, self._pending)
+        self._pending = bytearray()
