@@ -1,53 +1,73 @@
-"""The RecordBatch v2 header: one precompiled Struct, named offsets, and in-place patching.
+"""The RecordBatch v2 header: one precompiled Struct, named offsets, CRC-32C, in-place patching.
 
 Records stay opaque on the hot path: the broker reads this 61-byte header, checks the CRC-32C over
-attributes..end, and patches `base_offset` and `partition_leader_epoch` (both outside the CRC) in place.
+`attributes`..end of batch, and patches `base_offset` and `partition_leader_epoch` in place (both lie
+before the CRC-covered range, so patching them never invalidates the CRC).
 
-Layout (big-endian), offsets from the start of the batch:
-     0  base_offset             int64
-     8  batch_length            int32   bytes after this field
-    12  partition_leader_epoch  int32
-    16  magic                   int8    always 2 here
-    17  crc                     uint32  CRC-32C of everything from `attributes` to the end
-    21  attributes              int16   bits 0-2 codec, 3 timestamp type, 4 transactional, 5 control,
-                                        6 delete horizon set
-    23  last_offset_delta       int32
-    27  base_timestamp          int64
-    35  max_timestamp           int64
-    43  producer_id             int64
-    51  producer_epoch          int16
-    53  base_sequence           int32
-    57  records_count           int32
-    61  records...
+The layout is the table `_FIELDS` below (big-endian); every `*_OFFSET` constant is computed from it
+with `calcsize`, so the offsets cannot drift from the Struct.
 """
 
 from __future__ import annotations
 
-from struct import Struct, calcsize, pack_into
-from typing import Any, NamedTuple
+from collections.abc import Iterator
+from struct import Struct, calcsize
+from typing import NamedTuple
 
 import crc32c
 
 from pybroker.protocol.errors import ErrorCode
 
-HEADER = Struct(">qiibIhiqqqhii")
+#: anything a batch can be read from
+Buffer = bytes | bytearray | memoryview
+#: anything a batch can be patched in
+WritableBuffer = bytearray | memoryview
+
+# (field, struct code): the on-wire order of the header of a v2 record batch
+_FIELDS: tuple[tuple[str, str], ...] = (
+    ("base_offset", "q"),             # offset of the first record; 0 from producers, set by the broker
+    ("batch_length", "i"),            # bytes after this field (the whole batch minus LOG_OVERHEAD)
+    ("partition_leader_epoch", "i"),  # leader epoch at append time; set by the broker, outside the CRC
+    ("magic", "b"),                   # record format version: 2 (0 and 1 are the old message sets)
+    ("crc", "I"),                     # CRC-32C (Castagnoli) of attributes..end of batch
+    ("attributes", "h"),              # bits 0-2 codec, 3 timestamp type, 4 transactional, 5 control,
+                                      # 6 delete horizon set (base_timestamp holds it); the rest unused
+    ("last_offset_delta", "i"),       # offset delta of the last record (records_count - 1 from producers)
+    ("base_timestamp", "q"),          # timestamp of the first record (or the delete horizon, bit 6)
+    ("max_timestamp", "q"),           # largest record timestamp, or the log append time (bit 3)
+    ("producer_id", "q"),             # -1 unless idempotent or transactional
+    ("producer_epoch", "h"),          # -1 unless idempotent or transactional
+    ("base_sequence", "i"),           # sequence of the first record, -1 without a producer id
+    ("records_count", "i"),           # number of records that follow (compressed or not)
+)
+
+HEADER = Struct(">" + "".join(code for _, code in _FIELDS))
 HEADER_SIZE = HEADER.size  # 61
-LOG_OVERHEAD = calcsize(">qi")  # 12: base_offset + batch_length, the part batch_length does not count
+_OFFSETS: dict[str, int] = {
+    name: calcsize(">" + "".join(code for _, code in _FIELDS[:index])) for index, (name, _) in enumerate(_FIELDS)
+}
 
-BASE_OFFSET_OFFSET = 0
-BATCH_LENGTH_OFFSET = calcsize(">q")
-PARTITION_LEADER_EPOCH_OFFSET = calcsize(">qi")
-MAGIC_OFFSET = calcsize(">qii")
-CRC_OFFSET = calcsize(">qiib")
-ATTRIBUTES_OFFSET = calcsize(">qiibI")
-LAST_OFFSET_DELTA_OFFSET = calcsize(">qiibIh")
-BASE_TIMESTAMP_OFFSET = calcsize(">qiibIhi")
-MAX_TIMESTAMP_OFFSET = calcsize(">qiibIhiq")
-PRODUCER_ID_OFFSET = calcsize(">qiibIhiqq")
-RECORDS_COUNT_OFFSET = calcsize(">qiibIhiqqqhi")
+BASE_OFFSET_OFFSET = _OFFSETS["base_offset"]
+BATCH_LENGTH_OFFSET = _OFFSETS["batch_length"]
+PARTITION_LEADER_EPOCH_OFFSET = _OFFSETS["partition_leader_epoch"]
+MAGIC_OFFSET = _OFFSETS["magic"]
+CRC_OFFSET = _OFFSETS["crc"]
+ATTRIBUTES_OFFSET = _OFFSETS["attributes"]
+LAST_OFFSET_DELTA_OFFSET = _OFFSETS["last_offset_delta"]
+BASE_TIMESTAMP_OFFSET = _OFFSETS["base_timestamp"]
+MAX_TIMESTAMP_OFFSET = _OFFSETS["max_timestamp"]
+PRODUCER_ID_OFFSET = _OFFSETS["producer_id"]
+PRODUCER_EPOCH_OFFSET = _OFFSETS["producer_epoch"]
+BASE_SEQUENCE_OFFSET = _OFFSETS["base_sequence"]
+RECORDS_COUNT_OFFSET = _OFFSETS["records_count"]
+RECORDS_OFFSET = HEADER_SIZE
 
-#: the smallest legal batch_length: the header after the length field, with no records
+#: base_offset + batch_length: the part of a batch that batch_length does not count
+LOG_OVERHEAD = PARTITION_LEADER_EPOCH_OFFSET  # 12
+#: the smallest legal batch_length: a header with no records
 MIN_BATCH_LENGTH = HEADER_SIZE - LOG_OVERHEAD
+
+MAGIC_V2 = 2
 
 COMPRESSION_MASK = 0x07
 TIMESTAMP_TYPE_MASK = 0x08
@@ -55,17 +75,28 @@ TRANSACTIONAL_MASK = 0x10
 CONTROL_MASK = 0x20
 DELETE_HORIZON_MASK = 0x40
 
+CREATE_TIME = 0
+LOG_APPEND_TIME = 1
+
+NO_PRODUCER_ID = -1
+NO_PRODUCER_EPOCH = -1
+NO_SEQUENCE = -1
+NO_PARTITION_LEADER_EPOCH = -1
+NO_TIMESTAMP = -1
+
 _INT64 = Struct(">q")
 _INT32 = Struct(">i")
+_INT16 = Struct(">h")
 _UINT32 = Struct(">I")
 
 
 class RecordsError(Exception):
-    """Records refused, with the Kafka error code the partition's answer carries."""
+    """Records refused or unreadable, with the Kafka error code the partition's answer carries."""
 
     def __init__(self, error_code: int, message: str) -> None:
         super().__init__(message)
         self.error_code = error_code
+        self.message = message
 
 
 class BatchHeader(NamedTuple):
@@ -85,11 +116,13 @@ class BatchHeader(NamedTuple):
 
     @property
     def compression(self) -> int:
+        """Codec id: 0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd (5-7 are not codecs)."""
         return self.attributes & COMPRESSION_MASK
 
     @property
     def timestamp_type(self) -> int:
-        return 1 if self.attributes & TIMESTAMP_TYPE_MASK else 0
+        """0 CreateTime, 1 LogAppendTime (then max_timestamp is every record's timestamp)."""
+        return LOG_APPEND_TIME if self.attributes & TIMESTAMP_TYPE_MASK else CREATE_TIME
 
     @property
     def is_transactional(self) -> bool:
@@ -104,6 +137,11 @@ class BatchHeader(NamedTuple):
         return bool(self.attributes & DELETE_HORIZON_MASK)
 
     @property
+    def has_producer_id(self) -> bool:
+        """Kafka's test: any id above -1 (NO_PRODUCER_ID) marks an idempotent or transactional batch."""
+        return self.producer_id > NO_PRODUCER_ID
+
+    @property
     def last_offset(self) -> int:
         return self.base_offset + self.last_offset_delta
 
@@ -113,29 +151,43 @@ class BatchHeader(NamedTuple):
 
     @property
     def size(self) -> int:
+        """Bytes of the whole batch, LOG_OVERHEAD included."""
         return self.batch_length + LOG_OVERHEAD
 
     @property
     def last_sequence(self) -> int:
         """The sequence of the last record, wrapping at int32 as Kafka's producers do."""
         if self.base_sequence < 0:
-            return -1
+            return NO_SEQUENCE
         return (self.base_sequence + self.last_offset_delta) % (2**31)
 
 
-def parse_header(buf: Any, pos: int = 0) -> BatchHeader:
-    if len(buf) - pos < HEADER_SIZE:
-        raise RecordsError(ErrorCode.CORRUPT_MESSAGE, "record batch shorter than its header")
+def attributes_for(compression: int = 0, timestamp_type: int = CREATE_TIME, *, is_transactional: bool = False,
+                   is_control: bool = False, has_delete_horizon: bool = False) -> int:
+    """The attributes word as Kafka composes it (unused bits always clear)."""
+    attributes = compression & COMPRESSION_MASK
+    flags = ((timestamp_type == LOG_APPEND_TIME, TIMESTAMP_TYPE_MASK), (is_transactional, TRANSACTIONAL_MASK),
+             (is_control, CONTROL_MASK), (has_delete_horizon, DELETE_HORIZON_MASK))
+    for present, mask in flags:
+        if present:
+            attributes |= mask
+    return attributes
+
+
+def parse_header(buf: Buffer, pos: int = 0) -> BatchHeader:
+    """The header of the batch at `pos`; the batch's body is not looked at."""
+    if pos < 0 or len(buf) - pos < HEADER_SIZE:
+        raise RecordsError(ErrorCode.CORRUPT_MESSAGE, "record batch shorter than its 61-byte header")
     return BatchHeader._make(HEADER.unpack_from(buf, pos))
 
 
-def iter_batches(buf: Any, pos: int = 0, end: int | None = None) -> Any:
+def iter_batches(buf: Buffer, pos: int = 0, end: int | None = None) -> Iterator[tuple[int, BatchHeader]]:
     """(position, header) of each whole batch in buf[pos:end]; stops quietly at an incomplete tail.
 
-    A batch whose length field is below the legal minimum also stops the walk: nothing after it can
-    be trusted to be a batch boundary.
+    A length field below the legal minimum also ends the walk: nothing after it can be trusted to be a
+    batch boundary (log recovery truncates there).
     """
-    end = len(buf) if end is None else end
+    end = len(buf) if end is None else min(end, len(buf))
     unpack = HEADER.unpack_from
     while end - pos >= HEADER_SIZE:
         header = BatchHeader._make(unpack(buf, pos))
@@ -146,27 +198,44 @@ def iter_batches(buf: Any, pos: int = 0, end: int | None = None) -> Any:
         pos += size
 
 
-def compute_crc(buf: Any, pos: int, header: BatchHeader) -> int:
-    view = memoryview(buf)
-    try:
+def compute_crc(buf: Buffer, pos: int, header: BatchHeader) -> int:
+    """CRC-32C of attributes..end of the batch at `pos`, as the header's `crc` field should hold it."""
+    with memoryview(buf) as view:
         return int(crc32c.crc32c(view[pos + ATTRIBUTES_OFFSET : pos + header.size]))
-    finally:
-        view.release()
 
 
-def crc_ok(buf: Any, pos: int, header: BatchHeader) -> bool:
+def crc_ok(buf: Buffer, pos: int, header: BatchHeader) -> bool:
+    """True when the batch is whole and its stored CRC matches its bytes."""
+    if header.batch_length < MIN_BATCH_LENGTH or pos + header.size > len(buf):
+        return False
     return compute_crc(buf, pos, header) == header.crc
 
 
-def patch_base_offset(buf: Any, pos: int, base_offset: int) -> None:
+def patch_base_offset(buf: WritableBuffer, pos: int, base_offset: int) -> None:
+    """Assign the batch's first offset in place (outside the CRC: no recomputation needed)."""
     _INT64.pack_into(buf, pos + BASE_OFFSET_OFFSET, base_offset)
 
 
-def patch_leader_epoch(buf: Any, pos: int, epoch: int) -> None:
+def patch_leader_epoch(buf: WritableBuffer, pos: int, epoch: int) -> None:
+    """Stamp the partition leader epoch in place (outside the CRC: no recomputation needed)."""
     _INT32.pack_into(buf, pos + PARTITION_LEADER_EPOCH_OFFSET, epoch)
 
 
-def rewrite_crc(buf: Any, pos: int) -> None:
-    """Recompute and store the CRC after a change inside the CRC-covered range."""
+def patch_attributes(buf: WritableBuffer, pos: int, attributes: int) -> None:
+    """Overwrite the attributes word; the caller must `rewrite_crc` afterwards (it is CRC-covered)."""
+    _INT16.pack_into(buf, pos + ATTRIBUTES_OFFSET, attributes)
+
+
+def patch_max_timestamp(buf: WritableBuffer, pos: int, timestamp: int) -> None:
+    """Overwrite max_timestamp; the caller must `rewrite_crc` afterwards (it is CRC-covered)."""
+    _INT64.pack_into(buf, pos + MAX_TIMESTAMP_OFFSET, timestamp)
+
+
+def rewrite_crc(buf: WritableBuffer, pos: int) -> int:
+    """Recompute and store the CRC after a change inside the CRC-covered range; returns the new CRC."""
     header = parse_header(buf, pos)
-    pack_into(">I", buf, pos + CRC_OFFSET, compute_crc(buf, pos, header))
+    if header.batch_length < MIN_BATCH_LENGTH or pos + header.size > len(buf):
+        raise RecordsError(ErrorCode.CORRUPT_MESSAGE, "batch length does not fit the buffer")
+    crc = compute_crc(buf, pos, header)
+    _UINT32.pack_into(buf, pos + CRC_OFFSET, crc)
+    return crc

@@ -1,36 +1,52 @@
-"""Produce-path validation of a partition's records, header-only: no record is decoded.
+"""Produce-path validation of one partition's records (Produce v3+), header-only unless keys are needed.
 
-The rules and codes follow Kafka 4 (the produce request's own checks, then the log validator's):
-- exactly one batch of magic 2 per partition (INVALID_RECORD 87), zstd only from Produce v7
-  (UNSUPPORTED_COMPRESSION_TYPE 76);
-- a length field that disagrees with the bytes, a truncated batch or trailing bytes, a bad CRC-32C, an
-  unknown codec: CORRUPT_MESSAGE (2);
-- `records_count` must equal `last_offset_delta + 1`, control batches may not come from clients, and a
-  batch with a producer id needs a sequence: INVALID_RECORD (87);
-- a batch above the topic's `max.message.bytes`: MESSAGE_TOO_LARGE (10).
-Only compacted topics (`require_keys`) decode records, to refuse keyless ones (INVALID_RECORD).
+The checks, their order and their codes are Kafka 4's, in the three places Kafka makes them:
+
+1. the request (`ProduceRequest.validateRecords`, walking batches as `ByteBufferLogInputStream` does):
+   a length field below 14 or a magic byte above 2 is CORRUPT_MESSAGE; records holding no whole batch
+   (empty, or truncated) are INVALID_RECORD, as are magic 0/1 and a second whole batch; zstd below
+   Produce v7 is UNSUPPORTED_COMPRESSION_TYPE;
+2. the log (`UnifiedLog.analyzeAndValidateRecords`): a base offset other than 0 is INVALID_RECORD, a
+   batch above `max.message.bytes` is MESSAGE_TOO_LARGE, a batch shorter than its header or with a bad
+   CRC-32C is CORRUPT_MESSAGE, and a codec id of 5-7 is UNKNOWN_SERVER_ERROR (Kafka throws an
+   IllegalArgumentException there, which its clients see as that code);
+3. the validator (`LogValidator.validateBatch`): `records_count` must be positive and equal
+   `last_offset_delta + 1`, clients may not write control batches, and a producer id needs a
+   sequence: INVALID_RECORD. Only on compacted topics (`require_keys`) are records decoded, to refuse
+   a record without a key (INVALID_RECORD) as Kafka does.
+
+Where Kafka differs, on purpose:
+- bytes after the batch that are not a whole batch: Kafka trims them silently; we refuse them
+  (CORRUPT_MESSAGE), since the log writes the buffer as it was received;
+- records are opaque: Kafka decodes every record of every batch (and recomputes max_timestamp from
+  them); we trust the CRC-checked header and decode only for `require_keys`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from struct import Struct
 
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.records.batch import (
+    BATCH_LENGTH_OFFSET,
     HEADER_SIZE,
+    LOG_OVERHEAD,
     MAGIC_OFFSET,
-    MIN_BATCH_LENGTH,
+    MAGIC_V2,
     BatchHeader,
+    Buffer,
     RecordsError,
     crc_ok,
     parse_header,
 )
-from pybroker.protocol.records.codecs import ZSTD
-from pybroker.protocol.records.record import decode_records
+from pybroker.protocol.records.codecs import CODEC_NAMES, ZSTD
+from pybroker.protocol.records.record import MAX_DECOMPRESSED, batch_body, decode_body
 
-MAGIC_V2 = 2
-KNOWN_CODECS = frozenset(range(5))
+#: the smallest length field Kafka's batch walker accepts (a v0 message's overhead); stricter checks follow
+_MIN_LENGTH_FIELD = 14
+_INT32 = Struct(">i")
 
 
 @dataclass(slots=True)
@@ -53,43 +69,96 @@ def _corrupt(message: str) -> RecordsError:
     return RecordsError(ErrorCode.CORRUPT_MESSAGE, message)
 
 
-def validate_produce_records(buf: Any, *, max_batch_bytes: int, allow_zstd: bool,
-                             require_keys: bool = False) -> ValidatedRecords:
-    size = len(buf)
+# LogValidator.validateBatch for client appends of magic 2, in Kafka's order: (refused when, message)
+_BATCH_RULES: tuple[tuple[Callable[[BatchHeader], bool], str], ...] = (
+    (lambda h: h.last_offset_delta < 0, "batch has an invalid offset range"),
+    (lambda h: h.records_count <= 0, "invalid reported count for record batch"),
+    (lambda h: h.records_count != h.last_offset_delta + 1, "inconsistent batch offset range and count of records"),
+    (lambda h: h.is_control, "clients are not allowed to write control records"),
+    (lambda h: h.has_producer_id and h.base_sequence < 0, "invalid sequence number in a batch with a producer id"),
+)
+
+
+def _whole_batch_size(buf: Buffer, pos: int, end: int) -> int | None:
+    """Size of the batch at `pos` if it is whole, None if cut short: Kafka's batch walker, step by step."""
+    remaining = end - pos
+    if remaining < LOG_OVERHEAD:
+        return None
+    (length,) = _INT32.unpack_from(buf, pos + BATCH_LENGTH_OFFSET)
+    if length < _MIN_LENGTH_FIELD:
+        raise _corrupt(f"record size {length} is less than the minimum record overhead ({_MIN_LENGTH_FIELD})")
+    if remaining <= MAGIC_OFFSET:
+        return None
+    magic = buf[pos + MAGIC_OFFSET]
+    if magic > MAGIC_V2:  # the byte is signed on the wire: negative magics land here too
+        raise _corrupt(f"invalid magic found in record: {magic}")
+    size = length + LOG_OVERHEAD
+    return size if size <= remaining else None
+
+
+def _check_request_shape(buf: Buffer, allow_zstd: bool) -> BatchHeader:
+    """Checks Kafka makes on the request, before the log sees it; returns the single batch's header."""
+    total = len(buf)
+    size = _whole_batch_size(buf, 0, total)
+    if size is None:
+        raise _invalid("Produce requests with version 3 and above must have at least one whole record batch")
+    if buf[MAGIC_OFFSET] != MAGIC_V2:
+        raise _invalid("Produce requests with version 3 and above may only contain record batches of magic 2")
     if size < HEADER_SIZE:
-        if size > MAGIC_OFFSET and buf[MAGIC_OFFSET] != MAGIC_V2:
-            # enough to see the magic byte of an old-format message set
-            raise _invalid("Produce requests with version 3 and above must contain record batches of magic 2")
-        raise _corrupt("records shorter than a batch header")
+        raise _corrupt(f"record batch size {size} is smaller than the minimum overhead {HEADER_SIZE}")
     header = parse_header(buf, 0)
-    if header.magic != MAGIC_V2:
-        raise _invalid("Produce requests with version 3 and above must contain record batches of magic 2")
-    if header.batch_length < MIN_BATCH_LENGTH or header.size > size:
-        raise _corrupt(f"batch length {header.batch_length} does not fit the {size} bytes sent")
-    if header.size < size:
-        raise _invalid("Produce requests must contain exactly one record batch per partition")
+    if not allow_zstd:
+        _check_codec(header)
+        if header.compression == ZSTD:
+            raise RecordsError(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE,
+                               "Produce requests below version 7 may not use zstd compression")
+    if size < total:
+        if _whole_batch_size(buf, size, total) is not None:
+            raise _invalid("Produce requests may only contain exactly one record batch per partition")
+        raise _corrupt(f"{total - size} bytes after the record batch")
+    return header
+
+
+def _check_codec(header: BatchHeader) -> None:
+    if header.compression not in CODEC_NAMES:
+        raise RecordsError(ErrorCode.UNKNOWN_SERVER_ERROR, f"unknown compression type id: {header.compression}")
+
+
+def _check_keys(buf: Buffer, header: BatchHeader, max_decompressed: int) -> None:
+    """Compacted topics: every record needs a key. Undecodable records are INVALID_RECORD, as in Kafka."""
+    body = batch_body(buf, 0, header, max_decompressed)  # CORRUPT_MESSAGE when the payload will not inflate
+    try:
+        records = decode_body(body, header.records_count)
+    except RecordsError as exc:
+        raise _invalid(f"record batch is malformed: {exc.message}") from None
+    for index, record in enumerate(records):
+        if record.key is None:
+            raise _invalid(f"compacted topic cannot accept a message without key (record {index})")
+
+
+def validate_produce_records(buf: Buffer, *, max_batch_bytes: int, allow_zstd: bool,
+                             require_keys: bool = False,
+                             max_decompressed: int = MAX_DECOMPRESSED) -> ValidatedRecords:
+    """Accept one partition's records from a Produce v3+ request or raise RecordsError with Kafka's code.
+
+    `max_batch_bytes` is the topic's max.message.bytes, `allow_zstd` is Produce version >= 7, and
+    `require_keys` is a compacted topic (the only case that decodes records, under `max_decompressed`).
+    """
+    header = _check_request_shape(buf, allow_zstd)
+    if header.base_offset != 0:
+        raise _invalid(f"the base offset of a produced record batch must be 0, not {header.base_offset}")
     if header.size > max_batch_bytes:
         raise RecordsError(ErrorCode.MESSAGE_TOO_LARGE,
-                           f"batch of {header.size} bytes exceeds max.message.bytes {max_batch_bytes}")
-    if header.compression not in KNOWN_CODECS:
-        raise _corrupt(f"unknown compression codec {header.compression}")
-    if header.compression == ZSTD and not allow_zstd:
-        raise RecordsError(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE,
-                           "zstd compression needs Produce version 7 or above")
+                           f"record batch of {header.size} bytes exceeds max.message.bytes {max_batch_bytes}")
     if not crc_ok(buf, 0, header):
-        raise _corrupt("record batch CRC mismatch")
-    if header.records_count <= 0 or header.last_offset_delta < 0 \
-            or header.records_count != header.last_offset_delta + 1:
-        raise _invalid(f"inconsistent batch: {header.records_count} records, last offset delta "
-                       f"{header.last_offset_delta}")
-    if header.is_control:
-        raise _invalid("clients are not allowed to write control records")
-    if header.producer_id >= 0 and header.base_sequence < 0:
-        raise _invalid("a batch with a producer id must carry a sequence number")
+        raise _corrupt(f"record batch is corrupt (stored crc = {header.crc})")
+    _check_codec(header)
+    for refused, message in _BATCH_RULES:
+        if refused(header):
+            raise _invalid(f"{message} (last offset delta {header.last_offset_delta}, "
+                           f"{header.records_count} records, producer id {header.producer_id})")
     if require_keys:
-        for record in decode_records(buf, 0, header):
-            if record.key is None:
-                raise _invalid("compacted topic cannot accept message without key")
+        _check_keys(buf, header, max_decompressed)
     return ValidatedRecords(
         batches=[(0, header)],
         record_count=header.records_count,
