@@ -1,57 +1,44 @@
-"""Kafka's offset checkpoint files: `0` (version), a count, then `topic partition offset` lines.
+"""Kafka's offset checkpoint files at a log dir's root.
 
-Written to a temp file, fsynced, renamed over the old one and the directory fsynced, so a crash leaves
-either the old or the new file, never half of one. An unreadable file reads as empty: the logs then
-recover from their start, which is slow but safe.
+Format (text): a version line `0`, a count line, then one `topic partition offset` line per partition.
+`recovery-point-offset-checkpoint` says how far each log is fsynced (recovery after a crash starts
+there), `log-start-offset-checkpoint` where each log starts. Written atomically (temp, fsync, rename,
+fsync dir). A missing or unreadable file reads as empty: logs then recover from their start, which is
+slow but safe.
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
+
+from pybroker.storage.files import atomic_write
 
 RECOVERY_POINT = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET = "log-start-offset-checkpoint"
 VERSION = 0
 
-
-def fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+PartitionOffsets = dict[tuple[str, int], int]
 
 
-def atomic_write(path: Path, data: bytes) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
-    fsync_dir(path.parent)
-
-
-def write_checkpoint(path: Path, offsets: dict[tuple[str, int], int]) -> None:
+def write_checkpoint(path: Path, offsets: PartitionOffsets) -> None:
     lines = [str(VERSION), str(len(offsets))]
     lines += [f"{topic} {partition} {offset}" for (topic, partition), offset in sorted(offsets.items())]
     atomic_write(path, ("\n".join(lines) + "\n").encode())
 
 
-def read_checkpoint(path: Path) -> dict[tuple[str, int], int]:
+def read_checkpoint(path: Path) -> PartitionOffsets:
     try:
-        lines = path.read_text().splitlines()
-    except (FileNotFoundError, UnicodeDecodeError):
+        lines = path.read_bytes().decode().splitlines()
+    except (OSError, UnicodeDecodeError):
         return {}
     try:
         if int(lines[0]) != VERSION:
             return {}
         count = int(lines[1])
-        offsets: dict[tuple[str, int], int] = {}
+        offsets: PartitionOffsets = {}
         for line in lines[2 : 2 + count]:
-            topic, partition, offset = line.rsplit(" ", 2)
+            topic, partition, offset = line.split()
             offsets[(topic, int(partition))] = int(offset)
-        return offsets if len(offsets) == count else {}
     except (IndexError, ValueError):
         return {}
+    return offsets if len(offsets) == count else {}

@@ -1,31 +1,41 @@
-"""One partition's log: ordered segments, offset assignment, reads, time lookups, flushing, recovery.
+"""One partition's log: ordered segments, offset assignment, reads, time lookups, flushing, truncation.
 
-Appends and reads run on the broker's event-loop thread; `flush` runs on the log dir's flusher thread.
-A small lock guards only the segment list and the flushed mark, never an fsync, so a flush cannot
-stall an append. The recovery point (everything below it is fsynced) is taken *before* fsyncing and
-published after, so it never runs ahead of what is durable.
+Threads: `append`, `read` and the lookups run on the broker's event-loop thread; `flush` runs on the
+log dir's flusher thread (or the flush-policy worker). The segment list is replaced, never mutated, so a
+flush works on a consistent snapshot without a lock that append needs. The flush lock is held during
+fsync, but only against other flushes and against close/delete/truncate. A flush reads the log end
+*before* fsyncing and publishes it as the recovery point after, so the recovery point never runs ahead
+of what is durable (fsynced <= written <= appended).
 """
 
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import threading
 import time
 import uuid
 from bisect import bisect_right
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO
 
-from pybroker.protocol.records.batch import BatchHeader, patch_base_offset, patch_leader_epoch
-from pybroker.protocol.records.record import decode_records
-from pybroker.storage.errors import OffsetOutOfRange
+from pybroker.protocol.records.batch import BatchHeader, parse_header, patch_base_offset, patch_leader_epoch
+from pybroker.storage.errors import LogClosedError, OffsetOutOfRange
+from pybroker.storage.files import fsync_dir
 from pybroker.storage.log_config import LogConfig
-from pybroker.storage.producer_state import ProducerState
+from pybroker.storage.log_loader import LoadStats, load_segments
+from pybroker.storage.producer_state import ProducerStateManager
 from pybroker.storage.segment import Segment
+from pybroker.storage.time_index import NO_TIMESTAMP
 
-MAX_RELATIVE_OFFSET = 2**31 - 1
+DELETE_SUFFIX = "-delete"
+
+
+def wall_clock_ms() -> int:
+    return time.time_ns() // 1_000_000
 
 
 @dataclass(slots=True)
@@ -37,11 +47,11 @@ class AppendResult:
 
 
 class FileRegion:
-    """A byte range of a segment file, sent with `os.sendfile` or read with `pread`."""
+    """A byte range of a segment file: the server `os.sendfile`s it, or reads it with `pread`."""
 
     __slots__ = ("file", "length", "position")
 
-    def __init__(self, file: Any, position: int, length: int) -> None:
+    def __init__(self, file: IO[bytes], position: int, length: int) -> None:
         self.file = file
         self.position = position
         self.length = length
@@ -52,240 +62,350 @@ class FileRegion:
     def read_bytes(self) -> bytes:
         return os.pread(self.file.fileno(), self.length, self.position)
 
+    def __repr__(self) -> str:
+        return f"FileRegion({getattr(self.file, 'name', '?')!r}, position={self.position}, length={self.length})"
 
-@dataclass(slots=True)
+
+@dataclass(frozen=True, slots=True)
 class ReadResult:
     region: FileRegion | None
 
 
-@dataclass(slots=True)
-class RecoveryStats:
-    segments_recovered: int = 0
-    bytes_truncated: int = 0
-
-
-def _now_ms() -> int:
-    return time.time_ns() // 1_000_000
+NOTHING_TO_READ = ReadResult(None)
 
 
 class Log:
     def __init__(self, directory: Path, topic: str, partition: int, topic_id: uuid.UUID, config: LogConfig,
-                 *, recovery_point: int = 0, log_start_offset: int = 0, clean: bool = True) -> None:
-        self.dir = directory
+                 *, recovery_point: int = 0, log_start_offset: int = 0, clean: bool = True,
+                 clock_ms: Callable[[], int] | None = None) -> None:
+        self.dir = Path(directory)
         self.topic = topic
         self.partition = partition
         self.topic_id = topic_id
         self.config = config
-        self.log_start_offset = log_start_offset
-        self.recovery_point = recovery_point
-        self.unflushed_messages = 0
-        self.last_flush_ms = _now_ms()
-        self.stats = RecoveryStats()
-        self._lock = threading.Lock()
-        self.segments: list[Segment] = []
-        self.producer_state = ProducerState(directory)
-        directory.mkdir(parents=True, exist_ok=True)
-        self._load(clean)
+        self._clock = clock_ms or wall_clock_ms
+        self._flush_lock = threading.Lock()
+        self._closed = False
+        #: removed segments whose `.log` stays open until their deadline, for reads already handed out
+        self._retired: list[tuple[int, Segment]] = []
+        self.dir.mkdir(parents=True, exist_ok=True)
+        now = self._clock()
+        loaded = load_segments(self.dir, config, clean=clean, recovery_point=recovery_point,
+                               log_start_offset=log_start_offset, now_ms=now,
+                               new_segment=lambda base: self._new_segment(base, now))
+        self._segments: list[Segment] = loaded.segments
+        self._bases = [s.base_offset for s in self._segments]
+        self.log_start_offset = loaded.log_start_offset
+        self._recovery_point = loaded.recovery_point
+        self.load_stats: LoadStats = loaded.stats
+        self.last_flush_ms = now
+        self.producer_state = ProducerStateManager(self.dir)
+        try:
+            self._rebuild_producer_state(now)
+        except BaseException:
+            for segment in self._segments:
+                segment.release()
+            raise
 
-    # -- loading -----------------------------------------------------------------------------
-    def _load(self, clean: bool) -> None:
-        for tmp in self.dir.glob("*.tmp"):
-            tmp.unlink(missing_ok=True)
-        bases = sorted(int(p.name[:20]) for p in self.dir.glob("*.log") if p.name[:20].isdigit())
-        now = _now_ms()
-        for i, base in enumerate(bases):
-            segment = Segment(self.dir, base, self.config.index_interval_bytes, now)
-            trusted = clean or (segment.base_offset < self.recovery_point and (
-                i + 1 < len(bases) and bases[i + 1] <= self.recovery_point))
-            truncated = segment.load(trust_indexes=trusted)
-            if not trusted:
-                self.stats.segments_recovered += 1
-            self.stats.bytes_truncated += truncated
-            if segment.first_timestamp is not None:
-                segment.created_ms = segment.first_timestamp
-            self.segments.append(segment)
-            if truncated:
-                # nothing after a damaged segment can be trusted to follow it
-                for later in bases[i + 1 :]:
-                    doomed = Segment(self.dir, later, self.config.index_interval_bytes, now)
-                    self.stats.bytes_truncated += doomed.size
-                    doomed.delete_files()
-                break
-        if not self.segments:
-            start = max(self.log_start_offset, 0)
-            self.segments.append(Segment(self.dir, start, self.config.index_interval_bytes, now))
-        self.log_start_offset = max(self.log_start_offset, self.segments[0].base_offset)
-        self.recovery_point = min(self.recovery_point, self.log_end_offset)
-        if not clean:
-            self.recovery_point = min(self.recovery_point, self.log_end_offset)
-        self._load_producer_state()
+    def __repr__(self) -> str:
+        return f"Log({self.topic}-{self.partition}, start={self.log_start_offset}, end={self.log_end_offset})"
 
-    def _load_producer_state(self) -> None:
-        start = self.producer_state.load_latest(self.log_end_offset)
-        for segment in self.segments:
+    def _new_segment(self, base_offset: int, now_ms: int) -> Segment:
+        config = self.config
+        jitter_bound = min(config.segment_jitter_ms, config.segment_ms)
+        return Segment.create(self.dir, base_offset, now_ms=now_ms,
+                              roll_jitter_ms=random.randrange(jitter_bound) if jitter_bound > 0 else 0,
+                              max_index_bytes=config.max_index_bytes,
+                              index_interval_bytes=config.index_interval_bytes)
+
+    def _rebuild_producer_state(self, now_ms: int) -> None:
+        """Newest snapshot, then the producer batches after it (headers only)."""
+        state = self.producer_state
+        start = state.load(self.log_start_offset, self.log_end_offset, now_ms)
+        for segment in self._segments:
             if segment.next_offset <= start:
                 continue
-            for _, header in segment.scan(segment.index.lookup(start) if segment.base_offset < start else 0):
-                if header.last_offset < start or header.producer_id < 0:
+            position = 0
+            if segment.base_offset < start:
+                found = segment.find(start)
+                if found is None:
                     continue
-                self.producer_state.update(header, header.base_offset, header.last_offset)
+                position = found[0]
+            for _, header in segment.headers(position):
+                if header.producer_id >= 0 and header.base_offset >= start and not header.is_control:
+                    state.update(header)
 
-    # -- offsets -----------------------------------------------------------------------------
+    # -- offsets and sizes -------------------------------------------------------------------------
     @property
-    def active(self) -> Segment:
-        return self.segments[-1]
+    def segments(self) -> list[Segment]:
+        """The segments, oldest first (a snapshot: rolls replace the list rather than change it)."""
+        return self._segments
+
+    @property
+    def active_segment(self) -> Segment:
+        return self._segments[-1]
 
     @property
     def log_end_offset(self) -> int:
-        return self.segments[-1].next_offset
+        return self._segments[-1].next_offset
 
     @property
     def high_watermark(self) -> int:
-        return self.segments[-1].next_offset
+        """A single node's high watermark is its log end."""
+        return self._segments[-1].next_offset
+
+    @property
+    def recovery_point(self) -> int:
+        """Every offset below this is fsynced."""
+        return self._recovery_point
+
+    @property
+    def unflushed_messages(self) -> int:
+        """Offsets appended but not yet fsynced (Kafka counts offsets too)."""
+        return self._segments[-1].next_offset - self._recovery_point
 
     @property
     def size_bytes(self) -> int:
-        return sum(s.size for s in self.segments)
+        return sum(s.size for s in self._segments)
 
     def update_config(self, config: LogConfig) -> None:
+        """New settings apply from the next append (index sizes from the next segment, as in Kafka)."""
         self.config = config
+        self._segments[-1].index_interval_bytes = config.index_interval_bytes
 
-    # -- appending ---------------------------------------------------------------------------
-    def append(self, records: Any, batches: list[tuple[int, BatchHeader]], *, now_ms: int,
+    # -- appending ---------------------------------------------------------------------------------
+    def append(self, records: bytearray | memoryview, batches: list[tuple[int, BatchHeader]], *, now_ms: int,
                leader_epoch: int = 0) -> AppendResult:
-        """Assign offsets from the log end (patching the caller's buffer in place) and write."""
-        for _, header in batches:
-            if header.producer_id >= 0:
-                original = self.producer_state.check(header)
-                if original is not None:
-                    return AppendResult(original.first_offset, original.last_offset, self.log_start_offset, True)
-        size = len(records)
-        self._maybe_roll(size, now_ms, batches)
-        next_offset = self.log_end_offset
-        base = next_offset
-        last_offsets: list[int] = []
-        for pos, header in batches:
+        """Assign offsets from the log end by patching each batch in the caller's buffer, and write it.
+
+        `records` holds whole, validated batches at the positions `batches` names. Their headers are
+        re-read from the buffer after patching (a LogAppendTime stamp may postdate the caller's parse).
+        Idempotent producers' batches are then checked: a duplicate returns its original offsets and
+        writes nothing; a fenced or out-of-sequence batch raises `ProducerStateError` (either way the
+        buffer keeps the offsets it was patched with, which nothing reads).
+        """
+        if self._closed:
+            raise LogClosedError(f"{self!r} is closed")
+        if not batches:
+            raise ValueError("an append needs at least one batch")
+        segment = self._segments[-1]
+        base_offset = next_offset = segment.next_offset  # a roll starts the new segment right here
+        current: list[tuple[int, BatchHeader]] = []
+        max_timestamp = NO_TIMESTAMP
+        idempotent = False
+        for pos, _ in batches:
             patch_base_offset(records, pos, next_offset)
             patch_leader_epoch(records, pos, leader_epoch)
+            header = parse_header(records, pos)
+            current.append((pos, header))
             next_offset += header.last_offset_delta + 1
-            last_offsets.append(next_offset - 1)
-        self.active.append(records, batches, last_offsets)
-        for (_, header), last in zip(batches, last_offsets, strict=True):
+            if header.max_timestamp > max_timestamp:
+                max_timestamp = header.max_timestamp
             if header.producer_id >= 0:
-                self.producer_state.update(header, last - header.last_offset_delta, last)
-        self.unflushed_messages += sum(h.records_count for _, h in batches)
-        return AppendResult(base, next_offset - 1, self.log_start_offset)
-
-    def _maybe_roll(self, size: int, now_ms: int, batches: list[tuple[int, BatchHeader]]) -> None:
-        active = self.active
-        if active.size == 0:
-            return
-        last_delta = sum(h.last_offset_delta + 1 for _, h in batches)
-        full = active.size + size > self.config.segment_bytes
-        old = now_ms - active.created_ms > self.config.segment_ms - self.config.segment_jitter_ms
-        index_full = len(active.index) * 8 >= self.config.max_index_bytes - 8
-        overflow = self.log_end_offset + last_delta - active.base_offset > MAX_RELATIVE_OFFSET
-        if full or old or index_full or overflow:
-            self.roll(now_ms)
+                idempotent = True
+        if idempotent:
+            duplicate = self.producer_state.check(current)
+            if duplicate is not None:
+                return AppendResult(duplicate.first_offset, duplicate.last_offset, self.log_start_offset, True)
+        config = self.config
+        if segment.should_roll(append_size=len(records), append_max_timestamp=max_timestamp,
+                               append_last_offset=next_offset - 1, segment_bytes=config.segment_bytes,
+                               segment_ms=config.segment_ms, now_ms=now_ms):
+            segment = self.roll(now_ms)
+        segment.append(records, current)
+        if idempotent:
+            update = self.producer_state.update
+            for _, header in current:
+                if header.producer_id >= 0:
+                    update(header)
+        return AppendResult(base_offset, next_offset - 1, self.log_start_offset)
 
     def roll(self, now_ms: int | None = None) -> Segment:
-        now_ms = _now_ms() if now_ms is None else now_ms
-        base = self.log_end_offset
-        segment = Segment(self.dir, base, self.config.index_interval_bytes, now_ms)
-        segment.next_offset = base
-        with self._lock:
-            self.segments.append(segment)
-        self.producer_state.write_snapshot(base)
+        """Start a new segment at the log end (the active one is kept if it is empty)."""
+        active = self._segments[-1]
+        if active.size == 0:
+            return active
+        now = self._clock() if now_ms is None else now_ms
+        base = active.next_offset
+        active.become_inactive()
+        segment = self._new_segment(base, now)
+        self._segments = [*self._segments, segment]
+        self._bases = [*self._bases, base]
+        self.producer_state.remove_expired(now)
+        self.producer_state.take_snapshot(base, sync=False)
         return segment
 
-    # -- reading -----------------------------------------------------------------------------
-    def _segment_index(self, offset: int) -> int:
-        bases = [s.base_offset for s in self.segments]
-        return max(bisect_right(bases, offset) - 1, 0)
-
+    # -- reading -----------------------------------------------------------------------------------
     def read(self, offset: int, max_bytes: int, *, max_offset: int | None = None,
              min_one_batch: bool = True) -> ReadResult:
-        end = self.log_end_offset
+        """Whole batches from the one holding `offset`: at most `max_bytes` (but at least one batch when
+        `min_one_batch`), none reaching `max_offset` (default: the high watermark), one segment only."""
+        if self._closed:
+            raise LogClosedError(f"{self!r} is closed")
+        segments = self._segments
+        end = segments[-1].next_offset
         if offset < self.log_start_offset or offset > end:
             raise OffsetOutOfRange(offset, self.log_start_offset, end)
         limit = end if max_offset is None else min(max_offset, end)
         if offset >= limit:
-            return ReadResult(None)
-        segments = self.segments
-        for segment in segments[self._segment_index(offset):]:
-            if segment.next_offset <= offset:
-                continue
-            found = segment.read(offset, max_bytes, limit, min_one_batch)
+            return NOTHING_TO_READ
+        for i in range(max(bisect_right(self._bases, offset) - 1, 0), len(segments)):
+            segment = segments[i]
+            found = segment.read_region(offset, max_bytes, limit, min_one_batch)
             if found is None:
-                return ReadResult(None)
-            return ReadResult(FileRegion(segment.file, found[0], found[1]))
-        return ReadResult(None)
+                continue  # past this segment's last batch (a gap): the next segment has it
+            position, length = found
+            return ReadResult(FileRegion(segment.file, position, length)) if length else NOTHING_TO_READ
+        return NOTHING_TO_READ
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
-        """The first record with a timestamp at or after `timestamp`: (offset, its timestamp)."""
-        for segment in self.segments:
-            if segment.max_timestamp < timestamp:
+        """(offset, timestamp) of the first record whose timestamp is at or after `timestamp`."""
+        start = self.log_start_offset
+        for segment in self._segments:
+            if segment.next_offset <= start or segment.max_timestamp < timestamp:
                 continue
-            start_offset = max(segment.timeindex.lookup(timestamp), self.log_start_offset)
-            for pos, header in segment.scan(segment.index.lookup(start_offset)):
-                if header.max_timestamp < timestamp or header.last_offset < self.log_start_offset:
-                    continue
-                return self._record_at_or_after(segment, pos, header, timestamp)
+            found = segment.find_by_timestamp(timestamp, start)
+            if found is not None:
+                return found
         return None
 
-    def _record_at_or_after(self, segment: Segment, pos: int, header: BatchHeader,
-                            timestamp: int) -> tuple[int, int]:
-        if header.timestamp_type == 1:  # LogAppendTime: every record has the batch's max timestamp
-            return max(header.base_offset, self.log_start_offset), header.max_timestamp
-        raw = segment.read_bytes(pos, header.size)
-        for record in decode_records(raw, 0, header):
-            ts = header.base_timestamp + record.timestamp_delta
-            offset = header.base_offset + record.offset_delta
-            if ts >= timestamp and offset >= self.log_start_offset:
-                return offset, ts
-        return header.last_offset, header.max_timestamp
-
     def max_timestamp_and_offset(self) -> tuple[int, int]:
-        """(largest timestamp, offset of its record) over the log; (-1, -1) when empty."""
-        best = (-1, -1)
-        for segment in self.segments:
-            if segment.max_timestamp > best[0]:
-                best = (segment.max_timestamp, segment.offset_of_max_timestamp)
-        if best[1] < 0:
-            return best
-        segment = self.segments[self._segment_index(best[1])]
-        found = segment.find(best[1])
-        if found is not None and found[1].timestamp_type == 0:
-            pos, header = found
-            for record in decode_records(segment.read_bytes(pos, header.size), 0, header):
-                if header.base_timestamp + record.timestamp_delta == header.max_timestamp:
-                    return header.max_timestamp, header.base_offset + record.offset_delta
-        return best
+        """(largest timestamp, offset of its first record): ListOffsets -3. (-1, -1) when empty."""
+        best: Segment | None = None
+        for segment in self._segments:
+            if segment.next_offset > self.log_start_offset and segment.size and (
+                    best is None or segment.max_timestamp > best.max_timestamp):
+                best = segment
+        if best is None or best.max_timestamp < 0:
+            return -1, -1
+        return best.offset_of_max_timestamp()
 
-    # -- durability --------------------------------------------------------------------------
+    # -- durability --------------------------------------------------------------------------------
     def flush(self, up_to: int | None = None) -> int:
-        """fsync everything appended so far; returns the new recovery point."""
-        with self._lock:
-            target = self.log_end_offset
-            segments = [s for s in self.segments if s.next_offset > self.recovery_point or s is self.segments[-1]]
-            pending = self.unflushed_messages
-        if target <= self.recovery_point and up_to is not None and up_to <= self.recovery_point:
-            return self.recovery_point
-        for segment in segments:
-            segment.flush()
-        with self._lock:
-            self.recovery_point = max(self.recovery_point, target)
-            self.unflushed_messages = max(self.unflushed_messages - pending, 0)
-            self.last_flush_ms = _now_ms()
-        return self.recovery_point
+        """fsync everything appended so far (nothing if `up_to` is already durable); returns the new
+        recovery point. Safe to call from any thread, concurrently with appends."""
+        if up_to is not None and up_to <= self._recovery_point:
+            return self._recovery_point
+        with self._flush_lock:
+            if self._closed:
+                raise LogClosedError(f"{self!r} is closed")
+            target = self._segments[-1].next_offset  # before the fsync: never claim more than is synced
+            point = self._recovery_point
+            dirty: list[Segment] = []
+            for segment in reversed(self._segments):
+                if segment.next_offset <= point and (segment.active or segment.indexes_synced):
+                    break
+                dirty.append(segment)
+            for segment in dirty:
+                segment.flush()
+            if any(segment.base_offset >= point for segment in dirty):
+                fsync_dir(self.dir)  # a segment created since the last flush: make its name durable
+            self._recovery_point = max(point, target)
+            self.last_flush_ms = self._clock()
+            return self._recovery_point
 
-    def write_producer_snapshot(self) -> None:
-        self.producer_state.write_snapshot(self.log_end_offset)
+    def take_producer_snapshot(self) -> None:
+        """Snapshot the producer state at the log end (at clean shutdown; rolls take their own)."""
+        state = self.producer_state
+        end = self.log_end_offset
+        if not state.snapshot_path(end).exists():
+            state.take_snapshot(end, sync=bool(state.producers))
+
+    def truncate_to(self, offset: int) -> None:
+        """Remove everything from the batch holding `offset` on; the log end becomes that batch's base
+        offset (at a batch boundary, `offset` itself). Below the log start, the log restarts empty."""
+        with self._flush_lock:
+            if self._closed:
+                raise LogClosedError(f"{self!r} is closed")
+            if offset >= self.log_end_offset:
+                return
+            now = self._clock()
+            segments = self._segments
+            if offset < self.log_start_offset or segments[0].base_offset > offset:
+                self._truncate_fully(offset, now)
+                return
+            kept = [s for s in segments if s.base_offset <= offset]
+            self._retire(segments[len(kept) :], now)
+            last = kept[-1]
+            last.upper_bound = None
+            last.truncate_to(offset, now)
+            if not last.active:
+                last.make_active(self.config.max_index_bytes)
+            self._segments, self._bases = kept, [s.base_offset for s in kept]
+            self._recovery_point = min(self._recovery_point, self.log_end_offset)
+            self._rebuild_producer_state(now)
+
+    def _truncate_fully(self, offset: int, now_ms: int) -> None:
+        self._retire(self._segments, now_ms)
+        self.producer_state.delete_snapshots(below=2**63 - 1)
+        self._segments = [self._new_segment(offset, now_ms)]
+        self._bases = [offset]
+        self.log_start_offset = offset
+        self._recovery_point = min(self._recovery_point, offset)
+        self._rebuild_producer_state(now_ms)
+
+    # -- lifetime ----------------------------------------------------------------------------------
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def _retire(self, segments: list[Segment], now_ms: int) -> None:
+        """Delete segments' files, keeping their open `.log` for `file.delete.delay.ms` (Kafka's delay)
+        so a region already handed to the server is still sent from the right file."""
+        deadline = now_ms + self.config.file_delete_delay_ms
+        for segment in segments:
+            segment.delete_files(keep_open=True)
+            self._retired.append((deadline, segment))
+
+    def release_retired(self, now_ms: int | None = None) -> bool:
+        """Close retired segments whose delay passed (all of them without `now_ms`); True when none
+        are left."""
+        with self._flush_lock:
+            keep = []
+            for deadline, segment in self._retired:
+                if now_ms is None or deadline <= now_ms:
+                    segment.release()
+                else:
+                    keep.append((deadline, segment))
+            self._retired = keep
+            return not keep
 
     def close(self) -> None:
-        for segment in self.segments:
-            segment.close()
+        """Snapshot producer state, trim and fsync the indexes, close the files (data stays as flushed)."""
+        with self._flush_lock:
+            if self._closed:
+                return
+            self._closed = True
+            try:
+                self.take_producer_snapshot()
+            finally:
+                _close_all(self._segments, sync=True)
+        self.release_retired()
 
     def delete(self) -> None:
-        self.close()
-        shutil.rmtree(self.dir, ignore_errors=True)
+        """Remove the partition: rename its dir to Kafka's `<dir>.<uuid>-delete` (atomic), then remove
+        it. The `.log` files stay open until `release_retired` (regions already handed out)."""
+        with self._flush_lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._retire(self._segments, self._clock())
+        doomed = self.dir.with_name(f"{self.dir.name}.{uuid.uuid4().hex}{DELETE_SUFFIX}")
+        try:
+            os.rename(self.dir, doomed)
+        except FileNotFoundError:
+            return
+        shutil.rmtree(doomed, ignore_errors=True)
+
+
+def _close_all(segments: list[Segment], *, sync: bool) -> None:
+    """Close every segment even if some fail; re-raise the first failure."""
+    first: BaseException | None = None
+    for segment in segments:
+        try:
+            segment.close(sync=sync)
+        except OSError as exc:
+            first = first or exc
+    if first is not None:
+        raise first
+

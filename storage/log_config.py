@@ -1,4 +1,8 @@
-"""A partition log's settings, as plain values (the broker resolves them from its config table)."""
+"""A partition log's settings as plain values with Kafka's defaults.
+
+The broker resolves topic overrides, broker synonyms and defaults from its config table and builds one
+of these; the storage layer never reads config keys itself.
+"""
 
 from __future__ import annotations
 
@@ -9,14 +13,14 @@ LONG_MAX = 2**63 - 1
 
 @dataclass(frozen=True, slots=True)
 class LogConfig:
-    segment_bytes: int = 1_073_741_824
-    segment_ms: int = 604_800_000
-    segment_jitter_ms: int = 0
-    index_interval_bytes: int = 4096
-    max_index_bytes: int = 10_485_760
-    flush_interval_messages: int = LONG_MAX
-    flush_interval_ms: int = LONG_MAX
-    message_timestamp_type: str = "CreateTime"
+    segment_bytes: int = 1_073_741_824  # segment.bytes: roll when the active segment would pass this
+    segment_ms: int = 604_800_000  # segment.ms: roll when the segment's first batch is this old
+    segment_jitter_ms: int = 0  # segment.jitter.ms: random slack subtracted from segment_ms per segment
+    index_interval_bytes: int = 4096  # index.interval.bytes: log bytes between offset-index entries
+    max_index_bytes: int = 10_485_760  # segment.index.bytes: index preallocation; roll when full
+    flush_interval_messages: int = LONG_MAX  # flush.messages
+    flush_interval_ms: int = LONG_MAX  # flush.ms
+    message_timestamp_type: str = "CreateTime"  # or "LogAppendTime"
     message_timestamp_before_max_ms: int = LONG_MAX
     message_timestamp_after_max_ms: int = 3_600_000
     max_message_bytes: int = 1_048_588

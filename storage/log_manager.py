@@ -1,54 +1,95 @@
-"""All logs of this broker across its log dirs: locking, identity, placement, startup and shutdown.
+"""All logs of this broker across its log dirs: ownership, identity, topics, placement, durability.
 
-Each dir is locked with `flock` on `.lock` (a second broker fails fast), carries `meta.properties`
-(cluster id and node id, checked at every start), Kafka's checkpoint files and, after a clean shutdown,
-the `.kafka_cleanshutdown` marker: with it logs open fast, without it every segment above the recovery
-point is re-validated and torn or garbage tails are cut. New partitions go to the dir holding the fewest.
+Startup locks every dir, checks `meta.properties`, loads the topic table, and opens each partition
+dir: fast after a clean shutdown (the marker is present), recovering everything above the recovery
+point after a crash. A partition dir that no known topic claims (unknown name, partition beyond the
+count, or a `partition.metadata` naming another topic id) is renamed `<dir>.<uuid>-stray` and left
+for the operator, never deleted and never resurrected. New partitions go to the dir holding fewest.
+Shutdown flushes and closes every log, writes the checkpoints and then the clean-shutdown marker.
 """
 
 from __future__ import annotations
 
-import base64
-import fcntl
-import os
+import contextlib
 import re
 import shutil
+import threading
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from pybroker.storage.checkpoints import LOG_START_OFFSET, RECOVERY_POINT, read_checkpoint, write_checkpoint
 from pybroker.storage.errors import (
+    InvalidPartitionsError,
     InvalidTopicError,
-    LogDirLockedError,
-    MetaPropertiesError,
+    LogClosedError,
+    StorageError,
     TopicExistsError,
     UnknownTopicError,
 )
+from pybroker.storage.files import fsync_dir
 from pybroker.storage.flusher import Flusher
-from pybroker.storage.log import Log
+from pybroker.storage.log import Log, wall_clock_ms
 from pybroker.storage.log_config import LogConfig
-from pybroker.storage.topic_store import TopicInfo, TopicStore, write_partition_metadata
+from pybroker.storage.log_dir import (
+    clear_clean_shutdown,
+    ensure_meta_properties,
+    had_clean_shutdown,
+    lock_dir,
+    mark_clean_shutdown,
+    unlock_dir,
+)
+from pybroker.storage.topic_store import (
+    TopicInfo,
+    TopicStore,
+    read_partition_metadata,
+    write_partition_metadata,
+)
 
-CLEAN_SHUTDOWN = ".kafka_cleanshutdown"
-LOCK_FILE = ".lock"
-META = "meta.properties"
-PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
-LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
+__all__ = ["LogManager", "RecoveryStats", "TopicInfo", "validate_topic_name"]
 
-__all__ = ["LogManager", "TopicInfo"]
+PARTITION_DIR = re.compile(r"^(?P<topic>[a-zA-Z0-9._-]+)-(?P<partition>\d+)$")
+DELETE_SUFFIX = "-delete"
+STRAY_SUFFIX = "-stray"
+MAX_TOPIC_LENGTH = 249
+_LEGAL_CHARS = re.compile(r"^[a-zA-Z0-9._-]*$")
+
+#: Kafka's topic-name rules (`Topic.validate`), in order, with Kafka's messages
+_TOPIC_NAME_RULES: list[tuple[Callable[[str], bool], str]] = [
+    (lambda name: not name, "Topic name is illegal, it can't be empty"),
+    (lambda name: name in (".", ".."), 'Topic name cannot be "." or ".."'),
+    (lambda name: len(name) > MAX_TOPIC_LENGTH,
+     "Topic name is illegal, it can't be longer than 249 characters, topic name: {name}"),
+    (lambda name: not _LEGAL_CHARS.match(name),
+     "Topic name \"{name}\" is illegal, it contains a character other than ASCII alphanumerics, '.', '_' "
+     "and '-'"),
+]
 
 
-def _wall_ms() -> int:
-    return time.time_ns() // 1_000_000
+def validate_topic_name(name: str) -> None:
+    for broken, message in _TOPIC_NAME_RULES:
+        if broken(name):
+            raise InvalidTopicError(message.format(name=name))
+
+
+@dataclass(slots=True)
+class RecoveryStats:
+    """What loading one log dir took."""
+
+    log_dir: str
+    clean_shutdown: bool
+    partitions: int = 0
+    segments_recovered: int = 0
+    bytes_truncated: int = 0
+    stray_partitions: int = 0
+    seconds: float = 0.0
 
 
 class LogManager:
-    def __init__(self, log_dirs: list[Path], *, node_id: int,
-                 log_config_for: Callable[[dict[str, str]], LogConfig],
-                 clock_ms: Callable[[], int] = _wall_ms) -> None:
+    def __init__(self, log_dirs: list[Path], *, node_id: int, log_config_for: Callable[[dict[str, str]], LogConfig],
+                 clock_ms: Callable[[], int] = wall_clock_ms) -> None:
         self.dirs = [Path(d).absolute() for d in log_dirs]
         self.node_id = node_id
         self.log_config_for = log_config_for
@@ -60,83 +101,80 @@ class LogManager:
         self._topics: dict[str, TopicInfo] = {}
         self._flushers: dict[Path, Flusher] = {}
         self._store = TopicStore(self.dirs)
+        self._running = False
+        #: deleted logs whose files stay open for reads already handed out (see `Log.delete`)
+        self._deleted: list[Log] = []
+        self._deleted_lock = threading.Lock()
 
-    # -- startup -----------------------------------------------------------------------------
-    def startup(self) -> list[dict[str, Any]]:
-        for directory in self.dirs:
-            directory.mkdir(parents=True, exist_ok=True)
-            self._lock(directory)
-        self.cluster_id = self._meta_properties()
-        self._topics = self._store.load()
-        stats = [self._load_dir(d) for d in self.dirs]
-        for directory in self.dirs:
-            (directory / CLEAN_SHUTDOWN).unlink(missing_ok=True)
-            self._flushers[directory] = Flusher(directory.name)
+    # -- startup -----------------------------------------------------------------------------------
+    def startup(self) -> list[RecoveryStats]:
+        """Lock and load every log dir; one `RecoveryStats` per dir."""
+        try:
+            for directory in self.dirs:
+                directory.mkdir(parents=True, exist_ok=True)
+                self._locks.append(lock_dir(directory))
+            self.cluster_id = ensure_meta_properties(self.dirs, self.node_id)
+            self._topics = self._store.load()
+            stats = [self._load_dir(directory) for directory in self.dirs]
+            for info in self._topics.values():
+                self._create_partitions(info, info.num_partitions)  # any whose dir went missing
+            for directory in self.dirs:
+                clear_clean_shutdown(directory)
+        except BaseException:
+            self._abandon()
+            raise
+        self._flushers = {directory: Flusher(directory.name) for directory in self.dirs}
+        self._running = True
         return stats
 
-    def _lock(self, directory: Path) -> None:
-        fd = os.open(directory / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            raise LogDirLockedError(f"log dir {directory} is in use by another broker process") from None
-        self._locks.append(fd)
+    def _abandon(self) -> None:
+        """Undo a failed startup: close what was opened, release the locks."""
+        for log in self._logs.values():
+            with contextlib.suppress(Exception):
+                log.close()
+        self._logs.clear()
+        self._dir_of.clear()
+        for fd in self._locks:
+            unlock_dir(fd)
+        self._locks = []
 
-    def _meta_properties(self) -> str:
-        cluster_id = ""
-        for directory in self.dirs:
-            path = directory / META
-            if not path.exists():
-                continue
-            props = dict(line.split("=", 1) for line in path.read_text().splitlines()
-                         if "=" in line and not line.startswith("#"))
-            if int(props.get("node.id", self.node_id)) != self.node_id:
-                raise MetaPropertiesError(f"{path} belongs to node {props['node.id']}, not {self.node_id}")
-            found = props.get("cluster.id", "")
-            if cluster_id and found and found != cluster_id:
-                raise MetaPropertiesError(f"{path} has cluster id {found}, other dirs have {cluster_id}")
-            cluster_id = cluster_id or found
-        if not cluster_id:
-            cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-        for directory in self.dirs:
-            path = directory / META
-            if not path.exists():
-                path.write_text(f"version=1\ncluster.id={cluster_id}\nnode.id={self.node_id}\n")
-        return cluster_id
-
-    def _load_dir(self, directory: Path) -> dict[str, Any]:
+    def _load_dir(self, directory: Path) -> RecoveryStats:
         started = time.monotonic()
-        clean = (directory / CLEAN_SHUTDOWN).exists()
-        recovery = read_checkpoint(directory / RECOVERY_POINT)
-        starts = read_checkpoint(directory / LOG_START_OFFSET)
-        stats: dict[str, Any] = {"log_dir": str(directory), "clean_shutdown": clean, "partitions": 0,
-                                 "segments_recovered": 0, "bytes_truncated": 0}
+        clean = had_clean_shutdown(directory)
+        recovery_points = read_checkpoint(directory / RECOVERY_POINT)
+        start_offsets = read_checkpoint(directory / LOG_START_OFFSET)
+        stats = RecoveryStats(str(directory), clean)
         for child in sorted(directory.iterdir()):
-            if not child.is_dir():
+            if not child.is_dir() or child.name.endswith(STRAY_SUFFIX):
                 continue
-            if child.name.endswith("-delete"):
+            if child.name.endswith(DELETE_SUFFIX):  # a deletion that a crash interrupted
                 shutil.rmtree(child, ignore_errors=True)
                 continue
             match = PARTITION_DIR.match(child.name)
             if match is None:
                 continue
-            topic, partition = match["topic"], int(match["partition"])
-            info = self._topics.get(topic)
-            if info is None or partition >= info.num_partitions:
+            key = (match["topic"], int(match["partition"]))
+            info = self._topics.get(key[0])
+            owner = read_partition_metadata(child)
+            if info is None or key[1] >= info.num_partitions or key in self._logs or \
+                    owner not in (None, info.topic_id):
+                _set_aside(child)
+                stats.stray_partitions += 1
                 continue
-            key = (topic, partition)
-            log = Log(child, topic, partition, info.topic_id, self.log_config_for(info.configs),
-                      recovery_point=recovery.get(key, 0), log_start_offset=starts.get(key, 0), clean=clean)
+            log = Log(child, key[0], key[1], info.topic_id, self.log_config_for(info.configs),
+                      recovery_point=recovery_points.get(key, 0), log_start_offset=start_offsets.get(key, 0),
+                      clean=clean, clock_ms=self.clock_ms)
+            if owner is None:
+                write_partition_metadata(child, info.topic_id)
             self._logs[key] = log
             self._dir_of[key] = directory
-            stats["partitions"] += 1
-            stats["segments_recovered"] += log.stats.segments_recovered
-            stats["bytes_truncated"] += log.stats.bytes_truncated
-        stats["seconds"] = round(time.monotonic() - started, 3)
+            stats.partitions += 1
+            stats.segments_recovered += log.load_stats.segments_recovered
+            stats.bytes_truncated += log.load_stats.bytes_truncated
+        stats.seconds = round(time.monotonic() - started, 3)
         return stats
 
-    # -- topics ------------------------------------------------------------------------------
+    # -- topics ------------------------------------------------------------------------------------
     def topics(self) -> dict[str, TopicInfo]:
         return self._topics
 
@@ -146,57 +184,48 @@ class LogManager:
     def logs(self) -> list[Log]:
         return list(self._logs.values())
 
+    def dir_of(self, topic: str, partition: int) -> Path | None:
+        """The log dir holding a partition."""
+        return self._dir_of.get((topic, partition))
+
     def create_topic(self, name: str, num_partitions: int, configs: dict[str, str]) -> TopicInfo:
-        if not LEGAL_TOPIC.match(name) or name in (".", ".."):
-            raise InvalidTopicError(f"Topic name \"{name}\" is illegal")
+        validate_topic_name(name)
         if name in self._topics:
             raise TopicExistsError(f"Topic '{name}' already exists.")
+        collision = next((t for t in self._topics if t.replace(".", "_") == name.replace(".", "_")), None)
+        if collision is not None:
+            raise InvalidTopicError(f"Topic '{name}' collides with existing topic: {collision}")
+        if num_partitions < 1:
+            raise InvalidPartitionsError("Number of partitions must be larger than 0.")
         info = TopicInfo(name, uuid.uuid4(), 0, dict(configs))
+        try:
+            self._create_partitions(info, num_partitions)
+        except BaseException:
+            self._drop_logs(name, num_partitions)
+            raise
         self._topics[name] = info
-        self._grow(info, num_partitions)
+        self._store.save(self._topics)
         return info
 
     def add_partitions(self, name: str, new_total: int) -> TopicInfo:
-        info = self._topics.get(name)
-        if info is None:
-            raise UnknownTopicError(name)
-        self._grow(info, new_total)
+        info = self._topic(name)
+        if new_total <= info.num_partitions:
+            raise InvalidPartitionsError(f"Topic currently has {info.num_partitions} partitions, which is "
+                                         f"higher than the requested {new_total}.")
+        self._create_partitions(info, new_total)
+        self._store.save(self._topics)
         return info
 
-    def _grow(self, info: TopicInfo, new_total: int) -> None:
-        config = self.log_config_for(info.configs)
-        for partition in range(info.num_partitions, new_total):
-            directory = min(self.dirs, key=lambda d: sum(1 for v in self._dir_of.values() if v == d))
-            path = directory / f"{info.name}-{partition}"
-            if path.exists():
-                shutil.rmtree(path)
-            path.mkdir(parents=True)
-            write_partition_metadata(path, info.topic_id)
-            key = (info.name, partition)
-            self._logs[key] = Log(path, info.name, partition, info.topic_id, config)
-            self._dir_of[key] = directory
-        info.num_partitions = max(info.num_partitions, new_total)
-        self._store.save(self._topics)
-
     def delete_topic(self, name: str) -> None:
-        info = self._topics.pop(name, None)
-        if info is None:
-            raise UnknownTopicError(name)
+        """Forget the topic (durably, first), then remove its partition dirs."""
+        info = self._topic(name)
+        del self._topics[name]
         self._store.save(self._topics)
-        for partition in range(info.num_partitions):
-            log = self._logs.pop((name, partition), None)
-            self._dir_of.pop((name, partition), None)
-            if log is None:
-                continue
-            log.close()
-            doomed = log.dir.with_name(f"{log.dir.name}.{uuid.uuid4().hex}-delete")
-            log.dir.rename(doomed)
-            shutil.rmtree(doomed, ignore_errors=True)
+        self._drop_logs(name, info.num_partitions)
 
     def alter_topic_configs(self, name: str, configs: dict[str, str]) -> None:
-        info = self._topics.get(name)
-        if info is None:
-            raise UnknownTopicError(name)
+        """Replace the topic's overrides; its logs take the new settings from their next append."""
+        info = self._topic(name)
         info.configs = dict(configs)
         self._store.save(self._topics)
         config = self.log_config_for(info.configs)
@@ -205,37 +234,109 @@ class LogManager:
             if log is not None:
                 log.update_config(config)
 
-    # -- durability --------------------------------------------------------------------------
+    def _topic(self, name: str) -> TopicInfo:
+        info = self._topics.get(name)
+        if info is None:
+            raise UnknownTopicError(f"Topic '{name}' does not exist.")
+        return info
+
+    def _create_partitions(self, info: TopicInfo, total: int) -> None:
+        """Create the missing partition logs below `total`, each in the dir with the fewest partitions."""
+        config = self.log_config_for(info.configs)
+        for partition in range(total):
+            key = (info.name, partition)
+            if key in self._logs:
+                continue
+            directory = min(self.dirs, key=lambda d: sum(1 for v in self._dir_of.values() if v == d))
+            path = directory / f"{info.name}-{partition}"
+            if path.exists():
+                _set_aside(path)
+            path.mkdir()
+            write_partition_metadata(path, info.topic_id)
+            fsync_dir(directory)
+            self._logs[key] = Log(path, info.name, partition, info.topic_id, config, clock_ms=self.clock_ms)
+            self._dir_of[key] = directory
+        info.num_partitions = max(info.num_partitions, total)
+
+    def _drop_logs(self, name: str, num_partitions: int) -> None:
+        for partition in range(num_partitions):
+            log = self._logs.pop((name, partition), None)
+            self._dir_of.pop((name, partition), None)
+            if log is not None:
+                log.delete()
+                with self._deleted_lock:
+                    self._deleted.append(log)
+
+    # -- durability --------------------------------------------------------------------------------
     def flusher_for(self, log: Log) -> Flusher:
-        return self._flushers[self._dir_of[(log.topic, log.partition)]]
+        directory = self._dir_of.get((log.topic, log.partition), log.dir.parent)
+        return self._flushers[directory]
 
     def flush_dirty(self, now_ms: int) -> None:
-        """The flush policy for data not flushed by acks=all: flush.messages and flush.ms."""
+        """The flush policy for data no acks=all producer waits on: flush.messages and flush.ms."""
+        first_error: OSError | None = None
+        with self._deleted_lock:
+            self._deleted = [log for log in self._deleted if not log.release_retired(now_ms)]
         for log in list(self._logs.values()):
-            if log.unflushed_messages <= 0:
+            log.release_retired(now_ms)
+            unflushed = log.unflushed_messages
+            if unflushed <= 0:
                 continue
             config = log.config
-            if log.unflushed_messages >= config.flush_interval_messages \
-                    or now_ms - log.last_flush_ms >= config.flush_interval_ms:
-                log.flush()
+            if unflushed >= config.flush_interval_messages or now_ms - log.last_flush_ms >= config.flush_interval_ms:
+                try:
+                    log.flush()
+                except LogClosedError:
+                    continue
+                except OSError as exc:
+                    first_error = first_error or exc
+        if first_error is not None:
+            raise first_error
 
     def checkpoint(self) -> None:
+        """Write every dir's recovery points and log start offsets (safe from a worker thread)."""
+        logs = list(self._logs.items())
+        dir_of = dict(self._dir_of)
         for directory in self.dirs:
-            keys = [k for k, d in self._dir_of.items() if d == directory]
-            write_checkpoint(directory / RECOVERY_POINT, {k: self._logs[k].recovery_point for k in keys})
-            write_checkpoint(directory / LOG_START_OFFSET, {k: self._logs[k].log_start_offset for k in keys})
+            mine = [(key, log) for key, log in logs if dir_of.get(key) == directory]
+            write_checkpoint(directory / RECOVERY_POINT, {key: log.recovery_point for key, log in mine})
+            write_checkpoint(directory / LOG_START_OFFSET, {key: log.log_start_offset for key, log in mine})
 
     def shutdown(self) -> None:
+        """Flush and close every log, write checkpoints, mark each healthy dir clean, release locks."""
+        if not self._running:
+            return
+        self._running = False
         for flusher in self._flushers.values():
             flusher.close()
-        for log in self._logs.values():
-            log.flush()
-            log.write_producer_snapshot()
-        self.checkpoint()
-        for log in self._logs.values():
-            log.close()
-        for directory in self.dirs:
-            (directory / CLEAN_SHUTDOWN).write_text("")
-        for fd in self._locks:
-            os.close(fd)
-        self._locks = []
+        failed: set[Path] = set()
+        first_error: Exception | None = None
+        for key, log in list(self._logs.items()):
+            try:
+                log.flush()
+                log.close()
+            except (OSError, StorageError) as exc:
+                failed.add(self._dir_of[key])
+                first_error = first_error or exc
+        with self._deleted_lock:
+            for log in self._deleted:
+                log.release_retired()
+            self._deleted = []
+        try:
+            self.checkpoint()
+            for directory in self.dirs:
+                if directory not in failed:
+                    mark_clean_shutdown(directory)
+        except OSError as exc:
+            first_error = first_error or exc
+        finally:
+            for fd in self._locks:
+                unlock_dir(fd)
+            self._locks = []
+        if first_error is not None:
+            raise first_error
+
+
+def _set_aside(path: Path) -> None:
+    """Rename a partition dir nobody claims to Kafka's stray form, keeping its data."""
+    path.rename(path.with_name(f"{path.name}.{uuid.uuid4().hex}{STRAY_SUFFIX}"))

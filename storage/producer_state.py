@@ -1,36 +1,48 @@
-"""Idempotent producers' state per partition: epochs and the last five batches of each producer id.
+"""Idempotent producers' state for one partition: each producer id's epoch and its last five batches.
 
-Kafka's rules (`ProducerStateManager` / `ProducerAppendInfo`), checked before anything is written:
-a batch identical (epoch, first and last sequence) to one of the producer's last five is a duplicate and
-gets the original offsets back; an older epoch is fenced (INVALID_PRODUCER_EPOCH); a new epoch must
-start at sequence 0; within an epoch the first sequence must follow the last one (wrapping at int32),
-else OUT_OF_ORDER_SEQUENCE_NUMBER. A producer we know nothing about may start at any sequence (its
-state may have been removed with old data).
+Kafka 4's rules (`UnifiedLog.analyzeAndValidateProducerState`, `ProducerAppendInfo`), checked before
+anything is written:
+- a batch whose epoch, first and last sequence equal one of the producer's five cached batches is a
+  duplicate: the append answers with the original offsets and writes nothing;
+- an epoch below the producer's is fenced: INVALID_PRODUCER_EPOCH (47);
+- a new epoch of a known producer must start at sequence 0, and within an epoch each batch's first
+  sequence must follow the last one (wrapping from 2**31-1 to 0): else OUT_OF_ORDER_SEQUENCE_NUMBER
+  (45). A producer the partition knows nothing about may start anywhere (its state may have gone with
+  old data); Kafka 4 no longer answers UNKNOWN_PRODUCER_ID (59) for that, so neither do we.
+Several batches in one append are checked against each other as well as against the stored state.
 
-State survives restarts through snapshots (`<20-digit offset>.pbsnapshot`, JSON: our own format, named
-so Kafka's tools do not mistake it for theirs) taken on segment roll and clean shutdown; loading replays
-batch headers from the newest snapshot to the log end.
+State survives restarts through snapshots in Kafka's format (`producer_snapshot`), taken when a
+segment rolls and at clean shutdown; loading replays batch headers from the newest snapshot to the end.
+Producers idle longer than Kafka's `producer.id.expiration.ms` default are dropped at load and roll.
 """
 
 from __future__ import annotations
 
-import json
-import os
 from collections import deque
-from dataclasses import dataclass, field
+from collections.abc import Iterator
 from pathlib import Path
+from typing import NamedTuple
 
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.records.batch import BatchHeader
-from pybroker.storage.errors import ProducerStateError
+from pybroker.storage.errors import CorruptSnapshotError, ProducerStateError
+from pybroker.storage.files import atomic_write
+from pybroker.storage.producer_snapshot import (
+    SNAPSHOT_SUFFIX,
+    SnapshotEntry,
+    decode_snapshot,
+    encode_snapshot,
+)
 
+NO_EPOCH = -1
 CACHED_BATCHES = 5
-SNAPSHOT_SUFFIX = ".pbsnapshot"
-INT32_WRAP = 2**31
+INT32_MAX = 2**31 - 1
+PRODUCER_ID_EXPIRATION_MS = 86_400_000
+#: snapshots kept on disk (newest first); older ones only shorten a replay after a deep truncation
+SNAPSHOTS_KEPT = 3
 
 
-@dataclass(slots=True)
-class BatchMeta:
+class BatchMetadata(NamedTuple):
     first_seq: int
     last_seq: int
     first_offset: int
@@ -38,94 +50,171 @@ class BatchMeta:
     timestamp: int
 
 
-@dataclass(slots=True)
 class ProducerEntry:
-    epoch: int
-    batches: deque[BatchMeta] = field(default_factory=lambda: deque(maxlen=CACHED_BATCHES))
-    last_timestamp: int = -1
+    """One producer id: its epoch and the metadata of its last five batches (oldest first)."""
+
+    __slots__ = ("batches", "coordinator_epoch", "epoch", "last_timestamp")
+
+    def __init__(self, epoch: int) -> None:
+        self.epoch = epoch
+        self.batches: deque[BatchMetadata] = deque(maxlen=CACHED_BATCHES)
+        self.last_timestamp = -1
+        self.coordinator_epoch = -1
 
     @property
     def last_seq(self) -> int:
         return self.batches[-1].last_seq if self.batches else -1
 
+    def find_duplicate(self, first_seq: int, last_seq: int) -> BatchMetadata | None:
+        for batch in self.batches:
+            if batch.first_seq == first_seq and batch.last_seq == last_seq:
+                return batch
+        return None
+
+    def add(self, epoch: int, batch: BatchMetadata) -> None:
+        if epoch != self.epoch:
+            self.epoch = epoch
+            self.batches.clear()
+        self.batches.append(batch)
+        self.last_timestamp = batch.timestamp
+
+
+def last_sequence(header: BatchHeader) -> int:
+    """The sequence of a batch's last record, wrapping past 2**31-1 as Kafka's producers do."""
+    if header.base_sequence < 0:
+        return -1
+    return (header.base_sequence + header.last_offset_delta) % (INT32_MAX + 1)
+
 
 def _in_sequence(last_seq: int, first_seq: int) -> bool:
-    return first_seq == (last_seq + 1) % INT32_WRAP
+    return first_seq == last_seq + 1 or (first_seq == 0 and last_seq == INT32_MAX)
 
 
-class ProducerState:
+def _out_of_order(message: str) -> ProducerStateError:
+    return ProducerStateError(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER, message)
+
+
+class ProducerStateManager:
     def __init__(self, directory: Path) -> None:
         self.directory = directory
         self.producers: dict[int, ProducerEntry] = {}
 
-    def check(self, header: BatchHeader) -> BatchMeta | None:
-        """Validate an idempotent batch; return the cached original if it is a duplicate."""
-        entry = self.producers.get(header.producer_id)
-        if entry is None:
-            return None
-        if header.producer_epoch < entry.epoch:
-            raise ProducerStateError(ErrorCode.INVALID_PRODUCER_EPOCH,
-                                     f"producer {header.producer_id} epoch {header.producer_epoch} is older "
-                                     f"than the current {entry.epoch}")
-        if header.producer_epoch == entry.epoch:
-            for meta in entry.batches:
-                if meta.first_seq == header.base_sequence and meta.last_seq == header.last_sequence:
-                    return meta
-            if entry.batches and not _in_sequence(entry.last_seq, header.base_sequence):
-                raise ProducerStateError(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
-                                         f"producer {header.producer_id}: sequence {header.base_sequence} does "
-                                         f"not follow {entry.last_seq}")
-        elif header.base_sequence != 0:
-            raise ProducerStateError(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
-                                     f"producer {header.producer_id}: new epoch {header.producer_epoch} must "
-                                     f"start at sequence 0, not {header.base_sequence}")
+    # -- the append path ---------------------------------------------------------------------------
+    def check(self, batches: list[tuple[int, BatchHeader]]) -> BatchMetadata | None:
+        """Validate every producer batch of one append; the original batch if it is a duplicate.
+
+        Raises `ProducerStateError` for a fenced epoch or a sequence gap. Changes nothing.
+        """
+        working: dict[int, tuple[int, int]] = {}  # producer id -> (epoch, last seq) within this append
+        for _, header in batches:
+            producer_id = header.producer_id
+            if producer_id < 0:
+                continue
+            entry = self.producers.get(producer_id)
+            epoch, first_seq = header.producer_epoch, header.base_sequence
+            if entry is not None and epoch == entry.epoch:
+                duplicate = entry.find_duplicate(first_seq, last_sequence(header))
+                if duplicate is not None:
+                    return duplicate
+            stored_epoch = entry.epoch if entry is not None else NO_EPOCH
+            seen = working.get(producer_id)
+            current_epoch = seen[0] if seen is not None else stored_epoch
+            if epoch < current_epoch:
+                raise ProducerStateError(
+                    ErrorCode.INVALID_PRODUCER_EPOCH,
+                    f"Epoch of producer {producer_id} is {epoch}, which is smaller than the last seen epoch "
+                    f"{current_epoch}")
+            if epoch != current_epoch:
+                if first_seq != 0 and current_epoch != NO_EPOCH:
+                    raise _out_of_order(f"Invalid sequence number for new epoch of producer {producer_id}: "
+                                        f"{epoch} (request epoch), {first_seq} (seq. number), "
+                                        f"{current_epoch} (current producer epoch)")
+            else:
+                if seen is not None:
+                    last_seq = seen[1]
+                else:
+                    last_seq = entry.last_seq if entry is not None else -1
+                if stored_epoch != NO_EPOCH and not _in_sequence(last_seq, first_seq):
+                    raise _out_of_order(f"Out of order sequence number for producer {producer_id}: {first_seq} "
+                                        f"(incoming seq. number), {last_seq} (current end sequence number)")
+            working[producer_id] = (epoch, last_sequence(header))
         return None
 
-    def update(self, header: BatchHeader, first_offset: int, last_offset: int) -> None:
-        entry = self.producers.get(header.producer_id)
-        if entry is None or header.producer_epoch > entry.epoch:
-            entry = self.producers[header.producer_id] = ProducerEntry(header.producer_epoch)
-        entry.batches.append(BatchMeta(header.base_sequence, header.last_sequence, first_offset, last_offset,
-                                       header.max_timestamp))
-        entry.last_timestamp = header.max_timestamp
+    def update(self, header: BatchHeader) -> None:
+        """Record a written batch (its header carries the offsets it was given). Also used to replay."""
+        producer_id = header.producer_id
+        entry = self.producers.get(producer_id)
+        if entry is None:
+            entry = self.producers[producer_id] = ProducerEntry(header.producer_epoch)
+        entry.add(header.producer_epoch, BatchMetadata(header.base_sequence, last_sequence(header),
+                                                        header.base_offset, header.last_offset,
+                                                        header.max_timestamp))
 
-    # -- snapshots ---------------------------------------------------------------------------
+    def remove_expired(self, now_ms: int, expiration_ms: int = PRODUCER_ID_EXPIRATION_MS) -> None:
+        expired = [pid for pid, e in self.producers.items() if now_ms - e.last_timestamp >= expiration_ms]
+        for producer_id in expired:
+            del self.producers[producer_id]
+
+    # -- snapshots ---------------------------------------------------------------------------------
     def snapshot_path(self, offset: int) -> Path:
         return self.directory / f"{offset:020d}{SNAPSHOT_SUFFIX}"
 
-    def write_snapshot(self, offset: int) -> None:
-        data = {str(pid): {"epoch": e.epoch, "batches": [[b.first_seq, b.last_seq, b.first_offset, b.last_offset,
-                                                          b.timestamp] for b in e.batches]}
-                for pid, e in self.producers.items()}
-        path = self.snapshot_path(offset)
-        tmp = path.with_suffix(".tmp")
-        with open(tmp, "w") as handle:
-            json.dump(data, handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-        for old in self.snapshots()[:-2]:
-            old.unlink(missing_ok=True)
+    def snapshot_offsets(self) -> list[int]:
+        offsets = []
+        for path in self.directory.glob(f"*{SNAPSHOT_SUFFIX}"):
+            stem = path.name[: -len(SNAPSHOT_SUFFIX)]
+            if len(stem) == 20 and stem.isdigit():
+                offsets.append(int(stem))
+        return sorted(offsets)
 
-    def snapshots(self) -> list[Path]:
-        return sorted(self.directory.glob(f"*{SNAPSHOT_SUFFIX}"))
+    def _entries(self) -> Iterator[SnapshotEntry]:
+        for producer_id, entry in self.producers.items():
+            if not entry.batches:
+                yield SnapshotEntry(producer_id, entry.epoch, -1, -1, 0, entry.last_timestamp,
+                                    entry.coordinator_epoch)
+            for batch in entry.batches:
+                yield SnapshotEntry(producer_id, entry.epoch, batch.last_seq, batch.last_offset,
+                                    batch.last_offset - batch.first_offset, batch.timestamp,
+                                    entry.coordinator_epoch)
 
-    def load_latest(self, log_end: int) -> int:
-        """Load the newest usable snapshot at or below `log_end`; return its offset (0 if none)."""
-        for path in reversed(self.snapshots()):
-            offset = int(path.name[:20])
-            if offset > log_end:
+    def take_snapshot(self, offset: int, *, sync: bool) -> None:
+        """Write the state as of `offset` (every batch below it applied) and prune old snapshots."""
+        atomic_write(self.snapshot_path(offset), encode_snapshot(self._entries()), sync=sync)
+        for old in self.snapshot_offsets()[:-SNAPSHOTS_KEPT]:
+            self.snapshot_path(old).unlink(missing_ok=True)
+
+    def delete_snapshots(self, *, above: int | None = None, below: int | None = None) -> None:
+        """Remove the snapshots for offsets above `above` or below `below`."""
+        for offset in self.snapshot_offsets():
+            if (above is not None and offset > above) or (below is not None and offset < below):
+                self.snapshot_path(offset).unlink(missing_ok=True)
+
+    def load(self, log_start: int, log_end: int, now_ms: int) -> int:
+        """Load the newest usable snapshot within [log_start, log_end]; return the offset from which
+        the log's batches must be replayed (log_start when there is none)."""
+        self.producers = {}
+        self.delete_snapshots(above=log_end, below=log_start)
+        for offset in reversed(self.snapshot_offsets()):
+            path = self.snapshot_path(offset)
+            try:
+                entries = decode_snapshot(path.read_bytes())
+            except (OSError, CorruptSnapshotError):
                 path.unlink(missing_ok=True)
                 continue
-            try:
-                raw = json.loads(path.read_text())
-                self.producers = {
-                    int(pid): ProducerEntry(v["epoch"], deque((BatchMeta(*b) for b in v["batches"]),
-                                                              maxlen=CACHED_BATCHES))
-                    for pid, v in raw.items()
-                }
-                return offset
-            except (ValueError, KeyError, TypeError):
-                path.unlink(missing_ok=True)
-        self.producers = {}
-        return 0
+            self._restore(entries)
+            self.remove_expired(now_ms)
+            return offset
+        return log_start
+
+    def _restore(self, entries: list[SnapshotEntry]) -> None:
+        for row in entries:
+            entry = self.producers.get(row.producer_id)
+            if entry is None or entry.epoch != row.epoch:
+                entry = self.producers[row.producer_id] = ProducerEntry(row.epoch)
+            if row.last_offset >= 0:
+                first_seq = (row.last_sequence - row.offset_delta) % (INT32_MAX + 1) if row.last_sequence >= 0 \
+                    else -1
+                entry.batches.append(BatchMetadata(first_seq, row.last_sequence, row.last_offset - row.offset_delta,
+                                                   row.last_offset, row.timestamp))
+            entry.last_timestamp = row.timestamp
+            entry.coordinator_epoch = row.coordinator_epoch

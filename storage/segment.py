@@ -1,203 +1,570 @@
 """One log segment: a `.log` file of record batches exactly as on the wire, and its sparse indexes.
 
-Appends go to the end with one write; an offset index entry is added every `index.interval.bytes` of
-log, keyed by the appended batch's last offset and pointing at its position, so a lookup lands at or
-before the batch holding any offset and a short forward scan of batch headers finds it. Reads never
-copy records: they return a (position, length) range of whole batches for `os.sendfile`.
+Appends go to the end with one write; reads never copy records: they return a (position, length)
+range of whole batches for `os.sendfile`. Finding an offset is an index lookup (in memory) and a short
+forward scan of batch headers read with `pread`.
+
+Inactive segments are opened lazily, as Kafka does: their `.log` file, their indexes and their largest
+timestamp are read on first use, so a broker with thousands of segments starts fast after a clean
+shutdown. An index that fails its checks, is missing, or sends a lookup to a place that is not the
+batch it names is rebuilt from the log.
 """
 
 from __future__ import annotations
 
+import contextlib
 import io
 import mmap
 import os
+import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
-from pybroker.protocol.records.batch import HEADER_SIZE, MIN_BATCH_LENGTH, BatchHeader, crc_ok, parse_header
-from pybroker.storage.index import OffsetIndex, TimeIndex
+from pybroker.protocol.records.batch import (
+    HEADER,
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+    BatchHeader,
+    RecordsError,
+    crc_ok,
+    iter_batches,
+)
+from pybroker.protocol.records.record import decode_records
+from pybroker.storage.errors import CorruptIndexError, LogClosedError
+from pybroker.storage.files import write_fully
+from pybroker.storage.offset_index import INT32_MAX, OffsetIndex
+from pybroker.storage.time_index import NO_TIMESTAMP, TimeIndex
 
-SCAN_CHUNK = 64 * 1024
+LOG_SUFFIX = ".log"
+INDEX_SUFFIX = ".index"
+TIME_INDEX_SUFFIX = ".timeindex"
+#: bytes read per `pread` while hopping over batch headers: the first read is small (big batches
+#: need only their header); runs of small batches double it up to a couple of index intervals
+FIRST_SCAN_CHUNK = 1024
+SCAN_CHUNK = 16384
 MAGIC_V2 = 2
+LOG_APPEND_TIME = 1
+#: the smallest legal `batch_length`: a header without records
+MIN_BATCH_LENGTH = HEADER_SIZE - LOG_OVERHEAD
+#: where fields sit in the tuple `HEADER.unpack_from` returns (the order of `BatchHeader`)
+_BASE_OFFSET, _LENGTH, _MAGIC, _LAST_OFFSET_DELTA = (
+    BatchHeader._fields.index(name) for name in ("base_offset", "batch_length", "magic", "last_offset_delta"))
+#: serialises lazy opening of `.log` files (a read on the loop and a flush on a flusher may race to it)
+_OPEN_LOCK = threading.Lock()
 
 
-def segment_name(base_offset: int, suffix: str) -> str:
-    return f"{base_offset:020d}{suffix}"
+def segment_path(directory: Path, base_offset: int, suffix: str) -> Path:
+    """Kafka's file name: the base offset as 20 zero-padded digits, then the suffix."""
+    return directory / f"{base_offset:020d}{suffix}"
+
+
+def _open_log_file(path: Path, *, create: bool) -> io.FileIO:
+    """The `.log` file for reading (`pread`, `sendfile`) and appending (O_APPEND: writes go to the end)."""
+    flags = os.O_RDWR | os.O_APPEND | (os.O_CREAT | os.O_TRUNC if create else 0)
+    fd = os.open(path, flags, 0o644)
+    try:
+        return io.FileIO(fd, "r+")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 class Segment:
-    def __init__(self, directory: Path, base_offset: int, index_interval_bytes: int, created_ms: int) -> None:
+    """A `.log` file and its `.index` / `.timeindex`, all named by the segment's base offset."""
+
+    __slots__ = ("_bytes_since_index", "_file", "_index", "_max_timestamp", "_offset_of_max_timestamp",
+                 "_rolling_timestamp", "_timeindex", "active", "base_offset", "closed", "created_ms", "dir",
+                 "index_interval_bytes", "indexes_rebuilt", "indexes_synced", "log_path", "max_index_bytes",
+                 "next_offset", "roll_jitter_ms", "size", "upper_bound")
+
+    def __init__(self, directory: Path, base_offset: int, *, size: int, next_offset: int, created_ms: int,
+                 roll_jitter_ms: int, max_index_bytes: int, index_interval_bytes: int) -> None:
+        self.dir = directory
         self.base_offset = base_offset
-        self.log_path = directory / segment_name(base_offset, ".log")
-        self.file = io.FileIO(self.log_path, "a+")
-        self.size = os.fstat(self.file.fileno()).st_size
-        self.index = OffsetIndex(directory / segment_name(base_offset, ".index"), base_offset)
-        self.timeindex = TimeIndex(directory / segment_name(base_offset, ".timeindex"), base_offset)
-        self.index_interval_bytes = index_interval_bytes
-        self.next_offset = base_offset
-        self.max_timestamp = -1
-        self.offset_of_max_timestamp = -1
-        self.first_timestamp: int | None = None
+        self.log_path = segment_path(directory, base_offset, LOG_SUFFIX)
+        self.size = size
+        #: one past the last offset in this segment (for a non-last segment: the next one's base offset)
+        self.next_offset = next_offset
+        #: for a non-last segment, the next segment's base offset: no batch here may reach it
+        self.upper_bound: int | None = None
         self.created_ms = created_ms
-        self.bytes_since_index = 0
-        self.flushed_size = self.size
+        self.roll_jitter_ms = roll_jitter_ms
+        self.max_index_bytes = max_index_bytes
+        self.index_interval_bytes = index_interval_bytes
+        self.active = False
+        self.closed = False
+        #: the index files' contents reached the disk (only inactive segments' indexes are fsynced)
+        self.indexes_synced = True
+        self.indexes_rebuilt = 0
+        self._file: io.FileIO | None = None
+        self._index: OffsetIndex | None = None
+        self._timeindex: TimeIndex | None = None
+        self._max_timestamp: int | None = None  # None: not read yet
+        self._offset_of_max_timestamp = base_offset
+        self._rolling_timestamp: int | None = None  # the first batch's max timestamp; None: not read yet
+        self._bytes_since_index = 0
 
-    # -- writing -----------------------------------------------------------------------------
-    def append(self, data: bytes | bytearray | memoryview, batches: list[tuple[int, BatchHeader]],
-               last_offsets: list[int]) -> None:
-        """Write `data` (whole batches, offsets already assigned) and index them."""
-        position = self.size
-        view = memoryview(data)
-        written = 0
-        while written < len(view):
-            written += os.write(self.file.fileno(), view[written:])
-        for (pos, header), last_offset in zip(batches, last_offsets, strict=True):
-            self._track(position + pos, header, last_offset)
-        self.size += len(view)
+    # -- opening and creating ----------------------------------------------------------------------
+    @classmethod
+    def create(cls, directory: Path, base_offset: int, *, now_ms: int, roll_jitter_ms: int,
+               max_index_bytes: int, index_interval_bytes: int) -> Segment:
+        """A new, empty, active segment (a stale file of the same name is emptied)."""
+        segment = cls(directory, base_offset, size=0, next_offset=base_offset, created_ms=now_ms,
+                      roll_jitter_ms=roll_jitter_ms, max_index_bytes=max_index_bytes,
+                      index_interval_bytes=index_interval_bytes)
+        segment._file = _open_log_file(segment.log_path, create=True)
+        segment._index = OffsetIndex.create(segment.index_path, base_offset, max_index_bytes)
+        segment._timeindex = TimeIndex.create(segment.timeindex_path, base_offset, max_index_bytes)
+        segment._max_timestamp = NO_TIMESTAMP
+        segment._rolling_timestamp = NO_TIMESTAMP
+        segment.active = True
+        segment.indexes_synced = False
+        return segment
 
-    def _track(self, position: int, header: BatchHeader, last_offset: int) -> None:
-        if self.first_timestamp is None:
-            self.first_timestamp = header.max_timestamp
-        if header.max_timestamp > self.max_timestamp:
-            self.max_timestamp = header.max_timestamp
-            self.offset_of_max_timestamp = last_offset
-        if self.bytes_since_index >= self.index_interval_bytes or position == 0:
-            self.index.append(last_offset, position)
-            self.timeindex.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
-            self.bytes_since_index = 0
-        self.bytes_since_index += header.size
-        self.next_offset = last_offset + 1
+    @classmethod
+    def open_existing(cls, directory: Path, base_offset: int, *, now_ms: int, max_index_bytes: int,
+                      index_interval_bytes: int) -> Segment:
+        """An existing segment, opened lazily; the loader sets `next_offset` or recovers it."""
+        path = segment_path(directory, base_offset, LOG_SUFFIX)
+        return cls(directory, base_offset, size=path.stat().st_size, next_offset=base_offset,
+                   created_ms=now_ms, roll_jitter_ms=0, max_index_bytes=max_index_bytes,
+                   index_interval_bytes=index_interval_bytes)
 
-    def flush(self) -> None:
-        os.fsync(self.file.fileno())
-        self.index.flush()
-        self.timeindex.flush()
+    @property
+    def index_path(self) -> Path:
+        return segment_path(self.dir, self.base_offset, INDEX_SUFFIX)
 
-    def close(self) -> None:
+    @property
+    def timeindex_path(self) -> Path:
+        return segment_path(self.dir, self.base_offset, TIME_INDEX_SUFFIX)
+
+    @property
+    def file(self) -> io.FileIO:
+        """The open `.log` file (opened on first use)."""
+        file = self._file
+        if file is None:
+            with _OPEN_LOCK:
+                if self.closed:
+                    raise LogClosedError(f"segment {self.log_path} is closed")
+                if self._file is None:
+                    self._file = _open_log_file(self.log_path, create=False)
+                file = self._file
+        return file
+
+    @property
+    def index(self) -> OffsetIndex:
+        if self._index is None:
+            self._load_indexes()
+        assert self._index is not None
+        return self._index
+
+    @property
+    def timeindex(self) -> TimeIndex:
+        if self._timeindex is None:
+            self._load_indexes()
+        assert self._timeindex is not None
+        return self._timeindex
+
+    def _load_indexes(self) -> None:
+        """Read both index files, or rebuild them from the log if they are missing or fail checks."""
         try:
-            self.index.flush()
-            self.timeindex.flush()
-        finally:
-            self.file.close()
+            index = OffsetIndex.load(self.index_path, self.base_offset, self.max_index_bytes)
+            timeindex = TimeIndex.load(self.timeindex_path, self.base_offset, self.max_index_bytes)
+            self._check_index_against_log(index)
+        except (OSError, CorruptIndexError, RecordsError):
+            self.recover(check_crc=True)
+            return
+        self._index, self._timeindex = index, timeindex
 
-    def truncate(self, position: int) -> None:
-        """Cut the file at `position` (a batch boundary) and drop index entries past it."""
+    def _check_index_against_log(self, index: OffsetIndex) -> None:
+        if not len(index):
+            return
+        last_offset, position = index.last_entry()
+        if position + HEADER_SIZE > self.size:
+            raise CorruptIndexError(f"{index.path} points past the end of the log")
+        header = self._header_at(position)
+        if header.magic != MAGIC_V2 or header.last_offset != last_offset:
+            raise CorruptIndexError(f"{index.path} does not match the batch at position {position}")
+
+    # -- writing -----------------------------------------------------------------------------------
+    def append(self, data: Any, batches: list[tuple[int, BatchHeader]]) -> None:
+        """Write `data` (whole batches, offsets assigned; `batches` are their positions in `data` and
+        final headers) at the end with one write, and index them as Kafka does."""
+        fd = self.file.fileno()
+        position = self.size
+        try:
+            write_fully(fd, data)
+        except BaseException:
+            with contextlib.suppress(OSError):  # leave no partial batch behind
+                os.ftruncate(fd, position)
+            raise
+        index = self._index if self._index is not None else self.index
+        timeindex = self._timeindex if self._timeindex is not None else self.timeindex
+        max_ts = self._max_timestamp if self._max_timestamp is not None else self.max_timestamp
+        max_ts_offset = self._offset_of_max_timestamp
+        since = self._bytes_since_index
+        interval = self.index_interval_bytes
+        last = self.next_offset - 1
+        for pos, header in batches:
+            last = header.base_offset + header.last_offset_delta
+            if header.max_timestamp > max_ts:
+                max_ts, max_ts_offset = header.max_timestamp, last
+            if since > interval:
+                index.append(last, position + pos)
+                timeindex.maybe_append(max_ts, max_ts_offset)
+                since = 0
+            since += header.batch_length + LOG_OVERHEAD
+        if position == 0:
+            self._rolling_timestamp = max(h.max_timestamp for _, h in batches)
+        self._max_timestamp, self._offset_of_max_timestamp = max_ts, max_ts_offset
+        self._bytes_since_index = since
+        self.size = position + len(data)
+        self.next_offset = last + 1
+
+    def should_roll(self, *, append_size: int, append_max_timestamp: int, append_last_offset: int,
+                    segment_bytes: int, segment_ms: int, now_ms: int) -> bool:
+        """Kafka's roll rules: full by size, old by time, an index full, or relative offsets overflow."""
+        size = self.size
+        if size == 0:
+            return False
+        if size > min(segment_bytes, INT32_MAX) - append_size:  # index positions are int32 too
+            return True
+        rolling = self._rolling_timestamp if self._rolling_timestamp is not None else self.rolling_timestamp
+        waited = append_max_timestamp - rolling if rolling >= 0 else now_ms - self.created_ms
+        if waited > segment_ms - self.roll_jitter_ms:
+            return True
+        index = self._index if self._index is not None else self.index
+        if append_last_offset - self.base_offset > INT32_MAX or index.is_full:
+            return True
+        return (self._timeindex if self._timeindex is not None else self.timeindex).is_full
+
+    def become_inactive(self) -> None:
+        """On roll: record the largest timestamp in the time index and trim both index files."""
+        self.indexes_synced = False
+        timeindex = self.timeindex
+        timeindex.maybe_append(self.max_timestamp, self._offset_of_max_timestamp, skip_full_check=True)
+        self.index.trim()
+        timeindex.trim()
+        self.active = False
+
+    def make_active(self, max_index_bytes: int) -> None:
+        """Prepare the last segment for appends: learn its end from the tail, preallocate its indexes."""
+        self.max_index_bytes = max_index_bytes
+        if not self._scan_tail():
+            self.recover(check_crc=True)
+        self.index.preallocate(max_index_bytes)
+        self.timeindex.preallocate(max_index_bytes)
+        self.active = True
+        self.indexes_synced = False
+
+    def _scan_tail(self) -> bool:
+        """Set end offset, largest timestamp and index spacing by scanning from the last index entry.
+
+        False when the tail is not a clean run of batches (the segment then needs recovery).
+        """
+        index = self.index
+        last_offset, start = index.last_entry()
+        max_ts, max_ts_offset = self.timeindex.last_entry()
+        next_offset, end = self.base_offset, start
+        for pos, header in self.headers(start):
+            if header.magic != MAGIC_V2 or header.last_offset_delta < 0:
+                return False
+            if len(index) and pos == start:
+                if header.last_offset != last_offset:
+                    return False
+            elif header.base_offset < next_offset:  # offsets must grow, from the segment's base on
+                return False
+            if header.max_timestamp > max_ts:
+                max_ts, max_ts_offset = header.max_timestamp, header.last_offset
+            next_offset, end = header.last_offset + 1, pos + header.size
+        if end != self.size:
+            return False
+        self.next_offset = next_offset
+        self._max_timestamp, self._offset_of_max_timestamp = max_ts, max_ts_offset
+        self._bytes_since_index = end - start
+        return True
+
+    def truncate_to(self, offset: int, now_ms: int) -> int:
+        """Remove the batch holding `offset` and everything after it; returns the bytes removed."""
+        found = self.find(offset)
+        if found is None:
+            return 0
+        position, header = found
+        self.index.truncate_to(header.base_offset)
+        self.timeindex.truncate_to(header.base_offset)
+        removed = self.size - position
         os.ftruncate(self.file.fileno(), position)
         self.size = position
-        self.index.truncate_after(position)
-        self.rebuild_state(from_position=self.index.last_position(), check_crc=False)
-        self.timeindex.truncate_after(self.next_offset)
+        self._rolling_timestamp = None
+        if position == 0:
+            self.created_ms = now_ms
+        if not self._scan_tail():
+            self.recover(check_crc=True)
+        return removed
 
-    # -- reading -----------------------------------------------------------------------------
-    def scan(self, start: int = 0, end: int | None = None) -> Iterator[tuple[int, BatchHeader]]:
-        """(position, header) of each whole batch from `start`, reading headers only."""
+    # -- durability and lifetime -------------------------------------------------------------------
+    def flush(self) -> None:
+        """fsync the log; an inactive segment also fsyncs its (final) indexes, once."""
+        os.fsync(self.file.fileno())
+        if not self.active and not self.indexes_synced:
+            for index in (self._index, self._timeindex):
+                if index is not None:
+                    index.sync()
+            self.indexes_synced = True
+
+    def close(self, *, sync: bool = True) -> None:
+        """Trim the indexes (the time index gets its final entry, as Kafka does) and close the file."""
+        if self.closed:
+            return
+        try:
+            if self.active:
+                self.become_inactive()
+            if sync:
+                for index in (self._index, self._timeindex):
+                    if index is not None:
+                        index.sync()
+        finally:
+            self.closed = True
+            if self._file is not None:
+                self._file.close()
+
+    def delete_files(self, *, keep_open: bool = False) -> None:
+        """Remove the segment's files. With `keep_open`, the open `.log` stays readable for regions
+        already handed out (a pending `sendfile`) until `release()`; no new reads start."""
+        self.closed = True
+        if not keep_open:
+            self.release()
+        for path in (self.log_path, self.index_path, self.timeindex_path):
+            path.unlink(missing_ok=True)
+
+    def release(self) -> None:
+        """Close the `.log` file (after `delete_files(keep_open=True)` or `close`)."""
+        self.closed = True
+        if self._file is not None:
+            self._file.close()
+
+    # -- reading -----------------------------------------------------------------------------------
+    def headers(self, start: int, end: int | None = None) -> Iterator[tuple[int, BatchHeader]]:
+        """(position, header) of each whole batch from `start`, reading headers only, in chunks."""
+        make = BatchHeader._make
+        for pos, raw in self._raw_headers(start, self.size if end is None else end):
+            yield pos, make(raw)
+
+    def _raw_headers(self, start: int, end: int) -> Iterator[tuple[int, tuple[Any, ...]]]:
+        """`headers` without building named tuples: the hot loop of every lookup."""
         fd = self.file.fileno()
-        end = self.size if end is None else end
+        unpack = HEADER.unpack_from
         pos = start
+        chunk_size = FIRST_SCAN_CHUNK
         while end - pos >= HEADER_SIZE:
-            chunk = os.pread(fd, min(SCAN_CHUNK, end - pos), pos)
+            chunk = os.pread(fd, min(chunk_size, end - pos), pos)
+            available = len(chunk) - HEADER_SIZE
             off = 0
-            while len(chunk) - off >= HEADER_SIZE:
-                header = parse_header(chunk, off)
-                if header.batch_length < MIN_BATCH_LENGTH or pos + off + header.size > end:
+            while off <= available:
+                raw = unpack(chunk, off)
+                length = raw[_LENGTH]
+                if length < MIN_BATCH_LENGTH or pos + off + length + LOG_OVERHEAD > end:
                     return
-                yield pos + off, header
-                off += header.size
+                yield pos + off, raw
+                off += length + LOG_OVERHEAD
             if off == 0:
                 return
             pos += off
+            # big batches: the next read needs little more than a header; small ones: read more at once
+            chunk_size = FIRST_SCAN_CHUNK if off > len(chunk) else min(2 * chunk_size, SCAN_CHUNK)
 
-    def find(self, offset: int) -> tuple[int, BatchHeader] | None:
-        """The first batch whose last offset is at or after `offset`."""
-        for pos, header in self.scan(self.index.lookup(offset)):
-            if header.last_offset >= offset:
-                return pos, header
-        return None
-
-    def read(self, offset: int, max_bytes: int, max_offset: int, min_one_batch: bool) -> tuple[int, int] | None:
-        """(position, length) of whole batches from the one holding `offset`, within the limits."""
-        found = self.find(offset)
-        if found is None:
-            return None
-        start, first = found
-        if first.base_offset >= max_offset or (first.size > max_bytes and not min_one_batch):
-            return None
-        length = first.size
-        for pos, header in self.scan(start + first.size):
-            if header.base_offset >= max_offset or length + header.size > max_bytes:
-                break
-            length = pos + header.size - start
-        return start, length
+    def _header_at(self, position: int) -> BatchHeader:
+        raw = os.pread(self.file.fileno(), HEADER_SIZE, position)
+        if len(raw) < HEADER_SIZE:
+            raise CorruptIndexError(f"no batch header at {self.log_path}:{position}")
+        return BatchHeader._make(HEADER.unpack_from(raw))
 
     def read_bytes(self, position: int, length: int) -> bytes:
         return os.pread(self.file.fileno(), length, position)
 
-    # -- loading and recovery ----------------------------------------------------------------
-    def rebuild_state(self, from_position: int = 0, check_crc: bool = False) -> int:
-        """Re-derive end offset, timestamps and index entries from the file; with `check_crc`, validate
-        every batch and truncate at the first bad one. Returns the bytes truncated."""
-        if from_position == 0:
-            self.index.reset()
-            self.timeindex.reset()
-            self.max_timestamp, self.offset_of_max_timestamp = -1, -1
-            self.first_timestamp = None
-            self.next_offset = self.base_offset
-        self.bytes_since_index = 0
-        valid_end = from_position
-        expected = self.next_offset if from_position == 0 else None
-        mapped = self._map()
+    def find(self, offset: int) -> tuple[int, BatchHeader] | None:
+        """The first batch whose last offset is at or after `offset`: (position, header).
+
+        The batch at an indexed position must end at exactly the indexed offset; if it does not, the
+        index is damaged, and it is rebuilt rather than trusted.
+        """
+        entry = self.index.entry_at_or_before(offset)
+        expected, start = entry if entry is not None else (None, 0)
+        for pos, raw in self._raw_headers(start, self.size):
+            last = raw[_BASE_OFFSET] + raw[_LAST_OFFSET_DELTA]
+            if expected is not None:
+                if raw[_MAGIC] != MAGIC_V2 or last != expected:
+                    break
+                expected = None
+            if last >= offset:
+                return pos, BatchHeader._make(raw)
+        if expected is None:
+            return None
+        self.recover(check_crc=True)
+        return next(((p, h) for p, h in self.headers(0) if h.last_offset >= offset), None)
+
+    def read_region(self, offset: int, max_bytes: int, limit: int, min_one_batch: bool) -> tuple[int, int] | None:
+        """(position, length) of whole batches from the one holding `offset`: at most `max_bytes`
+        (but the first batch whole when `min_one_batch`), only batches ending before `limit`.
+
+        None when no batch here reaches `offset`; length 0 when the limits leave nothing to read.
+        """
+        found = self.find(offset)
+        if found is None:
+            return None
+        start, first = found
+        if first.last_offset >= limit:
+            return start, 0
+        first_end = start + first.size
+        if first.size > max_bytes:
+            return start, (first.size if min_one_batch else 0)
+        end_bound = self.size
+        if limit < self.next_offset:
+            bounded = self.find(limit)
+            if bounded is not None:
+                end_bound = bounded[0]
+        byte_bound = start + max_bytes
+        if end_bound <= byte_bound:
+            return start, end_bound - start
+        entry = self.index.entry_at_or_before_position(byte_bound)
+        if entry is not None and entry[1] > first_end:  # skip the batches known to fit
+            end = self._fitting_end(entry[1], byte_bound, end_bound, expected=entry[0])
+            if end is not None:
+                return start, end - start
+            self.recover(check_crc=True)  # the index named a position that is not its batch
+        end = self._fitting_end(first_end, byte_bound, end_bound, expected=None)
+        assert end is not None
+        return start, end - start
+
+    def _fitting_end(self, start: int, byte_bound: int, end_bound: int, expected: int | None) -> int | None:
+        """End of the last whole batch from `start` that ends by `byte_bound`; None if the batch at
+        `start` is not the indexed one (`expected` last offset)."""
+        end = start
+        for pos, raw in self._raw_headers(start, end_bound):
+            if expected is not None:
+                if raw[_MAGIC] != MAGIC_V2 or raw[_BASE_OFFSET] + raw[_LAST_OFFSET_DELTA] != expected:
+                    return None
+                expected = None
+            size = raw[_LENGTH] + LOG_OVERHEAD
+            if pos + size > byte_bound:
+                break
+            end = pos + size
+        return end if expected is None else None
+
+    # -- timestamps --------------------------------------------------------------------------------
+    @property
+    def max_timestamp(self) -> int:
+        """The largest batch max timestamp in the segment (-1 when none), read lazily."""
+        if self._max_timestamp is None:
+            self._max_timestamp, self._offset_of_max_timestamp = self.timeindex.last_entry()
+        return self._max_timestamp
+
+    @property
+    def rolling_timestamp(self) -> int:
+        """The first batch's max timestamp, which time-based rolling counts from (-1 if none)."""
+        if self._rolling_timestamp is None:
+            first = next(self.headers(0), None)
+            self._rolling_timestamp = first[1].max_timestamp if first is not None else NO_TIMESTAMP
+        return self._rolling_timestamp
+
+    def find_by_timestamp(self, timestamp: int, start_offset: int) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record at or after `timestamp` with offset >= start_offset."""
+        _, from_offset = self.timeindex.lookup(timestamp)
+        first = self.find(max(from_offset, start_offset))
+        if first is None:
+            return None
+        for pos, header in self.headers(first[0]):
+            if header.max_timestamp >= timestamp and header.last_offset >= start_offset:
+                found = self._record_in_batch(pos, header, start_offset, lambda ts: ts >= timestamp)
+                if found is not None:
+                    return found
+        return None
+
+    def offset_of_max_timestamp(self) -> tuple[int, int]:
+        """(largest timestamp, offset of the first record carrying it), as ListOffsets -3 answers."""
+        max_ts = self.max_timestamp
+        shallow = self._offset_of_max_timestamp
+        found = self.find(shallow)
+        if found is None or found[1].max_timestamp != max_ts:
+            return max_ts, shallow
+        record = self._record_in_batch(found[0], found[1], found[1].base_offset, lambda ts: ts == max_ts)
+        return (max_ts, record[0]) if record is not None else (max_ts, shallow)
+
+    def _record_in_batch(self, position: int, header: BatchHeader, start_offset: int,
+                         wanted: Any) -> tuple[int, int] | None:
+        """Decode one batch and return (offset, timestamp) of its first record that is `wanted`.
+
+        A batch that cannot be decoded answers at batch level rather than failing the request.
+        """
         try:
-            for pos, header in self.scan(from_position):
-                if header.magic != MAGIC_V2 or (expected is not None and header.base_offset < expected):
+            records = decode_records(self.read_bytes(position, header.size), 0, header)
+        except RecordsError:
+            return max(header.base_offset, start_offset), header.max_timestamp
+        append_time = header.timestamp_type == LOG_APPEND_TIME
+        for record in records:
+            offset = header.base_offset + record.offset_delta
+            ts = header.max_timestamp if append_time else header.base_timestamp + record.timestamp_delta
+            if offset >= start_offset and wanted(ts):
+                return offset, ts
+        return None
+
+    # -- recovery ----------------------------------------------------------------------------------
+    def recover(self, *, check_crc: bool) -> int:
+        """Re-validate every batch from the start, rebuild both indexes, and cut the file at the first
+        invalid batch (torn write, garbage, bad CRC, offsets out of order or reaching `upper_bound`).
+
+        Returns the bytes cut. Kafka's `LogSegment.recover`, with its index spacing rule. An active
+        segment's rebuilt indexes stay preallocated; an inactive one's are trimmed.
+        """
+        upper_bound = self.upper_bound
+        fd = self.file.fileno()
+        size = os.fstat(fd).st_size
+        index = OffsetIndex.create(self.index_path, self.base_offset, self.max_index_bytes)
+        timeindex = TimeIndex.create(self.timeindex_path, self.base_offset, self.max_index_bytes)
+        valid = last_indexed = 0
+        expected = self.base_offset
+        max_ts, max_ts_offset = NO_TIMESTAMP, self.base_offset
+        interval = self.index_interval_bytes
+        mapped = mmap.mmap(fd, size, prot=mmap.PROT_READ) if size else None
+        try:
+            for pos, header in iter_batches(mapped, 0, size) if mapped is not None else ():
+                if not self._recoverable(mapped, pos, header, expected, upper_bound, check_crc):
                     break
-                if check_crc and (mapped is None or not crc_ok(mapped, pos, header)):
-                    break
-                if from_position and pos == from_position:
-                    self.next_offset = header.last_offset + 1
-                    self.bytes_since_index = header.size
-                    valid_end = pos + header.size
-                    self._note_timestamp(header)
-                    continue
-                self._track(pos, header, header.last_offset)
-                expected = header.last_offset + 1
-                valid_end = pos + header.size
+                last = header.last_offset
+                if header.max_timestamp > max_ts:
+                    max_ts, max_ts_offset = header.max_timestamp, last
+                if pos - last_indexed > interval:
+                    index.append(last, pos)
+                    timeindex.maybe_append(max_ts, max_ts_offset)
+                    last_indexed = pos
+                valid = pos + header.size
+                expected = last + 1
         finally:
             if mapped is not None:
                 mapped.close()
-        truncated = self.size - valid_end
-        if truncated > 0:
-            os.ftruncate(self.file.fileno(), valid_end)
-            self.size = valid_end
-        return max(truncated, 0)
+        if valid < size:
+            os.ftruncate(fd, valid)
+        timeindex.maybe_append(max_ts, max_ts_offset, skip_full_check=True)
+        if not self.active:
+            index.trim()
+            timeindex.trim()
+        self._index, self._timeindex = index, timeindex
+        self.size = valid
+        self.next_offset = expected if upper_bound is None else upper_bound
+        self._max_timestamp, self._offset_of_max_timestamp = max_ts, max_ts_offset
+        self._rolling_timestamp = None
+        self._bytes_since_index = valid - last_indexed
+        self.indexes_synced = False
+        self.indexes_rebuilt += 1
+        return size - valid
 
-    def _note_timestamp(self, header: BatchHeader) -> None:
-        if self.first_timestamp is None:
-            self.first_timestamp = header.max_timestamp
-        if header.max_timestamp > self.max_timestamp:
-            self.max_timestamp = header.max_timestamp
-            self.offset_of_max_timestamp = header.last_offset
-
-    def _map(self) -> mmap.mmap | None:
-        if self.size == 0:
-            return None
-        return mmap.mmap(self.file.fileno(), self.size, prot=mmap.PROT_READ)
-
-    def load(self, trust_indexes: bool) -> int:
-        """Open an existing segment: fast when its indexes are trusted and sane, else a full rebuild
-        (with CRC checks when not trusted). Returns the bytes truncated."""
-        if trust_indexes and self.index.load(self.size) and self.timeindex.load():
-            if len(self.timeindex):
-                self.max_timestamp = self.timeindex.timestamps[-1]
-                self.offset_of_max_timestamp = self.base_offset + self.timeindex.relative[-1]
-            start = self.index.last_position()
-            self.next_offset = self.base_offset
-            first = next(self.scan(0), None)
-            if first is not None:
-                self.first_timestamp = first[1].max_timestamp
-            return self.rebuild_state(from_position=start, check_crc=False) if self.size else 0
-        return self.rebuild_state(0, check_crc=not trust_indexes)
-
-    def delete_files(self) -> None:
-        self.file.close()
-        for path in (self.log_path, self.index.path, self.timeindex.path):
-            path.unlink(missing_ok=True)
+    def _recoverable(self, buf: Any, pos: int, header: BatchHeader, expected: int, upper_bound: int | None,
+                     check_crc: bool) -> bool:
+        if header.magic != MAGIC_V2 or header.base_offset < expected or header.last_offset_delta < 0:
+            return False
+        if header.last_offset - self.base_offset > INT32_MAX:
+            return False
+        if upper_bound is not None and header.last_offset >= upper_bound:
+            return False
+        return not check_crc or crc_ok(buf, pos, header)

@@ -1,20 +1,28 @@
 """Topic metadata that must survive restarts: name, topic id, partition count, config overrides.
 
 Kafka keeps this in its metadata log; a single node keeps it in `pybroker-topics.json`, written
-atomically into every log dir with a version counter (the newest readable copy wins at startup, so
-losing one dir's copy loses nothing). Each partition dir also gets Kafka's `partition.metadata`
-(`version: 0` and the topic id in Kafka's base64 form), so the id lives next to the data too.
+atomically into every log dir:
+
+    {"version": 7, "topics": [{"name": "orders", "topic_id": "<uuid>", "partitions": 3,
+                               "configs": {"retention.ms": "1000"}}]}
+
+`version` grows with every save; at startup the newest readable copy wins, so losing or corrupting one
+dir's copy loses nothing. Each partition dir also gets Kafka's `partition.metadata` (`version: 0` and
+the topic id in Kafka's base64 form), so a partition's data names the topic it belongs to.
 """
 
 from __future__ import annotations
 
 import base64
+import binascii
 import json
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from pybroker.storage.checkpoints import atomic_write
+from pybroker.storage.errors import TopicStoreError
+from pybroker.storage.files import atomic_write
 
 FILE_NAME = "pybroker-topics.json"
 PARTITION_METADATA = "partition.metadata"
@@ -41,27 +49,56 @@ def write_partition_metadata(directory: Path, topic_id: uuid.UUID) -> None:
     atomic_write(directory / PARTITION_METADATA, f"version: 0\ntopic_id: {kafka_uuid(topic_id)}\n".encode())
 
 
+def read_partition_metadata(directory: Path) -> uuid.UUID | None:
+    """The topic id a partition dir belongs to; None if the file is missing or unreadable."""
+    try:
+        fields = dict(line.split(":", 1) for line in (directory / PARTITION_METADATA).read_text().splitlines()
+                      if ":" in line)
+        if fields.get("version", "").strip() != "0":
+            return None
+        return parse_kafka_uuid(fields["topic_id"].strip())
+    except (OSError, UnicodeDecodeError, KeyError, ValueError, binascii.Error):
+        return None
+
+
+def _topic_from_json(raw: Any) -> TopicInfo:
+    configs = raw.get("configs", {})
+    if not isinstance(raw["name"], str) or not isinstance(configs, dict) or int(raw["partitions"]) < 1:
+        raise ValueError("malformed topic entry")
+    return TopicInfo(raw["name"], uuid.UUID(raw["topic_id"]), int(raw["partitions"]),
+                     {str(k): str(v) for k, v in configs.items()})
+
+
 class TopicStore:
     def __init__(self, dirs: list[Path]) -> None:
         self.dirs = dirs
         self.version = 0
 
     def load(self) -> dict[str, TopicInfo]:
-        best: tuple[int, dict[str, TopicInfo]] = (-1, {})
+        """The newest readable copy across the dirs (empty when no dir has one).
+
+        Raises `TopicStoreError` when copies exist but none can be read: starting without the
+        topic table would set every partition aside, so an operator must look first.
+        """
+        best_version, best = -1, {}
+        broken: list[str] = []
         for directory in self.dirs:
+            path = directory / FILE_NAME
             try:
-                raw = json.loads((directory / FILE_NAME).read_text())
-                topics = {
-                    t["name"]: TopicInfo(t["name"], uuid.UUID(t["topic_id"]), int(t["partitions"]),
-                                         {str(k): str(v) for k, v in t.get("configs", {}).items()})
-                    for t in raw["topics"]
-                }
-                if raw["version"] > best[0]:
-                    best = (raw["version"], topics)
-            except (FileNotFoundError, ValueError, KeyError, TypeError):
+                raw = json.loads(path.read_bytes())
+                version = int(raw["version"])
+                topics = {t.name: t for t in map(_topic_from_json, raw["topics"])}
+            except FileNotFoundError:
                 continue
-        self.version = max(best[0], 0)
-        return best[1]
+            except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+                broken.append(f"{path}: {exc}")
+                continue
+            if version > best_version:
+                best_version, best = version, topics
+        if broken and best_version < 0:
+            raise TopicStoreError("no readable copy of the topic table: " + "; ".join(broken))
+        self.version = max(best_version, 0)
+        return best
 
     def save(self, topics: dict[str, TopicInfo]) -> None:
         self.version += 1

@@ -1,158 +1,202 @@
-"""The partition log on real files: appends, reads, rolls, indexes, time lookups and recovery."""
+"""The partition log on real files: offsets, reads, rolls, sparse indexes, time lookups, truncation."""
 
 from __future__ import annotations
 
-import os
+import struct
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
-from pybroker.protocol.records.batch import iter_batches, parse_header
-from pybroker.storage.errors import OffsetOutOfRange
-from pybroker.storage.log import Log
-from tests.unit.storage.helpers import append, batch, open_log
+from pybroker.protocol.records.batch import crc_ok, iter_batches, parse_header
+from pybroker.protocol.records.record import Record, build_batch, set_log_append_time
+from pybroker.storage.errors import LogClosedError, OffsetOutOfRange
+from tests.unit.storage.helpers import NOW, append, batch, log_file, open_log, read_spans
 
 
-def _read_offsets(log: Log, offset: int, max_bytes: int = 1 << 20) -> list[tuple[int, int]]:
-    region = log.read(offset, max_bytes).region
-    if region is None:
-        return []
-    data = region.read_bytes()
-    return [(h.base_offset, h.last_offset) for _, h in iter_batches(data)]
-
-
-def test_offsets_are_assigned_and_read_back(tmp_path: Path) -> None:
+def test_offsets_are_assigned_in_place_and_read_back(tmp_path: Path) -> None:
     log = open_log(tmp_path / "t-0")
-    assert append(log, batch(3)).base_offset == 0
-    assert append(log, batch(2)).base_offset == 3
-    assert log.log_end_offset == 5
-    assert _read_offsets(log, 0) == [(0, 2), (3, 4)]
-    assert _read_offsets(log, 4) == [(3, 4)]
-    assert _read_offsets(log, 5) == []
+    first, second = batch(3), batch(2)
+    assert append(log, first).base_offset == 0
+    result = append(log, second)
+    assert (result.base_offset, result.last_offset, result.duplicate) == (3, 4, False)
+    assert parse_header(second).base_offset == 3  # patched in the caller's buffer
+    assert log.log_end_offset == log.high_watermark == 5
+    assert read_spans(log, 0) == [(0, 2), (3, 4)]
+    assert read_spans(log, 4) == [(3, 4)]
+    assert log.read(5, 100).region is None
     with pytest.raises(OffsetOutOfRange):
         log.read(6, 100)
+    log.close()
+    data = log_file(tmp_path / "t-0").read_bytes()
+    headers = list(iter_batches(data))
+    assert [h.base_offset for _, h in headers] == [0, 3]
+    assert all(crc_ok(data, p, h) for p, h in headers)  # base offset and epoch are outside the CRC
+
+
+def test_leader_epoch_is_patched(tmp_path: Path) -> None:
+    log = open_log(tmp_path / "t-0")
+    data = batch(1)
+    log.append(data, [(0, parse_header(data))], now_ms=NOW, leader_epoch=7)
+    assert parse_header(log.read(0, 1000).region.read_bytes()).partition_leader_epoch == 7  # type: ignore[union-attr]
     log.close()
 
 
 def test_read_limits_keep_whole_batches_and_at_least_one(tmp_path: Path) -> None:
     log = open_log(tmp_path / "t-0")
-    sizes = [len(batch(10)) for _ in range(3)]
+    size = len(batch(10))
     for _ in range(3):
         append(log, batch(10))
-    assert _read_offsets(log, 0, sizes[0] + 10) == [(0, 9)]
-    assert _read_offsets(log, 0, 5) == [(0, 9)]  # min one batch
+    assert read_spans(log, 0, size + 10) == [(0, 9)]
+    assert read_spans(log, 0, 5) == [(0, 9)]  # min one batch
     assert log.read(0, 5, min_one_batch=False).region is None
-    assert _read_offsets(log, 0, sum(sizes)) == [(0, 9), (10, 19), (20, 29)]
-    assert log.read(0, 1 << 20, max_offset=10).region is not None
-    assert _read_offsets(log, 0) and log.read(10, 1 << 20, max_offset=10).region is None
+    assert read_spans(log, 0, 3 * size) == [(0, 9), (10, 19), (20, 29)]
+    assert read_spans(log, 0, 3 * size - 1) == [(0, 9), (10, 19)]
+    assert read_spans(log, 5, max_offset=20) == [(0, 9), (10, 19)]
+    assert read_spans(log, 0, max_offset=15) == [(0, 9)]  # a batch reaching max_offset is left out
+    assert log.read(10, 1 << 20, max_offset=10).region is None
+    region = log.read(10, 1 << 20).region
+    assert region is not None and len(region) == 2 * size and region.position == size
     log.close()
 
 
-def test_segments_roll_and_sparse_index_finds_every_offset(tmp_path: Path) -> None:
+def test_segments_roll_by_size_and_the_sparse_index_finds_every_offset(tmp_path: Path) -> None:
     log = open_log(tmp_path / "t-0", segment_bytes=2000, index_interval_bytes=300)
     for _ in range(60):
         append(log, batch(4, value=b"x" * 20))
     assert len(log.segments) > 3
-    assert all(len(s.index) > 1 for s in log.segments[:-1])
-    for offset in range(0, 240, 7):
-        first = _read_offsets(log, offset)[0]
-        assert first[0] <= offset <= first[1]
+    assert all(s.size <= 2000 for s in log.segments)
+    assert all(1 <= len(s.index) < 10 for s in log.segments[:-1])  # sparse, not one per batch
+    for offset in range(0, 240):
+        base, last = read_spans(log, offset, 1)[0]
+        assert base <= offset <= last
+    reads = [log.read(o, 1 << 20).region for o in (0, 100, 239)]
+    assert all(r is not None and r.position + len(r) <= 2000 for r in reads)  # one segment per read
     log.close()
     names = sorted(p.name for p in (tmp_path / "t-0").iterdir())
     assert "00000000000000000000.log" in names and "00000000000000000000.index" in names
-    assert any(n.endswith(".timeindex") for n in names)
+    assert any(n.endswith(".timeindex") for n in names) and any(n.endswith(".snapshot") for n in names)
+
+
+def test_index_entries_follow_kafkas_interval_rule(tmp_path: Path) -> None:
+    log = open_log(tmp_path / "t-0", index_interval_bytes=250)
+    size = len(batch(2))
+    for _ in range(12):
+        append(log, batch(2))
+    log.close()
+    entries = list(struct.iter_unpack(">ii", log_file(tmp_path / "t-0", suffix=".index").read_bytes()))
+    # an entry for a batch once more than 250 bytes were written since the last indexed batch
+    step = 250 // size + 1
+    positions = [p for _, p in entries]
+    assert positions == [i * size for i in range(step, 12, step)]
+    assert all(rel == 2 * (p // size) + 1 for rel, p in entries)  # keyed by the batch's last offset
+
+
+def test_roll_by_time_counts_from_the_first_batch_timestamp(tmp_path: Path) -> None:
+    log = open_log(tmp_path / "t-0", segment_ms=1000)
+    append(log, batch(1, ts=NOW))
+    append(log, batch(1, ts=NOW + 1000))
+    assert len(log.segments) == 1
+    append(log, batch(1, ts=NOW + 1001))
+    assert len(log.segments) == 2 and log.segments[1].base_offset == 2
+    log.close()
+
+
+def test_roll_when_the_index_is_full(tmp_path: Path) -> None:
+    log = open_log(tmp_path / "t-0", index_interval_bytes=1, max_index_bytes=8 * 3)
+    for _ in range(12):
+        append(log, batch(1))
+    assert len(log.segments) >= 3 and all(len(s.index) <= 3 for s in log.segments)
+    assert read_spans(log, 11) == [(11, 11)]
+    log.close()
+
+
+def test_roll_before_relative_offsets_overflow(tmp_path: Path) -> None:
+    log = open_log(tmp_path / "t-0")
+    append(log, batch(1))
+    segment = log.active_segment
+    assert segment.index.can_append_offset(2**31 - 1) and not segment.index.can_append_offset(2**31)
+    assert segment.should_roll(append_size=10, append_max_timestamp=NOW, append_last_offset=2**31,
+                               segment_bytes=1 << 30, segment_ms=1 << 40, now_ms=NOW)
+    log.close()
 
 
 def test_offset_for_timestamp_finds_the_first_record(tmp_path: Path) -> None:
-    log = open_log(tmp_path / "t-0", index_interval_bytes=1)
+    log = open_log(tmp_path / "t-0", index_interval_bytes=1, segment_bytes=600)
     for i in range(10):
-        append(log, batch(3, ts=1000 * (i + 1)))
-    assert log.offset_for_timestamp(0) == (0, 1000)
-    assert log.offset_for_timestamp(5001) == (13, 5001)  # inside the fifth batch: record ts 5000, 5001, 5002
-    assert log.offset_for_timestamp(99_999) is None
-    assert log.max_timestamp_and_offset() == (10_002, 29)
+        append(log, batch(3, ts=NOW + 1000 * (i + 1)))
+    assert len(log.segments) > 1
+    assert log.offset_for_timestamp(0) == (0, NOW + 1000)
+    assert log.offset_for_timestamp(NOW + 5001) == (13, NOW + 5001)  # inside the fifth batch
+    assert log.offset_for_timestamp(NOW + 10_002) == (29, NOW + 10_002)
+    assert log.offset_for_timestamp(NOW + 99_999) is None
+    assert log.max_timestamp_and_offset() == (NOW + 10_002, 29)
     log.close()
 
 
-def _reopen(path: Path, clean: bool, **config: int) -> Log:
-    return open_log(path, clean=clean, **config)
-
-
-def test_recovery_cuts_a_torn_tail(tmp_path: Path) -> None:
+def test_max_timestamp_points_at_the_first_record_carrying_it(tmp_path: Path) -> None:
     log = open_log(tmp_path / "t-0")
-    for _ in range(5):
+    assert log.max_timestamp_and_offset() == (-1, -1)
+    records = [Record(0, 5, None, b"a"), Record(1, 9, None, b"b"), Record(2, 9, None, b"c"), Record(3, 1, None, b"d")]
+    data = bytearray(build_batch(records, base_timestamp=NOW))
+    append(log, batch(2, ts=NOW - 50))
+    append(log, data)
+    assert log.max_timestamp_and_offset() == (NOW + 9, 3)
+    log.close()
+
+
+def test_log_append_time_batches_answer_at_their_stamp(tmp_path: Path) -> None:
+    log = open_log(tmp_path / "t-0", segment_ms=10)
+    data = batch(3, ts=NOW - 10_000)
+    header = parse_header(data)
+    set_log_append_time(data, 0, header, NOW + 500)
+    log.append(data, [(0, header)], now_ms=NOW + 500)  # the caller's header predates the stamp
+    assert log.active_segment.max_timestamp == NOW + 500
+    assert log.offset_for_timestamp(NOW) == (0, NOW + 500)
+    assert log.max_timestamp_and_offset() == (NOW + 500, 0)
+    log.close()
+
+
+def test_truncate_to_removes_whole_batches_and_appends_continue(tmp_path: Path) -> None:
+    log = open_log(tmp_path / "t-0", segment_bytes=700, index_interval_bytes=1)
+    for _ in range(20):
         append(log, batch(2))
+    segments = len(log.segments)
+    log.truncate_to(21)  # inside batch 20..21: the whole batch goes
+    assert log.log_end_offset == 20 and len(log.segments) < segments
+    assert read_spans(log, 18) == [(18, 19)]
+    assert append(log, batch(2)).base_offset == 20
+    log.truncate_to(0)
+    assert log.log_end_offset == 0 and log.size_bytes == 0 and len(log.segments) == 1
+    assert append(log, batch(1)).base_offset == 0
     log.close()
-    segment = tmp_path / "t-0" / "00000000000000000000.log"
-    os.truncate(segment, segment.stat().st_size - 7)
-    log = _reopen(tmp_path / "t-0", clean=False)
-    assert log.log_end_offset == 8
-    assert log.stats.bytes_truncated > 0
-    assert append(log, batch(1)).base_offset == 8
+    log = open_log(tmp_path / "t-0", clean=False, segment_bytes=700)
+    assert log.log_end_offset == 1
     log.close()
 
 
-def test_recovery_cuts_a_garbage_tail(tmp_path: Path) -> None:
+def test_closed_log_refuses_work(tmp_path: Path) -> None:
     log = open_log(tmp_path / "t-0")
-    for _ in range(5):
-        append(log, batch(2))
+    append(log, batch(1))
     log.close()
-    segment = tmp_path / "t-0" / "00000000000000000000.log"
-    size = segment.stat().st_size
-    with open(segment, "ab") as handle:
-        handle.write(os.urandom(500))
-    log = _reopen(tmp_path / "t-0", clean=False)
-    assert log.log_end_offset == 10
-    assert segment.stat().st_size == size
-    log.close()
+    with pytest.raises(LogClosedError):
+        append(log, batch(1))
+    with pytest.raises(LogClosedError):
+        log.read(0, 100)
+    with pytest.raises(LogClosedError):
+        log.flush()
 
 
-def test_recovery_truncates_from_a_bad_crc(tmp_path: Path) -> None:
+def test_delete_keeps_handed_out_regions_readable_until_released(tmp_path: Path) -> None:
     log = open_log(tmp_path / "t-0")
-    positions = []
-    for _ in range(5):
-        positions.append(log.active.size)
-        append(log, batch(2))
-    log.close()
-    segment = tmp_path / "t-0" / "00000000000000000000.log"
-    with open(segment, "r+b") as handle:
-        handle.seek(positions[2] + 70)
-        byte = handle.read(1)
-        handle.seek(positions[2] + 70)
-        handle.write(bytes([byte[0] ^ 0xFF]))
-    log = _reopen(tmp_path / "t-0", clean=False)
-    assert log.log_end_offset == 4
-    log.close()
-
-
-def test_deleted_indexes_are_rebuilt(tmp_path: Path) -> None:
-    log = open_log(tmp_path / "t-0", segment_bytes=3000, index_interval_bytes=200)
-    for i in range(40):
-        append(log, batch(3, ts=100 * i))
-    expected = {o: _read_offsets(log, o)[0] for o in range(0, 120, 5)}
-    log.close()
-    for path in (tmp_path / "t-0").glob("*index"):
-        path.unlink()
-    for clean in (True, False):
-        log = _reopen(tmp_path / "t-0", clean=clean, segment_bytes=3000, index_interval_bytes=200)
-        assert {o: _read_offsets(log, o)[0] for o in range(0, 120, 5)} == expected
-        assert log.offset_for_timestamp(2050) == (63, 2100)
-        log.close()
-
-
-def test_clean_reopen_keeps_everything_and_appends_continue(tmp_path: Path) -> None:
-    log = open_log(tmp_path / "t-0", segment_bytes=1500)
-    for _ in range(30):
-        append(log, batch(2))
-    log.flush()
-    log.close()
-    log = _reopen(tmp_path / "t-0", clean=True, segment_bytes=1500)
-    assert log.log_end_offset == 60
-    assert append(log, batch(1)).base_offset == 60
-    assert _read_offsets(log, 59)[0] == (58, 59)
-    log.close()
+    append(log, batch(2))
+    region = log.read(0, 1000).region
+    assert region is not None
+    log.delete()
+    assert not (tmp_path / "t-0").exists() and not list(tmp_path.iterdir())
+    assert parse_header(region.read_bytes()).last_offset == 1  # still sendable
+    assert log.release_retired(NOW) is False  # file.delete.delay.ms has not passed
+    assert log.release_retired(NOW + 60_000) is True
+    assert region.file.closed
 
 
 def test_flush_advances_the_recovery_point(tmp_path: Path) -> None:
@@ -161,47 +205,5 @@ def test_flush_advances_the_recovery_point(tmp_path: Path) -> None:
     assert log.recovery_point == 0 and log.unflushed_messages == 4
     assert log.flush() == 4
     assert log.recovery_point == 4 and log.unflushed_messages == 0
-    log.close()
-
-
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(counts=st.lists(st.integers(1, 6), min_size=1, max_size=40), seg=st.integers(300, 3000),
-       probes=st.lists(st.integers(0, 200), max_size=20))
-def test_log_property_reads_and_reopen(tmp_path_factory: pytest.TempPathFactory, counts: list[int], seg: int,
-                                       probes: list[int]) -> None:
-    path = tmp_path_factory.mktemp("prop") / "t-0"
-    log = open_log(path, segment_bytes=seg, index_interval_bytes=100)
-    bounds = []
-    for n in counts:
-        result = append(log, batch(n))
-        bounds.append((result.base_offset, result.last_offset))
-    end = log.log_end_offset
-    assert end == sum(counts)
-
-    def containing(offset: int) -> tuple[int, int]:
-        return next(b for b in bounds if b[0] <= offset <= b[1])
-
-    for probe in probes:
-        if probe < end:
-            assert _read_offsets(log, probe)[0] == containing(probe)
-    log.close()
-    log = _reopen(path, clean=False, segment_bytes=seg, index_interval_bytes=100)
-    assert log.log_end_offset == end
-    for probe in probes:
-        if probe < end:
-            assert _read_offsets(log, probe)[0] == containing(probe)
-    log.close()
-
-
-def test_patched_batches_on_disk_keep_valid_crcs(tmp_path: Path) -> None:
-    from pybroker.protocol.records.batch import crc_ok
-
-    log = open_log(tmp_path / "t-0")
-    for _ in range(3):
-        append(log, batch(2))
-    data = (tmp_path / "t-0" / "00000000000000000000.log").read_bytes()
-    headers = list(iter_batches(data))
-    assert [h.base_offset for _, h in headers] == [0, 2, 4]
-    assert all(crc_ok(data, p, h) for p, h in headers)
-    assert parse_header(data).partition_leader_epoch == 0
+    assert log.flush(up_to=3) == 4
     log.close()
