@@ -1,140 +1,198 @@
-"""Real `pybroker start` processes for tests that use stock clients.
+"""Fixtures that run a real broker process for stock Kafka clients to talk to.
 
-`BrokerProcess` starts the console command on a free loopback port with its own log dir, waits until
-an ApiVersions round trip works, and can stop it cleanly (asserting exit 0), kill it with SIGKILL, or
-restart it on the same dirs and port. Every process is killed at teardown, whatever happened.
+- `broker` (module scope): one shared broker per test module. Tests share it by using unique topic
+  names (`new_topic()`), which keeps the suite fast: starting a broker costs about a second.
+- `broker_factory` (function scope): `broker_factory(overrides={...}, needs_restart=True)` starts a
+  fresh broker with its own dirs; for tests that restart, SIGKILL or configure the broker.
+- `new_topic`: a factory of topic names unique to the test.
+
+`PYBROKER_TEST_TARGET=tansu` points the same tests at Tansu (fetched like the benchmark does) to check
+the tests themselves against an independent broker; tests needing restarts or overrides skip there.
+
+Every test here is marked `integration` by the collection hook below. A hang watchdog fails a test
+after `PYBROKER_TEST_TIMEOUT` seconds (default 120) with SIGALRM, and if even that does not get
+control back, dumps every thread's stack, kills the brokers and exits hard 30 s later: a broken broker
+must cost minutes, never CI's whole budget.
 """
 
 from __future__ import annotations
 
+import faulthandler
 import os
+import re
 import signal
-import socket
-import struct
-import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
+import threading
+import uuid
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 import pytest
 
-STARTUP_TIMEOUT_S = 20
+from tests.integration.brokers import (
+    LIVE,
+    BrokerProcess,
+    TansuProcess,
+    ensure_tansu,
+    kill_all,
+)
+from tests.integration.clients import close_clients
+
+HERE = Path(__file__).resolve().parent
+TARGET = os.environ.get("PYBROKER_TEST_TARGET", "pybroker").strip().lower() or "pybroker"
+TEST_TIMEOUT_S = float(os.environ.get("PYBROKER_TEST_TIMEOUT", "120"))
+HARD_EXIT_GRACE_S = 30.0
+
+if TARGET not in ("pybroker", "tansu"):
+    raise pytest.UsageError(f"PYBROKER_TEST_TARGET must be pybroker or tansu, not {TARGET!r}")
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+# -- marking -------------------------------------------------------------------------------------------
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark everything under this folder `integration`, so `-m "not integration"` skips real processes."""
+    for item in items:
+        if HERE in Path(str(item.path)).resolve().parents:
+            item.add_marker(pytest.mark.integration)
 
 
-def _api_versions_ok(port: int) -> bool:
-    body = struct.pack(">hhih", 18, 0, 1, 4) + b"test"
+# -- hang watchdog -------------------------------------------------------------------------------------
+class HungTestError(Exception):
+    """Raised in the main thread by SIGALRM when a test runs past its time limit."""
+
+
+def _on_alarm(signum: int, frame: object) -> None:
+    raise HungTestError(f"integration test still running after {TEST_TIMEOUT_S:.0f}s (PYBROKER_TEST_TIMEOUT)")
+
+
+def _hard_exit(capman: object | None) -> None:
+    # pytest holds fd 2 in a capture file that os._exit would throw away: give it back first
+    suspend = getattr(capman, "suspend_global_capture", None)
+    if suspend is not None:
+        try:
+            suspend(in_=False)
+        except Exception as exc:
+            sys.stderr.write(f"(could not suspend pytest's capture: {exc!r})\n")
+    sys.stderr.write(f"\n*** integration test hung past {TEST_TIMEOUT_S + HARD_EXIT_GRACE_S:.0f}s; "
+                     "stacks follow, brokers killed, exiting ***\n")
+    sys.stderr.flush()
+    faulthandler.dump_traceback(file=sys.stderr, all_threads=True)
+    kill_all()
+    os._exit(70)
+
+
+@pytest.fixture(autouse=True)
+def _hang_watchdog(request: pytest.FixtureRequest) -> Iterator[None]:
+    """SIGALRM fails just this test; the timer thread is the backstop when the main thread is stuck in C."""
+    use_alarm = threading.current_thread() is threading.main_thread() and hasattr(signal, "SIGALRM")
+    previous = signal.signal(signal.SIGALRM, _on_alarm) if use_alarm else None
+    if use_alarm:
+        signal.setitimer(signal.ITIMER_REAL, TEST_TIMEOUT_S)
+    capman = request.config.pluginmanager.getplugin("capturemanager")
+    backstop = threading.Timer(TEST_TIMEOUT_S + HARD_EXIT_GRACE_S, _hard_exit, args=(capman,))
+    backstop.daemon = True
+    backstop.start()
     try:
-        with socket.create_connection(("127.0.0.1", port), timeout=1) as sock:
-            sock.sendall(struct.pack(">i", len(body)) + body)
-            header = sock.recv(4)
-            return len(header) == 4
-    except OSError:
-        return False
+        yield
+    finally:
+        backstop.cancel()
+        if use_alarm:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
 
 
-class BrokerProcess:
-    def __init__(self, log_dir: Path, overrides: dict[str, str] | None = None) -> None:
-        self.log_dir = log_dir
-        self.overrides = dict(overrides or {})
-        self.port = free_port()
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.output = log_dir.parent / f"{log_dir.name}.out"
+@pytest.fixture(autouse=True)
+def _close_clients() -> Iterator[None]:
+    yield
+    close_clients()
 
-    @property
-    def bootstrap(self) -> str:
-        return f"127.0.0.1:{self.port}"
 
-    def start(self) -> BrokerProcess:
-        cmd = [sys.executable, "-m", "pybroker.broker.cli", "start", "--log-dirs", str(self.log_dir),
-               "--listeners", f"PLAINTEXT://127.0.0.1:{self.port}", "--log-format", "json"]
-        for key, value in self.overrides.items():
-            cmd += ["--override", f"{key}={value}"]
-        with open(self.output, "ab") as out:
-            self.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + STARTUP_TIMEOUT_S
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"broker exited with {self.proc.returncode}:\n{self.tail()}")
-            if _api_versions_ok(self.port):
-                return self
-            time.sleep(0.05)
-        self.kill9()
-        raise RuntimeError(f"broker did not answer within {STARTUP_TIMEOUT_S}s:\n{self.tail()}")
+# -- broker log tails on failure -----------------------------------------------------------------------
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    outcome = yield
+    report = outcome.get_result()
+    if report.failed and LIVE:
+        for broker in sorted(LIVE, key=lambda b: b.port):
+            report.sections.append((f"broker output ({broker.name} {broker.bootstrap})", broker.log_tail()))
 
-    def tail(self, lines: int = 40) -> str:
-        try:
-            return "\n".join(self.output.read_text(errors="replace").splitlines()[-lines:])
-        except FileNotFoundError:
-            return ""
 
-    def stop(self) -> int:
-        """SIGTERM and wait; the exit status (0 for a clean shutdown)."""
-        assert self.proc is not None
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            code = self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-            raise
-        return code
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    kill_all()
 
-    def kill9(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            os.kill(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(timeout=10)
 
-    def restart(self) -> BrokerProcess:
-        if self.proc is not None and self.proc.poll() is None:
-            assert self.stop() == 0, self.tail()
-        return self.start()
+# -- fixtures ------------------------------------------------------------------------------------------
+@pytest.fixture(scope="session")
+def broker_target() -> str:
+    """"pybroker" or "tansu" (from PYBROKER_TEST_TARGET)."""
+    return TARGET
 
-    def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
+
+@pytest.fixture(scope="session")
+def tansu_binary() -> Path | None:
+    if TARGET != "tansu":
+        return None
+    try:
+        return ensure_tansu()
+    except Exception as exc:
+        pytest.skip(f"PYBROKER_TEST_TARGET=tansu but Tansu cannot be had: {exc}")
+
+
+def _make(workdir: Path, tansu: Path | None, overrides: Mapping[str, str] | None = None,
+          log_dirs: list[Path] | None = None) -> BrokerProcess:
+    if tansu is not None:
+        return TansuProcess(workdir, tansu)
+    return BrokerProcess(workdir, overrides, log_dirs=log_dirs)
 
 
 @pytest.fixture(scope="module")
-def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    """One broker shared by a module's tests (each test uses its own topics)."""
-    process = BrokerProcess(tmp_path_factory.mktemp("broker") / "data").start()
-    yield process
-    if process.alive():
-        code = process.stop()
-        assert code == 0, process.tail()
+def broker(tmp_path_factory: pytest.TempPathFactory, tansu_binary: Path | None) -> Iterator[BrokerProcess]:
+    """One broker shared by the tests of a module; its clean stop (exit 0) is checked at teardown."""
+    proc = _make(tmp_path_factory.mktemp("broker"), tansu_binary,
+                 {"auto.create.topics.enable": "true"})
+    proc.start()
+    try:
+        yield proc
+    finally:
+        if proc.is_running():
+            proc.stop(expect_code=0 if not isinstance(proc, TansuProcess) else None)
+        proc.close()
+
+
+BrokerFactory = Callable[..., BrokerProcess]
 
 
 @pytest.fixture
-def broker_factory(tmp_path: Path) -> Iterator[Callable[..., BrokerProcess]]:
-    """Brokers of a test's own, with overrides; all killed at the end."""
+def broker_factory(tmp_path: Path, tansu_binary: Path | None) -> Iterator[BrokerFactory]:
+    """Start a fresh broker of the test's own: `broker_factory(overrides=..., needs_restart=...)`.
+
+    Under the Tansu target a test that needs overrides or restarts is skipped (Tansu keeps data in
+    memory and takes no Kafka config keys).
+    """
     made: list[BrokerProcess] = []
 
-    def make(**overrides: str) -> BrokerProcess:
-        process = BrokerProcess(tmp_path / f"data{len(made)}", {k.replace("_", "."): v for k, v in overrides.items()})
-        made.append(process)
-        return process.start()
+    def factory(overrides: Mapping[str, str] | None = None, *, needs_restart: bool = False,
+                log_dirs: list[Path] | None = None, start: bool = True) -> BrokerProcess:
+        if tansu_binary is not None and (overrides or needs_restart or log_dirs):
+            pytest.skip("Tansu target: no config overrides, restarts or log dirs")
+        proc = _make(tmp_path / f"broker{len(made)}", tansu_binary, overrides, log_dirs)
+        made.append(proc)
+        return proc.start() if start else proc
 
-    yield make
-    for process in made:
-        process.kill9()
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        if "integration" in str(item.fspath):
-            item.add_marker(pytest.mark.integration)
-            # stock clients leave sockets for the garbage collector; that is theirs to fix, not a test failure
-            item.add_marker(pytest.mark.filterwarnings("ignore::ResourceWarning"))
-            item.add_marker(pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning"))
+    try:
+        yield factory
+    finally:
+        close_clients()  # before the brokers go, or the producers log connection errors while they close
+        for proc in made:
+            proc.close()
 
 
 @pytest.fixture
-def topic_name(request: pytest.FixtureRequest) -> str:
-    return f"{request.node.name.replace('[', '-').replace(']', '')[:120]}-{int(time.time() * 1000) % 100000}"
+def new_topic(request: pytest.FixtureRequest) -> Callable[[str], str]:
+    """`new_topic("codec")` gives a legal topic name unique to this test, so tests can share one broker."""
+    base = re.sub(r"[^A-Za-z0-9._-]+", "-", request.node.name)[:80].strip("-.")
+
+    def make(suffix: str = "") -> str:
+        tail = f"-{suffix}" if suffix else ""
+        return f"{base}{tail}-{uuid.uuid4().hex[:8]}"
+
+    return make

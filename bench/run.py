@@ -1,0 +1,212 @@
+"""`make bench`: the same librdkafka load on a fresh pybroker and on Tansu, side by side.
+
+Why Tansu: it is a Kafka-compatible broker written in Rust, so the ratio pybroker/tansu says how far a
+Python broker is from a compiled one on the same machine and the same client settings. Note the
+difference in durability: pybroker fsyncs before it acknowledges acks=all, Tansu here keeps everything
+in memory (`memory://`), so Tansu does strictly less work per record.
+
+Phases, per broker: produce N records of 100 B, then N of 1 KiB (msgs/s, MB/s of payload); consume each
+set back from offset 0; then end-to-end latency (p50/p99) at a fixed moderate rate. Tansu is fetched
+once with pip into the git-ignored `bench/.cache/`; if it cannot be had, pybroker runs alone.
+
+    .venv/bin/python bench/run.py [--records N] [--only pybroker|tansu] [--skip-tansu]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
+
+from bench.load import (  # noqa: E402
+    CONSUMER_SETTINGS,
+    LATENCY_PRODUCER_SETTINGS,
+    PRODUCER_SETTINGS,
+    Latency,
+    Throughput,
+    consume,
+    create_topic,
+    latency,
+    produce,
+)
+from tests.integration.brokers import BrokerProcess, TansuProcess, ensure_tansu, kill_all  # noqa: E402
+
+SIZES = (100, 1024)
+STORAGE = {"pybroker": "log segments on disk, fsync before acks=all is answered",
+           "tansu": "memory:// (nothing on disk)"}
+
+
+@dataclass
+class BrokerResult:
+    name: str
+    produce: dict[int, Throughput] = field(default_factory=dict)
+    consume: dict[int, Throughput] = field(default_factory=dict)
+    latency: Latency | None = None
+    error: str = ""
+
+
+def run_load(name: str, broker: BrokerProcess, args: argparse.Namespace) -> BrokerResult:
+    result = BrokerResult(name)
+    tag = uuid.uuid4().hex[:6]
+    for size in SIZES:
+        topic = f"bench-{size}b-{tag}"
+        create_topic(broker.bootstrap, topic, args.partitions)
+        produce(broker.bootstrap, topic, args.partitions, 100, size)  # warm-up: connections, metadata, code paths
+        print(f"  [{name}] produce {args.records} x {size} B ...", flush=True)
+        result.produce[size] = produce(broker.bootstrap, topic, args.partitions, args.records, size)
+        if result.produce[size].note:
+            result.error = f"produce {size} B: {result.produce[size].note}; later phases skipped"
+            return result
+        print(f"  [{name}] consume {args.records + 100} x {size} B ...", flush=True)
+        result.consume[size] = consume(broker.bootstrap, topic, args.partitions, args.records + 100, size)
+    topic = f"bench-latency-{tag}"
+    create_topic(broker.bootstrap, topic, 1)
+    print(f"  [{name}] latency at {args.latency_rate} msg/s for {args.latency_seconds:.0f} s ...", flush=True)
+    result.latency = latency(broker.bootstrap, topic, args.latency_rate, args.latency_seconds)
+    return result
+
+
+def bench_one(name: str, args: argparse.Namespace, workdir: Path) -> BrokerResult:
+    """Start the broker, run the load, and always stop it; a failure is reported, not raised."""
+    broker: BrokerProcess
+    if name == "tansu":
+        try:
+            binary = ensure_tansu()
+        except Exception as exc:
+            print(f"Tansu cannot be had, running pybroker alone: {exc}", flush=True)
+            return BrokerResult(name, error=f"not fetched: {exc}")
+        broker = TansuProcess(workdir / "tansu", binary)
+    else:
+        broker = BrokerProcess(workdir / "pybroker")
+    print(f"starting {name} ...", flush=True)
+    try:
+        broker.start()
+        result = run_load(name, broker, args)
+    except Exception as exc:
+        print(f"{name} failed: {exc!r}\n{broker.log_tail(20)}", flush=True)
+        broker.close()
+        return BrokerResult(name, error=repr(exc))
+    if result.error:
+        print(f"{name}: {result.error}\n{broker.log_tail(20)}", flush=True)
+    try:
+        broker.stop(expect_code=None if name == "tansu" else 0)
+    except AssertionError as exc:
+        result.error += f"{'; ' if result.error else ''}unclean stop: {str(exc).splitlines()[0]}"
+    finally:
+        broker.close()
+    return result
+
+
+def _fmt(value: float, digits: int = 1) -> str:
+    return "-" if value != value else f"{value:,.{digits}f}"  # NaN check without math
+
+
+def print_table(result: BrokerResult) -> None:
+    print(f"\n== {result.name} ({STORAGE.get(result.name, '')}) ==")
+    if result.error:
+        print(f"  stopped early: {result.error}")
+        if not result.produce:
+            return
+    print(f"  {'phase':<22}{'records':>10}{'msgs/s':>14}{'MB/s':>10}{'seconds':>10}  note")
+    for kind, table in (("produce", result.produce), ("consume", result.consume)):
+        for size, t in table.items():
+            print(f"  {kind + f' {size} B':<22}{t.records:>10,}{_fmt(t.msgs_per_s, 0):>14}"
+                  f"{_fmt(t.mb_per_s, 2):>10}{t.seconds:>10.2f}  {t.note}")
+    lat = result.latency
+    if lat is not None:
+        print(f"  {'end-to-end latency':<22}{len(lat.samples_ms):>10,}  at {lat.rate} msg/s: "
+              f"p50 {_fmt(lat.percentile(0.50), 2)} ms, p99 {_fmt(lat.percentile(0.99), 2)} ms, "
+              f"max {_fmt(max(lat.samples_ms, default=float('nan')), 2)} ms  {lat.note}")
+
+
+def print_ratios(ours: BrokerResult, theirs: BrokerResult) -> None:
+    if not ours.produce or not theirs.produce:
+        return
+    print("\n== pybroker / tansu (throughput: > 1 means pybroker is faster; latency: < 1 means lower) ==")
+    for kind, a, b in (("produce", ours.produce, theirs.produce), ("consume", ours.consume, theirs.consume)):
+        for size in SIZES:
+            if size in a and size in b and b[size].msgs_per_s > 0:
+                print(f"  {kind + f' {size} B':<22}{a[size].msgs_per_s / b[size].msgs_per_s:>8.3g}x")
+    if ours.latency and theirs.latency:
+        for q in (0.50, 0.99):
+            them = theirs.latency.percentile(q)
+            if them and them == them:
+                print(f"  {f'latency p{int(q * 100)}':<22}{ours.latency.percentile(q) / them:>8.3g}x")
+
+
+def print_settings(args: argparse.Namespace) -> None:
+    load = os.getloadavg() if hasattr(os, "getloadavg") else (float("nan"),) * 3
+    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, load average {load[0]:.2f}; "
+          f"client and broker share it; Python {platform.python_version()}")
+    import confluent_kafka
+
+    print(f"client: confluent-kafka {confluent_kafka.__version__} / librdkafka {confluent_kafka.libversion()[0]}")
+    print(f"records per size: {args.records:,} values of {' and '.join(f'{s} B' for s in SIZES)}, no keys, "
+          f"{args.partitions} partition(s)")
+    print("producer: " + ", ".join(f"{k}={v}" for k, v in PRODUCER_SETTINGS.items()))
+    print("consumer: " + ", ".join(f"{k}={v}" for k, v in CONSUMER_SETTINGS.items() if k != "group.id")
+          + " (assign from offset 0, no group, nothing committed)")
+    print(f"latency: {args.latency_rate} msg/s for {args.latency_seconds:.0f} s, 100 B, linger.ms="
+          f"{LATENCY_PRODUCER_SETTINGS['linger.ms']}, acks={LATENCY_PRODUCER_SETTINGS['acks']}; "
+          "consumer fetch.wait.max.ms=100")
+    from bench.load import client_ceiling
+    from tests.integration.brokers import free_port
+
+    ceilings = ", ".join(f"{size} B: {client_ceiling(args.records, size, f'127.0.0.1:{free_port()}'):,.0f} msgs/s"
+                         for size in SIZES)
+    print(f"client ceiling (Python handing records to librdkafka, no broker): {ceilings}")
+    print("MB/s counts payload bytes (10^6), not protocol overhead. Produce is timed from the first send to "
+          "the last ack; consume from assign() to the last record (bootstrap metadata fetched before).\n",
+          flush=True)
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--records", type=int, default=500_000, help="records per record size (default 500000)")
+    parser.add_argument("--partitions", type=int, default=1, help="partitions of the throughput topics")
+    parser.add_argument("--only", choices=("pybroker", "tansu"), help="benchmark one broker only")
+    parser.add_argument("--skip-tansu", action="store_true", help="pybroker only (same as --only pybroker)")
+    parser.add_argument("--latency-rate", type=int, default=1000, help="msgs/s in the latency phase")
+    parser.add_argument("--latency-seconds", type=float, default=10.0, help="length of the latency phase")
+    args = parser.parse_args(argv)
+    if args.records < 1 or args.partitions < 1 or args.latency_rate < 1 or args.latency_seconds <= 0:
+        parser.error("--records, --partitions, --latency-rate and --latency-seconds must be positive")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    names = ["pybroker", "tansu"]
+    if args.only:
+        names = [args.only]
+    elif args.skip_tansu:
+        names = ["pybroker"]
+    print_settings(args)
+    started = time.monotonic()
+    results: dict[str, BrokerResult] = {}
+    try:
+        with tempfile.TemporaryDirectory(prefix="pybroker-bench-") as tmp:
+            for name in names:
+                results[name] = bench_one(name, args, Path(tmp))
+    finally:
+        kill_all()
+    for result in results.values():
+        print_table(result)
+    if "pybroker" in results and "tansu" in results:
+        print_ratios(results["pybroker"], results["tansu"])
+    print(f"\nbenchmark took {time.monotonic() - started:.0f} s")
+    return 1 if any(r.error and not r.error.startswith("not fetched") for r in results.values()) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
