@@ -42,26 +42,28 @@ def handle_fetch(ctx: RequestContext, request: FetchRequest) -> Any:
     response, size, errors = _read_all(ctx, request)
     if size >= request.min_bytes or errors or request.max_wait_ms <= 0 or not request.topics:
         return response
-    return _long_poll(ctx, request, response)
-
-
-async def _long_poll(ctx: RequestContext, request: FetchRequest, response: FetchResponse) -> FetchResponse:
-    purgatory = ctx.state.purgatory
+    # Watch before returning: the coroutine only starts on a later loop turn, and an append in between
+    # must still wake this fetch rather than leave it waiting for max_wait_ms.
     keys = [(t.topic, p.partition_index) for t in response.responses for p in t.partitions]
+    return _long_poll(ctx, request, response, keys, ctx.state.purgatory.watch(keys))
+
+
+async def _long_poll(ctx: RequestContext, request: FetchRequest, response: FetchResponse,
+                     keys: list[tuple[str, int]], waiter: asyncio.Future[None]) -> FetchResponse:
+    purgatory = ctx.state.purgatory
     deadline = time.monotonic() + request.max_wait_ms / 1000
     while True:
         remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            return response
-        waiter = purgatory.watch(keys)
         try:
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(waiter, remaining)
+            if remaining > 0:
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(waiter, remaining)
         finally:
             purgatory.unwatch(keys, waiter)
         response, size, errors = _read_all(ctx, request)
-        if size >= request.min_bytes or errors:
+        if size >= request.min_bytes or errors or time.monotonic() >= deadline:
             return response
+        waiter = purgatory.watch(keys)
 
 
 def _read_all(ctx: RequestContext, request: FetchRequest) -> tuple[FetchResponse, int, bool]:

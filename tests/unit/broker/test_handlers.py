@@ -23,7 +23,7 @@ def _records(n: int = 3, ts: int | None = None) -> bytes:
     return build_batch([Record(i, 0, b"k", b"v%d" % i) for i in range(n)], base_timestamp=now)
 
 
-def _produce(topic: str, records: bytes | None, partition: int = 0, acks: int = -1) -> ProduceRequest:
+def _produce(topic: str, records: bytes | bytearray | None, partition: int = 0, acks: int = -1) -> ProduceRequest:
     return ProduceRequest(acks=acks, timeout_ms=5000, topic_data=[
         TopicProduceData(name=topic, partition_data=[PartitionProduceData(index=partition, records=records)])])
 
@@ -145,3 +145,22 @@ async def test_metadata_creates_topics_when_allowed(client: RawClient) -> None:
     assert answer.topics[0].error_code == 0 and len(answer.topics[0].partitions) == 1
     bad = await client.call(MetadataRequest(topics=[MetadataRequestTopic(name="bad name!")]), 9)
     assert bad.topics[0].error_code == ErrorCode.INVALID_TOPIC_EXCEPTION
+
+
+async def test_append_between_fetch_and_its_first_wait_still_wakes_it(app: BrokerApp) -> None:
+    """The long-poll coroutine starts a loop turn after the handler returns; an append in that gap
+    must not be missed (it was: fetches then slept for all of max_wait_ms)."""
+    from pybroker.broker.context import RequestContext
+    from pybroker.broker.handlers.fetch import handle_fetch
+    from pybroker.broker.handlers.produce import handle_produce
+
+    def ctx(api_key: int, version: int) -> RequestContext:
+        return RequestContext(app.state, api_key, version, 1, "test", "in-process")
+
+    first = handle_produce(ctx(0, 9), _produce("gap", bytearray(_records(1)), acks=1))
+    assert _partition(first).error_code == 0
+    pending = handle_fetch(ctx(1, 12), _fetch("gap", offset=1, max_wait=30_000, min_bytes=1))
+    assert asyncio.iscoroutine(pending)
+    handle_produce(ctx(0, 9), _produce("gap", bytearray(_records(2)), acks=1))  # before the coroutine ever runs
+    fetched = await asyncio.wait_for(pending, 5)
+    assert [h.base_offset for _, h in iter_batches(fetched.responses[0].partitions[0].records.read_bytes())] == [1]
