@@ -36,7 +36,4 @@ def resolve_partition_for_write(state: BrokerState, topic: str, partition: int) 
 
 
 def topic_by_id(state: BrokerState, topic_id: uuid.UUID) -> TopicInfo | None:
-    for info in state.logs.topics().values():
-        if info.topic_id == topic_id:
-            return info
-    return None
+    return state.logs.topic_by_id(topic_id)

@@ -99,6 +99,8 @@ class LogManager:
         self._logs: dict[tuple[str, int], Log] = {}
         self._dir_of: dict[tuple[str, int], Path] = {}
         self._topics: dict[str, TopicInfo] = {}
+        #: Fetch v13+ and Metadata v12+ name topics by id: one dict lookup, not a scan per request
+        self._by_id: dict[uuid.UUID, TopicInfo] = {}
         self._flushers: dict[Path, Flusher] = {}
         self._store = TopicStore(self.dirs)
         self._running = False
@@ -115,6 +117,7 @@ class LogManager:
                 self._locks.append(lock_dir(directory))
             self.cluster_id = ensure_meta_properties(self.dirs, self.node_id)
             self._topics = self._store.load()
+            self._by_id = {info.topic_id: info for info in self._topics.values()}
             stats = [self._load_dir(directory) for directory in self.dirs]
             for info in self._topics.values():
                 self._create_partitions(info, info.num_partitions)  # any whose dir went missing
@@ -178,6 +181,9 @@ class LogManager:
     def topics(self) -> dict[str, TopicInfo]:
         return self._topics
 
+    def topic_by_id(self, topic_id: uuid.UUID) -> TopicInfo | None:
+        return self._by_id.get(topic_id)
+
     def get_log(self, topic: str, partition: int) -> Log | None:
         return self._logs.get((topic, partition))
 
@@ -204,6 +210,7 @@ class LogManager:
             self._drop_logs(name, num_partitions)
             raise
         self._topics[name] = info
+        self._by_id[info.topic_id] = info
         self._store.save(self._topics)
         return info
 
@@ -220,6 +227,7 @@ class LogManager:
         """Forget the topic (durably, first), then remove its partition dirs."""
         info = self._topic(name)
         del self._topics[name]
+        self._by_id.pop(info.topic_id, None)
         self._store.save(self._topics)
         self._drop_logs(name, info.num_partitions)
 

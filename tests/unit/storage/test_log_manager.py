@@ -235,3 +235,16 @@ def test_clean_shutdown_marker_is_kafkas(tmp_path: Path) -> None:
     manager.shutdown()
     assert (tmp_path / "a" / ".kafka_cleanshutdown").read_text() == '{"version":"0","broker_epoch":"-1"}'
     assert (tmp_path / "a" / ".lock").exists()
+
+
+def test_topics_are_found_by_id_across_restart_and_forgotten_on_delete(tmp_path: Path) -> None:
+    manager = _manager([tmp_path / "a"])
+    info = manager.create_topic("by-id", 1, {})
+    assert manager.topic_by_id(info.topic_id) is info
+    manager.shutdown()
+    again = _manager([tmp_path / "a"])
+    found = again.topic_by_id(info.topic_id)
+    assert found is not None and found.name == "by-id"
+    again.delete_topic("by-id")
+    assert again.topic_by_id(info.topic_id) is None
+    again.shutdown()
