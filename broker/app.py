@@ -90,11 +90,13 @@ class BrokerApp:
     async def stop(self) -> None:
         for server in self.servers:
             server.close()
-        deadline = time.monotonic() + GRACEFUL_TIMEOUT_S
+        # in-flight requests finish: long polls answer now with what they have, fsync waits complete
         self.state.purgatory.wake_all()
-        while any(c.pending for c in self.state.connections) and time.monotonic() < deadline:
-            self.state.purgatory.wake_all()
-            await asyncio.sleep(0.02)
+        in_flight = [entry.result for conn in self.state.connections for entry in conn.pending
+                     if isinstance(entry.result, asyncio.Future)]
+        if in_flight:
+            await asyncio.wait(in_flight, timeout=GRACEFUL_TIMEOUT_S)
+        await asyncio.sleep(0)  # let their done-callbacks write the responses
         for conn in list(self.state.connections):
             if conn.transport is not None:
                 conn.transport.close()

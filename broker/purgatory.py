@@ -13,10 +13,12 @@ PartitionKey = tuple[str, int]
 
 
 class Purgatory:
-    __slots__ = ("_waiters",)
+    __slots__ = ("_waiters", "closed")
 
     def __init__(self) -> None:
         self._waiters: dict[PartitionKey, set[asyncio.Future[None]]] = {}
+        #: set at shutdown: woken fetches answer with what they have instead of waiting again
+        self.closed = False
 
     def watch(self, keys: Iterable[PartitionKey]) -> asyncio.Future[None]:
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -41,6 +43,7 @@ class Purgatory:
 
     def wake_all(self) -> None:
         """At shutdown: let every waiting fetch answer with what it has."""
+        self.closed = True
         for key in list(self._waiters):
             self.notify(key)
 

@@ -61,7 +61,7 @@ async def _long_poll(ctx: RequestContext, request: FetchRequest, response: Fetch
         finally:
             purgatory.unwatch(keys, waiter)
         response, size, errors = _read_all(ctx, request)
-        if size >= request.min_bytes or errors or time.monotonic() >= deadline:
+        if size >= request.min_bytes or errors or time.monotonic() >= deadline or purgatory.closed:
             return response
         waiter = purgatory.watch(keys)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
+from pathlib import Path
 
 from pybroker.broker.app import BrokerApp
 from pybroker.protocol.errors import ErrorCode
@@ -164,3 +165,21 @@ async def test_append_between_fetch_and_its_first_wait_still_wakes_it(app: Broke
     handle_produce(ctx(0, 9), _produce("gap", bytearray(_records(2)), acks=1))  # before the coroutine ever runs
     fetched = await asyncio.wait_for(pending, 5)
     assert [h.base_offset for _, h in iter_batches(fetched.responses[0].partitions[0].records.read_bytes())] == [1]
+
+
+async def test_shutdown_answers_in_flight_long_polls_first(tmp_path: Path) -> None:
+    from pybroker.config.broker_config import BrokerConfig
+
+    config = BrokerConfig.load({"log.dirs": str(tmp_path / "d"), "listeners": "PLAINTEXT://127.0.0.1:0"})
+    broker = BrokerApp(config)
+    await broker.start()
+    reader, writer = await asyncio.open_connection("127.0.0.1", broker.bound_ports[0])
+    client = RawClient(reader, writer)
+    await client.call(_produce("bye", _records(1)), 9)
+    await client.send(_fetch("bye", offset=1, max_wait=30_000, min_bytes=1), 12)
+    await asyncio.sleep(0.05)
+    stopping = asyncio.ensure_future(broker.stop())
+    answer = await client.receive(1, 12, timeout=5)
+    assert answer.responses[0].partitions[0].error_code == 0
+    await asyncio.wait_for(stopping, 10)
+    client.close()
