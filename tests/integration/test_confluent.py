@@ -14,10 +14,12 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import NewTopic
 
+from pybroker.protocol.records.batch import iter_batches
 from tests.integration.brokers import BrokerProcess
 from tests.integration.clients import ck_admin, ck_consumer, ck_flush, ck_producer, ck_read
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
+CODEC_IDS = {name: i for i, name in enumerate(CODECS)}
 PARTITIONS = 3
 RECORDS = 1500
 
@@ -61,6 +63,12 @@ def test_idempotent_acks_all_producer_every_codec(broker: BrokerProcess, new_top
         for m, v in zip(got, values, strict=True):
             assert m.headers() == [("i", str(v).encode()), ("codec", codec.encode())]
             assert m.key() == (None if v % 17 == 0 else f"k{v % 20}".encode())
+    if not isinstance(broker, BrokerProcess) or broker.name != "pybroker":
+        return
+    stored = {h.compression for p in range(PARTITIONS)
+              for segment in (broker.log_dirs[0] / f"{topic}-{p}").glob("*.log")
+              for _, h in iter_batches(segment.read_bytes())}
+    assert stored == {CODEC_IDS[codec]}, "librdkafka must really compress (lz4 needs FindCoordinator advertised)"
 
 
 def test_assign_at_explicit_offsets(broker: BrokerProcess, new_topic: Callable[..., str]) -> None:

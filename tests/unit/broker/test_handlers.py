@@ -183,3 +183,15 @@ async def test_shutdown_answers_in_flight_long_polls_first(tmp_path: Path) -> No
     assert answer.responses[0].partitions[0].error_code == 0
     await asyncio.wait_for(stopping, 10)
     client.close()
+
+
+async def test_find_coordinator_says_not_available_in_every_version(client: RawClient) -> None:
+    from pybroker.protocol.messages.find_coordinator import FindCoordinatorRequest
+
+    for version in range(0, 4):
+        answer = await client.call(FindCoordinatorRequest(key="g", key_type=0), version)
+        assert answer.error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE
+    for version in range(4, 7):
+        answer = await client.call(FindCoordinatorRequest(key_type=0, coordinator_keys=["a", "b"]), version)
+        assert [(c.key, c.error_code) for c in answer.coordinators] == [
+            ("a", ErrorCode.COORDINATOR_NOT_AVAILABLE), ("b", ErrorCode.COORDINATOR_NOT_AVAILABLE)]
