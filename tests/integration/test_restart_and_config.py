@@ -6,6 +6,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
@@ -34,8 +35,8 @@ def test_topic_configs_and_ids_survive_a_restart(broker_factory: Callable[..., B
     assert metadata.timestamp > 5  # the LogAppendTime config is still in force
 
 
-def test_server_properties_file_is_loaded(tmp_path: Path) -> None:
-    port = free_port()
+def test_server_properties_file_is_loaded_and_metrics_are_served(tmp_path: Path) -> None:
+    port, metrics_port = free_port(), free_port()
     properties = tmp_path / "server.properties"
     properties.write_text(
         "# a Kafka-style file, including keys a single node ignores\n"
@@ -44,7 +45,8 @@ def test_server_properties_file_is_loaded(tmp_path: Path) -> None:
         "num.partitions=3\n"
         "zookeeper.connect=localhost:2181\n"
         "process.roles=broker,controller\n")
-    proc = subprocess.Popen([sys.executable, "-m", "pybroker.broker.cli", "start", "--config", str(properties)],
+    proc = subprocess.Popen([sys.executable, "-m", "pybroker.broker.cli", "start", "--config", str(properties),
+                             "--metrics-port", str(metrics_port)],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + 20
@@ -54,6 +56,8 @@ def test_server_properties_file_is_loaded(tmp_path: Path) -> None:
         with kp_producer(f"127.0.0.1:{port}") as producer:
             producer.send("from-properties", b"x").get(timeout=10)
         assert kp_wait_for_topic(f"127.0.0.1:{port}", "from-properties") == {0, 1, 2}
+        with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=5) as page:
+            assert page.status == 200 and b"python_info" in page.read()
     finally:
         proc.send_signal(signal.SIGTERM)
         output = proc.communicate(timeout=30)[0].decode()
