@@ -14,7 +14,9 @@ the connection with one log line.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
+import socket
 from collections import deque
 from typing import TYPE_CHECKING, Any, cast
 
@@ -73,6 +75,15 @@ class KafkaConnection(asyncio.Protocol):
     # -- transport callbacks -------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)  # uvloop's transports are not subclasses
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            # Kafka's socket.{send,receive}.buffer.bytes: bounded kernel buffers make backpressure real
+            for option, key in ((socket.SO_SNDBUF, "socket.send.buffer.bytes"),
+                                (socket.SO_RCVBUF, "socket.receive.buffer.bytes")):
+                size = int(self.state.config.get(key))
+                if size > 0:
+                    with contextlib.suppress(OSError):
+                        sock.setsockopt(socket.SOL_SOCKET, option, size)
         self.writer = ChunkWriter(self.transport)
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)

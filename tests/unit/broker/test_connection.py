@@ -117,3 +117,27 @@ async def test_many_idle_connections(app: BrokerApp) -> None:
     assert _parse_api_versions_v0(await _read_frame(reader))[0] == 3
     for _, w in conns:
         w.close()
+
+
+async def test_reading_pauses_while_the_client_does_not_read_and_resumes(app: BrokerApp) -> None:
+    """Backpressure: responses the client does not read fill the write buffer; the broker stops reading
+    requests instead of buffering without bound, and serves everything once the client reads again."""
+    import socket
+
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.setblocking(False)
+    await asyncio.get_running_loop().sock_connect(sock, ("127.0.0.1", app.bound_ports[0]))
+    reader, writer = await asyncio.open_connection(sock=sock)
+    count = 10_000
+    writer.write(b"".join(_api_versions_request(i) for i in range(count)))
+    (conn,) = list(app.state.connections)
+    for _ in range(100):
+        if conn._paused_for_writes:
+            break
+        await asyncio.sleep(0.02)
+    assert conn._paused_for_writes, "the broker kept reading while its responses piled up"
+    ids = [_parse_api_versions_v0(await _read_frame(reader))[0] for _ in range(count)]
+    assert ids == list(range(count))
+    assert not conn._paused_for_writes and not conn._paused_for_pending
+    writer.close()
