@@ -14,7 +14,7 @@ from pybroker.config.types import ConfigError
 from pybroker.protocol.errors import ErrorCode
 from pybroker.storage.errors import InvalidTopicError, TopicExistsError
 from pybroker.storage.log_config import LogConfig
-from pybroker.storage.log_manager import LogManager, TopicInfo
+from pybroker.storage.log_manager import LogManager, TopicInfo, validate_topic_name
 
 #: LogConfig field <- topic config key
 _LOG_CONFIG_FIELDS: dict[str, str] = {
@@ -104,18 +104,9 @@ class Topics:
             return None
 
 
-_LEGAL = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
-
-
 def check_topic_name(name: str) -> None:
-    if not name:
-        raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION, "Topic name is illegal, it can't be empty")
-    if name in (".", ".."):
-        raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION, "Topic name cannot be \".\" or \"..\"")
-    if len(name) > 249:
-        raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION,
-                         f"Topic name is illegal, it can't be longer than 249 characters, topic name: {name}")
-    if not set(name) <= _LEGAL:
-        raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION,
-                         f"Topic name \"{name}\" is illegal, it contains a character other than ASCII "
-                         "alphanumerics, '.', '_' and '-'")
+    """Kafka's topic-name rules (the storage layer's table), as a `TopicError` for the response."""
+    try:
+        validate_topic_name(name)
+    except InvalidTopicError as exc:
+        raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION, str(exc)) from None
