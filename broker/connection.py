@@ -126,11 +126,7 @@ class KafkaConnection(asyncio.Protocol):
         try:
             header, request = decode_request(frame)
         except UnsupportedVersion as exc:
-            if exc.api_key == ApiKey.API_VERSIONS:
-                self._enqueue(_Pending(exc.api_key, 0, exc.correlation_id, api_versions_fallback_response(
-                    exc.correlation_id, supported_versions())))
-            else:
-                self._abort("unsupported version", api_key=exc.api_key, api_version=exc.version)
+            self._unsupported(exc.api_key, exc.version, exc.correlation_id)
             return
         except UnknownApiKey as exc:
             self._abort("unknown api key", api_key=exc.api_key)
@@ -140,11 +136,7 @@ class KafkaConnection(asyncio.Protocol):
             return
         spec = REGISTRY.get(header.api_key)
         if spec is None or not spec.serves(header.api_version):
-            if header.api_key == ApiKey.API_VERSIONS:
-                self._enqueue(_Pending(header.api_key, 0, header.correlation_id, api_versions_fallback_response(
-                    header.correlation_id, supported_versions())))
-            else:
-                self._abort("unsupported api", api_key=header.api_key, api_version=header.api_version)
+            self._unsupported(header.api_key, header.api_version, header.correlation_id)
             return
         ctx = RequestContext(self.state, header.api_key, header.api_version, header.correlation_id,
                              header.client_id, self.peer)
@@ -162,6 +154,14 @@ class KafkaConnection(asyncio.Protocol):
             future.add_done_callback(self._on_done)
             result = future
         self._enqueue(_Pending(header.api_key, header.api_version, header.correlation_id, result))
+
+    def _unsupported(self, api_key: int, version: int, correlation_id: int) -> None:
+        """Kafka's answer to a version we do not serve: ApiVersions gets the v0 fallback, the rest a close."""
+        if api_key == ApiKey.API_VERSIONS:
+            self._enqueue(_Pending(api_key, 0, correlation_id,
+                                   api_versions_fallback_response(correlation_id, supported_versions())))
+        else:
+            self._abort("unsupported version", api_key=api_key, api_version=version)
 
     def _enqueue(self, entry: _Pending) -> None:
         self.pending.append(entry)
