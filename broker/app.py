@@ -42,6 +42,7 @@ class BrokerApp:
         for stats in self.state.startup():
             log.info("log dir loaded", **_as_dict(stats))
         log.info("logs loaded", seconds=round(time.monotonic() - started, 3), cluster_id=self.state.cluster_id)
+        self.state.groups.start()
         loop = asyncio.get_running_loop()
         for listener in self.config.listeners:
             _, host, port = parse_listener(listener)
@@ -90,8 +91,10 @@ class BrokerApp:
     async def stop(self) -> None:
         for server in self.servers:
             server.close()
-        # in-flight requests finish: long polls answer now with what they have, fsync waits complete
+        # in-flight requests finish: long polls answer now with what they have, fsync waits complete,
+        # members waiting in JoinGroup/SyncGroup are told to find their coordinator again
         self.state.purgatory.wake_all()
+        await self.state.groups.stop()
         in_flight = [entry.result for conn in self.state.connections for entry in conn.pending
                      if isinstance(entry.result, asyncio.Future)]
         if in_flight:

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from pybroker.broker.groups.service import GroupService
 from pybroker.broker.purgatory import Purgatory
 from pybroker.broker.topics import Topics, log_config_for
 from pybroker.config.broker_config import BrokerConfig, parse_listener
@@ -40,6 +41,7 @@ class BrokerState:
         self.advertised_host = host or "127.0.0.1"
         self.advertised_port = port
         self._producer_ids: ProducerIdBlock | None = None
+        self.groups = GroupService(self)
 
     def startup(self) -> list[Any]:
         stats = self.logs.startup()

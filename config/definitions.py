@@ -117,6 +117,8 @@ BROKER_DEFS: tuple[ConfigDef, ...] = (
     _b("offsets.topic.replication.factor", "short", 1, "Accepted for compatibility.", at_least(1)),
     _b("offsets.topic.segment.bytes", "int", 104_857_600, "Segment size of __consumer_offsets.", at_least(1)),
     _b("offsets.retention.minutes", "int", 10_080, "How long offsets of empty groups are kept.", at_least(1)),
+    _b("offsets.retention.ms", "long", None,
+       "How long offsets of empty groups are kept, in ms; when set, it overrides offsets.retention.minutes."),
     _b("offsets.retention.check.interval.ms", "long", 600_000, "How often expired offsets are removed.",
        at_least(1)),
     _b("offset.metadata.max.bytes", "int", 4096, "Largest OffsetCommit metadata string."),

@@ -1,16 +1,15 @@
-"""FindCoordinator (key 10), versions 0-6: no coordinator yet, said in the retriable way.
+"""FindCoordinator (key 10), versions 0-6: this broker coordinates every group.
 
-Served now because librdkafka only turns its LZ4 feature on when a broker advertises FindCoordinator
-(its probe for brokers new enough to read lz4 frames), so without it librdkafka producers silently
-send lz4 topics uncompressed. Until the group coordinator lands, every key (group, transaction,
-share group) is answered COORDINATOR_NOT_AVAILABLE, which clients retry; the group-coordinator work
-replaces this answer.
+A group key is answered with this node (creating `__consumer_offsets` on first use, as Kafka does); a
+transaction key with COORDINATOR_NOT_AVAILABLE, since transactions are not served; v4+ batches keys.
+librdkafka also reads the API's presence as the sign a broker reads lz4 frames.
 """
 
 from __future__ import annotations
 
 from pybroker.broker.context import RequestContext
 from pybroker.broker.dispatch import handler
+from pybroker.broker.logs import get_logger
 from pybroker.protocol.api_keys import ApiKey
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.messages.find_coordinator import (
@@ -19,16 +18,41 @@ from pybroker.protocol.messages.find_coordinator import (
     FindCoordinatorResponse,
 )
 
-NO_COORDINATOR = "The coordinator is not available: this broker does not run a group or transaction coordinator yet."
+log = get_logger("pybroker.find_coordinator")
+
 FIRST_BATCHED_VERSION = 4
+GROUP_KEY = 0
+TRANSACTION_KEY = 1
+
+MESSAGES: dict[ErrorCode, str] = {
+    ErrorCode.COORDINATOR_NOT_AVAILABLE: "This broker does not run a transaction coordinator.",
+    ErrorCode.INVALID_REQUEST: "Unknown coordinator key type.",
+}
+
+
+def _find(ctx: RequestContext, key_type: int) -> ErrorCode:
+    if key_type == TRANSACTION_KEY:
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
+    if key_type != GROUP_KEY:
+        return ErrorCode.INVALID_REQUEST
+    try:
+        ctx.state.groups.offsets_topic.ensure()
+    except OSError as exc:
+        log.error("cannot create the offsets topic", error=str(exc), client_id=ctx.client_id)
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
+    return ErrorCode.NONE
 
 
 @handler(ApiKey.FIND_COORDINATOR, versions=(0, 6))
 def handle_find_coordinator(ctx: RequestContext, request: FindCoordinatorRequest) -> FindCoordinatorResponse:
-    code = ErrorCode.COORDINATOR_NOT_AVAILABLE
+    state = ctx.state
+    code = _find(ctx, request.key_type)
+    found = code is ErrorCode.NONE
+    node, host, port = (state.node_id, state.advertised_host, state.advertised_port) if found else (-1, "", -1)
+    message = MESSAGES.get(code)
     if ctx.api_version >= FIRST_BATCHED_VERSION:
         return FindCoordinatorResponse(throttle_time_ms=0, coordinators=[
-            Coordinator(key=key, node_id=-1, host="", port=-1, error_code=code, error_message=NO_COORDINATOR)
+            Coordinator(key=key, node_id=node, host=host, port=port, error_code=code, error_message=message)
             for key in request.coordinator_keys])
-    return FindCoordinatorResponse(throttle_time_ms=0, error_code=code, error_message=NO_COORDINATOR,
-                                   node_id=-1, host="", port=-1)
+    return FindCoordinatorResponse(throttle_time_ms=0, error_code=code, error_message=message,
+                                   node_id=node, host=host, port=port)

@@ -185,13 +185,17 @@ async def test_shutdown_answers_in_flight_long_polls_first(tmp_path: Path) -> No
     client.close()
 
 
-async def test_find_coordinator_says_not_available_in_every_version(client: RawClient) -> None:
+async def test_find_coordinator_names_this_broker_for_groups_in_every_version(client: RawClient) -> None:
     from pybroker.protocol.messages.find_coordinator import FindCoordinatorRequest
 
     for version in range(0, 4):
         answer = await client.call(FindCoordinatorRequest(key="g", key_type=0), version)
-        assert answer.error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE
+        assert (answer.error_code, answer.node_id) == (ErrorCode.NONE, 1)
+        assert answer.port > 0
     for version in range(4, 7):
         answer = await client.call(FindCoordinatorRequest(key_type=0, coordinator_keys=["a", "b"]), version)
-        assert [(c.key, c.error_code) for c in answer.coordinators] == [
-            ("a", ErrorCode.COORDINATOR_NOT_AVAILABLE), ("b", ErrorCode.COORDINATOR_NOT_AVAILABLE)]
+        assert [(c.key, c.error_code, c.node_id) for c in answer.coordinators] == [
+            ("a", ErrorCode.NONE, 1), ("b", ErrorCode.NONE, 1)]
+    # transactions are not coordinated here: the retriable answer
+    answer = await client.call(FindCoordinatorRequest(key="tx", key_type=1), 3)
+    assert answer.error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE

@@ -1,0 +1,1 @@
+"""The classic group coordinator: group state, its transitions, and `__consumer_offsets` persistence."""

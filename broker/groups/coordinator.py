@@ -1,0 +1,753 @@
+"""The classic group coordinator's rules: joins, syncs, heartbeats, leaves, commits, deletes and timeouts.
+
+Everything here runs on the event loop's thread and takes the time as an argument, so no call ever
+sleeps and tests drive timeouts by passing a later `now`. Requests that must wait (a JoinGroup until the
+join phase ends, a SyncGroup until the leader's assignment is on disk, a commit until it is fsynced)
+hand in a callback that is called exactly once with the outcome. Writes go through a `GroupLog`; its
+completion callback decides whether the change takes effect, so nothing is acknowledged before it is
+durable. Rules follow Kafka's classic protocol; each decision names the error code clients react to.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from functools import partial
+from typing import Protocol
+
+from pybroker.broker.groups.group import CommittedOffset, Group, Member
+from pybroker.broker.groups.outcomes import (
+    UNKNOWN_MEMBER_ID,
+    CommitRequest,
+    JoinedMember,
+    JoinOutcome,
+    JoinRequest,
+    SyncOutcome,
+    SyncRequest,
+)
+from pybroker.broker.groups.placement import partition_for_group
+from pybroker.broker.groups.state_machine import Event, GroupState
+from pybroker.protocol.errors import ErrorCode
+from pybroker.protocol.messages.coordinator_records import (
+    GroupMetadataValue,
+    MemberMetadata,
+    OffsetCommitValue,
+)
+from pybroker.protocol.offsets_topic_records import (
+    group_metadata_key,
+    group_metadata_value,
+    offset_commit_key,
+    offset_commit_value,
+)
+
+S = GroupState
+Records = list[tuple[bytes, bytes | None]]
+Done = Callable[[ErrorCode], None]
+
+#: what a failed write of the offsets topic tells the client (Kafka maps storage trouble to retriable codes)
+WRITE_ERRORS: dict[ErrorCode, ErrorCode] = {
+    ErrorCode.KAFKA_STORAGE_ERROR: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_LEADER_OR_FOLLOWER: ErrorCode.NOT_COORDINATOR,
+    ErrorCode.MESSAGE_TOO_LARGE: ErrorCode.INVALID_COMMIT_OFFSET_SIZE,
+    ErrorCode.RECORD_LIST_TOO_LARGE: ErrorCode.INVALID_COMMIT_OFFSET_SIZE,
+}
+
+
+def client_error(code: ErrorCode) -> ErrorCode:
+    if code is ErrorCode.NONE:
+        return code
+    return WRITE_ERRORS.get(code, ErrorCode.UNKNOWN_SERVER_ERROR)
+
+
+class GroupLog(Protocol):
+    """Where the coordinator's records go: one `__consumer_offsets` partition per group."""
+
+    def append(self, partition: int, records: Records, now_ms: int, done: Done) -> None:
+        """Write `records` (key, value-or-None) and call `done` once they are durable, or failed."""
+
+
+@dataclass(frozen=True, slots=True)
+class GroupConfig:
+    num_partitions: int = 50
+    initial_rebalance_delay_ms: int = 3000
+    min_session_timeout_ms: int = 6000
+    max_session_timeout_ms: int = 1_800_000
+    max_size: int = 2**31 - 1
+    metadata_max_bytes: int = 4096
+    offsets_retention_ms: int = 7 * 24 * 3_600_000
+
+
+def random_member_id(client_id: str) -> str:
+    return f"{client_id}-{uuid.uuid4()}"
+
+
+class GroupCoordinator:
+    def __init__(self, config: GroupConfig, log: GroupLog, *,
+                 partition_exists: Callable[[str, int], bool] = lambda topic, partition: True,
+                 new_member_id: Callable[[str], str] = random_member_id) -> None:
+        self.config = config
+        self.log = log
+        self.partition_exists = partition_exists
+        self.new_member_id = new_member_id
+        self.groups: dict[str, Group] = {}
+        #: offsets-topic partitions whose groups are still being read from the log
+        self.loading: set[int] = set()
+
+    # -- placement and availability ----------------------------------------------------------------
+    def partition_for(self, group_id: str) -> int:
+        return partition_for_group(group_id, self.config.num_partitions)
+
+    def availability(self, group_id: str) -> ErrorCode:
+        """INVALID_GROUP_ID for an empty id; COORDINATOR_LOAD_IN_PROGRESS while its partition loads."""
+        if not group_id:
+            return ErrorCode.INVALID_GROUP_ID
+        if self.partition_for(group_id) in self.loading:
+            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        return ErrorCode.NONE
+
+    # -- JoinGroup ---------------------------------------------------------------------------------
+    def join(self, req: JoinRequest, now: int, respond: Callable[[JoinOutcome], None]) -> None:
+        error = self.availability(req.group_id)
+        if error is ErrorCode.NONE and not (
+                self.config.min_session_timeout_ms <= req.session_timeout_ms <= self.config.max_session_timeout_ms):
+            error = ErrorCode.INVALID_SESSION_TIMEOUT
+        if error is not ErrorCode.NONE:
+            respond(JoinOutcome(error, member_id=req.member_id))
+            return
+        group = self.groups.get(req.group_id)
+        if group is None:
+            if req.member_id != UNKNOWN_MEMBER_ID:
+                respond(JoinOutcome(ErrorCode.UNKNOWN_MEMBER_ID, member_id=req.member_id))
+                return
+            group = Group(req.group_id, state_timestamp_ms=now)
+            if group.supports(req.protocol_type, [name for name, _ in req.protocols]):
+                self.groups[req.group_id] = group
+        if group.is_(S.DEAD):
+            respond(JoinOutcome(ErrorCode.COORDINATOR_NOT_AVAILABLE, member_id=req.member_id))
+            return
+        if not group.supports(req.protocol_type, [name for name, _ in req.protocols]):
+            respond(JoinOutcome(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id=req.member_id))
+            return
+        if req.member_id == UNKNOWN_MEMBER_ID:
+            self._join_unknown_member(group, req, now, respond)
+        else:
+            self._join_known_member(group, req, now, respond)
+
+    def _join_unknown_member(self, group: Group, req: JoinRequest, now: int,
+                             respond: Callable[[JoinOutcome], None]) -> None:
+        instance = req.group_instance_id
+        if instance is not None and instance in group.static_members:
+            self._rejoin_static_member(group, req, now, respond)
+            return
+        if len(group.members) + len(group.pending_members) >= self.config.max_size:
+            respond(JoinOutcome(ErrorCode.GROUP_MAX_SIZE_REACHED))
+            return
+        member_id = self.new_member_id(req.client_id)
+        if instance is None and req.require_known_member_id:
+            group.pending_members[member_id] = now + req.session_timeout_ms
+            respond(JoinOutcome(ErrorCode.MEMBER_ID_REQUIRED, member_id=member_id))
+            return
+        self._add_member_and_rebalance(group, req, member_id, now, respond)
+
+    def _join_known_member(self, group: Group, req: JoinRequest, now: int,
+                           respond: Callable[[JoinOutcome], None]) -> None:
+        member_id = req.member_id
+        if member_id in group.pending_members:
+            del group.pending_members[member_id]
+            self._add_member_and_rebalance(group, req, member_id, now, respond)
+            return
+        fenced = self._fencing_error(group, member_id, req.group_instance_id)
+        if fenced is not ErrorCode.NONE:
+            respond(JoinOutcome(fenced, member_id=member_id))
+            return
+        member = group.members[member_id]
+        if group.is_(S.PREPARING_REBALANCE):
+            self._update_member_and_rebalance(group, member, req, now, respond)
+        elif group.is_(S.COMPLETING_REBALANCE):
+            if member.same_protocols(req.protocols):
+                # a retried JoinGroup whose answer was lost: the same answer again
+                respond(self._join_outcome(group, member))
+            else:
+                self._update_member_and_rebalance(group, member, req, now, respond)
+        elif group.is_(S.STABLE):
+            if member_id == group.leader_id or not member.same_protocols(req.protocols):
+                self._update_member_and_rebalance(group, member, req, now, respond)
+            else:
+                respond(self._join_outcome(group, member))
+        else:  # Empty, Dead: no such member
+            respond(JoinOutcome(ErrorCode.UNKNOWN_MEMBER_ID, member_id=member_id))
+
+    def _rejoin_static_member(self, group: Group, req: JoinRequest, now: int,
+                              respond: Callable[[JoinOutcome], None]) -> None:
+        """A static member came back with no member id (a restart): it takes over its old slot under a
+        new id, and whoever still holds the old id is fenced."""
+        assert req.group_instance_id is not None
+        old_id = group.static_members[req.group_instance_id]
+        old = group.members.pop(old_id)
+        _answer_join(old, JoinOutcome(ErrorCode.FENCED_INSTANCE_ID, member_id=old_id))
+        _answer_sync(old, SyncOutcome(ErrorCode.FENCED_INSTANCE_ID))
+        new_id = self.new_member_id(req.client_id)
+        member = Member(new_id, req.group_instance_id, req.client_id, req.client_host, req.session_timeout_ms,
+                        req.rebalance_timeout_ms, req.protocol_type, list(req.protocols), old.assignment,
+                        last_heartbeat_ms=now)
+        group.members[new_id] = member
+        group.static_members[req.group_instance_id] = new_id
+        was_leader = group.leader_id == old_id
+        if was_leader:
+            group.leader_id = new_id
+        if group.is_(S.STABLE) and old.same_protocols(req.protocols):
+            # nothing about the group changed: no rebalance, the member keeps its assignment (KIP-345)
+            outcome = self._join_outcome(group, member)
+            if was_leader:
+                outcome = JoinOutcome(outcome.error, new_id, outcome.generation, outcome.protocol_type,
+                                      outcome.protocol_name, outcome.leader, self._member_list(group),
+                                      skip_assignment=True)
+            self._persist_group(group, now, lambda _code: None)
+            respond(outcome)
+            return
+        member.join_waiter = respond
+        self._rebalance_or_complete(group, now)
+
+    def _add_member_and_rebalance(self, group: Group, req: JoinRequest, member_id: str, now: int,
+                                  respond: Callable[[JoinOutcome], None]) -> None:
+        member = Member(member_id, req.group_instance_id, req.client_id, req.client_host, req.session_timeout_ms,
+                        req.rebalance_timeout_ms, req.protocol_type, list(req.protocols), last_heartbeat_ms=now,
+                        is_new=True, join_waiter=respond)
+        if not group.members:
+            group.protocol_type = req.protocol_type
+        group.members[member_id] = member
+        if req.group_instance_id is not None:
+            group.static_members[req.group_instance_id] = member_id
+        if group.leader_id is None:
+            group.leader_id = member_id
+        group.new_member_added = True
+        self._rebalance_or_complete(group, now)
+
+    def _update_member_and_rebalance(self, group: Group, member: Member, req: JoinRequest, now: int,
+                                     respond: Callable[[JoinOutcome], None]) -> None:
+        member.protocols = list(req.protocols)
+        member.session_timeout_ms = req.session_timeout_ms
+        member.rebalance_timeout_ms = req.rebalance_timeout_ms
+        member.last_heartbeat_ms = now
+        _answer_join(member, JoinOutcome(ErrorCode.REBALANCE_IN_PROGRESS, member_id=member.member_id))
+        member.join_waiter = respond
+        self._rebalance_or_complete(group, now)
+
+    def _rebalance_or_complete(self, group: Group, now: int) -> None:
+        if not group.is_(S.PREPARING_REBALANCE):
+            self._prepare_rebalance(group, now)
+        self._maybe_complete_join(group, now)
+
+    # -- the join phase ----------------------------------------------------------------------------
+    def _prepare_rebalance(self, group: Group, now: int) -> None:
+        if group.is_(S.COMPLETING_REBALANCE):
+            # assignments of the generation being formed are void: members waiting in SyncGroup rejoin
+            for member in group.members.values():
+                _answer_sync(member, SyncOutcome(ErrorCode.REBALANCE_IN_PROGRESS))
+        rebalance_timeout = group.rebalance_timeout_ms()
+        if group.is_(S.EMPTY) and self.config.initial_rebalance_delay_ms > 0:
+            delay = self.config.initial_rebalance_delay_ms
+            group.initial_delay_active = True
+            group.initial_delay_remaining_ms = max(rebalance_timeout - delay, 0)
+            group.new_member_added = False
+            group.join_deadline_ms = now + delay
+        else:
+            group.initial_delay_active = False
+            group.join_deadline_ms = now + rebalance_timeout
+        group.transition(Event.REBALANCE_NEEDED, now)
+
+    def _maybe_complete_join(self, group: Group, now: int) -> None:
+        if group.is_(S.PREPARING_REBALANCE) and not group.initial_delay_active and group.all_members_joined():
+            self._complete_join(group, now)
+
+    def _complete_join(self, group: Group, now: int) -> None:
+        """End the join phase: members that did not rejoin are out; the rest form the next generation."""
+        for member in [m for m in group.members.values() if m.join_waiter is None]:
+            self._remove_member(group, member)
+        group.generation += 1
+        group.initial_delay_active = False
+        if not group.members:
+            group.protocol_name = None
+            group.leader_id = None
+            group.transition(Event.JOIN_COMPLETED_EMPTY, now)
+            self._persist_group(group, now, lambda _code: None)
+            return
+        group.protocol_name = group.select_protocol()
+        if group.leader_id not in group.members:
+            group.leader_id = next(iter(group.members))
+        group.transition(Event.JOIN_COMPLETED, now)
+        group.sync_deadline_ms = now + group.rebalance_timeout_ms()
+        for member in group.members.values():
+            member.is_new = False
+            member.last_heartbeat_ms = now
+            member.assignment = b""
+            _answer_join(member, self._join_outcome(group, member))
+
+    def _join_outcome(self, group: Group, member: Member) -> JoinOutcome:
+        is_leader = member.member_id == group.leader_id
+        return JoinOutcome(ErrorCode.NONE, member.member_id, group.generation, group.protocol_type,
+                           group.protocol_name, group.leader_id or "",
+                           self._member_list(group) if is_leader else [])
+
+    @staticmethod
+    def _member_list(group: Group) -> list[JoinedMember]:
+        return [JoinedMember(m.member_id, m.group_instance_id, m.metadata_for(group.protocol_name))
+                for m in group.members.values()]
+
+    # -- SyncGroup ---------------------------------------------------------------------------------
+    def sync(self, req: SyncRequest, now: int, respond: Callable[[SyncOutcome], None]) -> None:
+        error = self.availability(req.group_id)
+        group = self.groups.get(req.group_id)
+        if error is ErrorCode.NONE:
+            error = self._member_error(group, req.member_id, req.group_instance_id, req.generation)
+        if error is ErrorCode.NONE:
+            assert group is not None
+            if (req.protocol_type is not None and req.protocol_type != group.protocol_type) or (
+                    req.protocol_name is not None and req.protocol_name != group.protocol_name):
+                error = ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+            elif group.is_(S.PREPARING_REBALANCE):
+                error = ErrorCode.REBALANCE_IN_PROGRESS
+        if error is not ErrorCode.NONE:
+            respond(SyncOutcome(error))
+            return
+        assert group is not None
+        member = group.members[req.member_id]
+        member.last_heartbeat_ms = now
+        if group.is_(S.STABLE):
+            respond(SyncOutcome(ErrorCode.NONE, group.protocol_type, group.protocol_name, member.assignment))
+            return
+        # CompletingRebalance
+        _answer_sync(member, SyncOutcome(ErrorCode.REBALANCE_IN_PROGRESS))
+        member.sync_waiter = respond
+        if req.member_id != group.leader_id:
+            return
+        generation = group.generation
+        assignments = {mid: req.assignments.get(mid, b"") for mid in group.members}
+
+        def persisted(code: ErrorCode) -> None:
+            if not group.is_(S.COMPLETING_REBALANCE) or group.generation != generation:
+                return  # the group moved on while we wrote; that rebalance answered the waiters
+            if code is not ErrorCode.NONE:
+                for m in group.members.values():
+                    _answer_sync(m, SyncOutcome(client_error(code)))
+                self._prepare_rebalance(group, now)
+                return
+            for mid, m in group.members.items():
+                m.assignment = assignments.get(mid, b"")
+            group.transition(Event.ASSIGNMENT_PERSISTED, now)
+            for m in group.members.values():
+                _answer_sync(m, SyncOutcome(ErrorCode.NONE, group.protocol_type, group.protocol_name,
+                                            m.assignment))
+
+        self._persist_group(group, now, persisted, assignments)
+
+    # -- Heartbeat and LeaveGroup ------------------------------------------------------------------
+    def heartbeat(self, group_id: str, generation: int, member_id: str, instance_id: str | None,
+                  now: int) -> ErrorCode:
+        error = self.availability(group_id)
+        if error is not ErrorCode.NONE:
+            return error
+        group = self.groups.get(group_id)
+        error = self._member_error(group, member_id, instance_id, generation)
+        if error is not ErrorCode.NONE:
+            return error
+        assert group is not None
+        group.members[member_id].last_heartbeat_ms = now
+        if group.is_(S.PREPARING_REBALANCE):
+            return ErrorCode.REBALANCE_IN_PROGRESS
+        return ErrorCode.NONE
+
+    def leave(self, group_id: str, leaving: list[tuple[str, str | None]], now: int
+              ) -> tuple[ErrorCode, list[ErrorCode]]:
+        """Remove members (member id, instance id): the group's error, and one code per member."""
+        error = self.availability(group_id)
+        group = self.groups.get(group_id)
+        if error is ErrorCode.NONE and (group is None or group.is_(S.DEAD)):
+            error = ErrorCode.UNKNOWN_MEMBER_ID
+        if error is not ErrorCode.NONE:
+            return error, [error] * len(leaving)
+        assert group is not None
+        codes: list[ErrorCode] = []
+        removed = False
+        for member_id, instance_id in leaving:
+            if instance_id is not None:
+                holder = group.static_members.get(instance_id)
+                if holder is None:
+                    codes.append(ErrorCode.UNKNOWN_MEMBER_ID)
+                    continue
+                if member_id != UNKNOWN_MEMBER_ID and holder != member_id:
+                    codes.append(ErrorCode.FENCED_INSTANCE_ID)
+                    continue
+                member_id = holder
+            if member_id in group.pending_members:
+                del group.pending_members[member_id]
+                codes.append(ErrorCode.NONE)
+                removed = True
+                continue
+            member = group.members.get(member_id)
+            if member is None:
+                codes.append(ErrorCode.UNKNOWN_MEMBER_ID)
+                continue
+            _answer_join(member, JoinOutcome(ErrorCode.UNKNOWN_MEMBER_ID, member_id=member_id))
+            self._remove_member(group, member)
+            codes.append(ErrorCode.NONE)
+            removed = True
+        if removed:
+            self._after_membership_shrank(group, now)
+        return ErrorCode.NONE, codes
+
+    def _after_membership_shrank(self, group: Group, now: int) -> None:
+        if group.is_(S.STABLE) or group.is_(S.COMPLETING_REBALANCE):
+            self._prepare_rebalance(group, now)
+        self._maybe_complete_join(group, now)
+
+    @staticmethod
+    def _remove_member(group: Group, member: Member) -> None:
+        del group.members[member.member_id]
+        if member.group_instance_id is not None and group.static_members.get(
+                member.group_instance_id) == member.member_id:
+            del group.static_members[member.group_instance_id]
+        _answer_sync(member, SyncOutcome(ErrorCode.UNKNOWN_MEMBER_ID))
+        if group.leader_id == member.member_id:
+            group.leader_id = next(iter(group.members), None)
+
+    def _fencing_error(self, group: Group, member_id: str, instance_id: str | None) -> ErrorCode:
+        if instance_id is not None:
+            holder = group.static_members.get(instance_id)
+            if holder is not None and holder != member_id:
+                return ErrorCode.FENCED_INSTANCE_ID
+        if member_id not in group.members:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        return ErrorCode.NONE
+
+    def _member_error(self, group: Group | None, member_id: str, instance_id: str | None,
+                      generation: int) -> ErrorCode:
+        """Kafka's checks for a request from a member: group, fencing, membership, generation."""
+        if group is None:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        if group.is_(S.DEAD):
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        fenced = self._fencing_error(group, member_id, instance_id)
+        if fenced is not ErrorCode.NONE:
+            return fenced
+        if generation != group.generation:
+            return ErrorCode.ILLEGAL_GENERATION
+        return ErrorCode.NONE
+
+    # -- timeouts ----------------------------------------------------------------------------------
+    def tick(self, now: int) -> None:
+        """Every deadline that has passed by `now`: join phases, sync phases, sessions, pending members."""
+        for group in list(self.groups.values()):
+            self._expire_members(group, now)
+            if group.is_(S.PREPARING_REBALANCE) and now >= group.join_deadline_ms:
+                self._join_deadline_reached(group, now)
+            elif group.is_(S.COMPLETING_REBALANCE) and now >= group.sync_deadline_ms:
+                # members that never sent SyncGroup are gone; the others must rejoin
+                for member in [m for m in group.members.values() if m.sync_waiter is None]:
+                    self._remove_member(group, member)
+                self._prepare_rebalance(group, now)
+                self._maybe_complete_join(group, now)
+
+    def _join_deadline_reached(self, group: Group, now: int) -> None:
+        if group.initial_delay_active and group.new_member_added and group.initial_delay_remaining_ms > 0:
+            delay = min(self.config.initial_rebalance_delay_ms, group.initial_delay_remaining_ms)
+            group.initial_delay_remaining_ms -= delay
+            group.new_member_added = False
+            group.join_deadline_ms = now + delay
+            return
+        self._complete_join(group, now)
+
+    def _expire_members(self, group: Group, now: int) -> None:
+        expired_pending = [mid for mid, deadline in group.pending_members.items() if now >= deadline]
+        for mid in expired_pending:
+            del group.pending_members[mid]
+        expired = [m for m in group.members.values() if not _keeps_alive(m, now)]
+        for member in expired:
+            _answer_join(member, JoinOutcome(ErrorCode.UNKNOWN_MEMBER_ID, member_id=member.member_id))
+            self._remove_member(group, member)
+        if expired or expired_pending:
+            self._after_membership_shrank(group, now)
+
+    # -- offsets -----------------------------------------------------------------------------------
+    def commit_offsets(self, req: CommitRequest, now: int,
+                       respond: Callable[[dict[tuple[str, int], ErrorCode]], None]) -> None:
+        keys = [(o.topic, o.partition) for o in req.offsets]
+        error = self.availability(req.group_id)
+        group = self.groups.get(req.group_id)
+        if error is ErrorCode.NONE:
+            error = self._commit_error(group, req)
+        if error is not ErrorCode.NONE:
+            respond(dict.fromkeys(keys, error))
+            return
+        if group is None:  # a simple consumer's first commit creates an empty group for its offsets
+            group = self.groups[req.group_id] = Group(req.group_id, state_timestamp_ms=now, protocol_type="")
+        elif req.member_id in group.members:
+            group.members[req.member_id].last_heartbeat_ms = now  # a commit counts as a heartbeat
+        codes: dict[tuple[str, int], ErrorCode] = {}
+        accepted: dict[tuple[str, int], CommittedOffset] = {}
+        for o in req.offsets:
+            key = (o.topic, o.partition)
+            metadata = o.metadata or ""
+            if len(metadata.encode()) > self.config.metadata_max_bytes:
+                codes[key] = ErrorCode.OFFSET_METADATA_TOO_LARGE
+            elif not self.partition_exists(o.topic, o.partition):
+                codes[key] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            else:
+                accepted[key] = CommittedOffset(o.offset, o.leader_epoch, metadata,
+                                                o.commit_timestamp if o.commit_timestamp >= 0 else now,
+                                                o.expire_timestamp)
+        if not accepted:
+            respond(codes)
+            return
+        records: Records = [(offset_commit_key(req.group_id, topic, partition), offset_commit_value(
+            OffsetCommitValue(offset=c.offset, leader_epoch=c.leader_epoch, metadata=c.metadata,
+                              commit_timestamp=c.commit_timestamp, expire_timestamp=c.expire_timestamp)))
+            for (topic, partition), c in accepted.items()]
+
+        def written(code: ErrorCode) -> None:
+            if code is ErrorCode.NONE and not group.is_(S.DEAD):
+                group.offsets.update(accepted)
+            for key in accepted:
+                codes[key] = client_error(code)
+            respond(codes)
+
+        self.log.append(self.partition_for(req.group_id), records, now, written)
+
+    def _commit_error(self, group: Group | None, req: CommitRequest) -> ErrorCode:
+        if group is None:
+            return ErrorCode.NONE if req.generation < 0 else ErrorCode.ILLEGAL_GENERATION
+        if group.is_(S.DEAD):
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if req.generation < 0 and group.is_(S.EMPTY):
+            return ErrorCode.NONE  # a commit from outside group management (a simple consumer, a tool)
+        error = self._member_error(group, req.member_id, req.group_instance_id, req.generation)
+        if error is ErrorCode.NONE and group.is_(S.COMPLETING_REBALANCE):
+            error = ErrorCode.REBALANCE_IN_PROGRESS
+        return error
+
+    def fetch_offsets(self, group_id: str, partitions: Iterable[tuple[str, int]] | None
+                      ) -> tuple[ErrorCode, dict[tuple[str, int], CommittedOffset | None]]:
+        error = self.availability(group_id)
+        if error is not ErrorCode.NONE:
+            return error, {}
+        group = self.groups.get(group_id)
+        offsets = group.offsets if group is not None else {}
+        if partitions is None:
+            return ErrorCode.NONE, dict(sorted(offsets.items()))
+        return ErrorCode.NONE, {key: offsets.get(key) for key in partitions}
+
+    def delete_offsets(self, group_id: str, partitions: list[tuple[str, int]], now: int,
+                       respond: Callable[[ErrorCode, dict[tuple[str, int], ErrorCode]], None]) -> None:
+        error = self.availability(group_id)
+        group = self.groups.get(group_id)
+        if error is ErrorCode.NONE and (group is None or group.is_(S.DEAD)):
+            error = ErrorCode.GROUP_ID_NOT_FOUND
+        if error is not ErrorCode.NONE:
+            respond(error, {})
+            return
+        assert group is not None
+        subscribed: set[str] = set()
+        if not group.is_(S.EMPTY):
+            found = group.subscribed_topics()
+            if found is None:
+                respond(ErrorCode.NON_EMPTY_GROUP, {})
+                return
+            subscribed = found
+        codes = {key: ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC if key[0] in subscribed else ErrorCode.NONE
+                 for key in partitions}
+        doomed = [key for key, code in codes.items() if code is ErrorCode.NONE and key in group.offsets]
+        if not doomed:
+            respond(ErrorCode.NONE, codes)
+            return
+
+        def written(code: ErrorCode) -> None:
+            if code is not ErrorCode.NONE:
+                respond(client_error(code), {})
+                return
+            for key in doomed:
+                group.offsets.pop(key, None)
+            respond(ErrorCode.NONE, codes)
+
+        self.log.append(self.partition_for(group_id), self._offset_tombstones(group_id, doomed), now, written)
+
+    @staticmethod
+    def _offset_tombstones(group_id: str, keys: Iterable[tuple[str, int]]) -> Records:
+        return [(offset_commit_key(group_id, topic, partition), None) for topic, partition in keys]
+
+    def expire_offsets(self, now: int) -> None:
+        """Drop offsets kept longer than `offsets.retention.ms` (Kafka's rules), and empty groups with them."""
+        for group in list(self.groups.values()):
+            if group.is_(S.DEAD) or self.partition_for(group.group_id) in self.loading:
+                continue
+            expired = _expired_offsets(group, now, self.config.offsets_retention_ms)
+            records = self._offset_tombstones(group.group_id, expired)
+            for key in expired:
+                del group.offsets[key]
+            if group.is_(S.EMPTY) and not group.offsets and not group.pending_members:
+                group.transition(Event.REMOVED, now)
+                del self.groups[group.group_id]
+                records.append((group_metadata_key(group.group_id), None))
+            if records:
+                self.log.append(self.partition_for(group.group_id), records, now, lambda _code: None)
+
+    # -- listing, describing, deleting -------------------------------------------------------------
+    def list_groups(self) -> list[Group]:
+        loaded = [g for g in self.groups.values()
+                  if not g.is_(S.DEAD) and self.partition_for(g.group_id) not in self.loading]
+        return sorted(loaded, key=lambda g: g.group_id)
+
+    def describe(self, group_id: str) -> tuple[ErrorCode, Group | None]:
+        error = self.availability(group_id)
+        if error is not ErrorCode.NONE:
+            return error, None
+        group = self.groups.get(group_id)
+        return ErrorCode.NONE, group if group is not None and not group.is_(S.DEAD) else None
+
+    def delete_groups(self, group_ids: list[str], now: int,
+                      respond: Callable[[dict[str, ErrorCode]], None]) -> None:
+        codes: dict[str, ErrorCode] = {}
+        waiting: set[str] = set()
+
+        def finish(group_id: str, code: ErrorCode) -> None:
+            codes[group_id] = client_error(code)
+            waiting.discard(group_id)
+            if not waiting and len(codes) == len(set(group_ids)):
+                respond(codes)
+
+        pending: list[tuple[Group, Records]] = []
+        for group_id in dict.fromkeys(group_ids):
+            error = self.availability(group_id)
+            group = self.groups.get(group_id)
+            if error is ErrorCode.NONE and (group is None or group.is_(S.DEAD)):
+                error = ErrorCode.GROUP_ID_NOT_FOUND
+            if error is ErrorCode.NONE and group is not None and not group.is_(S.EMPTY):
+                error = ErrorCode.NON_EMPTY_GROUP
+            if error is not ErrorCode.NONE or group is None:
+                codes[group_id] = error
+                continue
+            records = self._offset_tombstones(group_id, group.offsets)
+            records.append((group_metadata_key(group_id), None))
+            group.transition(Event.REMOVED, now)
+            group.offsets.clear()
+            del self.groups[group_id]
+            waiting.add(group_id)
+            pending.append((group, records))
+        if not pending:
+            respond(codes)
+            return
+        for group, records in pending:
+            self.log.append(self.partition_for(group.group_id), records, now, partial(finish, group.group_id))
+
+    # -- persistence -------------------------------------------------------------------------------
+    def _persist_group(self, group: Group, now: int, done: Done, assignments: dict[str, bytes] | None = None
+                       ) -> None:
+        value = GroupMetadataValue(
+            protocol_type=group.protocol_type or "", generation=group.generation, protocol=group.protocol_name,
+            leader=group.leader_id, current_state_timestamp=now,
+            members=[MemberMetadata(
+                member_id=m.member_id, group_instance_id=m.group_instance_id, client_id=m.client_id,
+                client_host=m.client_host, rebalance_timeout=m.rebalance_timeout_ms,
+                session_timeout=m.session_timeout_ms, subscription=m.metadata_for(group.protocol_name),
+                assignment=(assignments or {}).get(m.member_id, m.assignment))
+                for m in group.members.values()])
+        record = (group_metadata_key(group.group_id), group_metadata_value(value))
+        self.log.append(self.partition_for(group.group_id), [record], now, done)
+
+    def shutdown(self) -> None:
+        """Answer every waiting JoinGroup and SyncGroup: this broker stops coordinating (clients look again)."""
+        for group in self.groups.values():
+            for member in group.members.values():
+                _answer_join(member, JoinOutcome(ErrorCode.NOT_COORDINATOR, member_id=member.member_id))
+                _answer_sync(member, SyncOutcome(ErrorCode.NOT_COORDINATOR))
+
+    # -- loading -----------------------------------------------------------------------------------
+    def begin_loading(self, partitions: Iterable[int]) -> None:
+        self.loading.update(partitions)
+
+    def finish_loading(self, partition: int, groups: dict[str, GroupMetadataValue | None],
+                       offsets: dict[str, dict[tuple[str, int], OffsetCommitValue]], now: int) -> None:
+        """Install what replaying one offsets-topic partition found; its groups are then served."""
+        for group_id in set(groups) | set(offsets):
+            value = groups.get(group_id)
+            group_offsets = offsets.get(group_id, {})
+            if value is None and not group_offsets:
+                continue
+            group = Group(group_id, state_timestamp_ms=now)
+            group.offsets = {key: CommittedOffset(v.offset, v.leader_epoch, v.metadata, v.commit_timestamp,
+                                                  v.expire_timestamp) for key, v in group_offsets.items()}
+            if value is not None:
+                _restore(group, value, now)
+            else:
+                group.protocol_type = ""
+            self.groups[group_id] = group
+        self.loading.discard(partition)
+
+
+def _restore(group: Group, value: GroupMetadataValue, now: int) -> None:
+    group.generation = value.generation
+    group.protocol_type = value.protocol_type
+    group.protocol_name = value.protocol
+    group.leader_id = value.leader
+    if value.current_state_timestamp >= 0:
+        group.state_timestamp_ms = value.current_state_timestamp
+    for m in value.members:
+        protocols = [(value.protocol, m.subscription)] if value.protocol is not None else []
+        group.members[m.member_id] = Member(
+            m.member_id, m.group_instance_id, m.client_id, m.client_host, m.session_timeout,
+            m.rebalance_timeout if m.rebalance_timeout >= 0 else m.session_timeout, value.protocol_type,
+            protocols, m.assignment, last_heartbeat_ms=now)
+        if m.group_instance_id is not None:
+            group.static_members[m.group_instance_id] = m.member_id
+    if group.members and value.protocol is not None:
+        group.transition(Event.LOADED_STABLE, now)
+    else:
+        group.leader_id = None
+
+
+def _expired_offsets(group: Group, now: int, retention_ms: int) -> list[tuple[str, int]]:
+    """Kafka's expiry: an explicit expire time wins; in an empty group every offset ages from the time
+    the group became empty; in a live consumer group only topics nobody subscribes to age, from their
+    commit time; other live groups keep their offsets."""
+    if group.is_(S.EMPTY):
+        def base(c: CommittedOffset) -> int:
+            return group.state_timestamp_ms if group.state_timestamp_ms >= 0 else c.commit_timestamp
+        candidates = list(group.offsets)
+    else:
+        subscribed = group.subscribed_topics()
+        if subscribed is None:
+            return []
+
+        def base(c: CommittedOffset) -> int:
+            return c.commit_timestamp
+        candidates = [key for key in group.offsets if key[0] not in subscribed]
+    expired = []
+    for key in candidates:
+        c = group.offsets[key]
+        deadline = c.expire_timestamp if c.expire_timestamp >= 0 else base(c) + retention_ms
+        if now >= deadline:
+            expired.append(key)
+    return expired
+
+
+def _keeps_alive(member: Member, now: int) -> bool:
+    """Kafka's rule: a member waiting in JoinGroup lives unless it is new and past its session; one
+    waiting in SyncGroup lives; any other must have heartbeated within its session timeout."""
+    if member.join_waiter is not None:
+        return not member.is_new or now < member.session_deadline_ms()
+    if member.sync_waiter is not None:
+        return True
+    return now < member.session_deadline_ms()
+
+
+def _answer_join(member: Member, outcome: JoinOutcome) -> None:
+    waiter, member.join_waiter = member.join_waiter, None
+    if waiter is not None:
+        waiter(outcome)
+
+
+def _answer_sync(member: Member, outcome: SyncOutcome) -> None:
+    waiter, member.sync_waiter = member.sync_waiter, None
+    if waiter is not None:
+        waiter(outcome)

@@ -1,0 +1,90 @@
+"""What the coordinator is asked and what it answers, independent of any wire version.
+
+Handlers turn a versioned request into one of these and the answer back into a versioned response, so
+the coordinator's rules are written once for every version of every API.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pybroker.protocol.errors import ErrorCode
+
+UNKNOWN_MEMBER_ID = ""
+
+
+@dataclass(frozen=True, slots=True)
+class JoinRequest:
+    group_id: str
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    session_timeout_ms: int
+    rebalance_timeout_ms: int
+    protocol_type: str
+    protocols: list[tuple[str, bytes]]
+    #: v4+: a new member must first be handed its id (MEMBER_ID_REQUIRED) and join again with it
+    require_known_member_id: bool
+
+
+@dataclass(frozen=True, slots=True)
+class JoinedMember:
+    member_id: str
+    group_instance_id: str | None
+    metadata: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class JoinOutcome:
+    error: ErrorCode
+    member_id: str = UNKNOWN_MEMBER_ID
+    generation: int = -1
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    leader: str = ""
+    #: the leader alone gets every member's metadata for the chosen protocol
+    members: list[JoinedMember] = field(default_factory=list)
+    #: v9: a static leader that rejoined without change must not compute a new assignment
+    skip_assignment: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class SyncRequest:
+    group_id: str
+    generation: int
+    member_id: str
+    group_instance_id: str | None
+    protocol_type: str | None
+    protocol_name: str | None
+    assignments: dict[str, bytes]
+
+
+@dataclass(frozen=True, slots=True)
+class SyncOutcome:
+    error: ErrorCode
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    assignment: bytes = b""
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetToCommit:
+    topic: str
+    partition: int
+    offset: int
+    leader_epoch: int
+    metadata: str | None
+    #: OffsetCommit v1 may carry an explicit commit time (-1: the broker's clock)
+    commit_timestamp: int = -1
+    #: OffsetCommit v2-4's retention time made absolute (-1: the broker's retention rules)
+    expire_timestamp: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class CommitRequest:
+    group_id: str
+    generation: int
+    member_id: str
+    group_instance_id: str | None
+    offsets: list[OffsetToCommit]

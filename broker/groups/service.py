@@ -1,0 +1,108 @@
+"""The group coordinator inside the broker: loading at startup, the timer, offset expiry, shutdown.
+
+Owns the pieces the handlers use (`coordinator`, `offsets_topic`) and the two periodic duties that no
+request triggers: deadlines (sessions, join and sync phases) checked every `TICK_S`, and offset expiry
+every `offsets.retention.check.interval.ms`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from typing import TYPE_CHECKING
+
+from pybroker.broker.groups.coordinator import GroupConfig, GroupCoordinator
+from pybroker.broker.groups.offsets_topic import OFFSETS_TOPIC, OffsetsTopic, replay
+from pybroker.broker.logs import get_logger
+
+if TYPE_CHECKING:
+    from pybroker.broker.state import BrokerState
+
+log = get_logger("pybroker.groups")
+
+TICK_S = 0.1
+
+
+def group_config(state: BrokerState, num_partitions: int) -> GroupConfig:
+    config = state.config
+    retention_ms = config.get("offsets.retention.ms")
+    if retention_ms is None:
+        retention_ms = int(config.get("offsets.retention.minutes")) * 60_000
+    return GroupConfig(
+        num_partitions=num_partitions,
+        initial_rebalance_delay_ms=int(config.get("group.initial.rebalance.delay.ms")),
+        min_session_timeout_ms=int(config.get("group.min.session.timeout.ms")),
+        max_session_timeout_ms=int(config.get("group.max.session.timeout.ms")),
+        max_size=int(config.get("group.max.size")),
+        metadata_max_bytes=int(config.get("offset.metadata.max.bytes")),
+        offsets_retention_ms=int(retention_ms),
+    )
+
+
+class GroupService:
+    def __init__(self, state: BrokerState) -> None:
+        self.state = state
+        self.offsets_topic = OffsetsTopic(state)
+        self.coordinator = GroupCoordinator(
+            group_config(state, self.offsets_topic.num_partitions), self.offsets_topic,
+            partition_exists=lambda topic, partition: state.logs.get_log(topic, partition) is not None)
+        self._tasks: list[asyncio.Task[None]] = []
+        self._stopping = asyncio.Event()
+
+    def start(self) -> None:
+        """Begin loading the offsets topic (requests for its groups wait until their partition is in)."""
+        info = self.state.logs.topics().get(OFFSETS_TOPIC)
+        if info is not None and info.num_partitions != self.offsets_topic.num_partitions:
+            # the records are where the existing topic put them: follow its partition count
+            self.offsets_topic.num_partitions = info.num_partitions
+            self.coordinator.config = group_config(self.state, info.num_partitions)
+        if info is not None:
+            self.coordinator.begin_loading(range(info.num_partitions))
+        self._tasks = [asyncio.create_task(self._load(info is not None)),
+                       asyncio.create_task(self._tick())]
+
+    async def _load(self, exists: bool) -> None:
+        if not exists:
+            return
+        started = time.monotonic()
+        groups = records = 0
+        for partition in sorted(self.coordinator.loading):
+            partition_log = self.state.logs.get_log(OFFSETS_TOPIC, partition)
+            if partition_log is None:
+                self.coordinator.finish_loading(partition, {}, {}, self.state.clock_ms())
+                continue
+            try:
+                replayed = await asyncio.to_thread(replay, partition_log)
+            except Exception as exc:  # a partition we cannot read stays loading: its groups get a retriable code
+                log.error("cannot load offsets partition", partition=partition, error=repr(exc))
+                continue
+            self.coordinator.finish_loading(partition, replayed.groups, replayed.offsets, self.state.clock_ms())
+            groups += len(set(replayed.groups) | set(replayed.offsets))
+            records += replayed.records
+        log.info("group coordinator loaded", groups=groups, records=records,
+                 seconds=round(time.monotonic() - started, 3))
+
+    async def _tick(self) -> None:
+        interval_s = int(self.state.config.get("offsets.retention.check.interval.ms")) / 1000
+        last_expiry = time.monotonic()
+        while not self._stopping.is_set():
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._stopping.wait(), TICK_S)
+            try:
+                now = self.state.clock_ms()
+                self.coordinator.tick(now)
+                if time.monotonic() - last_expiry >= interval_s:
+                    last_expiry = time.monotonic()
+                    self.coordinator.expire_offsets(now)
+            except Exception:
+                log.exception("group coordinator timer failed")
+
+    async def stop(self) -> None:
+        self._stopping.set()
+        self.coordinator.shutdown()
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task

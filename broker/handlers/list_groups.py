@@ -1,0 +1,29 @@
+"""ListGroups (key 16), versions 0-5: every loaded group; v4 filters by state, v5 by type.
+
+All our groups are of Kafka's "classic" type; state filters compare case-insensitively, as Kafka does.
+"""
+
+from __future__ import annotations
+
+from pybroker.broker.context import RequestContext
+from pybroker.broker.dispatch import handler
+from pybroker.protocol.api_keys import ApiKey
+from pybroker.protocol.errors import ErrorCode
+from pybroker.protocol.messages.list_groups import ListedGroup, ListGroupsRequest, ListGroupsResponse
+
+GROUP_TYPE = "classic"
+
+
+@handler(ApiKey.LIST_GROUPS, versions=(0, 5))
+def handle_list_groups(ctx: RequestContext, request: ListGroupsRequest) -> ListGroupsResponse:
+    states = {s.lower() for s in request.states_filter}
+    types = {t.lower() for t in request.types_filter}
+    listed = []
+    for group in ctx.state.groups.coordinator.list_groups():
+        if states and group.state.value.lower() not in states:
+            continue
+        if types and GROUP_TYPE not in types:
+            continue
+        listed.append(ListedGroup(group_id=group.group_id, protocol_type=group.protocol_type or "",
+                                  group_state=group.state.value, group_type=GROUP_TYPE))
+    return ListGroupsResponse(throttle_time_ms=0, error_code=ErrorCode.NONE, groups=listed)

@@ -1,0 +1,48 @@
+"""OffsetCommit (key 8), versions 0-9: store a group's positions, answered once they are fsynced.
+
+v0 commits outside group management; v1 may carry a commit time per partition; v2-4 a retention time
+that fixes when the offsets expire; v6 adds leader epochs; v7 static membership.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pybroker.broker.context import RequestContext
+from pybroker.broker.dispatch import handler
+from pybroker.broker.groups.answers import answer
+from pybroker.broker.groups.outcomes import CommitRequest, OffsetToCommit
+from pybroker.protocol.api_keys import ApiKey
+from pybroker.protocol.errors import ErrorCode
+from pybroker.protocol.messages.offset_commit import (
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetCommitResponsePartition,
+    OffsetCommitResponseTopic,
+)
+
+RETENTION_VERSIONS = range(2, 5)
+
+
+@handler(ApiKey.OFFSET_COMMIT, versions=(0, 9))
+def handle_offset_commit(ctx: RequestContext, request: OffsetCommitRequest) -> Any:
+    state = ctx.state
+    now = state.clock_ms()
+    expire = -1
+    if ctx.api_version in RETENTION_VERSIONS and request.retention_time_ms >= 0:
+        expire = now + request.retention_time_ms
+    offsets = [OffsetToCommit(topic.name, p.partition_index, p.committed_offset, p.committed_leader_epoch,
+                              p.committed_metadata, p.commit_timestamp, expire)
+               for topic in request.topics for p in topic.partitions]
+    commit = CommitRequest(request.group_id, request.generation_id_or_member_epoch, request.member_id,
+                           request.group_instance_id, offsets)
+
+    def build(codes: dict[tuple[str, int], ErrorCode]) -> OffsetCommitResponse:
+        return OffsetCommitResponse(throttle_time_ms=0, topics=[
+            OffsetCommitResponseTopic(name=topic.name, partitions=[
+                OffsetCommitResponsePartition(partition_index=p.partition_index,
+                                              error_code=codes[(topic.name, p.partition_index)])
+                for p in topic.partitions])
+            for topic in request.topics])
+
+    return answer(lambda respond: state.groups.coordinator.commit_offsets(commit, now, respond), build)

@@ -1,0 +1,70 @@
+"""OffsetFetch (key 9), versions 0-9: a group's committed positions; v8+ asks for several groups at once.
+
+A partition with no commit answers offset -1 and no error. A null topic list (v2+) means every
+partition the group has committed. Group-level errors (loading, bad id) go at the top from v2, and
+into every partition before that, as Kafka does.
+"""
+
+from __future__ import annotations
+
+from pybroker.broker.context import RequestContext
+from pybroker.broker.dispatch import handler
+from pybroker.broker.groups.group import CommittedOffset
+from pybroker.protocol.api_keys import ApiKey
+from pybroker.protocol.errors import ErrorCode
+from pybroker.protocol.messages.offset_fetch import (
+    OffsetFetchRequest,
+    OffsetFetchResponse,
+    OffsetFetchResponseGroup,
+    OffsetFetchResponsePartition,
+    OffsetFetchResponsePartitions,
+    OffsetFetchResponseTopic,
+    OffsetFetchResponseTopics,
+)
+
+FIRST_TOP_LEVEL_ERROR_VERSION = 2
+FIRST_MULTI_GROUP_VERSION = 8
+Fetched = dict[tuple[str, int], CommittedOffset | None]
+
+
+def _lookup(ctx: RequestContext, group_id: str, topics: list | None) -> tuple[ErrorCode, Fetched]:
+    wanted = None if topics is None else [(t.name, p) for t in topics for p in t.partition_indexes]
+    error, found = ctx.state.groups.coordinator.fetch_offsets(group_id, wanted)
+    if error is not ErrorCode.NONE and wanted is not None:
+        found = dict.fromkeys(wanted)
+    return error, found
+
+
+def _by_topic(found: Fetched) -> dict[str, list[tuple[int, CommittedOffset | None]]]:
+    topics: dict[str, list[tuple[int, CommittedOffset | None]]] = {}
+    for (topic, partition), committed in found.items():
+        topics.setdefault(topic, []).append((partition, committed))
+    return topics
+
+
+@handler(ApiKey.OFFSET_FETCH, versions=(0, 9))
+def handle_offset_fetch(ctx: RequestContext, request: OffsetFetchRequest) -> OffsetFetchResponse:
+    if ctx.api_version >= FIRST_MULTI_GROUP_VERSION:
+        groups = []
+        for group in request.groups:
+            error, found = _lookup(ctx, group.group_id, group.topics)
+            groups.append(OffsetFetchResponseGroup(group_id=group.group_id, error_code=error, topics=[
+                OffsetFetchResponseTopics(name=name, partitions=[
+                    OffsetFetchResponsePartitions(
+                        partition_index=p, committed_offset=c.offset if c else -1,
+                        committed_leader_epoch=c.leader_epoch if c else -1, metadata=c.metadata if c else "",
+                        error_code=ErrorCode.NONE)
+                    for p, c in parts])
+                for name, parts in _by_topic(found).items()] if error is ErrorCode.NONE else []))
+        return OffsetFetchResponse(throttle_time_ms=0, groups=groups)
+    error, found = _lookup(ctx, request.group_id, request.topics)
+    top_level = ctx.api_version >= FIRST_TOP_LEVEL_ERROR_VERSION
+    partition_error = ErrorCode.NONE if top_level else error
+    topics = [OffsetFetchResponseTopic(name=name, partitions=[
+        OffsetFetchResponsePartition(
+            partition_index=p, committed_offset=c.offset if c else -1,
+            committed_leader_epoch=c.leader_epoch if c else -1, metadata=c.metadata if c else "",
+            error_code=partition_error)
+        for p, c in parts])
+        for name, parts in _by_topic(found).items()]
+    return OffsetFetchResponse(throttle_time_ms=0, topics=topics, error_code=error if top_level else 0)

@@ -1,0 +1,32 @@
+"""SyncGroup (key 14), versions 0-5: the leader hands in the assignment; every member gets its share.
+
+Followers wait until the leader's assignment is durable in `__consumer_offsets`; v5 names the protocol
+so a member can check it is the one it expects.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pybroker.broker.context import RequestContext
+from pybroker.broker.dispatch import handler
+from pybroker.broker.groups.answers import answer
+from pybroker.broker.groups.outcomes import SyncOutcome, SyncRequest
+from pybroker.protocol.api_keys import ApiKey
+from pybroker.protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
+
+
+@handler(ApiKey.SYNC_GROUP, versions=(0, 5))
+def handle_sync_group(ctx: RequestContext, request: SyncGroupRequest) -> Any:
+    sync = SyncRequest(
+        group_id=request.group_id, generation=request.generation_id, member_id=request.member_id,
+        group_instance_id=request.group_instance_id, protocol_type=request.protocol_type,
+        protocol_name=request.protocol_name,
+        assignments={a.member_id: a.assignment for a in request.assignments})
+    state = ctx.state
+
+    def build(outcome: SyncOutcome) -> SyncGroupResponse:
+        return SyncGroupResponse(throttle_time_ms=0, error_code=outcome.error, protocol_type=outcome.protocol_type,
+                                 protocol_name=outcome.protocol_name, assignment=outcome.assignment)
+
+    return answer(lambda respond: state.groups.coordinator.sync(sync, state.clock_ms(), respond), build)
