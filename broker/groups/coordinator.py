@@ -28,6 +28,7 @@ from pybroker.broker.groups.outcomes import (
 )
 from pybroker.broker.groups.placement import partition_for_group
 from pybroker.broker.groups.state_machine import Event, GroupState
+from pybroker.broker.logs import get_logger
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.messages.coordinator_records import (
     GroupMetadataValue,
@@ -40,6 +41,11 @@ from pybroker.protocol.offsets_topic_records import (
     offset_commit_key,
     offset_commit_value,
 )
+
+log = get_logger("pybroker.groups")
+
+#: how long a new member may wait in its first JoinGroup without heartbeating (Kafka's constant)
+NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000
 
 S = GroupState
 Records = list[tuple[bytes, bytes | None]]
@@ -265,7 +271,7 @@ class GroupCoordinator:
     def _complete_join(self, group: Group, now: int) -> None:
         """End the join phase: members that did not rejoin are out; the rest form the next generation."""
         for member in [m for m in group.members.values() if m.join_waiter is None]:
-            self._remove_member(group, member)
+            self._remove_member(group, member, "did not rejoin before the rebalance timeout")
         group.generation += 1
         group.initial_delay_active = False
         if not group.members:
@@ -278,6 +284,8 @@ class GroupCoordinator:
         if group.leader_id not in group.members:
             group.leader_id = next(iter(group.members))
         group.transition(Event.JOIN_COMPLETED, now)
+        log.info("generation formed", group=group.group_id, generation=group.generation,
+                 members=len(group.members), protocol=group.protocol_name, leader=group.leader_id)
         group.sync_deadline_ms = now + group.rebalance_timeout_ms()
         for member in group.members.values():
             member.is_new = False
@@ -391,7 +399,7 @@ class GroupCoordinator:
                 codes.append(ErrorCode.UNKNOWN_MEMBER_ID)
                 continue
             _answer_join(member, JoinOutcome(ErrorCode.UNKNOWN_MEMBER_ID, member_id=member_id))
-            self._remove_member(group, member)
+            self._remove_member(group, member, "left the group")
             codes.append(ErrorCode.NONE)
             removed = True
         if removed:
@@ -404,7 +412,9 @@ class GroupCoordinator:
         self._maybe_complete_join(group, now)
 
     @staticmethod
-    def _remove_member(group: Group, member: Member) -> None:
+    def _remove_member(group: Group, member: Member, reason: str) -> None:
+        log.info("member removed", group=group.group_id, member=member.member_id, reason=reason,
+                 generation=group.generation)
         del group.members[member.member_id]
         if member.group_instance_id is not None and group.static_members.get(
                 member.group_instance_id) == member.member_id:
@@ -446,7 +456,7 @@ class GroupCoordinator:
             elif group.is_(S.COMPLETING_REBALANCE) and now >= group.sync_deadline_ms:
                 # members that never sent SyncGroup are gone; the others must rejoin
                 for member in [m for m in group.members.values() if m.sync_waiter is None]:
-                    self._remove_member(group, member)
+                    self._remove_member(group, member, "did not sync before the rebalance timeout")
                 self._prepare_rebalance(group, now)
                 self._maybe_complete_join(group, now)
 
@@ -466,7 +476,7 @@ class GroupCoordinator:
         expired = [m for m in group.members.values() if not _keeps_alive(m, now)]
         for member in expired:
             _answer_join(member, JoinOutcome(ErrorCode.UNKNOWN_MEMBER_ID, member_id=member.member_id))
-            self._remove_member(group, member)
+            self._remove_member(group, member, "session timed out")
         if expired or expired_pending:
             self._after_membership_shrank(group, now)
 
@@ -732,10 +742,11 @@ def _expired_offsets(group: Group, now: int, retention_ms: int) -> list[tuple[st
 
 
 def _keeps_alive(member: Member, now: int) -> bool:
-    """Kafka's rule: a member waiting in JoinGroup lives unless it is new and past its session; one
+    """Kafka's rule: a member waiting in JoinGroup lives (a new one for at most `NEW_MEMBER_JOIN_TIMEOUT_MS`,
+    so a client that vanished mid-join does not hold the phase open for a whole rebalance timeout); one
     waiting in SyncGroup lives; any other must have heartbeated within its session timeout."""
     if member.join_waiter is not None:
-        return not member.is_new or now < member.session_deadline_ms()
+        return not member.is_new or now < member.last_heartbeat_ms + NEW_MEMBER_JOIN_TIMEOUT_MS
     if member.sync_waiter is not None:
         return True
     return now < member.session_deadline_ms()
