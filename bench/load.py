@@ -11,6 +11,7 @@ import statistics
 import struct
 import threading
 import time
+import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -216,3 +217,30 @@ def latency(bootstrap: str, topic: str, rate: int, seconds: float, size: int = 1
     if len(result.samples_ms) < total:
         result.note += f"received {len(result.samples_ms)} of {total}"
     return result
+
+
+def group_join(bootstrap: str, topic: str, attempts: int = 3, timeout_s: float = 60.0) -> float | None:
+    """Median seconds from `subscribe` with a new group id to the first record in hand.
+
+    Covers what a consumer group costs before any data flows: FindCoordinator, JoinGroup (with the
+    broker's initial rebalance delay), SyncGroup, OffsetFetch, the first fetch. None if a try timed out.
+    """
+    times: list[float] = []
+    for _ in range(attempts):
+        consumer = Consumer({"bootstrap.servers": bootstrap, **COMMON, "group.id": f"bench-{uuid.uuid4().hex[:8]}",
+                             "auto.offset.reset": "earliest", "enable.auto.commit": False})
+        try:
+            consumer.list_topics(topic, timeout=10)
+            started = time.perf_counter()
+            consumer.subscribe([topic])
+            deadline = time.monotonic() + timeout_s
+            while time.monotonic() < deadline:
+                message = consumer.poll(0.05)
+                if message is not None and message.error() is None:
+                    times.append(time.perf_counter() - started)
+                    break
+            else:
+                return None
+        finally:
+            consumer.close()
+    return sorted(times)[len(times) // 2]

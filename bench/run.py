@@ -36,6 +36,7 @@ from bench.load import (  # noqa: E402
     Throughput,
     consume,
     create_topic,
+    group_join,
     latency,
     produce,
 )
@@ -52,6 +53,7 @@ class BrokerResult:
     produce: dict[int, Throughput] = field(default_factory=dict)
     consume: dict[int, Throughput] = field(default_factory=dict)
     latency: Latency | None = None
+    group_join_s: float | None = None
     error: str = ""
 
 
@@ -73,6 +75,8 @@ def run_load(name: str, broker: BrokerProcess, args: argparse.Namespace) -> Brok
     create_topic(broker.bootstrap, topic, 1)
     print(f"  [{name}] latency at {args.latency_rate} msg/s for {args.latency_seconds:.0f} s ...", flush=True)
     result.latency = latency(broker.bootstrap, topic, args.latency_rate, args.latency_seconds)
+    print(f"  [{name}] consumer group: subscribe to first record ...", flush=True)
+    result.group_join_s = group_join(broker.bootstrap, topic)
     return result
 
 
@@ -87,7 +91,8 @@ def bench_one(name: str, args: argparse.Namespace, workdir: Path) -> BrokerResul
             return BrokerResult(name, error=f"not fetched: {exc}")
         broker = TansuProcess(workdir / "tansu", binary)
     else:
-        broker = BrokerProcess(workdir / "pybroker")
+        # Kafka's 3 s initial rebalance delay batches joins of many members; a lone consumer should not wait
+        broker = BrokerProcess(workdir / "pybroker", {"group.initial.rebalance.delay.ms": "0"})
     print(f"starting {name} ...", flush=True)
     try:
         broker.start()
@@ -127,6 +132,9 @@ def print_table(result: BrokerResult) -> None:
         print(f"  {'end-to-end latency':<22}{len(lat.samples_ms):>10,}  at {lat.rate} msg/s: "
               f"p50 {_fmt(lat.percentile(0.50), 2)} ms, p99 {_fmt(lat.percentile(0.99), 2)} ms, "
               f"max {_fmt(max(lat.samples_ms, default=float('nan')), 2)} ms  {lat.note}")
+    if result.latency is not None:
+        joined = "timed out" if result.group_join_s is None else f"{result.group_join_s:.3f} s (median of 3)"
+        print(f"  {'group: subscribe to first record':<34}{joined}")
 
 
 def print_ratios(ours: BrokerResult, theirs: BrokerResult) -> None:
