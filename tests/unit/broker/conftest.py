@@ -24,6 +24,9 @@ async def app(tmp_path: Path) -> AsyncIterator[BrokerApp]:
         "log.dirs": str(tmp_path / "data"),
         "listeners": "PLAINTEXT://127.0.0.1:0",
         "socket.request.max.bytes": str(MAX_REQUEST),
+        # groups form at once and the offsets topic stays small: handler tests need neither default
+        "group.initial.rebalance.delay.ms": "0",
+        "offsets.topic.num.partitions": "3",
     })
     broker = BrokerApp(config)
     await broker.start()
