@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pybroker.broker.groups.coordinator import GroupConfig, GroupCoordinator
@@ -22,6 +23,16 @@ if TYPE_CHECKING:
 log = get_logger("pybroker.groups")
 
 TICK_S = 0.1
+
+
+@dataclass(frozen=True, slots=True)
+class GroupSnapshot:
+    """One group as metrics and tools see it: state, member count and committed offsets."""
+
+    group_id: str
+    state: str
+    members: int
+    committed: dict[tuple[str, int], int]
 
 
 def group_config(state: BrokerState, num_partitions: int) -> GroupConfig:
@@ -97,6 +108,12 @@ class GroupService:
                     self.coordinator.expire_offsets(now)
             except Exception:
                 log.exception("group coordinator timer failed")
+
+    def snapshot(self) -> list[GroupSnapshot]:
+        """Every loaded group, read from the coordinator's own state (cheap enough for a scrape)."""
+        return [GroupSnapshot(g.group_id, g.state.value, len(g.members),
+                              {key: c.offset for key, c in g.offsets.items()})
+                for g in self.coordinator.list_groups()]
 
     async def stop(self) -> None:
         self._stopping.set()

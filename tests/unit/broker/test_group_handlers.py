@@ -149,3 +149,15 @@ async def test_list_describe_delete_and_offset_delete(client: RawClient) -> None
 async def test_empty_group_id_is_invalid(client: RawClient) -> None:
     answer = await client.call(HeartbeatRequest(group_id="", generation_id=1, member_id="m"), 4)
     assert answer.error_code == ErrorCode.INVALID_GROUP_ID
+
+
+async def test_snapshot_shows_groups_members_and_commits(client: RawClient, app: object) -> None:
+    await _topic(client)
+    await _join(client, 9, "snap")
+    commit = OffsetCommitRequest(group_id="simple", generation_id_or_member_epoch=-1, member_id="", topics=[
+        OffsetCommitRequestTopic(name=TOPIC, partitions=[
+            OffsetCommitRequestPartition(partition_index=1, committed_offset=7, committed_metadata="")])])
+    await client.call(commit, 9)
+    snapshot = {g.group_id: g for g in app.state.groups.snapshot()}  # type: ignore[attr-defined]
+    assert (snapshot["snap"].state, snapshot["snap"].members) == ("CompletingRebalance", 1)
+    assert snapshot["simple"].committed == {(TOPIC, 1): 7}
