@@ -410,3 +410,21 @@ def test_librdkafka_rejects_nothing_with_unknown_group_errors(group_broker: Brok
         assert got == b"x"
     assert errors == []
 
+
+
+def test_offsets_of_an_empty_group_expire_and_the_group_goes(broker_factory: BrokerFactory,
+                                                             new_topic: Callable[..., str]) -> None:
+    proc = broker_factory({**GROUP_OVERRIDES, "offsets.retention.ms": "1000",
+                           "offsets.retention.check.interval.ms": "200"})
+    topic = _topic(proc.bootstrap, new_topic())
+    group = new_topic("group")
+    committer = KafkaConsumer(bootstrap_servers=proc.bootstrap, group_id=group, **KP_GROUP)
+    committer.assign([TopicPartition(topic, 0)])
+    committer.commit({TopicPartition(topic, 0): OffsetAndMetadata(4, "", -1)})
+    committer.close(autocommit=False)
+    with kp_admin(proc.bootstrap) as admin:
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline and group in {g["group_id"] for g in admin.list_groups()}:
+            time.sleep(0.2)
+        assert group not in {g["group_id"] for g in admin.list_groups()}
+        assert admin.list_group_offsets(group)[group] == {}
