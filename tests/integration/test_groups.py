@@ -189,11 +189,13 @@ def test_member_killed_without_leaving_is_expelled_after_its_session_timeout(
         survivor.close()
 
 
+@pytest.mark.parametrize("strategy", ["range", "cooperative-sticky"])
 def test_confluent_group_consumes_every_record_once_with_manual_commits(
-        group_broker: BrokerProcess, new_topic: Callable[..., str]) -> None:
+        group_broker: BrokerProcess, new_topic: Callable[..., str], strategy: str) -> None:
     topic = _topic(group_broker.bootstrap, new_topic())
     group = new_topic("group")
     config = {"group.id": group, "enable.auto.commit": False, "auto.offset.reset": "earliest",
+              "partition.assignment.strategy": strategy,
               "session.timeout.ms": SESSION_MS, "heartbeat.interval.ms": 500, "enable.partition.eof": False}
     with ck_consumer(group_broker.bootstrap, **config) as first, \
             ck_consumer(group_broker.bootstrap, **config) as second:
