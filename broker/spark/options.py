@@ -63,6 +63,9 @@ READ_OPTIONS: dict[str, Scope] = {
 #: writer options we implement (besides the kafka.* producer settings)
 WRITE_OPTIONS: tuple[str, ...] = (BOOTSTRAP, "topic")
 
+#: options Spark itself passes to a data source along with the user's (DataStreamWriter's own settings)
+SPARK_OWN_OPTIONS: tuple[str, ...] = ("checkpointLocation", "queryName")
+
 #: Spark Kafka options this connector refuses, and why
 UNSUPPORTED_OPTIONS: dict[str, str] = {
     "minOffsetsPerTrigger": "Python data sources cannot wait for a minimum batch size; use a trigger interval",
@@ -252,9 +255,12 @@ class WriteOptions:
 def _canonical(options: Mapping[str, str], known: Mapping[str, object]) -> dict[str, str]:
     """Spark's spelling for every given key (Spark lower-cases them), refusing what we do not know."""
     spelled = {name.lower(): name for name in known}
+    ignored = {name.lower() for name in SPARK_OWN_OPTIONS}
     result: dict[str, str] = {}
     for key, value in options.items():
         lowered = key.lower()
+        if lowered in ignored:
+            continue
         if lowered in spelled:
             result[spelled[lowered]] = str(value)
             continue
