@@ -95,11 +95,14 @@ def write_rows(rows: Iterable[Any], options: WriteOptions, columns: Columns) -> 
                 raise RuntimeError(f"could not send a record to {where}: {exc!r}") from exc
             future.add_errback(failures.append)
             sent += 1
-        producer.flush(timeout=FLUSH_TIMEOUT_S)
+        try:
+            producer.flush(timeout=FLUSH_TIMEOUT_S)
+        except Exception as exc:  # the client's own complaint; the records' errors (if any) say more
+            if not failures:
+                failures.append(exc)
     finally:
         producer.close(timeout=10)
     if failures:
         raise RuntimeError(f"{len(failures)} record(s) were not acknowledged by the broker; failing the task so "
                            f"Spark retries it (at-least-once). First error: {failures[0]!r}")
     return sent
-

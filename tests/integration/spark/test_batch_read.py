@@ -111,7 +111,7 @@ def test_min_partitions_pattern_and_assign_read_the_same_records(spark: SparkSes
     assert plain_rows(assigned) == [row for row in whole if row[3] == 1]
 
 
-def _compacted(bootstrap: str, topic: str, timeout: float = 8.0) -> None:
+def _compacted(bootstrap: str, topic: str, timeout: float = 5.0) -> None:
     """Write keys over and over until the cleaner leaves fewer records than offsets; skip if it never runs."""
     with kp_producer(bootstrap) as producer:
         for round_ in range(4):
@@ -123,7 +123,7 @@ def _compacted(bootstrap: str, topic: str, timeout: float = 8.0) -> None:
     while time.monotonic() < deadline:
         with kp_producer(bootstrap) as producer:  # a fresh append rolls the last full segment
             producer.send(topic, key=b"tick", value=b"", partition=0).get(timeout=10)
-        records = kp_read(bootstrap, topic, 1, 10**6, timeout=2)
+        records = kp_read(bootstrap, topic, 1, 10**6, timeout=1)
         offsets = [r.offset for r in records]
         if offsets and len(offsets) < offsets[-1] + 1 - offsets[0]:
             return
