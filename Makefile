@@ -6,12 +6,12 @@ STAMP := $(VENV)/.installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PYTEST_ARGS ?=
 
-.PHONY: kcat run test test-fast lint bench check-gen gen install clean
+.PHONY: kcat java run test test-fast lint bench check-gen gen install clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test,dev]'
+	$(PY) -m pip install -q -e '.[test,dev,spark]'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -20,13 +20,18 @@ kcat:
 	@command -v kcat >/dev/null 2>&1 || command -v kafkacat >/dev/null 2>&1 || \
 	  { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q kcat; }
 
+# Spark (the connector's tests) needs Java 17+
+java:
+	@command -v java >/dev/null 2>&1 || \
+	  { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q openjdk-17-jre-headless; }
+
 run: $(STAMP)
 	$(VENV)/bin/pybroker start --log-dirs ./data --listeners PLAINTEXT://127.0.0.1:9092
 
-test: $(STAMP) kcat
+test: $(STAMP) kcat java
 	$(PY) -m pytest $(PYTEST_ARGS)
 
-test-fast: $(STAMP)
+test-fast: $(STAMP) java
 	$(PY) -m pytest -m "not slow" $(PYTEST_ARGS)
 
 lint: $(STAMP)

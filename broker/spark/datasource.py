@@ -1,0 +1,220 @@
+"""`PyBrokerDataSource`: the `pybroker` format for `spark.read`, `readStream`, `write` and `writeStream`.
+
+The classes here only connect Spark's Python Data Source API to the modules that do the work:
+`options` (checking), `offset_reader` (the driver's offset lookups), `planning` (offset ranges, rate
+limits), `range_reader` + `schema` (a task's read, as Arrow batches), `record_writer` (a task's write).
+
+Spark pickles readers and writers to its Python workers, and calls `read`/`write` there; so these
+objects hold only parsed options and open their own clients where they run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    DataSourceStreamWriter,
+    DataSourceWriter,
+    InputPartition,
+    WriterCommitMessage,
+)
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxRows,
+    SupportsTriggerAvailableNow,
+)
+from pyspark.sql.types import StructType
+
+from pybroker.broker.spark import FORMAT
+from pybroker.broker.spark.data_loss import LOG
+from pybroker.broker.spark.offset_reader import OffsetReader
+from pybroker.broker.spark.offsets import Offsets, OptionError, from_json_dict, to_json_dict
+from pybroker.broker.spark.options import ReadOptions, WriteOptions, parse_read_options, parse_write_options
+from pybroker.broker.spark.planning import (
+    BacklogShares,
+    OffsetRange,
+    batch_ranges,
+    capped_end,
+    split_ranges,
+    stream_ranges,
+)
+from pybroker.broker.spark.range_reader import read_range
+from pybroker.broker.spark.record_writer import Columns, check_columns, write_rows
+from pybroker.broker.spark.schema import read_schema, to_record_batch
+
+
+class RangePartition(InputPartition):
+    """One Spark task: one offset range of one topic-partition."""
+
+    def __init__(self, rng: OffsetRange) -> None:
+        super().__init__(rng)
+        self.range = rng
+
+
+def _read(partition: InputPartition, options: ReadOptions) -> Iterator[pa.RecordBatch]:
+    if not isinstance(partition, RangePartition):  # Spark's placeholder when a read has no ranges at all
+        return
+    for records in read_range(partition.range, options.bootstrap_servers, options.consumer_config,
+                              fail_on_data_loss=options.fail_on_data_loss,
+                              poll_timeout_ms=options.poll_timeout_ms):
+        yield to_record_batch(records, options.include_headers)
+
+
+class PyBrokerBatchReader(DataSourceReader):
+    """`spark.read`: offsets resolved once on the driver, then one task per (split) range."""
+
+    def __init__(self, options: ReadOptions) -> None:
+        self.options = options
+
+    def partitions(self) -> Sequence[InputPartition]:
+        offsets = OffsetReader(self.options)
+        try:
+            tps = offsets.partitions()
+            start = offsets.resolve(self.options.starting, tps, starting=True)
+            end = offsets.resolve(self.options.ending, tps, starting=False)
+        finally:
+            offsets.close()
+        return [RangePartition(r) for r in split_ranges(batch_ranges(start, end), self.options.min_partitions)]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        return _read(partition, self.options)
+
+
+class PyBrokerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """`spark.readStream`: offsets are `{"topic": {"partition": offset}}`, the next offset to read.
+
+    Lives in one driver-side Python process for the whole query, so it keeps a client open between
+    micro-batches, and the `maxOffsetsPerTrigger` fairness state (`BacklogShares`).
+    """
+
+    def __init__(self, options: ReadOptions) -> None:
+        self.options = options
+        self.offsets = OffsetReader(options)
+        self.shares = BacklogShares()
+        #: with Trigger.AvailableNow: the latest offsets when the query started; no batch goes past them
+        self.available_now: Offsets | None = None
+        self.last_latest: Offsets | None = None
+
+    def initialOffset(self) -> dict[str, Any]:
+        tps = self.offsets.partitions()
+        return to_json_dict(self.offsets.resolve(self.options.starting, tps, starting=True))
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        limit = self.options.max_offsets_per_trigger
+        return ReadAllAvailable() if limit is None else ReadMaxRows(limit)
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self.available_now = self.offsets.latest(self.offsets.partitions())
+
+    def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
+        begin = from_json_dict(start)
+        if self.available_now is not None:
+            latest = dict(self.available_now)
+        else:
+            latest = self.offsets.latest(self.offsets.partitions())
+        self.last_latest = latest
+        new = [tp for tp in latest if tp not in begin]
+        begin = {**begin, **self.offsets.earliest(new)}  # new partitions start at their earliest offset
+        max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else None
+        return to_json_dict(capped_end({tp: begin[tp] for tp in latest}, latest, max_rows, self.shares))
+
+    def reportLatestOffset(self) -> dict[str, Any] | None:
+        return None if self.last_latest is None else to_json_dict(self.last_latest)
+
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
+        begin, stop = from_json_dict(start), from_json_dict(end)
+        earliest_of_new = self.offsets.earliest(tp for tp in stop if tp not in begin)
+        ranges = stream_ranges(begin, stop, earliest_of_new, fail_on_data_loss=self.options.fail_on_data_loss)
+        return [RangePartition(r) for r in split_ranges(ranges, self.options.min_partitions)]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        return _read(partition, self.options)
+
+    def commit(self, end: dict[str, Any]) -> None:
+        """Nothing to do: the offsets are Spark's checkpoint, never committed to the broker."""
+
+    def stop(self) -> None:
+        self.offsets.close()
+
+
+@dataclass(frozen=True)
+class WriteSummary(WriterCommitMessage):
+    """What one write task sent (only for the driver's log line)."""
+
+    records: int
+
+
+class PyBrokerWriter(DataSourceWriter):
+    def __init__(self, options: WriteOptions, columns: Columns) -> None:
+        self.options = options
+        self.columns = columns
+
+    def write(self, iterator: Iterator[Any]) -> WriteSummary:
+        return WriteSummary(write_rows(iterator, self.options, self.columns))
+
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        sent = sum(m.records for m in messages if isinstance(m, WriteSummary))
+        LOG.info("pybroker sink: %d records written", sent)
+
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        LOG.warning("pybroker sink: write aborted; records already sent stay in the topic (at-least-once)")
+
+
+class PyBrokerStreamWriter(DataSourceStreamWriter):
+    def __init__(self, options: WriteOptions, columns: Columns) -> None:
+        self.options = options
+        self.columns = columns
+
+    def write(self, iterator: Iterator[Any]) -> WriteSummary:
+        return WriteSummary(write_rows(iterator, self.options, self.columns))
+
+    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        sent = sum(m.records for m in messages if isinstance(m, WriteSummary))
+        LOG.info("pybroker sink: batch %d: %d records written", batchId, sent)
+
+    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        LOG.warning("pybroker sink: batch %d aborted; records already sent stay in the topic (at-least-once)",
+                    batchId)
+
+
+def _refuse_overwrite(overwrite: bool) -> None:
+    if overwrite:
+        raise OptionError("the pybroker sink only appends: a topic cannot be overwritten "
+                          "(use mode 'append', or outputMode 'append'/'update' when streaming)")
+
+
+class PyBrokerDataSource(DataSource):
+    """Reads and writes pybroker (or any Kafka-protocol) topics; options and schema are Spark's Kafka ones."""
+
+    @classmethod
+    def name(cls) -> str:
+        return FORMAT
+
+    def schema(self) -> StructType:
+        include = str(self.options.get("includeHeaders", "false")).strip().lower()
+        if include not in ("true", "false"):
+            raise OptionError(f"option 'includeHeaders' must be true or false, got {include!r}")
+        return read_schema(include == "true")
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        return PyBrokerBatchReader(parse_read_options(self.options, streaming=False))
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        return PyBrokerStreamReader(parse_read_options(self.options, streaming=True))
+
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        _refuse_overwrite(overwrite)
+        options = parse_write_options(self.options)
+        return PyBrokerWriter(options, check_columns(schema, options))
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        _refuse_overwrite(overwrite)
+        options = parse_write_options(self.options)
+        return PyBrokerStreamWriter(options, check_columns(schema, options))

@@ -1,0 +1,44 @@
+"""One local[2] SparkSession for every Spark test, with the pybroker format registered.
+
+Why one: starting Spark's JVM costs several seconds and hundreds of MB, and the machine is small. The
+session's Python workers run this very interpreter (PYSPARK_PYTHON), so they import the connector from
+the same install as the tests. Spark binds to the loopback only (SPARK_LOCAL_IP).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from collections.abc import Iterator
+
+import pytest
+
+pyspark = pytest.importorskip("pyspark", reason="the spark extra is not installed (make install installs it)")
+
+from pyspark.sql import SparkSession  # noqa: E402
+
+from pybroker.broker.spark import register  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[SparkSession]:
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        pytest.fail("Spark needs Java 17+: `make test` installs it (openjdk-17-jre-headless) when java is missing")
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    session = (SparkSession.builder.master("local[2]").appName("pybroker-tests")
+               .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.driver.memory", "1g")
+               .config("spark.sql.shuffle.partitions", "2")
+               .config("spark.sql.session.timeZone", "UTC")
+               .config("spark.sql.streaming.forceDeleteTempCheckpointLocation", "true")
+               .getOrCreate())
+    session.sparkContext.setLogLevel("ERROR")
+    register(session)
+    try:
+        yield session
+    finally:
+        session.stop()

@@ -1,0 +1,69 @@
+"""examples/spark_pipeline.py end to end on a small input: windowed counts per key land in the sink topic."""
+
+from __future__ import annotations
+
+import calendar
+import importlib.util
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+
+from pyspark.sql import SparkSession
+
+from tests.integration.brokers import REPO_ROOT, BrokerProcess
+from tests.integration.clients import kp_producer, kp_read
+from tests.integration.spark.support import create_topic
+
+EXAMPLE = REPO_ROOT / "examples" / "spark_pipeline.py"
+
+
+def _example() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("spark_pipeline_example", EXAMPLE)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_example_counts_events_per_key_and_minute(spark: SparkSession, broker: BrokerProcess,
+                                                      new_topic: Callable[..., str], tmp_path: Path) -> None:
+    source, sink = new_topic("events"), new_topic("counts")
+    create_topic(broker.bootstrap, source, 2)
+    minute = (int(time.time()) // 60 - 10) * 60_000  # ten minutes ago, on a minute boundary
+    expected: dict[tuple[str, int], int] = {}
+    with kp_producer(broker.bootstrap) as producer:
+        for i in range(30):
+            key, window = f"user-{i % 3}", minute + (i // 15) * 60_000
+            producer.send(source, key=key.encode(), value=b"{}", timestamp_ms=window + i * 100)
+            expected[(key, window)] = expected.get((key, window), 0) + 1
+        # one event five minutes later moves the watermark past both windows, so they are final
+        producer.send(source, key=b"user-late", value=b"{}", timestamp_ms=minute + 5 * 60_000)
+        producer.flush(timeout=20)
+
+    example = _example()
+    args = example.parse_args(["--bootstrap", broker.bootstrap, "--source", source, "--sink", sink,
+                               "--checkpoint", str(tmp_path / "checkpoint"), "--available-now",
+                               "--max-offsets-per-trigger", "12"])
+    query = example.start_pipeline(spark, args)
+    try:
+        assert query.awaitTermination(120), "the example did not finish its available input"
+    finally:
+        query.stop()
+
+    got: dict[tuple[str, int], int] = {}
+    for record in kp_read(broker.bootstrap, sink, 1, len(expected)):
+        count = json.loads(record.value)
+        assert record.key.decode() == count["key"]
+        start = calendar.timegm(time.strptime(count["window_start"], "%Y-%m-%dT%H:%M:%S.000Z"))
+        got[(count["key"], start * 1000)] = count["count"]
+    assert got == expected
+
+
+def test_the_example_explains_itself() -> None:
+    out = subprocess.run([sys.executable, str(EXAMPLE), "--help"], capture_output=True, text=True, timeout=60,
+                         check=True).stdout
+    assert "--checkpoint" in out and "--available-now" in out
