@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PYTEST_ARGS ?=
 
-.PHONY: kcat run test test-fast lint bench check-gen gen install clean
+.PHONY: kcat prometheus run test test-fast lint bench check-gen gen install clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -20,10 +20,15 @@ kcat:
 	@command -v kcat >/dev/null 2>&1 || command -v kafkacat >/dev/null 2>&1 || \
 	  { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q kcat; }
 
+# the metrics test scrapes the broker with a real Prometheus server
+prometheus:
+	@command -v prometheus >/dev/null 2>&1 || \
+	  { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q --no-install-recommends prometheus; }
+
 run: $(STAMP)
 	$(VENV)/bin/pybroker start --log-dirs ./data --listeners PLAINTEXT://127.0.0.1:9092
 
-test: $(STAMP) kcat
+test: $(STAMP) kcat prometheus
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 test-fast: $(STAMP)

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from pybroker.broker.metrics.traffic import TopicTraffic
 from pybroker.broker.purgatory import Purgatory
 from pybroker.broker.topics import Topics, log_config_for
 from pybroker.config.broker_config import BrokerConfig, parse_listener
@@ -35,6 +36,7 @@ class BrokerState:
         )
         self.topics = Topics(config, self.logs)
         self.purgatory = Purgatory()
+        self.traffic = TopicTraffic()  # per-topic bytes and messages, for the metrics
         self.connections: set[Any] = set()
         _, host, port = parse_listener(config.advertised_listeners[0])
         self.advertised_host = host or "127.0.0.1"

@@ -126,6 +126,7 @@ def _produce_partition(ctx: RequestContext, topic: str, partition: int, records:
         return _error(partition, ErrorCode.KAFKA_STORAGE_ERROR, "the log could not be written"), None
     if not result.duplicate:
         state.purgatory.notify((topic, partition))
+        state.traffic.appended(topic, len(records), validated.record_count)
     response = PartitionProduceResponse(
         index=partition, error_code=ErrorCode.NONE, base_offset=result.base_offset,
         log_append_time_ms=append_time, log_start_offset=result.log_start_offset)
