@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PYTEST_ARGS ?=
 
-.PHONY: kcat prometheus run test test-fast lint bench check-gen gen install clean
+.PHONY: kcat prometheus run test test-fast lint bench check-gen gen docs install clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -40,6 +40,10 @@ lint: $(STAMP)
 
 gen: $(STAMP)
 	$(PY) -m pybroker.protocol.codegen
+
+# docs/configuration.md is generated from the config table (a test checks it is current)
+docs: $(STAMP)
+	$(PY) -m pybroker.config.docs
 
 check-gen: $(STAMP)
 	$(PY) -m pybroker.protocol.codegen --check
