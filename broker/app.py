@@ -51,12 +51,13 @@ class BrokerApp:
 
     async def start(self) -> None:
         load_handlers()
-        log.info("starting", node_id=self.state.node_id, config=self.config.redacted(),
-                 unknown_config_keys=sorted(self.config.unknown))
+        log.info("starting", node_id=self.state.node_id, config=self.config.effective(),
+                 explicitly_set=sorted(self.config.explicit), unknown_config_keys=sorted(self.config.unknown))
         started = time.monotonic()
         for stats in self.state.startup():
             log.info("log dir loaded", **_as_dict(stats))
-        log.info("logs loaded", seconds=round(time.monotonic() - started, 3), cluster_id=self.state.cluster_id)
+        log.info("logs loaded", seconds=round(time.monotonic() - started, 3), cluster_id=self.state.cluster_id,
+                 partitions=len(self.state.logs.logs()))
         loop = asyncio.get_running_loop()
         for listener in self.config.listeners:
             _, host, port = parse_listener(listener)

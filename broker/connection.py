@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, cast
 from pybroker.broker.context import RequestContext
 from pybroker.broker.dispatch import REGISTRY, supported_versions
 from pybroker.broker.logs import get_logger
+from pybroker.broker.metrics.names import api_name
 from pybroker.broker.metrics.requests import REQUEST_METRICS
 from pybroker.broker.writer import ChunkWriter
 from pybroker.protocol.api_keys import ApiKey
@@ -49,14 +50,16 @@ MAX_PENDING = 128
 class _Pending:
     """A request whose response has not been written yet."""
 
-    __slots__ = ("api_key", "correlation_id", "result", "started", "version")
+    __slots__ = ("api_key", "client_id", "correlation_id", "result", "started", "version")
 
-    def __init__(self, api_key: int, version: int, correlation_id: int, result: Any, started: float) -> None:
+    def __init__(self, api_key: int, version: int, correlation_id: int, result: Any, started: float,
+                 client_id: str | None = None) -> None:
         self.api_key = api_key
         self.version = version
         self.correlation_id = correlation_id
         self.result = result  # a response object, an asyncio.Future of one, or raw bytes
         self.started = started  # perf_counter at decoding, for the latency histogram
+        self.client_id = client_id  # for the context of an error logged when the answer fails
 
     def ready(self) -> bool:
         return not isinstance(self.result, asyncio.Future) or self.result.done()
@@ -150,8 +153,8 @@ class KafkaConnection(asyncio.Protocol):
             result = spec.fn(ctx, request)
         except Exception:
             REQUEST_METRICS.error(header.api_key, "HANDLER_FAILED")
-            log.exception("handler failed", api_key=header.api_key, api_version=header.api_version,
-                          client_id=header.client_id, peer=self.peer)
+            log.exception("handler failed", api=api_name(header.api_key), api_key=header.api_key,
+                          api_version=header.api_version, client_id=header.client_id, peer=self.peer)
             self._close()
             return
         if result is None:
@@ -161,7 +164,8 @@ class KafkaConnection(asyncio.Protocol):
             future = asyncio.ensure_future(result)
             future.add_done_callback(self._on_done)
             result = future
-        self._enqueue(_Pending(header.api_key, header.api_version, header.correlation_id, result, started))
+        self._enqueue(_Pending(header.api_key, header.api_version, header.correlation_id, result, started,
+                               header.client_id))
 
     def _unsupported(self, api_key: int, version: int, correlation_id: int) -> None:
         """Kafka's answer to a version we do not serve: ApiVersions gets the v0 fallback, the rest a close."""
@@ -195,8 +199,9 @@ class KafkaConnection(asyncio.Protocol):
                 if result.cancelled() or result.exception() is not None:
                     exc = None if result.cancelled() else result.exception()
                     REQUEST_METRICS.error(entry.api_key, "HANDLER_FAILED")
-                    log.error("handler failed", api_key=entry.api_key, api_version=entry.version,
-                              peer=self.peer, error=repr(exc), exc_info=exc)
+                    log.error("handler failed", api=api_name(entry.api_key), api_key=entry.api_key,
+                              api_version=entry.version, client_id=entry.client_id, peer=self.peer,
+                              error=repr(exc), exc_info=exc)
                     self._close()
                     return
                 result = result.result()
@@ -207,7 +212,8 @@ class KafkaConnection(asyncio.Protocol):
             try:
                 chunks = encode_response(entry.correlation_id, entry.api_key, entry.version, result)
             except Exception:
-                log.exception("response encoding failed", api_key=entry.api_key, api_version=entry.version)
+                log.exception("response encoding failed", api=api_name(entry.api_key), api_key=entry.api_key,
+                              api_version=entry.version, client_id=entry.client_id, peer=self.peer)
                 self._close()
                 return
             writer.write(chunks)

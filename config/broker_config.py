@@ -182,6 +182,12 @@ class BrokerConfig:
     def topic_values(self, overrides: Mapping[str, str]) -> dict[str, Any]:
         return {key: self.resolve_topic(key, overrides).value for key in TOPIC}
 
+    def effective(self) -> dict[str, str | None]:
+        """Every key's value as it is in force now (secrets replaced), for the startup log line."""
+        return {key: "[hidden]" if definition.sensitive and self.get(key) is not None
+                else render(definition.type, self.get(key))
+                for key, definition in sorted(BROKER.items())}
+
     def redacted(self) -> dict[str, str | None]:
         """Every explicitly set key with its value, secrets replaced, for the startup log line."""
         out: dict[str, str | None] = {}
