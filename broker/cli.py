@@ -94,6 +94,17 @@ def _run(config: BrokerConfig, metrics_port: int | None, metrics_host: str = "12
         pass
 
 
+def _add_admin_commands() -> None:
+    """`topics`, `groups`, `dump-log`, `check-log`, `configs`: see pybroker.broker.admin."""
+    from pybroker.broker.admin.commands import ADMIN_COMMANDS
+
+    for command in ADMIN_COMMANDS:
+        cli.add_command(command)
+
+
+_add_admin_commands()
+
+
 def main() -> None:
     try:
         cli.main(standalone_mode=False)
