@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PYTEST_ARGS ?=
 
-.PHONY: kcat java run test test-fast lint bench check-gen gen install clean
+.PHONY: kcat java prometheus run test test-fast lint bench check-gen gen docs install clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -25,10 +25,15 @@ java:
 	@command -v java >/dev/null 2>&1 || \
 	  { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q openjdk-17-jre-headless; }
 
+# the metrics test scrapes the broker with a real Prometheus server
+prometheus:
+	@command -v prometheus >/dev/null 2>&1 || \
+	  { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q --no-install-recommends prometheus; }
+
 run: $(STAMP)
 	$(VENV)/bin/pybroker start --log-dirs ./data --listeners PLAINTEXT://127.0.0.1:9092
 
-test: $(STAMP) kcat java
+test: $(STAMP) kcat java prometheus
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 test-fast: $(STAMP) java
@@ -40,6 +45,10 @@ lint: $(STAMP)
 
 gen: $(STAMP)
 	$(PY) -m pybroker.protocol.codegen
+
+# docs/configuration.md is generated from the config table (a test checks it is current)
+docs: $(STAMP)
+	$(PY) -m pybroker.config.docs
 
 check-gen: $(STAMP)
 	$(PY) -m pybroker.protocol.codegen --check

@@ -16,6 +16,7 @@ from typing import Any
 from pybroker.broker.connection import KafkaConnection
 from pybroker.broker.dispatch import load_handlers
 from pybroker.broker.logs import get_logger
+from pybroker.broker.metrics.service import MetricsService, log_dirs_problem
 from pybroker.broker.state import BrokerState
 from pybroker.config.broker_config import BrokerConfig, parse_listener
 
@@ -26,22 +27,35 @@ BACKGROUND_TICK_S = 1.0
 
 
 class BrokerApp:
-    def __init__(self, config: BrokerConfig, *, metrics_port: int | None = None) -> None:
+    def __init__(self, config: BrokerConfig, *, metrics_port: int | None = None,
+                 metrics_host: str = "127.0.0.1") -> None:
         self.config = config
         self.metrics_port = metrics_port
+        self.metrics_host = metrics_host
         self.state = BrokerState(config)
         self.servers: list[asyncio.Server] = []
         self.shutdown_event = asyncio.Event()
         self.bound_ports: list[int] = []
+        self.serving = False
+        # group figures and lag come from the group coordinator's snapshot, when the broker has one
+        self.metrics = MetricsService(self.state, self.not_ready_reason, groups_snapshot=self.state.groups.snapshot)
+        self.metrics_bound_port: int | None = None
+
+    def not_ready_reason(self) -> str | None:
+        """None while the broker serves; otherwise why not (for `/readyz`)."""
+        if not self.serving:
+            return "shutting down" if self.shutdown_event.is_set() else "starting"
+        return log_dirs_problem(self.state)
 
     async def start(self) -> None:
         load_handlers()
-        log.info("starting", node_id=self.state.node_id, config=self.config.redacted(),
-                 unknown_config_keys=sorted(self.config.unknown))
+        log.info("starting", node_id=self.state.node_id, config=self.config.effective(),
+                 explicitly_set=sorted(self.config.explicit), unknown_config_keys=sorted(self.config.unknown))
         started = time.monotonic()
         for stats in self.state.startup():
             log.info("log dir loaded", **_as_dict(stats))
-        log.info("logs loaded", seconds=round(time.monotonic() - started, 3), cluster_id=self.state.cluster_id)
+        log.info("logs loaded", seconds=round(time.monotonic() - started, 3), cluster_id=self.state.cluster_id,
+                 partitions=len(self.state.logs.logs()))
         self.state.groups.start()
         loop = asyncio.get_running_loop()
         for listener in self.config.listeners:
@@ -55,10 +69,10 @@ class BrokerApp:
         if self.bound_ports:
             self.state.set_advertised_port(self.bound_ports[0])
         if self.metrics_port is not None:
-            from prometheus_client import start_http_server
-
-            start_http_server(self.metrics_port, addr="127.0.0.1")
-            log.info("metrics listening", port=self.metrics_port)
+            self.metrics_bound_port = await self.metrics.start(self.metrics_host, self.metrics_port)
+            log.info("metrics listening", host=self.metrics_host, port=self.metrics_bound_port,
+                     paths=["/metrics", "/healthz", "/readyz"])
+        self.serving = True
 
     async def run_background(self) -> None:
         """Periodic jobs: the flush policy for acks=0/1 data, and checkpoints."""
@@ -89,6 +103,7 @@ class BrokerApp:
         log.info("stopped cleanly")
 
     async def stop(self) -> None:
+        self.serving = False
         for server in self.servers:
             server.close()
         # in-flight requests finish: long polls answer now with what they have, fsync waits complete,
@@ -107,6 +122,7 @@ class BrokerApp:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(server.wait_closed(), 2)
         await asyncio.to_thread(self.state.logs.shutdown)
+        await self.metrics.stop()
 
     def install_signal_handlers(self) -> None:
         loop = asyncio.get_running_loop()
@@ -124,7 +140,8 @@ def _as_dict(stats: Any) -> dict[str, Any]:
     return {"stats": str(stats)}
 
 
-async def run_broker(config: BrokerConfig, *, metrics_port: int | None = None) -> None:
-    app = BrokerApp(config, metrics_port=metrics_port)
+async def run_broker(config: BrokerConfig, *, metrics_port: int | None = None,
+                     metrics_host: str = "127.0.0.1") -> None:
+    app = BrokerApp(config, metrics_port=metrics_port, metrics_host=metrics_host)
     app.install_signal_handlers()
     await app.serve()

@@ -42,13 +42,17 @@ def cli() -> None:
 @click.option("--listeners", help="Listeners, e.g. PLAINTEXT://127.0.0.1:9092 (listeners).")
 @click.option("--config", "config_file", type=click.Path(dir_okay=False), help="A server.properties file.")
 @click.option("--override", "overrides", multiple=True, metavar="KEY=VALUE", help="Any config key; repeatable.")
-@click.option("--metrics-port", type=click.IntRange(0, 65535), help="Serve Prometheus metrics on this port.")
+@click.option("--metrics-port", type=click.IntRange(0, 65535),
+              help="Serve /metrics (Prometheus), /healthz and /readyz on this port.")
+@click.option("--metrics-host", default="127.0.0.1", show_default=True,
+              help="Address of the metrics port (0.0.0.0 in a container).")
 @click.option("--node-id", type=click.IntRange(0), help="The node id (node.id).")
 @click.option("--log-format", type=click.Choice(["json", "console"]), default=None,
               help="Log format (default: json unless stdout is a terminal).")
 @click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]), default="info")
 def start(log_dirs: str | None, listeners: str | None, config_file: str | None, overrides: tuple[str, ...],
-          metrics_port: int | None, node_id: int | None, log_format: str | None, log_level: str) -> None:
+          metrics_port: int | None, metrics_host: str, node_id: int | None, log_format: str | None,
+          log_level: str) -> None:
     """Start the broker and serve until SIGTERM or SIGINT."""
     from pybroker.broker.logs import configure_logging
 
@@ -67,10 +71,10 @@ def start(log_dirs: str | None, listeners: str | None, config_file: str | None, 
     except ConfigError as exc:
         _fail(str(exc))
         return
-    _run(config, metrics_port)
+    _run(config, metrics_port, metrics_host)
 
 
-def _run(config: BrokerConfig, metrics_port: int | None) -> None:
+def _run(config: BrokerConfig, metrics_port: int | None, metrics_host: str = "127.0.0.1") -> None:
     import uvloop
 
     from pybroker.broker.app import run_broker
@@ -79,7 +83,7 @@ def _run(config: BrokerConfig, metrics_port: int | None) -> None:
 
     log = get_logger("pybroker.cli")
     try:
-        uvloop.run(run_broker(config, metrics_port=metrics_port))
+        uvloop.run(run_broker(config, metrics_port=metrics_port, metrics_host=metrics_host))
     except StorageError as exc:
         log.error("cannot start", error=str(exc))
         sys.exit(1)
@@ -88,6 +92,17 @@ def _run(config: BrokerConfig, metrics_port: int | None) -> None:
         sys.exit(1)
     except KeyboardInterrupt:
         pass
+
+
+def _add_admin_commands() -> None:
+    """`topics`, `groups`, `dump-log`, `check-log`, `configs`: see pybroker.broker.admin."""
+    from pybroker.broker.admin.commands import ADMIN_COMMANDS
+
+    for command in ADMIN_COMMANDS:
+        cli.add_command(command)
+
+
+_add_admin_commands()
 
 
 def main() -> None:

@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Any, cast
 from pybroker.broker.context import RequestContext
 from pybroker.broker.dispatch import REGISTRY, supported_versions
 from pybroker.broker.logs import get_logger
+from pybroker.broker.metrics.names import api_name
+from pybroker.broker.metrics.requests import REQUEST_METRICS
 from pybroker.broker.writer import ChunkWriter
 from pybroker.protocol.api_keys import ApiKey
 from pybroker.protocol.frames import (
@@ -48,13 +50,16 @@ MAX_PENDING = 128
 class _Pending:
     """A request whose response has not been written yet."""
 
-    __slots__ = ("api_key", "correlation_id", "result", "version")
+    __slots__ = ("api_key", "client_id", "correlation_id", "result", "started", "version")
 
-    def __init__(self, api_key: int, version: int, correlation_id: int, result: Any) -> None:
+    def __init__(self, api_key: int, version: int, correlation_id: int, result: Any, started: float,
+                 client_id: str | None = None) -> None:
         self.api_key = api_key
         self.version = version
         self.correlation_id = correlation_id
         self.result = result  # a response object, an asyncio.Future of one, or raw bytes
+        self.started = started  # perf_counter at decoding, for the latency histogram
+        self.client_id = client_id  # for the context of an error logged when the answer fails
 
     def ready(self) -> bool:
         return not isinstance(self.result, asyncio.Future) or self.result.done()
@@ -129,37 +134,46 @@ class KafkaConnection(asyncio.Protocol):
             self._unsupported(exc.api_key, exc.version, exc.correlation_id)
             return
         except UnknownApiKey as exc:
+            REQUEST_METRICS.error(exc.api_key, "UNKNOWN_API_KEY")
             self._abort("unknown api key", api_key=exc.api_key)
             return
         except DecodeError as exc:
-            self._abort("undecodable request", reason=str(exc), header=_peek(frame), head=bytes(frame[:64]).hex())
+            peeked = _peek(frame)
+            REQUEST_METRICS.error(peeked[0] if peeked else -1, "UNDECODABLE_REQUEST")
+            self._abort("undecodable request", reason=str(exc), header=peeked, head=bytes(frame[:64]).hex())
             return
         spec = REGISTRY.get(header.api_key)
         if spec is None or not spec.serves(header.api_version):
             self._unsupported(header.api_key, header.api_version, header.correlation_id)
             return
+        started = REQUEST_METRICS.received(header.api_key, header.api_version)
         ctx = RequestContext(self.state, header.api_key, header.api_version, header.correlation_id,
                              header.client_id, self.peer)
         try:
             result = spec.fn(ctx, request)
         except Exception:
-            log.exception("handler failed", api_key=header.api_key, api_version=header.api_version,
-                          client_id=header.client_id, peer=self.peer)
+            REQUEST_METRICS.error(header.api_key, "HANDLER_FAILED")
+            log.exception("handler failed", api=api_name(header.api_key), api_key=header.api_key,
+                          api_version=header.api_version, client_id=header.client_id, peer=self.peer)
             self._close()
             return
         if result is None:
+            REQUEST_METRICS.answered(header.api_key, started, None)
             return  # acks=0: Kafka sends nothing back
         if inspect.isawaitable(result):
             future = asyncio.ensure_future(result)
             future.add_done_callback(self._on_done)
             result = future
-        self._enqueue(_Pending(header.api_key, header.api_version, header.correlation_id, result))
+        self._enqueue(_Pending(header.api_key, header.api_version, header.correlation_id, result, started,
+                               header.client_id))
 
     def _unsupported(self, api_key: int, version: int, correlation_id: int) -> None:
         """Kafka's answer to a version we do not serve: ApiVersions gets the v0 fallback, the rest a close."""
+        REQUEST_METRICS.error(api_key, "UNSUPPORTED_VERSION")
         if api_key == ApiKey.API_VERSIONS:
             self._enqueue(_Pending(api_key, 0, correlation_id,
-                                   api_versions_fallback_response(correlation_id, supported_versions())))
+                                   api_versions_fallback_response(correlation_id, supported_versions()),
+                                   REQUEST_METRICS.received(api_key, version)))
         else:
             self._abort("unsupported version", api_key=api_key, api_version=version)
 
@@ -184,18 +198,22 @@ class KafkaConnection(asyncio.Protocol):
             if isinstance(result, asyncio.Future):
                 if result.cancelled() or result.exception() is not None:
                     exc = None if result.cancelled() else result.exception()
-                    log.error("handler failed", api_key=entry.api_key, api_version=entry.version,
-                              peer=self.peer, error=repr(exc), exc_info=exc)
+                    REQUEST_METRICS.error(entry.api_key, "HANDLER_FAILED")
+                    log.error("handler failed", api=api_name(entry.api_key), api_key=entry.api_key,
+                              api_version=entry.version, client_id=entry.client_id, peer=self.peer,
+                              error=repr(exc), exc_info=exc)
                     self._close()
                     return
                 result = result.result()
+            REQUEST_METRICS.answered(entry.api_key, entry.started, result)
             if isinstance(result, bytes | bytearray):
                 writer.write([result])
                 continue
             try:
                 chunks = encode_response(entry.correlation_id, entry.api_key, entry.version, result)
             except Exception:
-                log.exception("response encoding failed", api_key=entry.api_key, api_version=entry.version)
+                log.exception("response encoding failed", api=api_name(entry.api_key), api_key=entry.api_key,
+                              api_version=entry.version, client_id=entry.client_id, peer=self.peer)
                 self._close()
                 return
             writer.write(chunks)

@@ -11,7 +11,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from pybroker.broker.dynamic_configs import DynamicBrokerConfigs
 from pybroker.broker.groups.service import GroupService
+from pybroker.broker.metrics.traffic import TopicTraffic
 from pybroker.broker.purgatory import Purgatory
 from pybroker.broker.topics import Topics, log_config_for
 from pybroker.config.broker_config import BrokerConfig, parse_listener
@@ -35,7 +37,9 @@ class BrokerState:
             clock_ms=clock_ms,
         )
         self.topics = Topics(config, self.logs)
+        self.dynamic_configs = DynamicBrokerConfigs(config, self.logs)
         self.purgatory = Purgatory()
+        self.traffic = TopicTraffic()  # per-topic bytes and messages, for the metrics
         self.connections: set[Any] = set()
         _, host, port = parse_listener(config.advertised_listeners[0])
         self.advertised_host = host or "127.0.0.1"
@@ -44,6 +48,7 @@ class BrokerState:
         self.groups = GroupService(self)
 
     def startup(self) -> list[Any]:
+        self.dynamic_configs.load()  # before the logs open, so they start with the altered settings
         stats = self.logs.startup()
         self._producer_ids = ProducerIdBlock(Path(self.config.log_dirs[0]))
         return list(stats)

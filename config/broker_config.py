@@ -7,6 +7,10 @@ Keys we do not know are kept and reported as warnings, as Kafka does, so Kafka's
 
 Topic configs resolve as Kafka resolves them: a topic override, else the first broker synonym that was
 set explicitly (scaled: `log.retention.hours` to ms), else the topic default.
+
+Dynamic broker configs (changed at runtime with AlterConfigs) sit above the static ones, as in Kafka:
+this broker's own dynamic value, then the cluster-wide dynamic default, then `server.properties` and
+`--override`s, then the table's default. Each key's value is looked up through those layers in order.
 """
 
 from __future__ import annotations
@@ -63,6 +67,9 @@ class ResolvedConfig:
 class BrokerConfig:
     explicit: dict[str, Any] = field(default_factory=dict)
     unknown: dict[str, str] = field(default_factory=dict)
+    #: dynamic configs of this broker (resource name = node id) and cluster-wide (resource name ""), parsed
+    dynamic_node: dict[str, Any] = field(default_factory=dict)
+    dynamic_default: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def load(cls, *layers: Mapping[str, str]) -> BrokerConfig:
@@ -87,13 +94,36 @@ class BrokerConfig:
         for listener in self.listeners:
             parse_listener(listener)
 
+    def _layers(self) -> tuple[tuple[dict[str, Any], ConfigSource], ...]:
+        """Where a set broker value can come from, most specific first."""
+        return ((self.dynamic_node, ConfigSource.DYNAMIC_BROKER_CONFIG),
+                (self.dynamic_default, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG),
+                (self.explicit, ConfigSource.STATIC_BROKER_CONFIG))
+
+    def _set_values(self, key: str) -> list[tuple[Any, ConfigSource]]:
+        return [(layer[key], source) for layer, source in self._layers() if key in layer]
+
     def get(self, key: str) -> Any:
-        if key in self.explicit:
-            return self.explicit[key]
+        for layer, _ in self._layers():
+            if key in layer:
+                return layer[key]
         return BROKER[key].default
 
     def source(self, key: str) -> ConfigSource:
-        return ConfigSource.STATIC_BROKER_CONFIG if key in self.explicit else ConfigSource.DEFAULT_CONFIG
+        for layer, source in self._layers():
+            if key in layer:
+                return source
+        return ConfigSource.DEFAULT_CONFIG
+
+    def set_dynamic(self, source: ConfigSource, texts: Mapping[str, str]) -> None:
+        """Replace one dynamic layer with `texts` (already validated with `validate_dynamic_broker`)."""
+        parsed = {key: parse_value(BROKER[key], text) for key, text in texts.items()}
+        if source == ConfigSource.DYNAMIC_BROKER_CONFIG:
+            self.dynamic_node = parsed
+        elif source == ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG:
+            self.dynamic_default = parsed
+        else:
+            raise ValueError(f"{source!r} is not a dynamic layer")
 
     @property
     def node_id(self) -> int:
@@ -117,9 +147,10 @@ class BrokerConfig:
 
     def resolve_broker(self, key: str) -> ResolvedConfig:
         definition = BROKER[key]
-        source = self.source(key)
-        synonyms = ((key, render(definition.type, self.get(key)), source),)
-        return ResolvedConfig(definition, self.get(key), source, synonyms)
+        synonyms = [(key, render(definition.type, value), source) for value, source in self._set_values(key)]
+        if definition.default is not None or not synonyms:
+            synonyms.append((key, render(definition.type, definition.default), ConfigSource.DEFAULT_CONFIG))
+        return ResolvedConfig(definition, self.get(key), self.source(key), tuple(synonyms))
 
     def resolve_topic(self, key: str, overrides: Mapping[str, str]) -> ResolvedConfig:
         """A topic config's effective value and where it came from."""
@@ -133,25 +164,29 @@ class BrokerConfig:
             source, found = ConfigSource.DYNAMIC_TOPIC_CONFIG, True
             synonyms.append((key, overrides[key], source))
         for broker_key, multiplier in definition.synonyms:
-            if broker_key in self.explicit:
-                broker_value = self.explicit[broker_key]
-                synonyms.append((broker_key, render(BROKER[broker_key].type, broker_value),
-                                 ConfigSource.STATIC_BROKER_CONFIG))
+            for broker_value, broker_source in self._set_values(broker_key):
+                synonyms.append((broker_key, render(BROKER[broker_key].type, broker_value), broker_source))
                 if not found and broker_value is not None:
                     value = broker_value * multiplier if multiplier != 1 else broker_value
-                    source, found = ConfigSource.STATIC_BROKER_CONFIG, True
+                    source, found = broker_source, True
         if not found:
             value = definition.default
         if definition.synonyms:
             last_key = definition.synonyms[-1][0]
             last_default = BROKER[last_key].default
-            if last_key not in self.explicit and last_default is not None:
+            if not self._set_values(last_key) and last_default is not None:
                 synonyms.append((last_key, render(BROKER[last_key].type, last_default),
                                  ConfigSource.DEFAULT_CONFIG))
         return ResolvedConfig(definition, value, source, tuple(synonyms))
 
     def topic_values(self, overrides: Mapping[str, str]) -> dict[str, Any]:
         return {key: self.resolve_topic(key, overrides).value for key in TOPIC}
+
+    def effective(self) -> dict[str, str | None]:
+        """Every key's value as it is in force now (secrets replaced), for the startup log line."""
+        return {key: "[hidden]" if definition.sensitive and self.get(key) is not None
+                else render(definition.type, self.get(key))
+                for key, definition in sorted(BROKER.items())}
 
     def redacted(self) -> dict[str, str | None]:
         """Every explicitly set key with its value, secrets replaced, for the startup log line."""
@@ -169,6 +204,23 @@ def validate_topic_overrides(overrides: Mapping[str, str | None]) -> dict[str, s
         definition = TOPIC.get(key)
         if definition is None:
             raise ConfigError(key, "unknown topic config")
+        if text is None:
+            raise ConfigError(key, "null value")
+        parse_value(definition, text)
+        clean[key] = text
+    return clean
+
+
+def validate_dynamic_broker(overrides: Mapping[str, str | None]) -> dict[str, str]:
+    """Check dynamic broker configs (AlterConfigs on a broker resource); `ConfigError` on an unknown key,
+    a key that cannot change at runtime, or a bad value."""
+    clean: dict[str, str] = {}
+    for key, text in overrides.items():
+        definition = BROKER.get(key)
+        if definition is None:
+            raise ConfigError(key, "unknown broker config")
+        if not definition.dynamic:
+            raise ConfigError(key, "cannot be updated dynamically; set it in server.properties and restart")
         if text is None:
             raise ConfigError(key, "null value")
         parse_value(definition, text)

@@ -36,6 +36,11 @@ def _b(key: str, type_: str, default: Any, doc: str, validator: Validator | None
     return ConfigDef(key, type_, default, doc, "broker", validator, dynamic)
 
 
+def _secret(key: str, doc: str) -> ConfigDef:
+    """A password-type key: accepted, never shown (DescribeConfigs returns null, logs say [hidden])."""
+    return ConfigDef(key, "password", None, doc, "broker", sensitive=True)
+
+
 def _t(key: str, type_: str, default: Any, doc: str, synonyms: tuple[tuple[str, int], ...],
        validator: Validator | None = None) -> ConfigDef:
     return ConfigDef(key, type_, default, doc, "topic", validator, True, synonyms)
@@ -141,6 +146,10 @@ BROKER_DEFS: tuple[ConfigDef, ...] = (
         "SASL_SSL:SASL_SSL"], "Accepted for compatibility; PLAINTEXT is served."),
     _b("num.recovery.threads.per.data.dir", "int", 2, "Accepted for compatibility.", at_least(1)),
     _b("group.coordinator.rebalance.protocols", "list", ["classic"], "Accepted for compatibility."),
+    _secret("ssl.keystore.password", "Accepted for compatibility (TLS is not served); never shown."),
+    _secret("ssl.key.password", "Accepted for compatibility (TLS is not served); never shown."),
+    _secret("ssl.truststore.password", "Accepted for compatibility (TLS is not served); never shown."),
+    _secret("sasl.jaas.config", "Accepted for compatibility (SASL is not served); never shown."),
 )
 
 TOPIC_DEFS: tuple[ConfigDef, ...] = (

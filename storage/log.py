@@ -25,6 +25,7 @@ from typing import IO
 from pybroker.protocol.records.batch import BatchHeader, parse_header, patch_base_offset, patch_leader_epoch
 from pybroker.storage.errors import LogClosedError, OffsetOutOfRange
 from pybroker.storage.files import fsync_dir
+from pybroker.storage.flush_timing import report_flush
 from pybroker.storage.log_config import LogConfig
 from pybroker.storage.log_loader import LoadStats, load_segments
 from pybroker.storage.producer_state import ProducerStateManager
@@ -296,10 +297,13 @@ class Log:
                 if segment.next_offset <= point and (segment.active or segment.indexes_synced):
                     break
                 dirty.append(segment)
+            started = time.perf_counter()
             for segment in dirty:
                 segment.flush()
             if any(segment.base_offset >= point for segment in dirty):
                 fsync_dir(self.dir)  # a segment created since the last flush: make its name durable
+            if dirty:
+                report_flush(time.perf_counter() - started)
             self._recovery_point = max(point, target)
             self.last_flush_ms = self._clock()
             return self._recovery_point

@@ -242,6 +242,15 @@ class LogManager:
             if log is not None:
                 log.update_config(config)
 
+    def reapply_configs(self) -> None:
+        """Recompute every log's settings (after a broker-level default changed at runtime)."""
+        for info in list(self._topics.values()):
+            config = self.log_config_for(info.configs)
+            for partition in range(info.num_partitions):
+                log = self._logs.get((info.name, partition))
+                if log is not None:
+                    log.update_config(config)
+
     def _topic(self, name: str) -> TopicInfo:
         info = self._topics.get(name)
         if info is None:

@@ -41,6 +41,7 @@ def handle_fetch(ctx: RequestContext, request: FetchRequest) -> Any:
         return FetchResponse(error_code=ErrorCode.FETCH_SESSION_ID_NOT_FOUND, session_id=0, responses=[])
     response, size, errors = _read_all(ctx, request)
     if size >= request.min_bytes or errors or request.max_wait_ms <= 0 or not request.topics:
+        ctx.state.traffic.fetched(response)
         return response
     # Watch before returning: the coroutine only starts on a later loop turn, and an append in between
     # must still wake this fetch rather than leave it waiting for max_wait_ms.
@@ -62,6 +63,7 @@ async def _long_poll(ctx: RequestContext, request: FetchRequest, response: Fetch
             purgatory.unwatch(keys, waiter)
         response, size, errors = _read_all(ctx, request)
         if size >= request.min_bytes or errors or time.monotonic() >= deadline or purgatory.closed:
+            ctx.state.traffic.fetched(response)
             return response
         waiter = purgatory.watch(keys)
 

@@ -52,7 +52,7 @@ def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Any:
     version = ctx.api_version
     acks = request.acks
     now = state.clock_ms()
-    waits: list[tuple[PartitionProduceResponse, Awaitable[Any]]] = []
+    waits: list[tuple[str, PartitionProduceResponse, Awaitable[Any]]] = []
     responses: list[TopicProduceResponse] = []
     for topic in request.topic_data:
         partitions: list[PartitionProduceResponse] = []
@@ -67,21 +67,22 @@ def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Any:
             response, wait = _produce_partition(ctx, topic.name, part.index, part.records, acks, now)
             partitions.append(response)
             if wait is not None:
-                waits.append((response, wait))
+                waits.append((topic.name, response, wait))
     if acks == 0:
         return None
     result = ProduceResponse(responses=responses, throttle_time_ms=0)
     if not waits:
         return result
-    return _await_flushes(result, waits)
+    return _await_flushes(result, waits, ctx.client_id)
 
 
-async def _await_flushes(result: ProduceResponse,
-                         waits: list[tuple[PartitionProduceResponse, Awaitable[Any]]]) -> ProduceResponse:
-    outcomes = await asyncio.gather(*(w for _, w in waits), return_exceptions=True)
-    for (response, _), outcome in zip(waits, outcomes, strict=True):
+async def _await_flushes(result: ProduceResponse, waits: list[tuple[str, PartitionProduceResponse, Awaitable[Any]]],
+                         client_id: str | None) -> ProduceResponse:
+    outcomes = await asyncio.gather(*(w for _, _, w in waits), return_exceptions=True)
+    for (topic, response, _), outcome in zip(waits, outcomes, strict=True):
         if isinstance(outcome, BaseException):
-            log.error("flush failed", error=repr(outcome))
+            log.error("flush failed", topic=topic, partition=response.index, client_id=client_id,
+                      error=repr(outcome))
             response.error_code = ErrorCode.KAFKA_STORAGE_ERROR
             response.base_offset = -1
             response.error_message = "the log could not be flushed to disk"
@@ -126,6 +127,7 @@ def _produce_partition(ctx: RequestContext, topic: str, partition: int, records:
         return _error(partition, ErrorCode.KAFKA_STORAGE_ERROR, "the log could not be written"), None
     if not result.duplicate:
         state.purgatory.notify((topic, partition))
+        state.traffic.appended(topic, len(records), validated.record_count)
     response = PartitionProduceResponse(
         index=partition, error_code=ErrorCode.NONE, base_offset=result.base_offset,
         log_append_time_ms=append_time, log_start_offset=result.log_start_offset)

@@ -1,0 +1,101 @@
+"""`pybroker dump-log FILE`: a segment's batches (and with `--print-records` its records), or an index's
+entries, in the words kafka-dump-log uses, so an operator reading one can read the other."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from pybroker.protocol.records.batch import (
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+    MIN_BATCH_LENGTH,
+    compute_crc,
+    parse_header,
+)
+from pybroker.protocol.records.codecs import CODEC_NAMES
+from pybroker.protocol.records.record import RecordsError, decode_records
+from pybroker.storage.verify import OFFSET_ENTRY, TIME_ENTRY
+
+TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
+
+
+def _text(blob: bytes | None) -> str | None:
+    return None if blob is None else blob.decode("utf-8", errors="backslashreplace")
+
+
+def log_batches(path: Path, print_records: bool) -> Iterator[dict[str, Any]]:
+    """One dict per batch; a torn or garbage tail ends the walk with an `error` entry."""
+    data = path.read_bytes()
+    pos = 0
+    while pos < len(data):
+        if len(data) - pos < HEADER_SIZE:
+            yield {"position": pos, "error": f"{len(data) - pos} trailing bytes, shorter than a batch header"}
+            return
+        header = parse_header(data, pos)
+        if header.batch_length < MIN_BATCH_LENGTH or pos + header.batch_length + LOG_OVERHEAD > len(data):
+            yield {"position": pos, "error": f"batch length {header.batch_length} runs past the end of the file"}
+            return
+        batch: dict[str, Any] = {
+            "baseOffset": header.base_offset, "lastOffset": header.last_offset, "count": header.records_count,
+            "baseSequence": header.base_sequence, "lastSequence": header.last_sequence,
+            "producerId": header.producer_id, "producerEpoch": header.producer_epoch,
+            "partitionLeaderEpoch": header.partition_leader_epoch, "isTransactional": header.is_transactional,
+            "isControl": header.is_control, "position": pos,
+            TIMESTAMP_TYPES[header.timestamp_type]: header.max_timestamp, "size": header.size,
+            "magic": header.magic, "compresscodec": CODEC_NAMES.get(header.compression, str(header.compression)),
+            "crcValid": compute_crc(data, pos, header) == header.crc,
+        }
+        if print_records:
+            try:
+                batch["records"] = [{
+                    "offset": header.base_offset + r.offset_delta,
+                    TIMESTAMP_TYPES[header.timestamp_type]: header.max_timestamp if header.timestamp_type
+                    else header.base_timestamp + r.timestamp_delta,
+                    "keySize": -1 if r.key is None else len(r.key),
+                    "valueSize": -1 if r.value is None else len(r.value),
+                    "sequence": -1 if header.base_sequence < 0 else header.base_sequence + r.offset_delta,
+                    "headerKeys": [k for k, _ in r.headers], "key": _text(r.key), "payload": _text(r.value),
+                } for r in decode_records(data, pos, header)]
+            except RecordsError as exc:
+                batch["recordsError"] = str(exc)
+        yield batch
+        pos += header.size
+
+
+def index_entries(path: Path) -> Iterator[dict[str, Any]]:
+    base = int(path.stem)
+    data = path.read_bytes()
+    entry, names = (OFFSET_ENTRY, ("offset", "position")) if path.suffix == ".index" else \
+        (TIME_ENTRY, ("timestamp", "offset"))
+    for index in range(len(data) // entry.size):
+        first, second = entry.unpack_from(data, index * entry.size)
+        if index > 0 and (first, second) == (0, 0):
+            return
+        if path.suffix == ".index":
+            yield {names[0]: base + first, names[1]: second}
+        else:
+            yield {names[0]: first, names[1]: base + second}
+
+
+def format_batch(batch: dict[str, Any]) -> list[str]:
+    if "error" in batch:
+        return [f"position: {batch['position']} error: {batch['error']}"]
+    fields = {k: v for k, v in batch.items() if k not in ("records", "recordsError")}
+    lines = [" ".join(f"{k}: {_value(v)}" for k, v in fields.items())]
+    for record in batch.get("records", []):
+        lines.append("| " + " ".join(f"{k}: {_value(v)}" for k, v in record.items()))
+    if "recordsError" in batch:
+        lines.append(f"| records could not be decoded: {batch['recordsError']}")
+    return lines
+
+
+def _value(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return "[" + ", ".join(str(v) for v in value) + "]"
+    return str(value)

@@ -1,0 +1,122 @@
+"""What `pybroker topics ...` asks the broker: Metadata, ListOffsets, DescribeConfigs, CreateTopics,
+DeleteTopics and IncrementalAlterConfigs, turned into plain rows. A refusal is a `WireError` carrying
+the broker's error name and message."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from pybroker.broker.admin.wire import WireClient, WireError
+from pybroker.protocol.errors import ErrorCode
+from pybroker.protocol.messages.create_topics import CreatableTopic, CreatableTopicConfig, CreateTopicsRequest
+from pybroker.protocol.messages.delete_topics import DeleteTopicsRequest
+from pybroker.protocol.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResource
+from pybroker.protocol.messages.incremental_alter_configs import (
+    AlterableConfig,
+    AlterConfigsResource,
+    IncrementalAlterConfigsRequest,
+)
+from pybroker.protocol.messages.list_offsets import ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic
+from pybroker.protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
+
+TOPIC_RESOURCE = 2
+EARLIEST, LATEST = -2, -1
+SET, DELETE = 0, 1
+DEFAULT_CONFIG_SOURCE = 5
+
+
+def check(code: int, message: str | None, what: str) -> None:
+    if code:
+        name = ErrorCode(code).name if code in ErrorCode._value2member_map_ else str(code)
+        raise WireError(f"{what}: {name}" + (f" ({message})" if message else ""))
+
+
+def metadata(client: WireClient, names: list[str] | None) -> list[Any]:
+    topics = None if names is None else [MetadataRequestTopic(name=name) for name in names]
+    response = client.call(MetadataRequest(topics=topics, allow_auto_topic_creation=False), max_version=12)
+    return sorted(response.topics, key=lambda t: t.name or "")
+
+
+def list_topics(client: WireClient, include_internal: bool) -> list[dict[str, Any]]:
+    return [{"topic": t.name, "partitions": len(t.partitions), "topic_id": str(t.topic_id)}
+            for t in metadata(client, None) if include_internal or not t.is_internal]
+
+
+def list_offsets(client: WireClient, partitions: Iterable[tuple[str, int]], timestamp: int
+                 ) -> dict[tuple[str, int], int]:
+    """The offset for `timestamp` (EARLIEST, LATEST or ms) of each partition; -1 where there is none."""
+    by_topic: dict[str, list[int]] = {}
+    for topic, partition in partitions:
+        by_topic.setdefault(topic, []).append(partition)
+    if not by_topic:
+        return {}
+    request = ListOffsetsRequest(replica_id=-1, topics=[
+        ListOffsetsTopic(name=topic, partitions=[ListOffsetsPartition(partition_index=p, timestamp=timestamp)
+                                                 for p in sorted(parts)])
+        for topic, parts in sorted(by_topic.items())])
+    response = client.call(request, max_version=7)
+    offsets: dict[tuple[str, int], int] = {}
+    for topic in response.topics:
+        for part in topic.partitions:
+            check(part.error_code, None, f"ListOffsets {topic.name}-{part.partition_index}")
+            offsets[(topic.name, part.partition_index)] = part.offset
+    return offsets
+
+
+def topic_configs(client: WireClient, topic: str, *, all_keys: bool = False) -> dict[str, str | None]:
+    response = client.call(DescribeConfigsRequest(resources=[DescribeConfigsResource(
+        resource_type=TOPIC_RESOURCE, resource_name=topic, configuration_keys=None)]), max_version=4)
+    result = response.results[0]
+    check(result.error_code, result.error_message, f"DescribeConfigs {topic}")
+    return {entry.name: entry.value for entry in result.configs
+            if all_keys or entry.config_source != DEFAULT_CONFIG_SOURCE}
+
+
+def describe_topics(client: WireClient, names: list[str] | None) -> list[dict[str, Any]]:
+    topics = metadata(client, names or None)
+    for topic in topics:
+        check(topic.error_code, None, f"topic {topic.name}")
+    keys = [(t.name, p.partition_index) for t in topics for p in t.partitions]
+    starts = list_offsets(client, keys, EARLIEST)
+    ends = list_offsets(client, keys, LATEST)
+    out: list[dict[str, Any]] = []
+    for topic in topics:
+        configs = topic_configs(client, topic.name)
+        for part in sorted(topic.partitions, key=lambda p: p.partition_index):
+            key = (topic.name, part.partition_index)
+            out.append({"topic": topic.name, "partition": part.partition_index, "leader": part.leader_id,
+                        "replicas": part.replica_nodes, "isr": part.isr_nodes,
+                        "log_start_offset": starts.get(key), "log_end_offset": ends.get(key),
+                        "topic_id": str(topic.topic_id), "configs": configs})
+    return out
+
+
+def create_topic(client: WireClient, name: str, partitions: int, replication_factor: int,
+                 configs: Mapping[str, str]) -> dict[str, Any]:
+    request = CreateTopicsRequest(timeout_ms=30_000, topics=[CreatableTopic(
+        name=name, num_partitions=partitions, replication_factor=replication_factor,
+        configs=[CreatableTopicConfig(name=k, value=v) for k, v in configs.items()])])
+    result = client.call(request, max_version=7).topics[0]
+    check(result.error_code, result.error_message, f"cannot create {name}")
+    return {"topic": name, "partitions": partitions, "topic_id": str(result.topic_id)}
+
+
+def delete_topics(client: WireClient, names: list[str]) -> list[dict[str, Any]]:
+    response = client.call(DeleteTopicsRequest(topic_names=names, timeout_ms=30_000), max_version=5)
+    for result in response.responses:
+        check(result.error_code, result.error_message, f"cannot delete {result.name}")
+    return [{"topic": result.name, "deleted": True} for result in response.responses]
+
+
+def alter_topic_config(client: WireClient, name: str, set_: Mapping[str, str], delete: Iterable[str]
+                       ) -> dict[str, str | None]:
+    configs = [AlterableConfig(name=k, config_operation=SET, value=v) for k, v in set_.items()]
+    configs += [AlterableConfig(name=k, config_operation=DELETE, value=None) for k in delete]
+    if not configs:
+        raise WireError("nothing to change: give --set KEY=VALUE and/or --delete KEY")
+    response = client.call(IncrementalAlterConfigsRequest(resources=[AlterConfigsResource(
+        resource_type=TOPIC_RESOURCE, resource_name=name, configs=configs)]), max_version=1)
+    result = response.responses[0]
+    check(result.error_code, result.error_message, f"cannot alter {name}")
+    return topic_configs(client, name)

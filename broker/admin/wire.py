@@ -1,0 +1,105 @@
+"""A blocking Kafka client for the admin commands, built on the protocol package's own codecs.
+
+One TCP connection to the bootstrap broker (a single node answers everything), ApiVersions first so
+each request goes at the highest version both sides serve (capped per call where our tool only reads
+the older layout). An unreachable broker or a broker that does not serve an API is a `WireError`
+with a sentence an operator can act on; no traceback reaches the terminal.
+"""
+
+from __future__ import annotations
+
+import itertools
+import socket
+import struct
+from types import TracebackType
+from typing import Any
+
+from pybroker.protocol.api_keys import ApiKey
+from pybroker.protocol.frames import decode_response, encode_request
+from pybroker.protocol.messages.api_versions import ApiVersionsRequest
+
+DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
+CLIENT_ID = "pybroker-admin"
+MAX_RESPONSE_BYTES = 256 * 1024 * 1024
+
+
+class WireError(Exception):
+    """Anything that stops an admin command talking to the broker, said plainly."""
+
+
+def parse_bootstrap(text: str) -> tuple[str, int]:
+    host, colon, port = text.strip().rpartition(":")
+    if not colon or not port.isdigit() or not host:
+        raise WireError(f"--bootstrap-server expects HOST:PORT, got {text!r}")
+    return host.strip("[]"), int(port)
+
+
+class WireClient:
+    def __init__(self, bootstrap: str = DEFAULT_BOOTSTRAP, timeout: float = 10.0) -> None:
+        self.bootstrap = bootstrap
+        self.address = parse_bootstrap(bootstrap)
+        self.timeout = timeout
+        self.sock: socket.socket | None = None
+        self.versions: dict[int, tuple[int, int]] = {}
+        self._ids = itertools.count(1)
+
+    def __enter__(self) -> WireClient:
+        self.connect()
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()
+
+    def connect(self) -> None:
+        try:
+            self.sock = socket.create_connection(self.address, timeout=self.timeout)
+        except OSError as exc:
+            raise WireError(f"cannot reach the broker at {self.bootstrap}: {exc.strerror or exc}") from None
+        response = self._exchange(ApiVersionsRequest(), 0)
+        if response.error_code:
+            raise WireError(f"the broker at {self.bootstrap} refused ApiVersions (error {response.error_code})")
+        self.versions = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
+
+    def close(self) -> None:
+        if self.sock is not None:
+            self.sock.close()
+            self.sock = None
+
+    def serves(self, api_key: int) -> bool:
+        return api_key in self.versions
+
+    def call(self, request: Any, max_version: int | None = None) -> Any:
+        """Send `request` at the best common version (at most `max_version`) and return the response."""
+        cls = type(request)
+        served = self.versions.get(cls.API_KEY)
+        if served is None:
+            raise WireError(f"the broker at {self.bootstrap} does not serve {ApiKey(cls.API_KEY).name}")
+        version = min(served[1], cls.MAX_VERSION, max_version if max_version is not None else cls.MAX_VERSION)
+        if version < max(served[0], cls.MIN_VERSION):
+            raise WireError(f"no common version of {ApiKey(cls.API_KEY).name} with the broker")
+        return self._exchange(request, version)
+
+    def _exchange(self, request: Any, version: int) -> Any:
+        assert self.sock is not None, "not connected"
+        correlation_id = next(self._ids)
+        try:
+            self.sock.sendall(encode_request(request, version, correlation_id, CLIENT_ID))
+            (size,) = struct.unpack(">i", self._read(4))
+            if not 0 < size <= MAX_RESPONSE_BYTES:
+                raise WireError(f"the broker at {self.bootstrap} sent a frame of {size} bytes")
+            got, response = decode_response(self._read(size), type(request).API_KEY, version)
+        except OSError as exc:
+            raise WireError(f"lost the connection to {self.bootstrap}: {exc.strerror or exc}") from None
+        if got != correlation_id:
+            raise WireError(f"the broker answered request {got}, expected {correlation_id}")
+        return response
+
+    def _read(self, n: int) -> bytes:
+        assert self.sock is not None
+        data = bytearray()
+        while len(data) < n:
+            chunk = self.sock.recv(n - len(data))
+            if not chunk:
+                raise WireError(f"the broker at {self.bootstrap} closed the connection")
+            data += chunk
+        return bytes(data)

@@ -1,0 +1,47 @@
+"""IncrementalAlterConfigs (key 44), versions 0-1: SET, DELETE, APPEND or SUBTRACT single keys.
+
+The same resources and rules as AlterConfigs (topics, this broker, the cluster-wide broker default;
+only dynamic broker keys; INVALID_CONFIG with a message for any refused key or value), but each
+config names an operation on the current overrides, so keys not mentioned keep their values.
+APPEND and SUBTRACT apply to list configs only (`cleanup.policy`, `log.cleanup.policy`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+from pybroker.broker.config_changes import Change, alter_resource
+from pybroker.broker.context import RequestContext
+from pybroker.broker.dispatch import handler
+from pybroker.config.alter_ops import apply_operations
+from pybroker.config.definitions import ConfigDef
+from pybroker.protocol.api_keys import ApiKey
+from pybroker.protocol.messages.incremental_alter_configs import (
+    AlterableConfig,
+    AlterConfigsResourceResponse,
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResponse,
+)
+
+
+def _operations(configs: list[AlterableConfig]) -> Change:
+    changes = [(entry.name, entry.config_operation, entry.value) for entry in configs]
+
+    def change(current: Mapping[str, str], definitions: Mapping[str, ConfigDef],
+               effective: Callable[[str], str | None]) -> dict[str, str]:
+        return apply_operations(current, changes, definitions, effective)
+
+    return change
+
+
+@handler(ApiKey.INCREMENTAL_ALTER_CONFIGS, versions=(0, 1))
+def handle_incremental_alter_configs(ctx: RequestContext,
+                                     request: IncrementalAlterConfigsRequest) -> IncrementalAlterConfigsResponse:
+    responses = []
+    for resource in request.resources:
+        code, message = alter_resource(ctx.state, resource.resource_type, resource.resource_name,
+                                       _operations(resource.configs), bool(request.validate_only))
+        responses.append(AlterConfigsResourceResponse(error_code=code, error_message=message,
+                                                      resource_type=resource.resource_type,
+                                                      resource_name=resource.resource_name))
+    return IncrementalAlterConfigsResponse(throttle_time_ms=0, responses=responses)
