@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from pybroker.broker.log_cleaner import build_cleaner
 from pybroker.broker.purgatory import Purgatory
 from pybroker.broker.topics import Topics, log_config_for
 from pybroker.config.broker_config import BrokerConfig, parse_listener
@@ -34,6 +35,7 @@ class BrokerState:
             clock_ms=clock_ms,
         )
         self.topics = Topics(config, self.logs)
+        self.cleaner = build_cleaner(config, self.logs, clock_ms)
         self.purgatory = Purgatory()
         self.connections: set[Any] = set()
         _, host, port = parse_listener(config.advertised_listeners[0])
@@ -43,6 +45,7 @@ class BrokerState:
 
     def startup(self) -> list[Any]:
         stats = self.logs.startup()
+        self.cleaner.startup()
         self._producer_ids = ProducerIdBlock(Path(self.config.log_dirs[0]))
         return list(stats)
 

@@ -1,0 +1,27 @@
+"""The log cleaner as the broker runs it: `log.cleaner.*` settings in, a `CleanerManager` out.
+
+Kept apart from `state` so the wiring of the cleaner's hooks (the log-dir failure channel for I/O
+errors, the offline-dir predicate) has one place to go.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from pybroker.config.broker_config import BrokerConfig
+from pybroker.storage.cleaner.manager import CleanerManager, CleanerSettings
+from pybroker.storage.log_manager import LogManager
+
+
+def cleaner_settings(config: BrokerConfig) -> CleanerSettings:
+    return CleanerSettings(
+        enabled=bool(config.get("log.cleaner.enable")),
+        threads=int(config.get("log.cleaner.threads")),
+        dedupe_buffer_size=int(config.get("log.cleaner.dedupe.buffer.size")),
+        io_max_bytes_per_second=float(config.get("log.cleaner.io.max.bytes.per.second")),
+        backoff_ms=int(config.get("log.cleaner.backoff.ms")),
+    )
+
+
+def build_cleaner(config: BrokerConfig, logs: LogManager, clock_ms: Callable[[], int]) -> CleanerManager:
+    return CleanerManager(logs, cleaner_settings(config), clock_ms=clock_ms)
