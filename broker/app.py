@@ -121,6 +121,7 @@ class BrokerApp:
         for server in self.servers:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(server.wait_closed(), 2)
+        await asyncio.to_thread(self.state.cleaner.shutdown)  # before the logs close under it
         await asyncio.to_thread(self.state.logs.shutdown)
         await self.metrics.stop()
 

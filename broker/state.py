@@ -13,6 +13,7 @@ from typing import Any
 
 from pybroker.broker.dynamic_configs import DynamicBrokerConfigs
 from pybroker.broker.groups.service import GroupService
+from pybroker.broker.log_cleaner import build_cleaner, cleaner_settings, follow_dynamic_configs
 from pybroker.broker.metrics.traffic import TopicTraffic
 from pybroker.broker.purgatory import Purgatory
 from pybroker.broker.topics import Topics, log_config_for
@@ -38,6 +39,7 @@ class BrokerState:
         )
         self.topics = Topics(config, self.logs)
         self.dynamic_configs = DynamicBrokerConfigs(config, self.logs)
+        self.cleaner = build_cleaner(config, self.logs, clock_ms)
         self.purgatory = Purgatory()
         self.traffic = TopicTraffic()  # per-topic bytes and messages, for the metrics
         self.connections: set[Any] = set()
@@ -50,6 +52,10 @@ class BrokerState:
     def startup(self) -> list[Any]:
         self.dynamic_configs.load()  # before the logs open, so they start with the altered settings
         stats = self.logs.startup()
+        self.cleaner.settings = cleaner_settings(self.config)  # with the persisted dynamic values
+        self.cleaner.throttler.bytes_per_second = self.cleaner.settings.io_max_bytes_per_second
+        follow_dynamic_configs(self.cleaner, self.config, self.dynamic_configs.on_change)
+        self.cleaner.startup()
         self._producer_ids = ProducerIdBlock(Path(self.config.log_dirs[0]))
         return list(stats)
 

@@ -33,6 +33,10 @@ _LOG_CONFIG_FIELDS: dict[str, str] = {
     "retention_bytes": "retention.bytes",
     "file_delete_delay_ms": "file.delete.delay.ms",
     "preallocate": "preallocate",
+    "delete_retention_ms": "delete.retention.ms",
+    "min_cleanable_dirty_ratio": "min.cleanable.dirty.ratio",
+    "min_compaction_lag_ms": "min.compaction.lag.ms",
+    "max_compaction_lag_ms": "max.compaction.lag.ms",
 }
 
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})

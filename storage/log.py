@@ -6,6 +6,12 @@ flush works on a consistent snapshot without a lock that append needs. The flush
 fsync, but only against other flushes and against close/delete/truncate. A flush reads the log end
 *before* fsyncing and publishes it as the recovery point after, so the recovery point never runs ahead
 of what is durable (fsynced <= written <= appended).
+
+The log cleaner replaces runs of inactive segments from its own thread (`replace_segments`). Every
+change of the segment list therefore happens under `_segments_lock` (rolls take it too; it is only
+ever held for list surgery and a few renames, never for I/O that waits on the disk), and the new
+list is published bases-first, so a reader that picks up the old list with the new bases still lands
+on or before the segment it wants and walks forward.
 """
 
 from __future__ import annotations
@@ -86,6 +92,8 @@ class Log:
         self.config = config
         self._clock = clock_ms or wall_clock_ms
         self._flush_lock = threading.Lock()
+        #: serialises changes of the segment list (rolls on the loop, the cleaner's swaps on its thread)
+        self._segments_lock = threading.Lock()
         self._closed = False
         #: removed segments whose `.log` stays open until their deadline, for reads already handed out
         self._retired: list[tuple[int, Segment]] = []
@@ -230,11 +238,41 @@ class Log:
         base = active.next_offset
         active.become_inactive()
         segment = self._new_segment(base, now)
-        self._segments = [*self._segments, segment]
-        self._bases = [*self._bases, base]
+        with self._segments_lock:
+            self._segments = [*self._segments, segment]
+            self._bases = [*self._bases, base]
         self.producer_state.remove_expired(now)
         self.producer_state.take_snapshot(base, sync=False)
         return segment
+
+    def replace_segments(self, old: list[Segment], swap_in: Callable[[], Segment]) -> bool:
+        """The cleaner's swap: put the segment `swap_in()` makes live on disk in place of `old`.
+
+        `old` must still be a run of this log's segments (oldest first) with a segment after it (the
+        active one is never replaced); otherwise (the log was closed, deleted or had segments removed
+        since the cleaner looked) nothing happens and the answer is False. `swap_in` does the
+        crash-safe renames and returns the new, lazily opened segment; it runs under the locks, so no
+        roll, flush, truncation or close sees the files half renamed. The old segments' open files are
+        kept for `file.delete.delay.ms`, for reads already handed out.
+        """
+        with self._flush_lock, self._segments_lock:
+            segments = self._segments
+            if self._closed or not old or old[0] not in segments:
+                return False
+            first = segments.index(old[0])
+            after = first + len(old)
+            if segments[first:after] != old or after >= len(segments):
+                return False
+            new = swap_in()
+            new.upper_bound = new.next_offset = segments[after].base_offset
+            replaced = [*segments[:first], new, *segments[after:]]
+            self._bases = [s.base_offset for s in replaced]
+            self._segments = replaced
+            deadline = self._clock() + self.config.file_delete_delay_ms
+            for segment in old:
+                segment.closed = True
+                self._retired.append((deadline, segment))
+        return True
 
     # -- reading -----------------------------------------------------------------------------------
     def read(self, offset: int, max_bytes: int, *, max_offset: int | None = None,

@@ -29,3 +29,13 @@ class LogConfig:
     retention_bytes: int = -1
     file_delete_delay_ms: int = 60_000
     preallocate: bool = False
+    # compaction (cleanup.policy containing "compact")
+    delete_retention_ms: int = 86_400_000  # delete.retention.ms: tombstones live this long once clean
+    min_cleanable_dirty_ratio: float = 0.5  # min.cleanable.dirty.ratio: dirty share before a clean
+    min_compaction_lag_ms: int = 0  # min.compaction.lag.ms: records younger than this stay uncleaned
+    max_compaction_lag_ms: int = LONG_MAX  # max.compaction.lag.ms: dirty records older than this force a clean
+
+    @property
+    def compact(self) -> bool:
+        """The cleaner compacts this log (`compact` or `compact,delete`)."""
+        return "compact" in self.cleanup_policy.split(",")

@@ -4,7 +4,8 @@ After a clean shutdown nothing is re-read: segments open lazily and the last one
 its index and a short scan. After a crash, every segment that holds data at or above the recovery point
 (everything below it was fsynced) is re-validated batch by batch with CRCs, its indexes rebuilt, and
 the log cut at the first invalid batch; segments after a cut are deleted, since nothing after a torn
-write can be trusted to follow it. Leftover temporary files of interrupted operations are removed.
+write can be trusted to follow it. Leftover temporary files of interrupted operations are removed, and
+a cleaner's segment swap that a crash interrupted is finished or undone first (`cleaner.swap`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 from pathlib import Path
 
+from pybroker.storage.cleaner.swap import complete_interrupted_swaps
 from pybroker.storage.log_config import LogConfig
 from pybroker.storage.segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, Segment
 
@@ -58,6 +60,7 @@ def load_segments(directory: Path, config: LogConfig, *, clean: bool, recovery_p
                   log_start_offset: int, now_ms: int, new_segment: Callable[[int], Segment]) -> LoadedSegments:
     """Open (and, after a crash, recover) the segments in `directory`; `new_segment(base)` makes an
     empty active segment when there is none."""
+    complete_interrupted_swaps(directory)  # a cleaner's segment swap that a crash interrupted
     bases = _base_offsets(directory, LOG_SUFFIX)
     _remove_leftovers(directory, bases)
     stats = LoadStats()

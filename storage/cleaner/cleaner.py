@@ -1,0 +1,207 @@
+"""One clean of one log (Kafka's `Cleaner.doClean`): map the dirty section, recopy, swap.
+
+1. The offset map is filled from the first dirty offset towards the first uncleanable one with the
+   latest offset of every key. When it cannot take another key, the clean covers only what it mapped
+   (the end offset is one past the last mapped record) and the next clean continues from there: a
+   segment with far more keys than the map holds is cleaned over several passes, never refused.
+2. Every inactive segment below the end offset is recopied, in groups (`grouping`), keeping what
+   `batch_filter` keeps, into a `.cleaned` segment that is fsynced and then swapped in (`swap`) under
+   the log's segment lock, one group at a time.
+
+The caller (the manager) records the end offset as the log's new first dirty offset once `clean`
+returns. Everything here runs on a cleaner thread; the log's readers and writers on the event loop are
+never blocked for more than a swap's renames. `should_stop` is polled between batches: when it says
+so, the clean unwinds with `CleaningAborted`, deleting its unfinished output.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+from pybroker.protocol.errors import ErrorCode
+from pybroker.protocol.records.batch import (
+    HEADER_SIZE,
+    BatchHeader,
+    RecordsError,
+    crc_ok,
+    iter_batches,
+    parse_header,
+)
+from pybroker.protocol.records.record import decode_records
+from pybroker.storage.cleaner.batch_filter import FilterStats, filter_batch
+from pybroker.storage.cleaner.cleaned_segment import CleanedSegment
+from pybroker.storage.cleaner.grouping import SegmentSize, group_by_size
+from pybroker.storage.cleaner.offset_map import OffsetMap
+from pybroker.storage.cleaner.swap import StepHook, swap_in
+from pybroker.storage.cleaner.throttle import Throttler
+from pybroker.storage.files import fsync_dir
+from pybroker.storage.log import Log
+from pybroker.storage.segment import Segment
+
+#: bytes read from a source segment at a time (batches larger than this are read whole)
+READ_CHUNK = 1 << 20
+
+
+class CleaningAborted(Exception):
+    """The clean stopped before finishing (shutdown, or the log changed under it); nothing was lost."""
+
+
+@dataclass(slots=True)
+class CleanResult:
+    """What one clean did; `end_offset` becomes the log's first dirty offset."""
+
+    end_offset: int
+    bytes_read: int = 0
+    bytes_written: int = 0
+    segments_before: int = 0
+    segments_after: int = 0
+    map_keys: int = 0
+    filter: FilterStats = field(default_factory=FilterStats)
+
+    @property
+    def bytes_reclaimed(self) -> int:
+        return max(self.bytes_read - self.bytes_written, 0)
+
+
+def _never_stop() -> bool:
+    return False
+
+
+def _no_hook(step: str) -> None:
+    return None
+
+
+class Cleaner:
+    """Cleans logs with one offset map (one per cleaner thread) and the shared throttle."""
+
+    def __init__(self, offset_map: OffsetMap, throttler: Throttler, *,
+                 should_stop: Callable[[], bool] = _never_stop, swap_hook: StepHook = _no_hook,
+                 read_chunk: int = READ_CHUNK) -> None:
+        self.offset_map = offset_map
+        self.throttler = throttler
+        self.should_stop = should_stop
+        self.swap_hook = swap_hook
+        self.read_chunk = read_chunk
+
+    def clean(self, log: Log, first_dirty: int, first_uncleanable: int, now_ms: int) -> CleanResult:
+        """Clean `log` from `first_dirty` up to (at most) `first_uncleanable`, which must not be past the
+        active segment's base offset."""
+        segments = [s for s in log.segments[:-1] if s.base_offset < first_uncleanable]
+        end = self._build_offset_map(segments, first_dirty, first_uncleanable)
+        result = CleanResult(end, map_keys=self.offset_map.size)
+        config = log.config
+        sizes = [SegmentSize(s, s.base_offset, s.size, len(s.index), len(s.timeindex))
+                 for s in segments if s.base_offset < end]
+        groups = group_by_size(sizes, max_log_bytes=config.segment_bytes, max_index_bytes=config.max_index_bytes,
+                               upper_bound=first_uncleanable)
+        producers = _last_batch_of_producers(log)
+        for group in groups:
+            self._clean_group(log, group, end - 1, now_ms, producers, result)
+        result.segments_before = len(sizes)
+        result.segments_after = len(groups)
+        return result
+
+    # -- pass 1 ------------------------------------------------------------------------------------
+    def _build_offset_map(self, segments: list[Segment], start: int, end: int) -> int:
+        """Map keys from `start` towards `end`; returns one past the last offset the map covers."""
+        offset_map = self.offset_map
+        offset_map.clear()
+        for segment in segments:
+            if segment.next_offset <= start:
+                continue
+            found = segment.find(start) if segment.base_offset < start else None
+            position = found[0] if found is not None else 0
+            for header, raw in self._batches(segment, position):
+                if header.last_offset < start or header.is_control:
+                    continue
+                base = header.base_offset
+                for record in decode_records(raw, 0, header):
+                    offset = base + record.offset_delta
+                    if offset < start or offset >= end or record.key is None:
+                        continue
+                    if not offset_map.put(record.key, offset):
+                        return offset_map.latest_offset + 1 if offset_map.latest_offset >= start else start
+        return end
+
+    # -- pass 2 ------------------------------------------------------------------------------------
+    def _clean_group(self, log: Log, group: list[Segment], latest_offset: int, now_ms: int,
+                     producers: dict[int, int], result: CleanResult) -> None:
+        config = log.config
+        output = CleanedSegment(log.dir, group[0].base_offset, max_index_bytes=config.max_index_bytes,
+                                index_interval_bytes=config.index_interval_bytes)
+        try:
+            for segment in group:
+                result.bytes_read += segment.size
+                for header, raw in self._batches(segment, 0):
+                    kept = filter_batch(raw, header, self.offset_map, latest_offset=latest_offset, now_ms=now_ms,
+                                        delete_retention_ms=config.delete_retention_ms,
+                                        retain_empty=producers.get(header.producer_id) == header.last_offset,
+                                        stats=result.filter)
+                    if kept is not None:
+                        output.append(kept, header if kept is raw else parse_header(kept))
+                        self.throttler.maybe_throttle(len(kept))
+            output.finish()
+            for segment in group:  # readers may still hold these after the swap: keep them readable
+                _ = segment.file, segment.index, segment.timeindex
+            if not log.replace_segments(group, lambda: self._swap(log, output, group)):
+                raise CleaningAborted(f"{log!r} changed while it was being cleaned")
+        except BaseException:
+            output.abandon()
+            raise
+        result.bytes_written += output.size
+        fsync_dir(log.dir)
+
+    def _swap(self, log: Log, output: CleanedSegment, group: list[Segment]) -> Segment:
+        swap_in(log.dir, output.base_offset, [s.base_offset for s in group], hook=self.swap_hook)
+        config = log.config
+        return Segment.open_existing(log.dir, output.base_offset, now_ms=group[-1].created_ms,
+                                     max_index_bytes=config.max_index_bytes,
+                                     index_interval_bytes=config.index_interval_bytes)
+
+    # -- reading -----------------------------------------------------------------------------------
+    def _batches(self, segment: Segment, position: int) -> Iterator[tuple[BatchHeader, bytes]]:
+        """(header, bytes) of each whole batch of an inactive segment from `position`, CRC-checked,
+        read in chunks and throttled; polls `should_stop` between batches."""
+        fd = segment.file.fileno()
+        end = segment.size
+        while end - position >= HEADER_SIZE:
+            chunk = os.pread(fd, min(self.read_chunk, end - position), position)
+            self.throttler.maybe_throttle(len(chunk))
+            used = 0
+            for pos, header in iter_batches(chunk):
+                if self.should_stop():
+                    raise CleaningAborted("the cleaner is stopping")
+                raw = chunk[pos : pos + header.size]
+                if not crc_ok(raw, 0, header):
+                    raise RecordsError(ErrorCode.CORRUPT_MESSAGE, f"batch at {segment.log_path}:{position + pos} "
+                                                                  f"fails its CRC")
+                yield header, raw
+                used = pos + header.size
+            if used == 0:  # a batch larger than the chunk: read it whole
+                header = parse_header(chunk)
+                if header.size > end - position or header.size <= len(chunk):
+                    raise RecordsError(ErrorCode.CORRUPT_MESSAGE,
+                                       f"unreadable batch at {segment.log_path}:{position}")
+                chunk = os.pread(fd, header.size, position)
+                self.throttler.maybe_throttle(len(chunk))
+                if not crc_ok(chunk, 0, header):
+                    raise RecordsError(ErrorCode.CORRUPT_MESSAGE, f"batch at {segment.log_path}:{position} "
+                                                                  f"fails its CRC")
+                if self.should_stop():
+                    raise CleaningAborted("the cleaner is stopping")
+                yield header, chunk
+                used = header.size
+            position += used
+
+
+def _last_batch_of_producers(log: Log) -> dict[int, int]:
+    """producer id -> last offset of its last batch, for the producers the log still tracks."""
+    producers = dict(log.producer_state.producers)  # one C-level copy: safe against the loop's updates
+    last: dict[int, int] = {}
+    for producer_id, entry in producers.items():
+        batches = entry.batches
+        if batches:
+            last[producer_id] = batches[-1].last_offset
+    return last

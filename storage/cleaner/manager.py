@@ -1,0 +1,287 @@
+"""Running the cleaner: which log next, on which thread, and what happens when anything goes wrong.
+
+Kafka's `LogCleaner` and `LogCleanerManager`, with the failure rules of the Heroku post-mortem built
+in: nothing about the cleaner may fail silently.
+
+- Selection: among logs whose cleanup.policy contains `compact`, in an online log dir, not being
+  cleaned and not uncleanable, the one with the highest dirty ratio above its min.cleanable.dirty.ratio
+  (or overdue by max.compaction.lag.ms); failing that, one whose kept tombstones' delete horizon has
+  passed, so they do go. `__consumer_offsets` is a compacted log like any other.
+- A clean that raises marks its partition uncleanable: logged at error level with the reason, counted
+  in `pybroker_cleaner_uncleanable_partitions`, skipped until the broker restarts. An `OSError` is
+  also handed to `on_io_error(log_dir, exc)` (the log-dir failure channel); a dir that
+  `is_dir_online` says is offline is no longer cleaned. A log closed or deleted under a clean only
+  aborts that clean.
+- A cleaner thread that dies anyway (an error outside any one clean) is logged, counted in
+  `pybroker_cleaner_dead_threads` and restarted by a supervisor thread.
+- After each clean the new first dirty offset goes to `cleaner-offset-checkpoint`; shutdown stops the
+  threads between batches, and an interrupted clean deletes its unfinished output.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+import structlog
+
+from pybroker.storage.cleaner.batch_filter import NO_HORIZON
+from pybroker.storage.cleaner.checkpoint import CleanerCheckpoints, Partition
+from pybroker.storage.cleaner.cleaner import Cleaner, CleaningAborted, CleanResult
+from pybroker.storage.cleaner.metrics import (
+    BYTES_RECLAIMED,
+    CLEANER_RUNS,
+    DEAD_THREADS,
+    UNCLEANABLE_PARTITIONS,
+)
+from pybroker.storage.cleaner.offset_map import DEFAULT_LOAD_FACTOR, OffsetMap
+from pybroker.storage.cleaner.selection import DirtySection, dirty_section
+from pybroker.storage.cleaner.swap import StepHook
+from pybroker.storage.cleaner.throttle import UNLIMITED, Throttler
+from pybroker.storage.log import Log, wall_clock_ms
+
+log = structlog.get_logger("pybroker.cleaner").bind(logger="pybroker.cleaner")
+
+#: how often the supervisor looks for dead cleaner threads
+SUPERVISE_INTERVAL_S = 1.0
+#: how long shutdown waits for a thread to leave its clean
+JOIN_TIMEOUT_S = 30.0
+
+
+@dataclass(frozen=True, slots=True)
+class CleanerSettings:
+    """The broker-wide cleaner settings (`log.cleaner.*`)."""
+
+    enabled: bool = True
+    threads: int = 1
+    dedupe_buffer_size: int = 134_217_728
+    io_max_bytes_per_second: float = UNLIMITED
+    backoff_ms: int = 15_000
+    load_factor: float = DEFAULT_LOAD_FACTOR
+
+
+class LogSource(Protocol):
+    """What the manager needs of the log manager."""
+
+    dirs: list[Path]
+
+    def logs(self) -> list[Log]: ...
+
+    def dir_of(self, topic: str, partition: int) -> Path | None: ...
+
+
+def log_io_error(log_dir: Path, exc: OSError) -> None:
+    """The default I/O error handler: say so (the broker wires in its log-dir failure channel)."""
+    log.error("cleaner I/O error", log_dir=str(log_dir), error=repr(exc))
+
+
+def always_online(log_dir: Path) -> bool:
+    return True
+
+
+@dataclass(frozen=True, slots=True)
+class _Candidate:
+    log: Log
+    log_dir: Path
+    section: DirtySection
+
+
+class CleanerManager:
+    def __init__(self, logs: LogSource, settings: CleanerSettings, *,
+                 clock_ms: Callable[[], int] = wall_clock_ms,
+                 on_io_error: Callable[[Path, OSError], None] = log_io_error,
+                 is_dir_online: Callable[[Path], bool] = always_online,
+                 swap_hook: StepHook | None = None) -> None:
+        self.logs = logs
+        self.settings = settings
+        self.clock_ms = clock_ms
+        self.on_io_error = on_io_error
+        self.is_dir_online = is_dir_online
+        self.swap_hook = swap_hook
+        self.throttler = Throttler(settings.io_max_bytes_per_second)
+        self.checkpoints = CleanerCheckpoints([])
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._in_progress: set[Partition] = set()
+        #: log dir -> partition -> why its clean failed
+        self._uncleanable: dict[Path, dict[Partition, str]] = {}
+        #: partition -> earliest delete horizon of a tombstone it keeps
+        self._horizons: dict[Partition, int] = {}
+        self._threads: list[threading.Thread | None] = []
+        self._supervisor: threading.Thread | None = None
+        self.dead_threads = 0
+
+    # -- lifetime ----------------------------------------------------------------------------------
+    def startup(self) -> None:
+        """Read the checkpoints (after the logs are loaded) and start the threads."""
+        self.checkpoints = CleanerCheckpoints(list(self.logs.dirs))
+        if not self.settings.enabled or self.settings.threads <= 0:
+            log.info("log cleaner disabled")
+            return
+        self._stop.clear()
+        self._threads = [self._start_thread(i) for i in range(self.settings.threads)]
+        self._supervisor = threading.Thread(target=self._supervise, name="log-cleaner-supervisor", daemon=True)
+        self._supervisor.start()
+
+    def shutdown(self) -> None:
+        """Stop the threads (a clean in progress unwinds between batches) and wait for them."""
+        self._stop.set()
+        for thread in [*self._threads, self._supervisor]:
+            if thread is not None:
+                thread.join(JOIN_TIMEOUT_S)
+        self._threads = []
+        self._supervisor = None
+
+    def new_cleaner(self) -> Cleaner:
+        """A cleaner with its own offset map (the dedupe buffer is split between the threads)."""
+        share = self.settings.dedupe_buffer_size // max(self.settings.threads, 1)
+        kwargs = {"swap_hook": self.swap_hook} if self.swap_hook is not None else {}
+        return Cleaner(OffsetMap(share, self.settings.load_factor), self.throttler,
+                       should_stop=self._stop.is_set, **kwargs)
+
+    def _start_thread(self, index: int) -> threading.Thread:
+        thread = threading.Thread(target=self._run, args=(index,), name=f"log-cleaner-{index}", daemon=True)
+        thread.start()
+        return thread
+
+    def _run(self, index: int) -> None:
+        """A cleaner thread: clean the filthiest log, or wait `log.cleaner.backoff.ms` for one."""
+        cleaner = self.new_cleaner()
+        try:
+            while not self._stop.is_set():
+                if not self.clean_once(cleaner):
+                    self._stop.wait(self.settings.backoff_ms / 1000)
+        except BaseException as exc:  # the supervisor restarts us; say why we died
+            log.error("cleaner thread died", thread=index, error=repr(exc), exc_info=True)
+        finally:
+            cleaner.offset_map.close()
+
+    def _supervise(self) -> None:
+        while not self._stop.wait(SUPERVISE_INTERVAL_S):
+            self.restart_dead_threads()
+
+    def restart_dead_threads(self) -> int:
+        """Start a new thread for each one that died; the number restarted."""
+        restarted = 0
+        for index, thread in enumerate(self._threads):
+            if self._stop.is_set():
+                break
+            if thread is not None and not thread.is_alive():
+                self.dead_threads += 1
+                DEAD_THREADS.inc()
+                log.error("restarting dead cleaner thread", thread=index, dead_threads=self.dead_threads)
+                self._threads[index] = self._start_thread(index)
+                restarted += 1
+        return restarted
+
+    # -- selection ---------------------------------------------------------------------------------
+    def _cleanable_logs(self) -> list[_Candidate]:
+        now = self.clock_ms()
+        found = []
+        for candidate in self.logs.logs():
+            key = (candidate.topic, candidate.partition)
+            log_dir = self.logs.dir_of(candidate.topic, candidate.partition)
+            if (log_dir is None or candidate.closed or not candidate.config.compact or key in self._in_progress
+                    or key in self._uncleanable.get(log_dir, {}) or not self.is_dir_online(log_dir)):
+                continue
+            section = dirty_section(candidate, self.checkpoints.get(log_dir, key), now)
+            found.append(_Candidate(candidate, log_dir, section))
+        return found
+
+    def grab_filthiest(self) -> _Candidate | None:
+        """The log to clean next, marked in progress; None when no log needs it."""
+        with self._lock:
+            candidates = self._cleanable_logs()
+            dirty = [c for c in candidates if c.section.needs_cleaning(c.log.config.min_cleanable_dirty_ratio)]
+            if dirty:
+                chosen = max(dirty, key=lambda c: (c.section.overdue, c.section.ratio))
+            else:
+                now = self.clock_ms()
+                expired = [c for c in candidates
+                           if 0 <= self._horizons.get((c.log.topic, c.log.partition), NO_HORIZON) <= now]
+                if not expired:
+                    return None
+                chosen = expired[0]
+            self._in_progress.add((chosen.log.topic, chosen.log.partition))
+            return chosen
+
+    # -- cleaning ----------------------------------------------------------------------------------
+    def clean_once(self, cleaner: Cleaner) -> bool:
+        """Clean the filthiest log once; False when there was nothing to clean."""
+        candidate = self.grab_filthiest()
+        if candidate is None:
+            return False
+        target, log_dir, section = candidate.log, candidate.log_dir, candidate.section
+        key = (target.topic, target.partition)
+        try:
+            result = cleaner.clean(target, section.first_dirty, section.first_uncleanable, self.clock_ms())
+        except CleaningAborted as exc:
+            CLEANER_RUNS.labels("aborted").inc()
+            log.info("clean aborted", topic=key[0], partition=key[1], reason=str(exc))
+        except Exception as exc:
+            if target.closed:  # deleted or closed under the clean: nothing is wrong with the log
+                CLEANER_RUNS.labels("aborted").inc()
+                log.info("clean aborted: log closed", topic=key[0], partition=key[1])
+            else:
+                self._fail(target, log_dir, exc)
+        else:
+            self._done(target, log_dir, section, result)
+        finally:
+            with self._lock:
+                self._in_progress.discard(key)
+        return True
+
+    def _done(self, target: Log, log_dir: Path, section: DirtySection, result: CleanResult) -> None:
+        key = (target.topic, target.partition)
+        keep = {(lg.topic, lg.partition) for lg in self.logs.logs() if self.logs.dir_of(lg.topic, lg.partition) == log_dir}
+        try:
+            self.checkpoints.update(log_dir, key, result.end_offset, keep)
+        except OSError as exc:
+            self._fail(target, log_dir, exc)
+            return
+        with self._lock:
+            horizon = result.filter.earliest_horizon_ms
+            if horizon == NO_HORIZON:
+                self._horizons.pop(key, None)
+            else:
+                self._horizons[key] = horizon
+        CLEANER_RUNS.labels("cleaned").inc()
+        BYTES_RECLAIMED.inc(result.bytes_reclaimed)
+        log.info("cleaned log", topic=key[0], partition=key[1], first_dirty=section.first_dirty,
+                 end_offset=result.end_offset, dirty_ratio=round(section.ratio, 3), map_keys=result.map_keys,
+                 segments_before=result.segments_before, segments_after=result.segments_after,
+                 bytes_read=result.bytes_read, bytes_written=result.bytes_written,
+                 records_read=result.filter.records_read, records_kept=result.filter.records_kept)
+
+    def _fail(self, target: Log, log_dir: Path, exc: Exception) -> None:
+        key = (target.topic, target.partition)
+        reason = f"{type(exc).__name__}: {exc}"
+        with self._lock:
+            marked = self._uncleanable.setdefault(log_dir, {})
+            marked[key] = reason
+            UNCLEANABLE_PARTITIONS.labels(str(log_dir)).set(len(marked))
+        CLEANER_RUNS.labels("failed").inc()
+        log.error("clean failed; partition marked uncleanable until restart", topic=key[0], partition=key[1],
+                  log_dir=str(log_dir), reason=reason, exc_info=exc)
+        if isinstance(exc, OSError):
+            self.on_io_error(log_dir, exc)
+
+    # -- state, for tests and admin tools ----------------------------------------------------------
+    def uncleanable(self) -> dict[Partition, str]:
+        with self._lock:
+            return {key: why for marked in self._uncleanable.values() for key, why in marked.items()}
+
+    def first_dirty_offset(self, target: Log) -> int | None:
+        log_dir = self.logs.dir_of(target.topic, target.partition)
+        return None if log_dir is None else self.checkpoints.get(log_dir, (target.topic, target.partition))
+
+    def clean_now(self) -> bool:
+        """One clean on the calling thread (tests and tools): False when nothing needed cleaning."""
+        cleaner = self.new_cleaner()
+        try:
+            return self.clean_once(cleaner)
+        finally:
+            cleaner.offset_map.close()

@@ -1,0 +1,86 @@
+"""Compaction with the real process and kafka-python: a topic shrinks to its live keys, each key's
+latest value still at its original offset, with a dedupe buffer far too small to map it in one pass;
+a record without a key is refused on a compacted topic."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from kafka.admin import NewTopic
+from kafka.errors import InvalidRecordError
+
+from pybroker.storage.checkpoints import read_checkpoint
+from tests.integration.brokers import BrokerProcess
+from tests.integration.clients import kp_admin, kp_producer, kp_read, kp_wait_for_topic
+
+KEYS = 2000
+VERSIONS = 10
+SEGMENT_MS = 1500
+CLEAN_TIMEOUT_S = 90.0
+
+
+def _create_compacted(bootstrap: str, topic: str, **configs: str) -> None:
+    with kp_admin(bootstrap) as admin:
+        admin.create_topics([NewTopic(topic, 1, 1, topic_configs={"cleanup.policy": "compact", **configs})])
+    kp_wait_for_topic(bootstrap, topic)
+
+
+def _log_bytes(partition_dir: Path) -> int:
+    return sum(p.stat().st_size for p in partition_dir.glob("*.log"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kill_mid_clean", [False, True], ids=["clean", "kill-9-mid-clean"])
+def test_ten_versions_of_2000_keys_shrink_to_the_live_keys_with_a_4k_dedupe_buffer(
+        broker_factory: Callable[..., BrokerProcess], new_topic: Callable[..., str], kill_mid_clean: bool) -> None:
+    overrides = {"log.cleaner.dedupe.buffer.size": "4096", "log.cleaner.backoff.ms": "100"}
+    if kill_mid_clean:  # slow the cleaner down (the throttle) so the kill lands in the middle of its work
+        overrides["log.cleaner.io.max.bytes.per.second"] = "3000000"
+    broker = broker_factory(overrides, needs_restart=kill_mid_clean)
+    topic = new_topic("compact")
+    _create_compacted(broker.bootstrap, topic, **{"segment.bytes": "65536", "segment.ms": str(SEGMENT_MS),
+                                                  "min.cleanable.dirty.ratio": "0.01"})
+    latest: dict[bytes, tuple[int, bytes]] = {}
+    with kp_producer(broker.bootstrap, linger_ms=5) as producer:
+        for version in range(VERSIONS):
+            sent = [(b"key-%04d" % k, b"v%d-of-key-%04d" % (version, k)) for k in range(KEYS)]
+            futures = [(key, value, producer.send(topic, key=key, value=value, partition=0)) for key, value in sent]
+            producer.flush()
+            for key, value, future in futures:
+                latest[key] = (future.get(timeout=10).offset, value)
+        time.sleep(SEGMENT_MS / 1000 + 0.5)  # the next append rolls: everything before it is cleanable
+        sentinel = producer.send(topic, key=b"sentinel", value=b"last", partition=0).get(timeout=10).offset
+    assert sentinel == KEYS * VERSIONS
+
+    partition_dir = broker.log_dirs[0] / f"{topic}-0"
+    checkpoint = broker.log_dirs[0] / "cleaner-offset-checkpoint"
+    if kill_mid_clean:
+        assert 0 < read_checkpoint(checkpoint).get((topic, 0), 0) < sentinel, "the clean should still be going"
+        broker.restart(kill=True)
+    deadline = time.monotonic() + CLEAN_TIMEOUT_S
+    while read_checkpoint(checkpoint).get((topic, 0), 0) < sentinel and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert read_checkpoint(checkpoint).get((topic, 0)) == sentinel, broker.log_tail()
+    assert _log_bytes(partition_dir) < 3 * 65536  # from ~VERSIONS times that
+
+    records = kp_read(broker.bootstrap, topic, 1, expected=KEYS + 1)
+    offsets = [r.offset for r in records]
+    assert offsets == sorted(set(offsets))
+    assert len(records) == KEYS + 1
+    seen = {r.key: (r.offset, r.value) for r in records}
+    assert seen.pop(b"sentinel") == (sentinel, b"last")
+    assert seen == latest  # every key's latest value, at the offset it was written at
+    assert '"clean failed' not in broker.log_tail(10_000)
+
+
+def test_a_keyless_record_on_a_compacted_topic_is_invalid_record(broker: BrokerProcess,
+                                                                new_topic: Callable[..., str]) -> None:
+    topic = new_topic("keyless")
+    _create_compacted(broker.bootstrap, topic)
+    with kp_producer(broker.bootstrap, retries=0) as producer:
+        with pytest.raises(InvalidRecordError):
+            producer.send(topic, value=b"no key", partition=0).get(timeout=10)
+        assert producer.send(topic, key=b"k", value=b"keyed", partition=0).get(timeout=10).offset == 0

@@ -1,0 +1,111 @@
+"""Builders for the cleaner tests: keyed logs on real files, a reader that decodes everything, a model."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+from pybroker.protocol.records.batch import iter_batches, parse_header
+from pybroker.protocol.records.record import Record, build_batch, decode_records
+from pybroker.storage.cleaner.cleaner import Cleaner, CleanResult
+from pybroker.storage.cleaner.offset_map import SLOT_BYTES, OffsetMap
+from pybroker.storage.cleaner.throttle import Throttler
+from pybroker.storage.log import Log
+from pybroker.storage.log_config import LogConfig
+
+NOW = 1_700_000_000_000
+DAY_MS = 86_400_000
+TOPIC_ID = uuid.UUID(int=11)
+
+#: (offset, key, value, timestamp) of one record as a consumer sees it
+Seen = tuple[int, bytes | None, bytes | None, int]
+
+
+def compact_config(**overrides: object) -> LogConfig:
+    values: dict[str, object] = {"cleanup_policy": "compact", "segment_bytes": 1 << 20, "file_delete_delay_ms": 0}
+    values.update(overrides)
+    return LogConfig(**values)  # type: ignore[arg-type]
+
+
+def open_log(path: Path, *, clean: bool = True, clock: list[int] | None = None, **overrides: object) -> Log:
+    now = clock if clock is not None else [NOW]
+    return Log(path, "t", 0, TOPIC_ID, compact_config(**overrides), clean=clean, clock_ms=lambda: now[0])
+
+
+def append(log: Log, records: list[tuple[bytes | None, bytes | None]], *, ts: int = NOW,
+           producer: tuple[int, int, int] = (-1, -1, -1)) -> int:
+    """One batch of (key, value) records; returns its base offset."""
+    data = bytearray(build_batch([Record(i, i, k, v) for i, (k, v) in enumerate(records)], base_timestamp=ts,
+                                 producer_id=producer[0], producer_epoch=producer[1], base_sequence=producer[2]))
+    return log.append(data, [(0, parse_header(data))], now_ms=ts).base_offset
+
+
+def records_of(log: Log) -> list[Seen]:
+    """Every record in the log's files, in file order."""
+    seen: list[Seen] = []
+    for segment in log.segments:
+        data = segment.read_bytes(0, segment.size)
+        for pos, header in iter_batches(data):
+            for record in decode_records(data, pos, header):
+                seen.append((header.base_offset + record.offset_delta, record.key, record.value,
+                             header.base_timestamp + record.timestamp_delta))
+    return seen
+
+
+def consume(log: Log, max_bytes: int = 1 << 16) -> list[Seen]:
+    """Every record a consumer reading from the log start gets, fetching as kafka-python does."""
+    seen: list[Seen] = []
+    offset = log.log_start_offset
+    while offset < log.log_end_offset:
+        region = log.read(offset, max_bytes).region
+        if region is None:  # no batch at or after `offset` (the rest was compacted away)
+            break
+        data = region.read_bytes()
+        for pos, header in iter_batches(data):
+            for record in decode_records(data, pos, header):
+                absolute = header.base_offset + record.offset_delta
+                if absolute >= offset:
+                    seen.append((absolute, record.key, record.value, header.base_timestamp + record.timestamp_delta))
+            offset = header.next_offset
+    return seen
+
+
+def cleaner(keys: int = 1000, hook_names: list[str] | None = None, **kwargs: object) -> Cleaner:
+    """A cleaner whose map holds about `keys` keys (`hook_names` collects the swap steps it takes)."""
+    if hook_names is not None:
+        kwargs["swap_hook"] = hook_names.append
+    return Cleaner(OffsetMap(int(keys / 0.9 + 2) * SLOT_BYTES), Throttler(1e308), **kwargs)  # type: ignore[arg-type]
+
+
+def clean_fully(log: Log, worker: Cleaner, now_ms: int = NOW, first_dirty: int = 0,
+                max_passes: int = 10_000) -> tuple[int, list[CleanResult]]:
+    """Clean pass after pass until the whole section below the active segment is clean."""
+    bound = log.active_segment.base_offset
+    results = []
+    first_dirty = min(first_dirty, bound)
+    while True:
+        result = worker.clean(log, first_dirty, bound, now_ms)
+        results.append(result)
+        assert result.end_offset > first_dirty or first_dirty == bound, "a pass made no progress"
+        first_dirty = result.end_offset
+        if first_dirty >= bound or len(results) >= max_passes:
+            return first_dirty, results
+
+
+def expected_after_clean(written: list[Seen], bound: int, *, tombstones: bool = True) -> list[Seen]:
+    """The model: below `bound`, the latest record of each key (tombstones only if still retained);
+    from `bound` on, everything as written."""
+    latest: dict[bytes | None, int] = {}
+    for offset, key, _, _ in written:
+        if offset < bound:
+            latest[key] = offset
+    keep = set(latest.values())
+    return [r for r in written if r[0] >= bound or (r[0] in keep and r[1] is not None
+                                                     and (tombstones or r[2] is not None))]
+
+
+def abandon(log: Log) -> None:
+    """What a `kill -9` leaves: nothing flushed or trimmed, every file descriptor just closed."""
+    log.release_retired()
+    for segment in log.segments:
+        segment.release()
