@@ -75,9 +75,10 @@ class BrokerApp:
         self.serving = True
 
     async def run_background(self) -> None:
-        """Periodic jobs: the flush policy for acks=0/1 data, and checkpoints."""
+        """Periodic jobs: the flush policy for acks=0/1 data, checkpoints, and retention."""
         checkpoint_every = int(self.config.get("log.flush.offset.checkpoint.interval.ms")) / 1000
-        last_checkpoint = time.monotonic()
+        retention_every = int(self.config.get("log.retention.check.interval.ms")) / 1000
+        last_checkpoint = last_retention = time.monotonic()
         while not self.shutdown_event.is_set():
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self.shutdown_event.wait(), BACKGROUND_TICK_S)
@@ -85,11 +86,20 @@ class BrokerApp:
                 return
             try:
                 await asyncio.to_thread(self.state.logs.flush_dirty, self.state.clock_ms())
+                if time.monotonic() - last_retention >= retention_every:
+                    last_retention = time.monotonic()
+                    await self._enforce_retention()
                 if time.monotonic() - last_checkpoint >= checkpoint_every:
                     await asyncio.to_thread(self.state.logs.checkpoint)
                     last_checkpoint = time.monotonic()
             except Exception:
                 log.exception("background job failed")
+
+    async def _enforce_retention(self) -> None:
+        removed = await asyncio.to_thread(self.state.logs.enforce_retention, self.state.clock_ms())
+        for topic, partition, verdict in removed:
+            log.info("retention removed segments", topic=topic, partition=partition, segments=verdict.count,
+                     reason=verdict.reason)
 
     async def serve(self) -> None:
         await self.start()

@@ -35,6 +35,7 @@ from pybroker.storage.flush_timing import report_flush
 from pybroker.storage.log_config import LogConfig
 from pybroker.storage.log_loader import LoadStats, load_segments
 from pybroker.storage.producer_state import ProducerStateManager
+from pybroker.storage.retention import KEEP, RetentionRules, Verdict, deletable_prefix
 from pybroker.storage.segment import Segment
 from pybroker.storage.time_index import NO_TIMESTAMP
 
@@ -273,6 +274,46 @@ class Log:
                 segment.closed = True
                 self._retired.append((deadline, segment))
         return True
+
+    # -- retention ---------------------------------------------------------------------------------
+    def delete_old_segments(self, now_ms: int | None = None) -> Verdict:
+        """Retention (`storage.retention`): drop the oldest segments its rules allow, at once from the
+        segment list and, after `file.delete.delay.ms`, from the disk (renamed to `.deleted` until
+        then). The log start offset moves up to the first segment kept."""
+        now = self._clock() if now_ms is None else now_ms
+        config = self.config
+        rules = RetentionRules(config.retention_ms, config.retention_bytes,
+                               "delete" in config.cleanup_policy.split(","))
+        with self._flush_lock, self._segments_lock:
+            if self._closed:
+                return KEEP
+            segments = self._segments
+            verdict = deletable_prefix(segments, rules, now_ms=now, log_start_offset=self.log_start_offset,
+                                       high_watermark=self.high_watermark)
+            if not verdict.count:
+                return verdict
+            doomed, kept = segments[: verdict.count], segments[verdict.count :]
+            self._bases = [s.base_offset for s in kept]
+            self._segments = kept
+            self.log_start_offset = max(self.log_start_offset, kept[0].base_offset)
+            deadline = now + config.file_delete_delay_ms
+            for segment in doomed:
+                segment.mark_deleted()
+                self._retired.append((deadline, segment))
+            self.producer_state.delete_snapshots(below=kept[0].base_offset)
+        return verdict
+
+    def delete_records_before(self, offset: int) -> int:
+        """DeleteRecords: raise the log start offset to `offset` (-1: the high watermark); segments wholly
+        below it go at the next retention pass. Returns the new log start offset."""
+        with self._flush_lock:
+            if self._closed:
+                raise LogClosedError(f"{self!r} is closed")
+            target = self.high_watermark if offset == -1 else offset
+            if target < 0 or target > self.high_watermark:
+                raise OffsetOutOfRange(offset, self.log_start_offset, self.high_watermark)
+            self.log_start_offset = max(self.log_start_offset, target)
+            return self.log_start_offset
 
     # -- reading -----------------------------------------------------------------------------------
     def read(self, offset: int, max_bytes: int, *, max_offset: int | None = None,

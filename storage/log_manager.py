@@ -41,6 +41,7 @@ from pybroker.storage.log_dir import (
     mark_clean_shutdown,
     unlock_dir,
 )
+from pybroker.storage.retention import Verdict
 from pybroker.storage.topic_store import (
     TopicInfo,
     TopicStore,
@@ -309,6 +310,25 @@ class LogManager:
                     first_error = first_error or exc
         if first_error is not None:
             raise first_error
+
+    def enforce_retention(self, now_ms: int) -> list[tuple[str, int, Verdict]]:
+        """One retention pass over every log (safe from a worker thread): what each pass removed."""
+        removed = []
+        for (topic, partition), log in list(self._logs.items()):
+            verdict = log.delete_old_segments(now_ms)
+            if verdict.count:
+                removed.append((topic, partition, verdict))
+        return removed
+
+    def delete_records(self, topic: str, partition: int, offset: int) -> int:
+        """DeleteRecords for one partition: the new log start offset, written to the checkpoint at once
+        so the deleted records cannot come back after a crash."""
+        log = self._logs.get((topic, partition))
+        if log is None:
+            raise KeyError((topic, partition))
+        start = log.delete_records_before(offset)
+        self.checkpoint()
+        return start
 
     def checkpoint(self) -> None:
         """Write every dir's recovery points and log start offsets (safe from a worker thread)."""

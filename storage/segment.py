@@ -39,6 +39,7 @@ from pybroker.storage.time_index import NO_TIMESTAMP, TimeIndex
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
 TIME_INDEX_SUFFIX = ".timeindex"
+DELETED_SUFFIX = ".deleted"
 #: bytes read per `pread` while hopping over batch headers: the first read is small (big batches
 #: need only their header); runs of small batches double it up to a couple of index intervals
 FIRST_SCAN_CHUNK = 1024
@@ -74,7 +75,7 @@ class Segment:
     """A `.log` file and its `.index` / `.timeindex`, all named by the segment's base offset."""
 
     __slots__ = ("_bytes_since_index", "_file", "_index", "_max_timestamp", "_offset_of_max_timestamp",
-                 "_rolling_timestamp", "_timeindex", "active", "base_offset", "closed", "created_ms", "dir",
+                 "_rolling_timestamp", "_timeindex", "active", "base_offset", "closed", "created_ms", "deleted_paths", "dir",
                  "index_interval_bytes", "indexes_rebuilt", "indexes_synced", "log_path", "max_index_bytes",
                  "next_offset", "roll_jitter_ms", "size", "upper_bound")
 
@@ -104,6 +105,8 @@ class Segment:
         self._offset_of_max_timestamp = base_offset
         self._rolling_timestamp: int | None = None  # the first batch's max timestamp; None: not read yet
         self._bytes_since_index = 0
+        #: after `mark_deleted`: the renamed files that `release` unlinks
+        self.deleted_paths: list[Path] = []
 
     # -- opening and creating ----------------------------------------------------------------------
     @classmethod
@@ -338,11 +341,28 @@ class Segment:
         for path in (self.log_path, self.index_path, self.timeindex_path):
             path.unlink(missing_ok=True)
 
+    def mark_deleted(self) -> None:
+        """Kafka's asynchronous delete, first half: rename the files to `*.deleted` (no new reads start;
+        the open `.log` stays readable for regions already handed out). `release` unlinks them; a crash
+        in between leaves `.deleted` files, which the next startup removes."""
+        self.closed = True
+        for path in (self.log_path, self.index_path, self.timeindex_path):
+            doomed = path.with_name(path.name + DELETED_SUFFIX)
+            try:
+                os.rename(path, doomed)
+            except FileNotFoundError:
+                continue
+            self.deleted_paths.append(doomed)
+
     def release(self) -> None:
-        """Close the `.log` file (after `delete_files(keep_open=True)` or `close`)."""
+        """Close the `.log` file (after `delete_files(keep_open=True)`, `mark_deleted` or `close`), and
+        unlink what `mark_deleted` renamed."""
         self.closed = True
         if self._file is not None:
             self._file.close()
+        for path in self.deleted_paths:
+            path.unlink(missing_ok=True)
+        self.deleted_paths = []
 
     # -- reading -----------------------------------------------------------------------------------
     def headers(self, start: int, end: int | None = None) -> Iterator[tuple[int, BatchHeader]]:
