@@ -1,0 +1,209 @@
+"""Request latency with and without a large clean running: does the log cleaner stall the broker?
+
+One broker process, one data dir, two runs:
+1. `log.cleaner.enable=false`: a compacted topic is filled with VERSIONS versions of KEYS keys (so
+   almost all of it is garbage), then a probe measures produce and fetch round trips on another topic;
+2. the same dir restarted with the cleaner on: it starts cleaning the big topic at once, and the same
+   probe runs for as long as the clean takes.
+
+The probe is one connection sending, at a fixed rate, a Produce (acks=1, one 100 B record) then a
+Fetch (max_wait 0) of what it just wrote: both are answered on the event loop, which is exactly what a
+cleaner thread competing for the interpreter could delay. Reports p50/p99/max per request type.
+
+    .venv/bin/python bench/cleaner_latency.py [--keys N] [--versions N] [--rate N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import os
+import platform
+import socket
+import struct
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
+
+from pybroker.protocol.frames import decode_response, encode_request  # noqa: E402
+from pybroker.protocol.messages.create_topics import (  # noqa: E402
+    CreatableTopic,
+    CreatableTopicConfig,
+    CreateTopicsRequest,
+)
+from pybroker.protocol.messages.fetch import FetchPartition, FetchRequest, FetchTopic  # noqa: E402
+from pybroker.protocol.messages.produce import (  # noqa: E402
+    PartitionProduceData,
+    ProduceRequest,
+    TopicProduceData,
+)
+from pybroker.protocol.records.record import Record, build_batch  # noqa: E402
+from pybroker.storage.checkpoints import read_checkpoint  # noqa: E402
+from tests.integration.brokers import BrokerProcess  # noqa: E402
+
+PRODUCE_V, FETCH_V, CREATE_V = 9, 12, 5
+#: the big topic's segment.ms: short enough that one append after the fill rolls the active segment
+ROLL_MS = 3000
+
+
+class Client:
+    """Blocking request/response over our own codecs: nothing between the clock and the broker."""
+
+    def __init__(self, bootstrap: str) -> None:
+        host, port = bootstrap.rsplit(":", 1)
+        self.sock = socket.create_connection((host, int(port)))
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.ids = itertools.count(1)
+
+    def call(self, request: Any, version: int) -> Any:
+        self.sock.sendall(encode_request(request, version, next(self.ids)))
+        (size,) = struct.unpack(">i", self._exactly(4))
+        return decode_response(self._exactly(size), type(request).API_KEY, version)[1]
+
+    def _exactly(self, n: int) -> bytes:
+        chunks, got = [], 0
+        while got < n:
+            chunk = self.sock.recv(n - got)
+            if not chunk:
+                raise ConnectionError("broker closed the connection")
+            chunks.append(chunk)
+            got += len(chunk)
+        return b"".join(chunks)
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def create(client: Client, topic: str, **configs: str) -> None:
+    answer = client.call(CreateTopicsRequest(topics=[CreatableTopic(
+        name=topic, num_partitions=1, replication_factor=1,
+        configs=[CreatableTopicConfig(k, v) for k, v in configs.items()])]), CREATE_V)
+    assert answer.topics[0].error_code == 0, answer
+
+
+def produce(client: Client, topic: str, records: list[Record], acks: int = 1) -> int:
+    batch = build_batch(records, base_timestamp=int(time.time() * 1000))
+    answer = client.call(ProduceRequest(acks=acks, timeout_ms=10_000, topic_data=[TopicProduceData(
+        name=topic, partition_data=[PartitionProduceData(index=0, records=batch)])]), PRODUCE_V)
+    part = answer.responses[0].partition_responses[0]
+    assert part.error_code == 0, part
+    return int(part.base_offset)
+
+
+def fetch(client: Client, topic: str, offset: int) -> None:
+    answer = client.call(FetchRequest(max_wait_ms=0, min_bytes=0, max_bytes=1 << 20, topics=[FetchTopic(
+        topic=topic, partitions=[FetchPartition(partition=0, fetch_offset=offset, partition_max_bytes=1 << 20)])]),
+        FETCH_V)
+    assert answer.responses[0].partitions[0].error_code == 0
+
+
+def fill(client: Client, topic: str, keys: int, versions: int, batch: int = 1000) -> int:
+    """`versions` x `keys` records of ~100 B, 1000 to a batch; returns the bytes sent."""
+    sent = 0
+    value = b"x" * 80
+    for version in range(versions):
+        for start in range(0, keys, batch):
+            records = [Record(i, 0, b"key-%09d" % (start + i), value + b"%d" % version)
+                       for i in range(min(batch, keys - start))]
+            produce(client, topic, records)
+            sent += sum(len(r.value or b"") + 13 for r in records)
+    return sent
+
+
+def probe(client: Client, topic: str, rate: int, until: Any) -> tuple[list[float], list[float]]:
+    """Produce+fetch pairs at `rate` per second until `until()`; the round trips in ms."""
+    produce_ms: list[float] = []
+    fetch_ms: list[float] = []
+    interval = 1 / rate
+    due = time.perf_counter()
+    record = [Record(0, 0, b"probe", b"p" * 100)]
+    while not until():
+        now = time.perf_counter()
+        if now < due:
+            time.sleep(due - now)
+        due += interval
+        started = time.perf_counter()
+        offset = produce(client, topic, record)
+        middle = time.perf_counter()
+        fetch(client, topic, offset)
+        ended = time.perf_counter()
+        produce_ms.append((middle - started) * 1000)
+        fetch_ms.append((ended - middle) * 1000)
+    return produce_ms, fetch_ms
+
+
+def percentile(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(p / 100 * len(ordered)))] if ordered else float("nan")
+
+
+def row(name: str, values: list[float]) -> str:
+    return (f"  {name:<28} {len(values):>7} {percentile(values, 50):>8.2f} {percentile(values, 99):>8.2f} "
+            f"{max(values, default=float('nan')):>8.2f}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--keys", type=int, default=50_000)
+    parser.add_argument("--versions", type=int, default=10)
+    parser.add_argument("--rate", type=int, default=200, help="probe produce+fetch pairs per second")
+    parser.add_argument("--baseline-seconds", type=float, default=10.0)
+    args = parser.parse_args(argv)
+    workdir = Path(tempfile.mkdtemp(prefix="cleaner-bench-"))
+    common = {"log.cleaner.backoff.ms": "200", "log.cleaner.dedupe.buffer.size": str(64 << 20)}
+    broker = BrokerProcess(workdir, {**common, "log.cleaner.enable": "false"})
+    big, probe_topic = "big-compacted", "probe"
+    try:
+        broker.start()
+        client = Client(broker.bootstrap)
+        create(client, big, **{"cleanup.policy": "compact", "segment.bytes": str(8 << 20),
+                               "segment.ms": str(ROLL_MS)})
+        create(client, probe_topic)
+        started = time.monotonic()
+        sent = fill(client, big, args.keys, args.versions)
+        print(f"filled {big}: {args.keys * args.versions} records, {sent / 1e6:.1f} MB of keys and values in "
+              f"{time.monotonic() - started:.1f} s", flush=True)
+        time.sleep(ROLL_MS / 1000 + 0.2)
+        produce(client, big, [Record(0, 0, b"roll", b"r")])  # rolls (segment.ms): every fill batch is cleanable
+        deadline = time.monotonic() + args.baseline_seconds
+        baseline = probe(client, probe_topic, args.rate, lambda: time.monotonic() > deadline)
+        client.close()
+
+        broker.overrides = {**common, "log.cleaner.enable": "true"}
+        broker.restart()
+        client = Client(broker.bootstrap)
+        checkpoint = broker.log_dirs[0] / "cleaner-offset-checkpoint"
+        end = args.keys * args.versions
+        started = time.monotonic()
+
+        def cleaned() -> bool:
+            return read_checkpoint(checkpoint).get((big, 0), 0) >= end or time.monotonic() - started > 600
+
+        during = probe(client, probe_topic, args.rate, cleaned)
+        clean_s = time.monotonic() - started
+        client.close()
+        size = sum(p.stat().st_size for p in (broker.log_dirs[0] / f"{big}-0").glob("*.log"))
+        broker.stop()
+    finally:
+        broker.close()
+    print(f"\npybroker cleaner latency bench ({platform.python_implementation()} {platform.python_version()}, "
+          f"{os.cpu_count()} cpus, {platform.system()})")
+    print(f"  big topic: {args.keys} keys x {args.versions} versions of ~100 B, segment.bytes 8 MiB; "
+          f"cleaned in {clean_s:.1f} s (one clean: the map holds every key) to {size / 1e6:.1f} MB on disk")
+    print(f"  probe: {args.rate}/s produce (acks=1, 1 record of 100 B) + fetch (max_wait 0), one connection\n")
+    print(f"  {'request (ms)':<28} {'count':>7} {'p50':>8} {'p99':>8} {'max':>8}")
+    print(row("produce, no clean", baseline[0]))
+    print(row("produce, large clean running", during[0]))
+    print(row("fetch, no clean", baseline[1]))
+    print(row("fetch, large clean running", during[1]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
