@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import signal
 import time
+from pathlib import Path
 from typing import Any
 
 from pybroker.broker.connection import KafkaConnection
@@ -23,6 +24,8 @@ from pybroker.config.broker_config import BrokerConfig, parse_listener
 log = get_logger("pybroker.app")
 
 GRACEFUL_TIMEOUT_S = 10.0
+#: the exit status when the last log dir failed (Kafka's broker also exits when no log dir is left)
+EXIT_ALL_DIRS_OFFLINE = 3
 BACKGROUND_TICK_S = 1.0
 
 
@@ -35,6 +38,7 @@ class BrokerApp:
         self.state = BrokerState(config)
         self.servers: list[asyncio.Server] = []
         self.shutdown_event = asyncio.Event()
+        self.exit_code = 0
         self.bound_ports: list[int] = []
         self.serving = False
         # group figures and lag come from the group coordinator's snapshot, when the broker has one
@@ -101,8 +105,28 @@ class BrokerApp:
             log.info("retention removed segments", topic=topic, partition=partition, segments=verdict.count,
                      reason=verdict.reason)
 
-    async def serve(self) -> None:
+    def _watch_log_dirs(self) -> None:
+        """When the last log dir goes offline there is nothing left to serve: stop, and exit non-zero."""
+        loop = asyncio.get_running_loop()
+        logs = self.state.logs
+
+        def offline(directory: Path, exc: BaseException) -> None:
+            if all(d in logs.offline_dirs for d in logs.dirs):
+                loop.call_soon_threadsafe(self._all_dirs_offline)
+
+        logs.failures.on_offline(offline)
+
+    def _all_dirs_offline(self) -> None:
+        if self.exit_code == 0:
+            log.error("every log dir is offline: stopping", log_dirs=[str(d) for d in self.state.logs.dirs],
+                      exit_code=EXIT_ALL_DIRS_OFFLINE)
+            self.exit_code = EXIT_ALL_DIRS_OFFLINE
+        self.shutdown_event.set()
+
+    async def serve(self) -> int:
+        """Serve until stopped; the process's exit status (0, or non-zero when every log dir failed)."""
         await self.start()
+        self._watch_log_dirs()
         background = asyncio.create_task(self.run_background())
         await self.shutdown_event.wait()
         log.info("shutting down")
@@ -110,7 +134,11 @@ class BrokerApp:
         background.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await background
-        log.info("stopped cleanly")
+        if self.exit_code:
+            log.error("stopped", exit_code=self.exit_code)
+        else:
+            log.info("stopped cleanly")
+        return self.exit_code
 
     async def stop(self) -> None:
         self.serving = False
@@ -152,7 +180,7 @@ def _as_dict(stats: Any) -> dict[str, Any]:
 
 
 async def run_broker(config: BrokerConfig, *, metrics_port: int | None = None,
-                     metrics_host: str = "127.0.0.1") -> None:
+                     metrics_host: str = "127.0.0.1") -> int:
     app = BrokerApp(config, metrics_port=metrics_port, metrics_host=metrics_host)
     app.install_signal_handlers()
-    await app.serve()
+    return await app.serve()

@@ -83,7 +83,9 @@ def _run(config: BrokerConfig, metrics_port: int | None, metrics_host: str = "12
 
     log = get_logger("pybroker.cli")
     try:
-        uvloop.run(run_broker(config, metrics_port=metrics_port, metrics_host=metrics_host))
+        code = uvloop.run(run_broker(config, metrics_port=metrics_port, metrics_host=metrics_host))
+        if code:
+            sys.exit(code)
     except StorageError as exc:
         log.error("cannot start", error=str(exc))
         sys.exit(1)

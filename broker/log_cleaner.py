@@ -24,7 +24,8 @@ def cleaner_settings(config: BrokerConfig) -> CleanerSettings:
 
 
 def build_cleaner(config: BrokerConfig, logs: LogManager, clock_ms: Callable[[], int]) -> CleanerManager:
-    return CleanerManager(logs, cleaner_settings(config), clock_ms=clock_ms)
+    return CleanerManager(logs, cleaner_settings(config), clock_ms=clock_ms,
+                          on_io_error=logs.failures.report, is_dir_online=logs.failures.is_online)
 
 
 def follow_dynamic_configs(cleaner: CleanerManager, config: BrokerConfig,

@@ -18,6 +18,8 @@ def resolve_partition(state: BrokerState, topic: str, partition: int) -> tuple[L
     log = state.logs.get_log(topic, partition)
     if log is None:
         return None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    if not state.logs.is_online(log):
+        return None, ErrorCode.KAFKA_STORAGE_ERROR
     return log, ErrorCode.NONE
 
 
@@ -27,7 +29,7 @@ def resolve_partition_for_write(state: BrokerState, topic: str, partition: int) 
         return None, ErrorCode.INVALID_TOPIC_EXCEPTION
     log = state.logs.get_log(topic, partition)
     if log is not None:
-        return log, ErrorCode.NONE
+        return (log, ErrorCode.NONE) if state.logs.is_online(log) else (None, ErrorCode.KAFKA_STORAGE_ERROR)
     if state.topics.get(topic) is None and state.topics.auto_create(topic) is not None:
         log = state.logs.get_log(topic, partition)
         if log is not None:

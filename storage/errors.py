@@ -72,3 +72,7 @@ class CorruptIndexError(StorageError):
 
 class CorruptSnapshotError(StorageError):
     """A producer-state snapshot failed its checks; it is deleted and an older one (or the log) used."""
+
+
+class LogDirsOfflineError(StorageError):
+    """Every log dir is offline: nothing can be created or saved."""

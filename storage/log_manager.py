@@ -25,6 +25,7 @@ from pybroker.storage.errors import (
     InvalidPartitionsError,
     InvalidTopicError,
     LogClosedError,
+    LogDirsOfflineError,
     StorageError,
     TopicExistsError,
     UnknownTopicError,
@@ -41,6 +42,7 @@ from pybroker.storage.log_dir import (
     mark_clean_shutdown,
     unlock_dir,
 )
+from pybroker.storage.log_dir_failure import LogDirFailureChannel
 from pybroker.storage.retention import Verdict
 from pybroker.storage.topic_store import (
     TopicInfo,
@@ -108,6 +110,9 @@ class LogManager:
         #: deleted logs whose files stay open for reads already handed out (see `Log.delete`)
         self._deleted: list[Log] = []
         self._deleted_lock = threading.Lock()
+        #: the choke point for I/O errors: a failing dir goes offline as a whole
+        self.failures = LogDirFailureChannel()
+        self._store.is_online = self.failures.is_online
 
     # -- startup -----------------------------------------------------------------------------------
     def startup(self) -> list[RecoveryStats]:
@@ -265,7 +270,10 @@ class LogManager:
             key = (info.name, partition)
             if key in self._logs:
                 continue
-            directory = min(self.dirs, key=lambda d: sum(1 for v in self._dir_of.values() if v == d))
+            online = [d for d in self.dirs if self.failures.is_online(d)]
+            if not online:
+                raise LogDirsOfflineError("every log dir is offline")
+            directory = min(online, key=lambda d: sum(1 for v in self._dir_of.values() if v == d))
             path = directory / f"{info.name}-{partition}"
             if path.exists():
                 _set_aside(path)
@@ -292,7 +300,6 @@ class LogManager:
 
     def flush_dirty(self, now_ms: int) -> None:
         """The flush policy for data no acks=all producer waits on: flush.messages and flush.ms."""
-        first_error: OSError | None = None
         with self._deleted_lock:
             self._deleted = [log for log in self._deleted if not log.release_retired(now_ms)]
         for log in list(self._logs.values()):
@@ -302,20 +309,26 @@ class LogManager:
                 continue
             config = log.config
             if unflushed >= config.flush_interval_messages or now_ms - log.last_flush_ms >= config.flush_interval_ms:
+                if not self.is_online(log):
+                    continue
                 try:
                     log.flush()
                 except LogClosedError:
                     continue
                 except OSError as exc:
-                    first_error = first_error or exc
-        if first_error is not None:
-            raise first_error
+                    self.report_io_error(log, exc)
 
     def enforce_retention(self, now_ms: int) -> list[tuple[str, int, Verdict]]:
         """One retention pass over every log (safe from a worker thread): what each pass removed."""
         removed = []
         for (topic, partition), log in list(self._logs.items()):
-            verdict = log.delete_old_segments(now_ms)
+            if not self.is_online(log):
+                continue
+            try:
+                verdict = log.delete_old_segments(now_ms)
+            except OSError as exc:
+                self.report_io_error(log, exc)
+                continue
             if verdict.count:
                 removed.append((topic, partition, verdict))
         return removed
@@ -330,14 +343,33 @@ class LogManager:
         self.checkpoint()
         return start
 
+    # -- log dir failure ---------------------------------------------------------------------------
+    @property
+    def offline_dirs(self) -> set[Path]:
+        return set(self.failures.offline)
+
+    def is_online(self, log: Log) -> bool:
+        directory = self._dir_of.get((log.topic, log.partition))
+        return directory is None or self.failures.is_online(directory)
+
+    def report_io_error(self, log: Log, exc: BaseException) -> None:
+        """Any I/O error on a log's files: its whole dir goes offline (`LogDirFailureChannel`)."""
+        directory = self._dir_of.get((log.topic, log.partition), log.dir.parent)
+        self.failures.report(directory, exc)
+
     def checkpoint(self) -> None:
         """Write every dir's recovery points and log start offsets (safe from a worker thread)."""
         logs = list(self._logs.items())
         dir_of = dict(self._dir_of)
         for directory in self.dirs:
+            if not self.failures.is_online(directory):
+                continue  # an offline dir's checkpoints are dropped, as Kafka does
             mine = [(key, log) for key, log in logs if dir_of.get(key) == directory]
-            write_checkpoint(directory / RECOVERY_POINT, {key: log.recovery_point for key, log in mine})
-            write_checkpoint(directory / LOG_START_OFFSET, {key: log.log_start_offset for key, log in mine})
+            try:
+                write_checkpoint(directory / RECOVERY_POINT, {key: log.recovery_point for key, log in mine})
+                write_checkpoint(directory / LOG_START_OFFSET, {key: log.log_start_offset for key, log in mine})
+            except OSError as exc:
+                self.failures.report(directory, exc)
 
     def shutdown(self) -> None:
         """Flush and close every log, write checkpoints, mark each healthy dir clean, release locks."""
@@ -348,7 +380,18 @@ class LogManager:
             flusher.close()
         failed: set[Path] = set()
         first_error: Exception | None = None
+        failed.update(self.failures.offline)
         for key, log in list(self._logs.items()):
+            if self._dir_of[key] in failed:
+                # an offline dir is left as the failure left it (recovery runs at the next start): close
+                # what can be closed, and at least let go of every open file
+                with contextlib.suppress(OSError, StorageError):
+                    log.close()
+                for segment in log.segments:
+                    segment.release()
+                with contextlib.suppress(OSError, StorageError):
+                    log.release_retired()
+                continue
             try:
                 log.flush()
                 log.close()

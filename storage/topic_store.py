@@ -17,11 +17,12 @@ import base64
 import binascii
 import json
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pybroker.storage.errors import TopicStoreError
+from pybroker.storage.errors import LogDirsOfflineError, TopicStoreError
 from pybroker.storage.files import atomic_write
 
 FILE_NAME = "pybroker-topics.json"
@@ -73,6 +74,8 @@ class TopicStore:
     def __init__(self, dirs: list[Path]) -> None:
         self.dirs = dirs
         self.version = 0
+        #: offline dirs are skipped on save (the log manager wires in its failure channel)
+        self.is_online: Callable[[Path], bool] = lambda directory: True
 
     def load(self) -> dict[str, TopicInfo]:
         """The newest readable copy across the dirs (empty when no dir has one).
@@ -107,5 +110,11 @@ class TopicStore:
             "topics": [{"name": t.name, "topic_id": str(t.topic_id), "partitions": t.num_partitions,
                         "configs": t.configs} for t in sorted(topics.values(), key=lambda t: t.name)],
         }, indent=1).encode()
+        written = 0
         for directory in self.dirs:
+            if not self.is_online(directory):
+                continue
             atomic_write(directory / FILE_NAME, data)
+            written += 1
+        if not written:
+            raise LogDirsOfflineError("every log dir is offline: topic changes cannot be saved")

@@ -121,6 +121,9 @@ class OffsetsTopic:
             loop.call_soon(done, ErrorCode.KAFKA_STORAGE_ERROR)
             return
         target = self.state.logs.get_log(OFFSETS_TOPIC, partition)
+        if target is not None and not self.state.logs.is_online(target):
+            loop.call_soon(done, ErrorCode.KAFKA_STORAGE_ERROR)
+            return
         if target is None:
             loop.call_soon(done, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
             return
@@ -130,6 +133,8 @@ class OffsetsTopic:
             result = target.append(batch, [(0, parse_header(batch, 0))], now_ms=now_ms)
         except (OSError, RecordsError) as exc:
             log.error("offsets topic append failed", partition=partition, error=str(exc))
+            if isinstance(exc, OSError):
+                self.state.logs.report_io_error(target, exc)
             loop.call_soon(done, ErrorCode.KAFKA_STORAGE_ERROR)
             return
         self.state.purgatory.notify((OFFSETS_TOPIC, partition))

@@ -111,7 +111,8 @@ def _read_all(ctx: RequestContext, request: FetchRequest) -> tuple[FetchResponse
                 data.error_code = ErrorCode.OFFSET_OUT_OF_RANGE
                 errors = True
                 continue
-            except OSError:
+            except OSError as exc:
+                state.logs.report_io_error(log, exc)
                 data.error_code = ErrorCode.KAFKA_STORAGE_ERROR
                 errors = True
                 continue

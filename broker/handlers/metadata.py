@@ -35,11 +35,20 @@ FIRST_AUTO_CREATE_FLAG_VERSION = 4
 
 def topic_metadata(ctx: RequestContext, info: TopicInfo, include_ops: bool) -> MetadataResponseTopic:
     node = ctx.state.node_id
-    partitions = [
-        MetadataResponsePartition(error_code=ErrorCode.NONE, partition_index=p, leader_id=node, leader_epoch=0,
-                                  replica_nodes=[node], isr_nodes=[node], offline_replicas=[])
-        for p in range(info.num_partitions)
-    ]
+    logs = ctx.state.logs
+    offline = logs.offline_dirs
+    partitions = []
+    for p in range(info.num_partitions):
+        directory = logs.dir_of(info.name, p) if offline else None
+        if directory is not None and directory in offline:
+            # the only replica is on a failed log dir: no leader, as Kafka reports an offline partition
+            partitions.append(MetadataResponsePartition(
+                error_code=ErrorCode.LEADER_NOT_AVAILABLE, partition_index=p, leader_id=-1, leader_epoch=0,
+                replica_nodes=[node], isr_nodes=[], offline_replicas=[node]))
+            continue
+        partitions.append(MetadataResponsePartition(
+            error_code=ErrorCode.NONE, partition_index=p, leader_id=node, leader_epoch=0,
+            replica_nodes=[node], isr_nodes=[node], offline_replicas=[]))
     return MetadataResponseTopic(
         error_code=ErrorCode.NONE, name=info.name, topic_id=info.topic_id,
         is_internal=info.name in INTERNAL_TOPICS, partitions=partitions,

@@ -73,16 +73,19 @@ def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Any:
     result = ProduceResponse(responses=responses, throttle_time_ms=0)
     if not waits:
         return result
-    return _await_flushes(result, waits, ctx.client_id)
+    return _await_flushes(ctx, result, waits)
 
 
-async def _await_flushes(result: ProduceResponse, waits: list[tuple[str, PartitionProduceResponse, Awaitable[Any]]],
-                         client_id: str | None) -> ProduceResponse:
+async def _await_flushes(ctx: RequestContext, result: ProduceResponse,
+                         waits: list[tuple[str, PartitionProduceResponse, Awaitable[Any]]]) -> ProduceResponse:
     outcomes = await asyncio.gather(*(w for _, _, w in waits), return_exceptions=True)
     for (topic, response, _), outcome in zip(waits, outcomes, strict=True):
         if isinstance(outcome, BaseException):
-            log.error("flush failed", topic=topic, partition=response.index, client_id=client_id,
+            log.error("flush failed", topic=topic, partition=response.index, client_id=ctx.client_id,
                       error=repr(outcome))
+            target = ctx.state.logs.get_log(topic, response.index)
+            if target is not None and isinstance(outcome, OSError):
+                ctx.state.logs.report_io_error(target, outcome)
             response.error_code = ErrorCode.KAFKA_STORAGE_ERROR
             response.base_offset = -1
             response.error_message = "the log could not be flushed to disk"
@@ -124,6 +127,7 @@ def _produce_partition(ctx: RequestContext, topic: str, partition: int, records:
         return _error(partition, ErrorCode(exc.error_code), str(exc)), None
     except OSError as exc:
         log.error("append failed", topic=topic, partition=partition, error=str(exc), client_id=ctx.client_id)
+        state.logs.report_io_error(target, exc)
         return _error(partition, ErrorCode.KAFKA_STORAGE_ERROR, "the log could not be written"), None
     if not result.duplicate:
         state.purgatory.notify((topic, partition))
