@@ -111,6 +111,9 @@ class BrokerApp:
         logs = self.state.logs
 
         def offline(directory: Path, exc: BaseException) -> None:
+            # fetches long-polling that dir's partitions answer now (KAFKA_STORAGE_ERROR), not at max wait
+            keys = [(log.topic, log.partition) for log in logs.logs() if logs.dir_of(log.topic, log.partition) == directory]
+            loop.call_soon_threadsafe(lambda: [self.state.purgatory.notify(key) for key in keys])
             if all(d in logs.offline_dirs for d in logs.dirs):
                 loop.call_soon_threadsafe(self._all_dirs_offline)
 

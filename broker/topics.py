@@ -95,6 +95,8 @@ class Topics:
             raise TopicError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.") from None
         except InvalidTopicError as exc:
             raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION, str(exc)) from None
+        except OSError as exc:  # every dir failed while the partitions were made (each went offline)
+            raise TopicError(ErrorCode.KAFKA_STORAGE_ERROR, f"No log dir could take the topic: {exc}") from None
 
     def auto_create(self, name: str) -> TopicInfo | None:
         """Create `name` with the broker defaults if auto-creation is on and the name is legal."""

@@ -74,5 +74,5 @@ class CorruptSnapshotError(StorageError):
     """A producer-state snapshot failed its checks; it is deleted and an older one (or the log) used."""
 
 
-class LogDirsOfflineError(StorageError):
-    """Every log dir is offline: nothing can be created or saved."""
+class LogDirsOfflineError(StorageError, OSError):
+    """Every log dir is offline: nothing can be created or saved (an OSError, as the failures behind it)."""

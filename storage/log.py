@@ -16,6 +16,7 @@ on or before the segment it wants and walks forward.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import shutil
@@ -479,6 +480,17 @@ class Log:
         except FileNotFoundError:
             return
         shutil.rmtree(doomed, ignore_errors=True)
+
+
+    def abandon(self) -> None:
+        """A failed disk's log at shutdown: let go of every open file, write nothing (no snapshot, no index
+        trim); the next startup recovers the dir as after a crash."""
+        with self._flush_lock:
+            self._closed = True
+            for segment in [*self._segments, *(s for _, s in self._retired)]:
+                with contextlib.suppress(OSError):
+                    segment.release()
+            self._retired = []
 
 
 def _close_all(segments: list[Segment], *, sync: bool) -> None:

@@ -113,6 +113,7 @@ class LogManager:
         #: the choke point for I/O errors: a failing dir goes offline as a whole
         self.failures = LogDirFailureChannel()
         self._store.is_online = self.failures.is_online
+        self._store.on_error = self.failures.report
 
     # -- startup -----------------------------------------------------------------------------------
     def startup(self) -> list[RecoveryStats]:
@@ -264,25 +265,32 @@ class LogManager:
         return info
 
     def _create_partitions(self, info: TopicInfo, total: int) -> None:
-        """Create the missing partition logs below `total`, each in the dir with the fewest partitions."""
+        """Create the missing partition logs below `total`, each in the online dir with the fewest partitions
+        (a dir that fails while a partition is made there goes offline, and the next one is tried)."""
         config = self.log_config_for(info.configs)
         for partition in range(total):
             key = (info.name, partition)
-            if key in self._logs:
-                continue
-            online = [d for d in self.dirs if self.failures.is_online(d)]
-            if not online:
-                raise LogDirsOfflineError("every log dir is offline")
-            directory = min(online, key=lambda d: sum(1 for v in self._dir_of.values() if v == d))
-            path = directory / f"{info.name}-{partition}"
-            if path.exists():
-                _set_aside(path)
-            path.mkdir()
-            write_partition_metadata(path, info.topic_id)
-            fsync_dir(directory)
-            self._logs[key] = Log(path, info.name, partition, info.topic_id, config, clock_ms=self.clock_ms)
-            self._dir_of[key] = directory
+            while key not in self._logs:
+                online = [d for d in self.dirs if self.failures.is_online(d)]
+                if not online:
+                    raise LogDirsOfflineError("every log dir is offline")
+                directory = min(online, key=lambda d: sum(1 for v in self._dir_of.values() if v == d))
+                try:
+                    self._create_log(info, partition, directory, config)
+                except OSError as exc:
+                    self.failures.report(directory, exc)
         info.num_partitions = max(info.num_partitions, total)
+
+    def _create_log(self, info: TopicInfo, partition: int, directory: Path, config: LogConfig) -> None:
+        path = directory / f"{info.name}-{partition}"
+        if path.exists():
+            _set_aside(path)
+        path.mkdir()
+        write_partition_metadata(path, info.topic_id)
+        fsync_dir(directory)
+        key = (info.name, partition)
+        self._logs[key] = Log(path, info.name, partition, info.topic_id, config, clock_ms=self.clock_ms)
+        self._dir_of[key] = directory
 
     def _drop_logs(self, name: str, num_partitions: int) -> None:
         for partition in range(num_partitions):
@@ -341,6 +349,8 @@ class LogManager:
             raise KeyError((topic, partition))
         start = log.delete_records_before(offset)
         self.checkpoint()
+        if not self.is_online(log):
+            raise OSError(f"the log dir of {topic}-{partition} went offline before the new start was saved")
         return start
 
     # -- log dir failure ---------------------------------------------------------------------------
@@ -383,14 +393,9 @@ class LogManager:
         failed.update(self.failures.offline)
         for key, log in list(self._logs.items()):
             if self._dir_of[key] in failed:
-                # an offline dir is left as the failure left it (recovery runs at the next start): close
-                # what can be closed, and at least let go of every open file
-                with contextlib.suppress(OSError, StorageError):
-                    log.close()
-                for segment in log.segments:
-                    segment.release()
-                with contextlib.suppress(OSError, StorageError):
-                    log.release_retired()
+                # an offline dir is left as the failure left it (recovery runs at the next start): no
+                # snapshot, index or checkpoint is written to the failed disk, only the files are let go
+                log.abandon()
                 continue
             try:
                 log.flush()

@@ -76,6 +76,7 @@ class TopicStore:
         self.version = 0
         #: offline dirs are skipped on save (the log manager wires in its failure channel)
         self.is_online: Callable[[Path], bool] = lambda directory: True
+        self.on_error: Callable[[Path, OSError], object] = _raise
 
     def load(self) -> dict[str, TopicInfo]:
         """The newest readable copy across the dirs (empty when no dir has one).
@@ -114,7 +115,15 @@ class TopicStore:
         for directory in self.dirs:
             if not self.is_online(directory):
                 continue
-            atomic_write(directory / FILE_NAME, data)
+            try:
+                atomic_write(directory / FILE_NAME, data)
+            except OSError as exc:
+                self.on_error(directory, exc)  # that dir goes offline; the others still hold the table
+                continue
             written += 1
         if not written:
             raise LogDirsOfflineError("every log dir is offline: topic changes cannot be saved")
+
+
+def _raise(directory: Path, exc: OSError) -> None:
+    raise exc

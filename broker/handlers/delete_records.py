@@ -31,6 +31,8 @@ def _delete(ctx: RequestContext, topic: str, partition: int, offset: int) -> tup
     target = logs.get_log(topic, partition)
     if target is None:
         return -1, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    if not logs.is_online(target):
+        return -1, ErrorCode.KAFKA_STORAGE_ERROR  # the new start could not be checkpointed there
     try:
         start = logs.delete_records(topic, partition, offset)
         target.delete_old_segments()
@@ -39,6 +41,7 @@ def _delete(ctx: RequestContext, topic: str, partition: int, offset: int) -> tup
     except (KeyError, LogClosedError):
         return -1, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     except OSError as exc:
+        logs.report_io_error(target, exc)
         log.error("delete records failed", topic=topic, partition=partition, error=str(exc),
                   client_id=ctx.client_id)
         return -1, ErrorCode.KAFKA_STORAGE_ERROR

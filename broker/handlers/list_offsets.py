@@ -67,7 +67,8 @@ def handle_list_offsets(ctx: RequestContext, request: ListOffsetsRequest) -> Lis
                 continue
             try:
                 offset, timestamp = _lookup(log, part.timestamp)
-            except OSError:
+            except OSError as exc:
+                ctx.state.logs.report_io_error(log, exc)
                 answer.error_code = ErrorCode.KAFKA_STORAGE_ERROR
                 continue
             answer.offset, answer.timestamp, answer.leader_epoch = offset, timestamp, LEADER_EPOCH

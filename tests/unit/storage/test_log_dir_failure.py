@@ -60,3 +60,18 @@ def test_no_online_dir_left_refuses_new_topics(tmp_path: Path) -> None:
     with pytest.raises(LogDirsOfflineError):
         logs.create_topic("t", 1, {})
     logs.shutdown()
+
+
+def test_a_dir_failing_while_a_partition_is_made_goes_offline_and_the_next_dir_takes_it(tmp_path: Path) -> None:
+    import shutil
+
+    a, b = tmp_path / "a", tmp_path / "b"
+    logs = LogManager([a, b], node_id=1, log_config_for=lambda overrides: LogConfig())
+    logs.startup()
+    logs.create_topic("first", 1, {})
+    emptier = a if logs.dir_of("first", 0) == b.absolute() else b  # the next partition would go here
+    shutil.rmtree(emptier)
+    logs.create_topic("second", 2, {})
+    assert logs.offline_dirs == {emptier.absolute()}
+    assert {logs.dir_of("second", p) for p in range(2)} == {({a, b} - {emptier}).pop().absolute()}
+    logs.shutdown()
