@@ -14,9 +14,10 @@ import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import partial
-from typing import Protocol
 
+from pybroker.broker.groups.expiry import expired_offsets, keeps_alive
 from pybroker.broker.groups.group import CommittedOffset, Group, Member
+from pybroker.broker.groups.group_log import Done, GroupLog, Records, client_error
 from pybroker.broker.groups.outcomes import (
     UNKNOWN_MEMBER_ID,
     CommitRequest,
@@ -27,6 +28,7 @@ from pybroker.broker.groups.outcomes import (
     SyncRequest,
 )
 from pybroker.broker.groups.placement import partition_for_group
+from pybroker.broker.groups.restore import restore_group
 from pybroker.broker.groups.state_machine import Event, GroupState
 from pybroker.broker.logs import get_logger
 from pybroker.protocol.errors import ErrorCode
@@ -44,36 +46,8 @@ from pybroker.protocol.offsets_topic_records import (
 
 log = get_logger("pybroker.groups")
 
-#: how long a new member may wait in its first JoinGroup without heartbeating (Kafka's constant)
-NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000
 
 S = GroupState
-Records = list[tuple[bytes, bytes | None]]
-Done = Callable[[ErrorCode], None]
-
-#: what a failed write of the offsets topic tells the client (Kafka maps storage trouble to retriable codes)
-WRITE_ERRORS: dict[ErrorCode, ErrorCode] = {
-    ErrorCode.KAFKA_STORAGE_ERROR: ErrorCode.COORDINATOR_NOT_AVAILABLE,
-    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: ErrorCode.COORDINATOR_NOT_AVAILABLE,
-    ErrorCode.NOT_LEADER_OR_FOLLOWER: ErrorCode.NOT_COORDINATOR,
-    ErrorCode.MESSAGE_TOO_LARGE: ErrorCode.INVALID_COMMIT_OFFSET_SIZE,
-    ErrorCode.RECORD_LIST_TOO_LARGE: ErrorCode.INVALID_COMMIT_OFFSET_SIZE,
-}
-
-
-def client_error(code: ErrorCode) -> ErrorCode:
-    if code is ErrorCode.NONE:
-        return code
-    return WRITE_ERRORS.get(code, ErrorCode.UNKNOWN_SERVER_ERROR)
-
-
-class GroupLog(Protocol):
-    """Where the coordinator's records go: one `__consumer_offsets` partition per group."""
-
-    def append(self, partition: int, records: Records, now_ms: int, done: Done) -> None:
-        """Write `records` (key, value-or-None) and call `done` once they are durable, or failed."""
-
-
 @dataclass(frozen=True, slots=True)
 class GroupConfig:
     num_partitions: int = 50
@@ -473,7 +447,7 @@ class GroupCoordinator:
         expired_pending = [mid for mid, deadline in group.pending_members.items() if now >= deadline]
         for mid in expired_pending:
             del group.pending_members[mid]
-        expired = [m for m in group.members.values() if not _keeps_alive(m, now)]
+        expired = [m for m in group.members.values() if not keeps_alive(m, now)]
         for member in expired:
             _answer_join(member, JoinOutcome(ErrorCode.UNKNOWN_MEMBER_ID, member_id=member.member_id))
             self._remove_member(group, member, "session timed out")
@@ -591,7 +565,7 @@ class GroupCoordinator:
         for group in list(self.groups.values()):
             if group.is_(S.DEAD) or self.partition_for(group.group_id) in self.loading:
                 continue
-            expired = _expired_offsets(group, now, self.config.offsets_retention_ms)
+            expired = expired_offsets(group, now, self.config.offsets_retention_ms)
             records = self._offset_tombstones(group.group_id, expired)
             for key in expired:
                 del group.offsets[key]
@@ -688,68 +662,11 @@ class GroupCoordinator:
             group.offsets = {key: CommittedOffset(v.offset, v.leader_epoch, v.metadata, v.commit_timestamp,
                                                   v.expire_timestamp) for key, v in group_offsets.items()}
             if value is not None:
-                _restore(group, value, now)
+                restore_group(group, value, now)
             else:
                 group.protocol_type = ""
             self.groups[group_id] = group
         self.loading.discard(partition)
-
-
-def _restore(group: Group, value: GroupMetadataValue, now: int) -> None:
-    group.generation = value.generation
-    group.protocol_type = value.protocol_type
-    group.protocol_name = value.protocol
-    group.leader_id = value.leader
-    if value.current_state_timestamp >= 0:
-        group.state_timestamp_ms = value.current_state_timestamp
-    for m in value.members:
-        protocols = [(value.protocol, m.subscription)] if value.protocol is not None else []
-        group.members[m.member_id] = Member(
-            m.member_id, m.group_instance_id, m.client_id, m.client_host, m.session_timeout,
-            m.rebalance_timeout if m.rebalance_timeout >= 0 else m.session_timeout, value.protocol_type,
-            protocols, m.assignment, last_heartbeat_ms=now)
-        if m.group_instance_id is not None:
-            group.static_members[m.group_instance_id] = m.member_id
-    if group.members and value.protocol is not None:
-        group.transition(Event.LOADED_STABLE, now)
-    else:
-        group.leader_id = None
-
-
-def _expired_offsets(group: Group, now: int, retention_ms: int) -> list[tuple[str, int]]:
-    """Kafka's expiry: an explicit expire time wins; in an empty group every offset ages from the time
-    the group became empty; in a live consumer group only topics nobody subscribes to age, from their
-    commit time; other live groups keep their offsets."""
-    if group.is_(S.EMPTY):
-        def base(c: CommittedOffset) -> int:
-            return group.state_timestamp_ms if group.state_timestamp_ms >= 0 else c.commit_timestamp
-        candidates = list(group.offsets)
-    else:
-        subscribed = group.subscribed_topics()
-        if subscribed is None:
-            return []
-
-        def base(c: CommittedOffset) -> int:
-            return c.commit_timestamp
-        candidates = [key for key in group.offsets if key[0] not in subscribed]
-    expired = []
-    for key in candidates:
-        c = group.offsets[key]
-        deadline = c.expire_timestamp if c.expire_timestamp >= 0 else base(c) + retention_ms
-        if now >= deadline:
-            expired.append(key)
-    return expired
-
-
-def _keeps_alive(member: Member, now: int) -> bool:
-    """Kafka's rule: a member waiting in JoinGroup lives (a new one for at most `NEW_MEMBER_JOIN_TIMEOUT_MS`,
-    so a client that vanished mid-join does not hold the phase open for a whole rebalance timeout); one
-    waiting in SyncGroup lives; any other must have heartbeated within its session timeout."""
-    if member.join_waiter is not None:
-        return not member.is_new or now < member.last_heartbeat_ms + NEW_MEMBER_JOIN_TIMEOUT_MS
-    if member.sync_waiter is not None:
-        return True
-    return now < member.session_deadline_ms()
 
 
 def _answer_join(member: Member, outcome: JoinOutcome) -> None:

@@ -14,7 +14,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from pybroker.broker.groups.coordinator import Done, Records
+from pybroker.broker.groups.group_log import Done, Records
 from pybroker.broker.logs import get_logger
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.messages.coordinator_records import GroupMetadataValue, OffsetCommitValue
