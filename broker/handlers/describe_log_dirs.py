@@ -36,7 +36,7 @@ def handle_describe_log_dirs(ctx: RequestContext, request: DescribeLogDirsReques
     wanted: set[tuple[str, int]] | None = None
     if request.topics is not None:
         wanted = {(t.topic, p) for t in request.topics for p in t.partitions}
-    offline: set[Path] = set(getattr(logs, "offline_dirs", ()))
+    offline = logs.offline_dirs
     results = []
     for directory in logs.dirs:
         by_topic: dict[str, list[DescribeLogDirsPartition]] = {}

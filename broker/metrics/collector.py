@@ -23,14 +23,6 @@ if TYPE_CHECKING:
 GROUP_STATES = ("Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead")
 
 
-def offline_log_dirs(logs: Any) -> int:
-    """Log dirs taken offline by an I/O error; 0 until the log manager tracks offline dirs."""
-    offline = getattr(logs, "offline_dirs", None)
-    if offline is None:
-        return 0
-    return len(offline() if callable(offline) else offline)
-
-
 class BrokerCollector(Collector):
     def __init__(self, state: BrokerState, groups_snapshot: GroupsSnapshot | None = None) -> None:
         self.state = state
@@ -92,7 +84,7 @@ class BrokerCollector(Collector):
             families["pybroker_log_size_bytes"].add_metric(
                 [*labels, str(directory) if directory else ""], sum(s.size for s in segments))
         families["pybroker_log_dirs"].add_metric([], len(logs.dirs))
-        families["pybroker_log_dirs_offline"].add_metric([], offline_log_dirs(logs))
+        families["pybroker_log_dirs_offline"].add_metric([], len(logs.offline_dirs))
         if self.groups_snapshot is not None:
             self._collect_groups(families)
         families["pybroker_info"].add_metric([str(state.node_id), state.cluster_id], 1)

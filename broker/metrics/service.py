@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from prometheus_client import REGISTRY
 from prometheus_client.registry import CollectorRegistry
 
-from pybroker.broker.metrics.collector import BrokerCollector, offline_log_dirs
+from pybroker.broker.metrics.collector import BrokerCollector
 from pybroker.broker.metrics.groups import GroupsSnapshot
 from pybroker.broker.metrics.http_server import MetricsServer, Readiness
 from pybroker.broker.metrics.requests import FLUSH_DURATION
@@ -51,5 +51,5 @@ class MetricsService:
 
 def log_dirs_problem(state: BrokerState) -> str | None:
     """Why the broker's storage is not fit to serve, for `/readyz`; None when it is."""
-    offline = offline_log_dirs(state.logs)
+    offline = len(state.logs.offline_dirs)
     return f"{offline} log dir(s) offline" if offline else None

@@ -2,7 +2,6 @@
 
 Two real ways to move a partition's log start, each a parameter:
 - `delete_records`: kafka-python's `KafkaAdminClient.delete_records`, as an operator or retention would;
-  skipped while the broker does not advertise DeleteRecords (the log-lifecycle issue adds it);
 - `segments_removed`: the broker is stopped, its oldest segment files are removed, and it starts again;
   on load the log start is the first remaining segment's base offset, which is what retention leaves.
 """
@@ -21,8 +20,6 @@ from tests.integration.brokers import BrokerProcess
 from tests.integration.clients import kp_admin, kp_consumer, kp_producer
 from tests.integration.conftest import BrokerFactory
 from tests.integration.spark.support import (
-    DELETE_RECORDS_API_KEY,
-    advertised_api_keys,
     create_topic,
     plain_rows,
     read,
@@ -45,8 +42,6 @@ def _log_start(bootstrap: str, topic: str) -> int:
 
 
 def _by_delete_records(b: BrokerProcess, topic: str, target: int) -> int:
-    if DELETE_RECORDS_API_KEY not in advertised_api_keys(b.host, b.port):
-        pytest.skip("the broker does not serve DeleteRecords yet (the log-lifecycle issue adds it)")
     with kp_admin(b.bootstrap) as admin:
         admin.delete_records({TopicPartition(topic, 0): target}, timeout_ms=10_000)
     return _log_start(b.bootstrap, topic)
