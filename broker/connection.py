@@ -21,7 +21,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Any, cast
 
 from pybroker.broker.context import RequestContext
-from pybroker.broker.dispatch import REGISTRY, supported_versions
+from pybroker.broker.dispatch import REGISTRY, Waiting, supported_versions
 from pybroker.broker.logs import get_logger
 from pybroker.broker.metrics.names import api_name
 from pybroker.broker.metrics.requests import REQUEST_METRICS
@@ -160,6 +160,8 @@ class KafkaConnection(asyncio.Protocol):
         if result is None:
             REQUEST_METRICS.answered(header.api_key, started, None)
             return  # acks=0: Kafka sends nothing back
+        if isinstance(result, Waiting):
+            result = result.awaitable
         if inspect.isawaitable(result):
             future = asyncio.ensure_future(result)
             future.add_done_callback(self._on_done)

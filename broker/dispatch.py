@@ -1,10 +1,17 @@
 """The handler registry: one decorator per API, and the ApiVersions answer built from it.
 
 Each module in `pybroker.broker.handlers` registers its function with `@handler(ApiKey.X, versions=(lo, hi))`.
-A handler takes the request context and the decoded request and returns the response object, or an
-awaitable of it when it must wait (a produce waiting for fsync, a fetch long-poll), or None when no
-response is sent (acks=0). Because ApiVersions is computed from this registry, what we advertise
-cannot drift from what we serve.
+A handler takes the request context and the decoded request and returns one of:
+
+- the response object (the request is done);
+- `waiting(awaitable)`: the request's effects are complete and only its answer waits (a produce waiting
+  for fsync, a fetch long-poll, a JoinGroup waiting for the other members), so the connection may start
+  its next request meanwhile;
+- a bare awaitable: the request is still doing work (off the loop, say), so the connection starts
+  nothing else until it completes: Kafka's rule that a connection's requests take effect in order;
+- None when no response is sent (acks=0).
+
+Because ApiVersions is computed from this registry, what we advertise cannot drift from what we serve.
 """
 
 from __future__ import annotations
@@ -20,7 +27,23 @@ from pybroker.protocol.messages import REQUESTS
 if TYPE_CHECKING:
     from pybroker.broker.context import RequestContext
 
-HandlerResult = Any | Awaitable[Any] | None
+
+
+class Waiting:
+    """A handler's answer that merely waits: the request's effects are already complete."""
+
+    __slots__ = ("awaitable",)
+
+    def __init__(self, awaitable: Awaitable[Any]) -> None:
+        self.awaitable = awaitable
+
+
+def waiting(awaitable: Awaitable[Any]) -> Waiting:
+    """Mark `awaitable` as a pure wait (fsync, long-poll): later requests of the connection may start."""
+    return Waiting(awaitable)
+
+
+HandlerResult = Any | Awaitable[Any] | Waiting | None
 HandlerFn = Callable[["RequestContext", Any], HandlerResult]
 
 

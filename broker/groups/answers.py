@@ -2,20 +2,23 @@
 
 Most group requests are answered at once; a JoinGroup waits for the join phase, a SyncGroup for the
 leader's assignment, a commit for its fsync. `answer` runs the coordinator call and returns the built
-response if the callback already fired, else a coroutine the connection awaits (keeping its ordering).
+response if the callback already fired, else a pure wait (`waiting`): the coordinator's state already
+changed, so the connection may start its next request while this answer waits.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Coroutine
-from typing import Any, TypeVar
+from collections.abc import Callable
+from typing import TypeVar
+
+from pybroker.broker.dispatch import Waiting, waiting
 
 T = TypeVar("T")
 R = TypeVar("R")
 
 
-def answer(start: Callable[[Callable[[T], None]], None], build: Callable[[T], R]) -> R | Coroutine[Any, Any, R]:
+def answer(start: Callable[[Callable[[T], None]], None], build: Callable[[T], R]) -> R | Waiting:
     ready: list[T] = []
     future: asyncio.Future[T] | None = None
 
@@ -34,7 +37,7 @@ def answer(start: Callable[[Callable[[T], None]], None], build: Callable[[T], R]
         assert future is not None
         return build(await future)
 
-    return wait()
+    return waiting(wait())
 
 
 def client_host(peer: str) -> str:

@@ -17,7 +17,7 @@ import time
 from typing import Any
 
 from pybroker.broker.context import RequestContext
-from pybroker.broker.dispatch import handler
+from pybroker.broker.dispatch import handler, waiting
 from pybroker.broker.lookup import resolve_partition, topic_by_id
 from pybroker.protocol.api_keys import ApiKey
 from pybroker.protocol.errors import ErrorCode
@@ -46,7 +46,7 @@ def handle_fetch(ctx: RequestContext, request: FetchRequest) -> Any:
     # Watch before returning: the coroutine only starts on a later loop turn, and an append in between
     # must still wake this fetch rather than leave it waiting for max_wait_ms.
     keys = [(t.topic, p.partition_index) for t in response.responses for p in t.partitions]
-    return _long_poll(ctx, request, response, keys, ctx.state.purgatory.watch(keys))
+    return waiting(_long_poll(ctx, request, response, keys, ctx.state.purgatory.watch(keys)))
 
 
 async def _long_poll(ctx: RequestContext, request: FetchRequest, response: FetchResponse,

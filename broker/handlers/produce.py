@@ -17,7 +17,7 @@ from collections.abc import Awaitable
 from typing import Any
 
 from pybroker.broker.context import RequestContext
-from pybroker.broker.dispatch import handler
+from pybroker.broker.dispatch import handler, waiting
 from pybroker.broker.logs import get_logger
 from pybroker.broker.lookup import resolve_partition_for_write
 from pybroker.protocol.api_keys import ApiKey
@@ -73,7 +73,7 @@ def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Any:
     result = ProduceResponse(responses=responses, throttle_time_ms=0)
     if not waits:
         return result
-    return _await_flushes(ctx, result, waits)
+    return waiting(_await_flushes(ctx, result, waits))
 
 
 async def _await_flushes(ctx: RequestContext, result: ProduceResponse,

@@ -152,6 +152,7 @@ async def test_append_between_fetch_and_its_first_wait_still_wakes_it(app: Broke
     """The long-poll coroutine starts a loop turn after the handler returns; an append in that gap
     must not be missed (it was: fetches then slept for all of max_wait_ms)."""
     from pybroker.broker.context import RequestContext
+    from pybroker.broker.dispatch import Waiting
     from pybroker.broker.handlers.fetch import handle_fetch
     from pybroker.broker.handlers.produce import handle_produce
 
@@ -160,7 +161,9 @@ async def test_append_between_fetch_and_its_first_wait_still_wakes_it(app: Broke
 
     first = handle_produce(ctx(0, 9), _produce("gap", bytearray(_records(1)), acks=1))
     assert _partition(first).error_code == 0
-    pending = handle_fetch(ctx(1, 12), _fetch("gap", offset=1, max_wait=30_000, min_bytes=1))
+    answer = handle_fetch(ctx(1, 12), _fetch("gap", offset=1, max_wait=30_000, min_bytes=1))
+    assert isinstance(answer, Waiting)  # a long-poll is a pure wait: the connection may go on meanwhile
+    pending = answer.awaitable
     assert asyncio.iscoroutine(pending)
     handle_produce(ctx(0, 9), _produce("gap", bytearray(_records(2)), acks=1))  # before the coroutine ever runs
     fetched = await asyncio.wait_for(pending, 5)
