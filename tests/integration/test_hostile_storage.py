@@ -183,6 +183,13 @@ def test_a_topic_an_older_version_let_in_does_not_undo_the_others_delete_records
             assert _earliest(client, topic) == 6
             assert _read(client, topic, 0, 6) == list(enumerate(values))[6:]
             assert _read(client, "evil\n", 0, 0) == [(0, b"old")]
+    with _client(proc) as client:  # and the operator can delete it
+        answer = client.call(DeleteTopicsRequest(topic_names=["evil\n"], timeout_ms=10_000), 3)
+        assert answer is not None and answer.responses[0].error_code == ErrorCode.NONE, answer
+    proc.restart()
+    assert not [p.name for p in data_dir.iterdir() if p.name.startswith("evil")]
+    with _client(proc) as client:
+        assert "evil\n" not in _metadata_codes(client, None) and _earliest(client, topic) == 6
 
 
 # -- item 3 ---------------------------------------------------------------------------------------------
