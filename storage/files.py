@@ -4,11 +4,21 @@
 Small metadata files (checkpoints, topic metadata, meta.properties, snapshots) are replaced atomically:
 temp file, fsync, rename over the old one, fsync the directory, so a crash leaves the old or the new
 file and never half of one.
+
+Several threads rewrite the same files (DeleteRecords, retention and checkpoint passes run on worker
+threads), so each replacement takes the path's own writer lock and writes a temp file of a name no other
+writer uses (`<file>.<random>.tmp`): two writers never truncate or rename each other's temp file, and
+the rename that lands last is the whole of one writer's content. A crash can leave temp files behind;
+`remove_temp_files` deletes them at startup (every temp name ends in `.tmp`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import threading
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -40,16 +50,63 @@ def fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
+class _PathLocks:
+    """One lock per file path, kept only while someone holds or waits for it (snapshot paths are many)."""
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self._entries: dict[str, tuple[threading.Lock, list[int]]] = {}
+
+    @contextlib.contextmanager
+    def hold(self, path: Path) -> Iterator[None]:
+        key = os.path.abspath(path)
+        with self._guard:
+            lock, users = self._entries.setdefault(key, (threading.Lock(), [0]))
+            users[0] += 1
+        try:
+            with lock:
+                yield
+        finally:
+            with self._guard:
+                users[0] -= 1
+                if not users[0]:
+                    del self._entries[key]
+
+
+_writers = _PathLocks()
+
+
+def temp_path(path: Path) -> Path:
+    """A temp file name beside `path` that no other writer uses, removable at startup (`.tmp` suffix)."""
+    return path.with_name(f"{path.name}.{uuid.uuid4().hex[:16]}{TEMP_SUFFIX}")
+
+
 def atomic_write(path: Path, data: bytes, *, sync: bool = True) -> None:
-    """Replace `path` with `data` all at once; with `sync`, durably."""
-    tmp = path.with_name(path.name + TEMP_SUFFIX)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        write_fully(fd, data)
+    """Replace `path` with `data` all at once; with `sync`, durably. One writer per path at a time."""
+    with _writers.hold(path):
+        tmp = temp_path(path)
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            try:
+                write_fully(fd, data)
+                if sync:
+                    os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+            raise
         if sync:
-            os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
-    if sync:
-        fsync_dir(path.parent)
+            fsync_dir(path.parent)
+
+
+def remove_temp_files(directory: Path) -> int:
+    """Delete the temp files that interrupted `atomic_write`s left in `directory`; how many there were."""
+    removed = 0
+    for child in directory.iterdir():
+        if child.name.endswith(TEMP_SUFFIX) and child.is_file():
+            child.unlink(missing_ok=True)
+            removed += 1
+    return removed

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import IO
 
 from pybroker.protocol.records.batch import BatchHeader, parse_header, patch_base_offset, patch_leader_epoch
+from pybroker.storage.dir_names import renamed_dir_name
 from pybroker.storage.errors import LogClosedError, OffsetOutOfRange
 from pybroker.storage.files import fsync_dir
 from pybroker.storage.flush_timing import report_flush
@@ -467,14 +468,15 @@ class Log:
         self.release_retired()
 
     def delete(self) -> None:
-        """Remove the partition: rename its dir to Kafka's `<dir>.<uuid>-delete` (atomic), then remove
-        it. The `.log` files stay open until `release_retired` (regions already handed out)."""
+        """Remove the partition: rename its dir to Kafka's `<dir>.<uuid>-delete` (atomic; the topic part
+        cut short for long names), then remove it. The `.log` files stay open until `release_retired`
+        (regions already handed out)."""
         with self._flush_lock:
             if self._closed:
                 return
             self._closed = True
             self._retire(self._segments, self._clock())
-        doomed = self.dir.with_name(f"{self.dir.name}.{uuid.uuid4().hex}{DELETE_SUFFIX}")
+        doomed = self.dir.with_name(renamed_dir_name(self.dir.name, DELETE_SUFFIX))
         try:
             os.rename(self.dir, doomed)
         except FileNotFoundError:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pybroker.storage.checkpoints import LOG_START_OFFSET, RECOVERY_POINT, read_checkpoint, write_checkpoint
+from pybroker.storage.dir_names import renamed_dir_name
 from pybroker.storage.errors import (
     InvalidPartitionsError,
     InvalidTopicError,
@@ -30,7 +31,7 @@ from pybroker.storage.errors import (
     TopicExistsError,
     UnknownTopicError,
 )
-from pybroker.storage.files import fsync_dir
+from pybroker.storage.files import fsync_dir, remove_temp_files
 from pybroker.storage.flusher import Flusher
 from pybroker.storage.log import Log, wall_clock_ms
 from pybroker.storage.log_config import LogConfig
@@ -53,11 +54,14 @@ from pybroker.storage.topic_store import (
 
 __all__ = ["LogManager", "RecoveryStats", "TopicInfo", "validate_topic_name"]
 
-PARTITION_DIR = re.compile(r"^(?P<topic>[a-zA-Z0-9._-]+)-(?P<partition>\d+)$")
+#: `<topic>-<partition>`, matched whole (`fullmatch`); any topic text, so a topic an older version let in
+#: with an illegal name (say, ending in a newline) still finds its data
+PARTITION_DIR = re.compile(r"(?P<topic>.+)-(?P<partition>[0-9]+)", re.DOTALL)
 DELETE_SUFFIX = "-delete"
 STRAY_SUFFIX = "-stray"
 MAX_TOPIC_LENGTH = 249
-_LEGAL_CHARS = re.compile(r"^[a-zA-Z0-9._-]*$")
+#: Kafka's `Topic.LEGAL_CHARS`, always used with `fullmatch` (`$` would also match before a final newline)
+_LEGAL_CHARS = re.compile(r"[a-zA-Z0-9._-]*")
 
 #: Kafka's topic-name rules (`Topic.validate`), in order, with Kafka's messages
 _TOPIC_NAME_RULES: list[tuple[Callable[[str], bool], str]] = [
@@ -65,7 +69,7 @@ _TOPIC_NAME_RULES: list[tuple[Callable[[str], bool], str]] = [
     (lambda name: name in (".", ".."), 'Topic name cannot be "." or ".."'),
     (lambda name: len(name) > MAX_TOPIC_LENGTH,
      "Topic name is illegal, it can't be longer than 249 characters, topic name: {name}"),
-    (lambda name: not _LEGAL_CHARS.match(name),
+    (lambda name: not _LEGAL_CHARS.fullmatch(name),
      "Topic name \"{name}\" is illegal, it contains a character other than ASCII alphanumerics, '.', '_' "
      "and '-'"),
 ]
@@ -106,6 +110,9 @@ class LogManager:
         self._by_id: dict[uuid.UUID, TopicInfo] = {}
         self._flushers: dict[Path, Flusher] = {}
         self._store = TopicStore(self.dirs)
+        #: one checkpoint pass at a time, each reading the offsets it writes under the lock, so a pass
+        #: that read older offsets can never land after a newer one (DeleteRecords would come undone)
+        self._checkpoint_lock = threading.Lock()
         self._running = False
         #: deleted logs whose files stay open for reads already handed out (see `Log.delete`)
         self._deleted: list[Log] = []
@@ -122,6 +129,7 @@ class LogManager:
             for directory in self.dirs:
                 directory.mkdir(parents=True, exist_ok=True)
                 self._locks.append(lock_dir(directory))
+                remove_temp_files(directory)  # of rewrites a crash interrupted (partition dirs: the loader)
             self.cluster_id = ensure_meta_properties(self.dirs, self.node_id)
             self._topics = self._store.load()
             self._by_id = {info.topic_id: info for info in self._topics.values()}
@@ -160,9 +168,9 @@ class LogManager:
             if child.name.endswith(DELETE_SUFFIX):  # a deletion that a crash interrupted
                 shutil.rmtree(child, ignore_errors=True)
                 continue
-            match = PARTITION_DIR.match(child.name)
-            if match is None:
-                continue
+            match = PARTITION_DIR.fullmatch(child.name)
+            if match is None or not (_LEGAL_CHARS.fullmatch(match["topic"]) or match["topic"] in self._topics):
+                continue  # not a partition dir (an illegal name is one only if a topic has it)
             key = (match["topic"], int(match["partition"]))
             info = self._topics.get(key[0])
             owner = read_partition_metadata(child)
@@ -368,7 +376,11 @@ class LogManager:
         self.failures.report(directory, exc)
 
     def checkpoint(self) -> None:
-        """Write every dir's recovery points and log start offsets (safe from a worker thread)."""
+        """Write every dir's recovery points and log start offsets (safe from any thread)."""
+        with self._checkpoint_lock:
+            self._write_checkpoints()
+
+    def _write_checkpoints(self) -> None:
         logs = list(self._logs.items())
         dir_of = dict(self._dir_of)
         for directory in self.dirs:
@@ -423,5 +435,5 @@ class LogManager:
 
 
 def _set_aside(path: Path) -> None:
-    """Rename a partition dir nobody claims to Kafka's stray form, keeping its data."""
-    path.rename(path.with_name(f"{path.name}.{uuid.uuid4().hex}{STRAY_SUFFIX}"))
+    """Rename a partition dir nobody claims to Kafka's stray form (at most 255 bytes), keeping its data."""
+    path.rename(path.with_name(renamed_dir_name(path.name, STRAY_SUFFIX)))

@@ -7,8 +7,9 @@ given out, so a crash can skip ids but never reuse one.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
+
+from pybroker.storage.files import atomic_write
 
 BLOCK_SIZE = 1000
 FILE_NAME = "producer-id-block"
@@ -29,17 +30,7 @@ class ProducerIdBlock:
             raise OSError(f"{self._path} is corrupt") from None
 
     def _write(self, value: int) -> None:
-        tmp = self._path.with_suffix(".tmp")
-        with open(tmp, "w") as handle:
-            handle.write(f"{value}\n")
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, self._path)
-        dir_fd = os.open(self._path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+        atomic_write(self._path, f"{value}\n".encode())
 
     def next_id(self) -> int:
         if self._next >= self._block_end:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import threading
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -74,6 +75,7 @@ class TopicStore:
     def __init__(self, dirs: list[Path]) -> None:
         self.dirs = dirs
         self.version = 0
+        self._lock = threading.Lock()
         #: offline dirs are skipped on save (the log manager wires in its failure channel)
         self.is_online: Callable[[Path], bool] = lambda directory: True
         self.on_error: Callable[[Path, OSError], object] = _raise
@@ -105,6 +107,12 @@ class TopicStore:
         return best
 
     def save(self, topics: dict[str, TopicInfo]) -> None:
+        """Write `topics` to every online dir. One save at a time: the one that starts last serialises
+        the newest state and writes it last, under the highest version."""
+        with self._lock:
+            self._save(topics)
+
+    def _save(self, topics: dict[str, TopicInfo]) -> None:
         self.version += 1
         data = json.dumps({
             "version": self.version,

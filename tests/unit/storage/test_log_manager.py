@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pybroker.storage.checkpoints import read_checkpoint, write_checkpoint
+from pybroker.storage.checkpoints import read_checkpoint
 from pybroker.storage.errors import (
     InvalidPartitionsError,
     InvalidTopicError,
@@ -175,18 +175,6 @@ def test_a_lost_partition_dir_is_recreated_empty(tmp_path: Path) -> None:
     log = again.get_log("t", 1)
     assert log is not None and log.log_end_offset == 0
     again.shutdown()
-
-
-def test_checkpoint_files_round_trip(tmp_path: Path) -> None:
-    path = tmp_path / "recovery-point-offset-checkpoint"
-    write_checkpoint(path, {("a", 0): 5, ("b-c", 12): 7})
-    assert path.read_text() == "0\n2\na 0 5\nb-c 12 7\n"
-    assert read_checkpoint(path) == {("a", 0): 5, ("b-c", 12): 7}
-    assert not list(tmp_path.glob("*.tmp"))
-    for broken in ("0\n3\na 0 1\n", "1\n0\n", "", "0\nx\n", "\xff"):
-        path.write_text(broken)
-        assert read_checkpoint(path) == {}
-    assert read_checkpoint(tmp_path / "missing") == {}
 
 
 def test_kafka_uuid_text_form() -> None:
