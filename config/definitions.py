@@ -70,11 +70,13 @@ BROKER_DEFS: tuple[ConfigDef, ...] = (
     _b("socket.request.max.bytes", "int", 104_857_600, "Largest request the broker reads.", at_least(1)),
     # -- connections: memory, limits and timeouts (Kafka's SocketServer keys) --
     _b("queued.max.request.bytes", "long", 209_715_200,
-       "Request bytes held in memory across all connections (partly received frames and requests "
-       "waiting to be handled); a connection whose next frame does not fit stops being read until "
-       "memory is released. Frames up to 64 KiB are always admitted. Kafka's default is -1 (no limit); "
-       "ours is two requests of the largest size (socket.request.max.bytes), so clients that start "
-       "huge requests and stall cannot take the node's memory. -1: no limit.", _minus_one_or_positive),
+       "Request bytes held in memory across all connections (frames being received and requests waiting "
+       "to be handled); a connection whose next frame does not fit is not read until memory is released, "
+       "first come first served. Frames up to 64 KiB are always admitted; a frame larger than the whole "
+       "budget is admitted when no other large frame is held. Kafka's default is -1 (no limit), which let "
+       "8 stalled 100 MB requests take 800 MB; ours, 200 MiB, holds two requests of the default largest "
+       "size (socket.request.max.bytes) and is under 1% of a 24 GiB node. -1: no limit.",
+       _minus_one_or_positive),
     _b("connections.max.idle.ms", "long", 600_000,
        "Close a connection that sent nothing and has no request in progress for this long; a frame "
        "that stops arriving half way is closed after min(30 s, this).", at_least(1)),
