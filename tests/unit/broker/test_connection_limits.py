@@ -13,8 +13,9 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+from prometheus_client import REGISTRY
+
 from pybroker.broker.app import BrokerApp
-from pybroker.broker.metrics.connections import CONNECTIONS_EXPIRED, CONNECTIONS_REFUSED
 from pybroker.config.broker_config import BrokerConfig
 from pybroker.protocol.api_keys import ApiKey
 from pybroker.protocol.frames import encode_request
@@ -39,6 +40,10 @@ async def _broker(tmp_path: Path, overrides: Mapping[str, str]) -> AsyncIterator
 
 
 _OPENED: list[RawClient] = []
+
+
+def _count(family: str, reason: str) -> float:
+    return REGISTRY.get_sample_value(family, {"reason": reason}) or 0.0
 
 
 async def _client(app: BrokerApp) -> RawClient:
@@ -112,20 +117,20 @@ async def test_a_frame_larger_than_the_whole_pool_is_served_when_nothing_else_is
 
 
 async def test_a_stalled_frame_is_closed_and_its_memory_released(tmp_path: Path) -> None:
-    before = CONNECTIONS_EXPIRED.labels("stalled_frame")._value.get()
+    before = _count("pybroker_connections_expired_total", "stalled_frame")
     async with _broker(tmp_path, {"connections.max.idle.ms": "400"}) as app:
         client = await _client(app)
         client.writer.write(struct.pack(">i", 200_000) + b"\0" * 100_000)
         await _eventually(lambda: app.state.guard.pool.used == 200_000)
         assert await _closed(client)
         await _eventually(lambda: app.state.guard.pool.used == 0)
-    assert CONNECTIONS_EXPIRED.labels("stalled_frame")._value.get() == before + 1
+    assert _count("pybroker_connections_expired_total", "stalled_frame") == before + 1
 
 
 async def test_idle_connections_are_closed_but_not_while_a_request_is_in_progress(tmp_path: Path) -> None:
     from pybroker.protocol.messages.fetch import FetchPartition, FetchRequest, FetchTopic
 
-    before = CONNECTIONS_EXPIRED.labels("idle")._value.get()
+    before = _count("pybroker_connections_expired_total", "idle")
     async with _broker(tmp_path, {"connections.max.idle.ms": "300"}) as app:
         idle = await _client(app)
         polling = await _client(app)
@@ -139,11 +144,11 @@ async def test_idle_connections_are_closed_but_not_while_a_request_is_in_progres
         answer = await polling.call(fetch, 12, timeout=5)  # the long poll outlives the idle timeout
         assert answer is not None and time.monotonic() - started > 0.3
         assert await _closed(polling, timeout=3)
-    assert CONNECTIONS_EXPIRED.labels("idle")._value.get() >= before + 2
+    assert _count("pybroker_connections_expired_total", "idle") >= before + 2
 
 
 async def test_connections_over_the_per_ip_limit_are_closed_at_once(tmp_path: Path) -> None:
-    before = CONNECTIONS_REFUSED.labels("max.connections.per.ip")._value.get()
+    before = _count("pybroker_connections_refused_total", "max.connections.per.ip")
     async with _broker(tmp_path, {"max.connections.per.ip": "3"}) as app:
         clients = [await _client(app) for _ in range(3)]
         extra = await _client(app)
@@ -156,7 +161,7 @@ async def test_connections_over_the_per_ip_limit_are_closed_at_once(tmp_path: Pa
         assert await _serves(again)
         for client in (*clients[1:], again):
             client.close()
-    assert CONNECTIONS_REFUSED.labels("max.connections.per.ip")._value.get() == before + 1
+    assert _count("pybroker_connections_refused_total", "max.connections.per.ip") == before + 1
 
 
 async def test_per_ip_overrides_and_the_broker_wide_limit(tmp_path: Path) -> None:
