@@ -6,7 +6,9 @@ difference in durability: pybroker fsyncs before it acknowledges acks=all, Tansu
 in memory (`memory://`), so Tansu does strictly less work per record.
 
 Phases, per broker: produce N records of 100 B, then N of 1 KiB (msgs/s, MB/s of payload); consume each
-set back from offset 0; then end-to-end latency (p50/p99) at a fixed moderate rate. Tansu is fetched
+set back from offset 0; then end-to-end latency (p50/p99) at a fixed moderate rate. Then, on pybroker
+alone, its RSS under the big-frame attack (`bench/big_frames.py`: 8 connections each sending 95 MB of a
+100 MB request and stalling) beside its idle RSS, with the default settings. Tansu is fetched
 once with pip into the git-ignored `bench/.cache/`; if it cannot be had, pybroker runs alone.
 
     .venv/bin/python bench/run.py [--records N] [--only pybroker|tansu] [--skip-tansu]
@@ -28,6 +30,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
+from bench.big_frames import measure as measure_big_frames  # noqa: E402
 from bench.load import (  # noqa: E402
     CONSUMER_SETTINGS,
     LATENCY_PRODUCER_SETTINGS,
@@ -186,6 +189,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--skip-tansu", action="store_true", help="pybroker only (same as --only pybroker)")
     parser.add_argument("--latency-rate", type=int, default=1000, help="msgs/s in the latency phase")
     parser.add_argument("--latency-seconds", type=float, default=10.0, help="length of the latency phase")
+    parser.add_argument("--skip-memory", action="store_true", help="skip the big-frame memory attack")
     args = parser.parse_args(argv)
     if args.records < 1 or args.partitions < 1 or args.latency_rate < 1 or args.latency_seconds <= 0:
         parser.error("--records, --partitions, --latency-rate and --latency-seconds must be positive")
@@ -202,16 +206,23 @@ def main(argv: list[str] | None = None) -> int:
     print_settings(args)
     started = time.monotonic()
     results: dict[str, BrokerResult] = {}
+    memory: list[str] = []
     try:
         with tempfile.TemporaryDirectory(prefix="pybroker-bench-") as tmp:
             for name in names:
                 results[name] = bench_one(name, args, Path(tmp))
+            if "pybroker" in names and not args.skip_memory:
+                print("  [pybroker] big-frame attack: 8 x 95 MB of a 100 MB request ...", flush=True)
+                memory = measure_big_frames(Path(tmp) / "big-frames").lines(8, 100, 95)
     finally:
         kill_all()
     for result in results.values():
         print_table(result)
     if "pybroker" in results and "tansu" in results:
         print_ratios(results["pybroker"], results["tansu"])
+    if memory:
+        print("\n== pybroker memory under the big-frame attack (default settings) ==")
+        print("\n".join(memory))
     print(f"\nbenchmark took {time.monotonic() - started:.0f} s")
     return 1 if any(r.error and not r.error.startswith("not fetched") for r in results.values()) else 0
 

@@ -61,6 +61,7 @@ class BrokerApp:
         log.info("logs loaded", seconds=round(time.monotonic() - started, 3), cluster_id=self.state.cluster_id,
                  partitions=len(self.state.logs.logs()))
         self.state.groups.start()
+        self.state.guard.start(self.state.connections)
         loop = asyncio.get_running_loop()
         for listener in self.config.listeners:
             _, host, port = parse_listener(listener)
@@ -162,6 +163,7 @@ class BrokerApp:
         for server in self.servers:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(server.wait_closed(), 2)
+        await self.state.guard.stop()
         await asyncio.to_thread(self.state.cleaner.shutdown)  # before the logs close under it
         await asyncio.to_thread(self.state.logs.shutdown)
         await self.metrics.stop()

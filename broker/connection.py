@@ -1,28 +1,38 @@
 """One Kafka client connection: frames in, handlers run, responses out in request order.
 
-Requests are decoded and started in arrival order, so anything a handler does before its first await
-(an append, a log read) happens in the order the client sent it; responses are written strictly in that
-order too, while slow ones (a produce waiting for fsync, a fetch long-poll) let later requests start.
-Backpressure both ways: reading pauses when too many responses are pending or when the transport's
-write buffer is full (the client is not reading), and resumes when they drain.
+A connection's requests take effect in the order the client sent them, as in Kafka. A handler that
+returns a bare awaitable is still doing work (off the loop, say): the connection starts none of its later
+requests until that completes; frames already received wait in order, and reading pauses so no more
+pile up. A handler that returns `waiting(...)` has done its work and only its answer waits (a produce
+waiting for fsync, a fetch long-poll, a group join), so the next request starts at once. Either way
+responses are written strictly in request order.
+
+Backpressure: reading pauses when too many responses are pending, when the transport's write buffer is
+full (the client is not reading), while a request is still working, and while the next frame waits for
+the broker's request memory pool (`queued.max.request.bytes`); it resumes when the cause is gone.
 
 Bad input never reaches a traceback: an oversized or negative size prefix, an unknown API key, an
 unsupported version (but ApiVersions, which gets Kafka's v0 fallback answer) or undecodable bytes close
-the connection with one log line.
+the connection with one log line (rate-limited per kind, so a fuzzer cannot fill the disk). So does a
+connection over `max.connections` / `max.connections.per.ip`, or silent past its timeouts.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import inspect
 import socket
+import time
 from collections import deque
 from typing import TYPE_CHECKING, Any, cast
 
 from pybroker.broker.context import RequestContext
 from pybroker.broker.dispatch import REGISTRY, Waiting, supported_versions
 from pybroker.broker.logs import get_logger
+from pybroker.broker.memory_pool import SMALL_FRAME_BYTES
+from pybroker.broker.metrics.connections import CONNECTIONS_EXPIRED, CONNECTIONS_REFUSED
 from pybroker.broker.metrics.names import api_name
 from pybroker.broker.metrics.requests import REQUEST_METRICS
 from pybroker.broker.writer import ChunkWriter
@@ -39,12 +49,15 @@ from pybroker.protocol.frames import (
 from pybroker.protocol.framing import FrameDecoder, FrameError
 
 if TYPE_CHECKING:
+    from pybroker.broker.connection_guard import ConnectionGuard
     from pybroker.broker.state import BrokerState
 
 log = get_logger("pybroker.connection")
 
 #: pause reading when this many responses are waiting to be written
 MAX_PENDING = 128
+#: bytes of a frame's start shown in the warning about an undecodable request
+HEAD_BYTES_LOGGED = 32
 
 
 class _Pending:
@@ -68,18 +81,40 @@ class _Pending:
 class KafkaConnection(asyncio.Protocol):
     def __init__(self, state: BrokerState) -> None:
         self.state = state
-        self.decoder = FrameDecoder(int(state.config.get("socket.request.max.bytes")))
+        self.guard: ConnectionGuard = state.guard
+        self.decoder = FrameDecoder(int(state.config.get("socket.request.max.bytes")), self._admit)
         self.pending: deque[_Pending] = deque()
         self.transport: asyncio.Transport | None = None
         self.writer: ChunkWriter | None = None
         self.peer = "?"
         self.closed = False
+        self._ip: str | None = None  # set once the connection holds a slot of the connection limits
         self._paused_for_pending = False
         self._paused_for_writes = False
+        self._paused_for_memory = False  # the next frame waits for the request memory pool
+        self._reading = True
+        #: a request's work in progress (a bare awaitable): nothing later starts until it completes
+        self._busy: asyncio.Future[Any] | None = None
+        self._backlog: deque[bytearray] = deque()  # frames received while busy, in order
+        # bytes charged to the memory pool for frames not yet handled (small and large frames apart)
+        self._held_small = 0
+        self._held_large = 0
+        self._last_read = self._last_active = time.monotonic()
 
     # -- transport callbacks -------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)  # uvloop's transports are not subclasses
+        peer = transport.get_extra_info("peername")
+        self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
+        ip = str(peer[0]) if isinstance(peer, tuple) else str(peer)
+        refused = self.guard.limits.acquire(ip)
+        if refused is not None:
+            CONNECTIONS_REFUSED.labels(refused).inc()
+            self.guard.warnings.warning("connection refused", "connection refused", peer=self.peer, limit=refused)
+            self.closed = True
+            self.transport.abort()
+            return
+        self._ip = ip
         sock = transport.get_extra_info("socket")
         if sock is not None:
             # Kafka's socket.{send,receive}.buffer.bytes: bounded kernel buffers make backpressure real
@@ -90,17 +125,27 @@ class KafkaConnection(asyncio.Protocol):
                     with contextlib.suppress(OSError):
                         sock.setsockopt(socket.SOL_SOCKET, option, size)
         self.writer = ChunkWriter(self.transport)
-        peer = transport.get_extra_info("peername")
-        self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
         self.state.connections.add(self)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
         self.state.connections.discard(self)
+        if self._ip is not None:
+            self.guard.limits.release(self._ip)
+            self._ip = None
         for entry in self.pending:
             if isinstance(entry.result, asyncio.Future) and not entry.result.done():
                 entry.result.cancel()
         self.pending.clear()
+        if self._busy is not None and not self._busy.done():
+            self._busy.cancel()
+        self._backlog.clear()
+        self.decoder.clear()  # the transport may keep us alive a while: the bytes must not stay with us
+        # whatever this connection still held (a frame half received, frames never handled) goes back
+        pool = self.guard.pool
+        pool.forget(self)
+        pool.release_held(self._held_small, self._held_large)
+        self._held_small = self._held_large = 0
 
     def pause_writing(self) -> None:
         self._paused_for_writes = True
@@ -112,19 +157,62 @@ class KafkaConnection(asyncio.Protocol):
         self._flush()
 
     def data_received(self, data: bytes) -> None:
+        self._last_read = self._last_active = time.monotonic()
+        self._feed(data)
+
+    def eof_received(self) -> bool | None:
+        return None
+
+    # -- frames and the memory pool ------------------------------------------------------------
+    def _feed(self, data: bytes) -> None:
+        if self.closed:
+            return
         try:
             frames = self.decoder.feed(data)
         except FrameError as exc:
             self._abort("bad frame", reason=str(exc))
             return
+        self._paused_for_memory = self.decoder.blocked
         for frame in frames:
             if self.closed:
-                return
-            self._handle(frame)
+                return  # what these frames hold is given back in connection_lost
+            if self._busy is not None or self._backlog:
+                self._backlog.append(frame)
+            else:
+                self._run(frame)
         self._flush()
+        self._update_reading()
 
-    def eof_received(self) -> bool | None:
-        return None
+    def _admit(self, size: int) -> bool:
+        """The decoder's question, once a frame's size is known: may `size` bytes be held now?"""
+        if not self.guard.pool.try_allocate(size, self, self._memory_available):
+            return False
+        if size <= SMALL_FRAME_BYTES:
+            self._held_small += size
+        else:
+            self._held_large += size
+        return True
+
+    def _memory_available(self) -> None:
+        """The pool has room for the frame we are holding back: take it, and read on."""
+        if not self.closed and self.decoder.blocked:
+            self._feed(b"")
+
+    def _release(self, size: int) -> None:
+        if size <= SMALL_FRAME_BYTES:
+            self._held_small -= size
+        else:
+            self._held_large -= size
+        self.guard.pool.release(size)
+
+    def _run(self, frame: bytearray) -> None:
+        """Handle one frame; its memory goes back to the pool once the handler has it."""
+        try:
+            self._handle(frame)
+        finally:
+            if not self.closed:
+                self._release(len(frame))
+            # a closed connection gives back everything at once in connection_lost
 
     # -- requests ------------------------------------------------------------------------------
     def _handle(self, frame: bytearray) -> None:
@@ -140,7 +228,8 @@ class KafkaConnection(asyncio.Protocol):
         except DecodeError as exc:
             peeked = _peek(frame)
             REQUEST_METRICS.error(peeked[0] if peeked else -1, "UNDECODABLE_REQUEST")
-            self._abort("undecodable request", reason=str(exc), header=peeked, head=bytes(frame[:64]).hex())
+            self._abort("undecodable request", reason=str(exc), header=peeked,
+                        head=bytes(frame[:HEAD_BYTES_LOGGED]).hex())
             return
         spec = REGISTRY.get(header.api_key)
         if spec is None or not spec.serves(header.api_version):
@@ -160,14 +249,36 @@ class KafkaConnection(asyncio.Protocol):
         if result is None:
             REQUEST_METRICS.answered(header.api_key, started, None)
             return  # acks=0: Kafka sends nothing back
-        if isinstance(result, Waiting):
+        work = not isinstance(result, Waiting)
+        if not work:
             result = result.awaitable
+        entry = _Pending(header.api_key, header.api_version, header.correlation_id, result, started,
+                         header.client_id)
         if inspect.isawaitable(result):
             future = asyncio.ensure_future(result)
-            future.add_done_callback(self._on_done)
-            result = future
-        self._enqueue(_Pending(header.api_key, header.api_version, header.correlation_id, result, started,
-                               header.client_id))
+            entry.result = future
+            if work:
+                # work in progress: later requests of this connection wait for it
+                self._busy = future
+                future.add_done_callback(functools.partial(self._work_done, entry))
+                self._update_reading()
+            else:
+                future.add_done_callback(self._on_done)
+        self._enqueue(entry)
+
+    def _work_done(self, entry: _Pending, future: asyncio.Future[Any]) -> None:
+        """The request that held this connection completed: start the frames that waited behind it."""
+        self._busy = None
+        if self.closed:
+            return
+        if future.cancelled() or future.exception() is not None:
+            # later requests must not take effect after a failed one: close now, before they start
+            self._failed(entry, None if future.cancelled() else future.exception())
+            return
+        while self._backlog and self._busy is None and not self.closed:
+            self._run(self._backlog.popleft())
+        self._flush()
+        self._update_reading()
 
     def _unsupported(self, api_key: int, version: int, correlation_id: int) -> None:
         """Kafka's answer to a version we do not serve: ApiVersions gets the v0 fallback, the rest a close."""
@@ -189,25 +300,29 @@ class KafkaConnection(asyncio.Protocol):
         if not self.closed:
             self._flush()
 
+    def _failed(self, entry: _Pending, exc: BaseException | None) -> None:
+        REQUEST_METRICS.error(entry.api_key, "HANDLER_FAILED")
+        log.error("handler failed", api=api_name(entry.api_key), api_key=entry.api_key,
+                  api_version=entry.version, client_id=entry.client_id, peer=self.peer,
+                  error=repr(exc), exc_info=exc)
+        self._close()
+
     def _flush(self) -> None:
         """Write every response at the head of the queue that is ready, in request order."""
         writer = self.writer
         if writer is None or self.closed:
             return
+        wrote = False
         while self.pending and self.pending[0].ready():
             entry = self.pending.popleft()
             result = entry.result
             if isinstance(result, asyncio.Future):
                 if result.cancelled() or result.exception() is not None:
-                    exc = None if result.cancelled() else result.exception()
-                    REQUEST_METRICS.error(entry.api_key, "HANDLER_FAILED")
-                    log.error("handler failed", api=api_name(entry.api_key), api_key=entry.api_key,
-                              api_version=entry.version, client_id=entry.client_id, peer=self.peer,
-                              error=repr(exc), exc_info=exc)
-                    self._close()
+                    self._failed(entry, None if result.cancelled() else result.exception())
                     return
                 result = result.result()
             REQUEST_METRICS.answered(entry.api_key, entry.started, result)
+            wrote = True
             if isinstance(result, bytes | bytearray):
                 writer.write([result])
                 continue
@@ -219,6 +334,8 @@ class KafkaConnection(asyncio.Protocol):
                 self._close()
                 return
             writer.write(chunks)
+        if wrote:
+            self._last_active = time.monotonic()
         if self._paused_for_pending and len(self.pending) < MAX_PENDING // 2:
             self._paused_for_pending = False
             self._update_reading()
@@ -226,13 +343,33 @@ class KafkaConnection(asyncio.Protocol):
     def _update_reading(self) -> None:
         if self.transport is None or self.closed:
             return
-        if self._paused_for_pending or self._paused_for_writes:
-            self.transport.pause_reading()
-        else:
+        reading = not (self._paused_for_pending or self._paused_for_writes or self._paused_for_memory
+                       or self._busy is not None)
+        if reading == self._reading:
+            return
+        self._reading = reading
+        if reading:
+            self._last_read = time.monotonic()  # time paused by us is not the client's silence
             self.transport.resume_reading()
+        else:
+            self.transport.pause_reading()
+
+    # -- timeouts (called by the guard's sweeper) ----------------------------------------------
+    def expire_if_silent(self, now: float, idle_s: float, stalled_s: float) -> None:
+        """Close when a frame stopped arriving half way, or when idle with nothing in progress."""
+        if self.closed:
+            return
+        if self.decoder.partial_size and self._reading and now - self._last_read > stalled_s:
+            CONNECTIONS_EXPIRED.labels("stalled_frame").inc()
+            self._abort("stalled frame", seconds=round(now - self._last_read, 1),
+                        frame_size=self.decoder.partial_size)
+        elif not self.pending and self._busy is None and not self._backlog and now - self._last_active > idle_s:
+            CONNECTIONS_EXPIRED.labels("idle").inc()
+            log.debug("closing idle connection", peer=self.peer, idle_s=round(now - self._last_active, 1))
+            self._close()
 
     def _abort(self, event: str, **context: Any) -> None:
-        log.warning(f"closing connection: {event}", peer=self.peer, **context)
+        self.guard.warnings.warning(event, f"closing connection: {event}", peer=self.peer, **context)
         self._close()
 
     def _close(self) -> None:

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from pybroker.broker.connection_guard import ConnectionGuard
 from pybroker.broker.dynamic_configs import DynamicBrokerConfigs
 from pybroker.broker.groups.service import GroupService
 from pybroker.broker.log_cleaner import build_cleaner, cleaner_settings, follow_dynamic_configs
@@ -43,6 +44,7 @@ class BrokerState:
         self.purgatory = Purgatory()
         self.traffic = TopicTraffic()  # per-topic bytes and messages, for the metrics
         self.connections: set[Any] = set()
+        self.guard = ConnectionGuard(config)  # request memory, connection limits and timeouts
         _, host, port = parse_listener(config.advertised_listeners[0])
         self.advertised_host = host or "127.0.0.1"
         self.advertised_port = port

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from pybroker.config.host_counts import host_counts
 from pybroker.config.types import LONG_MAX, Validator, at_least, between, each_of, one_of
 
 HOUR_MS = 3_600_000
@@ -46,6 +47,13 @@ def _t(key: str, type_: str, default: Any, doc: str, synonyms: tuple[tuple[str, 
     return ConfigDef(key, type_, default, doc, "topic", validator, True, synonyms)
 
 
+def _minus_one_or_positive(value: Any) -> str | None:
+    return None if value is None or value == -1 or value >= 1 else "must be -1 or at least 1"
+
+
+_minus_one_or_positive.__doc__ = "-1 or [1,...]"
+
+
 BROKER_DEFS: tuple[ConfigDef, ...] = (
     _b("node.id", "int", 1, "The node id of this broker (also accepted as broker.id).", at_least(0)),
     _b("broker.id", "int", -1, "Old name of node.id; used when node.id is not set.", at_least(-1)),
@@ -60,6 +68,25 @@ BROKER_DEFS: tuple[ConfigDef, ...] = (
     _b("auto.create.topics.enable", "boolean", True, "Create a topic when Metadata or Produce names it."),
     _b("delete.topic.enable", "boolean", True, "Allow DeleteTopics."),
     _b("socket.request.max.bytes", "int", 104_857_600, "Largest request the broker reads.", at_least(1)),
+    # -- connections: memory, limits and timeouts (Kafka's SocketServer keys) --
+    _b("queued.max.request.bytes", "long", 209_715_200,
+       "Request bytes held in memory across all connections (frames being received and requests waiting "
+       "to be handled); a connection whose next frame does not fit is not read until memory is released, "
+       "first come first served. Frames up to 64 KiB are always admitted; a frame larger than the whole "
+       "budget is admitted when no other large frame is held. Kafka's default is -1 (no limit), which let "
+       "8 stalled 100 MB requests take 800 MB; ours, 200 MiB, holds two requests of the default largest "
+       "size (socket.request.max.bytes) and is under 1% of a 24 GiB node. -1: no limit.",
+       _minus_one_or_positive),
+    _b("connections.max.idle.ms", "long", 600_000,
+       "Close a connection that sent nothing and has no request in progress for this long; a frame "
+       "that stops arriving half way is closed after min(30 s, this).", at_least(1)),
+    _b("max.connections", "int", 2_147_483_647,
+       "Connections the broker accepts in total; one more is closed at once.", at_least(0)),
+    _b("max.connections.per.ip", "int", 2_147_483_647,
+       "Connections accepted from one IP address; one more is closed at once.", at_least(0)),
+    _b("max.connections.per.ip.overrides", "string", "",
+       "Per-host exceptions to max.connections.per.ip, as host:count,host:count (IP or host name).",
+       host_counts),
     _b("socket.send.buffer.bytes", "int", 102_400, "SO_SNDBUF of accepted sockets (-1: OS default)."),
     _b("socket.receive.buffer.bytes", "int", 102_400, "SO_RCVBUF of accepted sockets (-1: OS default)."),
     _b("num.network.threads", "int", 3, "Accepted for compatibility; the event loop does all network I/O.",

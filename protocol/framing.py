@@ -2,12 +2,20 @@
 
 Every Kafka request and response is an int32 size followed by that many bytes. The size is checked
 against the limit the moment its four bytes arrive, before any buffer grows to hold the frame, so a
-hostile or broken peer cannot make us allocate (`socket.request.max.bytes`). Frames come out as
-`bytearray`s: the produce path patches offsets into the records in place, so they must be writable.
+hostile or broken peer cannot make us allocate (`socket.request.max.bytes`). Then the caller's `admit`
+decides whether that many bytes may be held in memory now (the broker's request memory pool): if not,
+the decoder stops right there, keeps the bytes it was given, and continues when `feed` is called again
+(with more bytes or none) and `admit` agrees. An admitted frame that has not fully arrived is allocated
+once at its final size and filled in place, so a 100 MB frame costs one allocation and one copy of each
+byte, never a buffer grown (and copied) again and again.
+
+Frames come out as `bytearray`s: the produce path patches offsets into the records in place, so they
+must be writable.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from struct import Struct
 
 _SIZE = Struct(">i")
@@ -17,16 +25,39 @@ class FrameError(Exception):
     """The stream is unusable (negative or oversized size prefix); the connection must be closed."""
 
 
-class FrameDecoder:
-    __slots__ = ("_buffer", "_max_frame")
+def _admit_all(size: int) -> bool:
+    return True
 
-    def __init__(self, max_frame: int) -> None:
+
+class FrameDecoder:
+    __slots__ = ("_admit", "_filled", "_frame", "_max_frame", "_rest", "blocked")
+
+    def __init__(self, max_frame: int, admit: Callable[[int], bool] = _admit_all) -> None:
         self._max_frame = max_frame
-        self._buffer = bytearray()
+        #: asked with a frame's size once its prefix is read; False holds the frame back until asked again
+        self._admit = admit
+        self._rest = bytearray()  # bytes received but not yet parsed (a partial prefix, or held back)
+        self._frame: bytearray | None = None  # an admitted frame still arriving, allocated at its full size
+        self._filled = 0
+        #: True while the next frame waits for `admit` to agree; feed again (even with b"") to retry
+        self.blocked = False
 
     @property
     def buffered(self) -> int:
-        return len(self._buffer)
+        """Bytes held: received and not yet returned as frames (a frame still arriving counts in full)."""
+        return len(self._rest) + (len(self._frame) if self._frame is not None else 0)
+
+    @property
+    def partial_size(self) -> int:
+        """The size of an admitted frame that is only partly received (0 when none is)."""
+        return len(self._frame) if self._frame is not None else 0
+
+    def clear(self) -> None:
+        """Drop every byte held (the connection is gone): a frame half received must not outlive it."""
+        self._rest = bytearray()
+        self._frame = None
+        self._filled = 0
+        self.blocked = False
 
     def _check(self, size: int) -> None:
         if size < 0:
@@ -37,26 +68,43 @@ class FrameDecoder:
     def feed(self, data: bytes | bytearray | memoryview) -> list[bytearray]:
         """Take newly received bytes; return every frame now complete (without its size prefix)."""
         frames: list[bytearray] = []
-        buffering = bool(self._buffer)
-        if buffering:
-            self._buffer += data
-            view = memoryview(self._buffer)
-        else:
-            view = memoryview(data)
-        pos, end = 0, len(view)
+        if self._rest:
+            self._rest += data
+            data, self._rest = self._rest, bytearray()
+        view = memoryview(data)
         try:
-            while end - pos >= 4:
+            pos = self._fill(view, frames)
+            end = len(view)
+            self.blocked = False
+            while self._frame is None and end - pos >= 4:
                 (size,) = _SIZE.unpack_from(view, pos)
                 self._check(size)
-                if end - pos - 4 < size:
+                if not self._admit(size):
+                    self.blocked = True
                     break
-                frames.append(bytearray(view[pos + 4 : pos + 4 + size]))
-                pos += 4 + size
-            rest = None if buffering else bytearray(view[pos:])
+                pos += 4
+                if end - pos >= size:
+                    frames.append(bytearray(view[pos : pos + size]))
+                    pos += size
+                else:
+                    self._frame = bytearray(size)
+                    self._filled = 0
+                    pos = self._fill(view[pos:], frames) + pos
+            if pos < end:
+                self._rest = bytearray(view[pos:])
         finally:
             view.release()
-        if rest is not None:
-            self._buffer = rest
-        elif pos:
-            del self._buffer[:pos]
         return frames
+
+    def _fill(self, view: memoryview, frames: list[bytearray]) -> int:
+        """Copy the start of `view` into the frame still arriving; how many bytes of `view` were used."""
+        frame = self._frame
+        if frame is None:
+            return 0
+        take = min(len(frame) - self._filled, len(view))
+        frame[self._filled : self._filled + take] = view[:take]
+        self._filled += take
+        if self._filled == len(frame):
+            frames.append(frame)
+            self._frame = None
+        return take

@@ -38,6 +38,10 @@ class BrokerCollector(Collector):
         yield CounterMetricFamily("pybroker_bytes_out", "Record bytes returned to fetching clients.",
                                   labels=["topic"])
         yield GaugeMetricFamily("pybroker_connections", "Open client connections.")
+        yield GaugeMetricFamily("pybroker_request_memory_bytes",
+                                "Request bytes held in memory (queued.max.request.bytes counts them).")
+        yield GaugeMetricFamily("pybroker_request_memory_waiting_connections",
+                                "Connections paused until request memory is released.")
         yield GaugeMetricFamily("pybroker_topics", "Topics.")
         yield GaugeMetricFamily("pybroker_partitions", "Partitions (all topics).")
         yield GaugeMetricFamily("pybroker_partition_log_end_offset", "Offset the next record will get.",
@@ -70,6 +74,8 @@ class BrokerCollector(Collector):
             families["pybroker_messages_in"].add_metric([topic], counts.messages_in)
             families["pybroker_bytes_out"].add_metric([topic], counts.bytes_out)
         families["pybroker_connections"].add_metric([], len(state.connections))
+        families["pybroker_request_memory_bytes"].add_metric([], state.guard.pool.used)
+        families["pybroker_request_memory_waiting_connections"].add_metric([], state.guard.pool.waiting)
         families["pybroker_topics"].add_metric([], len(topics))
         partitions = sorted(logs.logs(), key=lambda log: (log.topic, log.partition))
         families["pybroker_partitions"].add_metric([], len(partitions))

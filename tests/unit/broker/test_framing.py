@@ -44,3 +44,63 @@ def test_frames_are_writable() -> None:
     (frame,) = FrameDecoder(100).feed(_frame(b"abc"))
     frame[0] = ord("x")
     assert bytes(frame) == b"xbc"
+
+
+@given(st.lists(st.binary(max_size=300), max_size=8), st.lists(st.integers(1, 80), max_size=30),
+       st.lists(st.booleans(), max_size=30))
+def test_refused_admission_holds_frames_back_without_losing_or_reordering_any(
+        payloads: list[bytes], cuts: list[int], answers: list[bool]) -> None:
+    """Whatever `admit` answers and however the stream is cut, retrying yields exactly the frames sent."""
+    replies = iter(answers)
+    admitted: list[int] = []
+
+    def admit(size: int) -> bool:
+        ok = next(replies, True)
+        if ok:
+            admitted.append(size)
+        return ok
+
+    stream = b"".join(_frame(p) for p in payloads)
+    decoder = FrameDecoder(1000, admit)
+    out: list[bytes] = []
+    pos = 0
+    for cut in cuts:
+        out += [bytes(f) for f in decoder.feed(stream[pos : pos + cut])]
+        pos += cut
+    out += [bytes(f) for f in decoder.feed(stream[pos:])]
+    while decoder.blocked:
+        out += [bytes(f) for f in decoder.feed(b"")]
+    assert out == payloads
+    assert admitted == [len(p) for p in payloads]  # each frame admitted once, in order
+    assert decoder.buffered == 0
+
+
+def test_refused_frame_stops_the_decoder_before_anything_is_allocated() -> None:
+    decoder = FrameDecoder(10_000_000, lambda size: size < 1000)
+    frames = decoder.feed(_frame(b"small") + struct.pack(">i", 5_000_000) + b"xyz")
+    assert [bytes(f) for f in frames] == [b"small"]
+    assert decoder.blocked and decoder.partial_size == 0
+    assert decoder.buffered == 7  # only the held-back bytes, no 5 MB buffer
+
+
+def test_a_big_frame_is_allocated_once_and_filled_in_place() -> None:
+    payload = bytes(range(256)) * 400
+    stream = _frame(payload) + _frame(b"next")
+    decoder = FrameDecoder(1_000_000)
+    assert decoder.feed(stream[:10]) == []
+    frame_buffer = decoder._frame
+    assert frame_buffer is not None and len(frame_buffer) == len(payload) and decoder.partial_size == len(payload)
+    for start in range(10, len(payload) - 1000, 1000):
+        assert decoder.feed(stream[start : start + 1000]) == []
+        assert decoder._frame is frame_buffer  # never reallocated or copied
+    done = decoder.feed(stream[start + 1000 :])
+    assert done[0] is frame_buffer and bytes(done[0]) == payload and bytes(done[1]) == b"next"
+    assert decoder.partial_size == 0
+
+
+def test_clear_drops_a_partial_frame() -> None:
+    decoder = FrameDecoder(1_000_000)
+    decoder.feed(struct.pack(">i", 500_000) + b"abc")
+    assert decoder.buffered == 500_000
+    decoder.clear()
+    assert decoder.buffered == 0 and decoder.partial_size == 0

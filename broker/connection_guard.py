@@ -1,0 +1,117 @@
+"""What the broker's connections share so no client can take more than its part: memory, slots and time.
+
+- the request memory pool (`queued.max.request.bytes`, see `memory_pool`);
+- connection slots: `max.connections` in total and `max.connections.per.ip` (with
+  `max.connections.per.ip.overrides`); a connection over a limit is closed as soon as it is accepted;
+- a sweeper, once a second, that closes connections silent for `connections.max.idle.ms` and those
+  whose frame stopped arriving half way for `STALLED_FRAME_S` (both release their memory), and that
+  writes the summaries of rate-limited warnings;
+- those rate-limited warnings (`log_limiter`), for everything a client can make us log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ipaddress
+import socket
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable
+from typing import Any, Protocol
+
+from pybroker.broker.log_limiter import RateLimitedLog
+from pybroker.broker.logs import get_logger
+from pybroker.broker.memory_pool import MemoryPool
+from pybroker.config.host_counts import parse_host_counts
+
+log = get_logger("pybroker.connection")
+
+#: a frame that receives no byte for this long (while we are reading) is given up on
+STALLED_FRAME_S = 30.0
+SWEEP_EVERY_S = 1.0
+
+
+class Sweepable(Protocol):
+    def expire_if_silent(self, now: float, idle_s: float, stalled_s: float) -> None: ...
+
+
+def _schedule_on_loop(fn: Callable[[], None]) -> None:
+    asyncio.get_running_loop().call_soon(fn)
+
+
+class ConnectionLimits:
+    """Open connections per IP and in total, against Kafka's limits."""
+
+    def __init__(self, max_total: int, per_ip: int, overrides: dict[str, int]) -> None:
+        self.max_total = max_total
+        self.per_ip = per_ip
+        self.overrides = {_address_of(host): count for host, count in overrides.items()}
+        self.by_ip: Counter[str] = Counter()
+        self.total = 0
+
+    def acquire(self, ip: str) -> str | None:
+        """Take a slot for a connection from `ip`; the name of the limit it is over, or None."""
+        if self.total >= self.max_total:
+            return "max.connections"
+        if self.by_ip[ip] >= self.overrides.get(ip, self.per_ip):
+            return "max.connections.per.ip"
+        self.by_ip[ip] += 1
+        self.total += 1
+        return None
+
+    def release(self, ip: str) -> None:
+        self.total -= 1
+        self.by_ip[ip] -= 1
+        if self.by_ip[ip] <= 0:
+            del self.by_ip[ip]
+
+
+def _address_of(host: str) -> str:
+    """An override's host as the peer address it will be compared with (names resolved once, at start)."""
+    with contextlib.suppress(ValueError):
+        return str(ipaddress.ip_address(host))
+    try:
+        return socket.gethostbyname(host)
+    except OSError:
+        log.warning("max.connections.per.ip.overrides: host name not resolved; its override is not applied",
+                    host=host)
+        return host
+
+
+class ConnectionGuard:
+    def __init__(self, config: Any) -> None:
+        self.pool = MemoryPool(int(config.get("queued.max.request.bytes")), schedule=_schedule_on_loop)
+        self.limits = ConnectionLimits(int(config.get("max.connections")), int(config.get("max.connections.per.ip")),
+                                       parse_host_counts(config.get("max.connections.per.ip.overrides") or ""))
+        self.idle_s = int(config.get("connections.max.idle.ms")) / 1000
+        self.stalled_s = min(STALLED_FRAME_S, self.idle_s)
+        self.warnings = RateLimitedLog(log)
+        self._sweeper: asyncio.Task[None] | None = None
+
+    def start(self, connections: Iterable[Sweepable]) -> None:
+        """Sweep `connections` (a live collection) until `stop`."""
+        if self._sweeper is None:
+            self._sweeper = asyncio.get_running_loop().create_task(self._sweep_forever(connections))
+
+    async def stop(self) -> None:
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._sweeper
+            self._sweeper = None
+        self.warnings.flush()
+
+    async def _sweep_forever(self, connections: Iterable[Sweepable]) -> None:
+        every = min(SWEEP_EVERY_S, self.stalled_s / 2)
+        while True:
+            await asyncio.sleep(every)
+            try:
+                self.sweep(connections, time.monotonic())
+            except Exception:
+                log.exception("connection sweep failed")
+
+    def sweep(self, connections: Iterable[Sweepable], now: float) -> None:
+        for conn in list(connections):
+            conn.expire_if_silent(now, self.idle_s, self.stalled_s)
+        self.warnings.flush()
