@@ -2,6 +2,10 @@
 
 Storage persists a topic's overrides as text; this module is where Kafka's config resolution (topic
 override, then broker synonym, then default) meets the storage layer's plain `LogConfig`.
+
+Creating, growing and deleting topics touches the disk once per partition, so the handlers run these
+calls on a worker thread; `excessive` is the check they make first, on the loop, so a request asking for
+billions of partitions is answered at once and costs nothing.
 """
 
 from __future__ import annotations
@@ -12,8 +16,15 @@ from typing import Any
 from pybroker.config.broker_config import BrokerConfig, validate_topic_overrides
 from pybroker.config.types import ConfigError
 from pybroker.protocol.errors import ErrorCode
-from pybroker.storage.errors import InvalidTopicError, TopicExistsError
+from pybroker.storage.errors import (
+    InvalidTopicError,
+    LogDirsOfflineError,
+    PartitionLimitError,
+    TopicBusyError,
+    TopicExistsError,
+)
 from pybroker.storage.log_config import LogConfig
+from pybroker.storage.log_dir_failure import is_resource_exhaustion
 from pybroker.storage.log_manager import LogManager, TopicInfo, validate_topic_name
 
 #: LogConfig field <- topic config key
@@ -40,6 +51,8 @@ _LOG_CONFIG_FIELDS: dict[str, str] = {
 }
 
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+#: Kafka's controller's words for a request that would make too many records
+EXCESSIVE_BATCH_MESSAGE = "Unable to perform excessively large batch operation."
 
 
 class TopicError(Exception):
@@ -91,12 +104,46 @@ class Topics:
             return None
         try:
             return self.logs.create_topic(name, num_partitions, overrides)
-        except TopicExistsError:
-            raise TopicError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.") from None
+        except TopicExistsError as exc:
+            raise TopicError(ErrorCode.TOPIC_ALREADY_EXISTS, str(exc)) from None
         except InvalidTopicError as exc:
             raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION, str(exc)) from None
-        except OSError as exc:  # every dir failed while the partitions were made (each went offline)
-            raise TopicError(ErrorCode.KAFKA_STORAGE_ERROR, f"No log dir could take the topic: {exc}") from None
+        except (PartitionLimitError, TopicBusyError, OSError) as exc:
+            raise TopicError(*change_refused(exc)) from None
+
+    def excessive(self, partitions: int) -> bool:
+        """A request making this many partitions passes `max.partitions.per.request`."""
+        return partitions > int(self.config.get("max.partitions.per.request"))
+
+    def new_partitions(self, num_partitions: int) -> int:
+        """Partitions a creation asking for `num_partitions` makes (-1: the broker default)."""
+        return int(self.config.get("num.partitions")) if num_partitions == -1 else max(num_partitions, 0)
+
+    def to_auto_create(self, names: list[str | None]) -> list[str]:
+        """The names among `names` that auto-creation would create (unknown, legal, not internal),
+        without repeats, no more than `max.partitions.per.request` allows: the rest stay unknown."""
+        if not self.config.get("auto.create.topics.enable"):
+            return []
+        each = int(self.config.get("num.partitions"))
+        room = int(self.config.get("max.partitions.per.request")) // each
+        wanted: list[str] = []
+        topics = self.logs.topics()
+        for name in dict.fromkeys(names):
+            if len(wanted) >= room:
+                break
+            if name is None or name in topics or name in INTERNAL_TOPICS:
+                continue
+            try:
+                validate_topic_name(name)
+            except InvalidTopicError:
+                continue
+            wanted.append(name)
+        return wanted
+
+    def auto_create_all(self, names: list[str]) -> None:
+        """Create each of `names` with the broker defaults (on a worker thread: see `to_auto_create`)."""
+        for name in names:
+            self.auto_create(name)
 
     def auto_create(self, name: str) -> TopicInfo | None:
         """Create `name` with the broker defaults if auto-creation is on and the name is legal."""
@@ -108,6 +155,20 @@ class Topics:
             if exc.code == ErrorCode.TOPIC_ALREADY_EXISTS:
                 return self.get(name)
             return None
+
+
+def change_refused(exc: BaseException) -> tuple[ErrorCode, str]:
+    """The code and message for a topic change the storage layer refused or could not make."""
+    if isinstance(exc, PartitionLimitError):
+        return ErrorCode.POLICY_VIOLATION, str(exc)
+    if isinstance(exc, TopicBusyError):
+        return ErrorCode.INVALID_REQUEST, str(exc)
+    if is_resource_exhaustion(exc):
+        return ErrorCode.UNKNOWN_SERVER_ERROR, (f"The broker is out of file descriptors or memory ({exc}); "
+                                                f"nothing was changed, retry later.")
+    if isinstance(exc, LogDirsOfflineError):
+        return ErrorCode.KAFKA_STORAGE_ERROR, str(exc)
+    return ErrorCode.KAFKA_STORAGE_ERROR, f"No log dir could take the change: {exc}"
 
 
 def check_topic_name(name: str) -> None:

@@ -1,15 +1,21 @@
 """CreateTopics (key 19), versions 0-7.
 
-Creation is synchronous and local, so `timeout_ms` never expires. Manual replica assignments are
-accepted only when they name this node alone. From v5 the answer carries the partition count,
-replication factor and every effective config of the new topic, like Kafka.
+Creation is local and complete when answered, so `timeout_ms` never expires. It runs on a worker
+thread (one mkdir, file and fsync per partition); the connection starts nothing else meanwhile. A
+request whose topics together ask for more than `max.partitions.per.request` partitions is refused
+whole at once, every topic POLICY_VIOLATION, as Kafka's controller refuses an excessively large batch.
+Manual replica assignments are accepted only when they name this node alone. From v5 the answer
+carries the partition count, replication factor and every effective config of the new topic, like Kafka.
 """
 
 from __future__ import annotations
 
+import asyncio
+from typing import Any
+
 from pybroker.broker.context import RequestContext
 from pybroker.broker.dispatch import handler
-from pybroker.broker.topics import TopicError
+from pybroker.broker.topics import EXCESSIVE_BATCH_MESSAGE, TopicError
 from pybroker.config.definitions import TOPIC
 from pybroker.protocol.api_keys import ApiKey
 from pybroker.protocol.errors import ErrorCode
@@ -35,8 +41,28 @@ def _assignment_count(ctx: RequestContext, topic: object) -> int | None:
     return len(assignments)
 
 
+def _requested_partitions(ctx: RequestContext, request: CreateTopicsRequest) -> int:
+    topics = ctx.state.topics
+    return sum(len(t.assignments) if getattr(t, "assignments", None) else topics.new_partitions(t.num_partitions)
+               for t in request.topics)
+
+
 @handler(ApiKey.CREATE_TOPICS, versions=(0, 7))
-def handle_create_topics(ctx: RequestContext, request: CreateTopicsRequest) -> CreateTopicsResponse:
+def handle_create_topics(ctx: RequestContext, request: CreateTopicsRequest) -> Any:
+    if ctx.state.topics.excessive(_requested_partitions(ctx, request)):
+        return CreateTopicsResponse(throttle_time_ms=0, topics=[
+            CreatableTopicResult(name=t.name, error_code=ErrorCode.POLICY_VIOLATION,
+                                 error_message=EXCESSIVE_BATCH_MESSAGE, num_partitions=-1, replication_factor=-1,
+                                 configs=None)
+            for t in request.topics])
+    return _create_off_loop(ctx, request)
+
+
+async def _create_off_loop(ctx: RequestContext, request: CreateTopicsRequest) -> CreateTopicsResponse:
+    return await asyncio.to_thread(_create_topics, ctx, request)
+
+
+def _create_topics(ctx: RequestContext, request: CreateTopicsRequest) -> CreateTopicsResponse:
     state = ctx.state
     results: list[CreatableTopicResult] = []
     seen: set[str] = set()

@@ -160,6 +160,8 @@ async def test_append_between_fetch_and_its_first_wait_still_wakes_it(app: Broke
         return RequestContext(app.state, api_key, version, 1, "test", "in-process")
 
     first = handle_produce(ctx(0, 9), _produce("gap", bytearray(_records(1)), acks=1))
+    assert asyncio.iscoroutine(first)  # the topic is auto-created first, off the loop
+    first = await first
     assert _partition(first).error_code == 0
     answer = handle_fetch(ctx(1, 12), _fetch("gap", offset=1, max_wait=30_000, min_bytes=1))
     assert isinstance(answer, Waiting)  # a long-poll is a pure wait: the connection may go on meanwhile
