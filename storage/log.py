@@ -466,11 +466,15 @@ class Log:
         with self._flush_lock:
             if self._closed:
                 return 0
-            for segment in self._segments:
-                file = segment.detach_if_idle()
-                if file is not None:
-                    self._idle_files.append((deadline, file))
+            self._detach_idle_files(deadline)
             return self._release_idle_files(now_ms)
+
+    def _detach_idle_files(self, deadline: int) -> None:
+        """(A function of its own, so no local reference outlives it and spoils `_unshared`.)"""
+        for segment in self._segments:
+            file = segment.detach_if_idle()
+            if file is not None:
+                self._idle_files.append((deadline, file))
 
     def _release_idle_files(self, now_ms: int | None) -> int:
         """Close the idle files whose delay passed and that no read holds (all without `now_ms`)."""
