@@ -18,8 +18,10 @@ from pybroker.config.types import ConfigError
 from pybroker.protocol.errors import ErrorCode
 from pybroker.storage.errors import (
     InvalidTopicError,
+    LogClosedError,
     LogDirsOfflineError,
     PartitionLimitError,
+    StorageError,
     TopicBusyError,
     TopicExistsError,
 )
@@ -108,7 +110,7 @@ class Topics:
             raise TopicError(ErrorCode.TOPIC_ALREADY_EXISTS, str(exc)) from None
         except InvalidTopicError as exc:
             raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION, str(exc)) from None
-        except (PartitionLimitError, TopicBusyError, OSError) as exc:
+        except (StorageError, OSError) as exc:
             raise TopicError(*change_refused(exc)) from None
 
     def excessive(self, partitions: int) -> bool:
@@ -122,16 +124,17 @@ class Topics:
     def to_auto_create(self, names: list[str | None]) -> list[str]:
         """The names among `names` that auto-creation would create (unknown, legal, not internal),
         without repeats, no more than `max.partitions.per.request` allows: the rest stay unknown."""
-        if not self.config.get("auto.create.topics.enable"):
-            return []
+        topics = self.logs.topics()
+        unknown = [name for name in names if name is not None and name not in topics]
+        if not unknown or not self.config.get("auto.create.topics.enable"):
+            return []  # the common case costs one dict lookup per name
         each = int(self.config.get("num.partitions"))
         room = int(self.config.get("max.partitions.per.request")) // each
         wanted: list[str] = []
-        topics = self.logs.topics()
-        for name in dict.fromkeys(names):
+        for name in dict.fromkeys(unknown):
             if len(wanted) >= room:
                 break
-            if name is None or name in topics or name in INTERNAL_TOPICS:
+            if name in INTERNAL_TOPICS:
                 continue
             try:
                 validate_topic_name(name)
@@ -168,6 +171,10 @@ def change_refused(exc: BaseException) -> tuple[ErrorCode, str]:
                                                 f"nothing was changed, retry later.")
     if isinstance(exc, LogDirsOfflineError):
         return ErrorCode.KAFKA_STORAGE_ERROR, str(exc)
+    if isinstance(exc, LogClosedError):
+        return ErrorCode.NOT_CONTROLLER, str(exc)  # retriable: the client asks again, elsewhere or later
+    if isinstance(exc, StorageError):
+        return ErrorCode.UNKNOWN_SERVER_ERROR, str(exc)
     return ErrorCode.KAFKA_STORAGE_ERROR, f"No log dir could take the change: {exc}"
 
 

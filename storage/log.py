@@ -459,15 +459,16 @@ class Log:
             return not keep and not self._idle_files
 
     def close_idle_files(self, now_ms: int) -> int:
-        """Let go of segment files unused since the last call (reopened on next use), and close those let
-        go of earlier once `file.delete.delay.ms` passed and no `FileRegion` still holds them (a response
-        not yet sent). Returns the files closed."""
-        deadline = now_ms + self.config.file_delete_delay_ms
+        """Close the files let go of by earlier calls once `file.delete.delay.ms` passed and no `FileRegion`
+        holds them (a response not yet sent), then let go of segment files unused since the last call
+        (reopened on next use). A file is never closed by the call that let go of it: a thread that took
+        its descriptor a moment before has a whole sweep period to finish. Returns the files closed."""
         with self._flush_lock:
             if self._closed:
                 return 0
-            self._detach_idle_files(deadline)
-            return self._release_idle_files(now_ms)
+            closed = self._release_idle_files(now_ms)
+            self._detach_idle_files(now_ms + self.config.file_delete_delay_ms)
+            return closed
 
     def _detach_idle_files(self, deadline: int) -> None:
         """(A function of its own, so no local reference outlives it and spoils `_unshared`.)"""

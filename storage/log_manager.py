@@ -246,6 +246,7 @@ class LogManager:
         if num_partitions < 1:
             raise InvalidPartitionsError("Number of partitions must be larger than 0.")
         with self._mutation_lock:
+            self._check_running()
             if name in self._topics:
                 raise TopicExistsError(f"Topic '{name}' already exists.")
             if name in self._busy:
@@ -260,6 +261,7 @@ class LogManager:
         try:
             created = self._create_partitions(info, range(num_partitions))
             with self._mutation_lock:
+                self._check_running()
                 self._store.save({**self._topics, name: info})
                 self._publish(created)
                 self._topics = {**self._topics, name: info}
@@ -274,6 +276,7 @@ class LogManager:
     def add_partitions(self, name: str, new_total: int) -> TopicInfo:
         """Grow a topic to `new_total` partitions (safe from a worker thread)."""
         with self._mutation_lock:
+            self._check_running()
             info = self._topic(name)
             if name in self._busy:
                 raise TopicBusyError(f"Topic '{name}' is being changed by another request.")
@@ -286,6 +289,7 @@ class LogManager:
         try:
             created = self._create_partitions(info, range(current, new_total))
             with self._mutation_lock:
+                self._check_running()
                 self._store.save({**self._topics, name: dataclasses.replace(info, num_partitions=new_total)})
                 self._publish(created)
                 info.num_partitions = new_total  # after the logs: a reader never sees a partition without one
@@ -299,6 +303,7 @@ class LogManager:
     def delete_topic(self, name: str) -> None:
         """Forget the topic (durably, first), then remove its partition dirs (safe from a worker thread)."""
         with self._mutation_lock:
+            self._check_running()
             info = self._topic(name)
             if name in self._busy:
                 raise TopicBusyError(f"Topic '{name}' is being changed by another request.")
@@ -314,6 +319,11 @@ class LogManager:
         finally:
             with self._mutation_lock:
                 self._busy.discard(name)
+
+    def _check_running(self) -> None:
+        """Under `_mutation_lock`: no topic change is published once shutdown began (it would not be closed)."""
+        if not self._running:
+            raise LogClosedError("the broker is shutting down")
 
     def _reserve(self, name: str, count: int) -> None:
         """Under `_mutation_lock`: refuse a change that would pass the cap, else mark the topic busy."""
@@ -552,9 +562,10 @@ class LogManager:
 
     def shutdown(self) -> None:
         """Flush and close every log, write checkpoints, mark each healthy dir clean, release locks."""
-        if not self._running:
-            return
-        self._running = False
+        with self._mutation_lock:  # a topic change in progress publishes nothing after this
+            if not self._running:
+                return
+            self._running = False
         for flusher in self._flushers.values():
             flusher.close()
         failed: set[Path] = set()

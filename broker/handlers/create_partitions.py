@@ -20,12 +20,7 @@ from pybroker.protocol.messages.create_partitions import (
     CreatePartitionsResponse,
     CreatePartitionsTopicResult,
 )
-from pybroker.storage.errors import (
-    InvalidPartitionsError,
-    PartitionLimitError,
-    TopicBusyError,
-    UnknownTopicError,
-)
+from pybroker.storage.errors import InvalidPartitionsError, StorageError, UnknownTopicError
 
 
 def _check(ctx: RequestContext, name: str, count: int, assignments: list | None) -> tuple[ErrorCode, str | None]:
@@ -88,7 +83,7 @@ def _create_partitions(ctx: RequestContext, request: CreatePartitionsRequest) ->
                 code, message = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, str(exc)
             except InvalidPartitionsError as exc:
                 code, message = ErrorCode.INVALID_PARTITIONS, str(exc)
-            except (PartitionLimitError, TopicBusyError, OSError) as exc:
+            except (StorageError, OSError) as exc:
                 code, message = change_refused(exc)
         results.append(CreatePartitionsTopicResult(name=topic.name, error_code=code, error_message=message))
     return CreatePartitionsResponse(throttle_time_ms=0, results=results)

@@ -21,7 +21,7 @@ from pybroker.protocol.messages.delete_topics import (
     DeleteTopicsRequest,
     DeleteTopicsResponse,
 )
-from pybroker.storage.errors import TopicBusyError, UnknownTopicError
+from pybroker.storage.errors import StorageError, UnknownTopicError
 
 ZERO_UUID = uuid.UUID(int=0)
 
@@ -69,7 +69,7 @@ def _delete_topics(ctx: RequestContext, request: DeleteTopicsRequest,
                 state.logs.delete_topic(name)
             except UnknownTopicError:
                 result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            except (TopicBusyError, OSError) as exc:
+            except (StorageError, OSError) as exc:
                 result.error_code, result.error_message = change_refused(exc)
             woken.extend((name, partition) for partition in range(info.num_partitions))
     return DeleteTopicsResponse(throttle_time_ms=0, responses=results)

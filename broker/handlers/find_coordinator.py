@@ -17,6 +17,7 @@ from pybroker.protocol.messages.find_coordinator import (
     FindCoordinatorRequest,
     FindCoordinatorResponse,
 )
+from pybroker.storage.errors import StorageError
 
 log = get_logger("pybroker.find_coordinator")
 
@@ -37,7 +38,7 @@ def _find(ctx: RequestContext, key_type: int) -> ErrorCode:
         return ErrorCode.INVALID_REQUEST
     try:
         ctx.state.groups.offsets_topic.ensure()
-    except OSError as exc:
+    except (OSError, StorageError) as exc:  # a failing disk, or the partition cap reached
         log.error("cannot create the offsets topic", error=str(exc), client_id=ctx.client_id)
         return ErrorCode.COORDINATOR_NOT_AVAILABLE
     return ErrorCode.NONE

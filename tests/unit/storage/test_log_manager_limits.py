@@ -151,8 +151,9 @@ def test_idle_segment_files_are_closed_and_reopened_but_not_under_a_pending_read
     region = busy.read(0, 1 << 20).region  # a response not yet sent holds the file
     assert isinstance(region, FileRegion)
     assert manager.close_idle_files(NOW) == 0  # first sweep: both were used since the last one
-    assert manager.close_idle_files(NOW) == 1  # second: `idle` is closed; `busy`'s file is held by the region
-    assert idle.active_segment._file is None
+    assert manager.close_idle_files(NOW) == 0  # second: both are let go of, none closed yet
+    assert idle.active_segment._file is None and busy.active_segment._file is None
+    assert manager.close_idle_files(NOW) == 1  # third: `idle` closes; `busy`'s file is held by the region
     assert region.read_bytes()  # the pending read still works
     del region
     assert manager.close_idle_files(NOW) == 1  # now nobody holds it
