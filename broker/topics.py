@@ -17,6 +17,7 @@ from pybroker.config.broker_config import BrokerConfig, validate_topic_overrides
 from pybroker.config.types import ConfigError
 from pybroker.protocol.errors import ErrorCode
 from pybroker.storage.errors import (
+    InvalidPartitionsError,
     InvalidTopicError,
     LogClosedError,
     LogDirsOfflineError,
@@ -24,6 +25,7 @@ from pybroker.storage.errors import (
     StorageError,
     TopicBusyError,
     TopicExistsError,
+    UnknownTopicError,
 )
 from pybroker.storage.log_config import LogConfig
 from pybroker.storage.log_dir_failure import is_resource_exhaustion
@@ -83,9 +85,10 @@ class Topics:
     def get(self, name: str) -> TopicInfo | None:
         return self.logs.topics().get(name)
 
-    def create(self, name: str, num_partitions: int, replication_factor: int,
-               configs: Mapping[str, str | None], *, validate_only: bool = False) -> TopicInfo | None:
-        """Kafka's CreateTopics rules; `TopicError` carries the code for the response."""
+    def prepare(self, name: str, num_partitions: int, replication_factor: int,
+                configs: Mapping[str, str | None]) -> tuple[int, dict[str, str]]:
+        """Kafka's CreateTopics rules for one topic, before anything is made: (partitions, overrides).
+        `TopicError` carries the code for the response."""
         if num_partitions == -1:
             num_partitions = int(self.config.get("num.partitions"))
         if replication_factor == -1:
@@ -102,16 +105,23 @@ class Topics:
         if name in self.logs.topics():
             raise TopicError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
         check_topic_name(name)
+        return num_partitions, overrides
+
+    def create(self, name: str, num_partitions: int, replication_factor: int,
+               configs: Mapping[str, str | None], *, validate_only: bool = False) -> TopicInfo | None:
+        """One topic: `prepare`, then `create_all`; `TopicError` carries the code for the response."""
+        partitions, overrides = self.prepare(name, num_partitions, replication_factor, configs)
         if validate_only:
             return None
-        try:
-            return self.logs.create_topic(name, num_partitions, overrides)
-        except TopicExistsError as exc:
-            raise TopicError(ErrorCode.TOPIC_ALREADY_EXISTS, str(exc)) from None
-        except InvalidTopicError as exc:
-            raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION, str(exc)) from None
-        except (StorageError, OSError) as exc:
-            raise TopicError(*change_refused(exc)) from None
+        outcome = self.create_all([(name, partitions, overrides)])[name]
+        if isinstance(outcome, TopicError):
+            raise outcome
+        return outcome
+
+    def create_all(self, wanted: list[tuple[str, int, dict[str, str]]]) -> dict[str, TopicInfo | TopicError]:
+        """Create prepared topics together (one save of the topic table; on a worker thread)."""
+        return {name: outcome if isinstance(outcome, TopicInfo) else TopicError(*change_refused(outcome))
+                for name, outcome in self.logs.create_topics(wanted).items()}
 
     def excessive(self, partitions: int) -> bool:
         """A request making this many partitions passes `max.partitions.per.request`."""
@@ -144,9 +154,11 @@ class Topics:
         return wanted
 
     def auto_create_all(self, names: list[str]) -> None:
-        """Create each of `names` with the broker defaults (on a worker thread: see `to_auto_create`)."""
-        for name in names:
-            self.auto_create(name)
+        """Create `names` (from `to_auto_create`) with the broker defaults, together, on a worker thread;
+        a name refused (the partition cap reached, say) stays unknown."""
+        if names and self.config.get("auto.create.topics.enable"):
+            each = int(self.config.get("num.partitions"))
+            self.create_all([(name, each, {}) for name in names if name not in INTERNAL_TOPICS])
 
     def auto_create(self, name: str) -> TopicInfo | None:
         """Create `name` with the broker defaults if auto-creation is on and the name is legal."""
@@ -160,21 +172,28 @@ class Topics:
             return None
 
 
+#: storage refusals and the code each is answered with (the message is the exception's)
+_REFUSALS: tuple[tuple[type[Exception], ErrorCode], ...] = (
+    (TopicExistsError, ErrorCode.TOPIC_ALREADY_EXISTS),
+    (InvalidTopicError, ErrorCode.INVALID_TOPIC_EXCEPTION),
+    (InvalidPartitionsError, ErrorCode.INVALID_PARTITIONS),
+    (UnknownTopicError, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
+    (PartitionLimitError, ErrorCode.POLICY_VIOLATION),
+    (TopicBusyError, ErrorCode.INVALID_REQUEST),
+    (LogDirsOfflineError, ErrorCode.KAFKA_STORAGE_ERROR),
+    (LogClosedError, ErrorCode.NOT_CONTROLLER),  # shutting down; retriable: the client asks again later
+    (StorageError, ErrorCode.UNKNOWN_SERVER_ERROR),
+)
+
+
 def change_refused(exc: BaseException) -> tuple[ErrorCode, str]:
     """The code and message for a topic change the storage layer refused or could not make."""
-    if isinstance(exc, PartitionLimitError):
-        return ErrorCode.POLICY_VIOLATION, str(exc)
-    if isinstance(exc, TopicBusyError):
-        return ErrorCode.INVALID_REQUEST, str(exc)
     if is_resource_exhaustion(exc):
         return ErrorCode.UNKNOWN_SERVER_ERROR, (f"The broker is out of file descriptors or memory ({exc}); "
                                                 f"nothing was changed, retry later.")
-    if isinstance(exc, LogDirsOfflineError):
-        return ErrorCode.KAFKA_STORAGE_ERROR, str(exc)
-    if isinstance(exc, LogClosedError):
-        return ErrorCode.NOT_CONTROLLER, str(exc)  # retriable: the client asks again, elsewhere or later
-    if isinstance(exc, StorageError):
-        return ErrorCode.UNKNOWN_SERVER_ERROR, str(exc)
+    for kind, code in _REFUSALS:
+        if isinstance(exc, kind):
+            return code, str(exc)
     return ErrorCode.KAFKA_STORAGE_ERROR, f"No log dir could take the change: {exc}"
 
 

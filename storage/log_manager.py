@@ -242,36 +242,76 @@ class LogManager:
 
     def create_topic(self, name: str, num_partitions: int, configs: dict[str, str]) -> TopicInfo:
         """Create a topic (safe from a worker thread; the loop sees it only once it is complete)."""
+        outcome = self.create_topics([(name, num_partitions, configs)])[name]
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return outcome
+
+    def create_topics(self, wanted: list[tuple[str, int, dict[str, str]]]) -> dict[str, TopicInfo | Exception]:
+        """Create topics (name, partitions, overrides) together, from a worker thread: each is checked and
+        its partitions reserved, all partitions are made, then the topic table is saved ONCE and all the
+        topics are published (one fsync'd save per request, not one per topic). Each name maps to its
+        `TopicInfo` or to the error that refused it (`StorageError`, or `OSError` from the disk)."""
+        outcomes: dict[str, TopicInfo | Exception] = {}
+        accepted: list[TopicInfo] = []
+        with self._mutation_lock:
+            normalized = {t.replace(".", "_"): t for t in [*self._topics, *self._busy]}
+            for name, num_partitions, configs in wanted:
+                try:
+                    self._check_running()
+                    self._check_new_topic(name, num_partitions, normalized)
+                    self._reserve(name, num_partitions)
+                except StorageError as exc:
+                    outcomes.setdefault(name, exc)
+                    continue
+                normalized[name.replace(".", "_")] = name
+                accepted.append(TopicInfo(name, uuid.uuid4(), num_partitions, dict(configs)))
+        made: list[tuple[TopicInfo, dict[tuple[str, int], tuple[Log, Path]]]] = []
+        try:
+            for info in accepted:
+                try:
+                    made.append((info, self._create_partitions(info, range(info.num_partitions))))
+                except (StorageError, OSError) as exc:
+                    outcomes[info.name] = exc
+            if made:
+                self._save_and_publish_new(made)
+        except BaseException as exc:
+            for info, created in made:
+                self._discard(created)
+                if isinstance(exc, Exception):
+                    outcomes[info.name] = exc
+            if not isinstance(exc, (StorageError, OSError)):
+                raise
+        else:
+            outcomes.update((info.name, info) for info, _ in made)
+        finally:
+            for info in accepted:
+                self._release(info.name, info.num_partitions)
+        return outcomes
+
+    def _check_new_topic(self, name: str, num_partitions: int, normalized: dict[str, str]) -> None:
+        """Under `_mutation_lock`: Kafka's rules for a new topic; `normalized` maps each known or busy name,
+        with '.' read as '_', to itself (Kafka refuses names that differ only there)."""
         validate_topic_name(name)
         if num_partitions < 1:
             raise InvalidPartitionsError("Number of partitions must be larger than 0.")
+        if name in self._topics:
+            raise TopicExistsError(f"Topic '{name}' already exists.")
+        if name in self._busy:
+            raise TopicExistsError(f"Topic '{name}' is being created or deleted.")
+        collision = normalized.get(name.replace(".", "_"))
+        if collision is not None:
+            raise InvalidTopicError(f"Topic '{name}' collides with existing topic: {collision}")
+
+    def _save_and_publish_new(self, made: list[tuple[TopicInfo, dict[tuple[str, int], tuple[Log, Path]]]]) -> None:
         with self._mutation_lock:
             self._check_running()
-            if name in self._topics:
-                raise TopicExistsError(f"Topic '{name}' already exists.")
-            if name in self._busy:
-                raise TopicExistsError(f"Topic '{name}' is being created or deleted.")
-            collision = next((t for t in [*self._topics, *self._busy]
-                              if t.replace(".", "_") == name.replace(".", "_")), None)
-            if collision is not None:
-                raise InvalidTopicError(f"Topic '{name}' collides with existing topic: {collision}")
-            self._reserve(name, num_partitions)
-        info = TopicInfo(name, uuid.uuid4(), num_partitions, dict(configs))
-        created: dict[tuple[str, int], tuple[Log, Path]] = {}
-        try:
-            created = self._create_partitions(info, range(num_partitions))
-            with self._mutation_lock:
-                self._check_running()
-                self._store.save({**self._topics, name: info})
+            topics = {**self._topics, **{info.name: info for info, _ in made}}
+            self._store.save(topics)
+            for _, created in made:
                 self._publish(created)
-                self._topics = {**self._topics, name: info}
-                self._by_id = {**self._by_id, info.topic_id: info}
-        except BaseException:
-            self._discard(created)
-            raise
-        finally:
-            self._release(name, num_partitions)
-        return info
+            self._topics = topics
+            self._by_id = {**self._by_id, **{info.topic_id: info for info, _ in made}}
 
     def add_partitions(self, name: str, new_total: int) -> TopicInfo:
         """Grow a topic to `new_total` partitions (safe from a worker thread)."""
@@ -302,23 +342,54 @@ class LogManager:
 
     def delete_topic(self, name: str) -> None:
         """Forget the topic (durably, first), then remove its partition dirs (safe from a worker thread)."""
+        outcome = self.delete_topics([name])[name]
+        if outcome is not None:
+            raise outcome
+
+    def delete_topics(self, names: list[str]) -> dict[str, Exception | None]:
+        """Forget the topics with ONE save of the topic table, then remove their partition dirs (from a
+        worker thread). Each name maps to None, or the error that kept it (`StorageError`, `OSError`)."""
+        outcomes: dict[str, Exception | None] = {}
+        doomed: dict[tuple[str, int], tuple[Log, Path]] = {}
         with self._mutation_lock:
-            self._check_running()
-            info = self._topic(name)
-            if name in self._busy:
-                raise TopicBusyError(f"Topic '{name}' is being changed by another request.")
-            remaining = {n: t for n, t in self._topics.items() if n != name}
-            self._store.save(remaining)
-            self._topics = remaining
-            self._by_id = {i: t for i, t in self._by_id.items() if i != info.topic_id}
-            keys = [(name, p) for p in range(info.num_partitions)]
-            doomed = self._unpublish(keys)
-            self._busy.add(name)  # until its dirs are gone: a new topic of that name must not meet them
+            going: list[TopicInfo] = []
+            for name in dict.fromkeys(names):
+                try:
+                    self._check_running()
+                    info = self._topic(name)
+                    if name in self._busy:
+                        raise TopicBusyError(f"Topic '{name}' is being changed by another request.")
+                except StorageError as exc:
+                    outcomes[name] = exc
+                    continue
+                going.append(info)
+            if going:
+                gone = {info.name for info in going}
+                remaining = {n: t for n, t in self._topics.items() if n not in gone}
+                try:
+                    self._store.save(remaining)
+                except (StorageError, OSError) as exc:
+                    outcomes.update((info.name, exc) for info in going)
+                    return outcomes
+                ids = {info.topic_id for info in going}
+                self._topics = remaining
+                self._by_id = {i: t for i, t in self._by_id.items() if i not in ids}
+                doomed = self._unpublish([(info.name, p) for info in going for p in range(info.num_partitions)])
+                self._busy.update(gone)  # until their dirs are gone: a new topic of a name must not meet them
+        by_topic: dict[str, dict[tuple[str, int], tuple[Log, Path]]] = {}
+        for key, value in doomed.items():
+            by_topic.setdefault(key[0], {})[key] = value
         try:
-            self._drop_logs(doomed)
+            for info in going:
+                try:
+                    self._drop_logs(by_topic.get(info.name, {}))
+                    outcomes[info.name] = None
+                except OSError as exc:
+                    outcomes[info.name] = exc
         finally:
             with self._mutation_lock:
-                self._busy.discard(name)
+                self._busy.difference_update(info.name for info in going)
+        return outcomes
 
     def _check_running(self) -> None:
         """Under `_mutation_lock`: no topic change is published once shutdown began (it would not be closed)."""

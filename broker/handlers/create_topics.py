@@ -25,6 +25,7 @@ from pybroker.protocol.messages.create_topics import (
     CreateTopicsRequest,
     CreateTopicsResponse,
 )
+from pybroker.storage.log_manager import TopicInfo
 
 FIRST_CONFIGS_VERSION = 5
 
@@ -63,8 +64,10 @@ async def _create_off_loop(ctx: RequestContext, request: CreateTopicsRequest) ->
 
 
 def _create_topics(ctx: RequestContext, request: CreateTopicsRequest) -> CreateTopicsResponse:
+    """Check every topic, create those that pass together (one save of the topic table), then answer."""
     state = ctx.state
     results: list[CreatableTopicResult] = []
+    prepared: list[tuple[CreatableTopicResult, Any, int, dict[str, str]]] = []
     seen: set[str] = set()
     for topic in request.topics:
         result = CreatableTopicResult(name=topic.name, error_code=ErrorCode.NONE, error_message=None,
@@ -82,15 +85,21 @@ def _create_topics(ctx: RequestContext, request: CreateTopicsRequest) -> CreateT
                 raise TopicError(ErrorCode.INVALID_REQUEST,
                                  "Both numPartitions or replicationFactor and replicasAssignments were set.")
             configs = {c.name: c.value for c in topic.configs}
-            info = state.topics.create(topic.name, partitions, replication, configs,
-                                       validate_only=bool(request.validate_only))
+            partitions, overrides = state.topics.prepare(topic.name, partitions, replication, configs)
         except TopicError as exc:
             result.error_code, result.error_message = exc.code, exc.message
             continue
+        prepared.append((result, topic, partitions, overrides))
+    created: dict[str, TopicInfo | TopicError] = {}
+    if not request.validate_only and prepared:
+        created = state.topics.create_all([(t.name, partitions, overrides) for _, t, partitions, overrides in prepared])
+    for result, topic, partitions, overrides in prepared:
+        outcome = created.get(topic.name)
+        if isinstance(outcome, TopicError):
+            result.error_code, result.error_message = outcome.code, outcome.message
+            continue
         if ctx.api_version >= FIRST_CONFIGS_VERSION:
-            overrides = info.configs if info is not None else {c.name: c.value or "" for c in topic.configs}
-            result.num_partitions = info.num_partitions if info is not None else (
-                partitions if partitions > 0 else int(state.config.get("num.partitions")))
+            result.num_partitions = partitions
             result.replication_factor = 1
             result.configs = [
                 CreatableTopicConfigs(name=key, value=resolved.text, read_only=False,
@@ -98,6 +107,6 @@ def _create_topics(ctx: RequestContext, request: CreateTopicsRequest) -> CreateT
                 for key in TOPIC
                 for resolved in (state.config.resolve_topic(key, overrides),)
             ]
-        if info is not None:
-            result.topic_id = info.topic_id
+        if outcome is not None:
+            result.topic_id = outcome.topic_id
     return CreateTopicsResponse(throttle_time_ms=0, topics=results)

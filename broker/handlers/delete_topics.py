@@ -21,7 +21,8 @@ from pybroker.protocol.messages.delete_topics import (
     DeleteTopicsRequest,
     DeleteTopicsResponse,
 )
-from pybroker.storage.errors import StorageError, UnknownTopicError
+from pybroker.storage.errors import UnknownTopicError
+from pybroker.storage.log_manager import TopicInfo
 
 ZERO_UUID = uuid.UUID(int=0)
 
@@ -42,19 +43,21 @@ async def _delete_off_loop(ctx: RequestContext, request: DeleteTopicsRequest) ->
 
 def _delete_topics(ctx: RequestContext, request: DeleteTopicsRequest,
                    woken: list[tuple[str, int]]) -> DeleteTopicsResponse:
+    """Check every name, delete those that pass together (one save of the topic table), then answer."""
     state = ctx.state
     wanted: list[tuple[str | None, uuid.UUID]] = [(name, ZERO_UUID) for name in request.topic_names or []]
     wanted += [(t.name, t.topic_id) for t in request.topics or []]
     results: list[DeletableTopicResult] = []
+    doomed: list[tuple[DeletableTopicResult, TopicInfo]] = []
     for name, topic_id in wanted:
         result = DeletableTopicResult(name=name, topic_id=topic_id, error_code=ErrorCode.NONE)
         results.append(result)
         if name is None:
-            info = topic_by_id(state, topic_id)
-            if info is None:
+            by_id = topic_by_id(state, topic_id)
+            if by_id is None:
                 result.error_code = ErrorCode.UNKNOWN_TOPIC_ID
                 continue
-            name = result.name = info.name
+            name = result.name = by_id.name
         info = state.topics.get(name)
         if not state.config.get("delete.topic.enable"):
             result.error_code = ErrorCode.TOPIC_DELETION_DISABLED
@@ -65,11 +68,12 @@ def _delete_topics(ctx: RequestContext, request: DeleteTopicsRequest,
             result.error_message = f"Internal topic {name} cannot be deleted."
         else:
             result.topic_id = info.topic_id
-            try:
-                state.logs.delete_topic(name)
-            except UnknownTopicError:
-                result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            except (StorageError, OSError) as exc:
-                result.error_code, result.error_message = change_refused(exc)
-            woken.extend((name, partition) for partition in range(info.num_partitions))
+            doomed.append((result, info))
+    outcomes = state.logs.delete_topics([info.name for _, info in doomed]) if doomed else {}
+    for result, info in doomed:
+        error = outcomes.get(info.name)
+        if error is not None:
+            result.error_code, result.error_message = change_refused(error)
+        if error is None or not isinstance(error, UnknownTopicError):
+            woken.extend((info.name, partition) for partition in range(info.num_partitions))
     return DeleteTopicsResponse(throttle_time_ms=0, responses=results)
