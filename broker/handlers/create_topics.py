@@ -43,8 +43,10 @@ def _assignment_count(ctx: RequestContext, topic: object) -> int | None:
 
 
 def _requested_partitions(ctx: RequestContext, request: CreateTopicsRequest) -> int:
-    topics = ctx.state.topics
-    return sum(len(t.assignments) if getattr(t, "assignments", None) else topics.new_partitions(t.num_partitions)
+    """Partitions the whole request would make (-1 counts as `num.partitions`)."""
+    default = ctx.state.topics.new_partitions(-1)
+    return sum(len(t.assignments) if getattr(t, "assignments", None)
+               else default if t.num_partitions == -1 else max(t.num_partitions, 0)
                for t in request.topics)
 
 

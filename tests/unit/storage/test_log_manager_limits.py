@@ -172,3 +172,25 @@ def test_the_sweep_runs_from_the_flush_policy_tick(tmp_path: Path, monkeypatch: 
     manager.flush_dirty(NOW + log_manager_module.IDLE_FILE_SWEEP_MS)
     assert swept == [NOW + log_manager_module.IDLE_FILE_SWEEP_MS]
     manager.shutdown()
+
+
+def test_a_batch_creates_what_passes_saves_once_and_refuses_the_rest(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    manager = _manager([tmp_path / "a"])
+    manager.max_partitions = 10
+    manager.create_topic("old", 1, {})
+    saves: list[int] = []
+    real_save = manager._store.save
+    monkeypatch.setattr(manager._store, "save", lambda topics: (saves.append(len(topics)), real_save(topics)))
+    outcomes = manager.create_topics([("a", 3, {}), ("old", 1, {}), ("a.b", 1, {}), ("a_b", 1, {}),
+                                      ("big", 8, {}), ("c", 5, {})])
+    assert {name: type(o).__name__ for name, o in outcomes.items()} == {
+        "a": "TopicInfo", "old": "TopicExistsError", "a.b": "TopicInfo", "a_b": "InvalidTopicError",
+        "big": "PartitionLimitError", "c": "TopicInfo"}
+    assert saves == [4], "one save for the whole batch"
+    assert manager.partition_count == 10
+    deleted = manager.delete_topics(["a", "nope", "c"])
+    assert deleted["a"] is None and deleted["c"] is None and type(deleted["nope"]).__name__ == "UnknownTopicError"
+    assert saves == [4, 2]
+    assert sorted(manager.topics()) == ["a.b", "old"]
+    manager.shutdown()
