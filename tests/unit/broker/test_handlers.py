@@ -204,3 +204,25 @@ async def test_find_coordinator_names_this_broker_for_groups_in_every_version(cl
     # transactions are not coordinated here: the retriable answer
     answer = await client.call(FindCoordinatorRequest(key="tx", key_type=1), 3)
     assert answer.error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE
+
+
+async def test_acks_0_produce_to_a_new_topic_creates_it_off_the_loop_and_stores_the_records(
+        client: RawClient, app: BrokerApp) -> None:
+    await client.send(_produce("quiet", _records(2), acks=0), 9)
+    for _ in range(200):
+        log = app.state.logs.get_log("quiet", 0)
+        if log is not None and log.log_end_offset == 2:
+            break
+        await asyncio.sleep(0.01)
+    else:
+        raise AssertionError("the acks=0 records never arrived")
+    answer = _partition(await client.call(_produce("quiet", _records(1), acks=1), 9))  # the connection still serves
+    assert (answer.error_code, answer.base_offset) == (0, 2)
+
+
+async def test_auto_creation_obeys_the_per_request_cap(client: RawClient, app: BrokerApp) -> None:
+    app.state.config.explicit["max.partitions.per.request"] = 2  # as if set in server.properties
+    answer = await client.call(MetadataRequest(topics=[MetadataRequestTopic(name=f"cap{i}") for i in range(4)],
+                                               allow_auto_topic_creation=True), 9)
+    assert [t.error_code for t in answer.topics] == [0, 0, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                                                     ErrorCode.UNKNOWN_TOPIC_OR_PARTITION]
