@@ -271,7 +271,7 @@ class LogManager:
             for info in accepted:
                 try:
                     made.append((info, self._create_partitions(info, range(info.num_partitions))))
-                except (StorageError, OSError) as exc:
+                except (StorageError, OSError, MemoryError) as exc:
                     outcomes[info.name] = exc
             if made:
                 self._save_and_publish_new(made)
@@ -280,7 +280,7 @@ class LogManager:
                 self._discard(created)
                 if isinstance(exc, Exception):
                     outcomes[info.name] = exc
-            if not isinstance(exc, (StorageError, OSError)):
+            if not isinstance(exc, (StorageError, OSError, MemoryError)):
                 raise
         else:
             outcomes.update((info.name, info) for info, _ in made)
@@ -463,7 +463,7 @@ class LogManager:
                         log = self._create_log(info, partition, directory, config)
                     except BaseException as exc:
                         self._unplace(directory)
-                        if not isinstance(exc, OSError):
+                        if not isinstance(exc, OSError | MemoryError):
                             raise
                         # a failing disk goes offline (then the next dir is tried); running out of
                         # descriptors is only counted and logged, and fails this creation
