@@ -630,6 +630,8 @@ class LogManager:
                 write_checkpoint(directory / LOG_START_OFFSET, {key: log.log_start_offset for key, log in mine})
             except OSError as exc:
                 self.failures.report(directory, exc)
+                if is_resource_exhaustion(exc):
+                    raise  # the dir stays online, but the caller (DeleteRecords) must not claim it is saved
 
     def shutdown(self) -> None:
         """Flush and close every log, write checkpoints, mark each healthy dir clean, release locks."""
