@@ -42,6 +42,9 @@ from pybroker.storage.segment import Segment
 from pybroker.storage.time_index import NO_TIMESTAMP
 
 DELETE_SUFFIX = "-delete"
+#: an idle file let go of stays open at least this long (even with file.delete.delay.ms=0): a thread that
+#: took its descriptor just before (a read's header scan, the cleaner) finishes with it first
+IDLE_CLOSE_GRACE_MS = 10_000
 
 
 def wall_clock_ms() -> int:
@@ -461,13 +464,13 @@ class Log:
     def close_idle_files(self, now_ms: int) -> int:
         """Close the files let go of by earlier calls once `file.delete.delay.ms` passed and no `FileRegion`
         holds them (a response not yet sent), then let go of segment files unused since the last call
-        (reopened on next use). A file is never closed by the call that let go of it: a thread that took
-        its descriptor a moment before has a whole sweep period to finish. Returns the files closed."""
+        (reopened on next use). A file is never closed by the call that let go of it, nor sooner than
+        `IDLE_CLOSE_GRACE_MS` after. Returns the files closed."""
         with self._flush_lock:
             if self._closed:
                 return 0
             closed = self._release_idle_files(now_ms)
-            self._detach_idle_files(now_ms + self.config.file_delete_delay_ms)
+            self._detach_idle_files(now_ms + max(self.config.file_delete_delay_ms, IDLE_CLOSE_GRACE_MS))
             return closed
 
     def _detach_idle_files(self, deadline: int) -> None:

@@ -10,7 +10,7 @@ import pytest
 
 from pybroker.storage import log_manager as log_manager_module
 from pybroker.storage.errors import PartitionLimitError, TopicExistsError
-from pybroker.storage.log import FileRegion
+from pybroker.storage.log import IDLE_CLOSE_GRACE_MS, FileRegion
 from pybroker.storage.log_config import LogConfig
 from pybroker.storage.log_dir_failure import LogDirFailureChannel, is_resource_exhaustion
 from pybroker.storage.log_manager import LogManager
@@ -150,13 +150,15 @@ def test_idle_segment_files_are_closed_and_reopened_but_not_under_a_pending_read
     append(idle, batch(3))
     region = busy.read(0, 1 << 20).region  # a response not yet sent holds the file
     assert isinstance(region, FileRegion)
+    later = NOW + IDLE_CLOSE_GRACE_MS
     assert manager.close_idle_files(NOW) == 0  # first sweep: both were used since the last one
     assert manager.close_idle_files(NOW) == 0  # second: both are let go of, none closed yet
     assert idle.active_segment._file is None and busy.active_segment._file is None
-    assert manager.close_idle_files(NOW) == 1  # third: `idle` closes; `busy`'s file is held by the region
+    assert manager.close_idle_files(later - 1) == 0  # a grace period even with file.delete.delay.ms=0
+    assert manager.close_idle_files(later) == 1  # then `idle` closes; `busy`'s file is held by the region
     assert region.read_bytes()  # the pending read still works
     del region
-    assert manager.close_idle_files(NOW) == 1  # now nobody holds it
+    assert manager.close_idle_files(later) == 1  # now nobody holds it
     append(idle, batch(2))  # reopened on use
     assert idle.log_end_offset == 5
     manager.shutdown()
