@@ -18,6 +18,7 @@ from pybroker.broker.connection import KafkaConnection
 from pybroker.broker.dispatch import load_handlers
 from pybroker.broker.logs import get_logger
 from pybroker.broker.metrics.service import MetricsService, log_dirs_problem
+from pybroker.broker.resource_limits import apply_partition_limits, raise_open_file_limit
 from pybroker.broker.state import BrokerState
 from pybroker.config.broker_config import BrokerConfig, parse_listener
 
@@ -55,6 +56,13 @@ class BrokerApp:
         load_handlers()
         log.info("starting", node_id=self.state.node_id, config=self.config.effective(),
                  explicitly_set=sorted(self.config.explicit), unknown_config_keys=sorted(self.config.unknown))
+        limits = raise_open_file_limit()
+        (log.warning if limits.error else log.info)(
+            "open file limit", soft_before=limits.soft_before, soft=limits.soft, hard=limits.hard,
+            error=limits.error)
+        apply_partition_limits(self.state.logs, self.config, limits.soft)
+        log.info("partition limit", max_partitions=self.state.logs.max_partitions,
+                 source=self.state.logs.max_partitions_source)
         started = time.monotonic()
         for stats in self.state.startup():
             log.info("log dir loaded", **_as_dict(stats))

@@ -24,16 +24,12 @@ def resolve_partition(state: BrokerState, topic: str, partition: int) -> tuple[L
 
 
 def resolve_partition_for_write(state: BrokerState, topic: str, partition: int) -> tuple[Log | None, ErrorCode]:
-    """As `resolve_partition`, creating the topic first when auto-creation allows it."""
+    """As `resolve_partition`, refusing internal topics (auto-creation happened before, off the loop)."""
     if topic in INTERNAL_TOPICS:
         return None, ErrorCode.INVALID_TOPIC_EXCEPTION
     log = state.logs.get_log(topic, partition)
     if log is not None:
         return (log, ErrorCode.NONE) if state.logs.is_online(log) else (None, ErrorCode.KAFKA_STORAGE_ERROR)
-    if state.topics.get(topic) is None and state.topics.auto_create(topic) is not None:
-        log = state.logs.get_log(topic, partition)
-        if log is not None:
-            return log, ErrorCode.NONE
     return None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
 

@@ -2,6 +2,10 @@
 
 Storage persists a topic's overrides as text; this module is where Kafka's config resolution (topic
 override, then broker synonym, then default) meets the storage layer's plain `LogConfig`.
+
+Creating, growing and deleting topics touches the disk once per partition, so the handlers run these
+calls on a worker thread; `excessive` is the check they make first, on the loop, so a request asking for
+billions of partitions is answered at once and costs nothing.
 """
 
 from __future__ import annotations
@@ -12,8 +16,19 @@ from typing import Any
 from pybroker.config.broker_config import BrokerConfig, validate_topic_overrides
 from pybroker.config.types import ConfigError
 from pybroker.protocol.errors import ErrorCode
-from pybroker.storage.errors import InvalidTopicError, TopicExistsError
+from pybroker.storage.errors import (
+    InvalidPartitionsError,
+    InvalidTopicError,
+    LogClosedError,
+    LogDirsOfflineError,
+    PartitionLimitError,
+    StorageError,
+    TopicBusyError,
+    TopicExistsError,
+    UnknownTopicError,
+)
 from pybroker.storage.log_config import LogConfig
+from pybroker.storage.log_dir_failure import is_resource_exhaustion
 from pybroker.storage.log_manager import LogManager, TopicInfo, validate_topic_name
 
 #: LogConfig field <- topic config key
@@ -40,6 +55,8 @@ _LOG_CONFIG_FIELDS: dict[str, str] = {
 }
 
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+#: Kafka's controller's words for a request that would make too many records
+EXCESSIVE_BATCH_MESSAGE = "Unable to perform excessively large batch operation."
 
 
 class TopicError(Exception):
@@ -68,9 +85,10 @@ class Topics:
     def get(self, name: str) -> TopicInfo | None:
         return self.logs.topics().get(name)
 
-    def create(self, name: str, num_partitions: int, replication_factor: int,
-               configs: Mapping[str, str | None], *, validate_only: bool = False) -> TopicInfo | None:
-        """Kafka's CreateTopics rules; `TopicError` carries the code for the response."""
+    def prepare(self, name: str, num_partitions: int, replication_factor: int,
+                configs: Mapping[str, str | None]) -> tuple[int, dict[str, str]]:
+        """Kafka's CreateTopics rules for one topic, before anything is made: (partitions, overrides).
+        `TopicError` carries the code for the response."""
         if num_partitions == -1:
             num_partitions = int(self.config.get("num.partitions"))
         if replication_factor == -1:
@@ -87,16 +105,60 @@ class Topics:
         if name in self.logs.topics():
             raise TopicError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
         check_topic_name(name)
+        return num_partitions, overrides
+
+    def create(self, name: str, num_partitions: int, replication_factor: int,
+               configs: Mapping[str, str | None], *, validate_only: bool = False) -> TopicInfo | None:
+        """One topic: `prepare`, then `create_all`; `TopicError` carries the code for the response."""
+        partitions, overrides = self.prepare(name, num_partitions, replication_factor, configs)
         if validate_only:
             return None
-        try:
-            return self.logs.create_topic(name, num_partitions, overrides)
-        except TopicExistsError:
-            raise TopicError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.") from None
-        except InvalidTopicError as exc:
-            raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION, str(exc)) from None
-        except OSError as exc:  # every dir failed while the partitions were made (each went offline)
-            raise TopicError(ErrorCode.KAFKA_STORAGE_ERROR, f"No log dir could take the topic: {exc}") from None
+        outcome = self.create_all([(name, partitions, overrides)])[name]
+        if isinstance(outcome, TopicError):
+            raise outcome
+        return outcome
+
+    def create_all(self, wanted: list[tuple[str, int, dict[str, str]]]) -> dict[str, TopicInfo | TopicError]:
+        """Create prepared topics together (one save of the topic table; on a worker thread)."""
+        return {name: outcome if isinstance(outcome, TopicInfo) else TopicError(*change_refused(outcome))
+                for name, outcome in self.logs.create_topics(wanted).items()}
+
+    def excessive(self, partitions: int) -> bool:
+        """A request making this many partitions passes `max.partitions.per.request`."""
+        return partitions > int(self.config.get("max.partitions.per.request"))
+
+    def new_partitions(self, num_partitions: int) -> int:
+        """Partitions a creation asking for `num_partitions` makes (-1: the broker default)."""
+        return int(self.config.get("num.partitions")) if num_partitions == -1 else max(num_partitions, 0)
+
+    def to_auto_create(self, names: list[str | None]) -> list[str]:
+        """The names among `names` that auto-creation would create (unknown, legal, not internal),
+        without repeats, no more than `max.partitions.per.request` allows: the rest stay unknown."""
+        topics = self.logs.topics()
+        unknown = [name for name in names if name is not None and name not in topics]
+        if not unknown or not self.config.get("auto.create.topics.enable"):
+            return []  # the common case costs one dict lookup per name
+        each = int(self.config.get("num.partitions"))
+        room = int(self.config.get("max.partitions.per.request")) // each
+        wanted: list[str] = []
+        for name in dict.fromkeys(unknown):
+            if len(wanted) >= room:
+                break
+            if name in INTERNAL_TOPICS:
+                continue
+            try:
+                validate_topic_name(name)
+            except InvalidTopicError:
+                continue
+            wanted.append(name)
+        return wanted
+
+    def auto_create_all(self, names: list[str]) -> None:
+        """Create `names` (from `to_auto_create`) with the broker defaults, together, on a worker thread;
+        a name refused (the partition cap reached, say) stays unknown."""
+        if names and self.config.get("auto.create.topics.enable"):
+            each = int(self.config.get("num.partitions"))
+            self.create_all([(name, each, {}) for name in names if name not in INTERNAL_TOPICS])
 
     def auto_create(self, name: str) -> TopicInfo | None:
         """Create `name` with the broker defaults if auto-creation is on and the name is legal."""
@@ -108,6 +170,31 @@ class Topics:
             if exc.code == ErrorCode.TOPIC_ALREADY_EXISTS:
                 return self.get(name)
             return None
+
+
+#: storage refusals and the code each is answered with (the message is the exception's)
+_REFUSALS: tuple[tuple[type[Exception], ErrorCode], ...] = (
+    (TopicExistsError, ErrorCode.TOPIC_ALREADY_EXISTS),
+    (InvalidTopicError, ErrorCode.INVALID_TOPIC_EXCEPTION),
+    (InvalidPartitionsError, ErrorCode.INVALID_PARTITIONS),
+    (UnknownTopicError, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
+    (PartitionLimitError, ErrorCode.POLICY_VIOLATION),
+    (TopicBusyError, ErrorCode.INVALID_REQUEST),
+    (LogDirsOfflineError, ErrorCode.KAFKA_STORAGE_ERROR),
+    (LogClosedError, ErrorCode.NOT_CONTROLLER),  # shutting down; retriable: the client asks again later
+    (StorageError, ErrorCode.UNKNOWN_SERVER_ERROR),
+)
+
+
+def change_refused(exc: BaseException) -> tuple[ErrorCode, str]:
+    """The code and message for a topic change the storage layer refused or could not make."""
+    if is_resource_exhaustion(exc):
+        return ErrorCode.UNKNOWN_SERVER_ERROR, (f"The broker is out of file descriptors or memory ({exc}); "
+                                                f"nothing was changed, retry later.")
+    for kind, code in _REFUSALS:
+        if isinstance(exc, kind):
+            return code, str(exc)
+    return ErrorCode.KAFKA_STORAGE_ERROR, f"No log dir could take the change: {exc}"
 
 
 def check_topic_name(name: str) -> None:

@@ -173,6 +173,18 @@ BROKER_DEFS: tuple[ConfigDef, ...] = (
         "SASL_SSL:SASL_SSL"], "Accepted for compatibility; PLAINTEXT is served."),
     _b("num.recovery.threads.per.data.dir", "int", 2, "Accepted for compatibility.", at_least(1)),
     _b("group.coordinator.rebalance.protocols", "list", ["classic"], "Accepted for compatibility."),
+    # -- partition limits (a request, and the broker as a whole) --------------------------------------
+    _b("max.partitions.per.request", "int", 10_000,
+       "Most partitions one CreateTopics or CreatePartitions request (all its topics together) or one "
+       "Metadata/Produce request's auto-created topics may make. A larger request is refused whole, "
+       "before any work, with POLICY_VIOLATION (\"Unable to perform excessively large batch operation.\"), "
+       "as Kafka's controller refuses a request that would write more than 10,000 records.", at_least(1)),
+    _b("max.broker.partitions", "int", 10_000,
+       "Most partitions this broker holds (KIP-578's name). A creation that would pass it is refused with "
+       "POLICY_VIOLATION. The broker also keeps an open-file budget: at start it raises its soft "
+       "open-file limit (ulimit -n) to the hard limit, and allows at most that limit minus a quarter "
+       "(at least 256 descriptors) for partitions, leaving the rest for connections and segment reads; "
+       "the smaller of the two caps applies.", at_least(1)),
     _secret("ssl.keystore.password", "Accepted for compatibility (TLS is not served); never shown."),
     _secret("ssl.key.password", "Accepted for compatibility (TLS is not served); never shown."),
     _secret("ssl.truststore.password", "Accepted for compatibility (TLS is not served); never shown."),

@@ -76,3 +76,11 @@ class CorruptSnapshotError(StorageError):
 
 class LogDirsOfflineError(StorageError, OSError):
     """Every log dir is offline: nothing can be created or saved (an OSError, as the failures behind it)."""
+
+
+class PartitionLimitError(StorageError):
+    """Creating the partitions would pass the broker's cap (`max.broker.partitions` or the descriptor budget)."""
+
+
+class TopicBusyError(StorageError):
+    """Another request is creating, growing or deleting this topic right now."""

@@ -20,6 +20,7 @@ import contextlib
 import os
 import random
 import shutil
+import sys
 import threading
 import time
 import uuid
@@ -42,6 +43,9 @@ from pybroker.storage.segment import Segment
 from pybroker.storage.time_index import NO_TIMESTAMP
 
 DELETE_SUFFIX = "-delete"
+#: an idle file let go of stays open at least this long (even with file.delete.delay.ms=0): a thread that
+#: took its descriptor just before (a read's header scan, the cleaner) finishes with it first
+IDLE_CLOSE_GRACE_MS = 10_000
 
 
 def wall_clock_ms() -> int:
@@ -100,6 +104,8 @@ class Log:
         self._closed = False
         #: removed segments whose `.log` stays open until their deadline, for reads already handed out
         self._retired: list[tuple[int, Segment]] = []
+        #: idle `.log` files let go of (`close_idle_files`), closed once their delay passed and no read holds them
+        self._idle_files: list[tuple[int, IO[bytes]]] = []
         self.dir.mkdir(parents=True, exist_ok=True)
         now = self._clock()
         loaded = load_segments(self.dir, config, clean=clean, recovery_point=recovery_point,
@@ -453,7 +459,47 @@ class Log:
                 else:
                     keep.append((deadline, segment))
             self._retired = keep
-            return not keep
+            self._release_idle_files(now_ms)
+            return not keep and not self._idle_files
+
+    def close_idle_files(self, now_ms: int) -> int:
+        """Close the files let go of by earlier calls once `file.delete.delay.ms` passed and no `FileRegion`
+        holds them (a response not yet sent), then let go of segment files unused since the last call
+        (reopened on next use). A file is never closed by the call that let go of it, nor sooner than
+        `IDLE_CLOSE_GRACE_MS` after. Returns the files closed."""
+        with self._flush_lock:
+            if self._closed:
+                return 0
+            closed = self._release_idle_files(now_ms)
+            self._detach_idle_files(now_ms + max(self.config.file_delete_delay_ms, IDLE_CLOSE_GRACE_MS))
+            return closed
+
+    def _detach_idle_files(self, deadline: int) -> None:
+        """(A function of its own, so no local reference outlives it and spoils `_unshared`.)"""
+        for segment in self._segments:
+            file = segment.detach_if_idle()
+            if file is not None:
+                self._idle_files.append((deadline, file))
+
+    def _release_idle_files(self, now_ms: int | None) -> int:
+        """Close the idle files whose delay passed and that no read holds (all without `now_ms`)."""
+        kept = []
+        closed = 0
+        for entry in self._idle_files:
+            if now_ms is None or (entry[0] <= now_ms and _unshared(entry[1])):
+                with contextlib.suppress(OSError):
+                    entry[1].close()
+                closed += 1
+            else:
+                kept.append(entry)
+        self._idle_files = kept
+        return closed
+
+    def _close_idle_files(self) -> None:
+        for _, file in self._idle_files:
+            with contextlib.suppress(OSError):
+                file.close()
+        self._idle_files = []
 
     def close(self) -> None:
         """Snapshot producer state, trim and fsync the indexes, close the files (data stays as flushed)."""
@@ -464,6 +510,7 @@ class Log:
             try:
                 self.take_producer_snapshot()
             finally:
+                self._close_idle_files()
                 _close_all(self._segments, sync=True)
         self.release_retired()
 
@@ -493,6 +540,17 @@ class Log:
                 with contextlib.suppress(OSError):
                     segment.release()
             self._retired = []
+            self._close_idle_files()
+
+
+#: references to a file held only by `_idle_files`: the list's tuple, `_unshared`'s parameter, and
+#: `getrefcount`'s own argument
+_UNSHARED_REFS = 3
+
+
+def _unshared(file: IO[bytes]) -> bool:
+    """No `FileRegion` (or anyone else) holds this file any more."""
+    return sys.getrefcount(file) <= _UNSHARED_REFS
 
 
 def _close_all(segments: list[Segment], *, sync: bool) -> None:

@@ -6,11 +6,19 @@ point after a crash. A partition dir that no known topic claims (unknown name, p
 count, or a `partition.metadata` naming another topic id) is renamed `<dir>.<uuid>-stray` and left
 for the operator, never deleted and never resurrected. New partitions go to the dir holding fewest.
 Shutdown flushes and closes every log, writes the checkpoints and then the clean-shutdown marker.
+
+Threads: topics are created, grown and deleted on worker threads while the event loop appends, reads and
+answers Metadata. The loop takes no lock: the topic table and the log maps are replaced, never changed in
+place, and a topic (or its new partitions) is published only after every partition exists and the topic
+table is saved, so a half-made topic is never seen. A change runs in three steps: a short check and
+reservation under `_mutation_lock` (the name is marked busy, the partitions counted against the cap),
+the disk work without the lock, then a short save-and-publish under the lock.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import re
 import shutil
 import threading
@@ -27,7 +35,9 @@ from pybroker.storage.errors import (
     InvalidTopicError,
     LogClosedError,
     LogDirsOfflineError,
+    PartitionLimitError,
     StorageError,
+    TopicBusyError,
     TopicExistsError,
     UnknownTopicError,
 )
@@ -43,7 +53,7 @@ from pybroker.storage.log_dir import (
     mark_clean_shutdown,
     unlock_dir,
 )
-from pybroker.storage.log_dir_failure import LogDirFailureChannel
+from pybroker.storage.log_dir_failure import LogDirFailureChannel, is_resource_exhaustion
 from pybroker.storage.retention import Verdict
 from pybroker.storage.topic_store import (
     TopicInfo,
@@ -59,6 +69,10 @@ __all__ = ["LogManager", "RecoveryStats", "TopicInfo", "validate_topic_name"]
 PARTITION_DIR = re.compile(r"(?P<topic>.+)-(?P<partition>[0-9]+)", re.DOTALL)
 DELETE_SUFFIX = "-delete"
 STRAY_SUFFIX = "-stray"
+#: no cap unless the broker sets one (`max.broker.partitions`, the descriptor budget)
+NO_LIMIT = 2**31 - 1
+#: how often idle segment files are looked for (a file unused for one to two periods is closed)
+IDLE_FILE_SWEEP_MS = 60_000
 MAX_TOPIC_LENGTH = 249
 #: Kafka's `Topic.LEGAL_CHARS`, always used with `fullmatch` (`$` would also match before a final newline)
 _LEGAL_CHARS = re.compile(r"[a-zA-Z0-9._-]*")
@@ -120,7 +134,22 @@ class LogManager:
         #: the choke point for I/O errors: a failing dir goes offline as a whole
         self.failures = LogDirFailureChannel()
         self._store.is_online = self.failures.is_online
-        self._store.on_error = self.failures.report
+        self._store.on_error = self._store_error
+        #: serialises the check-and-reserve and save-and-publish steps of topic changes (module docstring)
+        self._mutation_lock = threading.Lock()
+        #: topics some request is creating, growing or deleting right now
+        self._busy: set[str] = set()
+        #: partitions reserved by changes in progress, not yet in `_logs`
+        self._reserved = 0
+        #: partitions per dir, kept up to date by placement and deletion (placement is O(dirs), not O(P))
+        self._dir_counts: dict[Path, int] = {}
+        self._placement_lock = threading.Lock()
+        #: the most partitions this broker holds: `max.broker.partitions` and the descriptor budget
+        self.max_partitions = NO_LIMIT
+        #: what sets `max_partitions`, for the refusal's message
+        self.max_partitions_source = "no limit"
+        self.idle_file_sweep_ms = IDLE_FILE_SWEEP_MS
+        self._last_idle_sweep_ms = clock_ms()
 
     # -- startup -----------------------------------------------------------------------------------
     def startup(self) -> list[RecoveryStats]:
@@ -134,8 +163,13 @@ class LogManager:
             self._topics = self._store.load()
             self._by_id = {info.topic_id: info for info in self._topics.values()}
             stats = [self._load_dir(directory) for directory in self.dirs]
-            for info in self._topics.values():
-                self._create_partitions(info, info.num_partitions)  # any whose dir went missing
+            self._dir_counts = {directory: 0 for directory in self.dirs}
+            for directory in self._dir_of.values():
+                self._dir_counts[directory] += 1
+            for info in self._topics.values():  # any whose dir went missing
+                missing = [p for p in range(info.num_partitions) if (info.name, p) not in self._logs]
+                if missing:
+                    self._publish(self._create_partitions(info, missing))
             for directory in self.dirs:
                 clear_clean_shutdown(directory)
         except BaseException:
@@ -209,48 +243,195 @@ class LogManager:
         """The log dir holding a partition."""
         return self._dir_of.get((topic, partition))
 
+    @property
+    def partition_count(self) -> int:
+        """Partitions this broker holds, with those that changes in progress have reserved."""
+        return len(self._logs) + self._reserved
+
     def create_topic(self, name: str, num_partitions: int, configs: dict[str, str]) -> TopicInfo:
+        """Create a topic (safe from a worker thread; the loop sees it only once it is complete)."""
+        outcome = self.create_topics([(name, num_partitions, configs)])[name]
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return outcome
+
+    def create_topics(self, wanted: list[tuple[str, int, dict[str, str]]]) -> dict[str, TopicInfo | Exception]:
+        """Create topics (name, partitions, overrides) together, from a worker thread: each is checked and
+        its partitions reserved, all partitions are made, then the topic table is saved ONCE and all the
+        topics are published (one fsync'd save per request, not one per topic). Each name maps to its
+        `TopicInfo` or to the error that refused it (`StorageError`, or `OSError` from the disk)."""
+        outcomes: dict[str, TopicInfo | Exception] = {}
+        accepted: list[TopicInfo] = []
+        with self._mutation_lock:
+            normalized = {t.replace(".", "_"): t for t in [*self._topics, *self._busy]}
+            for name, num_partitions, configs in wanted:
+                try:
+                    self._check_running()
+                    self._check_new_topic(name, num_partitions, normalized)
+                    self._reserve(name, num_partitions)
+                except StorageError as exc:
+                    outcomes.setdefault(name, exc)
+                    continue
+                normalized[name.replace(".", "_")] = name
+                accepted.append(TopicInfo(name, uuid.uuid4(), num_partitions, dict(configs)))
+        made: list[tuple[TopicInfo, dict[tuple[str, int], tuple[Log, Path]]]] = []
+        try:
+            for info in accepted:
+                try:
+                    made.append((info, self._create_partitions(info, range(info.num_partitions))))
+                except (StorageError, OSError, MemoryError) as exc:
+                    outcomes[info.name] = exc
+            if made:
+                self._save_and_publish_new(made)
+        except BaseException as exc:
+            for info, created in made:
+                self._discard(created)
+                if isinstance(exc, Exception):
+                    outcomes[info.name] = exc
+            if not isinstance(exc, (StorageError, OSError, MemoryError)):
+                raise
+        else:
+            outcomes.update((info.name, info) for info, _ in made)
+        finally:
+            for info in accepted:
+                self._release(info.name, info.num_partitions)
+        return outcomes
+
+    def _check_new_topic(self, name: str, num_partitions: int, normalized: dict[str, str]) -> None:
+        """Under `_mutation_lock`: Kafka's rules for a new topic; `normalized` maps each known or busy name,
+        with '.' read as '_', to itself (Kafka refuses names that differ only there)."""
         validate_topic_name(name)
-        if name in self._topics:
-            raise TopicExistsError(f"Topic '{name}' already exists.")
-        collision = next((t for t in self._topics if t.replace(".", "_") == name.replace(".", "_")), None)
-        if collision is not None:
-            raise InvalidTopicError(f"Topic '{name}' collides with existing topic: {collision}")
         if num_partitions < 1:
             raise InvalidPartitionsError("Number of partitions must be larger than 0.")
-        info = TopicInfo(name, uuid.uuid4(), 0, dict(configs))
-        try:
-            self._create_partitions(info, num_partitions)
-        except BaseException:
-            self._drop_logs(name, num_partitions)
-            raise
-        self._topics[name] = info
-        self._by_id[info.topic_id] = info
-        self._store.save(self._topics)
-        return info
+        if name in self._topics:
+            raise TopicExistsError(f"Topic '{name}' already exists.")
+        if name in self._busy:
+            raise TopicExistsError(f"Topic '{name}' is being created or deleted.")
+        collision = normalized.get(name.replace(".", "_"))
+        if collision is not None:
+            raise InvalidTopicError(f"Topic '{name}' collides with existing topic: {collision}")
+
+    def _save_and_publish_new(self, made: list[tuple[TopicInfo, dict[tuple[str, int], tuple[Log, Path]]]]) -> None:
+        with self._mutation_lock:
+            self._check_running()
+            topics = {**self._topics, **{info.name: info for info, _ in made}}
+            self._store.save(topics)
+            for _, created in made:
+                self._publish(created)
+            self._topics = topics
+            self._by_id = {**self._by_id, **{info.topic_id: info for info, _ in made}}
 
     def add_partitions(self, name: str, new_total: int) -> TopicInfo:
-        info = self._topic(name)
-        if new_total <= info.num_partitions:
-            raise InvalidPartitionsError(f"Topic currently has {info.num_partitions} partitions, which is "
-                                         f"higher than the requested {new_total}.")
-        self._create_partitions(info, new_total)
-        self._store.save(self._topics)
+        """Grow a topic to `new_total` partitions (safe from a worker thread)."""
+        with self._mutation_lock:
+            self._check_running()
+            info = self._topic(name)
+            if name in self._busy:
+                raise TopicBusyError(f"Topic '{name}' is being changed by another request.")
+            current = info.num_partitions
+            if new_total <= current:
+                raise InvalidPartitionsError(f"Topic currently has {current} partitions, which is "
+                                             f"higher than the requested {new_total}.")
+            self._reserve(name, new_total - current)
+        created: dict[tuple[str, int], tuple[Log, Path]] = {}
+        try:
+            created = self._create_partitions(info, range(current, new_total))
+            with self._mutation_lock:
+                self._check_running()
+                self._store.save({**self._topics, name: dataclasses.replace(info, num_partitions=new_total)})
+                self._publish(created)
+                info.num_partitions = new_total  # after the logs: a reader never sees a partition without one
+        except BaseException:
+            self._discard(created)
+            raise
+        finally:
+            self._release(name, new_total - current)
         return info
 
     def delete_topic(self, name: str) -> None:
-        """Forget the topic (durably, first), then remove its partition dirs."""
-        info = self._topic(name)
-        del self._topics[name]
-        self._by_id.pop(info.topic_id, None)
-        self._store.save(self._topics)
-        self._drop_logs(name, info.num_partitions)
+        """Forget the topic (durably, first), then remove its partition dirs (safe from a worker thread)."""
+        outcome = self.delete_topics([name])[name]
+        if outcome is not None:
+            raise outcome
+
+    def delete_topics(self, names: list[str]) -> dict[str, Exception | None]:
+        """Forget the topics with ONE save of the topic table, then remove their partition dirs (from a
+        worker thread). Each name maps to None, or the error that kept it (`StorageError`, `OSError`)."""
+        outcomes: dict[str, Exception | None] = {}
+        doomed: dict[tuple[str, int], tuple[Log, Path]] = {}
+        with self._mutation_lock:
+            going: list[TopicInfo] = []
+            for name in dict.fromkeys(names):
+                try:
+                    self._check_running()
+                    info = self._topic(name)
+                    if name in self._busy:
+                        raise TopicBusyError(f"Topic '{name}' is being changed by another request.")
+                except StorageError as exc:
+                    outcomes[name] = exc
+                    continue
+                going.append(info)
+            if going:
+                gone = {info.name for info in going}
+                remaining = {n: t for n, t in self._topics.items() if n not in gone}
+                try:
+                    self._store.save(remaining)
+                except (StorageError, OSError) as exc:
+                    outcomes.update((info.name, exc) for info in going)
+                    return outcomes
+                ids = {info.topic_id for info in going}
+                self._topics = remaining
+                self._by_id = {i: t for i, t in self._by_id.items() if i not in ids}
+                doomed = self._unpublish([(info.name, p) for info in going for p in range(info.num_partitions)])
+                self._busy.update(gone)  # until their dirs are gone: a new topic of a name must not meet them
+        by_topic: dict[str, dict[tuple[str, int], tuple[Log, Path]]] = {}
+        for key, value in doomed.items():
+            by_topic.setdefault(key[0], {})[key] = value
+        try:
+            for info in going:
+                try:
+                    self._drop_logs(by_topic.get(info.name, {}))
+                    outcomes[info.name] = None
+                except OSError as exc:
+                    outcomes[info.name] = exc
+        finally:
+            with self._mutation_lock:
+                self._busy.difference_update(info.name for info in going)
+        return outcomes
+
+    def _check_running(self) -> None:
+        """Under `_mutation_lock`: no topic change is published once shutdown began (it would not be closed)."""
+        if not self._running:
+            raise LogClosedError("the broker is shutting down")
+
+    def _reserve(self, name: str, count: int) -> None:
+        """Under `_mutation_lock`: refuse a change that would pass the cap, else mark the topic busy."""
+        held = self.partition_count
+        if held + count > self.max_partitions:
+            raise PartitionLimitError(
+                f"Creating {count} partitions would give this broker {held + count}, more than its limit of "
+                f"{self.max_partitions} ({self.max_partitions_source}).")
+        self._reserved += count
+        self._busy.add(name)
+
+    def _release(self, name: str, count: int) -> None:
+        with self._mutation_lock:
+            self._reserved -= count
+            self._busy.discard(name)
+
+    def _store_error(self, directory: Path, exc: OSError) -> None:
+        """A failed topic-table write: out of descriptors or memory fails the change; any other error
+        takes that dir offline (the other dirs still hold the table)."""
+        if is_resource_exhaustion(exc):
+            raise exc
+        self.failures.report(directory, exc)
 
     def alter_topic_configs(self, name: str, configs: dict[str, str]) -> None:
         """Replace the topic's overrides; its logs take the new settings from their next append."""
-        info = self._topic(name)
-        info.configs = dict(configs)
-        self._store.save(self._topics)
+        with self._mutation_lock:
+            info = self._topic(name)
+            info.configs = dict(configs)
+            self._store.save(self._topics)
         config = self.log_config_for(info.configs)
         for partition in range(info.num_partitions):
             log = self._logs.get((name, partition))
@@ -272,42 +453,97 @@ class LogManager:
             raise UnknownTopicError(f"Topic '{name}' does not exist.")
         return info
 
-    def _create_partitions(self, info: TopicInfo, total: int) -> None:
-        """Create the missing partition logs below `total`, each in the online dir with the fewest partitions
-        (a dir that fails while a partition is made there goes offline, and the next one is tried)."""
-        config = self.log_config_for(info.configs)
-        for partition in range(total):
-            key = (info.name, partition)
-            while key not in self._logs:
-                online = [d for d in self.dirs if self.failures.is_online(d)]
-                if not online:
-                    raise LogDirsOfflineError("every log dir is offline")
-                directory = min(online, key=lambda d: sum(1 for v in self._dir_of.values() if v == d))
-                try:
-                    self._create_log(info, partition, directory, config)
-                except OSError as exc:
-                    self.failures.report(directory, exc)
-        info.num_partitions = max(info.num_partitions, total)
+    def _create_partitions(self, info: TopicInfo,
+                           partitions: range | list[int]) -> dict[tuple[str, int], tuple[Log, Path]]:
+        """New logs for `partitions`, each in the online dir with the fewest partitions, not yet published.
 
-    def _create_log(self, info: TopicInfo, partition: int, directory: Path, config: LogConfig) -> None:
+        A dir that fails while a partition is made there goes offline and the next one is tried. Running
+        out of descriptors or memory fails the whole creation (no dir goes offline). On any failure the
+        logs made so far are removed again: only what was created is cleaned up.
+        """
+        config = self.log_config_for(info.configs)
+        created: dict[tuple[str, int], tuple[Log, Path]] = {}
+        try:
+            for partition in partitions:
+                while True:
+                    directory = self._place()
+                    try:
+                        log = self._create_log(info, partition, directory, config)
+                    except BaseException as exc:
+                        self._unplace(directory)
+                        if not isinstance(exc, OSError | MemoryError):
+                            raise
+                        # a failing disk goes offline (then the next dir is tried); running out of
+                        # descriptors is only counted and logged, and fails this creation
+                        self.failures.report(directory, exc)
+                        if is_resource_exhaustion(exc):
+                            raise
+                        continue
+                    created[(info.name, partition)] = (log, directory)
+                    break
+        except BaseException:
+            self._discard(created)
+            raise
+        return created
+
+    def _place(self) -> Path:
+        """The online dir with the fewest partitions, counted as holding one more."""
+        with self._placement_lock:
+            online = [d for d in self.dirs if self.failures.is_online(d)]
+            if not online:
+                raise LogDirsOfflineError("every log dir is offline")
+            directory = min(online, key=lambda d: self._dir_counts.get(d, 0))
+            self._dir_counts[directory] = self._dir_counts.get(directory, 0) + 1
+            return directory
+
+    def _unplace(self, directory: Path) -> None:
+        with self._placement_lock:
+            self._dir_counts[directory] -= 1
+
+    def _create_log(self, info: TopicInfo, partition: int, directory: Path, config: LogConfig) -> Log:
         path = directory / f"{info.name}-{partition}"
         if path.exists():
             _set_aside(path)
         path.mkdir()
         write_partition_metadata(path, info.topic_id)
         fsync_dir(directory)
-        key = (info.name, partition)
-        self._logs[key] = Log(path, info.name, partition, info.topic_id, config, clock_ms=self.clock_ms)
-        self._dir_of[key] = directory
+        return Log(path, info.name, partition, info.topic_id, config, clock_ms=self.clock_ms)
 
-    def _drop_logs(self, name: str, num_partitions: int) -> None:
-        for partition in range(num_partitions):
-            log = self._logs.pop((name, partition), None)
-            self._dir_of.pop((name, partition), None)
-            if log is not None:
+    def _publish(self, created: dict[tuple[str, int], tuple[Log, Path]]) -> None:
+        """Make new logs visible: one replacement of each map, never a change in place."""
+        if created:
+            self._logs = {**self._logs, **{key: log for key, (log, _) in created.items()}}
+            self._dir_of = {**self._dir_of, **{key: directory for key, (_, directory) in created.items()}}
+
+    def _unpublish(self, keys: list[tuple[str, int]]) -> dict[tuple[str, int], tuple[Log, Path]]:
+        """Take logs out of the maps (one replacement each); the removed (log, dir) pairs."""
+        doomed = {key: (self._logs[key], self._dir_of[key]) for key in keys if key in self._logs}
+        if doomed:
+            self._logs = {key: log for key, log in self._logs.items() if key not in doomed}
+            self._dir_of = {key: d for key, d in self._dir_of.items() if key not in doomed}
+        return doomed
+
+    def _discard(self, created: dict[tuple[str, int], tuple[Log, Path]]) -> None:
+        """Remove logs that were never published: nobody read them, so their files close at once."""
+        for log, directory in created.values():
+            self._unplace(directory)
+            with contextlib.suppress(Exception):
+                log.abandon()
+            shutil.rmtree(log.dir, ignore_errors=True)
+
+    def _drop_logs(self, doomed: dict[tuple[str, int], tuple[Log, Path]]) -> None:
+        """Delete unpublished logs whose reads may still be in flight (files kept for the delay)."""
+        first: OSError | None = None
+        for log, directory in doomed.values():
+            self._unplace(directory)
+            with self._deleted_lock:
+                self._deleted.append(log)
+            try:
                 log.delete()
-                with self._deleted_lock:
-                    self._deleted.append(log)
+            except OSError as exc:
+                first = first or exc
+        if first is not None:
+            raise first
 
     # -- durability --------------------------------------------------------------------------------
     def flusher_for(self, log: Log) -> Flusher:
@@ -318,6 +554,9 @@ class LogManager:
         """The flush policy for data no acks=all producer waits on: flush.messages and flush.ms."""
         with self._deleted_lock:
             self._deleted = [log for log in self._deleted if not log.release_retired(now_ms)]
+        if now_ms - self._last_idle_sweep_ms >= self.idle_file_sweep_ms:
+            self._last_idle_sweep_ms = now_ms
+            self.close_idle_files(now_ms)
         for log in list(self._logs.values()):
             log.release_retired(now_ms)
             unflushed = log.unflushed_messages
@@ -333,6 +572,17 @@ class LogManager:
                     continue
                 except OSError as exc:
                     self.report_io_error(log, exc)
+
+    def close_idle_files(self, now_ms: int) -> int:
+        """Let go of segment files unused since the last sweep (safe from a worker thread): descriptors
+        follow the partitions in use. Returns the files closed."""
+        closed = 0
+        for log in list(self._logs.values()):
+            try:
+                closed += log.close_idle_files(now_ms)
+            except OSError as exc:
+                self.report_io_error(log, exc)
+        return closed
 
     def enforce_retention(self, now_ms: int) -> list[tuple[str, int, Verdict]]:
         """One retention pass over every log (safe from a worker thread): what each pass removed."""
@@ -392,12 +642,15 @@ class LogManager:
                 write_checkpoint(directory / LOG_START_OFFSET, {key: log.log_start_offset for key, log in mine})
             except OSError as exc:
                 self.failures.report(directory, exc)
+                if is_resource_exhaustion(exc):
+                    raise  # the dir stays online, but the caller (DeleteRecords) must not claim it is saved
 
     def shutdown(self) -> None:
         """Flush and close every log, write checkpoints, mark each healthy dir clean, release locks."""
-        if not self._running:
-            return
-        self._running = False
+        with self._mutation_lock:  # a topic change in progress publishes nothing after this
+            if not self._running:
+                return
+            self._running = False
         for flusher in self._flushers.values():
             flusher.close()
         failed: set[Path] = set()

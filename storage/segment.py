@@ -8,6 +8,9 @@ Inactive segments are opened lazily, as Kafka does: their `.log` file, their ind
 timestamp are read on first use, so a broker with thousands of segments starts fast after a clean
 shutdown. An index that fails its checks, is missing, or sends a lookup to a place that is not the
 batch it names is rebuilt from the log.
+
+A `.log` file that nobody used for a while is let go (`detach_if_idle`) and opened again on next use, so
+open descriptors follow the partitions in use, not every partition and every segment ever read.
 """
 
 from __future__ import annotations
@@ -75,7 +78,7 @@ class Segment:
     """A `.log` file and its `.index` / `.timeindex`, all named by the segment's base offset."""
 
     __slots__ = ("_bytes_since_index", "_file", "_index", "_max_timestamp", "_offset_of_max_timestamp",
-                 "_rolling_timestamp", "_timeindex", "active", "base_offset", "closed", "created_ms", "deleted_paths", "dir",
+                 "_rolling_timestamp", "_timeindex", "_used", "active", "base_offset", "closed", "created_ms", "deleted_paths", "dir",
                  "index_interval_bytes", "indexes_rebuilt", "indexes_synced", "log_path", "max_index_bytes",
                  "next_offset", "roll_jitter_ms", "size", "upper_bound")
 
@@ -99,6 +102,8 @@ class Segment:
         self.indexes_synced = True
         self.indexes_rebuilt = 0
         self._file: io.FileIO | None = None
+        #: the file was asked for since the last idle check
+        self._used = False
         self._index: OffsetIndex | None = None
         self._timeindex: TimeIndex | None = None
         self._max_timestamp: int | None = None  # None: not read yet
@@ -145,6 +150,7 @@ class Segment:
     @property
     def file(self) -> io.FileIO:
         """The open `.log` file (opened on first use)."""
+        self._used = True
         file = self._file
         if file is None:
             with _OPEN_LOCK:
@@ -153,6 +159,19 @@ class Segment:
                 if self._file is None:
                     self._file = _open_log_file(self.log_path, create=False)
                 file = self._file
+        return file
+
+    def detach_if_idle(self) -> io.FileIO | None:
+        """The open `.log` file if nobody asked for it since the last call, now no longer the segment's
+        (the next use opens it again); the caller closes it once reads handed out are done. Otherwise
+        None, and the file counts as unused from now on."""
+        if self._file is None:
+            return None
+        if self._used:
+            self._used = False
+            return None
+        with _OPEN_LOCK:
+            file, self._file = self._file, None
         return file
 
     @property

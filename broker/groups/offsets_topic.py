@@ -22,7 +22,7 @@ from pybroker.protocol.offsets_topic_records import GroupRecord, OffsetRecord, d
 from pybroker.protocol.primitives import DecodeError
 from pybroker.protocol.records.batch import RecordsError, iter_batches, parse_header
 from pybroker.protocol.records.record import Record, build_batch, decode_records
-from pybroker.storage.errors import TopicExistsError
+from pybroker.storage.errors import StorageError, TopicExistsError
 
 if TYPE_CHECKING:
     from pybroker.broker.state import BrokerState
@@ -116,7 +116,7 @@ class OffsetsTopic:
         loop = asyncio.get_running_loop()
         try:
             self.ensure()
-        except OSError as exc:
+        except (OSError, StorageError) as exc:  # a failing disk, or the partition cap reached
             log.error("cannot create internal topic", topic=OFFSETS_TOPIC, error=str(exc))
             loop.call_soon(done, ErrorCode.KAFKA_STORAGE_ERROR)
             return

@@ -1,10 +1,18 @@
-"""CreatePartitions (key 37), versions 0-3: grow a topic's partition count (never shrink it)."""
+"""CreatePartitions (key 37), versions 0-3: grow a topic's partition count (never shrink it).
+
+The new partitions are made on a worker thread; the connection starts nothing else meanwhile. A request
+whose topics together would add more than `max.partitions.per.request` partitions is refused whole at
+once, every topic POLICY_VIOLATION, as Kafka's controller refuses an excessively large batch.
+"""
 
 from __future__ import annotations
 
+import asyncio
+from typing import Any
+
 from pybroker.broker.context import RequestContext
 from pybroker.broker.dispatch import handler
-from pybroker.broker.topics import INTERNAL_TOPICS
+from pybroker.broker.topics import EXCESSIVE_BATCH_MESSAGE, INTERNAL_TOPICS, change_refused
 from pybroker.protocol.api_keys import ApiKey
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.messages.create_partitions import (
@@ -12,6 +20,7 @@ from pybroker.protocol.messages.create_partitions import (
     CreatePartitionsResponse,
     CreatePartitionsTopicResult,
 )
+from pybroker.storage.errors import InvalidPartitionsError, StorageError, UnknownTopicError
 
 
 def _check(ctx: RequestContext, name: str, count: int, assignments: list | None) -> tuple[ErrorCode, str | None]:
@@ -33,8 +42,30 @@ def _check(ctx: RequestContext, name: str, count: int, assignments: list | None)
     return ErrorCode.NONE, None
 
 
+def _added(ctx: RequestContext, request: CreatePartitionsRequest) -> int:
+    total = 0
+    for topic in request.topics:
+        info = ctx.state.topics.get(topic.name)
+        if info is not None:
+            total += max(topic.count - info.num_partitions, 0)
+    return total
+
+
 @handler(ApiKey.CREATE_PARTITIONS, versions=(0, 3))
-def handle_create_partitions(ctx: RequestContext, request: CreatePartitionsRequest) -> CreatePartitionsResponse:
+def handle_create_partitions(ctx: RequestContext, request: CreatePartitionsRequest) -> Any:
+    if ctx.state.topics.excessive(_added(ctx, request)):
+        return CreatePartitionsResponse(throttle_time_ms=0, results=[
+            CreatePartitionsTopicResult(name=t.name, error_code=ErrorCode.POLICY_VIOLATION,
+                                        error_message=EXCESSIVE_BATCH_MESSAGE)
+            for t in request.topics])
+    return _grow_off_loop(ctx, request)
+
+
+async def _grow_off_loop(ctx: RequestContext, request: CreatePartitionsRequest) -> CreatePartitionsResponse:
+    return await asyncio.to_thread(_create_partitions, ctx, request)
+
+
+def _create_partitions(ctx: RequestContext, request: CreatePartitionsRequest) -> CreatePartitionsResponse:
     results: list[CreatePartitionsTopicResult] = []
     seen: set[str] = set()
     for topic in request.topics:
@@ -48,7 +79,11 @@ def handle_create_partitions(ctx: RequestContext, request: CreatePartitionsReque
         if code == ErrorCode.NONE and not request.validate_only:
             try:
                 ctx.state.logs.add_partitions(topic.name, topic.count)
-            except OSError as exc:
-                code, message = ErrorCode.KAFKA_STORAGE_ERROR, str(exc)
+            except UnknownTopicError as exc:
+                code, message = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, str(exc)
+            except InvalidPartitionsError as exc:
+                code, message = ErrorCode.INVALID_PARTITIONS, str(exc)
+            except (StorageError, OSError) as exc:
+                code, message = change_refused(exc)
         results.append(CreatePartitionsTopicResult(name=topic.name, error_code=code, error_message=message))
     return CreatePartitionsResponse(throttle_time_ms=0, results=results)

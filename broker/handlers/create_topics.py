@@ -1,15 +1,21 @@
 """CreateTopics (key 19), versions 0-7.
 
-Creation is synchronous and local, so `timeout_ms` never expires. Manual replica assignments are
-accepted only when they name this node alone. From v5 the answer carries the partition count,
-replication factor and every effective config of the new topic, like Kafka.
+Creation is local and complete when answered, so `timeout_ms` never expires. It runs on a worker
+thread (one mkdir, file and fsync per partition); the connection starts nothing else meanwhile. A
+request whose topics together ask for more than `max.partitions.per.request` partitions is refused
+whole at once, every topic POLICY_VIOLATION, as Kafka's controller refuses an excessively large batch.
+Manual replica assignments are accepted only when they name this node alone. From v5 the answer
+carries the partition count, replication factor and every effective config of the new topic, like Kafka.
 """
 
 from __future__ import annotations
 
+import asyncio
+from typing import Any
+
 from pybroker.broker.context import RequestContext
 from pybroker.broker.dispatch import handler
-from pybroker.broker.topics import TopicError
+from pybroker.broker.topics import EXCESSIVE_BATCH_MESSAGE, TopicError
 from pybroker.config.definitions import TOPIC
 from pybroker.protocol.api_keys import ApiKey
 from pybroker.protocol.errors import ErrorCode
@@ -19,6 +25,7 @@ from pybroker.protocol.messages.create_topics import (
     CreateTopicsRequest,
     CreateTopicsResponse,
 )
+from pybroker.storage.log_manager import TopicInfo
 
 FIRST_CONFIGS_VERSION = 5
 
@@ -35,10 +42,34 @@ def _assignment_count(ctx: RequestContext, topic: object) -> int | None:
     return len(assignments)
 
 
+def _requested_partitions(ctx: RequestContext, request: CreateTopicsRequest) -> int:
+    """Partitions the whole request would make (-1 counts as `num.partitions`)."""
+    default = ctx.state.topics.new_partitions(-1)
+    return sum(len(t.assignments) if getattr(t, "assignments", None)
+               else default if t.num_partitions == -1 else max(t.num_partitions, 0)
+               for t in request.topics)
+
+
 @handler(ApiKey.CREATE_TOPICS, versions=(0, 7))
-def handle_create_topics(ctx: RequestContext, request: CreateTopicsRequest) -> CreateTopicsResponse:
+def handle_create_topics(ctx: RequestContext, request: CreateTopicsRequest) -> Any:
+    if ctx.state.topics.excessive(_requested_partitions(ctx, request)):
+        return CreateTopicsResponse(throttle_time_ms=0, topics=[
+            CreatableTopicResult(name=t.name, error_code=ErrorCode.POLICY_VIOLATION,
+                                 error_message=EXCESSIVE_BATCH_MESSAGE, num_partitions=-1, replication_factor=-1,
+                                 configs=None)
+            for t in request.topics])
+    return _create_off_loop(ctx, request)
+
+
+async def _create_off_loop(ctx: RequestContext, request: CreateTopicsRequest) -> CreateTopicsResponse:
+    return await asyncio.to_thread(_create_topics, ctx, request)
+
+
+def _create_topics(ctx: RequestContext, request: CreateTopicsRequest) -> CreateTopicsResponse:
+    """Check every topic, create those that pass together (one save of the topic table), then answer."""
     state = ctx.state
     results: list[CreatableTopicResult] = []
+    prepared: list[tuple[CreatableTopicResult, Any, int, dict[str, str]]] = []
     seen: set[str] = set()
     for topic in request.topics:
         result = CreatableTopicResult(name=topic.name, error_code=ErrorCode.NONE, error_message=None,
@@ -56,15 +87,21 @@ def handle_create_topics(ctx: RequestContext, request: CreateTopicsRequest) -> C
                 raise TopicError(ErrorCode.INVALID_REQUEST,
                                  "Both numPartitions or replicationFactor and replicasAssignments were set.")
             configs = {c.name: c.value for c in topic.configs}
-            info = state.topics.create(topic.name, partitions, replication, configs,
-                                       validate_only=bool(request.validate_only))
+            partitions, overrides = state.topics.prepare(topic.name, partitions, replication, configs)
         except TopicError as exc:
             result.error_code, result.error_message = exc.code, exc.message
             continue
+        prepared.append((result, topic, partitions, overrides))
+    created: dict[str, TopicInfo | TopicError] = {}
+    if not request.validate_only and prepared:
+        created = state.topics.create_all([(t.name, partitions, overrides) for _, t, partitions, overrides in prepared])
+    for result, topic, partitions, overrides in prepared:
+        outcome = created.get(topic.name)
+        if isinstance(outcome, TopicError):
+            result.error_code, result.error_message = outcome.code, outcome.message
+            continue
         if ctx.api_version >= FIRST_CONFIGS_VERSION:
-            overrides = info.configs if info is not None else {c.name: c.value or "" for c in topic.configs}
-            result.num_partitions = info.num_partitions if info is not None else (
-                partitions if partitions > 0 else int(state.config.get("num.partitions")))
+            result.num_partitions = partitions
             result.replication_factor = 1
             result.configs = [
                 CreatableTopicConfigs(name=key, value=resolved.text, read_only=False,
@@ -72,6 +109,6 @@ def handle_create_topics(ctx: RequestContext, request: CreateTopicsRequest) -> C
                 for key in TOPIC
                 for resolved in (state.config.resolve_topic(key, overrides),)
             ]
-        if info is not None:
-            result.topic_id = info.topic_id
+        if outcome is not None:
+            result.topic_id = outcome.topic_id
     return CreateTopicsResponse(throttle_time_ms=0, topics=results)

@@ -2,13 +2,16 @@
 
 One broker (us) leads every partition, with itself as the only replica and ISR, leader epoch 0; the
 controller id is our node id. A null topic list (v1+) or an empty one at v0 means every topic. Unknown
-topics are created when `auto.create.topics.enable` and the request allow it (always at v0-3), and come
-back at once with their partitions, since creation here is synchronous. v10+ name topics by id too.
+topics are created when `auto.create.topics.enable` and the request allow it (always at v0-3), on a worker
+thread before the answer is built (at most `max.partitions.per.request` partitions' worth per request),
+so they come back at once with their partitions. v10+ name topics by id too.
 """
 
 from __future__ import annotations
 
+import asyncio
 import uuid
+from typing import Any
 
 from pybroker.broker.context import RequestContext
 from pybroker.broker.dispatch import handler
@@ -60,11 +63,24 @@ def _missing(name: str | None, code: ErrorCode, topic_id: uuid.UUID = ZERO_UUID)
 
 
 @handler(ApiKey.METADATA, versions=(0, 13))
-def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> MetadataResponse:
+def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> Any:
+    allow_create = request.allow_auto_topic_creation or ctx.api_version < FIRST_AUTO_CREATE_FLAG_VERSION
+    if allow_create and request.topics:
+        missing = ctx.state.topics.to_auto_create([t.name for t in request.topics])
+        if missing:
+            return _create_then_answer(ctx, request, missing)
+    return _answer(ctx, request)
+
+
+async def _create_then_answer(ctx: RequestContext, request: MetadataRequest, names: list[str]) -> MetadataResponse:
+    await asyncio.to_thread(ctx.state.topics.auto_create_all, names)
+    return _answer(ctx, request)
+
+
+def _answer(ctx: RequestContext, request: MetadataRequest) -> MetadataResponse:
     state = ctx.state
     version = ctx.api_version
     include_ops = bool(request.include_topic_authorized_operations)
-    allow_create = request.allow_auto_topic_creation or version < FIRST_AUTO_CREATE_FLAG_VERSION
     topics: list[MetadataResponseTopic] = []
     if request.topics is None or (version == 0 and not request.topics):
         topics = [topic_metadata(ctx, info, include_ops) for info in state.logs.topics().values()]
@@ -75,7 +91,7 @@ def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> MetadataRe
                 topics.append(topic_metadata(ctx, info, include_ops) if info is not None
                               else _missing(None, ErrorCode.UNKNOWN_TOPIC_ID, wanted.topic_id))
                 continue
-            topics.append(_one_topic(ctx, wanted.name, allow_create, include_ops))
+            topics.append(_one_topic(ctx, wanted.name, include_ops))
     include_cluster_ops = bool(getattr(request, "include_cluster_authorized_operations", False))
     return MetadataResponse(
         throttle_time_ms=0,
@@ -89,17 +105,12 @@ def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> MetadataRe
     )
 
 
-def _one_topic(ctx: RequestContext, name: str, allow_create: bool, include_ops: bool) -> MetadataResponseTopic:
-    state = ctx.state
-    info = state.topics.get(name)
+def _one_topic(ctx: RequestContext, name: str, include_ops: bool) -> MetadataResponseTopic:
+    info = ctx.state.topics.get(name)
     if info is not None:
         return topic_metadata(ctx, info, include_ops)
     try:
         check_topic_name(name)
     except TopicError:
         return _missing(name, ErrorCode.INVALID_TOPIC_EXCEPTION)
-    if allow_create:
-        info = state.topics.auto_create(name)
-        if info is not None:
-            return topic_metadata(ctx, info, include_ops)
     return _missing(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)

@@ -8,6 +8,10 @@ assigned by patching the batch header in place, and the bytes are appended with 
 acks=0 sends no response; acks=1 answers once the bytes are in the log (the flush policy decides when
 they reach the disk); acks=-1 answers only after the flusher has fsynced them (group commit across all
 concurrent requests on the same log dir). Idempotent producers' duplicates get their original offsets.
+
+Unknown topics are auto-created (when `auto.create.topics.enable`) on a worker thread first, then the
+request is served as usual; with acks=0 there is no answer to hold back, so creation and append run as a
+task of their own.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from collections.abc import Awaitable
 from typing import Any
 
 from pybroker.broker.context import RequestContext
-from pybroker.broker.dispatch import handler, waiting
+from pybroker.broker.dispatch import Waiting, handler, waiting
 from pybroker.broker.logs import get_logger
 from pybroker.broker.lookup import resolve_partition_for_write
 from pybroker.protocol.api_keys import ApiKey
@@ -31,7 +35,7 @@ from pybroker.protocol.messages.produce import (
 from pybroker.protocol.records.batch import RecordsError
 from pybroker.protocol.records.record import set_log_append_time
 from pybroker.protocol.records.validate import validate_produce_records
-from pybroker.storage.errors import ProducerStateError
+from pybroker.storage.errors import LogClosedError, ProducerStateError
 from pybroker.storage.log_config import LogConfig
 
 log = get_logger("pybroker.produce")
@@ -46,8 +50,34 @@ def _error(index: int, code: ErrorCode, message: str | None = None) -> Partition
                                     log_start_offset=-1, error_message=message)
 
 
+#: acks=0 requests still creating their topics (a reference, so the tasks are not collected early)
+_BACKGROUND: set[asyncio.Task[Any]] = set()
+
+
 @handler(ApiKey.PRODUCE, versions=(0, 11))
 def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Any:
+    missing = (ctx.state.topics.to_auto_create([t.name for t in request.topic_data])
+               if ctx.api_version >= FIRST_RECORD_BATCH_VERSION else [])
+    if not missing:
+        return _produce(ctx, request)
+    work = _create_then_produce(ctx, request, missing)
+    if request.acks != 0:
+        return work
+    task = asyncio.ensure_future(work)
+    _BACKGROUND.add(task)
+    task.add_done_callback(_BACKGROUND.discard)
+    return None
+
+
+async def _create_then_produce(ctx: RequestContext, request: ProduceRequest, names: list[str]) -> Any:
+    await asyncio.to_thread(ctx.state.topics.auto_create_all, names)
+    result = _produce(ctx, request)
+    if isinstance(result, Waiting):
+        return await result.awaitable
+    return result
+
+
+def _produce(ctx: RequestContext, request: ProduceRequest) -> Any:
     state = ctx.state
     version = ctx.api_version
     acks = request.acks
@@ -125,6 +155,8 @@ def _produce_partition(ctx: RequestContext, topic: str, partition: int, records:
         result = target.append(records, validated.batches, now_ms=now)
     except ProducerStateError as exc:
         return _error(partition, ErrorCode(exc.error_code), str(exc)), None
+    except LogClosedError:  # the topic was deleted meanwhile
+        return _error(partition, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), None
     except OSError as exc:
         log.error("append failed", topic=topic, partition=partition, error=str(exc), client_id=ctx.client_id)
         state.logs.report_io_error(target, exc)

@@ -164,10 +164,10 @@ class Cleaner:
     def _batches(self, segment: Segment, position: int) -> Iterator[tuple[BatchHeader, bytes]]:
         """(header, bytes) of each whole batch of an inactive segment from `position`, CRC-checked,
         read in chunks and throttled; polls `should_stop` between batches."""
-        fd = segment.file.fileno()
         end = segment.size
         while end - position >= HEADER_SIZE:
-            chunk = os.pread(fd, min(self.read_chunk, end - position), position)
+            # `segment.file` each time: it marks the file in use, so it is not closed as idle under us
+            chunk = os.pread(segment.file.fileno(), min(self.read_chunk, end - position), position)
             self.throttler.maybe_throttle(len(chunk))
             used = 0
             for pos, header in iter_batches(chunk):
@@ -184,7 +184,7 @@ class Cleaner:
                 if header.size > end - position or header.size <= len(chunk):
                     raise RecordsError(ErrorCode.CORRUPT_MESSAGE,
                                        f"unreadable batch at {segment.log_path}:{position}")
-                chunk = os.pread(fd, header.size, position)
+                chunk = os.pread(segment.file.fileno(), header.size, position)
                 self.throttler.maybe_throttle(len(chunk))
                 if not crc_ok(chunk, 0, header):
                     raise RecordsError(ErrorCode.CORRUPT_MESSAGE, f"batch at {segment.log_path}:{position} "

@@ -160,6 +160,8 @@ async def test_append_between_fetch_and_its_first_wait_still_wakes_it(app: Broke
         return RequestContext(app.state, api_key, version, 1, "test", "in-process")
 
     first = handle_produce(ctx(0, 9), _produce("gap", bytearray(_records(1)), acks=1))
+    assert asyncio.iscoroutine(first)  # the topic is auto-created first, off the loop
+    first = await first
     assert _partition(first).error_code == 0
     answer = handle_fetch(ctx(1, 12), _fetch("gap", offset=1, max_wait=30_000, min_bytes=1))
     assert isinstance(answer, Waiting)  # a long-poll is a pure wait: the connection may go on meanwhile
@@ -202,3 +204,25 @@ async def test_find_coordinator_names_this_broker_for_groups_in_every_version(cl
     # transactions are not coordinated here: the retriable answer
     answer = await client.call(FindCoordinatorRequest(key="tx", key_type=1), 3)
     assert answer.error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE
+
+
+async def test_acks_0_produce_to_a_new_topic_creates_it_off_the_loop_and_stores_the_records(
+        client: RawClient, app: BrokerApp) -> None:
+    await client.send(_produce("quiet", _records(2), acks=0), 9)
+    for _ in range(200):
+        log = app.state.logs.get_log("quiet", 0)
+        if log is not None and log.log_end_offset == 2:
+            break
+        await asyncio.sleep(0.01)
+    else:
+        raise AssertionError("the acks=0 records never arrived")
+    answer = _partition(await client.call(_produce("quiet", _records(1), acks=1), 9))  # the connection still serves
+    assert (answer.error_code, answer.base_offset) == (0, 2)
+
+
+async def test_auto_creation_obeys_the_per_request_cap(client: RawClient, app: BrokerApp) -> None:
+    app.state.config.explicit["max.partitions.per.request"] = 2  # as if set in server.properties
+    answer = await client.call(MetadataRequest(topics=[MetadataRequestTopic(name=f"cap{i}") for i in range(4)],
+                                               allow_auto_topic_creation=True), 9)
+    assert [t.error_code for t in answer.topics] == [0, 0, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                                                     ErrorCode.UNKNOWN_TOPIC_OR_PARTITION]
