@@ -6,16 +6,20 @@ module after its path, so the walk is compiled from a copy placed at its install
 the package dir mapping says (`protocol/records/` for an editable install, the wheel's
 `pybroker/protocol/records/` otherwise). Python prefers the extension to the .py beside it.
 
-`PYBROKER_PURE_PYTHON=1` skips compiling: the same .py then runs as plain Python.
+`PYBROKER_PURE_PYTHON=1` skips compiling: the same .py then runs as plain Python. So does a failed
+compile (no C compiler, say), with a warning: the broker is slower on produce, never broken, and says
+at startup which walk it runs (a unit test fails when the compiled one is missing unexpectedly).
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import sys
 from pathlib import Path
 
 from setuptools import setup
+from setuptools.command.build_ext import build_ext
 
 HERE = Path(__file__).resolve().parent
 #: (source path, installed module) of each module mypyc compiles
@@ -51,4 +55,25 @@ def _extensions() -> list:
     return mypycify(_staged_sources(), opt_level="3", target_dir=str(Path("build") / "mypyc-c"))
 
 
-setup(ext_modules=_extensions())
+class _OptionalBuildExt(build_ext):
+    """Build the compiled walk if this machine can; otherwise install the pure-Python one and say so."""
+
+    def run(self) -> None:
+        try:
+            super().run()
+        except Exception as exc:  # the compiler and its wrappers raise many types; all mean "no extension"
+            _warn(exc)
+
+    def build_extension(self, ext) -> None:  # type: ignore[no-untyped-def]
+        try:
+            super().build_extension(ext)
+        except Exception as exc:
+            _warn(exc)
+
+
+def _warn(exc: Exception) -> None:
+    print(f"WARNING: the record walk was not compiled ({exc}); pybroker will run its pure-Python walk",
+          file=sys.stderr)
+
+
+setup(ext_modules=_extensions(), cmdclass={"build_ext": _OptionalBuildExt})

@@ -19,17 +19,19 @@ import hashlib
 import importlib.util
 from pathlib import Path
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 from pybroker.protocol.errors import ErrorCode
-from pybroker.protocol.records import record_walk as _installed
 from pybroker.protocol.records.batch import HEADER_SIZE, MIN_BATCH_LENGTH, BatchHeader, Buffer, RecordsError
 from pybroker.protocol.records.codecs import NONE, decompress
 from pybroker.protocol.records.record import MAX_DECOMPRESSED
-from pybroker.protocol.records.record_walk import RecordsSummary
 
-__all__ = ["COMPILED", "WALK_IMPLEMENTATION", "RecordsSummary", "batch_problem", "load_pure_walk", "walk_batch"]
+if TYPE_CHECKING:
+    from pybroker.protocol.records.record_walk import RecordsSummary
 
-_SOURCE = Path(_installed.__file__).with_name("record_walk.py")
+__all__ = ["COMPILED", "WALK_IMPLEMENTATION", "batch_problem", "load_pure_walk", "walk_batch"]
+
+_SOURCE = Path(__file__).with_name("record_walk.py")
 
 
 def load_pure_walk() -> ModuleType:
@@ -43,6 +45,10 @@ def load_pure_walk() -> ModuleType:
 
 
 def _choose() -> tuple[ModuleType, str]:
+    try:
+        from pybroker.protocol.records import record_walk as _installed
+    except ImportError as exc:  # say, a compiled shim whose library is missing
+        return load_pure_walk(), f"pure Python (the compiled extension does not load: {exc})"
     if not _installed.COMPILED:
         return _installed, "pure Python (the compiled extension is not installed)"
     try:
