@@ -138,7 +138,7 @@ def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Any:
         if acks == 0:
             task = asyncio.ensure_future(finish)  # nothing is answered; appends stay ordered per partition
             _BACKGROUND.add(task)
-            task.add_done_callback(_BACKGROUND.discard)
+            task.add_done_callback(_forget)
             return None
         return finish
     if acks == 0:
@@ -147,6 +147,13 @@ def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Any:
     if not waits:
         return result
     return waiting(_await_flushes(ctx, result, waits))
+
+
+def _forget(task: asyncio.Task[Any]) -> None:
+    """An acks=0 request's work is done: drop it, and log what no answer can carry."""
+    _BACKGROUND.discard(task)
+    if not task.cancelled() and task.exception() is not None:
+        log.error("acks=0 produce failed", error=repr(task.exception()))
 
 
 async def _finish_deferred(ctx: RequestContext, result: ProduceResponse, done: list[tuple[str, Outcome]],

@@ -171,8 +171,8 @@ def _check_timestamps(header: BatchHeader, lowest: int, highest: int, rule: Time
                                "producers should not set the timestamp type to LogAppendTime")
         return
     earliest, latest = rule.now_ms - rule.before_max_ms, rule.now_ms + rule.after_max_ms
-    for timestamp in (lowest, highest):
-        if timestamp != NO_TIMESTAMP and not earliest <= timestamp <= latest:
+    for timestamp in (lowest, highest):  # a -1 among real timestamps is judged like any other value
+        if not earliest <= timestamp <= latest:
             raise RecordsError(ErrorCode.INVALID_TIMESTAMP,
                                f"timestamp {timestamp} is out of range: it should be within [{earliest}, {latest}] "
                                f"(message.timestamp.before.max.ms {rule.before_max_ms}, "
