@@ -100,3 +100,13 @@ async def test_every_record_timestamp_is_checked(client: RawClient) -> None:
     answer = _partition(await client.call(_produce("times", late), 9))
     assert answer.error_code == ErrorCode.INVALID_TIMESTAMP  # type: ignore[attr-defined]
     assert await _stored(client, "times") == b""
+
+
+async def test_acks_0_compressed_then_acks_1_plain_keep_their_order(client: RawClient) -> None:
+    await client.call(_produce("zero", _batch(1)), 9)
+    await client.send(_produce("zero", _batch(3, codec=GZIP), acks=0), 9)  # validated off the loop, no answer
+    answer = _partition(await client.call(_produce("zero", _batch(2), acks=1), 9))
+    assert answer.base_offset == 4  # type: ignore[attr-defined]
+    stored = await _stored(client, "zero")
+    assert [(h.base_offset, h.records_count, h.compression) for _, h in iter_batches(stored)] == [
+        (0, 1, 0), (1, 3, GZIP), (4, 2, 0)]
