@@ -57,7 +57,7 @@ from pybroker.protocol.records.validate import (
     check_produce_batch,
     check_produce_records,
 )
-from pybroker.storage.errors import ProducerStateError
+from pybroker.storage.errors import LogClosedError, ProducerStateError
 from pybroker.storage.log_config import LogConfig
 
 log = get_logger("pybroker.produce")
@@ -298,6 +298,8 @@ def _append(ctx: RequestContext, target: Any, topic: str, partition: int, record
         result = target.append(records, validated.batches, now_ms=now)
     except ProducerStateError as exc:
         return _error(partition, ErrorCode(exc.error_code), str(exc)), None
+    except LogClosedError:  # deleted (or its dir gone offline) while the batch was validated off the loop
+        return _error(partition, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "the partition went away during the append"), None
     except OSError as exc:
         log.error("append failed", topic=topic, partition=partition, error=str(exc), client_id=ctx.client_id)
         state.logs.report_io_error(target, exc)
