@@ -6,15 +6,21 @@ STAMP := $(VENV)/.installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PYTEST_ARGS ?=
 
-.PHONY: kcat java prometheus run test test-fast lint bench check-gen gen docs install clean
+.PHONY: cc kcat java prometheus run test test-fast lint bench check-gen gen docs install clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml setup.py protocol/records/record_walk.py | cc
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[test,dev,spark]'
 	touch $(STAMP)
 
 install: $(STAMP)
+
+# the install compiles the record walk with mypyc: a C compiler and the Python headers
+cc:
+	@command -v cc >/dev/null 2>&1 && $(PYTHON) -c "import os, sys, sysconfig; \
+	  sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()['include'], 'Python.h')))" || \
+	  { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q gcc libc6-dev python3-dev; }
 
 kcat:
 	@command -v kcat >/dev/null 2>&1 || command -v kafkacat >/dev/null 2>&1 || \
@@ -57,4 +63,4 @@ bench: $(STAMP)
 	$(PY) bench/run.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache protocol/records/*.so

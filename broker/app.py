@@ -21,6 +21,7 @@ from pybroker.broker.metrics.service import MetricsService, log_dirs_problem
 from pybroker.broker.resource_limits import apply_partition_limits, raise_open_file_limit
 from pybroker.broker.state import BrokerState
 from pybroker.config.broker_config import BrokerConfig, parse_listener
+from pybroker.protocol.records import records_check
 
 log = get_logger("pybroker.app")
 
@@ -55,7 +56,8 @@ class BrokerApp:
     async def start(self) -> None:
         load_handlers()
         log.info("starting", node_id=self.state.node_id, config=self.config.effective(),
-                 explicitly_set=sorted(self.config.explicit), unknown_config_keys=sorted(self.config.unknown))
+                 explicitly_set=sorted(self.config.explicit), unknown_config_keys=sorted(self.config.unknown),
+                 record_walk=records_check.WALK_IMPLEMENTATION)
         limits = raise_open_file_limit()
         (log.warning if limits.error else log.info)(
             "open file limit", soft_before=limits.soft_before, soft=limits.soft, hard=limits.hard,

@@ -4,8 +4,9 @@ A connection's requests take effect in the order the client sent them, as in Kaf
 returns a bare awaitable is still doing work (off the loop, say): the connection starts none of its later
 requests until that completes; frames already received wait in order, and reading pauses so no more
 pile up. A handler that returns `waiting(...)` has done its work and only its answer waits (a produce
-waiting for fsync, a fetch long-poll, a group join), so the next request starts at once. Either way
-responses are written strictly in request order.
+waiting for fsync, a fetch long-poll, a group join), so the next request starts at once. Work may end
+in a pure wait too (a compressed acks=all produce: validated off the loop, appended, then waiting for
+fsync) or in no answer at all (acks=0). Either way responses are written strictly in request order.
 
 Backpressure: reading pauses when too many responses are pending, when the transport's write buffer is
 full (the client is not reading), while a request is still working, and while the next frame waits for
@@ -275,6 +276,7 @@ class KafkaConnection(asyncio.Protocol):
             # later requests must not take effect after a failed one: close now, before they start
             self._failed(entry, None if future.cancelled() else future.exception())
             return
+        self._settle(entry)
         while self._backlog and self._busy is None and not self.closed:
             self._run(self._backlog.popleft())
         self._flush()
@@ -296,6 +298,15 @@ class KafkaConnection(asyncio.Protocol):
             self._paused_for_pending = True
             self._update_reading()
 
+    def _settle(self, entry: _Pending) -> None:
+        """Work that ended in a pure wait now waits like any `waiting(...)` answer."""
+        future = entry.result
+        if isinstance(future, asyncio.Future) and future.done() and not future.cancelled() \
+                and future.exception() is None and isinstance(future.result(), Waiting):
+            waiter = asyncio.ensure_future(future.result().awaitable)
+            waiter.add_done_callback(self._on_done)
+            entry.result = waiter
+
     def _on_done(self, future: asyncio.Future[Any]) -> None:
         if not self.closed:
             self._flush()
@@ -314,14 +325,21 @@ class KafkaConnection(asyncio.Protocol):
             return
         wrote = False
         while self.pending and self.pending[0].ready():
-            entry = self.pending.popleft()
+            entry = self.pending[0]
             result = entry.result
             if isinstance(result, asyncio.Future):
                 if result.cancelled() or result.exception() is not None:
+                    self.pending.popleft()
                     self._failed(entry, None if result.cancelled() else result.exception())
                     return
                 result = result.result()
+                if isinstance(result, Waiting):  # the work is done; its answer now merely waits
+                    self._settle(entry)
+                    continue
+            self.pending.popleft()
             REQUEST_METRICS.answered(entry.api_key, entry.started, result)
+            if result is None:  # acks=0 work: it took effect, and Kafka sends nothing back
+                continue
             wrote = True
             if isinstance(result, bytes | bytearray):
                 writer.write([result])

@@ -1,0 +1,109 @@
+"""Walking a whole batch's records: the one record-level validator of produce, recovery and check-log.
+
+A batch's record bytes are its body as stored, or that body decompressed under a size cap; the walk
+itself is `record_walk` (mypyc-compiled when installed). The two kinds of failure keep Kafka's codes:
+a payload that will not decompress (or decompresses beyond the cap) is CORRUPT_MESSAGE, records that
+do not match their header are INVALID_RECORD (Kafka's InvalidRecordException from `DefaultRecord`).
+
+Decompression can take long (a 64 MiB cap of output); callers on the event loop run `walk_batch` of a
+compressed batch in a worker thread (zlib, lz4, zstd and cramjam release the GIL while they work).
+
+When the compiled extension was built from another version of its source (a checkout changed the .py
+since the last `make install`), the source is loaded instead: a stale walk must never judge records.
+The build stamps the extension with the SHA-256 of the source it compiled (`BUILT_FROM_SHA256`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.machinery
+import importlib.util
+from types import ModuleType
+from typing import TYPE_CHECKING
+
+from pybroker.protocol.errors import ErrorCode
+from pybroker.protocol.records.batch import HEADER_SIZE, MIN_BATCH_LENGTH, BatchHeader, Buffer, RecordsError
+from pybroker.protocol.records.codecs import NONE, decompress
+from pybroker.protocol.records.record import MAX_DECOMPRESSED
+
+if TYPE_CHECKING:
+    from pybroker.protocol.records.record_walk import RecordsSummary
+
+__all__ = ["COMPILED", "WALK_IMPLEMENTATION", "batch_problem", "load_pure_walk", "walk_batch"]
+
+#: the walk's source beside this module (read through the import system: this package does no file I/O)
+_SOURCE = __file__[: -len("records_check.py")] + "record_walk.py"
+_SOURCE_LOADER = importlib.machinery.SourceFileLoader("pybroker.protocol.records._record_walk_source", _SOURCE)
+
+
+def load_pure_walk() -> ModuleType:
+    """The record walk run from its Python source, whatever is installed (tests compare the two)."""
+    spec = importlib.util.spec_from_loader(_SOURCE_LOADER.name, _SOURCE_LOADER)
+    if spec is None:
+        raise ImportError(f"cannot load {_SOURCE}")
+    module = importlib.util.module_from_spec(spec)
+    _SOURCE_LOADER.exec_module(module)
+    return module
+
+
+def _choose() -> tuple[ModuleType, str]:
+    try:
+        from pybroker.protocol.records import record_walk as _installed
+    except ImportError as exc:  # say, a compiled shim whose library is missing
+        return load_pure_walk(), f"pure Python (the compiled extension does not load: {exc})"
+    if not _installed.COMPILED:
+        return _installed, "pure Python (the compiled extension is not installed)"
+    try:
+        source_digest = hashlib.sha256(_SOURCE_LOADER.get_data(_SOURCE)).hexdigest()
+    except OSError:
+        source_digest = None  # an install without the source: nothing to compare
+    if source_digest is not None and source_digest != getattr(_installed, "BUILT_FROM_SHA256", None):
+        return load_pure_walk(), "pure Python (the compiled extension was built from another source: reinstall)"
+    return _installed, "compiled (mypyc)"
+
+
+_walk_module, WALK_IMPLEMENTATION = _choose()
+_walk = _walk_module.walk
+_Malformed: type[Exception] = _walk_module.MalformedRecords
+#: True when the record walk in use is the mypyc-compiled one
+COMPILED: bool = _walk_module.COMPILED
+
+
+def _record_bytes(buf: Buffer, pos: int, header: BatchHeader, max_decompressed: int) -> tuple[bytes, int, int]:
+    """(buffer, start, end) of the batch's uncompressed records, copied only where it must be."""
+    end = pos + header.size
+    if header.batch_length < MIN_BATCH_LENGTH or pos < 0 or end > len(buf):
+        raise RecordsError(ErrorCode.CORRUPT_MESSAGE, "batch overruns the buffer")
+    if header.compression == NONE:
+        if isinstance(buf, bytes):
+            return buf, pos + HEADER_SIZE, end
+        with memoryview(buf) as view:
+            body = bytes(view[pos + HEADER_SIZE : end])
+        return body, 0, len(body)
+    with memoryview(buf) as view:
+        body = decompress(header.compression, view[pos + HEADER_SIZE : end], max_decompressed)
+    return body, 0, len(body)
+
+
+def walk_batch(buf: Buffer, pos: int, header: BatchHeader, *, consecutive: bool,
+               max_decompressed: int = MAX_DECOMPRESSED) -> RecordsSummary:
+    """Walk every record of the batch at `pos` (decompressed under `max_decompressed`).
+
+    `consecutive` is the produce-path rule (offset deltas 0..records_count-1); a stored batch may
+    have gaps the cleaner left. RecordsError: CORRUPT_MESSAGE for the payload, INVALID_RECORD for records.
+    """
+    body, start, end = _record_bytes(buf, pos, header, max_decompressed)
+    try:
+        return _walk(body, start, end, header.records_count, header.last_offset_delta, consecutive)
+    except _Malformed as exc:
+        raise RecordsError(ErrorCode.INVALID_RECORD, f"malformed records: {exc}") from None
+
+
+def batch_problem(buf: Buffer, pos: int, header: BatchHeader,
+                  max_decompressed: int = MAX_DECOMPRESSED) -> str | None:
+    """Why the stored batch at `pos` is not what its header says (None when it is): recovery, check-log."""
+    try:
+        walk_batch(buf, pos, header, consecutive=False, max_decompressed=max_decompressed)
+    except RecordsError as exc:
+        return exc.message
+    return None
