@@ -200,3 +200,52 @@ async def test_acks_all_produce_overlaps_the_next_produce(client: RawClient) -> 
         answer = await client.receive(ApiKey.PRODUCE, 9)
         offsets.append(answer.responses[0].partition_responses[0].base_offset)
     assert offsets == [1 + 2 * i for i in range(20)]
+
+
+async def test_work_that_ends_in_a_pure_wait_releases_the_connection(
+        app: BrokerApp, client: RawClient, swap: Any) -> None:
+    """A compressed acks=all produce: work (validated off the loop, appended), then only an fsync wait.
+    Once its work is done the next request starts, though its answer still goes out first."""
+    release = asyncio.Event()
+    started: list[int] = []
+
+    async def answer_later(response: Any) -> Any:
+        await release.wait()
+        return response
+
+    async def work_then_wait(request: Any) -> Any:
+        await asyncio.sleep(0.02)  # the work part: nothing may start behind it
+        assert started == []
+        return waiting(answer_later(_done_response(request)))
+
+    swap(ApiKey.DELETE_RECORDS, lambda ctx, request, real: work_then_wait(request))
+
+    def recording(ctx: Any, request: Any, real: Any) -> Any:
+        started.append(ctx.correlation_id)
+        return real(ctx, request)
+
+    swap(ApiKey.LIST_OFFSETS, recording)
+    await client.call(_produce("settles", 5), 9)
+    first = await client.send(_delete("settles", 1), 2)
+    second = await client.send(_earliest("settles"), 7)
+    await _eventually(lambda: started == [second])  # the work ended: the next request started
+    (conn,) = list(app.state.connections)
+    assert conn._busy is None and len(conn.pending) == 2
+    release.set()
+    assert (await client.receive(ApiKey.DELETE_RECORDS, 2)).topics[0].partitions[0].partition_index == 0
+    assert (await client.receive(ApiKey.LIST_OFFSETS, 7)).topics[0].partitions[0].offset == 0
+    assert first < second
+
+
+async def test_work_that_ends_in_no_answer_keeps_its_place(client: RawClient, swap: Any) -> None:
+    """acks=0 work (a compressed batch validated off the loop) answers nothing, and what follows waits."""
+    async def silent(work: Any) -> None:
+        await asyncio.sleep(0.02)
+        await work
+        return None
+
+    swap(ApiKey.DELETE_RECORDS, lambda ctx, request, real: silent(real(ctx, request)))
+    await client.call(_produce("silent", 9), 9)
+    await client.send(_delete("silent", 4), 2)  # no answer will come for this one
+    listed = await client.call(_earliest("silent"), 7)
+    assert listed.topics[0].partitions[0].offset == 4

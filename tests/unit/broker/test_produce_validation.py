@@ -70,7 +70,9 @@ async def test_compressed_batches_are_validated_off_the_loop_and_appended_in_arr
     def ctx() -> RequestContext:
         return RequestContext(app.state, 0, 9, 1, "test", "in-process")
 
-    assert _partition(handle_produce(ctx(), _produce("order", _batch(1), acks=1))).error_code == 0
+    creating = handle_produce(ctx(), _produce("order", _batch(1), acks=1))
+    assert asyncio.iscoroutine(creating)  # auto-creation is work on a worker thread
+    assert _partition(await creating).error_code == 0
     compressed = handle_produce(ctx(), _produce("order", _batch(3, codec=ZSTD), acks=1))
     assert asyncio.iscoroutine(compressed) and not isinstance(compressed, Waiting)  # work still in progress
     plain = handle_produce(ctx(), _produce("order", _batch(2), acks=1))  # arrives while the first is validated
