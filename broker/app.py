@@ -20,6 +20,7 @@ from pybroker.broker.logs import get_logger
 from pybroker.broker.metrics.service import MetricsService, log_dirs_problem
 from pybroker.broker.state import BrokerState
 from pybroker.config.broker_config import BrokerConfig, parse_listener
+from pybroker.protocol.records import records_check
 
 log = get_logger("pybroker.app")
 
@@ -54,7 +55,8 @@ class BrokerApp:
     async def start(self) -> None:
         load_handlers()
         log.info("starting", node_id=self.state.node_id, config=self.config.effective(),
-                 explicitly_set=sorted(self.config.explicit), unknown_config_keys=sorted(self.config.unknown))
+                 explicitly_set=sorted(self.config.explicit), unknown_config_keys=sorted(self.config.unknown),
+                 record_walk=records_check.WALK_IMPLEMENTATION)
         started = time.monotonic()
         for stats in self.state.startup():
             log.info("log dir loaded", **_as_dict(stats))

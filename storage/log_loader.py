@@ -2,7 +2,8 @@
 
 After a clean shutdown nothing is re-read: segments open lazily and the last one learns its end from
 its index and a short scan. After a crash, every segment that holds data at or above the recovery point
-(everything below it was fsynced) is re-validated batch by batch with CRCs, its indexes rebuilt, and
+(everything below it was fsynced) is re-validated batch by batch with CRCs and the record walk of the
+produce path (a batch whose records do not match its header is as invalid as a torn one), its indexes rebuilt, and
 the log cut at the first invalid batch; segments after a cut are deleted, since nothing after a torn
 write can be trusted to follow it. Leftover temporary files of interrupted operations are removed, and
 a cleaner's segment swap that a crash interrupted is finished or undone first (`cleaner.swap`).
@@ -93,7 +94,7 @@ def _recover(segments: list[Segment], recovery_point: int, stats: LoadStats) -> 
         if segment.upper_bound is not None and segment.upper_bound <= recovery_point:
             continue  # wholly below the recovery point: fsynced, trusted
         stats.segments_recovered += 1
-        cut = segment.recover(check_crc=True)
+        cut = segment.recover(check_crc=True, check_records=True)
         stats.bytes_truncated += cut
         if cut:
             for later in segments[i + 1 :]:

@@ -31,6 +31,7 @@ from pybroker.protocol.records.batch import (
     iter_batches,
 )
 from pybroker.protocol.records.record import decode_records
+from pybroker.protocol.records.records_check import batch_problem
 from pybroker.storage.errors import CorruptIndexError, LogClosedError
 from pybroker.storage.files import write_fully
 from pybroker.storage.offset_index import INT32_MAX, OffsetIndex
@@ -530,9 +531,10 @@ class Segment:
         return None
 
     # -- recovery ----------------------------------------------------------------------------------
-    def recover(self, *, check_crc: bool) -> int:
+    def recover(self, *, check_crc: bool, check_records: bool = False) -> int:
         """Re-validate every batch from the start, rebuild both indexes, and cut the file at the first
-        invalid batch (torn write, garbage, bad CRC, offsets out of order or reaching `upper_bound`).
+        invalid batch (torn write, garbage, bad CRC, offsets out of order or reaching `upper_bound`, and
+        with `check_records` records that do not match their header: the walk of the produce path).
 
         Returns the bytes cut. Kafka's `LogSegment.recover`, with its index spacing rule. An active
         segment's rebuilt indexes stay preallocated; an inactive one's are trimmed.
@@ -550,6 +552,8 @@ class Segment:
         try:
             for pos, header in iter_batches(mapped, 0, size) if mapped is not None else ():
                 if not self._recoverable(mapped, pos, header, expected, upper_bound, check_crc):
+                    break
+                if check_records and batch_problem(mapped, pos, header) is not None:
                     break
                 last = header.last_offset
                 if header.max_timestamp > max_ts:

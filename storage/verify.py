@@ -1,5 +1,6 @@
-"""Offline verification of log dirs (`pybroker check-log`): every batch's framing and CRC, offsets that
-only grow, and index entries that point where they claim.
+"""Offline verification of log dirs (`pybroker check-log`): every batch's framing and CRC, its records
+walked as the produce path walks them (count, lengths, offset deltas, decompression), offsets that only
+grow, and index entries that point where they claim.
 
 Runs on a stopped broker's files (or a copy) and changes nothing. Each problem names the file and the
 byte position, so an operator can look with `pybroker dump-log`. The walk reports bytes as it goes,
@@ -21,6 +22,7 @@ from pybroker.protocol.records.batch import (
     compute_crc,
     parse_header,
 )
+from pybroker.protocol.records.records_check import batch_problem
 
 SEGMENT = re.compile(r"^(\d{20})\.log$")
 OFFSET_ENTRY = Struct(">ii")  # relative offset, position
@@ -74,6 +76,10 @@ def check_segment(path: Path, expected_base: int | None = None) -> tuple[int, in
         if computed != header.crc:
             problems.append(Problem(str(path), pos, f"CRC mismatch at offset {header.base_offset}: "
                                                     f"stored {header.crc}, computed {computed}"))
+        elif header.magic == MAGIC_V2:
+            bad_records = batch_problem(data, pos, header)
+            if bad_records is not None:
+                problems.append(Problem(str(path), pos, f"batch at offset {header.base_offset}: {bad_records}"))
         if header.base_offset < next_offset:
             problems.append(Problem(str(path), pos, f"offset {header.base_offset} is below the expected "
                                                     f"{next_offset} (offsets must grow)"))

@@ -69,9 +69,10 @@ def _gunzip(data: Buffer, max_size: int) -> bytes:
             return bytes(out)
 
 
-def _snappy_block(block: bytes, max_size: int) -> bytes:
-    """One raw snappy block, its declared length checked against the cap before anything is allocated."""
-    if int(cramjam.snappy.decompress_raw_len(block)) > max_size:
+def _snappy_block(block: bytes, room: int, max_size: int) -> bytes:
+    """One raw snappy block, its declared length checked against the `room` left under the cap
+    (`max_size`, which the refusal names) before anything is allocated."""
+    if int(cramjam.snappy.decompress_raw_len(block)) > room:
         raise _too_big(max_size)
     return bytes(cramjam.snappy.decompress_raw(block))
 
@@ -79,7 +80,7 @@ def _snappy_block(block: bytes, max_size: int) -> bytes:
 def _unsnappy(data: Buffer, max_size: int) -> bytes:
     raw = bytes(data)
     if not raw.startswith(XERIAL_MAGIC):
-        return _snappy_block(raw, max_size)
+        return _snappy_block(raw, max_size, max_size)
     if len(raw) < _XERIAL_HEADER.size:
         raise _corrupt("truncated xerial snappy header")
     out = bytearray()
@@ -91,7 +92,7 @@ def _unsnappy(data: Buffer, max_size: int) -> bytes:
         pos += _INT32.size
         if size < 0 or size > len(raw) - pos:
             raise _corrupt("xerial snappy block length overruns the data")
-        out += _snappy_block(raw[pos : pos + size], max_size - len(out))
+        out += _snappy_block(raw[pos : pos + size], max_size - len(out), max_size)
         pos += size
     return bytes(out)
 

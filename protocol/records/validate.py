@@ -15,11 +15,28 @@ The checks, their order and their codes are Kafka 4's, in the three places Kafka
    sequence: INVALID_RECORD. Only on compacted topics (`require_keys`) are records decoded, to refuse
    a record without a key (INVALID_RECORD) as Kafka does.
 
+Then every record is walked (`records_check`, compiled): the count, offset deltas, lengths, varints,
+keys and headers must be exactly what the header says (INVALID_RECORD, as Kafka's DefaultRecord and
+batch iterators raise InvalidRecordException), a compressed payload must decompress under the cap
+(CORRUPT_MESSAGE), and, on CreateTime topics, each record's timestamp must lie within
+message.timestamp.{before,after}.max.ms of the broker's clock (INVALID_TIMESTAMP, Kafka's
+`validateTimestamp`). A LogAppendTime batch from a producer is refused on a LogAppendTime topic, or
+when its max_timestamp is -1; on a CreateTime topic its max_timestamp is every record's timestamp.
+
+The header checks (`check_produce_batch`) are cheap and run on the event loop; the walk
+(`check_produce_records`) decompresses, so callers run it off the loop for compressed batches.
+`validate_produce_records` does both.
+
 Where Kafka differs, on purpose:
 - bytes after the batch that are not a whole batch: Kafka trims them silently; we refuse them
   (CORRUPT_MESSAGE), since the log writes the buffer as it was received;
-- records are opaque: Kafka decodes every record of every batch (and recomputes max_timestamp from
-  them); we trust the CRC-checked header and decode only for `require_keys`.
+- offset deltas that are not 0, 1, 2...: Kafka rebuilds such a compressed batch (and ignores them in
+  an uncompressed one); we store batches as received, so we refuse them (INVALID_RECORD);
+- a record timestamp of -1 is skipped by Kafka's range check; we skip it only when every record of the
+  batch has it (the walk keeps the smallest and largest timestamp, not each one).
+
+The batch's max_timestamp is what Kafka recomputes from the records (`ValidatedRecords.max_timestamp`);
+the caller patches the header (and its CRC) where it differs, as Kafka's `setMaxTimestamp` does.
 """
 
 from __future__ import annotations
@@ -32,9 +49,11 @@ from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.records.batch import (
     BATCH_LENGTH_OFFSET,
     HEADER_SIZE,
+    LOG_APPEND_TIME,
     LOG_OVERHEAD,
     MAGIC_OFFSET,
     MAGIC_V2,
+    NO_TIMESTAMP,
     BatchHeader,
     Buffer,
     RecordsError,
@@ -42,7 +61,8 @@ from pybroker.protocol.records.batch import (
     parse_header,
 )
 from pybroker.protocol.records.codecs import CODEC_NAMES, ZSTD
-from pybroker.protocol.records.record import MAX_DECOMPRESSED, batch_body, decode_body
+from pybroker.protocol.records.record import MAX_DECOMPRESSED
+from pybroker.protocol.records.records_check import walk_batch
 
 #: the smallest length field Kafka's batch walker accepts (a v0 message's overhead); stricter checks follow
 _MIN_LENGTH_FIELD = 14
@@ -58,7 +78,18 @@ class ValidatedRecords:
     base_sequence: int
     is_transactional: bool
     size_bytes: int
+    #: the largest record timestamp, as Kafka recomputes it (the log append time is the caller's business)
     max_timestamp: int
+
+
+@dataclass(frozen=True, slots=True)
+class TimestampRule:
+    """A topic's timestamp configuration at the time of the append."""
+
+    now_ms: int
+    before_max_ms: int  # message.timestamp.before.max.ms
+    after_max_ms: int  # message.timestamp.after.max.ms
+    log_append_time: bool = False  # message.timestamp.type=LogAppendTime
 
 
 def _invalid(message: str) -> RecordsError:
@@ -124,26 +155,32 @@ def _check_codec(header: BatchHeader) -> None:
         raise RecordsError(ErrorCode.UNKNOWN_SERVER_ERROR, f"unknown compression type id: {header.compression}")
 
 
-def _check_keys(buf: Buffer, header: BatchHeader, max_decompressed: int) -> None:
-    """Compacted topics: every record needs a key. Undecodable records are INVALID_RECORD, as in Kafka."""
-    body = batch_body(buf, 0, header, max_decompressed)  # CORRUPT_MESSAGE when the payload will not inflate
-    try:
-        records = decode_body(body, header.records_count)
-    except RecordsError as exc:
-        raise _invalid(f"record batch is malformed: {exc.message}") from None
-    for index, record in enumerate(records):
-        if record.key is None:
-            raise _invalid(f"compacted topic cannot accept a message without key (record {index})")
+def _record_timestamps(header: BatchHeader, min_delta: int, max_delta: int) -> tuple[int, int]:
+    """(smallest, largest) record timestamp as a reader computes them."""
+    if header.timestamp_type == LOG_APPEND_TIME:
+        return header.max_timestamp, header.max_timestamp
+    return header.base_timestamp + min_delta, header.base_timestamp + max_delta
 
 
-def validate_produce_records(buf: Buffer, *, max_batch_bytes: int, allow_zstd: bool,
-                             require_keys: bool = False,
-                             max_decompressed: int = MAX_DECOMPRESSED) -> ValidatedRecords:
-    """Accept one partition's records from a Produce v3+ request or raise RecordsError with Kafka's code.
+def _check_timestamps(header: BatchHeader, lowest: int, highest: int, rule: TimestampRule) -> None:
+    """Kafka's `validateTimestamp` over the batch's extreme record timestamps."""
+    from_producer_as_append_time = header.timestamp_type == LOG_APPEND_TIME
+    if rule.log_append_time or highest == NO_TIMESTAMP:
+        if from_producer_as_append_time:
+            raise RecordsError(ErrorCode.INVALID_TIMESTAMP,
+                               "producers should not set the timestamp type to LogAppendTime")
+        return
+    earliest, latest = rule.now_ms - rule.before_max_ms, rule.now_ms + rule.after_max_ms
+    for timestamp in (lowest, highest):
+        if timestamp != NO_TIMESTAMP and not earliest <= timestamp <= latest:
+            raise RecordsError(ErrorCode.INVALID_TIMESTAMP,
+                               f"timestamp {timestamp} is out of range: it should be within [{earliest}, {latest}] "
+                               f"(message.timestamp.before.max.ms {rule.before_max_ms}, "
+                               f"message.timestamp.after.max.ms {rule.after_max_ms})")
 
-    `max_batch_bytes` is the topic's max.message.bytes, `allow_zstd` is Produce version >= 7, and
-    `require_keys` is a compacted topic (the only case that decodes records, under `max_decompressed`).
-    """
+
+def check_produce_batch(buf: Buffer, *, max_batch_bytes: int, allow_zstd: bool) -> BatchHeader:
+    """The header-level checks (request shape, size, CRC, codec, Kafka's batch rules): cheap, on the loop."""
     header = _check_request_shape(buf, allow_zstd)
     if header.base_offset != 0:
         raise _invalid(f"the base offset of a produced record batch must be 0, not {header.base_offset}")
@@ -157,8 +194,22 @@ def validate_produce_records(buf: Buffer, *, max_batch_bytes: int, allow_zstd: b
         if refused(header):
             raise _invalid(f"{message} (last offset delta {header.last_offset_delta}, "
                            f"{header.records_count} records, producer id {header.producer_id})")
-    if require_keys:
-        _check_keys(buf, header, max_decompressed)
+    return header
+
+
+def check_produce_records(buf: Buffer, header: BatchHeader, *, require_keys: bool = False,
+                          max_decompressed: int = MAX_DECOMPRESSED,
+                          timestamps: TimestampRule | None = None) -> ValidatedRecords:
+    """Walk every record of the batch `check_produce_batch` accepted; decompresses, so it may run in a thread.
+
+    `require_keys` is a compacted topic; `timestamps` (None: no range check) the topic's timestamp rules.
+    """
+    summary = walk_batch(buf, 0, header, consecutive=True, max_decompressed=max_decompressed)
+    lowest, highest = _record_timestamps(header, summary.min_timestamp_delta, summary.max_timestamp_delta)
+    if timestamps is not None:
+        _check_timestamps(header, lowest, highest, timestamps)
+    if require_keys and summary.first_keyless >= 0:
+        raise _invalid(f"compacted topic cannot accept a message without key (record {summary.first_keyless})")
     return ValidatedRecords(
         batches=[(0, header)],
         record_count=header.records_count,
@@ -167,5 +218,21 @@ def validate_produce_records(buf: Buffer, *, max_batch_bytes: int, allow_zstd: b
         base_sequence=header.base_sequence,
         is_transactional=header.is_transactional,
         size_bytes=header.size,
-        max_timestamp=header.max_timestamp,
+        max_timestamp=highest,
     )
+
+
+def validate_produce_records(buf: Buffer, *, max_batch_bytes: int, allow_zstd: bool,
+                             require_keys: bool = False,
+                             max_decompressed: int = MAX_DECOMPRESSED,
+                             timestamps: TimestampRule | None = None) -> ValidatedRecords:
+    """Accept one partition's records from a Produce v3+ request or raise RecordsError with Kafka's code.
+
+    `max_batch_bytes` is the topic's max.message.bytes, `allow_zstd` is Produce version >= 7,
+    `require_keys` a compacted topic, `max_decompressed` the cap on a compressed payload's size and
+    `timestamps` the topic's timestamp rules (None: timestamps are not range-checked). Everything in
+    one call, decompression included: the produce handler splits it to keep the loop free.
+    """
+    header = check_produce_batch(buf, max_batch_bytes=max_batch_bytes, allow_zstd=allow_zstd)
+    return check_produce_records(buf, header, require_keys=require_keys, max_decompressed=max_decompressed,
+                                 timestamps=timestamps)

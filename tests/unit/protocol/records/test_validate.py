@@ -128,10 +128,11 @@ def test_accepted_inputs() -> None:
     assert validate_produce_records(odd_producer, max_batch_bytes=LIMIT, allow_zstd=True).producer_id == -5
 
 
-def test_records_stay_opaque_unless_keys_are_needed() -> None:
-    """Header-only by design: a CRC-valid batch with malformed records passes when keys are not checked."""
+def test_records_are_walked_even_when_keys_are_not_needed() -> None:
+    """A CRC-valid batch with a malformed record is refused on every topic, as Kafka's record iterator does."""
     raw = _malformed_records_with_valid_crc()
-    assert validate_produce_records(raw, max_batch_bytes=LIMIT, allow_zstd=True).record_count == 1
+    assert _code(raw) == ErrorCode.INVALID_RECORD
+    assert _code(raw, require_keys=True) == ErrorCode.INVALID_RECORD
 
 
 @settings(max_examples=200, deadline=None)

@@ -1,0 +1,99 @@
+"""Walking a whole batch's records: the one record-level validator of produce, recovery and check-log.
+
+A batch's record bytes are its body as stored, or that body decompressed under a size cap; the walk
+itself is `record_walk` (mypyc-compiled when installed). The two kinds of failure keep Kafka's codes:
+a payload that will not decompress (or decompresses beyond the cap) is CORRUPT_MESSAGE, records that
+do not match their header are INVALID_RECORD (Kafka's InvalidRecordException from `DefaultRecord`).
+
+Decompression can take long (a 64 MiB cap of output); callers on the event loop run `walk_batch` of a
+compressed batch in a worker thread (zlib, lz4, zstd and cramjam release the GIL while they work).
+
+When the compiled extension is older than its source (a checkout changed the .py since the last
+`make install`), the source is loaded instead: a stale walk must never be the one that judges records.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from types import ModuleType
+
+from pybroker.protocol.errors import ErrorCode
+from pybroker.protocol.records import record_walk as _installed
+from pybroker.protocol.records.batch import HEADER_SIZE, MIN_BATCH_LENGTH, BatchHeader, Buffer, RecordsError
+from pybroker.protocol.records.codecs import NONE, decompress
+from pybroker.protocol.records.record import MAX_DECOMPRESSED
+from pybroker.protocol.records.record_walk import RecordsSummary
+
+__all__ = ["COMPILED", "WALK_IMPLEMENTATION", "RecordsSummary", "batch_problem", "load_pure_walk", "walk_batch"]
+
+_SOURCE = Path(_installed.__file__).with_name("record_walk.py")
+
+
+def load_pure_walk() -> ModuleType:
+    """The record walk run from its Python source, whatever is installed (tests compare the two)."""
+    spec = importlib.util.spec_from_file_location("pybroker.protocol.records._record_walk_source", _SOURCE)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {_SOURCE.name}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _choose() -> tuple[ModuleType, str]:
+    if not _installed.COMPILED:
+        return _installed, "pure Python (the compiled extension is not installed)"
+    try:
+        stale = _SOURCE.stat().st_mtime > Path(_installed.__file__).stat().st_mtime
+    except OSError:
+        stale = False
+    if stale:
+        return load_pure_walk(), "pure Python (the compiled extension is older than its source: reinstall)"
+    return _installed, "compiled (mypyc)"
+
+
+_walk_module, WALK_IMPLEMENTATION = _choose()
+_walk = _walk_module.walk
+_Malformed: type[Exception] = _walk_module.MalformedRecords
+#: True when the record walk in use is the mypyc-compiled one
+COMPILED: bool = _walk_module.COMPILED
+
+
+def _record_bytes(buf: Buffer, pos: int, header: BatchHeader, max_decompressed: int) -> tuple[bytes, int, int]:
+    """(buffer, start, end) of the batch's uncompressed records, copied only where it must be."""
+    end = pos + header.size
+    if header.batch_length < MIN_BATCH_LENGTH or pos < 0 or end > len(buf):
+        raise RecordsError(ErrorCode.CORRUPT_MESSAGE, "batch overruns the buffer")
+    if header.compression == NONE:
+        if isinstance(buf, bytes):
+            return buf, pos + HEADER_SIZE, end
+        with memoryview(buf) as view:
+            body = bytes(view[pos + HEADER_SIZE : end])
+        return body, 0, len(body)
+    with memoryview(buf) as view:
+        body = decompress(header.compression, view[pos + HEADER_SIZE : end], max_decompressed)
+    return body, 0, len(body)
+
+
+def walk_batch(buf: Buffer, pos: int, header: BatchHeader, *, consecutive: bool,
+               max_decompressed: int = MAX_DECOMPRESSED) -> RecordsSummary:
+    """Walk every record of the batch at `pos` (decompressed under `max_decompressed`).
+
+    `consecutive` is the produce-path rule (offset deltas 0..records_count-1); a stored batch may
+    have gaps the cleaner left. RecordsError: CORRUPT_MESSAGE for the payload, INVALID_RECORD for records.
+    """
+    body, start, end = _record_bytes(buf, pos, header, max_decompressed)
+    try:
+        return _walk(body, start, end, header.records_count, header.last_offset_delta, consecutive)
+    except _Malformed as exc:
+        raise RecordsError(ErrorCode.INVALID_RECORD, f"malformed records: {exc}") from None
+
+
+def batch_problem(buf: Buffer, pos: int, header: BatchHeader,
+                  max_decompressed: int = MAX_DECOMPRESSED) -> str | None:
+    """Why the stored batch at `pos` is not what its header says (None when it is): recovery, check-log."""
+    try:
+        walk_batch(buf, pos, header, consecutive=False, max_decompressed=max_decompressed)
+    except RecordsError as exc:
+        return exc.message
+    return None
