@@ -8,7 +8,7 @@ PYTEST_ARGS ?=
 
 .PHONY: kcat java prometheus run test test-fast lint bench check-gen gen docs install clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml setup.py protocol/records/record_walk.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[test,dev,spark]'
@@ -57,4 +57,4 @@ bench: $(STAMP)
 	$(PY) bench/run.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache protocol/records/*.so

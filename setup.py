@@ -11,8 +11,8 @@ the package dir mapping says (`protocol/records/` for an editable install, the w
 
 from __future__ import annotations
 
+import hashlib
 import os
-import shutil
 from pathlib import Path
 
 from setuptools import setup
@@ -25,7 +25,8 @@ STAGING = Path("build") / "mypyc-src"
 
 def _staged_sources() -> list[str]:
     """Copies of the compiled modules at paths that spell their installed names (relative paths: mypyc
-    bakes the path into the generated C, and a relative one keeps builds reproducible)."""
+    bakes the path into the generated C, and a relative one keeps builds reproducible), each stamped
+    with the SHA-256 of the source it was made from (`BUILT_FROM_SHA256`)."""
     paths = []
     for source, module in COMPILED_MODULES:
         target = STAGING.joinpath(*module.split(".")).with_suffix(".py")
@@ -34,7 +35,9 @@ def _staged_sources() -> list[str]:
             if package == STAGING:
                 break
             (package / "__init__.py").touch()
-        shutil.copyfile(HERE / source, target)
+        text = (HERE / source).read_bytes()
+        digest = hashlib.sha256(text).hexdigest()  # lets the package notice an extension older than its source
+        target.write_bytes(text + f'\nBUILT_FROM_SHA256: Final = "{digest}"\n'.encode())
         paths.append(str(target))
     return paths
 

@@ -9,7 +9,11 @@ Phases, per broker: produce N records of 100 B, then N of 1 KiB (msgs/s, MB/s of
 set back from offset 0; then end-to-end latency (p50/p99) at a fixed moderate rate. Tansu is fetched
 once with pip into the git-ignored `bench/.cache/`; if it cannot be had, pybroker runs alone.
 
-    .venv/bin/python bench/run.py [--records N] [--only pybroker|tansu] [--skip-tansu]
+First, in-process, what produce-path validation costs per batch and per record at 100 B, 1 KiB and
+10 KiB, uncompressed and compressed, with the compiled record walk and the pure-Python one
+(`bench/validation.py`).
+
+    .venv/bin/python bench/run.py [--records N] [--only pybroker|tansu] [--skip-tansu] [--skip-validation]
 """
 
 from __future__ import annotations
@@ -186,6 +190,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--skip-tansu", action="store_true", help="pybroker only (same as --only pybroker)")
     parser.add_argument("--latency-rate", type=int, default=1000, help="msgs/s in the latency phase")
     parser.add_argument("--latency-seconds", type=float, default=10.0, help="length of the latency phase")
+    parser.add_argument("--skip-validation", action="store_true", help="skip the validation cost table")
+    parser.add_argument("--skip-load", action="store_true", help="the validation cost table only")
     args = parser.parse_args(argv)
     if args.records < 1 or args.partitions < 1 or args.latency_rate < 1 or args.latency_seconds <= 0:
         parser.error("--records, --partitions, --latency-rate and --latency-seconds must be positive")
@@ -199,8 +205,15 @@ def main(argv: list[str] | None = None) -> int:
         names = [args.only]
     elif args.skip_tansu:
         names = ["pybroker"]
-    print_settings(args)
     started = time.monotonic()
+    if not args.skip_validation:
+        from bench import validation
+
+        print("== validation cost (in-process, no broker) ==")
+        validation.run(seconds=0.3)
+    if args.skip_load:
+        return 0
+    print_settings(args)
     results: dict[str, BrokerResult] = {}
     try:
         with tempfile.TemporaryDirectory(prefix="pybroker-bench-") as tmp:

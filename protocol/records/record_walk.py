@@ -18,7 +18,12 @@ The rules are Kafka's record layout (v2), read strictly:
 - offset deltas: on the produce path (`consecutive`) the i-th record's delta is i and the last one's
   is `last_offset_delta` (Kafka rewrites such a batch; we store batches as received, so we refuse
   it); in a stored batch (the cleaner may have dropped records) they only grow, up to
-  `last_offset_delta`.
+  `last_offset_delta`;
+- record attributes are unused: Kafka ignores them and every client writes 0. On the produce path we
+  refuse anything else, because kafka-python reads that byte as a varint and loses its place in the
+  batch when it is 0x80 or more; a stored batch may hold any value. Likewise a header key must be
+  UTF-8 in a produced record (Java producers cannot write anything else; Java consumers would turn
+  the bytes into replacement characters and kafka-python refuses the batch).
 """
 
 from __future__ import annotations
@@ -117,7 +122,7 @@ def _skip_blob(buf: bytes, pos: int, end: int, index: int, what: int) -> tuple[i
     return size, pos
 
 
-def _skip_headers(buf: bytes, pos: int, end: int, index: int) -> int:
+def _skip_headers(buf: bytes, pos: int, end: int, index: int, strict_keys: bool) -> int:
     count, pos = _int32(buf, pos, end, index, _HEADER_COUNT)
     if count < 0 or count > end - pos:
         raise _malformed(index, _HEADER_COUNT, f"{count} is impossible with {end - pos} bytes left in the record")
@@ -125,8 +130,24 @@ def _skip_headers(buf: bytes, pos: int, end: int, index: int) -> int:
         key_size, pos = _skip_blob(buf, pos, end, index, _HEADER_KEY)
         if key_size < 0:
             raise _malformed(index, _HEADER_KEY, "null")
+        if strict_keys and not _is_utf8(buf, pos - key_size, pos):
+            raise _malformed(index, _HEADER_KEY, "not UTF-8")
         _, pos = _skip_blob(buf, pos, end, index, _HEADER_VALUE)
     return pos
+
+
+def _is_utf8(buf: bytes, start: int, end: int) -> bool:
+    """Header keys are strings: ASCII is checked byte by byte, anything else by decoding it."""
+    pos = start
+    while pos < end:
+        if buf[pos] >= 0x80:
+            try:
+                buf[start:end].decode("utf-8")
+            except UnicodeDecodeError:
+                return False
+            return True
+        pos += 1
+    return True
 
 
 def _count_whole_records(buf: bytes, pos: int, end: int) -> int:
@@ -142,7 +163,7 @@ def _count_whole_records(buf: bytes, pos: int, end: int) -> int:
             _, field = _int32(buf, field, record_end, found, _OFFSET_DELTA)
             _, field = _skip_blob(buf, field, record_end, found, _KEY)
             _, field = _skip_blob(buf, field, record_end, found, _VALUE)
-            if _skip_headers(buf, field, record_end, found) != record_end:
+            if _skip_headers(buf, field, record_end, found, False) != record_end:
                 return -1
         except MalformedRecords:
             return -1
@@ -182,7 +203,9 @@ def walk(buf: bytes, start: int, end: int, records_count: int, last_offset_delta
         if length > end - pos:
             raise MalformedRecords(f"record {index} length {length} overruns the batch ({end - pos} bytes left)")
         record_end = pos + length
-        pos += 1  # attributes: unused in v2 records, any value is kept as is
+        if consecutive and buf[pos] != 0:
+            raise MalformedRecords(f"record {index} attributes {buf[pos]}: must be 0 in a produced record")
+        pos += 1  # attributes: unused in v2 records
         timestamp_delta, pos = _int64(buf, pos, record_end, index, _TIMESTAMP_DELTA)
         offset_delta, pos = _int32(buf, pos, record_end, index, _OFFSET_DELTA)
         if consecutive:
@@ -196,7 +219,7 @@ def walk(buf: bytes, start: int, end: int, records_count: int, last_offset_delta
         if key_size < 0 and first_keyless < 0:
             first_keyless = index
         _, pos = _skip_blob(buf, pos, record_end, index, _VALUE)
-        pos = _skip_headers(buf, pos, record_end, index)
+        pos = _skip_headers(buf, pos, record_end, index, consecutive)
         if pos != record_end:
             raise MalformedRecords(f"record {index} fields end {record_end - pos} bytes before its length says")
         if index == 0:

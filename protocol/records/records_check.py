@@ -8,12 +8,14 @@ do not match their header are INVALID_RECORD (Kafka's InvalidRecordException fro
 Decompression can take long (a 64 MiB cap of output); callers on the event loop run `walk_batch` of a
 compressed batch in a worker thread (zlib, lz4, zstd and cramjam release the GIL while they work).
 
-When the compiled extension is older than its source (a checkout changed the .py since the last
-`make install`), the source is loaded instead: a stale walk must never be the one that judges records.
+When the compiled extension was built from another version of its source (a checkout changed the .py
+since the last `make install`), the source is loaded instead: a stale walk must never judge records.
+The build stamps the extension with the SHA-256 of the source it compiled (`BUILT_FROM_SHA256`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 from pathlib import Path
 from types import ModuleType
@@ -44,11 +46,11 @@ def _choose() -> tuple[ModuleType, str]:
     if not _installed.COMPILED:
         return _installed, "pure Python (the compiled extension is not installed)"
     try:
-        stale = _SOURCE.stat().st_mtime > Path(_installed.__file__).stat().st_mtime
+        source_digest = hashlib.sha256(_SOURCE.read_bytes()).hexdigest()
     except OSError:
-        stale = False
-    if stale:
-        return load_pure_walk(), "pure Python (the compiled extension is older than its source: reinstall)"
+        source_digest = None  # an install without the source: nothing to compare
+    if source_digest is not None and source_digest != getattr(_installed, "BUILT_FROM_SHA256", None):
+        return load_pure_walk(), "pure Python (the compiled extension was built from another source: reinstall)"
     return _installed, "compiled (mypyc)"
 
 
