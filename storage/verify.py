@@ -23,6 +23,7 @@ from pybroker.protocol.records.batch import (
     parse_header,
 )
 from pybroker.protocol.records.records_check import batch_problem
+from pybroker.storage.log import DELETE_SUFFIX
 
 SEGMENT = re.compile(r"^(\d{20})\.log$")
 OFFSET_ENTRY = Struct(">ii")  # relative offset, position
@@ -49,7 +50,8 @@ class Report:
 def segment_files(log_dir: Path) -> list[Path]:
     """Every segment `.log` under a log dir (or a single partition dir), in path order."""
     log_dir = Path(log_dir)
-    return sorted(p for p in log_dir.rglob("*.log") if SEGMENT.match(p.name) and "-delete" not in p.parent.name)
+    # only a dir being deleted (`<topic>-<p>.<uuid>-delete`) is skipped, not a topic named `x-delete-...`
+    return sorted(p for p in log_dir.rglob("*.log") if SEGMENT.match(p.name) and not p.parent.name.endswith(DELETE_SUFFIX))
 
 
 def check_segment(path: Path, expected_base: int | None = None) -> tuple[int, int, list[Problem]]:

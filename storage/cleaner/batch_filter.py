@@ -8,6 +8,13 @@ A record survives when any of these holds:
 A record without a key cannot be deduplicated and is dropped (produce refuses them on compacted topics,
 so only a topic compacted after the fact holds any); control batches are kept whole.
 
+A batch whose records cannot be decoded or decompressed (a lying record count, a field overrunning
+its record, a payload that is not what its codec says: a delete-policy topic may hold such batches
+from before produce validated records, and then be switched to compact) is kept whole, byte for
+byte: the cleaner cannot tell which of its records are stale, so it drops none of them and the rest
+of the log is compacted as usual. Kafka's cleaner gives up on the whole partition instead; one bad
+batch must not stop compaction for good.
+
 A batch keeps its base offset and its last offset whatever it loses, as Kafka does, so the producer's
 last sequence number and the consumer's next fetch offset survive compaction. A batch that loses every
 record disappears, unless it is the last batch of a producer the log still tracks: that one stays as an
@@ -23,7 +30,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pybroker.protocol.records.batch import LOG_APPEND_TIME, BatchHeader
+from pybroker.protocol.records.batch import LOG_APPEND_TIME, BatchHeader, RecordsError
 from pybroker.protocol.records.record import Record, build_batch, decode_records
 from pybroker.storage.cleaner.offset_map import OffsetMap
 
@@ -38,6 +45,8 @@ class FilterStats:
     records_kept: int = 0
     keyless_dropped: int = 0
     tombstones_dropped: int = 0
+    #: batches kept whole because their records could not be decoded
+    malformed_kept: int = 0
     #: the earliest delete horizon of a tombstone still kept (-1: none), so the manager knows when to
     #: come back and drop it even if nothing else becomes dirty
     earliest_horizon_ms: int = NO_HORIZON
@@ -51,12 +60,15 @@ def filter_batch(raw: bytes, header: BatchHeader, offset_map: OffsetMap, *, late
                  delete_retention_ms: int, retain_empty: bool, stats: FilterStats) -> bytes | None:
     """The bytes to write for the batch `raw` (itself when nothing changes), or None to drop it.
 
-    Raises `RecordsError` when the batch cannot be decoded: the caller fails the clean (loudly) rather
-    than guess which records to keep.
+    A batch whose records cannot be decoded is returned as it is (and counted in `stats`).
     """
     if header.is_control:
         return raw
-    records = decode_records(raw, 0, header)
+    try:
+        records = decode_records(raw, 0, header)
+    except RecordsError:
+        stats.malformed_kept += 1
+        return raw
     stats.records_read += len(records)
     horizon = header.base_timestamp if header.has_delete_horizon else NO_HORIZON
     horizon_passed = horizon != NO_HORIZON and now_ms >= horizon

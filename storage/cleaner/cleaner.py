@@ -8,6 +8,10 @@
    `batch_filter` keeps, into a `.cleaned` segment that is fsynced and then swapped in (`swap`) under
    the log's segment lock, one group at a time.
 
+A batch whose records cannot be decoded (`batch_filter` explains why some logs hold them) maps no key
+and is recopied byte for byte; the clean reports those it met in the section it mapped
+(`CleanResult.malformed`), so each is reported once, not at every later clean that recopies it.
+
 The caller (the manager) records the end offset as the log's new first dirty offset once `clean`
 returns. Everything here runs on a cleaner thread; the log's readers and writers on the event loop are
 never blocked for more than a swap's renames. `should_stop` is polled between batches: when it says
@@ -48,6 +52,15 @@ class CleaningAborted(Exception):
     """The clean stopped before finishing (shutdown, or the log changed under it); nothing was lost."""
 
 
+@dataclass(frozen=True, slots=True)
+class MalformedBatch:
+    """A batch of the mapped section whose records could not be decoded: kept whole, keys not mapped."""
+
+    base_offset: int
+    last_offset: int
+    reason: str
+
+
 @dataclass(slots=True)
 class CleanResult:
     """What one clean did; `end_offset` becomes the log's first dirty offset."""
@@ -59,6 +72,8 @@ class CleanResult:
     segments_after: int = 0
     map_keys: int = 0
     filter: FilterStats = field(default_factory=FilterStats)
+    #: undecodable batches met in the section this clean mapped (each reported by one clean only)
+    malformed: list[MalformedBatch] = field(default_factory=list)
 
     @property
     def bytes_reclaimed(self) -> int:
@@ -89,8 +104,11 @@ class Cleaner:
         """Clean `log` from `first_dirty` up to (at most) `first_uncleanable`, which must not be past the
         active segment's base offset."""
         segments = [s for s in log.segments[:-1] if s.base_offset < first_uncleanable]
-        end = self._build_offset_map(segments, first_dirty, first_uncleanable)
-        result = CleanResult(end, map_keys=self.offset_map.size)
+        malformed: list[MalformedBatch] = []
+        end = self._build_offset_map(segments, first_dirty, first_uncleanable, malformed)
+        # a batch the map stopped short of is mapped, and reported, by the next clean
+        result = CleanResult(end, map_keys=self.offset_map.size,
+                             malformed=[m for m in malformed if m.last_offset < end])
         config = log.config
         sizes = [SegmentSize(s, s.base_offset, s.size, len(s.index), len(s.timeindex))
                  for s in segments if s.base_offset < end]
@@ -104,8 +122,11 @@ class Cleaner:
         return result
 
     # -- pass 1 ------------------------------------------------------------------------------------
-    def _build_offset_map(self, segments: list[Segment], start: int, end: int) -> int:
-        """Map keys from `start` towards `end`; returns one past the last offset the map covers."""
+    def _build_offset_map(self, segments: list[Segment], start: int, end: int,
+                          malformed: list[MalformedBatch]) -> int:
+        """Map keys from `start` towards `end`; returns one past the last offset the map covers.
+
+        Undecodable batches are skipped (their keys stay unmapped) and appended to `malformed`."""
         offset_map = self.offset_map
         offset_map.clear()
         for segment in segments:
@@ -117,7 +138,12 @@ class Cleaner:
                 if header.last_offset < start or header.is_control:
                     continue
                 base = header.base_offset
-                for record in decode_records(raw, 0, header):
+                try:
+                    records = decode_records(raw, 0, header)
+                except RecordsError as exc:
+                    malformed.append(MalformedBatch(base, header.last_offset, exc.message))
+                    continue
+                for record in records:
                     offset = base + record.offset_delta
                     if offset < start or offset >= end or record.key is None:
                         continue

@@ -12,6 +12,9 @@ in: nothing about the cleaner may fail silently.
   also handed to `on_io_error(log_dir, exc)` (the log-dir failure channel); a dir that
   `is_dir_online` says is offline is no longer cleaned. A log closed or deleted under a clean only
   aborts that clean.
+- A batch whose records cannot be decoded is not a failure: the clean keeps it whole and goes on
+  (`batch_filter`); the manager logs one warning per clean that met any (partition, first offset,
+  reason, how many) and counts them in `pybroker_cleaner_malformed_batches`.
 - A cleaner thread that dies anyway (an error outside any one clean) is logged, counted in
   `pybroker_cleaner_dead_threads` and restarted by a supervisor thread.
 - After each clean the new first dirty offset goes to `cleaner-offset-checkpoint`; shutdown stops the
@@ -36,6 +39,7 @@ from pybroker.storage.cleaner.metrics import (
     BYTES_RECLAIMED,
     CLEANER_RUNS,
     DEAD_THREADS,
+    MALFORMED_BATCHES,
     UNCLEANABLE_PARTITIONS,
 )
 from pybroker.storage.cleaner.offset_map import DEFAULT_LOAD_FACTOR, OffsetMap
@@ -258,6 +262,12 @@ class CleanerManager:
                 self._horizons[key] = horizon
         CLEANER_RUNS.labels("cleaned").inc()
         BYTES_RECLAIMED.inc(result.bytes_reclaimed)
+        if result.malformed:
+            first = result.malformed[0]
+            MALFORMED_BATCHES.inc(len(result.malformed))
+            log.warning("kept batches whose records cannot be decoded as they are; their keys are not compacted",
+                        topic=key[0], partition=key[1], offset=first.base_offset, reason=first.reason,
+                        batches=len(result.malformed))
         log.info("cleaned log", topic=key[0], partition=key[1], first_dirty=section.first_dirty,
                  end_offset=result.end_offset, dirty_ratio=round(section.ratio, 3), map_keys=result.map_keys,
                  segments_before=result.segments_before, segments_after=result.segments_after,

@@ -16,3 +16,5 @@ UNCLEANABLE_PARTITIONS = Gauge("pybroker_cleaner_uncleanable_partitions",
 DEAD_THREADS = Gauge("pybroker_cleaner_dead_threads",
                      "Cleaner threads found dead (and restarted) since the broker started.")
 BYTES_RECLAIMED = Counter("pybroker_cleaner_bytes_reclaimed", "Bytes of log removed by compaction.")
+MALFORMED_BATCHES = Counter("pybroker_cleaner_malformed_batches",
+                            "Batches whose records could not be decoded, kept whole (their keys not deduplicated).")

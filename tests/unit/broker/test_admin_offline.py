@@ -54,6 +54,15 @@ def test_torn_tail_and_backwards_offsets_are_reported_with_positions(tmp_path: P
     assert (report.partitions, report.segments, len(report.problems)) == (1, 1, 2)
 
 
+def test_a_topic_whose_name_contains_delete_is_checked_and_only_dirs_being_deleted_are_skipped(
+        tmp_path: Path) -> None:
+    for name in ("was-delete-0", "x-delete-me-0", "t-0.0123456789abcdef0123456789abcdef-delete"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / f"{0:020d}.log").write_bytes(_batch(0))
+    report = check_log_dir(tmp_path)
+    assert (report.partitions, report.segments, report.problems) == (2, 2, [])
+
+
 def test_table_and_json_output(capsys: pytest.CaptureFixture[str]) -> None:
     emit([{"topic": "a", "lag": None, "isr": [1, 2]}], ["topic", "lag", "isr"], False)
     assert capsys.readouterr().out.splitlines() == ["TOPIC  LAG  ISR", "a      -    1,2"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pybroker.protocol.records.batch import iter_batches, parse_header
@@ -68,6 +69,36 @@ def consume(log: Log, max_bytes: int = 1 << 16) -> list[Seen]:
                     seen.append((absolute, record.key, record.value, header.base_timestamp + record.timestamp_delta))
             offset = header.next_offset
     return seen
+
+
+@dataclass
+class Logs:
+    """A log source like the log manager: logs in dirs, on a shared test clock."""
+
+    root: Path
+    clock: list[int] = field(default_factory=lambda: [NOW])
+    placed: dict[tuple[str, int], tuple[Path, Log]] = field(default_factory=dict)
+
+    @property
+    def dirs(self) -> list[Path]:
+        return [self.root]
+
+    def add(self, topic: str, config: LogConfig, partition: int = 0) -> Log:
+        log = Log(self.root / f"{topic}-{partition}", topic, partition, TOPIC_ID, config,
+                  clock_ms=lambda: self.clock[0])
+        self.placed[(topic, partition)] = (self.root, log)
+        return log
+
+    def logs(self) -> list[Log]:
+        return [log for _, log in self.placed.values()]
+
+    def dir_of(self, topic: str, partition: int) -> Path | None:
+        found = self.placed.get((topic, partition))
+        return found[0] if found else None
+
+    def close(self) -> None:
+        for _, log in self.placed.values():
+            log.close()
 
 
 def cleaner(keys: int = 1000, hook_names: list[str] | None = None, **kwargs: object) -> Cleaner:

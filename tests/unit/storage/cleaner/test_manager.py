@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -17,46 +16,15 @@ from pybroker.storage.cleaner.metrics import CLEANER_RUNS, DEAD_THREADS, UNCLEAN
 from pybroker.storage.cleaner.selection import dirty_section
 from pybroker.storage.cleaner.throttle import Throttler
 from pybroker.storage.log import Log
-from pybroker.storage.log_config import LogConfig
 from tests.unit.storage.cleaner.helpers import (
     DAY_MS,
     NOW,
-    TOPIC_ID,
+    Logs,
     append,
     cleaner,
     compact_config,
     records_of,
 )
-
-
-@dataclass
-class Logs:
-    """A log source like the log manager: logs in dirs, on a shared test clock."""
-
-    root: Path
-    clock: list[int] = field(default_factory=lambda: [NOW])
-    placed: dict[tuple[str, int], tuple[Path, Log]] = field(default_factory=dict)
-
-    @property
-    def dirs(self) -> list[Path]:
-        return [self.root]
-
-    def add(self, topic: str, config: LogConfig, partition: int = 0) -> Log:
-        log = Log(self.root / f"{topic}-{partition}", topic, partition, TOPIC_ID, config,
-                  clock_ms=lambda: self.clock[0])
-        self.placed[(topic, partition)] = (self.root, log)
-        return log
-
-    def logs(self) -> list[Log]:
-        return [log for _, log in self.placed.values()]
-
-    def dir_of(self, topic: str, partition: int) -> Path | None:
-        found = self.placed.get((topic, partition))
-        return found[0] if found else None
-
-    def close(self) -> None:
-        for _, log in self.placed.values():
-            log.close()
 
 
 @pytest.fixture
