@@ -11,14 +11,19 @@ a cleaner's segment swap that a crash interrupted is finished or undone first (`
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import pairwise
 from pathlib import Path
 
+import structlog
+
 from pybroker.storage.cleaner.swap import complete_interrupted_swaps
 from pybroker.storage.log_config import LogConfig
 from pybroker.storage.segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, Segment
+
+log = structlog.get_logger("pybroker.storage.log_loader")
 
 #: files of interrupted writes and deletions (Kafka's `.deleted` and `.cleaned`, our `.tmp`)
 LEFTOVER_SUFFIXES = (".tmp", ".deleted", ".cleaned")
@@ -29,6 +34,8 @@ BASE_OFFSET_DIGITS = 20
 class LoadStats:
     segments_recovered: int = 0
     bytes_truncated: int = 0
+    #: stored batches whose records do not match their header (found, reported, kept)
+    malformed_batches: int = 0
 
 
 @dataclass(slots=True)
@@ -88,13 +95,20 @@ def load_segments(directory: Path, config: LogConfig, *, clean: bool, recovery_p
     return LoadedSegments(segments, log_start, log_end if clean else min(recovery_point, log_end), stats)
 
 
+def _malformed(segment: Segment, stats: LoadStats, base_offset: int, problem: str) -> None:
+    stats.malformed_batches += 1
+    log.warning("stored batch has malformed records", segment=str(segment.log_path), base_offset=base_offset,
+                problem=problem, action="kept: its CRC shows it was written whole; `pybroker check-log` lists "
+                                        "it, and DeleteRecords past it removes it")
+
+
 def _recover(segments: list[Segment], recovery_point: int, stats: LoadStats) -> None:
     """Re-validate the segments holding data at or above the recovery point; cut at the first bad batch."""
     for i, segment in enumerate(segments):
         if segment.upper_bound is not None and segment.upper_bound <= recovery_point:
             continue  # wholly below the recovery point: fsynced, trusted
         stats.segments_recovered += 1
-        cut = segment.recover(check_crc=True, check_records=True)
+        cut = segment.recover(check_crc=True, on_malformed=functools.partial(_malformed, segment, stats))
         stats.bytes_truncated += cut
         if cut:
             for later in segments[i + 1 :]:

@@ -104,6 +104,7 @@ class RecoveryStats:
     partitions: int = 0
     segments_recovered: int = 0
     bytes_truncated: int = 0
+    malformed_batches: int = 0
     stray_partitions: int = 0
     seconds: float = 0.0
 
@@ -223,6 +224,7 @@ class LogManager:
             stats.partitions += 1
             stats.segments_recovered += log.load_stats.segments_recovered
             stats.bytes_truncated += log.load_stats.bytes_truncated
+            stats.malformed_batches += log.load_stats.malformed_batches
         stats.seconds = round(time.monotonic() - started, 3)
         return stats
 

@@ -20,7 +20,7 @@ import io
 import mmap
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -550,10 +550,15 @@ class Segment:
         return None
 
     # -- recovery ----------------------------------------------------------------------------------
-    def recover(self, *, check_crc: bool, check_records: bool = False) -> int:
+    def recover(self, *, check_crc: bool,
+                on_malformed: Callable[[int, str], None] | None = None) -> int:
         """Re-validate every batch from the start, rebuild both indexes, and cut the file at the first
-        invalid batch (torn write, garbage, bad CRC, offsets out of order or reaching `upper_bound`, and
-        with `check_records` records that do not match their header: the walk of the produce path).
+        invalid batch (torn write, garbage, bad CRC, offsets out of order or reaching `upper_bound`).
+
+        With `on_malformed`, every batch's records are also walked as the produce path walks them, and a
+        batch whose records do not match its header is reported as `on_malformed(base_offset, problem)`
+        but kept: its CRC covers it, so it was written whole (by a version that did not walk records),
+        and cutting there would throw away every acknowledged record after it.
 
         Returns the bytes cut. Kafka's `LogSegment.recover`, with its index spacing rule. An active
         segment's rebuilt indexes stay preallocated; an inactive one's are trimmed.
@@ -572,8 +577,10 @@ class Segment:
             for pos, header in iter_batches(mapped, 0, size) if mapped is not None else ():
                 if not self._recoverable(mapped, pos, header, expected, upper_bound, check_crc):
                     break
-                if check_records and batch_problem(mapped, pos, header) is not None:
-                    break
+                if on_malformed is not None:
+                    problem = batch_problem(mapped, pos, header)
+                    if problem is not None:
+                        on_malformed(header.base_offset, problem)
                 last = header.last_offset
                 if header.max_timestamp > max_ts:
                     max_ts, max_ts_offset = header.max_timestamp, last

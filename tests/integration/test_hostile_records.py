@@ -433,9 +433,6 @@ def test_malformed_records_on_disk_do_not_stop_compaction(metrics_broker: Metric
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="recovery cuts the log at a CRC-valid batch whose records lie (validator "
-                                       "branch: Segment.recover(check_records=True)), losing the acknowledged "
-                                       "records after it; Kafka's LogSegment.recover checks only CRC and framing")
 def test_acknowledged_records_after_a_stored_malformed_batch_survive_a_crash(
         pybroker_only: None, broker_factory: Callable[..., BrokerProcess], new_topic: Callable[..., str]) -> None:
     broker = broker_factory(needs_restart=True)

@@ -47,16 +47,21 @@ def test_check_log_reports_nothing_on_good_logs(tmp_path: Path) -> None:
     assert check_log_dir(tmp_path).problems == []
 
 
-def test_recovery_cuts_at_a_lying_batch(tmp_path: Path) -> None:
+def test_recovery_finds_a_lying_batch_and_keeps_what_follows(tmp_path: Path) -> None:
+    """Found, not cut: the CRC shows the batch was written whole, and the records after it were
+    acknowledged; cutting there would lose them (Kafka's recovery checks CRC and framing only)."""
     log = open_log(tmp_path / "t-0")
     append(log, batch(2))
     append(log, _lying(claimed=5))
     append(log, batch(2))
+    end = log.log_end_offset
+    size = log_file(tmp_path / "t-0").stat().st_size
     log.flush()
     log.close()
     recovered = open_log(tmp_path / "t-0", clean=False)
-    assert recovered.log_end_offset == 2
-    assert log_file(tmp_path / "t-0").stat().st_size == len(batch(2))
+    assert recovered.log_end_offset == end
+    assert recovered.load_stats.malformed_batches == 1 and recovered.load_stats.bytes_truncated == 0
+    assert log_file(tmp_path / "t-0").stat().st_size == size
     recovered.close()
 
 

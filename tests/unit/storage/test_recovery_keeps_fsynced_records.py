@@ -11,8 +11,6 @@ from __future__ import annotations
 import struct
 from pathlib import Path
 
-import pytest
-
 from pybroker.protocol.records.batch import LAST_OFFSET_DELTA_OFFSET, RECORDS_COUNT_OFFSET, rewrite_crc
 from tests.unit.storage.helpers import append, batch, open_log
 
@@ -25,8 +23,6 @@ def _lying() -> bytearray:
     return raw
 
 
-@pytest.mark.xfail(strict=True, reason="validator branch: Segment.recover(check_records=True) re-walks the whole "
-                                       "active segment, below the recovery point too, and cuts at the lying batch")
 def test_a_lying_batch_below_the_recovery_point_in_the_active_segment_costs_nothing(tmp_path: Path) -> None:
     log = open_log(tmp_path / "t-0")
     append(log, batch(2))
