@@ -74,9 +74,10 @@ class BrokerApp:
         self.state.guard.start(self.state.connections)
         loop = asyncio.get_running_loop()
         for listener in self.config.listeners:
-            _, host, port = parse_listener(listener)
+            name, host, port = parse_listener(listener)
             server = await loop.create_server(
-                lambda: KafkaConnection(self.state), host or "0.0.0.0", port, reuse_address=True, backlog=1024)
+                lambda name=name: KafkaConnection(self.state, name), host or "0.0.0.0", port,
+                reuse_address=True, backlog=1024)
             self.servers.append(server)
             for sock in server.sockets:
                 self.bound_ports.append(sock.getsockname()[1])

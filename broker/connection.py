@@ -55,6 +55,8 @@ if TYPE_CHECKING:
 
 log = get_logger("pybroker.connection")
 
+#: the principal of a connection that did not authenticate (Kafka's KafkaPrincipal.ANONYMOUS)
+ANONYMOUS = "User:ANONYMOUS"
 #: pause reading when this many responses are waiting to be written
 MAX_PENDING = 128
 #: bytes of a frame's start shown in the warning about an undecodable request
@@ -80,7 +82,7 @@ class _Pending:
 
 
 class KafkaConnection(asyncio.Protocol):
-    def __init__(self, state: BrokerState) -> None:
+    def __init__(self, state: BrokerState, listener: str = "PLAINTEXT") -> None:
         self.state = state
         self.guard: ConnectionGuard = state.guard
         self.decoder = FrameDecoder(int(state.config.get("socket.request.max.bytes")), self._admit)
@@ -88,6 +90,9 @@ class KafkaConnection(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.writer: ChunkWriter | None = None
         self.peer = "?"
+        #: who this connection authenticated as (Kafka's `Type:name`), and the listener it came in on
+        self.principal = ANONYMOUS
+        self.listener = listener
         self.closed = False
         self._ip: str | None = None  # set once the connection holds a slot of the connection limits
         self._paused_for_pending = False
@@ -238,7 +243,7 @@ class KafkaConnection(asyncio.Protocol):
             return
         started = REQUEST_METRICS.received(header.api_key, header.api_version)
         ctx = RequestContext(self.state, header.api_key, header.api_version, header.correlation_id,
-                             header.client_id, self.peer)
+                             header.client_id, self.peer, self.principal, self.listener)
         try:
             result = spec.fn(ctx, request)
         except Exception:
