@@ -89,6 +89,9 @@ def _run(config: BrokerConfig, metrics_port: int | None, metrics_host: str = "12
     except StorageError as exc:
         log.error("cannot start", error=str(exc))
         sys.exit(1)
+    except ConfigError as exc:  # settings only checked against each other at startup (SASL listeners)
+        log.error("cannot start", error=str(exc))
+        sys.exit(2)
     except OSError as exc:
         log.error("cannot start", error=str(exc))
         sys.exit(1)

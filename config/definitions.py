@@ -188,7 +188,22 @@ BROKER_DEFS: tuple[ConfigDef, ...] = (
     _secret("ssl.keystore.password", "Accepted for compatibility (TLS is not served); never shown."),
     _secret("ssl.key.password", "Accepted for compatibility (TLS is not served); never shown."),
     _secret("ssl.truststore.password", "Accepted for compatibility (TLS is not served); never shown."),
-    _secret("sasl.jaas.config", "Accepted for compatibility (SASL is not served); never shown."),
+    # -- SASL authentication (SASL_PLAINTEXT / SASL_SSL listeners) -----------------------------------------
+    _b("sasl.enabled.mechanisms", "list", ["GSSAPI"],
+       "SASL mechanisms a SASL listener accepts: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 (GSSAPI, Kafka's "
+       "default, is not served: a SASL listener must name its mechanisms). Per listener: "
+       "listener.name.<listener>.sasl.enabled.mechanisms."),
+    _secret("sasl.jaas.config",
+            "JAAS config of the SASL listeners: PLAIN's users as "
+            "org.apache.kafka.common.security.plain.PlainLoginModule required user_<name>=\"<password>\"; "
+            "Per listener and mechanism: listener.name.<listener>.plain.sasl.jaas.config. Never shown."),
+    _b("connections.max.reauth.ms", "long", 0,
+       "Lifetime of a SASL session (KIP-368): told to the client in SaslAuthenticate v1+; a connection "
+       "that has not re-authenticated by then is closed on its next request. 0: sessions never expire.",
+       at_least(0)),
+    _b("connection.failed.authentication.delay.ms", "int", 100,
+       "Delay before the answer to a failed authentication is sent and the connection closed, to slow "
+       "password guessing (the event loop is not blocked).", at_least(0)),
 )
 
 TOPIC_DEFS: tuple[ConfigDef, ...] = (
