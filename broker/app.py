@@ -81,6 +81,7 @@ class BrokerApp:
             self.servers.append(server)
             for sock in server.sockets:
                 self.bound_ports.append(sock.getsockname()[1])
+            self.state.listener_bound(name, self.bound_ports[-1])
             log.info("listening", listener=listener, port=self.bound_ports[-1])
         if self.bound_ports:
             self.state.set_advertised_port(self.bound_ports[0])

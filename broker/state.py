@@ -51,6 +51,7 @@ class BrokerState:
         _, host, port = parse_listener(config.advertised_listeners[0])
         self.advertised_host = host or "127.0.0.1"
         self.advertised_port = port
+        self.listener_ports: dict[str, int] = {}  # listener name (upper case) -> bound port
         self._producer_ids: ProducerIdBlock | None = None
         self.groups = GroupService(self)
         #: SASL settings of each SASL listener by name (checked now: a mistake stops the start), and the
@@ -76,6 +77,25 @@ class BrokerState:
     def next_producer_id(self) -> int:
         assert self._producer_ids is not None, "startup() not called"
         return self._producer_ids.next_id()
+
+    def listener_bound(self, listener: str, port: int) -> None:
+        """Record the port a listener bound, so clients that came in on it are told that port."""
+        self.listener_ports[listener.upper()] = port
+
+    def advertised_endpoint(self, listener: str) -> tuple[str, int]:
+        """(host, port) to advertise to a client connected on `listener`: Kafka's same-listener rule.
+
+        An `advertised.listeners` entry of that name wins (the first entry when none has the name);
+        without `advertised.listeners`, the listener's own bound port.
+        """
+        if self.config.get("advertised.listeners"):
+            for entry in self.config.advertised_listeners:
+                name, host, port = parse_listener(entry)
+                if name.upper() == listener.upper():
+                    return host or self.advertised_host, port or self.listener_ports.get(name.upper(), port)
+            return self.advertised_host, self.advertised_port
+        port = self.listener_ports.get(listener.upper())
+        return self.advertised_host, port if port else self.advertised_port
 
     def set_advertised_port(self, port: int) -> None:
         """After binding port 0 (tests), clients must be told the real port."""
