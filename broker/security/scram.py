@@ -178,7 +178,12 @@ class ScramServer:
             raise self._fail("malformed client-final message")
         if binding != self._gs2.encode():
             raise self._fail("channel binding differs from the GS2 header")
-        if not hmac.compare_digest(attrs[1][1].encode(), self._nonce_full.encode()):
+        # RFC 5802 wants the combined nonce echoed exactly. librdkafka 2.0.x (kcat in Debian) sends its own
+        # nonce once more in front of it, which Kafka accepted for years (its check was `endsWith`): accept
+        # a message that ENDS with our combined nonce, which still proves it answers this exchange's
+        # server nonce (and the proof covers the message as sent).
+        echoed, expected = attrs[1][1].encode(), self._nonce_full.encode()
+        if len(echoed) < len(expected) or not hmac.compare_digest(echoed[len(echoed) - len(expected):], expected):
             raise self._fail("nonce differs")
         spec = self.mechanism_spec
         auth_message = f"{self._client_first_bare},{self._server_first},{head}".encode()

@@ -128,6 +128,15 @@ def test_scram_server_never_fails_other_than_by_sasl_failure(first: bytes, final
     raise AssertionError("random bytes authenticated")
 
 
+def test_librdkafka_2_0_doubled_client_nonce_is_accepted_as_kafka_did() -> None:
+    spec = MECHANISMS["SCRAM-SHA-256"]
+    server = _server("SCRAM-SHA-256", {"u": credential_from_password(spec, "pw")})
+    client = RfcClient(spec.hash_name, "u", "pw", "cn")
+    first = server.step(client.first())
+    doubled = first.replace(b"r=cn", b"r=cncn", 1)  # the client then echoes "cn" + "cn<server nonce>"
+    assert client.verify(server.step(client.final(doubled)))
+
+
 def test_saslname_escapes() -> None:
     assert decode_saslname("a=2Cb=3Dc") == "a,b=c"
     with pytest.raises(ValueError):
