@@ -37,7 +37,7 @@ class RfcClient:
         self.bare = f"n={self.user.replace('=', '=3D').replace(',', '=2C')},r={self.nonce}"
         return f"n,,{self.bare}".encode()
 
-    def final(self, server_first: bytes) -> bytes:
+    def final(self, server_first: bytes, echo_prefix: str = "") -> bytes:
         text = server_first.decode()
         attrs = dict(part.split("=", 1) for part in text.split(","))
         assert attrs["r"].startswith(self.nonce)
@@ -45,7 +45,7 @@ class RfcClient:
                                      int(attrs["i"]))
         client_key = hmac.new(salted, b"Client Key", self.hash_name).digest()
         stored_key = hashlib.new(self.hash_name, client_key).digest()
-        without_proof = f"c=biws,r={attrs['r']}"
+        without_proof = f"c=biws,r={echo_prefix}{attrs['r']}"
         self.auth_message = f"{self.bare},{text},{without_proof}".encode()
         signature = hmac.new(stored_key, self.auth_message, self.hash_name).digest()
         proof = bytes(a ^ b for a, b in zip(client_key, signature, strict=True))
@@ -133,8 +133,7 @@ def test_librdkafka_2_0_doubled_client_nonce_is_accepted_as_kafka_did() -> None:
     server = _server("SCRAM-SHA-256", {"u": credential_from_password(spec, "pw")})
     client = RfcClient(spec.hash_name, "u", "pw", "cn")
     first = server.step(client.first())
-    doubled = first.replace(b"r=cn", b"r=cncn", 1)  # the client then echoes "cn" + "cn<server nonce>"
-    assert client.verify(server.step(client.final(doubled)))
+    assert client.verify(server.step(client.final(first, echo_prefix="cn")))  # echoes "cn" + "cn<server nonce>"
 
 
 def test_saslname_escapes() -> None:
