@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import shutil
 import socket
 import struct
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -329,3 +331,34 @@ def test_authentication_handshakes_per_second(sasl_broker: SaslBroker, mechanism
     rate = count / (time.monotonic() - started)
     print(f"\n{mechanism}: {rate:.0f} authentication handshakes per second (one client, sequential)")
     assert rate > 5
+
+
+# -- the admin tools over SASL ----------------------------------------------------------------------------
+def _pybroker(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "pybroker.broker.cli", *args], capture_output=True, text=True,
+                          timeout=60, check=False)
+
+
+def test_users_commands_over_sasl_with_command_config(sasl_broker: SaslBroker, tmp_path: Path) -> None:
+    plain = tmp_path / "plain.properties"
+    plain.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n"
+                     "sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required "
+                     f'username="{PLAIN_USER}" password="{PLAIN_PASSWORD}";\n')
+    common = ["--bootstrap-server", sasl_broker.sasl_bootstrap, "--command-config", str(plain), "--json"]
+    added = _pybroker("users", "add", "dave", "--mechanism", "SCRAM-SHA-256", "--password", "dave-Pw-1",
+                      "--iterations", "5000", *common)
+    assert added.returncode == 0, added.stderr
+    listed = json.loads(_pybroker("users", "list", "dave", *common).stdout)
+    assert listed == [{"user": "dave", "mechanism": "SCRAM-SHA-256", "iterations": 5000}]
+    scram = tmp_path / "scram.properties"  # dave now logs in with SCRAM through librdkafka-style keys
+    scram.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-256\n"
+                     "sasl.username=dave\nsasl.password=dave-Pw-1\n")
+    as_dave = _pybroker("users", "delete", "dave", "--mechanism", "SCRAM-SHA-256", "--bootstrap-server",
+                        sasl_broker.sasl_bootstrap, "--command-config", str(scram), "--json")
+    assert as_dave.returncode == 0, as_dave.stderr
+    gone = _pybroker("users", "list", "dave", *common)
+    assert gone.returncode == 1 and "RESOURCE_NOT_FOUND" in gone.stderr
+    plain.write_text(plain.read_text().replace(PLAIN_PASSWORD, WRONG_PASSWORD))
+    refused = _pybroker("topics", "list", *common)
+    assert refused.returncode == 1
+    assert "authentication failed" in refused.stderr and WRONG_PASSWORD not in refused.stderr + refused.stdout

@@ -14,8 +14,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pybroker.broker.admin.client_config import ClientConfigError, client_security
 from pybroker.broker.security.errors import SaslFailure
 from pybroker.broker.security.jaas import JaasError, parse_jaas, plain_users
+from pybroker.broker.security.sasl_client import ClientAuthError, ScramClient
 from pybroker.broker.security.sasl_plain import INVALID, PlainServer
 from pybroker.broker.security.scram import (
     MECHANISMS,
@@ -205,3 +207,35 @@ def test_credential_store_round_trip_holds_no_password(tmp_path: Path) -> None:
     reopened.apply([], [("bob", "SCRAM-SHA-256")])
     assert set(json.loads(path.read_bytes())["users"]) == {"alice"}
     assert ScramStore(path).get("bob", "SCRAM-SHA-256") is None
+
+
+@pytest.mark.parametrize("mechanism", sorted(MECHANISMS))
+def test_our_scram_client_against_the_server(mechanism: str) -> None:
+    spec = MECHANISMS[mechanism]
+    server = _server(mechanism, {"op": credential_from_password(spec, "pw")})
+    client = ScramClient(mechanism, "op", "pw")
+    final = client.step(server.step(client.first()))
+    assert final is not None
+    assert client.step(server.step(final)) is None and server.complete
+    forged = ScramClient(mechanism, "op", "pw")
+    forged_final = forged.step(_server(mechanism, {"op": credential_from_password(spec, "pw")}).step(forged.first()))
+    assert forged_final is not None
+    with pytest.raises(ClientAuthError):  # a server signature from another exchange is caught
+        forged.step(b"v=" + base64.b64encode(b"x" * len(spec.hash(b""))))
+
+
+def test_command_config_keys() -> None:
+    jaas = client_security({"security.protocol": "sasl_plaintext", "sasl.mechanism": "SCRAM-SHA-512",
+                            "sasl.jaas.config": 'org.apache.kafka.common.security.scram.ScramLoginModule required '
+                                                'username="admin" password="s";'})
+    assert (jaas.protocol, jaas.mechanism, jaas.username, jaas.password) == ("SASL_PLAINTEXT", "SCRAM-SHA-512",
+                                                                             "admin", "s")
+    assert "s'" not in repr(jaas) and "password" not in repr(jaas)
+    rdkafka = client_security({"security.protocol": "SASL_PLAINTEXT", "sasl.mechanisms": "PLAIN",
+                               "sasl.username": "u", "sasl.password": "p"})
+    assert (rdkafka.mechanism, rdkafka.username, rdkafka.password) == ("PLAIN", "u", "p")
+    assert not client_security({}).sasl
+    for bad in ({"security.protocol": "SASL_PLAINTEXT"}, {"security.protocol": "TLS"},
+                {"security.protocol": "SASL_PLAINTEXT", "sasl.jaas.config": "garbage"}):
+        with pytest.raises(ClientConfigError):
+            client_security(bad)
