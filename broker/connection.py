@@ -110,6 +110,8 @@ class KafkaConnection(asyncio.Protocol):
         settings = getattr(state, "sasl_listeners", {}).get(listener.upper())
         self.sasl = None if settings is None else SaslSession(
             settings, lambda user, mechanism: self.state.scram.get(user, mechanism))
+        if settings is not None:  # Kafka's sasl.server.max.receive.size until the client has authenticated
+            self.decoder.set_max_frame(settings.max_receive_size)
         self.closed = False
         self._ip: str | None = None  # set once the connection holds a slot of the connection limits
         self._paused_for_pending = False
@@ -343,6 +345,7 @@ class KafkaConnection(asyncio.Protocol):
             AUTHENTICATIONS.labels(self.listener, mechanism,
                                    "reauthentication" if reauthenticating else "success").inc()
             self.principal = session.principal or self.principal
+            self.decoder.set_max_frame(int(self.state.config.get("socket.request.max.bytes")))
 
     def _sasl_answer(self, header: RequestHeader, response: Any, close_after: bool) -> None:
         """Queue a SASL answer; one that ends the connection waits the failed-authentication delay first."""

@@ -201,6 +201,9 @@ BROKER_DEFS: tuple[ConfigDef, ...] = (
        "Lifetime of a SASL session (KIP-368): told to the client in SaslAuthenticate v1+; a connection "
        "that has not re-authenticated by then is closed on its next request. 0: sessions never expire.",
        at_least(0)),
+    _b("sasl.server.max.receive.size", "int", 524_288,
+       "Largest frame a SASL listener accepts before the client has authenticated; a larger one closes the "
+       "connection, so an anonymous client cannot make the broker hold socket.request.max.bytes.", at_least(1)),
     _b("connection.failed.authentication.delay.ms", "int", 100,
        "Delay before the answer to a failed authentication is sent and the connection closed, to slow "
        "password guessing (the event loop is not blocked).", at_least(0)),

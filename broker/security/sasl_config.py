@@ -49,6 +49,7 @@ class ListenerSasl:
     plain_users: dict[str, str] = field(repr=False)
     reauth_ms: int
     failure_delay_ms: int
+    max_receive_size: int
 
 
 def _mechanisms(config: BrokerConfig, listener: str) -> tuple[str, ...]:
@@ -104,7 +105,9 @@ def listener_sasl(config: BrokerConfig, listener: str) -> ListenerSasl | None:
     mechanisms = _mechanisms(config, listener)
     users = _plain_users(config, listener) if "PLAIN" in mechanisms else {}
     return ListenerSasl(listener, mechanisms, users, _long(config, listener, "connections.max.reauth.ms"),
-                        _long(config, listener, "connection.failed.authentication.delay.ms"))
+                        _long(config, listener, "connection.failed.authentication.delay.ms"),
+                        min(_long(config, listener, "sasl.server.max.receive.size"),
+                            int(config.get("socket.request.max.bytes"))))
 
 
 def all_listeners_sasl(config: BrokerConfig) -> dict[str, ListenerSasl]:

@@ -30,6 +30,7 @@ from pybroker.protocol.messages.alter_user_scram_credentials import (
     ScramCredentialUpsertion,
 )
 from pybroker.protocol.messages.describe_user_scram_credentials import UserName
+from pybroker.protocol.messages.metadata import MetadataRequestTopic
 from tests.unit.broker.conftest import RawClient
 from tests.unit.broker.test_sasl_mechanisms import RfcClient
 
@@ -185,6 +186,18 @@ async def test_expired_session_is_closed_and_reauthentication_extends_it(tmp_pat
         assert await _closed(late)
     finally:
         await broker.stop()
+
+
+async def test_frames_before_authentication_are_small(sasl_app: BrokerApp) -> None:
+    client = await _client(sasl_app, 1)
+    client.writer.write(struct.pack(">i", 524_289))  # Kafka's sasl.server.max.receive.size, plus one
+    assert await _closed(client)
+    client = await _client(sasl_app, 1)
+    assert (await _plain(client, "alice", "alice-secret")).error_code == 0
+    big = MetadataRequest(topics=[MetadataRequestTopic(name="t" * 200) for _ in range(3000)],
+                          allow_auto_topic_creation=False)
+    assert (await client.call(big, 4)).topics  # ~600 KB: fine once authenticated
+    client.close()
 
 
 async def test_handshake_on_a_plaintext_listener_is_illegal(sasl_app: BrokerApp) -> None:
