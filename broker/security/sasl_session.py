@@ -25,6 +25,10 @@ from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.messages import SaslAuthenticateResponse, SaslHandshakeResponse
 
 
+#: characters of a client-chosen user name written to the log
+MAX_LOGGED_USER = 128
+
+
 class Mechanism(Protocol):
     mechanism: str
     complete: bool
@@ -125,5 +129,7 @@ class SaslSession:
 
 def log_context(session: SaslSession, failure: SaslFailure) -> dict[str, Any]:
     """What a failure's log line may say: mechanism, user name and reason; never a token or password."""
-    return {"mechanism": session.mechanism.mechanism if session.mechanism else None, "user": failure.user,
+    user = failure.user if failure.user is None or len(failure.user) <= MAX_LOGGED_USER else \
+        failure.user[:MAX_LOGGED_USER] + "..."
+    return {"mechanism": session.mechanism.mechanism if session.mechanism else None, "user": user,
             "reason": failure.reason}

@@ -215,3 +215,17 @@ async def test_bad_sasl_config_stops_the_start(tmp_path: Path, extra: dict[str, 
     with pytest.raises(ConfigError) as error:
         BrokerApp(_config(tmp_path, **extra))
     assert key in str(error.value) and "secret" not in str(error.value)
+
+
+def test_each_listener_is_advertised_by_its_own_name(tmp_path: Path) -> None:
+    from pybroker.broker.state import BrokerState
+
+    bound = BrokerState(_config(tmp_path))
+    bound.listener_bound("PLAINTEXT", 9092)
+    bound.listener_bound("SASL_PLAINTEXT", 9093)
+    assert bound.advertised_endpoint("SASL_PLAINTEXT") == ("127.0.0.1", 9093)
+    assert bound.advertised_endpoint("PLAINTEXT") == ("127.0.0.1", 9092)
+    advertised = BrokerState(_config(tmp_path, **{
+        "advertised.listeners": "PLAINTEXT://broker.example:19092,SASL_PLAINTEXT://broker.example:19093"}))
+    assert advertised.advertised_endpoint("SASL_PLAINTEXT") == ("broker.example", 19093)
+    assert advertised.advertised_endpoint("OTHER") == ("broker.example", 19092)
