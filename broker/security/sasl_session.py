@@ -24,7 +24,6 @@ from pybroker.broker.security.scram import ScramCredential, ScramServer
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.messages import SaslAuthenticateResponse, SaslHandshakeResponse
 
-
 #: characters of a client-chosen user name written to the log
 MAX_LOGGED_USER = 128
 
