@@ -73,6 +73,8 @@ ANONYMOUS = "User:ANONYMOUS"
 MAX_PENDING = 128
 #: bytes of a frame's start shown in the warning about an undecodable request
 HEAD_BYTES_LOGGED = 32
+#: seconds a closing connection may take to deliver its last answer before it is aborted
+CLOSE_FLUSH_S = 5.0
 
 
 class _Pending:
@@ -125,6 +127,7 @@ class KafkaConnection(asyncio.Protocol):
         self._held_small = 0
         self._held_large = 0
         self._last_read = self._last_active = time.monotonic()
+        self._flush_timer: asyncio.TimerHandle | None = None  # bounds a close that waits for its last write
 
     # -- transport callbacks -------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -154,6 +157,9 @@ class KafkaConnection(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
+        if self._flush_timer is not None:
+            self._flush_timer.cancel()
+            self._flush_timer = None
         self.state.connections.discard(self)
         if self._ip is not None:
             self.guard.limits.release(self._ip)
@@ -512,10 +518,13 @@ class KafkaConnection(asyncio.Protocol):
         self._close()
 
     def _close_after_writes(self) -> None:
-        """Close once what is written has left (a failed authentication's answer must reach the client)."""
+        """Close once what is written has left (a failed authentication's answer must reach the client),
+        but within CLOSE_FLUSH_S even from a client that does not read."""
         if not self.closed and self.transport is not None:
             self.closed = True
-            self.transport.close()
+            transport = self.transport
+            transport.close()
+            self._flush_timer = asyncio.get_running_loop().call_later(CLOSE_FLUSH_S, transport.abort)
 
     def _close(self) -> None:
         if not self.closed and self.transport is not None:
