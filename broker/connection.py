@@ -111,7 +111,7 @@ class KafkaConnection(asyncio.Protocol):
         #: the SASL authentication of this connection, on a SASL listener (else None: no gate)
         settings = getattr(state, "sasl_listeners", {}).get(listener.upper())
         self.sasl = None if settings is None else SaslSession(
-            settings, lambda user, mechanism: self.state.scram.get(user, mechanism))
+            settings, lambda user, mechanism: self.state.scram.get(user, mechanism), state.clock_ms)
         if settings is not None:  # Kafka's sasl.server.max.receive.size until the client has authenticated
             self.decoder.set_max_frame(settings.max_receive_size)
         self.closed = False

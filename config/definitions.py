@@ -190,13 +190,23 @@ BROKER_DEFS: tuple[ConfigDef, ...] = (
     _secret("ssl.truststore.password", "Accepted for compatibility (TLS is not served); never shown."),
     # -- SASL authentication (SASL_PLAINTEXT / SASL_SSL listeners) -----------------------------------------
     _b("sasl.enabled.mechanisms", "list", ["GSSAPI"],
-       "SASL mechanisms a SASL listener accepts: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 (GSSAPI, Kafka's "
+       "SASL mechanisms a SASL listener accepts: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER (GSSAPI, Kafka's "
        "default, is not served: a SASL listener must name its mechanisms). Per listener: "
        "listener.name.<listener>.sasl.enabled.mechanisms."),
     _secret("sasl.jaas.config",
             "JAAS config of the SASL listeners: PLAIN's users as "
             "org.apache.kafka.common.security.plain.PlainLoginModule required user_<name>=\"<password>\"; "
             "Per listener and mechanism: listener.name.<listener>.plain.sasl.jaas.config. Never shown."),
+    _b("sasl.oauthbearer.jwks.endpoint.url", "string", None,
+       "OAUTHBEARER: the JSON Web Key Set whose RSA keys sign the tokens, as a file:// URL (re-read when the "
+       "file changes). Tokens must be RS256/RS384/RS512 JWTs with an exp claim."),
+    _b("sasl.oauthbearer.expected.issuer", "string", None, "OAUTHBEARER: the iss claim a token must carry."),
+    _b("sasl.oauthbearer.expected.audience", "list", [],
+       "OAUTHBEARER: audiences of which a token's aud claim must name one (empty: not checked)."),
+    _b("sasl.oauthbearer.sub.claim.name", "string", "sub",
+       "OAUTHBEARER: the claim whose value is the principal's name (User:<value>)."),
+    _b("sasl.oauthbearer.clock.skew.seconds", "int", 30,
+       "OAUTHBEARER: seconds of clock difference allowed when checking exp, iat and nbf.", at_least(0)),
     _b("connections.max.reauth.ms", "long", 0,
        "Lifetime of a SASL session (KIP-368): told to the client in SaslAuthenticate v1+; a connection "
        "that has not re-authenticated by then is closed on its next request. 0: sessions never expire.",

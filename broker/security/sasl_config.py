@@ -18,12 +18,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pybroker.broker.security.jaas import JaasError, parse_jaas, plain_users
+from pybroker.broker.security.jwt import Validation
+from pybroker.broker.security.sasl_oauthbearer import JwksFile, OAuthValidator
 from pybroker.broker.security.scram import MECHANISMS as SCRAM_MECHANISMS
 from pybroker.config.broker_config import BrokerConfig, parse_listener
 from pybroker.config.types import ConfigError
 
 SASL_PROTOCOLS = frozenset({"SASL_PLAINTEXT", "SASL_SSL"})
-SUPPORTED_MECHANISMS = ("PLAIN", *SCRAM_MECHANISMS)
+SUPPORTED_MECHANISMS = ("PLAIN", *SCRAM_MECHANISMS, "OAUTHBEARER")
 PLAIN_LOGIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
 
 
@@ -50,6 +52,7 @@ class ListenerSasl:
     reauth_ms: int
     failure_delay_ms: int
     max_receive_size: int
+    oauth: OAuthValidator | None = None
 
 
 def _mechanisms(config: BrokerConfig, listener: str) -> tuple[str, ...]:
@@ -98,6 +101,22 @@ def _long(config: BrokerConfig, listener: str, key: str) -> int:
     return value
 
 
+def _oauth(config: BrokerConfig) -> OAuthValidator:
+    url = config.get("sasl.oauthbearer.jwks.endpoint.url")
+    if not url:
+        raise ConfigError("sasl.oauthbearer.jwks.endpoint.url", "OAUTHBEARER needs a JWKS file (file://...)")
+    try:
+        jwks = JwksFile(str(url))
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ConfigError("sasl.oauthbearer.jwks.endpoint.url", f"unusable JWKS: {type(exc).__name__}: "
+                                                                f"{str(exc)[:200]}") from None
+    rules = Validation(config.get("sasl.oauthbearer.expected.issuer"),
+                       tuple(config.get("sasl.oauthbearer.expected.audience") or ()),
+                       str(config.get("sasl.oauthbearer.sub.claim.name")),
+                       int(config.get("sasl.oauthbearer.clock.skew.seconds")))
+    return OAuthValidator(jwks, rules)
+
+
 def listener_sasl(config: BrokerConfig, listener: str) -> ListenerSasl | None:
     """The SASL settings of one listener, or None when it does not authenticate with SASL."""
     if security_protocol(config, listener) not in SASL_PROTOCOLS:
@@ -107,7 +126,8 @@ def listener_sasl(config: BrokerConfig, listener: str) -> ListenerSasl | None:
     return ListenerSasl(listener, mechanisms, users, _long(config, listener, "connections.max.reauth.ms"),
                         _long(config, listener, "connection.failed.authentication.delay.ms"),
                         min(_long(config, listener, "sasl.server.max.receive.size"),
-                            int(config.get("socket.request.max.bytes"))))
+                            int(config.get("socket.request.max.bytes"))),
+                        _oauth(config) if "OAUTHBEARER" in mechanisms else None)
 
 
 def all_listeners_sasl(config: BrokerConfig) -> dict[str, ListenerSasl]:

@@ -18,6 +18,7 @@ from typing import Any, Protocol
 
 from pybroker.broker.security.errors import SaslFailure
 from pybroker.broker.security.sasl_config import ListenerSasl
+from pybroker.broker.security.sasl_oauthbearer import OAuthBearerServer
 from pybroker.broker.security.sasl_plain import PlainServer
 from pybroker.broker.security.scram import MECHANISMS as SCRAM_MECHANISMS
 from pybroker.broker.security.scram import ScramCredential, ScramServer
@@ -39,17 +40,23 @@ class Mechanism(Protocol):
 CredentialLookup = Callable[[str, str], ScramCredential | None]
 
 
-def new_mechanism(name: str, settings: ListenerSasl, scram: CredentialLookup) -> Mechanism:
+def new_mechanism(name: str, settings: ListenerSasl, scram: CredentialLookup,
+                  now_ms: Callable[[], int]) -> Mechanism:
     if name == "PLAIN":
         return PlainServer(settings.plain_users)
+    if name == "OAUTHBEARER":
+        assert settings.oauth is not None
+        return OAuthBearerServer(settings.oauth, now_ms)
     spec = SCRAM_MECHANISMS[name]
     return ScramServer(spec, lambda user: scram(user, spec.name))
 
 
 class SaslSession:
-    def __init__(self, settings: ListenerSasl, scram: CredentialLookup) -> None:
+    def __init__(self, settings: ListenerSasl, scram: CredentialLookup, now_ms: Callable[[], int]) -> None:
         self.settings = settings
         self._scram = scram
+        self._now_ms = now_ms
+        self._lifetime_ms = 0
         self.state = "initial"
         self.mechanism: Mechanism | None = None
         self.raw_tokens = False  # a v0 handshake: tokens come without Kafka framing
@@ -80,7 +87,7 @@ class SaslSession:
         if mechanism not in self.settings.mechanisms:
             self.state = "failed"
             return SaslHandshakeResponse(error_code=ErrorCode.UNSUPPORTED_SASL_MECHANISM, mechanisms=enabled), True
-        self.mechanism = new_mechanism(mechanism, self.settings, self._scram)
+        self.mechanism = new_mechanism(mechanism, self.settings, self._scram, self._now_ms)
         self.raw_tokens = version == 0 and not self.authenticated
         self.state = "authenticate"
         return SaslHandshakeResponse(error_code=ErrorCode.NONE, mechanisms=enabled), False
@@ -108,12 +115,17 @@ class SaslSession:
             self.principal = principal
             self.state = "complete"
             self.raw_tokens = False
-            reauth = self.settings.reauth_ms
-            self.expires_at_ms = now_ms + reauth if reauth > 0 else None
+            # the session ends at connections.max.reauth.ms, and never after the credential (a token) expires
+            ends = [now_ms + self.settings.reauth_ms] if self.settings.reauth_ms > 0 else []
+            token_expiry = getattr(mechanism, "expires_ms", None)
+            if token_expiry is not None:
+                ends.append(token_expiry)
+            self.expires_at_ms = min(ends) if ends else None
+            self._lifetime_ms = max(1, self.expires_at_ms - now_ms) if self.expires_at_ms is not None else 0
         return answer
 
     def session_lifetime_ms(self) -> int:
-        return self.settings.reauth_ms if self.state == "complete" and self.settings.reauth_ms > 0 else 0
+        return self._lifetime_ms if self.state == "complete" else 0
 
     def authenticate(self, token: bytes, now_ms: int) -> tuple[SaslAuthenticateResponse, SaslFailure | None]:
         """The answer to one SaslAuthenticate request, and the failure (the connection then closes)."""
