@@ -362,3 +362,48 @@ def test_users_commands_over_sasl_with_command_config(sasl_broker: SaslBroker, t
     refused = _pybroker("topics", "list", *common)
     assert refused.returncode == 1
     assert "authentication failed" in refused.stderr and WRONG_PASSWORD not in refused.stderr + refused.stdout
+
+
+# -- OAUTHBEARER (confluent-kafka) ---------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def oauth_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[SaslBroker, Any]]:
+    if shutil.which("openssl") is None:
+        pytest.skip("needs the openssl CLI to sign tokens")
+    from tests.unit.broker.test_sasl_oauthbearer import Issuer
+
+    workdir = tmp_path_factory.mktemp("oauth")
+    issuer = Issuer(workdir)
+    proc = SaslBroker(workdir, {
+        "sasl.enabled.mechanisms": "OAUTHBEARER", "auto.create.topics.enable": "true",
+        "sasl.oauthbearer.jwks.endpoint.url": issuer.url,
+        "sasl.oauthbearer.expected.issuer": "https://issuer.example",
+        "sasl.oauthbearer.expected.audience": "kafka",
+    })
+    proc.start()
+    try:
+        yield proc, issuer
+    finally:
+        close_clients()
+        if proc.is_running():
+            proc.stop(expect_code=0)
+        proc.close()
+
+
+def _oauth_conf(token: str, expiry_s: float) -> dict[str, Any]:
+    return {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "OAUTHBEARER",
+            "oauth_cb": lambda _config: (token, expiry_s)}
+
+
+def test_confluent_kafka_oauthbearer(oauth_broker: tuple[SaslBroker, Any], new_topic: Callable[..., str]) -> None:
+    broker, issuer = oauth_broker
+    token = issuer.token(sub="svc-orders", lifetime_s=600, iss="https://issuer.example", aud="kafka")
+    topic = new_topic()
+    assert _ck_round_trip(broker.sasl_bootstrap, topic, _oauth_conf(token, time.time() + 600)) == _values(topic)
+    errors: list[KafkaError] = []
+    expired = issuer.token(sub="svc-orders", lifetime_s=-600, iss="https://issuer.example", aud="kafka")
+    bad = ck_producer(broker.sasl_bootstrap, **_oauth_conf(expired, time.time() + 600), error_cb=errors.append)
+    bad.produce(new_topic(), b"never")
+    deadline = time.monotonic() + 15
+    while not any(e.code() == KafkaError._AUTHENTICATION for e in errors) and time.monotonic() < deadline:
+        bad.poll(0.2)
+    assert any("invalid_token" in e.str() for e in errors), errors

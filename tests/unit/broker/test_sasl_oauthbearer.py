@@ -18,7 +18,12 @@ import pytest
 
 from pybroker.broker.security.errors import SaslFailure
 from pybroker.broker.security.jwt import MIN_RSA_BITS, TokenError, Validation, verify
-from pybroker.broker.security.sasl_oauthbearer import INVALID_TOKEN, JwksFile, OAuthBearerServer, OAuthValidator
+from pybroker.broker.security.sasl_oauthbearer import (
+    INVALID_TOKEN,
+    JwksFile,
+    OAuthBearerServer,
+    OAuthValidator,
+)
 
 pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl CLI")
 
