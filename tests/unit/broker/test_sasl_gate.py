@@ -208,6 +208,11 @@ async def test_handshake_on_a_plaintext_listener_is_illegal(sasl_app: BrokerApp)
 
 @pytest.mark.parametrize(("extra", "key"), [
     ({"sasl.enabled.mechanisms": "GSSAPI"}, "sasl.enabled.mechanisms"),
+    ({"sasl.enabled.mechanisms": "OAUTHBEARER"}, "sasl.oauthbearer.jwks.endpoint.url"),
+    ({"sasl.enabled.mechanisms": "OAUTHBEARER", "sasl.oauthbearer.jwks.endpoint.url": "file:///nonexistent/jwks"},
+     "sasl.oauthbearer.jwks.endpoint.url"),
+    ({"sasl.enabled.mechanisms": "OAUTHBEARER", "sasl.oauthbearer.jwks.endpoint.url": "https://idp.example/jwks"},
+     "sasl.oauthbearer.jwks.endpoint.url"),
     ({"listener.name.sasl_plaintext.plain.sasl.jaas.config": "not jaas"},
      "listener.name.sasl_plaintext.plain.sasl.jaas.config"),
 ])
