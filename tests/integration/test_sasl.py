@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import logging
 import shutil
 import socket
 import struct
@@ -407,3 +408,40 @@ def test_confluent_kafka_oauthbearer(oauth_broker: tuple[SaslBroker, Any], new_t
     while not any(e.code() == KafkaError._AUTHENTICATION for e in errors) and time.monotonic() < deadline:
         bad.poll(0.2)
     assert any("invalid_token" in e.str() for e in errors), errors
+
+
+# -- KIP-368 re-authentication -----------------------------------------------------------------------------------
+@pytest.mark.slow
+def test_librdkafka_reauthenticates_before_the_session_expires(tmp_path: Path) -> None:
+    """connections.max.reauth.ms=1500: librdkafka is told the lifetime and re-authenticates on the same
+    connection (KIP-368) while producing for five seconds; nothing fails and the broker closes nothing."""
+    proc = SaslBroker(tmp_path, {"sasl.enabled.mechanisms": "SCRAM-SHA-512", "connections.max.reauth.ms": "1500",
+                                 "auto.create.topics.enable": "true"})
+    proc.start()
+    try:
+        _add_scram_user(proc, SCRAM_USER, SCRAM_PASSWORD)
+        lines: list[str] = []
+
+        class Collect(logging.Handler):
+            def emit(self, record: logging.LogRecord) -> None:
+                lines.append(record.getMessage())
+
+        logger = logging.getLogger("test_sasl.rdkafka")
+        logger.addHandler(Collect())
+        logger.propagate = False
+        logger.setLevel(logging.DEBUG)
+        errors: list[KafkaError] = []
+        producer = ck_producer(proc.sasl_bootstrap, **_ck_conf("SCRAM-SHA-512"), debug="security", logger=logger,
+                               error_cb=errors.append)
+        sent, started = 0, time.monotonic()
+        while time.monotonic() - started < 5:
+            producer.produce("reauth", b"x")
+            producer.poll(0.05)
+            sent += 1
+        assert producer.flush(15) == 0 and not errors
+        assert sum("Auth in state REAUTH" in line for line in lines) >= 2, lines[:5]
+        close_clients()
+        assert "SASL session expired" not in proc.log_path.read_text(errors="replace")
+    finally:
+        proc.stop(expect_code=0)
+        proc.close()
