@@ -28,6 +28,8 @@ MAX_ITERATIONS = 16384
 NONCE_BYTES = 24
 #: longest client message accepted (a user name and a nonce are short)
 MAX_MESSAGE_BYTES = 4096
+#: keys the stand-in salts of unknown users, so a user's salt looks the same on every attempt
+_UNKNOWN_USER_SECRET = secrets.token_bytes(32)
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +113,7 @@ class ScramServer:
         self._client_first_bare = ""
         self._server_first = ""
         self._nonce_full = ""
+        self._unknown_user = False
 
     def _fail(self, reason: str) -> SaslFailure:
         self._state = "failed"
@@ -151,8 +154,13 @@ class ScramServer:
         if authzid and decode_saslname(authzid[2:]) != user:
             raise self._fail("authorization id differs from user name")
         credential = self._lookup(user)
+        self._unknown_user = credential is None
         if credential is None:
-            raise self._fail("unknown user")
+            # RFC 5802 section 5.1: go on with a stand-in credential and fail at the proof, so neither the
+            # answer nor its timing says whether the user exists (the salt is stable per user name)
+            salt = hmac.new(_UNKNOWN_USER_SECRET, user.encode(), "sha256").digest()
+            credential = ScramCredential(salt, secrets.token_bytes(len(self.mechanism_spec.hash(b""))),
+                                         secrets.token_bytes(len(self.mechanism_spec.hash(b""))), MIN_ITERATIONS)
         self._credential = credential
         self._gs2 = f"{parts[0]},{authzid},"
         self._client_first_bare = parts[2]
@@ -191,8 +199,8 @@ class ScramServer:
         if len(proof) != len(signature):
             raise self._fail("wrong password")
         client_key = bytes(a ^ b for a, b in zip(proof, signature, strict=True))
-        if not hmac.compare_digest(spec.hash(client_key), credential.stored_key):
-            raise self._fail("wrong password")
+        if not hmac.compare_digest(spec.hash(client_key), credential.stored_key) or self._unknown_user:
+            raise self._fail("unknown user" if self._unknown_user else "wrong password")
         self._state = "done"
         self.complete = True
         server_signature = spec.hmac(credential.server_key, auth_message)

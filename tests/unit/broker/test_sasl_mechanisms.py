@@ -99,9 +99,16 @@ def test_scram_wrong_password_and_unknown_user_get_the_generic_message(mechanism
                                    f"SASL mechanism {mechanism}")
     assert (wrong.value.user, wrong.value.reason) == ("alice", "wrong password")
     assert not server.complete
+    nobody = RfcClient(spec.hash_name, "nobody", "x", "n2")
+    stranger = _server(mechanism, users)
+    challenge = stranger.step(nobody.first())  # an unknown user is answered like a known one ...
+    assert b",i=4096" in challenge
+    again = _server(mechanism, users).step(RfcClient(spec.hash_name, "nobody", "x", "n3").first())
+    assert challenge.split(b",")[1] == again.split(b",")[1]  # ... with the same salt every time
     with pytest.raises(SaslFailure) as unknown:
-        _server(mechanism, users).step(RfcClient(spec.hash_name, "nobody", "x", "n2").first())
+        stranger.step(nobody.final(challenge))
     assert unknown.value.message == wrong.value.message  # nothing tells the client whether the user exists
+    assert unknown.value.reason == "unknown user"
 
 
 def test_scram_refuses_a_changed_nonce_channel_binding_and_extensions() -> None:
