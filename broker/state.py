@@ -82,7 +82,7 @@ class BrokerState:
         """Record the port a listener bound, so clients that came in on it are told that port."""
         self.listener_ports[listener.upper()] = port
 
-    def advertised_endpoint(self, listener: str) -> tuple[str, int]:
+    def address_of(self, listener: str) -> tuple[str, int]:
         """(host, port) to advertise to a client connected on `listener`: Kafka's same-listener rule.
 
         An `advertised.listeners` entry of that name wins (the first entry when none has the name);

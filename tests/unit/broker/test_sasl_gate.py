@@ -228,9 +228,9 @@ def test_each_listener_is_advertised_by_its_own_name(tmp_path: Path) -> None:
     bound = BrokerState(_config(tmp_path))
     bound.listener_bound("PLAINTEXT", 9092)
     bound.listener_bound("SASL_PLAINTEXT", 9093)
-    assert bound.advertised_endpoint("SASL_PLAINTEXT") == ("127.0.0.1", 9093)
-    assert bound.advertised_endpoint("PLAINTEXT") == ("127.0.0.1", 9092)
+    assert bound.address_of("SASL_PLAINTEXT") == ("127.0.0.1", 9093)
+    assert bound.address_of("PLAINTEXT") == ("127.0.0.1", 9092)
     advertised = BrokerState(_config(tmp_path, **{
         "advertised.listeners": "PLAINTEXT://broker.example:19092,SASL_PLAINTEXT://broker.example:19093"}))
-    assert advertised.advertised_endpoint("SASL_PLAINTEXT") == ("broker.example", 19093)
-    assert advertised.advertised_endpoint("OTHER") == ("broker.example", 19092)
+    assert advertised.address_of("SASL_PLAINTEXT") == ("broker.example", 19093)
+    assert advertised.address_of("OTHER") == ("broker.example", 19092)
