@@ -234,3 +234,27 @@ def test_each_listener_is_advertised_by_its_own_name(tmp_path: Path) -> None:
         "advertised.listeners": "PLAINTEXT://broker.example:19092,SASL_PLAINTEXT://broker.example:19093"}))
     assert advertised.address_of("SASL_PLAINTEXT") == ("broker.example", 19093)
     assert advertised.address_of("OTHER") == ("broker.example", 19092)
+
+
+def test_listener_settings_follow_kafkas_lookup_order(tmp_path: Path) -> None:
+    from pybroker.broker.security.sasl_config import all_listeners_sasl, security_protocol
+
+    config = BrokerConfig.load({
+        "log.dirs": str(tmp_path / "data"),
+        "listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0,INTERNAL://127.0.0.1:0",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,"
+                                          "INTERNAL:SASL_PLAINTEXT",
+        "sasl.enabled.mechanisms": "SCRAM-SHA-512",
+        "sasl.jaas.config": 'org.apache.kafka.common.security.plain.PlainLoginModule required user_g="global";',
+        "listener.name.internal.sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256",
+        "listener.name.internal.connections.max.reauth.ms": "60000",
+    })
+    assert security_protocol(config, "INTERNAL") == "SASL_PLAINTEXT"
+    settings = all_listeners_sasl(config)
+    assert set(settings) == {"SASL_PLAINTEXT", "INTERNAL"}
+    assert settings["SASL_PLAINTEXT"].mechanisms == ("SCRAM-SHA-512",)
+    assert settings["SASL_PLAINTEXT"].plain_users == {} and settings["SASL_PLAINTEXT"].reauth_ms == 0
+    internal = settings["INTERNAL"]
+    assert internal.mechanisms == ("PLAIN", "SCRAM-SHA-256")
+    assert internal.plain_users == {"g": "global"} and internal.reauth_ms == 60_000
+    assert "global" not in repr(internal)
