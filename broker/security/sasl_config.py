@@ -15,8 +15,6 @@ A mistake (an unknown mechanism, a JAAS value that does not parse, PLAIN without
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
-
 from pybroker.broker.security.jaas import JaasError, parse_jaas, plain_users
 from pybroker.broker.security.jwt import Validation
 from pybroker.broker.security.sasl_oauthbearer import JwksFile, OAuthValidator
@@ -140,8 +138,3 @@ def all_listeners_sasl(config: BrokerConfig) -> dict[str, ListenerSasl]:
             out[name.upper()] = settings
     return out
 
-
-def describe(settings: dict[str, ListenerSasl]) -> dict[str, Any]:
-    """For the startup log: mechanisms and user counts, never a user's password."""
-    return {name: {"mechanisms": list(s.mechanisms), "plain_users": len(s.plain_users)}
-            for name, s in settings.items()}
