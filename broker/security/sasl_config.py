@@ -15,6 +15,7 @@ A mistake (an unknown mechanism, a JAAS value that does not parse, PLAIN without
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
 from pybroker.broker.security.jaas import JaasError, parse_jaas, plain_users
 from pybroker.broker.security.jwt import Validation
 from pybroker.broker.security.sasl_oauthbearer import JwksFile, OAuthValidator
