@@ -8,7 +8,9 @@ only StoredKey and ServerKey (`broker/security/scram_store.py`), writes the file
 the loop, and answers once it is durable. Errors are Kafka's, per user: an unknown mechanism is
 UNSUPPORTED_SASL_MECHANISM, a user named twice is DUPLICATE_RESOURCE, deleting what does not exist is
 RESOURCE_NOT_FOUND, iterations outside 4096..16384 (or an empty name, salt or salted password of the
-wrong size) UNACCEPTABLE_CREDENTIAL; a user with any error has none of its changes applied.
+wrong size) UNACCEPTABLE_CREDENTIAL; a user with any error has none of its changes applied. The broker
+keeps at most MAX_USERS users (a new one past that is UNACCEPTABLE_CREDENTIAL), as every change rewrites
+the credential file whole.
 """
 
 from __future__ import annotations
@@ -42,6 +44,10 @@ from pybroker.protocol.messages.describe_user_scram_credentials import (
 
 #: longest salt accepted (clients send 32 to 64 bytes)
 MAX_SALT_BYTES = 1024
+#: most SCRAM users the broker keeps: the file is rewritten whole on every change, so it must stay small
+MAX_USERS = 100_000
+#: longest user name accepted
+MAX_NAME_CHARS = 1024
 
 
 @handler(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, versions=(0, 0))
@@ -104,9 +110,16 @@ def handle_alter(ctx: RequestContext, request: AlterUserScramCredentialsRequest)
         elif store.get(deletion.name, spec.name) is None:
             problems.setdefault(deletion.name, (ErrorCode.RESOURCE_NOT_FOUND,
                                                 "Attempt to delete a user credential that does not exist"))
+    known = store.users()
+    new_names: set[str] = set()
     for upsertion in request.upsertions:
         problem = (ErrorCode.UNACCEPTABLE_CREDENTIAL, "Username must not be empty") if not upsertion.name \
-            else _upsert_problem(upsertion)
+            else (ErrorCode.UNACCEPTABLE_CREDENTIAL, f"Username longer than {MAX_NAME_CHARS} characters") \
+            if len(upsertion.name) > MAX_NAME_CHARS else _upsert_problem(upsertion)
+        if problem is None and upsertion.name not in known and upsertion.name not in new_names:
+            new_names.add(upsertion.name)
+            if len(known) + len(new_names) > MAX_USERS:
+                problem = (ErrorCode.UNACCEPTABLE_CREDENTIAL, f"Too many SCRAM users (at most {MAX_USERS})")
         if problem is not None:
             problems.setdefault(upsertion.name, problem)
     upserts: list[tuple[str, str, ScramCredential]] = []

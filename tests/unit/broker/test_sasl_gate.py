@@ -258,3 +258,17 @@ def test_listener_settings_follow_kafkas_lookup_order(tmp_path: Path) -> None:
     assert internal.mechanisms == ("PLAIN", "SCRAM-SHA-256")
     assert internal.plain_users == {"g": "global"} and internal.reauth_ms == 60_000
     assert "global" not in repr(internal)
+
+
+async def test_scram_user_count_is_capped(sasl_app: BrokerApp, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pybroker.broker.handlers import user_scram_credentials
+
+    monkeypatch.setattr(user_scram_credentials, "MAX_USERS", 2)
+    admin = await _client(sasl_app, 0)
+    altered = await admin.call(AlterUserScramCredentialsRequest(upsertions=[
+        _upsert("u1", 1, "p"), _upsert("u1", 2, "p"), _upsert("u2", 2, "p"), _upsert("u3", 2, "p")]), 0)
+    assert [(r.user, r.error_code) for r in altered.results] == [
+        ("u1", 0), ("u2", 0), ("u3", ErrorCode.UNACCEPTABLE_CREDENTIAL)]
+    changed = await admin.call(AlterUserScramCredentialsRequest(upsertions=[_upsert("u2", 1, "p")]), 0)
+    assert changed.results[0].error_code == 0  # a known user may still change
+    admin.close()
