@@ -185,6 +185,17 @@ BROKER_DEFS: tuple[ConfigDef, ...] = (
        "open-file limit (ulimit -n) to the hard limit, and allows at most that limit minus a quarter "
        "(at least 256 descriptors) for partitions, leaving the rest for connections and segment reads; "
        "the smaller of the two caps applies.", at_least(1)),
+    # -- authorization (ACLs): off unless authorizer.class.name names Kafka's authorizer ------------
+    _b("authorizer.class.name", "string", "",
+       "The authorizer: org.apache.kafka.metadata.authorizer.StandardAuthorizer (or the older "
+       "kafka.security.authorizer.AclAuthorizer) checks every request against the ACLs; empty: none, "
+       "and the ACL APIs answer SECURITY_DISABLED.",
+       one_of("", "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+              "kafka.security.authorizer.AclAuthorizer")),
+    _b("super.users", "string", "",
+       "Principals allowed everything, separated by semicolons (User:admin;User:ops)."),
+    _b("allow.everyone.if.no.acl.found", "boolean", False,
+       "Whether an action on a resource that no ACL mentions is allowed (else denied)."),
     _secret("ssl.keystore.password", "Accepted for compatibility (TLS is not served); never shown."),
     _secret("ssl.key.password", "Accepted for compatibility (TLS is not served); never shown."),
     _secret("ssl.truststore.password", "Accepted for compatibility (TLS is not served); never shown."),

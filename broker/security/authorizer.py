@@ -1,0 +1,113 @@
+"""The broker's authorizer: Kafka's StandardAuthorizer over the durable ACL store.
+
+Off unless `authorizer.class.name` names one of Kafka's authorizer classes; then every served API asks
+it (through `broker/security/authorization.py`) before acting. The rules themselves are pure
+(`acls.decide`); this object holds the bindings (indexed by resource type), the `super.users` and the
+`allow.everyone.if.no.acl.found` default, writes every change to disk before answering, and reports
+each denial as one rate-limited log line and a metric.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from pybroker.broker.log_limiter import RateLimitedLog
+from pybroker.broker.logs import get_logger
+from pybroker.broker.metrics.authorization import ACLS, AUTHORIZATION_DENIED
+from pybroker.broker.security.acl_store import AclStore
+from pybroker.broker.security.acls import (
+    AclBinding,
+    AclFilter,
+    AclOperation,
+    ResourceType,
+    decide,
+    parse_super_users,
+)
+
+log = get_logger("pybroker.authorizer")
+
+#: `authorizer.class.name` values that switch the ACL authorizer on (Kafka's KRaft and ZooKeeper names)
+AUTHORIZER_CLASSES = frozenset({
+    "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+    "kafka.security.authorizer.AclAuthorizer",
+})
+
+
+def authorizer_enabled(config: Any) -> bool:
+    return str(config.get("authorizer.class.name") or "").strip() in AUTHORIZER_CLASSES
+
+
+def host_of(peer: str) -> str:
+    """The client's address from a connection's `host:port` peer (IPv6 addresses keep their colons)."""
+    host = peer.rsplit(":", 1)[0] if ":" in peer else peer
+    return host.strip("[]")
+
+
+class Authorizer:
+    def __init__(self, log_dir: Path, super_users: str | None, allow_if_no_acl: bool,
+                 denial_log: RateLimitedLog | None = None) -> None:
+        self.store = AclStore(log_dir)
+        self.super_users = parse_super_users(super_users)
+        self.allow_if_no_acl = allow_if_no_acl
+        self.denials = denial_log or RateLimitedLog(log)
+        self._by_type: dict[ResourceType, set[AclBinding]] = {}
+
+    @classmethod
+    def from_config(cls, config: Any) -> Authorizer | None:
+        """The authorizer `config` asks for, or None when authorization is off."""
+        if not authorizer_enabled(config):
+            return None
+        return cls(Path(config.log_dirs[0]), config.get("super.users"),
+                   bool(config.get("allow.everyone.if.no.acl.found")))
+
+    def load(self) -> None:
+        self._by_type = {}
+        for binding in self.store.load():
+            self._by_type.setdefault(binding.resource_type, set()).add(binding)
+        ACLS.set(self.count())
+
+    # -- decisions -----------------------------------------------------------------------------
+    def allowed(self, principal: str, host: str, operation: AclOperation, resource_type: ResourceType,
+                name: str, *, log_denial: bool = True) -> bool:
+        """Whether `principal` from `host` may do `operation` on the resource; a denial is logged."""
+        decision = decide(self._by_type.get(resource_type, ()), principal, host, operation, resource_type,
+                          name, super_users=self.super_users, allow_if_no_acl=self.allow_if_no_acl)
+        if not decision.allowed and log_denial:
+            AUTHORIZATION_DENIED.labels(operation.name, resource_type.name).inc()
+            self.denials.warning("authorization denied", "authorization denied", principal=principal,
+                                 operation=operation.name, resource_type=resource_type.name,
+                                 resource_name=name, host=host)
+        return decision.allowed
+
+    # -- bindings ------------------------------------------------------------------------------
+    def count(self) -> int:
+        return sum(len(s) for s in self._by_type.values())
+
+    def bindings(self) -> list[AclBinding]:
+        return sorted(b for s in self._by_type.values() for b in s)
+
+    def describe(self, acl_filter: AclFilter) -> list[AclBinding]:
+        return [b for b in self.bindings() if acl_filter.matches(b)]
+
+    def create(self, bindings: Iterable[AclBinding]) -> None:
+        """Add bindings (already checked with `binding_problem`) and write them to disk before returning."""
+        self._commit(set(self.bindings()) | set(bindings))
+
+    def delete(self, filters: Iterable[AclFilter]) -> list[list[AclBinding]]:
+        """Remove what each filter matches; per filter, the bindings it matched (a binding may repeat)."""
+        current = set(self.bindings())
+        matched = [[b for b in sorted(current) if f.matches(b)] for f in filters]
+        gone = {b for group in matched for b in group}
+        if gone:
+            self._commit(current - gone)
+        return matched
+
+    def _commit(self, bindings: set[AclBinding]) -> None:
+        self.store.save(bindings)  # durable first: a crash after answering must not lose the change
+        by_type: dict[ResourceType, set[AclBinding]] = {}
+        for binding in bindings:
+            by_type.setdefault(binding.resource_type, set()).add(binding)
+        self._by_type = by_type
+        ACLS.set(self.count())
