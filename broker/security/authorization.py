@@ -230,6 +230,9 @@ def _drop_all(request: Any, attr: str) -> Merge:
 
 def _fetch(check: Check, r: fetch.FetchRequest) -> Outcome:
     by_id = check.version >= FIRST_TOPIC_ID_FETCH_VERSION
+    follower = max(r.replica_id, r.replica_state.replica_id) >= 0
+    if follower and check.cluster(Op.CLUSTER_ACTION):
+        return None  # a replica's fetch needs CLUSTER_ACTION instead of READ on each topic
 
     def name_of(t: Any) -> str | None:
         if not by_id:
@@ -243,6 +246,10 @@ def _fetch(check: Check, r: fetch.FetchRequest) -> Outcome:
                                 last_stable_offset=-1, log_start_offset=-1, records=b"")
             for p in t.partitions])
 
+    if follower:  # and not allowed to replicate: every partition refused
+        refused = [entry(t) for t in r.topics]
+        r.topics = []
+        return _appending("responses", refused)
     return _per_topic(check, r, "topics", Op.READ, entry, "responses", name_of)
 
 
@@ -279,13 +286,20 @@ def _create_partitions(check: Check, r: create_partitions.CreatePartitionsReques
 
 
 def _create_topics(check: Check, r: create_topics.CreateTopicsRequest) -> Outcome:
-    if check.cluster(Op.CREATE, quiet=True):
-        return None
-
     def entry(t: Any) -> Any:
         return create_topics.CreatableTopicResult(name=t.name, error_code=TOPIC_DENIED,
                                                   error_message="not authorized to create the topic")
-    return _per_topic(check, r, "topics", Op.CREATE, entry, "topics")
+
+    denied = None if check.cluster(Op.CREATE, quiet=True) else _per_topic(
+        check, r, "topics", Op.CREATE, entry, "topics")
+
+    def merge(response: Any) -> Any:
+        # v5+ answers carry the new topic's configs: only to whom may DESCRIBE_CONFIGS it (Kafka's rule)
+        for result in response.topics:
+            if result.configs and not check.ok(Op.DESCRIBE_CONFIGS, TOPIC, result.name, quiet=True):
+                result.topic_config_error_code, result.configs = TOPIC_DENIED, None
+        return denied(response) if denied is not None else response
+    return merge
 
 
 def _delete_topics(check: Check, r: delete_topics.DeleteTopicsRequest) -> Outcome:
@@ -531,7 +545,7 @@ RULES: dict[int, Callable[[Check, Any], Outcome]] = {
     ApiKey.OFFSET_FETCH: _offset_fetch,
     ApiKey.FIND_COORDINATOR: _find_coordinator,
     ApiKey.JOIN_GROUP: _whole_group(Op.READ, lambda r: join_group.JoinGroupResponse(
-        error_code=GROUP_DENIED, generation_id=-1, member_id=r.member_id)),
+        error_code=GROUP_DENIED, generation_id=-1, member_id="")),
     ApiKey.HEARTBEAT: _whole_group(Op.READ, lambda r: heartbeat.HeartbeatResponse(error_code=GROUP_DENIED)),
     ApiKey.LEAVE_GROUP: _whole_group(Op.READ, lambda r: leave_group.LeaveGroupResponse(error_code=GROUP_DENIED)),
     ApiKey.SYNC_GROUP: _whole_group(Op.READ, lambda r: sync_group.SyncGroupResponse(error_code=GROUP_DENIED)),

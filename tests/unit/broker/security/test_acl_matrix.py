@@ -433,3 +433,33 @@ async def test_without_an_authorizer_acl_apis_answer_security_disabled(client: R
         resource_type_filter=1, operation=1, permission_type=1, resource_name_filter=None)]), 2)
     assert deleted.filter_results[0].error_code == ErrorCode.SECURITY_DISABLED
 
+
+
+async def test_create_topics_hides_configs_without_describe_configs(secured: BrokerApp) -> None:
+    grant(secured, acl(RT.TOPIC, "new-", Op.CREATE, pattern=PT.PREFIXED),
+          acl(RT.TOPIC, "new-open", Op.DESCRIBE_CONFIGS))
+    client = await connect_as(secured, ALICE)
+    try:
+        response = await client.call(create_topics.CreateTopicsRequest(topics=[
+            create_topics.CreatableTopic(name=name, num_partitions=1, replication_factor=1)
+            for name in ("new-open", "new-closed")], timeout_ms=5000), 5)
+    finally:
+        client.close()
+    by_name = {t.name: t for t in response.topics}
+    assert by_name["new-open"].error_code == 0 and by_name["new-open"].configs
+    assert by_name["new-closed"].error_code == 0 and by_name["new-closed"].configs is None
+    assert by_name["new-closed"].topic_config_error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+
+
+async def test_a_follower_fetch_needs_cluster_action(secured: BrokerApp) -> None:
+    secured.state.topics.create(TOPIC, 1, 1, {})
+    grant(secured, acl(RT.TOPIC, TOPIC, Op.READ))
+    request = fetch.FetchRequest(replica_id=2, max_wait_ms=0, min_bytes=0, max_bytes=1 << 20, topics=[
+        fetch.FetchTopic(topic=TOPIC, partitions=[fetch.FetchPartition(partition=0, fetch_offset=0,
+                                                                        partition_max_bytes=1 << 20)])])
+    client = await connect_as(secured, ALICE)
+    try:
+        response = await client.call(request, 12)
+    finally:
+        client.close()
+    assert response.responses[0].partitions[0].error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED
