@@ -30,6 +30,7 @@ from kafka.errors import SecurityDisabledError, TopicAuthorizationFailedError
 
 from tests.integration.brokers import BrokerProcess
 from tests.integration.clients import ck_admin, ck_flush, ck_producer, kp_admin, kp_producer
+from tests.integration.test_admin_cli import pybroker, wire
 
 ANON = "User:ANONYMOUS"
 AUTHORIZER = {"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
@@ -117,3 +118,28 @@ def test_admin_clients_manage_acls_that_refuse_a_producer_and_survive_a_restart(
 def test_acl_apis_answer_security_disabled_without_an_authorizer(broker: BrokerProcess) -> None:
     with kp_admin(broker.bootstrap) as admin, pytest.raises(SecurityDisabledError):
         admin.describe_acls(_everything())
+
+
+def test_acls_command_line(broker_factory: Callable[..., BrokerProcess], broker: BrokerProcess) -> None:
+    secured = broker_factory({**AUTHORIZER, "super.users": "User:ANONYMOUS"})
+    added = wire(secured, "acls", "add", "--topic", "orders-", "--resource-pattern-type", "prefixed",
+                 "--allow-principal", "User:alice", "--operation", "read", "--operation", "DESCRIBE")
+    assert [(r["resource_name"], r["pattern_type"], r["operation"]) for r in added] == [
+        ("orders-", "PREFIXED", "READ"), ("orders-", "PREFIXED", "DESCRIBE")]
+    wire(secured, "acls", "add", "--cluster", "--deny-principal", "User:mallory", "--host", "10.0.0.9",
+         "--operation", "alter")
+    listed = wire(secured, "acls", "list")
+    assert len(listed) == 3
+    matching = wire(secured, "acls", "list", "--topic", "orders-eu", "--resource-pattern-type", "match")
+    assert {r["operation"] for r in matching} == {"READ", "DESCRIBE"}
+    assert wire(secured, "acls", "list", "--principal", "User:mallory")[0] == {
+        "resource_type": "CLUSTER", "resource_name": "kafka-cluster", "pattern_type": "LITERAL",
+        "principal": "User:mallory", "host": "10.0.0.9", "operation": "ALTER", "permission": "DENY"}
+    refused = pybroker("acls", "remove", "--bootstrap-server", secured.bootstrap)
+    assert refused.returncode != 0 and "--all" in refused.stderr
+    removed = wire(secured, "acls", "remove", "--principal", "User:alice")
+    assert len(removed) == 2
+    assert [r["principal"] for r in wire(secured, "acls", "list")] == ["User:mallory"]
+    # a broker without an authorizer: one clear line
+    plain = pybroker("acls", "list", "--bootstrap-server", broker.bootstrap)
+    assert plain.returncode == 1 and plain.stderr.strip().startswith("pybroker: error: DescribeAcls: SECURITY_DISABLED")
