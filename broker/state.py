@@ -52,7 +52,7 @@ class BrokerState:
         self._producer_ids: ProducerIdBlock | None = None
         self.groups = GroupService(self)
         #: the ACL authorizer, or None when `authorizer.class.name` is not set (nothing is checked)
-        self.authorizer = Authorizer.from_config(config)
+        self.authorizer = Authorizer.from_config(config, self.guard.warnings)
 
     def startup(self) -> list[Any]:
         self.dynamic_configs.load()  # before the logs open, so they start with the altered settings

@@ -55,12 +55,16 @@ class Authorizer:
         self._by_type: dict[ResourceType, set[AclBinding]] = {}
 
     @classmethod
-    def from_config(cls, config: Any) -> Authorizer | None:
-        """The authorizer `config` asks for, or None when authorization is off."""
+    def from_config(cls, config: Any, denial_log: RateLimitedLog | None = None) -> Authorizer | None:
+        """The authorizer `config` asks for, or None when authorization is off.
+
+        `denial_log` is the broker's limiter of client-caused warnings (its sweeper writes the
+        "similar warnings suppressed" summaries), so a client refused in a loop cannot flood the log.
+        """
         if not authorizer_enabled(config):
             return None
         return cls(Path(config.log_dirs[0]), config.get("super.users"),
-                   bool(config.get("allow.everyone.if.no.acl.found")))
+                   bool(config.get("allow.everyone.if.no.acl.found")), denial_log)
 
     def load(self) -> None:
         self._by_type = {}
