@@ -18,9 +18,11 @@ from pybroker.broker.logs import get_logger
 from pybroker.broker.metrics.authorization import ACLS, AUTHORIZATION_DENIED
 from pybroker.broker.security.acl_store import AclStore
 from pybroker.broker.security.acls import (
+    WILDCARD,
     AclBinding,
     AclFilter,
     AclOperation,
+    PatternType,
     ResourceType,
     decide,
     parse_super_users,
@@ -53,6 +55,8 @@ class Authorizer:
         self.allow_if_no_acl = allow_if_no_acl
         self.denials = denial_log or RateLimitedLog(log)
         self._by_type: dict[ResourceType, set[AclBinding]] = {}
+        self._literal: dict[tuple[ResourceType, str], list[AclBinding]] = {}
+        self._prefixed: dict[ResourceType, list[AclBinding]] = {}
 
     @classmethod
     def from_config(cls, config: Any, denial_log: RateLimitedLog | None = None) -> Authorizer | None:
@@ -70,13 +74,14 @@ class Authorizer:
         self._by_type = {}
         for binding in self.store.load():
             self._by_type.setdefault(binding.resource_type, set()).add(binding)
+        self._index()
         ACLS.set(self.count())
 
     # -- decisions -----------------------------------------------------------------------------
     def allowed(self, principal: str, host: str, operation: AclOperation, resource_type: ResourceType,
                 name: str, *, log_denial: bool = True) -> bool:
         """Whether `principal` from `host` may do `operation` on the resource; a denial is logged."""
-        decision = decide(self._by_type.get(resource_type, ()), principal, host, operation, resource_type,
+        decision = decide(self._candidates(resource_type, name), principal, host, operation, resource_type,
                           name, super_users=self.super_users, allow_if_no_acl=self.allow_if_no_acl)
         if not decision.allowed and log_denial:
             AUTHORIZATION_DENIED.labels(operation.name, resource_type.name).inc()
@@ -84,6 +89,14 @@ class Authorizer:
                                  operation=operation.name, resource_type=resource_type.name,
                                  resource_name=name, host=host)
         return decision.allowed
+
+    def _candidates(self, resource_type: ResourceType, name: str) -> list[AclBinding]:
+        """The bindings that may select the resource: its literal name, the wildcard, and the prefixes
+        (an index, so a check costs what applies to the resource, not every ACL of its type)."""
+        literal = self._literal
+        found = [*literal.get((resource_type, name), ()), *literal.get((resource_type, WILDCARD), ())]
+        found += [b for b in self._prefixed.get(resource_type, ()) if name.startswith(b.resource_name)]
+        return found
 
     # -- bindings ------------------------------------------------------------------------------
     def count(self) -> int:
@@ -114,4 +127,15 @@ class Authorizer:
         for binding in bindings:
             by_type.setdefault(binding.resource_type, set()).add(binding)
         self._by_type = by_type
+        self._index()
         ACLS.set(self.count())
+
+    def _index(self) -> None:
+        literal: dict[tuple[ResourceType, str], list[AclBinding]] = {}
+        prefixed: dict[ResourceType, list[AclBinding]] = {}
+        for binding in self.bindings():
+            if binding.pattern_type == PatternType.LITERAL:
+                literal.setdefault((binding.resource_type, binding.resource_name), []).append(binding)
+            else:
+                prefixed.setdefault(binding.resource_type, []).append(binding)
+        self._literal, self._prefixed = literal, prefixed

@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from pybroker.broker.security.acl_store import AclStore
 from pybroker.broker.security.acls import (
@@ -166,3 +168,23 @@ def test_host_of_peer() -> None:
     assert host_of("10.0.0.1:5555") == "10.0.0.1"
     assert host_of("::1:5555") == "::1"
     assert host_of("?") == "?"
+
+
+_names = st.sampled_from(["orders", "orders-eu", "ord", "o", "*", "payments", "kafka-cluster"])
+_bindings = st.builds(
+    AclBinding, st.sampled_from([RT.TOPIC, RT.GROUP, RT.CLUSTER]), _names, st.sampled_from([PT.LITERAL, PT.PREFIXED]),
+    st.sampled_from([ALICE, BOB, "User:*"]), st.sampled_from(["*", "10.0.0.1"]),
+    st.sampled_from([Op.ALL, Op.READ, Op.WRITE, Op.DESCRIBE, Op.ALTER, Op.ALTER_CONFIGS, Op.DESCRIBE_CONFIGS]),
+    st.sampled_from([Perm.ALLOW, Perm.DENY]))
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(bindings=st.sets(_bindings, max_size=12), name=_names, rtype=st.sampled_from([RT.TOPIC, RT.GROUP]),
+       op=st.sampled_from([Op.READ, Op.WRITE, Op.DESCRIBE, Op.DESCRIBE_CONFIGS]), default=st.booleans())
+def test_the_indexed_authorizer_decides_as_the_plain_rules(tmp_path: Path, bindings: set[AclBinding], name: str,
+                                                           rtype: ResourceType, op: AclOperation,
+                                                           default: bool) -> None:
+    authorizer = Authorizer(tmp_path, None, allow_if_no_acl=default)
+    authorizer._commit(bindings)
+    expected = decide(bindings, ALICE, "10.0.0.1", op, rtype, name, allow_if_no_acl=default).allowed
+    assert authorizer.allowed(ALICE, "10.0.0.1", op, rtype, name, log_denial=False) is expected
