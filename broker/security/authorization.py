@@ -35,12 +35,16 @@ The operations and error codes are those of Kafka's KafkaApis / AuthHelper:
 | InitProducerId | WRITE transactional id; else IDEMPOTENT_WRITE cluster or WRITE on some topic | TRANSACTIONAL_ID_ / CLUSTER_AUTHORIZATION_FAILED |
 | DescribeLogDirs | DESCRIBE cluster | CLUSTER_AUTHORIZATION_FAILED (v3+), nothing listed |
 | CreateAcls, DeleteAcls / DescribeAcls | ALTER / DESCRIBE cluster | CLUSTER_AUTHORIZATION_FAILED |
-| ApiVersions | nothing | |
+| DescribeCluster | nothing (its cluster `authorized_operations` become real) | |
+| DescribeClientQuotas / AlterClientQuotas | DESCRIBE_CONFIGS / ALTER_CONFIGS cluster | CLUSTER_AUTHORIZATION_FAILED |
+| DescribeUserScramCredentials / AlterUserScramCredentials | DESCRIBE / ALTER cluster | CLUSTER_AUTHORIZATION_FAILED |
+| ApiVersions, SaslHandshake, SaslAuthenticate | nothing | |
 """
 
 from __future__ import annotations
 
 import inspect
+import typing
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -60,6 +64,7 @@ from pybroker.broker.security.authorizer import Authorizer, host_of
 from pybroker.protocol.api_keys import ApiKey
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.messages import (
+    RESPONSES,
     alter_configs,
     create_acls,
     create_partitions,
@@ -534,6 +539,55 @@ def _cluster_only(op: AclOperation, refuse: Callable[[Any], Any]) -> Any:
     return rule
 
 
+# -- APIs other parts of issue 12 add (quotas, SCRAM users): their codecs may not exist in every build ----
+DESCRIBE_CLIENT_QUOTAS, ALTER_CLIENT_QUOTAS = 48, 49
+DESCRIBE_USER_SCRAM_CREDENTIALS, ALTER_USER_SCRAM_CREDENTIALS = 50, 51
+
+
+def _element(cls: Any, attr: str) -> Any:
+    """The dataclass of the list field `attr` of a generated message class."""
+    return typing.get_args(typing.get_type_hints(cls)[attr])[0]
+
+
+def _top_level_refusal(api_key: int) -> Callable[[Any], Any]:
+    def build(r: Any) -> Any:
+        response = RESPONSES[api_key]()
+        response.error_code = CLUSTER_DENIED
+        if hasattr(response, "error_message"):
+            response.error_message = "not authorized"
+        return response
+    return build
+
+
+def _alter_client_quotas_refusal(r: Any) -> Any:
+    """Every entry refused, naming its entity, as Kafka answers without ALTER_CONFIGS on the cluster."""
+    cls = RESPONSES[ALTER_CLIENT_QUOTAS]
+    entry_cls = _element(cls, "entries")
+    entity_cls = _element(entry_cls, "entity")
+    return cls(entries=[entry_cls(error_code=CLUSTER_DENIED, error_message="not authorized", entity=[
+        entity_cls(entity_type=e.entity_type, entity_name=e.entity_name) for e in entry.entity])
+        for entry in r.entries])
+
+
+def _alter_scram_refusal(r: Any) -> Any:
+    """One refused result per user named, as Kafka answers without ALTER on the cluster."""
+    cls = RESPONSES[ALTER_USER_SCRAM_CREDENTIALS]
+    result_cls = _element(cls, "results")
+    users = dict.fromkeys(u.name for u in (*r.deletions, *r.upsertions))
+    return cls(results=[result_cls(user=u, error_code=CLUSTER_DENIED, error_message="not authorized")
+                        for u in users])
+
+
+def _describe_cluster(check: Check, r: Any) -> Outcome:
+    if not r.include_cluster_authorized_operations:
+        return None
+
+    def merge(response: Any) -> Any:
+        response.cluster_authorized_operations = check.operations(CLUSTER, CLUSTER_NAME)
+        return response
+    return merge
+
+
 _DENIED_ACL = {"error_code": CLUSTER_DENIED, "error_message": "not authorized to alter ACLs"}
 
 RULES: dict[int, Callable[[Check, Any], Outcome]] = {
@@ -569,7 +623,12 @@ RULES: dict[int, Callable[[Check, Any], Outcome]] = {
         error_code=CLUSTER_DENIED, error_message="not authorized to describe ACLs")),
     ApiKey.DELETE_ACLS: _cluster_only(Op.ALTER, lambda r: delete_acls.DeleteAclsResponse(filter_results=[
         delete_acls.DeleteAclsFilterResult(**_DENIED_ACL) for _ in r.filters])),
+    ApiKey.DESCRIBE_CLUSTER: _describe_cluster,
+    DESCRIBE_CLIENT_QUOTAS: _cluster_only(Op.DESCRIBE_CONFIGS, _top_level_refusal(DESCRIBE_CLIENT_QUOTAS)),
+    ALTER_CLIENT_QUOTAS: _cluster_only(Op.ALTER_CONFIGS, _alter_client_quotas_refusal),
+    DESCRIBE_USER_SCRAM_CREDENTIALS: _cluster_only(Op.DESCRIBE, _top_level_refusal(DESCRIBE_USER_SCRAM_CREDENTIALS)),
+    ALTER_USER_SCRAM_CREDENTIALS: _cluster_only(Op.ALTER, _alter_scram_refusal),
 }
 
-#: APIs that need no permission at all
-UNCHECKED = frozenset({ApiKey.API_VERSIONS})
+#: APIs that need no permission at all: version discovery and authentication itself
+UNCHECKED = frozenset({ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE})
