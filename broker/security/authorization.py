@@ -501,21 +501,27 @@ def _metadata(check: Check, r: Any) -> Outcome:
             else:
                 keep.append(t)
         r.topics = keep
-    wanted = {t.name for t in r.topics} if named else None
+    # v0 reads an empty list as "every topic": when every named topic was refused, list none of them
+    emptied_v0 = named and check.version == 0 and not r.topics
+    asked_by_id = {t.topic_id for t in r.topics if t.name is None} if named else set()
     include_topic_ops = bool(r.include_topic_authorized_operations)
     include_cluster_ops = bool(getattr(r, "include_cluster_authorized_operations", False))
 
     def merge(response: Any) -> Any:
         topics = []
         for t in response.topics:
-            if wanted is not None and t.name is not None and t.name not in wanted:
-                continue  # v0 with every named topic refused would otherwise list them all
+            if emptied_v0:
+                continue
             if t.name is None or check.ok(Op.DESCRIBE, TOPIC, t.name, quiet=not named):
                 if include_topic_ops and t.name is not None and not t.error_code:
                     t.topic_authorized_operations = check.operations(TOPIC, t.name)
                 topics.append(t)
-            elif named:
-                t.error_code, t.partitions, t.topic_id = TOPIC_DENIED, [], uuid.UUID(int=0)
+            elif named:  # refused without saying more than was asked: a name asked by id stays unsaid
+                t.error_code, t.partitions = TOPIC_DENIED, []
+                if t.topic_id in asked_by_id:
+                    t.name = None
+                else:
+                    t.topic_id = uuid.UUID(int=0)
                 t.topic_authorized_operations = UNSET_OPERATIONS
                 topics.append(t)
         topics.extend(metadata.MetadataResponseTopic(error_code=TOPIC_DENIED, name=name, partitions=[])

@@ -515,3 +515,21 @@ def test_describe_cluster_reports_the_principals_cluster_operations(tmp_path: Pa
     merge = RULES[ApiKey.DESCRIBE_CLUSTER](check, DescribeClusterRequest(include_cluster_authorized_operations=True))
     answered = merge(DescribeClusterResponse())
     assert answered.cluster_authorized_operations == (1 << Op.ALTER) | (1 << Op.DESCRIBE)
+
+
+async def test_metadata_by_topic_id_answers_only_describable_topics(secured: BrokerApp) -> None:
+    seen = secured.state.topics.create("seen", 1, 1, {})
+    hidden = secured.state.topics.create("hidden", 1, 1, {})
+    assert seen is not None and hidden is not None
+    grant(secured, acl(RT.TOPIC, "seen", Op.DESCRIBE))
+    client = await connect_as(secured, ALICE)
+    try:
+        response = await client.call(metadata.MetadataRequest(topics=[
+            metadata.MetadataRequestTopic(topic_id=seen.topic_id, name=None),
+            metadata.MetadataRequestTopic(topic_id=hidden.topic_id, name=None)], allow_auto_topic_creation=False), 12)
+    finally:
+        client.close()
+    by_id = {t.topic_id: t for t in response.topics}
+    assert by_id[seen.topic_id].error_code == 0 and by_id[seen.topic_id].name == "seen"
+    refused = by_id[hidden.topic_id]
+    assert (refused.error_code, refused.name, refused.partitions) == (ErrorCode.TOPIC_AUTHORIZATION_FAILED, None, [])
