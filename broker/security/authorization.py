@@ -206,9 +206,15 @@ def _split(items: list[Any], allowed: Callable[[Any], bool]) -> tuple[list[Any],
 # -- topic -> partitions APIs: deny per topic, answer each of its partitions ----------------------
 def _per_topic(check: Check, request: Any, req_topics: str, op: AclOperation,
                denied_entry: Callable[[Any], Any], resp_topics: str,
-               name_of: Callable[[Any], str | None] = lambda t: t.name) -> Merge | None:
+               name_of: Callable[[Any], str | None] = lambda t: t.name,
+               refused: set[str] | frozenset[str] = frozenset()) -> Merge | None:
+    """Keep the topics `op` is allowed on (and not `refused` already); answer the others with `denied_entry`."""
+    def allowed(t: Any) -> bool:
+        name = name_of(t)
+        return name is None or (name not in refused and check.ok(op, TOPIC, name))
+
     topics = getattr(request, req_topics)
-    kept, denied = _split(topics, lambda t: (name := name_of(t)) is None or check.ok(op, TOPIC, name))
+    kept, denied = _split(topics, allowed)
     if not denied:
         return None
     setattr(request, req_topics, kept)
@@ -225,7 +231,16 @@ def _produce(check: Check, r: produce.ProduceRequest) -> Outcome:
         if r.acks == 0:
             return None if not r.topic_data else _drop_all(r, "topic_data")
         return produce.ProduceResponse(responses=[entry(t, TXN_DENIED) for t in r.topic_data])
-    return _per_topic(check, r, "topic_data", Op.WRITE, entry, "responses")
+    uncreatable = _creation_refused(check, [t.name for t in r.topic_data])  # a Produce auto-creates too
+    return _per_topic(check, r, "topic_data", Op.WRITE, entry, "responses", refused=uncreatable)
+
+
+def _creation_refused(check: Check, names: list[str | None]) -> set[str]:
+    """The names auto-creation would create that the principal may not CREATE (on the cluster or topic)."""
+    missing = check.state.topics.to_auto_create(names)
+    if not missing or check.cluster(Op.CREATE, quiet=True):
+        return set()
+    return {name for name in missing if not check.ok(Op.CREATE, TOPIC, name)}
 
 
 def _drop_all(request: Any, attr: str) -> Merge:
@@ -492,15 +507,9 @@ def _metadata(check: Check, r: Any) -> Outcome:
     auto_create = r.allow_auto_topic_creation or check.version < 4
     blocked: list[str] = []
     if named and auto_create:
-        may_create_any = check.cluster(Op.CREATE, quiet=True)
-        keep = []
-        for t in r.topics:
-            if t.name is not None and check.state.topics.get(t.name) is None and not may_create_any \
-                    and not check.ok(Op.CREATE, TOPIC, t.name):
-                blocked.append(t.name)  # it would be auto-created: refused without CREATE
-            else:
-                keep.append(t)
-        r.topics = keep
+        uncreatable = _creation_refused(check, [t.name for t in r.topics])
+        blocked = list(dict.fromkeys(t.name for t in r.topics if t.name in uncreatable))
+        r.topics = [t for t in r.topics if t.name not in uncreatable]
     # v0 reads an empty list as "every topic": when every named topic was refused, list none of them
     emptied_v0 = named and check.version == 0 and not r.topics
     asked_by_id = {t.topic_id for t in r.topics if t.name is None} if named else set()

@@ -533,3 +533,24 @@ async def test_metadata_by_topic_id_answers_only_describable_topics(secured: Bro
     assert by_id[seen.topic_id].error_code == 0 and by_id[seen.topic_id].name == "seen"
     refused = by_id[hidden.topic_id]
     assert (refused.error_code, refused.name, refused.partitions) == (ErrorCode.TOPIC_AUTHORIZATION_FAILED, None, [])
+
+
+async def test_produce_auto_creates_only_with_create(secured: BrokerApp) -> None:
+    grant(secured, acl(RT.TOPIC, "auto-", Op.WRITE, pattern=PT.PREFIXED))
+
+    def request(name: str) -> Any:
+        return produce.ProduceRequest(acks=-1, timeout_ms=5000, topic_data=[produce.TopicProduceData(
+            name=name, partition_data=[produce.PartitionProduceData(index=0, records=_records())])])
+
+    client = await connect_as(secured, ALICE)
+    try:
+        refused = await client.call(request("auto-one"), 9)
+        assert refused.responses[0].partition_responses[0].error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        assert secured.state.topics.get("auto-one") is None
+        grant(secured, acl(RT.TOPIC, "auto-", Op.WRITE, pattern=PT.PREFIXED),
+              acl(RT.TOPIC, "auto-", Op.CREATE, pattern=PT.PREFIXED))
+        created = await client.call(request("auto-one"), 9)
+        assert created.responses[0].partition_responses[0].error_code == 0
+        assert secured.state.topics.get("auto-one") is not None
+    finally:
+        client.close()
