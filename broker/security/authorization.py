@@ -18,7 +18,7 @@ The operations and error codes are those of Kafka's KafkaApis / AuthHelper:
 
 | API | needs | denial |
 | --- | --- | --- |
-| Produce | WRITE topic; WRITE transactional id when set | TOPIC_ / TRANSACTIONAL_ID_AUTHORIZATION_FAILED |
+| Produce | WRITE topic (auto-creation: also CREATE); WRITE transactional id when set | TOPIC_ / TRANSACTIONAL_ID_AUTHORIZATION_FAILED |
 | Fetch, OffsetCommit (topics) | READ topic | TOPIC_AUTHORIZATION_FAILED per partition |
 | ListOffsets, OffsetForLeaderEpoch | DESCRIBE topic | TOPIC_AUTHORIZATION_FAILED per partition |
 | Metadata | DESCRIBE topic (listing filtered); CREATE cluster or topic to auto-create | TOPIC_AUTHORIZATION_FAILED |
