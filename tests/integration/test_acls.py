@@ -120,6 +120,7 @@ def test_acl_apis_answer_security_disabled_without_an_authorizer(broker: BrokerP
         admin.describe_acls(_everything())
 
 
+@pytest.mark.slow  # eight CLI processes
 def test_acls_command_line(broker_factory: Callable[..., BrokerProcess], broker: BrokerProcess) -> None:
     secured = broker_factory({**AUTHORIZER, "super.users": "User:ANONYMOUS"})
     added = wire(secured, "acls", "add", "--topic", "orders-", "--resource-pattern-type", "prefixed",
