@@ -76,6 +76,8 @@ class Authorizer:
             self._by_type.setdefault(binding.resource_type, set()).add(binding)
         self._index()
         ACLS.set(self.count())
+        log.info("authorizer ready", acls=self.count(), super_users=sorted(self.super_users),
+                 allow_everyone_if_no_acl_found=self.allow_if_no_acl, file=str(self.store.path))
 
     # -- decisions -----------------------------------------------------------------------------
     def allowed(self, principal: str, host: str, operation: AclOperation, resource_type: ResourceType,
