@@ -51,6 +51,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pybroker.broker.dispatch import HandlerSpec, Waiting
+from pybroker.broker.metrics.names import api_name
 from pybroker.broker.security.acls import (
     CLUSTER_NAME,
     OPERATIONS_OF,
@@ -121,10 +122,11 @@ class Check:
     host: str
     version: int
     state: Any
+    api: str | None = None  # named in denial log lines
 
     def ok(self, operation: AclOperation, resource_type: ResourceType, name: str, *, quiet: bool = False) -> bool:
         return self.authorizer.allowed(self.principal, self.host, operation, resource_type, name,
-                                       log_denial=not quiet)
+                                       log_denial=not quiet, api=self.api)
 
     def cluster(self, operation: AclOperation, *, quiet: bool = False) -> bool:
         return self.ok(operation, CLUSTER, CLUSTER_NAME, quiet=quiet)
@@ -161,7 +163,7 @@ def call(spec: HandlerSpec, ctx: RequestContext, request: Any) -> Any:
     rule = RULES.get(ctx.api_key)
     if authorizer is None or rule is None:
         return spec.fn(ctx, request)
-    check = Check(authorizer, ctx.principal, host_of(ctx.peer), ctx.api_version, ctx.state)
+    check = Check(authorizer, ctx.principal, host_of(ctx.peer), ctx.api_version, ctx.state, api_name(ctx.api_key))
     outcome = rule(check, request)
     if outcome is None:
         return spec.fn(ctx, request)

@@ -81,7 +81,7 @@ class Authorizer:
 
     # -- decisions -----------------------------------------------------------------------------
     def allowed(self, principal: str, host: str, operation: AclOperation, resource_type: ResourceType,
-                name: str, *, log_denial: bool = True) -> bool:
+                name: str, *, log_denial: bool = True, api: str | None = None) -> bool:
         """Whether `principal` from `host` may do `operation` on the resource; a denial is logged."""
         decision = decide(self._candidates(resource_type, name), principal, host, operation, resource_type,
                           name, super_users=self.super_users, allow_if_no_acl=self.allow_if_no_acl)
@@ -89,7 +89,7 @@ class Authorizer:
             AUTHORIZATION_DENIED.labels(operation.name, resource_type.name).inc()
             self.denials.warning("authorization denied", "authorization denied", principal=principal,
                                  operation=operation.name, resource_type=resource_type.name,
-                                 resource_name=name, host=host)
+                                 resource_name=name, host=host, api=api)
         return decision.allowed
 
     def _candidates(self, resource_type: ResourceType, name: str) -> list[AclBinding]:

@@ -96,7 +96,7 @@ def test_admin_clients_manage_acls_that_refuse_a_producer_and_survive_a_restart(
     assert reports and reports[0] is not None and reports[0].name() == "TOPIC_AUTHORIZATION_FAILED"  # type: ignore[attr-defined]
     denials = [line for line in broker.log_path.read_text().splitlines() if "authorization denied" in line]
     assert denials and all('"operation": "WRITE"' in line and '"resource_name": "open-locked"' in line
-                           and '"principal": "User:ANONYMOUS"' in line and '"host": "127.0.0.1"' in line
+                           and '"principal": "User:ANONYMOUS"' in line and '"api": "Produce"' in line and '"host": "127.0.0.1"' in line
                            for line in denials), denials
 
     # deletion by filter: confluent-kafka one binding, kafka-python the rest of the topic ones
