@@ -188,3 +188,26 @@ def test_the_indexed_authorizer_decides_as_the_plain_rules(tmp_path: Path, bindi
     authorizer._commit(bindings)
     expected = decide(bindings, ALICE, "10.0.0.1", op, rtype, name, allow_if_no_acl=default).allowed
     assert authorizer.allowed(ALICE, "10.0.0.1", op, rtype, name, log_denial=False) is expected
+
+
+def test_denials_are_logged_rate_limited_and_counted(tmp_path: Path) -> None:
+    from pybroker.broker.log_limiter import RateLimitedLog
+    from pybroker.broker.metrics.authorization import AUTHORIZATION_DENIED
+
+    lines: list[tuple[str, dict[str, object]]] = []
+
+    class Logger:
+        def warning(self, event: str, **context: object) -> None:
+            lines.append((event, context))
+
+    authorizer = Authorizer(tmp_path, None, allow_if_no_acl=False,
+                            denial_log=RateLimitedLog(Logger(), lines=2, interval_s=60))
+    authorizer.load()
+    counter = AUTHORIZATION_DENIED.labels("WRITE", "TOPIC")
+    before = counter._value.get()
+    for _ in range(5):
+        assert not authorizer.allowed(ALICE, "10.0.0.1", Op.WRITE, RT.TOPIC, "orders", api="Produce")
+    assert not authorizer.allowed(ALICE, "10.0.0.1", Op.WRITE, RT.TOPIC, "orders", log_denial=False)
+    assert counter._value.get() - before == 5
+    assert lines == [("authorization denied", {"principal": ALICE, "operation": "WRITE", "resource_type": "TOPIC",
+                                               "resource_name": "orders", "host": "10.0.0.1", "api": "Produce"})] * 2
