@@ -36,6 +36,7 @@ from pybroker.broker.memory_pool import SMALL_FRAME_BYTES
 from pybroker.broker.metrics.connections import CONNECTIONS_EXPIRED, CONNECTIONS_REFUSED
 from pybroker.broker.metrics.names import api_name
 from pybroker.broker.metrics.requests import REQUEST_METRICS
+from pybroker.broker.security import authorization
 from pybroker.broker.writer import ChunkWriter
 from pybroker.protocol.api_keys import ApiKey
 from pybroker.protocol.frames import (
@@ -245,7 +246,7 @@ class KafkaConnection(asyncio.Protocol):
         ctx = RequestContext(self.state, header.api_key, header.api_version, header.correlation_id,
                              header.client_id, self.peer, self.principal, self.listener)
         try:
-            result = spec.fn(ctx, request)
+            result = authorization.call(spec, ctx, request)  # the handler, as far as the ACLs allow
         except Exception:
             REQUEST_METRICS.error(header.api_key, "HANDLER_FAILED")
             log.exception("handler failed", api=api_name(header.api_key), api_key=header.api_key,

@@ -17,6 +17,7 @@ from pybroker.broker.groups.service import GroupService
 from pybroker.broker.log_cleaner import build_cleaner, cleaner_settings, follow_dynamic_configs
 from pybroker.broker.metrics.traffic import TopicTraffic
 from pybroker.broker.purgatory import Purgatory
+from pybroker.broker.security.authorizer import Authorizer
 from pybroker.broker.topics import Topics, log_config_for
 from pybroker.config.broker_config import BrokerConfig, parse_listener
 from pybroker.storage.log_manager import LogManager
@@ -50,9 +51,13 @@ class BrokerState:
         self.advertised_port = port
         self._producer_ids: ProducerIdBlock | None = None
         self.groups = GroupService(self)
+        #: the ACL authorizer, or None when `authorizer.class.name` is not set (nothing is checked)
+        self.authorizer = Authorizer.from_config(config, self.guard.warnings)
 
     def startup(self) -> list[Any]:
         self.dynamic_configs.load()  # before the logs open, so they start with the altered settings
+        if self.authorizer is not None:
+            self.authorizer.load()  # before any listener serves a request
         stats = self.logs.startup()
         self.cleaner.settings = cleaner_settings(self.config)  # with the persisted dynamic values
         self.cleaner.throttler.bytes_per_second = self.cleaner.settings.io_max_bytes_per_second

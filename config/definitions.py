@@ -158,6 +158,17 @@ BROKER_DEFS: tuple[ConfigDef, ...] = (
     _b("group.min.session.timeout.ms", "int", 6000, "Smallest session timeout a member may ask for."),
     _b("group.max.session.timeout.ms", "int", 1_800_000, "Largest session timeout a member may ask for."),
     _b("group.max.size", "int", 2**31 - 1, "Most members in one group.", at_least(1)),
+    # -- authorization (ACLs): off unless authorizer.class.name names Kafka's authorizer ------------
+    _b("authorizer.class.name", "string", "",
+       "The authorizer: org.apache.kafka.metadata.authorizer.StandardAuthorizer (or the older "
+       "kafka.security.authorizer.AclAuthorizer) checks every request against the ACLs; empty: none, "
+       "and the ACL APIs answer SECURITY_DISABLED.",
+       one_of("", "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+              "kafka.security.authorizer.AclAuthorizer")),
+    _b("super.users", "string", "",
+       "Principals allowed everything, separated by semicolons (User:admin;User:ops)."),
+    _b("allow.everyone.if.no.acl.found", "boolean", False,
+       "Whether an action on a resource that no ACL mentions is allowed (else denied)."),
     _b("transaction.state.log.num.partitions", "int", 50, "Accepted for compatibility.", at_least(1)),
     _b("transaction.state.log.replication.factor", "short", 1, "Accepted for compatibility.", at_least(1)),
     _b("transaction.state.log.min.isr", "int", 1, "Accepted for compatibility.", at_least(1)),

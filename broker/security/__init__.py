@@ -1,0 +1,1 @@
+"""Security: who a connection is (TLS, SASL) and what it may do (ACLs)."""
