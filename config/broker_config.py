@@ -121,7 +121,10 @@ class BrokerConfig:
                 if definition is None:
                     config.unknown[key] = text
                     continue
-                config.explicit[key] = parse_value(definition, text)
+                try:
+                    config.explicit[key] = parse_value(definition, text)
+                except ConfigError as exc:  # name the key as set (a listener-prefixed one, say)
+                    raise ConfigError(key, exc.message) from None
         config._check_relations()
         return config
 
