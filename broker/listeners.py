@@ -21,12 +21,14 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from pybroker.broker.connection import ANONYMOUS, KafkaConnection
+from pybroker.broker.dispatch import REGISTRY
 from pybroker.broker.logs import get_logger
 from pybroker.broker.ssl_principal import rfc2253
 from pybroker.broker.tls import ListenerTls
 from pybroker.config.broker_config import BrokerConfig
-from pybroker.config.listeners import LISTENER_PREFIX, Listener, listener_prefix
+from pybroker.config.listeners import LISTENER_PREFIX, SASL_PLAINTEXT, SASL_SSL, Listener, listener_prefix
 from pybroker.config.types import ConfigError
+from pybroker.protocol.api_keys import ApiKey
 
 if TYPE_CHECKING:
     from pybroker.broker.state import BrokerState
@@ -44,8 +46,14 @@ PrincipalOf = Callable[[asyncio.BaseTransport], str]
 
 class Listeners:
     def __init__(self, config: BrokerConfig) -> None:
+        """Call after `load_handlers()`: a SASL listener needs the SASL handlers."""
         self.config = config
         self.specs: list[Listener] = config.listener_specs()
+        for spec in self.specs:
+            if spec.security_protocol in (SASL_PLAINTEXT, SASL_SSL) and ApiKey.SASL_HANDSHAKE not in REGISTRY:
+                # never serve a listener the operator meant to be authenticated without authentication
+                raise ConfigError("listener.security.protocol.map",
+                                  f"listener {spec.name} is {spec.security_protocol}, and this build serves no SASL")
         #: listener name -> its TLS (SSL and SASL_SSL listeners)
         self.tls: dict[str, ListenerTls] = {spec.name: ListenerTls(config, spec.name)
                                             for spec in self.specs if spec.tls}
