@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from pybroker.broker.dispatch import load_handlers
-from pybroker.broker.listeners import Listeners
+from pybroker.broker.listeners import KEY_STORE_KEYS, Listeners
 from pybroker.broker.logs import get_logger
 from pybroker.broker.metrics.service import MetricsService, log_dirs_problem
 from pybroker.broker.resource_limits import apply_partition_limits, raise_open_file_limit
@@ -75,6 +75,8 @@ class BrokerApp:
             log.info("log dir loaded", **_as_dict(stats))
         log.info("logs loaded", seconds=round(time.monotonic() - started, 3), cluster_id=self.state.cluster_id,
                  partitions=len(self.state.logs.logs()))
+        # the persisted dynamic configs are in force now: a key store changed at runtime before a restart
+        listeners.apply_update(set(KEY_STORE_KEYS))
         self.state.groups.start()
         self.state.guard.start(self.state.connections)
         self.state.dynamic_configs.check_with(listeners.check_update)

@@ -246,3 +246,19 @@ async def test_a_sasl_listener_is_never_served_without_the_sasl_layer(tmp_path: 
         await BrokerApp(config).start()
     assert caught.value.key == "listener.security.protocol.map"
     assert "SASL_SSL" in caught.value.message
+
+
+async def test_a_key_store_set_at_runtime_is_used_after_a_restart(tls_app: BrokerApp, certs: CertSet) -> None:
+    tls_app.state.dynamic_configs.replace(NODE, {"ssl.keystore.location": str(certs.renewed_server_keystore)})
+    await tls_app.stop()
+    again = BrokerApp(BrokerConfig.load({**{k: str(v) if not isinstance(v, list) else ",".join(v)
+                                            for k, v in tls_app.config.explicit.items()}}))
+    await again.start()
+    try:
+        client = await _connect(again, certs, 1)
+        try:
+            assert serial_of(client.writer.get_extra_info("ssl_object").getpeercert(True)) == RENEWED_SERIAL
+        finally:
+            client.close()
+    finally:
+        await again.stop()
