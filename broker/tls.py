@@ -126,9 +126,11 @@ def build_context(config: BrokerConfig, listener: str) -> ssl.SSLContext:
 
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.options |= ssl.OP_NO_COMPRESSION | ssl.OP_CIPHER_SERVER_PREFERENCE
-    versions = [PROTOCOL_VERSIONS[v] for v in get("ssl.enabled.protocols")]  # type: ignore[attr-defined]
+    enabled = list(get("ssl.enabled.protocols"))  # type: ignore[call-overload]
+    versions = [PROTOCOL_VERSIONS[v] for v in enabled if v in PROTOCOL_VERSIONS]
     if not versions:
-        raise ConfigError(name("ssl.enabled.protocols"), "no TLS version enabled")
+        raise ConfigError(name("ssl.enabled.protocols"),
+                          f"none of {', '.join(enabled) or 'nothing'} is served; use TLSv1.2 and/or TLSv1.3")
     context.minimum_version, context.maximum_version = min(versions), max(versions)
     suites = list(get("ssl.cipher.suites"))  # type: ignore[call-overload]
     if suites:

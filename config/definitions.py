@@ -215,8 +215,7 @@ BROKER_DEFS: tuple[ConfigDef, ...] = (
          "Never shown.", dynamic=True, secret=True),
     _ssl("ssl.key.password", "password", None,
          "Password of the encrypted private key (PEM). Never shown.", dynamic=True, secret=True),
-    _ssl("ssl.truststore.type", "string", "JKS",
-         "Format of the trust store; only PEM is served.", one_of("JKS", "PKCS12", "PEM")),
+    _ssl("ssl.truststore.type", "string", "JKS", "Format of the trust store; only PEM is served."),
     _ssl("ssl.truststore.location", "string", None,
          "A PEM file of the CA certificates that client certificates must chain to (mutual TLS); "
          "without one (and without ssl.truststore.certificates) the system CAs are trusted."),
@@ -225,8 +224,9 @@ BROKER_DEFS: tuple[ConfigDef, ...] = (
          secret=True),
     _ssl("ssl.truststore.password", "password", None,
          "Password of a JKS/PKCS12 trust store; not used with PEM. Never shown.", secret=True),
-    _ssl("ssl.enabled.protocols", "list", ["TLSv1.2", "TLSv1.3"], "TLS versions a listener accepts.",
-         each_of("TLSv1.2", "TLSv1.3")),
+    _ssl("ssl.enabled.protocols", "list", ["TLSv1.2", "TLSv1.3"],
+         "TLS versions a listener accepts. Older ones (TLSv1, TLSv1.1) are ignored: the TLS library refuses "
+         "them."),
     _ssl("ssl.protocol", "string", "TLSv1.3", "Accepted for compatibility; ssl.enabled.protocols decides."),
     _ssl("ssl.cipher.suites", "list", [],
          "TLS 1.2 cipher suites a listener accepts, by their IANA (Kafka/Java) or OpenSSL names; empty: "

@@ -105,6 +105,10 @@ def test_per_listener_prefix_wins(tmp_path: Path, certs: CertSet) -> None:
     ({"ssl.keystore.location": "PLAIN", "ssl.client.auth": "required", "ssl.truststore.type": "PEM",
       "ssl.truststore.location": "PLAIN-KEY"}, "ssl.truststore.location", "no usable CA"),
     ({"ssl.keystore.location": "PLAIN", "ssl.cipher.suites": "TLS_NO_SUCH_SUITE"}, "ssl.cipher.suites", "unknown"),
+    ({"ssl.keystore.location": "PLAIN", "ssl.enabled.protocols": "TLSv1,TLSv1.1"}, "ssl.enabled.protocols",
+     "none of TLSv1, TLSv1.1"),
+    ({"ssl.keystore.location": "PLAIN", "ssl.keystore.password": "secret"}, "ssl.keystore.password",
+     "no store password"),
 ])
 def test_bad_material_names_the_key_and_never_the_password(tmp_path: Path, certs: CertSet, keys: dict[str, str],
                                                            named: str, says: str) -> None:

@@ -79,3 +79,11 @@ def test_key_store_keys_may_change_at_runtime_per_listener() -> None:
         validate_dynamic_broker({"listener.name.external.ssl.client.auth": "required"})
     with pytest.raises(ConfigError):
         validate_dynamic_broker({"listener.name.external.listeners": "x"})
+
+
+def test_a_plaintext_broker_loads_leftover_kafka_ssl_keys(tmp_path: Path) -> None:
+    config = _load(tmp_path, **{"ssl.keystore.type": "JKS", "ssl.keystore.location": "/etc/kafka/ks.jks",
+                                "ssl.keystore.password": "x", "ssl.truststore.type": "jks",
+                                "ssl.enabled.protocols": "TLSv1.1,TLSv1.2", "ssl.protocol": "TLS"})
+    assert config.unknown == {}
+    assert [spec.tls for spec in config.listener_specs()] == [False]
