@@ -71,11 +71,12 @@ class BrokerState:
     def address_of(self, listener: str) -> tuple[str, int]:
         """The (host, port) a client connected on `listener` is told (Metadata, FindCoordinator): that
         listener's advertised address, as Kafka answers; the first listener's for a name we do not know."""
-        host, port = self.advertised.get(listener) or next(iter(self.advertised.values()))
+        host, port = self.advertised.get(listener) or next(iter(self.advertised.values()), ("", 0))
         return host or "127.0.0.1", port
 
     @property
     def advertised_host(self) -> str:
+        """The first listener's advertised host (for callers that know no listener)."""
         return self.address_of("")[0]
 
     @property

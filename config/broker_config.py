@@ -26,12 +26,10 @@ from pybroker.config.listeners import (
     Listener,
     advertised_addresses,
     listener_prefix,
-    parse_listener,
     parse_listeners,
 )
+from pybroker.config.listeners import parse_listener as parse_listener  # its old home; callers import it here
 from pybroker.config.types import PARSERS, ConfigError, render
-
-__all__ = ["BROKER_KEYS", "BrokerConfig", "ConfigSource", "broker_definition", "parse_listener"]
 
 
 class ConfigSource(IntEnum):
