@@ -93,7 +93,8 @@ class BrokerApp:
         self.serving = True
 
     async def run_background(self) -> None:
-        """Periodic jobs: the flush policy for acks=0/1 data, checkpoints, and retention."""
+        """Periodic jobs: the flush policy for acks=0/1 data, checkpoints, retention, and the TLS key
+        store files' change check."""
         checkpoint_every = int(self.config.get("log.flush.offset.checkpoint.interval.ms")) / 1000
         retention_every = int(self.config.get("log.retention.check.interval.ms")) / 1000
         last_checkpoint = last_retention = last_key_store_check = time.monotonic()
@@ -102,10 +103,10 @@ class BrokerApp:
                 await asyncio.wait_for(self.shutdown_event.wait(), BACKGROUND_TICK_S)
             if self.shutdown_event.is_set():
                 return
-            if self.listeners is not None and time.monotonic() - last_key_store_check >= KEY_STORE_CHECK_S:
-                last_key_store_check = time.monotonic()
-                self.listeners.check_key_stores()
             try:
+                if self.listeners is not None and time.monotonic() - last_key_store_check >= KEY_STORE_CHECK_S:
+                    last_key_store_check = time.monotonic()
+                    self.listeners.check_key_stores()
                 await asyncio.to_thread(self.state.logs.flush_dirty, self.state.clock_ms())
                 if time.monotonic() - last_retention >= retention_every:
                     last_retention = time.monotonic()

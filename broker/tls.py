@@ -60,11 +60,11 @@ class ListenerTls:
     def __init__(self, config: BrokerConfig, listener: str) -> None:
         self.config = config
         self.listener = listener
-        self.context = build_context(config, listener)
         self.material = key_material(config, listener)
+        self.watch = KeyStoreWatch(self.material.location)  # stamped before the load: no change is missed
+        self.context = build_context(config, listener)
         self.mapper = PrincipalMapper(config.listener_get(listener, "ssl.principal.mapping.rules"),
                                       config.listener_key(listener, "ssl.principal.mapping.rules"))
-        self.watch = KeyStoreWatch(self.material.location)
 
     def check(self) -> None:
         """The key store as configured now loads (else `ConfigError`); for a dynamic update's check."""
@@ -75,10 +75,10 @@ class ListenerTls:
         material = key_material(self.config, self.listener)
         if material == self.material and not self.watch.changed():
             return False
+        watch = KeyStoreWatch(material.location)
         self.check()  # a bad new store leaves the old one in use
         load_key_store(self.config, self.listener, self.context)
-        self.material = material
-        self.watch = KeyStoreWatch(material.location)
+        self.material, self.watch = material, watch
         return True
 
 
