@@ -266,3 +266,16 @@ async def test_a_key_store_set_at_runtime_is_used_after_a_restart(tls_app: Broke
             client.close()
     finally:
         await again.stop()
+
+
+@pytest.mark.parametrize("form", ["location", "inline"])
+def test_required_client_auth_trusts_our_ca_only(tmp_path: Path, certs: CertSet, form: str) -> None:
+    trust = {"ssl.truststore.location": str(certs.ca)} if form == "location" else \
+        {"ssl.truststore.certificates": certs.ca.read_text()}
+    context = build_context(_config(tmp_path, **_ssl_keys(certs), **{
+        "ssl.client.auth": "required", "ssl.truststore.type": "PEM", **trust}), "SSL")
+    assert context.verify_mode == ssl.CERT_REQUIRED
+    _handshake_ok(context, certs, "client")
+    for refused in (None, "stranger"):
+        with pytest.raises(ssl.SSLError):
+            _handshake_ok(context, certs, refused)
