@@ -200,8 +200,14 @@ class BrokerConfig:
         return list(self.get("advertised.listeners") or self.listeners)
 
     def listener_specs(self) -> list[Listener]:
-        """The listeners, each with its security protocol from `listener.security.protocol.map`."""
-        return parse_listeners(self.listeners, list(self.get("listener.security.protocol.map")))
+        """The listeners, each with its security protocol from `listener.security.protocol.map`. While the
+        map is Kafka's default, a controller listener name it lacks speaks PLAINTEXT, as in Kafka."""
+        protocol_map = list(self.get("listener.security.protocol.map"))
+        if self.source("listener.security.protocol.map") == ConfigSource.DEFAULT_CONFIG:
+            mapped = {entry.partition(":")[0].upper() for entry in protocol_map}
+            protocol_map += [f"{name}:PLAINTEXT" for name in self.get("controller.listener.names")
+                             if name.upper() not in mapped]
+        return parse_listeners(self.listeners, protocol_map)
 
     def advertised_addresses(self) -> dict[str, tuple[str, int]]:
         """Listener name -> the (host, port) clients connected to it are told (port 0: the bound port)."""

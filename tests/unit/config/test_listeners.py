@@ -87,3 +87,10 @@ def test_a_plaintext_broker_loads_leftover_kafka_ssl_keys(tmp_path: Path) -> Non
                                 "ssl.enabled.protocols": "TLSv1.1,TLSv1.2", "ssl.protocol": "TLS"})
     assert config.unknown == {}
     assert [spec.tls for spec in config.listener_specs()] == [False]
+
+
+def test_a_controller_listener_speaks_plaintext_unless_the_map_is_set(tmp_path: Path) -> None:
+    keys = {"listeners": "PLAINTEXT://:9092,CTRL://:9093", "controller.listener.names": "CTRL"}
+    assert [s.security_protocol for s in _load(tmp_path, **keys).listener_specs()] == ["PLAINTEXT", "PLAINTEXT"]
+    with pytest.raises(ConfigError):
+        _load(tmp_path, **keys, **{"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT"})
