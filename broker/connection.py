@@ -27,6 +27,7 @@ import inspect
 import socket
 import time
 from collections import deque
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
 from pybroker.broker.context import RequestContext
@@ -37,6 +38,7 @@ from pybroker.broker.metrics.connections import CONNECTIONS_EXPIRED, CONNECTIONS
 from pybroker.broker.metrics.names import api_name
 from pybroker.broker.metrics.requests import REQUEST_METRICS
 from pybroker.broker.security import authorization
+from pybroker.broker.ssl_principal import NoMatchingRule
 from pybroker.broker.writer import ChunkWriter
 from pybroker.protocol.api_keys import ApiKey
 from pybroker.protocol.frames import (
@@ -83,7 +85,8 @@ class _Pending:
 
 
 class KafkaConnection(asyncio.Protocol):
-    def __init__(self, state: BrokerState, listener: str = "PLAINTEXT") -> None:
+    def __init__(self, state: BrokerState, listener: str = "PLAINTEXT", security_protocol: str = "PLAINTEXT",
+                 principal_of: Callable[[asyncio.BaseTransport], str] | None = None) -> None:
         self.state = state
         self.guard: ConnectionGuard = state.guard
         self.decoder = FrameDecoder(int(state.config.get("socket.request.max.bytes")), self._admit)
@@ -94,6 +97,10 @@ class KafkaConnection(asyncio.Protocol):
         #: who this connection authenticated as (Kafka's `Type:name`), and the listener it came in on
         self.principal = ANONYMOUS
         self.listener = listener
+        #: the listener's protocol (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL): SASL ones must authenticate
+        self.security_protocol = security_protocol
+        #: an SSL listener's principal from the client certificate (`NoMatchingRule`: refuse)
+        self._principal_of = principal_of
         self.closed = False
         self._ip: str | None = None  # set once the connection holds a slot of the connection limits
         self._paused_for_pending = False
@@ -122,6 +129,13 @@ class KafkaConnection(asyncio.Protocol):
             self.transport.abort()
             return
         self._ip = ip
+        if self._principal_of is not None:
+            try:
+                self.principal = self._principal_of(transport)
+            except NoMatchingRule as exc:
+                self._abort("no principal for the client certificate", listener=self.listener, reason=str(exc))
+                return
+            log.debug("tls client", peer=self.peer, listener=self.listener, principal=self.principal)
         sock = transport.get_extra_info("socket")
         if sock is not None:
             # Kafka's socket.{send,receive}.buffer.bytes: bounded kernel buffers make backpressure real

@@ -19,7 +19,7 @@ from pybroker.broker.metrics.traffic import TopicTraffic
 from pybroker.broker.purgatory import Purgatory
 from pybroker.broker.security.authorizer import Authorizer
 from pybroker.broker.topics import Topics, log_config_for
-from pybroker.config.broker_config import BrokerConfig, parse_listener
+from pybroker.config.broker_config import BrokerConfig
 from pybroker.storage.log_manager import LogManager
 from pybroker.storage.producer_id_block import ProducerIdBlock
 
@@ -46,9 +46,8 @@ class BrokerState:
         self.traffic = TopicTraffic()  # per-topic bytes and messages, for the metrics
         self.connections: set[Any] = set()
         self.guard = ConnectionGuard(config)  # request memory, connection limits and timeouts
-        _, host, port = parse_listener(config.advertised_listeners[0])
-        self.advertised_host = host or "127.0.0.1"
-        self.advertised_port = port
+        #: listener name -> the (host, port) its clients are told (advertised.listeners, else listeners)
+        self.advertised = config.advertised_addresses()
         self._producer_ids: ProducerIdBlock | None = None
         self.groups = GroupService(self)
         #: the ACL authorizer, or None when `authorizer.class.name` is not set (nothing is checked)
@@ -74,7 +73,24 @@ class BrokerState:
         assert self._producer_ids is not None, "startup() not called"
         return self._producer_ids.next_id()
 
-    def set_advertised_port(self, port: int) -> None:
+    def address_of(self, listener: str) -> tuple[str, int]:
+        """The (host, port) a client connected on `listener` is told (Metadata, FindCoordinator): that
+        listener's advertised address, as Kafka answers; the first listener's for a name we do not know."""
+        host, port = self.advertised.get(listener) or next(iter(self.advertised.values()), ("", 0))
+        return host or "127.0.0.1", port
+
+    @property
+    def advertised_host(self) -> str:
+        """The first listener's advertised host (for callers that know no listener)."""
+        return self.address_of("")[0]
+
+    @property
+    def advertised_port(self) -> int:
+        return self.address_of("")[1]
+
+    def set_advertised_port(self, port: int, listener: str | None = None) -> None:
         """After binding port 0 (tests), clients must be told the real port."""
-        if self.advertised_port == 0:
-            self.advertised_port = port
+        name = listener if listener is not None else next(iter(self.advertised))
+        host, advertised_port = self.advertised[name]
+        if advertised_port == 0:
+            self.advertised[name] = (host, port)

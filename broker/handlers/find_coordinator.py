@@ -66,7 +66,8 @@ def _answer(ctx: RequestContext, request: FindCoordinatorRequest) -> FindCoordin
     state = ctx.state
     code = _find(ctx, request.key_type)
     found = code is ErrorCode.NONE
-    node, host, port = (state.node_id, state.advertised_host, state.advertised_port) if found else (-1, "", -1)
+    # the coordinator's address on the listener the client came in on
+    node, host, port = (state.node_id, *state.address_of(ctx.listener)) if found else (-1, "", -1)
     message = MESSAGES.get(code)
     if ctx.api_version >= FIRST_BATCHED_VERSION:
         return FindCoordinatorResponse(throttle_time_ms=0, coordinators=[

@@ -93,10 +93,10 @@ def _answer(ctx: RequestContext, request: MetadataRequest) -> MetadataResponse:
                 continue
             topics.append(_one_topic(ctx, wanted.name, include_ops))
     include_cluster_ops = bool(getattr(request, "include_cluster_authorized_operations", False))
+    host, port = state.address_of(ctx.listener)  # the endpoint of the listener the client came in on
     return MetadataResponse(
         throttle_time_ms=0,
-        brokers=[MetadataResponseBroker(node_id=state.node_id, host=state.advertised_host,
-                                        port=state.advertised_port, rack=None)],
+        brokers=[MetadataResponseBroker(node_id=state.node_id, host=host, port=port, rack=None)],
         cluster_id=state.cluster_id,
         controller_id=state.node_id,
         topics=topics,
