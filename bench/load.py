@@ -72,8 +72,8 @@ class Latency:
         return statistics.quantiles(self.samples_ms, n=1000, method="inclusive")[int(q * 1000) - 1]
 
 
-def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap, **COMMON})
+def create_topic(bootstrap: str, topic: str, partitions: int, extra: dict[str, Any] | None = None) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap, **COMMON, **(extra or {})})
     admin.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=1)])[topic].result(15)
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
@@ -85,9 +85,10 @@ def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
 
 
 def produce(bootstrap: str, topic: str, partitions: int, records: int, size: int,
-            settings: dict[str, Any] | None = None) -> Throughput:
-    """Send `records` values of `size` bytes round-robin over the partitions; time until all are acked."""
-    producer = Producer({"bootstrap.servers": bootstrap, **COMMON, **(settings or PRODUCER_SETTINGS)})
+            settings: dict[str, Any] | None = None, extra: dict[str, Any] | None = None) -> Throughput:
+    """Send `records` values of `size` bytes round-robin over the partitions; time until all are acked.
+    `extra`: client settings on top (e.g. the TLS ones)."""
+    producer = Producer({"bootstrap.servers": bootstrap, **COMMON, **(settings or PRODUCER_SETTINGS), **(extra or {})})
     payload = bytes(range(256)) * (size // 256 + 1)
     payload = payload[:size]
     failures: list[KafkaError] = []
@@ -116,13 +117,14 @@ def produce(bootstrap: str, topic: str, partitions: int, records: int, size: int
     return Throughput(acked, acked * size, seconds, note)
 
 
-def consume(bootstrap: str, topic: str, partitions: int, records: int, size: int) -> Throughput:
+def consume(bootstrap: str, topic: str, partitions: int, records: int, size: int,
+            extra: dict[str, Any] | None = None) -> Throughput:
     """Read `records` from offset 0 of every partition (assign, no group); timed from assign to the last.
 
     The bootstrap connection and metadata are set up before the clock starts; the leader connection and
     the first fetch are part of the measured time, as in Kafka's own consumer perf test.
     """
-    consumer = Consumer({"bootstrap.servers": bootstrap, **COMMON, **CONSUMER_SETTINGS})
+    consumer = Consumer({"bootstrap.servers": bootstrap, **COMMON, **CONSUMER_SETTINGS, **(extra or {})})
     try:
         consumer.list_topics(topic, timeout=10)
         started = time.perf_counter()

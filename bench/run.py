@@ -15,6 +15,9 @@ First, in-process, what produce-path validation costs per batch and per record a
 10 KiB, uncompressed and compressed, with the compiled record walk and the pure-Python one
 (`bench/validation.py`).
 
+Last, on pybroker alone, produce and consume over an SSL listener beside a PLAINTEXT one of the same
+broker (`bench/tls.py`, `--skip-tls` to leave it out): what TLS costs, consume most (no sendfile).
+
     .venv/bin/python bench/run.py [--records N] [--only pybroker|tansu] [--skip-tansu] [--skip-validation]
 """
 
@@ -174,15 +177,18 @@ def print_settings(args: argparse.Namespace) -> None:
     print(f"latency: {args.latency_rate} msg/s for {args.latency_seconds:.0f} s, 100 B, linger.ms="
           f"{LATENCY_PRODUCER_SETTINGS['linger.ms']}, acks={LATENCY_PRODUCER_SETTINGS['acks']}; "
           "consumer fetch.wait.max.ms=100")
-    from bench.load import client_ceiling
-    from tests.integration.brokers import free_port
-
-    ceilings = ", ".join(f"{size} B: {client_ceiling(args.records, size, f'127.0.0.1:{free_port()}'):,.0f} msgs/s"
-                         for size in SIZES)
-    print(f"client ceiling (Python handing records to librdkafka, no broker): {ceilings}")
+    print("client ceiling (Python handing records to librdkafka, no broker): "
+          + ", ".join(f"{size} B: {rate:,.0f} msgs/s" for size, rate in client_ceilings(args.records).items()))
     print("MB/s counts payload bytes (10^6), not protocol overhead. Produce is timed from the first send to "
           "the last ack; consume from assign() to the last record (bootstrap metadata fetched before).\n",
           flush=True)
+
+
+def client_ceilings(records: int) -> dict[int, float]:
+    from bench.load import client_ceiling
+    from tests.integration.brokers import free_port
+
+    return {size: client_ceiling(records, size, f"127.0.0.1:{free_port()}") for size in SIZES}
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -196,6 +202,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--skip-memory", action="store_true", help="skip the big-frame memory attack")
     parser.add_argument("--skip-validation", action="store_true", help="skip the validation cost table")
     parser.add_argument("--skip-load", action="store_true", help="the validation cost table only")
+    parser.add_argument("--skip-tls", action="store_true", help="skip the TLS vs PLAINTEXT phase")
+    parser.add_argument("--tls-records", type=int, default=200_000,
+                        help="records per size in the TLS vs PLAINTEXT phase (default 200000)")
     args = parser.parse_args(argv)
     if args.records < 1 or args.partitions < 1 or args.latency_rate < 1 or args.latency_seconds <= 0:
         parser.error("--records, --partitions, --latency-rate and --latency-seconds must be positive")
@@ -220,6 +229,7 @@ def main(argv: list[str] | None = None) -> int:
     print_settings(args)
     results: dict[str, BrokerResult] = {}
     memory: list[str] = []
+    tls_result = None
     try:
         with tempfile.TemporaryDirectory(prefix="pybroker-bench-") as tmp:
             for name in names:
@@ -227,6 +237,11 @@ def main(argv: list[str] | None = None) -> int:
             if "pybroker" in names and not args.skip_memory:
                 print("  [pybroker] big-frame attack: 8 x 95 MB of a 100 MB request ...", flush=True)
                 memory = measure_big_frames(Path(tmp) / "big-frames").lines(8, 100, 95)
+            if "pybroker" in names and not args.skip_tls:
+                from bench import tls
+
+                print("  [pybroker] TLS vs PLAINTEXT ...", flush=True)
+                tls_result = tls.run(args.tls_records, args.partitions)
     finally:
         kill_all()
     for result in results.values():
@@ -236,6 +251,10 @@ def main(argv: list[str] | None = None) -> int:
     if memory:
         print("\n== pybroker memory under the big-frame attack (default settings) ==")
         print("\n".join(memory))
+    if tls_result is not None:
+        from bench import tls
+
+        tls.print_table(tls_result, client_ceilings(args.tls_records))
     print(f"\nbenchmark took {time.monotonic() - started:.0f} s")
     return 1 if any(r.error and not r.error.startswith("not fetched") for r in results.values()) else 0
 

@@ -14,13 +14,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pybroker.broker.connection import KafkaConnection
 from pybroker.broker.dispatch import load_handlers
+from pybroker.broker.listeners import KEY_STORE_KEYS, Listeners
 from pybroker.broker.logs import get_logger
 from pybroker.broker.metrics.service import MetricsService, log_dirs_problem
 from pybroker.broker.resource_limits import apply_partition_limits, raise_open_file_limit
 from pybroker.broker.state import BrokerState
-from pybroker.config.broker_config import BrokerConfig, parse_listener
+from pybroker.config.broker_config import BrokerConfig
 from pybroker.protocol.records import records_check
 
 log = get_logger("pybroker.app")
@@ -29,6 +29,8 @@ GRACEFUL_TIMEOUT_S = 10.0
 #: the exit status when the last log dir failed (Kafka's broker also exits when no log dir is left)
 EXIT_ALL_DIRS_OFFLINE = 3
 BACKGROUND_TICK_S = 1.0
+#: how often the key store files of TLS listeners are checked for a change (a stat each)
+KEY_STORE_CHECK_S = 2.0
 
 
 class BrokerApp:
@@ -39,6 +41,7 @@ class BrokerApp:
         self.metrics_host = metrics_host
         self.state = BrokerState(config)
         self.servers: list[asyncio.Server] = []
+        self.listeners: Listeners | None = None
         self.shutdown_event = asyncio.Event()
         self.exit_code = 0
         self.bound_ports: list[int] = []
@@ -55,6 +58,8 @@ class BrokerApp:
 
     async def start(self) -> None:
         load_handlers()
+        # listeners and their TLS material first: a bad key store stops startup before any recovery
+        self.listeners = listeners = Listeners(self.config)
         log.info("starting", node_id=self.state.node_id, config=self.config.effective(),
                  explicitly_set=sorted(self.config.explicit), unknown_config_keys=sorted(self.config.unknown),
                  record_walk=records_check.WALK_IMPLEMENTATION)
@@ -70,21 +75,17 @@ class BrokerApp:
             log.info("log dir loaded", **_as_dict(stats))
         log.info("logs loaded", seconds=round(time.monotonic() - started, 3), cluster_id=self.state.cluster_id,
                  partitions=len(self.state.logs.logs()))
+        # the persisted dynamic configs are in force now: a key store changed at runtime before a restart
+        listeners.apply_update(set(KEY_STORE_KEYS))
         self.state.groups.start()
         self.state.guard.start(self.state.connections)
-        loop = asyncio.get_running_loop()
-        for listener in self.config.listeners:
-            name, host, port = parse_listener(listener)
-            server = await loop.create_server(
-                lambda name=name: KafkaConnection(self.state, name), host or "0.0.0.0", port,
-                reuse_address=True, backlog=1024)
-            self.servers.append(server)
-            for sock in server.sockets:
-                self.bound_ports.append(sock.getsockname()[1])
-            self.state.listener_bound(name, self.bound_ports[-1])
-            log.info("listening", listener=listener, port=self.bound_ports[-1])
-        if self.bound_ports:
-            self.state.set_advertised_port(self.bound_ports[0])
+        self.state.dynamic_configs.check_with(listeners.check_update)
+        self.state.dynamic_configs.on_change(listeners.apply_update)
+        for spec, port in await listeners.start(self.state):
+            self.bound_ports.append(port)
+            log.info("listening", listener=spec.name, host=spec.host, port=port,
+                     security_protocol=spec.security_protocol, advertised=self.state.address_of(spec.name))
+        self.servers = listeners.servers
         if self.metrics_port is not None:
             self.metrics_bound_port = await self.metrics.start(self.metrics_host, self.metrics_port)
             log.info("metrics listening", host=self.metrics_host, port=self.metrics_bound_port,
@@ -92,16 +93,20 @@ class BrokerApp:
         self.serving = True
 
     async def run_background(self) -> None:
-        """Periodic jobs: the flush policy for acks=0/1 data, checkpoints, and retention."""
+        """Periodic jobs: the flush policy for acks=0/1 data, checkpoints, retention, and the TLS key
+        store files' change check."""
         checkpoint_every = int(self.config.get("log.flush.offset.checkpoint.interval.ms")) / 1000
         retention_every = int(self.config.get("log.retention.check.interval.ms")) / 1000
-        last_checkpoint = last_retention = time.monotonic()
+        last_checkpoint = last_retention = last_key_store_check = time.monotonic()
         while not self.shutdown_event.is_set():
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self.shutdown_event.wait(), BACKGROUND_TICK_S)
             if self.shutdown_event.is_set():
                 return
             try:
+                if self.listeners is not None and time.monotonic() - last_key_store_check >= KEY_STORE_CHECK_S:
+                    last_key_store_check = time.monotonic()
+                    self.listeners.check_key_stores()
                 await asyncio.to_thread(self.state.logs.flush_dirty, self.state.clock_ms())
                 if time.monotonic() - last_retention >= retention_every:
                     last_retention = time.monotonic()

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 
 from pybroker.broker.dynamic_configs import CLUSTER_DEFAULT, NODE
 from pybroker.broker.logs import get_logger
-from pybroker.config.broker_config import validate_topic_overrides
-from pybroker.config.definitions import BROKER, TOPIC, ConfigDef
+from pybroker.config.broker_config import BROKER_KEYS, validate_topic_overrides
+from pybroker.config.definitions import TOPIC, ConfigDef
 from pybroker.config.types import ConfigError, render
 from pybroker.protocol.errors import ErrorCode
 from pybroker.storage.errors import StorageError, UnknownTopicError
@@ -80,6 +80,7 @@ def _alter_broker(state: BrokerState, name: str, change: Change, validate_only: 
     current = dynamic.overrides(layer)
 
     def effective(key: str) -> str | None:
-        return render(BROKER[key].type, state.config.get(key))
+        return render(BROKER_KEYS[key].type, state.config.get(key))
 
-    dynamic.replace(layer, change(current, BROKER, effective), validate_only=validate_only)
+    # BROKER_KEYS also knows Kafka's listener.name.<name>.ssl.* keys (a listener's dynamic TLS update)
+    dynamic.replace(layer, change(current, BROKER_KEYS, effective), validate_only=validate_only)

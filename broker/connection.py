@@ -34,6 +34,7 @@ import socket
 import struct
 import time
 from collections import deque
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
 from pybroker.broker.context import RequestContext
@@ -44,8 +45,10 @@ from pybroker.broker.metrics.authentication import AUTHENTICATIONS, SASL_CONNECT
 from pybroker.broker.metrics.connections import CONNECTIONS_EXPIRED, CONNECTIONS_REFUSED
 from pybroker.broker.metrics.names import api_name
 from pybroker.broker.metrics.requests import REQUEST_METRICS
+from pybroker.broker.security import authorization
 from pybroker.broker.security.errors import SaslFailure
 from pybroker.broker.security.sasl_session import SaslSession, log_context
+from pybroker.broker.ssl_principal import NoMatchingRule
 from pybroker.broker.writer import ChunkWriter
 from pybroker.protocol.api_keys import ApiKey
 from pybroker.protocol.errors import ErrorCode
@@ -97,7 +100,8 @@ class _Pending:
 
 
 class KafkaConnection(asyncio.Protocol):
-    def __init__(self, state: BrokerState, listener: str = "PLAINTEXT") -> None:
+    def __init__(self, state: BrokerState, listener: str = "PLAINTEXT", security_protocol: str = "PLAINTEXT",
+                 principal_of: Callable[[asyncio.BaseTransport], str] | None = None) -> None:
         self.state = state
         self.guard: ConnectionGuard = state.guard
         self.decoder = FrameDecoder(int(state.config.get("socket.request.max.bytes")), self._admit)
@@ -108,6 +112,10 @@ class KafkaConnection(asyncio.Protocol):
         #: who this connection authenticated as (Kafka's `Type:name`), and the listener it came in on
         self.principal = ANONYMOUS
         self.listener = listener
+        #: the listener's protocol (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL): SASL ones must authenticate
+        self.security_protocol = security_protocol
+        #: an SSL listener's principal from the client certificate (`NoMatchingRule`: refuse)
+        self._principal_of = principal_of
         #: the SASL authentication of this connection, on a SASL listener (else None: no gate)
         settings = getattr(state, "sasl_listeners", {}).get(listener.upper())
         self.sasl = None if settings is None else SaslSession(
@@ -143,6 +151,13 @@ class KafkaConnection(asyncio.Protocol):
             self.transport.abort()
             return
         self._ip = ip
+        if self._principal_of is not None:
+            try:
+                self.principal = self._principal_of(transport)
+            except NoMatchingRule as exc:
+                self._abort("no principal for the client certificate", listener=self.listener, reason=str(exc))
+                return
+            log.debug("tls client", peer=self.peer, listener=self.listener, principal=self.principal)
         sock = transport.get_extra_info("socket")
         if sock is not None:
             # Kafka's socket.{send,receive}.buffer.bytes: bounded kernel buffers make backpressure real
@@ -275,7 +290,7 @@ class KafkaConnection(asyncio.Protocol):
         ctx = RequestContext(self.state, header.api_key, header.api_version, header.correlation_id,
                              header.client_id, self.peer, self.principal, self.listener)
         try:
-            result = spec.fn(ctx, request)
+            result = authorization.call(spec, ctx, request)  # the handler, as far as the ACLs allow
         except Exception:
             REQUEST_METRICS.error(header.api_key, "HANDLER_FAILED")
             log.exception("handler failed", api=api_name(header.api_key), api_key=header.api_key,

@@ -17,11 +17,12 @@ from pybroker.broker.groups.service import GroupService
 from pybroker.broker.log_cleaner import build_cleaner, cleaner_settings, follow_dynamic_configs
 from pybroker.broker.metrics.traffic import TopicTraffic
 from pybroker.broker.purgatory import Purgatory
+from pybroker.broker.security.authorizer import Authorizer
 from pybroker.broker.security.sasl_config import all_listeners_sasl
 from pybroker.broker.security.scram_store import FILE_NAME as SCRAM_FILE
 from pybroker.broker.security.scram_store import ScramStore
 from pybroker.broker.topics import Topics, log_config_for
-from pybroker.config.broker_config import BrokerConfig, parse_listener
+from pybroker.config.broker_config import BrokerConfig
 from pybroker.storage.log_manager import LogManager
 from pybroker.storage.producer_id_block import ProducerIdBlock
 
@@ -48,12 +49,12 @@ class BrokerState:
         self.traffic = TopicTraffic()  # per-topic bytes and messages, for the metrics
         self.connections: set[Any] = set()
         self.guard = ConnectionGuard(config)  # request memory, connection limits and timeouts
-        _, host, port = parse_listener(config.advertised_listeners[0])
-        self.advertised_host = host or "127.0.0.1"
-        self.advertised_port = port
-        self.listener_ports: dict[str, int] = {}  # listener name (upper case) -> bound port
+        #: listener name -> the (host, port) its clients are told (advertised.listeners, else listeners)
+        self.advertised = config.advertised_addresses()
         self._producer_ids: ProducerIdBlock | None = None
         self.groups = GroupService(self)
+        #: the ACL authorizer, or None when `authorizer.class.name` is not set (nothing is checked)
+        self.authorizer = Authorizer.from_config(config, self.guard.warnings)
         #: SASL settings of each SASL listener by name (checked now: a mistake stops the start), and the
         #: SCRAM credentials (read at startup, from the first log dir)
         self.sasl_listeners = all_listeners_sasl(config)
@@ -61,6 +62,8 @@ class BrokerState:
 
     def startup(self) -> list[Any]:
         self.dynamic_configs.load()  # before the logs open, so they start with the altered settings
+        if self.authorizer is not None:
+            self.authorizer.load()  # before any listener serves a request
         stats = self.logs.startup()
         self.cleaner.settings = cleaner_settings(self.config)  # with the persisted dynamic values
         self.cleaner.throttler.bytes_per_second = self.cleaner.settings.io_max_bytes_per_second
@@ -78,26 +81,24 @@ class BrokerState:
         assert self._producer_ids is not None, "startup() not called"
         return self._producer_ids.next_id()
 
-    def listener_bound(self, listener: str, port: int) -> None:
-        """Record the port a listener bound, so clients that came in on it are told that port."""
-        self.listener_ports[listener.upper()] = port
-
     def address_of(self, listener: str) -> tuple[str, int]:
-        """(host, port) to advertise to a client connected on `listener`: Kafka's same-listener rule.
+        """The (host, port) a client connected on `listener` is told (Metadata, FindCoordinator): that
+        listener's advertised address, as Kafka answers; the first listener's for a name we do not know."""
+        host, port = self.advertised.get(listener) or next(iter(self.advertised.values()), ("", 0))
+        return host or "127.0.0.1", port
 
-        An `advertised.listeners` entry of that name wins (the first entry when none has the name);
-        without `advertised.listeners`, the listener's own bound port.
-        """
-        if self.config.get("advertised.listeners"):
-            for entry in self.config.advertised_listeners:
-                name, host, port = parse_listener(entry)
-                if name.upper() == listener.upper():
-                    return host or self.advertised_host, port or self.listener_ports.get(name.upper(), port)
-            return self.advertised_host, self.advertised_port
-        port = self.listener_ports.get(listener.upper())
-        return self.advertised_host, port if port else self.advertised_port
+    @property
+    def advertised_host(self) -> str:
+        """The first listener's advertised host (for callers that know no listener)."""
+        return self.address_of("")[0]
 
-    def set_advertised_port(self, port: int) -> None:
+    @property
+    def advertised_port(self) -> int:
+        return self.address_of("")[1]
+
+    def set_advertised_port(self, port: int, listener: str | None = None) -> None:
         """After binding port 0 (tests), clients must be told the real port."""
-        if self.advertised_port == 0:
-            self.advertised_port = port
+        name = listener if listener is not None else next(iter(self.advertised))
+        host, advertised_port = self.advertised[name]
+        if advertised_port == 0:
+            self.advertised[name] = (host, port)

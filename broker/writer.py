@@ -26,6 +26,7 @@ class ChunkWriter:
         # TLS transports have no "socket" that may be written directly; only plain TCP may use sendfile
         self._sendfile_ok = (
             self._fd >= 0 and transport.get_extra_info("sslcontext") is None
+            and transport.get_extra_info("ssl_object") is None
             and getattr(sock, "type", None) == socket.SOCK_STREAM
         )
         self.sendfile_bytes = 0

@@ -15,12 +15,20 @@ this broker's own dynamic value, then the cluster-wide dynamic default, then `se
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any
 
 from pybroker.config.definitions import BROKER, TOPIC, ConfigDef
+from pybroker.config.listeners import (
+    LISTENER_PREFIX,
+    Listener,
+    advertised_addresses,
+    listener_prefix,
+    parse_listeners,
+)
+from pybroker.config.listeners import parse_listener as parse_listener  # its old home; callers import it here
 from pybroker.config.types import PARSERS, ConfigError, render
 
 
@@ -46,6 +54,36 @@ def parse_value(definition: ConfigDef, text: str) -> Any:
     if problem:
         raise ConfigError(definition.key, f"invalid value {text!r}: {problem}")
     return value
+
+
+def broker_definition(key: str) -> ConfigDef | None:
+    """A broker key's definition; a key with Kafka's `listener.name.<name>.` prefix has its suffix's,
+    when that key may be set per listener."""
+    definition = BROKER.get(key)
+    if definition is not None or not key.startswith(LISTENER_PREFIX):
+        return definition
+    name, dot, suffix = key[len(LISTENER_PREFIX):].partition(".")
+    definition = BROKER.get(suffix)
+    return definition if name and dot and definition is not None and definition.per_listener else None
+
+
+class _BrokerKeys(Mapping[str, ConfigDef]):
+    """The broker table, as a mapping that also knows listener-prefixed keys (for AlterConfigs)."""
+
+    def __getitem__(self, key: str) -> ConfigDef:
+        definition = broker_definition(key)
+        if definition is None:
+            raise KeyError(key)
+        return definition
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(BROKER)
+
+    def __len__(self) -> int:
+        return len(BROKER)
+
+
+BROKER_KEYS: Mapping[str, ConfigDef] = _BrokerKeys()
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,11 +115,14 @@ class BrokerConfig:
         config = cls()
         for layer in layers:
             for key, text in layer.items():
-                definition = BROKER.get(key)
+                definition = broker_definition(key)
                 if definition is None:
                     config.unknown[key] = text
                     continue
-                config.explicit[key] = parse_value(definition, text)
+                try:
+                    config.explicit[key] = parse_value(definition, text)
+                except ConfigError as exc:  # name the key as set (a listener-prefixed one, say)
+                    raise ConfigError(key, exc.message) from None
         config._check_relations()
         return config
 
@@ -91,8 +132,7 @@ class BrokerConfig:
             raise ConfigError("log.dirs", "at least one log directory is required")
         if self.get("group.min.session.timeout.ms") > self.get("group.max.session.timeout.ms"):
             raise ConfigError("group.min.session.timeout.ms", "must not exceed group.max.session.timeout.ms")
-        for listener in self.listeners:
-            parse_listener(listener)
+        advertised_addresses(self.listener_specs(), list(self.get("advertised.listeners") or []))
 
     def _layers(self) -> tuple[tuple[dict[str, Any], ConfigSource], ...]:
         """Where a set broker value can come from, most specific first."""
@@ -107,7 +147,21 @@ class BrokerConfig:
         for layer, _ in self._layers():
             if key in layer:
                 return layer[key]
-        return BROKER[key].default
+        return BROKER_KEYS[key].default
+
+    def listener_get(self, listener: str, key: str) -> Any:
+        """A per-listener key's value for one listener: `listener.name.<name>.<key>` if set in any
+        layer, else the key itself (Kafka's prefix override)."""
+        prefixed = listener_prefix(listener) + key
+        for layer, _ in self._layers():
+            if prefixed in layer:
+                return layer[prefixed]
+        return self.get(key)
+
+    def listener_key(self, listener: str, key: str) -> str:
+        """The name under which `key` is set for `listener` (prefixed or not), for error messages."""
+        prefixed = listener_prefix(listener) + key
+        return prefixed if any(prefixed in layer for layer, _ in self._layers()) else key
 
     def source(self, key: str) -> ConfigSource:
         for layer, source in self._layers():
@@ -117,7 +171,7 @@ class BrokerConfig:
 
     def set_dynamic(self, source: ConfigSource, texts: Mapping[str, str]) -> None:
         """Replace one dynamic layer with `texts` (already validated with `validate_dynamic_broker`)."""
-        parsed = {key: parse_value(BROKER[key], text) for key, text in texts.items()}
+        parsed = {key: parse_value(BROKER_KEYS[key], text) for key, text in texts.items()}
         if source == ConfigSource.DYNAMIC_BROKER_CONFIG:
             self.dynamic_node = parsed
         elif source == ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG:
@@ -144,6 +198,20 @@ class BrokerConfig:
     @property
     def advertised_listeners(self) -> list[str]:
         return list(self.get("advertised.listeners") or self.listeners)
+
+    def listener_specs(self) -> list[Listener]:
+        """The listeners, each with its security protocol from `listener.security.protocol.map`. While the
+        map is Kafka's default, a controller listener name it lacks speaks PLAINTEXT, as in Kafka."""
+        protocol_map = list(self.get("listener.security.protocol.map"))
+        if self.source("listener.security.protocol.map") == ConfigSource.DEFAULT_CONFIG:
+            mapped = {entry.partition(":")[0].upper() for entry in protocol_map}
+            protocol_map += [f"{name}:PLAINTEXT" for name in self.get("controller.listener.names")
+                             if name.upper() not in mapped]
+        return parse_listeners(self.listeners, protocol_map)
+
+    def advertised_addresses(self) -> dict[str, tuple[str, int]]:
+        """Listener name -> the (host, port) clients connected to it are told (port 0: the bound port)."""
+        return advertised_addresses(self.listener_specs(), list(self.get("advertised.listeners") or []))
 
     def resolve_broker(self, key: str) -> ResolvedConfig:
         definition = BROKER[key]
@@ -192,7 +260,7 @@ class BrokerConfig:
         """Every explicitly set key with its value, secrets replaced, for the startup log line."""
         out: dict[str, str | None] = {}
         for key, value in sorted(self.explicit.items()):
-            definition = BROKER[key]
+            definition = BROKER_KEYS[key]
             out[key] = "[hidden]" if definition.sensitive else render(definition.type, value)
         return out
 
@@ -216,7 +284,7 @@ def validate_dynamic_broker(overrides: Mapping[str, str | None]) -> dict[str, st
     a key that cannot change at runtime, or a bad value."""
     clean: dict[str, str] = {}
     for key, text in overrides.items():
-        definition = BROKER.get(key)
+        definition = broker_definition(key)
         if definition is None:
             raise ConfigError(key, "unknown broker config")
         if not definition.dynamic:
@@ -226,12 +294,3 @@ def validate_dynamic_broker(overrides: Mapping[str, str | None]) -> dict[str, st
         parse_value(definition, text)
         clean[key] = text
     return clean
-
-
-def parse_listener(listener: str) -> tuple[str, str, int]:
-    """`PLAINTEXT://host:port` to (name, host, port); `ConfigError` on anything else."""
-    name, sep, address = listener.partition("://")
-    host, colon, port_text = address.rpartition(":")
-    if not sep or not colon or not port_text.isdigit() or not 0 <= int(port_text) <= 65535:
-        raise ConfigError("listeners", f"invalid listener {listener!r}, expected NAME://HOST:PORT")
-    return name, host.strip("[]"), int(port_text)

@@ -30,6 +30,8 @@ class ConfigDef:
     #: topic keys: broker keys that stand in when the topic has no override, as (key, multiplier)
     synonyms: tuple[tuple[str, int], ...] = ()
     sensitive: bool = False
+    #: may also be set for one listener, as `listener.name.<lowercase listener name>.<key>` (Kafka's prefix)
+    per_listener: bool = False
 
 
 def _b(key: str, type_: str, default: Any, doc: str, validator: Validator | None = None,
@@ -40,6 +42,18 @@ def _b(key: str, type_: str, default: Any, doc: str, validator: Validator | None
 def _secret(key: str, doc: str) -> ConfigDef:
     """A password-type key: accepted, never shown (DescribeConfigs returns null, logs say [hidden])."""
     return ConfigDef(key, "password", None, doc, "broker", sensitive=True)
+
+
+def _ssl(key: str, type_: str, default: Any, doc: str, validator: Validator | None = None, *,
+         dynamic: bool = False, secret: bool = False) -> ConfigDef:
+    """A TLS key: settable per listener with Kafka's `listener.name.<name>.` prefix."""
+    return ConfigDef(key, type_, default, doc, "broker", validator, dynamic, sensitive=secret, per_listener=True)
+
+
+def _sasl(key: str, type_: str, default: Any, doc: str, validator: Validator | None = None, *,
+          secret: bool = False) -> ConfigDef:
+    """A SASL key: settable per listener with Kafka's `listener.name.<name>.` prefix."""
+    return ConfigDef(key, type_, default, doc, "broker", validator, False, sensitive=secret, per_listener=True)
 
 
 def _t(key: str, type_: str, default: Any, doc: str, synonyms: tuple[tuple[str, int], ...],
@@ -158,6 +172,17 @@ BROKER_DEFS: tuple[ConfigDef, ...] = (
     _b("group.min.session.timeout.ms", "int", 6000, "Smallest session timeout a member may ask for."),
     _b("group.max.session.timeout.ms", "int", 1_800_000, "Largest session timeout a member may ask for."),
     _b("group.max.size", "int", 2**31 - 1, "Most members in one group.", at_least(1)),
+    # -- authorization (ACLs): off unless authorizer.class.name names Kafka's authorizer ------------
+    _b("authorizer.class.name", "string", "",
+       "The authorizer: org.apache.kafka.metadata.authorizer.StandardAuthorizer (or the older "
+       "kafka.security.authorizer.AclAuthorizer) checks every request against the ACLs; empty: none, "
+       "and the ACL APIs answer SECURITY_DISABLED.",
+       one_of("", "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+              "kafka.security.authorizer.AclAuthorizer")),
+    _b("super.users", "string", "",
+       "Principals allowed everything, separated by semicolons (User:admin;User:ops)."),
+    _b("allow.everyone.if.no.acl.found", "boolean", False,
+       "Whether an action on a resource that no ACL mentions is allowed (else denied)."),
     _b("transaction.state.log.num.partitions", "int", 50, "Accepted for compatibility.", at_least(1)),
     _b("transaction.state.log.replication.factor", "short", 1, "Accepted for compatibility.", at_least(1)),
     _b("transaction.state.log.min.isr", "int", 1, "Accepted for compatibility.", at_least(1)),
@@ -168,9 +193,6 @@ BROKER_DEFS: tuple[ConfigDef, ...] = (
     _b("controller.quorum.voters", "list", [], "Accepted for compatibility."),
     _b("controller.listener.names", "list", [], "Accepted for compatibility."),
     _b("inter.broker.listener.name", "string", None, "Accepted for compatibility."),
-    _b("listener.security.protocol.map", "list",
-       ["PLAINTEXT:PLAINTEXT", "CONTROLLER:PLAINTEXT", "SSL:SSL", "SASL_PLAINTEXT:SASL_PLAINTEXT",
-        "SASL_SSL:SASL_SSL"], "Accepted for compatibility; PLAINTEXT is served."),
     _b("num.recovery.threads.per.data.dir", "int", 2, "Accepted for compatibility.", at_least(1)),
     _b("group.coordinator.rebalance.protocols", "list", ["classic"], "Accepted for compatibility."),
     # -- partition limits (a request, and the broker as a whole) --------------------------------------
@@ -185,18 +207,70 @@ BROKER_DEFS: tuple[ConfigDef, ...] = (
        "open-file limit (ulimit -n) to the hard limit, and allows at most that limit minus a quarter "
        "(at least 256 descriptors) for partitions, leaving the rest for connections and segment reads; "
        "the smaller of the two caps applies.", at_least(1)),
-    _secret("ssl.keystore.password", "Accepted for compatibility (TLS is not served); never shown."),
-    _secret("ssl.key.password", "Accepted for compatibility (TLS is not served); never shown."),
-    _secret("ssl.truststore.password", "Accepted for compatibility (TLS is not served); never shown."),
-    # -- SASL authentication (SASL_PLAINTEXT / SASL_SSL listeners) -----------------------------------------
-    _b("sasl.enabled.mechanisms", "list", ["GSSAPI"],
+    # -- listeners and TLS (Kafka's keys; each ssl.* key may be set for one listener with the
+    #    listener.name.<lowercase name>. prefix, which wins over the unprefixed key) ----------------------
+    _b("listener.security.protocol.map", "list",
+       ["PLAINTEXT:PLAINTEXT", "CONTROLLER:PLAINTEXT", "SSL:SSL", "SASL_PLAINTEXT:SASL_PLAINTEXT",
+        "SASL_SSL:SASL_SSL"],
+       "Listener name to security protocol (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL), as NAME:PROTOCOL "
+       "pairs. When set, it replaces the default map: every listener name must be in it."),
+    _ssl("ssl.keystore.type", "string", "JKS",
+         "Format of the key store; only PEM is served (convert a JKS or PKCS12 store to PEM).",
+         dynamic=True),
+    _ssl("ssl.keystore.location", "string", None,
+         "A PEM file holding the private key and the certificate chain of a TLS listener. Reloaded when "
+         "the file changes (checked every few seconds): new connections get the new certificate, "
+         "existing ones keep theirs.", dynamic=True),
+    _ssl("ssl.keystore.certificate.chain", "password", None,
+         "The certificate chain as inline PEM text (instead of ssl.keystore.location).", dynamic=True,
+         secret=True),
+    _ssl("ssl.keystore.key", "password", None,
+         "The private key as inline PEM text (PKCS#8, encrypted with ssl.key.password or not), with "
+         "ssl.keystore.certificate.chain.", dynamic=True, secret=True),
+    _ssl("ssl.keystore.password", "password", None,
+         "Password of a JKS/PKCS12 key store; not used with PEM (Kafka refuses it with a PEM file). "
+         "Never shown.", dynamic=True, secret=True),
+    _ssl("ssl.key.password", "password", None,
+         "Password of the encrypted private key (PEM). Never shown.", dynamic=True, secret=True),
+    _ssl("ssl.truststore.type", "string", "JKS", "Format of the trust store; only PEM is served."),
+    _ssl("ssl.truststore.location", "string", None,
+         "A PEM file of the CA certificates that client certificates must chain to (mutual TLS); "
+         "without one (and without ssl.truststore.certificates) the system CAs are trusted."),
+    _ssl("ssl.truststore.certificates", "password", None,
+         "The trusted CA certificates as inline PEM text (instead of ssl.truststore.location).",
+         secret=True),
+    _ssl("ssl.truststore.password", "password", None,
+         "Password of a JKS/PKCS12 trust store; not used with PEM. Never shown.", secret=True),
+    _ssl("ssl.enabled.protocols", "list", ["TLSv1.2", "TLSv1.3"],
+         "TLS versions a listener accepts. Older ones (TLSv1, TLSv1.1) are ignored: the TLS library refuses "
+         "them."),
+    _ssl("ssl.protocol", "string", "TLSv1.3", "Accepted for compatibility; ssl.enabled.protocols decides."),
+    _ssl("ssl.cipher.suites", "list", [],
+         "TLS 1.2 cipher suites a listener accepts, by their IANA (Kafka/Java) or OpenSSL names; empty: "
+         "the TLS library's defaults. A list without any TLS 1.3 suite turns TLS 1.3 off; TLS 1.3 suites "
+         "themselves cannot be narrowed (the TLS library always offers its TLS 1.3 defaults)."),
+    _ssl("ssl.client.auth", "string", "none",
+         "Mutual TLS: required (a client without a certificate that chains to the trust store is "
+         "refused), requested (a certificate is asked for and checked if given) or none.",
+         one_of("none", "requested", "required")),
+    _ssl("ssl.principal.mapping.rules", "string", "DEFAULT",
+         "How a client certificate's distinguished name (RFC 2253, e.g. CN=alice,OU=eng,O=Example) "
+         "becomes the principal User:<name>: comma-separated RULE:pattern/replacement/[LU] rules and "
+         "DEFAULT (the whole name), the first that matches wins; none matching refuses the connection."),
+    _ssl("ssl.endpoint.identification.algorithm", "string", "https",
+         "Accepted for compatibility (clients check the broker's host name; the broker does not check "
+         "client host names)."),
+    # -- SASL authentication (SASL_PLAINTEXT / SASL_SSL listeners; the _sasl keys may be set for one
+    #    listener with the listener.name.<lowercase name>. prefix) --------------------------------------------
+    _sasl("sasl.enabled.mechanisms", "list", ["GSSAPI"],
        "SASL mechanisms a SASL listener accepts: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER (GSSAPI, Kafka's "
        "default, is not served: a SASL listener must name its mechanisms). Per listener: "
        "listener.name.<listener>.sasl.enabled.mechanisms."),
-    _secret("sasl.jaas.config",
-            "JAAS config of the SASL listeners: PLAIN's users as "
-            "org.apache.kafka.common.security.plain.PlainLoginModule required user_<name>=\"<password>\"; "
-            "Per listener and mechanism: listener.name.<listener>.plain.sasl.jaas.config. Never shown."),
+    _sasl("sasl.jaas.config", "password", None,
+          "JAAS config of the SASL listeners: PLAIN's users as "
+          "org.apache.kafka.common.security.plain.PlainLoginModule required user_<name>=\"<password>\"; "
+          "Per listener and mechanism: listener.name.<listener>.plain.sasl.jaas.config. Never shown.",
+          secret=True),
     _b("sasl.oauthbearer.jwks.endpoint.url", "string", None,
        "OAUTHBEARER: the JSON Web Key Set whose RSA keys sign the tokens, as a file:// URL (re-read when the "
        "file changes). Tokens must be RS256/RS384/RS512 JWTs with an exp claim."),
@@ -207,14 +281,14 @@ BROKER_DEFS: tuple[ConfigDef, ...] = (
        "OAUTHBEARER: the claim whose value is the principal's name (User:<value>)."),
     _b("sasl.oauthbearer.clock.skew.seconds", "int", 30,
        "OAUTHBEARER: seconds of clock difference allowed when checking exp, iat and nbf.", at_least(0)),
-    _b("connections.max.reauth.ms", "long", 0,
+    _sasl("connections.max.reauth.ms", "long", 0,
        "Lifetime of a SASL session (KIP-368): told to the client in SaslAuthenticate v1+; a connection "
        "that has not re-authenticated by then is closed on its next request. 0: sessions never expire.",
        at_least(0)),
-    _b("sasl.server.max.receive.size", "int", 524_288,
+    _sasl("sasl.server.max.receive.size", "int", 524_288,
        "Largest frame a SASL listener accepts before the client has authenticated; a larger one closes the "
        "connection, so an anonymous client cannot make the broker hold socket.request.max.bytes.", at_least(1)),
-    _b("connection.failed.authentication.delay.ms", "int", 100,
+    _sasl("connection.failed.authentication.delay.ms", "int", 100,
        "Delay before the answer to a failed authentication is sent and the connection closed, to slow "
        "password guessing (the event loop is not blocked).", at_least(0)),
 )

@@ -1,4 +1,4 @@
-"""The admin commands: `pybroker topics|groups ...` over the wire, `dump-log` and `check-log` offline.
+"""The admin commands: `pybroker topics|groups|acls|users ...` over the wire, `dump-log` and `check-log` offline.
 
 Every wire command takes `--bootstrap-server HOST:PORT` (default 127.0.0.1:9092), as Kafka's tools
 do, `--command-config FILE` (Kafka's client security keys: SASL PLAIN or SCRAM), and `--json` for
@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 import click
 
+from pybroker.broker.admin import acls as acl_ops
 from pybroker.broker.admin import groups as group_ops
 from pybroker.broker.admin import topics as topic_ops
 from pybroker.broker.admin import users as user_ops
@@ -27,6 +28,7 @@ from pybroker.broker.admin.dump_log import format_batch, index_entries, log_batc
 from pybroker.broker.admin.output import emit
 from pybroker.broker.admin.wire import DEFAULT_BOOTSTRAP, WireClient, WireError
 from pybroker.broker.security.scram import MAX_ITERATIONS, MECHANISMS, MIN_ITERATIONS
+from pybroker.protocol.acl_codes import AclOperation, AclPermissionType, PatternType, ResourceType
 from pybroker.storage.verify import check_log_dir, segment_files
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -74,6 +76,97 @@ def _pairs(values: tuple[str, ...], option: str) -> dict[str, str]:
             raise click.BadParameter(f"expected KEY=VALUE, got {pair!r}", param_hint=option)
         out[key.strip()] = value.strip()
     return out
+
+
+# -- acls --------------------------------------------------------------------------------------------
+#: resource options, as kafka-acls names them: option -> resource type
+_RESOURCE_OPTIONS = {"topic": ResourceType.TOPIC, "group": ResourceType.GROUP,
+                     "transactional_id": ResourceType.TRANSACTIONAL_ID, "user": ResourceType.USER}
+_OPERATIONS = [op.name for op in AclOperation if op not in (AclOperation.UNKNOWN, AclOperation.ANY)]
+
+
+def _resource_options(fn: F) -> F:
+    for option, help_text in (("--topic", "A topic (or prefix, with --resource-pattern-type prefixed)."),
+                              ("--group", "A consumer group."),
+                              ("--transactional-id", "A transactional id."),
+                              ("--user", "A user principal's name (delegation tokens).")):
+        fn = click.option(option, metavar="NAME", default=None, help=help_text)(fn)
+    return click.option("--cluster", is_flag=True, help="The cluster (kafka-cluster).")(fn)
+
+
+def _resource(cluster: bool, **names: str | None) -> tuple[ResourceType, str | None]:
+    chosen = [(ResourceType.CLUSTER, "kafka-cluster")] if cluster else []
+    chosen += [(_RESOURCE_OPTIONS[key], value) for key, value in names.items() if value is not None]
+    if len(chosen) > 1:
+        raise click.UsageError("name one resource: --topic, --group, --transactional-id, --user or --cluster")
+    return chosen[0] if chosen else (ResourceType.ANY, None)
+
+
+@click.group()
+def acls() -> None:
+    """List, add and remove ACLs (the broker needs authorizer.class.name)."""
+
+
+@acls.command("list")
+@_resource_options
+@click.option("--resource-pattern-type", "pattern", default="any", show_default=True,
+              type=click.Choice(["any", "match", "literal", "prefixed"], case_sensitive=False),
+              help="match: every ACL that applies to the named resource (literal, wildcard and prefixes).")
+@click.option("--principal", default=None, help="Only this principal's ACLs (User:alice).")
+@wire_command
+def acls_list(client: WireClient, as_json: bool, cluster: bool, pattern: str, principal: str | None,
+              **names: str | None) -> None:
+    """ACLs matching a filter (all of them without options)."""
+    resource_type, name = _resource(cluster, **names)
+    sel = acl_ops.Selection(resource_type, name, PatternType[pattern.upper()], principal)
+    emit(acl_ops.list_acls(client, sel), acl_ops.COLUMNS, as_json, empty="(no ACLs)")
+
+
+@acls.command("add")
+@_resource_options
+@click.option("--resource-pattern-type", "pattern", default="literal", show_default=True,
+              type=click.Choice(["literal", "prefixed"], case_sensitive=False))
+@click.option("--allow-principal", "allow", multiple=True, metavar="PRINCIPAL", help="Repeatable (User:alice).")
+@click.option("--deny-principal", "deny", multiple=True, metavar="PRINCIPAL", help="Repeatable (User:mallory).")
+@click.option("--host", "hosts", multiple=True, metavar="HOST", help="Client address; repeatable (default: *).")
+@click.option("--operation", "operations", multiple=True, required=True,
+              type=click.Choice(_OPERATIONS, case_sensitive=False), help="Repeatable.")
+@wire_command
+def acls_add(client: WireClient, as_json: bool, cluster: bool, pattern: str, allow: tuple[str, ...],
+             deny: tuple[str, ...], hosts: tuple[str, ...], operations: tuple[str, ...], **names: str | None) -> None:
+    """Allow (or deny) principals operations on one resource."""
+    resource_type, name = _resource(cluster, **names)
+    if name is None:
+        raise click.UsageError("name the resource: --topic, --group, --transactional-id, --user or --cluster")
+    if bool(allow) == bool(deny):
+        raise click.UsageError("give --allow-principal or --deny-principal (not both)")
+    permission = AclPermissionType.ALLOW if allow else AclPermissionType.DENY
+    rows = acl_ops.add_acls(client, resource_type, name, PatternType[pattern.upper()], list(allow or deny),
+                            list(hosts) or ["*"], [AclOperation[op.upper()] for op in operations], permission)
+    emit(rows, acl_ops.COLUMNS, as_json)
+
+
+@acls.command("remove")
+@_resource_options
+@click.option("--resource-pattern-type", "pattern", default="any", show_default=True,
+              type=click.Choice(["any", "match", "literal", "prefixed"], case_sensitive=False))
+@click.option("--principal", default=None, help="Only this principal's ACLs.")
+@click.option("--host", default=None, help="Only ACLs for this host.")
+@click.option("--operation", default=None, type=click.Choice(_OPERATIONS, case_sensitive=False))
+@click.option("--permission", default=None, type=click.Choice(["allow", "deny"], case_sensitive=False))
+@click.option("--all", "everything", is_flag=True, help="Allow a filter that matches every ACL.")
+@wire_command
+def acls_remove(client: WireClient, as_json: bool, cluster: bool, pattern: str, principal: str | None,
+                host: str | None, operation: str | None, permission: str | None, everything: bool,
+                **names: str | None) -> None:
+    """Remove the ACLs a filter matches; prints what was removed."""
+    resource_type, name = _resource(cluster, **names)
+    if resource_type == ResourceType.ANY and principal is None and not everything:
+        raise click.UsageError("this would remove every ACL: name a resource or a principal, or pass --all")
+    sel = acl_ops.Selection(resource_type, name, PatternType[pattern.upper()], principal, host,
+                            AclOperation[operation.upper()] if operation else AclOperation.ANY,
+                            AclPermissionType[permission.upper()] if permission else AclPermissionType.ANY)
+    emit(acl_ops.remove_acls(client, sel), acl_ops.COLUMNS, as_json, empty="(no ACLs matched)")
 
 
 # -- topics ------------------------------------------------------------------------------------------
@@ -323,4 +416,4 @@ def configs(scope: str | None, as_json: bool) -> None:
     emit(rows, ["scope", "key", "type", "default", "dynamic", "doc"], as_json)
 
 
-ADMIN_COMMANDS = (topics, groups, users, dump_log, check_log, configs)
+ADMIN_COMMANDS = (topics, groups, acls, users, dump_log, check_log, configs)

@@ -1,1 +1,1 @@
-"""Authentication: SASL mechanisms as sans-I/O state machines, their credentials, and the per-connection session."""
+"""Security: who a connection is (TLS, SASL) and what it may do (ACLs)."""

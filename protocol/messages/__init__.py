@@ -9,11 +9,14 @@ from typing import Any
 from pybroker.protocol.messages.alter_configs import AlterConfigsRequest, AlterConfigsResponse
 from pybroker.protocol.messages.alter_user_scram_credentials import AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse
 from pybroker.protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
+from pybroker.protocol.messages.create_acls import CreateAclsRequest, CreateAclsResponse
 from pybroker.protocol.messages.create_partitions import CreatePartitionsRequest, CreatePartitionsResponse
 from pybroker.protocol.messages.create_topics import CreateTopicsRequest, CreateTopicsResponse
+from pybroker.protocol.messages.delete_acls import DeleteAclsRequest, DeleteAclsResponse
 from pybroker.protocol.messages.delete_groups import DeleteGroupsRequest, DeleteGroupsResponse
 from pybroker.protocol.messages.delete_records import DeleteRecordsRequest, DeleteRecordsResponse
 from pybroker.protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
+from pybroker.protocol.messages.describe_acls import DescribeAclsRequest, DescribeAclsResponse
 from pybroker.protocol.messages.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
 from pybroker.protocol.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResponse
 from pybroker.protocol.messages.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
@@ -59,6 +62,9 @@ REQUESTS: dict[int, Any] = {
     21: DeleteRecordsRequest,
     22: InitProducerIdRequest,
     23: OffsetForLeaderEpochRequest,
+    29: DescribeAclsRequest,
+    30: CreateAclsRequest,
+    31: DeleteAclsRequest,
     32: DescribeConfigsRequest,
     33: AlterConfigsRequest,
     35: DescribeLogDirsRequest,
@@ -92,6 +98,9 @@ RESPONSES: dict[int, Any] = {
     21: DeleteRecordsResponse,
     22: InitProducerIdResponse,
     23: OffsetForLeaderEpochResponse,
+    29: DescribeAclsResponse,
+    30: CreateAclsResponse,
+    31: DeleteAclsResponse,
     32: DescribeConfigsResponse,
     33: AlterConfigsResponse,
     35: DescribeLogDirsResponse,

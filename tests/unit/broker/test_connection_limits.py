@@ -139,9 +139,10 @@ async def test_idle_connections_are_closed_but_not_while_a_request_is_in_progres
         assert (await polling.receive(ApiKey.PRODUCE, 9)).responses[0].partition_responses[0].error_code == 0
         fetch = FetchRequest(max_wait_ms=1200, min_bytes=1, max_bytes=1 << 20, topics=[FetchTopic(
             topic="quiet", partitions=[FetchPartition(partition=0, fetch_offset=1, partition_max_bytes=1 << 20)])])
-        assert await _closed(idle, timeout=3)
         started = time.monotonic()
-        answer = await polling.call(fetch, 12, timeout=5)  # the long poll outlives the idle timeout
+        await polling.send(fetch, 12)  # in progress before either connection has been quiet for long
+        assert await _closed(idle, timeout=3)
+        answer = await polling.receive(ApiKey.FETCH, 12, timeout=5)  # the long poll outlived the idle timeout
         assert answer is not None and time.monotonic() - started > 0.3
         assert await _closed(polling, timeout=3)
     assert _count("pybroker_connections_expired_total", "idle") >= before + 2

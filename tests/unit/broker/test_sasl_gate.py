@@ -222,22 +222,8 @@ async def test_bad_sasl_config_stops_the_start(tmp_path: Path, extra: dict[str, 
     assert key in str(error.value) and "secret" not in str(error.value)
 
 
-def test_each_listener_is_advertised_by_its_own_name(tmp_path: Path) -> None:
-    from pybroker.broker.state import BrokerState
-
-    bound = BrokerState(_config(tmp_path))
-    bound.listener_bound("PLAINTEXT", 9092)
-    bound.listener_bound("SASL_PLAINTEXT", 9093)
-    assert bound.address_of("SASL_PLAINTEXT") == ("127.0.0.1", 9093)
-    assert bound.address_of("PLAINTEXT") == ("127.0.0.1", 9092)
-    advertised = BrokerState(_config(tmp_path, **{
-        "advertised.listeners": "PLAINTEXT://broker.example:19092,SASL_PLAINTEXT://broker.example:19093"}))
-    assert advertised.address_of("SASL_PLAINTEXT") == ("broker.example", 19093)
-    assert advertised.address_of("OTHER") == ("broker.example", 19092)
-
-
 def test_listener_settings_follow_kafkas_lookup_order(tmp_path: Path) -> None:
-    from pybroker.broker.security.sasl_config import all_listeners_sasl, security_protocol
+    from pybroker.broker.security.sasl_config import all_listeners_sasl
 
     config = BrokerConfig.load({
         "log.dirs": str(tmp_path / "data"),
@@ -249,7 +235,7 @@ def test_listener_settings_follow_kafkas_lookup_order(tmp_path: Path) -> None:
         "listener.name.internal.sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256",
         "listener.name.internal.connections.max.reauth.ms": "60000",
     })
-    assert security_protocol(config, "INTERNAL") == "SASL_PLAINTEXT"
+    assert {s.name: s.security_protocol for s in config.listener_specs()}["INTERNAL"] == "SASL_PLAINTEXT"
     settings = all_listeners_sasl(config)
     assert set(settings) == {"SASL_PLAINTEXT", "INTERNAL"}
     assert settings["SASL_PLAINTEXT"].mechanisms == ("SCRAM-SHA-512",)
