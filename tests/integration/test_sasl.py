@@ -94,7 +94,7 @@ def sasl_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SaslBroker
         assert not [p for p in PASSWORDS if p in log], "a test password reached the broker's log"
 
 
-def _add_scram_user(broker: SaslBroker, user: str, password: str) -> None:
+def _add_scram_user(broker: BrokerProcess, user: str, password: str) -> None:
     admin = ck_admin(broker.bootstrap)
     upserts = [UserScramCredentialUpsertion(user, ScramCredentialInfo(mechanism, 4096), password.encode())
                for mechanism in (ScramMechanism.SCRAM_SHA_256, ScramMechanism.SCRAM_SHA_512)]
