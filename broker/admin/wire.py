@@ -5,8 +5,9 @@ each request goes at the highest version both sides serve (capped per call where
 the older layout). An unreachable broker or a broker that does not serve an API is a `WireError`
 with a sentence an operator can act on; no traceback reaches the terminal.
 
-With `--command-config` naming SASL_PLAINTEXT, the client authenticates after ApiVersions (SaslHandshake
-v1, then SaslAuthenticate) with PLAIN or SCRAM, as a Kafka client does.
+With `--command-config`, the connection is wrapped in TLS (SSL, SASL_SSL) and the client authenticates
+after ApiVersions (SaslHandshake v1, then SaslAuthenticate) with PLAIN or SCRAM (SASL_*), as a Kafka
+client does.
 """
 
 from __future__ import annotations
@@ -61,15 +62,21 @@ class WireClient:
 
     def connect(self) -> None:
         try:
-            self.sock = socket.create_connection(self.address, timeout=self.timeout)
+            sock = socket.create_connection(self.address, timeout=self.timeout)
         except OSError as exc:
             raise WireError(f"cannot reach the broker at {self.bootstrap}: {exc.strerror or exc}") from None
+        self.sock = sock
+        if self.security.tls:
+            try:
+                self.sock = self.security.ssl_context().wrap_socket(sock, server_hostname=self.address[0])
+            except (OSError, ValueError) as exc:  # ssl.SSLError is an OSError
+                sock.close()
+                self.sock = None
+                raise WireError(f"TLS with the broker at {self.bootstrap} failed: {exc}") from None
         response = self._exchange(ApiVersionsRequest(), 0)
         if response.error_code:
             raise WireError(f"the broker at {self.bootstrap} refused ApiVersions (error {response.error_code})")
         self.versions = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
-        if self.security.protocol in ("SSL", "SASL_SSL"):
-            raise WireError(f"security.protocol={self.security.protocol}: the admin client does not speak TLS yet")
         if self.security.sasl:
             self._authenticate()
 

@@ -5,8 +5,10 @@ beside a PLAINTEXT listener. Certificates are made for the module with `openssl`
 from __future__ import annotations
 
 import asyncio
+import json
 import shutil
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -163,3 +165,21 @@ def test_kcat(broker: SaslSslBroker, certs: CertSet, new_topic: Callable[..., st
                                "-c", str(RECORDS), *security], capture_output=True, text=True, timeout=60)
     assert consumed.returncode == 0, consumed.stderr[-2000:]
     assert consumed.stdout.split() == values
+
+
+def test_admin_tools_over_sasl_ssl(broker: SaslSslBroker, certs: CertSet, tmp_path: Path) -> None:
+    config = tmp_path / "admin.properties"
+    config.write_text(f"security.protocol=SASL_SSL\nssl.truststore.type=PEM\nssl.truststore.location={certs.ca}\n"
+                      "sasl.mechanism=SCRAM-SHA-512\n"
+                      "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required "
+                      f'username="{SCRAM_USER}" password="{SCRAM_PASSWORD}";\n')
+    result = subprocess.run([sys.executable, "-m", "pybroker.broker.cli", "users", "list", "--bootstrap-server",
+                             broker.sasl_ssl_bootstrap, "--command-config", str(config), "--json"],
+                            capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode == 0, result.stderr
+    assert {"user": SCRAM_USER, "mechanism": "SCRAM-SHA-512", "iterations": 4096} in json.loads(result.stdout)
+    config.write_text(config.read_text().replace(f"ssl.truststore.location={certs.ca}\n", ""))  # system CAs only
+    refused = subprocess.run([sys.executable, "-m", "pybroker.broker.cli", "topics", "list", "--bootstrap-server",
+                              broker.sasl_ssl_bootstrap, "--command-config", str(config)],
+                             capture_output=True, text=True, timeout=60, check=False)
+    assert refused.returncode == 1 and "TLS with the broker" in refused.stderr
