@@ -86,7 +86,7 @@ def _run(config: BrokerConfig, metrics_port: int | None, metrics_host: str = "12
         code = uvloop.run(run_broker(config, metrics_port=metrics_port, metrics_host=metrics_host))
         if code:
             sys.exit(code)
-    except ConfigError as exc:  # e.g. TLS material that does not load: the key is named, never a secret
+    except ConfigError as exc:  # e.g. TLS material or SASL settings that do not load: the key, never a secret
         _fail(str(exc))
     except StorageError as exc:
         log.error("cannot start", error=str(exc))

@@ -16,6 +16,12 @@ Bad input never reaches a traceback: an oversized or negative size prefix, an un
 unsupported version (but ApiVersions, which gets Kafka's v0 fallback answer) or undecodable bytes close
 the connection with one log line (rate-limited per kind, so a fuzzer cannot fill the disk). So does a
 connection over `max.connections` / `max.connections.per.ip`, or silent past its timeouts.
+
+On a SASL listener a gate stands before dispatch (`_sasl_gate`, the session in
+`pybroker.broker.security.sasl_session`): until the client authenticates only ApiVersions, SaslHandshake
+and SaslAuthenticate are served, and anything else closes the connection (Kafka's ILLEGAL_SASL_STATE). A
+failed authentication is answered after `connection.failed.authentication.delay.ms` and the connection
+then closed; a session past `connections.max.reauth.ms` is closed on its next request.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ import contextlib
 import functools
 import inspect
 import socket
+import struct
 import time
 from collections import deque
 from collections.abc import Callable
@@ -34,13 +41,17 @@ from pybroker.broker.context import RequestContext
 from pybroker.broker.dispatch import REGISTRY, Waiting, supported_versions
 from pybroker.broker.logs import get_logger
 from pybroker.broker.memory_pool import SMALL_FRAME_BYTES
+from pybroker.broker.metrics.authentication import AUTHENTICATIONS, SASL_CONNECTIONS_CLOSED
 from pybroker.broker.metrics.connections import CONNECTIONS_EXPIRED, CONNECTIONS_REFUSED
 from pybroker.broker.metrics.names import api_name
 from pybroker.broker.metrics.requests import REQUEST_METRICS
 from pybroker.broker.security import authorization
+from pybroker.broker.security.errors import SaslFailure
+from pybroker.broker.security.sasl_session import SaslSession, log_context
 from pybroker.broker.ssl_principal import NoMatchingRule
 from pybroker.broker.writer import ChunkWriter
 from pybroker.protocol.api_keys import ApiKey
+from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.frames import (
     DecodeError,
     UnknownApiKey,
@@ -55,6 +66,7 @@ from pybroker.protocol.framing import FrameDecoder, FrameError
 if TYPE_CHECKING:
     from pybroker.broker.connection_guard import ConnectionGuard
     from pybroker.broker.state import BrokerState
+    from pybroker.protocol.messages.headers import RequestHeader
 
 log = get_logger("pybroker.connection")
 
@@ -64,12 +76,14 @@ ANONYMOUS = "User:ANONYMOUS"
 MAX_PENDING = 128
 #: bytes of a frame's start shown in the warning about an undecodable request
 HEAD_BYTES_LOGGED = 32
+#: seconds a closing connection may take to deliver its last answer before it is aborted
+CLOSE_FLUSH_S = 5.0
 
 
 class _Pending:
     """A request whose response has not been written yet."""
 
-    __slots__ = ("api_key", "client_id", "correlation_id", "result", "started", "version")
+    __slots__ = ("api_key", "client_id", "close_after", "correlation_id", "result", "started", "version")
 
     def __init__(self, api_key: int, version: int, correlation_id: int, result: Any, started: float,
                  client_id: str | None = None) -> None:
@@ -79,6 +93,7 @@ class _Pending:
         self.result = result  # a response object, an asyncio.Future of one, or raw bytes
         self.started = started  # perf_counter at decoding, for the latency histogram
         self.client_id = client_id  # for the context of an error logged when the answer fails
+        self.close_after = False  # the connection closes once this answer is written (failed authentication)
 
     def ready(self) -> bool:
         return not isinstance(self.result, asyncio.Future) or self.result.done()
@@ -101,6 +116,12 @@ class KafkaConnection(asyncio.Protocol):
         self.security_protocol = security_protocol
         #: an SSL listener's principal from the client certificate (`NoMatchingRule`: refuse)
         self._principal_of = principal_of
+        #: the SASL authentication of this connection, on a SASL listener (else None: no gate)
+        settings = getattr(state, "sasl_listeners", {}).get(listener.upper())
+        self.sasl = None if settings is None else SaslSession(
+            settings, lambda user, mechanism: self.state.scram.get(user, mechanism), state.clock_ms)
+        if settings is not None:  # Kafka's sasl.server.max.receive.size until the client has authenticated
+            self.decoder.set_max_frame(settings.max_receive_size)
         self.closed = False
         self._ip: str | None = None  # set once the connection holds a slot of the connection limits
         self._paused_for_pending = False
@@ -114,6 +135,7 @@ class KafkaConnection(asyncio.Protocol):
         self._held_small = 0
         self._held_large = 0
         self._last_read = self._last_active = time.monotonic()
+        self._flush_timer: asyncio.TimerHandle | None = None  # bounds a close that waits for its last write
 
     # -- transport callbacks -------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -150,6 +172,9 @@ class KafkaConnection(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
+        if self._flush_timer is not None:
+            self._flush_timer.cancel()
+            self._flush_timer = None
         self.state.connections.discard(self)
         if self._ip is not None:
             self.guard.limits.release(self._ip)
@@ -237,6 +262,9 @@ class KafkaConnection(asyncio.Protocol):
 
     # -- requests ------------------------------------------------------------------------------
     def _handle(self, frame: bytearray) -> None:
+        if self.sasl is not None and self.sasl.raw_tokens:
+            self._raw_sasl_token(frame)  # after a v0 SaslHandshake: a bare token, not a Kafka request
+            return
         try:
             header, request = decode_request(frame)
         except UnsupportedVersion as exc:
@@ -251,6 +279,8 @@ class KafkaConnection(asyncio.Protocol):
             REQUEST_METRICS.error(peeked[0] if peeked else -1, "UNDECODABLE_REQUEST")
             self._abort("undecodable request", reason=str(exc), header=peeked,
                         head=bytes(frame[:HEAD_BYTES_LOGGED]).hex())
+            return
+        if self.sasl is not None and self._sasl_gate(header, request):
             return
         spec = REGISTRY.get(header.api_key)
         if spec is None or not spec.serves(header.api_version):
@@ -285,6 +315,92 @@ class KafkaConnection(asyncio.Protocol):
                 self._update_reading()
             else:
                 future.add_done_callback(self._on_done)
+        self._enqueue(entry)
+
+    # -- SASL ----------------------------------------------------------------------------------
+    def _sasl_gate(self, header: RequestHeader, request: Any) -> bool:
+        """The SASL layer before dispatch: True when it took the request (answered it, or closed)."""
+        session = self.sasl
+        assert session is not None
+        api_key = header.api_key
+        if session.state == "failed":
+            return True  # the failure's answer is on its way and the connection closes after it
+        if session.authenticated and api_key != ApiKey.SASL_HANDSHAKE and not (
+                session.reauthenticating and api_key == ApiKey.SASL_AUTHENTICATE):
+            if session.expired(self.state.clock_ms()):
+                SASL_CONNECTIONS_CLOSED.labels("session_expired").inc()
+                self.guard.warnings.warning("sasl session expired", "closing connection: SASL session expired",
+                                            peer=self.peer, principal=self.principal, listener=self.listener)
+                self._close()
+                return True
+            return False  # authenticated: on to the handlers
+        if not session.authenticated and session.admits_before_authentication(api_key):
+            return False
+        if api_key == ApiKey.SASL_HANDSHAKE:
+            response, close = session.handshake(request.mechanism, header.api_version)
+            if close:
+                SASL_CONNECTIONS_CLOSED.labels("unsupported_mechanism" if response.error_code
+                                               == ErrorCode.UNSUPPORTED_SASL_MECHANISM else "illegal_state").inc()
+            self._sasl_answer(header, response, close)
+            return True
+        if api_key == ApiKey.SASL_AUTHENTICATE and session.state == "authenticate" and not session.raw_tokens:
+            reauthenticating = session.reauthenticating
+            auth_response, failure = session.authenticate(bytes(request.auth_bytes), self.state.clock_ms())
+            self._sasl_outcome(session, failure, reauthenticating)
+            self._sasl_answer(header, auth_response, failure is not None)
+            return True
+        REQUEST_METRICS.error(api_key, "ILLEGAL_SASL_STATE")
+        SASL_CONNECTIONS_CLOSED.labels("illegal_state").inc()
+        self._abort("request before SASL authentication", api=api_name(api_key), api_key=api_key,
+                    listener=self.listener)
+        return True
+
+    def _sasl_outcome(self, session: SaslSession, failure: SaslFailure | None, reauthenticating: bool) -> None:
+        """Count (and, for a failure, log) the end of an exchange; a success sets the principal."""
+        mechanism = session.mechanism.mechanism if session.mechanism is not None else "?"
+        if failure is not None:
+            AUTHENTICATIONS.labels(self.listener, mechanism, "failure").inc()
+            self.guard.warnings.warning("sasl authentication failed", "authentication failed", peer=self.peer,
+                                        listener=self.listener, **log_context(session, failure))
+        elif session.state == "complete":
+            AUTHENTICATIONS.labels(self.listener, mechanism,
+                                   "reauthentication" if reauthenticating else "success").inc()
+            self.principal = session.principal or self.principal
+            self.decoder.set_max_frame(int(self.state.config.get("socket.request.max.bytes")))
+
+    def _sasl_answer(self, header: RequestHeader, response: Any, close_after: bool) -> None:
+        """Queue a SASL answer; one that ends the connection waits the failed-authentication delay first."""
+        entry = _Pending(header.api_key, header.api_version, header.correlation_id, response,
+                         REQUEST_METRICS.received(header.api_key, header.api_version), header.client_id)
+        self._queue_sasl(entry, close_after)
+
+    def _raw_sasl_token(self, frame: bytearray) -> None:
+        """A token of the v0 flow: framed by its size alone, answered the same way; a failure just closes."""
+        session = self.sasl
+        assert session is not None
+        if session.state == "failed":
+            return
+        try:
+            answer = session.step(bytes(frame), self.state.clock_ms())
+            failure = None
+        except SaslFailure as exc:
+            answer, failure = b"", exc
+        self._sasl_outcome(session, failure, False)
+        result = b"" if failure is not None else struct.pack(">i", len(answer)) + answer
+        entry = _Pending(ApiKey.SASL_AUTHENTICATE, 0, -1, result,
+                         REQUEST_METRICS.received(ApiKey.SASL_AUTHENTICATE, 0))
+        self._queue_sasl(entry, failure is not None)
+
+    def _queue_sasl(self, entry: _Pending, close_after: bool) -> None:
+        entry.close_after = close_after
+        delay_s = self.sasl.settings.failure_delay_ms / 1000 if close_after and self.sasl is not None else 0
+        if delay_s > 0:
+            # the answer waits (without blocking the loop) and nothing else of this connection starts
+            future = asyncio.ensure_future(_after(delay_s, entry.result))
+            entry.result = future
+            self._busy = future
+            future.add_done_callback(functools.partial(self._work_done, entry))
+            self._update_reading()
         self._enqueue(entry)
 
     def _work_done(self, entry: _Pending, future: asyncio.Future[Any]) -> None:
@@ -363,6 +479,9 @@ class KafkaConnection(asyncio.Protocol):
             wrote = True
             if isinstance(result, bytes | bytearray):
                 writer.write([result])
+                if entry.close_after:
+                    self._close_after_writes()
+                    return
                 continue
             try:
                 chunks = encode_response(entry.correlation_id, entry.api_key, entry.version, result)
@@ -372,6 +491,9 @@ class KafkaConnection(asyncio.Protocol):
                 self._close()
                 return
             writer.write(chunks)
+            if entry.close_after:
+                self._close_after_writes()
+                return
         if wrote:
             self._last_active = time.monotonic()
         if self._paused_for_pending and len(self.pending) < MAX_PENDING // 2:
@@ -410,10 +532,24 @@ class KafkaConnection(asyncio.Protocol):
         self.guard.warnings.warning(event, f"closing connection: {event}", peer=self.peer, **context)
         self._close()
 
+    def _close_after_writes(self) -> None:
+        """Close once what is written has left (a failed authentication's answer must reach the client),
+        but within CLOSE_FLUSH_S even from a client that does not read."""
+        if not self.closed and self.transport is not None:
+            self.closed = True
+            transport = self.transport
+            transport.close()
+            self._flush_timer = asyncio.get_running_loop().call_later(CLOSE_FLUSH_S, transport.abort)
+
     def _close(self) -> None:
         if not self.closed and self.transport is not None:
             self.closed = True
             self.transport.abort()
+
+
+async def _after(delay_s: float, result: Any) -> Any:
+    await asyncio.sleep(delay_s)
+    return result
 
 
 def _peek(frame: bytearray) -> tuple[int, int, int] | None:

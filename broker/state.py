@@ -18,6 +18,9 @@ from pybroker.broker.log_cleaner import build_cleaner, cleaner_settings, follow_
 from pybroker.broker.metrics.traffic import TopicTraffic
 from pybroker.broker.purgatory import Purgatory
 from pybroker.broker.security.authorizer import Authorizer
+from pybroker.broker.security.sasl_config import all_listeners_sasl
+from pybroker.broker.security.scram_store import FILE_NAME as SCRAM_FILE
+from pybroker.broker.security.scram_store import ScramStore
 from pybroker.broker.topics import Topics, log_config_for
 from pybroker.config.broker_config import BrokerConfig
 from pybroker.storage.log_manager import LogManager
@@ -52,6 +55,10 @@ class BrokerState:
         self.groups = GroupService(self)
         #: the ACL authorizer, or None when `authorizer.class.name` is not set (nothing is checked)
         self.authorizer = Authorizer.from_config(config, self.guard.warnings)
+        #: SASL settings of each SASL listener by name (checked now: a mistake stops the start), and the
+        #: SCRAM credentials (read at startup, from the first log dir)
+        self.sasl_listeners = all_listeners_sasl(config)
+        self.scram = ScramStore(None)
 
     def startup(self) -> list[Any]:
         self.dynamic_configs.load()  # before the logs open, so they start with the altered settings
@@ -63,6 +70,7 @@ class BrokerState:
         follow_dynamic_configs(self.cleaner, self.config, self.dynamic_configs.on_change)
         self.cleaner.startup()
         self._producer_ids = ProducerIdBlock(Path(self.config.log_dirs[0]))
+        self.scram = ScramStore(Path(self.config.log_dirs[0]) / SCRAM_FILE)
         return list(stats)
 
     @property

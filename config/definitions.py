@@ -50,6 +50,12 @@ def _ssl(key: str, type_: str, default: Any, doc: str, validator: Validator | No
     return ConfigDef(key, type_, default, doc, "broker", validator, dynamic, sensitive=secret, per_listener=True)
 
 
+def _sasl(key: str, type_: str, default: Any, doc: str, validator: Validator | None = None, *,
+          secret: bool = False) -> ConfigDef:
+    """A SASL key: settable per listener with Kafka's `listener.name.<name>.` prefix."""
+    return ConfigDef(key, type_, default, doc, "broker", validator, False, sensitive=secret, per_listener=True)
+
+
 def _t(key: str, type_: str, default: Any, doc: str, synonyms: tuple[tuple[str, int], ...],
        validator: Validator | None = None) -> ConfigDef:
     return ConfigDef(key, type_, default, doc, "topic", validator, True, synonyms)
@@ -254,7 +260,37 @@ BROKER_DEFS: tuple[ConfigDef, ...] = (
     _ssl("ssl.endpoint.identification.algorithm", "string", "https",
          "Accepted for compatibility (clients check the broker's host name; the broker does not check "
          "client host names)."),
-    _secret("sasl.jaas.config", "Accepted for compatibility (SASL is not served); never shown."),
+    # -- SASL authentication (SASL_PLAINTEXT / SASL_SSL listeners; the _sasl keys may be set for one
+    #    listener with the listener.name.<lowercase name>. prefix) --------------------------------------------
+    _sasl("sasl.enabled.mechanisms", "list", ["GSSAPI"],
+       "SASL mechanisms a SASL listener accepts: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER (GSSAPI, Kafka's "
+       "default, is not served: a SASL listener must name its mechanisms). Per listener: "
+       "listener.name.<listener>.sasl.enabled.mechanisms."),
+    _sasl("sasl.jaas.config", "password", None,
+          "JAAS config of the SASL listeners: PLAIN's users as "
+          "org.apache.kafka.common.security.plain.PlainLoginModule required user_<name>=\"<password>\"; "
+          "Per listener and mechanism: listener.name.<listener>.plain.sasl.jaas.config. Never shown.",
+          secret=True),
+    _b("sasl.oauthbearer.jwks.endpoint.url", "string", None,
+       "OAUTHBEARER: the JSON Web Key Set whose RSA keys sign the tokens, as a file:// URL (re-read when the "
+       "file changes). Tokens must be RS256/RS384/RS512 JWTs with an exp claim."),
+    _b("sasl.oauthbearer.expected.issuer", "string", None, "OAUTHBEARER: the iss claim a token must carry."),
+    _b("sasl.oauthbearer.expected.audience", "list", [],
+       "OAUTHBEARER: audiences of which a token's aud claim must name one (empty: not checked)."),
+    _b("sasl.oauthbearer.sub.claim.name", "string", "sub",
+       "OAUTHBEARER: the claim whose value is the principal's name (User:<value>)."),
+    _b("sasl.oauthbearer.clock.skew.seconds", "int", 30,
+       "OAUTHBEARER: seconds of clock difference allowed when checking exp, iat and nbf.", at_least(0)),
+    _sasl("connections.max.reauth.ms", "long", 0,
+       "Lifetime of a SASL session (KIP-368): told to the client in SaslAuthenticate v1+; a connection "
+       "that has not re-authenticated by then is closed on its next request. 0: sessions never expire.",
+       at_least(0)),
+    _sasl("sasl.server.max.receive.size", "int", 524_288,
+       "Largest frame a SASL listener accepts before the client has authenticated; a larger one closes the "
+       "connection, so an anonymous client cannot make the broker hold socket.request.max.bytes.", at_least(1)),
+    _sasl("connection.failed.authentication.delay.ms", "int", 100,
+       "Delay before the answer to a failed authentication is sent and the connection closed, to slow "
+       "password guessing (the event loop is not blocked).", at_least(0)),
 )
 
 TOPIC_DEFS: tuple[ConfigDef, ...] = (

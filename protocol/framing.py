@@ -52,6 +52,10 @@ class FrameDecoder:
         """The size of an admitted frame that is only partly received (0 when none is)."""
         return len(self._frame) if self._frame is not None else 0
 
+    def set_max_frame(self, max_frame: int) -> None:
+        """Change the size limit for frames whose prefix is not read yet (SASL: smaller until authenticated)."""
+        self._max_frame = max_frame
+
     def clear(self) -> None:
         """Drop every byte held (the connection is gone): a frame half received must not outlive it."""
         self._rest = bytearray()

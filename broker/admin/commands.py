@@ -1,7 +1,8 @@
-"""The admin commands: `pybroker topics|groups|acls ...` over the wire, `dump-log` and `check-log` offline.
+"""The admin commands: `pybroker topics|groups|acls|users ...` over the wire, `dump-log` and `check-log` offline.
 
 Every wire command takes `--bootstrap-server HOST:PORT` (default 127.0.0.1:9092), as Kafka's tools
-do, and `--json` for scripts (tables otherwise). Failures — an unreachable broker, a refusal with its
+do, `--command-config FILE` (Kafka's client security keys: SASL PLAIN or SCRAM), and `--json` for
+scripts (tables otherwise). Failures — an unreachable broker, a refusal with its
 Kafka error name, a file that cannot be read — print one `pybroker: error: ...` line and exit 1;
 `check-log` exits 1 when it finds problems.
 """
@@ -21,9 +22,12 @@ import click
 from pybroker.broker.admin import acls as acl_ops
 from pybroker.broker.admin import groups as group_ops
 from pybroker.broker.admin import topics as topic_ops
+from pybroker.broker.admin import users as user_ops
+from pybroker.broker.admin.client_config import ClientConfigError, ClientSecurity, load_client_security
 from pybroker.broker.admin.dump_log import format_batch, index_entries, log_batches
 from pybroker.broker.admin.output import emit
 from pybroker.broker.admin.wire import DEFAULT_BOOTSTRAP, WireClient, WireError
+from pybroker.broker.security.scram import MAX_ITERATIONS, MECHANISMS, MIN_ITERATIONS
 from pybroker.protocol.acl_codes import AclOperation, AclPermissionType, PatternType, ResourceType
 from pybroker.storage.verify import check_log_dir, segment_files
 
@@ -45,11 +49,17 @@ def wire_command(fn: F) -> F:
                   metavar="HOST:PORT", help="The broker to talk to.")
     @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
     @click.option("--timeout", default=10.0, show_default=True, help="Seconds to wait for the broker.")
+    @click.option("--command-config", "command_config", type=click.Path(dir_okay=False, path_type=Path),
+                  default=None, metavar="FILE",
+                  help="Client security settings (security.protocol, sasl.mechanism, sasl.jaas.config).")
     @functools.wraps(fn)
-    def wrapper(bootstrap: str, as_json: bool, timeout: float, **kwargs: Any) -> None:
+    def wrapper(bootstrap: str, as_json: bool, timeout: float, command_config: Path | None, **kwargs: Any) -> None:
         try:
-            with WireClient(bootstrap, timeout) as client:
+            security = load_client_security(command_config) if command_config else ClientSecurity()
+            with WireClient(bootstrap, timeout, security) as client:
                 fn(client=client, as_json=as_json, **kwargs)
+        except ClientConfigError as exc:
+            _fail(str(exc))
         except WireError as exc:
             _fail(str(exc))
         except TimeoutError:
@@ -286,6 +296,50 @@ def groups_reset_offsets(client: WireClient, as_json: bool, group: str, topic_na
         click.echo("(dry run: add --execute to commit these offsets)")
 
 
+# -- users (SCRAM) -----------------------------------------------------------------------------------
+@click.group()
+def users() -> None:
+    """List, add and delete SCRAM users (the password is salted and hashed here; only the hash travels)."""
+
+
+_MECHANISM = click.option("--mechanism", type=click.Choice(sorted(MECHANISMS)), default="SCRAM-SHA-512",
+                          show_default=True)
+
+
+@users.command("list")
+@click.argument("names", nargs=-1)
+@wire_command
+def users_list(client: WireClient, as_json: bool, names: tuple[str, ...]) -> None:
+    """SCRAM users with their mechanisms and iteration counts."""
+    emit(user_ops.list_users(client, list(names) or None), ["user", "mechanism", "iterations"], as_json,
+         empty="(no SCRAM users)")
+
+
+@users.command("add")
+@click.argument("name")
+@_MECHANISM
+@click.option("--password", prompt=True, hide_input=True, confirmation_prompt=True,
+              help="Asked for when not given (better than on the command line, where ps shows it).")
+@click.option("--iterations", type=click.IntRange(MIN_ITERATIONS, MAX_ITERATIONS), default=MIN_ITERATIONS,
+              show_default=True)
+@wire_command
+def users_add(client: WireClient, as_json: bool, name: str, mechanism: str, password: str, iterations: int) -> None:
+    """Create a SCRAM user, or change its password."""
+    user_ops.add_user(client, name, mechanism, password, iterations)
+    emit([{"user": name, "mechanism": mechanism, "iterations": iterations}], ["user", "mechanism", "iterations"],
+         as_json)
+
+
+@users.command("delete")
+@click.argument("name")
+@_MECHANISM
+@wire_command
+def users_delete(client: WireClient, as_json: bool, name: str, mechanism: str) -> None:
+    """Remove a user's SCRAM credential for one mechanism."""
+    user_ops.delete_user(client, name, mechanism)
+    emit([{"user": name, "mechanism": mechanism, "deleted": True}], ["user", "mechanism", "deleted"], as_json)
+
+
 # -- offline tools -----------------------------------------------------------------------------------
 @click.command("dump-log")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
@@ -362,4 +416,4 @@ def configs(scope: str | None, as_json: bool) -> None:
     emit(rows, ["scope", "key", "type", "default", "dynamic", "doc"], as_json)
 
 
-ADMIN_COMMANDS = (topics, groups, acls, dump_log, check_log, configs)
+ADMIN_COMMANDS = (topics, groups, acls, users, dump_log, check_log, configs)

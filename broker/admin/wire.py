@@ -4,6 +4,10 @@ One TCP connection to the bootstrap broker (a single node answers everything), A
 each request goes at the highest version both sides serve (capped per call where our tool only reads
 the older layout). An unreachable broker or a broker that does not serve an API is a `WireError`
 with a sentence an operator can act on; no traceback reaches the terminal.
+
+With `--command-config`, the connection is wrapped in TLS (SSL, SASL_SSL) and the client authenticates
+after ApiVersions (SaslHandshake v1, then SaslAuthenticate) with PLAIN or SCRAM (SASL_*), as a Kafka
+client does.
 """
 
 from __future__ import annotations
@@ -14,9 +18,13 @@ import struct
 from types import TracebackType
 from typing import Any
 
+from pybroker.broker.admin.client_config import ClientSecurity
+from pybroker.broker.security.sasl_client import ClientAuthError, client_mechanism
 from pybroker.protocol.api_keys import ApiKey
 from pybroker.protocol.frames import decode_response, encode_request
 from pybroker.protocol.messages.api_versions import ApiVersionsRequest
+from pybroker.protocol.messages.sasl_authenticate import SaslAuthenticateRequest
+from pybroker.protocol.messages.sasl_handshake import SaslHandshakeRequest
 
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 CLIENT_ID = "pybroker-admin"
@@ -35,8 +43,10 @@ def parse_bootstrap(text: str) -> tuple[str, int]:
 
 
 class WireClient:
-    def __init__(self, bootstrap: str = DEFAULT_BOOTSTRAP, timeout: float = 10.0) -> None:
+    def __init__(self, bootstrap: str = DEFAULT_BOOTSTRAP, timeout: float = 10.0,
+                 security: ClientSecurity | None = None) -> None:
         self.bootstrap = bootstrap
+        self.security = security or ClientSecurity()
         self.address = parse_bootstrap(bootstrap)
         self.timeout = timeout
         self.sock: socket.socket | None = None
@@ -52,14 +62,44 @@ class WireClient:
 
     def connect(self) -> None:
         try:
-            self.sock = socket.create_connection(self.address, timeout=self.timeout)
+            sock = socket.create_connection(self.address, timeout=self.timeout)
         except OSError as exc:
             raise WireError(f"cannot reach the broker at {self.bootstrap}: {exc.strerror or exc}") from None
+        self.sock = sock
+        if self.security.tls:
+            try:
+                self.sock = self.security.ssl_context().wrap_socket(sock, server_hostname=self.address[0])
+            except (OSError, ValueError) as exc:  # ssl.SSLError is an OSError
+                sock.close()
+                self.sock = None
+                raise WireError(f"TLS with the broker at {self.bootstrap} failed: {exc}") from None
         response = self._exchange(ApiVersionsRequest(), 0)
         if response.error_code:
             raise WireError(f"the broker at {self.bootstrap} refused ApiVersions (error {response.error_code})")
         self.versions = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
+        if self.security.sasl:
+            self._authenticate()
 
+    def _authenticate(self) -> None:
+        security = self.security
+        assert security.username is not None and security.password is not None
+        try:
+            mechanism = client_mechanism(security.mechanism, security.username, security.password)
+        except ValueError as exc:
+            raise WireError(str(exc)) from None
+        handshake = self._exchange(SaslHandshakeRequest(mechanism=security.mechanism), 1)
+        if handshake.error_code:
+            raise WireError(f"the broker at {self.bootstrap} does not offer SASL mechanism {security.mechanism} "
+                            f"(it offers: {', '.join(handshake.mechanisms) or 'none'})")
+        token: bytes | None = mechanism.first()
+        try:
+            while token is not None:
+                answer = self._exchange(SaslAuthenticateRequest(auth_bytes=token), 1)
+                if answer.error_code:
+                    raise WireError(f"authentication failed at {self.bootstrap}: {answer.error_message}")
+                token = mechanism.step(bytes(answer.auth_bytes))
+        except ClientAuthError as exc:
+            raise WireError(f"authentication failed at {self.bootstrap}: {exc}") from None
     def close(self) -> None:
         if self.sock is not None:
             self.sock.close()

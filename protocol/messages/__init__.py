@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from pybroker.protocol.messages.alter_configs import AlterConfigsRequest, AlterConfigsResponse
+from pybroker.protocol.messages.alter_user_scram_credentials import AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse
 from pybroker.protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from pybroker.protocol.messages.create_acls import CreateAclsRequest, CreateAclsResponse
 from pybroker.protocol.messages.create_partitions import CreatePartitionsRequest, CreatePartitionsResponse
@@ -20,6 +21,7 @@ from pybroker.protocol.messages.describe_cluster import DescribeClusterRequest, 
 from pybroker.protocol.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResponse
 from pybroker.protocol.messages.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
 from pybroker.protocol.messages.describe_log_dirs import DescribeLogDirsRequest, DescribeLogDirsResponse
+from pybroker.protocol.messages.describe_user_scram_credentials import DescribeUserScramCredentialsRequest, DescribeUserScramCredentialsResponse
 from pybroker.protocol.messages.fetch import FetchRequest, FetchResponse
 from pybroker.protocol.messages.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
 from pybroker.protocol.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
@@ -35,6 +37,8 @@ from pybroker.protocol.messages.offset_delete import OffsetDeleteRequest, Offset
 from pybroker.protocol.messages.offset_fetch import OffsetFetchRequest, OffsetFetchResponse
 from pybroker.protocol.messages.offset_for_leader_epoch import OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse
 from pybroker.protocol.messages.produce import ProduceRequest, ProduceResponse
+from pybroker.protocol.messages.sasl_authenticate import SaslAuthenticateRequest, SaslAuthenticateResponse
+from pybroker.protocol.messages.sasl_handshake import SaslHandshakeRequest, SaslHandshakeResponse
 from pybroker.protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
 
 REQUESTS: dict[int, Any] = {
@@ -51,6 +55,7 @@ REQUESTS: dict[int, Any] = {
     14: SyncGroupRequest,
     15: DescribeGroupsRequest,
     16: ListGroupsRequest,
+    17: SaslHandshakeRequest,
     18: ApiVersionsRequest,
     19: CreateTopicsRequest,
     20: DeleteTopicsRequest,
@@ -63,10 +68,13 @@ REQUESTS: dict[int, Any] = {
     32: DescribeConfigsRequest,
     33: AlterConfigsRequest,
     35: DescribeLogDirsRequest,
+    36: SaslAuthenticateRequest,
     37: CreatePartitionsRequest,
     42: DeleteGroupsRequest,
     44: IncrementalAlterConfigsRequest,
     47: OffsetDeleteRequest,
+    50: DescribeUserScramCredentialsRequest,
+    51: AlterUserScramCredentialsRequest,
     60: DescribeClusterRequest,
 }
 RESPONSES: dict[int, Any] = {
@@ -83,6 +91,7 @@ RESPONSES: dict[int, Any] = {
     14: SyncGroupResponse,
     15: DescribeGroupsResponse,
     16: ListGroupsResponse,
+    17: SaslHandshakeResponse,
     18: ApiVersionsResponse,
     19: CreateTopicsResponse,
     20: DeleteTopicsResponse,
@@ -95,9 +104,12 @@ RESPONSES: dict[int, Any] = {
     32: DescribeConfigsResponse,
     33: AlterConfigsResponse,
     35: DescribeLogDirsResponse,
+    36: SaslAuthenticateResponse,
     37: CreatePartitionsResponse,
     42: DeleteGroupsResponse,
     44: IncrementalAlterConfigsResponse,
     47: OffsetDeleteResponse,
+    50: DescribeUserScramCredentialsResponse,
+    51: AlterUserScramCredentialsResponse,
     60: DescribeClusterResponse,
 }
