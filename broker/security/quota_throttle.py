@@ -3,7 +3,9 @@
 Kafka (KIP-219) answers at once with `throttle_time_ms` and mutes the channel for that long; a client
 older than the version where it throttles itself (Produce v6, Fetch v8) instead gets its response
 delayed by the throttle, the channel muted meanwhile. Produce is charged the request's size, Fetch the
-record bytes it returns (Kafka charges the response's size; the records are nearly all of it).
+record bytes it returns (Kafka charges the response's size; the records are nearly all of it). As in
+Kafka, a fetch that would put its client over quota is answered with no partitions (the same session
+id) and its bytes are not charged: the client fetches the same offsets again after the throttle.
 """
 
 from __future__ import annotations
@@ -31,7 +33,10 @@ def charge(quotas: ClientQuotas | None, api_key: int, version: int, principal: s
         return 0, False
     key, self_throttling_from = spec
     amount = request_bytes if api_key == ApiKey.PRODUCE else fetch_bytes(response)
-    delay = quotas.record(key, principal, client_id or "", amount, now_ms)
+    fetch = api_key == ApiKey.FETCH
+    delay = quotas.record(key, principal, client_id or "", amount, now_ms, keep_if_throttled=not fetch)
+    if delay and fetch:
+        response.responses = []  # Kafka's throttled fetch: no data (the client asks again after the throttle)
     if delay and hasattr(response, "throttle_time_ms"):
         response.throttle_time_ms = max(response.throttle_time_ms or 0, delay)
     return delay, bool(delay) and version < self_throttling_from

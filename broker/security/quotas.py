@@ -5,7 +5,7 @@ does for `producer_byte_rate` (bytes of produce requests) and `consumer_byte_rat
 fetch responses): each (user, client-id) is governed by the most specific configured entity
 (`quota_entities.resolve`), its bytes are recorded in a windowed rate (`quota_rate`), and a response
 that puts it over the quota carries Kafka's `throttle_time_ms` while its connection stops reading for
-that long (`quota_throttle`). `request_percentage`, `controller_mutation_rate` and
+that long (`quota_throttle`); a throttled fetch answers no records, as Kafka's does. `request_percentage`, `controller_mutation_rate` and
 `connection_creation_rate` are stored and described but not enforced (docs/skipped-features.md).
 
 With no quota configured nothing is measured: a broker without quotas pays one dict check per produce
@@ -64,8 +64,11 @@ class ClientQuotas:
         self.quotas = quotas
         self._rates.clear()  # a changed quota may change who shares which rate
 
-    def record(self, key: str, principal: str, client_id: str, amount: float, now_ms: int) -> int:
-        """Count `amount` for this client under `key`; the throttle in ms its response must carry."""
+    def record(self, key: str, principal: str, client_id: str, amount: float, now_ms: int, *,
+               keep_if_throttled: bool = True) -> int:
+        """Count `amount` for this client under `key`; the throttle in ms its response must carry.
+        With `keep_if_throttled` false an amount that puts the client over its quota is taken back
+        (Kafka's fetch: a throttled fetch answers no records, so they are not charged)."""
         if not self.quotas:
             return 0
         found = resolve(self.quotas, user_of(principal), client_id, key)
@@ -77,8 +80,11 @@ class ClientQuotas:
             rate = self._new_rate((key, shared), now_ms)
         rate.record(amount, now_ms)
         label = render(entity)
-        QUOTA_BYTES.labels(key, label).inc(amount)
         delay = throttle_ms(rate, quota, now_ms)
+        if delay and not keep_if_throttled:
+            rate.record(-amount, now_ms)
+        else:
+            QUOTA_BYTES.labels(key, label).inc(amount)
         if delay:
             QUOTA_THROTTLE_MS.labels(key, label).inc(delay)
             QUOTA_THROTTLED.labels(key, label).inc()
