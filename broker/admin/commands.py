@@ -21,8 +21,8 @@ import click
 
 from pybroker.broker.admin import acls as acl_ops
 from pybroker.broker.admin import groups as group_ops
-from pybroker.broker.admin import topics as topic_ops
 from pybroker.broker.admin import quotas as quota_ops
+from pybroker.broker.admin import topics as topic_ops
 from pybroker.broker.admin import users as user_ops
 from pybroker.broker.admin.client_config import ClientConfigError, ClientSecurity, load_client_security
 from pybroker.broker.admin.dump_log import format_batch, index_entries, log_batches
