@@ -49,7 +49,7 @@ def handle_describe(ctx: RequestContext, request: DescribeClientQuotasRequest) -
     try:
         components = check_filter((c.entity_type, c.match_type, c.match) for c in request.components)
     except QuotaError as exc:
-        return DescribeClientQuotasResponse(error_code=ErrorCode.INVALID_REQUEST, error_message=str(exc))
+        return DescribeClientQuotasResponse(error_code=ErrorCode.INVALID_REQUEST, error_message=str(exc), entries=None)
     entries = [
         EntryData(entity=[EntityData(entity_type=t, entity_name=n) for t, n in entity],
                   values=[ValueData(key=k, value=v) for k, v in sorted(values.items())])
