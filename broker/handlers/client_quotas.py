@@ -23,6 +23,7 @@ from pybroker.broker.security.quota_entities import (
     Entity,
     QuotaError,
     check_filter,
+    check_key,
     check_value,
     entity_of,
     matches,
@@ -66,10 +67,10 @@ def _changes(entry: Any) -> tuple[Entity, dict[str, float | None]]:
     for op in entry.ops:
         if op.key in changes:
             raise QuotaError(f"Duplicate quota key {op.key} in one entity")
-        if not op.remove:
+        if op.remove:
+            check_key(entity, op.key)
+        else:
             check_value(entity, op.key, op.value)
-        elif not isinstance(op.key, str) or not op.key:
-            raise QuotaError("Invalid empty configuration key")
         changes[op.key] = None if op.remove else float(op.value)
     return entity, changes
 

@@ -68,12 +68,18 @@ def entity_of(pairs: Iterable[tuple[str, str | None]]) -> Entity:
     return tuple(sorted(pairs, key=lambda p: p[0]))
 
 
-def check_value(entity: Entity, key: str, value: float) -> None:
-    """Kafka's checks on one key set on `entity`: a key that entity takes, a positive finite value, a
-    whole number for the byte and connection rates."""
+def check_key(entity: Entity, key: str) -> Mapping[str, bool]:
+    """The keys `entity` takes, when `key` is one of them (else QuotaError)."""
     keys = IP_KEYS if entity[0][0] == IP else CLIENT_KEYS
     if key not in keys:
         raise QuotaError(f"Invalid configuration key {key}")
+    return keys
+
+
+def check_value(entity: Entity, key: str, value: float) -> None:
+    """Kafka's checks on one key set on `entity`: a key that entity takes, a positive finite value, a
+    whole number for the byte and connection rates."""
+    keys = check_key(entity, key)
     if not math.isfinite(value) or value <= 0:
         raise QuotaError(f"Configuration {key} must be a positive value")
     if keys[key] and value != int(value):

@@ -110,8 +110,11 @@ async def test_alter_sets_removes_validates_and_persists(tmp_path: Path) -> None
     ctx = _ctx(tmp_path)
     response = await _alter(ctx, _entry([OpData(key=P, value=1024)], client_id="app"),
                             _entry([OpData(key="nope", value=1)], user="alice"),
-                            _entry([OpData(key="consumer_byte_rate", value=2048)], user=None, client_id=None))
-    assert [e.error_code for e in response.entries] == [0, ErrorCode.INVALID_REQUEST, 0]
+                            _entry([OpData(key="consumer_byte_rate", value=2048)], user=None, client_id=None),
+                            _entry([OpData(key="nope", remove=True)], user="bob"),
+                            _entry([OpData(key=P, value=float("nan"))], user="carol"))
+    assert [e.error_code for e in response.entries] == [0, ErrorCode.INVALID_REQUEST, 0, ErrorCode.INVALID_REQUEST,
+                                                        ErrorCode.INVALID_REQUEST]
     assert response.entries[1].entity[0].entity_name == "alice"
     assert ctx.state.quotas.quotas == {E(client_id="app"): {P: 1024.0},
                                        E(user=None, client_id=None): {"consumer_byte_rate": 2048.0}}
