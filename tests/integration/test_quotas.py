@@ -120,7 +120,7 @@ def test_consumer_byte_rate_throttles_fetch(broker_factory: Any) -> None:
             msg = consumer.poll(0.2)
             now = time.monotonic()
             if msg is not None and msg.error() is None:
-                got.append((now, len(msg.value())))
+                got.append((now, len(msg.value() or b"")))
             if measure_from is None and throttles:
                 measure_from = now + SETTLE_S
             if measure_from is not None and now - measure_from > MEASURE_S:
