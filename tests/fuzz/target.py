@@ -1,0 +1,456 @@
+"""The fuzz target: a real in-process broker, fed mutated frames through `KafkaConnection`.
+
+A `BrokerApp` over a temporary log dir runs the real handlers; each input is the byte stream of one
+fresh connection whose transport is a fake that keeps what the broker writes. The input is fed in one
+to three chunks (the framing layer sees splits too), then the target waits for the requests' work to
+finish, wakes the long-polls, and closes the connection.
+
+The oracles, checked after every input (`Finding.kind` names the one that failed):
+
+- `error-logged`: nothing is logged at error level (every `log` of the broker's modules and the root
+  stdlib logger are recorded while the target runs), no handler raises, nothing reaches the event
+  loop's exception handler. A `HANDLER_FAILED` in the request metrics is one of these.
+- `lost-answer`: the answers come with the correlation ids of the requests, in request order; and
+  when the connection is still open, every request a handler answered has its answer on the wire.
+- `bad-answer`: every answer is a well-formed frame that our response decoder reads back.
+- `hang`: a request's work (not a pure wait: a long-poll or a group join may wait) finishes within
+  `WORK_BOUND_S`, and the synchronous part of feeding the bytes within `SYNC_BOUND_S` (an alarm
+  interrupts a handler stuck on the event loop).
+- `memory`: resident memory, sampled every `MEMORY_EVERY` inputs, stays under `MEMORY_LIMIT_MB` more
+  than the figure after the first broker started (the broker is rebuilt on a fresh dir every
+  `RESET_EVERY` inputs, so what it legitimately stores does not count).
+
+Inputs that reach a bug another part of the project already owns and has not fixed yet are not fed
+(`known.py`): each such rule has a strict-xfail reproducer, so the fix that lands makes that test
+fail until the rule is removed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import shutil
+import signal
+import struct
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pybroker.broker.app import BrokerApp
+from pybroker.broker.connection import KafkaConnection
+from pybroker.broker.dispatch import REGISTRY, HandlerSpec, Waiting, load_handlers
+from pybroker.config.broker_config import BrokerConfig
+from pybroker.protocol.frames import decode_response
+from tests.fuzz.mutate import FuzzInput
+
+WORK_BOUND_S = 5.0
+SYNC_BOUND_S = 10.0
+WAIT_GRACE_S = 0.05
+RESET_EVERY = 3000
+MEMORY_EVERY = 250
+MEMORY_LIMIT_MB = 400.0
+MAX_REQUEST = 2_000_000
+ERROR_LEVELS = {"error", "exception", "critical", "fatal", "err"}
+
+BROKER_SETTINGS = {
+    "socket.request.max.bytes": str(MAX_REQUEST),
+    "group.initial.rebalance.delay.ms": "0",
+    "offsets.topic.num.partitions": "3",
+    "num.partitions": "1",
+    # bad frames are expected here by the thousand: the log would be all of them
+}
+
+
+class InputHang(BaseException):
+    """Raised by the alarm inside whatever the event loop was running when an input took too long.
+
+    A BaseException so that the broker's `except Exception` around a handler cannot swallow it.
+    """
+
+
+@dataclass(slots=True)
+class Finding:
+    kind: str
+    detail: str
+    input: FuzzInput
+
+
+@dataclass(slots=True)
+class Stats:
+    inputs: int = 0
+    frames: int = 0
+    answered: int = 0
+    closed: int = 0
+    skipped_known: int = 0
+    warnings: int = 0
+    resets: int = 0
+    rss_first_mb: float = 0.0
+    rss_peak_mb: float = 0.0
+    rss_last_mb: float = 0.0
+    by_rule: dict[str, int] = field(default_factory=dict)
+
+
+def rss_mb() -> float:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+class FakeTransport(asyncio.Transport):
+    """Keeps what the broker writes; `abort()` and `close()` only mark it closed."""
+
+    def __init__(self, peer: str) -> None:
+        super().__init__()
+        self.out = bytearray()
+        self.closed = False
+        self._peer = peer
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return (self._peer, 0) if name == "peername" else default
+
+    def write(self, data: Any) -> None:
+        self.out += data
+
+    def writelines(self, chunks: Any) -> None:
+        for chunk in chunks:
+            self.out += chunk
+
+    def abort(self) -> None:
+        self.closed = True
+
+    def close(self) -> None:
+        self.closed = True
+
+    def is_closing(self) -> bool:
+        return self.closed
+
+    def pause_reading(self) -> None:
+        pass
+
+    def resume_reading(self) -> None:
+        pass
+
+    def get_write_buffer_size(self) -> int:
+        return 0
+
+
+class RecordingLogger:
+    """Stands in for a module's structlog logger while the target runs: records, prints nothing."""
+
+    def __init__(self, sink: list[tuple[str, str, dict[str, Any]]], name: str) -> None:
+        self._sink = sink
+        self._name = name
+
+    def bind(self, **_: Any) -> RecordingLogger:
+        return self
+
+    new = bind
+
+    def _record(self, level: str) -> Callable[..., None]:
+        def emit(event: str = "", *args: Any, **kw: Any) -> None:
+            self._sink.append((level, f"{self._name}: {event}", kw))
+        return emit
+
+    def __getattr__(self, level: str) -> Callable[..., None]:
+        return self._record(level.removeprefix("a"))  # aerror, ainfo: the async variants
+
+
+class _ErrorRecords(logging.Handler):
+    def __init__(self, sink: list[tuple[str, str, dict[str, Any]]]) -> None:
+        super().__init__(logging.ERROR)
+        self._sink = sink
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self._sink.append(("error", f"{record.name}: {record.getMessage()}", {"exc_info": record.exc_info}))
+
+
+@dataclass(slots=True)
+class _Handled:
+    api_key: int
+    version: int
+    kind: str  # response | none | waiting | work | raised
+    future: asyncio.Future[Any] | None = None
+
+
+class FuzzTarget:
+    """Use as `async with FuzzTarget() as target: finding = await target.run(input)`."""
+
+    def __init__(self, workdir: Path | None = None, *, known: Any = None) -> None:
+        self._own_workdir = workdir is None
+        # on tmpfs when there is one: fsync and file creation are most of the cost of an input otherwise
+        scratch = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
+        self.workdir = Path(tempfile.mkdtemp(prefix="pybroker-fuzz-", dir=scratch)) if workdir is None else workdir
+        self.app: BrokerApp | None = None
+        self.stats = Stats()
+        self.events: list[tuple[str, str, dict[str, Any]]] = []
+        self.handled: dict[tuple[str, int], _Handled] = {}
+        self.known = known
+        self._since_reset = 0
+        self._generation = 0
+        self._restore: list[Callable[[], None]] = []
+
+    # -- life ----------------------------------------------------------------------------------------
+    async def __aenter__(self) -> FuzzTarget:
+        load_handlers()
+        self._patch()
+        await self._start_broker()
+        self.stats.rss_first_mb = self.stats.rss_peak_mb = rss_mb()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self._stop_broker()
+        for undo in reversed(self._restore):
+            undo()
+        self._restore.clear()
+        if self._own_workdir:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+    async def _start_broker(self) -> None:
+        self._generation += 1
+        data = self.workdir / f"broker-{self._generation}"
+        config = BrokerConfig.load({"log.dirs": str(data), "listeners": "PLAINTEXT://127.0.0.1:0",
+                                    **BROKER_SETTINGS})
+        self.app = BrokerApp(config)
+        await self.app.start()
+        self._since_reset = 0
+
+    async def _stop_broker(self) -> None:
+        app, self.app = self.app, None
+        if app is None:
+            return
+        try:
+            await asyncio.wait_for(app.stop(), 30)
+        except (Exception, asyncio.TimeoutError) as exc:  # a broker the fuzzer broke: start a new one anyway
+            self.events.append(("warning", f"fuzz: broker stop failed: {exc!r}", {}))
+        shutil.rmtree(Path(app.config.log_dirs[0]), ignore_errors=True)
+
+    async def reset(self) -> None:
+        await self._stop_broker()
+        await self._start_broker()
+        self.stats.resets += 1
+
+    def _patch(self) -> None:
+        """Record every broker log call and every handler's result kind while the target runs."""
+        for name, module in list(sys.modules.items()):
+            if not name.startswith("pybroker.") or module is None:
+                continue
+            for attr in ("log", "LOG"):
+                original = getattr(module, attr, None)
+                if original is not None and not isinstance(original, type | RecordingLogger) and \
+                        hasattr(original, "error"):
+                    setattr(module, attr, RecordingLogger(self.events, name))
+                    self._restore.append(lambda m=module, a=attr, o=original: setattr(m, a, o))
+        records = _ErrorRecords(self.events)
+        root = logging.getLogger()
+        root.addHandler(records)
+        self._restore.append(lambda: root.removeHandler(records))
+        for key, spec in list(REGISTRY.items()):
+            REGISTRY[key] = HandlerSpec(spec.api_key, spec.min_version, spec.max_version, self._wrap(spec.fn))
+            self._restore.append(lambda k=key, s=spec: REGISTRY.__setitem__(k, s))
+
+    def _wrap(self, fn: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+        handled = self.handled
+
+        def recorded(ctx: Any, request: Any) -> Any:
+            entry = _Handled(ctx.api_key, ctx.api_version, "raised")
+            handled[(ctx.peer, ctx.correlation_id)] = entry
+            result = fn(ctx, request)
+            if result is None:
+                entry.kind = "none"
+            elif isinstance(result, Waiting):
+                entry.kind = "waiting"
+                result = Waiting(_tracked(result.awaitable, entry))
+            elif asyncio.iscoroutine(result) or isinstance(result, asyncio.Future):
+                entry.kind = "work"
+                result = _tracked(result, entry)
+            else:
+                entry.kind = "response"
+            return result
+
+        return recorded
+
+    # -- one input -----------------------------------------------------------------------------------
+    async def run(self, item: FuzzInput) -> Finding | None:
+        assert self.app is not None
+        if self.known is not None:
+            rule = self.known(item)
+            if rule is not None:
+                self.stats.skipped_known += 1
+                self.stats.by_rule[rule] = self.stats.by_rule.get(rule, 0) + 1
+                return None
+        self.stats.inputs += 1
+        self.stats.frames += len(item.correlation_ids)
+        self.events.clear()
+        self.handled.clear()
+        loop = asyncio.get_running_loop()
+        errors_in_loop: list[dict[str, Any]] = []
+        loop.set_exception_handler(lambda _loop, context: errors_in_loop.append(context))
+        peer = f"fuzz-{item.seed}-{item.index}"
+        transport = FakeTransport(peer)
+        conn = KafkaConnection(self.app.state)
+        finding: Finding | None = None
+        abandoned = True
+        try:
+            finding = await self._drive(conn, transport, item)
+            abandoned = bool(conn.pending)  # pure waits still waiting, and the answers queued behind them
+        except InputHang as exc:
+            finding = Finding("hang", f"synchronous part took over {SYNC_BOUND_S}s: {exc}", item)
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            if not conn.closed or conn.pending:
+                conn.connection_lost(None)
+            await asyncio.sleep(0)  # cancellations of abandoned waits run now, inside this input
+            await asyncio.sleep(0)
+        finding = finding or self._check_logs(item, errors_in_loop) or self._check_answers(item, transport, conn, abandoned)
+        self.stats.warnings += sum(1 for level, _, _ in self.events if level in ("warning", "warn"))
+        self.stats.closed += transport.closed
+        self._since_reset += 1
+        if self.stats.inputs % MEMORY_EVERY == 0:
+            finding = finding or self._check_memory(item)
+        if finding is not None or self._since_reset >= RESET_EVERY:
+            await self.reset()
+        return finding
+
+    async def _drive(self, conn: KafkaConnection, transport: FakeTransport, item: FuzzInput) -> Finding | None:
+        def alarm(signum: int, frame: Any) -> None:
+            raise InputHang(f"input {item.index} of seed {item.seed}")
+
+        previous = signal.signal(signal.SIGALRM, alarm)
+        try:
+            signal.setitimer(signal.ITIMER_REAL, SYNC_BOUND_S)
+            conn.connection_made(transport)
+            data = item.data
+            cuts = sorted({len(data) * (item.index % 3) // 3, len(data) * (item.index % 5) // 5})
+            pos = 0
+            for cut in [*cuts, len(data)]:
+                if cut > pos and not conn.closed:
+                    conn.data_received(data[pos:cut])
+                    pos = cut
+            return await self._settle(conn, item)
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+
+    async def _settle(self, conn: KafkaConnection, item: FuzzInput) -> Finding | None:
+        """Wait for the work of every request; give pure waits a moment after waking the long-polls."""
+        deadline = time.monotonic() + WORK_BOUND_S
+        await asyncio.sleep(0)
+        while conn.pending and not conn.closed:
+            work = [h.future for h in self._entries(conn) if h.kind == "work" and h.future is not None
+                    and not h.future.done()]
+            if work:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return Finding("hang", f"request work unfinished after {WORK_BOUND_S}s: "
+                                   f"{self._describe(conn)}", item)
+                await asyncio.wait(work, timeout=left)
+                await asyncio.sleep(0)
+                continue
+            waits = [h.future for h in self._entries(conn) if h.future is not None and not h.future.done()]
+            if not waits:
+                await asyncio.sleep(0)
+                if time.monotonic() > deadline:
+                    return Finding("hang", f"answers not written: {self._describe(conn)}", item)
+                continue
+            purgatory = self.app.state.purgatory if self.app else None
+            if purgatory is not None:
+                for key in list(purgatory._waiters):
+                    purgatory.notify(key)
+            await asyncio.wait(waits, timeout=WAIT_GRACE_S)
+            await asyncio.sleep(0)
+            break
+        return None
+
+    def _entries(self, conn: KafkaConnection) -> list[_Handled]:
+        return [h for p in conn.pending if (h := self.handled.get((conn.peer, p.correlation_id))) is not None]
+
+    def _describe(self, conn: KafkaConnection) -> str:
+        return ", ".join(f"api {p.api_key} v{p.version} cid {p.correlation_id}" for p in conn.pending)
+
+    # -- oracles -------------------------------------------------------------------------------------
+    def _check_logs(self, item: FuzzInput, loop_errors: list[dict[str, Any]]) -> Finding | None:
+        if loop_errors:
+            context = loop_errors[0]
+            return Finding("error-logged", f"event loop: {context.get('message')} {context.get('exception')!r}",
+                           item)
+        for level, event, kw in self.events:
+            if level in ERROR_LEVELS:
+                detail = {k: v for k, v in kw.items() if k != "exc_info"}
+                exc = kw.get("exc_info") or kw.get("error")
+                return Finding("error-logged", f"{event} {detail} {exc!r}", item)
+        raised = [h for h in self.handled.values() if h.kind == "raised"]
+        if raised:
+            return Finding("error-logged", f"handler raised: api {raised[0].api_key} v{raised[0].version}", item)
+        return None
+
+    def _check_answers(self, item: FuzzInput, transport: FakeTransport, conn: KafkaConnection,
+                       abandoned: bool) -> Finding | None:
+        out = memoryview(transport.out)
+        answers: list[tuple[int, bytes]] = []
+        pos = 0
+        while pos < len(out):
+            if len(out) - pos < 8:
+                return Finding("bad-answer", f"{len(out) - pos} stray bytes at the end of the answers", item)
+            size, correlation_id = struct.unpack_from(">ii", out, pos)
+            if size < 4 or pos + 4 + size > len(out):
+                return Finding("bad-answer", f"answer size {size} with {len(out) - pos - 4} bytes left", item)
+            answers.append((correlation_id, bytes(out[pos + 4 : pos + 4 + size])))
+            pos += 4 + size
+        self.stats.answered += len(answers)
+        sent = list(item.correlation_ids)
+        at = 0
+        peer = conn.peer
+        for correlation_id, frame in answers:
+            while at < len(sent) and sent[at] != correlation_id:
+                at += 1
+            if at == len(sent):
+                return Finding("lost-answer", f"answer with correlation id {correlation_id} out of order or "
+                               f"unknown (sent {item.correlation_ids}, answered {[a for a, _ in answers]})", item)
+            at += 1
+            handled = self.handled.get((peer, correlation_id))
+            api_key, version = (handled.api_key, handled.version) if handled else (18, 0)  # the v0 fallback
+            try:
+                decode_response(frame, api_key, version)
+            except Exception as exc:
+                return Finding("bad-answer", f"api {api_key} v{version} cid {correlation_id}: {exc!r}", item)
+        if not transport.closed and not abandoned:
+            answered = {a for a, _ in answers}
+            for (p, correlation_id), h in self.handled.items():
+                if p == peer and h.kind in ("response", "work") and correlation_id not in answered:
+                    return Finding("lost-answer", f"api {h.api_key} v{h.version} cid {correlation_id} was "
+                                   "answered by its handler but nothing was written", item)
+        return None
+
+    def _check_memory(self, item: FuzzInput) -> Finding | None:
+        now = rss_mb()
+        self.stats.rss_last_mb = now
+        self.stats.rss_peak_mb = max(self.stats.rss_peak_mb, now)
+        if now - self.stats.rss_first_mb > MEMORY_LIMIT_MB:
+            return Finding("memory", f"RSS {now:.0f} MB, {now - self.stats.rss_first_mb:.0f} MB above the "
+                           f"{self.stats.rss_first_mb:.0f} MB at the start", item)
+        return None
+
+
+async def _tracked(awaitable: Any, entry: _Handled) -> Any:
+    """The handler's awaitable, with the future the target watches."""
+    future = asyncio.ensure_future(awaitable)
+    entry.future = future
+    return await future
+
+
+def replay_bytes(data: bytes, *, seed: int = 0, index: int = 0) -> FuzzInput:
+    """A saved input as the target takes it (correlation ids read from the whole frames in it)."""
+    ids: list[int] = []
+    pos = 0
+    while len(data) - pos >= 4:
+        (size,) = struct.unpack_from(">i", data, pos)
+        if size < 8 or len(data) - pos - 4 < size:
+            break
+        ids.append(struct.unpack_from(">i", data, pos + 8)[0])
+        pos += 4 + size
+    return FuzzInput(seed, index, data, tuple(ids), ())
+
