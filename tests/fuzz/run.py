@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from tests.fuzz.known import known_rule
+from tests.fuzz.known import known_finding, known_rule
 from tests.fuzz.mutate import FuzzInput, Mutator
 from tests.fuzz.seeds import load_seeds
 from tests.fuzz.target import Finding, FuzzTarget, replay_bytes
@@ -74,22 +74,30 @@ async def campaign(seed: int, indices: range, *, deadline: float | None = None, 
     mutator = Mutator(load_seeds())
     result = Result(seed, indices.start, indices.start)
     seen: set[str] = set()
+    first_since_reset = indices.start  # where a replay of the broker's whole life up to a finding starts
     started = last = time.monotonic()
     async with FuzzTarget(known=known_rule if known else None) as target:
         for index in indices:
             if deadline is not None and time.monotonic() > deadline:
                 break
+            resets = target.stats.resets
             finding = await target.run(mutator.input(seed, index))
             result.inputs += 1
             result.next_index = index + indices.step
             if finding is not None and signature(finding) not in seen:
                 seen.add(signature(finding))
                 path = save(finding, save_dir) if save_dir else None
-                result.findings.append({"kind": finding.kind, "detail": finding.detail[:500],
-                                        "index": index, "file": str(path) if path else None,
-                                        "replay": replay_command(finding, path)})
-                print(f"FINDING {finding.kind} at seed {seed} index {index}: {finding.detail[:300]}\n"
-                      f"  replay: {replay_command(finding, path)}", file=sys.stderr, flush=True)
+                replay = (f"{replay_command(finding, path)}; with the broker's state before it: python -m "
+                          f"tests.fuzz.run --seed {seed} --start {first_since_reset} "
+                          f"--inputs {(index - first_since_reset) // indices.step + 1}"
+                          + (f" --stride {indices.step}" if indices.step > 1 else ""))
+                known_as = known_finding(finding.kind, finding.detail)
+                result.findings.append({"kind": finding.kind, "detail": finding.detail[:500], "known": known_as,
+                                        "index": index, "file": str(path) if path else None, "replay": replay})
+                print(f"{'KNOWN ' if known_as else ''}FINDING {finding.kind} at seed {seed} index {index}: {finding.detail[:300]}\n"
+                      f"  replay: {replay}", file=sys.stderr, flush=True)
+            if target.stats.resets != resets:
+                first_since_reset = index + indices.step
             now = time.monotonic()
             if progress is not None and now - last >= PROGRESS_EVERY_S:
                 last = now
@@ -110,11 +118,12 @@ def _progress_line(label: str) -> Callable[[Result, FuzzTarget], None]:
     return show
 
 
-def _job(args: tuple[int, int, int, int, float | None]) -> Result:
-    seed, start, stop, step, seconds = args
+def _job(args: tuple[int, int, int, int, float | None, Path]) -> Result:
+    seed, start, stop, step, seconds, save_dir = args
     deadline = time.monotonic() + seconds if seconds else None
     label = f"job {start % step}/{step}" if step > 1 else "fuzz"
-    return asyncio.run(campaign(seed, range(start, stop, step), deadline=deadline, progress=_progress_line(label)))
+    return asyncio.run(campaign(seed, range(start, stop, step), deadline=deadline, save_dir=save_dir,
+                                progress=_progress_line(label)))
 
 
 async def replay(item: FuzzInput) -> Finding | None:
@@ -128,7 +137,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--start", type=int, default=0, help="first input index (resume a campaign)")
     parser.add_argument("--inputs", type=int, default=1_000_000, help="inputs to run from --start")
     parser.add_argument("--jobs", type=int, default=1, help="processes, each taking every N-th index")
+    parser.add_argument("--stride", type=int, default=1, help="run every N-th index only (replays a job's span)")
     parser.add_argument("--seconds", type=float, default=None, help="stop after this long")
+    parser.add_argument("--save-dir", type=Path, default=CRASH_DIR, help="where findings' inputs are saved")
     parser.add_argument("--replay", type=Path, nargs="*", help="run saved inputs and report what they find")
     parser.add_argument("--index", type=int, default=None, help="with --seed: run that one input")
     args = parser.parse_args(argv)
@@ -147,10 +158,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"seed {seed} index {args.index}: {'no finding' if finding is None else f'{finding.kind}: {finding.detail}'}")
         return int(finding is not None)
 
-    stop = args.start + args.inputs
+    stride = args.stride * args.jobs
+    stop = args.start + args.inputs * args.stride
     print(f"fuzzing seed {seed}, inputs {args.start}..{stop - 1}, {args.jobs} job(s); resume with "
           f"--seed {seed} --start <next index>", file=sys.stderr, flush=True)
-    jobs = [(seed, args.start + j, stop, args.jobs, args.seconds) for j in range(args.jobs)]
+    jobs = [(seed, args.start + j * args.stride, stop, stride, args.seconds, args.save_dir) for j in range(args.jobs)]
     if args.jobs == 1:
         results = [_job(jobs[0])]
     else:
@@ -160,13 +172,14 @@ def main(argv: list[str] | None = None) -> int:
     seconds = max(r.seconds for r in results)
     findings = [f for r in results for f in r.findings]
     print(f"done: seed {seed}, {total} inputs in {seconds:.0f}s ({total / max(seconds, 1e-9):.0f}/s), "
-          f"{len(findings)} findings; resume with --seed {seed} --start {min(r.next_index for r in results)}",
+          f"{len(findings)} findings ({sum(1 for f in findings if not f['known'])} new); resume with --seed {seed} --start {min(r.next_index for r in results)}",
           file=sys.stderr)
     for r in results:
         print(f"  job from {r.first}: {r.inputs} inputs, stats {r.stats}", file=sys.stderr)
     for f in findings:
-        print(f"  {f['kind']} at index {f['index']}: {f['detail']}\n    {f['replay']}", file=sys.stderr)
-    return 1 if findings else 0
+        known = f" (known: {f['known']})" if f["known"] else ""
+        print(f"  {f['kind']} at index {f['index']}{known}: {f['detail']}\n    {f['replay']}", file=sys.stderr)
+    return 1 if any(not f["known"] for f in findings) else 0
 
 
 if __name__ == "__main__":

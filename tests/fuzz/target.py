@@ -16,6 +16,8 @@ The oracles, checked after every input (`Finding.kind` names the one that failed
 - `hang`: a request's work (not a pure wait: a long-poll or a group join may wait) finishes within
   `WORK_BOUND_S`, and the synchronous part of feeding the bytes within `SYNC_BOUND_S` (an alarm
   interrupts a handler stuck on the event loop).
+- `restart`: every `RESET_EVERY` inputs the broker is stopped and started again on the same dir before
+  it is thrown away; its topics and every partition's log start and end offsets must be the same.
 - `memory`: resident memory, sampled every `MEMORY_EVERY` inputs, stays under `MEMORY_LIMIT_MB` more
   than the figure after the first broker started (the broker is rebuilt on a fresh dir every
   `RESET_EVERY` inputs, so what it legitimately stores does not count).
@@ -28,6 +30,7 @@ fail until the rule is removed.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import os
 import shutil
@@ -170,6 +173,7 @@ class _ErrorRecords(logging.Handler):
 
 @dataclass(slots=True)
 class _Handled:
+    correlation_id: int
     api_key: int
     version: int
     kind: str  # response | none | waiting | work | raised
@@ -187,7 +191,7 @@ class FuzzTarget:
         self.app: BrokerApp | None = None
         self.stats = Stats()
         self.events: list[tuple[str, str, dict[str, Any]]] = []
-        self.handled: dict[tuple[str, int], _Handled] = {}
+        self.handled: dict[str, list[_Handled]] = {}  # by peer, in request order
         self.known = known
         self._since_reset = 0
         self._generation = 0
@@ -209,14 +213,42 @@ class FuzzTarget:
         if self._own_workdir:
             shutil.rmtree(self.workdir, ignore_errors=True)
 
-    async def _start_broker(self) -> None:
-        self._generation += 1
-        data = self.workdir / f"broker-{self._generation}"
-        config = BrokerConfig.load({"log.dirs": str(data), "listeners": "PLAINTEXT://127.0.0.1:0",
-                                    **BROKER_SETTINGS})
+    async def _start_broker(self, config: BrokerConfig | None = None) -> None:
+        if config is None:
+            self._generation += 1
+            data = self.workdir / f"broker-{self._generation}"
+            config = BrokerConfig.load({"log.dirs": str(data), "listeners": "PLAINTEXT://127.0.0.1:0",
+                                        **BROKER_SETTINGS})
         self.app = BrokerApp(config)
         await self.app.start()
         self._since_reset = 0
+
+    def _snapshot(self) -> dict[str, Any]:
+        assert self.app is not None
+        logs = self.app.state.logs
+        return {"topics": sorted(logs.topics()),
+                "offsets": {f"{log.topic}-{log.partition}": (log.log_start_offset, log.log_end_offset)
+                            for log in logs.logs()}}
+
+    async def _restart_check(self, item: FuzzInput) -> Finding | None:
+        """Stop and start the broker on the same dir: what it had must all be there again."""
+        assert self.app is not None
+        config = self.app.config
+        before = self._snapshot()
+        await self.app.stop()
+        self.app = None
+        try:
+            await self._start_broker(config)
+        except Exception as exc:
+            self.app = None
+            return Finding("restart", f"the broker did not start again on its dir: {exc!r}", item)
+        after = self._snapshot()
+        if before == after:
+            return None
+        lost = sorted(set(before["topics"]) ^ set(after["topics"]))
+        moved = {k: (v, after["offsets"].get(k)) for k, v in before["offsets"].items() if after["offsets"].get(k) != v}
+        return Finding("restart", f"state changed across a restart: topics {lost!r}, offsets "
+                       f"(before, after) {dict(list(moved.items())[:5])!r}", item)
 
     async def _stop_broker(self) -> None:
         app, self.app = self.app, None
@@ -224,14 +256,18 @@ class FuzzTarget:
             return
         try:
             await asyncio.wait_for(app.stop(), 30)
-        except (Exception, asyncio.TimeoutError) as exc:  # a broker the fuzzer broke: start a new one anyway
+        except (TimeoutError, Exception) as exc:  # a broker the fuzzer broke: start a new one anyway
             self.events.append(("warning", f"fuzz: broker stop failed: {exc!r}", {}))
         shutil.rmtree(Path(app.config.log_dirs[0]), ignore_errors=True)
 
-    async def reset(self) -> None:
+    async def reset(self, item: FuzzInput | None = None, *, check: bool = False) -> Finding | None:
+        finding = None
+        if check and item is not None and self.app is not None:
+            finding = await self._restart_check(item)
         await self._stop_broker()
         await self._start_broker()
         self.stats.resets += 1
+        return finding
 
     def _patch(self) -> None:
         """Record every broker log call and every handler's result kind while the target runs."""
@@ -256,17 +292,18 @@ class FuzzTarget:
         handled = self.handled
 
         def recorded(ctx: Any, request: Any) -> Any:
-            entry = _Handled(ctx.api_key, ctx.api_version, "raised")
-            handled[(ctx.peer, ctx.correlation_id)] = entry
+            entry = _Handled(ctx.correlation_id, ctx.api_key, ctx.api_version, "raised")
+            handled.setdefault(ctx.peer, []).append(entry)
             result = fn(ctx, request)
             if result is None:
                 entry.kind = "none"
-            elif isinstance(result, Waiting):
+            elif isinstance(result, Waiting):  # the connection would wrap it in a task at once, as we do
                 entry.kind = "waiting"
-                result = Waiting(_tracked(result.awaitable, entry))
-            elif asyncio.iscoroutine(result) or isinstance(result, asyncio.Future):
+                entry.future = asyncio.ensure_future(result.awaitable)
+                result = Waiting(entry.future)
+            elif inspect.isawaitable(result):
                 entry.kind = "work"
-                result = _tracked(result, entry)
+                entry.future = result = asyncio.ensure_future(result)
             else:
                 entry.kind = "response"
             return result
@@ -301,6 +338,7 @@ class FuzzTarget:
             finding = Finding("hang", f"synchronous part took over {SYNC_BOUND_S}s: {exc}", item)
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
+            await asyncio.sleep(0)  # a real transport reports the loss from the loop, a step later
             if not conn.closed or conn.pending:
                 conn.connection_lost(None)
             await asyncio.sleep(0)  # cancellations of abandoned waits run now, inside this input
@@ -312,7 +350,8 @@ class FuzzTarget:
         if self.stats.inputs % MEMORY_EVERY == 0:
             finding = finding or self._check_memory(item)
         if finding is not None or self._since_reset >= RESET_EVERY:
-            await self.reset()
+            checked = await self.reset(item, check=finding is None)
+            finding = finding or checked
         return finding
 
     async def _drive(self, conn: KafkaConnection, transport: FakeTransport, item: FuzzInput) -> Finding | None:
@@ -366,7 +405,7 @@ class FuzzTarget:
         return None
 
     def _entries(self, conn: KafkaConnection) -> list[_Handled]:
-        return [h for p in conn.pending if (h := self.handled.get((conn.peer, p.correlation_id))) is not None]
+        return [h for h in self.handled.get(conn.peer, ()) if h.future is not None]
 
     def _describe(self, conn: KafkaConnection) -> str:
         return ", ".join(f"api {p.api_key} v{p.version} cid {p.correlation_id}" for p in conn.pending)
@@ -382,7 +421,7 @@ class FuzzTarget:
                 detail = {k: v for k, v in kw.items() if k != "exc_info"}
                 exc = kw.get("exc_info") or kw.get("error")
                 return Finding("error-logged", f"{event} {detail} {exc!r}", item)
-        raised = [h for h in self.handled.values() if h.kind == "raised"]
+        raised = [h for hs in self.handled.values() for h in hs if h.kind == "raised"]
         if raised:
             return Finding("error-logged", f"handler raised: api {raised[0].api_key} v{raised[0].version}", item)
         return None
@@ -402,8 +441,8 @@ class FuzzTarget:
             pos += 4 + size
         self.stats.answered += len(answers)
         sent = list(item.correlation_ids)
-        at = 0
-        peer = conn.peer
+        handled = self.handled.get(conn.peer, [])
+        at = at_handled = 0
         for correlation_id, frame in answers:
             while at < len(sent) and sent[at] != correlation_id:
                 at += 1
@@ -411,17 +450,22 @@ class FuzzTarget:
                 return Finding("lost-answer", f"answer with correlation id {correlation_id} out of order or "
                                f"unknown (sent {item.correlation_ids}, answered {[a for a, _ in answers]})", item)
             at += 1
-            handled = self.handled.get((peer, correlation_id))
-            api_key, version = (handled.api_key, handled.version) if handled else (18, 0)  # the v0 fallback
+            match = next((i for i in range(at_handled, len(handled)) if handled[i].correlation_id == correlation_id
+                          and handled[i].kind != "none"), None)
+            if match is None:
+                api_key, version = 18, 0  # not a handler's answer: the ApiVersions v0 fallback
+            else:
+                api_key, version = handled[match].api_key, handled[match].version
+                at_handled = match + 1
             try:
                 decode_response(frame, api_key, version)
             except Exception as exc:
                 return Finding("bad-answer", f"api {api_key} v{version} cid {correlation_id}: {exc!r}", item)
         if not transport.closed and not abandoned:
             answered = {a for a, _ in answers}
-            for (p, correlation_id), h in self.handled.items():
-                if p == peer and h.kind in ("response", "work") and correlation_id not in answered:
-                    return Finding("lost-answer", f"api {h.api_key} v{h.version} cid {correlation_id} was "
+            for h in handled:
+                if h.kind in ("response", "work", "waiting") and h.correlation_id not in answered:
+                    return Finding("lost-answer", f"api {h.api_key} v{h.version} cid {h.correlation_id} was "
                                    "answered by its handler but nothing was written", item)
         return None
 
@@ -433,13 +477,6 @@ class FuzzTarget:
             return Finding("memory", f"RSS {now:.0f} MB, {now - self.stats.rss_first_mb:.0f} MB above the "
                            f"{self.stats.rss_first_mb:.0f} MB at the start", item)
         return None
-
-
-async def _tracked(awaitable: Any, entry: _Handled) -> Any:
-    """The handler's awaitable, with the future the target watches."""
-    future = asyncio.ensure_future(awaitable)
-    entry.future = future
-    return await future
 
 
 def replay_bytes(data: bytes, *, seed: int = 0, index: int = 0) -> FuzzInput:
