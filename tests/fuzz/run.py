@@ -39,6 +39,7 @@ class Result:
     inputs: int = 0
     seconds: float = 0.0
     findings: list[dict[str, object]] = field(default_factory=list)
+    keys_fed: set[str] = field(default_factory=set)  # "k00v07": the (api, version) of every seed fed
     stats: dict[str, object] = field(default_factory=dict)
 
     @property
@@ -81,17 +82,20 @@ async def campaign(seed: int, indices: range, *, deadline: float | None = None, 
             if deadline is not None and time.monotonic() > deadline:
                 break
             resets = target.stats.resets
-            finding = await target.run(mutator.input(seed, index))
+            item = mutator.input(seed, index)
+            result.keys_fed.update(item.sources)
+            finding = await target.run(item)
             result.inputs += 1
             result.next_index = index + indices.step
             if finding is not None and signature(finding) not in seen:
                 seen.add(signature(finding))
-                path = save(finding, save_dir) if save_dir else None
+                known_as = known_finding(finding.kind, finding.detail)
+                # a known finding already has its reproducer in test_findings.py
+                path = save(finding, save_dir) if save_dir and not known_as else None
                 replay = (f"{replay_command(finding, path)}; with the broker's state before it: python -m "
                           f"tests.fuzz.run --seed {seed} --start {first_since_reset} "
                           f"--inputs {(index - first_since_reset) // indices.step + 1}"
                           + (f" --stride {indices.step}" if indices.step > 1 else ""))
-                known_as = known_finding(finding.kind, finding.detail)
                 result.findings.append({"kind": finding.kind, "detail": finding.detail[:500], "known": known_as,
                                         "index": index, "file": str(path) if path else None, "replay": replay})
                 print(f"{'KNOWN ' if known_as else ''}FINDING {finding.kind} at seed {seed} index {index}: {finding.detail[:300]}\n"

@@ -9,7 +9,10 @@ The oracles, checked after every input (`Finding.kind` names the one that failed
 
 - `error-logged`: nothing is logged at error level (every `log` of the broker's modules and the root
   stdlib logger are recorded while the target runs), no handler raises, nothing reaches the event
-  loop's exception handler. A `HANDLER_FAILED` in the request metrics is one of these.
+  loop's exception handler, and no object is collected with an exception in its finaliser (a file
+  left open: ResourceWarning is an error while the target runs; the garbage is collected at each
+  reset, so such a finding points at the inputs since the last reset rather than the last input).
+  A `HANDLER_FAILED` in the request metrics is one of these.
 - `lost-answer`: the answers come with the correlation ids of the requests, in request order; and
   when the connection is still open, every request a handler answered has its answer on the wire.
 - `bad-answer`: every answer is a well-formed frame that our response decoder reads back.
@@ -30,6 +33,7 @@ fail until the rule is removed.
 from __future__ import annotations
 
 import asyncio
+import gc
 import inspect
 import logging
 import os
@@ -39,6 +43,7 @@ import struct
 import sys
 import tempfile
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -262,7 +267,11 @@ class FuzzTarget:
 
     async def reset(self, item: FuzzInput | None = None, *, check: bool = False) -> Finding | None:
         finding = None
-        if check and item is not None and self.app is not None:
+        if check and item is not None:
+            self.events.clear()
+            gc.collect()  # what leaked since the last reset is reported now, by this broker's last input
+            finding = self._check_logs(item, [])
+        if check and item is not None and self.app is not None and finding is None:
             finding = await self._restart_check(item)
         await self._stop_broker()
         await self._start_broker()
@@ -280,6 +289,17 @@ class FuzzTarget:
                         hasattr(original, "error"):
                     setattr(module, attr, RecordingLogger(self.events, name))
                     self._restore.append(lambda m=module, a=attr, o=original: setattr(m, a, o))
+        previous_hook = sys.unraisablehook
+
+        def unraisable(info: Any) -> None:
+            self.events.append(("error", f"unraisable: {info.exc_value!r} in {info.object!r}", {}))
+
+        sys.unraisablehook = unraisable
+        self._restore.append(lambda: setattr(sys, "unraisablehook", previous_hook))
+        caught = warnings.catch_warnings()
+        caught.__enter__()
+        warnings.simplefilter("error", ResourceWarning)
+        self._restore.append(lambda: caught.__exit__(None, None, None))
         records = _ErrorRecords(self.events)
         root = logging.getLogger()
         root.addHandler(records)

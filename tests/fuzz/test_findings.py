@@ -7,6 +7,7 @@ mark here and the matching entry in `tests/fuzz/known.py` (which lets the campai
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -98,6 +99,39 @@ async def test_a_deleted_249_character_topic_lets_the_broker_start_again(broker:
     assert broker.app is not None and name not in broker.app.state.logs.topics()
 
 
+async def test_delete_records_naming_one_partition_many_times_trims_it_once(
+        broker: InProcessBroker, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Found as: a `hang` (work unfinished after 5 s): a DeleteRecords of 80,000 entries, all the same
+    partition, wrote the checkpoints 80,000 times. Kafka keys the request by partition (last offset wins)."""
+    assert broker.app is not None
+    assert (await broker.call(_create("repeated"), 5)).topics[0].error_code == 0
+    assert (await broker.call(_produce("repeated", 10), 7)).responses[0].partition_responses[0].error_code == 0
+    writes = []
+    checkpoint = type(broker.app.state.logs).checkpoint
+    monkeypatch.setattr(type(broker.app.state.logs), "checkpoint", lambda self: (writes.append(1), checkpoint(self)))
+    entries = [DeleteRecordsPartition(partition_index=0, offset=2)] * 5000 + \
+        [DeleteRecordsPartition(partition_index=0, offset=4)]
+    answer = await broker.call(DeleteRecordsRequest(topics=[DeleteRecordsTopic(name="repeated", partitions=entries)],
+                                                    timeout_ms=5000), 2)
+    assert [(p.partition_index, p.low_watermark, p.error_code) for p in answer.topics[0].partitions] == [(0, 4, 0)]
+    assert len(writes) == 1
+
+
+# known: item 7
+@pytest.mark.xfail(strict=True, reason=f"issue 11 item 7 (249-character topic names), {STORAGE_OWNER}")
+async def test_recreating_a_249_character_topic_keeps_the_log_dir_online(broker: InProcessBroker) -> None:
+    """Found as: `log dir offline ... OSError(36, 'File name too long')` on a Produce (auto-create) or a
+    CreateTopics. The failed delete left `<name>-0` behind; the new partition sets it aside as
+    `<name>-0.<uuid>-stray`, too long a name, and that OSError takes the only log dir offline (a broker
+    with one dir then exits with status 3)."""
+    name = "x" * 249
+    assert (await broker.call(_create(name), 5)).topics[0].error_code == 0
+    await broker.call(DeleteTopicsRequest(topic_names=[name], timeout_ms=5000), 5)
+    await broker.call(_create(name), 5)
+    assert broker.app is not None
+    assert not broker.app.state.logs.offline_dirs
+
+
 # known: produce
 @pytest.mark.xfail(strict=True, reason="produce waiting for its fsync while its topic is deleted logs 'flush "
                    "failed' at error level and answers KAFKA_STORAGE_ERROR; owned by the produce path work "
@@ -125,6 +159,31 @@ async def test_produce_waiting_for_fsync_when_its_topic_is_deleted_is_not_a_stor
     assert deleted.responses[0].error_code == ErrorCode.NONE
     assert produced.responses[0].partition_responses[0].error_code != ErrorCode.KAFKA_STORAGE_ERROR
     assert not errors, errors
+
+
+# known: item 3
+@pytest.mark.xfail(strict=True, reason="issue 11 item 3 (concurrent checkpoint writes share one temp name; "
+                   "owned by the checkpoints/concurrency work in storage/) and item 10 (DeleteRecords' work "
+                   "overlaps the next request of its connection; broker/connection.py)")
+async def test_delete_records_racing_other_requests_never_takes_the_log_dir_offline(broker: InProcessBroker) -> None:
+    """Found as: `log dir offline ... FileNotFoundError` after DeleteRecords and CreateTopics pipelined on one
+    connection. Each DeleteRecords writes the checkpoints from a worker thread through the same temp file;
+    the loser's rename finds no file, which is taken for a disk failure, and the only log dir goes offline."""
+    assert (await broker.call(_create("trimmed", partitions=2), 5)).topics[0].error_code == 0
+    for partition in (0, 1):
+        request = _produce("trimmed", 50)
+        request.topic_data[0].partition_data[0].index = partition
+        assert (await broker.call(request, 7)).responses[0].partition_responses[0].error_code == 0
+
+    def trim(partition: int, offset: int) -> tuple[DeleteRecordsRequest, int]:
+        return DeleteRecordsRequest(topics=[DeleteRecordsTopic(name="trimmed", partitions=[
+            DeleteRecordsPartition(partition_index=partition, offset=offset)])], timeout_ms=5000), 1
+
+    for offset in range(1, 40):
+        await asyncio.gather(broker.pipeline(trim(0, offset), (_create(f"t{offset}"), 5)),
+                             broker.pipeline(trim(1, offset)))
+        assert broker.app is not None
+        assert not broker.app.state.logs.offline_dirs, f"log dir offline after {offset} rounds"
 
 
 # known: item 4
