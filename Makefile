@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PYTEST_ARGS ?=
 
-.PHONY: kcat java prometheus run test test-fast lint bench check-gen gen docs install clean
+.PHONY: kcat java prometheus run test test-fast lint bench fuzz check-gen gen docs install clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -55,6 +55,13 @@ check-gen: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) bench/run.py
+
+# the long fuzzing campaign (docs/fuzzing.md): FUZZ_ARGS="--seed S --start N" resumes one
+FUZZ_INPUTS ?= 1000000
+FUZZ_JOBS ?= $(shell nproc 2>/dev/null || echo 1)
+FUZZ_ARGS ?=
+fuzz: $(STAMP)
+	$(PY) -m tests.fuzz.run --inputs $(FUZZ_INPUTS) --jobs $(FUZZ_JOBS) $(FUZZ_ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache
