@@ -392,7 +392,7 @@ class FuzzTarget:
             return await self._settle(conn, item)
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, previous)
+            signal.signal(signal.SIGALRM, signal.SIG_DFL if previous is None else previous)
 
     async def _settle(self, conn: KafkaConnection, item: FuzzInput) -> Finding | None:
         """Wait for the work of every request; give pure waits a moment after waking the long-polls."""
