@@ -13,6 +13,9 @@ The oracles, checked after every input (`Finding.kind` names the one that failed
   left open: ResourceWarning is an error while the target runs; the garbage is collected at each
   reset, so such a finding points at the inputs since the last reset rather than the last input).
   A `HANDLER_FAILED` in the request metrics is one of these.
+- `noisy-log`: one connection made the broker write more than `WARNINGS_PER_CONNECTION` warnings (bad
+  input is answered with an error code, or closed with one log line: a client must not be able to
+  make the log grow faster than it sends).
 - `lost-answer`: the answers come with the correlation ids of the requests, in request order; and
   when the connection is still open, every request a handler answered has its answer on the wire.
 - `bad-answer`: every answer is a well-formed frame that our response decoder reads back.
@@ -59,6 +62,7 @@ from tests.fuzz.mutate import FuzzInput
 WORK_BOUND_S = 5.0
 SYNC_BOUND_S = 10.0
 WAIT_GRACE_S = 0.05
+WARNINGS_PER_CONNECTION = 2
 RESET_EVERY = 3000
 MEMORY_EVERY = 250
 MEMORY_LIMIT_MB = 400.0
@@ -96,6 +100,7 @@ class Stats:
     closed: int = 0
     skipped_known: int = 0
     warnings: int = 0
+    most_warnings_in_one_input: int = 0
     resets: int = 0
     rss_first_mb: float = 0.0
     rss_peak_mb: float = 0.0
@@ -364,7 +369,11 @@ class FuzzTarget:
             await asyncio.sleep(0)  # cancellations of abandoned waits run now, inside this input
             await asyncio.sleep(0)
         finding = finding or self._check_logs(item, errors_in_loop) or self._check_answers(item, transport, conn, abandoned)
-        self.stats.warnings += sum(1 for level, _, _ in self.events if level in ("warning", "warn"))
+        warned = [event for level, event, _ in self.events if level in ("warning", "warn")]
+        self.stats.warnings += len(warned)
+        self.stats.most_warnings_in_one_input = max(self.stats.most_warnings_in_one_input, len(warned))
+        if finding is None and len(warned) > WARNINGS_PER_CONNECTION:
+            finding = Finding("noisy-log", f"{len(warned)} warnings for one connection: {warned[:3]}", item)
         self.stats.closed += transport.closed
         self._since_reset += 1
         if self.stats.inputs % MEMORY_EVERY == 0:

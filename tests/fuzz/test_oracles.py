@@ -92,3 +92,17 @@ async def test_memory_over_its_bound(tmp_path: Path, monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(target_module, "MEMORY_LIMIT_MB", -1.0)
     finding = await _run_with(tmp_path, monkeypatch)
     assert finding is not None and finding.kind == "memory", finding
+
+
+async def test_a_warning_flood(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pybroker.broker import connection
+
+    def chatty(ctx: Any, request: Any) -> Any:
+        for _ in range(5):
+            connection.log.warning("again")  # the target's recording logger while it runs
+        return spec.fn(ctx, request)
+
+    load_handlers()
+    spec = REGISTRY[API_VERSIONS]
+    finding = await _run_with(tmp_path, monkeypatch, chatty)
+    assert finding is not None and finding.kind == "noisy-log", finding
