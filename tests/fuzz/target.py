@@ -257,8 +257,10 @@ class FuzzTarget:
             return None
         lost = sorted(set(before["topics"]) ^ set(after["topics"]))
         moved = {k: (v, after["offsets"].get(k)) for k, v in before["offsets"].items() if after["offsets"].get(k) != v}
+        odd = sum(1 for name in before["topics"] if "\n" in name)  # what issue 11 item 1 breaks
         return Finding("restart", f"state changed across a restart: topics {lost!r}, offsets "
-                       f"(before, after) {dict(list(moved.items())[:5])!r}", item)
+                       f"(before, after) {dict(list(moved.items())[:5])!r}; {odd} topic names with a newline",
+                       item)
 
     async def _stop_broker(self) -> None:
         app, self.app = self.app, None
