@@ -1,14 +1,15 @@
 """A deterministic mutator: input number `index` of campaign `seed` is always the same bytes.
 
 Every input is a byte stream for one fresh connection: one request frame (most often) or a few
-pipelined, each taken from the golden seeds and mutated. The (api, version) is drawn first and the seed
+pipelined (then sometimes dealt alternately to two connections at once, for races between them), each taken from the golden seeds and mutated. The (api, version) is drawn first and the seed
 frame of that key second, so versions with one seed get as much attention as those with twenty. Each
 frame gets a correlation id of its own before mutation, so answers can be matched to requests.
 
 Two kinds of mutation. Field mutations decode the seed with our codecs, change one value of the
 message (a count, size, offset or timeout to an edge value, a name to an illegal, long or existing one,
 an array emptied, nulled or its element repeated) and encode it again: well-framed requests with hostile
-meaning, which reach the handlers. Byte mutations reach the decoder and the framing: bytes set to 0x00, 0x7F, 0x80 or 0xFF; cuts; random inserts; a length or count
+meaning, which reach the handlers. Byte mutations reach the decoder and the framing: bit flips; bytes
+set to 0x00, 0x7F, 0x80 or 0xFF; cuts; random inserts; a length or count
 field (int16, int32 or varint at a random offset) set to a huge, negative or zero value; splicing the
 head of one frame onto the tail of another; a slice repeated (a field or an array element twice).
 A few inputs are left as they are (the valid paths move the broker's state along), and a few get a
@@ -45,6 +46,7 @@ class FuzzInput:
     data: bytes
     correlation_ids: tuple[int, ...]
     sources: tuple[str, ...]  # "k00v07" for each frame, for the report
+    connections: int = 1  # 2: the frames go alternately to two connections fed at the same time
 
 
 def _flip(rng: random.Random, frame: bytearray, lo: int) -> None:
@@ -201,7 +203,9 @@ class Mutator:
                 ids.append(struct.unpack_from(">i", frame, 4)[0])
             if size != len(frame):
                 break  # the stream is out of step from here on: nothing after it is a frame
-        return FuzzInput(seed, index, bytes(data), tuple(ids), tuple(sources))
+        # drawn apart, so adding this mode left every earlier input of a seed as it was
+        together = len(ids) >= 2 and random.Random(f"{seed}:{index}:connections").random() < 0.3
+        return FuzzInput(seed, index, bytes(data), tuple(ids), tuple(sources), 2 if together else 1)
 
     def _mutate(self, rng: random.Random, frame: bytearray) -> None:
         roll = rng.random()

@@ -55,7 +55,8 @@ def signature(finding: Finding) -> str:
 
 def save(finding: Finding, directory: Path = CRASH_DIR) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
-    path = directory / f"{finding.kind}-{finding.input.seed}-{finding.input.index}.bin"
+    together = f"-{finding.input.connections}conn" if finding.input.connections > 1 else ""
+    path = directory / f"{finding.kind}-{finding.input.seed}-{finding.input.index}{together}.bin"
     path.write_bytes(finding.input.data)
     path.with_suffix(".txt").write_text(
         f"{finding.kind}: {finding.detail}\nframes: {', '.join(finding.input.sources)}\n"
@@ -151,7 +152,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.replay:
         status = 0
         for path in args.replay:
-            finding = asyncio.run(replay(replay_bytes(path.read_bytes())))
+            connections = 2 if path.stem.endswith("-2conn") else 1  # dealt to two connections, as found
+            finding = asyncio.run(replay(replay_bytes(path.read_bytes(), connections=connections)))
             print(f"{path}: {'no finding' if finding is None else f'{finding.kind}: {finding.detail}'}")
             status |= finding is not None
         return status

@@ -353,30 +353,34 @@ class FuzzTarget:
         loop = asyncio.get_running_loop()
         errors_in_loop: list[dict[str, Any]] = []
         loop.set_exception_handler(lambda _loop, context: errors_in_loop.append(context))
-        peer = f"fuzz-{item.seed}-{item.index}"
-        transport = FakeTransport(peer)
-        conn = KafkaConnection(self.app.state)
+        streams = _deal(item.data, item.connections)
+        peers = [f"fuzz-{item.seed}-{item.index}-{n}" for n in range(len(streams))]
+        links = [(KafkaConnection(self.app.state), FakeTransport(peer)) for peer in peers]
         finding: Finding | None = None
-        abandoned = True
+        abandoned = [True] * len(links)
         try:
-            finding = await self._drive(conn, transport, item)
-            abandoned = bool(conn.pending)  # pure waits still waiting, and the answers queued behind them
+            finding = await self._drive(links, streams, item)
+            abandoned = [bool(conn.pending) for conn, _ in links]  # pure waits, and the answers behind them
         except InputHang as exc:
             finding = Finding("hang", f"synchronous part took over {SYNC_BOUND_S}s: {exc}", item)
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
             await asyncio.sleep(0)  # a real transport reports the loss from the loop, a step later
-            if not conn.closed or conn.pending:
-                conn.connection_lost(None)
+            for conn, _ in links:
+                if not conn.closed or conn.pending:
+                    conn.connection_lost(None)
             await asyncio.sleep(0)  # cancellations of abandoned waits run now, inside this input
             await asyncio.sleep(0)
-        finding = finding or self._check_logs(item, errors_in_loop) or self._check_answers(item, transport, conn, abandoned)
+        finding = finding or self._check_logs(item, errors_in_loop)
+        for (conn, transport), stream, gave_up in zip(links, streams, abandoned, strict=True):
+            finding = finding or self._check_answers(item, transport, conn, _frame_ids(stream), gave_up)
+            self.stats.closed += transport.closed
         warned = [event for level, event, _ in self.events if level in ("warning", "warn")]
         self.stats.warnings += len(warned)
         self.stats.most_warnings_in_one_input = max(self.stats.most_warnings_in_one_input, len(warned))
-        if finding is None and len(warned) > WARNINGS_PER_CONNECTION:
-            finding = Finding("noisy-log", f"{len(warned)} warnings for one connection: {warned[:3]}", item)
-        self.stats.closed += transport.closed
+        if finding is None and len(warned) > WARNINGS_PER_CONNECTION * len(links):
+            finding = Finding("noisy-log", f"{len(warned)} warnings for {len(links)} connection(s): {warned[:3]}",
+                              item)
         self._since_reset += 1
         if self.stats.inputs % MEMORY_EVERY == 0:
             finding = finding or self._check_memory(item)
@@ -385,22 +389,34 @@ class FuzzTarget:
             finding = finding or checked
         return finding
 
-    async def _drive(self, conn: KafkaConnection, transport: FakeTransport, item: FuzzInput) -> Finding | None:
+    async def _drive(self, links: list[tuple[KafkaConnection, FakeTransport]], streams: list[list[bytes]],
+                     item: FuzzInput) -> Finding | None:
         def alarm(signum: int, frame: Any) -> None:
             raise InputHang(f"input {item.index} of seed {item.seed}")
 
         previous = signal.signal(signal.SIGALRM, alarm)
         try:
             signal.setitimer(signal.ITIMER_REAL, SYNC_BOUND_S)
-            conn.connection_made(transport)
-            data = item.data
-            cuts = sorted({len(data) * (item.index % 3) // 3, len(data) * (item.index % 5) // 5})
-            pos = 0
-            for cut in [*cuts, len(data)]:
-                if cut > pos and not conn.closed:
-                    conn.data_received(data[pos:cut])
-                    pos = cut
-            return await self._settle(conn, item)
+            for conn, transport in links:
+                conn.connection_made(transport)
+            if len(links) == 1:  # one stream, handed over in one to three chunks: frames arrive split too
+                data = b"".join(streams[0])
+                cuts = sorted({len(data) * (item.index % 3) // 3, len(data) * (item.index % 5) // 5})
+                pos = 0
+                for cut in [*cuts, len(data)]:
+                    if cut > pos and not links[0][0].closed:
+                        links[0][0].data_received(data[pos:cut])
+                        pos = cut
+            else:  # frame by frame, in turn: the connections' requests interleave
+                for turn in range(max(len(s) for s in streams)):
+                    for (conn, _), stream in zip(links, streams, strict=True):
+                        if turn < len(stream) and not conn.closed:
+                            conn.data_received(stream[turn])
+            for conn, _ in links:
+                finding = await self._settle(conn, item)
+                if finding is not None:
+                    return finding
+            return None
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, signal.SIG_DFL if previous is None else previous)
@@ -458,7 +474,7 @@ class FuzzTarget:
         return None
 
     def _check_answers(self, item: FuzzInput, transport: FakeTransport, conn: KafkaConnection,
-                       abandoned: bool) -> Finding | None:
+                       sent: list[int], abandoned: bool) -> Finding | None:
         out = memoryview(transport.out)
         answers: list[tuple[int, bytes]] = []
         pos = 0
@@ -471,7 +487,6 @@ class FuzzTarget:
             answers.append((correlation_id, bytes(out[pos + 4 : pos + 4 + size])))
             pos += 4 + size
         self.stats.answered += len(answers)
-        sent = list(item.correlation_ids)
         handled = self.handled.get(conn.peer, [])
         at = at_handled = 0
         for correlation_id, frame in answers:
@@ -479,7 +494,7 @@ class FuzzTarget:
                 at += 1
             if at == len(sent):
                 return Finding("lost-answer", f"answer with correlation id {correlation_id} out of order or "
-                               f"unknown (sent {item.correlation_ids}, answered {[a for a, _ in answers]})", item)
+                               f"unknown (sent {sent}, answered {[a for a, _ in answers]})", item)
             at += 1
             match = next((i for i in range(at_handled, len(handled)) if handled[i].correlation_id == correlation_id
                           and handled[i].kind != "none"), None)
@@ -510,15 +525,38 @@ class FuzzTarget:
         return None
 
 
-def replay_bytes(data: bytes, *, seed: int = 0, index: int = 0) -> FuzzInput:
-    """A saved input as the target takes it (correlation ids read from the whole frames in it)."""
-    ids: list[int] = []
+def _split(data: bytes) -> list[bytes]:
+    """The whole frames of a stream (size prefix included) as the broker splits them, then what is left."""
+    pieces: list[bytes] = []
     pos = 0
     while len(data) - pos >= 4:
         (size,) = struct.unpack_from(">i", data, pos)
-        if size < 8 or len(data) - pos - 4 < size:
+        if size < 0 or len(data) - pos - 4 < size:
             break
-        ids.append(struct.unpack_from(">i", data, pos + 8)[0])
+        pieces.append(data[pos : pos + 4 + size])
         pos += 4 + size
-    return FuzzInput(seed, index, data, tuple(ids), ())
+    if pos < len(data):
+        pieces.append(data[pos:])
+    return pieces
 
+
+def _deal(data: bytes, connections: int) -> list[list[bytes]]:
+    """The stream's pieces dealt to the connections in turn (one connection: all of them, in order)."""
+    streams: list[list[bytes]] = [[] for _ in range(max(connections, 1))]
+    for n, piece in enumerate(_split(data)):
+        streams[n % len(streams)].append(piece)
+    return streams
+
+
+def _frame_ids(stream: list[bytes]) -> list[int]:
+    """The correlation ids of the whole frames (a header's worth of bytes at least) in one connection's stream."""
+    ids = []
+    for piece in _split(b"".join(stream)):
+        if len(piece) >= 12 and struct.unpack_from(">i", piece)[0] == len(piece) - 4:
+            ids.append(struct.unpack_from(">i", piece, 8)[0])
+    return ids
+
+
+def replay_bytes(data: bytes, *, seed: int = 0, index: int = 0, connections: int = 1) -> FuzzInput:
+    """A saved input as the target takes it (correlation ids read from the whole frames in it)."""
+    return FuzzInput(seed, index, data, tuple(_frame_ids([data])), (), connections)

@@ -106,3 +106,17 @@ async def test_a_warning_flood(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     spec = REGISTRY[API_VERSIONS]
     finding = await _run_with(tmp_path, monkeypatch, chatty)
     assert finding is not None and finding.kind == "noisy-log", finding
+
+
+async def test_two_connections_at_once_are_checked_each(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    frame = load_seeds()[(API_VERSIONS, 3)][0]
+    prefixed = struct.pack(">i", len(frame)) + frame
+    item = replay_bytes(prefixed + prefixed[:4] + struct.pack(">hhi", API_VERSIONS, 3, 99) + prefixed[12:],
+                        connections=2)
+    load_handlers()
+    async with FuzzTarget(tmp_path) as target:
+        assert await target.run(item) is None
+        monkeypatch.setattr(ChunkWriter, "write", lambda self, chunks: None)
+        finding = await target.run(item)
+    assert finding is not None and finding.kind == "lost-answer", finding
+    assert target.stats.answered == 2
