@@ -24,6 +24,12 @@ from pybroker.protocol.messages.delete_records import (
     DeleteRecordsTopic,
 )
 from pybroker.protocol.messages.delete_topics import DeleteTopicsRequest
+from pybroker.protocol.messages.offset_commit import (
+    OffsetCommitRequest,
+    OffsetCommitRequestPartition,
+    OffsetCommitRequestTopic,
+)
+from pybroker.protocol.messages.offset_fetch import OffsetFetchRequest, OffsetFetchRequestTopic
 from pybroker.protocol.messages.produce import PartitionProduceData, ProduceRequest, TopicProduceData
 from pybroker.protocol.records.record import Record, build_batch
 from pybroker.storage.flusher import Flusher
@@ -115,6 +121,21 @@ async def test_delete_records_naming_one_partition_many_times_trims_it_once(
                                                     timeout_ms=5000), 2)
     assert [(p.partition_index, p.low_watermark, p.error_code) for p in answer.topics[0].partitions] == [(0, 4, 0)]
     assert len(writes) == 1
+
+
+async def test_an_offset_commit_retention_past_the_int64_range_is_stored(broker: InProcessBroker) -> None:
+    """Found as: `handler failed` (OffsetCommit v4, retention_time_ms 2^63-1): now + retention overflowed the
+    int64 expire timestamp of the offsets-topic record, the encoder raised, and the connection was closed."""
+    assert (await broker.call(_create("committed"), 5)).topics[0].error_code == 0
+    request = OffsetCommitRequest(group_id="forever", generation_id_or_member_epoch=-1, member_id="",
+                                  retention_time_ms=2**63 - 1, topics=[OffsetCommitRequestTopic(
+                                      name="committed", partitions=[OffsetCommitRequestPartition(
+                                          partition_index=0, committed_offset=7, committed_metadata="")])])
+    answer = await broker.call(request, 4)
+    assert answer.topics[0].partitions[0].error_code == ErrorCode.NONE
+    fetched = await broker.call(OffsetFetchRequest(group_id="forever", topics=[
+        OffsetFetchRequestTopic(name="committed", partition_indexes=[0])]), 4)
+    assert fetched.topics[0].partitions[0].committed_offset == 7
 
 
 # known: item 7
