@@ -7,6 +7,7 @@ message; a writer that drops answers; a memory limit already passed) and feeds o
 from __future__ import annotations
 
 import asyncio
+import signal
 import struct
 from collections.abc import Callable
 from pathlib import Path
@@ -120,3 +121,18 @@ async def test_two_connections_at_once_are_checked_each(tmp_path: Path, monkeypa
         finding = await target.run(item)
     assert finding is not None and finding.kind == "lost-answer", finding
     assert target.stats.answered == 2
+
+
+async def test_a_watchdog_alarm_of_the_caller_survives_the_target(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    fired = []
+    previous = signal.signal(signal.SIGALRM, lambda signum, frame: fired.append(signum))
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.5)
+        assert await _run_with(tmp_path, monkeypatch) is None
+        assert 0 < signal.getitimer(signal.ITIMER_REAL)[0] <= 0.5 or fired
+        await asyncio.sleep(0.6)
+        assert fired
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
