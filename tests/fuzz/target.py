@@ -24,6 +24,8 @@ The oracles, checked after every input (`Finding.kind` names the one that failed
   interrupts a handler stuck on the event loop).
 - `restart`: every `RESET_EVERY` inputs the broker is stopped and started again on the same dir before
   it is thrown away; its topics and every partition's log start and end offsets must be the same.
+- `corrupt-log`: while it is stopped there, `pybroker check-log`'s verifier must find nothing wrong in
+  what it stored (whatever produce let through is on disk exactly as a consumer will read it).
 - `memory`: resident memory, sampled every `MEMORY_EVERY` inputs, stays under `MEMORY_LIMIT_MB` more
   than the figure after the first broker started (the broker is rebuilt on a fresh dir every
   `RESET_EVERY` inputs, so what it legitimately stores does not count).
@@ -57,6 +59,7 @@ from pybroker.broker.connection import KafkaConnection
 from pybroker.broker.dispatch import REGISTRY, HandlerSpec, Waiting, load_handlers
 from pybroker.config.broker_config import BrokerConfig
 from pybroker.protocol.frames import decode_response
+from pybroker.storage.verify import check_log_dir
 from tests.fuzz.mutate import FuzzInput
 
 WORK_BOUND_S = 5.0
@@ -247,6 +250,11 @@ class FuzzTarget:
         before = self._snapshot()
         await self.app.stop()
         self.app = None
+        report = await asyncio.to_thread(check_log_dir, Path(config.log_dirs[0]))
+        if report.problems:
+            shown = "; ".join(f"{Path(p.file).parent.name}/{Path(p.file).name}@{p.position}: {p.message}"
+                              for p in report.problems[:3])
+            return Finding("corrupt-log", f"{len(report.problems)} problems in the stored logs: {shown}", item)
         try:
             await self._start_broker(config)
         except Exception as exc:

@@ -136,3 +136,13 @@ async def test_a_watchdog_alarm_of_the_caller_survives_the_target(tmp_path: Path
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+
+
+async def test_what_the_verifier_finds_on_disk_at_a_restart(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pybroker.storage.verify import Problem, Report
+
+    monkeypatch.setattr(target_module, "RESET_EVERY", 1)
+    monkeypatch.setattr(target_module, "check_log_dir",
+                        lambda path: Report(problems=[Problem(str(path / "t-0" / "0.log"), 61, "planted")]))
+    finding = await _run_with(tmp_path, monkeypatch)
+    assert finding is not None and finding.kind == "corrupt-log" and "planted" in finding.detail, finding
