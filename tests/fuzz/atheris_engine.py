@@ -45,7 +45,7 @@ def main(argv: list[str]) -> None:
     if corpus is not None:
         _seed_corpus(corpus)
     loop = asyncio.new_event_loop()
-    target = FuzzTarget(known=known_rule)
+    target = FuzzTarget(known=known_rule, alarm=False)  # SIGALRM is atheris's: its -timeout bounds an input
     loop.run_until_complete(target.__aenter__())
     count = 0
 
@@ -56,8 +56,7 @@ def main(argv: list[str]) -> None:
         if finding is not None and known_finding(finding.kind, finding.detail) is None:
             raise FuzzFinding(f"{finding.kind}: {finding.detail}")
 
-    # our own alarm bounds each input (SYNC_BOUND_S); libFuzzer's would fight it for SIGALRM
-    args: list[Any] = [argv[0], "-timeout=0", "-rss_limit_mb=4096", *argv[1:]]
+    args: list[Any] = [argv[0], "-timeout=30", "-rss_limit_mb=4096", *argv[1:]]
     atheris.Setup(args, one_input)
     atheris.Fuzz()
 

@@ -196,7 +196,7 @@ class _Handled:
 class FuzzTarget:
     """Use as `async with FuzzTarget() as target: finding = await target.run(input)`."""
 
-    def __init__(self, workdir: Path | None = None, *, known: Any = None) -> None:
+    def __init__(self, workdir: Path | None = None, *, known: Any = None, alarm: bool = True) -> None:
         self._own_workdir = workdir is None
         # on tmpfs when there is one: fsync and file creation are most of the cost of an input otherwise
         scratch = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
@@ -206,6 +206,7 @@ class FuzzTarget:
         self.events: list[tuple[str, str, dict[str, Any]]] = []
         self.handled: dict[str, list[_Handled]] = {}  # by peer, in request order
         self.known = known
+        self.alarm = alarm  # False when another engine owns SIGALRM (atheris bounds each input itself)
         self._since_reset = 0
         self._generation = 0
         self._restore: list[Callable[[], None]] = []
@@ -401,11 +402,12 @@ class FuzzTarget:
         def alarm(signum: int, frame: Any) -> None:
             raise InputHang(f"input {item.index} of seed {item.seed}")
 
-        outer = signal.getitimer(signal.ITIMER_REAL)[0]  # a watchdog of whoever runs us keeps its time
+        outer = signal.getitimer(signal.ITIMER_REAL)[0] if self.alarm else 0.0  # a caller's watchdog keeps its time
         started = time.monotonic()
-        previous = signal.signal(signal.SIGALRM, alarm)
+        previous = signal.signal(signal.SIGALRM, alarm) if self.alarm else None
         try:
-            signal.setitimer(signal.ITIMER_REAL, SYNC_BOUND_S)
+            if self.alarm:
+                signal.setitimer(signal.ITIMER_REAL, SYNC_BOUND_S)
             for conn, transport in links:
                 conn.connection_made(transport)
             if len(links) == 1:  # one stream, handed over in one to three chunks: frames arrive split too
@@ -427,8 +429,9 @@ class FuzzTarget:
                     return finding
             return None
         finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, signal.SIG_DFL if previous is None else previous)
+            if self.alarm:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+                signal.signal(signal.SIGALRM, signal.SIG_DFL if previous is None else previous)
             if outer:
                 signal.setitimer(signal.ITIMER_REAL, max(outer - (time.monotonic() - started), 0.001))
 
