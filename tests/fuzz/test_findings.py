@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ from pybroker.protocol.messages.delete_records import (
     DeleteRecordsTopic,
 )
 from pybroker.protocol.messages.delete_topics import DeleteTopicsRequest
+from pybroker.protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
 from pybroker.protocol.messages.offset_commit import (
     OffsetCommitRequest,
     OffsetCommitRequestPartition,
@@ -136,6 +138,18 @@ async def test_an_offset_commit_retention_past_the_int64_range_is_stored(broker:
     fetched = await broker.call(OffsetFetchRequest(group_id="forever", topics=[
         OffsetFetchRequestTopic(name="committed", partition_indexes=[0])]), 4)
     assert fetched.topics[0].partitions[0].committed_offset == 7
+
+
+@pytest.mark.parametrize("version", [10, 11])
+async def test_metadata_by_topic_id_before_v12_is_refused_with_an_answer_that_decodes(
+        broker: InProcessBroker, version: int) -> None:
+    """Found as: `bad-answer` (Metadata v11, one topic with a null name and an unknown id): the answer
+    echoed the null name, which v10-11 cannot carry, so clients could not decode it. Kafka serves topic
+    ids from v12 only; the topic is refused with INVALID_REQUEST under an empty name."""
+    request = MetadataRequest(topics=[MetadataRequestTopic(topic_id=uuid.uuid4(), name=None)],
+                              allow_auto_topic_creation=False)
+    answer = await broker.call(request, version)  # decodes, or raises here
+    assert [(t.name, t.error_code) for t in answer.topics] == [("", ErrorCode.INVALID_REQUEST)]
 
 
 # known: item 7
