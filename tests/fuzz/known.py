@@ -19,38 +19,7 @@ from tests.fuzz.mutate import FuzzInput
 
 Rule = Callable[[int, int, object], bool]
 
-#: more partitions than this in one request reach issue 11 item 4 (partitions made one by one on the event
-#: loop until descriptors run out); owner: the partition caps (`storage/`, create_topics/create_partitions)
-PARTITIONS_PER_REQUEST = 1000
-
-
-def _many_partitions(api_key: int, version: int, request: object) -> bool:
-    topics = getattr(request, "topics", None) or []
-    if api_key == 19:  # CreateTopics
-        return sum(max(t.num_partitions, len(t.assignments)) for t in topics) > PARTITIONS_PER_REQUEST
-    if api_key == 37:  # CreatePartitions
-        return sum(max(t.count, len(t.assignments or ())) for t in topics) > PARTITIONS_PER_REQUEST
-    return False
-
-
-#: a topic name longer than this cannot be renamed to `<name>-<p>.<32 hex>-delete` within 255 bytes
-DELETABLE_NAME = 212
-
-
-def _long_name_deleted(api_key: int, version: int, request: object) -> bool:
-    if api_key != 20:  # DeleteTopics
-        return False
-    names = [t.name for t in getattr(request, "topics", None) or [] if t.name]
-    names += list(getattr(request, "topic_names", None) or [])
-    return any(len(name.encode("utf-8", "replace")) > DELETABLE_NAME for name in names)
-
-
-RULES: dict[str, Rule] = {
-    "item 4: a huge partition count is created on the event loop": _many_partitions,
-    # the failed delete leaves the Log it dropped open (a ResourceWarning when it is collected), and its
-    # directory behind, which stops the next start (see KNOWN_FINDINGS)
-    "item 7: deleting a topic with a name over 212 bytes fails and leaks its open files": _long_name_deleted,
-}
+RULES: dict[str, Rule] = {}
 
 
 def _frames(data: bytes) -> list[bytearray]:
@@ -80,27 +49,7 @@ def known_rule(item: FuzzInput) -> str | None:
 
 
 #: finding kind and a pattern of its detail -> what it is
-KNOWN_FINDINGS: dict[str, tuple[str, re.Pattern[str]]] = {
-    # a topic name with a newline breaks the line-based checkpoint files: start offsets go back to 0
-    "item 1: DeleteRecords undone by a restart (a topic name with a newline)":
-        ("restart", re.compile(r"state changed across a restart: topics \[\], offsets .*; [1-9]\d* topic names with")),
-    # a 249-character topic cannot be deleted (the -delete rename is too long); its dir stays, and
-    # at the next start setting it aside as stray is too long a name as well: the broker does not start
-    "item 7: a 249-character topic left behind by a failed delete stops the next start":
-        ("restart", re.compile(r"did not start again on its dir: OSError\(36")),
-    # checkpoint writes from several worker threads share one temp file name: the losing rename's
-    # FileNotFoundError is taken for a disk failure (DeleteRecords next to other requests)
-    "item 3: concurrent checkpoint writes take the log dir offline":
-        ("error-logged", re.compile(r"log dir offline .*FileNotFoundError")),
-    # the same failed delete leaves `<name>-0` behind; creating the topic again sets it aside under a name
-    # too long as well, and that OSError takes the log dir offline
-    "item 7: recreating a 249-character topic takes the log dir offline":
-        ("error-logged", re.compile(r"log dir offline .*File name too long")),
-    # a produce waiting for its fsync when its topic is deleted logs an error and answers
-    # KAFKA_STORAGE_ERROR (handlers/produce.py)
-    "produce: acks=-1 racing a DeleteTopics logs 'flush failed' at error level":
-        ("error-logged", re.compile(r"produce: flush failed .*LogClosedError")),
-}
+KNOWN_FINDINGS: dict[str, tuple[str, re.Pattern[str]]] = {}
 
 
 def known_finding(kind: str, detail: str) -> str | None:

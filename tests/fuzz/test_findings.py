@@ -40,8 +40,6 @@ from tests.fuzz.known import KNOWN_FINDINGS, RULES
 from tests.fuzz.mutate import FuzzInput
 from tests.fuzz.target import FuzzTarget
 
-STORAGE_OWNER = "owned by the topic names / checkpoints / partition caps work (storage/)"
-
 
 @pytest.fixture
 async def broker(tmp_path: Path) -> AsyncIterator[InProcessBroker]:
@@ -76,7 +74,6 @@ def test_every_known_entry_has_a_reproducer_here() -> None:
 
 
 # known: item 1
-@pytest.mark.xfail(strict=True, reason=f"issue 11 item 1 (topic names with a newline), {STORAGE_OWNER}")
 async def test_delete_records_survives_a_restart_next_to_a_topic_named_with_a_newline(
         broker: InProcessBroker) -> None:
     """Found as: the restart oracle saw log start offsets go back to 0 (and a '\\n' topic lose its record)."""
@@ -94,7 +91,6 @@ async def test_delete_records_survives_a_restart_next_to_a_topic_named_with_a_ne
 
 
 # known: item 7
-@pytest.mark.xfail(strict=True, reason=f"issue 11 item 7 (249-character topic names), {STORAGE_OWNER}")
 async def test_a_deleted_249_character_topic_lets_the_broker_start_again(broker: InProcessBroker) -> None:
     """Found as: the restart oracle's broker did not start (OSError 36). The delete fails (the
     `-delete` rename is too long), the directory stays, and at the next start setting it aside as a
@@ -153,7 +149,6 @@ async def test_metadata_by_topic_id_before_v12_is_refused_with_an_answer_that_de
 
 
 # known: item 7
-@pytest.mark.xfail(strict=True, reason=f"issue 11 item 7 (249-character topic names), {STORAGE_OWNER}")
 async def test_recreating_a_249_character_topic_keeps_the_log_dir_online(broker: InProcessBroker) -> None:
     """Found as: `log dir offline ... OSError(36, 'File name too long')` on a Produce (auto-create) or a
     CreateTopics. The failed delete left `<name>-0` behind; the new partition sets it aside as
@@ -168,9 +163,6 @@ async def test_recreating_a_249_character_topic_keeps_the_log_dir_online(broker:
 
 
 # known: produce
-@pytest.mark.xfail(strict=True, reason="produce waiting for its fsync while its topic is deleted logs 'flush "
-                   "failed' at error level and answers KAFKA_STORAGE_ERROR; owned by the produce path work "
-                   "(broker/handlers/produce.py)")
 async def test_produce_waiting_for_fsync_when_its_topic_is_deleted_is_not_a_storage_error(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Found as: an `error-logged` finding (Produce acks=-1 then DeleteTopics, pipelined). Kafka answers a
@@ -197,9 +189,6 @@ async def test_produce_waiting_for_fsync_when_its_topic_is_deleted_is_not_a_stor
 
 
 # known: item 3
-@pytest.mark.xfail(strict=True, reason="issue 11 item 3 (concurrent checkpoint writes share one temp name; "
-                   "owned by the checkpoints/concurrency work in storage/) and item 10 (DeleteRecords' work "
-                   "overlaps the next request of its connection; broker/connection.py)")
 async def test_delete_records_racing_other_requests_never_takes_the_log_dir_offline(broker: InProcessBroker) -> None:
     """Found as: `log dir offline ... FileNotFoundError` after DeleteRecords and CreateTopics pipelined on one
     connection. Each DeleteRecords writes the checkpoints from a worker thread through the same temp file;
@@ -222,7 +211,6 @@ async def test_delete_records_racing_other_requests_never_takes_the_log_dir_offl
 
 
 # known: item 4
-@pytest.mark.xfail(strict=True, reason=f"issue 11 item 4 (huge partition counts), {STORAGE_OWNER}")
 async def test_a_huge_partition_count_is_refused_at_once(tmp_path: Path) -> None:
     """Found as: a `hang` (the synchronous part of one input over 10 s) on CreatePartitions count=32767."""
     import tests.fuzz.target as target_module
