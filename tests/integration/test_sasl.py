@@ -9,6 +9,7 @@ others, and the broker's log never holds a test password.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -58,16 +59,10 @@ def _sasl_broker(workdir: Path, overrides: dict[str, str]) -> BrokerProcess:
     return BrokerProcess(workdir, overrides, extra_listeners=["SASL_PLAINTEXT"])
 
 
-@pytest.fixture(scope="module")
-def sasl_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    jaas = (f'org.apache.kafka.common.security.plain.PlainLoginModule required user_{PLAIN_USER}="{PLAIN_PASSWORD}" '
-            'user_other="other-Pw";')
-    proc = _sasl_broker(tmp_path_factory.mktemp("sasl"), {
-        "auto.create.topics.enable": "true",
-        "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
-        "listener.name.sasl_plaintext.plain.sasl.jaas.config": jaas,
-        "connection.failed.authentication.delay.ms": "100",
-    })
+@contextlib.contextmanager
+def serving_users(proc: BrokerProcess) -> Iterator[BrokerProcess]:
+    """Start `proc` with the SCRAM test user; at the end stop it cleanly and insist its log holds no test
+    password (shared with the SASL_SSL tests)."""
     proc.start()
     _add_scram_user(proc, SCRAM_USER, SCRAM_PASSWORD)
     try:
@@ -79,6 +74,19 @@ def sasl_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProc
         log = proc.log_path.read_text(errors="replace")
         proc.close()
         assert not [p for p in PASSWORDS if p in log], "a test password reached the broker's log"
+
+
+@pytest.fixture(scope="module")
+def sasl_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+    jaas = (f'org.apache.kafka.common.security.plain.PlainLoginModule required user_{PLAIN_USER}="{PLAIN_PASSWORD}" '
+            'user_other="other-Pw";')
+    with serving_users(_sasl_broker(tmp_path_factory.mktemp("sasl"), {
+        "auto.create.topics.enable": "true",
+        "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config": jaas,
+        "connection.failed.authentication.delay.ms": "100",
+    })) as proc:
+        yield proc
 
 
 def _add_scram_user(broker: BrokerProcess, user: str, password: str) -> None:

@@ -15,19 +15,17 @@ from aiokafka.helpers import create_ssl_context
 
 from tests.certs import KEY_PASSWORD, CertSet, make_certs, openssl_available
 from tests.integration.brokers import BrokerProcess
-from tests.integration.clients import close_clients
 from tests.integration.secure_clients import KCAT, ak_round_trip, kcat_round_trip, kp_round_trip
 from tests.integration.test_sasl import (
-    PASSWORDS,
     PLAIN_PASSWORD,
     PLAIN_USER,
     SCRAM_PASSWORD,
     SCRAM_USER,
-    _add_scram_user,
     _ck_conf,
     _ck_round_trip,
     _kp_conf,
     _values,
+    serving_users,
 )
 
 pytestmark = [pytest.mark.integration,
@@ -51,17 +49,8 @@ def broker(tmp_path_factory: pytest.TempPathFactory, certs: CertSet) -> Iterator
         "ssl.keystore.type": "PEM", "ssl.keystore.location": str(certs.server_keystore_encrypted),
         "ssl.key.password": KEY_PASSWORD,
     })
-    proc.start()
-    _add_scram_user(proc, SCRAM_USER, SCRAM_PASSWORD)
-    try:
+    with serving_users(proc):
         yield proc
-    finally:
-        close_clients()
-        if proc.is_running():
-            proc.stop(expect_code=0)
-        log = proc.log_path.read_text(errors="replace")
-        proc.close()
-        assert not [p for p in PASSWORDS if p in log], "a test password reached the broker's log"
 
 
 @pytest.mark.parametrize("mechanism", MECHANISMS)
