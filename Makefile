@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PYTEST_ARGS ?=
 
-.PHONY: cc kcat java prometheus run test test-fast lint bench check-gen gen docs install clean
+.PHONY: cc kcat java prometheus run test test-fast lint bench fuzz check-gen gen docs install clean
 
 $(STAMP): pyproject.toml setup.py protocol/records/record_walk.py | cc
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -61,6 +61,21 @@ check-gen: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) bench/run.py
+
+# the long fuzzing campaign (docs/fuzzing.md): FUZZ_ARGS="--seed S --start N" resumes one;
+# FUZZ_ENGINE=atheris runs coverage-guided libFuzzer instead (installed on first use)
+FUZZ_INPUTS ?= 1000000
+FUZZ_JOBS ?= $(shell nproc 2>/dev/null || echo 1)
+FUZZ_ARGS ?=
+FUZZ_ENGINE ?= seeded
+fuzz: $(STAMP)
+ifeq ($(FUZZ_ENGINE),atheris)
+	$(PY) -c "import atheris" 2>/dev/null || $(PY) -m pip install -q -e '.[fuzz]'
+	mkdir -p .fuzz-corpus
+	$(PY) -m tests.fuzz.atheris_engine -runs=$(FUZZ_INPUTS) $(FUZZ_ARGS) .fuzz-corpus
+else
+	$(PY) -m tests.fuzz.run --inputs $(FUZZ_INPUTS) --jobs $(FUZZ_JOBS) $(FUZZ_ARGS)
+endif
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache protocol/records/*.so

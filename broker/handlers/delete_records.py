@@ -48,17 +48,29 @@ def _delete(ctx: RequestContext, topic: str, partition: int, offset: int) -> tup
     return start, ErrorCode.NONE
 
 
+def _requested(request: DeleteRecordsRequest) -> dict[str, dict[int, int]]:
+    """Offsets by topic and partition. Kafka keys the request by partition, so a partition named twice
+    is trimmed once (at the offset named last): a request repeating one partition thousands of times
+    must not cost thousands of checkpoint writes."""
+    wanted: dict[str, dict[int, int]] = {}
+    for topic in request.topics:
+        partitions = wanted.setdefault(topic.name, {})
+        for p in topic.partitions:
+            partitions[p.partition_index] = p.offset
+    return wanted
+
+
 @handler(ApiKey.DELETE_RECORDS, versions=(0, 2))
 def handle_delete_records(ctx: RequestContext, request: DeleteRecordsRequest) -> Any:
     async def run() -> DeleteRecordsResponse:
         topics = []
-        for topic in request.topics:
+        for name, offsets in _requested(request).items():
             results = []
-            for p in topic.partitions:
-                start, code = await asyncio.to_thread(_delete, ctx, topic.name, p.partition_index, p.offset)
-                results.append(DeleteRecordsPartitionResult(partition_index=p.partition_index, low_watermark=start,
+            for partition, offset in offsets.items():
+                start, code = await asyncio.to_thread(_delete, ctx, name, partition, offset)
+                results.append(DeleteRecordsPartitionResult(partition_index=partition, low_watermark=start,
                                                             error_code=code))
-            topics.append(DeleteRecordsTopicResult(name=topic.name, partitions=results))
+            topics.append(DeleteRecordsTopicResult(name=name, partitions=results))
         return DeleteRecordsResponse(throttle_time_ms=0, topics=topics)
 
     return run()

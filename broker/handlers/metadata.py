@@ -34,6 +34,8 @@ TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
 CLUSTER_OPERATIONS = sum(1 << op for op in (4, 5, 7, 8, 9, 10, 11, 12))
 UNSET_OPERATIONS = -(2**31)
 FIRST_AUTO_CREATE_FLAG_VERSION = 4
+#: topics by id (a null name) are served from v12, where the answer's topic name may be null too
+FIRST_TOPIC_ID_VERSION = 12
 
 
 def topic_metadata(ctx: RequestContext, info: TopicInfo, include_ops: bool) -> MetadataResponseTopic:
@@ -86,6 +88,10 @@ def _answer(ctx: RequestContext, request: MetadataRequest) -> MetadataResponse:
         topics = [topic_metadata(ctx, info, include_ops) for info in state.logs.topics().values()]
     else:
         for wanted in request.topics:
+            if wanted.name is None and version < FIRST_TOPIC_ID_VERSION:
+                # as Kafka: no topic ids before v12; and v10-11 answers cannot carry a null name
+                topics.append(_missing("", ErrorCode.INVALID_REQUEST, wanted.topic_id))
+                continue
             if wanted.name is None:
                 info = topic_by_id(state, wanted.topic_id)
                 topics.append(topic_metadata(ctx, info, include_ops) if info is not None

@@ -22,6 +22,8 @@ from pybroker.protocol.messages.offset_commit import (
 )
 
 RETENTION_VERSIONS = range(2, 5)
+#: the expire time is stored as an int64: a retention reaching past it means "never" (Kafka's sum wraps)
+LATEST_EXPIRY_MS = 2**63 - 1
 
 
 @handler(ApiKey.OFFSET_COMMIT, versions=(0, 9))
@@ -30,7 +32,7 @@ def handle_offset_commit(ctx: RequestContext, request: OffsetCommitRequest) -> A
     now = state.clock_ms()
     expire = -1
     if ctx.api_version in RETENTION_VERSIONS and request.retention_time_ms >= 0:
-        expire = now + request.retention_time_ms
+        expire = min(now + request.retention_time_ms, LATEST_EXPIRY_MS)
     offsets = [OffsetToCommit(topic.name, p.partition_index, p.committed_offset, p.committed_leader_epoch,
                               p.committed_metadata, p.commit_timestamp, expire)
                for topic in request.topics for p in topic.partitions]

@@ -188,7 +188,13 @@ async def _await_flushes(ctx: RequestContext, result: ProduceResponse,
                          waits: list[tuple[str, PartitionProduceResponse, Awaitable[Any]]]) -> ProduceResponse:
     outcomes = await asyncio.gather(*(w for _, _, w in waits), return_exceptions=True)
     for (topic, response, _), outcome in zip(waits, outcomes, strict=True):
-        if isinstance(outcome, BaseException):
+        if isinstance(outcome, LogClosedError):
+            # the topic was deleted while its batch waited for fsync: as Kafka's delayed produce answers
+            # once the partition is gone, not a disk failure
+            response.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            response.base_offset = -1
+            response.error_message = "the partition was deleted before the records were flushed"
+        elif isinstance(outcome, BaseException):
             log.error("flush failed", topic=topic, partition=response.index, client_id=ctx.client_id,
                       error=repr(outcome))
             target = ctx.state.logs.get_log(topic, response.index)

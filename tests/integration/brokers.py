@@ -93,7 +93,13 @@ def _pdeathsig_prefix() -> list[str]:
 
 
 class BrokerProcess:
-    """One pybroker subprocess on 127.0.0.1 with its own log dir(s); restartable on the same dirs and port."""
+    """One pybroker subprocess on 127.0.0.1 with its own log dir(s); restartable on the same dirs and port.
+
+    The PLAINTEXT listener on `port` is always there (the readiness check speaks to it). `extra_listeners`
+    names more listeners (`SSL`, `SASL_PLAINTEXT`, `SASL_SSL`, ...), each on a free port of its own:
+    `bootstrap_of(name)` is where a client of that listener connects. `log_level` is passed to the CLI
+    when set (the TLS tests read the per-connection principal logged at debug).
+    """
 
     name = "pybroker"
     supports_restart = True
@@ -101,13 +107,16 @@ class BrokerProcess:
 
     def __init__(self, workdir: Path, overrides: Mapping[str, str] | None = None, *,
                  log_dirs: Iterable[Path] | None = None, port: int | None = None,
-                 startup_timeout: float = STARTUP_TIMEOUT_S) -> None:
+                 startup_timeout: float = STARTUP_TIMEOUT_S, extra_listeners: Iterable[str] = (),
+                 log_level: str | None = None) -> None:
         self.workdir = Path(workdir)
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.overrides = dict(overrides or {})
         self.log_dirs = [Path(d) for d in log_dirs] if log_dirs else [self.workdir / "data"]
         self.port = port or free_port()
         self._port_pinned = port is not None
+        self.listener_ports = {name: free_port() for name in extra_listeners}
+        self.log_level = log_level
         self.startup_timeout = startup_timeout
         self.log_path = self.workdir / f"{self.name}.out"
         self.proc: subprocess.Popen[bytes] | None = None
@@ -121,6 +130,13 @@ class BrokerProcess:
     @property
     def bootstrap(self) -> str:
         return f"{self.host}:{self.port}"
+
+    def port_of(self, listener: str) -> int:
+        """The port of one of the `extra_listeners`."""
+        return self.listener_ports[listener]
+
+    def bootstrap_of(self, listener: str) -> str:
+        return f"{self.host}:{self.port_of(listener)}"
 
     @property
     def pid(self) -> int | None:
@@ -141,6 +157,7 @@ class BrokerProcess:
                 self.kill9()
                 if lost_race and not self._port_pinned and self.starts == 1 and attempt < 2:
                     self.port = free_port()
+                    self.listener_ports = {name: free_port() for name in self.listener_ports}
                     self.starts = 0
                     continue
                 raise
@@ -201,9 +218,13 @@ class BrokerProcess:
 
     # -- internals -----------------------------------------------------------------------------------
     def command(self) -> list[str]:
+        listeners = [f"PLAINTEXT://{self.host}:{self.port}"]
+        listeners += [f"{name}://{self.host}:{port}" for name, port in self.listener_ports.items()]
         cmd = [sys.executable, "-m", "pybroker.broker.cli", "start",
                "--log-dirs", ",".join(str(d) for d in self.log_dirs),
-               "--listeners", f"PLAINTEXT://{self.host}:{self.port}"]
+               "--listeners", ",".join(listeners)]
+        if self.log_level is not None:
+            cmd += ["--log-level", self.log_level]
         for key, value in self.overrides.items():
             cmd += ["--override", f"{key}={value}"]
         return cmd

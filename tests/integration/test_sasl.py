@@ -9,7 +9,7 @@ others, and the broker's log never holds a test password.
 
 from __future__ import annotations
 
-import asyncio
+import contextlib
 import hashlib
 import json
 import logging
@@ -24,27 +24,28 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
-from aiokafka.structs import TopicPartition as AioTopicPartition
 from confluent_kafka import KafkaError
 from confluent_kafka.admin import ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion
 
 from pybroker.protocol.frames import decode_response, encode_request
 from pybroker.protocol.messages import SaslAuthenticateRequest, SaslHandshakeRequest
-from tests.integration.brokers import BrokerProcess, free_port
+from tests.integration.brokers import BrokerProcess
 from tests.integration.clients import (
     ck_admin,
-    ck_consumer,
     ck_producer,
     close_clients,
-    kp_consumer,
-    kp_producer,
+)
+from tests.integration.secure_clients import (
+    KCAT,
+    ak_round_trip,
+    ck_round_trip,
+    kcat_round_trip,
+    kp_round_trip,
 )
 from tests.unit.broker.test_sasl_mechanisms import RfcClient
 
 pytestmark = pytest.mark.integration
 
-KCAT = shutil.which("kcat") or shutil.which("kafkacat")
 PLAIN_USER, PLAIN_PASSWORD = "alice", "plain-Pw-4a1f9c"
 SCRAM_USER, SCRAM_PASSWORD = "scram-bob", "scram-Pw-77e2d0"
 RUNTIME_USER, RUNTIME_PASSWORD = "carol", "runtime-Pw-c0ffee"
@@ -53,34 +54,15 @@ PASSWORDS = (PLAIN_PASSWORD, SCRAM_PASSWORD, RUNTIME_PASSWORD, WRONG_PASSWORD)
 RECORDS = 20
 
 
-class SaslBroker(BrokerProcess):
+def _sasl_broker(workdir: Path, overrides: dict[str, str]) -> BrokerProcess:
     """A broker with a PLAINTEXT listener (the harness's readiness check) and a SASL_PLAINTEXT one."""
-
-    def __init__(self, workdir: Path, overrides: dict[str, str]) -> None:
-        super().__init__(workdir, overrides)
-        self.sasl_port = free_port()
-
-    @property
-    def sasl_bootstrap(self) -> str:
-        return f"{self.host}:{self.sasl_port}"
-
-    def command(self) -> list[str]:
-        cmd = super().command()
-        at = cmd.index("--listeners") + 1
-        cmd[at] = f"{cmd[at]},SASL_PLAINTEXT://{self.host}:{self.sasl_port}"
-        return cmd
+    return BrokerProcess(workdir, overrides, extra_listeners=["SASL_PLAINTEXT"])
 
 
-@pytest.fixture(scope="module")
-def sasl_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SaslBroker]:
-    jaas = (f'org.apache.kafka.common.security.plain.PlainLoginModule required user_{PLAIN_USER}="{PLAIN_PASSWORD}" '
-            'user_other="other-Pw";')
-    proc = SaslBroker(tmp_path_factory.mktemp("sasl"), {
-        "auto.create.topics.enable": "true",
-        "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
-        "listener.name.sasl_plaintext.plain.sasl.jaas.config": jaas,
-        "connection.failed.authentication.delay.ms": "100",
-    })
+@contextlib.contextmanager
+def serving_users(proc: BrokerProcess) -> Iterator[BrokerProcess]:
+    """Start `proc` with the SCRAM test user; at the end stop it cleanly and insist its log holds no test
+    password (shared with the SASL_SSL tests)."""
     proc.start()
     _add_scram_user(proc, SCRAM_USER, SCRAM_PASSWORD)
     try:
@@ -92,6 +74,19 @@ def sasl_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SaslBroker
         log = proc.log_path.read_text(errors="replace")
         proc.close()
         assert not [p for p in PASSWORDS if p in log], "a test password reached the broker's log"
+
+
+@pytest.fixture(scope="module")
+def sasl_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+    jaas = (f'org.apache.kafka.common.security.plain.PlainLoginModule required user_{PLAIN_USER}="{PLAIN_PASSWORD}" '
+            'user_other="other-Pw";')
+    with serving_users(_sasl_broker(tmp_path_factory.mktemp("sasl"), {
+        "auto.create.topics.enable": "true",
+        "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config": jaas,
+        "connection.failed.authentication.delay.ms": "100",
+    })) as proc:
+        yield proc
 
 
 def _add_scram_user(broker: BrokerProcess, user: str, password: str) -> None:
@@ -106,15 +101,18 @@ CREDENTIALS = {"PLAIN": (PLAIN_USER, PLAIN_PASSWORD), "SCRAM-SHA-256": (SCRAM_US
                "SCRAM-SHA-512": (SCRAM_USER, SCRAM_PASSWORD)}
 
 
-def _ck_conf(mechanism: str, user: str | None = None, password: str | None = None) -> dict[str, Any]:
+def _ck_conf(mechanism: str, user: str | None = None, password: str | None = None,
+             protocol: str = "SASL_PLAINTEXT") -> dict[str, Any]:
+    """librdkafka's spelling, which kcat shares (`sasl.mechanism` is its alias of `sasl.mechanisms`)."""
     default_user, default_password = CREDENTIALS[mechanism]
-    return {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": mechanism,
+    return {"security.protocol": protocol, "sasl.mechanism": mechanism,
             "sasl.username": user or default_user, "sasl.password": password or default_password}
 
 
-def _kp_conf(mechanism: str) -> dict[str, Any]:
+def _kp_conf(mechanism: str, protocol: str = "SASL_PLAINTEXT") -> dict[str, Any]:
+    """kafka-python's spelling, which aiokafka shares."""
     user, password = CREDENTIALS[mechanism]
-    return {"security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": mechanism, "sasl_plain_username": user,
+    return {"security_protocol": protocol, "sasl_mechanism": mechanism, "sasl_plain_username": user,
             "sasl_plain_password": password}
 
 
@@ -124,91 +122,35 @@ def _values(topic: str) -> list[bytes]:
 
 # -- every client, every mechanism ---------------------------------------------------------------------
 @pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-512"])
-def test_kafka_python(sasl_broker: SaslBroker, new_topic: Callable[..., str], mechanism: str) -> None:
+def test_kafka_python(sasl_broker: BrokerProcess, new_topic: Callable[..., str], mechanism: str) -> None:
     topic = new_topic()
-    with kp_producer(sasl_broker.sasl_bootstrap, **_kp_conf(mechanism)) as producer:
-        for value in _values(topic):
-            producer.send(topic, value, partition=0)
-        producer.flush(timeout=20)
-    got: list[bytes] = []
-    with kp_consumer(sasl_broker.sasl_bootstrap, **_kp_conf(mechanism), auto_offset_reset="earliest") as consumer:
-        consumer.subscribe([topic])
-        deadline = time.monotonic() + 30
-        while len(got) < RECORDS and time.monotonic() < deadline:
-            for batch in consumer.poll(timeout_ms=300).values():
-                got += [r.value for r in batch]
-    assert got == _values(topic)
+    assert kp_round_trip(sasl_broker.bootstrap_of("SASL_PLAINTEXT"), topic, _kp_conf(mechanism), _values(topic),
+                         subscribe=True) == _values(topic)
 
 
 def _ck_round_trip(bootstrap: str, topic: str, conf: dict[str, Any]) -> list[bytes]:
-    producer = ck_producer(bootstrap, **conf)
-    for value in _values(topic):
-        producer.produce(topic, value, partition=0)
-    assert producer.flush(20) == 0
-    got: list[bytes] = []
-    with ck_consumer(bootstrap, **conf) as consumer:
-        consumer.subscribe([topic])
-        deadline = time.monotonic() + 30
-        while len(got) < RECORDS and time.monotonic() < deadline:
-            message = consumer.poll(0.5)
-            if message is None or message.error() is not None:
-                continue
-            got.append(bytes(message.value()))
-    return got
+    return ck_round_trip(bootstrap, topic, conf, _values(topic), subscribe=True)
 
 
 @pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"])
-def test_confluent_kafka(sasl_broker: SaslBroker, new_topic: Callable[..., str], mechanism: str) -> None:
+def test_confluent_kafka(sasl_broker: BrokerProcess, new_topic: Callable[..., str], mechanism: str) -> None:
     topic = new_topic()
-    assert _ck_round_trip(sasl_broker.sasl_bootstrap, topic, _ck_conf(mechanism)) == _values(topic)
+    assert _ck_round_trip(sasl_broker.bootstrap_of("SASL_PLAINTEXT"), topic, _ck_conf(mechanism)) == _values(topic)
 
 
 @pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-512"])
-async def test_aiokafka(sasl_broker: SaslBroker, new_topic: Callable[..., str], mechanism: str) -> None:
+async def test_aiokafka(sasl_broker: BrokerProcess, new_topic: Callable[..., str], mechanism: str) -> None:
     topic = new_topic()
-    user, password = CREDENTIALS[mechanism]
-    conf: dict[str, Any] = {"bootstrap_servers": sasl_broker.sasl_bootstrap, "security_protocol": "SASL_PLAINTEXT",
-                            "sasl_mechanism": mechanism, "sasl_plain_username": user,
-                            "sasl_plain_password": password, "request_timeout_ms": 10_000}
-    producer = AIOKafkaProducer(**conf)
-    await asyncio.wait_for(producer.start(), 15)
-    try:
-        for value in _values(topic):
-            await producer.send_and_wait(topic, value, partition=0)
-    finally:
-        await asyncio.wait_for(producer.stop(), 15)
-    consumer = AIOKafkaConsumer(**conf, enable_auto_commit=False, fetch_max_wait_ms=200)
-    await asyncio.wait_for(consumer.start(), 15)
-    got: list[bytes] = []
-    try:
-        tp = AioTopicPartition(topic, 0)
-        consumer.assign([tp])
-        consumer.seek(tp, 0)
-        deadline = time.monotonic() + 20
-        while len(got) < RECORDS and time.monotonic() < deadline:
-            for batch in (await consumer.getmany(timeout_ms=300)).values():
-                got += [m.value for m in batch]
-    finally:
-        await asyncio.wait_for(consumer.stop(), 15)
-    assert got == _values(topic)
+    assert await ak_round_trip(sasl_broker.bootstrap_of("SASL_PLAINTEXT"), topic, _kp_conf(mechanism),
+                               _values(topic)) == _values(topic)
 
 
 @pytest.mark.skipif(KCAT is None, reason="kcat is not installed")
 @pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-512"])
-def test_kcat(sasl_broker: SaslBroker, new_topic: Callable[..., str], mechanism: str) -> None:
-    assert KCAT is not None
+def test_kcat(sasl_broker: BrokerProcess, new_topic: Callable[..., str], mechanism: str) -> None:
     topic = new_topic()
-    user, password = CREDENTIALS[mechanism]
-    security = ["-X", "security.protocol=SASL_PLAINTEXT", "-X", f"sasl.mechanisms={mechanism}",
-                "-X", f"sasl.username={user}", "-X", f"sasl.password={password}", "-X", "socket.timeout.ms=10000"]
     values = [v.decode() for v in _values(topic)]
-    produced = subprocess.run([KCAT, "-P", "-b", sasl_broker.sasl_bootstrap, "-t", topic, "-p", "0", *security],
-                              input="\n".join(values) + "\n", capture_output=True, text=True, timeout=60)
-    assert produced.returncode == 0, produced.stderr[-2000:]
-    consumed = subprocess.run([KCAT, "-C", "-b", sasl_broker.sasl_bootstrap, "-t", topic, "-o", "beginning", "-e",
-                               "-c", str(RECORDS), *security], capture_output=True, text=True, timeout=60)
-    assert consumed.returncode == 0, consumed.stderr[-2000:]
-    assert consumed.stdout.split() == values
+    assert kcat_round_trip(sasl_broker.bootstrap_of("SASL_PLAINTEXT"), topic, _ck_conf(mechanism), values) == values
 
 
 # -- refusals ------------------------------------------------------------------------------------------
@@ -244,15 +186,15 @@ def _recv(sock: socket.socket, n: int) -> bytes:
 
 
 @pytest.mark.parametrize(("user", "password"), [(PLAIN_USER, WRONG_PASSWORD), ("nobody", PLAIN_PASSWORD)])
-def test_plain_refusals(sasl_broker: SaslBroker, user: str, password: str) -> None:
-    [answer] = _raw_authenticate(sasl_broker.sasl_bootstrap, "PLAIN", [f"\0{user}\0{password}".encode()])
+def test_plain_refusals(sasl_broker: BrokerProcess, user: str, password: str) -> None:
+    [answer] = _raw_authenticate(sasl_broker.bootstrap_of("SASL_PLAINTEXT"), "PLAIN", [f"\0{user}\0{password}".encode()])
     assert (answer.error_code, answer.error_message) == (58, "Authentication failed: Invalid username or password")
 
 
 @pytest.mark.parametrize(("user", "password"), [(SCRAM_USER, WRONG_PASSWORD), ("nobody", SCRAM_PASSWORD)])
-def test_scram_refusals(sasl_broker: SaslBroker, user: str, password: str) -> None:
+def test_scram_refusals(sasl_broker: BrokerProcess, user: str, password: str) -> None:
     client = RfcClient("sha512", user, password, "nonce-it")
-    host, port = sasl_broker.sasl_bootstrap.split(":")
+    host, port = sasl_broker.bootstrap_of("SASL_PLAINTEXT").split(":")
     with socket.create_connection((host, int(port)), timeout=10) as sock:
         def call(request: Any, version: int, correlation_id: int) -> Any:
             sock.sendall(encode_request(request, version, correlation_id))
@@ -269,10 +211,10 @@ def test_scram_refusals(sasl_broker: SaslBroker, user: str, password: str) -> No
         assert sock.recv(1) == b""
 
 
-def test_librdkafka_reports_the_failure_and_others_are_still_served(sasl_broker: SaslBroker,
+def test_librdkafka_reports_the_failure_and_others_are_still_served(sasl_broker: BrokerProcess,
                                                                     new_topic: Callable[..., str]) -> None:
     errors: list[KafkaError] = []
-    bad = ck_producer(sasl_broker.sasl_bootstrap, **_ck_conf("SCRAM-SHA-512", password=WRONG_PASSWORD),
+    bad = ck_producer(sasl_broker.bootstrap_of("SASL_PLAINTEXT"), **_ck_conf("SCRAM-SHA-512", password=WRONG_PASSWORD),
                       error_cb=errors.append)
     bad.produce(new_topic(), b"never")
     deadline = time.monotonic() + 15
@@ -281,17 +223,17 @@ def test_librdkafka_reports_the_failure_and_others_are_still_served(sasl_broker:
     assert any("invalid credentials with SASL mechanism SCRAM-SHA-512" in e.str() for e in errors), errors
     close_clients()  # the refused producer would go on retrying (and logging) for the rest of the test
     topic = new_topic()
-    assert _ck_round_trip(sasl_broker.sasl_bootstrap, topic, _ck_conf("PLAIN")) == _values(topic)
+    assert _ck_round_trip(sasl_broker.bootstrap_of("SASL_PLAINTEXT"), topic, _ck_conf("PLAIN")) == _values(topic)
 
 
 # -- users at runtime, and after a restart ----------------------------------------------------------------
 @pytest.mark.slow
-def test_runtime_users_log_in_at_once_and_after_a_restart(sasl_broker: SaslBroker,
+def test_runtime_users_log_in_at_once_and_after_a_restart(sasl_broker: BrokerProcess,
                                                           new_topic: Callable[..., str]) -> None:
     _add_scram_user(sasl_broker, RUNTIME_USER, RUNTIME_PASSWORD)
     conf = _ck_conf("SCRAM-SHA-512", RUNTIME_USER, RUNTIME_PASSWORD)
     topic = new_topic()
-    assert _ck_round_trip(sasl_broker.sasl_bootstrap, topic, conf) == _values(topic)
+    assert _ck_round_trip(sasl_broker.bootstrap_of("SASL_PLAINTEXT"), topic, conf) == _values(topic)
     close_clients()
     sasl_broker.restart()
     admin = ck_admin(sasl_broker.bootstrap)  # held: a dropped AdminClient fails its futures
@@ -301,7 +243,7 @@ def test_runtime_users_log_in_at_once_and_after_a_restart(sasl_broker: SaslBroke
         assert sorted((i.mechanism, i.iterations) for i in description.scram_credential_infos) == \
             [(ScramMechanism.SCRAM_SHA_256, 4096), (ScramMechanism.SCRAM_SHA_512, 4096)]
     topic = new_topic()
-    assert _ck_round_trip(sasl_broker.sasl_bootstrap, topic, conf) == _values(topic)
+    assert _ck_round_trip(sasl_broker.bootstrap_of("SASL_PLAINTEXT"), topic, conf) == _values(topic)
     stored = next(sasl_broker.workdir.rglob("scram-credentials.json")).read_bytes()
     assert RUNTIME_PASSWORD.encode() not in stored and hashlib.sha512(RUNTIME_PASSWORD.encode()).digest() not in stored
 
@@ -309,16 +251,16 @@ def test_runtime_users_log_in_at_once_and_after_a_restart(sasl_broker: SaslBroke
 # -- the figure: authentication handshakes per second ----------------------------------------------------
 @pytest.mark.slow
 @pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-512"])
-def test_authentication_handshakes_per_second(sasl_broker: SaslBroker, mechanism: str) -> None:
+def test_authentication_handshakes_per_second(sasl_broker: BrokerProcess, mechanism: str) -> None:
     """Connect, handshake, authenticate, close, in a loop for two seconds: the figure for the report."""
     count, started = 0, time.monotonic()
     while time.monotonic() - started < 2.0:
         if mechanism == "PLAIN":
-            answers = _raw_authenticate(sasl_broker.sasl_bootstrap, "PLAIN",
+            answers = _raw_authenticate(sasl_broker.bootstrap_of("SASL_PLAINTEXT"), "PLAIN",
                                         [f"\0{PLAIN_USER}\0{PLAIN_PASSWORD}".encode()])
         else:
             client = RfcClient("sha512", SCRAM_USER, SCRAM_PASSWORD, f"n{count}")
-            host, port = sasl_broker.sasl_bootstrap.split(":")
+            host, port = sasl_broker.bootstrap_of("SASL_PLAINTEXT").split(":")
             with socket.create_connection((host, int(port)), timeout=10) as sock:
                 def call(request: Any, version: int, cid: int) -> Any:
                     sock.sendall(encode_request(request, version, cid))
@@ -341,12 +283,12 @@ def _pybroker(*args: str) -> subprocess.CompletedProcess[str]:
                           timeout=60, check=False)
 
 
-def test_users_commands_over_sasl_with_command_config(sasl_broker: SaslBroker, tmp_path: Path) -> None:
+def test_users_commands_over_sasl_with_command_config(sasl_broker: BrokerProcess, tmp_path: Path) -> None:
     plain = tmp_path / "plain.properties"
     plain.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n"
                      "sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required "
                      f'username="{PLAIN_USER}" password="{PLAIN_PASSWORD}";\n')
-    common = ["--bootstrap-server", sasl_broker.sasl_bootstrap, "--command-config", str(plain), "--json"]
+    common = ["--bootstrap-server", sasl_broker.bootstrap_of("SASL_PLAINTEXT"), "--command-config", str(plain), "--json"]
     added = _pybroker("users", "add", "dave", "--mechanism", "SCRAM-SHA-256", "--password", "dave-Pw-1",
                       "--iterations", "5000", *common)
     assert added.returncode == 0, added.stderr
@@ -356,7 +298,7 @@ def test_users_commands_over_sasl_with_command_config(sasl_broker: SaslBroker, t
     scram.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-256\n"
                      "sasl.username=dave\nsasl.password=dave-Pw-1\n")
     as_dave = _pybroker("users", "delete", "dave", "--mechanism", "SCRAM-SHA-256", "--bootstrap-server",
-                        sasl_broker.sasl_bootstrap, "--command-config", str(scram), "--json")
+                        sasl_broker.bootstrap_of("SASL_PLAINTEXT"), "--command-config", str(scram), "--json")
     assert as_dave.returncode == 0, as_dave.stderr
     gone = _pybroker("users", "list", "dave", *common)
     assert gone.returncode == 1 and "RESOURCE_NOT_FOUND" in gone.stderr
@@ -368,14 +310,14 @@ def test_users_commands_over_sasl_with_command_config(sasl_broker: SaslBroker, t
 
 # -- OAUTHBEARER (confluent-kafka) ---------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def oauth_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[SaslBroker, Any]]:
+def oauth_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[BrokerProcess, Any]]:
     if shutil.which("openssl") is None:
         pytest.skip("needs the openssl CLI to sign tokens")
     from tests.unit.broker.test_sasl_oauthbearer import Issuer
 
     workdir = tmp_path_factory.mktemp("oauth")
     issuer = Issuer(workdir)
-    proc = SaslBroker(workdir, {
+    proc = _sasl_broker(workdir, {
         "sasl.enabled.mechanisms": "OAUTHBEARER", "auto.create.topics.enable": "true",
         "sasl.oauthbearer.jwks.endpoint.url": issuer.url,
         "sasl.oauthbearer.expected.issuer": "https://issuer.example",
@@ -396,14 +338,14 @@ def _oauth_conf(token: str, expiry_s: float) -> dict[str, Any]:
             "oauth_cb": lambda _config: (token, expiry_s)}
 
 
-def test_confluent_kafka_oauthbearer(oauth_broker: tuple[SaslBroker, Any], new_topic: Callable[..., str]) -> None:
+def test_confluent_kafka_oauthbearer(oauth_broker: tuple[BrokerProcess, Any], new_topic: Callable[..., str]) -> None:
     broker, issuer = oauth_broker
     token = issuer.token(sub="svc-orders", lifetime_s=600, iss="https://issuer.example", aud="kafka")
     topic = new_topic()
-    assert _ck_round_trip(broker.sasl_bootstrap, topic, _oauth_conf(token, time.time() + 600)) == _values(topic)
+    assert _ck_round_trip(broker.bootstrap_of("SASL_PLAINTEXT"), topic, _oauth_conf(token, time.time() + 600)) == _values(topic)
     errors: list[KafkaError] = []
     expired = issuer.token(sub="svc-orders", lifetime_s=-600, iss="https://issuer.example", aud="kafka")
-    bad = ck_producer(broker.sasl_bootstrap, **_oauth_conf(expired, time.time() + 600), error_cb=errors.append)
+    bad = ck_producer(broker.bootstrap_of("SASL_PLAINTEXT"), **_oauth_conf(expired, time.time() + 600), error_cb=errors.append)
     bad.produce(new_topic(), b"never")
     deadline = time.monotonic() + 15
     while not any(e.code() == KafkaError._AUTHENTICATION for e in errors) and time.monotonic() < deadline:
@@ -416,7 +358,7 @@ def test_confluent_kafka_oauthbearer(oauth_broker: tuple[SaslBroker, Any], new_t
 def test_librdkafka_reauthenticates_before_the_session_expires(tmp_path: Path) -> None:
     """connections.max.reauth.ms=1500: librdkafka is told the lifetime and re-authenticates on the same
     connection (KIP-368) while producing for five seconds; nothing fails and the broker closes nothing."""
-    proc = SaslBroker(tmp_path, {"sasl.enabled.mechanisms": "SCRAM-SHA-512", "connections.max.reauth.ms": "1500",
+    proc = _sasl_broker(tmp_path, {"sasl.enabled.mechanisms": "SCRAM-SHA-512", "connections.max.reauth.ms": "1500",
                                  "auto.create.topics.enable": "true"})
     proc.start()
     try:
@@ -432,7 +374,7 @@ def test_librdkafka_reauthenticates_before_the_session_expires(tmp_path: Path) -
         logger.propagate = False
         logger.setLevel(logging.DEBUG)
         errors: list[KafkaError] = []
-        producer = ck_producer(proc.sasl_bootstrap, **_ck_conf("SCRAM-SHA-512"), debug="security", logger=logger,
+        producer = ck_producer(proc.bootstrap_of("SASL_PLAINTEXT"), **_ck_conf("SCRAM-SHA-512"), debug="security", logger=logger,
                                error_cb=errors.append)
         sent, started = 0, time.monotonic()
         while time.monotonic() - started < 5:

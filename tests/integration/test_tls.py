@@ -7,7 +7,6 @@ Certificates are made for the session with the `openssl` command (tests/certs.py
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import shutil
 import socket
@@ -21,11 +20,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.helpers import create_ssl_context
-from aiokafka.structs import TopicPartition as AkTopicPartition
 from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
-from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
+from kafka import KafkaAdminClient
 
 from tests.certs import (
     KEY_PASSWORD,
@@ -37,38 +34,20 @@ from tests.certs import (
     serial_of,
 )
 from tests.integration.brokers import BrokerProcess, free_port
-from tests.integration.clients import (
-    CK_COMMON,
-    KP_COMMON,
-    KP_CONSUMER,
-    KP_PRODUCER,
-    ck_consumer,
-    ck_flush,
-    ck_producer,
+from tests.integration.clients import CK_COMMON, KP_COMMON
+from tests.integration.secure_clients import (
+    KCAT,
+    ak_round_trip,
+    ck_round_trip,
+    kcat,
+    kcat_round_trip,
+    kp_round_trip,
 )
 
 pytestmark = pytest.mark.skipif(not openssl_available(), reason="needs the openssl command")
-KCAT = shutil.which("kcat") or shutil.which("kafkacat")
 RECORDS = 50
 #: the mapping rule of the mutual-TLS broker: CN, lower case (the client's DN is CN=alice,OU=eng,...)
 MAPPING_RULES = "RULE:^CN=([^,]+),OU=eng,.*$/$1/L,DEFAULT"
-
-
-class TlsBroker(BrokerProcess):
-    """A broker with a PLAINTEXT listener (on `port`, for the readiness check) and an SSL one."""
-
-    def __init__(self, workdir: Path, overrides: Mapping[str, str]) -> None:
-        super().__init__(workdir, overrides)
-        self.ssl_port = free_port()
-
-    @property
-    def ssl_bootstrap(self) -> str:
-        return f"{self.host}:{self.ssl_port}"
-
-    def command(self) -> list[str]:
-        cmd = super().command()
-        cmd[cmd.index("--listeners") + 1] = f"PLAINTEXT://{self.host}:{self.port},SSL://{self.host}:{self.ssl_port}"
-        return [*cmd, "--log-level", "debug"]  # the principal of each TLS client is logged at debug
 
 
 @pytest.fixture(scope="module")
@@ -82,8 +61,9 @@ def _server_keys(certs: CertSet, keystore: Path | None = None) -> dict[str, str]
 
 
 @contextlib.contextmanager
-def _tls_broker(workdir: Path, overrides: Mapping[str, str]) -> Iterator[TlsBroker]:
-    proc = TlsBroker(workdir, overrides)
+def _tls_broker(workdir: Path, overrides: Mapping[str, str]) -> Iterator[BrokerProcess]:
+    """PLAINTEXT (the readiness check) and SSL; the principal of each TLS client is logged at debug."""
+    proc = BrokerProcess(workdir, overrides, extra_listeners=["SSL"], log_level="debug")
     proc.start()
     try:
         yield proc
@@ -93,13 +73,13 @@ def _tls_broker(workdir: Path, overrides: Mapping[str, str]) -> Iterator[TlsBrok
 
 
 @pytest.fixture(scope="module")
-def tls_broker(tmp_path_factory: pytest.TempPathFactory, certs: CertSet) -> Iterator[TlsBroker]:
+def tls_broker(tmp_path_factory: pytest.TempPathFactory, certs: CertSet) -> Iterator[BrokerProcess]:
     with _tls_broker(tmp_path_factory.mktemp("tls-broker"), _server_keys(certs)) as proc:
         yield proc
 
 
 @pytest.fixture(scope="module")
-def mtls_broker(tmp_path_factory: pytest.TempPathFactory, certs: CertSet) -> Iterator[TlsBroker]:
+def mtls_broker(tmp_path_factory: pytest.TempPathFactory, certs: CertSet) -> Iterator[BrokerProcess]:
     workdir = tmp_path_factory.mktemp("mtls-broker")
     with _tls_broker(workdir, {**_server_keys(certs), "ssl.client.auth": "required",
                                "ssl.truststore.type": "PEM", "ssl.truststore.location": str(certs.ca),
@@ -125,105 +105,43 @@ def _ck_ssl(certs: CertSet, client: str | None = None) -> dict[str, Any]:
 
 # -- every stock client over SSL -----------------------------------------------------------------------------
 def _kp_round_trip(bootstrap: str, topic: str, ssl_settings: dict[str, Any]) -> None:
-    producer = KafkaProducer(bootstrap_servers=bootstrap, **{**KP_PRODUCER, **ssl_settings})
-    try:
-        for i in range(RECORDS):
-            producer.send(topic, f"kp-{i}".encode(), partition=0)
-        producer.flush(timeout=20)
-    finally:
-        producer.close(timeout=10)
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, **{**KP_CONSUMER, **ssl_settings})
-    got: list[bytes] = []
-    try:
-        tp = TopicPartition(topic, 0)
-        consumer.assign([tp])
-        consumer.seek(tp, 0)
-        deadline = time.monotonic() + 20
-        while len(got) < RECORDS and time.monotonic() < deadline:
-            for batch in consumer.poll(timeout_ms=300).values():
-                got += [record.value for record in batch]
-    finally:
-        consumer.close()
-    assert got == [f"kp-{i}".encode() for i in range(RECORDS)]
-
-
-def test_kafka_python_over_ssl(tls_broker: TlsBroker, certs: CertSet, new_topic: Callable[..., str]) -> None:
-    _kp_round_trip(tls_broker.ssl_bootstrap, new_topic(), _kp_ssl(certs))
+    values = [f"kp-{i}".encode() for i in range(RECORDS)]
+    assert kp_round_trip(bootstrap, topic, ssl_settings, values) == values
 
 
 def _ck_round_trip(bootstrap: str, topic: str, ssl_settings: dict[str, Any]) -> None:
-    producer = ck_producer(bootstrap, **ssl_settings)
-    for i in range(RECORDS):
-        producer.produce(topic, f"ck-{i}".encode(), partition=0)
-    ck_flush(producer)
-    got: list[bytes] = []
-    with ck_consumer(bootstrap, **ssl_settings) as consumer:
-        from confluent_kafka import TopicPartition as CkTopicPartition
-
-        consumer.assign([CkTopicPartition(topic, 0, 0)])
-        deadline = time.monotonic() + 20
-        while len(got) < RECORDS and time.monotonic() < deadline:
-            for message in consumer.consume(num_messages=100, timeout=0.3):
-                if message.error() is None:
-                    got.append(message.value())
-    assert got == [f"ck-{i}".encode() for i in range(RECORDS)]
+    values = [f"ck-{i}".encode() for i in range(RECORDS)]
+    assert ck_round_trip(bootstrap, topic, ssl_settings, values) == values
 
 
-def test_confluent_kafka_over_ssl(tls_broker: TlsBroker, certs: CertSet, new_topic: Callable[..., str]) -> None:
-    _ck_round_trip(tls_broker.ssl_bootstrap, new_topic(), _ck_ssl(certs))
+def test_kafka_python_over_ssl(tls_broker: BrokerProcess, certs: CertSet, new_topic: Callable[..., str]) -> None:
+    _kp_round_trip(tls_broker.bootstrap_of("SSL"), new_topic(), _kp_ssl(certs))
 
 
-async def test_aiokafka_over_ssl(tls_broker: TlsBroker, certs: CertSet, new_topic: Callable[..., str]) -> None:
-    topic = new_topic()
-    context = create_ssl_context(cafile=str(certs.ca))
-    common: dict[str, Any] = {"bootstrap_servers": tls_broker.ssl_bootstrap, "security_protocol": "SSL",
-                              "ssl_context": context, "request_timeout_ms": 10_000}
-    producer = AIOKafkaProducer(acks="all", **common)
-    await asyncio.wait_for(producer.start(), 15)
-    try:
-        for i in range(RECORDS):
-            await producer.send_and_wait(topic, f"ak-{i}".encode(), partition=0)
-    finally:
-        await asyncio.wait_for(producer.stop(), 15)
-    consumer = AIOKafkaConsumer(enable_auto_commit=False, fetch_max_wait_ms=200, **common)
-    await asyncio.wait_for(consumer.start(), 15)
-    got: list[bytes] = []
-    try:
-        tp = AkTopicPartition(topic, 0)
-        consumer.assign([tp])
-        consumer.seek(tp, 0)
-        deadline = time.monotonic() + 20
-        while len(got) < RECORDS and time.monotonic() < deadline:
-            for batch in (await consumer.getmany(timeout_ms=300)).values():
-                got += [m.value for m in batch]
-    finally:
-        await asyncio.wait_for(consumer.stop(), 15)
-    assert got == [f"ak-{i}".encode() for i in range(RECORDS)]
+def test_confluent_kafka_over_ssl(tls_broker: BrokerProcess, certs: CertSet, new_topic: Callable[..., str]) -> None:
+    _ck_round_trip(tls_broker.bootstrap_of("SSL"), new_topic(), _ck_ssl(certs))
+
+
+async def test_aiokafka_over_ssl(tls_broker: BrokerProcess, certs: CertSet, new_topic: Callable[..., str]) -> None:
+    values = [f"ak-{i}".encode() for i in range(RECORDS)]
+    settings = {"security_protocol": "SSL", "ssl_context": create_ssl_context(cafile=str(certs.ca))}
+    assert await ak_round_trip(tls_broker.bootstrap_of("SSL"), new_topic(), settings, values,
+                               producer_settings={"acks": "all"}) == values
 
 
 @pytest.mark.skipif(KCAT is None, reason="kcat is not installed")
-def test_kcat_over_ssl(tls_broker: TlsBroker, certs: CertSet, new_topic: Callable[..., str]) -> None:
-    topic = new_topic()
-    assert KCAT is not None
-    tls = ["-X", "security.protocol=ssl", "-X", f"ssl.ca.location={certs.ca}", "-X", "socket.timeout.ms=10000"]
+def test_kcat_over_ssl(tls_broker: BrokerProcess, certs: CertSet, new_topic: Callable[..., str]) -> None:
+    tls = {"security.protocol": "ssl", "ssl.ca.location": str(certs.ca)}
     lines = [f"kcat {i}" for i in range(RECORDS)]
-
-    def kcat(*args: str, stdin: str | None = None) -> str:
-        result = subprocess.run([KCAT, "-b", tls_broker.ssl_bootstrap, *args, *tls], input=stdin, text=True,
-                                capture_output=True, timeout=30, check=False)
-        assert result.returncode == 0, result.stderr[-2000:]
-        return result.stdout
-
-    kcat("-P", "-t", topic, "-p", "0", stdin="\n".join(lines) + "\n")
-    assert kcat("-C", "-t", topic, "-e", "-o", "beginning", "-q").splitlines() == lines
-    assert f":{tls_broker.ssl_port}" in kcat("-L")  # the SSL listener advertises itself
+    assert kcat_round_trip(tls_broker.bootstrap_of("SSL"), new_topic(), tls, lines) == lines
+    assert f":{tls_broker.port_of('SSL')}" in kcat(tls_broker.bootstrap_of("SSL"), tls, "-L")  # it advertises itself
 
 
 # -- PLAINTEXT beside SSL --------------------------------------------------------------------------------------
-def test_plaintext_beside_ssl_each_advertises_its_own_port(tls_broker: TlsBroker, certs: CertSet,
+def test_plaintext_beside_ssl_each_advertises_its_own_port(tls_broker: BrokerProcess, certs: CertSet,
                                                            new_topic: Callable[..., str]) -> None:
     for bootstrap, port, settings in ((tls_broker.bootstrap, tls_broker.port, {}),
-                                      (tls_broker.ssl_bootstrap, tls_broker.ssl_port, _kp_ssl(certs))):
+                                      (tls_broker.bootstrap_of("SSL"), tls_broker.port_of("SSL"), _kp_ssl(certs))):
         admin = KafkaAdminClient(bootstrap_servers=bootstrap, **{**KP_COMMON, **settings})
         try:
             brokers = admin.describe_cluster()["brokers"]
@@ -247,16 +165,16 @@ def _api_versions_over_tls(port: int, context: ssl.SSLContext) -> bool:
         return False
 
 
-def test_mutual_tls_refuses_no_certificate_and_another_cas(mtls_broker: TlsBroker, certs: CertSet) -> None:
-    assert not _api_versions_over_tls(mtls_broker.ssl_port, certs.client_context())
-    assert not _api_versions_over_tls(mtls_broker.ssl_port, certs.client_context("stranger"))
-    assert _api_versions_over_tls(mtls_broker.ssl_port, certs.client_context("client"))
+def test_mutual_tls_refuses_no_certificate_and_another_cas(mtls_broker: BrokerProcess, certs: CertSet) -> None:
+    assert not _api_versions_over_tls(mtls_broker.port_of("SSL"), certs.client_context())
+    assert not _api_versions_over_tls(mtls_broker.port_of("SSL"), certs.client_context("stranger"))
+    assert _api_versions_over_tls(mtls_broker.port_of("SSL"), certs.client_context("client"))
 
 
-def test_mutual_tls_clients_and_the_mapped_principal(mtls_broker: TlsBroker, certs: CertSet,
+def test_mutual_tls_clients_and_the_mapped_principal(mtls_broker: BrokerProcess, certs: CertSet,
                                                      new_topic: Callable[..., str]) -> None:
-    _kp_round_trip(mtls_broker.ssl_bootstrap, new_topic("kp"), _kp_ssl(certs, "client"))
-    _ck_round_trip(mtls_broker.ssl_bootstrap, new_topic("ck"), _ck_ssl(certs, "client"))
+    _kp_round_trip(mtls_broker.bootstrap_of("SSL"), new_topic("kp"), _kp_ssl(certs, "client"))
+    _ck_round_trip(mtls_broker.bootstrap_of("SSL"), new_topic("ck"), _ck_ssl(certs, "client"))
     log = mtls_broker.log_path.read_text()
     assert '"principal": "User:alice"' in log or "principal=User:alice" in log, mtls_broker.log_tail()
 
@@ -309,12 +227,12 @@ def test_replaced_key_store_file_reaches_new_connections_only(tmp_path: Path, ce
     shutil.copy(certs.server_keystore, keystore)
     keys = {"ssl.keystore.type": "PEM", "ssl.keystore.location": str(keystore)}
     with _tls_broker(tmp_path / "broker", keys) as proc:
-        serial, old = _served_serial(proc.ssl_port, certs)
+        serial, old = _served_serial(proc.port_of("SSL"), certs)
         with old:
             assert serial == SERVER_SERIAL
             shutil.copy(certs.renewed_server_keystore, tmp_path / "next.pem")
             (tmp_path / "next.pem").replace(keystore)
-            _wait_for_serial(proc.ssl_port, certs, RENEWED_SERIAL)
+            _wait_for_serial(proc.port_of("SSL"), certs, RENEWED_SERIAL)
             assert _still_answers(old)
         assert "key store reloaded" in proc.log_path.read_text()
 
@@ -324,7 +242,7 @@ def test_incremental_alter_configs_replaces_the_key_store(tmp_path: Path, certs:
     from confluent_kafka.admin import AdminClient
 
     with _tls_broker(tmp_path / "broker", _server_keys(certs)) as proc:
-        serial, old = _served_serial(proc.ssl_port, certs)
+        serial, old = _served_serial(proc.port_of("SSL"), certs)
         with old:
             assert serial == SERVER_SERIAL
             admin = AdminClient({"bootstrap.servers": proc.bootstrap, **CK_COMMON})
@@ -338,10 +256,10 @@ def test_incremental_alter_configs_replaces_the_key_store(tmp_path: Path, certs:
 
             with pytest.raises(Exception, match=key):
                 alter(str(certs.ca))  # not a key store: refused, the old certificate stays
-            _wait_for_serial(proc.ssl_port, certs, SERVER_SERIAL, timeout=1)
+            _wait_for_serial(proc.port_of("SSL"), certs, SERVER_SERIAL, timeout=1)
             # the unencrypted renewed store: the listener's ssl.key.password no longer applies to it
             alter(str(certs.renewed_server_keystore))
-            _wait_for_serial(proc.ssl_port, certs, RENEWED_SERIAL, timeout=5)
+            _wait_for_serial(proc.port_of("SSL"), certs, RENEWED_SERIAL, timeout=5)
             assert _still_answers(old)
         log = proc.log_path.read_text()
         assert KEY_PASSWORD not in log

@@ -237,21 +237,6 @@ async def test_dynamic_key_store_update_is_checked_then_applied(tls_app: BrokerA
         client.close()
 
 
-async def test_a_sasl_listener_is_never_served_without_the_sasl_layer(tmp_path: Path, certs: CertSet) -> None:
-    from pybroker.broker.dispatch import REGISTRY, load_handlers
-    from pybroker.protocol.api_keys import ApiKey
-
-    load_handlers()
-    if ApiKey.SASL_HANDSHAKE in REGISTRY:
-        pytest.skip("this build serves SASL")
-    config = BrokerConfig.load({"log.dirs": str(tmp_path / "data"), "listeners": "SASL_SSL://127.0.0.1:0",
-                                **_ssl_keys(certs)})
-    with pytest.raises(ConfigError) as caught:
-        await BrokerApp(config).start()
-    assert caught.value.key == "listener.security.protocol.map"
-    assert "SASL_SSL" in caught.value.message
-
-
 async def test_a_key_store_set_at_runtime_is_used_after_a_restart(tls_app: BrokerApp, certs: CertSet) -> None:
     tls_app.state.dynamic_configs.replace(NODE, {"ssl.keystore.location": str(certs.renewed_server_keystore)})
     await tls_app.stop()
