@@ -45,7 +45,7 @@ from pybroker.broker.metrics.authentication import AUTHENTICATIONS, SASL_CONNECT
 from pybroker.broker.metrics.connections import CONNECTIONS_EXPIRED, CONNECTIONS_REFUSED
 from pybroker.broker.metrics.names import api_name
 from pybroker.broker.metrics.requests import REQUEST_METRICS
-from pybroker.broker.security import authorization
+from pybroker.broker.security import authorization, quota_throttle
 from pybroker.broker.security.errors import SaslFailure
 from pybroker.broker.security.sasl_session import SaslSession, log_context
 from pybroker.broker.ssl_principal import NoMatchingRule
@@ -83,10 +83,11 @@ CLOSE_FLUSH_S = 5.0
 class _Pending:
     """A request whose response has not been written yet."""
 
-    __slots__ = ("api_key", "client_id", "close_after", "correlation_id", "result", "started", "version")
+    __slots__ = ("api_key", "charged", "client_id", "close_after", "correlation_id", "result", "size", "started",
+                 "version")
 
     def __init__(self, api_key: int, version: int, correlation_id: int, result: Any, started: float,
-                 client_id: str | None = None) -> None:
+                 client_id: str | None = None, size: int = 0) -> None:
         self.api_key = api_key
         self.version = version
         self.correlation_id = correlation_id
@@ -94,6 +95,8 @@ class _Pending:
         self.started = started  # perf_counter at decoding, for the latency histogram
         self.client_id = client_id  # for the context of an error logged when the answer fails
         self.close_after = False  # the connection closes once this answer is written (failed authentication)
+        self.size = size  # the request's bytes (charged to a producer's quota)
+        self.charged = False  # already counted against the client's quota
 
     def ready(self) -> bool:
         return not isinstance(self.result, asyncio.Future) or self.result.done()
@@ -127,6 +130,7 @@ class KafkaConnection(asyncio.Protocol):
         self._paused_for_pending = False
         self._paused_for_writes = False
         self._paused_for_memory = False  # the next frame waits for the request memory pool
+        self._muted = 0  # throttles in force (client quotas): reading stops until they end
         self._reading = True
         #: a request's work in progress (a bare awaitable): nothing later starts until it completes
         self._busy: asyncio.Future[Any] | None = None
@@ -304,7 +308,7 @@ class KafkaConnection(asyncio.Protocol):
         if not work:
             result = result.awaitable
         entry = _Pending(header.api_key, header.api_version, header.correlation_id, result, started,
-                         header.client_id)
+                         header.client_id, len(frame))
         if inspect.isawaitable(result):
             future = asyncio.ensure_future(result)
             entry.result = future
@@ -472,6 +476,8 @@ class KafkaConnection(asyncio.Protocol):
                 if isinstance(result, Waiting):  # the work is done; its answer now merely waits
                     self._settle(entry)
                     continue
+            if result is not None and not entry.charged and self._throttled(entry, result):
+                break  # a client too old to throttle itself: its answer waits out the throttle
             self.pending.popleft()
             REQUEST_METRICS.answered(entry.api_key, entry.started, result)
             if result is None:  # acks=0 work: it took effect, and Kafka sends nothing back
@@ -500,11 +506,33 @@ class KafkaConnection(asyncio.Protocol):
             self._paused_for_pending = False
             self._update_reading()
 
+    def _throttled(self, entry: _Pending, result: Any) -> bool:
+        """Client quotas (the one hook): charge this answer to its client; over its quota, the answer
+        carries the throttle and reading stops for that long (Kafka mutes the channel); True when the
+        answer itself must wait that long (clients older than KIP-219), now a delayed future at the head."""
+        entry.charged = True
+        delay_ms, hold = quota_throttle.charge(getattr(self.state, "quotas", None), entry.api_key, entry.version,
+                                               self.principal, entry.client_id, entry.size, result,
+                                               self.state.clock_ms())
+        if not delay_ms:
+            return False
+        self._muted += 1
+        self._update_reading()
+        asyncio.get_running_loop().call_later(delay_ms / 1000, self._unmute)
+        if hold:
+            entry.result = asyncio.ensure_future(_after(delay_ms / 1000, result))
+            entry.result.add_done_callback(self._on_done)
+        return hold
+
+    def _unmute(self) -> None:
+        self._muted -= 1
+        self._update_reading()
+
     def _update_reading(self) -> None:
         if self.transport is None or self.closed:
             return
         reading = not (self._paused_for_pending or self._paused_for_writes or self._paused_for_memory
-                       or self._busy is not None)
+                       or self._busy is not None or self._muted)
         if reading == self._reading:
             return
         self._reading = reading

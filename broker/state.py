@@ -18,6 +18,8 @@ from pybroker.broker.log_cleaner import build_cleaner, cleaner_settings, follow_
 from pybroker.broker.metrics.traffic import TopicTraffic
 from pybroker.broker.purgatory import Purgatory
 from pybroker.broker.security.authorizer import Authorizer
+from pybroker.broker.security.quota_store import FILE_NAME as QUOTA_FILE
+from pybroker.broker.security.quotas import ClientQuotas
 from pybroker.broker.security.sasl_config import all_listeners_sasl
 from pybroker.broker.security.scram_store import FILE_NAME as SCRAM_FILE
 from pybroker.broker.security.scram_store import ScramStore
@@ -59,6 +61,8 @@ class BrokerState:
         #: SCRAM credentials (read at startup, from the first log dir)
         self.sasl_listeners = all_listeners_sasl(config)
         self.scram = ScramStore(None)
+        #: client quotas (producer/consumer byte rates), read at startup from the first log dir
+        self.quotas = ClientQuotas.from_config(config, None)
 
     def startup(self) -> list[Any]:
         self.dynamic_configs.load()  # before the logs open, so they start with the altered settings
@@ -71,6 +75,7 @@ class BrokerState:
         self.cleaner.startup()
         self._producer_ids = ProducerIdBlock(Path(self.config.log_dirs[0]))
         self.scram = ScramStore(Path(self.config.log_dirs[0]) / SCRAM_FILE)
+        self.quotas = ClientQuotas.from_config(self.config, Path(self.config.log_dirs[0]) / QUOTA_FILE)
         return list(stats)
 
     @property

@@ -21,6 +21,7 @@ import click
 
 from pybroker.broker.admin import acls as acl_ops
 from pybroker.broker.admin import groups as group_ops
+from pybroker.broker.admin import quotas as quota_ops
 from pybroker.broker.admin import topics as topic_ops
 from pybroker.broker.admin import users as user_ops
 from pybroker.broker.admin.client_config import ClientConfigError, ClientSecurity, load_client_security
@@ -340,6 +341,54 @@ def users_delete(client: WireClient, as_json: bool, name: str, mechanism: str) -
     emit([{"user": name, "mechanism": mechanism, "deleted": True}], ["user", "mechanism", "deleted"], as_json)
 
 
+# -- client quotas ----------------------------------------------------------------------------------
+@click.group()
+def quotas() -> None:
+    """Describe and alter client quotas (producer_byte_rate, consumer_byte_rate, ...), as kafka-configs."""
+
+
+_ENTITY_TYPE = click.option("--entity-type", type=click.Choice(sorted(quota_ops.ENTITY_TYPES)),
+                            help="users, clients (client-id) or ips.")
+_ENTITY_NAME = click.option("--entity-name", help="The user, client-id or IP (omit with --entity-default).")
+_ENTITY_DEFAULT = click.option("--entity-default", is_flag=True, help="The default user or client-id.")
+
+
+@quotas.command("describe")
+@_ENTITY_TYPE
+@_ENTITY_NAME
+@_ENTITY_DEFAULT
+@wire_command
+def quotas_describe(client: WireClient, as_json: bool, entity_type: str | None, entity_name: str | None,
+                    entity_default: bool) -> None:
+    """Configured quotas (all, or those of one entity type / name / the default)."""
+    if entity_type is None and (entity_name or entity_default):
+        _fail("--entity-name and --entity-default need --entity-type")
+    emit(quota_ops.describe(client, entity_type, entity_name, entity_default), ["entity", "key", "value"], as_json,
+         empty="(no client quotas)")
+
+
+@quotas.command("alter")
+@_ENTITY_TYPE
+@_ENTITY_NAME
+@_ENTITY_DEFAULT
+@click.option("--add-config", "add_config", default="", help="key=value,key=value to set.")
+@click.option("--delete-config", "delete_config", default="", help="key,key to remove.")
+@wire_command
+def quotas_alter(client: WireClient, as_json: bool, entity_type: str | None, entity_name: str | None,
+                 entity_default: bool, add_config: str, delete_config: str) -> None:
+    """Set or remove quota keys of one entity."""
+    if entity_type is None or bool(entity_name) == entity_default:
+        _fail("give --entity-type and exactly one of --entity-name / --entity-default")
+    add = _pairs(tuple(p for p in add_config.split(",") if p), "--add-config")
+    delete = [k.strip() for k in delete_config.split(",") if k.strip()]
+    if not add and not delete:
+        _fail("nothing to do: give --add-config and/or --delete-config")
+    assert entity_type is not None
+    quota_ops.alter(client, entity_type, None if entity_default else entity_name, add, delete)
+    emit([{"entity_type": entity_type, "entity": entity_name or "<default>", "set": ",".join(add),
+           "removed": ",".join(delete)}], ["entity_type", "entity", "set", "removed"], as_json)
+
+
 # -- offline tools -----------------------------------------------------------------------------------
 @click.command("dump-log")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
@@ -416,4 +465,4 @@ def configs(scope: str | None, as_json: bool) -> None:
     emit(rows, ["scope", "key", "type", "default", "dynamic", "doc"], as_json)
 
 
-ADMIN_COMMANDS = (topics, groups, acls, users, dump_log, check_log, configs)
+ADMIN_COMMANDS = (topics, groups, acls, users, quotas, dump_log, check_log, configs)

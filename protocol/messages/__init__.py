@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pybroker.protocol.messages.alter_client_quotas import AlterClientQuotasRequest, AlterClientQuotasResponse
 from pybroker.protocol.messages.alter_configs import AlterConfigsRequest, AlterConfigsResponse
 from pybroker.protocol.messages.alter_user_scram_credentials import AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse
 from pybroker.protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
@@ -17,6 +18,7 @@ from pybroker.protocol.messages.delete_groups import DeleteGroupsRequest, Delete
 from pybroker.protocol.messages.delete_records import DeleteRecordsRequest, DeleteRecordsResponse
 from pybroker.protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
 from pybroker.protocol.messages.describe_acls import DescribeAclsRequest, DescribeAclsResponse
+from pybroker.protocol.messages.describe_client_quotas import DescribeClientQuotasRequest, DescribeClientQuotasResponse
 from pybroker.protocol.messages.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
 from pybroker.protocol.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResponse
 from pybroker.protocol.messages.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
@@ -73,6 +75,8 @@ REQUESTS: dict[int, Any] = {
     42: DeleteGroupsRequest,
     44: IncrementalAlterConfigsRequest,
     47: OffsetDeleteRequest,
+    48: DescribeClientQuotasRequest,
+    49: AlterClientQuotasRequest,
     50: DescribeUserScramCredentialsRequest,
     51: AlterUserScramCredentialsRequest,
     60: DescribeClusterRequest,
@@ -109,6 +113,8 @@ RESPONSES: dict[int, Any] = {
     42: DeleteGroupsResponse,
     44: IncrementalAlterConfigsResponse,
     47: OffsetDeleteResponse,
+    48: DescribeClientQuotasResponse,
+    49: AlterClientQuotasResponse,
     50: DescribeUserScramCredentialsResponse,
     51: AlterUserScramCredentialsResponse,
     60: DescribeClusterResponse,
