@@ -524,7 +524,8 @@ class FuzzTarget:
         if not transport.closed and not abandoned:
             answered = {a for a, _ in answers}
             for h in handled:
-                if h.kind in ("response", "work", "waiting") and h.correlation_id not in answered:
+                if h.kind in ("response", "work", "waiting") and h.correlation_id not in answered \
+                        and not _silent_work(h):
                     return Finding("lost-answer", f"api {h.api_key} v{h.version} cid {h.correlation_id} was "
                                    "answered by its handler but nothing was written", item)
         return None
@@ -574,3 +575,11 @@ def _frame_ids(stream: list[bytes]) -> list[int]:
 def replay_bytes(data: bytes, *, seed: int = 0, index: int = 0, connections: int = 1) -> FuzzInput:
     """A saved input as the target takes it (correlation ids read from the whole frames in it)."""
     return FuzzInput(seed, index, data, tuple(_frame_ids([data])), (), connections)
+
+
+def _silent_work(handled: _Handled) -> bool:
+    """Work that ended in no answer (an acks=0 produce that had to create its topic or validate off the
+    loop first): like a handler that returned None, nothing is owed on the wire."""
+    future = handled.future
+    return (handled.kind == "work" and future is not None and future.done() and not future.cancelled()
+            and future.exception() is None and future.result() is None)
