@@ -15,7 +15,9 @@ the broker's request memory pool (`queued.max.request.bytes`); it resumes when t
 Bad input never reaches a traceback: an oversized or negative size prefix, an unknown API key, an
 unsupported version (but ApiVersions, which gets Kafka's v0 fallback answer) or undecodable bytes close
 the connection with one log line (rate-limited per kind, so a fuzzer cannot fill the disk). So does a
-connection over `max.connections` / `max.connections.per.ip`, or silent past its timeouts.
+connection over `max.connections` / `max.connections.per.ip`, one opened faster than
+`max.connection.creation.rate` or its IP's `connection_creation_rate` quota, or one silent past its
+timeouts. With a `request_percentage` quota set, each handler's time on the loop is charged to its client.
 
 On a SASL listener a gate stands before dispatch (`_sasl_gate`, the session in
 `pybroker.broker.security.sasl_session`): until the client authenticates only ApiVersions, SaslHandshake
