@@ -15,7 +15,9 @@ the broker's request memory pool (`queued.max.request.bytes`); it resumes when t
 Bad input never reaches a traceback: an oversized or negative size prefix, an unknown API key, an
 unsupported version (but ApiVersions, which gets Kafka's v0 fallback answer) or undecodable bytes close
 the connection with one log line (rate-limited per kind, so a fuzzer cannot fill the disk). So does a
-connection over `max.connections` / `max.connections.per.ip`, or silent past its timeouts.
+connection over `max.connections` / `max.connections.per.ip`, one opened faster than
+`max.connection.creation.rate` or its IP's `connection_creation_rate` quota, or one silent past its
+timeouts. With a `request_percentage` quota set, each handler's time on the loop is charged to its client.
 
 On a SASL listener a gate stands before dispatch (`_sasl_gate`, the session in
 `pybroker.broker.security.sasl_session`): until the client authenticates only ApiVersions, SaslHandshake
@@ -45,7 +47,7 @@ from pybroker.broker.metrics.authentication import AUTHENTICATIONS, SASL_CONNECT
 from pybroker.broker.metrics.connections import CONNECTIONS_EXPIRED, CONNECTIONS_REFUSED
 from pybroker.broker.metrics.names import api_name
 from pybroker.broker.metrics.requests import REQUEST_METRICS
-from pybroker.broker.security import authorization, quota_throttle
+from pybroker.broker.security import authorization, quota_throttle, request_time
 from pybroker.broker.security.errors import SaslFailure
 from pybroker.broker.security.sasl_session import SaslSession, log_context
 from pybroker.broker.ssl_principal import NoMatchingRule
@@ -83,8 +85,8 @@ CLOSE_FLUSH_S = 5.0
 class _Pending:
     """A request whose response has not been written yet."""
 
-    __slots__ = ("api_key", "charged", "client_id", "close_after", "correlation_id", "result", "size", "started",
-                 "version")
+    __slots__ = ("api_key", "charged", "client_id", "close_after", "correlation_id", "request_throttle_ms", "result",
+                 "size", "started", "version")
 
     def __init__(self, api_key: int, version: int, correlation_id: int, result: Any, started: float,
                  client_id: str | None = None, size: int = 0) -> None:
@@ -97,6 +99,7 @@ class _Pending:
         self.close_after = False  # the connection closes once this answer is written (failed authentication)
         self.size = size  # the request's bytes (charged to a producer's quota)
         self.charged = False  # already counted against the client's quota
+        self.request_throttle_ms = 0  # the throttle its handler time earned (request_percentage)
 
     def ready(self) -> bool:
         return not isinstance(self.result, asyncio.Future) or self.result.done()
@@ -147,7 +150,9 @@ class KafkaConnection(asyncio.Protocol):
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
         ip = str(peer[0]) if isinstance(peer, tuple) else str(peer)
-        refused = self.guard.limits.acquire(ip)
+        refused = self.guard.creation.admit(getattr(self.state, "quotas", None), ip, self.state.clock_ms())
+        if refused is None:
+            refused = self.guard.limits.acquire(ip)
         if refused is not None:
             CONNECTIONS_REFUSED.labels(refused).inc()
             self.guard.warnings.warning("connection refused", "connection refused", peer=self.peer, limit=refused)
@@ -293,6 +298,9 @@ class KafkaConnection(asyncio.Protocol):
         started = REQUEST_METRICS.received(header.api_key, header.api_version)
         ctx = RequestContext(self.state, header.api_key, header.api_version, header.correlation_id,
                              header.client_id, self.peer, self.principal, self.listener)
+        quotas = getattr(self.state, "quotas", None)
+        timing = request_time.timed(quotas, header.api_key)
+        handler_started = time.perf_counter() if timing else 0.0
         try:
             result = authorization.call(spec, ctx, request)  # the handler, as far as the ACLs allow
         except Exception:
@@ -301,14 +309,22 @@ class KafkaConnection(asyncio.Protocol):
                           api_version=header.api_version, client_id=header.client_id, peer=self.peer)
             self._close()
             return
+        request_throttle_ms = 0
+        if timing:
+            assert quotas is not None
+            request_throttle_ms = request_time.charge(quotas, self.principal, header.client_id,
+                                                      time.perf_counter() - handler_started, self.state.clock_ms())
         if result is None:
             REQUEST_METRICS.answered(header.api_key, started, None)
+            if request_throttle_ms:
+                self._mute(request_throttle_ms)  # no answer to carry it: the connection still waits it out
             return  # acks=0: Kafka sends nothing back
         work = not isinstance(result, Waiting)
         if not work:
             result = result.awaitable
         entry = _Pending(header.api_key, header.api_version, header.correlation_id, result, started,
                          header.client_id, len(frame))
+        entry.request_throttle_ms = request_throttle_ms
         if inspect.isawaitable(result):
             future = asyncio.ensure_future(result)
             entry.result = future
@@ -513,16 +529,20 @@ class KafkaConnection(asyncio.Protocol):
         entry.charged = True
         delay_ms, hold = quota_throttle.charge(getattr(self.state, "quotas", None), entry.api_key, entry.version,
                                                self.principal, entry.client_id, entry.size, result,
-                                               self.state.clock_ms())
+                                               self.state.clock_ms(), entry.request_throttle_ms)
         if not delay_ms:
             return False
-        self._muted += 1
-        self._update_reading()
-        asyncio.get_running_loop().call_later(delay_ms / 1000, self._unmute)
+        self._mute(delay_ms)
         if hold:
             entry.result = asyncio.ensure_future(_after(delay_ms / 1000, result))
             entry.result.add_done_callback(self._on_done)
         return hold
+
+    def _mute(self, delay_ms: int) -> None:
+        """Stop reading for `delay_ms` (Kafka mutes a throttled channel)."""
+        self._muted += 1
+        self._update_reading()
+        asyncio.get_running_loop().call_later(delay_ms / 1000, self._unmute)
 
     def _unmute(self) -> None:
         self._muted -= 1

@@ -3,6 +3,8 @@
 - the request memory pool (`queued.max.request.bytes`, see `memory_pool`);
 - connection slots: `max.connections` in total and `max.connections.per.ip` (with
   `max.connections.per.ip.overrides`); a connection over a limit is closed as soon as it is accepted;
+- connection creation rates: `max.connection.creation.rate` and the `connection_creation_rate` quota
+  of ip entities (`security.connection_rate`); a connection over a rate is closed as soon as accepted;
 - a sweeper, once a second, that closes connections silent for `connections.max.idle.ms` and those
   whose frame stopped arriving half way for `STALLED_FRAME_S` (both release their memory), and that
   writes the summaries of rate-limited warnings;
@@ -23,6 +25,7 @@ from typing import Any, Protocol
 from pybroker.broker.log_limiter import RateLimitedLog
 from pybroker.broker.logs import get_logger
 from pybroker.broker.memory_pool import MemoryPool
+from pybroker.broker.security.connection_rate import ConnectionRates
 from pybroker.config.host_counts import parse_host_counts
 
 log = get_logger("pybroker.connection")
@@ -84,6 +87,7 @@ class ConnectionGuard:
         self.pool = MemoryPool(int(config.get("queued.max.request.bytes")), schedule=_schedule_on_loop)
         self.limits = ConnectionLimits(int(config.get("max.connections")), int(config.get("max.connections.per.ip")),
                                        parse_host_counts(config.get("max.connections.per.ip.overrides") or ""))
+        self.creation = ConnectionRates.from_config(config)
         self.idle_s = int(config.get("connections.max.idle.ms")) / 1000
         self.stalled_s = min(STALLED_FRAME_S, self.idle_s)
         self.warnings = RateLimitedLog(log)

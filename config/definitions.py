@@ -101,6 +101,10 @@ BROKER_DEFS: tuple[ConfigDef, ...] = (
     _b("max.connections.per.ip.overrides", "string", "",
        "Per-host exceptions to max.connections.per.ip, as host:count,host:count (IP or host name).",
        host_counts),
+    _b("max.connection.creation.rate", "int", 2_147_483_647,
+       "New connections the broker accepts per second, measured as the client quotas are "
+       "(quota.window.num x quota.window.size.seconds); one over the rate is closed at once (Kafka delays "
+       "the accept instead). Per IP: the connection_creation_rate quota of ip entities.", at_least(0)),
     _b("quota.window.num", "int", 11,
        "Client quotas: number of samples a client's byte rate is measured over (Kafka's).", at_least(1)),
     _b("quota.window.size.seconds", "int", 1,

@@ -25,18 +25,24 @@ def fetch_bytes(response: Any) -> int:
 
 
 def charge(quotas: ClientQuotas | None, api_key: int, version: int, principal: str, client_id: str | None,
-           request_bytes: int, response: Any, now_ms: int) -> tuple[int, bool]:
+           request_bytes: int, response: Any, now_ms: int, request_delay_ms: int = 0) -> tuple[int, bool]:
     """(throttle ms, whether the response itself must wait that long); (0, False) when not over quota.
-    Sets the response's `throttle_time_ms` when it has one."""
+    `request_delay_ms` is the request-time throttle (`request_time`) the request already earned: the
+    longer of the two is the one asked for, as Kafka does. Sets the response's `throttle_time_ms` when
+    it has one."""
     spec = THROTTLED_APIS.get(api_key)
-    if spec is None or quotas is None or not quotas.quotas:
-        return 0, False
-    key, self_throttling_from = spec
-    amount = request_bytes if api_key == ApiKey.PRODUCE else fetch_bytes(response)
-    fetch = api_key == ApiKey.FETCH
-    delay = quotas.record(key, principal, client_id or "", amount, now_ms, keep_if_throttled=not fetch)
-    if delay and fetch:
-        response.responses = []  # Kafka's throttled fetch: no data (the client asks again after the throttle)
+    delay, hold = 0, False
+    if spec is not None and quotas is not None and quotas.quotas:
+        key, self_throttling_from = spec
+        amount = request_bytes if api_key == ApiKey.PRODUCE else fetch_bytes(response)
+        fetch = api_key == ApiKey.FETCH
+        delay = quotas.record(key, principal, client_id or "", amount, now_ms, keep_if_throttled=not fetch)
+        if delay and fetch:
+            response.responses = []  # Kafka's throttled fetch: no data (the client asks again after the throttle)
+        hold = bool(delay) and version < self_throttling_from
+        delay = max(delay, request_delay_ms)
+    else:
+        delay = request_delay_ms
     if delay and hasattr(response, "throttle_time_ms"):
         response.throttle_time_ms = max(response.throttle_time_ms or 0, delay)
-    return delay, bool(delay) and version < self_throttling_from
+    return delay, hold

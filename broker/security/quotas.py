@@ -5,11 +5,13 @@ does for `producer_byte_rate` (bytes of produce requests) and `consumer_byte_rat
 fetch responses): each (user, client-id) is governed by the most specific configured entity
 (`quota_entities.resolve`), its bytes are recorded in a windowed rate (`quota_rate`), and a response
 that puts it over the quota carries Kafka's `throttle_time_ms` while its connection stops reading for
-that long (`quota_throttle`); a throttled fetch answers no records, as Kafka's does. `request_percentage`, `controller_mutation_rate` and
-`connection_creation_rate` are stored and described but not enforced (docs/skipped-features.md).
+that long (`quota_throttle`); a throttled fetch answers no records, as Kafka's does.
+`request_percentage` is enforced the same way on the event-loop time a client's requests take
+(`request_time`), `connection_creation_rate` on `ip` entities by `connection_rate`;
+`controller_mutation_rate` is stored and described but not enforced (docs/skipped-features.md).
 
 With no quota configured nothing is measured: a broker without quotas pays one dict check per produce
-or fetch response.
+or fetch response, and one flag check per request and per accepted connection.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import Any
 from prometheus_client import Counter
 
 from pybroker.broker.security import quota_store
-from pybroker.broker.security.quota_entities import Entity, render, resolve
+from pybroker.broker.security.quota_entities import IP, REQUEST_PERCENTAGE, Entity, render, resolve
 from pybroker.broker.security.quota_rate import Rate, throttle_ms
 
 #: the most client rates measured at once (a default client-id quota gives each client-id its own);
@@ -52,6 +54,27 @@ class ClientQuotas:
         self.quotas: dict[Entity, dict[str, float]] = quota_store.load(path) if path is not None else {}
         #: (quota key, (user, client-id) sharing the rate) -> its rate
         self._rates: dict[tuple[str, tuple[str, str]], Rate] = {}
+        self._flags_of: object = None  # the `quotas` dict the flags below were computed for
+        self._times_requests = self._limits_ips = False
+
+    def _flags(self) -> None:
+        quotas = self.quotas
+        if quotas is not self._flags_of:  # `quotas` is replaced whole (here, or by a test), never edited
+            self._flags_of = quotas
+            self._times_requests = any(REQUEST_PERCENTAGE in values for values in quotas.values())
+            self._limits_ips = any(entity[0][0] == IP for entity in quotas)
+
+    @property
+    def times_requests(self) -> bool:
+        """Is a `request_percentage` configured (only then is a request's handler time measured)?"""
+        self._flags()
+        return self._times_requests
+
+    @property
+    def limits_ips(self) -> bool:
+        """Is an `ip` entity configured (only then are connection creations counted per IP)?"""
+        self._flags()
+        return self._limits_ips
 
     @classmethod
     def from_config(cls, config: Any, path: Path | None) -> ClientQuotas:
@@ -83,7 +106,7 @@ class ClientQuotas:
         delay = throttle_ms(rate, quota, now_ms)
         if delay and not keep_if_throttled:
             rate.record(-amount, now_ms)
-        else:
+        elif key != REQUEST_PERCENTAGE:
             QUOTA_BYTES.labels(key, label).inc(amount)
         if delay:
             QUOTA_THROTTLE_MS.labels(key, label).inc(delay)
