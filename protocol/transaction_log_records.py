@@ -19,7 +19,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import IntEnum
 
-from pybroker.protocol.messages.transaction_records import PartitionsSchema, TransactionLogKey, TransactionLogValue
+from pybroker.protocol.messages.transaction_records import (
+    PartitionsSchema,
+    TransactionLogKey,
+    TransactionLogValue,
+)
 from pybroker.protocol.primitives import DecodeError
 
 TRANSACTION_LOG_KEY_VERSION = 0
