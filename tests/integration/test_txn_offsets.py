@@ -8,11 +8,14 @@ retries until the transaction ends. After a restart the committed offsets are st
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections.abc import Callable, Iterator
 
 import pytest
+from aiokafka import AIOKafkaProducer
+from aiokafka.structs import TopicPartition as AioTopicPartition
 from confluent_kafka import Consumer, KafkaException
 from confluent_kafka import TopicPartition as CkTopicPartition
 from kafka import KafkaProducer, TopicPartition
@@ -70,6 +73,7 @@ def ck_txn(txn_broker: BrokerProcess) -> Iterator[Callable[[str], object]]:
     yield make
 
 
+@pytest.mark.slow  # a restart
 def test_confluent_send_offsets_commit_then_abort(txn_broker: BrokerProcess, new_topic: Callable[[str], str],
                                                   ck_txn: Callable[[str], object]) -> None:
     bootstrap = txn_broker.bootstrap
@@ -149,3 +153,26 @@ def test_kafka_python_send_offsets_commit_then_abort(txn_broker: BrokerProcess,
         assert committed(bootstrap, group, source, stable=True) == {0: 11, 1: -1001}
     finally:
         producer.close(timeout=5)
+
+
+def test_aiokafka_send_offsets_commit_then_abort(txn_broker: BrokerProcess, new_topic: Callable[[str], str]) -> None:
+    bootstrap = txn_broker.bootstrap
+    source = _topic(bootstrap, new_topic("in"))
+    group = new_topic("group")
+
+    async def run() -> None:
+        producer = AIOKafkaProducer(bootstrap_servers=bootstrap, transactional_id=new_topic("tx"),
+                                    request_timeout_ms=10_000)
+        await producer.start()
+        try:
+            async with producer.transaction():
+                await producer.send_offsets_to_transaction({AioTopicPartition(source, 1): 8}, group)
+            assert committed(bootstrap, group, source) == {0: -1001, 1: 8}
+            await producer.begin_transaction()
+            await producer.send_offsets_to_transaction({AioTopicPartition(source, 1): 9}, group)
+            await producer.abort_transaction()
+            assert committed(bootstrap, group, source, stable=True) == {0: -1001, 1: 8}
+        finally:
+            await producer.stop()
+
+    asyncio.run(run())
