@@ -502,7 +502,7 @@ class GroupCoordinator:
         error = self.availability(req.group_id)
         group = self.groups.get(req.group_id)
         if error is ErrorCode.NONE:
-            error = self._txn_commit_error(group, req)
+            error = _producer_error(req.producer_id, req.producer_epoch) or self._txn_commit_error(group, req)
         if error is not ErrorCode.NONE:
             respond(dict.fromkeys(keys, error))
             return
@@ -776,6 +776,15 @@ class GroupCoordinator:
         self.loading.discard(partition)
         for producer_id, commit in self.deferred_completions.pop(partition, []):
             self.complete_transaction(partition, producer_id, commit)
+
+
+def _producer_error(producer_id: int, producer_epoch: int) -> ErrorCode:
+    """A transactional batch needs a real producer id and epoch (else it could never be completed)."""
+    if producer_id < 0:
+        return ErrorCode.INVALID_PRODUCER_ID_MAPPING
+    if producer_epoch < 0:
+        return ErrorCode.INVALID_PRODUCER_EPOCH
+    return ErrorCode.NONE
 
 
 def _place(offsets: Iterable[CommittedOffset], position: int) -> None:
