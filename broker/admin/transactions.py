@@ -17,10 +17,12 @@ from typing import Any
 
 from pybroker.broker.admin.topics import check, metadata
 from pybroker.broker.admin.wire import WireClient, WireError
+from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.messages.describe_producers import DescribeProducersRequest, TopicRequest
 from pybroker.protocol.messages.describe_transactions import DescribeTransactionsRequest
 from pybroker.protocol.messages.find_coordinator import FindCoordinatorRequest
 from pybroker.protocol.messages.list_transactions import ListTransactionsRequest
+from pybroker.protocol.messages.metadata import MetadataRequest
 from pybroker.protocol.messages.write_txn_markers import (
     WritableTxnMarker,
     WritableTxnMarkerTopic,
@@ -45,9 +47,9 @@ def _now_ms() -> int:
 
 
 def _node_id(client: WireClient) -> int:
-    """The broker's id as the listing's coordinator (a single node coordinates every transactional id)."""
-    response = client.call(FindCoordinatorRequest(key="", key_type=0, coordinator_keys=[""]), max_version=3)
-    return int(response.node_id) if not response.error_code else -1
+    """The broker's id, the coordinator of every listed id (one node coordinates them all)."""
+    response = client.call(MetadataRequest(topics=[], allow_auto_topic_creation=False), max_version=12)
+    return int(response.brokers[0].node_id) if response.brokers else -1
 
 
 def list_transactions(client: WireClient, states: Iterable[str] = (), producer_ids: Iterable[int] = (),
@@ -92,7 +94,7 @@ def describe_transactions(client: WireClient, transactional_ids: list[str], *, m
     rows = []
     now = _now_ms()
     for state in response.transaction_states:
-        if missing_ok and state.error_code == _TRANSACTIONAL_ID_NOT_FOUND:
+        if missing_ok and state.error_code == ErrorCode.TRANSACTIONAL_ID_NOT_FOUND:
             continue
         check(state.error_code, None, f"DescribeTransactions {state.transactional_id}")
         start = state.transaction_start_time_ms
@@ -202,5 +204,3 @@ def find_hanging(client: WireClient, topic: str | None = None, partition: int | 
                         "duration_min": (now - p.last_timestamp) // MINUTE_MS})
     return hanging
 
-
-_TRANSACTIONAL_ID_NOT_FOUND = 105
