@@ -19,7 +19,7 @@ from re import _parser as sre_parse  # type: ignore[attr-defined]
 from typing import Any
 
 MAX_PATTERN_CHARS = 1000
-MAX_STATES = 5000
+MAX_STATES = 2000
 
 CharTest = Callable[[str], bool]
 

@@ -22,21 +22,21 @@ from pybroker.protocol.messages.describe_transactions import (
     TransactionState,
 )
 
-DEAD = "Dead"
-
 
 def _describe(ctx: RequestContext, transactional_id: str) -> TransactionState:
-    error, found = ctx.state.transactions.describe(transactional_id)
+    transactions = ctx.state.transactions
+    error = transactions.coordinator.availability(transactional_id)
     if error:
         return TransactionState(error_code=error, transactional_id=transactional_id)
-    if found is None or found.state == DEAD:
+    found = transactions.get(transactional_id)  # Dead ones are not found
+    if found is None:
         return TransactionState(error_code=ErrorCode.TRANSACTIONAL_ID_NOT_FOUND, transactional_id=transactional_id)
     by_topic: dict[str, list[int]] = {}
     for topic, partition in sorted(found.partitions):
         by_topic.setdefault(topic, []).append(partition)
     return TransactionState(
-        error_code=ErrorCode.NONE, transactional_id=transactional_id, transaction_state=found.state,
-        transaction_timeout_ms=found.timeout_ms, transaction_start_time_ms=found.start_time_ms,
+        error_code=ErrorCode.NONE, transactional_id=transactional_id, transaction_state=found.state.value,
+        transaction_timeout_ms=found.timeout_ms, transaction_start_time_ms=found.start_ms,
         producer_id=found.producer_id, producer_epoch=found.producer_epoch,
         topics=[TopicData(topic=name, partitions=parts) for name, parts in by_topic.items()])
 
