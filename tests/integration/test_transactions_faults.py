@@ -13,7 +13,9 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 from kafka.errors import KafkaError as KpKafkaError
 
+from pybroker.broker.transactions.coordinator import MARKER_DELAY_ENV
 from tests.integration.brokers import BrokerProcess
+from tests.integration.clients import close_clients
 from tests.integration.test_transactions import txn_broker  # noqa: F401 (the module's shared broker)
 from tests.integration.txn_clients import (
     CONSUMERS,
@@ -109,34 +111,34 @@ def test_transaction_open_past_its_timeout_is_aborted(broker_factory: Callable[.
 @pytest.mark.slow
 def test_broker_killed_between_prepare_and_complete_completes_after_restart(
         broker_factory: Callable[..., BrokerProcess], new_topic: Callable[..., str]) -> None:
-    """The broker dies right after PrepareCommit is durable in `__transaction_state` and before any marker
-    is written (the coordinator's fault hook `PYBROKER_TXN_FAULT=exit-after-prepare`); after a restart
-    the replayed coordinator writes the COMMIT markers, so the records become visible to read_committed
-    readers, and the transactional id can be used again."""
+    """EndTxn answers once PrepareCommit is durable in `__transaction_state`; the coordinator's test hook
+    (PYBROKER_TEST_TXN_MARKER_DELAY_MS) holds the markers back, and the broker is killed meanwhile. After a
+    restart the replayed coordinator writes the COMMIT markers, so read_committed readers see the records,
+    and the transactional id works again."""
     broker = broker_factory(TXN_OVERRIDES, needs_restart=True, start=False)
-    broker_env = broker.env
-
-    def env_with_fault() -> dict[str, str]:
-        return {**broker_env(), "PYBROKER_TXN_FAULT": "exit-after-prepare"}
-
-    broker.env = env_with_fault  # type: ignore[method-assign]
+    plain_env = broker.env
+    broker.env = lambda: {**plain_env(), MARKER_DELAY_ENV: "60000"}  # type: ignore[method-assign]
     broker.start()
     topic = new_topic()
     create_topic(broker.bootstrap, topic, 2)
     txn_id = f"crash-{topic}"
-    producer = ck_txn_producer(broker.bootstrap, txn_id, **{"transaction.timeout.ms": 60_000})
+    values = [f"v{i}".encode() for i in range(10)]
+    producer = ck_txn_producer(broker.bootstrap, txn_id)
     producer.init_transactions(20)
     producer.begin_transaction()
-    for i in range(10):
-        producer.produce(topic, value=f"v{i}".encode(), partition=i % 2)
-    assert producer.flush(20) == 0
-    with pytest.raises(KafkaException):
-        producer.commit_transaction(5)  # the broker exits under it
-    assert broker.proc is not None and broker.proc.wait(10) is not None, "the fault hook did not stop the broker"
-    broker.env = broker_env  # type: ignore[method-assign]
-    broker.restart()
-    got = read_values("confluent-kafka", broker.bootstrap, topic, 2, READ_COMMITTED, expected=10, timeout=20)
-    assert sorted(got) == sorted(f"v{i}".encode() for i in range(10))
+    for i, value in enumerate(values):
+        producer.produce(topic, value=value, partition=i % 2)
+    producer.commit_transaction(20)  # PrepareCommit is durable; the markers wait
+    assert read_values("confluent-kafka", broker.bootstrap, topic, 2, READ_COMMITTED, timeout=3) == []
+    assert sorted(read_values("confluent-kafka", broker.bootstrap, topic, 2, READ_UNCOMMITTED,
+                              expected=10)) == sorted(values)
+    close_clients()
+
+    broker.kill9()
+    broker.env = plain_env  # type: ignore[method-assign]
+    broker.start()
+    got = read_values("confluent-kafka", broker.bootstrap, topic, 2, READ_COMMITTED, expected=10, timeout=30)
+    assert sorted(got) == sorted(values)
 
     again = ck_txn_producer(broker.bootstrap, txn_id)
     again.init_transactions(20)
@@ -144,4 +146,4 @@ def test_broker_killed_between_prepare_and_complete_completes_after_restart(
     again.produce(topic, value=b"after", partition=0)
     again.commit_transaction(20)
     got = read_values("confluent-kafka", broker.bootstrap, topic, 2, READ_COMMITTED, expected=11, timeout=20)
-    assert b"after" in got and len(got) == 11
+    assert sorted(got) == sorted([*values, b"after"])
