@@ -17,7 +17,12 @@ from pybroker.broker.context import RequestContext
 from pybroker.broker.dispatch import handler
 from pybroker.broker.groups.offsets_topic import OFFSETS_TOPIC
 from pybroker.broker.transactions.metadata import TV_1
-from pybroker.broker.transactions.requests import ensure_offsets_topic, ensure_state_topic, for_version, id_error
+from pybroker.broker.transactions.requests import (
+    ensure_offsets_topic,
+    ensure_state_topic,
+    for_version,
+    id_error,
+)
 from pybroker.protocol.api_keys import ApiKey
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.messages.add_offsets_to_txn import AddOffsetsToTxnRequest, AddOffsetsToTxnResponse

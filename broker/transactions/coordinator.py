@@ -361,7 +361,7 @@ class TransactionCoordinator:
             if (state is S.PREPARE_COMMIT) == commit:
                 raise TxnError(ErrorCode.CONCURRENT_TRANSACTIONS)
             raise TxnError(ErrorCode.INVALID_TXN_STATE)
-        if state is S.COMPLETE_COMMIT and commit or state is S.COMPLETE_ABORT and not commit:
+        if state in (S.COMPLETE_COMMIT, S.COMPLETE_ABORT) and _same_end(state, commit):
             if is_retry:
                 raise _AlreadyDone()
             if commit:
@@ -384,9 +384,9 @@ class TransactionCoordinator:
         state = meta.state
         if state is S.ONGOING:
             return md.prepare_end(meta, commit, md.TV_1, meta.next_producer_id, now)
-        if state is S.COMPLETE_COMMIT and commit or state is S.COMPLETE_ABORT and not commit:
+        if state in (S.COMPLETE_COMMIT, S.COMPLETE_ABORT) and _same_end(state, commit):
             raise _AlreadyDone()
-        if state is S.PREPARE_COMMIT and commit or state is S.PREPARE_ABORT and not commit:
+        if state.is_prepared and _same_end(state, commit):
             raise TxnError(ErrorCode.CONCURRENT_TRANSACTIONS)
         raise TxnError(ErrorCode.INVALID_TXN_STATE)
 
@@ -515,6 +515,11 @@ class TransactionCoordinator:
 
 class _AlreadyDone(Exception):
     """EndTxn retried after it succeeded: answered NONE without writing anything."""
+
+
+def _same_end(state: TxnState, commit: bool) -> bool:
+    """A prepared or completed end of the kind asked for (commit after commit, abort after abort)."""
+    return (state in (S.PREPARE_COMMIT, S.COMPLETE_COMMIT)) == commit
 
 
 def _valid_expected_id(meta: TxnMetadata, producer_id: int, producer_epoch: int) -> bool:
