@@ -26,10 +26,11 @@ from tests.integration.txn_clients import TXN_OVERRIDES, create_topic, read_comm
 
 SEED = 1313
 PARTITIONS = 3
-INPUTS = 1_500
-BATCH = 30
+INPUTS = 3_000
+BATCH = 20
 ROUNDS = 4  # alternating: kill the worker, kill the broker
-KILL_AFTER_S = (0.4, 1.6)
+KILL_AFTER_S = (0.1, 0.8)  # after the worker's first commit of the round
+PROGRESS_TIMEOUT_S = 30.0
 FINISH_TIMEOUT_S = 90.0
 MAX_RESTARTS = 8
 
@@ -61,6 +62,19 @@ class Worker:
             return self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
             return None
+
+    def commits(self) -> int:
+        path = self.workdir / f"worker-{self.runs}.out"
+        return path.read_text(errors="replace").count("committed") if path.exists() else 0
+
+    def wait_for_commit(self, timeout: float = PROGRESS_TIMEOUT_S) -> None:
+        """Until this run has committed a transaction (or exited): a kill before that proves little."""
+        deadline = time.monotonic() + timeout
+        while self.commits() == 0 and time.monotonic() < deadline:
+            assert self.proc is not None
+            if self.proc.poll() is not None:
+                return
+            time.sleep(0.05)
 
     def output(self) -> str:
         return "\n".join(f"--- run {n} ---\n" + (self.workdir / f"worker-{n}.out").read_text(errors="replace")[-2000:]
@@ -96,12 +110,16 @@ def test_consume_transform_produce_killed_at_random_points_yields_each_input_onc
     rng = random.Random(SEED)
     args = [broker.bootstrap, source, sink, f"group-{source}", f"txn-{source}", str(PARTITIONS), str(BATCH)]
     with worker_process(tmp_path, args) as worker:
+        killed_mid_run = 0
         for round_ in range(ROUNDS):
             worker.start()
+            worker.wait_for_commit()
             time.sleep(rng.uniform(*KILL_AFTER_S))
             if round_ % 2 == 0:
+                killed_mid_run += worker.wait(0) is None
                 worker.kill9()
             else:
+                killed_mid_run += worker.wait(0) is None
                 broker.kill9()
                 broker.start()
                 worker.wait(rng.uniform(*KILL_AFTER_S))  # it may survive the restart, or exit with an error
@@ -114,6 +132,7 @@ def test_consume_transform_produce_killed_at_random_points_yields_each_input_onc
             if code == 0 or time.monotonic() >= deadline:
                 break
         assert code == 0, f"the worker never finished (last exit {code})\n{worker.output()}"
+        assert killed_mid_run == ROUNDS, "a round's kill came after the worker had finished: more input needed"
 
     outputs = read_committed_ck(broker.bootstrap, sink, PARTITIONS, expected=INPUTS, timeout=30)
     counts = Counter(outputs)
