@@ -7,7 +7,10 @@ import asyncio
 
 from pybroker.broker.app import BrokerApp
 from pybroker.protocol.errors import ErrorCode
-from pybroker.protocol.messages.add_partitions_to_txn import AddPartitionsToTxnRequest, AddPartitionsToTxnTopic
+from pybroker.protocol.messages.add_partitions_to_txn import (
+    AddPartitionsToTxnRequest,
+    AddPartitionsToTxnTopic,
+)
 from pybroker.protocol.messages.describe_producers import DescribeProducersRequest, TopicRequest
 from pybroker.protocol.messages.describe_transactions import DescribeTransactionsRequest
 from pybroker.protocol.messages.init_producer_id import InitProducerIdRequest
