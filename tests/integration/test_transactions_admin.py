@@ -17,10 +17,12 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from click.testing import CliRunner, Result
 from kafka import TopicPartition
 from kafka.admin import AbortTransactionSpec
 from kafka.errors import KafkaError as KpKafkaError
 
+from pybroker.broker.admin.commands import transactions as transactions_group
 from pybroker.broker.admin.wire import WireClient
 from pybroker.protocol.messages.init_producer_id import InitProducerIdRequest
 from pybroker.protocol.messages.produce import PartitionProduceData, ProduceRequest, TopicProduceData
@@ -38,14 +40,20 @@ from tests.integration.txn_clients import (
 
 
 def pybroker(*args: str) -> subprocess.CompletedProcess[str]:
+    """The real command line, in a process of its own."""
     return subprocess.run([sys.executable, "-m", "pybroker.broker.cli", *args], capture_output=True, text=True,
                           timeout=60, cwd=REPO_ROOT, check=False)
 
 
+def transactions(*args: str) -> Result:
+    """`pybroker transactions ARGS` in this process (an interpreter start per call costs a second here)."""
+    return CliRunner().invoke(transactions_group, list(args))
+
+
 def cli(broker: BrokerProcess, *args: str) -> Any:
     """`pybroker transactions ARGS --json` against the broker; it must succeed."""
-    result = pybroker("transactions", *args, "--bootstrap-server", broker.bootstrap, "--json")
-    assert result.returncode == 0, result.stderr
+    result = transactions(*args, "--bootstrap-server", broker.bootstrap, "--json")
+    assert result.exit_code == 0, result.stderr
     return json.loads(result.stdout)
 
 
@@ -128,12 +136,11 @@ def test_cli_lists_describes_and_shows_producers(txn_broker: BrokerProcess,  # n
 
     table = pybroker("transactions", "list", "--bootstrap-server", txn_broker.bootstrap)
     assert table.returncode == 0 and "TRANSACTIONAL-ID" in table.stdout and txn_id in table.stdout
-    missing = pybroker("transactions", "describe", "--transactional-id", f"never-{topic}",
-                       "--bootstrap-server", txn_broker.bootstrap)
-    assert missing.returncode == 1 and "TRANSACTIONAL_ID_NOT_FOUND" in missing.stderr
-    bad = pybroker("transactions", "list", "--transactional-id-pattern", "(a", "--bootstrap-server",
-                   txn_broker.bootstrap)
-    assert bad.returncode == 1 and "INVALID_REGULAR_EXPRESSION" in bad.stderr
+    missing = transactions("describe", "--transactional-id", f"never-{topic}", "--bootstrap-server",
+                           txn_broker.bootstrap)
+    assert missing.exit_code == 1 and "TRANSACTIONAL_ID_NOT_FOUND" in missing.stderr
+    bad = transactions("list", "--transactional-id-pattern", "(a", "--bootstrap-server", txn_broker.bootstrap)
+    assert bad.exit_code == 1 and "INVALID_REGULAR_EXPRESSION" in bad.stderr
 
 
 def _hang_a_transaction(bootstrap: str, topic: str) -> int:
@@ -185,6 +192,6 @@ def test_cli_finds_and_aborts_a_hanging_transaction(broker_factory: Callable[...
     assert cli(broker, "find-hanging", "--topic", topic, "--max-transaction-timeout", "0") == []
     assert read_values("confluent-kafka", broker.bootstrap, topic, 1, READ_COMMITTED, expected=2) == [b"before",
                                                                                                       b"after"]
-    again = pybroker("transactions", "abort", "--topic", topic, "--partition", "0", "--start-offset", str(offset),
-                     "--bootstrap-server", broker.bootstrap)
-    assert again.returncode == 1 and "no open transaction starts at offset" in again.stderr
+    again = transactions("abort", "--topic", topic, "--partition", "0", "--start-offset", str(offset),
+                         "--bootstrap-server", broker.bootstrap)
+    assert again.exit_code == 1 and "no open transaction starts at offset" in again.stderr
