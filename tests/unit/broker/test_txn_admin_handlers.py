@@ -127,3 +127,23 @@ async def test_describe_producers_and_an_abort_marker(app: BrokerApp, client: Ra
     after = await client.call(DescribeProducersRequest(topics=[TopicRequest(name=TOPIC, partition_indexes=[0])]), 0)
     [producer] = after.topics[0].partitions[0].active_producers
     assert producer.current_txn_start_offset == -1 and producer.coordinator_epoch == 0
+
+
+async def test_requests_cannot_multiply_the_work(app: BrokerApp, client: RawClient) -> None:
+    """A hostile request repeating names gets one answer per distinct name, and a WriteTxnMarkers naming more
+    partitions than MAX_PARTITIONS gets INVALID_REQUEST for the rest instead of thousands of fsyncs."""
+    from pybroker.broker.handlers.write_txn_markers import MAX_PARTITIONS
+
+    described = await client.call(DescribeTransactionsRequest(transactional_ids=["same"] * 50_000), 0)
+    assert len(described.transaction_states) == 1
+    producers = await client.call(DescribeProducersRequest(topics=[
+        TopicRequest(name="t", partition_indexes=[0] * 10_000) for _ in range(5)]), 0)
+    assert [len(t.partitions) for t in producers.topics] == [1]
+
+    many = WriteTxnMarkersRequest(markers=[WritableTxnMarker(
+        producer_id=1, producer_epoch=0, transaction_result=True, coordinator_epoch=0,
+        topics=[WritableTxnMarkerTopic(name="nowhere", partition_indexes=list(range(MAX_PARTITIONS + 5)))])])
+    answer = await client.call(many, 1, timeout=30)
+    codes = [p.error_code for p in answer.markers[0].topics[0].partitions]
+    assert codes[:MAX_PARTITIONS] == [ErrorCode.UNKNOWN_TOPIC_OR_PARTITION] * MAX_PARTITIONS
+    assert codes[MAX_PARTITIONS:] == [ErrorCode.INVALID_REQUEST] * 5
