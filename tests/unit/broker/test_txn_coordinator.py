@@ -127,7 +127,7 @@ async def test_an_exhausted_epoch_moves_the_id_to_a_new_producer_id() -> None:
 
 
 async def test_a_transaction_past_its_timeout_is_aborted_with_its_producer_fenced() -> None:
-    co, txn_log, markers, clock = make_coordinator()
+    co, _, markers, clock = make_coordinator()
     p = await co.init_producer_id("a", 1000)
     await co.add_partitions("a", p.producer_id, 0, frozenset({TP}))
     clock.now += 1000
