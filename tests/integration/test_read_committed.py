@@ -4,15 +4,19 @@ with a transaction open keeps its last stable offset there after restart until t
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
 
 import pytest
+from aiokafka import AIOKafkaConsumer
+from aiokafka.structs import TopicPartition as AioTopicPartition
 from confluent_kafka import KafkaError, TopicPartition
 from confluent_kafka.admin import NewTopic
+from kafka import TopicPartition as KpTopicPartition
 
 from tests.integration.brokers import BrokerProcess
-from tests.integration.clients import ck_admin, ck_consumer, ck_producer
+from tests.integration.clients import ck_admin, ck_consumer, ck_producer, kp_consumer
 
 pytestmark = pytest.mark.slow
 
@@ -37,6 +41,42 @@ def _read(bootstrap: str, topic: str, isolation: str, timeout: float = 20.0) -> 
                 return values
             values.append(message.value())
     raise AssertionError(f"no end of partition within {timeout}s; read {len(values)}")
+
+
+def _kp_read(bootstrap: str, topic: str, isolation: str, expected: int, timeout: float = 20.0) -> list[bytes]:
+    values: list[bytes] = []
+    with kp_consumer(bootstrap, isolation_level=isolation) as consumer:
+        tp = KpTopicPartition(topic, 0)
+        consumer.assign([tp])
+        consumer.seek(tp, 0)
+        deadline = time.monotonic() + timeout
+        while len(values) < expected and time.monotonic() < deadline:
+            for records in consumer.poll(timeout_ms=300).values():
+                values.extend(r.value for r in records)
+        time.sleep(0.5)  # anything beyond what is expected would show up here
+        for records in consumer.poll(timeout_ms=300).values():
+            values.extend(r.value for r in records)
+    return values
+
+
+async def _aio_read(bootstrap: str, topic: str, isolation: str, expected: int, timeout: float = 20.0) -> list[bytes]:
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, fetch_max_wait_ms=200,
+                                isolation_level=isolation, request_timeout_ms=10_000)
+    await asyncio.wait_for(consumer.start(), 15)
+    values: list[bytes] = []
+    try:
+        tp = AioTopicPartition(topic, 0)
+        consumer.assign([tp])
+        consumer.seek(tp, 0)
+        deadline = time.monotonic() + timeout
+        while len(values) < expected and time.monotonic() < deadline:
+            for records in (await consumer.getmany(timeout_ms=300)).values():
+                values.extend(r.value for r in records)
+        for records in (await consumer.getmany(timeout_ms=500)).values():
+            values.extend(r.value for r in records)
+    finally:
+        await consumer.stop()
+    return values
 
 
 def _stable_end(bootstrap: str, topic: str) -> tuple[int, int]:
@@ -77,6 +117,11 @@ def test_committed_and_aborted_transactions(broker: BrokerProcess, new_topic: Ca
     assert everything == [f"{b}{i}".encode() for b in "abc" for i in range(5)]
     lso, hw = _stable_end(broker.bootstrap, topic)
     assert lso == hw == 18  # 15 records and 3 markers
+    # kafka-python and aiokafka skip aborted data by the fetch's aborted-transaction list too
+    assert _kp_read(broker.bootstrap, topic, "read_committed", 10) == committed
+    assert _kp_read(broker.bootstrap, topic, "read_uncommitted", 15) == everything
+    assert asyncio.run(_aio_read(broker.bootstrap, topic, "read_committed", 10)) == committed
+    assert asyncio.run(_aio_read(broker.bootstrap, topic, "read_uncommitted", 15)) == everything
 
 
 def test_open_transaction_holds_the_lso_across_kill9(broker_factory: Callable[..., BrokerProcess],
