@@ -4,7 +4,8 @@ entries, in the words kafka-dump-log uses, so an operator reading one can read t
 Transactions as kafka-dump-log shows them: every batch says `isTransactional` and `isControl`; a
 control record prints `endTxnMarker: COMMIT coordinatorEpoch: N` (or the control type it is) instead of
 its key and payload; a `.txnindex` prints one aborted transaction a line (version, producerId,
-firstOffset, lastOffset, lastStableOffset)."""
+firstOffset, lastOffset, lastStableOffset); a producer `.snapshot` one entry a line, the open
+transaction's first offset (`currentTxnFirstOffset`) included."""
 
 from __future__ import annotations
 
@@ -22,6 +23,8 @@ from pybroker.protocol.records.batch import (
 from pybroker.protocol.records.codecs import CODEC_NAMES
 from pybroker.protocol.records.control import ABORT, COMMIT, CONTROL_TYPE_NAMES, control_type, marker_of
 from pybroker.protocol.records.record import Record, RecordsError, decode_records
+from pybroker.storage.errors import CorruptSnapshotError
+from pybroker.storage.producer_snapshot import decode_snapshot
 from pybroker.storage.transaction_index import ENTRY, ENTRY_SIZE
 from pybroker.storage.verify import OFFSET_ENTRY, TIME_ENTRY
 
@@ -100,6 +103,21 @@ def txn_index_entries(path: Path) -> Iterator[dict[str, Any]]:
     if whole != len(data):
         yield {"position": whole, "error": f"{len(data) - whole} trailing bytes, shorter than an entry "
                                            f"({ENTRY_SIZE} bytes)"}
+
+
+def snapshot_entries(path: Path) -> Iterator[dict[str, Any]]:
+    """One dict per entry of a producer-state `.snapshot`; a damaged file gives one `error` entry."""
+    try:
+        rows = decode_snapshot(path.read_bytes())
+    except CorruptSnapshotError as exc:
+        yield {"position": 0, "error": str(exc)}
+        return
+    for row in rows:
+        first_seq = -1 if row.last_sequence < 0 else (row.last_sequence - row.offset_delta) % 2**31
+        yield {"producerId": row.producer_id, "producerEpoch": row.epoch, "coordinatorEpoch": row.coordinator_epoch,
+               "currentTxnFirstOffset": row.current_txn_first_offset, "lastTimestamp": row.timestamp,
+               "firstSequence": first_seq, "lastSequence": row.last_sequence, "lastOffset": row.last_offset,
+               "offsetDelta": row.offset_delta}
 
 
 def index_entries(path: Path) -> Iterator[dict[str, Any]]:

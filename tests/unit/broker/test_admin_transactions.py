@@ -86,3 +86,19 @@ def test_check_log_accepts_a_good_txnindex_and_reports_a_bad_one(tmp_path: Path)
     index.write_bytes(good + struct.pack(">h", 0))
     result = CliRunner().invoke(commands.check_log, [str(tmp_path)])
     assert result.exit_code == 1 and "txnindex" in result.output
+
+
+def test_dump_log_reads_a_producer_snapshot_with_its_open_transaction(tmp_path: Path) -> None:
+    log = _txn_log(tmp_path / "t-0")
+    data = bytearray(build_batch([Record(0, 0, b"k", b"x")], base_timestamp=NOW, producer_id=9, producer_epoch=0,
+                                 base_sequence=0, is_transactional=True))
+    log.append(data, [(0, parse_header(data))], now_ms=NOW)  # 4: producer 9 opens a transaction
+    log.close()
+    (snapshot,) = (tmp_path / "t-0").glob("*.snapshot")
+    result = CliRunner().invoke(commands.dump_log, [str(snapshot)])
+    assert result.exit_code == 0, result.output
+    assert "producerId: 9 producerEpoch: 0 coordinatorEpoch: -1 currentTxnFirstOffset: 4" in result.output
+    assert "producerId: 7 producerEpoch: 2 coordinatorEpoch: 5 currentTxnFirstOffset: -1" in result.output
+    snapshot.write_bytes(b"\x00\x01")
+    result = CliRunner().invoke(commands.dump_log, [str(snapshot), "--json"])
+    assert "error" in json.loads(result.output.splitlines()[0])
