@@ -127,7 +127,7 @@ async def test_an_exhausted_epoch_moves_the_id_to_a_new_producer_id() -> None:
 
 
 async def test_a_transaction_past_its_timeout_is_aborted_with_its_producer_fenced() -> None:
-    co, txn_log, markers, clock = make_coordinator()
+    co, _, markers, clock = make_coordinator()
     p = await co.init_producer_id("a", 1000)
     await co.add_partitions("a", p.producer_id, 0, frozenset({TP}))
     clock.now += 1000
@@ -316,3 +316,12 @@ async def test_empty_ids_are_invalid_requests(bad: str | None) -> None:
     assert await co.add_partitions(bad or "", 1, 0, frozenset({TP})) is E.INVALID_REQUEST
     assert (await co.end_txn(bad or "", 1, 0, True)).error is E.INVALID_REQUEST
     assert co.check_produce(bad, 1, 0, *TP, 9) is E.INVALID_REQUEST
+
+
+async def test_txn_offset_commit_v5_adds_the_offsets_partition_itself() -> None:
+    co, _, _, _ = make_coordinator()
+    p = await co.init_producer_id("a", 60_000)
+    adding = co.check_txn_offset_commit("a", p.producer_id, 0, "g", 2, api_version=5)
+    assert inspect.isawaitable(adding)
+    assert await adding is E.NONE
+    assert co.get("a").partitions == {("__consumer_offsets", 2)}  # type: ignore[union-attr]
