@@ -74,11 +74,8 @@ async def write_markers(state: BrokerState, producer_id: int, producer_epoch: in
 
 
 def _complete_offsets(state: BrokerState, partition: int, producer_id: int, commit: bool) -> None:
-    complete = getattr(state.groups, "complete_transaction", None)  # txn-groups' GroupService API
-    if complete is None:
-        return
     try:
-        complete(partition, producer_id, commit)
+        state.groups.complete_transaction(partition, producer_id, commit)
     except Exception:
         log.exception("group coordinator failed to complete a transaction's offsets", partition=partition,
                       producer_id=producer_id)
