@@ -46,6 +46,7 @@ S = TxnState
 COMPLETION_WAIT_S = 1.0
 #: backoff between attempts at markers (or at the Complete record) that failed for a retriable reason
 RETRY_BACKOFF_S = 0.2
+MAX_RETRY_BACKOFF_S = 5.0
 #: marker outcomes after which a partition needs no further attempt (the partition is gone, or a newer
 #: producer epoch or coordinator already wrote past this transaction)
 MARKER_DONE = frozenset({ErrorCode.NONE, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.INVALID_PRODUCER_EPOCH,
@@ -463,19 +464,24 @@ class TransactionCoordinator:
                 await asyncio.sleep(self.marker_delay_s)
             commit = prepared.state is S.PREPARE_COMMIT
             remaining = sorted(prepared.partitions)
+            backoff = RETRY_BACKOFF_S
             while remaining and not self._stopping:
                 results = await self.markers(prepared.producer_id, prepared.producer_epoch, self.coordinator_epoch,
                                              commit, remaining)
                 remaining = [tp for tp in remaining if results.get(tp, ErrorCode.NONE) not in MARKER_DONE]
                 if remaining:
-                    log.warning("transaction markers failed, retrying", transactional_id=prepared.transactional_id,
-                                partitions=len(remaining))
-                    await asyncio.sleep(RETRY_BACKOFF_S)
+                    if backoff == RETRY_BACKOFF_S:  # one line per transaction, not one per attempt
+                        log.warning("transaction markers failed, retrying", partitions=len(remaining),
+                                    transactional_id=prepared.transactional_id)
+                    await asyncio.sleep(backoff)
+                    backoff = min(backoff * 2, MAX_RETRY_BACKOFF_S)
+            backoff = RETRY_BACKOFF_S
             while not self._stopping:
                 done = md.complete(prepared, self.clock_ms())
                 if await self._write(entry, done) is ErrorCode.NONE:
                     break
-                await asyncio.sleep(RETRY_BACKOFF_S)
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, MAX_RETRY_BACKOFF_S)
         except Exception:
             log.exception("completing a transaction failed", transactional_id=prepared.transactional_id)
         finally:
