@@ -170,7 +170,11 @@ class TransactionCoordinator:
         expected = None if producer_id == NO_PRODUCER_ID else (producer_id, producer_epoch)
         entry = self.entries.get(transactional_id)
         if entry is None:
-            entry = Entry(md.new_metadata(transactional_id, self.new_producer_id(), timeout_ms, self.clock_ms()))
+            try:
+                producer_id = self._allocate_id()
+            except TxnError as exc:
+                return InitResult(exc.code)
+            entry = Entry(md.new_metadata(transactional_id, producer_id, timeout_ms, self.clock_ms()))
             self.entries[transactional_id] = entry
         await self._await_completion(entry)
         meta = entry.meta
@@ -183,7 +187,7 @@ class TransactionCoordinator:
             if meta.state.is_prepared:
                 return InitResult(ErrorCode.CONCURRENT_TRANSACTIONS)
             if meta.state is S.ONGOING and keep_prepared:
-                new = md.keep_prepared(meta, self.new_producer_id(), now)
+                new = md.keep_prepared(meta, self._allocate_id(), now)
                 code = await self._write(entry, new)
                 if code is not ErrorCode.NONE:
                     return InitResult(code)
@@ -194,7 +198,7 @@ class TransactionCoordinator:
                 code = await self._fence_and_abort(entry)
                 return InitResult(ErrorCode.CONCURRENT_TRANSACTIONS if code is ErrorCode.NONE else code)
             if epoch_exhausted(meta.producer_epoch) and (expected is None or expected[1] == meta.producer_epoch):
-                new = md.rotate_producer_id(meta, self.new_producer_id(), timeout_ms, now, expected is not None)
+                new = md.rotate_producer_id(meta, self._allocate_id(), timeout_ms, now, expected is not None)
             else:
                 new = md.increment_epoch(meta, timeout_ms, None if expected is None else expected[1], now)
         except TxnError as exc:
@@ -399,7 +403,15 @@ class TransactionCoordinator:
         """v2 bumps the epoch at every end: a fresh id when that exhausts it (KIP-939: the new client's)."""
         if meta.recovering:
             return meta.next_producer_id
-        return self.new_producer_id() if epoch_exhausted(meta.producer_epoch) else NO_PRODUCER_ID
+        return self._allocate_id() if epoch_exhausted(meta.producer_epoch) else NO_PRODUCER_ID
+
+    def _allocate_id(self) -> int:
+        """A fresh producer id; the persisted block allocator failing is a retriable answer, not a crash."""
+        try:
+            return self.new_producer_id()
+        except OSError as exc:
+            log.error("cannot allocate a producer id", error=str(exc))
+            raise TxnError(ErrorCode.COORDINATOR_NOT_AVAILABLE) from exc
 
     # -- the coordinator's own aborts: fencing, timeouts ----------------------------------------------
     async def _fence_and_abort(self, entry: Entry) -> ErrorCode:

@@ -345,3 +345,14 @@ async def test_a_prepared_two_phase_transaction_survives_a_restart_and_is_commit
     assert (end.error, end.producer_id, end.producer_epoch) == (E.NONE, resumed.producer_id, 0)
     await restarted.wait_idle()
     assert markers.calls == [(p.producer_id, 1, 0, True, [TP])]
+
+
+async def test_a_failing_producer_id_allocator_is_a_retriable_answer() -> None:
+    co, _, _, _ = make_coordinator()
+
+    def broken() -> int:
+        raise OSError("disk full")
+
+    co.new_producer_id = broken
+    assert (await co.init_producer_id("a", 60_000)).error is E.COORDINATOR_NOT_AVAILABLE
+    assert co.get("a") is None
