@@ -271,6 +271,10 @@ class TransactionCoordinator:
         Kafka maps them: PRODUCER_FENCED is INVALID_PRODUCER_EPOCH, TRANSACTION_ABORTABLE is
         INVALID_TXN_STATE before Produce v11."""
         code = self._verify_identity(transactional_id, producer_id, producer_epoch)
+        if code is ErrorCode.CONCURRENT_TRANSACTIONS and api_version >= 12:
+            # v2: the next transaction's first batch may come while the last one writes its markers
+            assert transactional_id is not None
+            return self._add_for_produce(transactional_id, producer_id, producer_epoch, topic, partition)
         if code is ErrorCode.NONE:
             assert transactional_id is not None
             meta = self.entries[transactional_id].meta

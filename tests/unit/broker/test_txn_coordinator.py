@@ -356,3 +356,16 @@ async def test_a_failing_producer_id_allocator_is_a_retriable_answer() -> None:
     co.new_producer_id = broken
     assert (await co.init_producer_id("a", 60_000)).error is E.COORDINATOR_NOT_AVAILABLE
     assert co.get("a") is None
+
+
+async def test_a_v2_batch_of_the_next_transaction_waits_for_the_last_ones_markers() -> None:
+    co, _, markers, _ = make_coordinator()
+    p = await co.init_producer_id("a", 60_000)
+    assert await co.check_produce("a", p.producer_id, 0, *TP, 12) is E.NONE  # type: ignore[misc]
+    co.marker_delay_s = 0.05
+    end = await co.end_txn("a", p.producer_id, 0, True, TV_2)
+    assert co.get("a").state is S.PREPARE_COMMIT  # type: ignore[union-attr]
+    next_batch = co.check_produce("a", end.producer_id, end.producer_epoch, *TP2, 12)
+    assert inspect.isawaitable(next_batch)
+    assert await next_batch is E.NONE
+    assert markers.calls and co.get("a").partitions == {TP2}  # type: ignore[union-attr]
