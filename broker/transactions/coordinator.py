@@ -269,7 +269,8 @@ class TransactionCoordinator:
         """May this transactional batch be appended? An error code, or (Produce v12+, a partition not yet
         in the transaction) an awaitable that adds it first. Codes are mapped for the request version as
         Kafka maps them: PRODUCER_FENCED is INVALID_PRODUCER_EPOCH, TRANSACTION_ABORTABLE is
-        INVALID_TXN_STATE before Produce v11."""
+        INVALID_TXN_STATE before Produce v11, and the retriable coordinator answers (loading, unavailable,
+        CONCURRENT_TRANSACTIONS) are NOT_ENOUGH_REPLICAS, which every producer retries."""
         code = self._verify_identity(transactional_id, producer_id, producer_epoch)
         if code is ErrorCode.CONCURRENT_TRANSACTIONS and api_version >= 12:
             # v2: the next transaction's first batch may come while the last one writes its markers
@@ -555,7 +556,15 @@ def _valid_expected_id(meta: TxnMetadata, producer_id: int, producer_epoch: int)
             or (producer_id == meta.prev_producer_id and epoch_exhausted(producer_epoch)))
 
 
+#: verification outcomes a producer should simply retry: Kafka answers them NOT_ENOUGH_REPLICAS, which every
+#: client retries without refreshing its metadata
+_RETRY_PRODUCE = frozenset({ErrorCode.CONCURRENT_TRANSACTIONS, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+                            ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR})
+
+
 def _produce_code(code: ErrorCode, api_version: int) -> ErrorCode:
+    if code in _RETRY_PRODUCE:
+        return ErrorCode.NOT_ENOUGH_REPLICAS
     if code is ErrorCode.PRODUCER_FENCED:
         return ErrorCode.INVALID_PRODUCER_EPOCH
     if code is ErrorCode.TRANSACTION_ABORTABLE and api_version < 11:
