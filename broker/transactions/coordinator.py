@@ -233,9 +233,9 @@ class TransactionCoordinator:
             return ErrorCode.NONE
         if meta.state is S.DEAD or meta.state is S.PREPARE_EPOCH_FENCE:
             return ErrorCode.INVALID_TXN_STATE
-        new = md.add_partitions(meta, partitions, max(client_version, meta.client_version if
-                                                      meta.state is S.ONGOING else client_version),
-                                self.clock_ms())
+        if meta.state is S.ONGOING:  # a transaction keeps the highest protocol version it was seen with
+            client_version = max(client_version, meta.client_version)
+        new = md.add_partitions(meta, partitions, client_version, self.clock_ms())
         return await self._write(entry, new)
 
     def verify_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
