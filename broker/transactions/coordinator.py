@@ -11,6 +11,9 @@ written. A request that finds the transaction still completing waits briefly for
 the client with CONCURRENT_TRANSACTIONS at once.
 
 Error codes are those clients react to, as Kafka's `TransactionCoordinator` answers them.
+
+For tests only, `PYBROKER_TEST_TXN_MARKER_DELAY_MS` in the environment delays every transaction's markers
+after its Prepare record is durable, so a test can kill the broker in that window deterministically.
 """
 
 from __future__ import annotations
