@@ -25,7 +25,13 @@ from pybroker.broker.admin import quotas as quota_ops
 from pybroker.broker.admin import topics as topic_ops
 from pybroker.broker.admin import users as user_ops
 from pybroker.broker.admin.client_config import ClientConfigError, ClientSecurity, load_client_security
-from pybroker.broker.admin.dump_log import format_batch, index_entries, log_batches
+from pybroker.broker.admin.dump_log import (
+    format_batch,
+    index_entries,
+    log_batches,
+    snapshot_entries,
+    txn_index_entries,
+)
 from pybroker.broker.admin.output import emit
 from pybroker.broker.admin.wire import DEFAULT_BOOTSTRAP, WireClient, WireError
 from pybroker.broker.security.scram import MAX_ITERATIONS, MECHANISMS, MIN_ITERATIONS
@@ -395,16 +401,22 @@ def quotas_alter(client: WireClient, as_json: bool, entity_type: str | None, ent
 @click.option("--print-records", is_flag=True, help="Decode each batch's records too.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per batch or index entry, a line each.")
 def dump_log(file: Path, print_records: bool, as_json: bool) -> None:
-    """Decode a segment (.log) or index (.index, .timeindex) file, like kafka-dump-log."""
+    """Decode a segment (.log), index (.index, .timeindex, .txnindex) or producer snapshot (.snapshot) file,
+    like kafka-dump-log."""
     try:
         base = int(file.stem)
     except ValueError:
         _fail(f"{file.name} is not a segment file (expected a 20-digit base offset name)")
         return
-    if file.suffix not in (".log", ".index", ".timeindex"):
-        _fail(f"{file.name}: expected a .log, .index or .timeindex file")
+    readers = {".log": lambda: log_batches(file, print_records), ".index": lambda: index_entries(file),
+               ".timeindex": lambda: index_entries(file), ".txnindex": lambda: txn_index_entries(file),
+               ".snapshot": lambda: snapshot_entries(file)}
+    reader = readers.get(file.suffix)
+    if reader is None:
+        _fail(f"{file.name}: expected a .log, .index, .timeindex, .txnindex or .snapshot file")
+        return
     try:
-        items = list(log_batches(file, print_records)) if file.suffix == ".log" else list(index_entries(file))
+        items = list(reader())
     except OSError as exc:
         _fail(f"cannot read {file}: {exc.strerror or exc}")
         return

@@ -29,6 +29,8 @@ from pybroker.config.broker_config import BrokerConfig
 from pybroker.protocol.api_keys import ApiKey
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.messages import (
+    add_offsets_to_txn,
+    add_partitions_to_txn,
     alter_configs,
     create_acls,
     create_partitions,
@@ -41,6 +43,7 @@ from pybroker.protocol.messages import (
     describe_configs,
     describe_groups,
     describe_log_dirs,
+    end_txn,
     fetch,
     find_coordinator,
     heartbeat,
@@ -76,6 +79,7 @@ async def secured(tmp_path: Path) -> AsyncIterator[BrokerApp]:
         "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
         "super.users": ADMIN,
         "allow.everyone.if.no.acl.found": "false",
+        "transaction.two.phase.commit.enable": "true",  # so enable_2pc is judged by its ACL alone
     })
     broker = BrokerApp(config)
     await broker.start()
@@ -212,6 +216,39 @@ PROBES = [
           [(RT.TOPIC, TOPIC, Op.ALTER)], ErrorCode.TOPIC_AUTHORIZATION_FAILED, lambda r: r.results[0].error_code),
     Probe("InitProducerId txn", 2, lambda: init_producer_id.InitProducerIdRequest(
         transactional_id=TXN, transaction_timeout_ms=60000),
+          [(RT.TRANSACTIONAL_ID, TXN, Op.WRITE)], ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+          lambda r: r.error_code),
+    Probe("InitProducerId 2pc", 6, lambda: init_producer_id.InitProducerIdRequest(
+        transactional_id=TXN, transaction_timeout_ms=60000, enable_2pc=True),
+          [(RT.TRANSACTIONAL_ID, TXN, Op.TWO_PHASE_COMMIT), (RT.TRANSACTIONAL_ID, TXN, Op.WRITE)],
+          ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, lambda r: r.error_code),
+    Probe("AddPartitionsToTxn", 3, lambda: add_partitions_to_txn.AddPartitionsToTxnRequest(
+        v3_and_below_transactional_id=TXN, v3_and_below_producer_id=1, v3_and_below_producer_epoch=0,
+        v3_and_below_topics=[add_partitions_to_txn.AddPartitionsToTxnTopic(name=TOPIC, partitions=[0])]),
+          [(RT.TRANSACTIONAL_ID, TXN, Op.WRITE), (RT.TOPIC, TOPIC, Op.WRITE)],
+          ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+          lambda r: r.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code),
+    Probe("AddPartitionsToTxn(topic)", 3, lambda: add_partitions_to_txn.AddPartitionsToTxnRequest(
+        v3_and_below_transactional_id=TXN, v3_and_below_producer_id=1, v3_and_below_producer_epoch=0,
+        v3_and_below_topics=[add_partitions_to_txn.AddPartitionsToTxnTopic(name=TOPIC, partitions=[0])]),
+          [(RT.TOPIC, TOPIC, Op.WRITE), (RT.TRANSACTIONAL_ID, TXN, Op.WRITE)], ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+          lambda r: r.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code),
+    Probe("AddPartitionsToTxn v4", 4, lambda: add_partitions_to_txn.AddPartitionsToTxnRequest(transactions=[
+        add_partitions_to_txn.AddPartitionsToTxnTransaction(
+            transactional_id=TXN, producer_id=1, producer_epoch=0, verify_only=True,
+            topics=[add_partitions_to_txn.AddPartitionsToTxnTopic(name=TOPIC, partitions=[0])])]),
+          [(RT.CLUSTER, CLUSTER_NAME, Op.CLUSTER_ACTION)], ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+          lambda r: r.error_code),
+    Probe("AddOffsetsToTxn", 3, lambda: add_offsets_to_txn.AddOffsetsToTxnRequest(
+        transactional_id=TXN, producer_id=1, producer_epoch=0, group_id=GROUP),
+          [(RT.TRANSACTIONAL_ID, TXN, Op.WRITE), (RT.GROUP, GROUP, Op.READ)],
+          ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, lambda r: r.error_code),
+    Probe("AddOffsetsToTxn(group)", 3, lambda: add_offsets_to_txn.AddOffsetsToTxnRequest(
+        transactional_id=TXN, producer_id=1, producer_epoch=0, group_id=GROUP),
+          [(RT.GROUP, GROUP, Op.READ), (RT.TRANSACTIONAL_ID, TXN, Op.WRITE)], ErrorCode.GROUP_AUTHORIZATION_FAILED,
+          lambda r: r.error_code),
+    Probe("EndTxn", 3, lambda: end_txn.EndTxnRequest(
+        transactional_id=TXN, producer_id=1, producer_epoch=0, committed=True),
           [(RT.TRANSACTIONAL_ID, TXN, Op.WRITE)], ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
           lambda r: r.error_code),
     Probe("InitProducerId idempotent", 2, lambda: init_producer_id.InitProducerIdRequest(
