@@ -21,6 +21,7 @@ import os
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 
+from pybroker.broker.groups.offsets_topic import OFFSETS_TOPIC
 from pybroker.broker.groups.placement import partition_for_group
 from pybroker.broker.logs import get_logger
 from pybroker.broker.transactions import metadata as md
@@ -288,19 +289,22 @@ class TransactionCoordinator:
 
     def check_txn_offset_commit(self, transactional_id: str, producer_id: int, producer_epoch: int,
                                 group_id: str, offsets_partition: int | None = None,
-                                api_version: int = 0) -> ErrorCode:
+                                api_version: int = 0) -> ErrorCode | Awaitable[ErrorCode]:
         """May TxnOffsetCommit write this group's offsets in the transaction? Its `__consumer_offsets`
-        partition must have been added (AddOffsetsToTxn). TRANSACTION_ABORTABLE from v4 on (Kafka's
-        generic-error support), INVALID_TXN_STATE before; PRODUCER_FENCED stays itself (v3+)."""
+        partition must have been added (AddOffsetsToTxn); v5+ (transactions v2) adds it instead, returning
+        an awaitable. TRANSACTION_ABORTABLE from v4 on (Kafka's generic-error support), INVALID_TXN_STATE
+        before; PRODUCER_FENCED stays itself (v3+ knows it)."""
         code = self._verify_identity(transactional_id, producer_id, producer_epoch)
         if code is not ErrorCode.NONE:
             return code
         meta = self.entries[transactional_id].meta
-        from pybroker.broker.groups.offsets_topic import OFFSETS_TOPIC
         partition = offsets_partition if offsets_partition is not None else -1
         if meta.state is S.ONGOING and any(t == OFFSETS_TOPIC and (partition < 0 or p == partition)
                                            for t, p in meta.partitions):
             return ErrorCode.NONE
+        if api_version >= 5 and partition >= 0:
+            return self.add_partitions(transactional_id, producer_id, producer_epoch,
+                                       frozenset({(OFFSETS_TOPIC, partition)}), TV_2)
         return ErrorCode.TRANSACTION_ABORTABLE if api_version >= 4 else ErrorCode.INVALID_TXN_STATE
 
     # -- EndTxn ---------------------------------------------------------------------------------------

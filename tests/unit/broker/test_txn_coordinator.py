@@ -316,3 +316,12 @@ async def test_empty_ids_are_invalid_requests(bad: str | None) -> None:
     assert await co.add_partitions(bad or "", 1, 0, frozenset({TP})) is E.INVALID_REQUEST
     assert (await co.end_txn(bad or "", 1, 0, True)).error is E.INVALID_REQUEST
     assert co.check_produce(bad, 1, 0, *TP, 9) is E.INVALID_REQUEST
+
+
+async def test_txn_offset_commit_v5_adds_the_offsets_partition_itself() -> None:
+    co, _, _, _ = make_coordinator()
+    p = await co.init_producer_id("a", 60_000)
+    adding = co.check_txn_offset_commit("a", p.producer_id, 0, "g", 2, api_version=5)
+    assert inspect.isawaitable(adding)
+    assert await adding is E.NONE
+    assert co.get("a").partitions == {("__consumer_offsets", 2)}  # type: ignore[union-attr]
