@@ -79,8 +79,15 @@ async def log_dirs(client: LocalClient) -> list[Any]:
     return list(response.results)
 
 
-def _sizes(dirs: list[Any]) -> dict[tuple[str, int], tuple[str, int]]:
-    """(topic, partition) -> (log dir, bytes)."""
+async def _sizes(client: LocalClient) -> dict[tuple[str, int], tuple[str, int]] | None:
+    """(topic, partition) -> (log dir, bytes); None for a user who may not DESCRIBE the cluster (DescribeLogDirs
+    needs it), who then sees topics without sizes."""
+    try:
+        dirs = await log_dirs(client)
+    except ConsoleError as exc:
+        if exc.status == 403:
+            return None
+        raise
     return {(t.name, p.partition_index): (d.log_dir, p.partition_size)
             for d in dirs for t in d.topics for p in t.partitions}
 
@@ -118,18 +125,18 @@ async def topics(client: LocalClient, include_internal: bool) -> list[dict[str, 
     keys = [(t.name, p.partition_index) for t in listed for p in t.partitions]
     starts = await list_offsets(client, keys, EARLIEST)
     ends = await list_offsets(client, keys, LATEST)
-    sizes = _sizes(await log_dirs(client))
+    sizes = await _sizes(client)
     rows = []
     for t in listed:
         parts = [(t.name, p.partition_index) for p in t.partitions]
         by_dir: dict[str, int] = {}
         for key in parts:
-            directory, size = sizes.get(key, ("", 0))
+            directory, size = (sizes or {}).get(key, ("", 0))
             if directory:
                 by_dir[directory] = by_dir.get(directory, 0) + size
         rows.append({"name": t.name, "internal": t.is_internal, "partitions": len(parts),
                      "messages": sum(max(0, ends.get(k, 0) - starts.get(k, 0)) for k in parts),
-                     "size_bytes": sum(by_dir.values()), "size_by_dir": by_dir})
+                     "size_bytes": None if sizes is None else sum(by_dir.values()), "size_by_dir": by_dir})
     return rows
 
 
@@ -141,13 +148,14 @@ async def topic(client: LocalClient, name: str) -> dict[str, Any]:
     keys = [(name, p.partition_index) for p in sorted(t.partitions, key=lambda p: p.partition_index)]
     starts = await list_offsets(client, keys, EARLIEST)
     ends = await list_offsets(client, keys, LATEST)
-    sizes = _sizes(await log_dirs(client))
+    sizes = await _sizes(client)
     partitions = []
     for key in keys:
         start, end = starts.get(key, -1), ends.get(key, -1)
-        directory, size = sizes.get(key, ("", 0))
+        directory, size = (sizes or {}).get(key, ("", 0))
         partitions.append({"partition": key[1], "start_offset": start, "end_offset": end,
-                           "messages": max(0, end - start), "size_bytes": size, "log_dir": directory})
+                           "messages": max(0, end - start), "size_bytes": None if sizes is None else size,
+                           "log_dir": directory or None})
     return {"name": name, "topic_id": str(t.topic_id), "internal": t.is_internal, "partitions": partitions,
             "configs": await configs(client, TOPIC_RESOURCE, name)}
 
