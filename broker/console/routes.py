@@ -24,6 +24,7 @@ JSON API (GET unless noted; parameters in the query string, or the JSON body of 
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
 import json
 from collections.abc import Awaitable, Callable
@@ -45,6 +46,10 @@ if TYPE_CHECKING:
 log = get_logger("pybroker.console")
 
 JSON = "application/json; charset=utf-8"
+#: API requests answered at once; more wait their turn (a browse may hold MAX_FETCH_BYTES of records)
+MAX_IN_FLIGHT = 4
+#: API requests waiting for a turn; beyond this the answer is 503 at once
+MAX_WAITING = 64
 #: path under /console -> (file in the package's static folder, content type)
 STATIC: dict[str, tuple[str, str]] = {
     "": ("index.html", "text/html; charset=utf-8"),
@@ -163,6 +168,8 @@ class ConsoleApp:
         self.auth = ConsoleAuth(state)
         self.bound_to_loopback = bound_to_loopback
         self._static: dict[str, bytes] = {}
+        self._turns = asyncio.Semaphore(MAX_IN_FLIGHT)
+        self._waiting = 0
 
     async def __call__(self, request: Request, shared_port: bool) -> ConsoleResponse:
         try:
@@ -206,7 +213,17 @@ class ConsoleApp:
             params = p.query(request.query)
         self.sampler.touch()
         client = LocalClient(self.state, principal, request.peer or "127.0.0.1:0")
-        data = await handler(Call(self, client, params, principal))
+        if self._waiting >= MAX_WAITING:
+            raise ConsoleError(503, "the console is busy; try again")
+        self._waiting += 1
+        try:
+            await self._turns.acquire()
+        finally:
+            self._waiting -= 1
+        try:
+            data = await handler(Call(self, client, params, principal))
+        finally:
+            self._turns.release()
         body = json.dumps(data, default=str).encode()
         return 200, JSON, body, dict(SECURITY_HEADERS, **{"Cache-Control": "no-store"})
 

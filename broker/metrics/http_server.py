@@ -121,8 +121,11 @@ class MetricsServer:
                 peer = writer.get_extra_info("peername")
                 request.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else ""
                 is_head = request.method == "HEAD"
-                status, content_type, body, extra = await asyncio.wait_for(
-                    self.console(request, self.console_shared), ANSWER_TIMEOUT_S)
+                try:
+                    status, content_type, body, extra = await asyncio.wait_for(
+                        self.console(request, self.console_shared), ANSWER_TIMEOUT_S)
+                except TimeoutError:
+                    status, content_type, body = 504, "application/json", b'{"error": "the broker took too long"}'
             else:
                 is_head, (status, content_type, body) = request.method == "HEAD", self.answer(request.method,
                                                                                               request.target)

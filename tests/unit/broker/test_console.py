@@ -484,3 +484,36 @@ def test_sampler_rates_quantiles_and_lag_history() -> None:
     assert _quantile([(0.001, 50.0), (0.01, 99.0), (0.1, 100.0)], 0.5) == 0.001
     assert _quantile([(0.001, 50.0), (0.01, 99.0), (0.1, 100.0)], 0.99) == 0.01
     assert _quantile([(0.001, 0.0)], 0.5) is None
+
+
+async def test_a_flood_of_requests_is_capped_and_a_slow_answer_times_out(
+        app: BrokerApp, http: Http, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pybroker.broker.console import routes
+    from pybroker.broker.metrics import http_server
+
+    assert app.console is not None
+    console = app.console.app
+    monkeypatch.setattr(routes, "MAX_WAITING", 2)
+    for _ in range(routes.MAX_IN_FLIGHT):
+        await console._turns.acquire()
+    try:
+        waiting = [asyncio.create_task(http.request("GET", "/console/api/overview")) for _ in range(2)]
+        for _ in range(200):
+            if console._waiting == 2:
+                break
+            await asyncio.sleep(0.01)
+        status, answer = await http.request("GET", "/console/api/overview")
+        assert status == 503 and "busy" in answer["error"]
+    finally:
+        for _ in range(routes.MAX_IN_FLIGHT):
+            console._turns.release()
+    assert [s for s, _ in await asyncio.gather(*waiting)] == [200, 200]
+
+    async def slow(*args: Any) -> Any:
+        await asyncio.sleep(5)
+
+    monkeypatch.setattr(http_server, "ANSWER_TIMEOUT_S", 0.2)
+    monkeypatch.setattr(routes.reads, "overview", slow)
+    status, answer = await http.request("GET", "/console/api/overview")
+    assert status == 504 and "too long" in answer["error"]
+    assert console._waiting == 0 and not console._turns.locked()
