@@ -97,7 +97,7 @@ class BrokerApp:
             log.info("metrics listening", host=self.metrics_host, port=self.metrics_bound_port,
                      paths=["/metrics", "/healthz", "/readyz", *(["/console"] if self.console else [])])
         if self.console is not None:
-            self.console_bound_port = await self.console.start()
+            self.console_bound_port = await self.console.start(on_metrics_port=self.metrics_bound_port is not None)
             if self.console_bound_port is not None:
                 log.info("console listening", host=self.console.host, port=self.console_bound_port, path="/console")
         self.serving = True

@@ -31,6 +31,8 @@ INPUT_FORMATS = ("text", "json", "hex")
 MAX_SHOWN_BYTES = 16 * 1024
 #: a compressed batch may not expand past this while the console decodes it
 MAX_DECOMPRESSED = 16 * 1024 * 1024
+#: keys and values one browse decodes before it stops (each record is then kept only as cut text)
+MAX_DECODED_BYTES = 32 * 1024 * 1024
 FETCH_VERSION = 12
 FETCH_ROUNDS = 20
 PRODUCE_TIMEOUT_MS = 30_000
@@ -76,29 +78,40 @@ def _detect(data: bytes) -> str:
         return "hex"
 
 
-def _decode(chunks: list[bytes], start: int, limit: int) -> tuple[list[dict[str, Any]], int, str | None]:
-    """(records from `start` on, at most `limit`; the offset after the last batch walked; an error)."""
+def _decode(data: bytes, start: int, limit: int, fmt: str, partition: int, allowance: int
+            ) -> tuple[list[dict[str, Any]], int, str | None, int]:
+    """(records from `start` on, at most `limit`, rendered; the offset after the last batch walked; an error;
+    the key and value bytes decoded).
+
+    Runs off the event loop. Only the rendered (cut) text is kept, and the walk stops once the batches'
+    records add up to `allowance` bytes, so a small compressed read cannot make the broker hold more."""
     records: list[dict[str, Any]] = []
     next_offset = start
-    for data in chunks:
-        for pos, header in iter_batches(data):
+    decoded_bytes = 0
+    for pos, header in iter_batches(data):
+        if decoded_bytes >= allowance:
+            break
+        if header.is_control:
             next_offset = max(next_offset, header.next_offset)
-            if header.is_control:
+            continue
+        try:
+            decoded = decode_records(data, pos, header, MAX_DECOMPRESSED)
+        except RecordsError as exc:
+            return records, next_offset, f"batch at offset {header.base_offset}: {exc.message}", decoded_bytes
+        next_offset = max(next_offset, header.next_offset)
+        for record in decoded:
+            decoded_bytes += len(record.key or b"") + len(record.value or b"")
+            offset = header.base_offset + record.offset_delta
+            if offset < start:
                 continue
-            try:
-                decoded = decode_records(data, pos, header, MAX_DECOMPRESSED)
-            except RecordsError as exc:
-                return records, next_offset, f"batch at offset {header.base_offset}: {exc.message}"
-            for record in decoded:
-                offset = header.base_offset + record.offset_delta
-                if offset < start:
-                    continue
-                timestamp = header.max_timestamp if header.timestamp_type == LOG_APPEND_TIME \
-                    else header.base_timestamp + record.timestamp_delta
-                records.append({"offset": offset, "timestamp": timestamp, "raw": record})
-                if len(records) >= limit:
-                    return records, offset + 1, None
-    return records, next_offset, None
+            timestamp = header.max_timestamp if header.timestamp_type == LOG_APPEND_TIME \
+                else header.base_timestamp + record.timestamp_delta
+            records.append({"partition": partition, "offset": offset, "timestamp": timestamp,
+                            "key": render(record.key, fmt), "value": render(record.value, fmt),
+                            "headers": [{"key": k, "value": render(v, fmt)} for k, v in record.headers]})
+            if len(records) >= limit:
+                return records, offset + 1, None, decoded_bytes
+    return records, next_offset, None, decoded_bytes
 
 
 async def browse(client: LocalClient, query: dict[str, Any]) -> dict[str, Any]:
@@ -129,9 +142,9 @@ async def browse(client: LocalClient, query: dict[str, Any]) -> dict[str, Any]:
     start = max(start, log_start)
     records: list[dict[str, Any]] = []
     position, error = start, None
-    budget = p.MAX_FETCH_BYTES
+    budget, allowance = p.MAX_FETCH_BYTES, MAX_DECODED_BYTES
     for _ in range(FETCH_ROUNDS):
-        if position >= high_watermark or len(records) >= limit or budget <= 0 or error:
+        if position >= high_watermark or len(records) >= limit or budget <= 0 or allowance <= 0 or error:
             break
         request = FetchRequest(replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=budget, topics=[
             FetchTopic(topic=topic, partitions=[FetchPartition(partition=partition, fetch_offset=position,
@@ -149,17 +162,15 @@ async def browse(client: LocalClient, query: dict[str, Any]) -> dict[str, Any]:
             break
         raw = await asyncio.to_thread(_bytes_of, region)
         budget -= len(raw)
-        got, after, error = await asyncio.to_thread(_decode, [raw], position, limit - len(records))
+        got, after, error, decoded = await asyncio.to_thread(_decode, raw, position, limit - len(records), fmt,
+                                                             partition, allowance)
+        allowance -= decoded
         records += got
         if after <= position:
             break
         position = after
-    shown = [{"partition": partition, "offset": r["offset"], "timestamp": r["timestamp"],
-              "key": render(r["raw"].key, fmt), "value": render(r["raw"].value, fmt),
-              "headers": [{"key": k, "value": render(v, fmt)} for k, v in r["raw"].headers]} for r in records]
     return {"topic": topic, "partition": partition, "start_offset": start, "log_start_offset": log_start,
-            "high_watermark": high_watermark, "next_offset": position if not records
-            else max(position, shown[-1]["offset"] + 1), "messages": shown, "error": error}
+            "high_watermark": high_watermark, "next_offset": position, "messages": records, "error": error}
 
 
 def _bytes_of(region: Any) -> bytes:

@@ -31,11 +31,14 @@ class ConsoleService:
         self.server: MetricsServer | None = None
         self.bound_port: int | None = None
 
-    async def start(self) -> int | None:
-        """Start sampling and, with `console.port` set, the console's own port; returns that port."""
-        self.sampler.start()
+    async def start(self, *, on_metrics_port: bool) -> int | None:
+        """Serve on `console.port` when set (returns the bound port), and sample for the charts when the
+        console is reachable at all (there or on the metrics port)."""
         if self.port < 0:
+            if on_metrics_port:
+                self.sampler.start()
             return None
+        self.sampler.start()
         self.server = MetricsServer(lambda: None, console=self.app, probes=False)
         self.bound_port = await self.server.start(self.host, self.port)
         return self.bound_port

@@ -517,3 +517,30 @@ async def test_a_flood_of_requests_is_capped_and_a_slow_answer_times_out(
     status, answer = await http.request("GET", "/console/api/overview")
     assert status == 504 and "too long" in answer["error"]
     assert console._waiting == 0 and not console._turns.locked()
+
+
+async def test_compressed_batches_are_browsed_and_a_decompression_bomb_is_cut(app: BrokerApp, http: Http) -> None:
+    from pybroker.broker.console import messages
+    from pybroker.protocol.messages.produce import PartitionProduceData, ProduceRequest, TopicProduceData
+    from pybroker.protocol.records.codecs import GZIP
+    from pybroker.protocol.records.record import Record, build_batch
+
+    await http.post("topics/create", {"name": "packed", "partitions": 1,
+                                      "configs": {"max.message.bytes": str(8 * 1024 * 1024)}})
+    value = b"\0" * (1024 * 1024)
+    per_batch = 15  # 15 MiB decompressed: under the console's per-batch cap
+    client = LocalClient(app.state)
+    for _ in range(4):
+        batch = build_batch([Record(i, 0, b"k%d" % i, value) for i in range(per_batch)],
+                            base_timestamp=int(time.time() * 1000), compression=GZIP)
+        response = await client.call(ProduceRequest(acks=-1, timeout_ms=5000, topic_data=[
+            TopicProduceData(name="packed", partition_data=[PartitionProduceData(index=0, records=bytearray(batch))])]))
+        assert response.responses[0].partition_responses[0].error_code == 0
+    page = await http.get("messages?topic=packed&from=earliest&limit=500")
+    # 4 x 15 MiB would be decoded; the walk stops once 32 MiB are (after the third batch)
+    assert len(page["messages"]) == 3 * per_batch and page["next_offset"] == 3 * per_batch
+    assert 4 * per_batch * len(value) > messages.MAX_DECODED_BYTES
+    shown = page["messages"][0]["value"]
+    assert shown["size"] == len(value) and shown["truncated"] is True and len(shown["text"]) == messages.MAX_SHOWN_BYTES
+    rest = await http.get(f"messages?topic=packed&from=offset&offset={page['next_offset']}&limit=500")
+    assert [m["offset"] for m in rest["messages"]] == list(range(45, 60))
