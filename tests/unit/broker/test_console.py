@@ -544,3 +544,21 @@ async def test_compressed_batches_are_browsed_and_a_decompression_bomb_is_cut(ap
     assert shown["size"] == len(value) and shown["truncated"] is True and len(shown["text"]) == messages.MAX_SHOWN_BYTES
     rest = await http.get(f"messages?topic=packed&from=offset&offset={page['next_offset']}&limit=500")
     assert [m["offset"] for m in rest["messages"]] == list(range(45, 60))
+
+
+def test_console_port_flag_and_keys(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from click.testing import CliRunner
+
+    from pybroker.broker import cli, logs
+    from pybroker.config.types import ConfigError
+
+    seen: dict[str, Any] = {}
+    monkeypatch.setattr(logs, "configure_logging", lambda *args: None)  # leave this process's logging alone
+    monkeypatch.setattr(cli, "_run", lambda config, *args: seen.update(port=config.get("console.port")))
+    result = CliRunner().invoke(cli.cli, ["start", "--log-dirs", str(tmp_path), "--console-port", "9405"])
+    assert result.exit_code == 0, result.output
+    assert seen["port"] == 9405
+    result = CliRunner().invoke(cli.cli, ["start", "--log-dirs", str(tmp_path), "--console-port", "70000"])
+    assert result.exit_code == 2 and "70000" in result.output
+    with pytest.raises(ConfigError, match=r"console\.port"):
+        BrokerConfig.load({"log.dirs": str(tmp_path), "console.port": "-2"})
