@@ -562,3 +562,21 @@ def test_console_port_flag_and_keys(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert result.exit_code == 2 and "70000" in result.output
     with pytest.raises(ConfigError, match=r"console\.port"):
         BrokerConfig.load({"log.dirs": str(tmp_path), "console.port": "-2"})
+
+
+async def test_an_offline_log_dir_shows_as_offline(tmp_path: Path) -> None:
+    broker = await _start(tmp_path, **{"log.dirs": f"{tmp_path / 'a'},{tmp_path / 'b'}"})
+    try:
+        assert broker.console_bound_port is not None
+        http = Http(broker.console_bound_port)
+        await http.login()
+        await http.post("topics/create", {"name": "spread", "partitions": 2})
+        log = broker.state.logs.get_log("spread", 0)
+        assert log is not None
+        broker.state.logs.report_io_error(log, OSError(5, "Input/output error"))
+        dirs = {d["path"]: d for d in (await http.get("overview"))["log_dirs"]}
+        failed = str(broker.state.logs.dir_of("spread", 0) or next(iter(broker.state.logs.offline_dirs)))
+        assert dirs[failed]["online"] is False and dirs[failed]["error"] == "KAFKA_STORAGE_ERROR"
+        assert [d["online"] for p, d in dirs.items() if p != failed] == [True]
+    finally:
+        await broker.stop()
