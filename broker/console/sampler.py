@@ -7,7 +7,7 @@ the request families `pybroker_requests` and `pybroker_request_duration_seconds`
 between two samples; the latency histogram's bucket deltas give p50 and p99 of the requests answered in
 the interval. Fetch, JoinGroup and SyncGroup are left out of the latency: their time is mostly a wait the
 client asked for (long polls, rebalances). Each series keeps `POINTS` samples; lag keeps at most
-`MAX_LAG_SERIES` partitions.
+`MAX_LAG_SERIES` partitions, and forgets a partition as soon as the metrics stop showing it.
 """
 
 from __future__ import annotations
@@ -88,14 +88,18 @@ class Sampler:
         previous = self._previous
         self._previous = (now, totals, buckets)
         wall = self.wall_ms()
+        seen: set[tuple[str, str, int]] = set()
         for s in broker.get("pybroker_consumer_group_lag", []):
             key = (s.labels["group"], s.labels["topic"], int(s.labels["partition"]))
+            seen.add(key)
             history = self.lag.get(key)
             if history is None:
                 if len(self.lag) >= MAX_LAG_SERIES:
                     continue
                 history = self.lag[key] = deque(maxlen=POINTS)
             history.append((wall, int(s.value)))
+        for gone in [key for key in self.lag if key not in seen]:  # a deleted group, topic or commit
+            del self.lag[gone]
         if previous is None:
             return
         then, before, old_buckets = previous
@@ -116,10 +120,6 @@ class Sampler:
     def lag_history(self, group: str) -> dict[str, list[int]]:
         """`topic-partition` -> recent lag figures of one group."""
         return {f"{t}-{p}": [v for _, v in history] for (g, t, p), history in sorted(self.lag.items()) if g == group}
-
-    def forget_groups(self, alive: set[str]) -> None:
-        for key in [k for k in self.lag if k[0] not in alive]:
-            del self.lag[key]
 
     async def run(self) -> None:
         while True:

@@ -479,7 +479,8 @@ def test_sampler_rates_quantiles_and_lag_history() -> None:
     charts = sampler.charts()
     assert charts["series"]["bytes_in_per_s"] == [1000.0]
     assert sampler.lag_history("g") == {"t-0": [0, 200]}
-    sampler.forget_groups(set())
+    sampler.broker_families = lambda: [Family(Sample("pybroker_bytes_in_total", 0.0))]  # the group is gone
+    sampler.sample()
     assert sampler.lag_history("g") == {}
     assert _quantile([(0.001, 50.0), (0.01, 99.0), (0.1, 100.0)], 0.5) == 0.001
     assert _quantile([(0.001, 50.0), (0.01, 99.0), (0.1, 100.0)], 0.99) == 0.01
