@@ -6,7 +6,9 @@ same users a Kafka client logs in as: the PLAIN users of the SASL listeners' JAA
 credentials (`pybroker users`, AlterUserScramCredentials), whose password is checked by deriving the
 StoredKey as a SCRAM exchange would. Comparisons are constant-time (`hmac.compare_digest`), an unknown user
 costs what a wrong password costs, and a successful check is remembered for `CACHE_S` under a hash of the
-credentials (so the charts' polling does not run PBKDF2 every two seconds). The console then acts as
+credentials (so the charts' polling does not run PBKDF2 every two seconds). At most `VERIFYING_AT_ONCE`
+checks run at once, and a refusal waits `connection.failed.authentication.delay.ms` first, as a SASL
+listener's does, so guessing through the console is no cheaper than through a listener. The console then acts as
 `User:<name>`: every read and change goes through the ACL table as that principal. Without authentication
 on the broker, the console acts as `User:ANONYMOUS`, as a PLAINTEXT client would.
 
@@ -45,6 +47,8 @@ CACHE_S = 60.0
 CACHE_ENTRIES = 64
 _DUMMY = b"\x00" * 32
 TOKEN_HEADER = "x-console-token"
+#: password checks (a PBKDF2 each for SCRAM users) run at once, off the event loop
+VERIFYING_AT_ONCE = 2
 
 
 def authentication_required(state: BrokerState) -> bool:
@@ -78,6 +82,8 @@ class ConsoleAuth:
         self.state = state
         self.csrf_token = secrets.token_urlsafe(32)
         self._cache: dict[bytes, tuple[str, float]] = {}
+        self._verifying = asyncio.Semaphore(VERIFYING_AT_ONCE)
+        self.failure_delay_s = int(state.config.get("connection.failed.authentication.delay.ms")) / 1000
 
     @property
     def required(self) -> bool:
@@ -101,7 +107,10 @@ class ConsoleAuth:
         cached = self._cache.get(digest)
         if cached is not None and cached[1] > time.monotonic():
             return cached[0]
-        if not await asyncio.to_thread(self.verify, user, password):
+        async with self._verifying:  # key derivations cost CPU: a flood of guesses waits its turn
+            ok = await asyncio.to_thread(self.verify, user, password)
+        if not ok:
+            await asyncio.sleep(self.failure_delay_s)  # as a SASL listener delays its refusal
             raise Unauthorized("wrong user name or password")
         if len(self._cache) >= CACHE_ENTRIES:
             self._cache.clear()

@@ -451,7 +451,10 @@ async def test_scram_users_log_in_too(secured: BrokerApp) -> None:
     http.auth = "carol:carol-pw"
     assert (await http.get("session"))["user"] == "User:carol"
     http.auth = "carol:wrong"
+    started = time.monotonic()
     assert (await http.request("GET", "/console/api/session"))[0] == 401
+    # a refusal waits connection.failed.authentication.delay.ms (100 by default), as a SASL listener's does
+    assert time.monotonic() - started >= 0.09
 
 
 def test_sampler_rates_quantiles_and_lag_history() -> None:
