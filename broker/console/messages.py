@@ -36,6 +36,8 @@ MAX_DECODED_BYTES = 32 * 1024 * 1024
 FETCH_VERSION = 12
 FETCH_ROUNDS = 20
 PRODUCE_TIMEOUT_MS = 30_000
+#: a topic with more partitions is browsed one partition at a time
+MAX_ALL_PARTITIONS = 64
 
 
 def render(data: bytes | None, fmt: str) -> dict[str, Any] | None:
@@ -115,34 +117,75 @@ def _decode(data: bytes, start: int, limit: int, fmt: str, partition: int, allow
 
 
 async def browse(client: LocalClient, query: dict[str, Any]) -> dict[str, Any]:
+    """One partition's records (`partition=N`), or every partition's merged by timestamp (`partition=all`,
+    for topics of at most `MAX_ALL_PARTITIONS`; not with `from=offset`, which names one partition's offset)."""
     topic = p.text(query, "topic", max_len=p.MAX_TOPIC_NAME)
-    partition = p.integer(query, "partition", 0, p.MAX_PARTITIONS, 0)
     limit = p.integer(query, "limit", 1, p.MAX_MESSAGES, 50)
     fmt = p.choice(query, "format", FORMATS, "auto")
     mode = p.choice(query, "from", ("offset", "timestamp", "latest", "earliest"), "latest")
-    key = (topic, partition)
-    starts = await list_offsets(client, [key], -2)
-    ends = await list_offsets(client, [key], -1)
-    if starts.get(key, -1) < 0:
+    everything = query.get("partition") == "all"
+    if everything:
+        if mode == "offset":
+            raise p.bad("from=offset needs one partition")
+        found = await metadata(client, [topic])
+        if not found or found[0].error_code:
+            raise refused(found[0].error_code if found else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {topic}")
+        partitions = sorted(part.partition_index for part in found[0].partitions)
+        if len(partitions) > MAX_ALL_PARTITIONS:
+            raise p.bad(f"{topic} has {len(partitions)} partitions: choose one (all is for at most "
+                        f"{MAX_ALL_PARTITIONS})")
+    else:
+        partitions = [p.integer(query, "partition", 0, p.MAX_PARTITIONS, 0)]
+    keys = [(topic, partition) for partition in partitions]
+    starts = await list_offsets(client, keys, -2)
+    ends = await list_offsets(client, keys, -1)
+    missing = [key for key in keys if starts.get(key, -1) < 0]
+    if missing:
         found = await metadata(client, [topic])
         code = found[0].error_code if found and found[0].error_code else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-        raise refused(code, f"{topic}-{partition}")
-    log_start, high_watermark = starts[key], ends[key]
-    if mode == "offset":
-        start = p.integer(query, "offset", 0, p.INT64_MAX)
-    elif mode == "timestamp":
-        at = p.integer(query, "timestamp", 0, p.INT64_MAX)
-        start = (await list_offsets(client, [key], at)).get(key, -1)
-        if start < 0:
-            start = high_watermark  # nothing at or after that time
-    elif mode == "earliest":
-        start = log_start
-    else:
-        start = max(log_start, high_watermark - limit)
-    start = max(start, log_start)
+        raise refused(code, f"{topic}-{missing[0][1]}")
+    found_at: dict[tuple[str, int], int] = {}
+    if mode == "timestamp":
+        found_at = await list_offsets(client, keys, p.integer(query, "timestamp", 0, p.INT64_MAX))
+    wanted_offset = p.integer(query, "offset", 0, p.INT64_MAX) if mode == "offset" else 0
+    shares = len(keys)
+    records: list[dict[str, Any]] = []
+    reads: list[dict[str, Any]] = []
+    error = None
+    for key in keys:
+        log_start, high_watermark = starts[key], ends[key]
+        if mode == "offset":
+            start = wanted_offset
+        elif mode == "timestamp":
+            start = found_at.get(key, -1)
+            if start < 0:
+                start = high_watermark  # nothing at or after that time
+        elif mode == "earliest":
+            start = log_start
+        else:
+            start = max(log_start, high_watermark - limit)
+        start = max(start, log_start)
+        got, position, problem = await _read_partition(client, key, start, high_watermark, limit, fmt,
+                                                       p.MAX_FETCH_BYTES // shares, MAX_DECODED_BYTES // shares)
+        records += got
+        error = error or problem
+        reads.append({"partition": key[1], "start_offset": start, "log_start_offset": log_start,
+                      "high_watermark": high_watermark, "next_offset": position})
+    if everything:
+        records.sort(key=lambda r: (r["timestamp"], r["partition"], r["offset"]))
+        records = records[-limit:] if mode == "latest" else records[:limit]
+        return {"topic": topic, "partition": "all", "start_offset": None, "high_watermark": None,
+                "next_offset": None, "partitions": reads, "messages": records, "error": error}
+    return {"topic": topic, **reads[0], "messages": records, "error": error}
+
+
+async def _read_partition(client: LocalClient, key: tuple[str, int], start: int, high_watermark: int, limit: int,
+                          fmt: str, budget: int, allowance: int) -> tuple[list[dict[str, Any]], int, str | None]:
+    """Up to `limit` rendered records of one partition from `start`, reading at most `budget` bytes of the log
+    and decoding at most `allowance` bytes of keys and values: (records, the offset after them, an error)."""
+    topic, partition = key
     records: list[dict[str, Any]] = []
     position, error = start, None
-    budget, allowance = p.MAX_FETCH_BYTES, MAX_DECODED_BYTES
     for _ in range(FETCH_ROUNDS):
         if position >= high_watermark or len(records) >= limit or budget <= 0 or allowance <= 0 or error:
             break
@@ -169,8 +212,7 @@ async def browse(client: LocalClient, query: dict[str, Any]) -> dict[str, Any]:
         if after <= position:
             break
         position = after
-    return {"topic": topic, "partition": partition, "start_offset": start, "log_start_offset": log_start,
-            "high_watermark": high_watermark, "next_offset": position, "messages": records, "error": error}
+    return records, position, error
 
 
 def _bytes_of(region: Any) -> bytes:

@@ -234,6 +234,14 @@ def test_messages_browse_produce_and_tail(page: Page, console_broker: MetricsBro
     page.el("msg-load").click()
     page.until(lambda: page.cells("message-table", 0)[3:4] == [b"customer-0".hex(" ")], "hex keys never showed")
     page.select("msg-format", "auto")
+    page.fill("msg-partition", "all")
+    page.el("msg-load").click()
+    page.until(lambda: len(page.rows("message-table")) == PARTITIONS * PER_PARTITION, "all partitions never showed")
+    assert {r[0] for r in page.rows("message-table")} == {"0", "1", "2"}
+    assert page.text("msg-status").startswith(f"{PARTITIONS * PER_PARTITION} messages from {PARTITIONS} partitions")
+    page.fill("msg-partition", "1")
+    page.el("msg-load").click()
+    page.until(lambda: len(page.rows("message-table")) == PER_PARTITION, "partition 1 alone never showed again")
 
     page.fill("produce-key", "from-the-console")
     page.fill("produce-value", "hello from the browser")

@@ -258,7 +258,7 @@ async function messagesPage(page, query) {
   const topics = await api("topics");
   const topicSel = h("select", { id: "msg-topic" }, topics.map(t => h("option", { value: t.name }, t.name)));
   if (query.get("topic")) topicSel.value = query.get("topic");
-  const partition = h("input", { id: "msg-partition", type: "number", min: "0", value: query.get("partition") || "0" });
+  const partition = h("input", { id: "msg-partition", value: query.get("partition") || "0", size: "5", title: "a partition number, or all" });
   const from = h("select", { id: "msg-from" }, ["latest", "earliest", "offset", "timestamp"].map(v => h("option", { value: v }, v)));
   const offset = h("input", { id: "msg-offset", type: "number", min: "0", value: "0" });
   const when = h("input", { id: "msg-timestamp", type: "datetime-local" });
@@ -289,12 +289,14 @@ async function messagesPage(page, query) {
     try {
       const r = await api("messages?" + params());
       shown = r.messages; next = r.next_offset;
-      status.textContent = `${r.messages.length} messages from offset ${r.start_offset} (high watermark ${r.high_watermark})` + (r.error ? ` — ${r.error}` : "");
+      status.textContent = (r.partition === "all" ? `${r.messages.length} messages from ${r.partitions.length} partitions`
+        : `${r.messages.length} messages from offset ${r.start_offset} (high watermark ${r.high_watermark})`) + (r.error ? ` — ${r.error}` : "");
       render(); clearNotice();
     } catch (err) { notice(err.message, true); }
   };
   const poll = async () => {
-    if (!tail.checked || next === null) return;
+    if (!tail.checked) return;
+    if (next === null) { status.textContent = "live tail follows one partition: choose a partition number"; return; }
     const p = params(); p.set("from", "offset"); p.set("offset", String(next));
     try {
       const r = await api("messages?" + p);
@@ -314,7 +316,7 @@ async function messagesPage(page, query) {
   const produce = h("form", { class: "row", id: "produce", onsubmit: async e => {
     e.preventDefault();
     try {
-      const r = await api("produce", { topic: topicSel.value, partition: Number(partition.value), key: key.value === "" ? null : key.value,
+      const r = await api("produce", { topic: topicSel.value, partition: partition.value === "all" ? 0 : Number(partition.value), key: key.value === "" ? null : key.value,
         value: value.value, value_format: valueFormat.value, headers: linesToPairs(headers.value) });
       produced.textContent = `Produced to ${r.topic}-${r.partition} at offset ${r.offset}`;
       if (!tail.checked) load();
@@ -325,7 +327,7 @@ async function messagesPage(page, query) {
   page.replaceChildren(
     h("h2", {}, "Messages"),
     h("section", {}, h("form", { class: "row", id: "browse", onsubmit: e => { e.preventDefault(); load(); } },
-      h("label", {}, "Topic", topicSel), h("label", {}, "Partition", partition), h("label", {}, "From", from),
+      h("label", {}, "Topic", topicSel), h("label", {}, "Partition (or all)", partition), h("label", {}, "From", from),
       h("label", {}, "Offset", offset), h("label", {}, "Time", when), h("label", {}, "Limit", limit), h("label", {}, "Show as", format),
       h("button", { type: "submit", id: "msg-load" }, "Load"), h("label", {}, "Live tail", tail)), status),
     h("section", {}, h("h3", {}, "Produce a message"), produce),

@@ -584,3 +584,25 @@ async def test_an_offline_log_dir_shows_as_offline(tmp_path: Path) -> None:
         assert [d["online"] for p, d in dirs.items() if p != failed] == [True]
     finally:
         await broker.stop()
+
+
+async def test_all_partitions_are_merged_by_time(http: Http, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pybroker.broker.console import messages
+
+    await http.post("topics/create", {"name": "spread", "partitions": 3})
+    for i, partition in enumerate((2, 0, 1, 2)):
+        await http.post("produce", {"topic": "spread", "partition": partition, "value": f"m{i}"})
+        await asyncio.sleep(0.003)  # distinct timestamps
+    latest = await http.get("messages?topic=spread&partition=all&limit=3")
+    assert [m["value"]["text"] for m in latest["messages"]] == ["m1", "m2", "m3"]
+    assert [m["partition"] for m in latest["messages"]] == [0, 1, 2]
+    assert latest["partition"] == "all" and [r["high_watermark"] for r in latest["partitions"]] == [1, 1, 2]
+    earliest = await http.get("messages?topic=spread&partition=all&from=earliest&limit=2")
+    assert [m["value"]["text"] for m in earliest["messages"]] == ["m0", "m1"]
+    status, answer = await http.request("GET", "/console/api/messages?topic=spread&partition=all&from=offset&offset=0")
+    assert status == 400 and "one partition" in answer["error"]
+    monkeypatch.setattr(messages, "MAX_ALL_PARTITIONS", 2)
+    status, answer = await http.request("GET", "/console/api/messages?topic=spread&partition=all")
+    assert status == 400 and "choose one" in answer["error"]
+    status, answer = await http.request("GET", "/console/api/messages?topic=nosuch&partition=all")
+    assert status == 404
