@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PYTEST_ARGS ?=
 
-.PHONY: cc kcat java prometheus run test test-fast lint bench fuzz check-gen gen docs install clean
+.PHONY: cc kcat java prometheus chromium run test test-fast lint bench fuzz check-gen gen docs install clean
 
 $(STAMP): pyproject.toml setup.py protocol/records/record_walk.py | cc
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -36,10 +36,15 @@ prometheus:
 	@command -v prometheus >/dev/null 2>&1 || \
 	  { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q --no-install-recommends prometheus; }
 
+# the web console's browser tests drive Debian's chromium through its WebDriver
+chromium:
+	@{ command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1; } || \
+	  { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q chromium chromium-driver; }
+
 run: $(STAMP)
 	$(VENV)/bin/pybroker start --log-dirs ./data --listeners PLAINTEXT://127.0.0.1:9092
 
-test: $(STAMP) kcat java prometheus
+test: $(STAMP) kcat java prometheus chromium
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 test-fast: $(STAMP) java
