@@ -69,6 +69,8 @@ class BrokerApp:
         log.info("starting", node_id=self.state.node_id, config=self.config.effective(),
                  explicitly_set=sorted(self.config.explicit), unknown_config_keys=sorted(self.config.unknown),
                  record_walk=records_check.WALK_IMPLEMENTATION)
+        if self.config.unknown:  # a typo in server.properties deserves its own line, not a field in a long one
+            log.warning("unknown config keys ignored", keys=sorted(self.config.unknown))
         limits = raise_open_file_limit()
         (log.warning if limits.error else log.info)(
             "open file limit", soft_before=limits.soft_before, soft=limits.soft, hard=limits.hard,
@@ -78,7 +80,12 @@ class BrokerApp:
                  source=self.state.logs.max_partitions_source)
         started = time.monotonic()
         for stats in self.state.startup():
-            log.info("log dir loaded", **_as_dict(stats))
+            fields = _as_dict(stats)
+            if fields.pop("new_dir", False):  # a first start: no shutdown, clean or not, to speak of
+                fields.pop("clean_shutdown", None)
+                log.info("new log dir", **fields)
+            else:
+                log.info("log dir loaded", **fields)
         log.info("logs loaded", seconds=round(time.monotonic() - started, 3), cluster_id=self.state.cluster_id,
                  partitions=len(self.state.logs.logs()))
         # the persisted dynamic configs are in force now: a key store changed at runtime before a restart
