@@ -268,3 +268,16 @@ async def test_write_markers_answers_each_partition(client: RawClient, app: Brok
     assert log.last_stable_offset == log.high_watermark == 2
     stale = await write_markers(app.state, pid, epoch - 1, 0, False, [(TOPIC, 0)])
     assert stale == {(TOPIC, 0): E.INVALID_PRODUCER_EPOCH}
+
+
+async def test_metrics_count_transactional_ids_by_state(client: RawClient, app: BrokerApp) -> None:
+    from pybroker.broker.metrics.collector import _transaction_figures
+
+    await _topic(client)
+    tid = txn_id()
+    pid, epoch = await _init(client, tid)
+    by_state, oldest = _transaction_figures(app.state)
+    assert (by_state["Empty"], by_state["Ongoing"], oldest) == (1, 0, 0)
+    await client.call(_add(tid, pid, epoch, {TOPIC: [0]}), 3)
+    by_state, oldest = _transaction_figures(app.state)
+    assert by_state["Ongoing"] == 1 and oldest >= 0
