@@ -1,8 +1,10 @@
-"""Transactions with stock clients against a real broker: kafka-python, confluent-kafka and aiokafka
-producers commit and abort, read_committed consumers see only what was committed (read_uncommitted see
-everything), a second producer with the same transactional id fences the first, a transaction left
-open past its timeout is aborted by the coordinator, and a `kill -9` of the broker between an EndTxn's
-prepare record and its markers is completed by the restart.
+"""Transactions with the stock clients: kafka-python, confluent-kafka and aiokafka transactional producers
+commit and abort; read_committed consumers of all three see only committed records, read_uncommitted
+consumers see every record, and an open transaction holds read_committed readers at its first offset (the
+last stable offset) until it ends.
+
+Each producer writes, on two partitions, a committed transaction, an aborted one and another committed one;
+then every consumer reads the topic under both isolation levels.
 """
 
 from __future__ import annotations
@@ -10,302 +12,146 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import pytest
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
-from aiokafka.structs import TopicPartition as AioTopicPartition
-from confluent_kafka import KafkaException
-from kafka import TopicPartition
-from kafka.admin import NewTopic
-from kafka.errors import InvalidProducerEpochError, KafkaError, ProducerFencedError
 
 from tests.integration.brokers import BrokerProcess
-from tests.integration.clients import (
-    ck_consumer,
-    ck_flush,
-    ck_producer,
-    kp_admin,
-    kp_consumer,
-    kp_producer,
-    kp_wait_for_topic,
+from tests.integration.txn_clients import (
+    CONSUMERS,
+    ISOLATIONS,
+    READ_COMMITTED,
+    READ_UNCOMMITTED,
+    TXN_OVERRIDES,
+    aio_txn_producer,
+    ck_txn_producer,
+    create_topic,
+    kp_txn_producer,
+    read_values,
 )
 
-pytestmark = [pytest.mark.integration]
-
-TXN_OVERRIDES = {
-    "transaction.state.log.num.partitions": "3",
-    "offsets.topic.num.partitions": "3",
-    "transaction.abort.timed.out.transaction.cleanup.interval.ms": "200",
-    "group.initial.rebalance.delay.ms": "0",
-}
-READ_S = 15.0
-
-
+PARTITIONS = 2
+PER_TXN = 20
 @pytest.fixture(scope="module")
 def txn_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    proc = BrokerProcess(tmp_path_factory.mktemp("txn-broker"), TXN_OVERRIDES).start()
+    proc = BrokerProcess(tmp_path_factory.mktemp("txn-broker"), TXN_OVERRIDES)
+    proc.start()
     try:
         yield proc
     finally:
         if proc.is_running():
-            proc.stop(expect_code=0)
+            proc.stop()
         proc.close()
 
 
-def _create(bootstrap: str, topic: str, partitions: int = 2) -> None:
-    with kp_admin(bootstrap) as admin:
-        admin.create_topics([NewTopic(topic, partitions, 1)])
-    kp_wait_for_topic(bootstrap, topic)
+def _values(tag: str) -> list[bytes]:
+    return [f"{tag}-{i}".encode() for i in range(PER_TXN)]
 
 
-def kp_values(bootstrap: str, topic: str, partitions: int, isolation: str, *, settle_s: float = 1.5,
-              expected: int | None = None) -> list[bytes]:
-    """Every value from offset 0, read under `isolation` until `expected` arrived or `settle_s` passed
-    with nothing new."""
-    values: list[bytes] = []
-    with kp_consumer(bootstrap, isolation_level=isolation) as consumer:
-        tps = [TopicPartition(topic, p) for p in range(partitions)]
-        consumer.assign(tps)
-        for tp in tps:
-            consumer.seek(tp, 0)
-        deadline = time.monotonic() + READ_S
-        quiet_since = time.monotonic()
-        while time.monotonic() < deadline:
-            if expected is not None and len(values) >= expected:
-                break
-            batch = consumer.poll(timeout_ms=200)
-            got = [r.value for records in batch.values() for r in records]
-            if got:
-                values += got
-                quiet_since = time.monotonic()
-            elif expected is None and time.monotonic() - quiet_since > settle_s:
-                break
-    return values
+#: (transaction tag, committed?) in the order each producer runs them
+PLAN = [("first", True), ("aborted", False), ("second", True)]
 
 
-def _check_isolation(bootstrap: str, topic: str, committed: list[bytes], aborted: list[bytes]) -> None:
-    seen_committed = kp_values(bootstrap, topic, 2, "read_committed", expected=len(committed))
-    assert sorted(seen_committed) == sorted(committed)
-    assert not set(kp_values(bootstrap, topic, 2, "read_committed")) & set(aborted)
-    seen_all = kp_values(bootstrap, topic, 2, "read_uncommitted", expected=len(committed) + len(aborted))
-    assert sorted(seen_all) == sorted(committed + aborted)
+def _expected(isolation: str) -> list[bytes]:
+    """Partition 0's values in offset order, then partition 1's: what a reader of `isolation` must see."""
+    return [value for p in range(PARTITIONS) for tag, commit in PLAN if commit or isolation == READ_UNCOMMITTED
+            for i, value in enumerate(_values(tag)) if i % PARTITIONS == p]
 
 
-# -- kafka-python ----------------------------------------------------------------------------------------
-def test_kafka_python_commit_and_abort(txn_broker: BrokerProcess, new_topic: Callable[..., str]) -> None:
-    topic = new_topic()
-    _create(txn_broker.bootstrap, topic)
-    committed = [f"c{i}".encode() for i in range(20)]
-    aborted = [f"a{i}".encode() for i in range(10)]
-    with kp_producer(txn_broker.bootstrap, transactional_id=f"kp-{topic}") as producer:
+def _kafka_python_run(bootstrap: str, topic: str, txn_id: str) -> None:
+    with kp_txn_producer(bootstrap, txn_id) as producer:
         producer.init_transactions()
+        for tag, commit in PLAN:
+            producer.begin_transaction()
+            for i, value in enumerate(_values(tag)):
+                producer.send(topic, value=value, partition=i % PARTITIONS)
+            producer.flush(timeout=20)
+            if commit:
+                producer.commit_transaction()
+            else:
+                producer.abort_transaction()
+
+
+def _confluent_run(bootstrap: str, topic: str, txn_id: str) -> None:
+    producer = ck_txn_producer(bootstrap, txn_id)
+    producer.init_transactions(20)
+    for tag, commit in PLAN:
         producer.begin_transaction()
-        for i, value in enumerate(committed):
-            producer.send(topic, value, partition=i % 2)
-        producer.commit_transaction()
-        producer.begin_transaction()
-        for i, value in enumerate(aborted):
-            producer.send(topic, value, partition=i % 2)
-        producer.flush()
-        producer.abort_transaction()
-        producer.begin_transaction()  # the id goes on after an abort
-        producer.send(topic, b"after", partition=0)
-        producer.commit_transaction()
-    _check_isolation(txn_broker.bootstrap, topic, [*committed, b"after"], aborted)
+        for i, value in enumerate(_values(tag)):
+            producer.produce(topic, value=value, partition=i % PARTITIONS)
+        assert producer.flush(20) == 0
+        if commit:
+            producer.commit_transaction(20)
+        else:
+            producer.abort_transaction(20)
 
 
-def test_kafka_python_send_offsets_to_transaction(txn_broker: BrokerProcess, new_topic: Callable[..., str]) -> None:
-    from kafka.structs import OffsetAndMetadata
+def _aiokafka_run(bootstrap: str, topic: str, txn_id: str) -> None:
+    async def run() -> None:
+        async with aio_txn_producer(bootstrap, txn_id) as producer:
+            for tag, commit in PLAN:
+                await producer.begin_transaction()
+                sends = [await producer.send(topic, value=value, partition=i % PARTITIONS)
+                         for i, value in enumerate(_values(tag))]
+                await asyncio.wait_for(asyncio.gather(*sends), 20)
+                if commit:
+                    await asyncio.wait_for(producer.commit_transaction(), 20)
+                else:
+                    await asyncio.wait_for(producer.abort_transaction(), 20)
 
-    topic = new_topic()
-    _create(txn_broker.bootstrap, topic)
-    group = f"g-{topic}"
-    with kp_producer(txn_broker.bootstrap, transactional_id=f"kp-off-{topic}") as producer:
-        producer.init_transactions()
-        producer.begin_transaction()
-        producer.send(topic, b"out", partition=0)
-        producer.send_offsets_to_transaction({TopicPartition(topic, 1): OffsetAndMetadata(7, "", -1)}, group)
-        producer.commit_transaction()
-    assert kp_values(txn_broker.bootstrap, topic, 2, "read_committed", expected=1) == [b"out"]
-
-
-def test_a_second_producer_fences_the_first(txn_broker: BrokerProcess, new_topic: Callable[..., str]) -> None:
-    topic = new_topic()
-    _create(txn_broker.bootstrap, topic)
-    txn_id = f"fence-{topic}"
-    with kp_producer(txn_broker.bootstrap, transactional_id=txn_id) as old, \
-            kp_producer(txn_broker.bootstrap, transactional_id=txn_id) as new:
-        old.init_transactions()
-        old.begin_transaction()
-        old.send(topic, b"old", partition=0)
-        old.flush()
-        new.init_transactions()  # aborts the old producer's open transaction and bumps the epoch
-        new.begin_transaction()
-        new.send(topic, b"new", partition=0)
-        new.commit_transaction()
-        with pytest.raises((ProducerFencedError, InvalidProducerEpochError, KafkaError)):
-            old.send(topic, b"late", partition=0).get(timeout=10)
-            old.commit_transaction()
-    assert kp_values(txn_broker.bootstrap, topic, 2, "read_committed", expected=1) == [b"new"]
-    assert b"late" not in kp_values(txn_broker.bootstrap, topic, 2, "read_committed")
+    asyncio.run(run())
 
 
-def test_a_transaction_past_its_timeout_is_aborted(txn_broker: BrokerProcess,
-                                                   new_topic: Callable[..., str]) -> None:
-    topic = new_topic()
-    _create(txn_broker.bootstrap, topic)
-    with kp_producer(txn_broker.bootstrap, transactional_id=f"slow-{topic}",
-                     transaction_timeout_ms=1000) as producer:
-        producer.init_transactions()
-        producer.begin_transaction()
-        producer.send(topic, b"stale", partition=0)
-        producer.flush()
-        time.sleep(3)  # the coordinator's check runs every 200 ms: the transaction is aborted and fenced
-        with pytest.raises(KafkaError):
-            producer.commit_transaction()
-    # the abort marker moved the last stable offset: a later committed write is readable past it
-    with kp_producer(txn_broker.bootstrap, transactional_id=f"next-{topic}") as producer:
-        producer.init_transactions()
-        producer.begin_transaction()
-        producer.send(topic, b"fresh", partition=0)
-        producer.commit_transaction()
-    assert kp_values(txn_broker.bootstrap, topic, 2, "read_committed", expected=1) == [b"fresh"]
-    assert sorted(kp_values(txn_broker.bootstrap, topic, 2, "read_uncommitted", expected=2)) == [b"fresh", b"stale"]
+PRODUCERS: dict[str, Callable[[str, str, str], None]] = {
+    "kafka-python": _kafka_python_run, "confluent-kafka": _confluent_run, "aiokafka": _aiokafka_run}
 
 
-# -- confluent-kafka ------------------------------------------------------------------------------------
-def ck_values(bootstrap: str, topic: str, partitions: int, isolation: str, expected: int) -> list[bytes]:
-    from confluent_kafka import TopicPartition as CkTopicPartition
-
-    values: list[bytes] = []
-    with ck_consumer(bootstrap, **{"isolation.level": isolation}) as consumer:
-        consumer.assign([CkTopicPartition(topic, p, 0) for p in range(partitions)])
-        deadline = time.monotonic() + READ_S
-        while len(values) < expected and time.monotonic() < deadline:
-            for message in consumer.consume(num_messages=100, timeout=0.2):
-                if message.error() is None:
-                    values.append(message.value())
-    return values
-
-
-def test_confluent_kafka_commit_and_abort(txn_broker: BrokerProcess, new_topic: Callable[..., str]) -> None:
-    topic = new_topic()
-    _create(txn_broker.bootstrap, topic)
-    producer = ck_producer(txn_broker.bootstrap, **{"transactional.id": f"ck-{topic}"})
-    producer.init_transactions(15)
-    producer.begin_transaction()
-    committed = [f"c{i}".encode() for i in range(20)]
-    for i, value in enumerate(committed):
-        producer.produce(topic, value, partition=i % 2)
-    producer.commit_transaction(15)
-    producer.begin_transaction()
-    aborted = [f"a{i}".encode() for i in range(10)]
-    for i, value in enumerate(aborted):
-        producer.produce(topic, value, partition=i % 2)
-    ck_flush(producer)
-    producer.abort_transaction(15)
-    assert sorted(ck_values(txn_broker.bootstrap, topic, 2, "read_committed", len(committed))) == sorted(committed)
-    everything = ck_values(txn_broker.bootstrap, topic, 2, "read_uncommitted", len(committed) + len(aborted))
-    assert sorted(everything) == sorted(committed + aborted)
-    _check_isolation(txn_broker.bootstrap, topic, committed, aborted)
-
-
-def test_confluent_kafka_older_producer_is_fenced(txn_broker: BrokerProcess,
-                                                  new_topic: Callable[..., str]) -> None:
-    topic = new_topic()
-    _create(txn_broker.bootstrap, topic)
-    old = ck_producer(txn_broker.bootstrap, **{"transactional.id": f"ck-fence-{topic}"})
-    old.init_transactions(15)
-    old.begin_transaction()
-    old.produce(topic, b"old", partition=0)
-    ck_flush(old)
-    new = ck_producer(txn_broker.bootstrap, **{"transactional.id": f"ck-fence-{topic}"})
-    new.init_transactions(15)
-    with pytest.raises(KafkaException):
-        old.produce(topic, b"late", partition=0)
-        old.commit_transaction(15)
-    new.begin_transaction()
-    new.produce(topic, b"new", partition=0)
-    new.commit_transaction(15)
-    assert ck_values(txn_broker.bootstrap, topic, 2, "read_committed", 1) == [b"new"]
-
-
-# -- aiokafka ----------------------------------------------------------------------------------------------
-def test_aiokafka_commit_and_abort(txn_broker: BrokerProcess, new_topic: Callable[..., str]) -> None:
-    topic = new_topic()
-    _create(txn_broker.bootstrap, topic)
-    committed = [f"c{i}".encode() for i in range(10)]
-    aborted = [f"a{i}".encode() for i in range(5)]
-
-    async def run() -> tuple[list[bytes], list[bytes]]:
-        producer = AIOKafkaProducer(bootstrap_servers=txn_broker.bootstrap, transactional_id=f"aio-{topic}",
-                                    request_timeout_ms=10_000)
-        await producer.start()
-        try:
-            async with producer.transaction():
-                for i, value in enumerate(committed):
-                    await producer.send_and_wait(topic, value, partition=i % 2)
-            await producer.begin_transaction()
-            for i, value in enumerate(aborted):
-                await producer.send_and_wait(topic, value, partition=i % 2)
-            await producer.abort_transaction()
-        finally:
-            await producer.stop()
-        return await aio_values("read_committed", len(committed)), \
-            await aio_values("read_uncommitted", len(committed) + len(aborted))
-
-    async def aio_values(isolation: str, expected: int) -> list[bytes]:
-        consumer = AIOKafkaConsumer(bootstrap_servers=txn_broker.bootstrap, isolation_level=isolation,
-                                    enable_auto_commit=False, request_timeout_ms=10_000)
-        await consumer.start()
-        values: list[bytes] = []
-        try:
-            tps = [AioTopicPartition(topic, p) for p in range(2)]
-            consumer.assign(tps)
-            await consumer.seek_to_beginning(*tps)
-            deadline = time.monotonic() + READ_S
-            while len(values) < expected and time.monotonic() < deadline:
-                batch = await consumer.getmany(timeout_ms=200)
-                values += [r.value for records in batch.values() for r in records if r.value is not None]
-        finally:
-            await consumer.stop()
-        return values
-
-    seen_committed, seen_all = asyncio.run(run())
-    assert sorted(seen_committed) == sorted(committed)
-    assert sorted(seen_all) == sorted(committed + aborted)
-
-
-# -- a crash between prepare and complete --------------------------------------------------------------------
 @pytest.mark.slow
-def test_kill_9_between_prepare_and_markers_is_completed_by_the_restart(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # markers wait a minute after PrepareCommit is durable: the broker dies in that window, deterministically
-    monkeypatch.setenv("PYBROKER_TEST_TXN_MARKER_DELAY_MS", "60000")
-    proc = BrokerProcess(tmp_path / "crash", TXN_OVERRIDES).start()
-    try:
-        topic = "crash-topic"
-        _create(proc.bootstrap, topic)
-        values = [f"v{i}".encode() for i in range(10)]
-        with kp_producer(proc.bootstrap, transactional_id="crash-txn") as producer:
-            producer.init_transactions()
-            producer.begin_transaction()
-            for i, value in enumerate(values):
-                producer.send(topic, value, partition=i % 2)
-            producer.commit_transaction()  # answered: PrepareCommit is on disk, no marker yet
-            assert kp_values(proc.bootstrap, topic, 2, "read_committed", settle_s=0.5) == []
-            proc.kill9()
-        monkeypatch.delenv("PYBROKER_TEST_TXN_MARKER_DELAY_MS")
-        proc.restart()
-        assert sorted(kp_values(proc.bootstrap, topic, 2, "read_committed", expected=len(values))) == sorted(values)
-        # and the id goes on: the next producer is not refused
-        with kp_producer(proc.bootstrap, transactional_id="crash-txn") as producer:
-            producer.init_transactions()
-            producer.begin_transaction()
-            producer.send(topic, b"next", partition=0)
-            producer.commit_transaction()
-        assert len(kp_values(proc.bootstrap, topic, 2, "read_committed", expected=len(values) + 1)) == \
-            len(values) + 1
-    finally:
-        proc.close()
+@pytest.mark.parametrize("producer", list(PRODUCERS))
+def test_commit_and_abort_seen_by_every_consumer_per_isolation_level(
+        txn_broker: BrokerProcess, new_topic: Callable[..., str], producer: str) -> None:
+    topic = new_topic()
+    create_topic(txn_broker.bootstrap, topic, PARTITIONS)
+    PRODUCERS[producer](txn_broker.bootstrap, topic, f"txn-{topic}")
+    for consumer in CONSUMERS:
+        for isolation in ISOLATIONS:
+            expected = _expected(isolation)
+            got = read_values(consumer, txn_broker.bootstrap, topic, PARTITIONS, isolation, expected=len(expected))
+            assert got == expected, f"{producer} -> {consumer} {isolation}: {got[:6]}..."
+
+
+@pytest.mark.slow
+def test_open_transaction_holds_read_committed_readers_at_its_first_offset(
+        txn_broker: BrokerProcess, new_topic: Callable[..., str]) -> None:
+    """Records after an open transaction's first offset, even committed ones of another producer, stay
+    invisible to read_committed until it ends; read_uncommitted readers see them at once."""
+    topic = new_topic()
+    create_topic(txn_broker.bootstrap, topic, 1)
+    bootstrap = txn_broker.bootstrap
+    before, opened, after = b"before", [b"open-0", b"open-1"], b"after-open"
+    committer = ck_txn_producer(bootstrap, f"committer-{topic}")
+    committer.init_transactions(20)
+    committer.begin_transaction()
+    committer.produce(topic, value=before, partition=0)
+    committer.commit_transaction(20)
+
+    holder = ck_txn_producer(bootstrap, f"holder-{topic}")
+    holder.init_transactions(20)
+    holder.begin_transaction()
+    for value in opened:
+        holder.produce(topic, value=value, partition=0)
+    assert holder.flush(20) == 0  # on the log, not committed
+
+    committer.begin_transaction()
+    committer.produce(topic, value=after, partition=0)
+    committer.commit_transaction(20)
+
+    for consumer in CONSUMERS:
+        assert read_values(consumer, bootstrap, topic, 1, READ_COMMITTED) == [before], consumer
+        assert read_values(consumer, bootstrap, topic, 1, READ_UNCOMMITTED, expected=4) == [before, *opened, after]
+
+    holder.commit_transaction(20)
+    deadline = time.monotonic() + 10
+    for consumer in CONSUMERS:
+        got = read_values(consumer, bootstrap, topic, 1, READ_COMMITTED, expected=4,
+                          timeout=max(1.0, deadline - time.monotonic()))
+        assert got == [before, *opened, after], consumer
