@@ -55,11 +55,13 @@ def _host_port(address: str) -> tuple[str, int]:
 class Cluster:
     """Connections to the brokers of one cluster, opened lazily, re-opened after a failure."""
 
-    def __init__(self, bootstrap: Sequence[str], timeouts: Timeouts = Timeouts()) -> None:
+    def __init__(self, bootstrap: Sequence[str], timeouts: Timeouts = Timeouts(),
+                 connect: Callable[..., Connection] = Connection) -> None:
         if not bootstrap:
             raise ValueError("no bootstrap servers")
         self.bootstrap = [_host_port(a) for a in bootstrap]
         self.timeouts = timeouts
+        self._connect_to = connect
         self._by_address: dict[tuple[str, int], Connection] = {}
         self._nodes: dict[int, tuple[str, int]] = {}
         #: topic -> partition -> leader node id
@@ -70,7 +72,7 @@ class Cluster:
     def _connect(self, address: tuple[str, int]) -> Connection:
         conn = self._by_address.get(address)
         if conn is None or conn.closed:
-            conn = self._by_address[address] = Connection(*address, timeout_s=self.timeouts.request_s)
+            conn = self._by_address[address] = self._connect_to(*address, timeout_s=self.timeouts.request_s)
         return conn
 
     def any(self) -> Connection:

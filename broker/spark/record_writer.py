@@ -66,6 +66,24 @@ def _as_bytes(value: Any) -> bytes | None:
     return bytes(value)
 
 
+Headers = list[tuple[str, bytes | None]]
+
+
+def row_record(row: Any, options: WriteOptions, columns: Columns) -> tuple[str, int | None, bytes | None,
+                                                                           bytes | None, Headers]:
+    """(topic, partition or None, key, value, headers) of one row, by the sink's column rules."""
+    topic = options.topic or (row["topic"] if columns.has_topic else None)
+    if topic is None:
+        raise ValueError("a row has a null 'topic' and no 'topic' option is set")
+    key = _as_bytes(row["key"]) if columns.has_key else None
+    value = _as_bytes(row["value"])
+    if key is None and value is None:
+        raise ValueError(f"a row for topic {topic!r} has neither key nor value; the client cannot send it")
+    partition = row["partition"] if columns.has_partition else None
+    headers = [(h["key"], _as_bytes(h["value"])) for h in (row["headers"] or ())] if columns.has_headers else []
+    return topic, partition, key, value, headers
+
+
 def write_rows(rows: Iterable[Any], options: WriteOptions, columns: Columns) -> int:
     """Send every row, flush, and raise if any record was not acknowledged. Returns the number sent."""
     from kafka import KafkaProducer
@@ -79,15 +97,7 @@ def write_rows(rows: Iterable[Any], options: WriteOptions, columns: Columns) -> 
         for row in rows:
             if failures:
                 break
-            topic = options.topic or (row["topic"] if columns.has_topic else None)
-            if topic is None:
-                raise ValueError("a row has a null 'topic' and no 'topic' option is set")
-            key = _as_bytes(row["key"]) if columns.has_key else None
-            value = _as_bytes(row["value"])
-            if key is None and value is None:
-                raise ValueError(f"a row for topic {topic!r} has neither key nor value; the client cannot send it")
-            partition = row["partition"] if columns.has_partition else None
-            headers = [(h["key"], _as_bytes(h["value"])) for h in (row["headers"] or ())] if columns.has_headers else []
+            topic, partition, key, value, headers = row_record(row, options, columns)
             try:
                 future = producer.send(topic, key=key, value=value, partition=partition, headers=headers or None)
             except Exception as exc:

@@ -12,6 +12,7 @@ every call, and a cap on the size a response may claim before anything is alloca
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import struct
 from typing import Any
@@ -127,7 +128,5 @@ class Connection:
         return self._sock.fileno() < 0
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(OSError):
             self._sock.close()
-        except OSError:
-            pass
