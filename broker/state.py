@@ -24,6 +24,7 @@ from pybroker.broker.security.sasl_config import all_listeners_sasl
 from pybroker.broker.security.scram_store import FILE_NAME as SCRAM_FILE
 from pybroker.broker.security.scram_store import ScramStore
 from pybroker.broker.topics import Topics, log_config_for
+from pybroker.broker.transactions.service import TransactionService
 from pybroker.config.broker_config import BrokerConfig
 from pybroker.storage.log_manager import LogManager
 from pybroker.storage.producer_id_block import ProducerIdBlock
@@ -55,6 +56,8 @@ class BrokerState:
         self.advertised = config.advertised_addresses()
         self._producer_ids: ProducerIdBlock | None = None
         self.groups = GroupService(self)
+        #: the transaction coordinator (`__transaction_state`, markers, timeouts)
+        self.transactions = TransactionService(self)
         #: the ACL authorizer, or None when `authorizer.class.name` is not set (nothing is checked)
         self.authorizer = Authorizer.from_config(config, self.guard.warnings)
         #: SASL settings of each SASL listener by name (checked now: a mistake stops the start), and the

@@ -191,12 +191,34 @@ BROKER_DEFS: tuple[ConfigDef, ...] = (
        "Principals allowed everything, separated by semicolons (User:admin;User:ops)."),
     _b("allow.everyone.if.no.acl.found", "boolean", False,
        "Whether an action on a resource that no ACL mentions is allowed (else denied)."),
-    _b("transaction.state.log.num.partitions", "int", 50, "Accepted for compatibility.", at_least(1)),
+    _b("transaction.state.log.num.partitions", "int", 50,
+       "Partitions of the internal topic `__transaction_state`, made on first use (FindCoordinator or "
+       "InitProducerId with a transactional id); a transactional id lives in partition "
+       "abs(hashCode(id)) % this count, as in Kafka. An existing topic keeps its own count.", at_least(1)),
+    _b("transaction.state.log.segment.bytes", "int", 104_857_600,
+       "Segment size of `__transaction_state` (kept small so compaction keeps it short).", at_least(1)),
+    _b("transaction.max.timeout.ms", "int", 900_000,
+       "Longest transaction timeout a producer may ask for; InitProducerId with a longer one answers "
+       "INVALID_TRANSACTION_TIMEOUT.", at_least(1)),
+    _b("transaction.abort.timed.out.transaction.cleanup.interval.ms", "int", 10_000,
+       "How often open transactions are checked against their timeout; one past it is aborted with its "
+       "producer's epoch bumped (the producer is fenced).", at_least(1)),
+    _b("transaction.remove.expired.transaction.cleanup.interval.ms", "int", 3_600_000,
+       "How often transactional ids idle past transactional.id.expiration.ms are removed.", at_least(1)),
+    _b("transaction.partition.verification.enable", "boolean", True,
+       "Check every transactional produce against the coordinator: a partition not added to the open "
+       "transaction is refused (KIP-890 part 1; Produce v12 adds it instead)."),
+    _b("transaction.two.phase.commit.enable", "boolean", False,
+       "Allow InitProducerId with enable_2pc (KIP-939): such a transaction has no timeout and survives "
+       "its producer, to be committed or aborted by the client that resumes it (keep_prepared_txn). "
+       "When false, enable_2pc is answered TRANSACTIONAL_ID_AUTHORIZATION_FAILED."),
     _b("transaction.state.log.replication.factor", "short", 1, "Accepted for compatibility.", at_least(1)),
     _b("transaction.state.log.min.isr", "int", 1, "Accepted for compatibility.", at_least(1)),
     _b("producer.id.expiration.ms", "int", 86_400_000, "Idle time before a producer id's state expires.",
        at_least(1), True),
-    _b("transactional.id.expiration.ms", "int", 604_800_000, "Accepted for compatibility.", at_least(1)),
+    _b("transactional.id.expiration.ms", "int", 604_800_000,
+       "Idle time (no transaction open, no state change) after which a transactional id's state is "
+       "removed from `__transaction_state`.", at_least(1)),
     _b("process.roles", "list", ["broker", "controller"], "Accepted for compatibility (single node)."),
     _b("controller.quorum.voters", "list", [], "Accepted for compatibility."),
     _b("controller.listener.names", "list", [], "Accepted for compatibility."),

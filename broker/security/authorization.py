@@ -32,7 +32,11 @@ The operations and error codes are those of Kafka's KafkaApis / AuthHelper:
 | DescribeGroups / DeleteGroups | DESCRIBE / DELETE group | GROUP_AUTHORIZATION_FAILED per group |
 | ListGroups | DESCRIBE cluster, else only groups it may DESCRIBE | (filtered) |
 | FindCoordinator | DESCRIBE group / transactional id | GROUP_ / TRANSACTIONAL_ID_AUTHORIZATION_FAILED |
-| InitProducerId | WRITE transactional id; else IDEMPOTENT_WRITE cluster or WRITE on some topic | TRANSACTIONAL_ID_ / CLUSTER_AUTHORIZATION_FAILED |
+| InitProducerId | WRITE transactional id (v6 `enable_2pc`: also TWO_PHASE_COMMIT); else IDEMPOTENT_WRITE cluster or WRITE on some topic | TRANSACTIONAL_ID_ / CLUSTER_AUTHORIZATION_FAILED |
+| AddPartitionsToTxn v0-3 | WRITE transactional id, WRITE each topic | TRANSACTIONAL_ID_ / TOPIC_AUTHORIZATION_FAILED (the rest OPERATION_NOT_ATTEMPTED) |
+| AddPartitionsToTxn v4+ | CLUSTER_ACTION cluster | CLUSTER_AUTHORIZATION_FAILED |
+| AddOffsetsToTxn | WRITE transactional id, READ group | TRANSACTIONAL_ID_ / GROUP_AUTHORIZATION_FAILED |
+| EndTxn | WRITE transactional id | TRANSACTIONAL_ID_AUTHORIZATION_FAILED |
 | DescribeLogDirs | DESCRIBE cluster | CLUSTER_AUTHORIZATION_FAILED (v3+), nothing listed |
 | CreateAcls, DeleteAcls / DescribeAcls | ALTER / DESCRIBE cluster | CLUSTER_AUTHORIZATION_FAILED |
 | DescribeCluster | nothing (its cluster `authorized_operations` become real) | |
@@ -66,6 +70,8 @@ from pybroker.protocol.api_keys import ApiKey
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.messages import (
     RESPONSES,
+    add_offsets_to_txn,
+    add_partitions_to_txn,
     alter_configs,
     create_acls,
     create_partitions,
@@ -78,6 +84,7 @@ from pybroker.protocol.messages import (
     describe_configs,
     describe_groups,
     describe_log_dirs,
+    end_txn,
     fetch,
     find_coordinator,
     heartbeat,
@@ -494,6 +501,8 @@ def _find_coordinator(check: Check, r: find_coordinator.FindCoordinatorRequest) 
 def _init_producer_id(check: Check, r: init_producer_id.InitProducerIdRequest) -> Outcome:
     if r.transactional_id is not None:
         allowed, code = check.ok(Op.WRITE, TXN, r.transactional_id), TXN_DENIED
+        if allowed and r.enable_2pc:
+            allowed = check.ok(Op.TWO_PHASE_COMMIT, TXN, r.transactional_id)
     else:
         allowed = check.cluster(Op.IDEMPOTENT_WRITE, quiet=True) or check.may_write_some_topic()
         code = CLUSTER_DENIED
@@ -501,6 +510,41 @@ def _init_producer_id(check: Check, r: init_producer_id.InitProducerIdRequest) -
             check.cluster(Op.IDEMPOTENT_WRITE)  # logged and counted once
     return None if allowed else init_producer_id.InitProducerIdResponse(error_code=code, producer_id=-1,
                                                                         producer_epoch=-1)
+
+
+# -- transactions --------------------------------------------------------------------------------------
+def _add_partitions_to_txn(check: Check, r: add_partitions_to_txn.AddPartitionsToTxnRequest) -> Outcome:
+    from pybroker.broker.handlers.add_partitions_to_txn import FIRST_BATCHED_VERSION, topic_results
+
+    if check.version >= FIRST_BATCHED_VERSION:  # the broker-to-coordinator form
+        if check.cluster(Op.CLUSTER_ACTION):
+            return None
+        return add_partitions_to_txn.AddPartitionsToTxnResponse(error_code=CLUSTER_DENIED,
+                                                                results_by_transaction=[])
+
+    def refuse(codes: dict[tuple[str, int], ErrorCode], rest: ErrorCode) -> Any:
+        return add_partitions_to_txn.AddPartitionsToTxnResponse(
+            results_by_topic_v3_and_below=topic_results(r.v3_and_below_topics, codes, rest))
+
+    if not check.ok(Op.WRITE, TXN, r.v3_and_below_transactional_id):
+        return refuse({}, TXN_DENIED)
+    denied = {t.name for t in r.v3_and_below_topics if not check.ok(Op.WRITE, TOPIC, t.name)}
+    if not denied:
+        return None
+    return refuse({(t.name, p): TOPIC_DENIED for t in r.v3_and_below_topics if t.name in denied
+                   for p in t.partitions}, ErrorCode.OPERATION_NOT_ATTEMPTED)
+
+
+def _add_offsets_to_txn(check: Check, r: add_offsets_to_txn.AddOffsetsToTxnRequest) -> Outcome:
+    if not check.ok(Op.WRITE, TXN, r.transactional_id):
+        return add_offsets_to_txn.AddOffsetsToTxnResponse(error_code=TXN_DENIED)
+    if not check.ok(Op.READ, GROUP, r.group_id):
+        return add_offsets_to_txn.AddOffsetsToTxnResponse(error_code=GROUP_DENIED)
+    return None
+
+
+def _end_txn(check: Check, r: end_txn.EndTxnRequest) -> Outcome:
+    return None if check.ok(Op.WRITE, TXN, r.transactional_id) else end_txn.EndTxnResponse(error_code=TXN_DENIED)
 
 
 # -- metadata: list what it may describe; auto-create only with CREATE -----------------------------
@@ -626,6 +670,9 @@ RULES: dict[int, Callable[[Check, Any], Outcome]] = {
     ApiKey.DELETE_TOPICS: _delete_topics,
     ApiKey.DELETE_RECORDS: _delete_records,
     ApiKey.INIT_PRODUCER_ID: _init_producer_id,
+    ApiKey.ADD_PARTITIONS_TO_TXN: _add_partitions_to_txn,
+    ApiKey.ADD_OFFSETS_TO_TXN: _add_offsets_to_txn,
+    ApiKey.END_TXN: _end_txn,
     ApiKey.OFFSET_FOR_LEADER_EPOCH: _offset_for_leader_epoch,
     ApiKey.DESCRIBE_CONFIGS: _config_rule(Op.DESCRIBE_CONFIGS, describe_configs.DescribeConfigsResult, "results"),
     ApiKey.ALTER_CONFIGS: _config_rule(Op.ALTER_CONFIGS, alter_configs.AlterConfigsResourceResponse, "responses"),
