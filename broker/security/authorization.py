@@ -29,6 +29,7 @@ The operations and error codes are those of Kafka's KafkaApis / AuthHelper:
 | JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit | READ group | GROUP_AUTHORIZATION_FAILED |
 | OffsetFetch | DESCRIBE group, DESCRIBE topic | GROUP_ / TOPIC_AUTHORIZATION_FAILED |
 | OffsetDelete | DELETE group, READ topic | GROUP_ / TOPIC_AUTHORIZATION_FAILED |
+| TxnOffsetCommit | WRITE transactional id, READ group, READ topic | TRANSACTIONAL_ID_ / GROUP_ (every partition), TOPIC_AUTHORIZATION_FAILED per topic |
 | DescribeGroups / DeleteGroups | DESCRIBE / DELETE group | GROUP_AUTHORIZATION_FAILED per group |
 | ListGroups | DESCRIBE cluster, else only groups it may DESCRIBE | (filtered) |
 | FindCoordinator | DESCRIBE group / transactional id | GROUP_ / TRANSACTIONAL_ID_AUTHORIZATION_FAILED |
@@ -100,6 +101,7 @@ from pybroker.protocol.messages import (
     offset_for_leader_epoch,
     produce,
     sync_group,
+    txn_offset_commit,
 )
 
 if TYPE_CHECKING:
@@ -388,6 +390,20 @@ def _offset_commit(check: Check, r: offset_commit.OffsetCommitRequest) -> Outcom
 
     if not check.ok(Op.READ, GROUP, r.group_id):
         return offset_commit.OffsetCommitResponse(topics=[entry(t, GROUP_DENIED) for t in r.topics])
+    return _per_topic(check, r, "topics", Op.READ, entry, "topics")
+
+
+def _txn_offset_commit(check: Check, r: txn_offset_commit.TxnOffsetCommitRequest) -> Outcome:
+    """Kafka's order: the transactional id, then the group, each refusing the whole request; then topics."""
+    def entry(t: Any, code: int = TOPIC_DENIED) -> Any:
+        return txn_offset_commit.TxnOffsetCommitResponseTopic(name=t.name, partitions=[
+            txn_offset_commit.TxnOffsetCommitResponsePartition(partition_index=p.partition_index, error_code=code)
+            for p in t.partitions])
+
+    if not check.ok(Op.WRITE, TXN, r.transactional_id):
+        return txn_offset_commit.TxnOffsetCommitResponse(topics=[entry(t, TXN_DENIED) for t in r.topics])
+    if not check.ok(Op.READ, GROUP, r.group_id):
+        return txn_offset_commit.TxnOffsetCommitResponse(topics=[entry(t, GROUP_DENIED) for t in r.topics])
     return _per_topic(check, r, "topics", Op.READ, entry, "topics")
 
 
@@ -681,6 +697,7 @@ RULES: dict[int, Callable[[Check, Any], Outcome]] = {
     ApiKey.CREATE_PARTITIONS: _create_partitions,
     ApiKey.DELETE_GROUPS: _delete_groups,
     ApiKey.OFFSET_DELETE: _offset_delete,
+    ApiKey.TXN_OFFSET_COMMIT: _txn_offset_commit,
     ApiKey.CREATE_ACLS: _cluster_only(Op.ALTER, lambda r: create_acls.CreateAclsResponse(results=[
         create_acls.AclCreationResult(**_DENIED_ACL) for _ in r.creations])),
     ApiKey.DESCRIBE_ACLS: _cluster_only(Op.DESCRIBE, lambda r: describe_acls.DescribeAclsResponse(

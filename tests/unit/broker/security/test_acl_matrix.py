@@ -57,6 +57,7 @@ from pybroker.protocol.messages import (
     offset_for_leader_epoch,
     produce,
     sync_group,
+    txn_offset_commit,
 )
 from pybroker.protocol.records.record import Record, build_batch
 from tests.unit.broker.conftest import RawClient
@@ -133,6 +134,13 @@ def _topic_entry(attr: str, name_attr: str = "name", parts: str = "partitions") 
     return code
 
 
+def _txn_offset_commit() -> txn_offset_commit.TxnOffsetCommitRequest:
+    return txn_offset_commit.TxnOffsetCommitRequest(
+        transactional_id=TXN, group_id=GROUP, producer_id=1, producer_epoch=0, topics=[
+            txn_offset_commit.TxnOffsetCommitRequestTopic(name=TOPIC, partitions=[
+                txn_offset_commit.TxnOffsetCommitRequestPartition(partition_index=0, committed_offset=0)])])
+
+
 PROBES = [
     Probe("Produce", 9, lambda: produce.ProduceRequest(acks=-1, timeout_ms=5000, topic_data=[
         produce.TopicProduceData(name=TOPIC, partition_data=[produce.PartitionProduceData(index=0, records=_records())])]),
@@ -195,6 +203,15 @@ PROBES = [
             offset_delete.OffsetDeleteRequestPartition(partition_index=0)])]),
           [(RT.GROUP, GROUP, Op.DELETE), (RT.TOPIC, TOPIC, Op.READ)], ErrorCode.GROUP_AUTHORIZATION_FAILED,
           lambda r: r.error_code),
+    Probe("TxnOffsetCommit", 3, lambda: _txn_offset_commit(),
+          [(RT.TRANSACTIONAL_ID, TXN, Op.WRITE), (RT.GROUP, GROUP, Op.READ), (RT.TOPIC, TOPIC, Op.READ)],
+          ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, _topic_entry("topics")),
+    Probe("TxnOffsetCommit(group)", 3, lambda: _txn_offset_commit(),
+          [(RT.GROUP, GROUP, Op.READ), (RT.TRANSACTIONAL_ID, TXN, Op.WRITE), (RT.TOPIC, TOPIC, Op.READ)],
+          ErrorCode.GROUP_AUTHORIZATION_FAILED, _topic_entry("topics")),
+    Probe("TxnOffsetCommit(topic)", 3, lambda: _txn_offset_commit(),
+          [(RT.TOPIC, TOPIC, Op.READ), (RT.TRANSACTIONAL_ID, TXN, Op.WRITE), (RT.GROUP, GROUP, Op.READ)],
+          ErrorCode.TOPIC_AUTHORIZATION_FAILED, _topic_entry("topics")),
     Probe("CreateTopics", 5, lambda: create_topics.CreateTopicsRequest(topics=[
         create_topics.CreatableTopic(name="orders-new", num_partitions=1, replication_factor=1)], timeout_ms=5000,
         validate_only=True),
