@@ -97,6 +97,10 @@ class Cluster:
                 raise BrokerError(ErrorCode.LEADER_NOT_AVAILABLE, f"node {node_id} is not in the metadata")
         return self._connect(address)
 
+    def node_ids(self) -> list[int]:
+        """The brokers the last metadata named."""
+        return sorted(self._nodes)
+
     def close(self) -> None:
         for conn in self._by_address.values():
             conn.close()

@@ -62,12 +62,20 @@ from pybroker.broker.spark.txn_producer import (
 )
 from pybroker.broker.spark.wire import Unsupported, WireError
 from pybroker.protocol.errors import ErrorCode
+from pybroker.protocol.messages.describe_configs import (
+    DescribeConfigsRequest,
+    DescribeConfigsResource,
+    DescribeConfigsResponse,
+)
 from pybroker.protocol.messages.init_producer_id import InitProducerIdRequest
 from pybroker.protocol.messages.offset_fetch import OffsetFetchRequest, OffsetFetchResponse
 from pybroker.protocol.records.codecs import CODEC_NAMES
 
 LOG = logging.getLogger("pybroker.spark")
 
+#: the broker setting that allows two-phase commit (KIP-939), and DescribeConfigs' resource type of a broker
+TWO_PHASE_COMMIT_KEY = "transaction.two.phase.commit.enable"
+BROKER_RESOURCE = 4
 #: OffsetFetch v7 has require_stable and still one group per request
 OFFSET_FETCH_VERSION = 7
 #: how long a failing task may spend aborting its own transaction before it gives up (its retry will)
@@ -113,7 +121,12 @@ def timeouts_for(options: WriteOptions) -> Timeouts:
 
 # -- the driver: may this write be exactly-once? ----------------------------------------------------
 def decide(options: WriteOptions) -> bool:
-    """`exactlyOnce` true/false as given; unset: on when the broker serves KIP-939 (InitProducerId v6)."""
+    """`exactlyOnce` true/false as given; unset: on when the brokers serve two-phase commit.
+
+    That is InitProducerId v6 (KIP-939) advertised, and `transaction.two.phase.commit.enable` true on every
+    broker (Kafka's default is false, and the coordinator then refuses `enable_2pc`), read with
+    DescribeConfigs. When it cannot be read, an unset `exactlyOnce` stays at-least-once and `true` tries.
+    """
     if options.exactly_once is False:
         return False
     acks = options.producer_config.get("acks", "all")
@@ -125,20 +138,48 @@ def decide(options: WriteOptions) -> bool:
     cluster = Cluster(options.bootstrap_servers, timeouts_for(options))
     try:
         conn = cluster.retry("ApiVersions", cluster.any)
-        supported = conn.supports(InitProducerIdRequest, TWO_PHASE_COMMIT_VERSION)
+        address = conn.address
+        advertised = conn.supports(InitProducerIdRequest, TWO_PHASE_COMMIT_VERSION)
+        enabled = _two_phase_commit_enabled(cluster) if advertised else False
     except (WireError, TimeoutError) as exc:
         raise RuntimeError(f"cannot reach {','.join(options.bootstrap_servers)} to plan the write: {exc}") from exc
     finally:
         cluster.close()
-    if supported:
+    if not advertised:
+        why = f"the broker at {address} does not serve InitProducerId v{TWO_PHASE_COMMIT_VERSION} (KIP-939)"
+    elif enabled is False:
+        why = f"the broker at {address} has {TWO_PHASE_COMMIT_KEY}=false"
+    elif enabled is None and not options.exactly_once:
+        why = f"{TWO_PHASE_COMMIT_KEY} could not be read from the broker at {address}"
+    else:
         return True
     if options.exactly_once:
-        raise OptionError(f"exactlyOnce=true, but the broker at {conn.address} does not serve InitProducerId "
-                          f"v{TWO_PHASE_COMMIT_VERSION} (two-phase commit, KIP-939); set exactlyOnce=false for an "
-                          "at-least-once write")
-    LOG.info("pybroker sink: the broker at %s does not serve two-phase commit (InitProducerId v%d), so the "
-             "write is at-least-once", conn.address, TWO_PHASE_COMMIT_VERSION)
+        raise OptionError(f"exactlyOnce=true, but {why}: the sink needs two-phase commit; set exactlyOnce=false "
+                          "for an at-least-once write")
+    LOG.info("pybroker sink: %s, so the write is at-least-once (set exactlyOnce=true to require two-phase "
+             "commit)", why)
     return False
+
+
+def _two_phase_commit_enabled(cluster: Cluster) -> bool | None:
+    """Every broker's `transaction.two.phase.commit.enable`, or None when some broker does not say."""
+    cluster.refresh(())
+    values: list[bool] = []
+    for node_id in cluster.node_ids():
+        try:
+            conn = cluster.node(node_id)
+            answer = conn.request(DescribeConfigsRequest(resources=[DescribeConfigsResource(
+                resource_type=BROKER_RESOURCE, resource_name=str(node_id),
+                configuration_keys=[TWO_PHASE_COMMIT_KEY])]), conn.version(DescribeConfigsRequest, minimum=1))
+        except (BrokerError, Unsupported):
+            return None
+        assert isinstance(answer, DescribeConfigsResponse)
+        found = [c.value for r in answer.results if r.error_code == ErrorCode.NONE
+                 for c in r.configs if c.name == TWO_PHASE_COMMIT_KEY]
+        if len(found) != 1:
+            return None
+        values.append((found[0] or "").strip().lower() == "true")
+    return all(values) if values else None
 
 
 # -- a task --------------------------------------------------------------------------------------------

@@ -103,6 +103,9 @@ def init_producer_id(cluster: Cluster, transactional_id: str, *, enable_2pc: boo
             transactional_id=transactional_id, transaction_timeout_ms=timeout_ms,
             enable_2pc=enable_2pc, keep_prepared_txn=keep_prepared_txn), version)
         assert isinstance(answer, InitProducerIdResponse)
+        if answer.error_code == ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED and enable_2pc:
+            raise BrokerError(answer.error_code, what, "two-phase commit needs transaction.two.phase.commit.enable="
+                              "true on the broker, and WRITE and TWO_PHASE_COMMIT on the transactional id")
         _check(answer.error_code, what)
         return answer
 

@@ -20,6 +20,12 @@ from pybroker.protocol.messages.add_partitions_to_txn import (
     AddPartitionsToTxnResponse,
     AddPartitionsToTxnTopicResult,
 )
+from pybroker.protocol.messages.describe_configs import (
+    DescribeConfigsRequest,
+    DescribeConfigsResourceResult,
+    DescribeConfigsResponse,
+    DescribeConfigsResult,
+)
 from pybroker.protocol.messages.end_txn import EndTxnRequest, EndTxnResponse
 from pybroker.protocol.messages.find_coordinator import (
     Coordinator,
@@ -75,6 +81,8 @@ class FakeBroker:
     def __init__(self, topics: dict[str, int], *, max_init_version: int = 6) -> None:
         self.topics = topics
         self.max_init_version = max_init_version
+        #: transaction.two.phase.commit.enable as DescribeConfigs answers it (None: the key is not named)
+        self.two_phase_commit: str | None = "true"
         self.txns: dict[str, Txn] = {}
         self.committed: list[tuple[str, int, bytes | None, bytes | None]] = []
         self.aborted: list[tuple[str, int, bytes | None, bytes | None]] = []
@@ -116,6 +124,13 @@ class FakeBroker:
     def _FindCoordinator(self, req: FindCoordinatorRequest, version: int) -> FindCoordinatorResponse:
         return FindCoordinatorResponse(coordinators=[Coordinator(key=k, node_id=1, host="fake", port=1)
                                                      for k in req.coordinator_keys])
+
+    def _DescribeConfigs(self, req: DescribeConfigsRequest, version: int) -> DescribeConfigsResponse:
+        configs = [] if self.two_phase_commit is None else [
+            DescribeConfigsResourceResult(name="transaction.two.phase.commit.enable", value=self.two_phase_commit)]
+        return DescribeConfigsResponse(results=[DescribeConfigsResult(resource_type=r.resource_type,
+                                                                      resource_name=r.resource_name, configs=configs)
+                                                for r in req.resources])
 
     def _Metadata(self, req: MetadataRequest, version: int) -> MetadataResponse:
         topics = [MetadataResponseTopic(name=t.name, error_code=E.UNKNOWN_TOPIC_OR_PARTITION)
@@ -240,7 +255,7 @@ class FakeConnection:
         self.closed = False
         self.versions = {cls.API_KEY: (0, cls.MAX_VERSION) for cls in (
             FindCoordinatorRequest, MetadataRequest, ProduceRequest, AddPartitionsToTxnRequest, EndTxnRequest,
-            AddOffsetsToTxnRequest, TxnOffsetCommitRequest, OffsetFetchRequest)}
+            AddOffsetsToTxnRequest, TxnOffsetCommitRequest, OffsetFetchRequest, DescribeConfigsRequest)}
         self.versions[InitProducerIdRequest.API_KEY] = (0, broker.max_init_version)
 
     def version(self, message_cls: Any, *, minimum: int = 0, cap: int | None = None) -> int:

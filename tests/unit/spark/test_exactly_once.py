@@ -119,6 +119,14 @@ def test_a_streaming_rerun_after_a_partial_commit_writes_only_the_missing_tasks(
 def test_decide_follows_the_option_and_the_broker(broker: FakeBroker) -> None:
     assert exactly_once.decide(_options()) is True
     assert exactly_once.decide(_options(exactlyOnce="false")) is False
+    broker.two_phase_commit = None  # cannot tell: unset stays at-least-once, true tries
+    assert exactly_once.decide(_options()) is False
+    assert exactly_once.decide(_options(exactlyOnce="true")) is True
+    broker.two_phase_commit = "false"
+    assert exactly_once.decide(_options()) is False
+    with pytest.raises(OptionError, match=r"has transaction\.two\.phase\.commit\.enable=false"):
+        exactly_once.decide(_options(exactlyOnce="true"))
+    broker.two_phase_commit = "true"
     broker.max_init_version = 5
     assert exactly_once.decide(_options()) is False
     with pytest.raises(OptionError, match="does not serve InitProducerId v6"):
