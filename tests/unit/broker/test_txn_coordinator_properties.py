@@ -1,0 +1,186 @@
+"""Random lives of transactional ids: whatever producers do, however time passes and whenever the broker
+restarts, Kafka's promises hold.
+
+Checked after every step:
+- every state written to `__transaction_state` follows the state table from the id's previous one, and
+  PrepareEpochFence is never written;
+- for one producer id, the epoch never goes back;
+- an Ongoing transaction has partitions and a start time; Empty and Complete states have none;
+- every marker belongs to a transaction whose Prepare record (same producer id, epoch and outcome) was
+  written first, and names only its partitions; no transaction gets both outcomes;
+- a request is accepted only from the identity last handed out for the id (older producers are fenced);
+- once the background work settles, nothing is left prepared and no open transaction outlives its timeout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from typing import Any
+
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+
+from pybroker.broker.transactions.coordinator import TransactionCoordinator, TxnConfig
+from pybroker.broker.transactions.metadata import TV_1, TV_2, TxnMetadata
+from pybroker.broker.transactions.state_machine import TRANSITIONS, TxnState
+from pybroker.protocol.errors import ErrorCode
+from tests.unit.broker.txn_fakes import Clock, FakeMarkers, FakeTxnLog
+
+IDS = ["a", "b"]
+PRODUCERS = [0, 1]
+PARTITIONS = [("t", 0), ("t", 1), ("u", 0)]
+S = TxnState
+ALLOWED = {(before, after) for (before, _), after in TRANSITIONS.items()}
+
+
+class TxnLife(RuleBasedStateMachine):
+    def __init__(self) -> None:
+        super().__init__()
+        self.loop = asyncio.new_event_loop()
+        self.log = FakeTxnLog()
+        self.markers = FakeMarkers()
+        self.clock = Clock()
+        self.ids = itertools.count(1)
+        self.co = self._coordinator()
+        #: (id, producer slot) -> the (producer id, epoch) that client holds
+        self.clients: dict[tuple[str, int], tuple[int, int]] = {}
+        #: id -> the identity last handed out
+        self.latest: dict[str, tuple[int, int]] = {}
+        self.checked_records = 0
+        self.checked_markers = 0
+        self.last_state: dict[str, TxnMetadata | None] = {}
+        self.epochs: dict[int, int] = {}
+        self.prepared: list[TxnMetadata] = []
+        self.outcomes: dict[tuple[int, int], bool] = {}
+
+    def _coordinator(self) -> TransactionCoordinator:
+        return TransactionCoordinator(TxnConfig(num_partitions=3, max_timeout_ms=10_000, id_expiration_ms=50_000),
+                                      self.log, self.markers, new_producer_id=lambda: next(self.ids),
+                                      clock_ms=self.clock)
+
+    def run(self, coro: Any) -> Any:
+        return self.loop.run_until_complete(coro)
+
+    def teardown(self) -> None:
+        self.run(self.co.shutdown())
+        self.loop.close()
+
+    def _accepted(self, txn_id: str, slot: int) -> None:
+        assert self.clients.get((txn_id, slot)) == self.latest.get(txn_id), "a fenced producer was accepted"
+
+    # -- producers --------------------------------------------------------------------------------------
+    @rule(txn_id=st.sampled_from(IDS), slot=st.sampled_from(PRODUCERS), kip360=st.booleans(),
+          timeout=st.sampled_from([1000, 5000, 20_000]))
+    def init(self, txn_id: str, slot: int, kip360: bool, timeout: int) -> None:
+        held = self.clients.get((txn_id, slot))
+        pid, epoch = held if kip360 and held else (-1, -1)
+        result = self.run(self.co.init_producer_id(txn_id, timeout, pid, epoch))
+        if timeout > 10_000:
+            assert result.error is ErrorCode.INVALID_TRANSACTION_TIMEOUT
+            return
+        assert result.error in (ErrorCode.NONE, ErrorCode.CONCURRENT_TRANSACTIONS, ErrorCode.PRODUCER_FENCED)
+        if result.error is ErrorCode.NONE:
+            identity = (result.producer_id, result.producer_epoch)
+            self.clients[(txn_id, slot)] = identity
+            self.latest[txn_id] = identity
+
+    @rule(txn_id=st.sampled_from(IDS), slot=st.sampled_from(PRODUCERS),
+          parts=st.sets(st.sampled_from(PARTITIONS), min_size=1, max_size=2))
+    def add(self, txn_id: str, slot: int, parts: set[tuple[str, int]]) -> None:
+        pid, epoch = self.clients.get((txn_id, slot), (7, 0))
+        code = self.run(self.co.add_partitions(txn_id, pid, epoch, frozenset(parts), TV_1))
+        if code is ErrorCode.NONE:
+            self._accepted(txn_id, slot)
+
+    @rule(txn_id=st.sampled_from(IDS), slot=st.sampled_from(PRODUCERS), part=st.sampled_from(PARTITIONS),
+          version=st.sampled_from([9, 11, 12]))
+    def produce(self, txn_id: str, slot: int, part: tuple[str, int], version: int) -> None:
+        pid, epoch = self.clients.get((txn_id, slot), (7, 0))
+        verdict = self.co.check_produce(txn_id, pid, epoch, *part, version)
+        code = verdict if isinstance(verdict, ErrorCode) else self.run(verdict)
+        if code is ErrorCode.NONE:
+            self._accepted(txn_id, slot)
+            meta = self.co.get(txn_id)
+            assert meta is not None and meta.state is S.ONGOING and part in meta.partitions
+
+    @rule(txn_id=st.sampled_from(IDS), slot=st.sampled_from(PRODUCERS), commit=st.booleans(), v2=st.booleans())
+    def end(self, txn_id: str, slot: int, commit: bool, v2: bool) -> None:
+        pid, epoch = self.clients.get((txn_id, slot), (7, 0))
+        result = self.run(self.co.end_txn(txn_id, pid, epoch, commit, TV_2 if v2 else TV_1))
+        if result.error is ErrorCode.NONE:
+            self._accepted(txn_id, slot)
+            if v2:
+                identity = (result.producer_id, result.producer_epoch)
+                self.clients[(txn_id, slot)] = identity
+                self.latest[txn_id] = identity
+
+    # -- time, background work, restarts ------------------------------------------------------------------
+    @rule(ms=st.integers(0, 25_000))
+    def time_passes(self, ms: int) -> None:
+        self.clock.now += ms
+        self.run(self.co.abort_timed_out())
+        self.run(self.co.expire_idle())
+
+    @rule()
+    def settle(self) -> None:
+        self.run(self.co.wait_idle())
+        for entry in self.co.entries.values():
+            assert not entry.meta.state.is_prepared, "a prepared transaction was never completed"
+        self.run(self.co.abort_timed_out())
+        self.run(self.co.wait_idle())
+        for entry in self.co.entries.values():
+            assert not entry.meta.timed_out(self.clock.now), "an open transaction outlived its timeout"
+
+    @precondition(lambda self: bool(self.log.records))
+    @rule()
+    def restart(self) -> None:
+        self.run(self.co.shutdown())
+        self.co = self._coordinator()
+        self.co.begin_loading(range(3))
+        replayed = self.log.replay()
+        for partition in range(3):
+            self.co.finish_loading(partition, {t: m for t, m in replayed.items()
+                                               if self.co.partition_for(t) == partition})
+
+    # -- the promises -------------------------------------------------------------------------------------
+    @invariant()
+    def written_states_follow_the_table(self) -> None:
+        for _, txn_id, meta in self.log.records[self.checked_records:]:
+            before = self.last_state.get(txn_id)
+            if meta is not None:
+                assert meta.state is not S.PREPARE_EPOCH_FENCE
+                if before is not None:
+                    assert (before.state, meta.state) in ALLOWED or \
+                        (before.state is S.ONGOING and meta.state is S.PREPARE_ABORT), \
+                        f"{before.state.value} -> {meta.state.value}"
+                if meta.producer_id in self.epochs:
+                    assert meta.producer_epoch >= self.epochs[meta.producer_id], "an epoch went back"
+                self.epochs[meta.producer_id] = meta.producer_epoch
+                if meta.state.is_prepared:
+                    key = (meta.producer_id, meta.producer_epoch)
+                    commit = meta.state is S.PREPARE_COMMIT
+                    assert self.outcomes.setdefault(key, commit) == commit, "a transaction got both outcomes"
+                    self.prepared.append(meta)
+                if meta.state is S.ONGOING:
+                    assert meta.partitions and meta.start_ms >= 0
+                if meta.state.is_complete:
+                    assert not meta.partitions
+            self.last_state[txn_id] = meta
+        self.checked_records = len(self.log.records)
+
+    @invariant()
+    def markers_follow_a_written_prepare(self) -> None:
+        self.written_states_follow_the_table()  # the Prepare records first, whichever invariant runs first
+        for pid, epoch, _, commit, parts in self.markers.calls[self.checked_markers:]:
+            matching = [m for m in self.prepared if (m.producer_id, m.producer_epoch) == (pid, epoch)
+                        and (m.state is S.PREPARE_COMMIT) == commit]
+            assert matching, "a marker without its Prepare record"
+            assert set(parts) <= matching[-1].partitions
+        self.checked_markers = len(self.markers.calls)
+
+
+TxnLife.TestCase.settings = settings(max_examples=60, stateful_step_count=30, deadline=None,
+                                     suppress_health_check=[HealthCheck.too_slow])
+test_transaction_coordinator_life = TxnLife.TestCase
