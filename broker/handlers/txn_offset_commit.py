@@ -84,21 +84,20 @@ def handle_txn_offset_commit(ctx: RequestContext, request: TxnOffsetCommitReques
             return build({(o.topic, o.partition): code for o in known})
         return answer(lambda respond: coordinator.commit_txn_offsets(commit, state.clock_ms(), respond), build)
 
-    verified = _verify(ctx, request, coordinator.partition_for(request.group_id))
+    verified = _verify(ctx, request)
     if inspect.isawaitable(verified):
         return _after(verified, write)
     return write(verified)
 
 
-def _verify(ctx: RequestContext, request: TxnOffsetCommitRequest, offsets_partition: int
-            ) -> ErrorCode | Awaitable[ErrorCode]:
-    """The transaction coordinator's word on this producer's transaction (none before it exists)."""
+def _verify(ctx: RequestContext, request: TxnOffsetCommitRequest) -> ErrorCode | Awaitable[ErrorCode]:
+    """The transaction coordinator's word on this producer's transaction (none in a build without one)."""
     transactions = getattr(ctx.state, "transactions", None)
     if transactions is None:
         return ErrorCode.NONE
     return transactions.check_txn_offset_commit(
         request.transactional_id, request.producer_id, request.producer_epoch, request.group_id,
-        offsets_partition=offsets_partition, api_version=ctx.api_version)
+        api_version=ctx.api_version)
 
 
 async def _after(verified: Awaitable[ErrorCode], write: Any) -> Any:

@@ -1,9 +1,11 @@
 """TxnOffsetCommit through the in-process broker, and transactional offsets across restarts.
 
-The markers are written here as the transaction coordinator writes them (`Log.append_marker`, then
-`GroupService.complete_transaction`), so this runs whether or not a transaction coordinator is built
-in. Restarts replay `__consumer_offsets` from disk: a committed transaction's offsets come back
-committed, an aborted one's are gone, and an open one's stay pending until its marker arrives.
+Most tests play the transaction coordinator's part themselves, so the group side is tested alone: its
+verification is switched off (`unverified`) and markers are written as it writes them
+(`Log.append_marker`, then `GroupService.complete_transaction`). Restarts replay `__consumer_offsets`
+from disk: a committed transaction's offsets come back committed, an aborted one's are gone, and an
+open one's stay pending until its marker arrives. The last tests go through the real transaction
+coordinator (InitProducerId, AddOffsetsToTxn, TxnOffsetCommit, EndTxn) when the build has one.
 """
 
 from __future__ import annotations
@@ -45,11 +47,16 @@ UNSTABLE = ErrorCode.UNSTABLE_OFFSET_COMMIT
 
 
 @asynccontextmanager
-async def broker(data: Path) -> AsyncIterator[tuple[BrokerApp, RawClient]]:
+async def broker(data: Path, *, verified: bool = False) -> AsyncIterator[tuple[BrokerApp, RawClient]]:
+    """A broker over `data`; unless `verified`, TxnOffsetCommit skips the transaction coordinator's check."""
     app = BrokerApp(BrokerConfig.load({
         "log.dirs": str(data), "listeners": "PLAINTEXT://127.0.0.1:0",
-        "group.initial.rebalance.delay.ms": "0", "offsets.topic.num.partitions": "3"}))
+        "group.initial.rebalance.delay.ms": "0", "offsets.topic.num.partitions": "3",
+        "transaction.state.log.num.partitions": "3"}))
     await app.start()
+    transactions = getattr(app.state, "transactions", None)
+    if transactions is not None and not verified:
+        transactions.check_txn_offset_commit = lambda *args, **kwargs: ErrorCode.NONE
     reader, writer = await asyncio.open_connection("127.0.0.1", app.bound_ports[0])
     client = RawClient(reader, writer)
     try:
@@ -196,3 +203,76 @@ async def test_restart_then_abort_marker_drops_the_open_transaction(tmp_path: Pa
         assert await fetch(client, [0]) == {0: (5, 0)}
     async with broker(data) as (_, client):
         assert await fetch(client, [0]) == {0: (5, 0)}
+
+
+# -- through the transaction coordinator ---------------------------------------------------------------
+def _has_transaction_coordinator() -> bool:
+    from pybroker.broker.dispatch import load_handlers
+    from pybroker.protocol.api_keys import ApiKey
+
+    return ApiKey.END_TXN in load_handlers()
+
+
+needs_coordinator = pytest.mark.skipif(not _has_transaction_coordinator(), reason="no transaction coordinator")
+
+
+async def begin(client: RawClient, transactional_id: str) -> tuple[int, int]:
+    from pybroker.protocol.messages.add_offsets_to_txn import AddOffsetsToTxnRequest
+    from pybroker.protocol.messages.init_producer_id import InitProducerIdRequest
+
+    init = await client.call(InitProducerIdRequest(transactional_id=transactional_id,
+                                                    transaction_timeout_ms=60_000), 4)
+    assert init.error_code == 0
+    added = await client.call(AddOffsetsToTxnRequest(transactional_id=transactional_id, producer_id=init.producer_id,
+                                                     producer_epoch=init.producer_epoch, group_id=GROUP), 3)
+    assert added.error_code == 0
+    return init.producer_id, init.producer_epoch
+
+
+async def end(client: RawClient, transactional_id: str, pid: int, epoch: int, commit: bool) -> None:
+    from pybroker.protocol.messages.end_txn import EndTxnRequest
+
+    ended = await client.call(EndTxnRequest(transactional_id=transactional_id, producer_id=pid,
+                                            producer_epoch=epoch, committed=commit), 3)
+    assert ended.error_code == 0
+
+
+async def wait_stable(client: RawClient, partitions: list[int]) -> dict[int, tuple[int, int]]:
+    """OffsetFetch with require_stable until no partition is unstable (the markers are written after EndTxn)."""
+    for _ in range(200):
+        found = await fetch(client, partitions)
+        if all(code != UNSTABLE for _, code in found.values()):
+            return found
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"still unstable: {found}")
+
+
+@needs_coordinator
+async def test_commit_and_abort_through_the_transaction_coordinator(tmp_path: Path) -> None:
+    async with broker(tmp_path / "data", verified=True) as (_, client):
+        await create_topic(client)
+        pid, epoch = await begin(client, "tx-a")
+        tx = TxnOffsetCommitRequest(transactional_id="tx-a", group_id=GROUP, producer_id=pid, producer_epoch=epoch,
+                                    topics=[TxnOffsetCommitRequestTopic(name=TOPIC, partitions=[
+                                        TxnOffsetCommitRequestPartition(partition_index=0, committed_offset=17,
+                                                                        committed_metadata="")])])
+        assert (await client.call(tx, 3)).topics[0].partitions[0].error_code == 0
+        assert await fetch(client, [0]) == {0: (-1, UNSTABLE)}
+        await end(client, "tx-a", pid, epoch, commit=True)
+        assert await wait_stable(client, [0]) == {0: (17, 0)}
+
+        pid, epoch = await begin(client, "tx-a")
+        tx.producer_id, tx.producer_epoch = pid, epoch
+        tx.topics[0].partitions[0].committed_offset = 99
+        assert (await client.call(tx, 3)).topics[0].partitions[0].error_code == 0
+        await end(client, "tx-a", pid, epoch, commit=False)
+        assert await wait_stable(client, [0]) == {0: (17, 0)}
+
+
+@needs_coordinator
+async def test_a_commit_outside_a_transaction_is_refused(tmp_path: Path) -> None:
+    async with broker(tmp_path / "data", verified=True) as (_, client):
+        await create_topic(client)
+        codes = await txn_commit(client, 123, {0: 1})  # no such producer for "tx-123"
+        assert codes[0] not in (ErrorCode.NONE, ErrorCode.UNKNOWN_SERVER_ERROR)
+        assert await fetch(client, [0]) == {0: (-1, 0)}
