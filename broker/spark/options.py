@@ -60,7 +60,10 @@ READ_OPTIONS: dict[str, Scope] = {
     "fetchOffset.retryIntervalMs": Scope.BOTH,
 }
 
-#: writer options we implement (besides the kafka.* producer settings)
+#: writer options we implement (besides the kafka.* producer settings). `exactlyOnce`: true / false / unset
+#: (exactly-once when the brokers allow two-phase commit); `transactionalIdPrefix`: how the sink's transactional
+#: ids and marker groups start (for ACLs); `exactlyOnce.failOnceAfterWrite`: a test aid, attempt 0 of that Spark
+#: partition dies after sending its rows (see `exactly_once`)
 WRITE_OPTIONS: tuple[str, ...] = (BOOTSTRAP, "topic", "exactlyOnce", "transactionalIdPrefix",
                                   "exactlyOnce.failOnceAfterWrite")
 #: the exactly-once sink's transactional ids and marker groups start with this (see `exactly_once`)

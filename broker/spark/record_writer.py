@@ -1,13 +1,15 @@
-"""Writing DataFrame rows as records, with Spark's Kafka sink rules and its at-least-once promise.
+"""Writing DataFrame rows as records, with Spark's Kafka sink rules; the at-least-once write.
 
 Columns (checked on the driver against the DataFrame's schema, before any task runs):
 `value` (string or binary, required), `key` (string or binary), `topic` (string; the `topic` option
 overrides it, and one of the two is required), `partition` (int; null lets the client's partitioner
-choose, which for kafka-python is murmur2 like Java's), `headers`
+choose: murmur2 of the key like Java's, in both writes), `headers`
 (array<struct<key:string,value:binary>>). Other columns are ignored, as Spark's sink ignores them.
 
-Delivery: a task sends its rows, flushes, and fails if any send failed, so Spark retries the task; a
-retried task sends its rows again. That is at-least-once, exactly as Spark's own Kafka sink.
+Delivery here (`write_rows`, with kafka-python): a task sends its rows, flushes, and fails if any send
+failed, so Spark retries the task; a retried task sends its rows again. That is at-least-once, exactly as
+Spark's own Kafka sink, and what the sink does when the broker cannot do two-phase commit or
+`exactlyOnce=false`. The exactly-once write is `exactly_once.write_task`; both read rows with `row_record`.
 """
 
 from __future__ import annotations

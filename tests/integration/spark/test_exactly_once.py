@@ -124,6 +124,7 @@ def test_a_micro_batch_rerun_after_its_commit_writes_nothing_twice(
     produce(0, 50)
     run(**{"exactlyOnce.failOnceAfterWrite": "0"})  # every batch's partition 0 dies once after writing
     assert _values(broker.bootstrap, sink, 2, "read_committed", 50) == sorted(f"v{i}".encode() for i in range(50))
+    assert len(_values(broker.bootstrap, sink, 2, "read_uncommitted", 51)) > 50, "the first attempts wrote"
 
     # the driver "died" after the sink committed the last batch, before Spark wrote its commit log entry:
     # the restarted query runs that batch again, and its tasks find it committed
