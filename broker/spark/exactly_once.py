@@ -135,7 +135,8 @@ def decide(options: WriteOptions) -> bool:
             raise OptionError(f"exactlyOnce needs kafka.acks=all, not {acks}")
         LOG.info("pybroker sink: kafka.acks=%s, so the write is at-least-once", acks)
         return False
-    cluster = Cluster(options.bootstrap_servers, timeouts_for(options))
+    timeouts = timeouts_for(options)  # planning waits one request timeout for the broker, not a delivery timeout
+    cluster = Cluster(options.bootstrap_servers, Timeouts(timeouts.request_s, timeouts.request_s, timeouts.backoff_s))
     try:
         conn = cluster.retry("ApiVersions", cluster.any)
         address = conn.address

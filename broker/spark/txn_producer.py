@@ -232,6 +232,10 @@ class TransactionalProducer:
         if size > self.max_request_bytes:
             raise BrokerError(ErrorCode.MESSAGE_TOO_LARGE, f"a record for {topic}-{partition}",
                               f"{size} bytes, more than kafka.max.request.size {self.max_request_bytes}")
+        if pending.records and pending.size + size > self.max_request_bytes:
+            self._seal(tp)  # a batch never outgrows a request, whatever kafka.batch.size says
+            pending = self._open[tp] = _Open(base_timestamp=now)
+            record.offset_delta, record.timestamp_delta = 0, 0
         pending.records.append(record)
         pending.size += size
         if pending.size >= self.batch_bytes:
@@ -290,7 +294,8 @@ class TransactionalProducer:
             topics.setdefault(topic, []).append(PartitionProduceData(index=partition, records=batch))
         version = conn.version(ProduceRequest, minimum=PRODUCE_MIN, cap=PRODUCE_MAX)
         request = ProduceRequest(transactional_id=self.transactional_id, acks=-1,
-                                 timeout_ms=int(self.cluster.timeouts.request_s * 1000),
+                                 # half the socket's timeout, so the broker's own answer arrives first
+                                 timeout_ms=int(self.cluster.timeouts.request_s * 500),
                                  topic_data=[TopicProduceData(name=t, partition_data=p) for t, p in topics.items()])
         answer = conn.request(request, version)
         assert isinstance(answer, ProduceResponse)

@@ -190,3 +190,13 @@ def test_a_record_larger_than_a_request_is_refused_before_sending() -> None:
     with pytest.raises(BrokerError, match="MESSAGE_TOO_LARGE"):
         producer.send("out", 0, None, b"x" * 2000)
     assert "Produce" not in broker.calls and ProducerIdentity(1000, 0) == producer.identity
+
+
+def test_a_batch_never_outgrows_a_request() -> None:
+    broker = FakeBroker({"out": 1})
+    producer = _producer(broker, batch_bytes=1_000_000, max_request_bytes=1000)
+    producer.init(enable_2pc=False)
+    for _ in range(10):
+        producer.send("out", 0, None, b"x" * 300)
+    producer.end(commit=True)
+    assert len(broker.committed) == 10 and broker.calls.count("Produce") >= 4
