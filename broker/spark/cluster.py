@@ -112,8 +112,10 @@ class Cluster:
         conn = self.any()
         version = conn.version(MetadataRequest, minimum=4)
         names = sorted(set(topics))
+        # as Kafka's producer asks: a broker with auto.create.topics.enable creates a missing topic, as it does
+        # for the at-least-once write (kafka-python asks the same)
         answer = conn.request(MetadataRequest(topics=[MetadataRequestTopic(name=t) for t in names],
-                                              allow_auto_topic_creation=False), version)
+                                              allow_auto_topic_creation=True), version)
         assert isinstance(answer, MetadataResponse)
         self._nodes.update({b.node_id: (b.host, b.port) for b in answer.brokers})
         for topic in answer.topics:

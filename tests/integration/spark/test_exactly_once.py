@@ -71,8 +71,10 @@ def test_a_retried_task_does_not_duplicate_what_its_first_attempt_wrote(
     # the dead attempt's rows are in the log, aborted: a read_uncommitted reader sees them twice
     uncommitted = _values(broker.bootstrap, topic, 3, "read_uncommitted", len(rows) + 1)
     assert len(uncommitted) > len(rows) and set(uncommitted) == set(expected)
-    # the connector's own reader is read_committed by default
+    # the connector's own reader is read_committed by default; read_uncommitted shows the aborted rows too
     assert sorted(bytes(r.value) for r in read(spark, broker.bootstrap, subscribe=topic).collect()) == expected
+    dirty = read(spark, broker.bootstrap, subscribe=topic, **{"kafka.isolation.level": "read_uncommitted"})
+    assert sorted(bytes(r.value) for r in dirty.collect()) == uncommitted
     # keys land where Kafka's default partitioner puts them: one key, one partition
     partitions_of: dict[bytes, set[int]] = {}
     for r in read(spark, broker.bootstrap, subscribe=topic).collect():
