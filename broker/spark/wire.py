@@ -104,14 +104,15 @@ class Connection:
             self.close()
             raise WireError(f"{type(message).__name__} to {self.address} failed: {exc or type(exc).__name__}") \
                 from None
-        try:
-            correlation, answer = decode_response(body, api_key, version)
-        except Exception as exc:  # a peer that is not a Kafka broker, or a codec disagreement
-            self.close()
-            raise WireError(f"undecodable {type(message).__name__} answer from {self.address}: {exc}") from None
+        correlation = _SIZE.unpack_from(body)[0]  # every response header starts with it
         if correlation != self._correlation:
             self.close()
             raise WireError(f"{self.address} answered correlation id {correlation}, not {self._correlation}")
+        try:
+            _, answer = decode_response(body, api_key, version)
+        except Exception as exc:  # a peer that is not a Kafka broker, or a codec disagreement
+            self.close()
+            raise WireError(f"undecodable {type(message).__name__} answer from {self.address}: {exc}") from None
         return answer
 
     def _read(self, n: int) -> bytes:
