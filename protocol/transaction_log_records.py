@@ -3,10 +3,10 @@
 Each key and value is an int16 version followed by the message of that version
 (`pybroker.protocol.schema.transaction_records`), as Kafka's TransactionLog writes them. The key's
 version is always 0 (Kafka's coordinator record type for the transaction log). Kafka picks the value's
-version from the finalized `transaction.version` feature: 0 below transactions v2, 1 (flexible, with
-the tagged producer-id fields) from it on; we finalize transactions v2, so we write 1. Replay reads both
-and skips keys of other versions, as Kafka does; a value of a version Kafka never wrote, or with a state
-id Kafka does not define, is a `DecodeError`.
+version from the finalized `transaction.version` feature: 0 at level 0, 1 (flexible, with the tagged
+producer-id fields) from level 1 on; we finalize level 1 or more, so we write 1. Replay reads both and
+skips keys of other versions, as Kafka does; a value of a version Kafka never wrote, or with a state id
+Kafka does not define, is a `DecodeError`.
 
 The state byte is Kafka's `TransactionState` id; `TransactionStatus` names them, with the names
 DescribeTransactions and ListTransactions answer.
@@ -27,7 +27,7 @@ from pybroker.protocol.messages.transaction_records import (
 from pybroker.protocol.primitives import DecodeError
 
 TRANSACTION_LOG_KEY_VERSION = 0
-#: the value version written with transactions v2 finalized (v0 has no tagged fields)
+#: the value version written once `transaction.version` is finalized at 1 or more (v0 has no tagged fields)
 TRANSACTION_LOG_VALUE_VERSION = 1
 
 _VERSION = struct.Struct(">h")

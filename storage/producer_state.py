@@ -137,7 +137,6 @@ class ProducerStateManager:
         self.producers: dict[int, ProducerEntry] = {}
         #: producer id -> first offset of its open transaction
         self.ongoing: dict[int, int] = {}
-        self._first_unstable: int | None = None
 
     # -- the append path ---------------------------------------------------------------------------
     def check(self, batches: list[tuple[int, BatchHeader]]) -> BatchMetadata | None:
@@ -202,7 +201,6 @@ class ProducerStateManager:
         if header.is_transactional and entry.current_txn_first_offset == NO_TXN:
             entry.current_txn_first_offset = header.base_offset
             self.ongoing[producer_id] = header.base_offset
-            self._first_unstable = None
 
     # -- transactions ------------------------------------------------------------------------------
     def check_marker(self, producer_id: int, producer_epoch: int, coordinator_epoch: int) -> None:
@@ -236,15 +234,13 @@ class ProducerStateManager:
             return None
         entry.current_txn_first_offset = NO_TXN
         self.ongoing.pop(producer_id, None)
-        self._first_unstable = None
         return CompletedTxn(producer_id, first, offset, not commit)
 
     @property
     def first_unstable_offset(self) -> int | None:
-        """The first offset of the oldest open transaction (None: none open)."""
-        if self._first_unstable is None and self.ongoing:
-            self._first_unstable = min(self.ongoing.values())
-        return self._first_unstable if self.ongoing else None
+        """The first offset of the oldest open transaction (None: none open). Also read by the cleaner's
+        thread: `min` over the values runs in C, so it sees the dict whole."""
+        return min(self.ongoing.values(), default=None)
 
     def stable_offset_after(self, completed: CompletedTxn) -> int:
         """Kafka's LSO recorded with a completed transaction: the oldest other open one's first offset,
@@ -303,7 +299,6 @@ class ProducerStateManager:
         the log's batches must be replayed (log_start when there is none)."""
         self.producers = {}
         self.ongoing = {}
-        self._first_unstable = None
         self.delete_snapshots(above=log_end, below=log_start)
         for offset in reversed(self.snapshot_offsets()):
             path = self.snapshot_path(offset)

@@ -1,4 +1,4 @@
-"""The admin commands: `pybroker topics|groups|acls|users ...` over the wire, `dump-log` and `check-log` offline.
+"""The admin commands: `pybroker topics|groups|acls|users|quotas|transactions ...` over the wire, `dump-log` and `check-log` offline.
 
 Every wire command takes `--bootstrap-server HOST:PORT` (default 127.0.0.1:9092), as Kafka's tools
 do, `--command-config FILE` (Kafka's client security keys: SASL PLAIN or SCRAM), and `--json` for
@@ -23,9 +23,16 @@ from pybroker.broker.admin import acls as acl_ops
 from pybroker.broker.admin import groups as group_ops
 from pybroker.broker.admin import quotas as quota_ops
 from pybroker.broker.admin import topics as topic_ops
+from pybroker.broker.admin import transactions as txn_ops
 from pybroker.broker.admin import users as user_ops
 from pybroker.broker.admin.client_config import ClientConfigError, ClientSecurity, load_client_security
-from pybroker.broker.admin.dump_log import format_batch, index_entries, log_batches
+from pybroker.broker.admin.dump_log import (
+    format_batch,
+    index_entries,
+    log_batches,
+    snapshot_entries,
+    txn_index_entries,
+)
 from pybroker.broker.admin.output import emit
 from pybroker.broker.admin.wire import DEFAULT_BOOTSTRAP, WireClient, WireError
 from pybroker.broker.security.scram import MAX_ITERATIONS, MECHANISMS, MIN_ITERATIONS
@@ -389,22 +396,105 @@ def quotas_alter(client: WireClient, as_json: bool, entity_type: str | None, ent
            "removed": ",".join(delete)}], ["entity_type", "entity", "set", "removed"], as_json)
 
 
+# -- transactions (kafka-transactions.sh) ------------------------------------------------------------
+@click.group()
+def transactions() -> None:
+    """List and describe transactions and producers; find and abort hanging transactions."""
+
+
+@transactions.command("list")
+@click.option("--state", "states", multiple=True, metavar="STATE",
+              help="Only transactions in this state (Empty, Ongoing, PrepareCommit, ...); repeatable.")
+@click.option("--producer-id", "producer_ids", multiple=True, type=int, help="Only this producer id; repeatable.")
+@click.option("--duration-ms", type=click.IntRange(0), default=None,
+              help="Only transactions running longer than this (ListTransactions v1).")
+@click.option("--transactional-id-pattern", "pattern", default=None, metavar="REGEX",
+              help="Only ids this regular expression matches whole (ListTransactions v2).")
+@wire_command
+def transactions_list(client: WireClient, as_json: bool, states: tuple[str, ...], producer_ids: tuple[int, ...],
+                      duration_ms: int | None, pattern: str | None) -> None:
+    """Transactional ids with their producer id and state."""
+    emit(txn_ops.list_transactions(client, states, producer_ids, duration_ms, pattern), txn_ops.LIST_COLUMNS,
+         as_json, empty="(no transactions)")
+
+
+@transactions.command("describe")
+@click.option("--transactional-id", "transactional_id", required=True)
+@wire_command
+def transactions_describe(client: WireClient, as_json: bool, transactional_id: str) -> None:
+    """A transactional id's state, producer, timeout, start time and partitions."""
+    emit(txn_ops.describe_transactions(client, [transactional_id]), txn_ops.DESCRIBE_COLUMNS, as_json)
+
+
+_TOPIC = click.option("--topic", required=True)
+_PARTITION = click.option("--partition", type=click.IntRange(0), required=True)
+
+
+@transactions.command("describe-producers")
+@_TOPIC
+@_PARTITION
+@wire_command
+def transactions_describe_producers(client: WireClient, as_json: bool, topic: str, partition: int) -> None:
+    """The active producers of a partition, with the start offset of each one's open transaction."""
+    rows = [p.as_row() for p in txn_ops.describe_producers(client, [(topic, partition)])]
+    emit(rows, txn_ops.PRODUCER_COLUMNS, as_json, empty="(no active producers)")
+
+
+@transactions.command("abort")
+@_TOPIC
+@_PARTITION
+@click.option("--start-offset", type=click.IntRange(0), default=None,
+              help="The first offset of the transaction to abort (its producer is looked up).")
+@click.option("--producer-id", type=int, default=None, help="Instead of --start-offset: the producer id ...")
+@click.option("--producer-epoch", type=int, default=None, help="... its epoch ...")
+@click.option("--coordinator-epoch", type=int, default=None, help="... and the coordinator epoch.")
+@wire_command
+def transactions_abort(client: WireClient, as_json: bool, topic: str, partition: int, start_offset: int | None,
+                       producer_id: int | None, producer_epoch: int | None, coordinator_epoch: int | None) -> None:
+    """Abort a hanging transaction on one partition (writes an ABORT marker; needs CLUSTER_ACTION)."""
+    row = txn_ops.abort_transaction(client, topic, partition, start_offset=start_offset, producer_id=producer_id,
+                                    producer_epoch=producer_epoch, coordinator_epoch=coordinator_epoch)
+    emit([row], list(row), as_json)
+
+
+@transactions.command("find-hanging")
+@click.option("--topic", default=None, help="Only this topic (default: every topic).")
+@click.option("--partition", type=click.IntRange(0), default=None, help="Only this partition (needs --topic).")
+@click.option("--broker-id", type=int, default=None, help="Accepted for compatibility: one broker holds all.")
+@click.option("--max-transaction-timeout", "max_minutes", type=click.IntRange(0), default=15, show_default=True,
+              help="Minutes an open transaction must have been silent to be a candidate.")
+@wire_command
+def transactions_find_hanging(client: WireClient, as_json: bool, topic: str | None, partition: int | None,
+                              broker_id: int | None, max_minutes: int) -> None:
+    """Open transactions their coordinator will never finish (abort them with `abort --start-offset`)."""
+    if partition is not None and topic is None:
+        _fail("--partition needs --topic")
+    rows = txn_ops.find_hanging(client, topic, partition, max_minutes * txn_ops.MINUTE_MS)
+    emit(rows, txn_ops.HANGING_COLUMNS, as_json, empty="(no hanging transactions)")
+
+
 # -- offline tools -----------------------------------------------------------------------------------
 @click.command("dump-log")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--print-records", is_flag=True, help="Decode each batch's records too.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per batch or index entry, a line each.")
 def dump_log(file: Path, print_records: bool, as_json: bool) -> None:
-    """Decode a segment (.log) or index (.index, .timeindex) file, like kafka-dump-log."""
+    """Decode a segment (.log), index (.index, .timeindex, .txnindex) or producer snapshot (.snapshot) file,
+    like kafka-dump-log."""
     try:
         base = int(file.stem)
     except ValueError:
         _fail(f"{file.name} is not a segment file (expected a 20-digit base offset name)")
         return
-    if file.suffix not in (".log", ".index", ".timeindex"):
-        _fail(f"{file.name}: expected a .log, .index or .timeindex file")
+    readers = {".log": lambda: log_batches(file, print_records), ".index": lambda: index_entries(file),
+               ".timeindex": lambda: index_entries(file), ".txnindex": lambda: txn_index_entries(file),
+               ".snapshot": lambda: snapshot_entries(file)}
+    reader = readers.get(file.suffix)
+    if reader is None:
+        _fail(f"{file.name}: expected a .log, .index, .timeindex, .txnindex or .snapshot file")
+        return
     try:
-        items = list(log_batches(file, print_records)) if file.suffix == ".log" else list(index_entries(file))
+        items = list(reader())
     except OSError as exc:
         _fail(f"cannot read {file}: {exc.strerror or exc}")
         return
@@ -465,4 +555,4 @@ def configs(scope: str | None, as_json: bool) -> None:
     emit(rows, ["scope", "key", "type", "default", "dynamic", "doc"], as_json)
 
 
-ADMIN_COMMANDS = (topics, groups, acls, users, quotas, dump_log, check_log, configs)
+ADMIN_COMMANDS = (topics, groups, acls, users, quotas, transactions, dump_log, check_log, configs)

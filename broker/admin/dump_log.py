@@ -1,5 +1,11 @@
 """`pybroker dump-log FILE`: a segment's batches (and with `--print-records` its records), or an index's
-entries, in the words kafka-dump-log uses, so an operator reading one can read the other."""
+entries, in the words kafka-dump-log uses, so an operator reading one can read the other.
+
+Transactions as kafka-dump-log shows them: every batch says `isTransactional` and `isControl`; a
+control record prints `endTxnMarker: COMMIT coordinatorEpoch: N` (or the control type it is) instead of
+its key and payload; a `.txnindex` prints one aborted transaction a line (version, producerId,
+firstOffset, lastOffset, lastStableOffset); a producer `.snapshot` one entry a line, the open
+transaction's first offset (`currentTxnFirstOffset`) included."""
 
 from __future__ import annotations
 
@@ -15,7 +21,11 @@ from pybroker.protocol.records.batch import (
     parse_header,
 )
 from pybroker.protocol.records.codecs import CODEC_NAMES
-from pybroker.protocol.records.record import RecordsError, decode_records
+from pybroker.protocol.records.control import ABORT, COMMIT, CONTROL_TYPE_NAMES, control_type, marker_of
+from pybroker.protocol.records.record import Record, RecordsError, decode_records
+from pybroker.storage.errors import CorruptSnapshotError
+from pybroker.storage.producer_snapshot import decode_snapshot
+from pybroker.storage.transaction_index import ENTRY, ENTRY_SIZE
 from pybroker.storage.verify import OFFSET_ENTRY, TIME_ENTRY
 
 TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
@@ -47,21 +57,67 @@ def log_batches(path: Path, print_records: bool) -> Iterator[dict[str, Any]]:
             "magic": header.magic, "compresscodec": CODEC_NAMES.get(header.compression, str(header.compression)),
             "crcValid": compute_crc(data, pos, header) == header.crc,
         }
+        if header.has_delete_horizon:
+            batch["deleteHorizonMs"] = header.base_timestamp
         if print_records:
             try:
-                batch["records"] = [{
-                    "offset": header.base_offset + r.offset_delta,
-                    TIMESTAMP_TYPES[header.timestamp_type]: header.max_timestamp if header.timestamp_type
-                    else header.base_timestamp + r.timestamp_delta,
-                    "keySize": -1 if r.key is None else len(r.key),
-                    "valueSize": -1 if r.value is None else len(r.value),
-                    "sequence": -1 if header.base_sequence < 0 else header.base_sequence + r.offset_delta,
-                    "headerKeys": [k for k, _ in r.headers], "key": _text(r.key), "payload": _text(r.value),
-                } for r in decode_records(data, pos, header)]
+                batch["records"] = []
+                for r in decode_records(data, pos, header):
+                    record: dict[str, Any] = {
+                        "offset": header.base_offset + r.offset_delta,
+                        TIMESTAMP_TYPES[header.timestamp_type]: header.max_timestamp if header.timestamp_type
+                        else header.base_timestamp + r.timestamp_delta,
+                        "keySize": -1 if r.key is None else len(r.key),
+                        "valueSize": -1 if r.value is None else len(r.value),
+                        "sequence": -1 if header.base_sequence < 0 else header.base_sequence + r.offset_delta,
+                        "headerKeys": [k for k, _ in r.headers]}
+                    record.update(_control_fields(r) if header.is_control
+                                  else {"key": _text(r.key), "payload": _text(r.value)})
+                    batch["records"].append(record)
             except RecordsError as exc:
                 batch["recordsError"] = str(exc)
         yield batch
         pos += header.size
+
+
+def _control_fields(record: Record) -> dict[str, Any]:
+    """What kafka-dump-log prints for a control record: the marker, or the control type's name."""
+    try:
+        kind = control_type(record)
+        if kind in (ABORT, COMMIT):
+            marker = marker_of(record)
+            return {"endTxnMarker": marker.type_name, "coordinatorEpoch": marker.coordinator_epoch}
+        return {"controlType": CONTROL_TYPE_NAMES.get(kind, f"UNKNOWN({kind})")}
+    except RecordsError as exc:
+        return {"controlRecordError": exc.message}
+
+
+def txn_index_entries(path: Path) -> Iterator[dict[str, Any]]:
+    """One dict per aborted transaction of a `.txnindex`; a torn tail ends with an `error` entry."""
+    data = path.read_bytes()
+    whole = len(data) - len(data) % ENTRY_SIZE
+    for position in range(0, whole, ENTRY_SIZE):
+        version, producer_id, first, last, lso = ENTRY.unpack_from(data, position)
+        yield {"version": version, "producerId": producer_id, "firstOffset": first, "lastOffset": last,
+               "lastStableOffset": lso}
+    if whole != len(data):
+        yield {"position": whole, "error": f"{len(data) - whole} trailing bytes, shorter than an entry "
+                                           f"({ENTRY_SIZE} bytes)"}
+
+
+def snapshot_entries(path: Path) -> Iterator[dict[str, Any]]:
+    """One dict per entry of a producer-state `.snapshot`; a damaged file gives one `error` entry."""
+    try:
+        rows = decode_snapshot(path.read_bytes())
+    except CorruptSnapshotError as exc:
+        yield {"position": 0, "error": str(exc)}
+        return
+    for row in rows:
+        first_seq = -1 if row.last_sequence < 0 else (row.last_sequence - row.offset_delta) % 2**31
+        yield {"producerId": row.producer_id, "producerEpoch": row.epoch, "coordinatorEpoch": row.coordinator_epoch,
+               "currentTxnFirstOffset": row.current_txn_first_offset, "lastTimestamp": row.timestamp,
+               "firstSequence": first_seq, "lastSequence": row.last_sequence, "lastOffset": row.last_offset,
+               "offsetDelta": row.offset_delta}
 
 
 def index_entries(path: Path) -> Iterator[dict[str, Any]]:

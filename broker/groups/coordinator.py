@@ -1,4 +1,5 @@
-"""The classic group coordinator's rules: joins, syncs, heartbeats, leaves, commits, deletes and timeouts.
+"""The classic group coordinator's rules: joins, syncs, heartbeats, leaves, commits (plain and
+transactional), deletes and timeouts.
 
 Everything here runs on the event loop's thread and takes the time as an argument, so no call ever
 sleeps and tests drive timeouts by passing a later `now`. Requests that must wait (a JoinGroup until the
@@ -6,6 +7,11 @@ join phase ends, a SyncGroup until the leader's assignment is on disk, a commit 
 hand in a callback that is called exactly once with the outcome. Writes go through a `GroupLog`; its
 completion callback decides whether the change takes effect, so nothing is acknowledged before it is
 durable. Rules follow Kafka's classic protocol; each decision names the error code clients react to.
+
+Offsets a transaction commits (TxnOffsetCommit) are kept per (group, producer id), pending, until the
+transaction's marker is in the group's partition (`complete_transaction`); every offset remembers where
+its record sits in `__consumer_offsets`, because Kafka's rule for a commit marker is that the offset
+written later wins, whether it was the transaction's or a plain commit's.
 """
 
 from __future__ import annotations
@@ -502,7 +508,7 @@ class GroupCoordinator:
         error = self.availability(req.group_id)
         group = self.groups.get(req.group_id)
         if error is ErrorCode.NONE:
-            error = self._txn_commit_error(group, req)
+            error = _producer_error(req.producer_id, req.producer_epoch) or self._txn_commit_error(group, req)
         if error is not ErrorCode.NONE:
             respond(dict.fromkeys(keys, error))
             return
@@ -760,7 +766,7 @@ class GroupCoordinator:
         for group_id in set(groups) | set(offsets) | set(pending):
             value = groups.get(group_id)
             group_offsets = offsets.get(group_id, {})
-            group_pending = {pid: found for pid, found in pending.get(group_id, {}).items()}
+            group_pending = dict(pending.get(group_id, {}))
             if value is None and not group_offsets and not group_pending:
                 continue
             group = Group(group_id, state_timestamp_ms=now)
@@ -776,6 +782,15 @@ class GroupCoordinator:
         self.loading.discard(partition)
         for producer_id, commit in self.deferred_completions.pop(partition, []):
             self.complete_transaction(partition, producer_id, commit)
+
+
+def _producer_error(producer_id: int, producer_epoch: int) -> ErrorCode:
+    """A transactional batch needs a real producer id and epoch (else it could never be completed)."""
+    if producer_id < 0:
+        return ErrorCode.INVALID_PRODUCER_ID_MAPPING
+    if producer_epoch < 0:
+        return ErrorCode.INVALID_PRODUCER_EPOCH
+    return ErrorCode.NONE
 
 
 def _place(offsets: Iterable[CommittedOffset], position: int) -> None:

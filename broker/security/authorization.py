@@ -43,6 +43,10 @@ The operations and error codes are those of Kafka's KafkaApis / AuthHelper:
 | DescribeCluster | nothing (its cluster `authorized_operations` become real) | |
 | DescribeClientQuotas / AlterClientQuotas | DESCRIBE_CONFIGS / ALTER_CONFIGS cluster | CLUSTER_AUTHORIZATION_FAILED |
 | DescribeUserScramCredentials / AlterUserScramCredentials | DESCRIBE / ALTER cluster | CLUSTER_AUTHORIZATION_FAILED |
+| DescribeTransactions | DESCRIBE transactional id | TRANSACTIONAL_ID_AUTHORIZATION_FAILED per id |
+| ListTransactions | DESCRIBE transactional id | (filtered) |
+| DescribeProducers | READ topic | TOPIC_AUTHORIZATION_FAILED per partition |
+| WriteTxnMarkers | CLUSTER_ACTION cluster | CLUSTER_AUTHORIZATION_FAILED per partition |
 | ApiVersions, SaslHandshake, SaslAuthenticate | nothing | |
 """
 
@@ -85,6 +89,8 @@ from pybroker.protocol.messages import (
     describe_configs,
     describe_groups,
     describe_log_dirs,
+    describe_producers,
+    describe_transactions,
     end_txn,
     fetch,
     find_coordinator,
@@ -102,6 +108,7 @@ from pybroker.protocol.messages import (
     produce,
     sync_group,
     txn_offset_commit,
+    write_txn_markers,
 )
 
 if TYPE_CHECKING:
@@ -563,6 +570,41 @@ def _end_txn(check: Check, r: end_txn.EndTxnRequest) -> Outcome:
     return None if check.ok(Op.WRITE, TXN, r.transactional_id) else end_txn.EndTxnResponse(error_code=TXN_DENIED)
 
 
+# -- transactions: the admin APIs of KIP-664 and the coordinator-to-leader markers ---------------------------
+def _describe_transactions(check: Check, r: describe_transactions.DescribeTransactionsRequest) -> Outcome:
+    kept, denied = _split(r.transactional_ids, lambda t: check.ok(Op.DESCRIBE, TXN, t))
+    if not denied:
+        return None
+    r.transactional_ids = kept
+    return _appending("transaction_states", [describe_transactions.TransactionState(
+        error_code=TXN_DENIED, transactional_id=t) for t in dict.fromkeys(denied)])
+
+
+def _list_transactions(check: Check, r: Any) -> Outcome:
+    def visible(response: Any) -> Any:
+        response.transaction_states = [t for t in response.transaction_states
+                                       if check.ok(Op.DESCRIBE, TXN, t.transactional_id, quiet=True)]
+        return response
+    return visible
+
+
+def _describe_producers(check: Check, r: describe_producers.DescribeProducersRequest) -> Outcome:
+    def entry(t: Any) -> Any:
+        return describe_producers.TopicResponse(name=t.name, partitions=[
+            describe_producers.PartitionResponse(partition_index=p, error_code=TOPIC_DENIED)
+            for p in dict.fromkeys(t.partition_indexes)])
+    return _per_topic(check, r, "topics", Op.READ, entry, "topics")
+
+
+def _write_txn_markers(check: Check, r: write_txn_markers.WriteTxnMarkersRequest) -> Outcome:
+    if check.cluster(Op.CLUSTER_ACTION):
+        return None
+    return write_txn_markers.WriteTxnMarkersResponse(markers=[write_txn_markers.WritableTxnMarkerResult(
+        producer_id=m.producer_id, topics=[write_txn_markers.WritableTxnMarkerTopicResult(name=t.name, partitions=[
+            write_txn_markers.WritableTxnMarkerPartitionResult(partition_index=p, error_code=CLUSTER_DENIED)
+            for p in dict.fromkeys(t.partition_indexes)]) for t in m.topics]) for m in r.markers])
+
+
 # -- metadata: list what it may describe; auto-create only with CREATE -----------------------------
 def _metadata(check: Check, r: Any) -> Outcome:
     named = r.topics is not None and not (check.version == 0 and not r.topics)
@@ -705,6 +747,10 @@ RULES: dict[int, Callable[[Check, Any], Outcome]] = {
     ApiKey.DELETE_ACLS: _cluster_only(Op.ALTER, lambda r: delete_acls.DeleteAclsResponse(filter_results=[
         delete_acls.DeleteAclsFilterResult(**_DENIED_ACL) for _ in r.filters])),
     ApiKey.DESCRIBE_CLUSTER: _describe_cluster,
+    ApiKey.DESCRIBE_TRANSACTIONS: _describe_transactions,
+    ApiKey.LIST_TRANSACTIONS: _list_transactions,
+    ApiKey.DESCRIBE_PRODUCERS: _describe_producers,
+    ApiKey.WRITE_TXN_MARKERS: _write_txn_markers,
     DESCRIBE_CLIENT_QUOTAS: _cluster_only(Op.DESCRIBE_CONFIGS, _top_level_refusal(DESCRIBE_CLIENT_QUOTAS)),
     ALTER_CLIENT_QUOTAS: _cluster_only(Op.ALTER_CONFIGS, _alter_client_quotas_refusal),
     DESCRIBE_USER_SCRAM_CREDENTIALS: _cluster_only(Op.DESCRIBE, _top_level_refusal(DESCRIBE_USER_SCRAM_CREDENTIALS)),

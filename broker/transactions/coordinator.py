@@ -11,6 +11,9 @@ written. A request that finds the transaction still completing waits briefly for
 the client with CONCURRENT_TRANSACTIONS at once.
 
 Error codes are those clients react to, as Kafka's `TransactionCoordinator` answers them.
+
+For tests only, `PYBROKER_TEST_TXN_MARKER_DELAY_MS` in the environment delays every transaction's markers
+after its Prepare record is durable, so a test can kill the broker in that window deterministically.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import os
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 
+from pybroker.broker.groups.offsets_topic import OFFSETS_TOPIC
 from pybroker.broker.groups.placement import partition_for_group
 from pybroker.broker.logs import get_logger
 from pybroker.broker.transactions import metadata as md
@@ -45,6 +49,7 @@ S = TxnState
 COMPLETION_WAIT_S = 1.0
 #: backoff between attempts at markers (or at the Complete record) that failed for a retriable reason
 RETRY_BACKOFF_S = 0.2
+MAX_RETRY_BACKOFF_S = 5.0
 #: marker outcomes after which a partition needs no further attempt (the partition is gone, or a newer
 #: producer epoch or coordinator already wrote past this transaction)
 MARKER_DONE = frozenset({ErrorCode.NONE, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.INVALID_PRODUCER_EPOCH,
@@ -168,7 +173,11 @@ class TransactionCoordinator:
         expected = None if producer_id == NO_PRODUCER_ID else (producer_id, producer_epoch)
         entry = self.entries.get(transactional_id)
         if entry is None:
-            entry = Entry(md.new_metadata(transactional_id, self.new_producer_id(), timeout_ms, self.clock_ms()))
+            try:
+                producer_id = self._allocate_id()
+            except TxnError as exc:
+                return InitResult(exc.code)
+            entry = Entry(md.new_metadata(transactional_id, producer_id, timeout_ms, self.clock_ms()))
             self.entries[transactional_id] = entry
         await self._await_completion(entry)
         meta = entry.meta
@@ -181,7 +190,7 @@ class TransactionCoordinator:
             if meta.state.is_prepared:
                 return InitResult(ErrorCode.CONCURRENT_TRANSACTIONS)
             if meta.state is S.ONGOING and keep_prepared:
-                new = md.keep_prepared(meta, self.new_producer_id(), now)
+                new = md.keep_prepared(meta, self._allocate_id(), now)
                 code = await self._write(entry, new)
                 if code is not ErrorCode.NONE:
                     return InitResult(code)
@@ -192,7 +201,7 @@ class TransactionCoordinator:
                 code = await self._fence_and_abort(entry)
                 return InitResult(ErrorCode.CONCURRENT_TRANSACTIONS if code is ErrorCode.NONE else code)
             if epoch_exhausted(meta.producer_epoch) and (expected is None or expected[1] == meta.producer_epoch):
-                new = md.rotate_producer_id(meta, self.new_producer_id(), timeout_ms, now, expected is not None)
+                new = md.rotate_producer_id(meta, self._allocate_id(), timeout_ms, now, expected is not None)
             else:
                 new = md.increment_epoch(meta, timeout_ms, None if expected is None else expected[1], now)
         except TxnError as exc:
@@ -227,9 +236,9 @@ class TransactionCoordinator:
             return ErrorCode.NONE
         if meta.state is S.DEAD or meta.state is S.PREPARE_EPOCH_FENCE:
             return ErrorCode.INVALID_TXN_STATE
-        new = md.add_partitions(meta, partitions, max(client_version, meta.client_version if
-                                                      meta.state is S.ONGOING else client_version),
-                                self.clock_ms())
+        if meta.state is S.ONGOING:  # a transaction keeps the highest protocol version it was seen with
+            client_version = max(client_version, meta.client_version)
+        new = md.add_partitions(meta, partitions, client_version, self.clock_ms())
         return await self._write(entry, new)
 
     def verify_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
@@ -263,8 +272,13 @@ class TransactionCoordinator:
         """May this transactional batch be appended? An error code, or (Produce v12+, a partition not yet
         in the transaction) an awaitable that adds it first. Codes are mapped for the request version as
         Kafka maps them: PRODUCER_FENCED is INVALID_PRODUCER_EPOCH, TRANSACTION_ABORTABLE is
-        INVALID_TXN_STATE before Produce v11."""
+        INVALID_TXN_STATE before Produce v11, and the retriable coordinator answers (loading, unavailable,
+        CONCURRENT_TRANSACTIONS) are NOT_ENOUGH_REPLICAS, which every producer retries."""
         code = self._verify_identity(transactional_id, producer_id, producer_epoch)
+        if code is ErrorCode.CONCURRENT_TRANSACTIONS and api_version >= 12:
+            # v2: the next transaction's first batch may come while the last one writes its markers
+            assert transactional_id is not None
+            return self._add_for_produce(transactional_id, producer_id, producer_epoch, topic, partition)
         if code is ErrorCode.NONE:
             assert transactional_id is not None
             meta = self.entries[transactional_id].meta
@@ -288,19 +302,22 @@ class TransactionCoordinator:
 
     def check_txn_offset_commit(self, transactional_id: str, producer_id: int, producer_epoch: int,
                                 group_id: str, offsets_partition: int | None = None,
-                                api_version: int = 0) -> ErrorCode:
+                                api_version: int = 0) -> ErrorCode | Awaitable[ErrorCode]:
         """May TxnOffsetCommit write this group's offsets in the transaction? Its `__consumer_offsets`
-        partition must have been added (AddOffsetsToTxn). TRANSACTION_ABORTABLE from v4 on (Kafka's
-        generic-error support), INVALID_TXN_STATE before; PRODUCER_FENCED stays itself (v3+)."""
+        partition must have been added (AddOffsetsToTxn); v5+ (transactions v2) adds it instead, returning
+        an awaitable. TRANSACTION_ABORTABLE from v4 on (Kafka's generic-error support), INVALID_TXN_STATE
+        before; PRODUCER_FENCED stays itself (v3+ knows it)."""
         code = self._verify_identity(transactional_id, producer_id, producer_epoch)
         if code is not ErrorCode.NONE:
             return code
         meta = self.entries[transactional_id].meta
-        from pybroker.broker.groups.offsets_topic import OFFSETS_TOPIC
         partition = offsets_partition if offsets_partition is not None else -1
         if meta.state is S.ONGOING and any(t == OFFSETS_TOPIC and (partition < 0 or p == partition)
                                            for t, p in meta.partitions):
             return ErrorCode.NONE
+        if api_version >= 5 and partition >= 0:
+            return self.add_partitions(transactional_id, producer_id, producer_epoch,
+                                       frozenset({(OFFSETS_TOPIC, partition)}), TV_2)
         return ErrorCode.TRANSACTION_ABORTABLE if api_version >= 4 else ErrorCode.INVALID_TXN_STATE
 
     # -- EndTxn ---------------------------------------------------------------------------------------
@@ -394,7 +411,15 @@ class TransactionCoordinator:
         """v2 bumps the epoch at every end: a fresh id when that exhausts it (KIP-939: the new client's)."""
         if meta.recovering:
             return meta.next_producer_id
-        return self.new_producer_id() if epoch_exhausted(meta.producer_epoch) else NO_PRODUCER_ID
+        return self._allocate_id() if epoch_exhausted(meta.producer_epoch) else NO_PRODUCER_ID
+
+    def _allocate_id(self) -> int:
+        """A fresh producer id; the persisted block allocator failing is a retriable answer, not a crash."""
+        try:
+            return self.new_producer_id()
+        except OSError as exc:
+            log.error("cannot allocate a producer id", error=str(exc))
+            raise TxnError(ErrorCode.COORDINATOR_NOT_AVAILABLE) from exc
 
     # -- the coordinator's own aborts: fencing, timeouts ----------------------------------------------
     async def _fence_and_abort(self, entry: Entry) -> ErrorCode:
@@ -459,19 +484,24 @@ class TransactionCoordinator:
                 await asyncio.sleep(self.marker_delay_s)
             commit = prepared.state is S.PREPARE_COMMIT
             remaining = sorted(prepared.partitions)
+            backoff = RETRY_BACKOFF_S
             while remaining and not self._stopping:
                 results = await self.markers(prepared.producer_id, prepared.producer_epoch, self.coordinator_epoch,
                                              commit, remaining)
                 remaining = [tp for tp in remaining if results.get(tp, ErrorCode.NONE) not in MARKER_DONE]
                 if remaining:
-                    log.warning("transaction markers failed, retrying", transactional_id=prepared.transactional_id,
-                                partitions=len(remaining))
-                    await asyncio.sleep(RETRY_BACKOFF_S)
+                    if backoff == RETRY_BACKOFF_S:  # one line per transaction, not one per attempt
+                        log.warning("transaction markers failed, retrying", partitions=len(remaining),
+                                    transactional_id=prepared.transactional_id)
+                    await asyncio.sleep(backoff)
+                    backoff = min(backoff * 2, MAX_RETRY_BACKOFF_S)
+            backoff = RETRY_BACKOFF_S
             while not self._stopping:
                 done = md.complete(prepared, self.clock_ms())
                 if await self._write(entry, done) is ErrorCode.NONE:
                     break
-                await asyncio.sleep(RETRY_BACKOFF_S)
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, MAX_RETRY_BACKOFF_S)
         except Exception:
             log.exception("completing a transaction failed", transactional_id=prepared.transactional_id)
         finally:
@@ -529,7 +559,15 @@ def _valid_expected_id(meta: TxnMetadata, producer_id: int, producer_epoch: int)
             or (producer_id == meta.prev_producer_id and epoch_exhausted(producer_epoch)))
 
 
+#: verification outcomes a producer should simply retry: Kafka answers them NOT_ENOUGH_REPLICAS, which every
+#: client retries without refreshing its metadata
+_RETRY_PRODUCE = frozenset({ErrorCode.CONCURRENT_TRANSACTIONS, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+                            ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR})
+
+
 def _produce_code(code: ErrorCode, api_version: int) -> ErrorCode:
+    if code in _RETRY_PRODUCE:
+        return ErrorCode.NOT_ENOUGH_REPLICAS
     if code is ErrorCode.PRODUCER_FENCED:
         return ErrorCode.INVALID_PRODUCER_EPOCH
     if code is ErrorCode.TRANSACTION_ABORTABLE and api_version < 11:

@@ -69,7 +69,7 @@ class TransactionService:
                                               api_version)
 
     def check_txn_offset_commit(self, transactional_id: str, producer_id: int, producer_epoch: int,
-                                group_id: str, api_version: int = 0) -> ErrorCode:
+                                group_id: str, api_version: int = 0) -> ErrorCode | Awaitable[ErrorCode]:
         partition = self.state.groups.coordinator.partition_for(group_id)
         return self.coordinator.check_txn_offset_commit(transactional_id, producer_id, producer_epoch, group_id,
                                                         partition, api_version)

@@ -176,3 +176,30 @@ def test_aiokafka_send_offsets_commit_then_abort(txn_broker: BrokerProcess, new_
             await producer.stop()
 
     asyncio.run(run())
+
+
+@pytest.mark.slow  # a kill -9 and a restart
+def test_an_open_transaction_survives_kill_9_and_is_aborted_by_the_next_producer(
+        txn_broker: BrokerProcess, new_topic: Callable[[str], str], ck_txn: Callable[[str], object]) -> None:
+    """The pending offsets are replayed as pending; the transactional id's next producer fences the old
+    one, whose transaction the coordinator aborts: the group keeps the offsets committed before."""
+    bootstrap = txn_broker.bootstrap
+    source = _topic(bootstrap, new_topic("in"))
+    group, transactional_id = new_topic("group"), new_topic("tx")
+    metadata_source = _consumer(bootstrap, group)
+    try:
+        group_metadata = metadata_source.consumer_group_metadata()
+    finally:
+        metadata_source.close()
+    producer = ck_txn(transactional_id)
+    producer.begin_transaction()  # type: ignore[attr-defined]
+    producer.send_offsets_to_transaction([CkTopicPartition(source, 0, 3)], group_metadata, 20)  # type: ignore[attr-defined]
+    producer.commit_transaction(20)  # type: ignore[attr-defined]
+    producer.begin_transaction()  # type: ignore[attr-defined]
+    producer.send_offsets_to_transaction([CkTopicPartition(source, 0, 30)], group_metadata, 20)  # type: ignore[attr-defined]
+    txn_broker.restart(kill=True)
+    assert committed(bootstrap, group, source, timeout=20) == {0: 3, 1: -1001}
+    with pytest.raises(KafkaException):  # still pending after the restart
+        committed(bootstrap, group, source, stable=True, timeout=2)
+    ck_txn(transactional_id)  # init_transactions: the open transaction is aborted
+    assert committed(bootstrap, group, source, stable=True, timeout=20) == {0: 3, 1: -1001}

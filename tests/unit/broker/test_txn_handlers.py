@@ -250,3 +250,21 @@ async def test_keep_prepared_txn_over_the_wire(client: RawClient, app: BrokerApp
     await app.state.transactions.coordinator.wait_idle()
     log = app.state.logs.get_log(TOPIC, 0)
     assert log is not None and log.last_stable_offset == 2
+
+
+async def test_write_markers_answers_each_partition(client: RawClient, app: BrokerApp) -> None:
+    from pybroker.broker.transactions.markers import write_markers
+
+    await _topic(client)
+    tid = txn_id()
+    pid, epoch = await _init(client, tid)
+    await client.call(_add(tid, pid, epoch, {TOPIC: [0]}), 3)
+    assert _produce_code(await client.call(_produce(tid, pid, epoch), 9)) == E.NONE
+    log = app.state.logs.get_log(TOPIC, 0)
+    assert log is not None and log.last_stable_offset == 0  # the open transaction holds it back
+    codes = await write_markers(app.state, pid, epoch, 0, False, [(TOPIC, 0), ("missing", 0), (TOPIC, 9)])
+    assert codes == {(TOPIC, 0): E.NONE, ("missing", 0): E.UNKNOWN_TOPIC_OR_PARTITION,
+                     (TOPIC, 9): E.UNKNOWN_TOPIC_OR_PARTITION}
+    assert log.last_stable_offset == log.high_watermark == 2
+    stale = await write_markers(app.state, pid, epoch - 1, 0, False, [(TOPIC, 0)])
+    assert stale == {(TOPIC, 0): E.INVALID_PRODUCER_EPOCH}

@@ -155,6 +155,17 @@ async def test_unknown_partitions_and_an_empty_group_id(tmp_path: Path) -> None:
         assert await txn_commit(client, 1, {0: 1}, group="") == {0: ErrorCode.INVALID_GROUP_ID}
 
 
+async def test_a_loading_partition_is_coordinator_not_available_before_v2(tmp_path: Path) -> None:
+    async with broker(tmp_path / "data") as (app, client):
+        await create_topic(client)
+        coordinator = app.state.groups.coordinator
+        coordinator.begin_loading([coordinator.partition_for(GROUP)])
+        assert await txn_commit(client, 1, {0: 1}, version=1) == {0: ErrorCode.COORDINATOR_NOT_AVAILABLE}
+        assert await txn_commit(client, 1, {0: 1}, version=2) == {0: ErrorCode.COORDINATOR_LOAD_IN_PROGRESS}
+        coordinator.finish_loading(coordinator.partition_for(GROUP), {}, {}, 0)
+        assert await txn_commit(client, 1, {0: 1}, version=2) == {0: 0}
+
+
 async def test_a_stale_epoch_is_refused_and_later_transactions_of_the_same_epoch_go_on(tmp_path: Path) -> None:
     async with broker(tmp_path / "data") as (app, client):
         await create_topic(client)
@@ -276,3 +287,26 @@ async def test_a_commit_outside_a_transaction_is_refused(tmp_path: Path) -> None
         codes = await txn_commit(client, 123, {0: 1})  # no such producer for "tx-123"
         assert codes[0] not in (ErrorCode.NONE, ErrorCode.UNKNOWN_SERVER_ERROR)
         assert await fetch(client, [0]) == {0: (-1, 0)}
+
+
+@needs_coordinator
+async def test_v5_adds_the_groups_partition_to_the_transaction_itself(tmp_path: Path) -> None:
+    """Transactions v2 (KIP-890): no AddOffsetsToTxn; TxnOffsetCommit v5 waits while the coordinator adds it."""
+    from pybroker.protocol.messages.end_txn import EndTxnRequest
+    from pybroker.protocol.messages.init_producer_id import InitProducerIdRequest
+
+    async with broker(tmp_path / "data", verified=True) as (_, client):
+        await create_topic(client)
+        init = await client.call(InitProducerIdRequest(transactional_id="tx-v5", transaction_timeout_ms=60_000), 5)
+        assert init.error_code == 0
+        tx = TxnOffsetCommitRequest(transactional_id="tx-v5", group_id=GROUP, producer_id=init.producer_id,
+                                    producer_epoch=init.producer_epoch, topics=[TxnOffsetCommitRequestTopic(
+                                        name=TOPIC, partitions=[TxnOffsetCommitRequestPartition(
+                                            partition_index=1, committed_offset=55, committed_metadata=None)])])
+        assert (await client.call(tx, 4)).topics[0].partitions[0].error_code == ErrorCode.TRANSACTION_ABORTABLE
+        assert (await client.call(tx, 5)).topics[0].partitions[0].error_code == 0
+        assert await fetch(client, [1]) == {1: (-1, UNSTABLE)}
+        ended = await client.call(EndTxnRequest(transactional_id="tx-v5", producer_id=init.producer_id,
+                                                producer_epoch=init.producer_epoch, committed=True), 5)
+        assert ended.error_code == 0
+        assert await wait_stable(client, [1]) == {1: (55, 0)}

@@ -256,3 +256,12 @@ def test_fake_log_positions_follow_the_records() -> None:
     assert [group.offsets[("t", 0)].record_offset, group.offsets[("t", 1)].record_offset] == [0, 1]
     assert group.pending_txn[PID][("t", 0)].record_offset == 2
     assert isinstance(log, FakeLog)
+
+
+def test_a_commit_without_a_real_producer_is_refused() -> None:
+    co, log = make()
+    assert txn_commit(co, 1, ("t", 0, 1), pid=-1) == {("t", 0): ErrorCode.INVALID_PRODUCER_ID_MAPPING}
+    box = Box()
+    co.commit_txn_offsets(TxnCommitRequest("g", PID, -1, -1, "", None, [OffsetToCommit("t", 0, 1, -1, None)]), 1, box)
+    assert box.one == {("t", 0): ErrorCode.INVALID_PRODUCER_EPOCH}
+    assert not log.written and co.unstable_offsets("g") == set()

@@ -84,7 +84,6 @@ def test_a_plain_commit_after_a_committed_transaction_survives_compaction(log: L
     assert committed(replay(log)) == 99
 
 
-@pytest.mark.xfail(reason="needs txn-storage's cleaner: never clean past the last stable offset", strict=False)
 def test_an_open_transaction_keeps_the_offset_it_would_replace(log: Log) -> None:
     commit(log, 5)
     commit(log, 10, producer=PID)
@@ -95,7 +94,6 @@ def test_an_open_transaction_keeps_the_offset_it_would_replace(log: Log) -> None
     assert committed(replay(log)) == 5
 
 
-@pytest.mark.xfail(reason="needs txn-storage's cleaner: aborted records stay out of the offset map", strict=False)
 def test_an_aborted_transaction_does_not_erase_the_committed_offset(log: Log) -> None:
     commit(log, 5)
     commit(log, 10, producer=PID)

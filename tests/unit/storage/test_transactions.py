@@ -238,3 +238,23 @@ def test_a_replayed_commit_closes_the_transaction(tmp_path: Path) -> None:
     assert [h.is_control for _, h in iter_batches(data)] == [False, True]
     assert log.last_stable_offset == 3 and log.producer_state.describe()[0].current_txn_start_offset == -1
     log.close()
+
+
+def test_delete_records_moves_the_lso_and_retention_takes_the_index(tmp_path: Path) -> None:
+    path = tmp_path / "t-0"
+    log = open_log(path, segment_bytes=150, file_delete_delay_ms=0)
+    append(log, txn_batch(7, 0))   # 0-1, aborted
+    marker(log, 7, commit=False)   # 2
+    append(log, txn_batch(8, 0))   # 3-4, left open
+    append(log, txn_batch(9, 0))   # 5-6, left open
+    log.roll(NOW)
+    assert txn_files(path) and log.last_stable_offset == 3
+    log.delete_records_before(4)  # past the start of producer 8's open transaction
+    assert log.last_stable_offset == 4
+    log.delete_old_segments(NOW)
+    log.release_retired()
+    assert all(s.base_offset >= 3 for s in log.segments)
+    assert not txn_files(path)  # the abort's marker segment went with the records before the new start
+    marker(log, 8, commit=True)
+    assert log.last_stable_offset == 5
+    log.close()

@@ -29,6 +29,8 @@ from pybroker.config.broker_config import BrokerConfig
 from pybroker.protocol.api_keys import ApiKey
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.messages import (
+    add_offsets_to_txn,
+    add_partitions_to_txn,
     alter_configs,
     create_acls,
     create_partitions,
@@ -41,6 +43,9 @@ from pybroker.protocol.messages import (
     describe_configs,
     describe_groups,
     describe_log_dirs,
+    describe_producers,
+    describe_transactions,
+    end_txn,
     fetch,
     find_coordinator,
     heartbeat,
@@ -58,6 +63,7 @@ from pybroker.protocol.messages import (
     produce,
     sync_group,
     txn_offset_commit,
+    write_txn_markers,
 )
 from pybroker.protocol.records.record import Record, build_batch
 from tests.unit.broker.conftest import RawClient
@@ -77,6 +83,7 @@ async def secured(tmp_path: Path) -> AsyncIterator[BrokerApp]:
         "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
         "super.users": ADMIN,
         "allow.everyone.if.no.acl.found": "false",
+        "transaction.two.phase.commit.enable": "true",  # so enable_2pc is judged by its ACL alone
     })
     broker = BrokerApp(config)
     await broker.start()
@@ -212,6 +219,18 @@ PROBES = [
     Probe("TxnOffsetCommit(topic)", 3, lambda: _txn_offset_commit(),
           [(RT.TOPIC, TOPIC, Op.READ), (RT.TRANSACTIONAL_ID, TXN, Op.WRITE), (RT.GROUP, GROUP, Op.READ)],
           ErrorCode.TOPIC_AUTHORIZATION_FAILED, _topic_entry("topics")),
+    Probe("DescribeTransactions", 0, lambda: describe_transactions.DescribeTransactionsRequest(transactional_ids=[TXN]),
+          [(RT.TRANSACTIONAL_ID, TXN, Op.DESCRIBE)], ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+          lambda r: r.transaction_states[0].error_code),
+    Probe("DescribeProducers", 0, lambda: describe_producers.DescribeProducersRequest(topics=[
+        describe_producers.TopicRequest(name=TOPIC, partition_indexes=[0])]),
+          [(RT.TOPIC, TOPIC, Op.READ)], ErrorCode.TOPIC_AUTHORIZATION_FAILED, _topic_entry("topics")),
+    Probe("WriteTxnMarkers", 1, lambda: write_txn_markers.WriteTxnMarkersRequest(markers=[
+        write_txn_markers.WritableTxnMarker(producer_id=7, producer_epoch=0, transaction_result=False,
+                                            coordinator_epoch=0, topics=[write_txn_markers.WritableTxnMarkerTopic(
+                                                name=TOPIC, partition_indexes=[0])])]),
+          [(RT.CLUSTER, CLUSTER_NAME, Op.CLUSTER_ACTION)], ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+          lambda r: r.markers[0].topics[0].partitions[0].error_code),
     Probe("CreateTopics", 5, lambda: create_topics.CreateTopicsRequest(topics=[
         create_topics.CreatableTopic(name="orders-new", num_partitions=1, replication_factor=1)], timeout_ms=5000,
         validate_only=True),
@@ -229,6 +248,39 @@ PROBES = [
           [(RT.TOPIC, TOPIC, Op.ALTER)], ErrorCode.TOPIC_AUTHORIZATION_FAILED, lambda r: r.results[0].error_code),
     Probe("InitProducerId txn", 2, lambda: init_producer_id.InitProducerIdRequest(
         transactional_id=TXN, transaction_timeout_ms=60000),
+          [(RT.TRANSACTIONAL_ID, TXN, Op.WRITE)], ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+          lambda r: r.error_code),
+    Probe("InitProducerId 2pc", 6, lambda: init_producer_id.InitProducerIdRequest(
+        transactional_id=TXN, transaction_timeout_ms=60000, enable_2pc=True),
+          [(RT.TRANSACTIONAL_ID, TXN, Op.TWO_PHASE_COMMIT), (RT.TRANSACTIONAL_ID, TXN, Op.WRITE)],
+          ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, lambda r: r.error_code),
+    Probe("AddPartitionsToTxn", 3, lambda: add_partitions_to_txn.AddPartitionsToTxnRequest(
+        v3_and_below_transactional_id=TXN, v3_and_below_producer_id=1, v3_and_below_producer_epoch=0,
+        v3_and_below_topics=[add_partitions_to_txn.AddPartitionsToTxnTopic(name=TOPIC, partitions=[0])]),
+          [(RT.TRANSACTIONAL_ID, TXN, Op.WRITE), (RT.TOPIC, TOPIC, Op.WRITE)],
+          ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+          lambda r: r.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code),
+    Probe("AddPartitionsToTxn(topic)", 3, lambda: add_partitions_to_txn.AddPartitionsToTxnRequest(
+        v3_and_below_transactional_id=TXN, v3_and_below_producer_id=1, v3_and_below_producer_epoch=0,
+        v3_and_below_topics=[add_partitions_to_txn.AddPartitionsToTxnTopic(name=TOPIC, partitions=[0])]),
+          [(RT.TOPIC, TOPIC, Op.WRITE), (RT.TRANSACTIONAL_ID, TXN, Op.WRITE)], ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+          lambda r: r.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code),
+    Probe("AddPartitionsToTxn v4", 4, lambda: add_partitions_to_txn.AddPartitionsToTxnRequest(transactions=[
+        add_partitions_to_txn.AddPartitionsToTxnTransaction(
+            transactional_id=TXN, producer_id=1, producer_epoch=0, verify_only=True,
+            topics=[add_partitions_to_txn.AddPartitionsToTxnTopic(name=TOPIC, partitions=[0])])]),
+          [(RT.CLUSTER, CLUSTER_NAME, Op.CLUSTER_ACTION)], ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+          lambda r: r.error_code),
+    Probe("AddOffsetsToTxn", 3, lambda: add_offsets_to_txn.AddOffsetsToTxnRequest(
+        transactional_id=TXN, producer_id=1, producer_epoch=0, group_id=GROUP),
+          [(RT.TRANSACTIONAL_ID, TXN, Op.WRITE), (RT.GROUP, GROUP, Op.READ)],
+          ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, lambda r: r.error_code),
+    Probe("AddOffsetsToTxn(group)", 3, lambda: add_offsets_to_txn.AddOffsetsToTxnRequest(
+        transactional_id=TXN, producer_id=1, producer_epoch=0, group_id=GROUP),
+          [(RT.GROUP, GROUP, Op.READ), (RT.TRANSACTIONAL_ID, TXN, Op.WRITE)], ErrorCode.GROUP_AUTHORIZATION_FAILED,
+          lambda r: r.error_code),
+    Probe("EndTxn", 3, lambda: end_txn.EndTxnRequest(
+        transactional_id=TXN, producer_id=1, producer_epoch=0, committed=True),
           [(RT.TRANSACTIONAL_ID, TXN, Op.WRITE)], ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
           lambda r: r.error_code),
     Probe("InitProducerId idempotent", 2, lambda: init_producer_id.InitProducerIdRequest(
@@ -324,8 +376,9 @@ def test_the_matrix_covers_every_served_api() -> None:
     served = set(load_handlers())
     probed = {int(type(p.request()).API_KEY) for p in PROBES}  # type: ignore[arg-type]
     assert served - set(RULES) <= set(UNCHECKED), "an API without an authorization rule"
-    # ListGroups filters (its own test below); the APIs other parts of issue 12 add are probed below too
-    assert served - probed - {ApiKey.LIST_GROUPS} - set(UNCHECKED) <= {ApiKey.DESCRIBE_CLUSTER, 48, 49, 50, 51}
+    # ListGroups and ListTransactions filter (their own tests below); the APIs other parts of issue 12 add are
+    # probed below too
+    assert served - probed - {ApiKey.LIST_GROUPS, ApiKey.LIST_TRANSACTIONS} - set(UNCHECKED) <= {ApiKey.DESCRIBE_CLUSTER, 48, 49, 50, 51}
 
 
 async def test_produce_to_two_topics_fails_only_the_denied_one(secured: BrokerApp) -> None:
@@ -571,3 +624,35 @@ async def test_produce_auto_creates_only_with_create(secured: BrokerApp) -> None
         assert secured.state.topics.get("auto-one") is not None
     finally:
         client.close()
+
+
+async def test_list_transactions_lists_only_describable_ids(secured: BrokerApp) -> None:
+    from pybroker.protocol.messages import list_transactions
+
+    secured.state.topics.create(TOPIC, 1, 1, {})
+    for txn_id in ("tx-a", "tx-b", "other"):
+        grant(secured, acl(RT.TRANSACTIONAL_ID, txn_id, Op.WRITE))
+        client = await connect_as(secured, ALICE)
+        try:
+            for _ in range(100):  # the transaction state topic is created and loaded on first use
+                init = await client.call(init_producer_id.InitProducerIdRequest(
+                    transactional_id=txn_id, transaction_timeout_ms=60000), 2)
+                if init.error_code != ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
+                    break
+                await asyncio.sleep(0.05)
+            assert init.error_code == 0, ErrorCode(init.error_code).name
+        finally:
+            client.close()
+    grant(secured, acl(RT.TRANSACTIONAL_ID, "tx-", Op.DESCRIBE, pattern=PT.PREFIXED))
+    client = await connect_as(secured, ALICE)
+    try:
+        listed = await client.call(list_transactions.ListTransactionsRequest(), 1)
+        assert sorted(t.transactional_id for t in listed.transaction_states) == ["tx-a", "tx-b"]
+    finally:
+        client.close()
+    admin = await connect_as(secured, ADMIN)
+    try:
+        listed = await admin.call(list_transactions.ListTransactionsRequest(), 1)
+        assert sorted(t.transactional_id for t in listed.transaction_states) == ["other", "tx-a", "tx-b"]
+    finally:
+        admin.close()
