@@ -30,6 +30,9 @@ Why per task and not one "last batch" per query: each task has its own transacti
 inside a transaction is atomic with that transaction's rows; a per-query record written by the driver
 before or after the commits could be out of step with them after a crash. One group per query and
 partition is the price (they hold one offset each and expire with Kafka's offset retention).
+This relies on a re-run giving each Spark partition the same rows, which holds when the query's plan is
+deterministic (the same offsets in, the same partitioning: Spark's round-robin `repartition` sorts first
+for this reason); a non-deterministic plan would need the rows themselves deduplicated.
 
 What stays at-least-once: a driver commit that fails half-way in a batch `write` (the committed tasks'
 rows stay; Spark's job is failed). A streaming query recovers exactly-once from the same failure, by the
