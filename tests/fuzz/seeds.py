@@ -89,6 +89,39 @@ def _example_requests() -> dict[int, Any]:
         ApiKey.DESCRIBE_TRANSACTIONS: DescribeTransactionsRequest(transactional_ids=[_TXN]),
         ApiKey.LIST_TRANSACTIONS: ListTransactionsRequest(state_filters=["Ongoing"], producer_id_filters=[],
                                                           duration_filter=0, transactional_id_pattern="kp-.*"),
+        **_admin_example_requests(),
+    }
+
+
+def _admin_example_requests() -> dict[int, Any]:
+    """The cluster admin APIs (issue 15): kafka-python's admin sends them, its capture does not yet."""
+    from pybroker.protocol.messages import (
+        alter_partition_reassignments as apr,
+    )
+    from pybroker.protocol.messages import (
+        describe_quorum,
+        describe_topic_partitions,
+        elect_leaders,
+        list_config_resources,
+        list_partition_reassignments,
+    )
+
+    return {
+        ApiKey.ELECT_LEADERS: elect_leaders.ElectLeadersRequest(election_type=0, timeout_ms=30000, topic_partitions=[
+            elect_leaders.TopicPartitions(topic=_TOPIC, partitions=[0, 1])]),
+        ApiKey.ALTER_PARTITION_REASSIGNMENTS: apr.AlterPartitionReassignmentsRequest(timeout_ms=30000, topics=[
+            apr.ReassignableTopic(name=_TOPIC, partitions=[apr.ReassignablePartition(partition_index=0, replicas=[1])])]),
+        ApiKey.LIST_PARTITION_REASSIGNMENTS: list_partition_reassignments.ListPartitionReassignmentsRequest(
+            timeout_ms=30000, topics=[list_partition_reassignments.ListPartitionReassignmentsTopics(
+                name=_TOPIC, partition_indexes=[0])]),
+        ApiKey.DESCRIBE_QUORUM: describe_quorum.DescribeQuorumRequest(topics=[
+            describe_quorum.DescribeQuorumRequestTopicData(topic_name="__cluster_metadata", partitions=[
+                describe_quorum.DescribeQuorumRequestPartitionData(partition_index=0)])]),
+        ApiKey.LIST_CONFIG_RESOURCES: list_config_resources.ListConfigResourcesRequest(resource_types=[2, 4, 8]),
+        ApiKey.DESCRIBE_TOPIC_PARTITIONS: describe_topic_partitions.DescribeTopicPartitionsRequest(
+            topics=[describe_topic_partitions.TopicRequest(name=_TOPIC)], response_partition_limit=1,
+            cursor=describe_topic_partitions.DescribeTopicPartitionsRequestCursor(topic_name=_TOPIC,
+                                                                                 partition_index=0)),
     }
 
 
