@@ -35,7 +35,11 @@ The operations and error codes are those of Kafka's KafkaApis / AuthHelper:
 | InitProducerId | WRITE transactional id; else IDEMPOTENT_WRITE cluster or WRITE on some topic | TRANSACTIONAL_ID_ / CLUSTER_AUTHORIZATION_FAILED |
 | DescribeLogDirs | DESCRIBE cluster | CLUSTER_AUTHORIZATION_FAILED (v3+), nothing listed |
 | CreateAcls, DeleteAcls / DescribeAcls | ALTER / DESCRIBE cluster | CLUSTER_AUTHORIZATION_FAILED |
-| DescribeCluster | nothing (its cluster `authorized_operations` become real) | |
+| DescribeCluster | nothing (its cluster `authorized_operations` become real: 0 without DESCRIBE cluster) | |
+| DescribeTopicPartitions | DESCRIBE topic (an every-topic listing filtered) | TOPIC_AUTHORIZATION_FAILED per named topic |
+| ElectLeaders, AlterPartitionReassignments | ALTER cluster | CLUSTER_AUTHORIZATION_FAILED (per partition too) |
+| ListPartitionReassignments, DescribeQuorum | DESCRIBE cluster | CLUSTER_AUTHORIZATION_FAILED |
+| ListConfigResources | DESCRIBE_CONFIGS cluster | CLUSTER_AUTHORIZATION_FAILED |
 | DescribeClientQuotas / AlterClientQuotas | DESCRIBE_CONFIGS / ALTER_CONFIGS cluster | CLUSTER_AUTHORIZATION_FAILED |
 | DescribeUserScramCredentials / AlterUserScramCredentials | DESCRIBE / ALTER cluster | CLUSTER_AUTHORIZATION_FAILED |
 | ApiVersions, SaslHandshake, SaslAuthenticate | nothing | |
@@ -78,6 +82,8 @@ from pybroker.protocol.messages import (
     describe_configs,
     describe_groups,
     describe_log_dirs,
+    describe_topic_partitions,
+    elect_leaders,
     fetch,
     find_coordinator,
     heartbeat,
@@ -600,9 +606,43 @@ def _describe_cluster(check: Check, r: Any) -> Outcome:
         return None
 
     def merge(response: Any) -> Any:
-        response.cluster_authorized_operations = check.operations(CLUSTER, CLUSTER_NAME)
+        # Kafka: the bit set only for whom may DESCRIBE the cluster, else 0
+        response.cluster_authorized_operations = check.operations(CLUSTER, CLUSTER_NAME) \
+            if check.cluster(Op.DESCRIBE, quiet=True) else 0
         return response
     return merge
+
+
+def _describe_topic_partitions(check: Check, r: describe_topic_partitions.DescribeTopicPartitionsRequest) -> Outcome:
+    denied: list[str] = []
+    if r.topics:  # named: a denied topic is answered as such, with no id
+        names = list(dict.fromkeys(t.name for t in r.topics))
+        kept, denied = _split(names, lambda n: check.ok(Op.DESCRIBE, TOPIC, n))
+        r.topics = [describe_topic_partitions.TopicRequest(name=n) for n in kept]
+        if not kept:  # nothing left to ask: an empty list would mean every topic
+            r.topics = [describe_topic_partitions.TopicRequest(name="")]
+
+    def merge(response: Any) -> Any:
+        listed = []
+        for t in response.topics:
+            if t.error_code == 0 and not check.ok(Op.DESCRIBE, TOPIC, t.name, quiet=True):
+                continue  # an every-topic listing shows only what the principal may describe
+            if t.error_code == 0:
+                t.topic_authorized_operations = check.operations(TOPIC, t.name)
+            if t.name or t.error_code == 0:
+                listed.append(t)
+        listed.extend(describe_topic_partitions.DescribeTopicPartitionsResponseTopic(
+            error_code=TOPIC_DENIED, name=n, partitions=[]) for n in denied)
+        response.topics = listed
+        return response
+    return merge
+
+
+def _elect_leaders_refusal(r: elect_leaders.ElectLeadersRequest) -> Any:
+    return elect_leaders.ElectLeadersResponse(error_code=CLUSTER_DENIED, replica_election_results=[
+        elect_leaders.ReplicaElectionResult(topic=t.topic, partition_result=[
+            elect_leaders.PartitionResult(partition_id=p, error_code=CLUSTER_DENIED, error_message=None)
+            for p in t.partitions]) for t in r.topic_partitions or []])
 
 
 _DENIED_ACL = {"error_code": CLUSTER_DENIED, "error_message": "not authorized to alter ACLs"}
@@ -641,6 +681,14 @@ RULES: dict[int, Callable[[Check, Any], Outcome]] = {
     ApiKey.DELETE_ACLS: _cluster_only(Op.ALTER, lambda r: delete_acls.DeleteAclsResponse(filter_results=[
         delete_acls.DeleteAclsFilterResult(**_DENIED_ACL) for _ in r.filters])),
     ApiKey.DESCRIBE_CLUSTER: _describe_cluster,
+    ApiKey.DESCRIBE_TOPIC_PARTITIONS: _describe_topic_partitions,
+    ApiKey.ELECT_LEADERS: _cluster_only(Op.ALTER, _elect_leaders_refusal),
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: _cluster_only(Op.ALTER,
+                                                        _top_level_refusal(ApiKey.ALTER_PARTITION_REASSIGNMENTS)),
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: _cluster_only(Op.DESCRIBE,
+                                                       _top_level_refusal(ApiKey.LIST_PARTITION_REASSIGNMENTS)),
+    ApiKey.DESCRIBE_QUORUM: _cluster_only(Op.DESCRIBE, _top_level_refusal(ApiKey.DESCRIBE_QUORUM)),
+    ApiKey.LIST_CONFIG_RESOURCES: _cluster_only(Op.DESCRIBE_CONFIGS, _top_level_refusal(ApiKey.LIST_CONFIG_RESOURCES)),
     DESCRIBE_CLIENT_QUOTAS: _cluster_only(Op.DESCRIBE_CONFIGS, _top_level_refusal(DESCRIBE_CLIENT_QUOTAS)),
     ALTER_CLIENT_QUOTAS: _cluster_only(Op.ALTER_CONFIGS, _alter_client_quotas_refusal),
     DESCRIBE_USER_SCRAM_CREDENTIALS: _cluster_only(Op.DESCRIBE, _top_level_refusal(DESCRIBE_USER_SCRAM_CREDENTIALS)),
