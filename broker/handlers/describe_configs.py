@@ -4,7 +4,8 @@ Every config comes with its effective value and source (topic override, static b
 default); v1+ add synonyms (the broker keys that stand behind a topic key), v3+ the type and the
 documentation. Broker configs that cannot change at runtime are read-only, as in Kafka. A broker-logger
 resource (this node's id) lists every logger with its effective level (`pybroker.broker.log_levels`),
-source DYNAMIC_BROKER_LOGGER_CONFIG, as Kafka lists its log4j loggers.
+source DYNAMIC_BROKER_LOGGER_CONFIG, as Kafka lists its log4j loggers. A client-metrics resource
+(KIP-714) lists its subscription's configs (none for an unknown name).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Iterable
 from pybroker.broker.context import RequestContext
 from pybroker.broker.dispatch import handler
 from pybroker.broker.log_levels import LEVELS as LOGGER_LEVELS
+from pybroker.broker.telemetry.resource import CLIENT_METRICS_CONFIG, CLIENT_METRICS_RESOURCE, described
 from pybroker.config.broker_config import ConfigSource, ResolvedConfig
 from pybroker.config.definitions import BROKER, TOPIC
 from pybroker.config.types import PARSERS
@@ -91,6 +93,12 @@ def handle_describe_configs(ctx: RequestContext, request: DescribeConfigsRequest
                 name=name, value=LOGGER_LEVELS.level(name), read_only=False,
                 config_source=DYNAMIC_BROKER_LOGGER_CONFIG, is_default=False, is_sensitive=False, synonyms=[],
                 config_type=0, documentation=None) for name in _selected(LOGGER_LEVELS.names(), wanted)]
+        elif resource.resource_type == CLIENT_METRICS_RESOURCE:
+            result.configs = [DescribeConfigsResourceResult(
+                name=key, value=value, read_only=False, config_source=CLIENT_METRICS_CONFIG, is_default=is_default,
+                is_sensitive=False, synonyms=[], config_type=0, documentation=doc if docs else None)
+                for key, value, is_default, doc in described(state, resource.resource_name)
+                if wanted is None or key in wanted]
         else:
             result.error_code = ErrorCode.INVALID_REQUEST
             result.error_message = f"Unsupported resource type {resource.resource_type}."

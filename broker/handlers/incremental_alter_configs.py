@@ -5,7 +5,8 @@ only dynamic broker keys; INVALID_CONFIG with a message for any refused key or v
 config names an operation on the current overrides, so keys not mentioned keep their values.
 APPEND and SUBTRACT apply to list configs only (`cleanup.policy`, `log.cleanup.policy`).
 A broker-logger resource (this node's id) SETs or DELETEs loggers' levels at once, as Kafka's
-`kafka-configs --entity-type broker-loggers` does (`pybroker.broker.logger_configs`).
+`kafka-configs --entity-type broker-loggers` does (`pybroker.broker.logger_configs`); a client-metrics
+resource (KIP-714) sets a telemetry subscription (`pybroker.broker.telemetry.resource`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pybroker.broker.config_changes import Change, alter_resource
 from pybroker.broker.context import RequestContext
 from pybroker.broker.dispatch import handler
 from pybroker.broker.logger_configs import BROKER_LOGGER_RESOURCE, alter_logger_levels
+from pybroker.broker.telemetry.resource import CLIENT_METRICS_RESOURCE, alter_client_metrics
 from pybroker.config.alter_ops import apply_operations
 from pybroker.config.definitions import ConfigDef
 from pybroker.protocol.api_keys import ApiKey
@@ -44,6 +46,9 @@ def handle_incremental_alter_configs(ctx: RequestContext,
     for resource in request.resources:
         if resource.resource_type == BROKER_LOGGER_RESOURCE:
             code, message = alter_logger_levels(ctx.state, resource.resource_name, [
+                (c.name, c.config_operation, c.value) for c in resource.configs], bool(request.validate_only))
+        elif resource.resource_type == CLIENT_METRICS_RESOURCE:
+            code, message = alter_client_metrics(ctx.state, resource.resource_name, [
                 (c.name, c.config_operation, c.value) for c in resource.configs], bool(request.validate_only))
         else:
             code, message = alter_resource(ctx.state, resource.resource_type, resource.resource_name,

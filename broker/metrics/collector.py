@@ -15,6 +15,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from pybroker.broker.metrics.groups import GroupsSnapshot, consumer_lag
+from pybroker.broker.telemetry import prometheus as client_telemetry
 
 if TYPE_CHECKING:
     from pybroker.broker.state import BrokerState
@@ -30,7 +31,7 @@ class BrokerCollector(Collector):
 
     def describe(self) -> list[Any]:
         """Names only (registering must not walk the logs)."""
-        return list(self._families())
+        return [*self._families(), *client_telemetry.fixed_families()]
 
     def _families(self) -> Iterator[Any]:
         yield CounterMetricFamily("pybroker_bytes_in", "Record bytes appended to a topic's logs.", labels=["topic"])
@@ -95,6 +96,7 @@ class BrokerCollector(Collector):
             self._collect_groups(families)
         families["pybroker_info"].add_metric([str(state.node_id), state.cluster_id], 1)
         yield from families.values()
+        yield from client_telemetry.families(state.client_metrics, state.clock_ms())
 
     def _collect_groups(self, families: dict[str, Any]) -> None:
         assert self.groups_snapshot is not None

@@ -42,6 +42,8 @@ The operations and error codes are those of Kafka's KafkaApis / AuthHelper:
 | ListConfigResources | DESCRIBE_CONFIGS cluster | CLUSTER_AUTHORIZATION_FAILED |
 | DescribeClientQuotas / AlterClientQuotas | DESCRIBE_CONFIGS / ALTER_CONFIGS cluster | CLUSTER_AUTHORIZATION_FAILED |
 | DescribeUserScramCredentials / AlterUserScramCredentials | DESCRIBE / ALTER cluster | CLUSTER_AUTHORIZATION_FAILED |
+| DescribeConfigs / IncrementalAlterConfigs of broker loggers and client metrics | DESCRIBE_CONFIGS / ALTER_CONFIGS cluster | CLUSTER_AUTHORIZATION_FAILED |
+| GetTelemetrySubscriptions, PushTelemetry | nothing (a client's own metrics) | |
 | ApiVersions, SaslHandshake, SaslAuthenticate | nothing | |
 """
 
@@ -113,8 +115,8 @@ TOPIC_DENIED = ErrorCode.TOPIC_AUTHORIZATION_FAILED
 GROUP_DENIED = ErrorCode.GROUP_AUTHORIZATION_FAILED
 CLUSTER_DENIED = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
 TXN_DENIED = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-#: DescribeConfigs / AlterConfigs resource types: topic, broker, broker logger
-CONFIG_TOPIC, CONFIG_BROKER, CONFIG_BROKER_LOGGER = 2, 4, 8
+#: DescribeConfigs / AlterConfigs resource types: topic, broker, broker logger, client metrics
+CONFIG_TOPIC, CONFIG_BROKER, CONFIG_BROKER_LOGGER, CONFIG_CLIENT_METRICS = 2, 4, 8, 16
 UNSET_OPERATIONS = -(2**31)
 FIRST_TOPIC_ID_FETCH_VERSION = 13
 
@@ -356,7 +358,7 @@ def _config_rule(op: AclOperation, result_cls: Any, resp_attr: str, req_attr: st
         def allowed(res: Any) -> bool:
             if res.resource_type == CONFIG_TOPIC:
                 return check.ok(op, TOPIC, res.resource_name)
-            if res.resource_type in (CONFIG_BROKER, CONFIG_BROKER_LOGGER):
+            if res.resource_type in (CONFIG_BROKER, CONFIG_BROKER_LOGGER, CONFIG_CLIENT_METRICS):
                 return check.cluster(op)
             return True  # the handler answers an unknown resource type
 
@@ -696,4 +698,5 @@ RULES: dict[int, Callable[[Check, Any], Outcome]] = {
 }
 
 #: APIs that need no permission at all: version discovery and authentication itself
-UNCHECKED = frozenset({ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE})
+UNCHECKED = frozenset({ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE,
+                       ApiKey.GET_TELEMETRY_SUBSCRIPTIONS, ApiKey.PUSH_TELEMETRY})

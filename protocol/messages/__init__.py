@@ -35,6 +35,7 @@ from pybroker.protocol.messages.elect_leaders import ElectLeadersRequest, ElectL
 from pybroker.protocol.messages.end_txn import EndTxnRequest, EndTxnResponse
 from pybroker.protocol.messages.fetch import FetchRequest, FetchResponse
 from pybroker.protocol.messages.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
+from pybroker.protocol.messages.get_telemetry_subscriptions import GetTelemetrySubscriptionsRequest, GetTelemetrySubscriptionsResponse
 from pybroker.protocol.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
 from pybroker.protocol.messages.incremental_alter_configs import IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse
 from pybroker.protocol.messages.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
@@ -51,6 +52,7 @@ from pybroker.protocol.messages.offset_delete import OffsetDeleteRequest, Offset
 from pybroker.protocol.messages.offset_fetch import OffsetFetchRequest, OffsetFetchResponse
 from pybroker.protocol.messages.offset_for_leader_epoch import OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse
 from pybroker.protocol.messages.produce import ProduceRequest, ProduceResponse
+from pybroker.protocol.messages.push_telemetry import PushTelemetryRequest, PushTelemetryResponse
 from pybroker.protocol.messages.sasl_authenticate import SaslAuthenticateRequest, SaslAuthenticateResponse
 from pybroker.protocol.messages.sasl_handshake import SaslHandshakeRequest, SaslHandshakeResponse
 from pybroker.protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
@@ -106,6 +108,8 @@ REQUESTS: dict[int, Any] = {
     61: DescribeProducersRequest,
     65: DescribeTransactionsRequest,
     66: ListTransactionsRequest,
+    71: GetTelemetrySubscriptionsRequest,
+    72: PushTelemetryRequest,
     74: ListConfigResourcesRequest,
     75: DescribeTopicPartitionsRequest,
 }
@@ -158,6 +162,8 @@ RESPONSES: dict[int, Any] = {
     61: DescribeProducersResponse,
     65: DescribeTransactionsResponse,
     66: ListTransactionsResponse,
+    71: GetTelemetrySubscriptionsResponse,
+    72: PushTelemetryResponse,
     74: ListConfigResourcesResponse,
     75: DescribeTopicPartitionsResponse,
 }

@@ -16,6 +16,7 @@ the day its handler is registered; the campaign feeds only what the broker adver
 from __future__ import annotations
 
 import struct
+import uuid
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -93,6 +94,12 @@ def _example_requests() -> dict[int, Any]:
     }
 
 
+#: an OTLP MetricsData with one gauge point (tests.otlp_payloads: gauge "org.apache.kafka.client.x" = 1.5, topic)
+_EXAMPLE_METRICS = bytes.fromhex(
+    "0a440a001240123e0a196f72672e6170616368652e6b61666b612e636c69656e742e782a210a1f3a140a05746f706963120b0a096b"
+    "702d676f6c64656e21000000000000f83f")
+
+
 def _admin_example_requests() -> dict[int, Any]:
     """The cluster admin APIs (issue 15): kafka-python's admin sends them, its capture does not yet."""
     from pybroker.protocol.messages import (
@@ -102,8 +109,10 @@ def _admin_example_requests() -> dict[int, Any]:
         describe_quorum,
         describe_topic_partitions,
         elect_leaders,
+        get_telemetry_subscriptions,
         list_config_resources,
         list_partition_reassignments,
+        push_telemetry,
     )
 
     return {
@@ -118,6 +127,10 @@ def _admin_example_requests() -> dict[int, Any]:
             describe_quorum.DescribeQuorumRequestTopicData(topic_name="__cluster_metadata", partitions=[
                 describe_quorum.DescribeQuorumRequestPartitionData(partition_index=0)])]),
         ApiKey.LIST_CONFIG_RESOURCES: list_config_resources.ListConfigResourcesRequest(resource_types=[2, 4, 8]),
+        ApiKey.GET_TELEMETRY_SUBSCRIPTIONS: get_telemetry_subscriptions.GetTelemetrySubscriptionsRequest(),
+        ApiKey.PUSH_TELEMETRY: push_telemetry.PushTelemetryRequest(
+            client_instance_id=uuid.UUID("8a4e1c52-9d3b-4f0e-a6a1-3c1b2d4e5f60"), subscription_id=0, terminating=False,
+            compression_type=0, metrics=_EXAMPLE_METRICS),
         ApiKey.DESCRIBE_TOPIC_PARTITIONS: describe_topic_partitions.DescribeTopicPartitionsRequest(
             topics=[describe_topic_partitions.TopicRequest(name=_TOPIC)], response_partition_limit=1,
             cursor=describe_topic_partitions.DescribeTopicPartitionsRequestCursor(topic_name=_TOPIC,
