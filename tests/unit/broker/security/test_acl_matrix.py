@@ -298,6 +298,13 @@ PROBES = [
         validate_only=True),
           [(RT.CLUSTER, CLUSTER_NAME, Op.ALTER_CONFIGS)], ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
           lambda r: r.responses[0].error_code),
+    Probe("IncrementalAlterConfigs client metrics", 1,
+          lambda: incremental_alter_configs.IncrementalAlterConfigsRequest(
+              resources=[incremental_alter_configs.AlterConfigsResource(resource_type=16, resource_name="subs", configs=[
+                  incremental_alter_configs.AlterableConfig(name="metrics", config_operation=0, value="*")])],
+              validate_only=True),
+          [(RT.CLUSTER, CLUSTER_NAME, Op.ALTER_CONFIGS)], ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+          lambda r: r.responses[0].error_code),
 ]
 
 CASES = ("allowed", "denied", "deny_over_allow", "prefixed", "super_user")
