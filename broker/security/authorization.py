@@ -620,8 +620,15 @@ def _describe_topic_partitions(check: Check, r: describe_topic_partitions.Descri
     if r.topics:  # named: a denied topic is answered as such, with no id
         names = list(dict.fromkeys(t.name for t in r.topics))
         kept, denied = _split(names, lambda n: check.ok(Op.DESCRIBE, TOPIC, n))
+        cursor = r.cursor
+        if cursor is not None and cursor.topic_name in denied:
+            # Kafka starts at the next topic it may describe, from its first partition
+            following = sorted(n for n in kept if n > cursor.topic_name)
+            kept = following
+            r.cursor = None if not following else describe_topic_partitions.DescribeTopicPartitionsRequestCursor(
+                topic_name=following[0], partition_index=0)
         r.topics = [describe_topic_partitions.TopicRequest(name=n) for n in kept]
-        if not kept:  # nothing left to ask: an empty list would mean every topic
+        if not kept:  # nothing left to ask: an empty list would mean every topic ("" answers an error, dropped)
             r.topics = [describe_topic_partitions.TopicRequest(name="")]
 
     def merge(response: Any) -> Any:

@@ -621,9 +621,16 @@ async def test_describe_topic_partitions_lists_only_describable_topics(secured: 
         every = await client.call(describe_topic_partitions.DescribeTopicPartitionsRequest(topics=[]), 0)
         named = await client.call(describe_topic_partitions.DescribeTopicPartitionsRequest(topics=[
             describe_topic_partitions.TopicRequest(name="dtp-hidden")]), 0)
+        # a cursor on a denied topic: the next describable topic, from its first partition
+        resumed = await client.call(describe_topic_partitions.DescribeTopicPartitionsRequest(
+            topics=[describe_topic_partitions.TopicRequest(name=n) for n in ("dtp-hidden", "dtp-seen")],
+            cursor=describe_topic_partitions.DescribeTopicPartitionsRequestCursor(topic_name="dtp-hidden",
+                                                                                 partition_index=1)), 0)
     finally:
         client.close()
     assert [(t.name, len(t.partitions)) for t in every.topics] == [("dtp-seen", 2)]
     assert every.topics[0].topic_authorized_operations == 1 << Op.DESCRIBE
     assert [(t.name, t.error_code, t.topic_id.int) for t in named.topics] == [
         ("dtp-hidden", ErrorCode.TOPIC_AUTHORIZATION_FAILED, 0)]
+    assert [(t.name, t.error_code, [p.partition_index for p in t.partitions]) for t in resumed.topics] == [
+        ("dtp-seen", 0, [0, 1]), ("dtp-hidden", ErrorCode.TOPIC_AUTHORIZATION_FAILED, [])]
