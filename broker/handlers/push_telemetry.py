@@ -5,7 +5,7 @@ The push is checked as Kafka checks it (the instance and subscription ids, throt
 `telemetry.max.bytes`) and its OTLP `MetricsData` decoded (`pybroker.protocol.otlp_metrics`) on a worker
 thread, never on the event loop. The points of the metrics the client's plan asked for become series of
 that client instance, served by the next scrape as `pybroker_client_<metric name>` (bounded: at most
-1,000 instances and 1,000 series each). Undecodable metrics are INVALID_RECORD.
+1,000 instances, 1,000 series each, 50,000 in all). Undecodable metrics are INVALID_RECORD.
 
 Authorizes: nothing (any client may send its own metrics, as in Kafka).
 """

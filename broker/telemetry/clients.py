@@ -13,9 +13,9 @@ it was terminating. Kafka's rules, as ClientMetricsManager applies them:
   (Kafka: the whole interval; clients jitter their first push) THROTTLING_QUOTA_EXCEEDED unless it is the
   terminating one; metrics that do not decompress or decode INVALID_RECORD.
 
-Cardinality: at most `MAX_INSTANCES` instances are kept (the least recently seen is dropped) and at most
-`MAX_SERIES_PER_INSTANCE` series each (a new series past it is dropped and counted); an instance that
-has not been heard from for three push intervals is forgotten, with its series.
+Cardinality: at most `MAX_INSTANCES` instances are kept (the least recently seen is dropped), at most
+`MAX_SERIES_PER_INSTANCE` series each and `MAX_SERIES` in all (a new series past either is dropped and
+counted); an instance that has not been heard from for three push intervals is forgotten, with its series.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from pybroker.protocol.records.codecs import decompress
 
 MAX_INSTANCES = 1000
 MAX_SERIES_PER_INSTANCE = 1000
+MAX_SERIES = 50_000
 MAX_POINTS_PER_PUSH = 10_000
 #: what a decompressed push may grow to, as a multiple of `telemetry.max.bytes`
 DECOMPRESSED_FACTOR = 8
@@ -69,6 +70,7 @@ class ClientMetrics:
         self.max_bytes = max_bytes
         self.instances: OrderedDict[uuid.UUID, ClientInstance] = OrderedDict()
         self.dropped_series = 0
+        self.series_count = 0
 
     def names(self) -> list[str]:
         """The client-metrics resources (ListConfigResources)."""
@@ -144,10 +146,11 @@ class ClientMetrics:
         key = (point.name, point.attributes)
         series = instance.series.get(key)
         if series is None:
-            if len(instance.series) >= MAX_SERIES_PER_INSTANCE:
+            if len(instance.series) >= MAX_SERIES_PER_INSTANCE or self.series_count >= MAX_SERIES:
                 self.dropped_series += 1
                 return
             instance.series[key] = Series(point.kind, point.value)
+            self.series_count += 1
         elif point.delta:
             series.value += point.value
         else:
@@ -167,7 +170,8 @@ class ClientMetrics:
             instance = ClientInstance(instance_id, selectors, plan)
             self.instances[instance_id] = instance
             while len(self.instances) > MAX_INSTANCES:
-                self.instances.popitem(last=False)
+                _, evicted = self.instances.popitem(last=False)
+                self.series_count -= len(evicted.series)
         else:
             self.instances.move_to_end(instance_id)
         instance.seen_ms = now_ms
@@ -176,7 +180,7 @@ class ClientMetrics:
     def _expire(self, now_ms: int) -> None:
         for instance_id in [i for i, inst in self.instances.items()
                             if now_ms - inst.seen_ms > 3 * inst.plan.interval_ms]:
-            del self.instances[instance_id]
+            self.series_count -= len(self.instances.pop(instance_id).series)
 
     def snapshot(self, now_ms: int) -> list[tuple[Mapping[str, str], SeriesKey, Series]]:
         """Every series with its instance's selectors, for a scrape."""

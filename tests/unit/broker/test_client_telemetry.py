@@ -200,3 +200,25 @@ async def test_the_series_cap_drops_and_counts(app: BrokerApp, client: RawClient
     telemetry = app.state.client_metrics
     assert len(telemetry.instances[got.client_instance_id].series) == clients.MAX_SERIES_PER_INSTANCE
     assert telemetry.dropped_series == 5
+
+
+async def test_instances_are_capped_and_forgotten_with_their_series(app: BrokerApp, client: RawClient,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from pybroker.broker.telemetry import clients
+
+    monkeypatch.setattr(clients, "MAX_INSTANCES", 3)
+    monkeypatch.setattr(clients, "MAX_SERIES", 4)
+    assert await _subscribe(client, "all", ("metrics", SET, "*"), ("interval.ms", SET, "100")) == E.NONE
+    telemetry = app.state.client_metrics
+    ids = []
+    for _ in range(5):
+        got = await client.call(GetTelemetrySubscriptionsRequest(), 0)
+        ids.append(got.client_instance_id)
+        points = [number_point(1.0, {"i": str(i)}) for i in range(2)]
+        assert await _push(client, got.client_instance_id, got.subscription_id,
+                           metrics_data(gauge("m", *points))) == E.NONE
+        assert telemetry.series_count == sum(len(i.series) for i in telemetry.instances.values()) <= 4
+    assert list(telemetry.instances) == ids[2:]
+    assert telemetry.dropped_series > 0
+    telemetry.snapshot(app.state.clock_ms() + 10_000)  # three push intervals later: all forgotten
+    assert not telemetry.instances and telemetry.series_count == 0
