@@ -6,8 +6,8 @@ when it matches none; one empty prefix for every metric), the shortest push inte
 (Kafka's default of 5 minutes when none), the compression types a push may use (zstd, lz4, gzip,
 snappy), `telemetry.max.bytes`, and cumulative temporality (we export what clients push to Prometheus,
 which wants running totals). Asking again before the push interval is THROTTLING_QUOTA_EXCEEDED, as in
-Kafka. The client's selectors are its client id and source address and port (the software name and
-version it gave in ApiVersions are not kept per connection: they match the empty string).
+Kafka. The client's selectors are its client id, the software name and version its connection gave in
+ApiVersions (v3+), and its source address and port.
 
 Authorizes: nothing (any client may send its own metrics, as in Kafka).
 """
@@ -27,7 +27,8 @@ from pybroker.protocol.messages.get_telemetry_subscriptions import (
 def client_selectors(ctx: RequestContext) -> dict[str, str]:
     """What a subscription's `match` patterns are tested against (besides the instance id)."""
     address, _, port = ctx.peer.rpartition(":")
-    return {"client_id": ctx.client_id or "", "client_software_name": "", "client_software_version": "",
+    software, version = ctx.state.client_metrics.software_of(ctx.peer)
+    return {"client_id": ctx.client_id or "", "client_software_name": software, "client_software_version": version,
             "client_source_address": address.strip("[]"), "client_source_port": port}
 
 

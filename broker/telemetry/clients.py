@@ -35,6 +35,8 @@ MAX_INSTANCES = 1000
 MAX_SERIES_PER_INSTANCE = 1000
 MAX_SERIES = 50_000
 MAX_POINTS_PER_PUSH = 10_000
+#: connections whose client software (ApiVersions v3+) is remembered for the `match` selectors
+MAX_SOFTWARE_ENTRIES = 10_000
 #: what a decompressed push may grow to, as a multiple of `telemetry.max.bytes`
 DECOMPRESSED_FACTOR = 8
 #: compression types a push may use (zstd, lz4, gzip, snappy), Kafka's order; none is always accepted
@@ -71,6 +73,17 @@ class ClientMetrics:
         self.instances: OrderedDict[uuid.UUID, ClientInstance] = OrderedDict()
         self.dropped_series = 0
         self.series_count = 0
+        self._software: OrderedDict[str, tuple[str, str]] = OrderedDict()
+
+    def note_software(self, peer: str, name: str, version: str) -> None:
+        """The software a connection's ApiVersions named (its `client_software_*` selectors), newest kept."""
+        self._software[peer] = (name[:256], version[:256])
+        self._software.move_to_end(peer)
+        while len(self._software) > MAX_SOFTWARE_ENTRIES:
+            self._software.popitem(last=False)
+
+    def software_of(self, peer: str) -> tuple[str, str]:
+        return self._software.get(peer, ("", ""))
 
     def names(self) -> list[str]:
         """The client-metrics resources (ListConfigResources)."""

@@ -34,7 +34,8 @@ def metrics_broker(tmp_path: Path, broker_target: str) -> Iterator[MetricsBroker
 def test_librdkafka_pushes_its_metrics_to_the_prometheus_endpoint(metrics_broker: MetricsBrokerProcess) -> None:
     with kp_admin(metrics_broker.bootstrap) as admin:
         result = admin.alter_configs([ConfigResource(ConfigResourceType.CLIENT_METRICS, "every-producer", configs={
-            "metrics": "org.apache.kafka.producer.", "interval.ms": "1000"})], incremental=True,
+            "metrics": "org.apache.kafka.producer.", "interval.ms": "1000",
+            "match": "client_software_name=.*kafka.*"})], incremental=True,
             raise_on_unknown=False)
         assert result == {"client_metrics": {"every-producer": "OK"}}
         assert admin.list_config_resources(["CLIENT_METRICS"]) == {"client_metrics": ["every-producer"]}

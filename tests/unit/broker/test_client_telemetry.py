@@ -222,3 +222,18 @@ async def test_instances_are_capped_and_forgotten_with_their_series(app: BrokerA
     assert telemetry.dropped_series > 0
     telemetry.snapshot(app.state.clock_ms() + 10_000)  # three push intervals later: all forgotten
     assert not telemetry.instances and telemetry.series_count == 0
+
+
+async def test_a_subscription_matches_the_software_named_in_api_versions(client: RawClient) -> None:
+    from pybroker.protocol.messages.api_versions import ApiVersionsRequest
+
+    assert await _subscribe(client, "java", ("metrics", SET, "java."), ("match", SET, "client_software_name=apache-.*"),
+                            ("interval.ms", SET, "100")) == E.NONE
+    assert await _subscribe(client, "py", ("metrics", SET, "py."),
+                            ("match", SET, "client_software_name=py-app,client_software_version=1\\..*"),
+                            ("interval.ms", SET, "100")) == E.NONE
+    before = await client.call(GetTelemetrySubscriptionsRequest(), 0)
+    assert before.requested_metrics == []
+    await client.call(ApiVersionsRequest(client_software_name="py-app", client_software_version="1.2"), 3)
+    after = await client.call(GetTelemetrySubscriptionsRequest(), 0)
+    assert after.requested_metrics == ["py."]
