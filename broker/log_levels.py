@@ -47,6 +47,7 @@ class LogLevels:
         self._known: set[str] = {ROOT}
         self._set: dict[str, str] = {ROOT: "INFO"}
         self._thresholds: dict[str, int] = {}
+        self._saved_root: int | None = None  # the stdlib root level before a SET of root changed it
 
     def register(self, name: str) -> None:
         """A logger the broker uses (and, so they may be set too, its dotted ancestors)."""
@@ -103,6 +104,8 @@ class LogLevels:
         with self._lock:
             self._set[name] = level
             self._thresholds = {}
+            if name == ROOT and self._saved_root is None:
+                self._saved_root = logging.getLogger().level
         _stdlib(name).setLevel(max(KAFKA_LEVELS[level], 1))
 
     def unset(self, name: str) -> None:
@@ -119,6 +122,9 @@ class LogLevels:
             for name in list(self._set):
                 if name != ROOT:
                     _stdlib(name).setLevel(logging.NOTSET)
+            if self._saved_root is not None:
+                logging.getLogger().setLevel(self._saved_root)
+                self._saved_root = None
             self._set = {ROOT: root_level}
             self._thresholds = {}
 

@@ -124,3 +124,13 @@ async def test_another_brokers_loggers_are_an_invalid_request(client: RawClient,
     assert (await _alter(client, name, ("root", SET, "DEBUG"))).error_code == ErrorCode.INVALID_REQUEST
     described = await _describe(client, name)
     assert described.error_code == ErrorCode.INVALID_REQUEST and described.error_message
+
+
+def test_setting_root_changes_the_stdlib_root_until_reset() -> None:
+    import logging
+
+    before = logging.getLogger().level
+    LEVELS.set("root", "FATAL")
+    assert logging.getLogger().level == logging.CRITICAL
+    LEVELS.reset("INFO")
+    assert logging.getLogger().level == before
