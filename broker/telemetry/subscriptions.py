@@ -9,12 +9,17 @@ IncrementalAlterConfigs (SET / DELETE; APPEND and SUBTRACT on the two lists) and
 DescribeConfigs; a subscription whose configs are all deleted is gone. Kafka keeps them in its metadata
 log; we keep them in one JSON file in the first log dir, replaced whole (`atomic_write`), at most
 `MAX_SUBSCRIPTIONS` of them.
+
+A `match` regex runs on the event loop against what a client says about itself, so it may not
+backtrack catastrophically: at most `MAX_REGEX` characters, `MAX_REPEATS` repetitions, none nested in
+another (`(a+)+` is refused), and it is matched against at most `MAX_SELECTOR` characters of a value.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import re._parser as regex_parser
 import zlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -30,6 +35,7 @@ MAX_NAME = 255
 METRICS, INTERVAL, MATCH = "metrics", "interval.ms", "match"
 DEFAULT_INTERVAL_MS = 300_000
 MIN_INTERVAL_MS, MAX_INTERVAL_MS = 100, 3_600_000
+MAX_REGEX, MAX_REPEATS, MAX_SELECTOR = 256, 3, 255
 SELECTORS = ("client_instance_id", "client_id", "client_software_name", "client_software_version",
              "client_source_address", "client_source_port")
 #: key -> (default text, documentation), as DescribeConfigs shows them
@@ -73,8 +79,36 @@ def validate(name: str, configs: Mapping[str, str]) -> None:
             raise SubscriptionError(f"Illegal client matching pattern: {pattern}")
         try:
             re.compile(regex)
+            _check_backtracking(regex)
         except re.error as exc:
             raise SubscriptionError(f"Illegal regex pattern {regex!r} for {selector}: {exc}") from None
+
+
+def _check_backtracking(regex: str) -> None:
+    """re.error unless `regex` is short, with few repetitions and none inside another."""
+    if len(regex) > MAX_REGEX:
+        raise re.error(f"longer than {MAX_REGEX} characters")
+    repeats = 0
+
+    def walk(items: object, inside_repeat: bool) -> None:
+        nonlocal repeats
+        if isinstance(items, regex_parser.SubPattern):
+            items = items.data
+        if not isinstance(items, list | tuple):
+            return
+        for item in items:
+            if isinstance(item, tuple) and len(item) == 2 and item[0] in (regex_parser.MAX_REPEAT,
+                                                                          regex_parser.MIN_REPEAT):
+                repeats += 1
+                if inside_repeat:
+                    raise re.error("a repetition inside a repetition may backtrack without end")
+                if repeats > MAX_REPEATS:
+                    raise re.error(f"more than {MAX_REPEATS} repetitions")
+                walk(item[1][2], True)
+            elif isinstance(item, list | tuple | regex_parser.SubPattern):
+                walk(item, inside_repeat)
+
+    walk(regex_parser.parse(regex), False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,7 +128,7 @@ class Subscription:
                    int(configs.get(INTERVAL, DEFAULT_INTERVAL_MS)), tuple(match))
 
     def matches(self, selectors: Mapping[str, str]) -> bool:
-        return all(regex.fullmatch(selectors.get(selector, "")) for selector, regex in self.match)
+        return all(regex.fullmatch(selectors.get(selector, "")[:MAX_SELECTOR]) for selector, regex in self.match)
 
 
 @dataclass(frozen=True, slots=True)

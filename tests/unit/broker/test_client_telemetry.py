@@ -68,10 +68,18 @@ def test_unknown_fields_are_skipped() -> None:
 
 # -- subscriptions -----------------------------------------------------------------------------------------
 @pytest.mark.parametrize("configs", [{"interval.ms": "50"}, {"interval.ms": "x"}, {"match": "client_id"},
-                                     {"match": "nope=.*"}, {"match": "client_id=("}, {"other": "1"}])
+                                     {"match": "nope=.*"}, {"match": "client_id=("}, {"other": "1"},
+                                     {"match": "client_id=(a+)+$"}, {"match": "client_id=(x(a|b)*)*"},
+                                     {"match": "client_id=a*b*c*d*"}, {"match": "client_id=" + "a" * 300}])
 def test_invalid_subscriptions_are_refused(configs: dict[str, str]) -> None:
     with pytest.raises(SubscriptionError):
         validate("sub", configs)
+
+
+def test_reasonable_patterns_are_accepted() -> None:
+    for pattern in ("client_id=billing-.*", "client_software_name=apache-kafka-java|confluent-kafka-python",
+                    "client_source_address=10\\.0\\..*", "client_id=(ab|cd){2}x+"):
+        validate("sub", {"match": pattern})
 
 
 def test_a_plan_is_the_union_of_matching_subscriptions(tmp_path: Path) -> None:
