@@ -11,8 +11,10 @@ log; we keep them in one JSON file in the first log dir, replaced whole (`atomic
 `MAX_SUBSCRIPTIONS` of them.
 
 A `match` regex runs on the event loop against what a client says about itself, so it may not
-backtrack catastrophically: at most `MAX_REGEX` characters, `MAX_REPEATS` repetitions, none nested in
-another (`(a+)+` is refused), and it is matched against at most `MAX_SELECTOR` characters of a value.
+backtrack catastrophically: one pattern per selector, at most `MAX_REGEX` characters and `MAX_REPEATS`
+repetitions, none nested in another (`(a+)+` is refused), matched against at most `MAX_SELECTOR`
+characters of a value: with `MAX_SUBSCRIPTIONS` subscriptions, the worst a client can make one request
+cost is a few million regex steps.
 """
 
 from __future__ import annotations
@@ -30,12 +32,12 @@ from pybroker.storage.files import atomic_write
 
 FILE_NAME = "client-metrics.json"
 FORMAT_VERSION = 1
-MAX_SUBSCRIPTIONS = 256
+MAX_SUBSCRIPTIONS = 64
 MAX_NAME = 255
 METRICS, INTERVAL, MATCH = "metrics", "interval.ms", "match"
 DEFAULT_INTERVAL_MS = 300_000
 MIN_INTERVAL_MS, MAX_INTERVAL_MS = 100, 3_600_000
-MAX_REGEX, MAX_REPEATS, MAX_SELECTOR = 256, 3, 255
+MAX_REGEX, MAX_REPEATS, MAX_SELECTOR = 256, 2, 128
 SELECTORS = ("client_instance_id", "client_id", "client_software_name", "client_software_version",
              "client_source_address", "client_source_port")
 #: key -> (default text, documentation), as DescribeConfigs shows them
@@ -73,10 +75,14 @@ def validate(name: str, configs: Mapping[str, str]) -> None:
         if not MIN_INTERVAL_MS <= interval <= MAX_INTERVAL_MS:
             raise SubscriptionError(f"Invalid value {interval} for {INTERVAL}, interval must be between "
                                     f"{MIN_INTERVAL_MS} and {MAX_INTERVAL_MS}")
+    seen: set[str] = set()
     for pattern in _list(configs.get(MATCH, "")):
         selector, sep, regex = pattern.partition("=")
         if not sep or selector not in SELECTORS:
             raise SubscriptionError(f"Illegal client matching pattern: {pattern}")
+        if selector in seen:
+            raise SubscriptionError(f"Duplicate client matching selector: {selector}")
+        seen.add(selector)
         try:
             re.compile(regex)
             _check_backtracking(regex)

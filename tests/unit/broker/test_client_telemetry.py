@@ -70,7 +70,7 @@ def test_unknown_fields_are_skipped() -> None:
 @pytest.mark.parametrize("configs", [{"interval.ms": "50"}, {"interval.ms": "x"}, {"match": "client_id"},
                                      {"match": "nope=.*"}, {"match": "client_id=("}, {"other": "1"},
                                      {"match": "client_id=(a+)+$"}, {"match": "client_id=(x(a|b)*)*"},
-                                     {"match": "client_id=a*b*c*d*"}, {"match": "client_id=" + "a" * 300}])
+                                     {"match": "client_id=a*b*c*"}, {"match": "client_id=a,client_id=b"}, {"match": "client_id=" + "a" * 300}])
 def test_invalid_subscriptions_are_refused(configs: dict[str, str]) -> None:
     with pytest.raises(SubscriptionError):
         validate("sub", configs)
