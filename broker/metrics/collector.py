@@ -17,6 +17,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from pybroker.broker.metrics.groups import GroupsSnapshot, consumer_lag
+from pybroker.broker.telemetry import prometheus as client_telemetry
 from pybroker.broker.transactions.state_machine import TxnState
 
 if TYPE_CHECKING:
@@ -33,7 +34,7 @@ class BrokerCollector(Collector):
 
     def describe(self) -> list[Any]:
         """Names only (registering must not walk the logs)."""
-        return list(self._families())
+        return [*self._families(), *client_telemetry.fixed_families()]
 
     def _families(self) -> Iterator[Any]:
         yield CounterMetricFamily("pybroker_bytes_in", "Record bytes appended to a topic's logs.", labels=["topic"])
@@ -117,6 +118,7 @@ class BrokerCollector(Collector):
         self._collect_transactions(families)
         families["pybroker_info"].add_metric([str(state.node_id), state.cluster_id], 1)
         yield from families.values()
+        yield from client_telemetry.families(state.client_metrics, state.clock_ms())
 
     def _collect_transactions(self, families: dict[str, Any]) -> None:
         by_state, oldest = _transaction_figures(self.state)
