@@ -197,8 +197,8 @@ class OffsetsTopic:
             loop.call_soon(done, ErrorCode.KAFKA_STORAGE_ERROR)
             return NOT_WRITTEN
         self.state.purgatory.notify((OFFSETS_TOPIC, partition))
-        flushed = self.state.logs.flusher_for(target).request(target, result.last_offset + 1)
-        asyncio.wrap_future(flushed).add_done_callback(lambda f: done(_flush_code(f, partition)))
+        flushed = self.state.logs.flusher_for(target).wait(target, result.last_offset + 1)
+        flushed.add_done_callback(lambda f: done(_flush_code(f, partition)))
         return result.base_offset
 
 

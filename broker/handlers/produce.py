@@ -370,7 +370,7 @@ def _append(ctx: RequestContext, target: Any, topic: str, partition: int, record
         log_append_time_ms=append_time, log_start_offset=result.log_start_offset)
     flusher = state.logs.flusher_for(target)
     if acks == -1:
-        return response, asyncio.wrap_future(flusher.request(target, result.last_offset + 1))
+        return response, flusher.wait(target, result.last_offset + 1)
     if target.unflushed_messages >= config.flush_interval_messages:
         flusher.request(target, result.last_offset + 1)
     return response, None

@@ -63,7 +63,7 @@ async def write_markers(state: BrokerState, producer_id: int, producer_epoch: in
             results[key] = ErrorCode.KAFKA_STORAGE_ERROR
             continue
         state.purgatory.notify(key)
-        waits.append((key, asyncio.wrap_future(state.logs.flusher_for(target).request(target, result.last_offset + 1))))
+        waits.append((key, state.logs.flusher_for(target).wait(target, result.last_offset + 1)))
     outcomes = await asyncio.gather(*(w for _, w in waits), return_exceptions=True)
     for (key, _), outcome in zip(waits, outcomes, strict=True):
         if isinstance(outcome, LogClosedError):

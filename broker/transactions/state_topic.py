@@ -159,7 +159,7 @@ class TransactionStateTopic:
             return ErrorCode.KAFKA_STORAGE_ERROR
         self.state.purgatory.notify((TRANSACTION_STATE_TOPIC, partition))
         try:
-            await asyncio.wrap_future(self.state.logs.flusher_for(target).request(target, result.last_offset + 1))
+            await self.state.logs.flusher_for(target).wait(target, result.last_offset + 1)
         except Exception as exc:
             log.error("transaction state flush failed", partition=partition, error=repr(exc))
             return ErrorCode.KAFKA_STORAGE_ERROR
