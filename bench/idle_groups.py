@@ -2,7 +2,7 @@
 
 Why: a group's deadlines (sessions, join and sync phases) are the broker's own work that no request
 asks for; a coordinator that scans every group on a fixed tick pays for idle groups all the time. The
-measurement: first the canary alone (acks=all, 100 B, linger 0, CANARY_RATE msgs/s) while the broker's
+measurement: first the broker with nothing to do (its own timers only), then the canary alone (acks=all, 100 B, linger 0, CANARY_RATE msgs/s) while the broker's
 CPU time is read from /proc; then CONSUMERS librdkafka consumers in GROUPS groups are subscribed to an
 empty topic, left to settle into heartbeating, and the same window is measured again. Printed: broker CPU
 (% of one core) and the canary's delivery latency p50/p99, both windows side by side.
@@ -84,7 +84,15 @@ def _measure(broker: BrokerProcess, topic: str, seconds: float) -> Window:
     return window
 
 
-def run(consumers: int = CONSUMERS, groups: int = GROUPS, seconds: float = SECONDS) -> tuple[Window, Window]:
+def _idle(broker: BrokerProcess, seconds: float) -> Window:
+    assert broker.pid is not None
+    cpu_before, started = _cpu_seconds(broker.pid), time.perf_counter()
+    time.sleep(seconds)
+    return Window(cpu_percent=100 * (_cpu_seconds(broker.pid) - cpu_before) / (time.perf_counter() - started))
+
+
+def run(consumers: int = CONSUMERS, groups: int = GROUPS, seconds: float = SECONDS
+        ) -> tuple[Window, Window, Window]:
     with tempfile.TemporaryDirectory(prefix="pybroker-bench-idle-") as tmp:
         broker = BrokerProcess(Path(tmp) / "idle", {"group.initial.rebalance.delay.ms": "0"})
         broker.start()
@@ -95,6 +103,8 @@ def run(consumers: int = CONSUMERS, groups: int = GROUPS, seconds: float = SECON
             canary, idle = f"canary-{tag}", f"idle-{tag}"
             create_topic(broker.bootstrap, canary, 1)
             create_topic(broker.bootstrap, idle, 2)
+            print(f"  [pybroker] nothing to do for {seconds:.0f} s ...", flush=True)
+            nothing = _idle(broker, seconds)
             print(f"  [pybroker] canary alone for {seconds:.0f} s ...", flush=True)
             alone = _measure(broker, canary, seconds)
             for i in range(consumers):
@@ -123,13 +133,13 @@ def run(consumers: int = CONSUMERS, groups: int = GROUPS, seconds: float = SECON
                 consumer.close()
             broker.stop(expect_code=None)
             broker.close()
-    return alone, loaded
+    return nothing, alone, loaded
 
 
-def print_table(alone: Window, loaded: Window, consumers: int, groups: int) -> None:
+def print_table(nothing: Window, alone: Window, loaded: Window, consumers: int, groups: int) -> None:
     print(f"\n== idle consumer groups: broker CPU and canary acks=all latency ({CANARY_RATE} msgs/s, 100 B) ==")
     print(f"  {'window':<34}{'broker CPU % of a core':>24}{'canary p50 ms':>15}{'p99 ms':>10}")
-    for name, w in (("canary alone", alone), (f"+ {consumers} consumers in {groups} groups", loaded)):
+    for name, w in (("no clients", nothing), ("canary alone", alone), (f"+ {consumers} consumers in {groups} groups", loaded)):
         print(f"  {name:<34}{w.cpu_percent:>24.1f}{w.percentile(0.50):>15.2f}{w.percentile(0.99):>10.2f}")
 
 
@@ -140,8 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=SECONDS)
     args = parser.parse_args(argv)
     try:
-        alone, loaded = run(args.consumers, args.groups, args.seconds)
-        print_table(alone, loaded, args.consumers, args.groups)
+        print_table(*run(args.consumers, args.groups, args.seconds), args.consumers, args.groups)
     finally:
         kill_all()
     return 0
