@@ -1,7 +1,8 @@
 """Group commit: a small pool of threads per log dir fsyncs logs for every waiter that asked meanwhile.
 
-`request(log, offset)` returns a `concurrent.futures.Future`, `wait(log, offset)` (on the event loop)
-an `asyncio.Future`; either completes once the log is durable at least up to `offset`. Each log is its
+`request(log, offset)` returns a `concurrent.futures.Future`; `notify(log, offset, done, waker)` calls
+`done` on the waker's thread (the broker passes its event loop); either answers once the log is durable
+at least up to `offset`. Each log is its
 own group-commit queue: a flush of a log takes all its pending requests, fsyncs it once and answers every
 one of them, so a hundred concurrent acks=all producers cost one fsync per log per round, not a hundred.
 While one log is being flushed, requests for it gather for its next round.
@@ -12,11 +13,12 @@ many logs' fsyncs in flight at once (the disk and the kernel's journal take conc
 than serial ones), and a log's waiters are answered as soon as *their own* log is synced, never after
 another log's. A log is flushed by one worker at a time (its next round waits for the current one).
 
-Why one loop wake per batch of answers: `wait`'s futures belong to the event loop and can only be
-completed on it. Instead of one `call_soon_threadsafe` per future (a lock and a self-pipe write each,
-1,024 of them for one wide produce), workers put finished answers in an outbox per loop, and only the
+Why one wake per batch of answers: the broker's waiters are asyncio futures, which can only be completed
+on the event loop. Instead of one `call_soon_threadsafe` per future (a lock and a self-pipe write each,
+1,024 of them for one wide produce), workers put finished answers in an outbox per waker, and only the
 worker that finds the outbox empty schedules the one callback that drains it, so a round's answers (and
-whatever else finished before the loop got to them) cost one wake.
+whatever else finished before the loop got to them) cost one wake. (Storage stays synchronous: it knows
+the loop only as something with `call_soon_threadsafe`.)
 
 A failed fsync fails that log's waiters with the `OSError` (the broker answers KAFKA_STORAGE_ERROR);
 other logs are unaffected.
@@ -24,22 +26,57 @@ other logs are unaffected.
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from collections import deque
+from collections.abc import Callable
 from concurrent.futures import Future
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
+
+import structlog
 
 from pybroker.storage.errors import FlushError
 
 if TYPE_CHECKING:
     from pybroker.storage.log import Log
 
+log = structlog.get_logger("pybroker.storage.flusher")
+
 #: fsyncs in flight at once per log dir (more than a few gains nothing on one device and costs threads)
 WORKERS = 8
 
-#: a future of either kind with what it waits for
-Waiter = tuple[int, "Future[int] | asyncio.Future[int]"]
+#: the recovery point reached, or why the log could not be made durable
+Outcome = int | BaseException
+Done = Callable[[Outcome], None]
+
+
+class Waker(Protocol):
+    """Whatever runs `done` callbacks on its own thread (an asyncio event loop is one)."""
+
+    def call_soon_threadsafe(self, callback: Callable[..., Any], *args: Any) -> Any: ...
+
+
+class _Outbox:
+    """Answers for one waker's callbacks, delivered by one `call_soon_threadsafe` per batch."""
+
+    __slots__ = ("answers", "waker")
+
+    def __init__(self, waker: Waker) -> None:
+        self.waker = waker
+        self.answers: list[tuple[Done, Outcome]] = []
+
+
+class _Notice:
+    """A waiter answered through its waker: `done(outcome)` runs on the waker's thread."""
+
+    __slots__ = ("done", "outbox")
+
+    def __init__(self, done: Done, outbox: _Outbox) -> None:
+        self.done = done
+        self.outbox = outbox
+
+
+#: what a request waits for, and who is told
+Waiter = tuple[int, "Future[int] | _Notice"]
 
 
 class _LogQueue:
@@ -54,27 +91,6 @@ class _LogQueue:
         self.busy = False
 
 
-class _Outbox:
-    """Answers for one event loop's futures, delivered by one callback per batch."""
-
-    __slots__ = ("answers", "loop")
-
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self.loop = loop
-        self.answers: list[tuple[asyncio.Future[int], int | BaseException]] = []
-
-
-def _deliver(answers: list[tuple[asyncio.Future[int], int | BaseException]]) -> None:
-    """On the loop: complete every future of a batch (a cancelled one needs no answer)."""
-    for future, outcome in answers:
-        if future.done():
-            continue
-        if isinstance(outcome, BaseException):
-            future.set_exception(outcome)
-        else:
-            future.set_result(outcome)
-
-
 class Flusher:
     def __init__(self, name: str, workers: int = WORKERS) -> None:
         self._cond = threading.Condition()
@@ -82,7 +98,7 @@ class Flusher:
         self._ready: deque[_LogQueue] = deque()
         self._busy = 0
         self._closed = False
-        self._outboxes: dict[asyncio.AbstractEventLoop, _Outbox] = {}
+        self._outboxes: dict[Waker, _Outbox] = {}
         self._outbox_lock = threading.Lock()
         self._threads = [threading.Thread(target=self._run, name=f"flusher-{name}-{i}", daemon=True)
                          for i in range(max(1, workers))]
@@ -103,26 +119,25 @@ class Flusher:
             future.set_exception(FlushError("the flusher is closed"))
         return future
 
-    def wait(self, log: Log, offset: int) -> asyncio.Future[int]:
-        """As `request`, as a future of the running event loop (call it on the loop): answered with one
-        loop wake per batch of finished flushes, not one per future."""
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[int] = loop.create_future()
+    def notify(self, log: Log, offset: int, done: Done, waker: Waker) -> None:
+        """As `request`, but `done(recovery point or exception)` is called on the waker's thread, with
+        one `call_soon_threadsafe` per batch of finished flushes, not one per waiter. Already durable (or
+        never possible): `done` is called at once, on the calling thread."""
         point = log.recovery_point
         if offset <= point:
-            future.set_result(point)
-            return future
+            done(point)
+            return
         if offset > log.log_end_offset:
-            future.set_exception(FlushError(f"offset {offset} is beyond the log end {log.log_end_offset}"))
-            return future
-        if loop not in self._outboxes:
+            done(FlushError(f"offset {offset} is beyond the log end {log.log_end_offset}"))
+            return
+        outbox = self._outboxes.get(waker)
+        if outbox is None:
             with self._outbox_lock:
-                self._outboxes.setdefault(loop, _Outbox(loop))
-        if not self._enqueue(log, offset, future):
-            future.set_exception(FlushError("the flusher is closed"))
-        return future
+                outbox = self._outboxes.setdefault(waker, _Outbox(waker))
+        if not self._enqueue(log, offset, _Notice(done, outbox)):
+            done(FlushError("the flusher is closed"))
 
-    def _enqueue(self, log: Log, offset: int, future: Future[int] | asyncio.Future[int]) -> bool:
+    def _enqueue(self, log: Log, offset: int, future: Future[int] | _Notice) -> bool:
         with self._cond:
             if self._closed:
                 return False
@@ -166,12 +181,11 @@ class Flusher:
 
     def _flush_round(self, log: Log, round_: list[Waiter]) -> None:
         """fsync `log` once for every waiter of this round, then answer them."""
-        waiters = [(offset, future) for offset, future in round_
-                   if not (future.cancelled() if isinstance(future, asyncio.Future)
-                           else not future.set_running_or_notify_cancel())]
+        waiters = [(offset, future) for offset, future in round_  # a cancelled future needs no answer
+                   if isinstance(future, _Notice) or future.set_running_or_notify_cancel()]
         if not waiters:
             return
-        outcomes: list[tuple[Future[int] | asyncio.Future[int], int | BaseException]]
+        outcomes: list[tuple[Future[int] | _Notice, Outcome]]
         try:
             point = self._sync(log, max(offset for offset, _ in waiters))
         except Exception as exc:
@@ -187,30 +201,35 @@ class Flusher:
         """The one fsync of a round (a seam for tests that hold the flusher back)."""
         return log.flush(up_to)
 
-    def _answer(self, outcomes: list[tuple[Future[int] | asyncio.Future[int], int | BaseException]]) -> None:
+    def _answer(self, outcomes: list[tuple[Future[int] | _Notice, Outcome]]) -> None:
         posts: list[_Outbox] = []
         for future, outcome in outcomes:
-            if isinstance(future, asyncio.Future):
-                outbox = self._outboxes[future.get_loop()]
+            if isinstance(future, _Notice):
+                outbox = future.outbox
                 with self._outbox_lock:
-                    if not outbox.answers:
+                    if not outbox.answers:  # nobody has asked the waker to drain it yet: this worker will
                         posts.append(outbox)
-                    outbox.answers.append((future, outcome))
+                    outbox.answers.append((future.done, outcome))
             elif isinstance(outcome, BaseException):
                 future.set_exception(outcome)
             else:
                 future.set_result(outcome)
         for outbox in posts:
             try:
-                outbox.loop.call_soon_threadsafe(self._drain, outbox)
+                outbox.waker.call_soon_threadsafe(self._drain, outbox)
             except RuntimeError:  # the loop is closed: nobody is left to answer
                 with self._outbox_lock:
                     outbox.answers.clear()
 
     def _drain(self, outbox: _Outbox) -> None:
+        """On the waker's thread: every answer that arrived since the last drain."""
         with self._outbox_lock:
             answers, outbox.answers = outbox.answers, []
-        _deliver(answers)
+        for done, outcome in answers:
+            try:
+                done(outcome)
+            except Exception:  # one waiter's bug must not leave the others unanswered
+                log.exception("flush waiter failed")
 
     def close(self, timeout: float | None = 30.0) -> None:
         """Answer every pending request, then stop the threads; later requests fail."""

@@ -13,6 +13,7 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from pybroker.broker.flush_wait import flushed
 from pybroker.broker.logs import get_logger
 from pybroker.broker.transactions.metadata import TxnMetadata
 from pybroker.broker.transactions.state_machine import TxnState
@@ -159,7 +160,7 @@ class TransactionStateTopic:
             return ErrorCode.KAFKA_STORAGE_ERROR
         self.state.purgatory.notify((TRANSACTION_STATE_TOPIC, partition))
         try:
-            await self.state.logs.flusher_for(target).wait(target, result.last_offset + 1)
+            await flushed(self.state.logs.flusher_for(target), target, result.last_offset + 1)
         except Exception as exc:
             log.error("transaction state flush failed", partition=partition, error=repr(exc))
             return ErrorCode.KAFKA_STORAGE_ERROR

@@ -16,6 +16,21 @@ from pybroker.storage.flusher import Flusher
 from tests.unit.storage.helpers import append, batch, open_log
 
 
+def _flushed(flusher: Flusher, log: Any, offset: int) -> asyncio.Future[int]:
+    """What the broker waits on (`broker/flush_wait.py`), built here so storage tests stay in storage."""
+    future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+
+    def settle(outcome: int | BaseException) -> None:
+        if not future.done():
+            if isinstance(outcome, BaseException):
+                future.set_exception(outcome)
+            else:
+                future.set_result(outcome)
+
+    flusher.notify(log, offset, settle, asyncio.get_running_loop())
+    return future
+
+
 def test_futures_resolve_only_after_fsync_and_waiters_share_rounds(tmp_path: Path) -> None:
     log = open_log(tmp_path / "t-0")
     flusher = Flusher("test")
@@ -142,8 +157,8 @@ async def test_loop_waiters_resolve_only_after_their_own_logs_sync(tmp_path: Pat
     with mock.patch("os.fdatasync", gated_fdatasync):
         append(slow, batch(2))
         append(fast, batch(3))
-        slow_done = flusher.wait(slow, 2)
-        fast_done = flusher.wait(fast, 3)
+        slow_done = _flushed(flusher, slow, 2)
+        fast_done = _flushed(flusher, fast, 3)
         assert await asyncio.wait_for(fast_done, 5) == 3
         assert not slow_done.done() and slow.recovery_point == 0
         assert synced == [fast.active_segment.file.fileno()]
@@ -175,9 +190,9 @@ async def test_a_rounds_loop_waiters_cost_one_loop_wake(tmp_path: Path) -> None:
 
     with mock.patch("os.fdatasync", gated_fdatasync), mock.patch.object(loop, "call_soon_threadsafe", counting):
         append(log, batch(1))
-        first = flusher.wait(log, 1)  # the first round, held at its fsync
+        first = _flushed(flusher, log, 1)  # the first round, held at its fsync
         offsets = [append(log, batch(1)).last_offset + 1 for _ in range(300)]
-        waiters = [flusher.wait(log, offset) for offset in offsets]
+        waiters = [_flushed(flusher, log, offset) for offset in offsets]
         gate.set()
         assert await asyncio.wait_for(first, 5) >= 1
         points = await asyncio.wait_for(asyncio.gather(*waiters), 5)
@@ -210,12 +225,12 @@ async def test_a_cancelled_loop_waiter_is_skipped_and_a_closed_flusher_refuses(t
     log = open_log(tmp_path / "t-0")
     flusher = Flusher("test")
     append(log, batch(2))
-    cancelled = flusher.wait(log, 1)
+    cancelled = _flushed(flusher, log, 1)
     cancelled.cancel()
-    assert await asyncio.wait_for(flusher.wait(log, 2), 5) == 2
-    assert await flusher.wait(log, 2) == 2  # already durable: answered at once
+    assert await asyncio.wait_for(_flushed(flusher, log, 2), 5) == 2
+    assert await _flushed(flusher, log, 2) == 2  # already durable: answered at once
     flusher.close()
     append(log, batch(1))
     with pytest.raises(FlushError):
-        await flusher.wait(log, 3)
+        await _flushed(flusher, log, 3)
     log.close()
