@@ -97,6 +97,9 @@ class Flusher:
         self._queues: dict[int, _LogQueue] = {}
         self._ready: deque[_LogQueue] = deque()
         self._busy = 0
+        #: workers waiting for work that no `notify` has woken yet: one wide request readies a thousand
+        #: logs, which needs as many wake-ups as there are sleepers, not a thousand
+        self._sleeping = 0
         self._closed = False
         self._outboxes: dict[Waker, _Outbox] = {}
         self._outbox_lock = threading.Lock()
@@ -148,15 +151,23 @@ class Flusher:
             if not queue.queued and not queue.busy:
                 queue.queued = True
                 self._ready.append(queue)
-                self._cond.notify()
+                self._wake_one()
         return True
+
+    def _wake_one(self) -> None:
+        """With the condition held: wake a sleeping worker for a newly ready log, if one is asleep."""
+        if self._sleeping:
+            self._sleeping -= 1
+            self._cond.notify()
 
     def _run(self) -> None:
         while True:
             with self._cond:
                 while not self._ready and not (self._closed and not self._busy):
+                    self._sleeping += 1
                     self._cond.wait()
                 if not self._ready:
+                    self._sleeping = 0
                     self._cond.notify_all()  # closed and drained: let the other workers see it too
                     return
                 queue = self._ready.popleft()
@@ -173,10 +184,11 @@ class Flusher:
                     if queue.waiters:  # asked while it was being flushed: its next round
                         queue.queued = True
                         self._ready.append(queue)
-                        self._cond.notify()
+                        self._wake_one()
                     elif self._queues.get(id(queue.log)) is queue:
                         del self._queues[id(queue.log)]
                     if self._closed:
+                        self._sleeping = 0
                         self._cond.notify_all()
 
     def _flush_round(self, log: Log, round_: list[Waiter]) -> None:
@@ -235,6 +247,7 @@ class Flusher:
         """Answer every pending request, then stop the threads; later requests fail."""
         with self._cond:
             self._closed = True
+            self._sleeping = 0
             self._cond.notify_all()
         for thread in self._threads:
             thread.join(timeout)
