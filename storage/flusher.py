@@ -184,7 +184,8 @@ class Flusher:
                     if queue.waiters:  # asked while it was being flushed: its next round
                         queue.queued = True
                         self._ready.append(queue)
-                        self._wake_one()
+                        if len(self._ready) > 1:  # this worker takes the first itself: no hand-off
+                            self._wake_one()
                     elif self._queues.get(id(queue.log)) is queue:
                         del self._queues[id(queue.log)]
                     if self._closed:
