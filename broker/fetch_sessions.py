@@ -38,12 +38,21 @@ from __future__ import annotations
 
 import random
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from pybroker.broker.security.acls import CLUSTER_NAME, AclOperation, ResourceType
+from pybroker.broker.security.authorizer import host_of
 from pybroker.protocol.errors import ErrorCode
-from pybroker.protocol.messages.fetch import FetchPartition, FetchRequest, FetchResponse, FetchTopic
+from pybroker.protocol.messages.fetch import (
+    FetchableTopicResponse,
+    FetchPartition,
+    FetchRequest,
+    FetchResponse,
+    FetchTopic,
+    PartitionData,
+)
 
 INVALID_SESSION_ID = 0
 INITIAL_EPOCH = 0
@@ -213,8 +222,12 @@ class FetchSessionCache:
             if candidate not in self._sessions:
                 return candidate
 
-    def plan(self, request: FetchRequest, api_version: int, now_ms: int, principal: str) -> FetchPlan:
-        """Kafka's `FetchManager.newContext`: which partitions this fetch reads, and how to answer it."""
+    def plan(self, request: FetchRequest, api_version: int, now_ms: int, principal: str,
+             may_read: Callable[[CachedPartition], bool] | None = None) -> FetchPlan:
+        """Kafka's `FetchManager.newContext`: which partitions this fetch reads, and how to answer it.
+
+        `may_read` (None: no authorizer) is asked about every partition an incremental fetch would read
+        from its session; the refused ones are answered TOPIC_AUTHORIZATION_FAILED, not read."""
         uses_ids = api_version >= FIRST_TOPIC_ID_VERSION
         session_id, epoch = request.session_id, request.session_epoch
         if epoch in (INITIAL_EPOCH, FINAL_EPOCH):
@@ -247,7 +260,7 @@ class FetchSessionCache:
             return self._error(ErrorCode.FETCH_SESSION_ID_NOT_FOUND)
         session.epoch = next_epoch(session.epoch)
         self.fetches["incremental"] += 1
-        return _IncrementalPlan(session)
+        return _IncrementalPlan(session, may_read)
 
     def _error(self, code: ErrorCode) -> FetchPlan:
         self.fetches["error"] += 1
@@ -319,9 +332,19 @@ class _FullPlan(FetchPlan):
 class _IncrementalPlan(FetchPlan):
     """An incremental fetch: every partition of the session is read; only the changed ones are answered."""
 
-    def __init__(self, session: FetchSession) -> None:
+    def __init__(self, session: FetchSession, may_read: Callable[[CachedPartition], bool] | None) -> None:
         self.session = session
         self._order: list[CachedPartition] = list(session.partitions.values())
+        self._refused: list[CachedPartition] = []
+        if may_read is not None:  # ACLs may have changed since the partitions joined the session
+            verdicts: dict[tuple[str, uuid.UUID], bool] = {}
+            allowed: list[CachedPartition] = []
+            for cached in self._order:
+                topic = (cached.name, cached.topic_id)
+                if topic not in verdicts:
+                    verdicts[topic] = may_read(cached)
+                (allowed if verdicts[topic] else self._refused).append(cached)
+            self._order = allowed
         super().__init__(_as_topics(self._order))
 
     def finish(self, response: FetchResponse) -> FetchResponse:
@@ -338,6 +361,11 @@ class _IncrementalPlan(FetchPlan):
                         moved.append(_cached_key(session.uses_topic_ids, cached))
             answered.partitions = kept
         response.responses = [t for t in response.responses if t.partitions]
+        for cached in self._refused:
+            response.responses.append(FetchableTopicResponse(topic=cached.name, topic_id=cached.topic_id, partitions=[
+                PartitionData(partition_index=cached.request.partition, high_watermark=-1, last_stable_offset=-1,
+                              log_start_offset=-1, records=b"", error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED)]))
+            cached.high_watermark = -1  # answered again once allowed
         for key in moved:  # Kafka's fairness: partitions that were served go to the back of the line
             served = session.partitions.pop(key, None)
             if served is not None:
@@ -356,6 +384,31 @@ def _as_topics(order: list[CachedPartition]) -> list[FetchTopic]:
             topics.append(current)
         current.partitions.append(cached.request)
     return topics
+
+
+def read_check(state: Any, principal: str, peer: str, api_version: int,
+               request: FetchRequest) -> Callable[[CachedPartition], bool] | None:
+    """The READ check an incremental fetch's session partitions get (None: no authorizer, or a replica
+    allowed CLUSTER_ACTION, which reads everything); a topic id that names no topic passes (it is answered
+    UNKNOWN_TOPIC_ID by the read)."""
+    authorizer = state.authorizer
+    if authorizer is None:
+        return None
+    host = host_of(peer)
+    if max(request.replica_id, request.replica_state.replica_id) >= 0 and authorizer.allowed(
+            principal, host, AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME, log_denial=False):
+        return None
+    by_id = api_version >= FIRST_TOPIC_ID_VERSION
+
+    def may_read(cached: CachedPartition) -> bool:
+        name: str | None = cached.name
+        if by_id:
+            info = state.logs.topic_by_id(cached.topic_id)
+            name = None if info is None else str(info.name)
+        return name is None or bool(authorizer.allowed(principal, host, AclOperation.READ, ResourceType.TOPIC, name,
+                                                       api="Fetch"))
+
+    return may_read
 
 
 def from_config(config: Any) -> FetchSessionCache:

@@ -27,7 +27,7 @@ from typing import Any
 
 from pybroker.broker.context import RequestContext
 from pybroker.broker.dispatch import handler, waiting
-from pybroker.broker.fetch_sessions import FetchPlan
+from pybroker.broker.fetch_sessions import FetchPlan, read_check
 from pybroker.broker.lookup import resolve_partition, topic_by_id
 from pybroker.protocol.api_keys import ApiKey
 from pybroker.protocol.errors import ErrorCode
@@ -47,7 +47,8 @@ NO_SESSION = 0
 
 @handler(ApiKey.FETCH, versions=(4, 17))
 def handle_fetch(ctx: RequestContext, request: FetchRequest) -> Any:
-    plan = ctx.state.fetch_sessions.plan(request, ctx.api_version, ctx.state.clock_ms(), ctx.principal)
+    plan = ctx.state.fetch_sessions.plan(request, ctx.api_version, ctx.state.clock_ms(), ctx.principal,
+                                         read_check(ctx.state, ctx.principal, ctx.peer, ctx.api_version, request))
     if plan.error:
         return plan.error_response()
     request.topics = plan.topics  # a session's partitions at their remembered positions

@@ -182,3 +182,15 @@ def test_resolution_follows_a_model(ops: list[tuple[str, int, int, list, list]])
         assert set(session.partitions) == model[session.id][1]
     assert len(cache) <= 3
     assert cache.total_partitions == sum(len(s.partitions) for s in cache.sessions())
+
+
+def test_session_partitions_whose_read_was_revoked_are_refused_not_read() -> None:
+    cache = FetchSessionCache(10, 10)
+    sid = _open(cache, [("a", 0), ("b", 0), ("b", 1)])
+    plan = cache.plan(_request(sid, 1), 12, 0, ME, may_read=lambda cached: cached.name != "b")
+    assert [t.topic for t in plan.topics] == ["a"]
+    answer = plan.finish(_answer(plan.topics))
+    assert [(t.topic, p.partition_index, p.error_code) for t in answer.responses for p in t.partitions] == \
+        [("b", 0, ErrorCode.TOPIC_AUTHORIZATION_FAILED), ("b", 1, ErrorCode.TOPIC_AUTHORIZATION_FAILED)]
+    allowed_again = cache.plan(_request(sid, 2), 12, 0, ME, may_read=lambda cached: True)
+    assert _names(allowed_again.finish(_answer(allowed_again.topics))) == [("b", 0), ("b", 1)]
