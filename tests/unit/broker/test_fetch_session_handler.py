@@ -3,6 +3,7 @@ topic ids, what an incremental answer leaves out, and the metrics."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
 
@@ -149,3 +150,18 @@ async def test_metrics_count_fetches_and_sessions(client: RawClient, app: Broker
     assert get("pybroker_fetch_session_requests_total", {"kind": "sessionless"}) == 1
     assert get("pybroker_fetch_sessions") == 1
     assert get("pybroker_fetch_session_partitions") == 1
+
+
+async def test_a_session_outlives_its_connection(client: RawClient, app: BrokerApp) -> None:
+    """Kafka's sessions are not tied to connections: a consumer that reconnects goes on incrementally."""
+    await _produce(client, "r", 0, 1)
+    full = await client.call(_fetch(0, 0, {("r", 0): 0}), 12)
+    client.close()
+    reader, writer = await asyncio.open_connection("127.0.0.1", app.bound_ports[0])
+    again = RawClient(reader, writer)
+    try:
+        await _produce(again, "r", 0, 2)
+        incremental = await again.call(_fetch(full.session_id, 1, {("r", 0): 1}), 12)
+        assert (incremental.session_id, _answered(incremental)) == (full.session_id, {("r", 0): (0, 3, 2)})
+    finally:
+        again.close()
