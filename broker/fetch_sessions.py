@@ -231,7 +231,8 @@ class FetchSessionCache:
         uses_ids = api_version >= FIRST_TOPIC_ID_VERSION
         session_id, epoch = request.session_id, request.session_epoch
         if epoch in (INITIAL_EPOCH, FINAL_EPOCH):
-            if session_id != INVALID_SESSION_ID:
+            named = self._sessions.get(session_id)
+            if named is not None and named.principal == principal:  # only its owner may close a session
                 self.remove(session_id)
             if epoch == FINAL_EPOCH:
                 self.fetches["sessionless"] += 1

@@ -122,6 +122,7 @@ def test_a_session_answers_only_its_principal() -> None:
     cache = FetchSessionCache(10, 10)
     sid = _open(cache, [("a", 0)])
     assert cache.plan(_request(sid, 1), 12, 0, "User:mallory").error == ErrorCode.FETCH_SESSION_ID_NOT_FOUND
+    cache.plan(_request(sid, 0, [("b", 0)]), 12, 0, "User:mallory")  # nor close it with a full fetch
     assert cache.plan(_request(sid, 1), 12, 0, ME).error == ErrorCode.NONE
 
 
