@@ -26,7 +26,7 @@ from tests.integration.txn_clients import TXN_OVERRIDES, create_topic, read_comm
 
 SEED = 1313
 PARTITIONS = 3
-INPUTS = 3_000
+INPUTS = 4_000  # 200 transactions: more than the kill rounds can get through at the worker's pace
 BATCH = 20
 ROUNDS = 4  # alternating: kill the worker, kill the broker
 KILL_AFTER_S = (0.1, 0.8)  # after the worker's first commit of the round
