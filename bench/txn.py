@@ -32,7 +32,7 @@ from tests.integration.brokers import BrokerProcess, free_port, kill_all
 
 TXN_RATE = 100
 PRODUCERS = 4
-RECORDS_PER_TXN = (10, 100, 1000)
+RECORDS_PER_TXN = (10, 100, 1000, 3000)
 SIZE = 100
 PARTITIONS = 3
 SECONDS = 10.0
