@@ -10,7 +10,10 @@
 
 Transactions (`transactions`): batches of aborted transactions map no key and are removed; markers go
 once their transaction's data is gone and their delete horizon passed; the cleaned segment gets a
-`.txnindex` of the aborts whose markers it keeps. The last batch of every producer the log still
+`.txnindex` of the aborts whose markers it keeps. Unlike Kafka, which starts afresh for each group of
+segments, one clean walks its groups with one transaction state: a COMMIT marker whose data lies in an
+earlier group stays (without it, a replay of that data after a crash would leave the transaction open
+and the last stable offset stuck), and an abort stays listed in the clean that removes its data. The last batch of every producer the log still
 tracks stays (empty if need be), as Kafka keeps it, so producer state rebuilds the same way; for a
 producer with no data batch left, that is its markers of its current epoch.
 
@@ -122,8 +125,9 @@ class Cleaner:
         groups = group_by_size(sizes, max_log_bytes=config.segment_bytes, max_index_bytes=config.max_index_bytes,
                                upper_bound=first_uncleanable)
         producers = _last_batch_of_producers(log)
+        txns = CleanedTransactions()  # one walk over every group: a marker sees its data in earlier groups
         for group in groups:
-            self._clean_group(log, group, end - 1, now_ms, producers, result)
+            self._clean_group(log, group, end - 1, now_ms, producers, txns, result)
         result.segments_before = len(sizes)
         result.segments_after = len(groups)
         return result
@@ -166,11 +170,10 @@ class Cleaner:
 
     # -- pass 2 ------------------------------------------------------------------------------------
     def _clean_group(self, log: Log, group: list[Segment], latest_offset: int, now_ms: int,
-                     producers: dict[int, tuple[int, int]], result: CleanResult) -> None:
+                     producers: dict[int, tuple[int, int]], txns: CleanedTransactions, result: CleanResult) -> None:
         config = log.config
         output = CleanedSegment(log.dir, group[0].base_offset, max_index_bytes=config.max_index_bytes,
                                 index_interval_bytes=config.index_interval_bytes)
-        txns = CleanedTransactions()
         try:
             for i, segment in enumerate(group):
                 result.bytes_read += segment.size
@@ -188,7 +191,7 @@ class Cleaner:
                     if kept is not None:
                         output.append(kept, header if kept is raw else parse_header(kept))
                         self.throttler.maybe_throttle(len(kept))
-            output.txn_entries = txns.kept_aborts
+            output.txn_entries = txns.take_kept_aborts()
             output.finish()
             for segment in group:  # readers may still hold these after the swap: keep them readable
                 _ = segment.file, segment.index, segment.timeindex

@@ -46,7 +46,7 @@ class _Aborted:
 
 
 class CleanedTransactions:
-    """Transaction state carried across the batches of one walk (one offset-map pass, or one group)."""
+    """Transaction state carried across the batches of one walk (the offset-map pass, or the recopy)."""
 
     def __init__(self) -> None:
         self._pending: list[tuple[int, int, AbortedTxn]] = []  # heap by first offset (then last)
@@ -54,6 +54,11 @@ class CleanedTransactions:
         self._committed: set[int] = set()
         #: aborted transactions whose markers the output keeps: the cleaned segment's `.txnindex`
         self.kept_aborts: list[AbortedTxn] = []
+
+    def take_kept_aborts(self) -> list[AbortedTxn]:
+        """The aborts kept since the last call (one cleaned segment's `.txnindex`)."""
+        kept, self.kept_aborts = self.kept_aborts, []
+        return kept
 
     def add_aborted(self, txns: list[AbortedTxn]) -> None:
         for txn in txns:

@@ -131,10 +131,10 @@ def test_the_cleaned_segment_keeps_the_index_of_aborts_whose_data_it_still_holds
     clean_fully(log, cleaner(), NOW)
     assert all(not p.name.endswith((".cleaned", ".swap")) for p in path.iterdir())
     assert (0, b"a", b"x" * 40) not in data(log)
-    # as in Kafka, each group of segments is cleaned on its own: the group holding the marker saw none
-    # of the transaction's data, so its cleaned index no longer lists it (nothing of it is left to skip)
+    # one clean walks all its groups with one transaction state: the group holding the marker knows the
+    # transaction's data was removed by this clean, so its cleaned index still lists it
     listed = [t for s in log.segments for t in s.txn_index.entries]
-    assert listed in ([], before)
+    assert listed == before
     for segment in log.segments:
         assert all(segment.base_offset <= t.last_offset < segment.next_offset for t in segment.txn_index.entries)
     log.close()
@@ -154,3 +154,27 @@ def test_nothing_from_the_last_stable_offset_on_is_cleanable(tmp_path: Path) -> 
     cleaner().clean(log, section.first_dirty, section.first_uncleanable, NOW)
     assert [o for o, _, _ in data(log)] == [0, 1, 2]  # the open transaction's key shadows nothing yet
     log.close()
+
+
+def test_a_commit_marker_stays_while_its_data_does_even_in_another_group(tmp_path: Path) -> None:
+    """Its data in one group of segments, its marker in the next: the marker must stay, or a replay of the
+    data (after a crash, from an older snapshot) would find the transaction never ended."""
+    path = tmp_path / "t-0"
+    log = open_log(path, segment_bytes=150, delete_retention_ms=RETENTION)
+    txn(log, 7, 0, [(b"a", b"x" * 40)])          # 0: committed data, its own segment
+    plain(log, b"p", b"y" * 40)                   # 1
+    log.append_marker(7, 0, 0, True, now_ms=NOW)  # 2: the commit, a later segment
+    plain(log, b"q", b"z" * 40)                   # 3
+    txn(log, 7, 1, [(b"b", b"w" * 40)])           # 4: producer 7's last data batch is elsewhere
+    log.append_marker(7, 0, 0, True, now_ms=NOW)  # 5
+    plain(log, b"r", b"v" * 40)                   # 6
+    log.roll(NOW)
+    for now in (NOW, NOW + 2 * RETENTION, NOW + 4 * RETENTION):
+        clean_fully(log, cleaner(), now)
+    assert [o for o, _, _, _ in markers(log)] == [2, 5]
+    log.close()
+    for snapshot in path.glob("*.snapshot"):
+        snapshot.unlink()  # a replay from the log start
+    reopened = open_log(path, clean=False, segment_bytes=150, delete_retention_ms=RETENTION)
+    assert reopened.last_stable_offset == reopened.log_end_offset
+    reopened.close()

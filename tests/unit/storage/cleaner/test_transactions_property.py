@@ -1,6 +1,7 @@
 """Property: compacting a log with transactions never changes what a read_committed consumer ends up
 with (the latest committed value of each key), whatever mix of plain writes, transactions committed,
-aborted or left open, rolls and cleans at any time (before or after the delete horizon) it holds."""
+aborted or left open, rolls and cleans at any time (before or after the delete horizon) it holds; and
+a replay of the cleaned log from its start after a crash finds no transaction left hanging."""
 
 from __future__ import annotations
 
@@ -101,5 +102,13 @@ def test_cleaning_keeps_the_read_committed_view(ops: list[tuple]) -> None:  # ty
             for now in (NOW, NOW + RETENTION, NOW + 10 * RETENTION):
                 clean(log, now)
                 assert consumer_view(log) == before
+            # a crash, and a replay of the cleaned log from its start: no transaction left hanging
+            path = log.dir
+            log.abandon()
+            for snapshot in path.glob("*.snapshot"):
+                snapshot.unlink()
+            log = open_log(path, clean=False, segment_bytes=300, delete_retention_ms=RETENTION)
+            assert log.last_stable_offset == log.log_end_offset
+            assert consumer_view(log) == before
         finally:
             log.close()
