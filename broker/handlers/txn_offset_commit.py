@@ -79,7 +79,7 @@ def handle_txn_offset_commit(ctx: RequestContext, request: TxnOffsetCommitReques
                               request.member_id, request.group_instance_id, known)
 
     def write(verified: ErrorCode) -> Any:
-        if verified is not ErrorCode.NONE:
+        if verified != ErrorCode.NONE:
             code = VERIFICATION_CODES.get(verified, verified)
             return build({(o.topic, o.partition): code for o in known})
         return answer(lambda respond: coordinator.commit_txn_offsets(commit, state.clock_ms(), respond), build)
@@ -105,8 +105,9 @@ async def _after(verified: Awaitable[ErrorCode], write: Any) -> Any:
 
 
 def _for_version(code: ErrorCode, version: int) -> ErrorCode:
-    if code is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS and version < FIRST_LOAD_IN_PROGRESS_VERSION:
+    """Codes a request version's clients do not know, told as the ones they do (Kafka's mapping)."""
+    if code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS and version < FIRST_LOAD_IN_PROGRESS_VERSION:
         return ErrorCode.COORDINATOR_NOT_AVAILABLE
-    if code is ErrorCode.TRANSACTION_ABORTABLE and version < FIRST_ABORTABLE_VERSION:
+    if code == ErrorCode.TRANSACTION_ABORTABLE and version < FIRST_ABORTABLE_VERSION:
         return ErrorCode.INVALID_TXN_STATE
-    return code
+    return ErrorCode(code)

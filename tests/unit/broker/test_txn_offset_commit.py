@@ -155,6 +155,17 @@ async def test_unknown_partitions_and_an_empty_group_id(tmp_path: Path) -> None:
         assert await txn_commit(client, 1, {0: 1}, group="") == {0: ErrorCode.INVALID_GROUP_ID}
 
 
+async def test_a_loading_partition_is_coordinator_not_available_before_v2(tmp_path: Path) -> None:
+    async with broker(tmp_path / "data") as (app, client):
+        await create_topic(client)
+        coordinator = app.state.groups.coordinator
+        coordinator.begin_loading([coordinator.partition_for(GROUP)])
+        assert await txn_commit(client, 1, {0: 1}, version=1) == {0: ErrorCode.COORDINATOR_NOT_AVAILABLE}
+        assert await txn_commit(client, 1, {0: 1}, version=2) == {0: ErrorCode.COORDINATOR_LOAD_IN_PROGRESS}
+        coordinator.finish_loading(coordinator.partition_for(GROUP), {}, {}, 0)
+        assert await txn_commit(client, 1, {0: 1}, version=2) == {0: 0}
+
+
 async def test_a_stale_epoch_is_refused_and_later_transactions_of_the_same_epoch_go_on(tmp_path: Path) -> None:
     async with broker(tmp_path / "data") as (app, client):
         await create_topic(client)
