@@ -46,6 +46,7 @@ S = TxnState
 COMPLETION_WAIT_S = 1.0
 #: backoff between attempts at markers (or at the Complete record) that failed for a retriable reason
 RETRY_BACKOFF_S = 0.2
+MAX_RETRY_BACKOFF_S = 5.0
 #: marker outcomes after which a partition needs no further attempt (the partition is gone, or a newer
 #: producer epoch or coordinator already wrote past this transaction)
 MARKER_DONE = frozenset({ErrorCode.NONE, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.INVALID_PRODUCER_EPOCH,
@@ -169,7 +170,11 @@ class TransactionCoordinator:
         expected = None if producer_id == NO_PRODUCER_ID else (producer_id, producer_epoch)
         entry = self.entries.get(transactional_id)
         if entry is None:
-            entry = Entry(md.new_metadata(transactional_id, self.new_producer_id(), timeout_ms, self.clock_ms()))
+            try:
+                producer_id = self._allocate_id()
+            except TxnError as exc:
+                return InitResult(exc.code)
+            entry = Entry(md.new_metadata(transactional_id, producer_id, timeout_ms, self.clock_ms()))
             self.entries[transactional_id] = entry
         await self._await_completion(entry)
         meta = entry.meta
@@ -182,7 +187,7 @@ class TransactionCoordinator:
             if meta.state.is_prepared:
                 return InitResult(ErrorCode.CONCURRENT_TRANSACTIONS)
             if meta.state is S.ONGOING and keep_prepared:
-                new = md.keep_prepared(meta, self.new_producer_id(), now)
+                new = md.keep_prepared(meta, self._allocate_id(), now)
                 code = await self._write(entry, new)
                 if code is not ErrorCode.NONE:
                     return InitResult(code)
@@ -193,7 +198,7 @@ class TransactionCoordinator:
                 code = await self._fence_and_abort(entry)
                 return InitResult(ErrorCode.CONCURRENT_TRANSACTIONS if code is ErrorCode.NONE else code)
             if epoch_exhausted(meta.producer_epoch) and (expected is None or expected[1] == meta.producer_epoch):
-                new = md.rotate_producer_id(meta, self.new_producer_id(), timeout_ms, now, expected is not None)
+                new = md.rotate_producer_id(meta, self._allocate_id(), timeout_ms, now, expected is not None)
             else:
                 new = md.increment_epoch(meta, timeout_ms, None if expected is None else expected[1], now)
         except TxnError as exc:
@@ -266,6 +271,10 @@ class TransactionCoordinator:
         Kafka maps them: PRODUCER_FENCED is INVALID_PRODUCER_EPOCH, TRANSACTION_ABORTABLE is
         INVALID_TXN_STATE before Produce v11."""
         code = self._verify_identity(transactional_id, producer_id, producer_epoch)
+        if code is ErrorCode.CONCURRENT_TRANSACTIONS and api_version >= 12:
+            # v2: the next transaction's first batch may come while the last one writes its markers
+            assert transactional_id is not None
+            return self._add_for_produce(transactional_id, producer_id, producer_epoch, topic, partition)
         if code is ErrorCode.NONE:
             assert transactional_id is not None
             meta = self.entries[transactional_id].meta
@@ -398,7 +407,15 @@ class TransactionCoordinator:
         """v2 bumps the epoch at every end: a fresh id when that exhausts it (KIP-939: the new client's)."""
         if meta.recovering:
             return meta.next_producer_id
-        return self.new_producer_id() if epoch_exhausted(meta.producer_epoch) else NO_PRODUCER_ID
+        return self._allocate_id() if epoch_exhausted(meta.producer_epoch) else NO_PRODUCER_ID
+
+    def _allocate_id(self) -> int:
+        """A fresh producer id; the persisted block allocator failing is a retriable answer, not a crash."""
+        try:
+            return self.new_producer_id()
+        except OSError as exc:
+            log.error("cannot allocate a producer id", error=str(exc))
+            raise TxnError(ErrorCode.COORDINATOR_NOT_AVAILABLE) from exc
 
     # -- the coordinator's own aborts: fencing, timeouts ----------------------------------------------
     async def _fence_and_abort(self, entry: Entry) -> ErrorCode:
@@ -463,19 +480,24 @@ class TransactionCoordinator:
                 await asyncio.sleep(self.marker_delay_s)
             commit = prepared.state is S.PREPARE_COMMIT
             remaining = sorted(prepared.partitions)
+            backoff = RETRY_BACKOFF_S
             while remaining and not self._stopping:
                 results = await self.markers(prepared.producer_id, prepared.producer_epoch, self.coordinator_epoch,
                                              commit, remaining)
                 remaining = [tp for tp in remaining if results.get(tp, ErrorCode.NONE) not in MARKER_DONE]
                 if remaining:
-                    log.warning("transaction markers failed, retrying", transactional_id=prepared.transactional_id,
-                                partitions=len(remaining))
-                    await asyncio.sleep(RETRY_BACKOFF_S)
+                    if backoff == RETRY_BACKOFF_S:  # one line per transaction, not one per attempt
+                        log.warning("transaction markers failed, retrying", partitions=len(remaining),
+                                    transactional_id=prepared.transactional_id)
+                    await asyncio.sleep(backoff)
+                    backoff = min(backoff * 2, MAX_RETRY_BACKOFF_S)
+            backoff = RETRY_BACKOFF_S
             while not self._stopping:
                 done = md.complete(prepared, self.clock_ms())
                 if await self._write(entry, done) is ErrorCode.NONE:
                     break
-                await asyncio.sleep(RETRY_BACKOFF_S)
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, MAX_RETRY_BACKOFF_S)
         except Exception:
             log.exception("completing a transaction failed", transactional_id=prepared.transactional_id)
         finally:

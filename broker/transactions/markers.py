@@ -27,13 +27,18 @@ if TYPE_CHECKING:
 
 log = get_logger("pybroker.transactions")
 
+#: markers appended before the loop gets a turn for other work
+MARKERS_PER_TURN = 100
+
 
 async def write_markers(state: BrokerState, producer_id: int, producer_epoch: int, coordinator_epoch: int,
                         commit: bool, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], ErrorCode]:
     results: dict[tuple[str, int], ErrorCode] = {}
     waits: list[tuple[tuple[str, int], Any]] = []
     now = state.clock_ms()
-    for topic, partition in partitions:
+    for index, (topic, partition) in enumerate(partitions):
+        if index and index % MARKERS_PER_TURN == 0:
+            await asyncio.sleep(0)  # a transaction over thousands of partitions does not hold the loop
         key = (topic, partition)
         target = state.logs.get_log(topic, partition)
         if target is None:

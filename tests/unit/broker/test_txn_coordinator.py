@@ -325,3 +325,47 @@ async def test_txn_offset_commit_v5_adds_the_offsets_partition_itself() -> None:
     assert inspect.isawaitable(adding)
     assert await adding is E.NONE
     assert co.get("a").partitions == {("__consumer_offsets", 2)}  # type: ignore[union-attr]
+
+
+async def test_a_prepared_two_phase_transaction_survives_a_restart_and_is_committed_by_a_new_client() -> None:
+    co, txn_log, _, clock = make_coordinator(two_phase_commit_enabled=True)
+    p = await co.init_producer_id("a", 60_000, enable_2pc=True)
+    await co.add_partitions("a", p.producer_id, 0, frozenset({TP}))
+    await co.shutdown()  # the broker goes down with the transaction open (prepared, in KIP-939's terms)
+    restarted, _, markers, _ = make_coordinator(two_phase_commit_enabled=True)
+    restarted.log = txn_log
+    for partition in range(5):
+        restarted.finish_loading(partition, {t: m for t, m in txn_log.replay().items()
+                                             if restarted.partition_for(t) == partition})
+    clock.now += 10**9
+    assert await restarted.abort_timed_out() == []  # never timed out
+    resumed = await restarted.init_producer_id("a", 60_000, enable_2pc=True, keep_prepared=True)
+    assert (resumed.error, resumed.ongoing_producer_id, resumed.ongoing_producer_epoch) == (E.NONE, p.producer_id, 0)
+    end = await restarted.end_txn("a", resumed.producer_id, resumed.producer_epoch, True, TV_2)
+    assert (end.error, end.producer_id, end.producer_epoch) == (E.NONE, resumed.producer_id, 0)
+    await restarted.wait_idle()
+    assert markers.calls == [(p.producer_id, 1, 0, True, [TP])]
+
+
+async def test_a_failing_producer_id_allocator_is_a_retriable_answer() -> None:
+    co, _, _, _ = make_coordinator()
+
+    def broken() -> int:
+        raise OSError("disk full")
+
+    co.new_producer_id = broken
+    assert (await co.init_producer_id("a", 60_000)).error is E.COORDINATOR_NOT_AVAILABLE
+    assert co.get("a") is None
+
+
+async def test_a_v2_batch_of_the_next_transaction_waits_for_the_last_ones_markers() -> None:
+    co, _, markers, _ = make_coordinator()
+    p = await co.init_producer_id("a", 60_000)
+    assert await co.check_produce("a", p.producer_id, 0, *TP, 12) is E.NONE  # type: ignore[misc]
+    co.marker_delay_s = 0.05
+    end = await co.end_txn("a", p.producer_id, 0, True, TV_2)
+    assert co.get("a").state is S.PREPARE_COMMIT  # type: ignore[union-attr]
+    next_batch = co.check_produce("a", end.producer_id, end.producer_epoch, *TP2, 12)
+    assert inspect.isawaitable(next_batch)
+    assert await next_batch is E.NONE
+    assert markers.calls and co.get("a").partitions == {TP2}  # type: ignore[union-attr]

@@ -252,17 +252,6 @@ async def test_keep_prepared_txn_over_the_wire(client: RawClient, app: BrokerApp
     assert log is not None and log.last_stable_offset == 2
 
 
-@pytest.mark.parametrize("version", [3, 4])
-async def test_api_versions_finalizes_transactions_v2(client: RawClient, version: int) -> None:
-    from pybroker.protocol.messages.api_versions import ApiVersionsRequest
-
-    response = await client.call(ApiVersionsRequest(client_software_name="t", client_software_version="1"), version)
-    assert [(f.name, f.min_version, f.max_version) for f in response.supported_features] == \
-        [("transaction.version", 0, 2)]
-    assert [(f.name, f.max_version_level) for f in response.finalized_features] == [("transaction.version", 2)]
-    assert response.finalized_features_epoch >= 0
-
-
 async def test_write_markers_answers_each_partition(client: RawClient, app: BrokerApp) -> None:
     from pybroker.broker.transactions.markers import write_markers
 
