@@ -321,6 +321,16 @@ BROKER_DEFS: tuple[ConfigDef, ...] = (
     _sasl("connection.failed.authentication.delay.ms", "int", 100,
        "Delay before the answer to a failed authentication is sent and the connection closed, to slow "
        "password guessing (the event loop is not blocked).", at_least(0)),
+    # -- the web console (pybroker's own; docs/console.md) ------------------------------------------
+    _b("console.enable", "boolean", True,
+       "Serve the web console: under /console on the metrics port (loopback peers only there) and, when "
+       "console.port is set, on a port of its own."),
+    _b("console.port", "int", -1,
+       "A port of its own for the web console (also --console-port); -1: none, 0: any free port.",
+       between(-1, 65535)),
+    _b("console.host", "string", "127.0.0.1",
+       "Address the console's own port binds to. A loopback address also makes the console refuse requests "
+       "whose Host is not a loopback name (DNS rebinding)."),
 )
 
 TOPIC_DEFS: tuple[ConfigDef, ...] = (

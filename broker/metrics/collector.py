@@ -8,7 +8,9 @@ so it sees one consistent moment.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
@@ -56,6 +58,12 @@ class BrokerCollector(Collector):
                                 labels=["topic", "partition", "log_dir"])
         yield GaugeMetricFamily("pybroker_log_dirs", "Configured log directories.")
         yield GaugeMetricFamily("pybroker_log_dirs_offline", "Log directories taken offline by an I/O error.")
+        yield GaugeMetricFamily("pybroker_log_dir_free_bytes",
+                                "Bytes free for the broker on a log directory's file system.", labels=["log_dir"])
+        yield GaugeMetricFamily("pybroker_log_dir_total_bytes", "Size of a log directory's file system.",
+                                labels=["log_dir"])
+        yield GaugeMetricFamily("pybroker_log_dir_online", "1 while a log directory serves, 0 once offline.",
+                                labels=["log_dir"])
         yield GaugeMetricFamily("pybroker_groups", "Consumer groups by state.", labels=["state"])
         yield GaugeMetricFamily("pybroker_group_members", "Members of a consumer group.", labels=["group"])
         yield GaugeMetricFamily("pybroker_consumer_group_lag",
@@ -91,6 +99,13 @@ class BrokerCollector(Collector):
                 [*labels, str(directory) if directory else ""], sum(s.size for s in segments))
         families["pybroker_log_dirs"].add_metric([], len(logs.dirs))
         families["pybroker_log_dirs_offline"].add_metric([], len(logs.offline_dirs))
+        for directory in logs.dirs:
+            label = [str(directory)]
+            families["pybroker_log_dir_online"].add_metric(label, 0 if directory in logs.offline_dirs else 1)
+            space = _disk_space(directory)
+            if space is not None:
+                families["pybroker_log_dir_free_bytes"].add_metric(label, space[0])
+                families["pybroker_log_dir_total_bytes"].add_metric(label, space[1])
         if self.groups_snapshot is not None:
             self._collect_groups(families)
         families["pybroker_info"].add_metric([str(state.node_id), state.cluster_id], 1)
@@ -112,3 +127,13 @@ class BrokerCollector(Collector):
                 families["pybroker_consumer_group_lag"].add_metric([group.group_id, topic, str(partition)], lag)
         for name, count in by_state.items():
             families["pybroker_groups"].add_metric([name], count)
+
+
+def _disk_space(directory: Path) -> tuple[int, int] | None:
+    """(bytes free to an unprivileged writer, file system size), or None when the dir cannot be asked (a
+    vanished or failing disk: its `online` series says the rest)."""
+    try:
+        stats = os.statvfs(directory)
+    except OSError:
+        return None
+    return stats.f_bavail * stats.f_frsize, stats.f_blocks * stats.f_frsize
