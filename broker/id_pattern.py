@@ -94,7 +94,10 @@ class IdPattern:
         self.step: list[tuple[CharTest, int] | None] = []
         self.anchor: list[Any] = []
         self.start = self._new()
-        self.accept = self._sequence(list(parsed), self.start)
+        try:
+            self.accept = self._sequence(list(parsed), self.start)
+        except RecursionError:
+            raise PatternError("nested too deeply") from None
 
     # -- construction (Thompson) ------------------------------------------------------------------------
     def _new(self) -> int:

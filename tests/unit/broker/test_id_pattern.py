@@ -57,3 +57,13 @@ def test_catastrophic_backtracking_patterns_stay_linear(pattern: str) -> None:
     started = time.perf_counter()
     assert not IdPattern(pattern).matches(subject)
     assert time.perf_counter() - started < 5.0  # a backtracking engine needs longer than the universe's age
+
+
+@pytest.mark.parametrize("depth", [10, 300, 499])
+def test_deep_nesting_is_matched_or_refused_never_a_crash(depth: int) -> None:
+    pattern = "(" * depth + "a" + ")" * depth
+    try:
+        compiled = IdPattern(pattern)
+    except PatternError:
+        return
+    assert compiled.matches("a") and not compiled.matches("b")
