@@ -247,6 +247,7 @@ _TXN_MESSAGES: dict[ErrorCode, str] = {
     ErrorCode.TRANSACTION_ABORTABLE: "the partition was not added to the transaction",
     ErrorCode.INVALID_PRODUCER_EPOCH: "the producer epoch is not the transactional id's current one",
     ErrorCode.INVALID_PRODUCER_ID_MAPPING: "the producer id is not the transactional id's",
+    ErrorCode.NOT_ENOUGH_REPLICAS: "the transaction coordinator cannot verify the partition yet: retry",
 }
 
 

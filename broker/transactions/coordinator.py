@@ -11,6 +11,9 @@ written. A request that finds the transaction still completing waits briefly for
 the client with CONCURRENT_TRANSACTIONS at once.
 
 Error codes are those clients react to, as Kafka's `TransactionCoordinator` answers them.
+
+For tests only, `PYBROKER_TEST_TXN_MARKER_DELAY_MS` in the environment delays every transaction's markers
+after its Prepare record is durable, so a test can kill the broker in that window deterministically.
 """
 
 from __future__ import annotations
@@ -233,9 +236,9 @@ class TransactionCoordinator:
             return ErrorCode.NONE
         if meta.state is S.DEAD or meta.state is S.PREPARE_EPOCH_FENCE:
             return ErrorCode.INVALID_TXN_STATE
-        new = md.add_partitions(meta, partitions, max(client_version, meta.client_version if
-                                                      meta.state is S.ONGOING else client_version),
-                                self.clock_ms())
+        if meta.state is S.ONGOING:  # a transaction keeps the highest protocol version it was seen with
+            client_version = max(client_version, meta.client_version)
+        new = md.add_partitions(meta, partitions, client_version, self.clock_ms())
         return await self._write(entry, new)
 
     def verify_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
@@ -269,7 +272,8 @@ class TransactionCoordinator:
         """May this transactional batch be appended? An error code, or (Produce v12+, a partition not yet
         in the transaction) an awaitable that adds it first. Codes are mapped for the request version as
         Kafka maps them: PRODUCER_FENCED is INVALID_PRODUCER_EPOCH, TRANSACTION_ABORTABLE is
-        INVALID_TXN_STATE before Produce v11."""
+        INVALID_TXN_STATE before Produce v11, and the retriable coordinator answers (loading, unavailable,
+        CONCURRENT_TRANSACTIONS) are NOT_ENOUGH_REPLICAS, which every producer retries."""
         code = self._verify_identity(transactional_id, producer_id, producer_epoch)
         if code is ErrorCode.CONCURRENT_TRANSACTIONS and api_version >= 12:
             # v2: the next transaction's first batch may come while the last one writes its markers
@@ -555,7 +559,15 @@ def _valid_expected_id(meta: TxnMetadata, producer_id: int, producer_epoch: int)
             or (producer_id == meta.prev_producer_id and epoch_exhausted(producer_epoch)))
 
 
+#: verification outcomes a producer should simply retry: Kafka answers them NOT_ENOUGH_REPLICAS, which every
+#: client retries without refreshing its metadata
+_RETRY_PRODUCE = frozenset({ErrorCode.CONCURRENT_TRANSACTIONS, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+                            ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR})
+
+
 def _produce_code(code: ErrorCode, api_version: int) -> ErrorCode:
+    if code in _RETRY_PRODUCE:
+        return ErrorCode.NOT_ENOUGH_REPLICAS
     if code is ErrorCode.PRODUCER_FENCED:
         return ErrorCode.INVALID_PRODUCER_EPOCH
     if code is ErrorCode.TRANSACTION_ABORTABLE and api_version < 11:

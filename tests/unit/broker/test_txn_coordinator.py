@@ -369,3 +369,10 @@ async def test_a_v2_batch_of_the_next_transaction_waits_for_the_last_ones_marker
     assert inspect.isawaitable(next_batch)
     assert await next_batch is E.NONE
     assert markers.calls and co.get("a").partitions == {TP2}  # type: ignore[union-attr]
+
+
+async def test_produce_hears_not_enough_replicas_while_the_coordinator_cannot_tell() -> None:
+    co, _, _, _ = make_coordinator()
+    p = await co.init_producer_id("a", 60_000)
+    co.begin_loading(range(5))
+    assert co.check_produce("a", p.producer_id, 0, *TP, 9) is E.NOT_ENOUGH_REPLICAS

@@ -6,10 +6,13 @@ Checked after every step:
   PrepareEpochFence is never written;
 - for one producer id, the epoch never goes back;
 - an Ongoing transaction has partitions and a start time; Empty and Complete states have none;
-- every marker belongs to a transaction whose Prepare record (same producer id, epoch and outcome) was
-  written first, and names only its partitions; no transaction gets both outcomes;
+- every marker belongs to the transaction whose Prepare record (same producer id, epoch and outcome) was
+  the last one written for that producer id before it, and names only that transaction's partitions;
 - a request is accepted only from the identity last handed out for the id (older producers are fenced);
-- once the background work settles, nothing is left prepared and no open transaction outlives its timeout.
+- once the background work settles, nothing is left prepared and no open transaction outlives its timeout
+  (two-phase transactions have none);
+- a transaction handed over with keep_prepared_txn keeps its producer id and epoch, and only the client
+  it was handed to may end it.
 """
 
 from __future__ import annotations
@@ -41,6 +44,8 @@ class TxnLife(RuleBasedStateMachine):
         self.loop = asyncio.new_event_loop()
         self.log = FakeTxnLog()
         self.markers = FakeMarkers()
+        self.events: list[tuple[str, Any]] = []
+        self.log.events = self.markers.events = self.events
         self.clock = Clock()
         self.ids = itertools.count(1)
         self.co = self._coordinator()
@@ -48,15 +53,15 @@ class TxnLife(RuleBasedStateMachine):
         self.clients: dict[tuple[str, int], tuple[int, int]] = {}
         #: id -> the identity last handed out
         self.latest: dict[str, tuple[int, int]] = {}
-        self.checked_records = 0
-        self.checked_markers = 0
+        self.checked = 0
         self.last_state: dict[str, TxnMetadata | None] = {}
         self.epochs: dict[int, int] = {}
-        self.prepared: list[TxnMetadata] = []
-        self.outcomes: dict[tuple[int, int], bool] = {}
+        #: producer id -> its last Prepare record
+        self.prepared: dict[int, TxnMetadata] = {}
 
     def _coordinator(self) -> TransactionCoordinator:
-        return TransactionCoordinator(TxnConfig(num_partitions=3, max_timeout_ms=10_000, id_expiration_ms=50_000),
+        return TransactionCoordinator(TxnConfig(num_partitions=3, max_timeout_ms=10_000, id_expiration_ms=50_000,
+                                                two_phase_commit_enabled=True),
                                       self.log, self.markers, new_producer_id=lambda: next(self.ids),
                                       clock_ms=self.clock)
 
@@ -72,16 +77,22 @@ class TxnLife(RuleBasedStateMachine):
 
     # -- producers --------------------------------------------------------------------------------------
     @rule(txn_id=st.sampled_from(IDS), slot=st.sampled_from(PRODUCERS), kip360=st.booleans(),
-          timeout=st.sampled_from([1000, 5000, 20_000]))
-    def init(self, txn_id: str, slot: int, kip360: bool, timeout: int) -> None:
+          timeout=st.sampled_from([1000, 5000, 20_000]), two_phase=st.booleans(), keep=st.booleans())
+    def init(self, txn_id: str, slot: int, kip360: bool, timeout: int, two_phase: bool, keep: bool) -> None:
         held = self.clients.get((txn_id, slot))
         pid, epoch = held if kip360 and held else (-1, -1)
-        result = self.run(self.co.init_producer_id(txn_id, timeout, pid, epoch))
-        if timeout > 10_000:
+        result = self.run(self.co.init_producer_id(txn_id, timeout, pid, epoch, enable_2pc=two_phase,
+                                                   keep_prepared=keep))
+        if timeout > 10_000 and not two_phase:
             assert result.error is ErrorCode.INVALID_TRANSACTION_TIMEOUT
             return
         assert result.error in (ErrorCode.NONE, ErrorCode.CONCURRENT_TRANSACTIONS, ErrorCode.PRODUCER_FENCED)
         if result.error is ErrorCode.NONE:
+            if result.ongoing_producer_id >= 0:
+                meta = self.co.get(txn_id)
+                assert meta is not None and meta.state is S.ONGOING
+                assert (meta.producer_id, meta.producer_epoch) == (result.ongoing_producer_id,
+                                                                   result.ongoing_producer_epoch)
             identity = (result.producer_id, result.producer_epoch)
             self.clients[(txn_id, slot)] = identity
             self.latest[txn_id] = identity
@@ -146,39 +157,45 @@ class TxnLife(RuleBasedStateMachine):
 
     # -- the promises -------------------------------------------------------------------------------------
     @invariant()
-    def written_states_follow_the_table(self) -> None:
-        for _, txn_id, meta in self.log.records[self.checked_records:]:
-            before = self.last_state.get(txn_id)
-            if meta is not None:
-                assert meta.state is not S.PREPARE_EPOCH_FENCE
-                if before is not None:
-                    assert (before.state, meta.state) in ALLOWED or \
-                        (before.state is S.ONGOING and meta.state is S.PREPARE_ABORT), \
-                        f"{before.state.value} -> {meta.state.value}"
-                if meta.producer_id in self.epochs:
-                    assert meta.producer_epoch >= self.epochs[meta.producer_id], "an epoch went back"
-                self.epochs[meta.producer_id] = meta.producer_epoch
-                if meta.state.is_prepared:
-                    key = (meta.producer_id, meta.producer_epoch)
-                    commit = meta.state is S.PREPARE_COMMIT
-                    assert self.outcomes.setdefault(key, commit) == commit, "a transaction got both outcomes"
-                    self.prepared.append(meta)
-                if meta.state is S.ONGOING:
-                    assert meta.partitions and meta.start_ms >= 0
-                if meta.state.is_complete:
-                    assert not meta.partitions
-            self.last_state[txn_id] = meta
-        self.checked_records = len(self.log.records)
+    def history_keeps_the_promises(self) -> None:
+        """Records and markers in the order they happened."""
+        for kind, event in self.events[self.checked:]:
+            if kind == "record":
+                self._record(*event)
+            else:
+                self._markers(*event)
+        self.checked = len(self.events)
 
-    @invariant()
-    def markers_follow_a_written_prepare(self) -> None:
-        self.written_states_follow_the_table()  # the Prepare records first, whichever invariant runs first
-        for pid, epoch, _, commit, parts in self.markers.calls[self.checked_markers:]:
-            matching = [m for m in self.prepared if (m.producer_id, m.producer_epoch) == (pid, epoch)
-                        and (m.state is S.PREPARE_COMMIT) == commit]
-            assert matching, "a marker without its Prepare record"
-            assert set(parts) <= matching[-1].partitions
-        self.checked_markers = len(self.markers.calls)
+    def _record(self, _partition: int, txn_id: str, meta: TxnMetadata | None) -> None:
+        before = self.last_state.get(txn_id)
+        self.last_state[txn_id] = meta
+        if meta is None:
+            return
+        assert meta.state is not S.PREPARE_EPOCH_FENCE
+        if before is not None:
+            assert (before.state, meta.state) in ALLOWED or \
+                (before.state is S.ONGOING and meta.state is S.PREPARE_ABORT), \
+                f"{before.state.value} -> {meta.state.value}"
+            if before.state.is_prepared:
+                assert meta.state is {S.PREPARE_COMMIT: S.COMPLETE_COMMIT,
+                                      S.PREPARE_ABORT: S.COMPLETE_ABORT}[before.state], "the outcome changed"
+        if meta.producer_id in self.epochs:
+            assert meta.producer_epoch >= self.epochs[meta.producer_id], "an epoch went back"
+        self.epochs[meta.producer_id] = meta.producer_epoch
+        if meta.state.is_prepared:
+            self.prepared[meta.producer_id] = meta
+        if meta.state is S.ONGOING:
+            assert meta.partitions and meta.start_ms >= 0
+        if meta.state.is_complete:
+            assert not meta.partitions
+
+    def _markers(self, pid: int, epoch: int, _coordinator_epoch: int, commit: bool,
+                 parts: list[tuple[str, int]]) -> None:
+        prepared = self.prepared.get(pid)
+        assert prepared is not None, "a marker without a Prepare record"
+        assert (prepared.producer_epoch, prepared.state is S.PREPARE_COMMIT) == (epoch, commit), \
+            "a marker of another transaction than the last prepared one"
+        assert set(parts) <= prepared.partitions
 
 
 TxnLife.TestCase.settings = settings(max_examples=60, stateful_step_count=30, deadline=None,

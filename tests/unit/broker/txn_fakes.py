@@ -17,6 +17,8 @@ class FakeTxnLog:
         self.records: list[tuple[int, str, TxnMetadata | None]] = []
         self.fail_with: ErrorCode | None = None
         self.gate: asyncio.Event | None = None
+        #: when set, every write is also appended here (shared with a FakeMarkers: one ordered history)
+        self.events: list[tuple[str, object]] | None = None
 
     async def write(self, partition: int, transactional_id: str, meta: TxnMetadata | None) -> ErrorCode:
         if self.gate is not None:
@@ -24,6 +26,8 @@ class FakeTxnLog:
         if self.fail_with is not None:
             return self.fail_with
         self.records.append((partition, transactional_id, meta))
+        if self.events is not None:
+            self.events.append(("record", (partition, transactional_id, meta)))
         return ErrorCode.NONE
 
     def last(self, transactional_id: str) -> TxnMetadata | None:
@@ -38,10 +42,13 @@ class FakeMarkers:
     def __init__(self) -> None:
         self.calls: list[tuple[int, int, int, bool, list[TopicPartition]]] = []
         self.fail: dict[TopicPartition, ErrorCode] = {}
+        self.events: list[tuple[str, object]] | None = None
 
     async def __call__(self, producer_id: int, producer_epoch: int, coordinator_epoch: int, commit: bool,
                        partitions: list[TopicPartition]) -> dict[TopicPartition, ErrorCode]:
         self.calls.append((producer_id, producer_epoch, coordinator_epoch, commit, list(partitions)))
+        if self.events is not None:
+            self.events.append(("markers", self.calls[-1]))
         return {tp: self.fail.pop(tp, ErrorCode.NONE) for tp in partitions}
 
 
