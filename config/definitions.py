@@ -231,6 +231,13 @@ BROKER_DEFS: tuple[ConfigDef, ...] = (
        "Metadata/Produce request's auto-created topics may make. A larger request is refused whole, "
        "before any work, with POLICY_VIOLATION (\"Unable to perform excessively large batch operation.\"), "
        "as Kafka's controller refuses a request that would write more than 10,000 records.", at_least(1)),
+    _b("max.request.partition.size.limit", "int", 2000,
+       "Most partitions one DescribeTopicPartitions answer lists (Kafka's name and default): the request's "
+       "own `response_partition_limit` is honoured up to this, and the rest is left for the next page "
+       "(the answer's `next_cursor`).", at_least(1)),
+    _b("telemetry.max.bytes", "int", 1_048_576,
+       "Most bytes of metrics one PushTelemetry may carry (KIP-714, Kafka's name and default); a larger push "
+       "is answered TELEMETRY_TOO_LARGE. Decompressed, a push may grow to 8 times this.", at_least(1)),
     _b("max.broker.partitions", "int", 10_000,
        "Most partitions this broker holds (KIP-578's name). A creation that would pass it is refused with "
        "POLICY_VIOLATION. The broker also keeps an open-file budget: at start it raises its soft "

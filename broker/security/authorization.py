@@ -40,13 +40,19 @@ The operations and error codes are those of Kafka's KafkaApis / AuthHelper:
 | EndTxn | WRITE transactional id | TRANSACTIONAL_ID_AUTHORIZATION_FAILED |
 | DescribeLogDirs | DESCRIBE cluster | CLUSTER_AUTHORIZATION_FAILED (v3+), nothing listed |
 | CreateAcls, DeleteAcls / DescribeAcls | ALTER / DESCRIBE cluster | CLUSTER_AUTHORIZATION_FAILED |
-| DescribeCluster | nothing (its cluster `authorized_operations` become real) | |
+| DescribeCluster | nothing (its cluster `authorized_operations` become real: 0 without DESCRIBE cluster) | |
+| DescribeTopicPartitions | DESCRIBE topic (an every-topic listing filtered) | TOPIC_AUTHORIZATION_FAILED per named topic |
+| ElectLeaders, AlterPartitionReassignments | ALTER cluster | CLUSTER_AUTHORIZATION_FAILED (per partition too) |
+| ListPartitionReassignments, DescribeQuorum | DESCRIBE cluster | CLUSTER_AUTHORIZATION_FAILED |
+| ListConfigResources | DESCRIBE_CONFIGS cluster | CLUSTER_AUTHORIZATION_FAILED |
 | DescribeClientQuotas / AlterClientQuotas | DESCRIBE_CONFIGS / ALTER_CONFIGS cluster | CLUSTER_AUTHORIZATION_FAILED |
 | DescribeUserScramCredentials / AlterUserScramCredentials | DESCRIBE / ALTER cluster | CLUSTER_AUTHORIZATION_FAILED |
 | DescribeTransactions | DESCRIBE transactional id | TRANSACTIONAL_ID_AUTHORIZATION_FAILED per id |
 | ListTransactions | DESCRIBE transactional id | (filtered) |
 | DescribeProducers | READ topic | TOPIC_AUTHORIZATION_FAILED per partition |
 | WriteTxnMarkers | CLUSTER_ACTION cluster | CLUSTER_AUTHORIZATION_FAILED per partition |
+| DescribeConfigs / IncrementalAlterConfigs of broker loggers and client metrics | DESCRIBE_CONFIGS / ALTER_CONFIGS cluster | CLUSTER_AUTHORIZATION_FAILED |
+| GetTelemetrySubscriptions, PushTelemetry | nothing (a client's own metrics) | |
 | ApiVersions, SaslHandshake, SaslAuthenticate | nothing | |
 """
 
@@ -90,7 +96,9 @@ from pybroker.protocol.messages import (
     describe_groups,
     describe_log_dirs,
     describe_producers,
+    describe_topic_partitions,
     describe_transactions,
+    elect_leaders,
     end_txn,
     fetch,
     find_coordinator,
@@ -123,8 +131,8 @@ TOPIC_DENIED = ErrorCode.TOPIC_AUTHORIZATION_FAILED
 GROUP_DENIED = ErrorCode.GROUP_AUTHORIZATION_FAILED
 CLUSTER_DENIED = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
 TXN_DENIED = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-#: DescribeConfigs / AlterConfigs resource types: topic, broker, broker logger
-CONFIG_TOPIC, CONFIG_BROKER, CONFIG_BROKER_LOGGER = 2, 4, 8
+#: DescribeConfigs / AlterConfigs resource types: topic, broker, broker logger, client metrics
+CONFIG_TOPIC, CONFIG_BROKER, CONFIG_BROKER_LOGGER, CONFIG_CLIENT_METRICS = 2, 4, 8, 16
 UNSET_OPERATIONS = -(2**31)
 FIRST_TOPIC_ID_FETCH_VERSION = 13
 
@@ -366,7 +374,7 @@ def _config_rule(op: AclOperation, result_cls: Any, resp_attr: str, req_attr: st
         def allowed(res: Any) -> bool:
             if res.resource_type == CONFIG_TOPIC:
                 return check.ok(op, TOPIC, res.resource_name)
-            if res.resource_type in (CONFIG_BROKER, CONFIG_BROKER_LOGGER):
+            if res.resource_type in (CONFIG_BROKER, CONFIG_BROKER_LOGGER, CONFIG_CLIENT_METRICS):
                 return check.cluster(op)
             return True  # the handler answers an unknown resource type
 
@@ -702,9 +710,50 @@ def _describe_cluster(check: Check, r: Any) -> Outcome:
         return None
 
     def merge(response: Any) -> Any:
-        response.cluster_authorized_operations = check.operations(CLUSTER, CLUSTER_NAME)
+        # Kafka: the bit set only for whom may DESCRIBE the cluster, else 0
+        response.cluster_authorized_operations = check.operations(CLUSTER, CLUSTER_NAME) \
+            if check.cluster(Op.DESCRIBE, quiet=True) else 0
         return response
     return merge
+
+
+def _describe_topic_partitions(check: Check, r: describe_topic_partitions.DescribeTopicPartitionsRequest) -> Outcome:
+    denied: list[str] = []
+    if r.topics:  # named: a denied topic is answered as such, with no id
+        names = list(dict.fromkeys(t.name for t in r.topics))
+        kept, denied = _split(names, lambda n: check.ok(Op.DESCRIBE, TOPIC, n))
+        cursor = r.cursor
+        if cursor is not None and cursor.topic_name in denied:
+            # Kafka starts at the next topic it may describe, from its first partition
+            following = sorted(n for n in kept if n > cursor.topic_name)
+            kept = following
+            r.cursor = None if not following else describe_topic_partitions.DescribeTopicPartitionsRequestCursor(
+                topic_name=following[0], partition_index=0)
+        r.topics = [describe_topic_partitions.TopicRequest(name=n) for n in kept]
+        if not kept:  # nothing left to ask: an empty list would mean every topic ("" answers an error, dropped)
+            r.topics = [describe_topic_partitions.TopicRequest(name="")]
+
+    def merge(response: Any) -> Any:
+        listed = []
+        for t in response.topics:
+            if t.error_code == 0 and not check.ok(Op.DESCRIBE, TOPIC, t.name, quiet=True):
+                continue  # an every-topic listing shows only what the principal may describe
+            if t.error_code == 0:
+                t.topic_authorized_operations = check.operations(TOPIC, t.name)
+            if t.name or t.error_code == 0:
+                listed.append(t)
+        listed.extend(describe_topic_partitions.DescribeTopicPartitionsResponseTopic(
+            error_code=TOPIC_DENIED, name=n, partitions=[]) for n in denied)
+        response.topics = listed
+        return response
+    return merge
+
+
+def _elect_leaders_refusal(r: elect_leaders.ElectLeadersRequest) -> Any:
+    return elect_leaders.ElectLeadersResponse(error_code=CLUSTER_DENIED, replica_election_results=[
+        elect_leaders.ReplicaElectionResult(topic=t.topic, partition_result=[
+            elect_leaders.PartitionResult(partition_id=p, error_code=CLUSTER_DENIED, error_message=None)
+            for p in t.partitions]) for t in r.topic_partitions or []])
 
 
 _DENIED_ACL = {"error_code": CLUSTER_DENIED, "error_message": "not authorized to alter ACLs"}
@@ -751,6 +800,14 @@ RULES: dict[int, Callable[[Check, Any], Outcome]] = {
     ApiKey.LIST_TRANSACTIONS: _list_transactions,
     ApiKey.DESCRIBE_PRODUCERS: _describe_producers,
     ApiKey.WRITE_TXN_MARKERS: _write_txn_markers,
+    ApiKey.DESCRIBE_TOPIC_PARTITIONS: _describe_topic_partitions,
+    ApiKey.ELECT_LEADERS: _cluster_only(Op.ALTER, _elect_leaders_refusal),
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: _cluster_only(Op.ALTER,
+                                                        _top_level_refusal(ApiKey.ALTER_PARTITION_REASSIGNMENTS)),
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: _cluster_only(Op.DESCRIBE,
+                                                       _top_level_refusal(ApiKey.LIST_PARTITION_REASSIGNMENTS)),
+    ApiKey.DESCRIBE_QUORUM: _cluster_only(Op.DESCRIBE, _top_level_refusal(ApiKey.DESCRIBE_QUORUM)),
+    ApiKey.LIST_CONFIG_RESOURCES: _cluster_only(Op.DESCRIBE_CONFIGS, _top_level_refusal(ApiKey.LIST_CONFIG_RESOURCES)),
     DESCRIBE_CLIENT_QUOTAS: _cluster_only(Op.DESCRIBE_CONFIGS, _top_level_refusal(DESCRIBE_CLIENT_QUOTAS)),
     ALTER_CLIENT_QUOTAS: _cluster_only(Op.ALTER_CONFIGS, _alter_client_quotas_refusal),
     DESCRIBE_USER_SCRAM_CREDENTIALS: _cluster_only(Op.DESCRIBE, _top_level_refusal(DESCRIBE_USER_SCRAM_CREDENTIALS)),
@@ -758,4 +815,5 @@ RULES: dict[int, Callable[[Check, Any], Outcome]] = {
 }
 
 #: APIs that need no permission at all: version discovery and authentication itself
-UNCHECKED = frozenset({ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE})
+UNCHECKED = frozenset({ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE,
+                       ApiKey.GET_TELEMETRY_SUBSCRIPTIONS, ApiKey.PUSH_TELEMETRY})

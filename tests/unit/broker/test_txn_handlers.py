@@ -268,3 +268,42 @@ async def test_write_markers_answers_each_partition(client: RawClient, app: Brok
     assert log.last_stable_offset == log.high_watermark == 2
     stale = await write_markers(app.state, pid, epoch - 1, 0, False, [(TOPIC, 0)])
     assert stale == {(TOPIC, 0): E.INVALID_PRODUCER_EPOCH}
+
+
+async def test_metrics_count_transactional_ids_by_state(client: RawClient, app: BrokerApp) -> None:
+    from pybroker.broker.metrics.collector import _transaction_figures
+
+    await _topic(client)
+    tid = txn_id()
+    pid, epoch = await _init(client, tid)
+    by_state, oldest = _transaction_figures(app.state)
+    assert (by_state["Empty"], by_state["Ongoing"], oldest) == (1, 0, 0)
+    await client.call(_add(tid, pid, epoch, {TOPIC: [0]}), 3)
+    by_state, oldest = _transaction_figures(app.state)
+    assert by_state["Ongoing"] == 1 and oldest >= 0
+
+
+async def test_a_transactions_v2_life_over_the_wire(client: RawClient, app: BrokerApp) -> None:
+    """Kafka 4 clients: no AddPartitionsToTxn, Produce v12 adds the partition, EndTxn v5 bumps the epoch."""
+    await _topic(client)
+    tid = txn_id()
+    pid, epoch = await _init(client, tid, 5)
+    seq = {0: 0, 1: 0}
+    for partition in (0, 1):
+        assert _produce_code(await client.call(_produce(tid, pid, epoch, partition, seq[partition]), 12)) == E.NONE
+        seq[partition] += 1
+    committed = await client.call(EndTxnRequest(transactional_id=tid, producer_id=pid, producer_epoch=epoch,
+                                                committed=True), 5)
+    assert (committed.error_code, committed.producer_id, committed.producer_epoch) == (E.NONE, pid, epoch + 1)
+    epoch = committed.producer_epoch
+    # the next transaction starts at once, while the last one may still be writing its markers
+    assert _produce_code(await client.call(_produce(tid, pid, epoch, 0, 0), 12)) == E.NONE
+    # the old epoch is fenced for good
+    assert _produce_code(await client.call(_produce(tid, pid, epoch - 1, 1, 5), 12)) == E.INVALID_PRODUCER_EPOCH
+    aborted = await client.call(EndTxnRequest(transactional_id=tid, producer_id=pid, producer_epoch=epoch,
+                                              committed=False), 5)
+    assert (aborted.error_code, aborted.producer_epoch) == (E.NONE, epoch + 1)
+    await app.state.transactions.coordinator.wait_idle()
+    log0 = app.state.logs.get_log(TOPIC, 0)
+    assert log0 is not None and log0.last_stable_offset == log0.high_watermark == 4  # 2 records, 2 markers
+    assert log0.aborted_transactions(0, 4) == [(pid, 2)]

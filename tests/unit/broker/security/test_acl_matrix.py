@@ -32,6 +32,7 @@ from pybroker.protocol.messages import (
     add_offsets_to_txn,
     add_partitions_to_txn,
     alter_configs,
+    alter_partition_reassignments,
     create_acls,
     create_partitions,
     create_topics,
@@ -44,7 +45,10 @@ from pybroker.protocol.messages import (
     describe_groups,
     describe_log_dirs,
     describe_producers,
+    describe_quorum,
+    describe_topic_partitions,
     describe_transactions,
+    elect_leaders,
     end_txn,
     fetch,
     find_coordinator,
@@ -53,8 +57,10 @@ from pybroker.protocol.messages import (
     init_producer_id,
     join_group,
     leave_group,
+    list_config_resources,
     list_groups,
     list_offsets,
+    list_partition_reassignments,
     metadata,
     offset_commit,
     offset_delete,
@@ -328,6 +334,46 @@ PROBES = [
         host_filter=None, operation=1, permission_type=1)]),
           [(RT.CLUSTER, CLUSTER_NAME, Op.ALTER)], ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
           lambda r: r.filter_results[0].error_code),
+    # issue 15: the cluster admin APIs
+    Probe("DescribeTopicPartitions", 0, lambda: describe_topic_partitions.DescribeTopicPartitionsRequest(topics=[
+        describe_topic_partitions.TopicRequest(name=TOPIC)]),
+          [(RT.TOPIC, TOPIC, Op.DESCRIBE)], ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+          lambda r: next(t.error_code for t in r.topics if t.name == TOPIC)),
+    Probe("ElectLeaders", 2, lambda: elect_leaders.ElectLeadersRequest(election_type=0, topic_partitions=[
+        elect_leaders.TopicPartitions(topic=TOPIC, partitions=[0])]),
+          [(RT.CLUSTER, CLUSTER_NAME, Op.ALTER)], ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+          lambda r: r.replica_election_results[0].partition_result[0].error_code),
+    Probe("AlterPartitionReassignments", 1, lambda: alter_partition_reassignments.AlterPartitionReassignmentsRequest(
+        topics=[alter_partition_reassignments.ReassignableTopic(name=TOPIC, partitions=[
+            alter_partition_reassignments.ReassignablePartition(partition_index=0, replicas=[1])])]),
+          [(RT.CLUSTER, CLUSTER_NAME, Op.ALTER)], ErrorCode.CLUSTER_AUTHORIZATION_FAILED, lambda r: r.error_code),
+    Probe("ListPartitionReassignments", 0,
+          lambda: list_partition_reassignments.ListPartitionReassignmentsRequest(topics=None),
+          [(RT.CLUSTER, CLUSTER_NAME, Op.DESCRIBE)], ErrorCode.CLUSTER_AUTHORIZATION_FAILED, lambda r: r.error_code),
+    Probe("DescribeQuorum", 2, lambda: describe_quorum.DescribeQuorumRequest(topics=[
+        describe_quorum.DescribeQuorumRequestTopicData(topic_name="__cluster_metadata", partitions=[
+            describe_quorum.DescribeQuorumRequestPartitionData(partition_index=0)])]),
+          [(RT.CLUSTER, CLUSTER_NAME, Op.DESCRIBE)], ErrorCode.CLUSTER_AUTHORIZATION_FAILED, lambda r: r.error_code),
+    Probe("ListConfigResources", 1, lambda: list_config_resources.ListConfigResourcesRequest(resource_types=[]),
+          [(RT.CLUSTER, CLUSTER_NAME, Op.DESCRIBE_CONFIGS)], ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+          lambda r: r.error_code),
+    Probe("DescribeConfigs broker logger", 4, lambda: describe_configs.DescribeConfigsRequest(resources=[
+        describe_configs.DescribeConfigsResource(resource_type=8, resource_name="1", configuration_keys=None)]),
+          [(RT.CLUSTER, CLUSTER_NAME, Op.DESCRIBE_CONFIGS)], ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+          lambda r: r.results[0].error_code),
+    Probe("IncrementalAlterConfigs broker logger", 1, lambda: incremental_alter_configs.IncrementalAlterConfigsRequest(
+        resources=[incremental_alter_configs.AlterConfigsResource(resource_type=8, resource_name="1", configs=[
+            incremental_alter_configs.AlterableConfig(name="root", config_operation=0, value="INFO")])],
+        validate_only=True),
+          [(RT.CLUSTER, CLUSTER_NAME, Op.ALTER_CONFIGS)], ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+          lambda r: r.responses[0].error_code),
+    Probe("IncrementalAlterConfigs client metrics", 1,
+          lambda: incremental_alter_configs.IncrementalAlterConfigsRequest(
+              resources=[incremental_alter_configs.AlterConfigsResource(resource_type=16, resource_name="subs", configs=[
+                  incremental_alter_configs.AlterableConfig(name="metrics", config_operation=0, value="*")])],
+              validate_only=True),
+          [(RT.CLUSTER, CLUSTER_NAME, Op.ALTER_CONFIGS)], ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+          lambda r: r.responses[0].error_code),
 ]
 
 CASES = ("allowed", "denied", "deny_over_allow", "prefixed", "super_user")
@@ -656,3 +702,35 @@ async def test_list_transactions_lists_only_describable_ids(secured: BrokerApp) 
         assert sorted(t.transactional_id for t in listed.transaction_states) == ["other", "tx-a", "tx-b"]
     finally:
         admin.close()
+def test_describe_cluster_operations_are_zero_without_describe_on_the_cluster(tmp_path: Path) -> None:
+    from pybroker.broker.security.authorization import RULES
+    from pybroker.protocol.messages.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
+
+    check = _refusing_check(tmp_path)
+    check.authorizer.create([acl(RT.CLUSTER, CLUSTER_NAME, Op.CREATE)])
+    merge = RULES[ApiKey.DESCRIBE_CLUSTER](check, DescribeClusterRequest(include_cluster_authorized_operations=True))
+    assert merge(DescribeClusterResponse()).cluster_authorized_operations == 0
+
+
+async def test_describe_topic_partitions_lists_only_describable_topics(secured: BrokerApp) -> None:
+    secured.state.topics.create("dtp-seen", 2, 1, {})
+    secured.state.topics.create("dtp-hidden", 1, 1, {})
+    grant(secured, acl(RT.TOPIC, "dtp-seen", Op.DESCRIBE))
+    client = await connect_as(secured, ALICE)
+    try:
+        every = await client.call(describe_topic_partitions.DescribeTopicPartitionsRequest(topics=[]), 0)
+        named = await client.call(describe_topic_partitions.DescribeTopicPartitionsRequest(topics=[
+            describe_topic_partitions.TopicRequest(name="dtp-hidden")]), 0)
+        # a cursor on a denied topic: the next describable topic, from its first partition
+        resumed = await client.call(describe_topic_partitions.DescribeTopicPartitionsRequest(
+            topics=[describe_topic_partitions.TopicRequest(name=n) for n in ("dtp-hidden", "dtp-seen")],
+            cursor=describe_topic_partitions.DescribeTopicPartitionsRequestCursor(topic_name="dtp-hidden",
+                                                                                 partition_index=1)), 0)
+    finally:
+        client.close()
+    assert [(t.name, len(t.partitions)) for t in every.topics] == [("dtp-seen", 2)]
+    assert every.topics[0].topic_authorized_operations == 1 << Op.DESCRIBE
+    assert [(t.name, t.error_code, t.topic_id.int) for t in named.topics] == [
+        ("dtp-hidden", ErrorCode.TOPIC_AUTHORIZATION_FAILED, 0)]
+    assert [(t.name, t.error_code, [p.partition_index for p in t.partitions]) for t in resumed.topics] == [
+        ("dtp-seen", 0, [0, 1]), ("dtp-hidden", ErrorCode.TOPIC_AUTHORIZATION_FAILED, [])]
