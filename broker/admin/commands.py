@@ -1,82 +1,35 @@
-"""The admin commands: `pybroker topics|groups|acls|users ...` over the wire, `dump-log` and `check-log` offline.
+"""The admin commands over the wire: `pybroker topics|acls|users|quotas ...`, and the list of every admin
+command the `pybroker` program adds beside `start`.
 
-Every wire command takes `--bootstrap-server HOST:PORT` (default 127.0.0.1:9092), as Kafka's tools
-do, `--command-config FILE` (Kafka's client security keys: SASL PLAIN or SCRAM), and `--json` for
-scripts (tables otherwise). Failures — an unreachable broker, a refusal with its
-Kafka error name, a file that cannot be read — print one `pybroker: error: ...` line and exit 1;
-`check-log` exits 1 when it finds problems.
+Every wire command takes `--bootstrap-server HOST:PORT[,HOST:PORT]` (default from
+`PYBROKER_BOOTSTRAP_SERVER`, else 127.0.0.1:9092), as Kafka's tools do, `--command-config FILE` (Kafka's
+client security keys: SASL PLAIN or SCRAM, TLS), and `--json` for scripts (tables otherwise). Failures —
+an unreachable broker, a refusal with its Kafka error name, a file that cannot be read — print one
+`pybroker: error: ...` line (a JSON object under `--json`) and exit 1. See `cli_support`.
 """
 
 from __future__ import annotations
 
-import functools
-import json
-import sys
 from collections.abc import Callable
-from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
 from pybroker.broker.admin import acls as acl_ops
-from pybroker.broker.admin import groups as group_ops
 from pybroker.broker.admin import quotas as quota_ops
 from pybroker.broker.admin import topics as topic_ops
 from pybroker.broker.admin import users as user_ops
-from pybroker.broker.admin.client_config import ClientConfigError, ClientSecurity, load_client_security
-from pybroker.broker.admin.dump_log import format_batch, index_entries, log_batches
+from pybroker.broker.admin.cli_support import fail, pairs, wire_command
+from pybroker.broker.admin.cluster_commands import completion, configs, health, log_dirs
+from pybroker.broker.admin.data_commands import consume, produce
+from pybroker.broker.admin.group_commands import groups
+from pybroker.broker.admin.offline_commands import check_log, dump_log
 from pybroker.broker.admin.output import emit
-from pybroker.broker.admin.wire import DEFAULT_BOOTSTRAP, WireClient, WireError
+from pybroker.broker.admin.wire import WireClient
 from pybroker.broker.security.scram import MAX_ITERATIONS, MECHANISMS, MIN_ITERATIONS
 from pybroker.protocol.acl_codes import AclOperation, AclPermissionType, PatternType, ResourceType
-from pybroker.storage.verify import check_log_dir, segment_files
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-#: check-log shows a progress bar when the segments add up to more than this
-PROGRESS_BAR_BYTES = 64 * 1024 * 1024
-
-
-def _fail(message: str) -> None:
-    click.echo(f"pybroker: error: {message}", err=True)
-    sys.exit(1)
-
-
-def wire_command(fn: F) -> F:
-    """--bootstrap-server, --json and --timeout, a connected client as `client`, and errors as one line."""
-
-    @click.option("--bootstrap-server", "bootstrap", default=DEFAULT_BOOTSTRAP, show_default=True,
-                  metavar="HOST:PORT", help="The broker to talk to.")
-    @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
-    @click.option("--timeout", default=10.0, show_default=True, help="Seconds to wait for the broker.")
-    @click.option("--command-config", "command_config", type=click.Path(dir_okay=False, path_type=Path),
-                  default=None, metavar="FILE",
-                  help="Client security settings (security.protocol, sasl.mechanism, sasl.jaas.config).")
-    @functools.wraps(fn)
-    def wrapper(bootstrap: str, as_json: bool, timeout: float, command_config: Path | None, **kwargs: Any) -> None:
-        try:
-            security = load_client_security(command_config) if command_config else ClientSecurity()
-            with WireClient(bootstrap, timeout, security) as client:
-                fn(client=client, as_json=as_json, **kwargs)
-        except ClientConfigError as exc:
-            _fail(str(exc))
-        except WireError as exc:
-            _fail(str(exc))
-        except TimeoutError:
-            _fail(f"the broker at {bootstrap} did not answer within {timeout}s")
-
-    return wrapper  # type: ignore[return-value]
-
-
-def _pairs(values: tuple[str, ...], option: str) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for pair in values:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise click.BadParameter(f"expected KEY=VALUE, got {pair!r}", param_hint=option)
-        out[key.strip()] = value.strip()
-    return out
 
 
 # -- acls --------------------------------------------------------------------------------------------
@@ -187,10 +140,14 @@ def topics_list(client: WireClient, as_json: bool, include_internal: bool) -> No
 
 @topics.command("describe")
 @click.argument("names", nargs=-1)
+@click.option("--include-internal", is_flag=True,
+              help="Without names, also describe __consumer_offsets and other internal topics.")
 @wire_command
-def topics_describe(client: WireClient, as_json: bool, names: tuple[str, ...]) -> None:
-    """Partitions (leader, replicas, log start and end offsets) and non-default configs."""
-    rows = topic_ops.describe_topics(client, list(names) or None)
+def topics_describe(client: WireClient, as_json: bool, names: tuple[str, ...], include_internal: bool) -> None:
+    """Partitions (leader, replicas, log start and end offsets) and non-default configs.
+
+    Without names: every topic but the internal ones (as Kafka's --exclude-internal)."""
+    rows = topic_ops.describe_topics(client, list(names) or None, include_internal)
     if as_json:
         emit(rows, [], True)
         return
@@ -202,6 +159,18 @@ def topics_describe(client: WireClient, as_json: bool, names: tuple[str, ...]) -
             click.echo(f"{topic} configs: " + ", ".join(f"{k}={v}" for k, v in sorted(configs.items())))
 
 
+@topics.command("add-partitions")
+@click.argument("name")
+@click.option("--total", type=click.IntRange(1), default=None, help="The partition count to grow to.")
+@click.option("--num", "more", type=click.IntRange(1), default=None, help="How many partitions to add.")
+@wire_command
+def topics_add_partitions(client: WireClient, as_json: bool, name: str, total: int | None, more: int | None) -> None:
+    """Add partitions to a topic (CreatePartitions); keyed records may map to other partitions afterwards."""
+    if (total is None) == (more is None):
+        raise click.UsageError("give exactly one of --total N (the new count) or --num N (how many to add)")
+    emit([topic_ops.add_partitions(client, name, total, more)], ["topic", "partitions_before", "partitions"], as_json)
+
+
 @topics.command("create")
 @click.argument("name")
 @click.option("--partitions", type=click.IntRange(1), default=1, show_default=True)
@@ -211,7 +180,7 @@ def topics_describe(client: WireClient, as_json: bool, names: tuple[str, ...]) -
 def topics_create(client: WireClient, as_json: bool, name: str, partitions: int, replication_factor: int,
                   configs: tuple[str, ...]) -> None:
     """Create a topic."""
-    row = topic_ops.create_topic(client, name, partitions, replication_factor, _pairs(configs, "--config"))
+    row = topic_ops.create_topic(client, name, partitions, replication_factor, pairs(configs, "--config"))
     emit([row], ["topic", "partitions", "topic_id"], as_json)
 
 
@@ -232,69 +201,10 @@ def topics_alter_config(client: WireClient, as_json: bool, name: str, set_: tupl
                         delete: tuple[str, ...]) -> None:
     """Change a topic's configs (IncrementalAlterConfigs); prints the overrides now in force.
 
-    Keys and valid values are listed in docs/configuration.md (and by `pybroker configs`)."""
-    configs = topic_ops.alter_topic_config(client, name, _pairs(set_, "--set"), delete)
+    Keys and valid values are listed in docs/configuration.md (and by `pybroker configs keys`)."""
+    configs = topic_ops.alter_topic_config(client, name, pairs(set_, "--set"), delete)
     emit([{"config": k, "value": v} for k, v in sorted(configs.items())], ["config", "value"], as_json,
          empty="(no overrides)")
-
-
-# -- groups ------------------------------------------------------------------------------------------
-@click.group()
-def groups() -> None:
-    """List and describe consumer groups, and reset their offsets."""
-
-
-@groups.command("list")
-@wire_command
-def groups_list(client: WireClient, as_json: bool) -> None:
-    """Every group with its state."""
-    emit(group_ops.list_groups(client), ["group", "state", "protocol_type"], as_json, empty="(no groups)")
-
-
-@groups.command("describe")
-@click.argument("group")
-@wire_command
-def groups_describe(client: WireClient, as_json: bool, group: str) -> None:
-    """Members, assignments, committed offsets and lag per partition."""
-    described = group_ops.describe_group(client, group)
-    if as_json:
-        click.echo(json.dumps(described, indent=2))
-        return
-    click.echo(f"group {group}: {described['state']}, {len(described['members'])} member(s)")
-    emit(described["offsets"], ["topic", "partition", "current_offset", "log_end_offset", "lag", "member_id",
-                                "client_id", "host"], False, empty="(no committed offsets)")
-
-
-@groups.command("reset-offsets")
-@click.argument("group")
-@click.option("--topic", "topic_names", multiple=True, help="Reset these topics (default: every committed one).")
-@click.option("--to-earliest", "to", flag_value="earliest", help="To each log's start.")
-@click.option("--to-latest", "to", flag_value="latest", help="To each log's end.")
-@click.option("--to-offset", type=click.IntRange(0), help="To this offset (kept within each log).")
-@click.option("--to-datetime", type=click.DateTime(formats=["%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M:%S.%f",
-                                                             "%Y-%m-%d"]),
-              help="To the first offset at or after this time (UTC unless it carries an offset).")
-@click.option("--execute", is_flag=True, help="Commit the new offsets; without it, only show them.")
-@wire_command
-def groups_reset_offsets(client: WireClient, as_json: bool, group: str, topic_names: tuple[str, ...],
-                         to: str | None, to_offset: int | None, to_datetime: datetime | None, execute: bool) -> None:
-    """Move an empty group's committed offsets (shows the plan unless --execute)."""
-    chosen = [name for name, given in (("earliest", to == "earliest"), ("latest", to == "latest"),
-                                       ("offset", to_offset is not None), ("datetime", to_datetime is not None))
-              if given]
-    if len(chosen) != 1:
-        raise click.UsageError("give exactly one of --to-earliest, --to-latest, --to-offset, --to-datetime")
-    timestamp_ms = None
-    if to_datetime is not None:
-        moment = to_datetime if to_datetime.tzinfo else to_datetime.replace(tzinfo=UTC)
-        timestamp_ms = int(moment.timestamp() * 1000)
-    plan = group_ops.plan_reset(client, group, topic_names, to=chosen[0], offset=to_offset,
-                                timestamp_ms=timestamp_ms)
-    if execute:
-        group_ops.commit_plan(client, group, plan)
-    emit(plan, ["topic", "partition", "current_offset", "new_offset"], as_json)
-    if not execute and not as_json:
-        click.echo("(dry run: add --execute to commit these offsets)")
 
 
 # -- users (SCRAM) -----------------------------------------------------------------------------------
@@ -362,7 +272,7 @@ def quotas_describe(client: WireClient, as_json: bool, entity_type: str | None, 
                     entity_default: bool) -> None:
     """Configured quotas (all, or those of one entity type / name / the default)."""
     if entity_type is None and (entity_name or entity_default):
-        _fail("--entity-name and --entity-default need --entity-type")
+        fail("--entity-name and --entity-default need --entity-type")
     emit(quota_ops.describe(client, entity_type, entity_name, entity_default), ["entity", "key", "value"], as_json,
          empty="(no client quotas)")
 
@@ -378,91 +288,16 @@ def quotas_alter(client: WireClient, as_json: bool, entity_type: str | None, ent
                  entity_default: bool, add_config: str, delete_config: str) -> None:
     """Set or remove quota keys of one entity."""
     if entity_type is None or bool(entity_name) == entity_default:
-        _fail("give --entity-type and exactly one of --entity-name / --entity-default")
-    add = _pairs(tuple(p for p in add_config.split(",") if p), "--add-config")
+        fail("give --entity-type and exactly one of --entity-name / --entity-default")
+    add = pairs(tuple(p for p in add_config.split(",") if p), "--add-config")
     delete = [k.strip() for k in delete_config.split(",") if k.strip()]
     if not add and not delete:
-        _fail("nothing to do: give --add-config and/or --delete-config")
+        fail("nothing to do: give --add-config and/or --delete-config")
     assert entity_type is not None
     quota_ops.alter(client, entity_type, None if entity_default else entity_name, add, delete)
     emit([{"entity_type": entity_type, "entity": entity_name or "<default>", "set": ",".join(add),
            "removed": ",".join(delete)}], ["entity_type", "entity", "set", "removed"], as_json)
 
 
-# -- offline tools -----------------------------------------------------------------------------------
-@click.command("dump-log")
-@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--print-records", is_flag=True, help="Decode each batch's records too.")
-@click.option("--json", "as_json", is_flag=True, help="One JSON object per batch or index entry, a line each.")
-def dump_log(file: Path, print_records: bool, as_json: bool) -> None:
-    """Decode a segment (.log) or index (.index, .timeindex) file, like kafka-dump-log."""
-    try:
-        base = int(file.stem)
-    except ValueError:
-        _fail(f"{file.name} is not a segment file (expected a 20-digit base offset name)")
-        return
-    if file.suffix not in (".log", ".index", ".timeindex"):
-        _fail(f"{file.name}: expected a .log, .index or .timeindex file")
-    try:
-        items = list(log_batches(file, print_records)) if file.suffix == ".log" else list(index_entries(file))
-    except OSError as exc:
-        _fail(f"cannot read {file}: {exc.strerror or exc}")
-        return
-    if as_json:
-        for item in items:
-            click.echo(json.dumps(item))
-        return
-    click.echo(f"Dumping {file}")
-    if file.suffix == ".log":
-        click.echo(f"Log starting offset: {base}")
-        for batch in items:
-            for line in format_batch(batch):
-                click.echo(line)
-    else:
-        for entry in items:
-            click.echo(" ".join(f"{k}: {v}" for k, v in entry.items()))
-
-
-@click.command("check-log")
-@click.argument("log_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-def check_log(log_dir: Path, as_json: bool) -> None:
-    """Verify every batch's CRC and framing and the indexes of a log dir, offline (stop the broker first)."""
-    total = sum(path.stat().st_size for path in segment_files(log_dir))
-    try:
-        if total > PROGRESS_BAR_BYTES and not as_json:
-            with click.progressbar(length=total, label="checking", file=sys.stderr) as bar:
-                report = check_log_dir(log_dir, bar.update)
-        else:
-            report = check_log_dir(log_dir)
-    except OSError as exc:
-        _fail(f"cannot read {exc.filename or log_dir}: {exc.strerror or exc}")
-        return
-    problems = [{"file": p.file, "position": p.position, "problem": p.message} for p in report.problems]
-    if as_json:
-        click.echo(json.dumps({"partitions": report.partitions, "segments": report.segments,
-                               "batches": report.batches, "bytes": report.bytes, "problems": problems}, indent=2))
-    else:
-        click.echo(f"checked {report.partitions} partition(s), {report.segments} segment(s), "
-                   f"{report.batches} batch(es), {report.bytes} bytes: "
-                   + (f"{len(problems)} problem(s)" if problems else "OK"))
-        emit(problems, ["file", "position", "problem"], False)
-    if problems:
-        sys.exit(1)
-
-
-@click.command("configs")
-@click.option("--scope", type=click.Choice(["broker", "topic"]), default=None, help="Only these keys.")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
-def configs(scope: str | None, as_json: bool) -> None:
-    """Every config key pybroker knows, from the one config table (type, default, dynamic, meaning)."""
-    from pybroker.config.definitions import BROKER_DEFS, TOPIC_DEFS
-    from pybroker.config.types import render
-
-    rows = [{"scope": d.scope, "key": d.key, "type": d.type, "default": render(d.type, d.default),
-             "dynamic": d.dynamic, "doc": d.doc}
-            for d in (*BROKER_DEFS, *TOPIC_DEFS) if scope in (None, d.scope)]
-    emit(rows, ["scope", "key", "type", "default", "dynamic", "doc"], as_json)
-
-
-ADMIN_COMMANDS = (topics, groups, acls, users, quotas, dump_log, check_log, configs)
+ADMIN_COMMANDS = (topics, groups, produce, consume, acls, users, quotas, log_dirs, configs, health, dump_log,
+                  check_log, completion)

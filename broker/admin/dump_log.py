@@ -1,12 +1,31 @@
 """`pybroker dump-log FILE`: a segment's batches (and with `--print-records` its records), or an index's
-entries, in the words kafka-dump-log uses, so an operator reading one can read the other."""
+entries, in the words kafka-dump-log uses, so an operator reading one can read the other.
+
+With the offsets decoder (kafka-dump-log's `--offsets-decoder`; on by default for a segment of
+`__consumer_offsets`) each record's key and value are decoded from Kafka's coordinator schemas: an offset
+commit (key type 0/1) or group metadata (key type 2), each as `{"type"/"version": ..., "data": {...}}`
+with Kafka's field names; a tombstone's payload is null, a record of a kind we do not know keeps its bytes.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import json
+import struct
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from pybroker.broker.admin.assignment import decode_assignment
+from pybroker.protocol.messages.consumer_protocol import ConsumerProtocolSubscription
+from pybroker.protocol.messages.coordinator_records import (
+    GroupMetadataKey,
+    GroupMetadataValue,
+    MemberMetadata,
+    OffsetCommitKey,
+    OffsetCommitValue,
+)
+from pybroker.protocol.primitives import DecodeError
 from pybroker.protocol.records.batch import (
     HEADER_SIZE,
     LOG_OVERHEAD,
@@ -19,13 +38,66 @@ from pybroker.protocol.records.record import RecordsError, decode_records
 from pybroker.storage.verify import OFFSET_ENTRY, TIME_ENTRY
 
 TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
+OFFSETS_TOPIC = "__consumer_offsets"
+#: key version -> (key schema, value schema), as Kafka's coordinator records are typed
+_OFFSETS_SCHEMAS: dict[int, tuple[Any, Any]] = {0: (OffsetCommitKey, OffsetCommitValue),
+                                                1: (OffsetCommitKey, OffsetCommitValue),
+                                                2: (GroupMetadataKey, GroupMetadataValue)}
 
 
 def _text(blob: bytes | None) -> str | None:
     return None if blob is None else blob.decode("utf-8", errors="backslashreplace")
 
 
-def log_batches(path: Path, print_records: bool) -> Iterator[dict[str, Any]]:
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(word.capitalize() for word in rest)
+
+
+def _fields(message: Any) -> dict[str, Any]:
+    return {_camel(f.name): getattr(message, f.name) for f in dataclasses.fields(message)}
+
+
+def _member(member: MemberMetadata) -> dict[str, Any]:
+    out = _fields(member)
+    subscription = bytes(member.subscription)
+    try:
+        version = min(struct.unpack_from(">h", subscription)[0], ConsumerProtocolSubscription.MAX_VERSION)
+        out["subscription"] = list(ConsumerProtocolSubscription.decode(subscription, version, 2, strict=False).topics)
+    except (struct.error, DecodeError):
+        out["subscription"] = subscription.hex()
+    assigned = decode_assignment(bytes(member.assignment))
+    out["assignment"] = bytes(member.assignment).hex() if assigned is None else [f"{t}-{p}" for t, p in assigned]
+    return out
+
+
+def decode_offsets_record(key: bytes | None, value: bytes | None) -> tuple[Any, Any]:
+    """A `__consumer_offsets` record's key and payload in Kafka's schemas (kafka-dump-log's offsets decoder)."""
+    if key is None or len(key) < 2:
+        return _text(key), _text(value)
+    (key_version,) = struct.unpack_from(">h", key)
+    key_class, value_class = _OFFSETS_SCHEMAS.get(key_version, (None, None))
+    if key_class is None or value_class is None:
+        return {"type": str(key_version), "data": "unknown"}, None if value is None else value.hex()
+    try:
+        decoded_key = {"type": str(key_version), "data": _fields(key_class.decode(key, key_version, 2))}
+        if value is None:
+            return decoded_key, None
+        (value_version,) = struct.unpack_from(">h", value)
+        data = _fields(value_class.decode(value, value_version, 2, strict=False))
+    except (struct.error, DecodeError) as exc:
+        return {"type": str(key_version), "error": str(exc)}, None if value is None else value.hex()
+    if value_class is OffsetCommitValue:  # fields of other versions are not in the record
+        if value_version != 1:
+            data.pop("expireTimestamp", None)
+        if value_version < 3:
+            data.pop("leaderEpoch", None)
+    if "members" in data:
+        data["members"] = [_member(m) for m in data["members"]]
+    return decoded_key, {"version": str(value_version), "data": data}
+
+
+def log_batches(path: Path, print_records: bool, offsets_decoder: bool = False) -> Iterator[dict[str, Any]]:
     """One dict per batch; a torn or garbage tail ends the walk with an `error` entry."""
     data = path.read_bytes()
     pos = 0
@@ -47,7 +119,7 @@ def log_batches(path: Path, print_records: bool) -> Iterator[dict[str, Any]]:
             "magic": header.magic, "compresscodec": CODEC_NAMES.get(header.compression, str(header.compression)),
             "crcValid": compute_crc(data, pos, header) == header.crc,
         }
-        if print_records:
+        if print_records or offsets_decoder:
             try:
                 batch["records"] = [{
                     "offset": header.base_offset + r.offset_delta,
@@ -56,12 +128,20 @@ def log_batches(path: Path, print_records: bool) -> Iterator[dict[str, Any]]:
                     "keySize": -1 if r.key is None else len(r.key),
                     "valueSize": -1 if r.value is None else len(r.value),
                     "sequence": -1 if header.base_sequence < 0 else header.base_sequence + r.offset_delta,
-                    "headerKeys": [k for k, _ in r.headers], "key": _text(r.key), "payload": _text(r.value),
+                    "headerKeys": [k for k, _ in r.headers],
+                    **_key_and_payload(r.key, r.value, offsets_decoder and not header.is_control),
                 } for r in decode_records(data, pos, header)]
             except RecordsError as exc:
                 batch["recordsError"] = str(exc)
         yield batch
         pos += header.size
+
+
+def _key_and_payload(key: bytes | None, value: bytes | None, decode: bool) -> dict[str, Any]:
+    if decode:
+        decoded_key, payload = decode_offsets_record(key, value)
+        return {"key": decoded_key, "payload": payload}
+    return {"key": _text(key), "payload": _text(value)}
 
 
 def index_entries(path: Path) -> Iterator[dict[str, Any]]:
@@ -94,6 +174,8 @@ def format_batch(batch: dict[str, Any]) -> list[str]:
 def _value(value: Any) -> str:
     if value is None:
         return "null"
+    if isinstance(value, dict):
+        return json.dumps(value, separators=(",", ":"), default=str)
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, list):

@@ -9,6 +9,7 @@ from typing import Any
 
 from pybroker.broker.admin.wire import WireClient, WireError
 from pybroker.protocol.errors import ErrorCode
+from pybroker.protocol.messages.create_partitions import CreatePartitionsRequest, CreatePartitionsTopic
 from pybroker.protocol.messages.create_topics import CreatableTopic, CreatableTopicConfig, CreateTopicsRequest
 from pybroker.protocol.messages.delete_topics import DeleteTopicsRequest
 from pybroker.protocol.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResource
@@ -26,10 +27,14 @@ SET, DELETE = 0, 1
 DEFAULT_CONFIG_SOURCE = 5
 
 
+def error_name(code: int) -> str:
+    return ErrorCode(code).name if code in ErrorCode._value2member_map_ else str(code)
+
+
 def check(code: int, message: str | None, what: str) -> None:
     if code:
-        name = ErrorCode(code).name if code in ErrorCode._value2member_map_ else str(code)
-        raise WireError(f"{what}: {name}" + (f" ({message})" if message else ""))
+        name = error_name(code)
+        raise WireError(f"{what}: {name}" + (f" ({message})" if message else ""), name)
 
 
 def metadata(client: WireClient, names: list[str] | None) -> list[Any]:
@@ -73,8 +78,13 @@ def topic_configs(client: WireClient, topic: str, *, all_keys: bool = False) -> 
             if all_keys or entry.config_source != DEFAULT_CONFIG_SOURCE}
 
 
-def describe_topics(client: WireClient, names: list[str] | None) -> list[dict[str, Any]]:
+def describe_topics(client: WireClient, names: list[str] | None, include_internal: bool = False
+                    ) -> list[dict[str, Any]]:
+    """Every partition of the named topics (of all topics without names; internal ones such as
+    `__consumer_offsets` only with `include_internal`, as Kafka's `--exclude-internal` keeps them out)."""
     topics = metadata(client, names or None)
+    if not names and not include_internal:
+        topics = [t for t in topics if not t.is_internal]
     for topic in topics:
         check(topic.error_code, None, f"topic {topic.name}")
     keys = [(t.name, p.partition_index) for t in topics for p in t.partitions]
@@ -100,6 +110,19 @@ def create_topic(client: WireClient, name: str, partitions: int, replication_fac
     result = client.call(request, max_version=7).topics[0]
     check(result.error_code, result.error_message, f"cannot create {name}")
     return {"topic": name, "partitions": partitions, "topic_id": str(result.topic_id)}
+
+
+def add_partitions(client: WireClient, name: str, total: int | None, more: int | None) -> dict[str, Any]:
+    """CreatePartitions: grow a topic to `total` partitions (or by `more`); partitions never shrink."""
+    topics = metadata(client, [name])
+    check(topics[0].error_code, None, f"topic {name}")
+    current = len(topics[0].partitions)
+    target = total if total is not None else current + (more or 0)
+    request = CreatePartitionsRequest(timeout_ms=30_000, validate_only=False, topics=[
+        CreatePartitionsTopic(name=name, count=target, assignments=None)])
+    result = client.call(request, max_version=3).results[0]
+    check(result.error_code, result.error_message, f"cannot add partitions to {name}")
+    return {"topic": name, "partitions_before": current, "partitions": target}
 
 
 def delete_topics(client: WireClient, names: list[str]) -> list[dict[str, Any]]:
