@@ -117,9 +117,9 @@ _TARGETS = ("--to-earliest", "--to-latest", "--to-current", "--to-offset", "--sh
 @click.option("--topic", "topic_specs", multiple=True, metavar="TOPIC[:P,P...]",
               help="Reset these topics or partitions (default: every partition the group has committed).")
 @click.option("--all-topics", is_flag=True, help="Every topic the group has committed offsets for.")
-@click.option("--to-earliest", "to", flag_value="earliest", help="To each log's start.")
-@click.option("--to-latest", "to", flag_value="latest", help="To each log's end.")
-@click.option("--to-current", "to", flag_value="current", help="To the committed offset (the end where none).")
+@click.option("--to-earliest", is_flag=True, help="To each log's start.")
+@click.option("--to-latest", is_flag=True, help="To each log's end.")
+@click.option("--to-current", is_flag=True, help="To the committed offset (the end where none).")
 @click.option("--to-offset", type=click.IntRange(0), help="To this offset (kept within each log).")
 @click.option("--shift-by", type=int, help="Move the committed offset by N (negative: back), kept within the log.")
 @click.option("--to-datetime", type=DATETIME,
@@ -133,11 +133,12 @@ _TARGETS = ("--to-earliest", "--to-latest", "--to-current", "--to-offset", "--sh
 @click.option("--export", is_flag=True, help="Print the plan as CSV that --from-file reads back.")
 @wire_command
 def groups_reset_offsets(client: WireClient, as_json: bool, names: tuple[str, ...], all_groups: bool,
-                         topic_specs: tuple[str, ...], all_topics: bool, to: str | None, to_offset: int | None,
+                         topic_specs: tuple[str, ...], all_topics: bool, to_earliest: bool, to_latest: bool,
+                         to_current: bool, to_offset: int | None,
                          shift_by: int | None, to_datetime: int | None, by_duration: int | None,
                          from_file: Path | None, execute: bool, dry_run: bool, export: bool) -> None:
     """Move inactive groups' committed offsets (shows the plan unless --execute)."""
-    given = [t for t, on in (("earliest", to == "earliest"), ("latest", to == "latest"), ("current", to == "current"),
+    given = [t for t, on in (("earliest", to_earliest), ("latest", to_latest), ("current", to_current),
                              ("offset", to_offset is not None), ("shift", shift_by is not None),
                              ("timestamp", to_datetime is not None), ("duration", by_duration is not None),
                              ("file", from_file is not None)) if on]
