@@ -176,20 +176,23 @@ def topics_add_partitions(client: WireClient, as_json: bool, name: str, total: i
 @click.option("--partitions", type=click.IntRange(1), default=1, show_default=True)
 @click.option("--replication-factor", type=int, default=1, show_default=True)
 @click.option("--config", "configs", multiple=True, metavar="KEY=VALUE", help="A topic config; repeatable.")
+@click.option("--if-not-exists", is_flag=True, help="An existing topic is no error (it is left as it is).")
 @wire_command
 def topics_create(client: WireClient, as_json: bool, name: str, partitions: int, replication_factor: int,
-                  configs: tuple[str, ...]) -> None:
+                  configs: tuple[str, ...], if_not_exists: bool) -> None:
     """Create a topic."""
-    row = topic_ops.create_topic(client, name, partitions, replication_factor, pairs(configs, "--config"))
-    emit([row], ["topic", "partitions", "topic_id"], as_json)
+    row = topic_ops.create_topic(client, name, partitions, replication_factor, pairs(configs, "--config"),
+                                 if_not_exists=if_not_exists)
+    emit([row], ["topic", "partitions", "topic_id", "created"], as_json)
 
 
 @topics.command("delete")
 @click.argument("names", nargs=-1, required=True)
+@click.option("--if-exists", is_flag=True, help="A topic that does not exist is no error.")
 @wire_command
-def topics_delete(client: WireClient, as_json: bool, names: tuple[str, ...]) -> None:
+def topics_delete(client: WireClient, as_json: bool, names: tuple[str, ...], if_exists: bool) -> None:
     """Delete topics (their data goes too)."""
-    emit(topic_ops.delete_topics(client, list(names)), ["topic", "deleted"], as_json)
+    emit(topic_ops.delete_topics(client, list(names), if_exists=if_exists), ["topic", "deleted"], as_json)
 
 
 @topics.command("alter-config")

@@ -104,12 +104,14 @@ class Consumer:
                  max_wait_ms: int = 500) -> None:
         self.client, self.reset, self.isolation, self.max_wait_ms = client, reset, isolation, max_wait_ms
         self.positions: dict[Partition, int] = {}
-        #: the offset after the last record handed out, per partition (what a group commits)
+        #: the offset after the last record handed out (or the start), per partition: what a group commits
         self.delivered: dict[Partition, int] = {}
 
     def assign(self, positions: Mapping[Partition, int]) -> None:
+        """Read from these positions; until a record of a partition is handed out, what a group commits for
+        it is where reading started (as a Kafka consumer commits its position, records or not)."""
         self.positions = dict(positions)
-        self.delivered = {}
+        self.delivered = dict(positions)
 
     def _reset(self, key: Partition) -> None:
         self.positions[key] = list_offsets(self.client, [key], EARLIEST if self.reset == "earliest" else LATEST)[key]

@@ -103,13 +103,17 @@ def describe_topics(client: WireClient, names: list[str] | None, include_interna
 
 
 def create_topic(client: WireClient, name: str, partitions: int, replication_factor: int,
-                 configs: Mapping[str, str]) -> dict[str, Any]:
+                 configs: Mapping[str, str], *, if_not_exists: bool = False) -> dict[str, Any]:
+    """CreateTopics; with `if_not_exists` an existing topic is no error (kafka-topics' --if-not-exists)."""
     request = CreateTopicsRequest(timeout_ms=30_000, topics=[CreatableTopic(
         name=name, num_partitions=partitions, replication_factor=replication_factor,
         configs=[CreatableTopicConfig(name=k, value=v) for k, v in configs.items()])])
     result = client.call(request, max_version=7).topics[0]
+    if if_not_exists and result.error_code == ErrorCode.TOPIC_ALREADY_EXISTS:
+        topic = metadata(client, [name])[0]
+        return {"topic": name, "partitions": len(topic.partitions), "topic_id": str(topic.topic_id), "created": False}
     check(result.error_code, result.error_message, f"cannot create {name}")
-    return {"topic": name, "partitions": partitions, "topic_id": str(result.topic_id)}
+    return {"topic": name, "partitions": partitions, "topic_id": str(result.topic_id), "created": True}
 
 
 def add_partitions(client: WireClient, name: str, total: int | None, more: int | None) -> dict[str, Any]:
@@ -125,11 +129,17 @@ def add_partitions(client: WireClient, name: str, total: int | None, more: int |
     return {"topic": name, "partitions_before": current, "partitions": target}
 
 
-def delete_topics(client: WireClient, names: list[str]) -> list[dict[str, Any]]:
+def delete_topics(client: WireClient, names: list[str], *, if_exists: bool = False) -> list[dict[str, Any]]:
+    """DeleteTopics; with `if_exists` a topic that is not there is skipped (kafka-topics' --if-exists)."""
     response = client.call(DeleteTopicsRequest(topic_names=names, timeout_ms=30_000), max_version=5)
+    rows = []
     for result in response.responses:
+        if if_exists and result.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+            rows.append({"topic": result.name, "deleted": False})
+            continue
         check(result.error_code, result.error_message, f"cannot delete {result.name}")
-    return [{"topic": result.name, "deleted": True} for result in response.responses]
+        rows.append({"topic": result.name, "deleted": True})
+    return rows
 
 
 def alter_topic_config(client: WireClient, name: str, set_: Mapping[str, str], delete: Iterable[str]
