@@ -27,6 +27,7 @@ from pybroker.protocol.frames import decode_response, encode_request
 from pybroker.protocol.messages.api_versions import ApiVersionsRequest
 from pybroker.protocol.messages.sasl_authenticate import SaslAuthenticateRequest
 from pybroker.protocol.messages.sasl_handshake import SaslHandshakeRequest
+from pybroker.protocol.primitives import DecodeError
 
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 CLIENT_ID = "pybroker-admin"
@@ -182,6 +183,9 @@ class WireClient:
             if not 0 < size <= MAX_RESPONSE_BYTES:
                 raise WireError(f"the broker at {self.bootstrap} sent a frame of {size} bytes")
             got, response = decode_response(self._read(size), type(request).API_KEY, version)
+        except DecodeError as exc:
+            raise WireError(f"the broker at {self.bootstrap} sent an answer that does not decode: {exc} "
+                            "(is this a Kafka listener?)") from None
         except OSError as exc:
             raise WireError(f"lost the connection to {self.bootstrap}: {exc.strerror or exc}") from None
         if got != correlation_id:
