@@ -40,7 +40,7 @@ from pybroker.broker.admin.output import emit
 from pybroker.broker.admin.producer import CODECS, Producer
 from pybroker.broker.admin.times import DATETIME
 from pybroker.broker.admin.topics import LATEST, list_offsets
-from pybroker.broker.admin.wire import WireClient
+from pybroker.broker.admin.wire import WireClient, WireError
 
 ACKS = {"all": -1, "-1": -1, "0": 0, "1": 1}
 #: kafka-console-producer's reader properties we take with --property
@@ -231,6 +231,7 @@ def consume(client: WireClient, as_json: bool, topics: tuple[str, ...], partitio
         return list_offsets(client, keys, LATEST) if exit_at_end else {}
 
     count = 0
+    interrupted = False
     try:
         ends = assign()
         last_record = time.monotonic()
@@ -254,12 +255,27 @@ def consume(client: WireClient, as_json: bool, topics: tuple[str, ...], partitio
                 if not member.heartbeat():
                     ends = assign()
     except KeyboardInterrupt:
-        pass
+        interrupted = True
     finally:
         if member is not None and member.member_id:
-            if commit:
-                member.commit(consumer.delivered)
-            member.leave()
+            _commit_and_leave(client, member, consumer.delivered if commit else None, reconnect=interrupted)
     if not as_json:
         click.echo(f"Processed a total of {count} messages", err=True)
     sys.stdout.flush()
+
+
+def _commit_and_leave(client: WireClient, member: GroupMember, offsets: dict[tuple[str, int], int] | None,
+                      *, reconnect: bool) -> None:
+    """The last commit and a clean leave (so the group rebalances at once, not after the session timeout).
+
+    After Ctrl-C the connection may hold half an exchange: start a fresh one first."""
+    try:
+        if reconnect:
+            client.close()
+            client.connect()
+        if offsets is not None:
+            member.commit(offsets)
+        member.leave()
+    except WireError as exc:
+        warn(f"could not commit and leave group {member.group}: {exc}")
+

@@ -13,6 +13,8 @@ bootstrap taken from PYBROKER_BOOTSTRAP_SERVER as a user's shell would give it.
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 import threading
@@ -327,3 +329,26 @@ def test_kafka_python_sees_what_produce_wrote(tools_broker: BrokerProcess, new_t
             for batch in consumer.poll(timeout_ms=200).values():
                 got += batch
     assert [(r.key, r.value, r.headers) for r in got] == [(b"k", b"one", [("h", b"v")]), (b"k", b"two", [("h", b"v")])]
+
+
+def test_ctrl_c_on_a_group_consumer_commits_and_leaves(tools_broker: BrokerProcess,
+                                                       new_topic: Callable[..., str]) -> None:
+    topic, group = new_topic(), new_topic("group")
+    run(tools_broker, "produce", topic, "--value", "a", "--value", "b")
+    consumer = subprocess.Popen(
+        [sys.executable, "-m", "pybroker.broker.cli", "consume", topic, "-g", group, "--from-beginning",
+         "--bootstrap-server", tools_broker.bootstrap], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        cwd=REPO_ROOT, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # as from a terminal
+    try:
+        assert consumer.stdout is not None
+        printed = [consumer.stdout.readline(), consumer.stdout.readline()]
+        time.sleep(0.5)  # it is waiting for more records now (printing, then noting the record, is not atomic)
+        consumer.send_signal(signal.SIGINT)  # long before its periodic commit (a third of the session timeout)
+        out, err = consumer.communicate(timeout=30)
+    finally:
+        consumer.kill()
+    assert consumer.returncode == 0 and printed == ["a\n", "b\n"] and out == "", err
+    assert err == "Processed a total of 2 messages\n"
+    described = js(tools_broker, "groups", "describe", group)
+    assert described["state"] == "Empty" and described["total_lag"] == 0
