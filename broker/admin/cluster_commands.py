@@ -16,7 +16,7 @@ from pybroker.broker.admin.wire import WireClient
 COMPLETION_VAR = "_PYBROKER_COMPLETE"
 
 
-@click.command("log-dirs")
+@click.command("log-dirs", short_help="Log dirs with their space and partition sizes.")
 @click.option("--topic", "topics", multiple=True, help="Only these topics' partitions; repeatable.")
 @click.option("--partitions/--no-partitions", default=True, show_default=True,
               help="Also list each partition with its size.")
@@ -36,7 +36,8 @@ def log_dirs(client: WireClient, as_json: bool, topics: tuple[str, ...], partiti
             emit(rows, ["topic", "partition", "size", "log_dir"], False)
 
 
-@click.group("configs", invoke_without_command=True)
+@click.group("configs", invoke_without_command=True,
+             short_help="Configs in force (with sources), and every known key.")
 @click.option("--scope", type=click.Choice(["broker", "topic"]), default=None,
               help="(Without a subcommand: as `configs keys --scope`.)")
 @click.option("--json", "as_json", is_flag=True, help="(Without a subcommand: as `configs keys --json`.)")
@@ -83,7 +84,7 @@ def configs_keys(scope: str | None, as_json: bool) -> None:
     emit(rows, ["scope", "key", "type", "default", "dynamic", "doc"], as_json)
 
 
-@click.command("health")
+@click.command("health", short_help="Check the broker (exit 1 when unhealthy).")
 @wire_command
 def health(client: WireClient, as_json: bool) -> None:
     """Is the broker healthy? Exit 0 when it answers, every partition has a leader and every log dir is
@@ -98,7 +99,7 @@ def health(client: WireClient, as_json: bool) -> None:
         sys.exit(1)
 
 
-@click.command("completion")
+@click.command("completion", short_help="Print a shell completion script.")
 @click.argument("shell", type=click.Choice(["bash", "zsh", "fish"]))
 @click.pass_context
 def completion(ctx: click.Context, shell: str) -> None:

@@ -56,7 +56,7 @@ def _resource(cluster: bool, **names: str | None) -> tuple[ResourceType, str | N
     return chosen[0] if chosen else (ResourceType.ANY, None)
 
 
-@click.group()
+@click.group(short_help="List, add and remove ACLs.")
 def acls() -> None:
     """List, add and remove ACLs (the broker needs authorizer.class.name)."""
 
@@ -124,7 +124,7 @@ def acls_remove(client: WireClient, as_json: bool, cluster: bool, pattern: str, 
 
 
 # -- topics ------------------------------------------------------------------------------------------
-@click.group()
+@click.group(short_help="List, describe, create, delete and alter topics.")
 def topics() -> None:
     """List, describe, create, delete topics and change their configs."""
 
@@ -211,7 +211,7 @@ def topics_alter_config(client: WireClient, as_json: bool, name: str, set_: tupl
 
 
 # -- users (SCRAM) -----------------------------------------------------------------------------------
-@click.group()
+@click.group(short_help="List, add and delete SCRAM users.")
 def users() -> None:
     """List, add and delete SCRAM users (the password is salted and hashed here; only the hash travels)."""
 
@@ -255,7 +255,7 @@ def users_delete(client: WireClient, as_json: bool, name: str, mechanism: str) -
 
 
 # -- client quotas ----------------------------------------------------------------------------------
-@click.group()
+@click.group(short_help="Describe and alter client quotas.")
 def quotas() -> None:
     """Describe and alter client quotas (producer_byte_rate, consumer_byte_rate, ...), as kafka-configs."""
 

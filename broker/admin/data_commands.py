@@ -68,7 +68,7 @@ def _lines(stream: IO[str]) -> Iterator[tuple[int, str, int]]:
 
 
 # -- produce -------------------------------------------------------------------------------------------
-@click.command("produce")
+@click.command("produce", short_help="Send records from stdin, a file or arguments.")
 @click.argument("topic")
 @click.option("--value", "values", multiple=True, help="Send these values instead of reading lines; repeatable.")
 @click.option("--file", "input_file", type=click.File("r", encoding="utf-8"), default=None,
@@ -92,14 +92,17 @@ def _lines(stream: IO[str]) -> Iterator[tuple[int, str, int]]:
 @click.option("--batch-size", type=click.IntRange(1, 100_000), default=1000, show_default=True,
               help="Records per request (input from a terminal is sent line by line).")
 @click.option("--ignore-error", is_flag=True, help="Skip a line that cannot be parsed (with a warning) and go on.")
+@click.option("--client-id", default="pybroker-produce", show_default=True)
 @wire_command
 def produce(client: WireClient, as_json: bool, topic: str, values: tuple[str, ...], input_file: IO[str] | None,
             fixed_key: str | None, key_separator: str | None, parse_key: bool, parse_headers: bool,
             headers: tuple[str, ...], null_marker: str | None, input_format: str, properties: tuple[str, ...],
-            partition: int | None, acks: str, compression: str, batch_size: int, ignore_error: bool) -> None:
+            partition: int | None, acks: str, compression: str, batch_size: int, ignore_error: bool,
+            client_id: str) -> None:
     """Send records to a topic: --value arguments, or one record per line of a file or stdin.
 
     Prints, per partition, the first offset written and how many records went there."""
+    client.client_id = client_id
     props = pairs(properties, "--property")
     _unknown_properties(props, READER_PROPERTIES)
     separator = key_separator if key_separator is not None else props.get("key.separator")
@@ -126,6 +129,8 @@ def produce(client: WireClient, as_json: bool, topic: str, values: tuple[str, ..
         pending.clear()
 
     lines = ((i, v, 0) for i, v in enumerate(values, start=1)) if values else _lines(stream)
+    if interactive:
+        click.echo(f"producing to {topic}: one record per line, Ctrl-D to finish", err=True)
     with progress(size, f"producing to {topic}", as_json or interactive or size == 0) as bar:
         for number, line, nbytes in lines:
             bar.update(nbytes)
@@ -155,7 +160,7 @@ def _input_size(stream: IO[str]) -> int:
 
 
 # -- consume -------------------------------------------------------------------------------------------
-@click.command("consume")
+@click.command("consume", short_help="Print records (alone or in a consumer group).")
 @click.argument("topics", nargs=-1, required=True)
 @click.option("--partition", "-p", "partitions", type=click.IntRange(0), multiple=True,
               help="Only these partitions; repeatable (not with --group).")
@@ -184,16 +189,19 @@ def _input_size(stream: IO[str]) -> int:
               help="kafka-console-consumer's formatter properties: " + ", ".join(PRINT_PROPERTIES) + ".")
 @click.option("--isolation-level", type=click.Choice(["read_uncommitted", "read_committed"]),
               default="read_uncommitted", show_default=True)
+@click.option("--client-id", default="pybroker-consume", show_default=True,
+              help="What groups describe --members shows for this member.")
 @wire_command
 def consume(client: WireClient, as_json: bool, topics: tuple[str, ...], partitions: tuple[int, ...],
             start: str | None, from_beginning: bool, from_timestamp: int | None, group: str | None, commit: bool,
             max_messages: int | None, idle_timeout: float | None, exit_at_end: bool, encoding: str,
             print_key: bool, print_headers: bool, print_timestamp: bool, print_partition: bool,
             print_offset: bool, key_separator: str | None, properties: tuple[str, ...],
-            isolation_level: str) -> None:
+            isolation_level: str, client_id: str) -> None:
     """Print records of topics: one line each (value, and the fields asked for), or JSON lines with --json.
 
     Runs until Ctrl-C unless --max-messages, --idle-timeout or --exit-at-end says when to stop."""
+    client.client_id = client_id
     props = pairs(properties, "--property")
     _unknown_properties(props, PRINT_PROPERTIES)
     fmt = PrintFormat(encoding=encoding,

@@ -22,7 +22,7 @@ STATE_COLUMNS = ["group", "coordinator", "state", "assignment_strategy", "member
 PLAN_COLUMNS = ["group", "topic", "partition", "current_offset", "new_offset"]
 
 
-@click.group()
+@click.group(short_help="Consumer groups: describe, reset offsets, delete.")
 def groups() -> None:
     """List and describe consumer groups, reset their offsets, delete groups and offsets."""
 

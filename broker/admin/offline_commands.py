@@ -29,7 +29,7 @@ from pybroker.storage.verify import check_log_dir, segment_files
 PROGRESS_BAR_BYTES = 64 * 1024 * 1024
 
 
-@click.command("dump-log")
+@click.command("dump-log", short_help="Decode a segment or index file (kafka-dump-log).")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--print-records", is_flag=True, help="Decode each batch's records too.")
 @click.option("--offsets-decoder/--no-offsets-decoder", default=None,
@@ -88,7 +88,7 @@ def _shared_lock(log_dir: Path, force: bool) -> Iterator[None]:
         os.close(fd)
 
 
-@click.command("check-log")
+@click.command("check-log", short_help="Verify a log dir's segments and indexes, offline.")
 @click.argument("log_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--force", is_flag=True, help="Check even while a running broker holds the log dir.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")

@@ -72,6 +72,8 @@ class WireClient:
         self.sock: socket.socket | None = None
         self.versions: dict[int, tuple[int, int]] = {}
         self._ids = itertools.count(1)
+        #: the client id of every request (what groups describe shows of a member; quotas match on it)
+        self.client_id = CLIENT_ID
 
     def __enter__(self) -> WireClient:
         self.connect()
@@ -170,7 +172,7 @@ class WireClient:
         assert self.sock is not None, "not connected"
         try:
             self.sock.sendall(encode_request(request, self._version(request, max_version), next(self._ids),
-                                             CLIENT_ID))
+                                             self.client_id))
         except OSError as exc:
             raise WireError(f"lost the connection to {self.bootstrap}: {exc.strerror or exc}") from None
 
@@ -178,7 +180,7 @@ class WireClient:
         assert self.sock is not None, "not connected"
         correlation_id = next(self._ids)
         try:
-            self.sock.sendall(encode_request(request, version, correlation_id, CLIENT_ID))
+            self.sock.sendall(encode_request(request, version, correlation_id, self.client_id))
             (size,) = struct.unpack(">i", self._read(4))
             if not 0 < size <= MAX_RESPONSE_BYTES:
                 raise WireError(f"the broker at {self.bootstrap} sent a frame of {size} bytes")

@@ -140,7 +140,7 @@ def test_consume_in_a_group_commits_resumes_and_shares_with_a_librdkafka_member(
             try:
                 _until(lambda: _member_partitions(tools_broker, shared) == [1, 1], timeout=30)
                 members = js(tools_broker, "groups", "describe", shared, "--members", "--verbose")
-                assert {m["client_id"] for m in members} >= {"pybroker-admin"}
+                assert {m["client_id"] for m in members} >= {"pybroker-consume"}
                 state = js(tools_broker, "groups", "describe", shared, "--state")
                 assert state[0]["state"] == "Stable" and state[0]["members"] == 2
                 assert state[0]["assignment_strategy"] == "range"
