@@ -47,6 +47,8 @@ PARTITION_MAX_BYTES = 1 << 20
 FETCH_MAX_BYTES = 16 << 20
 READ_UNCOMMITTED, READ_COMMITTED = 0, 1
 _VERSION = struct.Struct(">h")
+#: joins in a row that may end in "try again" (member id required, rebalance in progress) before giving up
+JOIN_ATTEMPTS = 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,7 +215,7 @@ class GroupMember:
     def join(self) -> list[Partition]:
         """Join (or rejoin) the group and return this member's partitions."""
         metadata_bytes = _versioned(0, ConsumerProtocolSubscription(topics=self.topics, user_data=None))
-        while True:
+        for _attempt in range(JOIN_ATTEMPTS):
             request = JoinGroupRequest(group_id=self.group, session_timeout_ms=self.session_timeout_ms,
                                        rebalance_timeout_ms=self.rebalance_timeout_ms, member_id=self.member_id,
                                        group_instance_id=None, protocol_type="consumer",
@@ -239,6 +241,7 @@ class GroupMember:
             check(synced.error_code, None, f"SyncGroup {self.group}")
             self.last_heartbeat = time.monotonic()
             return decode_assignment(bytes(synced.assignment)) or []
+        raise WireError(f"could not join group {self.group}: it kept rebalancing through {JOIN_ATTEMPTS} attempts")
 
     def _assign(self, members: Sequence[Any]) -> list[SyncGroupRequestAssignment]:
         subscriptions: dict[str, list[str]] = {}
