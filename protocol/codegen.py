@@ -64,17 +64,27 @@ def messages_of(mod_name: str) -> list[Message]:
 
 
 def _collect(message: Message, taken: dict[str, StructInfo], other_names: set[str]) -> list[StructInfo]:
-    """The message and every nested struct, depth first, with collision-free class names."""
+    """The message and every nested struct, depth first, with collision-free class names.
+
+    A struct type used again in the same message with the same fields (Kafka's common structs, e.g.
+    AddPartitionsToTxn's topic in both its layouts) is one class, so a handler has one type to read.
+    """
     out: list[StructInfo] = [StructInfo(message.name, message.fields, message)]
+    common: dict[str, StructInfo] = {}
 
     def walk(fields: tuple[Field, ...]) -> None:
         for f in fields:
             if f.is_struct:
+                same = common.get(f.element_type)
+                if same is not None and same.fields == f.fields:
+                    _struct_names[id(f)] = same.cls
+                    continue
                 name = f.element_type
                 if name in other_names or name in taken:
                     name = message.name + name
                 info = StructInfo(name, f.fields, message)
                 taken[name] = info
+                common.setdefault(f.element_type, info)
                 _struct_names[id(f)] = name
                 out.append(info)
                 walk(f.fields)

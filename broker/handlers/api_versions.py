@@ -2,11 +2,14 @@
 
 The list is computed from the handler registry, so it always says exactly what we serve. The response
 header is always v0 (see `pybroker.protocol.frames`); an unsupported version gets Kafka's v0 fallback
-answer from the connection layer before it reaches this handler.
+answer from the connection layer before it reaches this handler. v3+ also carry the cluster features
+(`pybroker.broker.features`: `transaction.version`, `metadata.version`) as tagged fields; v4 may list
+a supported feature whose minimum is 0, v3 may not. Authorizes nothing: every client may ask.
 """
 
 from __future__ import annotations
 
+from pybroker.broker import features
 from pybroker.broker.context import RequestContext
 from pybroker.broker.dispatch import handler, supported_versions
 from pybroker.protocol.api_keys import ApiKey
@@ -16,8 +19,14 @@ from pybroker.protocol.messages.api_versions import ApiVersion, ApiVersionsReque
 
 @handler(ApiKey.API_VERSIONS, versions=(0, 4))
 def handle_api_versions(ctx: RequestContext, request: ApiVersionsRequest) -> ApiVersionsResponse:
-    return ApiVersionsResponse(
+    served = supported_versions()
+    response = ApiVersionsResponse(
         error_code=ErrorCode.NONE,
-        api_keys=[ApiVersion(api_key=k, min_version=lo, max_version=hi) for k, lo, hi in supported_versions()],
+        api_keys=[ApiVersion(api_key=k, min_version=lo, max_version=hi) for k, lo, hi in served],
         throttle_time_ms=0,
     )
+    if ctx.api_version >= 3:  # the features are tagged fields: v0-2 have no place for them
+        response.supported_features = features.supported_feature_keys(ctx.api_version)
+        response.finalized_features_epoch = features.FINALIZED_FEATURES_EPOCH
+        response.finalized_features = features.finalized_feature_keys({k: hi for k, _, hi in served})
+    return response

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pybroker.protocol.messages.add_offsets_to_txn import AddOffsetsToTxnRequest, AddOffsetsToTxnResponse
+from pybroker.protocol.messages.add_partitions_to_txn import AddPartitionsToTxnRequest, AddPartitionsToTxnResponse
 from pybroker.protocol.messages.alter_client_quotas import AlterClientQuotasRequest, AlterClientQuotasResponse
 from pybroker.protocol.messages.alter_configs import AlterConfigsRequest, AlterConfigsResponse
 from pybroker.protocol.messages.alter_user_scram_credentials import AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse
@@ -23,7 +25,10 @@ from pybroker.protocol.messages.describe_cluster import DescribeClusterRequest, 
 from pybroker.protocol.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResponse
 from pybroker.protocol.messages.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
 from pybroker.protocol.messages.describe_log_dirs import DescribeLogDirsRequest, DescribeLogDirsResponse
+from pybroker.protocol.messages.describe_producers import DescribeProducersRequest, DescribeProducersResponse
+from pybroker.protocol.messages.describe_transactions import DescribeTransactionsRequest, DescribeTransactionsResponse
 from pybroker.protocol.messages.describe_user_scram_credentials import DescribeUserScramCredentialsRequest, DescribeUserScramCredentialsResponse
+from pybroker.protocol.messages.end_txn import EndTxnRequest, EndTxnResponse
 from pybroker.protocol.messages.fetch import FetchRequest, FetchResponse
 from pybroker.protocol.messages.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
 from pybroker.protocol.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
@@ -33,6 +38,7 @@ from pybroker.protocol.messages.join_group import JoinGroupRequest, JoinGroupRes
 from pybroker.protocol.messages.leave_group import LeaveGroupRequest, LeaveGroupResponse
 from pybroker.protocol.messages.list_groups import ListGroupsRequest, ListGroupsResponse
 from pybroker.protocol.messages.list_offsets import ListOffsetsRequest, ListOffsetsResponse
+from pybroker.protocol.messages.list_transactions import ListTransactionsRequest, ListTransactionsResponse
 from pybroker.protocol.messages.metadata import MetadataRequest, MetadataResponse
 from pybroker.protocol.messages.offset_commit import OffsetCommitRequest, OffsetCommitResponse
 from pybroker.protocol.messages.offset_delete import OffsetDeleteRequest, OffsetDeleteResponse
@@ -42,6 +48,8 @@ from pybroker.protocol.messages.produce import ProduceRequest, ProduceResponse
 from pybroker.protocol.messages.sasl_authenticate import SaslAuthenticateRequest, SaslAuthenticateResponse
 from pybroker.protocol.messages.sasl_handshake import SaslHandshakeRequest, SaslHandshakeResponse
 from pybroker.protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
+from pybroker.protocol.messages.txn_offset_commit import TxnOffsetCommitRequest, TxnOffsetCommitResponse
+from pybroker.protocol.messages.write_txn_markers import WriteTxnMarkersRequest, WriteTxnMarkersResponse
 
 REQUESTS: dict[int, Any] = {
     0: ProduceRequest,
@@ -64,6 +72,11 @@ REQUESTS: dict[int, Any] = {
     21: DeleteRecordsRequest,
     22: InitProducerIdRequest,
     23: OffsetForLeaderEpochRequest,
+    24: AddPartitionsToTxnRequest,
+    25: AddOffsetsToTxnRequest,
+    26: EndTxnRequest,
+    27: WriteTxnMarkersRequest,
+    28: TxnOffsetCommitRequest,
     29: DescribeAclsRequest,
     30: CreateAclsRequest,
     31: DeleteAclsRequest,
@@ -80,6 +93,9 @@ REQUESTS: dict[int, Any] = {
     50: DescribeUserScramCredentialsRequest,
     51: AlterUserScramCredentialsRequest,
     60: DescribeClusterRequest,
+    61: DescribeProducersRequest,
+    65: DescribeTransactionsRequest,
+    66: ListTransactionsRequest,
 }
 RESPONSES: dict[int, Any] = {
     0: ProduceResponse,
@@ -102,6 +118,11 @@ RESPONSES: dict[int, Any] = {
     21: DeleteRecordsResponse,
     22: InitProducerIdResponse,
     23: OffsetForLeaderEpochResponse,
+    24: AddPartitionsToTxnResponse,
+    25: AddOffsetsToTxnResponse,
+    26: EndTxnResponse,
+    27: WriteTxnMarkersResponse,
+    28: TxnOffsetCommitResponse,
     29: DescribeAclsResponse,
     30: CreateAclsResponse,
     31: DeleteAclsResponse,
@@ -118,4 +139,7 @@ RESPONSES: dict[int, Any] = {
     50: DescribeUserScramCredentialsResponse,
     51: AlterUserScramCredentialsResponse,
     60: DescribeClusterResponse,
+    61: DescribeProducersResponse,
+    65: DescribeTransactionsResponse,
+    66: ListTransactionsResponse,
 }

@@ -22,38 +22,44 @@ def _uuid(raw: bytes) -> uuid.UUID:
 
 _S0 = Struct('>i')
 _S1 = Struct('>iqh')
-_S2 = Struct('>ihqh')
+_S2 = Struct('>iqh??')
+_S3 = Struct('>ihqh')
+_S4 = Struct('>ihqhqh')
 
 
 @dataclass(slots=True)
 class InitProducerIdRequest(ApiMessage):
     API_KEY: ClassVar[int | None] = 22
     MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 5
+    MAX_VERSION: ClassVar[int] = 6
     FLEXIBLE_MIN: ClassVar[int | None] = 2
     transactional_id: str | None = ""
     transaction_timeout_ms: int = 0
     producer_id: int = -1
     producer_epoch: int = -1
+    enable_2pc: bool = False
+    keep_prepared_txn: bool = False
 
 
 @dataclass(slots=True)
 class InitProducerIdResponse(ApiMessage):
     API_KEY: ClassVar[int | None] = 22
     MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 5
+    MAX_VERSION: ClassVar[int] = 6
     FLEXIBLE_MIN: ClassVar[int | None] = 2
     throttle_time_ms: int = 0
     error_code: int = 0
     producer_id: int = -1
     producer_epoch: int = 0
+    ongoing_txn_producer_id: int = -1
+    ongoing_txn_producer_epoch: int = -1
 
 
 def _d_InitProducerIdRequest_0(buf: Any, pos: int) -> tuple[InitProducerIdRequest, int]:
     f_transactional_id, pos = read_string(buf, pos, True)
     (f_transaction_timeout_ms,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
-    return InitProducerIdRequest(f_transactional_id, f_transaction_timeout_ms, -1, -1), pos
+    return InitProducerIdRequest(f_transactional_id, f_transaction_timeout_ms, -1, -1, False, False), pos
 
 
 def _e_InitProducerIdRequest_0(o: InitProducerIdRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -65,7 +71,7 @@ def _d_InitProducerIdRequest_1(buf: Any, pos: int) -> tuple[InitProducerIdReques
     f_transactional_id, pos = read_string(buf, pos, True)
     (f_transaction_timeout_ms,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
-    return InitProducerIdRequest(f_transactional_id, f_transaction_timeout_ms, -1, -1), pos
+    return InitProducerIdRequest(f_transactional_id, f_transaction_timeout_ms, -1, -1, False, False), pos
 
 
 def _e_InitProducerIdRequest_1(o: InitProducerIdRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -81,7 +87,7 @@ def _d_InitProducerIdRequest_2(buf: Any, pos: int) -> tuple[InitProducerIdReques
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    return InitProducerIdRequest(f_transactional_id, f_transaction_timeout_ms, -1, -1), pos
+    return InitProducerIdRequest(f_transactional_id, f_transaction_timeout_ms, -1, -1, False, False), pos
 
 
 def _e_InitProducerIdRequest_2(o: InitProducerIdRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -98,7 +104,7 @@ def _d_InitProducerIdRequest_3(buf: Any, pos: int) -> tuple[InitProducerIdReques
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    return InitProducerIdRequest(f_transactional_id, f_transaction_timeout_ms, f_producer_id, f_producer_epoch), pos
+    return InitProducerIdRequest(f_transactional_id, f_transaction_timeout_ms, f_producer_id, f_producer_epoch, False, False), pos
 
 
 def _e_InitProducerIdRequest_3(o: InitProducerIdRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -115,7 +121,7 @@ def _d_InitProducerIdRequest_4(buf: Any, pos: int) -> tuple[InitProducerIdReques
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    return InitProducerIdRequest(f_transactional_id, f_transaction_timeout_ms, f_producer_id, f_producer_epoch), pos
+    return InitProducerIdRequest(f_transactional_id, f_transaction_timeout_ms, f_producer_id, f_producer_epoch, False, False), pos
 
 
 def _e_InitProducerIdRequest_4(o: InitProducerIdRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -132,7 +138,7 @@ def _d_InitProducerIdRequest_5(buf: Any, pos: int) -> tuple[InitProducerIdReques
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    return InitProducerIdRequest(f_transactional_id, f_transaction_timeout_ms, f_producer_id, f_producer_epoch), pos
+    return InitProducerIdRequest(f_transactional_id, f_transaction_timeout_ms, f_producer_id, f_producer_epoch, False, False), pos
 
 
 def _e_InitProducerIdRequest_5(o: InitProducerIdRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -141,89 +147,121 @@ def _e_InitProducerIdRequest_5(o: InitProducerIdRequest, out: bytearray, chunks:
     out.append(0)
 
 
-InitProducerIdRequest._DECODERS = {0: _d_InitProducerIdRequest_0, 1: _d_InitProducerIdRequest_1, 2: _d_InitProducerIdRequest_2, 3: _d_InitProducerIdRequest_3, 4: _d_InitProducerIdRequest_4, 5: _d_InitProducerIdRequest_5}
-InitProducerIdRequest._ENCODERS = {0: _e_InitProducerIdRequest_0, 1: _e_InitProducerIdRequest_1, 2: _e_InitProducerIdRequest_2, 3: _e_InitProducerIdRequest_3, 4: _e_InitProducerIdRequest_4, 5: _e_InitProducerIdRequest_5}
-
-
-def _d_InitProducerIdResponse_0(buf: Any, pos: int) -> tuple[InitProducerIdResponse, int]:
-    (f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch,) = _S2.unpack_from(buf, pos)
-    pos += _S2.size
-    return InitProducerIdResponse(f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch), pos
-
-
-def _e_InitProducerIdResponse_0(o: InitProducerIdResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S2.pack(o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch)
-
-
-def _d_InitProducerIdResponse_1(buf: Any, pos: int) -> tuple[InitProducerIdResponse, int]:
-    (f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch,) = _S2.unpack_from(buf, pos)
-    pos += _S2.size
-    return InitProducerIdResponse(f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch), pos
-
-
-def _e_InitProducerIdResponse_1(o: InitProducerIdResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S2.pack(o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch)
-
-
-def _d_InitProducerIdResponse_2(buf: Any, pos: int) -> tuple[InitProducerIdResponse, int]:
-    (f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch,) = _S2.unpack_from(buf, pos)
+def _d_InitProducerIdRequest_6(buf: Any, pos: int) -> tuple[InitProducerIdRequest, int]:
+    f_transactional_id, pos = read_compact_string(buf, pos, True)
+    (f_transaction_timeout_ms, f_producer_id, f_producer_epoch, f_enable_2pc, f_keep_prepared_txn,) = _S2.unpack_from(buf, pos)
     pos += _S2.size
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    return InitProducerIdResponse(f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch), pos
+    return InitProducerIdRequest(f_transactional_id, f_transaction_timeout_ms, f_producer_id, f_producer_epoch, f_enable_2pc, f_keep_prepared_txn), pos
+
+
+def _e_InitProducerIdRequest_6(o: InitProducerIdRequest, out: bytearray, chunks: list[Any]) -> None:
+    write_compact_string(out, o.transactional_id)
+    out += _S2.pack(o.transaction_timeout_ms, o.producer_id, o.producer_epoch, o.enable_2pc, o.keep_prepared_txn)
+    out.append(0)
+
+
+InitProducerIdRequest._DECODERS = {0: _d_InitProducerIdRequest_0, 1: _d_InitProducerIdRequest_1, 2: _d_InitProducerIdRequest_2, 3: _d_InitProducerIdRequest_3, 4: _d_InitProducerIdRequest_4, 5: _d_InitProducerIdRequest_5, 6: _d_InitProducerIdRequest_6}
+InitProducerIdRequest._ENCODERS = {0: _e_InitProducerIdRequest_0, 1: _e_InitProducerIdRequest_1, 2: _e_InitProducerIdRequest_2, 3: _e_InitProducerIdRequest_3, 4: _e_InitProducerIdRequest_4, 5: _e_InitProducerIdRequest_5, 6: _e_InitProducerIdRequest_6}
+
+
+def _d_InitProducerIdResponse_0(buf: Any, pos: int) -> tuple[InitProducerIdResponse, int]:
+    (f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch,) = _S3.unpack_from(buf, pos)
+    pos += _S3.size
+    return InitProducerIdResponse(f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch, -1, -1), pos
+
+
+def _e_InitProducerIdResponse_0(o: InitProducerIdResponse, out: bytearray, chunks: list[Any]) -> None:
+    out += _S3.pack(o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch)
+
+
+def _d_InitProducerIdResponse_1(buf: Any, pos: int) -> tuple[InitProducerIdResponse, int]:
+    (f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch,) = _S3.unpack_from(buf, pos)
+    pos += _S3.size
+    return InitProducerIdResponse(f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch, -1, -1), pos
+
+
+def _e_InitProducerIdResponse_1(o: InitProducerIdResponse, out: bytearray, chunks: list[Any]) -> None:
+    out += _S3.pack(o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch)
+
+
+def _d_InitProducerIdResponse_2(buf: Any, pos: int) -> tuple[InitProducerIdResponse, int]:
+    (f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch,) = _S3.unpack_from(buf, pos)
+    pos += _S3.size
+    if buf[pos] == 0:
+        pos += 1
+    else:
+        pos = skip_tagged_fields(buf, pos)
+    return InitProducerIdResponse(f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch, -1, -1), pos
 
 
 def _e_InitProducerIdResponse_2(o: InitProducerIdResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S2.pack(o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch)
+    out += _S3.pack(o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch)
     out.append(0)
 
 
 def _d_InitProducerIdResponse_3(buf: Any, pos: int) -> tuple[InitProducerIdResponse, int]:
-    (f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch,) = _S2.unpack_from(buf, pos)
-    pos += _S2.size
+    (f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch,) = _S3.unpack_from(buf, pos)
+    pos += _S3.size
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    return InitProducerIdResponse(f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch), pos
+    return InitProducerIdResponse(f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch, -1, -1), pos
 
 
 def _e_InitProducerIdResponse_3(o: InitProducerIdResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S2.pack(o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch)
+    out += _S3.pack(o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch)
     out.append(0)
 
 
 def _d_InitProducerIdResponse_4(buf: Any, pos: int) -> tuple[InitProducerIdResponse, int]:
-    (f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch,) = _S2.unpack_from(buf, pos)
-    pos += _S2.size
+    (f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch,) = _S3.unpack_from(buf, pos)
+    pos += _S3.size
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    return InitProducerIdResponse(f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch), pos
+    return InitProducerIdResponse(f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch, -1, -1), pos
 
 
 def _e_InitProducerIdResponse_4(o: InitProducerIdResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S2.pack(o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch)
+    out += _S3.pack(o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch)
     out.append(0)
 
 
 def _d_InitProducerIdResponse_5(buf: Any, pos: int) -> tuple[InitProducerIdResponse, int]:
-    (f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch,) = _S2.unpack_from(buf, pos)
-    pos += _S2.size
+    (f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch,) = _S3.unpack_from(buf, pos)
+    pos += _S3.size
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    return InitProducerIdResponse(f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch), pos
+    return InitProducerIdResponse(f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch, -1, -1), pos
 
 
 def _e_InitProducerIdResponse_5(o: InitProducerIdResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S2.pack(o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch)
+    out += _S3.pack(o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch)
     out.append(0)
 
 
-InitProducerIdResponse._DECODERS = {0: _d_InitProducerIdResponse_0, 1: _d_InitProducerIdResponse_1, 2: _d_InitProducerIdResponse_2, 3: _d_InitProducerIdResponse_3, 4: _d_InitProducerIdResponse_4, 5: _d_InitProducerIdResponse_5}
-InitProducerIdResponse._ENCODERS = {0: _e_InitProducerIdResponse_0, 1: _e_InitProducerIdResponse_1, 2: _e_InitProducerIdResponse_2, 3: _e_InitProducerIdResponse_3, 4: _e_InitProducerIdResponse_4, 5: _e_InitProducerIdResponse_5}
+def _d_InitProducerIdResponse_6(buf: Any, pos: int) -> tuple[InitProducerIdResponse, int]:
+    (f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch, f_ongoing_txn_producer_id, f_ongoing_txn_producer_epoch,) = _S4.unpack_from(buf, pos)
+    pos += _S4.size
+    if buf[pos] == 0:
+        pos += 1
+    else:
+        pos = skip_tagged_fields(buf, pos)
+    return InitProducerIdResponse(f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch, f_ongoing_txn_producer_id, f_ongoing_txn_producer_epoch), pos
+
+
+def _e_InitProducerIdResponse_6(o: InitProducerIdResponse, out: bytearray, chunks: list[Any]) -> None:
+    out += _S4.pack(o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch, o.ongoing_txn_producer_id, o.ongoing_txn_producer_epoch)
+    out.append(0)
+
+
+InitProducerIdResponse._DECODERS = {0: _d_InitProducerIdResponse_0, 1: _d_InitProducerIdResponse_1, 2: _d_InitProducerIdResponse_2, 3: _d_InitProducerIdResponse_3, 4: _d_InitProducerIdResponse_4, 5: _d_InitProducerIdResponse_5, 6: _d_InitProducerIdResponse_6}
+InitProducerIdResponse._ENCODERS = {0: _e_InitProducerIdResponse_0, 1: _e_InitProducerIdResponse_1, 2: _e_InitProducerIdResponse_2, 3: _e_InitProducerIdResponse_3, 4: _e_InitProducerIdResponse_4, 5: _e_InitProducerIdResponse_5, 6: _e_InitProducerIdResponse_6}

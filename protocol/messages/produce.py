@@ -44,7 +44,7 @@ class TopicProduceData:
 class ProduceRequest(ApiMessage):
     API_KEY: ClassVar[int | None] = 0
     MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 11
+    MAX_VERSION: ClassVar[int] = 12
     FLEXIBLE_MIN: ClassVar[int | None] = 9
     transactional_id: str | None = None
     acks: int = 0
@@ -94,7 +94,7 @@ class TopicProduceResponse:
 class ProduceResponse(ApiMessage):
     API_KEY: ClassVar[int | None] = 0
     MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 11
+    MAX_VERSION: ClassVar[int] = 12
     FLEXIBLE_MIN: ClassVar[int | None] = 9
     responses: list[TopicProduceResponse] = field(default_factory=list)
     throttle_time_ms: int = 0
@@ -752,8 +752,74 @@ def _e_ProduceRequest_11(o: ProduceRequest, out: bytearray, chunks: list[Any]) -
     out.append(0)
 
 
-ProduceRequest._DECODERS = {0: _d_ProduceRequest_0, 1: _d_ProduceRequest_1, 2: _d_ProduceRequest_2, 3: _d_ProduceRequest_3, 4: _d_ProduceRequest_4, 5: _d_ProduceRequest_5, 6: _d_ProduceRequest_6, 7: _d_ProduceRequest_7, 8: _d_ProduceRequest_8, 9: _d_ProduceRequest_9, 10: _d_ProduceRequest_10, 11: _d_ProduceRequest_11}
-ProduceRequest._ENCODERS = {0: _e_ProduceRequest_0, 1: _e_ProduceRequest_1, 2: _e_ProduceRequest_2, 3: _e_ProduceRequest_3, 4: _e_ProduceRequest_4, 5: _e_ProduceRequest_5, 6: _e_ProduceRequest_6, 7: _e_ProduceRequest_7, 8: _e_ProduceRequest_8, 9: _e_ProduceRequest_9, 10: _e_ProduceRequest_10, 11: _e_ProduceRequest_11}
+def _d_PartitionProduceData_12(buf: Any, pos: int) -> tuple[PartitionProduceData, int]:
+    (f_index,) = _S0.unpack_from(buf, pos)
+    pos += _S0.size
+    f_records, pos = read_compact_records(buf, pos, True)
+    if buf[pos] == 0:
+        pos += 1
+    else:
+        pos = skip_tagged_fields(buf, pos)
+    return PartitionProduceData(f_index, f_records), pos
+
+
+def _e_PartitionProduceData_12(o: PartitionProduceData, out: bytearray, chunks: list[Any]) -> None:
+    out += _S0.pack(o.index)
+    write_compact_records(out, chunks, o.records)
+    out.append(0)
+
+
+def _d_TopicProduceData_12(buf: Any, pos: int) -> tuple[TopicProduceData, int]:
+    f_name, pos = read_compact_string(buf, pos, False)
+    n_partition_data, pos = read_array_count(buf, pos, True, False)
+    f_partition_data = []
+    for _ in range(n_partition_data):
+        it_partition_data, pos = _d_PartitionProduceData_12(buf, pos)
+        f_partition_data.append(it_partition_data)
+    if buf[pos] == 0:
+        pos += 1
+    else:
+        pos = skip_tagged_fields(buf, pos)
+    return TopicProduceData(f_name, f_partition_data), pos
+
+
+def _e_TopicProduceData_12(o: TopicProduceData, out: bytearray, chunks: list[Any]) -> None:
+    write_compact_string(out, o.name)
+    write_array_count(out, o.partition_data, True)
+    if o.partition_data is not None:
+        for it_partition_data in o.partition_data:
+            _e_PartitionProduceData_12(it_partition_data, out, chunks)
+    out.append(0)
+
+
+def _d_ProduceRequest_12(buf: Any, pos: int) -> tuple[ProduceRequest, int]:
+    f_transactional_id, pos = read_compact_string(buf, pos, True)
+    (f_acks, f_timeout_ms,) = _S1.unpack_from(buf, pos)
+    pos += _S1.size
+    n_topic_data, pos = read_array_count(buf, pos, True, False)
+    f_topic_data = []
+    for _ in range(n_topic_data):
+        it_topic_data, pos = _d_TopicProduceData_12(buf, pos)
+        f_topic_data.append(it_topic_data)
+    if buf[pos] == 0:
+        pos += 1
+    else:
+        pos = skip_tagged_fields(buf, pos)
+    return ProduceRequest(f_transactional_id, f_acks, f_timeout_ms, f_topic_data), pos
+
+
+def _e_ProduceRequest_12(o: ProduceRequest, out: bytearray, chunks: list[Any]) -> None:
+    write_compact_string(out, o.transactional_id)
+    out += _S1.pack(o.acks, o.timeout_ms)
+    write_array_count(out, o.topic_data, True)
+    if o.topic_data is not None:
+        for it_topic_data in o.topic_data:
+            _e_TopicProduceData_12(it_topic_data, out, chunks)
+    out.append(0)
+
+
+ProduceRequest._DECODERS = {0: _d_ProduceRequest_0, 1: _d_ProduceRequest_1, 2: _d_ProduceRequest_2, 3: _d_ProduceRequest_3, 4: _d_ProduceRequest_4, 5: _d_ProduceRequest_5, 6: _d_ProduceRequest_6, 7: _d_ProduceRequest_7, 8: _d_ProduceRequest_8, 9: _d_ProduceRequest_9, 10: _d_ProduceRequest_10, 11: _d_ProduceRequest_11, 12: _d_ProduceRequest_12}
+ProduceRequest._ENCODERS = {0: _e_ProduceRequest_0, 1: _e_ProduceRequest_1, 2: _e_ProduceRequest_2, 3: _e_ProduceRequest_3, 4: _e_ProduceRequest_4, 5: _e_ProduceRequest_5, 6: _e_ProduceRequest_6, 7: _e_ProduceRequest_7, 8: _e_ProduceRequest_8, 9: _e_ProduceRequest_9, 10: _e_ProduceRequest_10, 11: _e_ProduceRequest_11, 12: _e_ProduceRequest_12}
 
 
 def _d_NodeEndpoint_0(buf: Any, pos: int) -> tuple[NodeEndpoint, int]:
@@ -1873,5 +1939,181 @@ def _e_ProduceResponse_11(o: ProduceResponse, out: bytearray, chunks: list[Any])
         out += data
 
 
-ProduceResponse._DECODERS = {0: _d_ProduceResponse_0, 1: _d_ProduceResponse_1, 2: _d_ProduceResponse_2, 3: _d_ProduceResponse_3, 4: _d_ProduceResponse_4, 5: _d_ProduceResponse_5, 6: _d_ProduceResponse_6, 7: _d_ProduceResponse_7, 8: _d_ProduceResponse_8, 9: _d_ProduceResponse_9, 10: _d_ProduceResponse_10, 11: _d_ProduceResponse_11}
-ProduceResponse._ENCODERS = {0: _e_ProduceResponse_0, 1: _e_ProduceResponse_1, 2: _e_ProduceResponse_2, 3: _e_ProduceResponse_3, 4: _e_ProduceResponse_4, 5: _e_ProduceResponse_5, 6: _e_ProduceResponse_6, 7: _e_ProduceResponse_7, 8: _e_ProduceResponse_8, 9: _e_ProduceResponse_9, 10: _e_ProduceResponse_10, 11: _e_ProduceResponse_11}
+def _d_NodeEndpoint_12(buf: Any, pos: int) -> tuple[NodeEndpoint, int]:
+    (f_node_id,) = _S0.unpack_from(buf, pos)
+    pos += _S0.size
+    f_host, pos = read_compact_string(buf, pos, False)
+    (f_port,) = _S0.unpack_from(buf, pos)
+    pos += _S0.size
+    f_rack, pos = read_compact_string(buf, pos, True)
+    if buf[pos] == 0:
+        pos += 1
+    else:
+        pos = skip_tagged_fields(buf, pos)
+    return NodeEndpoint(f_node_id, f_host, f_port, f_rack), pos
+
+
+def _e_NodeEndpoint_12(o: NodeEndpoint, out: bytearray, chunks: list[Any]) -> None:
+    out += _S0.pack(o.node_id)
+    write_compact_string(out, o.host)
+    out += _S0.pack(o.port)
+    write_compact_string(out, o.rack)
+    out.append(0)
+
+
+def _d_LeaderIdAndEpoch_12(buf: Any, pos: int) -> tuple[LeaderIdAndEpoch, int]:
+    (f_leader_id, f_leader_epoch,) = _S5.unpack_from(buf, pos)
+    pos += _S5.size
+    if buf[pos] == 0:
+        pos += 1
+    else:
+        pos = skip_tagged_fields(buf, pos)
+    return LeaderIdAndEpoch(f_leader_id, f_leader_epoch), pos
+
+
+def _e_LeaderIdAndEpoch_12(o: LeaderIdAndEpoch, out: bytearray, chunks: list[Any]) -> None:
+    out += _S5.pack(o.leader_id, o.leader_epoch)
+    out.append(0)
+
+
+def _d_BatchIndexAndErrorMessage_12(buf: Any, pos: int) -> tuple[BatchIndexAndErrorMessage, int]:
+    (f_batch_index,) = _S0.unpack_from(buf, pos)
+    pos += _S0.size
+    f_batch_index_error_message, pos = read_compact_string(buf, pos, True)
+    if buf[pos] == 0:
+        pos += 1
+    else:
+        pos = skip_tagged_fields(buf, pos)
+    return BatchIndexAndErrorMessage(f_batch_index, f_batch_index_error_message), pos
+
+
+def _e_BatchIndexAndErrorMessage_12(o: BatchIndexAndErrorMessage, out: bytearray, chunks: list[Any]) -> None:
+    out += _S0.pack(o.batch_index)
+    write_compact_string(out, o.batch_index_error_message)
+    out.append(0)
+
+
+def _d_PartitionProduceResponse_12(buf: Any, pos: int) -> tuple[PartitionProduceResponse, int]:
+    (f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset,) = _S4.unpack_from(buf, pos)
+    pos += _S4.size
+    n_record_errors, pos = read_array_count(buf, pos, True, False)
+    f_record_errors = []
+    for _ in range(n_record_errors):
+        it_record_errors, pos = _d_BatchIndexAndErrorMessage_12(buf, pos)
+        f_record_errors.append(it_record_errors)
+    f_error_message, pos = read_compact_string(buf, pos, True)
+    f_current_leader: LeaderIdAndEpoch = LeaderIdAndEpoch()
+    if buf[pos] == 0:
+        pos += 1
+    else:
+        count, pos = read_uvarint(buf, pos)
+        for _ in range(count):
+            tag, pos = read_uvarint(buf, pos)
+            size, pos = read_uvarint(buf, pos)
+            end = pos + size
+            if end > len(buf):
+                raise DecodeError('tagged field overruns the buffer')
+            if tag == 0:
+                f_current_leader, pos = _d_LeaderIdAndEpoch_12(buf, pos)
+                if pos != end:
+                    raise DecodeError('tagged field size mismatch')
+            pos = end
+    return PartitionProduceResponse(f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset, f_record_errors, f_error_message, f_current_leader), pos
+
+
+def _e_PartitionProduceResponse_12(o: PartitionProduceResponse, out: bytearray, chunks: list[Any]) -> None:
+    out += _S4.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset)
+    write_array_count(out, o.record_errors, True)
+    if o.record_errors is not None:
+        for it_record_errors in o.record_errors:
+            _e_BatchIndexAndErrorMessage_12(it_record_errors, out, chunks)
+    write_compact_string(out, o.error_message)
+    tags: list[tuple[int, bytearray]] = []
+    if o.current_leader != LeaderIdAndEpoch():
+        t = bytearray()
+        _e_LeaderIdAndEpoch_12(o.current_leader, t, chunks)
+        tags.append((0, t))
+    write_uvarint(out, len(tags))
+    for tag, data in tags:
+        write_uvarint(out, tag)
+        write_uvarint(out, len(data))
+        out += data
+
+
+def _d_TopicProduceResponse_12(buf: Any, pos: int) -> tuple[TopicProduceResponse, int]:
+    f_name, pos = read_compact_string(buf, pos, False)
+    n_partition_responses, pos = read_array_count(buf, pos, True, False)
+    f_partition_responses = []
+    for _ in range(n_partition_responses):
+        it_partition_responses, pos = _d_PartitionProduceResponse_12(buf, pos)
+        f_partition_responses.append(it_partition_responses)
+    if buf[pos] == 0:
+        pos += 1
+    else:
+        pos = skip_tagged_fields(buf, pos)
+    return TopicProduceResponse(f_name, f_partition_responses), pos
+
+
+def _e_TopicProduceResponse_12(o: TopicProduceResponse, out: bytearray, chunks: list[Any]) -> None:
+    write_compact_string(out, o.name)
+    write_array_count(out, o.partition_responses, True)
+    if o.partition_responses is not None:
+        for it_partition_responses in o.partition_responses:
+            _e_PartitionProduceResponse_12(it_partition_responses, out, chunks)
+    out.append(0)
+
+
+def _d_ProduceResponse_12(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
+    n_responses, pos = read_array_count(buf, pos, True, False)
+    f_responses = []
+    for _ in range(n_responses):
+        it_responses, pos = _d_TopicProduceResponse_12(buf, pos)
+        f_responses.append(it_responses)
+    (f_throttle_time_ms,) = _S0.unpack_from(buf, pos)
+    pos += _S0.size
+    f_node_endpoints: list[NodeEndpoint] = []
+    if buf[pos] == 0:
+        pos += 1
+    else:
+        count, pos = read_uvarint(buf, pos)
+        for _ in range(count):
+            tag, pos = read_uvarint(buf, pos)
+            size, pos = read_uvarint(buf, pos)
+            end = pos + size
+            if end > len(buf):
+                raise DecodeError('tagged field overruns the buffer')
+            if tag == 0:
+                n_node_endpoints, pos = read_array_count(buf, pos, True, False)
+                f_node_endpoints = []
+                for _ in range(n_node_endpoints):
+                    it_node_endpoints, pos = _d_NodeEndpoint_12(buf, pos)
+                    f_node_endpoints.append(it_node_endpoints)
+                if pos != end:
+                    raise DecodeError('tagged field size mismatch')
+            pos = end
+    return ProduceResponse(f_responses, f_throttle_time_ms, f_node_endpoints), pos
+
+
+def _e_ProduceResponse_12(o: ProduceResponse, out: bytearray, chunks: list[Any]) -> None:
+    write_array_count(out, o.responses, True)
+    if o.responses is not None:
+        for it_responses in o.responses:
+            _e_TopicProduceResponse_12(it_responses, out, chunks)
+    out += _S0.pack(o.throttle_time_ms)
+    tags: list[tuple[int, bytearray]] = []
+    if o.node_endpoints != list():
+        t = bytearray()
+        write_array_count(t, o.node_endpoints, True)
+        if o.node_endpoints is not None:
+            for it_node_endpoints in o.node_endpoints:
+                _e_NodeEndpoint_12(it_node_endpoints, t, chunks)
+        tags.append((0, t))
+    write_uvarint(out, len(tags))
+    for tag, data in tags:
+        write_uvarint(out, tag)
+        write_uvarint(out, len(data))
+        out += data
+
+
+ProduceResponse._DECODERS = {0: _d_ProduceResponse_0, 1: _d_ProduceResponse_1, 2: _d_ProduceResponse_2, 3: _d_ProduceResponse_3, 4: _d_ProduceResponse_4, 5: _d_ProduceResponse_5, 6: _d_ProduceResponse_6, 7: _d_ProduceResponse_7, 8: _d_ProduceResponse_8, 9: _d_ProduceResponse_9, 10: _d_ProduceResponse_10, 11: _d_ProduceResponse_11, 12: _d_ProduceResponse_12}
+ProduceResponse._ENCODERS = {0: _e_ProduceResponse_0, 1: _e_ProduceResponse_1, 2: _e_ProduceResponse_2, 3: _e_ProduceResponse_3, 4: _e_ProduceResponse_4, 5: _e_ProduceResponse_5, 6: _e_ProduceResponse_6, 7: _e_ProduceResponse_7, 8: _e_ProduceResponse_8, 9: _e_ProduceResponse_9, 10: _e_ProduceResponse_10, 11: _e_ProduceResponse_11, 12: _e_ProduceResponse_12}

@@ -1,13 +1,15 @@
-"""Produce (key 0), versions 0-11; flexible from v9.
+"""Produce (key 0), versions 0-12; flexible from v9.
 
 v0-2 carry the old message-set formats (opaque `records` to us; we answer them UNSUPPORTED_VERSION per
 partition), v3 adds the transactional id and RecordBatch v2, v7 allows zstd, v8 per-batch record errors,
-v10 the current leader hint (tagged). v12 (transactions v2) and v13 (topic ids) are not served.
+v10 the current leader hint (tagged), v11 TRANSACTION_ABORTABLE; v12 is v11 on the wire but, inside a
+transaction, means transactions v2 (KIP-890): the broker adds the partition to the transaction itself,
+with no AddPartitionsToTxn first. v13 (topic ids) is not served.
 """
 
 from pybroker.protocol.schema.dsl import F, M
 
-REQUEST = M("ProduceRequest", 0, "request", "0-11", "9+", [
+REQUEST = M("ProduceRequest", 0, "request", "0-12", "9+", [
     F("transactional_id", "string", "3+", nullable="3+", default=None),
     F("acks", "int16"),
     F("timeout_ms", "int32"),
@@ -20,7 +22,7 @@ REQUEST = M("ProduceRequest", 0, "request", "0-11", "9+", [
     ]),
 ])
 
-RESPONSE = M("ProduceResponse", 0, "response", "0-11", "9+", [
+RESPONSE = M("ProduceResponse", 0, "response", "0-12", "9+", [
     F("responses", "[]TopicProduceResponse", fields=[
         F("name", "string", "0-12"),
         F("partition_responses", "[]PartitionProduceResponse", fields=[

@@ -4,7 +4,11 @@ A seed file is one request frame without its size prefix, named `k<key>v<version
 `<source>` is the client that sent it (kafka-python, librdkafka, aiokafka, kcat) or `generated` for an
 (api, version) that no stock client sends: those are re-encoded by our codecs from a captured frame of
 the same API at the nearest version (so they name the topics and groups the captured traffic made), or
-built from the message's defaults when no version of that API was captured.
+from an example request below (the transaction APIs, which the capture does not drive), or built from
+the message's defaults.
+
+Seeds are generated for every version we have a codec for, served or not yet, so an API has its seeds
+the day its handler is registered; the campaign feeds only what the broker advertises (`load_seeds`).
 
     .venv/bin/python -m tests.fuzz.seeds      # refresh only the generated seeds
 """
@@ -14,10 +18,32 @@ from __future__ import annotations
 import struct
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 from pybroker.broker.dispatch import load_handlers, supported_versions
+from pybroker.protocol.api_keys import ApiKey
 from pybroker.protocol.frames import decode_request, encode_request
 from pybroker.protocol.messages import REQUESTS
+from pybroker.protocol.messages.add_offsets_to_txn import AddOffsetsToTxnRequest
+from pybroker.protocol.messages.add_partitions_to_txn import (
+    AddPartitionsToTxnRequest,
+    AddPartitionsToTxnTopic,
+    AddPartitionsToTxnTransaction,
+)
+from pybroker.protocol.messages.describe_producers import DescribeProducersRequest, TopicRequest
+from pybroker.protocol.messages.describe_transactions import DescribeTransactionsRequest
+from pybroker.protocol.messages.end_txn import EndTxnRequest
+from pybroker.protocol.messages.list_transactions import ListTransactionsRequest
+from pybroker.protocol.messages.txn_offset_commit import (
+    TxnOffsetCommitRequest,
+    TxnOffsetCommitRequestPartition,
+    TxnOffsetCommitRequestTopic,
+)
+from pybroker.protocol.messages.write_txn_markers import (
+    WritableTxnMarker,
+    WritableTxnMarkerTopic,
+    WriteTxnMarkersRequest,
+)
 
 GOLDEN_DIR = Path(__file__).resolve().parents[1] / "fixtures" / "golden"
 GENERATED = "generated"
@@ -29,6 +55,43 @@ def advertised() -> list[tuple[int, int]]:
     return [(key, v) for key, lo, hi in supported_versions() for v in range(lo, hi + 1)]
 
 
+def codec_versions() -> list[tuple[int, int]]:
+    """Every (api key, version) our request codecs read: what seeds are generated for."""
+    return [(key, v) for key, cls in sorted(REQUESTS.items()) for v in range(cls.MIN_VERSION, cls.MAX_VERSION + 1)]
+
+
+# the names the captured traffic creates (kafka-python's scenario in `record_golden`)
+_TOPIC, _GROUP, _TXN = "kp-golden", "kp-golden-group", "kp-golden-txn"
+
+
+def _example_requests() -> dict[int, Any]:
+    """Requests for the APIs no captured client sends, shaped as a client would send them (every
+    version's fields filled: an encoder writes only those its version has)."""
+    topics = [AddPartitionsToTxnTopic(name=_TOPIC, partitions=[0, 1])]
+    return {
+        ApiKey.ADD_PARTITIONS_TO_TXN: AddPartitionsToTxnRequest(
+            transactions=[AddPartitionsToTxnTransaction(transactional_id=_TXN, producer_id=0, producer_epoch=0,
+                                                        verify_only=False, topics=topics)],
+            v3_and_below_transactional_id=_TXN, v3_and_below_producer_id=0, v3_and_below_producer_epoch=0,
+            v3_and_below_topics=topics),
+        ApiKey.ADD_OFFSETS_TO_TXN: AddOffsetsToTxnRequest(transactional_id=_TXN, producer_id=0, producer_epoch=0,
+                                                          group_id=_GROUP),
+        ApiKey.END_TXN: EndTxnRequest(transactional_id=_TXN, producer_id=0, producer_epoch=0, committed=True),
+        ApiKey.WRITE_TXN_MARKERS: WriteTxnMarkersRequest(markers=[WritableTxnMarker(
+            producer_id=0, producer_epoch=0, transaction_result=False, coordinator_epoch=0, transaction_version=2,
+            topics=[WritableTxnMarkerTopic(name=_TOPIC, partition_indexes=[0])])]),
+        ApiKey.TXN_OFFSET_COMMIT: TxnOffsetCommitRequest(
+            transactional_id=_TXN, group_id=_GROUP, producer_id=0, producer_epoch=0, generation_id=-1,
+            topics=[TxnOffsetCommitRequestTopic(name=_TOPIC, partitions=[TxnOffsetCommitRequestPartition(
+                partition_index=0, committed_offset=1, committed_leader_epoch=-1, committed_metadata="")])]),
+        ApiKey.DESCRIBE_PRODUCERS: DescribeProducersRequest(
+            topics=[TopicRequest(name=_TOPIC, partition_indexes=[0, 1])]),
+        ApiKey.DESCRIBE_TRANSACTIONS: DescribeTransactionsRequest(transactional_ids=[_TXN]),
+        ApiKey.LIST_TRANSACTIONS: ListTransactionsRequest(state_filters=["Ongoing"], producer_id_filters=[],
+                                                          duration_filter=0, transactional_id_pattern="kp-.*"),
+    }
+
+
 def seed_files(directory: Path = GOLDEN_DIR) -> list[Path]:
     return sorted(directory.glob("k*v*-*.bin"))
 
@@ -38,12 +101,18 @@ def key_of(frame: bytes) -> tuple[int, int]:
     return api_key, version
 
 
-def load_seeds(directory: Path = GOLDEN_DIR) -> dict[tuple[int, int], list[bytes]]:
-    """Seed frames by (api key, version), in file-name order (deterministic for the mutator)."""
+def load_seeds(directory: Path = GOLDEN_DIR, *, all_versions: bool = False) -> dict[tuple[int, int], list[bytes]]:
+    """Seed frames by (api key, version), in file-name order (deterministic for the mutator).
+
+    Only the (api, version)s the broker advertises, unless `all_versions`: a seed of an API with no
+    handler yet would only ever be answered by closing the connection.
+    """
+    served = None if all_versions else set(advertised())
     seeds: dict[tuple[int, int], list[bytes]] = defaultdict(list)
     for path in seed_files(directory):
         frame = path.read_bytes()
-        seeds[key_of(frame)].append(frame)
+        if served is None or key_of(frame) in served:
+            seeds[key_of(frame)].append(frame)
     return dict(seeds)
 
 
@@ -57,7 +126,8 @@ def _captured(directory: Path) -> dict[tuple[int, int], list[bytes]]:
 
 
 def generate(api_key: int, version: int, captured: dict[tuple[int, int], list[bytes]]) -> bytes:
-    """A frame for (api_key, version): a captured request of the nearest version re-encoded, or defaults."""
+    """A frame for (api_key, version): a captured request of the nearest version re-encoded, else the
+    API's example request, else its defaults."""
     others = sorted((abs(v - version), v) for (k, v) in captured if k == api_key)
     for _, other in others:
         for frame in captured[(api_key, other)]:
@@ -66,16 +136,17 @@ def generate(api_key: int, version: int, captured: dict[tuple[int, int], list[by
                 return encode_request(request, version, 0, "pybroker-generated")[4:]
             except Exception:  # a value the other version cannot carry: try the next one
                 continue
-    return encode_request(REQUESTS[api_key](), version, 0, "pybroker-generated")[4:]
+    request = _example_requests().get(api_key) or REQUESTS[api_key]()
+    return encode_request(request, version, 0, "pybroker-generated")[4:]
 
 
 def write_generated_seeds(directory: Path = GOLDEN_DIR) -> int:
-    """Write a generated seed for every advertised (api, version) no captured frame covers."""
+    """Write a generated seed for every (api, version) we have a codec for that no captured frame covers."""
     for old in directory.glob(f"*-{GENERATED}-*.bin"):
         old.unlink()
     captured = _captured(directory)
     written = 0
-    for api_key, version in advertised():
+    for api_key, version in codec_versions():
         if (api_key, version) not in captured:
             frame = generate(api_key, version, captured)
             (directory / f"k{api_key:02d}v{version:02d}-{GENERATED}-0.bin").write_bytes(frame)

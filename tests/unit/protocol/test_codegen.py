@@ -117,3 +117,29 @@ def test_struct_names_colliding_across_request_and_response_are_prefixed(tmp_pat
     assert value.encode(1) == b"\x02" + b"\x01\x00\x08" + (5).to_bytes(8, "big") + b"\x00"
     assert thing_response.decode(value.encode(1), 1) == value
     assert thing_response.API_KEY == 900
+
+
+def test_a_struct_a_message_uses_twice_with_the_same_fields_is_one_class() -> None:
+    """Kafka's common structs: AddPartitionsToTxn names its topics the same way in the v0-3 and v4+ layouts."""
+    from pybroker.protocol.messages import add_partitions_to_txn as apt
+
+    hints = {name: f.type for name, f in apt.AddPartitionsToTxnRequest.__dataclass_fields__.items()}
+    assert hints["v3_and_below_topics"] == "list[AddPartitionsToTxnTopic]"
+    assert apt.AddPartitionsToTxnTransaction.__dataclass_fields__["topics"].type == "list[AddPartitionsToTxnTopic]"
+    assert not [n for n in vars(apt) if n.endswith("AddPartitionsToTxnTopic") and n != "AddPartitionsToTxnTopic"]
+    request = apt.AddPartitionsToTxnRequest(
+        transactions=[apt.AddPartitionsToTxnTransaction(transactional_id="t", topics=[
+            apt.AddPartitionsToTxnTopic(name="a", partitions=[1])])],
+        v3_and_below_topics=[apt.AddPartitionsToTxnTopic(name="b", partitions=[2])])
+    assert apt.AddPartitionsToTxnRequest.decode(request.encode(3), 3).v3_and_below_topics[0].name == "b"
+    assert apt.AddPartitionsToTxnRequest.decode(request.encode(4), 4).transactions[0].topics[0].name == "a"
+
+
+def test_a_struct_name_reused_with_other_fields_still_gets_its_own_class() -> None:
+    message = M("TwiceRequest", 990, "request", "0", "none", [
+        F("a", "[]Thing", fields=[F("x", "int32")]),
+        F("b", "[]Thing", fields=[F("y", "string")]),
+    ])
+    taken: dict[str, Any] = {}
+    names = [info.cls for info in codegen._collect(message, taken, set())]
+    assert names == ["TwiceRequest", "Thing", "TwiceRequestThing"]

@@ -1,4 +1,4 @@
-"""The generated codecs against the reference interpreter, for every message (headers too) and version.
+"""The generated codecs against the reference interpreter, for every message (headers and stored records too) and version.
 
 The interpreter (`tests/reference_codec.py`) walks the same schema tables one field at a time; the
 generated code merges fixed-width runs, special-cases empty tagged-field sections and so on. They must
@@ -19,7 +19,7 @@ from pybroker.protocol.schema.dsl import Message
 from tests import reference_codec
 from tests.schema_strategies import case_id, message_cases, message_strategy, to_plain
 
-CASES = message_cases()
+CASES = message_cases(("request", "response", "header", "data"))
 
 
 def _generated_class(module: str, message: Message) -> Any:
