@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,8 @@ from pybroker.protocol.messages.coordinator_records import (
     OffsetCommitKey,
     OffsetCommitValue,
 )
-from pybroker.protocol.primitives import DecodeError
+from pybroker.protocol.messages.transaction_records import TransactionLogKey, TransactionLogValue
+from pybroker.protocol.primitives import DecodeError, UnsupportedVersion
 from pybroker.protocol.records.batch import (
     HEADER_SIZE,
     LOG_OVERHEAD,
@@ -35,10 +36,12 @@ from pybroker.protocol.records.batch import (
 )
 from pybroker.protocol.records.codecs import CODEC_NAMES
 from pybroker.protocol.records.record import RecordsError, decode_records
+from pybroker.protocol.transaction_log_records import TransactionStatus
 from pybroker.storage.verify import OFFSET_ENTRY, TIME_ENTRY
 
 TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
 OFFSETS_TOPIC = "__consumer_offsets"
+TRANSACTION_TOPIC = "__transaction_state"
 #: key version -> (key schema, value schema), as Kafka's coordinator records are typed
 _OFFSETS_SCHEMAS: dict[int, tuple[Any, Any]] = {0: (OffsetCommitKey, OffsetCommitValue),
                                                 1: (OffsetCommitKey, OffsetCommitValue),
@@ -54,12 +57,21 @@ def _camel(name: str) -> str:
     return head + "".join(word.capitalize() for word in rest)
 
 
+def _plain(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return _fields(value)
+    if isinstance(value, list):
+        return [_plain(item) for item in value]
+    return value
+
+
 def _fields(message: Any) -> dict[str, Any]:
-    return {_camel(f.name): getattr(message, f.name) for f in dataclasses.fields(message)}
+    """A message's fields by Kafka's (camelCase) names, nested structs as dicts."""
+    return {_camel(f.name): _plain(getattr(message, f.name)) for f in dataclasses.fields(message)}
 
 
 def _member(member: MemberMetadata) -> dict[str, Any]:
-    out = _fields(member)
+    out = {_camel(f.name): getattr(member, f.name) for f in dataclasses.fields(member)}
     subscription = bytes(member.subscription)
     try:
         version = min(struct.unpack_from(">h", subscription)[0], ConsumerProtocolSubscription.MAX_VERSION)
@@ -84,21 +96,54 @@ def decode_offsets_record(key: bytes | None, value: bytes | None) -> tuple[Any, 
         if value is None:
             return decoded_key, None
         (value_version,) = struct.unpack_from(">h", value)
-        data = _fields(value_class.decode(value, value_version, 2, strict=False))
-    except (struct.error, DecodeError) as exc:
+        message = value_class.decode(value, value_version, 2, strict=False)
+    except (struct.error, DecodeError, UnsupportedVersion) as exc:
         return {"type": str(key_version), "error": str(exc)}, None if value is None else value.hex()
+    data = _fields(message)
     if value_class is OffsetCommitValue:  # fields of other versions are not in the record
         if value_version != 1:
             data.pop("expireTimestamp", None)
         if value_version < 3:
             data.pop("leaderEpoch", None)
-    if "members" in data:
-        data["members"] = [_member(m) for m in data["members"]]
+    else:  # group metadata: each member's subscription and assignment decoded too
+        data["members"] = [_member(m) for m in message.members]
     return decoded_key, {"version": str(value_version), "data": data}
 
 
-def log_batches(path: Path, print_records: bool, offsets_decoder: bool = False) -> Iterator[dict[str, Any]]:
-    """One dict per batch; a torn or garbage tail ends the walk with an `error` entry."""
+def decode_transaction_log_record(key: bytes | None, value: bytes | None) -> tuple[Any, Any]:
+    """A `__transaction_state` record's key and payload in Kafka's schemas (kafka-dump-log's
+    `--transaction-log-decoder`); `state` names the status id as DescribeTransactions would."""
+    if key is None or len(key) < 2:
+        return _text(key), _text(value)
+    (key_version,) = struct.unpack_from(">h", key)
+    if key_version != 0:
+        return {"type": str(key_version), "data": "unknown"}, None if value is None else value.hex()
+    try:
+        decoded_key = {"type": "0", "data": _fields(TransactionLogKey.decode(key, 0, 2))}
+        if value is None:
+            return decoded_key, None
+        (value_version,) = struct.unpack_from(">h", value)
+        decoded = TransactionLogValue.decode(value, value_version, 2, strict=False)
+    except (struct.error, DecodeError, UnsupportedVersion) as exc:
+        return {"type": str(key_version), "error": str(exc)}, None if value is None else value.hex()
+    data = _fields(decoded)
+    if value_version == 0:  # the tagged fields came with v1
+        for name in ("previousProducerId", "nextProducerId", "clientTransactionVersion", "nextProducerEpoch"):
+            data.pop(name, None)
+    status = decoded.transaction_status
+    data["state"] = TransactionStatus(status).state_name if status in TransactionStatus._value2member_map_ else None
+    return decoded_key, {"version": str(value_version), "data": data}
+
+
+#: the decoders kafka-dump-log has, by the internal topic whose records they read
+DECODERS = {"offsets": decode_offsets_record, "transactions": decode_transaction_log_record}
+DECODER_OF_TOPIC = {OFFSETS_TOPIC: "offsets", TRANSACTION_TOPIC: "transactions"}
+
+
+def log_batches(path: Path, print_records: bool, decoder: str | None = None) -> Iterator[dict[str, Any]]:
+    """One dict per batch; a torn or garbage tail ends the walk with an `error` entry. `decoder` (a key of
+    DECODERS) decodes keys and payloads of the records (control batches' aside)."""
+    decode = DECODERS[decoder] if decoder is not None else None
     data = path.read_bytes()
     pos = 0
     while pos < len(data):
@@ -119,7 +164,7 @@ def log_batches(path: Path, print_records: bool, offsets_decoder: bool = False) 
             "magic": header.magic, "compresscodec": CODEC_NAMES.get(header.compression, str(header.compression)),
             "crcValid": compute_crc(data, pos, header) == header.crc,
         }
-        if print_records or offsets_decoder:
+        if print_records or decode is not None:
             try:
                 batch["records"] = [{
                     "offset": header.base_offset + r.offset_delta,
@@ -129,7 +174,7 @@ def log_batches(path: Path, print_records: bool, offsets_decoder: bool = False) 
                     "valueSize": -1 if r.value is None else len(r.value),
                     "sequence": -1 if header.base_sequence < 0 else header.base_sequence + r.offset_delta,
                     "headerKeys": [k for k, _ in r.headers],
-                    **_key_and_payload(r.key, r.value, offsets_decoder and not header.is_control),
+                    **_key_and_payload(r.key, r.value, None if header.is_control else decode),
                 } for r in decode_records(data, pos, header)]
             except RecordsError as exc:
                 batch["recordsError"] = str(exc)
@@ -137,9 +182,10 @@ def log_batches(path: Path, print_records: bool, offsets_decoder: bool = False) 
         pos += header.size
 
 
-def _key_and_payload(key: bytes | None, value: bytes | None, decode: bool) -> dict[str, Any]:
-    if decode:
-        decoded_key, payload = decode_offsets_record(key, value)
+def _key_and_payload(key: bytes | None, value: bytes | None,
+                     decode: Callable[[bytes | None, bytes | None], tuple[Any, Any]] | None) -> dict[str, Any]:
+    if decode is not None:
+        decoded_key, payload = decode(key, value)
         return {"key": decoded_key, "payload": payload}
     return {"key": _text(key), "payload": _text(value)}
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import click
 
 from pybroker.broker.admin.cli_support import fail, progress, warn
-from pybroker.broker.admin.dump_log import OFFSETS_TOPIC, format_batch, index_entries, log_batches
+from pybroker.broker.admin.dump_log import DECODER_OF_TOPIC, format_batch, index_entries, log_batches
 from pybroker.broker.admin.output import emit
 from pybroker.storage.log_dir import LOCK_FILE
 from pybroker.storage.verify import check_log_dir, segment_files
@@ -32,22 +32,29 @@ PROGRESS_BAR_BYTES = 64 * 1024 * 1024
 @click.command("dump-log", short_help="Decode a segment or index file (kafka-dump-log).")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--print-records", is_flag=True, help="Decode each batch's records too.")
-@click.option("--offsets-decoder/--no-offsets-decoder", default=None,
-              help="Decode records as __consumer_offsets keys and values (offset commits, group metadata); "
-                   "on by default for a segment of __consumer_offsets.")
+@click.option("--offsets-decoder", "decoder", flag_value="offsets",
+              help="Decode records as __consumer_offsets keys and values (offset commits, group metadata).")
+@click.option("--transaction-log-decoder", "decoder", flag_value="transactions",
+              help="Decode records as __transaction_state keys and values (transactional ids and their state).")
+@click.option("--no-decoder", "decoder", flag_value="none",
+              help="Show keys and values as text even in an internal topic's segment.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per batch or index entry, a line each.")
-def dump_log(file: Path, print_records: bool, offsets_decoder: bool | None, as_json: bool) -> None:
-    """Decode a segment (.log) or index (.index, .timeindex) file, like kafka-dump-log."""
+def dump_log(file: Path, print_records: bool, decoder: str | None, as_json: bool) -> None:
+    """Decode a segment (.log) or index (.index, .timeindex) file, like kafka-dump-log.
+
+    A segment of __consumer_offsets or __transaction_state is decoded with that topic's decoder unless
+    --no-decoder (or another decoder) is given."""
     try:
         base = int(file.stem)
     except ValueError:
         fail(f"{file.name} is not a segment file (expected a 20-digit base offset name)")
     if file.suffix not in (".log", ".index", ".timeindex"):
         fail(f"{file.name}: expected a .log, .index or .timeindex file")
-    if offsets_decoder is None:
-        offsets_decoder = file.resolve().parent.name.rpartition("-")[0] == OFFSETS_TOPIC
+    if decoder is None:
+        decoder = DECODER_OF_TOPIC.get(file.resolve().parent.name.rpartition("-")[0])
     try:
-        items = list(log_batches(file, print_records, offsets_decoder)) if file.suffix == ".log" \
+        items = list(log_batches(file, print_records, None if decoder == "none" else decoder)) \
+            if file.suffix == ".log" \
             else list(index_entries(file))
     except OSError as exc:
         fail(f"cannot read {file}: {exc.strerror or exc}")

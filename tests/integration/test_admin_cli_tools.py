@@ -321,7 +321,7 @@ def test_offline_tools_beside_a_running_broker(tools_broker: BrokerProcess, new_
     assert commits[-1]["payload"]["data"]["offset"] == 1
     metadata = [r for r in records if r["key"]["type"] == "2" and r["key"]["data"]["group"] == group]
     assert metadata and metadata[0]["payload"]["data"]["protocolType"] == "consumer"
-    raw = run(tools_broker, "dump-log", str(segments[0]), "--no-offsets-decoder", "--print-records").stdout
+    raw = run(tools_broker, "dump-log", str(segments[0]), "--no-decoder", "--print-records").stdout
     assert '"type"' not in raw
 
 

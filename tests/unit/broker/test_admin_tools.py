@@ -17,7 +17,7 @@ from kafka.partitioner.default import murmur2 as kafka_murmur2
 
 from pybroker.broker.admin import groups as group_ops
 from pybroker.broker.admin.consumer import StartAt, parse_start, range_assignment
-from pybroker.broker.admin.dump_log import decode_offsets_record
+from pybroker.broker.admin.dump_log import decode_offsets_record, decode_transaction_log_record
 from pybroker.broker.admin.formats import (
     ConsumedRecord,
     InputError,
@@ -42,6 +42,12 @@ from pybroker.protocol.offsets_topic_records import (
     group_metadata_value,
     offset_commit_key,
     offset_commit_value,
+)
+from pybroker.protocol.transaction_log_records import (
+    TransactionStatus,
+    encode_transaction_key,
+    encode_transaction_value,
+    transaction_log_value,
 )
 
 
@@ -146,6 +152,7 @@ def test_offsets_topic_records_decode_in_kafkas_schemas() -> None:
     assert payload["data"]["members"][0]["assignment"] == ["t-0"]
     assert decode_offsets_record(group_metadata_key("g"), None) == (key, None)  # a tombstone
     assert decode_offsets_record(b"\x00\x09xyz", b"v")[0] == {"type": "9", "data": "unknown"}
+    assert "error" in decode_offsets_record(offset_commit_key("g", "t", 0), b"\x00\x63zz")[0]  # value v99
 
 
 def test_bootstrap_lists() -> None:
@@ -179,3 +186,19 @@ def test_usage_errors_are_one_line_and_json_under_json() -> None:
     unreachable = _pybroker("health", "--json", PYBROKER_BOOTSTRAP_SERVER="127.0.0.1:1")
     assert unreachable.returncode == 1 and unreachable.stdout == ""
     assert json.loads(unreachable.stderr)["error"].startswith("cannot reach the broker at 127.0.0.1:1")
+
+
+def test_transaction_log_records_decode_in_kafkas_schemas() -> None:
+    value = transaction_log_value(producer_id=7, producer_epoch=2, transaction_timeout_ms=60_000,
+                                  status=TransactionStatus.ONGOING, partitions=[("t", 0), ("t", 1)],
+                                  last_update_timestamp_ms=20, start_timestamp_ms=10)
+    key, payload = decode_transaction_log_record(encode_transaction_key("tx-1"), encode_transaction_value(value))
+    assert key == {"type": "0", "data": {"transactionalId": "tx-1"}}
+    data = payload["data"]
+    assert payload["version"] == "1" and data["state"] == "Ongoing" and data["transactionStatus"] == 1
+    assert (data["producerId"], data["producerEpoch"], data["nextProducerEpoch"]) == (7, 2, -1)
+    assert data["transactionPartitions"] == [{"topic": "t", "partitionIds": [0, 1]}]
+    _, old = decode_transaction_log_record(encode_transaction_key("tx-1"), encode_transaction_value(value, 0))
+    assert old["version"] == "0" and "nextProducerEpoch" not in old["data"]
+    assert decode_transaction_log_record(encode_transaction_key("tx-1"), None) == (key, None)
+    assert "error" in decode_transaction_log_record(encode_transaction_key("tx-1"), b"\x00\x07xx")[0]
