@@ -26,6 +26,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
+from pybroker.broker.admin import cli_support
 from pybroker.broker.admin.producer import partition_for_key
 from pybroker.broker.cli import cli
 from tests.integration.brokers import REPO_ROOT, BrokerProcess, free_port
@@ -360,3 +361,18 @@ def test_ctrl_c_on_a_group_consumer_commits_and_leaves(tools_broker: BrokerProce
     assert err == "Processed a total of 2 messages\n"
     described = js(tools_broker, "groups", "describe", group)
     assert described["state"] == "Empty" and described["total_lag"] == 0
+
+
+def test_produce_from_a_file_shows_progress_only_at_a_terminal(tools_broker: BrokerProcess, tmp_path: Path,
+                                                               new_topic: Callable[..., str],
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    topic = new_topic()
+    source = tmp_path / "records.txt"
+    source.write_text("".join(f"k{i}\tv{i}\n" for i in range(3000)))
+    quiet = run(tools_broker, "produce", topic, "--file", str(source), "--parse-key", "--batch-size", "500")
+    assert "producing to" not in quiet.stderr  # stderr is not a terminal here
+    monkeypatch.setattr(cli_support, "shows_progress", lambda quiet: not quiet)  # as at a terminal
+    shown = run(tools_broker, "produce", topic, "--file", str(source), "--parse-key")
+    assert f"producing to {topic}" in shown.stderr  # click draws the bar itself only on a real terminal
+    assert "producing to" not in run(tools_broker, "produce", topic, "--file", str(source), "--json").stderr
+    assert sum(r["log_end_offset"] for r in js(tools_broker, "topics", "describe", topic)) == 9000
