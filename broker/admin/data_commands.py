@@ -5,7 +5,9 @@ what goes over the wire.
 
 from __future__ import annotations
 
+import io
 import json
+import select
 import sys
 import time
 from collections.abc import Iterator
@@ -145,11 +147,20 @@ def produce(client: WireClient, as_json: bool, topic: str, values: tuple[str, ..
                 record.key = fixed_key.encode()
             record.headers = static_headers + record.headers
             pending.append(record)
-            if interactive or len(pending) >= batch_size:
+            if interactive or len(pending) >= batch_size or (not values and not _more_waiting(stream)):
                 flush()
         flush()
     emit([totals[p] for p in sorted(totals)], ["topic", "partition", "offset", "records"], as_json,
          empty="(no records sent)")
+
+
+def _more_waiting(stream: IO[str]) -> bool:
+    """Whether more input is ready now: a pipe that went quiet (`tail -f log | pybroker produce t`) has its
+    records sent at once instead of waiting for a full batch."""
+    try:
+        return bool(select.select([stream], [], [], 0)[0])
+    except (OSError, ValueError, io.UnsupportedOperation):
+        return True  # not a descriptor (a test's string stream): batch
 
 
 def _input_size(stream: IO[str]) -> int:

@@ -376,3 +376,21 @@ def test_produce_from_a_file_shows_progress_only_at_a_terminal(tools_broker: Bro
     assert f"producing to {topic}" in shown.stderr  # click draws the bar itself only on a real terminal
     assert "producing to" not in run(tools_broker, "produce", topic, "--file", str(source), "--json").stderr
     assert sum(r["log_end_offset"] for r in js(tools_broker, "topics", "describe", topic)) == 9000
+
+
+def test_produce_from_a_quiet_pipe_sends_at_once(tools_broker: BrokerProcess, new_topic: Callable[..., str]) -> None:
+    topic = new_topic()
+    run(tools_broker, "topics", "create", topic)
+    producer = subprocess.Popen([sys.executable, "-m", "pybroker.broker.cli", "produce", topic, "--bootstrap-server",
+                                 tools_broker.bootstrap], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, cwd=REPO_ROOT)
+    try:
+        assert producer.stdin is not None
+        producer.stdin.write("first\n")
+        producer.stdin.flush()  # and nothing more for now, as `tail -f app.log | pybroker produce` does
+        _until(lambda: js(tools_broker, "topics", "describe", topic)[0]["log_end_offset"] == 1)
+        out, err = producer.communicate("second\n", timeout=30)
+    finally:
+        producer.kill()
+    assert producer.returncode == 0, err
+    assert js(tools_broker, "topics", "describe", topic)[0]["log_end_offset"] == 2
