@@ -389,7 +389,7 @@ def test_produce_from_a_quiet_pipe_sends_at_once(tools_broker: BrokerProcess, ne
         producer.stdin.write("first\n")
         producer.stdin.flush()  # and nothing more for now, as `tail -f app.log | pybroker produce` does
         _until(lambda: js(tools_broker, "topics", "describe", topic)[0]["log_end_offset"] == 1)
-        out, err = producer.communicate("second\n", timeout=30)
+        _, err = producer.communicate("second\n", timeout=30)
     finally:
         producer.kill()
     assert producer.returncode == 0, err
