@@ -140,7 +140,8 @@ def produce(client: WireClient, as_json: bool, topic: str, values: tuple[str, ..
                 record = parse_json_line(line, number) if input_format == "json" else parse_line(line, number, fmt)
             except InputError as exc:
                 if not ignore_error:
-                    fail(f"{exc} (nothing after line {number - 1} was sent)")
+                    flush()  # the lines before it go, as kafka-console-producer would have sent them
+                    fail(f"{exc}; the {number - 1} line(s) before it were sent" if number > 1 else str(exc))
                 warn(f"skipped {exc}")
                 continue
             if fixed_key is not None and record.key is None:

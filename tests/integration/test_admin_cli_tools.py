@@ -82,8 +82,10 @@ def test_produce_and_consume_keys_headers_formats_offsets_and_times(tools_broker
         "--property", "null.marker=NULL", input="h1:x,h2:y\tNULL\tdelta\n")
     run(tools_broker, "produce", topic, "--input-format", "json",
         input='{"key": "k", "value": {"n": 1}, "partition": 0, "timestamp": 1000}\n')
-    bad = run(tools_broker, "produce", topic, "--key-separator", ":", input="ok:1\nno-separator\n", code=1)
-    assert "line 2: no key separator" in bad.stderr
+    bad = run(tools_broker, "produce", topic, "-p", "2", "--key-separator", ":", input="ok:1\nno-separator\nz:9\n",
+              code=1)
+    assert "line 2: no key separator" in bad.stderr and "the 1 line(s) before it were sent" in bad.stderr
+    assert lines(tools_broker, "consume", topic, "-p", "2", "--offset", "-1", "-e")[0]["key"] == "ok"
     text = run(tools_broker, "consume", topic, "-p", "0", "--offset", "-2", "-e", "--print-key", "--print-headers",
                "--print-offset").stdout.splitlines()
     assert text[0].endswith("h1:x,h2:y\tnull\tdelta") and text[1].endswith('NO_HEADERS\tk\t{"n":1}')
