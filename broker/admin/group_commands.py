@@ -14,7 +14,7 @@ from pybroker.broker.admin import groups as group_ops
 from pybroker.broker.admin.cli_support import fail, progress, wire_command
 from pybroker.broker.admin.output import emit
 from pybroker.broker.admin.times import DATETIME, DURATION
-from pybroker.broker.admin.wire import WireClient
+from pybroker.broker.admin.wire import WireClient, WireError
 
 OFFSET_COLUMNS = ["topic", "partition", "current_offset", "log_end_offset", "lag", "member_id", "client_id", "host"]
 MEMBER_COLUMNS = ["group", "member_id", "group_instance_id", "client_id", "host", "partitions"]
@@ -65,7 +65,12 @@ def groups_describe(client: WireClient, as_json: bool, names: tuple[str, ...], a
     described: list[dict[str, Any]] = []
     with progress(len(chosen), "describing groups", as_json or len(chosen) < 2) as bar:
         for group in chosen:
-            described.append(group_ops.describe_group(client, group))
+            try:
+                described.append(group_ops.describe_group(client, group))
+            except WireError as exc:
+                if not all_groups or exc.kafka_error != "GROUP_ID_NOT_FOUND":
+                    raise
+                # listed a moment ago, gone now (deleted or expired): not an error of --all-groups
             bar.update(1)
     if view == "members":
         rows = [{"group": d["group"], **m} for d in described for m in d["members"]]

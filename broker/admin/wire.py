@@ -188,6 +188,9 @@ class WireClient:
         except DecodeError as exc:
             raise WireError(f"the broker at {self.bootstrap} sent an answer that does not decode: {exc} "
                             "(is this a Kafka listener?)") from None
+        except TimeoutError:
+            raise WireError(f"the broker at {self.bootstrap} did not answer within {self.sock.gettimeout()}s "
+                            "(see --timeout)") from None
         except OSError as exc:
             raise WireError(f"lost the connection to {self.bootstrap}: {exc.strerror or exc}") from None
         if got != correlation_id:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 
@@ -202,3 +203,14 @@ def test_transaction_log_records_decode_in_kafkas_schemas() -> None:
     assert old["version"] == "0" and "nextProducerEpoch" not in old["data"]
     assert decode_transaction_log_record(encode_transaction_key("tx-1"), None) == (key, None)
     assert "error" in decode_transaction_log_record(encode_transaction_key("tx-1"), b"\x00\x07xx")[0]
+
+
+def test_a_silent_listener_times_out_in_one_line() -> None:
+    with socket.socket() as silent:  # accepts connections (the kernel's backlog) and never answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        port = silent.getsockname()[1]
+        result = CliRunner().invoke(cli, ["topics", "list", "--timeout", "0.3", "--bootstrap-server",
+                                          f"127.0.0.1:{port}"])
+    assert result.exit_code == 1
+    assert result.stderr == f"pybroker: error: the broker at 127.0.0.1:{port} did not answer within 0.3s (see --timeout)\n"
