@@ -72,7 +72,7 @@ def _lines(stream: IO[str]) -> Iterator[tuple[int, str, int]]:
 # -- produce -------------------------------------------------------------------------------------------
 @click.command("produce", short_help="Send records from stdin, a file or arguments.")
 @click.argument("topic")
-@click.option("--value", "values", multiple=True, help="Send these values instead of reading lines; repeatable.")
+@click.option("--value", "values", multiple=True, help="Records as arguments instead of lines (each read as a line would be); repeatable.")
 @click.option("--file", "input_file", type=click.File("r", encoding="utf-8"), default=None,
               help="Read records from this file instead of stdin ('-': stdin).")
 @click.option("--key", "fixed_key", default=None, help="The key of every record.")
@@ -85,6 +85,8 @@ def _lines(stream: IO[str]) -> Iterator[tuple[int, str, int]]:
 @click.option("--null-marker", default=None, help="A key or value equal to this is sent as null.")
 @click.option("--input-format", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help='json: one object a line, {"key", "value", "headers", "partition", "timestamp"}.')
+@click.option("--encoding", type=click.Choice(["text", "hex", "base64"]), default="text", show_default=True,
+              help="How keys, values and header values are written (hex, base64: binary data).")
 @click.option("--property", "properties", multiple=True, metavar="KEY=VALUE",
               help="kafka-console-producer's reader properties: " + ", ".join(READER_PROPERTIES) + ".")
 @click.option("--partition", "-p", type=click.IntRange(0), default=None,
@@ -98,7 +100,8 @@ def _lines(stream: IO[str]) -> Iterator[tuple[int, str, int]]:
 @wire_command
 def produce(client: WireClient, as_json: bool, topic: str, values: tuple[str, ...], input_file: IO[str] | None,
             fixed_key: str | None, key_separator: str | None, parse_key: bool, parse_headers: bool,
-            headers: tuple[str, ...], null_marker: str | None, input_format: str, properties: tuple[str, ...],
+            headers: tuple[str, ...], null_marker: str | None, input_format: str, encoding: str,
+            properties: tuple[str, ...],
             partition: int | None, acks: str, compression: str, batch_size: int, ignore_error: bool,
             client_id: str) -> None:
     """Send records to a topic: --value arguments, or one record per line of a file or stdin.
@@ -114,9 +117,11 @@ def produce(client: WireClient, as_json: bool, topic: str, values: tuple[str, ..
                      headers_delimiter=props.get("headers.delimiter", "\t"),
                      headers_separator=props.get("headers.separator", ","),
                      headers_key_separator=props.get("headers.key.separator", ":"),
-                     null_marker=null_marker if null_marker is not None else props.get("null.marker"))
+                     null_marker=null_marker if null_marker is not None else props.get("null.marker"),
+                     encoding=encoding)
     ignore_error = ignore_error or _true(props.get("ignore.error", "false"))
     static_headers = [(k, v.encode()) for k, v in pairs(headers, "--header").items()]
+    key_bytes = None if fixed_key is None else fixed_key.encode()
     producer = Producer(client, topic, acks=ACKS[acks], compression=compression, partition=partition)
     stream: IO[str] = input_file if input_file is not None else sys.stdin
     interactive = not values and stream.isatty()
@@ -137,15 +142,16 @@ def produce(client: WireClient, as_json: bool, topic: str, values: tuple[str, ..
         for number, line, nbytes in lines:
             bar.update(nbytes)
             try:
-                record = parse_json_line(line, number) if input_format == "json" else parse_line(line, number, fmt)
+                record = parse_json_line(line, number, encoding) if input_format == "json" \
+                    else parse_line(line, number, fmt)
             except InputError as exc:
                 if not ignore_error:
                     flush()  # the lines before it go, as kafka-console-producer would have sent them
                     fail(f"{exc}; the {number - 1} line(s) before it were sent" if number > 1 else str(exc))
                 warn(f"skipped {exc}")
                 continue
-            if fixed_key is not None and record.key is None:
-                record.key = fixed_key.encode()
+            if key_bytes is not None and record.key is None:
+                record.key = key_bytes
             record.headers = static_headers + record.headers
             pending.append(record)
             if interactive or len(pending) >= batch_size or (not values and not _more_waiting(stream)):

@@ -5,7 +5,8 @@ is `key<SEP>value` (a line without the separator is an error naming its number, 
 `parse.key=true`); with header parsing the line starts with `k:v,k2:v2<TAB>` (Kafka's
 `parse.headers=true` and its delimiters); a key or value equal to the null marker is null. Or one JSON
 object per line (`{"key": ..., "value": ..., "headers": {...}, "partition": 0, "timestamp": ms}`, as rpk's
-JSON input): a value that is not a string is sent as its compact JSON text.
+JSON input): a value that is not a string is sent as its compact JSON text. Keys, values and header values
+may be written as hex or base64 to send binary data (`--encoding`, as consume shows them).
 
 Output, as kafka-console-consumer's default formatter: the chosen fields (timestamp, partition, offset,
 headers, key) then the value, joined by the key separator (a tab); or one JSON object per record. Bytes
@@ -47,10 +48,26 @@ class LineFormat:
     headers_separator: str = ","
     headers_key_separator: str = ":"
     null_marker: str | None = None
+    #: how keys, values and header values are written: text (UTF-8), hex or base64 (binary data)
+    encoding: str = "text"
 
 
-def _blob(text: str, fmt: LineFormat) -> bytes | None:
-    return None if fmt.null_marker is not None and text == fmt.null_marker else text.encode()
+def decode_text(text: str, encoding: str, number: int) -> bytes:
+    """Input text to bytes: UTF-8, or the bytes that hex or base64 text spells (InputError naming the line)."""
+    try:
+        if encoding == "hex":
+            return bytes.fromhex(text)
+        if encoding == "base64":
+            return base64.b64decode(text, validate=True)
+    except ValueError:
+        raise InputError(f"line {number}: {text[:40]!r} is not {encoding}") from None
+    return text.encode()
+
+
+def _blob(text: str, fmt: LineFormat, number: int) -> bytes | None:
+    if fmt.null_marker is not None and text == fmt.null_marker:
+        return None
+    return decode_text(text, fmt.encoding, number)
 
 
 def parse_line(line: str, number: int, fmt: LineFormat) -> OutgoingRecord:
@@ -65,24 +82,24 @@ def parse_line(line: str, number: int, fmt: LineFormat) -> OutgoingRecord:
             if not colon:
                 raise InputError(f"line {number}: header {item!r} has no key separator "
                                  f"{fmt.headers_key_separator!r}")
-            headers.append((name, _blob(value, fmt)))
+            headers.append((name, _blob(value, fmt, number)))
     if fmt.key_separator is None:
-        return OutgoingRecord(None, _blob(rest, fmt), headers)
+        return OutgoingRecord(None, _blob(rest, fmt, number), headers)
     key, sep, value = rest.partition(fmt.key_separator)
     if not sep:
         raise InputError(f"line {number}: no key separator {fmt.key_separator!r} found")
-    return OutgoingRecord(_blob(key, fmt), _blob(value, fmt), headers)
+    return OutgoingRecord(_blob(key, fmt, number), _blob(value, fmt, number), headers)
 
 
-def _json_blob(value: Any) -> bytes | None:
+def _json_blob(value: Any, encoding: str, number: int) -> bytes | None:
     if value is None:
         return None
     if isinstance(value, str):
-        return value.encode()
+        return decode_text(value, encoding, number)
     return json.dumps(value, separators=(",", ":")).encode()
 
 
-def parse_json_line(line: str, number: int) -> OutgoingRecord:
+def parse_json_line(line: str, number: int, encoding: str = "text") -> OutgoingRecord:
     try:
         obj = json.loads(line)
     except ValueError as exc:
@@ -92,12 +109,13 @@ def parse_json_line(line: str, number: int) -> OutgoingRecord:
     raw_headers = obj.get("headers") or {}
     pairs = raw_headers.items() if isinstance(raw_headers, dict) else \
         [(h.get("key"), h.get("value")) if isinstance(h, dict) else tuple(h) for h in raw_headers]
-    headers = [(str(k), _json_blob(v)) for k, v in pairs]
+    headers = [(str(k), _json_blob(v, encoding, number)) for k, v in pairs]
     partition, timestamp = obj.get("partition"), obj.get("timestamp")
     for name, number_value in (("partition", partition), ("timestamp", timestamp)):
         if number_value is not None and (not isinstance(number_value, int) or number_value < 0):
             raise InputError(f"line {number}: {name} must be a non-negative integer")
-    return OutgoingRecord(_json_blob(obj.get("key")), _json_blob(obj.get("value")), headers, partition, timestamp)
+    return OutgoingRecord(_json_blob(obj.get("key"), encoding, number), _json_blob(obj.get("value"), encoding, number),
+                          headers, partition, timestamp)
 
 
 @dataclass(frozen=True, slots=True)

@@ -95,6 +95,9 @@ def test_produce_and_consume_keys_headers_formats_offsets_and_times(tools_broker
     assert lines(tools_broker, "consume", topic, "--from-timestamp", "2000-01-01T00:00:00+01:00", "-n", "1")
     two = lines(tools_broker, "consume", topic, "--from-beginning", "-n", "2", "--encoding", "hex")
     assert len(two) == 2 and all(set(r["value"]) <= set("0123456789abcdef") for r in two)
+    run(tools_broker, "produce", topic, "-p", "1", "--encoding", "base64", "--value", "AP8=")  # binary: 00 ff
+    assert lines(tools_broker, "consume", topic, "-p", "1", "--offset", "-1", "-e", "--encoding", "hex")[0][
+        "value"] == "00ff"
     run(tools_broker, "produce", topic, "-p", "1", "--acks", "0", "--value", "fire-and-forget")
     _until(lambda: any(r["value"] == "fire-and-forget" for r in lines(tools_broker, "consume", topic, "-p", "1",
                                                                        "--from-beginning", "-e")))

@@ -75,6 +75,16 @@ def test_lines_split_as_kafka_console_producer_splits_them() -> None:
     assert (nulls.key, nulls.value) == (None, None)
 
 
+def test_binary_input_as_hex_or_base64() -> None:
+    hexed = parse_line("6b:00ff", 1, LineFormat(key_separator=":", encoding="hex"))
+    assert (hexed.key, hexed.value) == (b"k", b"\x00\xff")
+    assert parse_line("AP8=", 1, LineFormat(encoding="base64")).value == b"\x00\xff"
+    assert parse_json_line('{"value": "00ff"}', 1, "hex").value == b"\x00\xff"
+    for encoding, bad in (("hex", "zz"), ("base64", "!!")):
+        with pytest.raises(InputError, match=f"line 5: .* is not {encoding}"):
+            parse_line(bad, 5, LineFormat(encoding=encoding))
+
+
 def test_json_input_lines() -> None:
     record = parse_json_line('{"key": "k", "value": {"a": 1}, "headers": {"h": "v"}, "partition": 2, '
                              '"timestamp": 1000}', 1)
