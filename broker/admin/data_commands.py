@@ -33,9 +33,11 @@ from pybroker.broker.admin.formats import (
     LineFormat,
     OutgoingRecord,
     PrintFormat,
+    check_template,
     json_object,
     parse_json_line,
     parse_line,
+    templated,
     text_line,
 )
 from pybroker.broker.admin.output import emit
@@ -203,6 +205,10 @@ def _input_size(stream: IO[str]) -> int:
 @click.option("--print-partition", is_flag=True)
 @click.option("--print-offset", is_flag=True)
 @click.option("--key-separator", default=None, metavar="SEP", help="Between the printed fields (a tab).")
+@click.option("--format", "template", default=None, metavar="TEMPLATE",
+              help=r"Print each record through a template, as rpk and kcat: %t topic, %p partition, %o offset, "
+                   r"%k key, %v value, %T timestamp, %h headers, %K/%V key/value size, %% a percent sign, "
+                   r"\n \t escapes (e.g. '%k=%v\n').")
 @click.option("--property", "properties", multiple=True, metavar="KEY=VALUE",
               help="kafka-console-consumer's formatter properties: " + ", ".join(PRINT_PROPERTIES) + ".")
 @click.option("--isolation-level", type=click.Choice(["read_uncommitted", "read_committed"]),
@@ -214,7 +220,7 @@ def consume(client: WireClient, as_json: bool, topics: tuple[str, ...], partitio
             start: str | None, from_beginning: bool, from_timestamp: int | None, group: str | None, commit: bool,
             max_messages: int | None, idle_timeout: float | None, exit_at_end: bool, encoding: str,
             print_key: bool, print_headers: bool, print_timestamp: bool, print_partition: bool,
-            print_offset: bool, key_separator: str | None, properties: tuple[str, ...],
+            print_offset: bool, key_separator: str | None, template: str | None, properties: tuple[str, ...],
             isolation_level: str, client_id: str) -> None:
     """Print records of topics: one line each (value, and the fields asked for), or JSON lines with --json.
 
@@ -230,6 +236,13 @@ def consume(client: WireClient, as_json: bool, topics: tuple[str, ...], partitio
                       print_partition=print_partition or _true(props.get("print.partition", "false")),
                       print_offset=print_offset or _true(props.get("print.offset", "false")),
                       null_literal=props.get("null.literal", "null"))
+    if template is not None:
+        if as_json:
+            raise click.UsageError("--format and --json exclude each other")
+        try:
+            check_template(template)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--format") from None
     starts = [s for s in (start, "earliest" if from_beginning else None,
                           None if from_timestamp is None else f"@{from_timestamp}") if s is not None]
     if len(starts) > 1:
@@ -264,8 +277,11 @@ def consume(client: WireClient, as_json: bool, topics: tuple[str, ...], partitio
         while max_messages is None or count < max_messages:
             records = consumer.poll()
             for record in records[:None if max_messages is None else max_messages - count]:
-                click.echo(json.dumps(json_object(record, encoding), default=str) if as_json
-                           else text_line(record, fmt))
+                if template is not None:
+                    click.echo(templated(record, template, encoding), nl=False)
+                else:
+                    click.echo(json.dumps(json_object(record, encoding), default=str) if as_json
+                               else text_line(record, fmt))
                 consumer.delivered[(record.topic, record.partition)] = record.offset + 1
                 count += 1
             now = time.monotonic()

@@ -189,3 +189,57 @@ def json_object(record: ConsumedRecord, encoding: str) -> Mapping[str, Any]:
             "timestamp": record.timestamp_ms, "timestamp_type": TIMESTAMP_TYPES[record.timestamp_type],
             "headers": [{"key": k, "value": render(v, encoding)} for k, v in record.headers],
             "key": render(record.key, encoding), "value": render(record.value, encoding)}
+
+
+#: placeholders of `consume --format` (rpk's and kcat's letters): what each is replaced with
+TEMPLATE_FIELDS = {"t": "topic", "p": "partition", "o": "offset", "k": "key", "v": "value", "T": "timestamp",
+                   "h": "headers", "K": "key size", "V": "value size"}
+_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", "0": "\0"}
+
+
+def check_template(template: str) -> None:
+    """ValueError naming the first placeholder or escape the template may not hold."""
+    index = 0
+    while index < len(template):
+        char = template[index]
+        if char in "%\\":
+            if index + 1 >= len(template):
+                raise ValueError(f"the template ends with a lone {char!r}")
+            code = template[index + 1]
+            if char == "%" and code != "%" and code not in TEMPLATE_FIELDS:
+                raise ValueError(f"%{code} is not a placeholder (known: "
+                                 + ", ".join(f"%{k} {v}" for k, v in TEMPLATE_FIELDS.items()) + ", %%)")
+            if char == "\\" and code not in _ESCAPES:
+                raise ValueError(f"\\{code} is not an escape (known: \\n, \\t, \\r, \\\\, \\0)")
+            index += 2
+        else:
+            index += 1
+
+
+def templated(record: ConsumedRecord, template: str, encoding: str) -> str:
+    """The record through a `--format` template such as `%k=%v\\n` (checked by `check_template`)."""
+    def cell(blob: bytes | None) -> str:
+        value = render(blob, encoding)
+        return "" if value is None else value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
+
+    fields = {"t": lambda: record.topic, "p": lambda: str(record.partition), "o": lambda: str(record.offset),
+              "k": lambda: cell(record.key), "v": lambda: cell(record.value), "T": lambda: str(record.timestamp_ms),
+              "h": lambda: ",".join(f"{k}:{cell(v)}" for k, v in record.headers),
+              "K": lambda: str(-1 if record.key is None else len(record.key)),
+              "V": lambda: str(-1 if record.value is None else len(record.value))}
+    out = []
+    index = 0
+    while index < len(template):
+        char = template[index]
+        if char == "%" and index + 1 < len(template):
+            code = template[index + 1]
+            out.append("%" if code == "%" else fields[code]())
+            index += 2
+        elif char == "\\" and index + 1 < len(template):
+            out.append(_ESCAPES[template[index + 1]])
+            index += 2
+        else:
+            out.append(char)
+            index += 1
+    return "".join(out)
+

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -93,6 +94,8 @@ def test_produce_and_consume_keys_headers_formats_offsets_and_times(tools_broker
     assert [r["value"] for r in lines(tools_broker, "consume", topic, "-p", "0", "--from-timestamp", "1970-01-01T00:00:00.5Z",
                                       "-e", "--encoding", "json")][-1] == {"n": 1}
     assert lines(tools_broker, "consume", topic, "--from-timestamp", "2000-01-01T00:00:00+01:00", "-n", "1")
+    templated = run(tools_broker, "consume", topic, "-p", "0", "--offset", "-1", "-e", "--format", r"%o|%k|%v|%h\n")
+    assert re.fullmatch(r'\d+\|k\|\{"n":1\}\|\n', templated.stdout), templated.stdout
     two = lines(tools_broker, "consume", topic, "--from-beginning", "-n", "2", "--encoding", "hex")
     assert len(two) == 2 and all(set(r["value"]) <= set("0123456789abcdef") for r in two)
     run(tools_broker, "produce", topic, "-p", "1", "--encoding", "base64", "--value", "AP8=")  # binary: 00 ff

@@ -24,9 +24,11 @@ from pybroker.broker.admin.formats import (
     InputError,
     LineFormat,
     PrintFormat,
+    check_template,
     json_object,
     parse_json_line,
     parse_line,
+    templated,
     text_line,
 )
 from pybroker.broker.admin.producer import murmur2, partition_for_key
@@ -104,6 +106,17 @@ def test_printed_records() -> None:
     assert text_line(ConsumedRecord("t", 0, 0, 0, 1, None, b"\xff"), PrintFormat(print_key=True)) == "null\t\\xff"
     assert json_object(record, "json")["value"] == {"a": 1}
     assert json_object(record, "hex")["key"] == "6b" and json_object(record, "base64")["key"] == "aw=="
+
+
+def test_templates_as_rpk_and_kcat() -> None:
+    record = ConsumedRecord("t", 1, 7, 1000, 0, b"k", None, (("h", b"x"), ("i", b"y")))
+    template = r"%t/%p@%o %k=%v [%h] %K %V %T 100%%\n"
+    check_template(template)
+    assert templated(record, template, "text") == "t/1@7 k= [h:x,i:y] 1 -1 1000 100%\n"
+    assert templated(record, r"%k\t%o", "hex") == "6b\t7"
+    for bad, problem in (("%z", "%z is not a placeholder"), ("x\\q", "not an escape"), ("50%", "lone")):
+        with pytest.raises(ValueError, match=problem):
+            check_template(bad)
 
 
 def test_start_specs() -> None:
