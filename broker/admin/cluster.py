@@ -9,9 +9,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pybroker.broker.admin import topics as topic_ops
 from pybroker.broker.admin.topics import TOPIC_RESOURCE, check, error_name, metadata
 from pybroker.broker.admin.wire import WireClient
 from pybroker.config.broker_config import ConfigSource
@@ -82,6 +83,17 @@ def describe_configs(client: WireClient, *, topic: str | None = None, broker: st
                      "sensitive": entry.is_sensitive,
                      "synonyms": [f"{s.name}={s.value}({_source(s.source)})" for s in entry.synonyms]})
     return rows
+
+
+def alter_configs(client: WireClient, *, topic: str | None, broker: str | None, set_: Mapping[str, str],
+                  delete: Sequence[str]) -> list[dict[str, Any]]:
+    """Change a topic's or the broker's configs; the keys touched, as they are now (with their sources)."""
+    if topic is not None:
+        topic_ops.alter_configs(client, TOPIC_RESOURCE, topic, set_, delete)
+    else:
+        broker = broker if broker is not None else str(node_id(client))
+        topic_ops.alter_configs(client, BROKER_RESOURCE, broker, set_, delete)
+    return describe_configs(client, topic=topic, broker=broker, keys=[*set_, *delete])
 
 
 def health(client: WireClient) -> dict[str, Any]:

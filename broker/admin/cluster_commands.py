@@ -9,7 +9,7 @@ import click
 from click.shell_completion import get_completion_class
 
 from pybroker.broker.admin import cluster as cluster_ops
-from pybroker.broker.admin.cli_support import fail, wire_command
+from pybroker.broker.admin.cli_support import fail, pairs, wire_command
 from pybroker.broker.admin.output import emit
 from pybroker.broker.admin.wire import WireClient
 
@@ -68,6 +68,24 @@ def configs_describe(client: WireClient, as_json: bool, topic: str | None, broke
                                         include_defaults=include_defaults)
     emit(rows, ["name", "value", "source", "read_only", "sensitive"] + (["synonyms"] if synonyms else []), as_json,
          empty="(every value is the default: add --all to list them)")
+
+
+@configs.command("alter")
+@click.option("--topic", default=None, help="A topic's configs (default: the broker's dynamic ones).")
+@click.option("--broker", "broker_id", default=None, metavar="ID", help="The broker's node id (default: the one "
+              "answering).")
+@click.option("--set", "set_", multiple=True, metavar="KEY=VALUE", help="Set a key; repeatable.")
+@click.option("--delete", multiple=True, metavar="KEY", help="Remove a key's override; repeatable.")
+@wire_command
+def configs_alter(client: WireClient, as_json: bool, topic: str | None, broker_id: str | None, set_: tuple[str, ...],
+                  delete: tuple[str, ...]) -> None:
+    """Change configs of the running broker or of a topic (IncrementalAlterConfigs, as kafka-configs --alter);
+    prints the keys touched as they are now. A key the broker cannot change at runtime is refused, by name."""
+    if topic is not None and broker_id is not None:
+        raise click.UsageError("give --topic or --broker, not both")
+    rows = cluster_ops.alter_configs(client, topic=topic, broker=broker_id, set_=pairs(set_, "--set"),
+                                     delete=list(delete))
+    emit(rows, ["name", "value", "source", "read_only", "sensitive"], as_json)
 
 
 @configs.command("keys")

@@ -142,14 +142,20 @@ def delete_topics(client: WireClient, names: list[str], *, if_exists: bool = Fal
     return rows
 
 
-def alter_topic_config(client: WireClient, name: str, set_: Mapping[str, str], delete: Iterable[str]
-                       ) -> dict[str, str | None]:
+def alter_configs(client: WireClient, resource_type: int, name: str, set_: Mapping[str, str],
+                  delete: Iterable[str]) -> None:
+    """IncrementalAlterConfigs of one resource (a topic, or the broker: its dynamic keys)."""
     configs = [AlterableConfig(name=k, config_operation=SET, value=v) for k, v in set_.items()]
     configs += [AlterableConfig(name=k, config_operation=DELETE, value=None) for k in delete]
     if not configs:
         raise WireError("nothing to change: give --set KEY=VALUE and/or --delete KEY")
     response = client.call(IncrementalAlterConfigsRequest(resources=[AlterConfigsResource(
-        resource_type=TOPIC_RESOURCE, resource_name=name, configs=configs)]), max_version=1)
+        resource_type=resource_type, resource_name=name, configs=configs)]), max_version=1)
     result = response.responses[0]
-    check(result.error_code, result.error_message, f"cannot alter {name}")
+    check(result.error_code, result.error_message, f"cannot alter {name or 'the broker'}")
+
+
+def alter_topic_config(client: WireClient, name: str, set_: Mapping[str, str], delete: Iterable[str]
+                       ) -> dict[str, str | None]:
+    alter_configs(client, TOPIC_RESOURCE, name, set_, delete)
     return topic_configs(client, name)

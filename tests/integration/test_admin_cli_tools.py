@@ -300,6 +300,16 @@ def test_log_dirs_configs_and_health(tools_broker: BrokerProcess, new_topic: Cal
     assert "log.segment.bytes" in run(tools_broker, "configs", "keys").stdout
     assert "log.segment.bytes" in run(tools_broker, "configs").stdout  # as before it had subcommands
     run(tools_broker, "configs", "describe", "--topic", "nosuch-topic", code=1)
+    altered = js(tools_broker, "configs", "alter", "--topic", topic, "--set", "retention.ms=7200000",
+                 "--set", "cleanup.policy=compact")
+    assert {(r["name"], r["value"], r["source"]) for r in altered} == {
+        ("retention.ms", "7200000", "DYNAMIC_TOPIC_CONFIG"), ("cleanup.policy", "compact", "DYNAMIC_TOPIC_CONFIG")}
+    dynamic = js(tools_broker, "configs", "alter", "--set", "log.retention.hours=100")  # the value it has
+    assert [(r["name"], r["source"]) for r in dynamic] == [("log.retention.hours", "DYNAMIC_BROKER_CONFIG")]
+    back = js(tools_broker, "configs", "alter", "--delete", "log.retention.hours")
+    assert [(r["name"], r["source"]) for r in back] == [("log.retention.hours", "STATIC_BROKER_CONFIG")]
+    refused = run(tools_broker, "configs", "alter", "--topic", topic, "--set", "retention.ms=soon", "--json", code=1)
+    assert json.loads(refused.stderr)["kafka_error"] == "INVALID_CONFIG"
 
     report = js(tools_broker, "health")
     assert report["healthy"] is True
