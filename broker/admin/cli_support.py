@@ -59,32 +59,63 @@ def warn(message: str) -> None:
         click.echo(f"pybroker: warning: {message}", err=True)
 
 
+def _wire_options(fn: F) -> F:
+    fn = click.option("--command-config", "command_config", type=click.Path(dir_okay=False, path_type=Path),
+                      default=None, metavar="FILE",
+                      help="Client security settings (security.protocol, sasl.mechanism, sasl.jaas.config).")(fn)
+    fn = click.option("--timeout", default=10.0, show_default=True, type=click.FloatRange(0, min_open=True),
+                      help="Seconds to wait for the broker.")(fn)
+    fn = click.option("--json", "as_json", is_flag=True,
+                      help="Print JSON instead of a table (errors too, on stderr).")(fn)
+    return click.option("--bootstrap-server", "bootstrap", default=DEFAULT_BOOTSTRAP, show_default=True,
+                        envvar=BOOTSTRAP_ENV, show_envvar=True, metavar="HOST:PORT[,HOST:PORT...]",
+                        help="The broker to talk to (the first of the list that answers).")(fn)
+
+
 def wire_command(fn: F) -> F:
     """--bootstrap-server, --json and --timeout, a connected client as `client`, and errors as one line."""
 
-    @click.option("--bootstrap-server", "bootstrap", default=DEFAULT_BOOTSTRAP, show_default=True,
-                  envvar=BOOTSTRAP_ENV, show_envvar=True, metavar="HOST:PORT[,HOST:PORT...]",
-                  help="The broker to talk to (the first of the list that answers).")
-    @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table (errors too, on stderr).")
-    @click.option("--timeout", default=10.0, show_default=True, type=click.FloatRange(0, min_open=True),
-                  help="Seconds to wait for the broker.")
-    @click.option("--command-config", "command_config", type=click.Path(dir_okay=False, path_type=Path),
-                  default=None, metavar="FILE",
-                  help="Client security settings (security.protocol, sasl.mechanism, sasl.jaas.config).")
+    @_wire_options
     @functools.wraps(fn)
     def wrapper(bootstrap: str, as_json: bool, timeout: float, command_config: Path | None, **kwargs: Any) -> None:
-        try:
+        with _one_line_errors(bootstrap, timeout):
             security = load_client_security(command_config) if command_config else ClientSecurity()
             with WireClient(bootstrap, timeout, security) as client:
                 fn(client=client, as_json=as_json, **kwargs)
-        except ClientConfigError as exc:
-            fail(str(exc))
-        except WireError as exc:
-            fail(str(exc), exc.kafka_error)
-        except TimeoutError:
-            fail(f"the broker at {bootstrap} did not answer within {timeout}s")
 
     return wrapper  # type: ignore[return-value]
+
+
+def wire_connector(fn: F) -> F:
+    """As `wire_command`, but the command connects itself (when it wants to retry): it gets `connect`, a
+    function returning a new connected `WireClient` (or raising `WireError`)."""
+
+    @_wire_options
+    @functools.wraps(fn)
+    def wrapper(bootstrap: str, as_json: bool, timeout: float, command_config: Path | None, **kwargs: Any) -> None:
+        with _one_line_errors(bootstrap, timeout):
+            security = load_client_security(command_config) if command_config else ClientSecurity()
+
+            def connect() -> WireClient:
+                client = WireClient(bootstrap, timeout, security)
+                client.connect()
+                return client
+
+            fn(connect=connect, as_json=as_json, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
+
+
+@contextlib.contextmanager
+def _one_line_errors(bootstrap: str, timeout: float) -> Iterator[None]:
+    try:
+        yield
+    except ClientConfigError as exc:
+        fail(str(exc))
+    except WireError as exc:
+        fail(str(exc), exc.kafka_error)
+    except TimeoutError:
+        fail(f"the broker at {bootstrap} did not answer within {timeout}s")
 
 
 def pairs(values: tuple[str, ...], option: str) -> dict[str, str]:

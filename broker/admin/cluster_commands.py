@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import json
 import sys
+import time
+from collections.abc import Callable
 
 import click
 from click.shell_completion import get_completion_class
 
 from pybroker.broker.admin import cluster as cluster_ops
-from pybroker.broker.admin.cli_support import fail, pairs, wire_command
+from pybroker.broker.admin.cli_support import fail, pairs, wire_command, wire_connector
 from pybroker.broker.admin.output import emit
-from pybroker.broker.admin.wire import WireClient
+from pybroker.broker.admin.wire import WireClient, WireError
 
 COMPLETION_VAR = "_PYBROKER_COMPLETE"
+HEALTH_RETRY_S = 0.5
 
 
 @click.command("log-dirs", short_help="Log dirs with their space and partition sizes.")
@@ -103,11 +106,28 @@ def configs_keys(scope: str | None, as_json: bool) -> None:
 
 
 @click.command("health", short_help="Check the broker (exit 1 when unhealthy).")
-@wire_command
-def health(client: WireClient, as_json: bool) -> None:
+@click.option("--wait", type=click.FloatRange(0), default=0.0, show_default=True, metavar="SECONDS",
+              help="Keep checking (twice a second) until healthy or this much time has passed: for scripts "
+                   "that wait for a broker to start.")
+@wire_connector
+def health(connect: Callable[[], WireClient], as_json: bool, wait: float) -> None:
     """Is the broker healthy? Exit 0 when it answers, every partition has a leader and every log dir is
     online; 1 otherwise (also when it cannot be reached)."""
-    report = cluster_ops.health(client)
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            client = connect()
+            try:
+                report = cluster_ops.health(client)
+            finally:
+                client.close()
+        except WireError:
+            if time.monotonic() >= deadline:
+                raise
+        else:
+            if report["healthy"] or time.monotonic() >= deadline:
+                break
+        time.sleep(HEALTH_RETRY_S)
     if as_json:
         click.echo(json.dumps(report, indent=2))
     else:

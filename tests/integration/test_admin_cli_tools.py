@@ -412,3 +412,26 @@ def test_produce_from_a_quiet_pipe_sends_at_once(tools_broker: BrokerProcess, ne
         producer.kill()
     assert producer.returncode == 0, err
     assert js(tools_broker, "topics", "describe", topic)[0]["log_end_offset"] == 2
+
+
+def test_health_wait_returns_once_a_starting_broker_is_healthy(broker_factory: Callable[..., BrokerProcess],
+                                                               broker_target: str) -> None:
+    if broker_target != "pybroker":
+        pytest.skip("pybroker's own command line")
+    unreachable = f"127.0.0.1:{free_port()}"
+    start = time.monotonic()
+    gave_up = CliRunner().invoke(cli, ["health", "--wait", "1", "--bootstrap-server", unreachable])
+    assert gave_up.exit_code == 1 and "cannot reach the broker" in gave_up.stderr
+    assert 1 <= time.monotonic() - start < 10
+    later = broker_factory(start=False)
+    waiting = subprocess.Popen([sys.executable, "-m", "pybroker.broker.cli", "health", "--wait", "60",
+                                "--bootstrap-server", later.bootstrap], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, cwd=REPO_ROOT)
+    try:
+        time.sleep(1)  # it is retrying against nothing now
+        later.start()
+        out, err = waiting.communicate(timeout=60)
+    finally:
+        waiting.kill()
+    assert waiting.returncode == 0, err
+    assert out.startswith("healthy: yes")
