@@ -21,10 +21,12 @@ from pybroker.broker.admin import topics as topic_ops
 from pybroker.broker.admin import users as user_ops
 from pybroker.broker.admin.cli_support import fail, pairs, wire_command
 from pybroker.broker.admin.cluster_commands import completion, configs, health, log_dirs
+from pybroker.broker.admin.consumer import topic_partitions
 from pybroker.broker.admin.data_commands import consume, produce
 from pybroker.broker.admin.group_commands import groups
 from pybroker.broker.admin.offline_commands import check_log, dump_log
 from pybroker.broker.admin.output import emit
+from pybroker.broker.admin.times import parse_datetime_ms
 from pybroker.broker.admin.wire import WireClient
 from pybroker.broker.security.scram import MAX_ITERATIONS, MECHANISMS, MIN_ITERATIONS
 from pybroker.protocol.acl_codes import AclOperation, AclPermissionType, PatternType, ResourceType
@@ -169,6 +171,46 @@ def topics_add_partitions(client: WireClient, as_json: bool, name: str, total: i
     if (total is None) == (more is None):
         raise click.UsageError("give exactly one of --total N (the new count) or --num N (how many to add)")
     emit([topic_ops.add_partitions(client, name, total, more)], ["topic", "partitions_before", "partitions"], as_json)
+
+
+@topics.command("offsets")
+@click.argument("names", nargs=-1, required=True)
+@click.option("--partition", "-p", "partitions", type=click.IntRange(0), multiple=True,
+              help="Only these partitions; repeatable.")
+@click.option("--time", "when", default="latest", show_default=True, metavar="WHEN",
+              help="earliest, latest, max-timestamp (the record with the largest timestamp), or a time "
+                   "(ISO 8601 or ms): the first record at or after it.")
+@wire_command
+def topics_offsets(client: WireClient, as_json: bool, names: tuple[str, ...], partitions: tuple[int, ...],
+                   when: str) -> None:
+    """Each partition's offset at a time (ListOffsets, as kafka-get-offsets): where a log starts or ends, or the
+    first record at or after a moment (offset "-" when there is none)."""
+    try:
+        timestamp = topic_ops.TIME_WORDS[when] if when in topic_ops.TIME_WORDS else parse_datetime_ms(when)
+    except ValueError:
+        raise click.BadParameter(f"{when!r}: use earliest, latest, max-timestamp, an ISO 8601 time or ms",
+                                 param_hint="--time") from None
+    keys = topic_partitions(client, names, partitions)
+    emit(topic_ops.offsets_at(client, keys, timestamp), ["topic", "partition", "offset", "timestamp"], as_json)
+
+
+@topics.command("delete-records")
+@click.argument("name")
+@click.option("--partition", "-p", "partitions", type=click.IntRange(0), multiple=True,
+              help="Only these partitions (default: all); repeatable.")
+@click.option("--before", required=True, metavar="OFFSET|latest",
+              help="Delete the records before this offset (latest: every record there is now).")
+@wire_command
+def topics_delete_records(client: WireClient, as_json: bool, name: str, partitions: tuple[int, ...],
+                          before: str) -> None:
+    """Delete a partition's oldest records (DeleteRecords, as kafka-delete-records): its log start moves up to
+    the offset; prints the new log start offset of each partition."""
+    if before != "latest" and not before.isdigit():
+        raise click.BadParameter(f"{before!r}: an offset or latest", param_hint="--before")
+    offset = topic_ops.LATEST if before == "latest" else int(before)
+    keys = topic_partitions(client, [name], partitions)
+    emit(topic_ops.delete_records(client, dict.fromkeys(keys, offset)), ["topic", "partition", "low_watermark"],
+         as_json)
 
 
 @topics.command("create")

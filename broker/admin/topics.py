@@ -11,6 +11,11 @@ from pybroker.broker.admin.wire import WireClient, WireError
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.messages.create_partitions import CreatePartitionsRequest, CreatePartitionsTopic
 from pybroker.protocol.messages.create_topics import CreatableTopic, CreatableTopicConfig, CreateTopicsRequest
+from pybroker.protocol.messages.delete_records import (
+    DeleteRecordsPartition,
+    DeleteRecordsRequest,
+    DeleteRecordsTopic,
+)
 from pybroker.protocol.messages.delete_topics import DeleteTopicsRequest
 from pybroker.protocol.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResource
 from pybroker.protocol.messages.incremental_alter_configs import (
@@ -67,6 +72,44 @@ def list_offsets(client: WireClient, partitions: Iterable[tuple[str, int]], time
             check(part.error_code, None, f"ListOffsets {topic.name}-{part.partition_index}")
             offsets[(topic.name, part.partition_index)] = part.offset
     return offsets
+
+
+MAX_TIMESTAMP = -3
+#: `--time` words, as kafka-get-offsets' -1/-2/-3
+TIME_WORDS = {"earliest": EARLIEST, "latest": LATEST, "max-timestamp": MAX_TIMESTAMP}
+
+
+def offsets_at(client: WireClient, partitions: Iterable[tuple[str, int]], timestamp: int) -> list[dict[str, Any]]:
+    """ListOffsets with the timestamps: per partition the offset (and its record's timestamp) for `timestamp`
+    (EARLIEST, LATEST, MAX_TIMESTAMP or ms: the first record at or after it; none: offset null)."""
+    request = ListOffsetsRequest(replica_id=-1, topics=[
+        ListOffsetsTopic(name=topic, partitions=[ListOffsetsPartition(partition_index=p, timestamp=timestamp)
+                                                 for t, p in sorted(partitions) if t == topic])
+        for topic in sorted({t for t, _ in partitions})])
+    response = client.call(request, max_version=8)
+    rows = []
+    for topic in response.topics:
+        for part in sorted(topic.partitions, key=lambda p: p.partition_index):
+            check(part.error_code, None, f"ListOffsets {topic.name}-{part.partition_index}")
+            rows.append({"topic": topic.name, "partition": part.partition_index,
+                         "offset": part.offset if part.offset >= 0 else None,
+                         "timestamp": part.timestamp if part.timestamp >= 0 else None})
+    return rows
+
+
+def delete_records(client: WireClient, before: Mapping[tuple[str, int], int]) -> list[dict[str, Any]]:
+    """DeleteRecords: move each partition's log start up to its offset (LATEST: its end); the new starts."""
+    request = DeleteRecordsRequest(timeout_ms=30_000, topics=[
+        DeleteRecordsTopic(name=topic, partitions=[DeleteRecordsPartition(partition_index=p, offset=o)
+                                                   for (t, p), o in sorted(before.items()) if t == topic])
+        for topic in sorted({t for t, _ in before})])
+    response = client.call(request, max_version=2)
+    rows = []
+    for topic in response.topics:
+        for part in sorted(topic.partitions, key=lambda p: p.partition_index):
+            check(part.error_code, None, f"DeleteRecords {topic.name}-{part.partition_index}")
+            rows.append({"topic": topic.name, "partition": part.partition_index, "low_watermark": part.low_watermark})
+    return rows
 
 
 def topic_configs(client: WireClient, topic: str, *, all_keys: bool = False) -> dict[str, str | None]:

@@ -265,6 +265,24 @@ def test_topics_internal_hidden_add_partitions_and_bootstrap_lists(tools_broker:
     shrink = run(tools_broker, "topics", "add-partitions", topic, "--total", "2", "--json", code=1)
     assert json.loads(shrink.stderr)["kafka_error"] == "INVALID_PARTITIONS"
 
+    run(tools_broker, "produce", topic, "-p", "0", "--input-format", "json",
+        input="".join(json.dumps({"value": str(i), "timestamp": 5_000_000 + i * 1000}) + "\n" for i in range(6)))
+    offsets = js(tools_broker, "topics", "offsets", topic, "-p", "0", "--time", "earliest")
+    assert offsets == [{"topic": topic, "partition": 0, "offset": 0, "timestamp": None}]
+    assert js(tools_broker, "topics", "offsets", topic, "-p", "0")[0]["offset"] == 6
+    assert js(tools_broker, "topics", "offsets", topic, "-p", "0", "--time", "max-timestamp")[0] == {
+        "topic": topic, "partition": 0, "offset": 5, "timestamp": 5_005_000}
+    at = js(tools_broker, "topics", "offsets", topic, "-p", "0", "--time", "1970-01-01T02:23:22.5+01:00")
+    assert at[0]["offset"] == 3 and at[0]["timestamp"] == 5_003_000  # 01:23:22.5 UTC = 5,002.5 s: the next is 3
+    assert js(tools_broker, "topics", "offsets", topic, "-p", "0", "--time", "9999999999999")[0]["offset"] is None
+    assert js(tools_broker, "topics", "delete-records", topic, "-p", "0", "--before", "4") == [
+        {"topic": topic, "partition": 0, "low_watermark": 4}]
+    assert [r["value"] for r in lines(tools_broker, "consume", topic, "-p", "0", "--from-beginning", "-e")] == [
+        "4", "5"]
+    assert js(tools_broker, "topics", "delete-records", topic, "--before", "latest")[0]["low_watermark"] == 6
+    beyond = run(tools_broker, "topics", "delete-records", topic, "-p", "0", "--before", "99", "--json", code=1)
+    assert json.loads(beyond.stderr)["kafka_error"] == "OFFSET_OUT_OF_RANGE"
+
     dead = f"127.0.0.1:{free_port()}"
     listed = json.loads(run(tools_broker, "topics", "list", "--json", bootstrap=f"{dead},{tools_broker.bootstrap}").stdout)
     assert topic in {row["topic"] for row in listed}
