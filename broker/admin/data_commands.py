@@ -267,7 +267,7 @@ def consume(client: WireClient, as_json: bool, topics: tuple[str, ...], partitio
         else:
             keys = topic_partitions(client, topics, partitions)
             consumer.assign(start_positions(client, keys, start_at))
-        return list_offsets(client, keys, LATEST) if exit_at_end else {}
+        return list_offsets(client, keys, LATEST, consumer.isolation) if exit_at_end else {}
 
     count = 0
     interrupted = False

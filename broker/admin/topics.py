@@ -53,15 +53,16 @@ def list_topics(client: WireClient, include_internal: bool) -> list[dict[str, An
             for t in metadata(client, None) if include_internal or not t.is_internal]
 
 
-def list_offsets(client: WireClient, partitions: Iterable[tuple[str, int]], timestamp: int
-                 ) -> dict[tuple[str, int], int]:
-    """The offset for `timestamp` (EARLIEST, LATEST or ms) of each partition; -1 where there is none."""
+def list_offsets(client: WireClient, partitions: Iterable[tuple[str, int]], timestamp: int,
+                 isolation_level: int = 0) -> dict[tuple[str, int], int]:
+    """The offset for `timestamp` (EARLIEST, LATEST or ms) of each partition; -1 where there is none.
+    Under read_committed (`isolation_level` 1) LATEST is the last stable offset."""
     by_topic: dict[str, list[int]] = {}
     for topic, partition in partitions:
         by_topic.setdefault(topic, []).append(partition)
     if not by_topic:
         return {}
-    request = ListOffsetsRequest(replica_id=-1, topics=[
+    request = ListOffsetsRequest(replica_id=-1, isolation_level=isolation_level, topics=[
         ListOffsetsTopic(name=topic, partitions=[ListOffsetsPartition(partition_index=p, timestamp=timestamp)
                                                  for p in sorted(parts)])
         for topic, parts in sorted(by_topic.items())])
