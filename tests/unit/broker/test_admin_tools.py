@@ -9,6 +9,8 @@ import os
 import socket
 import subprocess
 import sys
+from types import SimpleNamespace
+from typing import cast
 
 import pytest
 from click.testing import CliRunner
@@ -17,7 +19,7 @@ from hypothesis import strategies as st
 from kafka.partitioner.default import murmur2 as kafka_murmur2
 
 from pybroker.broker.admin import groups as group_ops
-from pybroker.broker.admin.consumer import StartAt, parse_start, range_assignment
+from pybroker.broker.admin.consumer import READ_COMMITTED, Consumer, StartAt, parse_start, range_assignment
 from pybroker.broker.admin.dump_log import decode_offsets_record, decode_transaction_log_record
 from pybroker.broker.admin.formats import (
     ConsumedRecord,
@@ -33,7 +35,7 @@ from pybroker.broker.admin.formats import (
 )
 from pybroker.broker.admin.producer import murmur2, partition_for_key
 from pybroker.broker.admin.times import parse_datetime_ms, parse_duration_ms
-from pybroker.broker.admin.wire import WireError, parse_bootstrap_list
+from pybroker.broker.admin.wire import WireClient, WireError, parse_bootstrap_list
 from pybroker.broker.cli import cli
 from pybroker.protocol.messages.coordinator_records import (
     GroupMetadataValue,
@@ -46,6 +48,7 @@ from pybroker.protocol.offsets_topic_records import (
     offset_commit_key,
     offset_commit_value,
 )
+from pybroker.protocol.records.record import Record, build_batch
 from pybroker.protocol.transaction_log_records import (
     TransactionStatus,
     encode_transaction_key,
@@ -237,3 +240,23 @@ def test_a_silent_listener_times_out_in_one_line() -> None:
                                           f"127.0.0.1:{port}"])
     assert result.exit_code == 1
     assert result.stderr == f"pybroker: error: the broker at 127.0.0.1:{port} did not answer within 0.3s (see --timeout)\n"
+
+
+def test_read_committed_skips_aborted_transactions_and_markers() -> None:
+    def batch(base: int, values: list[bytes], *, pid: int = -1, txn: bool = False, control: bool = False) -> bytes:
+        return bytes(build_batch([Record(i, 0, None, v) for i, v in enumerate(values)], base_offset=base,
+                                 producer_id=pid, producer_epoch=0 if pid >= 0 else -1, is_transactional=txn,
+                                 is_control=control, base_timestamp=1000))
+
+    data = (batch(0, [b"plain"]) + batch(1, [b"aborted-1", b"aborted-2"], pid=5, txn=True)
+            + batch(3, [b"\x00\x00\x00\x00"], pid=5, txn=True, control=True)  # the abort marker
+            + batch(4, [b"committed"], pid=5, txn=True) + batch(5, [b"other"], pid=6, txn=True))
+    aborted = [SimpleNamespace(producer_id=5, first_offset=1)]
+    committed = Consumer(cast(WireClient, None), isolation=READ_COMMITTED)
+    committed.assign({("t", 0): 0})
+    assert [r.value for r in committed._records(("t", 0), data, aborted)] == [b"plain", b"committed", b"other"]
+    assert committed.positions[("t", 0)] == 6
+    everything = Consumer(cast(WireClient, None))
+    everything.assign({("t", 0): 2})  # and records before the position are not handed out again
+    assert [r.value for r in everything._records(("t", 0), data, aborted)] == [
+        b"aborted-2", b"committed", b"other"]
