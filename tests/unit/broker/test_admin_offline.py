@@ -3,6 +3,7 @@ the table renderer, and check-log's progress bar path."""
 
 from __future__ import annotations
 
+import json
 import struct
 from pathlib import Path
 
@@ -82,3 +83,12 @@ def test_check_log_shows_a_progress_bar_for_large_dirs_at_a_terminal(tmp_path: P
     assert "checking" in result.output and "2 batch(es)" in result.output and "OK" in result.output
     as_json = CliRunner().invoke(offline_commands.check_log, [str(tmp_path), "--json"])
     assert "checking" not in as_json.output
+
+
+def test_offline_errors_are_json_under_json(tmp_path: Path) -> None:
+    stray = tmp_path / "notes.txt"
+    stray.write_text("hello")
+    result = CliRunner().invoke(offline_commands.dump_log, [str(stray), "--json"])
+    assert result.exit_code == 1 and result.stdout == ""
+    assert json.loads(result.stderr) == {"error": "notes.txt is not a segment file (expected a 20-digit base "
+                                                  "offset name)", "kafka_error": None}
