@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import select
 import sys
 import time
@@ -43,7 +44,7 @@ from pybroker.broker.admin.formats import (
 from pybroker.broker.admin.output import emit
 from pybroker.broker.admin.producer import CODECS, Producer
 from pybroker.broker.admin.times import DATETIME
-from pybroker.broker.admin.topics import LATEST, list_offsets
+from pybroker.broker.admin.topics import LATEST, list_offsets, list_topics
 from pybroker.broker.admin.wire import WireClient, WireError
 
 ACKS = {"all": -1, "-1": -1, "0": 0, "1": 1}
@@ -182,6 +183,9 @@ def _input_size(stream: IO[str]) -> int:
 # -- consume -------------------------------------------------------------------------------------------
 @click.command("consume", short_help="Print records (alone or in a consumer group).")
 @click.argument("topics", nargs=-1, required=True)
+@click.option("--regex", "-r", is_flag=True,
+              help="TOPICS are regular expressions: consume every (non-internal) topic one matches whole, as "
+                   "kafka-console-consumer's --include (topics created later are not picked up).")
 @click.option("--partition", "-p", "partitions", type=click.IntRange(0), multiple=True,
               help="Only these partitions; repeatable (not with --group).")
 @click.option("--offset", "start", default=None, metavar="SPEC",
@@ -216,7 +220,7 @@ def _input_size(stream: IO[str]) -> int:
 @click.option("--client-id", default="pybroker-consume", show_default=True,
               help="What groups describe --members shows for this member.")
 @wire_command
-def consume(client: WireClient, as_json: bool, topics: tuple[str, ...], partitions: tuple[int, ...],
+def consume(client: WireClient, as_json: bool, topics: tuple[str, ...], regex: bool, partitions: tuple[int, ...],
             start: str | None, from_beginning: bool, from_timestamp: int | None, group: str | None, commit: bool,
             max_messages: int | None, idle_timeout: float | None, exit_at_end: bool, encoding: str,
             print_key: bool, print_headers: bool, print_timestamp: bool, print_partition: bool,
@@ -254,6 +258,8 @@ def consume(client: WireClient, as_json: bool, topics: tuple[str, ...], partitio
         start_at = parse_start(starts[0]) if starts else StartAt("latest")
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--offset") from None
+    if regex:
+        topics = tuple(_matching_topics(client, topics))
     reset = "earliest" if from_beginning else "latest"
     consumer = Consumer(client, reset=reset,
                         isolation=READ_COMMITTED if isolation_level == "read_committed" else READ_UNCOMMITTED,
@@ -304,6 +310,18 @@ def consume(client: WireClient, as_json: bool, topics: tuple[str, ...], partitio
     if not as_json:
         click.echo(f"Processed a total of {count} messages", err=True)
     sys.stdout.flush()
+
+
+def _matching_topics(client: WireClient, patterns: tuple[str, ...]) -> list[str]:
+    try:
+        compiled = [re.compile(p) for p in patterns]
+    except re.error as exc:
+        raise click.BadParameter(f"{exc.pattern!r}: {exc}", param_hint="TOPICS") from None
+    names = [t["topic"] for t in list_topics(client, include_internal=False)]
+    matched = [name for name in names if any(c.fullmatch(name) for c in compiled)]
+    if not matched:
+        raise WireError(f"no topic matches {', '.join(patterns)}", "UNKNOWN_TOPIC_OR_PARTITION")
+    return matched
 
 
 def _commit_and_leave(client: WireClient, member: GroupMember, offsets: dict[tuple[str, int], int] | None,

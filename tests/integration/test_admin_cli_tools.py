@@ -104,6 +104,10 @@ def test_produce_and_consume_keys_headers_formats_offsets_and_times(tools_broker
     run(tools_broker, "produce", topic, "-p", "1", "--acks", "0", "--value", "fire-and-forget")
     _until(lambda: any(r["value"] == "fire-and-forget" for r in lines(tools_broker, "consume", topic, "-p", "1",
                                                                        "--from-beginning", "-e")))
+    pattern = re.escape(topic[:-4]) + ".*"  # this topic and no other
+    assert {r["topic"] for r in lines(tools_broker, "consume", "--regex", pattern, "--from-beginning", "-e")} == {
+        topic}
+    assert "no topic matches" in run(tools_broker, "consume", "-r", "no-such-.*", "-e", code=1).stderr
     start = time.monotonic()
     assert lines(tools_broker, "consume", topic, "--idle-timeout", "0.5") == []  # from the end: nothing comes
     assert time.monotonic() - start < 10
