@@ -49,6 +49,10 @@ READ_UNCOMMITTED, READ_COMMITTED = 0, 1
 _VERSION = struct.Struct(">h")
 #: joins in a row that may end in "try again" (member id required, rebalance in progress) before giving up
 JOIN_ATTEMPTS = 20
+#: answers that mean "ask again in a moment" (a broker just started, its offsets topic loading)
+COORDINATOR_NOT_READY = (ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                         ErrorCode.NOT_COORDINATOR)
+RETRY_BACKOFF_S = 0.25
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,6 +231,9 @@ class GroupMember:
                 continue
             if joined.error_code == ErrorCode.UNKNOWN_MEMBER_ID:
                 self.member_id = ""
+                continue
+            if joined.error_code in COORDINATOR_NOT_READY:  # the offsets topic is still loading: a moment
+                time.sleep(RETRY_BACKOFF_S)
                 continue
             check(joined.error_code, None, f"JoinGroup {self.group}")
             self.member_id, self.generation = joined.member_id, joined.generation_id
