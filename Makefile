@@ -6,13 +6,24 @@ STAMP := $(VENV)/.installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PYTEST_ARGS ?=
 
-.PHONY: cc kcat java prometheus run test test-fast lint bench fuzz check-gen gen docs install clean
+.PHONY: cc kcat java prometheus chromium run test test-fast lint bench fuzz check-gen gen docs install clean
 
-$(STAMP): pyproject.toml setup.py protocol/records/record_walk.py | cc
+# two stamps: `make run` needs only the broker (.venv/.installed-broker); tests, lint and the Spark
+# connector need the extras too (.venv/.installed, which implies the other)
+BROKER_STAMP := $(VENV)/.installed-broker
+SOURCES_OF_INSTALL := pyproject.toml setup.py protocol/records/record_walk.py
+
+$(BROKER_STAMP): $(SOURCES_OF_INSTALL) | cc
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e .
+	touch $(BROKER_STAMP)
+
+$(STAMP): $(SOURCES_OF_INSTALL) | cc
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[test,dev,spark]'
-	touch $(STAMP)
+	touch $(STAMP) $(BROKER_STAMP)
 
 install: $(STAMP)
 
@@ -36,10 +47,15 @@ prometheus:
 	@command -v prometheus >/dev/null 2>&1 || \
 	  { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q --no-install-recommends prometheus; }
 
-run: $(STAMP)
+# the web console's browser tests drive Debian's chromium through its WebDriver
+chromium:
+	@{ command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1; } || \
+	  { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q chromium chromium-driver; }
+
+run: $(BROKER_STAMP)
 	$(VENV)/bin/pybroker start --log-dirs ./data --listeners PLAINTEXT://127.0.0.1:9092
 
-test: $(STAMP) kcat java prometheus
+test: $(STAMP) kcat java prometheus chromium
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 test-fast: $(STAMP) java

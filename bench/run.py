@@ -15,8 +15,11 @@ First, in-process, what produce-path validation costs per batch and per record a
 10 KiB, uncompressed and compressed, with the compiled record walk and the pure-Python one
 (`bench/validation.py`).
 
-Last, on pybroker alone, produce and consume over an SSL listener beside a PLAINTEXT one of the same
+Then, on pybroker alone, produce and consume over an SSL listener beside a PLAINTEXT one of the same
 broker (`bench/tls.py`, `--skip-tls` to leave it out): what TLS costs, consume most (no sendfile).
+
+Last, on pybroker alone, transactional produce (`bench/txn.py`, `--skip-txn` to leave it out): records/s
+at 100 transactions/s and commit latency p50/p99, for 10, 100 and 1000 records per transaction.
 
     .venv/bin/python bench/run.py [--records N] [--only pybroker|tansu] [--skip-tansu] [--skip-validation]
 """
@@ -203,6 +206,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--skip-validation", action="store_true", help="skip the validation cost table")
     parser.add_argument("--skip-load", action="store_true", help="the validation cost table only")
     parser.add_argument("--skip-tls", action="store_true", help="skip the TLS vs PLAINTEXT phase")
+    parser.add_argument("--skip-txn", action="store_true", help="skip the transactional produce phase")
+    parser.add_argument("--txn-seconds", type=float, default=10.0,
+                        help="seconds per records-per-transaction load in the transactional phase (default 10)")
     parser.add_argument("--tls-records", type=int, default=200_000,
                         help="records per size in the TLS vs PLAINTEXT phase (default 200000)")
     args = parser.parse_args(argv)
@@ -230,6 +236,7 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, BrokerResult] = {}
     memory: list[str] = []
     tls_result = None
+    txn_results = None
     try:
         with tempfile.TemporaryDirectory(prefix="pybroker-bench-") as tmp:
             for name in names:
@@ -242,6 +249,10 @@ def main(argv: list[str] | None = None) -> int:
 
                 print("  [pybroker] TLS vs PLAINTEXT ...", flush=True)
                 tls_result = tls.run(args.tls_records, args.partitions)
+            if "pybroker" in names and not args.skip_txn:
+                from bench import txn
+
+                txn_results = txn.run(args.txn_seconds)
     finally:
         kill_all()
     for result in results.values():
@@ -255,6 +266,10 @@ def main(argv: list[str] | None = None) -> int:
         from bench import tls
 
         tls.print_table(tls_result, client_ceilings(args.tls_records))
+    if txn_results is not None:
+        from bench import txn
+
+        txn.print_table(txn_results, client_ceilings(args.records)[txn.SIZE])
     print(f"\nbenchmark took {time.monotonic() - started:.0f} s")
     return 1 if any(r.error and not r.error.startswith("not fetched") for r in results.values()) else 0
 

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from pybroker.broker.console.service import ConsoleService
 from pybroker.broker.dispatch import load_handlers
 from pybroker.broker.listeners import KEY_STORE_KEYS, Listeners
 from pybroker.broker.logs import get_logger
@@ -49,6 +50,11 @@ class BrokerApp:
         # group figures and lag come from the group coordinator's snapshot, when the broker has one
         self.metrics = MetricsService(self.state, self.not_ready_reason, groups_snapshot=self.state.groups.snapshot)
         self.metrics_bound_port: int | None = None
+        #: the web console (docs/console.md): under /console on the metrics port, and on console.port
+        self.console = ConsoleService(self.state, self.metrics.collector) if config.get("console.enable") else None
+        if self.console is not None:
+            self.metrics.server.console = self.console.app
+        self.console_bound_port: int | None = None
 
     def not_ready_reason(self) -> str | None:
         """None while the broker serves; otherwise why not (for `/readyz`)."""
@@ -63,6 +69,8 @@ class BrokerApp:
         log.info("starting", node_id=self.state.node_id, config=self.config.effective(),
                  explicitly_set=sorted(self.config.explicit), unknown_config_keys=sorted(self.config.unknown),
                  record_walk=records_check.WALK_IMPLEMENTATION)
+        if self.config.unknown:  # a typo in server.properties deserves its own line, not a field in a long one
+            log.warning("unknown config keys ignored", keys=sorted(self.config.unknown))
         limits = raise_open_file_limit()
         (log.warning if limits.error else log.info)(
             "open file limit", soft_before=limits.soft_before, soft=limits.soft, hard=limits.hard,
@@ -72,12 +80,18 @@ class BrokerApp:
                  source=self.state.logs.max_partitions_source)
         started = time.monotonic()
         for stats in self.state.startup():
-            log.info("log dir loaded", **_as_dict(stats))
+            fields = _as_dict(stats)
+            if fields.pop("new_dir", False):  # a first start: no shutdown, clean or not, to speak of
+                fields.pop("clean_shutdown", None)
+                log.info("new log dir", **fields)
+            else:
+                log.info("log dir loaded", **fields)
         log.info("logs loaded", seconds=round(time.monotonic() - started, 3), cluster_id=self.state.cluster_id,
                  partitions=len(self.state.logs.logs()))
         # the persisted dynamic configs are in force now: a key store changed at runtime before a restart
         listeners.apply_update(set(KEY_STORE_KEYS))
         self.state.groups.start()
+        self.state.transactions.start()
         self.state.guard.start(self.state.connections)
         self.state.dynamic_configs.check_with(listeners.check_update)
         self.state.dynamic_configs.on_change(listeners.apply_update)
@@ -89,7 +103,11 @@ class BrokerApp:
         if self.metrics_port is not None:
             self.metrics_bound_port = await self.metrics.start(self.metrics_host, self.metrics_port)
             log.info("metrics listening", host=self.metrics_host, port=self.metrics_bound_port,
-                     paths=["/metrics", "/healthz", "/readyz"])
+                     paths=["/metrics", "/healthz", "/readyz", *(["/console"] if self.console else [])])
+        if self.console is not None:
+            self.console_bound_port = await self.console.start(on_metrics_port=self.metrics_bound_port is not None)
+            if self.console_bound_port is not None:
+                log.info("console listening", host=self.console.host, port=self.console_bound_port, path="/console")
         self.serving = True
 
     async def run_background(self) -> None:
@@ -168,6 +186,7 @@ class BrokerApp:
         # in-flight requests finish: long polls answer now with what they have, fsync waits complete,
         # members waiting in JoinGroup/SyncGroup are told to find their coordinator again
         self.state.purgatory.wake_all()
+        await self.state.transactions.stop()
         await self.state.groups.stop()
         in_flight = [entry.result for conn in self.state.connections for entry in conn.pending
                      if isinstance(entry.result, asyncio.Future)]
@@ -184,6 +203,8 @@ class BrokerApp:
         await asyncio.to_thread(self.state.cleaner.shutdown)  # before the logs close under it
         await asyncio.to_thread(self.state.logs.shutdown)
         await self.metrics.stop()
+        if self.console is not None:
+            await self.console.stop()
 
     def install_signal_handlers(self) -> None:
         loop = asyncio.get_running_loop()

@@ -51,13 +51,15 @@ def cli() -> None:
               help="Serve /metrics (Prometheus), /healthz and /readyz on this port.")
 @click.option("--metrics-host", default="127.0.0.1", show_default=True,
               help="Address of the metrics port (0.0.0.0 in a container).")
+@click.option("--console-port", type=click.IntRange(0, 65535),
+              help="Serve the web console on this port too (console.port; console.host binds it, 127.0.0.1 by default).")
 @click.option("--node-id", type=click.IntRange(0), help="The node id (node.id).")
 @click.option("--log-format", type=click.Choice(["json", "console"]), default=None,
               help="Log format (default: json unless stdout is a terminal).")
 @click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]), default="info")
 def start(log_dirs: str | None, listeners: str | None, config_file: str | None, overrides: tuple[str, ...],
-          metrics_port: int | None, metrics_host: str, node_id: int | None, log_format: str | None,
-          log_level: str) -> None:
+          metrics_port: int | None, metrics_host: str, console_port: int | None, node_id: int | None,
+          log_format: str | None, log_level: str) -> None:
     """Start the broker and serve until SIGTERM or SIGINT."""
     from pybroker.broker.logs import configure_logging
 
@@ -69,7 +71,8 @@ def start(log_dirs: str | None, listeners: str | None, config_file: str | None, 
         except OSError as exc:
             _fail(f"--config: cannot read {config_file}: {exc.strerror or exc}")
     layers.append(_parse_overrides(overrides))
-    flags = {"log.dirs": log_dirs, "listeners": listeners, "node.id": None if node_id is None else str(node_id)}
+    flags = {"log.dirs": log_dirs, "listeners": listeners, "node.id": None if node_id is None else str(node_id),
+             "console.port": None if console_port is None else str(console_port)}
     layers.append({k: v for k, v in flags.items() if v is not None})
     try:
         config = BrokerConfig.load(*layers)

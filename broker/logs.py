@@ -5,6 +5,8 @@ Every line has `timestamp` (ISO 8601, UTC), `level`, `logger` and `event`; the r
 fields (documented in docs/logging.md). Records from the standard library's `logging` (asyncio,
 libraries) go through the same renderer, so nothing reaches the output in another format.
 Nothing on the request path logs at info level; errors carry their context (client, api, partition).
+Each logger's level can change at runtime (`pybroker.broker.log_levels`: Kafka's broker-logger
+configs), so the level is checked by the first processor rather than baked into the bound loggers.
 """
 
 from __future__ import annotations
@@ -15,8 +17,13 @@ from typing import TextIO
 
 import structlog
 
+from pybroker.broker.log_levels import LEVELS as LOGGER_LEVELS
+from pybroker.broker.log_levels import drop_below_level
+
 LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING, "error": logging.ERROR}
 FORMATS = ("json", "console")
+#: --log-level -> Kafka's name of the root logger's level
+KAFKA_NAMES = {"debug": "DEBUG", "info": "INFO", "warning": "WARN", "error": "ERROR"}
 
 
 def configure_logging(fmt: str | None = None, level: str = "info", stream: TextIO | None = None) -> None:
@@ -29,15 +36,17 @@ def configure_logging(fmt: str | None = None, level: str = "info", stream: TextI
     else:
         renderer = structlog.dev.ConsoleRenderer(colors=out.isatty())
     timestamper = structlog.processors.TimeStamper(fmt="iso", utc=True)
+    LOGGER_LEVELS.reset(KAFKA_NAMES[level])
     structlog.configure(
         processors=[
+            drop_below_level,
             structlog.contextvars.merge_contextvars,
             structlog.processors.add_log_level,
             timestamper,
             structlog.processors.format_exc_info,
             renderer,
         ],
-        wrapper_class=structlog.make_filtering_bound_logger(LEVELS[level]),
+        wrapper_class=structlog.make_filtering_bound_logger(logging.DEBUG),  # levels: drop_below_level
         logger_factory=structlog.PrintLoggerFactory(file=out),
         cache_logger_on_first_use=True,
     )
@@ -52,5 +61,6 @@ def configure_logging(fmt: str | None = None, level: str = "info", stream: TextI
 
 
 def get_logger(name: str) -> structlog.typing.FilteringBoundLogger:
+    LOGGER_LEVELS.register(name)
     logger: structlog.typing.FilteringBoundLogger = structlog.get_logger(name).bind(logger=name)
     return logger

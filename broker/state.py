@@ -23,7 +23,11 @@ from pybroker.broker.security.quotas import ClientQuotas
 from pybroker.broker.security.sasl_config import all_listeners_sasl
 from pybroker.broker.security.scram_store import FILE_NAME as SCRAM_FILE
 from pybroker.broker.security.scram_store import ScramStore
+from pybroker.broker.telemetry.clients import ClientMetrics
+from pybroker.broker.telemetry.subscriptions import FILE_NAME as CLIENT_METRICS_FILE
+from pybroker.broker.telemetry.subscriptions import Subscriptions
 from pybroker.broker.topics import Topics, log_config_for
+from pybroker.broker.transactions.service import TransactionService
 from pybroker.config.broker_config import BrokerConfig
 from pybroker.storage.log_manager import LogManager
 from pybroker.storage.producer_id_block import ProducerIdBlock
@@ -55,6 +59,8 @@ class BrokerState:
         self.advertised = config.advertised_addresses()
         self._producer_ids: ProducerIdBlock | None = None
         self.groups = GroupService(self)
+        #: the transaction coordinator (`__transaction_state`, markers, timeouts)
+        self.transactions = TransactionService(self)
         #: the ACL authorizer, or None when `authorizer.class.name` is not set (nothing is checked)
         self.authorizer = Authorizer.from_config(config, self.guard.warnings)
         #: SASL settings of each SASL listener by name (checked now: a mistake stops the start), and the
@@ -63,6 +69,8 @@ class BrokerState:
         self.scram = ScramStore(None)
         #: client quotas (producer/consumer byte rates), read at startup from the first log dir
         self.quotas = ClientQuotas.from_config(config, None)
+        #: client telemetry (KIP-714): subscriptions (read at startup, from the first log dir) and instances
+        self.client_metrics = ClientMetrics(Subscriptions(None), int(config.get("telemetry.max.bytes")))
 
     def startup(self) -> list[Any]:
         self.dynamic_configs.load()  # before the logs open, so they start with the altered settings
@@ -76,6 +84,8 @@ class BrokerState:
         self._producer_ids = ProducerIdBlock(Path(self.config.log_dirs[0]))
         self.scram = ScramStore(Path(self.config.log_dirs[0]) / SCRAM_FILE)
         self.quotas = ClientQuotas.from_config(self.config, Path(self.config.log_dirs[0]) / QUOTA_FILE)
+        self.client_metrics.subscriptions = Subscriptions(Path(self.config.log_dirs[0]) / CLIENT_METRICS_FILE)
+        self.client_metrics.subscriptions.load()
         return list(stats)
 
     @property

@@ -191,12 +191,34 @@ BROKER_DEFS: tuple[ConfigDef, ...] = (
        "Principals allowed everything, separated by semicolons (User:admin;User:ops)."),
     _b("allow.everyone.if.no.acl.found", "boolean", False,
        "Whether an action on a resource that no ACL mentions is allowed (else denied)."),
-    _b("transaction.state.log.num.partitions", "int", 50, "Accepted for compatibility.", at_least(1)),
+    _b("transaction.state.log.num.partitions", "int", 50,
+       "Partitions of the internal topic `__transaction_state`, made on first use (FindCoordinator or "
+       "InitProducerId with a transactional id); a transactional id lives in partition "
+       "abs(hashCode(id)) % this count, as in Kafka. An existing topic keeps its own count.", at_least(1)),
+    _b("transaction.state.log.segment.bytes", "int", 104_857_600,
+       "Segment size of `__transaction_state` (kept small so compaction keeps it short).", at_least(1)),
+    _b("transaction.max.timeout.ms", "int", 900_000,
+       "Longest transaction timeout a producer may ask for; InitProducerId with a longer one answers "
+       "INVALID_TRANSACTION_TIMEOUT.", at_least(1)),
+    _b("transaction.abort.timed.out.transaction.cleanup.interval.ms", "int", 10_000,
+       "How often open transactions are checked against their timeout; one past it is aborted with its "
+       "producer's epoch bumped (the producer is fenced).", at_least(1)),
+    _b("transaction.remove.expired.transaction.cleanup.interval.ms", "int", 3_600_000,
+       "How often transactional ids idle past transactional.id.expiration.ms are removed.", at_least(1)),
+    _b("transaction.partition.verification.enable", "boolean", True,
+       "Check every transactional produce against the coordinator: a partition not added to the open "
+       "transaction is refused (KIP-890 part 1; Produce v12 adds it instead)."),
+    _b("transaction.two.phase.commit.enable", "boolean", False,
+       "Allow InitProducerId with enable_2pc (KIP-939): such a transaction has no timeout and survives "
+       "its producer, to be committed or aborted by the client that resumes it (keep_prepared_txn). "
+       "When false, enable_2pc is answered TRANSACTIONAL_ID_AUTHORIZATION_FAILED."),
     _b("transaction.state.log.replication.factor", "short", 1, "Accepted for compatibility.", at_least(1)),
     _b("transaction.state.log.min.isr", "int", 1, "Accepted for compatibility.", at_least(1)),
     _b("producer.id.expiration.ms", "int", 86_400_000, "Idle time before a producer id's state expires.",
        at_least(1), True),
-    _b("transactional.id.expiration.ms", "int", 604_800_000, "Accepted for compatibility.", at_least(1)),
+    _b("transactional.id.expiration.ms", "int", 604_800_000,
+       "Idle time (no transaction open, no state change) after which a transactional id's state is "
+       "removed from `__transaction_state`.", at_least(1)),
     _b("process.roles", "list", ["broker", "controller"], "Accepted for compatibility (single node)."),
     _b("controller.quorum.voters", "list", [], "Accepted for compatibility."),
     _b("controller.listener.names", "list", [], "Accepted for compatibility."),
@@ -209,6 +231,13 @@ BROKER_DEFS: tuple[ConfigDef, ...] = (
        "Metadata/Produce request's auto-created topics may make. A larger request is refused whole, "
        "before any work, with POLICY_VIOLATION (\"Unable to perform excessively large batch operation.\"), "
        "as Kafka's controller refuses a request that would write more than 10,000 records.", at_least(1)),
+    _b("max.request.partition.size.limit", "int", 2000,
+       "Most partitions one DescribeTopicPartitions answer lists (Kafka's name and default): the request's "
+       "own `response_partition_limit` is honoured up to this, and the rest is left for the next page "
+       "(the answer's `next_cursor`).", at_least(1)),
+    _b("telemetry.max.bytes", "int", 1_048_576,
+       "Most bytes of metrics one PushTelemetry may carry (KIP-714, Kafka's name and default); a larger push "
+       "is answered TELEMETRY_TOO_LARGE. Decompressed, a push may grow to 8 times this.", at_least(1)),
     _b("max.broker.partitions", "int", 10_000,
        "Most partitions this broker holds (KIP-578's name). A creation that would pass it is refused with "
        "POLICY_VIOLATION. The broker also keeps an open-file budget: at start it raises its soft "
@@ -299,6 +328,16 @@ BROKER_DEFS: tuple[ConfigDef, ...] = (
     _sasl("connection.failed.authentication.delay.ms", "int", 100,
        "Delay before the answer to a failed authentication is sent and the connection closed, to slow "
        "password guessing (the event loop is not blocked).", at_least(0)),
+    # -- the web console (pybroker's own; docs/console.md) ------------------------------------------
+    _b("console.enable", "boolean", True,
+       "Serve the web console: under /console on the metrics port (loopback peers only there) and, when "
+       "console.port is set, on a port of its own."),
+    _b("console.port", "int", -1,
+       "A port of its own for the web console (also --console-port); -1: none, 0: any free port.",
+       between(-1, 65535)),
+    _b("console.host", "string", "127.0.0.1",
+       "Address the console's own port binds to. A loopback address also makes the console refuse requests "
+       "whose Host is not a loopback name (DNS rebinding)."),
 )
 
 TOPIC_DEFS: tuple[ConfigDef, ...] = (

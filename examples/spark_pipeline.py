@@ -12,6 +12,7 @@ Against the broker that `make run` starts:
         --source events --sink event-counts --checkpoint /tmp/event-counts-checkpoint
 
 Add `--available-now` to process what is in the topic now and stop (a batch-style run of the same job).
+Ctrl-C (or SIGTERM) stops the query cleanly and exits 0; restarting with the same checkpoint resumes.
 Needs the spark extra (`pip install 'pybroker[spark]'`) and Java 17+.
 """
 
@@ -19,7 +20,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
+import threading
 from collections.abc import Sequence
 
 from pyspark.sql import DataFrame, SparkSession
@@ -27,6 +30,9 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
 from pybroker.broker.spark import FORMAT, register
+
+#: how often the wait looks at Ctrl-C (a signal only sets an event; see `wait_until_stopped`)
+POLL_SECONDS = 1
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -77,6 +83,28 @@ def start_pipeline(spark: SparkSession, args: argparse.Namespace) -> StreamingQu
     return writer.start()
 
 
+def wait_until_stopped(query: StreamingQuery, stop: threading.Event) -> None:
+    """Wait for the query to end, or for Ctrl-C / SIGTERM; then stop it.
+
+    Ctrl-C must not land inside a call into the JVM: a KeyboardInterrupt raised while py4j waits on its
+    socket breaks that connection, and Spark then prints dozens of lines of py4j tracebacks on the way out.
+    So the signals only set an event, and the wait is a loop of short `awaitTermination(timeout)` calls.
+    """
+    def request_stop(signum: int, frame: object) -> None:
+        stop.set()
+
+    previous = {sig: signal.signal(sig, request_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        while not stop.is_set() and not query.awaitTermination(POLL_SECONDS):
+            pass
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    if query.isActive:
+        print("stopping the query ...", file=sys.stderr)
+        query.stop()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -84,13 +112,14 @@ def main(argv: Sequence[str] | None = None) -> int:
              .config("spark.sql.session.timeZone", "UTC")
              .config("spark.sql.shuffle.partitions", "4")
              .getOrCreate())
-    query = start_pipeline(spark, args)
+    spark.sparkContext.setLogLevel("WARN")
     try:
-        query.awaitTermination()
-    except KeyboardInterrupt:
-        query.stop()
+        query = start_pipeline(spark, args)
+        print(f"query {query.name} started; Ctrl-C stops it", file=sys.stderr, flush=True)
+        wait_until_stopped(query, threading.Event())
     finally:
         spark.stop()
+    print("stopped", file=sys.stderr)
     return 0
 
 

@@ -30,17 +30,25 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from pybroker.protocol.records.batch import BatchHeader, parse_header, patch_base_offset, patch_leader_epoch
+from pybroker.protocol.records.batch import (
+    BatchHeader,
+    RecordsError,
+    parse_header,
+    patch_base_offset,
+    patch_leader_epoch,
+)
+from pybroker.protocol.records.control import build_marker_batch, read_marker
 from pybroker.storage.dir_names import renamed_dir_name
 from pybroker.storage.errors import LogClosedError, OffsetOutOfRange
 from pybroker.storage.files import fsync_dir
 from pybroker.storage.flush_timing import report_flush
 from pybroker.storage.log_config import LogConfig
 from pybroker.storage.log_loader import LoadStats, load_segments
-from pybroker.storage.producer_state import ProducerStateManager
+from pybroker.storage.producer_state import CompletedTxn, ProducerStateManager
 from pybroker.storage.retention import KEEP, RetentionRules, Verdict, deletable_prefix
 from pybroker.storage.segment import Segment
 from pybroker.storage.time_index import NO_TIMESTAMP
+from pybroker.storage.transaction_index import AbortedTxn
 
 DELETE_SUFFIX = "-delete"
 #: an idle file let go of stays open at least this long (even with file.delete.delay.ms=0): a thread that
@@ -83,6 +91,9 @@ class FileRegion:
 @dataclass(frozen=True, slots=True)
 class ReadResult:
     region: FileRegion | None
+    #: with `read(..., want_upper_bound=True)`: the offset of the first batch after the region (Kafka's
+    #: `fetchUpperBoundOffset`: the next batch's base, else the next segment's base or the log end)
+    upper_bound: int = -1
 
 
 NOTHING_TO_READ = ReadResult(None)
@@ -119,6 +130,8 @@ class Log:
         self.last_flush_ms = now
         self.producer_state = ProducerStateManager(self.dir)
         try:
+            if not clean:  # a snapshot past the fsynced part may describe data the crash tore off
+                self.producer_state.delete_snapshots(above=self._recovery_point)
             self._rebuild_producer_state(now)
         except BaseException:
             for segment in self._segments:
@@ -137,21 +150,38 @@ class Log:
                               index_interval_bytes=config.index_interval_bytes)
 
     def _rebuild_producer_state(self, now_ms: int) -> None:
-        """Newest snapshot, then the producer batches after it (headers only)."""
+        """Newest snapshot, then the producer batches after it (headers, and the markers' records).
+
+        The replay is also what rebuilds the `.txnindex` files from the snapshot on: their entries for
+        markers at or after it are dropped first and written again as the markers are met, so a
+        segment recovered after a crash, or a truncated log, ends with exactly the aborts its log holds.
+        """
         state = self.producer_state
         start = state.load(self.log_start_offset, self.log_end_offset, now_ms)
         for segment in self._segments:
             if segment.next_offset <= start:
                 continue
+            segment.txn_index.truncate_to(start)
             position = 0
             if segment.base_offset < start:
                 found = segment.find(start)
                 if found is None:
                     continue
                 position = found[0]
-            for _, header in segment.headers(position):
-                if header.producer_id >= 0 and header.base_offset >= start and not header.is_control:
+            for pos, header in segment.headers(position):
+                if header.producer_id < 0 or header.base_offset < start:
+                    continue
+                if not header.is_control:
                     state.update(header)
+                    continue
+                try:
+                    marker = read_marker(segment.read_bytes(pos, header.size), 0, header)
+                except RecordsError:
+                    continue  # an emptied marker (the cleaner's) or an unreadable one: it ends nothing
+                completed = state.complete(header.producer_id, header.producer_epoch, marker.coordinator_epoch,
+                                           header.base_offset, commit=marker.commit, timestamp=header.max_timestamp)
+                if completed is not None and completed.aborted:
+                    self._index_abort(segment, completed)
 
     # -- offsets and sizes -------------------------------------------------------------------------
     @property
@@ -225,18 +255,85 @@ class Log:
             duplicate = self.producer_state.check(current)
             if duplicate is not None:
                 return AppendResult(duplicate.first_offset, duplicate.last_offset, self.log_start_offset, True)
-        config = self.config
-        if segment.should_roll(append_size=len(records), append_max_timestamp=max_timestamp,
-                               append_last_offset=next_offset - 1, segment_bytes=config.segment_bytes,
-                               segment_ms=config.segment_ms, now_ms=now_ms):
-            segment = self.roll(now_ms)
-        segment.append(records, current)
+        self._write(records, current, max_timestamp, next_offset - 1, now_ms)
         if idempotent:
             update = self.producer_state.update
             for _, header in current:
                 if header.producer_id >= 0:
                     update(header)
         return AppendResult(base_offset, next_offset - 1, self.log_start_offset)
+
+    def _write(self, records: bytearray | memoryview, batches: list[tuple[int, BatchHeader]], max_timestamp: int,
+               last_offset: int, now_ms: int) -> Segment:
+        """Roll if the rules say so, then write; returns the segment written to."""
+        segment = self._segments[-1]
+        config = self.config
+        if segment.should_roll(append_size=len(records), append_max_timestamp=max_timestamp,
+                               append_last_offset=last_offset, segment_bytes=config.segment_bytes,
+                               segment_ms=config.segment_ms, now_ms=now_ms):
+            segment = self.roll(now_ms)
+        segment.append(records, batches)
+        return segment
+
+    # -- transactions ------------------------------------------------------------------------------
+    def append_marker(self, producer_id: int, producer_epoch: int, coordinator_epoch: int, commit: bool, *,
+                      now_ms: int, leader_epoch: int = 0) -> AppendResult:
+        """Write a COMMIT or ABORT marker for a producer and end its open transaction (Kafka's
+        `appendAsLeader` with origin COORDINATOR). An abort is recorded in the `.txnindex` of the
+        segment that holds the marker; the last stable offset moves. A marker for a producer with no
+        open transaction is written all the same and ends nothing, as in Kafka.
+
+        Raises `ProducerStateError` (INVALID_PRODUCER_EPOCH, TRANSACTION_COORDINATOR_FENCED) before
+        writing anything. The caller notifies the purgatory and waits for the fsync it needs.
+        """
+        if self._closed:
+            raise LogClosedError(f"{self!r} is closed")
+        state = self.producer_state
+        state.check_marker(producer_id, producer_epoch, coordinator_epoch)
+        data = build_marker_batch(producer_id=producer_id, producer_epoch=producer_epoch,
+                                  coordinator_epoch=coordinator_epoch, commit=commit, timestamp_ms=now_ms)
+        offset = self._segments[-1].next_offset
+        patch_base_offset(data, 0, offset)
+        patch_leader_epoch(data, 0, leader_epoch)
+        header = parse_header(data)
+        segment = self._write(data, [(0, header)], header.max_timestamp, offset, now_ms)
+        completed = state.complete(producer_id, producer_epoch, coordinator_epoch, offset, commit=commit,
+                                   timestamp=now_ms)
+        if completed is not None and completed.aborted:
+            self._index_abort(segment, completed)
+        return AppendResult(offset, offset, self.log_start_offset)
+
+    def _index_abort(self, segment: Segment, completed: CompletedTxn) -> None:
+        state = self.producer_state
+        segment.txn_index.append(AbortedTxn(completed.producer_id, completed.first_offset, completed.last_offset,
+                                            state.stable_offset_after(completed)))
+
+    @property
+    def last_stable_offset(self) -> int:
+        """The first offset of the oldest open transaction, else the high watermark (never below the log
+        start: a DeleteRecords past an open transaction's start moves it too, as in Kafka)."""
+        first = self.producer_state.first_unstable_offset
+        hw = self.high_watermark
+        lso = hw if first is None else min(first, hw)
+        return max(lso, self.log_start_offset)
+
+    def aborted_txns(self, start_offset: int, upper_bound: int) -> list[AbortedTxn]:
+        """The aborted transactions with records in [start_offset, upper_bound) (Kafka's
+        `collectAbortedTransactions`: from the segment holding `start_offset` on, until an entry's LSO
+        shows that no later abort can reach back below the upper bound)."""
+        segments = self._segments
+        found: list[AbortedTxn] = []
+        for segment in segments[max(bisect_right(self._bases, start_offset) - 1, 0):]:
+            search = segment.txn_index.collect(start_offset, upper_bound)
+            found.extend(search.aborted)
+            if search.complete:
+                break
+        return found
+
+    def aborted_transactions(self, start_offset: int, upper_bound: int) -> list[tuple[int, int]]:
+        """(producer id, first offset) of each aborted transaction a fetch of [start_offset, upper_bound)
+        must report to a read_committed consumer."""
+        return [(txn.producer_id, txn.first_offset) for txn in self.aborted_txns(start_offset, upper_bound)]
 
     def roll(self, now_ms: int | None = None) -> Segment:
         """Start a new segment at the log end (the active one is kept if it is empty)."""
@@ -325,9 +422,10 @@ class Log:
 
     # -- reading -----------------------------------------------------------------------------------
     def read(self, offset: int, max_bytes: int, *, max_offset: int | None = None,
-             min_one_batch: bool = True) -> ReadResult:
+             min_one_batch: bool = True, want_upper_bound: bool = False) -> ReadResult:
         """Whole batches from the one holding `offset`: at most `max_bytes` (but at least one batch when
-        `min_one_batch`), none reaching `max_offset` (default: the high watermark), one segment only."""
+        `min_one_batch`), none reaching `max_offset` (default: the high watermark), one segment only.
+        `want_upper_bound` also finds the offset after the region (read_committed's aborted list)."""
         if self._closed:
             raise LogClosedError(f"{self!r} is closed")
         segments = self._segments
@@ -343,7 +441,14 @@ class Log:
             if found is None:
                 continue  # past this segment's last batch (a gap): the next segment has it
             position, length = found
-            return ReadResult(FileRegion(segment.file, position, length)) if length else NOTHING_TO_READ
+            if not length:
+                return NOTHING_TO_READ
+            upper = -1
+            if want_upper_bound:
+                upper = segment.offset_at_position(position + length)
+                if upper < 0:
+                    upper = segments[i + 1].base_offset if i + 1 < len(segments) else end
+            return ReadResult(FileRegion(segment.file, position, length), upper)
         return NOTHING_TO_READ
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:

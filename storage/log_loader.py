@@ -22,6 +22,7 @@ import structlog
 from pybroker.storage.cleaner.swap import complete_interrupted_swaps
 from pybroker.storage.log_config import LogConfig
 from pybroker.storage.segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, Segment
+from pybroker.storage.transaction_index import TXN_INDEX_SUFFIX
 
 log = structlog.get_logger("pybroker.storage.log_loader")
 
@@ -59,7 +60,7 @@ def _remove_leftovers(directory: Path, bases: set[int]) -> None:
     for path in directory.iterdir():
         if path.name.endswith(LEFTOVER_SUFFIXES):
             path.unlink(missing_ok=True)
-    for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):  # an index without its log is an orphan
+    for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):  # an index without its log is an orphan
         for base in _base_offsets(directory, suffix) - bases:
             (directory / f"{base:020d}{suffix}").unlink(missing_ok=True)
 

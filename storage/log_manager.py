@@ -46,6 +46,7 @@ from pybroker.storage.flusher import Flusher
 from pybroker.storage.log import Log, wall_clock_ms
 from pybroker.storage.log_config import LogConfig
 from pybroker.storage.log_dir import (
+    META_PROPERTIES,
     clear_clean_shutdown,
     ensure_meta_properties,
     had_clean_shutdown,
@@ -101,6 +102,8 @@ class RecoveryStats:
 
     log_dir: str
     clean_shutdown: bool
+    #: the dir had no meta.properties before this start: nothing to recover, no shutdown to speak of
+    new_dir: bool = False
     partitions: int = 0
     segments_recovered: int = 0
     bytes_truncated: int = 0
@@ -160,10 +163,11 @@ class LogManager:
                 directory.mkdir(parents=True, exist_ok=True)
                 self._locks.append(lock_dir(directory))
                 remove_temp_files(directory)  # of rewrites a crash interrupted (partition dirs: the loader)
+            new_dirs = {d for d in self.dirs if not (d / META_PROPERTIES).exists()}
             self.cluster_id = ensure_meta_properties(self.dirs, self.node_id)
             self._topics = self._store.load()
             self._by_id = {info.topic_id: info for info in self._topics.values()}
-            stats = [self._load_dir(directory) for directory in self.dirs]
+            stats = [self._load_dir(directory, directory in new_dirs) for directory in self.dirs]
             self._dir_counts = {directory: 0 for directory in self.dirs}
             for directory in self._dir_of.values():
                 self._dir_counts[directory] += 1
@@ -191,12 +195,12 @@ class LogManager:
             unlock_dir(fd)
         self._locks = []
 
-    def _load_dir(self, directory: Path) -> RecoveryStats:
+    def _load_dir(self, directory: Path, new_dir: bool = False) -> RecoveryStats:
         started = time.monotonic()
         clean = had_clean_shutdown(directory)
         recovery_points = read_checkpoint(directory / RECOVERY_POINT)
         start_offsets = read_checkpoint(directory / LOG_START_OFFSET)
-        stats = RecoveryStats(str(directory), clean)
+        stats = RecoveryStats(str(directory), clean, new_dir)
         for child in sorted(directory.iterdir()):
             if not child.is_dir() or child.name.endswith(STRAY_SUFFIX):
                 continue

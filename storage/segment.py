@@ -39,6 +39,7 @@ from pybroker.storage.errors import CorruptIndexError, LogClosedError
 from pybroker.storage.files import write_fully
 from pybroker.storage.offset_index import INT32_MAX, OffsetIndex
 from pybroker.storage.time_index import NO_TIMESTAMP, TimeIndex
+from pybroker.storage.transaction_index import TXN_INDEX_SUFFIX, TransactionIndex
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
@@ -79,7 +80,7 @@ class Segment:
     """A `.log` file and its `.index` / `.timeindex`, all named by the segment's base offset."""
 
     __slots__ = ("_bytes_since_index", "_file", "_index", "_max_timestamp", "_offset_of_max_timestamp",
-                 "_rolling_timestamp", "_timeindex", "_used", "active", "base_offset", "closed", "created_ms", "deleted_paths", "dir",
+                 "_rolling_timestamp", "_timeindex", "_txn_index", "_used", "active", "base_offset", "closed", "created_ms", "deleted_paths", "dir",
                  "index_interval_bytes", "indexes_rebuilt", "indexes_synced", "log_path", "max_index_bytes",
                  "next_offset", "roll_jitter_ms", "size", "upper_bound")
 
@@ -107,6 +108,7 @@ class Segment:
         self._used = False
         self._index: OffsetIndex | None = None
         self._timeindex: TimeIndex | None = None
+        self._txn_index: TransactionIndex | None = None
         self._max_timestamp: int | None = None  # None: not read yet
         self._offset_of_max_timestamp = base_offset
         self._rolling_timestamp: int | None = None  # the first batch's max timestamp; None: not read yet
@@ -147,6 +149,17 @@ class Segment:
     @property
     def timeindex_path(self) -> Path:
         return segment_path(self.dir, self.base_offset, TIME_INDEX_SUFFIX)
+
+    @property
+    def txnindex_path(self) -> Path:
+        return segment_path(self.dir, self.base_offset, TXN_INDEX_SUFFIX)
+
+    @property
+    def txn_index(self) -> TransactionIndex:
+        """The aborted transactions whose markers are in this segment (`.txnindex`, created when needed)."""
+        if self._txn_index is None:
+            self._txn_index = TransactionIndex(self.txnindex_path, self.base_offset)
+        return self._txn_index
 
     @property
     def file(self) -> io.FileIO:
@@ -316,6 +329,7 @@ class Segment:
         position, header = found
         self.index.truncate_to(header.base_offset)
         self.timeindex.truncate_to(header.base_offset)
+        self.txn_index.truncate_to(header.base_offset)
         removed = self.size - position
         os.ftruncate(self.file.fileno(), position)
         self.size = position
@@ -330,6 +344,8 @@ class Segment:
     def flush(self) -> None:
         """fsync the log; an inactive segment also fsyncs its (final) indexes, once."""
         os.fsync(self.file.fileno())
+        if self._txn_index is not None:
+            self._txn_index.sync()
         if not self.active and not self.indexes_synced:
             for index in (self._index, self._timeindex):
                 if index is not None:
@@ -347,6 +363,8 @@ class Segment:
                 for index in (self._index, self._timeindex):
                     if index is not None:
                         index.sync()
+                if self._txn_index is not None:
+                    self._txn_index.sync()
         finally:
             self.closed = True
             if self._file is not None:
@@ -358,15 +376,17 @@ class Segment:
         self.closed = True
         if not keep_open:
             self.release()
-        for path in (self.log_path, self.index_path, self.timeindex_path):
+        for path in (self.log_path, self.index_path, self.timeindex_path, self.txnindex_path):
             path.unlink(missing_ok=True)
+        if self._txn_index is not None:
+            self._txn_index.forget()
 
     def mark_deleted(self) -> None:
         """Kafka's asynchronous delete, first half: rename the files to `*.deleted` (no new reads start;
         the open `.log` stays readable for regions already handed out). `release` unlinks them; a crash
         in between leaves `.deleted` files, which the next startup removes."""
         self.closed = True
-        for path in (self.log_path, self.index_path, self.timeindex_path):
+        for path in (self.log_path, self.index_path, self.timeindex_path, self.txnindex_path):
             doomed = path.with_name(path.name + DELETED_SUFFIX)
             try:
                 os.rename(path, doomed)
@@ -419,6 +439,15 @@ class Segment:
         if len(raw) < HEADER_SIZE:
             raise CorruptIndexError(f"no batch header at {self.log_path}:{position}")
         return BatchHeader._make(HEADER.unpack_from(raw))
+
+    def offset_at_position(self, position: int) -> int:
+        """The base offset of the whole batch starting at `position`; -1 when none does (the end)."""
+        if self.size - position < HEADER_SIZE:
+            return -1
+        raw = os.pread(self.file.fileno(), HEADER_SIZE, position)
+        if len(raw) < HEADER_SIZE:
+            return -1
+        return int(HEADER.unpack_from(raw)[_BASE_OFFSET])
 
     def read_bytes(self, position: int, length: int) -> bytes:
         return os.pread(self.file.fileno(), length, position)
@@ -595,6 +624,7 @@ class Segment:
                 mapped.close()
         if valid < size:
             os.ftruncate(fd, valid)
+        self.txn_index.truncate_to(expected)  # markers cut with the tail; the log's replay re-adds the rest
         timeindex.maybe_append(max_ts, max_ts_offset, skip_full_check=True)
         if not self.active:
             index.trim()

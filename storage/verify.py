@@ -1,6 +1,8 @@
 """Offline verification of log dirs (`pybroker check-log`): every batch's framing and CRC, its records
 walked as the produce path walks them (count, lengths, offset deltas, decompression), offsets that only
-grow, and index entries that point where they claim.
+grow, index entries that point where they claim, and `.txnindex` files: a whole number of 34-byte
+entries of version 0, in marker order, each naming a transaction that ends at an ABORT marker (a control
+batch) of its segment, starts at or before it, and records an LSO no later than just past it.
 
 Runs on a stopped broker's files (or a copy) and changes nothing. Each problem names the file and the
 byte position, so an operator can look with `pybroker dump-log`. The walk reports bytes as it goes,
@@ -24,6 +26,7 @@ from pybroker.protocol.records.batch import (
 )
 from pybroker.protocol.records.records_check import batch_problem
 from pybroker.storage.log import DELETE_SUFFIX
+from pybroker.storage.transaction_index import ENTRY, ENTRY_SIZE, VERSION
 
 SEGMENT = re.compile(r"^(\d{20})\.log$")
 OFFSET_ENTRY = Struct(">ii")  # relative offset, position
@@ -60,6 +63,7 @@ def check_segment(path: Path, expected_base: int | None = None) -> tuple[int, in
     base = int(path.stem)
     problems: list[Problem] = []
     starts: dict[int, tuple[int, int]] = {}  # position -> (base offset, last offset)
+    controls: set[int] = set()  # offsets of control batches
     next_offset = base if expected_base is None else max(base, expected_base)
     pos = 0
     while pos < len(data):
@@ -86,10 +90,13 @@ def check_segment(path: Path, expected_base: int | None = None) -> tuple[int, in
             problems.append(Problem(str(path), pos, f"offset {header.base_offset} is below the expected "
                                                     f"{next_offset} (offsets must grow)"))
         starts[pos] = (header.base_offset, header.last_offset)
+        if header.is_control:
+            controls.add(header.base_offset)
         next_offset = max(next_offset, header.last_offset + 1)
         pos += size
     problems += _check_offset_index(path.with_suffix(".index"), base, starts)
     problems += _check_time_index(path.with_suffix(".timeindex"), base, next_offset)
+    problems += check_txn_index(path.with_suffix(".txnindex"), base, next_offset, controls)
     return next_offset, len(starts), problems
 
 
@@ -139,6 +146,39 @@ def _check_time_index(path: Path, base: int, next_offset: int) -> list[Problem]:
             problems.append(Problem(str(path), position, f"entry offset {offset} is outside the segment "
                                                          f"({base}-{next_offset - 1})"))
         previous = (timestamp, offset)
+    return problems
+
+
+def check_txn_index(path: Path, base: int, next_offset: int, controls: set[int] | None = None) -> list[Problem]:
+    """Problems of one segment's `.txnindex` (none when it does not exist); `controls`: the offsets of the
+    segment's control batches, when known."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return []
+    problems: list[Problem] = []
+    if len(data) % ENTRY_SIZE:
+        problems.append(Problem(str(path), len(data) - len(data) % ENTRY_SIZE,
+                                f"size {len(data)} is not a multiple of the {ENTRY_SIZE}-byte entry"))
+    previous = -1
+    for position in range(0, len(data) - len(data) % ENTRY_SIZE, ENTRY_SIZE):
+        version, producer_id, first, last, lso = ENTRY.unpack_from(data, position)
+        where = f"aborted transaction of producer {producer_id} ({first}-{last})"
+        if version != VERSION:
+            problems.append(Problem(str(path), position, f"{where}: version {version}, expected {VERSION}"))
+        if last <= previous:
+            problems.append(Problem(str(path), position, f"{where}: out of order (after last offset {previous})"))
+        if not base <= last < next_offset:
+            problems.append(Problem(str(path), position, f"{where}: its marker offset is outside the segment "
+                                                         f"({base}-{next_offset - 1})"))
+        elif controls is not None and last not in controls:
+            problems.append(Problem(str(path), position, f"{where}: no control batch at offset {last}"))
+        if not 0 <= first <= last:
+            problems.append(Problem(str(path), position, f"{where}: first offset {first} is not at or before "
+                                                         f"its last"))
+        if not 0 <= lso <= last + 1:
+            problems.append(Problem(str(path), position, f"{where}: last stable offset {lso} is past its marker"))
+        previous = max(previous, last)
     return problems
 
 

@@ -1,5 +1,6 @@
 """The admin commands over the wire: `pybroker topics|acls|users|quotas ...`, and the list of every admin
-command the `pybroker` program adds beside `start`.
+command the `pybroker` program adds beside `start` (groups, produce, consume, transactions, ... live in
+modules of their own).
 
 Every wire command takes `--bootstrap-server HOST:PORT[,HOST:PORT]` (default from
 `PYBROKER_BOOTSTRAP_SERVER`, else 127.0.0.1:9092), as Kafka's tools do, `--command-config FILE` (Kafka's
@@ -27,6 +28,7 @@ from pybroker.broker.admin.group_commands import groups
 from pybroker.broker.admin.offline_commands import check_log, dump_log
 from pybroker.broker.admin.output import emit
 from pybroker.broker.admin.times import parse_datetime_ms
+from pybroker.broker.admin.transaction_commands import transactions
 from pybroker.broker.admin.wire import WireClient
 from pybroker.broker.security.scram import MAX_ITERATIONS, MECHANISMS, MIN_ITERATIONS
 from pybroker.protocol.acl_codes import AclOperation, AclPermissionType, PatternType, ResourceType
@@ -344,5 +346,5 @@ def quotas_alter(client: WireClient, as_json: bool, entity_type: str | None, ent
            "removed": ",".join(delete)}], ["entity_type", "entity", "set", "removed"], as_json)
 
 
-ADMIN_COMMANDS = (topics, groups, produce, consume, acls, users, quotas, log_dirs, configs, health, dump_log,
-                  check_log, completion)
+ADMIN_COMMANDS = (topics, groups, produce, consume, transactions, acls, users, quotas, log_dirs, configs, health,
+                  dump_log, check_log, completion)

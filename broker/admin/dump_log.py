@@ -1,10 +1,17 @@
 """`pybroker dump-log FILE`: a segment's batches (and with `--print-records` its records), or an index's
 entries, in the words kafka-dump-log uses, so an operator reading one can read the other.
 
+Transactions as kafka-dump-log shows them: every batch says `isTransactional` and `isControl`; a
+control record prints `endTxnMarker: COMMIT coordinatorEpoch: N` (or the control type it is) instead of
+its key and payload; a `.txnindex` prints one aborted transaction a line (version, producerId,
+firstOffset, lastOffset, lastStableOffset); a producer `.snapshot` one entry a line, the open
+transaction's first offset (`currentTxnFirstOffset`) included.
+
 With the offsets decoder (kafka-dump-log's `--offsets-decoder`; on by default for a segment of
 `__consumer_offsets`) each record's key and value are decoded from Kafka's coordinator schemas: an offset
 commit (key type 0/1) or group metadata (key type 2), each as `{"type"/"version": ..., "data": {...}}`
 with Kafka's field names; a tombstone's payload is null, a record of a kind we do not know keeps its bytes.
+The transaction-log decoder does the same for `__transaction_state` (key type 0, the transactional id).
 """
 
 from __future__ import annotations
@@ -35,8 +42,12 @@ from pybroker.protocol.records.batch import (
     parse_header,
 )
 from pybroker.protocol.records.codecs import CODEC_NAMES
-from pybroker.protocol.records.record import RecordsError, decode_records
+from pybroker.protocol.records.control import ABORT, COMMIT, CONTROL_TYPE_NAMES, control_type, marker_of
+from pybroker.protocol.records.record import Record, RecordsError, decode_records
 from pybroker.protocol.transaction_log_records import TransactionStatus
+from pybroker.storage.errors import CorruptSnapshotError
+from pybroker.storage.producer_snapshot import decode_snapshot
+from pybroker.storage.transaction_index import ENTRY, ENTRY_SIZE
 from pybroker.storage.verify import OFFSET_ENTRY, TIME_ENTRY
 
 TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
@@ -164,18 +175,22 @@ def log_batches(path: Path, print_records: bool, decoder: str | None = None) -> 
             "magic": header.magic, "compresscodec": CODEC_NAMES.get(header.compression, str(header.compression)),
             "crcValid": compute_crc(data, pos, header) == header.crc,
         }
+        if header.has_delete_horizon:
+            batch["deleteHorizonMs"] = header.base_timestamp
         if print_records or decode is not None:
             try:
-                batch["records"] = [{
-                    "offset": header.base_offset + r.offset_delta,
-                    TIMESTAMP_TYPES[header.timestamp_type]: header.max_timestamp if header.timestamp_type
-                    else header.base_timestamp + r.timestamp_delta,
-                    "keySize": -1 if r.key is None else len(r.key),
-                    "valueSize": -1 if r.value is None else len(r.value),
-                    "sequence": -1 if header.base_sequence < 0 else header.base_sequence + r.offset_delta,
-                    "headerKeys": [k for k, _ in r.headers],
-                    **_key_and_payload(r.key, r.value, None if header.is_control else decode),
-                } for r in decode_records(data, pos, header)]
+                batch["records"] = []
+                for r in decode_records(data, pos, header):
+                    record: dict[str, Any] = {
+                        "offset": header.base_offset + r.offset_delta,
+                        TIMESTAMP_TYPES[header.timestamp_type]: header.max_timestamp if header.timestamp_type
+                        else header.base_timestamp + r.timestamp_delta,
+                        "keySize": -1 if r.key is None else len(r.key),
+                        "valueSize": -1 if r.value is None else len(r.value),
+                        "sequence": -1 if header.base_sequence < 0 else header.base_sequence + r.offset_delta,
+                        "headerKeys": [k for k, _ in r.headers]}
+                    record.update(_control_fields(r) if header.is_control else _key_and_payload(r.key, r.value, decode))
+                    batch["records"].append(record)
             except RecordsError as exc:
                 batch["recordsError"] = str(exc)
         yield batch
@@ -188,6 +203,46 @@ def _key_and_payload(key: bytes | None, value: bytes | None,
         decoded_key, payload = decode(key, value)
         return {"key": decoded_key, "payload": payload}
     return {"key": _text(key), "payload": _text(value)}
+
+
+def _control_fields(record: Record) -> dict[str, Any]:
+    """What kafka-dump-log prints for a control record: the marker, or the control type's name."""
+    try:
+        kind = control_type(record)
+        if kind in (ABORT, COMMIT):
+            marker = marker_of(record)
+            return {"endTxnMarker": marker.type_name, "coordinatorEpoch": marker.coordinator_epoch}
+        return {"controlType": CONTROL_TYPE_NAMES.get(kind, f"UNKNOWN({kind})")}
+    except RecordsError as exc:
+        return {"controlRecordError": exc.message}
+
+
+def txn_index_entries(path: Path) -> Iterator[dict[str, Any]]:
+    """One dict per aborted transaction of a `.txnindex`; a torn tail ends with an `error` entry."""
+    data = path.read_bytes()
+    whole = len(data) - len(data) % ENTRY_SIZE
+    for position in range(0, whole, ENTRY_SIZE):
+        version, producer_id, first, last, lso = ENTRY.unpack_from(data, position)
+        yield {"version": version, "producerId": producer_id, "firstOffset": first, "lastOffset": last,
+               "lastStableOffset": lso}
+    if whole != len(data):
+        yield {"position": whole, "error": f"{len(data) - whole} trailing bytes, shorter than an entry "
+                                           f"({ENTRY_SIZE} bytes)"}
+
+
+def snapshot_entries(path: Path) -> Iterator[dict[str, Any]]:
+    """One dict per entry of a producer-state `.snapshot`; a damaged file gives one `error` entry."""
+    try:
+        rows = decode_snapshot(path.read_bytes())
+    except CorruptSnapshotError as exc:
+        yield {"position": 0, "error": str(exc)}
+        return
+    for row in rows:
+        first_seq = -1 if row.last_sequence < 0 else (row.last_sequence - row.offset_delta) % 2**31
+        yield {"producerId": row.producer_id, "producerEpoch": row.epoch, "coordinatorEpoch": row.coordinator_epoch,
+               "currentTxnFirstOffset": row.current_txn_first_offset, "lastTimestamp": row.timestamp,
+               "firstSequence": first_seq, "lastSequence": row.last_sequence, "lastOffset": row.last_offset,
+               "offsetDelta": row.offset_delta}
 
 
 def index_entries(path: Path) -> Iterator[dict[str, Any]]:

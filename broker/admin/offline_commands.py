@@ -14,13 +14,21 @@ import fcntl
 import json
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import click
 
 from pybroker.broker.admin.cli_support import fail, progress, warn
-from pybroker.broker.admin.dump_log import DECODER_OF_TOPIC, format_batch, index_entries, log_batches
+from pybroker.broker.admin.dump_log import (
+    DECODER_OF_TOPIC,
+    format_batch,
+    index_entries,
+    log_batches,
+    snapshot_entries,
+    txn_index_entries,
+)
 from pybroker.broker.admin.output import emit
 from pybroker.storage.log_dir import LOCK_FILE
 from pybroker.storage.verify import check_log_dir, segment_files
@@ -40,7 +48,8 @@ PROGRESS_BAR_BYTES = 64 * 1024 * 1024
               help="Show keys and values as text even in an internal topic's segment.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per batch or index entry, a line each.")
 def dump_log(file: Path, print_records: bool, decoder: str | None, as_json: bool) -> None:
-    """Decode a segment (.log) or index (.index, .timeindex) file, like kafka-dump-log.
+    """Decode a segment (.log), index (.index, .timeindex, .txnindex) or producer snapshot (.snapshot) file,
+    like kafka-dump-log.
 
     A segment of __consumer_offsets or __transaction_state is decoded with that topic's decoder unless
     --no-decoder (or another decoder) is given."""
@@ -48,14 +57,19 @@ def dump_log(file: Path, print_records: bool, decoder: str | None, as_json: bool
         base = int(file.stem)
     except ValueError:
         fail(f"{file.name} is not a segment file (expected a 20-digit base offset name)")
-    if file.suffix not in (".log", ".index", ".timeindex"):
-        fail(f"{file.name}: expected a .log, .index or .timeindex file")
     if decoder is None:
         decoder = DECODER_OF_TOPIC.get(file.resolve().parent.name.rpartition("-")[0])
+    chosen = None if decoder == "none" else decoder
+    readers: dict[str, Callable[[], Iterator[dict[str, Any]]]] = {
+        ".log": lambda: log_batches(file, print_records, chosen), ".index": lambda: index_entries(file),
+        ".timeindex": lambda: index_entries(file), ".txnindex": lambda: txn_index_entries(file),
+        ".snapshot": lambda: snapshot_entries(file)}
+    reader = readers.get(file.suffix)
+    if reader is None:
+        fail(f"{file.name}: expected a .log, .index, .timeindex, .txnindex or .snapshot file")
+        return
     try:
-        items = list(log_batches(file, print_records, None if decoder == "none" else decoder)) \
-            if file.suffix == ".log" \
-            else list(index_entries(file))
+        items = list(reader())
     except OSError as exc:
         fail(f"cannot read {file}: {exc.strerror or exc}")
     if as_json:

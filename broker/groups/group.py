@@ -1,4 +1,5 @@
-"""A classic group as the coordinator holds it: members, generation, chosen protocol, committed offsets.
+"""A classic group as the coordinator holds it: members, generation, chosen protocol, committed offsets,
+and the offsets open transactions committed (pending until their transaction's marker).
 
 Plain data plus small queries; every decision (who joins, when a phase ends) lives in the coordinator,
 and every state change goes through `Group.transition`, i.e. through the state machine's table.
@@ -21,6 +22,9 @@ class CommittedOffset:
     metadata: str
     commit_timestamp: int
     expire_timestamp: int = -1
+    #: where the record holding it sits in `__consumer_offsets` (-1: unknown). Kafka's rule when a
+    #: transaction commits: of a pending and a committed offset, the one written later wins.
+    record_offset: int = -1
 
 
 @dataclass(slots=True)
@@ -66,6 +70,9 @@ class Group:
     #: group.instance.id -> the member id that instance currently holds
     static_members: dict[str, str] = field(default_factory=dict)
     offsets: dict[tuple[str, int], CommittedOffset] = field(default_factory=dict)
+    #: producer id -> offsets its open transaction committed (TxnOffsetCommit), visible only once
+    #: the transaction commits; an abort drops them
+    pending_txn: dict[int, dict[tuple[str, int], CommittedOffset]] = field(default_factory=dict)
     #: when the join phase ends at the latest
     join_deadline_ms: int = 0
     #: the initial delay (group.initial.rebalance.delay.ms) of a group rebalancing from Empty
@@ -121,6 +128,33 @@ class Group:
 
     def all_members_joined(self) -> bool:
         return not self.pending_members and all(m.join_waiter is not None for m in self.members.values())
+
+    def has_pending_txn_offset(self, key: tuple[str, int]) -> bool:
+        return any(key in offsets for offsets in self.pending_txn.values())
+
+    def pending_txn_keys(self) -> set[tuple[str, int]]:
+        return {key for offsets in self.pending_txn.values() for key in offsets}
+
+    def complete_txn(self, producer_id: int, commit: bool) -> int:
+        """End a producer's transaction: on commit its offsets become the committed ones where they
+        were written after what is committed now (Kafka's rule); on abort they are dropped. Returns
+        how many offsets became visible."""
+        pending = self.pending_txn.pop(producer_id, None)
+        if not pending or not commit:
+            return 0
+        applied = 0
+        for key, offset in pending.items():
+            current = self.offsets.get(key)
+            if current is None or offset.record_offset > current.record_offset:
+                self.offsets[key] = offset
+                applied += 1
+        return applied
+
+    def forget_offset(self, key: tuple[str, int]) -> None:
+        """A tombstone for `key`: its committed offset and every transaction's pending one are gone."""
+        self.offsets.pop(key, None)
+        for offsets in self.pending_txn.values():
+            offsets.pop(key, None)
 
     def has_static_member(self, instance_id: str | None) -> bool:
         return instance_id is not None and instance_id in self.static_members

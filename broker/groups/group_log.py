@@ -14,6 +14,10 @@ from pybroker.protocol.errors import ErrorCode
 
 Records = list[tuple[bytes, bytes | None]]
 Done = Callable[[ErrorCode], None]
+#: (producer id, producer epoch) of a transactional write (TxnOffsetCommit)
+Producer = tuple[int, int]
+#: what `GroupLog.append` returns when nothing was written (`done` then reports why)
+NOT_WRITTEN = -1
 
 #: what a failed write of the offsets topic tells the client (Kafka maps storage trouble to retriable codes)
 WRITE_ERRORS: dict[ErrorCode, ErrorCode] = {
@@ -25,8 +29,14 @@ WRITE_ERRORS: dict[ErrorCode, ErrorCode] = {
 }
 
 
+#: a transactional write refused by the partition's producer state: the producer's own problem, told as it is
+PRODUCER_ERRORS = frozenset({ErrorCode.INVALID_PRODUCER_EPOCH, ErrorCode.PRODUCER_FENCED,
+                             ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER, ErrorCode.INVALID_TXN_STATE,
+                             ErrorCode.TRANSACTION_COORDINATOR_FENCED})
+
+
 def client_error(code: ErrorCode) -> ErrorCode:
-    if code is ErrorCode.NONE:
+    if code is ErrorCode.NONE or code in PRODUCER_ERRORS:
         return code
     return WRITE_ERRORS.get(code, ErrorCode.UNKNOWN_SERVER_ERROR)
 
@@ -34,5 +44,11 @@ def client_error(code: ErrorCode) -> ErrorCode:
 class GroupLog(Protocol):
     """Where the coordinator's records go: one `__consumer_offsets` partition per group."""
 
-    def append(self, partition: int, records: Records, now_ms: int, done: Done) -> None:
-        """Write `records` (key, value-or-None) and call `done` once they are durable, or failed."""
+    def append(self, partition: int, records: Records, now_ms: int, done: Done, *,
+               producer: Producer | None = None) -> int:
+        """Write `records` (key, value-or-None) as one batch and call `done` once they are durable, or
+        failed. With `producer`, the batch is transactional, written under that producer id and epoch.
+
+        Returns the offset the batch's first record got (record i is at that offset + i), or
+        `NOT_WRITTEN` when it was refused at once.
+        """

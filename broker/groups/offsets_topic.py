@@ -2,8 +2,15 @@
 
 The coordinator's `GroupLog`: each write becomes one record batch appended to the group's partition,
 and its completion callback runs only after the flusher has fsynced that batch (the same group commit as
-an acks=all produce), so a commit is never acknowledged before it would survive a crash. Replay reads a
-partition from its start to its end and keeps, per key, the last record, as compaction would.
+an acks=all produce), so a commit is never acknowledged before it would survive a crash. A
+TxnOffsetCommit's batch is transactional, under the producer's id and epoch, as Kafka's coordinator
+writes it; the transaction's commit or abort marker follows it in the same partition.
+
+Replay reads a partition from its start to its end and keeps, per key, the last record, as compaction
+would. Offsets in a transactional batch stay pending under their producer id until that producer's
+marker: a commit marker makes them committed where they were written after the committed offset (Kafka's
+rule), an abort marker drops them, and a transaction with no marker yet stays pending (the transaction
+coordinator completes it after the restart by writing the marker).
 """
 
 from __future__ import annotations
@@ -12,17 +19,20 @@ import asyncio
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from pybroker.broker.groups.group_log import Done, Records
+from pybroker.broker.groups.group import CommittedOffset
+from pybroker.broker.groups.group_log import NOT_WRITTEN, Done, Producer, Records
 from pybroker.broker.logs import get_logger
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.messages.coordinator_records import GroupMetadataValue, OffsetCommitValue
 from pybroker.protocol.offsets_topic_records import GroupRecord, OffsetRecord, decode_record
 from pybroker.protocol.primitives import DecodeError
-from pybroker.protocol.records.batch import RecordsError, iter_batches, parse_header
+from pybroker.protocol.records.batch import BatchHeader, RecordsError, iter_batches, parse_header
+from pybroker.protocol.records.control import read_marker
 from pybroker.protocol.records.record import Record, build_batch, decode_records
-from pybroker.storage.errors import StorageError, TopicExistsError
+from pybroker.storage.errors import ProducerStateError, StorageError, TopicExistsError
+from pybroker.storage.producer_state import INT32_MAX
 
 if TYPE_CHECKING:
     from pybroker.broker.state import BrokerState
@@ -34,25 +44,83 @@ OFFSETS_TOPIC = "__consumer_offsets"
 READ_CHUNK_BYTES = 1 << 20
 
 
+Key = tuple[str, int]
+
+
 @dataclass(slots=True)
 class ReplayedPartition:
-    """The last word on every key of one partition: group metadata (None: deleted) and offsets."""
+    """The last word on every key of one partition: group metadata (None: deleted), committed offsets,
+    and the offsets of transactions with no marker yet (group -> producer id -> offsets)."""
 
     groups: dict[str, GroupMetadataValue | None] = field(default_factory=dict)
-    offsets: dict[str, dict[tuple[str, int], OffsetCommitValue]] = field(default_factory=dict)
+    offsets: dict[str, dict[Key, CommittedOffset]] = field(default_factory=dict)
+    pending: dict[str, dict[int, dict[Key, CommittedOffset]]] = field(default_factory=dict)
     records: int = 0
     skipped: int = 0
+    markers: int = 0
 
-    def apply(self, record: OffsetRecord | GroupRecord) -> None:
+    def apply(self, record: OffsetRecord | GroupRecord, record_offset: int = -1,
+              producer_id: int | None = None) -> None:
+        """One record, in log order; `producer_id` when it sits in a transactional batch."""
         if isinstance(record, GroupRecord):
             self.groups[record.group] = record.value
             return
-        group_offsets = self.offsets.setdefault(record.group, {})
         key = (record.topic, record.partition)
-        if record.value is None:
-            group_offsets.pop(key, None)
+        if record.value is None:  # a tombstone ends the committed offset and every pending one
+            self.offsets.get(record.group, {}).pop(key, None)
+            for pending in self.pending.get(record.group, {}).values():
+                pending.pop(key, None)
+            return
+        offset = committed_offset(record.value, record_offset)
+        if producer_id is None:
+            self.offsets.setdefault(record.group, {})[key] = offset
         else:
-            group_offsets[key] = record.value
+            self.pending.setdefault(record.group, {}).setdefault(producer_id, {})[key] = offset
+
+    def complete(self, producer_id: int, commit: bool) -> None:
+        """A marker: the producer's pending offsets in every group become committed, or are dropped."""
+        self.markers += 1
+        for group, by_producer in self.pending.items():
+            pending = by_producer.pop(producer_id, None)
+            if not pending or not commit:
+                continue
+            committed = self.offsets.setdefault(group, {})
+            for key, offset in pending.items():
+                current = committed.get(key)
+                if current is None or offset.record_offset > current.record_offset:
+                    committed[key] = offset
+
+
+def committed_offset(value: OffsetCommitValue, record_offset: int) -> CommittedOffset:
+    return CommittedOffset(value.offset, value.leader_epoch, value.metadata, value.commit_timestamp,
+                           value.expire_timestamp, record_offset)
+
+
+def _replay_batch(result: ReplayedPartition, data: bytes, pos: int, header: BatchHeader, start: int) -> None:
+    if header.is_control:
+        if header.is_transactional and header.producer_id >= 0 and header.base_offset >= start:
+            try:
+                marker = read_marker(data, pos, header)
+            except RecordsError:
+                result.skipped += 1
+                return
+            result.complete(header.producer_id, marker.commit)
+        return
+    producer_id = header.producer_id if header.is_transactional else None
+    for record in decode_records(data, pos, header):
+        record_offset = header.base_offset + record.offset_delta
+        if record_offset < start:
+            continue
+        try:
+            decoded = decode_record(record.key, record.value)
+        except DecodeError:
+            result.skipped += 1
+            continue
+        if decoded is None:
+            result.skipped += 1
+            continue
+        result.records += 1
+        result.apply(decoded, record_offset, producer_id)
 
 
 def replay(partition_log: Log) -> ReplayedPartition:
@@ -68,21 +136,7 @@ def replay(partition_log: Log) -> ReplayedPartition:
         advanced = offset
         for pos, header in iter_batches(data):
             advanced = header.next_offset
-            if header.is_control:
-                continue
-            for record in decode_records(data, pos, header):
-                if header.base_offset + record.offset_delta < offset:
-                    continue
-                try:
-                    decoded = decode_record(record.key, record.value)
-                except DecodeError:
-                    result.skipped += 1
-                    continue
-                if decoded is None:
-                    result.skipped += 1
-                    continue
-                result.records += 1
-                result.apply(decoded)
+            _replay_batch(result, data, pos, header, offset)
         if advanced <= offset:
             break
         offset = advanced
@@ -112,34 +166,55 @@ class OffsetsTopic:
             return
         log.info("created internal topic", topic=OFFSETS_TOPIC, partitions=self.num_partitions)
 
-    def append(self, partition: int, records: Records, now_ms: int, done: Done) -> None:
+    def append(self, partition: int, records: Records, now_ms: int, done: Done, *,
+               producer: Producer | None = None) -> int:
         loop = asyncio.get_running_loop()
         try:
             self.ensure()
         except (OSError, StorageError) as exc:  # a failing disk, or the partition cap reached
             log.error("cannot create internal topic", topic=OFFSETS_TOPIC, error=str(exc))
             loop.call_soon(done, ErrorCode.KAFKA_STORAGE_ERROR)
-            return
+            return NOT_WRITTEN
         target = self.state.logs.get_log(OFFSETS_TOPIC, partition)
         if target is not None and not self.state.logs.is_online(target):
             loop.call_soon(done, ErrorCode.KAFKA_STORAGE_ERROR)
-            return
+            return NOT_WRITTEN
         if target is None:
             loop.call_soon(done, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-            return
+            return NOT_WRITTEN
         batch = bytearray(build_batch([Record(i, 0, key, value) for i, (key, value) in enumerate(records)],
-                                      base_timestamp=now_ms))
+                                      base_timestamp=now_ms, **_transactional(target, producer)))
         try:
             result = target.append(batch, [(0, parse_header(batch, 0))], now_ms=now_ms)
+        except ProducerStateError as exc:  # a fenced producer: its own problem, nothing written
+            log.info("transactional offsets refused", partition=partition, error=str(exc))
+            loop.call_soon(done, ErrorCode(exc.error_code))
+            return NOT_WRITTEN
         except (OSError, RecordsError) as exc:
             log.error("offsets topic append failed", partition=partition, error=str(exc))
             if isinstance(exc, OSError):
                 self.state.logs.report_io_error(target, exc)
             loop.call_soon(done, ErrorCode.KAFKA_STORAGE_ERROR)
-            return
+            return NOT_WRITTEN
         self.state.purgatory.notify((OFFSETS_TOPIC, partition))
         flushed = self.state.logs.flusher_for(target).request(target, result.last_offset + 1)
         asyncio.wrap_future(flushed).add_done_callback(lambda f: done(_flush_code(f, partition)))
+        return result.base_offset
+
+
+def _transactional(target: Log, producer: Producer | None) -> dict[str, Any]:
+    """The batch fields of a TxnOffsetCommit's write: transactional, the producer's id and epoch, and
+    the sequence that follows what this partition last saw of that producer. (Kafka's coordinator
+    appends with an origin that skips sequence checks; following the stored sequence passes them.)"""
+    if producer is None:
+        return {}
+    producer_id, epoch = producer
+    entry = target.producer_state.producers.get(producer_id)
+    sequence = 0
+    if entry is not None and entry.epoch == epoch and entry.last_seq >= 0:
+        sequence = (entry.last_seq + 1) % (INT32_MAX + 1)
+    return {"producer_id": producer_id, "producer_epoch": epoch, "base_sequence": sequence,
+            "is_transactional": True}
 
 
 def _flush_code(future: asyncio.Future[int] | Future[int], partition: int) -> ErrorCode:

@@ -88,3 +88,17 @@ class CommitRequest:
     member_id: str
     group_instance_id: str | None
     offsets: list[OffsetToCommit]
+
+
+@dataclass(frozen=True, slots=True)
+class TxnCommitRequest:
+    """TxnOffsetCommit: offsets a transaction commits, pending until the transaction's marker."""
+
+    group_id: str
+    producer_id: int
+    producer_epoch: int
+    #: v3+; -1, "" and None before (a transactional commit from outside group management)
+    generation: int
+    member_id: str
+    group_instance_id: str | None
+    offsets: list[OffsetToCommit]

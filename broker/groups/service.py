@@ -1,7 +1,7 @@
 """The group coordinator inside the broker: loading at startup, the timer, offset expiry, shutdown.
 
-Owns the pieces the handlers use (`coordinator`, `offsets_topic`) and the two periodic duties that no
-request triggers: deadlines (sessions, join and sync phases) checked every `TICK_S`, and offset expiry
+Owns the pieces the handlers use (`coordinator`, `offsets_topic`), the entry the transaction markers
+call (`complete_transaction`), and the two periodic duties that no request triggers: deadlines (sessions, join and sync phases) checked every `TICK_S`, and offset expiry
 every `offsets.retention.check.interval.ms`.
 """
 
@@ -88,8 +88,9 @@ class GroupService:
             except Exception as exc:  # a partition we cannot read stays loading: its groups get a retriable code
                 log.error("cannot load offsets partition", partition=partition, error=repr(exc))
                 continue
-            self.coordinator.finish_loading(partition, replayed.groups, replayed.offsets, self.state.clock_ms())
-            groups += len(set(replayed.groups) | set(replayed.offsets))
+            self.coordinator.finish_loading(partition, replayed.groups, replayed.offsets, self.state.clock_ms(),
+                                            replayed.pending)
+            groups += len(set(replayed.groups) | set(replayed.offsets) | set(replayed.pending))
             records += replayed.records
         log.info("group coordinator loaded", groups=groups, records=records,
                  seconds=round(time.monotonic() - started, 3))
@@ -108,6 +109,13 @@ class GroupService:
                     self.coordinator.expire_offsets(now)
             except Exception:
                 log.exception("group coordinator timer failed")
+
+    def complete_transaction(self, offsets_partition: int, producer_id: int, commit: bool) -> None:
+        """Called once a transaction's marker is durable in `offsets_partition` of `__consumer_offsets`:
+        a commit makes the producer's pending offsets of that partition's groups visible as committed
+        offsets (each where it was written after the committed one, Kafka's rule); an abort drops them.
+        Synchronous and in memory: the marker on disk is what replay follows after a restart."""
+        self.coordinator.complete_transaction(offsets_partition, producer_id, commit)
 
     def snapshot(self) -> list[GroupSnapshot]:
         """Every loaded group, read from the coordinator's own state (cheap enough for a scrape)."""

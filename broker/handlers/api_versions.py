@@ -4,7 +4,8 @@ The list is computed from the handler registry, so it always says exactly what w
 header is always v0 (see `pybroker.protocol.frames`); an unsupported version gets Kafka's v0 fallback
 answer from the connection layer before it reaches this handler. v3+ also carry the cluster features
 (`pybroker.broker.features`: `transaction.version`, `metadata.version`) as tagged fields; v4 may list
-a supported feature whose minimum is 0, v3 may not. Authorizes nothing: every client may ask.
+a supported feature whose minimum is 0, v3 may not. The client software name and version a v3+ request
+gives are remembered for client telemetry's `match` selectors. Authorizes nothing: every client may ask.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ def handle_api_versions(ctx: RequestContext, request: ApiVersionsRequest) -> Api
         throttle_time_ms=0,
     )
     if ctx.api_version >= 3:  # the features are tagged fields: v0-2 have no place for them
+        ctx.state.client_metrics.note_software(ctx.peer, request.client_software_name,
+                                               request.client_software_version)
         response.supported_features = features.supported_feature_keys(ctx.api_version)
         response.finalized_features_epoch = features.FINALIZED_FEATURES_EPOCH
         response.finalized_features = features.finalized_feature_keys({k: hi for k, _, hi in served})

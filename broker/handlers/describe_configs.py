@@ -2,7 +2,10 @@
 
 Every config comes with its effective value and source (topic override, static broker config or
 default); v1+ add synonyms (the broker keys that stand behind a topic key), v3+ the type and the
-documentation. Broker configs that cannot change at runtime are read-only, as in Kafka.
+documentation. Broker configs that cannot change at runtime are read-only, as in Kafka. A broker-logger
+resource (this node's id) lists every logger with its effective level (`pybroker.broker.log_levels`),
+source DYNAMIC_BROKER_LOGGER_CONFIG, as Kafka lists its log4j loggers. A client-metrics resource
+(KIP-714) lists its subscription's configs (none for an unknown name).
 """
 
 from __future__ import annotations
@@ -11,6 +14,8 @@ from collections.abc import Iterable
 
 from pybroker.broker.context import RequestContext
 from pybroker.broker.dispatch import handler
+from pybroker.broker.log_levels import LEVELS as LOGGER_LEVELS
+from pybroker.broker.telemetry.resource import CLIENT_METRICS_CONFIG, CLIENT_METRICS_RESOURCE, described
 from pybroker.config.broker_config import ConfigSource, ResolvedConfig
 from pybroker.config.definitions import BROKER, TOPIC
 from pybroker.config.types import PARSERS
@@ -27,6 +32,7 @@ from pybroker.protocol.messages.describe_configs import (
 TOPIC_RESOURCE = 2
 BROKER_RESOURCE = 4
 BROKER_LOGGER_RESOURCE = 8
+DYNAMIC_BROKER_LOGGER_CONFIG = 6
 
 
 def _entry(resolved: ResolvedConfig, synonyms: bool, docs: bool, read_only: bool) -> DescribeConfigsResourceResult:
@@ -77,7 +83,22 @@ def handle_describe_configs(ctx: RequestContext, request: DescribeConfigsRequest
             result.configs = [_entry(state.config.resolve_broker(key), synonyms, docs, not BROKER[key].dynamic)
                               for key in _selected(BROKER, wanted)]
         elif resource.resource_type == BROKER_LOGGER_RESOURCE:
-            continue
+            if resource.resource_name != str(state.node_id):
+                result.error_code = ErrorCode.INVALID_REQUEST
+                result.error_message = (f"Unexpected broker id, expected {state.node_id} but received "
+                                        f"{resource.resource_name}" if resource.resource_name
+                                        else "Broker id must not be empty")
+                continue
+            result.configs = [DescribeConfigsResourceResult(
+                name=name, value=LOGGER_LEVELS.level(name), read_only=False,
+                config_source=DYNAMIC_BROKER_LOGGER_CONFIG, is_default=False, is_sensitive=False, synonyms=[],
+                config_type=0, documentation=None) for name in _selected(LOGGER_LEVELS.names(), wanted)]
+        elif resource.resource_type == CLIENT_METRICS_RESOURCE:
+            result.configs = [DescribeConfigsResourceResult(
+                name=key, value=value, read_only=False, config_source=CLIENT_METRICS_CONFIG, is_default=is_default,
+                is_sensitive=False, synonyms=[], config_type=0, documentation=doc if docs else None)
+                for key, value, is_default, doc in described(state, resource.resource_name)
+                if wanted is None or key in wanted]
         else:
             result.error_code = ErrorCode.INVALID_REQUEST
             result.error_message = f"Unsupported resource type {resource.resource_type}."

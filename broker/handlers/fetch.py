@@ -6,7 +6,14 @@ Records are never copied here: each partition's answer is a file region of a seg
 sends with `os.sendfile`. Limits: `max_bytes` for the response and `partition_max_bytes` per partition,
 but the first batch found is always returned whole, so a client can always make progress (KIP-74).
 Long poll: below `min_bytes`, the fetch waits in the purgatory until an append to one of its partitions
-or `max_wait_ms`, whichever comes first. With one replica, the last stable offset is the high watermark.
+or `max_wait_ms`, whichever comes first.
+
+Isolation (KIP-98): every answer carries the last stable offset (the first offset of the oldest open
+transaction, else the high watermark). read_committed reads stop at it and list, for the range
+returned, the aborted transactions whose records it holds (`aborted_transactions`, Kafka's upper bound:
+the offset of the first batch after the returned bytes); read_uncommitted reads up to the high
+watermark and gets no list (null). A long-poll is woken by marker appends too (their writer notifies
+the purgatory), so a read_committed fetch sees the LSO move.
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ from pybroker.broker.lookup import resolve_partition, topic_by_id
 from pybroker.protocol.api_keys import ApiKey
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.messages.fetch import (
+    AbortedTransaction,
     FetchableTopicResponse,
     FetchRequest,
     FetchResponse,
@@ -101,12 +109,18 @@ def _read_all(ctx: RequestContext, request: FetchRequest) -> tuple[FetchResponse
                 errors = True
                 continue
             hw = log.high_watermark
+            lso = log.last_stable_offset
             data.high_watermark = hw
-            data.last_stable_offset = hw
+            data.last_stable_offset = lso
             data.log_start_offset = log.log_start_offset
             limit = min(fp.partition_max_bytes, remaining)
             try:
-                result = log.read(fp.fetch_offset, max(limit, 0), max_offset=hw, min_one_batch=total == 0)
+                result = log.read(fp.fetch_offset, max(limit, 0), max_offset=lso if read_committed else hw,
+                                  min_one_batch=total == 0, want_upper_bound=read_committed)
+                if read_committed and result.region is not None:
+                    data.aborted_transactions = [
+                        AbortedTransaction(producer_id=pid, first_offset=first)
+                        for pid, first in log.aborted_transactions(fp.fetch_offset, result.upper_bound)]
             except OffsetOutOfRange:
                 data.error_code = ErrorCode.OFFSET_OUT_OF_RANGE
                 errors = True

@@ -1,9 +1,12 @@
-"""FindCoordinator (key 10), versions 0-6: this broker coordinates every group.
+"""FindCoordinator (key 10), versions 0-6: this broker coordinates every group and every transaction.
 
-A group key is answered with this node (creating `__consumer_offsets` on first use, as Kafka does, on a
-worker thread; COORDINATOR_NOT_AVAILABLE if that fails); a
-transaction key with COORDINATOR_NOT_AVAILABLE, since transactions are not served; v4+ batches keys.
-librdkafka also reads the API's presence as the sign a broker reads lz4 frames.
+A group key (type 0) is answered with this node, creating `__consumer_offsets` on first use, as Kafka
+does, on a worker thread; a transaction key (type 1) likewise, creating `__transaction_state`
+(`transaction.state.log.num.partitions` partitions); COORDINATOR_NOT_AVAILABLE if that creation fails.
+An empty transactional id is INVALID_REQUEST; v4+ batches keys. librdkafka also reads the API's
+presence as the sign a broker reads lz4 frames.
+
+Authorizes: DESCRIBE on the group or the transactional id (`broker/security/authorization.py`).
 """
 
 from __future__ import annotations
@@ -30,48 +33,65 @@ GROUP_KEY = 0
 TRANSACTION_KEY = 1
 
 MESSAGES: dict[ErrorCode, str] = {
-    ErrorCode.COORDINATOR_NOT_AVAILABLE: "This broker does not run a transaction coordinator.",
-    ErrorCode.INVALID_REQUEST: "Unknown coordinator key type.",
+    ErrorCode.COORDINATOR_NOT_AVAILABLE: "The coordinator's internal topic could not be created.",
+    ErrorCode.INVALID_REQUEST: "Unknown coordinator key type, or an empty transactional id.",
 }
 
 
-def _find(ctx: RequestContext, key_type: int) -> ErrorCode:
+def _internal_topic(ctx: RequestContext, key_type: int) -> Any:
+    """The internal topic behind a key type (None for an unknown type)."""
+    if key_type == GROUP_KEY:
+        return ctx.state.groups.offsets_topic
     if key_type == TRANSACTION_KEY:
-        return ErrorCode.COORDINATOR_NOT_AVAILABLE
-    if key_type != GROUP_KEY:
+        return ctx.state.transactions.state_topic
+    return None
+
+
+def _find(ctx: RequestContext, key_type: int, key: str | None) -> ErrorCode:
+    topic = _internal_topic(ctx, key_type)
+    if topic is None or (key_type == TRANSACTION_KEY and not key):
         return ErrorCode.INVALID_REQUEST
-    if not ctx.state.groups.offsets_topic.exists():  # its creation failed (see the handler)
+    if not topic.exists():  # its creation failed (see the handler)
         return ErrorCode.COORDINATOR_NOT_AVAILABLE
     return ErrorCode.NONE
 
 
 @handler(ApiKey.FIND_COORDINATOR, versions=(0, 6))
 def handle_find_coordinator(ctx: RequestContext, request: FindCoordinatorRequest) -> Any:
-    if request.key_type == GROUP_KEY and not ctx.state.groups.offsets_topic.exists():
-        return _create_offsets_topic_then_answer(ctx, request)
+    topic = _internal_topic(ctx, request.key_type)
+    if topic is not None and not topic.exists():
+        return _create_topic_then_answer(ctx, request, topic)
     return _answer(ctx, request)
 
 
-async def _create_offsets_topic_then_answer(ctx: RequestContext,
-                                            request: FindCoordinatorRequest) -> FindCoordinatorResponse:
-    """The first group's request creates the offsets topic (its partitions, on a worker thread)."""
+async def _create_topic_then_answer(ctx: RequestContext, request: FindCoordinatorRequest,
+                                    topic: Any) -> FindCoordinatorResponse:
+    """The first group's (or transaction's) request creates the internal topic, on a worker thread."""
     try:
-        await asyncio.to_thread(ctx.state.groups.offsets_topic.ensure)
+        await asyncio.to_thread(topic.ensure)
     except (OSError, StorageError) as exc:  # a failing disk, or the partition cap reached
-        log.error("cannot create the offsets topic", error=str(exc), client_id=ctx.client_id)
+        log.error("cannot create an internal topic", key_type=request.key_type, error=str(exc),
+                  client_id=ctx.client_id)
     return _answer(ctx, request)
 
 
 def _answer(ctx: RequestContext, request: FindCoordinatorRequest) -> FindCoordinatorResponse:
     state = ctx.state
-    code = _find(ctx, request.key_type)
-    found = code is ErrorCode.NONE
     # the coordinator's address on the listener the client came in on
-    node, host, port = (state.node_id, *state.address_of(ctx.listener)) if found else (-1, "", -1)
-    message = MESSAGES.get(code)
+    host, port = state.address_of(ctx.listener)
+
+    def where(code: ErrorCode) -> tuple[int, str, int]:
+        return (state.node_id, host, port) if code is ErrorCode.NONE else (-1, "", -1)
+
     if ctx.api_version >= FIRST_BATCHED_VERSION:
-        return FindCoordinatorResponse(throttle_time_ms=0, coordinators=[
-            Coordinator(key=key, node_id=node, host=host, port=port, error_code=code, error_message=message)
-            for key in request.coordinator_keys])
-    return FindCoordinatorResponse(throttle_time_ms=0, error_code=code, error_message=message,
-                                   node_id=node, host=host, port=port)
+        coordinators = []
+        for key in request.coordinator_keys:
+            code = _find(ctx, request.key_type, key)
+            node, h, p = where(code)
+            coordinators.append(Coordinator(key=key, node_id=node, host=h, port=p, error_code=code,
+                                            error_message=MESSAGES.get(code)))
+        return FindCoordinatorResponse(throttle_time_ms=0, coordinators=coordinators)
+    code = _find(ctx, request.key_type, request.key)
+    node, h, p = where(code)
+    return FindCoordinatorResponse(throttle_time_ms=0, error_code=code, error_message=MESSAGES.get(code),
+                                   node_id=node, host=h, port=p)

@@ -4,6 +4,9 @@ The same resources and rules as AlterConfigs (topics, this broker, the cluster-w
 only dynamic broker keys; INVALID_CONFIG with a message for any refused key or value), but each
 config names an operation on the current overrides, so keys not mentioned keep their values.
 APPEND and SUBTRACT apply to list configs only (`cleanup.policy`, `log.cleanup.policy`).
+A broker-logger resource (this node's id) SETs or DELETEs loggers' levels at once, as Kafka's
+`kafka-configs --entity-type broker-loggers` does (`pybroker.broker.logger_configs`); a client-metrics
+resource (KIP-714) sets a telemetry subscription (`pybroker.broker.telemetry.resource`).
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ from collections.abc import Callable, Mapping
 from pybroker.broker.config_changes import Change, alter_resource
 from pybroker.broker.context import RequestContext
 from pybroker.broker.dispatch import handler
+from pybroker.broker.logger_configs import BROKER_LOGGER_RESOURCE, alter_logger_levels
+from pybroker.broker.telemetry.resource import CLIENT_METRICS_RESOURCE, alter_client_metrics
 from pybroker.config.alter_ops import apply_operations
 from pybroker.config.definitions import ConfigDef
 from pybroker.protocol.api_keys import ApiKey
@@ -39,8 +44,15 @@ def handle_incremental_alter_configs(ctx: RequestContext,
                                      request: IncrementalAlterConfigsRequest) -> IncrementalAlterConfigsResponse:
     responses = []
     for resource in request.resources:
-        code, message = alter_resource(ctx.state, resource.resource_type, resource.resource_name,
-                                       _operations(resource.configs), bool(request.validate_only))
+        if resource.resource_type == BROKER_LOGGER_RESOURCE:
+            code, message = alter_logger_levels(ctx.state, resource.resource_name, [
+                (c.name, c.config_operation, c.value) for c in resource.configs], bool(request.validate_only))
+        elif resource.resource_type == CLIENT_METRICS_RESOURCE:
+            code, message = alter_client_metrics(ctx.state, resource.resource_name, [
+                (c.name, c.config_operation, c.value) for c in resource.configs], bool(request.validate_only))
+        else:
+            code, message = alter_resource(ctx.state, resource.resource_type, resource.resource_name,
+                                           _operations(resource.configs), bool(request.validate_only))
         responses.append(AlterConfigsResourceResponse(error_code=code, error_message=message,
                                                       resource_type=resource.resource_type,
                                                       resource_name=resource.resource_name))

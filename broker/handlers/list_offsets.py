@@ -1,9 +1,13 @@
 """ListOffsets (key 2), versions 0-10.
 
-Special timestamps: -2 earliest (the log start offset), -1 latest (the high watermark, which is also the
-last stable offset here), -3 the record with the largest timestamp (v7+), -4 earliest local (= earliest,
-we have no tiered storage), -5 earliest pending upload (none: -1). Any other timestamp finds the first
-record at or after it through the time index. v0 answers in `old_style_offsets`.
+Special timestamps: -2 earliest (the log start offset), -1 latest (the high watermark; under
+read_committed (v2+) the last stable offset), -3 the record with the largest timestamp (v7+), -4 earliest
+local (= earliest, we have no tiered storage), -5 earliest pending upload (none: -1). Any other timestamp
+finds the first record at or after it through the time index. v0 answers in `old_style_offsets`.
+
+As Kafka (`Partition.fetchOffsetForTimestamp`), every answer but earliest (-2, -4) must lie below the last
+fetchable offset (the LSO under read_committed, else the high watermark; v0-1 carry no isolation level
+and see the log end); an offset at or past it is answered as not found (-1).
 """
 
 from __future__ import annotations
@@ -25,11 +29,15 @@ from pybroker.storage.log import Log
 
 LEADER_EPOCH = 0
 NOT_FOUND = (-1, -1)
+READ_COMMITTED = 1
+FIRST_ISOLATION_VERSION = 2
+LATEST = -1
+#: answers exempt from the last-fetchable cap: earliest, and earliest local (the same offset here)
+UNCAPPED = frozenset((-2, -4))
 
 #: special timestamp -> (offset, timestamp) of the answer
 SPECIAL: dict[int, Callable[[Log], tuple[int, int]]] = {
     -2: lambda log: (log.log_start_offset, -1),
-    -1: lambda log: (log.high_watermark, -1),
     -3: lambda log: _max_timestamp(log),
     -4: lambda log: (log.log_start_offset, -1),
     -5: lambda log: NOT_FOUND,
@@ -41,18 +49,20 @@ def _max_timestamp(log: Log) -> tuple[int, int]:
     return (offset, timestamp) if offset >= 0 else NOT_FOUND
 
 
-def _lookup(log: Log, timestamp: int) -> tuple[int, int]:
+def _lookup(log: Log, timestamp: int, read_committed: bool) -> tuple[int, int]:
+    fetchable = log.last_stable_offset if read_committed else log.high_watermark
+    if timestamp == LATEST:
+        return fetchable, -1
     special = SPECIAL.get(timestamp)
-    if special is not None:
-        return special(log)
-    found = log.offset_for_timestamp(timestamp)
-    if found is None:
+    found = special(log) if special is not None else log.offset_for_timestamp(timestamp)
+    if found is None or (timestamp not in UNCAPPED and found[0] >= fetchable):
         return NOT_FOUND
     return found
 
 
 @handler(ApiKey.LIST_OFFSETS, versions=(0, 10))
 def handle_list_offsets(ctx: RequestContext, request: ListOffsetsRequest) -> ListOffsetsResponse:
+    read_committed = ctx.api_version >= FIRST_ISOLATION_VERSION and request.isolation_level == READ_COMMITTED
     topics: list[ListOffsetsTopicResponse] = []
     for topic in request.topics:
         partitions: list[ListOffsetsPartitionResponse] = []
@@ -66,7 +76,7 @@ def handle_list_offsets(ctx: RequestContext, request: ListOffsetsRequest) -> Lis
                 answer.error_code = code
                 continue
             try:
-                offset, timestamp = _lookup(log, part.timestamp)
+                offset, timestamp = _lookup(log, part.timestamp, read_committed)
             except OSError as exc:
                 ctx.state.logs.report_io_error(log, exc)
                 answer.error_code = ErrorCode.KAFKA_STORAGE_ERROR

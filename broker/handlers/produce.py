@@ -1,4 +1,4 @@
-"""Produce (key 0), versions 0-11.
+"""Produce (key 0), versions 0-12.
 
 v0-2 carry the old message-set formats: they are advertised (librdkafka turns compression off without
 them) and every partition is answered UNSUPPORTED_VERSION, as Kafka 4 does. v3+ carry RecordBatch v2:
@@ -15,6 +15,12 @@ whichever path each took (`_AppendOrder`).
 acks=0 sends no response; acks=1 answers once the bytes are in the log (the flush policy decides when
 they reach the disk); acks=-1 answers only after the flusher has fsynced them (group commit across all
 concurrent requests on the same log dir). Idempotent producers' duplicates get their original offsets.
+
+Transactional batches are checked with the transaction coordinator before anything is validated further
+(`state.transactions.check_produce`, KIP-890 part 1): the producer id and epoch must be the transactional
+id's current ones (INVALID_PRODUCER_ID_MAPPING, INVALID_PRODUCER_EPOCH) and the partition must be in the
+open transaction (INVALID_TXN_STATE; TRANSACTION_ABORTABLE from v11), as Kafka 4 refuses it. v12
+(transactions v2) adds the partition to the transaction instead, with one fsynced state write first.
 
 Unknown topics are auto-created (when `auto.create.topics.enable`) on a worker thread first, then the
 request is served as usual. Work that runs off the loop (creation, validation) is a bare coroutine, so
@@ -111,7 +117,7 @@ def _error(index: int, code: ErrorCode, message: str | None = None) -> Partition
                                     log_start_offset=-1, error_message=message)
 
 
-@handler(ApiKey.PRODUCE, versions=(0, 11))
+@handler(ApiKey.PRODUCE, versions=(0, 12))
 def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Any:
     missing = (ctx.state.topics.to_auto_create([t.name for t in request.topic_data])
                if ctx.api_version >= FIRST_RECORD_BATCH_VERSION else [])
@@ -147,7 +153,8 @@ def _produce(ctx: RequestContext, request: ProduceRequest) -> Any:
             if acks not in (0, 1, -1):
                 partitions.append(_error(part.index, ErrorCode.INVALID_REQUIRED_ACKS))
                 continue
-            outcome = _produce_partition(ctx, topic.name, part.index, part.records, acks, now)
+            outcome = _produce_partition(ctx, topic.name, part.index, part.records, acks, now,
+                                         request.transactional_id)
             if isinstance(outcome, tuple):
                 partitions.append(outcome[0])
                 done.append((topic.name, outcome))
@@ -207,7 +214,7 @@ async def _await_flushes(ctx: RequestContext, result: ProduceResponse,
 
 
 def _produce_partition(ctx: RequestContext, topic: str, partition: int, records: Any, acks: int,
-                       now: int) -> Outcome | Coroutine[Any, Any, Outcome]:
+                       now: int, transactional_id: str | None = None) -> Outcome | Coroutine[Any, Any, Outcome]:
     """The partition's outcome, or a coroutine that yields it once validation off the loop is done."""
     state = ctx.state
     target, code = resolve_partition_for_write(state, topic, partition)
@@ -222,8 +229,44 @@ def _produce_partition(ctx: RequestContext, topic: str, partition: int, records:
     except RecordsError as exc:
         return _error(partition, ErrorCode(exc.error_code), exc.message), None
     if header.is_transactional:
-        return _error(partition, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
-                      "transactions are not supported yet"), None
+        if transactional_id is None:
+            return _error(partition, ErrorCode.INVALID_RECORD,
+                          "a transactional batch in a request without a transactional id"), None
+        verdict = state.transactions.check_produce(transactional_id, header.producer_id, header.producer_epoch,
+                                                   topic, partition, ctx.api_version)
+        if not isinstance(verdict, ErrorCode):
+            return _verified_then_produce(ctx, verdict, target, topic, partition, records, header, acks, now)
+        if verdict is not ErrorCode.NONE:
+            return _error(partition, verdict, _TXN_MESSAGES.get(verdict)), None
+    return _checked_produce(ctx, target, topic, partition, records, header, acks, now)
+
+
+#: why a transactional batch was refused, for the client's log
+_TXN_MESSAGES: dict[ErrorCode, str] = {
+    ErrorCode.INVALID_TXN_STATE: "the partition was not added to the transaction",
+    ErrorCode.TRANSACTION_ABORTABLE: "the partition was not added to the transaction",
+    ErrorCode.INVALID_PRODUCER_EPOCH: "the producer epoch is not the transactional id's current one",
+    ErrorCode.INVALID_PRODUCER_ID_MAPPING: "the producer id is not the transactional id's",
+    ErrorCode.NOT_ENOUGH_REPLICAS: "the transaction coordinator cannot verify the partition yet: retry",
+}
+
+
+async def _verified_then_produce(ctx: RequestContext, verdict: Awaitable[ErrorCode], target: Any, topic: str,
+                                 partition: int, records: Any, header: BatchHeader, acks: int,
+                                 now: int) -> Outcome:
+    """Produce v12: the partition joins the transaction (a fsynced state write) before the append."""
+    code = await verdict
+    if code is not ErrorCode.NONE:
+        return _error(partition, code, _TXN_MESSAGES.get(code)), None
+    outcome = _checked_produce(ctx, target, topic, partition, records, header, acks, now)
+    if isinstance(outcome, tuple):
+        return outcome
+    return await outcome
+
+
+def _checked_produce(ctx: RequestContext, target: Any, topic: str, partition: int, records: Any,
+                     header: BatchHeader, acks: int, now: int) -> Outcome | Coroutine[Any, Any, Outcome]:
+    config = target.config
     check = functools.partial(check_produce_records, records, header,
                               require_keys="compact" in config.cleanup_policy,
                               timestamps=_timestamp_rule(config, now))

@@ -8,13 +8,17 @@ so it sees one consistent moment.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from pybroker.broker.metrics.groups import GroupsSnapshot, consumer_lag
+from pybroker.broker.telemetry import prometheus as client_telemetry
+from pybroker.broker.transactions.state_machine import TxnState
 
 if TYPE_CHECKING:
     from pybroker.broker.state import BrokerState
@@ -30,7 +34,7 @@ class BrokerCollector(Collector):
 
     def describe(self) -> list[Any]:
         """Names only (registering must not walk the logs)."""
-        return list(self._families())
+        return [*self._families(), *client_telemetry.fixed_families()]
 
     def _families(self) -> Iterator[Any]:
         yield CounterMetricFamily("pybroker_bytes_in", "Record bytes appended to a topic's logs.", labels=["topic"])
@@ -56,11 +60,22 @@ class BrokerCollector(Collector):
                                 labels=["topic", "partition", "log_dir"])
         yield GaugeMetricFamily("pybroker_log_dirs", "Configured log directories.")
         yield GaugeMetricFamily("pybroker_log_dirs_offline", "Log directories taken offline by an I/O error.")
+        yield GaugeMetricFamily("pybroker_log_dir_free_bytes",
+                                "Bytes free for the broker on a log directory's file system.", labels=["log_dir"])
+        yield GaugeMetricFamily("pybroker_log_dir_total_bytes", "Size of a log directory's file system.",
+                                labels=["log_dir"])
+        yield GaugeMetricFamily("pybroker_log_dir_online", "1 while a log directory serves, 0 once offline.",
+                                labels=["log_dir"])
         yield GaugeMetricFamily("pybroker_groups", "Consumer groups by state.", labels=["state"])
         yield GaugeMetricFamily("pybroker_group_members", "Members of a consumer group.", labels=["group"])
         yield GaugeMetricFamily("pybroker_consumer_group_lag",
                                 "Log end offset minus the group's committed offset.",
                                 labels=["group", "topic", "partition"])
+        yield GaugeMetricFamily("pybroker_transactional_ids", "Transactional ids by the state of their transaction.",
+                                labels=["state"])
+        yield GaugeMetricFamily("pybroker_transaction_oldest_open_seconds",
+                                "Age of the oldest open transaction (0 when none is open); it holds back the "
+                                "last stable offset of every partition it wrote to.")
         yield GaugeMetricFamily("pybroker_info", "Always 1; the labels say which broker this is.",
                                 labels=["node_id", "cluster_id"])
 
@@ -91,10 +106,25 @@ class BrokerCollector(Collector):
                 [*labels, str(directory) if directory else ""], sum(s.size for s in segments))
         families["pybroker_log_dirs"].add_metric([], len(logs.dirs))
         families["pybroker_log_dirs_offline"].add_metric([], len(logs.offline_dirs))
+        for directory in logs.dirs:
+            label = [str(directory)]
+            families["pybroker_log_dir_online"].add_metric(label, 0 if directory in logs.offline_dirs else 1)
+            space = _disk_space(directory)
+            if space is not None:
+                families["pybroker_log_dir_free_bytes"].add_metric(label, space[0])
+                families["pybroker_log_dir_total_bytes"].add_metric(label, space[1])
         if self.groups_snapshot is not None:
             self._collect_groups(families)
+        self._collect_transactions(families)
         families["pybroker_info"].add_metric([str(state.node_id), state.cluster_id], 1)
         yield from families.values()
+        yield from client_telemetry.families(state.client_metrics, state.clock_ms())
+
+    def _collect_transactions(self, families: dict[str, Any]) -> None:
+        by_state, oldest = _transaction_figures(self.state)
+        for name, count in by_state.items():
+            families["pybroker_transactional_ids"].add_metric([name], count)
+        families["pybroker_transaction_oldest_open_seconds"].add_metric([], oldest)
 
     def _collect_groups(self, families: dict[str, Any]) -> None:
         assert self.groups_snapshot is not None
@@ -112,3 +142,25 @@ class BrokerCollector(Collector):
                 families["pybroker_consumer_group_lag"].add_metric([group.group_id, topic, str(partition)], lag)
         for name, count in by_state.items():
             families["pybroker_groups"].add_metric([name], count)
+
+
+def _transaction_figures(state: BrokerState) -> tuple[dict[str, int], float]:
+    """(transactional ids per state name, age in seconds of the oldest open transaction)."""
+    by_state = {s.value: 0 for s in TxnState if s is not TxnState.DEAD}
+    now = state.clock_ms()
+    oldest = 0.0
+    for meta in state.transactions.all():
+        by_state[meta.state.value] = by_state.get(meta.state.value, 0) + 1
+        if meta.state is TxnState.ONGOING and meta.start_ms >= 0:
+            oldest = max(oldest, (now - meta.start_ms) / 1000)
+    return by_state, oldest
+
+
+def _disk_space(directory: Path) -> tuple[int, int] | None:
+    """(bytes free to an unprivileged writer, file system size), or None when the dir cannot be asked (a
+    vanished or failing disk: its `online` series says the rest)."""
+    try:
+        stats = os.statvfs(directory)
+    except OSError:
+        return None
+    return stats.f_bavail * stats.f_frsize, stats.f_blocks * stats.f_frsize

@@ -29,15 +29,30 @@ The operations and error codes are those of Kafka's KafkaApis / AuthHelper:
 | JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit | READ group | GROUP_AUTHORIZATION_FAILED |
 | OffsetFetch | DESCRIBE group, DESCRIBE topic | GROUP_ / TOPIC_AUTHORIZATION_FAILED |
 | OffsetDelete | DELETE group, READ topic | GROUP_ / TOPIC_AUTHORIZATION_FAILED |
+| TxnOffsetCommit | WRITE transactional id, READ group, READ topic | TRANSACTIONAL_ID_ / GROUP_ (every partition), TOPIC_AUTHORIZATION_FAILED per topic |
 | DescribeGroups / DeleteGroups | DESCRIBE / DELETE group | GROUP_AUTHORIZATION_FAILED per group |
 | ListGroups | DESCRIBE cluster, else only groups it may DESCRIBE | (filtered) |
 | FindCoordinator | DESCRIBE group / transactional id | GROUP_ / TRANSACTIONAL_ID_AUTHORIZATION_FAILED |
-| InitProducerId | WRITE transactional id; else IDEMPOTENT_WRITE cluster or WRITE on some topic | TRANSACTIONAL_ID_ / CLUSTER_AUTHORIZATION_FAILED |
+| InitProducerId | WRITE transactional id (v6 `enable_2pc`: also TWO_PHASE_COMMIT); else IDEMPOTENT_WRITE cluster or WRITE on some topic | TRANSACTIONAL_ID_ / CLUSTER_AUTHORIZATION_FAILED |
+| AddPartitionsToTxn v0-3 | WRITE transactional id, WRITE each topic | TRANSACTIONAL_ID_ / TOPIC_AUTHORIZATION_FAILED (the rest OPERATION_NOT_ATTEMPTED) |
+| AddPartitionsToTxn v4+ | CLUSTER_ACTION cluster | CLUSTER_AUTHORIZATION_FAILED |
+| AddOffsetsToTxn | WRITE transactional id, READ group | TRANSACTIONAL_ID_ / GROUP_AUTHORIZATION_FAILED |
+| EndTxn | WRITE transactional id | TRANSACTIONAL_ID_AUTHORIZATION_FAILED |
 | DescribeLogDirs | DESCRIBE cluster | CLUSTER_AUTHORIZATION_FAILED (v3+), nothing listed |
 | CreateAcls, DeleteAcls / DescribeAcls | ALTER / DESCRIBE cluster | CLUSTER_AUTHORIZATION_FAILED |
-| DescribeCluster | nothing (its cluster `authorized_operations` become real) | |
+| DescribeCluster | nothing (its cluster `authorized_operations` become real: 0 without DESCRIBE cluster) | |
+| DescribeTopicPartitions | DESCRIBE topic (an every-topic listing filtered) | TOPIC_AUTHORIZATION_FAILED per named topic |
+| ElectLeaders, AlterPartitionReassignments | ALTER cluster | CLUSTER_AUTHORIZATION_FAILED (per partition too) |
+| ListPartitionReassignments, DescribeQuorum | DESCRIBE cluster | CLUSTER_AUTHORIZATION_FAILED |
+| ListConfigResources | DESCRIBE_CONFIGS cluster | CLUSTER_AUTHORIZATION_FAILED |
 | DescribeClientQuotas / AlterClientQuotas | DESCRIBE_CONFIGS / ALTER_CONFIGS cluster | CLUSTER_AUTHORIZATION_FAILED |
 | DescribeUserScramCredentials / AlterUserScramCredentials | DESCRIBE / ALTER cluster | CLUSTER_AUTHORIZATION_FAILED |
+| DescribeTransactions | DESCRIBE transactional id | TRANSACTIONAL_ID_AUTHORIZATION_FAILED per id |
+| ListTransactions | DESCRIBE transactional id | (filtered) |
+| DescribeProducers | READ topic | TOPIC_AUTHORIZATION_FAILED per partition |
+| WriteTxnMarkers | CLUSTER_ACTION cluster | CLUSTER_AUTHORIZATION_FAILED per partition |
+| DescribeConfigs / IncrementalAlterConfigs of broker loggers and client metrics | DESCRIBE_CONFIGS / ALTER_CONFIGS cluster | CLUSTER_AUTHORIZATION_FAILED |
+| GetTelemetrySubscriptions, PushTelemetry | nothing (a client's own metrics) | |
 | ApiVersions, SaslHandshake, SaslAuthenticate | nothing | |
 """
 
@@ -66,6 +81,8 @@ from pybroker.protocol.api_keys import ApiKey
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.messages import (
     RESPONSES,
+    add_offsets_to_txn,
+    add_partitions_to_txn,
     alter_configs,
     create_acls,
     create_partitions,
@@ -78,6 +95,11 @@ from pybroker.protocol.messages import (
     describe_configs,
     describe_groups,
     describe_log_dirs,
+    describe_producers,
+    describe_topic_partitions,
+    describe_transactions,
+    elect_leaders,
+    end_txn,
     fetch,
     find_coordinator,
     heartbeat,
@@ -93,6 +115,8 @@ from pybroker.protocol.messages import (
     offset_for_leader_epoch,
     produce,
     sync_group,
+    txn_offset_commit,
+    write_txn_markers,
 )
 
 if TYPE_CHECKING:
@@ -107,8 +131,8 @@ TOPIC_DENIED = ErrorCode.TOPIC_AUTHORIZATION_FAILED
 GROUP_DENIED = ErrorCode.GROUP_AUTHORIZATION_FAILED
 CLUSTER_DENIED = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
 TXN_DENIED = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-#: DescribeConfigs / AlterConfigs resource types: topic, broker, broker logger
-CONFIG_TOPIC, CONFIG_BROKER, CONFIG_BROKER_LOGGER = 2, 4, 8
+#: DescribeConfigs / AlterConfigs resource types: topic, broker, broker logger, client metrics
+CONFIG_TOPIC, CONFIG_BROKER, CONFIG_BROKER_LOGGER, CONFIG_CLIENT_METRICS = 2, 4, 8, 16
 UNSET_OPERATIONS = -(2**31)
 FIRST_TOPIC_ID_FETCH_VERSION = 13
 
@@ -350,7 +374,7 @@ def _config_rule(op: AclOperation, result_cls: Any, resp_attr: str, req_attr: st
         def allowed(res: Any) -> bool:
             if res.resource_type == CONFIG_TOPIC:
                 return check.ok(op, TOPIC, res.resource_name)
-            if res.resource_type in (CONFIG_BROKER, CONFIG_BROKER_LOGGER):
+            if res.resource_type in (CONFIG_BROKER, CONFIG_BROKER_LOGGER, CONFIG_CLIENT_METRICS):
                 return check.cluster(op)
             return True  # the handler answers an unknown resource type
 
@@ -381,6 +405,20 @@ def _offset_commit(check: Check, r: offset_commit.OffsetCommitRequest) -> Outcom
 
     if not check.ok(Op.READ, GROUP, r.group_id):
         return offset_commit.OffsetCommitResponse(topics=[entry(t, GROUP_DENIED) for t in r.topics])
+    return _per_topic(check, r, "topics", Op.READ, entry, "topics")
+
+
+def _txn_offset_commit(check: Check, r: txn_offset_commit.TxnOffsetCommitRequest) -> Outcome:
+    """Kafka's order: the transactional id, then the group, each refusing the whole request; then topics."""
+    def entry(t: Any, code: int = TOPIC_DENIED) -> Any:
+        return txn_offset_commit.TxnOffsetCommitResponseTopic(name=t.name, partitions=[
+            txn_offset_commit.TxnOffsetCommitResponsePartition(partition_index=p.partition_index, error_code=code)
+            for p in t.partitions])
+
+    if not check.ok(Op.WRITE, TXN, r.transactional_id):
+        return txn_offset_commit.TxnOffsetCommitResponse(topics=[entry(t, TXN_DENIED) for t in r.topics])
+    if not check.ok(Op.READ, GROUP, r.group_id):
+        return txn_offset_commit.TxnOffsetCommitResponse(topics=[entry(t, GROUP_DENIED) for t in r.topics])
     return _per_topic(check, r, "topics", Op.READ, entry, "topics")
 
 
@@ -494,6 +532,8 @@ def _find_coordinator(check: Check, r: find_coordinator.FindCoordinatorRequest) 
 def _init_producer_id(check: Check, r: init_producer_id.InitProducerIdRequest) -> Outcome:
     if r.transactional_id is not None:
         allowed, code = check.ok(Op.WRITE, TXN, r.transactional_id), TXN_DENIED
+        if allowed and r.enable_2pc:
+            allowed = check.ok(Op.TWO_PHASE_COMMIT, TXN, r.transactional_id)
     else:
         allowed = check.cluster(Op.IDEMPOTENT_WRITE, quiet=True) or check.may_write_some_topic()
         code = CLUSTER_DENIED
@@ -501,6 +541,76 @@ def _init_producer_id(check: Check, r: init_producer_id.InitProducerIdRequest) -
             check.cluster(Op.IDEMPOTENT_WRITE)  # logged and counted once
     return None if allowed else init_producer_id.InitProducerIdResponse(error_code=code, producer_id=-1,
                                                                         producer_epoch=-1)
+
+
+# -- transactions --------------------------------------------------------------------------------------
+def _add_partitions_to_txn(check: Check, r: add_partitions_to_txn.AddPartitionsToTxnRequest) -> Outcome:
+    from pybroker.broker.handlers.add_partitions_to_txn import FIRST_BATCHED_VERSION, topic_results
+
+    if check.version >= FIRST_BATCHED_VERSION:  # the broker-to-coordinator form
+        if check.cluster(Op.CLUSTER_ACTION):
+            return None
+        return add_partitions_to_txn.AddPartitionsToTxnResponse(error_code=CLUSTER_DENIED,
+                                                                results_by_transaction=[])
+
+    def refuse(codes: dict[tuple[str, int], ErrorCode], rest: ErrorCode) -> Any:
+        return add_partitions_to_txn.AddPartitionsToTxnResponse(
+            results_by_topic_v3_and_below=topic_results(r.v3_and_below_topics, codes, rest))
+
+    if not check.ok(Op.WRITE, TXN, r.v3_and_below_transactional_id):
+        return refuse({}, TXN_DENIED)
+    denied = {t.name for t in r.v3_and_below_topics if not check.ok(Op.WRITE, TOPIC, t.name)}
+    if not denied:
+        return None
+    return refuse({(t.name, p): TOPIC_DENIED for t in r.v3_and_below_topics if t.name in denied
+                   for p in t.partitions}, ErrorCode.OPERATION_NOT_ATTEMPTED)
+
+
+def _add_offsets_to_txn(check: Check, r: add_offsets_to_txn.AddOffsetsToTxnRequest) -> Outcome:
+    if not check.ok(Op.WRITE, TXN, r.transactional_id):
+        return add_offsets_to_txn.AddOffsetsToTxnResponse(error_code=TXN_DENIED)
+    if not check.ok(Op.READ, GROUP, r.group_id):
+        return add_offsets_to_txn.AddOffsetsToTxnResponse(error_code=GROUP_DENIED)
+    return None
+
+
+def _end_txn(check: Check, r: end_txn.EndTxnRequest) -> Outcome:
+    return None if check.ok(Op.WRITE, TXN, r.transactional_id) else end_txn.EndTxnResponse(error_code=TXN_DENIED)
+
+
+# -- transactions: the admin APIs of KIP-664 and the coordinator-to-leader markers ---------------------------
+def _describe_transactions(check: Check, r: describe_transactions.DescribeTransactionsRequest) -> Outcome:
+    kept, denied = _split(r.transactional_ids, lambda t: check.ok(Op.DESCRIBE, TXN, t))
+    if not denied:
+        return None
+    r.transactional_ids = kept
+    return _appending("transaction_states", [describe_transactions.TransactionState(
+        error_code=TXN_DENIED, transactional_id=t) for t in dict.fromkeys(denied)])
+
+
+def _list_transactions(check: Check, r: Any) -> Outcome:
+    def visible(response: Any) -> Any:
+        response.transaction_states = [t for t in response.transaction_states
+                                       if check.ok(Op.DESCRIBE, TXN, t.transactional_id, quiet=True)]
+        return response
+    return visible
+
+
+def _describe_producers(check: Check, r: describe_producers.DescribeProducersRequest) -> Outcome:
+    def entry(t: Any) -> Any:
+        return describe_producers.TopicResponse(name=t.name, partitions=[
+            describe_producers.PartitionResponse(partition_index=p, error_code=TOPIC_DENIED)
+            for p in dict.fromkeys(t.partition_indexes)])
+    return _per_topic(check, r, "topics", Op.READ, entry, "topics")
+
+
+def _write_txn_markers(check: Check, r: write_txn_markers.WriteTxnMarkersRequest) -> Outcome:
+    if check.cluster(Op.CLUSTER_ACTION):
+        return None
+    return write_txn_markers.WriteTxnMarkersResponse(markers=[write_txn_markers.WritableTxnMarkerResult(
+        producer_id=m.producer_id, topics=[write_txn_markers.WritableTxnMarkerTopicResult(name=t.name, partitions=[
+            write_txn_markers.WritableTxnMarkerPartitionResult(partition_index=p, error_code=CLUSTER_DENIED)
+            for p in dict.fromkeys(t.partition_indexes)]) for t in m.topics]) for m in r.markers])
 
 
 # -- metadata: list what it may describe; auto-create only with CREATE -----------------------------
@@ -600,9 +710,50 @@ def _describe_cluster(check: Check, r: Any) -> Outcome:
         return None
 
     def merge(response: Any) -> Any:
-        response.cluster_authorized_operations = check.operations(CLUSTER, CLUSTER_NAME)
+        # Kafka: the bit set only for whom may DESCRIBE the cluster, else 0
+        response.cluster_authorized_operations = check.operations(CLUSTER, CLUSTER_NAME) \
+            if check.cluster(Op.DESCRIBE, quiet=True) else 0
         return response
     return merge
+
+
+def _describe_topic_partitions(check: Check, r: describe_topic_partitions.DescribeTopicPartitionsRequest) -> Outcome:
+    denied: list[str] = []
+    if r.topics:  # named: a denied topic is answered as such, with no id
+        names = list(dict.fromkeys(t.name for t in r.topics))
+        kept, denied = _split(names, lambda n: check.ok(Op.DESCRIBE, TOPIC, n))
+        cursor = r.cursor
+        if cursor is not None and cursor.topic_name in denied:
+            # Kafka starts at the next topic it may describe, from its first partition
+            following = sorted(n for n in kept if n > cursor.topic_name)
+            kept = following
+            r.cursor = None if not following else describe_topic_partitions.DescribeTopicPartitionsRequestCursor(
+                topic_name=following[0], partition_index=0)
+        r.topics = [describe_topic_partitions.TopicRequest(name=n) for n in kept]
+        if not kept:  # nothing left to ask: an empty list would mean every topic ("" answers an error, dropped)
+            r.topics = [describe_topic_partitions.TopicRequest(name="")]
+
+    def merge(response: Any) -> Any:
+        listed = []
+        for t in response.topics:
+            if t.error_code == 0 and not check.ok(Op.DESCRIBE, TOPIC, t.name, quiet=True):
+                continue  # an every-topic listing shows only what the principal may describe
+            if t.error_code == 0:
+                t.topic_authorized_operations = check.operations(TOPIC, t.name)
+            if t.name or t.error_code == 0:
+                listed.append(t)
+        listed.extend(describe_topic_partitions.DescribeTopicPartitionsResponseTopic(
+            error_code=TOPIC_DENIED, name=n, partitions=[]) for n in denied)
+        response.topics = listed
+        return response
+    return merge
+
+
+def _elect_leaders_refusal(r: elect_leaders.ElectLeadersRequest) -> Any:
+    return elect_leaders.ElectLeadersResponse(error_code=CLUSTER_DENIED, replica_election_results=[
+        elect_leaders.ReplicaElectionResult(topic=t.topic, partition_result=[
+            elect_leaders.PartitionResult(partition_id=p, error_code=CLUSTER_DENIED, error_message=None)
+            for p in t.partitions]) for t in r.topic_partitions or []])
 
 
 _DENIED_ACL = {"error_code": CLUSTER_DENIED, "error_message": "not authorized to alter ACLs"}
@@ -626,6 +777,9 @@ RULES: dict[int, Callable[[Check, Any], Outcome]] = {
     ApiKey.DELETE_TOPICS: _delete_topics,
     ApiKey.DELETE_RECORDS: _delete_records,
     ApiKey.INIT_PRODUCER_ID: _init_producer_id,
+    ApiKey.ADD_PARTITIONS_TO_TXN: _add_partitions_to_txn,
+    ApiKey.ADD_OFFSETS_TO_TXN: _add_offsets_to_txn,
+    ApiKey.END_TXN: _end_txn,
     ApiKey.OFFSET_FOR_LEADER_EPOCH: _offset_for_leader_epoch,
     ApiKey.DESCRIBE_CONFIGS: _config_rule(Op.DESCRIBE_CONFIGS, describe_configs.DescribeConfigsResult, "results"),
     ApiKey.ALTER_CONFIGS: _config_rule(Op.ALTER_CONFIGS, alter_configs.AlterConfigsResourceResponse, "responses"),
@@ -634,6 +788,7 @@ RULES: dict[int, Callable[[Check, Any], Outcome]] = {
     ApiKey.CREATE_PARTITIONS: _create_partitions,
     ApiKey.DELETE_GROUPS: _delete_groups,
     ApiKey.OFFSET_DELETE: _offset_delete,
+    ApiKey.TXN_OFFSET_COMMIT: _txn_offset_commit,
     ApiKey.CREATE_ACLS: _cluster_only(Op.ALTER, lambda r: create_acls.CreateAclsResponse(results=[
         create_acls.AclCreationResult(**_DENIED_ACL) for _ in r.creations])),
     ApiKey.DESCRIBE_ACLS: _cluster_only(Op.DESCRIBE, lambda r: describe_acls.DescribeAclsResponse(
@@ -641,6 +796,18 @@ RULES: dict[int, Callable[[Check, Any], Outcome]] = {
     ApiKey.DELETE_ACLS: _cluster_only(Op.ALTER, lambda r: delete_acls.DeleteAclsResponse(filter_results=[
         delete_acls.DeleteAclsFilterResult(**_DENIED_ACL) for _ in r.filters])),
     ApiKey.DESCRIBE_CLUSTER: _describe_cluster,
+    ApiKey.DESCRIBE_TRANSACTIONS: _describe_transactions,
+    ApiKey.LIST_TRANSACTIONS: _list_transactions,
+    ApiKey.DESCRIBE_PRODUCERS: _describe_producers,
+    ApiKey.WRITE_TXN_MARKERS: _write_txn_markers,
+    ApiKey.DESCRIBE_TOPIC_PARTITIONS: _describe_topic_partitions,
+    ApiKey.ELECT_LEADERS: _cluster_only(Op.ALTER, _elect_leaders_refusal),
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: _cluster_only(Op.ALTER,
+                                                        _top_level_refusal(ApiKey.ALTER_PARTITION_REASSIGNMENTS)),
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: _cluster_only(Op.DESCRIBE,
+                                                       _top_level_refusal(ApiKey.LIST_PARTITION_REASSIGNMENTS)),
+    ApiKey.DESCRIBE_QUORUM: _cluster_only(Op.DESCRIBE, _top_level_refusal(ApiKey.DESCRIBE_QUORUM)),
+    ApiKey.LIST_CONFIG_RESOURCES: _cluster_only(Op.DESCRIBE_CONFIGS, _top_level_refusal(ApiKey.LIST_CONFIG_RESOURCES)),
     DESCRIBE_CLIENT_QUOTAS: _cluster_only(Op.DESCRIBE_CONFIGS, _top_level_refusal(DESCRIBE_CLIENT_QUOTAS)),
     ALTER_CLIENT_QUOTAS: _cluster_only(Op.ALTER_CONFIGS, _alter_client_quotas_refusal),
     DESCRIBE_USER_SCRAM_CREDENTIALS: _cluster_only(Op.DESCRIBE, _top_level_refusal(DESCRIBE_USER_SCRAM_CREDENTIALS)),
@@ -648,4 +815,5 @@ RULES: dict[int, Callable[[Check, Any], Outcome]] = {
 }
 
 #: APIs that need no permission at all: version discovery and authentication itself
-UNCHECKED = frozenset({ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE})
+UNCHECKED = frozenset({ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE,
+                       ApiKey.GET_TELEMETRY_SUBSCRIPTIONS, ApiKey.PUSH_TELEMETRY})

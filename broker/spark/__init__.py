@@ -7,8 +7,11 @@
           .option("subscribe", "events")
           .load())
 
-Options, schema and semantics are those of Spark's Kafka source and sink (see README). The connector is a
-Kafka client (kafka-python) and needs the `spark` extra: `pip install 'pybroker[spark]'`.
+Options, schema and semantics are those of Spark's Kafka source and sink (see README), plus `exactlyOnce` and
+`transactionalIdPrefix` for the sink, which is exactly-once where the broker allows two-phase commit
+(`exactly_once`). The connector is a Kafka client: kafka-python for reads and at-least-once writes, its own
+small client over `pybroker.protocol` for the transactional writes (`wire`, `cluster`, `txn_producer`). It
+needs the `spark` extra: `pip install 'pybroker[spark]'`.
 
 Why lazy: the pure modules (`options`, `offsets`, `planning`) import without pyspark, so their tests and
 tools need no Spark; only `PyBrokerDataSource` and `register` pull pyspark in, when first used. Nothing

@@ -2,7 +2,8 @@
 
 The classes here only connect Spark's Python Data Source API to the modules that do the work:
 `options` (checking), `offset_reader` (the driver's offset lookups), `planning` (offset ranges, rate
-limits), `range_reader` + `schema` (a task's read, as Arrow batches), `record_writer` (a task's write).
+limits), `range_reader` + `schema` (a task's read, as Arrow batches), `record_writer` (a task's
+at-least-once write) and `exactly_once` (a task's transactional write, the driver's commit and abort).
 
 Spark pickles readers and writers to its Python workers, and calls `read`/`write` there; so these
 objects hold only parsed options and open their own clients where they run.
@@ -31,9 +32,11 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 from pyspark.sql.types import StructType
+from pyspark.taskcontext import TaskContext
 
-from pybroker.broker.spark import FORMAT
+from pybroker.broker.spark import FORMAT, exactly_once
 from pybroker.broker.spark.data_loss import LOG
+from pybroker.broker.spark.exactly_once import PreparedTask
 from pybroker.broker.spark.offset_reader import OffsetReader
 from pybroker.broker.spark.offsets import Offsets, OptionError, from_json_dict, to_json_dict
 from pybroker.broker.spark.options import ReadOptions, WriteOptions, parse_read_options, parse_write_options
@@ -48,6 +51,10 @@ from pybroker.broker.spark.planning import (
 from pybroker.broker.spark.range_reader import read_range
 from pybroker.broker.spark.record_writer import Columns, check_columns, write_rows
 from pybroker.broker.spark.schema import read_schema, to_record_batch
+
+#: the task properties Spark's micro-batch execution sets (StreamExecution / MicroBatchExecution)
+QUERY_ID_PROPERTY = "sql.streaming.queryId"
+BATCH_ID_PROPERTY = "streaming.sql.batchId"
 
 
 class RangePartition(InputPartition):
@@ -146,40 +153,107 @@ class PyBrokerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
 @dataclass(frozen=True)
 class WriteSummary(WriterCommitMessage):
-    """What one write task sent (only for the driver's log line)."""
+    """What one at-least-once write task sent (only for the driver's log line)."""
 
     records: int
 
 
+@dataclass(frozen=True)
+class PreparedWrite(WriterCommitMessage):
+    """What one exactly-once write task prepared: its transaction, for the driver to commit or abort."""
+
+    task: PreparedTask
+
+
+def _task_context() -> TaskContext:
+    context = TaskContext.get()
+    if context is None:
+        raise RuntimeError("the pybroker sink's write runs in a Spark task, and found no TaskContext")
+    return context
+
+
+def _prepared(messages: list[WriterCommitMessage | None]) -> list[PreparedTask]:
+    return [m.task for m in messages if isinstance(m, PreparedWrite)]
+
+
 class PyBrokerWriter(DataSourceWriter):
+    """`df.write`: exactly-once when the broker serves two-phase commit (see `exactly_once`), else at-least-once.
+
+    Built on the driver, pickled to every task and back: `job` is the same everywhere, so every attempt of
+    partition p takes the transactional id `<prefix>.<job>.0.<p>`.
+    """
+
     def __init__(self, options: WriteOptions, columns: Columns) -> None:
         self.options = options
         self.columns = columns
+        self.exactly_once = exactly_once.decide(options)
+        self.job = exactly_once.new_job_id()
 
-    def write(self, iterator: Iterator[Any]) -> WriteSummary:
-        return WriteSummary(write_rows(iterator, self.options, self.columns))
+    def write(self, iterator: Iterator[Any]) -> WriteSummary | PreparedWrite:
+        if not self.exactly_once:
+            return WriteSummary(write_rows(iterator, self.options, self.columns))
+        context = _task_context()
+        return PreparedWrite(exactly_once.write_task(
+            iterator, self.options, self.columns, job=self.job, batch=0, partition=context.partitionId(),
+            attempt=context.attemptNumber(), streaming=False))
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        if self.exactly_once:
+            sent = exactly_once.commit_all(self.options, _prepared(messages), f"write {self.job}")
+            LOG.info("pybroker sink: %d records committed (exactly-once, %d tasks)", sent, len(messages))
+            return
         sent = sum(m.records for m in messages if isinstance(m, WriteSummary))
         LOG.info("pybroker sink: %d records written", sent)
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        if self.exactly_once:
+            # every task's id is known here, so a task that died without a word is aborted too
+            ids = {exactly_once.transactional_id(self.options.transactional_id_prefix, self.job, 0, p)
+                   for p in range(len(messages))}
+            ids.update(t.transactional_id for t in _prepared(messages) if t.transactional_id is not None)
+            exactly_once.abort_all(self.options, sorted(ids), f"write {self.job}")
+            return
         LOG.warning("pybroker sink: write aborted; records already sent stay in the topic (at-least-once)")
 
 
 class PyBrokerStreamWriter(DataSourceStreamWriter):
+    """`writeStream`: per micro-batch, exactly-once like `PyBrokerWriter` (ids from the query id and batch id)."""
+
     def __init__(self, options: WriteOptions, columns: Columns) -> None:
         self.options = options
         self.columns = columns
+        self.exactly_once = exactly_once.decide(options)
 
-    def write(self, iterator: Iterator[Any]) -> WriteSummary:
-        return WriteSummary(write_rows(iterator, self.options, self.columns))
+    def write(self, iterator: Iterator[Any]) -> WriteSummary | PreparedWrite:
+        if not self.exactly_once:
+            return WriteSummary(write_rows(iterator, self.options, self.columns))
+        context = _task_context()
+        query = context.getLocalProperty(QUERY_ID_PROPERTY)
+        batch = context.getLocalProperty(BATCH_ID_PROPERTY)
+        if not query or batch is None or not batch.lstrip("-").isdigit():
+            raise RuntimeError("the pybroker sink found no streaming query id / batch id in the task's properties "
+                               f"({QUERY_ID_PROPERTY}={query!r}, {BATCH_ID_PROPERTY}={batch!r}); set exactlyOnce=false "
+                               "to write at-least-once")
+        return PreparedWrite(exactly_once.write_task(
+            iterator, self.options, self.columns, job=query, batch=int(batch), partition=context.partitionId(),
+            attempt=context.attemptNumber(), streaming=True))
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        if self.exactly_once:
+            prepared = _prepared(messages)
+            sent = exactly_once.commit_all(self.options, prepared, f"batch {batchId}")
+            again = sum(1 for t in prepared if t.already_committed)
+            LOG.info("pybroker sink: batch %d: %d records committed (exactly-once%s)", batchId, sent,
+                     f"; {again} tasks had committed it before a restart" if again else "")
+            return
         sent = sum(m.records for m in messages if isinstance(m, WriteSummary))
         LOG.info("pybroker sink: batch %d: %d records written", batchId, sent)
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        if self.exactly_once:
+            ids = sorted({t.transactional_id for t in _prepared(messages) if t.transactional_id is not None})
+            exactly_once.abort_all(self.options, ids, f"batch {batchId}")
+            return
         LOG.warning("pybroker sink: batch %d aborted; records already sent stay in the topic (at-least-once)",
                     batchId)
 

@@ -60,8 +60,16 @@ READ_OPTIONS: dict[str, Scope] = {
     "fetchOffset.retryIntervalMs": Scope.BOTH,
 }
 
-#: writer options we implement (besides the kafka.* producer settings)
-WRITE_OPTIONS: tuple[str, ...] = (BOOTSTRAP, "topic")
+#: writer options we implement (besides the kafka.* producer settings). `exactlyOnce`: true / false / unset
+#: (exactly-once when the brokers allow two-phase commit); `transactionalIdPrefix`: how the sink's transactional
+#: ids and marker groups start (for ACLs); `exactlyOnce.failOnceAfterWrite`: a test aid, attempt 0 of that Spark
+#: partition dies after sending its rows (see `exactly_once`)
+WRITE_OPTIONS: tuple[str, ...] = (BOOTSTRAP, "topic", "exactlyOnce", "transactionalIdPrefix",
+                                  "exactlyOnce.failOnceAfterWrite")
+#: the exactly-once sink's transactional ids and marker groups start with this (see `exactly_once`)
+DEFAULT_TRANSACTIONAL_ID_PREFIX = "pybroker-spark"
+#: what a reader gets without `kafka.isolation.level`: as Spark's Kafka source, only committed records
+DEFAULT_ISOLATION_LEVEL = "read_committed"
 
 #: options Spark itself passes to a data source along with the user's (DataStreamWriter's own settings)
 SPARK_OWN_OPTIONS: tuple[str, ...] = ("checkpointLocation", "queryName")
@@ -84,7 +92,8 @@ UNSUPPORTED_OPTIONS: dict[str, str] = {
     "kafka.sasl.jaas.config": "pybroker serves PLAINTEXT only",
     "kafka.ssl.truststore.location": "pybroker serves PLAINTEXT only",
     "kafka.ssl.keystore.location": "pybroker serves PLAINTEXT only",
-    "kafka.transactional.id": "the sink is at-least-once, like Spark's Kafka sink",
+    "kafka.transactional.id": "the exactly-once sink gives each task its own transactional id "
+                              "(set transactionalIdPrefix to choose how they start)",
 }
 
 
@@ -249,6 +258,11 @@ class WriteOptions:
     bootstrap_servers: tuple[str, ...]
     topic: str | None
     producer_config: Mapping[str, Any] = field(default_factory=dict)
+    #: `exactlyOnce`: True / False as given; None (unset) means "when the broker supports it"
+    exactly_once: bool | None = None
+    transactional_id_prefix: str = DEFAULT_TRANSACTIONAL_ID_PREFIX
+    #: a test aid: attempt 0 of this Spark partition fails after sending its rows (exactly-once only)
+    fail_once_after_write: int | None = None
 
 
 # -- parsing -------------------------------------------------------------------------------------------
@@ -369,7 +383,7 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOp
         fetch_offset_retries=ints.get("fetchOffset.numRetries", 3),
         fetch_offset_retry_interval_ms=ints.get("fetchOffset.retryIntervalMs", 1000),
         timestamp_strategy=strategy,
-        consumer_config=_client_config(given, CONSUMER_SETTINGS),
+        consumer_config={"isolation_level": DEFAULT_ISOLATION_LEVEL, **_client_config(given, CONSUMER_SETTINGS)},
     )
 
 
@@ -379,5 +393,13 @@ def parse_write_options(options: Mapping[str, str]) -> WriteOptions:
     topic = given.get("topic")
     if topic is not None and not topic.strip():
         raise OptionError("option 'topic' must not be empty")
+    prefix = given.get("transactionalIdPrefix", DEFAULT_TRANSACTIONAL_ID_PREFIX).strip()
+    if not prefix or len(prefix) > 100:
+        raise OptionError(f"option 'transactionalIdPrefix' must be 1 to 100 characters, got {prefix!r}")
+    fail = given.get("exactlyOnce.failOnceAfterWrite")
     return WriteOptions(bootstrap_servers=_bootstrap(given), topic=topic.strip() if topic else None,
-                        producer_config=_client_config(given, PRODUCER_SETTINGS))
+                        producer_config=_client_config(given, PRODUCER_SETTINGS),
+                        exactly_once=_boolean("exactlyOnce", given["exactlyOnce"]) if "exactlyOnce" in given else None,
+                        transactional_id_prefix=prefix,
+                        fail_once_after_write=None if fail is None else _int_at_least(0)(
+                            "exactlyOnce.failOnceAfterWrite", fail))

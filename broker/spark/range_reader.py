@@ -5,6 +5,12 @@ removes records and leaves holes; transaction markers take offsets that kafka-py
 the loop never counts records; it polls until the consumer's *position* (the next offset it will fetch,
 which kafka-python moves past holes and control batches) reaches `end`, keeping only records below `end`.
 
+Transactions: with `kafka.isolation.level=read_committed` (the default, as Spark's source) kafka-python's
+Fetch asks for isolation level 1, so the broker answers up to the last stable offset with the list of
+aborted transactions, and the client drops those transactions' batches and every control batch (commit
+and abort markers) while its position moves past them. The planner's latest offsets are read_committed too
+(ListOffsets answers the last stable offset), so a range never ends inside a transaction still open.
+
 What stops it otherwise:
 - the start is below the log start (retention/DeleteRecords removed it): the fetch answers
   OFFSET_OUT_OF_RANGE, and `failOnDataLoss` decides between an error and skipping to the log start;

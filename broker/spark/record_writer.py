@@ -1,13 +1,15 @@
-"""Writing DataFrame rows as records, with Spark's Kafka sink rules and its at-least-once promise.
+"""Writing DataFrame rows as records, with Spark's Kafka sink rules; the at-least-once write.
 
 Columns (checked on the driver against the DataFrame's schema, before any task runs):
 `value` (string or binary, required), `key` (string or binary), `topic` (string; the `topic` option
 overrides it, and one of the two is required), `partition` (int; null lets the client's partitioner
-choose, which for kafka-python is murmur2 like Java's), `headers`
+choose: murmur2 of the key like Java's, in both writes), `headers`
 (array<struct<key:string,value:binary>>). Other columns are ignored, as Spark's sink ignores them.
 
-Delivery: a task sends its rows, flushes, and fails if any send failed, so Spark retries the task; a
-retried task sends its rows again. That is at-least-once, exactly as Spark's own Kafka sink.
+Delivery here (`write_rows`, with kafka-python): a task sends its rows, flushes, and fails if any send
+failed, so Spark retries the task; a retried task sends its rows again. That is at-least-once, exactly as
+Spark's own Kafka sink, and what the sink does when the broker cannot do two-phase commit or
+`exactlyOnce=false`. The exactly-once write is `exactly_once.write_task`; both read rows with `row_record`.
 """
 
 from __future__ import annotations
@@ -66,6 +68,24 @@ def _as_bytes(value: Any) -> bytes | None:
     return bytes(value)
 
 
+Headers = list[tuple[str, bytes | None]]
+
+
+def row_record(row: Any, options: WriteOptions, columns: Columns) -> tuple[str, int | None, bytes | None,
+                                                                           bytes | None, Headers]:
+    """(topic, partition or None, key, value, headers) of one row, by the sink's column rules."""
+    topic = options.topic or (row["topic"] if columns.has_topic else None)
+    if topic is None:
+        raise ValueError("a row has a null 'topic' and no 'topic' option is set")
+    key = _as_bytes(row["key"]) if columns.has_key else None
+    value = _as_bytes(row["value"])
+    if key is None and value is None:
+        raise ValueError(f"a row for topic {topic!r} has neither key nor value; the client cannot send it")
+    partition = row["partition"] if columns.has_partition else None
+    headers = [(h["key"], _as_bytes(h["value"])) for h in (row["headers"] or ())] if columns.has_headers else []
+    return topic, partition, key, value, headers
+
+
 def write_rows(rows: Iterable[Any], options: WriteOptions, columns: Columns) -> int:
     """Send every row, flush, and raise if any record was not acknowledged. Returns the number sent."""
     from kafka import KafkaProducer
@@ -79,15 +99,7 @@ def write_rows(rows: Iterable[Any], options: WriteOptions, columns: Columns) -> 
         for row in rows:
             if failures:
                 break
-            topic = options.topic or (row["topic"] if columns.has_topic else None)
-            if topic is None:
-                raise ValueError("a row has a null 'topic' and no 'topic' option is set")
-            key = _as_bytes(row["key"]) if columns.has_key else None
-            value = _as_bytes(row["value"])
-            if key is None and value is None:
-                raise ValueError(f"a row for topic {topic!r} has neither key nor value; the client cannot send it")
-            partition = row["partition"] if columns.has_partition else None
-            headers = [(h["key"], _as_bytes(h["value"])) for h in (row["headers"] or ())] if columns.has_headers else []
+            topic, partition, key, value, headers = row_record(row, options, columns)
             try:
                 future = producer.send(topic, key=key, value=value, partition=partition, headers=headers or None)
             except Exception as exc:

@@ -10,6 +10,7 @@ from pybroker.protocol.messages.add_offsets_to_txn import AddOffsetsToTxnRequest
 from pybroker.protocol.messages.add_partitions_to_txn import AddPartitionsToTxnRequest, AddPartitionsToTxnResponse
 from pybroker.protocol.messages.alter_client_quotas import AlterClientQuotasRequest, AlterClientQuotasResponse
 from pybroker.protocol.messages.alter_configs import AlterConfigsRequest, AlterConfigsResponse
+from pybroker.protocol.messages.alter_partition_reassignments import AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse
 from pybroker.protocol.messages.alter_user_scram_credentials import AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse
 from pybroker.protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from pybroker.protocol.messages.create_acls import CreateAclsRequest, CreateAclsResponse
@@ -26,18 +27,24 @@ from pybroker.protocol.messages.describe_configs import DescribeConfigsRequest, 
 from pybroker.protocol.messages.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
 from pybroker.protocol.messages.describe_log_dirs import DescribeLogDirsRequest, DescribeLogDirsResponse
 from pybroker.protocol.messages.describe_producers import DescribeProducersRequest, DescribeProducersResponse
+from pybroker.protocol.messages.describe_quorum import DescribeQuorumRequest, DescribeQuorumResponse
+from pybroker.protocol.messages.describe_topic_partitions import DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse
 from pybroker.protocol.messages.describe_transactions import DescribeTransactionsRequest, DescribeTransactionsResponse
 from pybroker.protocol.messages.describe_user_scram_credentials import DescribeUserScramCredentialsRequest, DescribeUserScramCredentialsResponse
+from pybroker.protocol.messages.elect_leaders import ElectLeadersRequest, ElectLeadersResponse
 from pybroker.protocol.messages.end_txn import EndTxnRequest, EndTxnResponse
 from pybroker.protocol.messages.fetch import FetchRequest, FetchResponse
 from pybroker.protocol.messages.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
+from pybroker.protocol.messages.get_telemetry_subscriptions import GetTelemetrySubscriptionsRequest, GetTelemetrySubscriptionsResponse
 from pybroker.protocol.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
 from pybroker.protocol.messages.incremental_alter_configs import IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse
 from pybroker.protocol.messages.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
 from pybroker.protocol.messages.join_group import JoinGroupRequest, JoinGroupResponse
 from pybroker.protocol.messages.leave_group import LeaveGroupRequest, LeaveGroupResponse
+from pybroker.protocol.messages.list_config_resources import ListConfigResourcesRequest, ListConfigResourcesResponse
 from pybroker.protocol.messages.list_groups import ListGroupsRequest, ListGroupsResponse
 from pybroker.protocol.messages.list_offsets import ListOffsetsRequest, ListOffsetsResponse
+from pybroker.protocol.messages.list_partition_reassignments import ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse
 from pybroker.protocol.messages.list_transactions import ListTransactionsRequest, ListTransactionsResponse
 from pybroker.protocol.messages.metadata import MetadataRequest, MetadataResponse
 from pybroker.protocol.messages.offset_commit import OffsetCommitRequest, OffsetCommitResponse
@@ -45,6 +52,7 @@ from pybroker.protocol.messages.offset_delete import OffsetDeleteRequest, Offset
 from pybroker.protocol.messages.offset_fetch import OffsetFetchRequest, OffsetFetchResponse
 from pybroker.protocol.messages.offset_for_leader_epoch import OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse
 from pybroker.protocol.messages.produce import ProduceRequest, ProduceResponse
+from pybroker.protocol.messages.push_telemetry import PushTelemetryRequest, PushTelemetryResponse
 from pybroker.protocol.messages.sasl_authenticate import SaslAuthenticateRequest, SaslAuthenticateResponse
 from pybroker.protocol.messages.sasl_handshake import SaslHandshakeRequest, SaslHandshakeResponse
 from pybroker.protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
@@ -86,16 +94,24 @@ REQUESTS: dict[int, Any] = {
     36: SaslAuthenticateRequest,
     37: CreatePartitionsRequest,
     42: DeleteGroupsRequest,
+    43: ElectLeadersRequest,
     44: IncrementalAlterConfigsRequest,
+    45: AlterPartitionReassignmentsRequest,
+    46: ListPartitionReassignmentsRequest,
     47: OffsetDeleteRequest,
     48: DescribeClientQuotasRequest,
     49: AlterClientQuotasRequest,
     50: DescribeUserScramCredentialsRequest,
     51: AlterUserScramCredentialsRequest,
+    55: DescribeQuorumRequest,
     60: DescribeClusterRequest,
     61: DescribeProducersRequest,
     65: DescribeTransactionsRequest,
     66: ListTransactionsRequest,
+    71: GetTelemetrySubscriptionsRequest,
+    72: PushTelemetryRequest,
+    74: ListConfigResourcesRequest,
+    75: DescribeTopicPartitionsRequest,
 }
 RESPONSES: dict[int, Any] = {
     0: ProduceResponse,
@@ -132,14 +148,22 @@ RESPONSES: dict[int, Any] = {
     36: SaslAuthenticateResponse,
     37: CreatePartitionsResponse,
     42: DeleteGroupsResponse,
+    43: ElectLeadersResponse,
     44: IncrementalAlterConfigsResponse,
+    45: AlterPartitionReassignmentsResponse,
+    46: ListPartitionReassignmentsResponse,
     47: OffsetDeleteResponse,
     48: DescribeClientQuotasResponse,
     49: AlterClientQuotasResponse,
     50: DescribeUserScramCredentialsResponse,
     51: AlterUserScramCredentialsResponse,
+    55: DescribeQuorumResponse,
     60: DescribeClusterResponse,
     61: DescribeProducersResponse,
     65: DescribeTransactionsResponse,
     66: ListTransactionsResponse,
+    71: GetTelemetrySubscriptionsResponse,
+    72: PushTelemetryResponse,
+    74: ListConfigResourcesResponse,
+    75: DescribeTopicPartitionsResponse,
 }

@@ -22,19 +22,21 @@ def _uuid(raw: bytes) -> uuid.UUID:
 
 _S0 = Struct('>?')
 _S1 = Struct('>?b')
-_S2 = Struct('>i')
-_S3 = Struct('>ih')
-_S4 = Struct('>b')
+_S2 = Struct('>?b?')
+_S3 = Struct('>i')
+_S4 = Struct('>ih')
+_S5 = Struct('>b')
 
 
 @dataclass(slots=True)
 class DescribeClusterRequest(ApiMessage):
     API_KEY: ClassVar[int | None] = 60
     MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 1
+    MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_MIN: ClassVar[int | None] = 0
     include_cluster_authorized_operations: bool = False
     endpoint_type: int = 1
+    include_fenced_brokers: bool = False
 
 
 @dataclass(slots=True)
@@ -43,13 +45,14 @@ class DescribeClusterBroker:
     host: str = ""
     port: int = 0
     rack: str | None = None
+    is_fenced: bool = False
 
 
 @dataclass(slots=True)
 class DescribeClusterResponse(ApiMessage):
     API_KEY: ClassVar[int | None] = 60
     MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 1
+    MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_MIN: ClassVar[int | None] = 0
     throttle_time_ms: int = 0
     error_code: int = 0
@@ -68,7 +71,7 @@ def _d_DescribeClusterRequest_0(buf: Any, pos: int) -> tuple[DescribeClusterRequ
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    return DescribeClusterRequest(f_include_cluster_authorized_operations, 1), pos
+    return DescribeClusterRequest(f_include_cluster_authorized_operations, 1, False), pos
 
 
 def _e_DescribeClusterRequest_0(o: DescribeClusterRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -83,7 +86,7 @@ def _d_DescribeClusterRequest_1(buf: Any, pos: int) -> tuple[DescribeClusterRequ
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    return DescribeClusterRequest(f_include_cluster_authorized_operations, f_endpoint_type), pos
+    return DescribeClusterRequest(f_include_cluster_authorized_operations, f_endpoint_type, False), pos
 
 
 def _e_DescribeClusterRequest_1(o: DescribeClusterRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -91,46 +94,61 @@ def _e_DescribeClusterRequest_1(o: DescribeClusterRequest, out: bytearray, chunk
     out.append(0)
 
 
-DescribeClusterRequest._DECODERS = {0: _d_DescribeClusterRequest_0, 1: _d_DescribeClusterRequest_1}
-DescribeClusterRequest._ENCODERS = {0: _e_DescribeClusterRequest_0, 1: _e_DescribeClusterRequest_1}
+def _d_DescribeClusterRequest_2(buf: Any, pos: int) -> tuple[DescribeClusterRequest, int]:
+    (f_include_cluster_authorized_operations, f_endpoint_type, f_include_fenced_brokers,) = _S2.unpack_from(buf, pos)
+    pos += _S2.size
+    if buf[pos] == 0:
+        pos += 1
+    else:
+        pos = skip_tagged_fields(buf, pos)
+    return DescribeClusterRequest(f_include_cluster_authorized_operations, f_endpoint_type, f_include_fenced_brokers), pos
+
+
+def _e_DescribeClusterRequest_2(o: DescribeClusterRequest, out: bytearray, chunks: list[Any]) -> None:
+    out += _S2.pack(o.include_cluster_authorized_operations, o.endpoint_type, o.include_fenced_brokers)
+    out.append(0)
+
+
+DescribeClusterRequest._DECODERS = {0: _d_DescribeClusterRequest_0, 1: _d_DescribeClusterRequest_1, 2: _d_DescribeClusterRequest_2}
+DescribeClusterRequest._ENCODERS = {0: _e_DescribeClusterRequest_0, 1: _e_DescribeClusterRequest_1, 2: _e_DescribeClusterRequest_2}
 
 
 def _d_DescribeClusterBroker_0(buf: Any, pos: int) -> tuple[DescribeClusterBroker, int]:
-    (f_broker_id,) = _S2.unpack_from(buf, pos)
-    pos += _S2.size
+    (f_broker_id,) = _S3.unpack_from(buf, pos)
+    pos += _S3.size
     f_host, pos = read_compact_string(buf, pos, False)
-    (f_port,) = _S2.unpack_from(buf, pos)
-    pos += _S2.size
+    (f_port,) = _S3.unpack_from(buf, pos)
+    pos += _S3.size
     f_rack, pos = read_compact_string(buf, pos, True)
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    return DescribeClusterBroker(f_broker_id, f_host, f_port, f_rack), pos
+    return DescribeClusterBroker(f_broker_id, f_host, f_port, f_rack, False), pos
 
 
 def _e_DescribeClusterBroker_0(o: DescribeClusterBroker, out: bytearray, chunks: list[Any]) -> None:
-    out += _S2.pack(o.broker_id)
+    out += _S3.pack(o.broker_id)
     write_compact_string(out, o.host)
-    out += _S2.pack(o.port)
+    out += _S3.pack(o.port)
     write_compact_string(out, o.rack)
     out.append(0)
 
 
 def _d_DescribeClusterResponse_0(buf: Any, pos: int) -> tuple[DescribeClusterResponse, int]:
-    (f_throttle_time_ms, f_error_code,) = _S3.unpack_from(buf, pos)
-    pos += _S3.size
+    (f_throttle_time_ms, f_error_code,) = _S4.unpack_from(buf, pos)
+    pos += _S4.size
     f_error_message, pos = read_compact_string(buf, pos, True)
     f_cluster_id, pos = read_compact_string(buf, pos, False)
-    (f_controller_id,) = _S2.unpack_from(buf, pos)
-    pos += _S2.size
+    (f_controller_id,) = _S3.unpack_from(buf, pos)
+    pos += _S3.size
     n_brokers, pos = read_array_count(buf, pos, True, False)
     f_brokers = []
     for _ in range(n_brokers):
         it_brokers, pos = _d_DescribeClusterBroker_0(buf, pos)
         f_brokers.append(it_brokers)
-    (f_cluster_authorized_operations,) = _S2.unpack_from(buf, pos)
-    pos += _S2.size
+    (f_cluster_authorized_operations,) = _S3.unpack_from(buf, pos)
+    pos += _S3.size
     if buf[pos] == 0:
         pos += 1
     else:
@@ -139,56 +157,56 @@ def _d_DescribeClusterResponse_0(buf: Any, pos: int) -> tuple[DescribeClusterRes
 
 
 def _e_DescribeClusterResponse_0(o: DescribeClusterResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S3.pack(o.throttle_time_ms, o.error_code)
+    out += _S4.pack(o.throttle_time_ms, o.error_code)
     write_compact_string(out, o.error_message)
     write_compact_string(out, o.cluster_id)
-    out += _S2.pack(o.controller_id)
+    out += _S3.pack(o.controller_id)
     write_array_count(out, o.brokers, True)
     if o.brokers is not None:
         for it_brokers in o.brokers:
             _e_DescribeClusterBroker_0(it_brokers, out, chunks)
-    out += _S2.pack(o.cluster_authorized_operations)
+    out += _S3.pack(o.cluster_authorized_operations)
     out.append(0)
 
 
 def _d_DescribeClusterBroker_1(buf: Any, pos: int) -> tuple[DescribeClusterBroker, int]:
-    (f_broker_id,) = _S2.unpack_from(buf, pos)
-    pos += _S2.size
+    (f_broker_id,) = _S3.unpack_from(buf, pos)
+    pos += _S3.size
     f_host, pos = read_compact_string(buf, pos, False)
-    (f_port,) = _S2.unpack_from(buf, pos)
-    pos += _S2.size
+    (f_port,) = _S3.unpack_from(buf, pos)
+    pos += _S3.size
     f_rack, pos = read_compact_string(buf, pos, True)
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    return DescribeClusterBroker(f_broker_id, f_host, f_port, f_rack), pos
+    return DescribeClusterBroker(f_broker_id, f_host, f_port, f_rack, False), pos
 
 
 def _e_DescribeClusterBroker_1(o: DescribeClusterBroker, out: bytearray, chunks: list[Any]) -> None:
-    out += _S2.pack(o.broker_id)
+    out += _S3.pack(o.broker_id)
     write_compact_string(out, o.host)
-    out += _S2.pack(o.port)
+    out += _S3.pack(o.port)
     write_compact_string(out, o.rack)
     out.append(0)
 
 
 def _d_DescribeClusterResponse_1(buf: Any, pos: int) -> tuple[DescribeClusterResponse, int]:
-    (f_throttle_time_ms, f_error_code,) = _S3.unpack_from(buf, pos)
-    pos += _S3.size
-    f_error_message, pos = read_compact_string(buf, pos, True)
-    (f_endpoint_type,) = _S4.unpack_from(buf, pos)
+    (f_throttle_time_ms, f_error_code,) = _S4.unpack_from(buf, pos)
     pos += _S4.size
+    f_error_message, pos = read_compact_string(buf, pos, True)
+    (f_endpoint_type,) = _S5.unpack_from(buf, pos)
+    pos += _S5.size
     f_cluster_id, pos = read_compact_string(buf, pos, False)
-    (f_controller_id,) = _S2.unpack_from(buf, pos)
-    pos += _S2.size
+    (f_controller_id,) = _S3.unpack_from(buf, pos)
+    pos += _S3.size
     n_brokers, pos = read_array_count(buf, pos, True, False)
     f_brokers = []
     for _ in range(n_brokers):
         it_brokers, pos = _d_DescribeClusterBroker_1(buf, pos)
         f_brokers.append(it_brokers)
-    (f_cluster_authorized_operations,) = _S2.unpack_from(buf, pos)
-    pos += _S2.size
+    (f_cluster_authorized_operations,) = _S3.unpack_from(buf, pos)
+    pos += _S3.size
     if buf[pos] == 0:
         pos += 1
     else:
@@ -197,18 +215,80 @@ def _d_DescribeClusterResponse_1(buf: Any, pos: int) -> tuple[DescribeClusterRes
 
 
 def _e_DescribeClusterResponse_1(o: DescribeClusterResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S3.pack(o.throttle_time_ms, o.error_code)
+    out += _S4.pack(o.throttle_time_ms, o.error_code)
     write_compact_string(out, o.error_message)
-    out += _S4.pack(o.endpoint_type)
+    out += _S5.pack(o.endpoint_type)
     write_compact_string(out, o.cluster_id)
-    out += _S2.pack(o.controller_id)
+    out += _S3.pack(o.controller_id)
     write_array_count(out, o.brokers, True)
     if o.brokers is not None:
         for it_brokers in o.brokers:
             _e_DescribeClusterBroker_1(it_brokers, out, chunks)
-    out += _S2.pack(o.cluster_authorized_operations)
+    out += _S3.pack(o.cluster_authorized_operations)
     out.append(0)
 
 
-DescribeClusterResponse._DECODERS = {0: _d_DescribeClusterResponse_0, 1: _d_DescribeClusterResponse_1}
-DescribeClusterResponse._ENCODERS = {0: _e_DescribeClusterResponse_0, 1: _e_DescribeClusterResponse_1}
+def _d_DescribeClusterBroker_2(buf: Any, pos: int) -> tuple[DescribeClusterBroker, int]:
+    (f_broker_id,) = _S3.unpack_from(buf, pos)
+    pos += _S3.size
+    f_host, pos = read_compact_string(buf, pos, False)
+    (f_port,) = _S3.unpack_from(buf, pos)
+    pos += _S3.size
+    f_rack, pos = read_compact_string(buf, pos, True)
+    (f_is_fenced,) = _S0.unpack_from(buf, pos)
+    pos += _S0.size
+    if buf[pos] == 0:
+        pos += 1
+    else:
+        pos = skip_tagged_fields(buf, pos)
+    return DescribeClusterBroker(f_broker_id, f_host, f_port, f_rack, f_is_fenced), pos
+
+
+def _e_DescribeClusterBroker_2(o: DescribeClusterBroker, out: bytearray, chunks: list[Any]) -> None:
+    out += _S3.pack(o.broker_id)
+    write_compact_string(out, o.host)
+    out += _S3.pack(o.port)
+    write_compact_string(out, o.rack)
+    out += _S0.pack(o.is_fenced)
+    out.append(0)
+
+
+def _d_DescribeClusterResponse_2(buf: Any, pos: int) -> tuple[DescribeClusterResponse, int]:
+    (f_throttle_time_ms, f_error_code,) = _S4.unpack_from(buf, pos)
+    pos += _S4.size
+    f_error_message, pos = read_compact_string(buf, pos, True)
+    (f_endpoint_type,) = _S5.unpack_from(buf, pos)
+    pos += _S5.size
+    f_cluster_id, pos = read_compact_string(buf, pos, False)
+    (f_controller_id,) = _S3.unpack_from(buf, pos)
+    pos += _S3.size
+    n_brokers, pos = read_array_count(buf, pos, True, False)
+    f_brokers = []
+    for _ in range(n_brokers):
+        it_brokers, pos = _d_DescribeClusterBroker_2(buf, pos)
+        f_brokers.append(it_brokers)
+    (f_cluster_authorized_operations,) = _S3.unpack_from(buf, pos)
+    pos += _S3.size
+    if buf[pos] == 0:
+        pos += 1
+    else:
+        pos = skip_tagged_fields(buf, pos)
+    return DescribeClusterResponse(f_throttle_time_ms, f_error_code, f_error_message, f_endpoint_type, f_cluster_id, f_controller_id, f_brokers, f_cluster_authorized_operations), pos
+
+
+def _e_DescribeClusterResponse_2(o: DescribeClusterResponse, out: bytearray, chunks: list[Any]) -> None:
+    out += _S4.pack(o.throttle_time_ms, o.error_code)
+    write_compact_string(out, o.error_message)
+    out += _S5.pack(o.endpoint_type)
+    write_compact_string(out, o.cluster_id)
+    out += _S3.pack(o.controller_id)
+    write_array_count(out, o.brokers, True)
+    if o.brokers is not None:
+        for it_brokers in o.brokers:
+            _e_DescribeClusterBroker_2(it_brokers, out, chunks)
+    out += _S3.pack(o.cluster_authorized_operations)
+    out.append(0)
+
+
+DescribeClusterResponse._DECODERS = {0: _d_DescribeClusterResponse_0, 1: _d_DescribeClusterResponse_1, 2: _d_DescribeClusterResponse_2}
+DescribeClusterResponse._ENCODERS = {0: _e_DescribeClusterResponse_0, 1: _e_DescribeClusterResponse_1, 2: _e_DescribeClusterResponse_2}

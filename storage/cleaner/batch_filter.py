@@ -6,7 +6,11 @@ A record survives when any of these holds:
 - it is the latest record of its key (its offset is at or after the map's offset for the key), and it
   has a value, or it is a tombstone (null value) whose batch's delete horizon has not passed.
 A record without a key cannot be deduplicated and is dropped (produce refuses them on compacted topics,
-so only a topic compacted after the fact holds any); control batches are kept whole.
+so only a topic compacted after the fact holds any).
+
+Transactions (the caller decides with `transactions.CleanedTransactions`): every record of an aborted
+transaction's batch goes; a marker that may go is first stamped with a delete horizon (now +
+delete.retention.ms) and removed by the first clean after it, as Kafka does; other markers stay whole.
 
 A batch whose records cannot be decoded or decompressed (a lying record count, a field overrunning
 its record, a payload that is not what its codec says: a delete-policy topic may hold such batches
@@ -47,7 +51,10 @@ class FilterStats:
     tombstones_dropped: int = 0
     #: batches kept whole because their records could not be decoded
     malformed_kept: int = 0
-    #: the earliest delete horizon of a tombstone still kept (-1: none), so the manager knows when to
+    #: records of aborted transactions removed, and transaction markers removed
+    aborted_dropped: int = 0
+    markers_dropped: int = 0
+    #: the earliest delete horizon of a tombstone or marker still kept (-1: none), so the manager knows when to
     #: come back and drop it even if nothing else becomes dirty
     earliest_horizon_ms: int = NO_HORIZON
 
@@ -57,13 +64,19 @@ class FilterStats:
 
 
 def filter_batch(raw: bytes, header: BatchHeader, offset_map: OffsetMap, *, latest_offset: int, now_ms: int,
-                 delete_retention_ms: int, retain_empty: bool, stats: FilterStats) -> bytes | None:
+                 delete_retention_ms: int, retain_empty: bool, stats: FilterStats,
+                 discardable: bool = False) -> bytes | None:
     """The bytes to write for the batch `raw` (itself when nothing changes), or None to drop it.
 
-    A batch whose records cannot be decoded is returned as it is (and counted in `stats`).
+    `discardable`: the batch is aborted data, or a marker that may go. A batch whose records cannot be
+    decoded is returned as it is (and counted in `stats`).
     """
     if header.is_control:
-        return raw
+        return _filter_marker(raw, header, now_ms=now_ms, delete_retention_ms=delete_retention_ms,
+                              retain_empty=retain_empty, discardable=discardable, stats=stats)
+    if discardable:
+        stats.aborted_dropped += header.records_count
+        return _rebuild(header, [], NO_HORIZON) if retain_empty else None
     try:
         records = decode_records(raw, 0, header)
     except RecordsError:
@@ -106,6 +119,27 @@ def filter_batch(raw: bytes, header: BatchHeader, offset_map: OffsetMap, *, late
     return _rebuild(header, kept, horizon)
 
 
+def _filter_marker(raw: bytes, header: BatchHeader, *, now_ms: int, delete_retention_ms: int, retain_empty: bool,
+                   discardable: bool, stats: FilterStats) -> bytes | None:
+    if not discardable:
+        return raw
+    if not header.has_delete_horizon:  # it may go from now on: keep it delete.retention.ms longer
+        try:
+            records = decode_records(raw, 0, header)
+        except RecordsError:
+            stats.malformed_kept += 1
+            return raw
+        horizon = now_ms + delete_retention_ms
+        stats.note_horizon(horizon)
+        return _rebuild(header, records, horizon)
+    horizon = header.base_timestamp
+    if now_ms < horizon:
+        stats.note_horizon(horizon)
+        return raw
+    stats.markers_dropped += 1
+    return _rebuild(header, [], horizon) if retain_empty and header.records_count else (raw if retain_empty else None)
+
+
 def _rebuild(header: BatchHeader, kept: list[Record], horizon: int) -> bytes:
     """A batch of the kept records with the original's offsets, producer fields, codec and epoch."""
     base_timestamp = horizon if horizon != NO_HORIZON else header.base_timestamp
@@ -127,6 +161,7 @@ def _rebuild(header: BatchHeader, kept: list[Record], horizon: int) -> bytes:
         producer_epoch=header.producer_epoch,
         base_sequence=header.base_sequence,
         is_transactional=header.is_transactional,
+        is_control=header.is_control,
         partition_leader_epoch=header.partition_leader_epoch,
         has_delete_horizon=horizon != NO_HORIZON,
         last_offset_delta=header.last_offset_delta,

@@ -4,7 +4,9 @@ The cleaner's output never lives under a name the loader trusts until the swap r
 while writing leaves only `.cleaned` files, which startup deletes. Batches are buffered and written in
 large chunks; the indexes follow the same rule as appends to a live segment (an entry once more than
 `index.interval.bytes` of log were written since the last one), so the swapped-in segment looks like
-any other inactive segment: trimmed indexes whose time index ends with the largest timestamp.
+any other inactive segment: trimmed indexes whose time index ends with the largest timestamp. Its
+`.txnindex` (written even when empty, so the swap replaces the old one whatever it held) lists the
+aborted transactions whose markers it keeps.
 """
 
 from __future__ import annotations
@@ -18,9 +20,10 @@ from pybroker.storage.files import write_fully
 from pybroker.storage.offset_index import OffsetIndex
 from pybroker.storage.segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, segment_path
 from pybroker.storage.time_index import NO_TIMESTAMP, TimeIndex
+from pybroker.storage.transaction_index import TXN_INDEX_SUFFIX, AbortedTxn
 
 CLEANED_SUFFIX = ".cleaned"
-SEGMENT_SUFFIXES = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX)
+SEGMENT_SUFFIXES = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
 #: output is written once this much is buffered
 WRITE_CHUNK = 1 << 20
 
@@ -50,6 +53,8 @@ class CleanedSegment:
         self._since_index = 0
         self._max_timestamp = NO_TIMESTAMP
         self._offset_of_max_timestamp = base_offset
+        #: the aborted transactions whose markers this segment keeps, in marker order
+        self.txn_entries: list[AbortedTxn] = []
 
     def path(self, suffix: str) -> Path:
         return suffixed_path(self.dir, self.base_offset, suffix, CLEANED_SUFFIX)
@@ -85,6 +90,12 @@ class CleanedSegment:
         os.fsync(self._fd)
         self.index.sync()
         self.timeindex.sync()
+        txn_fd = os.open(self.path(TXN_INDEX_SUFFIX), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            write_fully(txn_fd, b"".join(txn.encode() for txn in self.txn_entries))
+            os.fsync(txn_fd)
+        finally:
+            os.close(txn_fd)
         self._close()
 
     def _close(self) -> None:

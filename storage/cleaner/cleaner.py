@@ -8,6 +8,15 @@
    `batch_filter` keeps, into a `.cleaned` segment that is fsynced and then swapped in (`swap`) under
    the log's segment lock, one group at a time.
 
+Transactions (`transactions`): batches of aborted transactions map no key and are removed; markers go
+once their transaction's data is gone and their delete horizon passed; the cleaned segment gets a
+`.txnindex` of the aborts whose markers it keeps. Unlike Kafka, which starts afresh for each group of
+segments, one clean walks its groups with one transaction state: a COMMIT marker whose data lies in an
+earlier group stays (without it, a replay of that data after a crash would leave the transaction open
+and the last stable offset stuck), and an abort stays listed in the clean that removes its data. The last batch of every producer the log still
+tracks stays (empty if need be), as Kafka keeps it, so producer state rebuilds the same way; for a
+producer with no data batch left, that is its markers of its current epoch.
+
 A batch whose records cannot be decoded (`batch_filter` explains why some logs hold them) maps no key
 and is recopied byte for byte; the clean reports those it met in the section it mapped
 (`CleanResult.malformed`), so each is reported once, not at every later clean that recopies it.
@@ -40,6 +49,7 @@ from pybroker.storage.cleaner.grouping import SegmentSize, group_by_size
 from pybroker.storage.cleaner.offset_map import OffsetMap
 from pybroker.storage.cleaner.swap import StepHook, swap_in
 from pybroker.storage.cleaner.throttle import Throttler
+from pybroker.storage.cleaner.transactions import CleanedTransactions, marker_type
 from pybroker.storage.files import fsync_dir
 from pybroker.storage.log import Log
 from pybroker.storage.segment import Segment
@@ -105,7 +115,7 @@ class Cleaner:
         active segment's base offset."""
         segments = [s for s in log.segments[:-1] if s.base_offset < first_uncleanable]
         malformed: list[MalformedBatch] = []
-        end = self._build_offset_map(segments, first_dirty, first_uncleanable, malformed)
+        end = self._build_offset_map(log, segments, first_dirty, first_uncleanable, malformed)
         # a batch the map stopped short of is mapped, and reported, by the next clean
         result = CleanResult(end, map_keys=self.offset_map.size,
                              malformed=[m for m in malformed if m.last_offset < end])
@@ -115,27 +125,34 @@ class Cleaner:
         groups = group_by_size(sizes, max_log_bytes=config.segment_bytes, max_index_bytes=config.max_index_bytes,
                                upper_bound=first_uncleanable)
         producers = _last_batch_of_producers(log)
+        txns = CleanedTransactions()  # one walk over every group: a marker sees its data in earlier groups
         for group in groups:
-            self._clean_group(log, group, end - 1, now_ms, producers, result)
+            self._clean_group(log, group, end - 1, now_ms, producers, txns, result)
         result.segments_before = len(sizes)
         result.segments_after = len(groups)
         return result
 
     # -- pass 1 ------------------------------------------------------------------------------------
-    def _build_offset_map(self, segments: list[Segment], start: int, end: int,
+    def _build_offset_map(self, log: Log, segments: list[Segment], start: int, end: int,
                           malformed: list[MalformedBatch]) -> int:
         """Map keys from `start` towards `end`; returns one past the last offset the map covers.
 
-        Undecodable batches are skipped (their keys stay unmapped) and appended to `malformed`."""
+        Undecodable batches are skipped (their keys stay unmapped) and appended to `malformed`; so are
+        aborted transactions' batches (their records are going)."""
         offset_map = self.offset_map
         offset_map.clear()
+        txns = CleanedTransactions()
         for segment in segments:
             if segment.next_offset <= start:
                 continue
+            txns.add_aborted(log.aborted_txns(max(segment.base_offset, start), segment.next_offset))
             found = segment.find(start) if segment.base_offset < start else None
             position = found[0] if found is not None else 0
             for header, raw in self._batches(segment, position):
-                if header.last_offset < start or header.is_control:
+                if header.is_control:
+                    txns.on_marker(header, marker_type(raw, header))
+                    continue
+                if txns.on_data_batch(header) or header.last_offset < start:
                     continue
                 base = header.base_offset
                 try:
@@ -153,21 +170,28 @@ class Cleaner:
 
     # -- pass 2 ------------------------------------------------------------------------------------
     def _clean_group(self, log: Log, group: list[Segment], latest_offset: int, now_ms: int,
-                     producers: dict[int, int], result: CleanResult) -> None:
+                     producers: dict[int, tuple[int, int]], txns: CleanedTransactions, result: CleanResult) -> None:
         config = log.config
         output = CleanedSegment(log.dir, group[0].base_offset, max_index_bytes=config.max_index_bytes,
                                 index_interval_bytes=config.index_interval_bytes)
         try:
-            for segment in group:
+            for i, segment in enumerate(group):
                 result.bytes_read += segment.size
+                upper = group[i + 1].base_offset if i + 1 < len(group) else segment.next_offset
+                txns.add_aborted(log.aborted_txns(segment.base_offset, upper))
                 for header, raw in self._batches(segment, 0):
+                    if header.is_control:
+                        discardable = txns.on_marker(header, marker_type(raw, header))
+                    else:
+                        discardable = txns.on_data_batch(header)
                     kept = filter_batch(raw, header, self.offset_map, latest_offset=latest_offset, now_ms=now_ms,
                                         delete_retention_ms=config.delete_retention_ms,
-                                        retain_empty=producers.get(header.producer_id) == header.last_offset,
-                                        stats=result.filter)
+                                        retain_empty=_last_of_producer(producers, header),
+                                        stats=result.filter, discardable=discardable)
                     if kept is not None:
                         output.append(kept, header if kept is raw else parse_header(kept))
                         self.throttler.maybe_throttle(len(kept))
+            output.txn_entries = txns.take_kept_aborts()
             output.finish()
             for segment in group:  # readers may still hold these after the swap: keep them readable
                 _ = segment.file, segment.index, segment.timeindex
@@ -222,12 +246,26 @@ class Cleaner:
             position += used
 
 
-def _last_batch_of_producers(log: Log) -> dict[int, int]:
-    """producer id -> last offset of its last batch, for the producers the log still tracks."""
+def _last_batch_of_producers(log: Log) -> dict[int, tuple[int, int]]:
+    """producer id -> (last offset of its last data batch, or -1; its epoch), for the producers the log
+    still tracks (Kafka's `lastRecordsOfActiveProducers`)."""
     producers = dict(log.producer_state.producers)  # one C-level copy: safe against the loop's updates
-    last: dict[int, int] = {}
+    last: dict[int, tuple[int, int]] = {}
     for producer_id, entry in producers.items():
-        batches = entry.batches
-        if batches:
-            last[producer_id] = batches[-1].last_offset
+        batches = list(entry.batches)
+        last[producer_id] = (batches[-1].last_offset if batches else -1, entry.epoch)
     return last
+
+
+def _last_of_producer(producers: dict[int, tuple[int, int]], header: BatchHeader) -> bool:
+    """The batch holds a tracked producer's last sequence (its last data batch) or, for a producer with
+    no data batch left, its current epoch (a marker): it stays, emptied if need be."""
+    if header.producer_id < 0:
+        return False
+    found = producers.get(header.producer_id)
+    if found is None:
+        return False
+    last_data, epoch = found
+    if last_data >= 0:
+        return header.last_offset == last_data
+    return header.is_control and header.producer_epoch == epoch

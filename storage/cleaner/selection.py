@@ -2,8 +2,9 @@
 
     [log start ... first dirty)   clean: compacted by earlier cleans
     [first dirty ... first uncleanable)   cleanable: what the next clean maps
-    [first uncleanable ... log end)   never touched: the active segment, and every segment holding a
-                                      record younger than min.compaction.lag.ms
+    [first uncleanable ... log end)   never touched: the active segment, every segment holding a
+                                      record younger than min.compaction.lag.ms, and everything from
+                                      the last stable offset on (an open transaction may yet abort)
 
 The first dirty offset is the cleaner checkpoint; one outside the log (truncation, a lost checkpoint)
 falls back to the log start. The dirty ratio, cleanable / (clean + cleanable) bytes, is what picks the
@@ -51,6 +52,7 @@ def dirty_section(log: Log, checkpoint: int | None, now_ms: int) -> DirtySection
         young = next((s for s in dirty if s.max_timestamp > young_after), None)
         if young is not None:
             first_uncleanable = young.base_offset
+    first_uncleanable = min(first_uncleanable, log.last_stable_offset)
     first_uncleanable = max(first_uncleanable, min(first_dirty, active.base_offset))
     cleanable = [s for s in dirty if s.base_offset < first_uncleanable]
     overdue = False

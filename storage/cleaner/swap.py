@@ -33,10 +33,11 @@ from pybroker.protocol.records.batch import HEADER, HEADER_SIZE, LOG_OVERHEAD, M
 from pybroker.storage.cleaner.cleaned_segment import CLEANED_SUFFIX, SEGMENT_SUFFIXES, suffixed_path
 from pybroker.storage.files import fsync_dir
 from pybroker.storage.segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, segment_path
+from pybroker.storage.transaction_index import TXN_INDEX_SUFFIX
 
 SWAP_SUFFIX = ".swap"
 #: the commit point is the last file renamed to `.swap`, and the last one renamed live
-_INDEX_FIRST = (INDEX_SUFFIX, TIME_INDEX_SUFFIX, LOG_SUFFIX)
+_INDEX_FIRST = (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, LOG_SUFFIX)
 BASE_OFFSET_DIGITS = 20
 
 #: called with the name of each step before it is taken; tests raise there to simulate a crash
@@ -55,8 +56,10 @@ def swap_in(directory: Path, new_base: int, old_bases: Iterable[int], *, hook: S
     """
     for suffix in _INDEX_FIRST:
         hook(f"cleaned-to-swap{suffix}")
-        os.rename(suffixed_path(directory, new_base, suffix, CLEANED_SUFFIX),
-                  suffixed_path(directory, new_base, suffix, SWAP_SUFFIX))
+        cleaned = suffixed_path(directory, new_base, suffix, CLEANED_SUFFIX)
+        if suffix == TXN_INDEX_SUFFIX and not cleaned.exists():
+            continue  # a cleaned segment written before segments had a `.txnindex`
+        os.rename(cleaned, suffixed_path(directory, new_base, suffix, SWAP_SUFFIX))
     for base in old_bases:
         if base == new_base:
             continue  # renamed over below
@@ -65,7 +68,10 @@ def swap_in(directory: Path, new_base: int, old_bases: Iterable[int], *, hook: S
             segment_path(directory, base, suffix).unlink(missing_ok=True)
     for suffix in _INDEX_FIRST:
         hook(f"swap-to-live{suffix}")
-        os.rename(suffixed_path(directory, new_base, suffix, SWAP_SUFFIX), segment_path(directory, new_base, suffix))
+        swap = suffixed_path(directory, new_base, suffix, SWAP_SUFFIX)
+        if suffix == TXN_INDEX_SUFFIX and not swap.exists():
+            continue
+        os.rename(swap, segment_path(directory, new_base, suffix))
     hook("done")
 
 
@@ -112,7 +118,7 @@ def complete_interrupted_swaps(directory: Path) -> int:
                 os.rename(swap, segment_path(directory, base, suffix))
         finished += 1
         changed = True
-    for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):  # index files of a swap that never committed
+    for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):  # index files of a swap that never committed
         for base in _bases_with(directory, suffix + SWAP_SUFFIX):
             suffixed_path(directory, base, suffix, SWAP_SUFFIX).unlink(missing_ok=True)
             changed = True

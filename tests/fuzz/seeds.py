@@ -16,6 +16,7 @@ the day its handler is registered; the campaign feeds only what the broker adver
 from __future__ import annotations
 
 import struct
+import uuid
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -89,6 +90,51 @@ def _example_requests() -> dict[int, Any]:
         ApiKey.DESCRIBE_TRANSACTIONS: DescribeTransactionsRequest(transactional_ids=[_TXN]),
         ApiKey.LIST_TRANSACTIONS: ListTransactionsRequest(state_filters=["Ongoing"], producer_id_filters=[],
                                                           duration_filter=0, transactional_id_pattern="kp-.*"),
+        **_admin_example_requests(),
+    }
+
+
+#: an OTLP MetricsData with one gauge point (tests.otlp_payloads: gauge "org.apache.kafka.client.x" = 1.5, topic)
+_EXAMPLE_METRICS = bytes.fromhex(
+    "0a440a001240123e0a196f72672e6170616368652e6b61666b612e636c69656e742e782a210a1f3a140a05746f706963120b0a096b"
+    "702d676f6c64656e21000000000000f83f")
+
+
+def _admin_example_requests() -> dict[int, Any]:
+    """The cluster admin APIs (issue 15): kafka-python's admin sends them, its capture does not yet."""
+    from pybroker.protocol.messages import (
+        alter_partition_reassignments as apr,
+    )
+    from pybroker.protocol.messages import (
+        describe_quorum,
+        describe_topic_partitions,
+        elect_leaders,
+        get_telemetry_subscriptions,
+        list_config_resources,
+        list_partition_reassignments,
+        push_telemetry,
+    )
+
+    return {
+        ApiKey.ELECT_LEADERS: elect_leaders.ElectLeadersRequest(election_type=0, timeout_ms=30000, topic_partitions=[
+            elect_leaders.TopicPartitions(topic=_TOPIC, partitions=[0, 1])]),
+        ApiKey.ALTER_PARTITION_REASSIGNMENTS: apr.AlterPartitionReassignmentsRequest(timeout_ms=30000, topics=[
+            apr.ReassignableTopic(name=_TOPIC, partitions=[apr.ReassignablePartition(partition_index=0, replicas=[1])])]),
+        ApiKey.LIST_PARTITION_REASSIGNMENTS: list_partition_reassignments.ListPartitionReassignmentsRequest(
+            timeout_ms=30000, topics=[list_partition_reassignments.ListPartitionReassignmentsTopics(
+                name=_TOPIC, partition_indexes=[0])]),
+        ApiKey.DESCRIBE_QUORUM: describe_quorum.DescribeQuorumRequest(topics=[
+            describe_quorum.DescribeQuorumRequestTopicData(topic_name="__cluster_metadata", partitions=[
+                describe_quorum.DescribeQuorumRequestPartitionData(partition_index=0)])]),
+        ApiKey.LIST_CONFIG_RESOURCES: list_config_resources.ListConfigResourcesRequest(resource_types=[2, 4, 8]),
+        ApiKey.GET_TELEMETRY_SUBSCRIPTIONS: get_telemetry_subscriptions.GetTelemetrySubscriptionsRequest(),
+        ApiKey.PUSH_TELEMETRY: push_telemetry.PushTelemetryRequest(
+            client_instance_id=uuid.UUID("8a4e1c52-9d3b-4f0e-a6a1-3c1b2d4e5f60"), subscription_id=0, terminating=False,
+            compression_type=0, metrics=_EXAMPLE_METRICS),
+        ApiKey.DESCRIBE_TOPIC_PARTITIONS: describe_topic_partitions.DescribeTopicPartitionsRequest(
+            topics=[describe_topic_partitions.TopicRequest(name=_TOPIC)], response_partition_limit=1,
+            cursor=describe_topic_partitions.DescribeTopicPartitionsRequestCursor(topic_name=_TOPIC,
+                                                                                 partition_index=0)),
     }
 
 

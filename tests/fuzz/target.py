@@ -57,6 +57,7 @@ from typing import Any
 from pybroker.broker.app import BrokerApp
 from pybroker.broker.connection import KafkaConnection
 from pybroker.broker.dispatch import REGISTRY, HandlerSpec, Waiting, load_handlers
+from pybroker.broker.log_levels import LEVELS as LOGGER_LEVELS
 from pybroker.config.broker_config import BrokerConfig
 from pybroker.protocol.frames import decode_response
 from pybroker.storage.verify import check_log_dir
@@ -233,6 +234,7 @@ class FuzzTarget:
             data = self.workdir / f"broker-{self._generation}"
             config = BrokerConfig.load({"log.dirs": str(data), "listeners": "PLAINTEXT://127.0.0.1:0",
                                         **BROKER_SETTINGS})
+        LOGGER_LEVELS.reset()  # a fresh broker process starts with no logger levels set (a fuzzed SET may have)
         self.app = BrokerApp(config)
         await self.app.start()
         self._since_reset = 0

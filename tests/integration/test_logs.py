@@ -20,7 +20,8 @@ EVERY_LINE = {"timestamp", "level", "logger", "event"}
 def json_broker(tmp_path: Path, broker_target: str) -> Iterator[MetricsBrokerProcess]:
     if broker_target != "pybroker":
         pytest.skip("pybroker's own logs")
-    proc = MetricsBrokerProcess(tmp_path / "broker", {"ssl.keystore.password": SECRET, "num.partitions": "2"},
+    proc = MetricsBrokerProcess(tmp_path / "broker", {"ssl.keystore.password": SECRET, "num.partitions": "2",
+                                                         "log.retention.hourz": "1"},
                                 extra_args=["--log-format", "json", "--log-level", "info"])
     try:
         yield proc
@@ -57,16 +58,21 @@ def test_json_lines_with_effective_config_recovery_and_listeners(
         assert line["timestamp"].endswith("Z")
     starting = _events(lines, "starting")
     assert len(starting) == 3
+    assert starting[0]["unknown_config_keys"] == ["log.retention.hourz"]
+    unknown = _events(lines, "unknown config keys ignored")
+    assert len(unknown) == 3 and unknown[0]["keys"] == ["log.retention.hourz"] and unknown[0]["level"] == "warning"
     config = starting[0]["config"]
     assert config["ssl.keystore.password"] == "[hidden]"
     assert config["num.partitions"] == "2" and config["log.segment.bytes"] == "1073741824"
     assert "num.partitions" in starting[0]["explicitly_set"]
+    # a fresh dir is new (not an unclean shutdown); then a clean restart; then a restart after kill -9
+    first = _events(lines, "new log dir")
+    assert len(first) == 1 and "clean_shutdown" not in first[0]
     loaded = _events(lines, "log dir loaded")
-    # a fresh dir has no clean-shutdown marker; then a clean restart; then a restart after kill -9
-    assert [line["clean_shutdown"] for line in loaded] == [False, True, False]
-    for line in loaded:
+    assert [line["clean_shutdown"] for line in loaded] == [True, False]
+    for line in [*first, *loaded]:
         assert {"log_dir", "partitions", "segments_recovered", "bytes_truncated", "seconds"} <= set(line)
-    assert loaded[2]["partitions"] == 2
+    assert loaded[1]["partitions"] == 2
     listening = _events(lines, "listening")
     assert listening and listening[0]["port"] == json_broker.port
     assert _events(lines, "metrics listening")[0]["port"] == json_broker.metrics_port

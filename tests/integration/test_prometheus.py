@@ -1,4 +1,5 @@
-"""A real Prometheus server scrapes a real broker over loopback: PromQL sees the messages and the consumer lag.
+"""A real Prometheus server scrapes a real broker over loopback: PromQL sees the messages and the consumer lag,
+and every query of the Grafana dashboard (its variables at "All") is one this Prometheus accepts.
 
 Prometheus is Debian's `prometheus` package (`make test` installs it). Outside CI a machine without it
 skips this test with the reason; under CI=true its absence is a failure, so the check cannot go quiet.
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -25,6 +27,7 @@ from tests.integration.clients import kp_producer
 from tests.integration.metrics_broker import MetricsBrokerProcess
 
 MESSAGES = 57
+DASHBOARD = Path(__file__).resolve().parents[2] / "docker" / "grafana" / "dashboards" / "pybroker.json"
 
 
 @pytest.fixture
@@ -129,6 +132,7 @@ def test_prometheus_scrapes_the_broker_and_promql_counts_the_messages(
         _commit(metrics_broker.bootstrap, group, topic, MESSAGES)
         _until(lag_is(0), 60, f"{lag_promql} == 0")
         assert _query(port, 'pybroker_groups{state="Empty"}')
+        _check_dashboard(port, topic, group)
     except AssertionError as exc:
         raise AssertionError(f"{exc}\n--- prometheus output ---\n{log_path.read_text()[-3000:]}") from exc
     finally:
@@ -138,3 +142,48 @@ def test_prometheus_scrapes_the_broker_and_promql_counts_the_messages(
         except subprocess.TimeoutExpired:
             prometheus.kill()
             prometheus.wait(5)
+
+
+def _dashboard_variables() -> dict[str, dict[str, object]]:
+    dashboard = json.loads(DASHBOARD.read_text())
+    return {var["name"]: var for var in dashboard["templating"]["list"]}
+
+
+def _with_variables(expr: str, values: dict[str, str]) -> str:
+    for name, value in values.items():
+        expr = expr.replace(f"${name}", value)
+    return expr.replace("$__rate_interval", "1m")
+
+
+def _labels(series: dict[str, object]) -> dict[str, str]:
+    metric = series["metric"]
+    assert isinstance(metric, dict)
+    return metric
+
+
+def _check_dashboard(port: int, topic: str, group: str) -> None:
+    """Every panel's query, with the variables at "All" as Grafana sends them, is valid PromQL for this
+    Prometheus; the variables' own queries list the broker, the topic and the group; and "All" topics
+    leaves out the internal ones (the offsets topic exists by now: the group committed)."""
+    variables = _dashboard_variables()
+    assert set(variables) >= {"instance", "topic", "group"}
+    at_all = {name: str(var["allValue"]) for name, var in variables.items()}
+    for name, var in variables.items():  # label_values(selector, label) -> the label's values
+        match = re.fullmatch(r"label_values\((.+), (\w+)\)", str(var["definition"]))
+        assert match is not None, var["definition"]
+        selector, label = match.groups()
+        found = {_labels(series).get(label) for series in
+                 _query(port, f"group by ({label}) ({_with_variables(selector, at_all)})")}
+        assert found, f"variable {name} lists nothing"
+        if name == "topic":
+            assert topic in found and "__consumer_offsets" in found
+        if name == "group":
+            assert group in found
+    topics = {_labels(series)["topic"] for series in _query(
+        port, _with_variables('pybroker_partition_log_end_offset{topic=~"$topic"}', at_all))}
+    assert topic in topics and not any(name.startswith("__") for name in topics), topics
+    dashboard = json.loads(DASHBOARD.read_text())
+    for panel in dashboard["panels"]:
+        for target in panel["targets"]:
+            expr = _with_variables(target["expr"], at_all)
+            _query(port, expr)  # raises on a query Prometheus refuses

@@ -56,6 +56,11 @@ def test_compose_file_parses_and_wires_broker_prometheus_and_grafana() -> None:
     assert broker["build"]["dockerfile"] == "docker/Dockerfile"
     assert (DOCKER / broker["build"]["context"] / broker["build"]["dockerfile"]).resolve() == DOCKER / "Dockerfile"
     assert {"9092:9092", "9404:9404"} <= set(broker["ports"])
+    # other containers reach the broker by its service name, the host by localhost: one listener each
+    command = " ".join(broker["command"])
+    assert "INTERNAL://0.0.0.0:29092,EXTERNAL://0.0.0.0:9092" in command
+    assert "advertised.listeners=INTERNAL://pybroker:29092,EXTERNAL://localhost:9092" in command
+    assert "listener.security.protocol.map=INTERNAL:PLAINTEXT,EXTERNAL:PLAINTEXT" in command
     assert any(volume.endswith(":/var/lib/pybroker") for volume in broker["volumes"])
     for service in ("prometheus", "grafana"):
         for volume in services[service]["volumes"]:
@@ -96,3 +101,33 @@ def test_dashboard_queries_use_only_exported_metrics_and_cover_the_essentials() 
                       "pybroker_consumer_group_lag"):
         assert essential in used, essential
     assert len({panel["id"] for panel in dashboard["panels"]}) == len(dashboard["panels"])
+
+
+TOPIC_LABELLED = ("pybroker_bytes_in_total", "pybroker_messages_in_total", "pybroker_bytes_out_total",
+                  "pybroker_partition_log_end_offset", "pybroker_log_size_bytes", "pybroker_consumer_group_lag")
+
+
+def test_dashboard_has_broker_topic_and_group_variables_and_operator_panels() -> None:
+    """Variables narrow every panel (and "All" topics leaves out the 50-partition internal topics); the
+    panels an operator looks for first are there: up, disk free, process CPU and memory."""
+    dashboard = json.loads((DOCKER / "grafana/dashboards/pybroker.json").read_text())
+    variables = {var["name"]: var for var in dashboard["templating"]["list"]}
+    assert set(variables) == {"instance", "topic", "group"}
+    all_topics = re.compile(variables["topic"]["allValue"])
+    assert all_topics.fullmatch("orders") and all_topics.fullmatch("_x") and all_topics.fullmatch("a__b")
+    assert not all_topics.fullmatch("__consumer_offsets") and not all_topics.fullmatch("__transaction_state")
+    for var in variables.values():
+        assert var["multi"] and var["includeAll"]
+    for panel in dashboard["panels"]:
+        for target in panel["targets"]:
+            expr = target["expr"]
+            for selector in re.findall(r"\b((?:pybroker|process)_[a-z0-9_]+|up)\{([^}]*)\}", expr):
+                assert 'instance=~"$instance"' in selector[1], (panel["title"], expr)
+            for name in TOPIC_LABELLED:
+                if name in expr:
+                    assert re.search(name + r'\{[^}]*topic=~"\$topic"', expr), (panel["title"], expr)
+            assert not re.search(r"\bpybroker_[a-z0-9_]+\b(?!\{)", expr), f"unfiltered series in {expr}"
+    exprs = " ".join(t["expr"] for panel in dashboard["panels"] for t in panel["targets"])
+    for wanted in ('up{job="pybroker"', "pybroker_log_dir_free_bytes", "process_cpu_seconds_total",
+                   "process_resident_memory_bytes"):
+        assert wanted in exprs, wanted

@@ -2,7 +2,9 @@
 
 Why one: starting Spark's JVM costs several seconds and hundreds of MB, and the machine is small. The
 session's Python workers run this very interpreter (PYSPARK_PYTHON), so they import the connector from
-the same install as the tests. Spark binds to the loopback only (SPARK_LOCAL_IP).
+the same install as the tests. Spark binds to the loopback only (SPARK_LOCAL_IP). `local[2,2]`: two
+threads, and a failed task is tried twice (plain `local[2]` never retries one), so the exactly-once sink's
+tests can watch a retried task fence what its first attempt wrote.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ def spark() -> Iterator[SparkSession]:
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    session = (SparkSession.builder.master("local[2]").appName("pybroker-tests")
+    session = (SparkSession.builder.master("local[2,2]").appName("pybroker-tests")
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false")
                .config("spark.driver.memory", "1g")

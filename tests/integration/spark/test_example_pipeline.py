@@ -5,6 +5,8 @@ from __future__ import annotations
 import calendar
 import importlib.util
 import json
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -67,3 +69,36 @@ def test_the_example_explains_itself() -> None:
     out = subprocess.run([sys.executable, str(EXAMPLE), "--help"], capture_output=True, text=True, timeout=60,
                          check=True).stdout
     assert "--checkpoint" in out and "--available-now" in out
+
+
+def test_ctrl_c_stops_the_example_cleanly(broker: BrokerProcess, new_topic: Callable[..., str],
+                                          tmp_path: Path) -> None:
+    """SIGINT, as a terminal's Ctrl-C sends it to the whole process group: the query stops, the program
+    exits 0, and nothing on its way out is a traceback (py4j's included)."""
+    source, sink = new_topic("events"), new_topic("counts")
+    create_topic(broker.bootstrap, source, 1)
+    proc = subprocess.Popen([sys.executable, str(EXAMPLE), "--bootstrap", broker.bootstrap, "--source", source,
+                             "--sink", sink, "--checkpoint", str(tmp_path / "checkpoint")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        assert proc.stderr is not None
+        lines: list[str] = []
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            line = proc.stderr.readline()
+            if not line:
+                break
+            lines.append(line)
+            if "Ctrl-C stops it" in line:
+                break
+        assert any("Ctrl-C stops it" in line for line in lines), "".join(lines)[-3000:]
+        time.sleep(2)  # a micro-batch or two
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=90)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(10)
+    assert proc.returncode == 0, err[-3000:]
+    assert "Traceback" not in err and "py4j" not in err.lower(), err[-3000:]
+    assert "stopped" in err

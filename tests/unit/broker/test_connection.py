@@ -49,7 +49,7 @@ async def test_api_versions_lists_what_the_registry_serves(app: BrokerApp) -> No
     writer.write(_api_versions_request(7))
     correlation_id, error_code, apis = _parse_api_versions_v0(await _read_frame(reader))
     assert (correlation_id, error_code) == (7, 0)
-    assert apis[0] == (0, 11)
+    assert apis[0] == (0, 12)
     assert apis[1] == (4, 17)
     assert apis[18] == (0, 4)
     writer.close()

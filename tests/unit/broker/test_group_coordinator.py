@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from pybroker.broker.groups.coordinator import GroupConfig, GroupCoordinator
+from pybroker.broker.groups.offsets_topic import committed_offset
 from pybroker.broker.groups.outcomes import (
     CommitRequest,
     JoinOutcome,
@@ -32,16 +33,22 @@ REBALANCE = 30_000
 class FakeLog:
     def __init__(self) -> None:
         self.written: list[tuple[int, list[tuple[bytes, bytes | None]]]] = []
+        #: the (producer id, epoch) of each write, None for a plain one
+        self.producers: list[tuple[int, int] | None] = []
         self.hold = False
         self.held: list[Callable[[ErrorCode], None]] = []
+        self.next_offset = 0
 
     def append(self, partition: int, records: list[tuple[bytes, bytes | None]], now_ms: int,
-               done: Callable[[ErrorCode], None]) -> None:
+               done: Callable[[ErrorCode], None], *, producer: tuple[int, int] | None = None) -> int:
         self.written.append((partition, records))
+        self.producers.append(producer)
+        position, self.next_offset = self.next_offset, self.next_offset + len(records)
         if self.hold:
             self.held.append(done)
         else:
             done(ErrorCode.NONE)
+        return position
 
     def release(self, code: ErrorCode = ErrorCode.NONE) -> None:
         held, self.held = self.held, []
@@ -482,7 +489,8 @@ def test_groups_of_a_loading_partition_answer_load_in_progress_then_come_back_st
     assert restarted.heartbeat("g", 1, a_id, None, 5) == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
     assert join(restarted, 5).one.error == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
     groups = {r.group: r.value for r in records if isinstance(r, GroupRecord)}
-    offsets = {"g": {(r.topic, r.partition): r.value for r in records if isinstance(r, OffsetRecord)}}
+    offsets = {"g": {(r.topic, r.partition): committed_offset(r.value, i) for i, r in enumerate(records)
+                     if isinstance(r, OffsetRecord) and r.value is not None}}
     restarted.finish_loading(partition, groups, offsets, 100)
     assert restarted.groups["g"].state is S.STABLE
     assert restarted.heartbeat("g", 1, a_id, None, 101) == ErrorCode.NONE

@@ -37,5 +37,20 @@ def test_no_broker_module_imports_the_connector() -> None:
 
 
 def test_pure_connector_modules_import_without_spark_or_a_client() -> None:
-    loaded = _loads(["pybroker.broker.spark", "pybroker.broker.spark.options", "pybroker.broker.spark.planning"])
+    loaded = _loads(["pybroker.broker.spark", "pybroker.broker.spark.options", "pybroker.broker.spark.planning",
+                     "pybroker.broker.spark.exactly_once"])
     assert not loaded & {"pyspark", "pyarrow", "kafka"}
+
+
+def test_the_transactional_client_uses_only_the_protocol_package() -> None:
+    """The exactly-once sink is a client: of pybroker it may import `protocol`, never broker internals."""
+    modules = ["wire", "cluster", "txn_producer", "murmur2", "exactly_once"]
+    bad = []
+    for name in modules:
+        path = CONNECTOR / f"{name}.py"
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            bad += [f"{name} imports {n}" for n in names if n.startswith("pybroker.")
+                    and not n.startswith(("pybroker.protocol", "pybroker.broker.spark"))]
+    assert not bad, "\n".join(bad)

@@ -36,7 +36,7 @@ def test_keys_are_case_insensitive_as_spark_passes_them() -> None:
                                        "includeHeaders": "TRUE", "kafka.client.id": "me"}), streaming=True)
     assert opts.starting.kind is BoundKind.LATEST
     assert opts.max_offsets_per_trigger == 10 and opts.include_headers
-    assert opts.consumer_config == {"client_id": "me"}
+    assert opts.consumer_config == {"client_id": "me", "isolation_level": "read_committed"}
 
 
 @pytest.mark.parametrize(("options", "message"), [
@@ -133,7 +133,7 @@ def test_write_options() -> None:
     ({"kafka.bootstrap.servers": "h:1", "subscribe": "t"}, "unknown option 'subscribe'"),
     ({"kafka.bootstrap.servers": "h:1", "topic": " "}, "'topic' must not be empty"),
     ({"kafka.bootstrap.servers": "h:1", "kafka.acks": "2"}, "must be all, -1, 0 or 1"),
-    ({"kafka.bootstrap.servers": "h:1", "kafka.transactional.id": "x"}, "at-least-once"),
+    ({"kafka.bootstrap.servers": "h:1", "kafka.transactional.id": "x"}, "its own transactional id"),
     ({"kafka.bootstrap.servers": "h:1", "kafka.fetch.max.bytes": "1"}, "not supported by the pybroker connector"),
 ])
 def test_bad_write_options_are_refused(options: dict[str, str], message: str) -> None:

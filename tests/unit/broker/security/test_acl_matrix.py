@@ -29,7 +29,10 @@ from pybroker.config.broker_config import BrokerConfig
 from pybroker.protocol.api_keys import ApiKey
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.messages import (
+    add_offsets_to_txn,
+    add_partitions_to_txn,
     alter_configs,
+    alter_partition_reassignments,
     create_acls,
     create_partitions,
     create_topics,
@@ -41,6 +44,12 @@ from pybroker.protocol.messages import (
     describe_configs,
     describe_groups,
     describe_log_dirs,
+    describe_producers,
+    describe_quorum,
+    describe_topic_partitions,
+    describe_transactions,
+    elect_leaders,
+    end_txn,
     fetch,
     find_coordinator,
     heartbeat,
@@ -48,8 +57,10 @@ from pybroker.protocol.messages import (
     init_producer_id,
     join_group,
     leave_group,
+    list_config_resources,
     list_groups,
     list_offsets,
+    list_partition_reassignments,
     metadata,
     offset_commit,
     offset_delete,
@@ -57,6 +68,8 @@ from pybroker.protocol.messages import (
     offset_for_leader_epoch,
     produce,
     sync_group,
+    txn_offset_commit,
+    write_txn_markers,
 )
 from pybroker.protocol.records.record import Record, build_batch
 from tests.unit.broker.conftest import RawClient
@@ -76,6 +89,7 @@ async def secured(tmp_path: Path) -> AsyncIterator[BrokerApp]:
         "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
         "super.users": ADMIN,
         "allow.everyone.if.no.acl.found": "false",
+        "transaction.two.phase.commit.enable": "true",  # so enable_2pc is judged by its ACL alone
     })
     broker = BrokerApp(config)
     await broker.start()
@@ -131,6 +145,13 @@ def _topic_entry(attr: str, name_attr: str = "name", parts: str = "partitions") 
         entry = next(t for t in getattr(response, attr) if getattr(t, name_attr) == TOPIC)
         return int(getattr(entry, parts)[0].error_code)
     return code
+
+
+def _txn_offset_commit() -> txn_offset_commit.TxnOffsetCommitRequest:
+    return txn_offset_commit.TxnOffsetCommitRequest(
+        transactional_id=TXN, group_id=GROUP, producer_id=1, producer_epoch=0, topics=[
+            txn_offset_commit.TxnOffsetCommitRequestTopic(name=TOPIC, partitions=[
+                txn_offset_commit.TxnOffsetCommitRequestPartition(partition_index=0, committed_offset=0)])])
 
 
 PROBES = [
@@ -195,6 +216,27 @@ PROBES = [
             offset_delete.OffsetDeleteRequestPartition(partition_index=0)])]),
           [(RT.GROUP, GROUP, Op.DELETE), (RT.TOPIC, TOPIC, Op.READ)], ErrorCode.GROUP_AUTHORIZATION_FAILED,
           lambda r: r.error_code),
+    Probe("TxnOffsetCommit", 3, lambda: _txn_offset_commit(),
+          [(RT.TRANSACTIONAL_ID, TXN, Op.WRITE), (RT.GROUP, GROUP, Op.READ), (RT.TOPIC, TOPIC, Op.READ)],
+          ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, _topic_entry("topics")),
+    Probe("TxnOffsetCommit(group)", 3, lambda: _txn_offset_commit(),
+          [(RT.GROUP, GROUP, Op.READ), (RT.TRANSACTIONAL_ID, TXN, Op.WRITE), (RT.TOPIC, TOPIC, Op.READ)],
+          ErrorCode.GROUP_AUTHORIZATION_FAILED, _topic_entry("topics")),
+    Probe("TxnOffsetCommit(topic)", 3, lambda: _txn_offset_commit(),
+          [(RT.TOPIC, TOPIC, Op.READ), (RT.TRANSACTIONAL_ID, TXN, Op.WRITE), (RT.GROUP, GROUP, Op.READ)],
+          ErrorCode.TOPIC_AUTHORIZATION_FAILED, _topic_entry("topics")),
+    Probe("DescribeTransactions", 0, lambda: describe_transactions.DescribeTransactionsRequest(transactional_ids=[TXN]),
+          [(RT.TRANSACTIONAL_ID, TXN, Op.DESCRIBE)], ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+          lambda r: r.transaction_states[0].error_code),
+    Probe("DescribeProducers", 0, lambda: describe_producers.DescribeProducersRequest(topics=[
+        describe_producers.TopicRequest(name=TOPIC, partition_indexes=[0])]),
+          [(RT.TOPIC, TOPIC, Op.READ)], ErrorCode.TOPIC_AUTHORIZATION_FAILED, _topic_entry("topics")),
+    Probe("WriteTxnMarkers", 1, lambda: write_txn_markers.WriteTxnMarkersRequest(markers=[
+        write_txn_markers.WritableTxnMarker(producer_id=7, producer_epoch=0, transaction_result=False,
+                                            coordinator_epoch=0, topics=[write_txn_markers.WritableTxnMarkerTopic(
+                                                name=TOPIC, partition_indexes=[0])])]),
+          [(RT.CLUSTER, CLUSTER_NAME, Op.CLUSTER_ACTION)], ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+          lambda r: r.markers[0].topics[0].partitions[0].error_code),
     Probe("CreateTopics", 5, lambda: create_topics.CreateTopicsRequest(topics=[
         create_topics.CreatableTopic(name="orders-new", num_partitions=1, replication_factor=1)], timeout_ms=5000,
         validate_only=True),
@@ -212,6 +254,39 @@ PROBES = [
           [(RT.TOPIC, TOPIC, Op.ALTER)], ErrorCode.TOPIC_AUTHORIZATION_FAILED, lambda r: r.results[0].error_code),
     Probe("InitProducerId txn", 2, lambda: init_producer_id.InitProducerIdRequest(
         transactional_id=TXN, transaction_timeout_ms=60000),
+          [(RT.TRANSACTIONAL_ID, TXN, Op.WRITE)], ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+          lambda r: r.error_code),
+    Probe("InitProducerId 2pc", 6, lambda: init_producer_id.InitProducerIdRequest(
+        transactional_id=TXN, transaction_timeout_ms=60000, enable_2pc=True),
+          [(RT.TRANSACTIONAL_ID, TXN, Op.TWO_PHASE_COMMIT), (RT.TRANSACTIONAL_ID, TXN, Op.WRITE)],
+          ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, lambda r: r.error_code),
+    Probe("AddPartitionsToTxn", 3, lambda: add_partitions_to_txn.AddPartitionsToTxnRequest(
+        v3_and_below_transactional_id=TXN, v3_and_below_producer_id=1, v3_and_below_producer_epoch=0,
+        v3_and_below_topics=[add_partitions_to_txn.AddPartitionsToTxnTopic(name=TOPIC, partitions=[0])]),
+          [(RT.TRANSACTIONAL_ID, TXN, Op.WRITE), (RT.TOPIC, TOPIC, Op.WRITE)],
+          ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+          lambda r: r.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code),
+    Probe("AddPartitionsToTxn(topic)", 3, lambda: add_partitions_to_txn.AddPartitionsToTxnRequest(
+        v3_and_below_transactional_id=TXN, v3_and_below_producer_id=1, v3_and_below_producer_epoch=0,
+        v3_and_below_topics=[add_partitions_to_txn.AddPartitionsToTxnTopic(name=TOPIC, partitions=[0])]),
+          [(RT.TOPIC, TOPIC, Op.WRITE), (RT.TRANSACTIONAL_ID, TXN, Op.WRITE)], ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+          lambda r: r.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code),
+    Probe("AddPartitionsToTxn v4", 4, lambda: add_partitions_to_txn.AddPartitionsToTxnRequest(transactions=[
+        add_partitions_to_txn.AddPartitionsToTxnTransaction(
+            transactional_id=TXN, producer_id=1, producer_epoch=0, verify_only=True,
+            topics=[add_partitions_to_txn.AddPartitionsToTxnTopic(name=TOPIC, partitions=[0])])]),
+          [(RT.CLUSTER, CLUSTER_NAME, Op.CLUSTER_ACTION)], ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+          lambda r: r.error_code),
+    Probe("AddOffsetsToTxn", 3, lambda: add_offsets_to_txn.AddOffsetsToTxnRequest(
+        transactional_id=TXN, producer_id=1, producer_epoch=0, group_id=GROUP),
+          [(RT.TRANSACTIONAL_ID, TXN, Op.WRITE), (RT.GROUP, GROUP, Op.READ)],
+          ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, lambda r: r.error_code),
+    Probe("AddOffsetsToTxn(group)", 3, lambda: add_offsets_to_txn.AddOffsetsToTxnRequest(
+        transactional_id=TXN, producer_id=1, producer_epoch=0, group_id=GROUP),
+          [(RT.GROUP, GROUP, Op.READ), (RT.TRANSACTIONAL_ID, TXN, Op.WRITE)], ErrorCode.GROUP_AUTHORIZATION_FAILED,
+          lambda r: r.error_code),
+    Probe("EndTxn", 3, lambda: end_txn.EndTxnRequest(
+        transactional_id=TXN, producer_id=1, producer_epoch=0, committed=True),
           [(RT.TRANSACTIONAL_ID, TXN, Op.WRITE)], ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
           lambda r: r.error_code),
     Probe("InitProducerId idempotent", 2, lambda: init_producer_id.InitProducerIdRequest(
@@ -259,6 +334,46 @@ PROBES = [
         host_filter=None, operation=1, permission_type=1)]),
           [(RT.CLUSTER, CLUSTER_NAME, Op.ALTER)], ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
           lambda r: r.filter_results[0].error_code),
+    # issue 15: the cluster admin APIs
+    Probe("DescribeTopicPartitions", 0, lambda: describe_topic_partitions.DescribeTopicPartitionsRequest(topics=[
+        describe_topic_partitions.TopicRequest(name=TOPIC)]),
+          [(RT.TOPIC, TOPIC, Op.DESCRIBE)], ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+          lambda r: next(t.error_code for t in r.topics if t.name == TOPIC)),
+    Probe("ElectLeaders", 2, lambda: elect_leaders.ElectLeadersRequest(election_type=0, topic_partitions=[
+        elect_leaders.TopicPartitions(topic=TOPIC, partitions=[0])]),
+          [(RT.CLUSTER, CLUSTER_NAME, Op.ALTER)], ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+          lambda r: r.replica_election_results[0].partition_result[0].error_code),
+    Probe("AlterPartitionReassignments", 1, lambda: alter_partition_reassignments.AlterPartitionReassignmentsRequest(
+        topics=[alter_partition_reassignments.ReassignableTopic(name=TOPIC, partitions=[
+            alter_partition_reassignments.ReassignablePartition(partition_index=0, replicas=[1])])]),
+          [(RT.CLUSTER, CLUSTER_NAME, Op.ALTER)], ErrorCode.CLUSTER_AUTHORIZATION_FAILED, lambda r: r.error_code),
+    Probe("ListPartitionReassignments", 0,
+          lambda: list_partition_reassignments.ListPartitionReassignmentsRequest(topics=None),
+          [(RT.CLUSTER, CLUSTER_NAME, Op.DESCRIBE)], ErrorCode.CLUSTER_AUTHORIZATION_FAILED, lambda r: r.error_code),
+    Probe("DescribeQuorum", 2, lambda: describe_quorum.DescribeQuorumRequest(topics=[
+        describe_quorum.DescribeQuorumRequestTopicData(topic_name="__cluster_metadata", partitions=[
+            describe_quorum.DescribeQuorumRequestPartitionData(partition_index=0)])]),
+          [(RT.CLUSTER, CLUSTER_NAME, Op.DESCRIBE)], ErrorCode.CLUSTER_AUTHORIZATION_FAILED, lambda r: r.error_code),
+    Probe("ListConfigResources", 1, lambda: list_config_resources.ListConfigResourcesRequest(resource_types=[]),
+          [(RT.CLUSTER, CLUSTER_NAME, Op.DESCRIBE_CONFIGS)], ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+          lambda r: r.error_code),
+    Probe("DescribeConfigs broker logger", 4, lambda: describe_configs.DescribeConfigsRequest(resources=[
+        describe_configs.DescribeConfigsResource(resource_type=8, resource_name="1", configuration_keys=None)]),
+          [(RT.CLUSTER, CLUSTER_NAME, Op.DESCRIBE_CONFIGS)], ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+          lambda r: r.results[0].error_code),
+    Probe("IncrementalAlterConfigs broker logger", 1, lambda: incremental_alter_configs.IncrementalAlterConfigsRequest(
+        resources=[incremental_alter_configs.AlterConfigsResource(resource_type=8, resource_name="1", configs=[
+            incremental_alter_configs.AlterableConfig(name="root", config_operation=0, value="INFO")])],
+        validate_only=True),
+          [(RT.CLUSTER, CLUSTER_NAME, Op.ALTER_CONFIGS)], ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+          lambda r: r.responses[0].error_code),
+    Probe("IncrementalAlterConfigs client metrics", 1,
+          lambda: incremental_alter_configs.IncrementalAlterConfigsRequest(
+              resources=[incremental_alter_configs.AlterConfigsResource(resource_type=16, resource_name="subs", configs=[
+                  incremental_alter_configs.AlterableConfig(name="metrics", config_operation=0, value="*")])],
+              validate_only=True),
+          [(RT.CLUSTER, CLUSTER_NAME, Op.ALTER_CONFIGS)], ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+          lambda r: r.responses[0].error_code),
 ]
 
 CASES = ("allowed", "denied", "deny_over_allow", "prefixed", "super_user")
@@ -307,8 +422,9 @@ def test_the_matrix_covers_every_served_api() -> None:
     served = set(load_handlers())
     probed = {int(type(p.request()).API_KEY) for p in PROBES}  # type: ignore[arg-type]
     assert served - set(RULES) <= set(UNCHECKED), "an API without an authorization rule"
-    # ListGroups filters (its own test below); the APIs other parts of issue 12 add are probed below too
-    assert served - probed - {ApiKey.LIST_GROUPS} - set(UNCHECKED) <= {ApiKey.DESCRIBE_CLUSTER, 48, 49, 50, 51}
+    # ListGroups and ListTransactions filter (their own tests below); the APIs other parts of issue 12 add are
+    # probed below too
+    assert served - probed - {ApiKey.LIST_GROUPS, ApiKey.LIST_TRANSACTIONS} - set(UNCHECKED) <= {ApiKey.DESCRIBE_CLUSTER, 48, 49, 50, 51}
 
 
 async def test_produce_to_two_topics_fails_only_the_denied_one(secured: BrokerApp) -> None:
@@ -554,3 +670,67 @@ async def test_produce_auto_creates_only_with_create(secured: BrokerApp) -> None
         assert secured.state.topics.get("auto-one") is not None
     finally:
         client.close()
+
+
+async def test_list_transactions_lists_only_describable_ids(secured: BrokerApp) -> None:
+    from pybroker.protocol.messages import list_transactions
+
+    secured.state.topics.create(TOPIC, 1, 1, {})
+    for txn_id in ("tx-a", "tx-b", "other"):
+        grant(secured, acl(RT.TRANSACTIONAL_ID, txn_id, Op.WRITE))
+        client = await connect_as(secured, ALICE)
+        try:
+            for _ in range(100):  # the transaction state topic is created and loaded on first use
+                init = await client.call(init_producer_id.InitProducerIdRequest(
+                    transactional_id=txn_id, transaction_timeout_ms=60000), 2)
+                if init.error_code != ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
+                    break
+                await asyncio.sleep(0.05)
+            assert init.error_code == 0, ErrorCode(init.error_code).name
+        finally:
+            client.close()
+    grant(secured, acl(RT.TRANSACTIONAL_ID, "tx-", Op.DESCRIBE, pattern=PT.PREFIXED))
+    client = await connect_as(secured, ALICE)
+    try:
+        listed = await client.call(list_transactions.ListTransactionsRequest(), 1)
+        assert sorted(t.transactional_id for t in listed.transaction_states) == ["tx-a", "tx-b"]
+    finally:
+        client.close()
+    admin = await connect_as(secured, ADMIN)
+    try:
+        listed = await admin.call(list_transactions.ListTransactionsRequest(), 1)
+        assert sorted(t.transactional_id for t in listed.transaction_states) == ["other", "tx-a", "tx-b"]
+    finally:
+        admin.close()
+def test_describe_cluster_operations_are_zero_without_describe_on_the_cluster(tmp_path: Path) -> None:
+    from pybroker.broker.security.authorization import RULES
+    from pybroker.protocol.messages.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
+
+    check = _refusing_check(tmp_path)
+    check.authorizer.create([acl(RT.CLUSTER, CLUSTER_NAME, Op.CREATE)])
+    merge = RULES[ApiKey.DESCRIBE_CLUSTER](check, DescribeClusterRequest(include_cluster_authorized_operations=True))
+    assert merge(DescribeClusterResponse()).cluster_authorized_operations == 0
+
+
+async def test_describe_topic_partitions_lists_only_describable_topics(secured: BrokerApp) -> None:
+    secured.state.topics.create("dtp-seen", 2, 1, {})
+    secured.state.topics.create("dtp-hidden", 1, 1, {})
+    grant(secured, acl(RT.TOPIC, "dtp-seen", Op.DESCRIBE))
+    client = await connect_as(secured, ALICE)
+    try:
+        every = await client.call(describe_topic_partitions.DescribeTopicPartitionsRequest(topics=[]), 0)
+        named = await client.call(describe_topic_partitions.DescribeTopicPartitionsRequest(topics=[
+            describe_topic_partitions.TopicRequest(name="dtp-hidden")]), 0)
+        # a cursor on a denied topic: the next describable topic, from its first partition
+        resumed = await client.call(describe_topic_partitions.DescribeTopicPartitionsRequest(
+            topics=[describe_topic_partitions.TopicRequest(name=n) for n in ("dtp-hidden", "dtp-seen")],
+            cursor=describe_topic_partitions.DescribeTopicPartitionsRequestCursor(topic_name="dtp-hidden",
+                                                                                 partition_index=1)), 0)
+    finally:
+        client.close()
+    assert [(t.name, len(t.partitions)) for t in every.topics] == [("dtp-seen", 2)]
+    assert every.topics[0].topic_authorized_operations == 1 << Op.DESCRIBE
+    assert [(t.name, t.error_code, t.topic_id.int) for t in named.topics] == [
+        ("dtp-hidden", ErrorCode.TOPIC_AUTHORIZATION_FAILED, 0)]
+    assert [(t.name, t.error_code, [p.partition_index for p in t.partitions]) for t in resumed.topics] == [
+        ("dtp-seen", 0, [0, 1]), ("dtp-hidden", ErrorCode.TOPIC_AUTHORIZATION_FAILED, [])]

@@ -1,0 +1,226 @@
+"""What the console's pages show, as plain JSON-ready dicts, each read through a Kafka API.
+
+Every figure here is one a Kafka client could get: Metadata for topics and partitions, ListOffsets for
+offsets, DescribeLogDirs for sizes and free space, DescribeConfigs for configs with their sources,
+ListGroups / DescribeGroups / OffsetFetch for groups and lag (Kafka's LAG: log end offset minus committed
+offset). So a user sees exactly what the ACLs let them see. Only the broker's identity and listeners come
+from the broker's state, as the metrics' `pybroker_info` does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from pybroker.broker.admin.assignment import decode_assignment
+from pybroker.broker.console.local_client import LocalClient
+from pybroker.broker.console.params import ConsoleError
+from pybroker.config.broker_config import ConfigSource
+from pybroker.protocol.errors import ErrorCode
+from pybroker.protocol.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResource
+from pybroker.protocol.messages.describe_groups import DescribeGroupsRequest
+from pybroker.protocol.messages.describe_log_dirs import DescribeLogDirsRequest
+from pybroker.protocol.messages.list_groups import ListGroupsRequest
+from pybroker.protocol.messages.list_offsets import ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic
+from pybroker.protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
+from pybroker.protocol.messages.offset_fetch import OffsetFetchRequest
+
+if TYPE_CHECKING:
+    from pybroker.broker.state import BrokerState
+
+EARLIEST, LATEST = -2, -1
+TOPIC_RESOURCE, BROKER_RESOURCE = 2, 4
+#: groups the group list describes (one DescribeGroups and one OffsetFetch each)
+MAX_GROUPS_LISTED = 500
+SOURCE_NAMES = {int(s): s.name for s in ConfigSource}
+OFFSET_FETCH_VERSION = 7  # one group per request, topics=None for all of them
+DESCRIBE_GROUPS_VERSION = 5
+METADATA_VERSION = 12
+
+
+def error_name(code: int) -> str:
+    return ErrorCode(code).name if code in ErrorCode._value2member_map_ else f"ERROR_{code}"
+
+
+def refused(code: int, what: str, message: str | None = None) -> ConsoleError:
+    """A Kafka error as an HTTP answer: 403 for an authorization failure, 404 for an unknown name, else 409."""
+    name = error_name(code)
+    status = 403 if name.endswith("AUTHORIZATION_FAILED") else 404 if code in (
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.GROUP_ID_NOT_FOUND) else 409
+    return ConsoleError(status, f"{what}: {name}" + (f" ({message})" if message else ""))
+
+
+async def metadata(client: LocalClient, names: list[str] | None) -> list[Any]:
+    topics = None if names is None else [MetadataRequestTopic(name=n) for n in names]
+    response = await client.call(MetadataRequest(topics=topics, allow_auto_topic_creation=False), METADATA_VERSION)
+    return sorted(response.topics, key=lambda t: t.name or "")
+
+
+async def list_offsets(client: LocalClient, keys: Iterable[tuple[str, int]], timestamp: int
+                       ) -> dict[tuple[str, int], int]:
+    """The offset for `timestamp` (EARLIEST, LATEST or ms) of each partition; -1 where there is none."""
+    by_topic: dict[str, list[int]] = {}
+    for topic, partition in keys:
+        by_topic.setdefault(topic, []).append(partition)
+    if not by_topic:
+        return {}
+    request = ListOffsetsRequest(replica_id=-1, topics=[
+        ListOffsetsTopic(name=t, partitions=[ListOffsetsPartition(partition_index=p, timestamp=timestamp)
+                                             for p in sorted(ps)]) for t, ps in sorted(by_topic.items())])
+    response = await client.call(request)
+    return {(t.name, p.partition_index): (p.offset if p.error_code == 0 else -1)
+            for t in response.topics for p in t.partitions}
+
+
+async def log_dirs(client: LocalClient) -> list[Any]:
+    response = await client.call(DescribeLogDirsRequest(topics=None))
+    if response.error_code:
+        raise refused(response.error_code, "DescribeLogDirs")
+    return list(response.results)
+
+
+async def _sizes(client: LocalClient) -> dict[tuple[str, int], tuple[str, int]] | None:
+    """(topic, partition) -> (log dir, bytes); None for a user who may not DESCRIBE the cluster (DescribeLogDirs
+    needs it), who then sees topics without sizes."""
+    try:
+        dirs = await log_dirs(client)
+    except ConsoleError as exc:
+        if exc.status == 403:
+            return None
+        raise
+    return {(t.name, p.partition_index): (d.log_dir, p.partition_size)
+            for d in dirs for t in d.topics for p in t.partitions}
+
+
+# -- overview ----------------------------------------------------------------------------------
+async def overview(state: BrokerState, client: LocalClient) -> dict[str, Any]:
+    dirs = await log_dirs(client)
+    topics = await metadata(client, None)
+    groups = await client.call(ListGroupsRequest())
+    by_state: dict[str, int] = {}
+    for group in groups.groups:
+        by_state[group.group_state or "Unknown"] = by_state.get(group.group_state or "Unknown", 0) + 1
+    listeners = []
+    for spec in state.config.listener_specs():
+        host, port = state.address_of(spec.name)
+        listeners.append({"name": spec.name, "security_protocol": spec.security_protocol,
+                          "bind": f"{spec.host or '0.0.0.0'}:{spec.port}", "advertised": f"{host}:{port}"})
+    return {
+        "broker": {"node_id": state.node_id, "cluster_id": state.cluster_id},
+        "listeners": listeners,
+        "log_dirs": [{"path": d.log_dir, "online": d.error_code == 0, "error": error_name(d.error_code) if d.error_code
+                      else None, "total_bytes": d.total_bytes, "usable_bytes": d.usable_bytes,
+                      "partitions": sum(len(t.partitions) for t in d.topics),
+                      "size_bytes": sum(p.partition_size for t in d.topics for p in t.partitions)} for d in dirs],
+        "topics": sum(1 for t in topics if not t.is_internal),
+        "partitions": sum(len(t.partitions) for t in topics),
+        "groups": by_state,
+        "connections": len(state.connections),
+    }
+
+
+# -- topics ------------------------------------------------------------------------------------
+async def topics(client: LocalClient, include_internal: bool) -> list[dict[str, Any]]:
+    listed = [t for t in await metadata(client, None) if t.error_code == 0 and (include_internal or not t.is_internal)]
+    keys = [(t.name, p.partition_index) for t in listed for p in t.partitions]
+    starts = await list_offsets(client, keys, EARLIEST)
+    ends = await list_offsets(client, keys, LATEST)
+    sizes = await _sizes(client)
+    rows = []
+    for t in listed:
+        parts = [(t.name, p.partition_index) for p in t.partitions]
+        by_dir: dict[str, int] = {}
+        for key in parts:
+            directory, size = (sizes or {}).get(key, ("", 0))
+            if directory:
+                by_dir[directory] = by_dir.get(directory, 0) + size
+        rows.append({"name": t.name, "internal": t.is_internal, "partitions": len(parts),
+                     "messages": sum(max(0, ends.get(k, 0) - starts.get(k, 0)) for k in parts),
+                     "size_bytes": None if sizes is None else sum(by_dir.values()), "size_by_dir": by_dir})
+    return rows
+
+
+async def topic(client: LocalClient, name: str) -> dict[str, Any]:
+    found = await metadata(client, [name])
+    if not found or found[0].error_code:
+        raise refused(found[0].error_code if found else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name}")
+    t = found[0]
+    keys = [(name, p.partition_index) for p in sorted(t.partitions, key=lambda p: p.partition_index)]
+    starts = await list_offsets(client, keys, EARLIEST)
+    ends = await list_offsets(client, keys, LATEST)
+    sizes = await _sizes(client)
+    partitions = []
+    for key in keys:
+        start, end = starts.get(key, -1), ends.get(key, -1)
+        directory, size = (sizes or {}).get(key, ("", 0))
+        partitions.append({"partition": key[1], "start_offset": start, "end_offset": end,
+                           "messages": max(0, end - start), "size_bytes": None if sizes is None else size,
+                           "log_dir": directory or None})
+    return {"name": name, "topic_id": str(t.topic_id), "internal": t.is_internal, "partitions": partitions,
+            "configs": await configs(client, TOPIC_RESOURCE, name)}
+
+
+async def configs(client: LocalClient, resource_type: int, name: str) -> list[dict[str, Any]]:
+    request = DescribeConfigsRequest(resources=[DescribeConfigsResource(resource_type=resource_type,
+                                                                        resource_name=name, configuration_keys=None)],
+                                     include_synonyms=False, include_documentation=True)
+    response = await client.call(request)
+    result = response.results[0]
+    if result.error_code:
+        raise refused(result.error_code, f"configs of {name}", result.error_message)
+    return [{"name": c.name, "value": c.value, "source": SOURCE_NAMES.get(c.config_source, str(c.config_source)),
+             "read_only": c.read_only, "sensitive": c.is_sensitive, "documentation": c.documentation or ""}
+            for c in sorted(result.configs, key=lambda c: c.name)]
+
+
+# -- consumer groups ---------------------------------------------------------------------------
+async def committed(client: LocalClient, group: str) -> dict[tuple[str, int], int]:
+    response = await client.call(OffsetFetchRequest(group_id=group, topics=None), OFFSET_FETCH_VERSION)
+    if response.error_code:
+        raise refused(response.error_code, f"offsets of group {group}")
+    return {(t.name, p.partition_index): p.committed_offset for t in response.topics for p in t.partitions
+            if p.error_code == 0 and p.committed_offset >= 0}
+
+
+async def groups(client: LocalClient) -> list[dict[str, Any]]:
+    listed = sorted((await client.call(ListGroupsRequest())).groups, key=lambda g: g.group_id)[:MAX_GROUPS_LISTED]
+    if not listed:
+        return []
+    described = await client.call(DescribeGroupsRequest(groups=[g.group_id for g in listed]), DESCRIBE_GROUPS_VERSION)
+    rows = []
+    for group in described.groups:
+        offsets = await committed(client, group.group_id) if group.error_code == 0 else {}
+        ends = await list_offsets(client, offsets, LATEST)
+        lags = [max(0, ends[k] - c) for k, c in offsets.items() if ends.get(k, -1) >= 0]
+        rows.append({"group": group.group_id, "state": group.group_state, "protocol_type": group.protocol_type,
+                     "members": len(group.members), "partitions": len(offsets), "lag": sum(lags),
+                     "error": error_name(group.error_code) if group.error_code else None})
+    return rows
+
+
+async def group(client: LocalClient, group_id: str) -> dict[str, Any]:
+    response = await client.call(DescribeGroupsRequest(groups=[group_id]), DESCRIBE_GROUPS_VERSION)
+    described = response.groups[0]
+    if described.error_code:
+        raise refused(described.error_code, f"group {group_id}", described.error_message)
+    if described.group_state == "Dead":
+        raise ConsoleError(404, f"group {group_id} does not exist")
+    owners: dict[tuple[str, int], str] = {}
+    members = []
+    for member in described.members:
+        assigned = decode_assignment(bytes(member.member_assignment)) or []
+        members.append({"member_id": member.member_id, "client_id": member.client_id, "host": member.client_host,
+                        "assignment": [f"{t}-{p}" for t, p in assigned]})
+        for key in assigned:
+            owners[key] = member.member_id
+    offsets = await committed(client, group_id)
+    keys = sorted(set(offsets) | set(owners))
+    ends = await list_offsets(client, keys, LATEST)
+    rows = []
+    for key in keys:
+        current, end = offsets.get(key), ends.get(key, -1)
+        rows.append({"topic": key[0], "partition": key[1], "committed_offset": current, "end_offset": end,
+                     "lag": None if current is None or end < 0 else max(0, end - current),
+                     "member_id": owners.get(key)})
+    return {"group": group_id, "state": described.group_state, "protocol_type": described.protocol_type,
+            "protocol": described.protocol_data, "members": members, "offsets": rows}

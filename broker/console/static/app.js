@@ -1,0 +1,431 @@
+// pybroker console: a small single-page front end over /console/api (no framework, no build step).
+// Every value from the broker is put in the page as text (textContent), never as HTML.
+"use strict";
+
+const API = "/console/api/";
+let session = null;
+let timers = [];
+
+// -- helpers -------------------------------------------------------------------------------------
+function h(tag, attrs, ...children) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === null || v === undefined || v === false) continue;
+    if (k.startsWith("on")) el.addEventListener(k.slice(2), v);
+    else if (k === "text") el.textContent = v;
+    else el.setAttribute(k, v === true ? "" : v);
+  }
+  for (const c of children.flat()) {
+    if (c === null || c === undefined) continue;
+    el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return el;
+}
+
+function svg(tag, attrs) {
+  const el = document.createElementNS("http://www.w3.org/2000/svg", tag);
+  for (const [k, v] of Object.entries(attrs || {})) el.setAttribute(k, v);
+  return el;
+}
+
+async function api(path, body) {
+  const options = body === undefined ? {} : {
+    method: "POST", body: JSON.stringify(body),
+    headers: { "Content-Type": "application/json", "X-Console-Token": session ? session.csrf_token : "" },
+  };
+  const response = await fetch(API + path, options);
+  let data;
+  try { data = await response.json(); } catch (e) { data = { error: response.statusText }; }
+  if (!response.ok) throw new Error(data.error || response.statusText);
+  return data;
+}
+
+function bytes(n) {
+  if (n === null || n === undefined || n < 0) return "–";
+  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
+  let i = 0;
+  while (n >= 1024 && i < units.length - 1) { n /= 1024; i++; }
+  return (i === 0 ? n : n.toFixed(1)) + " " + units[i];
+}
+
+function num(n) { return n === null || n === undefined ? "–" : Number(n).toLocaleString("en-US"); }
+
+function notice(message, isError) {
+  const el = document.getElementById("notice");
+  el.textContent = message;
+  el.className = isError ? "error" : "";
+  el.hidden = false;
+}
+
+function clearNotice() { document.getElementById("notice").hidden = true; }
+
+function table(columns, rows, id) {
+  return h("table", { id },
+    h("thead", {}, h("tr", {}, columns.map(c => h("th", { class: c.num ? "num" : null }, c.title)))),
+    h("tbody", {}, rows.map(r => h("tr", {}, columns.map(c => {
+      const v = c.value(r);
+      return h("td", { class: c.num ? "num" : null }, v instanceof Node ? v : (v === null || v === undefined ? "–" : String(v)));
+    })))));
+}
+
+function every(ms, fn) { fn(); timers.push(setInterval(fn, ms)); }
+
+function confirmDialog(title, body, expected) {
+  return new Promise(resolve => {
+    const box = document.getElementById("confirm");
+    document.getElementById("confirm-title").textContent = title;
+    const content = document.getElementById("confirm-body");
+    content.replaceChildren(body instanceof Node ? body : h("p", {}, body));
+    const label = document.getElementById("confirm-type-label");
+    const typed = document.getElementById("confirm-type");
+    label.hidden = !expected;
+    typed.value = "";
+    document.getElementById("confirm-expected").textContent = expected || "";
+    box.hidden = false;
+    const ok = document.getElementById("confirm-ok");
+    const cancel = document.getElementById("confirm-cancel");
+    const done = value => { box.hidden = true; ok.onclick = cancel.onclick = null; resolve(value); };
+    ok.onclick = () => {
+      if (expected && typed.value !== expected) { typed.focus(); return; }
+      done(expected ? typed.value : true);
+    };
+    cancel.onclick = () => done(false);
+  });
+}
+
+function line(points, width, height, max) {
+  return points.map((v, i) => {
+    const x = points.length < 2 ? 0 : (i / (points.length - 1)) * width;
+    const y = height - (max > 0 ? ((v || 0) / max) * (height - 4) : 0) - 2;
+    return x.toFixed(1) + "," + y.toFixed(1);
+  }).join(" ");
+}
+
+function chart(title, series, unit) {
+  const width = 600, height = 160;
+  const all = series.flatMap(s => s.points.filter(v => v !== null));
+  const max = Math.max(1e-9, ...all);
+  const box = svg("svg", { viewBox: `0 0 ${width} ${height}`, preserveAspectRatio: "none", role: "img" });
+  for (const s of series) {
+    box.append(svg("polyline", { points: line(s.points, width, height, max), fill: "none", stroke: s.color, "stroke-width": "2" }));
+  }
+  const latest = series.map(s => {
+    const last = s.points.length ? s.points[s.points.length - 1] : null;
+    return h("span", {}, h("i", { style: null, class: "swatch-" + s.key }), `${s.name}: ${last === null ? "–" : unit(last)}`);
+  });
+  const legend = h("div", { class: "legend" }, latest);
+  legend.querySelectorAll("i").forEach((el, i) => { el.style.background = series[i].color; });
+  return h("div", { class: "chart", id: "chart-" + series[0].key }, h("h3", {}, title), box, legend,
+    h("div", { class: "muted" }, `max ${unit(max === 1e-9 ? 0 : max)}`));
+}
+
+function sparkline(points) {
+  const width = 120, height = 24;
+  const box = svg("svg", { class: "spark", viewBox: `0 0 ${width} ${height}`, preserveAspectRatio: "none" });
+  if (points.length > 1) {
+    box.append(svg("polyline", { points: line(points, width, height, Math.max(...points, 1)), fill: "none",
+      stroke: "#2f6fdf", "stroke-width": "1.5" }));
+  }
+  return box;
+}
+
+function linesToPairs(text) {
+  const out = [];
+  for (const raw of text.split("\n")) {
+    const lineText = raw.trim();
+    if (!lineText) continue;
+    const at = lineText.indexOf("=");
+    if (at <= 0) throw new Error(`expected key=value, got "${lineText}"`);
+    out.push([lineText.slice(0, at).trim(), lineText.slice(at + 1).trim()]);
+  }
+  return out;
+}
+
+// -- pages ---------------------------------------------------------------------------------------
+async function overviewPage(page) {
+  const o = await api("overview");
+  const g = Object.entries(o.groups).map(([k, v]) => `${v} ${k}`).join(", ") || "none";
+  const card = (label, value, id) => h("div", { class: "card", id }, h("div", { class: "label" }, label), h("div", { class: "value" }, value));
+  const charts = h("section", { id: "charts" }, h("p", { class: "muted" }, "Collecting samples…"));
+  page.replaceChildren(
+    h("h2", {}, "Overview"),
+    h("div", { class: "cards" },
+      card("Node id", o.broker.node_id, "card-node"), card("Cluster id", o.broker.cluster_id, "card-cluster"),
+      card("Topics", num(o.topics), "card-topics"), card("Partitions", num(o.partitions), "card-partitions"),
+      card("Consumer groups", g, "card-groups"), card("Connections", num(o.connections), "card-connections")),
+    h("section", {}, h("h3", {}, "Listeners"), table([
+      { title: "Name", value: r => r.name }, { title: "Security", value: r => r.security_protocol },
+      { title: "Bound", value: r => r.bind }, { title: "Advertised", value: r => r.advertised }], o.listeners, "listeners")),
+    h("section", {}, h("h3", {}, "Log dirs"), table([
+      { title: "Path", value: r => r.path },
+      { title: "Status", value: r => h("span", { class: r.online ? "online" : "offline" }, r.online ? "online" : "offline") },
+      { title: "Free", num: true, value: r => bytes(r.usable_bytes) }, { title: "Total", num: true, value: r => bytes(r.total_bytes) },
+      { title: "Partitions", num: true, value: r => num(r.partitions) }, { title: "Data", num: true, value: r => bytes(r.size_bytes) }],
+    o.log_dirs, "log-dirs")),
+    charts);
+  every(2000, async () => {
+    const c = await api("charts");
+    const s = c.series;
+    if (!c.times.length) return;
+    charts.replaceChildren(h("div", { class: "charts" },
+      chart("Throughput", [
+        { key: "bytes_in", name: "in", color: "#2f6fdf", points: s.bytes_in_per_s },
+        { key: "bytes_out", name: "out", color: "#1e8e3e", points: s.bytes_out_per_s }], v => bytes(v) + "/s"),
+      chart("Messages and requests", [
+        { key: "messages_in", name: "messages in", color: "#8e44ad", points: s.messages_in_per_s },
+        { key: "requests", name: "requests", color: "#e67e22", points: s.requests_per_s }], v => v.toFixed(1) + "/s"),
+      chart("Request latency (without Fetch long-polls)", [
+        { key: "latency_p50", name: "p50", color: "#2f6fdf", points: s.latency_p50_ms },
+        { key: "latency_p99", name: "p99", color: "#c0392b", points: s.latency_p99_ms }], v => v + " ms")));
+  });
+}
+
+async function topicsPage(page, query) {
+  const internal = query.get("internal") === "1";
+  const rows = await api("topics" + (internal ? "?internal=1" : ""));
+  const name = h("input", { id: "new-topic-name", placeholder: "orders", required: true });
+  const partitions = h("input", { id: "new-topic-partitions", type: "number", min: "1", value: "1" });
+  const configs = h("textarea", { id: "new-topic-configs", placeholder: "cleanup.policy=compact" });
+  const create = h("form", { class: "row", id: "create-topic", onsubmit: async e => {
+    e.preventDefault();
+    try {
+      const body = { name: name.value.trim(), partitions: Number(partitions.value),
+        configs: Object.fromEntries(linesToPairs(configs.value)) };
+      if (!await confirmDialog("Create topic", `Create topic "${body.name}" with ${body.partitions} partition(s)?`)) return;
+      await api("topics/create", body);
+      notice(`Topic ${body.name} created.`);
+      route();
+    } catch (err) { notice(err.message, true); }
+  } },
+  h("label", {}, "Name", name), h("label", {}, "Partitions", partitions), h("label", {}, "Configs (key=value lines)", configs),
+  h("button", { type: "submit", id: "create-topic-submit" }, "Create topic"));
+  page.replaceChildren(
+    h("h2", {}, "Topics"),
+    h("section", {}, h("h3", {}, "Create a topic"), create),
+    h("section", {},
+      h("div", { class: "row" }, h("a", { href: internal ? "#/topics" : "#/topics?internal=1", id: "toggle-internal" },
+        internal ? "Hide internal topics" : "Show internal topics"), h("span", { class: "muted", id: "topic-count" }, `${rows.length} topics`)),
+      table([
+        { title: "Topic", value: r => h("a", { href: "#/topic/" + encodeURIComponent(r.name) }, r.name) },
+        { title: "Partitions", num: true, value: r => num(r.partitions) },
+        { title: "Messages", num: true, value: r => num(r.messages) },
+        { title: "Size", num: true, value: r => bytes(r.size_bytes) },
+        { title: "Per log dir", value: r => Object.entries(r.size_by_dir).map(([d, s]) => `${d}: ${bytes(s)}`).join("; ") }],
+      rows, "topics")));
+}
+
+async function topicPage(page, name) {
+  const t = await api("topic?name=" + encodeURIComponent(name));
+  const del = h("button", { class: "danger", id: "delete-topic", onclick: async () => {
+    const typed = await confirmDialog("Delete topic", `Delete topic "${name}" and all its messages? This cannot be undone.`, name);
+    if (!typed) return;
+    try { await api("topics/delete", { name, confirm: typed }); notice(`Topic ${name} deleted.`); location.hash = "#/topics"; }
+    catch (err) { notice(err.message, true); }
+  } }, "Delete topic");
+  const key = h("input", { id: "config-key", placeholder: "retention.ms" });
+  const value = h("input", { id: "config-value", placeholder: "value (empty: back to default)" });
+  const alter = h("form", { class: "row", id: "alter-config", onsubmit: async e => {
+    e.preventDefault();
+    const k = key.value.trim(), v = value.value;
+    const what = v === "" ? `Remove the override of ${k} on ${name}?` : `Set ${k}=${v} on ${name}?`;
+    if (!await confirmDialog("Alter config", what)) return;
+    try { await api("topics/alter-config", { name, key: k, value: v === "" ? null : v }); notice(`${k} changed.`); route(); }
+    catch (err) { notice(err.message, true); }
+  } }, h("label", {}, "Key", key), h("label", {}, "Value", value), h("button", { type: "submit", id: "alter-config-submit" }, "Alter config"));
+  page.replaceChildren(
+    h("h2", {}, "Topic ", h("span", { id: "topic-name" }, name)),
+    h("div", { class: "row" }, h("a", { href: `#/messages?topic=${encodeURIComponent(name)}`, id: "browse-link" }, "Browse messages"),
+      h("span", { class: "muted" }, `id ${t.topic_id}`), del),
+    h("section", {}, h("h3", {}, "Partitions"), table([
+      { title: "Partition", num: true, value: r => r.partition }, { title: "Start offset", num: true, value: r => num(r.start_offset) },
+      { title: "End offset", num: true, value: r => num(r.end_offset) }, { title: "Messages", num: true, value: r => num(r.messages) },
+      { title: "Size", num: true, value: r => bytes(r.size_bytes) }, { title: "Log dir", value: r => r.log_dir }], t.partitions, "partitions")),
+    h("section", {}, h("h3", {}, "Configs"), alter, configTable(t.configs, "topic-configs")));
+  document.querySelectorAll("#topic-configs tbody tr").forEach((tr, i) => {
+    tr.addEventListener("click", () => { key.value = t.configs[i].name; value.value = t.configs[i].value || ""; });
+  });
+}
+
+function configTable(configs, id) {
+  return table([
+    { title: "Name", value: r => r.name },
+    { title: "Value", value: r => r.sensitive ? "(hidden)" : r.value },
+    { title: "Source", value: r => h("span", { class: "tag" }, r.source) },
+    { title: "", value: r => r.read_only ? "read-only" : "" }], configs, id);
+}
+
+async function messagesPage(page, query) {
+  const topics = await api("topics");
+  const topicSel = h("select", { id: "msg-topic" }, topics.map(t => h("option", { value: t.name }, t.name)));
+  if (query.get("topic")) topicSel.value = query.get("topic");
+  const partition = h("input", { id: "msg-partition", value: query.get("partition") || "0", size: "5", title: "a partition number, or all" });
+  const from = h("select", { id: "msg-from" }, ["latest", "earliest", "offset", "timestamp"].map(v => h("option", { value: v }, v)));
+  const offset = h("input", { id: "msg-offset", type: "number", min: "0", value: "0" });
+  const when = h("input", { id: "msg-timestamp", type: "datetime-local" });
+  const limit = h("input", { id: "msg-limit", type: "number", min: "1", max: "500", value: "50" });
+  const format = h("select", { id: "msg-format" }, ["auto", "text", "json", "hex"].map(v => h("option", { value: v }, v)));
+  const tail = h("input", { id: "msg-tail", type: "checkbox" });
+  const status = h("span", { class: "muted", id: "msg-status" });
+  const results = h("div", { id: "messages" });
+  let next = null;
+  let shown = [];
+
+  const render = () => {
+    results.replaceChildren(table([
+      { title: "Partition", num: true, value: r => r.partition }, { title: "Offset", num: true, value: r => r.offset },
+      { title: "Timestamp", value: r => new Date(r.timestamp).toISOString() },
+      { title: "Key", value: r => r.key === null ? h("span", { class: "muted" }, "null") : h("pre", {}, r.key.text) },
+      { title: "Value", value: r => r.value === null ? h("span", { class: "muted" }, "null") : h("pre", {}, r.value.text + (r.value.truncated ? " …" : "")) },
+      { title: "Headers", value: r => h("pre", {}, r.headers.map(x => `${x.key}=${x.value === null ? "null" : x.value.text}`).join("\n")) }],
+    shown, "message-table"));
+  };
+  const params = () => {
+    const p = new URLSearchParams({ topic: topicSel.value, partition: partition.value, limit: limit.value, format: format.value, from: from.value });
+    if (from.value === "offset") p.set("offset", offset.value);
+    if (from.value === "timestamp") p.set("timestamp", String(new Date(when.value).getTime()));
+    return p;
+  };
+  const load = async () => {
+    try {
+      const r = await api("messages?" + params());
+      shown = r.messages; next = r.next_offset;
+      status.textContent = (r.partition === "all" ? `${r.messages.length} messages from ${r.partitions.length} partitions`
+        : `${r.messages.length} messages from offset ${r.start_offset} (high watermark ${r.high_watermark})`) + (r.error ? ` — ${r.error}` : "");
+      render(); clearNotice();
+    } catch (err) { notice(err.message, true); }
+  };
+  const poll = async () => {
+    if (!tail.checked) return;
+    if (next === null) { status.textContent = "live tail follows one partition: choose a partition number"; return; }
+    const p = params(); p.set("from", "offset"); p.set("offset", String(next));
+    try {
+      const r = await api("messages?" + p);
+      if (r.messages.length) {
+        shown = shown.concat(r.messages).slice(-500); next = r.next_offset; render();
+        status.textContent = `live: ${shown.length} messages, high watermark ${r.high_watermark}`;
+      }
+    } catch (err) { notice(err.message, true); }
+  };
+  timers.push(setInterval(poll, 1000));
+
+  const key = h("input", { id: "produce-key", placeholder: "key (empty: null)" });
+  const value = h("textarea", { id: "produce-value", placeholder: "value" });
+  const headers = h("textarea", { id: "produce-headers", placeholder: "header=value lines" });
+  const valueFormat = h("select", { id: "produce-format" }, ["text", "json", "hex"].map(v => h("option", { value: v }, v)));
+  const produced = h("span", { id: "produce-result", class: "muted" });
+  const produce = h("form", { class: "row", id: "produce", onsubmit: async e => {
+    e.preventDefault();
+    try {
+      const r = await api("produce", { topic: topicSel.value, partition: partition.value === "all" ? 0 : Number(partition.value), key: key.value === "" ? null : key.value,
+        value: value.value, value_format: valueFormat.value, headers: linesToPairs(headers.value) });
+      produced.textContent = `Produced to ${r.topic}-${r.partition} at offset ${r.offset}`;
+      if (!tail.checked) load();
+    } catch (err) { notice(err.message, true); }
+  } }, h("label", {}, "Key", key), h("label", {}, "Value", value), h("label", {}, "Value as", valueFormat),
+  h("label", {}, "Headers", headers), h("button", { type: "submit", id: "produce-submit" }, "Produce"), produced);
+
+  page.replaceChildren(
+    h("h2", {}, "Messages"),
+    h("section", {}, h("form", { class: "row", id: "browse", onsubmit: e => { e.preventDefault(); load(); } },
+      h("label", {}, "Topic", topicSel), h("label", {}, "Partition (or all)", partition), h("label", {}, "From", from),
+      h("label", {}, "Offset", offset), h("label", {}, "Time", when), h("label", {}, "Limit", limit), h("label", {}, "Show as", format),
+      h("button", { type: "submit", id: "msg-load" }, "Load"), h("label", {}, "Live tail", tail)), status),
+    h("section", {}, h("h3", {}, "Produce a message"), produce),
+    h("section", {}, results));
+  if (topics.length) load();
+}
+
+async function groupsPage(page) {
+  const rows = await api("groups");
+  page.replaceChildren(h("h2", {}, "Consumer groups"), h("section", {}, table([
+    { title: "Group", value: r => h("a", { href: "#/group/" + encodeURIComponent(r.group) }, r.group) },
+    { title: "State", value: r => h("span", { class: "tag" }, r.state) }, { title: "Members", num: true, value: r => num(r.members) },
+    { title: "Partitions", num: true, value: r => num(r.partitions) }, { title: "Lag", num: true, value: r => num(r.lag) }], rows, "groups")));
+}
+
+async function groupPage(page, id) {
+  const g = await api("group?id=" + encodeURIComponent(id));
+  const topic = h("input", { id: "reset-topic", placeholder: "all committed topics" });
+  const to = h("select", { id: "reset-to" }, ["earliest", "latest", "offset", "timestamp"].map(v => h("option", { value: v }, v)));
+  const value = h("input", { id: "reset-value", placeholder: "offset, or ms since the epoch" });
+  const reset = h("form", { class: "row", id: "reset", onsubmit: async e => {
+    e.preventDefault();
+    const body = { group: id, to: to.value, topic: topic.value.trim() || null };
+    if (to.value === "offset") body.offset = Number(value.value);
+    if (to.value === "timestamp") body.timestamp = Number(value.value);
+    try {
+      const plan = await api("groups/reset-offsets", { ...body, preview: true });
+      const shown = table([{ title: "Partition", value: r => `${r.topic}-${r.partition}` },
+        { title: "Current", num: true, value: r => num(r.current_offset) }, { title: "New", num: true, value: r => num(r.new_offset) }], plan.plan, "reset-plan");
+      if (!await confirmDialog(`Reset offsets of ${id}`, shown)) return;
+      await api("groups/reset-offsets", body);
+      notice(`Offsets of ${id} reset.`);
+      route();
+    } catch (err) { notice(err.message, true); }
+  } }, h("label", {}, "Topic", topic), h("label", {}, "To", to), h("label", {}, "Offset / time", value),
+  h("button", { type: "submit", id: "reset-submit" }, "Reset offsets…"));
+  const total = g.offsets.reduce((a, r) => a + (r.lag || 0), 0);
+  page.replaceChildren(
+    h("h2", {}, "Group ", h("span", { id: "group-name" }, g.group)),
+    h("div", { class: "cards" },
+      h("div", { class: "card" }, h("div", { class: "label" }, "State"), h("div", { class: "value", id: "group-state" }, g.state)),
+      h("div", { class: "card" }, h("div", { class: "label" }, "Members"), h("div", { class: "value", id: "group-members" }, num(g.members.length))),
+      h("div", { class: "card" }, h("div", { class: "label" }, "Total lag"), h("div", { class: "value", id: "group-lag" }, num(total)))),
+    h("section", {}, h("h3", {}, "Members"), g.members.length ? table([
+      { title: "Member", value: r => r.member_id }, { title: "Client", value: r => r.client_id }, { title: "Host", value: r => r.host },
+      { title: "Assignment", value: r => r.assignment.join(", ") }], g.members, "members") : h("p", { class: "muted" }, "No members.")),
+    h("section", {}, h("h3", {}, "Offsets and lag"), table([
+      { title: "Topic", value: r => r.topic }, { title: "Partition", num: true, value: r => r.partition },
+      { title: "Committed", num: true, value: r => num(r.committed_offset) }, { title: "End", num: true, value: r => num(r.end_offset) },
+      { title: "Lag", num: true, value: r => num(r.lag) }, { title: "Recent lag", value: r => sparkline(r.lag_history || []) },
+      { title: "Member", value: r => r.member_id || "" }], g.offsets, "offsets")),
+    h("section", {}, h("h3", {}, "Reset offsets"),
+      g.state === "Empty" ? reset : h("p", { class: "muted", id: "reset-unavailable" }, `Offsets can be reset only while the group is Empty (it is ${g.state}).`)));
+}
+
+async function configsPage(page) {
+  const configs = await api("broker-configs");
+  const filter = h("input", { id: "config-filter", placeholder: "filter" });
+  const holder = h("div", {}, configTable(configs, "broker-configs"));
+  filter.addEventListener("input", () => {
+    const f = filter.value.trim();
+    holder.replaceChildren(configTable(configs.filter(c => c.name.includes(f)), "broker-configs"));
+  });
+  page.replaceChildren(h("h2", {}, "Broker configs"), h("section", {}, h("div", { class: "row" }, filter), holder));
+}
+
+// -- router --------------------------------------------------------------------------------------
+const ROUTES = [
+  [/^#\/overview$/, overviewPage, "overview"], [/^#\/topics$/, topicsPage, "topics"], [/^#\/topic\/(.+)$/, topicPage, "topics"],
+  [/^#\/messages$/, messagesPage, "messages"], [/^#\/groups$/, groupsPage, "groups"], [/^#\/group\/(.+)$/, groupPage, "groups"],
+  [/^#\/configs$/, configsPage, "configs"],
+];
+
+async function route() {
+  timers.forEach(clearInterval);
+  timers = [];
+  const [path, search] = (location.hash || "#/overview").split("?");
+  const query = new URLSearchParams(search || "");
+  const page = document.getElementById("page");
+  for (const [pattern, fn, nav] of ROUTES) {
+    const m = path.match(pattern);
+    if (!m) continue;
+    document.querySelectorAll("nav a").forEach(a => a.classList.toggle("active", a.id === "nav-" + nav));
+    try {
+      await fn(page, m[1] !== undefined ? decodeURIComponent(m[1]) : query, query);
+    } catch (err) {
+      page.replaceChildren(h("p", { class: "error", id: "page-error" }, err.message));
+    }
+    return;
+  }
+  location.hash = "#/overview";
+}
+
+window.addEventListener("hashchange", () => { clearNotice(); route(); });
+window.addEventListener("DOMContentLoaded", async () => {
+  try {
+    session = await api("session");
+    document.getElementById("who").textContent = session.user + " · node " + session.node_id;
+  } catch (err) { notice(err.message, true); }
+  route();
+});

@@ -1,0 +1,166 @@
+"""`__transaction_state` on disk: created on first use, written durably, and replayed at startup.
+
+The coordinator's `TxnLog`: each state change becomes one record (Kafka's TransactionLogKey /
+TransactionLogValue, `pybroker.protocol.transaction_log_records`) appended to the transactional id's
+partition; `write` returns only after the flusher has fsynced it (the same group commit as an acks=all
+produce), so no answer ever depends on a state that a crash could lose. Replay reads a partition from
+its start to its end and keeps, per transactional id, the last record, as compaction would.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from pybroker.broker.logs import get_logger
+from pybroker.broker.transactions.metadata import TxnMetadata
+from pybroker.broker.transactions.state_machine import TxnState
+from pybroker.protocol.errors import ErrorCode
+from pybroker.protocol.primitives import DecodeError
+from pybroker.protocol.records.batch import RecordsError, iter_batches, parse_header
+from pybroker.protocol.records.record import Record, build_batch, decode_records
+from pybroker.protocol.transaction_log_records import (
+    TransactionLogValue,
+    TransactionStatus,
+    decode_transaction_record,
+    encode_transaction_key,
+    encode_transaction_value,
+    partitions_of,
+    transaction_log_value,
+)
+from pybroker.storage.errors import LogClosedError, StorageError, TopicExistsError
+
+if TYPE_CHECKING:
+    from pybroker.broker.state import BrokerState
+    from pybroker.storage.log import Log
+
+log = get_logger("pybroker.transactions")
+
+TRANSACTION_STATE_TOPIC = "__transaction_state"
+READ_CHUNK_BYTES = 1 << 20
+
+
+def to_value(meta: TxnMetadata) -> TransactionLogValue:
+    return transaction_log_value(
+        producer_id=meta.producer_id, producer_epoch=meta.producer_epoch,
+        transaction_timeout_ms=meta.timeout_ms, status=TransactionStatus(meta.state.code),
+        partitions=sorted(meta.partitions) if meta.state is not TxnState.EMPTY else (),
+        last_update_timestamp_ms=meta.last_update_ms, start_timestamp_ms=meta.start_ms,
+        previous_producer_id=meta.prev_producer_id, next_producer_id=meta.next_producer_id,
+        client_transaction_version=meta.client_version)
+
+
+def from_value(transactional_id: str, value: TransactionLogValue) -> TxnMetadata:
+    return TxnMetadata(
+        transactional_id=transactional_id, producer_id=value.producer_id, producer_epoch=value.producer_epoch,
+        timeout_ms=value.transaction_timeout_ms, state=TxnState.from_code(value.transaction_status),
+        last_update_ms=value.transaction_last_update_timestamp_ms,
+        partitions=frozenset(partitions_of(value)), start_ms=value.transaction_start_timestamp_ms,
+        prev_producer_id=value.previous_producer_id, next_producer_id=value.next_producer_id,
+        client_version=value.client_transaction_version)
+
+
+def encode(transactional_id: str, meta: TxnMetadata | None) -> tuple[bytes, bytes | None]:
+    return (encode_transaction_key(transactional_id),
+            None if meta is None else encode_transaction_value(to_value(meta)))
+
+
+@dataclass(slots=True)
+class ReplayedPartition:
+    """The last word on every transactional id of one partition (None: the id expired)."""
+
+    transactions: dict[str, TxnMetadata | None] = field(default_factory=dict)
+    records: int = 0
+    skipped: int = 0
+
+
+def replay(partition_log: Log) -> ReplayedPartition:
+    """Read one state partition from its start to its high watermark (blocking: run in a thread)."""
+    result = ReplayedPartition()
+    offset = partition_log.log_start_offset
+    end = partition_log.high_watermark
+    while offset < end:
+        region = partition_log.read(offset, READ_CHUNK_BYTES, max_offset=end).region
+        if region is None:
+            break
+        data = region.read_bytes()
+        advanced = offset
+        for pos, header in iter_batches(data):
+            advanced = header.next_offset
+            if header.is_control:
+                continue
+            for record in decode_records(data, pos, header):
+                if header.base_offset + record.offset_delta < offset or record.key is None:
+                    continue
+                try:
+                    decoded = decode_transaction_record(bytes(record.key),
+                                                        None if record.value is None else bytes(record.value))
+                    meta = None if decoded is None or decoded.value is None else \
+                        from_value(decoded.transactional_id, decoded.value)
+                except (DecodeError, ValueError):
+                    result.skipped += 1
+                    continue
+                if decoded is None:
+                    result.skipped += 1
+                    continue
+                result.records += 1
+                result.transactions[decoded.transactional_id] = meta
+        if advanced <= offset:
+            break
+        offset = advanced
+    return result
+
+
+class TransactionStateTopic:
+    """The coordinator's writer; creates the topic with Kafka's settings the first time it is needed."""
+
+    def __init__(self, state: BrokerState) -> None:
+        self.state = state
+        self.num_partitions = int(state.config.get("transaction.state.log.num.partitions"))
+
+    def exists(self) -> bool:
+        return self.state.logs.topics().get(TRANSACTION_STATE_TOPIC) is not None
+
+    def ensure(self) -> None:
+        """Create the topic (blocking: creating 50 partitions touches many files; run in a thread)."""
+        if self.exists():
+            return
+        configs = {"cleanup.policy": "compact",
+                   "segment.bytes": str(self.state.config.get("transaction.state.log.segment.bytes")),
+                   "compression.type": "uncompressed"}
+        try:
+            self.state.logs.create_topic(TRANSACTION_STATE_TOPIC, self.num_partitions, configs)
+        except TopicExistsError:
+            return
+        log.info("created internal topic", topic=TRANSACTION_STATE_TOPIC, partitions=self.num_partitions)
+
+    async def write(self, partition: int, transactional_id: str, meta: TxnMetadata | None) -> ErrorCode:
+        if not self.exists():
+            try:
+                await asyncio.to_thread(self.ensure)
+            except (OSError, StorageError) as exc:  # a failing disk, or the partition cap reached
+                log.error("cannot create internal topic", topic=TRANSACTION_STATE_TOPIC, error=str(exc))
+                return ErrorCode.KAFKA_STORAGE_ERROR
+        target = self.state.logs.get_log(TRANSACTION_STATE_TOPIC, partition)
+        if target is None:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        if not self.state.logs.is_online(target):
+            return ErrorCode.KAFKA_STORAGE_ERROR
+        now = self.state.clock_ms()
+        key, value = encode(transactional_id, meta)
+        batch = bytearray(build_batch([Record(0, 0, key, value)], base_timestamp=now))
+        try:
+            result = target.append(batch, [(0, parse_header(batch, 0))], now_ms=now)
+        except (OSError, RecordsError, LogClosedError) as exc:
+            log.error("transaction state append failed", partition=partition, error=str(exc))
+            if isinstance(exc, OSError):
+                self.state.logs.report_io_error(target, exc)
+            return ErrorCode.KAFKA_STORAGE_ERROR
+        self.state.purgatory.notify((TRANSACTION_STATE_TOPIC, partition))
+        try:
+            await asyncio.wrap_future(self.state.logs.flusher_for(target).request(target, result.last_offset + 1))
+        except Exception as exc:
+            log.error("transaction state flush failed", partition=partition, error=repr(exc))
+            return ErrorCode.KAFKA_STORAGE_ERROR
+        return ErrorCode.NONE
