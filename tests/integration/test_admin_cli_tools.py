@@ -31,7 +31,7 @@ from pybroker.broker.admin import cli_support
 from pybroker.broker.admin.producer import partition_for_key
 from pybroker.broker.cli import cli
 from tests.integration.brokers import REPO_ROOT, BrokerProcess, free_port
-from tests.integration.clients import ck_consumer, kp_consumer
+from tests.integration.clients import ck_consumer, ck_producer, kp_consumer
 
 
 @pytest.fixture(scope="module")
@@ -457,3 +457,26 @@ def test_health_wait_returns_once_a_starting_broker_is_healthy(broker_factory: C
         waiting.kill()
     assert waiting.returncode == 0, err
     assert out.startswith("healthy: yes")
+
+
+def test_read_committed_consume_and_the_transaction_log_decoder(tools_broker: BrokerProcess,
+                                                                new_topic: Callable[..., str]) -> None:
+    topic, txn_id = new_topic(), new_topic("txn")
+    producer = ck_producer(tools_broker.bootstrap, **{"transactional.id": txn_id})
+    producer.init_transactions(20)
+    for value, commit in ((b"committed-1", True), (b"aborted", False), (b"committed-2", True)):
+        producer.begin_transaction()
+        producer.produce(topic, value, partition=0)
+        producer.flush(10)
+        (producer.commit_transaction if commit else producer.abort_transaction)(20)
+    committed = [r["value"] for r in lines(tools_broker, "consume", topic, "--from-beginning", "-e",
+                                           "--isolation-level", "read_committed")]
+    assert committed == ["committed-1", "committed-2"]
+    assert [r["value"] for r in lines(tools_broker, "consume", topic, "--from-beginning", "-e")] == [
+        "committed-1", "aborted", "committed-2"]
+
+    records = [record for path in tools_broker.log_dirs[0].glob("__transaction_state-*/*.log")
+               for batch in (json.loads(line) for line in run(tools_broker, "dump-log", str(path), "--json").stdout
+                             .splitlines()) for record in batch.get("records", [])]
+    ours = [r for r in records if r["key"]["data"]["transactionalId"] == txn_id]
+    assert ours and {r["payload"]["data"]["state"] for r in ours} >= {"Ongoing", "CompleteCommit", "CompleteAbort"}
