@@ -15,6 +15,7 @@ from typing import Any
 from pybroker.broker.admin.formats import OutgoingRecord
 from pybroker.broker.admin.topics import check
 from pybroker.broker.admin.wire import WireClient, WireError
+from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
 from pybroker.protocol.messages.produce import PartitionProduceData, ProduceRequest, TopicProduceData
 from pybroker.protocol.records.codecs import CODEC_NAMES
@@ -70,6 +71,10 @@ class Producer:
         """Partitions of the topic (the broker may create it, as for any producer, if it allows that)."""
         request = MetadataRequest(topics=[MetadataRequestTopic(name=self.topic)], allow_auto_topic_creation=True)
         topic = self.client.call(request, max_version=12).topics[0]
+        if topic.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+            raise WireError(f"topic {self.topic} does not exist and the broker does not create topics on first use "
+                            f"(auto.create.topics.enable): pybroker topics create {self.topic}",
+                            "UNKNOWN_TOPIC_OR_PARTITION")
         check(topic.error_code, None, f"topic {self.topic}")
         if not topic.partitions:
             raise WireError(f"topic {self.topic} has no partitions yet; try again", "LEADER_NOT_AVAILABLE")
