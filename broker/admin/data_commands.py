@@ -290,6 +290,8 @@ def consume(client: WireClient, as_json: bool, topics: tuple[str, ...], regex: b
                                else text_line(record, fmt))
                 consumer.delivered[(record.topic, record.partition)] = record.offset + 1
                 count += 1
+            if records:
+                sys.stdout.flush()  # a pipe (consume | jq) sees each poll's records now, not a buffer later
             now = time.monotonic()
             if records:
                 last_record = now

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import select
 import signal
 import subprocess
 import sys
@@ -480,3 +481,19 @@ def test_read_committed_consume_and_the_transaction_log_decoder(tools_broker: Br
                              .splitlines()) for record in batch.get("records", [])]
     ours = [r for r in records if r["key"]["data"]["transactionalId"] == txn_id]
     assert ours and {r["payload"]["data"]["state"] for r in ours} >= {"Ongoing", "CompleteCommit", "CompleteAbort"}
+
+
+def test_consume_into_a_pipe_shows_records_as_they_come(tools_broker: BrokerProcess,
+                                                        new_topic: Callable[..., str]) -> None:
+    topic = new_topic()
+    run(tools_broker, "produce", topic, "--value", "live")
+    consumer = subprocess.Popen([sys.executable, "-m", "pybroker.broker.cli", "consume", topic, "--from-beginning",
+                                 "--bootstrap-server", tools_broker.bootstrap], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, cwd=REPO_ROOT)  # a pipe: Python buffers it
+    try:
+        assert consumer.stdout is not None
+        ready, _, _ = select.select([consumer.stdout], [], [], 30)  # it keeps running: no exit flushes for it
+        assert ready and consumer.stdout.readline() == "live\n"
+    finally:
+        consumer.kill()
+        consumer.communicate(timeout=30)
