@@ -20,7 +20,7 @@ Then, on pybroker alone, produce and consume over an SSL listener beside a PLAIN
 broker (`bench/tls.py`, `--skip-tls` to leave it out): what TLS costs, consume most (no sendfile).
 
 Last, on pybroker alone, transactional produce (`bench/txn.py`, `--skip-txn` to leave it out): records/s
-at 100 transactions/s and commit latency p50/p99, for 10, 100 and 1000 records per transaction.
+at 100 transactions/s and commit latency p50/p99, for 10, 100, 1000 and 3000 records per transaction.
 
     .venv/bin/python bench/run.py [--records N] [--only pybroker|tansu] [--skip-tansu] [--skip-validation]
 """
