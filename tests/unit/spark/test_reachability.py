@@ -39,6 +39,6 @@ def test_a_read_against_a_stopped_broker_fails_within_the_bound(monkeypatch: pyt
     options = parse_read_options({"kafka.bootstrap.servers": f"127.0.0.1:{_closed_port()}", "subscribe": "events"},
                                  streaming=False)
     started = time.monotonic()
-    with pytest.raises(BrokerUnreachable, match="no broker reachable .* within 2 s"):
+    with pytest.raises(BrokerUnreachable, match=r"no broker reachable .* within 2 s"):
         OffsetReader(options).partitions()
     assert time.monotonic() - started < 5
