@@ -18,41 +18,12 @@ from pybroker.broker.admin.wire import WireClient, WireError
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
 from pybroker.protocol.messages.produce import PartitionProduceData, ProduceRequest, TopicProduceData
+from pybroker.protocol.partitioner import partition_for_key
 from pybroker.protocol.records.codecs import CODEC_NAMES
 from pybroker.protocol.records.record import Record, build_batch
 
 CODECS = {name: code for code, name in CODEC_NAMES.items()}
 PRODUCE_TIMEOUT_MS = 30_000
-
-
-def murmur2(data: bytes) -> int:
-    """Kafka's `Utils.murmur2` (seed 0x9747b28c), as an unsigned 32-bit value."""
-    m, mask = 0x5BD1E995, 0xFFFFFFFF
-    length = len(data)
-    h = (0x9747B28C ^ length) & mask
-    whole = length - length % 4
-    for i in range(0, whole, 4):
-        k = int.from_bytes(data[i:i + 4], "little")
-        k = (k * m) & mask
-        k ^= k >> 24
-        k = (k * m) & mask
-        h = ((h * m) & mask) ^ k
-    tail = length % 4
-    if tail == 3:
-        h ^= data[whole + 2] << 16
-    if tail >= 2:
-        h ^= data[whole + 1] << 8
-    if tail >= 1:
-        h ^= data[whole]
-        h = (h * m) & mask
-    h ^= h >> 13
-    h = (h * m) & mask
-    h ^= h >> 15
-    return h
-
-
-def partition_for_key(key: bytes, partitions: int) -> int:
-    return (murmur2(key) & 0x7FFFFFFF) % partitions
 
 
 class Producer:
