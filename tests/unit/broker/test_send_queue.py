@@ -5,6 +5,7 @@ buffers, so the socket really fills up."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 import os
 import socket
@@ -75,10 +76,8 @@ async def read_until_error(peer: socket.socket, events: Events) -> None:
     for _ in range(200):
         if events.errors:
             return
-        try:
+        with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(loop.sock_recv(peer, 65536), 0.02)
-        except asyncio.TimeoutError:
-            pass
 
 
 def file_bytes(file: Any, position: int, length: int) -> bytes:
@@ -148,7 +147,7 @@ async def test_bytes_only_backpressure_bounds_memory(pair: Any) -> None:
 
 
 async def test_close_mid_send_drops_the_rest_and_lets_go_of_the_socket(pair: Any, data_file: Any) -> None:
-    ours, peer = pair
+    ours, _ = pair
     events = Events()
     queue = make_queue(ours, events)
     queue.write([FileRegion(data_file, 0, 1 << 20)])
