@@ -590,6 +590,10 @@ class KafkaConnection(asyncio.Protocol):
         self.guard.warnings.warning(event, f"closing connection: {event}", peer=self.peer, **context)
         self._close()
 
+    def close_when_written(self) -> None:
+        """Close once the answers already written have left (the broker's graceful shutdown)."""
+        self._close_after_writes()
+
     def _close_after_writes(self) -> None:
         """Close once what is written has left (a failed authentication's answer must reach the client),
         but within CLOSE_FLUSH_S even from a client that does not read."""
@@ -603,10 +607,12 @@ class KafkaConnection(asyncio.Protocol):
             self._flush_timer = asyncio.get_running_loop().call_later(CLOSE_FLUSH_S, transport.abort)
 
     def _send_failed(self, exc: BaseException) -> None:
-        """The send queue could not finish an answer (the peer is gone, a segment file closed under it)."""
-        if not self.closed:
-            log.debug("send failed", peer=self.peer, error=repr(exc))
-            self._close()
+        """The send queue could not finish an answer (the peer is gone, a segment file closed under it):
+        the client cannot be given the rest, so the connection ends now, even one already closing."""
+        log.debug("send failed", peer=self.peer, error=repr(exc))
+        self.closed = True
+        if self.transport is not None:
+            self.transport.abort()
 
     def _close(self) -> None:
         if not self.closed and self.transport is not None:
