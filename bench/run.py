@@ -8,8 +8,9 @@ in memory (`memory://`), so Tansu does strictly less work per record.
 Phases, per broker: produce N records of 100 B, then N of 1 KiB, then N/10 of 10 KiB (the same payload
 bytes as the 1 KiB phase) (msgs/s, MB/s of payload); consume each set back from offset 0, and for
 pybroker the share of fetched bytes that left by `os.sendfile` rather than copied (from its
-`pybroker_fetch_bytes_total{path}` metric); then end-to-end latency (p50/p99) at a fixed moderate rate. Then, on pybroker
-alone, its RSS under the big-frame attack (`bench/big_frames.py`: 8 connections each sending 95 MB of a
+`pybroker_fetch_bytes_total{path}` metric) and the broker process's CPU seconds per GB consumed (less
+sensitive to a busy machine than msgs/s); then end-to-end latency (p50/p99) at a fixed moderate rate.
+Then, on pybroker alone, its RSS under the big-frame attack (`bench/big_frames.py`: 8 connections each sending 95 MB of a
 100 MB request and stalling) beside its idle RSS, with the default settings. Tansu is fetched
 once with pip into the git-ignored `bench/.cache/`; if it cannot be had, pybroker runs alone.
 
@@ -74,12 +75,24 @@ class BrokerResult:
     group_join_s: float | None = None
     #: pybroker: (bytes sent by sendfile, bytes copied) while consuming each size
     fetch_paths: dict[int, tuple[float, float]] = field(default_factory=dict)
+    #: the broker process's CPU seconds (user + system) per consume phase
+    consume_cpu_s: dict[int, float] = field(default_factory=dict)
     error: str = ""
 
 
 def records_for(size: int, records: int) -> int:
     """Records of a phase: N up to 1 KiB, then the same payload bytes as the 1 KiB phase."""
     return records if size <= SCALED_ABOVE else max(1, records * SCALED_ABOVE // size)
+
+
+def cpu_seconds(pid: int | None) -> float | None:
+    """User + system CPU seconds of a process so far (Linux `/proc`); None where that cannot be read."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def fetch_paths(broker: BrokerProcess) -> tuple[float, float] | None:
@@ -110,7 +123,11 @@ def run_load(name: str, broker: BrokerProcess, args: argparse.Namespace) -> Brok
             return result
         print(f"  [{name}] consume {records + 100} x {size} B ...", flush=True)
         before = fetch_paths(broker)
+        cpu_before = cpu_seconds(broker.pid)
         result.consume[size] = consume(broker.bootstrap, topic, args.partitions, records + 100, size)
+        cpu_after = cpu_seconds(broker.pid)
+        if cpu_before is not None and cpu_after is not None:
+            result.consume_cpu_s[size] = cpu_after - cpu_before
         after = fetch_paths(broker)
         if before is not None and after is not None:
             result.fetch_paths[size] = (after[0] - before[0], after[1] - before[1])
@@ -168,9 +185,12 @@ def print_table(result: BrokerResult, ceilings: dict[int, float]) -> None:
     print(f"  {'phase':<22}{'records':>10}{'msgs/s':>14}{'MB/s':>10}{'seconds':>10}{'client ceiling':>16}  note")
     for kind, table in (("produce", result.produce), ("consume", result.consume)):
         for size, t in table.items():
-            note = t.note
+            notes = [t.note] if t.note else []
+            if kind == "consume" and size in result.consume_cpu_s and t.payload_bytes:
+                notes.insert(0, f"broker CPU {result.consume_cpu_s[size] / (t.payload_bytes / 1e9):.2f} s/GB")
             if kind == "consume" and size in result.fetch_paths:
-                note = f"{sendfile_share(*result.fetch_paths[size])}{'; ' if note else ''}{note}"
+                notes.insert(0, sendfile_share(*result.fetch_paths[size]))
+            note = "; ".join(notes)
             ceiling = f"{ceilings[size]:,.0f}" if kind == "produce" and size in ceilings else "-"
             print(f"  {kind + f' {size} B':<22}{t.records:>10,}{_fmt(t.msgs_per_s, 0):>14}"
                   f"{_fmt(t.mb_per_s, 2):>10}{t.seconds:>10.2f}{ceiling:>16}  {note}")
