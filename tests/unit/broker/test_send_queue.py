@@ -217,3 +217,20 @@ async def test_a_file_sendfile_cannot_splice_is_copied(pair: Any, data_file: Any
     assert got == b"<" + file_bytes(data_file, 7, 100_000) + b">"
     assert queue.copied_bytes == 100_000 and queue.sendfile_bytes == 0
     queue.close()
+
+
+async def test_a_segment_deleted_mid_send_is_still_sent_whole(pair: Any, tmp_path: Path) -> None:
+    """Retention or a roll-and-delete unlinks the file, but the region holds it open: the rest still goes."""
+    ours, peer = pair
+    path = tmp_path / "retired.log"
+    content = os.urandom(600_000)
+    path.write_bytes(content)
+    with open(path, "rb", buffering=0) as file:
+        events = Events()
+        queue = make_queue(ours, events)
+        queue.write([b"[", FileRegion(file, 0, 600_000), b"]"])
+        assert queue.size > 0
+        path.unlink()
+        assert await read_all(peer, 600_002) == b"[" + content + b"]"
+        assert events.errors == [] and queue.sendfile_bytes == 600_000
+        queue.close()
