@@ -128,30 +128,27 @@ def _read_all(ctx: RequestContext, request: FetchRequest,
         partitions: list[PartitionData] = []
         topics.append(FetchableTopicResponse(topic=name, topic_id=fetch_topic.topic_id, partitions=partitions))
         for p, fp in enumerate(fetch_topic.partitions):
+            log, code = (None, topic_error) if topic_error else resolve_partition(state, name, fp.partition)
+            if log is not None:
+                hw = log.high_watermark
+                lso = log.last_stable_offset
+                limit = min(fp.partition_max_bytes, remaining)
+                if memo is not None:
+                    positions = (log, hw, lso, log.log_start_offset)
+                    known = memo.get((t, p))
+                    if known is not None and known.still_valid(positions, limit, total == 0):
+                        partitions.append(known.data)
+                        total += known.size
+                        remaining -= known.size
+                        continue
             data = PartitionData(partition_index=fp.partition, high_watermark=-1, last_stable_offset=-1,
                                  log_start_offset=-1, records=b"",
                                  aborted_transactions=[] if read_committed else None)
             partitions.append(data)
-            if topic_error:
-                data.error_code = topic_error
-                errors = True
-                continue
-            log, code = resolve_partition(state, name, fp.partition)
             if log is None:
                 data.error_code = code
                 errors = True
                 continue
-            hw = log.high_watermark
-            lso = log.last_stable_offset
-            limit = min(fp.partition_max_bytes, remaining)
-            if memo is not None:
-                positions = (log, hw, lso, log.log_start_offset)
-                known = memo.get((t, p))
-                if known is not None and known.still_valid(positions, limit, total == 0):
-                    partitions[p] = known.data
-                    total += known.size
-                    remaining -= known.size
-                    continue
             data.high_watermark = hw
             data.last_stable_offset = lso
             data.log_start_offset = log.log_start_offset
