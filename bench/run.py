@@ -16,13 +16,14 @@ once with pip into the git-ignored `bench/.cache/`; if it cannot be had, pybroke
 
 First, in-process, what produce-path validation costs per batch and per record at 100 B, 1 KiB and
 10 KiB, uncompressed and compressed, with the compiled record walk and the pure-Python one
-(`bench/validation.py`).
+(`bench/validation.py`); and what fetch sessions (KIP-227) save a consumer of 1,000 partitions: request
+and response bytes and broker time per fetch, full against incremental (`bench/fetch_sessions.py`).
 
 Then, on pybroker alone, produce and consume over an SSL listener beside a PLAINTEXT one of the same
 broker (`bench/tls.py`, `--skip-tls` to leave it out): what TLS costs, consume most (no sendfile).
 
 Last, on pybroker alone, transactional produce (`bench/txn.py`, `--skip-txn` to leave it out): records/s
-at 100 transactions/s and commit latency p50/p99, for 10, 100 and 1000 records per transaction.
+at 100 transactions/s and commit latency p50/p99, for 10, 100, 1000 and 3000 records per transaction.
 
     .venv/bin/python bench/run.py [--records N] [--only pybroker|tansu] [--skip-tansu] [--skip-validation]
 """
@@ -293,6 +294,10 @@ def main(argv: list[str] | None = None) -> int:
 
         print("== validation cost (in-process, no broker) ==")
         validation.run(seconds=0.3)
+        from bench import fetch_sessions
+
+        print("\n== fetch sessions (KIP-227): full vs incremental fetches (in-process, no broker) ==")
+        fetch_sessions.run()
     if args.skip_load:
         return 0
     ceilings = print_settings(args)

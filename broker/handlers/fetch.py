@@ -1,7 +1,8 @@
 """Fetch (key 1), versions 4-17.
 
-Sessionless: a client asking to open a fetch session (KIP-227) gets session id 0, which tells it to keep
-sending full fetches; an incremental fetch on an unknown session gets FETCH_SESSION_ID_NOT_FOUND.
+Fetch sessions (KIP-227, `broker/fetch_sessions.py`): the session cache resolves which partitions a
+fetch reads (the request's, or a session's) and trims the answer (an incremental fetch answers only the
+partitions that changed); this handler only reads.
 Records are never copied here: each partition's answer is a file region of a segment that the writer
 sends with `os.sendfile`. Limits: `max_bytes` for the response and `partition_max_bytes` per partition,
 but the first batch found is always returned whole, so a client can always make progress (KIP-74).
@@ -29,10 +30,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import Awaitable
 from typing import Any
 
 from pybroker.broker.context import RequestContext
 from pybroker.broker.dispatch import handler, waiting
+from pybroker.broker.fetch_sessions import FetchPlan, read_check
 from pybroker.broker.lookup import resolve_partition, topic_by_id
 from pybroker.protocol.api_keys import ApiKey
 from pybroker.protocol.errors import ErrorCode
@@ -48,23 +51,31 @@ from pybroker.storage.errors import OffsetOutOfRange
 READ_COMMITTED = 1
 FIRST_TOPIC_ID_VERSION = 13
 NO_SESSION = 0
-FULL_FETCH_EPOCHS = (-1, 0)
 
 
 @handler(ApiKey.FETCH, versions=(4, 17))
 def handle_fetch(ctx: RequestContext, request: FetchRequest) -> Any:
-    if request.session_id != NO_SESSION or request.session_epoch not in FULL_FETCH_EPOCHS:
-        return FetchResponse(error_code=ErrorCode.FETCH_SESSION_ID_NOT_FOUND, session_id=0, responses=[])
+    plan = ctx.state.fetch_sessions.plan(request, ctx.api_version, ctx.state.clock_ms(), ctx.principal,
+                                         read_check(ctx.state, ctx.principal, ctx.peer, ctx.api_version, request))
+    if plan.error:
+        return plan.error_response()
+    request.topics = plan.topics  # a session's partitions at their remembered positions
     can_wait = request.max_wait_ms > 0 and request.min_bytes > 0
     memo: dict[tuple[int, int], _Read] | None = {} if can_wait else None
     response, size, errors = _read_all(ctx, request, memo)
     if size >= request.min_bytes or errors or memo is None or not request.topics:
+        response = plan.finish(response)
         ctx.state.traffic.fetched(response)
         return response
     # Watch before returning: the coroutine only starts on a later loop turn, and an append in between
     # must still wake this fetch rather than leave it waiting for max_wait_ms.
     keys = [(t.topic, p.partition_index) for t in response.responses for p in t.partitions]
-    return waiting(_long_poll(ctx, request, memo, keys, ctx.state.purgatory.watch(keys)))
+    return waiting(_finished(plan, _long_poll(ctx, request, memo, keys, ctx.state.purgatory.watch(keys))))
+
+
+async def _finished(plan: FetchPlan, answer: Awaitable[FetchResponse]) -> FetchResponse:
+    """The long poll's answer, trimmed by the session (an incremental fetch answers what changed)."""
+    return plan.finish(await answer)
 
 
 class _Read:
