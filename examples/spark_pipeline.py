@@ -90,7 +90,9 @@ def stop_on_signals(stop: threading.Event) -> dict[int, Any]:
     Ctrl-C must never land inside a call into the JVM: a KeyboardInterrupt raised while py4j waits on its
     socket breaks that connection, and Spark then prints dozens of lines of py4j tracebacks on the way out.
     So no signal raises here; the wait is a loop of short `awaitTermination(timeout)` calls that looks at
-    the event. Returns the previous handlers, for `restore_signals`.
+    the event. PySpark's SparkContext installs a SIGINT handler of its own (it cancels the jobs and raises
+    KeyboardInterrupt), so this is called again once the session exists. Returns the previous handlers, for
+    `restore_signals`.
     """
     def request_stop(signum: int, frame: object) -> None:
         stop.set()
@@ -123,6 +125,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                  .config("spark.sql.shuffle.partitions", "4")
                  .getOrCreate())
         spark.sparkContext.setLogLevel("WARN")
+        stop_on_signals(stop)  # again: creating the SparkContext installed PySpark's own SIGINT handler
         try:
             if not stop.is_set():
                 query = start_pipeline(spark, args)
