@@ -151,7 +151,8 @@ def client_ceiling(records: int, size: int, unreachable: str) -> float:
     Produce figures close to this are the client's limit, not the broker's: printed so nobody reads a
     broker ratio into a client bottleneck.
     """
-    n = min(records, PRODUCER_SETTINGS["queue.buffering.max.messages"])
+    n = min(records, PRODUCER_SETTINGS["queue.buffering.max.messages"],
+            PRODUCER_SETTINGS["queue.buffering.max.kbytes"] * 1024 // (size + 64))  # what the queue can hold
     producer = Producer({"bootstrap.servers": unreachable, **COMMON, **PRODUCER_SETTINGS, "log_level": 0})
     payload = b"x" * size
     started = time.perf_counter()

@@ -5,21 +5,25 @@ Python broker is from a compiled one on the same machine and the same client set
 difference in durability: pybroker fsyncs before it acknowledges acks=all, Tansu here keeps everything
 in memory (`memory://`), so Tansu does strictly less work per record.
 
-Phases, per broker: produce N records of 100 B, then N of 1 KiB (msgs/s, MB/s of payload); consume each
-set back from offset 0; then end-to-end latency (p50/p99) at a fixed moderate rate. Then, on pybroker
-alone, its RSS under the big-frame attack (`bench/big_frames.py`: 8 connections each sending 95 MB of a
+Phases, per broker: produce N records of 100 B, then N of 1 KiB, then N/10 of 10 KiB (the same payload
+bytes as the 1 KiB phase) (msgs/s, MB/s of payload); consume each set back from offset 0, and for
+pybroker the share of fetched bytes that left by `os.sendfile` rather than copied (from its
+`pybroker_fetch_bytes_total{path}` metric) and the broker process's CPU seconds per GB consumed (less
+sensitive to a busy machine than msgs/s); then end-to-end latency (p50/p99) at a fixed moderate rate.
+Then, on pybroker alone, its RSS under the big-frame attack (`bench/big_frames.py`: 8 connections each sending 95 MB of a
 100 MB request and stalling) beside its idle RSS, with the default settings. Tansu is fetched
 once with pip into the git-ignored `bench/.cache/`; if it cannot be had, pybroker runs alone.
 
 First, in-process, what produce-path validation costs per batch and per record at 100 B, 1 KiB and
 10 KiB, uncompressed and compressed, with the compiled record walk and the pure-Python one
-(`bench/validation.py`).
+(`bench/validation.py`); and what fetch sessions (KIP-227) save a consumer of 1,000 partitions: request
+and response bytes and broker time per fetch, full against incremental (`bench/fetch_sessions.py`).
 
 Then, on pybroker alone, produce and consume over an SSL listener beside a PLAINTEXT one of the same
 broker (`bench/tls.py`, `--skip-tls` to leave it out): what TLS costs, consume most (no sendfile).
 
 Last, on pybroker alone, transactional produce (`bench/txn.py`, `--skip-txn` to leave it out): records/s
-at 100 transactions/s and commit latency p50/p99, for 10, 100 and 1000 records per transaction.
+at 100 transactions/s and commit latency p50/p99, for 10, 100, 1000 and 3000 records per transaction.
 
 Then, on pybroker alone, acks=all produce of 100 B records over 1, 16, 256 and 1,024 partitions
 (`bench/partitions.py`, `--skip-partitions` to leave it out): how much of the single-partition throughput
@@ -58,8 +62,11 @@ from bench.load import (  # noqa: E402
     produce,
 )
 from tests.integration.brokers import BrokerProcess, TansuProcess, ensure_tansu, kill_all  # noqa: E402
+from tests.integration.metrics_broker import MetricsBrokerProcess  # noqa: E402
 
-SIZES = (100, 1024)
+SIZES = (100, 1024, 10240)
+#: above this record size the phase moves the payload bytes of a 1 KiB phase, not N records
+SCALED_ABOVE = 1024
 STORAGE = {"pybroker": "log segments on disk, fsync before acks=all is answered",
            "tansu": "memory:// (nothing on disk)"}
 
@@ -71,7 +78,39 @@ class BrokerResult:
     consume: dict[int, Throughput] = field(default_factory=dict)
     latency: Latency | None = None
     group_join_s: float | None = None
+    #: pybroker: (bytes sent by sendfile, bytes copied) while consuming each size
+    fetch_paths: dict[int, tuple[float, float]] = field(default_factory=dict)
+    #: the broker process's CPU seconds (user + system) per consume phase
+    consume_cpu_s: dict[int, float] = field(default_factory=dict)
     error: str = ""
+
+
+def records_for(size: int, records: int) -> int:
+    """Records of a phase: N up to 1 KiB, then the same payload bytes as the 1 KiB phase."""
+    return records if size <= SCALED_ABOVE else max(1, records * SCALED_ABOVE // size)
+
+
+def cpu_seconds(pid: int | None) -> float | None:
+    """User + system CPU seconds of a process so far (Linux `/proc`); None where that cannot be read."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def fetch_paths(broker: BrokerProcess) -> tuple[float, float] | None:
+    """pybroker's `pybroker_fetch_bytes_total` by path (sendfile, copy); None for a broker without it."""
+    if not isinstance(broker, MetricsBrokerProcess):
+        return None
+    _, page = broker.http_get("/metrics")
+    values = {"sendfile": 0.0, "copy": 0.0}
+    for line in page.splitlines():
+        if line.startswith("pybroker_fetch_bytes_total{"):
+            path = line.split('path="', 1)[1].split('"', 1)[0]
+            values[path] = float(line.rsplit(" ", 1)[1])
+    return values["sendfile"], values["copy"]
 
 
 def run_load(name: str, broker: BrokerProcess, args: argparse.Namespace) -> BrokerResult:
@@ -81,13 +120,22 @@ def run_load(name: str, broker: BrokerProcess, args: argparse.Namespace) -> Brok
         topic = f"bench-{size}b-{tag}"
         create_topic(broker.bootstrap, topic, args.partitions)
         produce(broker.bootstrap, topic, args.partitions, 100, size)  # warm-up: connections, metadata, code paths
-        print(f"  [{name}] produce {args.records} x {size} B ...", flush=True)
-        result.produce[size] = produce(broker.bootstrap, topic, args.partitions, args.records, size)
+        records = records_for(size, args.records)
+        print(f"  [{name}] produce {records} x {size} B ...", flush=True)
+        result.produce[size] = produce(broker.bootstrap, topic, args.partitions, records, size)
         if result.produce[size].note:
             result.error = f"produce {size} B: {result.produce[size].note}; later phases skipped"
             return result
-        print(f"  [{name}] consume {args.records + 100} x {size} B ...", flush=True)
-        result.consume[size] = consume(broker.bootstrap, topic, args.partitions, args.records + 100, size)
+        print(f"  [{name}] consume {records + 100} x {size} B ...", flush=True)
+        before = fetch_paths(broker)
+        cpu_before = cpu_seconds(broker.pid)
+        result.consume[size] = consume(broker.bootstrap, topic, args.partitions, records + 100, size)
+        cpu_after = cpu_seconds(broker.pid)
+        if cpu_before is not None and cpu_after is not None:
+            result.consume_cpu_s[size] = cpu_after - cpu_before
+        after = fetch_paths(broker)
+        if before is not None and after is not None:
+            result.fetch_paths[size] = (after[0] - before[0], after[1] - before[1])
     topic = f"bench-latency-{tag}"
     create_topic(broker.bootstrap, topic, 1)
     print(f"  [{name}] latency at {args.latency_rate} msg/s for {args.latency_seconds:.0f} s ...", flush=True)
@@ -109,7 +157,7 @@ def bench_one(name: str, args: argparse.Namespace, workdir: Path) -> BrokerResul
         broker = TansuProcess(workdir / "tansu", binary)
     else:
         # Kafka's 3 s initial rebalance delay batches joins of many members; a lone consumer should not wait
-        broker = BrokerProcess(workdir / "pybroker", {"group.initial.rebalance.delay.ms": "0"})
+        broker = MetricsBrokerProcess(workdir / "pybroker", {"group.initial.rebalance.delay.ms": "0"})
     print(f"starting {name} ...", flush=True)
     try:
         broker.start()
@@ -133,17 +181,24 @@ def _fmt(value: float, digits: int = 1) -> str:
     return "-" if value != value else f"{value:,.{digits}f}"  # NaN check without math
 
 
-def print_table(result: BrokerResult) -> None:
+def print_table(result: BrokerResult, ceilings: dict[int, float]) -> None:
     print(f"\n== {result.name} ({STORAGE.get(result.name, '')}) ==")
     if result.error:
         print(f"  stopped early: {result.error}")
         if not result.produce:
             return
-    print(f"  {'phase':<22}{'records':>10}{'msgs/s':>14}{'MB/s':>10}{'seconds':>10}  note")
+    print(f"  {'phase':<22}{'records':>10}{'msgs/s':>14}{'MB/s':>10}{'seconds':>10}{'client ceiling':>16}  note")
     for kind, table in (("produce", result.produce), ("consume", result.consume)):
         for size, t in table.items():
+            notes = [t.note] if t.note else []
+            if kind == "consume" and size in result.consume_cpu_s and t.payload_bytes:
+                notes.insert(0, f"broker CPU {result.consume_cpu_s[size] / (t.payload_bytes / 1e9):.2f} s/GB")
+            if kind == "consume" and size in result.fetch_paths:
+                notes.insert(0, sendfile_share(*result.fetch_paths[size]))
+            note = "; ".join(notes)
+            ceiling = f"{ceilings[size]:,.0f}" if kind == "produce" and size in ceilings else "-"
             print(f"  {kind + f' {size} B':<22}{t.records:>10,}{_fmt(t.msgs_per_s, 0):>14}"
-                  f"{_fmt(t.mb_per_s, 2):>10}{t.seconds:>10.2f}  {t.note}")
+                  f"{_fmt(t.mb_per_s, 2):>10}{t.seconds:>10.2f}{ceiling:>16}  {note}")
     lat = result.latency
     if lat is not None:
         print(f"  {'end-to-end latency':<22}{len(lat.samples_ms):>10,}  at {lat.rate} msg/s: "
@@ -152,6 +207,13 @@ def print_table(result: BrokerResult) -> None:
     if result.latency is not None:
         joined = "timed out" if result.group_join_s is None else f"{result.group_join_s:.3f} s (median of 3)"
         print(f"  {'group: subscribe to first record':<34}{joined}")
+
+
+def sendfile_share(sent: float, copied: float) -> str:
+    """'sendfile 99.9% of 1,234 MB fetched': the zero-copy share of a consume phase."""
+    total = sent + copied
+    share = f"{100 * sent / total:.1f}%" if total else "-"
+    return f"sendfile {share} of {total / 1e6:,.0f} MB fetched"
 
 
 def print_ratios(ours: BrokerResult, theirs: BrokerResult) -> None:
@@ -169,33 +231,35 @@ def print_ratios(ours: BrokerResult, theirs: BrokerResult) -> None:
                 print(f"  {f'latency p{int(q * 100)}':<22}{ours.latency.percentile(q) / them:>8.3g}x")
 
 
-def print_settings(args: argparse.Namespace) -> None:
+def print_settings(args: argparse.Namespace) -> dict[int, float]:
     load = os.getloadavg() if hasattr(os, "getloadavg") else (float("nan"),) * 3
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, load average {load[0]:.2f}; "
           f"client and broker share it; Python {platform.python_version()}")
     import confluent_kafka
 
     print(f"client: confluent-kafka {confluent_kafka.__version__} / librdkafka {confluent_kafka.libversion()[0]}")
-    print(f"records per size: {args.records:,} values of {' and '.join(f'{s} B' for s in SIZES)}, no keys, "
-          f"{args.partitions} partition(s)")
+    print("records per size: " + ", ".join(f"{records_for(s, args.records):,} x {s} B" for s in SIZES)
+          + f", no keys, {args.partitions} partition(s)")
     print("producer: " + ", ".join(f"{k}={v}" for k, v in PRODUCER_SETTINGS.items()))
     print("consumer: " + ", ".join(f"{k}={v}" for k, v in CONSUMER_SETTINGS.items() if k != "group.id")
           + " (assign from offset 0, no group, nothing committed)")
     print(f"latency: {args.latency_rate} msg/s for {args.latency_seconds:.0f} s, 100 B, linger.ms="
           f"{LATENCY_PRODUCER_SETTINGS['linger.ms']}, acks={LATENCY_PRODUCER_SETTINGS['acks']}; "
           "consumer fetch.wait.max.ms=100")
+    ceilings = client_ceilings(args.records)
     print("client ceiling (Python handing records to librdkafka, no broker): "
-          + ", ".join(f"{size} B: {rate:,.0f} msgs/s" for size, rate in client_ceilings(args.records).items()))
+          + ", ".join(f"{size} B: {rate:,.0f} msgs/s" for size, rate in ceilings.items()))
     print("MB/s counts payload bytes (10^6), not protocol overhead. Produce is timed from the first send to "
           "the last ack; consume from assign() to the last record (bootstrap metadata fetched before).\n",
           flush=True)
+    return ceilings
 
 
 def client_ceilings(records: int) -> dict[int, float]:
     from bench.load import client_ceiling
     from tests.integration.brokers import free_port
 
-    return {size: client_ceiling(records, size, f"127.0.0.1:{free_port()}") for size in SIZES}
+    return {size: client_ceiling(records_for(size, records), size, f"127.0.0.1:{free_port()}") for size in SIZES}
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -236,9 +300,13 @@ def main(argv: list[str] | None = None) -> int:
 
         print("== validation cost (in-process, no broker) ==")
         validation.run(seconds=0.3)
+        from bench import fetch_sessions
+
+        print("\n== fetch sessions (KIP-227): full vs incremental fetches (in-process, no broker) ==")
+        fetch_sessions.run()
     if args.skip_load:
         return 0
-    print_settings(args)
+    ceilings = print_settings(args)
     results: dict[str, BrokerResult] = {}
     memory: list[str] = []
     tls_result = None
@@ -267,7 +335,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         kill_all()
     for result in results.values():
-        print_table(result)
+        print_table(result, ceilings)
     if "pybroker" in results and "tansu" in results:
         print_ratios(results["pybroker"], results["tansu"])
     if memory:

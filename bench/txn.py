@@ -32,7 +32,7 @@ from tests.integration.brokers import BrokerProcess, free_port, kill_all
 
 TXN_RATE = 100
 PRODUCERS = 4
-RECORDS_PER_TXN = (10, 100, 1000)
+RECORDS_PER_TXN = (10, 100, 1000, 3000)
 SIZE = 100
 PARTITIONS = 3
 SECONDS = 10.0
@@ -68,11 +68,15 @@ class TxnFigures:
 
 
 def _producer_loop(bootstrap: str, topic: str, txn_id: str, figures: TxnFigures, lock: threading.Lock,
-                   per_producer_rate: float, seconds: float, start: float) -> None:
+                   per_producer_rate: float, seconds: float, ready: threading.Barrier, clock: list[float]) -> None:
     producer = Producer({"bootstrap.servers": bootstrap, **COMMON, **PRODUCER_SETTINGS, "transactional.id": txn_id})
     payload = b"t" * SIZE
     try:
-        producer.init_transactions(30)
+        try:
+            producer.init_transactions(30)
+        finally:
+            ready.wait(60)  # the clock starts when every producer has its id (or has failed to get one)
+        start = clock[0]
         interval = 1.0 / per_producer_rate
         slot = start
         n = 0
@@ -98,9 +102,9 @@ def _producer_loop(bootstrap: str, topic: str, txn_id: str, figures: TxnFigures,
             with lock:
                 figures.transactions += 1
                 figures.commit_ms.append(took)
-    except KafkaException as exc:
+    except (KafkaException, threading.BrokenBarrierError) as exc:
         with lock:
-            figures.errors.append(str(exc))
+            figures.errors.append(str(exc) or type(exc).__name__)
     finally:
         producer.flush(5)
 
@@ -111,15 +115,16 @@ def measure(bootstrap: str, records_per_txn: int, seconds: float = SECONDS, rate
     create_topic(bootstrap, topic, PARTITIONS)
     figures = TxnFigures(records_per_txn)
     lock = threading.Lock()
-    start = time.perf_counter()
+    clock = [0.0]
+    ready = threading.Barrier(producers, action=lambda: clock.__setitem__(0, time.perf_counter()))
     threads = [threading.Thread(target=_producer_loop, args=(
-        bootstrap, topic, f"bench-{topic}-{i}", figures, lock, rate / producers, seconds, start), daemon=True)
+        bootstrap, topic, f"bench-{topic}-{i}", figures, lock, rate / producers, seconds, ready, clock), daemon=True)
         for i in range(producers)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join(seconds + 90)
-    figures.seconds = time.perf_counter() - start
+    figures.seconds = time.perf_counter() - clock[0] if clock[0] else 0.0
     return figures
 
 

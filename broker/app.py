@@ -194,8 +194,7 @@ class BrokerApp:
             await asyncio.wait(in_flight, timeout=GRACEFUL_TIMEOUT_S)
         await asyncio.sleep(0)  # let their done-callbacks write the responses
         for conn in list(self.state.connections):
-            if conn.transport is not None:
-                conn.transport.close()
+            conn.close_when_written()
         for server in self.servers:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(server.wait_closed(), 2)

@@ -7,6 +7,7 @@ and one line naming the key; no traceback.
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -33,8 +34,12 @@ def _parse_overrides(pairs: tuple[str, ...]) -> dict[str, str]:
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="pybroker", prog_name="pybroker", message="%(prog)s %(version)s")
 def cli() -> None:
-    """pybroker: a single-node broker that speaks the Apache Kafka protocol."""
+    """pybroker: a single-node broker that speaks the Apache Kafka protocol.
+
+    `start` runs the broker; the other commands are its tools (see docs/cli.md). Shell completion:
+    eval "$(pybroker completion bash)" (or zsh, fish)."""
 
 
 @cli.command()
@@ -102,7 +107,7 @@ def _run(config: BrokerConfig, metrics_port: int | None, metrics_host: str = "12
 
 
 def _add_admin_commands() -> None:
-    """`topics`, `groups`, `dump-log`, `check-log`, `configs`: see pybroker.broker.admin."""
+    """`topics`, `groups`, `produce`, `consume`, `log-dirs`, `configs`, `health`, ...: see pybroker.broker.admin."""
     from pybroker.broker.admin.commands import ADMIN_COMMANDS
 
     for command in ADMIN_COMMANDS:
@@ -112,15 +117,23 @@ def _add_admin_commands() -> None:
 _add_admin_commands()
 
 
+def _fail_as_asked(message: str) -> None:
+    """A usage error: one line, a JSON object when the command line asked for --json."""
+    if "--json" in sys.argv[1:]:
+        click.echo(json.dumps({"error": message, "kafka_error": None}), err=True)
+        sys.exit(2)
+    _fail(message)
+
+
 def main() -> None:
     try:
-        cli.main(standalone_mode=False)
+        cli.main(standalone_mode=False, prog_name="pybroker")
     except click.exceptions.Abort:
         sys.exit(130)
     except click.UsageError as exc:
-        _fail(exc.format_message().replace("\n", " "))
+        _fail_as_asked(exc.format_message().replace("\n", " "))
     except click.ClickException as exc:
-        _fail(exc.format_message())
+        _fail_as_asked(exc.format_message())
 
 
 if __name__ == "__main__":

@@ -8,8 +8,11 @@ waiting for fsync, a fetch long-poll, a group join), so the next request starts 
 in a pure wait too (a compressed acks=all produce: validated off the loop, appended, then waiting for
 fsync) or in no answer at all (acks=0). Either way responses are written strictly in request order.
 
-Backpressure: reading pauses when too many responses are pending, when the transport's write buffer is
-full (the client is not reading), while a request is still working, and while the next frame waits for
+Answers leave through the connection's writer: on plain TCP a `SendQueue` that writes the socket itself
+(bytes with writev, segment file regions with sendfile, resumed on writability), on TLS the transport.
+
+Backpressure: reading pauses when too many responses are pending, when the writer holds too much (the
+client is not reading), while a request is still working, and while the next frame waits for
 the broker's request memory pool (`queued.max.request.bytes`); it resumes when the cause is gone.
 
 Bad input never reaches a traceback: an oversized or negative size prefix, an unknown API key, an
@@ -51,7 +54,7 @@ from pybroker.broker.security import authorization, quota_throttle, request_time
 from pybroker.broker.security.errors import SaslFailure
 from pybroker.broker.security.sasl_session import SaslSession, log_context
 from pybroker.broker.ssl_principal import NoMatchingRule
-from pybroker.broker.writer import ChunkWriter
+from pybroker.broker.writer import CopyingWriter, SendQueue, sendfile_possible
 from pybroker.protocol.api_keys import ApiKey
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.frames import (
@@ -113,7 +116,7 @@ class KafkaConnection(asyncio.Protocol):
         self.decoder = FrameDecoder(int(state.config.get("socket.request.max.bytes")), self._admit)
         self.pending: deque[_Pending] = deque()
         self.transport: asyncio.Transport | None = None
-        self.writer: ChunkWriter | None = None
+        self.writer: SendQueue | CopyingWriter | None = None
         self.peer = "?"
         #: who this connection authenticated as (Kafka's `Type:name`), and the listener it came in on
         self.principal = ANONYMOUS
@@ -176,7 +179,12 @@ class KafkaConnection(asyncio.Protocol):
                 if size > 0:
                     with contextlib.suppress(OSError):
                         sock.setsockopt(socket.SOL_SOCKET, option, size)
-        self.writer = ChunkWriter(self.transport)
+        if sock is not None and sendfile_possible(transport):
+            # plain TCP: answers go out through our own queue (writev + sendfile), not the transport
+            self.writer = SendQueue(sock.fileno(), asyncio.get_running_loop(), pause=self.pause_writing,
+                                    resume=self.resume_writing, on_error=self._send_failed)
+        else:
+            self.writer = CopyingWriter(self.transport)
         self.state.connections.add(self)
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -184,6 +192,8 @@ class KafkaConnection(asyncio.Protocol):
         if self._flush_timer is not None:
             self._flush_timer.cancel()
             self._flush_timer = None
+        if self.writer is not None:
+            self.writer.close()  # drops queued answers and the regions' files with them
         self.state.connections.discard(self)
         if self._ip is not None:
             self.guard.limits.release(self._ip)
@@ -580,18 +590,35 @@ class KafkaConnection(asyncio.Protocol):
         self.guard.warnings.warning(event, f"closing connection: {event}", peer=self.peer, **context)
         self._close()
 
+    def close_when_written(self) -> None:
+        """Close once the answers already written have left (the broker's graceful shutdown)."""
+        self._close_after_writes()
+
     def _close_after_writes(self) -> None:
         """Close once what is written has left (a failed authentication's answer must reach the client),
         but within CLOSE_FLUSH_S even from a client that does not read."""
         if not self.closed and self.transport is not None:
             self.closed = True
             transport = self.transport
-            transport.close()
+            if self.writer is not None:
+                self.writer.when_drained(transport.close)  # our send queue first, then the transport's buffer
+            else:
+                transport.close()
             self._flush_timer = asyncio.get_running_loop().call_later(CLOSE_FLUSH_S, transport.abort)
+
+    def _send_failed(self, exc: BaseException) -> None:
+        """The send queue could not finish an answer (the peer is gone, a segment file closed under it):
+        the client cannot be given the rest, so the connection ends now, even one already closing."""
+        log.debug("send failed", peer=self.peer, error=repr(exc))
+        self.closed = True
+        if self.transport is not None:
+            self.transport.abort()
 
     def _close(self) -> None:
         if not self.closed and self.transport is not None:
             self.closed = True
+            if self.writer is not None:
+                self.writer.close()
             self.transport.abort()
 
 

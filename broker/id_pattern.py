@@ -1,13 +1,16 @@
 """Regular expressions from clients, matched in time linear in the subject: ListTransactions v2's
-transactional id pattern (KIP-1152).
+transactional id pattern (KIP-1152), with the meaning Kafka's Java `Pattern` gives them.
 
 Python's `re` backtracks, so a hostile pattern such as `(a+)+$` costs exponential time on a modest id
 while holding the GIL: a denial of service of the whole broker. Here the pattern is parsed with Python's
 own parser (the syntax Kafka's Java patterns share: literals, `.`, classes, `\\d\\w\\s`, groups,
 alternation, `* + ? {m,n}`, `^ $`) and compiled to a Thompson NFA that is simulated one subject character
-at a time: O(len(subject) x states), never worse. Backreferences, lookarounds, atomic groups and
-possessive quantifiers (which no NFA simulation has) and inline flags are refused as invalid, and so is a pattern whose expansion (`{m,n}` copies)
-would exceed MAX_STATES. Matching is whole-subject, as Java's `Pattern.matcher(id).matches()`.
+at a time: O(len(subject) x states), never worse. Where Python and Java differ, Java's meaning is kept:
+`\\d \\w \\s` are ASCII classes, and `.` matches no line terminator (`\\r` and U+2028 included).
+
+Backreferences, lookarounds, atomic groups and possessive quantifiers (which no NFA simulation has) and
+inline flags are refused as invalid, and so is a pattern whose expansion (`{m,n}` copies) would exceed
+MAX_STATES. Matching is whole-subject, as Java's `Pattern.matcher(id).matches()`.
 """
 
 from __future__ import annotations
@@ -23,13 +26,20 @@ MAX_STATES = 2000
 
 CharTest = Callable[[str], bool]
 
+_DIGITS = frozenset("0123456789")
+_WORD = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+_SPACE = frozenset(" \t\n\x0b\f\r")
+#: what Java's `.` does not match (its line terminators)
+_LINE_TERMINATORS = frozenset("\n\r\u0085\u2028\u2029")
+
+#: Java's (ASCII) classes: \d is [0-9], \w [a-zA-Z_0-9], \s [ \t\n\x0B\f\r]
 _CATEGORIES: dict[Any, CharTest] = {
-    sre.CATEGORY_DIGIT: str.isdigit,
-    sre.CATEGORY_NOT_DIGIT: lambda c: not c.isdigit(),
-    sre.CATEGORY_SPACE: str.isspace,
-    sre.CATEGORY_NOT_SPACE: lambda c: not c.isspace(),
-    sre.CATEGORY_WORD: lambda c: c.isalnum() or c == "_",
-    sre.CATEGORY_NOT_WORD: lambda c: not (c.isalnum() or c == "_"),
+    sre.CATEGORY_DIGIT: _DIGITS.__contains__,
+    sre.CATEGORY_NOT_DIGIT: lambda c: c not in _DIGITS,
+    sre.CATEGORY_SPACE: _SPACE.__contains__,
+    sre.CATEGORY_NOT_SPACE: lambda c: c not in _SPACE,
+    sre.CATEGORY_WORD: _WORD.__contains__,
+    sre.CATEGORY_NOT_WORD: lambda c: c not in _WORD,
 }
 _AT_START = {sre.AT_BEGINNING, sre.AT_BEGINNING_STRING}
 _AT_END = {sre.AT_END, sre.AT_END_STRING}
@@ -84,7 +94,10 @@ class IdPattern:
         self.step: list[tuple[CharTest, int] | None] = []
         self.anchor: list[Any] = []
         self.start = self._new()
-        self.accept = self._sequence(list(parsed), self.start)
+        try:
+            self.accept = self._sequence(list(parsed), self.start)
+        except RecursionError:
+            raise PatternError("nested too deeply") from None
 
     # -- construction (Thompson) ------------------------------------------------------------------------
     def _new(self) -> int:
@@ -112,7 +125,7 @@ class IdPattern:
         if op is sre.NOT_LITERAL:
             return self._edge(at, _is_not(chr(arg)))
         if op is sre.ANY:
-            return self._edge(at, lambda c: c != "\n")
+            return self._edge(at, lambda c: c not in _LINE_TERMINATORS)
         if op is sre.IN:
             return self._edge(at, _class_test(list(arg)))
         if op is sre.SUBPATTERN:

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from pybroker.broker import fetch_sessions
 from pybroker.broker.connection_guard import ConnectionGuard
 from pybroker.broker.dynamic_configs import DynamicBrokerConfigs
 from pybroker.broker.groups.service import GroupService
@@ -52,6 +53,7 @@ class BrokerState:
         self.dynamic_configs = DynamicBrokerConfigs(config, self.logs)
         self.cleaner = build_cleaner(config, self.logs, clock_ms)
         self.purgatory = Purgatory()
+        self.fetch_sessions = fetch_sessions.from_config(config)  # KIP-227 incremental fetch sessions
         self.traffic = TopicTraffic()  # per-topic bytes and messages, for the metrics
         self.connections: set[Any] = set()
         self.guard = ConnectionGuard(config)  # request memory, connection limits and timeouts

@@ -1,74 +1,273 @@
 """Writing encoded responses, with segment file ranges spliced in by `os.sendfile`.
 
-uvloop has no `loop.sendfile`, so zero-copy works like this: bytes chunks go through the transport;
-when a file range comes and the transport's write buffer is empty (everything before it is already on
-the socket), `os.sendfile` puts as much of the range on the socket as it takes right now. Whatever it
-does not take, or any range met while the transport still buffers, is read with `pread` and written
-through the transport like any other bytes, so the order on the wire is always the encoding's order.
+uvloop has no `loop.sendfile`, and `os.sendfile` may only run while nothing the transport buffers is
+still ahead of it. So on plain TCP a connection's answers never go through the transport's write
+buffer: `SendQueue` keeps them, in order, and puts them on the socket itself: bytes parts with
+`os.writev`, file regions with `os.sendfile`. When the socket takes no more (a partial send, EAGAIN) it
+waits for the socket to be writable (`loop.add_writer` on a duplicate of the socket's descriptor; the
+transport owns the original) and resumes where it stopped. Segment bytes are never read into Python on
+this path. TLS cannot splice files into an encrypted stream: `CopyingWriter` reads regions with `pread`
+and writes them through the transport.
+
+Backpressure: past `high_water` bytes queued (bytes parts and file regions alike) the queue calls its
+`pause` callback (the connection stops reading) and `resume` once it drained below `low_water`, as the
+transport's own write buffer would. The only memory the queue holds is encoded response bytes; regions
+are (file, position, length) and keep their file object alive until sent.
+
+A failure while sending (the peer reset the connection, a segment file closed or cut under a pending
+region) drops what is queued and calls `on_error` once: a response the client got half of cannot be
+finished, so the connection must close.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import errno
 import os
 import socket
-from collections.abc import Sequence
+from collections import deque
+from collections.abc import Callable, Sequence
 from typing import Any
 
+from pybroker.broker.metrics.fetch_bytes import COPIED, SENDFILE
 
-class ChunkWriter:
-    __slots__ = ("_fd", "_sendfile_ok", "_transport", "sendfile_bytes")
+#: queued bytes above which the connection stops reading, and below which it reads again
+HIGH_WATER = 256 * 1024
+LOW_WATER = 64 * 1024
+#: buffers per `os.writev` call (Linux's IOV_MAX is 1024)
+MAX_IOV = 512
+#: errors of `os.sendfile` that mean "this file cannot be spliced here", not "the socket is broken"
+_NO_SENDFILE = frozenset({errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP})
+
+
+def sendfile_possible(transport: asyncio.BaseTransport) -> bool:
+    """Plain TCP (not TLS, not a pipe): the socket may be written to directly."""
+    sock = transport.get_extra_info("socket")
+    return (sock is not None and getattr(sock, "type", None) == socket.SOCK_STREAM
+            and transport.get_extra_info("sslcontext") is None
+            and transport.get_extra_info("ssl_object") is None)
+
+
+class _Region:
+    """What is left to send of a file region: its file object stays referenced until then."""
+
+    __slots__ = ("file", "left", "position")
+
+    def __init__(self, file: Any, position: int, left: int) -> None:
+        self.file = file
+        self.position = position
+        self.left = left
+
+
+class SendQueue:
+    """A connection's answers in order, written to its plain-TCP socket with writev and sendfile."""
+
+    __slots__ = ("_fd", "_high", "_loop", "_low", "_on_drained", "_on_error", "_pause", "_paused", "_queue",
+                 "_queued", "_resume", "_waiting", "closed", "copied_bytes", "sendfile_bytes")
+
+    def __init__(self, sock_fd: int, loop: asyncio.AbstractEventLoop, *, pause: Callable[[], None],
+                 resume: Callable[[], None], on_error: Callable[[BaseException], None],
+                 high_water: int = HIGH_WATER, low_water: int = LOW_WATER) -> None:
+        # our own descriptor of the socket: the loop refuses add_writer on the transport's
+        self._fd = os.dup(sock_fd)
+        self._loop = loop
+        self._pause = pause
+        self._resume = resume
+        self._on_error = on_error
+        self._high = high_water
+        self._low = low_water
+        self._queue: deque[Any] = deque()  # bytes-like parts (memoryviews once partly sent) and _Regions
+        self._queued = 0  # bytes in the queue, regions counted by what is left of them
+        self._paused = False
+        self._waiting = False  # a writer callback is registered
+        self._on_drained: list[Callable[[], None]] = []
+        self.closed = False
+        self.sendfile_bytes = 0
+        self.copied_bytes = 0
+
+    @property
+    def size(self) -> int:
+        """Bytes still to be sent."""
+        return self._queued
+
+    def write(self, chunks: Sequence[Any]) -> None:
+        """Queue one response's parts (bytes-like, or file regions with `file`, `position` and a length)."""
+        if self.closed:
+            return
+        queue = self._queue
+        for chunk in chunks:
+            if isinstance(chunk, bytes | bytearray | memoryview):
+                size = len(chunk)
+                if size:
+                    queue.append(chunk)
+                    self._queued += size
+            else:
+                size = len(chunk)
+                if size:
+                    queue.append(_Region(chunk.file, chunk.position, size))
+                    self._queued += size
+        if not self._waiting:
+            self._send()
+        if not self.closed and not self._paused and self._queued > self._high:
+            self._paused = True
+            self._pause()
+
+    def when_drained(self, callback: Callable[[], None]) -> None:
+        """Call `callback` once everything queued has been sent (now, if nothing is)."""
+        if not self._queue or self.closed:
+            callback()
+        else:
+            self._on_drained.append(callback)
+
+    def close(self) -> None:
+        """Drop what is queued and let go of the socket descriptor (the connection is gone)."""
+        if self.closed:
+            return
+        self.closed = True
+        self._queue.clear()
+        self._queued = 0
+        self._on_drained.clear()
+        if self._waiting:
+            self._waiting = False
+            with contextlib.suppress(Exception):
+                self._loop.remove_writer(self._fd)
+        os.close(self._fd)
+
+    # -- sending --------------------------------------------------------------------------------
+    def _on_writable(self) -> None:
+        self._send()
+
+    def _send(self) -> None:
+        """Put as much on the socket as it takes now; wait for writability if something is left."""
+        queue = self._queue
+        fd = self._fd
+        try:
+            while queue:
+                head = queue[0]
+                if isinstance(head, _Region):
+                    if not self._send_region(head):
+                        break
+                    queue.popleft()
+                elif not self._send_bytes():
+                    break
+        except OSError as exc:
+            self._fail(exc)
+            return
+        if self.closed:
+            return
+        if queue:
+            if not self._waiting:
+                self._waiting = True
+                self._loop.add_writer(fd, self._on_writable)
+        elif self._waiting:
+            self._waiting = False
+            self._loop.remove_writer(fd)
+        if self._paused and self._queued <= self._low:
+            self._paused = False
+            self._resume()
+        if self._on_drained and not queue:
+            callbacks, self._on_drained = self._on_drained, []
+            for callback in callbacks:
+                callback()
+
+    def _send_region(self, region: _Region) -> bool:
+        """Send what is left of a region; True when all of it went."""
+        try:
+            file_fd = region.file.fileno()
+        except ValueError:  # the segment file was closed under us (its log closed, its delay passed)
+            raise OSError(errno.EBADF, "segment file closed before its region was sent") from None
+        while region.left:
+            try:
+                sent = os.sendfile(self._fd, file_fd, region.position, region.left)
+            except BlockingIOError:
+                return False
+            except InterruptedError:
+                continue
+            except OSError as exc:
+                if exc.errno not in _NO_SENDFILE:
+                    raise
+                self._copy_region(region, file_fd)  # a file sendfile cannot splice: bytes like any other
+                return True
+            if sent == 0:  # the file ends before the region does (truncated under us)
+                raise OSError(errno.EIO, "segment file shorter than the region being sent")
+            region.position += sent
+            region.left -= sent
+            self._queued -= sent
+            self.sendfile_bytes += sent
+            SENDFILE.inc(sent)
+        return True
+
+    def _copy_region(self, region: _Region, file_fd: int) -> None:
+        data = os.pread(file_fd, region.left, region.position)
+        if len(data) < region.left:
+            raise OSError(errno.EIO, "segment file shorter than the region being sent")
+        self.copied_bytes += len(data)
+        COPIED.inc(len(data))
+        self._queue.insert(1, data)  # the caller pops the region at the head: the bytes take its place
+
+    def _send_bytes(self) -> bool:
+        """writev the run of bytes parts at the head; True when all of them went."""
+        queue = self._queue
+        parts: list[Any] = []
+        for item in queue:
+            if isinstance(item, _Region) or len(parts) >= MAX_IOV:
+                break
+            parts.append(item)
+        while True:
+            try:
+                sent = os.writev(self._fd, parts)
+                break
+            except BlockingIOError:
+                return False
+            except InterruptedError:
+                continue
+        self._queued -= sent
+        for part in parts:
+            size = len(part)
+            if sent >= size:
+                queue.popleft()
+                sent -= size
+                continue
+            queue[0] = memoryview(part)[sent:]
+            return False
+        return True
+
+    def _fail(self, exc: BaseException) -> None:
+        self.close()
+        self._on_error(exc)
+
+
+class CopyingWriter:
+    """TLS (and anything without a socket of its own): regions are read with `pread` and written
+    through the transport, which does the buffering and the backpressure itself."""
+
+    __slots__ = ("_transport", "copied_bytes", "sendfile_bytes")
 
     def __init__(self, transport: asyncio.Transport) -> None:
         self._transport = transport
-        sock = transport.get_extra_info("socket")
-        self._fd = sock.fileno() if sock is not None else -1
-        # TLS transports have no "socket" that may be written directly; only plain TCP may use sendfile
-        self._sendfile_ok = (
-            self._fd >= 0 and transport.get_extra_info("sslcontext") is None
-            and transport.get_extra_info("ssl_object") is None
-            and getattr(sock, "type", None) == socket.SOCK_STREAM
-        )
         self.sendfile_bytes = 0
+        self.copied_bytes = 0
+
+    @property
+    def size(self) -> int:
+        return self._transport.get_write_buffer_size()
 
     def write(self, chunks: Sequence[Any]) -> None:
-        transport = self._transport
-        buffered: list[bytes | bytearray | memoryview] = []
+        parts: list[Any] = []
         for chunk in chunks:
             if isinstance(chunk, bytes | bytearray | memoryview):
-                buffered.append(chunk)
+                parts.append(chunk)
                 continue
-            # a file region: first push out everything before it
-            if buffered:
-                transport.writelines(buffered)
-                buffered = []
-            sent = self._sendfile(chunk) if self._sendfile_ok and transport.get_write_buffer_size() == 0 else 0
-            if sent < len(chunk):
-                buffered.append(_pread(chunk, sent))
-        if buffered:
-            transport.writelines(buffered)
+            data = os.pread(chunk.file.fileno(), len(chunk), chunk.position)
+            self.copied_bytes += len(data)
+            COPIED.inc(len(data))
+            parts.append(data)
+        if parts:
+            self._transport.writelines(parts)
 
-    def _sendfile(self, region: Any) -> int:
-        sent = 0
-        length = len(region)
-        fileno = region.file.fileno()
-        try:
-            while sent < length:
-                n = os.sendfile(self._fd, fileno, region.position + sent, length - sent)
-                if n == 0:
-                    break
-                sent += n
-        except (BlockingIOError, InterruptedError):
-            pass
-        except OSError:
-            # e.g. the socket died: the transport will notice; fall back for what is left
-            self._sendfile_ok = False
-        self.sendfile_bytes += sent
-        return sent
+    def when_drained(self, callback: Callable[[], None]) -> None:
+        callback()  # the transport's close() itself waits for its buffer
 
-
-def _pread(region: Any, skip: int) -> bytes:
-    if skip == 0:
-        data: bytes = region.read_bytes()
-        return data
-    return os.pread(region.file.fileno(), len(region) - skip, region.position + skip)
+    def close(self) -> None:
+        pass

@@ -230,7 +230,13 @@ BROKER_DEFS: tuple[ConfigDef, ...] = (
        "Most partitions one CreateTopics or CreatePartitions request (all its topics together) or one "
        "Metadata/Produce request's auto-created topics may make. A larger request is refused whole, "
        "before any work, with POLICY_VIOLATION (\"Unable to perform excessively large batch operation.\"), "
-       "as Kafka's controller refuses a request that would write more than 10,000 records.", at_least(1)),
+       "as Kafka's controller refuses a request that would write more than 10,000 records. Also the most "
+       "partitions one fetch session may hold (KIP-227): a full fetch of more gets no session, an incremental "
+       "fetch that would grow a session past it closes the session (FETCH_SESSION_ID_NOT_FOUND).", at_least(1)),
+    _b("max.incremental.fetch.session.cache.slots", "int", 1000,
+       "Most fetch sessions (KIP-227) the broker keeps (Kafka's name and default). When all slots are taken, a "
+       "new session may only take the slot of one unused for 2 minutes, or of a smaller one over 2 minutes "
+       "old; otherwise the consumer gets no session and goes on with full fetches.", at_least(0)),
     _b("max.request.partition.size.limit", "int", 2000,
        "Most partitions one DescribeTopicPartitions answer lists (Kafka's name and default): the request's "
        "own `response_partition_limit` is honoured up to this, and the rest is left for the next page "

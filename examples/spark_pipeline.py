@@ -24,6 +24,7 @@ import signal
 import sys
 import threading
 from collections.abc import Sequence
+from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -83,23 +84,31 @@ def start_pipeline(spark: SparkSession, args: argparse.Namespace) -> StreamingQu
     return writer.start()
 
 
-def wait_until_stopped(query: StreamingQuery, stop: threading.Event) -> None:
-    """Wait for the query to end, or for Ctrl-C / SIGTERM; then stop it.
+def stop_on_signals(stop: threading.Event) -> dict[int, Any]:
+    """Ctrl-C and SIGTERM only set `stop`, from before Spark starts until after it stopped.
 
-    Ctrl-C must not land inside a call into the JVM: a KeyboardInterrupt raised while py4j waits on its
+    Ctrl-C must never land inside a call into the JVM: a KeyboardInterrupt raised while py4j waits on its
     socket breaks that connection, and Spark then prints dozens of lines of py4j tracebacks on the way out.
-    So the signals only set an event, and the wait is a loop of short `awaitTermination(timeout)` calls.
+    So no signal raises here; the wait is a loop of short `awaitTermination(timeout)` calls that looks at
+    the event. PySpark's SparkContext installs a SIGINT handler of its own (it cancels the jobs and raises
+    KeyboardInterrupt), so this is called again once the session exists. Returns the previous handlers, for
+    `restore_signals`.
     """
     def request_stop(signum: int, frame: object) -> None:
         stop.set()
 
-    previous = {sig: signal.signal(sig, request_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        while not stop.is_set() and not query.awaitTermination(POLL_SECONDS):
-            pass
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+    return {sig: signal.signal(sig, request_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+
+
+def restore_signals(previous: dict[int, Any]) -> None:
+    for sig, handler in previous.items():
+        signal.signal(sig, handler)
+
+
+def wait_until_stopped(query: StreamingQuery, stop: threading.Event) -> None:
+    """Wait for the query to end, or for `stop` (set by a signal); then stop the query."""
+    while not stop.is_set() and not query.awaitTermination(POLL_SECONDS):
+        pass
     if query.isActive:
         print("stopping the query ...", file=sys.stderr)
         query.stop()
@@ -108,17 +117,24 @@ def wait_until_stopped(query: StreamingQuery, stop: threading.Event) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    spark = (SparkSession.builder.appName("pybroker-windowed-counts")
-             .config("spark.sql.session.timeZone", "UTC")
-             .config("spark.sql.shuffle.partitions", "4")
-             .getOrCreate())
-    spark.sparkContext.setLogLevel("WARN")
+    stop = threading.Event()
+    previous = stop_on_signals(stop)
     try:
-        query = start_pipeline(spark, args)
-        print(f"query {query.name} started; Ctrl-C stops it", file=sys.stderr, flush=True)
-        wait_until_stopped(query, threading.Event())
+        spark = (SparkSession.builder.appName("pybroker-windowed-counts")
+                 .config("spark.sql.session.timeZone", "UTC")
+                 .config("spark.sql.shuffle.partitions", "4")
+                 .getOrCreate())
+        spark.sparkContext.setLogLevel("WARN")
+        stop_on_signals(stop)  # again: creating the SparkContext installed PySpark's own SIGINT handler
+        try:
+            if not stop.is_set():
+                query = start_pipeline(spark, args)
+                print(f"query {query.name} started; Ctrl-C stops it", file=sys.stderr, flush=True)
+                wait_until_stopped(query, stop)
+        finally:
+            spark.stop()
     finally:
-        spark.stop()
+        restore_signals(previous)
     print("stopped", file=sys.stderr)
     return 0
 

@@ -440,12 +440,12 @@ class Log:
             found = segment.read_region(offset, max_bytes, limit, min_one_batch)
             if found is None:
                 continue  # past this segment's last batch (a gap): the next segment has it
-            position, length = found
+            position, length, after = found
             if not length:
                 return NOTHING_TO_READ
             upper = -1
             if want_upper_bound:
-                upper = segment.offset_at_position(position + length)
+                upper = after if after >= 0 else segment.offset_at_position(position + length)
                 if upper < 0:
                     upper = segments[i + 1].base_offset if i + 1 < len(segments) else end
             return ReadResult(FileRegion(segment.file, position, length), upper)

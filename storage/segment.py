@@ -79,7 +79,7 @@ def _open_log_file(path: Path, *, create: bool) -> io.FileIO:
 class Segment:
     """A `.log` file and its `.index` / `.timeindex`, all named by the segment's base offset."""
 
-    __slots__ = ("_bytes_since_index", "_file", "_index", "_max_timestamp", "_offset_of_max_timestamp",
+    __slots__ = ("_bytes_since_index", "_file", "_index", "_max_timestamp", "_next_read", "_offset_of_max_timestamp",
                  "_rolling_timestamp", "_timeindex", "_txn_index", "_used", "active", "base_offset", "closed", "created_ms", "deleted_paths", "dir",
                  "index_interval_bytes", "indexes_rebuilt", "indexes_synced", "log_path", "max_index_bytes",
                  "next_offset", "roll_jitter_ms", "size", "upper_bound")
@@ -115,6 +115,9 @@ class Segment:
         self._bytes_since_index = 0
         #: after `mark_deleted`: the renamed files that `release` unlinks
         self.deleted_paths: list[Path] = []
+        #: (position, raw header) of the batch right after the last region read: a consumer's next fetch
+        #: starts there, and `find` answers it without an index lookup or a `pread`
+        self._next_read: tuple[int, tuple[Any, ...]] | None = None
 
     # -- opening and creating ----------------------------------------------------------------------
     @classmethod
@@ -327,6 +330,7 @@ class Segment:
         if found is None:
             return 0
         position, header = found
+        self._next_read = None
         self.index.truncate_to(header.base_offset)
         self.timeindex.truncate_to(header.base_offset)
         self.txn_index.truncate_to(header.base_offset)
@@ -462,6 +466,11 @@ class Segment:
         The batch at an indexed position must end at exactly the indexed offset; if it does not, the
         index is damaged, and it is rebuilt rather than trusted.
         """
+        hint = self._next_read
+        if hint is not None:
+            raw = hint[1]
+            if raw[_BASE_OFFSET] <= offset <= raw[_BASE_OFFSET] + raw[_LAST_OFFSET_DELTA]:
+                return hint[0], BatchHeader._make(raw)  # the batches before it end below its base
         entry = self.index.entry_at_or_before(offset)
         expected, start = entry if entry is not None else (None, 0)
         for pos, raw in self._raw_headers(start, self.size):
@@ -477,9 +486,11 @@ class Segment:
         self.recover(check_crc=True)
         return next(((p, h) for p, h in self.headers(0) if h.last_offset >= offset), None)
 
-    def read_region(self, offset: int, max_bytes: int, limit: int, min_one_batch: bool) -> tuple[int, int] | None:
-        """(position, length) of whole batches from the one holding `offset`: at most `max_bytes`
-        (but the first batch whole when `min_one_batch`), only batches ending before `limit`.
+    def read_region(self, offset: int, max_bytes: int, limit: int,
+                    min_one_batch: bool) -> tuple[int, int, int] | None:
+        """(position, length, next base offset) of whole batches from the one holding `offset`: at most
+        `max_bytes` (but the first batch whole when `min_one_batch`), only batches ending before `limit`.
+        The next base offset is that of the batch right after the region when the read met it, else -1.
 
         None when no batch here reaches `offset`; length 0 when the limits leave nothing to read.
         """
@@ -488,31 +499,34 @@ class Segment:
             return None
         start, first = found
         if first.last_offset >= limit:
-            return start, 0
+            return start, 0, -1
         first_end = start + first.size
         if first.size > max_bytes:
-            return start, (first.size if min_one_batch else 0)
+            return start, (first.size if min_one_batch else 0), -1
         end_bound = self.size
+        after = -1
         if limit < self.next_offset:
             bounded = self.find(limit)
             if bounded is not None:
-                end_bound = bounded[0]
+                end_bound, after = bounded[0], bounded[1].base_offset
         byte_bound = start + max_bytes
         if end_bound <= byte_bound:
-            return start, end_bound - start
+            return start, end_bound - start, after
         entry = self.index.entry_at_or_before_position(byte_bound)
         if entry is not None and entry[1] > first_end:  # skip the batches known to fit
-            end = self._fitting_end(entry[1], byte_bound, end_bound, expected=entry[0])
-            if end is not None:
-                return start, end - start
+            fitted = self._fitting_end(entry[1], byte_bound, end_bound, expected=entry[0])
+            if fitted is not None:
+                return start, fitted[0] - start, fitted[1]
             self.recover(check_crc=True)  # the index named a position that is not its batch
-        end = self._fitting_end(first_end, byte_bound, end_bound, expected=None)
-        assert end is not None
-        return start, end - start
+        fitted = self._fitting_end(first_end, byte_bound, end_bound, expected=None)
+        assert fitted is not None
+        return start, fitted[0] - start, fitted[1]
 
-    def _fitting_end(self, start: int, byte_bound: int, end_bound: int, expected: int | None) -> int | None:
-        """End of the last whole batch from `start` that ends by `byte_bound`; None if the batch at
-        `start` is not the indexed one (`expected` last offset)."""
+    def _fitting_end(self, start: int, byte_bound: int, end_bound: int,
+                     expected: int | None) -> tuple[int, int] | None:
+        """(end of the last whole batch from `start` that ends by `byte_bound`, base offset of the batch
+        after it or -1); None if the batch at `start` is not the indexed one (`expected` last offset).
+        The batch that did not fit is remembered for the next read (`find`)."""
         end = start
         for pos, raw in self._raw_headers(start, end_bound):
             if expected is not None:
@@ -521,9 +535,10 @@ class Segment:
                 expected = None
             size = raw[_LENGTH] + LOG_OVERHEAD
             if pos + size > byte_bound:
-                break
+                self._next_read = (pos, raw)
+                return end, raw[_BASE_OFFSET]
             end = pos + size
-        return end if expected is None else None
+        return (end, -1) if expected is None else None
 
     # -- timestamps --------------------------------------------------------------------------------
     @property
@@ -597,6 +612,7 @@ class Segment:
         segment's rebuilt indexes stay preallocated; an inactive one's are trimmed.
         """
         upper_bound = self.upper_bound
+        self._next_read = None
         fd = self.file.fileno()
         size = os.fstat(fd).st_size
         index = OffsetIndex.create(self.index_path, self.base_offset, self.max_index_bytes)

@@ -20,7 +20,8 @@ Any directive may carry options: `@name=N` names the block; `@uses=N` runs block
 (a step that refers to another section's commands), and a named block runs once however often it is used;
 `@input=a,b` feeds the lines `a` and `b` to the block's standard input (a prompted password).
 
-Blocks in other languages (`text`, `json`, `console` output, ...) are prose and not checked.
+Blocks in other languages (`text`, `json`, `console` output, ...) are prose and not checked; a fence must name its
+language, so a command cannot hide in an unlabelled block.
 """
 
 from __future__ import annotations
@@ -85,7 +86,7 @@ def blocks_of(path: Path) -> list[Block]:
             j += 1
         if j == len(lines):
             raise DocError(f"{path.name}:{i + 1}: a code fence is never closed")
-        found.append(Block(path, i + 1, RUN_LANGUAGES.get(word, word or "text"), "\n".join(body) + "\n",
+        found.append(Block(path, i + 1, RUN_LANGUAGES.get(word, word), "\n".join(body) + "\n",
                            directive, argument, options))
         i = j + 1
     return found

@@ -1,89 +1,39 @@
-"""The admin commands: `pybroker topics|groups|acls|users|quotas|transactions ...` over the wire, `dump-log` and `check-log` offline.
+"""The admin commands over the wire: `pybroker topics|acls|users|quotas ...`, and the list of every admin
+command the `pybroker` program adds beside `start` (groups, produce, consume, transactions, ... live in
+modules of their own).
 
-Every wire command takes `--bootstrap-server HOST:PORT` (default 127.0.0.1:9092), as Kafka's tools
-do, `--command-config FILE` (Kafka's client security keys: SASL PLAIN or SCRAM), and `--json` for
-scripts (tables otherwise). Failures — an unreachable broker, a refusal with its
-Kafka error name, a file that cannot be read — print one `pybroker: error: ...` line and exit 1;
-`check-log` exits 1 when it finds problems.
+Every wire command takes `--bootstrap-server HOST:PORT[,HOST:PORT]` (default from
+`PYBROKER_BOOTSTRAP_SERVER`, else 127.0.0.1:9092), as Kafka's tools do, `--command-config FILE` (Kafka's
+client security keys: SASL PLAIN or SCRAM, TLS), and `--json` for scripts (tables otherwise). Failures —
+an unreachable broker, a refusal with its Kafka error name, a file that cannot be read — print one
+`pybroker: error: ...` line (a JSON object under `--json`) and exit 1. See `cli_support`.
 """
 
 from __future__ import annotations
 
-import functools
-import json
-import sys
 from collections.abc import Callable
-from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
 from pybroker.broker.admin import acls as acl_ops
-from pybroker.broker.admin import groups as group_ops
 from pybroker.broker.admin import quotas as quota_ops
 from pybroker.broker.admin import topics as topic_ops
-from pybroker.broker.admin import transactions as txn_ops
 from pybroker.broker.admin import users as user_ops
-from pybroker.broker.admin.client_config import ClientConfigError, ClientSecurity, load_client_security
-from pybroker.broker.admin.dump_log import (
-    format_batch,
-    index_entries,
-    log_batches,
-    snapshot_entries,
-    txn_index_entries,
-)
+from pybroker.broker.admin.cli_support import fail, pairs, wire_command
+from pybroker.broker.admin.cluster_commands import completion, configs, health, log_dirs
+from pybroker.broker.admin.consumer import topic_partitions
+from pybroker.broker.admin.data_commands import consume, produce
+from pybroker.broker.admin.group_commands import groups
+from pybroker.broker.admin.offline_commands import check_log, dump_log
 from pybroker.broker.admin.output import emit
-from pybroker.broker.admin.wire import DEFAULT_BOOTSTRAP, WireClient, WireError
+from pybroker.broker.admin.times import parse_datetime_ms
+from pybroker.broker.admin.transaction_commands import transactions
+from pybroker.broker.admin.wire import WireClient
 from pybroker.broker.security.scram import MAX_ITERATIONS, MECHANISMS, MIN_ITERATIONS
 from pybroker.protocol.acl_codes import AclOperation, AclPermissionType, PatternType, ResourceType
-from pybroker.storage.verify import check_log_dir, segment_files
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-#: check-log shows a progress bar when the segments add up to more than this
-PROGRESS_BAR_BYTES = 64 * 1024 * 1024
-
-
-def _fail(message: str) -> None:
-    click.echo(f"pybroker: error: {message}", err=True)
-    sys.exit(1)
-
-
-def wire_command(fn: F) -> F:
-    """--bootstrap-server, --json and --timeout, a connected client as `client`, and errors as one line."""
-
-    @click.option("--bootstrap-server", "bootstrap", default=DEFAULT_BOOTSTRAP, show_default=True,
-                  metavar="HOST:PORT", help="The broker to talk to.")
-    @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
-    @click.option("--timeout", default=10.0, show_default=True, help="Seconds to wait for the broker.")
-    @click.option("--command-config", "command_config", type=click.Path(dir_okay=False, path_type=Path),
-                  default=None, metavar="FILE",
-                  help="Client security settings (security.protocol, sasl.mechanism, sasl.jaas.config).")
-    @functools.wraps(fn)
-    def wrapper(bootstrap: str, as_json: bool, timeout: float, command_config: Path | None, **kwargs: Any) -> None:
-        try:
-            security = load_client_security(command_config) if command_config else ClientSecurity()
-            with WireClient(bootstrap, timeout, security) as client:
-                fn(client=client, as_json=as_json, **kwargs)
-        except ClientConfigError as exc:
-            _fail(str(exc))
-        except WireError as exc:
-            _fail(str(exc))
-        except TimeoutError:
-            _fail(f"the broker at {bootstrap} did not answer within {timeout}s")
-
-    return wrapper  # type: ignore[return-value]
-
-
-def _pairs(values: tuple[str, ...], option: str) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for pair in values:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise click.BadParameter(f"expected KEY=VALUE, got {pair!r}", param_hint=option)
-        out[key.strip()] = value.strip()
-    return out
 
 
 # -- acls --------------------------------------------------------------------------------------------
@@ -110,7 +60,7 @@ def _resource(cluster: bool, **names: str | None) -> tuple[ResourceType, str | N
     return chosen[0] if chosen else (ResourceType.ANY, None)
 
 
-@click.group()
+@click.group(short_help="List, add and remove ACLs.")
 def acls() -> None:
     """List, add and remove ACLs (the broker needs authorizer.class.name)."""
 
@@ -178,7 +128,7 @@ def acls_remove(client: WireClient, as_json: bool, cluster: bool, pattern: str, 
 
 
 # -- topics ------------------------------------------------------------------------------------------
-@click.group()
+@click.group(short_help="List, describe, create, delete and alter topics.")
 def topics() -> None:
     """List, describe, create, delete topics and change their configs."""
 
@@ -194,10 +144,14 @@ def topics_list(client: WireClient, as_json: bool, include_internal: bool) -> No
 
 @topics.command("describe")
 @click.argument("names", nargs=-1)
+@click.option("--include-internal", is_flag=True,
+              help="Without names, also describe __consumer_offsets and other internal topics.")
 @wire_command
-def topics_describe(client: WireClient, as_json: bool, names: tuple[str, ...]) -> None:
-    """Partitions (leader, replicas, log start and end offsets) and non-default configs."""
-    rows = topic_ops.describe_topics(client, list(names) or None)
+def topics_describe(client: WireClient, as_json: bool, names: tuple[str, ...], include_internal: bool) -> None:
+    """Partitions (leader, replicas, log start and end offsets) and non-default configs.
+
+    Without names: every topic but the internal ones (as Kafka's --exclude-internal)."""
+    rows = topic_ops.describe_topics(client, list(names) or None, include_internal)
     if as_json:
         emit(rows, [], True)
         return
@@ -209,25 +163,80 @@ def topics_describe(client: WireClient, as_json: bool, names: tuple[str, ...]) -
             click.echo(f"{topic} configs: " + ", ".join(f"{k}={v}" for k, v in sorted(configs.items())))
 
 
+@topics.command("add-partitions")
+@click.argument("name")
+@click.option("--total", type=click.IntRange(1), default=None, help="The partition count to grow to.")
+@click.option("--num", "more", type=click.IntRange(1), default=None, help="How many partitions to add.")
+@wire_command
+def topics_add_partitions(client: WireClient, as_json: bool, name: str, total: int | None, more: int | None) -> None:
+    """Add partitions to a topic (CreatePartitions); keyed records may map to other partitions afterwards."""
+    if (total is None) == (more is None):
+        raise click.UsageError("give exactly one of --total N (the new count) or --num N (how many to add)")
+    emit([topic_ops.add_partitions(client, name, total, more)], ["topic", "partitions_before", "partitions"], as_json)
+
+
+@topics.command("offsets")
+@click.argument("names", nargs=-1, required=True)
+@click.option("--partition", "-p", "partitions", type=click.IntRange(0), multiple=True,
+              help="Only these partitions; repeatable.")
+@click.option("--time", "when", default="latest", show_default=True, metavar="WHEN",
+              help="earliest, latest, max-timestamp (the record with the largest timestamp), or a time "
+                   "(ISO 8601 or ms): the first record at or after it.")
+@wire_command
+def topics_offsets(client: WireClient, as_json: bool, names: tuple[str, ...], partitions: tuple[int, ...],
+                   when: str) -> None:
+    """Each partition's offset at a time (ListOffsets, as kafka-get-offsets): where a log starts or ends, or the
+    first record at or after a moment (offset "-" when there is none)."""
+    try:
+        timestamp = topic_ops.TIME_WORDS[when] if when in topic_ops.TIME_WORDS else parse_datetime_ms(when)
+    except ValueError:
+        raise click.BadParameter(f"{when!r}: use earliest, latest, max-timestamp, an ISO 8601 time or ms",
+                                 param_hint="--time") from None
+    keys = topic_partitions(client, names, partitions)
+    emit(topic_ops.offsets_at(client, keys, timestamp), ["topic", "partition", "offset", "timestamp"], as_json)
+
+
+@topics.command("delete-records")
+@click.argument("name")
+@click.option("--partition", "-p", "partitions", type=click.IntRange(0), multiple=True,
+              help="Only these partitions (default: all); repeatable.")
+@click.option("--before", required=True, metavar="OFFSET|latest",
+              help="Delete the records before this offset (latest: every record there is now).")
+@wire_command
+def topics_delete_records(client: WireClient, as_json: bool, name: str, partitions: tuple[int, ...],
+                          before: str) -> None:
+    """Delete a partition's oldest records (DeleteRecords, as kafka-delete-records): its log start moves up to
+    the offset; prints the new log start offset of each partition."""
+    if before != "latest" and not before.isdigit():
+        raise click.BadParameter(f"{before!r}: an offset or latest", param_hint="--before")
+    offset = topic_ops.LATEST if before == "latest" else int(before)
+    keys = topic_partitions(client, [name], partitions)
+    emit(topic_ops.delete_records(client, dict.fromkeys(keys, offset)), ["topic", "partition", "low_watermark"],
+         as_json)
+
+
 @topics.command("create")
 @click.argument("name")
 @click.option("--partitions", type=click.IntRange(1), default=1, show_default=True)
 @click.option("--replication-factor", type=int, default=1, show_default=True)
 @click.option("--config", "configs", multiple=True, metavar="KEY=VALUE", help="A topic config; repeatable.")
+@click.option("--if-not-exists", is_flag=True, help="An existing topic is no error (it is left as it is).")
 @wire_command
 def topics_create(client: WireClient, as_json: bool, name: str, partitions: int, replication_factor: int,
-                  configs: tuple[str, ...]) -> None:
+                  configs: tuple[str, ...], if_not_exists: bool) -> None:
     """Create a topic."""
-    row = topic_ops.create_topic(client, name, partitions, replication_factor, _pairs(configs, "--config"))
-    emit([row], ["topic", "partitions", "topic_id"], as_json)
+    row = topic_ops.create_topic(client, name, partitions, replication_factor, pairs(configs, "--config"),
+                                 if_not_exists=if_not_exists)
+    emit([row], ["topic", "partitions", "topic_id", "created"], as_json)
 
 
 @topics.command("delete")
 @click.argument("names", nargs=-1, required=True)
+@click.option("--if-exists", is_flag=True, help="A topic that does not exist is no error.")
 @wire_command
-def topics_delete(client: WireClient, as_json: bool, names: tuple[str, ...]) -> None:
+def topics_delete(client: WireClient, as_json: bool, names: tuple[str, ...], if_exists: bool) -> None:
     """Delete topics (their data goes too)."""
-    emit(topic_ops.delete_topics(client, list(names)), ["topic", "deleted"], as_json)
+    emit(topic_ops.delete_topics(client, list(names), if_exists=if_exists), ["topic", "deleted"], as_json)
 
 
 @topics.command("alter-config")
@@ -239,73 +248,14 @@ def topics_alter_config(client: WireClient, as_json: bool, name: str, set_: tupl
                         delete: tuple[str, ...]) -> None:
     """Change a topic's configs (IncrementalAlterConfigs); prints the overrides now in force.
 
-    Keys and valid values are listed in docs/configuration.md (and by `pybroker configs`)."""
-    configs = topic_ops.alter_topic_config(client, name, _pairs(set_, "--set"), delete)
+    Keys and valid values are listed in docs/configuration.md (and by `pybroker configs keys`)."""
+    configs = topic_ops.alter_topic_config(client, name, pairs(set_, "--set"), delete)
     emit([{"config": k, "value": v} for k, v in sorted(configs.items())], ["config", "value"], as_json,
          empty="(no overrides)")
 
 
-# -- groups ------------------------------------------------------------------------------------------
-@click.group()
-def groups() -> None:
-    """List and describe consumer groups, and reset their offsets."""
-
-
-@groups.command("list")
-@wire_command
-def groups_list(client: WireClient, as_json: bool) -> None:
-    """Every group with its state."""
-    emit(group_ops.list_groups(client), ["group", "state", "protocol_type"], as_json, empty="(no groups)")
-
-
-@groups.command("describe")
-@click.argument("group")
-@wire_command
-def groups_describe(client: WireClient, as_json: bool, group: str) -> None:
-    """Members, assignments, committed offsets and lag per partition."""
-    described = group_ops.describe_group(client, group)
-    if as_json:
-        click.echo(json.dumps(described, indent=2))
-        return
-    click.echo(f"group {group}: {described['state']}, {len(described['members'])} member(s)")
-    emit(described["offsets"], ["topic", "partition", "current_offset", "log_end_offset", "lag", "member_id",
-                                "client_id", "host"], False, empty="(no committed offsets)")
-
-
-@groups.command("reset-offsets")
-@click.argument("group")
-@click.option("--topic", "topic_names", multiple=True, help="Reset these topics (default: every committed one).")
-@click.option("--to-earliest", "to", flag_value="earliest", help="To each log's start.")
-@click.option("--to-latest", "to", flag_value="latest", help="To each log's end.")
-@click.option("--to-offset", type=click.IntRange(0), help="To this offset (kept within each log).")
-@click.option("--to-datetime", type=click.DateTime(formats=["%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M:%S.%f",
-                                                             "%Y-%m-%d"]),
-              help="To the first offset at or after this time (UTC unless it carries an offset).")
-@click.option("--execute", is_flag=True, help="Commit the new offsets; without it, only show them.")
-@wire_command
-def groups_reset_offsets(client: WireClient, as_json: bool, group: str, topic_names: tuple[str, ...],
-                         to: str | None, to_offset: int | None, to_datetime: datetime | None, execute: bool) -> None:
-    """Move an empty group's committed offsets (shows the plan unless --execute)."""
-    chosen = [name for name, given in (("earliest", to == "earliest"), ("latest", to == "latest"),
-                                       ("offset", to_offset is not None), ("datetime", to_datetime is not None))
-              if given]
-    if len(chosen) != 1:
-        raise click.UsageError("give exactly one of --to-earliest, --to-latest, --to-offset, --to-datetime")
-    timestamp_ms = None
-    if to_datetime is not None:
-        moment = to_datetime if to_datetime.tzinfo else to_datetime.replace(tzinfo=UTC)
-        timestamp_ms = int(moment.timestamp() * 1000)
-    plan = group_ops.plan_reset(client, group, topic_names, to=chosen[0], offset=to_offset,
-                                timestamp_ms=timestamp_ms)
-    if execute:
-        group_ops.commit_plan(client, group, plan)
-    emit(plan, ["topic", "partition", "current_offset", "new_offset"], as_json)
-    if not execute and not as_json:
-        click.echo("(dry run: add --execute to commit these offsets)")
-
-
 # -- users (SCRAM) -----------------------------------------------------------------------------------
-@click.group()
+@click.group(short_help="List, add and delete SCRAM users.")
 def users() -> None:
     """List, add and delete SCRAM users (the password is salted and hashed here; only the hash travels)."""
 
@@ -349,7 +299,7 @@ def users_delete(client: WireClient, as_json: bool, name: str, mechanism: str) -
 
 
 # -- client quotas ----------------------------------------------------------------------------------
-@click.group()
+@click.group(short_help="Describe and alter client quotas.")
 def quotas() -> None:
     """Describe and alter client quotas (producer_byte_rate, consumer_byte_rate, ...), as kafka-configs."""
 
@@ -369,7 +319,7 @@ def quotas_describe(client: WireClient, as_json: bool, entity_type: str | None, 
                     entity_default: bool) -> None:
     """Configured quotas (all, or those of one entity type / name / the default)."""
     if entity_type is None and (entity_name or entity_default):
-        _fail("--entity-name and --entity-default need --entity-type")
+        fail("--entity-name and --entity-default need --entity-type")
     emit(quota_ops.describe(client, entity_type, entity_name, entity_default), ["entity", "key", "value"], as_json,
          empty="(no client quotas)")
 
@@ -385,174 +335,16 @@ def quotas_alter(client: WireClient, as_json: bool, entity_type: str | None, ent
                  entity_default: bool, add_config: str, delete_config: str) -> None:
     """Set or remove quota keys of one entity."""
     if entity_type is None or bool(entity_name) == entity_default:
-        _fail("give --entity-type and exactly one of --entity-name / --entity-default")
-    add = _pairs(tuple(p for p in add_config.split(",") if p), "--add-config")
+        fail("give --entity-type and exactly one of --entity-name / --entity-default")
+    add = pairs(tuple(p for p in add_config.split(",") if p), "--add-config")
     delete = [k.strip() for k in delete_config.split(",") if k.strip()]
     if not add and not delete:
-        _fail("nothing to do: give --add-config and/or --delete-config")
+        fail("nothing to do: give --add-config and/or --delete-config")
     assert entity_type is not None
     quota_ops.alter(client, entity_type, None if entity_default else entity_name, add, delete)
     emit([{"entity_type": entity_type, "entity": entity_name or "<default>", "set": ",".join(add),
            "removed": ",".join(delete)}], ["entity_type", "entity", "set", "removed"], as_json)
 
 
-# -- transactions (kafka-transactions.sh) ------------------------------------------------------------
-@click.group()
-def transactions() -> None:
-    """List and describe transactions and producers; find and abort hanging transactions."""
-
-
-@transactions.command("list")
-@click.option("--state", "states", multiple=True, metavar="STATE",
-              help="Only transactions in this state (Empty, Ongoing, PrepareCommit, ...); repeatable.")
-@click.option("--producer-id", "producer_ids", multiple=True, type=int, help="Only this producer id; repeatable.")
-@click.option("--duration-ms", type=click.IntRange(0), default=None,
-              help="Only transactions running longer than this (ListTransactions v1).")
-@click.option("--transactional-id-pattern", "pattern", default=None, metavar="REGEX",
-              help="Only ids this regular expression matches whole (ListTransactions v2).")
-@wire_command
-def transactions_list(client: WireClient, as_json: bool, states: tuple[str, ...], producer_ids: tuple[int, ...],
-                      duration_ms: int | None, pattern: str | None) -> None:
-    """Transactional ids with their producer id and state."""
-    emit(txn_ops.list_transactions(client, states, producer_ids, duration_ms, pattern), txn_ops.LIST_COLUMNS,
-         as_json, empty="(no transactions)")
-
-
-@transactions.command("describe")
-@click.option("--transactional-id", "transactional_id", required=True)
-@wire_command
-def transactions_describe(client: WireClient, as_json: bool, transactional_id: str) -> None:
-    """A transactional id's state, producer, timeout, start time and partitions."""
-    emit(txn_ops.describe_transactions(client, [transactional_id]), txn_ops.DESCRIBE_COLUMNS, as_json)
-
-
-_TOPIC = click.option("--topic", required=True)
-_PARTITION = click.option("--partition", type=click.IntRange(0), required=True)
-
-
-@transactions.command("describe-producers")
-@_TOPIC
-@_PARTITION
-@wire_command
-def transactions_describe_producers(client: WireClient, as_json: bool, topic: str, partition: int) -> None:
-    """The active producers of a partition, with the start offset of each one's open transaction."""
-    rows = [p.as_row() for p in txn_ops.describe_producers(client, [(topic, partition)])]
-    emit(rows, txn_ops.PRODUCER_COLUMNS, as_json, empty="(no active producers)")
-
-
-@transactions.command("abort")
-@_TOPIC
-@_PARTITION
-@click.option("--start-offset", type=click.IntRange(0), default=None,
-              help="The first offset of the transaction to abort (its producer is looked up).")
-@click.option("--producer-id", type=int, default=None, help="Instead of --start-offset: the producer id ...")
-@click.option("--producer-epoch", type=int, default=None, help="... its epoch ...")
-@click.option("--coordinator-epoch", type=int, default=None, help="... and the coordinator epoch.")
-@wire_command
-def transactions_abort(client: WireClient, as_json: bool, topic: str, partition: int, start_offset: int | None,
-                       producer_id: int | None, producer_epoch: int | None, coordinator_epoch: int | None) -> None:
-    """Abort a hanging transaction on one partition (writes an ABORT marker; needs CLUSTER_ACTION)."""
-    row = txn_ops.abort_transaction(client, topic, partition, start_offset=start_offset, producer_id=producer_id,
-                                    producer_epoch=producer_epoch, coordinator_epoch=coordinator_epoch)
-    emit([row], list(row), as_json)
-
-
-@transactions.command("find-hanging")
-@click.option("--topic", default=None, help="Only this topic (default: every topic).")
-@click.option("--partition", type=click.IntRange(0), default=None, help="Only this partition (needs --topic).")
-@click.option("--broker-id", type=int, default=None, help="Accepted for compatibility: one broker holds all.")
-@click.option("--max-transaction-timeout", "max_minutes", type=click.IntRange(0), default=15, show_default=True,
-              help="Minutes an open transaction must have been silent to be a candidate.")
-@wire_command
-def transactions_find_hanging(client: WireClient, as_json: bool, topic: str | None, partition: int | None,
-                              broker_id: int | None, max_minutes: int) -> None:
-    """Open transactions their coordinator will never finish (abort them with `abort --start-offset`)."""
-    if partition is not None and topic is None:
-        _fail("--partition needs --topic")
-    rows = txn_ops.find_hanging(client, topic, partition, max_minutes * txn_ops.MINUTE_MS)
-    emit(rows, txn_ops.HANGING_COLUMNS, as_json, empty="(no hanging transactions)")
-
-
-# -- offline tools -----------------------------------------------------------------------------------
-@click.command("dump-log")
-@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--print-records", is_flag=True, help="Decode each batch's records too.")
-@click.option("--json", "as_json", is_flag=True, help="One JSON object per batch or index entry, a line each.")
-def dump_log(file: Path, print_records: bool, as_json: bool) -> None:
-    """Decode a segment (.log), index (.index, .timeindex, .txnindex) or producer snapshot (.snapshot) file,
-    like kafka-dump-log."""
-    try:
-        base = int(file.stem)
-    except ValueError:
-        _fail(f"{file.name} is not a segment file (expected a 20-digit base offset name)")
-        return
-    readers = {".log": lambda: log_batches(file, print_records), ".index": lambda: index_entries(file),
-               ".timeindex": lambda: index_entries(file), ".txnindex": lambda: txn_index_entries(file),
-               ".snapshot": lambda: snapshot_entries(file)}
-    reader = readers.get(file.suffix)
-    if reader is None:
-        _fail(f"{file.name}: expected a .log, .index, .timeindex, .txnindex or .snapshot file")
-        return
-    try:
-        items = list(reader())
-    except OSError as exc:
-        _fail(f"cannot read {file}: {exc.strerror or exc}")
-        return
-    if as_json:
-        for item in items:
-            click.echo(json.dumps(item))
-        return
-    click.echo(f"Dumping {file}")
-    if file.suffix == ".log":
-        click.echo(f"Log starting offset: {base}")
-        for batch in items:
-            for line in format_batch(batch):
-                click.echo(line)
-    else:
-        for entry in items:
-            click.echo(" ".join(f"{k}: {v}" for k, v in entry.items()))
-
-
-@click.command("check-log")
-@click.argument("log_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-def check_log(log_dir: Path, as_json: bool) -> None:
-    """Verify every batch's CRC and framing and the indexes of a log dir, offline (stop the broker first)."""
-    total = sum(path.stat().st_size for path in segment_files(log_dir))
-    try:
-        if total > PROGRESS_BAR_BYTES and not as_json:
-            with click.progressbar(length=total, label="checking", file=sys.stderr) as bar:
-                report = check_log_dir(log_dir, bar.update)
-        else:
-            report = check_log_dir(log_dir)
-    except OSError as exc:
-        _fail(f"cannot read {exc.filename or log_dir}: {exc.strerror or exc}")
-        return
-    problems = [{"file": p.file, "position": p.position, "problem": p.message} for p in report.problems]
-    if as_json:
-        click.echo(json.dumps({"partitions": report.partitions, "segments": report.segments,
-                               "batches": report.batches, "bytes": report.bytes, "problems": problems}, indent=2))
-    else:
-        click.echo(f"checked {report.partitions} partition(s), {report.segments} segment(s), "
-                   f"{report.batches} batch(es), {report.bytes} bytes: "
-                   + (f"{len(problems)} problem(s)" if problems else "OK"))
-        emit(problems, ["file", "position", "problem"], False)
-    if problems:
-        sys.exit(1)
-
-
-@click.command("configs")
-@click.option("--scope", type=click.Choice(["broker", "topic"]), default=None, help="Only these keys.")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
-def configs(scope: str | None, as_json: bool) -> None:
-    """Every config key pybroker knows, from the one config table (type, default, dynamic, meaning)."""
-    from pybroker.config.definitions import BROKER_DEFS, TOPIC_DEFS
-    from pybroker.config.types import render
-
-    rows = [{"scope": d.scope, "key": d.key, "type": d.type, "default": render(d.type, d.default),
-             "dynamic": d.dynamic, "doc": d.doc}
-            for d in (*BROKER_DEFS, *TOPIC_DEFS) if scope in (None, d.scope)]
-    emit(rows, ["scope", "key", "type", "default", "dynamic", "doc"], as_json)
-
-
-ADMIN_COMMANDS = (topics, groups, acls, users, quotas, transactions, dump_log, check_log, configs)
+ADMIN_COMMANDS = (topics, groups, produce, consume, transactions, acls, users, quotas, log_dirs, configs, health,
+                  dump_log, check_log, completion)

@@ -5,14 +5,35 @@ Transactions as kafka-dump-log shows them: every batch says `isTransactional` an
 control record prints `endTxnMarker: COMMIT coordinatorEpoch: N` (or the control type it is) instead of
 its key and payload; a `.txnindex` prints one aborted transaction a line (version, producerId,
 firstOffset, lastOffset, lastStableOffset); a producer `.snapshot` one entry a line, the open
-transaction's first offset (`currentTxnFirstOffset`) included."""
+transaction's first offset (`currentTxnFirstOffset`) included.
+
+With the offsets decoder (kafka-dump-log's `--offsets-decoder`; on by default for a segment of
+`__consumer_offsets`) each record's key and value are decoded from Kafka's coordinator schemas: an offset
+commit (key type 0/1) or group metadata (key type 2), each as `{"type"/"version": ..., "data": {...}}`
+with Kafka's field names; a tombstone's payload is null, a record of a kind we do not know keeps its bytes.
+The transaction-log decoder does the same for `__transaction_state` (key type 0, the transactional id).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import dataclasses
+import json
+import struct
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from pybroker.broker.admin.assignment import decode_assignment
+from pybroker.protocol.messages.consumer_protocol import ConsumerProtocolSubscription
+from pybroker.protocol.messages.coordinator_records import (
+    GroupMetadataKey,
+    GroupMetadataValue,
+    MemberMetadata,
+    OffsetCommitKey,
+    OffsetCommitValue,
+)
+from pybroker.protocol.messages.transaction_records import TransactionLogKey, TransactionLogValue
+from pybroker.protocol.primitives import DecodeError, UnsupportedVersion
 from pybroker.protocol.records.batch import (
     HEADER_SIZE,
     LOG_OVERHEAD,
@@ -23,20 +44,117 @@ from pybroker.protocol.records.batch import (
 from pybroker.protocol.records.codecs import CODEC_NAMES
 from pybroker.protocol.records.control import ABORT, COMMIT, CONTROL_TYPE_NAMES, control_type, marker_of
 from pybroker.protocol.records.record import Record, RecordsError, decode_records
+from pybroker.protocol.transaction_log_records import TransactionStatus
 from pybroker.storage.errors import CorruptSnapshotError
 from pybroker.storage.producer_snapshot import decode_snapshot
 from pybroker.storage.transaction_index import ENTRY, ENTRY_SIZE
 from pybroker.storage.verify import OFFSET_ENTRY, TIME_ENTRY
 
 TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
+OFFSETS_TOPIC = "__consumer_offsets"
+TRANSACTION_TOPIC = "__transaction_state"
+#: key version -> (key schema, value schema), as Kafka's coordinator records are typed
+_OFFSETS_SCHEMAS: dict[int, tuple[Any, Any]] = {0: (OffsetCommitKey, OffsetCommitValue),
+                                                1: (OffsetCommitKey, OffsetCommitValue),
+                                                2: (GroupMetadataKey, GroupMetadataValue)}
 
 
 def _text(blob: bytes | None) -> str | None:
     return None if blob is None else blob.decode("utf-8", errors="backslashreplace")
 
 
-def log_batches(path: Path, print_records: bool) -> Iterator[dict[str, Any]]:
-    """One dict per batch; a torn or garbage tail ends the walk with an `error` entry."""
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(word.capitalize() for word in rest)
+
+
+def _plain(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return _fields(value)
+    if isinstance(value, list):
+        return [_plain(item) for item in value]
+    return value
+
+
+def _fields(message: Any) -> dict[str, Any]:
+    """A message's fields by Kafka's (camelCase) names, nested structs as dicts."""
+    return {_camel(f.name): _plain(getattr(message, f.name)) for f in dataclasses.fields(message)}
+
+
+def _member(member: MemberMetadata) -> dict[str, Any]:
+    out = {_camel(f.name): getattr(member, f.name) for f in dataclasses.fields(member)}
+    subscription = bytes(member.subscription)
+    try:
+        version = min(struct.unpack_from(">h", subscription)[0], ConsumerProtocolSubscription.MAX_VERSION)
+        out["subscription"] = list(ConsumerProtocolSubscription.decode(subscription, version, 2, strict=False).topics)
+    except (struct.error, DecodeError):
+        out["subscription"] = subscription.hex()
+    assigned = decode_assignment(bytes(member.assignment))
+    out["assignment"] = bytes(member.assignment).hex() if assigned is None else [f"{t}-{p}" for t, p in assigned]
+    return out
+
+
+def decode_offsets_record(key: bytes | None, value: bytes | None) -> tuple[Any, Any]:
+    """A `__consumer_offsets` record's key and payload in Kafka's schemas (kafka-dump-log's offsets decoder)."""
+    if key is None or len(key) < 2:
+        return _text(key), _text(value)
+    (key_version,) = struct.unpack_from(">h", key)
+    key_class, value_class = _OFFSETS_SCHEMAS.get(key_version, (None, None))
+    if key_class is None or value_class is None:
+        return {"type": str(key_version), "data": "unknown"}, None if value is None else value.hex()
+    try:
+        decoded_key = {"type": str(key_version), "data": _fields(key_class.decode(key, key_version, 2))}
+        if value is None:
+            return decoded_key, None
+        (value_version,) = struct.unpack_from(">h", value)
+        message = value_class.decode(value, value_version, 2, strict=False)
+    except (struct.error, DecodeError, UnsupportedVersion) as exc:
+        return {"type": str(key_version), "error": str(exc)}, None if value is None else value.hex()
+    data = _fields(message)
+    if value_class is OffsetCommitValue:  # fields of other versions are not in the record
+        if value_version != 1:
+            data.pop("expireTimestamp", None)
+        if value_version < 3:
+            data.pop("leaderEpoch", None)
+    else:  # group metadata: each member's subscription and assignment decoded too
+        data["members"] = [_member(m) for m in message.members]
+    return decoded_key, {"version": str(value_version), "data": data}
+
+
+def decode_transaction_log_record(key: bytes | None, value: bytes | None) -> tuple[Any, Any]:
+    """A `__transaction_state` record's key and payload in Kafka's schemas (kafka-dump-log's
+    `--transaction-log-decoder`); `state` names the status id as DescribeTransactions would."""
+    if key is None or len(key) < 2:
+        return _text(key), _text(value)
+    (key_version,) = struct.unpack_from(">h", key)
+    if key_version != 0:
+        return {"type": str(key_version), "data": "unknown"}, None if value is None else value.hex()
+    try:
+        decoded_key = {"type": "0", "data": _fields(TransactionLogKey.decode(key, 0, 2))}
+        if value is None:
+            return decoded_key, None
+        (value_version,) = struct.unpack_from(">h", value)
+        decoded = TransactionLogValue.decode(value, value_version, 2, strict=False)
+    except (struct.error, DecodeError, UnsupportedVersion) as exc:
+        return {"type": str(key_version), "error": str(exc)}, None if value is None else value.hex()
+    data = _fields(decoded)
+    if value_version == 0:  # the tagged fields came with v1
+        for name in ("previousProducerId", "nextProducerId", "clientTransactionVersion", "nextProducerEpoch"):
+            data.pop(name, None)
+    status = decoded.transaction_status
+    data["state"] = TransactionStatus(status).state_name if status in TransactionStatus._value2member_map_ else None
+    return decoded_key, {"version": str(value_version), "data": data}
+
+
+#: the decoders kafka-dump-log has, by the internal topic whose records they read
+DECODERS = {"offsets": decode_offsets_record, "transactions": decode_transaction_log_record}
+DECODER_OF_TOPIC = {OFFSETS_TOPIC: "offsets", TRANSACTION_TOPIC: "transactions"}
+
+
+def log_batches(path: Path, print_records: bool, decoder: str | None = None) -> Iterator[dict[str, Any]]:
+    """One dict per batch; a torn or garbage tail ends the walk with an `error` entry. `decoder` (a key of
+    DECODERS) decodes keys and payloads of the records (control batches' aside)."""
+    decode = DECODERS[decoder] if decoder is not None else None
     data = path.read_bytes()
     pos = 0
     while pos < len(data):
@@ -59,7 +177,7 @@ def log_batches(path: Path, print_records: bool) -> Iterator[dict[str, Any]]:
         }
         if header.has_delete_horizon:
             batch["deleteHorizonMs"] = header.base_timestamp
-        if print_records:
+        if print_records or decode is not None:
             try:
                 batch["records"] = []
                 for r in decode_records(data, pos, header):
@@ -71,13 +189,20 @@ def log_batches(path: Path, print_records: bool) -> Iterator[dict[str, Any]]:
                         "valueSize": -1 if r.value is None else len(r.value),
                         "sequence": -1 if header.base_sequence < 0 else header.base_sequence + r.offset_delta,
                         "headerKeys": [k for k, _ in r.headers]}
-                    record.update(_control_fields(r) if header.is_control
-                                  else {"key": _text(r.key), "payload": _text(r.value)})
+                    record.update(_control_fields(r) if header.is_control else _key_and_payload(r.key, r.value, decode))
                     batch["records"].append(record)
             except RecordsError as exc:
                 batch["recordsError"] = str(exc)
         yield batch
         pos += header.size
+
+
+def _key_and_payload(key: bytes | None, value: bytes | None,
+                     decode: Callable[[bytes | None, bytes | None], tuple[Any, Any]] | None) -> dict[str, Any]:
+    if decode is not None:
+        decoded_key, payload = decode(key, value)
+        return {"key": decoded_key, "payload": payload}
+    return {"key": _text(key), "payload": _text(value)}
 
 
 def _control_fields(record: Record) -> dict[str, Any]:
@@ -150,6 +275,8 @@ def format_batch(batch: dict[str, Any]) -> list[str]:
 def _value(value: Any) -> str:
     if value is None:
         return "null"
+    if isinstance(value, dict):
+        return json.dumps(value, separators=(",", ":"), default=str)
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, list):

@@ -4,8 +4,9 @@ transaction, turned into plain rows.
 
 A hanging transaction is one a partition still holds open (DescribeProducers shows a current transaction
 start offset) that its coordinator no longer counts on finishing: no transactional id owns the producer
-id, or the id's transaction does not list that partition. Only those may be aborted by hand; `abort`
-looks the producer up by the transaction's start offset, as the Kafka tool does for brokers from 3.0.
+id, or the id's transaction does not list that partition. Those are what `abort` is for (it writes an ABORT
+marker for whatever transaction it is pointed at); it looks the producer up by the transaction's start
+offset, as the Kafka tool does for brokers from 3.0.
 """
 
 from __future__ import annotations
@@ -64,9 +65,10 @@ def list_transactions(client: WireClient, states: Iterable[str] = (), producer_i
         raise WireError(f"{what} needs ListTransactions v{needed}; the broker serves up to v{served}")
     response = client.call(request)
     check(response.error_code, None, "ListTransactions")
-    unknown = list(getattr(response, "unknown_state_filters", []) or [])
-    if unknown:
-        raise WireError(f"ListTransactions: unknown state filter(s): {', '.join(unknown)}")
+    if response.unknown_state_filters:
+        raise WireError(f"ListTransactions: unknown state filter(s): {', '.join(response.unknown_state_filters)}"
+                        " (states are Empty, Ongoing, PrepareCommit, PrepareAbort, CompleteCommit, CompleteAbort, "
+                        "PrepareEpochFence)")
     coordinator = _node_id(client)
     return [{"transactional_id": t.transactional_id, "coordinator": coordinator, "producer_id": t.producer_id,
              "state": t.transaction_state}
@@ -177,6 +179,8 @@ def _partitions_to_search(client: WireClient, topic: str | None, partition: int 
     found = []
     for described in metadata(client, None if topic is None else [topic]):
         check(described.error_code, None, f"topic {described.name}")
+        if topic is None and described.is_internal:
+            continue  # as the Kafka tool lists topics: without the internal ones unless named
         found += [(described.name, p.partition_index) for p in described.partitions]
     return sorted(found)
 

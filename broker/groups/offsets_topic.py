@@ -16,7 +16,6 @@ coordinator completes it after the restart by writing the marker).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -24,15 +23,16 @@ from typing import TYPE_CHECKING, Any
 from pybroker.broker.flush_wait import flushed
 from pybroker.broker.groups.group import CommittedOffset
 from pybroker.broker.groups.group_log import NOT_WRITTEN, Done, Producer, Records
+from pybroker.broker.internal_topics import InternalTopic, batches_of
 from pybroker.broker.logs import get_logger
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.messages.coordinator_records import GroupMetadataValue, OffsetCommitValue
 from pybroker.protocol.offsets_topic_records import GroupRecord, OffsetRecord, decode_record
 from pybroker.protocol.primitives import DecodeError
-from pybroker.protocol.records.batch import BatchHeader, RecordsError, iter_batches, parse_header
+from pybroker.protocol.records.batch import BatchHeader, RecordsError, parse_header
 from pybroker.protocol.records.control import read_marker
 from pybroker.protocol.records.record import Record, build_batch, decode_records
-from pybroker.storage.errors import ProducerStateError, StorageError, TopicExistsError
+from pybroker.storage.errors import ProducerStateError, StorageError
 from pybroker.storage.producer_state import INT32_MAX
 
 if TYPE_CHECKING:
@@ -42,7 +42,6 @@ if TYPE_CHECKING:
 log = get_logger("pybroker.groups")
 
 OFFSETS_TOPIC = "__consumer_offsets"
-READ_CHUNK_BYTES = 1 << 20
 
 
 Key = tuple[str, int]
@@ -127,45 +126,17 @@ def _replay_batch(result: ReplayedPartition, data: bytes, pos: int, header: Batc
 def replay(partition_log: Log) -> ReplayedPartition:
     """Read one offsets-topic partition from its start to its high watermark (blocking: run in a thread)."""
     result = ReplayedPartition()
-    offset = partition_log.log_start_offset
-    end = partition_log.high_watermark
-    while offset < end:
-        region = partition_log.read(offset, READ_CHUNK_BYTES, max_offset=end).region
-        if region is None:
-            break
-        data = region.read_bytes()
-        advanced = offset
-        for pos, header in iter_batches(data):
-            advanced = header.next_offset
-            _replay_batch(result, data, pos, header, offset)
-        if advanced <= offset:
-            break
-        offset = advanced
+    for data, pos, header, read_from in batches_of(partition_log):
+        _replay_batch(result, data, pos, header, read_from)
     return result
 
 
-class OffsetsTopic:
+class OffsetsTopic(InternalTopic):
     """The coordinator's writer; creates the topic with Kafka's settings the first time it is needed."""
 
     def __init__(self, state: BrokerState) -> None:
-        self.state = state
-        self.num_partitions = int(state.config.get("offsets.topic.num.partitions"))
-        self.on_created: Callable[[], None] | None = None
-
-    def exists(self) -> bool:
-        return self.state.logs.topics().get(OFFSETS_TOPIC) is not None
-
-    def ensure(self) -> None:
-        if self.exists():
-            return
-        configs = {"cleanup.policy": "compact",
-                   "segment.bytes": str(self.state.config.get("offsets.topic.segment.bytes")),
-                   "compression.type": "producer"}
-        try:
-            self.state.logs.create_topic(OFFSETS_TOPIC, self.num_partitions, configs)
-        except TopicExistsError:
-            return
-        log.info("created internal topic", topic=OFFSETS_TOPIC, partitions=self.num_partitions)
+        super().__init__(state, OFFSETS_TOPIC, partitions_key="offsets.topic.num.partitions",
+                         segment_bytes_key="offsets.topic.segment.bytes", compression="producer")
 
     def append(self, partition: int, records: Records, now_ms: int, done: Done, *,
                producer: Producer | None = None) -> int:

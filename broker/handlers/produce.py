@@ -45,6 +45,7 @@ from pybroker.broker.lookup import resolve_partition_for_write
 from pybroker.protocol.api_keys import ApiKey
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.messages.produce import (
+    BatchIndexAndErrorMessage,
     PartitionProduceResponse,
     ProduceRequest,
     ProduceResponse,
@@ -113,9 +114,17 @@ class _AppendOrder:
 _ORDER = _AppendOrder()
 
 
-def _error(index: int, code: ErrorCode, message: str | None = None) -> PartitionProduceResponse:
+def _error(index: int, code: ErrorCode, message: str | None = None,
+           record_errors: tuple[tuple[int, str], ...] = ()) -> PartitionProduceResponse:
     return PartitionProduceResponse(index=index, error_code=code, base_offset=-1, log_append_time_ms=-1,
-                                    log_start_offset=-1, error_message=message)
+                                    log_start_offset=-1, error_message=message, record_errors=[
+                                        BatchIndexAndErrorMessage(batch_index=i, batch_index_error_message=text)
+                                        for i, text in record_errors])
+
+
+def _refused(index: int, exc: RecordsError) -> Outcome:
+    """A batch the validator refused: its code and message, and the records to blame (Produce v8+)."""
+    return _error(index, ErrorCode(exc.error_code), exc.message, exc.record_errors), None
 
 
 @handler(ApiKey.PRODUCE, versions=(0, 12))
@@ -228,7 +237,7 @@ def _produce_partition(ctx: RequestContext, topic: str, partition: int, records:
         header = check_produce_batch(records, max_batch_bytes=config.max_message_bytes,
                                      allow_zstd=ctx.api_version >= FIRST_ZSTD_VERSION)
     except RecordsError as exc:
-        return _error(partition, ErrorCode(exc.error_code), exc.message), None
+        return _refused(partition, exc)
     if header.is_transactional:
         if transactional_id is None:
             return _error(partition, ErrorCode.INVALID_RECORD,
@@ -270,13 +279,13 @@ def _checked_produce(ctx: RequestContext, target: Any, topic: str, partition: in
     config = target.config
     check = functools.partial(check_produce_records, records, header,
                               require_keys="compact" in config.cleanup_policy,
-                              timestamps=_timestamp_rule(config, now))
+                              timestamps=_timestamp_rule(config, now), partition_name=f"{topic}-{partition}")
     if header.compression != NONE:
         return _validate_then_append(ctx, target, topic, partition, records, check, acks, now)
     try:
         validated = check()
     except RecordsError as exc:
-        return _error(partition, ErrorCode(exc.error_code), exc.message), None
+        return _refused(partition, exc)
     if _ORDER.busy(target):  # an earlier append to this partition is still being validated
         return _append_in_turn(ctx, target, topic, partition, records, validated, acks, now)
     return _append(ctx, target, topic, partition, records, validated, acks, now)
@@ -293,7 +302,7 @@ def _validate_then_append(ctx: RequestContext, target: Any, topic: str, partitio
             try:
                 validated = await asyncio.get_running_loop().run_in_executor(_VALIDATION_POOL, check)
             except RecordsError as exc:
-                return _error(partition, ErrorCode(exc.error_code), exc.message), None
+                return _refused(partition, exc)
             if previous is not None:
                 await previous
             return _append(ctx, target, topic, partition, records, validated, acks, now)

@@ -76,6 +76,15 @@ class BrokerCollector(Collector):
         yield GaugeMetricFamily("pybroker_transaction_oldest_open_seconds",
                                 "Age of the oldest open transaction (0 when none is open); it holds back the "
                                 "last stable offset of every partition it wrote to.")
+        yield CounterMetricFamily("pybroker_fetch_session_requests",
+                                  "Fetch requests by session kind (KIP-227): full (epoch 0, asks for a session), "
+                                  "incremental, sessionless (epoch -1), error (unknown session, wrong epoch).",
+                                  labels=["kind"])
+        yield GaugeMetricFamily("pybroker_fetch_sessions", "Fetch sessions in the cache "
+                                "(max.incremental.fetch.session.cache.slots at most).")
+        yield GaugeMetricFamily("pybroker_fetch_session_partitions", "Partitions cached by all fetch sessions.")
+        yield CounterMetricFamily("pybroker_fetch_session_evictions",
+                                  "Fetch sessions evicted to make room for another (Kafka's eviction rules).")
         yield GaugeMetricFamily("pybroker_info", "Always 1; the labels say which broker this is.",
                                 labels=["node_id", "cluster_id"])
 
@@ -116,6 +125,12 @@ class BrokerCollector(Collector):
         if self.groups_snapshot is not None:
             self._collect_groups(families)
         self._collect_transactions(families)
+        sessions = state.fetch_sessions
+        for kind, count in sessions.fetches.items():
+            families["pybroker_fetch_session_requests"].add_metric([kind], count)
+        families["pybroker_fetch_sessions"].add_metric([], len(sessions))
+        families["pybroker_fetch_session_partitions"].add_metric([], sessions.total_partitions)
+        families["pybroker_fetch_session_evictions"].add_metric([], sessions.evictions)
         families["pybroker_info"].add_metric([str(state.node_id), state.cluster_id], 1)
         yield from families.values()
         yield from client_telemetry.families(state.client_metrics, state.clock_ms())

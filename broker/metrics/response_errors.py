@@ -1,42 +1,131 @@
 """The error codes a response carries, for `pybroker_request_errors_total{api,error}`.
 
-Kafka counts every error code in a response (top level, per topic, per partition). Responses are slotted
-dataclasses, so each class gets a plan once: whether it has an `error_code` and which of its fields are
-lists of nested structs. Walking a response is then a few attribute reads per element, with no
-reflection per request.
+Kafka counts every error code in a response (top level, per topic, per partition). This walk runs on
+every response, so each response class gets a walker built once from its dataclass fields: it reads
+`error_code` if the class has one and descends only into list fields whose element class (or something
+below it) can carry an error code; a list of leaf structs with an `error_code` is read in a plain loop
+(a fetch's partitions, a produce's partition answers). Lists of structs without codes (a fetch's aborted
+transactions, metadata's replica lists) are never touched. A list whose element class cannot be
+resolved from its annotation is walked by looking at each item's own class, as before.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
+import sys
+from collections.abc import Callable
 from typing import Any
 
-#: class -> (has error_code, names of list fields that may hold structs)
-_PLANS: dict[type, tuple[bool, tuple[str, ...]]] = {}
+Walker = Callable[[Any, list[int]], None]
+
+#: class -> its walker; None: nothing in it can carry an error code
+_WALKERS: dict[type, Walker | None] = {}
 
 
-def _plan(cls: type) -> tuple[bool, tuple[str, ...]]:
-    plan = _PLANS.get(cls)
-    if plan is None:
-        fields = dataclasses.fields(cls) if dataclasses.is_dataclass(cls) else ()
-        names = {f.name for f in fields}
-        lists = tuple(f.name for f in fields if str(f.type).startswith("list[")
-                      and str(f.type)[5:6].isupper())
-        plan = ("error_code" in names, lists)
-        _PLANS[cls] = plan
-    return plan
+def error_codes(response: Any) -> list[int]:
+    """Every non-zero error code in `response` and its nested structs (counted, so in no set order)."""
+    out: list[int] = []
+    walker = _walker(type(response))
+    if walker is not None:
+        walker(response, out)
+    return out
 
 
-def error_codes(response: Any) -> Iterator[int]:
-    """Every non-zero error code in `response` and its nested structs."""
-    has_code, lists = _plan(type(response))
-    if has_code:
-        code = response.error_code
-        if code:
-            yield code
-    for name in lists:
-        items = getattr(response, name)
-        if items:
-            for item in items:
-                yield from error_codes(item)
+def _walker(cls: type) -> Walker | None:
+    try:
+        return _WALKERS[cls]
+    except KeyError:
+        pass
+    # a self-referencing struct meets itself while its walker is built: look it up late
+    _WALKERS[cls] = lambda obj, out: _late(cls, obj, out)
+    walker = _build(cls)
+    _WALKERS[cls] = walker
+    return walker
+
+
+def _late(cls: type, obj: Any, out: list[int]) -> None:
+    walker = _WALKERS.get(cls)
+    if walker is not None:
+        walker(obj, out)
+
+
+def _build(cls: type) -> Walker | None:
+    if not dataclasses.is_dataclass(cls):
+        return None
+    fields = dataclasses.fields(cls)
+    has_code = any(f.name == "error_code" for f in fields)
+    leaves: list[str] = []  # lists of structs whose only code is their own `error_code`
+    nested: list[tuple[str, Walker]] = []
+    for f in fields:
+        element = _list_element(cls, f)
+        if element is None:
+            continue
+        if element is _UNRESOLVED:
+            nested.append((f.name, _dynamic))
+            continue
+        walker = _walker(element)
+        if walker is None:
+            continue
+        if _is_leaf_with_code(element):
+            leaves.append(f.name)
+        else:
+            nested.append((f.name, walker))
+    if not has_code and not leaves and not nested:
+        return None
+    leaf_names = tuple(leaves)
+    nested_walkers = tuple(nested)
+
+    def walk(obj: Any, out: list[int]) -> None:
+        if has_code:
+            code = obj.error_code
+            if code:
+                out.append(code)
+        for name in leaf_names:
+            items = getattr(obj, name)
+            if items:
+                for item in items:
+                    code = item.error_code
+                    if code:
+                        out.append(code)
+        for name, walker in nested_walkers:
+            items = getattr(obj, name)
+            if items:
+                for item in items:
+                    walker(item, out)
+
+    return walk
+
+
+class _Unresolved:
+    pass
+
+
+_UNRESOLVED: Any = _Unresolved
+
+
+def _list_element(cls: type, f: dataclasses.Field[Any]) -> Any:
+    """The struct class of a `list[Struct]` field; None for other fields; `_UNRESOLVED` if unknown."""
+    annotation = str(f.type)
+    if not annotation.startswith("list[") or not annotation[5:6].isupper():
+        return None
+    name = annotation[5:annotation.index("]")]
+    element = getattr(sys.modules.get(cls.__module__), name, None)
+    return element if isinstance(element, type) else _UNRESOLVED
+
+
+def _is_leaf_with_code(cls: type) -> bool:
+    """Has an `error_code` and no list below it that can carry one."""
+    fields = dataclasses.fields(cls)
+    if not any(f.name == "error_code" for f in fields):
+        return False
+    for f in fields:
+        element = _list_element(cls, f)
+        if element is _UNRESOLVED or (element is not None and _walker(element) is not None):
+            return False
+    return True
+
+
+def _dynamic(item: Any, out: list[int]) -> None:
+    walker = _walker(type(item))
+    if walker is not None:
+        walker(item, out)

@@ -22,6 +22,7 @@ from kafka.errors import KafkaError
 
 from pybroker.broker.spark.offsets import EARLIEST, LATEST, Offsets, OptionError, TopicPartition, describe
 from pybroker.broker.spark.options import BoundKind, OffsetBound, ReadOptions
+from pybroker.broker.spark.reachability import require_a_broker
 
 T = TypeVar("T")
 
@@ -56,6 +57,7 @@ class OffsetReader:
     @property
     def consumer(self) -> KafkaConsumer:
         if self._consumer is None:
+            require_a_broker(self.options.bootstrap_servers)  # a stopped broker fails in seconds, not minutes
             self._consumer = new_consumer(self.options.bootstrap_servers, self.options.consumer_config)
         return self._consumer
 

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from pybroker.broker.spark.offsets import OptionError
 from pybroker.broker.spark.options import WriteOptions
+from pybroker.broker.spark.reachability import require_a_broker
 
 if TYPE_CHECKING:
     from pyspark.sql.types import DataType, StructType
@@ -92,6 +93,7 @@ def write_rows(rows: Iterable[Any], options: WriteOptions, columns: Columns) -> 
 
     settings: dict[str, Any] = {"acks": "all", "request_timeout_ms": 30_000, "max_block_ms": 60_000,
                                 "reconnect_backoff_max_ms": 1000, "linger_ms": 5, **options.producer_config}
+    require_a_broker(options.bootstrap_servers)  # a stopped broker fails the task in seconds
     producer = KafkaProducer(bootstrap_servers=list(options.bootstrap_servers), **settings)
     failures: list[BaseException] = []
     sent = 0

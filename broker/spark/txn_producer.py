@@ -33,7 +33,6 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from pybroker.broker.spark.cluster import GROUP, RETRIABLE, TRANSACTION, Cluster
-from pybroker.broker.spark.murmur2 import partition_for_key
 from pybroker.broker.spark.wire import BrokerError, Connection
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.messages.add_offsets_to_txn import AddOffsetsToTxnRequest, AddOffsetsToTxnResponse
@@ -56,6 +55,7 @@ from pybroker.protocol.messages.txn_offset_commit import (
     TxnOffsetCommitRequestTopic,
     TxnOffsetCommitResponse,
 )
+from pybroker.protocol.partitioner import partition_for_key
 from pybroker.protocol.records.codecs import NONE
 from pybroker.protocol.records.record import Record, build_batch
 

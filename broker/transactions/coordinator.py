@@ -354,7 +354,9 @@ class TransactionCoordinator:
             return self._prepare_end_v1(entry, producer_id, producer_epoch, commit, now)
         retry_on_overflow = (meta.prev_producer_id == producer_id and producer_epoch == md.MAX_EPOCH - 1
                              and meta.producer_epoch == 0)
-        retry_on_bump = meta.producer_epoch == producer_epoch + 1
+        # a retry of this client's own end (which bumped its epoch), not an epoch the coordinator bumped to
+        # fence it (a fence leaves no last epoch): the fenced client's late EndTxn must be refused
+        retry_on_bump = meta.producer_epoch == producer_epoch + 1 and meta.last_producer_epoch == producer_epoch
         if meta.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
             valid_epoch = retry_on_bump
         elif meta.state in (S.COMPLETE_COMMIT, S.COMPLETE_ABORT):

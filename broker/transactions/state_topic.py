@@ -14,12 +14,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from pybroker.broker.flush_wait import flushed
+from pybroker.broker.internal_topics import InternalTopic, batches_of
 from pybroker.broker.logs import get_logger
 from pybroker.broker.transactions.metadata import TxnMetadata
 from pybroker.broker.transactions.state_machine import TxnState
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.primitives import DecodeError
-from pybroker.protocol.records.batch import RecordsError, iter_batches, parse_header
+from pybroker.protocol.records.batch import RecordsError, parse_header
 from pybroker.protocol.records.record import Record, build_batch, decode_records
 from pybroker.protocol.transaction_log_records import (
     TransactionLogValue,
@@ -30,7 +31,7 @@ from pybroker.protocol.transaction_log_records import (
     partitions_of,
     transaction_log_value,
 )
-from pybroker.storage.errors import LogClosedError, StorageError, TopicExistsError
+from pybroker.storage.errors import LogClosedError, StorageError
 
 if TYPE_CHECKING:
     from pybroker.broker.state import BrokerState
@@ -39,7 +40,6 @@ if TYPE_CHECKING:
 log = get_logger("pybroker.transactions")
 
 TRANSACTION_STATE_TOPIC = "__transaction_state"
-READ_CHUNK_BYTES = 1 << 20
 
 
 def to_value(meta: TxnMetadata) -> TransactionLogValue:
@@ -79,62 +79,34 @@ class ReplayedPartition:
 def replay(partition_log: Log) -> ReplayedPartition:
     """Read one state partition from its start to its high watermark (blocking: run in a thread)."""
     result = ReplayedPartition()
-    offset = partition_log.log_start_offset
-    end = partition_log.high_watermark
-    while offset < end:
-        region = partition_log.read(offset, READ_CHUNK_BYTES, max_offset=end).region
-        if region is None:
-            break
-        data = region.read_bytes()
-        advanced = offset
-        for pos, header in iter_batches(data):
-            advanced = header.next_offset
-            if header.is_control:
+    for data, pos, header, read_from in batches_of(partition_log):
+        if header.is_control:
+            continue
+        for record in decode_records(data, pos, header):
+            if header.base_offset + record.offset_delta < read_from or record.key is None:
                 continue
-            for record in decode_records(data, pos, header):
-                if header.base_offset + record.offset_delta < offset or record.key is None:
-                    continue
-                try:
-                    decoded = decode_transaction_record(bytes(record.key),
-                                                        None if record.value is None else bytes(record.value))
-                    meta = None if decoded is None or decoded.value is None else \
-                        from_value(decoded.transactional_id, decoded.value)
-                except (DecodeError, ValueError):
-                    result.skipped += 1
-                    continue
-                if decoded is None:
-                    result.skipped += 1
-                    continue
-                result.records += 1
-                result.transactions[decoded.transactional_id] = meta
-        if advanced <= offset:
-            break
-        offset = advanced
+            try:
+                decoded = decode_transaction_record(bytes(record.key),
+                                                    None if record.value is None else bytes(record.value))
+                meta = None if decoded is None or decoded.value is None else \
+                    from_value(decoded.transactional_id, decoded.value)
+            except (DecodeError, ValueError):
+                result.skipped += 1
+                continue
+            if decoded is None:
+                result.skipped += 1
+                continue
+            result.records += 1
+            result.transactions[decoded.transactional_id] = meta
     return result
 
 
-class TransactionStateTopic:
+class TransactionStateTopic(InternalTopic):
     """The coordinator's writer; creates the topic with Kafka's settings the first time it is needed."""
 
     def __init__(self, state: BrokerState) -> None:
-        self.state = state
-        self.num_partitions = int(state.config.get("transaction.state.log.num.partitions"))
-
-    def exists(self) -> bool:
-        return self.state.logs.topics().get(TRANSACTION_STATE_TOPIC) is not None
-
-    def ensure(self) -> None:
-        """Create the topic (blocking: creating 50 partitions touches many files; run in a thread)."""
-        if self.exists():
-            return
-        configs = {"cleanup.policy": "compact",
-                   "segment.bytes": str(self.state.config.get("transaction.state.log.segment.bytes")),
-                   "compression.type": "uncompressed"}
-        try:
-            self.state.logs.create_topic(TRANSACTION_STATE_TOPIC, self.num_partitions, configs)
-        except TopicExistsError:
-            return
-        log.info("created internal topic", topic=TRANSACTION_STATE_TOPIC, partitions=self.num_partitions)
+        super().__init__(state, TRANSACTION_STATE_TOPIC, partitions_key="transaction.state.log.num.partitions",
+                         segment_bytes_key="transaction.state.log.segment.bytes", compression="uncompressed")
 
     async def write(self, partition: int, transactional_id: str, meta: TxnMetadata | None) -> ErrorCode:
         if not self.exists():

@@ -91,12 +91,16 @@ _UINT32 = Struct(">I")
 
 
 class RecordsError(Exception):
-    """Records refused or unreadable, with the Kafka error code the partition's answer carries."""
+    """Records refused or unreadable, with the Kafka error code the partition's answer carries.
 
-    def __init__(self, error_code: int, message: str) -> None:
+    `record_errors` names the records to blame, as (index in the batch, message): Produce v8+ answers
+    them (`record_errors`), so a client can tell which records of a batch were refused and why."""
+
+    def __init__(self, error_code: int, message: str, record_errors: tuple[tuple[int, str], ...] = ()) -> None:
         super().__init__(message)
         self.error_code = error_code
         self.message = message
+        self.record_errors = record_errors
 
 
 class BatchHeader(NamedTuple):

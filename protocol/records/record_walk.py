@@ -38,7 +38,12 @@ _MIN_RECORD_BODY: Final = 6
 
 
 class MalformedRecords(ValueError):
-    """The record bytes do not hold what the batch header says they hold."""
+    """The record bytes do not hold what the batch header says they hold; `index` is the first bad
+    record's place in the batch (-1 when no one record is to blame, e.g. a count that does not match)."""
+
+    def __init__(self, message: str, index: int = -1) -> None:
+        super().__init__(message)
+        self.index = index
 
 
 # what a varint or length describes: an index into _FIELD_NAMES, so that no message is built unless needed
@@ -55,7 +60,7 @@ _FIELD_NAMES: Final = ("length", "timestamp delta", "offset delta", "key", "valu
 
 
 def _malformed(index: int, what: int, problem: str) -> MalformedRecords:
-    return MalformedRecords(f"record {index} {_FIELD_NAMES[what]}: {problem}")
+    return MalformedRecords(f"record {index} {_FIELD_NAMES[what]}: {problem}", index)
 
 
 class RecordsSummary:
@@ -199,21 +204,22 @@ def walk(buf: bytes, start: int, end: int, records_count: int, last_offset_delta
         length, pos = _int32(buf, pos, end, index, _LENGTH)
         if length < _MIN_RECORD_BODY:
             raise MalformedRecords(f"record {index} length {length} is below the smallest record "
-                                   f"({_MIN_RECORD_BODY} bytes)")
+                                   f"({_MIN_RECORD_BODY} bytes)", index)
         if length > end - pos:
-            raise MalformedRecords(f"record {index} length {length} overruns the batch ({end - pos} bytes left)")
+            raise MalformedRecords(f"record {index} length {length} overruns the batch ({end - pos} bytes left)",
+                                   index)
         record_end = pos + length
         if consecutive and buf[pos] != 0:
-            raise MalformedRecords(f"record {index} attributes {buf[pos]}: must be 0 in a produced record")
+            raise MalformedRecords(f"record {index} attributes {buf[pos]}: must be 0 in a produced record", index)
         pos += 1  # attributes: unused in v2 records
         timestamp_delta, pos = _int64(buf, pos, record_end, index, _TIMESTAMP_DELTA)
         offset_delta, pos = _int32(buf, pos, record_end, index, _OFFSET_DELTA)
         if consecutive:
             if offset_delta != index:
-                raise MalformedRecords(f"record {index} has offset delta {offset_delta}, expected {index}")
+                raise MalformedRecords(f"record {index} has offset delta {offset_delta}, expected {index}", index)
         elif offset_delta <= previous_offset or offset_delta > last_offset_delta:
             raise MalformedRecords(f"record {index} has offset delta {offset_delta}, after {previous_offset} "
-                                   f"and at most {last_offset_delta}")
+                                   f"and at most {last_offset_delta}", index)
         previous_offset = offset_delta
         key_size, pos = _skip_blob(buf, pos, record_end, index, _KEY)
         if key_size < 0 and first_keyless < 0:
@@ -221,7 +227,8 @@ def walk(buf: bytes, start: int, end: int, records_count: int, last_offset_delta
         _, pos = _skip_blob(buf, pos, record_end, index, _VALUE)
         pos = _skip_headers(buf, pos, record_end, index, consecutive)
         if pos != record_end:
-            raise MalformedRecords(f"record {index} fields end {record_end - pos} bytes before its length says")
+            raise MalformedRecords(f"record {index} fields end {record_end - pos} bytes before its length says",
+                                   index)
         if index == 0:
             min_delta = max_delta = timestamp_delta
         elif timestamp_delta > max_delta:
@@ -239,6 +246,31 @@ def walk(buf: bytes, start: int, end: int, records_count: int, last_offset_delta
         raise MalformedRecords(f"last_offset_delta {last_offset_delta} but the last record's offset delta "
                                f"is {previous_offset}")
     return RecordsSummary(records_count, min_delta, max_delta, first_keyless)
+
+
+def record_facts(buf: bytes, start: int, end: int, records_count: int) -> tuple[list[int], list[int]]:
+    """(indexes of the records without a key, every record's timestamp delta) of records `walk` accepted.
+
+    Only the refusal path calls this (to name every bad record, as Kafka's LogValidator does), so the
+    walk itself keeps no per-record lists. Malformed bytes raise MalformedRecords as in `walk`."""
+    keyless: list[int] = []
+    deltas: list[int] = []
+    pos = start
+    index = 0
+    while index < records_count and pos < end:
+        length, pos = _int32(buf, pos, end, index, _LENGTH)
+        if length < _MIN_RECORD_BODY or length > end - pos:
+            raise MalformedRecords(f"record {index} length {length} is impossible", index)
+        record_end = pos + length
+        timestamp_delta, field = _int64(buf, pos + 1, record_end, index, _TIMESTAMP_DELTA)
+        _, field = _int32(buf, field, record_end, index, _OFFSET_DELTA)
+        key_size, field = _skip_blob(buf, field, record_end, index, _KEY)
+        if key_size < 0:
+            keyless.append(index)
+        deltas.append(timestamp_delta)
+        pos = record_end
+        index += 1
+    return keyless, deltas
 
 
 #: True when this module runs as the mypyc-compiled extension, False when it is this Python source

@@ -29,7 +29,7 @@ from pybroker.protocol.records.record import MAX_DECOMPRESSED
 if TYPE_CHECKING:
     from pybroker.protocol.records.record_walk import RecordsSummary
 
-__all__ = ["COMPILED", "WALK_IMPLEMENTATION", "batch_problem", "load_pure_walk", "walk_batch"]
+__all__ = ["COMPILED", "WALK_IMPLEMENTATION", "batch_problem", "load_pure_walk", "record_facts", "walk_batch"]
 
 #: the walk's source beside this module (read through the import system: this package does no file I/O)
 _SOURCE = __file__[: -len("records_check.py")] + "record_walk.py"
@@ -64,6 +64,7 @@ def _choose() -> tuple[ModuleType, str]:
 
 _walk_module, WALK_IMPLEMENTATION = _choose()
 _walk = _walk_module.walk
+_record_facts = _walk_module.record_facts
 _Malformed: type[Exception] = _walk_module.MalformedRecords
 #: True when the record walk in use is the mypyc-compiled one
 COMPILED: bool = _walk_module.COMPILED
@@ -95,6 +96,19 @@ def walk_batch(buf: Buffer, pos: int, header: BatchHeader, *, consecutive: bool,
     body, start, end = _record_bytes(buf, pos, header, max_decompressed)
     try:
         return _walk(body, start, end, header.records_count, header.last_offset_delta, consecutive)
+    except _Malformed as exc:
+        message = f"malformed records: {exc}"
+        index: int = getattr(exc, "index", -1)
+        raise RecordsError(ErrorCode.INVALID_RECORD, message, ((index, message),) if index >= 0 else ()) from None
+
+
+def record_facts(buf: Buffer, pos: int, header: BatchHeader,
+                 max_decompressed: int = MAX_DECOMPRESSED) -> tuple[list[int], list[int]]:
+    """(indexes of the keyless records, each record's timestamp delta) of a batch `walk_batch` accepted:
+    the refusal path's second look, to name every bad record."""
+    body, start, end = _record_bytes(buf, pos, header, max_decompressed)
+    try:
+        return _record_facts(body, start, end, header.records_count)
     except _Malformed as exc:
         raise RecordsError(ErrorCode.INVALID_RECORD, f"malformed records: {exc}") from None
 

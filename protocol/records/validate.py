@@ -32,8 +32,10 @@ Where Kafka differs, on purpose:
   (CORRUPT_MESSAGE), since the log writes the buffer as it was received;
 - offset deltas that are not 0, 1, 2...: Kafka rebuilds such a compressed batch (and ignores them in
   an uncompressed one); we store batches as received, so we refuse them (INVALID_RECORD);
-- a record timestamp of -1 is skipped by Kafka's range check; we skip it only when every record of the
-  batch has it (the walk keeps the smallest and largest timestamp, not each one).
+- none on record timestamps: the walk keeps only the smallest and largest, and when they (or a keyless
+  record on a compacted topic) say something is wrong, a second pass judges each record as Kafka's
+  `validateRecord` does (a -1 timestamp is skipped), and names every bad record: their indexes and
+  messages go into the answer's `record_errors` (Produce v8+), at most `MAX_RECORD_ERRORS` of them.
 
 The batch's max_timestamp is what Kafka recomputes from the records (`ValidatedRecords.max_timestamp`);
 the caller patches the header (and its CRC) where it differs, as Kafka's `setMaxTimestamp` does.
@@ -62,7 +64,7 @@ from pybroker.protocol.records.batch import (
 )
 from pybroker.protocol.records.codecs import CODEC_NAMES, ZSTD
 from pybroker.protocol.records.record import MAX_DECOMPRESSED
-from pybroker.protocol.records.records_check import walk_batch
+from pybroker.protocol.records.records_check import record_facts, walk_batch
 
 #: the smallest length field Kafka's batch walker accepts (a v0 message's overhead); stricter checks follow
 _MIN_LENGTH_FIELD = 14
@@ -199,17 +201,24 @@ def check_produce_batch(buf: Buffer, *, max_batch_bytes: int, allow_zstd: bool) 
 
 def check_produce_records(buf: Buffer, header: BatchHeader, *, require_keys: bool = False,
                           max_decompressed: int = MAX_DECOMPRESSED,
-                          timestamps: TimestampRule | None = None) -> ValidatedRecords:
+                          timestamps: TimestampRule | None = None, partition_name: str = "") -> ValidatedRecords:
     """Walk every record of the batch `check_produce_batch` accepted; decompresses, so it may run in a thread.
 
-    `require_keys` is a compacted topic; `timestamps` (None: no range check) the topic's timestamp rules.
+    `require_keys` is a compacted topic; `timestamps` (None: no range check) the topic's timestamp rules;
+    `partition_name` (`topic-partition`) goes into the record errors' messages, as in Kafka's.
     """
     summary = walk_batch(buf, 0, header, consecutive=True, max_decompressed=max_decompressed)
     lowest, highest = _record_timestamps(header, summary.min_timestamp_delta, summary.max_timestamp_delta)
-    if timestamps is not None:
-        _check_timestamps(header, lowest, highest, timestamps)
-    if require_keys and summary.first_keyless >= 0:
-        raise _invalid(f"compacted topic cannot accept a message without key (record {summary.first_keyless})")
+    suspect = require_keys and summary.first_keyless >= 0
+    if timestamps is not None and not suspect:
+        try:
+            _check_timestamps(header, lowest, highest, timestamps)
+        except RecordsError:
+            suspect = True
+    if suspect:  # the walk's extremes say some record is bad: a second pass names each one, as Kafka does
+        errors = _record_errors(buf, header, require_keys, timestamps, max_decompressed, partition_name)
+        if errors:
+            raise _refusal(errors)
     return ValidatedRecords(
         batches=[(0, header)],
         record_count=header.records_count,
@@ -222,10 +231,60 @@ def check_produce_records(buf: Buffer, header: BatchHeader, *, require_keys: boo
     )
 
 
+#: at most this many record errors are listed in an answer (the message still counts them all): a batch of
+#: a million keyless records must not make a response of a hundred megabytes
+MAX_RECORD_ERRORS = 10_000
+
+
+def _record_errors(buf: Buffer, header: BatchHeader, require_keys: bool, rule: TimestampRule | None,
+                   max_decompressed: int, partition_name: str) -> list[tuple[int, str, ErrorCode]]:
+    """Kafka's `LogValidator.validateRecord` for every record: (index, message, code) of each bad one.
+
+    A record without a key on a compacted topic is INVALID_RECORD (checked first, as Kafka does); then,
+    on a CreateTime topic, a timestamp (other than -1) outside the allowed range, or a LogAppendTime
+    batch from a producer, is INVALID_TIMESTAMP. Each record gets at most one error."""
+    keyless, deltas = record_facts(buf, 0, header, max_decompressed)
+    no_key = set(keyless) if require_keys else set()
+    where = f" in topic partition {partition_name}" if partition_name else ""
+    append_time_batch = header.timestamp_type == LOG_APPEND_TIME
+    errors: list[tuple[int, str, ErrorCode]] = []
+    for index, delta in enumerate(deltas):
+        if index in no_key:
+            errors.append((index, f"Compacted topic cannot accept message without key{where}",
+                           ErrorCode.INVALID_RECORD))
+            continue
+        if rule is None:
+            continue
+        timestamp = header.max_timestamp if append_time_batch else header.base_timestamp + delta
+        if not rule.log_append_time and timestamp != NO_TIMESTAMP:
+            earliest, latest = rule.now_ms - rule.before_max_ms, rule.now_ms + rule.after_max_ms
+            if not earliest <= timestamp <= latest:
+                errors.append((index, f"Timestamp {timestamp} of message with offset {index} is out of range. "
+                                      f"The timestamp should be within [{earliest}, {latest}]",
+                               ErrorCode.INVALID_TIMESTAMP))
+        elif append_time_batch:
+            errors.append((index, "Invalid timestamp type in message. Producer should not set timestamp type "
+                                  "to LogAppendTime.", ErrorCode.INVALID_TIMESTAMP))
+    return errors
+
+
+def _refusal(errors: list[tuple[int, str, ErrorCode]]) -> RecordsError:
+    """Kafka's `processRecordErrors`: INVALID_TIMESTAMP if any record's timestamp is bad, else INVALID_RECORD
+    with the count and the first three errors in the message."""
+    listed = tuple((index, message) for index, message, _ in errors[:MAX_RECORD_ERRORS])
+    if any(code == ErrorCode.INVALID_TIMESTAMP for _, _, code in errors):
+        return RecordsError(ErrorCode.INVALID_TIMESTAMP,
+                            "One or more records have been rejected due to invalid timestamp", listed)
+    shown = ", ".join(f"RecordError(batchIndex={index}, message='{message}')" for index, message, _ in errors[:3])
+    return RecordsError(ErrorCode.INVALID_RECORD,
+                        f"One or more records have been rejected due to {len(errors)} record errors in total, "
+                        f"and only showing the first three errors at most: [{shown}]", listed)
+
+
 def validate_produce_records(buf: Buffer, *, max_batch_bytes: int, allow_zstd: bool,
                              require_keys: bool = False,
                              max_decompressed: int = MAX_DECOMPRESSED,
-                             timestamps: TimestampRule | None = None) -> ValidatedRecords:
+                             timestamps: TimestampRule | None = None, partition_name: str = "") -> ValidatedRecords:
     """Accept one partition's records from a Produce v3+ request or raise RecordsError with Kafka's code.
 
     `max_batch_bytes` is the topic's max.message.bytes, `allow_zstd` is Produce version >= 7,
@@ -235,4 +294,4 @@ def validate_produce_records(buf: Buffer, *, max_batch_bytes: int, allow_zstd: b
     """
     header = check_produce_batch(buf, max_batch_bytes=max_batch_bytes, allow_zstd=allow_zstd)
     return check_produce_records(buf, header, require_keys=require_keys, max_decompressed=max_decompressed,
-                                 timestamps=timestamps)
+                                 timestamps=timestamps, partition_name=partition_name)

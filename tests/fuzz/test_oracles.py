@@ -17,7 +17,7 @@ import pytest
 
 import tests.fuzz.target as target_module
 from pybroker.broker.dispatch import REGISTRY, HandlerSpec, load_handlers
-from pybroker.broker.writer import ChunkWriter
+from pybroker.broker.writer import CopyingWriter, SendQueue
 from pybroker.protocol.messages.metadata import MetadataResponse
 from tests.fuzz.seeds import load_seeds
 from tests.fuzz.target import Finding, FuzzTarget, replay_bytes
@@ -83,7 +83,7 @@ async def test_an_answer_of_the_wrong_message(tmp_path: Path, monkeypatch: pytes
 
 
 async def test_an_answer_never_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(ChunkWriter, "write", lambda self, chunks: None)
+    _drop_answers(monkeypatch)
     finding = await _run_with(tmp_path, monkeypatch)
     assert finding is not None and finding.kind == "lost-answer", finding
 
@@ -117,7 +117,7 @@ async def test_two_connections_at_once_are_checked_each(tmp_path: Path, monkeypa
     load_handlers()
     async with FuzzTarget(tmp_path) as target:
         assert await target.run(item) is None
-        monkeypatch.setattr(ChunkWriter, "write", lambda self, chunks: None)
+        _drop_answers(monkeypatch)
         finding = await target.run(item)
     assert finding is not None and finding.kind == "lost-answer", finding
     assert target.stats.answered == 2
@@ -146,3 +146,9 @@ async def test_what_the_verifier_finds_on_disk_at_a_restart(tmp_path: Path, monk
                         lambda path: Report(problems=[Problem(str(path / "t-0" / "0.log"), 61, "planted")]))
     finding = await _run_with(tmp_path, monkeypatch)
     assert finding is not None and finding.kind == "corrupt-log" and "planted" in finding.detail, finding
+
+
+def _drop_answers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A writer that loses every answer, on plain TCP and TLS alike."""
+    for writer in (SendQueue, CopyingWriter):
+        monkeypatch.setattr(writer, "write", lambda self, chunks: None)

@@ -11,19 +11,36 @@ import json
 import subprocess
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
 from pybroker.broker.admin.wire import WireClient
+from pybroker.broker.cli import cli
 from tests.integration.brokers import REPO_ROOT, BrokerProcess, free_port
 from tests.integration.clients import kp_consumer, kp_producer
 
 JOIN_GROUP = 11
 
 
-def pybroker(*args: str) -> subprocess.CompletedProcess[str]:
+@dataclass(frozen=True)
+class Outcome:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def pybroker(*args: str) -> Outcome:
+    """The command line, in-process (click's runner: a subprocess per command would cost seconds each)."""
+    result = CliRunner().invoke(cli, list(args), env={"PYBROKER_BOOTSTRAP_SERVER": None})
+    return Outcome(result.exit_code, result.stdout, result.stderr)
+
+
+def pybroker_process(*args: str) -> subprocess.CompletedProcess[str]:
+    """The installed program's own entry point (`main`: exit statuses, one-line usage errors)."""
     return subprocess.run([sys.executable, "-m", "pybroker.broker.cli", *args], capture_output=True, text=True,
                           timeout=60, cwd=REPO_ROOT, check=False)
 
@@ -71,7 +88,7 @@ def test_topics_create_list_describe_alter_delete(pybroker_only: None, broker: B
 
 def test_unreachable_broker_is_one_clear_line(pybroker_only: None) -> None:
     for args in (["topics", "list"], ["groups", "list"]):
-        result = pybroker(*args, "--bootstrap-server", f"127.0.0.1:{free_port()}")
+        result = pybroker_process(*args, "--bootstrap-server", f"127.0.0.1:{free_port()}")
         assert result.returncode == 1
         assert result.stderr.startswith("pybroker: error: cannot reach the broker at 127.0.0.1:")
         assert "Traceback" not in result.stderr

@@ -114,3 +114,32 @@ def test_admin_create_list_delete(broker: BrokerProcess, new_topic: Callable[...
 
     admin.delete_topics([topic])[topic].result(10)
     assert topic not in admin.list_topics(timeout=10).topics
+
+
+@pytest.mark.parametrize("one_per_batch", [False, True], ids=["one-batch", "batch-of-one"])
+def test_per_record_errors_on_a_compacted_topic(broker: BrokerProcess, new_topic: Callable[..., str],
+                                               one_per_batch: bool) -> None:
+    """librdkafka's own 0011 expectation: in one batch, the 10 keyless records fail INVALID_RECORD (named in
+    the answer's record_errors) and the 90 others _INVALID_DIFFERENT_RECORD; one record a batch, the keyed
+    ones succeed."""
+    topic = new_topic()
+    admin = ck_admin(broker.bootstrap)
+    admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=1,
+                                  config={"cleanup.policy": "compact"})])[topic].result(10)
+    config: dict[str, object] = {"linger.ms": 200, "enable.idempotence": False}
+    if one_per_batch:
+        config["batch.size"] = 1
+    producer = ck_producer(broker.bootstrap, **config)
+    outcome: dict[int, KafkaError | None] = {}
+
+    def report(i: int) -> Callable[[KafkaError | None, object], None]:
+        return lambda err, _msg: outcome.__setitem__(i, err)
+
+    for i in range(100):
+        producer.produce(topic, value=b"message %d" % i, key=None if i % 10 == 0 else b"key %d" % i,
+                         partition=0, on_delivery=report(i))
+    ck_flush(producer)
+    codes = {i: (err.code() if err is not None else None) for i, err in outcome.items()}
+    assert sorted(i for i, code in codes.items() if code == KafkaError.INVALID_RECORD) == list(range(0, 100, 10))
+    others = {code for i, code in codes.items() if i % 10}
+    assert others == ({None} if one_per_batch else {KafkaError._INVALID_DIFFERENT_RECORD})

@@ -51,6 +51,8 @@ def _documents_with_blocks() -> list[Path]:
 def test_every_directive_is_known_and_every_skip_says_why() -> None:
     blocks = all_blocks()  # raises DocError on an unknown directive or a reason-less skip
     assert blocks, "no code blocks found"
+    unlabelled = [block.where for block in blocks if not block.language]
+    assert not unlabelled, f"code fences without a language (sh, python, properties, text, ...): {unlabelled}"
     assert any(block.path.name == "README.md" for block in blocks)
 
 

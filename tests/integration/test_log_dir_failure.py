@@ -13,6 +13,7 @@ disk that went read-only. Mounting needs root (CAP_SYS_ADMIN); elsewhere these t
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import subprocess
@@ -21,10 +22,12 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 from confluent_kafka import KafkaError
 from kafka.admin import NewTopic
 
 from pybroker.broker.admin.wire import WireClient
+from pybroker.broker.cli import cli
 from pybroker.protocol.messages.delete_records import (
     DeleteRecordsPartition,
     DeleteRecordsRequest,
@@ -134,6 +137,14 @@ def _check_only_failing_dir_is_offline(proc: BrokerProcess, topic: str, placemen
     records = kp_read(proc.bootstrap, topic, PARTITIONS, expected=10_000, timeout=3)
     assert sum(1 for r in records if r.partition == on_healthy) >= 20
     assert proc.is_running()
+    # the operator's view: `pybroker health` fails (exit 1) naming the dir; log-dirs shows its error
+    health = CliRunner().invoke(cli, ["health", "--json", "--bootstrap-server", proc.bootstrap])
+    assert health.exit_code == 1, health.output
+    checks = {c["check"]: c for c in json.loads(health.stdout)["checks"]}
+    assert not checks["log_dirs"]["ok"] and str(failing.absolute()) in checks["log_dirs"]["detail"]
+    dirs = CliRunner().invoke(cli, ["log-dirs", "--json", "--bootstrap-server", proc.bootstrap])
+    assert {d["log_dir"]: d["error"] for d in json.loads(dirs.stdout)}[str(failing.absolute())] == \
+        "KAFKA_STORAGE_ERROR"
 
 
 def test_a_full_tmpfs_takes_only_its_dir_offline(broker_factory: Callable[..., BrokerProcess],

@@ -15,7 +15,6 @@ from kafka.admin import NewTopic
 
 from pybroker.broker.spark.cluster import Cluster, Timeouts
 from pybroker.broker.spark.exactly_once import last_committed_batch
-from pybroker.broker.spark.murmur2 import partition_for_key
 from pybroker.broker.spark.txn_producer import (
     BrokerError,
     NotPrepared,
@@ -23,6 +22,7 @@ from pybroker.broker.spark.txn_producer import (
     abort_open,
     complete_prepared,
 )
+from pybroker.protocol.partitioner import partition_for_key
 from tests.integration.brokers import BrokerProcess
 from tests.integration.clients import kp_admin, kp_consumer, kp_wait_for_topic
 

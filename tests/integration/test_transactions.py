@@ -32,7 +32,11 @@ from tests.integration.txn_clients import (
 PARTITIONS = 2
 PER_TXN = 20
 @pytest.fixture(scope="module")
-def txn_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+def txn_broker(tmp_path_factory: pytest.TempPathFactory, broker_target: str) -> Iterator[BrokerProcess]:
+    """One pybroker per module with a small transaction log (PYBROKER_TEST_TARGET=tansu: skipped, these
+    tests need its config overrides)."""
+    if broker_target != "pybroker":
+        pytest.skip("transaction tests configure pybroker itself")
     proc = BrokerProcess(tmp_path_factory.mktemp("txn-broker"), TXN_OVERRIDES)
     proc.start()
     try:

@@ -186,6 +186,7 @@ def test_cli_finds_and_aborts_a_hanging_transaction(broker_factory: Callable[...
 
     [hanging] = cli(broker, "find-hanging", "--topic", topic, "--max-transaction-timeout", "0")
     assert hanging["partition"] == 0 and hanging["start_offset"] == offset
+    assert cli(broker, "find-hanging", "--max-transaction-timeout", "0") == [hanging]  # every topic searched
     assert cli(broker, "find-hanging", "--topic", topic) == []  # younger than 15 minutes: not yet a suspect
     [aborted] = cli(broker, "abort", "--topic", topic, "--partition", "0", "--start-offset", str(offset))
     assert aborted["aborted"] is True and aborted["producer_id"] == hanging["producer_id"]

@@ -2,7 +2,9 @@
 random points, the worker with `kill -9` and the broker with `kill -9`, then resumed, writes every input
 record to the output exactly once, as a read_committed reader sees it.
 
-The worker is a separate process (`txn_worker.py`); the kill points come from a seeded random generator,
+The worker is a separate process (`txn_worker.py`), written with confluent-kafka and with kafka-python (each
+client has its own transaction manager and its own way of fetching the group's committed offsets after a
+restart); the kill points come from a seeded random generator,
 so a failure replays the same schedule. After the rounds of killing, the worker runs to the end of the
 input (restarted when a crash left it exiting with an error), and the output is checked record by record.
 """
@@ -26,7 +28,7 @@ from tests.integration.txn_clients import TXN_OVERRIDES, create_topic, read_comm
 
 SEED = 1313
 PARTITIONS = 3
-INPUTS = 3_000
+INPUTS = 4_000  # 200 transactions: more than the kill rounds can get through at the worker's pace
 BATCH = 20
 ROUNDS = 4  # alternating: kill the worker, kill the broker
 KILL_AFTER_S = (0.1, 0.8)  # after the worker's first commit of the round
@@ -100,15 +102,17 @@ def _produce_inputs(bootstrap: str, topic: str) -> list[bytes]:
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("client", ["confluent-kafka", "kafka-python"])
 def test_consume_transform_produce_killed_at_random_points_yields_each_input_once(
-        broker_factory: Callable[..., BrokerProcess], new_topic: Callable[..., str], tmp_path: Path) -> None:
+        broker_factory: Callable[..., BrokerProcess], new_topic: Callable[..., str], tmp_path: Path,
+        client: str) -> None:
     broker = broker_factory(TXN_OVERRIDES, needs_restart=True)
     source, sink = new_topic("in"), new_topic("out")
     create_topic(broker.bootstrap, source, PARTITIONS)
     create_topic(broker.bootstrap, sink, PARTITIONS)
     inputs = _produce_inputs(broker.bootstrap, source)
     rng = random.Random(SEED)
-    args = [broker.bootstrap, source, sink, f"group-{source}", f"txn-{source}", str(PARTITIONS), str(BATCH)]
+    args = [client, broker.bootstrap, source, sink, f"group-{source}", f"txn-{source}", str(PARTITIONS), str(BATCH)]
     with worker_process(tmp_path, args) as worker:
         killed_mid_run = 0
         for round_ in range(ROUNDS):

@@ -30,6 +30,8 @@ ISOLATIONS = (READ_COMMITTED, READ_UNCOMMITTED)
 CONSUMERS = ("kafka-python", "confluent-kafka", "aiokafka")
 #: how long a reader keeps polling after the last record it saw before it decides it has everything
 QUIET_S = 1.5
+#: how long it keeps polling after reaching the count it expected: a record too many must show up too
+EXTRA_S = 0.5
 READ_TIMEOUT_S = 30.0
 TXN_TIMEOUT_MS = 30_000
 #: a small transaction log and offsets topic so a broker starts fast; groups form at once
@@ -79,7 +81,8 @@ async def aio_txn_producer(bootstrap: str, transactional_id: str, **config: Any)
 def read_values(client: str, bootstrap: str, topic: str, partitions: int, isolation: str,
                 expected: int | None = None, timeout: float = READ_TIMEOUT_S) -> list[bytes]:
     """Every value `client`'s consumer sees from offset 0 of each partition under `isolation`, in order per
-    partition (partitions concatenated). Stops at `expected` values, else after QUIET_S without news."""
+    partition (partitions concatenated). Stops EXTRA_S after reaching `expected` values without news (so
+    duplicates or leaked records past the count are still seen), else after QUIET_S without news."""
     readers = {"kafka-python": _kp_read, "confluent-kafka": _ck_read, "aiokafka": _aio_read}
     return readers[client](bootstrap, topic, partitions, isolation, expected, timeout)
 
@@ -89,7 +92,7 @@ def _done(got: int, expected: int | None, last_news: float, deadline: float) -> 
     if now >= deadline:
         return True
     if expected is not None:
-        return got >= expected
+        return got >= expected and now - last_news >= EXTRA_S
     return now - last_news >= QUIET_S
 
 

@@ -61,6 +61,9 @@ def test_compose_file_parses_and_wires_broker_prometheus_and_grafana() -> None:
     assert "INTERNAL://0.0.0.0:29092,EXTERNAL://0.0.0.0:9092" in command
     assert "advertised.listeners=INTERNAL://pybroker:29092,EXTERNAL://localhost:9092" in command
     assert "listener.security.protocol.map=INTERNAL:PLAINTEXT,EXTERNAL:PLAINTEXT" in command
+    # the console on its own port, published on the host's loopback only
+    assert "--console-port 8080" in command and "console.host=0.0.0.0" in command
+    assert "127.0.0.1:8080:8080" in broker["ports"]
     assert any(volume.endswith(":/var/lib/pybroker") for volume in broker["volumes"])
     for service in ("prometheus", "grafana"):
         for volume in services[service]["volumes"]:

@@ -3,13 +3,14 @@ the table renderer, and check-log's progress bar path."""
 
 from __future__ import annotations
 
+import json
 import struct
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
-from pybroker.broker.admin import commands
+from pybroker.broker.admin import cli_support, offline_commands
 from pybroker.broker.admin.assignment import decode_assignment
 from pybroker.broker.admin.output import emit
 from pybroker.protocol.records.record import Record, build_batch
@@ -70,9 +71,24 @@ def test_table_and_json_output(capsys: pytest.CaptureFixture[str]) -> None:
     assert capsys.readouterr().out == "(none)\n"
 
 
-def test_check_log_shows_a_progress_bar_for_large_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_check_log_shows_a_progress_bar_for_large_dirs_at_a_terminal(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     _segment(tmp_path, 0, [_batch(0), _batch(2)])
-    monkeypatch.setattr(commands, "PROGRESS_BAR_BYTES", 0)
-    result = CliRunner().invoke(commands.check_log, [str(tmp_path)])
+    monkeypatch.setattr(offline_commands, "PROGRESS_BAR_BYTES", 0)
+    plain = CliRunner().invoke(offline_commands.check_log, [str(tmp_path)])  # not a terminal: no bar
+    assert plain.exit_code == 0 and "checking" not in plain.output and "OK" in plain.output
+    monkeypatch.setattr(cli_support, "shows_progress", lambda quiet: not quiet)  # as at a terminal
+    result = CliRunner().invoke(offline_commands.check_log, [str(tmp_path)])
     assert result.exit_code == 0, result.output
     assert "checking" in result.output and "2 batch(es)" in result.output and "OK" in result.output
+    as_json = CliRunner().invoke(offline_commands.check_log, [str(tmp_path), "--json"])
+    assert "checking" not in as_json.output
+
+
+def test_offline_errors_are_json_under_json(tmp_path: Path) -> None:
+    stray = tmp_path / "notes.txt"
+    stray.write_text("hello")
+    result = CliRunner().invoke(offline_commands.dump_log, [str(stray), "--json"])
+    assert result.exit_code == 1 and result.stdout == ""
+    assert json.loads(result.stderr) == {"error": "notes.txt is not a segment file (expected a 20-digit base "
+                                                  "offset name)", "kafka_error": None}

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from pybroker.broker.id_pattern import IdPattern, PatternError
 
-ALPHABET = "ab-1"
+ALPHABET = "ab-1 \u00e9\u0663"  # with a non-ASCII letter and digit: Java's classes are ASCII
 
 atoms = st.sampled_from(["a", "b", "-", "1", ".", "[ab]", "[^a]", "[0-9]", "\\d", "\\w", "\\s"])
 
@@ -34,7 +34,14 @@ def _patterns() -> st.SearchStrategy[str]:
        anchors=st.sampled_from(["", "^", "$", "^$"]))
 def test_agrees_with_re_fullmatch(pattern: str, subject: str, anchors: str) -> None:
     full = ("^" if "^" in anchors else "") + pattern + ("$" if "$" in anchors else "")
-    assert IdPattern(full).matches(subject) == bool(re.fullmatch(full, subject)), (full, subject)
+    assert IdPattern(full).matches(subject) == bool(re.fullmatch(full, subject, re.ASCII)), (full, subject)
+
+
+def test_java_meanings_where_python_differs() -> None:
+    assert not IdPattern("a.b").matches("a\rb") and not IdPattern("a.b").matches("a\u2028b")
+    assert IdPattern("a.b").matches("a\tb")
+    assert not IdPattern("\\d").matches("\u0663") and not IdPattern("\\w").matches("\u00e9")
+    assert IdPattern("[^\\d]").matches("\u0663")
 
 
 @pytest.mark.parametrize("pattern", ["(a)\\1", "(?=a)a", "(?!b)a", "(?<=a)b", "(?i)abc", "(?>a+)", "a++",
@@ -50,3 +57,13 @@ def test_catastrophic_backtracking_patterns_stay_linear(pattern: str) -> None:
     started = time.perf_counter()
     assert not IdPattern(pattern).matches(subject)
     assert time.perf_counter() - started < 5.0  # a backtracking engine needs longer than the universe's age
+
+
+@pytest.mark.parametrize("depth", [10, 300, 499])
+def test_deep_nesting_is_matched_or_refused_never_a_crash(depth: int) -> None:
+    pattern = "(" * depth + "a" + ")" * depth
+    try:
+        compiled = IdPattern(pattern)
+    except PatternError:
+        return
+    assert compiled.matches("a") and not compiled.matches("b")

@@ -4,10 +4,15 @@ the error walk over responses, and consumer lag from a fake group provider."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import importlib
+import pkgutil
+import sys
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 from prometheus_client import CollectorRegistry
@@ -18,6 +23,7 @@ from pybroker.broker.metrics.collector import BrokerCollector
 from pybroker.broker.metrics.groups import consumer_lag
 from pybroker.broker.metrics.response_errors import error_codes
 from pybroker.config.broker_config import BrokerConfig
+from pybroker.protocol import messages
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.messages.fetch import FetchPartition, FetchRequest, FetchTopic
 from pybroker.protocol.messages.produce import (
@@ -185,3 +191,43 @@ async def test_collector_shows_groups_from_a_provider(metrics_app: BrokerApp) ->
     empty = CollectorRegistry()
     empty.register(BrokerCollector(state))
     assert empty.get_sample_value("pybroker_groups", {"state": "Stable"}) is None
+
+
+def _reference_codes(obj: Any) -> list[int]:
+    """The walk by reflection on each instance: what the planned walk must match."""
+    codes: list[int] = []
+    for f in dataclasses.fields(obj):
+        value = getattr(obj, f.name)
+        if f.name == "error_code" and value:
+            codes.append(value)
+        elif isinstance(value, list):
+            for item in value:
+                if dataclasses.is_dataclass(item):
+                    codes.extend(_reference_codes(item))
+    return codes
+
+
+def _filled(cls: type, counter: list[int], depth: int = 0) -> Any:
+    """An instance with two elements in every list of structs and a distinct code everywhere."""
+    obj = cls()
+    for f in dataclasses.fields(obj):
+        if f.name == "error_code":
+            counter[0] += 1
+            setattr(obj, f.name, counter[0])
+        annotation = str(f.type)
+        if annotation.startswith("list[") and annotation[5:6].isupper() and depth < 4:
+            element = getattr(sys.modules[cls.__module__], annotation[5:annotation.index("]")])
+            setattr(obj, f.name, [_filled(element, counter, depth + 1) for _ in range(2)])
+    return obj
+
+
+def test_error_codes_match_a_reflective_walk_for_every_response() -> None:
+    checked = 0
+    for info in pkgutil.iter_modules(messages.__path__):
+        module = importlib.import_module(f"{messages.__name__}.{info.name}")
+        for name, cls in vars(module).items():
+            if name.endswith("Response") and dataclasses.is_dataclass(cls) and cls.__module__ == module.__name__:
+                response = _filled(cls, [0])
+                assert sorted(error_codes(response)) == sorted(_reference_codes(response)), name
+                checked += 1
+    assert checked > 40

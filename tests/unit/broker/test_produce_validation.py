@@ -112,3 +112,23 @@ async def test_acks_0_compressed_then_acks_1_plain_keep_their_order(client: RawC
     stored = await _stored(client, "zero")
     assert [(h.base_offset, h.records_count, h.compression) for _, h in iter_batches(stored)] == [
         (0, 1, 0), (1, 3, GZIP), (4, 2, 0)]
+
+
+async def test_record_errors_name_the_refused_records_over_the_wire(client: RawClient) -> None:
+    create = CreateTopicsRequest(topics=[CreatableTopic(
+        name="keyed", num_partitions=1, replication_factor=1,
+        configs=[CreatableTopicConfig(name="cleanup.policy", value="compact")])])
+    assert (await client.call(create, 7)).topics[0].error_code == 0
+    records = [Record(i, i, None if i % 10 == 0 else b"k%d" % i, b"v") for i in range(30)]
+    for codec in (0, GZIP):
+        raw = build_batch(records, base_timestamp=_now(), compression=codec)
+        answer = _partition(await client.call(_produce("keyed", raw), 9))
+        assert answer.error_code == ErrorCode.INVALID_RECORD  # type: ignore[attr-defined]
+        assert [(e.batch_index, e.batch_index_error_message) for e in answer.record_errors] == [  # type: ignore[attr-defined]
+            (i, "Compacted topic cannot accept message without key in topic partition keyed-0") for i in (0, 10, 20)]
+        assert answer.error_message.startswith(  # type: ignore[attr-defined]
+            "One or more records have been rejected due to 3 record errors in total")
+        # before v8 the field does not exist: the same refusal, without the list
+        old = _partition(await client.call(_produce("keyed", raw), 7))
+        assert old.error_code == ErrorCode.INVALID_RECORD and old.record_errors == []  # type: ignore[attr-defined]
+    assert await _stored(client, "keyed") == b""

@@ -14,6 +14,7 @@ import pytest
 from pybroker.broker.app import BrokerApp
 from pybroker.broker.dynamic_configs import NODE
 from pybroker.broker.tls import build_context
+from pybroker.broker.writer import CopyingWriter
 from pybroker.config.broker_config import BrokerConfig
 from pybroker.config.types import ConfigError
 from pybroker.protocol.messages.metadata import MetadataRequest
@@ -198,7 +199,7 @@ async def test_fetch_over_tls_never_uses_sendfile(tls_app: BrokerApp, certs: Cer
     try:
         await client.call(MetadataRequest(topics=[]), 12)
         [conn] = [c for c in tls_app.state.connections if c.listener == "SSL"]
-        assert conn.writer is not None and not conn.writer._sendfile_ok
+        assert isinstance(conn.writer, CopyingWriter)  # encrypted bytes: regions are read, never spliced
     finally:
         client.close()
 

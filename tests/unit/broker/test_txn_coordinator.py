@@ -376,3 +376,16 @@ async def test_produce_hears_not_enough_replicas_while_the_coordinator_cannot_te
     p = await co.init_producer_id("a", 60_000)
     co.begin_loading(range(5))
     assert co.check_produce("a", p.producer_id, 0, *TP, 9) is E.NOT_ENOUGH_REPLICAS
+
+
+async def test_a_client_fenced_by_an_init_cannot_end_the_aborted_transaction_as_a_v2_retry() -> None:
+    """Found by the property test: a handed-over transaction aborted by a third InitProducerId bumps the epoch
+    to fence; the original client's EndTxn v5 with the epoch before must not pass for a retry of its own end."""
+    co, _, _, _ = make_coordinator(two_phase_commit_enabled=True)
+    p = await co.init_producer_id("b", 1000)
+    await co.add_partitions("b", p.producer_id, p.producer_epoch, frozenset({TP}))
+    handed = await co.init_producer_id("b", 1000, keep_prepared=True)
+    assert handed.error is E.NONE and handed.ongoing_producer_id == p.producer_id
+    assert (await co.init_producer_id("b", 1000)).error is E.CONCURRENT_TRANSACTIONS  # fences and aborts it
+    late = await co.end_txn("b", p.producer_id, p.producer_epoch, False, TV_2)
+    assert late.error is E.PRODUCER_FENCED

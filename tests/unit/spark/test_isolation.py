@@ -44,7 +44,7 @@ def test_pure_connector_modules_import_without_spark_or_a_client() -> None:
 
 def test_the_transactional_client_uses_only_the_protocol_package() -> None:
     """The exactly-once sink is a client: of pybroker it may import `protocol`, never broker internals."""
-    modules = ["wire", "cluster", "txn_producer", "murmur2", "exactly_once"]
+    modules = ["wire", "cluster", "txn_producer", "exactly_once"]
     bad = []
     for name in modules:
         path = CONNECTOR / f"{name}.py"

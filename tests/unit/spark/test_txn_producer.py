@@ -7,7 +7,6 @@ import random
 import pytest
 
 from pybroker.broker.spark.cluster import Cluster, Timeouts
-from pybroker.broker.spark.murmur2 import partition_for_key
 from pybroker.broker.spark.txn_producer import (
     BrokerError,
     NotPrepared,
@@ -17,6 +16,7 @@ from pybroker.broker.spark.txn_producer import (
     complete_prepared,
 )
 from pybroker.protocol.errors import ErrorCode
+from pybroker.protocol.partitioner import partition_for_key
 from tests.unit.spark.fake_broker import FakeBroker
 
 FAST = Timeouts(request_s=1, operation_s=2, backoff_s=0.001, max_backoff_s=0.002)

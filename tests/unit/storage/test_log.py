@@ -9,7 +9,9 @@ import pytest
 
 from pybroker.protocol.records.batch import crc_ok, iter_batches, parse_header
 from pybroker.protocol.records.record import Record, build_batch, set_log_append_time
+from pybroker.storage import segment as segment_module
 from pybroker.storage.errors import LogClosedError, OffsetOutOfRange
+from pybroker.storage.log import Log
 from tests.unit.storage.helpers import NOW, append, batch, log_file, open_log, read_spans
 
 
@@ -206,4 +208,35 @@ def test_flush_advances_the_recovery_point(tmp_path: Path) -> None:
     assert log.flush() == 4
     assert log.recovery_point == 4 and log.unflushed_messages == 0
     assert log.flush(up_to=3) == 4
+    log.close()
+
+
+def test_a_read_resumes_where_the_last_one_stopped_without_scanning(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """The batch a byte-limited read stopped before is remembered: the consumer's next fetch, which
+    starts there, needs no index lookup or header `pread`; the answers are those of a cold read; a
+    truncation forgets it."""
+    log = open_log(tmp_path / "t-0")
+    for _ in range(40):
+        append(log, batch(5, value=b"x" * 200))
+    first = log.read(0, 8000, want_upper_bound=True)
+    assert first.region is not None
+    spans = [(h.base_offset, h.last_offset) for _, h in iter_batches(first.region.read_bytes())]
+    next_offset = spans[-1][1] + 1
+    assert first.upper_bound == next_offset
+    other = open_log(tmp_path / "t-0")
+    preads: list[Log] = []
+    real = segment_module.os.pread
+    for reader in (log, other):
+        monkeypatch.setattr(segment_module.os, "pread", lambda *args, r=reader: preads.append(r) or real(*args))
+        reader.read(next_offset, 8000)
+        monkeypatch.undo()
+    assert preads.count(log) < preads.count(other)  # no index lookup, no header read to find the start
+    warm = read_spans(log, next_offset, 8000)
+    cold = read_spans(other, next_offset, 8000)
+    other.close()
+    assert warm == cold and warm[0][0] == next_offset
+    log.truncate_to(next_offset + 2)  # cuts the remembered batch away
+    assert read_spans(log, next_offset, 8000) == []
+    assert log.log_end_offset == next_offset
     log.close()

@@ -162,7 +162,9 @@ def test_record_fields_shorter_than_the_length() -> None:
 
 def test_keys_on_compacted_topics_use_the_walk() -> None:
     error = _refused(_batch(_records(2, key=None), 2), require_keys=True)
-    assert error.error_code == ErrorCode.INVALID_RECORD and "without key (record 0)" in error.message
+    assert error.error_code == ErrorCode.INVALID_RECORD and "2 record errors in total" in error.message
+    assert error.record_errors == ((0, "Compacted topic cannot accept message without key"),
+                                   (1, "Compacted topic cannot accept message without key"))
     validate_produce_records(_batch(_records(2), 2), max_batch_bytes=LIMIT, allow_zstd=True, require_keys=True)
 
 
@@ -251,7 +253,7 @@ def test_every_record_timestamp_is_checked(deltas: list[int], ok: bool) -> None:
         assert validated.max_timestamp == NOW + max(deltas)
     else:
         error = _refused(raw, timestamps=RULE)
-        assert error.error_code == ErrorCode.INVALID_TIMESTAMP and "out of range" in error.message
+        assert error.error_code == ErrorCode.INVALID_TIMESTAMP and "out of range" in error.record_errors[0][1]
 
 
 def test_max_timestamp_is_recomputed_from_the_records() -> None:
@@ -313,3 +315,59 @@ def test_build_batch_output_always_walks() -> None:
     raw = build_batch([Record(i, i, b"k", b"v" * i) for i in range(50)], base_timestamp=NOW)
     summary = records_check.walk_batch(raw, 0, parse_header(raw), consecutive=True)
     assert (summary.count, summary.max_timestamp_delta, summary.all_keyed) == (50, 49, True)
+
+
+# -- record errors (Produce v8+): every bad record named, as Kafka's LogValidator does ------------------
+
+def _mixed_keys(n: int, keyless: set[int], timestamp_deltas: list[int] | None = None) -> bytes:
+    body = bytearray()
+    for i in range(n):
+        ts = i if timestamp_deltas is None else timestamp_deltas[i]
+        encode_record(body, Record(i, ts, None if i in keyless else b"k%d" % i, b"v"))
+    return bytes(body)
+
+
+@pytest.mark.parametrize("codec", [NONE, GZIP, ZSTD])
+def test_every_keyless_record_of_a_compacted_batch_is_named(codec: int) -> None:
+    keyless = {0, 10, 20, 90}
+    error = _refused(_batch(_mixed_keys(100, keyless), 100, codec=codec), require_keys=True, partition_name="t-2")
+    assert error.error_code == ErrorCode.INVALID_RECORD
+    assert [index for index, _ in error.record_errors] == sorted(keyless)
+    assert {message for _, message in error.record_errors} == \
+        {"Compacted topic cannot accept message without key in topic partition t-2"}
+    assert error.message.startswith("One or more records have been rejected due to 4 record errors in total, "
+                                    "and only showing the first three errors at most: [RecordError(batchIndex=0, ")
+
+
+def test_every_record_with_a_timestamp_out_of_range_is_named_and_a_missing_key_comes_first() -> None:
+    raw = _batch(_mixed_keys(4, {3}, timestamp_deltas=[0, 5000, -5000, 9000]), 4)
+    error = _refused(raw, timestamps=RULE, require_keys=True)
+    assert error.error_code == ErrorCode.INVALID_TIMESTAMP
+    assert error.message == "One or more records have been rejected due to invalid timestamp"
+    assert [index for index, _ in error.record_errors] == [1, 2, 3]
+    assert error.record_errors[0][1] == (f"Timestamp {NOW + 5000} of message with offset 1 is out of range. "
+                                         f"The timestamp should be within [{NOW - 1000}, {NOW + 1000}]")
+    assert "without key" in error.record_errors[2][1]
+
+
+def test_a_minus_one_timestamp_among_real_ones_is_skipped_as_kafka_does() -> None:
+    raw = _batch(_records(3, timestamp_deltas=[0, -1 - NOW, 10]), 3)
+    validated = validate_produce_records(raw, max_batch_bytes=LIMIT, allow_zstd=True, timestamps=RULE)
+    assert validated.max_timestamp == NOW + 10
+
+
+def test_a_malformed_record_is_named_by_its_index() -> None:
+    body = bytearray(_records(3))
+    second = body[0] // 2 + 1  # record 0: a one-byte length, then that many bytes
+    body[second + 1] = 1  # record 1's attributes
+    error = _refused(_batch(bytes(body), 3))
+    assert error.error_code == ErrorCode.INVALID_RECORD
+    assert [index for index, _ in error.record_errors] == [1]
+    assert "record 1 attributes 1" in error.record_errors[0][1]
+
+
+def test_record_facts_agree_compiled_and_pure() -> None:
+    body = _mixed_keys(50, {3, 7, 49}, timestamp_deltas=list(range(0, 500, 10)))
+    expected = ([3, 7, 49], list(range(0, 500, 10)))
+    assert record_walk.record_facts(body, 0, len(body), 50) == expected
+    assert PURE.record_facts(body, 0, len(body), 50) == expected

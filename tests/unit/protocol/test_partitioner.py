@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from kafka.partitioner.default import murmur2 as kafka_python_murmur2
 
-from pybroker.broker.spark.murmur2 import murmur2, partition_for_key
+from pybroker.protocol.partitioner import murmur2, partition_for_key
 
 # Kafka's UtilsTest.testMurmur2 (clients/src/test/java/org/apache/kafka/common/utils/UtilsTest.java)
 KAFKA_VALUES = [

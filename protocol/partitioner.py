@@ -5,7 +5,7 @@ Kafka sink, kafka-python, librdkafka's `murmur2_random`) puts it in, or per-key 
 topics break. Java computes in 32-bit signed arithmetic; here every step is masked to 32 bits, and the
 result is turned back into Java's signed int so it can be checked against Kafka's published values.
 
-Pure Python, no I/O.
+Pure Python, no I/O: shared by the clients we ship (the admin CLI's `produce`, the Spark sink).
 """
 
 from __future__ import annotations

@@ -1,0 +1,236 @@
+"""The plain-TCP send queue: sendfile resumed after partial sends and EAGAIN, order with bytes parts,
+backpressure, a close or a failure mid-send, and the copy fallback. A real socket pair with small kernel
+buffers, so the socket really fills up."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import os
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pybroker.broker import writer as writer_module
+from pybroker.broker.writer import SendQueue
+from pybroker.storage.log import FileRegion
+
+BUFFER = 16 * 1024
+
+
+@pytest.fixture
+def pair() -> Iterator[tuple[socket.socket, socket.socket]]:
+    ours, peer = socket.socketpair()
+    for sock in (ours, peer):
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, BUFFER)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, BUFFER)
+    ours.setblocking(False)
+    peer.setblocking(False)
+    yield ours, peer
+    ours.close()
+    peer.close()
+
+
+@pytest.fixture
+def data_file(tmp_path: Path) -> Iterator[Any]:
+    path = tmp_path / "segment.log"
+    path.write_bytes(os.urandom(1 << 20))
+    with open(path, "rb", buffering=0) as file:
+        yield file
+
+
+class Events:
+    def __init__(self) -> None:
+        self.paused = 0
+        self.resumed = 0
+        self.errors: list[BaseException] = []
+
+
+def make_queue(sock: socket.socket, events: Events, **limits: int) -> SendQueue:
+    return SendQueue(sock.fileno(), asyncio.get_running_loop(), pause=lambda: _bump(events, "paused"),
+                     resume=lambda: _bump(events, "resumed"), on_error=events.errors.append, **limits)
+
+
+def _bump(events: Events, name: str) -> None:
+    setattr(events, name, getattr(events, name) + 1)
+
+
+async def read_all(peer: socket.socket, size: int, *, chunk: int = 65536, timeout: float = 10.0) -> bytes:
+    loop = asyncio.get_running_loop()
+    out = bytearray()
+    while len(out) < size:
+        got = await asyncio.wait_for(loop.sock_recv(peer, min(chunk, size - len(out))), timeout)
+        if not got:
+            break
+        out += got
+    return bytes(out)
+
+
+async def read_until_error(peer: socket.socket, events: Events) -> None:
+    """Read what comes until the queue reported its failure (the test's socket itself stays open)."""
+    loop = asyncio.get_running_loop()
+    for _ in range(200):
+        if events.errors:
+            return
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(loop.sock_recv(peer, 65536), 0.02)
+
+
+def file_bytes(file: Any, position: int, length: int) -> bytes:
+    return os.pread(file.fileno(), length, position)
+
+
+async def test_a_large_region_resumes_after_partial_sends_and_eagain(pair: Any, data_file: Any) -> None:
+    ours, peer = pair
+    events = Events()
+    queue = make_queue(ours, events)
+    queue.write([FileRegion(data_file, 1000, 900_000)])
+    assert 0 < queue.size < 900_000  # the socket took part of it; the rest waits for writability
+    got = await read_all(peer, 900_000)
+    assert got == file_bytes(data_file, 1000, 900_000)
+    assert queue.size == 0
+    assert queue.sendfile_bytes == 900_000 and queue.copied_bytes == 0
+    assert events.errors == []
+    queue.close()
+
+
+async def test_bytes_parts_and_regions_keep_their_order(pair: Any, data_file: Any) -> None:
+    ours, peer = pair
+    events = Events()
+    queue = make_queue(ours, events)
+    responses = [
+        [b"head-1", FileRegion(data_file, 0, 70_000), b"mid", FileRegion(data_file, 500_000, 30_000), b"tail-1"],
+        [b"second answer, bytes only"],
+        [memoryview(b"head-3"), FileRegion(data_file, 10, 200_000)],
+    ]
+    expected = b""
+    for chunks in responses:
+        queue.write(chunks)
+        for chunk in chunks:
+            expected += bytes(chunk) if isinstance(chunk, bytes | memoryview) else file_bytes(
+                data_file, chunk.position, len(chunk))
+    assert await read_all(peer, len(expected), chunk=4096) == expected
+    assert queue.sendfile_bytes == 300_000
+    queue.close()
+
+
+async def test_a_slow_reader_pauses_and_a_drained_queue_resumes(pair: Any, data_file: Any) -> None:
+    ours, peer = pair
+    events = Events()
+    queue = make_queue(ours, events, high_water=64 * 1024, low_water=16 * 1024)
+    queue.write([b"x" * 1000, FileRegion(data_file, 0, 500_000)])
+    assert events.paused == 1 and events.resumed == 0
+    queue.write([b"more while paused"])  # answers may still be queued; the connection stops reading
+    assert events.paused == 1
+    drained: list[bool] = []
+    queue.when_drained(lambda: drained.append(True))
+    assert not drained
+    await read_all(peer, 1000 + 500_000 + 17)
+    assert events.resumed == 1 and drained == [True]
+    queue.close()
+
+
+async def test_bytes_only_backpressure_bounds_memory(pair: Any) -> None:
+    ours, peer = pair
+    events = Events()
+    queue = make_queue(ours, events, high_water=64 * 1024, low_water=16 * 1024)
+    for _ in range(10):
+        queue.write([b"y" * 20_000])
+    assert events.paused == 1
+    assert await read_all(peer, 200_000) == b"y" * 200_000
+    assert events.resumed == 1 and queue.size == 0
+    queue.close()
+
+
+async def test_close_mid_send_drops_the_rest_and_lets_go_of_the_socket(pair: Any, data_file: Any) -> None:
+    ours, _ = pair
+    events = Events()
+    queue = make_queue(ours, events)
+    queue.write([FileRegion(data_file, 0, 1 << 20)])
+    assert queue.size > 0
+    queue.close()
+    assert queue.size == 0 and queue.closed
+    queue.write([b"after close"])  # ignored, no error
+    queue.close()  # twice is fine
+    assert events.errors == []
+    await asyncio.sleep(0.01)  # no writer callback left behind to fire on a closed descriptor
+
+
+async def test_a_peer_gone_mid_send_reports_one_error(pair: Any, data_file: Any) -> None:
+    ours, peer = pair
+    events = Events()
+    queue = make_queue(ours, events)
+    queue.write([FileRegion(data_file, 0, 1 << 20)])
+    peer.close()
+    for _ in range(50):
+        if events.errors:
+            break
+        await asyncio.sleep(0.01)
+    assert len(events.errors) == 1 and isinstance(events.errors[0], OSError)
+    assert queue.closed
+
+
+async def test_a_segment_file_closed_mid_send_fails_the_connection(pair: Any, tmp_path: Path) -> None:
+    """A region whose file was closed (its log closed, a retired segment past its delay) cannot be
+    finished: the client got half an answer, so the connection must close rather than send other bytes."""
+    ours, peer = pair
+    path = tmp_path / "doomed.log"
+    path.write_bytes(b"z" * 400_000)
+    file = open(path, "rb", buffering=0)  # noqa: SIM115
+    events = Events()
+    queue = make_queue(ours, events)
+    queue.write([FileRegion(file, 0, 400_000)])
+    assert queue.size > 0
+    file.close()
+    await read_until_error(peer, events)
+    assert len(events.errors) == 1 and events.errors[0].errno == errno.EBADF  # type: ignore[attr-defined]
+
+
+async def test_a_file_truncated_under_a_region_fails_instead_of_hanging(pair: Any, tmp_path: Path) -> None:
+    ours, peer = pair
+    path = tmp_path / "cut.log"
+    path.write_bytes(b"q" * 400_000)
+    with open(path, "r+b", buffering=0) as file:
+        events = Events()
+        queue = make_queue(ours, events)
+        queue.write([FileRegion(file, 0, 400_000)])
+        os.ftruncate(file.fileno(), 100_000)
+        await read_until_error(peer, events)
+    assert len(events.errors) == 1
+
+
+async def test_a_file_sendfile_cannot_splice_is_copied(pair: Any, data_file: Any,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*args: Any) -> int:
+        raise OSError(errno.EINVAL, "not here")
+
+    monkeypatch.setattr(writer_module.os, "sendfile", refuse)
+    ours, peer = pair
+    events = Events()
+    queue = make_queue(ours, events)
+    queue.write([b"<", FileRegion(data_file, 7, 100_000), b">"])
+    got = await read_all(peer, 100_002)
+    assert got == b"<" + file_bytes(data_file, 7, 100_000) + b">"
+    assert queue.copied_bytes == 100_000 and queue.sendfile_bytes == 0
+    queue.close()
+
+
+async def test_a_segment_deleted_mid_send_is_still_sent_whole(pair: Any, tmp_path: Path) -> None:
+    """Retention or a roll-and-delete unlinks the file, but the region holds it open: the rest still goes."""
+    ours, peer = pair
+    path = tmp_path / "retired.log"
+    content = os.urandom(600_000)
+    path.write_bytes(content)
+    with open(path, "rb", buffering=0) as file:
+        events = Events()
+        queue = make_queue(ours, events)
+        queue.write([b"[", FileRegion(file, 0, 600_000), b"]"])
+        assert queue.size > 0
+        path.unlink()
+        assert await read_all(peer, 600_002) == b"[" + content + b"]"
+        assert events.errors == [] and queue.sendfile_bytes == 600_000
+        queue.close()
