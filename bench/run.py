@@ -25,6 +25,10 @@ broker (`bench/tls.py`, `--skip-tls` to leave it out): what TLS costs, consume m
 Last, on pybroker alone, transactional produce (`bench/txn.py`, `--skip-txn` to leave it out): records/s
 at 100 transactions/s and commit latency p50/p99, for 10, 100, 1000 and 3000 records per transaction.
 
+Then, on pybroker alone, acks=all produce of 100 B records over 1, 16, 256 and 1,024 partitions
+(`bench/partitions.py`, `--skip-partitions` to leave it out): how much of the single-partition throughput
+group commit keeps when every partition is its own log to fsync, beside the client-only ceiling.
+
     .venv/bin/python bench/run.py [--records N] [--only pybroker|tansu] [--skip-tansu] [--skip-validation]
 """
 
@@ -271,6 +275,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--skip-load", action="store_true", help="the validation cost table only")
     parser.add_argument("--skip-tls", action="store_true", help="skip the TLS vs PLAINTEXT phase")
     parser.add_argument("--skip-txn", action="store_true", help="skip the transactional produce phase")
+    parser.add_argument("--skip-partitions", action="store_true",
+                        help="skip acks=all produce over 1/16/256/1,024 partitions")
     parser.add_argument("--txn-seconds", type=float, default=10.0,
                         help="seconds per records-per-transaction load in the transactional phase (default 10)")
     parser.add_argument("--tls-records", type=int, default=200_000,
@@ -305,6 +311,7 @@ def main(argv: list[str] | None = None) -> int:
     memory: list[str] = []
     tls_result = None
     txn_results = None
+    partition_results = None
     try:
         with tempfile.TemporaryDirectory(prefix="pybroker-bench-") as tmp:
             for name in names:
@@ -321,6 +328,10 @@ def main(argv: list[str] | None = None) -> int:
                 from bench import txn
 
                 txn_results = txn.run(args.txn_seconds)
+            if "pybroker" in names and not args.skip_partitions:
+                from bench import partitions
+
+                partition_results = partitions.run(workdir=Path(tmp))
     finally:
         kill_all()
     for result in results.values():
@@ -338,6 +349,10 @@ def main(argv: list[str] | None = None) -> int:
         from bench import txn
 
         txn.print_table(txn_results, client_ceilings(args.records)[txn.SIZE])
+    if partition_results is not None:
+        from bench import partitions
+
+        partitions.print_table(partition_results)
     print(f"\nbenchmark took {time.monotonic() - started:.0f} s")
     return 1 if any(r.error and not r.error.startswith("not fetched") for r in results.values()) else 0
 

@@ -1,33 +1,112 @@
-"""Group commit: one thread per log dir fsyncs logs for every waiter that asked before its round.
+"""Group commit: a small pool of threads per log dir fsyncs logs for every waiter that asked meanwhile.
 
-`request(log, offset)` returns a `concurrent.futures.Future` that completes once the log is durable at
-least up to `offset` (the broker wraps it with `asyncio.wrap_future` for acks=all). Each round takes
-all pending requests, fsyncs each log once, and answers every waiter of that log: a hundred concurrent
-acks=all producers cost one fsync per log per round, not a hundred. A failed fsync fails that log's
-waiters with the `OSError` (the broker answers KAFKA_STORAGE_ERROR); other logs are unaffected.
+`request(log, offset)` returns a `concurrent.futures.Future`; `notify(log, offset, done, waker)` calls
+`done` on the waker's thread (the broker passes its event loop); either answers once the log is durable
+at least up to `offset`. Each log is its
+own group-commit queue: a flush of a log takes all its pending requests, fsyncs it once and answers every
+one of them, so a hundred concurrent acks=all producers cost one fsync per log per round, not a hundred.
+While one log is being flushed, requests for it gather for its next round.
+
+Why a pool, not one thread: an acks=all request spread over 1,024 partitions needs 1,024 fsyncs, and one
+thread doing them one after another makes every round as slow as their sum. `WORKERS` threads keep that
+many logs' fsyncs in flight at once (the disk and the kernel's journal take concurrent syncs much better
+than serial ones), and a log's waiters are answered as soon as *their own* log is synced, never after
+another log's. A log is flushed by one worker at a time (its next round waits for the current one).
+
+Why one wake per batch of answers: the broker's waiters are asyncio futures, which can only be completed
+on the event loop. Instead of one `call_soon_threadsafe` per future (a lock and a self-pipe write each,
+1,024 of them for one wide produce), workers put finished answers in an outbox per waker, and only the
+worker that finds the outbox empty schedules the one callback that drains it, so a round's answers (and
+whatever else finished before the loop got to them) cost one wake. (Storage stays synchronous: it knows
+the loop only as something with `call_soon_threadsafe`.)
+
+A failed fsync fails that log's waiters with the `OSError` (the broker answers KAFKA_STORAGE_ERROR);
+other logs are unaffected.
 """
 
 from __future__ import annotations
 
 import threading
+from collections import deque
+from collections.abc import Callable
 from concurrent.futures import Future
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
+
+import structlog
 
 from pybroker.storage.errors import FlushError
 
 if TYPE_CHECKING:
     from pybroker.storage.log import Log
 
-Waiter = tuple["Log", int, "Future[int]"]
+log = structlog.get_logger("pybroker.storage.flusher")
+
+#: fsyncs in flight at once per log dir (more than a few gains nothing on one device and costs threads)
+WORKERS = 8
+
+#: the recovery point reached, or why the log could not be made durable
+Outcome = int | BaseException
+Done = Callable[[Outcome], None]
+
+
+class Waker(Protocol):
+    """Whatever runs `done` callbacks on its own thread (an asyncio event loop is one)."""
+
+    def call_soon_threadsafe(self, callback: Callable[..., Any], *args: Any) -> Any: ...
+
+
+class _Outbox:
+    """Answers for one waker's callbacks, delivered by one `call_soon_threadsafe` per batch."""
+
+    __slots__ = ("answers", "waker")
+
+    def __init__(self, waker: Waker) -> None:
+        self.waker = waker
+        self.answers: list[tuple[Done, Outcome]] = []
+
+
+class _Notice:
+    """A waiter answered through its waker: `done(outcome)` runs on the waker's thread."""
+
+    __slots__ = ("done", "outbox")
+
+    def __init__(self, done: Done, outbox: _Outbox) -> None:
+        self.done = done
+        self.outbox = outbox
+
+
+#: what a request waits for, and who is told
+Waiter = tuple[int, "Future[int] | _Notice"]
+
+
+class _LogQueue:
+    """One log's pending requests; `queued` while it sits in the ready queue, `busy` while it is flushed."""
+
+    __slots__ = ("busy", "log", "queued", "waiters")
+
+    def __init__(self, log: Log) -> None:
+        self.log = log
+        self.waiters: list[Waiter] = []
+        self.queued = False
+        self.busy = False
 
 
 class Flusher:
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, workers: int = WORKERS) -> None:
         self._cond = threading.Condition()
-        self._pending: list[Waiter] = []
+        self._queues: dict[int, _LogQueue] = {}
+        self._ready: deque[_LogQueue] = deque()
+        self._busy = 0
+        #: workers waiting for work that no `notify` has woken yet: one wide request readies a thousand
+        #: logs, which needs as many wake-ups as there are sleepers, not a thousand
+        self._sleeping = 0
         self._closed = False
-        self._thread = threading.Thread(target=self._run, name=f"flusher-{name}", daemon=True)
-        self._thread.start()
+        self._outboxes: dict[Waker, _Outbox] = {}
+        self._outbox_lock = threading.Lock()
+        self._threads = [threading.Thread(target=self._run, name=f"flusher-{name}-{i}", daemon=True)
+                         for i in range(max(1, workers))]
+        for thread in self._threads:
+            thread.start()
 
     def request(self, log: Log, offset: int) -> Future[int]:
         """A future resolved (with the new recovery point) once `log` is fsynced up to `offset`."""
@@ -39,46 +118,137 @@ class Flusher:
         if offset > log.log_end_offset:
             future.set_exception(FlushError(f"offset {offset} is beyond the log end {log.log_end_offset}"))
             return future
+        if not self._enqueue(log, offset, future):
+            future.set_exception(FlushError("the flusher is closed"))
+        return future
+
+    def notify(self, log: Log, offset: int, done: Done, waker: Waker) -> None:
+        """As `request`, but `done(recovery point or exception)` is called on the waker's thread, with
+        one `call_soon_threadsafe` per batch of finished flushes, not one per waiter. Already durable (or
+        never possible): `done` is called at once, on the calling thread."""
+        point = log.recovery_point
+        if offset <= point:
+            done(point)
+            return
+        if offset > log.log_end_offset:
+            done(FlushError(f"offset {offset} is beyond the log end {log.log_end_offset}"))
+            return
+        outbox = self._outboxes.get(waker)
+        if outbox is None:
+            with self._outbox_lock:
+                outbox = self._outboxes.setdefault(waker, _Outbox(waker))
+        if not self._enqueue(log, offset, _Notice(done, outbox)):
+            done(FlushError("the flusher is closed"))
+
+    def _enqueue(self, log: Log, offset: int, future: Future[int] | _Notice) -> bool:
         with self._cond:
             if self._closed:
-                future.set_exception(FlushError("the flusher is closed"))
-                return future
-            self._pending.append((log, offset, future))
+                return False
+            queue = self._queues.get(id(log))
+            if queue is None or queue.log is not log:
+                queue = self._queues[id(log)] = _LogQueue(log)
+            queue.waiters.append((offset, future))
+            if not queue.queued and not queue.busy:
+                queue.queued = True
+                self._ready.append(queue)
+                self._wake_one()
+        return True
+
+    def _wake_one(self) -> None:
+        """With the condition held: wake a sleeping worker for a newly ready log, if one is asleep."""
+        if self._sleeping:
+            self._sleeping -= 1
             self._cond.notify()
-        return future
 
     def _run(self) -> None:
         while True:
             with self._cond:
-                while not self._pending and not self._closed:
+                while not self._ready and not (self._closed and not self._busy):
+                    self._sleeping += 1
                     self._cond.wait()
-                if not self._pending:
-                    return  # closed and drained
-                round_, self._pending = self._pending, []
-            self._flush_round(round_)
+                if not self._ready:
+                    self._sleeping = 0
+                    self._cond.notify_all()  # closed and drained: let the other workers see it too
+                    return
+                queue = self._ready.popleft()
+                queue.queued = False
+                queue.busy = True
+                self._busy += 1
+                round_, queue.waiters = queue.waiters, []
+            try:
+                self._flush_round(queue.log, round_)
+            finally:
+                with self._cond:
+                    queue.busy = False
+                    self._busy -= 1
+                    if queue.waiters:  # asked while it was being flushed: its next round
+                        queue.queued = True
+                        self._ready.append(queue)
+                        if len(self._ready) > 1:  # this worker takes the first itself: no hand-off
+                            self._wake_one()
+                    elif self._queues.get(id(queue.log)) is queue:
+                        del self._queues[id(queue.log)]
+                    if self._closed:
+                        self._sleeping = 0
+                        self._cond.notify_all()
+
+    def _flush_round(self, log: Log, round_: list[Waiter]) -> None:
+        """fsync `log` once for every waiter of this round, then answer them."""
+        waiters = [(offset, future) for offset, future in round_  # a cancelled future needs no answer
+                   if isinstance(future, _Notice) or future.set_running_or_notify_cancel()]
+        if not waiters:
+            return
+        outcomes: list[tuple[Future[int] | _Notice, Outcome]]
+        try:
+            point = self._sync(log, max(offset for offset, _ in waiters))
+        except Exception as exc:
+            outcomes = [(future, exc) for _, future in waiters]
+        else:  # an offset above the point: the log was truncated below it meanwhile
+            outcomes = [(future, point if offset <= point else
+                         FlushError(f"offset {offset} was truncated before it was fsynced"))
+                        for offset, future in waiters]
+        self._answer(outcomes)
 
     @staticmethod
-    def _flush_round(round_: list[Waiter]) -> None:
-        by_log: dict[int, tuple[Log, list[tuple[int, Future[int]]]]] = {}
-        for log, offset, future in round_:
-            if future.set_running_or_notify_cancel():  # a cancelled waiter needs no answer
-                by_log.setdefault(id(log), (log, []))[1].append((offset, future))
-        for log, waiters in by_log.values():
+    def _sync(log: Log, up_to: int) -> int:
+        """The one fsync of a round (a seam for tests that hold the flusher back)."""
+        return log.flush(up_to)
+
+    def _answer(self, outcomes: list[tuple[Future[int] | _Notice, Outcome]]) -> None:
+        posts: list[_Outbox] = []
+        for future, outcome in outcomes:
+            if isinstance(future, _Notice):
+                outbox = future.outbox
+                with self._outbox_lock:
+                    if not outbox.answers:  # nobody has asked the waker to drain it yet: this worker will
+                        posts.append(outbox)
+                    outbox.answers.append((future.done, outcome))
+            elif isinstance(outcome, BaseException):
+                future.set_exception(outcome)
+            else:
+                future.set_result(outcome)
+        for outbox in posts:
             try:
-                point = log.flush(max(offset for offset, _ in waiters))
-            except Exception as exc:
-                for _, future in waiters:
-                    future.set_exception(exc)
-                continue
-            for offset, future in waiters:
-                if offset <= point:
-                    future.set_result(point)
-                else:  # the log was truncated below it meanwhile
-                    future.set_exception(FlushError(f"offset {offset} was truncated before it was fsynced"))
+                outbox.waker.call_soon_threadsafe(self._drain, outbox)
+            except RuntimeError:  # the loop is closed: nobody is left to answer
+                with self._outbox_lock:
+                    outbox.answers.clear()
+
+    def _drain(self, outbox: _Outbox) -> None:
+        """On the waker's thread: every answer that arrived since the last drain."""
+        with self._outbox_lock:
+            answers, outbox.answers = outbox.answers, []
+        for done, outcome in answers:
+            try:
+                done(outcome)
+            except Exception:  # one waiter's bug must not leave the others unanswered
+                log.exception("flush waiter failed")
 
     def close(self, timeout: float | None = 30.0) -> None:
-        """Answer every pending request, then stop the thread; later requests fail."""
+        """Answer every pending request, then stop the threads; later requests fail."""
         with self._cond:
             self._closed = True
-            self._cond.notify()
-        self._thread.join(timeout)
+            self._sleeping = 0
+            self._cond.notify_all()
+        for thread in self._threads:
+            thread.join(timeout)

@@ -346,8 +346,12 @@ class Segment:
 
     # -- durability and lifetime -------------------------------------------------------------------
     def flush(self) -> None:
-        """fsync the log; an inactive segment also fsyncs its (final) indexes, once."""
-        os.fsync(self.file.fileno())
+        """fdatasync the log; an inactive segment also fsyncs its (final) indexes, once.
+
+        fdatasync is enough for the log file: it writes the data and the file size (what recovery reads
+        back), leaving out only timestamps nothing here reads. A new segment's name is made durable by the
+        directory fsync in `Log.flush`; the indexes keep their full fsync (once per segment, not hot)."""
+        os.fdatasync(self.file.fileno())
         if self._txn_index is not None:
             self._txn_index.sync()
         if not self.active and not self.indexes_synced:

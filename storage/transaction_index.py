@@ -147,7 +147,7 @@ class TransactionIndex:
         with contextlib.suppress(FileNotFoundError):
             fd = os.open(self.path, os.O_RDONLY)
             try:
-                os.fsync(fd)
+                os.fdatasync(fd)  # appended entries and the size: all that is read back
             finally:
                 os.close(fd)
         self._dirty = False

@@ -12,16 +12,28 @@ Offsets a transaction commits (TxnOffsetCommit) are kept per (group, producer id
 transaction's marker is in the group's partition (`complete_transaction`); every offset remembers where
 its record sits in `__consumer_offsets`, because Kafka's rule for a commit marker is that the offset
 written later wins, whether it was the transaction's or a plain commit's.
+
+Deadlines (sessions, pending members, join and sync phases) are timers, not a scan: each group has at
+most one live entry in a heap, at or before the first time `tick` could act on it (`_deadline_of`).
+Whatever can bring that time forward (a request on the group, a persisted assignment, a tick that acted)
+calls `_schedule`, which pushes a new entry only when it is earlier than the group's live one; a
+heartbeat, which only pushes deadlines later, pushes nothing: the stale entry fires, finds nothing due,
+and the group is rescheduled at its real deadline. `tick(now)` visits only groups whose entry is due, so
+it does what a scan of every group would do at `now`, at a cost that does not grow with idle groups;
+`next_deadline()` says when to call it next, and `on_earlier_deadline` tells the timer when that moved
+earlier.
 """
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import partial
 
-from pybroker.broker.groups.expiry import expired_offsets, keeps_alive
+from pybroker.broker.groups.expiry import expired_offsets, keeps_alive, member_deadline
 from pybroker.broker.groups.group import CommittedOffset, Group, Member
 from pybroker.broker.groups.group_log import NOT_WRITTEN, Done, GroupLog, Records, client_error
 from pybroker.broker.groups.outcomes import (
@@ -86,6 +98,13 @@ class GroupCoordinator:
         self.txn_groups: dict[int, set[str]] = {}
         #: transaction completions for partitions still loading: applied once their replay is in
         self.deferred_completions: dict[int, list[tuple[int, bool]]] = {}
+        #: (deadline, tie-breaker, group id): when `tick` must look at a group (module docstring)
+        self._timers: list[tuple[int, int, str]] = []
+        #: group id -> the deadline of its live heap entry (older, later entries are stale)
+        self._scheduled: dict[str, int] = {}
+        self._sequence = itertools.count()
+        #: called with the new earliest deadline when one is scheduled before every other (the timer re-arms)
+        self.on_earlier_deadline: Callable[[int], None] | None = None
 
     # -- placement and availability ----------------------------------------------------------------
     def partition_for(self, group_id: str) -> int:
@@ -101,6 +120,12 @@ class GroupCoordinator:
 
     # -- JoinGroup ---------------------------------------------------------------------------------
     def join(self, req: JoinRequest, now: int, respond: Callable[[JoinOutcome], None]) -> None:
+        try:
+            self._join(req, now, respond)
+        finally:
+            self._schedule_id(req.group_id)
+
+    def _join(self, req: JoinRequest, now: int, respond: Callable[[JoinOutcome], None]) -> None:
         error = self.availability(req.group_id)
         if error is ErrorCode.NONE and not (
                 self.config.min_session_timeout_ms <= req.session_timeout_ms <= self.config.max_session_timeout_ms):
@@ -292,6 +317,12 @@ class GroupCoordinator:
 
     # -- SyncGroup ---------------------------------------------------------------------------------
     def sync(self, req: SyncRequest, now: int, respond: Callable[[SyncOutcome], None]) -> None:
+        try:
+            self._sync(req, now, respond)
+        finally:
+            self._schedule_id(req.group_id)
+
+    def _sync(self, req: SyncRequest, now: int, respond: Callable[[SyncOutcome], None]) -> None:
         error = self.availability(req.group_id)
         group = self.groups.get(req.group_id)
         if error is ErrorCode.NONE:
@@ -335,7 +366,13 @@ class GroupCoordinator:
                 _answer_sync(m, SyncOutcome(ErrorCode.NONE, group.protocol_type, group.protocol_name,
                                             m.assignment))
 
-        self._persist_group(group, now, persisted, assignments)
+        def persisted_then_schedule(code: ErrorCode) -> None:
+            try:
+                persisted(code)
+            finally:  # members no longer waiting in SyncGroup count their sessions again
+                self._schedule(group)
+
+        self._persist_group(group, now, persisted_then_schedule, assignments)
 
     # -- Heartbeat and LeaveGroup ------------------------------------------------------------------
     def heartbeat(self, group_id: str, generation: int, member_id: str, instance_id: str | None,
@@ -356,6 +393,13 @@ class GroupCoordinator:
     def leave(self, group_id: str, leaving: list[tuple[str, str | None]], now: int
               ) -> tuple[ErrorCode, list[ErrorCode]]:
         """Remove members (member id, instance id): the group's error, and one code per member."""
+        try:
+            return self._leave(group_id, leaving, now)
+        finally:
+            self._schedule_id(group_id)
+
+    def _leave(self, group_id: str, leaving: list[tuple[str, str | None]], now: int
+               ) -> tuple[ErrorCode, list[ErrorCode]]:
         error = self.availability(group_id)
         group = self.groups.get(group_id)
         if error is ErrorCode.NONE and (group is None or group.is_(S.DEAD)):
@@ -434,17 +478,64 @@ class GroupCoordinator:
 
     # -- timeouts ----------------------------------------------------------------------------------
     def tick(self, now: int) -> None:
-        """Every deadline that has passed by `now`: join phases, sync phases, sessions, pending members."""
-        for group in list(self.groups.values()):
-            self._expire_members(group, now)
-            if group.is_(S.PREPARING_REBALANCE) and now >= group.join_deadline_ms:
-                self._join_deadline_reached(group, now)
-            elif group.is_(S.COMPLETING_REBALANCE) and now >= group.sync_deadline_ms:
-                # members that never sent SyncGroup are gone; the others must rejoin
-                for member in [m for m in group.members.values() if m.sync_waiter is None]:
-                    self._remove_member(group, member, "did not sync before the rebalance timeout")
-                self._prepare_rebalance(group, now)
-                self._maybe_complete_join(group, now)
+        """Every deadline that has passed by `now`: join phases, sync phases, sessions, pending members.
+        Only groups whose timer is due are visited (in the order a scan of every group would take)."""
+        due: set[str] = set()
+        timers = self._timers
+        while timers and timers[0][0] <= now:
+            deadline, _, group_id = heapq.heappop(timers)
+            if self._scheduled.get(group_id) == deadline:
+                del self._scheduled[group_id]
+                due.add(group_id)
+        if not due:
+            return
+        if len(due) == 1:
+            found = self.groups.get(next(iter(due)))
+            groups = [] if found is None else [found]
+        else:
+            groups = [g for g in self.groups.values() if g.group_id in due]
+        for group in groups:
+            try:
+                self._tick_group(group, now)
+            finally:
+                self._schedule(group)
+
+    def next_deadline(self) -> int | None:
+        """When `tick` has something to do next (None: nothing is timed)."""
+        timers = self._timers
+        while timers and self._scheduled.get(timers[0][2]) != timers[0][0]:
+            heapq.heappop(timers)  # stale: the group was rescheduled earlier, or is gone
+        return timers[0][0] if timers else None
+
+    def _schedule_id(self, group_id: str) -> None:
+        group = self.groups.get(group_id)
+        if group is not None:
+            self._schedule(group)
+
+    def _schedule(self, group: Group) -> None:
+        """Make sure the group's live timer is at or before the first time `tick` could act on it."""
+        deadline = _deadline_of(group)
+        if deadline is None:
+            return
+        current = self._scheduled.get(group.group_id)
+        if current is not None and current <= deadline:
+            return  # an earlier entry will fire first and reschedule
+        earliest = self.next_deadline()
+        self._scheduled[group.group_id] = deadline
+        heapq.heappush(self._timers, (deadline, next(self._sequence), group.group_id))
+        if (earliest is None or deadline < earliest) and self.on_earlier_deadline is not None:
+            self.on_earlier_deadline(deadline)
+
+    def _tick_group(self, group: Group, now: int) -> None:
+        self._expire_members(group, now)
+        if group.is_(S.PREPARING_REBALANCE) and now >= group.join_deadline_ms:
+            self._join_deadline_reached(group, now)
+        elif group.is_(S.COMPLETING_REBALANCE) and now >= group.sync_deadline_ms:
+            # members that never sent SyncGroup are gone; the others must rejoin
+            for member in [m for m in group.members.values() if m.sync_waiter is None]:
+                self._remove_member(group, member, "did not sync before the rebalance timeout")
+            self._prepare_rebalance(group, now)
+            self._maybe_complete_join(group, now)
 
     def _join_deadline_reached(self, group: Group, now: int) -> None:
         if group.initial_delay_active and group.new_member_added and group.initial_delay_remaining_ms > 0:
@@ -779,6 +870,7 @@ class GroupCoordinator:
             else:
                 group.protocol_type = ""
             self.groups[group_id] = group
+            self._schedule(group)
         self.loading.discard(partition)
         for producer_id, commit in self.deferred_completions.pop(partition, []):
             self.complete_transaction(partition, producer_id, commit)
@@ -811,3 +903,15 @@ def _answer_sync(member: Member, outcome: SyncOutcome) -> None:
     waiter, member.sync_waiter = member.sync_waiter, None
     if waiter is not None:
         waiter(outcome)
+
+
+def _deadline_of(group: Group) -> int | None:
+    """The first `now` at which `tick` would act on the group as it stands: a pending member's deadline,
+    a member's (`member_deadline`), or the deadline of the phase the group is in."""
+    deadlines = [d for d in map(member_deadline, group.members.values()) if d is not None]
+    deadlines.extend(group.pending_members.values())
+    if group.is_(S.PREPARING_REBALANCE):
+        deadlines.append(group.join_deadline_ms)
+    elif group.is_(S.COMPLETING_REBALANCE):
+        deadlines.append(group.sync_deadline_ms)
+    return min(deadlines, default=None)

@@ -45,3 +45,14 @@ def keeps_alive(member: Member, now: int) -> bool:
     if member.sync_waiter is not None:
         return True
     return now < member.session_deadline_ms()
+
+
+def member_deadline(member: Member) -> int | None:
+    """The first time at which `keeps_alive(member, now)` turns false as things stand (None: never while
+    it waits where it waits). A heartbeat or a change of waiting moves it; the coordinator's timers
+    recompute it then."""
+    if member.join_waiter is not None:
+        return member.last_heartbeat_ms + NEW_MEMBER_JOIN_TIMEOUT_MS if member.is_new else None
+    if member.sync_waiter is not None:
+        return None
+    return member.session_deadline_ms()

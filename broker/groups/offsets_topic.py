@@ -20,6 +20,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from pybroker.broker.flush_wait import flushed
 from pybroker.broker.groups.group import CommittedOffset
 from pybroker.broker.groups.group_log import NOT_WRITTEN, Done, Producer, Records
 from pybroker.broker.internal_topics import InternalTopic, batches_of
@@ -168,8 +169,8 @@ class OffsetsTopic(InternalTopic):
             loop.call_soon(done, ErrorCode.KAFKA_STORAGE_ERROR)
             return NOT_WRITTEN
         self.state.purgatory.notify((OFFSETS_TOPIC, partition))
-        flushed = self.state.logs.flusher_for(target).request(target, result.last_offset + 1)
-        asyncio.wrap_future(flushed).add_done_callback(lambda f: done(_flush_code(f, partition)))
+        durable = flushed(self.state.logs.flusher_for(target), target, result.last_offset + 1)
+        durable.add_done_callback(lambda f: done(_flush_code(f, partition)))
         return result.base_offset
 
 

@@ -1,8 +1,10 @@
 """The group coordinator inside the broker: loading at startup, the timer, offset expiry, shutdown.
 
 Owns the pieces the handlers use (`coordinator`, `offsets_topic`), the entry the transaction markers
-call (`complete_transaction`), and the two periodic duties that no request triggers: deadlines (sessions, join and sync phases) checked every `TICK_S`, and offset expiry
-every `offsets.retention.check.interval.ms`.
+call (`complete_transaction`), and the two duties that no request triggers: deadlines (sessions, join
+and sync phases), on a timer set for the coordinator's next deadline (`next_deadline`, re-armed when a
+request brings one forward), so idle groups cost nothing between their deadlines; and offset expiry
+every `offsets.retention.check.interval.ms`, Kafka's periodic check.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ if TYPE_CHECKING:
 
 log = get_logger("pybroker.groups")
 
-TICK_S = 0.1
+#: a timer that fires a hair early (clock granularity) looks again after this long
+MIN_WAIT_S = 0.001
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +63,9 @@ class GroupService:
             partition_exists=lambda topic, partition: state.logs.get_log(topic, partition) is not None)
         self._tasks: list[asyncio.Task[None]] = []
         self._stopping = asyncio.Event()
+        #: set when the coordinator schedules a deadline earlier than the one the timer waits for
+        self._rearm = asyncio.Event()
+        self.coordinator.on_earlier_deadline = lambda _deadline: self._rearm.set()
 
     def start(self) -> None:
         """Begin loading the offsets topic (requests for its groups wait until their partition is in)."""
@@ -99,8 +105,15 @@ class GroupService:
         interval_s = int(self.state.config.get("offsets.retention.check.interval.ms")) / 1000
         last_expiry = time.monotonic()
         while not self._stopping.is_set():
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self._stopping.wait(), TICK_S)
+            wait_s = last_expiry + interval_s - time.monotonic()
+            deadline = self.coordinator.next_deadline()
+            if deadline is not None:
+                wait_s = min(wait_s, (deadline - self.state.clock_ms()) / 1000)
+            self._rearm.clear()
+            if wait_s > 0:
+                await self._sleep(max(wait_s, MIN_WAIT_S))
+            if self._stopping.is_set():
+                return
             try:
                 now = self.state.clock_ms()
                 self.coordinator.tick(now)
@@ -109,6 +122,15 @@ class GroupService:
                     self.coordinator.expire_offsets(now)
             except Exception:
                 log.exception("group coordinator timer failed")
+
+    async def _sleep(self, seconds: float) -> None:
+        """Until `seconds` pass, the service stops, or an earlier deadline is scheduled."""
+        waits = {asyncio.ensure_future(self._stopping.wait()), asyncio.ensure_future(self._rearm.wait())}
+        try:
+            await asyncio.wait(waits, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for wait in waits:
+                wait.cancel()
 
     def complete_transaction(self, offsets_partition: int, producer_id: int, commit: bool) -> None:
         """Called once a transaction's marker is durable in `offsets_partition` of `__consumer_offsets`:

@@ -39,6 +39,7 @@ from typing import Any
 
 from pybroker.broker.context import RequestContext
 from pybroker.broker.dispatch import Waiting, handler, waiting
+from pybroker.broker.flush_wait import flushed
 from pybroker.broker.logs import get_logger
 from pybroker.broker.lookup import resolve_partition_for_write
 from pybroker.protocol.api_keys import ApiKey
@@ -379,7 +380,7 @@ def _append(ctx: RequestContext, target: Any, topic: str, partition: int, record
         log_append_time_ms=append_time, log_start_offset=result.log_start_offset)
     flusher = state.logs.flusher_for(target)
     if acks == -1:
-        return response, asyncio.wrap_future(flusher.request(target, result.last_offset + 1))
+        return response, flushed(flusher, target, result.last_offset + 1)
     if target.unflushed_messages >= config.flush_interval_messages:
         flusher.request(target, result.last_offset + 1)
     return response, None

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
+from pybroker.broker.flush_wait import flushed
 from pybroker.broker.groups.offsets_topic import OFFSETS_TOPIC
 from pybroker.broker.logs import get_logger
 from pybroker.protocol.errors import ErrorCode
@@ -63,7 +64,7 @@ async def write_markers(state: BrokerState, producer_id: int, producer_epoch: in
             results[key] = ErrorCode.KAFKA_STORAGE_ERROR
             continue
         state.purgatory.notify(key)
-        waits.append((key, asyncio.wrap_future(state.logs.flusher_for(target).request(target, result.last_offset + 1))))
+        waits.append((key, flushed(state.logs.flusher_for(target), target, result.last_offset + 1)))
     outcomes = await asyncio.gather(*(w for _, w in waits), return_exceptions=True)
     for (key, _), outcome in zip(waits, outcomes, strict=True):
         if isinstance(outcome, LogClosedError):

@@ -114,8 +114,10 @@ class TransactionService:
             "transaction.remove.expired.transaction.cleanup.interval.ms")) / 1000
         last_abort = last_expiry = time.monotonic()
         while not self._stopping.is_set():
+            # asleep until the next check is due (not a poll every second: an idle broker stays idle)
+            wait_s = min(last_abort + abort_every, last_expiry + expire_every) - time.monotonic()
             with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self._stopping.wait(), min(abort_every, expire_every, 1.0))
+                await asyncio.wait_for(self._stopping.wait(), max(wait_s, 0.001))
             try:
                 if time.monotonic() - last_abort >= abort_every:
                     last_abort = time.monotonic()

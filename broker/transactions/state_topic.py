@@ -13,6 +13,7 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from pybroker.broker.flush_wait import flushed
 from pybroker.broker.internal_topics import InternalTopic, batches_of
 from pybroker.broker.logs import get_logger
 from pybroker.broker.transactions.metadata import TxnMetadata
@@ -131,7 +132,7 @@ class TransactionStateTopic(InternalTopic):
             return ErrorCode.KAFKA_STORAGE_ERROR
         self.state.purgatory.notify((TRANSACTION_STATE_TOPIC, partition))
         try:
-            await asyncio.wrap_future(self.state.logs.flusher_for(target).request(target, result.last_offset + 1))
+            await flushed(self.state.logs.flusher_for(target), target, result.last_offset + 1)
         except Exception as exc:
             log.error("transaction state flush failed", partition=partition, error=repr(exc))
             return ErrorCode.KAFKA_STORAGE_ERROR

@@ -169,13 +169,13 @@ async def test_produce_waiting_for_fsync_when_its_topic_is_deleted_is_not_a_stor
     produce whose partition went away with NOT_LEADER_OR_FOLLOWER / UNKNOWN_TOPIC_OR_PARTITION; no disk
     failed, so neither KAFKA_STORAGE_ERROR nor an error line is right. The flusher thread is held back a
     moment so the delete always wins the race the fuzzer won now and then."""
-    flush_round = Flusher._flush_round
+    sync = Flusher._sync
 
-    def late(round_: Any) -> None:
+    def late(log: Any, up_to: int) -> int:
         time.sleep(0.2)
-        flush_round(round_)
+        return sync(log, up_to)
 
-    monkeypatch.setattr(Flusher, "_flush_round", staticmethod(late))
+    monkeypatch.setattr(Flusher, "_sync", staticmethod(late))
     async with FuzzTarget(tmp_path) as target:
         broker = InProcessBroker(tmp_path / "unused")
         broker.app = target.app
