@@ -10,7 +10,8 @@ group's pending transactional offsets are completed too).
 
 Per partition: UNKNOWN_TOPIC_OR_PARTITION for a partition we do not have; the storage's refusals
 (INVALID_PRODUCER_EPOCH for an epoch below the producer's, TRANSACTION_COORDINATOR_FENCED for a coordinator
-epoch below the one stored) come back from `write_markers`. A partition named twice in one marker is
+epoch below the one stored) come back from `write_markers`, and a request with any is one rate-limited
+warning line, however many markers and partitions it named. A partition named twice in one marker is
 written once. v1 is flexible; v2 adds the transaction version (KIP-890), which changes nothing here.
 One request may name at most MAX_PARTITIONS (marker, partition) pairs: each costs an append and an fsync
 wait, so the rest are answered INVALID_REQUEST instead of written.
@@ -75,6 +76,14 @@ async def _write(ctx: RequestContext, request: WriteTxnMarkersRequest) -> WriteT
                                           marker.coordinator_epoch, marker.transaction_result, known)
             codes.update({tp: int(written.get(tp, ErrorCode.UNKNOWN_SERVER_ERROR)) for tp in known})
         results.append(result(marker, codes))
+    refused = [(tp, code) for r in results for t in r.topics for tp, code in
+               (((t.name, q.partition_index), q.error_code) for q in t.partitions)
+               if code in (ErrorCode.INVALID_PRODUCER_EPOCH, ErrorCode.TRANSACTION_COORDINATOR_FENCED)]
+    if refused:  # one rate-limited line per request, however many markers and partitions it named
+        (topic, partition), code = refused[0]
+        ctx.state.guard.warnings.warning("transaction marker refused", "transaction markers refused",
+                                         partitions=len(refused), first_topic=topic, first_partition=partition,
+                                         error=ErrorCode(code).name, client_id=ctx.client_id)
     return WriteTxnMarkersResponse(markers=results)
 
 

@@ -50,9 +50,7 @@ async def write_markers(state: BrokerState, producer_id: int, producer_epoch: in
             continue
         try:
             result = target.append_marker(producer_id, producer_epoch, coordinator_epoch, commit, now_ms=now)
-        except ProducerStateError as exc:
-            log.warning("transaction marker refused", topic=topic, partition=partition, producer_id=producer_id,
-                        error=str(exc))
+        except ProducerStateError as exc:  # the caller reports it (its answer carries the code)
             results[key] = ErrorCode(exc.error_code)
             continue
         except LogClosedError:

@@ -235,3 +235,32 @@ def _frame(request: object, version: int) -> bytes:
     from pybroker.protocol.frames import encode_request
 
     return encode_request(request, version, 1)
+
+
+async def test_write_txn_markers_refused_for_many_markers_is_one_warning(
+        broker: InProcessBroker, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Found as: `noisy-log` (3 warnings for one connection): a WriteTxnMarkers naming several markers with an
+    epoch below the producer's logged one warning per marker. Each is answered INVALID_PRODUCER_EPOCH; the
+    request is worth one (rate-limited) line."""
+    from pybroker.protocol.messages.write_txn_markers import (
+        WritableTxnMarker,
+        WritableTxnMarkerTopic,
+        WriteTxnMarkersRequest,
+    )
+
+    assert broker.app is not None
+    assert (await broker.call(_create("markers", partitions=2), 5)).topics[0].error_code == 0
+
+    def marker(epoch: int) -> WritableTxnMarker:
+        return WritableTxnMarker(producer_id=4242, producer_epoch=epoch, transaction_result=False,
+                                 coordinator_epoch=0,
+                                 topics=[WritableTxnMarkerTopic(name="markers", partition_indexes=[0, 1])])
+
+    first = await broker.call(WriteTxnMarkersRequest(markers=[marker(5)]), 1)
+    assert [p.error_code for p in first.markers[0].topics[0].partitions] == [0, 0]
+    warned: list[str] = []
+    monkeypatch.setattr(broker.app.state.guard.warnings, "warning", lambda kind, event, **_: warned.append(kind))
+    late = await broker.call(WriteTxnMarkersRequest(markers=[marker(1), marker(2), marker(3)]), 1)
+    codes = [p.error_code for m in late.markers for t in m.topics for p in t.partitions]
+    assert codes == [ErrorCode.INVALID_PRODUCER_EPOCH] * 6
+    assert warned == ["transaction marker refused"]
