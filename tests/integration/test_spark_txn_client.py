@@ -43,13 +43,16 @@ def _topic(broker: BrokerProcess, name: str, partitions: int) -> str:
     return name
 
 
-def _read(broker: BrokerProcess, topic: str, partitions: int, isolation: str, expected: int) -> list[tuple[int, bytes, bytes]]:
+def _read(broker: BrokerProcess, topic: str, partitions: int, isolation: str, expected: int,
+          wait_s: float = 15.0) -> list[tuple[int, bytes, bytes]]:
+    """Records from the start until `expected` arrived or `wait_s` passed (a check that nothing is visible
+    waits the short time a read of data that is there would take, not the long deadline)."""
     tps = [TopicPartition(topic, p) for p in range(partitions)]
     got: list[tuple[int, bytes, bytes]] = []
     with kp_consumer(broker.bootstrap, isolation_level=isolation) as consumer:
         consumer.assign(tps)
         consumer.seek_to_beginning()
-        deadline = time.monotonic() + 15
+        deadline = time.monotonic() + wait_s
         while time.monotonic() < deadline and len(got) < expected:
             for records in consumer.poll(timeout_ms=300).values():
                 got += [(r.partition, r.key, r.value) for r in records]
@@ -69,7 +72,7 @@ def test_a_prepared_transaction_is_committed_by_another_client(broker_factory: C
     producer.flush()
     producer.commit_offsets("spark.q.0", {(topic, 0): (0, "batch 0")})
     producer.cluster.close()
-    assert _read(broker, topic, 3, "read_committed", 1) == []  # prepared: not visible yet
+    assert _read(broker, topic, 3, "read_committed", 1, wait_s=2) == []  # prepared: not visible yet
 
     complete_prepared(_cluster(broker), "spark.q.0.0", prepared, commit=True)
     got = _read(broker, topic, 3, "read_committed", 100)
@@ -114,7 +117,7 @@ def test_abort_open_aborts_a_prepared_transaction(broker_factory: Callable[..., 
     producer.flush()
     producer.cluster.close()
     abort_open(_cluster(broker), "spark.q.0.2")
-    assert _read(broker, topic, 1, "read_committed", 1) == []
+    assert _read(broker, topic, 1, "read_committed", 1, wait_s=2) == []
     assert len(_read(broker, topic, 1, "read_uncommitted", 1)) == 1
 
 
