@@ -58,31 +58,21 @@ The operations and error codes are those of Kafka's KafkaApis / AuthHelper:
 
 from __future__ import annotations
 
-import inspect
 import typing
 import uuid
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from pybroker.broker.dispatch import HandlerSpec, Waiting
+from pybroker.broker.dispatch import HandlerSpec
 from pybroker.broker.metrics.names import api_name
 from pybroker.broker.security.acls import (
     CLUSTER_NAME,
-    OPERATIONS_OF,
-    AclBinding,
     AclOperation,
-    AclPermissionType,
-    PatternType,
-    ResourceType,
 )
-from pybroker.broker.security.authorizer import Authorizer, host_of
+from pybroker.broker.security.authorizer import host_of
 from pybroker.protocol.api_keys import ApiKey
-from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.messages import (
     RESPONSES,
-    add_offsets_to_txn,
-    add_partitions_to_txn,
     alter_configs,
     create_acls,
     create_partitions,
@@ -95,16 +85,12 @@ from pybroker.protocol.messages import (
     describe_configs,
     describe_groups,
     describe_log_dirs,
-    describe_producers,
     describe_topic_partitions,
-    describe_transactions,
     elect_leaders,
-    end_txn,
     fetch,
     find_coordinator,
     heartbeat,
     incremental_alter_configs,
-    init_producer_id,
     join_group,
     leave_group,
     list_offsets,
@@ -116,69 +102,45 @@ from pybroker.protocol.messages import (
     produce,
     sync_group,
     txn_offset_commit,
-    write_txn_markers,
 )
 
 if TYPE_CHECKING:
     from pybroker.broker.context import RequestContext
 
-Merge = Callable[[Any], Any]
-Outcome = Any  # None (allowed) | a response (refused) | a Merge (partly allowed)
-
-TOPIC, GROUP, CLUSTER, TXN = ResourceType.TOPIC, ResourceType.GROUP, ResourceType.CLUSTER, ResourceType.TRANSACTIONAL_ID
-Op = AclOperation
-TOPIC_DENIED = ErrorCode.TOPIC_AUTHORIZATION_FAILED
-GROUP_DENIED = ErrorCode.GROUP_AUTHORIZATION_FAILED
-CLUSTER_DENIED = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
-TXN_DENIED = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-#: DescribeConfigs / AlterConfigs resource types: topic, broker, broker logger, client metrics
-CONFIG_TOPIC, CONFIG_BROKER, CONFIG_BROKER_LOGGER, CONFIG_CLIENT_METRICS = 2, 4, 8, 16
-UNSET_OPERATIONS = -(2**31)
-FIRST_TOPIC_ID_FETCH_VERSION = 13
-
-
-@dataclass(slots=True)
-class Check:
-    """One request's questions to the authorizer: who asks, from where."""
-
-    authorizer: Authorizer
-    principal: str
-    host: str
-    version: int
-    state: Any
-    api: str | None = None  # named in denial log lines
-
-    def ok(self, operation: AclOperation, resource_type: ResourceType, name: str, *, quiet: bool = False) -> bool:
-        return self.authorizer.allowed(self.principal, self.host, operation, resource_type, name,
-                                       log_denial=not quiet, api=self.api)
-
-    def cluster(self, operation: AclOperation, *, quiet: bool = False) -> bool:
-        return self.ok(operation, CLUSTER, CLUSTER_NAME, quiet=quiet)
-
-    def operations(self, resource_type: ResourceType, name: str) -> int:
-        """Kafka's `authorized_operations` bit set: bit n set when operation code n is allowed."""
-        return sum(1 << int(op) for op in OPERATIONS_OF[resource_type]
-                   if self.ok(op, resource_type, name, quiet=True))
-
-    def may_write_some_topic(self) -> bool:
-        """Kafka's `authorizeByResourceType(WRITE, TOPIC)`: some ALLOW for WRITE (or ALL) on a topic
-        pattern applies to us and no DENY applies to the same pattern or to every topic."""
-        if self.principal in self.authorizer.super_users:
-            return True
-        acls = [b for b in self.authorizer.bindings() if b.resource_type == TOPIC]
-
-        def applies(b: AclBinding) -> bool:
-            return b.principal in (self.principal, "User:*") and b.host in (self.host, "*") \
-                and b.operation in (Op.WRITE, Op.ALL)
-
-        denied = {(b.pattern_type, b.resource_name) for b in acls
-                  if b.permission == AclPermissionType.DENY and applies(b)}
-        if (PatternType.LITERAL, "*") in denied or (PatternType.PREFIXED, "") in denied:
-            return False
-        if any(b.permission == AclPermissionType.ALLOW and applies(b)
-               and (b.pattern_type, b.resource_name) not in denied for b in acls):
-            return True
-        return self.authorizer.allow_if_no_acl and not acls
+from pybroker.broker.security.authorization_check import (
+    CLUSTER,
+    CLUSTER_DENIED,
+    CONFIG_BROKER,
+    CONFIG_BROKER_LOGGER,
+    CONFIG_CLIENT_METRICS,
+    CONFIG_TOPIC,
+    FIRST_TOPIC_ID_FETCH_VERSION,
+    GROUP,
+    GROUP_DENIED,
+    TOPIC,
+    TOPIC_DENIED,
+    TXN,
+    TXN_DENIED,
+    UNSET_OPERATIONS,
+    Check,
+    Merge,
+    Op,
+    Outcome,
+    appending,
+    per_topic,
+    split_by,
+    then,
+)
+from pybroker.broker.security.authorization_txn import (
+    add_offsets_to_txn_rule,
+    add_partitions_to_txn_rule,
+    describe_producers_rule,
+    describe_transactions_rule,
+    end_txn_rule,
+    init_producer_id_rule,
+    list_transactions_rule,
+    write_txn_markers_rule,
+)
 
 
 def call(spec: HandlerSpec, ctx: RequestContext, request: Any) -> Any:
@@ -193,58 +155,7 @@ def call(spec: HandlerSpec, ctx: RequestContext, request: Any) -> Any:
         return spec.fn(ctx, request)
     if not callable(outcome):
         return outcome
-    return _then(spec.fn(ctx, request), outcome)
-
-
-def _then(result: Any, merge: Merge) -> Any:
-    """Apply `merge` to a handler's answer, whether it is ready, merely waiting, or still working."""
-    if result is None:
-        return None  # acks=0: nothing is answered
-    if isinstance(result, Waiting):
-        return Waiting(_merged(result.awaitable, merge))
-    if inspect.isawaitable(result):
-        return _merged(result, merge)
-    return merge(result)
-
-
-async def _merged(awaitable: Awaitable[Any], merge: Merge) -> Any:
-    result = await awaitable
-    if isinstance(result, Waiting):  # work that ended in a pure wait
-        return Waiting(_merged(result.awaitable, merge))
-    return None if result is None else merge(result)
-
-
-def _appending(attr: str, extra: list[Any]) -> Merge:
-    def merge(response: Any) -> Any:
-        getattr(response, attr).extend(extra)
-        return response
-    return merge
-
-
-def _split(items: list[Any], allowed: Callable[[Any], bool]) -> tuple[list[Any], list[Any]]:
-    kept: list[Any] = []
-    denied: list[Any] = []
-    for item in items:
-        (kept if allowed(item) else denied).append(item)
-    return kept, denied
-
-
-# -- topic -> partitions APIs: deny per topic, answer each of its partitions ----------------------
-def _per_topic(check: Check, request: Any, req_topics: str, op: AclOperation,
-               denied_entry: Callable[[Any], Any], resp_topics: str,
-               name_of: Callable[[Any], str | None] = lambda t: t.name,
-               refused: set[str] | frozenset[str] = frozenset()) -> Merge | None:
-    """Keep the topics `op` is allowed on (and not `refused` already); answer the others with `denied_entry`."""
-    def allowed(t: Any) -> bool:
-        name = name_of(t)
-        return name is None or (name not in refused and check.ok(op, TOPIC, name))
-
-    topics = getattr(request, req_topics)
-    kept, denied = _split(topics, allowed)
-    if not denied:
-        return None
-    setattr(request, req_topics, kept)
-    return _appending(resp_topics, [denied_entry(t) for t in denied])
+    return then(spec.fn(ctx, request), outcome)
 
 
 def _produce(check: Check, r: produce.ProduceRequest) -> Outcome:
@@ -258,7 +169,7 @@ def _produce(check: Check, r: produce.ProduceRequest) -> Outcome:
             return None if not r.topic_data else _drop_all(r, "topic_data")
         return produce.ProduceResponse(responses=[entry(t, TXN_DENIED) for t in r.topic_data])
     uncreatable = _creation_refused(check, [t.name for t in r.topic_data])  # a Produce auto-creates too
-    return _per_topic(check, r, "topic_data", Op.WRITE, entry, "responses", refused=uncreatable)
+    return per_topic(check, r, "topic_data", Op.WRITE, entry, "responses", refused=uncreatable)
 
 
 def _creation_refused(check: Check, names: list[str | None]) -> set[str]:
@@ -295,8 +206,8 @@ def _fetch(check: Check, r: fetch.FetchRequest) -> Outcome:
     if follower:  # and not allowed to replicate: every partition refused
         refused = [entry(t) for t in r.topics]
         r.topics = []
-        return _appending("responses", refused)
-    return _per_topic(check, r, "topics", Op.READ, entry, "responses", name_of)
+        return appending("responses", refused)
+    return per_topic(check, r, "topics", Op.READ, entry, "responses", name_of)
 
 
 def _list_offsets(check: Check, r: list_offsets.ListOffsetsRequest) -> Outcome:
@@ -304,7 +215,7 @@ def _list_offsets(check: Check, r: list_offsets.ListOffsetsRequest) -> Outcome:
         return list_offsets.ListOffsetsTopicResponse(name=t.name, partitions=[
             list_offsets.ListOffsetsPartitionResponse(partition_index=p.partition_index, error_code=TOPIC_DENIED)
             for p in t.partitions])
-    return _per_topic(check, r, "topics", Op.DESCRIBE, entry, "topics")
+    return per_topic(check, r, "topics", Op.DESCRIBE, entry, "topics")
 
 
 def _offset_for_leader_epoch(check: Check, r: offset_for_leader_epoch.OffsetForLeaderEpochRequest) -> Outcome:
@@ -312,7 +223,7 @@ def _offset_for_leader_epoch(check: Check, r: offset_for_leader_epoch.OffsetForL
         return offset_for_leader_epoch.OffsetForLeaderTopicResult(topic=t.topic, partitions=[
             offset_for_leader_epoch.EpochEndOffset(partition=p.partition, error_code=TOPIC_DENIED)
             for p in t.partitions])
-    return _per_topic(check, r, "topics", Op.DESCRIBE, entry, "topics", lambda t: t.topic)
+    return per_topic(check, r, "topics", Op.DESCRIBE, entry, "topics", lambda t: t.topic)
 
 
 def _delete_records(check: Check, r: delete_records.DeleteRecordsRequest) -> Outcome:
@@ -321,14 +232,14 @@ def _delete_records(check: Check, r: delete_records.DeleteRecordsRequest) -> Out
             delete_records.DeleteRecordsPartitionResult(partition_index=p.partition_index, low_watermark=-1,
                                                         error_code=TOPIC_DENIED)
             for p in t.partitions])
-    return _per_topic(check, r, "topics", Op.DELETE, entry, "topics")
+    return per_topic(check, r, "topics", Op.DELETE, entry, "topics")
 
 
 def _create_partitions(check: Check, r: create_partitions.CreatePartitionsRequest) -> Outcome:
     def entry(t: Any) -> Any:
         return create_partitions.CreatePartitionsTopicResult(name=t.name, error_code=TOPIC_DENIED,
                                                              error_message="not authorized to alter the topic")
-    return _per_topic(check, r, "topics", Op.ALTER, entry, "results")
+    return per_topic(check, r, "topics", Op.ALTER, entry, "results")
 
 
 def _create_topics(check: Check, r: create_topics.CreateTopicsRequest) -> Outcome:
@@ -336,7 +247,7 @@ def _create_topics(check: Check, r: create_topics.CreateTopicsRequest) -> Outcom
         return create_topics.CreatableTopicResult(name=t.name, error_code=TOPIC_DENIED,
                                                   error_message="not authorized to create the topic")
 
-    denied = None if check.cluster(Op.CREATE, quiet=True) else _per_topic(
+    denied = None if check.cluster(Op.CREATE, quiet=True) else per_topic(
         check, r, "topics", Op.CREATE, entry, "topics")
 
     def merge(response: Any) -> Any:
@@ -350,11 +261,11 @@ def _create_topics(check: Check, r: create_topics.CreateTopicsRequest) -> Outcom
 
 def _delete_topics(check: Check, r: delete_topics.DeleteTopicsRequest) -> Outcome:
     if check.version < 6:
-        kept, denied = _split(r.topic_names, lambda n: check.ok(Op.DELETE, TOPIC, n))
+        kept, denied = split_by(r.topic_names, lambda n: check.ok(Op.DELETE, TOPIC, n))
         if not denied:
             return None
         r.topic_names = kept
-        return _appending("responses", [delete_topics.DeletableTopicResult(name=n, error_code=TOPIC_DENIED)
+        return appending("responses", [delete_topics.DeletableTopicResult(name=n, error_code=TOPIC_DENIED)
                                         for n in denied])
 
     def name_of(t: Any) -> str | None:
@@ -365,7 +276,7 @@ def _delete_topics(check: Check, r: delete_topics.DeleteTopicsRequest) -> Outcom
 
     def entry(t: Any) -> Any:
         return delete_topics.DeletableTopicResult(name=t.name, topic_id=t.topic_id, error_code=TOPIC_DENIED)
-    return _per_topic(check, r, "topics", Op.DELETE, entry, "responses", name_of)
+    return per_topic(check, r, "topics", Op.DELETE, entry, "responses", name_of)
 
 
 # -- configs: topics need the topic's permission, the broker the cluster's -----------------------
@@ -378,11 +289,11 @@ def _config_rule(op: AclOperation, result_cls: Any, resp_attr: str, req_attr: st
                 return check.cluster(op)
             return True  # the handler answers an unknown resource type
 
-        kept, denied = _split(getattr(r, req_attr), allowed)
+        kept, denied = split_by(getattr(r, req_attr), allowed)
         if not denied:
             return None
         setattr(r, req_attr, kept)
-        return _appending(resp_attr, [result_cls(
+        return appending(resp_attr, [result_cls(
             error_code=TOPIC_DENIED if res.resource_type == CONFIG_TOPIC else CLUSTER_DENIED,
             error_message="not authorized", resource_type=res.resource_type, resource_name=res.resource_name)
             for res in denied])
@@ -405,7 +316,7 @@ def _offset_commit(check: Check, r: offset_commit.OffsetCommitRequest) -> Outcom
 
     if not check.ok(Op.READ, GROUP, r.group_id):
         return offset_commit.OffsetCommitResponse(topics=[entry(t, GROUP_DENIED) for t in r.topics])
-    return _per_topic(check, r, "topics", Op.READ, entry, "topics")
+    return per_topic(check, r, "topics", Op.READ, entry, "topics")
 
 
 def _txn_offset_commit(check: Check, r: txn_offset_commit.TxnOffsetCommitRequest) -> Outcome:
@@ -419,7 +330,7 @@ def _txn_offset_commit(check: Check, r: txn_offset_commit.TxnOffsetCommitRequest
         return txn_offset_commit.TxnOffsetCommitResponse(topics=[entry(t, TXN_DENIED) for t in r.topics])
     if not check.ok(Op.READ, GROUP, r.group_id):
         return txn_offset_commit.TxnOffsetCommitResponse(topics=[entry(t, GROUP_DENIED) for t in r.topics])
-    return _per_topic(check, r, "topics", Op.READ, entry, "topics")
+    return per_topic(check, r, "topics", Op.READ, entry, "topics")
 
 
 def _offset_delete(check: Check, r: offset_delete.OffsetDeleteRequest) -> Outcome:
@@ -430,7 +341,7 @@ def _offset_delete(check: Check, r: offset_delete.OffsetDeleteRequest) -> Outcom
         return offset_delete.OffsetDeleteResponseTopic(name=t.name, partitions=[
             offset_delete.OffsetDeleteResponsePartition(partition_index=p.partition_index, error_code=TOPIC_DENIED)
             for p in t.partitions])
-    return _per_topic(check, r, "topics", Op.READ, entry, "topics")
+    return per_topic(check, r, "topics", Op.READ, entry, "topics")
 
 
 def _offset_fetch(check: Check, r: offset_fetch.OffsetFetchRequest) -> Outcome:
@@ -452,17 +363,17 @@ def _offset_fetch(check: Check, r: offset_fetch.OffsetFetchRequest) -> Outcome:
         return offset_fetch.OffsetFetchResponseTopic(name=t.name, partitions=[
             offset_fetch.OffsetFetchResponsePartition(partition_index=i, committed_offset=-1, metadata="",
                                                       error_code=TOPIC_DENIED) for i in t.partition_indexes])
-    return _per_topic(check, r, "topics", Op.DESCRIBE, entry, "topics")
+    return per_topic(check, r, "topics", Op.DESCRIBE, entry, "topics")
 
 
 def _offset_fetch_groups(check: Check, r: offset_fetch.OffsetFetchRequest) -> Outcome:
-    kept, denied = _split(r.groups, lambda g: check.ok(Op.DESCRIBE, GROUP, g.group_id))
+    kept, denied = split_by(r.groups, lambda g: check.ok(Op.DESCRIBE, GROUP, g.group_id))
     r.groups = kept
     extra: dict[str, list[Any]] = {}
     for group in kept:
         if group.topics is None:
             continue
-        group.topics, gone = _split(group.topics, lambda t: check.ok(Op.DESCRIBE, TOPIC, t.name))
+        group.topics, gone = split_by(group.topics, lambda t: check.ok(Op.DESCRIBE, TOPIC, t.name))
         extra[group.group_id] = [offset_fetch.OffsetFetchResponseTopics(name=t.name, partitions=[
             offset_fetch.OffsetFetchResponsePartitions(partition_index=i, committed_offset=-1, metadata="",
                                                        error_code=TOPIC_DENIED) for i in t.partition_indexes])
@@ -481,7 +392,7 @@ def _offset_fetch_groups(check: Check, r: offset_fetch.OffsetFetchRequest) -> Ou
 
 
 def _describe_groups(check: Check, r: describe_groups.DescribeGroupsRequest) -> Outcome:
-    kept, denied = _split(r.groups, lambda g: check.ok(Op.DESCRIBE, GROUP, g))
+    kept, denied = split_by(r.groups, lambda g: check.ok(Op.DESCRIBE, GROUP, g))
     r.groups = kept
     include_ops = bool(r.include_authorized_operations)
 
@@ -496,11 +407,11 @@ def _describe_groups(check: Check, r: describe_groups.DescribeGroupsRequest) -> 
 
 
 def _delete_groups(check: Check, r: delete_groups.DeleteGroupsRequest) -> Outcome:
-    kept, denied = _split(r.groups_names, lambda g: check.ok(Op.DELETE, GROUP, g))
+    kept, denied = split_by(r.groups_names, lambda g: check.ok(Op.DELETE, GROUP, g))
     if not denied:
         return None
     r.groups_names = kept
-    return _appending("results", [delete_groups.DeletableGroupResult(group_id=g, error_code=GROUP_DENIED)
+    return appending("results", [delete_groups.DeletableGroupResult(group_id=g, error_code=GROUP_DENIED)
                                   for g in denied])
 
 
@@ -521,96 +432,12 @@ def _find_coordinator(check: Check, r: find_coordinator.FindCoordinatorRequest) 
             return None
         return find_coordinator.FindCoordinatorResponse(error_code=code, error_message="not authorized",
                                                         node_id=-1, host="", port=-1)
-    kept, denied = _split(r.coordinator_keys, lambda k: check.ok(Op.DESCRIBE, resource, k))
+    kept, denied = split_by(r.coordinator_keys, lambda k: check.ok(Op.DESCRIBE, resource, k))
     if not denied:
         return None
     r.coordinator_keys = kept
-    return _appending("coordinators", [find_coordinator.Coordinator(
+    return appending("coordinators", [find_coordinator.Coordinator(
         key=k, node_id=-1, host="", port=-1, error_code=code, error_message="not authorized") for k in denied])
-
-
-def _init_producer_id(check: Check, r: init_producer_id.InitProducerIdRequest) -> Outcome:
-    if r.transactional_id is not None:
-        allowed, code = check.ok(Op.WRITE, TXN, r.transactional_id), TXN_DENIED
-        if allowed and r.enable_2pc:
-            allowed = check.ok(Op.TWO_PHASE_COMMIT, TXN, r.transactional_id)
-    else:
-        allowed = check.cluster(Op.IDEMPOTENT_WRITE, quiet=True) or check.may_write_some_topic()
-        code = CLUSTER_DENIED
-        if not allowed:
-            check.cluster(Op.IDEMPOTENT_WRITE)  # logged and counted once
-    return None if allowed else init_producer_id.InitProducerIdResponse(error_code=code, producer_id=-1,
-                                                                        producer_epoch=-1)
-
-
-# -- transactions --------------------------------------------------------------------------------------
-def _add_partitions_to_txn(check: Check, r: add_partitions_to_txn.AddPartitionsToTxnRequest) -> Outcome:
-    from pybroker.broker.handlers.add_partitions_to_txn import FIRST_BATCHED_VERSION, topic_results
-
-    if check.version >= FIRST_BATCHED_VERSION:  # the broker-to-coordinator form
-        if check.cluster(Op.CLUSTER_ACTION):
-            return None
-        return add_partitions_to_txn.AddPartitionsToTxnResponse(error_code=CLUSTER_DENIED,
-                                                                results_by_transaction=[])
-
-    def refuse(codes: dict[tuple[str, int], ErrorCode], rest: ErrorCode) -> Any:
-        return add_partitions_to_txn.AddPartitionsToTxnResponse(
-            results_by_topic_v3_and_below=topic_results(r.v3_and_below_topics, codes, rest))
-
-    if not check.ok(Op.WRITE, TXN, r.v3_and_below_transactional_id):
-        return refuse({}, TXN_DENIED)
-    denied = {t.name for t in r.v3_and_below_topics if not check.ok(Op.WRITE, TOPIC, t.name)}
-    if not denied:
-        return None
-    return refuse({(t.name, p): TOPIC_DENIED for t in r.v3_and_below_topics if t.name in denied
-                   for p in t.partitions}, ErrorCode.OPERATION_NOT_ATTEMPTED)
-
-
-def _add_offsets_to_txn(check: Check, r: add_offsets_to_txn.AddOffsetsToTxnRequest) -> Outcome:
-    if not check.ok(Op.WRITE, TXN, r.transactional_id):
-        return add_offsets_to_txn.AddOffsetsToTxnResponse(error_code=TXN_DENIED)
-    if not check.ok(Op.READ, GROUP, r.group_id):
-        return add_offsets_to_txn.AddOffsetsToTxnResponse(error_code=GROUP_DENIED)
-    return None
-
-
-def _end_txn(check: Check, r: end_txn.EndTxnRequest) -> Outcome:
-    return None if check.ok(Op.WRITE, TXN, r.transactional_id) else end_txn.EndTxnResponse(error_code=TXN_DENIED)
-
-
-# -- transactions: the admin APIs of KIP-664 and the coordinator-to-leader markers ---------------------------
-def _describe_transactions(check: Check, r: describe_transactions.DescribeTransactionsRequest) -> Outcome:
-    kept, denied = _split(r.transactional_ids, lambda t: check.ok(Op.DESCRIBE, TXN, t))
-    if not denied:
-        return None
-    r.transactional_ids = kept
-    return _appending("transaction_states", [describe_transactions.TransactionState(
-        error_code=TXN_DENIED, transactional_id=t) for t in dict.fromkeys(denied)])
-
-
-def _list_transactions(check: Check, r: Any) -> Outcome:
-    def visible(response: Any) -> Any:
-        response.transaction_states = [t for t in response.transaction_states
-                                       if check.ok(Op.DESCRIBE, TXN, t.transactional_id, quiet=True)]
-        return response
-    return visible
-
-
-def _describe_producers(check: Check, r: describe_producers.DescribeProducersRequest) -> Outcome:
-    def entry(t: Any) -> Any:
-        return describe_producers.TopicResponse(name=t.name, partitions=[
-            describe_producers.PartitionResponse(partition_index=p, error_code=TOPIC_DENIED)
-            for p in dict.fromkeys(t.partition_indexes)])
-    return _per_topic(check, r, "topics", Op.READ, entry, "topics")
-
-
-def _write_txn_markers(check: Check, r: write_txn_markers.WriteTxnMarkersRequest) -> Outcome:
-    if check.cluster(Op.CLUSTER_ACTION):
-        return None
-    return write_txn_markers.WriteTxnMarkersResponse(markers=[write_txn_markers.WritableTxnMarkerResult(
-        producer_id=m.producer_id, topics=[write_txn_markers.WritableTxnMarkerTopicResult(name=t.name, partitions=[
-            write_txn_markers.WritableTxnMarkerPartitionResult(partition_index=p, error_code=CLUSTER_DENIED)
-            for p in dict.fromkeys(t.partition_indexes)]) for t in m.topics]) for m in r.markers])
 
 
 # -- metadata: list what it may describe; auto-create only with CREATE -----------------------------
@@ -721,7 +548,7 @@ def _describe_topic_partitions(check: Check, r: describe_topic_partitions.Descri
     denied: list[str] = []
     if r.topics:  # named: a denied topic is answered as such, with no id
         names = list(dict.fromkeys(t.name for t in r.topics))
-        kept, denied = _split(names, lambda n: check.ok(Op.DESCRIBE, TOPIC, n))
+        kept, denied = split_by(names, lambda n: check.ok(Op.DESCRIBE, TOPIC, n))
         cursor = r.cursor
         if cursor is not None and cursor.topic_name in denied:
             # Kafka starts at the next topic it may describe, from its first partition
@@ -776,10 +603,10 @@ RULES: dict[int, Callable[[Check, Any], Outcome]] = {
     ApiKey.CREATE_TOPICS: _create_topics,
     ApiKey.DELETE_TOPICS: _delete_topics,
     ApiKey.DELETE_RECORDS: _delete_records,
-    ApiKey.INIT_PRODUCER_ID: _init_producer_id,
-    ApiKey.ADD_PARTITIONS_TO_TXN: _add_partitions_to_txn,
-    ApiKey.ADD_OFFSETS_TO_TXN: _add_offsets_to_txn,
-    ApiKey.END_TXN: _end_txn,
+    ApiKey.INIT_PRODUCER_ID: init_producer_id_rule,
+    ApiKey.ADD_PARTITIONS_TO_TXN: add_partitions_to_txn_rule,
+    ApiKey.ADD_OFFSETS_TO_TXN: add_offsets_to_txn_rule,
+    ApiKey.END_TXN: end_txn_rule,
     ApiKey.OFFSET_FOR_LEADER_EPOCH: _offset_for_leader_epoch,
     ApiKey.DESCRIBE_CONFIGS: _config_rule(Op.DESCRIBE_CONFIGS, describe_configs.DescribeConfigsResult, "results"),
     ApiKey.ALTER_CONFIGS: _config_rule(Op.ALTER_CONFIGS, alter_configs.AlterConfigsResourceResponse, "responses"),
@@ -796,10 +623,10 @@ RULES: dict[int, Callable[[Check, Any], Outcome]] = {
     ApiKey.DELETE_ACLS: _cluster_only(Op.ALTER, lambda r: delete_acls.DeleteAclsResponse(filter_results=[
         delete_acls.DeleteAclsFilterResult(**_DENIED_ACL) for _ in r.filters])),
     ApiKey.DESCRIBE_CLUSTER: _describe_cluster,
-    ApiKey.DESCRIBE_TRANSACTIONS: _describe_transactions,
-    ApiKey.LIST_TRANSACTIONS: _list_transactions,
-    ApiKey.DESCRIBE_PRODUCERS: _describe_producers,
-    ApiKey.WRITE_TXN_MARKERS: _write_txn_markers,
+    ApiKey.DESCRIBE_TRANSACTIONS: describe_transactions_rule,
+    ApiKey.LIST_TRANSACTIONS: list_transactions_rule,
+    ApiKey.DESCRIBE_PRODUCERS: describe_producers_rule,
+    ApiKey.WRITE_TXN_MARKERS: write_txn_markers_rule,
     ApiKey.DESCRIBE_TOPIC_PARTITIONS: _describe_topic_partitions,
     ApiKey.ELECT_LEADERS: _cluster_only(Op.ALTER, _elect_leaders_refusal),
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: _cluster_only(Op.ALTER,
