@@ -1,0 +1,284 @@
+"""The group coordinator's offsets: commits (plain and transactional), fetches, deletes and expiry.
+
+A mixin of `GroupCoordinator` (`coordinator.py`), which owns the groups, the log and membership; split out
+because offsets are their own responsibility. Offsets a transaction commits (TxnOffsetCommit) are kept per
+(group, producer id), pending, until the transaction's marker is in the group's partition
+(`complete_transaction`); every offset remembers where its record sits in `__consumer_offsets`, because
+Kafka's rule for a commit marker is that the offset written later wins, whether it was the transaction's
+or a plain commit's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
+
+from pybroker.broker.groups.expiry import expired_offsets
+from pybroker.broker.groups.group import CommittedOffset, Group
+from pybroker.broker.groups.group_log import NOT_WRITTEN, GroupLog, Records, client_error
+from pybroker.broker.groups.outcomes import UNKNOWN_MEMBER_ID, CommitRequest, OffsetToCommit, TxnCommitRequest
+from pybroker.broker.groups.state_machine import Event, GroupState
+from pybroker.broker.logs import get_logger
+from pybroker.protocol.errors import ErrorCode
+from pybroker.protocol.messages.coordinator_records import OffsetCommitValue
+from pybroker.protocol.offsets_topic_records import group_metadata_key, offset_commit_key, offset_commit_value
+
+if TYPE_CHECKING:
+    from pybroker.broker.groups.coordinator import GroupConfig
+
+log = get_logger("pybroker.groups")
+
+S = GroupState
+
+
+class OffsetCommits:
+    """Offset operations over the coordinator's groups (the attributes and hooks below are its)."""
+
+    config: GroupConfig
+    log: GroupLog
+    groups: dict[str, Group]
+    loading: set[int]
+    txn_groups: dict[int, set[str]]
+    deferred_completions: dict[int, list[tuple[int, bool]]]
+    partition_exists: Callable[[str, int], bool]
+
+    def partition_for(self, group_id: str) -> int:
+        raise NotImplementedError
+
+    def availability(self, group_id: str) -> ErrorCode:
+        raise NotImplementedError
+
+    def _member_error(self, group: Group | None, member_id: str, instance_id: str | None,
+                      generation: int) -> ErrorCode:
+        raise NotImplementedError
+
+    # -- offsets -----------------------------------------------------------------------------------
+    def commit_offsets(self, req: CommitRequest, now: int,
+                       respond: Callable[[dict[tuple[str, int], ErrorCode]], None]) -> None:
+        keys = [(o.topic, o.partition) for o in req.offsets]
+        error = self.availability(req.group_id)
+        group = self.groups.get(req.group_id)
+        if error is ErrorCode.NONE:
+            error = self._commit_error(group, req)
+        if error is not ErrorCode.NONE:
+            respond(dict.fromkeys(keys, error))
+            return
+        if group is None:  # a simple consumer's first commit creates an empty group for its offsets
+            group = self.groups[req.group_id] = Group(req.group_id, state_timestamp_ms=now, protocol_type="")
+        elif req.member_id in group.members:
+            group.members[req.member_id].last_heartbeat_ms = now  # a commit counts as a heartbeat
+        codes, accepted = self._accept_offsets(req.offsets, now)
+        if not accepted:
+            respond(codes)
+            return
+        records = self._offset_records(req.group_id, accepted)
+
+        def written(code: ErrorCode) -> None:
+            if code is ErrorCode.NONE and not group.is_(S.DEAD):
+                group.offsets.update(accepted)
+            for key in accepted:
+                codes[key] = client_error(code)
+            respond(codes)
+
+        position = self.log.append(self.partition_for(req.group_id), records, now, written)
+        _place(accepted.values(), position)
+
+    # -- transactional offsets (TxnOffsetCommit) ----------------------------------------------------
+    def commit_txn_offsets(self, req: TxnCommitRequest, now: int,
+                           respond: Callable[[dict[tuple[str, int], ErrorCode]], None]) -> None:
+        """Write a transaction's offsets as one transactional batch; they stay pending under the
+        producer id (OffsetFetch with require_stable answers UNSTABLE_OFFSET_COMMIT for them) until
+        `complete_transaction`. Kafka's checks: no group state is enforced, but a request naming a member
+        or generation must match them (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID)."""
+        keys = [(o.topic, o.partition) for o in req.offsets]
+        error = self.availability(req.group_id)
+        group = self.groups.get(req.group_id)
+        if error is ErrorCode.NONE:
+            error = _producer_error(req.producer_id, req.producer_epoch) or self._txn_commit_error(group, req)
+        if error is not ErrorCode.NONE:
+            respond(dict.fromkeys(keys, error))
+            return
+        if group is None:  # as for a simple consumer's commit: an empty group holds the offsets
+            group = self.groups[req.group_id] = Group(req.group_id, state_timestamp_ms=now, protocol_type="")
+        codes, accepted = self._accept_offsets(req.offsets, now)
+        if not accepted:
+            respond(codes)
+            return
+        producer_id = req.producer_id
+        pending = group.pending_txn.setdefault(producer_id, {})
+        pending.update(accepted)
+        self.txn_groups.setdefault(producer_id, set()).add(req.group_id)
+
+        def written(code: ErrorCode) -> None:
+            if code is not ErrorCode.NONE:  # nothing was written: what it put in pending goes again
+                mine = group.pending_txn.get(producer_id, {})
+                for key, offset in accepted.items():
+                    if mine.get(key) is offset:
+                        del mine[key]
+                if not mine:
+                    group.pending_txn.pop(producer_id, None)
+            for key in accepted:
+                codes[key] = client_error(code)
+            respond(codes)
+
+        position = self.log.append(self.partition_for(req.group_id), self._offset_records(req.group_id, accepted),
+                                   now, written, producer=(producer_id, req.producer_epoch))
+        _place(accepted.values(), position)
+
+    def _txn_commit_error(self, group: Group | None, req: TxnCommitRequest) -> ErrorCode:
+        if group is None:
+            return ErrorCode.NONE if req.generation < 0 else ErrorCode.ILLEGAL_GENERATION
+        if group.is_(S.DEAD):
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if req.generation < 0 and group.is_(S.EMPTY):
+            return ErrorCode.NONE
+        if req.generation >= 0 or req.member_id != UNKNOWN_MEMBER_ID or req.group_instance_id is not None:
+            return self._member_error(group, req.member_id, req.group_instance_id, req.generation)
+        return ErrorCode.NONE  # v0-2 carry no member: the transaction is the producer's own
+
+    def complete_transaction(self, offsets_partition: int, producer_id: int, commit: bool) -> None:
+        """The marker of `producer_id`'s transaction is in `offsets_partition`: its pending offsets in
+        that partition's groups become committed (where written after the committed ones), or go."""
+        if offsets_partition in self.loading:
+            self.deferred_completions.setdefault(offsets_partition, []).append((producer_id, commit))
+            return
+        group_ids = self.txn_groups.get(producer_id)
+        if not group_ids:
+            return
+        for group_id in [g for g in group_ids if self.partition_for(g) == offsets_partition]:
+            group_ids.discard(group_id)
+            group = self.groups.get(group_id)
+            if group is not None and producer_id in group.pending_txn:
+                applied = group.complete_txn(producer_id, commit)
+                log.debug("transactional offsets completed", group=group_id, producer_id=producer_id,
+                          commit=commit, applied=applied)
+        if not group_ids:
+            del self.txn_groups[producer_id]
+
+    def unstable_offsets(self, group_id: str) -> set[tuple[str, int]]:
+        """The partitions of a group with offsets an open transaction committed (require_stable)."""
+        group = self.groups.get(group_id)
+        return group.pending_txn_keys() if group is not None else set()
+
+    def _accept_offsets(self, offsets: Iterable[OffsetToCommit], now: int
+                        ) -> tuple[dict[tuple[str, int], ErrorCode], dict[tuple[str, int], CommittedOffset]]:
+        codes: dict[tuple[str, int], ErrorCode] = {}
+        accepted: dict[tuple[str, int], CommittedOffset] = {}
+        for o in offsets:
+            key = (o.topic, o.partition)
+            metadata = o.metadata or ""
+            if len(metadata.encode()) > self.config.metadata_max_bytes:
+                codes[key] = ErrorCode.OFFSET_METADATA_TOO_LARGE
+            elif not self.partition_exists(o.topic, o.partition):
+                codes[key] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            else:
+                accepted[key] = CommittedOffset(o.offset, o.leader_epoch, metadata,
+                                                o.commit_timestamp if o.commit_timestamp >= 0 else now,
+                                                o.expire_timestamp)
+        return codes, accepted
+
+    @staticmethod
+    def _offset_records(group_id: str, accepted: dict[tuple[str, int], CommittedOffset]) -> Records:
+        return [(offset_commit_key(group_id, topic, partition), offset_commit_value(
+            OffsetCommitValue(offset=c.offset, leader_epoch=c.leader_epoch, metadata=c.metadata,
+                              commit_timestamp=c.commit_timestamp, expire_timestamp=c.expire_timestamp)))
+            for (topic, partition), c in accepted.items()]
+
+    def _commit_error(self, group: Group | None, req: CommitRequest) -> ErrorCode:
+        if group is None:
+            return ErrorCode.NONE if req.generation < 0 else ErrorCode.ILLEGAL_GENERATION
+        if group.is_(S.DEAD):
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if req.generation < 0 and group.is_(S.EMPTY):
+            return ErrorCode.NONE  # a commit from outside group management (a simple consumer, a tool)
+        error = self._member_error(group, req.member_id, req.group_instance_id, req.generation)
+        if error is ErrorCode.NONE and group.is_(S.COMPLETING_REBALANCE):
+            error = ErrorCode.REBALANCE_IN_PROGRESS
+        return error
+
+    def fetch_offsets(self, group_id: str, partitions: Iterable[tuple[str, int]] | None
+                      ) -> tuple[ErrorCode, dict[tuple[str, int], CommittedOffset | None]]:
+        error = self.availability(group_id)
+        if error is not ErrorCode.NONE:
+            return error, {}
+        group = self.groups.get(group_id)
+        offsets = group.offsets if group is not None else {}
+        if partitions is None:
+            return ErrorCode.NONE, dict(sorted(offsets.items()))
+        return ErrorCode.NONE, {key: offsets.get(key) for key in partitions}
+
+    def delete_offsets(self, group_id: str, partitions: list[tuple[str, int]], now: int,
+                       respond: Callable[[ErrorCode, dict[tuple[str, int], ErrorCode]], None]) -> None:
+        error = self.availability(group_id)
+        group = self.groups.get(group_id)
+        if error is ErrorCode.NONE and (group is None or group.is_(S.DEAD)):
+            error = ErrorCode.GROUP_ID_NOT_FOUND
+        if error is not ErrorCode.NONE:
+            respond(error, {})
+            return
+        assert group is not None
+        subscribed: set[str] = set()
+        if not group.is_(S.EMPTY):
+            found = group.subscribed_topics()
+            if found is None:
+                respond(ErrorCode.NON_EMPTY_GROUP, {})
+                return
+            subscribed = found
+        codes = {key: ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC if key[0] in subscribed else ErrorCode.NONE
+                 for key in partitions}
+        # Kafka writes the tombstone for an offset an open transaction committed too; it ends both
+        doomed = [key for key, code in codes.items() if code is ErrorCode.NONE
+                  and (key in group.offsets or group.has_pending_txn_offset(key))]
+        if not doomed:
+            respond(ErrorCode.NONE, codes)
+            return
+
+        def written(code: ErrorCode) -> None:
+            if code is not ErrorCode.NONE:
+                respond(client_error(code), {})
+                return
+            for key in doomed:
+                group.forget_offset(key)
+            respond(ErrorCode.NONE, codes)
+
+        self.log.append(self.partition_for(group_id), self._offset_tombstones(group_id, doomed), now, written)
+
+    @staticmethod
+    def _offset_tombstones(group_id: str, keys: Iterable[tuple[str, int]]) -> Records:
+        return [(offset_commit_key(group_id, topic, partition), None) for topic, partition in keys]
+
+    def expire_offsets(self, now: int) -> None:
+        """Drop offsets kept longer than `offsets.retention.ms` (Kafka's rules), and empty groups with them."""
+        for group in list(self.groups.values()):
+            if group.is_(S.DEAD) or self.partition_for(group.group_id) in self.loading:
+                continue
+            # an offset an open transaction is replacing is kept until the transaction ends (Kafka)
+            expired = [key for key in expired_offsets(group, now, self.config.offsets_retention_ms)
+                       if not group.has_pending_txn_offset(key)]
+            records = self._offset_tombstones(group.group_id, expired)
+            for key in expired:
+                del group.offsets[key]
+            # nor is a group removed while a transaction has offsets in it
+            if group.is_(S.EMPTY) and not group.offsets and not group.pending_members and not group.pending_txn:
+                group.transition(Event.REMOVED, now)
+                del self.groups[group.group_id]
+                records.append((group_metadata_key(group.group_id), None))
+            if records:
+                self.log.append(self.partition_for(group.group_id), records, now, lambda _code: None)
+
+
+def _producer_error(producer_id: int, producer_epoch: int) -> ErrorCode:
+    """A transactional batch needs a real producer id and epoch (else it could never be completed)."""
+    if producer_id < 0:
+        return ErrorCode.INVALID_PRODUCER_ID_MAPPING
+    if producer_epoch < 0:
+        return ErrorCode.INVALID_PRODUCER_EPOCH
+    return ErrorCode.NONE
+
+
+def _place(offsets: Iterable[CommittedOffset], position: int) -> None:
+    """Note where each offset's record went (record i of a batch written at `position` is at position + i)."""
+    if position == NOT_WRITTEN:
+        return
+    for i, offset in enumerate(offsets):
+        offset.record_offset = position + i
