@@ -7,16 +7,15 @@ from __future__ import annotations
 from pybroker.broker.app import BrokerApp
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.messages import fetch, produce
-from tests.unit.broker.security.test_acl_matrix import (
+from tests.unit.broker.security.acl_kit import (
     ADMIN,
     ALICE,
     RT,
     Op,
-    _records,
     acl,
     connect_as,
     grant,
-    secured,  # noqa: F401  (the fixture)
+    one_record,
 )
 
 TOPIC = "watched"
@@ -29,11 +28,11 @@ def _fetch(session_id: int, epoch: int, partitions: list[int]) -> fetch.FetchReq
                               session_epoch=epoch, topics=topics if partitions else [])
 
 
-async def test_revoked_read_and_another_principal(secured: BrokerApp) -> None:  # noqa: F811
+async def test_revoked_read_and_another_principal(secured: BrokerApp) -> None:
     admin = await connect_as(secured, ADMIN)
     answer = await admin.call(produce.ProduceRequest(acks=-1, timeout_ms=5000, topic_data=[
         produce.TopicProduceData(name=TOPIC, partition_data=[produce.PartitionProduceData(index=0,
-                                                                                          records=_records())])]), 9)
+                                                                                          records=one_record())])]), 9)
     assert answer.responses[0].partition_responses[0].error_code == 0
     allowed = acl(RT.TOPIC, TOPIC, Op.READ)
     grant(secured, allowed)
