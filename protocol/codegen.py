@@ -5,6 +5,10 @@ holding one slotted dataclass per message and nested struct (version-agnostic: o
 and, per version, straight-line `_d_<Class>_<v>` / `_e_<Class>_<v>` functions: version checks are
 resolved here, adjacent fixed-width fields share one precompiled `struct.Struct`, and "no tagged fields"
 is a one-byte fast path. Flat code decodes about twice as fast as walking the schema at run time.
+Versions whose functions come out identical (most version bumps change one struct, or only the
+response's meaning) share one function: each distinct body is emitted once, under the name of the
+first version that has it, and the version tables and callers name that one (about half the functions
+of a naive per-version output; less code to import, and to compile when the messages are compiled).
 
 Every length read from the wire is checked against the bytes left before anything is sliced or
 allocated (in `primitives`); fixed-width reads are not pre-checked: a short buffer makes
@@ -149,6 +153,25 @@ class Emitter:
     def __init__(self) -> None:
         self.lines: list[str] = []
         self.structs: dict[str, str] = {}
+        #: each per-version function's name -> the name of the one function emitted for its body
+        self.canonical: dict[str, str] = {}
+        #: (kind, class, body with the name left out) -> the function emitted for that body
+        self.bodies: dict[tuple[str, str, str], str] = {}
+        self.functions = 0
+
+    def ref(self, name: str) -> str:
+        """The function to call for `name` (the first version with the same body)."""
+        return self.canonical.get(name, name)
+
+    def emit_function(self, kind: str, cls: str, name: str, lines: list[str]) -> None:
+        """Emit `lines` (a def of `name`) unless an earlier version of `cls` has the same body: then
+        `name` becomes an alias of that one, so each distinct body is compiled and loaded once."""
+        self.functions += 1
+        body = "\n".join([lines[0].replace(name, "@", 1), *lines[1:]])
+        same = self.bodies.setdefault((kind, cls, body), name)
+        self.canonical[name] = same
+        if same == name:
+            self.lines += [*lines, "", ""]
 
     def struct(self, fmt: str) -> str:
         name = self.structs.get(fmt)
@@ -192,7 +215,7 @@ def _dec_value(em: Emitter, f: Field, v: int, flex: bool, target: str, ind: str)
         lines += [f"{body_ind}{target} = []", f"{body_ind}for _ in range({n}):"]
         inner = body_ind + "    "
         if f.is_struct:
-            lines.append(f"{inner}{item}, pos = _d_{_struct_names[id(f)]}_{v}(buf, pos)")
+            lines.append(f"{inner}{item}, pos = {em.ref(f'_d_{_struct_names[id(f)]}_{v}')}(buf, pos)")
         elif t == "uuid":
             lines.append(f"{inner}{item}, pos = read_uuid(buf, pos)")
         else:
@@ -202,8 +225,8 @@ def _dec_value(em: Emitter, f: Field, v: int, flex: bool, target: str, ind: str)
     if f.is_struct:
         if nullable:
             return [f"{ind}if buf[pos] & 0x80:", f"{ind}    pos += 1", f"{ind}    {target} = None",
-                    f"{ind}else:", f"{ind}    {target}, pos = _d_{_struct_names[id(f)]}_{v}(buf, pos + 1)"]
-        return [f"{ind}{target}, pos = _d_{_struct_names[id(f)]}_{v}(buf, pos)"]
+                    f"{ind}else:", f"{ind}    {target}, pos = {em.ref(f'_d_{_struct_names[id(f)]}_{v}')}(buf, pos + 1)"]
+        return [f"{ind}{target}, pos = {em.ref(f'_d_{_struct_names[id(f)]}_{v}')}(buf, pos)"]
     if t == "uuid":
         return [f"{ind}{target}, pos = read_uuid(buf, pos)"]
     if t in FIXED:
@@ -261,7 +284,7 @@ def _dec_function(em: Emitter, info: StructInfo, v: int) -> None:
     decoded = {*names, *(f.name for f in tagged)}
     args = [f"f_{f.name}" if f.name in decoded else _default_literal(f) for f in info.fields]
     lines.append(f"    return {info.cls}({', '.join(args)}), pos")
-    em.lines += [*lines, "", ""]
+    em.emit_function("d", info.cls, f"_d_{info.cls}_{v}", lines)
 
 
 # -- encoding ------------------------------------------------------------------------------------
@@ -280,7 +303,7 @@ def _enc_value(em: Emitter, f: Field, v: int, flex: bool, expr: str, out: str, i
         lines.append(f"{ind}    for {item} in {expr}:")
         inner = ind + "        "
         if f.is_struct:
-            lines.append(f"{inner}_e_{_struct_names[id(f)]}_{v}({item}, {out}, chunks)")
+            lines.append(f"{inner}{em.ref(f'_e_{_struct_names[id(f)]}_{v}')}({item}, {out}, chunks)")
         elif t == "uuid":
             lines.append(f"{inner}{out} += {item}.bytes")
         else:
@@ -289,8 +312,8 @@ def _enc_value(em: Emitter, f: Field, v: int, flex: bool, expr: str, out: str, i
     if f.is_struct:
         if v in f.nullable:
             return [f"{ind}if {expr} is None:", f"{ind}    {out}.append(0xFF)", f"{ind}else:",
-                    f"{ind}    {out}.append(1)", f"{ind}    _e_{_struct_names[id(f)]}_{v}({expr}, {out}, chunks)"]
-        return [f"{ind}_e_{_struct_names[id(f)]}_{v}({expr}, {out}, chunks)"]
+                    f"{ind}    {out}.append(1)", f"{ind}    {em.ref(f'_e_{_struct_names[id(f)]}_{v}')}({expr}, {out}, chunks)"]
+        return [f"{ind}{em.ref(f'_e_{_struct_names[id(f)]}_{v}')}({expr}, {out}, chunks)"]
     if t == "uuid":
         return [f"{ind}{out} += {expr}.bytes"]
     if t in FIXED:
@@ -343,7 +366,7 @@ def _enc_function(em: Emitter, info: StructInfo, v: int) -> None:
                       "        out += data"]
     if len(lines) == 1:
         lines.append("    pass")
-    em.lines += [*lines, "", ""]
+    em.emit_function("e", info.cls, f"_e_{info.cls}_{v}", lines)
 
 
 # -- classes and modules -------------------------------------------------------------------------
@@ -385,8 +408,8 @@ def generate_module(mod_name: str) -> str:
                 _enc_function(em, info, v)
         top = group[0].cls
         body_tables = [
-            f"{top}._DECODERS = {{" + ", ".join(f"{v}: _d_{top}_{v}" for v in versions) + "}",
-            f"{top}._ENCODERS = {{" + ", ".join(f"{v}: _e_{top}_{v}" for v in versions) + "}",
+            f"{top}._DECODERS = {{" + ", ".join(f"{v}: {em.ref(f'_d_{top}_{v}')}" for v in versions) + "}",
+            f"{top}._ENCODERS = {{" + ", ".join(f"{v}: {em.ref(f'_e_{top}_{v}')}" for v in versions) + "}",
         ]
         em.lines += [*body_tables, "", ""]
     head = [

@@ -60,34 +60,6 @@ def _e_AddOffsetsToTxnRequest_0(o: AddOffsetsToTxnRequest, out: bytearray, chunk
     write_string(out, o.group_id)
 
 
-def _d_AddOffsetsToTxnRequest_1(buf: Any, pos: int) -> tuple[AddOffsetsToTxnRequest, int]:
-    f_transactional_id, pos = read_string(buf, pos, False)
-    (f_producer_id, f_producer_epoch,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    f_group_id, pos = read_string(buf, pos, False)
-    return AddOffsetsToTxnRequest(f_transactional_id, f_producer_id, f_producer_epoch, f_group_id), pos
-
-
-def _e_AddOffsetsToTxnRequest_1(o: AddOffsetsToTxnRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.transactional_id)
-    out += _S0.pack(o.producer_id, o.producer_epoch)
-    write_string(out, o.group_id)
-
-
-def _d_AddOffsetsToTxnRequest_2(buf: Any, pos: int) -> tuple[AddOffsetsToTxnRequest, int]:
-    f_transactional_id, pos = read_string(buf, pos, False)
-    (f_producer_id, f_producer_epoch,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    f_group_id, pos = read_string(buf, pos, False)
-    return AddOffsetsToTxnRequest(f_transactional_id, f_producer_id, f_producer_epoch, f_group_id), pos
-
-
-def _e_AddOffsetsToTxnRequest_2(o: AddOffsetsToTxnRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.transactional_id)
-    out += _S0.pack(o.producer_id, o.producer_epoch)
-    write_string(out, o.group_id)
-
-
 def _d_AddOffsetsToTxnRequest_3(buf: Any, pos: int) -> tuple[AddOffsetsToTxnRequest, int]:
     f_transactional_id, pos = read_compact_string(buf, pos, False)
     (f_producer_id, f_producer_epoch,) = _S0.unpack_from(buf, pos)
@@ -107,27 +79,8 @@ def _e_AddOffsetsToTxnRequest_3(o: AddOffsetsToTxnRequest, out: bytearray, chunk
     out.append(0)
 
 
-def _d_AddOffsetsToTxnRequest_4(buf: Any, pos: int) -> tuple[AddOffsetsToTxnRequest, int]:
-    f_transactional_id, pos = read_compact_string(buf, pos, False)
-    (f_producer_id, f_producer_epoch,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    f_group_id, pos = read_compact_string(buf, pos, False)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return AddOffsetsToTxnRequest(f_transactional_id, f_producer_id, f_producer_epoch, f_group_id), pos
-
-
-def _e_AddOffsetsToTxnRequest_4(o: AddOffsetsToTxnRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.transactional_id)
-    out += _S0.pack(o.producer_id, o.producer_epoch)
-    write_compact_string(out, o.group_id)
-    out.append(0)
-
-
-AddOffsetsToTxnRequest._DECODERS = {0: _d_AddOffsetsToTxnRequest_0, 1: _d_AddOffsetsToTxnRequest_1, 2: _d_AddOffsetsToTxnRequest_2, 3: _d_AddOffsetsToTxnRequest_3, 4: _d_AddOffsetsToTxnRequest_4}
-AddOffsetsToTxnRequest._ENCODERS = {0: _e_AddOffsetsToTxnRequest_0, 1: _e_AddOffsetsToTxnRequest_1, 2: _e_AddOffsetsToTxnRequest_2, 3: _e_AddOffsetsToTxnRequest_3, 4: _e_AddOffsetsToTxnRequest_4}
+AddOffsetsToTxnRequest._DECODERS = {0: _d_AddOffsetsToTxnRequest_0, 1: _d_AddOffsetsToTxnRequest_0, 2: _d_AddOffsetsToTxnRequest_0, 3: _d_AddOffsetsToTxnRequest_3, 4: _d_AddOffsetsToTxnRequest_3}
+AddOffsetsToTxnRequest._ENCODERS = {0: _e_AddOffsetsToTxnRequest_0, 1: _e_AddOffsetsToTxnRequest_0, 2: _e_AddOffsetsToTxnRequest_0, 3: _e_AddOffsetsToTxnRequest_3, 4: _e_AddOffsetsToTxnRequest_3}
 
 
 def _d_AddOffsetsToTxnResponse_0(buf: Any, pos: int) -> tuple[AddOffsetsToTxnResponse, int]:
@@ -137,26 +90,6 @@ def _d_AddOffsetsToTxnResponse_0(buf: Any, pos: int) -> tuple[AddOffsetsToTxnRes
 
 
 def _e_AddOffsetsToTxnResponse_0(o: AddOffsetsToTxnResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S1.pack(o.throttle_time_ms, o.error_code)
-
-
-def _d_AddOffsetsToTxnResponse_1(buf: Any, pos: int) -> tuple[AddOffsetsToTxnResponse, int]:
-    (f_throttle_time_ms, f_error_code,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    return AddOffsetsToTxnResponse(f_throttle_time_ms, f_error_code), pos
-
-
-def _e_AddOffsetsToTxnResponse_1(o: AddOffsetsToTxnResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S1.pack(o.throttle_time_ms, o.error_code)
-
-
-def _d_AddOffsetsToTxnResponse_2(buf: Any, pos: int) -> tuple[AddOffsetsToTxnResponse, int]:
-    (f_throttle_time_ms, f_error_code,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    return AddOffsetsToTxnResponse(f_throttle_time_ms, f_error_code), pos
-
-
-def _e_AddOffsetsToTxnResponse_2(o: AddOffsetsToTxnResponse, out: bytearray, chunks: list[Any]) -> None:
     out += _S1.pack(o.throttle_time_ms, o.error_code)
 
 
@@ -175,20 +108,5 @@ def _e_AddOffsetsToTxnResponse_3(o: AddOffsetsToTxnResponse, out: bytearray, chu
     out.append(0)
 
 
-def _d_AddOffsetsToTxnResponse_4(buf: Any, pos: int) -> tuple[AddOffsetsToTxnResponse, int]:
-    (f_throttle_time_ms, f_error_code,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return AddOffsetsToTxnResponse(f_throttle_time_ms, f_error_code), pos
-
-
-def _e_AddOffsetsToTxnResponse_4(o: AddOffsetsToTxnResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S1.pack(o.throttle_time_ms, o.error_code)
-    out.append(0)
-
-
-AddOffsetsToTxnResponse._DECODERS = {0: _d_AddOffsetsToTxnResponse_0, 1: _d_AddOffsetsToTxnResponse_1, 2: _d_AddOffsetsToTxnResponse_2, 3: _d_AddOffsetsToTxnResponse_3, 4: _d_AddOffsetsToTxnResponse_4}
-AddOffsetsToTxnResponse._ENCODERS = {0: _e_AddOffsetsToTxnResponse_0, 1: _e_AddOffsetsToTxnResponse_1, 2: _e_AddOffsetsToTxnResponse_2, 3: _e_AddOffsetsToTxnResponse_3, 4: _e_AddOffsetsToTxnResponse_4}
+AddOffsetsToTxnResponse._DECODERS = {0: _d_AddOffsetsToTxnResponse_0, 1: _d_AddOffsetsToTxnResponse_0, 2: _d_AddOffsetsToTxnResponse_0, 3: _d_AddOffsetsToTxnResponse_3, 4: _d_AddOffsetsToTxnResponse_3}
+AddOffsetsToTxnResponse._ENCODERS = {0: _e_AddOffsetsToTxnResponse_0, 1: _e_AddOffsetsToTxnResponse_0, 2: _e_AddOffsetsToTxnResponse_0, 3: _e_AddOffsetsToTxnResponse_3, 4: _e_AddOffsetsToTxnResponse_3}

@@ -118,57 +118,6 @@ def _e_AlterConfigsRequest_0(o: AlterConfigsRequest, out: bytearray, chunks: lis
     out += _S1.pack(o.validate_only)
 
 
-def _d_AlterableConfig_1(buf: Any, pos: int) -> tuple[AlterableConfig, int]:
-    f_name, pos = read_string(buf, pos, False)
-    f_value, pos = read_string(buf, pos, True)
-    return AlterableConfig(f_name, f_value), pos
-
-
-def _e_AlterableConfig_1(o: AlterableConfig, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-    write_string(out, o.value)
-
-
-def _d_AlterConfigsResource_1(buf: Any, pos: int) -> tuple[AlterConfigsResource, int]:
-    (f_resource_type,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    f_resource_name, pos = read_string(buf, pos, False)
-    n_configs, pos = read_array_count(buf, pos, False, False)
-    f_configs = []
-    for _ in range(n_configs):
-        it_configs, pos = _d_AlterableConfig_1(buf, pos)
-        f_configs.append(it_configs)
-    return AlterConfigsResource(f_resource_type, f_resource_name, f_configs), pos
-
-
-def _e_AlterConfigsResource_1(o: AlterConfigsResource, out: bytearray, chunks: list[Any]) -> None:
-    out += _S0.pack(o.resource_type)
-    write_string(out, o.resource_name)
-    write_array_count(out, o.configs, False)
-    if o.configs is not None:
-        for it_configs in o.configs:
-            _e_AlterableConfig_1(it_configs, out, chunks)
-
-
-def _d_AlterConfigsRequest_1(buf: Any, pos: int) -> tuple[AlterConfigsRequest, int]:
-    n_resources, pos = read_array_count(buf, pos, False, False)
-    f_resources = []
-    for _ in range(n_resources):
-        it_resources, pos = _d_AlterConfigsResource_1(buf, pos)
-        f_resources.append(it_resources)
-    (f_validate_only,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    return AlterConfigsRequest(f_resources, f_validate_only), pos
-
-
-def _e_AlterConfigsRequest_1(o: AlterConfigsRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_array_count(out, o.resources, False)
-    if o.resources is not None:
-        for it_resources in o.resources:
-            _e_AlterConfigsResource_1(it_resources, out, chunks)
-    out += _S1.pack(o.validate_only)
-
-
 def _d_AlterableConfig_2(buf: Any, pos: int) -> tuple[AlterableConfig, int]:
     f_name, pos = read_compact_string(buf, pos, False)
     f_value, pos = read_compact_string(buf, pos, True)
@@ -235,8 +184,8 @@ def _e_AlterConfigsRequest_2(o: AlterConfigsRequest, out: bytearray, chunks: lis
     out.append(0)
 
 
-AlterConfigsRequest._DECODERS = {0: _d_AlterConfigsRequest_0, 1: _d_AlterConfigsRequest_1, 2: _d_AlterConfigsRequest_2}
-AlterConfigsRequest._ENCODERS = {0: _e_AlterConfigsRequest_0, 1: _e_AlterConfigsRequest_1, 2: _e_AlterConfigsRequest_2}
+AlterConfigsRequest._DECODERS = {0: _d_AlterConfigsRequest_0, 1: _d_AlterConfigsRequest_0, 2: _d_AlterConfigsRequest_2}
+AlterConfigsRequest._ENCODERS = {0: _e_AlterConfigsRequest_0, 1: _e_AlterConfigsRequest_0, 2: _e_AlterConfigsRequest_2}
 
 
 def _d_AlterConfigsResourceResponse_0(buf: Any, pos: int) -> tuple[AlterConfigsResourceResponse, int]:
@@ -273,42 +222,6 @@ def _e_AlterConfigsResponse_0(o: AlterConfigsResponse, out: bytearray, chunks: l
     if o.responses is not None:
         for it_responses in o.responses:
             _e_AlterConfigsResourceResponse_0(it_responses, out, chunks)
-
-
-def _d_AlterConfigsResourceResponse_1(buf: Any, pos: int) -> tuple[AlterConfigsResourceResponse, int]:
-    (f_error_code,) = _S2.unpack_from(buf, pos)
-    pos += _S2.size
-    f_error_message, pos = read_string(buf, pos, True)
-    (f_resource_type,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    f_resource_name, pos = read_string(buf, pos, False)
-    return AlterConfigsResourceResponse(f_error_code, f_error_message, f_resource_type, f_resource_name), pos
-
-
-def _e_AlterConfigsResourceResponse_1(o: AlterConfigsResourceResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S2.pack(o.error_code)
-    write_string(out, o.error_message)
-    out += _S0.pack(o.resource_type)
-    write_string(out, o.resource_name)
-
-
-def _d_AlterConfigsResponse_1(buf: Any, pos: int) -> tuple[AlterConfigsResponse, int]:
-    (f_throttle_time_ms,) = _S3.unpack_from(buf, pos)
-    pos += _S3.size
-    n_responses, pos = read_array_count(buf, pos, False, False)
-    f_responses = []
-    for _ in range(n_responses):
-        it_responses, pos = _d_AlterConfigsResourceResponse_1(buf, pos)
-        f_responses.append(it_responses)
-    return AlterConfigsResponse(f_throttle_time_ms, f_responses), pos
-
-
-def _e_AlterConfigsResponse_1(o: AlterConfigsResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S3.pack(o.throttle_time_ms)
-    write_array_count(out, o.responses, False)
-    if o.responses is not None:
-        for it_responses in o.responses:
-            _e_AlterConfigsResourceResponse_1(it_responses, out, chunks)
 
 
 def _d_AlterConfigsResourceResponse_2(buf: Any, pos: int) -> tuple[AlterConfigsResourceResponse, int]:
@@ -357,5 +270,5 @@ def _e_AlterConfigsResponse_2(o: AlterConfigsResponse, out: bytearray, chunks: l
     out.append(0)
 
 
-AlterConfigsResponse._DECODERS = {0: _d_AlterConfigsResponse_0, 1: _d_AlterConfigsResponse_1, 2: _d_AlterConfigsResponse_2}
-AlterConfigsResponse._ENCODERS = {0: _e_AlterConfigsResponse_0, 1: _e_AlterConfigsResponse_1, 2: _e_AlterConfigsResponse_2}
+AlterConfigsResponse._DECODERS = {0: _d_AlterConfigsResponse_0, 1: _d_AlterConfigsResponse_0, 2: _d_AlterConfigsResponse_2}
+AlterConfigsResponse._ENCODERS = {0: _e_AlterConfigsResponse_0, 1: _e_AlterConfigsResponse_0, 2: _e_AlterConfigsResponse_2}

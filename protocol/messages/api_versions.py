@@ -82,22 +82,6 @@ def _e_ApiVersionsRequest_0(o: ApiVersionsRequest, out: bytearray, chunks: list[
     pass
 
 
-def _d_ApiVersionsRequest_1(buf: Any, pos: int) -> tuple[ApiVersionsRequest, int]:
-    return ApiVersionsRequest("", ""), pos
-
-
-def _e_ApiVersionsRequest_1(o: ApiVersionsRequest, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_ApiVersionsRequest_2(buf: Any, pos: int) -> tuple[ApiVersionsRequest, int]:
-    return ApiVersionsRequest("", ""), pos
-
-
-def _e_ApiVersionsRequest_2(o: ApiVersionsRequest, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
 def _d_ApiVersionsRequest_3(buf: Any, pos: int) -> tuple[ApiVersionsRequest, int]:
     f_client_software_name, pos = read_compact_string(buf, pos, False)
     f_client_software_version, pos = read_compact_string(buf, pos, False)
@@ -114,24 +98,8 @@ def _e_ApiVersionsRequest_3(o: ApiVersionsRequest, out: bytearray, chunks: list[
     out.append(0)
 
 
-def _d_ApiVersionsRequest_4(buf: Any, pos: int) -> tuple[ApiVersionsRequest, int]:
-    f_client_software_name, pos = read_compact_string(buf, pos, False)
-    f_client_software_version, pos = read_compact_string(buf, pos, False)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return ApiVersionsRequest(f_client_software_name, f_client_software_version), pos
-
-
-def _e_ApiVersionsRequest_4(o: ApiVersionsRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.client_software_name)
-    write_compact_string(out, o.client_software_version)
-    out.append(0)
-
-
-ApiVersionsRequest._DECODERS = {0: _d_ApiVersionsRequest_0, 1: _d_ApiVersionsRequest_1, 2: _d_ApiVersionsRequest_2, 3: _d_ApiVersionsRequest_3, 4: _d_ApiVersionsRequest_4}
-ApiVersionsRequest._ENCODERS = {0: _e_ApiVersionsRequest_0, 1: _e_ApiVersionsRequest_1, 2: _e_ApiVersionsRequest_2, 3: _e_ApiVersionsRequest_3, 4: _e_ApiVersionsRequest_4}
+ApiVersionsRequest._DECODERS = {0: _d_ApiVersionsRequest_0, 1: _d_ApiVersionsRequest_0, 2: _d_ApiVersionsRequest_0, 3: _d_ApiVersionsRequest_3, 4: _d_ApiVersionsRequest_3}
+ApiVersionsRequest._ENCODERS = {0: _e_ApiVersionsRequest_0, 1: _e_ApiVersionsRequest_0, 2: _e_ApiVersionsRequest_0, 3: _e_ApiVersionsRequest_3, 4: _e_ApiVersionsRequest_3}
 
 
 def _d_FinalizedFeatureKey_0(buf: Any, pos: int) -> tuple[FinalizedFeatureKey, int]:
@@ -179,39 +147,13 @@ def _e_ApiVersionsResponse_0(o: ApiVersionsResponse, out: bytearray, chunks: lis
             _e_ApiVersion_0(it_api_keys, out, chunks)
 
 
-def _d_FinalizedFeatureKey_1(buf: Any, pos: int) -> tuple[FinalizedFeatureKey, int]:
-    return FinalizedFeatureKey("", 0, 0), pos
-
-
-def _e_FinalizedFeatureKey_1(o: FinalizedFeatureKey, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_SupportedFeatureKey_1(buf: Any, pos: int) -> tuple[SupportedFeatureKey, int]:
-    return SupportedFeatureKey("", 0, 0), pos
-
-
-def _e_SupportedFeatureKey_1(o: SupportedFeatureKey, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_ApiVersion_1(buf: Any, pos: int) -> tuple[ApiVersion, int]:
-    (f_api_key, f_min_version, f_max_version,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    return ApiVersion(f_api_key, f_min_version, f_max_version), pos
-
-
-def _e_ApiVersion_1(o: ApiVersion, out: bytearray, chunks: list[Any]) -> None:
-    out += _S0.pack(o.api_key, o.min_version, o.max_version)
-
-
 def _d_ApiVersionsResponse_1(buf: Any, pos: int) -> tuple[ApiVersionsResponse, int]:
     (f_error_code,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
     n_api_keys, pos = read_array_count(buf, pos, False, False)
     f_api_keys = []
     for _ in range(n_api_keys):
-        it_api_keys, pos = _d_ApiVersion_1(buf, pos)
+        it_api_keys, pos = _d_ApiVersion_0(buf, pos)
         f_api_keys.append(it_api_keys)
     (f_throttle_time_ms,) = _S2.unpack_from(buf, pos)
     pos += _S2.size
@@ -223,55 +165,7 @@ def _e_ApiVersionsResponse_1(o: ApiVersionsResponse, out: bytearray, chunks: lis
     write_array_count(out, o.api_keys, False)
     if o.api_keys is not None:
         for it_api_keys in o.api_keys:
-            _e_ApiVersion_1(it_api_keys, out, chunks)
-    out += _S2.pack(o.throttle_time_ms)
-
-
-def _d_FinalizedFeatureKey_2(buf: Any, pos: int) -> tuple[FinalizedFeatureKey, int]:
-    return FinalizedFeatureKey("", 0, 0), pos
-
-
-def _e_FinalizedFeatureKey_2(o: FinalizedFeatureKey, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_SupportedFeatureKey_2(buf: Any, pos: int) -> tuple[SupportedFeatureKey, int]:
-    return SupportedFeatureKey("", 0, 0), pos
-
-
-def _e_SupportedFeatureKey_2(o: SupportedFeatureKey, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_ApiVersion_2(buf: Any, pos: int) -> tuple[ApiVersion, int]:
-    (f_api_key, f_min_version, f_max_version,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    return ApiVersion(f_api_key, f_min_version, f_max_version), pos
-
-
-def _e_ApiVersion_2(o: ApiVersion, out: bytearray, chunks: list[Any]) -> None:
-    out += _S0.pack(o.api_key, o.min_version, o.max_version)
-
-
-def _d_ApiVersionsResponse_2(buf: Any, pos: int) -> tuple[ApiVersionsResponse, int]:
-    (f_error_code,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    n_api_keys, pos = read_array_count(buf, pos, False, False)
-    f_api_keys = []
-    for _ in range(n_api_keys):
-        it_api_keys, pos = _d_ApiVersion_2(buf, pos)
-        f_api_keys.append(it_api_keys)
-    (f_throttle_time_ms,) = _S2.unpack_from(buf, pos)
-    pos += _S2.size
-    return ApiVersionsResponse(f_error_code, f_api_keys, f_throttle_time_ms, [], -1, [], False), pos
-
-
-def _e_ApiVersionsResponse_2(o: ApiVersionsResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S1.pack(o.error_code)
-    write_array_count(out, o.api_keys, False)
-    if o.api_keys is not None:
-        for it_api_keys in o.api_keys:
-            _e_ApiVersion_2(it_api_keys, out, chunks)
+            _e_ApiVersion_0(it_api_keys, out, chunks)
     out += _S2.pack(o.throttle_time_ms)
 
 
@@ -415,145 +309,5 @@ def _e_ApiVersionsResponse_3(o: ApiVersionsResponse, out: bytearray, chunks: lis
         out += data
 
 
-def _d_FinalizedFeatureKey_4(buf: Any, pos: int) -> tuple[FinalizedFeatureKey, int]:
-    f_name, pos = read_compact_string(buf, pos, False)
-    (f_max_version_level, f_min_version_level,) = _S3.unpack_from(buf, pos)
-    pos += _S3.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return FinalizedFeatureKey(f_name, f_max_version_level, f_min_version_level), pos
-
-
-def _e_FinalizedFeatureKey_4(o: FinalizedFeatureKey, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.name)
-    out += _S3.pack(o.max_version_level, o.min_version_level)
-    out.append(0)
-
-
-def _d_SupportedFeatureKey_4(buf: Any, pos: int) -> tuple[SupportedFeatureKey, int]:
-    f_name, pos = read_compact_string(buf, pos, False)
-    (f_min_version, f_max_version,) = _S3.unpack_from(buf, pos)
-    pos += _S3.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return SupportedFeatureKey(f_name, f_min_version, f_max_version), pos
-
-
-def _e_SupportedFeatureKey_4(o: SupportedFeatureKey, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.name)
-    out += _S3.pack(o.min_version, o.max_version)
-    out.append(0)
-
-
-def _d_ApiVersion_4(buf: Any, pos: int) -> tuple[ApiVersion, int]:
-    (f_api_key, f_min_version, f_max_version,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return ApiVersion(f_api_key, f_min_version, f_max_version), pos
-
-
-def _e_ApiVersion_4(o: ApiVersion, out: bytearray, chunks: list[Any]) -> None:
-    out += _S0.pack(o.api_key, o.min_version, o.max_version)
-    out.append(0)
-
-
-def _d_ApiVersionsResponse_4(buf: Any, pos: int) -> tuple[ApiVersionsResponse, int]:
-    (f_error_code,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    n_api_keys, pos = read_array_count(buf, pos, True, False)
-    f_api_keys = []
-    for _ in range(n_api_keys):
-        it_api_keys, pos = _d_ApiVersion_4(buf, pos)
-        f_api_keys.append(it_api_keys)
-    (f_throttle_time_ms,) = _S2.unpack_from(buf, pos)
-    pos += _S2.size
-    f_supported_features: list[SupportedFeatureKey] = []
-    f_finalized_features_epoch: int = -1
-    f_finalized_features: list[FinalizedFeatureKey] = []
-    f_zk_migration_ready: bool = False
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            end = pos + size
-            if end > len(buf):
-                raise DecodeError('tagged field overruns the buffer')
-            if tag == 0:
-                n_supported_features, pos = read_array_count(buf, pos, True, False)
-                f_supported_features = []
-                for _ in range(n_supported_features):
-                    it_supported_features, pos = _d_SupportedFeatureKey_4(buf, pos)
-                    f_supported_features.append(it_supported_features)
-                if pos != end:
-                    raise DecodeError('tagged field size mismatch')
-            elif tag == 1:
-                (f_finalized_features_epoch,) = _S4.unpack_from(buf, pos)
-                pos += _S4.size
-                if pos != end:
-                    raise DecodeError('tagged field size mismatch')
-            elif tag == 2:
-                n_finalized_features, pos = read_array_count(buf, pos, True, False)
-                f_finalized_features = []
-                for _ in range(n_finalized_features):
-                    it_finalized_features, pos = _d_FinalizedFeatureKey_4(buf, pos)
-                    f_finalized_features.append(it_finalized_features)
-                if pos != end:
-                    raise DecodeError('tagged field size mismatch')
-            elif tag == 3:
-                (f_zk_migration_ready,) = _S5.unpack_from(buf, pos)
-                pos += _S5.size
-                if pos != end:
-                    raise DecodeError('tagged field size mismatch')
-            pos = end
-    return ApiVersionsResponse(f_error_code, f_api_keys, f_throttle_time_ms, f_supported_features, f_finalized_features_epoch, f_finalized_features, f_zk_migration_ready), pos
-
-
-def _e_ApiVersionsResponse_4(o: ApiVersionsResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S1.pack(o.error_code)
-    write_array_count(out, o.api_keys, True)
-    if o.api_keys is not None:
-        for it_api_keys in o.api_keys:
-            _e_ApiVersion_4(it_api_keys, out, chunks)
-    out += _S2.pack(o.throttle_time_ms)
-    tags: list[tuple[int, bytearray]] = []
-    if o.supported_features != list():
-        t = bytearray()
-        write_array_count(t, o.supported_features, True)
-        if o.supported_features is not None:
-            for it_supported_features in o.supported_features:
-                _e_SupportedFeatureKey_4(it_supported_features, t, chunks)
-        tags.append((0, t))
-    if o.finalized_features_epoch != -1:
-        t = bytearray()
-        t += _S4.pack(o.finalized_features_epoch)
-        tags.append((1, t))
-    if o.finalized_features != list():
-        t = bytearray()
-        write_array_count(t, o.finalized_features, True)
-        if o.finalized_features is not None:
-            for it_finalized_features in o.finalized_features:
-                _e_FinalizedFeatureKey_4(it_finalized_features, t, chunks)
-        tags.append((2, t))
-    if o.zk_migration_ready != False:
-        t = bytearray()
-        t += _S5.pack(o.zk_migration_ready)
-        tags.append((3, t))
-    write_uvarint(out, len(tags))
-    for tag, data in tags:
-        write_uvarint(out, tag)
-        write_uvarint(out, len(data))
-        out += data
-
-
-ApiVersionsResponse._DECODERS = {0: _d_ApiVersionsResponse_0, 1: _d_ApiVersionsResponse_1, 2: _d_ApiVersionsResponse_2, 3: _d_ApiVersionsResponse_3, 4: _d_ApiVersionsResponse_4}
-ApiVersionsResponse._ENCODERS = {0: _e_ApiVersionsResponse_0, 1: _e_ApiVersionsResponse_1, 2: _e_ApiVersionsResponse_2, 3: _e_ApiVersionsResponse_3, 4: _e_ApiVersionsResponse_4}
+ApiVersionsResponse._DECODERS = {0: _d_ApiVersionsResponse_0, 1: _d_ApiVersionsResponse_1, 2: _d_ApiVersionsResponse_1, 3: _d_ApiVersionsResponse_3, 4: _d_ApiVersionsResponse_3}
+ApiVersionsResponse._ENCODERS = {0: _e_ApiVersionsResponse_0, 1: _e_ApiVersionsResponse_1, 2: _e_ApiVersionsResponse_1, 3: _e_ApiVersionsResponse_3, 4: _e_ApiVersionsResponse_3}

@@ -128,23 +128,6 @@ def _e_ConsumerProtocolSubscription_1(o: ConsumerProtocolSubscription, out: byte
             _e_OwnedTopicPartition_1(it_owned_partitions, out, chunks)
 
 
-def _d_OwnedTopicPartition_2(buf: Any, pos: int) -> tuple[OwnedTopicPartition, int]:
-    f_topic, pos = read_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, False, False)
-    if n_partitions * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_partitions = list(unpack_from(f'>{n_partitions}i', buf, pos))
-    pos += n_partitions * 4
-    return OwnedTopicPartition(f_topic, f_partitions), pos
-
-
-def _e_OwnedTopicPartition_2(o: OwnedTopicPartition, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.topic)
-    write_array_count(out, o.partitions, False)
-    if o.partitions is not None:
-        out += pack(f'>{len(o.partitions)}i', *o.partitions)
-
-
 def _d_ConsumerProtocolSubscription_2(buf: Any, pos: int) -> tuple[ConsumerProtocolSubscription, int]:
     n_topics, pos = read_array_count(buf, pos, False, False)
     f_topics = []
@@ -155,7 +138,7 @@ def _d_ConsumerProtocolSubscription_2(buf: Any, pos: int) -> tuple[ConsumerProto
     n_owned_partitions, pos = read_array_count(buf, pos, False, False)
     f_owned_partitions = []
     for _ in range(n_owned_partitions):
-        it_owned_partitions, pos = _d_OwnedTopicPartition_2(buf, pos)
+        it_owned_partitions, pos = _d_OwnedTopicPartition_1(buf, pos)
         f_owned_partitions.append(it_owned_partitions)
     (f_generation_id,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
@@ -171,25 +154,8 @@ def _e_ConsumerProtocolSubscription_2(o: ConsumerProtocolSubscription, out: byte
     write_array_count(out, o.owned_partitions, False)
     if o.owned_partitions is not None:
         for it_owned_partitions in o.owned_partitions:
-            _e_OwnedTopicPartition_2(it_owned_partitions, out, chunks)
+            _e_OwnedTopicPartition_1(it_owned_partitions, out, chunks)
     out += _S0.pack(o.generation_id)
-
-
-def _d_OwnedTopicPartition_3(buf: Any, pos: int) -> tuple[OwnedTopicPartition, int]:
-    f_topic, pos = read_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, False, False)
-    if n_partitions * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_partitions = list(unpack_from(f'>{n_partitions}i', buf, pos))
-    pos += n_partitions * 4
-    return OwnedTopicPartition(f_topic, f_partitions), pos
-
-
-def _e_OwnedTopicPartition_3(o: OwnedTopicPartition, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.topic)
-    write_array_count(out, o.partitions, False)
-    if o.partitions is not None:
-        out += pack(f'>{len(o.partitions)}i', *o.partitions)
 
 
 def _d_ConsumerProtocolSubscription_3(buf: Any, pos: int) -> tuple[ConsumerProtocolSubscription, int]:
@@ -202,7 +168,7 @@ def _d_ConsumerProtocolSubscription_3(buf: Any, pos: int) -> tuple[ConsumerProto
     n_owned_partitions, pos = read_array_count(buf, pos, False, False)
     f_owned_partitions = []
     for _ in range(n_owned_partitions):
-        it_owned_partitions, pos = _d_OwnedTopicPartition_3(buf, pos)
+        it_owned_partitions, pos = _d_OwnedTopicPartition_1(buf, pos)
         f_owned_partitions.append(it_owned_partitions)
     (f_generation_id,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
@@ -219,7 +185,7 @@ def _e_ConsumerProtocolSubscription_3(o: ConsumerProtocolSubscription, out: byte
     write_array_count(out, o.owned_partitions, False)
     if o.owned_partitions is not None:
         for it_owned_partitions in o.owned_partitions:
-            _e_OwnedTopicPartition_3(it_owned_partitions, out, chunks)
+            _e_OwnedTopicPartition_1(it_owned_partitions, out, chunks)
     out += _S0.pack(o.generation_id)
     write_string(out, o.rack_id)
 
@@ -263,110 +229,5 @@ def _e_ConsumerProtocolAssignment_0(o: ConsumerProtocolAssignment, out: bytearra
     write_bytes(out, o.user_data)
 
 
-def _d_AssignedTopicPartition_1(buf: Any, pos: int) -> tuple[AssignedTopicPartition, int]:
-    f_topic, pos = read_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, False, False)
-    if n_partitions * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_partitions = list(unpack_from(f'>{n_partitions}i', buf, pos))
-    pos += n_partitions * 4
-    return AssignedTopicPartition(f_topic, f_partitions), pos
-
-
-def _e_AssignedTopicPartition_1(o: AssignedTopicPartition, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.topic)
-    write_array_count(out, o.partitions, False)
-    if o.partitions is not None:
-        out += pack(f'>{len(o.partitions)}i', *o.partitions)
-
-
-def _d_ConsumerProtocolAssignment_1(buf: Any, pos: int) -> tuple[ConsumerProtocolAssignment, int]:
-    n_assigned_partitions, pos = read_array_count(buf, pos, False, False)
-    f_assigned_partitions = []
-    for _ in range(n_assigned_partitions):
-        it_assigned_partitions, pos = _d_AssignedTopicPartition_1(buf, pos)
-        f_assigned_partitions.append(it_assigned_partitions)
-    f_user_data, pos = read_bytes(buf, pos, True)
-    return ConsumerProtocolAssignment(f_assigned_partitions, f_user_data), pos
-
-
-def _e_ConsumerProtocolAssignment_1(o: ConsumerProtocolAssignment, out: bytearray, chunks: list[Any]) -> None:
-    write_array_count(out, o.assigned_partitions, False)
-    if o.assigned_partitions is not None:
-        for it_assigned_partitions in o.assigned_partitions:
-            _e_AssignedTopicPartition_1(it_assigned_partitions, out, chunks)
-    write_bytes(out, o.user_data)
-
-
-def _d_AssignedTopicPartition_2(buf: Any, pos: int) -> tuple[AssignedTopicPartition, int]:
-    f_topic, pos = read_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, False, False)
-    if n_partitions * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_partitions = list(unpack_from(f'>{n_partitions}i', buf, pos))
-    pos += n_partitions * 4
-    return AssignedTopicPartition(f_topic, f_partitions), pos
-
-
-def _e_AssignedTopicPartition_2(o: AssignedTopicPartition, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.topic)
-    write_array_count(out, o.partitions, False)
-    if o.partitions is not None:
-        out += pack(f'>{len(o.partitions)}i', *o.partitions)
-
-
-def _d_ConsumerProtocolAssignment_2(buf: Any, pos: int) -> tuple[ConsumerProtocolAssignment, int]:
-    n_assigned_partitions, pos = read_array_count(buf, pos, False, False)
-    f_assigned_partitions = []
-    for _ in range(n_assigned_partitions):
-        it_assigned_partitions, pos = _d_AssignedTopicPartition_2(buf, pos)
-        f_assigned_partitions.append(it_assigned_partitions)
-    f_user_data, pos = read_bytes(buf, pos, True)
-    return ConsumerProtocolAssignment(f_assigned_partitions, f_user_data), pos
-
-
-def _e_ConsumerProtocolAssignment_2(o: ConsumerProtocolAssignment, out: bytearray, chunks: list[Any]) -> None:
-    write_array_count(out, o.assigned_partitions, False)
-    if o.assigned_partitions is not None:
-        for it_assigned_partitions in o.assigned_partitions:
-            _e_AssignedTopicPartition_2(it_assigned_partitions, out, chunks)
-    write_bytes(out, o.user_data)
-
-
-def _d_AssignedTopicPartition_3(buf: Any, pos: int) -> tuple[AssignedTopicPartition, int]:
-    f_topic, pos = read_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, False, False)
-    if n_partitions * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_partitions = list(unpack_from(f'>{n_partitions}i', buf, pos))
-    pos += n_partitions * 4
-    return AssignedTopicPartition(f_topic, f_partitions), pos
-
-
-def _e_AssignedTopicPartition_3(o: AssignedTopicPartition, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.topic)
-    write_array_count(out, o.partitions, False)
-    if o.partitions is not None:
-        out += pack(f'>{len(o.partitions)}i', *o.partitions)
-
-
-def _d_ConsumerProtocolAssignment_3(buf: Any, pos: int) -> tuple[ConsumerProtocolAssignment, int]:
-    n_assigned_partitions, pos = read_array_count(buf, pos, False, False)
-    f_assigned_partitions = []
-    for _ in range(n_assigned_partitions):
-        it_assigned_partitions, pos = _d_AssignedTopicPartition_3(buf, pos)
-        f_assigned_partitions.append(it_assigned_partitions)
-    f_user_data, pos = read_bytes(buf, pos, True)
-    return ConsumerProtocolAssignment(f_assigned_partitions, f_user_data), pos
-
-
-def _e_ConsumerProtocolAssignment_3(o: ConsumerProtocolAssignment, out: bytearray, chunks: list[Any]) -> None:
-    write_array_count(out, o.assigned_partitions, False)
-    if o.assigned_partitions is not None:
-        for it_assigned_partitions in o.assigned_partitions:
-            _e_AssignedTopicPartition_3(it_assigned_partitions, out, chunks)
-    write_bytes(out, o.user_data)
-
-
-ConsumerProtocolAssignment._DECODERS = {0: _d_ConsumerProtocolAssignment_0, 1: _d_ConsumerProtocolAssignment_1, 2: _d_ConsumerProtocolAssignment_2, 3: _d_ConsumerProtocolAssignment_3}
-ConsumerProtocolAssignment._ENCODERS = {0: _e_ConsumerProtocolAssignment_0, 1: _e_ConsumerProtocolAssignment_1, 2: _e_ConsumerProtocolAssignment_2, 3: _e_ConsumerProtocolAssignment_3}
+ConsumerProtocolAssignment._DECODERS = {0: _d_ConsumerProtocolAssignment_0, 1: _d_ConsumerProtocolAssignment_0, 2: _d_ConsumerProtocolAssignment_0, 3: _d_ConsumerProtocolAssignment_0}
+ConsumerProtocolAssignment._ENCODERS = {0: _e_ConsumerProtocolAssignment_0, 1: _e_ConsumerProtocolAssignment_0, 2: _e_ConsumerProtocolAssignment_0, 3: _e_ConsumerProtocolAssignment_0}

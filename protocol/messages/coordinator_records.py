@@ -100,22 +100,8 @@ def _e_OffsetCommitKey_0(o: OffsetCommitKey, out: bytearray, chunks: list[Any]) 
     out += _S0.pack(o.partition)
 
 
-def _d_OffsetCommitKey_1(buf: Any, pos: int) -> tuple[OffsetCommitKey, int]:
-    f_group, pos = read_string(buf, pos, False)
-    f_topic, pos = read_string(buf, pos, False)
-    (f_partition,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    return OffsetCommitKey(f_group, f_topic, f_partition), pos
-
-
-def _e_OffsetCommitKey_1(o: OffsetCommitKey, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.group)
-    write_string(out, o.topic)
-    out += _S0.pack(o.partition)
-
-
-OffsetCommitKey._DECODERS = {0: _d_OffsetCommitKey_0, 1: _d_OffsetCommitKey_1}
-OffsetCommitKey._ENCODERS = {0: _e_OffsetCommitKey_0, 1: _e_OffsetCommitKey_1}
+OffsetCommitKey._DECODERS = {0: _d_OffsetCommitKey_0, 1: _d_OffsetCommitKey_0}
+OffsetCommitKey._ENCODERS = {0: _e_OffsetCommitKey_0, 1: _e_OffsetCommitKey_0}
 
 
 def _d_GroupMetadataKey_2(buf: Any, pos: int) -> tuple[GroupMetadataKey, int]:
@@ -161,21 +147,6 @@ def _e_OffsetCommitValue_1(o: OffsetCommitValue, out: bytearray, chunks: list[An
     out += _S2.pack(o.commit_timestamp, o.expire_timestamp)
 
 
-def _d_OffsetCommitValue_2(buf: Any, pos: int) -> tuple[OffsetCommitValue, int]:
-    (f_offset,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    f_metadata, pos = read_string(buf, pos, False)
-    (f_commit_timestamp,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    return OffsetCommitValue(f_offset, -1, f_metadata, f_commit_timestamp, -1), pos
-
-
-def _e_OffsetCommitValue_2(o: OffsetCommitValue, out: bytearray, chunks: list[Any]) -> None:
-    out += _S1.pack(o.offset)
-    write_string(out, o.metadata)
-    out += _S1.pack(o.commit_timestamp)
-
-
 def _d_OffsetCommitValue_3(buf: Any, pos: int) -> tuple[OffsetCommitValue, int]:
     (f_offset, f_leader_epoch,) = _S3.unpack_from(buf, pos)
     pos += _S3.size
@@ -211,8 +182,8 @@ def _e_OffsetCommitValue_4(o: OffsetCommitValue, out: bytearray, chunks: list[An
     out.append(0)
 
 
-OffsetCommitValue._DECODERS = {0: _d_OffsetCommitValue_0, 1: _d_OffsetCommitValue_1, 2: _d_OffsetCommitValue_2, 3: _d_OffsetCommitValue_3, 4: _d_OffsetCommitValue_4}
-OffsetCommitValue._ENCODERS = {0: _e_OffsetCommitValue_0, 1: _e_OffsetCommitValue_1, 2: _e_OffsetCommitValue_2, 3: _e_OffsetCommitValue_3, 4: _e_OffsetCommitValue_4}
+OffsetCommitValue._DECODERS = {0: _d_OffsetCommitValue_0, 1: _d_OffsetCommitValue_1, 2: _d_OffsetCommitValue_0, 3: _d_OffsetCommitValue_3, 4: _d_OffsetCommitValue_4}
+OffsetCommitValue._ENCODERS = {0: _e_OffsetCommitValue_0, 1: _e_OffsetCommitValue_1, 2: _e_OffsetCommitValue_0, 3: _e_OffsetCommitValue_3, 4: _e_OffsetCommitValue_4}
 
 
 def _d_MemberMetadata_0(buf: Any, pos: int) -> tuple[MemberMetadata, int]:
@@ -305,26 +276,6 @@ def _e_GroupMetadataValue_1(o: GroupMetadataValue, out: bytearray, chunks: list[
             _e_MemberMetadata_1(it_members, out, chunks)
 
 
-def _d_MemberMetadata_2(buf: Any, pos: int) -> tuple[MemberMetadata, int]:
-    f_member_id, pos = read_string(buf, pos, False)
-    f_client_id, pos = read_string(buf, pos, False)
-    f_client_host, pos = read_string(buf, pos, False)
-    (f_rebalance_timeout, f_session_timeout,) = _S4.unpack_from(buf, pos)
-    pos += _S4.size
-    f_subscription, pos = read_bytes(buf, pos, False)
-    f_assignment, pos = read_bytes(buf, pos, False)
-    return MemberMetadata(f_member_id, None, f_client_id, f_client_host, f_rebalance_timeout, f_session_timeout, f_subscription, f_assignment), pos
-
-
-def _e_MemberMetadata_2(o: MemberMetadata, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.member_id)
-    write_string(out, o.client_id)
-    write_string(out, o.client_host)
-    out += _S4.pack(o.rebalance_timeout, o.session_timeout)
-    write_bytes(out, o.subscription)
-    write_bytes(out, o.assignment)
-
-
 def _d_GroupMetadataValue_2(buf: Any, pos: int) -> tuple[GroupMetadataValue, int]:
     f_protocol_type, pos = read_string(buf, pos, False)
     (f_generation,) = _S0.unpack_from(buf, pos)
@@ -336,7 +287,7 @@ def _d_GroupMetadataValue_2(buf: Any, pos: int) -> tuple[GroupMetadataValue, int
     n_members, pos = read_array_count(buf, pos, False, False)
     f_members = []
     for _ in range(n_members):
-        it_members, pos = _d_MemberMetadata_2(buf, pos)
+        it_members, pos = _d_MemberMetadata_1(buf, pos)
         f_members.append(it_members)
     return GroupMetadataValue(f_protocol_type, f_generation, f_protocol, f_leader, f_current_state_timestamp, f_members), pos
 
@@ -350,7 +301,7 @@ def _e_GroupMetadataValue_2(o: GroupMetadataValue, out: bytearray, chunks: list[
     write_array_count(out, o.members, False)
     if o.members is not None:
         for it_members in o.members:
-            _e_MemberMetadata_2(it_members, out, chunks)
+            _e_MemberMetadata_1(it_members, out, chunks)
 
 
 def _d_MemberMetadata_3(buf: Any, pos: int) -> tuple[MemberMetadata, int]:

@@ -197,56 +197,8 @@ def _e_DeleteAclsRequest_2(o: DeleteAclsRequest, out: bytearray, chunks: list[An
     out.append(0)
 
 
-def _d_DeleteAclsFilter_3(buf: Any, pos: int) -> tuple[DeleteAclsFilter, int]:
-    (f_resource_type_filter,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    f_resource_name_filter, pos = read_compact_string(buf, pos, True)
-    (f_pattern_type_filter,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    f_principal_filter, pos = read_compact_string(buf, pos, True)
-    f_host_filter, pos = read_compact_string(buf, pos, True)
-    (f_operation, f_permission_type,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return DeleteAclsFilter(f_resource_type_filter, f_resource_name_filter, f_pattern_type_filter, f_principal_filter, f_host_filter, f_operation, f_permission_type), pos
-
-
-def _e_DeleteAclsFilter_3(o: DeleteAclsFilter, out: bytearray, chunks: list[Any]) -> None:
-    out += _S0.pack(o.resource_type_filter)
-    write_compact_string(out, o.resource_name_filter)
-    out += _S0.pack(o.pattern_type_filter)
-    write_compact_string(out, o.principal_filter)
-    write_compact_string(out, o.host_filter)
-    out += _S1.pack(o.operation, o.permission_type)
-    out.append(0)
-
-
-def _d_DeleteAclsRequest_3(buf: Any, pos: int) -> tuple[DeleteAclsRequest, int]:
-    n_filters, pos = read_array_count(buf, pos, True, False)
-    f_filters = []
-    for _ in range(n_filters):
-        it_filters, pos = _d_DeleteAclsFilter_3(buf, pos)
-        f_filters.append(it_filters)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return DeleteAclsRequest(f_filters), pos
-
-
-def _e_DeleteAclsRequest_3(o: DeleteAclsRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_array_count(out, o.filters, True)
-    if o.filters is not None:
-        for it_filters in o.filters:
-            _e_DeleteAclsFilter_3(it_filters, out, chunks)
-    out.append(0)
-
-
-DeleteAclsRequest._DECODERS = {0: _d_DeleteAclsRequest_0, 1: _d_DeleteAclsRequest_1, 2: _d_DeleteAclsRequest_2, 3: _d_DeleteAclsRequest_3}
-DeleteAclsRequest._ENCODERS = {0: _e_DeleteAclsRequest_0, 1: _e_DeleteAclsRequest_1, 2: _e_DeleteAclsRequest_2, 3: _e_DeleteAclsRequest_3}
+DeleteAclsRequest._DECODERS = {0: _d_DeleteAclsRequest_0, 1: _d_DeleteAclsRequest_1, 2: _d_DeleteAclsRequest_2, 3: _d_DeleteAclsRequest_2}
+DeleteAclsRequest._ENCODERS = {0: _e_DeleteAclsRequest_0, 1: _e_DeleteAclsRequest_1, 2: _e_DeleteAclsRequest_2, 3: _e_DeleteAclsRequest_2}
 
 
 def _d_DeleteAclsMatchingAcl_0(buf: Any, pos: int) -> tuple[DeleteAclsMatchingAcl, int]:
@@ -462,87 +414,5 @@ def _e_DeleteAclsResponse_2(o: DeleteAclsResponse, out: bytearray, chunks: list[
     out.append(0)
 
 
-def _d_DeleteAclsMatchingAcl_3(buf: Any, pos: int) -> tuple[DeleteAclsMatchingAcl, int]:
-    (f_error_code,) = _S2.unpack_from(buf, pos)
-    pos += _S2.size
-    f_error_message, pos = read_compact_string(buf, pos, True)
-    (f_resource_type,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    f_resource_name, pos = read_compact_string(buf, pos, False)
-    (f_pattern_type,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    f_principal, pos = read_compact_string(buf, pos, False)
-    f_host, pos = read_compact_string(buf, pos, False)
-    (f_operation, f_permission_type,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return DeleteAclsMatchingAcl(f_error_code, f_error_message, f_resource_type, f_resource_name, f_pattern_type, f_principal, f_host, f_operation, f_permission_type), pos
-
-
-def _e_DeleteAclsMatchingAcl_3(o: DeleteAclsMatchingAcl, out: bytearray, chunks: list[Any]) -> None:
-    out += _S2.pack(o.error_code)
-    write_compact_string(out, o.error_message)
-    out += _S0.pack(o.resource_type)
-    write_compact_string(out, o.resource_name)
-    out += _S0.pack(o.pattern_type)
-    write_compact_string(out, o.principal)
-    write_compact_string(out, o.host)
-    out += _S1.pack(o.operation, o.permission_type)
-    out.append(0)
-
-
-def _d_DeleteAclsFilterResult_3(buf: Any, pos: int) -> tuple[DeleteAclsFilterResult, int]:
-    (f_error_code,) = _S2.unpack_from(buf, pos)
-    pos += _S2.size
-    f_error_message, pos = read_compact_string(buf, pos, True)
-    n_matching_acls, pos = read_array_count(buf, pos, True, False)
-    f_matching_acls = []
-    for _ in range(n_matching_acls):
-        it_matching_acls, pos = _d_DeleteAclsMatchingAcl_3(buf, pos)
-        f_matching_acls.append(it_matching_acls)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return DeleteAclsFilterResult(f_error_code, f_error_message, f_matching_acls), pos
-
-
-def _e_DeleteAclsFilterResult_3(o: DeleteAclsFilterResult, out: bytearray, chunks: list[Any]) -> None:
-    out += _S2.pack(o.error_code)
-    write_compact_string(out, o.error_message)
-    write_array_count(out, o.matching_acls, True)
-    if o.matching_acls is not None:
-        for it_matching_acls in o.matching_acls:
-            _e_DeleteAclsMatchingAcl_3(it_matching_acls, out, chunks)
-    out.append(0)
-
-
-def _d_DeleteAclsResponse_3(buf: Any, pos: int) -> tuple[DeleteAclsResponse, int]:
-    (f_throttle_time_ms,) = _S3.unpack_from(buf, pos)
-    pos += _S3.size
-    n_filter_results, pos = read_array_count(buf, pos, True, False)
-    f_filter_results = []
-    for _ in range(n_filter_results):
-        it_filter_results, pos = _d_DeleteAclsFilterResult_3(buf, pos)
-        f_filter_results.append(it_filter_results)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return DeleteAclsResponse(f_throttle_time_ms, f_filter_results), pos
-
-
-def _e_DeleteAclsResponse_3(o: DeleteAclsResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S3.pack(o.throttle_time_ms)
-    write_array_count(out, o.filter_results, True)
-    if o.filter_results is not None:
-        for it_filter_results in o.filter_results:
-            _e_DeleteAclsFilterResult_3(it_filter_results, out, chunks)
-    out.append(0)
-
-
-DeleteAclsResponse._DECODERS = {0: _d_DeleteAclsResponse_0, 1: _d_DeleteAclsResponse_1, 2: _d_DeleteAclsResponse_2, 3: _d_DeleteAclsResponse_3}
-DeleteAclsResponse._ENCODERS = {0: _e_DeleteAclsResponse_0, 1: _e_DeleteAclsResponse_1, 2: _e_DeleteAclsResponse_2, 3: _e_DeleteAclsResponse_3}
+DeleteAclsResponse._DECODERS = {0: _d_DeleteAclsResponse_0, 1: _d_DeleteAclsResponse_1, 2: _d_DeleteAclsResponse_2, 3: _d_DeleteAclsResponse_2}
+DeleteAclsResponse._ENCODERS = {0: _e_DeleteAclsResponse_0, 1: _e_DeleteAclsResponse_1, 2: _e_DeleteAclsResponse_2, 3: _e_DeleteAclsResponse_2}

@@ -65,22 +65,6 @@ def _e_DeleteGroupsRequest_0(o: DeleteGroupsRequest, out: bytearray, chunks: lis
             write_string(out, it_groups_names)
 
 
-def _d_DeleteGroupsRequest_1(buf: Any, pos: int) -> tuple[DeleteGroupsRequest, int]:
-    n_groups_names, pos = read_array_count(buf, pos, False, False)
-    f_groups_names = []
-    for _ in range(n_groups_names):
-        it_groups_names, pos = read_string(buf, pos, False)
-        f_groups_names.append(it_groups_names)
-    return DeleteGroupsRequest(f_groups_names), pos
-
-
-def _e_DeleteGroupsRequest_1(o: DeleteGroupsRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_array_count(out, o.groups_names, False)
-    if o.groups_names is not None:
-        for it_groups_names in o.groups_names:
-            write_string(out, it_groups_names)
-
-
 def _d_DeleteGroupsRequest_2(buf: Any, pos: int) -> tuple[DeleteGroupsRequest, int]:
     n_groups_names, pos = read_array_count(buf, pos, True, False)
     f_groups_names = []
@@ -102,8 +86,8 @@ def _e_DeleteGroupsRequest_2(o: DeleteGroupsRequest, out: bytearray, chunks: lis
     out.append(0)
 
 
-DeleteGroupsRequest._DECODERS = {0: _d_DeleteGroupsRequest_0, 1: _d_DeleteGroupsRequest_1, 2: _d_DeleteGroupsRequest_2}
-DeleteGroupsRequest._ENCODERS = {0: _e_DeleteGroupsRequest_0, 1: _e_DeleteGroupsRequest_1, 2: _e_DeleteGroupsRequest_2}
+DeleteGroupsRequest._DECODERS = {0: _d_DeleteGroupsRequest_0, 1: _d_DeleteGroupsRequest_0, 2: _d_DeleteGroupsRequest_2}
+DeleteGroupsRequest._ENCODERS = {0: _e_DeleteGroupsRequest_0, 1: _e_DeleteGroupsRequest_0, 2: _e_DeleteGroupsRequest_2}
 
 
 def _d_DeletableGroupResult_0(buf: Any, pos: int) -> tuple[DeletableGroupResult, int]:
@@ -135,37 +119,6 @@ def _e_DeleteGroupsResponse_0(o: DeleteGroupsResponse, out: bytearray, chunks: l
     if o.results is not None:
         for it_results in o.results:
             _e_DeletableGroupResult_0(it_results, out, chunks)
-
-
-def _d_DeletableGroupResult_1(buf: Any, pos: int) -> tuple[DeletableGroupResult, int]:
-    f_group_id, pos = read_string(buf, pos, False)
-    (f_error_code,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    return DeletableGroupResult(f_group_id, f_error_code), pos
-
-
-def _e_DeletableGroupResult_1(o: DeletableGroupResult, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.group_id)
-    out += _S0.pack(o.error_code)
-
-
-def _d_DeleteGroupsResponse_1(buf: Any, pos: int) -> tuple[DeleteGroupsResponse, int]:
-    (f_throttle_time_ms,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    n_results, pos = read_array_count(buf, pos, False, False)
-    f_results = []
-    for _ in range(n_results):
-        it_results, pos = _d_DeletableGroupResult_1(buf, pos)
-        f_results.append(it_results)
-    return DeleteGroupsResponse(f_throttle_time_ms, f_results), pos
-
-
-def _e_DeleteGroupsResponse_1(o: DeleteGroupsResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S1.pack(o.throttle_time_ms)
-    write_array_count(out, o.results, False)
-    if o.results is not None:
-        for it_results in o.results:
-            _e_DeletableGroupResult_1(it_results, out, chunks)
 
 
 def _d_DeletableGroupResult_2(buf: Any, pos: int) -> tuple[DeletableGroupResult, int]:
@@ -209,5 +162,5 @@ def _e_DeleteGroupsResponse_2(o: DeleteGroupsResponse, out: bytearray, chunks: l
     out.append(0)
 
 
-DeleteGroupsResponse._DECODERS = {0: _d_DeleteGroupsResponse_0, 1: _d_DeleteGroupsResponse_1, 2: _d_DeleteGroupsResponse_2}
-DeleteGroupsResponse._ENCODERS = {0: _e_DeleteGroupsResponse_0, 1: _e_DeleteGroupsResponse_1, 2: _e_DeleteGroupsResponse_2}
+DeleteGroupsResponse._DECODERS = {0: _d_DeleteGroupsResponse_0, 1: _d_DeleteGroupsResponse_0, 2: _d_DeleteGroupsResponse_2}
+DeleteGroupsResponse._ENCODERS = {0: _e_DeleteGroupsResponse_0, 1: _e_DeleteGroupsResponse_0, 2: _e_DeleteGroupsResponse_2}

@@ -117,53 +117,6 @@ def _e_DeleteRecordsRequest_0(o: DeleteRecordsRequest, out: bytearray, chunks: l
     out += _S1.pack(o.timeout_ms)
 
 
-def _d_DeleteRecordsPartition_1(buf: Any, pos: int) -> tuple[DeleteRecordsPartition, int]:
-    (f_partition_index, f_offset,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    return DeleteRecordsPartition(f_partition_index, f_offset), pos
-
-
-def _e_DeleteRecordsPartition_1(o: DeleteRecordsPartition, out: bytearray, chunks: list[Any]) -> None:
-    out += _S0.pack(o.partition_index, o.offset)
-
-
-def _d_DeleteRecordsTopic_1(buf: Any, pos: int) -> tuple[DeleteRecordsTopic, int]:
-    f_name, pos = read_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, False, False)
-    f_partitions = []
-    for _ in range(n_partitions):
-        it_partitions, pos = _d_DeleteRecordsPartition_1(buf, pos)
-        f_partitions.append(it_partitions)
-    return DeleteRecordsTopic(f_name, f_partitions), pos
-
-
-def _e_DeleteRecordsTopic_1(o: DeleteRecordsTopic, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-    write_array_count(out, o.partitions, False)
-    if o.partitions is not None:
-        for it_partitions in o.partitions:
-            _e_DeleteRecordsPartition_1(it_partitions, out, chunks)
-
-
-def _d_DeleteRecordsRequest_1(buf: Any, pos: int) -> tuple[DeleteRecordsRequest, int]:
-    n_topics, pos = read_array_count(buf, pos, False, False)
-    f_topics = []
-    for _ in range(n_topics):
-        it_topics, pos = _d_DeleteRecordsTopic_1(buf, pos)
-        f_topics.append(it_topics)
-    (f_timeout_ms,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    return DeleteRecordsRequest(f_topics, f_timeout_ms), pos
-
-
-def _e_DeleteRecordsRequest_1(o: DeleteRecordsRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_array_count(out, o.topics, False)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_DeleteRecordsTopic_1(it_topics, out, chunks)
-    out += _S1.pack(o.timeout_ms)
-
-
 def _d_DeleteRecordsPartition_2(buf: Any, pos: int) -> tuple[DeleteRecordsPartition, int]:
     (f_partition_index, f_offset,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
@@ -226,8 +179,8 @@ def _e_DeleteRecordsRequest_2(o: DeleteRecordsRequest, out: bytearray, chunks: l
     out.append(0)
 
 
-DeleteRecordsRequest._DECODERS = {0: _d_DeleteRecordsRequest_0, 1: _d_DeleteRecordsRequest_1, 2: _d_DeleteRecordsRequest_2}
-DeleteRecordsRequest._ENCODERS = {0: _e_DeleteRecordsRequest_0, 1: _e_DeleteRecordsRequest_1, 2: _e_DeleteRecordsRequest_2}
+DeleteRecordsRequest._DECODERS = {0: _d_DeleteRecordsRequest_0, 1: _d_DeleteRecordsRequest_0, 2: _d_DeleteRecordsRequest_2}
+DeleteRecordsRequest._ENCODERS = {0: _e_DeleteRecordsRequest_0, 1: _e_DeleteRecordsRequest_0, 2: _e_DeleteRecordsRequest_2}
 
 
 def _d_DeleteRecordsPartitionResult_0(buf: Any, pos: int) -> tuple[DeleteRecordsPartitionResult, int]:
@@ -275,53 +228,6 @@ def _e_DeleteRecordsResponse_0(o: DeleteRecordsResponse, out: bytearray, chunks:
     if o.topics is not None:
         for it_topics in o.topics:
             _e_DeleteRecordsTopicResult_0(it_topics, out, chunks)
-
-
-def _d_DeleteRecordsPartitionResult_1(buf: Any, pos: int) -> tuple[DeleteRecordsPartitionResult, int]:
-    (f_partition_index, f_low_watermark, f_error_code,) = _S2.unpack_from(buf, pos)
-    pos += _S2.size
-    return DeleteRecordsPartitionResult(f_partition_index, f_low_watermark, f_error_code), pos
-
-
-def _e_DeleteRecordsPartitionResult_1(o: DeleteRecordsPartitionResult, out: bytearray, chunks: list[Any]) -> None:
-    out += _S2.pack(o.partition_index, o.low_watermark, o.error_code)
-
-
-def _d_DeleteRecordsTopicResult_1(buf: Any, pos: int) -> tuple[DeleteRecordsTopicResult, int]:
-    f_name, pos = read_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, False, False)
-    f_partitions = []
-    for _ in range(n_partitions):
-        it_partitions, pos = _d_DeleteRecordsPartitionResult_1(buf, pos)
-        f_partitions.append(it_partitions)
-    return DeleteRecordsTopicResult(f_name, f_partitions), pos
-
-
-def _e_DeleteRecordsTopicResult_1(o: DeleteRecordsTopicResult, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-    write_array_count(out, o.partitions, False)
-    if o.partitions is not None:
-        for it_partitions in o.partitions:
-            _e_DeleteRecordsPartitionResult_1(it_partitions, out, chunks)
-
-
-def _d_DeleteRecordsResponse_1(buf: Any, pos: int) -> tuple[DeleteRecordsResponse, int]:
-    (f_throttle_time_ms,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    n_topics, pos = read_array_count(buf, pos, False, False)
-    f_topics = []
-    for _ in range(n_topics):
-        it_topics, pos = _d_DeleteRecordsTopicResult_1(buf, pos)
-        f_topics.append(it_topics)
-    return DeleteRecordsResponse(f_throttle_time_ms, f_topics), pos
-
-
-def _e_DeleteRecordsResponse_1(o: DeleteRecordsResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S1.pack(o.throttle_time_ms)
-    write_array_count(out, o.topics, False)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_DeleteRecordsTopicResult_1(it_topics, out, chunks)
 
 
 def _d_DeleteRecordsPartitionResult_2(buf: Any, pos: int) -> tuple[DeleteRecordsPartitionResult, int]:
@@ -386,5 +292,5 @@ def _e_DeleteRecordsResponse_2(o: DeleteRecordsResponse, out: bytearray, chunks:
     out.append(0)
 
 
-DeleteRecordsResponse._DECODERS = {0: _d_DeleteRecordsResponse_0, 1: _d_DeleteRecordsResponse_1, 2: _d_DeleteRecordsResponse_2}
-DeleteRecordsResponse._ENCODERS = {0: _e_DeleteRecordsResponse_0, 1: _e_DeleteRecordsResponse_1, 2: _e_DeleteRecordsResponse_2}
+DeleteRecordsResponse._DECODERS = {0: _d_DeleteRecordsResponse_0, 1: _d_DeleteRecordsResponse_0, 2: _d_DeleteRecordsResponse_2}
+DeleteRecordsResponse._ENCODERS = {0: _e_DeleteRecordsResponse_0, 1: _e_DeleteRecordsResponse_0, 2: _e_DeleteRecordsResponse_2}

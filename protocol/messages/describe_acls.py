@@ -136,35 +136,8 @@ def _e_DescribeAclsRequest_2(o: DescribeAclsRequest, out: bytearray, chunks: lis
     out.append(0)
 
 
-def _d_DescribeAclsRequest_3(buf: Any, pos: int) -> tuple[DescribeAclsRequest, int]:
-    (f_resource_type_filter,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    f_resource_name_filter, pos = read_compact_string(buf, pos, True)
-    (f_pattern_type_filter,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    f_principal_filter, pos = read_compact_string(buf, pos, True)
-    f_host_filter, pos = read_compact_string(buf, pos, True)
-    (f_operation, f_permission_type,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return DescribeAclsRequest(f_resource_type_filter, f_resource_name_filter, f_pattern_type_filter, f_principal_filter, f_host_filter, f_operation, f_permission_type), pos
-
-
-def _e_DescribeAclsRequest_3(o: DescribeAclsRequest, out: bytearray, chunks: list[Any]) -> None:
-    out += _S0.pack(o.resource_type_filter)
-    write_compact_string(out, o.resource_name_filter)
-    out += _S0.pack(o.pattern_type_filter)
-    write_compact_string(out, o.principal_filter)
-    write_compact_string(out, o.host_filter)
-    out += _S1.pack(o.operation, o.permission_type)
-    out.append(0)
-
-
-DescribeAclsRequest._DECODERS = {0: _d_DescribeAclsRequest_0, 1: _d_DescribeAclsRequest_1, 2: _d_DescribeAclsRequest_2, 3: _d_DescribeAclsRequest_3}
-DescribeAclsRequest._ENCODERS = {0: _e_DescribeAclsRequest_0, 1: _e_DescribeAclsRequest_1, 2: _e_DescribeAclsRequest_2, 3: _e_DescribeAclsRequest_3}
+DescribeAclsRequest._DECODERS = {0: _d_DescribeAclsRequest_0, 1: _d_DescribeAclsRequest_1, 2: _d_DescribeAclsRequest_2, 3: _d_DescribeAclsRequest_2}
+DescribeAclsRequest._ENCODERS = {0: _e_DescribeAclsRequest_0, 1: _e_DescribeAclsRequest_1, 2: _e_DescribeAclsRequest_2, 3: _e_DescribeAclsRequest_2}
 
 
 def _d_AclDescription_0(buf: Any, pos: int) -> tuple[AclDescription, int]:
@@ -223,20 +196,6 @@ def _e_DescribeAclsResponse_0(o: DescribeAclsResponse, out: bytearray, chunks: l
             _e_DescribeAclsResource_0(it_resources, out, chunks)
 
 
-def _d_AclDescription_1(buf: Any, pos: int) -> tuple[AclDescription, int]:
-    f_principal, pos = read_string(buf, pos, False)
-    f_host, pos = read_string(buf, pos, False)
-    (f_operation, f_permission_type,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    return AclDescription(f_principal, f_host, f_operation, f_permission_type), pos
-
-
-def _e_AclDescription_1(o: AclDescription, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.principal)
-    write_string(out, o.host)
-    out += _S1.pack(o.operation, o.permission_type)
-
-
 def _d_DescribeAclsResource_1(buf: Any, pos: int) -> tuple[DescribeAclsResource, int]:
     (f_resource_type,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
@@ -246,7 +205,7 @@ def _d_DescribeAclsResource_1(buf: Any, pos: int) -> tuple[DescribeAclsResource,
     n_acls, pos = read_array_count(buf, pos, False, False)
     f_acls = []
     for _ in range(n_acls):
-        it_acls, pos = _d_AclDescription_1(buf, pos)
+        it_acls, pos = _d_AclDescription_0(buf, pos)
         f_acls.append(it_acls)
     return DescribeAclsResource(f_resource_type, f_resource_name, f_pattern_type, f_acls), pos
 
@@ -258,7 +217,7 @@ def _e_DescribeAclsResource_1(o: DescribeAclsResource, out: bytearray, chunks: l
     write_array_count(out, o.acls, False)
     if o.acls is not None:
         for it_acls in o.acls:
-            _e_AclDescription_1(it_acls, out, chunks)
+            _e_AclDescription_0(it_acls, out, chunks)
 
 
 def _d_DescribeAclsResponse_1(buf: Any, pos: int) -> tuple[DescribeAclsResponse, int]:
@@ -356,79 +315,5 @@ def _e_DescribeAclsResponse_2(o: DescribeAclsResponse, out: bytearray, chunks: l
     out.append(0)
 
 
-def _d_AclDescription_3(buf: Any, pos: int) -> tuple[AclDescription, int]:
-    f_principal, pos = read_compact_string(buf, pos, False)
-    f_host, pos = read_compact_string(buf, pos, False)
-    (f_operation, f_permission_type,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return AclDescription(f_principal, f_host, f_operation, f_permission_type), pos
-
-
-def _e_AclDescription_3(o: AclDescription, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.principal)
-    write_compact_string(out, o.host)
-    out += _S1.pack(o.operation, o.permission_type)
-    out.append(0)
-
-
-def _d_DescribeAclsResource_3(buf: Any, pos: int) -> tuple[DescribeAclsResource, int]:
-    (f_resource_type,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    f_resource_name, pos = read_compact_string(buf, pos, False)
-    (f_pattern_type,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    n_acls, pos = read_array_count(buf, pos, True, False)
-    f_acls = []
-    for _ in range(n_acls):
-        it_acls, pos = _d_AclDescription_3(buf, pos)
-        f_acls.append(it_acls)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return DescribeAclsResource(f_resource_type, f_resource_name, f_pattern_type, f_acls), pos
-
-
-def _e_DescribeAclsResource_3(o: DescribeAclsResource, out: bytearray, chunks: list[Any]) -> None:
-    out += _S0.pack(o.resource_type)
-    write_compact_string(out, o.resource_name)
-    out += _S0.pack(o.pattern_type)
-    write_array_count(out, o.acls, True)
-    if o.acls is not None:
-        for it_acls in o.acls:
-            _e_AclDescription_3(it_acls, out, chunks)
-    out.append(0)
-
-
-def _d_DescribeAclsResponse_3(buf: Any, pos: int) -> tuple[DescribeAclsResponse, int]:
-    (f_throttle_time_ms, f_error_code,) = _S2.unpack_from(buf, pos)
-    pos += _S2.size
-    f_error_message, pos = read_compact_string(buf, pos, True)
-    n_resources, pos = read_array_count(buf, pos, True, False)
-    f_resources = []
-    for _ in range(n_resources):
-        it_resources, pos = _d_DescribeAclsResource_3(buf, pos)
-        f_resources.append(it_resources)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return DescribeAclsResponse(f_throttle_time_ms, f_error_code, f_error_message, f_resources), pos
-
-
-def _e_DescribeAclsResponse_3(o: DescribeAclsResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S2.pack(o.throttle_time_ms, o.error_code)
-    write_compact_string(out, o.error_message)
-    write_array_count(out, o.resources, True)
-    if o.resources is not None:
-        for it_resources in o.resources:
-            _e_DescribeAclsResource_3(it_resources, out, chunks)
-    out.append(0)
-
-
-DescribeAclsResponse._DECODERS = {0: _d_DescribeAclsResponse_0, 1: _d_DescribeAclsResponse_1, 2: _d_DescribeAclsResponse_2, 3: _d_DescribeAclsResponse_3}
-DescribeAclsResponse._ENCODERS = {0: _e_DescribeAclsResponse_0, 1: _e_DescribeAclsResponse_1, 2: _e_DescribeAclsResponse_2, 3: _e_DescribeAclsResponse_3}
+DescribeAclsResponse._DECODERS = {0: _d_DescribeAclsResponse_0, 1: _d_DescribeAclsResponse_1, 2: _d_DescribeAclsResponse_2, 3: _d_DescribeAclsResponse_2}
+DescribeAclsResponse._ENCODERS = {0: _e_DescribeAclsResponse_0, 1: _e_DescribeAclsResponse_1, 2: _e_DescribeAclsResponse_2, 3: _e_DescribeAclsResponse_2}

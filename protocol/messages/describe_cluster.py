@@ -169,28 +169,6 @@ def _e_DescribeClusterResponse_0(o: DescribeClusterResponse, out: bytearray, chu
     out.append(0)
 
 
-def _d_DescribeClusterBroker_1(buf: Any, pos: int) -> tuple[DescribeClusterBroker, int]:
-    (f_broker_id,) = _S3.unpack_from(buf, pos)
-    pos += _S3.size
-    f_host, pos = read_compact_string(buf, pos, False)
-    (f_port,) = _S3.unpack_from(buf, pos)
-    pos += _S3.size
-    f_rack, pos = read_compact_string(buf, pos, True)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return DescribeClusterBroker(f_broker_id, f_host, f_port, f_rack, False), pos
-
-
-def _e_DescribeClusterBroker_1(o: DescribeClusterBroker, out: bytearray, chunks: list[Any]) -> None:
-    out += _S3.pack(o.broker_id)
-    write_compact_string(out, o.host)
-    out += _S3.pack(o.port)
-    write_compact_string(out, o.rack)
-    out.append(0)
-
-
 def _d_DescribeClusterResponse_1(buf: Any, pos: int) -> tuple[DescribeClusterResponse, int]:
     (f_throttle_time_ms, f_error_code,) = _S4.unpack_from(buf, pos)
     pos += _S4.size
@@ -203,7 +181,7 @@ def _d_DescribeClusterResponse_1(buf: Any, pos: int) -> tuple[DescribeClusterRes
     n_brokers, pos = read_array_count(buf, pos, True, False)
     f_brokers = []
     for _ in range(n_brokers):
-        it_brokers, pos = _d_DescribeClusterBroker_1(buf, pos)
+        it_brokers, pos = _d_DescribeClusterBroker_0(buf, pos)
         f_brokers.append(it_brokers)
     (f_cluster_authorized_operations,) = _S3.unpack_from(buf, pos)
     pos += _S3.size
@@ -223,7 +201,7 @@ def _e_DescribeClusterResponse_1(o: DescribeClusterResponse, out: bytearray, chu
     write_array_count(out, o.brokers, True)
     if o.brokers is not None:
         for it_brokers in o.brokers:
-            _e_DescribeClusterBroker_1(it_brokers, out, chunks)
+            _e_DescribeClusterBroker_0(it_brokers, out, chunks)
     out += _S3.pack(o.cluster_authorized_operations)
     out.append(0)
 

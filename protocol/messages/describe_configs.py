@@ -126,35 +126,11 @@ def _e_DescribeConfigsRequest_0(o: DescribeConfigsRequest, out: bytearray, chunk
             _e_DescribeConfigsResource_0(it_resources, out, chunks)
 
 
-def _d_DescribeConfigsResource_1(buf: Any, pos: int) -> tuple[DescribeConfigsResource, int]:
-    (f_resource_type,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    f_resource_name, pos = read_string(buf, pos, False)
-    n_configuration_keys, pos = read_array_count(buf, pos, False, True)
-    if n_configuration_keys < 0:
-        f_configuration_keys = None
-    else:
-        f_configuration_keys = []
-        for _ in range(n_configuration_keys):
-            it_configuration_keys, pos = read_string(buf, pos, False)
-            f_configuration_keys.append(it_configuration_keys)
-    return DescribeConfigsResource(f_resource_type, f_resource_name, f_configuration_keys), pos
-
-
-def _e_DescribeConfigsResource_1(o: DescribeConfigsResource, out: bytearray, chunks: list[Any]) -> None:
-    out += _S0.pack(o.resource_type)
-    write_string(out, o.resource_name)
-    write_array_count(out, o.configuration_keys, False)
-    if o.configuration_keys is not None:
-        for it_configuration_keys in o.configuration_keys:
-            write_string(out, it_configuration_keys)
-
-
 def _d_DescribeConfigsRequest_1(buf: Any, pos: int) -> tuple[DescribeConfigsRequest, int]:
     n_resources, pos = read_array_count(buf, pos, False, False)
     f_resources = []
     for _ in range(n_resources):
-        it_resources, pos = _d_DescribeConfigsResource_1(buf, pos)
+        it_resources, pos = _d_DescribeConfigsResource_0(buf, pos)
         f_resources.append(it_resources)
     (f_include_synonyms,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
@@ -165,82 +141,15 @@ def _e_DescribeConfigsRequest_1(o: DescribeConfigsRequest, out: bytearray, chunk
     write_array_count(out, o.resources, False)
     if o.resources is not None:
         for it_resources in o.resources:
-            _e_DescribeConfigsResource_1(it_resources, out, chunks)
+            _e_DescribeConfigsResource_0(it_resources, out, chunks)
     out += _S1.pack(o.include_synonyms)
-
-
-def _d_DescribeConfigsResource_2(buf: Any, pos: int) -> tuple[DescribeConfigsResource, int]:
-    (f_resource_type,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    f_resource_name, pos = read_string(buf, pos, False)
-    n_configuration_keys, pos = read_array_count(buf, pos, False, True)
-    if n_configuration_keys < 0:
-        f_configuration_keys = None
-    else:
-        f_configuration_keys = []
-        for _ in range(n_configuration_keys):
-            it_configuration_keys, pos = read_string(buf, pos, False)
-            f_configuration_keys.append(it_configuration_keys)
-    return DescribeConfigsResource(f_resource_type, f_resource_name, f_configuration_keys), pos
-
-
-def _e_DescribeConfigsResource_2(o: DescribeConfigsResource, out: bytearray, chunks: list[Any]) -> None:
-    out += _S0.pack(o.resource_type)
-    write_string(out, o.resource_name)
-    write_array_count(out, o.configuration_keys, False)
-    if o.configuration_keys is not None:
-        for it_configuration_keys in o.configuration_keys:
-            write_string(out, it_configuration_keys)
-
-
-def _d_DescribeConfigsRequest_2(buf: Any, pos: int) -> tuple[DescribeConfigsRequest, int]:
-    n_resources, pos = read_array_count(buf, pos, False, False)
-    f_resources = []
-    for _ in range(n_resources):
-        it_resources, pos = _d_DescribeConfigsResource_2(buf, pos)
-        f_resources.append(it_resources)
-    (f_include_synonyms,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    return DescribeConfigsRequest(f_resources, f_include_synonyms, False), pos
-
-
-def _e_DescribeConfigsRequest_2(o: DescribeConfigsRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_array_count(out, o.resources, False)
-    if o.resources is not None:
-        for it_resources in o.resources:
-            _e_DescribeConfigsResource_2(it_resources, out, chunks)
-    out += _S1.pack(o.include_synonyms)
-
-
-def _d_DescribeConfigsResource_3(buf: Any, pos: int) -> tuple[DescribeConfigsResource, int]:
-    (f_resource_type,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    f_resource_name, pos = read_string(buf, pos, False)
-    n_configuration_keys, pos = read_array_count(buf, pos, False, True)
-    if n_configuration_keys < 0:
-        f_configuration_keys = None
-    else:
-        f_configuration_keys = []
-        for _ in range(n_configuration_keys):
-            it_configuration_keys, pos = read_string(buf, pos, False)
-            f_configuration_keys.append(it_configuration_keys)
-    return DescribeConfigsResource(f_resource_type, f_resource_name, f_configuration_keys), pos
-
-
-def _e_DescribeConfigsResource_3(o: DescribeConfigsResource, out: bytearray, chunks: list[Any]) -> None:
-    out += _S0.pack(o.resource_type)
-    write_string(out, o.resource_name)
-    write_array_count(out, o.configuration_keys, False)
-    if o.configuration_keys is not None:
-        for it_configuration_keys in o.configuration_keys:
-            write_string(out, it_configuration_keys)
 
 
 def _d_DescribeConfigsRequest_3(buf: Any, pos: int) -> tuple[DescribeConfigsRequest, int]:
     n_resources, pos = read_array_count(buf, pos, False, False)
     f_resources = []
     for _ in range(n_resources):
-        it_resources, pos = _d_DescribeConfigsResource_3(buf, pos)
+        it_resources, pos = _d_DescribeConfigsResource_0(buf, pos)
         f_resources.append(it_resources)
     (f_include_synonyms, f_include_documentation,) = _S2.unpack_from(buf, pos)
     pos += _S2.size
@@ -251,7 +160,7 @@ def _e_DescribeConfigsRequest_3(o: DescribeConfigsRequest, out: bytearray, chunk
     write_array_count(out, o.resources, False)
     if o.resources is not None:
         for it_resources in o.resources:
-            _e_DescribeConfigsResource_3(it_resources, out, chunks)
+            _e_DescribeConfigsResource_0(it_resources, out, chunks)
     out += _S2.pack(o.include_synonyms, o.include_documentation)
 
 
@@ -308,8 +217,8 @@ def _e_DescribeConfigsRequest_4(o: DescribeConfigsRequest, out: bytearray, chunk
     out.append(0)
 
 
-DescribeConfigsRequest._DECODERS = {0: _d_DescribeConfigsRequest_0, 1: _d_DescribeConfigsRequest_1, 2: _d_DescribeConfigsRequest_2, 3: _d_DescribeConfigsRequest_3, 4: _d_DescribeConfigsRequest_4}
-DescribeConfigsRequest._ENCODERS = {0: _e_DescribeConfigsRequest_0, 1: _e_DescribeConfigsRequest_1, 2: _e_DescribeConfigsRequest_2, 3: _e_DescribeConfigsRequest_3, 4: _e_DescribeConfigsRequest_4}
+DescribeConfigsRequest._DECODERS = {0: _d_DescribeConfigsRequest_0, 1: _d_DescribeConfigsRequest_1, 2: _d_DescribeConfigsRequest_1, 3: _d_DescribeConfigsRequest_3, 4: _d_DescribeConfigsRequest_4}
+DescribeConfigsRequest._ENCODERS = {0: _e_DescribeConfigsRequest_0, 1: _e_DescribeConfigsRequest_1, 2: _e_DescribeConfigsRequest_1, 3: _e_DescribeConfigsRequest_3, 4: _e_DescribeConfigsRequest_4}
 
 
 def _d_DescribeConfigsSynonym_0(buf: Any, pos: int) -> tuple[DescribeConfigsSynonym, int]:
@@ -461,102 +370,6 @@ def _e_DescribeConfigsResponse_1(o: DescribeConfigsResponse, out: bytearray, chu
             _e_DescribeConfigsResult_1(it_results, out, chunks)
 
 
-def _d_DescribeConfigsSynonym_2(buf: Any, pos: int) -> tuple[DescribeConfigsSynonym, int]:
-    f_name, pos = read_string(buf, pos, False)
-    f_value, pos = read_string(buf, pos, True)
-    (f_source,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    return DescribeConfigsSynonym(f_name, f_value, f_source), pos
-
-
-def _e_DescribeConfigsSynonym_2(o: DescribeConfigsSynonym, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-    write_string(out, o.value)
-    out += _S0.pack(o.source)
-
-
-def _d_DescribeConfigsResourceResult_2(buf: Any, pos: int) -> tuple[DescribeConfigsResourceResult, int]:
-    f_name, pos = read_string(buf, pos, False)
-    f_value, pos = read_string(buf, pos, True)
-    (f_read_only, f_config_source, f_is_sensitive,) = _S6.unpack_from(buf, pos)
-    pos += _S6.size
-    n_synonyms, pos = read_array_count(buf, pos, False, False)
-    f_synonyms = []
-    for _ in range(n_synonyms):
-        it_synonyms, pos = _d_DescribeConfigsSynonym_2(buf, pos)
-        f_synonyms.append(it_synonyms)
-    return DescribeConfigsResourceResult(f_name, f_value, f_read_only, f_config_source, False, f_is_sensitive, f_synonyms, 0, ""), pos
-
-
-def _e_DescribeConfigsResourceResult_2(o: DescribeConfigsResourceResult, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-    write_string(out, o.value)
-    out += _S6.pack(o.read_only, o.config_source, o.is_sensitive)
-    write_array_count(out, o.synonyms, False)
-    if o.synonyms is not None:
-        for it_synonyms in o.synonyms:
-            _e_DescribeConfigsSynonym_2(it_synonyms, out, chunks)
-
-
-def _d_DescribeConfigsResult_2(buf: Any, pos: int) -> tuple[DescribeConfigsResult, int]:
-    (f_error_code,) = _S4.unpack_from(buf, pos)
-    pos += _S4.size
-    f_error_message, pos = read_string(buf, pos, True)
-    (f_resource_type,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    f_resource_name, pos = read_string(buf, pos, False)
-    n_configs, pos = read_array_count(buf, pos, False, False)
-    f_configs = []
-    for _ in range(n_configs):
-        it_configs, pos = _d_DescribeConfigsResourceResult_2(buf, pos)
-        f_configs.append(it_configs)
-    return DescribeConfigsResult(f_error_code, f_error_message, f_resource_type, f_resource_name, f_configs), pos
-
-
-def _e_DescribeConfigsResult_2(o: DescribeConfigsResult, out: bytearray, chunks: list[Any]) -> None:
-    out += _S4.pack(o.error_code)
-    write_string(out, o.error_message)
-    out += _S0.pack(o.resource_type)
-    write_string(out, o.resource_name)
-    write_array_count(out, o.configs, False)
-    if o.configs is not None:
-        for it_configs in o.configs:
-            _e_DescribeConfigsResourceResult_2(it_configs, out, chunks)
-
-
-def _d_DescribeConfigsResponse_2(buf: Any, pos: int) -> tuple[DescribeConfigsResponse, int]:
-    (f_throttle_time_ms,) = _S5.unpack_from(buf, pos)
-    pos += _S5.size
-    n_results, pos = read_array_count(buf, pos, False, False)
-    f_results = []
-    for _ in range(n_results):
-        it_results, pos = _d_DescribeConfigsResult_2(buf, pos)
-        f_results.append(it_results)
-    return DescribeConfigsResponse(f_throttle_time_ms, f_results), pos
-
-
-def _e_DescribeConfigsResponse_2(o: DescribeConfigsResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S5.pack(o.throttle_time_ms)
-    write_array_count(out, o.results, False)
-    if o.results is not None:
-        for it_results in o.results:
-            _e_DescribeConfigsResult_2(it_results, out, chunks)
-
-
-def _d_DescribeConfigsSynonym_3(buf: Any, pos: int) -> tuple[DescribeConfigsSynonym, int]:
-    f_name, pos = read_string(buf, pos, False)
-    f_value, pos = read_string(buf, pos, True)
-    (f_source,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    return DescribeConfigsSynonym(f_name, f_value, f_source), pos
-
-
-def _e_DescribeConfigsSynonym_3(o: DescribeConfigsSynonym, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-    write_string(out, o.value)
-    out += _S0.pack(o.source)
-
-
 def _d_DescribeConfigsResourceResult_3(buf: Any, pos: int) -> tuple[DescribeConfigsResourceResult, int]:
     f_name, pos = read_string(buf, pos, False)
     f_value, pos = read_string(buf, pos, True)
@@ -565,7 +378,7 @@ def _d_DescribeConfigsResourceResult_3(buf: Any, pos: int) -> tuple[DescribeConf
     n_synonyms, pos = read_array_count(buf, pos, False, False)
     f_synonyms = []
     for _ in range(n_synonyms):
-        it_synonyms, pos = _d_DescribeConfigsSynonym_3(buf, pos)
+        it_synonyms, pos = _d_DescribeConfigsSynonym_1(buf, pos)
         f_synonyms.append(it_synonyms)
     (f_config_type,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
@@ -580,7 +393,7 @@ def _e_DescribeConfigsResourceResult_3(o: DescribeConfigsResourceResult, out: by
     write_array_count(out, o.synonyms, False)
     if o.synonyms is not None:
         for it_synonyms in o.synonyms:
-            _e_DescribeConfigsSynonym_3(it_synonyms, out, chunks)
+            _e_DescribeConfigsSynonym_1(it_synonyms, out, chunks)
     out += _S0.pack(o.config_type)
     write_string(out, o.documentation)
 
@@ -737,5 +550,5 @@ def _e_DescribeConfigsResponse_4(o: DescribeConfigsResponse, out: bytearray, chu
     out.append(0)
 
 
-DescribeConfigsResponse._DECODERS = {0: _d_DescribeConfigsResponse_0, 1: _d_DescribeConfigsResponse_1, 2: _d_DescribeConfigsResponse_2, 3: _d_DescribeConfigsResponse_3, 4: _d_DescribeConfigsResponse_4}
-DescribeConfigsResponse._ENCODERS = {0: _e_DescribeConfigsResponse_0, 1: _e_DescribeConfigsResponse_1, 2: _e_DescribeConfigsResponse_2, 3: _e_DescribeConfigsResponse_3, 4: _e_DescribeConfigsResponse_4}
+DescribeConfigsResponse._DECODERS = {0: _d_DescribeConfigsResponse_0, 1: _d_DescribeConfigsResponse_1, 2: _d_DescribeConfigsResponse_1, 3: _d_DescribeConfigsResponse_3, 4: _d_DescribeConfigsResponse_4}
+DescribeConfigsResponse._ENCODERS = {0: _e_DescribeConfigsResponse_0, 1: _e_DescribeConfigsResponse_1, 2: _e_DescribeConfigsResponse_1, 3: _e_DescribeConfigsResponse_3, 4: _e_DescribeConfigsResponse_4}

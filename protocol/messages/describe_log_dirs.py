@@ -112,42 +112,6 @@ def _e_DescribeLogDirsRequest_0(o: DescribeLogDirsRequest, out: bytearray, chunk
             _e_DescribableLogDirTopic_0(it_topics, out, chunks)
 
 
-def _d_DescribableLogDirTopic_1(buf: Any, pos: int) -> tuple[DescribableLogDirTopic, int]:
-    f_topic, pos = read_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, False, False)
-    if n_partitions * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_partitions = list(unpack_from(f'>{n_partitions}i', buf, pos))
-    pos += n_partitions * 4
-    return DescribableLogDirTopic(f_topic, f_partitions), pos
-
-
-def _e_DescribableLogDirTopic_1(o: DescribableLogDirTopic, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.topic)
-    write_array_count(out, o.partitions, False)
-    if o.partitions is not None:
-        out += pack(f'>{len(o.partitions)}i', *o.partitions)
-
-
-def _d_DescribeLogDirsRequest_1(buf: Any, pos: int) -> tuple[DescribeLogDirsRequest, int]:
-    n_topics, pos = read_array_count(buf, pos, False, True)
-    if n_topics < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            it_topics, pos = _d_DescribableLogDirTopic_1(buf, pos)
-            f_topics.append(it_topics)
-    return DescribeLogDirsRequest(f_topics), pos
-
-
-def _e_DescribeLogDirsRequest_1(o: DescribeLogDirsRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_array_count(out, o.topics, False)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_DescribableLogDirTopic_1(it_topics, out, chunks)
-
-
 def _d_DescribableLogDirTopic_2(buf: Any, pos: int) -> tuple[DescribableLogDirTopic, int]:
     f_topic, pos = read_compact_string(buf, pos, False)
     n_partitions, pos = read_array_count(buf, pos, True, False)
@@ -194,100 +158,8 @@ def _e_DescribeLogDirsRequest_2(o: DescribeLogDirsRequest, out: bytearray, chunk
     out.append(0)
 
 
-def _d_DescribableLogDirTopic_3(buf: Any, pos: int) -> tuple[DescribableLogDirTopic, int]:
-    f_topic, pos = read_compact_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, True, False)
-    if n_partitions * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_partitions = list(unpack_from(f'>{n_partitions}i', buf, pos))
-    pos += n_partitions * 4
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return DescribableLogDirTopic(f_topic, f_partitions), pos
-
-
-def _e_DescribableLogDirTopic_3(o: DescribableLogDirTopic, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.topic)
-    write_array_count(out, o.partitions, True)
-    if o.partitions is not None:
-        out += pack(f'>{len(o.partitions)}i', *o.partitions)
-    out.append(0)
-
-
-def _d_DescribeLogDirsRequest_3(buf: Any, pos: int) -> tuple[DescribeLogDirsRequest, int]:
-    n_topics, pos = read_array_count(buf, pos, True, True)
-    if n_topics < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            it_topics, pos = _d_DescribableLogDirTopic_3(buf, pos)
-            f_topics.append(it_topics)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return DescribeLogDirsRequest(f_topics), pos
-
-
-def _e_DescribeLogDirsRequest_3(o: DescribeLogDirsRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_array_count(out, o.topics, True)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_DescribableLogDirTopic_3(it_topics, out, chunks)
-    out.append(0)
-
-
-def _d_DescribableLogDirTopic_4(buf: Any, pos: int) -> tuple[DescribableLogDirTopic, int]:
-    f_topic, pos = read_compact_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, True, False)
-    if n_partitions * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_partitions = list(unpack_from(f'>{n_partitions}i', buf, pos))
-    pos += n_partitions * 4
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return DescribableLogDirTopic(f_topic, f_partitions), pos
-
-
-def _e_DescribableLogDirTopic_4(o: DescribableLogDirTopic, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.topic)
-    write_array_count(out, o.partitions, True)
-    if o.partitions is not None:
-        out += pack(f'>{len(o.partitions)}i', *o.partitions)
-    out.append(0)
-
-
-def _d_DescribeLogDirsRequest_4(buf: Any, pos: int) -> tuple[DescribeLogDirsRequest, int]:
-    n_topics, pos = read_array_count(buf, pos, True, True)
-    if n_topics < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            it_topics, pos = _d_DescribableLogDirTopic_4(buf, pos)
-            f_topics.append(it_topics)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return DescribeLogDirsRequest(f_topics), pos
-
-
-def _e_DescribeLogDirsRequest_4(o: DescribeLogDirsRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_array_count(out, o.topics, True)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_DescribableLogDirTopic_4(it_topics, out, chunks)
-    out.append(0)
-
-
-DescribeLogDirsRequest._DECODERS = {0: _d_DescribeLogDirsRequest_0, 1: _d_DescribeLogDirsRequest_1, 2: _d_DescribeLogDirsRequest_2, 3: _d_DescribeLogDirsRequest_3, 4: _d_DescribeLogDirsRequest_4}
-DescribeLogDirsRequest._ENCODERS = {0: _e_DescribeLogDirsRequest_0, 1: _e_DescribeLogDirsRequest_1, 2: _e_DescribeLogDirsRequest_2, 3: _e_DescribeLogDirsRequest_3, 4: _e_DescribeLogDirsRequest_4}
+DescribeLogDirsRequest._DECODERS = {0: _d_DescribeLogDirsRequest_0, 1: _d_DescribeLogDirsRequest_0, 2: _d_DescribeLogDirsRequest_2, 3: _d_DescribeLogDirsRequest_2, 4: _d_DescribeLogDirsRequest_2}
+DescribeLogDirsRequest._ENCODERS = {0: _e_DescribeLogDirsRequest_0, 1: _e_DescribeLogDirsRequest_0, 2: _e_DescribeLogDirsRequest_2, 3: _e_DescribeLogDirsRequest_2, 4: _e_DescribeLogDirsRequest_2}
 
 
 def _d_DescribeLogDirsPartition_0(buf: Any, pos: int) -> tuple[DescribeLogDirsPartition, int]:
@@ -356,74 +228,6 @@ def _e_DescribeLogDirsResponse_0(o: DescribeLogDirsResponse, out: bytearray, chu
     if o.results is not None:
         for it_results in o.results:
             _e_DescribeLogDirsResult_0(it_results, out, chunks)
-
-
-def _d_DescribeLogDirsPartition_1(buf: Any, pos: int) -> tuple[DescribeLogDirsPartition, int]:
-    (f_partition_index, f_partition_size, f_offset_lag, f_is_future_key,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    return DescribeLogDirsPartition(f_partition_index, f_partition_size, f_offset_lag, f_is_future_key), pos
-
-
-def _e_DescribeLogDirsPartition_1(o: DescribeLogDirsPartition, out: bytearray, chunks: list[Any]) -> None:
-    out += _S0.pack(o.partition_index, o.partition_size, o.offset_lag, o.is_future_key)
-
-
-def _d_DescribeLogDirsTopic_1(buf: Any, pos: int) -> tuple[DescribeLogDirsTopic, int]:
-    f_name, pos = read_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, False, False)
-    f_partitions = []
-    for _ in range(n_partitions):
-        it_partitions, pos = _d_DescribeLogDirsPartition_1(buf, pos)
-        f_partitions.append(it_partitions)
-    return DescribeLogDirsTopic(f_name, f_partitions), pos
-
-
-def _e_DescribeLogDirsTopic_1(o: DescribeLogDirsTopic, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-    write_array_count(out, o.partitions, False)
-    if o.partitions is not None:
-        for it_partitions in o.partitions:
-            _e_DescribeLogDirsPartition_1(it_partitions, out, chunks)
-
-
-def _d_DescribeLogDirsResult_1(buf: Any, pos: int) -> tuple[DescribeLogDirsResult, int]:
-    (f_error_code,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    f_log_dir, pos = read_string(buf, pos, False)
-    n_topics, pos = read_array_count(buf, pos, False, False)
-    f_topics = []
-    for _ in range(n_topics):
-        it_topics, pos = _d_DescribeLogDirsTopic_1(buf, pos)
-        f_topics.append(it_topics)
-    return DescribeLogDirsResult(f_error_code, f_log_dir, f_topics, -1, -1), pos
-
-
-def _e_DescribeLogDirsResult_1(o: DescribeLogDirsResult, out: bytearray, chunks: list[Any]) -> None:
-    out += _S1.pack(o.error_code)
-    write_string(out, o.log_dir)
-    write_array_count(out, o.topics, False)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_DescribeLogDirsTopic_1(it_topics, out, chunks)
-
-
-def _d_DescribeLogDirsResponse_1(buf: Any, pos: int) -> tuple[DescribeLogDirsResponse, int]:
-    (f_throttle_time_ms,) = _S2.unpack_from(buf, pos)
-    pos += _S2.size
-    n_results, pos = read_array_count(buf, pos, False, False)
-    f_results = []
-    for _ in range(n_results):
-        it_results, pos = _d_DescribeLogDirsResult_1(buf, pos)
-        f_results.append(it_results)
-    return DescribeLogDirsResponse(f_throttle_time_ms, 0, f_results), pos
-
-
-def _e_DescribeLogDirsResponse_1(o: DescribeLogDirsResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S2.pack(o.throttle_time_ms)
-    write_array_count(out, o.results, False)
-    if o.results is not None:
-        for it_results in o.results:
-            _e_DescribeLogDirsResult_1(it_results, out, chunks)
 
 
 def _d_DescribeLogDirsPartition_2(buf: Any, pos: int) -> tuple[DescribeLogDirsPartition, int]:
@@ -514,77 +318,13 @@ def _e_DescribeLogDirsResponse_2(o: DescribeLogDirsResponse, out: bytearray, chu
     out.append(0)
 
 
-def _d_DescribeLogDirsPartition_3(buf: Any, pos: int) -> tuple[DescribeLogDirsPartition, int]:
-    (f_partition_index, f_partition_size, f_offset_lag, f_is_future_key,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return DescribeLogDirsPartition(f_partition_index, f_partition_size, f_offset_lag, f_is_future_key), pos
-
-
-def _e_DescribeLogDirsPartition_3(o: DescribeLogDirsPartition, out: bytearray, chunks: list[Any]) -> None:
-    out += _S0.pack(o.partition_index, o.partition_size, o.offset_lag, o.is_future_key)
-    out.append(0)
-
-
-def _d_DescribeLogDirsTopic_3(buf: Any, pos: int) -> tuple[DescribeLogDirsTopic, int]:
-    f_name, pos = read_compact_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, True, False)
-    f_partitions = []
-    for _ in range(n_partitions):
-        it_partitions, pos = _d_DescribeLogDirsPartition_3(buf, pos)
-        f_partitions.append(it_partitions)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return DescribeLogDirsTopic(f_name, f_partitions), pos
-
-
-def _e_DescribeLogDirsTopic_3(o: DescribeLogDirsTopic, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.name)
-    write_array_count(out, o.partitions, True)
-    if o.partitions is not None:
-        for it_partitions in o.partitions:
-            _e_DescribeLogDirsPartition_3(it_partitions, out, chunks)
-    out.append(0)
-
-
-def _d_DescribeLogDirsResult_3(buf: Any, pos: int) -> tuple[DescribeLogDirsResult, int]:
-    (f_error_code,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    f_log_dir, pos = read_compact_string(buf, pos, False)
-    n_topics, pos = read_array_count(buf, pos, True, False)
-    f_topics = []
-    for _ in range(n_topics):
-        it_topics, pos = _d_DescribeLogDirsTopic_3(buf, pos)
-        f_topics.append(it_topics)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return DescribeLogDirsResult(f_error_code, f_log_dir, f_topics, -1, -1), pos
-
-
-def _e_DescribeLogDirsResult_3(o: DescribeLogDirsResult, out: bytearray, chunks: list[Any]) -> None:
-    out += _S1.pack(o.error_code)
-    write_compact_string(out, o.log_dir)
-    write_array_count(out, o.topics, True)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_DescribeLogDirsTopic_3(it_topics, out, chunks)
-    out.append(0)
-
-
 def _d_DescribeLogDirsResponse_3(buf: Any, pos: int) -> tuple[DescribeLogDirsResponse, int]:
     (f_throttle_time_ms, f_error_code,) = _S3.unpack_from(buf, pos)
     pos += _S3.size
     n_results, pos = read_array_count(buf, pos, True, False)
     f_results = []
     for _ in range(n_results):
-        it_results, pos = _d_DescribeLogDirsResult_3(buf, pos)
+        it_results, pos = _d_DescribeLogDirsResult_2(buf, pos)
         f_results.append(it_results)
     if buf[pos] == 0:
         pos += 1
@@ -598,45 +338,7 @@ def _e_DescribeLogDirsResponse_3(o: DescribeLogDirsResponse, out: bytearray, chu
     write_array_count(out, o.results, True)
     if o.results is not None:
         for it_results in o.results:
-            _e_DescribeLogDirsResult_3(it_results, out, chunks)
-    out.append(0)
-
-
-def _d_DescribeLogDirsPartition_4(buf: Any, pos: int) -> tuple[DescribeLogDirsPartition, int]:
-    (f_partition_index, f_partition_size, f_offset_lag, f_is_future_key,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return DescribeLogDirsPartition(f_partition_index, f_partition_size, f_offset_lag, f_is_future_key), pos
-
-
-def _e_DescribeLogDirsPartition_4(o: DescribeLogDirsPartition, out: bytearray, chunks: list[Any]) -> None:
-    out += _S0.pack(o.partition_index, o.partition_size, o.offset_lag, o.is_future_key)
-    out.append(0)
-
-
-def _d_DescribeLogDirsTopic_4(buf: Any, pos: int) -> tuple[DescribeLogDirsTopic, int]:
-    f_name, pos = read_compact_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, True, False)
-    f_partitions = []
-    for _ in range(n_partitions):
-        it_partitions, pos = _d_DescribeLogDirsPartition_4(buf, pos)
-        f_partitions.append(it_partitions)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return DescribeLogDirsTopic(f_name, f_partitions), pos
-
-
-def _e_DescribeLogDirsTopic_4(o: DescribeLogDirsTopic, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.name)
-    write_array_count(out, o.partitions, True)
-    if o.partitions is not None:
-        for it_partitions in o.partitions:
-            _e_DescribeLogDirsPartition_4(it_partitions, out, chunks)
+            _e_DescribeLogDirsResult_2(it_results, out, chunks)
     out.append(0)
 
 
@@ -647,7 +349,7 @@ def _d_DescribeLogDirsResult_4(buf: Any, pos: int) -> tuple[DescribeLogDirsResul
     n_topics, pos = read_array_count(buf, pos, True, False)
     f_topics = []
     for _ in range(n_topics):
-        it_topics, pos = _d_DescribeLogDirsTopic_4(buf, pos)
+        it_topics, pos = _d_DescribeLogDirsTopic_2(buf, pos)
         f_topics.append(it_topics)
     (f_total_bytes, f_usable_bytes,) = _S4.unpack_from(buf, pos)
     pos += _S4.size
@@ -664,7 +366,7 @@ def _e_DescribeLogDirsResult_4(o: DescribeLogDirsResult, out: bytearray, chunks:
     write_array_count(out, o.topics, True)
     if o.topics is not None:
         for it_topics in o.topics:
-            _e_DescribeLogDirsTopic_4(it_topics, out, chunks)
+            _e_DescribeLogDirsTopic_2(it_topics, out, chunks)
     out += _S4.pack(o.total_bytes, o.usable_bytes)
     out.append(0)
 
@@ -693,5 +395,5 @@ def _e_DescribeLogDirsResponse_4(o: DescribeLogDirsResponse, out: bytearray, chu
     out.append(0)
 
 
-DescribeLogDirsResponse._DECODERS = {0: _d_DescribeLogDirsResponse_0, 1: _d_DescribeLogDirsResponse_1, 2: _d_DescribeLogDirsResponse_2, 3: _d_DescribeLogDirsResponse_3, 4: _d_DescribeLogDirsResponse_4}
-DescribeLogDirsResponse._ENCODERS = {0: _e_DescribeLogDirsResponse_0, 1: _e_DescribeLogDirsResponse_1, 2: _e_DescribeLogDirsResponse_2, 3: _e_DescribeLogDirsResponse_3, 4: _e_DescribeLogDirsResponse_4}
+DescribeLogDirsResponse._DECODERS = {0: _d_DescribeLogDirsResponse_0, 1: _d_DescribeLogDirsResponse_0, 2: _d_DescribeLogDirsResponse_2, 3: _d_DescribeLogDirsResponse_3, 4: _d_DescribeLogDirsResponse_4}
+DescribeLogDirsResponse._ENCODERS = {0: _e_DescribeLogDirsResponse_0, 1: _e_DescribeLogDirsResponse_0, 2: _e_DescribeLogDirsResponse_2, 3: _e_DescribeLogDirsResponse_3, 4: _e_DescribeLogDirsResponse_4}

@@ -162,126 +162,8 @@ def _e_DescribeQuorumRequest_0(o: DescribeQuorumRequest, out: bytearray, chunks:
     out.append(0)
 
 
-def _d_DescribeQuorumRequestPartitionData_1(buf: Any, pos: int) -> tuple[DescribeQuorumRequestPartitionData, int]:
-    (f_partition_index,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return DescribeQuorumRequestPartitionData(f_partition_index), pos
-
-
-def _e_DescribeQuorumRequestPartitionData_1(o: DescribeQuorumRequestPartitionData, out: bytearray, chunks: list[Any]) -> None:
-    out += _S0.pack(o.partition_index)
-    out.append(0)
-
-
-def _d_DescribeQuorumRequestTopicData_1(buf: Any, pos: int) -> tuple[DescribeQuorumRequestTopicData, int]:
-    f_topic_name, pos = read_compact_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, True, False)
-    f_partitions = []
-    for _ in range(n_partitions):
-        it_partitions, pos = _d_DescribeQuorumRequestPartitionData_1(buf, pos)
-        f_partitions.append(it_partitions)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return DescribeQuorumRequestTopicData(f_topic_name, f_partitions), pos
-
-
-def _e_DescribeQuorumRequestTopicData_1(o: DescribeQuorumRequestTopicData, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.topic_name)
-    write_array_count(out, o.partitions, True)
-    if o.partitions is not None:
-        for it_partitions in o.partitions:
-            _e_DescribeQuorumRequestPartitionData_1(it_partitions, out, chunks)
-    out.append(0)
-
-
-def _d_DescribeQuorumRequest_1(buf: Any, pos: int) -> tuple[DescribeQuorumRequest, int]:
-    n_topics, pos = read_array_count(buf, pos, True, False)
-    f_topics = []
-    for _ in range(n_topics):
-        it_topics, pos = _d_DescribeQuorumRequestTopicData_1(buf, pos)
-        f_topics.append(it_topics)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return DescribeQuorumRequest(f_topics), pos
-
-
-def _e_DescribeQuorumRequest_1(o: DescribeQuorumRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_array_count(out, o.topics, True)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_DescribeQuorumRequestTopicData_1(it_topics, out, chunks)
-    out.append(0)
-
-
-def _d_DescribeQuorumRequestPartitionData_2(buf: Any, pos: int) -> tuple[DescribeQuorumRequestPartitionData, int]:
-    (f_partition_index,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return DescribeQuorumRequestPartitionData(f_partition_index), pos
-
-
-def _e_DescribeQuorumRequestPartitionData_2(o: DescribeQuorumRequestPartitionData, out: bytearray, chunks: list[Any]) -> None:
-    out += _S0.pack(o.partition_index)
-    out.append(0)
-
-
-def _d_DescribeQuorumRequestTopicData_2(buf: Any, pos: int) -> tuple[DescribeQuorumRequestTopicData, int]:
-    f_topic_name, pos = read_compact_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, True, False)
-    f_partitions = []
-    for _ in range(n_partitions):
-        it_partitions, pos = _d_DescribeQuorumRequestPartitionData_2(buf, pos)
-        f_partitions.append(it_partitions)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return DescribeQuorumRequestTopicData(f_topic_name, f_partitions), pos
-
-
-def _e_DescribeQuorumRequestTopicData_2(o: DescribeQuorumRequestTopicData, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.topic_name)
-    write_array_count(out, o.partitions, True)
-    if o.partitions is not None:
-        for it_partitions in o.partitions:
-            _e_DescribeQuorumRequestPartitionData_2(it_partitions, out, chunks)
-    out.append(0)
-
-
-def _d_DescribeQuorumRequest_2(buf: Any, pos: int) -> tuple[DescribeQuorumRequest, int]:
-    n_topics, pos = read_array_count(buf, pos, True, False)
-    f_topics = []
-    for _ in range(n_topics):
-        it_topics, pos = _d_DescribeQuorumRequestTopicData_2(buf, pos)
-        f_topics.append(it_topics)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return DescribeQuorumRequest(f_topics), pos
-
-
-def _e_DescribeQuorumRequest_2(o: DescribeQuorumRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_array_count(out, o.topics, True)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_DescribeQuorumRequestTopicData_2(it_topics, out, chunks)
-    out.append(0)
-
-
-DescribeQuorumRequest._DECODERS = {0: _d_DescribeQuorumRequest_0, 1: _d_DescribeQuorumRequest_1, 2: _d_DescribeQuorumRequest_2}
-DescribeQuorumRequest._ENCODERS = {0: _e_DescribeQuorumRequest_0, 1: _e_DescribeQuorumRequest_1, 2: _e_DescribeQuorumRequest_2}
+DescribeQuorumRequest._DECODERS = {0: _d_DescribeQuorumRequest_0, 1: _d_DescribeQuorumRequest_0, 2: _d_DescribeQuorumRequest_0}
+DescribeQuorumRequest._ENCODERS = {0: _e_DescribeQuorumRequest_0, 1: _e_DescribeQuorumRequest_0, 2: _e_DescribeQuorumRequest_0}
 
 
 def _d_Listener_0(buf: Any, pos: int) -> tuple[Listener, int]:
@@ -400,30 +282,6 @@ def _e_DescribeQuorumResponse_0(o: DescribeQuorumResponse, out: bytearray, chunk
     if o.topics is not None:
         for it_topics in o.topics:
             _e_DescribeQuorumResponseTopicData_0(it_topics, out, chunks)
-    out.append(0)
-
-
-def _d_Listener_1(buf: Any, pos: int) -> tuple[Listener, int]:
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return Listener("", "", 0), pos
-
-
-def _e_Listener_1(o: Listener, out: bytearray, chunks: list[Any]) -> None:
-    out.append(0)
-
-
-def _d_Node_1(buf: Any, pos: int) -> tuple[Node, int]:
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return Node(0, []), pos
-
-
-def _e_Node_1(o: Node, out: bytearray, chunks: list[Any]) -> None:
     out.append(0)
 
 

@@ -105,23 +105,6 @@ def _e_ElectLeadersRequest_0(o: ElectLeadersRequest, out: bytearray, chunks: lis
     out += _S0.pack(o.timeout_ms)
 
 
-def _d_TopicPartitions_1(buf: Any, pos: int) -> tuple[TopicPartitions, int]:
-    f_topic, pos = read_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, False, False)
-    if n_partitions * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_partitions = list(unpack_from(f'>{n_partitions}i', buf, pos))
-    pos += n_partitions * 4
-    return TopicPartitions(f_topic, f_partitions), pos
-
-
-def _e_TopicPartitions_1(o: TopicPartitions, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.topic)
-    write_array_count(out, o.partitions, False)
-    if o.partitions is not None:
-        out += pack(f'>{len(o.partitions)}i', *o.partitions)
-
-
 def _d_ElectLeadersRequest_1(buf: Any, pos: int) -> tuple[ElectLeadersRequest, int]:
     (f_election_type,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
@@ -131,7 +114,7 @@ def _d_ElectLeadersRequest_1(buf: Any, pos: int) -> tuple[ElectLeadersRequest, i
     else:
         f_topic_partitions = []
         for _ in range(n_topic_partitions):
-            it_topic_partitions, pos = _d_TopicPartitions_1(buf, pos)
+            it_topic_partitions, pos = _d_TopicPartitions_0(buf, pos)
             f_topic_partitions.append(it_topic_partitions)
     (f_timeout_ms,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
@@ -143,7 +126,7 @@ def _e_ElectLeadersRequest_1(o: ElectLeadersRequest, out: bytearray, chunks: lis
     write_array_count(out, o.topic_partitions, False)
     if o.topic_partitions is not None:
         for it_topic_partitions in o.topic_partitions:
-            _e_TopicPartitions_1(it_topic_partitions, out, chunks)
+            _e_TopicPartitions_0(it_topic_partitions, out, chunks)
     out += _S0.pack(o.timeout_ms)
 
 
@@ -252,43 +235,13 @@ def _e_ElectLeadersResponse_0(o: ElectLeadersResponse, out: bytearray, chunks: l
             _e_ReplicaElectionResult_0(it_replica_election_results, out, chunks)
 
 
-def _d_PartitionResult_1(buf: Any, pos: int) -> tuple[PartitionResult, int]:
-    (f_partition_id, f_error_code,) = _S2.unpack_from(buf, pos)
-    pos += _S2.size
-    f_error_message, pos = read_string(buf, pos, True)
-    return PartitionResult(f_partition_id, f_error_code, f_error_message), pos
-
-
-def _e_PartitionResult_1(o: PartitionResult, out: bytearray, chunks: list[Any]) -> None:
-    out += _S2.pack(o.partition_id, o.error_code)
-    write_string(out, o.error_message)
-
-
-def _d_ReplicaElectionResult_1(buf: Any, pos: int) -> tuple[ReplicaElectionResult, int]:
-    f_topic, pos = read_string(buf, pos, False)
-    n_partition_result, pos = read_array_count(buf, pos, False, False)
-    f_partition_result = []
-    for _ in range(n_partition_result):
-        it_partition_result, pos = _d_PartitionResult_1(buf, pos)
-        f_partition_result.append(it_partition_result)
-    return ReplicaElectionResult(f_topic, f_partition_result), pos
-
-
-def _e_ReplicaElectionResult_1(o: ReplicaElectionResult, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.topic)
-    write_array_count(out, o.partition_result, False)
-    if o.partition_result is not None:
-        for it_partition_result in o.partition_result:
-            _e_PartitionResult_1(it_partition_result, out, chunks)
-
-
 def _d_ElectLeadersResponse_1(buf: Any, pos: int) -> tuple[ElectLeadersResponse, int]:
     (f_throttle_time_ms, f_error_code,) = _S2.unpack_from(buf, pos)
     pos += _S2.size
     n_replica_election_results, pos = read_array_count(buf, pos, False, False)
     f_replica_election_results = []
     for _ in range(n_replica_election_results):
-        it_replica_election_results, pos = _d_ReplicaElectionResult_1(buf, pos)
+        it_replica_election_results, pos = _d_ReplicaElectionResult_0(buf, pos)
         f_replica_election_results.append(it_replica_election_results)
     return ElectLeadersResponse(f_throttle_time_ms, f_error_code, f_replica_election_results), pos
 
@@ -298,7 +251,7 @@ def _e_ElectLeadersResponse_1(o: ElectLeadersResponse, out: bytearray, chunks: l
     write_array_count(out, o.replica_election_results, False)
     if o.replica_election_results is not None:
         for it_replica_election_results in o.replica_election_results:
-            _e_ReplicaElectionResult_1(it_replica_election_results, out, chunks)
+            _e_ReplicaElectionResult_0(it_replica_election_results, out, chunks)
 
 
 def _d_PartitionResult_2(buf: Any, pos: int) -> tuple[PartitionResult, int]:

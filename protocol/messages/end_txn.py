@@ -61,30 +61,6 @@ def _e_EndTxnRequest_0(o: EndTxnRequest, out: bytearray, chunks: list[Any]) -> N
     out += _S0.pack(o.producer_id, o.producer_epoch, o.committed)
 
 
-def _d_EndTxnRequest_1(buf: Any, pos: int) -> tuple[EndTxnRequest, int]:
-    f_transactional_id, pos = read_string(buf, pos, False)
-    (f_producer_id, f_producer_epoch, f_committed,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    return EndTxnRequest(f_transactional_id, f_producer_id, f_producer_epoch, f_committed), pos
-
-
-def _e_EndTxnRequest_1(o: EndTxnRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.transactional_id)
-    out += _S0.pack(o.producer_id, o.producer_epoch, o.committed)
-
-
-def _d_EndTxnRequest_2(buf: Any, pos: int) -> tuple[EndTxnRequest, int]:
-    f_transactional_id, pos = read_string(buf, pos, False)
-    (f_producer_id, f_producer_epoch, f_committed,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    return EndTxnRequest(f_transactional_id, f_producer_id, f_producer_epoch, f_committed), pos
-
-
-def _e_EndTxnRequest_2(o: EndTxnRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.transactional_id)
-    out += _S0.pack(o.producer_id, o.producer_epoch, o.committed)
-
-
 def _d_EndTxnRequest_3(buf: Any, pos: int) -> tuple[EndTxnRequest, int]:
     f_transactional_id, pos = read_compact_string(buf, pos, False)
     (f_producer_id, f_producer_epoch, f_committed,) = _S0.unpack_from(buf, pos)
@@ -102,42 +78,8 @@ def _e_EndTxnRequest_3(o: EndTxnRequest, out: bytearray, chunks: list[Any]) -> N
     out.append(0)
 
 
-def _d_EndTxnRequest_4(buf: Any, pos: int) -> tuple[EndTxnRequest, int]:
-    f_transactional_id, pos = read_compact_string(buf, pos, False)
-    (f_producer_id, f_producer_epoch, f_committed,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return EndTxnRequest(f_transactional_id, f_producer_id, f_producer_epoch, f_committed), pos
-
-
-def _e_EndTxnRequest_4(o: EndTxnRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.transactional_id)
-    out += _S0.pack(o.producer_id, o.producer_epoch, o.committed)
-    out.append(0)
-
-
-def _d_EndTxnRequest_5(buf: Any, pos: int) -> tuple[EndTxnRequest, int]:
-    f_transactional_id, pos = read_compact_string(buf, pos, False)
-    (f_producer_id, f_producer_epoch, f_committed,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return EndTxnRequest(f_transactional_id, f_producer_id, f_producer_epoch, f_committed), pos
-
-
-def _e_EndTxnRequest_5(o: EndTxnRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.transactional_id)
-    out += _S0.pack(o.producer_id, o.producer_epoch, o.committed)
-    out.append(0)
-
-
-EndTxnRequest._DECODERS = {0: _d_EndTxnRequest_0, 1: _d_EndTxnRequest_1, 2: _d_EndTxnRequest_2, 3: _d_EndTxnRequest_3, 4: _d_EndTxnRequest_4, 5: _d_EndTxnRequest_5}
-EndTxnRequest._ENCODERS = {0: _e_EndTxnRequest_0, 1: _e_EndTxnRequest_1, 2: _e_EndTxnRequest_2, 3: _e_EndTxnRequest_3, 4: _e_EndTxnRequest_4, 5: _e_EndTxnRequest_5}
+EndTxnRequest._DECODERS = {0: _d_EndTxnRequest_0, 1: _d_EndTxnRequest_0, 2: _d_EndTxnRequest_0, 3: _d_EndTxnRequest_3, 4: _d_EndTxnRequest_3, 5: _d_EndTxnRequest_3}
+EndTxnRequest._ENCODERS = {0: _e_EndTxnRequest_0, 1: _e_EndTxnRequest_0, 2: _e_EndTxnRequest_0, 3: _e_EndTxnRequest_3, 4: _e_EndTxnRequest_3, 5: _e_EndTxnRequest_3}
 
 
 def _d_EndTxnResponse_0(buf: Any, pos: int) -> tuple[EndTxnResponse, int]:
@@ -147,26 +89,6 @@ def _d_EndTxnResponse_0(buf: Any, pos: int) -> tuple[EndTxnResponse, int]:
 
 
 def _e_EndTxnResponse_0(o: EndTxnResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S1.pack(o.throttle_time_ms, o.error_code)
-
-
-def _d_EndTxnResponse_1(buf: Any, pos: int) -> tuple[EndTxnResponse, int]:
-    (f_throttle_time_ms, f_error_code,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    return EndTxnResponse(f_throttle_time_ms, f_error_code, -1, -1), pos
-
-
-def _e_EndTxnResponse_1(o: EndTxnResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S1.pack(o.throttle_time_ms, o.error_code)
-
-
-def _d_EndTxnResponse_2(buf: Any, pos: int) -> tuple[EndTxnResponse, int]:
-    (f_throttle_time_ms, f_error_code,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    return EndTxnResponse(f_throttle_time_ms, f_error_code, -1, -1), pos
-
-
-def _e_EndTxnResponse_2(o: EndTxnResponse, out: bytearray, chunks: list[Any]) -> None:
     out += _S1.pack(o.throttle_time_ms, o.error_code)
 
 
@@ -181,21 +103,6 @@ def _d_EndTxnResponse_3(buf: Any, pos: int) -> tuple[EndTxnResponse, int]:
 
 
 def _e_EndTxnResponse_3(o: EndTxnResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S1.pack(o.throttle_time_ms, o.error_code)
-    out.append(0)
-
-
-def _d_EndTxnResponse_4(buf: Any, pos: int) -> tuple[EndTxnResponse, int]:
-    (f_throttle_time_ms, f_error_code,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return EndTxnResponse(f_throttle_time_ms, f_error_code, -1, -1), pos
-
-
-def _e_EndTxnResponse_4(o: EndTxnResponse, out: bytearray, chunks: list[Any]) -> None:
     out += _S1.pack(o.throttle_time_ms, o.error_code)
     out.append(0)
 
@@ -215,5 +122,5 @@ def _e_EndTxnResponse_5(o: EndTxnResponse, out: bytearray, chunks: list[Any]) ->
     out.append(0)
 
 
-EndTxnResponse._DECODERS = {0: _d_EndTxnResponse_0, 1: _d_EndTxnResponse_1, 2: _d_EndTxnResponse_2, 3: _d_EndTxnResponse_3, 4: _d_EndTxnResponse_4, 5: _d_EndTxnResponse_5}
-EndTxnResponse._ENCODERS = {0: _e_EndTxnResponse_0, 1: _e_EndTxnResponse_1, 2: _e_EndTxnResponse_2, 3: _e_EndTxnResponse_3, 4: _e_EndTxnResponse_4, 5: _e_EndTxnResponse_5}
+EndTxnResponse._DECODERS = {0: _d_EndTxnResponse_0, 1: _d_EndTxnResponse_0, 2: _d_EndTxnResponse_0, 3: _d_EndTxnResponse_3, 4: _d_EndTxnResponse_3, 5: _d_EndTxnResponse_5}
+EndTxnResponse._ENCODERS = {0: _e_EndTxnResponse_0, 1: _e_EndTxnResponse_0, 2: _e_EndTxnResponse_0, 3: _e_EndTxnResponse_3, 4: _e_EndTxnResponse_3, 5: _e_EndTxnResponse_5}

@@ -61,34 +61,6 @@ def _e_HeartbeatRequest_0(o: HeartbeatRequest, out: bytearray, chunks: list[Any]
     write_string(out, o.member_id)
 
 
-def _d_HeartbeatRequest_1(buf: Any, pos: int) -> tuple[HeartbeatRequest, int]:
-    f_group_id, pos = read_string(buf, pos, False)
-    (f_generation_id,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    f_member_id, pos = read_string(buf, pos, False)
-    return HeartbeatRequest(f_group_id, f_generation_id, f_member_id, None), pos
-
-
-def _e_HeartbeatRequest_1(o: HeartbeatRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.group_id)
-    out += _S0.pack(o.generation_id)
-    write_string(out, o.member_id)
-
-
-def _d_HeartbeatRequest_2(buf: Any, pos: int) -> tuple[HeartbeatRequest, int]:
-    f_group_id, pos = read_string(buf, pos, False)
-    (f_generation_id,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    f_member_id, pos = read_string(buf, pos, False)
-    return HeartbeatRequest(f_group_id, f_generation_id, f_member_id, None), pos
-
-
-def _e_HeartbeatRequest_2(o: HeartbeatRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.group_id)
-    out += _S0.pack(o.generation_id)
-    write_string(out, o.member_id)
-
-
 def _d_HeartbeatRequest_3(buf: Any, pos: int) -> tuple[HeartbeatRequest, int]:
     f_group_id, pos = read_string(buf, pos, False)
     (f_generation_id,) = _S0.unpack_from(buf, pos)
@@ -126,8 +98,8 @@ def _e_HeartbeatRequest_4(o: HeartbeatRequest, out: bytearray, chunks: list[Any]
     out.append(0)
 
 
-HeartbeatRequest._DECODERS = {0: _d_HeartbeatRequest_0, 1: _d_HeartbeatRequest_1, 2: _d_HeartbeatRequest_2, 3: _d_HeartbeatRequest_3, 4: _d_HeartbeatRequest_4}
-HeartbeatRequest._ENCODERS = {0: _e_HeartbeatRequest_0, 1: _e_HeartbeatRequest_1, 2: _e_HeartbeatRequest_2, 3: _e_HeartbeatRequest_3, 4: _e_HeartbeatRequest_4}
+HeartbeatRequest._DECODERS = {0: _d_HeartbeatRequest_0, 1: _d_HeartbeatRequest_0, 2: _d_HeartbeatRequest_0, 3: _d_HeartbeatRequest_3, 4: _d_HeartbeatRequest_4}
+HeartbeatRequest._ENCODERS = {0: _e_HeartbeatRequest_0, 1: _e_HeartbeatRequest_0, 2: _e_HeartbeatRequest_0, 3: _e_HeartbeatRequest_3, 4: _e_HeartbeatRequest_4}
 
 
 def _d_HeartbeatResponse_0(buf: Any, pos: int) -> tuple[HeartbeatResponse, int]:
@@ -150,26 +122,6 @@ def _e_HeartbeatResponse_1(o: HeartbeatResponse, out: bytearray, chunks: list[An
     out += _S2.pack(o.throttle_time_ms, o.error_code)
 
 
-def _d_HeartbeatResponse_2(buf: Any, pos: int) -> tuple[HeartbeatResponse, int]:
-    (f_throttle_time_ms, f_error_code,) = _S2.unpack_from(buf, pos)
-    pos += _S2.size
-    return HeartbeatResponse(f_throttle_time_ms, f_error_code), pos
-
-
-def _e_HeartbeatResponse_2(o: HeartbeatResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S2.pack(o.throttle_time_ms, o.error_code)
-
-
-def _d_HeartbeatResponse_3(buf: Any, pos: int) -> tuple[HeartbeatResponse, int]:
-    (f_throttle_time_ms, f_error_code,) = _S2.unpack_from(buf, pos)
-    pos += _S2.size
-    return HeartbeatResponse(f_throttle_time_ms, f_error_code), pos
-
-
-def _e_HeartbeatResponse_3(o: HeartbeatResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S2.pack(o.throttle_time_ms, o.error_code)
-
-
 def _d_HeartbeatResponse_4(buf: Any, pos: int) -> tuple[HeartbeatResponse, int]:
     (f_throttle_time_ms, f_error_code,) = _S2.unpack_from(buf, pos)
     pos += _S2.size
@@ -185,5 +137,5 @@ def _e_HeartbeatResponse_4(o: HeartbeatResponse, out: bytearray, chunks: list[An
     out.append(0)
 
 
-HeartbeatResponse._DECODERS = {0: _d_HeartbeatResponse_0, 1: _d_HeartbeatResponse_1, 2: _d_HeartbeatResponse_2, 3: _d_HeartbeatResponse_3, 4: _d_HeartbeatResponse_4}
-HeartbeatResponse._ENCODERS = {0: _e_HeartbeatResponse_0, 1: _e_HeartbeatResponse_1, 2: _e_HeartbeatResponse_2, 3: _e_HeartbeatResponse_3, 4: _e_HeartbeatResponse_4}
+HeartbeatResponse._DECODERS = {0: _d_HeartbeatResponse_0, 1: _d_HeartbeatResponse_1, 2: _d_HeartbeatResponse_1, 3: _d_HeartbeatResponse_1, 4: _d_HeartbeatResponse_4}
+HeartbeatResponse._ENCODERS = {0: _e_HeartbeatResponse_0, 1: _e_HeartbeatResponse_1, 2: _e_HeartbeatResponse_1, 3: _e_HeartbeatResponse_1, 4: _e_HeartbeatResponse_4}

@@ -67,18 +67,6 @@ def _e_InitProducerIdRequest_0(o: InitProducerIdRequest, out: bytearray, chunks:
     out += _S0.pack(o.transaction_timeout_ms)
 
 
-def _d_InitProducerIdRequest_1(buf: Any, pos: int) -> tuple[InitProducerIdRequest, int]:
-    f_transactional_id, pos = read_string(buf, pos, True)
-    (f_transaction_timeout_ms,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    return InitProducerIdRequest(f_transactional_id, f_transaction_timeout_ms, -1, -1, False, False), pos
-
-
-def _e_InitProducerIdRequest_1(o: InitProducerIdRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.transactional_id)
-    out += _S0.pack(o.transaction_timeout_ms)
-
-
 def _d_InitProducerIdRequest_2(buf: Any, pos: int) -> tuple[InitProducerIdRequest, int]:
     f_transactional_id, pos = read_compact_string(buf, pos, True)
     (f_transaction_timeout_ms,) = _S0.unpack_from(buf, pos)
@@ -113,40 +101,6 @@ def _e_InitProducerIdRequest_3(o: InitProducerIdRequest, out: bytearray, chunks:
     out.append(0)
 
 
-def _d_InitProducerIdRequest_4(buf: Any, pos: int) -> tuple[InitProducerIdRequest, int]:
-    f_transactional_id, pos = read_compact_string(buf, pos, True)
-    (f_transaction_timeout_ms, f_producer_id, f_producer_epoch,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return InitProducerIdRequest(f_transactional_id, f_transaction_timeout_ms, f_producer_id, f_producer_epoch, False, False), pos
-
-
-def _e_InitProducerIdRequest_4(o: InitProducerIdRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.transactional_id)
-    out += _S1.pack(o.transaction_timeout_ms, o.producer_id, o.producer_epoch)
-    out.append(0)
-
-
-def _d_InitProducerIdRequest_5(buf: Any, pos: int) -> tuple[InitProducerIdRequest, int]:
-    f_transactional_id, pos = read_compact_string(buf, pos, True)
-    (f_transaction_timeout_ms, f_producer_id, f_producer_epoch,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return InitProducerIdRequest(f_transactional_id, f_transaction_timeout_ms, f_producer_id, f_producer_epoch, False, False), pos
-
-
-def _e_InitProducerIdRequest_5(o: InitProducerIdRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.transactional_id)
-    out += _S1.pack(o.transaction_timeout_ms, o.producer_id, o.producer_epoch)
-    out.append(0)
-
-
 def _d_InitProducerIdRequest_6(buf: Any, pos: int) -> tuple[InitProducerIdRequest, int]:
     f_transactional_id, pos = read_compact_string(buf, pos, True)
     (f_transaction_timeout_ms, f_producer_id, f_producer_epoch, f_enable_2pc, f_keep_prepared_txn,) = _S2.unpack_from(buf, pos)
@@ -164,8 +118,8 @@ def _e_InitProducerIdRequest_6(o: InitProducerIdRequest, out: bytearray, chunks:
     out.append(0)
 
 
-InitProducerIdRequest._DECODERS = {0: _d_InitProducerIdRequest_0, 1: _d_InitProducerIdRequest_1, 2: _d_InitProducerIdRequest_2, 3: _d_InitProducerIdRequest_3, 4: _d_InitProducerIdRequest_4, 5: _d_InitProducerIdRequest_5, 6: _d_InitProducerIdRequest_6}
-InitProducerIdRequest._ENCODERS = {0: _e_InitProducerIdRequest_0, 1: _e_InitProducerIdRequest_1, 2: _e_InitProducerIdRequest_2, 3: _e_InitProducerIdRequest_3, 4: _e_InitProducerIdRequest_4, 5: _e_InitProducerIdRequest_5, 6: _e_InitProducerIdRequest_6}
+InitProducerIdRequest._DECODERS = {0: _d_InitProducerIdRequest_0, 1: _d_InitProducerIdRequest_0, 2: _d_InitProducerIdRequest_2, 3: _d_InitProducerIdRequest_3, 4: _d_InitProducerIdRequest_3, 5: _d_InitProducerIdRequest_3, 6: _d_InitProducerIdRequest_6}
+InitProducerIdRequest._ENCODERS = {0: _e_InitProducerIdRequest_0, 1: _e_InitProducerIdRequest_0, 2: _e_InitProducerIdRequest_2, 3: _e_InitProducerIdRequest_3, 4: _e_InitProducerIdRequest_3, 5: _e_InitProducerIdRequest_3, 6: _e_InitProducerIdRequest_6}
 
 
 def _d_InitProducerIdResponse_0(buf: Any, pos: int) -> tuple[InitProducerIdResponse, int]:
@@ -175,16 +129,6 @@ def _d_InitProducerIdResponse_0(buf: Any, pos: int) -> tuple[InitProducerIdRespo
 
 
 def _e_InitProducerIdResponse_0(o: InitProducerIdResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S3.pack(o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch)
-
-
-def _d_InitProducerIdResponse_1(buf: Any, pos: int) -> tuple[InitProducerIdResponse, int]:
-    (f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch,) = _S3.unpack_from(buf, pos)
-    pos += _S3.size
-    return InitProducerIdResponse(f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch, -1, -1), pos
-
-
-def _e_InitProducerIdResponse_1(o: InitProducerIdResponse, out: bytearray, chunks: list[Any]) -> None:
     out += _S3.pack(o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch)
 
 
@@ -199,51 +143,6 @@ def _d_InitProducerIdResponse_2(buf: Any, pos: int) -> tuple[InitProducerIdRespo
 
 
 def _e_InitProducerIdResponse_2(o: InitProducerIdResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S3.pack(o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch)
-    out.append(0)
-
-
-def _d_InitProducerIdResponse_3(buf: Any, pos: int) -> tuple[InitProducerIdResponse, int]:
-    (f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch,) = _S3.unpack_from(buf, pos)
-    pos += _S3.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return InitProducerIdResponse(f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch, -1, -1), pos
-
-
-def _e_InitProducerIdResponse_3(o: InitProducerIdResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S3.pack(o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch)
-    out.append(0)
-
-
-def _d_InitProducerIdResponse_4(buf: Any, pos: int) -> tuple[InitProducerIdResponse, int]:
-    (f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch,) = _S3.unpack_from(buf, pos)
-    pos += _S3.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return InitProducerIdResponse(f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch, -1, -1), pos
-
-
-def _e_InitProducerIdResponse_4(o: InitProducerIdResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S3.pack(o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch)
-    out.append(0)
-
-
-def _d_InitProducerIdResponse_5(buf: Any, pos: int) -> tuple[InitProducerIdResponse, int]:
-    (f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch,) = _S3.unpack_from(buf, pos)
-    pos += _S3.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return InitProducerIdResponse(f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch, -1, -1), pos
-
-
-def _e_InitProducerIdResponse_5(o: InitProducerIdResponse, out: bytearray, chunks: list[Any]) -> None:
     out += _S3.pack(o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch)
     out.append(0)
 
@@ -263,5 +162,5 @@ def _e_InitProducerIdResponse_6(o: InitProducerIdResponse, out: bytearray, chunk
     out.append(0)
 
 
-InitProducerIdResponse._DECODERS = {0: _d_InitProducerIdResponse_0, 1: _d_InitProducerIdResponse_1, 2: _d_InitProducerIdResponse_2, 3: _d_InitProducerIdResponse_3, 4: _d_InitProducerIdResponse_4, 5: _d_InitProducerIdResponse_5, 6: _d_InitProducerIdResponse_6}
-InitProducerIdResponse._ENCODERS = {0: _e_InitProducerIdResponse_0, 1: _e_InitProducerIdResponse_1, 2: _e_InitProducerIdResponse_2, 3: _e_InitProducerIdResponse_3, 4: _e_InitProducerIdResponse_4, 5: _e_InitProducerIdResponse_5, 6: _e_InitProducerIdResponse_6}
+InitProducerIdResponse._DECODERS = {0: _d_InitProducerIdResponse_0, 1: _d_InitProducerIdResponse_0, 2: _d_InitProducerIdResponse_2, 3: _d_InitProducerIdResponse_2, 4: _d_InitProducerIdResponse_2, 5: _d_InitProducerIdResponse_2, 6: _d_InitProducerIdResponse_6}
+InitProducerIdResponse._ENCODERS = {0: _e_InitProducerIdResponse_0, 1: _e_InitProducerIdResponse_0, 2: _e_InitProducerIdResponse_2, 3: _e_InitProducerIdResponse_2, 4: _e_InitProducerIdResponse_2, 5: _e_InitProducerIdResponse_2, 6: _e_InitProducerIdResponse_6}

@@ -109,17 +109,6 @@ def _e_JoinGroupRequest_0(o: JoinGroupRequest, out: bytearray, chunks: list[Any]
             _e_JoinGroupRequestProtocol_0(it_protocols, out, chunks)
 
 
-def _d_JoinGroupRequestProtocol_1(buf: Any, pos: int) -> tuple[JoinGroupRequestProtocol, int]:
-    f_name, pos = read_string(buf, pos, False)
-    f_metadata, pos = read_bytes(buf, pos, False)
-    return JoinGroupRequestProtocol(f_name, f_metadata), pos
-
-
-def _e_JoinGroupRequestProtocol_1(o: JoinGroupRequestProtocol, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-    write_bytes(out, o.metadata)
-
-
 def _d_JoinGroupRequest_1(buf: Any, pos: int) -> tuple[JoinGroupRequest, int]:
     f_group_id, pos = read_string(buf, pos, False)
     (f_session_timeout_ms, f_rebalance_timeout_ms,) = _S1.unpack_from(buf, pos)
@@ -129,7 +118,7 @@ def _d_JoinGroupRequest_1(buf: Any, pos: int) -> tuple[JoinGroupRequest, int]:
     n_protocols, pos = read_array_count(buf, pos, False, False)
     f_protocols = []
     for _ in range(n_protocols):
-        it_protocols, pos = _d_JoinGroupRequestProtocol_1(buf, pos)
+        it_protocols, pos = _d_JoinGroupRequestProtocol_0(buf, pos)
         f_protocols.append(it_protocols)
     return JoinGroupRequest(f_group_id, f_session_timeout_ms, f_rebalance_timeout_ms, f_member_id, None, f_protocol_type, f_protocols, None), pos
 
@@ -142,126 +131,7 @@ def _e_JoinGroupRequest_1(o: JoinGroupRequest, out: bytearray, chunks: list[Any]
     write_array_count(out, o.protocols, False)
     if o.protocols is not None:
         for it_protocols in o.protocols:
-            _e_JoinGroupRequestProtocol_1(it_protocols, out, chunks)
-
-
-def _d_JoinGroupRequestProtocol_2(buf: Any, pos: int) -> tuple[JoinGroupRequestProtocol, int]:
-    f_name, pos = read_string(buf, pos, False)
-    f_metadata, pos = read_bytes(buf, pos, False)
-    return JoinGroupRequestProtocol(f_name, f_metadata), pos
-
-
-def _e_JoinGroupRequestProtocol_2(o: JoinGroupRequestProtocol, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-    write_bytes(out, o.metadata)
-
-
-def _d_JoinGroupRequest_2(buf: Any, pos: int) -> tuple[JoinGroupRequest, int]:
-    f_group_id, pos = read_string(buf, pos, False)
-    (f_session_timeout_ms, f_rebalance_timeout_ms,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    f_member_id, pos = read_string(buf, pos, False)
-    f_protocol_type, pos = read_string(buf, pos, False)
-    n_protocols, pos = read_array_count(buf, pos, False, False)
-    f_protocols = []
-    for _ in range(n_protocols):
-        it_protocols, pos = _d_JoinGroupRequestProtocol_2(buf, pos)
-        f_protocols.append(it_protocols)
-    return JoinGroupRequest(f_group_id, f_session_timeout_ms, f_rebalance_timeout_ms, f_member_id, None, f_protocol_type, f_protocols, None), pos
-
-
-def _e_JoinGroupRequest_2(o: JoinGroupRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.group_id)
-    out += _S1.pack(o.session_timeout_ms, o.rebalance_timeout_ms)
-    write_string(out, o.member_id)
-    write_string(out, o.protocol_type)
-    write_array_count(out, o.protocols, False)
-    if o.protocols is not None:
-        for it_protocols in o.protocols:
-            _e_JoinGroupRequestProtocol_2(it_protocols, out, chunks)
-
-
-def _d_JoinGroupRequestProtocol_3(buf: Any, pos: int) -> tuple[JoinGroupRequestProtocol, int]:
-    f_name, pos = read_string(buf, pos, False)
-    f_metadata, pos = read_bytes(buf, pos, False)
-    return JoinGroupRequestProtocol(f_name, f_metadata), pos
-
-
-def _e_JoinGroupRequestProtocol_3(o: JoinGroupRequestProtocol, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-    write_bytes(out, o.metadata)
-
-
-def _d_JoinGroupRequest_3(buf: Any, pos: int) -> tuple[JoinGroupRequest, int]:
-    f_group_id, pos = read_string(buf, pos, False)
-    (f_session_timeout_ms, f_rebalance_timeout_ms,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    f_member_id, pos = read_string(buf, pos, False)
-    f_protocol_type, pos = read_string(buf, pos, False)
-    n_protocols, pos = read_array_count(buf, pos, False, False)
-    f_protocols = []
-    for _ in range(n_protocols):
-        it_protocols, pos = _d_JoinGroupRequestProtocol_3(buf, pos)
-        f_protocols.append(it_protocols)
-    return JoinGroupRequest(f_group_id, f_session_timeout_ms, f_rebalance_timeout_ms, f_member_id, None, f_protocol_type, f_protocols, None), pos
-
-
-def _e_JoinGroupRequest_3(o: JoinGroupRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.group_id)
-    out += _S1.pack(o.session_timeout_ms, o.rebalance_timeout_ms)
-    write_string(out, o.member_id)
-    write_string(out, o.protocol_type)
-    write_array_count(out, o.protocols, False)
-    if o.protocols is not None:
-        for it_protocols in o.protocols:
-            _e_JoinGroupRequestProtocol_3(it_protocols, out, chunks)
-
-
-def _d_JoinGroupRequestProtocol_4(buf: Any, pos: int) -> tuple[JoinGroupRequestProtocol, int]:
-    f_name, pos = read_string(buf, pos, False)
-    f_metadata, pos = read_bytes(buf, pos, False)
-    return JoinGroupRequestProtocol(f_name, f_metadata), pos
-
-
-def _e_JoinGroupRequestProtocol_4(o: JoinGroupRequestProtocol, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-    write_bytes(out, o.metadata)
-
-
-def _d_JoinGroupRequest_4(buf: Any, pos: int) -> tuple[JoinGroupRequest, int]:
-    f_group_id, pos = read_string(buf, pos, False)
-    (f_session_timeout_ms, f_rebalance_timeout_ms,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    f_member_id, pos = read_string(buf, pos, False)
-    f_protocol_type, pos = read_string(buf, pos, False)
-    n_protocols, pos = read_array_count(buf, pos, False, False)
-    f_protocols = []
-    for _ in range(n_protocols):
-        it_protocols, pos = _d_JoinGroupRequestProtocol_4(buf, pos)
-        f_protocols.append(it_protocols)
-    return JoinGroupRequest(f_group_id, f_session_timeout_ms, f_rebalance_timeout_ms, f_member_id, None, f_protocol_type, f_protocols, None), pos
-
-
-def _e_JoinGroupRequest_4(o: JoinGroupRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.group_id)
-    out += _S1.pack(o.session_timeout_ms, o.rebalance_timeout_ms)
-    write_string(out, o.member_id)
-    write_string(out, o.protocol_type)
-    write_array_count(out, o.protocols, False)
-    if o.protocols is not None:
-        for it_protocols in o.protocols:
-            _e_JoinGroupRequestProtocol_4(it_protocols, out, chunks)
-
-
-def _d_JoinGroupRequestProtocol_5(buf: Any, pos: int) -> tuple[JoinGroupRequestProtocol, int]:
-    f_name, pos = read_string(buf, pos, False)
-    f_metadata, pos = read_bytes(buf, pos, False)
-    return JoinGroupRequestProtocol(f_name, f_metadata), pos
-
-
-def _e_JoinGroupRequestProtocol_5(o: JoinGroupRequestProtocol, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-    write_bytes(out, o.metadata)
+            _e_JoinGroupRequestProtocol_0(it_protocols, out, chunks)
 
 
 def _d_JoinGroupRequest_5(buf: Any, pos: int) -> tuple[JoinGroupRequest, int]:
@@ -274,7 +144,7 @@ def _d_JoinGroupRequest_5(buf: Any, pos: int) -> tuple[JoinGroupRequest, int]:
     n_protocols, pos = read_array_count(buf, pos, False, False)
     f_protocols = []
     for _ in range(n_protocols):
-        it_protocols, pos = _d_JoinGroupRequestProtocol_5(buf, pos)
+        it_protocols, pos = _d_JoinGroupRequestProtocol_0(buf, pos)
         f_protocols.append(it_protocols)
     return JoinGroupRequest(f_group_id, f_session_timeout_ms, f_rebalance_timeout_ms, f_member_id, f_group_instance_id, f_protocol_type, f_protocols, None), pos
 
@@ -288,7 +158,7 @@ def _e_JoinGroupRequest_5(o: JoinGroupRequest, out: bytearray, chunks: list[Any]
     write_array_count(out, o.protocols, False)
     if o.protocols is not None:
         for it_protocols in o.protocols:
-            _e_JoinGroupRequestProtocol_5(it_protocols, out, chunks)
+            _e_JoinGroupRequestProtocol_0(it_protocols, out, chunks)
 
 
 def _d_JoinGroupRequestProtocol_6(buf: Any, pos: int) -> tuple[JoinGroupRequestProtocol, int]:
@@ -339,70 +209,6 @@ def _e_JoinGroupRequest_6(o: JoinGroupRequest, out: bytearray, chunks: list[Any]
     out.append(0)
 
 
-def _d_JoinGroupRequestProtocol_7(buf: Any, pos: int) -> tuple[JoinGroupRequestProtocol, int]:
-    f_name, pos = read_compact_string(buf, pos, False)
-    f_metadata, pos = read_compact_bytes(buf, pos, False)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return JoinGroupRequestProtocol(f_name, f_metadata), pos
-
-
-def _e_JoinGroupRequestProtocol_7(o: JoinGroupRequestProtocol, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.name)
-    write_compact_bytes(out, o.metadata)
-    out.append(0)
-
-
-def _d_JoinGroupRequest_7(buf: Any, pos: int) -> tuple[JoinGroupRequest, int]:
-    f_group_id, pos = read_compact_string(buf, pos, False)
-    (f_session_timeout_ms, f_rebalance_timeout_ms,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    f_member_id, pos = read_compact_string(buf, pos, False)
-    f_group_instance_id, pos = read_compact_string(buf, pos, True)
-    f_protocol_type, pos = read_compact_string(buf, pos, False)
-    n_protocols, pos = read_array_count(buf, pos, True, False)
-    f_protocols = []
-    for _ in range(n_protocols):
-        it_protocols, pos = _d_JoinGroupRequestProtocol_7(buf, pos)
-        f_protocols.append(it_protocols)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return JoinGroupRequest(f_group_id, f_session_timeout_ms, f_rebalance_timeout_ms, f_member_id, f_group_instance_id, f_protocol_type, f_protocols, None), pos
-
-
-def _e_JoinGroupRequest_7(o: JoinGroupRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.group_id)
-    out += _S1.pack(o.session_timeout_ms, o.rebalance_timeout_ms)
-    write_compact_string(out, o.member_id)
-    write_compact_string(out, o.group_instance_id)
-    write_compact_string(out, o.protocol_type)
-    write_array_count(out, o.protocols, True)
-    if o.protocols is not None:
-        for it_protocols in o.protocols:
-            _e_JoinGroupRequestProtocol_7(it_protocols, out, chunks)
-    out.append(0)
-
-
-def _d_JoinGroupRequestProtocol_8(buf: Any, pos: int) -> tuple[JoinGroupRequestProtocol, int]:
-    f_name, pos = read_compact_string(buf, pos, False)
-    f_metadata, pos = read_compact_bytes(buf, pos, False)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return JoinGroupRequestProtocol(f_name, f_metadata), pos
-
-
-def _e_JoinGroupRequestProtocol_8(o: JoinGroupRequestProtocol, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.name)
-    write_compact_bytes(out, o.metadata)
-    out.append(0)
-
-
 def _d_JoinGroupRequest_8(buf: Any, pos: int) -> tuple[JoinGroupRequest, int]:
     f_group_id, pos = read_compact_string(buf, pos, False)
     (f_session_timeout_ms, f_rebalance_timeout_ms,) = _S1.unpack_from(buf, pos)
@@ -413,7 +219,7 @@ def _d_JoinGroupRequest_8(buf: Any, pos: int) -> tuple[JoinGroupRequest, int]:
     n_protocols, pos = read_array_count(buf, pos, True, False)
     f_protocols = []
     for _ in range(n_protocols):
-        it_protocols, pos = _d_JoinGroupRequestProtocol_8(buf, pos)
+        it_protocols, pos = _d_JoinGroupRequestProtocol_6(buf, pos)
         f_protocols.append(it_protocols)
     f_reason, pos = read_compact_string(buf, pos, True)
     if buf[pos] == 0:
@@ -432,63 +238,13 @@ def _e_JoinGroupRequest_8(o: JoinGroupRequest, out: bytearray, chunks: list[Any]
     write_array_count(out, o.protocols, True)
     if o.protocols is not None:
         for it_protocols in o.protocols:
-            _e_JoinGroupRequestProtocol_8(it_protocols, out, chunks)
+            _e_JoinGroupRequestProtocol_6(it_protocols, out, chunks)
     write_compact_string(out, o.reason)
     out.append(0)
 
 
-def _d_JoinGroupRequestProtocol_9(buf: Any, pos: int) -> tuple[JoinGroupRequestProtocol, int]:
-    f_name, pos = read_compact_string(buf, pos, False)
-    f_metadata, pos = read_compact_bytes(buf, pos, False)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return JoinGroupRequestProtocol(f_name, f_metadata), pos
-
-
-def _e_JoinGroupRequestProtocol_9(o: JoinGroupRequestProtocol, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.name)
-    write_compact_bytes(out, o.metadata)
-    out.append(0)
-
-
-def _d_JoinGroupRequest_9(buf: Any, pos: int) -> tuple[JoinGroupRequest, int]:
-    f_group_id, pos = read_compact_string(buf, pos, False)
-    (f_session_timeout_ms, f_rebalance_timeout_ms,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    f_member_id, pos = read_compact_string(buf, pos, False)
-    f_group_instance_id, pos = read_compact_string(buf, pos, True)
-    f_protocol_type, pos = read_compact_string(buf, pos, False)
-    n_protocols, pos = read_array_count(buf, pos, True, False)
-    f_protocols = []
-    for _ in range(n_protocols):
-        it_protocols, pos = _d_JoinGroupRequestProtocol_9(buf, pos)
-        f_protocols.append(it_protocols)
-    f_reason, pos = read_compact_string(buf, pos, True)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return JoinGroupRequest(f_group_id, f_session_timeout_ms, f_rebalance_timeout_ms, f_member_id, f_group_instance_id, f_protocol_type, f_protocols, f_reason), pos
-
-
-def _e_JoinGroupRequest_9(o: JoinGroupRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.group_id)
-    out += _S1.pack(o.session_timeout_ms, o.rebalance_timeout_ms)
-    write_compact_string(out, o.member_id)
-    write_compact_string(out, o.group_instance_id)
-    write_compact_string(out, o.protocol_type)
-    write_array_count(out, o.protocols, True)
-    if o.protocols is not None:
-        for it_protocols in o.protocols:
-            _e_JoinGroupRequestProtocol_9(it_protocols, out, chunks)
-    write_compact_string(out, o.reason)
-    out.append(0)
-
-
-JoinGroupRequest._DECODERS = {0: _d_JoinGroupRequest_0, 1: _d_JoinGroupRequest_1, 2: _d_JoinGroupRequest_2, 3: _d_JoinGroupRequest_3, 4: _d_JoinGroupRequest_4, 5: _d_JoinGroupRequest_5, 6: _d_JoinGroupRequest_6, 7: _d_JoinGroupRequest_7, 8: _d_JoinGroupRequest_8, 9: _d_JoinGroupRequest_9}
-JoinGroupRequest._ENCODERS = {0: _e_JoinGroupRequest_0, 1: _e_JoinGroupRequest_1, 2: _e_JoinGroupRequest_2, 3: _e_JoinGroupRequest_3, 4: _e_JoinGroupRequest_4, 5: _e_JoinGroupRequest_5, 6: _e_JoinGroupRequest_6, 7: _e_JoinGroupRequest_7, 8: _e_JoinGroupRequest_8, 9: _e_JoinGroupRequest_9}
+JoinGroupRequest._DECODERS = {0: _d_JoinGroupRequest_0, 1: _d_JoinGroupRequest_1, 2: _d_JoinGroupRequest_1, 3: _d_JoinGroupRequest_1, 4: _d_JoinGroupRequest_1, 5: _d_JoinGroupRequest_5, 6: _d_JoinGroupRequest_6, 7: _d_JoinGroupRequest_6, 8: _d_JoinGroupRequest_8, 9: _d_JoinGroupRequest_8}
+JoinGroupRequest._ENCODERS = {0: _e_JoinGroupRequest_0, 1: _e_JoinGroupRequest_1, 2: _e_JoinGroupRequest_1, 3: _e_JoinGroupRequest_1, 4: _e_JoinGroupRequest_1, 5: _e_JoinGroupRequest_5, 6: _e_JoinGroupRequest_6, 7: _e_JoinGroupRequest_6, 8: _e_JoinGroupRequest_8, 9: _e_JoinGroupRequest_8}
 
 
 def _d_JoinGroupResponseMember_0(buf: Any, pos: int) -> tuple[JoinGroupResponseMember, int]:
@@ -527,53 +283,6 @@ def _e_JoinGroupResponse_0(o: JoinGroupResponse, out: bytearray, chunks: list[An
             _e_JoinGroupResponseMember_0(it_members, out, chunks)
 
 
-def _d_JoinGroupResponseMember_1(buf: Any, pos: int) -> tuple[JoinGroupResponseMember, int]:
-    f_member_id, pos = read_string(buf, pos, False)
-    f_metadata, pos = read_bytes(buf, pos, False)
-    return JoinGroupResponseMember(f_member_id, None, f_metadata), pos
-
-
-def _e_JoinGroupResponseMember_1(o: JoinGroupResponseMember, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.member_id)
-    write_bytes(out, o.metadata)
-
-
-def _d_JoinGroupResponse_1(buf: Any, pos: int) -> tuple[JoinGroupResponse, int]:
-    (f_error_code, f_generation_id,) = _S2.unpack_from(buf, pos)
-    pos += _S2.size
-    f_protocol_name, pos = read_string(buf, pos, False)
-    f_leader, pos = read_string(buf, pos, False)
-    f_member_id, pos = read_string(buf, pos, False)
-    n_members, pos = read_array_count(buf, pos, False, False)
-    f_members = []
-    for _ in range(n_members):
-        it_members, pos = _d_JoinGroupResponseMember_1(buf, pos)
-        f_members.append(it_members)
-    return JoinGroupResponse(0, f_error_code, f_generation_id, None, f_protocol_name, f_leader, False, f_member_id, f_members), pos
-
-
-def _e_JoinGroupResponse_1(o: JoinGroupResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S2.pack(o.error_code, o.generation_id)
-    write_string(out, o.protocol_name)
-    write_string(out, o.leader)
-    write_string(out, o.member_id)
-    write_array_count(out, o.members, False)
-    if o.members is not None:
-        for it_members in o.members:
-            _e_JoinGroupResponseMember_1(it_members, out, chunks)
-
-
-def _d_JoinGroupResponseMember_2(buf: Any, pos: int) -> tuple[JoinGroupResponseMember, int]:
-    f_member_id, pos = read_string(buf, pos, False)
-    f_metadata, pos = read_bytes(buf, pos, False)
-    return JoinGroupResponseMember(f_member_id, None, f_metadata), pos
-
-
-def _e_JoinGroupResponseMember_2(o: JoinGroupResponseMember, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.member_id)
-    write_bytes(out, o.metadata)
-
-
 def _d_JoinGroupResponse_2(buf: Any, pos: int) -> tuple[JoinGroupResponse, int]:
     (f_throttle_time_ms, f_error_code, f_generation_id,) = _S3.unpack_from(buf, pos)
     pos += _S3.size
@@ -583,7 +292,7 @@ def _d_JoinGroupResponse_2(buf: Any, pos: int) -> tuple[JoinGroupResponse, int]:
     n_members, pos = read_array_count(buf, pos, False, False)
     f_members = []
     for _ in range(n_members):
-        it_members, pos = _d_JoinGroupResponseMember_2(buf, pos)
+        it_members, pos = _d_JoinGroupResponseMember_0(buf, pos)
         f_members.append(it_members)
     return JoinGroupResponse(f_throttle_time_ms, f_error_code, f_generation_id, None, f_protocol_name, f_leader, False, f_member_id, f_members), pos
 
@@ -596,79 +305,7 @@ def _e_JoinGroupResponse_2(o: JoinGroupResponse, out: bytearray, chunks: list[An
     write_array_count(out, o.members, False)
     if o.members is not None:
         for it_members in o.members:
-            _e_JoinGroupResponseMember_2(it_members, out, chunks)
-
-
-def _d_JoinGroupResponseMember_3(buf: Any, pos: int) -> tuple[JoinGroupResponseMember, int]:
-    f_member_id, pos = read_string(buf, pos, False)
-    f_metadata, pos = read_bytes(buf, pos, False)
-    return JoinGroupResponseMember(f_member_id, None, f_metadata), pos
-
-
-def _e_JoinGroupResponseMember_3(o: JoinGroupResponseMember, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.member_id)
-    write_bytes(out, o.metadata)
-
-
-def _d_JoinGroupResponse_3(buf: Any, pos: int) -> tuple[JoinGroupResponse, int]:
-    (f_throttle_time_ms, f_error_code, f_generation_id,) = _S3.unpack_from(buf, pos)
-    pos += _S3.size
-    f_protocol_name, pos = read_string(buf, pos, False)
-    f_leader, pos = read_string(buf, pos, False)
-    f_member_id, pos = read_string(buf, pos, False)
-    n_members, pos = read_array_count(buf, pos, False, False)
-    f_members = []
-    for _ in range(n_members):
-        it_members, pos = _d_JoinGroupResponseMember_3(buf, pos)
-        f_members.append(it_members)
-    return JoinGroupResponse(f_throttle_time_ms, f_error_code, f_generation_id, None, f_protocol_name, f_leader, False, f_member_id, f_members), pos
-
-
-def _e_JoinGroupResponse_3(o: JoinGroupResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S3.pack(o.throttle_time_ms, o.error_code, o.generation_id)
-    write_string(out, o.protocol_name)
-    write_string(out, o.leader)
-    write_string(out, o.member_id)
-    write_array_count(out, o.members, False)
-    if o.members is not None:
-        for it_members in o.members:
-            _e_JoinGroupResponseMember_3(it_members, out, chunks)
-
-
-def _d_JoinGroupResponseMember_4(buf: Any, pos: int) -> tuple[JoinGroupResponseMember, int]:
-    f_member_id, pos = read_string(buf, pos, False)
-    f_metadata, pos = read_bytes(buf, pos, False)
-    return JoinGroupResponseMember(f_member_id, None, f_metadata), pos
-
-
-def _e_JoinGroupResponseMember_4(o: JoinGroupResponseMember, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.member_id)
-    write_bytes(out, o.metadata)
-
-
-def _d_JoinGroupResponse_4(buf: Any, pos: int) -> tuple[JoinGroupResponse, int]:
-    (f_throttle_time_ms, f_error_code, f_generation_id,) = _S3.unpack_from(buf, pos)
-    pos += _S3.size
-    f_protocol_name, pos = read_string(buf, pos, False)
-    f_leader, pos = read_string(buf, pos, False)
-    f_member_id, pos = read_string(buf, pos, False)
-    n_members, pos = read_array_count(buf, pos, False, False)
-    f_members = []
-    for _ in range(n_members):
-        it_members, pos = _d_JoinGroupResponseMember_4(buf, pos)
-        f_members.append(it_members)
-    return JoinGroupResponse(f_throttle_time_ms, f_error_code, f_generation_id, None, f_protocol_name, f_leader, False, f_member_id, f_members), pos
-
-
-def _e_JoinGroupResponse_4(o: JoinGroupResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S3.pack(o.throttle_time_ms, o.error_code, o.generation_id)
-    write_string(out, o.protocol_name)
-    write_string(out, o.leader)
-    write_string(out, o.member_id)
-    write_array_count(out, o.members, False)
-    if o.members is not None:
-        for it_members in o.members:
-            _e_JoinGroupResponseMember_4(it_members, out, chunks)
+            _e_JoinGroupResponseMember_0(it_members, out, chunks)
 
 
 def _d_JoinGroupResponseMember_5(buf: Any, pos: int) -> tuple[JoinGroupResponseMember, int]:
@@ -757,24 +394,6 @@ def _e_JoinGroupResponse_6(o: JoinGroupResponse, out: bytearray, chunks: list[An
     out.append(0)
 
 
-def _d_JoinGroupResponseMember_7(buf: Any, pos: int) -> tuple[JoinGroupResponseMember, int]:
-    f_member_id, pos = read_compact_string(buf, pos, False)
-    f_group_instance_id, pos = read_compact_string(buf, pos, True)
-    f_metadata, pos = read_compact_bytes(buf, pos, False)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return JoinGroupResponseMember(f_member_id, f_group_instance_id, f_metadata), pos
-
-
-def _e_JoinGroupResponseMember_7(o: JoinGroupResponseMember, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.member_id)
-    write_compact_string(out, o.group_instance_id)
-    write_compact_bytes(out, o.metadata)
-    out.append(0)
-
-
 def _d_JoinGroupResponse_7(buf: Any, pos: int) -> tuple[JoinGroupResponse, int]:
     (f_throttle_time_ms, f_error_code, f_generation_id,) = _S3.unpack_from(buf, pos)
     pos += _S3.size
@@ -785,7 +404,7 @@ def _d_JoinGroupResponse_7(buf: Any, pos: int) -> tuple[JoinGroupResponse, int]:
     n_members, pos = read_array_count(buf, pos, True, False)
     f_members = []
     for _ in range(n_members):
-        it_members, pos = _d_JoinGroupResponseMember_7(buf, pos)
+        it_members, pos = _d_JoinGroupResponseMember_6(buf, pos)
         f_members.append(it_members)
     if buf[pos] == 0:
         pos += 1
@@ -803,75 +422,7 @@ def _e_JoinGroupResponse_7(o: JoinGroupResponse, out: bytearray, chunks: list[An
     write_array_count(out, o.members, True)
     if o.members is not None:
         for it_members in o.members:
-            _e_JoinGroupResponseMember_7(it_members, out, chunks)
-    out.append(0)
-
-
-def _d_JoinGroupResponseMember_8(buf: Any, pos: int) -> tuple[JoinGroupResponseMember, int]:
-    f_member_id, pos = read_compact_string(buf, pos, False)
-    f_group_instance_id, pos = read_compact_string(buf, pos, True)
-    f_metadata, pos = read_compact_bytes(buf, pos, False)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return JoinGroupResponseMember(f_member_id, f_group_instance_id, f_metadata), pos
-
-
-def _e_JoinGroupResponseMember_8(o: JoinGroupResponseMember, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.member_id)
-    write_compact_string(out, o.group_instance_id)
-    write_compact_bytes(out, o.metadata)
-    out.append(0)
-
-
-def _d_JoinGroupResponse_8(buf: Any, pos: int) -> tuple[JoinGroupResponse, int]:
-    (f_throttle_time_ms, f_error_code, f_generation_id,) = _S3.unpack_from(buf, pos)
-    pos += _S3.size
-    f_protocol_type, pos = read_compact_string(buf, pos, True)
-    f_protocol_name, pos = read_compact_string(buf, pos, True)
-    f_leader, pos = read_compact_string(buf, pos, False)
-    f_member_id, pos = read_compact_string(buf, pos, False)
-    n_members, pos = read_array_count(buf, pos, True, False)
-    f_members = []
-    for _ in range(n_members):
-        it_members, pos = _d_JoinGroupResponseMember_8(buf, pos)
-        f_members.append(it_members)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return JoinGroupResponse(f_throttle_time_ms, f_error_code, f_generation_id, f_protocol_type, f_protocol_name, f_leader, False, f_member_id, f_members), pos
-
-
-def _e_JoinGroupResponse_8(o: JoinGroupResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S3.pack(o.throttle_time_ms, o.error_code, o.generation_id)
-    write_compact_string(out, o.protocol_type)
-    write_compact_string(out, o.protocol_name)
-    write_compact_string(out, o.leader)
-    write_compact_string(out, o.member_id)
-    write_array_count(out, o.members, True)
-    if o.members is not None:
-        for it_members in o.members:
-            _e_JoinGroupResponseMember_8(it_members, out, chunks)
-    out.append(0)
-
-
-def _d_JoinGroupResponseMember_9(buf: Any, pos: int) -> tuple[JoinGroupResponseMember, int]:
-    f_member_id, pos = read_compact_string(buf, pos, False)
-    f_group_instance_id, pos = read_compact_string(buf, pos, True)
-    f_metadata, pos = read_compact_bytes(buf, pos, False)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return JoinGroupResponseMember(f_member_id, f_group_instance_id, f_metadata), pos
-
-
-def _e_JoinGroupResponseMember_9(o: JoinGroupResponseMember, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.member_id)
-    write_compact_string(out, o.group_instance_id)
-    write_compact_bytes(out, o.metadata)
+            _e_JoinGroupResponseMember_6(it_members, out, chunks)
     out.append(0)
 
 
@@ -887,7 +438,7 @@ def _d_JoinGroupResponse_9(buf: Any, pos: int) -> tuple[JoinGroupResponse, int]:
     n_members, pos = read_array_count(buf, pos, True, False)
     f_members = []
     for _ in range(n_members):
-        it_members, pos = _d_JoinGroupResponseMember_9(buf, pos)
+        it_members, pos = _d_JoinGroupResponseMember_6(buf, pos)
         f_members.append(it_members)
     if buf[pos] == 0:
         pos += 1
@@ -906,9 +457,9 @@ def _e_JoinGroupResponse_9(o: JoinGroupResponse, out: bytearray, chunks: list[An
     write_array_count(out, o.members, True)
     if o.members is not None:
         for it_members in o.members:
-            _e_JoinGroupResponseMember_9(it_members, out, chunks)
+            _e_JoinGroupResponseMember_6(it_members, out, chunks)
     out.append(0)
 
 
-JoinGroupResponse._DECODERS = {0: _d_JoinGroupResponse_0, 1: _d_JoinGroupResponse_1, 2: _d_JoinGroupResponse_2, 3: _d_JoinGroupResponse_3, 4: _d_JoinGroupResponse_4, 5: _d_JoinGroupResponse_5, 6: _d_JoinGroupResponse_6, 7: _d_JoinGroupResponse_7, 8: _d_JoinGroupResponse_8, 9: _d_JoinGroupResponse_9}
-JoinGroupResponse._ENCODERS = {0: _e_JoinGroupResponse_0, 1: _e_JoinGroupResponse_1, 2: _e_JoinGroupResponse_2, 3: _e_JoinGroupResponse_3, 4: _e_JoinGroupResponse_4, 5: _e_JoinGroupResponse_5, 6: _e_JoinGroupResponse_6, 7: _e_JoinGroupResponse_7, 8: _e_JoinGroupResponse_8, 9: _e_JoinGroupResponse_9}
+JoinGroupResponse._DECODERS = {0: _d_JoinGroupResponse_0, 1: _d_JoinGroupResponse_0, 2: _d_JoinGroupResponse_2, 3: _d_JoinGroupResponse_2, 4: _d_JoinGroupResponse_2, 5: _d_JoinGroupResponse_5, 6: _d_JoinGroupResponse_6, 7: _d_JoinGroupResponse_7, 8: _d_JoinGroupResponse_7, 9: _d_JoinGroupResponse_9}
+JoinGroupResponse._ENCODERS = {0: _e_JoinGroupResponse_0, 1: _e_JoinGroupResponse_0, 2: _e_JoinGroupResponse_2, 3: _e_JoinGroupResponse_2, 4: _e_JoinGroupResponse_2, 5: _e_JoinGroupResponse_5, 6: _e_JoinGroupResponse_6, 7: _e_JoinGroupResponse_7, 8: _e_JoinGroupResponse_7, 9: _e_JoinGroupResponse_9}

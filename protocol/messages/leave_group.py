@@ -79,44 +79,6 @@ def _e_LeaveGroupRequest_0(o: LeaveGroupRequest, out: bytearray, chunks: list[An
     write_string(out, o.member_id)
 
 
-def _d_MemberIdentity_1(buf: Any, pos: int) -> tuple[MemberIdentity, int]:
-    return MemberIdentity("", None, None), pos
-
-
-def _e_MemberIdentity_1(o: MemberIdentity, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_LeaveGroupRequest_1(buf: Any, pos: int) -> tuple[LeaveGroupRequest, int]:
-    f_group_id, pos = read_string(buf, pos, False)
-    f_member_id, pos = read_string(buf, pos, False)
-    return LeaveGroupRequest(f_group_id, f_member_id, []), pos
-
-
-def _e_LeaveGroupRequest_1(o: LeaveGroupRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.group_id)
-    write_string(out, o.member_id)
-
-
-def _d_MemberIdentity_2(buf: Any, pos: int) -> tuple[MemberIdentity, int]:
-    return MemberIdentity("", None, None), pos
-
-
-def _e_MemberIdentity_2(o: MemberIdentity, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_LeaveGroupRequest_2(buf: Any, pos: int) -> tuple[LeaveGroupRequest, int]:
-    f_group_id, pos = read_string(buf, pos, False)
-    f_member_id, pos = read_string(buf, pos, False)
-    return LeaveGroupRequest(f_group_id, f_member_id, []), pos
-
-
-def _e_LeaveGroupRequest_2(o: LeaveGroupRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.group_id)
-    write_string(out, o.member_id)
-
-
 def _d_MemberIdentity_3(buf: Any, pos: int) -> tuple[MemberIdentity, int]:
     f_member_id, pos = read_string(buf, pos, False)
     f_group_instance_id, pos = read_string(buf, pos, True)
@@ -226,8 +188,8 @@ def _e_LeaveGroupRequest_5(o: LeaveGroupRequest, out: bytearray, chunks: list[An
     out.append(0)
 
 
-LeaveGroupRequest._DECODERS = {0: _d_LeaveGroupRequest_0, 1: _d_LeaveGroupRequest_1, 2: _d_LeaveGroupRequest_2, 3: _d_LeaveGroupRequest_3, 4: _d_LeaveGroupRequest_4, 5: _d_LeaveGroupRequest_5}
-LeaveGroupRequest._ENCODERS = {0: _e_LeaveGroupRequest_0, 1: _e_LeaveGroupRequest_1, 2: _e_LeaveGroupRequest_2, 3: _e_LeaveGroupRequest_3, 4: _e_LeaveGroupRequest_4, 5: _e_LeaveGroupRequest_5}
+LeaveGroupRequest._DECODERS = {0: _d_LeaveGroupRequest_0, 1: _d_LeaveGroupRequest_0, 2: _d_LeaveGroupRequest_0, 3: _d_LeaveGroupRequest_3, 4: _d_LeaveGroupRequest_4, 5: _d_LeaveGroupRequest_5}
+LeaveGroupRequest._ENCODERS = {0: _e_LeaveGroupRequest_0, 1: _e_LeaveGroupRequest_0, 2: _e_LeaveGroupRequest_0, 3: _e_LeaveGroupRequest_3, 4: _e_LeaveGroupRequest_4, 5: _e_LeaveGroupRequest_5}
 
 
 def _d_MemberResponse_0(buf: Any, pos: int) -> tuple[MemberResponse, int]:
@@ -248,14 +210,6 @@ def _e_LeaveGroupResponse_0(o: LeaveGroupResponse, out: bytearray, chunks: list[
     out += _S0.pack(o.error_code)
 
 
-def _d_MemberResponse_1(buf: Any, pos: int) -> tuple[MemberResponse, int]:
-    return MemberResponse("", "", 0), pos
-
-
-def _e_MemberResponse_1(o: MemberResponse, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
 def _d_LeaveGroupResponse_1(buf: Any, pos: int) -> tuple[LeaveGroupResponse, int]:
     (f_throttle_time_ms, f_error_code,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
@@ -263,24 +217,6 @@ def _d_LeaveGroupResponse_1(buf: Any, pos: int) -> tuple[LeaveGroupResponse, int
 
 
 def _e_LeaveGroupResponse_1(o: LeaveGroupResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S1.pack(o.throttle_time_ms, o.error_code)
-
-
-def _d_MemberResponse_2(buf: Any, pos: int) -> tuple[MemberResponse, int]:
-    return MemberResponse("", "", 0), pos
-
-
-def _e_MemberResponse_2(o: MemberResponse, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_LeaveGroupResponse_2(buf: Any, pos: int) -> tuple[LeaveGroupResponse, int]:
-    (f_throttle_time_ms, f_error_code,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    return LeaveGroupResponse(f_throttle_time_ms, f_error_code, []), pos
-
-
-def _e_LeaveGroupResponse_2(o: LeaveGroupResponse, out: bytearray, chunks: list[Any]) -> None:
     out += _S1.pack(o.throttle_time_ms, o.error_code)
 
 
@@ -360,48 +296,5 @@ def _e_LeaveGroupResponse_4(o: LeaveGroupResponse, out: bytearray, chunks: list[
     out.append(0)
 
 
-def _d_MemberResponse_5(buf: Any, pos: int) -> tuple[MemberResponse, int]:
-    f_member_id, pos = read_compact_string(buf, pos, False)
-    f_group_instance_id, pos = read_compact_string(buf, pos, True)
-    (f_error_code,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return MemberResponse(f_member_id, f_group_instance_id, f_error_code), pos
-
-
-def _e_MemberResponse_5(o: MemberResponse, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.member_id)
-    write_compact_string(out, o.group_instance_id)
-    out += _S0.pack(o.error_code)
-    out.append(0)
-
-
-def _d_LeaveGroupResponse_5(buf: Any, pos: int) -> tuple[LeaveGroupResponse, int]:
-    (f_throttle_time_ms, f_error_code,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    n_members, pos = read_array_count(buf, pos, True, False)
-    f_members = []
-    for _ in range(n_members):
-        it_members, pos = _d_MemberResponse_5(buf, pos)
-        f_members.append(it_members)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return LeaveGroupResponse(f_throttle_time_ms, f_error_code, f_members), pos
-
-
-def _e_LeaveGroupResponse_5(o: LeaveGroupResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S1.pack(o.throttle_time_ms, o.error_code)
-    write_array_count(out, o.members, True)
-    if o.members is not None:
-        for it_members in o.members:
-            _e_MemberResponse_5(it_members, out, chunks)
-    out.append(0)
-
-
-LeaveGroupResponse._DECODERS = {0: _d_LeaveGroupResponse_0, 1: _d_LeaveGroupResponse_1, 2: _d_LeaveGroupResponse_2, 3: _d_LeaveGroupResponse_3, 4: _d_LeaveGroupResponse_4, 5: _d_LeaveGroupResponse_5}
-LeaveGroupResponse._ENCODERS = {0: _e_LeaveGroupResponse_0, 1: _e_LeaveGroupResponse_1, 2: _e_LeaveGroupResponse_2, 3: _e_LeaveGroupResponse_3, 4: _e_LeaveGroupResponse_4, 5: _e_LeaveGroupResponse_5}
+LeaveGroupResponse._DECODERS = {0: _d_LeaveGroupResponse_0, 1: _d_LeaveGroupResponse_1, 2: _d_LeaveGroupResponse_1, 3: _d_LeaveGroupResponse_3, 4: _d_LeaveGroupResponse_4, 5: _d_LeaveGroupResponse_4}
+LeaveGroupResponse._ENCODERS = {0: _e_LeaveGroupResponse_0, 1: _e_LeaveGroupResponse_1, 2: _e_LeaveGroupResponse_1, 3: _e_LeaveGroupResponse_3, 4: _e_LeaveGroupResponse_4, 5: _e_LeaveGroupResponse_4}

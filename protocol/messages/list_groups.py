@@ -61,22 +61,6 @@ def _e_ListGroupsRequest_0(o: ListGroupsRequest, out: bytearray, chunks: list[An
     pass
 
 
-def _d_ListGroupsRequest_1(buf: Any, pos: int) -> tuple[ListGroupsRequest, int]:
-    return ListGroupsRequest([], []), pos
-
-
-def _e_ListGroupsRequest_1(o: ListGroupsRequest, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_ListGroupsRequest_2(buf: Any, pos: int) -> tuple[ListGroupsRequest, int]:
-    return ListGroupsRequest([], []), pos
-
-
-def _e_ListGroupsRequest_2(o: ListGroupsRequest, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
 def _d_ListGroupsRequest_3(buf: Any, pos: int) -> tuple[ListGroupsRequest, int]:
     if buf[pos] == 0:
         pos += 1
@@ -140,8 +124,8 @@ def _e_ListGroupsRequest_5(o: ListGroupsRequest, out: bytearray, chunks: list[An
     out.append(0)
 
 
-ListGroupsRequest._DECODERS = {0: _d_ListGroupsRequest_0, 1: _d_ListGroupsRequest_1, 2: _d_ListGroupsRequest_2, 3: _d_ListGroupsRequest_3, 4: _d_ListGroupsRequest_4, 5: _d_ListGroupsRequest_5}
-ListGroupsRequest._ENCODERS = {0: _e_ListGroupsRequest_0, 1: _e_ListGroupsRequest_1, 2: _e_ListGroupsRequest_2, 3: _e_ListGroupsRequest_3, 4: _e_ListGroupsRequest_4, 5: _e_ListGroupsRequest_5}
+ListGroupsRequest._DECODERS = {0: _d_ListGroupsRequest_0, 1: _d_ListGroupsRequest_0, 2: _d_ListGroupsRequest_0, 3: _d_ListGroupsRequest_3, 4: _d_ListGroupsRequest_4, 5: _d_ListGroupsRequest_5}
+ListGroupsRequest._ENCODERS = {0: _e_ListGroupsRequest_0, 1: _e_ListGroupsRequest_0, 2: _e_ListGroupsRequest_0, 3: _e_ListGroupsRequest_3, 4: _e_ListGroupsRequest_4, 5: _e_ListGroupsRequest_5}
 
 
 def _d_ListedGroup_0(buf: Any, pos: int) -> tuple[ListedGroup, int]:
@@ -174,24 +158,13 @@ def _e_ListGroupsResponse_0(o: ListGroupsResponse, out: bytearray, chunks: list[
             _e_ListedGroup_0(it_groups, out, chunks)
 
 
-def _d_ListedGroup_1(buf: Any, pos: int) -> tuple[ListedGroup, int]:
-    f_group_id, pos = read_string(buf, pos, False)
-    f_protocol_type, pos = read_string(buf, pos, False)
-    return ListedGroup(f_group_id, f_protocol_type, "", ""), pos
-
-
-def _e_ListedGroup_1(o: ListedGroup, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.group_id)
-    write_string(out, o.protocol_type)
-
-
 def _d_ListGroupsResponse_1(buf: Any, pos: int) -> tuple[ListGroupsResponse, int]:
     (f_throttle_time_ms, f_error_code,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
     n_groups, pos = read_array_count(buf, pos, False, False)
     f_groups = []
     for _ in range(n_groups):
-        it_groups, pos = _d_ListedGroup_1(buf, pos)
+        it_groups, pos = _d_ListedGroup_0(buf, pos)
         f_groups.append(it_groups)
     return ListGroupsResponse(f_throttle_time_ms, f_error_code, f_groups), pos
 
@@ -201,37 +174,7 @@ def _e_ListGroupsResponse_1(o: ListGroupsResponse, out: bytearray, chunks: list[
     write_array_count(out, o.groups, False)
     if o.groups is not None:
         for it_groups in o.groups:
-            _e_ListedGroup_1(it_groups, out, chunks)
-
-
-def _d_ListedGroup_2(buf: Any, pos: int) -> tuple[ListedGroup, int]:
-    f_group_id, pos = read_string(buf, pos, False)
-    f_protocol_type, pos = read_string(buf, pos, False)
-    return ListedGroup(f_group_id, f_protocol_type, "", ""), pos
-
-
-def _e_ListedGroup_2(o: ListedGroup, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.group_id)
-    write_string(out, o.protocol_type)
-
-
-def _d_ListGroupsResponse_2(buf: Any, pos: int) -> tuple[ListGroupsResponse, int]:
-    (f_throttle_time_ms, f_error_code,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    n_groups, pos = read_array_count(buf, pos, False, False)
-    f_groups = []
-    for _ in range(n_groups):
-        it_groups, pos = _d_ListedGroup_2(buf, pos)
-        f_groups.append(it_groups)
-    return ListGroupsResponse(f_throttle_time_ms, f_error_code, f_groups), pos
-
-
-def _e_ListGroupsResponse_2(o: ListGroupsResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S1.pack(o.throttle_time_ms, o.error_code)
-    write_array_count(out, o.groups, False)
-    if o.groups is not None:
-        for it_groups in o.groups:
-            _e_ListedGroup_2(it_groups, out, chunks)
+            _e_ListedGroup_0(it_groups, out, chunks)
 
 
 def _d_ListedGroup_3(buf: Any, pos: int) -> tuple[ListedGroup, int]:
@@ -360,5 +303,5 @@ def _e_ListGroupsResponse_5(o: ListGroupsResponse, out: bytearray, chunks: list[
     out.append(0)
 
 
-ListGroupsResponse._DECODERS = {0: _d_ListGroupsResponse_0, 1: _d_ListGroupsResponse_1, 2: _d_ListGroupsResponse_2, 3: _d_ListGroupsResponse_3, 4: _d_ListGroupsResponse_4, 5: _d_ListGroupsResponse_5}
-ListGroupsResponse._ENCODERS = {0: _e_ListGroupsResponse_0, 1: _e_ListGroupsResponse_1, 2: _e_ListGroupsResponse_2, 3: _e_ListGroupsResponse_3, 4: _e_ListGroupsResponse_4, 5: _e_ListGroupsResponse_5}
+ListGroupsResponse._DECODERS = {0: _d_ListGroupsResponse_0, 1: _d_ListGroupsResponse_1, 2: _d_ListGroupsResponse_1, 3: _d_ListGroupsResponse_3, 4: _d_ListGroupsResponse_4, 5: _d_ListGroupsResponse_5}
+ListGroupsResponse._ENCODERS = {0: _e_ListGroupsResponse_0, 1: _e_ListGroupsResponse_1, 2: _e_ListGroupsResponse_1, 3: _e_ListGroupsResponse_3, 4: _e_ListGroupsResponse_4, 5: _e_ListGroupsResponse_5}

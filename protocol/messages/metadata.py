@@ -118,15 +118,6 @@ def _e_MetadataRequest_0(o: MetadataRequest, out: bytearray, chunks: list[Any]) 
             _e_MetadataRequestTopic_0(it_topics, out, chunks)
 
 
-def _d_MetadataRequestTopic_1(buf: Any, pos: int) -> tuple[MetadataRequestTopic, int]:
-    f_name, pos = read_string(buf, pos, False)
-    return MetadataRequestTopic(ZERO_UUID, f_name), pos
-
-
-def _e_MetadataRequestTopic_1(o: MetadataRequestTopic, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-
-
 def _d_MetadataRequest_1(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
     n_topics, pos = read_array_count(buf, pos, False, True)
     if n_topics < 0:
@@ -134,81 +125,9 @@ def _d_MetadataRequest_1(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
     else:
         f_topics = []
         for _ in range(n_topics):
-            it_topics, pos = _d_MetadataRequestTopic_1(buf, pos)
+            it_topics, pos = _d_MetadataRequestTopic_0(buf, pos)
             f_topics.append(it_topics)
     return MetadataRequest(f_topics, True, False, False), pos
-
-
-def _e_MetadataRequest_1(o: MetadataRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_array_count(out, o.topics, False)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_MetadataRequestTopic_1(it_topics, out, chunks)
-
-
-def _d_MetadataRequestTopic_2(buf: Any, pos: int) -> tuple[MetadataRequestTopic, int]:
-    f_name, pos = read_string(buf, pos, False)
-    return MetadataRequestTopic(ZERO_UUID, f_name), pos
-
-
-def _e_MetadataRequestTopic_2(o: MetadataRequestTopic, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-
-
-def _d_MetadataRequest_2(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
-    n_topics, pos = read_array_count(buf, pos, False, True)
-    if n_topics < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            it_topics, pos = _d_MetadataRequestTopic_2(buf, pos)
-            f_topics.append(it_topics)
-    return MetadataRequest(f_topics, True, False, False), pos
-
-
-def _e_MetadataRequest_2(o: MetadataRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_array_count(out, o.topics, False)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_MetadataRequestTopic_2(it_topics, out, chunks)
-
-
-def _d_MetadataRequestTopic_3(buf: Any, pos: int) -> tuple[MetadataRequestTopic, int]:
-    f_name, pos = read_string(buf, pos, False)
-    return MetadataRequestTopic(ZERO_UUID, f_name), pos
-
-
-def _e_MetadataRequestTopic_3(o: MetadataRequestTopic, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-
-
-def _d_MetadataRequest_3(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
-    n_topics, pos = read_array_count(buf, pos, False, True)
-    if n_topics < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            it_topics, pos = _d_MetadataRequestTopic_3(buf, pos)
-            f_topics.append(it_topics)
-    return MetadataRequest(f_topics, True, False, False), pos
-
-
-def _e_MetadataRequest_3(o: MetadataRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_array_count(out, o.topics, False)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_MetadataRequestTopic_3(it_topics, out, chunks)
-
-
-def _d_MetadataRequestTopic_4(buf: Any, pos: int) -> tuple[MetadataRequestTopic, int]:
-    f_name, pos = read_string(buf, pos, False)
-    return MetadataRequestTopic(ZERO_UUID, f_name), pos
-
-
-def _e_MetadataRequestTopic_4(o: MetadataRequestTopic, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
 
 
 def _d_MetadataRequest_4(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
@@ -218,7 +137,7 @@ def _d_MetadataRequest_4(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
     else:
         f_topics = []
         for _ in range(n_topics):
-            it_topics, pos = _d_MetadataRequestTopic_4(buf, pos)
+            it_topics, pos = _d_MetadataRequestTopic_0(buf, pos)
             f_topics.append(it_topics)
     (f_allow_auto_topic_creation,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
@@ -229,110 +148,8 @@ def _e_MetadataRequest_4(o: MetadataRequest, out: bytearray, chunks: list[Any]) 
     write_array_count(out, o.topics, False)
     if o.topics is not None:
         for it_topics in o.topics:
-            _e_MetadataRequestTopic_4(it_topics, out, chunks)
+            _e_MetadataRequestTopic_0(it_topics, out, chunks)
     out += _S0.pack(o.allow_auto_topic_creation)
-
-
-def _d_MetadataRequestTopic_5(buf: Any, pos: int) -> tuple[MetadataRequestTopic, int]:
-    f_name, pos = read_string(buf, pos, False)
-    return MetadataRequestTopic(ZERO_UUID, f_name), pos
-
-
-def _e_MetadataRequestTopic_5(o: MetadataRequestTopic, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-
-
-def _d_MetadataRequest_5(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
-    n_topics, pos = read_array_count(buf, pos, False, True)
-    if n_topics < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            it_topics, pos = _d_MetadataRequestTopic_5(buf, pos)
-            f_topics.append(it_topics)
-    (f_allow_auto_topic_creation,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    return MetadataRequest(f_topics, f_allow_auto_topic_creation, False, False), pos
-
-
-def _e_MetadataRequest_5(o: MetadataRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_array_count(out, o.topics, False)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_MetadataRequestTopic_5(it_topics, out, chunks)
-    out += _S0.pack(o.allow_auto_topic_creation)
-
-
-def _d_MetadataRequestTopic_6(buf: Any, pos: int) -> tuple[MetadataRequestTopic, int]:
-    f_name, pos = read_string(buf, pos, False)
-    return MetadataRequestTopic(ZERO_UUID, f_name), pos
-
-
-def _e_MetadataRequestTopic_6(o: MetadataRequestTopic, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-
-
-def _d_MetadataRequest_6(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
-    n_topics, pos = read_array_count(buf, pos, False, True)
-    if n_topics < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            it_topics, pos = _d_MetadataRequestTopic_6(buf, pos)
-            f_topics.append(it_topics)
-    (f_allow_auto_topic_creation,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    return MetadataRequest(f_topics, f_allow_auto_topic_creation, False, False), pos
-
-
-def _e_MetadataRequest_6(o: MetadataRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_array_count(out, o.topics, False)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_MetadataRequestTopic_6(it_topics, out, chunks)
-    out += _S0.pack(o.allow_auto_topic_creation)
-
-
-def _d_MetadataRequestTopic_7(buf: Any, pos: int) -> tuple[MetadataRequestTopic, int]:
-    f_name, pos = read_string(buf, pos, False)
-    return MetadataRequestTopic(ZERO_UUID, f_name), pos
-
-
-def _e_MetadataRequestTopic_7(o: MetadataRequestTopic, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-
-
-def _d_MetadataRequest_7(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
-    n_topics, pos = read_array_count(buf, pos, False, True)
-    if n_topics < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            it_topics, pos = _d_MetadataRequestTopic_7(buf, pos)
-            f_topics.append(it_topics)
-    (f_allow_auto_topic_creation,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    return MetadataRequest(f_topics, f_allow_auto_topic_creation, False, False), pos
-
-
-def _e_MetadataRequest_7(o: MetadataRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_array_count(out, o.topics, False)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_MetadataRequestTopic_7(it_topics, out, chunks)
-    out += _S0.pack(o.allow_auto_topic_creation)
-
-
-def _d_MetadataRequestTopic_8(buf: Any, pos: int) -> tuple[MetadataRequestTopic, int]:
-    f_name, pos = read_string(buf, pos, False)
-    return MetadataRequestTopic(ZERO_UUID, f_name), pos
-
-
-def _e_MetadataRequestTopic_8(o: MetadataRequestTopic, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
 
 
 def _d_MetadataRequest_8(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
@@ -342,7 +159,7 @@ def _d_MetadataRequest_8(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
     else:
         f_topics = []
         for _ in range(n_topics):
-            it_topics, pos = _d_MetadataRequestTopic_8(buf, pos)
+            it_topics, pos = _d_MetadataRequestTopic_0(buf, pos)
             f_topics.append(it_topics)
     (f_allow_auto_topic_creation, f_include_cluster_authorized_operations, f_include_topic_authorized_operations,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
@@ -353,7 +170,7 @@ def _e_MetadataRequest_8(o: MetadataRequest, out: bytearray, chunks: list[Any]) 
     write_array_count(out, o.topics, False)
     if o.topics is not None:
         for it_topics in o.topics:
-            _e_MetadataRequestTopic_8(it_topics, out, chunks)
+            _e_MetadataRequestTopic_0(it_topics, out, chunks)
     out += _S1.pack(o.allow_auto_topic_creation, o.include_cluster_authorized_operations, o.include_topic_authorized_operations)
 
 
@@ -443,24 +260,6 @@ def _e_MetadataRequest_10(o: MetadataRequest, out: bytearray, chunks: list[Any])
     out.append(0)
 
 
-def _d_MetadataRequestTopic_11(buf: Any, pos: int) -> tuple[MetadataRequestTopic, int]:
-    (f_topic_id,) = _S2.unpack_from(buf, pos)
-    pos += _S2.size
-    f_topic_id = _uuid(f_topic_id)
-    f_name, pos = read_compact_string(buf, pos, True)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return MetadataRequestTopic(f_topic_id, f_name), pos
-
-
-def _e_MetadataRequestTopic_11(o: MetadataRequestTopic, out: bytearray, chunks: list[Any]) -> None:
-    out += _S2.pack(o.topic_id.bytes)
-    write_compact_string(out, o.name)
-    out.append(0)
-
-
 def _d_MetadataRequest_11(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
     n_topics, pos = read_array_count(buf, pos, True, True)
     if n_topics < 0:
@@ -468,7 +267,7 @@ def _d_MetadataRequest_11(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
     else:
         f_topics = []
         for _ in range(n_topics):
-            it_topics, pos = _d_MetadataRequestTopic_11(buf, pos)
+            it_topics, pos = _d_MetadataRequestTopic_10(buf, pos)
             f_topics.append(it_topics)
     (f_allow_auto_topic_creation, f_include_topic_authorized_operations,) = _S3.unpack_from(buf, pos)
     pos += _S3.size
@@ -483,103 +282,13 @@ def _e_MetadataRequest_11(o: MetadataRequest, out: bytearray, chunks: list[Any])
     write_array_count(out, o.topics, True)
     if o.topics is not None:
         for it_topics in o.topics:
-            _e_MetadataRequestTopic_11(it_topics, out, chunks)
+            _e_MetadataRequestTopic_10(it_topics, out, chunks)
     out += _S3.pack(o.allow_auto_topic_creation, o.include_topic_authorized_operations)
     out.append(0)
 
 
-def _d_MetadataRequestTopic_12(buf: Any, pos: int) -> tuple[MetadataRequestTopic, int]:
-    (f_topic_id,) = _S2.unpack_from(buf, pos)
-    pos += _S2.size
-    f_topic_id = _uuid(f_topic_id)
-    f_name, pos = read_compact_string(buf, pos, True)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return MetadataRequestTopic(f_topic_id, f_name), pos
-
-
-def _e_MetadataRequestTopic_12(o: MetadataRequestTopic, out: bytearray, chunks: list[Any]) -> None:
-    out += _S2.pack(o.topic_id.bytes)
-    write_compact_string(out, o.name)
-    out.append(0)
-
-
-def _d_MetadataRequest_12(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
-    n_topics, pos = read_array_count(buf, pos, True, True)
-    if n_topics < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            it_topics, pos = _d_MetadataRequestTopic_12(buf, pos)
-            f_topics.append(it_topics)
-    (f_allow_auto_topic_creation, f_include_topic_authorized_operations,) = _S3.unpack_from(buf, pos)
-    pos += _S3.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return MetadataRequest(f_topics, f_allow_auto_topic_creation, False, f_include_topic_authorized_operations), pos
-
-
-def _e_MetadataRequest_12(o: MetadataRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_array_count(out, o.topics, True)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_MetadataRequestTopic_12(it_topics, out, chunks)
-    out += _S3.pack(o.allow_auto_topic_creation, o.include_topic_authorized_operations)
-    out.append(0)
-
-
-def _d_MetadataRequestTopic_13(buf: Any, pos: int) -> tuple[MetadataRequestTopic, int]:
-    (f_topic_id,) = _S2.unpack_from(buf, pos)
-    pos += _S2.size
-    f_topic_id = _uuid(f_topic_id)
-    f_name, pos = read_compact_string(buf, pos, True)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return MetadataRequestTopic(f_topic_id, f_name), pos
-
-
-def _e_MetadataRequestTopic_13(o: MetadataRequestTopic, out: bytearray, chunks: list[Any]) -> None:
-    out += _S2.pack(o.topic_id.bytes)
-    write_compact_string(out, o.name)
-    out.append(0)
-
-
-def _d_MetadataRequest_13(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
-    n_topics, pos = read_array_count(buf, pos, True, True)
-    if n_topics < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            it_topics, pos = _d_MetadataRequestTopic_13(buf, pos)
-            f_topics.append(it_topics)
-    (f_allow_auto_topic_creation, f_include_topic_authorized_operations,) = _S3.unpack_from(buf, pos)
-    pos += _S3.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return MetadataRequest(f_topics, f_allow_auto_topic_creation, False, f_include_topic_authorized_operations), pos
-
-
-def _e_MetadataRequest_13(o: MetadataRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_array_count(out, o.topics, True)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_MetadataRequestTopic_13(it_topics, out, chunks)
-    out += _S3.pack(o.allow_auto_topic_creation, o.include_topic_authorized_operations)
-    out.append(0)
-
-
-MetadataRequest._DECODERS = {0: _d_MetadataRequest_0, 1: _d_MetadataRequest_1, 2: _d_MetadataRequest_2, 3: _d_MetadataRequest_3, 4: _d_MetadataRequest_4, 5: _d_MetadataRequest_5, 6: _d_MetadataRequest_6, 7: _d_MetadataRequest_7, 8: _d_MetadataRequest_8, 9: _d_MetadataRequest_9, 10: _d_MetadataRequest_10, 11: _d_MetadataRequest_11, 12: _d_MetadataRequest_12, 13: _d_MetadataRequest_13}
-MetadataRequest._ENCODERS = {0: _e_MetadataRequest_0, 1: _e_MetadataRequest_1, 2: _e_MetadataRequest_2, 3: _e_MetadataRequest_3, 4: _e_MetadataRequest_4, 5: _e_MetadataRequest_5, 6: _e_MetadataRequest_6, 7: _e_MetadataRequest_7, 8: _e_MetadataRequest_8, 9: _e_MetadataRequest_9, 10: _e_MetadataRequest_10, 11: _e_MetadataRequest_11, 12: _e_MetadataRequest_12, 13: _e_MetadataRequest_13}
+MetadataRequest._DECODERS = {0: _d_MetadataRequest_0, 1: _d_MetadataRequest_1, 2: _d_MetadataRequest_1, 3: _d_MetadataRequest_1, 4: _d_MetadataRequest_4, 5: _d_MetadataRequest_4, 6: _d_MetadataRequest_4, 7: _d_MetadataRequest_4, 8: _d_MetadataRequest_8, 9: _d_MetadataRequest_9, 10: _d_MetadataRequest_10, 11: _d_MetadataRequest_11, 12: _d_MetadataRequest_11, 13: _d_MetadataRequest_11}
+MetadataRequest._ENCODERS = {0: _e_MetadataRequest_0, 1: _e_MetadataRequest_0, 2: _e_MetadataRequest_0, 3: _e_MetadataRequest_0, 4: _e_MetadataRequest_4, 5: _e_MetadataRequest_4, 6: _e_MetadataRequest_4, 7: _e_MetadataRequest_4, 8: _e_MetadataRequest_8, 9: _e_MetadataRequest_9, 10: _e_MetadataRequest_10, 11: _e_MetadataRequest_11, 12: _e_MetadataRequest_11, 13: _e_MetadataRequest_11}
 
 
 def _d_MetadataResponsePartition_0(buf: Any, pos: int) -> tuple[MetadataResponsePartition, int]:
@@ -669,32 +378,6 @@ def _e_MetadataResponse_0(o: MetadataResponse, out: bytearray, chunks: list[Any]
             _e_MetadataResponseTopic_0(it_topics, out, chunks)
 
 
-def _d_MetadataResponsePartition_1(buf: Any, pos: int) -> tuple[MetadataResponsePartition, int]:
-    (f_error_code, f_partition_index, f_leader_id,) = _S4.unpack_from(buf, pos)
-    pos += _S4.size
-    n_replica_nodes, pos = read_array_count(buf, pos, False, False)
-    if n_replica_nodes * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_replica_nodes = list(unpack_from(f'>{n_replica_nodes}i', buf, pos))
-    pos += n_replica_nodes * 4
-    n_isr_nodes, pos = read_array_count(buf, pos, False, False)
-    if n_isr_nodes * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_isr_nodes = list(unpack_from(f'>{n_isr_nodes}i', buf, pos))
-    pos += n_isr_nodes * 4
-    return MetadataResponsePartition(f_error_code, f_partition_index, f_leader_id, -1, f_replica_nodes, f_isr_nodes, []), pos
-
-
-def _e_MetadataResponsePartition_1(o: MetadataResponsePartition, out: bytearray, chunks: list[Any]) -> None:
-    out += _S4.pack(o.error_code, o.partition_index, o.leader_id)
-    write_array_count(out, o.replica_nodes, False)
-    if o.replica_nodes is not None:
-        out += pack(f'>{len(o.replica_nodes)}i', *o.replica_nodes)
-    write_array_count(out, o.isr_nodes, False)
-    if o.isr_nodes is not None:
-        out += pack(f'>{len(o.isr_nodes)}i', *o.isr_nodes)
-
-
 def _d_MetadataResponseTopic_1(buf: Any, pos: int) -> tuple[MetadataResponseTopic, int]:
     (f_error_code,) = _S5.unpack_from(buf, pos)
     pos += _S5.size
@@ -704,7 +387,7 @@ def _d_MetadataResponseTopic_1(buf: Any, pos: int) -> tuple[MetadataResponseTopi
     n_partitions, pos = read_array_count(buf, pos, False, False)
     f_partitions = []
     for _ in range(n_partitions):
-        it_partitions, pos = _d_MetadataResponsePartition_1(buf, pos)
+        it_partitions, pos = _d_MetadataResponsePartition_0(buf, pos)
         f_partitions.append(it_partitions)
     return MetadataResponseTopic(f_error_code, f_name, ZERO_UUID, f_is_internal, f_partitions, -2147483648), pos
 
@@ -716,7 +399,7 @@ def _e_MetadataResponseTopic_1(o: MetadataResponseTopic, out: bytearray, chunks:
     write_array_count(out, o.partitions, False)
     if o.partitions is not None:
         for it_partitions in o.partitions:
-            _e_MetadataResponsePartition_1(it_partitions, out, chunks)
+            _e_MetadataResponsePartition_0(it_partitions, out, chunks)
 
 
 def _d_MetadataResponseBroker_1(buf: Any, pos: int) -> tuple[MetadataResponseBroker, int]:
@@ -764,78 +447,11 @@ def _e_MetadataResponse_1(o: MetadataResponse, out: bytearray, chunks: list[Any]
             _e_MetadataResponseTopic_1(it_topics, out, chunks)
 
 
-def _d_MetadataResponsePartition_2(buf: Any, pos: int) -> tuple[MetadataResponsePartition, int]:
-    (f_error_code, f_partition_index, f_leader_id,) = _S4.unpack_from(buf, pos)
-    pos += _S4.size
-    n_replica_nodes, pos = read_array_count(buf, pos, False, False)
-    if n_replica_nodes * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_replica_nodes = list(unpack_from(f'>{n_replica_nodes}i', buf, pos))
-    pos += n_replica_nodes * 4
-    n_isr_nodes, pos = read_array_count(buf, pos, False, False)
-    if n_isr_nodes * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_isr_nodes = list(unpack_from(f'>{n_isr_nodes}i', buf, pos))
-    pos += n_isr_nodes * 4
-    return MetadataResponsePartition(f_error_code, f_partition_index, f_leader_id, -1, f_replica_nodes, f_isr_nodes, []), pos
-
-
-def _e_MetadataResponsePartition_2(o: MetadataResponsePartition, out: bytearray, chunks: list[Any]) -> None:
-    out += _S4.pack(o.error_code, o.partition_index, o.leader_id)
-    write_array_count(out, o.replica_nodes, False)
-    if o.replica_nodes is not None:
-        out += pack(f'>{len(o.replica_nodes)}i', *o.replica_nodes)
-    write_array_count(out, o.isr_nodes, False)
-    if o.isr_nodes is not None:
-        out += pack(f'>{len(o.isr_nodes)}i', *o.isr_nodes)
-
-
-def _d_MetadataResponseTopic_2(buf: Any, pos: int) -> tuple[MetadataResponseTopic, int]:
-    (f_error_code,) = _S5.unpack_from(buf, pos)
-    pos += _S5.size
-    f_name, pos = read_string(buf, pos, False)
-    (f_is_internal,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    n_partitions, pos = read_array_count(buf, pos, False, False)
-    f_partitions = []
-    for _ in range(n_partitions):
-        it_partitions, pos = _d_MetadataResponsePartition_2(buf, pos)
-        f_partitions.append(it_partitions)
-    return MetadataResponseTopic(f_error_code, f_name, ZERO_UUID, f_is_internal, f_partitions, -2147483648), pos
-
-
-def _e_MetadataResponseTopic_2(o: MetadataResponseTopic, out: bytearray, chunks: list[Any]) -> None:
-    out += _S5.pack(o.error_code)
-    write_string(out, o.name)
-    out += _S0.pack(o.is_internal)
-    write_array_count(out, o.partitions, False)
-    if o.partitions is not None:
-        for it_partitions in o.partitions:
-            _e_MetadataResponsePartition_2(it_partitions, out, chunks)
-
-
-def _d_MetadataResponseBroker_2(buf: Any, pos: int) -> tuple[MetadataResponseBroker, int]:
-    (f_node_id,) = _S6.unpack_from(buf, pos)
-    pos += _S6.size
-    f_host, pos = read_string(buf, pos, False)
-    (f_port,) = _S6.unpack_from(buf, pos)
-    pos += _S6.size
-    f_rack, pos = read_string(buf, pos, True)
-    return MetadataResponseBroker(f_node_id, f_host, f_port, f_rack), pos
-
-
-def _e_MetadataResponseBroker_2(o: MetadataResponseBroker, out: bytearray, chunks: list[Any]) -> None:
-    out += _S6.pack(o.node_id)
-    write_string(out, o.host)
-    out += _S6.pack(o.port)
-    write_string(out, o.rack)
-
-
 def _d_MetadataResponse_2(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     n_brokers, pos = read_array_count(buf, pos, False, False)
     f_brokers = []
     for _ in range(n_brokers):
-        it_brokers, pos = _d_MetadataResponseBroker_2(buf, pos)
+        it_brokers, pos = _d_MetadataResponseBroker_1(buf, pos)
         f_brokers.append(it_brokers)
     f_cluster_id, pos = read_string(buf, pos, True)
     (f_controller_id,) = _S6.unpack_from(buf, pos)
@@ -843,7 +459,7 @@ def _d_MetadataResponse_2(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     n_topics, pos = read_array_count(buf, pos, False, False)
     f_topics = []
     for _ in range(n_topics):
-        it_topics, pos = _d_MetadataResponseTopic_2(buf, pos)
+        it_topics, pos = _d_MetadataResponseTopic_1(buf, pos)
         f_topics.append(it_topics)
     return MetadataResponse(0, f_brokers, f_cluster_id, f_controller_id, f_topics, -2147483648, 0), pos
 
@@ -852,80 +468,13 @@ def _e_MetadataResponse_2(o: MetadataResponse, out: bytearray, chunks: list[Any]
     write_array_count(out, o.brokers, False)
     if o.brokers is not None:
         for it_brokers in o.brokers:
-            _e_MetadataResponseBroker_2(it_brokers, out, chunks)
+            _e_MetadataResponseBroker_1(it_brokers, out, chunks)
     write_string(out, o.cluster_id)
     out += _S6.pack(o.controller_id)
     write_array_count(out, o.topics, False)
     if o.topics is not None:
         for it_topics in o.topics:
-            _e_MetadataResponseTopic_2(it_topics, out, chunks)
-
-
-def _d_MetadataResponsePartition_3(buf: Any, pos: int) -> tuple[MetadataResponsePartition, int]:
-    (f_error_code, f_partition_index, f_leader_id,) = _S4.unpack_from(buf, pos)
-    pos += _S4.size
-    n_replica_nodes, pos = read_array_count(buf, pos, False, False)
-    if n_replica_nodes * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_replica_nodes = list(unpack_from(f'>{n_replica_nodes}i', buf, pos))
-    pos += n_replica_nodes * 4
-    n_isr_nodes, pos = read_array_count(buf, pos, False, False)
-    if n_isr_nodes * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_isr_nodes = list(unpack_from(f'>{n_isr_nodes}i', buf, pos))
-    pos += n_isr_nodes * 4
-    return MetadataResponsePartition(f_error_code, f_partition_index, f_leader_id, -1, f_replica_nodes, f_isr_nodes, []), pos
-
-
-def _e_MetadataResponsePartition_3(o: MetadataResponsePartition, out: bytearray, chunks: list[Any]) -> None:
-    out += _S4.pack(o.error_code, o.partition_index, o.leader_id)
-    write_array_count(out, o.replica_nodes, False)
-    if o.replica_nodes is not None:
-        out += pack(f'>{len(o.replica_nodes)}i', *o.replica_nodes)
-    write_array_count(out, o.isr_nodes, False)
-    if o.isr_nodes is not None:
-        out += pack(f'>{len(o.isr_nodes)}i', *o.isr_nodes)
-
-
-def _d_MetadataResponseTopic_3(buf: Any, pos: int) -> tuple[MetadataResponseTopic, int]:
-    (f_error_code,) = _S5.unpack_from(buf, pos)
-    pos += _S5.size
-    f_name, pos = read_string(buf, pos, False)
-    (f_is_internal,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    n_partitions, pos = read_array_count(buf, pos, False, False)
-    f_partitions = []
-    for _ in range(n_partitions):
-        it_partitions, pos = _d_MetadataResponsePartition_3(buf, pos)
-        f_partitions.append(it_partitions)
-    return MetadataResponseTopic(f_error_code, f_name, ZERO_UUID, f_is_internal, f_partitions, -2147483648), pos
-
-
-def _e_MetadataResponseTopic_3(o: MetadataResponseTopic, out: bytearray, chunks: list[Any]) -> None:
-    out += _S5.pack(o.error_code)
-    write_string(out, o.name)
-    out += _S0.pack(o.is_internal)
-    write_array_count(out, o.partitions, False)
-    if o.partitions is not None:
-        for it_partitions in o.partitions:
-            _e_MetadataResponsePartition_3(it_partitions, out, chunks)
-
-
-def _d_MetadataResponseBroker_3(buf: Any, pos: int) -> tuple[MetadataResponseBroker, int]:
-    (f_node_id,) = _S6.unpack_from(buf, pos)
-    pos += _S6.size
-    f_host, pos = read_string(buf, pos, False)
-    (f_port,) = _S6.unpack_from(buf, pos)
-    pos += _S6.size
-    f_rack, pos = read_string(buf, pos, True)
-    return MetadataResponseBroker(f_node_id, f_host, f_port, f_rack), pos
-
-
-def _e_MetadataResponseBroker_3(o: MetadataResponseBroker, out: bytearray, chunks: list[Any]) -> None:
-    out += _S6.pack(o.node_id)
-    write_string(out, o.host)
-    out += _S6.pack(o.port)
-    write_string(out, o.rack)
+            _e_MetadataResponseTopic_1(it_topics, out, chunks)
 
 
 def _d_MetadataResponse_3(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
@@ -934,7 +483,7 @@ def _d_MetadataResponse_3(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     n_brokers, pos = read_array_count(buf, pos, False, False)
     f_brokers = []
     for _ in range(n_brokers):
-        it_brokers, pos = _d_MetadataResponseBroker_3(buf, pos)
+        it_brokers, pos = _d_MetadataResponseBroker_1(buf, pos)
         f_brokers.append(it_brokers)
     f_cluster_id, pos = read_string(buf, pos, True)
     (f_controller_id,) = _S6.unpack_from(buf, pos)
@@ -942,7 +491,7 @@ def _d_MetadataResponse_3(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     n_topics, pos = read_array_count(buf, pos, False, False)
     f_topics = []
     for _ in range(n_topics):
-        it_topics, pos = _d_MetadataResponseTopic_3(buf, pos)
+        it_topics, pos = _d_MetadataResponseTopic_1(buf, pos)
         f_topics.append(it_topics)
     return MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, -2147483648, 0), pos
 
@@ -952,113 +501,13 @@ def _e_MetadataResponse_3(o: MetadataResponse, out: bytearray, chunks: list[Any]
     write_array_count(out, o.brokers, False)
     if o.brokers is not None:
         for it_brokers in o.brokers:
-            _e_MetadataResponseBroker_3(it_brokers, out, chunks)
+            _e_MetadataResponseBroker_1(it_brokers, out, chunks)
     write_string(out, o.cluster_id)
     out += _S6.pack(o.controller_id)
     write_array_count(out, o.topics, False)
     if o.topics is not None:
         for it_topics in o.topics:
-            _e_MetadataResponseTopic_3(it_topics, out, chunks)
-
-
-def _d_MetadataResponsePartition_4(buf: Any, pos: int) -> tuple[MetadataResponsePartition, int]:
-    (f_error_code, f_partition_index, f_leader_id,) = _S4.unpack_from(buf, pos)
-    pos += _S4.size
-    n_replica_nodes, pos = read_array_count(buf, pos, False, False)
-    if n_replica_nodes * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_replica_nodes = list(unpack_from(f'>{n_replica_nodes}i', buf, pos))
-    pos += n_replica_nodes * 4
-    n_isr_nodes, pos = read_array_count(buf, pos, False, False)
-    if n_isr_nodes * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_isr_nodes = list(unpack_from(f'>{n_isr_nodes}i', buf, pos))
-    pos += n_isr_nodes * 4
-    return MetadataResponsePartition(f_error_code, f_partition_index, f_leader_id, -1, f_replica_nodes, f_isr_nodes, []), pos
-
-
-def _e_MetadataResponsePartition_4(o: MetadataResponsePartition, out: bytearray, chunks: list[Any]) -> None:
-    out += _S4.pack(o.error_code, o.partition_index, o.leader_id)
-    write_array_count(out, o.replica_nodes, False)
-    if o.replica_nodes is not None:
-        out += pack(f'>{len(o.replica_nodes)}i', *o.replica_nodes)
-    write_array_count(out, o.isr_nodes, False)
-    if o.isr_nodes is not None:
-        out += pack(f'>{len(o.isr_nodes)}i', *o.isr_nodes)
-
-
-def _d_MetadataResponseTopic_4(buf: Any, pos: int) -> tuple[MetadataResponseTopic, int]:
-    (f_error_code,) = _S5.unpack_from(buf, pos)
-    pos += _S5.size
-    f_name, pos = read_string(buf, pos, False)
-    (f_is_internal,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    n_partitions, pos = read_array_count(buf, pos, False, False)
-    f_partitions = []
-    for _ in range(n_partitions):
-        it_partitions, pos = _d_MetadataResponsePartition_4(buf, pos)
-        f_partitions.append(it_partitions)
-    return MetadataResponseTopic(f_error_code, f_name, ZERO_UUID, f_is_internal, f_partitions, -2147483648), pos
-
-
-def _e_MetadataResponseTopic_4(o: MetadataResponseTopic, out: bytearray, chunks: list[Any]) -> None:
-    out += _S5.pack(o.error_code)
-    write_string(out, o.name)
-    out += _S0.pack(o.is_internal)
-    write_array_count(out, o.partitions, False)
-    if o.partitions is not None:
-        for it_partitions in o.partitions:
-            _e_MetadataResponsePartition_4(it_partitions, out, chunks)
-
-
-def _d_MetadataResponseBroker_4(buf: Any, pos: int) -> tuple[MetadataResponseBroker, int]:
-    (f_node_id,) = _S6.unpack_from(buf, pos)
-    pos += _S6.size
-    f_host, pos = read_string(buf, pos, False)
-    (f_port,) = _S6.unpack_from(buf, pos)
-    pos += _S6.size
-    f_rack, pos = read_string(buf, pos, True)
-    return MetadataResponseBroker(f_node_id, f_host, f_port, f_rack), pos
-
-
-def _e_MetadataResponseBroker_4(o: MetadataResponseBroker, out: bytearray, chunks: list[Any]) -> None:
-    out += _S6.pack(o.node_id)
-    write_string(out, o.host)
-    out += _S6.pack(o.port)
-    write_string(out, o.rack)
-
-
-def _d_MetadataResponse_4(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
-    (f_throttle_time_ms,) = _S6.unpack_from(buf, pos)
-    pos += _S6.size
-    n_brokers, pos = read_array_count(buf, pos, False, False)
-    f_brokers = []
-    for _ in range(n_brokers):
-        it_brokers, pos = _d_MetadataResponseBroker_4(buf, pos)
-        f_brokers.append(it_brokers)
-    f_cluster_id, pos = read_string(buf, pos, True)
-    (f_controller_id,) = _S6.unpack_from(buf, pos)
-    pos += _S6.size
-    n_topics, pos = read_array_count(buf, pos, False, False)
-    f_topics = []
-    for _ in range(n_topics):
-        it_topics, pos = _d_MetadataResponseTopic_4(buf, pos)
-        f_topics.append(it_topics)
-    return MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, -2147483648, 0), pos
-
-
-def _e_MetadataResponse_4(o: MetadataResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S6.pack(o.throttle_time_ms)
-    write_array_count(out, o.brokers, False)
-    if o.brokers is not None:
-        for it_brokers in o.brokers:
-            _e_MetadataResponseBroker_4(it_brokers, out, chunks)
-    write_string(out, o.cluster_id)
-    out += _S6.pack(o.controller_id)
-    write_array_count(out, o.topics, False)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_MetadataResponseTopic_4(it_topics, out, chunks)
+            _e_MetadataResponseTopic_1(it_topics, out, chunks)
 
 
 def _d_MetadataResponsePartition_5(buf: Any, pos: int) -> tuple[MetadataResponsePartition, int]:
@@ -1119,30 +568,13 @@ def _e_MetadataResponseTopic_5(o: MetadataResponseTopic, out: bytearray, chunks:
             _e_MetadataResponsePartition_5(it_partitions, out, chunks)
 
 
-def _d_MetadataResponseBroker_5(buf: Any, pos: int) -> tuple[MetadataResponseBroker, int]:
-    (f_node_id,) = _S6.unpack_from(buf, pos)
-    pos += _S6.size
-    f_host, pos = read_string(buf, pos, False)
-    (f_port,) = _S6.unpack_from(buf, pos)
-    pos += _S6.size
-    f_rack, pos = read_string(buf, pos, True)
-    return MetadataResponseBroker(f_node_id, f_host, f_port, f_rack), pos
-
-
-def _e_MetadataResponseBroker_5(o: MetadataResponseBroker, out: bytearray, chunks: list[Any]) -> None:
-    out += _S6.pack(o.node_id)
-    write_string(out, o.host)
-    out += _S6.pack(o.port)
-    write_string(out, o.rack)
-
-
 def _d_MetadataResponse_5(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     (f_throttle_time_ms,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
     n_brokers, pos = read_array_count(buf, pos, False, False)
     f_brokers = []
     for _ in range(n_brokers):
-        it_brokers, pos = _d_MetadataResponseBroker_5(buf, pos)
+        it_brokers, pos = _d_MetadataResponseBroker_1(buf, pos)
         f_brokers.append(it_brokers)
     f_cluster_id, pos = read_string(buf, pos, True)
     (f_controller_id,) = _S6.unpack_from(buf, pos)
@@ -1160,121 +592,13 @@ def _e_MetadataResponse_5(o: MetadataResponse, out: bytearray, chunks: list[Any]
     write_array_count(out, o.brokers, False)
     if o.brokers is not None:
         for it_brokers in o.brokers:
-            _e_MetadataResponseBroker_5(it_brokers, out, chunks)
+            _e_MetadataResponseBroker_1(it_brokers, out, chunks)
     write_string(out, o.cluster_id)
     out += _S6.pack(o.controller_id)
     write_array_count(out, o.topics, False)
     if o.topics is not None:
         for it_topics in o.topics:
             _e_MetadataResponseTopic_5(it_topics, out, chunks)
-
-
-def _d_MetadataResponsePartition_6(buf: Any, pos: int) -> tuple[MetadataResponsePartition, int]:
-    (f_error_code, f_partition_index, f_leader_id,) = _S4.unpack_from(buf, pos)
-    pos += _S4.size
-    n_replica_nodes, pos = read_array_count(buf, pos, False, False)
-    if n_replica_nodes * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_replica_nodes = list(unpack_from(f'>{n_replica_nodes}i', buf, pos))
-    pos += n_replica_nodes * 4
-    n_isr_nodes, pos = read_array_count(buf, pos, False, False)
-    if n_isr_nodes * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_isr_nodes = list(unpack_from(f'>{n_isr_nodes}i', buf, pos))
-    pos += n_isr_nodes * 4
-    n_offline_replicas, pos = read_array_count(buf, pos, False, False)
-    if n_offline_replicas * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_offline_replicas = list(unpack_from(f'>{n_offline_replicas}i', buf, pos))
-    pos += n_offline_replicas * 4
-    return MetadataResponsePartition(f_error_code, f_partition_index, f_leader_id, -1, f_replica_nodes, f_isr_nodes, f_offline_replicas), pos
-
-
-def _e_MetadataResponsePartition_6(o: MetadataResponsePartition, out: bytearray, chunks: list[Any]) -> None:
-    out += _S4.pack(o.error_code, o.partition_index, o.leader_id)
-    write_array_count(out, o.replica_nodes, False)
-    if o.replica_nodes is not None:
-        out += pack(f'>{len(o.replica_nodes)}i', *o.replica_nodes)
-    write_array_count(out, o.isr_nodes, False)
-    if o.isr_nodes is not None:
-        out += pack(f'>{len(o.isr_nodes)}i', *o.isr_nodes)
-    write_array_count(out, o.offline_replicas, False)
-    if o.offline_replicas is not None:
-        out += pack(f'>{len(o.offline_replicas)}i', *o.offline_replicas)
-
-
-def _d_MetadataResponseTopic_6(buf: Any, pos: int) -> tuple[MetadataResponseTopic, int]:
-    (f_error_code,) = _S5.unpack_from(buf, pos)
-    pos += _S5.size
-    f_name, pos = read_string(buf, pos, False)
-    (f_is_internal,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    n_partitions, pos = read_array_count(buf, pos, False, False)
-    f_partitions = []
-    for _ in range(n_partitions):
-        it_partitions, pos = _d_MetadataResponsePartition_6(buf, pos)
-        f_partitions.append(it_partitions)
-    return MetadataResponseTopic(f_error_code, f_name, ZERO_UUID, f_is_internal, f_partitions, -2147483648), pos
-
-
-def _e_MetadataResponseTopic_6(o: MetadataResponseTopic, out: bytearray, chunks: list[Any]) -> None:
-    out += _S5.pack(o.error_code)
-    write_string(out, o.name)
-    out += _S0.pack(o.is_internal)
-    write_array_count(out, o.partitions, False)
-    if o.partitions is not None:
-        for it_partitions in o.partitions:
-            _e_MetadataResponsePartition_6(it_partitions, out, chunks)
-
-
-def _d_MetadataResponseBroker_6(buf: Any, pos: int) -> tuple[MetadataResponseBroker, int]:
-    (f_node_id,) = _S6.unpack_from(buf, pos)
-    pos += _S6.size
-    f_host, pos = read_string(buf, pos, False)
-    (f_port,) = _S6.unpack_from(buf, pos)
-    pos += _S6.size
-    f_rack, pos = read_string(buf, pos, True)
-    return MetadataResponseBroker(f_node_id, f_host, f_port, f_rack), pos
-
-
-def _e_MetadataResponseBroker_6(o: MetadataResponseBroker, out: bytearray, chunks: list[Any]) -> None:
-    out += _S6.pack(o.node_id)
-    write_string(out, o.host)
-    out += _S6.pack(o.port)
-    write_string(out, o.rack)
-
-
-def _d_MetadataResponse_6(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
-    (f_throttle_time_ms,) = _S6.unpack_from(buf, pos)
-    pos += _S6.size
-    n_brokers, pos = read_array_count(buf, pos, False, False)
-    f_brokers = []
-    for _ in range(n_brokers):
-        it_brokers, pos = _d_MetadataResponseBroker_6(buf, pos)
-        f_brokers.append(it_brokers)
-    f_cluster_id, pos = read_string(buf, pos, True)
-    (f_controller_id,) = _S6.unpack_from(buf, pos)
-    pos += _S6.size
-    n_topics, pos = read_array_count(buf, pos, False, False)
-    f_topics = []
-    for _ in range(n_topics):
-        it_topics, pos = _d_MetadataResponseTopic_6(buf, pos)
-        f_topics.append(it_topics)
-    return MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, -2147483648, 0), pos
-
-
-def _e_MetadataResponse_6(o: MetadataResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S6.pack(o.throttle_time_ms)
-    write_array_count(out, o.brokers, False)
-    if o.brokers is not None:
-        for it_brokers in o.brokers:
-            _e_MetadataResponseBroker_6(it_brokers, out, chunks)
-    write_string(out, o.cluster_id)
-    out += _S6.pack(o.controller_id)
-    write_array_count(out, o.topics, False)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_MetadataResponseTopic_6(it_topics, out, chunks)
 
 
 def _d_MetadataResponsePartition_7(buf: Any, pos: int) -> tuple[MetadataResponsePartition, int]:
@@ -1335,30 +659,13 @@ def _e_MetadataResponseTopic_7(o: MetadataResponseTopic, out: bytearray, chunks:
             _e_MetadataResponsePartition_7(it_partitions, out, chunks)
 
 
-def _d_MetadataResponseBroker_7(buf: Any, pos: int) -> tuple[MetadataResponseBroker, int]:
-    (f_node_id,) = _S6.unpack_from(buf, pos)
-    pos += _S6.size
-    f_host, pos = read_string(buf, pos, False)
-    (f_port,) = _S6.unpack_from(buf, pos)
-    pos += _S6.size
-    f_rack, pos = read_string(buf, pos, True)
-    return MetadataResponseBroker(f_node_id, f_host, f_port, f_rack), pos
-
-
-def _e_MetadataResponseBroker_7(o: MetadataResponseBroker, out: bytearray, chunks: list[Any]) -> None:
-    out += _S6.pack(o.node_id)
-    write_string(out, o.host)
-    out += _S6.pack(o.port)
-    write_string(out, o.rack)
-
-
 def _d_MetadataResponse_7(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     (f_throttle_time_ms,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
     n_brokers, pos = read_array_count(buf, pos, False, False)
     f_brokers = []
     for _ in range(n_brokers):
-        it_brokers, pos = _d_MetadataResponseBroker_7(buf, pos)
+        it_brokers, pos = _d_MetadataResponseBroker_1(buf, pos)
         f_brokers.append(it_brokers)
     f_cluster_id, pos = read_string(buf, pos, True)
     (f_controller_id,) = _S6.unpack_from(buf, pos)
@@ -1376,47 +683,13 @@ def _e_MetadataResponse_7(o: MetadataResponse, out: bytearray, chunks: list[Any]
     write_array_count(out, o.brokers, False)
     if o.brokers is not None:
         for it_brokers in o.brokers:
-            _e_MetadataResponseBroker_7(it_brokers, out, chunks)
+            _e_MetadataResponseBroker_1(it_brokers, out, chunks)
     write_string(out, o.cluster_id)
     out += _S6.pack(o.controller_id)
     write_array_count(out, o.topics, False)
     if o.topics is not None:
         for it_topics in o.topics:
             _e_MetadataResponseTopic_7(it_topics, out, chunks)
-
-
-def _d_MetadataResponsePartition_8(buf: Any, pos: int) -> tuple[MetadataResponsePartition, int]:
-    (f_error_code, f_partition_index, f_leader_id, f_leader_epoch,) = _S7.unpack_from(buf, pos)
-    pos += _S7.size
-    n_replica_nodes, pos = read_array_count(buf, pos, False, False)
-    if n_replica_nodes * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_replica_nodes = list(unpack_from(f'>{n_replica_nodes}i', buf, pos))
-    pos += n_replica_nodes * 4
-    n_isr_nodes, pos = read_array_count(buf, pos, False, False)
-    if n_isr_nodes * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_isr_nodes = list(unpack_from(f'>{n_isr_nodes}i', buf, pos))
-    pos += n_isr_nodes * 4
-    n_offline_replicas, pos = read_array_count(buf, pos, False, False)
-    if n_offline_replicas * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_offline_replicas = list(unpack_from(f'>{n_offline_replicas}i', buf, pos))
-    pos += n_offline_replicas * 4
-    return MetadataResponsePartition(f_error_code, f_partition_index, f_leader_id, f_leader_epoch, f_replica_nodes, f_isr_nodes, f_offline_replicas), pos
-
-
-def _e_MetadataResponsePartition_8(o: MetadataResponsePartition, out: bytearray, chunks: list[Any]) -> None:
-    out += _S7.pack(o.error_code, o.partition_index, o.leader_id, o.leader_epoch)
-    write_array_count(out, o.replica_nodes, False)
-    if o.replica_nodes is not None:
-        out += pack(f'>{len(o.replica_nodes)}i', *o.replica_nodes)
-    write_array_count(out, o.isr_nodes, False)
-    if o.isr_nodes is not None:
-        out += pack(f'>{len(o.isr_nodes)}i', *o.isr_nodes)
-    write_array_count(out, o.offline_replicas, False)
-    if o.offline_replicas is not None:
-        out += pack(f'>{len(o.offline_replicas)}i', *o.offline_replicas)
 
 
 def _d_MetadataResponseTopic_8(buf: Any, pos: int) -> tuple[MetadataResponseTopic, int]:
@@ -1428,7 +701,7 @@ def _d_MetadataResponseTopic_8(buf: Any, pos: int) -> tuple[MetadataResponseTopi
     n_partitions, pos = read_array_count(buf, pos, False, False)
     f_partitions = []
     for _ in range(n_partitions):
-        it_partitions, pos = _d_MetadataResponsePartition_8(buf, pos)
+        it_partitions, pos = _d_MetadataResponsePartition_7(buf, pos)
         f_partitions.append(it_partitions)
     (f_topic_authorized_operations,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
@@ -1442,25 +715,8 @@ def _e_MetadataResponseTopic_8(o: MetadataResponseTopic, out: bytearray, chunks:
     write_array_count(out, o.partitions, False)
     if o.partitions is not None:
         for it_partitions in o.partitions:
-            _e_MetadataResponsePartition_8(it_partitions, out, chunks)
+            _e_MetadataResponsePartition_7(it_partitions, out, chunks)
     out += _S6.pack(o.topic_authorized_operations)
-
-
-def _d_MetadataResponseBroker_8(buf: Any, pos: int) -> tuple[MetadataResponseBroker, int]:
-    (f_node_id,) = _S6.unpack_from(buf, pos)
-    pos += _S6.size
-    f_host, pos = read_string(buf, pos, False)
-    (f_port,) = _S6.unpack_from(buf, pos)
-    pos += _S6.size
-    f_rack, pos = read_string(buf, pos, True)
-    return MetadataResponseBroker(f_node_id, f_host, f_port, f_rack), pos
-
-
-def _e_MetadataResponseBroker_8(o: MetadataResponseBroker, out: bytearray, chunks: list[Any]) -> None:
-    out += _S6.pack(o.node_id)
-    write_string(out, o.host)
-    out += _S6.pack(o.port)
-    write_string(out, o.rack)
 
 
 def _d_MetadataResponse_8(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
@@ -1469,7 +725,7 @@ def _d_MetadataResponse_8(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     n_brokers, pos = read_array_count(buf, pos, False, False)
     f_brokers = []
     for _ in range(n_brokers):
-        it_brokers, pos = _d_MetadataResponseBroker_8(buf, pos)
+        it_brokers, pos = _d_MetadataResponseBroker_1(buf, pos)
         f_brokers.append(it_brokers)
     f_cluster_id, pos = read_string(buf, pos, True)
     (f_controller_id,) = _S6.unpack_from(buf, pos)
@@ -1489,7 +745,7 @@ def _e_MetadataResponse_8(o: MetadataResponse, out: bytearray, chunks: list[Any]
     write_array_count(out, o.brokers, False)
     if o.brokers is not None:
         for it_brokers in o.brokers:
-            _e_MetadataResponseBroker_8(it_brokers, out, chunks)
+            _e_MetadataResponseBroker_1(it_brokers, out, chunks)
     write_string(out, o.cluster_id)
     out += _S6.pack(o.controller_id)
     write_array_count(out, o.topics, False)
@@ -1633,45 +889,6 @@ def _e_MetadataResponse_9(o: MetadataResponse, out: bytearray, chunks: list[Any]
     out.append(0)
 
 
-def _d_MetadataResponsePartition_10(buf: Any, pos: int) -> tuple[MetadataResponsePartition, int]:
-    (f_error_code, f_partition_index, f_leader_id, f_leader_epoch,) = _S7.unpack_from(buf, pos)
-    pos += _S7.size
-    n_replica_nodes, pos = read_array_count(buf, pos, True, False)
-    if n_replica_nodes * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_replica_nodes = list(unpack_from(f'>{n_replica_nodes}i', buf, pos))
-    pos += n_replica_nodes * 4
-    n_isr_nodes, pos = read_array_count(buf, pos, True, False)
-    if n_isr_nodes * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_isr_nodes = list(unpack_from(f'>{n_isr_nodes}i', buf, pos))
-    pos += n_isr_nodes * 4
-    n_offline_replicas, pos = read_array_count(buf, pos, True, False)
-    if n_offline_replicas * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_offline_replicas = list(unpack_from(f'>{n_offline_replicas}i', buf, pos))
-    pos += n_offline_replicas * 4
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return MetadataResponsePartition(f_error_code, f_partition_index, f_leader_id, f_leader_epoch, f_replica_nodes, f_isr_nodes, f_offline_replicas), pos
-
-
-def _e_MetadataResponsePartition_10(o: MetadataResponsePartition, out: bytearray, chunks: list[Any]) -> None:
-    out += _S7.pack(o.error_code, o.partition_index, o.leader_id, o.leader_epoch)
-    write_array_count(out, o.replica_nodes, True)
-    if o.replica_nodes is not None:
-        out += pack(f'>{len(o.replica_nodes)}i', *o.replica_nodes)
-    write_array_count(out, o.isr_nodes, True)
-    if o.isr_nodes is not None:
-        out += pack(f'>{len(o.isr_nodes)}i', *o.isr_nodes)
-    write_array_count(out, o.offline_replicas, True)
-    if o.offline_replicas is not None:
-        out += pack(f'>{len(o.offline_replicas)}i', *o.offline_replicas)
-    out.append(0)
-
-
 def _d_MetadataResponseTopic_10(buf: Any, pos: int) -> tuple[MetadataResponseTopic, int]:
     (f_error_code,) = _S5.unpack_from(buf, pos)
     pos += _S5.size
@@ -1682,7 +899,7 @@ def _d_MetadataResponseTopic_10(buf: Any, pos: int) -> tuple[MetadataResponseTop
     n_partitions, pos = read_array_count(buf, pos, True, False)
     f_partitions = []
     for _ in range(n_partitions):
-        it_partitions, pos = _d_MetadataResponsePartition_10(buf, pos)
+        it_partitions, pos = _d_MetadataResponsePartition_9(buf, pos)
         f_partitions.append(it_partitions)
     (f_topic_authorized_operations,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
@@ -1700,30 +917,8 @@ def _e_MetadataResponseTopic_10(o: MetadataResponseTopic, out: bytearray, chunks
     write_array_count(out, o.partitions, True)
     if o.partitions is not None:
         for it_partitions in o.partitions:
-            _e_MetadataResponsePartition_10(it_partitions, out, chunks)
+            _e_MetadataResponsePartition_9(it_partitions, out, chunks)
     out += _S6.pack(o.topic_authorized_operations)
-    out.append(0)
-
-
-def _d_MetadataResponseBroker_10(buf: Any, pos: int) -> tuple[MetadataResponseBroker, int]:
-    (f_node_id,) = _S6.unpack_from(buf, pos)
-    pos += _S6.size
-    f_host, pos = read_compact_string(buf, pos, False)
-    (f_port,) = _S6.unpack_from(buf, pos)
-    pos += _S6.size
-    f_rack, pos = read_compact_string(buf, pos, True)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return MetadataResponseBroker(f_node_id, f_host, f_port, f_rack), pos
-
-
-def _e_MetadataResponseBroker_10(o: MetadataResponseBroker, out: bytearray, chunks: list[Any]) -> None:
-    out += _S6.pack(o.node_id)
-    write_compact_string(out, o.host)
-    out += _S6.pack(o.port)
-    write_compact_string(out, o.rack)
     out.append(0)
 
 
@@ -1733,7 +928,7 @@ def _d_MetadataResponse_10(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     n_brokers, pos = read_array_count(buf, pos, True, False)
     f_brokers = []
     for _ in range(n_brokers):
-        it_brokers, pos = _d_MetadataResponseBroker_10(buf, pos)
+        it_brokers, pos = _d_MetadataResponseBroker_9(buf, pos)
         f_brokers.append(it_brokers)
     f_cluster_id, pos = read_compact_string(buf, pos, True)
     (f_controller_id,) = _S6.unpack_from(buf, pos)
@@ -1757,7 +952,7 @@ def _e_MetadataResponse_10(o: MetadataResponse, out: bytearray, chunks: list[Any
     write_array_count(out, o.brokers, True)
     if o.brokers is not None:
         for it_brokers in o.brokers:
-            _e_MetadataResponseBroker_10(it_brokers, out, chunks)
+            _e_MetadataResponseBroker_9(it_brokers, out, chunks)
     write_compact_string(out, o.cluster_id)
     out += _S6.pack(o.controller_id)
     write_array_count(out, o.topics, True)
@@ -1768,107 +963,13 @@ def _e_MetadataResponse_10(o: MetadataResponse, out: bytearray, chunks: list[Any
     out.append(0)
 
 
-def _d_MetadataResponsePartition_11(buf: Any, pos: int) -> tuple[MetadataResponsePartition, int]:
-    (f_error_code, f_partition_index, f_leader_id, f_leader_epoch,) = _S7.unpack_from(buf, pos)
-    pos += _S7.size
-    n_replica_nodes, pos = read_array_count(buf, pos, True, False)
-    if n_replica_nodes * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_replica_nodes = list(unpack_from(f'>{n_replica_nodes}i', buf, pos))
-    pos += n_replica_nodes * 4
-    n_isr_nodes, pos = read_array_count(buf, pos, True, False)
-    if n_isr_nodes * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_isr_nodes = list(unpack_from(f'>{n_isr_nodes}i', buf, pos))
-    pos += n_isr_nodes * 4
-    n_offline_replicas, pos = read_array_count(buf, pos, True, False)
-    if n_offline_replicas * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_offline_replicas = list(unpack_from(f'>{n_offline_replicas}i', buf, pos))
-    pos += n_offline_replicas * 4
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return MetadataResponsePartition(f_error_code, f_partition_index, f_leader_id, f_leader_epoch, f_replica_nodes, f_isr_nodes, f_offline_replicas), pos
-
-
-def _e_MetadataResponsePartition_11(o: MetadataResponsePartition, out: bytearray, chunks: list[Any]) -> None:
-    out += _S7.pack(o.error_code, o.partition_index, o.leader_id, o.leader_epoch)
-    write_array_count(out, o.replica_nodes, True)
-    if o.replica_nodes is not None:
-        out += pack(f'>{len(o.replica_nodes)}i', *o.replica_nodes)
-    write_array_count(out, o.isr_nodes, True)
-    if o.isr_nodes is not None:
-        out += pack(f'>{len(o.isr_nodes)}i', *o.isr_nodes)
-    write_array_count(out, o.offline_replicas, True)
-    if o.offline_replicas is not None:
-        out += pack(f'>{len(o.offline_replicas)}i', *o.offline_replicas)
-    out.append(0)
-
-
-def _d_MetadataResponseTopic_11(buf: Any, pos: int) -> tuple[MetadataResponseTopic, int]:
-    (f_error_code,) = _S5.unpack_from(buf, pos)
-    pos += _S5.size
-    f_name, pos = read_compact_string(buf, pos, False)
-    (f_topic_id, f_is_internal,) = _S8.unpack_from(buf, pos)
-    pos += _S8.size
-    f_topic_id = _uuid(f_topic_id)
-    n_partitions, pos = read_array_count(buf, pos, True, False)
-    f_partitions = []
-    for _ in range(n_partitions):
-        it_partitions, pos = _d_MetadataResponsePartition_11(buf, pos)
-        f_partitions.append(it_partitions)
-    (f_topic_authorized_operations,) = _S6.unpack_from(buf, pos)
-    pos += _S6.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return MetadataResponseTopic(f_error_code, f_name, f_topic_id, f_is_internal, f_partitions, f_topic_authorized_operations), pos
-
-
-def _e_MetadataResponseTopic_11(o: MetadataResponseTopic, out: bytearray, chunks: list[Any]) -> None:
-    out += _S5.pack(o.error_code)
-    write_compact_string(out, o.name)
-    out += _S8.pack(o.topic_id.bytes, o.is_internal)
-    write_array_count(out, o.partitions, True)
-    if o.partitions is not None:
-        for it_partitions in o.partitions:
-            _e_MetadataResponsePartition_11(it_partitions, out, chunks)
-    out += _S6.pack(o.topic_authorized_operations)
-    out.append(0)
-
-
-def _d_MetadataResponseBroker_11(buf: Any, pos: int) -> tuple[MetadataResponseBroker, int]:
-    (f_node_id,) = _S6.unpack_from(buf, pos)
-    pos += _S6.size
-    f_host, pos = read_compact_string(buf, pos, False)
-    (f_port,) = _S6.unpack_from(buf, pos)
-    pos += _S6.size
-    f_rack, pos = read_compact_string(buf, pos, True)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return MetadataResponseBroker(f_node_id, f_host, f_port, f_rack), pos
-
-
-def _e_MetadataResponseBroker_11(o: MetadataResponseBroker, out: bytearray, chunks: list[Any]) -> None:
-    out += _S6.pack(o.node_id)
-    write_compact_string(out, o.host)
-    out += _S6.pack(o.port)
-    write_compact_string(out, o.rack)
-    out.append(0)
-
-
 def _d_MetadataResponse_11(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     (f_throttle_time_ms,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
     n_brokers, pos = read_array_count(buf, pos, True, False)
     f_brokers = []
     for _ in range(n_brokers):
-        it_brokers, pos = _d_MetadataResponseBroker_11(buf, pos)
+        it_brokers, pos = _d_MetadataResponseBroker_9(buf, pos)
         f_brokers.append(it_brokers)
     f_cluster_id, pos = read_compact_string(buf, pos, True)
     (f_controller_id,) = _S6.unpack_from(buf, pos)
@@ -1876,7 +977,7 @@ def _d_MetadataResponse_11(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     n_topics, pos = read_array_count(buf, pos, True, False)
     f_topics = []
     for _ in range(n_topics):
-        it_topics, pos = _d_MetadataResponseTopic_11(buf, pos)
+        it_topics, pos = _d_MetadataResponseTopic_10(buf, pos)
         f_topics.append(it_topics)
     if buf[pos] == 0:
         pos += 1
@@ -1890,52 +991,13 @@ def _e_MetadataResponse_11(o: MetadataResponse, out: bytearray, chunks: list[Any
     write_array_count(out, o.brokers, True)
     if o.brokers is not None:
         for it_brokers in o.brokers:
-            _e_MetadataResponseBroker_11(it_brokers, out, chunks)
+            _e_MetadataResponseBroker_9(it_brokers, out, chunks)
     write_compact_string(out, o.cluster_id)
     out += _S6.pack(o.controller_id)
     write_array_count(out, o.topics, True)
     if o.topics is not None:
         for it_topics in o.topics:
-            _e_MetadataResponseTopic_11(it_topics, out, chunks)
-    out.append(0)
-
-
-def _d_MetadataResponsePartition_12(buf: Any, pos: int) -> tuple[MetadataResponsePartition, int]:
-    (f_error_code, f_partition_index, f_leader_id, f_leader_epoch,) = _S7.unpack_from(buf, pos)
-    pos += _S7.size
-    n_replica_nodes, pos = read_array_count(buf, pos, True, False)
-    if n_replica_nodes * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_replica_nodes = list(unpack_from(f'>{n_replica_nodes}i', buf, pos))
-    pos += n_replica_nodes * 4
-    n_isr_nodes, pos = read_array_count(buf, pos, True, False)
-    if n_isr_nodes * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_isr_nodes = list(unpack_from(f'>{n_isr_nodes}i', buf, pos))
-    pos += n_isr_nodes * 4
-    n_offline_replicas, pos = read_array_count(buf, pos, True, False)
-    if n_offline_replicas * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_offline_replicas = list(unpack_from(f'>{n_offline_replicas}i', buf, pos))
-    pos += n_offline_replicas * 4
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return MetadataResponsePartition(f_error_code, f_partition_index, f_leader_id, f_leader_epoch, f_replica_nodes, f_isr_nodes, f_offline_replicas), pos
-
-
-def _e_MetadataResponsePartition_12(o: MetadataResponsePartition, out: bytearray, chunks: list[Any]) -> None:
-    out += _S7.pack(o.error_code, o.partition_index, o.leader_id, o.leader_epoch)
-    write_array_count(out, o.replica_nodes, True)
-    if o.replica_nodes is not None:
-        out += pack(f'>{len(o.replica_nodes)}i', *o.replica_nodes)
-    write_array_count(out, o.isr_nodes, True)
-    if o.isr_nodes is not None:
-        out += pack(f'>{len(o.isr_nodes)}i', *o.isr_nodes)
-    write_array_count(out, o.offline_replicas, True)
-    if o.offline_replicas is not None:
-        out += pack(f'>{len(o.offline_replicas)}i', *o.offline_replicas)
+            _e_MetadataResponseTopic_10(it_topics, out, chunks)
     out.append(0)
 
 
@@ -1949,7 +1011,7 @@ def _d_MetadataResponseTopic_12(buf: Any, pos: int) -> tuple[MetadataResponseTop
     n_partitions, pos = read_array_count(buf, pos, True, False)
     f_partitions = []
     for _ in range(n_partitions):
-        it_partitions, pos = _d_MetadataResponsePartition_12(buf, pos)
+        it_partitions, pos = _d_MetadataResponsePartition_9(buf, pos)
         f_partitions.append(it_partitions)
     (f_topic_authorized_operations,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
@@ -1960,47 +1022,13 @@ def _d_MetadataResponseTopic_12(buf: Any, pos: int) -> tuple[MetadataResponseTop
     return MetadataResponseTopic(f_error_code, f_name, f_topic_id, f_is_internal, f_partitions, f_topic_authorized_operations), pos
 
 
-def _e_MetadataResponseTopic_12(o: MetadataResponseTopic, out: bytearray, chunks: list[Any]) -> None:
-    out += _S5.pack(o.error_code)
-    write_compact_string(out, o.name)
-    out += _S8.pack(o.topic_id.bytes, o.is_internal)
-    write_array_count(out, o.partitions, True)
-    if o.partitions is not None:
-        for it_partitions in o.partitions:
-            _e_MetadataResponsePartition_12(it_partitions, out, chunks)
-    out += _S6.pack(o.topic_authorized_operations)
-    out.append(0)
-
-
-def _d_MetadataResponseBroker_12(buf: Any, pos: int) -> tuple[MetadataResponseBroker, int]:
-    (f_node_id,) = _S6.unpack_from(buf, pos)
-    pos += _S6.size
-    f_host, pos = read_compact_string(buf, pos, False)
-    (f_port,) = _S6.unpack_from(buf, pos)
-    pos += _S6.size
-    f_rack, pos = read_compact_string(buf, pos, True)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return MetadataResponseBroker(f_node_id, f_host, f_port, f_rack), pos
-
-
-def _e_MetadataResponseBroker_12(o: MetadataResponseBroker, out: bytearray, chunks: list[Any]) -> None:
-    out += _S6.pack(o.node_id)
-    write_compact_string(out, o.host)
-    out += _S6.pack(o.port)
-    write_compact_string(out, o.rack)
-    out.append(0)
-
-
 def _d_MetadataResponse_12(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     (f_throttle_time_ms,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
     n_brokers, pos = read_array_count(buf, pos, True, False)
     f_brokers = []
     for _ in range(n_brokers):
-        it_brokers, pos = _d_MetadataResponseBroker_12(buf, pos)
+        it_brokers, pos = _d_MetadataResponseBroker_9(buf, pos)
         f_brokers.append(it_brokers)
     f_cluster_id, pos = read_compact_string(buf, pos, True)
     (f_controller_id,) = _S6.unpack_from(buf, pos)
@@ -2017,122 +1045,13 @@ def _d_MetadataResponse_12(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     return MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, -2147483648, 0), pos
 
 
-def _e_MetadataResponse_12(o: MetadataResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S6.pack(o.throttle_time_ms)
-    write_array_count(out, o.brokers, True)
-    if o.brokers is not None:
-        for it_brokers in o.brokers:
-            _e_MetadataResponseBroker_12(it_brokers, out, chunks)
-    write_compact_string(out, o.cluster_id)
-    out += _S6.pack(o.controller_id)
-    write_array_count(out, o.topics, True)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_MetadataResponseTopic_12(it_topics, out, chunks)
-    out.append(0)
-
-
-def _d_MetadataResponsePartition_13(buf: Any, pos: int) -> tuple[MetadataResponsePartition, int]:
-    (f_error_code, f_partition_index, f_leader_id, f_leader_epoch,) = _S7.unpack_from(buf, pos)
-    pos += _S7.size
-    n_replica_nodes, pos = read_array_count(buf, pos, True, False)
-    if n_replica_nodes * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_replica_nodes = list(unpack_from(f'>{n_replica_nodes}i', buf, pos))
-    pos += n_replica_nodes * 4
-    n_isr_nodes, pos = read_array_count(buf, pos, True, False)
-    if n_isr_nodes * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_isr_nodes = list(unpack_from(f'>{n_isr_nodes}i', buf, pos))
-    pos += n_isr_nodes * 4
-    n_offline_replicas, pos = read_array_count(buf, pos, True, False)
-    if n_offline_replicas * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_offline_replicas = list(unpack_from(f'>{n_offline_replicas}i', buf, pos))
-    pos += n_offline_replicas * 4
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return MetadataResponsePartition(f_error_code, f_partition_index, f_leader_id, f_leader_epoch, f_replica_nodes, f_isr_nodes, f_offline_replicas), pos
-
-
-def _e_MetadataResponsePartition_13(o: MetadataResponsePartition, out: bytearray, chunks: list[Any]) -> None:
-    out += _S7.pack(o.error_code, o.partition_index, o.leader_id, o.leader_epoch)
-    write_array_count(out, o.replica_nodes, True)
-    if o.replica_nodes is not None:
-        out += pack(f'>{len(o.replica_nodes)}i', *o.replica_nodes)
-    write_array_count(out, o.isr_nodes, True)
-    if o.isr_nodes is not None:
-        out += pack(f'>{len(o.isr_nodes)}i', *o.isr_nodes)
-    write_array_count(out, o.offline_replicas, True)
-    if o.offline_replicas is not None:
-        out += pack(f'>{len(o.offline_replicas)}i', *o.offline_replicas)
-    out.append(0)
-
-
-def _d_MetadataResponseTopic_13(buf: Any, pos: int) -> tuple[MetadataResponseTopic, int]:
-    (f_error_code,) = _S5.unpack_from(buf, pos)
-    pos += _S5.size
-    f_name, pos = read_compact_string(buf, pos, True)
-    (f_topic_id, f_is_internal,) = _S8.unpack_from(buf, pos)
-    pos += _S8.size
-    f_topic_id = _uuid(f_topic_id)
-    n_partitions, pos = read_array_count(buf, pos, True, False)
-    f_partitions = []
-    for _ in range(n_partitions):
-        it_partitions, pos = _d_MetadataResponsePartition_13(buf, pos)
-        f_partitions.append(it_partitions)
-    (f_topic_authorized_operations,) = _S6.unpack_from(buf, pos)
-    pos += _S6.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return MetadataResponseTopic(f_error_code, f_name, f_topic_id, f_is_internal, f_partitions, f_topic_authorized_operations), pos
-
-
-def _e_MetadataResponseTopic_13(o: MetadataResponseTopic, out: bytearray, chunks: list[Any]) -> None:
-    out += _S5.pack(o.error_code)
-    write_compact_string(out, o.name)
-    out += _S8.pack(o.topic_id.bytes, o.is_internal)
-    write_array_count(out, o.partitions, True)
-    if o.partitions is not None:
-        for it_partitions in o.partitions:
-            _e_MetadataResponsePartition_13(it_partitions, out, chunks)
-    out += _S6.pack(o.topic_authorized_operations)
-    out.append(0)
-
-
-def _d_MetadataResponseBroker_13(buf: Any, pos: int) -> tuple[MetadataResponseBroker, int]:
-    (f_node_id,) = _S6.unpack_from(buf, pos)
-    pos += _S6.size
-    f_host, pos = read_compact_string(buf, pos, False)
-    (f_port,) = _S6.unpack_from(buf, pos)
-    pos += _S6.size
-    f_rack, pos = read_compact_string(buf, pos, True)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return MetadataResponseBroker(f_node_id, f_host, f_port, f_rack), pos
-
-
-def _e_MetadataResponseBroker_13(o: MetadataResponseBroker, out: bytearray, chunks: list[Any]) -> None:
-    out += _S6.pack(o.node_id)
-    write_compact_string(out, o.host)
-    out += _S6.pack(o.port)
-    write_compact_string(out, o.rack)
-    out.append(0)
-
-
 def _d_MetadataResponse_13(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     (f_throttle_time_ms,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
     n_brokers, pos = read_array_count(buf, pos, True, False)
     f_brokers = []
     for _ in range(n_brokers):
-        it_brokers, pos = _d_MetadataResponseBroker_13(buf, pos)
+        it_brokers, pos = _d_MetadataResponseBroker_9(buf, pos)
         f_brokers.append(it_brokers)
     f_cluster_id, pos = read_compact_string(buf, pos, True)
     (f_controller_id,) = _S6.unpack_from(buf, pos)
@@ -2140,7 +1059,7 @@ def _d_MetadataResponse_13(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     n_topics, pos = read_array_count(buf, pos, True, False)
     f_topics = []
     for _ in range(n_topics):
-        it_topics, pos = _d_MetadataResponseTopic_13(buf, pos)
+        it_topics, pos = _d_MetadataResponseTopic_12(buf, pos)
         f_topics.append(it_topics)
     (f_error_code,) = _S5.unpack_from(buf, pos)
     pos += _S5.size
@@ -2156,16 +1075,16 @@ def _e_MetadataResponse_13(o: MetadataResponse, out: bytearray, chunks: list[Any
     write_array_count(out, o.brokers, True)
     if o.brokers is not None:
         for it_brokers in o.brokers:
-            _e_MetadataResponseBroker_13(it_brokers, out, chunks)
+            _e_MetadataResponseBroker_9(it_brokers, out, chunks)
     write_compact_string(out, o.cluster_id)
     out += _S6.pack(o.controller_id)
     write_array_count(out, o.topics, True)
     if o.topics is not None:
         for it_topics in o.topics:
-            _e_MetadataResponseTopic_13(it_topics, out, chunks)
+            _e_MetadataResponseTopic_10(it_topics, out, chunks)
     out += _S5.pack(o.error_code)
     out.append(0)
 
 
-MetadataResponse._DECODERS = {0: _d_MetadataResponse_0, 1: _d_MetadataResponse_1, 2: _d_MetadataResponse_2, 3: _d_MetadataResponse_3, 4: _d_MetadataResponse_4, 5: _d_MetadataResponse_5, 6: _d_MetadataResponse_6, 7: _d_MetadataResponse_7, 8: _d_MetadataResponse_8, 9: _d_MetadataResponse_9, 10: _d_MetadataResponse_10, 11: _d_MetadataResponse_11, 12: _d_MetadataResponse_12, 13: _d_MetadataResponse_13}
-MetadataResponse._ENCODERS = {0: _e_MetadataResponse_0, 1: _e_MetadataResponse_1, 2: _e_MetadataResponse_2, 3: _e_MetadataResponse_3, 4: _e_MetadataResponse_4, 5: _e_MetadataResponse_5, 6: _e_MetadataResponse_6, 7: _e_MetadataResponse_7, 8: _e_MetadataResponse_8, 9: _e_MetadataResponse_9, 10: _e_MetadataResponse_10, 11: _e_MetadataResponse_11, 12: _e_MetadataResponse_12, 13: _e_MetadataResponse_13}
+MetadataResponse._DECODERS = {0: _d_MetadataResponse_0, 1: _d_MetadataResponse_1, 2: _d_MetadataResponse_2, 3: _d_MetadataResponse_3, 4: _d_MetadataResponse_3, 5: _d_MetadataResponse_5, 6: _d_MetadataResponse_5, 7: _d_MetadataResponse_7, 8: _d_MetadataResponse_8, 9: _d_MetadataResponse_9, 10: _d_MetadataResponse_10, 11: _d_MetadataResponse_11, 12: _d_MetadataResponse_12, 13: _d_MetadataResponse_13}
+MetadataResponse._ENCODERS = {0: _e_MetadataResponse_0, 1: _e_MetadataResponse_1, 2: _e_MetadataResponse_2, 3: _e_MetadataResponse_3, 4: _e_MetadataResponse_3, 5: _e_MetadataResponse_5, 6: _e_MetadataResponse_5, 7: _e_MetadataResponse_7, 8: _e_MetadataResponse_8, 9: _e_MetadataResponse_9, 10: _e_MetadataResponse_10, 11: _e_MetadataResponse_11, 12: _e_MetadataResponse_11, 13: _e_MetadataResponse_13}

@@ -54,15 +54,6 @@ def _e_SaslAuthenticateRequest_0(o: SaslAuthenticateRequest, out: bytearray, chu
     write_bytes(out, o.auth_bytes)
 
 
-def _d_SaslAuthenticateRequest_1(buf: Any, pos: int) -> tuple[SaslAuthenticateRequest, int]:
-    f_auth_bytes, pos = read_bytes(buf, pos, False)
-    return SaslAuthenticateRequest(f_auth_bytes), pos
-
-
-def _e_SaslAuthenticateRequest_1(o: SaslAuthenticateRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_bytes(out, o.auth_bytes)
-
-
 def _d_SaslAuthenticateRequest_2(buf: Any, pos: int) -> tuple[SaslAuthenticateRequest, int]:
     f_auth_bytes, pos = read_compact_bytes(buf, pos, False)
     if buf[pos] == 0:
@@ -77,8 +68,8 @@ def _e_SaslAuthenticateRequest_2(o: SaslAuthenticateRequest, out: bytearray, chu
     out.append(0)
 
 
-SaslAuthenticateRequest._DECODERS = {0: _d_SaslAuthenticateRequest_0, 1: _d_SaslAuthenticateRequest_1, 2: _d_SaslAuthenticateRequest_2}
-SaslAuthenticateRequest._ENCODERS = {0: _e_SaslAuthenticateRequest_0, 1: _e_SaslAuthenticateRequest_1, 2: _e_SaslAuthenticateRequest_2}
+SaslAuthenticateRequest._DECODERS = {0: _d_SaslAuthenticateRequest_0, 1: _d_SaslAuthenticateRequest_0, 2: _d_SaslAuthenticateRequest_2}
+SaslAuthenticateRequest._ENCODERS = {0: _e_SaslAuthenticateRequest_0, 1: _e_SaslAuthenticateRequest_0, 2: _e_SaslAuthenticateRequest_2}
 
 
 def _d_SaslAuthenticateResponse_0(buf: Any, pos: int) -> tuple[SaslAuthenticateResponse, int]:

@@ -51,17 +51,8 @@ def _e_SaslHandshakeRequest_0(o: SaslHandshakeRequest, out: bytearray, chunks: l
     write_string(out, o.mechanism)
 
 
-def _d_SaslHandshakeRequest_1(buf: Any, pos: int) -> tuple[SaslHandshakeRequest, int]:
-    f_mechanism, pos = read_string(buf, pos, False)
-    return SaslHandshakeRequest(f_mechanism), pos
-
-
-def _e_SaslHandshakeRequest_1(o: SaslHandshakeRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.mechanism)
-
-
-SaslHandshakeRequest._DECODERS = {0: _d_SaslHandshakeRequest_0, 1: _d_SaslHandshakeRequest_1}
-SaslHandshakeRequest._ENCODERS = {0: _e_SaslHandshakeRequest_0, 1: _e_SaslHandshakeRequest_1}
+SaslHandshakeRequest._DECODERS = {0: _d_SaslHandshakeRequest_0, 1: _d_SaslHandshakeRequest_0}
+SaslHandshakeRequest._ENCODERS = {0: _e_SaslHandshakeRequest_0, 1: _e_SaslHandshakeRequest_0}
 
 
 def _d_SaslHandshakeResponse_0(buf: Any, pos: int) -> tuple[SaslHandshakeResponse, int]:
@@ -83,24 +74,5 @@ def _e_SaslHandshakeResponse_0(o: SaslHandshakeResponse, out: bytearray, chunks:
             write_string(out, it_mechanisms)
 
 
-def _d_SaslHandshakeResponse_1(buf: Any, pos: int) -> tuple[SaslHandshakeResponse, int]:
-    (f_error_code,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    n_mechanisms, pos = read_array_count(buf, pos, False, False)
-    f_mechanisms = []
-    for _ in range(n_mechanisms):
-        it_mechanisms, pos = read_string(buf, pos, False)
-        f_mechanisms.append(it_mechanisms)
-    return SaslHandshakeResponse(f_error_code, f_mechanisms), pos
-
-
-def _e_SaslHandshakeResponse_1(o: SaslHandshakeResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S0.pack(o.error_code)
-    write_array_count(out, o.mechanisms, False)
-    if o.mechanisms is not None:
-        for it_mechanisms in o.mechanisms:
-            write_string(out, it_mechanisms)
-
-
-SaslHandshakeResponse._DECODERS = {0: _d_SaslHandshakeResponse_0, 1: _d_SaslHandshakeResponse_1}
-SaslHandshakeResponse._ENCODERS = {0: _e_SaslHandshakeResponse_0, 1: _e_SaslHandshakeResponse_1}
+SaslHandshakeResponse._DECODERS = {0: _d_SaslHandshakeResponse_0, 1: _d_SaslHandshakeResponse_0}
+SaslHandshakeResponse._ENCODERS = {0: _e_SaslHandshakeResponse_0, 1: _e_SaslHandshakeResponse_0}

@@ -93,85 +93,6 @@ def _e_SyncGroupRequest_0(o: SyncGroupRequest, out: bytearray, chunks: list[Any]
             _e_SyncGroupRequestAssignment_0(it_assignments, out, chunks)
 
 
-def _d_SyncGroupRequestAssignment_1(buf: Any, pos: int) -> tuple[SyncGroupRequestAssignment, int]:
-    f_member_id, pos = read_string(buf, pos, False)
-    f_assignment, pos = read_bytes(buf, pos, False)
-    return SyncGroupRequestAssignment(f_member_id, f_assignment), pos
-
-
-def _e_SyncGroupRequestAssignment_1(o: SyncGroupRequestAssignment, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.member_id)
-    write_bytes(out, o.assignment)
-
-
-def _d_SyncGroupRequest_1(buf: Any, pos: int) -> tuple[SyncGroupRequest, int]:
-    f_group_id, pos = read_string(buf, pos, False)
-    (f_generation_id,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    f_member_id, pos = read_string(buf, pos, False)
-    n_assignments, pos = read_array_count(buf, pos, False, False)
-    f_assignments = []
-    for _ in range(n_assignments):
-        it_assignments, pos = _d_SyncGroupRequestAssignment_1(buf, pos)
-        f_assignments.append(it_assignments)
-    return SyncGroupRequest(f_group_id, f_generation_id, f_member_id, None, None, None, f_assignments), pos
-
-
-def _e_SyncGroupRequest_1(o: SyncGroupRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.group_id)
-    out += _S0.pack(o.generation_id)
-    write_string(out, o.member_id)
-    write_array_count(out, o.assignments, False)
-    if o.assignments is not None:
-        for it_assignments in o.assignments:
-            _e_SyncGroupRequestAssignment_1(it_assignments, out, chunks)
-
-
-def _d_SyncGroupRequestAssignment_2(buf: Any, pos: int) -> tuple[SyncGroupRequestAssignment, int]:
-    f_member_id, pos = read_string(buf, pos, False)
-    f_assignment, pos = read_bytes(buf, pos, False)
-    return SyncGroupRequestAssignment(f_member_id, f_assignment), pos
-
-
-def _e_SyncGroupRequestAssignment_2(o: SyncGroupRequestAssignment, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.member_id)
-    write_bytes(out, o.assignment)
-
-
-def _d_SyncGroupRequest_2(buf: Any, pos: int) -> tuple[SyncGroupRequest, int]:
-    f_group_id, pos = read_string(buf, pos, False)
-    (f_generation_id,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    f_member_id, pos = read_string(buf, pos, False)
-    n_assignments, pos = read_array_count(buf, pos, False, False)
-    f_assignments = []
-    for _ in range(n_assignments):
-        it_assignments, pos = _d_SyncGroupRequestAssignment_2(buf, pos)
-        f_assignments.append(it_assignments)
-    return SyncGroupRequest(f_group_id, f_generation_id, f_member_id, None, None, None, f_assignments), pos
-
-
-def _e_SyncGroupRequest_2(o: SyncGroupRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.group_id)
-    out += _S0.pack(o.generation_id)
-    write_string(out, o.member_id)
-    write_array_count(out, o.assignments, False)
-    if o.assignments is not None:
-        for it_assignments in o.assignments:
-            _e_SyncGroupRequestAssignment_2(it_assignments, out, chunks)
-
-
-def _d_SyncGroupRequestAssignment_3(buf: Any, pos: int) -> tuple[SyncGroupRequestAssignment, int]:
-    f_member_id, pos = read_string(buf, pos, False)
-    f_assignment, pos = read_bytes(buf, pos, False)
-    return SyncGroupRequestAssignment(f_member_id, f_assignment), pos
-
-
-def _e_SyncGroupRequestAssignment_3(o: SyncGroupRequestAssignment, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.member_id)
-    write_bytes(out, o.assignment)
-
-
 def _d_SyncGroupRequest_3(buf: Any, pos: int) -> tuple[SyncGroupRequest, int]:
     f_group_id, pos = read_string(buf, pos, False)
     (f_generation_id,) = _S0.unpack_from(buf, pos)
@@ -181,7 +102,7 @@ def _d_SyncGroupRequest_3(buf: Any, pos: int) -> tuple[SyncGroupRequest, int]:
     n_assignments, pos = read_array_count(buf, pos, False, False)
     f_assignments = []
     for _ in range(n_assignments):
-        it_assignments, pos = _d_SyncGroupRequestAssignment_3(buf, pos)
+        it_assignments, pos = _d_SyncGroupRequestAssignment_0(buf, pos)
         f_assignments.append(it_assignments)
     return SyncGroupRequest(f_group_id, f_generation_id, f_member_id, f_group_instance_id, None, None, f_assignments), pos
 
@@ -194,7 +115,7 @@ def _e_SyncGroupRequest_3(o: SyncGroupRequest, out: bytearray, chunks: list[Any]
     write_array_count(out, o.assignments, False)
     if o.assignments is not None:
         for it_assignments in o.assignments:
-            _e_SyncGroupRequestAssignment_3(it_assignments, out, chunks)
+            _e_SyncGroupRequestAssignment_0(it_assignments, out, chunks)
 
 
 def _d_SyncGroupRequestAssignment_4(buf: Any, pos: int) -> tuple[SyncGroupRequestAssignment, int]:
@@ -243,22 +164,6 @@ def _e_SyncGroupRequest_4(o: SyncGroupRequest, out: bytearray, chunks: list[Any]
     out.append(0)
 
 
-def _d_SyncGroupRequestAssignment_5(buf: Any, pos: int) -> tuple[SyncGroupRequestAssignment, int]:
-    f_member_id, pos = read_compact_string(buf, pos, False)
-    f_assignment, pos = read_compact_bytes(buf, pos, False)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return SyncGroupRequestAssignment(f_member_id, f_assignment), pos
-
-
-def _e_SyncGroupRequestAssignment_5(o: SyncGroupRequestAssignment, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.member_id)
-    write_compact_bytes(out, o.assignment)
-    out.append(0)
-
-
 def _d_SyncGroupRequest_5(buf: Any, pos: int) -> tuple[SyncGroupRequest, int]:
     f_group_id, pos = read_compact_string(buf, pos, False)
     (f_generation_id,) = _S0.unpack_from(buf, pos)
@@ -270,7 +175,7 @@ def _d_SyncGroupRequest_5(buf: Any, pos: int) -> tuple[SyncGroupRequest, int]:
     n_assignments, pos = read_array_count(buf, pos, True, False)
     f_assignments = []
     for _ in range(n_assignments):
-        it_assignments, pos = _d_SyncGroupRequestAssignment_5(buf, pos)
+        it_assignments, pos = _d_SyncGroupRequestAssignment_4(buf, pos)
         f_assignments.append(it_assignments)
     if buf[pos] == 0:
         pos += 1
@@ -289,12 +194,12 @@ def _e_SyncGroupRequest_5(o: SyncGroupRequest, out: bytearray, chunks: list[Any]
     write_array_count(out, o.assignments, True)
     if o.assignments is not None:
         for it_assignments in o.assignments:
-            _e_SyncGroupRequestAssignment_5(it_assignments, out, chunks)
+            _e_SyncGroupRequestAssignment_4(it_assignments, out, chunks)
     out.append(0)
 
 
-SyncGroupRequest._DECODERS = {0: _d_SyncGroupRequest_0, 1: _d_SyncGroupRequest_1, 2: _d_SyncGroupRequest_2, 3: _d_SyncGroupRequest_3, 4: _d_SyncGroupRequest_4, 5: _d_SyncGroupRequest_5}
-SyncGroupRequest._ENCODERS = {0: _e_SyncGroupRequest_0, 1: _e_SyncGroupRequest_1, 2: _e_SyncGroupRequest_2, 3: _e_SyncGroupRequest_3, 4: _e_SyncGroupRequest_4, 5: _e_SyncGroupRequest_5}
+SyncGroupRequest._DECODERS = {0: _d_SyncGroupRequest_0, 1: _d_SyncGroupRequest_0, 2: _d_SyncGroupRequest_0, 3: _d_SyncGroupRequest_3, 4: _d_SyncGroupRequest_4, 5: _d_SyncGroupRequest_5}
+SyncGroupRequest._ENCODERS = {0: _e_SyncGroupRequest_0, 1: _e_SyncGroupRequest_0, 2: _e_SyncGroupRequest_0, 3: _e_SyncGroupRequest_3, 4: _e_SyncGroupRequest_4, 5: _e_SyncGroupRequest_5}
 
 
 def _d_SyncGroupResponse_0(buf: Any, pos: int) -> tuple[SyncGroupResponse, int]:
@@ -317,30 +222,6 @@ def _d_SyncGroupResponse_1(buf: Any, pos: int) -> tuple[SyncGroupResponse, int]:
 
 
 def _e_SyncGroupResponse_1(o: SyncGroupResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S2.pack(o.throttle_time_ms, o.error_code)
-    write_bytes(out, o.assignment)
-
-
-def _d_SyncGroupResponse_2(buf: Any, pos: int) -> tuple[SyncGroupResponse, int]:
-    (f_throttle_time_ms, f_error_code,) = _S2.unpack_from(buf, pos)
-    pos += _S2.size
-    f_assignment, pos = read_bytes(buf, pos, False)
-    return SyncGroupResponse(f_throttle_time_ms, f_error_code, None, None, f_assignment), pos
-
-
-def _e_SyncGroupResponse_2(o: SyncGroupResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S2.pack(o.throttle_time_ms, o.error_code)
-    write_bytes(out, o.assignment)
-
-
-def _d_SyncGroupResponse_3(buf: Any, pos: int) -> tuple[SyncGroupResponse, int]:
-    (f_throttle_time_ms, f_error_code,) = _S2.unpack_from(buf, pos)
-    pos += _S2.size
-    f_assignment, pos = read_bytes(buf, pos, False)
-    return SyncGroupResponse(f_throttle_time_ms, f_error_code, None, None, f_assignment), pos
-
-
-def _e_SyncGroupResponse_3(o: SyncGroupResponse, out: bytearray, chunks: list[Any]) -> None:
     out += _S2.pack(o.throttle_time_ms, o.error_code)
     write_bytes(out, o.assignment)
 
@@ -383,5 +264,5 @@ def _e_SyncGroupResponse_5(o: SyncGroupResponse, out: bytearray, chunks: list[An
     out.append(0)
 
 
-SyncGroupResponse._DECODERS = {0: _d_SyncGroupResponse_0, 1: _d_SyncGroupResponse_1, 2: _d_SyncGroupResponse_2, 3: _d_SyncGroupResponse_3, 4: _d_SyncGroupResponse_4, 5: _d_SyncGroupResponse_5}
-SyncGroupResponse._ENCODERS = {0: _e_SyncGroupResponse_0, 1: _e_SyncGroupResponse_1, 2: _e_SyncGroupResponse_2, 3: _e_SyncGroupResponse_3, 4: _e_SyncGroupResponse_4, 5: _e_SyncGroupResponse_5}
+SyncGroupResponse._DECODERS = {0: _d_SyncGroupResponse_0, 1: _d_SyncGroupResponse_1, 2: _d_SyncGroupResponse_1, 3: _d_SyncGroupResponse_1, 4: _d_SyncGroupResponse_4, 5: _d_SyncGroupResponse_5}
+SyncGroupResponse._ENCODERS = {0: _e_SyncGroupResponse_0, 1: _e_SyncGroupResponse_1, 2: _e_SyncGroupResponse_1, 3: _e_SyncGroupResponse_1, 4: _e_SyncGroupResponse_4, 5: _e_SyncGroupResponse_5}

@@ -149,35 +149,13 @@ def _e_WriteTxnMarkersRequest_1(o: WriteTxnMarkersRequest, out: bytearray, chunk
     out.append(0)
 
 
-def _d_WritableTxnMarkerTopic_2(buf: Any, pos: int) -> tuple[WritableTxnMarkerTopic, int]:
-    f_name, pos = read_compact_string(buf, pos, False)
-    n_partition_indexes, pos = read_array_count(buf, pos, True, False)
-    if n_partition_indexes * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_partition_indexes = list(unpack_from(f'>{n_partition_indexes}i', buf, pos))
-    pos += n_partition_indexes * 4
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return WritableTxnMarkerTopic(f_name, f_partition_indexes), pos
-
-
-def _e_WritableTxnMarkerTopic_2(o: WritableTxnMarkerTopic, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.name)
-    write_array_count(out, o.partition_indexes, True)
-    if o.partition_indexes is not None:
-        out += pack(f'>{len(o.partition_indexes)}i', *o.partition_indexes)
-    out.append(0)
-
-
 def _d_WritableTxnMarker_2(buf: Any, pos: int) -> tuple[WritableTxnMarker, int]:
     (f_producer_id, f_producer_epoch, f_transaction_result,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
     n_topics, pos = read_array_count(buf, pos, True, False)
     f_topics = []
     for _ in range(n_topics):
-        it_topics, pos = _d_WritableTxnMarkerTopic_2(buf, pos)
+        it_topics, pos = _d_WritableTxnMarkerTopic_1(buf, pos)
         f_topics.append(it_topics)
     (f_coordinator_epoch, f_transaction_version,) = _S2.unpack_from(buf, pos)
     pos += _S2.size
@@ -193,7 +171,7 @@ def _e_WritableTxnMarker_2(o: WritableTxnMarker, out: bytearray, chunks: list[An
     write_array_count(out, o.topics, True)
     if o.topics is not None:
         for it_topics in o.topics:
-            _e_WritableTxnMarkerTopic_2(it_topics, out, chunks)
+            _e_WritableTxnMarkerTopic_1(it_topics, out, chunks)
     out += _S2.pack(o.coordinator_epoch, o.transaction_version)
     out.append(0)
 
@@ -306,88 +284,5 @@ def _e_WriteTxnMarkersResponse_1(o: WriteTxnMarkersResponse, out: bytearray, chu
     out.append(0)
 
 
-def _d_WritableTxnMarkerPartitionResult_2(buf: Any, pos: int) -> tuple[WritableTxnMarkerPartitionResult, int]:
-    (f_partition_index, f_error_code,) = _S3.unpack_from(buf, pos)
-    pos += _S3.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return WritableTxnMarkerPartitionResult(f_partition_index, f_error_code), pos
-
-
-def _e_WritableTxnMarkerPartitionResult_2(o: WritableTxnMarkerPartitionResult, out: bytearray, chunks: list[Any]) -> None:
-    out += _S3.pack(o.partition_index, o.error_code)
-    out.append(0)
-
-
-def _d_WritableTxnMarkerTopicResult_2(buf: Any, pos: int) -> tuple[WritableTxnMarkerTopicResult, int]:
-    f_name, pos = read_compact_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, True, False)
-    f_partitions = []
-    for _ in range(n_partitions):
-        it_partitions, pos = _d_WritableTxnMarkerPartitionResult_2(buf, pos)
-        f_partitions.append(it_partitions)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return WritableTxnMarkerTopicResult(f_name, f_partitions), pos
-
-
-def _e_WritableTxnMarkerTopicResult_2(o: WritableTxnMarkerTopicResult, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.name)
-    write_array_count(out, o.partitions, True)
-    if o.partitions is not None:
-        for it_partitions in o.partitions:
-            _e_WritableTxnMarkerPartitionResult_2(it_partitions, out, chunks)
-    out.append(0)
-
-
-def _d_WritableTxnMarkerResult_2(buf: Any, pos: int) -> tuple[WritableTxnMarkerResult, int]:
-    (f_producer_id,) = _S4.unpack_from(buf, pos)
-    pos += _S4.size
-    n_topics, pos = read_array_count(buf, pos, True, False)
-    f_topics = []
-    for _ in range(n_topics):
-        it_topics, pos = _d_WritableTxnMarkerTopicResult_2(buf, pos)
-        f_topics.append(it_topics)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return WritableTxnMarkerResult(f_producer_id, f_topics), pos
-
-
-def _e_WritableTxnMarkerResult_2(o: WritableTxnMarkerResult, out: bytearray, chunks: list[Any]) -> None:
-    out += _S4.pack(o.producer_id)
-    write_array_count(out, o.topics, True)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_WritableTxnMarkerTopicResult_2(it_topics, out, chunks)
-    out.append(0)
-
-
-def _d_WriteTxnMarkersResponse_2(buf: Any, pos: int) -> tuple[WriteTxnMarkersResponse, int]:
-    n_markers, pos = read_array_count(buf, pos, True, False)
-    f_markers = []
-    for _ in range(n_markers):
-        it_markers, pos = _d_WritableTxnMarkerResult_2(buf, pos)
-        f_markers.append(it_markers)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return WriteTxnMarkersResponse(f_markers), pos
-
-
-def _e_WriteTxnMarkersResponse_2(o: WriteTxnMarkersResponse, out: bytearray, chunks: list[Any]) -> None:
-    write_array_count(out, o.markers, True)
-    if o.markers is not None:
-        for it_markers in o.markers:
-            _e_WritableTxnMarkerResult_2(it_markers, out, chunks)
-    out.append(0)
-
-
-WriteTxnMarkersResponse._DECODERS = {1: _d_WriteTxnMarkersResponse_1, 2: _d_WriteTxnMarkersResponse_2}
-WriteTxnMarkersResponse._ENCODERS = {1: _e_WriteTxnMarkersResponse_1, 2: _e_WriteTxnMarkersResponse_2}
+WriteTxnMarkersResponse._DECODERS = {1: _d_WriteTxnMarkersResponse_1, 2: _d_WriteTxnMarkersResponse_1}
+WriteTxnMarkersResponse._ENCODERS = {1: _e_WriteTxnMarkersResponse_1, 2: _e_WriteTxnMarkersResponse_1}

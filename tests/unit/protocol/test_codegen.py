@@ -143,3 +143,33 @@ def test_a_struct_name_reused_with_other_fields_still_gets_its_own_class() -> No
     taken: dict[str, Any] = {}
     names = [info.cls for info in codegen._collect(message, taken, set())]
     assert names == ["TwiceRequest", "Thing", "TwiceRequestThing"]
+
+
+def _functions(text: str) -> dict[str, str]:
+    """Each generated per-version function's name -> its body (the def line without the name)."""
+    found: dict[str, str] = {}
+    for chunk in text.split("\n\n\ndef ")[1:]:
+        name, rest = chunk.split("(", 1)
+        found[name] = rest.split("\n\n\n")[0]
+    return found
+
+
+def test_identical_versions_share_one_function() -> None:
+    for path, text in codegen.outputs().items():
+        seen: dict[tuple[str, str], str] = {}
+        for name, body in _functions(text).items():
+            kind_and_class = name.rsplit("_", 1)[0]
+            other = seen.setdefault((kind_and_class, body), name)
+            assert other == name, f"{path.name}: {name} repeats {other}"
+
+
+def test_aliased_versions_are_the_same_function() -> None:
+    # Heartbeat v1-v3 responses differ from v0 (throttle_time_ms) and from v4 (flexible) only
+    from pybroker.protocol.messages.heartbeat import HeartbeatResponse
+
+    decoders = HeartbeatResponse._DECODERS
+    assert decoders[1] is decoders[2] is decoders[3]
+    assert len({decoders[0], decoders[1], decoders[4]}) == 3
+    for version in range(5):
+        encoded = HeartbeatResponse(throttle_time_ms=7 if version else 0, error_code=27).encode(version)
+        assert HeartbeatResponse.decode(encoded, version) == HeartbeatResponse(7 if version else 0, 27)
