@@ -373,19 +373,22 @@ def _enc_function(em: Emitter, info: StructInfo, v: int) -> None:
 
 
 def _class(info: StructInfo, top: bool, versions: list[int]) -> list[str]:
+    """The dataclass; a message's constants (ApiMessage's class variables) are set after its body, as a
+    dataclass compiled by mypyc would take class variables declared in the body for fields."""
     lines = ["@dataclass(slots=True)", f"class {info.cls}{'(ApiMessage)' if top else ''}:"]
-    if top:
-        m = info.message
-        flex_min = m.flexible.lo if not m.flexible.empty else None
-        lines += [f"    API_KEY: ClassVar[int | None] = {m.api_key}",
-                  f"    MIN_VERSION: ClassVar[int] = {versions[0]}",
-                  f"    MAX_VERSION: ClassVar[int] = {versions[-1]}",
-                  f"    FLEXIBLE_MIN: ClassVar[int | None] = {flex_min}"]
     for f in info.fields:
         default, factory = _default_expr(f)
         value = f"field(default_factory={default})" if factory else default
         lines.append(f"    {f.name}: {_annotation(f)} = {value}")
-    return [*lines, "", ""]
+    if not info.fields:
+        lines.append("    pass")
+    lines += ["", ""]
+    if top:
+        m = info.message
+        flex_min = m.flexible.lo if not m.flexible.empty else None
+        lines += [f"{info.cls}.API_KEY = {m.api_key}", f"{info.cls}.MIN_VERSION = {versions[0]}",
+                  f"{info.cls}.MAX_VERSION = {versions[-1]}", f"{info.cls}.FLEXIBLE_MIN = {flex_min}", "", ""]
+    return lines
 
 
 def generate_module(mod_name: str) -> str:
@@ -420,7 +423,7 @@ def generate_module(mod_name: str) -> str:
         "import uuid",
         "from dataclasses import dataclass, field",
         "from struct import Struct, pack, unpack_from",
-        "from typing import Any, ClassVar",
+        "from typing import Any",
         "",
         "from pybroker.protocol.message import ApiMessage",
         "from pybroker.protocol.primitives import (",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -26,24 +26,28 @@ _S1 = Struct('>ih')
 
 @dataclass(slots=True)
 class AddOffsetsToTxnRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 25
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 4
-    FLEXIBLE_MIN: ClassVar[int | None] = 3
     transactional_id: str = ""
     producer_id: int = 0
     producer_epoch: int = 0
     group_id: str = ""
 
 
+AddOffsetsToTxnRequest.API_KEY = 25
+AddOffsetsToTxnRequest.MIN_VERSION = 0
+AddOffsetsToTxnRequest.MAX_VERSION = 4
+AddOffsetsToTxnRequest.FLEXIBLE_MIN = 3
+
+
 @dataclass(slots=True)
 class AddOffsetsToTxnResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 25
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 4
-    FLEXIBLE_MIN: ClassVar[int | None] = 3
     throttle_time_ms: int = 0
     error_code: int = 0
+
+
+AddOffsetsToTxnResponse.API_KEY = 25
+AddOffsetsToTxnResponse.MIN_VERSION = 0
+AddOffsetsToTxnResponse.MAX_VERSION = 4
+AddOffsetsToTxnResponse.FLEXIBLE_MIN = 3
 
 
 def _d_AddOffsetsToTxnRequest_0(buf: Any, pos: int) -> tuple[AddOffsetsToTxnRequest, int]:

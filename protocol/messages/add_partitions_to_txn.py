@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -43,15 +43,17 @@ class AddPartitionsToTxnTransaction:
 
 @dataclass(slots=True)
 class AddPartitionsToTxnRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 24
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 5
-    FLEXIBLE_MIN: ClassVar[int | None] = 3
     transactions: list[AddPartitionsToTxnTransaction] = field(default_factory=list)
     v3_and_below_transactional_id: str = ""
     v3_and_below_producer_id: int = 0
     v3_and_below_producer_epoch: int = 0
     v3_and_below_topics: list[AddPartitionsToTxnTopic] = field(default_factory=list)
+
+
+AddPartitionsToTxnRequest.API_KEY = 24
+AddPartitionsToTxnRequest.MIN_VERSION = 0
+AddPartitionsToTxnRequest.MAX_VERSION = 5
+AddPartitionsToTxnRequest.FLEXIBLE_MIN = 3
 
 
 @dataclass(slots=True)
@@ -74,14 +76,16 @@ class AddPartitionsToTxnResult:
 
 @dataclass(slots=True)
 class AddPartitionsToTxnResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 24
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 5
-    FLEXIBLE_MIN: ClassVar[int | None] = 3
     throttle_time_ms: int = 0
     error_code: int = 0
     results_by_transaction: list[AddPartitionsToTxnResult] = field(default_factory=list)
     results_by_topic_v3_and_below: list[AddPartitionsToTxnTopicResult] = field(default_factory=list)
+
+
+AddPartitionsToTxnResponse.API_KEY = 24
+AddPartitionsToTxnResponse.MIN_VERSION = 0
+AddPartitionsToTxnResponse.MAX_VERSION = 5
+AddPartitionsToTxnResponse.FLEXIBLE_MIN = 3
 
 
 def _d_AddPartitionsToTxnTopic_0(buf: Any, pos: int) -> tuple[AddPartitionsToTxnTopic, int]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -47,12 +47,14 @@ class AlterClientQuotasRequestEntryData:
 
 @dataclass(slots=True)
 class AlterClientQuotasRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 49
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 1
-    FLEXIBLE_MIN: ClassVar[int | None] = 1
     entries: list[AlterClientQuotasRequestEntryData] = field(default_factory=list)
     validate_only: bool = False
+
+
+AlterClientQuotasRequest.API_KEY = 49
+AlterClientQuotasRequest.MIN_VERSION = 0
+AlterClientQuotasRequest.MAX_VERSION = 1
+AlterClientQuotasRequest.FLEXIBLE_MIN = 1
 
 
 @dataclass(slots=True)
@@ -70,12 +72,14 @@ class AlterClientQuotasResponseEntryData:
 
 @dataclass(slots=True)
 class AlterClientQuotasResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 49
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 1
-    FLEXIBLE_MIN: ClassVar[int | None] = 1
     throttle_time_ms: int = 0
     entries: list[AlterClientQuotasResponseEntryData] = field(default_factory=list)
+
+
+AlterClientQuotasResponse.API_KEY = 49
+AlterClientQuotasResponse.MIN_VERSION = 0
+AlterClientQuotasResponse.MAX_VERSION = 1
+AlterClientQuotasResponse.FLEXIBLE_MIN = 1
 
 
 def _d_OpData_0(buf: Any, pos: int) -> tuple[OpData, int]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -41,12 +41,14 @@ class AlterConfigsResource:
 
 @dataclass(slots=True)
 class AlterConfigsRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 33
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 2
-    FLEXIBLE_MIN: ClassVar[int | None] = 2
     resources: list[AlterConfigsResource] = field(default_factory=list)
     validate_only: bool = False
+
+
+AlterConfigsRequest.API_KEY = 33
+AlterConfigsRequest.MIN_VERSION = 0
+AlterConfigsRequest.MAX_VERSION = 2
+AlterConfigsRequest.FLEXIBLE_MIN = 2
 
 
 @dataclass(slots=True)
@@ -59,12 +61,14 @@ class AlterConfigsResourceResponse:
 
 @dataclass(slots=True)
 class AlterConfigsResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 33
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 2
-    FLEXIBLE_MIN: ClassVar[int | None] = 2
     throttle_time_ms: int = 0
     responses: list[AlterConfigsResourceResponse] = field(default_factory=list)
+
+
+AlterConfigsResponse.API_KEY = 33
+AlterConfigsResponse.MIN_VERSION = 0
+AlterConfigsResponse.MAX_VERSION = 2
+AlterConfigsResponse.FLEXIBLE_MIN = 2
 
 
 def _d_AlterableConfig_0(buf: Any, pos: int) -> tuple[AlterableConfig, int]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -40,13 +40,15 @@ class ReassignableTopic:
 
 @dataclass(slots=True)
 class AlterPartitionReassignmentsRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 45
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 1
-    FLEXIBLE_MIN: ClassVar[int | None] = 0
     timeout_ms: int = 60000
     allow_replication_factor_change: bool = True
     topics: list[ReassignableTopic] = field(default_factory=list)
+
+
+AlterPartitionReassignmentsRequest.API_KEY = 45
+AlterPartitionReassignmentsRequest.MIN_VERSION = 0
+AlterPartitionReassignmentsRequest.MAX_VERSION = 1
+AlterPartitionReassignmentsRequest.FLEXIBLE_MIN = 0
 
 
 @dataclass(slots=True)
@@ -64,15 +66,17 @@ class ReassignableTopicResponse:
 
 @dataclass(slots=True)
 class AlterPartitionReassignmentsResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 45
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 1
-    FLEXIBLE_MIN: ClassVar[int | None] = 0
     throttle_time_ms: int = 0
     allow_replication_factor_change: bool = True
     error_code: int = 0
     error_message: str | None = ""
     responses: list[ReassignableTopicResponse] = field(default_factory=list)
+
+
+AlterPartitionReassignmentsResponse.API_KEY = 45
+AlterPartitionReassignmentsResponse.MIN_VERSION = 0
+AlterPartitionReassignmentsResponse.MAX_VERSION = 1
+AlterPartitionReassignmentsResponse.FLEXIBLE_MIN = 0
 
 
 def _d_ReassignablePartition_0(buf: Any, pos: int) -> tuple[ReassignablePartition, int]:

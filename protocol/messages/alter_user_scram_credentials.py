@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -43,12 +43,14 @@ class ScramCredentialDeletion:
 
 @dataclass(slots=True)
 class AlterUserScramCredentialsRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 51
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 0
-    FLEXIBLE_MIN: ClassVar[int | None] = 0
     deletions: list[ScramCredentialDeletion] = field(default_factory=list)
     upsertions: list[ScramCredentialUpsertion] = field(default_factory=list)
+
+
+AlterUserScramCredentialsRequest.API_KEY = 51
+AlterUserScramCredentialsRequest.MIN_VERSION = 0
+AlterUserScramCredentialsRequest.MAX_VERSION = 0
+AlterUserScramCredentialsRequest.FLEXIBLE_MIN = 0
 
 
 @dataclass(slots=True)
@@ -60,12 +62,14 @@ class AlterUserScramCredentialsResult:
 
 @dataclass(slots=True)
 class AlterUserScramCredentialsResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 51
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 0
-    FLEXIBLE_MIN: ClassVar[int | None] = 0
     throttle_time_ms: int = 0
     results: list[AlterUserScramCredentialsResult] = field(default_factory=list)
+
+
+AlterUserScramCredentialsResponse.API_KEY = 51
+AlterUserScramCredentialsResponse.MIN_VERSION = 0
+AlterUserScramCredentialsResponse.MAX_VERSION = 0
+AlterUserScramCredentialsResponse.FLEXIBLE_MIN = 0
 
 
 def _d_ScramCredentialUpsertion_0(buf: Any, pos: int) -> tuple[ScramCredentialUpsertion, int]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -30,12 +30,14 @@ _S5 = Struct('>?')
 
 @dataclass(slots=True)
 class ApiVersionsRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 18
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 4
-    FLEXIBLE_MIN: ClassVar[int | None] = 3
     client_software_name: str = ""
     client_software_version: str = ""
+
+
+ApiVersionsRequest.API_KEY = 18
+ApiVersionsRequest.MIN_VERSION = 0
+ApiVersionsRequest.MAX_VERSION = 4
+ApiVersionsRequest.FLEXIBLE_MIN = 3
 
 
 @dataclass(slots=True)
@@ -61,10 +63,6 @@ class ApiVersion:
 
 @dataclass(slots=True)
 class ApiVersionsResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 18
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 4
-    FLEXIBLE_MIN: ClassVar[int | None] = 3
     error_code: int = 0
     api_keys: list[ApiVersion] = field(default_factory=list)
     throttle_time_ms: int = 0
@@ -72,6 +70,12 @@ class ApiVersionsResponse(ApiMessage):
     finalized_features_epoch: int = -1
     finalized_features: list[FinalizedFeatureKey] = field(default_factory=list)
     zk_migration_ready: bool = False
+
+
+ApiVersionsResponse.API_KEY = 18
+ApiVersionsResponse.MIN_VERSION = 0
+ApiVersionsResponse.MAX_VERSION = 4
+ApiVersionsResponse.FLEXIBLE_MIN = 3
 
 
 def _d_ApiVersionsRequest_0(buf: Any, pos: int) -> tuple[ApiVersionsRequest, int]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -31,15 +31,17 @@ class OwnedTopicPartition:
 
 @dataclass(slots=True)
 class ConsumerProtocolSubscription(ApiMessage):
-    API_KEY: ClassVar[int | None] = None
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 3
-    FLEXIBLE_MIN: ClassVar[int | None] = None
     topics: list[str] = field(default_factory=list)
     user_data: bytes | None = None
     owned_partitions: list[OwnedTopicPartition] = field(default_factory=list)
     generation_id: int = -1
     rack_id: str | None = None
+
+
+ConsumerProtocolSubscription.API_KEY = None
+ConsumerProtocolSubscription.MIN_VERSION = 0
+ConsumerProtocolSubscription.MAX_VERSION = 3
+ConsumerProtocolSubscription.FLEXIBLE_MIN = None
 
 
 @dataclass(slots=True)
@@ -50,12 +52,14 @@ class AssignedTopicPartition:
 
 @dataclass(slots=True)
 class ConsumerProtocolAssignment(ApiMessage):
-    API_KEY: ClassVar[int | None] = None
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 3
-    FLEXIBLE_MIN: ClassVar[int | None] = None
     assigned_partitions: list[AssignedTopicPartition] = field(default_factory=list)
     user_data: bytes | None = None
+
+
+ConsumerProtocolAssignment.API_KEY = None
+ConsumerProtocolAssignment.MIN_VERSION = 0
+ConsumerProtocolAssignment.MAX_VERSION = 3
+ConsumerProtocolAssignment.FLEXIBLE_MIN = None
 
 
 def _d_OwnedTopicPartition_0(buf: Any, pos: int) -> tuple[OwnedTopicPartition, int]:

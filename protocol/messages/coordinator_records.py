@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -29,35 +29,41 @@ _S4 = Struct('>ii')
 
 @dataclass(slots=True)
 class OffsetCommitKey(ApiMessage):
-    API_KEY: ClassVar[int | None] = None
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 1
-    FLEXIBLE_MIN: ClassVar[int | None] = None
     group: str = ""
     topic: str = ""
     partition: int = 0
 
 
+OffsetCommitKey.API_KEY = None
+OffsetCommitKey.MIN_VERSION = 0
+OffsetCommitKey.MAX_VERSION = 1
+OffsetCommitKey.FLEXIBLE_MIN = None
+
+
 @dataclass(slots=True)
 class GroupMetadataKey(ApiMessage):
-    API_KEY: ClassVar[int | None] = None
-    MIN_VERSION: ClassVar[int] = 2
-    MAX_VERSION: ClassVar[int] = 2
-    FLEXIBLE_MIN: ClassVar[int | None] = None
     group: str = ""
+
+
+GroupMetadataKey.API_KEY = None
+GroupMetadataKey.MIN_VERSION = 2
+GroupMetadataKey.MAX_VERSION = 2
+GroupMetadataKey.FLEXIBLE_MIN = None
 
 
 @dataclass(slots=True)
 class OffsetCommitValue(ApiMessage):
-    API_KEY: ClassVar[int | None] = None
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 4
-    FLEXIBLE_MIN: ClassVar[int | None] = 4
     offset: int = 0
     leader_epoch: int = -1
     metadata: str = ""
     commit_timestamp: int = 0
     expire_timestamp: int = -1
+
+
+OffsetCommitValue.API_KEY = None
+OffsetCommitValue.MIN_VERSION = 0
+OffsetCommitValue.MAX_VERSION = 4
+OffsetCommitValue.FLEXIBLE_MIN = 4
 
 
 @dataclass(slots=True)
@@ -74,16 +80,18 @@ class MemberMetadata:
 
 @dataclass(slots=True)
 class GroupMetadataValue(ApiMessage):
-    API_KEY: ClassVar[int | None] = None
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 4
-    FLEXIBLE_MIN: ClassVar[int | None] = 4
     protocol_type: str = ""
     generation: int = 0
     protocol: str | None = ""
     leader: str | None = ""
     current_state_timestamp: int = -1
     members: list[MemberMetadata] = field(default_factory=list)
+
+
+GroupMetadataValue.API_KEY = None
+GroupMetadataValue.MIN_VERSION = 0
+GroupMetadataValue.MAX_VERSION = 4
+GroupMetadataValue.FLEXIBLE_MIN = 4
 
 
 def _d_OffsetCommitKey_0(buf: Any, pos: int) -> tuple[OffsetCommitKey, int]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -39,11 +39,13 @@ class AclCreation:
 
 @dataclass(slots=True)
 class CreateAclsRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 30
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 3
-    FLEXIBLE_MIN: ClassVar[int | None] = 2
     creations: list[AclCreation] = field(default_factory=list)
+
+
+CreateAclsRequest.API_KEY = 30
+CreateAclsRequest.MIN_VERSION = 0
+CreateAclsRequest.MAX_VERSION = 3
+CreateAclsRequest.FLEXIBLE_MIN = 2
 
 
 @dataclass(slots=True)
@@ -54,12 +56,14 @@ class AclCreationResult:
 
 @dataclass(slots=True)
 class CreateAclsResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 30
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 3
-    FLEXIBLE_MIN: ClassVar[int | None] = 2
     throttle_time_ms: int = 0
     results: list[AclCreationResult] = field(default_factory=list)
+
+
+CreateAclsResponse.API_KEY = 30
+CreateAclsResponse.MIN_VERSION = 0
+CreateAclsResponse.MAX_VERSION = 3
+CreateAclsResponse.FLEXIBLE_MIN = 2
 
 
 def _d_AclCreation_0(buf: Any, pos: int) -> tuple[AclCreation, int]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -39,13 +39,15 @@ class CreatePartitionsTopic:
 
 @dataclass(slots=True)
 class CreatePartitionsRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 37
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 3
-    FLEXIBLE_MIN: ClassVar[int | None] = 2
     topics: list[CreatePartitionsTopic] = field(default_factory=list)
     timeout_ms: int = 0
     validate_only: bool = False
+
+
+CreatePartitionsRequest.API_KEY = 37
+CreatePartitionsRequest.MIN_VERSION = 0
+CreatePartitionsRequest.MAX_VERSION = 3
+CreatePartitionsRequest.FLEXIBLE_MIN = 2
 
 
 @dataclass(slots=True)
@@ -57,12 +59,14 @@ class CreatePartitionsTopicResult:
 
 @dataclass(slots=True)
 class CreatePartitionsResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 37
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 3
-    FLEXIBLE_MIN: ClassVar[int | None] = 2
     throttle_time_ms: int = 0
     results: list[CreatePartitionsTopicResult] = field(default_factory=list)
+
+
+CreatePartitionsResponse.API_KEY = 37
+CreatePartitionsResponse.MIN_VERSION = 0
+CreatePartitionsResponse.MAX_VERSION = 3
+CreatePartitionsResponse.FLEXIBLE_MIN = 2
 
 
 def _d_CreatePartitionsAssignment_0(buf: Any, pos: int) -> tuple[CreatePartitionsAssignment, int]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -51,13 +51,15 @@ class CreatableTopic:
 
 @dataclass(slots=True)
 class CreateTopicsRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 19
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 7
-    FLEXIBLE_MIN: ClassVar[int | None] = 5
     topics: list[CreatableTopic] = field(default_factory=list)
     timeout_ms: int = 60000
     validate_only: bool = False
+
+
+CreateTopicsRequest.API_KEY = 19
+CreateTopicsRequest.MIN_VERSION = 0
+CreateTopicsRequest.MAX_VERSION = 7
+CreateTopicsRequest.FLEXIBLE_MIN = 5
 
 
 @dataclass(slots=True)
@@ -83,12 +85,14 @@ class CreatableTopicResult:
 
 @dataclass(slots=True)
 class CreateTopicsResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 19
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 7
-    FLEXIBLE_MIN: ClassVar[int | None] = 5
     throttle_time_ms: int = 0
     topics: list[CreatableTopicResult] = field(default_factory=list)
+
+
+CreateTopicsResponse.API_KEY = 19
+CreateTopicsResponse.MIN_VERSION = 0
+CreateTopicsResponse.MAX_VERSION = 7
+CreateTopicsResponse.FLEXIBLE_MIN = 5
 
 
 def _d_CreatableTopicConfig_0(buf: Any, pos: int) -> tuple[CreatableTopicConfig, int]:

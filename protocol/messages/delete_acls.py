@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -39,11 +39,13 @@ class DeleteAclsFilter:
 
 @dataclass(slots=True)
 class DeleteAclsRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 31
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 3
-    FLEXIBLE_MIN: ClassVar[int | None] = 2
     filters: list[DeleteAclsFilter] = field(default_factory=list)
+
+
+DeleteAclsRequest.API_KEY = 31
+DeleteAclsRequest.MIN_VERSION = 0
+DeleteAclsRequest.MAX_VERSION = 3
+DeleteAclsRequest.FLEXIBLE_MIN = 2
 
 
 @dataclass(slots=True)
@@ -68,12 +70,14 @@ class DeleteAclsFilterResult:
 
 @dataclass(slots=True)
 class DeleteAclsResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 31
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 3
-    FLEXIBLE_MIN: ClassVar[int | None] = 2
     throttle_time_ms: int = 0
     filter_results: list[DeleteAclsFilterResult] = field(default_factory=list)
+
+
+DeleteAclsResponse.API_KEY = 31
+DeleteAclsResponse.MIN_VERSION = 0
+DeleteAclsResponse.MAX_VERSION = 3
+DeleteAclsResponse.FLEXIBLE_MIN = 2
 
 
 def _d_DeleteAclsFilter_0(buf: Any, pos: int) -> tuple[DeleteAclsFilter, int]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -26,11 +26,13 @@ _S1 = Struct('>i')
 
 @dataclass(slots=True)
 class DeleteGroupsRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 42
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 2
-    FLEXIBLE_MIN: ClassVar[int | None] = 2
     groups_names: list[str] = field(default_factory=list)
+
+
+DeleteGroupsRequest.API_KEY = 42
+DeleteGroupsRequest.MIN_VERSION = 0
+DeleteGroupsRequest.MAX_VERSION = 2
+DeleteGroupsRequest.FLEXIBLE_MIN = 2
 
 
 @dataclass(slots=True)
@@ -41,12 +43,14 @@ class DeletableGroupResult:
 
 @dataclass(slots=True)
 class DeleteGroupsResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 42
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 2
-    FLEXIBLE_MIN: ClassVar[int | None] = 2
     throttle_time_ms: int = 0
     results: list[DeletableGroupResult] = field(default_factory=list)
+
+
+DeleteGroupsResponse.API_KEY = 42
+DeleteGroupsResponse.MIN_VERSION = 0
+DeleteGroupsResponse.MAX_VERSION = 2
+DeleteGroupsResponse.FLEXIBLE_MIN = 2
 
 
 def _d_DeleteGroupsRequest_0(buf: Any, pos: int) -> tuple[DeleteGroupsRequest, int]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -39,12 +39,14 @@ class DeleteRecordsTopic:
 
 @dataclass(slots=True)
 class DeleteRecordsRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 21
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 2
-    FLEXIBLE_MIN: ClassVar[int | None] = 2
     topics: list[DeleteRecordsTopic] = field(default_factory=list)
     timeout_ms: int = 0
+
+
+DeleteRecordsRequest.API_KEY = 21
+DeleteRecordsRequest.MIN_VERSION = 0
+DeleteRecordsRequest.MAX_VERSION = 2
+DeleteRecordsRequest.FLEXIBLE_MIN = 2
 
 
 @dataclass(slots=True)
@@ -62,12 +64,14 @@ class DeleteRecordsTopicResult:
 
 @dataclass(slots=True)
 class DeleteRecordsResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 21
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 2
-    FLEXIBLE_MIN: ClassVar[int | None] = 2
     throttle_time_ms: int = 0
     topics: list[DeleteRecordsTopicResult] = field(default_factory=list)
+
+
+DeleteRecordsResponse.API_KEY = 21
+DeleteRecordsResponse.MIN_VERSION = 0
+DeleteRecordsResponse.MAX_VERSION = 2
+DeleteRecordsResponse.FLEXIBLE_MIN = 2
 
 
 def _d_DeleteRecordsPartition_0(buf: Any, pos: int) -> tuple[DeleteRecordsPartition, int]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -34,13 +34,15 @@ class DeleteTopicState:
 
 @dataclass(slots=True)
 class DeleteTopicsRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 20
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 6
-    FLEXIBLE_MIN: ClassVar[int | None] = 4
     topics: list[DeleteTopicState] = field(default_factory=list)
     topic_names: list[str] = field(default_factory=list)
     timeout_ms: int = 0
+
+
+DeleteTopicsRequest.API_KEY = 20
+DeleteTopicsRequest.MIN_VERSION = 0
+DeleteTopicsRequest.MAX_VERSION = 6
+DeleteTopicsRequest.FLEXIBLE_MIN = 4
 
 
 @dataclass(slots=True)
@@ -53,12 +55,14 @@ class DeletableTopicResult:
 
 @dataclass(slots=True)
 class DeleteTopicsResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 20
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 6
-    FLEXIBLE_MIN: ClassVar[int | None] = 4
     throttle_time_ms: int = 0
     responses: list[DeletableTopicResult] = field(default_factory=list)
+
+
+DeleteTopicsResponse.API_KEY = 20
+DeleteTopicsResponse.MIN_VERSION = 0
+DeleteTopicsResponse.MAX_VERSION = 6
+DeleteTopicsResponse.FLEXIBLE_MIN = 4
 
 
 def _d_DeleteTopicState_0(buf: Any, pos: int) -> tuple[DeleteTopicState, int]:

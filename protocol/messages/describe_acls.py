@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -27,10 +27,6 @@ _S2 = Struct('>ih')
 
 @dataclass(slots=True)
 class DescribeAclsRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 29
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 3
-    FLEXIBLE_MIN: ClassVar[int | None] = 2
     resource_type_filter: int = 0
     resource_name_filter: str | None = ""
     pattern_type_filter: int = 3
@@ -38,6 +34,12 @@ class DescribeAclsRequest(ApiMessage):
     host_filter: str | None = ""
     operation: int = 0
     permission_type: int = 0
+
+
+DescribeAclsRequest.API_KEY = 29
+DescribeAclsRequest.MIN_VERSION = 0
+DescribeAclsRequest.MAX_VERSION = 3
+DescribeAclsRequest.FLEXIBLE_MIN = 2
 
 
 @dataclass(slots=True)
@@ -58,14 +60,16 @@ class DescribeAclsResource:
 
 @dataclass(slots=True)
 class DescribeAclsResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 29
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 3
-    FLEXIBLE_MIN: ClassVar[int | None] = 2
     throttle_time_ms: int = 0
     error_code: int = 0
     error_message: str | None = None
     resources: list[DescribeAclsResource] = field(default_factory=list)
+
+
+DescribeAclsResponse.API_KEY = 29
+DescribeAclsResponse.MIN_VERSION = 0
+DescribeAclsResponse.MAX_VERSION = 3
+DescribeAclsResponse.FLEXIBLE_MIN = 2
 
 
 def _d_DescribeAclsRequest_0(buf: Any, pos: int) -> tuple[DescribeAclsRequest, int]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -35,12 +35,14 @@ class ComponentData:
 
 @dataclass(slots=True)
 class DescribeClientQuotasRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 48
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 1
-    FLEXIBLE_MIN: ClassVar[int | None] = 1
     components: list[ComponentData] = field(default_factory=list)
     strict: bool = False
+
+
+DescribeClientQuotasRequest.API_KEY = 48
+DescribeClientQuotasRequest.MIN_VERSION = 0
+DescribeClientQuotasRequest.MAX_VERSION = 1
+DescribeClientQuotasRequest.FLEXIBLE_MIN = 1
 
 
 @dataclass(slots=True)
@@ -63,14 +65,16 @@ class EntryData:
 
 @dataclass(slots=True)
 class DescribeClientQuotasResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 48
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 1
-    FLEXIBLE_MIN: ClassVar[int | None] = 1
     throttle_time_ms: int = 0
     error_code: int = 0
     error_message: str | None = None
     entries: list[EntryData] | None = field(default_factory=list)
+
+
+DescribeClientQuotasResponse.API_KEY = 48
+DescribeClientQuotasResponse.MIN_VERSION = 0
+DescribeClientQuotasResponse.MAX_VERSION = 1
+DescribeClientQuotasResponse.FLEXIBLE_MIN = 1
 
 
 def _d_ComponentData_0(buf: Any, pos: int) -> tuple[ComponentData, int]:

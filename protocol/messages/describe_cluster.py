@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -30,13 +30,15 @@ _S5 = Struct('>b')
 
 @dataclass(slots=True)
 class DescribeClusterRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 60
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 2
-    FLEXIBLE_MIN: ClassVar[int | None] = 0
     include_cluster_authorized_operations: bool = False
     endpoint_type: int = 1
     include_fenced_brokers: bool = False
+
+
+DescribeClusterRequest.API_KEY = 60
+DescribeClusterRequest.MIN_VERSION = 0
+DescribeClusterRequest.MAX_VERSION = 2
+DescribeClusterRequest.FLEXIBLE_MIN = 0
 
 
 @dataclass(slots=True)
@@ -50,10 +52,6 @@ class DescribeClusterBroker:
 
 @dataclass(slots=True)
 class DescribeClusterResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 60
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 2
-    FLEXIBLE_MIN: ClassVar[int | None] = 0
     throttle_time_ms: int = 0
     error_code: int = 0
     error_message: str | None = None
@@ -62,6 +60,12 @@ class DescribeClusterResponse(ApiMessage):
     controller_id: int = -1
     brokers: list[DescribeClusterBroker] = field(default_factory=list)
     cluster_authorized_operations: int = -2147483648
+
+
+DescribeClusterResponse.API_KEY = 60
+DescribeClusterResponse.MIN_VERSION = 0
+DescribeClusterResponse.MAX_VERSION = 2
+DescribeClusterResponse.FLEXIBLE_MIN = 0
 
 
 def _d_DescribeClusterRequest_0(buf: Any, pos: int) -> tuple[DescribeClusterRequest, int]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -38,13 +38,15 @@ class DescribeConfigsResource:
 
 @dataclass(slots=True)
 class DescribeConfigsRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 32
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 4
-    FLEXIBLE_MIN: ClassVar[int | None] = 4
     resources: list[DescribeConfigsResource] = field(default_factory=list)
     include_synonyms: bool = False
     include_documentation: bool = False
+
+
+DescribeConfigsRequest.API_KEY = 32
+DescribeConfigsRequest.MIN_VERSION = 0
+DescribeConfigsRequest.MAX_VERSION = 4
+DescribeConfigsRequest.FLEXIBLE_MIN = 4
 
 
 @dataclass(slots=True)
@@ -78,12 +80,14 @@ class DescribeConfigsResult:
 
 @dataclass(slots=True)
 class DescribeConfigsResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 32
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 4
-    FLEXIBLE_MIN: ClassVar[int | None] = 4
     throttle_time_ms: int = 0
     results: list[DescribeConfigsResult] = field(default_factory=list)
+
+
+DescribeConfigsResponse.API_KEY = 32
+DescribeConfigsResponse.MIN_VERSION = 0
+DescribeConfigsResponse.MAX_VERSION = 4
+DescribeConfigsResponse.FLEXIBLE_MIN = 4
 
 
 def _d_DescribeConfigsResource_0(buf: Any, pos: int) -> tuple[DescribeConfigsResource, int]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -27,12 +27,14 @@ _S2 = Struct('>i')
 
 @dataclass(slots=True)
 class DescribeGroupsRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 15
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 6
-    FLEXIBLE_MIN: ClassVar[int | None] = 5
     groups: list[str] = field(default_factory=list)
     include_authorized_operations: bool = False
+
+
+DescribeGroupsRequest.API_KEY = 15
+DescribeGroupsRequest.MIN_VERSION = 0
+DescribeGroupsRequest.MAX_VERSION = 6
+DescribeGroupsRequest.FLEXIBLE_MIN = 5
 
 
 @dataclass(slots=True)
@@ -59,12 +61,14 @@ class DescribedGroup:
 
 @dataclass(slots=True)
 class DescribeGroupsResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 15
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 6
-    FLEXIBLE_MIN: ClassVar[int | None] = 5
     throttle_time_ms: int = 0
     groups: list[DescribedGroup] = field(default_factory=list)
+
+
+DescribeGroupsResponse.API_KEY = 15
+DescribeGroupsResponse.MIN_VERSION = 0
+DescribeGroupsResponse.MAX_VERSION = 6
+DescribeGroupsResponse.FLEXIBLE_MIN = 5
 
 
 def _d_DescribeGroupsRequest_0(buf: Any, pos: int) -> tuple[DescribeGroupsRequest, int]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -35,11 +35,13 @@ class DescribableLogDirTopic:
 
 @dataclass(slots=True)
 class DescribeLogDirsRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 35
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 4
-    FLEXIBLE_MIN: ClassVar[int | None] = 2
     topics: list[DescribableLogDirTopic] | None = field(default_factory=list)
+
+
+DescribeLogDirsRequest.API_KEY = 35
+DescribeLogDirsRequest.MIN_VERSION = 0
+DescribeLogDirsRequest.MAX_VERSION = 4
+DescribeLogDirsRequest.FLEXIBLE_MIN = 2
 
 
 @dataclass(slots=True)
@@ -67,13 +69,15 @@ class DescribeLogDirsResult:
 
 @dataclass(slots=True)
 class DescribeLogDirsResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 35
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 4
-    FLEXIBLE_MIN: ClassVar[int | None] = 2
     throttle_time_ms: int = 0
     error_code: int = 0
     results: list[DescribeLogDirsResult] = field(default_factory=list)
+
+
+DescribeLogDirsResponse.API_KEY = 35
+DescribeLogDirsResponse.MIN_VERSION = 0
+DescribeLogDirsResponse.MAX_VERSION = 4
+DescribeLogDirsResponse.FLEXIBLE_MIN = 2
 
 
 def _d_DescribableLogDirTopic_0(buf: Any, pos: int) -> tuple[DescribableLogDirTopic, int]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -33,11 +33,13 @@ class TopicRequest:
 
 @dataclass(slots=True)
 class DescribeProducersRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 61
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 0
-    FLEXIBLE_MIN: ClassVar[int | None] = 0
     topics: list[TopicRequest] = field(default_factory=list)
+
+
+DescribeProducersRequest.API_KEY = 61
+DescribeProducersRequest.MIN_VERSION = 0
+DescribeProducersRequest.MAX_VERSION = 0
+DescribeProducersRequest.FLEXIBLE_MIN = 0
 
 
 @dataclass(slots=True)
@@ -66,12 +68,14 @@ class TopicResponse:
 
 @dataclass(slots=True)
 class DescribeProducersResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 61
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 0
-    FLEXIBLE_MIN: ClassVar[int | None] = 0
     throttle_time_ms: int = 0
     topics: list[TopicResponse] = field(default_factory=list)
+
+
+DescribeProducersResponse.API_KEY = 61
+DescribeProducersResponse.MIN_VERSION = 0
+DescribeProducersResponse.MAX_VERSION = 0
+DescribeProducersResponse.FLEXIBLE_MIN = 0
 
 
 def _d_TopicRequest_0(buf: Any, pos: int) -> tuple[TopicRequest, int]:

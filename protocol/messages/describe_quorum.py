@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -44,11 +44,13 @@ class DescribeQuorumRequestTopicData:
 
 @dataclass(slots=True)
 class DescribeQuorumRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 55
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 2
-    FLEXIBLE_MIN: ClassVar[int | None] = 0
     topics: list[DescribeQuorumRequestTopicData] = field(default_factory=list)
+
+
+DescribeQuorumRequest.API_KEY = 55
+DescribeQuorumRequest.MIN_VERSION = 0
+DescribeQuorumRequest.MAX_VERSION = 2
+DescribeQuorumRequest.FLEXIBLE_MIN = 0
 
 
 @dataclass(slots=True)
@@ -93,14 +95,16 @@ class DescribeQuorumResponseTopicData:
 
 @dataclass(slots=True)
 class DescribeQuorumResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 55
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 2
-    FLEXIBLE_MIN: ClassVar[int | None] = 0
     error_code: int = 0
     error_message: str | None = ""
     topics: list[DescribeQuorumResponseTopicData] = field(default_factory=list)
     nodes: list[Node] = field(default_factory=list)
+
+
+DescribeQuorumResponse.API_KEY = 55
+DescribeQuorumResponse.MIN_VERSION = 0
+DescribeQuorumResponse.MAX_VERSION = 2
+DescribeQuorumResponse.FLEXIBLE_MIN = 0
 
 
 def _d_DescribeQuorumRequestPartitionData_0(buf: Any, pos: int) -> tuple[DescribeQuorumRequestPartitionData, int]:

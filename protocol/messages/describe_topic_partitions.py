@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -39,13 +39,15 @@ class TopicRequest:
 
 @dataclass(slots=True)
 class DescribeTopicPartitionsRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 75
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 0
-    FLEXIBLE_MIN: ClassVar[int | None] = 0
     topics: list[TopicRequest] = field(default_factory=list)
     response_partition_limit: int = 2000
     cursor: DescribeTopicPartitionsRequestCursor | None = None
+
+
+DescribeTopicPartitionsRequest.API_KEY = 75
+DescribeTopicPartitionsRequest.MIN_VERSION = 0
+DescribeTopicPartitionsRequest.MAX_VERSION = 0
+DescribeTopicPartitionsRequest.FLEXIBLE_MIN = 0
 
 
 @dataclass(slots=True)
@@ -79,13 +81,15 @@ class DescribeTopicPartitionsResponseTopic:
 
 @dataclass(slots=True)
 class DescribeTopicPartitionsResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 75
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 0
-    FLEXIBLE_MIN: ClassVar[int | None] = 0
     throttle_time_ms: int = 0
     topics: list[DescribeTopicPartitionsResponseTopic] = field(default_factory=list)
     next_cursor: DescribeTopicPartitionsResponseCursor | None = None
+
+
+DescribeTopicPartitionsResponse.API_KEY = 75
+DescribeTopicPartitionsResponse.MIN_VERSION = 0
+DescribeTopicPartitionsResponse.MAX_VERSION = 0
+DescribeTopicPartitionsResponse.FLEXIBLE_MIN = 0
 
 
 def _d_DescribeTopicPartitionsRequestCursor_0(buf: Any, pos: int) -> tuple[DescribeTopicPartitionsRequestCursor, int]:

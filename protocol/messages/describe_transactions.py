@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -27,11 +27,13 @@ _S2 = Struct('>i')
 
 @dataclass(slots=True)
 class DescribeTransactionsRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 65
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 0
-    FLEXIBLE_MIN: ClassVar[int | None] = 0
     transactional_ids: list[str] = field(default_factory=list)
+
+
+DescribeTransactionsRequest.API_KEY = 65
+DescribeTransactionsRequest.MIN_VERSION = 0
+DescribeTransactionsRequest.MAX_VERSION = 0
+DescribeTransactionsRequest.FLEXIBLE_MIN = 0
 
 
 @dataclass(slots=True)
@@ -54,12 +56,14 @@ class TransactionState:
 
 @dataclass(slots=True)
 class DescribeTransactionsResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 65
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 0
-    FLEXIBLE_MIN: ClassVar[int | None] = 0
     throttle_time_ms: int = 0
     transaction_states: list[TransactionState] = field(default_factory=list)
+
+
+DescribeTransactionsResponse.API_KEY = 65
+DescribeTransactionsResponse.MIN_VERSION = 0
+DescribeTransactionsResponse.MAX_VERSION = 0
+DescribeTransactionsResponse.FLEXIBLE_MIN = 0
 
 
 def _d_DescribeTransactionsRequest_0(buf: Any, pos: int) -> tuple[DescribeTransactionsRequest, int]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -32,11 +32,13 @@ class UserName:
 
 @dataclass(slots=True)
 class DescribeUserScramCredentialsRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 50
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 0
-    FLEXIBLE_MIN: ClassVar[int | None] = 0
     users: list[UserName] | None = field(default_factory=list)
+
+
+DescribeUserScramCredentialsRequest.API_KEY = 50
+DescribeUserScramCredentialsRequest.MIN_VERSION = 0
+DescribeUserScramCredentialsRequest.MAX_VERSION = 0
+DescribeUserScramCredentialsRequest.FLEXIBLE_MIN = 0
 
 
 @dataclass(slots=True)
@@ -55,14 +57,16 @@ class DescribeUserScramCredentialsResult:
 
 @dataclass(slots=True)
 class DescribeUserScramCredentialsResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 50
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 0
-    FLEXIBLE_MIN: ClassVar[int | None] = 0
     throttle_time_ms: int = 0
     error_code: int = 0
     error_message: str | None = None
     results: list[DescribeUserScramCredentialsResult] = field(default_factory=list)
+
+
+DescribeUserScramCredentialsResponse.API_KEY = 50
+DescribeUserScramCredentialsResponse.MIN_VERSION = 0
+DescribeUserScramCredentialsResponse.MAX_VERSION = 0
+DescribeUserScramCredentialsResponse.FLEXIBLE_MIN = 0
 
 
 def _d_UserName_0(buf: Any, pos: int) -> tuple[UserName, int]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -33,13 +33,15 @@ class TopicPartitions:
 
 @dataclass(slots=True)
 class ElectLeadersRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 43
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 2
-    FLEXIBLE_MIN: ClassVar[int | None] = 2
     election_type: int = 0
     topic_partitions: list[TopicPartitions] | None = field(default_factory=list)
     timeout_ms: int = 60000
+
+
+ElectLeadersRequest.API_KEY = 43
+ElectLeadersRequest.MIN_VERSION = 0
+ElectLeadersRequest.MAX_VERSION = 2
+ElectLeadersRequest.FLEXIBLE_MIN = 2
 
 
 @dataclass(slots=True)
@@ -57,13 +59,15 @@ class ReplicaElectionResult:
 
 @dataclass(slots=True)
 class ElectLeadersResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 43
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 2
-    FLEXIBLE_MIN: ClassVar[int | None] = 2
     throttle_time_ms: int = 0
     error_code: int = 0
     replica_election_results: list[ReplicaElectionResult] = field(default_factory=list)
+
+
+ElectLeadersResponse.API_KEY = 43
+ElectLeadersResponse.MIN_VERSION = 0
+ElectLeadersResponse.MAX_VERSION = 2
+ElectLeadersResponse.FLEXIBLE_MIN = 2
 
 
 def _d_TopicPartitions_0(buf: Any, pos: int) -> tuple[TopicPartitions, int]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -27,26 +27,30 @@ _S2 = Struct('>ihqh')
 
 @dataclass(slots=True)
 class EndTxnRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 26
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 5
-    FLEXIBLE_MIN: ClassVar[int | None] = 3
     transactional_id: str = ""
     producer_id: int = 0
     producer_epoch: int = 0
     committed: bool = False
 
 
+EndTxnRequest.API_KEY = 26
+EndTxnRequest.MIN_VERSION = 0
+EndTxnRequest.MAX_VERSION = 5
+EndTxnRequest.FLEXIBLE_MIN = 3
+
+
 @dataclass(slots=True)
 class EndTxnResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 26
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 5
-    FLEXIBLE_MIN: ClassVar[int | None] = 3
     throttle_time_ms: int = 0
     error_code: int = 0
     producer_id: int = -1
     producer_epoch: int = -1
+
+
+EndTxnResponse.API_KEY = 26
+EndTxnResponse.MIN_VERSION = 0
+EndTxnResponse.MAX_VERSION = 5
+EndTxnResponse.FLEXIBLE_MIN = 3
 
 
 def _d_EndTxnRequest_0(buf: Any, pos: int) -> tuple[EndTxnRequest, int]:

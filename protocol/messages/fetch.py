@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -71,10 +71,6 @@ class ReplicaState:
 
 @dataclass(slots=True)
 class FetchRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 1
-    MIN_VERSION: ClassVar[int] = 4
-    MAX_VERSION: ClassVar[int] = 17
-    FLEXIBLE_MIN: ClassVar[int | None] = 12
     cluster_id: str | None = None
     replica_id: int = -1
     replica_state: ReplicaState = field(default_factory=ReplicaState)
@@ -87,6 +83,12 @@ class FetchRequest(ApiMessage):
     topics: list[FetchTopic] = field(default_factory=list)
     forgotten_topics_data: list[ForgottenTopic] = field(default_factory=list)
     rack_id: str = ''
+
+
+FetchRequest.API_KEY = 1
+FetchRequest.MIN_VERSION = 4
+FetchRequest.MAX_VERSION = 17
+FetchRequest.FLEXIBLE_MIN = 12
 
 
 @dataclass(slots=True)
@@ -145,15 +147,17 @@ class FetchableTopicResponse:
 
 @dataclass(slots=True)
 class FetchResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 1
-    MIN_VERSION: ClassVar[int] = 4
-    MAX_VERSION: ClassVar[int] = 17
-    FLEXIBLE_MIN: ClassVar[int | None] = 12
     throttle_time_ms: int = 0
     error_code: int = 0
     session_id: int = 0
     responses: list[FetchableTopicResponse] = field(default_factory=list)
     node_endpoints: list[NodeEndpoint] = field(default_factory=list)
+
+
+FetchResponse.API_KEY = 1
+FetchResponse.MIN_VERSION = 4
+FetchResponse.MAX_VERSION = 17
+FetchResponse.FLEXIBLE_MIN = 12
 
 
 def _d_ForgottenTopic_4(buf: Any, pos: int) -> tuple[ForgottenTopic, int]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -28,13 +28,15 @@ _S3 = Struct('>ih')
 
 @dataclass(slots=True)
 class FindCoordinatorRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 10
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 6
-    FLEXIBLE_MIN: ClassVar[int | None] = 3
     key: str = ""
     key_type: int = 0
     coordinator_keys: list[str] = field(default_factory=list)
+
+
+FindCoordinatorRequest.API_KEY = 10
+FindCoordinatorRequest.MIN_VERSION = 0
+FindCoordinatorRequest.MAX_VERSION = 6
+FindCoordinatorRequest.FLEXIBLE_MIN = 3
 
 
 @dataclass(slots=True)
@@ -49,10 +51,6 @@ class Coordinator:
 
 @dataclass(slots=True)
 class FindCoordinatorResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 10
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 6
-    FLEXIBLE_MIN: ClassVar[int | None] = 3
     throttle_time_ms: int = 0
     error_code: int = 0
     error_message: str | None = ""
@@ -60,6 +58,12 @@ class FindCoordinatorResponse(ApiMessage):
     host: str = ""
     port: int = 0
     coordinators: list[Coordinator] = field(default_factory=list)
+
+
+FindCoordinatorResponse.API_KEY = 10
+FindCoordinatorResponse.MIN_VERSION = 0
+FindCoordinatorResponse.MAX_VERSION = 6
+FindCoordinatorResponse.FLEXIBLE_MIN = 3
 
 
 def _d_FindCoordinatorRequest_0(buf: Any, pos: int) -> tuple[FindCoordinatorRequest, int]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -27,19 +27,17 @@ _S2 = Struct('>ii?')
 
 @dataclass(slots=True)
 class GetTelemetrySubscriptionsRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 71
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 0
-    FLEXIBLE_MIN: ClassVar[int | None] = 0
     client_instance_id: uuid.UUID = ZERO_UUID
+
+
+GetTelemetrySubscriptionsRequest.API_KEY = 71
+GetTelemetrySubscriptionsRequest.MIN_VERSION = 0
+GetTelemetrySubscriptionsRequest.MAX_VERSION = 0
+GetTelemetrySubscriptionsRequest.FLEXIBLE_MIN = 0
 
 
 @dataclass(slots=True)
 class GetTelemetrySubscriptionsResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 71
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 0
-    FLEXIBLE_MIN: ClassVar[int | None] = 0
     throttle_time_ms: int = 0
     error_code: int = 0
     client_instance_id: uuid.UUID = ZERO_UUID
@@ -49,6 +47,12 @@ class GetTelemetrySubscriptionsResponse(ApiMessage):
     telemetry_max_bytes: int = 0
     delta_temporality: bool = False
     requested_metrics: list[str] = field(default_factory=list)
+
+
+GetTelemetrySubscriptionsResponse.API_KEY = 71
+GetTelemetrySubscriptionsResponse.MIN_VERSION = 0
+GetTelemetrySubscriptionsResponse.MAX_VERSION = 0
+GetTelemetrySubscriptionsResponse.FLEXIBLE_MIN = 0
 
 
 def _d_GetTelemetrySubscriptionsRequest_0(buf: Any, pos: int) -> tuple[GetTelemetrySubscriptionsRequest, int]:

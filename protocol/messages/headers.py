@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -26,23 +26,27 @@ _S1 = Struct('>i')
 
 @dataclass(slots=True)
 class RequestHeader(ApiMessage):
-    API_KEY: ClassVar[int | None] = None
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 2
-    FLEXIBLE_MIN: ClassVar[int | None] = 2
     api_key: int = 0
     api_version: int = 0
     correlation_id: int = 0
     client_id: str | None = None
 
 
+RequestHeader.API_KEY = None
+RequestHeader.MIN_VERSION = 0
+RequestHeader.MAX_VERSION = 2
+RequestHeader.FLEXIBLE_MIN = 2
+
+
 @dataclass(slots=True)
 class ResponseHeader(ApiMessage):
-    API_KEY: ClassVar[int | None] = None
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 1
-    FLEXIBLE_MIN: ClassVar[int | None] = 1
     correlation_id: int = 0
+
+
+ResponseHeader.API_KEY = None
+ResponseHeader.MIN_VERSION = 0
+ResponseHeader.MAX_VERSION = 1
+ResponseHeader.FLEXIBLE_MIN = 1
 
 
 def _d_RequestHeader_0(buf: Any, pos: int) -> tuple[RequestHeader, int]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -27,24 +27,28 @@ _S2 = Struct('>ih')
 
 @dataclass(slots=True)
 class HeartbeatRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 12
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 4
-    FLEXIBLE_MIN: ClassVar[int | None] = 4
     group_id: str = ""
     generation_id: int = 0
     member_id: str = ""
     group_instance_id: str | None = None
 
 
+HeartbeatRequest.API_KEY = 12
+HeartbeatRequest.MIN_VERSION = 0
+HeartbeatRequest.MAX_VERSION = 4
+HeartbeatRequest.FLEXIBLE_MIN = 4
+
+
 @dataclass(slots=True)
 class HeartbeatResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 12
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 4
-    FLEXIBLE_MIN: ClassVar[int | None] = 4
     throttle_time_ms: int = 0
     error_code: int = 0
+
+
+HeartbeatResponse.API_KEY = 12
+HeartbeatResponse.MIN_VERSION = 0
+HeartbeatResponse.MAX_VERSION = 4
+HeartbeatResponse.FLEXIBLE_MIN = 4
 
 
 def _d_HeartbeatRequest_0(buf: Any, pos: int) -> tuple[HeartbeatRequest, int]:

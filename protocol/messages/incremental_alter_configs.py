@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -42,12 +42,14 @@ class AlterConfigsResource:
 
 @dataclass(slots=True)
 class IncrementalAlterConfigsRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 44
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 1
-    FLEXIBLE_MIN: ClassVar[int | None] = 1
     resources: list[AlterConfigsResource] = field(default_factory=list)
     validate_only: bool = False
+
+
+IncrementalAlterConfigsRequest.API_KEY = 44
+IncrementalAlterConfigsRequest.MIN_VERSION = 0
+IncrementalAlterConfigsRequest.MAX_VERSION = 1
+IncrementalAlterConfigsRequest.FLEXIBLE_MIN = 1
 
 
 @dataclass(slots=True)
@@ -60,12 +62,14 @@ class AlterConfigsResourceResponse:
 
 @dataclass(slots=True)
 class IncrementalAlterConfigsResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 44
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 1
-    FLEXIBLE_MIN: ClassVar[int | None] = 1
     throttle_time_ms: int = 0
     responses: list[AlterConfigsResourceResponse] = field(default_factory=list)
+
+
+IncrementalAlterConfigsResponse.API_KEY = 44
+IncrementalAlterConfigsResponse.MIN_VERSION = 0
+IncrementalAlterConfigsResponse.MAX_VERSION = 1
+IncrementalAlterConfigsResponse.FLEXIBLE_MIN = 1
 
 
 def _d_AlterableConfig_0(buf: Any, pos: int) -> tuple[AlterableConfig, int]:

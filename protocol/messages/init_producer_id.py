@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -29,10 +29,6 @@ _S4 = Struct('>ihqhqh')
 
 @dataclass(slots=True)
 class InitProducerIdRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 22
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 6
-    FLEXIBLE_MIN: ClassVar[int | None] = 2
     transactional_id: str | None = ""
     transaction_timeout_ms: int = 0
     producer_id: int = -1
@@ -41,18 +37,26 @@ class InitProducerIdRequest(ApiMessage):
     keep_prepared_txn: bool = False
 
 
+InitProducerIdRequest.API_KEY = 22
+InitProducerIdRequest.MIN_VERSION = 0
+InitProducerIdRequest.MAX_VERSION = 6
+InitProducerIdRequest.FLEXIBLE_MIN = 2
+
+
 @dataclass(slots=True)
 class InitProducerIdResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 22
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 6
-    FLEXIBLE_MIN: ClassVar[int | None] = 2
     throttle_time_ms: int = 0
     error_code: int = 0
     producer_id: int = -1
     producer_epoch: int = 0
     ongoing_txn_producer_id: int = -1
     ongoing_txn_producer_epoch: int = -1
+
+
+InitProducerIdResponse.API_KEY = 22
+InitProducerIdResponse.MIN_VERSION = 0
+InitProducerIdResponse.MAX_VERSION = 6
+InitProducerIdResponse.FLEXIBLE_MIN = 2
 
 
 def _d_InitProducerIdRequest_0(buf: Any, pos: int) -> tuple[InitProducerIdRequest, int]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -35,10 +35,6 @@ class JoinGroupRequestProtocol:
 
 @dataclass(slots=True)
 class JoinGroupRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 11
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 9
-    FLEXIBLE_MIN: ClassVar[int | None] = 6
     group_id: str = ""
     session_timeout_ms: int = 0
     rebalance_timeout_ms: int = -1
@@ -47,6 +43,12 @@ class JoinGroupRequest(ApiMessage):
     protocol_type: str = ""
     protocols: list[JoinGroupRequestProtocol] = field(default_factory=list)
     reason: str | None = None
+
+
+JoinGroupRequest.API_KEY = 11
+JoinGroupRequest.MIN_VERSION = 0
+JoinGroupRequest.MAX_VERSION = 9
+JoinGroupRequest.FLEXIBLE_MIN = 6
 
 
 @dataclass(slots=True)
@@ -58,10 +60,6 @@ class JoinGroupResponseMember:
 
 @dataclass(slots=True)
 class JoinGroupResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 11
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 9
-    FLEXIBLE_MIN: ClassVar[int | None] = 6
     throttle_time_ms: int = 0
     error_code: int = 0
     generation_id: int = -1
@@ -71,6 +69,12 @@ class JoinGroupResponse(ApiMessage):
     skip_assignment: bool = False
     member_id: str = ""
     members: list[JoinGroupResponseMember] = field(default_factory=list)
+
+
+JoinGroupResponse.API_KEY = 11
+JoinGroupResponse.MIN_VERSION = 0
+JoinGroupResponse.MAX_VERSION = 9
+JoinGroupResponse.FLEXIBLE_MIN = 6
 
 
 def _d_JoinGroupRequestProtocol_0(buf: Any, pos: int) -> tuple[JoinGroupRequestProtocol, int]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -33,13 +33,15 @@ class MemberIdentity:
 
 @dataclass(slots=True)
 class LeaveGroupRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 13
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 5
-    FLEXIBLE_MIN: ClassVar[int | None] = 4
     group_id: str = ""
     member_id: str = ""
     members: list[MemberIdentity] = field(default_factory=list)
+
+
+LeaveGroupRequest.API_KEY = 13
+LeaveGroupRequest.MIN_VERSION = 0
+LeaveGroupRequest.MAX_VERSION = 5
+LeaveGroupRequest.FLEXIBLE_MIN = 4
 
 
 @dataclass(slots=True)
@@ -51,13 +53,15 @@ class MemberResponse:
 
 @dataclass(slots=True)
 class LeaveGroupResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 13
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 5
-    FLEXIBLE_MIN: ClassVar[int | None] = 4
     throttle_time_ms: int = 0
     error_code: int = 0
     members: list[MemberResponse] = field(default_factory=list)
+
+
+LeaveGroupResponse.API_KEY = 13
+LeaveGroupResponse.MIN_VERSION = 0
+LeaveGroupResponse.MAX_VERSION = 5
+LeaveGroupResponse.FLEXIBLE_MIN = 4
 
 
 def _d_MemberIdentity_0(buf: Any, pos: int) -> tuple[MemberIdentity, int]:

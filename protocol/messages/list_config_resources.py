@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -26,11 +26,13 @@ _S1 = Struct('>b')
 
 @dataclass(slots=True)
 class ListConfigResourcesRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 74
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 1
-    FLEXIBLE_MIN: ClassVar[int | None] = 0
     resource_types: list[int] = field(default_factory=list)
+
+
+ListConfigResourcesRequest.API_KEY = 74
+ListConfigResourcesRequest.MIN_VERSION = 0
+ListConfigResourcesRequest.MAX_VERSION = 1
+ListConfigResourcesRequest.FLEXIBLE_MIN = 0
 
 
 @dataclass(slots=True)
@@ -41,13 +43,15 @@ class ConfigResource:
 
 @dataclass(slots=True)
 class ListConfigResourcesResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 74
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 1
-    FLEXIBLE_MIN: ClassVar[int | None] = 0
     throttle_time_ms: int = 0
     error_code: int = 0
     config_resources: list[ConfigResource] = field(default_factory=list)
+
+
+ListConfigResourcesResponse.API_KEY = 74
+ListConfigResourcesResponse.MIN_VERSION = 0
+ListConfigResourcesResponse.MAX_VERSION = 1
+ListConfigResourcesResponse.FLEXIBLE_MIN = 0
 
 
 def _d_ListConfigResourcesRequest_0(buf: Any, pos: int) -> tuple[ListConfigResourcesRequest, int]:

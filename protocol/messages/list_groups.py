@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -26,12 +26,14 @@ _S1 = Struct('>ih')
 
 @dataclass(slots=True)
 class ListGroupsRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 16
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 5
-    FLEXIBLE_MIN: ClassVar[int | None] = 3
     states_filter: list[str] = field(default_factory=list)
     types_filter: list[str] = field(default_factory=list)
+
+
+ListGroupsRequest.API_KEY = 16
+ListGroupsRequest.MIN_VERSION = 0
+ListGroupsRequest.MAX_VERSION = 5
+ListGroupsRequest.FLEXIBLE_MIN = 3
 
 
 @dataclass(slots=True)
@@ -44,13 +46,15 @@ class ListedGroup:
 
 @dataclass(slots=True)
 class ListGroupsResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 16
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 5
-    FLEXIBLE_MIN: ClassVar[int | None] = 3
     throttle_time_ms: int = 0
     error_code: int = 0
     groups: list[ListedGroup] = field(default_factory=list)
+
+
+ListGroupsResponse.API_KEY = 16
+ListGroupsResponse.MIN_VERSION = 0
+ListGroupsResponse.MAX_VERSION = 5
+ListGroupsResponse.FLEXIBLE_MIN = 3
 
 
 def _d_ListGroupsRequest_0(buf: Any, pos: int) -> tuple[ListGroupsRequest, int]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -46,14 +46,16 @@ class ListOffsetsTopic:
 
 @dataclass(slots=True)
 class ListOffsetsRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 2
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 10
-    FLEXIBLE_MIN: ClassVar[int | None] = 6
     replica_id: int = 0
     isolation_level: int = 0
     topics: list[ListOffsetsTopic] = field(default_factory=list)
     timeout_ms: int = 0
+
+
+ListOffsetsRequest.API_KEY = 2
+ListOffsetsRequest.MIN_VERSION = 0
+ListOffsetsRequest.MAX_VERSION = 10
+ListOffsetsRequest.FLEXIBLE_MIN = 6
 
 
 @dataclass(slots=True)
@@ -74,12 +76,14 @@ class ListOffsetsTopicResponse:
 
 @dataclass(slots=True)
 class ListOffsetsResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 2
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 10
-    FLEXIBLE_MIN: ClassVar[int | None] = 6
     throttle_time_ms: int = 0
     topics: list[ListOffsetsTopicResponse] = field(default_factory=list)
+
+
+ListOffsetsResponse.API_KEY = 2
+ListOffsetsResponse.MIN_VERSION = 0
+ListOffsetsResponse.MAX_VERSION = 10
+ListOffsetsResponse.FLEXIBLE_MIN = 6
 
 
 def _d_ListOffsetsPartition_0(buf: Any, pos: int) -> tuple[ListOffsetsPartition, int]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -32,12 +32,14 @@ class ListPartitionReassignmentsTopics:
 
 @dataclass(slots=True)
 class ListPartitionReassignmentsRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 46
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 0
-    FLEXIBLE_MIN: ClassVar[int | None] = 0
     timeout_ms: int = 60000
     topics: list[ListPartitionReassignmentsTopics] | None = field(default_factory=list)
+
+
+ListPartitionReassignmentsRequest.API_KEY = 46
+ListPartitionReassignmentsRequest.MIN_VERSION = 0
+ListPartitionReassignmentsRequest.MAX_VERSION = 0
+ListPartitionReassignmentsRequest.FLEXIBLE_MIN = 0
 
 
 @dataclass(slots=True)
@@ -56,14 +58,16 @@ class OngoingTopicReassignment:
 
 @dataclass(slots=True)
 class ListPartitionReassignmentsResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 46
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 0
-    FLEXIBLE_MIN: ClassVar[int | None] = 0
     throttle_time_ms: int = 0
     error_code: int = 0
     error_message: str | None = ""
     topics: list[OngoingTopicReassignment] = field(default_factory=list)
+
+
+ListPartitionReassignmentsResponse.API_KEY = 46
+ListPartitionReassignmentsResponse.MIN_VERSION = 0
+ListPartitionReassignmentsResponse.MAX_VERSION = 0
+ListPartitionReassignmentsResponse.FLEXIBLE_MIN = 0
 
 
 def _d_ListPartitionReassignmentsTopics_0(buf: Any, pos: int) -> tuple[ListPartitionReassignmentsTopics, int]:

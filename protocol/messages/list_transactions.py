@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -26,14 +26,16 @@ _S1 = Struct('>ih')
 
 @dataclass(slots=True)
 class ListTransactionsRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 66
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 2
-    FLEXIBLE_MIN: ClassVar[int | None] = 0
     state_filters: list[str] = field(default_factory=list)
     producer_id_filters: list[int] = field(default_factory=list)
     duration_filter: int = -1
     transactional_id_pattern: str | None = None
+
+
+ListTransactionsRequest.API_KEY = 66
+ListTransactionsRequest.MIN_VERSION = 0
+ListTransactionsRequest.MAX_VERSION = 2
+ListTransactionsRequest.FLEXIBLE_MIN = 0
 
 
 @dataclass(slots=True)
@@ -45,14 +47,16 @@ class TransactionState:
 
 @dataclass(slots=True)
 class ListTransactionsResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 66
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 2
-    FLEXIBLE_MIN: ClassVar[int | None] = 0
     throttle_time_ms: int = 0
     error_code: int = 0
     unknown_state_filters: list[str] = field(default_factory=list)
     transaction_states: list[TransactionState] = field(default_factory=list)
+
+
+ListTransactionsResponse.API_KEY = 66
+ListTransactionsResponse.MIN_VERSION = 0
+ListTransactionsResponse.MAX_VERSION = 2
+ListTransactionsResponse.FLEXIBLE_MIN = 0
 
 
 def _d_ListTransactionsRequest_0(buf: Any, pos: int) -> tuple[ListTransactionsRequest, int]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -39,14 +39,16 @@ class MetadataRequestTopic:
 
 @dataclass(slots=True)
 class MetadataRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 3
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 13
-    FLEXIBLE_MIN: ClassVar[int | None] = 9
     topics: list[MetadataRequestTopic] | None = field(default_factory=list)
     allow_auto_topic_creation: bool = True
     include_cluster_authorized_operations: bool = False
     include_topic_authorized_operations: bool = False
+
+
+MetadataRequest.API_KEY = 3
+MetadataRequest.MIN_VERSION = 0
+MetadataRequest.MAX_VERSION = 13
+MetadataRequest.FLEXIBLE_MIN = 9
 
 
 @dataclass(slots=True)
@@ -80,10 +82,6 @@ class MetadataResponseBroker:
 
 @dataclass(slots=True)
 class MetadataResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 3
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 13
-    FLEXIBLE_MIN: ClassVar[int | None] = 9
     throttle_time_ms: int = 0
     brokers: list[MetadataResponseBroker] = field(default_factory=list)
     cluster_id: str | None = None
@@ -91,6 +89,12 @@ class MetadataResponse(ApiMessage):
     topics: list[MetadataResponseTopic] = field(default_factory=list)
     cluster_authorized_operations: int = -2147483648
     error_code: int = 0
+
+
+MetadataResponse.API_KEY = 3
+MetadataResponse.MIN_VERSION = 0
+MetadataResponse.MAX_VERSION = 13
+MetadataResponse.FLEXIBLE_MIN = 9
 
 
 def _d_MetadataRequestTopic_0(buf: Any, pos: int) -> tuple[MetadataRequestTopic, int]:

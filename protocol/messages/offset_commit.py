@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -45,16 +45,18 @@ class OffsetCommitRequestTopic:
 
 @dataclass(slots=True)
 class OffsetCommitRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 8
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 9
-    FLEXIBLE_MIN: ClassVar[int | None] = 8
     group_id: str = ""
     generation_id_or_member_epoch: int = -1
     member_id: str = ""
     group_instance_id: str | None = None
     retention_time_ms: int = -1
     topics: list[OffsetCommitRequestTopic] = field(default_factory=list)
+
+
+OffsetCommitRequest.API_KEY = 8
+OffsetCommitRequest.MIN_VERSION = 0
+OffsetCommitRequest.MAX_VERSION = 9
+OffsetCommitRequest.FLEXIBLE_MIN = 8
 
 
 @dataclass(slots=True)
@@ -71,12 +73,14 @@ class OffsetCommitResponseTopic:
 
 @dataclass(slots=True)
 class OffsetCommitResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 8
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 9
-    FLEXIBLE_MIN: ClassVar[int | None] = 8
     throttle_time_ms: int = 0
     topics: list[OffsetCommitResponseTopic] = field(default_factory=list)
+
+
+OffsetCommitResponse.API_KEY = 8
+OffsetCommitResponse.MIN_VERSION = 0
+OffsetCommitResponse.MAX_VERSION = 9
+OffsetCommitResponse.FLEXIBLE_MIN = 8
 
 
 def _d_OffsetCommitRequestPartition_0(buf: Any, pos: int) -> tuple[OffsetCommitRequestPartition, int]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -38,12 +38,14 @@ class OffsetDeleteRequestTopic:
 
 @dataclass(slots=True)
 class OffsetDeleteRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 47
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 0
-    FLEXIBLE_MIN: ClassVar[int | None] = None
     group_id: str = ""
     topics: list[OffsetDeleteRequestTopic] = field(default_factory=list)
+
+
+OffsetDeleteRequest.API_KEY = 47
+OffsetDeleteRequest.MIN_VERSION = 0
+OffsetDeleteRequest.MAX_VERSION = 0
+OffsetDeleteRequest.FLEXIBLE_MIN = None
 
 
 @dataclass(slots=True)
@@ -60,13 +62,15 @@ class OffsetDeleteResponseTopic:
 
 @dataclass(slots=True)
 class OffsetDeleteResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 47
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 0
-    FLEXIBLE_MIN: ClassVar[int | None] = None
     error_code: int = 0
     throttle_time_ms: int = 0
     topics: list[OffsetDeleteResponseTopic] = field(default_factory=list)
+
+
+OffsetDeleteResponse.API_KEY = 47
+OffsetDeleteResponse.MIN_VERSION = 0
+OffsetDeleteResponse.MAX_VERSION = 0
+OffsetDeleteResponse.FLEXIBLE_MIN = None
 
 
 def _d_OffsetDeleteRequestPartition_0(buf: Any, pos: int) -> tuple[OffsetDeleteRequestPartition, int]:

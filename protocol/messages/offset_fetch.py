@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -49,14 +49,16 @@ class OffsetFetchRequestTopic:
 
 @dataclass(slots=True)
 class OffsetFetchRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 9
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 9
-    FLEXIBLE_MIN: ClassVar[int | None] = 6
     group_id: str = ""
     topics: list[OffsetFetchRequestTopic] | None = field(default_factory=list)
     groups: list[OffsetFetchRequestGroup] = field(default_factory=list)
     require_stable: bool = False
+
+
+OffsetFetchRequest.API_KEY = 9
+OffsetFetchRequest.MIN_VERSION = 0
+OffsetFetchRequest.MAX_VERSION = 9
+OffsetFetchRequest.FLEXIBLE_MIN = 6
 
 
 @dataclass(slots=True)
@@ -98,14 +100,16 @@ class OffsetFetchResponseTopic:
 
 @dataclass(slots=True)
 class OffsetFetchResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 9
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 9
-    FLEXIBLE_MIN: ClassVar[int | None] = 6
     throttle_time_ms: int = 0
     topics: list[OffsetFetchResponseTopic] = field(default_factory=list)
     error_code: int = 0
     groups: list[OffsetFetchResponseGroup] = field(default_factory=list)
+
+
+OffsetFetchResponse.API_KEY = 9
+OffsetFetchResponse.MIN_VERSION = 0
+OffsetFetchResponse.MAX_VERSION = 9
+OffsetFetchResponse.FLEXIBLE_MIN = 6
 
 
 def _d_OffsetFetchRequestTopics_0(buf: Any, pos: int) -> tuple[OffsetFetchRequestTopics, int]:

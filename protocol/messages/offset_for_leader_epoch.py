@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -42,12 +42,14 @@ class OffsetForLeaderTopic:
 
 @dataclass(slots=True)
 class OffsetForLeaderEpochRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 23
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 4
-    FLEXIBLE_MIN: ClassVar[int | None] = 4
     replica_id: int = -2
     topics: list[OffsetForLeaderTopic] = field(default_factory=list)
+
+
+OffsetForLeaderEpochRequest.API_KEY = 23
+OffsetForLeaderEpochRequest.MIN_VERSION = 0
+OffsetForLeaderEpochRequest.MAX_VERSION = 4
+OffsetForLeaderEpochRequest.FLEXIBLE_MIN = 4
 
 
 @dataclass(slots=True)
@@ -66,12 +68,14 @@ class OffsetForLeaderTopicResult:
 
 @dataclass(slots=True)
 class OffsetForLeaderEpochResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 23
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 4
-    FLEXIBLE_MIN: ClassVar[int | None] = 4
     throttle_time_ms: int = 0
     topics: list[OffsetForLeaderTopicResult] = field(default_factory=list)
+
+
+OffsetForLeaderEpochResponse.API_KEY = 23
+OffsetForLeaderEpochResponse.MIN_VERSION = 0
+OffsetForLeaderEpochResponse.MAX_VERSION = 4
+OffsetForLeaderEpochResponse.FLEXIBLE_MIN = 4
 
 
 def _d_OffsetForLeaderPartition_0(buf: Any, pos: int) -> tuple[OffsetForLeaderPartition, int]:

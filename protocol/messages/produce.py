@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -42,14 +42,16 @@ class TopicProduceData:
 
 @dataclass(slots=True)
 class ProduceRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 0
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 12
-    FLEXIBLE_MIN: ClassVar[int | None] = 9
     transactional_id: str | None = None
     acks: int = 0
     timeout_ms: int = 0
     topic_data: list[TopicProduceData] = field(default_factory=list)
+
+
+ProduceRequest.API_KEY = 0
+ProduceRequest.MIN_VERSION = 0
+ProduceRequest.MAX_VERSION = 12
+ProduceRequest.FLEXIBLE_MIN = 9
 
 
 @dataclass(slots=True)
@@ -92,13 +94,15 @@ class TopicProduceResponse:
 
 @dataclass(slots=True)
 class ProduceResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 0
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 12
-    FLEXIBLE_MIN: ClassVar[int | None] = 9
     responses: list[TopicProduceResponse] = field(default_factory=list)
     throttle_time_ms: int = 0
     node_endpoints: list[NodeEndpoint] = field(default_factory=list)
+
+
+ProduceResponse.API_KEY = 0
+ProduceResponse.MIN_VERSION = 0
+ProduceResponse.MAX_VERSION = 12
+ProduceResponse.FLEXIBLE_MIN = 9
 
 
 def _d_PartitionProduceData_0(buf: Any, pos: int) -> tuple[PartitionProduceData, int]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -26,10 +26,6 @@ _S1 = Struct('>ih')
 
 @dataclass(slots=True)
 class PushTelemetryRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 72
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 0
-    FLEXIBLE_MIN: ClassVar[int | None] = 0
     client_instance_id: uuid.UUID = ZERO_UUID
     subscription_id: int = 0
     terminating: bool = False
@@ -37,14 +33,22 @@ class PushTelemetryRequest(ApiMessage):
     metrics: bytes = b""
 
 
+PushTelemetryRequest.API_KEY = 72
+PushTelemetryRequest.MIN_VERSION = 0
+PushTelemetryRequest.MAX_VERSION = 0
+PushTelemetryRequest.FLEXIBLE_MIN = 0
+
+
 @dataclass(slots=True)
 class PushTelemetryResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 72
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 0
-    FLEXIBLE_MIN: ClassVar[int | None] = 0
     throttle_time_ms: int = 0
     error_code: int = 0
+
+
+PushTelemetryResponse.API_KEY = 72
+PushTelemetryResponse.MIN_VERSION = 0
+PushTelemetryResponse.MAX_VERSION = 0
+PushTelemetryResponse.FLEXIBLE_MIN = 0
 
 
 def _d_PushTelemetryRequest_0(buf: Any, pos: int) -> tuple[PushTelemetryRequest, int]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -26,23 +26,27 @@ _S1 = Struct('>q')
 
 @dataclass(slots=True)
 class SaslAuthenticateRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 36
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 2
-    FLEXIBLE_MIN: ClassVar[int | None] = 2
     auth_bytes: bytes = b""
+
+
+SaslAuthenticateRequest.API_KEY = 36
+SaslAuthenticateRequest.MIN_VERSION = 0
+SaslAuthenticateRequest.MAX_VERSION = 2
+SaslAuthenticateRequest.FLEXIBLE_MIN = 2
 
 
 @dataclass(slots=True)
 class SaslAuthenticateResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 36
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 2
-    FLEXIBLE_MIN: ClassVar[int | None] = 2
     error_code: int = 0
     error_message: str | None = None
     auth_bytes: bytes = b""
     session_lifetime_ms: int = 0
+
+
+SaslAuthenticateResponse.API_KEY = 36
+SaslAuthenticateResponse.MIN_VERSION = 0
+SaslAuthenticateResponse.MAX_VERSION = 2
+SaslAuthenticateResponse.FLEXIBLE_MIN = 2
 
 
 def _d_SaslAuthenticateRequest_0(buf: Any, pos: int) -> tuple[SaslAuthenticateRequest, int]:

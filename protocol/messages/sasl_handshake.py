@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -25,21 +25,25 @@ _S0 = Struct('>h')
 
 @dataclass(slots=True)
 class SaslHandshakeRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 17
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 1
-    FLEXIBLE_MIN: ClassVar[int | None] = None
     mechanism: str = ""
+
+
+SaslHandshakeRequest.API_KEY = 17
+SaslHandshakeRequest.MIN_VERSION = 0
+SaslHandshakeRequest.MAX_VERSION = 1
+SaslHandshakeRequest.FLEXIBLE_MIN = None
 
 
 @dataclass(slots=True)
 class SaslHandshakeResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 17
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 1
-    FLEXIBLE_MIN: ClassVar[int | None] = None
     error_code: int = 0
     mechanisms: list[str] = field(default_factory=list)
+
+
+SaslHandshakeResponse.API_KEY = 17
+SaslHandshakeResponse.MIN_VERSION = 0
+SaslHandshakeResponse.MAX_VERSION = 1
+SaslHandshakeResponse.FLEXIBLE_MIN = None
 
 
 def _d_SaslHandshakeRequest_0(buf: Any, pos: int) -> tuple[SaslHandshakeRequest, int]:

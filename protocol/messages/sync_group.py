@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -33,10 +33,6 @@ class SyncGroupRequestAssignment:
 
 @dataclass(slots=True)
 class SyncGroupRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 14
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 5
-    FLEXIBLE_MIN: ClassVar[int | None] = 4
     group_id: str = ""
     generation_id: int = 0
     member_id: str = ""
@@ -46,17 +42,25 @@ class SyncGroupRequest(ApiMessage):
     assignments: list[SyncGroupRequestAssignment] = field(default_factory=list)
 
 
+SyncGroupRequest.API_KEY = 14
+SyncGroupRequest.MIN_VERSION = 0
+SyncGroupRequest.MAX_VERSION = 5
+SyncGroupRequest.FLEXIBLE_MIN = 4
+
+
 @dataclass(slots=True)
 class SyncGroupResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 14
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 5
-    FLEXIBLE_MIN: ClassVar[int | None] = 4
     throttle_time_ms: int = 0
     error_code: int = 0
     protocol_type: str | None = None
     protocol_name: str | None = None
     assignment: bytes = b""
+
+
+SyncGroupResponse.API_KEY = 14
+SyncGroupResponse.MIN_VERSION = 0
+SyncGroupResponse.MAX_VERSION = 5
+SyncGroupResponse.FLEXIBLE_MIN = 4
 
 
 def _d_SyncGroupRequestAssignment_0(buf: Any, pos: int) -> tuple[SyncGroupRequestAssignment, int]:

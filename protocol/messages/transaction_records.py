@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -28,11 +28,13 @@ _S3 = Struct('>h')
 
 @dataclass(slots=True)
 class TransactionLogKey(ApiMessage):
-    API_KEY: ClassVar[int | None] = None
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 0
-    FLEXIBLE_MIN: ClassVar[int | None] = None
     transactional_id: str = ""
+
+
+TransactionLogKey.API_KEY = None
+TransactionLogKey.MIN_VERSION = 0
+TransactionLogKey.MAX_VERSION = 0
+TransactionLogKey.FLEXIBLE_MIN = None
 
 
 @dataclass(slots=True)
@@ -43,10 +45,6 @@ class PartitionsSchema:
 
 @dataclass(slots=True)
 class TransactionLogValue(ApiMessage):
-    API_KEY: ClassVar[int | None] = None
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 1
-    FLEXIBLE_MIN: ClassVar[int | None] = 1
     producer_id: int = 0
     previous_producer_id: int = -1
     next_producer_id: int = -1
@@ -58,6 +56,12 @@ class TransactionLogValue(ApiMessage):
     transaction_start_timestamp_ms: int = 0
     client_transaction_version: int = 0
     next_producer_epoch: int = -1
+
+
+TransactionLogValue.API_KEY = None
+TransactionLogValue.MIN_VERSION = 0
+TransactionLogValue.MAX_VERSION = 1
+TransactionLogValue.FLEXIBLE_MIN = 1
 
 
 def _d_TransactionLogKey_0(buf: Any, pos: int) -> tuple[TransactionLogKey, int]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -44,10 +44,6 @@ class TxnOffsetCommitRequestTopic:
 
 @dataclass(slots=True)
 class TxnOffsetCommitRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 28
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 5
-    FLEXIBLE_MIN: ClassVar[int | None] = 3
     transactional_id: str = ""
     group_id: str = ""
     producer_id: int = 0
@@ -56,6 +52,12 @@ class TxnOffsetCommitRequest(ApiMessage):
     member_id: str = ""
     group_instance_id: str | None = None
     topics: list[TxnOffsetCommitRequestTopic] = field(default_factory=list)
+
+
+TxnOffsetCommitRequest.API_KEY = 28
+TxnOffsetCommitRequest.MIN_VERSION = 0
+TxnOffsetCommitRequest.MAX_VERSION = 5
+TxnOffsetCommitRequest.FLEXIBLE_MIN = 3
 
 
 @dataclass(slots=True)
@@ -72,12 +74,14 @@ class TxnOffsetCommitResponseTopic:
 
 @dataclass(slots=True)
 class TxnOffsetCommitResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 28
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 5
-    FLEXIBLE_MIN: ClassVar[int | None] = 3
     throttle_time_ms: int = 0
     topics: list[TxnOffsetCommitResponseTopic] = field(default_factory=list)
+
+
+TxnOffsetCommitResponse.API_KEY = 28
+TxnOffsetCommitResponse.MIN_VERSION = 0
+TxnOffsetCommitResponse.MAX_VERSION = 5
+TxnOffsetCommitResponse.FLEXIBLE_MIN = 3
 
 
 def _d_TxnOffsetCommitRequestPartition_0(buf: Any, pos: int) -> tuple[TxnOffsetCommitRequestPartition, int]:

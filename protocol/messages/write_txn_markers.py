@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -45,11 +45,13 @@ class WritableTxnMarker:
 
 @dataclass(slots=True)
 class WriteTxnMarkersRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 27
-    MIN_VERSION: ClassVar[int] = 1
-    MAX_VERSION: ClassVar[int] = 2
-    FLEXIBLE_MIN: ClassVar[int | None] = 1
     markers: list[WritableTxnMarker] = field(default_factory=list)
+
+
+WriteTxnMarkersRequest.API_KEY = 27
+WriteTxnMarkersRequest.MIN_VERSION = 1
+WriteTxnMarkersRequest.MAX_VERSION = 2
+WriteTxnMarkersRequest.FLEXIBLE_MIN = 1
 
 
 @dataclass(slots=True)
@@ -72,11 +74,13 @@ class WritableTxnMarkerResult:
 
 @dataclass(slots=True)
 class WriteTxnMarkersResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 27
-    MIN_VERSION: ClassVar[int] = 1
-    MAX_VERSION: ClassVar[int] = 2
-    FLEXIBLE_MIN: ClassVar[int | None] = 1
     markers: list[WritableTxnMarkerResult] = field(default_factory=list)
+
+
+WriteTxnMarkersResponse.API_KEY = 27
+WriteTxnMarkersResponse.MIN_VERSION = 1
+WriteTxnMarkersResponse.MAX_VERSION = 2
+WriteTxnMarkersResponse.FLEXIBLE_MIN = 1
 
 
 def _d_WritableTxnMarkerTopic_1(buf: Any, pos: int) -> tuple[WritableTxnMarkerTopic, int]:
