@@ -17,7 +17,9 @@ once with pip into the git-ignored `bench/.cache/`; if it cannot be had, pybroke
 First, in-process, what produce-path validation costs per batch and per record at 100 B, 1 KiB and
 10 KiB, uncompressed and compressed, with the compiled record walk and the pure-Python one
 (`bench/validation.py`); and what fetch sessions (KIP-227) save a consumer of 1,000 partitions: request
-and response bytes and broker time per fetch, full against incremental (`bench/fetch_sessions.py`).
+and response bytes and broker time per fetch, full against incremental (`bench/fetch_sessions.py`); and
+what the hot codecs, primitives and record-batch code cost compiled (mypyc) against pure Python
+(`bench/codecs.py`).
 
 Then, on pybroker alone, produce and consume over an SSL listener beside a PLAINTEXT one of the same
 broker (`bench/tls.py`, `--skip-tls` to leave it out): what TLS costs, consume most (no sendfile).
@@ -304,6 +306,10 @@ def main(argv: list[str] | None = None) -> int:
 
         print("\n== fetch sessions (KIP-227): full vs incremental fetches (in-process, no broker) ==")
         fetch_sessions.run()
+        from bench import codecs
+
+        print("\n== codecs: compiled (mypyc) vs pure Python, CPU per call (in-process, no broker) ==")
+        codecs.run()
     if args.skip_load:
         return 0
     ceilings = print_settings(args)

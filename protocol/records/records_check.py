@@ -27,7 +27,6 @@ from pybroker.protocol.records.codecs import NONE, decompress
 from pybroker.protocol.records.record import MAX_DECOMPRESSED
 
 
-
 class RecordsSummary(Protocol):
     """What a walk learned (`record_walk.RecordsSummary`, compiled or run from its source: callers that are
     compiled themselves must accept either class, so they see this shape, not the class)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib
 import importlib.util
 import sys
@@ -69,18 +70,34 @@ def test_class_attributes() -> None:
                                                      key=lambda c: c[1].name))
 def test_class_fields_follow_the_table(module: str, message: Message) -> None:
     """The decoders build objects positionally: class fields must be exactly the table's, in order."""
-    cls = getattr(importlib.import_module(f"pybroker.protocol.messages.{module}"), message.name)
+    installed = importlib.import_module(f"pybroker.protocol.messages.{module}")
+    # the struct classes are found through the annotations of the module run from source (a compiled
+    # dataclass's annotations are classes without their parameters: `list`, not `list[Partition]`)
+    source = _source_module(module)
 
-    def check(cls: Any, fields: tuple[Field, ...]) -> None:
-        assert [f.name for f in dataclasses.fields(cls)] == [f.name for f in fields]
+    def check(name: str, fields: tuple[Field, ...]) -> None:
+        expected = [f.name for f in fields]
+        assert [f.name for f in dataclasses.fields(getattr(installed, name))] == expected
+        assert [f.name for f in dataclasses.fields(getattr(source, name))] == expected
         for f in fields:
             if f.is_struct:
-                hint = cls.__dataclass_fields__[f.name].type
-                struct_cls = getattr(sys.modules[cls.__module__], hint.removeprefix("list[").split("]")[0]
-                                     .split(" ")[0])
-                check(struct_cls, f.fields)
+                hint = getattr(source, name).__dataclass_fields__[f.name].type
+                check(hint.removeprefix("list[").split("]")[0].split(" ")[0], f.fields)
 
-    check(cls, message.fields)
+    check(message.name, message.fields)
+
+
+@functools.cache
+def _source_module(module: str) -> types.ModuleType:
+    """A generated messages module run from its source, whether or not the installed one is compiled."""
+    name = f"_codegen_source_{module}"
+    generated = types.ModuleType(name)
+    sys.modules[name] = generated
+    try:
+        exec(compile(codegen.generate_module(module), name, "exec"), generated.__dict__)
+    finally:
+        del sys.modules[name]
+    return generated
 
 
 def test_every_field_has_a_default() -> None:
@@ -123,9 +140,10 @@ def test_a_struct_a_message_uses_twice_with_the_same_fields_is_one_class() -> No
     """Kafka's common structs: AddPartitionsToTxn names its topics the same way in the v0-3 and v4+ layouts."""
     from pybroker.protocol.messages import add_partitions_to_txn as apt
 
-    hints = {name: f.type for name, f in apt.AddPartitionsToTxnRequest.__dataclass_fields__.items()}
+    source = _source_module("add_partitions_to_txn")
+    hints = {name: f.type for name, f in source.AddPartitionsToTxnRequest.__dataclass_fields__.items()}
     assert hints["v3_and_below_topics"] == "list[AddPartitionsToTxnTopic]"
-    assert apt.AddPartitionsToTxnTransaction.__dataclass_fields__["topics"].type == "list[AddPartitionsToTxnTopic]"
+    assert source.AddPartitionsToTxnTransaction.__dataclass_fields__["topics"].type == "list[AddPartitionsToTxnTopic]"
     assert not [n for n in vars(apt) if n.endswith("AddPartitionsToTxnTopic") and n != "AddPartitionsToTxnTopic"]
     request = apt.AddPartitionsToTxnRequest(
         transactions=[apt.AddPartitionsToTxnTransaction(transactional_id="t", topics=[
