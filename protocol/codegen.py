@@ -158,6 +158,13 @@ class Emitter:
         #: (kind, class, body with the name left out) -> the function emitted for that body
         self.bodies: dict[tuple[str, str, str], str] = {}
         self.functions = 0
+        #: struct classes with a module-level default instance (`default_instance`)
+        self.defaults: set[str] = set()
+
+    def default_instance(self, cls: str) -> str:
+        """The name of a module-level `cls()` that encoders compare a tagged struct with (never handed out)."""
+        self.defaults.add(cls)
+        return f"_DEFAULT_{cls}"
 
     def ref(self, name: str) -> str:
         """The function to call for `name` (the first version with the same body)."""
@@ -357,7 +364,11 @@ def _enc_function(em: Emitter, info: StructInfo, v: int) -> None:
             lines.append("    tags: list[tuple[int, bytearray]] = []")
             for f in tagged:
                 default, factory = _default_expr(f)
-                lines += [f"    if o.{f.name} != {default + '()' if factory else default}:",
+                if factory and default != "list":  # a struct: compared with one default instance
+                    default = em.default_instance(default)
+                elif factory:
+                    default = "[]"
+                lines += [f"    if o.{f.name} != {default}:",
                           "        t = bytearray()"]
                 lines += _enc_value(em, f, v, flex, f"o.{f.name}", "t", "        ")
                 lines.append(f"        tags.append(({f.tag}, t))")
@@ -372,16 +383,40 @@ def _enc_function(em: Emitter, info: StructInfo, v: int) -> None:
 # -- classes and modules -------------------------------------------------------------------------
 
 
+def _init(info: StructInfo) -> list[str]:
+    """The class's `__init__`, written out rather than made by `dataclass`: a compiled module compiles
+    it (a dataclass-made one stays interpreted and costs a decoder more than the rest of its work).
+
+    Same signature and defaults as the dataclass's: a field whose default is built afresh (a list, a
+    struct) takes None for "the default" when None is not a value of the field, else an `_UNSET` marker.
+    """
+    params: list[str] = []
+    body: list[str] = []
+    for f in info.fields:
+        default, factory = _default_expr(f)
+        annotation = _annotation(f)
+        fresh = _default_literal(f)
+        if not factory:
+            params.append(f"{f.name}: {annotation} = {default}")
+            body.append(f"        self.{f.name} = {f.name}")
+        elif not annotation.endswith("| None"):
+            params.append(f"{f.name}: {annotation} | None = None")
+            body.append(f"        self.{f.name} = {fresh} if {f.name} is None else {f.name}")
+        else:
+            params.append(f"{f.name}: object = _UNSET")
+            body.append(f"        self.{f.name} = {fresh} if {f.name} is _UNSET else cast({annotation!r}, {f.name})")
+    return ["", f"    def __init__({', '.join(['self', *params])}) -> None:", *(body or ["        pass"])]
+
+
 def _class(info: StructInfo, top: bool, versions: list[int]) -> list[str]:
     """The dataclass; a message's constants (ApiMessage's class variables) are set after its body, as a
     dataclass compiled by mypyc would take class variables declared in the body for fields."""
-    lines = ["@dataclass(slots=True)", f"class {info.cls}{'(ApiMessage)' if top else ''}:"]
+    lines = ["@dataclass(slots=True, init=False)", f"class {info.cls}{'(ApiMessage)' if top else ''}:"]
     for f in info.fields:
         default, factory = _default_expr(f)
         value = f"field(default_factory={default})" if factory else default
         lines.append(f"    {f.name}: {_annotation(f)} = {value}")
-    if not info.fields:
-        lines.append("    pass")
+    lines += _init(info)
     lines += ["", ""]
     if top:
         m = info.message
@@ -423,7 +458,7 @@ def generate_module(mod_name: str) -> str:
         "import uuid",
         "from dataclasses import dataclass, field",
         "from struct import Struct, pack, unpack_from",
-        "from typing import Any",
+        "from typing import Any, cast",
         "",
         "from pybroker.protocol.message import ApiMessage",
         "from pybroker.protocol.primitives import (",
@@ -438,9 +473,14 @@ def generate_module(mod_name: str) -> str:
         "    return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)",
         "",
         "",
+        "#: the default of a field that may hold None, in a signature (None would be that value)",
+        "_UNSET: Any = object()",
+        "",
+        "",
     ]
     head += [f"{name} = Struct({fmt!r})" for fmt, name in em.structs.items()]
-    text = "\n".join([*head, "", "", *body, *em.lines]).rstrip() + "\n"
+    defaults = [f"_DEFAULT_{cls} = {cls}()" for cls in sorted(em.defaults)]
+    text = "\n".join([*head, "", "", *body, *defaults, "", "", *em.lines]).rstrip() + "\n"
     while "\n\n\n\n" in text:
         text = text.replace("\n\n\n\n", "\n\n\n")
     return text

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,16 +20,26 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>qh')
 _S1 = Struct('>ih')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class AddOffsetsToTxnRequest(ApiMessage):
     transactional_id: str = ""
     producer_id: int = 0
     producer_epoch: int = 0
     group_id: str = ""
+
+    def __init__(self, transactional_id: str = "", producer_id: int = 0, producer_epoch: int = 0, group_id: str = "") -> None:
+        self.transactional_id = transactional_id
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self.group_id = group_id
 
 
 AddOffsetsToTxnRequest.API_KEY = 25
@@ -38,10 +48,14 @@ AddOffsetsToTxnRequest.MAX_VERSION = 4
 AddOffsetsToTxnRequest.FLEXIBLE_MIN = 3
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class AddOffsetsToTxnResponse(ApiMessage):
     throttle_time_ms: int = 0
     error_code: int = 0
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
 
 
 AddOffsetsToTxnResponse.API_KEY = 25

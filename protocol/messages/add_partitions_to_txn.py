@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,19 +20,27 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>qh')
 _S1 = Struct('>qh?')
 _S2 = Struct('>ih')
 _S3 = Struct('>i')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class AddPartitionsToTxnTopic:
     name: str = ""
     partitions: list[int] = field(default_factory=list)
 
+    def __init__(self, name: str = "", partitions: list[int] | None = None) -> None:
+        self.name = name
+        self.partitions = [] if partitions is None else partitions
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class AddPartitionsToTxnTransaction:
     transactional_id: str = ""
     producer_id: int = 0
@@ -40,14 +48,28 @@ class AddPartitionsToTxnTransaction:
     verify_only: bool = False
     topics: list[AddPartitionsToTxnTopic] = field(default_factory=list)
 
+    def __init__(self, transactional_id: str = "", producer_id: int = 0, producer_epoch: int = 0, verify_only: bool = False, topics: list[AddPartitionsToTxnTopic] | None = None) -> None:
+        self.transactional_id = transactional_id
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self.verify_only = verify_only
+        self.topics = [] if topics is None else topics
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class AddPartitionsToTxnRequest(ApiMessage):
     transactions: list[AddPartitionsToTxnTransaction] = field(default_factory=list)
     v3_and_below_transactional_id: str = ""
     v3_and_below_producer_id: int = 0
     v3_and_below_producer_epoch: int = 0
     v3_and_below_topics: list[AddPartitionsToTxnTopic] = field(default_factory=list)
+
+    def __init__(self, transactions: list[AddPartitionsToTxnTransaction] | None = None, v3_and_below_transactional_id: str = "", v3_and_below_producer_id: int = 0, v3_and_below_producer_epoch: int = 0, v3_and_below_topics: list[AddPartitionsToTxnTopic] | None = None) -> None:
+        self.transactions = [] if transactions is None else transactions
+        self.v3_and_below_transactional_id = v3_and_below_transactional_id
+        self.v3_and_below_producer_id = v3_and_below_producer_id
+        self.v3_and_below_producer_epoch = v3_and_below_producer_epoch
+        self.v3_and_below_topics = [] if v3_and_below_topics is None else v3_and_below_topics
 
 
 AddPartitionsToTxnRequest.API_KEY = 24
@@ -56,30 +78,48 @@ AddPartitionsToTxnRequest.MAX_VERSION = 5
 AddPartitionsToTxnRequest.FLEXIBLE_MIN = 3
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class AddPartitionsToTxnPartitionResult:
     partition_index: int = 0
     partition_error_code: int = 0
 
+    def __init__(self, partition_index: int = 0, partition_error_code: int = 0) -> None:
+        self.partition_index = partition_index
+        self.partition_error_code = partition_error_code
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class AddPartitionsToTxnTopicResult:
     name: str = ""
     results_by_partition: list[AddPartitionsToTxnPartitionResult] = field(default_factory=list)
 
+    def __init__(self, name: str = "", results_by_partition: list[AddPartitionsToTxnPartitionResult] | None = None) -> None:
+        self.name = name
+        self.results_by_partition = [] if results_by_partition is None else results_by_partition
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class AddPartitionsToTxnResult:
     transactional_id: str = ""
     topic_results: list[AddPartitionsToTxnTopicResult] = field(default_factory=list)
 
+    def __init__(self, transactional_id: str = "", topic_results: list[AddPartitionsToTxnTopicResult] | None = None) -> None:
+        self.transactional_id = transactional_id
+        self.topic_results = [] if topic_results is None else topic_results
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class AddPartitionsToTxnResponse(ApiMessage):
     throttle_time_ms: int = 0
     error_code: int = 0
     results_by_transaction: list[AddPartitionsToTxnResult] = field(default_factory=list)
     results_by_topic_v3_and_below: list[AddPartitionsToTxnTopicResult] = field(default_factory=list)
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, results_by_transaction: list[AddPartitionsToTxnResult] | None = None, results_by_topic_v3_and_below: list[AddPartitionsToTxnTopicResult] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.results_by_transaction = [] if results_by_transaction is None else results_by_transaction
+        self.results_by_topic_v3_and_below = [] if results_by_topic_v3_and_below is None else results_by_topic_v3_and_below
 
 
 AddPartitionsToTxnResponse.API_KEY = 24

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,29 +20,46 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>i')
 _S1 = Struct('>i?')
 _S2 = Struct('>ih')
 _S3 = Struct('>i?h')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class ReassignablePartition:
     partition_index: int = 0
     replicas: list[int] | None = field(default_factory=list)
 
+    def __init__(self, partition_index: int = 0, replicas: object = _UNSET) -> None:
+        self.partition_index = partition_index
+        self.replicas = [] if replicas is _UNSET else cast('list[int] | None', replicas)
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class ReassignableTopic:
     name: str = ""
     partitions: list[ReassignablePartition] = field(default_factory=list)
 
+    def __init__(self, name: str = "", partitions: list[ReassignablePartition] | None = None) -> None:
+        self.name = name
+        self.partitions = [] if partitions is None else partitions
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class AlterPartitionReassignmentsRequest(ApiMessage):
     timeout_ms: int = 60000
     allow_replication_factor_change: bool = True
     topics: list[ReassignableTopic] = field(default_factory=list)
+
+    def __init__(self, timeout_ms: int = 60000, allow_replication_factor_change: bool = True, topics: list[ReassignableTopic] | None = None) -> None:
+        self.timeout_ms = timeout_ms
+        self.allow_replication_factor_change = allow_replication_factor_change
+        self.topics = [] if topics is None else topics
 
 
 AlterPartitionReassignmentsRequest.API_KEY = 45
@@ -51,26 +68,42 @@ AlterPartitionReassignmentsRequest.MAX_VERSION = 1
 AlterPartitionReassignmentsRequest.FLEXIBLE_MIN = 0
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class ReassignablePartitionResponse:
     partition_index: int = 0
     error_code: int = 0
     error_message: str | None = ""
 
+    def __init__(self, partition_index: int = 0, error_code: int = 0, error_message: str | None = "") -> None:
+        self.partition_index = partition_index
+        self.error_code = error_code
+        self.error_message = error_message
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class ReassignableTopicResponse:
     name: str = ""
     partitions: list[ReassignablePartitionResponse] = field(default_factory=list)
 
+    def __init__(self, name: str = "", partitions: list[ReassignablePartitionResponse] | None = None) -> None:
+        self.name = name
+        self.partitions = [] if partitions is None else partitions
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class AlterPartitionReassignmentsResponse(ApiMessage):
     throttle_time_ms: int = 0
     allow_replication_factor_change: bool = True
     error_code: int = 0
     error_message: str | None = ""
     responses: list[ReassignableTopicResponse] = field(default_factory=list)
+
+    def __init__(self, throttle_time_ms: int = 0, allow_replication_factor_change: bool = True, error_code: int = 0, error_message: str | None = "", responses: list[ReassignableTopicResponse] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.allow_replication_factor_change = allow_replication_factor_change
+        self.error_code = error_code
+        self.error_message = error_message
+        self.responses = [] if responses is None else responses
 
 
 AlterPartitionReassignmentsResponse.API_KEY = 45

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,6 +20,10 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>hhh')
 _S1 = Struct('>h')
 _S2 = Struct('>i')
@@ -28,10 +32,14 @@ _S4 = Struct('>q')
 _S5 = Struct('>?')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class ApiVersionsRequest(ApiMessage):
     client_software_name: str = ""
     client_software_version: str = ""
+
+    def __init__(self, client_software_name: str = "", client_software_version: str = "") -> None:
+        self.client_software_name = client_software_name
+        self.client_software_version = client_software_version
 
 
 ApiVersionsRequest.API_KEY = 18
@@ -40,28 +48,43 @@ ApiVersionsRequest.MAX_VERSION = 4
 ApiVersionsRequest.FLEXIBLE_MIN = 3
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class FinalizedFeatureKey:
     name: str = ""
     max_version_level: int = 0
     min_version_level: int = 0
 
+    def __init__(self, name: str = "", max_version_level: int = 0, min_version_level: int = 0) -> None:
+        self.name = name
+        self.max_version_level = max_version_level
+        self.min_version_level = min_version_level
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class SupportedFeatureKey:
     name: str = ""
     min_version: int = 0
     max_version: int = 0
 
+    def __init__(self, name: str = "", min_version: int = 0, max_version: int = 0) -> None:
+        self.name = name
+        self.min_version = min_version
+        self.max_version = max_version
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class ApiVersion:
     api_key: int = 0
     min_version: int = 0
     max_version: int = 0
 
+    def __init__(self, api_key: int = 0, min_version: int = 0, max_version: int = 0) -> None:
+        self.api_key = api_key
+        self.min_version = min_version
+        self.max_version = max_version
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class ApiVersionsResponse(ApiMessage):
     error_code: int = 0
     api_keys: list[ApiVersion] = field(default_factory=list)
@@ -70,6 +93,15 @@ class ApiVersionsResponse(ApiMessage):
     finalized_features_epoch: int = -1
     finalized_features: list[FinalizedFeatureKey] = field(default_factory=list)
     zk_migration_ready: bool = False
+
+    def __init__(self, error_code: int = 0, api_keys: list[ApiVersion] | None = None, throttle_time_ms: int = 0, supported_features: list[SupportedFeatureKey] | None = None, finalized_features_epoch: int = -1, finalized_features: list[FinalizedFeatureKey] | None = None, zk_migration_ready: bool = False) -> None:
+        self.error_code = error_code
+        self.api_keys = [] if api_keys is None else api_keys
+        self.throttle_time_ms = throttle_time_ms
+        self.supported_features = [] if supported_features is None else supported_features
+        self.finalized_features_epoch = finalized_features_epoch
+        self.finalized_features = [] if finalized_features is None else finalized_features
+        self.zk_migration_ready = zk_migration_ready
 
 
 ApiVersionsResponse.API_KEY = 18
@@ -284,7 +316,7 @@ def _e_ApiVersionsResponse_3(o: ApiVersionsResponse, out: bytearray, chunks: lis
             _e_ApiVersion_3(it_api_keys, out, chunks)
     out += _S2.pack(o.throttle_time_ms)
     tags: list[tuple[int, bytearray]] = []
-    if o.supported_features != list():
+    if o.supported_features != []:
         t = bytearray()
         write_array_count(t, o.supported_features, True)
         if o.supported_features is not None:
@@ -295,7 +327,7 @@ def _e_ApiVersionsResponse_3(o: ApiVersionsResponse, out: bytearray, chunks: lis
         t = bytearray()
         t += _S4.pack(o.finalized_features_epoch)
         tags.append((1, t))
-    if o.finalized_features != list():
+    if o.finalized_features != []:
         t = bytearray()
         write_array_count(t, o.finalized_features, True)
         if o.finalized_features is not None:

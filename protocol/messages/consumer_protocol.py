@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,22 +20,37 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>i')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class OwnedTopicPartition:
     topic: str = ""
     partitions: list[int] = field(default_factory=list)
 
+    def __init__(self, topic: str = "", partitions: list[int] | None = None) -> None:
+        self.topic = topic
+        self.partitions = [] if partitions is None else partitions
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class ConsumerProtocolSubscription(ApiMessage):
     topics: list[str] = field(default_factory=list)
     user_data: bytes | None = None
     owned_partitions: list[OwnedTopicPartition] = field(default_factory=list)
     generation_id: int = -1
     rack_id: str | None = None
+
+    def __init__(self, topics: list[str] | None = None, user_data: bytes | None = None, owned_partitions: list[OwnedTopicPartition] | None = None, generation_id: int = -1, rack_id: str | None = None) -> None:
+        self.topics = [] if topics is None else topics
+        self.user_data = user_data
+        self.owned_partitions = [] if owned_partitions is None else owned_partitions
+        self.generation_id = generation_id
+        self.rack_id = rack_id
 
 
 ConsumerProtocolSubscription.API_KEY = None
@@ -44,16 +59,24 @@ ConsumerProtocolSubscription.MAX_VERSION = 3
 ConsumerProtocolSubscription.FLEXIBLE_MIN = None
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class AssignedTopicPartition:
     topic: str = ""
     partitions: list[int] = field(default_factory=list)
 
+    def __init__(self, topic: str = "", partitions: list[int] | None = None) -> None:
+        self.topic = topic
+        self.partitions = [] if partitions is None else partitions
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class ConsumerProtocolAssignment(ApiMessage):
     assigned_partitions: list[AssignedTopicPartition] = field(default_factory=list)
     user_data: bytes | None = None
+
+    def __init__(self, assigned_partitions: list[AssignedTopicPartition] | None = None, user_data: bytes | None = None) -> None:
+        self.assigned_partitions = [] if assigned_partitions is None else assigned_partitions
+        self.user_data = user_data
 
 
 ConsumerProtocolAssignment.API_KEY = None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,6 +20,10 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>i')
 _S1 = Struct('>q')
 _S2 = Struct('>qq')
@@ -27,11 +31,16 @@ _S3 = Struct('>qi')
 _S4 = Struct('>ii')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class OffsetCommitKey(ApiMessage):
     group: str = ""
     topic: str = ""
     partition: int = 0
+
+    def __init__(self, group: str = "", topic: str = "", partition: int = 0) -> None:
+        self.group = group
+        self.topic = topic
+        self.partition = partition
 
 
 OffsetCommitKey.API_KEY = None
@@ -40,9 +49,12 @@ OffsetCommitKey.MAX_VERSION = 1
 OffsetCommitKey.FLEXIBLE_MIN = None
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class GroupMetadataKey(ApiMessage):
     group: str = ""
+
+    def __init__(self, group: str = "") -> None:
+        self.group = group
 
 
 GroupMetadataKey.API_KEY = None
@@ -51,13 +63,20 @@ GroupMetadataKey.MAX_VERSION = 2
 GroupMetadataKey.FLEXIBLE_MIN = None
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class OffsetCommitValue(ApiMessage):
     offset: int = 0
     leader_epoch: int = -1
     metadata: str = ""
     commit_timestamp: int = 0
     expire_timestamp: int = -1
+
+    def __init__(self, offset: int = 0, leader_epoch: int = -1, metadata: str = "", commit_timestamp: int = 0, expire_timestamp: int = -1) -> None:
+        self.offset = offset
+        self.leader_epoch = leader_epoch
+        self.metadata = metadata
+        self.commit_timestamp = commit_timestamp
+        self.expire_timestamp = expire_timestamp
 
 
 OffsetCommitValue.API_KEY = None
@@ -66,7 +85,7 @@ OffsetCommitValue.MAX_VERSION = 4
 OffsetCommitValue.FLEXIBLE_MIN = 4
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class MemberMetadata:
     member_id: str = ""
     group_instance_id: str | None = None
@@ -77,8 +96,18 @@ class MemberMetadata:
     subscription: bytes = b""
     assignment: bytes = b""
 
+    def __init__(self, member_id: str = "", group_instance_id: str | None = None, client_id: str = "", client_host: str = "", rebalance_timeout: int = -1, session_timeout: int = 0, subscription: bytes = b"", assignment: bytes = b"") -> None:
+        self.member_id = member_id
+        self.group_instance_id = group_instance_id
+        self.client_id = client_id
+        self.client_host = client_host
+        self.rebalance_timeout = rebalance_timeout
+        self.session_timeout = session_timeout
+        self.subscription = subscription
+        self.assignment = assignment
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class GroupMetadataValue(ApiMessage):
     protocol_type: str = ""
     generation: int = 0
@@ -86,6 +115,14 @@ class GroupMetadataValue(ApiMessage):
     leader: str | None = ""
     current_state_timestamp: int = -1
     members: list[MemberMetadata] = field(default_factory=list)
+
+    def __init__(self, protocol_type: str = "", generation: int = 0, protocol: str | None = "", leader: str | None = "", current_state_timestamp: int = -1, members: list[MemberMetadata] | None = None) -> None:
+        self.protocol_type = protocol_type
+        self.generation = generation
+        self.protocol = protocol
+        self.leader = leader
+        self.current_state_timestamp = current_state_timestamp
+        self.members = [] if members is None else members
 
 
 GroupMetadataValue.API_KEY = None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,13 +20,17 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>b')
 _S1 = Struct('>bb')
 _S2 = Struct('>h')
 _S3 = Struct('>i')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class AclCreation:
     resource_type: int = 0
     resource_name: str = ""
@@ -36,10 +40,22 @@ class AclCreation:
     operation: int = 0
     permission_type: int = 0
 
+    def __init__(self, resource_type: int = 0, resource_name: str = "", resource_pattern_type: int = 3, principal: str = "", host: str = "", operation: int = 0, permission_type: int = 0) -> None:
+        self.resource_type = resource_type
+        self.resource_name = resource_name
+        self.resource_pattern_type = resource_pattern_type
+        self.principal = principal
+        self.host = host
+        self.operation = operation
+        self.permission_type = permission_type
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class CreateAclsRequest(ApiMessage):
     creations: list[AclCreation] = field(default_factory=list)
+
+    def __init__(self, creations: list[AclCreation] | None = None) -> None:
+        self.creations = [] if creations is None else creations
 
 
 CreateAclsRequest.API_KEY = 30
@@ -48,16 +64,24 @@ CreateAclsRequest.MAX_VERSION = 3
 CreateAclsRequest.FLEXIBLE_MIN = 2
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class AclCreationResult:
     error_code: int = 0
     error_message: str | None = None
 
+    def __init__(self, error_code: int = 0, error_message: str | None = None) -> None:
+        self.error_code = error_code
+        self.error_message = error_message
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class CreateAclsResponse(ApiMessage):
     throttle_time_ms: int = 0
     results: list[AclCreationResult] = field(default_factory=list)
+
+    def __init__(self, throttle_time_ms: int = 0, results: list[AclCreationResult] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.results = [] if results is None else results
 
 
 CreateAclsResponse.API_KEY = 30

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,28 +20,45 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>i')
 _S1 = Struct('>i?')
 _S2 = Struct('>h')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class CreatePartitionsAssignment:
     broker_ids: list[int] = field(default_factory=list)
 
+    def __init__(self, broker_ids: list[int] | None = None) -> None:
+        self.broker_ids = [] if broker_ids is None else broker_ids
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class CreatePartitionsTopic:
     name: str = ""
     count: int = 0
     assignments: list[CreatePartitionsAssignment] | None = field(default_factory=list)
 
+    def __init__(self, name: str = "", count: int = 0, assignments: object = _UNSET) -> None:
+        self.name = name
+        self.count = count
+        self.assignments = [] if assignments is _UNSET else cast('list[CreatePartitionsAssignment] | None', assignments)
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class CreatePartitionsRequest(ApiMessage):
     topics: list[CreatePartitionsTopic] = field(default_factory=list)
     timeout_ms: int = 0
     validate_only: bool = False
+
+    def __init__(self, topics: list[CreatePartitionsTopic] | None = None, timeout_ms: int = 0, validate_only: bool = False) -> None:
+        self.topics = [] if topics is None else topics
+        self.timeout_ms = timeout_ms
+        self.validate_only = validate_only
 
 
 CreatePartitionsRequest.API_KEY = 37
@@ -50,17 +67,26 @@ CreatePartitionsRequest.MAX_VERSION = 3
 CreatePartitionsRequest.FLEXIBLE_MIN = 2
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class CreatePartitionsTopicResult:
     name: str = ""
     error_code: int = 0
     error_message: str | None = None
 
+    def __init__(self, name: str = "", error_code: int = 0, error_message: str | None = None) -> None:
+        self.name = name
+        self.error_code = error_code
+        self.error_message = error_message
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class CreatePartitionsResponse(ApiMessage):
     throttle_time_ms: int = 0
     results: list[CreatePartitionsTopicResult] = field(default_factory=list)
+
+    def __init__(self, throttle_time_ms: int = 0, results: list[CreatePartitionsTopicResult] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.results = [] if results is None else results
 
 
 CreatePartitionsResponse.API_KEY = 37

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,6 +20,10 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>i')
 _S1 = Struct('>ih')
 _S2 = Struct('>i?')
@@ -28,19 +32,27 @@ _S4 = Struct('>?b?')
 _S5 = Struct('>16sh')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class CreatableTopicConfig:
     name: str = ""
     value: str | None = ""
 
+    def __init__(self, name: str = "", value: str | None = "") -> None:
+        self.name = name
+        self.value = value
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class CreatableReplicaAssignment:
     partition_index: int = 0
     broker_ids: list[int] = field(default_factory=list)
 
+    def __init__(self, partition_index: int = 0, broker_ids: list[int] | None = None) -> None:
+        self.partition_index = partition_index
+        self.broker_ids = [] if broker_ids is None else broker_ids
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class CreatableTopic:
     name: str = ""
     num_partitions: int = 0
@@ -48,12 +60,24 @@ class CreatableTopic:
     assignments: list[CreatableReplicaAssignment] = field(default_factory=list)
     configs: list[CreatableTopicConfig] = field(default_factory=list)
 
+    def __init__(self, name: str = "", num_partitions: int = 0, replication_factor: int = 0, assignments: list[CreatableReplicaAssignment] | None = None, configs: list[CreatableTopicConfig] | None = None) -> None:
+        self.name = name
+        self.num_partitions = num_partitions
+        self.replication_factor = replication_factor
+        self.assignments = [] if assignments is None else assignments
+        self.configs = [] if configs is None else configs
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class CreateTopicsRequest(ApiMessage):
     topics: list[CreatableTopic] = field(default_factory=list)
     timeout_ms: int = 60000
     validate_only: bool = False
+
+    def __init__(self, topics: list[CreatableTopic] | None = None, timeout_ms: int = 60000, validate_only: bool = False) -> None:
+        self.topics = [] if topics is None else topics
+        self.timeout_ms = timeout_ms
+        self.validate_only = validate_only
 
 
 CreateTopicsRequest.API_KEY = 19
@@ -62,7 +86,7 @@ CreateTopicsRequest.MAX_VERSION = 7
 CreateTopicsRequest.FLEXIBLE_MIN = 5
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class CreatableTopicConfigs:
     name: str = ""
     value: str | None = ""
@@ -70,8 +94,15 @@ class CreatableTopicConfigs:
     config_source: int = -1
     is_sensitive: bool = False
 
+    def __init__(self, name: str = "", value: str | None = "", read_only: bool = False, config_source: int = -1, is_sensitive: bool = False) -> None:
+        self.name = name
+        self.value = value
+        self.read_only = read_only
+        self.config_source = config_source
+        self.is_sensitive = is_sensitive
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class CreatableTopicResult:
     name: str = ""
     topic_id: uuid.UUID = ZERO_UUID
@@ -82,11 +113,25 @@ class CreatableTopicResult:
     replication_factor: int = -1
     configs: list[CreatableTopicConfigs] | None = field(default_factory=list)
 
+    def __init__(self, name: str = "", topic_id: uuid.UUID = ZERO_UUID, error_code: int = 0, error_message: str | None = "", topic_config_error_code: int = 0, num_partitions: int = -1, replication_factor: int = -1, configs: object = _UNSET) -> None:
+        self.name = name
+        self.topic_id = topic_id
+        self.error_code = error_code
+        self.error_message = error_message
+        self.topic_config_error_code = topic_config_error_code
+        self.num_partitions = num_partitions
+        self.replication_factor = replication_factor
+        self.configs = [] if configs is _UNSET else cast('list[CreatableTopicConfigs] | None', configs)
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class CreateTopicsResponse(ApiMessage):
     throttle_time_ms: int = 0
     topics: list[CreatableTopicResult] = field(default_factory=list)
+
+    def __init__(self, throttle_time_ms: int = 0, topics: list[CreatableTopicResult] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.topics = [] if topics is None else topics
 
 
 CreateTopicsResponse.API_KEY = 19

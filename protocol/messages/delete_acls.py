@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,13 +20,17 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>b')
 _S1 = Struct('>bb')
 _S2 = Struct('>h')
 _S3 = Struct('>i')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class DeleteAclsFilter:
     resource_type_filter: int = 0
     resource_name_filter: str | None = ""
@@ -36,10 +40,22 @@ class DeleteAclsFilter:
     operation: int = 0
     permission_type: int = 0
 
+    def __init__(self, resource_type_filter: int = 0, resource_name_filter: str | None = "", pattern_type_filter: int = 3, principal_filter: str | None = "", host_filter: str | None = "", operation: int = 0, permission_type: int = 0) -> None:
+        self.resource_type_filter = resource_type_filter
+        self.resource_name_filter = resource_name_filter
+        self.pattern_type_filter = pattern_type_filter
+        self.principal_filter = principal_filter
+        self.host_filter = host_filter
+        self.operation = operation
+        self.permission_type = permission_type
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class DeleteAclsRequest(ApiMessage):
     filters: list[DeleteAclsFilter] = field(default_factory=list)
+
+    def __init__(self, filters: list[DeleteAclsFilter] | None = None) -> None:
+        self.filters = [] if filters is None else filters
 
 
 DeleteAclsRequest.API_KEY = 31
@@ -48,7 +64,7 @@ DeleteAclsRequest.MAX_VERSION = 3
 DeleteAclsRequest.FLEXIBLE_MIN = 2
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class DeleteAclsMatchingAcl:
     error_code: int = 0
     error_message: str | None = None
@@ -60,18 +76,38 @@ class DeleteAclsMatchingAcl:
     operation: int = 0
     permission_type: int = 0
 
+    def __init__(self, error_code: int = 0, error_message: str | None = None, resource_type: int = 0, resource_name: str = "", pattern_type: int = 3, principal: str = "", host: str = "", operation: int = 0, permission_type: int = 0) -> None:
+        self.error_code = error_code
+        self.error_message = error_message
+        self.resource_type = resource_type
+        self.resource_name = resource_name
+        self.pattern_type = pattern_type
+        self.principal = principal
+        self.host = host
+        self.operation = operation
+        self.permission_type = permission_type
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class DeleteAclsFilterResult:
     error_code: int = 0
     error_message: str | None = None
     matching_acls: list[DeleteAclsMatchingAcl] = field(default_factory=list)
 
+    def __init__(self, error_code: int = 0, error_message: str | None = None, matching_acls: list[DeleteAclsMatchingAcl] | None = None) -> None:
+        self.error_code = error_code
+        self.error_message = error_message
+        self.matching_acls = [] if matching_acls is None else matching_acls
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class DeleteAclsResponse(ApiMessage):
     throttle_time_ms: int = 0
     filter_results: list[DeleteAclsFilterResult] = field(default_factory=list)
+
+    def __init__(self, throttle_time_ms: int = 0, filter_results: list[DeleteAclsFilterResult] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.filter_results = [] if filter_results is None else filter_results
 
 
 DeleteAclsResponse.API_KEY = 31

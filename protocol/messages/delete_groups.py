@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,13 +20,20 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>h')
 _S1 = Struct('>i')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class DeleteGroupsRequest(ApiMessage):
     groups_names: list[str] = field(default_factory=list)
+
+    def __init__(self, groups_names: list[str] | None = None) -> None:
+        self.groups_names = [] if groups_names is None else groups_names
 
 
 DeleteGroupsRequest.API_KEY = 42
@@ -35,16 +42,24 @@ DeleteGroupsRequest.MAX_VERSION = 2
 DeleteGroupsRequest.FLEXIBLE_MIN = 2
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class DeletableGroupResult:
     group_id: str = ""
     error_code: int = 0
 
+    def __init__(self, group_id: str = "", error_code: int = 0) -> None:
+        self.group_id = group_id
+        self.error_code = error_code
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class DeleteGroupsResponse(ApiMessage):
     throttle_time_ms: int = 0
     results: list[DeletableGroupResult] = field(default_factory=list)
+
+    def __init__(self, throttle_time_ms: int = 0, results: list[DeletableGroupResult] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.results = [] if results is None else results
 
 
 DeleteGroupsResponse.API_KEY = 42

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,27 +20,43 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>iq')
 _S1 = Struct('>i')
 _S2 = Struct('>iqh')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class DeleteRecordsPartition:
     partition_index: int = 0
     offset: int = 0
 
+    def __init__(self, partition_index: int = 0, offset: int = 0) -> None:
+        self.partition_index = partition_index
+        self.offset = offset
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class DeleteRecordsTopic:
     name: str = ""
     partitions: list[DeleteRecordsPartition] = field(default_factory=list)
 
+    def __init__(self, name: str = "", partitions: list[DeleteRecordsPartition] | None = None) -> None:
+        self.name = name
+        self.partitions = [] if partitions is None else partitions
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class DeleteRecordsRequest(ApiMessage):
     topics: list[DeleteRecordsTopic] = field(default_factory=list)
     timeout_ms: int = 0
+
+    def __init__(self, topics: list[DeleteRecordsTopic] | None = None, timeout_ms: int = 0) -> None:
+        self.topics = [] if topics is None else topics
+        self.timeout_ms = timeout_ms
 
 
 DeleteRecordsRequest.API_KEY = 21
@@ -49,23 +65,36 @@ DeleteRecordsRequest.MAX_VERSION = 2
 DeleteRecordsRequest.FLEXIBLE_MIN = 2
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class DeleteRecordsPartitionResult:
     partition_index: int = 0
     low_watermark: int = 0
     error_code: int = 0
 
+    def __init__(self, partition_index: int = 0, low_watermark: int = 0, error_code: int = 0) -> None:
+        self.partition_index = partition_index
+        self.low_watermark = low_watermark
+        self.error_code = error_code
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class DeleteRecordsTopicResult:
     name: str = ""
     partitions: list[DeleteRecordsPartitionResult] = field(default_factory=list)
 
+    def __init__(self, name: str = "", partitions: list[DeleteRecordsPartitionResult] | None = None) -> None:
+        self.name = name
+        self.partitions = [] if partitions is None else partitions
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class DeleteRecordsResponse(ApiMessage):
     throttle_time_ms: int = 0
     topics: list[DeleteRecordsTopicResult] = field(default_factory=list)
+
+    def __init__(self, throttle_time_ms: int = 0, topics: list[DeleteRecordsTopicResult] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.topics = [] if topics is None else topics
 
 
 DeleteRecordsResponse.API_KEY = 21

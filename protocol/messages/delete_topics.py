@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,23 +20,36 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>i')
 _S1 = Struct('>16s')
 _S2 = Struct('>h')
 _S3 = Struct('>16sh')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class DeleteTopicState:
     name: str | None = None
     topic_id: uuid.UUID = ZERO_UUID
 
+    def __init__(self, name: str | None = None, topic_id: uuid.UUID = ZERO_UUID) -> None:
+        self.name = name
+        self.topic_id = topic_id
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class DeleteTopicsRequest(ApiMessage):
     topics: list[DeleteTopicState] = field(default_factory=list)
     topic_names: list[str] = field(default_factory=list)
     timeout_ms: int = 0
+
+    def __init__(self, topics: list[DeleteTopicState] | None = None, topic_names: list[str] | None = None, timeout_ms: int = 0) -> None:
+        self.topics = [] if topics is None else topics
+        self.topic_names = [] if topic_names is None else topic_names
+        self.timeout_ms = timeout_ms
 
 
 DeleteTopicsRequest.API_KEY = 20
@@ -45,18 +58,28 @@ DeleteTopicsRequest.MAX_VERSION = 6
 DeleteTopicsRequest.FLEXIBLE_MIN = 4
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class DeletableTopicResult:
     name: str | None = ""
     topic_id: uuid.UUID = ZERO_UUID
     error_code: int = 0
     error_message: str | None = None
 
+    def __init__(self, name: str | None = "", topic_id: uuid.UUID = ZERO_UUID, error_code: int = 0, error_message: str | None = None) -> None:
+        self.name = name
+        self.topic_id = topic_id
+        self.error_code = error_code
+        self.error_message = error_message
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class DeleteTopicsResponse(ApiMessage):
     throttle_time_ms: int = 0
     responses: list[DeletableTopicResult] = field(default_factory=list)
+
+    def __init__(self, throttle_time_ms: int = 0, responses: list[DeletableTopicResult] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.responses = [] if responses is None else responses
 
 
 DeleteTopicsResponse.API_KEY = 20

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,12 +20,16 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>b')
 _S1 = Struct('>bb')
 _S2 = Struct('>ih')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class DescribeAclsRequest(ApiMessage):
     resource_type_filter: int = 0
     resource_name_filter: str | None = ""
@@ -35,6 +39,15 @@ class DescribeAclsRequest(ApiMessage):
     operation: int = 0
     permission_type: int = 0
 
+    def __init__(self, resource_type_filter: int = 0, resource_name_filter: str | None = "", pattern_type_filter: int = 3, principal_filter: str | None = "", host_filter: str | None = "", operation: int = 0, permission_type: int = 0) -> None:
+        self.resource_type_filter = resource_type_filter
+        self.resource_name_filter = resource_name_filter
+        self.pattern_type_filter = pattern_type_filter
+        self.principal_filter = principal_filter
+        self.host_filter = host_filter
+        self.operation = operation
+        self.permission_type = permission_type
+
 
 DescribeAclsRequest.API_KEY = 29
 DescribeAclsRequest.MIN_VERSION = 0
@@ -42,28 +55,46 @@ DescribeAclsRequest.MAX_VERSION = 3
 DescribeAclsRequest.FLEXIBLE_MIN = 2
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class AclDescription:
     principal: str = ""
     host: str = ""
     operation: int = 0
     permission_type: int = 0
 
+    def __init__(self, principal: str = "", host: str = "", operation: int = 0, permission_type: int = 0) -> None:
+        self.principal = principal
+        self.host = host
+        self.operation = operation
+        self.permission_type = permission_type
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class DescribeAclsResource:
     resource_type: int = 0
     resource_name: str = ""
     pattern_type: int = 3
     acls: list[AclDescription] = field(default_factory=list)
 
+    def __init__(self, resource_type: int = 0, resource_name: str = "", pattern_type: int = 3, acls: list[AclDescription] | None = None) -> None:
+        self.resource_type = resource_type
+        self.resource_name = resource_name
+        self.pattern_type = pattern_type
+        self.acls = [] if acls is None else acls
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class DescribeAclsResponse(ApiMessage):
     throttle_time_ms: int = 0
     error_code: int = 0
     error_message: str | None = None
     resources: list[DescribeAclsResource] = field(default_factory=list)
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = None, resources: list[DescribeAclsResource] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.error_message = error_message
+        self.resources = [] if resources is None else resources
 
 
 DescribeAclsResponse.API_KEY = 29

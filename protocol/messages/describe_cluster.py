@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,6 +20,10 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>?')
 _S1 = Struct('>?b')
 _S2 = Struct('>?b?')
@@ -28,11 +32,16 @@ _S4 = Struct('>ih')
 _S5 = Struct('>b')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class DescribeClusterRequest(ApiMessage):
     include_cluster_authorized_operations: bool = False
     endpoint_type: int = 1
     include_fenced_brokers: bool = False
+
+    def __init__(self, include_cluster_authorized_operations: bool = False, endpoint_type: int = 1, include_fenced_brokers: bool = False) -> None:
+        self.include_cluster_authorized_operations = include_cluster_authorized_operations
+        self.endpoint_type = endpoint_type
+        self.include_fenced_brokers = include_fenced_brokers
 
 
 DescribeClusterRequest.API_KEY = 60
@@ -41,7 +50,7 @@ DescribeClusterRequest.MAX_VERSION = 2
 DescribeClusterRequest.FLEXIBLE_MIN = 0
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class DescribeClusterBroker:
     broker_id: int = 0
     host: str = ""
@@ -49,8 +58,15 @@ class DescribeClusterBroker:
     rack: str | None = None
     is_fenced: bool = False
 
+    def __init__(self, broker_id: int = 0, host: str = "", port: int = 0, rack: str | None = None, is_fenced: bool = False) -> None:
+        self.broker_id = broker_id
+        self.host = host
+        self.port = port
+        self.rack = rack
+        self.is_fenced = is_fenced
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class DescribeClusterResponse(ApiMessage):
     throttle_time_ms: int = 0
     error_code: int = 0
@@ -60,6 +76,16 @@ class DescribeClusterResponse(ApiMessage):
     controller_id: int = -1
     brokers: list[DescribeClusterBroker] = field(default_factory=list)
     cluster_authorized_operations: int = -2147483648
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = None, endpoint_type: int = 1, cluster_id: str = "", controller_id: int = -1, brokers: list[DescribeClusterBroker] | None = None, cluster_authorized_operations: int = -2147483648) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.error_message = error_message
+        self.endpoint_type = endpoint_type
+        self.cluster_id = cluster_id
+        self.controller_id = controller_id
+        self.brokers = [] if brokers is None else brokers
+        self.cluster_authorized_operations = cluster_authorized_operations
 
 
 DescribeClusterResponse.API_KEY = 60

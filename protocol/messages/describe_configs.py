@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,6 +20,10 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>b')
 _S1 = Struct('>?')
 _S2 = Struct('>??')
@@ -29,18 +33,28 @@ _S5 = Struct('>i')
 _S6 = Struct('>?b?')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class DescribeConfigsResource:
     resource_type: int = 0
     resource_name: str = ""
     configuration_keys: list[str] | None = field(default_factory=list)
 
+    def __init__(self, resource_type: int = 0, resource_name: str = "", configuration_keys: object = _UNSET) -> None:
+        self.resource_type = resource_type
+        self.resource_name = resource_name
+        self.configuration_keys = [] if configuration_keys is _UNSET else cast('list[str] | None', configuration_keys)
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class DescribeConfigsRequest(ApiMessage):
     resources: list[DescribeConfigsResource] = field(default_factory=list)
     include_synonyms: bool = False
     include_documentation: bool = False
+
+    def __init__(self, resources: list[DescribeConfigsResource] | None = None, include_synonyms: bool = False, include_documentation: bool = False) -> None:
+        self.resources = [] if resources is None else resources
+        self.include_synonyms = include_synonyms
+        self.include_documentation = include_documentation
 
 
 DescribeConfigsRequest.API_KEY = 32
@@ -49,14 +63,19 @@ DescribeConfigsRequest.MAX_VERSION = 4
 DescribeConfigsRequest.FLEXIBLE_MIN = 4
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class DescribeConfigsSynonym:
     name: str = ""
     value: str | None = ""
     source: int = 0
 
+    def __init__(self, name: str = "", value: str | None = "", source: int = 0) -> None:
+        self.name = name
+        self.value = value
+        self.source = source
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class DescribeConfigsResourceResult:
     name: str = ""
     value: str | None = ""
@@ -68,8 +87,19 @@ class DescribeConfigsResourceResult:
     config_type: int = 0
     documentation: str | None = ""
 
+    def __init__(self, name: str = "", value: str | None = "", read_only: bool = False, config_source: int = -1, is_default: bool = False, is_sensitive: bool = False, synonyms: list[DescribeConfigsSynonym] | None = None, config_type: int = 0, documentation: str | None = "") -> None:
+        self.name = name
+        self.value = value
+        self.read_only = read_only
+        self.config_source = config_source
+        self.is_default = is_default
+        self.is_sensitive = is_sensitive
+        self.synonyms = [] if synonyms is None else synonyms
+        self.config_type = config_type
+        self.documentation = documentation
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class DescribeConfigsResult:
     error_code: int = 0
     error_message: str | None = ""
@@ -77,11 +107,22 @@ class DescribeConfigsResult:
     resource_name: str = ""
     configs: list[DescribeConfigsResourceResult] = field(default_factory=list)
 
+    def __init__(self, error_code: int = 0, error_message: str | None = "", resource_type: int = 0, resource_name: str = "", configs: list[DescribeConfigsResourceResult] | None = None) -> None:
+        self.error_code = error_code
+        self.error_message = error_message
+        self.resource_type = resource_type
+        self.resource_name = resource_name
+        self.configs = [] if configs is None else configs
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class DescribeConfigsResponse(ApiMessage):
     throttle_time_ms: int = 0
     results: list[DescribeConfigsResult] = field(default_factory=list)
+
+    def __init__(self, throttle_time_ms: int = 0, results: list[DescribeConfigsResult] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.results = [] if results is None else results
 
 
 DescribeConfigsResponse.API_KEY = 32

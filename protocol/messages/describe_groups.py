@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,15 +20,23 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>?')
 _S1 = Struct('>h')
 _S2 = Struct('>i')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class DescribeGroupsRequest(ApiMessage):
     groups: list[str] = field(default_factory=list)
     include_authorized_operations: bool = False
+
+    def __init__(self, groups: list[str] | None = None, include_authorized_operations: bool = False) -> None:
+        self.groups = [] if groups is None else groups
+        self.include_authorized_operations = include_authorized_operations
 
 
 DescribeGroupsRequest.API_KEY = 15
@@ -37,7 +45,7 @@ DescribeGroupsRequest.MAX_VERSION = 6
 DescribeGroupsRequest.FLEXIBLE_MIN = 5
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class DescribedGroupMember:
     member_id: str = ""
     group_instance_id: str | None = None
@@ -46,8 +54,16 @@ class DescribedGroupMember:
     member_metadata: bytes = b""
     member_assignment: bytes = b""
 
+    def __init__(self, member_id: str = "", group_instance_id: str | None = None, client_id: str = "", client_host: str = "", member_metadata: bytes = b"", member_assignment: bytes = b"") -> None:
+        self.member_id = member_id
+        self.group_instance_id = group_instance_id
+        self.client_id = client_id
+        self.client_host = client_host
+        self.member_metadata = member_metadata
+        self.member_assignment = member_assignment
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class DescribedGroup:
     error_code: int = 0
     error_message: str | None = None
@@ -58,11 +74,25 @@ class DescribedGroup:
     members: list[DescribedGroupMember] = field(default_factory=list)
     authorized_operations: int = -2147483648
 
+    def __init__(self, error_code: int = 0, error_message: str | None = None, group_id: str = "", group_state: str = "", protocol_type: str = "", protocol_data: str = "", members: list[DescribedGroupMember] | None = None, authorized_operations: int = -2147483648) -> None:
+        self.error_code = error_code
+        self.error_message = error_message
+        self.group_id = group_id
+        self.group_state = group_state
+        self.protocol_type = protocol_type
+        self.protocol_data = protocol_data
+        self.members = [] if members is None else members
+        self.authorized_operations = authorized_operations
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class DescribeGroupsResponse(ApiMessage):
     throttle_time_ms: int = 0
     groups: list[DescribedGroup] = field(default_factory=list)
+
+    def __init__(self, throttle_time_ms: int = 0, groups: list[DescribedGroup] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.groups = [] if groups is None else groups
 
 
 DescribeGroupsResponse.API_KEY = 15

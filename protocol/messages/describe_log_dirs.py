@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,6 +20,10 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>iqq?')
 _S1 = Struct('>h')
 _S2 = Struct('>i')
@@ -27,15 +31,22 @@ _S3 = Struct('>ih')
 _S4 = Struct('>qq')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class DescribableLogDirTopic:
     topic: str = ""
     partitions: list[int] = field(default_factory=list)
 
+    def __init__(self, topic: str = "", partitions: list[int] | None = None) -> None:
+        self.topic = topic
+        self.partitions = [] if partitions is None else partitions
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class DescribeLogDirsRequest(ApiMessage):
     topics: list[DescribableLogDirTopic] | None = field(default_factory=list)
+
+    def __init__(self, topics: object = _UNSET) -> None:
+        self.topics = [] if topics is _UNSET else cast('list[DescribableLogDirTopic] | None', topics)
 
 
 DescribeLogDirsRequest.API_KEY = 35
@@ -44,21 +55,31 @@ DescribeLogDirsRequest.MAX_VERSION = 4
 DescribeLogDirsRequest.FLEXIBLE_MIN = 2
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class DescribeLogDirsPartition:
     partition_index: int = 0
     partition_size: int = 0
     offset_lag: int = 0
     is_future_key: bool = False
 
+    def __init__(self, partition_index: int = 0, partition_size: int = 0, offset_lag: int = 0, is_future_key: bool = False) -> None:
+        self.partition_index = partition_index
+        self.partition_size = partition_size
+        self.offset_lag = offset_lag
+        self.is_future_key = is_future_key
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class DescribeLogDirsTopic:
     name: str = ""
     partitions: list[DescribeLogDirsPartition] = field(default_factory=list)
 
+    def __init__(self, name: str = "", partitions: list[DescribeLogDirsPartition] | None = None) -> None:
+        self.name = name
+        self.partitions = [] if partitions is None else partitions
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class DescribeLogDirsResult:
     error_code: int = 0
     log_dir: str = ""
@@ -66,12 +87,24 @@ class DescribeLogDirsResult:
     total_bytes: int = -1
     usable_bytes: int = -1
 
+    def __init__(self, error_code: int = 0, log_dir: str = "", topics: list[DescribeLogDirsTopic] | None = None, total_bytes: int = -1, usable_bytes: int = -1) -> None:
+        self.error_code = error_code
+        self.log_dir = log_dir
+        self.topics = [] if topics is None else topics
+        self.total_bytes = total_bytes
+        self.usable_bytes = usable_bytes
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class DescribeLogDirsResponse(ApiMessage):
     throttle_time_ms: int = 0
     error_code: int = 0
     results: list[DescribeLogDirsResult] = field(default_factory=list)
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, results: list[DescribeLogDirsResult] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.results = [] if results is None else results
 
 
 DescribeLogDirsResponse.API_KEY = 35

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,6 +20,10 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>i')
 _S1 = Struct('>iq')
 _S2 = Struct('>ihiiq')
@@ -31,20 +35,30 @@ _S7 = Struct('>ih')
 _S8 = Struct('>iiq')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class DescribeQuorumRequestPartitionData:
     partition_index: int = 0
 
+    def __init__(self, partition_index: int = 0) -> None:
+        self.partition_index = partition_index
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class DescribeQuorumRequestTopicData:
     topic_name: str = ""
     partitions: list[DescribeQuorumRequestPartitionData] = field(default_factory=list)
 
+    def __init__(self, topic_name: str = "", partitions: list[DescribeQuorumRequestPartitionData] | None = None) -> None:
+        self.topic_name = topic_name
+        self.partitions = [] if partitions is None else partitions
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class DescribeQuorumRequest(ApiMessage):
     topics: list[DescribeQuorumRequestTopicData] = field(default_factory=list)
+
+    def __init__(self, topics: list[DescribeQuorumRequestTopicData] | None = None) -> None:
+        self.topics = [] if topics is None else topics
 
 
 DescribeQuorumRequest.API_KEY = 55
@@ -53,20 +67,29 @@ DescribeQuorumRequest.MAX_VERSION = 2
 DescribeQuorumRequest.FLEXIBLE_MIN = 0
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class Listener:
     name: str = ""
     host: str = ""
     port: int = 0
 
+    def __init__(self, name: str = "", host: str = "", port: int = 0) -> None:
+        self.name = name
+        self.host = host
+        self.port = port
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class Node:
     node_id: int = 0
     listeners: list[Listener] = field(default_factory=list)
 
+    def __init__(self, node_id: int = 0, listeners: list[Listener] | None = None) -> None:
+        self.node_id = node_id
+        self.listeners = [] if listeners is None else listeners
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class ReplicaState:
     replica_id: int = 0
     replica_directory_id: uuid.UUID = ZERO_UUID
@@ -74,8 +97,15 @@ class ReplicaState:
     last_fetch_timestamp: int = -1
     last_caught_up_timestamp: int = -1
 
+    def __init__(self, replica_id: int = 0, replica_directory_id: uuid.UUID = ZERO_UUID, log_end_offset: int = 0, last_fetch_timestamp: int = -1, last_caught_up_timestamp: int = -1) -> None:
+        self.replica_id = replica_id
+        self.replica_directory_id = replica_directory_id
+        self.log_end_offset = log_end_offset
+        self.last_fetch_timestamp = last_fetch_timestamp
+        self.last_caught_up_timestamp = last_caught_up_timestamp
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class DescribeQuorumResponsePartitionData:
     partition_index: int = 0
     error_code: int = 0
@@ -86,19 +116,39 @@ class DescribeQuorumResponsePartitionData:
     current_voters: list[ReplicaState] = field(default_factory=list)
     observers: list[ReplicaState] = field(default_factory=list)
 
+    def __init__(self, partition_index: int = 0, error_code: int = 0, error_message: str | None = "", leader_id: int = 0, leader_epoch: int = 0, high_watermark: int = 0, current_voters: list[ReplicaState] | None = None, observers: list[ReplicaState] | None = None) -> None:
+        self.partition_index = partition_index
+        self.error_code = error_code
+        self.error_message = error_message
+        self.leader_id = leader_id
+        self.leader_epoch = leader_epoch
+        self.high_watermark = high_watermark
+        self.current_voters = [] if current_voters is None else current_voters
+        self.observers = [] if observers is None else observers
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class DescribeQuorumResponseTopicData:
     topic_name: str = ""
     partitions: list[DescribeQuorumResponsePartitionData] = field(default_factory=list)
 
+    def __init__(self, topic_name: str = "", partitions: list[DescribeQuorumResponsePartitionData] | None = None) -> None:
+        self.topic_name = topic_name
+        self.partitions = [] if partitions is None else partitions
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class DescribeQuorumResponse(ApiMessage):
     error_code: int = 0
     error_message: str | None = ""
     topics: list[DescribeQuorumResponseTopicData] = field(default_factory=list)
     nodes: list[Node] = field(default_factory=list)
+
+    def __init__(self, error_code: int = 0, error_message: str | None = "", topics: list[DescribeQuorumResponseTopicData] | None = None, nodes: list[Node] | None = None) -> None:
+        self.error_code = error_code
+        self.error_message = error_message
+        self.topics = [] if topics is None else topics
+        self.nodes = [] if nodes is None else nodes
 
 
 DescribeQuorumResponse.API_KEY = 55

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,22 +20,35 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>i')
 _S1 = Struct('>b')
 _S2 = Struct('>ih')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class TopicPartitions:
     topic: str = ""
     partitions: list[int] = field(default_factory=list)
 
+    def __init__(self, topic: str = "", partitions: list[int] | None = None) -> None:
+        self.topic = topic
+        self.partitions = [] if partitions is None else partitions
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class ElectLeadersRequest(ApiMessage):
     election_type: int = 0
     topic_partitions: list[TopicPartitions] | None = field(default_factory=list)
     timeout_ms: int = 60000
+
+    def __init__(self, election_type: int = 0, topic_partitions: object = _UNSET, timeout_ms: int = 60000) -> None:
+        self.election_type = election_type
+        self.topic_partitions = [] if topic_partitions is _UNSET else cast('list[TopicPartitions] | None', topic_partitions)
+        self.timeout_ms = timeout_ms
 
 
 ElectLeadersRequest.API_KEY = 43
@@ -44,24 +57,38 @@ ElectLeadersRequest.MAX_VERSION = 2
 ElectLeadersRequest.FLEXIBLE_MIN = 2
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class PartitionResult:
     partition_id: int = 0
     error_code: int = 0
     error_message: str | None = ""
 
+    def __init__(self, partition_id: int = 0, error_code: int = 0, error_message: str | None = "") -> None:
+        self.partition_id = partition_id
+        self.error_code = error_code
+        self.error_message = error_message
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class ReplicaElectionResult:
     topic: str = ""
     partition_result: list[PartitionResult] = field(default_factory=list)
 
+    def __init__(self, topic: str = "", partition_result: list[PartitionResult] | None = None) -> None:
+        self.topic = topic
+        self.partition_result = [] if partition_result is None else partition_result
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class ElectLeadersResponse(ApiMessage):
     throttle_time_ms: int = 0
     error_code: int = 0
     replica_election_results: list[ReplicaElectionResult] = field(default_factory=list)
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, replica_election_results: list[ReplicaElectionResult] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.replica_election_results = [] if replica_election_results is None else replica_election_results
 
 
 ElectLeadersResponse.API_KEY = 43

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,17 +20,27 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>qh?')
 _S1 = Struct('>ih')
 _S2 = Struct('>ihqh')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class EndTxnRequest(ApiMessage):
     transactional_id: str = ""
     producer_id: int = 0
     producer_epoch: int = 0
     committed: bool = False
+
+    def __init__(self, transactional_id: str = "", producer_id: int = 0, producer_epoch: int = 0, committed: bool = False) -> None:
+        self.transactional_id = transactional_id
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self.committed = committed
 
 
 EndTxnRequest.API_KEY = 26
@@ -39,12 +49,18 @@ EndTxnRequest.MAX_VERSION = 5
 EndTxnRequest.FLEXIBLE_MIN = 3
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class EndTxnResponse(ApiMessage):
     throttle_time_ms: int = 0
     error_code: int = 0
     producer_id: int = -1
     producer_epoch: int = -1
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, producer_id: int = -1, producer_epoch: int = -1) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
 
 
 EndTxnResponse.API_KEY = 26

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -18,6 +18,10 @@ from pybroker.protocol.primitives import (
 
 def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
+
+
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
 
 
 _S0 = Struct('>iqi')
@@ -38,14 +42,19 @@ _S14 = Struct('>ihi')
 _S15 = Struct('>ii')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class ForgottenTopic:
     topic: str = ""
     topic_id: uuid.UUID = ZERO_UUID
     partitions: list[int] = field(default_factory=list)
 
+    def __init__(self, topic: str = "", topic_id: uuid.UUID = ZERO_UUID, partitions: list[int] | None = None) -> None:
+        self.topic = topic
+        self.topic_id = topic_id
+        self.partitions = [] if partitions is None else partitions
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class FetchPartition:
     partition: int = 0
     current_leader_epoch: int = -1
@@ -55,21 +64,39 @@ class FetchPartition:
     partition_max_bytes: int = 0
     replica_directory_id: uuid.UUID = ZERO_UUID
 
+    def __init__(self, partition: int = 0, current_leader_epoch: int = -1, fetch_offset: int = 0, last_fetched_epoch: int = -1, log_start_offset: int = -1, partition_max_bytes: int = 0, replica_directory_id: uuid.UUID = ZERO_UUID) -> None:
+        self.partition = partition
+        self.current_leader_epoch = current_leader_epoch
+        self.fetch_offset = fetch_offset
+        self.last_fetched_epoch = last_fetched_epoch
+        self.log_start_offset = log_start_offset
+        self.partition_max_bytes = partition_max_bytes
+        self.replica_directory_id = replica_directory_id
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class FetchTopic:
     topic: str = ""
     topic_id: uuid.UUID = ZERO_UUID
     partitions: list[FetchPartition] = field(default_factory=list)
 
+    def __init__(self, topic: str = "", topic_id: uuid.UUID = ZERO_UUID, partitions: list[FetchPartition] | None = None) -> None:
+        self.topic = topic
+        self.topic_id = topic_id
+        self.partitions = [] if partitions is None else partitions
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class ReplicaState:
     replica_id: int = -1
     replica_epoch: int = -1
 
+    def __init__(self, replica_id: int = -1, replica_epoch: int = -1) -> None:
+        self.replica_id = replica_id
+        self.replica_epoch = replica_epoch
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class FetchRequest(ApiMessage):
     cluster_id: str | None = None
     replica_id: int = -1
@@ -84,6 +111,20 @@ class FetchRequest(ApiMessage):
     forgotten_topics_data: list[ForgottenTopic] = field(default_factory=list)
     rack_id: str = ''
 
+    def __init__(self, cluster_id: str | None = None, replica_id: int = -1, replica_state: ReplicaState | None = None, max_wait_ms: int = 0, min_bytes: int = 0, max_bytes: int = 2147483647, isolation_level: int = 0, session_id: int = 0, session_epoch: int = -1, topics: list[FetchTopic] | None = None, forgotten_topics_data: list[ForgottenTopic] | None = None, rack_id: str = '') -> None:
+        self.cluster_id = cluster_id
+        self.replica_id = replica_id
+        self.replica_state = ReplicaState() if replica_state is None else replica_state
+        self.max_wait_ms = max_wait_ms
+        self.min_bytes = min_bytes
+        self.max_bytes = max_bytes
+        self.isolation_level = isolation_level
+        self.session_id = session_id
+        self.session_epoch = session_epoch
+        self.topics = [] if topics is None else topics
+        self.forgotten_topics_data = [] if forgotten_topics_data is None else forgotten_topics_data
+        self.rack_id = rack_id
+
 
 FetchRequest.API_KEY = 1
 FetchRequest.MIN_VERSION = 4
@@ -91,39 +132,61 @@ FetchRequest.MAX_VERSION = 17
 FetchRequest.FLEXIBLE_MIN = 12
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class NodeEndpoint:
     node_id: int = 0
     host: str = ""
     port: int = 0
     rack: str | None = None
 
+    def __init__(self, node_id: int = 0, host: str = "", port: int = 0, rack: str | None = None) -> None:
+        self.node_id = node_id
+        self.host = host
+        self.port = port
+        self.rack = rack
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class AbortedTransaction:
     producer_id: int = 0
     first_offset: int = 0
 
+    def __init__(self, producer_id: int = 0, first_offset: int = 0) -> None:
+        self.producer_id = producer_id
+        self.first_offset = first_offset
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class SnapshotId:
     end_offset: int = -1
     epoch: int = -1
 
+    def __init__(self, end_offset: int = -1, epoch: int = -1) -> None:
+        self.end_offset = end_offset
+        self.epoch = epoch
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class LeaderIdAndEpoch:
     leader_id: int = -1
     leader_epoch: int = -1
 
+    def __init__(self, leader_id: int = -1, leader_epoch: int = -1) -> None:
+        self.leader_id = leader_id
+        self.leader_epoch = leader_epoch
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class EpochEndOffset:
     epoch: int = -1
     end_offset: int = -1
 
+    def __init__(self, epoch: int = -1, end_offset: int = -1) -> None:
+        self.epoch = epoch
+        self.end_offset = end_offset
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class PartitionData:
     partition_index: int = 0
     error_code: int = 0
@@ -137,15 +200,33 @@ class PartitionData:
     preferred_read_replica: int = -1
     records: Any = None
 
+    def __init__(self, partition_index: int = 0, error_code: int = 0, high_watermark: int = 0, last_stable_offset: int = -1, log_start_offset: int = -1, diverging_epoch: EpochEndOffset | None = None, current_leader: LeaderIdAndEpoch | None = None, snapshot_id: SnapshotId | None = None, aborted_transactions: object = _UNSET, preferred_read_replica: int = -1, records: Any = None) -> None:
+        self.partition_index = partition_index
+        self.error_code = error_code
+        self.high_watermark = high_watermark
+        self.last_stable_offset = last_stable_offset
+        self.log_start_offset = log_start_offset
+        self.diverging_epoch = EpochEndOffset() if diverging_epoch is None else diverging_epoch
+        self.current_leader = LeaderIdAndEpoch() if current_leader is None else current_leader
+        self.snapshot_id = SnapshotId() if snapshot_id is None else snapshot_id
+        self.aborted_transactions = [] if aborted_transactions is _UNSET else cast('list[AbortedTransaction] | None', aborted_transactions)
+        self.preferred_read_replica = preferred_read_replica
+        self.records = records
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class FetchableTopicResponse:
     topic: str = ""
     topic_id: uuid.UUID = ZERO_UUID
     partitions: list[PartitionData] = field(default_factory=list)
 
+    def __init__(self, topic: str = "", topic_id: uuid.UUID = ZERO_UUID, partitions: list[PartitionData] | None = None) -> None:
+        self.topic = topic
+        self.topic_id = topic_id
+        self.partitions = [] if partitions is None else partitions
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class FetchResponse(ApiMessage):
     throttle_time_ms: int = 0
     error_code: int = 0
@@ -153,11 +234,24 @@ class FetchResponse(ApiMessage):
     responses: list[FetchableTopicResponse] = field(default_factory=list)
     node_endpoints: list[NodeEndpoint] = field(default_factory=list)
 
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, session_id: int = 0, responses: list[FetchableTopicResponse] | None = None, node_endpoints: list[NodeEndpoint] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.session_id = session_id
+        self.responses = [] if responses is None else responses
+        self.node_endpoints = [] if node_endpoints is None else node_endpoints
+
 
 FetchResponse.API_KEY = 1
 FetchResponse.MIN_VERSION = 4
 FetchResponse.MAX_VERSION = 17
 FetchResponse.FLEXIBLE_MIN = 12
+
+
+_DEFAULT_EpochEndOffset = EpochEndOffset()
+_DEFAULT_LeaderIdAndEpoch = LeaderIdAndEpoch()
+_DEFAULT_ReplicaState = ReplicaState()
+_DEFAULT_SnapshotId = SnapshotId()
 
 
 def _d_ForgottenTopic_4(buf: Any, pos: int) -> tuple[ForgottenTopic, int]:
@@ -703,7 +797,7 @@ def _e_FetchRequest_15(o: FetchRequest, out: bytearray, chunks: list[Any]) -> No
         t = bytearray()
         write_compact_string(t, o.cluster_id)
         tags.append((0, t))
-    if o.replica_state != ReplicaState():
+    if o.replica_state != _DEFAULT_ReplicaState:
         t = bytearray()
         _e_ReplicaState_15(o.replica_state, t, chunks)
         tags.append((1, t))
@@ -829,7 +923,7 @@ def _e_FetchRequest_17(o: FetchRequest, out: bytearray, chunks: list[Any]) -> No
         t = bytearray()
         write_compact_string(t, o.cluster_id)
         tags.append((0, t))
-    if o.replica_state != ReplicaState():
+    if o.replica_state != _DEFAULT_ReplicaState:
         t = bytearray()
         _e_ReplicaState_15(o.replica_state, t, chunks)
         tags.append((1, t))
@@ -1217,15 +1311,15 @@ def _e_PartitionData_12(o: PartitionData, out: bytearray, chunks: list[Any]) -> 
     out += _S12.pack(o.preferred_read_replica)
     write_compact_records(out, chunks, o.records)
     tags: list[tuple[int, bytearray]] = []
-    if o.diverging_epoch != EpochEndOffset():
+    if o.diverging_epoch != _DEFAULT_EpochEndOffset:
         t = bytearray()
         _e_EpochEndOffset_12(o.diverging_epoch, t, chunks)
         tags.append((0, t))
-    if o.current_leader != LeaderIdAndEpoch():
+    if o.current_leader != _DEFAULT_LeaderIdAndEpoch:
         t = bytearray()
         _e_LeaderIdAndEpoch_12(o.current_leader, t, chunks)
         tags.append((1, t))
-    if o.snapshot_id != SnapshotId():
+    if o.snapshot_id != _DEFAULT_SnapshotId:
         t = bytearray()
         _e_SnapshotId_12(o.snapshot_id, t, chunks)
         tags.append((2, t))
@@ -1392,7 +1486,7 @@ def _e_FetchResponse_16(o: FetchResponse, out: bytearray, chunks: list[Any]) -> 
         for it_responses in o.responses:
             _e_FetchableTopicResponse_13(it_responses, out, chunks)
     tags: list[tuple[int, bytearray]] = []
-    if o.node_endpoints != list():
+    if o.node_endpoints != []:
         t = bytearray()
         write_array_count(t, o.node_endpoints, True)
         if o.node_endpoints is not None:

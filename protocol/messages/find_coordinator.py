@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,17 +20,26 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>b')
 _S1 = Struct('>hi')
 _S2 = Struct('>i')
 _S3 = Struct('>ih')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class FindCoordinatorRequest(ApiMessage):
     key: str = ""
     key_type: int = 0
     coordinator_keys: list[str] = field(default_factory=list)
+
+    def __init__(self, key: str = "", key_type: int = 0, coordinator_keys: list[str] | None = None) -> None:
+        self.key = key
+        self.key_type = key_type
+        self.coordinator_keys = [] if coordinator_keys is None else coordinator_keys
 
 
 FindCoordinatorRequest.API_KEY = 10
@@ -39,7 +48,7 @@ FindCoordinatorRequest.MAX_VERSION = 6
 FindCoordinatorRequest.FLEXIBLE_MIN = 3
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class Coordinator:
     key: str = ""
     node_id: int = 0
@@ -48,8 +57,16 @@ class Coordinator:
     error_code: int = 0
     error_message: str | None = ""
 
+    def __init__(self, key: str = "", node_id: int = 0, host: str = "", port: int = 0, error_code: int = 0, error_message: str | None = "") -> None:
+        self.key = key
+        self.node_id = node_id
+        self.host = host
+        self.port = port
+        self.error_code = error_code
+        self.error_message = error_message
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class FindCoordinatorResponse(ApiMessage):
     throttle_time_ms: int = 0
     error_code: int = 0
@@ -58,6 +75,15 @@ class FindCoordinatorResponse(ApiMessage):
     host: str = ""
     port: int = 0
     coordinators: list[Coordinator] = field(default_factory=list)
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = "", node_id: int = 0, host: str = "", port: int = 0, coordinators: list[Coordinator] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.error_message = error_message
+        self.node_id = node_id
+        self.host = host
+        self.port = port
+        self.coordinators = [] if coordinators is None else coordinators
 
 
 FindCoordinatorResponse.API_KEY = 10

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,16 +20,26 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>hhi')
 _S1 = Struct('>i')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class RequestHeader(ApiMessage):
     api_key: int = 0
     api_version: int = 0
     correlation_id: int = 0
     client_id: str | None = None
+
+    def __init__(self, api_key: int = 0, api_version: int = 0, correlation_id: int = 0, client_id: str | None = None) -> None:
+        self.api_key = api_key
+        self.api_version = api_version
+        self.correlation_id = correlation_id
+        self.client_id = client_id
 
 
 RequestHeader.API_KEY = None
@@ -38,9 +48,12 @@ RequestHeader.MAX_VERSION = 2
 RequestHeader.FLEXIBLE_MIN = 2
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class ResponseHeader(ApiMessage):
     correlation_id: int = 0
+
+    def __init__(self, correlation_id: int = 0) -> None:
+        self.correlation_id = correlation_id
 
 
 ResponseHeader.API_KEY = None

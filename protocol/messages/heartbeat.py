@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,17 +20,27 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>i')
 _S1 = Struct('>h')
 _S2 = Struct('>ih')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class HeartbeatRequest(ApiMessage):
     group_id: str = ""
     generation_id: int = 0
     member_id: str = ""
     group_instance_id: str | None = None
+
+    def __init__(self, group_id: str = "", generation_id: int = 0, member_id: str = "", group_instance_id: str | None = None) -> None:
+        self.group_id = group_id
+        self.generation_id = generation_id
+        self.member_id = member_id
+        self.group_instance_id = group_instance_id
 
 
 HeartbeatRequest.API_KEY = 12
@@ -39,10 +49,14 @@ HeartbeatRequest.MAX_VERSION = 4
 HeartbeatRequest.FLEXIBLE_MIN = 4
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class HeartbeatResponse(ApiMessage):
     throttle_time_ms: int = 0
     error_code: int = 0
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
 
 
 HeartbeatResponse.API_KEY = 12

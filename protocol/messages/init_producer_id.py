@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,6 +20,10 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>i')
 _S1 = Struct('>iqh')
 _S2 = Struct('>iqh??')
@@ -27,7 +31,7 @@ _S3 = Struct('>ihqh')
 _S4 = Struct('>ihqhqh')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class InitProducerIdRequest(ApiMessage):
     transactional_id: str | None = ""
     transaction_timeout_ms: int = 0
@@ -36,6 +40,14 @@ class InitProducerIdRequest(ApiMessage):
     enable_2pc: bool = False
     keep_prepared_txn: bool = False
 
+    def __init__(self, transactional_id: str | None = "", transaction_timeout_ms: int = 0, producer_id: int = -1, producer_epoch: int = -1, enable_2pc: bool = False, keep_prepared_txn: bool = False) -> None:
+        self.transactional_id = transactional_id
+        self.transaction_timeout_ms = transaction_timeout_ms
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self.enable_2pc = enable_2pc
+        self.keep_prepared_txn = keep_prepared_txn
+
 
 InitProducerIdRequest.API_KEY = 22
 InitProducerIdRequest.MIN_VERSION = 0
@@ -43,7 +55,7 @@ InitProducerIdRequest.MAX_VERSION = 6
 InitProducerIdRequest.FLEXIBLE_MIN = 2
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class InitProducerIdResponse(ApiMessage):
     throttle_time_ms: int = 0
     error_code: int = 0
@@ -51,6 +63,14 @@ class InitProducerIdResponse(ApiMessage):
     producer_epoch: int = 0
     ongoing_txn_producer_id: int = -1
     ongoing_txn_producer_epoch: int = -1
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, producer_id: int = -1, producer_epoch: int = 0, ongoing_txn_producer_id: int = -1, ongoing_txn_producer_epoch: int = -1) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self.ongoing_txn_producer_id = ongoing_txn_producer_id
+        self.ongoing_txn_producer_epoch = ongoing_txn_producer_epoch
 
 
 InitProducerIdResponse.API_KEY = 22

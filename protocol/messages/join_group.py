@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,6 +20,10 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>i')
 _S1 = Struct('>ii')
 _S2 = Struct('>hi')
@@ -27,13 +31,17 @@ _S3 = Struct('>ihi')
 _S4 = Struct('>?')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class JoinGroupRequestProtocol:
     name: str = ""
     metadata: bytes = b""
 
+    def __init__(self, name: str = "", metadata: bytes = b"") -> None:
+        self.name = name
+        self.metadata = metadata
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class JoinGroupRequest(ApiMessage):
     group_id: str = ""
     session_timeout_ms: int = 0
@@ -44,6 +52,16 @@ class JoinGroupRequest(ApiMessage):
     protocols: list[JoinGroupRequestProtocol] = field(default_factory=list)
     reason: str | None = None
 
+    def __init__(self, group_id: str = "", session_timeout_ms: int = 0, rebalance_timeout_ms: int = -1, member_id: str = "", group_instance_id: str | None = None, protocol_type: str = "", protocols: list[JoinGroupRequestProtocol] | None = None, reason: str | None = None) -> None:
+        self.group_id = group_id
+        self.session_timeout_ms = session_timeout_ms
+        self.rebalance_timeout_ms = rebalance_timeout_ms
+        self.member_id = member_id
+        self.group_instance_id = group_instance_id
+        self.protocol_type = protocol_type
+        self.protocols = [] if protocols is None else protocols
+        self.reason = reason
+
 
 JoinGroupRequest.API_KEY = 11
 JoinGroupRequest.MIN_VERSION = 0
@@ -51,14 +69,19 @@ JoinGroupRequest.MAX_VERSION = 9
 JoinGroupRequest.FLEXIBLE_MIN = 6
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class JoinGroupResponseMember:
     member_id: str = ""
     group_instance_id: str | None = None
     metadata: bytes = b""
 
+    def __init__(self, member_id: str = "", group_instance_id: str | None = None, metadata: bytes = b"") -> None:
+        self.member_id = member_id
+        self.group_instance_id = group_instance_id
+        self.metadata = metadata
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class JoinGroupResponse(ApiMessage):
     throttle_time_ms: int = 0
     error_code: int = 0
@@ -69,6 +92,17 @@ class JoinGroupResponse(ApiMessage):
     skip_assignment: bool = False
     member_id: str = ""
     members: list[JoinGroupResponseMember] = field(default_factory=list)
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, generation_id: int = -1, protocol_type: str | None = None, protocol_name: str | None = "", leader: str = "", skip_assignment: bool = False, member_id: str = "", members: list[JoinGroupResponseMember] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.generation_id = generation_id
+        self.protocol_type = protocol_type
+        self.protocol_name = protocol_name
+        self.leader = leader
+        self.skip_assignment = skip_assignment
+        self.member_id = member_id
+        self.members = [] if members is None else members
 
 
 JoinGroupResponse.API_KEY = 11

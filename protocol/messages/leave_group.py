@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,22 +20,36 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>h')
 _S1 = Struct('>ih')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class MemberIdentity:
     member_id: str = ""
     group_instance_id: str | None = None
     reason: str | None = None
 
+    def __init__(self, member_id: str = "", group_instance_id: str | None = None, reason: str | None = None) -> None:
+        self.member_id = member_id
+        self.group_instance_id = group_instance_id
+        self.reason = reason
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class LeaveGroupRequest(ApiMessage):
     group_id: str = ""
     member_id: str = ""
     members: list[MemberIdentity] = field(default_factory=list)
+
+    def __init__(self, group_id: str = "", member_id: str = "", members: list[MemberIdentity] | None = None) -> None:
+        self.group_id = group_id
+        self.member_id = member_id
+        self.members = [] if members is None else members
 
 
 LeaveGroupRequest.API_KEY = 13
@@ -44,18 +58,28 @@ LeaveGroupRequest.MAX_VERSION = 5
 LeaveGroupRequest.FLEXIBLE_MIN = 4
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class MemberResponse:
     member_id: str = ""
     group_instance_id: str | None = ""
     error_code: int = 0
 
+    def __init__(self, member_id: str = "", group_instance_id: str | None = "", error_code: int = 0) -> None:
+        self.member_id = member_id
+        self.group_instance_id = group_instance_id
+        self.error_code = error_code
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class LeaveGroupResponse(ApiMessage):
     throttle_time_ms: int = 0
     error_code: int = 0
     members: list[MemberResponse] = field(default_factory=list)
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, members: list[MemberResponse] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.members = [] if members is None else members
 
 
 LeaveGroupResponse.API_KEY = 13

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,14 +20,22 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>h')
 _S1 = Struct('>ih')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class ListGroupsRequest(ApiMessage):
     states_filter: list[str] = field(default_factory=list)
     types_filter: list[str] = field(default_factory=list)
+
+    def __init__(self, states_filter: list[str] | None = None, types_filter: list[str] | None = None) -> None:
+        self.states_filter = [] if states_filter is None else states_filter
+        self.types_filter = [] if types_filter is None else types_filter
 
 
 ListGroupsRequest.API_KEY = 16
@@ -36,19 +44,30 @@ ListGroupsRequest.MAX_VERSION = 5
 ListGroupsRequest.FLEXIBLE_MIN = 3
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class ListedGroup:
     group_id: str = ""
     protocol_type: str = ""
     group_state: str = ""
     group_type: str = ""
 
+    def __init__(self, group_id: str = "", protocol_type: str = "", group_state: str = "", group_type: str = "") -> None:
+        self.group_id = group_id
+        self.protocol_type = protocol_type
+        self.group_state = group_state
+        self.group_type = group_type
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class ListGroupsResponse(ApiMessage):
     throttle_time_ms: int = 0
     error_code: int = 0
     groups: list[ListedGroup] = field(default_factory=list)
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, groups: list[ListedGroup] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.groups = [] if groups is None else groups
 
 
 ListGroupsResponse.API_KEY = 16

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,6 +20,10 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>iqi')
 _S1 = Struct('>i')
 _S2 = Struct('>iq')
@@ -30,26 +34,42 @@ _S6 = Struct('>ihqq')
 _S7 = Struct('>ihqqi')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class ListOffsetsPartition:
     partition_index: int = 0
     current_leader_epoch: int = -1
     timestamp: int = 0
     max_num_offsets: int = 1
 
+    def __init__(self, partition_index: int = 0, current_leader_epoch: int = -1, timestamp: int = 0, max_num_offsets: int = 1) -> None:
+        self.partition_index = partition_index
+        self.current_leader_epoch = current_leader_epoch
+        self.timestamp = timestamp
+        self.max_num_offsets = max_num_offsets
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class ListOffsetsTopic:
     name: str = ""
     partitions: list[ListOffsetsPartition] = field(default_factory=list)
 
+    def __init__(self, name: str = "", partitions: list[ListOffsetsPartition] | None = None) -> None:
+        self.name = name
+        self.partitions = [] if partitions is None else partitions
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class ListOffsetsRequest(ApiMessage):
     replica_id: int = 0
     isolation_level: int = 0
     topics: list[ListOffsetsTopic] = field(default_factory=list)
     timeout_ms: int = 0
+
+    def __init__(self, replica_id: int = 0, isolation_level: int = 0, topics: list[ListOffsetsTopic] | None = None, timeout_ms: int = 0) -> None:
+        self.replica_id = replica_id
+        self.isolation_level = isolation_level
+        self.topics = [] if topics is None else topics
+        self.timeout_ms = timeout_ms
 
 
 ListOffsetsRequest.API_KEY = 2
@@ -58,7 +78,7 @@ ListOffsetsRequest.MAX_VERSION = 10
 ListOffsetsRequest.FLEXIBLE_MIN = 6
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class ListOffsetsPartitionResponse:
     partition_index: int = 0
     error_code: int = 0
@@ -67,17 +87,33 @@ class ListOffsetsPartitionResponse:
     offset: int = -1
     leader_epoch: int = -1
 
+    def __init__(self, partition_index: int = 0, error_code: int = 0, old_style_offsets: list[int] | None = None, timestamp: int = -1, offset: int = -1, leader_epoch: int = -1) -> None:
+        self.partition_index = partition_index
+        self.error_code = error_code
+        self.old_style_offsets = [] if old_style_offsets is None else old_style_offsets
+        self.timestamp = timestamp
+        self.offset = offset
+        self.leader_epoch = leader_epoch
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class ListOffsetsTopicResponse:
     name: str = ""
     partitions: list[ListOffsetsPartitionResponse] = field(default_factory=list)
 
+    def __init__(self, name: str = "", partitions: list[ListOffsetsPartitionResponse] | None = None) -> None:
+        self.name = name
+        self.partitions = [] if partitions is None else partitions
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class ListOffsetsResponse(ApiMessage):
     throttle_time_ms: int = 0
     topics: list[ListOffsetsTopicResponse] = field(default_factory=list)
+
+    def __init__(self, throttle_time_ms: int = 0, topics: list[ListOffsetsTopicResponse] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.topics = [] if topics is None else topics
 
 
 ListOffsetsResponse.API_KEY = 2

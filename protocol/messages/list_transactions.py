@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,16 +20,26 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>q')
 _S1 = Struct('>ih')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class ListTransactionsRequest(ApiMessage):
     state_filters: list[str] = field(default_factory=list)
     producer_id_filters: list[int] = field(default_factory=list)
     duration_filter: int = -1
     transactional_id_pattern: str | None = None
+
+    def __init__(self, state_filters: list[str] | None = None, producer_id_filters: list[int] | None = None, duration_filter: int = -1, transactional_id_pattern: str | None = None) -> None:
+        self.state_filters = [] if state_filters is None else state_filters
+        self.producer_id_filters = [] if producer_id_filters is None else producer_id_filters
+        self.duration_filter = duration_filter
+        self.transactional_id_pattern = transactional_id_pattern
 
 
 ListTransactionsRequest.API_KEY = 66
@@ -38,19 +48,30 @@ ListTransactionsRequest.MAX_VERSION = 2
 ListTransactionsRequest.FLEXIBLE_MIN = 0
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class TransactionState:
     transactional_id: str = ""
     producer_id: int = 0
     transaction_state: str = ""
 
+    def __init__(self, transactional_id: str = "", producer_id: int = 0, transaction_state: str = "") -> None:
+        self.transactional_id = transactional_id
+        self.producer_id = producer_id
+        self.transaction_state = transaction_state
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class ListTransactionsResponse(ApiMessage):
     throttle_time_ms: int = 0
     error_code: int = 0
     unknown_state_filters: list[str] = field(default_factory=list)
     transaction_states: list[TransactionState] = field(default_factory=list)
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, unknown_state_filters: list[str] | None = None, transaction_states: list[TransactionState] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.unknown_state_filters = [] if unknown_state_filters is None else unknown_state_filters
+        self.transaction_states = [] if transaction_states is None else transaction_states
 
 
 ListTransactionsResponse.API_KEY = 66

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,6 +20,10 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>?')
 _S1 = Struct('>???')
 _S2 = Struct('>16s')
@@ -31,18 +35,28 @@ _S7 = Struct('>hiii')
 _S8 = Struct('>16s?')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class MetadataRequestTopic:
     topic_id: uuid.UUID = ZERO_UUID
     name: str | None = ""
 
+    def __init__(self, topic_id: uuid.UUID = ZERO_UUID, name: str | None = "") -> None:
+        self.topic_id = topic_id
+        self.name = name
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class MetadataRequest(ApiMessage):
     topics: list[MetadataRequestTopic] | None = field(default_factory=list)
     allow_auto_topic_creation: bool = True
     include_cluster_authorized_operations: bool = False
     include_topic_authorized_operations: bool = False
+
+    def __init__(self, topics: object = _UNSET, allow_auto_topic_creation: bool = True, include_cluster_authorized_operations: bool = False, include_topic_authorized_operations: bool = False) -> None:
+        self.topics = [] if topics is _UNSET else cast('list[MetadataRequestTopic] | None', topics)
+        self.allow_auto_topic_creation = allow_auto_topic_creation
+        self.include_cluster_authorized_operations = include_cluster_authorized_operations
+        self.include_topic_authorized_operations = include_topic_authorized_operations
 
 
 MetadataRequest.API_KEY = 3
@@ -51,7 +65,7 @@ MetadataRequest.MAX_VERSION = 13
 MetadataRequest.FLEXIBLE_MIN = 9
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class MetadataResponsePartition:
     error_code: int = 0
     partition_index: int = 0
@@ -61,8 +75,17 @@ class MetadataResponsePartition:
     isr_nodes: list[int] = field(default_factory=list)
     offline_replicas: list[int] = field(default_factory=list)
 
+    def __init__(self, error_code: int = 0, partition_index: int = 0, leader_id: int = 0, leader_epoch: int = -1, replica_nodes: list[int] | None = None, isr_nodes: list[int] | None = None, offline_replicas: list[int] | None = None) -> None:
+        self.error_code = error_code
+        self.partition_index = partition_index
+        self.leader_id = leader_id
+        self.leader_epoch = leader_epoch
+        self.replica_nodes = [] if replica_nodes is None else replica_nodes
+        self.isr_nodes = [] if isr_nodes is None else isr_nodes
+        self.offline_replicas = [] if offline_replicas is None else offline_replicas
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class MetadataResponseTopic:
     error_code: int = 0
     name: str | None = ""
@@ -71,16 +94,30 @@ class MetadataResponseTopic:
     partitions: list[MetadataResponsePartition] = field(default_factory=list)
     topic_authorized_operations: int = -2147483648
 
+    def __init__(self, error_code: int = 0, name: str | None = "", topic_id: uuid.UUID = ZERO_UUID, is_internal: bool = False, partitions: list[MetadataResponsePartition] | None = None, topic_authorized_operations: int = -2147483648) -> None:
+        self.error_code = error_code
+        self.name = name
+        self.topic_id = topic_id
+        self.is_internal = is_internal
+        self.partitions = [] if partitions is None else partitions
+        self.topic_authorized_operations = topic_authorized_operations
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class MetadataResponseBroker:
     node_id: int = 0
     host: str = ""
     port: int = 0
     rack: str | None = None
 
+    def __init__(self, node_id: int = 0, host: str = "", port: int = 0, rack: str | None = None) -> None:
+        self.node_id = node_id
+        self.host = host
+        self.port = port
+        self.rack = rack
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class MetadataResponse(ApiMessage):
     throttle_time_ms: int = 0
     brokers: list[MetadataResponseBroker] = field(default_factory=list)
@@ -89,6 +126,15 @@ class MetadataResponse(ApiMessage):
     topics: list[MetadataResponseTopic] = field(default_factory=list)
     cluster_authorized_operations: int = -2147483648
     error_code: int = 0
+
+    def __init__(self, throttle_time_ms: int = 0, brokers: list[MetadataResponseBroker] | None = None, cluster_id: str | None = None, controller_id: int = -1, topics: list[MetadataResponseTopic] | None = None, cluster_authorized_operations: int = -2147483648, error_code: int = 0) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.brokers = [] if brokers is None else brokers
+        self.cluster_id = cluster_id
+        self.controller_id = controller_id
+        self.topics = [] if topics is None else topics
+        self.cluster_authorized_operations = cluster_authorized_operations
+        self.error_code = error_code
 
 
 MetadataResponse.API_KEY = 3

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,6 +20,10 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>iq')
 _S1 = Struct('>iqq')
 _S2 = Struct('>i')
@@ -28,7 +32,7 @@ _S4 = Struct('>iqi')
 _S5 = Struct('>ih')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class OffsetCommitRequestPartition:
     partition_index: int = 0
     committed_offset: int = 0
@@ -36,14 +40,25 @@ class OffsetCommitRequestPartition:
     commit_timestamp: int = -1
     committed_metadata: str | None = ""
 
+    def __init__(self, partition_index: int = 0, committed_offset: int = 0, committed_leader_epoch: int = -1, commit_timestamp: int = -1, committed_metadata: str | None = "") -> None:
+        self.partition_index = partition_index
+        self.committed_offset = committed_offset
+        self.committed_leader_epoch = committed_leader_epoch
+        self.commit_timestamp = commit_timestamp
+        self.committed_metadata = committed_metadata
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class OffsetCommitRequestTopic:
     name: str = ""
     partitions: list[OffsetCommitRequestPartition] = field(default_factory=list)
 
+    def __init__(self, name: str = "", partitions: list[OffsetCommitRequestPartition] | None = None) -> None:
+        self.name = name
+        self.partitions = [] if partitions is None else partitions
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class OffsetCommitRequest(ApiMessage):
     group_id: str = ""
     generation_id_or_member_epoch: int = -1
@@ -52,6 +67,14 @@ class OffsetCommitRequest(ApiMessage):
     retention_time_ms: int = -1
     topics: list[OffsetCommitRequestTopic] = field(default_factory=list)
 
+    def __init__(self, group_id: str = "", generation_id_or_member_epoch: int = -1, member_id: str = "", group_instance_id: str | None = None, retention_time_ms: int = -1, topics: list[OffsetCommitRequestTopic] | None = None) -> None:
+        self.group_id = group_id
+        self.generation_id_or_member_epoch = generation_id_or_member_epoch
+        self.member_id = member_id
+        self.group_instance_id = group_instance_id
+        self.retention_time_ms = retention_time_ms
+        self.topics = [] if topics is None else topics
+
 
 OffsetCommitRequest.API_KEY = 8
 OffsetCommitRequest.MIN_VERSION = 0
@@ -59,22 +82,34 @@ OffsetCommitRequest.MAX_VERSION = 9
 OffsetCommitRequest.FLEXIBLE_MIN = 8
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class OffsetCommitResponsePartition:
     partition_index: int = 0
     error_code: int = 0
 
+    def __init__(self, partition_index: int = 0, error_code: int = 0) -> None:
+        self.partition_index = partition_index
+        self.error_code = error_code
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class OffsetCommitResponseTopic:
     name: str = ""
     partitions: list[OffsetCommitResponsePartition] = field(default_factory=list)
 
+    def __init__(self, name: str = "", partitions: list[OffsetCommitResponsePartition] | None = None) -> None:
+        self.name = name
+        self.partitions = [] if partitions is None else partitions
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class OffsetCommitResponse(ApiMessage):
     throttle_time_ms: int = 0
     topics: list[OffsetCommitResponseTopic] = field(default_factory=list)
+
+    def __init__(self, throttle_time_ms: int = 0, topics: list[OffsetCommitResponseTopic] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.topics = [] if topics is None else topics
 
 
 OffsetCommitResponse.API_KEY = 8

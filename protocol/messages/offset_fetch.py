@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,6 +20,10 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>?')
 _S1 = Struct('>i')
 _S2 = Struct('>iq')
@@ -27,32 +31,52 @@ _S3 = Struct('>h')
 _S4 = Struct('>iqi')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class OffsetFetchRequestTopics:
     name: str = ""
     partition_indexes: list[int] = field(default_factory=list)
 
+    def __init__(self, name: str = "", partition_indexes: list[int] | None = None) -> None:
+        self.name = name
+        self.partition_indexes = [] if partition_indexes is None else partition_indexes
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class OffsetFetchRequestGroup:
     group_id: str = ""
     member_id: str | None = None
     member_epoch: int = -1
     topics: list[OffsetFetchRequestTopics] | None = field(default_factory=list)
 
+    def __init__(self, group_id: str = "", member_id: str | None = None, member_epoch: int = -1, topics: object = _UNSET) -> None:
+        self.group_id = group_id
+        self.member_id = member_id
+        self.member_epoch = member_epoch
+        self.topics = [] if topics is _UNSET else cast('list[OffsetFetchRequestTopics] | None', topics)
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class OffsetFetchRequestTopic:
     name: str = ""
     partition_indexes: list[int] = field(default_factory=list)
 
+    def __init__(self, name: str = "", partition_indexes: list[int] | None = None) -> None:
+        self.name = name
+        self.partition_indexes = [] if partition_indexes is None else partition_indexes
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class OffsetFetchRequest(ApiMessage):
     group_id: str = ""
     topics: list[OffsetFetchRequestTopic] | None = field(default_factory=list)
     groups: list[OffsetFetchRequestGroup] = field(default_factory=list)
     require_stable: bool = False
+
+    def __init__(self, group_id: str = "", topics: object = _UNSET, groups: list[OffsetFetchRequestGroup] | None = None, require_stable: bool = False) -> None:
+        self.group_id = group_id
+        self.topics = [] if topics is _UNSET else cast('list[OffsetFetchRequestTopic] | None', topics)
+        self.groups = [] if groups is None else groups
+        self.require_stable = require_stable
 
 
 OffsetFetchRequest.API_KEY = 9
@@ -61,7 +85,7 @@ OffsetFetchRequest.MAX_VERSION = 9
 OffsetFetchRequest.FLEXIBLE_MIN = 6
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class OffsetFetchResponsePartitions:
     partition_index: int = 0
     committed_offset: int = 0
@@ -69,21 +93,37 @@ class OffsetFetchResponsePartitions:
     metadata: str | None = ""
     error_code: int = 0
 
+    def __init__(self, partition_index: int = 0, committed_offset: int = 0, committed_leader_epoch: int = -1, metadata: str | None = "", error_code: int = 0) -> None:
+        self.partition_index = partition_index
+        self.committed_offset = committed_offset
+        self.committed_leader_epoch = committed_leader_epoch
+        self.metadata = metadata
+        self.error_code = error_code
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class OffsetFetchResponseTopics:
     name: str = ""
     partitions: list[OffsetFetchResponsePartitions] = field(default_factory=list)
 
+    def __init__(self, name: str = "", partitions: list[OffsetFetchResponsePartitions] | None = None) -> None:
+        self.name = name
+        self.partitions = [] if partitions is None else partitions
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class OffsetFetchResponseGroup:
     group_id: str = ""
     topics: list[OffsetFetchResponseTopics] = field(default_factory=list)
     error_code: int = 0
 
+    def __init__(self, group_id: str = "", topics: list[OffsetFetchResponseTopics] | None = None, error_code: int = 0) -> None:
+        self.group_id = group_id
+        self.topics = [] if topics is None else topics
+        self.error_code = error_code
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class OffsetFetchResponsePartition:
     partition_index: int = 0
     committed_offset: int = 0
@@ -91,19 +131,36 @@ class OffsetFetchResponsePartition:
     metadata: str | None = ""
     error_code: int = 0
 
+    def __init__(self, partition_index: int = 0, committed_offset: int = 0, committed_leader_epoch: int = -1, metadata: str | None = "", error_code: int = 0) -> None:
+        self.partition_index = partition_index
+        self.committed_offset = committed_offset
+        self.committed_leader_epoch = committed_leader_epoch
+        self.metadata = metadata
+        self.error_code = error_code
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class OffsetFetchResponseTopic:
     name: str = ""
     partitions: list[OffsetFetchResponsePartition] = field(default_factory=list)
 
+    def __init__(self, name: str = "", partitions: list[OffsetFetchResponsePartition] | None = None) -> None:
+        self.name = name
+        self.partitions = [] if partitions is None else partitions
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class OffsetFetchResponse(ApiMessage):
     throttle_time_ms: int = 0
     topics: list[OffsetFetchResponseTopic] = field(default_factory=list)
     error_code: int = 0
     groups: list[OffsetFetchResponseGroup] = field(default_factory=list)
+
+    def __init__(self, throttle_time_ms: int = 0, topics: list[OffsetFetchResponseTopic] | None = None, error_code: int = 0, groups: list[OffsetFetchResponseGroup] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.topics = [] if topics is None else topics
+        self.error_code = error_code
+        self.groups = [] if groups is None else groups
 
 
 OffsetFetchResponse.API_KEY = 9

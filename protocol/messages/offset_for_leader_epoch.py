@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,6 +20,10 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>ii')
 _S1 = Struct('>iii')
 _S2 = Struct('>i')
@@ -27,23 +31,36 @@ _S3 = Struct('>hiq')
 _S4 = Struct('>hiiq')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class OffsetForLeaderPartition:
     partition: int = 0
     current_leader_epoch: int = -1
     leader_epoch: int = 0
 
+    def __init__(self, partition: int = 0, current_leader_epoch: int = -1, leader_epoch: int = 0) -> None:
+        self.partition = partition
+        self.current_leader_epoch = current_leader_epoch
+        self.leader_epoch = leader_epoch
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class OffsetForLeaderTopic:
     topic: str = ""
     partitions: list[OffsetForLeaderPartition] = field(default_factory=list)
 
+    def __init__(self, topic: str = "", partitions: list[OffsetForLeaderPartition] | None = None) -> None:
+        self.topic = topic
+        self.partitions = [] if partitions is None else partitions
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class OffsetForLeaderEpochRequest(ApiMessage):
     replica_id: int = -2
     topics: list[OffsetForLeaderTopic] = field(default_factory=list)
+
+    def __init__(self, replica_id: int = -2, topics: list[OffsetForLeaderTopic] | None = None) -> None:
+        self.replica_id = replica_id
+        self.topics = [] if topics is None else topics
 
 
 OffsetForLeaderEpochRequest.API_KEY = 23
@@ -52,24 +69,38 @@ OffsetForLeaderEpochRequest.MAX_VERSION = 4
 OffsetForLeaderEpochRequest.FLEXIBLE_MIN = 4
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class EpochEndOffset:
     error_code: int = 0
     partition: int = 0
     leader_epoch: int = -1
     end_offset: int = -1
 
+    def __init__(self, error_code: int = 0, partition: int = 0, leader_epoch: int = -1, end_offset: int = -1) -> None:
+        self.error_code = error_code
+        self.partition = partition
+        self.leader_epoch = leader_epoch
+        self.end_offset = end_offset
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class OffsetForLeaderTopicResult:
     topic: str = ""
     partitions: list[EpochEndOffset] = field(default_factory=list)
 
+    def __init__(self, topic: str = "", partitions: list[EpochEndOffset] | None = None) -> None:
+        self.topic = topic
+        self.partitions = [] if partitions is None else partitions
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class OffsetForLeaderEpochResponse(ApiMessage):
     throttle_time_ms: int = 0
     topics: list[OffsetForLeaderTopicResult] = field(default_factory=list)
+
+    def __init__(self, throttle_time_ms: int = 0, topics: list[OffsetForLeaderTopicResult] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.topics = [] if topics is None else topics
 
 
 OffsetForLeaderEpochResponse.API_KEY = 23

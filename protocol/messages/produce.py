@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,6 +20,10 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>i')
 _S1 = Struct('>hi')
 _S2 = Struct('>ihq')
@@ -28,24 +32,38 @@ _S4 = Struct('>ihqqq')
 _S5 = Struct('>ii')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class PartitionProduceData:
     index: int = 0
     records: Any = None
 
+    def __init__(self, index: int = 0, records: Any = None) -> None:
+        self.index = index
+        self.records = records
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class TopicProduceData:
     name: str = ""
     partition_data: list[PartitionProduceData] = field(default_factory=list)
 
+    def __init__(self, name: str = "", partition_data: list[PartitionProduceData] | None = None) -> None:
+        self.name = name
+        self.partition_data = [] if partition_data is None else partition_data
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class ProduceRequest(ApiMessage):
     transactional_id: str | None = None
     acks: int = 0
     timeout_ms: int = 0
     topic_data: list[TopicProduceData] = field(default_factory=list)
+
+    def __init__(self, transactional_id: str | None = None, acks: int = 0, timeout_ms: int = 0, topic_data: list[TopicProduceData] | None = None) -> None:
+        self.transactional_id = transactional_id
+        self.acks = acks
+        self.timeout_ms = timeout_ms
+        self.topic_data = [] if topic_data is None else topic_data
 
 
 ProduceRequest.API_KEY = 0
@@ -54,27 +72,41 @@ ProduceRequest.MAX_VERSION = 12
 ProduceRequest.FLEXIBLE_MIN = 9
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class NodeEndpoint:
     node_id: int = 0
     host: str = ""
     port: int = 0
     rack: str | None = None
 
+    def __init__(self, node_id: int = 0, host: str = "", port: int = 0, rack: str | None = None) -> None:
+        self.node_id = node_id
+        self.host = host
+        self.port = port
+        self.rack = rack
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class LeaderIdAndEpoch:
     leader_id: int = -1
     leader_epoch: int = -1
 
+    def __init__(self, leader_id: int = -1, leader_epoch: int = -1) -> None:
+        self.leader_id = leader_id
+        self.leader_epoch = leader_epoch
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class BatchIndexAndErrorMessage:
     batch_index: int = 0
     batch_index_error_message: str | None = None
 
+    def __init__(self, batch_index: int = 0, batch_index_error_message: str | None = None) -> None:
+        self.batch_index = batch_index
+        self.batch_index_error_message = batch_index_error_message
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class PartitionProduceResponse:
     index: int = 0
     error_code: int = 0
@@ -85,24 +117,46 @@ class PartitionProduceResponse:
     error_message: str | None = None
     current_leader: LeaderIdAndEpoch = field(default_factory=LeaderIdAndEpoch)
 
+    def __init__(self, index: int = 0, error_code: int = 0, base_offset: int = 0, log_append_time_ms: int = -1, log_start_offset: int = -1, record_errors: list[BatchIndexAndErrorMessage] | None = None, error_message: str | None = None, current_leader: LeaderIdAndEpoch | None = None) -> None:
+        self.index = index
+        self.error_code = error_code
+        self.base_offset = base_offset
+        self.log_append_time_ms = log_append_time_ms
+        self.log_start_offset = log_start_offset
+        self.record_errors = [] if record_errors is None else record_errors
+        self.error_message = error_message
+        self.current_leader = LeaderIdAndEpoch() if current_leader is None else current_leader
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class TopicProduceResponse:
     name: str = ""
     partition_responses: list[PartitionProduceResponse] = field(default_factory=list)
 
+    def __init__(self, name: str = "", partition_responses: list[PartitionProduceResponse] | None = None) -> None:
+        self.name = name
+        self.partition_responses = [] if partition_responses is None else partition_responses
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class ProduceResponse(ApiMessage):
     responses: list[TopicProduceResponse] = field(default_factory=list)
     throttle_time_ms: int = 0
     node_endpoints: list[NodeEndpoint] = field(default_factory=list)
+
+    def __init__(self, responses: list[TopicProduceResponse] | None = None, throttle_time_ms: int = 0, node_endpoints: list[NodeEndpoint] | None = None) -> None:
+        self.responses = [] if responses is None else responses
+        self.throttle_time_ms = throttle_time_ms
+        self.node_endpoints = [] if node_endpoints is None else node_endpoints
 
 
 ProduceResponse.API_KEY = 0
 ProduceResponse.MIN_VERSION = 0
 ProduceResponse.MAX_VERSION = 12
 ProduceResponse.FLEXIBLE_MIN = 9
+
+
+_DEFAULT_LeaderIdAndEpoch = LeaderIdAndEpoch()
 
 
 def _d_PartitionProduceData_0(buf: Any, pos: int) -> tuple[PartitionProduceData, int]:
@@ -683,7 +737,7 @@ def _e_PartitionProduceResponse_10(o: PartitionProduceResponse, out: bytearray, 
             _e_BatchIndexAndErrorMessage_9(it_record_errors, out, chunks)
     write_compact_string(out, o.error_message)
     tags: list[tuple[int, bytearray]] = []
-    if o.current_leader != LeaderIdAndEpoch():
+    if o.current_leader != _DEFAULT_LeaderIdAndEpoch:
         t = bytearray()
         _e_LeaderIdAndEpoch_10(o.current_leader, t, chunks)
         tags.append((0, t))
@@ -755,7 +809,7 @@ def _e_ProduceResponse_10(o: ProduceResponse, out: bytearray, chunks: list[Any])
             _e_TopicProduceResponse_10(it_responses, out, chunks)
     out += _S0.pack(o.throttle_time_ms)
     tags: list[tuple[int, bytearray]] = []
-    if o.node_endpoints != list():
+    if o.node_endpoints != []:
         t = bytearray()
         write_array_count(t, o.node_endpoints, True)
         if o.node_endpoints is not None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,13 +20,20 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>h')
 _S1 = Struct('>q')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class SaslAuthenticateRequest(ApiMessage):
     auth_bytes: bytes = b""
+
+    def __init__(self, auth_bytes: bytes = b"") -> None:
+        self.auth_bytes = auth_bytes
 
 
 SaslAuthenticateRequest.API_KEY = 36
@@ -35,12 +42,18 @@ SaslAuthenticateRequest.MAX_VERSION = 2
 SaslAuthenticateRequest.FLEXIBLE_MIN = 2
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class SaslAuthenticateResponse(ApiMessage):
     error_code: int = 0
     error_message: str | None = None
     auth_bytes: bytes = b""
     session_lifetime_ms: int = 0
+
+    def __init__(self, error_code: int = 0, error_message: str | None = None, auth_bytes: bytes = b"", session_lifetime_ms: int = 0) -> None:
+        self.error_code = error_code
+        self.error_message = error_message
+        self.auth_bytes = auth_bytes
+        self.session_lifetime_ms = session_lifetime_ms
 
 
 SaslAuthenticateResponse.API_KEY = 36

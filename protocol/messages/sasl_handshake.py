@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,12 +20,19 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>h')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class SaslHandshakeRequest(ApiMessage):
     mechanism: str = ""
+
+    def __init__(self, mechanism: str = "") -> None:
+        self.mechanism = mechanism
 
 
 SaslHandshakeRequest.API_KEY = 17
@@ -34,10 +41,14 @@ SaslHandshakeRequest.MAX_VERSION = 1
 SaslHandshakeRequest.FLEXIBLE_MIN = None
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class SaslHandshakeResponse(ApiMessage):
     error_code: int = 0
     mechanisms: list[str] = field(default_factory=list)
+
+    def __init__(self, error_code: int = 0, mechanisms: list[str] | None = None) -> None:
+        self.error_code = error_code
+        self.mechanisms = [] if mechanisms is None else mechanisms
 
 
 SaslHandshakeResponse.API_KEY = 17

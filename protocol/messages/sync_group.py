@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,18 +20,26 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>i')
 _S1 = Struct('>h')
 _S2 = Struct('>ih')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class SyncGroupRequestAssignment:
     member_id: str = ""
     assignment: bytes = b""
 
+    def __init__(self, member_id: str = "", assignment: bytes = b"") -> None:
+        self.member_id = member_id
+        self.assignment = assignment
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class SyncGroupRequest(ApiMessage):
     group_id: str = ""
     generation_id: int = 0
@@ -41,6 +49,15 @@ class SyncGroupRequest(ApiMessage):
     protocol_name: str | None = None
     assignments: list[SyncGroupRequestAssignment] = field(default_factory=list)
 
+    def __init__(self, group_id: str = "", generation_id: int = 0, member_id: str = "", group_instance_id: str | None = None, protocol_type: str | None = None, protocol_name: str | None = None, assignments: list[SyncGroupRequestAssignment] | None = None) -> None:
+        self.group_id = group_id
+        self.generation_id = generation_id
+        self.member_id = member_id
+        self.group_instance_id = group_instance_id
+        self.protocol_type = protocol_type
+        self.protocol_name = protocol_name
+        self.assignments = [] if assignments is None else assignments
+
 
 SyncGroupRequest.API_KEY = 14
 SyncGroupRequest.MIN_VERSION = 0
@@ -48,13 +65,20 @@ SyncGroupRequest.MAX_VERSION = 5
 SyncGroupRequest.FLEXIBLE_MIN = 4
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class SyncGroupResponse(ApiMessage):
     throttle_time_ms: int = 0
     error_code: int = 0
     protocol_type: str | None = None
     protocol_name: str | None = None
     assignment: bytes = b""
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, protocol_type: str | None = None, protocol_name: str | None = None, assignment: bytes = b"") -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.protocol_type = protocol_type
+        self.protocol_name = protocol_name
+        self.assignment = assignment
 
 
 SyncGroupResponse.API_KEY = 14

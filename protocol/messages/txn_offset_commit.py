@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,6 +20,10 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>iq')
 _S1 = Struct('>qh')
 _S2 = Struct('>iqi')
@@ -28,21 +32,31 @@ _S4 = Struct('>ih')
 _S5 = Struct('>i')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class TxnOffsetCommitRequestPartition:
     partition_index: int = 0
     committed_offset: int = 0
     committed_leader_epoch: int = -1
     committed_metadata: str | None = ""
 
+    def __init__(self, partition_index: int = 0, committed_offset: int = 0, committed_leader_epoch: int = -1, committed_metadata: str | None = "") -> None:
+        self.partition_index = partition_index
+        self.committed_offset = committed_offset
+        self.committed_leader_epoch = committed_leader_epoch
+        self.committed_metadata = committed_metadata
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class TxnOffsetCommitRequestTopic:
     name: str = ""
     partitions: list[TxnOffsetCommitRequestPartition] = field(default_factory=list)
 
+    def __init__(self, name: str = "", partitions: list[TxnOffsetCommitRequestPartition] | None = None) -> None:
+        self.name = name
+        self.partitions = [] if partitions is None else partitions
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class TxnOffsetCommitRequest(ApiMessage):
     transactional_id: str = ""
     group_id: str = ""
@@ -53,6 +67,16 @@ class TxnOffsetCommitRequest(ApiMessage):
     group_instance_id: str | None = None
     topics: list[TxnOffsetCommitRequestTopic] = field(default_factory=list)
 
+    def __init__(self, transactional_id: str = "", group_id: str = "", producer_id: int = 0, producer_epoch: int = 0, generation_id: int = -1, member_id: str = "", group_instance_id: str | None = None, topics: list[TxnOffsetCommitRequestTopic] | None = None) -> None:
+        self.transactional_id = transactional_id
+        self.group_id = group_id
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self.generation_id = generation_id
+        self.member_id = member_id
+        self.group_instance_id = group_instance_id
+        self.topics = [] if topics is None else topics
+
 
 TxnOffsetCommitRequest.API_KEY = 28
 TxnOffsetCommitRequest.MIN_VERSION = 0
@@ -60,22 +84,34 @@ TxnOffsetCommitRequest.MAX_VERSION = 5
 TxnOffsetCommitRequest.FLEXIBLE_MIN = 3
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class TxnOffsetCommitResponsePartition:
     partition_index: int = 0
     error_code: int = 0
 
+    def __init__(self, partition_index: int = 0, error_code: int = 0) -> None:
+        self.partition_index = partition_index
+        self.error_code = error_code
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class TxnOffsetCommitResponseTopic:
     name: str = ""
     partitions: list[TxnOffsetCommitResponsePartition] = field(default_factory=list)
 
+    def __init__(self, name: str = "", partitions: list[TxnOffsetCommitResponsePartition] | None = None) -> None:
+        self.name = name
+        self.partitions = [] if partitions is None else partitions
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class TxnOffsetCommitResponse(ApiMessage):
     throttle_time_ms: int = 0
     topics: list[TxnOffsetCommitResponseTopic] = field(default_factory=list)
+
+    def __init__(self, throttle_time_ms: int = 0, topics: list[TxnOffsetCommitResponseTopic] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.topics = [] if topics is None else topics
 
 
 TxnOffsetCommitResponse.API_KEY = 28

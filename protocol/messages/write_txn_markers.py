@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,6 +20,10 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>qh?')
 _S1 = Struct('>i')
 _S2 = Struct('>ib')
@@ -27,13 +31,17 @@ _S3 = Struct('>ih')
 _S4 = Struct('>q')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class WritableTxnMarkerTopic:
     name: str = ""
     partition_indexes: list[int] = field(default_factory=list)
 
+    def __init__(self, name: str = "", partition_indexes: list[int] | None = None) -> None:
+        self.name = name
+        self.partition_indexes = [] if partition_indexes is None else partition_indexes
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class WritableTxnMarker:
     producer_id: int = 0
     producer_epoch: int = 0
@@ -42,10 +50,21 @@ class WritableTxnMarker:
     coordinator_epoch: int = 0
     transaction_version: int = 0
 
+    def __init__(self, producer_id: int = 0, producer_epoch: int = 0, transaction_result: bool = False, topics: list[WritableTxnMarkerTopic] | None = None, coordinator_epoch: int = 0, transaction_version: int = 0) -> None:
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self.transaction_result = transaction_result
+        self.topics = [] if topics is None else topics
+        self.coordinator_epoch = coordinator_epoch
+        self.transaction_version = transaction_version
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class WriteTxnMarkersRequest(ApiMessage):
     markers: list[WritableTxnMarker] = field(default_factory=list)
+
+    def __init__(self, markers: list[WritableTxnMarker] | None = None) -> None:
+        self.markers = [] if markers is None else markers
 
 
 WriteTxnMarkersRequest.API_KEY = 27
@@ -54,27 +73,42 @@ WriteTxnMarkersRequest.MAX_VERSION = 2
 WriteTxnMarkersRequest.FLEXIBLE_MIN = 1
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class WritableTxnMarkerPartitionResult:
     partition_index: int = 0
     error_code: int = 0
 
+    def __init__(self, partition_index: int = 0, error_code: int = 0) -> None:
+        self.partition_index = partition_index
+        self.error_code = error_code
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class WritableTxnMarkerTopicResult:
     name: str = ""
     partitions: list[WritableTxnMarkerPartitionResult] = field(default_factory=list)
 
+    def __init__(self, name: str = "", partitions: list[WritableTxnMarkerPartitionResult] | None = None) -> None:
+        self.name = name
+        self.partitions = [] if partitions is None else partitions
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class WritableTxnMarkerResult:
     producer_id: int = 0
     topics: list[WritableTxnMarkerTopicResult] = field(default_factory=list)
 
+    def __init__(self, producer_id: int = 0, topics: list[WritableTxnMarkerTopicResult] | None = None) -> None:
+        self.producer_id = producer_id
+        self.topics = [] if topics is None else topics
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class WriteTxnMarkersResponse(ApiMessage):
     markers: list[WritableTxnMarkerResult] = field(default_factory=list)
+
+    def __init__(self, markers: list[WritableTxnMarkerResult] | None = None) -> None:
+        self.markers = [] if markers is None else markers
 
 
 WriteTxnMarkersResponse.API_KEY = 27
