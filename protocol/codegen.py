@@ -1,7 +1,9 @@
 """Generate flat per-version codecs from the schema tables: `python -m pybroker.protocol.codegen [--check]`.
 
 For every schema module in `pybroker.protocol.schema`, writes `pybroker/protocol/messages/<name>.py`
-holding one slotted dataclass per message and nested struct (version-agnostic: one code path per handler)
+holding one slotted dataclass per message and nested struct (version-agnostic: one code path per handler;
+its `__init__` written out and its ApiMessage constants set after the body, so that the hot modules
+compile with mypyc, see setup.py)
 and, per version, straight-line `_d_<Class>_<v>` / `_e_<Class>_<v>` functions: version checks are
 resolved here, adjacent fixed-width fields share one precompiled `struct.Struct`, and "no tagged fields"
 is a one-byte fast path. Flat code decodes about twice as fast as walking the schema at run time.
