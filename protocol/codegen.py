@@ -332,6 +332,23 @@ def _enc_value(em: Emitter, f: Field, v: int, flex: bool, expr: str, out: str, i
     return [f"{ind}write_{c}{t}({out}, {expr})"]
 
 
+def _differs_from_default(em: Emitter, f: Field, expr: str) -> str:
+    """A condition true when the tagged field `expr` is not its default (only then is it written).
+
+    A struct default is one module-level instance; a struct of plain values is compared field by
+    field (compiled code then compares them in C, where a dataclass's `__eq__` stays interpreted).
+    """
+    default, factory = _default_expr(f)
+    if not factory:
+        return f"{expr} != {default}"
+    if default == "list":
+        return f"{expr} != []"
+    instance = em.default_instance(default)
+    if all(not (g.is_array or g.is_struct) for g in f.fields) and f.fields:
+        return " or ".join(f"{expr}.{g.name} != {instance}.{g.name}" for g in f.fields)
+    return f"{expr} != {instance}"
+
+
 def _holds_records(f: Field) -> bool:
     return f.element_type == "records" or any(_holds_records(g) for g in f.fields)
 
@@ -365,12 +382,7 @@ def _enc_function(em: Emitter, info: StructInfo, v: int) -> None:
         else:
             lines.append("    tags: list[tuple[int, bytearray]] = []")
             for f in tagged:
-                default, factory = _default_expr(f)
-                if factory and default != "list":  # a struct: compared with one default instance
-                    default = em.default_instance(default)
-                elif factory:
-                    default = "[]"
-                lines += [f"    if o.{f.name} != {default}:",
+                lines += [f"    if {_differs_from_default(em, f, f'o.{f.name}')}:",
                           "        t = bytearray()"]
                 lines += _enc_value(em, f, v, flex, f"o.{f.name}", "t", "        ")
                 lines.append(f"        tags.append(({f.tag}, t))")

@@ -797,7 +797,7 @@ def _e_FetchRequest_15(o: FetchRequest, out: bytearray, chunks: list[Any]) -> No
         t = bytearray()
         write_compact_string(t, o.cluster_id)
         tags.append((0, t))
-    if o.replica_state != _DEFAULT_ReplicaState:
+    if o.replica_state.replica_id != _DEFAULT_ReplicaState.replica_id or o.replica_state.replica_epoch != _DEFAULT_ReplicaState.replica_epoch:
         t = bytearray()
         _e_ReplicaState_15(o.replica_state, t, chunks)
         tags.append((1, t))
@@ -923,7 +923,7 @@ def _e_FetchRequest_17(o: FetchRequest, out: bytearray, chunks: list[Any]) -> No
         t = bytearray()
         write_compact_string(t, o.cluster_id)
         tags.append((0, t))
-    if o.replica_state != _DEFAULT_ReplicaState:
+    if o.replica_state.replica_id != _DEFAULT_ReplicaState.replica_id or o.replica_state.replica_epoch != _DEFAULT_ReplicaState.replica_epoch:
         t = bytearray()
         _e_ReplicaState_15(o.replica_state, t, chunks)
         tags.append((1, t))
@@ -1311,15 +1311,15 @@ def _e_PartitionData_12(o: PartitionData, out: bytearray, chunks: list[Any]) -> 
     out += _S12.pack(o.preferred_read_replica)
     write_compact_records(out, chunks, o.records)
     tags: list[tuple[int, bytearray]] = []
-    if o.diverging_epoch != _DEFAULT_EpochEndOffset:
+    if o.diverging_epoch.epoch != _DEFAULT_EpochEndOffset.epoch or o.diverging_epoch.end_offset != _DEFAULT_EpochEndOffset.end_offset:
         t = bytearray()
         _e_EpochEndOffset_12(o.diverging_epoch, t, chunks)
         tags.append((0, t))
-    if o.current_leader != _DEFAULT_LeaderIdAndEpoch:
+    if o.current_leader.leader_id != _DEFAULT_LeaderIdAndEpoch.leader_id or o.current_leader.leader_epoch != _DEFAULT_LeaderIdAndEpoch.leader_epoch:
         t = bytearray()
         _e_LeaderIdAndEpoch_12(o.current_leader, t, chunks)
         tags.append((1, t))
-    if o.snapshot_id != _DEFAULT_SnapshotId:
+    if o.snapshot_id.end_offset != _DEFAULT_SnapshotId.end_offset or o.snapshot_id.epoch != _DEFAULT_SnapshotId.epoch:
         t = bytearray()
         _e_SnapshotId_12(o.snapshot_id, t, chunks)
         tags.append((2, t))

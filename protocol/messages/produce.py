@@ -737,7 +737,7 @@ def _e_PartitionProduceResponse_10(o: PartitionProduceResponse, out: bytearray, 
             _e_BatchIndexAndErrorMessage_9(it_record_errors, out, chunks)
     write_compact_string(out, o.error_message)
     tags: list[tuple[int, bytearray]] = []
-    if o.current_leader != _DEFAULT_LeaderIdAndEpoch:
+    if o.current_leader.leader_id != _DEFAULT_LeaderIdAndEpoch.leader_id or o.current_leader.leader_epoch != _DEFAULT_LeaderIdAndEpoch.leader_epoch:
         t = bytearray()
         _e_LeaderIdAndEpoch_10(o.current_leader, t, chunks)
         tags.append((0, t))
