@@ -24,7 +24,9 @@ from bench.load import COMMON, CONSUMER_SETTINGS, PRODUCER_SETTINGS
 
 #: a job that has not answered this long after its start instant is reported as timed out
 JOB_TIMEOUT_S = 180.0
-SETUP_S = 1.5  # time given to every process to build its client before the common start instant
+SETUP_TIMEOUT_S = 60.0  # a client that cannot set up in this long (bootstrap, metadata) fails its job
+START_DELAY_S = 0.05  # from "every client is ready" to the common start instant
+READY = "ready"
 
 
 @dataclass
@@ -55,13 +57,23 @@ class PhaseResult:
         return self.payload_bytes / 1e6 / self.seconds if self.seconds > 0 else 0.0
 
 
-def _wait_until(instant: float) -> None:
-    pause = instant - time.monotonic()
-    if pause > 0:
-        time.sleep(pause)
+class Sync:
+    """The job's side of the start: say the client is set up, then wait for the common start instant."""
+
+    def __init__(self, jobs: Any, results: Any) -> None:
+        self._jobs = jobs
+        self._results = results
+
+    def start(self) -> float:
+        self._results.put(READY)
+        start_at: float = self._jobs.get()
+        pause = start_at - time.monotonic()
+        if pause > 0:
+            time.sleep(pause)
+        return start_at
 
 
-def produce_job(bootstrap: str, topic: str, partitions: list[int], records: int, size: int, start_at: float,
+def produce_job(sync: Sync, bootstrap: str, topic: str, partitions: list[int], records: int, size: int,
                 deadline_s: float) -> JobResult:
     """Send `records` values of `size` bytes round-robin over `partitions`; count acks per partition."""
     from confluent_kafka import Producer
@@ -83,7 +95,7 @@ def produce_job(bootstrap: str, topic: str, partitions: list[int], records: int,
 
     produce = producer.produce
     count = len(partitions)
-    _wait_until(start_at)
+    start_at = sync.start()
     deadline = start_at + deadline_s
     sent = 0
     while sent < records:
@@ -105,7 +117,7 @@ def produce_job(bootstrap: str, topic: str, partitions: list[int], records: int,
     return result
 
 
-def consume_job(bootstrap: str, topic: str, slices: list[tuple[int, int, int]], start_at: float,
+def consume_job(sync: Sync, bootstrap: str, topic: str, slices: list[tuple[int, int, int]],
                 deadline_s: float) -> JobResult:
     """Read the offset ranges `slices` = [(partition, start, end)] by assign (no group, nothing committed)."""
     from confluent_kafka import Consumer, TopicPartition
@@ -116,7 +128,7 @@ def consume_job(bootstrap: str, topic: str, slices: list[tuple[int, int, int]], 
         consumer.list_topics(topic, timeout=30)
         ends = {p: end for p, start, end in slices if end > start}
         wanted = sum(end - start for _, start, end in slices if end > start)
-        _wait_until(start_at)
+        start_at = sync.start()
         consumer.assign([TopicPartition(topic, p, start) for p, start, end in slices if end > start])
         deadline = start_at + deadline_s
         got = 0
@@ -151,9 +163,11 @@ def _serve(jobs: Any, results: Any) -> None:
         job = jobs.get()
         if job is None:
             return
+        if isinstance(job, float):
+            continue  # the start instant of a job that failed before it was ready
         fn, kwargs = job
         try:
-            results.put(fn(**kwargs))
+            results.put(fn(Sync(jobs, results), **kwargs))
         except Exception:
             results.put(JobResult(note="failed: " + traceback.format_exc().strip().splitlines()[-1]))
 
@@ -171,13 +185,28 @@ class Fleet:
         for proc in self._procs:
             proc.start()
 
-    def run(self, jobs: list[tuple[Callable[..., JobResult], dict[str, Any]]], start_at: float) -> PhaseResult:
-        for q, job in zip(self._jobs, jobs, strict=False):
+    def run(self, jobs: list[tuple[Callable[..., JobResult], dict[str, Any]]]) -> PhaseResult:
+        """Hand out the jobs, wait until every client is set up, give them one start instant, gather."""
+        queues = self._jobs[:len(jobs)]
+        for q, job in zip(queues, jobs, strict=True):
             q.put(job)
         results: list[JobResult] = []
-        for _ in jobs:
+        ready = 0
+        while ready + len(results) < len(jobs):  # a job that fails in its setup answers with its result
             try:
-                results.append(self._results.get(timeout=max(1.0, start_at - time.monotonic()) + JOB_TIMEOUT_S))
+                answer = self._results.get(timeout=SETUP_TIMEOUT_S)
+            except queue.Empty:
+                raise RuntimeError("client processes did not set up in time") from None
+            if answer == READY:
+                ready += 1
+            else:
+                results.append(answer)
+        start_at = time.monotonic() + START_DELAY_S
+        for q in queues:
+            q.put(start_at)  # a process whose job already failed takes this as its next job and ignores it
+        for _ in range(ready):
+            try:
+                results.append(self._results.get(timeout=JOB_TIMEOUT_S))
             except queue.Empty:
                 results.append(JobResult(note="a client process did not answer"))
         finished = max((r.finished_at for r in results), default=start_at)
@@ -195,11 +224,10 @@ class Fleet:
         n = self.size
         owned = ([list(range(w, partitions, n)) for w in range(n)] if partitions >= n
                  else [list(range(partitions))] * n)
-        start_at = time.monotonic() + SETUP_S
         shares = [records // n + (1 if w < records % n else 0) for w in range(n)]
         return self.run([(produce_job, {"bootstrap": bootstrap, "topic": topic, "partitions": owned[w],
-                                        "records": shares[w], "size": size, "start_at": start_at,
-                                        "deadline_s": deadline_s}) for w in range(n) if shares[w]], start_at)
+                                        "records": shares[w], "size": size,
+                                        "deadline_s": deadline_s}) for w in range(n) if shares[w]])
 
     def consume(self, bootstrap: str, topic: str, ends: dict[int, int], deadline_s: float = 120.0) -> PhaseResult:
         """Read offsets [0, end) of every partition: whole partitions per process when there are enough
@@ -215,9 +243,8 @@ class Fleet:
                 step = -(-ends[p] // n)
                 for w in range(n):
                     slices[w].append((p, min(w * step, ends[p]), min((w + 1) * step, ends[p])))
-        start_at = time.monotonic() + SETUP_S
-        return self.run([(consume_job, {"bootstrap": bootstrap, "topic": topic, "slices": s, "start_at": start_at,
-                                        "deadline_s": deadline_s}) for s in slices if s], start_at)
+        return self.run([(consume_job, {"bootstrap": bootstrap, "topic": topic, "slices": s,
+                                        "deadline_s": deadline_s}) for s in slices if s])
 
     def close(self) -> None:
         for q in self._jobs:

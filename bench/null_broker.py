@@ -33,6 +33,7 @@ if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
 from pybroker.protocol.frames import decode_request, encode_response  # noqa: E402
+from pybroker.protocol.framing import FrameDecoder  # noqa: E402
 from pybroker.protocol.messages.api_versions import ApiVersion, ApiVersionsResponse  # noqa: E402
 from pybroker.protocol.messages.fetch import FetchableTopicResponse, FetchResponse, PartitionData  # noqa: E402
 from pybroker.protocol.messages.find_coordinator import FindCoordinatorResponse  # noqa: E402
@@ -47,8 +48,18 @@ from pybroker.protocol.messages.produce import (  # noqa: E402
     ProduceResponse,
     TopicProduceResponse,
 )
-from pybroker.protocol.records.batch import patch_base_offset  # noqa: E402
-from pybroker.protocol.records.record import Record, build_batch  # noqa: E402
+from pybroker.protocol.records.batch import (  # noqa: E402
+    HEADER,
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+    MAGIC_V2,
+    NO_PARTITION_LEADER_EPOCH,
+    NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID,
+    NO_SEQUENCE,
+    rewrite_crc,
+)
+from pybroker.protocol.records.record import Record, encode_record  # noqa: E402
 
 #: (key, min, max): versions that need no topic ids (Metadata < 10, Fetch < 13) and no batched coordinators
 SERVED = ((18, 0, 3), (3, 1, 9), (0, 3, 9), (1, 4, 12), (10, 0, 3))
@@ -74,11 +85,30 @@ def batch_records(size: int, max_bytes: int = BATCH_BYTES) -> int:
     return max(1, min(10_000, max_bytes // (size + 16)))
 
 
+class At:
+    """A ready-made batch sent at another base offset without a copy: the encoder makes it a chunk of
+    its own (anything not bytes is), and the writer sends the new base offset, then the batch's rest
+    (the base offset is outside the CRC)."""
+
+    __slots__ = ("base_offset", "batch")
+
+    def __init__(self, base_offset: int, batch: bytes) -> None:
+        self.base_offset = base_offset
+        self.batch = batch
+
+    def __len__(self) -> int:
+        return len(self.batch)
+
+    def parts(self) -> tuple[bytes, memoryview]:
+        return self.base_offset.to_bytes(8, "big", signed=True), memoryview(self.batch)[8:]
+
+
 class NullBroker:
     def __init__(self, host: str, port: int) -> None:
         self.host = host
         self.port = port
-        self.batches: dict[tuple[int, int], bytes] = {}
+        self.bodies: dict[int, tuple[bytes, list[int]]] = {}  # record size -> (longest body, record ends)
+        self.made: dict[tuple[int, int], bytes] = {}  # (record size, count) -> batch at base offset 0
         self.next_offset: dict[tuple[str, int], int] = defaultdict(int)
 
     def answer(self, api_key: int, version: int, request: Any) -> Any:
@@ -86,6 +116,8 @@ class NullBroker:
             return ApiVersionsResponse(api_keys=[ApiVersion(k, lo, hi) for k, lo, hi in SERVED])
         if api_key == 3:
             names = [t.name for t in request.topics or []]
+            for name in names:  # make the topic's records now, while the client sets up, not in a timed fetch
+                self.batch(size_of(name), 1)
             return MetadataResponse(
                 brokers=[MetadataResponseBroker(0, self.host, self.port)], cluster_id="null", controller_id=0,
                 topics=[MetadataResponseTopic(name=name, partitions=[
@@ -114,14 +146,28 @@ class NullBroker:
             responses.append(TopicProduceResponse(name=topic.name, partition_responses=parts))
         return None if request.acks == 0 else ProduceResponse(responses=responses)
 
-    def batch(self, size: int, count: int) -> bytes:
-        """A ready-made batch of `count` records of `size` bytes (made once per shape)."""
-        key = (size, count)
-        made = self.batches.get(key)
+    def batch(self, size: int, count: int) -> bytearray:
+        """A batch of `count` records of `size` bytes at base offset 0, fresh (the caller patches it).
+
+        Record i's bytes depend only on i, so the body of any count is a prefix of the longest one's:
+        made once per size, then a batch costs a header, a slice and a CRC, never an encode per record.
+        """
+        made = self.bodies.get(size)
         if made is None:
-            made = self.batches[key] = build_batch((Record(i, 0, None, bytes(size)) for i in range(count)),
-                                                   base_timestamp=1)
-        return made
+            body = bytearray()
+            ends = []
+            for i in range(batch_records(size)):
+                encode_record(body, Record(i, 0, None, bytes(size)))
+                ends.append(len(body))
+            made = self.bodies[size] = (bytes(body), ends)
+        body, ends = made
+        length = ends[count - 1]
+        out = bytearray(HEADER_SIZE + length)
+        HEADER.pack_into(out, 0, 0, HEADER_SIZE - LOG_OVERHEAD + length, NO_PARTITION_LEADER_EPOCH, MAGIC_V2, 0,
+                         0, count - 1, 1, 1, NO_PRODUCER_ID, NO_PRODUCER_EPOCH, NO_SEQUENCE, count)
+        out[HEADER_SIZE:] = memoryview(body)[:length]
+        rewrite_crc(out, 0)
+        return out
 
     def fetched(self, request: Any) -> tuple[Any, bool]:
         """The answer, and whether it is empty (then it waits `max_wait_ms`, as a broker's long poll does)."""
@@ -134,42 +180,61 @@ class NullBroker:
             for p in topic.partitions:
                 end = self.next_offset[(topic.topic, p.partition)]
                 count = min(most, end - p.fetch_offset)
-                records: bytes | bytearray = b""
+                records: bytes | At = b""
                 if count > 0:
-                    records = bytearray(self.batch(size, count))
-                    patch_base_offset(records, 0, p.fetch_offset)
+                    batch = self.made.get((size, count))
+                    if batch is None:
+                        batch = self.made[size, count] = bytes(self.batch(size, count))
+                    records = At(p.fetch_offset, batch)
                     empty = False
                 parts.append(PartitionData(partition_index=p.partition, high_watermark=end, last_stable_offset=end,
                                            log_start_offset=0, records=records))
             topics.append(FetchableTopicResponse(topic=topic.topic, partitions=parts))
         return FetchResponse(responses=topics), empty
 
-    async def serve_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            while True:
-                size = int.from_bytes(await reader.readexactly(4), "big", signed=True)
-                frame = bytearray(await reader.readexactly(size))
-                header, request = decode_request(frame)
-                if header.api_key == 1:
-                    response, empty = self.fetched(request)
-                    if empty:
-                        await asyncio.sleep(min(request.max_wait_ms, 1000) / 1000)
-                else:
-                    response = self.answer(header.api_key, header.api_version, request)
-                if response is not None:
-                    writer.writelines(encode_response(header.correlation_id, header.api_key,
-                                                      header.api_version, response))
-                    await writer.drain()
-        except (asyncio.IncompleteReadError, ConnectionError):
-            pass
-        finally:
-            writer.close()
-
     async def serve(self) -> None:
-        server = await asyncio.start_server(self.serve_connection, self.host, self.port, limit=1 << 22)
+        loop = asyncio.get_running_loop()
+        server = await loop.create_server(lambda: NullConnection(self), self.host, self.port)
         print(f"null broker on {self.host}:{self.port}", flush=True)
         async with server:
             await server.serve_forever()
+
+
+class NullConnection(asyncio.Protocol):
+    """One client connection: frames cut as pybroker cuts them (one allocation per frame, no stream
+    buffer copies), answered in order by one task (an empty fetch waits before its answer)."""
+
+    def __init__(self, broker: NullBroker) -> None:
+        self.broker = broker
+        self.decoder = FrameDecoder(1 << 30)
+        self.frames: asyncio.Queue[bytearray | None] = asyncio.Queue()
+        self.transport: Any = None
+        self.task: asyncio.Task[None] | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # uvloop's transports are not asyncio.Transport subclasses
+        self.task = asyncio.get_running_loop().create_task(self.answer_all())
+
+    def data_received(self, data: bytes) -> None:
+        for frame in self.decoder.feed(data):
+            self.frames.put_nowait(frame)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.frames.put_nowait(None)
+
+    async def answer_all(self) -> None:
+        while (frame := await self.frames.get()) is not None:
+            header, request = decode_request(frame)
+            if header.api_key == 1:
+                response, empty = self.broker.fetched(request)
+                if empty:
+                    await asyncio.sleep(min(request.max_wait_ms, 1000) / 1000)
+            else:
+                response = self.broker.answer(header.api_key, header.api_version, request)
+            if response is not None and not self.transport.is_closing():
+                chunks = encode_response(header.correlation_id, header.api_key, header.api_version, response)
+                self.transport.writelines([part for chunk in chunks for part in
+                                           (chunk.parts() if isinstance(chunk, At) else (chunk,))])
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import signal
 import sys
 import tempfile
 import time
@@ -222,6 +223,8 @@ def client_ceilings(records: int) -> dict[int, float]:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    # a SIGTERM unwinds like an exception, so client processes and brokers are stopped, not left behind
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     names = ["pybroker", "tansu"]
     if args.only:
         names = [args.only]
