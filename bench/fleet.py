@@ -74,8 +74,9 @@ class Sync:
 
 
 def produce_job(sync: Sync, bootstrap: str, topic: str, partitions: list[int], records: int, size: int,
-                deadline_s: float) -> JobResult:
-    """Send `records` values of `size` bytes round-robin over `partitions`; count acks per partition."""
+                seconds: float, deadline_s: float) -> JobResult:
+    """Send values of `size` bytes round-robin over `partitions` for `seconds` (at most `records` of them),
+    then wait for every ack; count acks per partition."""
     from confluent_kafka import Producer
 
     producer = Producer({"bootstrap.servers": bootstrap, **COMMON, **PRODUCER_SETTINGS})
@@ -96,22 +97,25 @@ def produce_job(sync: Sync, bootstrap: str, topic: str, partitions: list[int], r
     produce = producer.produce
     count = len(partitions)
     start_at = sync.start()
+    stop_at = start_at + seconds
     deadline = start_at + deadline_s
     sent = 0
     while sent < records:
         try:
             produce(topic, payload, partition=partitions[sent % count], on_delivery=on_delivery)
             sent += 1
+            if not sent & 255 and time.monotonic() >= stop_at:
+                break
         except BufferError:
             producer.poll(0.005)
-            if time.monotonic() > deadline:
+            if time.monotonic() >= stop_at:
                 break
     left = producer.flush(max(1.0, deadline - time.monotonic()))
     result.finished_at = time.monotonic()
     result.records = sum(acked.values())
     result.payload_bytes = result.records * size
-    if sent < records or left:
-        result.note = f"timed out after {deadline_s:.0f} s ({sent - left:,} of {records:,} acked)"
+    if left:
+        result.note = f"timed out after {deadline_s:.0f} s ({sent - left:,} of {sent:,} acked)"
     if failures:
         result.note += f"{'; ' if result.note else ''}{len(failures)} failed ({failures[0]})"
     return result
@@ -218,15 +222,15 @@ class Fleet:
                            max(0.0, finished - start_at), per_partition, [r.note for r in results if r.note])
 
     def produce(self, bootstrap: str, topic: str, partitions: int, records: int, size: int,
-                deadline_s: float = 120.0) -> PhaseResult:
-        """`records` over all processes; with at least as many partitions as processes each process
+                seconds: float = 1e9, deadline_s: float = 120.0) -> PhaseResult:
+        """At most `records` over all processes, for at most `seconds`; with at least as many partitions as processes each process
         writes its own partitions, else every process writes every partition."""
         n = self.size
         owned = ([list(range(w, partitions, n)) for w in range(n)] if partitions >= n
                  else [list(range(partitions))] * n)
         shares = [records // n + (1 if w < records % n else 0) for w in range(n)]
         return self.run([(produce_job, {"bootstrap": bootstrap, "topic": topic, "partitions": owned[w],
-                                        "records": shares[w], "size": size,
+                                        "records": shares[w], "size": size, "seconds": seconds,
                                         "deadline_s": deadline_s}) for w in range(n) if shares[w]])
 
     def consume(self, bootstrap: str, topic: str, ends: dict[int, int], deadline_s: float = 120.0) -> PhaseResult:

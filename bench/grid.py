@@ -8,7 +8,9 @@ repetitions; a ratio is the median of the repetitions' ratios (each taken betwee
 Per phase, beside msgs/s and MB/s: the broker process's CPU seconds (user + system, from `/proc/<pid>/stat`)
 per GB of payload moved (less sensitive to a busy machine than a rate), its RSS after the phase, and for
 pybroker's consume the share of fetched bytes sent by `os.sendfile` (its `pybroker_fetch_bytes_total{path}`).
-Topics are fresh per phase pair and deleted after it, so the brokers hold one cell's data at a time.
+A produce phase runs for a fixed time (the clients stop handing records over, then wait for every ack) so
+every target gets a phase of similar length; its consume phase reads back exactly what was acked. Topics
+are fresh per cell and deleted after it (Tansu, which keeps deleted data, is restarted when it grows).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import statistics
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,6 +30,9 @@ from bench.load import COMMON
 from tests.integration.brokers import BrokerProcess
 
 CEILING = "null"
+#: a produce phase stops after its seconds or this much payload, whichever comes first
+MAX_BYTES_PER_PHASE = 4e9
+RECYCLE_RSS_MB = 3000.0
 
 
 class NullBrokerProcess(BrokerProcess):
@@ -178,15 +184,17 @@ def _measured(broker: BrokerProcess, run: Any) -> tuple[PhaseResult, Phase]:
     return result, phase
 
 
-def run_cell(fleet: Fleet, name: str, broker: BrokerProcess, size: int, partitions: int, records: int,
+def run_cell(fleet: Fleet, name: str, broker: BrokerProcess, size: int, partitions: int, seconds: float,
              deadline_s: float) -> tuple[Phase, Phase]:
+    """Produce for `seconds` into a fresh topic, then consume all of it back; the topic is deleted after."""
     topic = f"bench-s{size}-p{partitions}-{uuid.uuid4().hex[:6]}"  # the null broker reads both from the name
     if name != CEILING:
         create_topic(broker.bootstrap, topic, partitions)
-    print(f"  [{name}] {records:,} x {size} B over {partitions} partition(s): produce ...", end="", flush=True)
+    print(f"  [{name}] {size} B over {partitions} partition(s): produce {seconds:g} s ...", end="", flush=True)
+    records = max(fleet.size, int(MAX_BYTES_PER_PHASE // size))
     produced, produce = _measured(broker, lambda: fleet.produce(broker.bootstrap, topic, partitions, records, size,
-                                                                deadline_s))
-    print(f" {produce.msgs_per_s:,.0f} msgs/s; consume ...", end="", flush=True)
+                                                                seconds, deadline_s))
+    print(f" {produce.msgs_per_s:,.0f} msgs/s ({produce.records:,}); consume ...", end="", flush=True)
     _, consume = _measured(broker, lambda: fleet.consume(broker.bootstrap, topic, produced.per_partition, deadline_s))
     print(f" {consume.msgs_per_s:,.0f} msgs/s", flush=True)
     if name != CEILING:
@@ -194,22 +202,37 @@ def run_cell(fleet: Fleet, name: str, broker: BrokerProcess, size: int, partitio
     return produce, consume
 
 
-def run_grid(fleet: Fleet, brokers: dict[str, BrokerProcess], sizes: tuple[int, ...], counts: tuple[int, ...],
-             records: dict[int, int], repeats: int, deadline_s: float) -> list[Cell]:
-    """Every cell on every target, `repeats` times over; a target that fails is dropped from the rest."""
+def recycled(name: str, broker: BrokerProcess, fresh: Callable[[], BrokerProcess]) -> BrokerProcess:
+    """Tansu's memory:// keeps what a deleted topic held: past RECYCLE_RSS_MB it is replaced by a fresh one."""
+    if memory_mb(broker.pid) < RECYCLE_RSS_MB:
+        return broker
+    print(f"  [{name}] RSS {memory_mb(broker.pid):,.0f} MB: restarting it empty", flush=True)
+    broker.stop(timeout=30, expect_code=None)
+    broker.close()
+    return fresh().start()
+
+
+def run_grid(fleet: Fleet, brokers: dict[str, BrokerProcess], fresh: dict[str, Callable[[], BrokerProcess]],
+             sizes: tuple[int, ...], counts: tuple[int, ...], seconds: float, repeats: int,
+             deadline_s: float) -> list[Cell]:
+    """Every cell on every target, `repeats` times over; a target that fails is dropped from the rest.
+    `brokers` is updated in place when one is recycled (`fresh[name]()` makes its replacement)."""
     cells = {(kind, size, count): Cell(kind, size, count)
              for size in sizes for count in counts for kind in ("produce", "consume")}
-    live = dict(brokers)
+    live = set(brokers)
     for rep in range(repeats):
         print(f"  -- repetition {rep + 1} of {repeats} --", flush=True)
         for count in counts:
             for size in sizes:
-                for name, broker in list(live.items()):
+                for name in [n for n in brokers if n in live]:
+                    broker = brokers[name]
                     try:
-                        produce, consume = run_cell(fleet, name, broker, size, count, records[size], deadline_s)
+                        produce, consume = run_cell(fleet, name, broker, size, count, seconds, deadline_s)
+                        if name in fresh:
+                            brokers[name] = recycled(name, broker, fresh[name])
                     except Exception as exc:
                         print(f"\n  [{name}] failed: {exc!r}; left out of the rest\n{broker.log_tail(10)}", flush=True)
-                        del live[name]
+                        live.discard(name)
                         continue
                     cells["produce", size, count].runs.setdefault(name, []).append(produce)
                     cells["consume", size, count].runs.setdefault(name, []).append(consume)

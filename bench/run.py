@@ -15,8 +15,9 @@ of pybroker's fetched bytes sent by `os.sendfile`. Then end-to-end latency (p50/
 the consumer-group join time. The issue 14 goals are printed as ratios with met/not met, and everything
 is written as JSON to the git-ignored `bench/results/` (`latest.json` and one file per run).
 
-`BENCH_QUICK=1` (or `--quick`): a two-minute subset (1 KiB and 10 KiB, 1 and 16 partitions, one
-repetition, nothing else). The full run adds, before the load, in-process: what produce-path validation
+A produce phase lasts a fixed time (2.5 s; the consume phase reads all of it back), the grid is repeated
+twice (`--repeats`). `BENCH_QUICK=1` (or `--quick`): a two-minute subset (1 KiB and 10 KiB, 1 and 16
+partitions, one repetition, nothing else). The full run adds, before the load, in-process: what produce-path validation
 costs per batch and per record (`bench/validation.py`) and what fetch sessions (KIP-227) save a consumer
 of 1,000 partitions (`bench/fetch_sessions.py`); and after it, on pybroker alone: its RSS under the
 big-frame attack (`bench/big_frames.py`), TLS against PLAINTEXT (`bench/tls.py`) and transactional
@@ -35,6 +36,7 @@ import signal
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -59,10 +61,8 @@ from tests.integration.metrics_broker import MetricsBrokerProcess  # noqa: E402
 
 SIZES = (100, 1024, 10240)
 COUNTS = (1, 16, 256, 1024)
-#: records per phase by record size: ~40 MB of 100 B, ~150 MB of 1 KiB, ~250 MB of 10 KiB
-RECORDS = {100: 400_000, 1024: 150_000, 10240: 25_000}
-QUICK = {"sizes": (1024, 10240), "counts": (1, 16), "records": {100: 150_000, 1024: 60_000, 10240: 10_000},
-         "repeats": 1, "latency_seconds": 5.0}
+PRODUCE_SECONDS = 2.5
+QUICK = {"sizes": (1024, 10240), "counts": (1, 16), "seconds": 2.0, "repeats": 1, "latency_seconds": 5.0}
 STORAGE = {"pybroker": "log segments on disk, fsync before acks=all is answered",
            "tansu": "memory:// (nothing on disk)", CEILING: "the null broker: answers at once, stores nothing"}
 
@@ -72,9 +72,12 @@ def default_processes() -> int:
     return max(2, os.cpu_count() or 2)
 
 
-def start_brokers(names: list[str], workdir: Path) -> dict[str, BrokerProcess]:
-    """Every target up at once (each idles while another is measured); one that cannot start is left out."""
+def start_brokers(names: list[str], workdir: Path) -> tuple[dict[str, BrokerProcess],
+                                                         dict[str, Callable[[], BrokerProcess]]]:
+    """Every target up at once (each idles while another is measured); one that cannot start is left out.
+    Also how to make a fresh Tansu (its memory:// storage keeps deleted topics' data)."""
     brokers: dict[str, BrokerProcess] = {}
+    fresh: dict[str, Callable[[], BrokerProcess]] = {}
     for name in names:
         broker: BrokerProcess
         if name == "tansu":
@@ -84,6 +87,7 @@ def start_brokers(names: list[str], workdir: Path) -> dict[str, BrokerProcess]:
                 print(f"Tansu cannot be had, so no ratios: {exc}", flush=True)
                 continue
             broker = TansuProcess(workdir / "tansu", binary)
+            fresh[name] = lambda binary=binary: TansuProcess(workdir / "tansu", binary)  # type: ignore[misc]
         elif name == CEILING:
             broker = NullBrokerProcess(workdir / "null")
         else:
@@ -97,7 +101,7 @@ def start_brokers(names: list[str], workdir: Path) -> dict[str, BrokerProcess]:
             broker.close()
             continue
         brokers[name] = broker
-    return brokers
+    return brokers, fresh
 
 
 def measure_latency(brokers: dict[str, BrokerProcess], args: argparse.Namespace) -> tuple[dict[str, Latency],
@@ -138,7 +142,7 @@ def settings_of(args: argparse.Namespace) -> dict[str, Any]:
     import confluent_kafka
 
     return {"processes": args.processes, "repeats": args.repeats, "sizes": list(args.sizes),
-            "partitions": list(args.counts), "records": {str(s): args.records[s] for s in args.sizes},
+            "partitions": list(args.counts), "produce_seconds": args.seconds,
             "client": f"confluent-kafka {confluent_kafka.__version__} / librdkafka {confluent_kafka.libversion()[0]}",
             "producer": PRODUCER_SETTINGS, "consumer": {k: v for k, v in CONSUMER_SETTINGS.items() if k != "group.id"},
             "latency": {"rate": args.latency_rate, "seconds": args.latency_seconds, "size": 100,
@@ -151,9 +155,9 @@ def print_settings(settings: dict[str, Any]) -> None:
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, load average {load[0]:.2f} {load[1]:.2f} "
           f"{load[2]:.2f}; clients and brokers share it; Python {platform.python_version()}")
     print(f"client: {settings['client']}, {settings['processes']} processes, each its share of a phase's records")
-    print("records per phase: " + ", ".join(f"{n:,} x {s} B" for s, n in settings["records"].items())
-          + f", no keys; partitions: {', '.join(map(str, settings['partitions']))}; "
-          f"repetitions: {settings['repeats']}")
+    print(f"record sizes: {', '.join(f'{s} B' for s in settings['sizes'])}, no keys; partitions: "
+          f"{', '.join(map(str, settings['partitions']))}; produce {settings['produce_seconds']:g} s per phase, "
+          f"then consume all of it; repetitions: {settings['repeats']}")
     print("producer: " + ", ".join(f"{k}={v}" for k, v in PRODUCER_SETTINGS.items()))
     print("consumer: " + ", ".join(f"{k}={v}" for k, v in settings["consumer"].items())
           + " (assign from offset 0, no group, nothing committed)")
@@ -168,10 +172,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="a two-minute subset (also BENCH_QUICK=1)")
     parser.add_argument("--processes", type=int, default=int(os.environ.get("BENCH_PROCESSES", 0)) or None,
                         help=f"client processes (default: cores, at least 2; here {default_processes()})")
-    parser.add_argument("--repeats", type=int, help="repetitions of the grid (default 3, quick 1)")
+    parser.add_argument("--repeats", type=int, help="repetitions of the grid (default 2, quick 1)")
     parser.add_argument("--sizes", help="record sizes, comma-separated (default 100,1024,10240)")
     parser.add_argument("--counts", help="partition counts, comma-separated (default 1,16,256,1024)")
-    parser.add_argument("--scale", type=float, default=1.0, help="multiply the records per phase")
+    parser.add_argument("--seconds", type=float, help=f"length of a produce phase (default {PRODUCE_SECONDS:g}, quick 2)")
     parser.add_argument("--only", choices=("pybroker", "tansu"), help="benchmark one broker only")
     parser.add_argument("--skip-tansu", action="store_true", help="pybroker only (same as --only pybroker)")
     parser.add_argument("--skip-ceiling", action="store_true", help="no null-broker runs (no client ceiling)")
@@ -190,16 +194,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     quick: dict[str, Any] = QUICK if args.quick else {}
     args.processes = args.processes or default_processes()
-    args.repeats = args.repeats or quick.get("repeats", 3)
+    args.repeats = args.repeats or quick.get("repeats", 2)
     args.sizes = tuple(int(s) for s in args.sizes.split(",")) if args.sizes else quick.get("sizes", SIZES)
     args.counts = tuple(int(c) for c in args.counts.split(",")) if args.counts else quick.get("counts", COUNTS)
-    base = quick.get("records", RECORDS)
-    args.records = {s: max(args.processes, int(base.get(s, RECORDS[1024] * 1024 // s) * args.scale))
-                    for s in args.sizes}
+    args.seconds = args.seconds or quick.get("seconds", PRODUCE_SECONDS)
     args.latency_seconds = args.latency_seconds or quick.get("latency_seconds", 10.0)
     if args.quick:
         args.skip_validation = args.skip_memory = args.skip_tls = args.skip_txn = True
-    if min(args.processes, args.repeats, args.latency_rate, *args.sizes, *args.counts) < 1 or args.latency_seconds <= 0:
+    if min(args.processes, args.repeats, args.latency_rate, *args.sizes, *args.counts) < 1 \
+            or min(args.latency_seconds, args.seconds) <= 0:
         parser.error("processes, repeats, sizes, partition counts and the latency settings must be positive")
     return args
 
@@ -245,9 +248,9 @@ def main(argv: list[str] | None = None) -> int:
     fleet = Fleet(args.processes)
     try:
         with tempfile.TemporaryDirectory(prefix="pybroker-bench-") as tmp:
-            brokers = start_brokers(names, Path(tmp))
+            brokers, fresh = start_brokers(names, Path(tmp))
             try:
-                cells = run_grid(fleet, brokers, args.sizes, args.counts, args.records, args.repeats,
+                cells = run_grid(fleet, brokers, fresh, args.sizes, args.counts, args.seconds, args.repeats,
                                  args.phase_timeout)
                 latencies, joins = measure_latency(brokers, args)
                 extra["rss_peak_mb"] = {name: memory_mb(b.pid, "VmHWM") for name, b in brokers.items()}
@@ -286,7 +289,7 @@ def main(argv: list[str] | None = None) -> int:
     if txn_results is not None:
         from bench import txn
 
-        txn.print_table(txn_results, client_ceilings(RECORDS[100])[txn.SIZE])
+        txn.print_table(txn_results, client_ceilings(200_000)[txn.SIZE])
     extra["seconds"] = time.monotonic() - started
     path = write_json(settings, cells, latencies, goals, extra)
     print(f"\nbenchmark took {extra['seconds']:.0f} s, load average now {os.getloadavg()[0]:.2f}; "
