@@ -4,11 +4,16 @@ Why: on a 2-core machine the client processes and the broker share the cores, so
 clients alone can do says nothing about the broker. The ceiling is measured the same way as a broker's
 figure (the same client processes, settings, records and partitions) against a broker whose per-byte
 work is as close to nothing as a broker's can be: a produce is answered from the batch header alone (no
-validation, no copy to disk, no fsync), a fetch is answered with one ready-made batch of the topic's
-record size whose base offset is patched to the offset asked for, up to the offsets the produce phase
-counted (so a consumer reads exactly what it would from a broker, with nothing stored). Its own cost
+validation, no copy to disk, no fsync), a fetch is answered with ready-made batches of the topic's
+record size, shaped like the last batch produced to the partition, whose base offsets are patched to the
+offsets asked for, up to the offsets the produce phase counted (so a consumer reads exactly what it would from a broker, with nothing stored). Its own cost
 is one Python decode and encode per request (requests carry up to ~1 MB), so what it measures is the
 clients: librdkafka batching, the sockets, the Python loop that hands records over or takes them.
+
+Its limit: it writes fetched batches from memory through the event loop, which here is slower than
+pybroker's `os.sendfile` from the page cache, so for consume (mostly at many partitions, where answers
+are many MB) a broker can beat it. `bench/report.py` then takes the best figure any target reached in
+that cell as the ceiling (the clients did at least that) and marks it.
 
 Topics need not be created: a topic named `...-s<S>-p<N>-...` has N partitions (else 1) and its fetches
 return records of S value bytes (else 100).
@@ -86,21 +91,26 @@ def batch_records(size: int, max_bytes: int = BATCH_BYTES) -> int:
 
 
 class At:
-    """A ready-made batch sent at another base offset without a copy: the encoder makes it a chunk of
-    its own (anything not bytes is), and the writer sends the new base offset, then the batch's rest
-    (the base offset is outside the CRC)."""
+    """Ready-made batches sent at other base offsets without a copy: the encoder makes them a chunk of
+    their own (anything not bytes is), and the writer sends, per batch, the new base offset and then the
+    batch's rest (the base offset is outside the CRC)."""
 
-    __slots__ = ("base_offset", "batch")
+    __slots__ = ("batches", "size")
 
-    def __init__(self, base_offset: int, batch: bytes) -> None:
-        self.base_offset = base_offset
-        self.batch = batch
+    def __init__(self) -> None:
+        self.batches: list[tuple[int, bytes]] = []
+        self.size = 0
+
+    def add(self, base_offset: int, batch: bytes) -> None:
+        self.batches.append((base_offset, batch))
+        self.size += len(batch)
 
     def __len__(self) -> int:
-        return len(self.batch)
+        return self.size
 
-    def parts(self) -> tuple[bytes, memoryview]:
-        return self.base_offset.to_bytes(8, "big", signed=True), memoryview(self.batch)[8:]
+    def parts(self) -> list[bytes | memoryview]:
+        return [part for base_offset, batch in self.batches
+                for part in (base_offset.to_bytes(8, "big", signed=True), memoryview(batch)[8:])]
 
 
 class NullBroker:
@@ -109,6 +119,9 @@ class NullBroker:
         self.port = port
         self.bodies: dict[int, tuple[bytes, list[int]]] = {}  # record size -> (longest body, record ends)
         self.made: dict[tuple[int, int], bytes] = {}  # (record size, count) -> batch at base offset 0
+        #: records in the last batch produced to a partition: fetches return batches of that shape, as a
+        #: broker returns the batches its producers wrote (the shape matters to the consumer's speed)
+        self.shape: dict[tuple[str, int], int] = {}
         self.next_offset: dict[tuple[str, int], int] = defaultdict(int)
 
     def answer(self, api_key: int, version: int, request: Any) -> Any:
@@ -141,6 +154,7 @@ class NullBroker:
                 while pos + 61 <= len(records):  # every batch of the request (librdkafka sends one)
                     (delta,) = _LAST_OFFSET_DELTA.unpack_from(records, pos + LAST_OFFSET_DELTA_AT)
                     self.next_offset[key] += delta + 1
+                    self.shape[key] = delta + 1
                     pos += 12 + int.from_bytes(records[pos + 8:pos + 12], "big", signed=True)
                 parts.append(PartitionProduceResponse(index=data.index, base_offset=base))
             responses.append(TopicProduceResponse(name=topic.name, partition_responses=parts))
@@ -175,17 +189,22 @@ class NullBroker:
         empty = True
         for topic in request.topics:
             size = size_of(topic.topic)
-            most = batch_records(size)
             parts = []
             for p in topic.partitions:
-                end = self.next_offset[(topic.topic, p.partition)]
-                count = min(most, end - p.fetch_offset)
+                key = (topic.topic, p.partition)
+                end = self.next_offset[key]
+                most = min(self.shape.get(key) or batch_records(size), batch_records(size))
                 records: bytes | At = b""
-                if count > 0:
-                    batch = self.made.get((size, count))
-                    if batch is None:
-                        batch = self.made[size, count] = bytes(self.batch(size, count))
-                    records = At(p.fetch_offset, batch)
+                offset = p.fetch_offset
+                if offset < end:
+                    records = At()
+                    while offset < end and (not records.size or records.size + most * size < p.partition_max_bytes):
+                        count = min(most, end - offset)
+                        batch = self.made.get((size, count))
+                        if batch is None:
+                            batch = self.made[size, count] = bytes(self.batch(size, count))
+                        records.add(offset, batch)
+                        offset += count
                     empty = False
                 parts.append(PartitionData(partition_index=p.partition, high_watermark=end, last_stable_offset=end,
                                            log_start_offset=0, records=records))
