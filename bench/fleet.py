@@ -176,6 +176,29 @@ def _serve(jobs: Any, results: Any) -> None:
             results.put(JobResult(note="failed: " + traceback.format_exc().strip().splitlines()[-1]))
 
 
+def owners(partitions: int, n: int) -> list[list[int]]:
+    """The partitions each of `n` producers writes: its own share when there are enough, else all."""
+    if partitions >= n:
+        return [list(range(w, partitions, n)) for w in range(n)]
+    return [list(range(partitions)) for _ in range(n)]
+
+
+def consume_slices(ends: dict[int, int], n: int) -> list[list[tuple[int, int, int]]]:
+    """[(partition, start, end)] for each of `n` consumers: whole partitions when there are enough of
+    them, else every partition cut into one offset range per consumer. Together: every offset once."""
+    slices: list[list[tuple[int, int, int]]] = [[] for _ in range(n)]
+    parts = sorted(ends)
+    if len(parts) >= n:
+        for i, p in enumerate(parts):
+            slices[i % n].append((p, 0, ends[p]))
+        return slices
+    for p in parts:
+        step = -(-ends[p] // n)
+        for w in range(n):
+            slices[w].append((p, min(w * step, ends[p]), min((w + 1) * step, ends[p])))
+    return slices
+
+
 class Fleet:
     """N spawned client processes; `run` gives each one job and gathers the phase."""
 
@@ -226,8 +249,7 @@ class Fleet:
         """At most `records` over all processes, for at most `seconds`; with at least as many partitions as processes each process
         writes its own partitions, else every process writes every partition."""
         n = self.size
-        owned = ([list(range(w, partitions, n)) for w in range(n)] if partitions >= n
-                 else [list(range(partitions))] * n)
+        owned = owners(partitions, n)
         shares = [records // n + (1 if w < records % n else 0) for w in range(n)]
         return self.run([(produce_job, {"bootstrap": bootstrap, "topic": topic, "partitions": owned[w],
                                         "records": shares[w], "size": size, "seconds": seconds,
@@ -236,17 +258,7 @@ class Fleet:
     def consume(self, bootstrap: str, topic: str, ends: dict[int, int], deadline_s: float = 120.0) -> PhaseResult:
         """Read offsets [0, end) of every partition: whole partitions per process when there are enough
         of them, else every partition cut into one range per process."""
-        n = self.size
-        slices: list[list[tuple[int, int, int]]] = [[] for _ in range(n)]
-        parts = sorted(ends)
-        if len(parts) >= n:
-            for i, p in enumerate(parts):
-                slices[i % n].append((p, 0, ends[p]))
-        else:
-            for p in parts:
-                step = -(-ends[p] // n)
-                for w in range(n):
-                    slices[w].append((p, min(w * step, ends[p]), min((w + 1) * step, ends[p])))
+        slices = consume_slices(ends, self.size)
         return self.run([(consume_job, {"bootstrap": bootstrap, "topic": topic, "slices": s,
                                         "deadline_s": deadline_s}) for s in slices if s])
 
