@@ -187,6 +187,7 @@ class NullBroker:
         """The answer, and whether it is empty (then it waits `max_wait_ms`, as a broker's long poll does)."""
         topics = []
         empty = True
+        room = request.max_bytes if request.max_bytes > 0 else 0x7FFFFFFF  # the answer's cap, as a broker's
         for topic in request.topics:
             size = size_of(topic.topic)
             parts = []
@@ -196,15 +197,17 @@ class NullBroker:
                 most = min(self.shape.get(key) or batch_records(size), batch_records(size))
                 records: bytes | At = b""
                 offset = p.fetch_offset
-                if offset < end:
+                if offset < end and (empty or most * size < room):
                     records = At()
-                    while offset < end and (not records.size or records.size + most * size < p.partition_max_bytes):
+                    limit = min(p.partition_max_bytes, room)
+                    while offset < end and (not records.size or records.size + most * size < limit):
                         count = min(most, end - offset)
                         batch = self.made.get((size, count))
                         if batch is None:
                             batch = self.made[size, count] = bytes(self.batch(size, count))
                         records.add(offset, batch)
                         offset += count
+                    room -= records.size
                     empty = False
                 parts.append(PartitionData(partition_index=p.partition, high_watermark=end, last_stable_offset=end,
                                            log_start_offset=0, records=records))

@@ -77,3 +77,13 @@ def test_consumers_read_every_offset_once(ends: dict[int, int], n: int) -> None:
     assert len(slices) == n
     read = sorted((p, o) for share in slices for p, start, end in share for o in range(start, end))
     assert read == sorted((p, o) for p, end in ends.items() for o in range(end))
+
+
+def test_a_fetch_answer_keeps_to_max_bytes() -> None:
+    broker = NullBroker("127.0.0.1", 1)
+    for p in range(2):
+        _produce(broker, p, [100] * 10)
+    request = FetchRequest(max_bytes=25_000, topics=[FetchTopic(topic=TOPIC, partitions=[
+        FetchPartition(partition=p, partition_max_bytes=1 << 20) for p in range(2)])])
+    first, second = broker.fetched(request)[0].responses[0].partitions
+    assert 0 < len(first.records) <= 25_000 and len(second.records) == 0
