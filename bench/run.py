@@ -15,8 +15,8 @@ of pybroker's fetched bytes sent by `os.sendfile`. Then end-to-end latency (p50/
 the consumer-group join time. The issue 14 goals are printed as ratios with met/not met, and everything
 is written as JSON to the git-ignored `bench/results/` (`latest.json` and one file per run).
 
-A produce phase lasts a fixed time (2.5 s; the consume phase reads all of it back), the grid is repeated
-twice (`--repeats`). `BENCH_QUICK=1` (or `--quick`): a two-minute subset (1 KiB and 10 KiB, 1 and 16
+A produce phase lasts a fixed time (2.5 s; the consume phase reads all of it back); `--repeats 3` runs
+the grid three times over and prints medians (the default, once, takes about 12 minutes on 2 cores). `BENCH_QUICK=1` (or `--quick`): a two-minute subset (1 KiB and 10 KiB, 1 and 16
 partitions, one repetition, nothing else). The full run adds, before the load, in-process: what produce-path validation
 costs per batch and per record (`bench/validation.py`) and what fetch sessions (KIP-227) save a consumer
 of 1,000 partitions (`bench/fetch_sessions.py`); and after it, on pybroker alone: its RSS under the
@@ -172,7 +172,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="a two-minute subset (also BENCH_QUICK=1)")
     parser.add_argument("--processes", type=int, default=int(os.environ.get("BENCH_PROCESSES", 0)) or None,
                         help=f"client processes (default: cores, at least 2; here {default_processes()})")
-    parser.add_argument("--repeats", type=int, help="repetitions of the grid (default 2, quick 1)")
+    parser.add_argument("--repeats", type=int, help="repetitions of the grid (default 1; 3 gives medians)")
     parser.add_argument("--sizes", help="record sizes, comma-separated (default 100,1024,10240)")
     parser.add_argument("--counts", help="partition counts, comma-separated (default 1,16,256,1024)")
     parser.add_argument("--seconds", type=float, help=f"length of a produce phase (default {PRODUCE_SECONDS:g}, quick 2)")
@@ -194,7 +194,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     quick: dict[str, Any] = QUICK if args.quick else {}
     args.processes = args.processes or default_processes()
-    args.repeats = args.repeats or quick.get("repeats", 2)
+    args.repeats = args.repeats or 1
     args.sizes = tuple(int(s) for s in args.sizes.split(",")) if args.sizes else quick.get("sizes", SIZES)
     args.counts = tuple(int(c) for c in args.counts.split(",")) if args.counts else quick.get("counts", COUNTS)
     args.seconds = args.seconds or quick.get("seconds", PRODUCE_SECONDS)
