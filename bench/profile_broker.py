@@ -47,25 +47,51 @@ def function_of(frame: str) -> str:
     return f"{frame[:match.start()]} ({where})"
 
 
+#: a sample whose stack holds one of these is a thread waiting, not working (py-spy's --native counts it)
+WAITING = ("Condition.wait", "PyThread_acquire_lock_timed", "epoll_pwait", "epoll_wait", "Queue.get",
+           "SimpleQueue.get", "select (", "poll (")
+PROJECT = ("(broker/", "(storage/", "(protocol/", "(config/")
+EVENT_LOOP = "uv_run ("  # the event loop's thread: everything the broker does on its one interpreter thread
+
+
 def summarise(collapsed: Path, top: int) -> str:
-    selfs: Counter[str] = Counter()
-    inclusive: Counter[str] = Counter()
-    total = 0
+    """Per function, self and inclusive shares of the event loop's busy samples; then the other threads'."""
+    loop_self: Counter[str] = Counter()
+    loop_inclusive: Counter[str] = Counter()
+    others: Counter[str] = Counter()
+    loop_busy = loop_idle = other_busy = 0
     for line in collapsed.read_text().splitlines():
         stack, _, count_text = line.rpartition(" ")
         if not stack or not count_text.isdigit():
             continue
         count = int(count_text)
         frames = [function_of(f) for f in stack.split(";")]
-        # the thread name leads the stack ("process ... thread (0x...)"): keep it for the self line only
-        total += count
-        selfs[frames[-1]] += count
-        for name in set(frames[1:]):
-            inclusive[name] += count
-    lines = [f"busy samples: {total:,}", f"-- self (top {top}) --"]
-    lines += [f"  {100 * n / total:5.1f}%  {name}" for name, n in selfs.most_common(top)]
-    lines.append(f"-- inclusive (top {top}) --")
-    lines += [f"  {100 * n / total:5.1f}%  {name}" for name, n in inclusive.most_common(top)]
+        waiting = any(w in f for f in frames[-6:] for w in WAITING)
+        if any(EVENT_LOOP in f for f in frames):
+            if waiting:
+                loop_idle += count
+                continue
+            loop_busy += count
+            python = [f for f in frames if ".py)" in f]
+            # C time (memcpy, write, CRC, compiled codecs) is charged to the Python function that called it
+            leaf = frames[-1] if ".py)" in frames[-1] else f"{python[-1] if python else '?'} > {frames[-1]}"
+            loop_self[leaf] += count
+            for name in set(python):
+                if any(p in name for p in PROJECT) and "(broker/cli.py)" not in name:
+                    loop_inclusive[name] += count
+        elif not waiting:
+            other_busy += count
+            python = [f for f in frames if ".py)" in f]
+            others[f"{frames[-1]}  <- {python[-1] if python else '?'}"] += count
+    total = loop_busy or 1
+    lines = [f"event loop thread: {loop_busy:,} busy samples, {loop_idle:,} waiting "
+             f"({100 * loop_busy / max(1, loop_busy + loop_idle):.0f}% busy); other threads: {other_busy:,} busy",
+             f"-- event loop, self (top {top}) --"]
+    lines += [f"  {100 * n / total:5.1f}%  {name}" for name, n in loop_self.most_common(top)]
+    lines.append(f"-- event loop, inclusive: the broker's own functions (top {top}) --")
+    lines += [f"  {100 * n / total:5.1f}%  {name}" for name, n in loop_inclusive.most_common(top)]
+    lines.append("-- other threads' busy samples, by leaf (share of the event loop's busy samples) --")
+    lines += [f"  {100 * n / total:5.1f}%  {name}" for name, n in others.most_common(10)]
     return "\n".join(lines)
 
 
@@ -87,36 +113,44 @@ def main(argv: list[str] | None = None) -> int:
         with tempfile.TemporaryDirectory(prefix="pybroker-profile-") as tmp:
             broker = BrokerProcess(Path(tmp) / "broker")
             broker.start()
-            topic = f"profile-{args.size}-{args.partitions}"
-            create_topic(broker.bootstrap, topic, args.partitions)
-            ends: dict[int, int] = {}
-            if args.phase == "consume":
-                ends = fleet.produce(broker.bootstrap, topic, args.partitions, records, args.size).per_partition
-            out = args.out or Path(tmp) / "stacks.txt"
-            spy = subprocess.Popen([py_spy, "record", "--pid", str(broker.pid), "--native", "--rate", "250",
-                                    "--format", "raw", "--duration", str(int(args.seconds)), "--nonblocking",
-                                    "-o", str(out)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-            rounds = 0
-            started = time.monotonic()
-            while spy.poll() is None:
-                if args.phase == "produce":
-                    result = fleet.produce(broker.bootstrap, topic, args.partitions, records, args.size)
-                else:
-                    result = fleet.consume(broker.bootstrap, topic, ends)
-                rounds += 1
-                print(f"  round {rounds}: {result.msgs_per_s:,.0f} msgs/s, {result.mb_per_s:,.1f} MB/s "
-                      f"{'; '.join(result.notes)}", flush=True)
-            _, err = spy.communicate()
-            print(f"{args.phase} {args.size} B over {args.partitions} partition(s), {args.processes} client "
-                  f"processes, {time.monotonic() - started:.0f} s sampled")
-            if not out.exists():
-                print(f"py-spy wrote nothing: {err.decode(errors='replace')[-500:]}")
-                return 1
-            print(summarise(out, args.top))
-            broker.stop(timeout=60, expect_code=None)
+            try:
+                return profile(args, fleet, broker, records, Path(tmp), py_spy)
+            finally:
+                broker.close()
     finally:
         fleet.close()
         kill_all()
+
+
+def profile(args: argparse.Namespace, fleet: Fleet, broker: BrokerProcess, records: int, tmp: Path,
+            py_spy: str) -> int:
+    """Load the broker in rounds while py-spy samples it, then print the summary."""
+    topic = f"profile-{args.size}-{args.partitions}"
+    create_topic(broker.bootstrap, topic, args.partitions)
+    ends: dict[int, int] = {}
+    if args.phase == "consume":
+        ends = fleet.produce(broker.bootstrap, topic, args.partitions, records, args.size).per_partition
+    out = args.out or Path(tmp) / "stacks.txt"
+    spy = subprocess.Popen([py_spy, "record", "--pid", str(broker.pid), "--native", "--rate", "250",
+                            "--format", "raw", "--duration", str(int(args.seconds)),
+                            "-o", str(out)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    rounds = 0
+    started = time.monotonic()
+    while spy.poll() is None:
+        if args.phase == "produce":
+            result = fleet.produce(broker.bootstrap, topic, args.partitions, records, args.size)
+        else:
+            result = fleet.consume(broker.bootstrap, topic, ends)
+        rounds += 1
+        print(f"  round {rounds}: {result.msgs_per_s:,.0f} msgs/s, {result.mb_per_s:,.1f} MB/s "
+              f"{'; '.join(result.notes)}", flush=True)
+    _, err = spy.communicate()
+    print(f"{args.phase} {args.size} B over {args.partitions} partition(s), {args.processes} client "
+          f"processes, {time.monotonic() - started:.0f} s sampled")
+    if not out.exists():
+        print(f"py-spy wrote nothing: {err.decode(errors='replace')[-500:]}")
+        return 1
+    print(summarise(out, args.top))
     return 0
 
 
