@@ -33,6 +33,8 @@ CEILING = "null"
 #: a produce phase stops after its seconds or this much payload, whichever comes first
 MAX_BYTES_PER_PHASE = 4e9
 RECYCLE_RSS_MB = 3000.0
+#: the peak RSS of broker processes replaced by `recycled`, so the run's peak counts them too
+RETIRED_PEAK_MB: dict[str, float] = {}
 
 
 class NullBrokerProcess(BrokerProcess):
@@ -207,6 +209,7 @@ def recycled(name: str, broker: BrokerProcess, fresh: Callable[[], BrokerProcess
     if memory_mb(broker.pid) < RECYCLE_RSS_MB:
         return broker
     print(f"  [{name}] RSS {memory_mb(broker.pid):,.0f} MB: restarting it empty", flush=True)
+    RETIRED_PEAK_MB[name] = max(RETIRED_PEAK_MB.get(name, 0.0), memory_mb(broker.pid, "VmHWM"))
     broker.stop(timeout=30, expect_code=None)
     broker.close()
     return fresh().start()

@@ -46,7 +46,14 @@ if str(REPO_ROOT) not in sys.path:
 
 from bench.big_frames import measure as measure_big_frames  # noqa: E402
 from bench.fleet import Fleet  # noqa: E402
-from bench.grid import CEILING, NullBrokerProcess, create_topic, memory_mb, run_grid  # noqa: E402
+from bench.grid import (  # noqa: E402
+    CEILING,
+    RETIRED_PEAK_MB,
+    NullBrokerProcess,
+    create_topic,
+    memory_mb,
+    run_grid,
+)
 from bench.load import (  # noqa: E402
     CONSUMER_SETTINGS,
     LATENCY_PRODUCER_SETTINGS,
@@ -253,7 +260,8 @@ def main(argv: list[str] | None = None) -> int:
                 cells = run_grid(fleet, brokers, fresh, args.sizes, args.counts, args.seconds, args.repeats,
                                  args.phase_timeout)
                 latencies, joins = measure_latency(brokers, args)
-                extra["rss_peak_mb"] = {name: memory_mb(b.pid, "VmHWM") for name, b in brokers.items()}
+                extra["rss_peak_mb"] = {name: max(memory_mb(b.pid, "VmHWM"), RETIRED_PEAK_MB.get(name, 0.0))
+                                        for name, b in brokers.items()}
                 extra["group_join_s"] = joins
             finally:
                 fleet.close()
