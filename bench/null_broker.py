@@ -73,6 +73,7 @@ _SIZE_IN_NAME = re.compile(r"-s(\d+)-")
 _LAST_OFFSET_DELTA = struct.Struct(">i")
 LAST_OFFSET_DELTA_AT = 23  # base offset 8, length 4, leader epoch 4, magic 1, crc 4, attributes 2
 BATCH_BYTES = 1 << 20  # what a librdkafka producer with batch.size=1 MB sends at most
+MADE_CACHE = 64  # ready-made batches kept (up to 1 MB each)
 
 
 def partitions_of(topic: str) -> int:
@@ -204,6 +205,8 @@ class NullBroker:
                         count = min(most, end - offset)
                         batch = self.made.get((size, count))
                         if batch is None:
+                            if len(self.made) >= MADE_CACHE:  # tail shapes of many partitions: keep it small
+                                self.made.clear()
                             batch = self.made[size, count] = bytes(self.batch(size, count))
                         records.add(offset, batch)
                         offset += count
