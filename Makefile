@@ -75,7 +75,7 @@ docs: $(STAMP)
 check-gen: $(STAMP)
 	$(PY) -m pybroker.protocol.codegen --check
 
-# BENCH_QUICK=1: a two-minute subset; BENCH_ARGS: bench/run.py's options (--processes, --repeats, ...)
+# BENCH_QUICK=1: a quick subset (about 2.5 minutes); BENCH_ARGS: bench/run.py's options (--processes, --repeats, ...)
 BENCH_QUICK ?=
 BENCH_ARGS ?=
 bench: $(STAMP)

@@ -16,7 +16,7 @@ the consumer-group join time. The issue 14 goals are printed as ratios with met/
 is written as JSON to the git-ignored `bench/results/` (`latest.json` and one file per run).
 
 A produce phase lasts a fixed time (2.5 s; the consume phase reads all of it back); `--repeats 3` runs
-the grid three times over and prints medians (the default, once, takes about 12 minutes on 2 cores). `BENCH_QUICK=1` (or `--quick`): a two-minute subset (1 KiB and 10 KiB, 1 and 16
+the grid three times over and prints medians (the default, once, takes about 11 minutes on 2 cores). `BENCH_QUICK=1` (or `--quick`): a quick subset (about 2.5 minutes) (1 KiB and 10 KiB, 1 and 16
 partitions, one repetition, nothing else). The full run adds, before the load, in-process: what produce-path validation
 costs per batch and per record (`bench/validation.py`) and what fetch sessions (KIP-227) save a consumer
 of 1,000 partitions (`bench/fetch_sessions.py`); and after it, on pybroker alone: its RSS under the
@@ -176,7 +176,7 @@ def print_settings(settings: dict[str, Any]) -> None:
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--quick", action="store_true", default=os.environ.get("BENCH_QUICK", "") not in ("", "0"),
-                        help="a two-minute subset (also BENCH_QUICK=1)")
+                        help="a quick subset (about 2.5 minutes) (also BENCH_QUICK=1)")
     parser.add_argument("--processes", type=int, default=int(os.environ.get("BENCH_PROCESSES", 0)) or None,
                         help=f"client processes (default: cores, at least 2; here {default_processes()})")
     parser.add_argument("--repeats", type=int, help="repetitions of the grid (default 1; 3 gives medians)")
