@@ -176,7 +176,7 @@ def print_settings(settings: dict[str, Any]) -> None:
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--quick", action="store_true", default=os.environ.get("BENCH_QUICK", "") not in ("", "0"),
-                        help="a quick subset (about 2.5 minutes) (also BENCH_QUICK=1)")
+                        help="a quick subset, about 2.5 minutes (also BENCH_QUICK=1)")
     parser.add_argument("--processes", type=int, default=int(os.environ.get("BENCH_PROCESSES", 0)) or None,
                         help=f"client processes (default: cores, at least 2; here {default_processes()})")
     parser.add_argument("--repeats", type=int, help="repetitions of the grid (default 1; 3 gives medians)")
