@@ -2,9 +2,10 @@
 producer and a consumer held to their byte rates (Kafka's throttle: throttle_time_ms in the response,
 the channel muted), another client-id left alone, the quotas still there after a restart.
 
-The rate is measured in the steady state, SETTLE_S after the first throttle (later if a throttle is longer): Kafka's rate is measured
-over at least quota.window.num - 1 windows, so a fresh client first bursts that many seconds' worth of
-its quota and is then muted about as long (answers already in flight arrive meanwhile). The broker runs
+The rate is measured in the steady state, SETTLE_S after the first throttle (later if a throttle is
+longer): Kafka's rate is measured over at least quota.window.num - 1 windows, so a fresh client first
+bursts that many seconds' worth of its quota and is then muted about as long (answers already in flight
+arrive meanwhile). The broker runs
 with quota.window.num=3 so that burst is short against the seconds measured.
 """
 
