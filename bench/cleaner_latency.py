@@ -116,7 +116,45 @@ def fill(client: Client, topic: str, keys: int, versions: int, batch: int = 1000
     return sent
 
 
-def probe(client: Client, topic: str, rate: int, until: Any) -> tuple[list[float], list[float]]:
+def rss_mb(pid: int) -> float:
+    """A process's resident set (VmRSS) in MB; 0 when it is gone or the platform has no /proc."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def children_of(pid: int) -> list[int]:
+    """The direct children of a process (the cleaner's worker), from /proc."""
+    try:
+        return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
+
+
+class RssSampler:
+    """The broker's RSS and its children's (the cleaner worker), sampled while the probe runs."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.broker: list[float] = []
+        self.children: list[float] = []
+        self._next = 0.0
+
+    def sample(self) -> None:
+        now = time.monotonic()
+        if now < self._next:
+            return
+        self._next = now + 0.1
+        self.broker.append(rss_mb(self.pid))
+        self.children.append(sum(rss_mb(child) for child in children_of(self.pid)))
+
+
+def probe(client: Client, topic: str, rate: int, until: Any,
+          sampler: RssSampler | None = None) -> tuple[list[float], list[float]]:
     """Produce+fetch pairs at `rate` per second until `until()`; the round trips in ms."""
     produce_ms: list[float] = []
     fetch_ms: list[float] = []
@@ -124,6 +162,8 @@ def probe(client: Client, topic: str, rate: int, until: Any) -> tuple[list[float
     due = time.perf_counter()
     record = [Record(0, 0, b"probe", b"p" * 100)]
     while not until():
+        if sampler is not None:
+            sampler.sample()
         now = time.perf_counter()
         if now < due:
             time.sleep(due - now)
@@ -171,13 +211,21 @@ def main(argv: list[str] | None = None) -> int:
               f"{time.monotonic() - started:.1f} s", flush=True)
         time.sleep(ROLL_MS / 1000 + 0.2)
         produce(client, big, [Record(0, 0, b"roll", b"r")])  # rolls (segment.ms): every fill batch is cleanable
+        client.close()
+        # the baseline runs on a freshly started broker too, so both runs start from the same RSS
+        broker.restart()
+        client = Client(broker.bootstrap)
+        assert broker.proc is not None
+        idle = RssSampler(broker.proc.pid)
         deadline = time.monotonic() + args.baseline_seconds
-        baseline = probe(client, probe_topic, args.rate, lambda: time.monotonic() > deadline)
+        baseline = probe(client, probe_topic, args.rate, lambda: time.monotonic() > deadline, idle)
         client.close()
 
         broker.overrides = {**common, "log.cleaner.enable": "true"}
         broker.restart()
         client = Client(broker.bootstrap)
+        assert broker.proc is not None
+        busy = RssSampler(broker.proc.pid)
         checkpoint = broker.log_dirs[0] / "cleaner-offset-checkpoint"
         end = args.keys * args.versions
         started = time.monotonic()
@@ -185,7 +233,7 @@ def main(argv: list[str] | None = None) -> int:
         def cleaned() -> bool:
             return read_checkpoint(checkpoint).get((big, 0), 0) >= end or time.monotonic() - started > 600
 
-        during = probe(client, probe_topic, args.rate, cleaned)
+        during = probe(client, probe_topic, args.rate, cleaned, busy)
         clean_s = time.monotonic() - started
         client.close()
         size = sum(p.stat().st_size for p in (broker.log_dirs[0] / f"{big}-0").glob("*.log"))
@@ -202,6 +250,9 @@ def main(argv: list[str] | None = None) -> int:
     print(row("produce, large clean running", during[0]))
     print(row("fetch, no clean", baseline[1]))
     print(row("fetch, large clean running", during[1]))
+    print(f"\n  broker RSS (MB): no clean peak {max(idle.broker, default=0):.0f}; large clean running peak "
+          f"{max(busy.broker, default=0):.0f}; cleaner worker process peak {max(busy.children, default=0):.0f}")
+    print(f"  load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     return 0
 
 
