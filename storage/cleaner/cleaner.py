@@ -150,6 +150,10 @@ class Cleaner:
         self.swap_hook = swap_hook
         self.read_chunk = read_chunk
 
+    def close(self) -> None:
+        """Give the offset map's memory back."""
+        self.offset_map.close()
+
     def clean(self, log: Log, first_dirty: int, first_uncleanable: int, now_ms: int) -> CleanResult:
         """Clean `log` from `first_dirty` up to (at most) `first_uncleanable`, which must not be past the
         active segment's base offset."""
