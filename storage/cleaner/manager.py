@@ -42,6 +42,7 @@ from pybroker.storage.cleaner.metrics import (
     DEAD_THREADS,
     MALFORMED_BATCHES,
     UNCLEANABLE_PARTITIONS,
+    WORKER_DEATHS,
 )
 from pybroker.storage.cleaner.offset_map import DEFAULT_LOAD_FACTOR, OffsetMap
 from pybroker.storage.cleaner.process_cleaner import DEFAULT_NICE, ProcessCleaner, WorkerDied
@@ -286,6 +287,7 @@ class CleanerManager:
         partition, loudly, once it has happened `MAX_WORKER_DEATHS` times in a row)."""
         key = (target.topic, target.partition)
         CLEANER_RUNS.labels("aborted").inc()
+        WORKER_DEATHS.inc()
         with self._lock:
             deaths = self._worker_deaths.get(key, (0, 0))[0] + 1
             self._worker_deaths[key] = (deaths, self.clock_ms() + self.settings.backoff_ms)

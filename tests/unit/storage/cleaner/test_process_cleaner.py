@@ -15,6 +15,7 @@ import pytest
 from pybroker.storage.cleaner import process_cleaner
 from pybroker.storage.cleaner.job import WorkerSettings
 from pybroker.storage.cleaner.manager import CleanerManager, CleanerSettings
+from pybroker.storage.cleaner.metrics import WORKER_DEATHS
 from pybroker.storage.cleaner.process_cleaner import ProcessCleaner, WorkerProcess
 from pybroker.storage.log import Log
 from tests.unit.storage.cleaner.helpers import (
@@ -105,10 +106,12 @@ def test_a_worker_killed_mid_clean_leaves_a_right_log_and_the_clean_is_retried(
     assert isinstance(cleaner, ProcessCleaner)
     try:
         killed: list[int] = []
+        deaths = WORKER_DEATHS._value.get()
         watcher = _kill_when_writing(cleaner, log, killed)
         assert manager.clean_once(cleaner)
         watcher.join()
         assert killed, "the worker was never seen writing"
+        assert WORKER_DEATHS._value.get() == deaths + 1
         out = capsys.readouterr().out
         assert "cleaner worker died; the clean will be retried" in out and "Traceback" not in out
         assert _cleaned_files(log) == []
