@@ -10,12 +10,13 @@ The probe is one connection sending, at a fixed rate, a Produce (acks=1, one 100
 Fetch (max_wait 0) of what it just wrote: both are answered on the event loop, which is exactly what a
 cleaner thread competing for the interpreter could delay. Reports p50/p99/max per request type.
 
-    .venv/bin/python bench/cleaner_latency.py [--keys N] [--versions N] [--rate N]
+    .venv/bin/python bench/cleaner_latency.py [--keys N] [--versions N] [--rate N] [--set KEY=VALUE]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import os
 import platform
@@ -128,11 +129,13 @@ def rss_mb(pid: int) -> float:
 
 
 def children_of(pid: int) -> list[int]:
-    """The direct children of a process (the cleaner's worker), from /proc."""
-    try:
-        return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
-    except OSError:
-        return []
+    """The direct children of a process, whichever of its threads started them (the cleaner's worker is
+    started by a cleaner thread), from /proc."""
+    found = []
+    for path in Path(f"/proc/{pid}/task").glob("*/children"):
+        with contextlib.suppress(OSError):
+            found += [int(c) for c in path.read_text().split()]
+    return found
 
 
 class RssSampler:
@@ -194,9 +197,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--versions", type=int, default=10)
     parser.add_argument("--rate", type=int, default=200, help="probe produce+fetch pairs per second")
     parser.add_argument("--baseline-seconds", type=float, default=10.0)
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="a broker config override for both runs (e.g. log.cleaner.process.enable=false: "
+                             "the clean on a broker thread)")
     args = parser.parse_args(argv)
     workdir = Path(tempfile.mkdtemp(prefix="cleaner-bench-"))
-    common = {"log.cleaner.backoff.ms": "200", "log.cleaner.dedupe.buffer.size": str(64 << 20)}
+    common = {"log.cleaner.backoff.ms": "200", "log.cleaner.dedupe.buffer.size": str(64 << 20),
+              **dict(item.split("=", 1) for item in args.set)}
     broker = BrokerProcess(workdir, {**common, "log.cleaner.enable": "false"})
     big, probe_topic = "big-compacted", "probe"
     try:
@@ -244,6 +251,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{os.cpu_count()} cpus, {platform.system()})")
     print(f"  big topic: {args.keys} keys x {args.versions} versions of ~100 B, segment.bytes 8 MiB; "
           f"cleaned in {clean_s:.1f} s (one clean: the map holds every key) to {size / 1e6:.1f} MB on disk")
+    print(f"  overrides: {' '.join(args.set) or 'none'}")
     print(f"  probe: {args.rate}/s produce (acks=1, 1 record of 100 B) + fetch (max_wait 0), one connection\n")
     print(f"  {'request (ms)':<28} {'count':>7} {'p50':>8} {'p99':>8} {'max':>8}")
     print(row("produce, no clean", baseline[0]))
