@@ -147,7 +147,7 @@ class CleanerManager:
             log.info("log cleaner disabled")
             return
         self._stop.clear()
-        if self.settings.switch_interval_s is not None and not self.settings.process:
+        if self.settings.switch_interval_s is not None:
             sys.setswitchinterval(self.settings.switch_interval_s)
         self._threads = [self._start_thread(i) for i in range(self.settings.threads)]
         self._supervisor = threading.Thread(target=self._supervise, name="log-cleaner-supervisor", daemon=True)
@@ -265,7 +265,11 @@ class CleanerManager:
         try:
             result = cleaner.clean(target, section.first_dirty, section.first_uncleanable, self.clock_ms())
         except WorkerDied as exc:
-            self._worker_died(target, log_dir, exc)
+            if self._stop.is_set():  # stopping: a signal to the whole process group may have taken it
+                CLEANER_RUNS.labels("aborted").inc()
+                log.info("clean aborted: cleaner worker gone while stopping", topic=key[0], partition=key[1])
+            else:
+                self._worker_died(target, log_dir, exc)
         except CleaningAborted as exc:
             CLEANER_RUNS.labels("aborted").inc()
             log.info("clean aborted", topic=key[0], partition=key[1], reason=str(exc))
