@@ -48,16 +48,17 @@ def _workers(broker: BrokerProcess) -> list[int]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("mode", ["clean", "clean-on-a-thread", "kill-9-mid-clean", "kill-9-worker-mid-clean"])
+@pytest.mark.parametrize("mode", ["clean", "clean-on-a-thread", "kill-9-mid-clean", "kill-9-worker-mid-clean",
+                                  "stop-mid-clean"])
 def test_ten_versions_of_2000_keys_shrink_to_the_live_keys_with_a_4k_dedupe_buffer(
         broker_factory: Callable[..., BrokerProcess], new_topic: Callable[..., str], mode: str) -> None:
     overrides = {"log.cleaner.dedupe.buffer.size": "4096", "log.cleaner.backoff.ms": "100"}
-    kill_mid_clean = mode.startswith("kill")
+    kill_mid_clean = mode.startswith(("kill", "stop"))
     if kill_mid_clean:  # slow the cleaner down (the throttle) so the kill lands in the middle of its work
         overrides["log.cleaner.io.max.bytes.per.second"] = "3000000"
     if mode == "clean-on-a-thread":
         overrides["log.cleaner.process.enable"] = "false"
-    broker = broker_factory(overrides, needs_restart=mode == "kill-9-mid-clean")
+    broker = broker_factory(overrides, needs_restart=mode in ("kill-9-mid-clean", "stop-mid-clean"))
     topic = new_topic("compact")
     _create_compacted(broker.bootstrap, topic, **{"segment.bytes": "65536", "segment.ms": str(SEGMENT_MS),
                                                   "min.cleanable.dirty.ratio": "0.01"})
@@ -85,6 +86,11 @@ def test_ten_versions_of_2000_keys_shrink_to_the_live_keys_with_a_4k_dedupe_buff
             while any(Path(f"/proc/{pid}").exists() for pid in workers) and time.monotonic() < gone:
                 time.sleep(0.05)
             assert not any(Path(f"/proc/{pid}").exists() for pid in workers), "a worker outlived its broker"
+        elif mode == "stop-mid-clean":  # a graceful stop stops the worker too, and leaves no half-written output
+            broker.stop()
+            assert not any(Path(f"/proc/{pid}").exists() for pid in workers), "a worker outlived its broker"
+            assert not list(partition_dir.glob("*.cleaned")) and not list(partition_dir.glob("*.swap"))
+            broker.restart()  # not running: starts it again on the same dirs and port
         else:
             for pid in workers:
                 os.kill(pid, signal.SIGKILL)
