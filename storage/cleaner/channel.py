@@ -33,6 +33,7 @@ class Channel:
     def __init__(self, read_fd: int, write_fd: int) -> None:
         self.read_fd = read_fd
         self.write_fd = write_fd
+        self._poller: select.poll | None = None
 
     def send(self, *message: Any) -> None:
         payload = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
@@ -44,9 +45,12 @@ class Channel:
             raise ChannelClosed(f"cannot write to the pipe: {exc}") from exc
 
     def readable(self, timeout: float) -> bool:
-        """A message (or the end of the pipe) is waiting; waits up to `timeout` seconds."""
-        ready, _, _ = select.select([self.read_fd], [], [], timeout)
-        return bool(ready)
+        """A message (or the end of the pipe) is waiting; waits up to `timeout` seconds. (`poll`, not
+        `select`: a broker with thousands of segment files open hands out descriptors past FD_SETSIZE.)"""
+        if self._poller is None:
+            self._poller = select.poll()
+            self._poller.register(self.read_fd, select.POLLIN | select.POLLHUP | select.POLLERR)
+        return bool(self._poller.poll(max(timeout, 0) * 1000))
 
     def receive(self) -> tuple[Any, ...]:
         """The next message; blocks until it is whole."""

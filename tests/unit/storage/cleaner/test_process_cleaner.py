@@ -4,6 +4,7 @@ that cannot start leave behind (the clean itself is checked on both paths by the
 from __future__ import annotations
 
 import os
+import resource
 import shutil
 import signal
 import threading
@@ -13,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from pybroker.storage.cleaner import process_cleaner
+from pybroker.storage.cleaner.channel import Channel
 from pybroker.storage.cleaner.job import WorkerSettings
 from pybroker.storage.cleaner.manager import CleanerManager, CleanerSettings
 from pybroker.storage.cleaner.metrics import WORKER_DEATHS
@@ -251,3 +253,22 @@ def test_the_worker_runs_nicer_and_exits_when_the_broker_goes() -> None:
         assert worker.proc.wait(10) == 0
     finally:
         worker.kill()
+
+
+def test_the_pipe_works_past_fd_setsize() -> None:
+    """A broker with thousands of segment files open hands the pipe descriptors above 1024 (select's limit)."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft <= 2000:
+        pytest.skip(f"RLIMIT_NOFILE is {soft}")
+    read_end, write_end = os.pipe()
+    high_read, high_write = os.dup2(read_end, 1990), os.dup2(write_end, 1991)
+    os.close(read_end)
+    os.close(write_end)
+    try:
+        channel = Channel(high_read, high_write)
+        assert not channel.readable(0)
+        channel.send("stop")
+        assert channel.readable(1) and channel.receive() == ("stop",)
+    finally:
+        os.close(high_read)
+        os.close(high_write)
