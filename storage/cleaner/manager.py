@@ -17,8 +17,13 @@ in: nothing about the cleaner may fail silently.
   reason, how many) and counts them in `pybroker_cleaner_malformed_batches`.
 - A cleaner thread that dies anyway (an error outside any one clean) is logged, counted in
   `pybroker_cleaner_dead_threads` and restarted by a supervisor thread.
+- Each thread cleans in a worker process of its own (`process_cleaner`, `log.cleaner.process.enable`),
+  off the interpreter lock the event loop needs, at a lower priority; the thread waits on the pipe and
+  swaps what the worker wrote. A worker that dies mid-clean is logged, counted in
+  `pybroker_cleaner_worker_deaths`, and its partition retried after `log.cleaner.backoff.ms`; the third
+  death in a row on one partition marks it uncleanable (a log that kills every worker must not loop).
 - After each clean the new first dirty offset goes to `cleaner-offset-checkpoint`; shutdown stops the
-  threads between batches, and an interrupted clean deletes its unfinished output.
+  threads (and their workers) between batches, and an interrupted clean deletes its unfinished output.
 """
 
 from __future__ import annotations
