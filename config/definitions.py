@@ -154,6 +154,12 @@ BROKER_DEFS: tuple[ConfigDef, ...] = (
     _b("log.cleaner.max.compaction.lag.ms", "long", LONG_MAX, "Maximum age before a record is compacted.",
        at_least(1), True),
     _b("log.cleaner.backoff.ms", "long", 15_000, "Cleaner sleep when there is nothing to clean.", at_least(0)),
+    _b("log.cleaner.process.enable", "boolean", True,
+       "Clean in a worker process, off the broker's interpreter lock (pybroker's own key); false: on the "
+       "cleaner threads."),
+    _b("log.cleaner.process.niceness", "int", 10,
+       "Niceness the cleaner's worker process adds to its own, so request handling wins the CPU (pybroker's "
+       "own key).", between(0, 19)),
     _b("log.message.timestamp.type", "string", "CreateTime", "Default timestamp type.",
        one_of("CreateTime", "LogAppendTime"), True),
     _b("log.message.timestamp.before.max.ms", "long", LONG_MAX,
