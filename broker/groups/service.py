@@ -95,8 +95,8 @@ class GroupService:
                 log.error("cannot load offsets partition", partition=partition, error=repr(exc))
                 continue
             self.coordinator.finish_loading(partition, replayed.groups, replayed.offsets, self.state.clock_ms(),
-                                            replayed.pending)
-            groups += len(set(replayed.groups) | set(replayed.offsets) | set(replayed.pending))
+                                            replayed.pending, replayed.consumer)
+            groups += len(set(replayed.groups) | set(replayed.offsets) | set(replayed.pending) | set(replayed.consumer))
             records += replayed.records
         log.info("group coordinator loaded", groups=groups, records=records,
                  seconds=round(time.monotonic() - started, 3))
