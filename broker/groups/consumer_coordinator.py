@@ -107,9 +107,9 @@ class ConsumerGroups:
         self.log.append(self.partition_for(req.group_id), records, now, written)
 
     def _consumer_heartbeat(self, req: ConsumerHeartbeat, now: int) -> tuple[Records, ConsumerHeartbeatOutcome]:
-        self._validate(req)
+        self._validate_heartbeat(req)
         if req.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
-            return self._leave(req, now)
+            return self._consumer_leave(req, now)
         records: Records = []
         group = self._consumer_group(req, now, records)
         data = group.consumer
@@ -139,7 +139,7 @@ class ConsumerGroups:
             heartbeat_interval_ms=self.config.consumer_heartbeat_interval_ms,
             assignment=dict(member.assigned) if send_assignment else None)
 
-    def _validate(self, req: ConsumerHeartbeat) -> None:
+    def _validate_heartbeat(self, req: ConsumerHeartbeat) -> None:
         def refuse(message: str, error: ErrorCode = ErrorCode.INVALID_REQUEST) -> None:
             raise HeartbeatRefused(error, message)
 
@@ -189,7 +189,8 @@ class ConsumerGroups:
             if req.member_epoch != 0:
                 raise HeartbeatRefused(ErrorCode.UNKNOWN_MEMBER_ID, f"Group {req.group_id} has no member "
                                        f"{req.member_id}: rejoin with epoch 0.")
-            group = self.groups[req.group_id] = Group(req.group_id, state_timestamp_ms=now, protocol_type="consumer")
+            group = self.groups[req.group_id] = Group(req.group_id, state_timestamp_ms=now, protocol_type="consumer",
+                                                      consumer=ConsumerGroupData())
         if group.is_(GroupState.DEAD):
             raise HeartbeatRefused(ErrorCode.COORDINATOR_NOT_AVAILABLE)
         if group.consumer is None:
@@ -371,7 +372,7 @@ class ConsumerGroups:
             member.revocation_deadline_ms = -1
 
     # -- leaving and fencing -----------------------------------------------------------------------
-    def _leave(self, req: ConsumerHeartbeat, now: int) -> tuple[Records, ConsumerHeartbeatOutcome]:
+    def _consumer_leave(self, req: ConsumerHeartbeat, now: int) -> tuple[Records, ConsumerHeartbeatOutcome]:
         group = self.groups.get(req.group_id)
         data = group.consumer if group is not None else None
         if group is None or data is None:

@@ -9,10 +9,9 @@ longer than `MAX_REGEX_CHARS`, back references and lookarounds, a repeat inside 
 from __future__ import annotations
 
 import re
+import re._parser as sre_parse  # Python 3.11+: the parser `re` itself compiles with
 from collections.abc import Iterable
 from typing import Any
-
-import re._parser as sre_parse  # Python 3.11+: the parser `re` itself compiles with
 
 MAX_REGEX_CHARS = 255
 MAX_UNBOUNDED_REPEATS = 3
