@@ -173,7 +173,7 @@ def test_range_assignor_on_request() -> None:
 
 
 def test_an_empty_classic_group_is_converted_and_a_busy_one_refused() -> None:
-    co, log, _ = make()
+    co, _, _ = make()
     box = Box()
     co.commit_offsets(CommitRequest("g", -1, "", None, [OffsetToCommit("t1", 0, 5, -1, "")]), 0, box)
     assert heartbeat(co, 0, "m1", topics=["t1"]).error is E.NONE
