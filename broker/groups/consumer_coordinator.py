@@ -116,6 +116,20 @@ class ConsumerGroups:
         assert data is not None
         member, is_new = self._member_for(group, data, req, now, records)
         changed = self._update_member(member, req) or is_new
+        before = self._advance(group, data, member, changed, is_new, req.owned, now, records)
+        full = req.member_epoch == 0 or (req.rebalance_timeout_ms != -1 and req.owned is not None and (
+            req.subscribed_topic_names is not None or req.subscribed_topic_regex is not None))
+        send_assignment = full or member.assigned != before or member.assigned != req.owned
+        return records, ConsumerHeartbeatOutcome(
+            ErrorCode.NONE, member_id=member.member_id, member_epoch=member.member_epoch,
+            heartbeat_interval_ms=self.config.consumer_heartbeat_interval_ms,
+            assignment=dict(member.assigned) if send_assignment else None)
+
+    def _advance(self, group: Group, data: ConsumerGroupData, member: ConsumerMember, changed: bool,
+                 is_new: bool, owned: Assignment | None, now: int, records: Records) -> Assignment:
+        """After a member's heartbeat (or a classic member's join): bump the group epoch if its subscription or
+        the subscribed topics changed, compute a new target if the group epoch is ahead, move the member
+        towards its target; the records of what changed go to `records`. Returns what it had assigned before."""
         member.last_heartbeat_ms = now
         if changed:
             records.append(rec.member_record(group.group_id, member))
@@ -127,17 +141,11 @@ class ConsumerGroups:
         if data.group_epoch > data.assignment_epoch:
             records += self._compute_target(group, data, member.server_assignor)
         before = (member.member_epoch, member.state, member.assigned, member.pending_revocation)
-        self._reconcile(data, member, req.owned, now)
+        self._reconcile(data, member, owned, now)
         if (member.member_epoch, member.state, member.assigned, member.pending_revocation) != before or is_new:
             records.append(rec.current_record(group.group_id, member))
         data.refresh_state()
-        full = req.member_epoch == 0 or (req.rebalance_timeout_ms != -1 and req.owned is not None and (
-            req.subscribed_topic_names is not None or req.subscribed_topic_regex is not None))
-        send_assignment = full or member.assigned != before[2] or member.assigned != req.owned
-        return records, ConsumerHeartbeatOutcome(
-            ErrorCode.NONE, member_id=member.member_id, member_epoch=member.member_epoch,
-            heartbeat_interval_ms=self.config.consumer_heartbeat_interval_ms,
-            assignment=dict(member.assigned) if send_assignment else None)
+        return before[2]
 
     def _validate_heartbeat(self, req: ConsumerHeartbeat) -> None:
         def refuse(message: str, error: ErrorCode = ErrorCode.INVALID_REQUEST) -> None:
@@ -193,10 +201,14 @@ class ConsumerGroups:
                                                       consumer=ConsumerGroupData())
         if group.is_(GroupState.DEAD):
             raise HeartbeatRefused(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        if group.consumer is None and self.can_upgrade(group):
+            if req.member_epoch != 0:
+                raise HeartbeatRefused(ErrorCode.UNKNOWN_MEMBER_ID)
+            self.upgrade(group, now, records)  # Kafka's online upgrade: its members stay, as classic members
         if group.consumer is None:
             if group.members or group.pending_members or not group.is_(GroupState.EMPTY):
                 raise HeartbeatRefused(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {req.group_id} is not a consumer "
-                                       "group: it has members of the classic protocol.")
+                                       "group: it has members of the classic protocol that cannot move yet.")
             # an empty classic group (or one holding only offsets) becomes a consumer group (Kafka's upgrade)
             group.consumer = ConsumerGroupData()
             group.protocol_type = "consumer"
@@ -390,10 +402,17 @@ class ConsumerGroups:
             member.member_epoch, member.previous_member_epoch = STATIC_LEAVE_EPOCH, member.member_epoch
             member.last_heartbeat_ms = now
             return [rec.current_record(group.group_id, member)], outcome
-        return self._remove_consumer_member(group, data, member, "left the group"), outcome
+        return self._remove_consumer_member(group, data, member, "left the group", now), outcome
+
+    if TYPE_CHECKING:  # the conversions between protocols are `mixed_groups.MixedGroups`'s
+        def maybe_downgrade(self, group: Group, now: int) -> Records: ...
+
+        def upgrade(self, group: Group, now: int, records: Records) -> None: ...
+
+        def can_upgrade(self, group: Group) -> bool: ...
 
     def _remove_consumer_member(self, group: Group, data: ConsumerGroupData, member: ConsumerMember,
-                                reason: str) -> Records:
+                                reason: str, now: int) -> Records:
         log.info("member removed", group=group.group_id, member=member.member_id, reason=reason,
                  epoch=data.group_epoch)
         data.release(member)
@@ -413,7 +432,7 @@ class ConsumerGroups:
             records += rec.target_records(group.group_id, data, [])
             group.state_timestamp_ms = max(group.state_timestamp_ms, member.last_heartbeat_ms)
         data.refresh_state()
-        return records
+        return records + self.maybe_downgrade(group, now)
 
     def tick_consumer(self, group: Group, now: int) -> None:
         """Fence members past their session, or past their revocation deadline."""
@@ -422,19 +441,27 @@ class ConsumerGroups:
             return
         records: Records = []
         for member in list(data.members.values()):
-            if now >= member.last_heartbeat_ms + self.config.consumer_session_timeout_ms:
-                records += self._remove_consumer_member(group, data, member, "session timed out")
+            if group.consumer is not data:
+                break  # the group became classic (its last consumer-protocol member went)
+            if now >= member.last_heartbeat_ms + self._session_ms(member):
+                records += self._remove_consumer_member(group, data, member, "session timed out", now)
             elif 0 <= member.revocation_deadline_ms <= now:
                 records += self._remove_consumer_member(group, data, member, "did not revoke its partitions "
-                                                        "within its rebalance timeout")
+                                                        "within its rebalance timeout", now)
         if records:
             self.log.append(self.partition_for(group.group_id), records, now, lambda _code: None)
+
+    def _session_ms(self, member: ConsumerMember) -> int:
+        """A classic member's own session timeout; the broker's for the consumer protocol's members."""
+        if member.classic is not None:
+            return member.classic.session_timeout_ms
+        return self.config.consumer_session_timeout_ms
 
     def consumer_deadline(self, group: Group) -> int | None:
         data = group.consumer
         if data is None:
             return None
-        deadlines = [m.last_heartbeat_ms + self.config.consumer_session_timeout_ms for m in data.members.values()]
+        deadlines = [m.last_heartbeat_ms + self._session_ms(m) for m in data.members.values()]
         deadlines += [m.revocation_deadline_ms for m in data.members.values() if m.revocation_deadline_ms >= 0]
         return min(deadlines, default=None)
 
@@ -449,7 +476,8 @@ class ConsumerGroups:
         if member is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
         if member_epoch != member.member_epoch:
-            return ErrorCode.STALE_MEMBER_EPOCH
+            # a classic member's generation is its epoch: it is told as a classic group would tell it
+            return ErrorCode.ILLEGAL_GENERATION if member.classic is not None else ErrorCode.STALE_MEMBER_EPOCH
         return ErrorCode.NONE
 
     def drop_consumer_part(self, group: Group, now: int) -> None:

@@ -36,6 +36,15 @@ def without_empty(assignment: Assignment) -> Assignment:
 
 
 @dataclass(slots=True)
+class ClassicMemberInfo:
+    """A member that joined a consumer group with the classic protocol (JoinGroup): its session timeout and
+    protocols (name, subscription bytes), as ConsumerGroupMemberMetadataValue's ClassicMemberMetadata keeps them."""
+
+    session_timeout_ms: int
+    protocols: list[tuple[str, bytes]]
+
+
+@dataclass(slots=True)
 class ConsumerMember:
     member_id: str
     instance_id: str | None = None
@@ -55,6 +64,8 @@ class ConsumerMember:
     last_heartbeat_ms: int = 0
     #: when it must have revoked what it was asked to (UnrevokedPartitions only; -1: no deadline)
     revocation_deadline_ms: int = -1
+    #: set for a member of the classic protocol (JoinGroup/SyncGroup/Heartbeat) in a consumer group
+    classic: ClassicMemberInfo | None = None
 
     def owns_any(self, partitions: Assignment) -> bool:
         return any(self.assigned.get(topic, frozenset()) & parts for topic, parts in partitions.items())

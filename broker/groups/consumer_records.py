@@ -12,10 +12,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from pybroker.broker.groups.consumer_group import Assignment, ConsumerGroupData, ConsumerMember
+from pybroker.broker.groups.consumer_group import (
+    Assignment,
+    ClassicMemberInfo,
+    ConsumerGroupData,
+    ConsumerMember,
+)
 from pybroker.broker.groups.consumer_state_machine import MemberState
 from pybroker.broker.groups.group_log import Records
 from pybroker.protocol.messages.consumer_group_records import (
+    ClassicMemberMetadata,
+    ClassicProtocol,
     ConsumerGroupCurrentMemberAssignmentValue,
     ConsumerGroupMemberMetadataValue,
     ConsumerGroupMetadataValue,
@@ -44,10 +51,15 @@ def _current(assignment: Assignment) -> list[CurrentTopicPartitions]:
 
 
 def member_record(group_id: str, m: ConsumerMember) -> tuple[bytes, bytes]:
+    classic = None
+    if m.classic is not None:
+        classic = ClassicMemberMetadata(session_timeout_ms=m.classic.session_timeout_ms, supported_protocols=[
+            ClassicProtocol(name=name, metadata=metadata) for name, metadata in m.classic.protocols])
     value = ConsumerGroupMemberMetadataValue(
         instance_id=m.instance_id, rack_id=m.rack_id, client_id=m.client_id, client_host=m.client_host,
         subscribed_topic_names=list(m.subscribed_topic_names), subscribed_topic_regex=m.subscribed_topic_regex,
-        rebalance_timeout_ms=m.rebalance_timeout_ms, server_assignor=m.server_assignor)
+        rebalance_timeout_ms=m.rebalance_timeout_ms, server_assignor=m.server_assignor,
+        classic_member_metadata=classic)
     return consumer_key(CONSUMER_GROUP_MEMBER_METADATA, group_id, m.member_id), consumer_value(value)
 
 
@@ -141,6 +153,10 @@ def restore_consumer(replayed: ReplayedConsumerGroup, now: int) -> ConsumerGroup
             client_host=value.client_host, subscribed_topic_names=list(value.subscribed_topic_names),
             subscribed_topic_regex=value.subscribed_topic_regex, rebalance_timeout_ms=value.rebalance_timeout_ms,
             server_assignor=value.server_assignor, last_heartbeat_ms=now)
+        classic = value.classic_member_metadata
+        if classic is not None:
+            member.classic = ClassicMemberInfo(classic.session_timeout_ms,
+                                               [(p.name, p.metadata) for p in classic.supported_protocols])
         current = replayed.current.get(member_id)
         if current is not None:
             member.member_epoch = current.member_epoch

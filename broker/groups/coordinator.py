@@ -37,6 +37,7 @@ from pybroker.broker.groups.expiry import keeps_alive, member_deadline
 from pybroker.broker.groups.group import Group, Member
 from pybroker.broker.groups.group_log import Done, GroupLog, Records, client_error
 from pybroker.broker.groups.loading import GroupLoading
+from pybroker.broker.groups.mixed_groups import MixedGroups
 from pybroker.broker.groups.offset_commits import OffsetCommits
 from pybroker.broker.groups.outcomes import (
     UNKNOWN_MEMBER_ID,
@@ -85,7 +86,7 @@ def random_member_id(client_id: str) -> str:
     return f"{client_id}-{uuid.uuid4()}"
 
 
-class GroupCoordinator(ConsumerGroups, OffsetCommits, GroupLoading):
+class GroupCoordinator(ConsumerGroups, MixedGroups, OffsetCommits, GroupLoading):
     def __init__(self, config: GroupConfig, log: GroupLog, *,
                  partition_exists: Callable[[str, int], bool] = lambda topic, partition: True,
                  new_member_id: Callable[[str], str] = random_member_id,
@@ -151,8 +152,8 @@ class GroupCoordinator(ConsumerGroups, OffsetCommits, GroupLoading):
             respond(JoinOutcome(ErrorCode.COORDINATOR_NOT_AVAILABLE, member_id=req.member_id))
             return
         if group.consumer is not None:
-            if group.consumer.members:  # classic members in a consumer group: not served (skipped-features)
-                respond(JoinOutcome(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id=req.member_id))
+            if group.consumer.members:  # a classic member in a consumer group (mixed_groups.py)
+                self.classic_join_consumer_group(group, req, now, respond)
                 return
             self.drop_consumer_part(group, now)
         if not group.supports(req.protocol_type, [name for name, _ in req.protocols]):
@@ -336,6 +337,9 @@ class GroupCoordinator(ConsumerGroups, OffsetCommits, GroupLoading):
     def _sync(self, req: SyncRequest, now: int, respond: Callable[[SyncOutcome], None]) -> None:
         error = self.availability(req.group_id)
         group = self.groups.get(req.group_id)
+        if error is ErrorCode.NONE and group is not None and group.consumer is not None:
+            respond(self.classic_sync_consumer_group(group, req, now))
+            return
         if error is ErrorCode.NONE:
             error = self._member_error(group, req.member_id, req.group_instance_id, req.generation)
         if error is ErrorCode.NONE:
@@ -392,6 +396,8 @@ class GroupCoordinator(ConsumerGroups, OffsetCommits, GroupLoading):
         if error is not ErrorCode.NONE:
             return error
         group = self.groups.get(group_id)
+        if group is not None and group.consumer is not None:
+            return self.classic_heartbeat_consumer_group(group, member_id, generation, now)
         error = self._member_error(group, member_id, instance_id, generation)
         if error is not ErrorCode.NONE:
             return error
@@ -418,6 +424,8 @@ class GroupCoordinator(ConsumerGroups, OffsetCommits, GroupLoading):
         if error is not ErrorCode.NONE:
             return error, [error] * len(leaving)
         assert group is not None
+        if group.consumer is not None:
+            return ErrorCode.NONE, self.classic_leave_consumer_group(group, leaving, now)
         codes: list[ErrorCode] = []
         removed = False
         for member_id, instance_id in leaving:
