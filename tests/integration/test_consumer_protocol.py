@@ -225,3 +225,28 @@ def test_a_regex_subscription_follows_new_topics(broker_factory: Callable[..., B
         _poll_until([consumer], lambda: {tp.topic for tp in consumer.assignment()} == {f"{prefix}-a"})
         _create(broker.bootstrap, f"{prefix}-b", 2)
         _poll_until([consumer], lambda: {tp.topic for tp in consumer.assignment()} == {f"{prefix}-a", f"{prefix}-b"})
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("strategy", ["range", "cooperative-sticky"])
+def test_a_classic_member_shares_a_consumer_group_and_the_group_turns_classic(
+        broker_factory: Callable[..., BrokerProcess], new_topic: Callable[..., str], strategy: str) -> None:
+    broker = broker_factory({**FAST, "group.initial.rebalance.delay.ms": "0"})
+    topic = new_topic()
+    _create(broker.bootstrap, topic)
+    classic_config = {"group.protocol": "classic", "partition.assignment.strategy": strategy,
+                      "heartbeat.interval.ms": 300, "session.timeout.ms": 6000}
+    with ExitStack() as stack:
+        modern = stack.enter_context(_consumer(broker.bootstrap, "gm"))
+        modern.subscribe([topic])
+        _poll_until([modern], _split([modern]))
+        classic = stack.enter_context(_consumer(broker.bootstrap, "gm", **classic_config))
+        classic.subscribe([topic])
+        _poll_until([modern, classic], _split([modern, classic]))
+        admin = ck_admin(broker.bootstrap)
+        listed = {g.group_id: g for g in admin.list_consumer_groups().result(10).valid}
+        assert str(listed["gm"].type).endswith("CONSUMER")
+        modern.unsubscribe()
+        _poll_until([classic], _split([classic]))
+        listed = {g.group_id: g for g in admin.list_consumer_groups().result(10).valid}
+        assert str(listed["gm"].type).endswith("CLASSIC")
