@@ -480,6 +480,18 @@ class ConsumerGroups:
             return ErrorCode.ILLEGAL_GENERATION if member.classic is not None else ErrorCode.STALE_MEMBER_EPOCH
         return ErrorCode.NONE
 
+    def fetch_member_error(self, group_id: str, member_id: str | None, member_epoch: int) -> ErrorCode:
+        """OffsetFetch v9 from a member of a consumer group: it must be a member at that epoch (Kafka's
+        check; classic groups and requests naming no member are not checked)."""
+        group = self.groups.get(group_id)
+        data = group.consumer if group is not None else None
+        if data is None or (member_id is None and member_epoch < 0):
+            return ErrorCode.NONE
+        member = data.members.get(member_id or "")
+        if member is None:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        return ErrorCode.NONE if member.member_epoch == member_epoch else ErrorCode.STALE_MEMBER_EPOCH
+
     def drop_consumer_part(self, group: Group, now: int) -> None:
         """An empty consumer group taken over by a classic JoinGroup (Kafka's downgrade of an empty group)."""
         data = group.consumer

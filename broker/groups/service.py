@@ -181,7 +181,7 @@ class GroupService:
 
     def snapshot(self) -> list[GroupSnapshot]:
         """Every loaded group, read from the coordinator's own state (cheap enough for a scrape)."""
-        return [GroupSnapshot(g.group_id, g.state.value, len(g.members),
+        return [GroupSnapshot(g.group_id, g.state_name, len(g.members) + (len(g.consumer.members) if g.consumer else 0),
                               {key: c.offset for key, c in g.offsets.items()})
                 for g in self.coordinator.list_groups()]
 

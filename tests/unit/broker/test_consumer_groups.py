@@ -247,3 +247,12 @@ def test_consumer_records_round_trip() -> None:
     from pybroker.protocol.offsets_topic_records import consumer_key, consumer_value
     record = decode_record(consumer_key(3, "g"), consumer_value(ConsumerGroupMetadataValue(epoch=7)))
     assert isinstance(record, ConsumerRecord) and record.value.epoch == 7 and record.group == "g"
+
+
+def test_offset_fetches_of_members_check_the_epoch() -> None:
+    co, _, _ = make()
+    heartbeat(co, 0, "m1", topics=["t1"])
+    assert co.fetch_member_error("g", "m1", 1) is E.NONE
+    assert co.fetch_member_error("g", "m1", 0) is E.STALE_MEMBER_EPOCH
+    assert co.fetch_member_error("g", "zz", 1) is E.UNKNOWN_MEMBER_ID
+    assert co.fetch_member_error("g", None, -1) is E.NONE
