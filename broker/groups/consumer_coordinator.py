@@ -369,6 +369,10 @@ class ConsumerGroups:
     def _reconcile(self, data: ConsumerGroupData, member: ConsumerMember, owned: Assignment | None,
                    now: int) -> None:
         was_revoking = member.state is MemberState.UNREVOKED_PARTITIONS
+        if owned and member.pending_revocation:
+            # partitions of a deleted topic cannot be revoked by a client that no longer knows the topic
+            existing = {topic_id for topic_id, _ in self.topic_metadata().values()}
+            owned = {topic: parts for topic, parts in owned.items() if topic in existing}
         data.release(member)
         step = reconcile(member, data.assignment_epoch, data.targets.get(member.member_id, {}),
                          data.owner_epoch, owned)

@@ -256,3 +256,14 @@ def test_offset_fetches_of_members_check_the_epoch() -> None:
     assert co.fetch_member_error("g", "m1", 0) is E.STALE_MEMBER_EPOCH
     assert co.fetch_member_error("g", "zz", 1) is E.UNKNOWN_MEMBER_ID
     assert co.fetch_member_error("g", None, -1) is E.NONE
+
+
+def test_a_deleted_topic_does_not_hold_a_member_in_revocation() -> None:
+    co, _, table = make()
+    first = heartbeat(co, 0, "m1", topics=["t1", "t2"])
+    del table["t2"]
+    step = heartbeat(co, 1, "m1", first.member_epoch, owned=first.assignment)
+    assert step.assignment == {T1: frozenset(range(4))}
+    # the client still lists the deleted topic's partitions (it cannot name them any more): no matter
+    done = heartbeat(co, 2, "m1", step.member_epoch, owned=first.assignment)
+    assert done.error is E.NONE and co.groups["g"].state_name == "Stable"
