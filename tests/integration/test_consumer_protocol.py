@@ -205,6 +205,9 @@ def test_offsets_committed_under_member_epochs_resume_after_a_restart(
         positions = {tp.partition: tp.offset for tp in consumer.position(
             [TopicPartition(topic, p) for p in range(PARTITIONS)])}
     broker.restart()
+    admin = ck_admin(broker.bootstrap)
+    described = admin.describe_consumer_groups(["gr"])["gr"].result(10)
+    assert str(described.type).endswith("CONSUMER") and described.members == []  # the group came back, empty
     rest: list[tuple[int, int, int]] = []
     with _consumer(broker.bootstrap, "gr") as consumer:
         consumer.subscribe([topic])

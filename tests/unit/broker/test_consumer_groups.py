@@ -267,3 +267,15 @@ def test_a_deleted_topic_does_not_hold_a_member_in_revocation() -> None:
     # the client still lists the deleted topic's partitions (it cannot name them any more): no matter
     done = heartbeat(co, 2, "m1", step.member_epoch, owned=first.assignment)
     assert done.error is E.NONE and co.groups["g"].state_name == "Stable"
+
+
+def test_hostile_heartbeats_are_capped() -> None:
+    co, _, _ = make()
+    assert heartbeat(co, 0, "m1", topics=[f"t{i}" for i in range(10_001)]).error is E.INVALID_REQUEST
+    assert heartbeat(co, 0, "m1", regex="a" * 256).error is E.INVALID_REGULAR_EXPRESSION
+    assert heartbeat(co, 0, "m" * 256, topics=["t1"]).error is E.INVALID_REQUEST
+    assert heartbeat(co, 0, "m1", topics=["t1"]).error is E.NONE
+    huge = {T1: frozenset(range(100_001))}
+    assert heartbeat(co, 1, "m1", 1, owned=huge).error is E.INVALID_REQUEST
+    assert heartbeat(co, 1, "m1", -3).error is E.INVALID_REQUEST
+    assert heartbeat(co, 1, "", 1).error is E.INVALID_REQUEST
