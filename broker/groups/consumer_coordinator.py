@@ -161,6 +161,8 @@ class ConsumerGroups:
             raise HeartbeatRefused(availability)
         if req.instance_id is not None and not req.instance_id:
             refuse("InstanceId can't be empty.")
+        if req.rack_id is not None and not req.rack_id:
+            refuse("RackId can't be empty.")
         if len(req.member_id) > MAX_ID_CHARS or len(req.instance_id or "") > MAX_ID_CHARS:
             refuse(f"MemberId and InstanceId are at most {MAX_ID_CHARS} characters.")
         if req.member_epoch == 0:

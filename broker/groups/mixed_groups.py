@@ -234,7 +234,8 @@ class MixedGroups:
     # -- conversions -----------------------------------------------------------------------------------
     def can_upgrade(self, group: Group) -> bool:
         """A classic group of consumers, Stable, nobody waiting, every subscription readable."""
-        if group.consumer is not None or group.protocol_type != PROTOCOL_TYPE or not group.is_(GroupState.STABLE):
+        if group.consumer is not None or group.protocol_type != PROTOCOL_TYPE or not group.is_(GroupState.STABLE) \
+                or len(group.members) > self.config.consumer_max_size:
             return False
         return all(m.join_waiter is None and m.sync_waiter is None and m.group_instance_id is None
                    and parse_subscription(m.metadata_for(group.protocol_name)) is not None
