@@ -133,7 +133,11 @@ class ConsumerGroups:
         member.last_heartbeat_ms = now
         if changed:
             records.append(rec.member_record(group.group_id, member))
-        metadata = self._subscription_metadata(data)
+        topics = self.topic_metadata()
+        # the subscribed topics change only with a subscription or with the topic table (a new object then)
+        metadata = self._subscription_metadata(data) if changed or data.metadata_source is not topics \
+            else data.subscription_metadata
+        data.metadata_source = topics
         if changed or metadata != data.subscription_metadata:
             data.group_epoch += 1
             data.subscription_metadata = metadata

@@ -91,6 +91,8 @@ class ConsumerGroupData:
     subscription_metadata: dict[str, tuple[uuid.UUID, int]] = field(default_factory=dict)
     #: the assignor the last target was computed with
     assignor: str = ""
+    #: the topic table `subscription_metadata` was last computed from (a heartbeat recomputes it when that changed)
+    metadata_source: object = None
 
     # -- ownership ---------------------------------------------------------------------------------
     def owner_epoch(self, topic: uuid.UUID, partition: int) -> int:

@@ -124,7 +124,10 @@ class ReconciliationModel(RuleBasedStateMachine):
                 self._beat(client)
         group = self.co.groups["g"]
         assert group.consumer is not None
-        assert group.state_name == "Stable", group.state_name
+        assert group.state_name == "Stable", (group.state_name, group.consumer.assignment_epoch, {
+            m.member_id: (m.member_epoch, m.state.name, m.assigned, m.pending_revocation, group.consumer.targets.get(
+                m.member_id)) for m in group.consumer.members.values()},
+            {c.member_id: (c.epoch, c.held) for c in self.clients.values()})
         subscribed = {t for c in self.clients.values() for t in c.topics}
         wanted = {(self.table[t][0], p) for t in subscribed for p in range(self.table[t][1])}
         held = {(topic, p) for c in self.clients.values() for topic, parts in c.held.items() for p in parts}
