@@ -24,11 +24,11 @@ from pybroker.protocol.api_keys import ApiKey
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.messages import (
     add_offsets_to_txn,
-    consumer_group_describe,
-    consumer_group_heartbeat,
     add_partitions_to_txn,
     alter_configs,
     alter_partition_reassignments,
+    consumer_group_describe,
+    consumer_group_heartbeat,
     create_acls,
     create_partitions,
     create_topics,
