@@ -119,7 +119,8 @@ class ConsumerGroups:
         before = self._advance(group, data, member, changed, is_new, req.owned, now, records)
         full = req.member_epoch == 0 or (req.rebalance_timeout_ms != -1 and req.owned is not None and (
             req.subscribed_topic_names is not None or req.subscribed_topic_regex is not None))
-        send_assignment = full or member.assigned != before or member.assigned != req.owned
+        # also when what it says it owns is not what it has (an answer of ours was lost on the way)
+        send_assignment = full or member.assigned != before or (req.owned is not None and member.assigned != req.owned)
         return records, ConsumerHeartbeatOutcome(
             ErrorCode.NONE, member_id=member.member_id, member_epoch=member.member_epoch,
             heartbeat_interval_ms=self.config.consumer_heartbeat_interval_ms,
