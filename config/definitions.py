@@ -244,6 +244,11 @@ BROKER_DEFS: tuple[ConfigDef, ...] = (
        "Largest group.consumer.session.timeout.ms allowed.", at_least(1)),
     _b("group.consumer.max.size", "int", 2**31 - 1,
        "Most members in one consumer-protocol group (GROUP_MAX_SIZE_REACHED beyond).", at_least(1)),
+    _b("group.consumer.migration.policy", "string", "bidirectional",
+       "Which online conversions of a group with members are allowed: upgrade (a classic group becomes a "
+       "consumer group when a consumer-protocol member joins), downgrade (a consumer group left with classic "
+       "members only becomes classic), both (bidirectional) or neither (disabled). Empty groups always convert.",
+       one_of("disabled", "downgrade", "upgrade", "bidirectional")),
     _b("group.consumer.assignors", "list", ["uniform", "range"],
        "Server-side assignors of the consumer protocol, the first the default; a member may pick another "
        "with server_assignor. Kafka's class names (org.apache.kafka.coordinator.group.assignor."

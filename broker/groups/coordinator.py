@@ -80,6 +80,8 @@ class GroupConfig:
     consumer_max_size: int = 2**31 - 1
     #: server-side assignors by name, the first the default (group.consumer.assignors)
     consumer_assignors: tuple[str, ...] = ("uniform", "range")
+    #: group.consumer.migration.policy: which online conversions are allowed
+    consumer_migration_policy: str = "bidirectional"
 
 
 def random_member_id(client_id: str) -> str:

@@ -234,6 +234,8 @@ class MixedGroups:
     # -- conversions -----------------------------------------------------------------------------------
     def can_upgrade(self, group: Group) -> bool:
         """A classic group of consumers, Stable, nobody waiting, every subscription readable."""
+        if self.config.consumer_migration_policy not in ("upgrade", "bidirectional"):
+            return False
         if group.consumer is not None or group.protocol_type != PROTOCOL_TYPE or not group.is_(GroupState.STABLE) \
                 or len(group.members) > self.config.consumer_max_size:
             return False
@@ -281,7 +283,8 @@ class MixedGroups:
     def maybe_downgrade(self, group: Group, now: int) -> Records:
         """Classic members alone in a consumer group: it becomes a classic group and they rejoin."""
         data = group.consumer
-        if data is None or not data.members or any(m.classic is None for m in data.members.values()):
+        if data is None or not data.members or any(m.classic is None for m in data.members.values()) \
+                or self.config.consumer_migration_policy not in ("downgrade", "bidirectional"):
             return []
         records = rec.group_tombstones(group.group_id, data)
         group.consumer = None

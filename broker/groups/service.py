@@ -60,6 +60,7 @@ def group_config(state: BrokerState, num_partitions: int) -> GroupConfig:
                                             "group.consumer.min.session.timeout.ms",
                                             "group.consumer.max.session.timeout.ms"),
         consumer_max_size=int(config.get("group.consumer.max.size")),
+        consumer_migration_policy=str(config.get("group.consumer.migration.policy")),
         consumer_assignors=tuple(dict.fromkeys(ASSIGNOR_NAMES.get(name, name)
                                                for name in config.get("group.consumer.assignors"))),
     )

@@ -102,3 +102,28 @@ def join_as(co, member_id: str, now: int):  # type: ignore[no-untyped-def]
     co.join(JoinRequest("g", member_id, None, "old", "/h", 10_000, 10_000, "consumer",
                         [("range", subscription(["t1"], {"t1": [0, 1, 2, 3]}))], False), now, box)
     return box.answers[0]
+
+
+def test_the_migration_policy_can_forbid_the_downgrade() -> None:
+    co, _, _ = make(consumer_migration_policy="upgrade")
+    heartbeat(co, 0, "c1", topics=["t1"])
+    join(co, "", 1)
+    heartbeat(co, 2, "c1", -1)
+    assert co.groups["g"].group_type == "consumer"
+
+
+def test_a_classic_member_of_a_consumer_group_comes_back_after_a_restart() -> None:
+    from pybroker.broker.groups.offsets_topic import ReplayedPartition
+
+    co, log, table = make()
+    heartbeat(co, 0, "c1", topics=["t1"])
+    classic_id = join(co, "", 1).member_id
+    replayed = ReplayedPartition()
+    for record in log.decoded():
+        replayed.apply(record)
+    restarted, _, _ = make(table)
+    restarted.begin_loading([0])
+    restarted.finish_loading(0, replayed.groups, replayed.offsets, 100, replayed.pending, replayed.consumer)
+    data = restarted.groups["g"].consumer
+    assert data is not None and data.members[classic_id].classic is not None
+    assert data.members[classic_id].classic.session_timeout_ms == 10_000
