@@ -169,6 +169,10 @@ class MixedGroups:
         self._advance(group, data, member, changed, is_new, owned, now, records)
         outcome = JoinOutcome(ErrorCode.NONE, member_id, member.member_epoch, PROTOCOL_TYPE, req.protocols[0][0], "")
 
+        if not records:  # a rejoin that changed nothing: nothing to write
+            respond(outcome)
+            return
+
         def written(code: ErrorCode) -> None:
             respond(outcome if code is ErrorCode.NONE else JoinOutcome(client_error(code), member_id=member_id))
 

@@ -127,3 +127,12 @@ def test_a_classic_member_of_a_consumer_group_comes_back_after_a_restart() -> No
     data = restarted.groups["g"].consumer
     assert data is not None and data.members[classic_id].classic is not None
     assert data.members[classic_id].classic.session_timeout_ms == 10_000
+
+
+def test_a_classic_rejoin_that_changes_nothing_writes_nothing() -> None:
+    co, log, _ = make()
+    heartbeat(co, 0, "c1", topics=["t1"])
+    joined = join(co, "", 1)
+    again = join(co, joined.member_id, 2)
+    assert again.error is E.NONE and again.generation == joined.generation
+    assert all(records for _, records in log.written), "an empty batch was appended"
