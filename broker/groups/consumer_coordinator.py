@@ -211,7 +211,7 @@ class ConsumerGroups:
         if group.consumer is None and self.can_upgrade(group):
             if req.member_epoch != 0:
                 raise HeartbeatRefused(ErrorCode.UNKNOWN_MEMBER_ID)
-            self.upgrade(group, now, records)  # Kafka's online upgrade: its members stay, as classic members
+            group = self.upgrade(group, now, records)  # Kafka's online upgrade: its members stay, as classic members
         if group.consumer is None:
             if group.members or group.pending_members or not group.is_(GroupState.EMPTY):
                 raise HeartbeatRefused(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {req.group_id} is not a consumer "
@@ -418,7 +418,7 @@ class ConsumerGroups:
     if TYPE_CHECKING:  # the conversions between protocols are `mixed_groups.MixedGroups`'s
         def maybe_downgrade(self, group: Group, now: int) -> Records: ...
 
-        def upgrade(self, group: Group, now: int, records: Records) -> None: ...
+        def upgrade(self, group: Group, now: int, records: Records) -> Group: ...
 
         def can_upgrade(self, group: Group) -> bool: ...
 

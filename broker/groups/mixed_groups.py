@@ -247,8 +247,8 @@ class MixedGroups:
                    and parse_subscription(m.metadata_for(group.protocol_name)) is not None
                    and parse_assignment(m.assignment) is not None for m in group.members.values())
 
-    def upgrade(self, group: Group, now: int, records: Records) -> None:
-        """The classic members become members of a consumer group, each keeping its assignment."""
+    def upgrade(self, group: Group, now: int, records: Records) -> Group:
+        """The classic members become members of a consumer group, each keeping its assignment; the new group."""
         data = ConsumerGroupData(group_epoch=group.generation, assignment_epoch=group.generation)
         for m in group.members.values():
             parsed = parse_subscription(m.metadata_for(group.protocol_name))
@@ -275,14 +275,13 @@ class MixedGroups:
         records += rec.epoch_records(group.group_id, data)
         records += rec.target_records(group.group_id, data, [])
         records.append((group_metadata_key(group.group_id), None))
-        group.members.clear()
-        group.static_members.clear()
-        group.pending_members.clear()
-        group.leader_id = group.protocol_name = None
-        group.state = GroupState.EMPTY
-        group.consumer = data
+        # Kafka replaces the classic group by a consumer group; the committed offsets go along
+        converted = Group(group.group_id, state_timestamp_ms=now, protocol_type=PROTOCOL_TYPE, consumer=data,
+                          offsets=group.offsets, pending_txn=group.pending_txn)
+        self.groups[group.group_id] = converted
         data.refresh_state()
         log.info("group converted to the consumer protocol", group=group.group_id, members=len(data.members))
+        return converted
 
     def maybe_downgrade(self, group: Group, now: int) -> Records:
         """Classic members alone in a consumer group: it becomes a classic group and they rejoin."""
