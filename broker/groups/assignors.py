@@ -51,6 +51,54 @@ def range_assignor(subscriptions: Subscriptions, topics: Topics,
 
 def uniform_assignor(subscriptions: Subscriptions, topics: Topics,
                      previous: Mapping[str, Assignment]) -> dict[str, Assignment]:
+    subscribed = list(subscriptions.values())
+    if subscribed and all(s == subscribed[0] for s in subscribed):
+        return _uniform_homogeneous(subscriptions, topics, previous)
+    return _uniform_heterogeneous(subscriptions, topics, previous)
+
+
+def _uniform_homogeneous(subscriptions: Subscriptions, topics: Topics,
+                         previous: Mapping[str, Assignment]) -> dict[str, Assignment]:
+    """Everyone subscribes to the same topics (the usual group): each member gets `P // N` partitions and
+    `P % N` of them one more, those that already held the most keeping the extra one; a member keeps what
+    it held up to its share. O(P + N log N)."""
+    members = sorted(subscriptions)
+    ids = {topics[name] for name in next(iter(subscriptions.values())) if name in topics}
+    counts = dict(ids)
+    taken: set[tuple[uuid.UUID, int]] = set()
+    kept: dict[str, list[tuple[uuid.UUID, int]]] = {}
+    for member in members:
+        mine = []
+        for topic_id, parts in sorted(previous.get(member, {}).items(), key=lambda item: str(item[0])):
+            for p in sorted(parts):
+                key = (topic_id, p)
+                if topic_id in counts and p < counts[topic_id] and key not in taken:
+                    taken.add(key)
+                    mine.append(key)
+        kept[member] = mine
+    total = sum(counts.values())
+    share, extra = divmod(total, len(members))
+    order = sorted(members, key=lambda m: (-len(kept[m]), m))
+    quota = {m: share + (1 if i < extra else 0) for i, m in enumerate(order)}
+    for member in members:
+        for key in kept[member][quota[member]:]:
+            taken.discard(key)
+        del kept[member][quota[member]:]
+    free = (key for topic_id in sorted(counts, key=str) for key in ((topic_id, p) for p in range(counts[topic_id]))
+            if key not in taken)
+    result: dict[str, dict[uuid.UUID, set[int]]] = {}
+    for member in members:
+        mine = kept[member]
+        while len(mine) < quota[member]:
+            mine.append(next(free))
+        result[member] = {}
+        for topic_id, p in mine:
+            result[member].setdefault(topic_id, set()).add(p)
+    return _freeze(result)
+
+
+def _uniform_heterogeneous(subscriptions: Subscriptions, topics: Topics,
+                           previous: Mapping[str, Assignment]) -> dict[str, Assignment]:
     members = sorted(subscriptions)
     load = dict.fromkeys(members, 0)
     owner: dict[tuple[uuid.UUID, int], str] = {}
