@@ -12,6 +12,7 @@ already resolved, regexes included), the topics' ids and partition counts, and t
 
 from __future__ import annotations
 
+import heapq
 import uuid
 from collections.abc import Callable, Mapping
 
@@ -23,6 +24,8 @@ Subscriptions = Mapping[str, set[str]]
 Topics = Mapping[str, tuple[uuid.UUID, int]]
 #: passes of the balancing step (each moves every partition it can; bounded so a hostile group costs little)
 BALANCE_PASSES = 8
+#: partitions x members above which the balancing step is skipped (each pass costs that much)
+BALANCE_MAX_WORK = 100_000
 Assignor = Callable[[Subscriptions, Topics, Mapping[str, Assignment]], dict[str, Assignment]]
 
 
@@ -99,6 +102,8 @@ def _uniform_homogeneous(subscriptions: Subscriptions, topics: Topics,
 
 def _uniform_heterogeneous(subscriptions: Subscriptions, topics: Topics,
                            previous: Mapping[str, Assignment]) -> dict[str, Assignment]:
+    """Members subscribe to different topics: sticky up to each member's fair share, the rest to the least
+    loaded subscriber of each topic (a heap per topic), then a bounded balancing step."""
     members = sorted(subscriptions)
     load = dict.fromkeys(members, 0)
     owner: dict[tuple[uuid.UUID, int], str] = {}
@@ -108,7 +113,6 @@ def _uniform_heterogeneous(subscriptions: Subscriptions, topics: Topics,
         if name in topics:
             topic_id, counts[topic_id] = topics[name]
             eligible[topic_id] = [m for m in members if name in subscriptions[m]]
-    partitions = [(topic_id, p) for topic_id in eligible for p in range(counts[topic_id])]
     # sticky: what a member had stays with it, up to its fair share of the topics it subscribes to
     quota = dict.fromkeys(members, 0.0)
     for topic_id, subscribers in eligible.items():
@@ -116,19 +120,26 @@ def _uniform_heterogeneous(subscriptions: Subscriptions, topics: Topics,
             quota[m] += counts[topic_id] / len(subscribers)
     for member in members:
         for topic_id, parts in previous.get(member, {}).items():
-            if member not in eligible.get(topic_id, ()):
+            if topic_id not in counts or not any(topics[n][0] == topic_id for n in subscriptions[member]
+                                                 if n in topics):
                 continue
             for p in sorted(parts):
                 key = (topic_id, p)
                 if p < counts[topic_id] and key not in owner and load[member] < -(-quota[member] // 1):
                     owner[key] = member
                     load[member] += 1
-    for key in partitions:
-        if key not in owner:
-            chosen = min(eligible[key[0]], key=lambda m: (load[m], m))
-            owner[key] = chosen
+    for topic_id, subscribers in eligible.items():
+        heap = [(load[m], m) for m in subscribers]
+        heapq.heapify(heap)
+        for p in range(counts[topic_id]):
+            if (topic_id, p) in owner:
+                continue
+            _, chosen = heapq.heappop(heap)
+            owner[(topic_id, p)] = chosen
             load[chosen] += 1
-    _balance(owner, load, eligible)
+            heapq.heappush(heap, (load[chosen], chosen))
+    if len(owner) * len(members) <= BALANCE_MAX_WORK:
+        _balance(owner, load, eligible)
     result: dict[str, dict[uuid.UUID, set[int]]] = {member: {} for member in members}
     for (topic_id, p), member in owner.items():
         result[member].setdefault(topic_id, set()).add(p)
