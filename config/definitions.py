@@ -230,7 +230,37 @@ BROKER_DEFS: tuple[ConfigDef, ...] = (
     _b("controller.listener.names", "list", [], "Accepted for compatibility."),
     _b("inter.broker.listener.name", "string", None, "Accepted for compatibility."),
     _b("num.recovery.threads.per.data.dir", "int", 2, "Accepted for compatibility.", at_least(1)),
-    _b("group.coordinator.rebalance.protocols", "list", ["classic"], "Accepted for compatibility."),
+    _b("group.coordinator.rebalance.protocols", "list", ["classic", "consumer"],
+       "Group protocols the coordinator serves: classic (JoinGroup/SyncGroup) and consumer (KIP-848's "
+       "ConsumerGroupHeartbeat); without consumer, ConsumerGroupHeartbeat answers UNSUPPORTED_VERSION.",
+       each_of("classic", "consumer", "share", "streams")),
+    # -- the consumer group protocol (KIP-848) -------------------------------------------------------
+    _b("group.consumer.heartbeat.interval.ms", "int", 5000,
+       "How often consumer-protocol members heartbeat (the interval the coordinator tells them).", at_least(1)),
+    _b("group.consumer.min.heartbeat.interval.ms", "int", 5000,
+       "Smallest group.consumer.heartbeat.interval.ms allowed.", at_least(1)),
+    _b("group.consumer.max.heartbeat.interval.ms", "int", 15000,
+       "Largest group.consumer.heartbeat.interval.ms allowed.", at_least(1)),
+    _b("group.consumer.session.timeout.ms", "int", 45000,
+       "A consumer-protocol member that has not heartbeated for this long is fenced: its partitions go "
+       "to the others.", at_least(1)),
+    _b("group.consumer.min.session.timeout.ms", "int", 45000,
+       "Smallest group.consumer.session.timeout.ms allowed.", at_least(1)),
+    _b("group.consumer.max.session.timeout.ms", "int", 60000,
+       "Largest group.consumer.session.timeout.ms allowed.", at_least(1)),
+    _b("group.consumer.max.size", "int", 2**31 - 1,
+       "Most members in one consumer-protocol group (GROUP_MAX_SIZE_REACHED beyond).", at_least(1)),
+    _b("group.consumer.migration.policy", "string", "bidirectional",
+       "Which online conversions of a group with members are allowed: upgrade (a classic group becomes a "
+       "consumer group when a consumer-protocol member joins), downgrade (a consumer group left with classic "
+       "members only becomes classic), both (bidirectional) or neither (disabled). Empty groups always convert.",
+       one_of("disabled", "downgrade", "upgrade", "bidirectional")),
+    _b("group.consumer.assignors", "list", ["uniform", "range"],
+       "Server-side assignors of the consumer protocol, the first the default; a member may pick another "
+       "with server_assignor. Kafka's class names (org.apache.kafka.coordinator.group.assignor."
+       "UniformAssignor, ...RangeAssignor) are accepted too.",
+       each_of("uniform", "range", "org.apache.kafka.coordinator.group.assignor.UniformAssignor",
+               "org.apache.kafka.coordinator.group.assignor.RangeAssignor")),
     # -- partition limits (a request, and the broker as a whole) --------------------------------------
     _b("max.partitions.per.request", "int", 10_000,
        "Most partitions one CreateTopics or CreatePartitions request (all its topics together) or one "

@@ -13,6 +13,8 @@ from pybroker.protocol.messages.alter_configs import AlterConfigsRequest, AlterC
 from pybroker.protocol.messages.alter_partition_reassignments import AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse
 from pybroker.protocol.messages.alter_user_scram_credentials import AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse
 from pybroker.protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
+from pybroker.protocol.messages.consumer_group_describe import ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse
+from pybroker.protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
 from pybroker.protocol.messages.create_acls import CreateAclsRequest, CreateAclsResponse
 from pybroker.protocol.messages.create_partitions import CreatePartitionsRequest, CreatePartitionsResponse
 from pybroker.protocol.messages.create_topics import CreateTopicsRequest, CreateTopicsResponse
@@ -108,6 +110,8 @@ REQUESTS: dict[int, Any] = {
     61: DescribeProducersRequest,
     65: DescribeTransactionsRequest,
     66: ListTransactionsRequest,
+    68: ConsumerGroupHeartbeatRequest,
+    69: ConsumerGroupDescribeRequest,
     71: GetTelemetrySubscriptionsRequest,
     72: PushTelemetryRequest,
     74: ListConfigResourcesRequest,
@@ -162,6 +166,8 @@ RESPONSES: dict[int, Any] = {
     61: DescribeProducersResponse,
     65: DescribeTransactionsResponse,
     66: ListTransactionsResponse,
+    68: ConsumerGroupHeartbeatResponse,
+    69: ConsumerGroupDescribeResponse,
     71: GetTelemetrySubscriptionsResponse,
     72: PushTelemetryResponse,
     74: ListConfigResourcesResponse,

@@ -91,6 +91,22 @@ def _example_requests() -> dict[int, Any]:
         ApiKey.LIST_TRANSACTIONS: ListTransactionsRequest(state_filters=["Ongoing"], producer_id_filters=[],
                                                           duration_filter=0, transactional_id_pattern="kp-.*"),
         **_admin_example_requests(),
+        **_consumer_group_example_requests(),
+    }
+
+
+def _consumer_group_example_requests() -> dict[int, Any]:
+    """The consumer group protocol (KIP-848): a join with a subscription and a regex, and a describe."""
+    from pybroker.protocol.messages import consumer_group_describe as cgd
+    from pybroker.protocol.messages import consumer_group_heartbeat as cgh
+
+    return {
+        ApiKey.CONSUMER_GROUP_HEARTBEAT: cgh.ConsumerGroupHeartbeatRequest(
+            group_id=_GROUP, member_id="kp-golden-member", member_epoch=0, rebalance_timeout_ms=30000,
+            subscribed_topic_names=[_TOPIC], subscribed_topic_regex="kp-.*", server_assignor="uniform",
+            topic_partitions=[]),
+        ApiKey.CONSUMER_GROUP_DESCRIBE: cgd.ConsumerGroupDescribeRequest(
+            group_ids=[_GROUP], include_authorized_operations=True),
     }
 
 
