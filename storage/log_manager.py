@@ -56,6 +56,8 @@ from pybroker.storage.log_dir import (
 )
 from pybroker.storage.log_dir_failure import LogDirFailureChannel, is_resource_exhaustion
 from pybroker.storage.retention import Verdict
+from pybroker.storage.topic_names import LEGAL_CHARS as _LEGAL_CHARS
+from pybroker.storage.topic_names import validate_topic_name
 from pybroker.storage.topic_store import (
     TopicInfo,
     TopicStore,
@@ -74,28 +76,6 @@ STRAY_SUFFIX = "-stray"
 NO_LIMIT = 2**31 - 1
 #: how often idle segment files are looked for (a file unused for one to two periods is closed)
 IDLE_FILE_SWEEP_MS = 60_000
-MAX_TOPIC_LENGTH = 249
-#: Kafka's `Topic.LEGAL_CHARS`, always used with `fullmatch` (`$` would also match before a final newline)
-_LEGAL_CHARS = re.compile(r"[a-zA-Z0-9._-]*")
-
-#: Kafka's topic-name rules (`Topic.validate`), in order, with Kafka's messages
-_TOPIC_NAME_RULES: list[tuple[Callable[[str], bool], str]] = [
-    (lambda name: not name, "Topic name is illegal, it can't be empty"),
-    (lambda name: name in (".", ".."), 'Topic name cannot be "." or ".."'),
-    (lambda name: len(name) > MAX_TOPIC_LENGTH,
-     "Topic name is illegal, it can't be longer than 249 characters, topic name: {name}"),
-    (lambda name: not _LEGAL_CHARS.fullmatch(name),
-     "Topic name \"{name}\" is illegal, it contains a character other than ASCII alphanumerics, '.', '_' "
-     "and '-'"),
-]
-
-
-def validate_topic_name(name: str) -> None:
-    for broken, message in _TOPIC_NAME_RULES:
-        if broken(name):
-            raise InvalidTopicError(message.format(name=name))
-
-
 @dataclass(slots=True)
 class RecoveryStats:
     """What loading one log dir took."""
