@@ -240,8 +240,8 @@ class Log:
                     update(header)
         return AppendResult(base_offset, next_offset - 1, self.log_start_offset)
 
-    def _write(self, records: bytearray | memoryview, batches: list[tuple[int, BatchHeader]], max_timestamp: int,
-               last_offset: int, now_ms: int) -> Segment:
+    def _write(self, records: bytes | bytearray | memoryview, batches: list[tuple[int, BatchHeader]],
+               max_timestamp: int, last_offset: int, now_ms: int) -> Segment:
         """Roll if the rules say so, then write; returns the segment written to."""
         segment = self._segments[-1]
         config = self.config
@@ -662,7 +662,6 @@ class Log:
         except FileNotFoundError:
             return
         shutil.rmtree(doomed, ignore_errors=True)
-
 
     def abandon(self) -> None:
         """A failed disk's log at shutdown: let go of every open file, write nothing (no snapshot, no index
