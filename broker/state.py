@@ -56,6 +56,7 @@ class BrokerState:
         self.topics = Topics(config, self.logs)
         self.dynamic_configs = DynamicBrokerConfigs(config, self.logs)
         self.cleaner = build_cleaner(config, self.logs, clock_ms)
+        self.logs.moves.hold_cleaning = self.cleaner.held_off  # no clean of a partition while a move swaps it
         self.purgatory = Purgatory()
         self.fetch_sessions = fetch_sessions.from_config(config)  # KIP-227 incremental fetch sessions
         self.traffic = TopicTraffic()  # per-topic bytes and messages, for the metrics

@@ -106,6 +106,10 @@ class LogDirMover:
         self._stopping = False
         #: moves that ended with the swap (for tests and metrics)
         self.completed = 0
+        #: keeps the cleaner off a partition while it is swapped (the broker sets the cleaner's `held_off`):
+        #: a clean writing into the old dir as it is renamed away would take that dir offline
+        self.hold_cleaning: Callable[[Key], contextlib.AbstractContextManager[bool]] = \
+            lambda key: contextlib.nullcontext(True)
 
     # -- requests (any thread) -----------------------------------------------------------------------
     def move(self, topic: str, partition: int, path: str) -> None:
@@ -250,11 +254,18 @@ class LogDirMover:
             # caught up, or nearly (in the active segment, a short read): the rest is copied under the pause
             if not copied or (copied < self._chunk(source) and
                               future.log_end_offset >= source.active_segment.base_offset):
-                with self._cond:
-                    if move.cancelled:
+                with self.hold_cleaning((move.topic, move.partition)) as held:
+                    if not held:  # a long clean of it is still running: copy on, try again
+                        continue
+                    while copied is not None and copied >= self._chunk(source):  # what came while it waited
+                        copied = self._copy_chunk(source, source_dir, future, move.target)
+                    if copied is None:
                         return False
-                    move.swapping = True
-                return self._swap(move, source, source_dir, future)
+                    with self._cond:
+                        if move.cancelled:
+                            return False
+                        move.swapping = True
+                    return self._swap(move, source, source_dir, future)
             self.throttler.maybe_throttle(copied)
             time.sleep(0)  # let the event loop have the interpreter between chunks
 

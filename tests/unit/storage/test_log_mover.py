@@ -250,3 +250,24 @@ def test_deleting_the_topic_during_a_move_leaves_nothing_behind(tmp_path: Path) 
     assert manager.get_log("t", 0) is None
     assert not [p for d in dirs for p in d.iterdir() if p.name.startswith("t-0")]
     manager.shutdown()
+
+
+def test_the_swap_waits_for_a_clean_of_the_partition_and_holds_the_cleaner_off(tmp_path: Path) -> None:
+    from pybroker.storage.cleaner.manager import CleanerManager, CleanerSettings
+
+    manager = manager_of([tmp_path / "a", tmp_path / "b"])
+    cleaner = CleanerManager(manager, CleanerSettings(switch_interval_s=None))
+    manager.moves.hold_cleaning = cleaner.held_off
+    manager.create_topic("t", 1, {})
+    log = manager.get_log("t", 0)
+    assert log is not None
+    append(log, batch(3))
+    cleaner._in_progress.add(("t", 0))  # a clean of the partition is running
+    target = other(manager)
+    manager.moves.move("t", 0, str(target))
+    time.sleep(0.3)
+    assert manager.dir_of("t", 0) != target and manager.moves.futures()  # copied, waiting to swap
+    cleaner._in_progress.discard(("t", 0))
+    wait_moved(manager)
+    assert manager.dir_of("t", 0) == target and ("t", 0) not in cleaner._in_progress
+    manager.shutdown()
