@@ -381,13 +381,14 @@ def settle_future_dirs(dirs: list[Path], is_live: Callable[[str], bool]) -> list
             name = _live_name(child)
             if name is None or name in live:
                 shutil.rmtree(child, ignore_errors=True)  # an unfinished copy: the partition is still whole
-                verdicts.append((str(child), "deleted"))
-                continue
-            os.rename(child, directory / name)
-            fsync_dir(directory)
-            (directory / name / FUTURE_OF).unlink(missing_ok=True)
-            live.add(name)
-            verdicts.append((str(child), "promoted"))
+                verdicts.append((str(child), "dropped"))
+            else:
+                os.rename(child, directory / name)
+                fsync_dir(directory)
+                (directory / name / FUTURE_OF).unlink(missing_ok=True)
+                live.add(name)
+                verdicts.append((str(child), "promoted"))
+            log.info("log dir move settled", future_dir=verdicts[-1][0], verdict=verdicts[-1][1])
     return verdicts
 
 
