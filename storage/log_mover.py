@@ -328,6 +328,10 @@ class LogDirMover:
                 if not copied:
                     break
             end, start = source.log_end_offset, max(future.log_start_offset, source.log_start_offset)
+            if future.log_end_offset != end:  # never swap in a log whose next offset differs: offsets would repeat
+                log.warning("log dir move dropped: the copy did not reach the log end", topic=move.topic,
+                            partition=move.partition, copied_to=future.log_end_offset, log_end=end)
+                return False
             try:
                 future.log_start_offset = start
                 source.producer_state.snapshot_into(future.dir, end)
