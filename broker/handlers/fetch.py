@@ -47,7 +47,7 @@ from pybroker.protocol.messages.fetch import (
     FetchResponse,
     PartitionData,
 )
-from pybroker.storage.errors import OffsetOutOfRange
+from pybroker.storage.errors import LogClosedError, OffsetOutOfRange
 
 READ_COMMITTED = 1
 FIRST_TOPIC_ID_VERSION = 13
@@ -185,6 +185,10 @@ def _read_all(ctx: RequestContext, request: FetchRequest,
                         for pid, first in log.aborted_transactions(fp.fetch_offset, result.upper_bound)]
             except OffsetOutOfRange:
                 data.error_code = ErrorCode.OFFSET_OUT_OF_RANGE
+                errors = True
+                continue
+            except LogClosedError:  # deleted, or moved to another log dir, as it was read: the client asks again
+                data.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 errors = True
                 continue
             except OSError as exc:
