@@ -65,6 +65,9 @@ FUTURE_SUFFIX = "-future"
 FUTURE_OF = "future-of"
 #: bytes copied per read; the loop gets the interpreter back between chunks
 CHUNK_BYTES = 1 << 20
+#: how often the copy rate is measured: a copy from the page cache runs at GB/s, so a longer period would
+#: let a whole partition through before the first check
+THROTTLE_CHECK_S = 0.01
 Key = tuple[str, int]
 
 
@@ -96,7 +99,9 @@ class LogDirMover:
         self.chunk_bytes = chunk_bytes
         #: set by `stop`: also ends a throttled pause at once
         self._stopped = threading.Event()
-        self.throttler = Throttler(UNLIMITED, sleep=self._pause)
+        self.throttler = Throttler(UNLIMITED, sleep=self._pause, check_interval_s=THROTTLE_CHECK_S)
+        #: bytes of the active segment after the last chunk copied (None: the copy is in an older segment)
+        self._lag_bytes: int | None = None
         #: the move being copied (its cancellation also ends a throttled pause)
         self._current: tuple[Move, Log] | None = None
         self._cond = threading.Condition()
@@ -229,6 +234,9 @@ class LogDirMover:
             return
         move.future = future
         self._current = (move, source)
+        # a fresh measuring period: a throttle idle since the last move would let the first period burst
+        self.throttler = Throttler(self.throttler.bytes_per_second, sleep=self._pause,
+                                   check_interval_s=THROTTLE_CHECK_S)
         swapped = False
         try:
             swapped = self._copy_then_swap(move, source, source_dir, future)
@@ -251,15 +259,15 @@ class LogDirMover:
             copied = self._copy_chunk(source, source_dir, future, move.target)
             if copied is None:
                 return False
-            # caught up, or nearly (in the active segment, a short read): the rest is copied under the pause
-            if not copied or (copied < self._chunk(source) and
-                              future.log_end_offset >= source.active_segment.base_offset):
+            # caught up, or nearly (less than a chunk left in the active segment): the rest is copied under
+            # the pause
+            if not copied or (self._lag_bytes is not None and self._lag_bytes < self._chunk(source)):
                 with self.hold_cleaning((move.topic, move.partition)) as held:
                     if not held:  # a long clean of it is still running: copy on, try again
                         continue
-                    while copied is not None and copied >= self._chunk(source):  # what came while it waited
-                        copied = self._copy_chunk(source, source_dir, future, move.target)
-                    if copied is None:
+                    while copied and (self._lag_bytes is None or self._lag_bytes >= self._chunk(source)):
+                        copied = self._copy_chunk(source, source_dir, future, move.target)  # what came meanwhile
+                    if copied is None or not self._sync(future, move.target):
                         return False
                     with self._cond:
                         if move.cancelled:
@@ -268,6 +276,15 @@ class LogDirMover:
                     return self._swap(move, source, source_dir, future)
             self.throttler.maybe_throttle(copied)
             time.sleep(0)  # let the event loop have the interpreter between chunks
+
+    def _sync(self, future: Log, target: Path) -> bool:
+        """fsync the copy before the pause, so the swap's own fsync covers only what came since."""
+        try:
+            future.flush()
+        except OSError as exc:
+            self.manager.failures.report(target, exc)
+            return False
+        return True
 
     def _chunk(self, source: Log) -> int:
         """Bytes per read: a chunk, at most a segment (the future's segments come out the source's size)."""
@@ -287,9 +304,13 @@ class LogDirMover:
         except OSError as exc:
             manager.failures.report(target, exc)
             return None
+        self._lag_bytes = None
         try:
             region = source.read(position, self._chunk(source), max_offset=source.log_end_offset).region
             data = region.read_bytes() if region is not None else b""
+            active = source.active_segment
+            if region is not None and region.file is active.file:  # bytes left behind it in the active segment
+                self._lag_bytes = active.size - region.position - region.length
         except OffsetOutOfRange:
             return self._chunk(source)  # the start moved meanwhile: the next round restarts there
         except LogClosedError:
