@@ -167,12 +167,20 @@ class LogDirMover:
             moves = list(self._moves.values())
         found = []
         for move in moves:
+            if self.manager.dir_of(move.topic, move.partition) == move.target:
+                continue  # swapped in a moment ago: the current replica now
             current = self.manager.get_log(move.topic, move.partition)
             end = current.log_end_offset if current is not None else 0
             future = move.future
             size, copied = (future.size_bytes, future.log_end_offset) if future is not None else (0, 0)
             found.append(FutureReplica(move.topic, move.partition, move.target, size, max(end - copied, 0)))
         return found
+
+    @property
+    def busy(self) -> bool:
+        """A move is queued or under way (its old dir's removal included)."""
+        with self._cond:
+            return bool(self._moves)
 
     def stop(self, timeout: float = 30.0) -> None:
         """Stop at the next chunk (a swap under way finishes); the unfinished copy is removed."""

@@ -34,7 +34,7 @@ def manager_of(dirs: list[Path]) -> LogManager:
 
 def wait_moved(manager: LogManager, timeout: float = 20.0) -> None:
     deadline = time.monotonic() + timeout
-    while manager.moves.futures():
+    while manager.moves.busy:
         assert time.monotonic() < deadline, "the move did not finish"
         time.sleep(0.01)
 
