@@ -118,3 +118,32 @@ async def test_the_move_shows_a_future_replica_then_lands(two_dirs: BrokerApp, r
     assert set(rows) == {(str(target), False)}
     moved = state.logs.get_log("t", 0)
     assert moved is not None and moved.log_end_offset == 120
+
+
+async def test_an_append_that_waited_for_the_swap_lands_in_the_moved_log(two_dirs: BrokerApp) -> None:
+    """A produce that looked the partition up before the swap and appends after it (its append waited on
+    the paused log) goes to the moved log: nothing lost, no error to the client."""
+    from pybroker.broker.context import RequestContext
+    from pybroker.broker.handlers.produce import _append
+    from pybroker.protocol.records.batch import parse_header
+    from pybroker.protocol.records.validate import check_produce_records
+
+    state = two_dirs.state
+    state.topics.create("t", 1, 1, {})
+    stale = state.logs.get_log("t", 0)
+    assert stale is not None
+    append(stale, batch(3))
+    source = state.logs.dir_of("t", 0)
+    state.logs.moves.move("t", 0, str(next(d for d in state.logs.dirs if d != source)))
+    deadline = time.monotonic() + 20
+    while state.logs.moves.busy:
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.02)
+    assert stale.closed
+    records = batch(2)
+    validated = check_produce_records(records, parse_header(records))
+    ctx = RequestContext(state, 0, 9, 1, "c", "peer")
+    response, durable = _append(ctx, stale, "t", 0, records, validated, 1, int(time.time() * 1000))
+    assert (response.error_code, response.base_offset, durable) == (E.NONE, 3, None)
+    moved = state.logs.get_log("t", 0)
+    assert moved is not None and moved is not stale and moved.log_end_offset == 5
