@@ -271,3 +271,24 @@ def test_the_swap_waits_for_a_clean_of_the_partition_and_holds_the_cleaner_off(t
     wait_moved(manager)
     assert manager.dir_of("t", 0) == target and ("t", 0) not in cleaner._in_progress
     manager.shutdown()
+
+
+def test_a_target_dir_failing_during_the_copy_drops_the_move_and_keeps_the_partition(tmp_path: Path) -> None:
+    dirs = [tmp_path / "a", tmp_path / "b"]
+    manager = manager_of(dirs)
+    manager.create_topic("t", 1, SMALL_SEGMENTS)
+    log = manager.get_log("t", 0)
+    assert log is not None
+    for _ in range(50):
+        append(log, batch(3, value=b"v" * 1000))
+    source, target = manager.dir_of("t", 0), other(manager)
+    manager.moves.throttler.bytes_per_second = 20_000
+    manager.moves.chunk_bytes = 4096
+    manager.moves.move("t", 0, str(target))
+    time.sleep(0.3)
+    manager.failures.report(target, OSError(5, "EIO"))  # the disk under the copy fails
+    wait_moved(manager)
+    assert manager.get_log("t", 0) is log and manager.dir_of("t", 0) == source and not log.closed
+    append(log, batch(1))
+    assert log.log_end_offset == 151 and manager.moves.completed == 0
+    manager.shutdown()
