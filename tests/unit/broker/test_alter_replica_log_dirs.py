@@ -147,3 +147,15 @@ async def test_an_append_that_waited_for_the_swap_lands_in_the_moved_log(two_dir
     assert (response.error_code, response.base_offset, durable) == (E.NONE, 3, None)
     moved = state.logs.get_log("t", 0)
     assert moved is not None and moved is not stale and moved.log_end_offset == 5
+
+
+async def test_the_copy_throttle_is_a_dynamic_broker_config(two_dirs: BrokerApp, raw: RawClient) -> None:
+    from pybroker.protocol.messages import incremental_alter_configs as iac
+
+    mover = two_dirs.state.logs.moves
+    assert not mover.throttler.enabled  # Kafka's default: no limit
+    response = await raw.call(iac.IncrementalAlterConfigsRequest(resources=[iac.AlterConfigsResource(
+        resource_type=4, resource_name="", configs=[iac.AlterableConfig(
+            name="replica.alter.log.dirs.io.max.bytes.per.second", config_operation=0, value="1000000")])]), 1)
+    assert response.responses[0].error_code == E.NONE
+    assert mover.throttler.bytes_per_second == 1_000_000
