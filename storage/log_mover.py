@@ -5,21 +5,24 @@ while the current log keeps taking appends and serving reads: batches are read f
 its start and appended to the future with their offsets kept (Kafka's ReplicaAlterLogDirsThread), in
 chunks, throttled by `replica.alter.log.dirs.io.max.bytes.per.second`, on ONE mover thread: moves run one
 after another, so a request naming thousands of partitions holds one future log open, not thousands, and
-the copy costs the event loop at most one thread's share of the interpreter. Once the future has caught
-up, the swap runs with the current log paused (`Log.paused`: its appends, flushes, retention and cleaner
-swaps wait a few milliseconds):
+the copy costs the event loop at most one thread's share of the interpreter. Once less than a chunk is
+left in the current log's active segment, the cleaner is held off the partition (`hold_cleaning`: a clean
+writing into the old dir as it is renamed away would take the dir offline), the copy is fsynced, and the
+swap runs with the current log paused (`Log.paused`: its appends, flushes, retention and cleaner swaps wait
+a few milliseconds):
 
 1. the rest is copied; the current log's producer state is written into the future as its snapshot; the
    future is closed (fsynced) and the target dir's checkpoints are written with its recovery point and
    log start offset;
 2. the current dir is renamed `<topic>-<partition>.<uuid>-delete` (its parent fsynced);
 3. the future dir is renamed `<topic>-<partition>` (its parent fsynced) and opened;
-4. `LogManager._replace_log` publishes the new log in place of the old one (handlers look the log up as
+4. `LogManager.replace_log` publishes the new log in place of the old one (handlers look the log up as
    before); the old log is closed with every offset counted durable (`Log.close_moved`: a waiter for its
    fsync is answered at once, reads already handed out keep its open files) and its dir removed.
 
-A produce that looked the old log up before the swap and appends after it gets `LogClosedError` (nothing
-written; the client retries). Crash safety is the startup rule (`settle_future_dirs`): a `-future` dir is
+An append that looked the old log up before the swap and waited on the pause gets `LogClosedError` with
+nothing written; produce, the offsets topic and the transaction markers then look the partition up again
+and append to the moved log. Crash safety is the startup rule (`settle_future_dirs`): a `-future` dir is
 promoted to its partition's dir only when no dir of the partition is left (a crash between steps 2 and 3:
 the future is complete); while the partition's dir exists the future is an unfinished copy and is deleted
 (the move is forgotten: ask again). `-delete` dirs are removed at startup, as for deleted topics.
