@@ -35,7 +35,6 @@ import os
 import shutil
 import threading
 import time
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -109,7 +108,9 @@ class LogDirMover:
         self._current: tuple[Move, Log] | None = None
         self._cond = threading.Condition()
         self._moves: dict[Key, Move] = {}
-        self._queue: deque[Move] = deque()
+        #: moves not started yet, oldest first (a dict: a replaced one leaves it at once, so a client asking
+        #: again and again queues at most one move per partition)
+        self._queue: dict[Key, Move] = {}
         self._thread: threading.Thread | None = None
         self._stopping = False
         #: moves that ended with the swap (for tests and metrics)
@@ -152,13 +153,14 @@ class LogDirMover:
                 if not running.swapping:
                     running.cancelled = True
                     del self._moves[key]
+                    self._queue.pop(key, None)
                     if target == current_dir:
                         return
             elif target == current_dir:
                 return
             move = Move(topic, partition, target)
             self._moves[key] = move
-            self._queue.append(move)
+            self._queue[key] = move
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="log-dir-mover", daemon=True)
                 self._thread.start()
@@ -205,7 +207,7 @@ class LogDirMover:
                     self._cond.wait()
                 if self._stopping:
                     return
-                move = self._queue.popleft()
+                move = self._queue.pop(next(iter(self._queue)))
             try:
                 self._carry_out(move)
             except Exception:

@@ -204,6 +204,11 @@ def test_a_second_request_replaces_the_running_move_and_moving_back_cancels_it(t
     assert [f.log_dir for f in manager.moves.futures()] == [targets[1]]
     manager.moves.move("t", 0, str(current))  # back where it is: the move is dropped
     assert manager.moves.futures() == []
+    for i in range(1000):  # a client flipping the target: at most one move per partition waits
+        manager.moves.move("t", 0, str(targets[i % 2]))
+    assert len(manager.moves._queue) == 1 and len(manager.moves.futures()) == 1
+    manager.moves.move("t", 0, str(current))
+    assert manager.moves._queue == {} and manager.moves.futures() == []
     gate.set()
     time.sleep(0.2)
     assert manager.dir_of("t", 0) == current and manager.get_log("t", 0) is log
