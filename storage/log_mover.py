@@ -23,9 +23,10 @@ a few milliseconds):
 An append that looked the old log up before the swap and waited on the pause gets `LogClosedError` with
 nothing written; produce, the offsets topic and the transaction markers then look the partition up again
 and append to the moved log. Crash safety is the startup rule (`settle_future_dirs`): a `-future` dir is
-promoted to its partition's dir only when no dir of the partition is left (a crash between steps 2 and 3:
-the future is complete); while the partition's dir exists the future is an unfinished copy and is deleted
-(the move is forgotten: ask again). `-delete` dirs are removed at startup, as for deleted topics.
+promoted to its partition's dir only when it is marked complete (`future-of.complete`, renamed into place
+at the end of step 1) and no dir of the partition is left (a crash between steps 2 and 3); otherwise it is
+an unfinished copy, or one whose swap had not begun, and is deleted (the move is forgotten: ask again).
+`-delete` dirs are removed at startup, as for deleted topics.
 """
 
 from __future__ import annotations
@@ -65,6 +66,9 @@ log = structlog.get_logger("pybroker.storage.log_mover")
 FUTURE_SUFFIX = "-future"
 #: in a future dir: the name of the partition dir it becomes (the future's own name may cut the topic short)
 FUTURE_OF = "future-of"
+#: `future-of` renamed once the copy is complete and fsynced, just before the swap's renames: only a future
+#: holding it may ever be promoted at startup (a copy without it is unfinished, whatever else is on disk)
+FUTURE_COMPLETE = "future-of.complete"
 #: bytes copied per read; the loop gets the interpreter back between chunks
 CHUNK_BYTES = 1 << 20
 #: how often the copy rate is measured: a copy from the page cache runs at GB/s, so a longer period would
@@ -371,6 +375,8 @@ class LogDirMover:
                 source.producer_state.snapshot_into(future.dir, end)
                 future.close()
                 _checkpoint_with(manager, target, key, end, start)
+                os.rename(future.dir / FUTURE_OF, future.dir / FUTURE_COMPLETE)
+                fsync_dir(future.dir)
             except OSError as exc:
                 manager.failures.report(target, exc)
                 return False
@@ -384,7 +390,7 @@ class LogDirMover:
             try:
                 os.rename(future.dir, live)
                 fsync_dir(target)
-                (live / FUTURE_OF).unlink(missing_ok=True)
+                (live / FUTURE_COMPLETE).unlink(missing_ok=True)
                 moved = Log(live, move.topic, move.partition, source.topic_id, source.config,
                             recovery_point=end, log_start_offset=start, clean=True, clock_ms=manager.clock_ms)
             except OSError as exc:  # the future is complete: a restart promotes it; until then, none is served
@@ -417,13 +423,13 @@ def settle_future_dirs(dirs: list[Path], is_live: Callable[[str], bool]) -> list
             if not (child.is_dir() and child.name.endswith(FUTURE_SUFFIX)):
                 continue
             name = _live_name(child)
-            if name is None or name in live:
-                shutil.rmtree(child, ignore_errors=True)  # an unfinished copy: the partition is still whole
+            if name is None or name in live:  # unfinished, or the swap had not begun: the partition is whole
+                shutil.rmtree(child, ignore_errors=True)
                 verdicts.append((str(child), "dropped"))
             else:
                 os.rename(child, directory / name)
                 fsync_dir(directory)
-                (directory / name / FUTURE_OF).unlink(missing_ok=True)
+                (directory / name / FUTURE_COMPLETE).unlink(missing_ok=True)
                 live.add(name)
                 verdicts.append((str(child), "promoted"))
             log.info("log dir move settled", future_dir=verdicts[-1][0], verdict=verdicts[-1][1])
@@ -438,11 +444,8 @@ def _children(directory: Path) -> list[Path]:
 
 
 def _live_name(future_dir: Path) -> str | None:
-    """The partition dir a future becomes: from its `future-of` (written before anything is copied, so
-    every complete future has it), else from its own name when that was not cut short."""
+    """The partition dir a complete future becomes (its `future-of.complete`); None for an unfinished one."""
     try:
-        return os.fsdecode((future_dir / FUTURE_OF).read_bytes()) or None
+        return os.fsdecode((future_dir / FUTURE_COMPLETE).read_bytes()) or None
     except OSError:
-        base = future_dir.name[: -len(FUTURE_SUFFIX)]
-        name, dot, tag = base.rpartition(".")
-        return name if dot and len(tag) == 32 else None
+        return None

@@ -297,3 +297,19 @@ def test_a_target_dir_failing_during_the_copy_drops_the_move_and_keeps_the_parti
     append(log, batch(1))
     assert log.log_end_offset == 151 and manager.moves.completed == 0
     manager.shutdown()
+
+
+def test_only_a_future_marked_complete_is_ever_promoted(tmp_path: Path) -> None:
+    """A future without its completion mark is an unfinished copy even when no dir of its partition is
+    left (say its log dir was dropped from the config): it is deleted, never served."""
+    from pybroker.storage.log_mover import FUTURE_COMPLETE, FUTURE_OF, settle_future_dirs
+
+    a, b = tmp_path / "a", tmp_path / "b"
+    unfinished, complete = a / "t-0.0123456789abcdef0123456789abcdef-future", b / "u-1.fedcba9876543210fedcba9876543210-future"
+    for path, marker, name in ((unfinished, FUTURE_OF, b"t-0"), (complete, FUTURE_COMPLETE, b"u-1")):
+        path.mkdir(parents=True)
+        (path / marker).write_bytes(name)
+    verdicts = dict(settle_future_dirs([a, b], lambda name: name in ("t-0", "u-1")))
+    assert verdicts == {str(unfinished): "dropped", str(complete): "promoted"}
+    assert not unfinished.exists() and not (a / "t-0").exists()
+    assert (b / "u-1").is_dir() and not (b / "u-1" / FUTURE_COMPLETE).exists()
