@@ -145,6 +145,8 @@ BROKER_DEFS: tuple[ConfigDef, ...] = (
        at_least(0), True),
     _b("log.cleaner.io.max.bytes.per.second", "double", 1.7976931348623157e308,
        "Cleaner I/O throttle.", None, True),
+    _b("replica.alter.log.dirs.io.max.bytes.per.second", "long", LONG_MAX,
+       "Bytes per second a move between log dirs (AlterReplicaLogDirs) may copy.", at_least(1), True),
     _b("log.cleaner.min.cleanable.ratio", "double", 0.5, "Dirty ratio before a log is cleaned.",
        between(0, 1), True),
     _b("log.cleaner.delete.retention.ms", "long", 86_400_000, "How long tombstones are kept.",

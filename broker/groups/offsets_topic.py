@@ -33,7 +33,7 @@ from pybroker.protocol.primitives import DecodeError
 from pybroker.protocol.records.batch import BatchHeader, RecordsError, parse_header
 from pybroker.protocol.records.control import read_marker
 from pybroker.protocol.records.record import Record, build_batch, decode_records
-from pybroker.storage.errors import ProducerStateError, StorageError
+from pybroker.storage.errors import LogClosedError, ProducerStateError, StorageError
 from pybroker.storage.producer_state import INT32_MAX
 
 if TYPE_CHECKING:
@@ -163,12 +163,19 @@ class OffsetsTopic(InternalTopic):
         batch = bytearray(build_batch([Record(i, 0, key, value) for i, (key, value) in enumerate(records)],
                                       base_timestamp=now_ms, **_transactional(target, producer)))
         try:
-            result = target.append(batch, [(0, parse_header(batch, 0))], now_ms=now_ms)
+            try:
+                result = target.append(batch, [(0, parse_header(batch, 0))], now_ms=now_ms)
+            except LogClosedError:  # moved to another log dir as it waited for the swap: nothing was written
+                moved = self.state.logs.get_log(OFFSETS_TOPIC, partition)
+                if moved is None or moved is target:
+                    raise
+                target = moved
+                result = target.append(batch, [(0, parse_header(batch, 0))], now_ms=now_ms)
         except ProducerStateError as exc:  # a fenced producer: its own problem, nothing written
             log.info("transactional offsets refused", partition=partition, error=str(exc))
             loop.call_soon(done, ErrorCode(exc.error_code))
             return NOT_WRITTEN
-        except (OSError, RecordsError) as exc:
+        except (OSError, RecordsError, LogClosedError) as exc:
             log.error("offsets topic append failed", partition=partition, error=str(exc))
             if isinstance(exc, OSError):
                 self.state.logs.report_io_error(target, exc)

@@ -65,6 +65,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from pybroker.broker.dispatch import HandlerSpec
+from pybroker.broker.handlers.alter_replica_log_dirs import answer_all as _alter_replica_log_dirs_answer
 from pybroker.broker.metrics.names import api_name
 from pybroker.broker.security.acls import (
     CLUSTER_NAME,
@@ -636,6 +637,7 @@ RULES: dict[int, Callable[[Check, Any], Outcome]] = {
     ApiKey.WRITE_TXN_MARKERS: write_txn_markers_rule,
     ApiKey.DESCRIBE_TOPIC_PARTITIONS: _describe_topic_partitions,
     ApiKey.ELECT_LEADERS: _cluster_only(Op.ALTER, _elect_leaders_refusal),
+    ApiKey.ALTER_REPLICA_LOG_DIRS: _cluster_only(Op.ALTER, lambda r: _alter_replica_log_dirs_answer(r, CLUSTER_DENIED)),
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: _cluster_only(Op.ALTER,
                                                         _top_level_refusal(ApiKey.ALTER_PARTITION_REASSIGNMENTS)),
     ApiKey.LIST_PARTITION_REASSIGNMENTS: _cluster_only(Op.DESCRIBE,

@@ -11,6 +11,7 @@ from pybroker.protocol.messages.add_partitions_to_txn import AddPartitionsToTxnR
 from pybroker.protocol.messages.alter_client_quotas import AlterClientQuotasRequest, AlterClientQuotasResponse
 from pybroker.protocol.messages.alter_configs import AlterConfigsRequest, AlterConfigsResponse
 from pybroker.protocol.messages.alter_partition_reassignments import AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse
+from pybroker.protocol.messages.alter_replica_log_dirs import AlterReplicaLogDirsRequest, AlterReplicaLogDirsResponse
 from pybroker.protocol.messages.alter_user_scram_credentials import AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse
 from pybroker.protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from pybroker.protocol.messages.consumer_group_describe import ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse
@@ -92,6 +93,7 @@ REQUESTS: dict[int, Any] = {
     31: DeleteAclsRequest,
     32: DescribeConfigsRequest,
     33: AlterConfigsRequest,
+    34: AlterReplicaLogDirsRequest,
     35: DescribeLogDirsRequest,
     36: SaslAuthenticateRequest,
     37: CreatePartitionsRequest,
@@ -148,6 +150,7 @@ RESPONSES: dict[int, Any] = {
     31: DeleteAclsResponse,
     32: DescribeConfigsResponse,
     33: AlterConfigsResponse,
+    34: AlterReplicaLogDirsResponse,
     35: DescribeLogDirsResponse,
     36: SaslAuthenticateResponse,
     37: CreatePartitionsResponse,

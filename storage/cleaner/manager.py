@@ -28,9 +28,11 @@ in: nothing about the cleaner may fail silently.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, TypeAlias
@@ -64,6 +66,8 @@ SUPERVISE_INTERVAL_S = 1.0
 JOIN_TIMEOUT_S = 30.0
 #: a partition whose clean killed the worker this many times in a row is marked uncleanable
 MAX_WORKER_DEATHS = 3
+#: how often a move waiting for a clean of its partition to end looks again
+HELD_OFF_POLL_S = 0.05
 
 #: what cleans one log: on the thread itself, or in a worker process the thread waits for
 LogCleaner: TypeAlias = Cleaner | ProcessCleaner
@@ -350,6 +354,31 @@ class CleanerManager:
                   log_dir=str(log_dir), reason=reason, exc_info=exc)
         if isinstance(exc, OSError):
             self.on_io_error(log_dir, exc)
+
+    def held_off(self, key: Partition, timeout_s: float = 1.0) -> contextlib.AbstractContextManager[bool]:
+        """Keep the cleaner off one partition while a move between log dirs swaps it (Kafka pauses cleaning
+        there): waits for a clean of it in progress to end, then none starts until the block ends. The
+        block gets False (and holds nothing) when that clean did not end within `timeout_s` (the move copies
+        on meanwhile, so the lag it copies under its pause stays small)."""
+        return self._held_off(key, timeout_s)
+
+    @contextlib.contextmanager
+    def _held_off(self, key: Partition, timeout_s: float) -> Iterator[bool]:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            with self._lock:
+                if key not in self._in_progress:
+                    self._in_progress.add(key)
+                    break
+            if time.monotonic() >= deadline:
+                yield False
+                return
+            time.sleep(HELD_OFF_POLL_S)
+        try:
+            yield True
+        finally:
+            with self._lock:
+                self._in_progress.discard(key)
 
     # -- state, for tests and admin tools ----------------------------------------------------------
     def uncleanable(self) -> dict[Partition, str]:

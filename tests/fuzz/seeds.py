@@ -122,6 +122,9 @@ def _admin_example_requests() -> dict[int, Any]:
         alter_partition_reassignments as apr,
     )
     from pybroker.protocol.messages import (
+        alter_replica_log_dirs as arld,
+    )
+    from pybroker.protocol.messages import (
         describe_quorum,
         describe_topic_partitions,
         elect_leaders,
@@ -134,6 +137,8 @@ def _admin_example_requests() -> dict[int, Any]:
     return {
         ApiKey.ELECT_LEADERS: elect_leaders.ElectLeadersRequest(election_type=0, timeout_ms=30000, topic_partitions=[
             elect_leaders.TopicPartitions(topic=_TOPIC, partitions=[0, 1])]),
+        ApiKey.ALTER_REPLICA_LOG_DIRS: arld.AlterReplicaLogDirsRequest(dirs=[arld.AlterReplicaLogDir(
+            path="/var/lib/pybroker/b", topics=[arld.AlterReplicaLogDirTopic(name=_TOPIC, partitions=[0])])]),
         ApiKey.ALTER_PARTITION_REASSIGNMENTS: apr.AlterPartitionReassignmentsRequest(timeout_ms=30000, topics=[
             apr.ReassignableTopic(name=_TOPIC, partitions=[apr.ReassignablePartition(partition_index=0, replicas=[1])])]),
         ApiKey.LIST_PARTITION_REASSIGNMENTS: list_partition_reassignments.ListPartitionReassignmentsRequest(

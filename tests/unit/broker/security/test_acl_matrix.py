@@ -27,6 +27,7 @@ from pybroker.protocol.messages import (
     add_partitions_to_txn,
     alter_configs,
     alter_partition_reassignments,
+    alter_replica_log_dirs,
     consumer_group_describe,
     consumer_group_heartbeat,
     create_acls,
@@ -299,6 +300,11 @@ PROBES = [
         elect_leaders.TopicPartitions(topic=TOPIC, partitions=[0])]),
           [(RT.CLUSTER, CLUSTER_NAME, Op.ALTER)], ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
           lambda r: r.replica_election_results[0].partition_result[0].error_code),
+    Probe("AlterReplicaLogDirs", 2, lambda: alter_replica_log_dirs.AlterReplicaLogDirsRequest(dirs=[
+        alter_replica_log_dirs.AlterReplicaLogDir(path="/nowhere", topics=[
+            alter_replica_log_dirs.AlterReplicaLogDirTopic(name=TOPIC, partitions=[0])])]),
+          [(RT.CLUSTER, CLUSTER_NAME, Op.ALTER)], ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+          lambda r: r.results[0].partitions[0].error_code),
     Probe("AlterPartitionReassignments", 1, lambda: alter_partition_reassignments.AlterPartitionReassignmentsRequest(
         topics=[alter_partition_reassignments.ReassignableTopic(name=TOPIC, partitions=[
             alter_partition_reassignments.ReassignablePartition(partition_index=0, replicas=[1])])]),
