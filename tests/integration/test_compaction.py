@@ -56,6 +56,8 @@ def test_ten_versions_of_2000_keys_shrink_to_the_live_keys_with_a_4k_dedupe_buff
     kill_mid_clean = mode.startswith(("kill", "stop"))
     if kill_mid_clean:  # slow the cleaner down (the throttle) so the kill lands in the middle of its work
         overrides["log.cleaner.io.max.bytes.per.second"] = "3000000"
+    if mode == "kill-9-worker-mid-clean":  # slower still: the kill must land before the clean's last swap
+        overrides["log.cleaner.io.max.bytes.per.second"] = "1000000"
     if mode == "clean-on-a-thread":
         overrides["log.cleaner.process.enable"] = "false"
     broker = broker_factory(overrides, needs_restart=mode in ("kill-9-mid-clean", "stop-mid-clean"))
