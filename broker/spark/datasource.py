@@ -2,8 +2,9 @@
 
 The classes here only connect Spark's Python Data Source API to the modules that do the work:
 `options` (checking), `offset_reader` (the driver's offset lookups), `planning` (offset ranges, rate
-limits), `range_reader` + `schema` (a task's read, as Arrow batches), `record_writer` (a task's
-at-least-once write) and `exactly_once` (a task's transactional write, the driver's commit and abort).
+limits), `fetch_reader` + `record_set` + `arrow_records` (a task's read, as Arrow batches),
+`record_writer` (a task's at-least-once write) and `exactly_once` (a task's transactional write, the
+driver's commit and abort).
 
 Spark pickles readers and writers to its Python workers, and calls `read`/`write` there; so these
 objects hold only parsed options and open their own clients where they run.
@@ -11,6 +12,7 @@ objects hold only parsed options and open their own clients where they run.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -48,10 +50,14 @@ from pybroker.broker.spark.planning import (
     split_ranges,
     stream_ranges,
 )
-from pybroker.broker.spark.range_reader import read_range
+from pybroker.broker.spark.fetch_reader import read_range
 from pybroker.broker.spark.record_writer import Columns, check_columns, write_rows
-from pybroker.broker.spark.schema import read_schema, to_record_batch
+from pybroker.broker.spark.schema import read_schema
 
+#: `PYBROKER_SPARK_READER=kafka-python` in the Spark workers' environment reads with the previous,
+#: kafka-python reader (the benchmark's "before"); unset, tasks read with `fetch_reader` (compiled decoding)
+READER_ENV = "PYBROKER_SPARK_READER"
+KAFKA_PYTHON_READER = "kafka-python"
 #: the task properties Spark's micro-batch execution sets (StreamExecution / MicroBatchExecution)
 QUERY_ID_PROPERTY = "sql.streaming.queryId"
 BATCH_ID_PROPERTY = "streaming.sql.batchId"
@@ -68,9 +74,23 @@ class RangePartition(InputPartition):
 def _read(partition: InputPartition, options: ReadOptions) -> Iterator[pa.RecordBatch]:
     if not isinstance(partition, RangePartition):  # Spark's placeholder when a read has no ranges at all
         return
-    for records in read_range(partition.range, options.bootstrap_servers, options.consumer_config,
-                              fail_on_data_loss=options.fail_on_data_loss,
-                              poll_timeout_ms=options.poll_timeout_ms):
+    if os.environ.get(READER_ENV) == KAFKA_PYTHON_READER:
+        yield from _read_with_kafka_python(partition.range, options)
+        return
+    yield from read_range(partition.range, options.bootstrap_servers, options.consumer_config,
+                          fail_on_data_loss=options.fail_on_data_loss, poll_timeout_ms=options.poll_timeout_ms,
+                          include_headers=options.include_headers)
+
+
+def _read_with_kafka_python(rng: OffsetRange, options: ReadOptions) -> Iterator[pa.RecordBatch]:
+    """The previous reader (kafka-python, a ConsumerRecord per record), kept for comparison: the benchmark
+    measures it beside the compiled path, and a test checks both give the same rows."""
+    from pybroker.broker.spark.range_reader import read_range as read_with_client
+    from pybroker.broker.spark.schema import to_record_batch
+
+    for records in read_with_client(rng, options.bootstrap_servers, options.consumer_config,
+                                    fail_on_data_loss=options.fail_on_data_loss,
+                                    poll_timeout_ms=options.poll_timeout_ms):
         yield to_record_batch(records, options.include_headers)
 
 
