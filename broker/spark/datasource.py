@@ -47,6 +47,7 @@ from pybroker.broker.spark.planning import (
     OffsetRange,
     batch_ranges,
     capped_end,
+    pack_ranges,
     split_ranges,
     stream_ranges,
 )
@@ -64,22 +65,28 @@ BATCH_ID_PROPERTY = "streaming.sql.batchId"
 
 
 class RangePartition(InputPartition):
-    """One Spark task: one offset range of one topic-partition."""
+    """One Spark task: offset ranges of topic-partitions, read one after the other (see `pack_ranges`)."""
 
-    def __init__(self, rng: OffsetRange) -> None:
-        super().__init__(rng)
-        self.range = rng
+    def __init__(self, ranges: tuple[OffsetRange, ...]) -> None:
+        super().__init__(ranges)
+        self.ranges = ranges
+
+
+def _tasks(ranges: list[OffsetRange], parallelism: int | None, options: ReadOptions) -> list[InputPartition]:
+    tasks = None if parallelism is None else max(parallelism, options.min_partitions or 0)
+    return [RangePartition(group) for group in pack_ranges(ranges, tasks)]
 
 
 def _read(partition: InputPartition, options: ReadOptions) -> Iterator[pa.RecordBatch]:
     if not isinstance(partition, RangePartition):  # Spark's placeholder when a read has no ranges at all
         return
-    if os.environ.get(READER_ENV) == KAFKA_PYTHON_READER:
-        yield from _read_with_kafka_python(partition.range, options)
-        return
-    yield from read_range(partition.range, options.bootstrap_servers, options.consumer_config,
-                          fail_on_data_loss=options.fail_on_data_loss, poll_timeout_ms=options.poll_timeout_ms,
-                          include_headers=options.include_headers)
+    for rng in partition.ranges:
+        if os.environ.get(READER_ENV) == KAFKA_PYTHON_READER:
+            yield from _read_with_kafka_python(rng, options)
+            continue
+        yield from read_range(rng, options.bootstrap_servers, options.consumer_config,
+                              fail_on_data_loss=options.fail_on_data_loss, poll_timeout_ms=options.poll_timeout_ms,
+                              include_headers=options.include_headers)
 
 
 def _read_with_kafka_python(rng: OffsetRange, options: ReadOptions) -> Iterator[pa.RecordBatch]:
@@ -97,8 +104,9 @@ def _read_with_kafka_python(rng: OffsetRange, options: ReadOptions) -> Iterator[
 class PyBrokerBatchReader(DataSourceReader):
     """`spark.read`: offsets resolved once on the driver, then one task per (split) range."""
 
-    def __init__(self, options: ReadOptions) -> None:
+    def __init__(self, options: ReadOptions, parallelism: int | None = None) -> None:
         self.options = options
+        self.parallelism = parallelism
 
     def partitions(self) -> Sequence[InputPartition]:
         offsets = OffsetReader(self.options)
@@ -108,7 +116,8 @@ class PyBrokerBatchReader(DataSourceReader):
             end = offsets.resolve(self.options.ending, tps, starting=False)
         finally:
             offsets.close()
-        return [RangePartition(r) for r in split_ranges(batch_ranges(start, end), self.options.min_partitions)]
+        return _tasks(split_ranges(batch_ranges(start, end), self.options.min_partitions), self.parallelism,
+                      self.options)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         return _read(partition, self.options)
@@ -121,8 +130,9 @@ class PyBrokerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     micro-batches, and the `maxOffsetsPerTrigger` fairness state (`BacklogShares`).
     """
 
-    def __init__(self, options: ReadOptions) -> None:
+    def __init__(self, options: ReadOptions, parallelism: int | None = None) -> None:
         self.options = options
+        self.parallelism = parallelism
         self.offsets = OffsetReader(options)
         self.shares = BacklogShares()
         #: with Trigger.AvailableNow: the latest offsets when the query started; no batch goes past them
@@ -159,7 +169,7 @@ class PyBrokerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         begin, stop = from_json_dict(start), from_json_dict(end)
         earliest_of_new = self.offsets.earliest(tp for tp in stop if tp not in begin)
         ranges = stream_ranges(begin, stop, earliest_of_new, fail_on_data_loss=self.options.fail_on_data_loss)
-        return [RangePartition(r) for r in split_ranges(ranges, self.options.min_partitions)]
+        return _tasks(split_ranges(ranges, self.options.min_partitions), self.parallelism, self.options)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         return _read(partition, self.options)
@@ -287,6 +297,10 @@ def _refuse_overwrite(overwrite: bool) -> None:
 class PyBrokerDataSource(DataSource):
     """Reads and writes pybroker (or any Kafka-protocol) topics; options and schema are Spark's Kafka ones."""
 
+    #: how many tasks the session runs at once (`for_session` sets it): reads use at most that many tasks
+    #: (or minPartitions), packing ranges together; None: one task per range
+    default_parallelism: int | None = None
+
     @classmethod
     def name(cls) -> str:
         return FORMAT
@@ -298,10 +312,10 @@ class PyBrokerDataSource(DataSource):
         return read_schema(include == "true")
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        return PyBrokerBatchReader(parse_read_options(self.options, streaming=False))
+        return PyBrokerBatchReader(parse_read_options(self.options, streaming=False), self.default_parallelism)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        return PyBrokerStreamReader(parse_read_options(self.options, streaming=True))
+        return PyBrokerStreamReader(parse_read_options(self.options, streaming=True), self.default_parallelism)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         _refuse_overwrite(overwrite)
@@ -312,3 +326,14 @@ class PyBrokerDataSource(DataSource):
         _refuse_overwrite(overwrite)
         options = parse_write_options(self.options)
         return PyBrokerStreamWriter(options, check_columns(schema, options))
+
+
+def for_session(default_parallelism: int) -> type[PyBrokerDataSource]:
+    """`PyBrokerDataSource` knowing the session's default parallelism (`register` uses it).
+
+    A class made here is not importable by name, so Spark's pickler sends it by value, attribute included,
+    to the Python workers that plan reads (they have no SparkContext to ask).
+    """
+    cls = type("PyBrokerDataSource", (PyBrokerDataSource,), {"default_parallelism": max(1, default_parallelism)})
+    cls.__qualname__ = "for_session.<locals>.PyBrokerDataSource"
+    return cls
