@@ -20,13 +20,17 @@ TOPIC, PARTITION = "events", 3
 Row = tuple[Any, ...]
 
 
-def rows_of(batch: pa.RecordBatch) -> list[Row]:
-    """(key, value, offset, timestamp ms, timestamp type[, headers]) per row; topic and partition checked."""
+def rows_of(batch: pa.RecordBatch, *, with_place: bool = False) -> list[Row]:
+    """(key, value, offset, timestamp ms, timestamp type[, headers]) per row, after (topic, partition) when
+    `with_place`, else with topic and partition checked to be the kit's."""
     batch.validate(full=True)
-    assert set(batch.column(2).to_pylist()) <= {TOPIC} and set(batch.column(3).to_pylist()) <= {PARTITION}
+    if not with_place:
+        assert set(batch.column(2).to_pylist()) <= {TOPIC} and set(batch.column(3).to_pylist()) <= {PARTITION}
     micros = batch.column(5).cast(pa.int64()).to_pylist()
     columns = [batch.column(0).to_pylist(), batch.column(1).to_pylist(), batch.column(4).to_pylist(),
                [m // 1000 for m in micros], batch.column(6).to_pylist()]
+    if with_place:
+        columns[:0] = [batch.column(2).to_pylist(), batch.column(3).to_pylist()]
     if batch.num_columns > 7:
         columns.append([None if h is None else [(e["key"], e["value"]) for e in h]
                         for h in batch.column(7).to_pylist()])
