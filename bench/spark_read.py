@@ -2,7 +2,9 @@
 
 The question (issue 14): does a Spark batch read of 1M records of 100 B over 8 partitions on local[2]
 go at least as fast as one direct confluent-kafka (librdkafka) consumer of the same topic? That
-consumer is the ceiling printed beside the figures. The Spark figure is one action over the whole
+consumer (`bench.load.consume`: all partitions by assignment, from offset 0) is the ceiling printed
+beside the figures; it runs right after each Spark read, in the same process, so that both see the
+same load on a shared machine. The Spark figure is one action over the whole
 topic, `count(*), sum(length(value))` (every value decoded and moved to the JVM, nothing collected),
 timed from the action to its answer, so it includes planning (the driver's offset lookups) and task
 scheduling, as a user's job would. Two readers, each in its own driver process (the reader is chosen
@@ -10,7 +12,7 @@ by the workers' environment, see `datasource.READER_ENV`):
 - before: the kafka-python reader (a ConsumerRecord per record, then `pa.array` per column);
 - after: our own Fetch client and the compiled decoder (`fetch_reader`, `arrow_records`).
 Each is run once to warm up (the JVM, Python workers) and then `--runs` times; medians are printed
-with the 1-minute load average around each run (the machine may be shared).
+with the 1-minute load average after each run.
 
 Skipped, with a line saying why, when Java or pyspark is missing.
 
@@ -59,6 +61,10 @@ class Runs:
     loads: list[float] = field(default_factory=list)
     note: str = ""
 
+    def add(self, seconds: float) -> None:
+        self.seconds.append(seconds)
+        self.loads.append(os.getloadavg()[0])
+
     def median_rate(self, records: int) -> float:
         return records / statistics.median(self.seconds) if self.seconds else 0.0
 
@@ -72,8 +78,10 @@ def missing() -> str | None:
     return None
 
 
-def _spark_runs(bootstrap: str, topic: str, records: int, runs: int, reader: str) -> dict[str, object]:
-    """In a driver process of its own: a warm-up read, then `runs` timed reads (seconds, load averages)."""
+def _spark_runs(bootstrap: str, topic: str, partitions: int, records: int, runs: int,
+                reader: str) -> dict[str, list[list[float]]]:
+    """In a driver process of its own: a warm-up read, then `runs` timed reads, each followed by one of the
+    direct consumer (seconds and load averages of both)."""
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -87,7 +95,7 @@ def _spark_runs(bootstrap: str, topic: str, records: int, runs: int, reader: str
              .getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     register(spark)
-    out: dict[str, object] = {"reader": reader, "seconds": [], "loads": []}
+    spark_runs, direct_runs = Runs(reader), Runs("direct")
     try:
         for run in range(runs + 1):
             df = (spark.read.format("pybroker").option("kafka.bootstrap.servers", bootstrap)
@@ -98,44 +106,39 @@ def _spark_runs(bootstrap: str, topic: str, records: int, runs: int, reader: str
             if count != records or total != records * SIZE:
                 raise RuntimeError(f"read {count} rows, {total} value bytes; expected {records}, {records * SIZE}")
             if run:  # the first read warms up the JVM's code and Spark's Python workers
-                out["seconds"].append(seconds)  # type: ignore[attr-defined]
-                out["loads"].append(os.getloadavg()[0])  # type: ignore[attr-defined]
+                spark_runs.add(seconds)
+                # the ceiling right after, under the same load (the machine may be shared)
+                direct = consume(bootstrap, topic, partitions, records, SIZE)
+                if direct.note:
+                    raise RuntimeError(f"the direct consumer: {direct.note}")
+                direct_runs.add(direct.seconds)
     finally:
         spark.stop()
-    return out
+    return {"spark": [spark_runs.seconds, spark_runs.loads], "direct": [direct_runs.seconds, direct_runs.loads]}
 
 
-def spark_reader(bootstrap: str, topic: str, records: int, runs: int, label: str, reader: str) -> Runs:
+def spark_reader(bootstrap: str, topic: str, partitions: int, records: int, runs: int, label: str,
+                 reader: str) -> tuple[Runs, Runs]:
+    """(the Spark reads, the direct consumer's reads between them)."""
     env = {**os.environ, "PYBROKER_SPARK_READER": reader}
     command = [sys.executable, "-m", "bench.spark_read", "--spark-run", bootstrap, topic, "--records", str(records),
-               "--runs", str(runs)]
-    result = Runs(label)
+               "--partitions", str(partitions), "--runs", str(runs)]
+    result, direct = Runs(label), Runs("  one confluent-kafka consumer after each (the ceiling)")
     try:
         proc = subprocess.run(command, cwd=REPO_ROOT, env=env, capture_output=True, text=True,
                               timeout=SPARK_RUN_TIMEOUT_S)
     except subprocess.TimeoutExpired:
         result.note = f"timed out after {SPARK_RUN_TIMEOUT_S} s"
-        return result
+        return result, direct
     lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
     if proc.returncode or not lines:
         tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
         result.note = f"failed (exit {proc.returncode}): {tail}"
-        return result
+        return result, direct
     answer = json.loads(lines[-1])
-    result.seconds, result.loads = answer["seconds"], answer["loads"]
-    return result
-
-
-def direct_consumer(bootstrap: str, topic: str, partitions: int, records: int, runs: int) -> Runs:
-    result = Runs("one confluent-kafka consumer (ceiling)")
-    for _ in range(runs):
-        got = consume(bootstrap, topic, partitions, records, SIZE)
-        if got.note:
-            result.note = got.note
-            break
-        result.seconds.append(got.seconds)
-        result.loads.append(os.getloadavg()[0])
-    return result
+    result.seconds, result.loads = answer["spark"]
+    direct.seconds, direct.loads = answer["direct"]
+    return result, direct
 
 
 def run(records: int = RECORDS, partitions: int = PARTITIONS, runs: int = RUNS,
@@ -154,10 +157,10 @@ def run(records: int = RECORDS, partitions: int = PARTITIONS, runs: int = RUNS,
             sent = produce(broker.bootstrap, topic, partitions, records, SIZE)
             if sent.records != records:
                 return f"produce fell short ({sent.records} of {records}: {sent.note})"
-            results = [direct_consumer(broker.bootstrap, topic, partitions, records, runs)]
+            results: list[Runs] = []
             for label, reader in READERS.items():
                 print(f"  [pybroker] Spark read, {label}: {runs} runs on {MASTER} ...", flush=True)
-                results.append(spark_reader(broker.bootstrap, topic, records, runs, label, reader))
+                results += spark_reader(broker.bootstrap, topic, partitions, records, runs, label, reader)
             return results
         finally:
             broker.stop(expect_code=None)
@@ -169,14 +172,16 @@ def print_table(results: list[Runs] | str, records: int = RECORDS, partitions: i
     if isinstance(results, str):
         print(f"  skipped: {results}")
         return
-    ceiling = results[0].median_rate(records)
-    print(f"  {'reader':<40} {'rows/s (median)':>16} {'runs (s)':>24} {'load avg':>18} {'vs ceiling':>11}")
-    for r in results:
-        rate = r.median_rate(records)
-        runs = ", ".join(f"{s:.2f}" for s in r.seconds)
-        loads = ", ".join(f"{x:.1f}" for x in r.loads)
-        ratio = f"{rate / ceiling:.2f}x" if ceiling and rate else "-"
-        print(f"  {r.label:<40} {rate:>16,.0f} {runs:>24} {loads:>18} {ratio:>11}" + (f"  ({r.note})" if r.note else ""))
+    print(f"  {'reader':<58} {'rows/s (median)':>15} {'runs (s)':>20} {'load avg':>15} {'vs ceiling':>10}")
+    for spark_runs, direct in zip(results[::2], results[1::2], strict=True):
+        ceiling = direct.median_rate(records)
+        for r in (spark_runs, direct):
+            rate = r.median_rate(records)
+            runs = ", ".join(f"{s:.2f}" for s in r.seconds)
+            loads = ", ".join(f"{x:.1f}" for x in r.loads)
+            ratio = f"{rate / ceiling:.2f}x" if ceiling and rate else "-"
+            print(f"  {r.label:<58} {rate:>15,.0f} {runs:>20} {loads:>15} {ratio:>10}"
+                  + (f"  ({r.note})" if r.note else ""))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -187,7 +192,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--spark-run", nargs=2, metavar=("BOOTSTRAP", "TOPIC"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.spark_run:
-        answer = _spark_runs(*args.spark_run, args.records, args.runs, os.environ.get("PYBROKER_SPARK_READER", ""))
+        answer = _spark_runs(*args.spark_run, args.partitions, args.records, args.runs,
+                             os.environ.get("PYBROKER_SPARK_READER", ""))
         print(json.dumps(answer), flush=True)
         return 0
     try:

@@ -12,20 +12,21 @@ pure-Python twin `arrow_records_py` (PYBROKER_PURE_PYTHON=1 at install, or no C 
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
+from pybroker.broker.spark import arrow_records_py
 from pybroker.broker.spark.schema import arrow_schema
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-try:
-    from pybroker.broker.spark._arrow_records import ColumnBuilder  # type: ignore[import-not-found]
-
+ColumnBuilder: Any
+try:  # by name, so that type checking is the same with and without the extension built
+    ColumnBuilder = importlib.import_module("pybroker.broker.spark._arrow_records").ColumnBuilder
     IMPLEMENTATION = "compiled (C)"
 except ImportError:  # not built: PYBROKER_PURE_PYTHON=1 at install, or no C compiler
-    from pybroker.broker.spark.arrow_records_py import ColumnBuilder  # type: ignore[assignment]
-
+    ColumnBuilder = arrow_records_py.ColumnBuilder
     IMPLEMENTATION = "pure Python"
 
 __all__ = ["IMPLEMENTATION", "ColumnBuilder", "to_record_batch"]

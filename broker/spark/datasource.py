@@ -39,6 +39,7 @@ from pyspark.taskcontext import TaskContext
 from pybroker.broker.spark import FORMAT, exactly_once
 from pybroker.broker.spark.data_loss import LOG
 from pybroker.broker.spark.exactly_once import PreparedTask
+from pybroker.broker.spark.fetch_reader import read_range
 from pybroker.broker.spark.offset_reader import OffsetReader
 from pybroker.broker.spark.offsets import Offsets, OptionError, from_json_dict, to_json_dict
 from pybroker.broker.spark.options import ReadOptions, WriteOptions, parse_read_options, parse_write_options
@@ -51,7 +52,6 @@ from pybroker.broker.spark.planning import (
     split_ranges,
     stream_ranges,
 )
-from pybroker.broker.spark.fetch_reader import read_range
 from pybroker.broker.spark.record_writer import Columns, check_columns, write_rows
 from pybroker.broker.spark.schema import read_schema
 

@@ -31,13 +31,19 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pybroker.broker.spark.arrow_records import ColumnBuilder, to_record_batch
-from pybroker.broker.spark.cluster import MOVED, RETRIABLE, Cluster, Timeouts
+from pybroker.broker.spark.cluster import Cluster, Timeouts
 from pybroker.broker.spark.data_loss import report_data_loss
 from pybroker.broker.spark.planning import OffsetRange
 from pybroker.broker.spark.record_set import walk
 from pybroker.broker.spark.wire import MAX_RESPONSE_BYTES, BrokerError, Connection
 from pybroker.protocol.errors import ErrorCode
-from pybroker.protocol.messages.fetch import FetchPartition, FetchRequest, FetchResponse, FetchTopic, PartitionData
+from pybroker.protocol.messages.fetch import (
+    FetchPartition,
+    FetchRequest,
+    FetchResponse,
+    FetchTopic,
+    PartitionData,
+)
 from pybroker.protocol.messages.list_offsets import (
     ListOffsetsPartition,
     ListOffsetsRequest,
