@@ -39,7 +39,7 @@ from pyspark.taskcontext import TaskContext
 from pybroker.broker.spark import FORMAT, exactly_once
 from pybroker.broker.spark.data_loss import LOG
 from pybroker.broker.spark.exactly_once import PreparedTask
-from pybroker.broker.spark.fetch_reader import read_range
+from pybroker.broker.spark.fetch_reader import read_ranges
 from pybroker.broker.spark.offset_reader import OffsetReader
 from pybroker.broker.spark.offsets import Offsets, OptionError, from_json_dict, to_json_dict
 from pybroker.broker.spark.options import ReadOptions, WriteOptions, parse_read_options, parse_write_options
@@ -80,13 +80,13 @@ def _tasks(ranges: list[OffsetRange], parallelism: int | None, options: ReadOpti
 def _read(partition: InputPartition, options: ReadOptions) -> Iterator[pa.RecordBatch]:
     if not isinstance(partition, RangePartition):  # Spark's placeholder when a read has no ranges at all
         return
-    for rng in partition.ranges:
-        if os.environ.get(READER_ENV) == KAFKA_PYTHON_READER:
+    if os.environ.get(READER_ENV) == KAFKA_PYTHON_READER:
+        for rng in partition.ranges:
             yield from _read_with_kafka_python(rng, options)
-            continue
-        yield from read_range(rng, options.bootstrap_servers, options.consumer_config,
-                              fail_on_data_loss=options.fail_on_data_loss, poll_timeout_ms=options.poll_timeout_ms,
-                              include_headers=options.include_headers)
+        return
+    yield from read_ranges(partition.ranges, options.bootstrap_servers, options.consumer_config,
+                           fail_on_data_loss=options.fail_on_data_loss, poll_timeout_ms=options.poll_timeout_ms,
+                           include_headers=options.include_headers)
 
 
 def _read_with_kafka_python(rng: OffsetRange, options: ReadOptions) -> Iterator[pa.RecordBatch]:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -35,7 +35,14 @@ from pybroker.broker.spark.cluster import Cluster, Timeouts
 from pybroker.broker.spark.data_loss import report_data_loss
 from pybroker.broker.spark.planning import OffsetRange
 from pybroker.broker.spark.record_set import walk
-from pybroker.broker.spark.wire import MAX_RESPONSE_BYTES, BrokerError, Connection
+from pybroker.broker.spark.wire import (
+    MAX_RESPONSE_BYTES,
+    BrokerError,
+    Connection,
+    Sent,
+    Unsupported,
+    WireError,
+)
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.messages.fetch import (
     FetchPartition,
@@ -93,6 +100,16 @@ class FetchSettings:
                    client_id=str(config.get("client_id", CLIENT_ID)))
 
 
+@dataclass(frozen=True, slots=True)
+class _Pending:
+    """A Fetch sent ahead (while the previous answer's rows go to Spark), not yet read."""
+
+    conn: Connection
+    sent: Sent
+    position: int
+    max_bytes: int
+
+
 class _RangeFetcher:
     """Fetch and ListOffsets for one topic-partition, on the leader's connection, retried as `cluster` retries."""
 
@@ -105,29 +122,56 @@ class _RangeFetcher:
     def _leader(self) -> Connection:
         return self.cluster.leader(self.topic, self.partition)
 
-    def fetch(self, position: int, max_bytes: int) -> PartitionData:
-        """The partition's answer (error NONE or OFFSET_OUT_OF_RANGE); other errors retried or raised."""
+    def send(self, position: int, max_bytes: int) -> _Pending | None:
+        """Ask for the records at `position` without waiting for them; None if that could not be done now
+        (`fetch` then asks again, with retries)."""
+        try:
+            conn = self._leader()
+            version = conn.version(FetchRequest, minimum=4, cap=FETCH_VERSION_CAP)
+            return _Pending(conn, conn.send(self._request(position, max_bytes), version), position, max_bytes)
+        except (BrokerError, WireError, Unsupported):
+            return None
+
+    def fetch(self, position: int, max_bytes: int, pending: _Pending | None = None) -> PartitionData:
+        """The partition's answer (error NONE or OFFSET_OUT_OF_RANGE), from `pending` when it asked for the
+        same; other errors retried or raised."""
+        if pending is not None and (pending.position, pending.max_bytes) == (position, max_bytes):
+            try:
+                return self._checked(pending.conn.receive(pending.sent), position)
+            except (BrokerError, WireError):  # the retried way below says what is wrong, if it still is
+                if not pending.conn.closed:
+                    pending.conn.close()  # an answer half read or unread: the connection cannot be reused
+
         def attempt() -> PartitionData:
             conn = self._leader()
             version = conn.version(FetchRequest, minimum=4, cap=FETCH_VERSION_CAP)
-            request = FetchRequest(
-                replica_id=-1, max_wait_ms=self.settings.max_wait_ms, min_bytes=self.settings.min_bytes,
-                max_bytes=max_bytes, isolation_level=READ_COMMITTED if self.settings.read_committed else 0,
-                session_id=0, session_epoch=-1,
-                topics=[FetchTopic(topic=self.topic, partitions=[FetchPartition(
-                    partition=self.partition, fetch_offset=position, partition_max_bytes=max_bytes)])])
-            answer = conn.request(request, version)
-            assert isinstance(answer, FetchResponse)
-            if answer.error_code != ErrorCode.NONE:
-                raise BrokerError(answer.error_code, f"Fetch of {self.name}")
-            data = _the_partition(answer, self.topic, self.partition)
-            if data is None:
-                raise BrokerError(ErrorCode.UNKNOWN_SERVER_ERROR, f"Fetch of {self.name}",
-                                  "the answer does not name the partition")
-            if data.error_code not in (ErrorCode.NONE, ErrorCode.OFFSET_OUT_OF_RANGE):
-                raise BrokerError(data.error_code, f"Fetch of {self.name} at offset {position}")
-            return data
+            return self._checked(conn.request(self._request(position, max_bytes), version), position)
         return self.cluster.retry(f"fetching {self.name} at offset {position}", attempt, on_moved=self._moved)
+
+    def discard(self, pending: _Pending | None) -> None:
+        """A request whose answer will not be read: its connection is closed (the next one opens anew)."""
+        if pending is not None:
+            pending.conn.close()
+
+    def _request(self, position: int, max_bytes: int) -> FetchRequest:
+        return FetchRequest(
+            replica_id=-1, max_wait_ms=self.settings.max_wait_ms, min_bytes=self.settings.min_bytes,
+            max_bytes=max_bytes, isolation_level=READ_COMMITTED if self.settings.read_committed else 0,
+            session_id=0, session_epoch=-1,
+            topics=[FetchTopic(topic=self.topic, partitions=[FetchPartition(
+                partition=self.partition, fetch_offset=position, partition_max_bytes=max_bytes)])])
+
+    def _checked(self, answer: Any, position: int) -> PartitionData:
+        assert isinstance(answer, FetchResponse)
+        if answer.error_code != ErrorCode.NONE:
+            raise BrokerError(answer.error_code, f"Fetch of {self.name}")
+        data = _the_partition(answer, self.topic, self.partition)
+        if data is None:
+            raise BrokerError(ErrorCode.UNKNOWN_SERVER_ERROR, f"Fetch of {self.name}",
+                              "the answer does not name the partition")
+        if data.error_code not in (ErrorCode.NONE, ErrorCode.OFFSET_OUT_OF_RANGE):
+            raise BrokerError(data.error_code, f"Fetch of {self.name} at offset {position}")
+        return data
 
     def offset(self, which: int) -> int:
         """The partition's earliest (-2) or latest (-1, the last stable offset under read_committed) offset."""
@@ -163,23 +207,42 @@ def _the_partition(answer: FetchResponse, topic: str, partition: int) -> Partiti
     return None
 
 
-def read_range(rng: OffsetRange, bootstrap_servers: tuple[str, ...], config: Mapping[str, Any], *,
-               fail_on_data_loss: bool, poll_timeout_ms: int, include_headers: bool) -> Iterator[pa.RecordBatch]:
-    """Yield the rows of `rng` in offset order, one Arrow batch per Fetch answer that holds any."""
-    if rng.size == 0:
-        return
+def read_ranges(ranges: Iterable[OffsetRange], bootstrap_servers: tuple[str, ...], config: Mapping[str, Any], *,
+                fail_on_data_loss: bool, poll_timeout_ms: int, include_headers: bool) -> Iterator[pa.RecordBatch]:
+    """Yield the rows of each range in turn, in offset order, one Arrow batch per Fetch answer that holds
+    any; the ranges share the task's connections."""
     settings = FetchSettings.from_config(config)
     cluster = Cluster(bootstrap_servers, Timeouts(request_s=settings.request_timeout_s,
                                                   operation_s=poll_timeout_ms / 1000),
                       functools.partial(Connection, client_id=settings.client_id), auto_create=False)
-    fetcher = _RangeFetcher(rng, cluster, settings)
     builder = ColumnBuilder(include_headers)
-    max_bytes = settings.partition_max_bytes
     try:
-        position = rng.start
-        stalled_since = time.monotonic()
+        for rng in ranges:
+            if rng.size > 0:
+                yield from _read_one(rng, _RangeFetcher(rng, cluster, settings), builder, include_headers,
+                                     fail_on_data_loss=fail_on_data_loss, poll_timeout_ms=poll_timeout_ms)
+    finally:
+        cluster.close()
+
+
+def read_range(rng: OffsetRange, bootstrap_servers: tuple[str, ...], config: Mapping[str, Any], *,
+               fail_on_data_loss: bool, poll_timeout_ms: int, include_headers: bool) -> Iterator[pa.RecordBatch]:
+    """`read_ranges` of one range."""
+    return read_ranges([rng], bootstrap_servers, config, fail_on_data_loss=fail_on_data_loss,
+                       poll_timeout_ms=poll_timeout_ms, include_headers=include_headers)
+
+
+def _read_one(rng: OffsetRange, fetcher: _RangeFetcher, builder: Any, include_headers: bool, *,
+              fail_on_data_loss: bool, poll_timeout_ms: int) -> Iterator[pa.RecordBatch]:
+    settings = fetcher.settings
+    max_bytes = settings.partition_max_bytes
+    position = rng.start
+    stalled_since = time.monotonic()
+    pending: _Pending | None = None
+    try:
         while position < rng.end:
-            data = fetcher.fetch(position, max_bytes)
+            data = fetcher.fetch(position, max_bytes, pending)
+            pending = None
             if data.error_code == ErrorCode.OFFSET_OUT_OF_RANGE:
                 moved_to = _out_of_range(fetcher, position, rng, fail_on_data_loss)
                 if moved_to is None:
@@ -190,10 +253,12 @@ def read_range(rng: OffsetRange, bootstrap_servers: tuple[str, ...], config: Map
             aborted = [(a.producer_id, a.first_offset) for a in data.aborted_transactions or ()]
             walked = walk(records, builder, name=fetcher.name, position=position, end=rng.end,
                           read_committed=settings.read_committed, aborted=aborted, check_crcs=settings.check_crcs)
-            if builder.rows:
-                yield to_record_batch(builder.finish(), rng.topic, rng.partition, include_headers)
             if walked.position > position:
                 position, stalled_since = walked.position, time.monotonic()
+                if position < rng.end:  # the next answer travels while Spark takes these rows
+                    pending = fetcher.send(position, max_bytes)
+                if builder.rows:
+                    yield to_record_batch(builder.finish(), rng.topic, rng.partition, include_headers)
                 continue
             if len(records) and not walked.batches:  # one batch larger than asked for: ask for more
                 max_bytes = min(max_bytes * 2, MAX_PARTITION_BYTES)
@@ -207,7 +272,7 @@ def read_range(rng: OffsetRange, bootstrap_servers: tuple[str, ...], config: Map
                 raise TimeoutError(f"reading {fetcher.name}: no progress past offset {position} (of {rng.start} to "
                                    f"{rng.end}) for {poll_timeout_ms} ms (kafkaConsumer.pollTimeoutMs)")
     finally:
-        cluster.close()
+        fetcher.discard(pending)
 
 
 def _out_of_range(fetcher: _RangeFetcher, position: int, rng: OffsetRange, fail_on_data_loss: bool) -> int | None:
