@@ -16,13 +16,19 @@ the consumer-group join time. The issue 14 goals are printed as ratios with met/
 is written as JSON to the git-ignored `bench/results/` (`latest.json` and one file per run).
 
 A produce phase lasts a fixed time (2.5 s; the consume phase reads all of it back); `--repeats 3` runs
-the grid three times over and prints medians (the default, once, takes about 11 minutes on 2 cores). `BENCH_QUICK=1` (or `--quick`): a quick subset (about 2.5 minutes) (1 KiB and 10 KiB, 1 and 16
+the grid three times over and prints medians (the default, once, takes about 11 minutes on 2 cores).
+`BENCH_QUICK=1` (or `--quick`): a quick subset of about 2.5 minutes (1 KiB and 10 KiB, 1 and 16
 partitions, one repetition, nothing else). The full run adds, before the load, in-process: what produce-path validation
 costs per batch and per record (`bench/validation.py`) and what fetch sessions (KIP-227) save a consumer
 of 1,000 partitions (`bench/fetch_sessions.py`); and after it, on pybroker alone: its RSS under the
 big-frame attack (`bench/big_frames.py`), TLS against PLAINTEXT (`bench/tls.py`) and transactional
 produce (`bench/txn.py`). `bench/partitions.py` (single-process acks=all produce by partition count)
 still runs on its own; the grid's partition counts cover it with several processes and Tansu beside.
+
+Last of all, on pybroker alone, the Spark connector's batch read of 1M records of 100 B over 8 partitions on
+local[2] (`bench/spark_read.py`, `--skip-spark` to leave it out; skipped without Java or pyspark): rows/s
+with the previous kafka-python reader and with the compiled one, each beside one direct confluent-kafka
+consumer run right after it.
 
     .venv/bin/python bench/run.py [--quick] [--processes N] [--repeats R] [--only pybroker|tansu] ...
 """
@@ -194,6 +200,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--skip-load", action="store_true", help="the in-process tables only")
     parser.add_argument("--skip-tls", action="store_true", help="skip the TLS vs PLAINTEXT phase")
     parser.add_argument("--skip-txn", action="store_true", help="skip the transactional produce phase")
+    parser.add_argument("--skip-spark", action="store_true",
+                        help="skip the Spark connector's batch read (skipped anyway without Java or pyspark)")
     parser.add_argument("--txn-seconds", type=float, default=10.0,
                         help="seconds per records-per-transaction load in the transactional phase (default 10)")
     parser.add_argument("--tls-records", type=int, default=200_000,
@@ -207,7 +215,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args.seconds = args.seconds or quick.get("seconds", PRODUCE_SECONDS)
     args.latency_seconds = args.latency_seconds or quick.get("latency_seconds", 10.0)
     if args.quick:
-        args.skip_validation = args.skip_memory = args.skip_tls = args.skip_txn = True
+        args.skip_validation = args.skip_memory = args.skip_tls = args.skip_txn = args.skip_spark = True
     if min(args.processes, args.repeats, args.latency_rate, *args.sizes, *args.counts) < 1 \
             or min(args.latency_seconds, args.seconds) <= 0:
         parser.error("processes, repeats, sizes, partition counts and the latency settings must be positive")
@@ -252,6 +260,7 @@ def main(argv: list[str] | None = None) -> int:
     extra: dict[str, Any] = {}
     tls_result = txn_results = None
     memory: list[str] = []
+    spark_results = None
     fleet = Fleet(args.processes)
     try:
         with tempfile.TemporaryDirectory(prefix="pybroker-bench-") as tmp:
@@ -278,6 +287,10 @@ def main(argv: list[str] | None = None) -> int:
                 from bench import txn
 
                 txn_results = txn.run(args.txn_seconds)
+            if "pybroker" in brokers and not args.skip_spark:
+                from bench import spark_read
+
+                spark_results = spark_read.run(workdir=Path(tmp))
     finally:
         kill_all()
     print_grid(cells, args.processes, args.repeats)
@@ -298,6 +311,10 @@ def main(argv: list[str] | None = None) -> int:
         from bench import txn
 
         txn.print_table(txn_results, client_ceilings(200_000)[txn.SIZE])
+    if spark_results is not None:
+        from bench import spark_read
+
+        spark_read.print_table(spark_results)
     extra["seconds"] = time.monotonic() - started
     path = write_json(settings, cells, latencies, goals, extra)
     print(f"\nbenchmark took {extra['seconds']:.0f} s, load average now {os.getloadavg()[0]:.2f}; "
