@@ -75,8 +75,11 @@ docs: $(STAMP)
 check-gen: $(STAMP)
 	$(PY) -m pybroker.protocol.codegen --check
 
+# BENCH_QUICK=1: a quick subset (about 2.5 minutes); BENCH_ARGS: bench/run.py's options (--processes, --repeats, ...)
+BENCH_QUICK ?=
+BENCH_ARGS ?=
 bench: $(STAMP)
-	$(PY) bench/run.py
+	BENCH_QUICK=$(BENCH_QUICK) $(PY) bench/run.py $(BENCH_ARGS)
 
 # the long fuzzing campaign (docs/fuzzing.md): FUZZ_ARGS="--seed S --start N" resumes one;
 # FUZZ_ENGINE=atheris runs coverage-guided libFuzzer instead (installed on first use)
