@@ -1,4 +1,5 @@
-"""Compiles the hot modules (`COMPILED_MODULES`: codecs, record batches, the record walk) with mypyc.
+"""Compiles the hot modules (`COMPILED_MODULES`: codecs, record batches, the record walk) with mypyc, and
+the Spark reader's record decoder (`broker/spark/_arrow_records.c`, a small hand-written C extension).
 
 Everything else is in pyproject.toml. The source folders install under other names (`protocol/` is
 `pybroker.protocol`), and mypyc names a module after its path, so the source folders are copied to
@@ -15,6 +16,7 @@ source (`pybroker.protocol.compiled`).
 `PYBROKER_PURE_PYTHON=1` skips compiling: the same .py files then run as plain Python. So does a failed
 compile (no C compiler, say), with a warning: the broker is slower, never broken, and says at startup
 which modules run compiled (a unit test fails when the compiled ones are missing unexpectedly).
+The C decoder has a pure-Python twin (`broker/spark/arrow_records_py.py`) for the same cases.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from setuptools import setup
+from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
 HERE = Path(__file__).resolve().parent
@@ -54,6 +56,8 @@ COMPILED_MODULES = (
 SOURCE_DIRS = {"pybroker.protocol": "protocol", "pybroker.broker": "broker", "pybroker.storage": "storage",
                "pybroker.config": "config"}
 STAGING = Path("build") / "mypyc-src"
+#: (C source, installed module) of each hand-written C extension; like the mypyc ones, optional
+C_EXTENSIONS = (("broker/spark/_arrow_records.c", "pybroker.broker.spark._arrow_records"),)
 
 
 def _source_of(module: str) -> Path:
@@ -86,14 +90,16 @@ def _extensions() -> list:
     if os.environ.get("PYBROKER_PURE_PYTHON", "") not in ("", "0"):
         return []
     os.chdir(HERE)
+    hand_written = [Extension(module, [source], extra_compile_args=["-O2"]) for source, module in C_EXTENSIONS]
     try:
         from mypyc.build import mypycify
 
-        return mypycify(["--ignore-missing-imports", *_staged_sources()], opt_level="3", separate=True,
-                        target_dir=str(Path("build") / "mypyc-c"))
+        compiled = mypycify(["--ignore-missing-imports", *_staged_sources()], opt_level="3", separate=True,
+                            target_dir=str(Path("build") / "mypyc-c"))
     except (Exception, SystemExit) as exc:  # mypyc exits on a type error: install pure Python, say why
         _warn(exc)
-        return []
+        compiled = []
+    return [*compiled, *hand_written]
 
 
 class _OptionalBuildExt(build_ext):
@@ -115,11 +121,11 @@ class _OptionalBuildExt(build_ext):
         try:
             super().build_extension(ext)
         except Exception as exc:
-            _warn(exc)
+            _warn(exc, ext.name)
 
 
-def _warn(exc: Exception) -> None:
-    print(f"WARNING: a module was not compiled ({exc}); pybroker will run it as pure Python", file=sys.stderr)
+def _warn(exc: Exception, name: str = "the compiled modules") -> None:
+    print(f"WARNING: {name} was not compiled ({exc}); pybroker will run its pure-Python twin", file=sys.stderr)
 
 
 setup(ext_modules=_extensions(), cmdclass={"build_ext": _OptionalBuildExt})

@@ -21,18 +21,19 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pybroker.broker.flush_wait import flushed
+from pybroker.broker.groups.consumer_records import ReplayedConsumerGroup
 from pybroker.broker.groups.group import CommittedOffset
 from pybroker.broker.groups.group_log import NOT_WRITTEN, Done, Producer, Records
 from pybroker.broker.internal_topics import InternalTopic, batches_of
 from pybroker.broker.logs import get_logger
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.messages.coordinator_records import GroupMetadataValue, OffsetCommitValue
-from pybroker.protocol.offsets_topic_records import GroupRecord, OffsetRecord, decode_record
+from pybroker.protocol.offsets_topic_records import ConsumerRecord, GroupRecord, OffsetRecord, decode_record
 from pybroker.protocol.primitives import DecodeError
 from pybroker.protocol.records.batch import BatchHeader, RecordsError, parse_header
 from pybroker.protocol.records.control import read_marker
 from pybroker.protocol.records.record import Record, build_batch, decode_records
-from pybroker.storage.errors import ProducerStateError, StorageError
+from pybroker.storage.errors import LogClosedError, ProducerStateError, StorageError
 from pybroker.storage.producer_state import INT32_MAX
 
 if TYPE_CHECKING:
@@ -55,13 +56,18 @@ class ReplayedPartition:
     groups: dict[str, GroupMetadataValue | None] = field(default_factory=dict)
     offsets: dict[str, dict[Key, CommittedOffset]] = field(default_factory=dict)
     pending: dict[str, dict[int, dict[Key, CommittedOffset]]] = field(default_factory=dict)
+    #: consumer-protocol groups (KIP-848): the last value of each of their keys
+    consumer: dict[str, ReplayedConsumerGroup] = field(default_factory=dict)
     records: int = 0
     skipped: int = 0
     markers: int = 0
 
-    def apply(self, record: OffsetRecord | GroupRecord, record_offset: int = -1,
+    def apply(self, record: OffsetRecord | GroupRecord | ConsumerRecord, record_offset: int = -1,
               producer_id: int | None = None) -> None:
         """One record, in log order; `producer_id` when it sits in a transactional batch."""
+        if isinstance(record, ConsumerRecord):
+            self.consumer.setdefault(record.group, ReplayedConsumerGroup()).apply(record)
+            return
         if isinstance(record, GroupRecord):
             self.groups[record.group] = record.value
             return
@@ -157,12 +163,19 @@ class OffsetsTopic(InternalTopic):
         batch = bytearray(build_batch([Record(i, 0, key, value) for i, (key, value) in enumerate(records)],
                                       base_timestamp=now_ms, **_transactional(target, producer)))
         try:
-            result = target.append(batch, [(0, parse_header(batch, 0))], now_ms=now_ms)
+            try:
+                result = target.append(batch, [(0, parse_header(batch, 0))], now_ms=now_ms)
+            except LogClosedError:  # moved to another log dir as it waited for the swap: nothing was written
+                moved = self.state.logs.get_log(OFFSETS_TOPIC, partition)
+                if moved is None or moved is target:
+                    raise
+                target = moved
+                result = target.append(batch, [(0, parse_header(batch, 0))], now_ms=now_ms)
         except ProducerStateError as exc:  # a fenced producer: its own problem, nothing written
             log.info("transactional offsets refused", partition=partition, error=str(exc))
             loop.call_soon(done, ErrorCode(exc.error_code))
             return NOT_WRITTEN
-        except (OSError, RecordsError) as exc:
+        except (OSError, RecordsError, LogClosedError) as exc:
             log.error("offsets topic append failed", partition=partition, error=str(exc))
             if isinstance(exc, OSError):
                 self.state.logs.report_io_error(target, exc)

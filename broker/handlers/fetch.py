@@ -37,6 +37,7 @@ from pybroker.broker.context import RequestContext
 from pybroker.broker.dispatch import handler, waiting
 from pybroker.broker.fetch_sessions import FetchPlan, read_check
 from pybroker.broker.lookup import resolve_partition, topic_by_id
+from pybroker.broker.security.quota_throttle import fetch_throttle
 from pybroker.protocol.api_keys import ApiKey
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.messages.fetch import (
@@ -46,7 +47,7 @@ from pybroker.protocol.messages.fetch import (
     FetchResponse,
     PartitionData,
 )
-from pybroker.storage.errors import OffsetOutOfRange
+from pybroker.storage.errors import LogClosedError, OffsetOutOfRange
 
 READ_COMMITTED = 1
 FIRST_TOPIC_ID_VERSION = 13
@@ -64,18 +65,30 @@ def handle_fetch(ctx: RequestContext, request: FetchRequest) -> Any:
     memo: dict[tuple[int, int], _Read] | None = {} if can_wait else None
     response, size, errors = _read_all(ctx, request, memo)
     if size >= request.min_bytes or errors or memo is None or not request.topics:
-        response = plan.finish(response)
-        ctx.state.traffic.fetched(response)
-        return response
+        return _answer(ctx, plan, response)
     # Watch before returning: the coroutine only starts on a later loop turn, and an append in between
     # must still wake this fetch rather than leave it waiting for max_wait_ms.
     keys = [(t.topic, p.partition_index) for t in response.responses for p in t.partitions]
-    return waiting(_finished(plan, _long_poll(ctx, request, memo, keys, ctx.state.purgatory.watch(keys))))
+    return waiting(_finished(ctx, plan, _long_poll(ctx, request, memo, keys, ctx.state.purgatory.watch(keys))))
 
 
-async def _finished(plan: FetchPlan, answer: Awaitable[FetchResponse]) -> FetchResponse:
+async def _finished(ctx: RequestContext, plan: FetchPlan, answer: Awaitable[FetchResponse]) -> FetchResponse:
     """The long poll's answer, trimmed by the session (an incremental fetch answers what changed)."""
-    return plan.finish(await answer)
+    return _answer(ctx, plan, await answer)
+
+
+def _answer(ctx: RequestContext, plan: FetchPlan, response: FetchResponse) -> FetchResponse:
+    """The client's quota first, then the session (Kafka's order, KAFKA-6946): a fetch over its
+    `consumer_byte_rate` is answered empty with its throttle and its session untouched (its bytes are not
+    charged); any other answer is trimmed by the session, which then remembers what it told the client."""
+    state = ctx.state
+    throttle_ms = fetch_throttle(getattr(state, "quotas", None), ctx.principal, ctx.client_id, response,
+                                 state.clock_ms())
+    if throttle_ms:
+        return plan.throttled_response(throttle_ms)
+    response = plan.finish(response)
+    state.traffic.fetched(response)
+    return response
 
 
 class _Read:
@@ -172,6 +185,10 @@ def _read_all(ctx: RequestContext, request: FetchRequest,
                         for pid, first in log.aborted_transactions(fp.fetch_offset, result.upper_bound)]
             except OffsetOutOfRange:
                 data.error_code = ErrorCode.OFFSET_OUT_OF_RANGE
+                errors = True
+                continue
+            except LogClosedError:  # deleted, or moved to another log dir, as it was read: the client asks again
+                data.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 errors = True
                 continue
             except OSError as exc:

@@ -362,7 +362,14 @@ def _append(ctx: RequestContext, target: Any, topic: str, partition: int, record
     config = target.config
     records, append_time = _stamp_timestamps(records, validated.batches[0][1], validated, config, now)
     try:
-        result = target.append(records, validated.batches, now_ms=now)
+        try:
+            result = target.append(records, validated.batches, now_ms=now)
+        except LogClosedError:  # moved to another log dir as it waited for the swap: nothing was written
+            moved = state.logs.get_log(topic, partition)
+            if moved is None or moved is target:
+                raise
+            target = moved
+            result = target.append(records, validated.batches, now_ms=now)
     except ProducerStateError as exc:
         return _error(partition, ErrorCode(exc.error_code), str(exc)), None
     except LogClosedError:  # deleted (or its dir gone offline) meanwhile

@@ -49,7 +49,14 @@ async def write_markers(state: BrokerState, producer_id: int, producer_epoch: in
             results[key] = ErrorCode.KAFKA_STORAGE_ERROR
             continue
         try:
-            result = target.append_marker(producer_id, producer_epoch, coordinator_epoch, commit, now_ms=now)
+            try:
+                result = target.append_marker(producer_id, producer_epoch, coordinator_epoch, commit, now_ms=now)
+            except LogClosedError:  # moved to another log dir as it waited for the swap: nothing was written
+                moved = state.logs.get_log(topic, partition)
+                if moved is None or moved is target:
+                    raise
+                target = moved
+                result = target.append_marker(producer_id, producer_epoch, coordinator_epoch, commit, now_ms=now)
         except ProducerStateError as exc:  # the caller reports it (its answer carries the code)
             results[key] = ErrorCode(exc.error_code)
             continue
