@@ -20,7 +20,8 @@ the grid three times over and prints medians (the default, once, takes about 11 
 `BENCH_QUICK=1` (or `--quick`): a quick subset of about 2.5 minutes (1 KiB and 10 KiB, 1 and 16
 partitions, one repetition, nothing else). The full run adds, before the load, in-process: what produce-path validation
 costs per batch and per record (`bench/validation.py`) and what fetch sessions (KIP-227) save a consumer
-of 1,000 partitions (`bench/fetch_sessions.py`); and after it, on pybroker alone: its RSS under the
+of 1,000 partitions (`bench/fetch_sessions.py`) and what the hot codecs cost compiled (mypyc) against pure
+Python (`bench/codecs.py`); and after it, on pybroker alone: its RSS under the
 big-frame attack (`bench/big_frames.py`), TLS against PLAINTEXT (`bench/tls.py`) and transactional
 produce (`bench/txn.py`). `bench/partitions.py` (single-process acks=all produce by partition count)
 still runs on its own; the grid's partition counts cover it with several processes and Tansu beside.
@@ -229,6 +230,10 @@ def run_in_process_tables() -> None:
     validation.run(seconds=0.3)
     print("\n== fetch sessions (KIP-227): full vs incremental fetches (in-process, no broker) ==")
     fetch_sessions.run()
+    from bench import codecs
+
+    print("\n== codecs: compiled (mypyc) vs pure Python, CPU per call (in-process, no broker) ==")
+    codecs.run()
 
 
 def client_ceilings(records: int) -> dict[int, float]:
