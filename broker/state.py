@@ -17,6 +17,7 @@ from pybroker.broker.dynamic_configs import DynamicBrokerConfigs
 from pybroker.broker.groups.service import GroupService
 from pybroker.broker.log_cleaner import build_cleaner, cleaner_settings, follow_dynamic_configs
 from pybroker.broker.metrics.traffic import TopicTraffic
+from pybroker.broker.partitions.coordinator_partitions import CoordinatorPartitions
 from pybroker.broker.partitions.manager import ReplicaManager
 from pybroker.broker.security.authorizer import Authorizer
 from pybroker.broker.security.quota_store import FILE_NAME as QUOTA_FILE
@@ -63,7 +64,7 @@ class BrokerState:
         #: listener name -> the (host, port) its clients are told (advertised.listeners, else listeners)
         self.advertised = config.advertised_addresses()
         self._producer_ids: ProducerIdBlock | None = None
-        self.groups = GroupService(self)
+        self.groups = GroupService(CoordinatorPartitions(config, clock_ms, self.replicas))
         #: the transaction coordinator (`__transaction_state`, markers, timeouts)
         self.transactions = TransactionService(self)
         #: the ACL authorizer, or None when `authorizer.class.name` is not set (nothing is checked)

@@ -41,7 +41,7 @@ from pybroker.broker.context import RequestContext
 from pybroker.broker.dispatch import Waiting, handler, waiting
 from pybroker.broker.logs import get_logger
 from pybroker.broker.partitions.delayed import DelayedOperation, all_of
-from pybroker.broker.partitions.partition import AppendOutcome, DelayedAppend, Partition
+from pybroker.broker.partitions.partition import AppendOutcome, Partition
 from pybroker.protocol.api_keys import ApiKey
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.messages.produce import (
@@ -371,8 +371,7 @@ def _append(ctx: RequestContext, target: Partition, topic: str, partition: int, 
             return _error(partition, outcome.error, outcome.message), None
         return _answer(partition, outcome, append_time), None
     # acks=-1: the offsets are known now, the answer waits for the fsync
-    outcome = appending.outcome if isinstance(appending, DelayedAppend) else AppendOutcome(ErrorCode.NONE)
-    return _answer(partition, outcome, append_time), appending
+    return _answer(partition, appending.outcome, append_time), appending
 
 
 def _answer(partition: int, outcome: AppendOutcome, append_time: int) -> PartitionProduceResponse:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pybroker.broker.logs import get_logger
-from pybroker.broker.partitions.delayed import Completed, DelayedOperation
+from pybroker.broker.partitions.delayed import DelayedOperation
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.records.batch import BatchHeader, RecordsError
 from pybroker.storage.errors import LogClosedError, ProducerStateError
@@ -46,21 +46,27 @@ class AppendOutcome:
     duplicate: bool = False
 
 
-def refused(code: ErrorCode, message: str | None = None) -> DelayedOperation[AppendOutcome]:
-    return Completed(AppendOutcome(code, message))
+def _appended(result: AppendResult) -> AppendOutcome:
+    return AppendOutcome(ErrorCode.NONE, None, result.base_offset, result.last_offset, result.log_start_offset,
+                         result.duplicate)
 
 
 class DelayedAppend(DelayedOperation[AppendOutcome]):
-    """An append waiting for the flusher: complete once the log is fsynced up to its last offset."""
+    """An append as its caller sees it: `outcome` holds the offsets (or the refusal) at once, and the
+    operation completes when the answer may go out: at once, or for acks=all once the log is fsynced up
+    to the append's last offset (`outcome` then says whether that worked)."""
 
     __slots__ = ("_flushed", "key", "manager", "outcome")
 
-    def __init__(self, manager: ReplicaManager, key: tuple[str, int], outcome: AppendOutcome) -> None:
+    def __init__(self, manager: ReplicaManager | None, key: tuple[str, int], outcome: AppendOutcome, *,
+                 durable: bool) -> None:
         super().__init__()
         self.manager = manager
         self.key = key
         self.outcome = outcome
-        self._flushed = False
+        self._flushed = durable
+        if durable:
+            self.force_complete()
 
     def flushed(self, result: int | BaseException) -> None:
         """The flusher's answer, on the loop: the new recovery point, or why there is none."""
@@ -80,7 +86,7 @@ class DelayedAppend(DelayedOperation[AppendOutcome]):
             return
         topic, partition = self.key
         log.error("flush failed", topic=topic, partition=partition, error=repr(exc))
-        if isinstance(exc, OSError):
+        if isinstance(exc, OSError) and self.manager is not None:
             self.manager.report_io_error(topic, partition, exc)
         outcome.error = ErrorCode.KAFKA_STORAGE_ERROR
         outcome.message = "the log could not be flushed to disk"
@@ -117,6 +123,11 @@ class PositionWait(DelayedOperation[bool]):
         return bool(self._reached())
 
 
+def refused(key: tuple[str, int], code: ErrorCode, message: str | None = None) -> DelayedAppend:
+    """An append that never happened, and why: complete from the start."""
+    return DelayedAppend(None, key, AppendOutcome(code, message), durable=True)
+
+
 class Partition:
     """A partition and its current log, for the length of one call."""
 
@@ -141,7 +152,7 @@ class Partition:
 
     # -- writing -------------------------------------------------------------------------------------
     def append(self, records: bytearray | memoryview, batches: list[tuple[int, BatchHeader]], *, acks: int,
-               now_ms: int, record_count: int | None = None) -> DelayedOperation[AppendOutcome]:
+               now_ms: int, record_count: int | None = None) -> DelayedAppend:
         """Append validated batches, wake the partition's watchers, and return the outcome: complete at
         once for acks 0 and 1 (the flush policy decides when the bytes reach the disk) and for a refusal,
         complete after the fsync for acks=all (`ACKS_ALL`). With `record_count` (clients' produce), the
@@ -149,7 +160,7 @@ class Partition:
         try:
             result = self.log.append(records, batches, now_ms=now_ms)
         except Exception as exc:
-            return refused(*self._append_error(exc))
+            return refused(self.key, *self._append_error(exc))
         if not result.duplicate:
             self.manager.purgatory.notify(self.key)
             if record_count is not None:
@@ -159,23 +170,21 @@ class Partition:
         target = self.log
         if target.unflushed_messages >= target.config.flush_interval_messages:
             self.manager.logs.flusher_for(target).request(target, result.last_offset + 1)
-        return Completed(AppendOutcome(ErrorCode.NONE, None, result.base_offset, result.last_offset,
-                                       result.log_start_offset, result.duplicate))
+        return DelayedAppend(self.manager, self.key, _appended(result), durable=True)
 
     def append_marker(self, producer_id: int, producer_epoch: int, coordinator_epoch: int, commit: bool, *,
-                      now_ms: int) -> DelayedOperation[AppendOutcome]:
+                      now_ms: int) -> DelayedAppend:
         """A transaction's COMMIT or ABORT control batch (it ends the producer's open transaction here and
         moves the last stable offset), its watchers woken, complete once it is fsynced."""
         try:
             result = self.log.append_marker(producer_id, producer_epoch, coordinator_epoch, commit, now_ms=now_ms)
         except Exception as exc:
-            return refused(*self._append_error(exc))
+            return refused(self.key, *self._append_error(exc))
         self.manager.purgatory.notify(self.key)
         return self._durable(result)
 
-    def _durable(self, result: AppendResult) -> DelayedOperation[AppendOutcome]:
-        operation = DelayedAppend(self.manager, self.key, AppendOutcome(
-            ErrorCode.NONE, None, result.base_offset, result.last_offset, result.log_start_offset, result.duplicate))
+    def _durable(self, result: AppendResult) -> DelayedAppend:
+        operation = DelayedAppend(self.manager, self.key, _appended(result), durable=False)
         target = self.log
         self.manager.logs.flusher_for(target).notify(target, result.last_offset + 1, operation.flushed,
                                                       asyncio.get_running_loop())
