@@ -29,6 +29,7 @@ always read again.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from pybroker.broker.context import RequestContext
@@ -101,10 +102,13 @@ class DelayedFetch(DelayedOperation[FetchResponse]):
         self.keys = tuple(self._slots)
 
     def wake(self, key: Key) -> None:
-        """The purgatory's call: `key` changed (an append, a marker, a deletion, its dir offline)."""
-        if self._moved_since_read(key):
+        """The purgatory's call: `key` changed (an append, a marker, a deletion, its dir offline). If its
+        positions moved, the read happens on the loop's next turn, once: the appends of this turn (a
+        produce over many partitions, several requests) are answered by one read, and the appending
+        request does not pay for the fetch's read."""
+        if not self._moved and not self.done and self._moved_since_read(key):
             self._moved = True
-            self.try_complete()
+            asyncio.get_running_loop().call_soon(self.try_complete)
 
     def _moved_since_read(self, key: Key) -> bool:
         replicas = self.ctx.state.replicas
