@@ -59,13 +59,13 @@ class DelayedAppend(DelayedOperation[AppendOutcome]):
     __slots__ = ("_flushed", "key", "manager", "outcome")
 
     def __init__(self, manager: ReplicaManager | None, key: tuple[str, int], outcome: AppendOutcome, *,
-                 durable: bool) -> None:
+                 wait_for_flush: bool) -> None:
         super().__init__()
         self.manager = manager
         self.key = key
         self.outcome = outcome
-        self._flushed = durable
-        if durable:
+        self._flushed = not wait_for_flush
+        if not wait_for_flush:
             self.force_complete()
 
     def flushed(self, result: int | BaseException) -> None:
@@ -125,7 +125,7 @@ class PositionWait(DelayedOperation[bool]):
 
 def refused(key: tuple[str, int], code: ErrorCode, message: str | None = None) -> DelayedAppend:
     """An append that never happened, and why: complete from the start."""
-    return DelayedAppend(None, key, AppendOutcome(code, message), durable=True)
+    return DelayedAppend(None, key, AppendOutcome(code, message), wait_for_flush=False)
 
 
 class Partition:
@@ -170,7 +170,7 @@ class Partition:
         target = self.log
         if target.unflushed_messages >= target.config.flush_interval_messages:
             self.manager.logs.flusher_for(target).request(target, result.last_offset + 1)
-        return DelayedAppend(self.manager, self.key, _appended(result), durable=True)
+        return DelayedAppend(self.manager, self.key, _appended(result), wait_for_flush=False)
 
     def append_marker(self, producer_id: int, producer_epoch: int, coordinator_epoch: int, commit: bool, *,
                       now_ms: int) -> DelayedAppend:
@@ -184,7 +184,7 @@ class Partition:
         return self._durable(result)
 
     def _durable(self, result: AppendResult) -> DelayedAppend:
-        operation = DelayedAppend(self.manager, self.key, _appended(result), durable=False)
+        operation = DelayedAppend(self.manager, self.key, _appended(result), wait_for_flush=True)
         target = self.log
         self.manager.logs.flusher_for(target).notify(target, result.last_offset + 1, operation.flushed,
                                                       asyncio.get_running_loop())
