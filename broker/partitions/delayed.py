@@ -114,21 +114,39 @@ class DelayedOperation(Generic[T]):
 
     def future(self) -> asyncio.Future[T]:
         """An asyncio future of the result (what `dispatch.waiting` is best given: the connection then
-        needs no task to wait on it)."""
+        needs no task to wait on it). Cancelling it abandons the operation (`abandon`)."""
         if self._future is None:
-            self._future = asyncio.get_running_loop().create_future()
-            if self._done:
-                if self._error is not None:
-                    self._future.set_exception(self._error)
-                else:
-                    self._future.set_result(self._value)  # type: ignore[arg-type]
+            future = self._future = asyncio.get_running_loop().create_future()
+            if not self._done:
+                future.add_done_callback(self._future_done)
+            elif self._error is not None:
+                future.set_exception(self._error)
+            else:
+                future.set_result(self._value)
         return self._future
+
+    def _future_done(self, future: asyncio.Future[T]) -> None:
+        if future.cancelled():
+            self.abandon()
+
+    def abandon(self) -> None:
+        """Nobody waits for the answer any more (its connection closed, its task was cancelled): stop the
+        timer and leave the purgatory now, not at the deadline a client chose, and build no answer."""
+        if self._done:
+            return
+        self._done = True
+        self._error = asyncio.CancelledError()
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        callbacks, self._callbacks = self._callbacks, None
+        if callbacks:
+            for callback in callbacks:
+                callback(self)
 
     def __await__(self) -> Generator[Any, None, T]:
         if not self._done:
-            if self._future is None:
-                self._future = asyncio.get_running_loop().create_future()
-            return (yield from self._future.__await__())
+            return (yield from self.future().__await__())
         return self.value
 
 

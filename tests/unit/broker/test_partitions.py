@@ -110,6 +110,18 @@ async def test_purgatory_checks_only_watchers_of_the_key_and_forgets_completed_o
     assert late.done  # watched after shutdown: completes at once, never waits
 
 
+async def test_a_cancelled_wait_leaves_the_purgatory_at_once_not_at_its_deadline() -> None:
+    purgatory = Purgatory()
+    op = Flag()
+    purgatory.watch(op, [("t", 0)])
+    op.expire_after(3600)  # a client may ask for a very long wait
+    op.future().cancel()  # its connection closed
+    await asyncio.sleep(0)
+    assert op.done and len(purgatory) == 0 and op.checks == 0
+    with pytest.raises(asyncio.CancelledError):
+        _ = op.value
+
+
 @pytest.fixture
 def state(tmp_path: Path) -> Iterator[BrokerState]:
     config = BrokerConfig.load({"log.dirs": str(tmp_path / "data"), "listeners": "PLAINTEXT://127.0.0.1:0"})
@@ -228,6 +240,21 @@ async def test_a_long_poll_woken_without_movement_reads_nothing(client: RawClien
     producer.close()
     fetched = await client.receive(1, 12, timeout=5)
     assert fetched.responses[0].partitions[0].high_watermark == 2 and reads == [0, 0]
+
+
+async def test_a_long_poll_of_a_closed_connection_is_forgotten(client: RawClient, app: BrokerApp) -> None:
+    await client.call(_produce("gone", 1), 9)
+    await client.send(FetchRequest(max_wait_ms=0x7FFFFFFF, min_bytes=1, max_bytes=1 << 20, topics=[
+        FetchTopic(topic="gone", topic_id=uuid.UUID(int=0),
+                   partitions=[FetchPartition(partition=0, fetch_offset=1, partition_max_bytes=1 << 20)])]), 12)
+    await asyncio.sleep(0.1)
+    assert len(app.state.purgatory) == 1
+    client.close()
+    for _ in range(100):
+        if not len(app.state.purgatory):
+            break
+        await asyncio.sleep(0.02)
+    assert len(app.state.purgatory) == 0  # not kept for the 24 days the client asked to wait
 
 
 def _produce(topic: str, n: int) -> ProduceRequest:
