@@ -56,23 +56,31 @@ class DelayedOperation(Generic[T]):
         """Complete if the check holds; True when the operation is (now or already) complete."""
         if self._done:
             return True
-        if not self.ready():
-            return False
+        try:
+            if not self.ready():
+                return False
+        except Exception as exc:  # the waiter gets it, not whoever happened to wake the operation
+            self.force_complete(exc)
+            return True
         self.force_complete()
         return True
 
-    def force_complete(self) -> None:
-        """Complete now, whatever the check says: the deadline passed, or the broker is stopping."""
+    def force_complete(self, error: Exception | None = None) -> None:
+        """Complete now, whatever the check says: the deadline passed, or the broker is stopping (with
+        `error`: the check failed, and the waiter gets that instead of an answer)."""
         if self._done:
             return
         self._done = True
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        try:
-            self._value = self.answer()
-        except Exception as exc:  # the waiter gets it, not whoever happened to wake the operation
-            self._error = exc
+        if error is not None:
+            self._error = error
+        else:
+            try:
+                self._value = self.answer()
+            except Exception as exc:  # the waiter gets it, not whoever happened to wake the operation
+                self._error = exc
         future = self._future
         if future is not None and not future.done():
             if self._error is not None:

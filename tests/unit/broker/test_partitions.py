@@ -47,9 +47,15 @@ class Flag(DelayedOperation[str]):
 
 
 class Broken(DelayedOperation[int]):
-    __slots__ = ()
+    __slots__ = ("check_fails",)
+
+    def __init__(self, check_fails: bool = False) -> None:
+        super().__init__()
+        self.check_fails = check_fails
 
     def ready(self) -> bool:
+        if self.check_fails:
+            raise OSError("bad check")
         return True
 
     def answer(self) -> int:
@@ -78,6 +84,10 @@ async def test_the_deadline_forces_completion_and_an_answer_that_raises_reaches_
     broken.try_complete()
     with pytest.raises(ValueError, match="bad answer"):
         await waiter
+    failing = Broken(check_fails=True)
+    assert failing.try_complete()  # a check that raises completes the operation with the error
+    with pytest.raises(OSError, match="bad check"):
+        await failing
 
 
 async def test_all_of_completes_when_its_last_part_does_with_then_of_the_results() -> None:
