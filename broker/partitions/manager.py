@@ -29,12 +29,6 @@ class ReplicaManager:
         self.purgatory = purgatory if purgatory is not None else Purgatory()
 
     # -- finding partitions --------------------------------------------------------------------------
-    def get(self, topic: str, partition: int) -> Partition | None:
-        """The partition with its current log, online or not; None when there is no such partition."""
-        key = (topic, partition)
-        found = self.logs.get_log(topic, partition)
-        return None if found is None else Partition(self, key, found)
-
     def resolve(self, topic: str, partition: int) -> tuple[Partition | None, ErrorCode]:
         """For a read: the partition, or UNKNOWN_TOPIC_OR_PARTITION / KAFKA_STORAGE_ERROR (its dir is offline)."""
         found = self.logs.get_log(topic, partition)
@@ -50,7 +44,7 @@ class ReplicaManager:
             return None, ErrorCode.INVALID_TOPIC_EXCEPTION
         return self.resolve(topic, partition)
 
-    # -- after the call
+    # -- after the call ------------------------------------------------------------------------------
     def report_io_error(self, topic: str, partition: int, exc: BaseException) -> None:
         """An I/O error on a partition's files, found after the call that had its log: its dir goes offline."""
         found = self.logs.get_log(topic, partition)
