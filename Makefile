@@ -11,7 +11,7 @@ PYTEST_ARGS ?=
 # two stamps: `make run` needs only the broker (.venv/.installed-broker); tests, lint and the Spark
 # connector need the extras too (.venv/.installed, which implies the other)
 BROKER_STAMP := $(VENV)/.installed-broker
-SOURCES_OF_INSTALL := pyproject.toml setup.py protocol/records/record_walk.py
+SOURCES_OF_INSTALL := pyproject.toml setup.py protocol/records/record_walk.py broker/spark/_arrow_records.c
 
 $(BROKER_STAMP): $(SOURCES_OF_INSTALL) | cc
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)

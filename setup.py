@@ -1,4 +1,5 @@
-"""Compiles the record walk (`protocol/records/record_walk.py`) with mypyc; everything else is in pyproject.toml.
+"""Compiles the record walk (`protocol/records/record_walk.py`) with mypyc, and the Spark reader's record
+decoder (`broker/spark/_arrow_records.c`, a small hand-written C extension); everything else is in pyproject.toml.
 
 The source folders install under other names (`protocol/` is `pybroker.protocol`), and mypyc names a
 module after its path, so the walk is compiled from a copy placed at its installed name
@@ -8,7 +9,8 @@ the package dir mapping says (`protocol/records/` for an editable install, the w
 
 `PYBROKER_PURE_PYTHON=1` skips compiling: the same .py then runs as plain Python. So does a failed
 compile (no C compiler, say), with a warning: the broker is slower on produce, never broken, and says
-at startup which walk it runs (a unit test fails when the compiled one is missing unexpectedly).
+at startup which walk it runs (a unit test fails when the compiled one is missing unexpectedly). The
+C decoder has a pure-Python twin (`broker/spark/arrow_records_py.py`) for the same cases.
 """
 
 from __future__ import annotations
@@ -18,13 +20,15 @@ import os
 import sys
 from pathlib import Path
 
-from setuptools import setup
+from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
 HERE = Path(__file__).resolve().parent
 #: (source path, installed module) of each module mypyc compiles
 COMPILED_MODULES = (("protocol/records/record_walk.py", "pybroker.protocol.records.record_walk"),)
 STAGING = Path("build") / "mypyc-src"
+#: (C source, installed module) of each hand-written C extension; like the mypyc ones, optional
+C_EXTENSIONS = (("broker/spark/_arrow_records.c", "pybroker.broker.spark._arrow_records"),)
 
 
 def _staged_sources() -> list[str]:
@@ -52,7 +56,8 @@ def _extensions() -> list:
     from mypyc.build import mypycify
 
     os.chdir(HERE)
-    return mypycify(_staged_sources(), opt_level="3", target_dir=str(Path("build") / "mypyc-c"))
+    hand_written = [Extension(module, [source], extra_compile_args=["-O2"]) for source, module in C_EXTENSIONS]
+    return [*mypycify(_staged_sources(), opt_level="3", target_dir=str(Path("build") / "mypyc-c")), *hand_written]
 
 
 class _OptionalBuildExt(build_ext):
@@ -68,12 +73,11 @@ class _OptionalBuildExt(build_ext):
         try:
             super().build_extension(ext)
         except Exception as exc:
-            _warn(exc)
+            _warn(exc, ext.name)
 
 
-def _warn(exc: Exception) -> None:
-    print(f"WARNING: the record walk was not compiled ({exc}); pybroker will run its pure-Python walk",
-          file=sys.stderr)
+def _warn(exc: Exception, name: str = "the compiled modules") -> None:
+    print(f"WARNING: {name} was not compiled ({exc}); pybroker will run its pure-Python twin", file=sys.stderr)
 
 
 setup(ext_modules=_extensions(), cmdclass={"build_ext": _OptionalBuildExt})

@@ -10,12 +10,13 @@ The probe is one connection sending, at a fixed rate, a Produce (acks=1, one 100
 Fetch (max_wait 0) of what it just wrote: both are answered on the event loop, which is exactly what a
 cleaner thread competing for the interpreter could delay. Reports p50/p99/max per request type.
 
-    .venv/bin/python bench/cleaner_latency.py [--keys N] [--versions N] [--rate N]
+    .venv/bin/python bench/cleaner_latency.py [--keys N] [--versions N] [--rate N] [--set KEY=VALUE]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import os
 import platform
@@ -116,7 +117,47 @@ def fill(client: Client, topic: str, keys: int, versions: int, batch: int = 1000
     return sent
 
 
-def probe(client: Client, topic: str, rate: int, until: Any) -> tuple[list[float], list[float]]:
+def rss_mb(pid: int) -> float:
+    """A process's resident set (VmRSS) in MB; 0 when it is gone or the platform has no /proc."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def children_of(pid: int) -> list[int]:
+    """The direct children of a process, whichever of its threads started them (the cleaner's worker is
+    started by a cleaner thread), from /proc."""
+    found = []
+    for path in Path(f"/proc/{pid}/task").glob("*/children"):
+        with contextlib.suppress(OSError):
+            found += [int(c) for c in path.read_text().split()]
+    return found
+
+
+class RssSampler:
+    """The broker's RSS and its children's (the cleaner worker), sampled while the probe runs."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.broker: list[float] = []
+        self.children: list[float] = []
+        self._next = 0.0
+
+    def sample(self) -> None:
+        now = time.monotonic()
+        if now < self._next:
+            return
+        self._next = now + 0.1
+        self.broker.append(rss_mb(self.pid))
+        self.children.append(sum(rss_mb(child) for child in children_of(self.pid)))
+
+
+def probe(client: Client, topic: str, rate: int, until: Any,
+          sampler: RssSampler | None = None) -> tuple[list[float], list[float]]:
     """Produce+fetch pairs at `rate` per second until `until()`; the round trips in ms."""
     produce_ms: list[float] = []
     fetch_ms: list[float] = []
@@ -124,6 +165,8 @@ def probe(client: Client, topic: str, rate: int, until: Any) -> tuple[list[float
     due = time.perf_counter()
     record = [Record(0, 0, b"probe", b"p" * 100)]
     while not until():
+        if sampler is not None:
+            sampler.sample()
         now = time.perf_counter()
         if now < due:
             time.sleep(due - now)
@@ -154,9 +197,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--versions", type=int, default=10)
     parser.add_argument("--rate", type=int, default=200, help="probe produce+fetch pairs per second")
     parser.add_argument("--baseline-seconds", type=float, default=10.0)
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="a broker config override for both runs (e.g. log.cleaner.process.enable=false: "
+                             "the clean on a broker thread)")
     args = parser.parse_args(argv)
     workdir = Path(tempfile.mkdtemp(prefix="cleaner-bench-"))
-    common = {"log.cleaner.backoff.ms": "200", "log.cleaner.dedupe.buffer.size": str(64 << 20)}
+    common = {"log.cleaner.backoff.ms": "200", "log.cleaner.dedupe.buffer.size": str(64 << 20),
+              **dict(item.split("=", 1) for item in args.set)}
     broker = BrokerProcess(workdir, {**common, "log.cleaner.enable": "false"})
     big, probe_topic = "big-compacted", "probe"
     try:
@@ -171,13 +218,21 @@ def main(argv: list[str] | None = None) -> int:
               f"{time.monotonic() - started:.1f} s", flush=True)
         time.sleep(ROLL_MS / 1000 + 0.2)
         produce(client, big, [Record(0, 0, b"roll", b"r")])  # rolls (segment.ms): every fill batch is cleanable
+        client.close()
+        # the baseline runs on a freshly started broker too, so both runs start from the same RSS
+        broker.restart()
+        client = Client(broker.bootstrap)
+        assert broker.proc is not None
+        idle = RssSampler(broker.proc.pid)
         deadline = time.monotonic() + args.baseline_seconds
-        baseline = probe(client, probe_topic, args.rate, lambda: time.monotonic() > deadline)
+        baseline = probe(client, probe_topic, args.rate, lambda: time.monotonic() > deadline, idle)
         client.close()
 
         broker.overrides = {**common, "log.cleaner.enable": "true"}
         broker.restart()
         client = Client(broker.bootstrap)
+        assert broker.proc is not None
+        busy = RssSampler(broker.proc.pid)
         checkpoint = broker.log_dirs[0] / "cleaner-offset-checkpoint"
         end = args.keys * args.versions
         started = time.monotonic()
@@ -185,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
         def cleaned() -> bool:
             return read_checkpoint(checkpoint).get((big, 0), 0) >= end or time.monotonic() - started > 600
 
-        during = probe(client, probe_topic, args.rate, cleaned)
+        during = probe(client, probe_topic, args.rate, cleaned, busy)
         clean_s = time.monotonic() - started
         client.close()
         size = sum(p.stat().st_size for p in (broker.log_dirs[0] / f"{big}-0").glob("*.log"))
@@ -196,12 +251,16 @@ def main(argv: list[str] | None = None) -> int:
           f"{os.cpu_count()} cpus, {platform.system()})")
     print(f"  big topic: {args.keys} keys x {args.versions} versions of ~100 B, segment.bytes 8 MiB; "
           f"cleaned in {clean_s:.1f} s (one clean: the map holds every key) to {size / 1e6:.1f} MB on disk")
+    print(f"  overrides: {' '.join(args.set) or 'none'}")
     print(f"  probe: {args.rate}/s produce (acks=1, 1 record of 100 B) + fetch (max_wait 0), one connection\n")
     print(f"  {'request (ms)':<28} {'count':>7} {'p50':>8} {'p99':>8} {'max':>8}")
     print(row("produce, no clean", baseline[0]))
     print(row("produce, large clean running", during[0]))
     print(row("fetch, no clean", baseline[1]))
     print(row("fetch, large clean running", during[1]))
+    print(f"\n  broker RSS (MB): no clean peak {max(idle.broker, default=0):.0f}; large clean running peak "
+          f"{max(busy.broker, default=0):.0f}; cleaner worker process peak {max(busy.children, default=0):.0f}")
+    print(f"  load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     return 0
 
 

@@ -25,6 +25,11 @@ broker (`bench/tls.py`, `--skip-tls` to leave it out): what TLS costs, consume m
 Last, on pybroker alone, transactional produce (`bench/txn.py`, `--skip-txn` to leave it out): records/s
 at 100 transactions/s and commit latency p50/p99, for 10, 100, 1000 and 3000 records per transaction.
 
+Last of all, on pybroker alone, the Spark connector's batch read of 1M records of 100 B over 8 partitions on
+local[2] (`bench/spark_read.py`, `--skip-spark` to leave it out; skipped without Java or pyspark): rows/s
+with the previous kafka-python reader and with the compiled one, each beside one direct confluent-kafka
+consumer run right after it.
+
 Then, on pybroker alone, acks=all produce of 100 B records over 1, 16, 256 and 1,024 partitions
 (`bench/partitions.py`, `--skip-partitions` to leave it out): how much of the single-partition throughput
 group commit keeps when every partition is its own log to fsync, beside the client-only ceiling.
@@ -275,6 +280,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--skip-load", action="store_true", help="the validation cost table only")
     parser.add_argument("--skip-tls", action="store_true", help="skip the TLS vs PLAINTEXT phase")
     parser.add_argument("--skip-txn", action="store_true", help="skip the transactional produce phase")
+    parser.add_argument("--skip-spark", action="store_true",
+                        help="skip the Spark connector's batch read (skipped anyway without Java or pyspark)")
     parser.add_argument("--skip-partitions", action="store_true",
                         help="skip acks=all produce over 1/16/256/1,024 partitions")
     parser.add_argument("--txn-seconds", type=float, default=10.0,
@@ -312,6 +319,7 @@ def main(argv: list[str] | None = None) -> int:
     tls_result = None
     txn_results = None
     partition_results = None
+    spark_results = None
     try:
         with tempfile.TemporaryDirectory(prefix="pybroker-bench-") as tmp:
             for name in names:
@@ -332,6 +340,10 @@ def main(argv: list[str] | None = None) -> int:
                 from bench import partitions
 
                 partition_results = partitions.run(workdir=Path(tmp))
+            if "pybroker" in names and not args.skip_spark:
+                from bench import spark_read
+
+                spark_results = spark_read.run(workdir=Path(tmp))
     finally:
         kill_all()
     for result in results.values():
@@ -353,6 +365,10 @@ def main(argv: list[str] | None = None) -> int:
         from bench import partitions
 
         partitions.print_table(partition_results)
+    if spark_results is not None:
+        from bench import spark_read
+
+        spark_read.print_table(spark_results)
     print(f"\nbenchmark took {time.monotonic() - started:.0f} s")
     return 1 if any(r.error and not r.error.startswith("not fetched") for r in results.values()) else 0
 

@@ -304,6 +304,13 @@ class FetchPlan:
         response.session_id = INVALID_SESSION_ID
         return response
 
+    def throttled_response(self, throttle_ms: int) -> FetchResponse:
+        """Kafka's `getThrottledResponse` (KAFKA-6946): a fetch over its quota answers nothing and leaves
+        the session as it was (no partition's cached state moves, a full fetch makes no session), so the
+        client's next incremental fetch still agrees with the broker about what it was told."""
+        return FetchResponse(throttle_time_ms=throttle_ms, error_code=ErrorCode.NONE, session_id=INVALID_SESSION_ID,
+                             responses=[])
+
 
 class _FullPlan(FetchPlan):
     """A full fetch asking for a session: answered whole, then cached if the cache makes room."""
@@ -335,6 +342,7 @@ class _IncrementalPlan(FetchPlan):
 
     def __init__(self, session: FetchSession, may_read: Callable[[CachedPartition], bool] | None) -> None:
         self.session = session
+        self._epoch = session.epoch  # advanced for this fetch: another fetch that advanced it again wins
         self._order: list[CachedPartition] = list(session.partitions.values())
         self._refused: list[CachedPartition] = []
         if may_read is not None:  # ACLs may have changed since the partitions joined the session
@@ -373,6 +381,10 @@ class _IncrementalPlan(FetchPlan):
                 session.partitions[key] = served
         response.session_id = session.id
         return response
+
+    def throttled_response(self, throttle_ms: int) -> FetchResponse:
+        code = ErrorCode.NONE if self.session.epoch == self._epoch else ErrorCode.INVALID_FETCH_SESSION_EPOCH
+        return FetchResponse(throttle_time_ms=throttle_ms, error_code=code, session_id=self.session.id, responses=[])
 
 
 def _as_topics(order: list[CachedPartition]) -> list[FetchTopic]:

@@ -20,6 +20,8 @@ def cleaner_settings(config: BrokerConfig) -> CleanerSettings:
         dedupe_buffer_size=int(config.get("log.cleaner.dedupe.buffer.size")),
         io_max_bytes_per_second=float(config.get("log.cleaner.io.max.bytes.per.second")),
         backoff_ms=int(config.get("log.cleaner.backoff.ms")),
+        process=bool(config.get("log.cleaner.process.enable")),
+        process_nice=int(config.get("log.cleaner.process.niceness")),
     )
 
 

@@ -31,8 +31,12 @@ from pybroker.broker.telemetry.subscriptions import Subscriptions
 from pybroker.broker.topics import Topics, log_config_for
 from pybroker.broker.transactions.service import TransactionService
 from pybroker.config.broker_config import BrokerConfig
+from pybroker.storage.cleaner.throttle import UNLIMITED
 from pybroker.storage.log_manager import LogManager
 from pybroker.storage.producer_id_block import ProducerIdBlock
+
+#: Kafka's default of a long setting: no limit
+LONG_MAX = 2**63 - 1
 
 
 def wall_clock_ms() -> int:
@@ -53,6 +57,7 @@ class BrokerState:
         self.topics = Topics(config, self.logs)
         self.dynamic_configs = DynamicBrokerConfigs(config, self.logs)
         self.cleaner = build_cleaner(config, self.logs, clock_ms)
+        self.logs.moves.hold_cleaning = self.cleaner.held_off  # no clean of a partition while a move swaps it
         self.fetch_sessions = fetch_sessions.from_config(config)  # KIP-227 incremental fetch sessions
         self.traffic = TopicTraffic()  # per-topic bytes and messages, for the metrics
         #: the partition layer handlers append, read and wait through (Kafka's ReplicaManager)
@@ -86,6 +91,8 @@ class BrokerState:
         self.cleaner.settings = cleaner_settings(self.config)  # with the persisted dynamic values
         self.cleaner.throttler.bytes_per_second = self.cleaner.settings.io_max_bytes_per_second
         follow_dynamic_configs(self.cleaner, self.config, self.dynamic_configs.on_change)
+        self._follow_move_throttle(set())
+        self.dynamic_configs.on_change(self._follow_move_throttle)
         self.cleaner.startup()
         self._producer_ids = ProducerIdBlock(Path(self.config.log_dirs[0]))
         self.scram = ScramStore(Path(self.config.log_dirs[0]) / SCRAM_FILE)
@@ -93,6 +100,12 @@ class BrokerState:
         self.client_metrics.subscriptions = Subscriptions(Path(self.config.log_dirs[0]) / CLIENT_METRICS_FILE)
         self.client_metrics.subscriptions.load()
         return list(stats)
+
+    def _follow_move_throttle(self, keys: set[str]) -> None:
+        """`replica.alter.log.dirs.io.max.bytes.per.second`, at startup and when altered at runtime."""
+        if not keys or "replica.alter.log.dirs.io.max.bytes.per.second" in keys:
+            rate = float(self.config.get("replica.alter.log.dirs.io.max.bytes.per.second"))
+            self.logs.moves.throttler.bytes_per_second = rate if rate < LONG_MAX else UNLIMITED
 
     @property
     def cluster_id(self) -> str:

@@ -145,6 +145,8 @@ BROKER_DEFS: tuple[ConfigDef, ...] = (
        at_least(0), True),
     _b("log.cleaner.io.max.bytes.per.second", "double", 1.7976931348623157e308,
        "Cleaner I/O throttle.", None, True),
+    _b("replica.alter.log.dirs.io.max.bytes.per.second", "long", LONG_MAX,
+       "Bytes per second a move between log dirs (AlterReplicaLogDirs) may copy.", at_least(1), True),
     _b("log.cleaner.min.cleanable.ratio", "double", 0.5, "Dirty ratio before a log is cleaned.",
        between(0, 1), True),
     _b("log.cleaner.delete.retention.ms", "long", 86_400_000, "How long tombstones are kept.",
@@ -154,6 +156,12 @@ BROKER_DEFS: tuple[ConfigDef, ...] = (
     _b("log.cleaner.max.compaction.lag.ms", "long", LONG_MAX, "Maximum age before a record is compacted.",
        at_least(1), True),
     _b("log.cleaner.backoff.ms", "long", 15_000, "Cleaner sleep when there is nothing to clean.", at_least(0)),
+    _b("log.cleaner.process.enable", "boolean", True,
+       "Clean in a worker process, off the broker's interpreter lock (pybroker's own key); false: on the "
+       "cleaner threads."),
+    _b("log.cleaner.process.niceness", "int", 10,
+       "Niceness the cleaner's worker process adds to its own, so request handling wins the CPU (pybroker's "
+       "own key).", between(0, 19)),
     _b("log.message.timestamp.type", "string", "CreateTime", "Default timestamp type.",
        one_of("CreateTime", "LogAppendTime"), True),
     _b("log.message.timestamp.before.max.ms", "long", LONG_MAX,
@@ -224,7 +232,37 @@ BROKER_DEFS: tuple[ConfigDef, ...] = (
     _b("controller.listener.names", "list", [], "Accepted for compatibility."),
     _b("inter.broker.listener.name", "string", None, "Accepted for compatibility."),
     _b("num.recovery.threads.per.data.dir", "int", 2, "Accepted for compatibility.", at_least(1)),
-    _b("group.coordinator.rebalance.protocols", "list", ["classic"], "Accepted for compatibility."),
+    _b("group.coordinator.rebalance.protocols", "list", ["classic", "consumer"],
+       "Group protocols the coordinator serves: classic (JoinGroup/SyncGroup) and consumer (KIP-848's "
+       "ConsumerGroupHeartbeat); without consumer, ConsumerGroupHeartbeat answers UNSUPPORTED_VERSION.",
+       each_of("classic", "consumer", "share", "streams")),
+    # -- the consumer group protocol (KIP-848) -------------------------------------------------------
+    _b("group.consumer.heartbeat.interval.ms", "int", 5000,
+       "How often consumer-protocol members heartbeat (the interval the coordinator tells them).", at_least(1)),
+    _b("group.consumer.min.heartbeat.interval.ms", "int", 5000,
+       "Smallest group.consumer.heartbeat.interval.ms allowed.", at_least(1)),
+    _b("group.consumer.max.heartbeat.interval.ms", "int", 15000,
+       "Largest group.consumer.heartbeat.interval.ms allowed.", at_least(1)),
+    _b("group.consumer.session.timeout.ms", "int", 45000,
+       "A consumer-protocol member that has not heartbeated for this long is fenced: its partitions go "
+       "to the others.", at_least(1)),
+    _b("group.consumer.min.session.timeout.ms", "int", 45000,
+       "Smallest group.consumer.session.timeout.ms allowed.", at_least(1)),
+    _b("group.consumer.max.session.timeout.ms", "int", 60000,
+       "Largest group.consumer.session.timeout.ms allowed.", at_least(1)),
+    _b("group.consumer.max.size", "int", 2**31 - 1,
+       "Most members in one consumer-protocol group (GROUP_MAX_SIZE_REACHED beyond).", at_least(1)),
+    _b("group.consumer.migration.policy", "string", "bidirectional",
+       "Which online conversions of a group with members are allowed: upgrade (a classic group becomes a "
+       "consumer group when a consumer-protocol member joins), downgrade (a consumer group left with classic "
+       "members only becomes classic), both (bidirectional) or neither (disabled). Empty groups always convert.",
+       one_of("disabled", "downgrade", "upgrade", "bidirectional")),
+    _b("group.consumer.assignors", "list", ["uniform", "range"],
+       "Server-side assignors of the consumer protocol, the first the default; a member may pick another "
+       "with server_assignor. Kafka's class names (org.apache.kafka.coordinator.group.assignor."
+       "UniformAssignor, ...RangeAssignor) are accepted too.",
+       each_of("uniform", "range", "org.apache.kafka.coordinator.group.assignor.UniformAssignor",
+               "org.apache.kafka.coordinator.group.assignor.RangeAssignor")),
     # -- partition limits (a request, and the broker as a whole) --------------------------------------
     _b("max.partitions.per.request", "int", 10_000,
        "Most partitions one CreateTopics or CreatePartitions request (all its topics together) or one "

@@ -4,15 +4,31 @@ Each key and value is an int16 version followed by the message of that version
 (`pybroker.protocol.schema.coordinator_records`). We write what Kafka's classic coordinator writes:
 offset commits with key version 1 and value version 3 (value version 1 when an explicit expire time is
 kept), group metadata with key version 2 and value version 3. Replay accepts every version Kafka ever
-wrote for these two record kinds and skips other kinds (the newer consumer-protocol records), so a log
-written by a newer broker still loads.
+wrote for these two record kinds. The consumer protocol's records (KIP-848, key versions 3-8) are
+`ConsumerRecord`s; other kinds (share groups, ...) are skipped, so a log written by a newer broker still
+loads.
 """
 
 from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
+from typing import Any
 
+from pybroker.protocol.messages.consumer_group_records import (
+    ConsumerGroupCurrentMemberAssignmentKey,
+    ConsumerGroupCurrentMemberAssignmentValue,
+    ConsumerGroupMemberMetadataKey,
+    ConsumerGroupMemberMetadataValue,
+    ConsumerGroupMetadataKey,
+    ConsumerGroupMetadataValue,
+    ConsumerGroupPartitionMetadataKey,
+    ConsumerGroupPartitionMetadataValue,
+    ConsumerGroupTargetAssignmentMemberKey,
+    ConsumerGroupTargetAssignmentMemberValue,
+    ConsumerGroupTargetAssignmentMetadataKey,
+    ConsumerGroupTargetAssignmentMetadataValue,
+)
 from pybroker.protocol.messages.coordinator_records import (
     GroupMetadataKey,
     GroupMetadataValue,
@@ -76,7 +92,7 @@ def _split(data: bytes) -> tuple[int, bytes]:
     return _VERSION.unpack_from(data)[0], data
 
 
-def decode_record(key: bytes | None, value: bytes | None) -> OffsetRecord | GroupRecord | None:
+def decode_record(key: bytes | None, value: bytes | None) -> OffsetRecord | GroupRecord | ConsumerRecord | None:
     """One `__consumer_offsets` record; None for kinds we do not keep. Raises `DecodeError` on bad bytes."""
     if key is None:
         raise DecodeError("coordinator record without a key")
@@ -95,4 +111,62 @@ def decode_record(key: bytes | None, value: bytes | None) -> OffsetRecord | Grou
             value_version, _ = _split(value)
             group_value = GroupMetadataValue.decode(value, value_version, _VERSION.size, strict=False)
         return GroupRecord(g.group, group_value)
+    if key_version in CONSUMER_RECORD_KINDS:
+        return decode_consumer_record(key_version, key, value)
     return None
+
+
+# -- the consumer protocol's records (KIP-848): key versions 3-8 -----------------------------------------
+CONSUMER_GROUP_METADATA = 3
+CONSUMER_GROUP_PARTITION_METADATA = 4
+CONSUMER_GROUP_MEMBER_METADATA = 5
+CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA = 6
+CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER = 7
+CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT = 8
+
+#: key version -> (key class, value class); values are written at version 0
+CONSUMER_RECORD_KINDS: dict[int, tuple[Any, Any]] = {
+    CONSUMER_GROUP_METADATA: (ConsumerGroupMetadataKey, ConsumerGroupMetadataValue),
+    CONSUMER_GROUP_PARTITION_METADATA: (ConsumerGroupPartitionMetadataKey, ConsumerGroupPartitionMetadataValue),
+    CONSUMER_GROUP_MEMBER_METADATA: (ConsumerGroupMemberMetadataKey, ConsumerGroupMemberMetadataValue),
+    CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA: (ConsumerGroupTargetAssignmentMetadataKey,
+                                                ConsumerGroupTargetAssignmentMetadataValue),
+    CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER: (ConsumerGroupTargetAssignmentMemberKey,
+                                              ConsumerGroupTargetAssignmentMemberValue),
+    CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT: (ConsumerGroupCurrentMemberAssignmentKey,
+                                               ConsumerGroupCurrentMemberAssignmentValue),
+}
+CONSUMER_VALUE_VERSION = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerRecord:
+    """One consumer-protocol record: its kind (the key version), group, member (kinds 5, 7, 8) and value
+    (None: a tombstone)."""
+
+    kind: int
+    group: str
+    member_id: str | None
+    value: Any
+
+
+def consumer_key(kind: int, group: str, member_id: str | None = None) -> bytes:
+    key_class = CONSUMER_RECORD_KINDS[kind][0]
+    key = key_class(group_id=group) if member_id is None else key_class(group_id=group, member_id=member_id)
+    return _VERSION.pack(kind) + key.encode(kind)
+
+
+def consumer_value(value: Any) -> bytes:
+    return _VERSION.pack(CONSUMER_VALUE_VERSION) + value.encode(CONSUMER_VALUE_VERSION)
+
+
+def decode_consumer_record(kind: int, key: bytes, value: bytes | None) -> ConsumerRecord:
+    key_class, value_class = CONSUMER_RECORD_KINDS[kind]
+    k = key_class.decode(key, kind, _VERSION.size)
+    decoded = None
+    if value is not None:
+        value_version, _ = _split(value)
+        if value_version != CONSUMER_VALUE_VERSION:
+            raise DecodeError(f"consumer group record value version {value_version} is unknown")
+        decoded = value_class.decode(value, value_version, _VERSION.size, strict=False)
+    return ConsumerRecord(kind, k.group_id, getattr(k, "member_id", None), decoded)

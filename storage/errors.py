@@ -84,3 +84,11 @@ class PartitionLimitError(StorageError):
 
 class TopicBusyError(StorageError):
     """Another request is creating, growing or deleting this topic right now."""
+
+
+class LogDirNotFoundError(StorageError):
+    """A path that is not one of the broker's configured log dirs (LOG_DIR_NOT_FOUND)."""
+
+
+class LogDirOfflineError(StorageError):
+    """The log dir asked for, or the partition's, is offline after an I/O error (KAFKA_STORAGE_ERROR)."""

@@ -25,7 +25,7 @@ import threading
 import time
 import uuid
 from bisect import bisect_right
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -40,6 +40,7 @@ from pybroker.protocol.records.batch import (
 from pybroker.protocol.records.control import build_marker_batch, read_marker
 from pybroker.storage.dir_names import renamed_dir_name
 from pybroker.storage.errors import LogClosedError, OffsetOutOfRange
+from pybroker.storage.file_region import NOTHING_TO_READ, FileRegion, ReadResult
 from pybroker.storage.files import fsync_dir
 from pybroker.storage.flush_timing import report_flush
 from pybroker.storage.log_config import LogConfig
@@ -68,37 +69,6 @@ class AppendResult:
     duplicate: bool = False
 
 
-class FileRegion:
-    """A byte range of a segment file: the server `os.sendfile`s it, or reads it with `pread`."""
-
-    __slots__ = ("file", "length", "position")
-
-    def __init__(self, file: IO[bytes], position: int, length: int) -> None:
-        self.file = file
-        self.position = position
-        self.length = length
-
-    def __len__(self) -> int:
-        return self.length
-
-    def read_bytes(self) -> bytes:
-        return os.pread(self.file.fileno(), self.length, self.position)
-
-    def __repr__(self) -> str:
-        return f"FileRegion({getattr(self.file, 'name', '?')!r}, position={self.position}, length={self.length})"
-
-
-@dataclass(frozen=True, slots=True)
-class ReadResult:
-    region: FileRegion | None
-    #: with `read(..., want_upper_bound=True)`: the offset of the first batch after the region (Kafka's
-    #: `fetchUpperBoundOffset`: the next batch's base, else the next segment's base or the log end)
-    upper_bound: int = -1
-
-
-NOTHING_TO_READ = ReadResult(None)
-
-
 class Log:
     def __init__(self, directory: Path, topic: str, partition: int, topic_id: uuid.UUID, config: LogConfig,
                  *, recovery_point: int = 0, log_start_offset: int = 0, clean: bool = True,
@@ -112,6 +82,8 @@ class Log:
         self._flush_lock = threading.Lock()
         #: serialises changes of the segment list (rolls on the loop, the cleaner's swaps on its thread)
         self._segments_lock = threading.Lock()
+        #: held by appends; a move between log dirs holds it (with the flush lock) while it swaps the log out
+        self._write_lock = threading.Lock()
         self._closed = False
         #: removed segments whose `.log` stays open until their deadline, for reads already handed out
         self._retired: list[tuple[int, Segment]] = []
@@ -232,6 +204,11 @@ class Log:
         writes nothing; a fenced or out-of-sequence batch raises `ProducerStateError` (either way the
         buffer keeps the offsets it was patched with, which nothing reads).
         """
+        with self._write_lock:
+            return self._append(records, batches, now_ms, leader_epoch)
+
+    def _append(self, records: bytearray | memoryview, batches: list[tuple[int, BatchHeader]], now_ms: int,
+                leader_epoch: int) -> AppendResult:
         if self._closed:
             raise LogClosedError(f"{self!r} is closed")
         if not batches:
@@ -263,8 +240,8 @@ class Log:
                     update(header)
         return AppendResult(base_offset, next_offset - 1, self.log_start_offset)
 
-    def _write(self, records: bytearray | memoryview, batches: list[tuple[int, BatchHeader]], max_timestamp: int,
-               last_offset: int, now_ms: int) -> Segment:
+    def _write(self, records: bytes | bytearray | memoryview, batches: list[tuple[int, BatchHeader]],
+               max_timestamp: int, last_offset: int, now_ms: int) -> Segment:
         """Roll if the rules say so, then write; returns the segment written to."""
         segment = self._segments[-1]
         config = self.config
@@ -274,6 +251,52 @@ class Log:
             segment = self.roll(now_ms)
         segment.append(records, batches)
         return segment
+
+    # -- moving between log dirs (`storage.log_mover`) ----------------------------------------------
+    def append_copied(self, data: bytes, batches: list[tuple[int, BatchHeader]], *, now_ms: int) -> None:
+        """A move's copy of another log's batches, offsets kept (Kafka's `appendAsFollower`): the producer
+        state and the `.txnindex` follow the batches and markers as they are met."""
+        with self._write_lock:
+            if self._closed:
+                raise LogClosedError(f"{self!r} is closed")
+            last = batches[-1][1]
+            segment = self._write(data, batches, max(h.max_timestamp for _, h in batches),
+                                  last.base_offset + last.last_offset_delta, now_ms)
+            state = self.producer_state
+            for pos, header in batches:
+                if header.producer_id < 0:
+                    continue
+                if not header.is_control:
+                    state.update(header)
+                    continue
+                with contextlib.suppress(RecordsError):  # an emptied marker (the cleaner's) ends nothing
+                    marker = read_marker(data, pos, header)
+                    completed = state.complete(header.producer_id, header.producer_epoch, marker.coordinator_epoch,
+                                               header.base_offset, commit=marker.commit, timestamp=header.max_timestamp)
+                    if completed is not None and completed.aborted:
+                        self._index_abort(segment, completed)
+
+    def restart_at(self, offset: int) -> None:
+        """Drop everything and start empty at `offset` (Kafka's `truncateFullyAndStartAt`)."""
+        with self._flush_lock:
+            self._truncate_fully(offset, self._clock())
+
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """Hold off appends, flushes, retention, DeleteRecords and the cleaner's swaps: a move's swap."""
+        with self._flush_lock, self._write_lock:
+            yield
+
+    def close_moved(self) -> None:
+        """Inside `paused`, once a copy holds every offset durably in another dir and this log's dir was
+        renamed away: closed for good, every offset counted as durable (a waiter for an fsync is answered
+        at once), the open files kept for reads already handed out until `release_retired`."""
+        self._closed = True
+        self._recovery_point = self.log_end_offset
+        deadline = self._clock() + self.config.file_delete_delay_ms
+        for segment in self._segments:
+            segment.closed = True
+            self._retired.append((deadline, segment))
 
     # -- transactions ------------------------------------------------------------------------------
     def append_marker(self, producer_id: int, producer_epoch: int, coordinator_epoch: int, commit: bool, *,
@@ -286,6 +309,11 @@ class Log:
         Raises `ProducerStateError` (INVALID_PRODUCER_EPOCH, TRANSACTION_COORDINATOR_FENCED) before
         writing anything. The caller notifies the purgatory and waits for the fsync it needs.
         """
+        with self._write_lock:
+            return self._append_marker(producer_id, producer_epoch, coordinator_epoch, commit, now_ms, leader_epoch)
+
+    def _append_marker(self, producer_id: int, producer_epoch: int, coordinator_epoch: int, commit: bool,
+                       now_ms: int, leader_epoch: int) -> AppendResult:
         if self._closed:
             raise LogClosedError(f"{self!r} is closed")
         state = self.producer_state
@@ -634,7 +662,6 @@ class Log:
         except FileNotFoundError:
             return
         shutil.rmtree(doomed, ignore_errors=True)
-
 
     def abandon(self) -> None:
         """A failed disk's log at shutdown: let go of every open file, write nothing (no snapshot, no index

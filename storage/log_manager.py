@@ -25,7 +25,6 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 from pybroker.storage.checkpoints import LOG_START_OFFSET, RECOVERY_POINT, read_checkpoint, write_checkpoint
@@ -55,7 +54,11 @@ from pybroker.storage.log_dir import (
     unlock_dir,
 )
 from pybroker.storage.log_dir_failure import LogDirFailureChannel, is_resource_exhaustion
+from pybroker.storage.log_mover import LogDirMover, settle_future_dirs
+from pybroker.storage.recovery_stats import RecoveryStats
 from pybroker.storage.retention import Verdict
+from pybroker.storage.topic_names import LEGAL_CHARS as _LEGAL_CHARS
+from pybroker.storage.topic_names import validate_topic_name
 from pybroker.storage.topic_store import (
     TopicInfo,
     TopicStore,
@@ -74,44 +77,6 @@ STRAY_SUFFIX = "-stray"
 NO_LIMIT = 2**31 - 1
 #: how often idle segment files are looked for (a file unused for one to two periods is closed)
 IDLE_FILE_SWEEP_MS = 60_000
-MAX_TOPIC_LENGTH = 249
-#: Kafka's `Topic.LEGAL_CHARS`, always used with `fullmatch` (`$` would also match before a final newline)
-_LEGAL_CHARS = re.compile(r"[a-zA-Z0-9._-]*")
-
-#: Kafka's topic-name rules (`Topic.validate`), in order, with Kafka's messages
-_TOPIC_NAME_RULES: list[tuple[Callable[[str], bool], str]] = [
-    (lambda name: not name, "Topic name is illegal, it can't be empty"),
-    (lambda name: name in (".", ".."), 'Topic name cannot be "." or ".."'),
-    (lambda name: len(name) > MAX_TOPIC_LENGTH,
-     "Topic name is illegal, it can't be longer than 249 characters, topic name: {name}"),
-    (lambda name: not _LEGAL_CHARS.fullmatch(name),
-     "Topic name \"{name}\" is illegal, it contains a character other than ASCII alphanumerics, '.', '_' "
-     "and '-'"),
-]
-
-
-def validate_topic_name(name: str) -> None:
-    for broken, message in _TOPIC_NAME_RULES:
-        if broken(name):
-            raise InvalidTopicError(message.format(name=name))
-
-
-@dataclass(slots=True)
-class RecoveryStats:
-    """What loading one log dir took."""
-
-    log_dir: str
-    clean_shutdown: bool
-    #: the dir had no meta.properties before this start: nothing to recover, no shutdown to speak of
-    new_dir: bool = False
-    partitions: int = 0
-    segments_recovered: int = 0
-    bytes_truncated: int = 0
-    malformed_batches: int = 0
-    stray_partitions: int = 0
-    seconds: float = 0.0
-
-
 class LogManager:
     def __init__(self, log_dirs: list[Path], *, node_id: int, log_config_for: Callable[[dict[str, str]], LogConfig],
                  clock_ms: Callable[[], int] = wall_clock_ms) -> None:
@@ -154,6 +119,8 @@ class LogManager:
         self.max_partitions_source = "no limit"
         self.idle_file_sweep_ms = IDLE_FILE_SWEEP_MS
         self._last_idle_sweep_ms = clock_ms()
+        #: partitions moving between log dirs (AlterReplicaLogDirs), one at a time on its own thread
+        self.moves = LogDirMover(self)
 
     # -- startup -----------------------------------------------------------------------------------
     def startup(self) -> list[RecoveryStats]:
@@ -167,6 +134,7 @@ class LogManager:
             self.cluster_id = ensure_meta_properties(self.dirs, self.node_id)
             self._topics = self._store.load()
             self._by_id = {info.topic_id: info for info in self._topics.values()}
+            settle_future_dirs(self.dirs, lambda name: PARTITION_DIR.fullmatch(name) is not None)
             stats = [self._load_dir(directory, directory in new_dirs) for directory in self.dirs]
             self._dir_counts = {directory: 0 for directory in self.dirs}
             for directory in self._dir_of.values():
@@ -551,6 +519,31 @@ class LogManager:
         if first is not None:
             raise first
 
+    # -- moves between log dirs (`storage.log_mover`) ---------------------------------------------------
+    @property
+    def running(self) -> bool:
+        return self._running
+
+    @property
+    def checkpoint_lock(self) -> threading.Lock:
+        return self._checkpoint_lock
+
+    @property
+    def mutation_lock(self) -> threading.Lock:
+        return self._mutation_lock
+
+    def replace_log(self, key: tuple[str, int], old: Log, new: Log, directory: Path) -> None:
+        """The ONE place a partition's Log object is replaced (a move's swap, under `mutation_lock`):
+        one replacement of each map; the old log's open files are let go of by `flush_dirty`."""
+        self._logs = {**self._logs, key: new}
+        previous = self._dir_of[key]
+        self._dir_of = {**self._dir_of, key: directory}
+        with self._placement_lock:
+            self._dir_counts[previous] -= 1
+            self._dir_counts[directory] = self._dir_counts.get(directory, 0) + 1
+        with self._deleted_lock:
+            self._deleted.append(old)
+
     # -- durability --------------------------------------------------------------------------------
     def flusher_for(self, log: Log) -> Flusher:
         directory = self._dir_of.get((log.topic, log.partition), log.dir.parent)
@@ -657,6 +650,7 @@ class LogManager:
             if not self._running:
                 return
             self._running = False
+        self.moves.stop()  # an unfinished copy is removed; no swap starts once `_running` is False
         for flusher in self._flushers.values():
             flusher.close()
         failed: set[Path] = set()

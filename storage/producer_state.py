@@ -288,6 +288,10 @@ class ProducerStateManager:
         for old in self.snapshot_offsets()[:-SNAPSHOTS_KEPT]:
             self.snapshot_path(old).unlink(missing_ok=True)
 
+    def snapshot_into(self, directory: Path, offset: int) -> None:
+        """Write the state as of `offset` into another log's dir (a move hands its producers over)."""
+        atomic_write(directory / f"{offset:020d}{SNAPSHOT_SUFFIX}", encode_snapshot(self._entries()), sync=True)
+
     def delete_snapshots(self, *, above: int | None = None, below: int | None = None) -> None:
         """Remove the snapshots for offsets above `above` or below `below`."""
         for offset in self.snapshot_offsets():

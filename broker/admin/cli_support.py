@@ -59,7 +59,8 @@ def warn(message: str) -> None:
         click.echo(f"pybroker: warning: {message}", err=True)
 
 
-def _wire_options(fn: F) -> F:
+def wire_options(fn: F) -> F:
+    """The options every command that talks to the broker takes (a group passes them to its default)."""
     fn = click.option("--command-config", "command_config", type=click.Path(dir_okay=False, path_type=Path),
                       default=None, metavar="FILE",
                       help="Client security settings (security.protocol, sasl.mechanism, sasl.jaas.config).")(fn)
@@ -75,7 +76,7 @@ def _wire_options(fn: F) -> F:
 def wire_command(fn: F) -> F:
     """--bootstrap-server, --json and --timeout, a connected client as `client`, and errors as one line."""
 
-    @_wire_options
+    @wire_options
     @functools.wraps(fn)
     def wrapper(bootstrap: str, as_json: bool, timeout: float, command_config: Path | None, **kwargs: Any) -> None:
         with _one_line_errors(bootstrap, timeout):
@@ -90,7 +91,7 @@ def wire_connector(fn: F) -> F:
     """As `wire_command`, but the command connects itself (when it wants to retry): it gets `connect`, a
     function returning a new connected `WireClient` (or raising `WireError`)."""
 
-    @_wire_options
+    @wire_options
     @functools.wraps(fn)
     def wrapper(bootstrap: str, as_json: bool, timeout: float, command_config: Path | None, **kwargs: Any) -> None:
         with _one_line_errors(bootstrap, timeout):

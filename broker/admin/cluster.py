@@ -1,6 +1,9 @@
 """What `pybroker log-dirs`, `configs describe` and `health` ask the running broker, as plain rows.
 
-- `log_dirs`: DescribeLogDirs (as kafka-log-dirs --describe): each dir's state, space and partitions.
+- `log_dirs`: DescribeLogDirs (as kafka-log-dirs --describe): each dir's state, space and partitions
+  (a partition being moved also shows under its target dir, `future: true`, with its offset lag).
+- `move_partition`: AlterReplicaLogDirs (as kafka-reassign-partitions' log-dir moves): one partition to
+  another log dir of the broker; the copy runs in the broker, `log_dirs` shows its progress.
 - `describe_configs`: DescribeConfigs with synonyms (as kafka-configs --describe): every value in force
   and where it comes from (a topic override, a dynamic or static broker setting, or the default).
 - `health`: the checks an operator's probe wants (it answers, every partition has a leader, every log
@@ -17,6 +20,11 @@ from pybroker.broker.admin.topics import TOPIC_RESOURCE, check, error_name, meta
 from pybroker.broker.admin.wire import WireClient
 from pybroker.config.broker_config import ConfigSource
 from pybroker.protocol.api_keys import ApiKey
+from pybroker.protocol.messages.alter_replica_log_dirs import (
+    AlterReplicaLogDir,
+    AlterReplicaLogDirsRequest,
+    AlterReplicaLogDirTopic,
+)
 from pybroker.protocol.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResource
 from pybroker.protocol.messages.describe_log_dirs import DescribableLogDirTopic, DescribeLogDirsRequest
 from pybroker.protocol.messages.metadata import MetadataRequest
@@ -50,13 +58,23 @@ def log_dirs(client: WireClient, topics: Sequence[str] = ()) -> list[dict[str, A
     out = []
     for result in sorted(response.results, key=lambda r: r.log_dir):
         partitions = [{"topic": t.name, "partition": p.partition_index, "size": p.partition_size,
-                       "offset_lag": p.offset_lag} for t in result.topics for p in t.partitions]
+                       "offset_lag": p.offset_lag, "future": p.is_future_key}
+                      for t in result.topics for p in t.partitions]
         out.append({"log_dir": result.log_dir, "error": error_name(result.error_code) if result.error_code else None,
                     "total_bytes": result.total_bytes if result.total_bytes >= 0 else None,
                     "usable_bytes": result.usable_bytes if result.usable_bytes >= 0 else None,
                     "partition_count": len(partitions), "size": sum(p["size"] for p in partitions),
                     "partitions": partitions})
     return out
+
+
+def move_partition(client: WireClient, topic: str, partition: int, log_dir: str) -> None:
+    """Ask the broker to move a partition to `log_dir` (an absolute path, one of its log dirs)."""
+    response = client.call(AlterReplicaLogDirsRequest(dirs=[AlterReplicaLogDir(path=log_dir, topics=[
+        AlterReplicaLogDirTopic(name=topic, partitions=[partition])])]), max_version=2)
+    for result in response.results:
+        for answer in result.partitions:
+            check(answer.error_code, None, f"partition {result.topic_name}-{answer.partition_index} to {log_dir}")
 
 
 def describe_configs(client: WireClient, *, topic: str | None = None, broker: str | None = None,

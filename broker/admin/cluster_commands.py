@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from collections.abc import Callable
+from typing import Any
 
 import click
 from click.shell_completion import get_completion_class
 
 from pybroker.broker.admin import cluster as cluster_ops
-from pybroker.broker.admin.cli_support import fail, pairs, wire_command, wire_connector
+from pybroker.broker.admin.cli_support import fail, pairs, wire_command, wire_connector, wire_options
 from pybroker.broker.admin.output import emit
 from pybroker.broker.admin.wire import WireClient, WireError
 
@@ -19,13 +21,30 @@ COMPLETION_VAR = "_PYBROKER_COMPLETE"
 HEALTH_RETRY_S = 0.5
 
 
-@click.command("log-dirs", short_help="Log dirs with their space and partition sizes.")
+@click.group("log-dirs", invoke_without_command=True, short_help="Log dirs with their space and partition sizes; "
+             "move a partition between them.")
+@click.option("--topic", "topics", multiple=True, help="Only these topics' partitions; repeatable.")
+@click.option("--partitions/--no-partitions", default=True, show_default=True,
+              help="Also list each partition with its size.")
+@wire_options
+@click.pass_context
+def log_dirs(ctx: click.Context, **options: Any) -> None:
+    """Log dirs with their state, space and partition sizes (DescribeLogDirs, as kafka-log-dirs); `move`
+    moves a partition to another log dir (AlterReplicaLogDirs).
+
+    `log-dirs` alone lists the dirs, as `log-dirs describe` does."""
+    if ctx.invoked_subcommand is None:
+        ctx.invoke(log_dirs_describe, **options)
+
+
+@log_dirs.command("describe")
 @click.option("--topic", "topics", multiple=True, help="Only these topics' partitions; repeatable.")
 @click.option("--partitions/--no-partitions", default=True, show_default=True,
               help="Also list each partition with its size.")
 @wire_command
-def log_dirs(client: WireClient, as_json: bool, topics: tuple[str, ...], partitions: bool) -> None:
-    """Log dirs with their state, space and partition sizes (DescribeLogDirs, as kafka-log-dirs)."""
+def log_dirs_describe(client: WireClient, as_json: bool, topics: tuple[str, ...], partitions: bool) -> None:
+    """Log dirs with their state, space and partition sizes (DescribeLogDirs, as kafka-log-dirs); a partition
+    being moved is also listed under its target dir as a future replica, with its offset lag."""
     dirs = cluster_ops.log_dirs(client, topics)
     if as_json:
         click.echo(json.dumps(dirs, indent=2))
@@ -33,10 +52,39 @@ def log_dirs(client: WireClient, as_json: bool, topics: tuple[str, ...], partiti
     emit([{**d, "state": d["error"] or "online"} for d in dirs],
          ["log_dir", "state", "partition_count", "size", "usable_bytes", "total_bytes"], False, empty="(no log dirs)")
     if partitions:
-        rows = [{"log_dir": d["log_dir"], **p} for d in dirs for p in d["partitions"]]
+        rows = [{"log_dir": d["log_dir"], **p, "future": "future" if p["future"] else ""}
+                for d in dirs for p in d["partitions"]]
         if rows:
             click.echo()
-            emit(rows, ["topic", "partition", "size", "log_dir"], False)
+            emit(rows, ["topic", "partition", "size", "log_dir", "future", "offset_lag"], False)
+
+
+@log_dirs.command("move")
+@click.argument("topic")
+@click.argument("partition", type=click.IntRange(0))
+@click.argument("log_dir", metavar="DIR")
+@click.option("--wait", "wait_s", type=click.FloatRange(0), default=None, metavar="SECONDS",
+              help="Wait up to this long for the move to finish (default: return once it started).")
+@wire_command
+def log_dirs_move(client: WireClient, as_json: bool, topic: str, partition: int, log_dir: str,
+                  wait_s: float | None) -> None:
+    """Move PARTITION of TOPIC to the broker's log dir DIR (AlterReplicaLogDirs; DIR exactly as `log-dirs`
+    shows it). The broker copies the partition while it keeps serving, then swaps it in; `log-dirs`
+    shows the copy as a future replica until then."""
+    cluster_ops.move_partition(client, topic, partition, log_dir)
+    deadline = time.monotonic() + (wait_s or 0)
+    state = "started"
+    while wait_s is not None:
+        rows = [(d["log_dir"], p["future"]) for d in cluster_ops.log_dirs(client, [topic]) for p in d["partitions"]
+                if p["partition"] == partition]
+        if [(os.path.normpath(d), future) for d, future in rows] == [(os.path.normpath(log_dir), False)]:
+            state = "done"
+            break
+        if time.monotonic() >= deadline:
+            fail(f"the move of {topic}-{partition} to {log_dir} has not finished after {wait_s} s")
+        time.sleep(HEALTH_RETRY_S)
+    emit([{"topic": topic, "partition": partition, "log_dir": log_dir, "move": state}],
+         ["topic", "partition", "log_dir", "move"], as_json)
 
 
 @click.group("configs", invoke_without_command=True,

@@ -89,7 +89,7 @@ async def _sizes(client: LocalClient) -> dict[tuple[str, int], tuple[str, int]] 
             return None
         raise
     return {(t.name, p.partition_index): (d.log_dir, p.partition_size)
-            for d in dirs for t in d.topics for p in t.partitions}
+            for d in dirs for t in d.topics for p in t.partitions if not p.is_future_key}
 
 
 # -- overview ----------------------------------------------------------------------------------
@@ -110,8 +110,11 @@ async def overview(state: BrokerState, client: LocalClient) -> dict[str, Any]:
         "listeners": listeners,
         "log_dirs": [{"path": d.log_dir, "online": d.error_code == 0, "error": error_name(d.error_code) if d.error_code
                       else None, "total_bytes": d.total_bytes, "usable_bytes": d.usable_bytes,
-                      "partitions": sum(len(t.partitions) for t in d.topics),
-                      "size_bytes": sum(p.partition_size for t in d.topics for p in t.partitions)} for d in dirs],
+                      "partitions": sum(not p.is_future_key for t in d.topics for p in t.partitions),
+                      "size_bytes": sum(p.partition_size for t in d.topics for p in t.partitions if not p.is_future_key),
+                      # partitions being moved into this dir (AlterReplicaLogDirs): their copies' bytes are in
+                      # `size_bytes` of no dir until they land
+                      "moving_in": sum(p.is_future_key for t in d.topics for p in t.partitions)} for d in dirs],
         "topics": sum(1 for t in topics if not t.is_internal),
         "partitions": sum(len(t.partitions) for t in topics),
         "groups": by_state,

@@ -27,13 +27,17 @@ from __future__ import annotations
 import heapq
 import itertools
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 
+from pybroker.broker.groups.consumer_coordinator import ConsumerGroups, TopicMetadata
+from pybroker.broker.groups.consumer_records import group_tombstones as consumer_group_tombstones
 from pybroker.broker.groups.expiry import keeps_alive, member_deadline
-from pybroker.broker.groups.group import CommittedOffset, Group, Member
+from pybroker.broker.groups.group import Group, Member
 from pybroker.broker.groups.group_log import Done, GroupLog, Records, client_error
+from pybroker.broker.groups.loading import GroupLoading
+from pybroker.broker.groups.mixed_groups import MixedGroups
 from pybroker.broker.groups.offset_commits import OffsetCommits
 from pybroker.broker.groups.outcomes import (
     UNKNOWN_MEMBER_ID,
@@ -44,7 +48,6 @@ from pybroker.broker.groups.outcomes import (
     SyncRequest,
 )
 from pybroker.broker.groups.placement import partition_for_group
-from pybroker.broker.groups.restore import restore_group
 from pybroker.broker.groups.state_machine import Event, GroupState
 from pybroker.broker.logs import get_logger
 from pybroker.protocol.errors import ErrorCode
@@ -70,20 +73,33 @@ class GroupConfig:
     max_size: int = 2**31 - 1
     metadata_max_bytes: int = 4096
     offsets_retention_ms: int = 7 * 24 * 3_600_000
+    #: the consumer protocol (KIP-848): group.coordinator.rebalance.protocols lists "consumer"
+    consumer_protocol_enabled: bool = True
+    consumer_heartbeat_interval_ms: int = 5000
+    consumer_session_timeout_ms: int = 45_000
+    consumer_max_size: int = 2**31 - 1
+    #: server-side assignors by name, the first the default (group.consumer.assignors)
+    consumer_assignors: tuple[str, ...] = ("uniform", "range")
+    #: group.consumer.migration.policy: which online conversions are allowed
+    consumer_migration_policy: str = "bidirectional"
 
 
 def random_member_id(client_id: str) -> str:
     return f"{client_id}-{uuid.uuid4()}"
 
 
-class GroupCoordinator(OffsetCommits):
+class GroupCoordinator(ConsumerGroups, MixedGroups, OffsetCommits, GroupLoading):
     def __init__(self, config: GroupConfig, log: GroupLog, *,
                  partition_exists: Callable[[str, int], bool] = lambda topic, partition: True,
-                 new_member_id: Callable[[str], str] = random_member_id) -> None:
+                 new_member_id: Callable[[str], str] = random_member_id,
+                 topic_metadata: Callable[[], TopicMetadata] = dict) -> None:
         self.config = config
         self.log = log
         self.partition_exists = partition_exists
         self.new_member_id = new_member_id
+        #: topic name -> (topic id, partition count), for the consumer protocol's assignments
+        self.topic_metadata = topic_metadata
+        self._regex_cache: dict[str, tuple[object, set[str]]] = {}
         self.groups: dict[str, Group] = {}
         #: offsets-topic partitions whose groups are still being read from the log
         self.loading: set[int] = set()
@@ -137,6 +153,11 @@ class GroupCoordinator(OffsetCommits):
         if group.is_(S.DEAD):
             respond(JoinOutcome(ErrorCode.COORDINATOR_NOT_AVAILABLE, member_id=req.member_id))
             return
+        if group.consumer is not None:
+            if group.consumer.members:  # a classic member in a consumer group (mixed_groups.py)
+                self.classic_join_consumer_group(group, req, now, respond)
+                return
+            self.drop_consumer_part(group, now)
         if not group.supports(req.protocol_type, [name for name, _ in req.protocols]):
             respond(JoinOutcome(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id=req.member_id))
             return
@@ -318,6 +339,9 @@ class GroupCoordinator(OffsetCommits):
     def _sync(self, req: SyncRequest, now: int, respond: Callable[[SyncOutcome], None]) -> None:
         error = self.availability(req.group_id)
         group = self.groups.get(req.group_id)
+        if error is ErrorCode.NONE and group is not None and group.consumer is not None:
+            respond(self.classic_sync_consumer_group(group, req, now))
+            return
         if error is ErrorCode.NONE:
             error = self._member_error(group, req.member_id, req.group_instance_id, req.generation)
         if error is ErrorCode.NONE:
@@ -374,6 +398,8 @@ class GroupCoordinator(OffsetCommits):
         if error is not ErrorCode.NONE:
             return error
         group = self.groups.get(group_id)
+        if group is not None and group.consumer is not None:
+            return self.classic_heartbeat_consumer_group(group, member_id, generation, now)
         error = self._member_error(group, member_id, instance_id, generation)
         if error is not ErrorCode.NONE:
             return error
@@ -400,6 +426,8 @@ class GroupCoordinator(OffsetCommits):
         if error is not ErrorCode.NONE:
             return error, [error] * len(leaving)
         assert group is not None
+        if group.consumer is not None:
+            return ErrorCode.NONE, self.classic_leave_consumer_group(group, leaving, now)
         codes: list[ErrorCode] = []
         removed = False
         for member_id, instance_id in leaving:
@@ -508,6 +536,9 @@ class GroupCoordinator(OffsetCommits):
     def _schedule(self, group: Group) -> None:
         """Make sure the group's live timer is at or before the first time `tick` could act on it."""
         deadline = _deadline_of(group)
+        consumer_deadline = self.consumer_deadline(group)
+        if consumer_deadline is not None:
+            deadline = consumer_deadline if deadline is None else min(deadline, consumer_deadline)
         if deadline is None:
             return
         current = self._scheduled.get(group.group_id)
@@ -520,6 +551,7 @@ class GroupCoordinator(OffsetCommits):
             self.on_earlier_deadline(deadline)
 
     def _tick_group(self, group: Group, now: int) -> None:
+        self.tick_consumer(group, now)
         self._expire_members(group, now)
         if group.is_(S.PREPARING_REBALANCE) and now >= group.join_deadline_ms:
             self._join_deadline_reached(group, now)
@@ -580,7 +612,7 @@ class GroupCoordinator(OffsetCommits):
             group = self.groups.get(group_id)
             if error is ErrorCode.NONE and (group is None or group.is_(S.DEAD)):
                 error = ErrorCode.GROUP_ID_NOT_FOUND
-            if error is ErrorCode.NONE and group is not None and not group.is_(S.EMPTY):
+            if error is ErrorCode.NONE and group is not None and (not group.is_(S.EMPTY) or group.has_members):
                 error = ErrorCode.NON_EMPTY_GROUP
             if error is not ErrorCode.NONE or group is None:
                 codes[group_id] = error
@@ -588,6 +620,9 @@ class GroupCoordinator(OffsetCommits):
             # tombstones for the committed offsets and for those open transactions committed (Kafka's)
             records = self._offset_tombstones(group_id, {*group.offsets, *group.pending_txn_keys()})
             records.append((group_metadata_key(group_id), None))
+            if group.consumer is not None:
+                records += consumer_group_tombstones(group_id, group.consumer)
+                group.consumer.remove()
             group.transition(Event.REMOVED, now)
             group.offsets.clear()
             group.pending_txn.clear()
@@ -621,38 +656,6 @@ class GroupCoordinator(OffsetCommits):
             for member in group.members.values():
                 _answer_join(member, JoinOutcome(ErrorCode.NOT_COORDINATOR, member_id=member.member_id))
                 _answer_sync(member, SyncOutcome(ErrorCode.NOT_COORDINATOR))
-
-    # -- loading -----------------------------------------------------------------------------------
-    def begin_loading(self, partitions: Iterable[int]) -> None:
-        self.loading.update(partitions)
-
-    def finish_loading(self, partition: int, groups: dict[str, GroupMetadataValue | None],
-                       offsets: dict[str, dict[tuple[str, int], CommittedOffset]], now: int,
-                       pending: dict[str, dict[int, dict[tuple[str, int], CommittedOffset]]] | None = None
-                       ) -> None:
-        """Install what replaying one offsets-topic partition found (committed offsets, and the pending
-        ones of transactions with no marker yet); its groups are then served."""
-        pending = pending or {}
-        for group_id in set(groups) | set(offsets) | set(pending):
-            value = groups.get(group_id)
-            group_offsets = offsets.get(group_id, {})
-            group_pending = dict(pending.get(group_id, {}))
-            if value is None and not group_offsets and not group_pending:
-                continue
-            group = Group(group_id, state_timestamp_ms=now)
-            group.offsets = dict(group_offsets)
-            group.pending_txn = group_pending
-            for producer_id in group_pending:
-                self.txn_groups.setdefault(producer_id, set()).add(group_id)
-            if value is not None:
-                restore_group(group, value, now)
-            else:
-                group.protocol_type = ""
-            self.groups[group_id] = group
-            self._schedule(group)
-        self.loading.discard(partition)
-        for producer_id, commit in self.deferred_completions.pop(partition, []):
-            self.complete_transaction(partition, producer_id, commit)
 
 
 def _answer_join(member: Member, outcome: JoinOutcome) -> None:

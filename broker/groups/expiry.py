@@ -15,7 +15,7 @@ def expired_offsets(group: Group, now: int, retention_ms: int) -> list[tuple[str
     """Kafka's expiry: an explicit expire time wins; in an empty group every offset ages from the time
     the group became empty; in a live consumer group only topics nobody subscribes to age, from their
     commit time; other live groups keep their offsets."""
-    if group.is_(S.EMPTY):
+    if group.is_(S.EMPTY) and not group.has_members:
         def base(c: CommittedOffset) -> int:
             return group.state_timestamp_ms if group.state_timestamp_ms >= 0 else c.commit_timestamp
         candidates = list(group.offsets)

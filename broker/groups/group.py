@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from pybroker.broker.groups.consumer_group import ConsumerGroupData
 from pybroker.broker.groups.state_machine import Event, GroupState, next_state
 from pybroker.broker.groups.subscriptions import topics_of_subscription
 
@@ -81,6 +82,23 @@ class Group:
     new_member_added: bool = False
     #: when members that have not sent SyncGroup are dropped (CompletingRebalance only)
     sync_deadline_ms: int = 0
+    #: a group of the consumer protocol (KIP-848): its membership; None for a classic group
+    consumer: ConsumerGroupData | None = None
+
+    @property
+    def group_type(self) -> str:
+        """Kafka's group type, as ListGroups v5 shows it."""
+        return "classic" if self.consumer is None else "consumer"
+
+    @property
+    def state_name(self) -> str:
+        """The state as Kafka names it for this group's protocol."""
+        return self.state.value if self.consumer is None else self.consumer.state.value
+
+    @property
+    def has_members(self) -> bool:
+        """Whether anyone is in the group, under either protocol (an empty group's offsets may expire)."""
+        return bool(self.members) or (self.consumer is not None and bool(self.consumer.members))
 
     def transition(self, event: Event, now_ms: int) -> None:
         self.state = next_state(self.state, event)
@@ -161,6 +179,8 @@ class Group:
 
     def subscribed_topics(self) -> set[str] | None:
         """Topics the members of a consumer group subscribe to; None when they cannot be known."""
+        if self.consumer is not None:
+            return set(self.consumer.subscription_metadata)
         if self.protocol_type != "consumer" or self.protocol_name is None:
             return None
         topics: set[str] = set()

@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
+from pybroker.broker.groups.consumer_group import ConsumerGroupData
+from pybroker.broker.groups.consumer_records import group_tombstones as consumer_group_tombstones
 from pybroker.broker.groups.expiry import expired_offsets
 from pybroker.broker.groups.group import CommittedOffset, Group
 from pybroker.broker.groups.group_log import NOT_WRITTEN, GroupLog, Records, client_error
@@ -50,6 +52,10 @@ class OffsetCommits:
 
     def _member_error(self, group: Group | None, member_id: str, instance_id: str | None,
                       generation: int) -> ErrorCode:
+        raise NotImplementedError
+
+    @staticmethod
+    def consumer_commit_error(data: ConsumerGroupData, member_id: str, member_epoch: int) -> ErrorCode:
         raise NotImplementedError
 
     # -- offsets -----------------------------------------------------------------------------------
@@ -130,6 +136,10 @@ class OffsetCommits:
             return ErrorCode.NONE if req.generation < 0 else ErrorCode.ILLEGAL_GENERATION
         if group.is_(S.DEAD):
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if group.consumer is not None:
+            if req.generation < 0 and not req.member_id and req.group_instance_id is None:
+                return ErrorCode.NONE  # a transaction's commit from outside group management
+            return self.consumer_commit_error(group.consumer, req.member_id, req.generation)
         if req.generation < 0 and group.is_(S.EMPTY):
             return ErrorCode.NONE
         if req.generation >= 0 or req.member_id != UNKNOWN_MEMBER_ID or req.group_instance_id is not None:
@@ -189,6 +199,8 @@ class OffsetCommits:
             return ErrorCode.NONE if req.generation < 0 else ErrorCode.ILLEGAL_GENERATION
         if group.is_(S.DEAD):
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if group.consumer is not None:  # KIP-848: the generation field carries the member epoch
+            return self.consumer_commit_error(group.consumer, req.member_id, req.generation)
         if req.generation < 0 and group.is_(S.EMPTY):
             return ErrorCode.NONE  # a commit from outside group management (a simple consumer, a tool)
         error = self._member_error(group, req.member_id, req.group_instance_id, req.generation)
@@ -259,7 +271,11 @@ class OffsetCommits:
             for key in expired:
                 del group.offsets[key]
             # nor is a group removed while a transaction has offsets in it
-            if group.is_(S.EMPTY) and not group.offsets and not group.pending_members and not group.pending_txn:
+            if group.is_(S.EMPTY) and not group.offsets and not group.pending_members and not group.pending_txn \
+                    and not group.has_members:
+                if group.consumer is not None:
+                    group.consumer.remove()
+                    records += consumer_group_tombstones(group.group_id, group.consumer)
                 group.transition(Event.REMOVED, now)
                 del self.groups[group.group_id]
                 records.append((group_metadata_key(group.group_id), None))

@@ -19,6 +19,7 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from pybroker.broker.groups.consumer_records import ReplayedConsumerGroup
 from pybroker.broker.groups.group import CommittedOffset
 from pybroker.broker.groups.group_log import NOT_WRITTEN, Done, Producer, Records
 from pybroker.broker.internal_topics import InternalTopic, batches_of
@@ -26,7 +27,7 @@ from pybroker.broker.logs import get_logger
 from pybroker.broker.partitions.partition import ACKS_ALL, AppendOutcome
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.messages.coordinator_records import GroupMetadataValue, OffsetCommitValue
-from pybroker.protocol.offsets_topic_records import GroupRecord, OffsetRecord, decode_record
+from pybroker.protocol.offsets_topic_records import ConsumerRecord, GroupRecord, OffsetRecord, decode_record
 from pybroker.protocol.primitives import DecodeError
 from pybroker.protocol.records.batch import BatchHeader, RecordsError, parse_header
 from pybroker.protocol.records.control import read_marker
@@ -54,13 +55,18 @@ class ReplayedPartition:
     groups: dict[str, GroupMetadataValue | None] = field(default_factory=dict)
     offsets: dict[str, dict[Key, CommittedOffset]] = field(default_factory=dict)
     pending: dict[str, dict[int, dict[Key, CommittedOffset]]] = field(default_factory=dict)
+    #: consumer-protocol groups (KIP-848): the last value of each of their keys
+    consumer: dict[str, ReplayedConsumerGroup] = field(default_factory=dict)
     records: int = 0
     skipped: int = 0
     markers: int = 0
 
-    def apply(self, record: OffsetRecord | GroupRecord, record_offset: int = -1,
+    def apply(self, record: OffsetRecord | GroupRecord | ConsumerRecord, record_offset: int = -1,
               producer_id: int | None = None) -> None:
         """One record, in log order; `producer_id` when it sits in a transactional batch."""
+        if isinstance(record, ConsumerRecord):
+            self.consumer.setdefault(record.group, ReplayedConsumerGroup()).apply(record)
+            return
         if isinstance(record, GroupRecord):
             self.groups[record.group] = record.value
             return

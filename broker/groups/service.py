@@ -12,8 +12,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+import uuid
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pybroker.broker.groups.coordinator import GroupConfig, GroupCoordinator
 from pybroker.broker.groups.offsets_topic import OFFSETS_TOPIC, OffsetsTopic, replay
@@ -51,7 +52,46 @@ def group_config(config: BrokerConfig, num_partitions: int) -> GroupConfig:
         max_size=int(config.get("group.max.size")),
         metadata_max_bytes=int(config.get("offset.metadata.max.bytes")),
         offsets_retention_ms=int(retention_ms),
+        consumer_protocol_enabled="consumer" in config.get("group.coordinator.rebalance.protocols"),
+        consumer_heartbeat_interval_ms=_within(config, "group.consumer.heartbeat.interval.ms",
+                                               "group.consumer.min.heartbeat.interval.ms",
+                                               "group.consumer.max.heartbeat.interval.ms"),
+        consumer_session_timeout_ms=_within(config, "group.consumer.session.timeout.ms",
+                                            "group.consumer.min.session.timeout.ms",
+                                            "group.consumer.max.session.timeout.ms"),
+        consumer_max_size=int(config.get("group.consumer.max.size")),
+        consumer_migration_policy=str(config.get("group.consumer.migration.policy")),
+        consumer_assignors=tuple(dict.fromkeys(ASSIGNOR_NAMES.get(name, name)
+                                               for name in config.get("group.consumer.assignors"))),
     )
+
+
+#: Kafka's assignor class names -> ours
+ASSIGNOR_NAMES = {"org.apache.kafka.coordinator.group.assignor.UniformAssignor": "uniform",
+                  "org.apache.kafka.coordinator.group.assignor.RangeAssignor": "range"}
+
+
+def _within(config: Any, key: str, low_key: str, high_key: str) -> int:
+    """A value clamped to its min and max keys (Kafka refuses a broker config outside them; we clamp)."""
+    return max(int(config.get(low_key)), min(int(config.get(key)), int(config.get(high_key))))
+
+
+class _TopicTable:
+    """Topic name -> (id, partitions) for the consumer protocol, rebuilt only when the topics changed."""
+
+    def __init__(self, partitions: CoordinatorPartitions) -> None:
+        self.partitions = partitions
+        self._source: tuple[object, int] = (None, 0)
+        self._table: dict[str, tuple[uuid.UUID, int]] = {}
+
+    def __call__(self) -> dict[str, tuple[uuid.UUID, int]]:
+        topics = self.partitions.topics()
+        # the log manager replaces its dict when topics come or go; added partitions change the sum
+        source = (topics, sum(info.num_partitions for info in topics.values()))
+        if source[0] is not self._source[0] or source[1] != self._source[1]:
+            self._table = {name: (info.topic_id, info.num_partitions) for name, info in topics.items()}
+            self._source = source
+        return self._table
 
 
 class GroupService:
@@ -63,7 +103,8 @@ class GroupService:
         self.offsets_topic = OffsetsTopic(partitions)
         self.coordinator = GroupCoordinator(
             group_config(self.config, self.offsets_topic.num_partitions), self.offsets_topic,
-            partition_exists=partitions.partition_exists)
+            partition_exists=partitions.partition_exists,
+            topic_metadata=_TopicTable(partitions))
         self._tasks: list[asyncio.Task[None]] = []
         self._stopping = asyncio.Event()
         #: set when the coordinator schedules a deadline earlier than the one the timer waits for
@@ -98,8 +139,8 @@ class GroupService:
                 log.error("cannot load offsets partition", partition=partition, error=repr(exc))
                 continue
             self.coordinator.finish_loading(partition, replayed.groups, replayed.offsets, self.clock_ms(),
-                                            replayed.pending)
-            groups += len(set(replayed.groups) | set(replayed.offsets) | set(replayed.pending))
+                                            replayed.pending, replayed.consumer)
+            groups += len(set(replayed.groups) | set(replayed.offsets) | set(replayed.pending) | set(replayed.consumer))
             records += replayed.records
         log.info("group coordinator loaded", groups=groups, records=records,
                  seconds=round(time.monotonic() - started, 3))
@@ -144,7 +185,7 @@ class GroupService:
 
     def snapshot(self) -> list[GroupSnapshot]:
         """Every loaded group, read from the coordinator's own state (cheap enough for a scrape)."""
-        return [GroupSnapshot(g.group_id, g.state.value, len(g.members),
+        return [GroupSnapshot(g.group_id, g.state_name, len(g.members) + (len(g.consumer.members) if g.consumer else 0),
                               {key: c.offset for key, c in g.offsets.items()})
                 for g in self.coordinator.list_groups()]
 

@@ -1,7 +1,9 @@
 """DescribeLogDirs (key 35), versions 0-4: each log dir with its partitions' sizes (and, v4, its space).
 
-A null topic list means every partition. We have no replica movement between dirs, so no partition is
-ever a "future" replica and its offset lag is 0.
+A null topic list means every partition. A partition moving to another dir (AlterReplicaLogDirs) is also
+listed under its target dir as a future replica (`is_future_key`), with the size copied so far and its
+offset lag (the current log's end minus the copy's), as Kafka lists its future logs; a current replica's
+lag is 0.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ def handle_describe_log_dirs(ctx: RequestContext, request: DescribeLogDirsReques
     if request.topics is not None:
         wanted = {(t.topic, p) for t in request.topics for p in t.partitions}
     offline = logs.offline_dirs
+    futures = logs.moves.futures()
     results = []
     for directory in logs.dirs:
         by_topic: dict[str, list[DescribeLogDirsPartition]] = {}
@@ -48,10 +51,16 @@ def handle_describe_log_dirs(ctx: RequestContext, request: DescribeLogDirsReques
                 by_topic.setdefault(log.topic, []).append(DescribeLogDirsPartition(
                     partition_index=log.partition, partition_size=log.size_bytes, offset_lag=0,
                     is_future_key=False))
+            for future in futures:
+                key = (future.topic, future.partition)
+                if future.log_dir == directory and (wanted is None or key in wanted):
+                    by_topic.setdefault(future.topic, []).append(DescribeLogDirsPartition(
+                        partition_index=future.partition, partition_size=future.size,
+                        offset_lag=future.offset_lag, is_future_key=True))
         total, usable = _space(directory)
         results.append(DescribeLogDirsResult(
             error_code=ErrorCode.KAFKA_STORAGE_ERROR if directory in offline else ErrorCode.NONE,
             log_dir=str(directory), total_bytes=total, usable_bytes=usable,
-            topics=[DescribeLogDirsTopic(name=name, partitions=sorted(parts, key=lambda p: p.partition_index))
+            topics=[DescribeLogDirsTopic(name=name, partitions=sorted(parts, key=lambda p: (p.partition_index, p.is_future_key)))
                     for name, parts in sorted(by_topic.items())]))
     return DescribeLogDirsResponse(throttle_time_ms=0, error_code=ErrorCode.NONE, results=results)

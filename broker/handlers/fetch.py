@@ -37,6 +37,7 @@ from pybroker.broker.dispatch import handler, waiting
 from pybroker.broker.fetch_sessions import FetchPlan, read_check
 from pybroker.broker.lookup import topic_by_id
 from pybroker.broker.partitions.delayed import DelayedOperation
+from pybroker.broker.security.quota_throttle import fetch_throttle
 from pybroker.protocol.api_keys import ApiKey
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.messages.fetch import (
@@ -46,7 +47,7 @@ from pybroker.protocol.messages.fetch import (
     FetchResponse,
     PartitionData,
 )
-from pybroker.storage.errors import OffsetOutOfRange
+from pybroker.storage.errors import LogClosedError, OffsetOutOfRange
 
 READ_COMMITTED = 1
 FIRST_TOPIC_ID_VERSION = 13
@@ -67,9 +68,7 @@ def handle_fetch(ctx: RequestContext, request: FetchRequest) -> Any:
     memo: dict[tuple[int, int], _Read] | None = {} if can_wait else None
     response, size, errors = _read_all(ctx, request, memo)
     if size >= request.min_bytes or errors or memo is None or not request.topics:
-        response = plan.finish(response)
-        ctx.state.traffic.fetched(response)
-        return response
+        return _answer(ctx, plan, response)
     # Watch before returning: an append between now and the connection's next turn must still wake it.
     fetch = DelayedFetch(ctx, request, plan, memo, response)
     ctx.state.purgatory.watch(fetch, fetch.keys)
@@ -136,8 +135,21 @@ class DelayedFetch(DelayedOperation[FetchResponse]):
         response = self._response
         if response is None:  # the deadline, or shutdown: what there is now
             response = _read_all(self.ctx, self.request, self.memo)[0]
-        self.ctx.state.traffic.fetched(response)
-        return self.plan.finish(response)
+        return _answer(self.ctx, self.plan, response)
+
+
+def _answer(ctx: RequestContext, plan: FetchPlan, response: FetchResponse) -> FetchResponse:
+    """The client's quota first, then the session (Kafka's order, KAFKA-6946): a fetch over its
+    `consumer_byte_rate` is answered empty with its throttle and its session untouched (its bytes are not
+    charged); any other answer is trimmed by the session, which then remembers what it told the client."""
+    state = ctx.state
+    throttle_ms = fetch_throttle(getattr(state, "quotas", None), ctx.principal, ctx.client_id, response,
+                                 state.clock_ms())
+    if throttle_ms:
+        return plan.throttled_response(throttle_ms)
+    response = plan.finish(response)
+    state.traffic.fetched(response)
+    return response
 
 
 class _Read:
@@ -211,6 +223,10 @@ def _read_all(ctx: RequestContext, request: FetchRequest,
                                               min_one_batch=total == 0)
             except OffsetOutOfRange:
                 data.error_code = ErrorCode.OFFSET_OUT_OF_RANGE
+                errors = True
+                continue
+            except LogClosedError:  # deleted, or moved to another log dir, as it was read: the client asks again
+                data.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 errors = True
                 continue
             except OSError:  # the partition layer took its dir offline

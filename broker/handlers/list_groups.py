@@ -1,6 +1,8 @@
 """ListGroups (key 16), versions 0-5: every loaded group; v4 filters by state, v5 by type.
 
-All our groups are of Kafka's "classic" type; state filters compare case-insensitively, as Kafka does.
+A group is of Kafka's "classic" type or, once a member of the consumer protocol (KIP-848) made it, of the
+"consumer" type, with that protocol's states (Empty, Assigning, Reconciling, Stable); filters compare
+case-insensitively, as Kafka does.
 """
 
 from __future__ import annotations
@@ -11,8 +13,6 @@ from pybroker.protocol.api_keys import ApiKey
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.messages.list_groups import ListedGroup, ListGroupsRequest, ListGroupsResponse
 
-GROUP_TYPE = "classic"
-
 
 @handler(ApiKey.LIST_GROUPS, versions=(0, 5))
 def handle_list_groups(ctx: RequestContext, request: ListGroupsRequest) -> ListGroupsResponse:
@@ -20,10 +20,10 @@ def handle_list_groups(ctx: RequestContext, request: ListGroupsRequest) -> ListG
     types = {t.lower() for t in request.types_filter}
     listed = []
     for group in ctx.state.groups.coordinator.list_groups():
-        if states and group.state.value.lower() not in states:
+        if states and group.state_name.lower() not in states:
             continue
-        if types and GROUP_TYPE not in types:
+        if types and group.group_type not in types:
             continue
         listed.append(ListedGroup(group_id=group.group_id, protocol_type=group.protocol_type or "",
-                                  group_state=group.state.value, group_type=GROUP_TYPE))
+                                  group_state=group.state_name, group_type=group.group_type))
     return ListGroupsResponse(throttle_time_ms=0, error_code=ErrorCode.NONE, groups=listed)

@@ -7,6 +7,9 @@ into every partition before that, as Kafka does.
 v7+ `require_stable`: a partition for which an open transaction committed offsets (TxnOffsetCommit, no
 marker yet) answers UNSTABLE_OFFSET_COMMIT with offset -1, per partition as Kafka does (clients retry
 until the transaction ends); without it, and before v7, the committed offsets are answered as they are.
+
+v9 names the member and its epoch (KIP-848): for a consumer-protocol group, a member the group does not have
+answers UNKNOWN_MEMBER_ID and another epoch STALE_MEMBER_EPOCH, for the whole group, as Kafka does.
 """
 
 from __future__ import annotations
@@ -63,8 +66,11 @@ def handle_offset_fetch(ctx: RequestContext, request: OffsetFetchRequest) -> Off
     require_stable = ctx.api_version >= FIRST_REQUIRE_STABLE_VERSION and bool(request.require_stable)
     if ctx.api_version >= FIRST_MULTI_GROUP_VERSION:
         groups = []
+        coordinator = ctx.state.groups.coordinator
         for group in request.groups:
             error, found = _lookup(ctx, group.group_id, group.topics, require_stable)
+            if error is ErrorCode.NONE:  # v9: a consumer-protocol member fetches at its epoch (KIP-848)
+                error = coordinator.fetch_member_error(group.group_id, group.member_id, group.member_epoch)
             groups.append(OffsetFetchResponseGroup(group_id=group.group_id, error_code=error, topics=[
                 OffsetFetchResponseTopics(name=name, partitions=[
                     OffsetFetchResponsePartitions(

@@ -35,6 +35,11 @@ class CoordinatorPartitions:
         """A topic's metadata (its partition count, say), or None."""
         return self._replicas.logs.topics().get(name)
 
+    def topics(self) -> dict[str, TopicInfo]:
+        """Every topic's metadata (the consumer protocol's topic table). The log manager replaces this dict
+        when topics come or go, so its identity says whether they changed."""
+        return self._replicas.logs.topics()
+
     def create_topic(self, name: str, num_partitions: int, configs: dict[str, str]) -> None:
         """Create a topic (blocking: run it in a thread). Raises `TopicExistsError`, `OSError`, `StorageError`."""
         self._replicas.logs.create_topic(name, num_partitions, configs)

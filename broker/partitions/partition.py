@@ -8,7 +8,8 @@ markers cannot each get the sequence slightly different.
 
 A `Partition` lives for one call: it holds the `Log` that storage's `LogManager` has for the partition now
 (a partition moving between log dirs gets a new `Log`), so get a fresh one from the `ReplicaManager` for
-every request; operations that outlive the call look the log up again when they need it.
+every request; operations that outlive the call look the log up again when they need it. An append that
+finds its log closed by such a move follows it to the new log once, so no caller retries by hand.
 """
 
 from __future__ import annotations
@@ -158,7 +159,12 @@ class Partition:
         complete after the fsync for acks=all (`ACKS_ALL`). With `record_count` (clients' produce), the
         topic's traffic metrics count what was written."""
         try:
-            result = self.log.append(records, batches, now_ms=now_ms)
+            try:
+                result = self.log.append(records, batches, now_ms=now_ms)
+            except LogClosedError:
+                if not self._follow_move():
+                    raise
+                result = self.log.append(records, batches, now_ms=now_ms)
         except Exception as exc:
             return refused(self.key, *self._append_error(exc))
         if not result.duplicate:
@@ -177,11 +183,28 @@ class Partition:
         """A transaction's COMMIT or ABORT control batch (it ends the producer's open transaction here and
         moves the last stable offset), its watchers woken, complete once it is fsynced."""
         try:
-            result = self.log.append_marker(producer_id, producer_epoch, coordinator_epoch, commit, now_ms=now_ms)
+            try:
+                result = self.log.append_marker(producer_id, producer_epoch, coordinator_epoch, commit,
+                                                now_ms=now_ms)
+            except LogClosedError:
+                if not self._follow_move():
+                    raise
+                result = self.log.append_marker(producer_id, producer_epoch, coordinator_epoch, commit,
+                                                now_ms=now_ms)
         except Exception as exc:
             return refused(self.key, *self._append_error(exc))
         self.manager.purgatory.notify(self.key)
         return self._durable(result)
+
+    def _follow_move(self) -> bool:
+        """The log was closed under the append (nothing written): if that was a move to another log dir
+        (`LogManager.replace_log` swapped in a new `Log` while the append waited for the swap), hold the
+        new log and say so, so the append is tried once more there; a deletion leaves nothing to follow."""
+        moved = self.manager.logs.get_log(*self.key)
+        if moved is None or moved is self.log:
+            return False
+        self.log = moved
+        return True
 
     def _durable(self, result: AppendResult) -> DelayedAppend:
         operation = DelayedAppend(self.manager, self.key, _appended(result), wait_for_flush=True)

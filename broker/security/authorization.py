@@ -32,6 +32,7 @@ The operations and error codes are those of Kafka's KafkaApis / AuthHelper:
 | TxnOffsetCommit | WRITE transactional id, READ group, READ topic | TRANSACTIONAL_ID_ / GROUP_ (every partition), TOPIC_AUTHORIZATION_FAILED per topic |
 | DescribeGroups / DeleteGroups | DESCRIBE / DELETE group | GROUP_AUTHORIZATION_FAILED per group |
 | ListGroups | DESCRIBE cluster, else only groups it may DESCRIBE | (filtered) |
+| ConsumerGroupHeartbeat, ConsumerGroupDescribe | see `authorization_consumer_groups` | |
 | FindCoordinator | DESCRIBE group / transactional id | GROUP_ / TRANSACTIONAL_ID_AUTHORIZATION_FAILED |
 | InitProducerId | WRITE transactional id (v6 `enable_2pc`: also TWO_PHASE_COMMIT); else IDEMPOTENT_WRITE cluster or WRITE on some topic | TRANSACTIONAL_ID_ / CLUSTER_AUTHORIZATION_FAILED |
 | AddPartitionsToTxn v0-3 | WRITE transactional id, WRITE each topic | TRANSACTIONAL_ID_ / TOPIC_AUTHORIZATION_FAILED (the rest OPERATION_NOT_ATTEMPTED) |
@@ -64,6 +65,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from pybroker.broker.dispatch import HandlerSpec
+from pybroker.broker.handlers.alter_replica_log_dirs import answer_all as _alter_replica_log_dirs_answer
 from pybroker.broker.metrics.names import api_name
 from pybroker.broker.security.acls import (
     CLUSTER_NAME,
@@ -130,6 +132,10 @@ from pybroker.broker.security.authorization_check import (
     per_topic,
     split_by,
     then,
+)
+from pybroker.broker.security.authorization_consumer_groups import (
+    consumer_group_describe_rule,
+    consumer_group_heartbeat_rule,
 )
 from pybroker.broker.security.authorization_txn import (
     add_offsets_to_txn_rule,
@@ -600,6 +606,8 @@ RULES: dict[int, Callable[[Check, Any], Outcome]] = {
     ApiKey.SYNC_GROUP: _whole_group(Op.READ, lambda r: sync_group.SyncGroupResponse(error_code=GROUP_DENIED)),
     ApiKey.DESCRIBE_GROUPS: _describe_groups,
     ApiKey.LIST_GROUPS: _list_groups,
+    ApiKey.CONSUMER_GROUP_HEARTBEAT: consumer_group_heartbeat_rule,
+    ApiKey.CONSUMER_GROUP_DESCRIBE: consumer_group_describe_rule,
     ApiKey.CREATE_TOPICS: _create_topics,
     ApiKey.DELETE_TOPICS: _delete_topics,
     ApiKey.DELETE_RECORDS: _delete_records,
@@ -629,6 +637,7 @@ RULES: dict[int, Callable[[Check, Any], Outcome]] = {
     ApiKey.WRITE_TXN_MARKERS: write_txn_markers_rule,
     ApiKey.DESCRIBE_TOPIC_PARTITIONS: _describe_topic_partitions,
     ApiKey.ELECT_LEADERS: _cluster_only(Op.ALTER, _elect_leaders_refusal),
+    ApiKey.ALTER_REPLICA_LOG_DIRS: _cluster_only(Op.ALTER, lambda r: _alter_replica_log_dirs_answer(r, CLUSTER_DENIED)),
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: _cluster_only(Op.ALTER,
                                                         _top_level_refusal(ApiKey.ALTER_PARTITION_REASSIGNMENTS)),
     ApiKey.LIST_PARTITION_REASSIGNMENTS: _cluster_only(Op.DESCRIBE,

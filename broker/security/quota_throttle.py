@@ -4,8 +4,10 @@ Kafka (KIP-219) answers at once with `throttle_time_ms` and mutes the channel fo
 older than the version where it throttles itself (Produce v6, Fetch v8) instead gets its response
 delayed by the throttle, the channel muted meanwhile. Produce is charged the request's size, Fetch the
 record bytes it returns (Kafka charges the response's size; the records are nearly all of it). As in
-Kafka, a fetch that would put its client over quota is answered with no partitions (the same session
-id) and its bytes are not charged: the client fetches the same offsets again after the throttle.
+Kafka, a fetch that would put its client over quota is answered with no partitions and its bytes are not
+charged: the client fetches the same offsets again after the throttle. The fetch handler decides that
+(`fetch_throttle`) before its fetch session sees the answer, as Kafka does since KAFKA-6946: a throttled
+fetch leaves the session untouched; `charge` then only applies the throttle the handler set.
 """
 
 from __future__ import annotations
@@ -24,6 +26,16 @@ def fetch_bytes(response: Any) -> int:
     return sum(len(p.records) for t in response.responses for p in t.partitions if p.records is not None)
 
 
+def fetch_throttle(quotas: ClientQuotas | None, principal: str, client_id: str | None, response: Any,
+                   now_ms: int) -> int:
+    """The throttle (ms) a fetch answering `response` earns under `consumer_byte_rate`: its record bytes
+    are counted, or taken back when they put the client over its quota (then the answer must be empty)."""
+    if quotas is None or not quotas.quotas:
+        return 0
+    return quotas.record(CONSUMER_BYTE_RATE, principal, client_id or "", fetch_bytes(response), now_ms,
+                         keep_if_throttled=False)
+
+
 def charge(quotas: ClientQuotas | None, api_key: int, version: int, principal: str, client_id: str | None,
            request_bytes: int, response: Any, now_ms: int, request_delay_ms: int = 0) -> tuple[int, bool]:
     """(throttle ms, whether the response itself must wait that long); (0, False) when not over quota.
@@ -34,11 +46,10 @@ def charge(quotas: ClientQuotas | None, api_key: int, version: int, principal: s
     delay, hold = 0, False
     if spec is not None and quotas is not None and quotas.quotas:
         key, self_throttling_from = spec
-        amount = request_bytes if api_key == ApiKey.PRODUCE else fetch_bytes(response)
-        fetch = api_key == ApiKey.FETCH
-        delay = quotas.record(key, principal, client_id or "", amount, now_ms, keep_if_throttled=not fetch)
-        if delay and fetch:
-            response.responses = []  # Kafka's throttled fetch: no data (the client asks again after the throttle)
+        if api_key == ApiKey.FETCH:  # charged by the handler, before its session saw the answer
+            delay = int(getattr(response, "throttle_time_ms", 0) or 0)
+        else:
+            delay = quotas.record(key, principal, client_id or "", request_bytes, now_ms)
         hold = bool(delay) and version < self_throttling_from
         delay = max(delay, request_delay_ms)
     else:

@@ -34,9 +34,9 @@ FORMAT = "pybroker"
 
 def register(spark: SparkSession) -> None:
     """Make `format("pybroker")` available in this session (Spark reserves `kafka` for its own source)."""
-    from pybroker.broker.spark.datasource import PyBrokerDataSource
+    from pybroker.broker.spark.datasource import for_session
 
-    spark.dataSource.register(PyBrokerDataSource)
+    spark.dataSource.register(for_session(spark.sparkContext.defaultParallelism))
 
 
 def __getattr__(name: str) -> Any:

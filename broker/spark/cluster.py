@@ -56,11 +56,13 @@ class Cluster:
     """Connections to the brokers of one cluster, opened lazily, re-opened after a failure."""
 
     def __init__(self, bootstrap: Sequence[str], timeouts: Timeouts = Timeouts(),
-                 connect: Callable[..., Connection] = Connection) -> None:
+                 connect: Callable[..., Connection] = Connection, *, auto_create: bool = True) -> None:
         if not bootstrap:
             raise ValueError("no bootstrap servers")
         self.bootstrap = [_host_port(a) for a in bootstrap]
         self.timeouts = timeouts
+        #: Metadata asks the broker to create a missing topic (the sink); a reader never does
+        self.auto_create = auto_create
         self._connect_to = connect
         self._by_address: dict[tuple[str, int], Connection] = {}
         self._nodes: dict[int, tuple[str, int]] = {}
@@ -115,7 +117,7 @@ class Cluster:
         # as Kafka's producer asks: a broker with auto.create.topics.enable creates a missing topic, as it does
         # for the at-least-once write (kafka-python asks the same)
         answer = conn.request(MetadataRequest(topics=[MetadataRequestTopic(name=t) for t in names],
-                                              allow_auto_topic_creation=True), version)
+                                              allow_auto_topic_creation=self.auto_create), version)
         assert isinstance(answer, MetadataResponse)
         self._nodes.update({b.node_id: (b.host, b.port) for b in answer.brokers})
         for topic in answer.topics:

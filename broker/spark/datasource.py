@@ -2,8 +2,9 @@
 
 The classes here only connect Spark's Python Data Source API to the modules that do the work:
 `options` (checking), `offset_reader` (the driver's offset lookups), `planning` (offset ranges, rate
-limits), `range_reader` + `schema` (a task's read, as Arrow batches), `record_writer` (a task's
-at-least-once write) and `exactly_once` (a task's transactional write, the driver's commit and abort).
+limits), `fetch_reader` + `record_set` + `arrow_records` (a task's read, as Arrow batches),
+`record_writer` (a task's at-least-once write) and `exactly_once` (a task's transactional write, the
+driver's commit and abort).
 
 Spark pickles readers and writers to its Python workers, and calls `read`/`write` there; so these
 objects hold only parsed options and open their own clients where they run.
@@ -11,6 +12,7 @@ objects hold only parsed options and open their own clients where they run.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -37,6 +39,7 @@ from pyspark.taskcontext import TaskContext
 from pybroker.broker.spark import FORMAT, exactly_once
 from pybroker.broker.spark.data_loss import LOG
 from pybroker.broker.spark.exactly_once import PreparedTask
+from pybroker.broker.spark.fetch_reader import read_ranges
 from pybroker.broker.spark.offset_reader import OffsetReader
 from pybroker.broker.spark.offsets import Offsets, OptionError, from_json_dict, to_json_dict
 from pybroker.broker.spark.options import ReadOptions, WriteOptions, parse_read_options, parse_write_options
@@ -45,40 +48,65 @@ from pybroker.broker.spark.planning import (
     OffsetRange,
     batch_ranges,
     capped_end,
+    pack_ranges,
     split_ranges,
     stream_ranges,
 )
-from pybroker.broker.spark.range_reader import read_range
 from pybroker.broker.spark.record_writer import Columns, check_columns, write_rows
-from pybroker.broker.spark.schema import read_schema, to_record_batch
+from pybroker.broker.spark.schema import read_schema
 
+#: `PYBROKER_SPARK_READER=kafka-python` in the Spark workers' environment reads with the previous,
+#: kafka-python reader (the benchmark's "before"); unset, tasks read with `fetch_reader` (compiled decoding)
+READER_ENV = "PYBROKER_SPARK_READER"
+KAFKA_PYTHON_READER = "kafka-python"
 #: the task properties Spark's micro-batch execution sets (StreamExecution / MicroBatchExecution)
 QUERY_ID_PROPERTY = "sql.streaming.queryId"
 BATCH_ID_PROPERTY = "streaming.sql.batchId"
 
 
 class RangePartition(InputPartition):
-    """One Spark task: one offset range of one topic-partition."""
+    """One Spark task: offset ranges of topic-partitions, read one after the other (see `pack_ranges`)."""
 
-    def __init__(self, rng: OffsetRange) -> None:
-        super().__init__(rng)
-        self.range = rng
+    def __init__(self, ranges: tuple[OffsetRange, ...]) -> None:
+        super().__init__(ranges)
+        self.ranges = ranges
+
+
+def _tasks(ranges: list[OffsetRange], parallelism: int | None, options: ReadOptions) -> list[InputPartition]:
+    tasks = None if parallelism is None else max(parallelism, options.min_partitions or 0)
+    return [RangePartition(group) for group in pack_ranges(ranges, tasks)]
 
 
 def _read(partition: InputPartition, options: ReadOptions) -> Iterator[pa.RecordBatch]:
     if not isinstance(partition, RangePartition):  # Spark's placeholder when a read has no ranges at all
         return
-    for records in read_range(partition.range, options.bootstrap_servers, options.consumer_config,
-                              fail_on_data_loss=options.fail_on_data_loss,
-                              poll_timeout_ms=options.poll_timeout_ms):
+    if os.environ.get(READER_ENV) == KAFKA_PYTHON_READER:
+        for rng in partition.ranges:
+            yield from _read_with_kafka_python(rng, options)
+        return
+    yield from read_ranges(partition.ranges, options.bootstrap_servers, options.consumer_config,
+                           fail_on_data_loss=options.fail_on_data_loss, poll_timeout_ms=options.poll_timeout_ms,
+                           include_headers=options.include_headers)
+
+
+def _read_with_kafka_python(rng: OffsetRange, options: ReadOptions) -> Iterator[pa.RecordBatch]:
+    """The previous reader (kafka-python, a ConsumerRecord per record), kept for comparison: the benchmark
+    measures it beside the compiled path, and a test checks both give the same rows."""
+    from pybroker.broker.spark.range_reader import read_range as read_with_client
+    from pybroker.broker.spark.schema import to_record_batch
+
+    for records in read_with_client(rng, options.bootstrap_servers, options.consumer_config,
+                                    fail_on_data_loss=options.fail_on_data_loss,
+                                    poll_timeout_ms=options.poll_timeout_ms):
         yield to_record_batch(records, options.include_headers)
 
 
 class PyBrokerBatchReader(DataSourceReader):
     """`spark.read`: offsets resolved once on the driver, then one task per (split) range."""
 
-    def __init__(self, options: ReadOptions) -> None:
+    def __init__(self, options: ReadOptions, parallelism: int | None = None) -> None:
         self.options = options
+        self.parallelism = parallelism
 
     def partitions(self) -> Sequence[InputPartition]:
         offsets = OffsetReader(self.options)
@@ -88,7 +116,8 @@ class PyBrokerBatchReader(DataSourceReader):
             end = offsets.resolve(self.options.ending, tps, starting=False)
         finally:
             offsets.close()
-        return [RangePartition(r) for r in split_ranges(batch_ranges(start, end), self.options.min_partitions)]
+        return _tasks(split_ranges(batch_ranges(start, end), self.options.min_partitions), self.parallelism,
+                      self.options)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         return _read(partition, self.options)
@@ -101,8 +130,9 @@ class PyBrokerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     micro-batches, and the `maxOffsetsPerTrigger` fairness state (`BacklogShares`).
     """
 
-    def __init__(self, options: ReadOptions) -> None:
+    def __init__(self, options: ReadOptions, parallelism: int | None = None) -> None:
         self.options = options
+        self.parallelism = parallelism
         self.offsets = OffsetReader(options)
         self.shares = BacklogShares()
         #: with Trigger.AvailableNow: the latest offsets when the query started; no batch goes past them
@@ -139,7 +169,7 @@ class PyBrokerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         begin, stop = from_json_dict(start), from_json_dict(end)
         earliest_of_new = self.offsets.earliest(tp for tp in stop if tp not in begin)
         ranges = stream_ranges(begin, stop, earliest_of_new, fail_on_data_loss=self.options.fail_on_data_loss)
-        return [RangePartition(r) for r in split_ranges(ranges, self.options.min_partitions)]
+        return _tasks(split_ranges(ranges, self.options.min_partitions), self.parallelism, self.options)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         return _read(partition, self.options)
@@ -267,6 +297,10 @@ def _refuse_overwrite(overwrite: bool) -> None:
 class PyBrokerDataSource(DataSource):
     """Reads and writes pybroker (or any Kafka-protocol) topics; options and schema are Spark's Kafka ones."""
 
+    #: how many tasks the session runs at once (`for_session` sets it): reads use at most that many tasks
+    #: (or minPartitions), packing ranges together; None: one task per range
+    default_parallelism: int | None = None
+
     @classmethod
     def name(cls) -> str:
         return FORMAT
@@ -278,10 +312,10 @@ class PyBrokerDataSource(DataSource):
         return read_schema(include == "true")
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        return PyBrokerBatchReader(parse_read_options(self.options, streaming=False))
+        return PyBrokerBatchReader(parse_read_options(self.options, streaming=False), self.default_parallelism)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        return PyBrokerStreamReader(parse_read_options(self.options, streaming=True))
+        return PyBrokerStreamReader(parse_read_options(self.options, streaming=True), self.default_parallelism)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         _refuse_overwrite(overwrite)
@@ -292,3 +326,14 @@ class PyBrokerDataSource(DataSource):
         _refuse_overwrite(overwrite)
         options = parse_write_options(self.options)
         return PyBrokerStreamWriter(options, check_columns(schema, options))
+
+
+def for_session(default_parallelism: int) -> type[PyBrokerDataSource]:
+    """`PyBrokerDataSource` knowing the session's default parallelism (`register` uses it).
+
+    A class made here is not importable by name, so Spark's pickler sends it by value, attribute included,
+    to the Python workers that plan reads (they have no SparkContext to ask).
+    """
+    cls = type("PyBrokerDataSource", (PyBrokerDataSource,), {"default_parallelism": max(1, default_parallelism)})
+    cls.__qualname__ = "for_session.<locals>.PyBrokerDataSource"
+    return cls

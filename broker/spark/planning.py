@@ -5,6 +5,7 @@ rules can be tested with hypothesis and no broker:
 
 - `batch_ranges` / `stream_ranges`: one `OffsetRange` per topic-partition, with Spark's data-loss rules;
 - `split_ranges`: `minPartitions` cuts large ranges into contiguous pieces;
+- `pack_ranges`: more ranges than the cluster runs at once share tasks (a Python task's setup is costly);
 - `BacklogShares`: `maxOffsetsPerTrigger` split across partitions in proportion to their backlog, never
   more than the limit in total, and never starving a partition with backlog for more than a few batches.
 """
@@ -100,6 +101,28 @@ def split_ranges(ranges: list[OffsetRange], min_partitions: int | None) -> list[
             pieces.append(OffsetRange(r.topic, r.partition, offset, offset + length))
             offset += length
     return pieces
+
+
+def pack_ranges(ranges: list[OffsetRange], tasks: int | None) -> list[tuple[OffsetRange, ...]]:
+    """The ranges grouped into at most `tasks` Spark tasks of about equal size (None: one task per range).
+
+    Why: every task of a Python data source costs Spark a round of Python worker setup (about a tenth of
+    a second on a quiet machine, far more on a busy one), which for small ranges is more than reading them.
+    More tasks than the cluster runs at once only queue those costs, so ranges beyond `tasks` (the
+    session's default parallelism, or minPartitions if larger) share a task: largest range first into the
+    emptiest task (ties to the lower task), each task reading its ranges in topic, partition, offset order.
+    """
+    if tasks is None or len(ranges) <= tasks:
+        return [(r,) for r in ranges]
+    if tasks < 1:
+        raise ValueError(f"tasks must be at least 1, got {tasks}")
+    bins: list[list[OffsetRange]] = [[] for _ in range(tasks)]
+    loads = [0] * tasks
+    for r in sorted(ranges, key=lambda r: (-r.size, r.topic, r.partition, r.start)):
+        emptiest = min(range(tasks), key=lambda i: (loads[i], i))
+        bins[emptiest].append(r)
+        loads[emptiest] += r.size
+    return [tuple(sorted(b, key=lambda r: (r.topic, r.partition, r.start))) for b in bins if b]
 
 
 class BacklogShares:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import socket
 import struct
+from dataclasses import dataclass
 from typing import Any
 
 from pybroker.protocol.errors import ErrorCode
@@ -43,6 +44,15 @@ class BrokerError(Exception):
 
 class Unsupported(Exception):
     """The broker does not speak a version of an API the sink needs."""
+
+
+@dataclass(frozen=True, slots=True)
+class Sent:
+    """A request on its way: what `Connection.receive` needs to read and check its answer."""
+
+    message_cls: Any
+    version: int
+    correlation: int
 
 
 class Connection:
@@ -91,38 +101,56 @@ class Connection:
 
     def request(self, message: Any, version: int) -> Any:
         """Send `message` as `version`, wait for its answer (at most `timeout_s`), and return it decoded."""
+        return self.receive(self.send(message, version))
+
+    def send(self, message: Any, version: int) -> Sent:
+        """Send `message` as `version` without waiting: `receive` the answer later (the reader asks for its
+        next Fetch before handing the last one's rows to Spark, so the broker works while Spark does)."""
         self._correlation = (self._correlation + 1) & 0x7FFFFFFF
         frame = encode_request(message, version, self._correlation, self.client_id)
-        api_key = type(message).API_KEY
         try:
             self._sock.sendall(frame)
+        except OSError as exc:
+            self.close()
+            raise WireError(f"{type(message).__name__} to {self.address} failed: {exc or type(exc).__name__}") \
+                from None
+        return Sent(type(message), version, self._correlation)
+
+    def receive(self, sent: Sent) -> Any:
+        """The answer to `sent` (the last request sent on this connection), decoded."""
+        message = sent.message_cls
+        api_key, version = message.API_KEY, sent.version
+        try:
             size = _SIZE.unpack(self._read(4))[0]
             if not 4 <= size <= MAX_RESPONSE_BYTES:
                 raise WireError(f"{self.address} sent a response size of {size} bytes")
             body = self._read(size)
         except (OSError, struct.error) as exc:
             self.close()
-            raise WireError(f"{type(message).__name__} to {self.address} failed: {exc or type(exc).__name__}") \
+            raise WireError(f"{message.__name__} to {self.address} failed: {exc or type(exc).__name__}") \
                 from None
         correlation = _SIZE.unpack_from(body)[0]  # every response header starts with it
-        if correlation != self._correlation:
+        if correlation != sent.correlation:
             self.close()
-            raise WireError(f"{self.address} answered correlation id {correlation}, not {self._correlation}")
+            raise WireError(f"{self.address} answered correlation id {correlation}, not {sent.correlation}")
         try:
             _, answer = decode_response(body, api_key, version)
         except Exception as exc:  # a peer that is not a Kafka broker, or a codec disagreement
             self.close()
-            raise WireError(f"undecodable {type(message).__name__} answer from {self.address}: {exc}") from None
+            raise WireError(f"undecodable {message.__name__} answer from {self.address}: {exc}") from None
         return answer
 
-    def _read(self, n: int) -> bytes:
-        chunks = bytearray()
-        while len(chunks) < n:
-            chunk = self._sock.recv(min(n - len(chunks), 1 << 20))
-            if not chunk:
-                raise WireError(f"{self.address} closed the connection")
-            chunks += chunk
-        return bytes(chunks)
+    def _read(self, n: int) -> bytearray:
+        """Exactly `n` bytes, received in place (a Fetch answer of megabytes is neither joined nor copied)."""
+        out = bytearray(n)
+        with memoryview(out) as view:
+            got = 0
+            while got < n:
+                chunk = self._sock.recv_into(view[got:], n - got)
+                if not chunk:
+                    raise WireError(f"{self.address} closed the connection")
+                got += chunk
+        return out
 
     @property
     def closed(self) -> bool:

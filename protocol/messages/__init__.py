@@ -11,8 +11,11 @@ from pybroker.protocol.messages.add_partitions_to_txn import AddPartitionsToTxnR
 from pybroker.protocol.messages.alter_client_quotas import AlterClientQuotasRequest, AlterClientQuotasResponse
 from pybroker.protocol.messages.alter_configs import AlterConfigsRequest, AlterConfigsResponse
 from pybroker.protocol.messages.alter_partition_reassignments import AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse
+from pybroker.protocol.messages.alter_replica_log_dirs import AlterReplicaLogDirsRequest, AlterReplicaLogDirsResponse
 from pybroker.protocol.messages.alter_user_scram_credentials import AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse
 from pybroker.protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
+from pybroker.protocol.messages.consumer_group_describe import ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse
+from pybroker.protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
 from pybroker.protocol.messages.create_acls import CreateAclsRequest, CreateAclsResponse
 from pybroker.protocol.messages.create_partitions import CreatePartitionsRequest, CreatePartitionsResponse
 from pybroker.protocol.messages.create_topics import CreateTopicsRequest, CreateTopicsResponse
@@ -90,6 +93,7 @@ REQUESTS: dict[int, Any] = {
     31: DeleteAclsRequest,
     32: DescribeConfigsRequest,
     33: AlterConfigsRequest,
+    34: AlterReplicaLogDirsRequest,
     35: DescribeLogDirsRequest,
     36: SaslAuthenticateRequest,
     37: CreatePartitionsRequest,
@@ -108,6 +112,8 @@ REQUESTS: dict[int, Any] = {
     61: DescribeProducersRequest,
     65: DescribeTransactionsRequest,
     66: ListTransactionsRequest,
+    68: ConsumerGroupHeartbeatRequest,
+    69: ConsumerGroupDescribeRequest,
     71: GetTelemetrySubscriptionsRequest,
     72: PushTelemetryRequest,
     74: ListConfigResourcesRequest,
@@ -144,6 +150,7 @@ RESPONSES: dict[int, Any] = {
     31: DeleteAclsResponse,
     32: DescribeConfigsResponse,
     33: AlterConfigsResponse,
+    34: AlterReplicaLogDirsResponse,
     35: DescribeLogDirsResponse,
     36: SaslAuthenticateResponse,
     37: CreatePartitionsResponse,
@@ -162,6 +169,8 @@ RESPONSES: dict[int, Any] = {
     61: DescribeProducersResponse,
     65: DescribeTransactionsResponse,
     66: ListTransactionsResponse,
+    68: ConsumerGroupHeartbeatResponse,
+    69: ConsumerGroupDescribeResponse,
     71: GetTelemetrySubscriptionsResponse,
     72: PushTelemetryResponse,
     74: ListConfigResourcesResponse,

@@ -10,6 +10,8 @@
 - `checkpoint`: `cleaner-offset-checkpoint`, the first dirty offset of each log;
 - `throttle`: `log.cleaner.io.max.bytes.per.second`;
 - `metrics`: the cleaner's Prometheus families;
+- `job`, `log_view`, `channel`, `worker`, `process_cleaner`: the clean in a worker process (the default),
+  off the broker's interpreter lock, its offset map in the worker's memory; the broker only swaps;
 - `manager`: picks the filthiest log, runs cleaner threads, never lets one fail silently.
 
 Nothing is imported here: the loader imports `swap` while `manager` imports the log.

@@ -22,16 +22,20 @@ and is recopied byte for byte; the clean reports those it met in the section it 
 (`CleanResult.malformed`), so each is reported once, not at every later clean that recopies it.
 
 The caller (the manager) records the end offset as the log's new first dirty offset once `clean`
-returns. Everything here runs on a cleaner thread; the log's readers and writers on the event loop are
-never blocked for more than a swap's renames. `should_stop` is polled between batches: when it says
+returns. Everything here runs on a cleaner thread, or (the default) in the cleaner's worker process on a
+read-only view of the log (`clean_segments`, `worker`), which asks the broker to do each swap
+(`replace_group`); the log's readers and writers on the event loop are never blocked for more than a
+swap's renames. `should_stop` is polled between batches: when it says
 so, the clean unwinds with `CleaningAborted`, deleting its unfinished output.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence, Sized
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol, cast
 
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.records.batch import (
@@ -52,7 +56,9 @@ from pybroker.storage.cleaner.throttle import Throttler
 from pybroker.storage.cleaner.transactions import CleanedTransactions, marker_type
 from pybroker.storage.files import fsync_dir
 from pybroker.storage.log import Log
+from pybroker.storage.log_config import LogConfig
 from pybroker.storage.segment import Segment
+from pybroker.storage.transaction_index import AbortedTxn
 
 #: bytes read from a source segment at a time (batches larger than this are read whole)
 READ_CHUNK = 1 << 20
@@ -60,6 +66,40 @@ READ_CHUNK = 1 << 20
 
 class CleaningAborted(Exception):
     """The clean stopped before finishing (shutdown, or the log changed under it); nothing was lost."""
+
+
+class _Readable(Protocol):
+    def fileno(self) -> int: ...
+
+
+class SourceSegment(Protocol):
+    """What a clean reads of an inactive segment: a live `Segment`, or a worker's `log_view.SegmentView`."""
+
+    @property
+    def base_offset(self) -> int: ...
+    @property
+    def next_offset(self) -> int: ...
+    @property
+    def size(self) -> int: ...
+    @property
+    def index(self) -> Sized: ...
+    @property
+    def timeindex(self) -> Sized: ...
+    @property
+    def file(self) -> _Readable: ...
+    @property
+    def log_path(self) -> Path: ...
+    def find(self, offset: int) -> tuple[int, object] | None: ...
+
+
+class SourceLog(Protocol):
+    """What a clean reads of a log: a live `Log`, or a worker's `log_view.LogView`."""
+
+    @property
+    def dir(self) -> Path: ...
+    @property
+    def config(self) -> LogConfig: ...
+    def aborted_txns(self, start_offset: int, upper_bound: int) -> list[AbortedTxn]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,10 +150,21 @@ class Cleaner:
         self.swap_hook = swap_hook
         self.read_chunk = read_chunk
 
+    def close(self) -> None:
+        """Give the offset map's memory back."""
+        self.offset_map.close()
+
     def clean(self, log: Log, first_dirty: int, first_uncleanable: int, now_ms: int) -> CleanResult:
         """Clean `log` from `first_dirty` up to (at most) `first_uncleanable`, which must not be past the
         active segment's base offset."""
         segments = [s for s in log.segments[:-1] if s.base_offset < first_uncleanable]
+        return self.clean_segments(log, segments, first_dirty, first_uncleanable, now_ms,
+                                   last_batch_of_producers(log))
+
+    def clean_segments(self, log: SourceLog, segments: Sequence[SourceSegment], first_dirty: int,
+                       first_uncleanable: int, now_ms: int, producers: dict[int, tuple[int, int]]) -> CleanResult:
+        """`clean` of the inactive `segments` below `first_uncleanable`, given the producers' last batches
+        (the worker process cleans a view of the log the broker made, `log_view.LogView`)."""
         malformed: list[MalformedBatch] = []
         end = self._build_offset_map(log, segments, first_dirty, first_uncleanable, malformed)
         # a batch the map stopped short of is mapped, and reported, by the next clean
@@ -124,7 +175,6 @@ class Cleaner:
                  for s in segments if s.base_offset < end]
         groups = group_by_size(sizes, max_log_bytes=config.segment_bytes, max_index_bytes=config.max_index_bytes,
                                upper_bound=first_uncleanable)
-        producers = _last_batch_of_producers(log)
         txns = CleanedTransactions()  # one walk over every group: a marker sees its data in earlier groups
         for group in groups:
             self._clean_group(log, group, end - 1, now_ms, producers, txns, result)
@@ -133,7 +183,7 @@ class Cleaner:
         return result
 
     # -- pass 1 ------------------------------------------------------------------------------------
-    def _build_offset_map(self, log: Log, segments: list[Segment], start: int, end: int,
+    def _build_offset_map(self, log: SourceLog, segments: Sequence[SourceSegment], start: int, end: int,
                           malformed: list[MalformedBatch]) -> int:
         """Map keys from `start` towards `end`; returns one past the last offset the map covers.
 
@@ -169,7 +219,7 @@ class Cleaner:
         return end
 
     # -- pass 2 ------------------------------------------------------------------------------------
-    def _clean_group(self, log: Log, group: list[Segment], latest_offset: int, now_ms: int,
+    def _clean_group(self, log: SourceLog, group: Sequence[SourceSegment], latest_offset: int, now_ms: int,
                      producers: dict[int, tuple[int, int]], txns: CleanedTransactions, result: CleanResult) -> None:
         config = log.config
         output = CleanedSegment(log.dir, group[0].base_offset, max_index_bytes=config.max_index_bytes,
@@ -193,25 +243,20 @@ class Cleaner:
                         self.throttler.maybe_throttle(len(kept))
             output.txn_entries = txns.take_kept_aborts()
             output.finish()
-            for segment in group:  # readers may still hold these after the swap: keep them readable
-                _ = segment.file, segment.index, segment.timeindex
-            if not log.replace_segments(group, lambda: self._swap(log, output, group)):
+            if not self.replace(log, group, output):
                 raise CleaningAborted(f"{log!r} changed while it was being cleaned")
         except BaseException:
             output.abandon()
             raise
         result.bytes_written += output.size
-        fsync_dir(log.dir)
 
-    def _swap(self, log: Log, output: CleanedSegment, group: list[Segment]) -> Segment:
-        swap_in(log.dir, output.base_offset, [s.base_offset for s in group], hook=self.swap_hook)
-        config = log.config
-        return Segment.open_existing(log.dir, output.base_offset, now_ms=group[-1].created_ms,
-                                     max_index_bytes=config.max_index_bytes,
-                                     index_interval_bytes=config.index_interval_bytes)
+    def replace(self, log: SourceLog, group: Sequence[SourceSegment], output: CleanedSegment) -> bool:
+        """Swap the finished `output` in for `group`; False when the log changed meanwhile. (The worker
+        process's cleaner asks the broker to do this instead.)"""
+        return replace_group(cast(Log, log), cast(list[Segment], list(group)), output.base_offset, self.swap_hook)
 
     # -- reading -----------------------------------------------------------------------------------
-    def _batches(self, segment: Segment, position: int) -> Iterator[tuple[BatchHeader, bytes]]:
+    def _batches(self, segment: SourceSegment, position: int) -> Iterator[tuple[BatchHeader, bytes]]:
         """(header, bytes) of each whole batch of an inactive segment from `position`, CRC-checked,
         read in chunks and throttled; polls `should_stop` between batches."""
         end = segment.size
@@ -246,7 +291,27 @@ class Cleaner:
             position += used
 
 
-def _last_batch_of_producers(log: Log) -> dict[int, tuple[int, int]]:
+def replace_group(log: Log, group: list[Segment], new_base: int, hook: StepHook = _no_hook) -> bool:
+    """Make the fsynced `.cleaned` segment at `new_base` live in place of `group` under the log's locks,
+    and fsync the directory; False (nothing renamed) when `group` is no longer a run of the log's
+    inactive segments."""
+    for segment in group:  # readers may still hold these after the swap: keep them readable
+        _ = segment.file, segment.index, segment.timeindex
+
+    def swap() -> Segment:
+        swap_in(log.dir, new_base, [s.base_offset for s in group], hook=hook)
+        config = log.config
+        return Segment.open_existing(log.dir, new_base, now_ms=group[-1].created_ms,
+                                     max_index_bytes=config.max_index_bytes,
+                                     index_interval_bytes=config.index_interval_bytes)
+
+    if not log.replace_segments(group, swap):
+        return False
+    fsync_dir(log.dir)
+    return True
+
+
+def last_batch_of_producers(log: Log) -> dict[int, tuple[int, int]]:
     """producer id -> (last offset of its last data batch, or -1; its epoch), for the producers the log
     still tracks (Kafka's `lastRecordsOfActiveProducers`)."""
     producers = dict(log.producer_state.producers)  # one C-level copy: safe against the loop's updates

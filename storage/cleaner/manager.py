@@ -17,32 +17,42 @@ in: nothing about the cleaner may fail silently.
   reason, how many) and counts them in `pybroker_cleaner_malformed_batches`.
 - A cleaner thread that dies anyway (an error outside any one clean) is logged, counted in
   `pybroker_cleaner_dead_threads` and restarted by a supervisor thread.
+- Each thread cleans in a worker process of its own (`process_cleaner`, `log.cleaner.process.enable`),
+  off the interpreter lock the event loop needs, at a lower priority; the thread waits on the pipe and
+  swaps what the worker wrote. A worker that dies mid-clean is logged, counted in
+  `pybroker_cleaner_worker_deaths`, and its partition retried after `log.cleaner.backoff.ms`; the third
+  death in a row on one partition marks it uncleanable (a log that kills every worker must not loop).
 - After each clean the new first dirty offset goes to `cleaner-offset-checkpoint`; shutdown stops the
-  threads between batches, and an interrupted clean deletes its unfinished output.
+  threads (and their workers) between batches, and an interrupted clean deletes its unfinished output.
 """
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, TypeAlias
 
 import structlog
 
 from pybroker.storage.cleaner.batch_filter import NO_HORIZON
 from pybroker.storage.cleaner.checkpoint import CleanerCheckpoints, Partition
-from pybroker.storage.cleaner.cleaner import Cleaner, CleaningAborted, CleanResult
+from pybroker.storage.cleaner.cleaner import READ_CHUNK, Cleaner, CleaningAborted, CleanResult
+from pybroker.storage.cleaner.job import WorkerSettings
 from pybroker.storage.cleaner.metrics import (
     BYTES_RECLAIMED,
     CLEANER_RUNS,
     DEAD_THREADS,
     MALFORMED_BATCHES,
     UNCLEANABLE_PARTITIONS,
+    WORKER_DEATHS,
 )
 from pybroker.storage.cleaner.offset_map import DEFAULT_LOAD_FACTOR, OffsetMap
+from pybroker.storage.cleaner.process_cleaner import DEFAULT_NICE, ProcessCleaner, WorkerDied
 from pybroker.storage.cleaner.selection import DirtySection, dirty_section
 from pybroker.storage.cleaner.swap import StepHook
 from pybroker.storage.cleaner.throttle import UNLIMITED, Throttler
@@ -54,6 +64,13 @@ log = structlog.get_logger("pybroker.cleaner").bind(logger="pybroker.cleaner")
 SUPERVISE_INTERVAL_S = 1.0
 #: how long shutdown waits for a thread to leave its clean
 JOIN_TIMEOUT_S = 30.0
+#: a partition whose clean killed the worker this many times in a row is marked uncleanable
+MAX_WORKER_DEATHS = 3
+#: how often a move waiting for a clean of its partition to end looks again
+HELD_OFF_POLL_S = 0.05
+
+#: what cleans one log: on the thread itself, or in a worker process the thread waits for
+LogCleaner: TypeAlias = Cleaner | ProcessCleaner
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +88,11 @@ class CleanerSettings:
     #: needs (recv, send, epoll) can wait 5 ms behind a busy cleaner. 0.5 ms bounds that wait tenfold
     #: lower for a little more switching work (see bench/cleaner_latency.py).
     switch_interval_s: float | None = 0.0005
+    #: clean in a worker process (`process_cleaner`), off the broker's interpreter lock; False: on the
+    #: cleaner threads themselves (also the fallback when the process cannot start)
+    process: bool = True
+    #: the niceness the worker process adds to its own, so the event loop wins the CPU
+    process_nice: int = DEFAULT_NICE
 
 
 class LogSource(Protocol):
@@ -120,6 +142,8 @@ class CleanerManager:
         self._uncleanable: dict[Path, dict[Partition, str]] = {}
         #: partition -> earliest delete horizon of a tombstone it keeps
         self._horizons: dict[Partition, int] = {}
+        #: partition -> (worker deaths in a row while cleaning it, no new clean before this time)
+        self._worker_deaths: dict[Partition, tuple[int, int]] = {}
         self._threads: list[threading.Thread | None] = []
         self._supervisor: threading.Thread | None = None
         self.dead_threads = 0
@@ -147,12 +171,30 @@ class CleanerManager:
         self._threads = []
         self._supervisor = None
 
-    def new_cleaner(self) -> Cleaner:
-        """A cleaner with its own offset map (the dedupe buffer is split between the threads)."""
-        share = self.settings.dedupe_buffer_size // max(self.settings.threads, 1)
+    def new_cleaner(self) -> LogCleaner:
+        """A cleaner with its own offset map (the dedupe buffer is split between the threads): in a worker
+        process of its own (the default), or on the calling thread."""
         kwargs = {"swap_hook": self.swap_hook} if self.swap_hook is not None else {}
-        return Cleaner(OffsetMap(share, self.settings.load_factor), self.throttler,
+        if self.settings.process:
+            return ProcessCleaner(self.worker_settings, nice=self.settings.process_nice,
+                                  should_stop=self._stop.is_set, fallback=self.thread_cleaner, **kwargs)
+        return self.thread_cleaner()
+
+    def thread_cleaner(self) -> Cleaner:
+        """A cleaner that runs on the calling thread, its offset map in this process."""
+        kwargs = {"swap_hook": self.swap_hook} if self.swap_hook is not None else {}
+        return Cleaner(OffsetMap(self._map_share(), self.settings.load_factor), self.throttler,
                        should_stop=self._stop.is_set, **kwargs)
+
+    def _map_share(self) -> int:
+        return self.settings.dedupe_buffer_size // max(self.settings.threads, 1)
+
+    def worker_settings(self) -> WorkerSettings:
+        """What a worker process cleans with, read at each clean (the throttle may have changed): its share
+        of the dedupe buffer and of the I/O rate."""
+        threads = max(self.settings.threads, 1)
+        return WorkerSettings(self._map_share(), self.settings.load_factor,
+                              self.throttler.bytes_per_second / threads, READ_CHUNK)
 
     def _start_thread(self, index: int) -> threading.Thread:
         thread = threading.Thread(target=self._run, args=(index,), name=f"log-cleaner-{index}", daemon=True)
@@ -169,7 +211,7 @@ class CleanerManager:
         except BaseException as exc:  # the supervisor restarts us; say why we died
             log.error("cleaner thread died", thread=index, error=repr(exc), exc_info=True)
         finally:
-            cleaner.offset_map.close()
+            cleaner.close()
 
     def _supervise(self) -> None:
         while not self._stop.wait(SUPERVISE_INTERVAL_S):
@@ -197,7 +239,8 @@ class CleanerManager:
             key = (candidate.topic, candidate.partition)
             log_dir = self.logs.dir_of(candidate.topic, candidate.partition)
             if (log_dir is None or candidate.closed or not candidate.config.compact or key in self._in_progress
-                    or key in self._uncleanable.get(log_dir, {}) or not self.is_dir_online(log_dir)):
+                    or key in self._uncleanable.get(log_dir, {}) or not self.is_dir_online(log_dir)
+                    or self._worker_deaths.get(key, (0, 0))[1] > now):
                 continue
             section = dirty_section(candidate, self.checkpoints.get(log_dir, key), now)
             found.append(_Candidate(candidate, log_dir, section))
@@ -221,7 +264,7 @@ class CleanerManager:
             return chosen
 
     # -- cleaning ----------------------------------------------------------------------------------
-    def clean_once(self, cleaner: Cleaner) -> bool:
+    def clean_once(self, cleaner: LogCleaner) -> bool:
         """Clean the filthiest log once; False when there was nothing to clean."""
         candidate = self.grab_filthiest()
         if candidate is None:
@@ -230,6 +273,12 @@ class CleanerManager:
         key = (target.topic, target.partition)
         try:
             result = cleaner.clean(target, section.first_dirty, section.first_uncleanable, self.clock_ms())
+        except WorkerDied as exc:
+            if self._stop.is_set():  # stopping: a signal to the whole process group may have taken it
+                CLEANER_RUNS.labels("aborted").inc()
+                log.info("clean aborted: cleaner worker gone while stopping", topic=key[0], partition=key[1])
+            else:
+                self._worker_died(target, log_dir, exc)
         except CleaningAborted as exc:
             CLEANER_RUNS.labels("aborted").inc()
             log.info("clean aborted", topic=key[0], partition=key[1], reason=str(exc))
@@ -246,8 +295,27 @@ class CleanerManager:
                 self._in_progress.discard(key)
         return True
 
+    def _worker_died(self, target: Log, log_dir: Path, exc: WorkerDied) -> None:
+        """The worker died under this clean: retry after `log.cleaner.backoff.ms` (and give up on the
+        partition, loudly, once it has happened `MAX_WORKER_DEATHS` times in a row)."""
+        key = (target.topic, target.partition)
+        CLEANER_RUNS.labels("aborted").inc()
+        WORKER_DEATHS.inc()
+        with self._lock:
+            deaths = self._worker_deaths.get(key, (0, 0))[0] + 1
+            self._worker_deaths[key] = (deaths, self.clock_ms() + self.settings.backoff_ms)
+        if deaths >= MAX_WORKER_DEATHS:
+            with self._lock:
+                self._worker_deaths.pop(key, None)
+            self._fail(target, log_dir, RuntimeError(f"{exc} ({deaths} times in a row while cleaning it)"))
+            return
+        log.warning("cleaner worker died; the clean will be retried", topic=key[0], partition=key[1],
+                    reason=str(exc), deaths_in_a_row=deaths, retry_in_ms=self.settings.backoff_ms)
+
     def _done(self, target: Log, log_dir: Path, section: DirtySection, result: CleanResult) -> None:
         key = (target.topic, target.partition)
+        with self._lock:
+            self._worker_deaths.pop(key, None)
         keep = {(lg.topic, lg.partition) for lg in self.logs.logs() if self.logs.dir_of(lg.topic, lg.partition) == log_dir}
         try:
             self.checkpoints.update(log_dir, key, result.end_offset, keep)
@@ -287,6 +355,31 @@ class CleanerManager:
         if isinstance(exc, OSError):
             self.on_io_error(log_dir, exc)
 
+    def held_off(self, key: Partition, timeout_s: float = 1.0) -> contextlib.AbstractContextManager[bool]:
+        """Keep the cleaner off one partition while a move between log dirs swaps it (Kafka pauses cleaning
+        there): waits for a clean of it in progress to end, then none starts until the block ends. The
+        block gets False (and holds nothing) when that clean did not end within `timeout_s` (the move copies
+        on meanwhile, so the lag it copies under its pause stays small)."""
+        return self._held_off(key, timeout_s)
+
+    @contextlib.contextmanager
+    def _held_off(self, key: Partition, timeout_s: float) -> Iterator[bool]:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            with self._lock:
+                if key not in self._in_progress:
+                    self._in_progress.add(key)
+                    break
+            if time.monotonic() >= deadline:
+                yield False
+                return
+            time.sleep(HELD_OFF_POLL_S)
+        try:
+            yield True
+        finally:
+            with self._lock:
+                self._in_progress.discard(key)
+
     # -- state, for tests and admin tools ----------------------------------------------------------
     def uncleanable(self) -> dict[Partition, str]:
         with self._lock:
@@ -302,4 +395,4 @@ class CleanerManager:
         try:
             return self.clean_once(cleaner)
         finally:
-            cleaner.offset_map.close()
+            cleaner.close()

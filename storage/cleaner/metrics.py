@@ -18,3 +18,5 @@ DEAD_THREADS = Gauge("pybroker_cleaner_dead_threads",
 BYTES_RECLAIMED = Counter("pybroker_cleaner_bytes_reclaimed", "Bytes of log removed by compaction.")
 MALFORMED_BATCHES = Counter("pybroker_cleaner_malformed_batches",
                             "Batches whose records could not be decoded, kept whole (their keys not deduplicated).")
+WORKER_DEATHS = Counter("pybroker_cleaner_worker_deaths",
+                        "Cleaner worker processes that died in the middle of a clean (the clean is retried).")

@@ -91,6 +91,22 @@ def _example_requests() -> dict[int, Any]:
         ApiKey.LIST_TRANSACTIONS: ListTransactionsRequest(state_filters=["Ongoing"], producer_id_filters=[],
                                                           duration_filter=0, transactional_id_pattern="kp-.*"),
         **_admin_example_requests(),
+        **_consumer_group_example_requests(),
+    }
+
+
+def _consumer_group_example_requests() -> dict[int, Any]:
+    """The consumer group protocol (KIP-848): a join with a subscription and a regex, and a describe."""
+    from pybroker.protocol.messages import consumer_group_describe as cgd
+    from pybroker.protocol.messages import consumer_group_heartbeat as cgh
+
+    return {
+        ApiKey.CONSUMER_GROUP_HEARTBEAT: cgh.ConsumerGroupHeartbeatRequest(
+            group_id=_GROUP, member_id="kp-golden-member", member_epoch=0, rebalance_timeout_ms=30000,
+            subscribed_topic_names=[_TOPIC], subscribed_topic_regex="kp-.*", server_assignor="uniform",
+            topic_partitions=[]),
+        ApiKey.CONSUMER_GROUP_DESCRIBE: cgd.ConsumerGroupDescribeRequest(
+            group_ids=[_GROUP], include_authorized_operations=True),
     }
 
 
@@ -106,6 +122,9 @@ def _admin_example_requests() -> dict[int, Any]:
         alter_partition_reassignments as apr,
     )
     from pybroker.protocol.messages import (
+        alter_replica_log_dirs as arld,
+    )
+    from pybroker.protocol.messages import (
         describe_quorum,
         describe_topic_partitions,
         elect_leaders,
@@ -118,6 +137,8 @@ def _admin_example_requests() -> dict[int, Any]:
     return {
         ApiKey.ELECT_LEADERS: elect_leaders.ElectLeadersRequest(election_type=0, timeout_ms=30000, topic_partitions=[
             elect_leaders.TopicPartitions(topic=_TOPIC, partitions=[0, 1])]),
+        ApiKey.ALTER_REPLICA_LOG_DIRS: arld.AlterReplicaLogDirsRequest(dirs=[arld.AlterReplicaLogDir(
+            path="/var/lib/pybroker/b", topics=[arld.AlterReplicaLogDirTopic(name=_TOPIC, partitions=[0])])]),
         ApiKey.ALTER_PARTITION_REASSIGNMENTS: apr.AlterPartitionReassignmentsRequest(timeout_ms=30000, topics=[
             apr.ReassignableTopic(name=_TOPIC, partitions=[apr.ReassignablePartition(partition_index=0, replicas=[1])])]),
         ApiKey.LIST_PARTITION_REASSIGNMENTS: list_partition_reassignments.ListPartitionReassignmentsRequest(

@@ -1,9 +1,12 @@
 """Compaction with the real process and kafka-python: a topic shrinks to its live keys, each key's
-latest value still at its original offset, with a dedupe buffer far too small to map it in one pass;
-a record without a key is refused on a compacted topic."""
+latest value still at its original offset, with a dedupe buffer far too small to map it in one pass,
+whether the clean runs in the cleaner's worker process (the default) or on a broker thread, and whether
+the broker or the worker is killed mid-clean; a record without a key is refused on a compacted topic."""
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -32,14 +35,32 @@ def _log_bytes(partition_dir: Path) -> int:
     return sum(p.stat().st_size for p in partition_dir.glob("*.log"))
 
 
+def _workers(broker: BrokerProcess) -> list[int]:
+    """The broker's child processes (its cleaner workers), whichever thread started them."""
+    assert broker.proc is not None
+    found = []
+    for path in Path(f"/proc/{broker.proc.pid}/task").glob("*/children"):
+        try:
+            found += [int(pid) for pid in path.read_text().split()]
+        except OSError:  # the thread ended meanwhile
+            continue
+    return found
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("kill_mid_clean", [False, True], ids=["clean", "kill-9-mid-clean"])
+@pytest.mark.parametrize("mode", ["clean", "clean-on-a-thread", "kill-9-mid-clean", "kill-9-worker-mid-clean",
+                                  "stop-mid-clean"])
 def test_ten_versions_of_2000_keys_shrink_to_the_live_keys_with_a_4k_dedupe_buffer(
-        broker_factory: Callable[..., BrokerProcess], new_topic: Callable[..., str], kill_mid_clean: bool) -> None:
+        broker_factory: Callable[..., BrokerProcess], new_topic: Callable[..., str], mode: str) -> None:
     overrides = {"log.cleaner.dedupe.buffer.size": "4096", "log.cleaner.backoff.ms": "100"}
+    kill_mid_clean = mode.startswith(("kill", "stop"))
     if kill_mid_clean:  # slow the cleaner down (the throttle) so the kill lands in the middle of its work
         overrides["log.cleaner.io.max.bytes.per.second"] = "3000000"
-    broker = broker_factory(overrides, needs_restart=kill_mid_clean)
+    if mode == "kill-9-worker-mid-clean":  # slower still: the kill must land before the clean's last swap
+        overrides["log.cleaner.io.max.bytes.per.second"] = "1000000"
+    if mode == "clean-on-a-thread":
+        overrides["log.cleaner.process.enable"] = "false"
+    broker = broker_factory(overrides, needs_restart=mode in ("kill-9-mid-clean", "stop-mid-clean"))
     topic = new_topic("compact")
     _create_compacted(broker.bootstrap, topic, **{"segment.bytes": "65536", "segment.ms": str(SEGMENT_MS),
                                                   "min.cleanable.dirty.ratio": "0.01"})
@@ -59,7 +80,22 @@ def test_ten_versions_of_2000_keys_shrink_to_the_live_keys_with_a_4k_dedupe_buff
     checkpoint = broker.log_dirs[0] / "cleaner-offset-checkpoint"
     if kill_mid_clean:
         assert 0 < read_checkpoint(checkpoint).get((topic, 0), 0) < sentinel, "the clean should still be going"
-        broker.restart(kill=True)
+        workers = _workers(broker)
+        assert workers, "no cleaner worker process"
+        if mode == "kill-9-mid-clean":
+            broker.restart(kill=True)
+            gone = time.monotonic() + 10
+            while any(Path(f"/proc/{pid}").exists() for pid in workers) and time.monotonic() < gone:
+                time.sleep(0.05)
+            assert not any(Path(f"/proc/{pid}").exists() for pid in workers), "a worker outlived its broker"
+        elif mode == "stop-mid-clean":  # a graceful stop stops the worker too, and leaves no half-written output
+            broker.stop()
+            assert not any(Path(f"/proc/{pid}").exists() for pid in workers), "a worker outlived its broker"
+            assert not list(partition_dir.glob("*.cleaned")) and not list(partition_dir.glob("*.swap"))
+            broker.restart()  # not running: starts it again on the same dirs and port
+        else:
+            for pid in workers:
+                os.kill(pid, signal.SIGKILL)
     deadline = time.monotonic() + CLEAN_TIMEOUT_S
     while read_checkpoint(checkpoint).get((topic, 0), 0) < sentinel and time.monotonic() < deadline:
         time.sleep(0.2)
@@ -73,7 +109,10 @@ def test_ten_versions_of_2000_keys_shrink_to_the_live_keys_with_a_4k_dedupe_buff
     seen = {r.key: (r.offset, r.value) for r in records}
     assert seen.pop(b"sentinel") == (sentinel, b"last")
     assert seen == latest  # every key's latest value, at the offset it was written at
-    assert '"clean failed' not in broker.log_tail(10_000)
+    tail = broker.log_tail(10_000)
+    assert '"clean failed' not in tail and "clean failed" not in tail
+    if mode == "kill-9-worker-mid-clean":
+        assert "cleaner worker died; the clean will be retried" in tail
 
 
 def test_a_keyless_record_on_a_compacted_topic_is_invalid_record(broker: BrokerProcess,

@@ -126,7 +126,8 @@ def test_per_record_errors_on_a_compacted_topic(broker: BrokerProcess, new_topic
     admin = ck_admin(broker.bootstrap)
     admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=1,
                                   config={"cleanup.policy": "compact"})])[topic].result(10)
-    config: dict[str, object] = {"linger.ms": 200, "enable.idempotence": False}
+    # a long linger keeps the 100 records in one batch even on a loaded machine (flush sends at once)
+    config: dict[str, object] = {"linger.ms": 5_000, "enable.idempotence": False}
     if one_per_batch:
         config["batch.size"] = 1
     producer = ck_producer(broker.bootstrap, **config)

@@ -2,9 +2,10 @@
 producer and a consumer held to their byte rates (Kafka's throttle: throttle_time_ms in the response,
 the channel muted), another client-id left alone, the quotas still there after a restart.
 
-The rate is measured in the steady state, SETTLE_S after the first throttle: Kafka's rate is measured
-over at least quota.window.num - 1 windows, so a fresh client first bursts that many seconds' worth of
-its quota and is then muted about as long (answers already in flight arrive meanwhile). The broker runs
+The rate is measured in the steady state, SETTLE_S after the first throttle (later if a throttle is
+longer): Kafka's rate is measured over at least quota.window.num - 1 windows, so a fresh client first
+bursts that many seconds' worth of its quota and is then muted about as long (answers already in flight
+arrive meanwhile). The broker runs
 with quota.window.num=3 so that burst is short against the seconds measured.
 """
 
@@ -32,6 +33,23 @@ WINDOWS = {"quota.window.num": "3", "quota.window.size.seconds": "1"}
 SETTLE_S = 3.0
 
 
+def _within_quota(rate: float) -> bool:
+    """Kafka's quota holds over its sliding windows, not over any stretch of time: in a stretch of
+    MEASURE_S seconds a client may also spend the quota it saved while it was muted, up to the whole
+    measured span of quota.window.num windows (a sample that expires drops all its bytes at once), so the
+    honest upper bound is RATE x (MEASURE_S + 3) / MEASURE_S; below, the rate must be within 20% of RATE."""
+    saved_s = int(WINDOWS["quota.window.num"]) * int(WINDOWS["quota.window.size.seconds"])
+    return 0.8 * RATE <= rate <= RATE * (MEASURE_S + saved_s) / MEASURE_S
+
+
+def _steady_from(first_throttle_at: float, throttles: list[int]) -> float:
+    """When the steady state starts: SETTLE_S after the first throttle, or a second after the longest
+    throttle seen so far ends, whichever is later. On a loaded machine the first burst can be large (the
+    client's whole queue goes out before the first answer), and Kafka's rule then mutes the client for
+    several seconds: measuring inside that mute would find nothing acknowledged at all."""
+    return first_throttle_at + max(SETTLE_S, max(throttles, default=0) / 1000 + 1.0)
+
+
 def _pybroker(bootstrap: str, *args: str) -> subprocess.CompletedProcess[str]:
     done = subprocess.run([sys.executable, "-m", "pybroker.broker.cli", *args, "--bootstrap-server", bootstrap],
                           capture_output=True, text=True, timeout=60, check=False)
@@ -46,7 +64,10 @@ def _produce_flat_out(bootstrap: str, topic: str, client_id: str, seconds: float
     acked: list[tuple[float, int]] = []
     producer = Producer({"bootstrap.servers": bootstrap, "client.id": client_id, "linger.ms": 5,
                          "throttle_cb": lambda e: throttles.append(int(e.throttle_time * 1000)),
-                         "queue.buffering.max.kbytes": 2048})
+                         # a small queue and small batches: each burst after a mute is a fraction of a second's
+                         # quota, so throttles stay short against the seconds measured (a 2 MB queue on a loaded
+                         # machine gave 8 s mutes, and a measured stretch held one whole burst or none)
+                         "queue.buffering.max.kbytes": 256, "batch.size": 65_536})
 
     def delivered(err: Any, msg: Any) -> None:
         if err is None:
@@ -54,11 +75,15 @@ def _produce_flat_out(bootstrap: str, topic: str, client_id: str, seconds: float
 
     start = time.monotonic()
     deadline = start + (60 if seconds else 3)
+    first_throttle_at: float | None = None
     measure_from: float | None = None
     while time.monotonic() < deadline:
-        if measure_from is None and throttles and seconds:
-            measure_from = time.monotonic() + SETTLE_S
-        if measure_from is not None and time.monotonic() - measure_from > seconds:
+        now = time.monotonic()
+        if first_throttle_at is None and throttles and seconds:
+            first_throttle_at = now
+        if first_throttle_at is not None and (measure_from is None or now < measure_from):
+            measure_from = _steady_from(first_throttle_at, throttles)  # a longer throttle moves it on
+        if measure_from is not None and now - measure_from > seconds:
             break
         try:
             producer.produce(topic, VALUE, on_delivery=delivered)
@@ -82,7 +107,7 @@ def test_producer_byte_rate_throttles_one_client_id_only(broker_factory: Any) ->
     rate, throttles = _produce_flat_out(broker.bootstrap, topic, "slow-producer", MEASURE_S)
     print(f"producer_byte_rate={RATE}: measured {rate:.0f} B/s, max throttle {max(throttles, default=0)} ms")
     assert throttles and max(throttles) > 0
-    assert abs(rate - RATE) <= 0.2 * RATE, rate
+    assert _within_quota(rate), rate
     free_rate, free_throttles = _produce_flat_out(broker.bootstrap, topic, "free-producer", 0)
     assert not free_throttles and free_rate > 2 * RATE
 
@@ -114,6 +139,7 @@ def test_consumer_byte_rate_throttles_fetch(broker_factory: Any) -> None:
     consumer.subscribe([topic])
     got: list[tuple[float, int]] = []
     deadline = time.monotonic() + 60
+    first_throttle_at: float | None = None
     measure_from: float | None = None
     try:
         while time.monotonic() < deadline:
@@ -121,8 +147,10 @@ def test_consumer_byte_rate_throttles_fetch(broker_factory: Any) -> None:
             now = time.monotonic()
             if msg is not None and msg.error() is None:
                 got.append((now, len(msg.value() or b"")))
-            if measure_from is None and throttles:
-                measure_from = now + SETTLE_S
+            if first_throttle_at is None and throttles:
+                first_throttle_at = now
+            if first_throttle_at is not None and (measure_from is None or now < measure_from):
+                measure_from = _steady_from(first_throttle_at, throttles)
             if measure_from is not None and now - measure_from > MEASURE_S:
                 break
         end = time.monotonic()
@@ -131,4 +159,4 @@ def test_consumer_byte_rate_throttles_fetch(broker_factory: Any) -> None:
     assert measure_from is not None and max(throttles) > 0
     rate = sum(n for t, n in got if t >= measure_from) / (end - measure_from)
     print(f"consumer_byte_rate={RATE}: measured {rate:.0f} B/s, max throttle {max(throttles)} ms")
-    assert abs(rate - RATE) <= 0.2 * RATE, rate
+    assert _within_quota(rate), rate

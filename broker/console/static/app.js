@@ -160,7 +160,8 @@ async function overviewPage(page) {
       { title: "Path", value: r => r.path },
       { title: "Status", value: r => h("span", { class: r.online ? "online" : "offline" }, r.online ? "online" : "offline") },
       { title: "Free", num: true, value: r => bytes(r.usable_bytes) }, { title: "Total", num: true, value: r => bytes(r.total_bytes) },
-      { title: "Partitions", num: true, value: r => num(r.partitions) }, { title: "Data", num: true, value: r => bytes(r.size_bytes) }],
+      { title: "Partitions", num: true, value: r => num(r.partitions) }, { title: "Data", num: true, value: r => bytes(r.size_bytes) },
+      { title: "Moving in", num: true, value: r => num(r.moving_in) }],
     o.log_dirs, "log-dirs")),
     charts);
   every(2000, async () => {

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
+from typing import Any
 
 from pybroker.broker.app import BrokerApp
 from pybroker.protocol.errors import ErrorCode
@@ -165,3 +166,35 @@ async def test_a_session_outlives_its_connection(client: RawClient, app: BrokerA
         assert (incremental.session_id, _answered(incremental)) == (full.session_id, {("r", 0): (0, 3, 2)})
     finally:
         again.close()
+
+
+async def test_a_fetch_throttled_by_its_quota_leaves_the_session_untouched(client: RawClient, app: BrokerApp) -> None:
+    """KAFKA-6946 over the wire: the throttled fetch answers nothing (its throttle, its session id) and
+    charges nothing; the session is as before, so the next incremental fetch answers the records; a
+    throttled full fetch makes no session. (A throttled connection is muted: each step uses a new one.)"""
+    from pybroker.broker.security.quota_entities import CONSUMER_BYTE_RATE, entity_of
+
+    async def call(request: FetchRequest) -> Any:
+        reader, writer = await asyncio.open_connection("127.0.0.1", app.bound_ports[0])
+        fresh = RawClient(reader, writer)
+        try:
+            return await fresh.call(request, 12)
+        finally:
+            fresh.close()
+
+    await _produce(client, "q", 0, 2)
+    sid = (await call(_fetch(0, 0, {("q", 0): 2}))).session_id
+    assert sid != 0
+    await _produce(client, "q", 0, 50)
+    quotas = app.state.quotas
+    quotas.quotas = {entity_of([("client-id", None)]): {CONSUMER_BYTE_RATE: 1.0}}  # any answer is over it
+    sessions = len(app.state.fetch_sessions)
+    throttled = await call(_fetch(sid, 1, {}))
+    assert throttled.throttle_time_ms > 0
+    assert (throttled.error_code, throttled.session_id, throttled.responses) == (0, sid, [])
+    full = await call(_fetch(0, 0, {("q", 0): 0}))
+    assert (full.session_id, full.responses) == (0, []) and full.throttle_time_ms > 0
+    assert len(app.state.fetch_sessions) == sessions
+    quotas.quotas = {}
+    again = await call(_fetch(sid, 2, {}))
+    assert (again.error_code, again.session_id, _answered(again)) == (0, sid, {("q", 0): (0, 52, 50)})

@@ -195,3 +195,32 @@ def test_session_partitions_whose_read_was_revoked_are_refused_not_read() -> Non
         [("b", 0, ErrorCode.TOPIC_AUTHORIZATION_FAILED), ("b", 1, ErrorCode.TOPIC_AUTHORIZATION_FAILED)]
     allowed_again = cache.plan(_request(sid, 2), 12, 0, ME, may_read=lambda cached: True)
     assert _names(allowed_again.finish(_answer(allowed_again.topics))) == [("b", 0), ("b", 1)]
+
+
+def test_a_throttled_fetch_leaves_its_session_untouched() -> None:
+    """KAFKA-6946: the throttled answer is empty and the session keeps what it last told the client, so
+    the next incremental fetch still answers the partition whose high watermark moved meanwhile."""
+    cache = FetchSessionCache(10, 100)
+    sid = _open(cache, [("a", 0), ("a", 1)])
+    plan = cache.plan(_request(sid, 1), 12, 1, ME)
+    throttled = plan.throttled_response(250)
+    assert (throttled.throttle_time_ms, throttled.error_code, throttled.session_id, throttled.responses) == \
+        (250, ErrorCode.NONE, sid, [])
+    plan = cache.plan(_request(sid, 2), 12, 2, ME)  # the epoch moved on with the throttled fetch, as in Kafka
+    assert plan.error == ErrorCode.NONE
+    assert _names(plan.finish(_answer(plan.topics, hw={("a", 1): 7}))) == [("a", 1)]
+    # had the throttled fetch seen hw 7 too, the session must still answer it (it told the client nothing)
+    plan = cache.plan(_request(sid, 3), 12, 3, ME)
+    plan.throttled_response(10)
+    plan = cache.plan(_request(sid, 4), 12, 4, ME)
+    assert _names(plan.finish(_answer(plan.topics, hw={("a", 1): 7, ("a", 0): 3}))) == [("a", 0)]
+
+
+def test_a_throttled_full_fetch_makes_no_session_and_a_raced_epoch_is_named() -> None:
+    cache = FetchSessionCache(10, 100)
+    plan = cache.plan(_request(0, 0, [("a", 0)]), 12, 0, ME)
+    assert plan.throttled_response(5).session_id == 0 and len(cache) == 0
+    sid = _open(cache, [("a", 0)])
+    slow = cache.plan(_request(sid, 1), 12, 1, ME)
+    cache.plan(_request(sid, 2), 12, 2, ME).finish(_answer([]))  # another fetch advanced the epoch meanwhile
+    assert slow.throttled_response(5).error_code == ErrorCode.INVALID_FETCH_SESSION_EPOCH

@@ -202,6 +202,23 @@ async def test_refusals_are_codes_not_exceptions(state: BrokerState) -> None:
     assert state.replicas.resolve("t", 0) == (None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
 
 
+async def test_an_append_that_finds_its_log_moved_follows_it_to_the_new_log(state: BrokerState,
+                                                                            tmp_path: Path) -> None:
+    stale, stale_marker = _partition(state, 0), _partition(state, 0)
+    old = stale.log
+    # what a move to another log dir publishes: a new Log of the partition (here empty, in another dir)
+    elsewhere = tmp_path / "elsewhere"
+    moved = Log(elsewhere / "t-0", "t", 0, old.topic_id, old.config, clean=True, clock_ms=state.clock_ms)
+    state.logs.replace_log(("t", 0), old, moved, old.dir.parent)
+    old.close_moved()
+    appended = stale.append(*_batch(2), acks=ACKS_ALL, now_ms=0)  # nothing written to the closed log
+    assert (await asyncio.wait_for(appended, 5)).error is ErrorCode.NONE
+    assert stale.log is moved and moved.high_watermark == 2
+    marker = stale_marker.append_marker(9, 0, 0, False, now_ms=0)
+    assert (await asyncio.wait_for(marker, 5)).error is ErrorCode.NONE and moved.high_watermark == 3
+    # (a deletion leaves nothing to follow: test_refusals_are_codes_not_exceptions)
+
+
 async def test_wait_for_compares_positions_and_times_out(state: BrokerState) -> None:
     partition = _partition(state)
     reached = partition.wait_for(2, timeout_s=5)

@@ -170,7 +170,7 @@ def test_the_transaction_apis_have_their_oracle(name: str) -> None:
 @pytest.mark.parametrize("name", [
     f"{api}{kind}" for api in ("DescribeCluster", "DescribeTopicPartitions", "ElectLeaders",
                                "AlterPartitionReassignments", "ListPartitionReassignments", "DescribeQuorum",
-                               "ListConfigResources")
+                               "ListConfigResources", "AlterReplicaLogDirs")
     for kind in ("Request", "Response")])
 def test_the_cluster_admin_apis_have_their_oracle(name: str) -> None:
     """The cluster admin APIs (issue 15) must never be skipped above either (the telemetry APIs are: kafka-python

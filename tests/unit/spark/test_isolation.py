@@ -43,8 +43,10 @@ def test_pure_connector_modules_import_without_spark_or_a_client() -> None:
 
 
 def test_the_transactional_client_uses_only_the_protocol_package() -> None:
-    """The exactly-once sink is a client: of pybroker it may import `protocol`, never broker internals."""
-    modules = ["wire", "cluster", "txn_producer", "exactly_once"]
+    """The exactly-once sink and the reader's fetch path are clients: of pybroker they may import `protocol`,
+    never broker internals."""
+    modules = ["wire", "cluster", "txn_producer", "exactly_once", "fetch_reader", "record_set", "arrow_records",
+               "arrow_records_py"]
     bad = []
     for name in modules:
         path = CONNECTOR / f"{name}.py"

@@ -15,6 +15,7 @@ from pybroker.broker.spark.planning import (
     OffsetRange,
     batch_ranges,
     capped_end,
+    pack_ranges,
     split_ranges,
     stream_ranges,
 )
@@ -158,3 +159,29 @@ def test_capped_end_applies_the_limit_and_leaves_going_back_to_planning() -> Non
     assert capped_end(start, latest, None, BacklogShares()) == latest
     end = capped_end(start, latest, 40, BacklogShares())
     assert end == {t0: 30, t1: 110, t2: 10}
+
+
+# -- pack_ranges ---------------------------------------------------------------------------------------
+def test_ranges_within_the_parallelism_keep_a_task_each() -> None:
+    ranges = [OffsetRange("t", p, 0, 10) for p in range(3)]
+    assert pack_ranges(ranges, 4) == [(r,) for r in ranges]
+    assert pack_ranges(ranges, None) == [(r,) for r in ranges]
+
+
+def test_eight_equal_partitions_on_two_cores_make_two_tasks_of_four() -> None:
+    tasks = pack_ranges([OffsetRange("t", p, 0, 125_000) for p in range(8)], 2)
+    assert [[r.partition for r in task] for task in tasks] == [[0, 2, 4, 6], [1, 3, 5, 7]]
+
+
+@settings(max_examples=200, deadline=None)
+@given(sizes=st.lists(st.integers(1, 1000), min_size=1, max_size=40), tasks=st.integers(1, 10))
+def test_packing_keeps_every_range_once_in_at_most_that_many_balanced_tasks(sizes: list[int], tasks: int) -> None:
+    ranges = [OffsetRange("t", p, 5, 5 + size) for p, size in enumerate(sizes)]
+    packed = pack_ranges(ranges, tasks)
+    assert sorted(r.partition for task in packed for r in task) == list(range(len(ranges)))
+    assert len(packed) <= max(tasks, 1) and all(packed)
+    if len(ranges) > tasks:
+        loads = [sum(r.size for r in task) for task in packed]
+        assert max(loads) - min(loads) <= max(sizes)  # greedy, largest first: within one range of even
+    for task in packed:
+        assert list(task) == sorted(task, key=lambda r: (r.topic, r.partition, r.start))

@@ -27,6 +27,9 @@ from pybroker.protocol.messages import (
     add_partitions_to_txn,
     alter_configs,
     alter_partition_reassignments,
+    alter_replica_log_dirs,
+    consumer_group_describe,
+    consumer_group_heartbeat,
     create_acls,
     create_partitions,
     create_topics,
@@ -297,6 +300,11 @@ PROBES = [
         elect_leaders.TopicPartitions(topic=TOPIC, partitions=[0])]),
           [(RT.CLUSTER, CLUSTER_NAME, Op.ALTER)], ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
           lambda r: r.replica_election_results[0].partition_result[0].error_code),
+    Probe("AlterReplicaLogDirs", 2, lambda: alter_replica_log_dirs.AlterReplicaLogDirsRequest(dirs=[
+        alter_replica_log_dirs.AlterReplicaLogDir(path="/nowhere", topics=[
+            alter_replica_log_dirs.AlterReplicaLogDirTopic(name=TOPIC, partitions=[0])])]),
+          [(RT.CLUSTER, CLUSTER_NAME, Op.ALTER)], ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+          lambda r: r.results[0].partitions[0].error_code),
     Probe("AlterPartitionReassignments", 1, lambda: alter_partition_reassignments.AlterPartitionReassignmentsRequest(
         topics=[alter_partition_reassignments.ReassignableTopic(name=TOPIC, partitions=[
             alter_partition_reassignments.ReassignablePartition(partition_index=0, replicas=[1])])]),
@@ -328,6 +336,21 @@ PROBES = [
               validate_only=True),
           [(RT.CLUSTER, CLUSTER_NAME, Op.ALTER_CONFIGS)], ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
           lambda r: r.responses[0].error_code),
+    # issue 15: the consumer group protocol (KIP-848)
+    Probe("ConsumerGroupHeartbeat", 1, lambda: consumer_group_heartbeat.ConsumerGroupHeartbeatRequest(
+        group_id=GROUP, member_id="m", member_epoch=0, rebalance_timeout_ms=30000, subscribed_topic_names=[TOPIC],
+        topic_partitions=[]),
+          [(RT.GROUP, GROUP, Op.READ), (RT.TOPIC, TOPIC, Op.DESCRIBE)], ErrorCode.GROUP_AUTHORIZATION_FAILED,
+          lambda r: r.error_code),
+    Probe("ConsumerGroupHeartbeat(topic)", 1, lambda: consumer_group_heartbeat.ConsumerGroupHeartbeatRequest(
+        group_id=GROUP, member_id="m", member_epoch=0, rebalance_timeout_ms=30000, subscribed_topic_names=[TOPIC],
+        topic_partitions=[]),
+          [(RT.TOPIC, TOPIC, Op.DESCRIBE), (RT.GROUP, GROUP, Op.READ)], ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+          lambda r: r.error_code),
+    Probe("ConsumerGroupDescribe", 1, lambda: consumer_group_describe.ConsumerGroupDescribeRequest(
+        group_ids=[GROUP]),
+          [(RT.GROUP, GROUP, Op.DESCRIBE)], ErrorCode.GROUP_AUTHORIZATION_FAILED,
+          lambda r: r.groups[0].error_code),
 ]
 
 CASES = ("allowed", "denied", "deny_over_allow", "prefixed", "super_user")

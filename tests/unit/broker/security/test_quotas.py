@@ -22,7 +22,7 @@ from pybroker.broker.security.quota_entities import (
     resolve,
 )
 from pybroker.broker.security.quota_rate import Rate, throttle_ms
-from pybroker.broker.security.quota_throttle import charge
+from pybroker.broker.security.quota_throttle import charge, fetch_throttle
 from pybroker.broker.security.quotas import ClientQuotas
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.messages.alter_client_quotas import (
@@ -194,8 +194,12 @@ def test_a_throttled_fetch_answers_nothing_and_is_not_charged() -> None:
     quotas.quotas = {E(client_id="c"): {"consumer_byte_rate": 100.0}}
     response = FetchResponse(responses=[FetchableTopicResponse(topic="t", partitions=[
         PartitionData(partition_index=0, records=b"x" * 5000)])])
-    delay, _ = charge(quotas, 1, 12, "User:ANONYMOUS", "c", 0, response, 0)
-    assert delay > 0 and response.responses == [] and response.throttle_time_ms == delay
+    delay = fetch_throttle(quotas, "User:ANONYMOUS", "c", response, 0)  # the fetch handler asks, first
+    assert delay > 0
+    assert quotas._rates[("consumer_byte_rate", ("", "c"))].per_second(0) == 0
+    answered = FetchResponse(throttle_time_ms=delay, responses=[])  # what the handler answers then
+    assert charge(quotas, 1, 12, "User:ANONYMOUS", "c", 0, answered, 0) == (delay, False)  # applied, not charged
+    assert charge(quotas, 1, 7, "User:ANONYMOUS", "c", 0, answered, 0) == (delay, True)  # pre-KIP-219 waits
     assert quotas._rates[("consumer_byte_rate", ("", "c"))].per_second(0) == 0
 
 

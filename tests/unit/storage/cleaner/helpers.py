@@ -1,4 +1,9 @@
-"""Builders for the cleaner tests: keyed logs on real files, a reader that decodes everything, a model."""
+"""Builders for the cleaner tests: keyed logs on real files, a reader that decodes everything, a model.
+
+`cleaner()` builds the in-process `Cleaner` or, for a test run with `cleaner_kind` "process" (see the
+folder's conftest), a `ProcessCleaner` on one worker process shared by the whole session, so the same
+tests check both paths.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +13,10 @@ from pathlib import Path
 
 from pybroker.protocol.records.batch import iter_batches, parse_header
 from pybroker.protocol.records.record import Record, build_batch, decode_records
-from pybroker.storage.cleaner.cleaner import Cleaner, CleanResult
-from pybroker.storage.cleaner.offset_map import SLOT_BYTES, OffsetMap
+from pybroker.storage.cleaner.cleaner import READ_CHUNK, Cleaner, CleanResult
+from pybroker.storage.cleaner.job import WorkerSettings
+from pybroker.storage.cleaner.offset_map import DEFAULT_LOAD_FACTOR, SLOT_BYTES, OffsetMap
+from pybroker.storage.cleaner.process_cleaner import ProcessCleaner, WorkerProcess
 from pybroker.storage.cleaner.throttle import Throttler
 from pybroker.storage.log import Log
 from pybroker.storage.log_config import LogConfig
@@ -101,14 +108,47 @@ class Logs:
             log.close()
 
 
-def cleaner(keys: int = 1000, hook_names: list[str] | None = None, **kwargs: object) -> Cleaner:
+#: which cleaner `cleaner()` builds: "thread" (`Cleaner`) or "process" (`ProcessCleaner`)
+KIND = {"value": "thread"}
+_process_cleaners: list[ProcessCleaner] = []
+_shared_worker: list[WorkerProcess] = []
+
+AnyCleaner = Cleaner | ProcessCleaner
+
+
+def shared_worker() -> WorkerProcess:
+    """The session's worker process (started again if a test killed it)."""
+    if not _shared_worker or not _shared_worker[0].alive:
+        close_shared_worker()
+        _shared_worker.append(WorkerProcess(nice=0))
+    return _shared_worker[0]
+
+
+def close_shared_worker() -> None:
+    while _shared_worker:
+        _shared_worker.pop().close()
+
+
+def close_process_cleaners() -> None:
+    """Close the process cleaners a test made (the workers they started themselves, not the shared one)."""
+    while _process_cleaners:
+        _process_cleaners.pop().close()
+
+
+def cleaner(keys: int = 1000, hook_names: list[str] | None = None, **kwargs: object) -> AnyCleaner:
     """A cleaner whose map holds about `keys` keys (`hook_names` collects the swap steps it takes)."""
     if hook_names is not None:
         kwargs["swap_hook"] = hook_names.append
-    return Cleaner(OffsetMap(int(keys / 0.9 + 2) * SLOT_BYTES), Throttler(1e308), **kwargs)  # type: ignore[arg-type]
+    buffer = int(keys / 0.9 + 2) * SLOT_BYTES
+    if KIND["value"] == "process":
+        settings = WorkerSettings(buffer, DEFAULT_LOAD_FACTOR, 1e308, READ_CHUNK)
+        made = ProcessCleaner(lambda: settings, nice=0, worker=shared_worker(), **kwargs)  # type: ignore[arg-type]
+        _process_cleaners.append(made)
+        return made
+    return Cleaner(OffsetMap(buffer), Throttler(1e308), **kwargs)  # type: ignore[arg-type]
 
 
-def clean_fully(log: Log, worker: Cleaner, now_ms: int = NOW, first_dirty: int = 0,
+def clean_fully(log: Log, worker: AnyCleaner, now_ms: int = NOW, first_dirty: int = 0,
                 max_passes: int = 10_000) -> tuple[int, list[CleanResult]]:
     """Clean pass after pass until the whole section below the active segment is clean."""
     bound = log.active_segment.base_offset

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -22,6 +23,8 @@ from tests.unit.storage.cleaner.helpers import (
     open_log,
     records_of,
 )
+
+pytestmark = pytest.mark.usefixtures("cleaner_kind")  # each test: in-process, then worker process
 
 KEYS = [b"k%d" % i for i in range(6)]
 #: one batch: (key index, value or None for a tombstone) records

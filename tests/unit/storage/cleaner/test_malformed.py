@@ -39,6 +39,8 @@ from tests.unit.storage.cleaner.helpers import (
     compact_config,
 )
 
+pytestmark = pytest.mark.usefixtures("cleaner_kind")  # each test: in-process, then worker process
+
 Seen = tuple[int, bytes | None, bytes | None]
 
 
@@ -142,7 +144,7 @@ def test_a_malformed_batch_survives_byte_for_byte_and_the_good_keys_are_compacte
         stored = _batches(log)[bad]
         worker = cleaner()
         end, results = clean_fully(log, worker)
-        worker.offset_map.close()
+        worker.close()
         assert end == log.active_segment.base_offset
         assert _batches(log)[bad] == stored, "the malformed batch was rewritten"
         good = _good_records(log)
@@ -152,7 +154,7 @@ def test_a_malformed_batch_survives_byte_for_byte_and_the_good_keys_are_compacte
         # a clean of the whole log again (a lost checkpoint) recopies it again, still untouched
         again = cleaner()
         again.clean(log, 0, log.active_segment.base_offset, NOW)
-        again.offset_map.close()
+        again.close()
         assert _batches(log)[bad] == stored
     finally:
         log.close()
@@ -171,7 +173,7 @@ def test_an_undecodable_batch_is_mapped_by_no_clean_yet_reported_once_even_over_
         log.roll()
         worker = cleaner(keys=4)
         _, results = clean_fully(log, worker)
-        worker.offset_map.close()
+        worker.close()
         assert len(results) > 1
         assert [m.base_offset for r in results for m in r.malformed] == [bad]
         assert sorted(v for _, _, v in _good_records(log)) == [b"new"] * 6

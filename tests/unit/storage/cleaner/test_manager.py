@@ -16,6 +16,7 @@ from pybroker.storage.cleaner.metrics import CLEANER_RUNS, DEAD_THREADS, UNCLEAN
 from pybroker.storage.cleaner.selection import dirty_section
 from pybroker.storage.cleaner.throttle import Throttler
 from pybroker.storage.log import Log
+from tests.unit.storage.cleaner import helpers
 from tests.unit.storage.cleaner.helpers import (
     DAY_MS,
     NOW,
@@ -26,6 +27,8 @@ from tests.unit.storage.cleaner.helpers import (
     records_of,
 )
 
+pytestmark = pytest.mark.usefixtures("cleaner_kind")  # each test: in-process, then worker process
+
 
 @pytest.fixture
 def logs(tmp_path: Path):  # type: ignore[no-untyped-def]
@@ -34,8 +37,10 @@ def logs(tmp_path: Path):  # type: ignore[no-untyped-def]
     source.close()
 
 
-def _manager(logs: Logs, **kwargs: object) -> CleanerManager:
-    settings = CleanerSettings(threads=1, dedupe_buffer_size=1 << 16, backoff_ms=10)
+def _manager(logs: Logs, *, process: bool | None = None, **kwargs: object) -> CleanerManager:
+    if process is None:
+        process = helpers.KIND["value"] == "process"
+    settings = CleanerSettings(threads=1, dedupe_buffer_size=1 << 16, backoff_ms=10, process=process)
     manager = CleanerManager(logs, settings, clock_ms=lambda: logs.clock[0], **kwargs)  # type: ignore[arg-type]
     manager.checkpoints.__init__(logs.dirs)  # type: ignore[misc]
     return manager
@@ -154,7 +159,7 @@ def test_an_io_error_goes_to_the_failure_channel_and_offline_dirs_are_not_cleane
     _fill(log, 4)
     errors: list[tuple[Path, OSError]] = []
     offline: set[Path] = set()
-    manager = _manager(logs, on_io_error=lambda d, e: errors.append((d, e)), is_dir_online=lambda d: d not in offline)
+    manager = _manager(logs, process=False, on_io_error=lambda d, e: errors.append((d, e)), is_dir_online=lambda d: d not in offline)
 
     def broken_disk(*args: object, **kwargs: object) -> None:
         raise OSError(5, "Input/output error")

@@ -24,6 +24,8 @@ from tests.unit.storage.cleaner.helpers import (
     records_of,
 )
 
+pytestmark = pytest.mark.usefixtures("cleaner_kind")  # each test: in-process, then worker process
+
 
 def _write(path: Path, *, last_is_unique: bool) -> Path:
     """Four small segments whose keys overlap, then an active segment."""

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from pybroker.protocol.records.batch import iter_batches, parse_header
 from pybroker.protocol.records.control import read_marker
 from pybroker.protocol.records.record import Record, build_batch, decode_records
@@ -13,6 +15,8 @@ from pybroker.storage.cleaner.selection import dirty_section
 from pybroker.storage.log import Log
 from pybroker.storage.transaction_index import AbortedTxn
 from tests.unit.storage.cleaner.helpers import NOW, clean_fully, cleaner, open_log
+
+pytestmark = pytest.mark.usefixtures("cleaner_kind")  # each test: in-process, then worker process
 
 RETENTION = 1000
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -17,6 +18,8 @@ from pybroker.protocol.records.record import Record, build_batch, decode_records
 from pybroker.storage.cleaner.selection import dirty_section
 from pybroker.storage.log import Log
 from tests.unit.storage.cleaner.helpers import NOW, cleaner, open_log
+
+pytestmark = pytest.mark.usefixtures("cleaner_kind")  # each test: in-process, then worker process
 
 RETENTION = 1000
 KEYS = [b"a", b"b", b"c", b"d"]

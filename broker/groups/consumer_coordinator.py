@@ -1,0 +1,520 @@
+"""The consumer protocol's rules (KIP-848): ConsumerGroupHeartbeat, member epochs, target assignments
+computed by a server-side assignor, reconciliation, sessions and revocation deadlines.
+
+A mixin of `GroupCoordinator` (`coordinator.py`), which owns the groups, the log and the timers; a group
+of this protocol is a `Group` whose `consumer` holds `ConsumerGroupData`, so its committed offsets,
+expiry, listing and deletion are the coordinator's as for any group.
+
+One heartbeat, in Kafka's order: validate (INVALID_REQUEST, UNSUPPORTED_ASSIGNOR,
+INVALID_REGULAR_EXPRESSION); find or create the group (an empty classic group is converted) and the
+member (UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH, UNRELEASED_INSTANCE_ID, GROUP_MAX_SIZE_REACHED); take
+what changed in its subscription; bump the group epoch when the subscription or the subscribed topics
+changed; compute a new target assignment when the group epoch is ahead of it; move the member's current
+assignment towards its target (`reconciliation.reconcile`); write what changed and answer once it is
+durable. Sessions (`group.consumer.session.timeout.ms`) and revocation deadlines (the member's rebalance
+timeout) are deadlines in the coordinator's heap: a member past either is fenced, its partitions freed.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
+
+from pybroker.broker.groups import consumer_records as rec
+from pybroker.broker.groups.assignors import ASSIGNORS
+from pybroker.broker.groups.consumer_group import (
+    LEAVE_EPOCH,
+    STATIC_LEAVE_EPOCH,
+    Assignment,
+    ConsumerGroupData,
+    ConsumerMember,
+    assignment_size,
+)
+from pybroker.broker.groups.consumer_outcomes import ConsumerHeartbeat, ConsumerHeartbeatOutcome
+from pybroker.broker.groups.consumer_state_machine import MemberState
+from pybroker.broker.groups.group import Group
+from pybroker.broker.groups.group_log import GroupLog, Records, client_error
+from pybroker.broker.groups.reconciliation import reconcile
+from pybroker.broker.groups.state_machine import GroupState
+from pybroker.broker.groups.topic_regex import RegexError, compile_topic_regex, matching
+from pybroker.broker.logs import get_logger
+from pybroker.protocol.errors import ErrorCode
+from pybroker.protocol.offsets_topic_records import group_metadata_key
+
+if TYPE_CHECKING:
+    from pybroker.broker.groups.coordinator import GroupConfig
+
+log = get_logger("pybroker.groups")
+
+#: caps on what one heartbeat may make the coordinator hold or compute
+MAX_SUBSCRIBED_TOPICS = 10_000
+MAX_OWNED_PARTITIONS = 100_000
+MAX_ID_CHARS = 255
+
+Respond = Callable[[ConsumerHeartbeatOutcome], None]
+TopicMetadata = Mapping[str, tuple[uuid.UUID, int]]
+
+
+class HeartbeatRefused(Exception):
+    def __init__(self, error: ErrorCode, message: str | None = None) -> None:
+        super().__init__(message or error.name)
+        self.error = error
+        self.message = message
+
+
+class ConsumerGroups:
+    """Consumer-protocol membership over the coordinator's groups (the attributes below are its)."""
+
+    config: GroupConfig
+    log: GroupLog
+    groups: dict[str, Group]
+    new_member_id: Callable[[str], str]
+    topic_metadata: Callable[[], TopicMetadata]
+    #: regex -> (the topic table it was resolved against, the names it matched)
+    _regex_cache: dict[str, tuple[object, set[str]]]
+
+    def partition_for(self, group_id: str) -> int:
+        raise NotImplementedError
+
+    def availability(self, group_id: str) -> ErrorCode:
+        raise NotImplementedError
+
+    def _schedule_id(self, group_id: str) -> None:
+        raise NotImplementedError
+
+    # -- ConsumerGroupHeartbeat ----------------------------------------------------------------------
+    def consumer_heartbeat(self, req: ConsumerHeartbeat, now: int, respond: Respond) -> None:
+        try:
+            records, outcome = self._consumer_heartbeat(req, now)
+        except HeartbeatRefused as refused:
+            respond(ConsumerHeartbeatOutcome(refused.error, refused.message, member_id=req.member_id or None,
+                                             member_epoch=req.member_epoch))
+            return
+        finally:
+            self._schedule_id(req.group_id)
+        if not records:
+            respond(outcome)
+            return
+
+        def written(code: ErrorCode) -> None:
+            if code is ErrorCode.NONE:
+                respond(outcome)
+            else:
+                respond(ConsumerHeartbeatOutcome(client_error(code), member_id=outcome.member_id,
+                                                 member_epoch=req.member_epoch))
+
+        self.log.append(self.partition_for(req.group_id), records, now, written)
+
+    def _consumer_heartbeat(self, req: ConsumerHeartbeat, now: int) -> tuple[Records, ConsumerHeartbeatOutcome]:
+        self._validate_heartbeat(req)
+        if req.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
+            return self._consumer_leave(req, now)
+        records: Records = []
+        group = self._consumer_group(req, now, records)
+        data = group.consumer
+        assert data is not None
+        member, is_new = self._member_for(group, data, req, now, records)
+        changed = self._update_member(member, req) or is_new
+        before = self._advance(group, data, member, changed, is_new, req.owned, now, records)
+        full = req.member_epoch == 0 or (req.rebalance_timeout_ms != -1 and req.owned is not None and (
+            req.subscribed_topic_names is not None or req.subscribed_topic_regex is not None))
+        # also when what it says it owns is not what it has (an answer of ours was lost on the way)
+        send_assignment = full or member.assigned != before or (req.owned is not None and member.assigned != req.owned)
+        return records, ConsumerHeartbeatOutcome(
+            ErrorCode.NONE, member_id=member.member_id, member_epoch=member.member_epoch,
+            heartbeat_interval_ms=self.config.consumer_heartbeat_interval_ms,
+            assignment=dict(member.assigned) if send_assignment else None)
+
+    def _advance(self, group: Group, data: ConsumerGroupData, member: ConsumerMember, changed: bool,
+                 is_new: bool, owned: Assignment | None, now: int, records: Records) -> Assignment:
+        """After a member's heartbeat (or a classic member's join): bump the group epoch if its subscription or
+        the subscribed topics changed, compute a new target if the group epoch is ahead, move the member
+        towards its target; the records of what changed go to `records`. Returns what it had assigned before."""
+        member.last_heartbeat_ms = now
+        if changed:
+            records.append(rec.member_record(group.group_id, member))
+        topics = self.topic_metadata()
+        # the subscribed topics change only with a subscription or with the topic table (a new object then)
+        metadata = self._subscription_metadata(data) if changed or data.metadata_source is not topics \
+            else data.subscription_metadata
+        data.metadata_source = topics
+        if changed or metadata != data.subscription_metadata:
+            data.group_epoch += 1
+            data.subscription_metadata = metadata
+            records += rec.epoch_records(group.group_id, data)
+        if data.group_epoch > data.assignment_epoch:
+            records += self._compute_target(group, data, member.server_assignor)
+        before = (member.member_epoch, member.state, member.assigned, member.pending_revocation)
+        self._reconcile(data, member, owned, now)
+        if (member.member_epoch, member.state, member.assigned, member.pending_revocation) != before or is_new:
+            records.append(rec.current_record(group.group_id, member))
+        data.refresh_state()
+        return before[2]
+
+    def _validate_heartbeat(self, req: ConsumerHeartbeat) -> None:
+        def refuse(message: str, error: ErrorCode = ErrorCode.INVALID_REQUEST) -> None:
+            raise HeartbeatRefused(error, message)
+
+        if not self.config.consumer_protocol_enabled:
+            refuse("The consumer group protocol is not enabled on this broker "
+                   "(group.coordinator.rebalance.protocols).", ErrorCode.UNSUPPORTED_VERSION)
+        if not req.group_id:
+            refuse("GroupId can't be empty.")
+        availability = self.availability(req.group_id)
+        if availability is not ErrorCode.NONE:
+            raise HeartbeatRefused(availability)
+        if req.instance_id is not None and not req.instance_id:
+            refuse("InstanceId can't be empty.")
+        if req.rack_id is not None and not req.rack_id:
+            refuse("RackId can't be empty.")
+        if len(req.member_id) > MAX_ID_CHARS or len(req.instance_id or "") > MAX_ID_CHARS:
+            refuse(f"MemberId and InstanceId are at most {MAX_ID_CHARS} characters.")
+        if req.member_epoch == 0:
+            if req.rebalance_timeout_ms <= 0:
+                refuse("RebalanceTimeoutMs must be provided in first request.")
+            if req.owned:
+                refuse("TopicPartitions must be empty when (re-)joining.")
+            if req.subscribed_topic_names is None and req.subscribed_topic_regex is None:
+                refuse("SubscribedTopicNames or SubscribedTopicRegex must be set in first request.")
+        elif req.member_epoch == STATIC_LEAVE_EPOCH:
+            if req.instance_id is None:
+                refuse("InstanceId can't be null.")
+        elif req.member_epoch < STATIC_LEAVE_EPOCH:
+            refuse(f"MemberEpoch {req.member_epoch} is invalid.")
+        if req.member_epoch != 0 and not req.member_id:
+            refuse("MemberId can't be empty.")
+        if req.subscribed_topic_names is not None and len(req.subscribed_topic_names) > MAX_SUBSCRIBED_TOPICS:
+            refuse(f"At most {MAX_SUBSCRIBED_TOPICS} subscribed topic names.")
+        if req.owned is not None and assignment_size(req.owned) > MAX_OWNED_PARTITIONS:
+            refuse(f"At most {MAX_OWNED_PARTITIONS} owned partitions.")
+        if req.server_assignor is not None and req.server_assignor not in self.config.consumer_assignors:
+            refuse(f"ServerAssignor {req.server_assignor} is not supported. Supported assignors: "
+                   f"{', '.join(self.config.consumer_assignors)}.", ErrorCode.UNSUPPORTED_ASSIGNOR)
+        if req.subscribed_topic_regex:
+            try:
+                compile_topic_regex(req.subscribed_topic_regex)
+            except RegexError as exc:
+                refuse(f"SubscribedTopicRegex {req.subscribed_topic_regex[:64]!r} is invalid: {exc}",
+                       ErrorCode.INVALID_REGULAR_EXPRESSION)
+
+    def _consumer_group(self, req: ConsumerHeartbeat, now: int, records: Records) -> Group:
+        group = self.groups.get(req.group_id)
+        if group is None:
+            if req.member_epoch != 0:
+                raise HeartbeatRefused(ErrorCode.UNKNOWN_MEMBER_ID, f"Group {req.group_id} has no member "
+                                       f"{req.member_id}: rejoin with epoch 0.")
+            group = self.groups[req.group_id] = Group(req.group_id, state_timestamp_ms=now, protocol_type="consumer",
+                                                      consumer=ConsumerGroupData())
+        if group.is_(GroupState.DEAD):
+            raise HeartbeatRefused(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        if group.consumer is None and self.can_upgrade(group):
+            if req.member_epoch != 0:
+                raise HeartbeatRefused(ErrorCode.UNKNOWN_MEMBER_ID)
+            group = self.upgrade(group, now, records)  # Kafka's online upgrade: its members stay, as classic members
+        if group.consumer is None:
+            if group.members or group.pending_members or not group.is_(GroupState.EMPTY):
+                raise HeartbeatRefused(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {req.group_id} is not a consumer "
+                                       "group: it has members of the classic protocol that cannot move yet.")
+            # an empty classic group (or one holding only offsets) becomes a consumer group (Kafka's upgrade)
+            group.consumer = ConsumerGroupData()
+            group.protocol_type = "consumer"
+            group.protocol_name = group.leader_id = None
+            group.generation = 0
+            records.append((group_metadata_key(req.group_id), None))
+            log.info("group converted to the consumer protocol", group=req.group_id)
+        return group
+
+    def _member_for(self, group: Group, data: ConsumerGroupData, req: ConsumerHeartbeat, now: int,
+                    records: Records) -> tuple[ConsumerMember, bool]:
+        if req.member_epoch == 0:
+            if req.instance_id is not None and req.instance_id in data.static_members:
+                return self._replace_static(group, data, req, now, records), False
+            existing = data.members.get(req.member_id) if req.member_id else None
+            if existing is not None:
+                # the member rejoins (it was fenced, or restarted with its id): it owns nothing now
+                if existing.instance_id != req.instance_id:
+                    raise HeartbeatRefused(ErrorCode.FENCED_INSTANCE_ID)
+                data.release(existing)
+                existing.assigned, existing.pending_revocation = {}, {}
+                existing.member_epoch, existing.state = 0, MemberState.STABLE
+                return existing, False
+            if len(data.members) >= self.config.consumer_max_size:
+                raise HeartbeatRefused(ErrorCode.GROUP_MAX_SIZE_REACHED,
+                                       f"The consumer group has reached its maximum capacity of "
+                                       f"{self.config.consumer_max_size} members.")
+            member_id = req.member_id or str(uuid.uuid4())
+            member = ConsumerMember(member_id, instance_id=req.instance_id, client_id=req.client_id,
+                                    client_host=req.client_host, last_heartbeat_ms=now)
+            data.members[member_id] = member
+            if req.instance_id is not None:
+                data.static_members[req.instance_id] = member_id
+            return member, True
+        member = data.members.get(req.member_id)
+        if member is None:
+            raise HeartbeatRefused(ErrorCode.UNKNOWN_MEMBER_ID,
+                                   f"Member {req.member_id} is not a member of group {req.group_id}.")
+        if req.instance_id is not None and member.instance_id != req.instance_id:
+            raise HeartbeatRefused(ErrorCode.FENCED_INSTANCE_ID)
+        if req.member_epoch > member.member_epoch or (req.member_epoch < member.member_epoch and (
+                req.member_epoch != member.previous_member_epoch or not _subset(req.owned, member.assigned))):
+            raise HeartbeatRefused(ErrorCode.FENCED_MEMBER_EPOCH,
+                                   f"The member epoch {req.member_epoch} is not the coordinator's "
+                                   f"({member.member_epoch}): abandon every partition and rejoin.")
+        return member, False
+
+    def _replace_static(self, group: Group, data: ConsumerGroupData, req: ConsumerHeartbeat, now: int,
+                        records: Records) -> ConsumerMember:
+        """A static member back after a restart takes over its old slot (epoch, assignment) under its new id."""
+        assert req.instance_id is not None
+        old = data.members[data.static_members[req.instance_id]]
+        if old.member_epoch != STATIC_LEAVE_EPOCH and old.member_id != req.member_id:
+            raise HeartbeatRefused(ErrorCode.UNRELEASED_INSTANCE_ID,
+                                   f"Static member {old.member_id} with instance id {req.instance_id} is "
+                                   "present in the consumer group.")
+        new_id = req.member_id or str(uuid.uuid4())
+        data.release(old)
+        del data.members[old.member_id]
+        if new_id != old.member_id:
+            records += rec.member_tombstones(group.group_id, old.member_id)
+        member = ConsumerMember(
+            new_id, instance_id=req.instance_id, rack_id=old.rack_id, client_id=req.client_id,
+            client_host=req.client_host, subscribed_topic_names=list(old.subscribed_topic_names),
+            subscribed_topic_regex=old.subscribed_topic_regex, rebalance_timeout_ms=old.rebalance_timeout_ms,
+            server_assignor=old.server_assignor, last_heartbeat_ms=now)
+        # it owns nothing yet (it joined with epoch 0): its old target, now free, is its at once
+        data.members[new_id] = member
+        data.static_members[req.instance_id] = new_id
+        target = data.targets.pop(old.member_id, None)
+        if target is not None:
+            data.targets[new_id] = target
+            records += rec.target_records(group.group_id, data, [new_id])
+        records.append(rec.member_record(group.group_id, member))
+        log.info("static member rejoined", group=group.group_id, instance=req.instance_id, member=new_id)
+        return member
+
+    @staticmethod
+    def _update_member(member: ConsumerMember, req: ConsumerHeartbeat) -> bool:
+        """Take the fields the heartbeat set; whether the subscription changed (the group epoch moves)."""
+        changed = False
+        if req.rack_id is not None:
+            member.rack_id = req.rack_id
+        if req.rebalance_timeout_ms > 0:
+            member.rebalance_timeout_ms = req.rebalance_timeout_ms
+        if req.client_id:
+            member.client_id = req.client_id
+        if req.client_host:
+            member.client_host = req.client_host
+        if req.server_assignor is not None and req.server_assignor != member.server_assignor:
+            member.server_assignor = req.server_assignor
+            changed = True
+        if req.subscribed_topic_names is not None:
+            names = sorted(set(req.subscribed_topic_names))
+            if names != sorted(member.subscribed_topic_names):
+                member.subscribed_topic_names = names
+                changed = True
+        if req.subscribed_topic_regex is not None:
+            regex = req.subscribed_topic_regex or None
+            if regex != member.subscribed_topic_regex:
+                member.subscribed_topic_regex = regex
+                changed = True
+        return changed
+
+    # -- target assignment and reconciliation -----------------------------------------------------------
+    def _resolve_regexes(self, data: ConsumerGroupData, topics: TopicMetadata) -> dict[str, set[str]]:
+        resolved: dict[str, set[str]] = {}
+        for member in data.members.values():
+            regex = member.subscribed_topic_regex
+            if regex is None or regex in resolved:
+                continue
+            cached = self._regex_cache.get(regex)
+            if cached is None or cached[0] is not topics:
+                cached = (topics, matching(regex, topics))
+                self._regex_cache[regex] = cached
+            resolved[regex] = cached[1]
+        return resolved
+
+    def _subscriptions(self, data: ConsumerGroupData, topics: TopicMetadata) -> dict[str, set[str]]:
+        resolved = self._resolve_regexes(data, topics)
+        subscriptions: dict[str, set[str]] = {}
+        for member_id, member in data.members.items():
+            names = {n for n in member.subscribed_topic_names if n in topics}
+            if member.subscribed_topic_regex is not None:
+                names |= resolved.get(member.subscribed_topic_regex, set())
+            subscriptions[member_id] = names
+        return subscriptions
+
+    def _subscription_metadata(self, data: ConsumerGroupData) -> dict[str, tuple[uuid.UUID, int]]:
+        topics = self.topic_metadata()
+        names = set().union(*self._subscriptions(data, topics).values()) if data.members else set()
+        return {name: topics[name] for name in sorted(names)}
+
+    def _compute_target(self, group: Group, data: ConsumerGroupData, preferred: str | None) -> Records:
+        topics = self.topic_metadata()
+        name = self._assignor_name(data, preferred)
+        previous = data.targets
+        targets = ASSIGNORS[name](self._subscriptions(data, topics), data.subscription_metadata, previous)
+        changed = [m for m in data.members if targets.get(m, {}) != previous.get(m)]
+        data.targets = {m: targets.get(m, {}) for m in data.members}
+        data.assignment_epoch = data.group_epoch
+        data.assignor = name
+        log.debug("target assignment computed", group=group.group_id, epoch=data.assignment_epoch,
+                  assignor=name, members=len(data.members))
+        return rec.target_records(group.group_id, data, changed)
+
+    def _assignor_name(self, data: ConsumerGroupData, preferred: str | None) -> str:
+        """The assignor most members asked for (ties: the first configured), else the first configured."""
+        votes: dict[str, int] = {}
+        for member in data.members.values():
+            if member.server_assignor in self.config.consumer_assignors:
+                votes[member.server_assignor] = votes.get(member.server_assignor, 0) + 1
+        if not votes:
+            return self.config.consumer_assignors[0]
+        order = list(self.config.consumer_assignors)
+        return max(votes, key=lambda n: (votes[n], -order.index(n)))
+
+    def _reconcile(self, data: ConsumerGroupData, member: ConsumerMember, owned: Assignment | None,
+                   now: int) -> None:
+        was_revoking = member.state is MemberState.UNREVOKED_PARTITIONS
+        if owned and member.pending_revocation:
+            # partitions of a deleted topic cannot be revoked by a client that no longer knows the topic
+            existing = {topic_id for topic_id, _ in self.topic_metadata().values()}
+            owned = {topic: parts for topic, parts in owned.items() if topic in existing}
+        data.release(member)
+        step = reconcile(member, data.assignment_epoch, data.targets.get(member.member_id, {}),
+                         data.owner_epoch, owned)
+        revocation_changed = step.pending_revocation != member.pending_revocation
+        member.member_epoch, member.previous_member_epoch = step.member_epoch, step.previous_member_epoch
+        member.state, member.assigned = step.state, step.assigned
+        member.pending_revocation = step.pending_revocation
+        data.claim(member)
+        if member.state is MemberState.UNREVOKED_PARTITIONS:
+            if not was_revoking or revocation_changed:
+                member.revocation_deadline_ms = now + max(member.rebalance_timeout_ms, 0)
+        else:
+            member.revocation_deadline_ms = -1
+
+    # -- leaving and fencing -----------------------------------------------------------------------
+    def _consumer_leave(self, req: ConsumerHeartbeat, now: int) -> tuple[Records, ConsumerHeartbeatOutcome]:
+        group = self.groups.get(req.group_id)
+        data = group.consumer if group is not None else None
+        if group is None or data is None:
+            raise HeartbeatRefused(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {req.group_id} is not a consumer group.")
+        member = data.members.get(req.member_id)
+        if member is None:
+            raise HeartbeatRefused(ErrorCode.UNKNOWN_MEMBER_ID,
+                                   f"Member {req.member_id} is not a member of group {req.group_id}.")
+        if req.instance_id is not None and member.instance_id != req.instance_id:
+            raise HeartbeatRefused(ErrorCode.FENCED_INSTANCE_ID)
+        outcome = ConsumerHeartbeatOutcome(ErrorCode.NONE, member_id=member.member_id, member_epoch=req.member_epoch,
+                                           heartbeat_interval_ms=0)
+        if req.member_epoch == STATIC_LEAVE_EPOCH:
+            # it keeps its partitions for its session timeout, waiting for its instance to come back
+            member.member_epoch, member.previous_member_epoch = STATIC_LEAVE_EPOCH, member.member_epoch
+            member.last_heartbeat_ms = now
+            return [rec.current_record(group.group_id, member)], outcome
+        return self._remove_consumer_member(group, data, member, "left the group", now), outcome
+
+    if TYPE_CHECKING:  # the conversions between protocols are `mixed_groups.MixedGroups`'s
+        def maybe_downgrade(self, group: Group, now: int) -> Records: ...
+
+        def upgrade(self, group: Group, now: int, records: Records) -> Group: ...
+
+        def can_upgrade(self, group: Group) -> bool: ...
+
+    def _remove_consumer_member(self, group: Group, data: ConsumerGroupData, member: ConsumerMember,
+                                reason: str, now: int) -> Records:
+        log.info("member removed", group=group.group_id, member=member.member_id, reason=reason,
+                 epoch=data.group_epoch)
+        data.release(member)
+        del data.members[member.member_id]
+        data.targets.pop(member.member_id, None)
+        if member.instance_id is not None and data.static_members.get(member.instance_id) == member.member_id:
+            del data.static_members[member.instance_id]
+        records = rec.member_tombstones(group.group_id, member.member_id)
+        data.group_epoch += 1
+        data.subscription_metadata = self._subscription_metadata(data)
+        records += rec.epoch_records(group.group_id, data)
+        if data.members:
+            records += self._compute_target(group, data, None)
+        else:
+            data.targets.clear()
+            data.assignment_epoch = data.group_epoch
+            records += rec.target_records(group.group_id, data, [])
+            group.state_timestamp_ms = max(group.state_timestamp_ms, member.last_heartbeat_ms)
+        data.refresh_state()
+        return records + self.maybe_downgrade(group, now)
+
+    def tick_consumer(self, group: Group, now: int) -> None:
+        """Fence members past their session, or past their revocation deadline."""
+        data = group.consumer
+        if data is None:
+            return
+        records: Records = []
+        for member in list(data.members.values()):
+            if group.consumer is not data:
+                break  # the group became classic (its last consumer-protocol member went)
+            if now >= member.last_heartbeat_ms + self._session_ms(member):
+                records += self._remove_consumer_member(group, data, member, "session timed out", now)
+            elif 0 <= member.revocation_deadline_ms <= now:
+                records += self._remove_consumer_member(group, data, member, "did not revoke its partitions "
+                                                        "within its rebalance timeout", now)
+        if records:
+            self.log.append(self.partition_for(group.group_id), records, now, lambda _code: None)
+
+    def _session_ms(self, member: ConsumerMember) -> int:
+        """A classic member's own session timeout; the broker's for the consumer protocol's members."""
+        if member.classic is not None:
+            return member.classic.session_timeout_ms
+        return self.config.consumer_session_timeout_ms
+
+    def consumer_deadline(self, group: Group) -> int | None:
+        data = group.consumer
+        if data is None:
+            return None
+        deadlines = [m.last_heartbeat_ms + self._session_ms(m) for m in data.members.values()]
+        deadlines += [m.revocation_deadline_ms for m in data.members.values() if m.revocation_deadline_ms >= 0]
+        return min(deadlines, default=None)
+
+    # -- offsets of consumer groups ----------------------------------------------------------------------
+    @staticmethod
+    def consumer_commit_error(data: ConsumerGroupData, member_id: str, member_epoch: int) -> ErrorCode:
+        """Kafka's check of a commit to a consumer group: from outside the group only while it is empty;
+        from a member only at its current epoch (STALE_MEMBER_EPOCH)."""
+        if member_epoch < 0 and not member_id and not data.members:
+            return ErrorCode.NONE
+        member = data.members.get(member_id)
+        if member is None:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        if member_epoch != member.member_epoch:
+            # a classic member's generation is its epoch: it is told as a classic group would tell it
+            return ErrorCode.ILLEGAL_GENERATION if member.classic is not None else ErrorCode.STALE_MEMBER_EPOCH
+        return ErrorCode.NONE
+
+    def fetch_member_error(self, group_id: str, member_id: str | None, member_epoch: int) -> ErrorCode:
+        """OffsetFetch v9 from a member of a consumer group: it must be a member at that epoch (Kafka's
+        check; classic groups and requests naming no member are not checked)."""
+        group = self.groups.get(group_id)
+        data = group.consumer if group is not None else None
+        if data is None or (member_id is None and member_epoch < 0):
+            return ErrorCode.NONE
+        member = data.members.get(member_id or "")
+        if member is None:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        return ErrorCode.NONE if member.member_epoch == member_epoch else ErrorCode.STALE_MEMBER_EPOCH
+
+    def drop_consumer_part(self, group: Group, now: int) -> None:
+        """An empty consumer group taken over by a classic JoinGroup (Kafka's downgrade of an empty group)."""
+        data = group.consumer
+        assert data is not None and not data.members
+        records = rec.group_tombstones(group.group_id, data)
+        group.consumer = None
+        group.protocol_type = None
+        self.log.append(self.partition_for(group.group_id), records, now, lambda _code: None)
+        log.info("group converted to the classic protocol", group=group.group_id)
+
+
+def _subset(owned: Assignment | None, assigned: Assignment) -> bool:
+    if owned is None:
+        return True
+    return all(parts <= assigned.get(topic, frozenset()) for topic, parts in owned.items())

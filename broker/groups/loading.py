@@ -1,0 +1,65 @@
+"""Installing what replaying `__consumer_offsets` found, one partition at a time (a mixin of the coordinator).
+
+Until its partition is in, a group's requests get COORDINATOR_LOAD_IN_PROGRESS (`loading`). A group comes
+back as its last records left it: classic (`restore.restore_group`) or of the consumer protocol
+(`consumer_records.restore_consumer`), with its committed offsets and the pending ones of transactions
+with no marker yet.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from pybroker.broker.groups.consumer_records import ReplayedConsumerGroup, restore_consumer
+from pybroker.broker.groups.group import CommittedOffset, Group
+from pybroker.broker.groups.restore import restore_group
+from pybroker.protocol.messages.coordinator_records import GroupMetadataValue
+
+
+class GroupLoading:
+    groups: dict[str, Group]
+    loading: set[int]
+    txn_groups: dict[int, set[str]]
+    deferred_completions: dict[int, list[tuple[int, bool]]]
+
+    def _schedule(self, group: Group) -> None:
+        raise NotImplementedError
+
+    def complete_transaction(self, offsets_partition: int, producer_id: int, commit: bool) -> None:
+        raise NotImplementedError
+
+    def begin_loading(self, partitions: Iterable[int]) -> None:
+        self.loading.update(partitions)
+
+    def finish_loading(self, partition: int, groups: dict[str, GroupMetadataValue | None],
+                       offsets: dict[str, dict[tuple[str, int], CommittedOffset]], now: int,
+                       pending: dict[str, dict[int, dict[tuple[str, int], CommittedOffset]]] | None = None,
+                       consumer: dict[str, ReplayedConsumerGroup] | None = None) -> None:
+        """Install what replaying one offsets-topic partition found (committed offsets, and the pending
+        ones of transactions with no marker yet); its groups are then served."""
+        pending = pending or {}
+        consumer = {g: c for g, c in (consumer or {}).items() if c.exists}
+        for group_id in set(groups) | set(offsets) | set(pending) | set(consumer):
+            value = groups.get(group_id)
+            group_offsets = offsets.get(group_id, {})
+            group_pending = dict(pending.get(group_id, {}))
+            replayed = consumer.get(group_id)
+            if value is None and not group_offsets and not group_pending and replayed is None:
+                continue
+            group = Group(group_id, state_timestamp_ms=now)
+            group.offsets = dict(group_offsets)
+            group.pending_txn = group_pending
+            for producer_id in group_pending:
+                self.txn_groups.setdefault(producer_id, set()).add(group_id)
+            if replayed is not None:
+                group.protocol_type = "consumer"
+                group.consumer = restore_consumer(replayed, now)
+            elif value is not None:
+                restore_group(group, value, now)
+            else:
+                group.protocol_type = ""
+            self.groups[group_id] = group
+            self._schedule(group)
+        self.loading.discard(partition)
+        for producer_id, commit in self.deferred_completions.pop(partition, []):
+            self.complete_transaction(partition, producer_id, commit)
