@@ -22,10 +22,11 @@ a few milliseconds):
 
 An append that looked the old log up before the swap and waited on the pause gets `LogClosedError` with
 nothing written; the broker's partition layer (`Partition.append`, `append_marker`) then looks the
-partition up again and appends to the moved log. Crash safety is the startup rule (`settle_future_dirs`): a `-future` dir is
-promoted to its partition's dir only when it is marked complete (`future-of.complete`, renamed into place
-at the end of step 1) and no dir of the partition is left (a crash between steps 2 and 3); otherwise it is
-an unfinished copy, or one whose swap had not begun, and is deleted (the move is forgotten: ask again).
+partition up again and appends to the moved log. Crash safety is the startup rule (`settle_future_dirs`):
+a `-future` dir is promoted to its partition's dir only when it is marked complete (`future-of.complete`,
+renamed into place at the end of step 1) and no dir of the partition is left (a crash between steps 2 and
+3); otherwise it is an unfinished copy, or one whose swap had not begun, and is deleted (the move is
+forgotten: ask again).
 `-delete` dirs are removed at startup, as for deleted topics.
 """
 
