@@ -141,6 +141,7 @@ def state(tmp_path: Path) -> Iterator[BrokerState]:
     try:
         yield broker_state
     finally:
+        broker_state.cleaner.shutdown()  # before the logs close under it (as the app does): no thread left
         broker_state.logs.shutdown()
 
 
