@@ -152,7 +152,7 @@ class BrokerApp:
         def offline(directory: Path, exc: BaseException) -> None:
             # fetches long-polling that dir's partitions answer now (KAFKA_STORAGE_ERROR), not at max wait
             keys = [(log.topic, log.partition) for log in logs.logs() if logs.dir_of(log.topic, log.partition) == directory]
-            loop.call_soon_threadsafe(lambda: [self.state.purgatory.notify(key) for key in keys])
+            loop.call_soon_threadsafe(lambda: [self.state.replicas.notify(key) for key in keys])
             if all(d in logs.offline_dirs for d in logs.dirs):
                 loop.call_soon_threadsafe(self._all_dirs_offline)
 
@@ -188,7 +188,7 @@ class BrokerApp:
             server.close()
         # in-flight requests finish: long polls answer now with what they have, fsync waits complete,
         # members waiting in JoinGroup/SyncGroup are told to find their coordinator again
-        self.state.purgatory.wake_all()
+        self.state.replicas.wake_all()
         await self.state.transactions.stop()
         await self.state.groups.stop()
         in_flight = [entry.result for conn in self.state.connections for entry in conn.pending
