@@ -30,6 +30,9 @@ class Client:
         self.epoch = 0
         self.held: Assignment = {}
         self.joined = False
+        #: the coordinator has a member of this id (a fenced client rejoins under the same id, and its
+        #: member stays until it leaves or its session ends)
+        self.known = False
 
 
 class ReconciliationModel(RuleBasedStateMachine):
@@ -48,7 +51,7 @@ class ReconciliationModel(RuleBasedStateMachine):
             return
         assert error is ErrorCode.NONE, answer
         client.epoch = answer.member_epoch  # type: ignore[attr-defined]
-        client.joined = True
+        client.joined = client.known = True
         if answer.assignment is not None:  # type: ignore[attr-defined]
             client.held = {t: p for t, p in answer.assignment.items() if p}  # type: ignore[attr-defined]
 
@@ -81,7 +84,7 @@ class ReconciliationModel(RuleBasedStateMachine):
     def leave(self, data: st.DataObject) -> None:
         if self.clients:
             client = data.draw(st.sampled_from(sorted(self.clients.values(), key=lambda c: c.member_id)))
-            if client.joined:
+            if client.known:  # a closing client leaves even when fenced (it has not rejoined yet)
                 self.now += 1
                 heartbeat(self.co, self.now, client.member_id, -1)
             del self.clients[client.member_id]
