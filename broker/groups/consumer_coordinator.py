@@ -478,14 +478,19 @@ class ConsumerGroups:
 
     # -- offsets of consumer groups ----------------------------------------------------------------------
     @staticmethod
-    def consumer_commit_error(data: ConsumerGroupData, member_id: str, member_epoch: int) -> ErrorCode:
-        """Kafka's check of a commit to a consumer group: from outside the group only while it is empty;
-        from a member only at its current epoch (STALE_MEMBER_EPOCH)."""
-        if member_epoch < 0 and not member_id and not data.members:
+    def consumer_commit_error(data: ConsumerGroupData, member_id: str, member_epoch: int,
+                              api_version: int | None = None) -> ErrorCode:
+        """Kafka's check of a commit to a consumer group: from outside the group (a negative epoch: a tool, a
+        consumer without group management) only while it has no member; from a member only at its current
+        epoch (STALE_MEMBER_EPOCH). A consumer-protocol member's OffsetCommit (`api_version`; None for
+        TxnOffsetCommit, which is not checked) must be v9+, the first to carry the member epoch."""
+        if member_epoch < 0 and not data.members:
             return ErrorCode.NONE
         member = data.members.get(member_id)
         if member is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
+        if api_version is not None and api_version < 9 and member.classic is None:
+            return ErrorCode.UNSUPPORTED_VERSION
         if member_epoch != member.member_epoch:
             # a classic member's generation is its epoch: it is told as a classic group would tell it
             return ErrorCode.ILLEGAL_GENERATION if member.classic is not None else ErrorCode.STALE_MEMBER_EPOCH
