@@ -32,6 +32,7 @@ from pybroker.broker.groups.consumer_group import (
     assignment_size,
 )
 from pybroker.broker.groups.consumer_outcomes import ConsumerHeartbeat, ConsumerHeartbeatOutcome
+from pybroker.broker.groups.consumer_snapshot import ConsumerUndo
 from pybroker.broker.groups.consumer_state_machine import MemberState
 from pybroker.broker.groups.group import Group
 from pybroker.broker.groups.group_log import GroupLog, Records, client_error
@@ -71,6 +72,7 @@ class ConsumerGroups:
     groups: dict[str, Group]
     new_member_id: Callable[[str], str]
     topic_metadata: Callable[[], TopicMetadata]
+    consumer_undo: ConsumerUndo
     #: regex -> (the topic table it was resolved against, the names it matched)
     _regex_cache: dict[str, tuple[object, set[str]]]
 
@@ -85,6 +87,7 @@ class ConsumerGroups:
 
     # -- ConsumerGroupHeartbeat ----------------------------------------------------------------------
     def consumer_heartbeat(self, req: ConsumerHeartbeat, now: int, respond: Respond) -> None:
+        before = self.consumer_undo.take(self.groups, req.group_id, req.member_id)
         try:
             records, outcome = self._consumer_heartbeat(req, now)
         except HeartbeatRefused as refused:
@@ -101,6 +104,10 @@ class ConsumerGroups:
             if code is ErrorCode.NONE:
                 respond(outcome)
             else:
+                if self.consumer_undo.restore(self.groups, before):  # Kafka reverts to what was written
+                    log.warning("group change undone: its records were not written", group=req.group_id,
+                                error=code.name)
+                    self._schedule_id(req.group_id)
                 respond(ConsumerHeartbeatOutcome(client_error(code), member_id=outcome.member_id,
                                                  member_epoch=req.member_epoch))
 

@@ -28,6 +28,7 @@ from pybroker.broker.groups.consumer_group import (
     ConsumerGroupData,
     ConsumerMember,
 )
+from pybroker.broker.groups.consumer_snapshot import ConsumerUndo
 from pybroker.broker.groups.consumer_state_machine import MemberState
 from pybroker.broker.groups.group import Group, Member
 from pybroker.broker.groups.group_log import GroupLog, Records, client_error
@@ -91,8 +92,12 @@ class MixedGroups:
     groups: dict[str, Group]
     topic_metadata: Callable[[], TopicMetadata]
     new_member_id: Callable[[str], str]
+    consumer_undo: ConsumerUndo
 
     def partition_for(self, group_id: str) -> int:
+        raise NotImplementedError
+
+    def _schedule_id(self, group_id: str) -> None:
         raise NotImplementedError
 
     def _advance(self, group: Group, data: ConsumerGroupData, member: ConsumerMember, changed: bool,
@@ -137,6 +142,7 @@ class MixedGroups:
             return
         _, subscription = parsed
         member_id = req.member_id
+        before = self.consumer_undo.take(self.groups, group.group_id, member_id)
         if member_id == UNKNOWN_MEMBER_ID:
             if len(data.members) >= self.config.consumer_max_size:
                 respond(JoinOutcome(ErrorCode.GROUP_MAX_SIZE_REACHED))
@@ -174,6 +180,10 @@ class MixedGroups:
             return
 
         def written(code: ErrorCode) -> None:
+            if code is not ErrorCode.NONE and self.consumer_undo.restore(self.groups, before):
+                log.warning("group change undone: its records were not written", group=group.group_id,
+                            error=code.name)
+                self._schedule_id(group.group_id)
             respond(outcome if code is ErrorCode.NONE else JoinOutcome(client_error(code), member_id=member_id))
 
         self.log.append(self.partition_for(group.group_id), records, now, written)
