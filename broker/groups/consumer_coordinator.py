@@ -275,29 +275,38 @@ class ConsumerGroups:
         """A static member back after a restart takes over its old slot (epoch, assignment) under its new id."""
         assert req.instance_id is not None
         old = data.members[data.static_members[req.instance_id]]
-        if old.member_epoch != STATIC_LEAVE_EPOCH and old.member_id != req.member_id:
+        # a classic static member is replaced at once (Kafka checks the release only between two of this protocol)
+        if old.classic is None and old.member_epoch != STATIC_LEAVE_EPOCH and old.member_id != req.member_id:
             raise HeartbeatRefused(ErrorCode.UNRELEASED_INSTANCE_ID,
                                    f"Static member {old.member_id} with instance id {req.instance_id} is "
                                    "present in the consumer group.")
-        new_id = req.member_id or str(uuid.uuid4())
+        member = ConsumerMember(
+            req.member_id or str(uuid.uuid4()), instance_id=req.instance_id, rack_id=old.rack_id,
+            client_id=req.client_id, client_host=req.client_host,
+            subscribed_topic_names=list(old.subscribed_topic_names), subscribed_topic_regex=old.subscribed_topic_regex,
+            rebalance_timeout_ms=old.rebalance_timeout_ms, server_assignor=old.server_assignor, last_heartbeat_ms=now)
+        return self._take_static_slot(group, data, old, member, records)
+
+    @staticmethod
+    def _take_static_slot(group: Group, data: ConsumerGroupData, old: ConsumerMember, member: ConsumerMember,
+                          records: Records) -> ConsumerMember:
+        """`member` (a new object, joining with epoch 0) replaces the static member `old` of its instance id:
+        `old` goes, its partitions freed, and its target becomes `member`'s."""
+        assert member.instance_id is not None
         data.release(old)
         del data.members[old.member_id]
-        if new_id != old.member_id:
+        if member.member_id != old.member_id:
             records += rec.member_tombstones(group.group_id, old.member_id)
-        member = ConsumerMember(
-            new_id, instance_id=req.instance_id, rack_id=old.rack_id, client_id=req.client_id,
-            client_host=req.client_host, subscribed_topic_names=list(old.subscribed_topic_names),
-            subscribed_topic_regex=old.subscribed_topic_regex, rebalance_timeout_ms=old.rebalance_timeout_ms,
-            server_assignor=old.server_assignor, last_heartbeat_ms=now)
         # it owns nothing yet (it joined with epoch 0): its old target, now free, is its at once
-        data.members[new_id] = member
-        data.static_members[req.instance_id] = new_id
+        data.members[member.member_id] = member
+        data.static_members[member.instance_id] = member.member_id
         target = data.targets.pop(old.member_id, None)
         if target is not None:
-            data.targets[new_id] = target
-            records += rec.target_records(group.group_id, data, [new_id])
+            data.targets[member.member_id] = target
+            records += rec.target_records(group.group_id, data, [member.member_id])
         records.append(rec.member_record(group.group_id, member))
-        log.info("static member rejoined", group=group.group_id, instance=req.instance_id, member=new_id)
+        log.info("static member rejoined", group=group.group_id, instance=member.instance_id,
+                 member=member.member_id, replaced=old.member_id)
         return member
 
     @staticmethod

@@ -402,7 +402,7 @@ class GroupCoordinator(ConsumerGroups, MixedGroups, OffsetCommits, GroupLoading)
             return error
         group = self.groups.get(group_id)
         if group is not None and group.consumer is not None:
-            return self.classic_heartbeat_consumer_group(group, member_id, generation, now)
+            return self.classic_heartbeat_consumer_group(group, member_id, generation, now, instance_id)
         error = self._member_error(group, member_id, instance_id, generation)
         if error is not ErrorCode.NONE:
             return error

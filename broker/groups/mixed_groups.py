@@ -108,6 +108,11 @@ class MixedGroups:
                                 reason: str, now: int) -> Records:
         raise NotImplementedError
 
+    @staticmethod
+    def _take_static_slot(group: Group, data: ConsumerGroupData, old: ConsumerMember, member: ConsumerMember,
+                          records: Records) -> ConsumerMember:
+        raise NotImplementedError
+
     def _prepare_rebalance(self, group: Group, now: int) -> None:
         raise NotImplementedError
 
@@ -136,32 +141,18 @@ class MixedGroups:
         data = group.consumer
         assert data is not None
         parsed = parse_subscription(req.protocols[0][1]) if req.protocols else None
-        if req.protocol_type != PROTOCOL_TYPE or parsed is None or req.group_instance_id is not None:
-            # static classic members in a consumer group are not served (docs/skipped-features.md)
+        if req.protocol_type != PROTOCOL_TYPE or parsed is None:
             respond(JoinOutcome(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id=req.member_id))
             return
         _, subscription = parsed
-        member_id = req.member_id
-        before = self.consumer_undo.take(self.groups, group.group_id, member_id)
-        if member_id == UNKNOWN_MEMBER_ID:
-            if len(data.members) >= self.config.consumer_max_size:
-                respond(JoinOutcome(ErrorCode.GROUP_MAX_SIZE_REACHED))
-                return
-            member_id = self.new_member_id(req.client_id)
-            if req.require_known_member_id:
-                respond(JoinOutcome(ErrorCode.MEMBER_ID_REQUIRED, member_id=member_id))
-                return
-        member = data.members.get(member_id)
-        is_new = member is None
-        if member is None:
-            if len(data.members) >= self.config.consumer_max_size:
-                respond(JoinOutcome(ErrorCode.GROUP_MAX_SIZE_REACHED, member_id=member_id))
-                return
-            member = ConsumerMember(member_id, last_heartbeat_ms=now)
-            data.members[member_id] = member
-        elif member.classic is None:  # the id of a consumer-protocol member
-            respond(JoinOutcome(ErrorCode.UNKNOWN_MEMBER_ID, member_id=member_id))
+        before = self.consumer_undo.take(self.groups, group.group_id, req.member_id)
+        records: Records = []
+        found = self._joining_member(group, data, req, now, records)
+        if isinstance(found, JoinOutcome):
+            respond(found)
             return
+        member, is_new = found
+        member_id = member.member_id
         info = ClassicMemberInfo(req.session_timeout_ms, list(req.protocols))
         topics = sorted(set(subscription.topics))
         changed = is_new or topics != member.subscribed_topic_names or (
@@ -171,7 +162,6 @@ class MixedGroups:
         member.rebalance_timeout_ms = req.rebalance_timeout_ms
         member.subscribed_topic_names = topics
         owned = self._by_name([(o.topic, list(o.partitions)) for o in subscription.owned_partitions])
-        records: Records = []
         self._advance(group, data, member, changed, is_new, owned, now, records)
         outcome = JoinOutcome(ErrorCode.NONE, member_id, member.member_epoch, PROTOCOL_TYPE, req.protocols[0][0], "")
 
@@ -188,10 +178,54 @@ class MixedGroups:
 
         self.log.append(self.partition_for(group.group_id), records, now, written)
 
+    def _joining_member(self, group: Group, data: ConsumerGroupData, req: JoinRequest, now: int,
+                        records: Records) -> tuple[ConsumerMember, bool] | JoinOutcome:
+        """The member a classic JoinGroup is (and whether it is new), or the answer refusing it. As Kafka 4: an
+        unknown dynamic member is handed an id (MEMBER_ID_REQUIRED) it is not held to; a static member
+        (group.instance.id) joining without an id takes its instance's slot from whoever holds it, and rejoins
+        under that id only (UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID)."""
+        instance = req.group_instance_id
+        unknown = req.member_id == UNKNOWN_MEMBER_ID
+        member_id = self.new_member_id(req.client_id) if unknown else req.member_id
+        if member_id not in data.members and len(data.members) >= self.config.consumer_max_size:
+            return JoinOutcome(ErrorCode.GROUP_MAX_SIZE_REACHED, member_id=req.member_id)
+        if unknown and req.require_known_member_id and instance is None:
+            return JoinOutcome(ErrorCode.MEMBER_ID_REQUIRED, member_id=member_id)
+        static_id = data.static_members.get(instance) if instance is not None else None
+        if instance is not None and not unknown:
+            if static_id is None:
+                return JoinOutcome(ErrorCode.UNKNOWN_MEMBER_ID, member_id=member_id)
+            if static_id != member_id:
+                return JoinOutcome(ErrorCode.FENCED_INSTANCE_ID, member_id=member_id)
+        member = data.members.get(member_id)
+        if member is not None:
+            if member.classic is None:  # the id of a consumer-protocol member
+                return JoinOutcome(ErrorCode.UNKNOWN_MEMBER_ID, member_id=member_id)
+            return member, False
+        member = ConsumerMember(member_id, instance_id=instance, last_heartbeat_ms=now)
+        if static_id is not None:
+            old = data.members[static_id]
+            member.rack_id = old.rack_id
+            self._take_static_slot(group, data, old, member, records)
+            return member, False  # its member record is written; its own changes follow
+        data.members[member_id] = member
+        if instance is not None:
+            data.static_members[instance] = member_id
+        return member, True
+
     # -- SyncGroup, Heartbeat, LeaveGroup ---------------------------------------------------------------
-    def _classic_member(self, group: Group, member_id: str, generation: int) -> tuple[ErrorCode, ConsumerMember | None]:
+    def _classic_member(self, group: Group, member_id: str, generation: int, instance_id: str | None = None
+                        ) -> tuple[ErrorCode, ConsumerMember | None]:
         data = group.consumer
-        member = data.members.get(member_id) if data is not None else None
+        if data is None:
+            return ErrorCode.UNKNOWN_MEMBER_ID, None
+        if instance_id is not None:  # Kafka finds a static member by its instance id, then checks the member id
+            static_id = data.static_members.get(instance_id)
+            if static_id is None:
+                return ErrorCode.UNKNOWN_MEMBER_ID, None
+            if static_id != member_id:
+                return ErrorCode.FENCED_INSTANCE_ID, None
+        member = data.members.get(member_id)
         if member is None or member.classic is None:
             return ErrorCode.UNKNOWN_MEMBER_ID, None
         if generation != member.member_epoch:
@@ -199,7 +233,7 @@ class MixedGroups:
         return ErrorCode.NONE, member
 
     def classic_sync_consumer_group(self, group: Group, req: SyncRequest, now: int) -> SyncOutcome:
-        error, member = self._classic_member(group, req.member_id, req.generation)
+        error, member = self._classic_member(group, req.member_id, req.generation, req.group_instance_id)
         if member is None or member.classic is None:
             return SyncOutcome(error)
         name = member.classic.protocols[0][0]
@@ -213,9 +247,9 @@ class MixedGroups:
         return SyncOutcome(ErrorCode.NONE, PROTOCOL_TYPE, name,
                            version.to_bytes(_VERSION_BYTES, "big", signed=True) + assignment.encode(version))
 
-    def classic_heartbeat_consumer_group(self, group: Group, member_id: str, generation: int, now: int
-                                         ) -> ErrorCode:
-        error, member = self._classic_member(group, member_id, generation)
+    def classic_heartbeat_consumer_group(self, group: Group, member_id: str, generation: int, now: int,
+                                         instance_id: str | None = None) -> ErrorCode:
+        error, member = self._classic_member(group, member_id, generation, instance_id)
         if member is None:
             return error
         member.last_heartbeat_ms = now
@@ -231,7 +265,16 @@ class MixedGroups:
         assert data is not None
         codes: list[ErrorCode] = []
         records: Records = []
-        for member_id, _instance in leaving:
+        for member_id, instance in leaving:
+            if instance is not None:  # by instance id; an admin's removal names no member id (Kafka's rule)
+                static_id = data.static_members.get(instance)
+                if static_id is None:
+                    codes.append(ErrorCode.UNKNOWN_MEMBER_ID)
+                    continue
+                if member_id != UNKNOWN_MEMBER_ID and member_id != static_id:
+                    codes.append(ErrorCode.FENCED_INSTANCE_ID)
+                    continue
+                member_id = static_id
             member = data.members.get(member_id)
             if member is None or member.classic is None:
                 codes.append(ErrorCode.UNKNOWN_MEMBER_ID)
@@ -253,7 +296,7 @@ class MixedGroups:
         if group.consumer is not None or group.protocol_type != PROTOCOL_TYPE or not group.is_(GroupState.STABLE) \
                 or len(group.members) > self.config.consumer_max_size:
             return False
-        return all(m.join_waiter is None and m.sync_waiter is None and m.group_instance_id is None
+        return all(m.join_waiter is None and m.sync_waiter is None
                    and parse_subscription(m.metadata_for(group.protocol_name)) is not None
                    and parse_assignment(m.assignment) is not None for m in group.members.values())
 
@@ -266,7 +309,7 @@ class MixedGroups:
             assert parsed is not None and assignment is not None
             protocols = [(name, meta) for name, meta in m.protocols]
             member = ConsumerMember(
-                m.member_id, client_id=m.client_id, client_host=m.client_host,
+                m.member_id, instance_id=m.group_instance_id, client_id=m.client_id, client_host=m.client_host,
                 subscribed_topic_names=sorted(set(parsed[1].topics)), rebalance_timeout_ms=m.rebalance_timeout_ms,
                 member_epoch=group.generation, last_heartbeat_ms=now,
                 classic=ClassicMemberInfo(m.session_timeout_ms, protocols))
@@ -275,6 +318,8 @@ class MixedGroups:
             member.assigned = {t: frozenset(p for p in parts if data.owner_epoch(t, p) == -1)
                                for t, parts in member.assigned.items()}
             data.members[m.member_id] = member
+            if m.group_instance_id is not None:
+                data.static_members[m.group_instance_id] = m.member_id
             data.targets[m.member_id] = dict(member.assigned)
             data.claim(member)
             records.append(rec.member_record(group.group_id, member))
@@ -306,8 +351,10 @@ class MixedGroups:
         for m in data.members.values():
             assert m.classic is not None
             group.members[m.member_id] = Member(
-                m.member_id, None, m.client_id, m.client_host, m.classic.session_timeout_ms,
+                m.member_id, m.instance_id, m.client_id, m.client_host, m.classic.session_timeout_ms,
                 max(m.rebalance_timeout_ms, 0), PROTOCOL_TYPE, list(m.classic.protocols), last_heartbeat_ms=now)
+            if m.instance_id is not None:
+                group.static_members[m.instance_id] = m.member_id
         group.leader_id = next(iter(group.members))
         group.protocol_name = group.select_protocol() if group.candidate_protocols() else None
         self._prepare_rebalance(group, now)

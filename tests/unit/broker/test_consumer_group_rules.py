@@ -126,3 +126,68 @@ def test_a_failed_write_undoes_a_leave() -> None:
                                             "client", "/h"), 3, box)
     log.release(E.KAFKA_STORAGE_ERROR)
     assert state_of(co) == before
+
+
+def static_join(co, member_id: str, instance: str, now: int):  # type: ignore[no-untyped-def]
+    box = Box()
+    co.join(JoinRequest("g", member_id, instance, "classic-client", "/h", 10_000, 10_000, "consumer",
+                        [("range", subscription(["t1"]))], True), now, box)
+    return box.answers[0]
+
+
+def test_a_static_classic_member_joins_a_consumer_group() -> None:
+    co, _, _ = make()
+    heartbeat(co, 0, "c1", topics=["t1"])
+    joined = static_join(co, "", "i1", 1)  # a static member needs no MEMBER_ID_REQUIRED round
+    assert joined.error is E.NONE and joined.member_id
+    data = co.groups["g"].consumer
+    assert data.static_members["i1"] == joined.member_id and data.members[joined.member_id].classic is not None
+    again = static_join(co, joined.member_id, "i1", 2)
+    assert again.error is E.NONE and again.member_id == joined.member_id
+    assert static_join(co, "made-up", "i1", 3).error is E.FENCED_INSTANCE_ID
+    assert static_join(co, "made-up", "i9", 3).error is E.UNKNOWN_MEMBER_ID
+    assert co.heartbeat("g", again.generation, "other", "i1", 4) is E.FENCED_INSTANCE_ID
+    assert co.heartbeat("g", again.generation, joined.member_id, "i1", 4) in (E.NONE, E.REBALANCE_IN_PROGRESS)
+
+
+def test_a_restarted_static_classic_member_takes_its_slot_back() -> None:
+    co, _, _ = make()
+    heartbeat(co, 0, "c1", topics=["t1"])
+    first = static_join(co, "", "i1", 1)
+    data = co.groups["g"].consumer
+    target = data.targets[first.member_id]
+    restarted = static_join(co, "", "i1", 2)  # a new process, same instance id, no member id
+    assert restarted.error is E.NONE and restarted.member_id != first.member_id
+    assert first.member_id not in data.members and data.static_members["i1"] == restarted.member_id
+    assert data.targets[restarted.member_id] == target
+    assert static_join(co, first.member_id, "i1", 3).error is E.FENCED_INSTANCE_ID
+
+
+def test_a_static_classic_member_leaves_by_its_instance_id() -> None:
+    co, _, _ = make()
+    heartbeat(co, 0, "c1", topics=["t1"])
+    joined = static_join(co, "", "i1", 1)
+    _, codes = co.leave("g", [("someone-else", "i1"), ("", "i9"), ("", "i1")], 2)
+    assert codes == [E.FENCED_INSTANCE_ID, E.UNKNOWN_MEMBER_ID, E.NONE]
+    assert joined.member_id not in co.groups["g"].consumer.members
+    assert "i1" not in co.groups["g"].consumer.static_members
+
+
+def test_a_consumer_protocol_static_member_replaces_a_classic_one() -> None:
+    co, _, _ = make()
+    heartbeat(co, 0, "c1", topics=["t1"])
+    joined = static_join(co, "", "i1", 1)
+    answer = heartbeat(co, 2, "n1", topics=["t1"], instance="i1")
+    assert answer.error is E.NONE
+    data = co.groups["g"].consumer
+    assert data.static_members["i1"] == "n1" and joined.member_id not in data.members
+
+
+def test_static_members_survive_the_downgrade() -> None:
+    co, _, _ = make()
+    heartbeat(co, 0, "c1", topics=["t1"])
+    joined = static_join(co, "", "i1", 1)
+    heartbeat(co, 2, "c1", -1)
+    group = co.groups["g"]
+    assert group.consumer is None and group.static_members == {"i1": joined.member_id}
+    assert group.members[joined.member_id].group_instance_id == "i1"
