@@ -91,6 +91,8 @@ class ConsumerGroups:
         try:
             records, outcome = self._consumer_heartbeat(req, now)
         except HeartbeatRefused as refused:
+            if self.consumer_undo.converted(self.groups, before):  # refused after converting the group: undone
+                self.consumer_undo.restore(self.groups, before, written=False)
             respond(ConsumerHeartbeatOutcome(refused.error, refused.message, member_id=req.member_id or None,
                                              member_epoch=req.member_epoch))
             return

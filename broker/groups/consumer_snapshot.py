@@ -71,8 +71,16 @@ class ConsumerUndo:
             snap.member = (member, copy.copy(member))
         return snap
 
-    def restore(self, groups: dict[str, Group], snap: Snapshot) -> bool:
-        """Put the group back as `snap` saw it; False when it is not undone (see the module docstring)."""
+    @staticmethod
+    def converted(groups: dict[str, Group], snap: Snapshot) -> bool:
+        """Whether the group changed protocol since `snap` (a refused request must not leave that behind)."""
+        current = groups.get(snap.group_id)
+        return snap.group is not None and (current is not snap.group or current.consumer is not snap.data)
+
+    def restore(self, groups: dict[str, Group], snap: Snapshot, *, written: bool = True) -> bool:
+        """Put the group back as `snap` saw it; False when it is not undone (see the module docstring).
+        `written`: the change's records went to the log (False: a request refused after changing the group
+        wrote nothing, so changes made after it are not undone with it)."""
         if snap.sequence < self._undone_at.get(snap.group_id, -1):
             return False
         current = groups.get(snap.group_id)
@@ -90,9 +98,10 @@ class ConsumerUndo:
                 setattr(snap.group, name, value)
             if snap.data is not None:
                 _restore_data(snap)
-        if len(self._undone_at) >= MAX_MARKS:
-            self._undone_at.clear()
-        self._undone_at[snap.group_id] = next(self._sequence)
+        if written:
+            if len(self._undone_at) >= MAX_MARKS:
+                self._undone_at.clear()
+            self._undone_at[snap.group_id] = next(self._sequence)
         return True
 
 

@@ -10,9 +10,10 @@ ConsumerProtocolAssignment; its Heartbeat answers REBALANCE_IN_PROGRESS while it
 it rejoins and moves on, the partitions it gives up reaching others only once its rejoin no longer lists
 them. Nobody is the classic leader: no client computes an assignment.
 
-Conversions: a classic group whose members all use protocol type "consumer", Stable with no request
-waiting, becomes a consumer group when a consumer-protocol member joins (each member keeps its
-assignment as its current one, at the group's generation); a consumer group whose last consumer-protocol
+Conversions: a classic group whose members all use protocol type "consumer" and have an assignment to keep
+becomes a consumer group when a consumer-protocol member joins, whatever its state (each member keeps its
+assignment as its current one, at the group's generation; a rebalance in progress is abandoned, its
+waiting members told to rejoin); a consumer group whose last consumer-protocol
 member leaves while classic members remain becomes a classic group, the classic members asked to rejoin.
 """
 
@@ -290,14 +291,17 @@ class MixedGroups:
 
     # -- conversions -----------------------------------------------------------------------------------
     def can_upgrade(self, group: Group) -> bool:
-        """A classic group of consumers, Stable, nobody waiting, every subscription readable."""
+        """Kafka's rule: the migration policy allows it, the group's members are consumers (protocol type
+        "consumer") and not more than a consumer group may hold, and every member's subscription and last
+        assignment can be read (a member that joined during a rebalance has none yet: not until it synced).
+        The classic group's state does not matter: a rebalance in progress is abandoned, its waiting members
+        told REBALANCE_IN_PROGRESS so they rejoin the consumer group."""
         if self.config.consumer_migration_policy not in ("upgrade", "bidirectional"):
             return False
-        if group.consumer is not None or group.protocol_type != PROTOCOL_TYPE or not group.is_(GroupState.STABLE) \
-                or len(group.members) > self.config.consumer_max_size:
+        if group.consumer is not None or group.protocol_type != PROTOCOL_TYPE or not group.members \
+                or group.is_(GroupState.DEAD) or len(group.members) > self.config.consumer_max_size:
             return False
-        return all(m.join_waiter is None and m.sync_waiter is None
-                   and parse_subscription(m.metadata_for(group.protocol_name)) is not None
+        return all(parse_subscription(m.metadata_for(group.protocol_name)) is not None
                    and parse_assignment(m.assignment) is not None for m in group.members.values())
 
     def upgrade(self, group: Group, now: int, records: Records) -> Group:
@@ -336,6 +340,13 @@ class MixedGroups:
         self.groups[group.group_id] = converted
         data.refresh_state()
         log.info("group converted to the consumer protocol", group=group.group_id, members=len(data.members))
+        for m in group.members.values():  # an abandoned rebalance: they rejoin, as members of the consumer group
+            join, sync = m.join_waiter, m.sync_waiter
+            m.join_waiter = m.sync_waiter = None
+            if join is not None:
+                join(JoinOutcome(ErrorCode.REBALANCE_IN_PROGRESS, member_id=m.member_id))
+            if sync is not None:
+                sync(SyncOutcome(ErrorCode.REBALANCE_IN_PROGRESS))
         return converted
 
     def maybe_downgrade(self, group: Group, now: int) -> Records:

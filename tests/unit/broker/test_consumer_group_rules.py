@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pybroker.broker.groups.outcomes import CommitRequest, JoinRequest, OffsetToCommit
 from pybroker.protocol.errors import ErrorCode
-from tests.unit.broker.consumer_kit import heartbeat, make
+from tests.unit.broker.consumer_kit import T1, heartbeat, make
 from tests.unit.broker.test_group_coordinator import Box
 from tests.unit.broker.test_mixed_groups import join, subscription
 
@@ -191,3 +191,73 @@ def test_static_members_survive_the_downgrade() -> None:
     group = co.groups["g"]
     assert group.consumer is None and group.static_members == {"i1": joined.member_id}
     assert group.members[joined.member_id].group_instance_id == "i1"
+
+
+def stable_classic_group(co):  # type: ignore[no-untyped-def]
+    from pybroker.broker.groups.outcomes import SyncRequest
+    from pybroker.protocol.messages.consumer_protocol import (
+        AssignedTopicPartition,
+        ConsumerProtocolAssignment,
+    )
+    box = Box()
+    co.join(JoinRequest("g", "", None, "old", "/h", 10_000, 10_000, "consumer",
+                        [("range", subscription(["t1"]))], False), 0, box)
+    joined = box.answers[0]
+    assignment = (0).to_bytes(2, "big") + ConsumerProtocolAssignment(
+        assigned_partitions=[AssignedTopicPartition(topic="t1", partitions=[0, 1, 2, 3])]).encode(0)
+    synced = Box()
+    co.sync(SyncRequest("g", joined.generation, joined.member_id, None, "consumer", "range",
+                        {joined.member_id: assignment}), 1, synced)
+    assert synced.answers[0].error is E.NONE
+    return joined
+
+
+def classic_join(co, member_id: str, now: int, topics: list[str] | None = None) -> Box:  # type: ignore[no-untyped-def]
+    box = Box()
+    co.join(JoinRequest("g", member_id, None, "old", "/h", 10_000, 10_000, "consumer",
+                        [("range", subscription(topics or ["t1"]))], False), now, box)
+    return box
+
+
+def classic_sync(co, member_id: str, generation: int, now: int, parts: dict[str, list[int]]) -> Box:  # type: ignore[no-untyped-def]
+    from pybroker.broker.groups.outcomes import SyncRequest
+    from pybroker.protocol.messages.consumer_protocol import (
+        AssignedTopicPartition,
+        ConsumerProtocolAssignment,
+    )
+    assignments = {m: (0).to_bytes(2, "big") + ConsumerProtocolAssignment(assigned_partitions=[
+        AssignedTopicPartition(topic="t1", partitions=p)]).encode(0) for m, p in parts.items()}
+    box = Box()
+    co.sync(SyncRequest("g", generation, member_id, None, "consumer", "range", assignments), now, box)
+    return box
+
+
+def test_a_rebalancing_classic_group_is_upgraded_and_its_waiting_members_told_to_rejoin() -> None:
+    co, _, _ = make(initial_rebalance_delay_ms=0)
+    a = stable_classic_group(co).member_id
+    b_join = classic_join(co, "", 2)
+    # b has no assignment yet: Kafka cannot read one, and does not upgrade
+    assert heartbeat(co, 3, "new", topics=["t1"]).error is E.GROUP_ID_NOT_FOUND
+    assert co.groups["g"].consumer is None and not b_join.answered
+    a_join = classic_join(co, a, 4)
+    b = b_join.answers[0].member_id
+    generation = a_join.answers[0].generation
+    classic_sync(co, b, generation, 5, {})
+    classic_sync(co, a, generation, 5, {a: [0, 1], b: [2, 3]})
+    assert co.groups["g"].state_name == "Stable"
+    # a rejoins (a new subscription): the group rebalances, a waits for b
+    waiting = classic_join(co, a, 6, ["t1", "t2"])
+    assert co.groups["g"].state_name == "PreparingRebalance" and not waiting.answered
+    answer = heartbeat(co, 7, "new", topics=["t1"])
+    assert answer.error is E.NONE
+    group = co.groups["g"]
+    assert group.consumer is not None and set(group.consumer.members) == {a, b, "new"}
+    assert waiting.answers[0].error is E.REBALANCE_IN_PROGRESS
+    assert group.consumer.members[b].assigned == {T1: frozenset({2, 3})}
+
+
+def test_a_refused_heartbeat_leaves_no_converted_group_behind() -> None:
+    co, _, _ = make(initial_rebalance_delay_ms=0, consumer_max_size=1)
+    stable_classic_group(co)
+    assert heartbeat(co, 2, "new", topics=["t1"]).error is E.GROUP_MAX_SIZE_REACHED
+    assert co.groups["g"].consumer is None and co.groups["g"].state_name == "Stable"
