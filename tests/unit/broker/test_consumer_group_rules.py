@@ -261,3 +261,18 @@ def test_a_refused_heartbeat_leaves_no_converted_group_behind() -> None:
     stable_classic_group(co)
     assert heartbeat(co, 2, "new", topics=["t1"]).error is E.GROUP_MAX_SIZE_REACHED
     assert co.groups["g"].consumer is None and co.groups["g"].state_name == "Stable"
+
+
+def test_a_classic_member_id_is_not_remembered_as_in_kafka() -> None:
+    """Kafka 4's classicGroupJoinToConsumerGroup hands out an id with MEMBER_ID_REQUIRED and then creates a
+    member for whatever id a JoinGroup carries: there are no pending members in a consumer group."""
+    co, _, _ = make()
+    heartbeat(co, 0, "c1", topics=["t1"])
+    box = Box()
+    co.join(JoinRequest("g", "", None, "classic-client", "/h", 10_000, 10_000, "consumer",
+                        [("range", subscription(["t1"]))], True), 1, box)
+    assert box.answers[0].error is E.MEMBER_ID_REQUIRED and box.answers[0].member_id
+    made_up = Box()
+    co.join(JoinRequest("g", "made-up", None, "classic-client", "/h", 10_000, 10_000, "consumer",
+                        [("range", subscription(["t1"]))], True), 2, made_up)
+    assert made_up.answers[0].error is E.NONE and "made-up" in co.groups["g"].consumer.members
