@@ -336,6 +336,9 @@ class ConsumerGroups:
             if regex != member.subscribed_topic_regex:
                 member.subscribed_topic_regex = regex
                 changed = True
+            if req.topic_filter != member.topic_filter:  # another principal or host: what it may see changes
+                member.topic_filter = req.topic_filter
+                changed = changed or regex is not None
         return changed
 
     # -- target assignment and reconciliation -----------------------------------------------------------
@@ -354,11 +357,21 @@ class ConsumerGroups:
 
     def _subscriptions(self, data: ConsumerGroupData, topics: TopicMetadata) -> dict[str, set[str]]:
         resolved = self._resolve_regexes(data, topics)
+        #: (principal and host, regex) -> the matched topics that principal may describe
+        filtered: dict[tuple[tuple[str, str], str], set[str]] = {}
         subscriptions: dict[str, set[str]] = {}
         for member_id, member in data.members.items():
             names = {n for n in member.subscribed_topic_names if n in topics}
-            if member.subscribed_topic_regex is not None:
-                names |= resolved.get(member.subscribed_topic_regex, set())
+            regex = member.subscribed_topic_regex
+            if regex is not None:
+                matched = resolved.get(regex, set())
+                allowed = member.topic_filter
+                if allowed is not None:
+                    key = (allowed.key, regex)
+                    if key not in filtered:
+                        filtered[key] = {t for t in matched if allowed.allowed(t)}
+                    matched = filtered[key]
+                names |= matched
             subscriptions[member_id] = names
         return subscriptions
 

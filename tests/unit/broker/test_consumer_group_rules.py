@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pybroker.broker.groups.outcomes import CommitRequest, JoinRequest, OffsetToCommit
 from pybroker.protocol.errors import ErrorCode
-from tests.unit.broker.consumer_kit import T1, heartbeat, make
+from tests.unit.broker.consumer_kit import T1, T2, heartbeat, make
 from tests.unit.broker.test_group_coordinator import Box
 from tests.unit.broker.test_mixed_groups import join, subscription
 
@@ -276,3 +276,25 @@ def test_a_classic_member_id_is_not_remembered_as_in_kafka() -> None:
     co.join(JoinRequest("g", "made-up", None, "classic-client", "/h", 10_000, 10_000, "consumer",
                         [("range", subscription(["t1"]))], True), 2, made_up)
     assert made_up.answers[0].error is E.NONE and "made-up" in co.groups["g"].consumer.members
+
+
+def regex_heartbeat(co, now: int, member: str, regex: str, hidden: set[str], principal: str = "User:alice"):  # type: ignore[no-untyped-def]
+    from pybroker.broker.groups.consumer_outcomes import ConsumerHeartbeat
+    from pybroker.broker.groups.topic_regex import TopicFilter
+    box = Box()
+    co.consumer_heartbeat(ConsumerHeartbeat(
+        "g", member, 0, None, None, 30_000, [], regex, None, {}, "client", "/h",
+        TopicFilter((principal, "h"), lambda topic: topic not in hidden)), now, box)
+    return box.answers[0]
+
+
+def test_a_regex_brings_only_the_topics_the_member_may_describe() -> None:
+    co, _, _ = make()
+    answer = regex_heartbeat(co, 0, "m1", "t.*", hidden={"t2"})
+    assert answer.error is E.NONE and set(answer.assignment) == {T1}
+    # another principal allowed to see both gets t2 (and shares t1)
+    other = regex_heartbeat(co, 1, "m2", "t.*", hidden=set(), principal="User:bob")
+    data = co.groups["g"].consumer
+    assert set(data.subscription_metadata) == {"t1", "t2"}
+    assert T2 in data.targets["m2"] and T2 not in data.targets["m1"]
+    assert other.error is E.NONE
