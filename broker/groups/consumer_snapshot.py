@@ -10,7 +10,8 @@ owns which partition from the members. The cost is a few dict copies per change,
 
 Writes complete in order: once a change is undone, every later change to that group made before the undo
 is gone with it, so their own failures (which follow) restore nothing (`_undone_at`). A change that
-turned the group into a classic group (the downgrade, which schedules a classic rebalance) is not undone.
+turned the group into a classic group (the downgrade, which schedules a classic rebalance) is not undone,
+nor is a group deleted meanwhile brought back.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from dataclasses import dataclass, fields
 
 from pybroker.broker.groups.consumer_group import ConsumerGroupData, ConsumerMember
 from pybroker.broker.groups.group import Group
+from pybroker.broker.groups.state_machine import GroupState
 
 _GROUP_FIELDS = ("state", "state_timestamp_ms", "generation", "protocol_type", "protocol_name", "leader_id",
                  "consumer")
@@ -84,6 +86,9 @@ class ConsumerUndo:
         if snap.sequence < self._undone_at.get(snap.group_id, -1):
             return False
         current = groups.get(snap.group_id)
+        if snap.group is not None and (current is None or current.is_(GroupState.DEAD)
+                                       or snap.group.is_(GroupState.DEAD)):
+            return False  # deleted meanwhile: it stays deleted
         if current is not None and current.consumer is None and snap.data is not None:
             return False  # it became a classic group (a downgrade): not undone
         if snap.group is None:

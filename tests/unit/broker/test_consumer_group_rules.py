@@ -298,3 +298,19 @@ def test_a_regex_brings_only_the_topics_the_member_may_describe() -> None:
     assert set(data.subscription_metadata) == {"t1", "t2"}
     assert T2 in data.targets["m2"] and T2 not in data.targets["m1"]
     assert other.error is E.NONE
+
+
+def test_a_group_deleted_while_its_write_was_in_flight_stays_deleted() -> None:
+    from pybroker.broker.groups.consumer_outcomes import ConsumerHeartbeat
+    co, log, _ = make()
+    first = heartbeat(co, 0, "m1", topics=["t1"])
+    log.hold = True
+    box = Box()
+    co.consumer_heartbeat(ConsumerHeartbeat("g", "m1", -1, None, None, -1, None, None, None, None,
+                                            "client", "/h"), 1, box)
+    deleted = Box()
+    co.delete_groups(["g"], 2, deleted)
+    log.release(E.KAFKA_STORAGE_ERROR)
+    assert "g" not in co.groups
+    log.hold = False
+    assert heartbeat(co, 3, "m1", first.member_epoch).error is E.UNKNOWN_MEMBER_ID
