@@ -116,7 +116,6 @@ class MixedGroups:
 
     def _prepare_rebalance(self, group: Group, now: int) -> None:
         raise NotImplementedError
-
     def _persist_group(self, group: Group, now: int, done: Callable[[ErrorCode], None],
                        assignments: dict[str, bytes] | None = None) -> None:
         raise NotImplementedError
@@ -148,6 +147,8 @@ class MixedGroups:
         _, subscription = parsed
         before = self.consumer_undo.take(self.groups, group.group_id, req.member_id)
         records: Records = []
+        replaced = data.members.get(data.static_members.get(req.group_instance_id or "", "")) \
+            if req.member_id == UNKNOWN_MEMBER_ID else None
         found = self._joining_member(group, data, req, now, records)
         if isinstance(found, JoinOutcome):
             respond(found)
@@ -164,6 +165,9 @@ class MixedGroups:
         member.subscribed_topic_names = topics
         owned = self._by_name([(o.topic, list(o.partitions)) for o in subscription.owned_partitions])
         self._advance(group, data, member, changed, is_new, owned, now, records)
+        if replaced is not None and replaced.classic is None:
+            # it took the slot of the last consumer-protocol member: the group turns classic (Kafka's downgrade)
+            records += self.maybe_downgrade(group, now)
         outcome = JoinOutcome(ErrorCode.NONE, member_id, member.member_epoch, PROTOCOL_TYPE, req.protocols[0][0], "")
 
         if not records:  # a rejoin that changed nothing: nothing to write

@@ -314,3 +314,18 @@ def test_a_group_deleted_while_its_write_was_in_flight_stays_deleted() -> None:
     assert "g" not in co.groups
     log.hold = False
     assert heartbeat(co, 3, "m1", first.member_epoch).error is E.UNKNOWN_MEMBER_ID
+
+
+def test_a_static_classic_member_replacing_the_last_consumer_member_turns_the_group_classic() -> None:
+    co, _, _ = make()
+    heartbeat(co, 0, "c1", topics=["t1"])
+    classic = join(co, "", 1).member_id
+    heartbeat(co, 2, "s1", topics=["t1"], instance="i1")
+    heartbeat(co, 3, "c1", -1)
+    assert co.groups["g"].consumer is not None  # s1 still speaks the consumer protocol
+    joined = static_join(co, "", "i1", 4)
+    assert joined.error is E.NONE
+    group = co.groups["g"]
+    assert group.consumer is None and group.group_type == "classic"
+    assert set(group.members) == {classic, joined.member_id}
+    assert group.static_members == {"i1": joined.member_id}
