@@ -11,7 +11,8 @@ PYTEST_ARGS ?=
 # two stamps: `make run` needs only the broker (.venv/.installed-broker); tests, lint and the Spark
 # connector need the extras too (.venv/.installed, which implies the other)
 BROKER_STAMP := $(VENV)/.installed-broker
-SOURCES_OF_INSTALL := pyproject.toml setup.py protocol/records/record_walk.py broker/spark/_arrow_records.c
+# the compiled modules' sources (setup.py's table) are among them: a changed source rebuilds its extension
+SOURCES_OF_INSTALL := pyproject.toml setup.py $(wildcard protocol/*.py protocol/records/*.py protocol/messages/*.py) broker/spark/_arrow_records.c
 
 $(BROKER_STAMP): $(SOURCES_OF_INSTALL) | cc
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -27,7 +28,7 @@ $(STAMP): $(SOURCES_OF_INSTALL) | cc
 
 install: $(STAMP)
 
-# the install compiles the record walk with mypyc: a C compiler and the Python headers
+# the install compiles the hot modules (setup.py) with mypyc: a C compiler and the Python headers
 cc:
 	@command -v cc >/dev/null 2>&1 && $(PYTHON) -c "import os, sys, sysconfig; \
 	  sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()['include'], 'Python.h')))" || \
@@ -75,8 +76,11 @@ docs: $(STAMP)
 check-gen: $(STAMP)
 	$(PY) -m pybroker.protocol.codegen --check
 
+# BENCH_QUICK=1: a quick subset (about 2.5 minutes); BENCH_ARGS: bench/run.py's options (--processes, --repeats, ...)
+BENCH_QUICK ?=
+BENCH_ARGS ?=
 bench: $(STAMP)
-	$(PY) bench/run.py
+	BENCH_QUICK=$(BENCH_QUICK) $(PY) bench/run.py $(BENCH_ARGS)
 
 # the long fuzzing campaign (docs/fuzzing.md): FUZZ_ARGS="--seed S --start N" resumes one;
 # FUZZ_ENGINE=atheris runs coverage-guided libFuzzer instead (installed on first use)

@@ -1,22 +1,29 @@
-"""Compiles the record walk (`protocol/records/record_walk.py`) with mypyc, and the Spark reader's record
-decoder (`broker/spark/_arrow_records.c`, a small hand-written C extension); everything else is in pyproject.toml.
+"""Compiles the hot modules (`COMPILED_MODULES`: codecs, record batches, the record walk) with mypyc, and
+the Spark reader's record decoder (`broker/spark/_arrow_records.c`, a small hand-written C extension).
 
-The source folders install under other names (`protocol/` is `pybroker.protocol`), and mypyc names a
-module after its path, so the walk is compiled from a copy placed at its installed name
-(`build/mypyc-src/pybroker/protocol/records/record_walk.py`); setuptools then puts the extension where
-the package dir mapping says (`protocol/records/` for an editable install, the wheel's
-`pybroker/protocol/records/` otherwise). Python prefers the extension to the .py beside it.
+Everything else is in pyproject.toml. The source folders install under other names (`protocol/` is
+`pybroker.protocol`), and mypyc names a module after its path, so the source folders are copied to
+their installed names (`build/mypyc-src/pybroker/protocol/...`, so that mypy also finds what the compiled
+modules import) and the table's modules are compiled from those copies; setuptools then puts each
+extension where the package dir mapping says (`protocol/...` for an editable install, the wheel's
+`pybroker/protocol/...` otherwise). Python prefers an extension to the .py beside it.
 
-`PYBROKER_PURE_PYTHON=1` skips compiling: the same .py then runs as plain Python. So does a failed
-compile (no C compiler, say), with a warning: the broker is slower on produce, never broken, and says
-at startup which walk it runs (a unit test fails when the compiled one is missing unexpectedly). The
-C decoder has a pure-Python twin (`broker/spark/arrow_records_py.py`) for the same cases.
+Each module is its own extension (mypyc's separate mode): the C files compile in parallel, one per
+core, and calls between the modules stay native. Each compiled copy is stamped with the SHA-256 of the
+source it was made from (`BUILT_FROM_SHA256`), so the package can tell an extension older than its
+source (`pybroker.protocol.compiled`).
+
+`PYBROKER_PURE_PYTHON=1` skips compiling: the same .py files then run as plain Python. So does a failed
+compile (no C compiler, say), with a warning: the broker is slower, never broken, and says at startup
+which modules run compiled (a unit test fails when the compiled ones are missing unexpectedly).
+The C decoder has a pure-Python twin (`broker/spark/arrow_records_py.py`) for the same cases.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -24,28 +31,57 @@ from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
 HERE = Path(__file__).resolve().parent
-#: (source path, installed module) of each module mypyc compiles
-COMPILED_MODULES = (("protocol/records/record_walk.py", "pybroker.protocol.records.record_walk"),)
+#: each module mypyc compiles, one row per module (installed name; its source follows from the package
+#: dir mapping below). The generated messages compiled are the hot APIs': the rest stay pure Python.
+COMPILED_MODULES = (
+    "pybroker.protocol.primitives",
+    "pybroker.protocol.message",
+    "pybroker.protocol.framing",
+    "pybroker.protocol.records.batch",
+    "pybroker.protocol.records.varint",
+    "pybroker.protocol.records.record",
+    "pybroker.protocol.records.record_walk",
+    "pybroker.protocol.records.validate",
+    "pybroker.protocol.messages.headers",
+    "pybroker.protocol.messages.api_versions",
+    "pybroker.protocol.messages.produce",
+    "pybroker.protocol.messages.fetch",
+    "pybroker.protocol.messages.metadata",
+    "pybroker.protocol.messages.list_offsets",
+    "pybroker.protocol.messages.offset_commit",
+    "pybroker.protocol.messages.offset_fetch",
+    "pybroker.protocol.messages.heartbeat",
+)
+#: installed package prefix -> source folder (pyproject.toml's [tool.setuptools.package-dir])
+SOURCE_DIRS = {"pybroker.protocol": "protocol", "pybroker.broker": "broker", "pybroker.storage": "storage",
+               "pybroker.config": "config"}
 STAGING = Path("build") / "mypyc-src"
 #: (C source, installed module) of each hand-written C extension; like the mypyc ones, optional
 C_EXTENSIONS = (("broker/spark/_arrow_records.c", "pybroker.broker.spark._arrow_records"),)
 
 
+def _source_of(module: str) -> Path:
+    for prefix, folder in SOURCE_DIRS.items():
+        if module.startswith(prefix + "."):
+            return Path(folder, *module[len(prefix) + 1 :].split(".")).with_suffix(".py")
+    raise ValueError(f"{module}: not in a source folder")
+
+
 def _staged_sources() -> list[str]:
-    """Copies of the compiled modules at paths that spell their installed names (relative paths: mypyc
-    bakes the path into the generated C, and a relative one keeps builds reproducible), each stamped
-    with the SHA-256 of the source it was made from (`BUILT_FROM_SHA256`)."""
+    """The source folders copied under their installed names (relative paths: mypyc bakes the path into
+    the generated C, and a relative one keeps builds reproducible); the compiled ones stamped with the
+    SHA-256 of their source. Returns the compiled copies' paths."""
+    shutil.rmtree(STAGING, ignore_errors=True)
+    for prefix, folder in SOURCE_DIRS.items():
+        shutil.copytree(folder, STAGING.joinpath(*prefix.split(".")),
+                        ignore=shutil.ignore_patterns("__pycache__", "*.so", "static"))
+    (STAGING / "pybroker" / "__init__.py").touch()
     paths = []
-    for source, module in COMPILED_MODULES:
-        target = STAGING.joinpath(*module.split(".")).with_suffix(".py")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        for package in target.parents:
-            if package == STAGING:
-                break
-            (package / "__init__.py").touch()
-        text = (HERE / source).read_bytes()
+    for module in COMPILED_MODULES:
+        text = _source_of(module).read_bytes()
         digest = hashlib.sha256(text).hexdigest()  # lets the package notice an extension older than its source
-        target.write_bytes(text + f'\nBUILT_FROM_SHA256: Final = "{digest}"\n'.encode())
+        target = STAGING.joinpath(*module.split(".")).with_suffix(".py")
+        target.write_bytes(text + f'\nBUILT_FROM_SHA256: str = "{digest}"\n'.encode())
         paths.append(str(target))
     return paths
 
@@ -53,15 +89,27 @@ def _staged_sources() -> list[str]:
 def _extensions() -> list:
     if os.environ.get("PYBROKER_PURE_PYTHON", "") not in ("", "0"):
         return []
-    from mypyc.build import mypycify
-
     os.chdir(HERE)
     hand_written = [Extension(module, [source], extra_compile_args=["-O2"]) for source, module in C_EXTENSIONS]
-    return [*mypycify(_staged_sources(), opt_level="3", target_dir=str(Path("build") / "mypyc-c")), *hand_written]
+    try:
+        from mypyc.build import mypycify
+
+        compiled = mypycify(["--ignore-missing-imports", *_staged_sources()], opt_level="3", separate=True,
+                            target_dir=str(Path("build") / "mypyc-c"))
+    except (Exception, SystemExit) as exc:  # mypyc exits on a type error: install pure Python, say why
+        _warn(exc)
+        compiled = []
+    return [*compiled, *hand_written]
 
 
 class _OptionalBuildExt(build_ext):
-    """Build the compiled walk if this machine can; otherwise install the pure-Python one and say so."""
+    """Build the compiled modules if this machine can (one C compile per core); otherwise install the
+    pure-Python ones and say so."""
+
+    def finalize_options(self) -> None:
+        super().finalize_options()
+        if not self.parallel:
+            self.parallel = os.cpu_count() or 1
 
     def run(self) -> None:
         try:

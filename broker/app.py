@@ -22,6 +22,7 @@ from pybroker.broker.metrics.service import MetricsService, log_dirs_problem
 from pybroker.broker.resource_limits import apply_partition_limits, raise_open_file_limit
 from pybroker.broker.state import BrokerState
 from pybroker.config.broker_config import BrokerConfig
+from pybroker.protocol import compiled
 from pybroker.protocol.records import records_check
 
 log = get_logger("pybroker.app")
@@ -68,7 +69,9 @@ class BrokerApp:
         self.listeners = listeners = Listeners(self.config)
         log.info("starting", node_id=self.state.node_id, config=self.config.effective(),
                  explicitly_set=sorted(self.config.explicit), unknown_config_keys=sorted(self.config.unknown),
-                 record_walk=records_check.WALK_IMPLEMENTATION)
+                 record_walk=records_check.WALK_IMPLEMENTATION, compiled_modules=compiled.compiled())
+        if compiled.stale():  # an extension older than its source runs old code until a reinstall
+            log.warning("compiled modules built from another source: reinstall", modules=compiled.stale())
         if self.config.unknown:  # a typo in server.properties deserves its own line, not a field in a long one
             log.warning("unknown config keys ignored", keys=sorted(self.config.unknown))
         limits = raise_open_file_limit()
@@ -149,7 +152,7 @@ class BrokerApp:
         def offline(directory: Path, exc: BaseException) -> None:
             # fetches long-polling that dir's partitions answer now (KAFKA_STORAGE_ERROR), not at max wait
             keys = [(log.topic, log.partition) for log in logs.logs() if logs.dir_of(log.topic, log.partition) == directory]
-            loop.call_soon_threadsafe(lambda: [self.state.purgatory.notify(key) for key in keys])
+            loop.call_soon_threadsafe(lambda: [self.state.replicas.notify(key) for key in keys])
             if all(d in logs.offline_dirs for d in logs.dirs):
                 loop.call_soon_threadsafe(self._all_dirs_offline)
 
@@ -185,7 +188,7 @@ class BrokerApp:
             server.close()
         # in-flight requests finish: long polls answer now with what they have, fsync waits complete,
         # members waiting in JoinGroup/SyncGroup are told to find their coordinator again
-        self.state.purgatory.wake_all()
+        self.state.replicas.wake_all()
         await self.state.transactions.stop()
         await self.state.groups.stop()
         in_flight = [entry.result for conn in self.state.connections for entry in conn.pending

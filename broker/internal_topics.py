@@ -15,7 +15,7 @@ from pybroker.protocol.records.batch import BatchHeader, iter_batches
 from pybroker.storage.errors import TopicExistsError
 
 if TYPE_CHECKING:
-    from pybroker.broker.state import BrokerState
+    from pybroker.broker.partitions.coordinator_partitions import CoordinatorPartitions
     from pybroker.storage.log import Log
 
 log = get_logger("pybroker.internal_topics")
@@ -28,22 +28,24 @@ class InternalTopic:
     """An internal compacted topic, created the first time it is needed (`ensure`, blocking: run it in a
     thread, since creating 50 partitions touches many files)."""
 
-    def __init__(self, state: BrokerState, name: str, *, partitions_key: str, segment_bytes_key: str,
+    def __init__(self, partitions: CoordinatorPartitions, name: str, *, partitions_key: str, segment_bytes_key: str,
                  compression: str) -> None:
-        self.state = state
+        #: all a coordinator's writer may touch: its topic's partitions, the config and the clock
+        self.partitions = partitions
         self.name = name
-        self.num_partitions = int(state.config.get(partitions_key))
-        self._configs = {"cleanup.policy": "compact", "segment.bytes": str(state.config.get(segment_bytes_key)),
+        config = partitions.config
+        self.num_partitions = int(config.get(partitions_key))
+        self._configs = {"cleanup.policy": "compact", "segment.bytes": str(config.get(segment_bytes_key)),
                          "compression.type": compression}
 
     def exists(self) -> bool:
-        return self.state.logs.topics().get(self.name) is not None
+        return self.partitions.topic(self.name) is not None
 
     def ensure(self) -> None:
         if self.exists():
             return
         try:
-            self.state.logs.create_topic(self.name, self.num_partitions, dict(self._configs))
+            self.partitions.create_topic(self.name, self.num_partitions, dict(self._configs))
         except TopicExistsError:
             return
         log.info("created internal topic", topic=self.name, partitions=self.num_partitions)

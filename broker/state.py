@@ -1,4 +1,4 @@
-"""Everything the handlers share: config, storage, topics, the fetch purgatory, ids and the clock.
+"""Everything the handlers share: config, storage, topics, the partition layer, ids and the clock.
 
 One object, built at startup and passed to each request's context, so handlers have no globals and
 tests can build a state over a tmp dir.
@@ -17,7 +17,8 @@ from pybroker.broker.dynamic_configs import DynamicBrokerConfigs
 from pybroker.broker.groups.service import GroupService
 from pybroker.broker.log_cleaner import build_cleaner, cleaner_settings, follow_dynamic_configs
 from pybroker.broker.metrics.traffic import TopicTraffic
-from pybroker.broker.purgatory import Purgatory
+from pybroker.broker.partitions.coordinator_partitions import CoordinatorPartitions
+from pybroker.broker.partitions.manager import ReplicaManager
 from pybroker.broker.security.authorizer import Authorizer
 from pybroker.broker.security.quota_store import FILE_NAME as QUOTA_FILE
 from pybroker.broker.security.quotas import ClientQuotas
@@ -57,15 +58,18 @@ class BrokerState:
         self.dynamic_configs = DynamicBrokerConfigs(config, self.logs)
         self.cleaner = build_cleaner(config, self.logs, clock_ms)
         self.logs.moves.hold_cleaning = self.cleaner.held_off  # no clean of a partition while a move swaps it
-        self.purgatory = Purgatory()
         self.fetch_sessions = fetch_sessions.from_config(config)  # KIP-227 incremental fetch sessions
         self.traffic = TopicTraffic()  # per-topic bytes and messages, for the metrics
+        #: the partition layer handlers append, read and wait through (Kafka's ReplicaManager)
+        self.replicas = ReplicaManager(self.logs, self.traffic)
+        #: where delayed operations (fetch long-polls, ...) watch partitions: the replicas' purgatory
+        self.purgatory = self.replicas.purgatory
         self.connections: set[Any] = set()
         self.guard = ConnectionGuard(config)  # request memory, connection limits and timeouts
         #: listener name -> the (host, port) its clients are told (advertised.listeners, else listeners)
         self.advertised = config.advertised_addresses()
         self._producer_ids: ProducerIdBlock | None = None
-        self.groups = GroupService(self)
+        self.groups = GroupService(CoordinatorPartitions(config, clock_ms, self.replicas))
         #: the transaction coordinator (`__transaction_state`, markers, timeouts)
         self.transactions = TransactionService(self)
         #: the ACL authorizer, or None when `authorizer.class.name` is not set (nothing is checked)

@@ -2,6 +2,9 @@
 
 Generated modules fill `_DECODERS` / `_ENCODERS` with their flat per-version functions; this class turns
 any low-level failure into `DecodeError` and refuses versions we have no codec for.
+
+It may be compiled (setup.py) while some generated modules are not: those subclass it as interpreted
+classes, which a compiled class must allow explicitly (`mypyc_attr`).
 """
 
 from __future__ import annotations
@@ -9,9 +12,12 @@ from __future__ import annotations
 import struct
 from typing import Any, ClassVar, Self
 
+from mypy_extensions import mypyc_attr
+
 from pybroker.protocol.primitives import DecodeError, UnsupportedVersion, materialize
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class ApiMessage:
     __slots__ = ()
     API_KEY: ClassVar[int | None] = None

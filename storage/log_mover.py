@@ -21,11 +21,12 @@ a few milliseconds):
    fsync is answered at once, reads already handed out keep its open files) and its dir removed.
 
 An append that looked the old log up before the swap and waited on the pause gets `LogClosedError` with
-nothing written; produce, the offsets topic and the transaction markers then look the partition up again
-and append to the moved log. Crash safety is the startup rule (`settle_future_dirs`): a `-future` dir is
-promoted to its partition's dir only when it is marked complete (`future-of.complete`, renamed into place
-at the end of step 1) and no dir of the partition is left (a crash between steps 2 and 3); otherwise it is
-an unfinished copy, or one whose swap had not begun, and is deleted (the move is forgotten: ask again).
+nothing written; the broker's partition layer (`Partition.append`, `append_marker`) then looks the
+partition up again and appends to the moved log. Crash safety is the startup rule (`settle_future_dirs`):
+a `-future` dir is promoted to its partition's dir only when it is marked complete (`future-of.complete`,
+renamed into place at the end of step 1) and no dir of the partition is left (a crash between steps 2 and
+3); otherwise it is an unfinished copy, or one whose swap had not begun, and is deleted (the move is
+forgotten: ask again).
 `-delete` dirs are removed at startup, as for deleted topics.
 """
 

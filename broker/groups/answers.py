@@ -1,43 +1,56 @@
-"""Turning the coordinator's callbacks into a handler's result: the response now, or an awaitable of it.
+"""Turning the coordinator's callbacks into a handler's result: the response now, or a pure wait for it.
 
 Most group requests are answered at once; a JoinGroup waits for the join phase, a SyncGroup for the
 leader's assignment, a commit for its fsync. `answer` runs the coordinator call and returns the built
-response if the callback already fired, else a pure wait (`waiting`): the coordinator's state already
-changed, so the connection may start its next request while this answer waits.
+response if the callback already fired, else a pure wait (`waiting`) on a `DelayedOperation`, the broker's
+one deferred-response primitive: the coordinator's state already changed, so the connection may start its
+next request while this answer waits; the coordinator's callback completes the operation, and a closed
+connection abandons it (a callback that comes later is ignored).
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Generic, TypeVar
 
 from pybroker.broker.dispatch import Waiting, waiting
+from pybroker.broker.partitions.delayed import DelayedOperation
 
 T = TypeVar("T")
 R = TypeVar("R")
 
 
+class CoordinatorAnswer(DelayedOperation[R], Generic[T, R]):
+    """Complete when the coordinator calls back (the first call wins), with `build(its outcome)`."""
+
+    __slots__ = ("_build", "_outcome", "_responded")
+
+    def __init__(self, build: Callable[[T], R]) -> None:
+        super().__init__()
+        self._build = build
+        self._outcome: T | None = None
+        self._responded = False
+
+    def respond(self, outcome: T) -> None:
+        """The coordinator's callback."""
+        if not self._responded:
+            self._responded = True
+            self._outcome = outcome
+            self.try_complete()
+
+    def ready(self) -> bool:
+        return self._responded
+
+    def answer(self) -> R:
+        return self._build(self._outcome)  # type: ignore[arg-type]
+
+
 def answer(start: Callable[[Callable[[T], None]], None], build: Callable[[T], R]) -> R | Waiting:
-    ready: list[T] = []
-    future: asyncio.Future[T] | None = None
-
-    def respond(outcome: T) -> None:
-        if future is None:
-            ready.append(outcome)
-        elif not future.done():
-            future.set_result(outcome)
-
-    start(respond)
-    if ready:
-        return build(ready[0])
-    future = asyncio.get_running_loop().create_future()
-
-    async def wait() -> R:
-        assert future is not None
-        return build(await future)
-
-    return waiting(wait())
+    operation: CoordinatorAnswer[T, R] = CoordinatorAnswer(build)
+    start(operation.respond)
+    if operation.done:
+        return operation.value
+    return waiting(operation.future())
 
 
 def client_host(peer: str) -> str:

@@ -1,8 +1,8 @@
 """`__consumer_offsets` on disk: created on first use, written durably, and replayed at startup.
 
-The coordinator's `GroupLog`: each write becomes one record batch appended to the group's partition,
-and its completion callback runs only after the flusher has fsynced that batch (the same group commit as
-an acks=all produce), so a commit is never acknowledged before it would survive a crash. A
+The coordinator's `GroupLog`: each write becomes one record batch appended to the group's partition
+through the partition layer, and its completion callback runs only after the flusher has fsynced that
+batch (the same delayed append as an acks=all produce), so a commit is never acknowledged before it would survive a crash. A
 TxnOffsetCommit's batch is transactional, under the producer's id and epoch, as Kafka's coordinator
 writes it; the transaction's commit or abort marker follows it in the same partition.
 
@@ -16,16 +16,15 @@ coordinator completes it after the restart by writing the marker).
 from __future__ import annotations
 
 import asyncio
-from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pybroker.broker.flush_wait import flushed
 from pybroker.broker.groups.consumer_records import ReplayedConsumerGroup
 from pybroker.broker.groups.group import CommittedOffset
 from pybroker.broker.groups.group_log import NOT_WRITTEN, Done, Producer, Records
 from pybroker.broker.internal_topics import InternalTopic, batches_of
 from pybroker.broker.logs import get_logger
+from pybroker.broker.partitions.partition import ACKS_ALL, AppendOutcome
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.messages.coordinator_records import GroupMetadataValue, OffsetCommitValue
 from pybroker.protocol.offsets_topic_records import ConsumerRecord, GroupRecord, OffsetRecord, decode_record
@@ -33,11 +32,11 @@ from pybroker.protocol.primitives import DecodeError
 from pybroker.protocol.records.batch import BatchHeader, RecordsError, parse_header
 from pybroker.protocol.records.control import read_marker
 from pybroker.protocol.records.record import Record, build_batch, decode_records
-from pybroker.storage.errors import LogClosedError, ProducerStateError, StorageError
+from pybroker.storage.errors import StorageError
 from pybroker.storage.producer_state import INT32_MAX
 
 if TYPE_CHECKING:
-    from pybroker.broker.state import BrokerState
+    from pybroker.broker.partitions.coordinator_partitions import CoordinatorPartitions
     from pybroker.storage.log import Log
 
 log = get_logger("pybroker.groups")
@@ -140,8 +139,8 @@ def replay(partition_log: Log) -> ReplayedPartition:
 class OffsetsTopic(InternalTopic):
     """The coordinator's writer; creates the topic with Kafka's settings the first time it is needed."""
 
-    def __init__(self, state: BrokerState) -> None:
-        super().__init__(state, OFFSETS_TOPIC, partitions_key="offsets.topic.num.partitions",
+    def __init__(self, partitions: CoordinatorPartitions) -> None:
+        super().__init__(partitions, OFFSETS_TOPIC, partitions_key="offsets.topic.num.partitions",
                          segment_bytes_key="offsets.topic.segment.bytes", compression="producer")
 
     def append(self, partition: int, records: Records, now_ms: int, done: Done, *,
@@ -153,38 +152,24 @@ class OffsetsTopic(InternalTopic):
             log.error("cannot create internal topic", topic=OFFSETS_TOPIC, error=str(exc))
             loop.call_soon(done, ErrorCode.KAFKA_STORAGE_ERROR)
             return NOT_WRITTEN
-        target = self.state.logs.get_log(OFFSETS_TOPIC, partition)
-        if target is not None and not self.state.logs.is_online(target):
-            loop.call_soon(done, ErrorCode.KAFKA_STORAGE_ERROR)
-            return NOT_WRITTEN
+        target, code = self.partitions.resolve(OFFSETS_TOPIC, partition)
         if target is None:
-            loop.call_soon(done, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            loop.call_soon(done, code)
             return NOT_WRITTEN
         batch = bytearray(build_batch([Record(i, 0, key, value) for i, (key, value) in enumerate(records)],
-                                      base_timestamp=now_ms, **_transactional(target, producer)))
-        try:
-            try:
-                result = target.append(batch, [(0, parse_header(batch, 0))], now_ms=now_ms)
-            except LogClosedError:  # moved to another log dir as it waited for the swap: nothing was written
-                moved = self.state.logs.get_log(OFFSETS_TOPIC, partition)
-                if moved is None or moved is target:
-                    raise
-                target = moved
-                result = target.append(batch, [(0, parse_header(batch, 0))], now_ms=now_ms)
-        except ProducerStateError as exc:  # a fenced producer: its own problem, nothing written
-            log.info("transactional offsets refused", partition=partition, error=str(exc))
-            loop.call_soon(done, ErrorCode(exc.error_code))
+                                      base_timestamp=now_ms, **_transactional(target.log, producer)))
+        # the partition layer appends, wakes fetches of the partition and completes once it is fsynced
+        appending = target.append(batch, [(0, parse_header(batch, 0))], acks=ACKS_ALL, now_ms=now_ms)
+        outcome = appending.outcome
+        if appending.done and outcome.error is not ErrorCode.NONE:  # refused (a fenced producer): nothing written
+            log.info("offsets topic append refused", partition=partition, error=outcome.message)
+            loop.call_soon(done, outcome.error)
             return NOT_WRITTEN
-        except (OSError, RecordsError, LogClosedError) as exc:
-            log.error("offsets topic append failed", partition=partition, error=str(exc))
-            if isinstance(exc, OSError):
-                self.state.logs.report_io_error(target, exc)
-            loop.call_soon(done, ErrorCode.KAFKA_STORAGE_ERROR)
-            return NOT_WRITTEN
-        self.state.purgatory.notify((OFFSETS_TOPIC, partition))
-        durable = flushed(self.state.logs.flusher_for(target), target, result.last_offset + 1)
-        durable.add_done_callback(lambda f: done(_flush_code(f, partition)))
-        return result.base_offset
+        if appending.done:  # `done` is never called before `append` returns
+            loop.call_soon(done, _durable_code(outcome, partition))
+        else:
+            appending.on_done(lambda op: done(_durable_code(op.value, partition)))
+        return outcome.base_offset
 
 
 def _transactional(target: Log, producer: Producer | None) -> dict[str, Any]:
@@ -202,11 +187,7 @@ def _transactional(target: Log, producer: Producer | None) -> dict[str, Any]:
             "is_transactional": True}
 
 
-def _flush_code(future: asyncio.Future[int] | Future[int], partition: int) -> ErrorCode:
-    if future.cancelled():
-        return ErrorCode.KAFKA_STORAGE_ERROR
-    exc = future.exception()
-    if exc is not None:
-        log.error("offsets topic flush failed", partition=partition, error=repr(exc))
-        return ErrorCode.KAFKA_STORAGE_ERROR
-    return ErrorCode.NONE
+def _durable_code(outcome: AppendOutcome, partition: int) -> ErrorCode:
+    if outcome.error is not ErrorCode.NONE:
+        log.error("offsets topic flush failed", partition=partition, error=outcome.message)
+    return outcome.error

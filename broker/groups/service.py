@@ -21,7 +21,8 @@ from pybroker.broker.groups.offsets_topic import OFFSETS_TOPIC, OffsetsTopic, re
 from pybroker.broker.logs import get_logger
 
 if TYPE_CHECKING:
-    from pybroker.broker.state import BrokerState
+    from pybroker.broker.partitions.coordinator_partitions import CoordinatorPartitions
+    from pybroker.config.broker_config import BrokerConfig
 
 log = get_logger("pybroker.groups")
 
@@ -39,8 +40,7 @@ class GroupSnapshot:
     committed: dict[tuple[str, int], int]
 
 
-def group_config(state: BrokerState, num_partitions: int) -> GroupConfig:
-    config = state.config
+def group_config(config: BrokerConfig, num_partitions: int) -> GroupConfig:
     retention_ms = config.get("offsets.retention.ms")
     if retention_ms is None:
         retention_ms = int(config.get("offsets.retention.minutes")) * 60_000
@@ -79,13 +79,13 @@ def _within(config: Any, key: str, low_key: str, high_key: str) -> int:
 class _TopicTable:
     """Topic name -> (id, partitions) for the consumer protocol, rebuilt only when the topics changed."""
 
-    def __init__(self, state: BrokerState) -> None:
-        self.state = state
+    def __init__(self, partitions: CoordinatorPartitions) -> None:
+        self.partitions = partitions
         self._source: tuple[object, int] = (None, 0)
         self._table: dict[str, tuple[uuid.UUID, int]] = {}
 
     def __call__(self) -> dict[str, tuple[uuid.UUID, int]]:
-        topics = self.state.logs.topics()
+        topics = self.partitions.topics()
         # the log manager replaces its dict when topics come or go; added partitions change the sum
         source = (topics, sum(info.num_partitions for info in topics.values()))
         if source[0] is not self._source[0] or source[1] != self._source[1]:
@@ -95,13 +95,16 @@ class _TopicTable:
 
 
 class GroupService:
-    def __init__(self, state: BrokerState) -> None:
-        self.state = state
-        self.offsets_topic = OffsetsTopic(state)
+    def __init__(self, partitions: CoordinatorPartitions) -> None:
+        #: all the service may touch of the broker: partitions, the config and the clock
+        self.partitions = partitions
+        self.config = partitions.config
+        self.clock_ms = partitions.clock_ms
+        self.offsets_topic = OffsetsTopic(partitions)
         self.coordinator = GroupCoordinator(
-            group_config(state, self.offsets_topic.num_partitions), self.offsets_topic,
-            partition_exists=lambda topic, partition: state.logs.get_log(topic, partition) is not None,
-            topic_metadata=_TopicTable(state))
+            group_config(self.config, self.offsets_topic.num_partitions), self.offsets_topic,
+            partition_exists=partitions.partition_exists,
+            topic_metadata=_TopicTable(partitions))
         self._tasks: list[asyncio.Task[None]] = []
         self._stopping = asyncio.Event()
         #: set when the coordinator schedules a deadline earlier than the one the timer waits for
@@ -110,11 +113,11 @@ class GroupService:
 
     def start(self) -> None:
         """Begin loading the offsets topic (requests for its groups wait until their partition is in)."""
-        info = self.state.logs.topics().get(OFFSETS_TOPIC)
+        info = self.partitions.topic(OFFSETS_TOPIC)
         if info is not None and info.num_partitions != self.offsets_topic.num_partitions:
             # the records are where the existing topic put them: follow its partition count
             self.offsets_topic.num_partitions = info.num_partitions
-            self.coordinator.config = group_config(self.state, info.num_partitions)
+            self.coordinator.config = group_config(self.config, info.num_partitions)
         if info is not None:
             self.coordinator.begin_loading(range(info.num_partitions))
         self._tasks = [asyncio.create_task(self._load(info is not None)),
@@ -126,16 +129,16 @@ class GroupService:
         started = time.monotonic()
         groups = records = 0
         for partition in sorted(self.coordinator.loading):
-            partition_log = self.state.logs.get_log(OFFSETS_TOPIC, partition)
+            partition_log = self.partitions.log_for_replay(OFFSETS_TOPIC, partition)
             if partition_log is None:
-                self.coordinator.finish_loading(partition, {}, {}, self.state.clock_ms())
+                self.coordinator.finish_loading(partition, {}, {}, self.clock_ms())
                 continue
             try:
                 replayed = await asyncio.to_thread(replay, partition_log)
             except Exception as exc:  # a partition we cannot read stays loading: its groups get a retriable code
                 log.error("cannot load offsets partition", partition=partition, error=repr(exc))
                 continue
-            self.coordinator.finish_loading(partition, replayed.groups, replayed.offsets, self.state.clock_ms(),
+            self.coordinator.finish_loading(partition, replayed.groups, replayed.offsets, self.clock_ms(),
                                             replayed.pending, replayed.consumer)
             groups += len(set(replayed.groups) | set(replayed.offsets) | set(replayed.pending) | set(replayed.consumer))
             records += replayed.records
@@ -143,20 +146,20 @@ class GroupService:
                  seconds=round(time.monotonic() - started, 3))
 
     async def _tick(self) -> None:
-        interval_s = int(self.state.config.get("offsets.retention.check.interval.ms")) / 1000
+        interval_s = int(self.config.get("offsets.retention.check.interval.ms")) / 1000
         last_expiry = time.monotonic()
         while not self._stopping.is_set():
             wait_s = last_expiry + interval_s - time.monotonic()
             deadline = self.coordinator.next_deadline()
             if deadline is not None:
-                wait_s = min(wait_s, (deadline - self.state.clock_ms()) / 1000)
+                wait_s = min(wait_s, (deadline - self.clock_ms()) / 1000)
             self._rearm.clear()
             if wait_s > 0:
                 await self._sleep(max(wait_s, MIN_WAIT_S))
             if self._stopping.is_set():
                 return
             try:
-                now = self.state.clock_ms()
+                now = self.clock_ms()
                 self.coordinator.tick(now)
                 if time.monotonic() - last_expiry >= interval_s:
                     last_expiry = time.monotonic()

@@ -38,7 +38,7 @@ async def _delete_off_loop(ctx: RequestContext, request: DeleteTopicsRequest) ->
         return await asyncio.to_thread(_delete_topics, ctx, request, woken)
     finally:
         for key in woken:
-            ctx.state.purgatory.notify(key)
+            ctx.state.replicas.notify(key)
 
 
 def _delete_topics(ctx: RequestContext, request: DeleteTopicsRequest,

@@ -6,8 +6,8 @@ partitions that changed); this handler only reads.
 Records are never copied here: each partition's answer is a file region of a segment that the writer
 sends with `os.sendfile`. Limits: `max_bytes` for the response and `partition_max_bytes` per partition,
 but the first batch found is always returned whole, so a client can always make progress (KIP-74).
-Long poll: below `min_bytes`, the fetch waits in the purgatory until an append to one of its partitions
-or `max_wait_ms`, whichever comes first.
+Long poll: below `min_bytes`, the fetch is a delayed operation (`DelayedFetch`) watching its partitions in
+the partition layer's purgatory until enough data arrived or `max_wait_ms` passed, whichever comes first.
 
 Isolation (KIP-98): every answer carries the last stable offset (the first offset of the oldest open
 transaction, else the high watermark). read_committed reads stop at it and list, for the range
@@ -16,7 +16,9 @@ the offset of the first batch after the returned bytes); read_uncommitted reads 
 watermark and gets no list (null). A long-poll is woken by marker appends too (their writer notifies
 the purgatory), so a read_committed fetch sees the LSO move.
 
-A long-poll's wake re-reads only partitions that moved: each partition's answer is remembered with the
+A long-poll's wake compares positions before it reads anything: the woken partition's positions against
+those its answer was read at; if they did not move, nothing is read. Then only partitions that moved are
+read again: each partition's answer is remembered with the
 positions it was read at (the log, its high watermark, last stable offset and log start) and the byte
 limit it was read with. A read returns the longest run of whole batches that fits its limit, so at the
 same positions any limit between the answer's size and the remembered limit gives the same answer (an
@@ -28,15 +30,13 @@ always read again.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import time
-from collections.abc import Awaitable
 from typing import Any
 
 from pybroker.broker.context import RequestContext
 from pybroker.broker.dispatch import handler, waiting
 from pybroker.broker.fetch_sessions import FetchPlan, read_check
-from pybroker.broker.lookup import resolve_partition, topic_by_id
+from pybroker.broker.lookup import topic_by_id
+from pybroker.broker.partitions.delayed import DelayedOperation
 from pybroker.broker.security.quota_throttle import fetch_throttle
 from pybroker.protocol.api_keys import ApiKey
 from pybroker.protocol.errors import ErrorCode
@@ -53,6 +53,9 @@ READ_COMMITTED = 1
 FIRST_TOPIC_ID_VERSION = 13
 NO_SESSION = 0
 
+#: (topic name, partition), as the purgatory knows partitions
+Key = tuple[str, int]
+
 
 @handler(ApiKey.FETCH, versions=(4, 17))
 def handle_fetch(ctx: RequestContext, request: FetchRequest) -> Any:
@@ -66,15 +69,73 @@ def handle_fetch(ctx: RequestContext, request: FetchRequest) -> Any:
     response, size, errors = _read_all(ctx, request, memo)
     if size >= request.min_bytes or errors or memo is None or not request.topics:
         return _answer(ctx, plan, response)
-    # Watch before returning: the coroutine only starts on a later loop turn, and an append in between
-    # must still wake this fetch rather than leave it waiting for max_wait_ms.
-    keys = [(t.topic, p.partition_index) for t in response.responses for p in t.partitions]
-    return waiting(_finished(ctx, plan, _long_poll(ctx, request, memo, keys, ctx.state.purgatory.watch(keys))))
+    # Watch before returning: an append between now and the connection's next turn must still wake it.
+    fetch = DelayedFetch(ctx, request, plan, memo, response)
+    ctx.state.purgatory.watch(fetch, fetch.keys)
+    fetch.expire_after(request.max_wait_ms / 1000)
+    return waiting(fetch.future())
 
 
-async def _finished(ctx: RequestContext, plan: FetchPlan, answer: Awaitable[FetchResponse]) -> FetchResponse:
-    """The long poll's answer, trimmed by the session (an incremental fetch answers what changed)."""
-    return _answer(ctx, plan, await answer)
+class DelayedFetch(DelayedOperation[FetchResponse]):
+    """A long-poll: watches its partitions, and on a wake compares the woken partition's positions with
+    those its answer was read at; only a partition that moved is read again (with the memo, which
+    re-reads nothing else), and the fetch completes once it has `min_bytes`. At the deadline (or at
+    shutdown) it answers with what there is."""
+
+    __slots__ = ("_moved", "_response", "_slots", "ctx", "keys", "memo", "plan", "request")
+
+    def __init__(self, ctx: RequestContext, request: FetchRequest, plan: FetchPlan,
+                 memo: dict[tuple[int, int], _Read], response: FetchResponse) -> None:
+        super().__init__()
+        self.ctx = ctx
+        self.request = request
+        self.plan = plan
+        self.memo = memo
+        self._response: FetchResponse | None = None
+        self._moved = False
+        #: each watched partition's key and its place in the answer (the memo's key)
+        self._slots: dict[Key, list[tuple[int, int]]] = {}
+        for t, topic in enumerate(response.responses):
+            for p, part in enumerate(topic.partitions):
+                self._slots.setdefault((topic.topic, part.partition_index), []).append((t, p))
+        self.keys = tuple(self._slots)
+
+    def wake(self, key: Key) -> None:
+        """The purgatory's call: `key` changed (an append, a marker, a deletion, its dir offline). If its
+        positions moved, the read happens on the loop's next turn, once: the appends of this turn (a
+        produce over many partitions, several requests) are answered by one read, and the appending
+        request does not pay for the fetch's read."""
+        if not self._moved and not self.done and self._moved_since_read(key):
+            self._moved = True
+            asyncio.get_running_loop().call_soon(self.try_complete)
+
+    def _moved_since_read(self, key: Key) -> bool:
+        replicas = self.ctx.state.replicas
+        target, _ = replicas.resolve(*key)
+        if target is None:
+            return True  # gone, or its dir offline: the answer now carries an error
+        positions = target.positions()
+        for slot in self._slots.get(key, ()):
+            known = self.memo.get(slot)
+            if known is None or known.positions != positions:
+                return True
+        return False
+
+    def ready(self) -> bool:
+        if not self._moved:
+            return False
+        self._moved = False
+        response, size, errors = _read_all(self.ctx, self.request, self.memo)
+        if size >= self.request.min_bytes or errors:
+            self._response = response
+            return True
+        return False
+
+    def answer(self) -> FetchResponse:
+        response = self._response
+        if response is None:  # the deadline, or shutdown: what there is now
+            response = _read_all(self.ctx, self.request, self.memo)[0]
+        return _answer(self.ctx, self.plan, response)
 
 
 def _answer(ctx: RequestContext, plan: FetchPlan, response: FetchResponse) -> FetchResponse:
@@ -109,25 +170,6 @@ class _Read:
                 and (self.size > 0 or min_one == self.min_one))
 
 
-async def _long_poll(ctx: RequestContext, request: FetchRequest, memo: dict[tuple[int, int], _Read],
-                     keys: list[tuple[str, int]], waiter: asyncio.Future[None]) -> FetchResponse:
-    purgatory = ctx.state.purgatory
-    deadline = time.monotonic() + request.max_wait_ms / 1000
-    while True:
-        remaining = deadline - time.monotonic()
-        try:
-            if remaining > 0:
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(waiter, remaining)
-        finally:
-            purgatory.unwatch(keys, waiter)
-        response, size, errors = _read_all(ctx, request, memo)
-        if size >= request.min_bytes or errors or time.monotonic() >= deadline or purgatory.closed:
-            ctx.state.traffic.fetched(response)
-            return response
-        waiter = purgatory.watch(keys)
-
-
 def _read_all(ctx: RequestContext, request: FetchRequest,
               memo: dict[tuple[int, int], _Read] | None = None) -> tuple[FetchResponse, int, bool]:
     """One pass over every requested partition: (response, bytes of records, whether any partition erred).
@@ -136,6 +178,7 @@ def _read_all(ctx: RequestContext, request: FetchRequest,
     remembered answer, and every partition read is remembered.
     """
     state = ctx.state
+    replicas = state.replicas
     by_id = ctx.api_version >= FIRST_TOPIC_ID_VERSION
     read_committed = request.isolation_level == READ_COMMITTED
     remaining = request.max_bytes if request.max_bytes > 0 else 0x7FFFFFFF
@@ -152,13 +195,12 @@ def _read_all(ctx: RequestContext, request: FetchRequest,
         partitions: list[PartitionData] = []
         topics.append(FetchableTopicResponse(topic=name, topic_id=fetch_topic.topic_id, partitions=partitions))
         for p, fp in enumerate(fetch_topic.partitions):
-            log, code = (None, topic_error) if topic_error else resolve_partition(state, name, fp.partition)
-            if log is not None:
-                hw = log.high_watermark
-                lso = log.last_stable_offset
+            target, code = (None, topic_error) if topic_error else replicas.resolve(name, fp.partition)
+            if target is not None:
+                positions = target.positions()
+                _, hw, lso, log_start = positions
                 limit = min(fp.partition_max_bytes, remaining)
                 if memo is not None:
-                    positions = (log, hw, lso, log.log_start_offset)
                     known = memo.get((t, p))
                     if known is not None and known.still_valid(positions, limit, total == 0):
                         partitions.append(known.data)
@@ -169,20 +211,16 @@ def _read_all(ctx: RequestContext, request: FetchRequest,
                                  log_start_offset=-1, records=b"",
                                  aborted_transactions=[] if read_committed else None)
             partitions.append(data)
-            if log is None:
+            if target is None:
                 data.error_code = code
                 errors = True
                 continue
             data.high_watermark = hw
             data.last_stable_offset = lso
-            data.log_start_offset = log.log_start_offset
+            data.log_start_offset = log_start
             try:
-                result = log.read(fp.fetch_offset, max(limit, 0), max_offset=lso if read_committed else hw,
-                                  min_one_batch=total == 0, want_upper_bound=read_committed)
-                if read_committed and result.region is not None:
-                    data.aborted_transactions = [
-                        AbortedTransaction(producer_id=pid, first_offset=first)
-                        for pid, first in log.aborted_transactions(fp.fetch_offset, result.upper_bound)]
+                result, aborted = target.read(fp.fetch_offset, max(limit, 0), read_committed=read_committed,
+                                              min_one_batch=total == 0)
             except OffsetOutOfRange:
                 data.error_code = ErrorCode.OFFSET_OUT_OF_RANGE
                 errors = True
@@ -191,11 +229,13 @@ def _read_all(ctx: RequestContext, request: FetchRequest,
                 data.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 errors = True
                 continue
-            except OSError as exc:
-                state.logs.report_io_error(log, exc)
+            except OSError:  # the partition layer took its dir offline
                 data.error_code = ErrorCode.KAFKA_STORAGE_ERROR
                 errors = True
                 continue
+            if aborted:
+                data.aborted_transactions = [AbortedTransaction(producer_id=pid, first_offset=first)
+                                             for pid, first in aborted]
             region = result.region
             size = len(region) if region is not None else 0
             if size:
@@ -206,4 +246,3 @@ def _read_all(ctx: RequestContext, request: FetchRequest,
                 memo[(t, p)] = _Read(positions, limit, total == size, data, size)
     return FetchResponse(throttle_time_ms=0, error_code=ErrorCode.NONE, session_id=NO_SESSION,
                          responses=topics), total, errors
-

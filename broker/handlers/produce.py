@@ -39,9 +39,9 @@ from typing import Any
 
 from pybroker.broker.context import RequestContext
 from pybroker.broker.dispatch import Waiting, handler, waiting
-from pybroker.broker.flush_wait import flushed
 from pybroker.broker.logs import get_logger
-from pybroker.broker.lookup import resolve_partition_for_write
+from pybroker.broker.partitions.delayed import DelayedOperation, all_of
+from pybroker.broker.partitions.partition import AppendOutcome, Partition
 from pybroker.protocol.api_keys import ApiKey
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.messages.produce import (
@@ -70,7 +70,6 @@ from pybroker.protocol.records.validate import (
     check_produce_batch,
     check_produce_records,
 )
-from pybroker.storage.errors import LogClosedError, ProducerStateError
 from pybroker.storage.log_config import LogConfig
 
 log = get_logger("pybroker.produce")
@@ -84,7 +83,7 @@ _VALIDATION_POOL = ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2),
                                       thread_name_prefix="pybroker-validate")
 
 #: (response, the fsync wait of acks=-1 or None)
-Outcome = tuple[PartitionProduceResponse, Awaitable[Any] | None]
+Outcome = tuple[PartitionProduceResponse, DelayedOperation[AppendOutcome] | None]
 
 
 class _AppendOrder:
@@ -93,22 +92,22 @@ class _AppendOrder:
     append on the loop defers itself while one is pending."""
 
     def __init__(self) -> None:
-        self._tails: dict[int, asyncio.Future[None]] = {}
+        self._tails: dict[tuple[str, int], asyncio.Future[None]] = {}
 
-    def busy(self, target: Any) -> bool:
-        return id(target) in self._tails
+    def busy(self, target: Partition) -> bool:
+        return target.key in self._tails
 
-    def enter(self, target: Any) -> tuple[asyncio.Future[None] | None, asyncio.Future[None]]:
+    def enter(self, target: Partition) -> tuple[asyncio.Future[None] | None, asyncio.Future[None]]:
         """(the append to wait for first, this append's own marker); call `leave` with the marker."""
         mine: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        previous = self._tails.get(id(target))
-        self._tails[id(target)] = mine
+        previous = self._tails.get(target.key)
+        self._tails[target.key] = mine
         return previous, mine
 
-    def leave(self, target: Any, mine: asyncio.Future[None]) -> None:
+    def leave(self, target: Partition, mine: asyncio.Future[None]) -> None:
         mine.set_result(None)
-        if self._tails.get(id(target)) is mine:
-            del self._tails[id(target)]
+        if self._tails.get(target.key) is mine:
+            del self._tails[target.key]
 
 
 _ORDER = _AppendOrder()
@@ -176,10 +175,10 @@ def _produce(ctx: RequestContext, request: ProduceRequest) -> Any:
         return _finish_deferred(ctx, result, done, deferred, acks)
     if acks == 0:
         return None
-    waits = [(topic, response, wait) for topic, (response, wait) in done if wait is not None]
+    waits = [(response, wait) for _, (response, wait) in done if wait is not None]
     if not waits:
         return result
-    return waiting(_await_flushes(ctx, result, waits))
+    return waiting(_durable(result, waits))
 
 
 async def _finish_deferred(ctx: RequestContext, result: ProduceResponse, done: list[tuple[str, Outcome]],
@@ -189,45 +188,38 @@ async def _finish_deferred(ctx: RequestContext, result: ProduceResponse, done: l
     """Work of a request with batches validated off the loop: their appends; then the answer (none for
     acks=0), or a pure wait for the fsyncs of acks=-1, which lets the connection go on meanwhile."""
     outcomes = await asyncio.gather(*(work for _, _, _, work in deferred))
-    waits = [(topic, response, wait) for topic, (response, wait) in done if wait is not None]
-    for (topic, partitions, index, _), (response, wait) in zip(deferred, outcomes, strict=True):
+    waits = [(response, wait) for _, (response, wait) in done if wait is not None]
+    for (_, partitions, index, _), (response, wait) in zip(deferred, outcomes, strict=True):
         partitions[index] = response
         if wait is not None:
-            waits.append((topic, response, wait))
+            waits.append((response, wait))
     if acks == 0:
         return None
     if waits:
-        return waiting(_await_flushes(ctx, result, waits))
+        return waiting(_durable(result, waits))
     return result
 
 
-async def _await_flushes(ctx: RequestContext, result: ProduceResponse,
-                         waits: list[tuple[str, PartitionProduceResponse, Awaitable[Any]]]) -> ProduceResponse:
-    outcomes = await asyncio.gather(*(w for _, _, w in waits), return_exceptions=True)
-    for (topic, response, _), outcome in zip(waits, outcomes, strict=True):
-        if isinstance(outcome, LogClosedError):
-            # the topic was deleted while its batch waited for fsync: as Kafka's delayed produce answers
-            # once the partition is gone, not a disk failure
-            response.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            response.base_offset = -1
-            response.error_message = "the partition was deleted before the records were flushed"
-        elif isinstance(outcome, BaseException):
-            log.error("flush failed", topic=topic, partition=response.index, client_id=ctx.client_id,
-                      error=repr(outcome))
-            target = ctx.state.logs.get_log(topic, response.index)
-            if target is not None and isinstance(outcome, OSError):
-                ctx.state.logs.report_io_error(target, outcome)
-            response.error_code = ErrorCode.KAFKA_STORAGE_ERROR
-            response.base_offset = -1
-            response.error_message = "the log could not be flushed to disk"
-    return result
+def _durable(result: ProduceResponse, waits: list[tuple[PartitionProduceResponse, DelayedOperation[AppendOutcome]]],
+             ) -> Any:
+    """The answer of acks=-1, once every partition's append is fsynced: one delayed operation over them
+    all (a future, so the connection waits on it without a task)."""
+    def answer(outcomes: list[AppendOutcome]) -> ProduceResponse:
+        for (response, _), outcome in zip(waits, outcomes, strict=True):
+            if outcome.error is not ErrorCode.NONE:  # the flush failed, or the partition went away meanwhile
+                response.error_code = outcome.error
+                response.base_offset = -1
+                response.error_message = outcome.message
+        return result
+
+    return all_of([wait for _, wait in waits], answer).future()
 
 
 def _produce_partition(ctx: RequestContext, topic: str, partition: int, records: Any, acks: int,
                        now: int, transactional_id: str | None = None) -> Outcome | Coroutine[Any, Any, Outcome]:
     """The partition's outcome, or a coroutine that yields it once validation off the loop is done."""
     state = ctx.state
-    target, code = resolve_partition_for_write(state, topic, partition)
+    target, code = state.replicas.resolve_for_write(topic, partition)
     if target is None:
         return _error(partition, code), None
     if records is None or len(records) == 0:
@@ -261,20 +253,23 @@ _TXN_MESSAGES: dict[ErrorCode, str] = {
 }
 
 
-async def _verified_then_produce(ctx: RequestContext, verdict: Awaitable[ErrorCode], target: Any, topic: str,
+async def _verified_then_produce(ctx: RequestContext, verdict: Awaitable[ErrorCode], target: Partition, topic: str,
                                  partition: int, records: Any, header: BatchHeader, acks: int,
                                  now: int) -> Outcome:
     """Produce v12: the partition joins the transaction (a fsynced state write) before the append."""
     code = await verdict
     if code is not ErrorCode.NONE:
         return _error(partition, code, _TXN_MESSAGES.get(code)), None
+    target, code = ctx.state.replicas.resolve_for_write(topic, partition)  # fresh: it may have moved meanwhile
+    if target is None:
+        return _error(partition, code), None
     outcome = _checked_produce(ctx, target, topic, partition, records, header, acks, now)
     if isinstance(outcome, tuple):
         return outcome
     return await outcome
 
 
-def _checked_produce(ctx: RequestContext, target: Any, topic: str, partition: int, records: Any,
+def _checked_produce(ctx: RequestContext, target: Partition, topic: str, partition: int, records: Any,
                      header: BatchHeader, acks: int, now: int) -> Outcome | Coroutine[Any, Any, Outcome]:
     config = target.config
     check = functools.partial(check_produce_records, records, header,
@@ -291,7 +286,7 @@ def _checked_produce(ctx: RequestContext, target: Any, topic: str, partition: in
     return _append(ctx, target, topic, partition, records, validated, acks, now)
 
 
-def _validate_then_append(ctx: RequestContext, target: Any, topic: str, partition: int, records: Any,
+def _validate_then_append(ctx: RequestContext, target: Partition, topic: str, partition: int, records: Any,
                           check: functools.partial[ValidatedRecords], acks: int,
                           now: int) -> Coroutine[Any, Any, Outcome]:
     """Validation in a worker thread, then the append in this partition's turn (taken now, on the loop)."""
@@ -305,14 +300,14 @@ def _validate_then_append(ctx: RequestContext, target: Any, topic: str, partitio
                 return _refused(partition, exc)
             if previous is not None:
                 await previous
-            return _append(ctx, target, topic, partition, records, validated, acks, now)
+            return _append_again(ctx, topic, partition, records, validated, acks, now)
         finally:
             _ORDER.leave(target, mine)
 
     return run()
 
 
-def _append_in_turn(ctx: RequestContext, target: Any, topic: str, partition: int, records: Any,
+def _append_in_turn(ctx: RequestContext, target: Partition, topic: str, partition: int, records: Any,
                     validated: ValidatedRecords, acks: int, now: int) -> Coroutine[Any, Any, Outcome]:
     """An append validated on the loop that must wait for an earlier one still in a worker thread."""
     previous, mine = _ORDER.enter(target)
@@ -321,11 +316,20 @@ def _append_in_turn(ctx: RequestContext, target: Any, topic: str, partition: int
         try:
             if previous is not None:
                 await previous
-            return _append(ctx, target, topic, partition, records, validated, acks, now)
+            return _append_again(ctx, topic, partition, records, validated, acks, now)
         finally:
             _ORDER.leave(target, mine)
 
     return run()
+
+
+def _append_again(ctx: RequestContext, topic: str, partition: int, records: Any, validated: ValidatedRecords,
+                  acks: int, now: int) -> Outcome:
+    """An append after a wait: the partition is looked up again (its log may have moved, or gone)."""
+    target, code = ctx.state.replicas.resolve_for_write(topic, partition)
+    if target is None:
+        return _error(partition, code, "the partition went away during the append"), None
+    return _append(ctx, target, topic, partition, records, validated, acks, now)
 
 
 def _timestamp_rule(config: LogConfig, now: int) -> TimestampRule:
@@ -356,38 +360,20 @@ def _stamp_timestamps(records: Any, header: BatchHeader, validated: ValidatedRec
     return records, append_time
 
 
-def _append(ctx: RequestContext, target: Any, topic: str, partition: int, records: Any,
+def _append(ctx: RequestContext, target: Partition, topic: str, partition: int, records: Any,
             validated: ValidatedRecords, acks: int, now: int) -> Outcome:
-    state = ctx.state
-    config = target.config
-    records, append_time = _stamp_timestamps(records, validated.batches[0][1], validated, config, now)
-    try:
-        try:
-            result = target.append(records, validated.batches, now_ms=now)
-        except LogClosedError:  # moved to another log dir as it waited for the swap: nothing was written
-            moved = state.logs.get_log(topic, partition)
-            if moved is None or moved is target:
-                raise
-            target = moved
-            result = target.append(records, validated.batches, now_ms=now)
-    except ProducerStateError as exc:
-        return _error(partition, ErrorCode(exc.error_code), str(exc)), None
-    except LogClosedError:  # deleted (or its dir gone offline) meanwhile
-        return _error(partition, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                      "the partition went away during the append"), None
-    except OSError as exc:
-        log.error("append failed", topic=topic, partition=partition, error=str(exc), client_id=ctx.client_id)
-        state.logs.report_io_error(target, exc)
-        return _error(partition, ErrorCode.KAFKA_STORAGE_ERROR, "the log could not be written"), None
-    if not result.duplicate:
-        state.purgatory.notify((topic, partition))
-        state.traffic.appended(topic, len(records), validated.record_count)
-    response = PartitionProduceResponse(
-        index=partition, error_code=ErrorCode.NONE, base_offset=result.base_offset,
-        log_append_time_ms=append_time, log_start_offset=result.log_start_offset)
-    flusher = state.logs.flusher_for(target)
-    if acks == -1:
-        return response, flushed(flusher, target, result.last_offset + 1)
-    if target.unflushed_messages >= config.flush_interval_messages:
-        flusher.request(target, result.last_offset + 1)
-    return response, None
+    records, append_time = _stamp_timestamps(records, validated.batches[0][1], validated, target.config, now)
+    appending = target.append(records, validated.batches, acks=acks, now_ms=now,
+                              record_count=validated.record_count)
+    if appending.done:
+        outcome = appending.value
+        if outcome.error is not ErrorCode.NONE:
+            return _error(partition, outcome.error, outcome.message), None
+        return _answer(partition, outcome, append_time), None
+    # acks=-1: the offsets are known now, the answer waits for the fsync
+    return _answer(partition, appending.outcome, append_time), appending
+
+
+def _answer(partition: int, outcome: AppendOutcome, append_time: int) -> PartitionProduceResponse:
+    return PartitionProduceResponse(index=partition, error_code=ErrorCode.NONE, base_offset=outcome.base_offset,
+                                    log_append_time_ms=append_time, log_start_offset=outcome.log_start_offset)

@@ -6,7 +6,7 @@ every response, so each response class gets a walker built once from its datacla
 below it) can carry an error code; a list of leaf structs with an `error_code` is read in a plain loop
 (a fetch's partitions, a produce's partition answers). Lists of structs without codes (a fetch's aborted
 transactions, metadata's replica lists) are never touched. A list whose element class cannot be
-resolved from its annotation is walked by looking at each item's own class, as before.
+resolved from its annotation (a compiled class's) is walked by looking at each item's own class.
 """
 
 from __future__ import annotations
@@ -56,12 +56,13 @@ def _build(cls: type) -> Walker | None:
     has_code = any(f.name == "error_code" for f in fields)
     leaves: list[str] = []  # lists of structs whose only code is their own `error_code`
     nested: list[tuple[str, Walker]] = []
+    dynamic: list[str] = []  # fields that may hold a list of structs of classes seen only at run time
     for f in fields:
         element = _list_element(cls, f)
         if element is None:
             continue
         if element is _UNRESOLVED:
-            nested.append((f.name, _dynamic))
+            dynamic.append(f.name)
             continue
         walker = _walker(element)
         if walker is None:
@@ -70,10 +71,11 @@ def _build(cls: type) -> Walker | None:
             leaves.append(f.name)
         else:
             nested.append((f.name, walker))
-    if not has_code and not leaves and not nested:
+    if not has_code and not leaves and not nested and not dynamic:
         return None
     leaf_names = tuple(leaves)
     nested_walkers = tuple(nested)
+    dynamic_names = tuple(dynamic)
 
     def walk(obj: Any, out: list[int]) -> None:
         if has_code:
@@ -92,6 +94,11 @@ def _build(cls: type) -> Walker | None:
             if items:
                 for item in items:
                     walker(item, out)
+        for name in dynamic_names:
+            items = getattr(obj, name)
+            if items.__class__ is list:
+                for item in items:
+                    _dynamic(item, out)
 
     return walk
 
@@ -104,8 +111,15 @@ _UNRESOLVED: Any = _Unresolved
 
 
 def _list_element(cls: type, f: dataclasses.Field[Any]) -> Any:
-    """The struct class of a `list[Struct]` field; None for other fields; `_UNRESOLVED` if unknown."""
-    annotation = str(f.type)
+    """The struct class of a `list[Struct]` field; None for other fields; `_UNRESOLVED` if unknown.
+
+    A class compiled by mypyc (setup.py) annotates its fields with classes, not text, and without their
+    parameters: `list` for `list[Struct]`, `type` for a union such as `list[Struct] | None`. Such a field
+    may hold a list of structs: it is walked by each item's class (and only when it holds a list).
+    """
+    if not isinstance(f.type, str):
+        return _UNRESOLVED if f.type in (list, type) else None
+    annotation = f.type
     if not annotation.startswith("list[") or not annotation[5:6].isupper():
         return None
     name = annotation[5:annotation.index("]")]

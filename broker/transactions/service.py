@@ -21,6 +21,7 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from pybroker.broker.logs import get_logger
+from pybroker.broker.partitions.coordinator_partitions import CoordinatorPartitions
 from pybroker.broker.transactions.coordinator import TransactionCoordinator, TxnConfig
 from pybroker.broker.transactions.markers import write_markers
 from pybroker.broker.transactions.metadata import TxnMetadata
@@ -47,7 +48,7 @@ def txn_config(state: BrokerState, num_partitions: int) -> TxnConfig:
 class TransactionService:
     def __init__(self, state: BrokerState) -> None:
         self.state = state
-        self.state_topic = TransactionStateTopic(state)
+        self.state_topic = TransactionStateTopic(CoordinatorPartitions(state.config, state.clock_ms, state.replicas))
         self.coordinator = TransactionCoordinator(
             txn_config(state, self.state_topic.num_partitions), self.state_topic,
             partial(write_markers, state), new_producer_id=state.next_producer_id, clock_ms=state.clock_ms,

@@ -2,8 +2,8 @@
 
 The coordinator's `TxnLog`: each state change becomes one record (Kafka's TransactionLogKey /
 TransactionLogValue, `pybroker.protocol.transaction_log_records`) appended to the transactional id's
-partition; `write` returns only after the flusher has fsynced it (the same group commit as an acks=all
-produce), so no answer ever depends on a state that a crash could lose. Replay reads a partition from
+partition through the partition layer; `write` returns only after the flusher has fsynced it (the same
+delayed append as an acks=all produce), so no answer ever depends on a state that a crash could lose. Replay reads a partition from
 its start to its end and keeps, per transactional id, the last record, as compaction would.
 """
 
@@ -13,14 +13,14 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from pybroker.broker.flush_wait import flushed
 from pybroker.broker.internal_topics import InternalTopic, batches_of
 from pybroker.broker.logs import get_logger
+from pybroker.broker.partitions.partition import ACKS_ALL
 from pybroker.broker.transactions.metadata import TxnMetadata
 from pybroker.broker.transactions.state_machine import TxnState
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.primitives import DecodeError
-from pybroker.protocol.records.batch import RecordsError, parse_header
+from pybroker.protocol.records.batch import parse_header
 from pybroker.protocol.records.record import Record, build_batch, decode_records
 from pybroker.protocol.transaction_log_records import (
     TransactionLogValue,
@@ -31,10 +31,10 @@ from pybroker.protocol.transaction_log_records import (
     partitions_of,
     transaction_log_value,
 )
-from pybroker.storage.errors import LogClosedError, StorageError
+from pybroker.storage.errors import StorageError
 
 if TYPE_CHECKING:
-    from pybroker.broker.state import BrokerState
+    from pybroker.broker.partitions.coordinator_partitions import CoordinatorPartitions
     from pybroker.storage.log import Log
 
 log = get_logger("pybroker.transactions")
@@ -104,8 +104,8 @@ def replay(partition_log: Log) -> ReplayedPartition:
 class TransactionStateTopic(InternalTopic):
     """The coordinator's writer; creates the topic with Kafka's settings the first time it is needed."""
 
-    def __init__(self, state: BrokerState) -> None:
-        super().__init__(state, TRANSACTION_STATE_TOPIC, partitions_key="transaction.state.log.num.partitions",
+    def __init__(self, partitions: CoordinatorPartitions) -> None:
+        super().__init__(partitions, TRANSACTION_STATE_TOPIC, partitions_key="transaction.state.log.num.partitions",
                          segment_bytes_key="transaction.state.log.segment.bytes", compression="uncompressed")
 
     async def write(self, partition: int, transactional_id: str, meta: TxnMetadata | None) -> ErrorCode:
@@ -115,25 +115,14 @@ class TransactionStateTopic(InternalTopic):
             except (OSError, StorageError) as exc:  # a failing disk, or the partition cap reached
                 log.error("cannot create internal topic", topic=TRANSACTION_STATE_TOPIC, error=str(exc))
                 return ErrorCode.KAFKA_STORAGE_ERROR
-        target = self.state.logs.get_log(TRANSACTION_STATE_TOPIC, partition)
+        target, code = self.partitions.resolve(TRANSACTION_STATE_TOPIC, partition)
         if target is None:
-            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-        if not self.state.logs.is_online(target):
-            return ErrorCode.KAFKA_STORAGE_ERROR
-        now = self.state.clock_ms()
+            return code
+        now = self.partitions.clock_ms()
         key, value = encode(transactional_id, meta)
         batch = bytearray(build_batch([Record(0, 0, key, value)], base_timestamp=now))
-        try:
-            result = target.append(batch, [(0, parse_header(batch, 0))], now_ms=now)
-        except (OSError, RecordsError, LogClosedError) as exc:
-            log.error("transaction state append failed", partition=partition, error=str(exc))
-            if isinstance(exc, OSError):
-                self.state.logs.report_io_error(target, exc)
-            return ErrorCode.KAFKA_STORAGE_ERROR
-        self.state.purgatory.notify((TRANSACTION_STATE_TOPIC, partition))
-        try:
-            await flushed(self.state.logs.flusher_for(target), target, result.last_offset + 1)
-        except Exception as exc:
-            log.error("transaction state flush failed", partition=partition, error=repr(exc))
-            return ErrorCode.KAFKA_STORAGE_ERROR
+        outcome = await target.append(batch, [(0, parse_header(batch, 0))], acks=ACKS_ALL, now_ms=now)
+        if outcome.error is not ErrorCode.NONE:
+            log.error("transaction state write failed", partition=partition, error=outcome.message)
+            return ErrorCode.KAFKA_STORAGE_ERROR  # the coordinator retries (a deleted partition too)
         return ErrorCode.NONE

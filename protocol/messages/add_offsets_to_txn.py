@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,30 +20,48 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>qh')
 _S1 = Struct('>ih')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class AddOffsetsToTxnRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 25
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 4
-    FLEXIBLE_MIN: ClassVar[int | None] = 3
     transactional_id: str = ""
     producer_id: int = 0
     producer_epoch: int = 0
     group_id: str = ""
 
+    def __init__(self, transactional_id: str = "", producer_id: int = 0, producer_epoch: int = 0, group_id: str = "") -> None:
+        self.transactional_id = transactional_id
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self.group_id = group_id
 
-@dataclass(slots=True)
+
+AddOffsetsToTxnRequest.API_KEY = 25
+AddOffsetsToTxnRequest.MIN_VERSION = 0
+AddOffsetsToTxnRequest.MAX_VERSION = 4
+AddOffsetsToTxnRequest.FLEXIBLE_MIN = 3
+
+
+@dataclass(slots=True, init=False)
 class AddOffsetsToTxnResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 25
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 4
-    FLEXIBLE_MIN: ClassVar[int | None] = 3
     throttle_time_ms: int = 0
     error_code: int = 0
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+
+
+AddOffsetsToTxnResponse.API_KEY = 25
+AddOffsetsToTxnResponse.MIN_VERSION = 0
+AddOffsetsToTxnResponse.MAX_VERSION = 4
+AddOffsetsToTxnResponse.FLEXIBLE_MIN = 3
 
 
 def _d_AddOffsetsToTxnRequest_0(buf: Any, pos: int) -> tuple[AddOffsetsToTxnRequest, int]:
@@ -55,34 +73,6 @@ def _d_AddOffsetsToTxnRequest_0(buf: Any, pos: int) -> tuple[AddOffsetsToTxnRequ
 
 
 def _e_AddOffsetsToTxnRequest_0(o: AddOffsetsToTxnRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.transactional_id)
-    out += _S0.pack(o.producer_id, o.producer_epoch)
-    write_string(out, o.group_id)
-
-
-def _d_AddOffsetsToTxnRequest_1(buf: Any, pos: int) -> tuple[AddOffsetsToTxnRequest, int]:
-    f_transactional_id, pos = read_string(buf, pos, False)
-    (f_producer_id, f_producer_epoch,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    f_group_id, pos = read_string(buf, pos, False)
-    return AddOffsetsToTxnRequest(f_transactional_id, f_producer_id, f_producer_epoch, f_group_id), pos
-
-
-def _e_AddOffsetsToTxnRequest_1(o: AddOffsetsToTxnRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.transactional_id)
-    out += _S0.pack(o.producer_id, o.producer_epoch)
-    write_string(out, o.group_id)
-
-
-def _d_AddOffsetsToTxnRequest_2(buf: Any, pos: int) -> tuple[AddOffsetsToTxnRequest, int]:
-    f_transactional_id, pos = read_string(buf, pos, False)
-    (f_producer_id, f_producer_epoch,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    f_group_id, pos = read_string(buf, pos, False)
-    return AddOffsetsToTxnRequest(f_transactional_id, f_producer_id, f_producer_epoch, f_group_id), pos
-
-
-def _e_AddOffsetsToTxnRequest_2(o: AddOffsetsToTxnRequest, out: bytearray, chunks: list[Any]) -> None:
     write_string(out, o.transactional_id)
     out += _S0.pack(o.producer_id, o.producer_epoch)
     write_string(out, o.group_id)
@@ -107,27 +97,8 @@ def _e_AddOffsetsToTxnRequest_3(o: AddOffsetsToTxnRequest, out: bytearray, chunk
     out.append(0)
 
 
-def _d_AddOffsetsToTxnRequest_4(buf: Any, pos: int) -> tuple[AddOffsetsToTxnRequest, int]:
-    f_transactional_id, pos = read_compact_string(buf, pos, False)
-    (f_producer_id, f_producer_epoch,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    f_group_id, pos = read_compact_string(buf, pos, False)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return AddOffsetsToTxnRequest(f_transactional_id, f_producer_id, f_producer_epoch, f_group_id), pos
-
-
-def _e_AddOffsetsToTxnRequest_4(o: AddOffsetsToTxnRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.transactional_id)
-    out += _S0.pack(o.producer_id, o.producer_epoch)
-    write_compact_string(out, o.group_id)
-    out.append(0)
-
-
-AddOffsetsToTxnRequest._DECODERS = {0: _d_AddOffsetsToTxnRequest_0, 1: _d_AddOffsetsToTxnRequest_1, 2: _d_AddOffsetsToTxnRequest_2, 3: _d_AddOffsetsToTxnRequest_3, 4: _d_AddOffsetsToTxnRequest_4}
-AddOffsetsToTxnRequest._ENCODERS = {0: _e_AddOffsetsToTxnRequest_0, 1: _e_AddOffsetsToTxnRequest_1, 2: _e_AddOffsetsToTxnRequest_2, 3: _e_AddOffsetsToTxnRequest_3, 4: _e_AddOffsetsToTxnRequest_4}
+AddOffsetsToTxnRequest._DECODERS = {0: _d_AddOffsetsToTxnRequest_0, 1: _d_AddOffsetsToTxnRequest_0, 2: _d_AddOffsetsToTxnRequest_0, 3: _d_AddOffsetsToTxnRequest_3, 4: _d_AddOffsetsToTxnRequest_3}
+AddOffsetsToTxnRequest._ENCODERS = {0: _e_AddOffsetsToTxnRequest_0, 1: _e_AddOffsetsToTxnRequest_0, 2: _e_AddOffsetsToTxnRequest_0, 3: _e_AddOffsetsToTxnRequest_3, 4: _e_AddOffsetsToTxnRequest_3}
 
 
 def _d_AddOffsetsToTxnResponse_0(buf: Any, pos: int) -> tuple[AddOffsetsToTxnResponse, int]:
@@ -137,26 +108,6 @@ def _d_AddOffsetsToTxnResponse_0(buf: Any, pos: int) -> tuple[AddOffsetsToTxnRes
 
 
 def _e_AddOffsetsToTxnResponse_0(o: AddOffsetsToTxnResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S1.pack(o.throttle_time_ms, o.error_code)
-
-
-def _d_AddOffsetsToTxnResponse_1(buf: Any, pos: int) -> tuple[AddOffsetsToTxnResponse, int]:
-    (f_throttle_time_ms, f_error_code,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    return AddOffsetsToTxnResponse(f_throttle_time_ms, f_error_code), pos
-
-
-def _e_AddOffsetsToTxnResponse_1(o: AddOffsetsToTxnResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S1.pack(o.throttle_time_ms, o.error_code)
-
-
-def _d_AddOffsetsToTxnResponse_2(buf: Any, pos: int) -> tuple[AddOffsetsToTxnResponse, int]:
-    (f_throttle_time_ms, f_error_code,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    return AddOffsetsToTxnResponse(f_throttle_time_ms, f_error_code), pos
-
-
-def _e_AddOffsetsToTxnResponse_2(o: AddOffsetsToTxnResponse, out: bytearray, chunks: list[Any]) -> None:
     out += _S1.pack(o.throttle_time_ms, o.error_code)
 
 
@@ -175,20 +126,5 @@ def _e_AddOffsetsToTxnResponse_3(o: AddOffsetsToTxnResponse, out: bytearray, chu
     out.append(0)
 
 
-def _d_AddOffsetsToTxnResponse_4(buf: Any, pos: int) -> tuple[AddOffsetsToTxnResponse, int]:
-    (f_throttle_time_ms, f_error_code,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return AddOffsetsToTxnResponse(f_throttle_time_ms, f_error_code), pos
-
-
-def _e_AddOffsetsToTxnResponse_4(o: AddOffsetsToTxnResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S1.pack(o.throttle_time_ms, o.error_code)
-    out.append(0)
-
-
-AddOffsetsToTxnResponse._DECODERS = {0: _d_AddOffsetsToTxnResponse_0, 1: _d_AddOffsetsToTxnResponse_1, 2: _d_AddOffsetsToTxnResponse_2, 3: _d_AddOffsetsToTxnResponse_3, 4: _d_AddOffsetsToTxnResponse_4}
-AddOffsetsToTxnResponse._ENCODERS = {0: _e_AddOffsetsToTxnResponse_0, 1: _e_AddOffsetsToTxnResponse_1, 2: _e_AddOffsetsToTxnResponse_2, 3: _e_AddOffsetsToTxnResponse_3, 4: _e_AddOffsetsToTxnResponse_4}
+AddOffsetsToTxnResponse._DECODERS = {0: _d_AddOffsetsToTxnResponse_0, 1: _d_AddOffsetsToTxnResponse_0, 2: _d_AddOffsetsToTxnResponse_0, 3: _d_AddOffsetsToTxnResponse_3, 4: _d_AddOffsetsToTxnResponse_3}
+AddOffsetsToTxnResponse._ENCODERS = {0: _e_AddOffsetsToTxnResponse_0, 1: _e_AddOffsetsToTxnResponse_0, 2: _e_AddOffsetsToTxnResponse_0, 3: _e_AddOffsetsToTxnResponse_3, 4: _e_AddOffsetsToTxnResponse_3}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,19 +20,27 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>qh')
 _S1 = Struct('>qh?')
 _S2 = Struct('>ih')
 _S3 = Struct('>i')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class AddPartitionsToTxnTopic:
     name: str = ""
     partitions: list[int] = field(default_factory=list)
 
+    def __init__(self, name: str = "", partitions: list[int] | None = None) -> None:
+        self.name = name
+        self.partitions = [] if partitions is None else partitions
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class AddPartitionsToTxnTransaction:
     transactional_id: str = ""
     producer_id: int = 0
@@ -40,48 +48,84 @@ class AddPartitionsToTxnTransaction:
     verify_only: bool = False
     topics: list[AddPartitionsToTxnTopic] = field(default_factory=list)
 
+    def __init__(self, transactional_id: str = "", producer_id: int = 0, producer_epoch: int = 0, verify_only: bool = False, topics: list[AddPartitionsToTxnTopic] | None = None) -> None:
+        self.transactional_id = transactional_id
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self.verify_only = verify_only
+        self.topics = [] if topics is None else topics
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class AddPartitionsToTxnRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 24
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 5
-    FLEXIBLE_MIN: ClassVar[int | None] = 3
     transactions: list[AddPartitionsToTxnTransaction] = field(default_factory=list)
     v3_and_below_transactional_id: str = ""
     v3_and_below_producer_id: int = 0
     v3_and_below_producer_epoch: int = 0
     v3_and_below_topics: list[AddPartitionsToTxnTopic] = field(default_factory=list)
 
+    def __init__(self, transactions: list[AddPartitionsToTxnTransaction] | None = None, v3_and_below_transactional_id: str = "", v3_and_below_producer_id: int = 0, v3_and_below_producer_epoch: int = 0, v3_and_below_topics: list[AddPartitionsToTxnTopic] | None = None) -> None:
+        self.transactions = [] if transactions is None else transactions
+        self.v3_and_below_transactional_id = v3_and_below_transactional_id
+        self.v3_and_below_producer_id = v3_and_below_producer_id
+        self.v3_and_below_producer_epoch = v3_and_below_producer_epoch
+        self.v3_and_below_topics = [] if v3_and_below_topics is None else v3_and_below_topics
 
-@dataclass(slots=True)
+
+AddPartitionsToTxnRequest.API_KEY = 24
+AddPartitionsToTxnRequest.MIN_VERSION = 0
+AddPartitionsToTxnRequest.MAX_VERSION = 5
+AddPartitionsToTxnRequest.FLEXIBLE_MIN = 3
+
+
+@dataclass(slots=True, init=False)
 class AddPartitionsToTxnPartitionResult:
     partition_index: int = 0
     partition_error_code: int = 0
 
+    def __init__(self, partition_index: int = 0, partition_error_code: int = 0) -> None:
+        self.partition_index = partition_index
+        self.partition_error_code = partition_error_code
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class AddPartitionsToTxnTopicResult:
     name: str = ""
     results_by_partition: list[AddPartitionsToTxnPartitionResult] = field(default_factory=list)
 
+    def __init__(self, name: str = "", results_by_partition: list[AddPartitionsToTxnPartitionResult] | None = None) -> None:
+        self.name = name
+        self.results_by_partition = [] if results_by_partition is None else results_by_partition
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class AddPartitionsToTxnResult:
     transactional_id: str = ""
     topic_results: list[AddPartitionsToTxnTopicResult] = field(default_factory=list)
 
+    def __init__(self, transactional_id: str = "", topic_results: list[AddPartitionsToTxnTopicResult] | None = None) -> None:
+        self.transactional_id = transactional_id
+        self.topic_results = [] if topic_results is None else topic_results
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class AddPartitionsToTxnResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 24
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 5
-    FLEXIBLE_MIN: ClassVar[int | None] = 3
     throttle_time_ms: int = 0
     error_code: int = 0
     results_by_transaction: list[AddPartitionsToTxnResult] = field(default_factory=list)
     results_by_topic_v3_and_below: list[AddPartitionsToTxnTopicResult] = field(default_factory=list)
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, results_by_transaction: list[AddPartitionsToTxnResult] | None = None, results_by_topic_v3_and_below: list[AddPartitionsToTxnTopicResult] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.results_by_transaction = [] if results_by_transaction is None else results_by_transaction
+        self.results_by_topic_v3_and_below = [] if results_by_topic_v3_and_below is None else results_by_topic_v3_and_below
+
+
+AddPartitionsToTxnResponse.API_KEY = 24
+AddPartitionsToTxnResponse.MIN_VERSION = 0
+AddPartitionsToTxnResponse.MAX_VERSION = 5
+AddPartitionsToTxnResponse.FLEXIBLE_MIN = 3
 
 
 def _d_AddPartitionsToTxnTopic_0(buf: Any, pos: int) -> tuple[AddPartitionsToTxnTopic, int]:
@@ -128,98 +172,6 @@ def _e_AddPartitionsToTxnRequest_0(o: AddPartitionsToTxnRequest, out: bytearray,
     if o.v3_and_below_topics is not None:
         for it_v3_and_below_topics in o.v3_and_below_topics:
             _e_AddPartitionsToTxnTopic_0(it_v3_and_below_topics, out, chunks)
-
-
-def _d_AddPartitionsToTxnTopic_1(buf: Any, pos: int) -> tuple[AddPartitionsToTxnTopic, int]:
-    f_name, pos = read_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, False, False)
-    if n_partitions * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_partitions = list(unpack_from(f'>{n_partitions}i', buf, pos))
-    pos += n_partitions * 4
-    return AddPartitionsToTxnTopic(f_name, f_partitions), pos
-
-
-def _e_AddPartitionsToTxnTopic_1(o: AddPartitionsToTxnTopic, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-    write_array_count(out, o.partitions, False)
-    if o.partitions is not None:
-        out += pack(f'>{len(o.partitions)}i', *o.partitions)
-
-
-def _d_AddPartitionsToTxnTransaction_1(buf: Any, pos: int) -> tuple[AddPartitionsToTxnTransaction, int]:
-    return AddPartitionsToTxnTransaction("", 0, 0, False, []), pos
-
-
-def _e_AddPartitionsToTxnTransaction_1(o: AddPartitionsToTxnTransaction, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_AddPartitionsToTxnRequest_1(buf: Any, pos: int) -> tuple[AddPartitionsToTxnRequest, int]:
-    f_v3_and_below_transactional_id, pos = read_string(buf, pos, False)
-    (f_v3_and_below_producer_id, f_v3_and_below_producer_epoch,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    n_v3_and_below_topics, pos = read_array_count(buf, pos, False, False)
-    f_v3_and_below_topics = []
-    for _ in range(n_v3_and_below_topics):
-        it_v3_and_below_topics, pos = _d_AddPartitionsToTxnTopic_1(buf, pos)
-        f_v3_and_below_topics.append(it_v3_and_below_topics)
-    return AddPartitionsToTxnRequest([], f_v3_and_below_transactional_id, f_v3_and_below_producer_id, f_v3_and_below_producer_epoch, f_v3_and_below_topics), pos
-
-
-def _e_AddPartitionsToTxnRequest_1(o: AddPartitionsToTxnRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.v3_and_below_transactional_id)
-    out += _S0.pack(o.v3_and_below_producer_id, o.v3_and_below_producer_epoch)
-    write_array_count(out, o.v3_and_below_topics, False)
-    if o.v3_and_below_topics is not None:
-        for it_v3_and_below_topics in o.v3_and_below_topics:
-            _e_AddPartitionsToTxnTopic_1(it_v3_and_below_topics, out, chunks)
-
-
-def _d_AddPartitionsToTxnTopic_2(buf: Any, pos: int) -> tuple[AddPartitionsToTxnTopic, int]:
-    f_name, pos = read_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, False, False)
-    if n_partitions * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_partitions = list(unpack_from(f'>{n_partitions}i', buf, pos))
-    pos += n_partitions * 4
-    return AddPartitionsToTxnTopic(f_name, f_partitions), pos
-
-
-def _e_AddPartitionsToTxnTopic_2(o: AddPartitionsToTxnTopic, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-    write_array_count(out, o.partitions, False)
-    if o.partitions is not None:
-        out += pack(f'>{len(o.partitions)}i', *o.partitions)
-
-
-def _d_AddPartitionsToTxnTransaction_2(buf: Any, pos: int) -> tuple[AddPartitionsToTxnTransaction, int]:
-    return AddPartitionsToTxnTransaction("", 0, 0, False, []), pos
-
-
-def _e_AddPartitionsToTxnTransaction_2(o: AddPartitionsToTxnTransaction, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_AddPartitionsToTxnRequest_2(buf: Any, pos: int) -> tuple[AddPartitionsToTxnRequest, int]:
-    f_v3_and_below_transactional_id, pos = read_string(buf, pos, False)
-    (f_v3_and_below_producer_id, f_v3_and_below_producer_epoch,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    n_v3_and_below_topics, pos = read_array_count(buf, pos, False, False)
-    f_v3_and_below_topics = []
-    for _ in range(n_v3_and_below_topics):
-        it_v3_and_below_topics, pos = _d_AddPartitionsToTxnTopic_2(buf, pos)
-        f_v3_and_below_topics.append(it_v3_and_below_topics)
-    return AddPartitionsToTxnRequest([], f_v3_and_below_transactional_id, f_v3_and_below_producer_id, f_v3_and_below_producer_epoch, f_v3_and_below_topics), pos
-
-
-def _e_AddPartitionsToTxnRequest_2(o: AddPartitionsToTxnRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.v3_and_below_transactional_id)
-    out += _S0.pack(o.v3_and_below_producer_id, o.v3_and_below_producer_epoch)
-    write_array_count(out, o.v3_and_below_topics, False)
-    if o.v3_and_below_topics is not None:
-        for it_v3_and_below_topics in o.v3_and_below_topics:
-            _e_AddPartitionsToTxnTopic_2(it_v3_and_below_topics, out, chunks)
 
 
 def _d_AddPartitionsToTxnTopic_3(buf: Any, pos: int) -> tuple[AddPartitionsToTxnTopic, int]:
@@ -282,28 +234,6 @@ def _e_AddPartitionsToTxnRequest_3(o: AddPartitionsToTxnRequest, out: bytearray,
     out.append(0)
 
 
-def _d_AddPartitionsToTxnTopic_4(buf: Any, pos: int) -> tuple[AddPartitionsToTxnTopic, int]:
-    f_name, pos = read_compact_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, True, False)
-    if n_partitions * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_partitions = list(unpack_from(f'>{n_partitions}i', buf, pos))
-    pos += n_partitions * 4
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return AddPartitionsToTxnTopic(f_name, f_partitions), pos
-
-
-def _e_AddPartitionsToTxnTopic_4(o: AddPartitionsToTxnTopic, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.name)
-    write_array_count(out, o.partitions, True)
-    if o.partitions is not None:
-        out += pack(f'>{len(o.partitions)}i', *o.partitions)
-    out.append(0)
-
-
 def _d_AddPartitionsToTxnTransaction_4(buf: Any, pos: int) -> tuple[AddPartitionsToTxnTransaction, int]:
     f_transactional_id, pos = read_compact_string(buf, pos, False)
     (f_producer_id, f_producer_epoch, f_verify_only,) = _S1.unpack_from(buf, pos)
@@ -311,7 +241,7 @@ def _d_AddPartitionsToTxnTransaction_4(buf: Any, pos: int) -> tuple[AddPartition
     n_topics, pos = read_array_count(buf, pos, True, False)
     f_topics = []
     for _ in range(n_topics):
-        it_topics, pos = _d_AddPartitionsToTxnTopic_4(buf, pos)
+        it_topics, pos = _d_AddPartitionsToTxnTopic_3(buf, pos)
         f_topics.append(it_topics)
     if buf[pos] == 0:
         pos += 1
@@ -326,7 +256,7 @@ def _e_AddPartitionsToTxnTransaction_4(o: AddPartitionsToTxnTransaction, out: by
     write_array_count(out, o.topics, True)
     if o.topics is not None:
         for it_topics in o.topics:
-            _e_AddPartitionsToTxnTopic_4(it_topics, out, chunks)
+            _e_AddPartitionsToTxnTopic_3(it_topics, out, chunks)
     out.append(0)
 
 
@@ -351,77 +281,8 @@ def _e_AddPartitionsToTxnRequest_4(o: AddPartitionsToTxnRequest, out: bytearray,
     out.append(0)
 
 
-def _d_AddPartitionsToTxnTopic_5(buf: Any, pos: int) -> tuple[AddPartitionsToTxnTopic, int]:
-    f_name, pos = read_compact_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, True, False)
-    if n_partitions * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_partitions = list(unpack_from(f'>{n_partitions}i', buf, pos))
-    pos += n_partitions * 4
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return AddPartitionsToTxnTopic(f_name, f_partitions), pos
-
-
-def _e_AddPartitionsToTxnTopic_5(o: AddPartitionsToTxnTopic, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.name)
-    write_array_count(out, o.partitions, True)
-    if o.partitions is not None:
-        out += pack(f'>{len(o.partitions)}i', *o.partitions)
-    out.append(0)
-
-
-def _d_AddPartitionsToTxnTransaction_5(buf: Any, pos: int) -> tuple[AddPartitionsToTxnTransaction, int]:
-    f_transactional_id, pos = read_compact_string(buf, pos, False)
-    (f_producer_id, f_producer_epoch, f_verify_only,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    n_topics, pos = read_array_count(buf, pos, True, False)
-    f_topics = []
-    for _ in range(n_topics):
-        it_topics, pos = _d_AddPartitionsToTxnTopic_5(buf, pos)
-        f_topics.append(it_topics)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return AddPartitionsToTxnTransaction(f_transactional_id, f_producer_id, f_producer_epoch, f_verify_only, f_topics), pos
-
-
-def _e_AddPartitionsToTxnTransaction_5(o: AddPartitionsToTxnTransaction, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.transactional_id)
-    out += _S1.pack(o.producer_id, o.producer_epoch, o.verify_only)
-    write_array_count(out, o.topics, True)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_AddPartitionsToTxnTopic_5(it_topics, out, chunks)
-    out.append(0)
-
-
-def _d_AddPartitionsToTxnRequest_5(buf: Any, pos: int) -> tuple[AddPartitionsToTxnRequest, int]:
-    n_transactions, pos = read_array_count(buf, pos, True, False)
-    f_transactions = []
-    for _ in range(n_transactions):
-        it_transactions, pos = _d_AddPartitionsToTxnTransaction_5(buf, pos)
-        f_transactions.append(it_transactions)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return AddPartitionsToTxnRequest(f_transactions, "", 0, 0, []), pos
-
-
-def _e_AddPartitionsToTxnRequest_5(o: AddPartitionsToTxnRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_array_count(out, o.transactions, True)
-    if o.transactions is not None:
-        for it_transactions in o.transactions:
-            _e_AddPartitionsToTxnTransaction_5(it_transactions, out, chunks)
-    out.append(0)
-
-
-AddPartitionsToTxnRequest._DECODERS = {0: _d_AddPartitionsToTxnRequest_0, 1: _d_AddPartitionsToTxnRequest_1, 2: _d_AddPartitionsToTxnRequest_2, 3: _d_AddPartitionsToTxnRequest_3, 4: _d_AddPartitionsToTxnRequest_4, 5: _d_AddPartitionsToTxnRequest_5}
-AddPartitionsToTxnRequest._ENCODERS = {0: _e_AddPartitionsToTxnRequest_0, 1: _e_AddPartitionsToTxnRequest_1, 2: _e_AddPartitionsToTxnRequest_2, 3: _e_AddPartitionsToTxnRequest_3, 4: _e_AddPartitionsToTxnRequest_4, 5: _e_AddPartitionsToTxnRequest_5}
+AddPartitionsToTxnRequest._DECODERS = {0: _d_AddPartitionsToTxnRequest_0, 1: _d_AddPartitionsToTxnRequest_0, 2: _d_AddPartitionsToTxnRequest_0, 3: _d_AddPartitionsToTxnRequest_3, 4: _d_AddPartitionsToTxnRequest_4, 5: _d_AddPartitionsToTxnRequest_4}
+AddPartitionsToTxnRequest._ENCODERS = {0: _e_AddPartitionsToTxnRequest_0, 1: _e_AddPartitionsToTxnRequest_0, 2: _e_AddPartitionsToTxnRequest_0, 3: _e_AddPartitionsToTxnRequest_3, 4: _e_AddPartitionsToTxnRequest_4, 5: _e_AddPartitionsToTxnRequest_4}
 
 
 def _d_AddPartitionsToTxnPartitionResult_0(buf: Any, pos: int) -> tuple[AddPartitionsToTxnPartitionResult, int]:
@@ -477,116 +338,6 @@ def _e_AddPartitionsToTxnResponse_0(o: AddPartitionsToTxnResponse, out: bytearra
     if o.results_by_topic_v3_and_below is not None:
         for it_results_by_topic_v3_and_below in o.results_by_topic_v3_and_below:
             _e_AddPartitionsToTxnTopicResult_0(it_results_by_topic_v3_and_below, out, chunks)
-
-
-def _d_AddPartitionsToTxnPartitionResult_1(buf: Any, pos: int) -> tuple[AddPartitionsToTxnPartitionResult, int]:
-    (f_partition_index, f_partition_error_code,) = _S2.unpack_from(buf, pos)
-    pos += _S2.size
-    return AddPartitionsToTxnPartitionResult(f_partition_index, f_partition_error_code), pos
-
-
-def _e_AddPartitionsToTxnPartitionResult_1(o: AddPartitionsToTxnPartitionResult, out: bytearray, chunks: list[Any]) -> None:
-    out += _S2.pack(o.partition_index, o.partition_error_code)
-
-
-def _d_AddPartitionsToTxnTopicResult_1(buf: Any, pos: int) -> tuple[AddPartitionsToTxnTopicResult, int]:
-    f_name, pos = read_string(buf, pos, False)
-    n_results_by_partition, pos = read_array_count(buf, pos, False, False)
-    f_results_by_partition = []
-    for _ in range(n_results_by_partition):
-        it_results_by_partition, pos = _d_AddPartitionsToTxnPartitionResult_1(buf, pos)
-        f_results_by_partition.append(it_results_by_partition)
-    return AddPartitionsToTxnTopicResult(f_name, f_results_by_partition), pos
-
-
-def _e_AddPartitionsToTxnTopicResult_1(o: AddPartitionsToTxnTopicResult, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-    write_array_count(out, o.results_by_partition, False)
-    if o.results_by_partition is not None:
-        for it_results_by_partition in o.results_by_partition:
-            _e_AddPartitionsToTxnPartitionResult_1(it_results_by_partition, out, chunks)
-
-
-def _d_AddPartitionsToTxnResult_1(buf: Any, pos: int) -> tuple[AddPartitionsToTxnResult, int]:
-    return AddPartitionsToTxnResult("", []), pos
-
-
-def _e_AddPartitionsToTxnResult_1(o: AddPartitionsToTxnResult, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_AddPartitionsToTxnResponse_1(buf: Any, pos: int) -> tuple[AddPartitionsToTxnResponse, int]:
-    (f_throttle_time_ms,) = _S3.unpack_from(buf, pos)
-    pos += _S3.size
-    n_results_by_topic_v3_and_below, pos = read_array_count(buf, pos, False, False)
-    f_results_by_topic_v3_and_below = []
-    for _ in range(n_results_by_topic_v3_and_below):
-        it_results_by_topic_v3_and_below, pos = _d_AddPartitionsToTxnTopicResult_1(buf, pos)
-        f_results_by_topic_v3_and_below.append(it_results_by_topic_v3_and_below)
-    return AddPartitionsToTxnResponse(f_throttle_time_ms, 0, [], f_results_by_topic_v3_and_below), pos
-
-
-def _e_AddPartitionsToTxnResponse_1(o: AddPartitionsToTxnResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S3.pack(o.throttle_time_ms)
-    write_array_count(out, o.results_by_topic_v3_and_below, False)
-    if o.results_by_topic_v3_and_below is not None:
-        for it_results_by_topic_v3_and_below in o.results_by_topic_v3_and_below:
-            _e_AddPartitionsToTxnTopicResult_1(it_results_by_topic_v3_and_below, out, chunks)
-
-
-def _d_AddPartitionsToTxnPartitionResult_2(buf: Any, pos: int) -> tuple[AddPartitionsToTxnPartitionResult, int]:
-    (f_partition_index, f_partition_error_code,) = _S2.unpack_from(buf, pos)
-    pos += _S2.size
-    return AddPartitionsToTxnPartitionResult(f_partition_index, f_partition_error_code), pos
-
-
-def _e_AddPartitionsToTxnPartitionResult_2(o: AddPartitionsToTxnPartitionResult, out: bytearray, chunks: list[Any]) -> None:
-    out += _S2.pack(o.partition_index, o.partition_error_code)
-
-
-def _d_AddPartitionsToTxnTopicResult_2(buf: Any, pos: int) -> tuple[AddPartitionsToTxnTopicResult, int]:
-    f_name, pos = read_string(buf, pos, False)
-    n_results_by_partition, pos = read_array_count(buf, pos, False, False)
-    f_results_by_partition = []
-    for _ in range(n_results_by_partition):
-        it_results_by_partition, pos = _d_AddPartitionsToTxnPartitionResult_2(buf, pos)
-        f_results_by_partition.append(it_results_by_partition)
-    return AddPartitionsToTxnTopicResult(f_name, f_results_by_partition), pos
-
-
-def _e_AddPartitionsToTxnTopicResult_2(o: AddPartitionsToTxnTopicResult, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-    write_array_count(out, o.results_by_partition, False)
-    if o.results_by_partition is not None:
-        for it_results_by_partition in o.results_by_partition:
-            _e_AddPartitionsToTxnPartitionResult_2(it_results_by_partition, out, chunks)
-
-
-def _d_AddPartitionsToTxnResult_2(buf: Any, pos: int) -> tuple[AddPartitionsToTxnResult, int]:
-    return AddPartitionsToTxnResult("", []), pos
-
-
-def _e_AddPartitionsToTxnResult_2(o: AddPartitionsToTxnResult, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_AddPartitionsToTxnResponse_2(buf: Any, pos: int) -> tuple[AddPartitionsToTxnResponse, int]:
-    (f_throttle_time_ms,) = _S3.unpack_from(buf, pos)
-    pos += _S3.size
-    n_results_by_topic_v3_and_below, pos = read_array_count(buf, pos, False, False)
-    f_results_by_topic_v3_and_below = []
-    for _ in range(n_results_by_topic_v3_and_below):
-        it_results_by_topic_v3_and_below, pos = _d_AddPartitionsToTxnTopicResult_2(buf, pos)
-        f_results_by_topic_v3_and_below.append(it_results_by_topic_v3_and_below)
-    return AddPartitionsToTxnResponse(f_throttle_time_ms, 0, [], f_results_by_topic_v3_and_below), pos
-
-
-def _e_AddPartitionsToTxnResponse_2(o: AddPartitionsToTxnResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S3.pack(o.throttle_time_ms)
-    write_array_count(out, o.results_by_topic_v3_and_below, False)
-    if o.results_by_topic_v3_and_below is not None:
-        for it_results_by_topic_v3_and_below in o.results_by_topic_v3_and_below:
-            _e_AddPartitionsToTxnTopicResult_2(it_results_by_topic_v3_and_below, out, chunks)
 
 
 def _d_AddPartitionsToTxnPartitionResult_3(buf: Any, pos: int) -> tuple[AddPartitionsToTxnPartitionResult, int]:
@@ -663,50 +414,12 @@ def _e_AddPartitionsToTxnResponse_3(o: AddPartitionsToTxnResponse, out: bytearra
     out.append(0)
 
 
-def _d_AddPartitionsToTxnPartitionResult_4(buf: Any, pos: int) -> tuple[AddPartitionsToTxnPartitionResult, int]:
-    (f_partition_index, f_partition_error_code,) = _S2.unpack_from(buf, pos)
-    pos += _S2.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return AddPartitionsToTxnPartitionResult(f_partition_index, f_partition_error_code), pos
-
-
-def _e_AddPartitionsToTxnPartitionResult_4(o: AddPartitionsToTxnPartitionResult, out: bytearray, chunks: list[Any]) -> None:
-    out += _S2.pack(o.partition_index, o.partition_error_code)
-    out.append(0)
-
-
-def _d_AddPartitionsToTxnTopicResult_4(buf: Any, pos: int) -> tuple[AddPartitionsToTxnTopicResult, int]:
-    f_name, pos = read_compact_string(buf, pos, False)
-    n_results_by_partition, pos = read_array_count(buf, pos, True, False)
-    f_results_by_partition = []
-    for _ in range(n_results_by_partition):
-        it_results_by_partition, pos = _d_AddPartitionsToTxnPartitionResult_4(buf, pos)
-        f_results_by_partition.append(it_results_by_partition)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return AddPartitionsToTxnTopicResult(f_name, f_results_by_partition), pos
-
-
-def _e_AddPartitionsToTxnTopicResult_4(o: AddPartitionsToTxnTopicResult, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.name)
-    write_array_count(out, o.results_by_partition, True)
-    if o.results_by_partition is not None:
-        for it_results_by_partition in o.results_by_partition:
-            _e_AddPartitionsToTxnPartitionResult_4(it_results_by_partition, out, chunks)
-    out.append(0)
-
-
 def _d_AddPartitionsToTxnResult_4(buf: Any, pos: int) -> tuple[AddPartitionsToTxnResult, int]:
     f_transactional_id, pos = read_compact_string(buf, pos, False)
     n_topic_results, pos = read_array_count(buf, pos, True, False)
     f_topic_results = []
     for _ in range(n_topic_results):
-        it_topic_results, pos = _d_AddPartitionsToTxnTopicResult_4(buf, pos)
+        it_topic_results, pos = _d_AddPartitionsToTxnTopicResult_3(buf, pos)
         f_topic_results.append(it_topic_results)
     if buf[pos] == 0:
         pos += 1
@@ -720,7 +433,7 @@ def _e_AddPartitionsToTxnResult_4(o: AddPartitionsToTxnResult, out: bytearray, c
     write_array_count(out, o.topic_results, True)
     if o.topic_results is not None:
         for it_topic_results in o.topic_results:
-            _e_AddPartitionsToTxnTopicResult_4(it_topic_results, out, chunks)
+            _e_AddPartitionsToTxnTopicResult_3(it_topic_results, out, chunks)
     out.append(0)
 
 
@@ -748,90 +461,5 @@ def _e_AddPartitionsToTxnResponse_4(o: AddPartitionsToTxnResponse, out: bytearra
     out.append(0)
 
 
-def _d_AddPartitionsToTxnPartitionResult_5(buf: Any, pos: int) -> tuple[AddPartitionsToTxnPartitionResult, int]:
-    (f_partition_index, f_partition_error_code,) = _S2.unpack_from(buf, pos)
-    pos += _S2.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return AddPartitionsToTxnPartitionResult(f_partition_index, f_partition_error_code), pos
-
-
-def _e_AddPartitionsToTxnPartitionResult_5(o: AddPartitionsToTxnPartitionResult, out: bytearray, chunks: list[Any]) -> None:
-    out += _S2.pack(o.partition_index, o.partition_error_code)
-    out.append(0)
-
-
-def _d_AddPartitionsToTxnTopicResult_5(buf: Any, pos: int) -> tuple[AddPartitionsToTxnTopicResult, int]:
-    f_name, pos = read_compact_string(buf, pos, False)
-    n_results_by_partition, pos = read_array_count(buf, pos, True, False)
-    f_results_by_partition = []
-    for _ in range(n_results_by_partition):
-        it_results_by_partition, pos = _d_AddPartitionsToTxnPartitionResult_5(buf, pos)
-        f_results_by_partition.append(it_results_by_partition)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return AddPartitionsToTxnTopicResult(f_name, f_results_by_partition), pos
-
-
-def _e_AddPartitionsToTxnTopicResult_5(o: AddPartitionsToTxnTopicResult, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.name)
-    write_array_count(out, o.results_by_partition, True)
-    if o.results_by_partition is not None:
-        for it_results_by_partition in o.results_by_partition:
-            _e_AddPartitionsToTxnPartitionResult_5(it_results_by_partition, out, chunks)
-    out.append(0)
-
-
-def _d_AddPartitionsToTxnResult_5(buf: Any, pos: int) -> tuple[AddPartitionsToTxnResult, int]:
-    f_transactional_id, pos = read_compact_string(buf, pos, False)
-    n_topic_results, pos = read_array_count(buf, pos, True, False)
-    f_topic_results = []
-    for _ in range(n_topic_results):
-        it_topic_results, pos = _d_AddPartitionsToTxnTopicResult_5(buf, pos)
-        f_topic_results.append(it_topic_results)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return AddPartitionsToTxnResult(f_transactional_id, f_topic_results), pos
-
-
-def _e_AddPartitionsToTxnResult_5(o: AddPartitionsToTxnResult, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.transactional_id)
-    write_array_count(out, o.topic_results, True)
-    if o.topic_results is not None:
-        for it_topic_results in o.topic_results:
-            _e_AddPartitionsToTxnTopicResult_5(it_topic_results, out, chunks)
-    out.append(0)
-
-
-def _d_AddPartitionsToTxnResponse_5(buf: Any, pos: int) -> tuple[AddPartitionsToTxnResponse, int]:
-    (f_throttle_time_ms, f_error_code,) = _S2.unpack_from(buf, pos)
-    pos += _S2.size
-    n_results_by_transaction, pos = read_array_count(buf, pos, True, False)
-    f_results_by_transaction = []
-    for _ in range(n_results_by_transaction):
-        it_results_by_transaction, pos = _d_AddPartitionsToTxnResult_5(buf, pos)
-        f_results_by_transaction.append(it_results_by_transaction)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return AddPartitionsToTxnResponse(f_throttle_time_ms, f_error_code, f_results_by_transaction, []), pos
-
-
-def _e_AddPartitionsToTxnResponse_5(o: AddPartitionsToTxnResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S2.pack(o.throttle_time_ms, o.error_code)
-    write_array_count(out, o.results_by_transaction, True)
-    if o.results_by_transaction is not None:
-        for it_results_by_transaction in o.results_by_transaction:
-            _e_AddPartitionsToTxnResult_5(it_results_by_transaction, out, chunks)
-    out.append(0)
-
-
-AddPartitionsToTxnResponse._DECODERS = {0: _d_AddPartitionsToTxnResponse_0, 1: _d_AddPartitionsToTxnResponse_1, 2: _d_AddPartitionsToTxnResponse_2, 3: _d_AddPartitionsToTxnResponse_3, 4: _d_AddPartitionsToTxnResponse_4, 5: _d_AddPartitionsToTxnResponse_5}
-AddPartitionsToTxnResponse._ENCODERS = {0: _e_AddPartitionsToTxnResponse_0, 1: _e_AddPartitionsToTxnResponse_1, 2: _e_AddPartitionsToTxnResponse_2, 3: _e_AddPartitionsToTxnResponse_3, 4: _e_AddPartitionsToTxnResponse_4, 5: _e_AddPartitionsToTxnResponse_5}
+AddPartitionsToTxnResponse._DECODERS = {0: _d_AddPartitionsToTxnResponse_0, 1: _d_AddPartitionsToTxnResponse_0, 2: _d_AddPartitionsToTxnResponse_0, 3: _d_AddPartitionsToTxnResponse_3, 4: _d_AddPartitionsToTxnResponse_4, 5: _d_AddPartitionsToTxnResponse_4}
+AddPartitionsToTxnResponse._ENCODERS = {0: _e_AddPartitionsToTxnResponse_0, 1: _e_AddPartitionsToTxnResponse_0, 2: _e_AddPartitionsToTxnResponse_0, 3: _e_AddPartitionsToTxnResponse_3, 4: _e_AddPartitionsToTxnResponse_4, 5: _e_AddPartitionsToTxnResponse_4}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,62 +20,100 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>d?')
 _S1 = Struct('>?')
 _S2 = Struct('>h')
 _S3 = Struct('>i')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class OpData:
     key: str = ""
     value: float = 0.0
     remove: bool = False
 
+    def __init__(self, key: str = "", value: float = 0.0, remove: bool = False) -> None:
+        self.key = key
+        self.value = value
+        self.remove = remove
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class AlterClientQuotasRequestEntityData:
     entity_type: str = ""
     entity_name: str | None = None
 
+    def __init__(self, entity_type: str = "", entity_name: str | None = None) -> None:
+        self.entity_type = entity_type
+        self.entity_name = entity_name
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class AlterClientQuotasRequestEntryData:
     entity: list[AlterClientQuotasRequestEntityData] = field(default_factory=list)
     ops: list[OpData] = field(default_factory=list)
 
+    def __init__(self, entity: list[AlterClientQuotasRequestEntityData] | None = None, ops: list[OpData] | None = None) -> None:
+        self.entity = [] if entity is None else entity
+        self.ops = [] if ops is None else ops
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class AlterClientQuotasRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 49
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 1
-    FLEXIBLE_MIN: ClassVar[int | None] = 1
     entries: list[AlterClientQuotasRequestEntryData] = field(default_factory=list)
     validate_only: bool = False
 
+    def __init__(self, entries: list[AlterClientQuotasRequestEntryData] | None = None, validate_only: bool = False) -> None:
+        self.entries = [] if entries is None else entries
+        self.validate_only = validate_only
 
-@dataclass(slots=True)
+
+AlterClientQuotasRequest.API_KEY = 49
+AlterClientQuotasRequest.MIN_VERSION = 0
+AlterClientQuotasRequest.MAX_VERSION = 1
+AlterClientQuotasRequest.FLEXIBLE_MIN = 1
+
+
+@dataclass(slots=True, init=False)
 class AlterClientQuotasResponseEntityData:
     entity_type: str = ""
     entity_name: str | None = None
 
+    def __init__(self, entity_type: str = "", entity_name: str | None = None) -> None:
+        self.entity_type = entity_type
+        self.entity_name = entity_name
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class AlterClientQuotasResponseEntryData:
     error_code: int = 0
     error_message: str | None = None
     entity: list[AlterClientQuotasResponseEntityData] = field(default_factory=list)
 
+    def __init__(self, error_code: int = 0, error_message: str | None = None, entity: list[AlterClientQuotasResponseEntityData] | None = None) -> None:
+        self.error_code = error_code
+        self.error_message = error_message
+        self.entity = [] if entity is None else entity
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class AlterClientQuotasResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 49
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 1
-    FLEXIBLE_MIN: ClassVar[int | None] = 1
     throttle_time_ms: int = 0
     entries: list[AlterClientQuotasResponseEntryData] = field(default_factory=list)
+
+    def __init__(self, throttle_time_ms: int = 0, entries: list[AlterClientQuotasResponseEntryData] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.entries = [] if entries is None else entries
+
+
+AlterClientQuotasResponse.API_KEY = 49
+AlterClientQuotasResponse.MIN_VERSION = 0
+AlterClientQuotasResponse.MAX_VERSION = 1
+AlterClientQuotasResponse.FLEXIBLE_MIN = 1
 
 
 def _d_OpData_0(buf: Any, pos: int) -> tuple[OpData, int]:

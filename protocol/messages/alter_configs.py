@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,51 +20,82 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>b')
 _S1 = Struct('>?')
 _S2 = Struct('>h')
 _S3 = Struct('>i')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class AlterableConfig:
     name: str = ""
     value: str | None = ""
 
+    def __init__(self, name: str = "", value: str | None = "") -> None:
+        self.name = name
+        self.value = value
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class AlterConfigsResource:
     resource_type: int = 0
     resource_name: str = ""
     configs: list[AlterableConfig] = field(default_factory=list)
 
+    def __init__(self, resource_type: int = 0, resource_name: str = "", configs: list[AlterableConfig] | None = None) -> None:
+        self.resource_type = resource_type
+        self.resource_name = resource_name
+        self.configs = [] if configs is None else configs
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class AlterConfigsRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 33
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 2
-    FLEXIBLE_MIN: ClassVar[int | None] = 2
     resources: list[AlterConfigsResource] = field(default_factory=list)
     validate_only: bool = False
 
+    def __init__(self, resources: list[AlterConfigsResource] | None = None, validate_only: bool = False) -> None:
+        self.resources = [] if resources is None else resources
+        self.validate_only = validate_only
 
-@dataclass(slots=True)
+
+AlterConfigsRequest.API_KEY = 33
+AlterConfigsRequest.MIN_VERSION = 0
+AlterConfigsRequest.MAX_VERSION = 2
+AlterConfigsRequest.FLEXIBLE_MIN = 2
+
+
+@dataclass(slots=True, init=False)
 class AlterConfigsResourceResponse:
     error_code: int = 0
     error_message: str | None = ""
     resource_type: int = 0
     resource_name: str = ""
 
+    def __init__(self, error_code: int = 0, error_message: str | None = "", resource_type: int = 0, resource_name: str = "") -> None:
+        self.error_code = error_code
+        self.error_message = error_message
+        self.resource_type = resource_type
+        self.resource_name = resource_name
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class AlterConfigsResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 33
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 2
-    FLEXIBLE_MIN: ClassVar[int | None] = 2
     throttle_time_ms: int = 0
     responses: list[AlterConfigsResourceResponse] = field(default_factory=list)
+
+    def __init__(self, throttle_time_ms: int = 0, responses: list[AlterConfigsResourceResponse] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.responses = [] if responses is None else responses
+
+
+AlterConfigsResponse.API_KEY = 33
+AlterConfigsResponse.MIN_VERSION = 0
+AlterConfigsResponse.MAX_VERSION = 2
+AlterConfigsResponse.FLEXIBLE_MIN = 2
 
 
 def _d_AlterableConfig_0(buf: Any, pos: int) -> tuple[AlterableConfig, int]:
@@ -115,57 +146,6 @@ def _e_AlterConfigsRequest_0(o: AlterConfigsRequest, out: bytearray, chunks: lis
     if o.resources is not None:
         for it_resources in o.resources:
             _e_AlterConfigsResource_0(it_resources, out, chunks)
-    out += _S1.pack(o.validate_only)
-
-
-def _d_AlterableConfig_1(buf: Any, pos: int) -> tuple[AlterableConfig, int]:
-    f_name, pos = read_string(buf, pos, False)
-    f_value, pos = read_string(buf, pos, True)
-    return AlterableConfig(f_name, f_value), pos
-
-
-def _e_AlterableConfig_1(o: AlterableConfig, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-    write_string(out, o.value)
-
-
-def _d_AlterConfigsResource_1(buf: Any, pos: int) -> tuple[AlterConfigsResource, int]:
-    (f_resource_type,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    f_resource_name, pos = read_string(buf, pos, False)
-    n_configs, pos = read_array_count(buf, pos, False, False)
-    f_configs = []
-    for _ in range(n_configs):
-        it_configs, pos = _d_AlterableConfig_1(buf, pos)
-        f_configs.append(it_configs)
-    return AlterConfigsResource(f_resource_type, f_resource_name, f_configs), pos
-
-
-def _e_AlterConfigsResource_1(o: AlterConfigsResource, out: bytearray, chunks: list[Any]) -> None:
-    out += _S0.pack(o.resource_type)
-    write_string(out, o.resource_name)
-    write_array_count(out, o.configs, False)
-    if o.configs is not None:
-        for it_configs in o.configs:
-            _e_AlterableConfig_1(it_configs, out, chunks)
-
-
-def _d_AlterConfigsRequest_1(buf: Any, pos: int) -> tuple[AlterConfigsRequest, int]:
-    n_resources, pos = read_array_count(buf, pos, False, False)
-    f_resources = []
-    for _ in range(n_resources):
-        it_resources, pos = _d_AlterConfigsResource_1(buf, pos)
-        f_resources.append(it_resources)
-    (f_validate_only,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    return AlterConfigsRequest(f_resources, f_validate_only), pos
-
-
-def _e_AlterConfigsRequest_1(o: AlterConfigsRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_array_count(out, o.resources, False)
-    if o.resources is not None:
-        for it_resources in o.resources:
-            _e_AlterConfigsResource_1(it_resources, out, chunks)
     out += _S1.pack(o.validate_only)
 
 
@@ -235,8 +215,8 @@ def _e_AlterConfigsRequest_2(o: AlterConfigsRequest, out: bytearray, chunks: lis
     out.append(0)
 
 
-AlterConfigsRequest._DECODERS = {0: _d_AlterConfigsRequest_0, 1: _d_AlterConfigsRequest_1, 2: _d_AlterConfigsRequest_2}
-AlterConfigsRequest._ENCODERS = {0: _e_AlterConfigsRequest_0, 1: _e_AlterConfigsRequest_1, 2: _e_AlterConfigsRequest_2}
+AlterConfigsRequest._DECODERS = {0: _d_AlterConfigsRequest_0, 1: _d_AlterConfigsRequest_0, 2: _d_AlterConfigsRequest_2}
+AlterConfigsRequest._ENCODERS = {0: _e_AlterConfigsRequest_0, 1: _e_AlterConfigsRequest_0, 2: _e_AlterConfigsRequest_2}
 
 
 def _d_AlterConfigsResourceResponse_0(buf: Any, pos: int) -> tuple[AlterConfigsResourceResponse, int]:
@@ -273,42 +253,6 @@ def _e_AlterConfigsResponse_0(o: AlterConfigsResponse, out: bytearray, chunks: l
     if o.responses is not None:
         for it_responses in o.responses:
             _e_AlterConfigsResourceResponse_0(it_responses, out, chunks)
-
-
-def _d_AlterConfigsResourceResponse_1(buf: Any, pos: int) -> tuple[AlterConfigsResourceResponse, int]:
-    (f_error_code,) = _S2.unpack_from(buf, pos)
-    pos += _S2.size
-    f_error_message, pos = read_string(buf, pos, True)
-    (f_resource_type,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    f_resource_name, pos = read_string(buf, pos, False)
-    return AlterConfigsResourceResponse(f_error_code, f_error_message, f_resource_type, f_resource_name), pos
-
-
-def _e_AlterConfigsResourceResponse_1(o: AlterConfigsResourceResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S2.pack(o.error_code)
-    write_string(out, o.error_message)
-    out += _S0.pack(o.resource_type)
-    write_string(out, o.resource_name)
-
-
-def _d_AlterConfigsResponse_1(buf: Any, pos: int) -> tuple[AlterConfigsResponse, int]:
-    (f_throttle_time_ms,) = _S3.unpack_from(buf, pos)
-    pos += _S3.size
-    n_responses, pos = read_array_count(buf, pos, False, False)
-    f_responses = []
-    for _ in range(n_responses):
-        it_responses, pos = _d_AlterConfigsResourceResponse_1(buf, pos)
-        f_responses.append(it_responses)
-    return AlterConfigsResponse(f_throttle_time_ms, f_responses), pos
-
-
-def _e_AlterConfigsResponse_1(o: AlterConfigsResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S3.pack(o.throttle_time_ms)
-    write_array_count(out, o.responses, False)
-    if o.responses is not None:
-        for it_responses in o.responses:
-            _e_AlterConfigsResourceResponse_1(it_responses, out, chunks)
 
 
 def _d_AlterConfigsResourceResponse_2(buf: Any, pos: int) -> tuple[AlterConfigsResourceResponse, int]:
@@ -357,5 +301,5 @@ def _e_AlterConfigsResponse_2(o: AlterConfigsResponse, out: bytearray, chunks: l
     out.append(0)
 
 
-AlterConfigsResponse._DECODERS = {0: _d_AlterConfigsResponse_0, 1: _d_AlterConfigsResponse_1, 2: _d_AlterConfigsResponse_2}
-AlterConfigsResponse._ENCODERS = {0: _e_AlterConfigsResponse_0, 1: _e_AlterConfigsResponse_1, 2: _e_AlterConfigsResponse_2}
+AlterConfigsResponse._DECODERS = {0: _d_AlterConfigsResponse_0, 1: _d_AlterConfigsResponse_0, 2: _d_AlterConfigsResponse_2}
+AlterConfigsResponse._ENCODERS = {0: _e_AlterConfigsResponse_0, 1: _e_AlterConfigsResponse_0, 2: _e_AlterConfigsResponse_2}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,59 +20,96 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>i')
 _S1 = Struct('>i?')
 _S2 = Struct('>ih')
 _S3 = Struct('>i?h')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class ReassignablePartition:
     partition_index: int = 0
     replicas: list[int] | None = field(default_factory=list)
 
+    def __init__(self, partition_index: int = 0, replicas: object = _UNSET) -> None:
+        self.partition_index = partition_index
+        self.replicas = [] if replicas is _UNSET else cast('list[int] | None', replicas)
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class ReassignableTopic:
     name: str = ""
     partitions: list[ReassignablePartition] = field(default_factory=list)
 
+    def __init__(self, name: str = "", partitions: list[ReassignablePartition] | None = None) -> None:
+        self.name = name
+        self.partitions = [] if partitions is None else partitions
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class AlterPartitionReassignmentsRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 45
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 1
-    FLEXIBLE_MIN: ClassVar[int | None] = 0
     timeout_ms: int = 60000
     allow_replication_factor_change: bool = True
     topics: list[ReassignableTopic] = field(default_factory=list)
 
+    def __init__(self, timeout_ms: int = 60000, allow_replication_factor_change: bool = True, topics: list[ReassignableTopic] | None = None) -> None:
+        self.timeout_ms = timeout_ms
+        self.allow_replication_factor_change = allow_replication_factor_change
+        self.topics = [] if topics is None else topics
 
-@dataclass(slots=True)
+
+AlterPartitionReassignmentsRequest.API_KEY = 45
+AlterPartitionReassignmentsRequest.MIN_VERSION = 0
+AlterPartitionReassignmentsRequest.MAX_VERSION = 1
+AlterPartitionReassignmentsRequest.FLEXIBLE_MIN = 0
+
+
+@dataclass(slots=True, init=False)
 class ReassignablePartitionResponse:
     partition_index: int = 0
     error_code: int = 0
     error_message: str | None = ""
 
+    def __init__(self, partition_index: int = 0, error_code: int = 0, error_message: str | None = "") -> None:
+        self.partition_index = partition_index
+        self.error_code = error_code
+        self.error_message = error_message
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class ReassignableTopicResponse:
     name: str = ""
     partitions: list[ReassignablePartitionResponse] = field(default_factory=list)
 
+    def __init__(self, name: str = "", partitions: list[ReassignablePartitionResponse] | None = None) -> None:
+        self.name = name
+        self.partitions = [] if partitions is None else partitions
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class AlterPartitionReassignmentsResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 45
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 1
-    FLEXIBLE_MIN: ClassVar[int | None] = 0
     throttle_time_ms: int = 0
     allow_replication_factor_change: bool = True
     error_code: int = 0
     error_message: str | None = ""
     responses: list[ReassignableTopicResponse] = field(default_factory=list)
+
+    def __init__(self, throttle_time_ms: int = 0, allow_replication_factor_change: bool = True, error_code: int = 0, error_message: str | None = "", responses: list[ReassignableTopicResponse] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.allow_replication_factor_change = allow_replication_factor_change
+        self.error_code = error_code
+        self.error_message = error_message
+        self.responses = [] if responses is None else responses
+
+
+AlterPartitionReassignmentsResponse.API_KEY = 45
+AlterPartitionReassignmentsResponse.MIN_VERSION = 0
+AlterPartitionReassignmentsResponse.MAX_VERSION = 1
+AlterPartitionReassignmentsResponse.FLEXIBLE_MIN = 0
 
 
 def _d_ReassignablePartition_0(buf: Any, pos: int) -> tuple[ReassignablePartition, int]:
@@ -148,62 +185,13 @@ def _e_AlterPartitionReassignmentsRequest_0(o: AlterPartitionReassignmentsReques
     out.append(0)
 
 
-def _d_ReassignablePartition_1(buf: Any, pos: int) -> tuple[ReassignablePartition, int]:
-    (f_partition_index,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    n_replicas, pos = read_array_count(buf, pos, True, True)
-    if n_replicas < 0:
-        f_replicas = None
-    else:
-        if n_replicas * 4 > len(buf) - pos:
-            raise DecodeError('array overruns the buffer')
-        f_replicas = list(unpack_from(f'>{n_replicas}i', buf, pos))
-        pos += n_replicas * 4
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return ReassignablePartition(f_partition_index, f_replicas), pos
-
-
-def _e_ReassignablePartition_1(o: ReassignablePartition, out: bytearray, chunks: list[Any]) -> None:
-    out += _S0.pack(o.partition_index)
-    write_array_count(out, o.replicas, True)
-    if o.replicas is not None:
-        out += pack(f'>{len(o.replicas)}i', *o.replicas)
-    out.append(0)
-
-
-def _d_ReassignableTopic_1(buf: Any, pos: int) -> tuple[ReassignableTopic, int]:
-    f_name, pos = read_compact_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, True, False)
-    f_partitions = []
-    for _ in range(n_partitions):
-        it_partitions, pos = _d_ReassignablePartition_1(buf, pos)
-        f_partitions.append(it_partitions)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return ReassignableTopic(f_name, f_partitions), pos
-
-
-def _e_ReassignableTopic_1(o: ReassignableTopic, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.name)
-    write_array_count(out, o.partitions, True)
-    if o.partitions is not None:
-        for it_partitions in o.partitions:
-            _e_ReassignablePartition_1(it_partitions, out, chunks)
-    out.append(0)
-
-
 def _d_AlterPartitionReassignmentsRequest_1(buf: Any, pos: int) -> tuple[AlterPartitionReassignmentsRequest, int]:
     (f_timeout_ms, f_allow_replication_factor_change,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
     n_topics, pos = read_array_count(buf, pos, True, False)
     f_topics = []
     for _ in range(n_topics):
-        it_topics, pos = _d_ReassignableTopic_1(buf, pos)
+        it_topics, pos = _d_ReassignableTopic_0(buf, pos)
         f_topics.append(it_topics)
     if buf[pos] == 0:
         pos += 1
@@ -217,7 +205,7 @@ def _e_AlterPartitionReassignmentsRequest_1(o: AlterPartitionReassignmentsReques
     write_array_count(out, o.topics, True)
     if o.topics is not None:
         for it_topics in o.topics:
-            _e_ReassignableTopic_1(it_topics, out, chunks)
+            _e_ReassignableTopic_0(it_topics, out, chunks)
     out.append(0)
 
 
@@ -291,46 +279,6 @@ def _e_AlterPartitionReassignmentsResponse_0(o: AlterPartitionReassignmentsRespo
     out.append(0)
 
 
-def _d_ReassignablePartitionResponse_1(buf: Any, pos: int) -> tuple[ReassignablePartitionResponse, int]:
-    (f_partition_index, f_error_code,) = _S2.unpack_from(buf, pos)
-    pos += _S2.size
-    f_error_message, pos = read_compact_string(buf, pos, True)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return ReassignablePartitionResponse(f_partition_index, f_error_code, f_error_message), pos
-
-
-def _e_ReassignablePartitionResponse_1(o: ReassignablePartitionResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S2.pack(o.partition_index, o.error_code)
-    write_compact_string(out, o.error_message)
-    out.append(0)
-
-
-def _d_ReassignableTopicResponse_1(buf: Any, pos: int) -> tuple[ReassignableTopicResponse, int]:
-    f_name, pos = read_compact_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, True, False)
-    f_partitions = []
-    for _ in range(n_partitions):
-        it_partitions, pos = _d_ReassignablePartitionResponse_1(buf, pos)
-        f_partitions.append(it_partitions)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return ReassignableTopicResponse(f_name, f_partitions), pos
-
-
-def _e_ReassignableTopicResponse_1(o: ReassignableTopicResponse, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.name)
-    write_array_count(out, o.partitions, True)
-    if o.partitions is not None:
-        for it_partitions in o.partitions:
-            _e_ReassignablePartitionResponse_1(it_partitions, out, chunks)
-    out.append(0)
-
-
 def _d_AlterPartitionReassignmentsResponse_1(buf: Any, pos: int) -> tuple[AlterPartitionReassignmentsResponse, int]:
     (f_throttle_time_ms, f_allow_replication_factor_change, f_error_code,) = _S3.unpack_from(buf, pos)
     pos += _S3.size
@@ -338,7 +286,7 @@ def _d_AlterPartitionReassignmentsResponse_1(buf: Any, pos: int) -> tuple[AlterP
     n_responses, pos = read_array_count(buf, pos, True, False)
     f_responses = []
     for _ in range(n_responses):
-        it_responses, pos = _d_ReassignableTopicResponse_1(buf, pos)
+        it_responses, pos = _d_ReassignableTopicResponse_0(buf, pos)
         f_responses.append(it_responses)
     if buf[pos] == 0:
         pos += 1
@@ -353,7 +301,7 @@ def _e_AlterPartitionReassignmentsResponse_1(o: AlterPartitionReassignmentsRespo
     write_array_count(out, o.responses, True)
     if o.responses is not None:
         for it_responses in o.responses:
-            _e_ReassignableTopicResponse_1(it_responses, out, chunks)
+            _e_ReassignableTopicResponse_0(it_responses, out, chunks)
     out.append(0)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,51 +20,82 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>ih')
 _S1 = Struct('>i')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class AlterReplicaLogDirTopic:
     name: str = ""
     partitions: list[int] = field(default_factory=list)
 
+    def __init__(self, name: str = "", partitions: list[int] | None = None) -> None:
+        self.name = name
+        self.partitions = [] if partitions is None else partitions
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class AlterReplicaLogDir:
     path: str = ""
     topics: list[AlterReplicaLogDirTopic] = field(default_factory=list)
 
+    def __init__(self, path: str = "", topics: list[AlterReplicaLogDirTopic] | None = None) -> None:
+        self.path = path
+        self.topics = [] if topics is None else topics
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class AlterReplicaLogDirsRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 34
-    MIN_VERSION: ClassVar[int] = 1
-    MAX_VERSION: ClassVar[int] = 2
-    FLEXIBLE_MIN: ClassVar[int | None] = 2
     dirs: list[AlterReplicaLogDir] = field(default_factory=list)
 
+    def __init__(self, dirs: list[AlterReplicaLogDir] | None = None) -> None:
+        self.dirs = [] if dirs is None else dirs
 
-@dataclass(slots=True)
+
+AlterReplicaLogDirsRequest.API_KEY = 34
+AlterReplicaLogDirsRequest.MIN_VERSION = 1
+AlterReplicaLogDirsRequest.MAX_VERSION = 2
+AlterReplicaLogDirsRequest.FLEXIBLE_MIN = 2
+
+
+@dataclass(slots=True, init=False)
 class AlterReplicaLogDirPartitionResult:
     partition_index: int = 0
     error_code: int = 0
 
+    def __init__(self, partition_index: int = 0, error_code: int = 0) -> None:
+        self.partition_index = partition_index
+        self.error_code = error_code
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class AlterReplicaLogDirTopicResult:
     topic_name: str = ""
     partitions: list[AlterReplicaLogDirPartitionResult] = field(default_factory=list)
 
+    def __init__(self, topic_name: str = "", partitions: list[AlterReplicaLogDirPartitionResult] | None = None) -> None:
+        self.topic_name = topic_name
+        self.partitions = [] if partitions is None else partitions
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class AlterReplicaLogDirsResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 34
-    MIN_VERSION: ClassVar[int] = 1
-    MAX_VERSION: ClassVar[int] = 2
-    FLEXIBLE_MIN: ClassVar[int | None] = 2
     throttle_time_ms: int = 0
     results: list[AlterReplicaLogDirTopicResult] = field(default_factory=list)
+
+    def __init__(self, throttle_time_ms: int = 0, results: list[AlterReplicaLogDirTopicResult] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.results = [] if results is None else results
+
+
+AlterReplicaLogDirsResponse.API_KEY = 34
+AlterReplicaLogDirsResponse.MIN_VERSION = 1
+AlterReplicaLogDirsResponse.MAX_VERSION = 2
+AlterReplicaLogDirsResponse.FLEXIBLE_MIN = 2
 
 
 def _d_AlterReplicaLogDirTopic_1(buf: Any, pos: int) -> tuple[AlterReplicaLogDirTopic, int]:

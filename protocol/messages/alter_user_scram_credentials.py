@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,13 +20,17 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>bi')
 _S1 = Struct('>b')
 _S2 = Struct('>h')
 _S3 = Struct('>i')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class ScramCredentialUpsertion:
     name: str = ""
     mechanism: int = 0
@@ -34,38 +38,66 @@ class ScramCredentialUpsertion:
     salt: bytes = b""
     salted_password: bytes = b""
 
+    def __init__(self, name: str = "", mechanism: int = 0, iterations: int = 0, salt: bytes = b"", salted_password: bytes = b"") -> None:
+        self.name = name
+        self.mechanism = mechanism
+        self.iterations = iterations
+        self.salt = salt
+        self.salted_password = salted_password
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class ScramCredentialDeletion:
     name: str = ""
     mechanism: int = 0
 
+    def __init__(self, name: str = "", mechanism: int = 0) -> None:
+        self.name = name
+        self.mechanism = mechanism
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class AlterUserScramCredentialsRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 51
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 0
-    FLEXIBLE_MIN: ClassVar[int | None] = 0
     deletions: list[ScramCredentialDeletion] = field(default_factory=list)
     upsertions: list[ScramCredentialUpsertion] = field(default_factory=list)
 
+    def __init__(self, deletions: list[ScramCredentialDeletion] | None = None, upsertions: list[ScramCredentialUpsertion] | None = None) -> None:
+        self.deletions = [] if deletions is None else deletions
+        self.upsertions = [] if upsertions is None else upsertions
 
-@dataclass(slots=True)
+
+AlterUserScramCredentialsRequest.API_KEY = 51
+AlterUserScramCredentialsRequest.MIN_VERSION = 0
+AlterUserScramCredentialsRequest.MAX_VERSION = 0
+AlterUserScramCredentialsRequest.FLEXIBLE_MIN = 0
+
+
+@dataclass(slots=True, init=False)
 class AlterUserScramCredentialsResult:
     user: str = ""
     error_code: int = 0
     error_message: str | None = None
 
+    def __init__(self, user: str = "", error_code: int = 0, error_message: str | None = None) -> None:
+        self.user = user
+        self.error_code = error_code
+        self.error_message = error_message
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class AlterUserScramCredentialsResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 51
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 0
-    FLEXIBLE_MIN: ClassVar[int | None] = 0
     throttle_time_ms: int = 0
     results: list[AlterUserScramCredentialsResult] = field(default_factory=list)
+
+    def __init__(self, throttle_time_ms: int = 0, results: list[AlterUserScramCredentialsResult] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.results = [] if results is None else results
+
+
+AlterUserScramCredentialsResponse.API_KEY = 51
+AlterUserScramCredentialsResponse.MIN_VERSION = 0
+AlterUserScramCredentialsResponse.MAX_VERSION = 0
+AlterUserScramCredentialsResponse.FLEXIBLE_MIN = 0
 
 
 def _d_ScramCredentialUpsertion_0(buf: Any, pos: int) -> tuple[ScramCredentialUpsertion, int]:

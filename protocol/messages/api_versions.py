@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,6 +20,10 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>hhh')
 _S1 = Struct('>h')
 _S2 = Struct('>i')
@@ -28,43 +32,60 @@ _S4 = Struct('>q')
 _S5 = Struct('>?')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class ApiVersionsRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 18
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 4
-    FLEXIBLE_MIN: ClassVar[int | None] = 3
     client_software_name: str = ""
     client_software_version: str = ""
 
+    def __init__(self, client_software_name: str = "", client_software_version: str = "") -> None:
+        self.client_software_name = client_software_name
+        self.client_software_version = client_software_version
 
-@dataclass(slots=True)
+
+ApiVersionsRequest.API_KEY = 18
+ApiVersionsRequest.MIN_VERSION = 0
+ApiVersionsRequest.MAX_VERSION = 4
+ApiVersionsRequest.FLEXIBLE_MIN = 3
+
+
+@dataclass(slots=True, init=False)
 class FinalizedFeatureKey:
     name: str = ""
     max_version_level: int = 0
     min_version_level: int = 0
 
+    def __init__(self, name: str = "", max_version_level: int = 0, min_version_level: int = 0) -> None:
+        self.name = name
+        self.max_version_level = max_version_level
+        self.min_version_level = min_version_level
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class SupportedFeatureKey:
     name: str = ""
     min_version: int = 0
     max_version: int = 0
 
+    def __init__(self, name: str = "", min_version: int = 0, max_version: int = 0) -> None:
+        self.name = name
+        self.min_version = min_version
+        self.max_version = max_version
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class ApiVersion:
     api_key: int = 0
     min_version: int = 0
     max_version: int = 0
 
+    def __init__(self, api_key: int = 0, min_version: int = 0, max_version: int = 0) -> None:
+        self.api_key = api_key
+        self.min_version = min_version
+        self.max_version = max_version
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class ApiVersionsResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 18
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 4
-    FLEXIBLE_MIN: ClassVar[int | None] = 3
     error_code: int = 0
     api_keys: list[ApiVersion] = field(default_factory=list)
     throttle_time_ms: int = 0
@@ -73,28 +94,27 @@ class ApiVersionsResponse(ApiMessage):
     finalized_features: list[FinalizedFeatureKey] = field(default_factory=list)
     zk_migration_ready: bool = False
 
+    def __init__(self, error_code: int = 0, api_keys: list[ApiVersion] | None = None, throttle_time_ms: int = 0, supported_features: list[SupportedFeatureKey] | None = None, finalized_features_epoch: int = -1, finalized_features: list[FinalizedFeatureKey] | None = None, zk_migration_ready: bool = False) -> None:
+        self.error_code = error_code
+        self.api_keys = [] if api_keys is None else api_keys
+        self.throttle_time_ms = throttle_time_ms
+        self.supported_features = [] if supported_features is None else supported_features
+        self.finalized_features_epoch = finalized_features_epoch
+        self.finalized_features = [] if finalized_features is None else finalized_features
+        self.zk_migration_ready = zk_migration_ready
+
+
+ApiVersionsResponse.API_KEY = 18
+ApiVersionsResponse.MIN_VERSION = 0
+ApiVersionsResponse.MAX_VERSION = 4
+ApiVersionsResponse.FLEXIBLE_MIN = 3
+
 
 def _d_ApiVersionsRequest_0(buf: Any, pos: int) -> tuple[ApiVersionsRequest, int]:
     return ApiVersionsRequest("", ""), pos
 
 
 def _e_ApiVersionsRequest_0(o: ApiVersionsRequest, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_ApiVersionsRequest_1(buf: Any, pos: int) -> tuple[ApiVersionsRequest, int]:
-    return ApiVersionsRequest("", ""), pos
-
-
-def _e_ApiVersionsRequest_1(o: ApiVersionsRequest, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_ApiVersionsRequest_2(buf: Any, pos: int) -> tuple[ApiVersionsRequest, int]:
-    return ApiVersionsRequest("", ""), pos
-
-
-def _e_ApiVersionsRequest_2(o: ApiVersionsRequest, out: bytearray, chunks: list[Any]) -> None:
     pass
 
 
@@ -114,24 +134,8 @@ def _e_ApiVersionsRequest_3(o: ApiVersionsRequest, out: bytearray, chunks: list[
     out.append(0)
 
 
-def _d_ApiVersionsRequest_4(buf: Any, pos: int) -> tuple[ApiVersionsRequest, int]:
-    f_client_software_name, pos = read_compact_string(buf, pos, False)
-    f_client_software_version, pos = read_compact_string(buf, pos, False)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return ApiVersionsRequest(f_client_software_name, f_client_software_version), pos
-
-
-def _e_ApiVersionsRequest_4(o: ApiVersionsRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.client_software_name)
-    write_compact_string(out, o.client_software_version)
-    out.append(0)
-
-
-ApiVersionsRequest._DECODERS = {0: _d_ApiVersionsRequest_0, 1: _d_ApiVersionsRequest_1, 2: _d_ApiVersionsRequest_2, 3: _d_ApiVersionsRequest_3, 4: _d_ApiVersionsRequest_4}
-ApiVersionsRequest._ENCODERS = {0: _e_ApiVersionsRequest_0, 1: _e_ApiVersionsRequest_1, 2: _e_ApiVersionsRequest_2, 3: _e_ApiVersionsRequest_3, 4: _e_ApiVersionsRequest_4}
+ApiVersionsRequest._DECODERS = {0: _d_ApiVersionsRequest_0, 1: _d_ApiVersionsRequest_0, 2: _d_ApiVersionsRequest_0, 3: _d_ApiVersionsRequest_3, 4: _d_ApiVersionsRequest_3}
+ApiVersionsRequest._ENCODERS = {0: _e_ApiVersionsRequest_0, 1: _e_ApiVersionsRequest_0, 2: _e_ApiVersionsRequest_0, 3: _e_ApiVersionsRequest_3, 4: _e_ApiVersionsRequest_3}
 
 
 def _d_FinalizedFeatureKey_0(buf: Any, pos: int) -> tuple[FinalizedFeatureKey, int]:
@@ -179,39 +183,13 @@ def _e_ApiVersionsResponse_0(o: ApiVersionsResponse, out: bytearray, chunks: lis
             _e_ApiVersion_0(it_api_keys, out, chunks)
 
 
-def _d_FinalizedFeatureKey_1(buf: Any, pos: int) -> tuple[FinalizedFeatureKey, int]:
-    return FinalizedFeatureKey("", 0, 0), pos
-
-
-def _e_FinalizedFeatureKey_1(o: FinalizedFeatureKey, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_SupportedFeatureKey_1(buf: Any, pos: int) -> tuple[SupportedFeatureKey, int]:
-    return SupportedFeatureKey("", 0, 0), pos
-
-
-def _e_SupportedFeatureKey_1(o: SupportedFeatureKey, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_ApiVersion_1(buf: Any, pos: int) -> tuple[ApiVersion, int]:
-    (f_api_key, f_min_version, f_max_version,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    return ApiVersion(f_api_key, f_min_version, f_max_version), pos
-
-
-def _e_ApiVersion_1(o: ApiVersion, out: bytearray, chunks: list[Any]) -> None:
-    out += _S0.pack(o.api_key, o.min_version, o.max_version)
-
-
 def _d_ApiVersionsResponse_1(buf: Any, pos: int) -> tuple[ApiVersionsResponse, int]:
     (f_error_code,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
     n_api_keys, pos = read_array_count(buf, pos, False, False)
     f_api_keys = []
     for _ in range(n_api_keys):
-        it_api_keys, pos = _d_ApiVersion_1(buf, pos)
+        it_api_keys, pos = _d_ApiVersion_0(buf, pos)
         f_api_keys.append(it_api_keys)
     (f_throttle_time_ms,) = _S2.unpack_from(buf, pos)
     pos += _S2.size
@@ -223,55 +201,7 @@ def _e_ApiVersionsResponse_1(o: ApiVersionsResponse, out: bytearray, chunks: lis
     write_array_count(out, o.api_keys, False)
     if o.api_keys is not None:
         for it_api_keys in o.api_keys:
-            _e_ApiVersion_1(it_api_keys, out, chunks)
-    out += _S2.pack(o.throttle_time_ms)
-
-
-def _d_FinalizedFeatureKey_2(buf: Any, pos: int) -> tuple[FinalizedFeatureKey, int]:
-    return FinalizedFeatureKey("", 0, 0), pos
-
-
-def _e_FinalizedFeatureKey_2(o: FinalizedFeatureKey, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_SupportedFeatureKey_2(buf: Any, pos: int) -> tuple[SupportedFeatureKey, int]:
-    return SupportedFeatureKey("", 0, 0), pos
-
-
-def _e_SupportedFeatureKey_2(o: SupportedFeatureKey, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_ApiVersion_2(buf: Any, pos: int) -> tuple[ApiVersion, int]:
-    (f_api_key, f_min_version, f_max_version,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    return ApiVersion(f_api_key, f_min_version, f_max_version), pos
-
-
-def _e_ApiVersion_2(o: ApiVersion, out: bytearray, chunks: list[Any]) -> None:
-    out += _S0.pack(o.api_key, o.min_version, o.max_version)
-
-
-def _d_ApiVersionsResponse_2(buf: Any, pos: int) -> tuple[ApiVersionsResponse, int]:
-    (f_error_code,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    n_api_keys, pos = read_array_count(buf, pos, False, False)
-    f_api_keys = []
-    for _ in range(n_api_keys):
-        it_api_keys, pos = _d_ApiVersion_2(buf, pos)
-        f_api_keys.append(it_api_keys)
-    (f_throttle_time_ms,) = _S2.unpack_from(buf, pos)
-    pos += _S2.size
-    return ApiVersionsResponse(f_error_code, f_api_keys, f_throttle_time_ms, [], -1, [], False), pos
-
-
-def _e_ApiVersionsResponse_2(o: ApiVersionsResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S1.pack(o.error_code)
-    write_array_count(out, o.api_keys, False)
-    if o.api_keys is not None:
-        for it_api_keys in o.api_keys:
-            _e_ApiVersion_2(it_api_keys, out, chunks)
+            _e_ApiVersion_0(it_api_keys, out, chunks)
     out += _S2.pack(o.throttle_time_ms)
 
 
@@ -386,7 +316,7 @@ def _e_ApiVersionsResponse_3(o: ApiVersionsResponse, out: bytearray, chunks: lis
             _e_ApiVersion_3(it_api_keys, out, chunks)
     out += _S2.pack(o.throttle_time_ms)
     tags: list[tuple[int, bytearray]] = []
-    if o.supported_features != list():
+    if o.supported_features != []:
         t = bytearray()
         write_array_count(t, o.supported_features, True)
         if o.supported_features is not None:
@@ -397,7 +327,7 @@ def _e_ApiVersionsResponse_3(o: ApiVersionsResponse, out: bytearray, chunks: lis
         t = bytearray()
         t += _S4.pack(o.finalized_features_epoch)
         tags.append((1, t))
-    if o.finalized_features != list():
+    if o.finalized_features != []:
         t = bytearray()
         write_array_count(t, o.finalized_features, True)
         if o.finalized_features is not None:
@@ -415,145 +345,5 @@ def _e_ApiVersionsResponse_3(o: ApiVersionsResponse, out: bytearray, chunks: lis
         out += data
 
 
-def _d_FinalizedFeatureKey_4(buf: Any, pos: int) -> tuple[FinalizedFeatureKey, int]:
-    f_name, pos = read_compact_string(buf, pos, False)
-    (f_max_version_level, f_min_version_level,) = _S3.unpack_from(buf, pos)
-    pos += _S3.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return FinalizedFeatureKey(f_name, f_max_version_level, f_min_version_level), pos
-
-
-def _e_FinalizedFeatureKey_4(o: FinalizedFeatureKey, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.name)
-    out += _S3.pack(o.max_version_level, o.min_version_level)
-    out.append(0)
-
-
-def _d_SupportedFeatureKey_4(buf: Any, pos: int) -> tuple[SupportedFeatureKey, int]:
-    f_name, pos = read_compact_string(buf, pos, False)
-    (f_min_version, f_max_version,) = _S3.unpack_from(buf, pos)
-    pos += _S3.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return SupportedFeatureKey(f_name, f_min_version, f_max_version), pos
-
-
-def _e_SupportedFeatureKey_4(o: SupportedFeatureKey, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.name)
-    out += _S3.pack(o.min_version, o.max_version)
-    out.append(0)
-
-
-def _d_ApiVersion_4(buf: Any, pos: int) -> tuple[ApiVersion, int]:
-    (f_api_key, f_min_version, f_max_version,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return ApiVersion(f_api_key, f_min_version, f_max_version), pos
-
-
-def _e_ApiVersion_4(o: ApiVersion, out: bytearray, chunks: list[Any]) -> None:
-    out += _S0.pack(o.api_key, o.min_version, o.max_version)
-    out.append(0)
-
-
-def _d_ApiVersionsResponse_4(buf: Any, pos: int) -> tuple[ApiVersionsResponse, int]:
-    (f_error_code,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    n_api_keys, pos = read_array_count(buf, pos, True, False)
-    f_api_keys = []
-    for _ in range(n_api_keys):
-        it_api_keys, pos = _d_ApiVersion_4(buf, pos)
-        f_api_keys.append(it_api_keys)
-    (f_throttle_time_ms,) = _S2.unpack_from(buf, pos)
-    pos += _S2.size
-    f_supported_features: list[SupportedFeatureKey] = []
-    f_finalized_features_epoch: int = -1
-    f_finalized_features: list[FinalizedFeatureKey] = []
-    f_zk_migration_ready: bool = False
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            end = pos + size
-            if end > len(buf):
-                raise DecodeError('tagged field overruns the buffer')
-            if tag == 0:
-                n_supported_features, pos = read_array_count(buf, pos, True, False)
-                f_supported_features = []
-                for _ in range(n_supported_features):
-                    it_supported_features, pos = _d_SupportedFeatureKey_4(buf, pos)
-                    f_supported_features.append(it_supported_features)
-                if pos != end:
-                    raise DecodeError('tagged field size mismatch')
-            elif tag == 1:
-                (f_finalized_features_epoch,) = _S4.unpack_from(buf, pos)
-                pos += _S4.size
-                if pos != end:
-                    raise DecodeError('tagged field size mismatch')
-            elif tag == 2:
-                n_finalized_features, pos = read_array_count(buf, pos, True, False)
-                f_finalized_features = []
-                for _ in range(n_finalized_features):
-                    it_finalized_features, pos = _d_FinalizedFeatureKey_4(buf, pos)
-                    f_finalized_features.append(it_finalized_features)
-                if pos != end:
-                    raise DecodeError('tagged field size mismatch')
-            elif tag == 3:
-                (f_zk_migration_ready,) = _S5.unpack_from(buf, pos)
-                pos += _S5.size
-                if pos != end:
-                    raise DecodeError('tagged field size mismatch')
-            pos = end
-    return ApiVersionsResponse(f_error_code, f_api_keys, f_throttle_time_ms, f_supported_features, f_finalized_features_epoch, f_finalized_features, f_zk_migration_ready), pos
-
-
-def _e_ApiVersionsResponse_4(o: ApiVersionsResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S1.pack(o.error_code)
-    write_array_count(out, o.api_keys, True)
-    if o.api_keys is not None:
-        for it_api_keys in o.api_keys:
-            _e_ApiVersion_4(it_api_keys, out, chunks)
-    out += _S2.pack(o.throttle_time_ms)
-    tags: list[tuple[int, bytearray]] = []
-    if o.supported_features != list():
-        t = bytearray()
-        write_array_count(t, o.supported_features, True)
-        if o.supported_features is not None:
-            for it_supported_features in o.supported_features:
-                _e_SupportedFeatureKey_4(it_supported_features, t, chunks)
-        tags.append((0, t))
-    if o.finalized_features_epoch != -1:
-        t = bytearray()
-        t += _S4.pack(o.finalized_features_epoch)
-        tags.append((1, t))
-    if o.finalized_features != list():
-        t = bytearray()
-        write_array_count(t, o.finalized_features, True)
-        if o.finalized_features is not None:
-            for it_finalized_features in o.finalized_features:
-                _e_FinalizedFeatureKey_4(it_finalized_features, t, chunks)
-        tags.append((2, t))
-    if o.zk_migration_ready != False:
-        t = bytearray()
-        t += _S5.pack(o.zk_migration_ready)
-        tags.append((3, t))
-    write_uvarint(out, len(tags))
-    for tag, data in tags:
-        write_uvarint(out, tag)
-        write_uvarint(out, len(data))
-        out += data
-
-
-ApiVersionsResponse._DECODERS = {0: _d_ApiVersionsResponse_0, 1: _d_ApiVersionsResponse_1, 2: _d_ApiVersionsResponse_2, 3: _d_ApiVersionsResponse_3, 4: _d_ApiVersionsResponse_4}
-ApiVersionsResponse._ENCODERS = {0: _e_ApiVersionsResponse_0, 1: _e_ApiVersionsResponse_1, 2: _e_ApiVersionsResponse_2, 3: _e_ApiVersionsResponse_3, 4: _e_ApiVersionsResponse_4}
+ApiVersionsResponse._DECODERS = {0: _d_ApiVersionsResponse_0, 1: _d_ApiVersionsResponse_1, 2: _d_ApiVersionsResponse_1, 3: _d_ApiVersionsResponse_3, 4: _d_ApiVersionsResponse_3}
+ApiVersionsResponse._ENCODERS = {0: _e_ApiVersionsResponse_0, 1: _e_ApiVersionsResponse_1, 2: _e_ApiVersionsResponse_1, 3: _e_ApiVersionsResponse_3, 4: _e_ApiVersionsResponse_3}

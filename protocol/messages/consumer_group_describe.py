@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,6 +20,10 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>?')
 _S1 = Struct('>16s')
 _S2 = Struct('>i')
@@ -28,29 +32,43 @@ _S4 = Struct('>ii')
 _S5 = Struct('>b')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class ConsumerGroupDescribeRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 69
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 1
-    FLEXIBLE_MIN: ClassVar[int | None] = 0
     group_ids: list[str] = field(default_factory=list)
     include_authorized_operations: bool = False
 
+    def __init__(self, group_ids: list[str] | None = None, include_authorized_operations: bool = False) -> None:
+        self.group_ids = [] if group_ids is None else group_ids
+        self.include_authorized_operations = include_authorized_operations
 
-@dataclass(slots=True)
+
+ConsumerGroupDescribeRequest.API_KEY = 69
+ConsumerGroupDescribeRequest.MIN_VERSION = 0
+ConsumerGroupDescribeRequest.MAX_VERSION = 1
+ConsumerGroupDescribeRequest.FLEXIBLE_MIN = 0
+
+
+@dataclass(slots=True, init=False)
 class DescribedTopicPartitions:
     topic_id: uuid.UUID = ZERO_UUID
     topic_name: str = ""
     partitions: list[int] = field(default_factory=list)
 
+    def __init__(self, topic_id: uuid.UUID = ZERO_UUID, topic_name: str = "", partitions: list[int] | None = None) -> None:
+        self.topic_id = topic_id
+        self.topic_name = topic_name
+        self.partitions = [] if partitions is None else partitions
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class MemberAssignment:
     topic_partitions: list[DescribedTopicPartitions] = field(default_factory=list)
 
+    def __init__(self, topic_partitions: list[DescribedTopicPartitions] | None = None) -> None:
+        self.topic_partitions = [] if topic_partitions is None else topic_partitions
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class ConsumerDescribedMember:
     member_id: str = ""
     instance_id: str | None = None
@@ -64,8 +82,21 @@ class ConsumerDescribedMember:
     target_assignment: MemberAssignment = field(default_factory=MemberAssignment)
     member_type: int = -1
 
+    def __init__(self, member_id: str = "", instance_id: str | None = None, rack_id: str | None = None, member_epoch: int = 0, client_id: str = "", client_host: str = "", subscribed_topic_names: list[str] | None = None, subscribed_topic_regex: str | None = None, assignment: MemberAssignment | None = None, target_assignment: MemberAssignment | None = None, member_type: int = -1) -> None:
+        self.member_id = member_id
+        self.instance_id = instance_id
+        self.rack_id = rack_id
+        self.member_epoch = member_epoch
+        self.client_id = client_id
+        self.client_host = client_host
+        self.subscribed_topic_names = [] if subscribed_topic_names is None else subscribed_topic_names
+        self.subscribed_topic_regex = subscribed_topic_regex
+        self.assignment = MemberAssignment() if assignment is None else assignment
+        self.target_assignment = MemberAssignment() if target_assignment is None else target_assignment
+        self.member_type = member_type
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class ConsumerDescribedGroup:
     error_code: int = 0
     error_message: str | None = None
@@ -77,15 +108,32 @@ class ConsumerDescribedGroup:
     members: list[ConsumerDescribedMember] = field(default_factory=list)
     authorized_operations: int = -2147483648
 
+    def __init__(self, error_code: int = 0, error_message: str | None = None, group_id: str = "", group_state: str = "", group_epoch: int = 0, assignment_epoch: int = 0, assignor_name: str = "", members: list[ConsumerDescribedMember] | None = None, authorized_operations: int = -2147483648) -> None:
+        self.error_code = error_code
+        self.error_message = error_message
+        self.group_id = group_id
+        self.group_state = group_state
+        self.group_epoch = group_epoch
+        self.assignment_epoch = assignment_epoch
+        self.assignor_name = assignor_name
+        self.members = [] if members is None else members
+        self.authorized_operations = authorized_operations
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class ConsumerGroupDescribeResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 69
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 1
-    FLEXIBLE_MIN: ClassVar[int | None] = 0
     throttle_time_ms: int = 0
     groups: list[ConsumerDescribedGroup] = field(default_factory=list)
+
+    def __init__(self, throttle_time_ms: int = 0, groups: list[ConsumerDescribedGroup] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.groups = [] if groups is None else groups
+
+
+ConsumerGroupDescribeResponse.API_KEY = 69
+ConsumerGroupDescribeResponse.MIN_VERSION = 0
+ConsumerGroupDescribeResponse.MAX_VERSION = 1
+ConsumerGroupDescribeResponse.FLEXIBLE_MIN = 0
 
 
 def _d_ConsumerGroupDescribeRequest_0(buf: Any, pos: int) -> tuple[ConsumerGroupDescribeRequest, int]:
@@ -112,32 +160,8 @@ def _e_ConsumerGroupDescribeRequest_0(o: ConsumerGroupDescribeRequest, out: byte
     out.append(0)
 
 
-def _d_ConsumerGroupDescribeRequest_1(buf: Any, pos: int) -> tuple[ConsumerGroupDescribeRequest, int]:
-    n_group_ids, pos = read_array_count(buf, pos, True, False)
-    f_group_ids = []
-    for _ in range(n_group_ids):
-        it_group_ids, pos = read_compact_string(buf, pos, False)
-        f_group_ids.append(it_group_ids)
-    (f_include_authorized_operations,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return ConsumerGroupDescribeRequest(f_group_ids, f_include_authorized_operations), pos
-
-
-def _e_ConsumerGroupDescribeRequest_1(o: ConsumerGroupDescribeRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_array_count(out, o.group_ids, True)
-    if o.group_ids is not None:
-        for it_group_ids in o.group_ids:
-            write_compact_string(out, it_group_ids)
-    out += _S0.pack(o.include_authorized_operations)
-    out.append(0)
-
-
-ConsumerGroupDescribeRequest._DECODERS = {0: _d_ConsumerGroupDescribeRequest_0, 1: _d_ConsumerGroupDescribeRequest_1}
-ConsumerGroupDescribeRequest._ENCODERS = {0: _e_ConsumerGroupDescribeRequest_0, 1: _e_ConsumerGroupDescribeRequest_1}
+ConsumerGroupDescribeRequest._DECODERS = {0: _d_ConsumerGroupDescribeRequest_0, 1: _d_ConsumerGroupDescribeRequest_0}
+ConsumerGroupDescribeRequest._ENCODERS = {0: _e_ConsumerGroupDescribeRequest_0, 1: _e_ConsumerGroupDescribeRequest_0}
 
 
 def _d_DescribedTopicPartitions_0(buf: Any, pos: int) -> tuple[DescribedTopicPartitions, int]:
@@ -289,53 +313,6 @@ def _e_ConsumerGroupDescribeResponse_0(o: ConsumerGroupDescribeResponse, out: by
     out.append(0)
 
 
-def _d_DescribedTopicPartitions_1(buf: Any, pos: int) -> tuple[DescribedTopicPartitions, int]:
-    (f_topic_id,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    f_topic_id = _uuid(f_topic_id)
-    f_topic_name, pos = read_compact_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, True, False)
-    if n_partitions * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_partitions = list(unpack_from(f'>{n_partitions}i', buf, pos))
-    pos += n_partitions * 4
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return DescribedTopicPartitions(f_topic_id, f_topic_name, f_partitions), pos
-
-
-def _e_DescribedTopicPartitions_1(o: DescribedTopicPartitions, out: bytearray, chunks: list[Any]) -> None:
-    out += _S1.pack(o.topic_id.bytes)
-    write_compact_string(out, o.topic_name)
-    write_array_count(out, o.partitions, True)
-    if o.partitions is not None:
-        out += pack(f'>{len(o.partitions)}i', *o.partitions)
-    out.append(0)
-
-
-def _d_MemberAssignment_1(buf: Any, pos: int) -> tuple[MemberAssignment, int]:
-    n_topic_partitions, pos = read_array_count(buf, pos, True, False)
-    f_topic_partitions = []
-    for _ in range(n_topic_partitions):
-        it_topic_partitions, pos = _d_DescribedTopicPartitions_1(buf, pos)
-        f_topic_partitions.append(it_topic_partitions)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return MemberAssignment(f_topic_partitions), pos
-
-
-def _e_MemberAssignment_1(o: MemberAssignment, out: bytearray, chunks: list[Any]) -> None:
-    write_array_count(out, o.topic_partitions, True)
-    if o.topic_partitions is not None:
-        for it_topic_partitions in o.topic_partitions:
-            _e_DescribedTopicPartitions_1(it_topic_partitions, out, chunks)
-    out.append(0)
-
-
 def _d_ConsumerDescribedMember_1(buf: Any, pos: int) -> tuple[ConsumerDescribedMember, int]:
     f_member_id, pos = read_compact_string(buf, pos, False)
     f_instance_id, pos = read_compact_string(buf, pos, True)
@@ -350,8 +327,8 @@ def _d_ConsumerDescribedMember_1(buf: Any, pos: int) -> tuple[ConsumerDescribedM
         it_subscribed_topic_names, pos = read_compact_string(buf, pos, False)
         f_subscribed_topic_names.append(it_subscribed_topic_names)
     f_subscribed_topic_regex, pos = read_compact_string(buf, pos, True)
-    f_assignment, pos = _d_MemberAssignment_1(buf, pos)
-    f_target_assignment, pos = _d_MemberAssignment_1(buf, pos)
+    f_assignment, pos = _d_MemberAssignment_0(buf, pos)
+    f_target_assignment, pos = _d_MemberAssignment_0(buf, pos)
     (f_member_type,) = _S5.unpack_from(buf, pos)
     pos += _S5.size
     if buf[pos] == 0:
@@ -373,8 +350,8 @@ def _e_ConsumerDescribedMember_1(o: ConsumerDescribedMember, out: bytearray, chu
         for it_subscribed_topic_names in o.subscribed_topic_names:
             write_compact_string(out, it_subscribed_topic_names)
     write_compact_string(out, o.subscribed_topic_regex)
-    _e_MemberAssignment_1(o.assignment, out, chunks)
-    _e_MemberAssignment_1(o.target_assignment, out, chunks)
+    _e_MemberAssignment_0(o.assignment, out, chunks)
+    _e_MemberAssignment_0(o.target_assignment, out, chunks)
     out += _S5.pack(o.member_type)
     out.append(0)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,24 +20,28 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>16s')
 _S1 = Struct('>i')
 _S2 = Struct('>ih')
 _S3 = Struct('>ii')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class HeartbeatTopicPartitions:
     topic_id: uuid.UUID = ZERO_UUID
     partitions: list[int] = field(default_factory=list)
 
+    def __init__(self, topic_id: uuid.UUID = ZERO_UUID, partitions: list[int] | None = None) -> None:
+        self.topic_id = topic_id
+        self.partitions = [] if partitions is None else partitions
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class ConsumerGroupHeartbeatRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 68
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 1
-    FLEXIBLE_MIN: ClassVar[int | None] = 0
     group_id: str = ""
     member_id: str = ""
     member_epoch: int = 0
@@ -49,24 +53,45 @@ class ConsumerGroupHeartbeatRequest(ApiMessage):
     server_assignor: str | None = None
     topic_partitions: list[HeartbeatTopicPartitions] | None = field(default_factory=list)
 
+    def __init__(self, group_id: str = "", member_id: str = "", member_epoch: int = 0, instance_id: str | None = None, rack_id: str | None = None, rebalance_timeout_ms: int = -1, subscribed_topic_names: object = _UNSET, subscribed_topic_regex: str | None = None, server_assignor: str | None = None, topic_partitions: object = _UNSET) -> None:
+        self.group_id = group_id
+        self.member_id = member_id
+        self.member_epoch = member_epoch
+        self.instance_id = instance_id
+        self.rack_id = rack_id
+        self.rebalance_timeout_ms = rebalance_timeout_ms
+        self.subscribed_topic_names = [] if subscribed_topic_names is _UNSET else cast('list[str] | None', subscribed_topic_names)
+        self.subscribed_topic_regex = subscribed_topic_regex
+        self.server_assignor = server_assignor
+        self.topic_partitions = [] if topic_partitions is _UNSET else cast('list[HeartbeatTopicPartitions] | None', topic_partitions)
 
-@dataclass(slots=True)
+
+ConsumerGroupHeartbeatRequest.API_KEY = 68
+ConsumerGroupHeartbeatRequest.MIN_VERSION = 0
+ConsumerGroupHeartbeatRequest.MAX_VERSION = 1
+ConsumerGroupHeartbeatRequest.FLEXIBLE_MIN = 0
+
+
+@dataclass(slots=True, init=False)
 class AssignedTopicPartitions:
     topic_id: uuid.UUID = ZERO_UUID
     partitions: list[int] = field(default_factory=list)
 
+    def __init__(self, topic_id: uuid.UUID = ZERO_UUID, partitions: list[int] | None = None) -> None:
+        self.topic_id = topic_id
+        self.partitions = [] if partitions is None else partitions
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class HeartbeatAssignment:
     topic_partitions: list[AssignedTopicPartitions] = field(default_factory=list)
 
+    def __init__(self, topic_partitions: list[AssignedTopicPartitions] | None = None) -> None:
+        self.topic_partitions = [] if topic_partitions is None else topic_partitions
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class ConsumerGroupHeartbeatResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 68
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 1
-    FLEXIBLE_MIN: ClassVar[int | None] = 0
     throttle_time_ms: int = 0
     error_code: int = 0
     error_message: str | None = None
@@ -74,6 +99,21 @@ class ConsumerGroupHeartbeatResponse(ApiMessage):
     member_epoch: int = 0
     heartbeat_interval_ms: int = 0
     assignment: HeartbeatAssignment | None = None
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = None, member_id: str | None = None, member_epoch: int = 0, heartbeat_interval_ms: int = 0, assignment: HeartbeatAssignment | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.error_message = error_message
+        self.member_id = member_id
+        self.member_epoch = member_epoch
+        self.heartbeat_interval_ms = heartbeat_interval_ms
+        self.assignment = assignment
+
+
+ConsumerGroupHeartbeatResponse.API_KEY = 68
+ConsumerGroupHeartbeatResponse.MIN_VERSION = 0
+ConsumerGroupHeartbeatResponse.MAX_VERSION = 1
+ConsumerGroupHeartbeatResponse.FLEXIBLE_MIN = 0
 
 
 def _d_HeartbeatTopicPartitions_0(buf: Any, pos: int) -> tuple[HeartbeatTopicPartitions, int]:
@@ -152,30 +192,6 @@ def _e_ConsumerGroupHeartbeatRequest_0(o: ConsumerGroupHeartbeatRequest, out: by
     out.append(0)
 
 
-def _d_HeartbeatTopicPartitions_1(buf: Any, pos: int) -> tuple[HeartbeatTopicPartitions, int]:
-    (f_topic_id,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    f_topic_id = _uuid(f_topic_id)
-    n_partitions, pos = read_array_count(buf, pos, True, False)
-    if n_partitions * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_partitions = list(unpack_from(f'>{n_partitions}i', buf, pos))
-    pos += n_partitions * 4
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return HeartbeatTopicPartitions(f_topic_id, f_partitions), pos
-
-
-def _e_HeartbeatTopicPartitions_1(o: HeartbeatTopicPartitions, out: bytearray, chunks: list[Any]) -> None:
-    out += _S0.pack(o.topic_id.bytes)
-    write_array_count(out, o.partitions, True)
-    if o.partitions is not None:
-        out += pack(f'>{len(o.partitions)}i', *o.partitions)
-    out.append(0)
-
-
 def _d_ConsumerGroupHeartbeatRequest_1(buf: Any, pos: int) -> tuple[ConsumerGroupHeartbeatRequest, int]:
     f_group_id, pos = read_compact_string(buf, pos, False)
     f_member_id, pos = read_compact_string(buf, pos, False)
@@ -201,7 +217,7 @@ def _d_ConsumerGroupHeartbeatRequest_1(buf: Any, pos: int) -> tuple[ConsumerGrou
     else:
         f_topic_partitions = []
         for _ in range(n_topic_partitions):
-            it_topic_partitions, pos = _d_HeartbeatTopicPartitions_1(buf, pos)
+            it_topic_partitions, pos = _d_HeartbeatTopicPartitions_0(buf, pos)
             f_topic_partitions.append(it_topic_partitions)
     if buf[pos] == 0:
         pos += 1
@@ -226,7 +242,7 @@ def _e_ConsumerGroupHeartbeatRequest_1(o: ConsumerGroupHeartbeatRequest, out: by
     write_array_count(out, o.topic_partitions, True)
     if o.topic_partitions is not None:
         for it_topic_partitions in o.topic_partitions:
-            _e_HeartbeatTopicPartitions_1(it_topic_partitions, out, chunks)
+            _e_HeartbeatTopicPartitions_0(it_topic_partitions, out, chunks)
     out.append(0)
 
 
@@ -311,82 +327,5 @@ def _e_ConsumerGroupHeartbeatResponse_0(o: ConsumerGroupHeartbeatResponse, out: 
     out.append(0)
 
 
-def _d_AssignedTopicPartitions_1(buf: Any, pos: int) -> tuple[AssignedTopicPartitions, int]:
-    (f_topic_id,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    f_topic_id = _uuid(f_topic_id)
-    n_partitions, pos = read_array_count(buf, pos, True, False)
-    if n_partitions * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_partitions = list(unpack_from(f'>{n_partitions}i', buf, pos))
-    pos += n_partitions * 4
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return AssignedTopicPartitions(f_topic_id, f_partitions), pos
-
-
-def _e_AssignedTopicPartitions_1(o: AssignedTopicPartitions, out: bytearray, chunks: list[Any]) -> None:
-    out += _S0.pack(o.topic_id.bytes)
-    write_array_count(out, o.partitions, True)
-    if o.partitions is not None:
-        out += pack(f'>{len(o.partitions)}i', *o.partitions)
-    out.append(0)
-
-
-def _d_HeartbeatAssignment_1(buf: Any, pos: int) -> tuple[HeartbeatAssignment, int]:
-    n_topic_partitions, pos = read_array_count(buf, pos, True, False)
-    f_topic_partitions = []
-    for _ in range(n_topic_partitions):
-        it_topic_partitions, pos = _d_AssignedTopicPartitions_1(buf, pos)
-        f_topic_partitions.append(it_topic_partitions)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return HeartbeatAssignment(f_topic_partitions), pos
-
-
-def _e_HeartbeatAssignment_1(o: HeartbeatAssignment, out: bytearray, chunks: list[Any]) -> None:
-    write_array_count(out, o.topic_partitions, True)
-    if o.topic_partitions is not None:
-        for it_topic_partitions in o.topic_partitions:
-            _e_AssignedTopicPartitions_1(it_topic_partitions, out, chunks)
-    out.append(0)
-
-
-def _d_ConsumerGroupHeartbeatResponse_1(buf: Any, pos: int) -> tuple[ConsumerGroupHeartbeatResponse, int]:
-    (f_throttle_time_ms, f_error_code,) = _S2.unpack_from(buf, pos)
-    pos += _S2.size
-    f_error_message, pos = read_compact_string(buf, pos, True)
-    f_member_id, pos = read_compact_string(buf, pos, True)
-    (f_member_epoch, f_heartbeat_interval_ms,) = _S3.unpack_from(buf, pos)
-    pos += _S3.size
-    if buf[pos] & 0x80:
-        pos += 1
-        f_assignment = None
-    else:
-        f_assignment, pos = _d_HeartbeatAssignment_1(buf, pos + 1)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return ConsumerGroupHeartbeatResponse(f_throttle_time_ms, f_error_code, f_error_message, f_member_id, f_member_epoch, f_heartbeat_interval_ms, f_assignment), pos
-
-
-def _e_ConsumerGroupHeartbeatResponse_1(o: ConsumerGroupHeartbeatResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S2.pack(o.throttle_time_ms, o.error_code)
-    write_compact_string(out, o.error_message)
-    write_compact_string(out, o.member_id)
-    out += _S3.pack(o.member_epoch, o.heartbeat_interval_ms)
-    if o.assignment is None:
-        out.append(0xFF)
-    else:
-        out.append(1)
-        _e_HeartbeatAssignment_1(o.assignment, out, chunks)
-    out.append(0)
-
-
-ConsumerGroupHeartbeatResponse._DECODERS = {0: _d_ConsumerGroupHeartbeatResponse_0, 1: _d_ConsumerGroupHeartbeatResponse_1}
-ConsumerGroupHeartbeatResponse._ENCODERS = {0: _e_ConsumerGroupHeartbeatResponse_0, 1: _e_ConsumerGroupHeartbeatResponse_1}
+ConsumerGroupHeartbeatResponse._DECODERS = {0: _d_ConsumerGroupHeartbeatResponse_0, 1: _d_ConsumerGroupHeartbeatResponse_0}
+ConsumerGroupHeartbeatResponse._ENCODERS = {0: _e_ConsumerGroupHeartbeatResponse_0, 1: _e_ConsumerGroupHeartbeatResponse_0}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,89 +20,133 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>i')
 _S1 = Struct('>16s')
 _S2 = Struct('>iib')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class ConsumerGroupMetadataKey(ApiMessage):
-    API_KEY: ClassVar[int | None] = None
-    MIN_VERSION: ClassVar[int] = 3
-    MAX_VERSION: ClassVar[int] = 3
-    FLEXIBLE_MIN: ClassVar[int | None] = None
     group_id: str = ""
 
+    def __init__(self, group_id: str = "") -> None:
+        self.group_id = group_id
 
-@dataclass(slots=True)
+
+ConsumerGroupMetadataKey.API_KEY = None
+ConsumerGroupMetadataKey.MIN_VERSION = 3
+ConsumerGroupMetadataKey.MAX_VERSION = 3
+ConsumerGroupMetadataKey.FLEXIBLE_MIN = None
+
+
+@dataclass(slots=True, init=False)
 class ConsumerGroupMetadataValue(ApiMessage):
-    API_KEY: ClassVar[int | None] = None
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 0
-    FLEXIBLE_MIN: ClassVar[int | None] = 0
     epoch: int = 0
 
+    def __init__(self, epoch: int = 0) -> None:
+        self.epoch = epoch
 
-@dataclass(slots=True)
+
+ConsumerGroupMetadataValue.API_KEY = None
+ConsumerGroupMetadataValue.MIN_VERSION = 0
+ConsumerGroupMetadataValue.MAX_VERSION = 0
+ConsumerGroupMetadataValue.FLEXIBLE_MIN = 0
+
+
+@dataclass(slots=True, init=False)
 class ConsumerGroupPartitionMetadataKey(ApiMessage):
-    API_KEY: ClassVar[int | None] = None
-    MIN_VERSION: ClassVar[int] = 4
-    MAX_VERSION: ClassVar[int] = 4
-    FLEXIBLE_MIN: ClassVar[int | None] = None
     group_id: str = ""
 
+    def __init__(self, group_id: str = "") -> None:
+        self.group_id = group_id
 
-@dataclass(slots=True)
+
+ConsumerGroupPartitionMetadataKey.API_KEY = None
+ConsumerGroupPartitionMetadataKey.MIN_VERSION = 4
+ConsumerGroupPartitionMetadataKey.MAX_VERSION = 4
+ConsumerGroupPartitionMetadataKey.FLEXIBLE_MIN = None
+
+
+@dataclass(slots=True, init=False)
 class PartitionMetadata:
     partition: int = 0
     racks: list[str] = field(default_factory=list)
 
+    def __init__(self, partition: int = 0, racks: list[str] | None = None) -> None:
+        self.partition = partition
+        self.racks = [] if racks is None else racks
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class TopicMetadata:
     topic_id: uuid.UUID = ZERO_UUID
     topic_name: str = ""
     num_partitions: int = 0
     partition_metadata: list[PartitionMetadata] = field(default_factory=list)
 
+    def __init__(self, topic_id: uuid.UUID = ZERO_UUID, topic_name: str = "", num_partitions: int = 0, partition_metadata: list[PartitionMetadata] | None = None) -> None:
+        self.topic_id = topic_id
+        self.topic_name = topic_name
+        self.num_partitions = num_partitions
+        self.partition_metadata = [] if partition_metadata is None else partition_metadata
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class ConsumerGroupPartitionMetadataValue(ApiMessage):
-    API_KEY: ClassVar[int | None] = None
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 0
-    FLEXIBLE_MIN: ClassVar[int | None] = 0
     topics: list[TopicMetadata] = field(default_factory=list)
 
+    def __init__(self, topics: list[TopicMetadata] | None = None) -> None:
+        self.topics = [] if topics is None else topics
 
-@dataclass(slots=True)
+
+ConsumerGroupPartitionMetadataValue.API_KEY = None
+ConsumerGroupPartitionMetadataValue.MIN_VERSION = 0
+ConsumerGroupPartitionMetadataValue.MAX_VERSION = 0
+ConsumerGroupPartitionMetadataValue.FLEXIBLE_MIN = 0
+
+
+@dataclass(slots=True, init=False)
 class ConsumerGroupMemberMetadataKey(ApiMessage):
-    API_KEY: ClassVar[int | None] = None
-    MIN_VERSION: ClassVar[int] = 5
-    MAX_VERSION: ClassVar[int] = 5
-    FLEXIBLE_MIN: ClassVar[int | None] = None
     group_id: str = ""
     member_id: str = ""
 
+    def __init__(self, group_id: str = "", member_id: str = "") -> None:
+        self.group_id = group_id
+        self.member_id = member_id
 
-@dataclass(slots=True)
+
+ConsumerGroupMemberMetadataKey.API_KEY = None
+ConsumerGroupMemberMetadataKey.MIN_VERSION = 5
+ConsumerGroupMemberMetadataKey.MAX_VERSION = 5
+ConsumerGroupMemberMetadataKey.FLEXIBLE_MIN = None
+
+
+@dataclass(slots=True, init=False)
 class ClassicProtocol:
     name: str = ""
     metadata: bytes = b""
 
+    def __init__(self, name: str = "", metadata: bytes = b"") -> None:
+        self.name = name
+        self.metadata = metadata
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class ClassicMemberMetadata:
     session_timeout_ms: int = 0
     supported_protocols: list[ClassicProtocol] = field(default_factory=list)
 
+    def __init__(self, session_timeout_ms: int = 0, supported_protocols: list[ClassicProtocol] | None = None) -> None:
+        self.session_timeout_ms = session_timeout_ms
+        self.supported_protocols = [] if supported_protocols is None else supported_protocols
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class ConsumerGroupMemberMetadataValue(ApiMessage):
-    API_KEY: ClassVar[int | None] = None
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 0
-    FLEXIBLE_MIN: ClassVar[int | None] = 0
     instance_id: str | None = None
     rack_id: str | None = None
     client_id: str = ""
@@ -113,77 +157,138 @@ class ConsumerGroupMemberMetadataValue(ApiMessage):
     server_assignor: str | None = None
     classic_member_metadata: ClassicMemberMetadata | None = None
 
+    def __init__(self, instance_id: str | None = None, rack_id: str | None = None, client_id: str = "", client_host: str = "", subscribed_topic_names: list[str] | None = None, subscribed_topic_regex: str | None = None, rebalance_timeout_ms: int = -1, server_assignor: str | None = None, classic_member_metadata: ClassicMemberMetadata | None = None) -> None:
+        self.instance_id = instance_id
+        self.rack_id = rack_id
+        self.client_id = client_id
+        self.client_host = client_host
+        self.subscribed_topic_names = [] if subscribed_topic_names is None else subscribed_topic_names
+        self.subscribed_topic_regex = subscribed_topic_regex
+        self.rebalance_timeout_ms = rebalance_timeout_ms
+        self.server_assignor = server_assignor
+        self.classic_member_metadata = classic_member_metadata
 
-@dataclass(slots=True)
+
+ConsumerGroupMemberMetadataValue.API_KEY = None
+ConsumerGroupMemberMetadataValue.MIN_VERSION = 0
+ConsumerGroupMemberMetadataValue.MAX_VERSION = 0
+ConsumerGroupMemberMetadataValue.FLEXIBLE_MIN = 0
+
+
+@dataclass(slots=True, init=False)
 class ConsumerGroupTargetAssignmentMetadataKey(ApiMessage):
-    API_KEY: ClassVar[int | None] = None
-    MIN_VERSION: ClassVar[int] = 6
-    MAX_VERSION: ClassVar[int] = 6
-    FLEXIBLE_MIN: ClassVar[int | None] = None
     group_id: str = ""
 
+    def __init__(self, group_id: str = "") -> None:
+        self.group_id = group_id
 
-@dataclass(slots=True)
+
+ConsumerGroupTargetAssignmentMetadataKey.API_KEY = None
+ConsumerGroupTargetAssignmentMetadataKey.MIN_VERSION = 6
+ConsumerGroupTargetAssignmentMetadataKey.MAX_VERSION = 6
+ConsumerGroupTargetAssignmentMetadataKey.FLEXIBLE_MIN = None
+
+
+@dataclass(slots=True, init=False)
 class ConsumerGroupTargetAssignmentMetadataValue(ApiMessage):
-    API_KEY: ClassVar[int | None] = None
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 0
-    FLEXIBLE_MIN: ClassVar[int | None] = 0
     assignment_epoch: int = 0
 
+    def __init__(self, assignment_epoch: int = 0) -> None:
+        self.assignment_epoch = assignment_epoch
 
-@dataclass(slots=True)
+
+ConsumerGroupTargetAssignmentMetadataValue.API_KEY = None
+ConsumerGroupTargetAssignmentMetadataValue.MIN_VERSION = 0
+ConsumerGroupTargetAssignmentMetadataValue.MAX_VERSION = 0
+ConsumerGroupTargetAssignmentMetadataValue.FLEXIBLE_MIN = 0
+
+
+@dataclass(slots=True, init=False)
 class ConsumerGroupTargetAssignmentMemberKey(ApiMessage):
-    API_KEY: ClassVar[int | None] = None
-    MIN_VERSION: ClassVar[int] = 7
-    MAX_VERSION: ClassVar[int] = 7
-    FLEXIBLE_MIN: ClassVar[int | None] = None
     group_id: str = ""
     member_id: str = ""
 
+    def __init__(self, group_id: str = "", member_id: str = "") -> None:
+        self.group_id = group_id
+        self.member_id = member_id
 
-@dataclass(slots=True)
+
+ConsumerGroupTargetAssignmentMemberKey.API_KEY = None
+ConsumerGroupTargetAssignmentMemberKey.MIN_VERSION = 7
+ConsumerGroupTargetAssignmentMemberKey.MAX_VERSION = 7
+ConsumerGroupTargetAssignmentMemberKey.FLEXIBLE_MIN = None
+
+
+@dataclass(slots=True, init=False)
 class TargetTopicPartition:
     topic_id: uuid.UUID = ZERO_UUID
     partitions: list[int] = field(default_factory=list)
 
+    def __init__(self, topic_id: uuid.UUID = ZERO_UUID, partitions: list[int] | None = None) -> None:
+        self.topic_id = topic_id
+        self.partitions = [] if partitions is None else partitions
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class ConsumerGroupTargetAssignmentMemberValue(ApiMessage):
-    API_KEY: ClassVar[int | None] = None
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 0
-    FLEXIBLE_MIN: ClassVar[int | None] = 0
     topic_partitions: list[TargetTopicPartition] = field(default_factory=list)
 
+    def __init__(self, topic_partitions: list[TargetTopicPartition] | None = None) -> None:
+        self.topic_partitions = [] if topic_partitions is None else topic_partitions
 
-@dataclass(slots=True)
+
+ConsumerGroupTargetAssignmentMemberValue.API_KEY = None
+ConsumerGroupTargetAssignmentMemberValue.MIN_VERSION = 0
+ConsumerGroupTargetAssignmentMemberValue.MAX_VERSION = 0
+ConsumerGroupTargetAssignmentMemberValue.FLEXIBLE_MIN = 0
+
+
+@dataclass(slots=True, init=False)
 class ConsumerGroupCurrentMemberAssignmentKey(ApiMessage):
-    API_KEY: ClassVar[int | None] = None
-    MIN_VERSION: ClassVar[int] = 8
-    MAX_VERSION: ClassVar[int] = 8
-    FLEXIBLE_MIN: ClassVar[int | None] = None
     group_id: str = ""
     member_id: str = ""
 
+    def __init__(self, group_id: str = "", member_id: str = "") -> None:
+        self.group_id = group_id
+        self.member_id = member_id
 
-@dataclass(slots=True)
+
+ConsumerGroupCurrentMemberAssignmentKey.API_KEY = None
+ConsumerGroupCurrentMemberAssignmentKey.MIN_VERSION = 8
+ConsumerGroupCurrentMemberAssignmentKey.MAX_VERSION = 8
+ConsumerGroupCurrentMemberAssignmentKey.FLEXIBLE_MIN = None
+
+
+@dataclass(slots=True, init=False)
 class CurrentTopicPartitions:
     topic_id: uuid.UUID = ZERO_UUID
     partitions: list[int] = field(default_factory=list)
 
+    def __init__(self, topic_id: uuid.UUID = ZERO_UUID, partitions: list[int] | None = None) -> None:
+        self.topic_id = topic_id
+        self.partitions = [] if partitions is None else partitions
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class ConsumerGroupCurrentMemberAssignmentValue(ApiMessage):
-    API_KEY: ClassVar[int | None] = None
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 0
-    FLEXIBLE_MIN: ClassVar[int | None] = 0
     member_epoch: int = 0
     previous_member_epoch: int = 0
     state: int = 0
     assigned_partitions: list[CurrentTopicPartitions] = field(default_factory=list)
     partitions_pending_revocation: list[CurrentTopicPartitions] = field(default_factory=list)
+
+    def __init__(self, member_epoch: int = 0, previous_member_epoch: int = 0, state: int = 0, assigned_partitions: list[CurrentTopicPartitions] | None = None, partitions_pending_revocation: list[CurrentTopicPartitions] | None = None) -> None:
+        self.member_epoch = member_epoch
+        self.previous_member_epoch = previous_member_epoch
+        self.state = state
+        self.assigned_partitions = [] if assigned_partitions is None else assigned_partitions
+        self.partitions_pending_revocation = [] if partitions_pending_revocation is None else partitions_pending_revocation
+
+
+ConsumerGroupCurrentMemberAssignmentValue.API_KEY = None
+ConsumerGroupCurrentMemberAssignmentValue.MIN_VERSION = 0
+ConsumerGroupCurrentMemberAssignmentValue.MAX_VERSION = 0
+ConsumerGroupCurrentMemberAssignmentValue.FLEXIBLE_MIN = 0
 
 
 def _d_ConsumerGroupMetadataKey_3(buf: Any, pos: int) -> tuple[ConsumerGroupMetadataKey, int]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,42 +20,69 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>i')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class OwnedTopicPartition:
     topic: str = ""
     partitions: list[int] = field(default_factory=list)
 
+    def __init__(self, topic: str = "", partitions: list[int] | None = None) -> None:
+        self.topic = topic
+        self.partitions = [] if partitions is None else partitions
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class ConsumerProtocolSubscription(ApiMessage):
-    API_KEY: ClassVar[int | None] = None
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 3
-    FLEXIBLE_MIN: ClassVar[int | None] = None
     topics: list[str] = field(default_factory=list)
     user_data: bytes | None = None
     owned_partitions: list[OwnedTopicPartition] = field(default_factory=list)
     generation_id: int = -1
     rack_id: str | None = None
 
+    def __init__(self, topics: list[str] | None = None, user_data: bytes | None = None, owned_partitions: list[OwnedTopicPartition] | None = None, generation_id: int = -1, rack_id: str | None = None) -> None:
+        self.topics = [] if topics is None else topics
+        self.user_data = user_data
+        self.owned_partitions = [] if owned_partitions is None else owned_partitions
+        self.generation_id = generation_id
+        self.rack_id = rack_id
 
-@dataclass(slots=True)
+
+ConsumerProtocolSubscription.API_KEY = None
+ConsumerProtocolSubscription.MIN_VERSION = 0
+ConsumerProtocolSubscription.MAX_VERSION = 3
+ConsumerProtocolSubscription.FLEXIBLE_MIN = None
+
+
+@dataclass(slots=True, init=False)
 class AssignedTopicPartition:
     topic: str = ""
     partitions: list[int] = field(default_factory=list)
 
+    def __init__(self, topic: str = "", partitions: list[int] | None = None) -> None:
+        self.topic = topic
+        self.partitions = [] if partitions is None else partitions
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class ConsumerProtocolAssignment(ApiMessage):
-    API_KEY: ClassVar[int | None] = None
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 3
-    FLEXIBLE_MIN: ClassVar[int | None] = None
     assigned_partitions: list[AssignedTopicPartition] = field(default_factory=list)
     user_data: bytes | None = None
+
+    def __init__(self, assigned_partitions: list[AssignedTopicPartition] | None = None, user_data: bytes | None = None) -> None:
+        self.assigned_partitions = [] if assigned_partitions is None else assigned_partitions
+        self.user_data = user_data
+
+
+ConsumerProtocolAssignment.API_KEY = None
+ConsumerProtocolAssignment.MIN_VERSION = 0
+ConsumerProtocolAssignment.MAX_VERSION = 3
+ConsumerProtocolAssignment.FLEXIBLE_MIN = None
 
 
 def _d_OwnedTopicPartition_0(buf: Any, pos: int) -> tuple[OwnedTopicPartition, int]:
@@ -128,23 +155,6 @@ def _e_ConsumerProtocolSubscription_1(o: ConsumerProtocolSubscription, out: byte
             _e_OwnedTopicPartition_1(it_owned_partitions, out, chunks)
 
 
-def _d_OwnedTopicPartition_2(buf: Any, pos: int) -> tuple[OwnedTopicPartition, int]:
-    f_topic, pos = read_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, False, False)
-    if n_partitions * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_partitions = list(unpack_from(f'>{n_partitions}i', buf, pos))
-    pos += n_partitions * 4
-    return OwnedTopicPartition(f_topic, f_partitions), pos
-
-
-def _e_OwnedTopicPartition_2(o: OwnedTopicPartition, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.topic)
-    write_array_count(out, o.partitions, False)
-    if o.partitions is not None:
-        out += pack(f'>{len(o.partitions)}i', *o.partitions)
-
-
 def _d_ConsumerProtocolSubscription_2(buf: Any, pos: int) -> tuple[ConsumerProtocolSubscription, int]:
     n_topics, pos = read_array_count(buf, pos, False, False)
     f_topics = []
@@ -155,7 +165,7 @@ def _d_ConsumerProtocolSubscription_2(buf: Any, pos: int) -> tuple[ConsumerProto
     n_owned_partitions, pos = read_array_count(buf, pos, False, False)
     f_owned_partitions = []
     for _ in range(n_owned_partitions):
-        it_owned_partitions, pos = _d_OwnedTopicPartition_2(buf, pos)
+        it_owned_partitions, pos = _d_OwnedTopicPartition_1(buf, pos)
         f_owned_partitions.append(it_owned_partitions)
     (f_generation_id,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
@@ -171,25 +181,8 @@ def _e_ConsumerProtocolSubscription_2(o: ConsumerProtocolSubscription, out: byte
     write_array_count(out, o.owned_partitions, False)
     if o.owned_partitions is not None:
         for it_owned_partitions in o.owned_partitions:
-            _e_OwnedTopicPartition_2(it_owned_partitions, out, chunks)
+            _e_OwnedTopicPartition_1(it_owned_partitions, out, chunks)
     out += _S0.pack(o.generation_id)
-
-
-def _d_OwnedTopicPartition_3(buf: Any, pos: int) -> tuple[OwnedTopicPartition, int]:
-    f_topic, pos = read_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, False, False)
-    if n_partitions * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_partitions = list(unpack_from(f'>{n_partitions}i', buf, pos))
-    pos += n_partitions * 4
-    return OwnedTopicPartition(f_topic, f_partitions), pos
-
-
-def _e_OwnedTopicPartition_3(o: OwnedTopicPartition, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.topic)
-    write_array_count(out, o.partitions, False)
-    if o.partitions is not None:
-        out += pack(f'>{len(o.partitions)}i', *o.partitions)
 
 
 def _d_ConsumerProtocolSubscription_3(buf: Any, pos: int) -> tuple[ConsumerProtocolSubscription, int]:
@@ -202,7 +195,7 @@ def _d_ConsumerProtocolSubscription_3(buf: Any, pos: int) -> tuple[ConsumerProto
     n_owned_partitions, pos = read_array_count(buf, pos, False, False)
     f_owned_partitions = []
     for _ in range(n_owned_partitions):
-        it_owned_partitions, pos = _d_OwnedTopicPartition_3(buf, pos)
+        it_owned_partitions, pos = _d_OwnedTopicPartition_1(buf, pos)
         f_owned_partitions.append(it_owned_partitions)
     (f_generation_id,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
@@ -219,7 +212,7 @@ def _e_ConsumerProtocolSubscription_3(o: ConsumerProtocolSubscription, out: byte
     write_array_count(out, o.owned_partitions, False)
     if o.owned_partitions is not None:
         for it_owned_partitions in o.owned_partitions:
-            _e_OwnedTopicPartition_3(it_owned_partitions, out, chunks)
+            _e_OwnedTopicPartition_1(it_owned_partitions, out, chunks)
     out += _S0.pack(o.generation_id)
     write_string(out, o.rack_id)
 
@@ -263,110 +256,5 @@ def _e_ConsumerProtocolAssignment_0(o: ConsumerProtocolAssignment, out: bytearra
     write_bytes(out, o.user_data)
 
 
-def _d_AssignedTopicPartition_1(buf: Any, pos: int) -> tuple[AssignedTopicPartition, int]:
-    f_topic, pos = read_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, False, False)
-    if n_partitions * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_partitions = list(unpack_from(f'>{n_partitions}i', buf, pos))
-    pos += n_partitions * 4
-    return AssignedTopicPartition(f_topic, f_partitions), pos
-
-
-def _e_AssignedTopicPartition_1(o: AssignedTopicPartition, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.topic)
-    write_array_count(out, o.partitions, False)
-    if o.partitions is not None:
-        out += pack(f'>{len(o.partitions)}i', *o.partitions)
-
-
-def _d_ConsumerProtocolAssignment_1(buf: Any, pos: int) -> tuple[ConsumerProtocolAssignment, int]:
-    n_assigned_partitions, pos = read_array_count(buf, pos, False, False)
-    f_assigned_partitions = []
-    for _ in range(n_assigned_partitions):
-        it_assigned_partitions, pos = _d_AssignedTopicPartition_1(buf, pos)
-        f_assigned_partitions.append(it_assigned_partitions)
-    f_user_data, pos = read_bytes(buf, pos, True)
-    return ConsumerProtocolAssignment(f_assigned_partitions, f_user_data), pos
-
-
-def _e_ConsumerProtocolAssignment_1(o: ConsumerProtocolAssignment, out: bytearray, chunks: list[Any]) -> None:
-    write_array_count(out, o.assigned_partitions, False)
-    if o.assigned_partitions is not None:
-        for it_assigned_partitions in o.assigned_partitions:
-            _e_AssignedTopicPartition_1(it_assigned_partitions, out, chunks)
-    write_bytes(out, o.user_data)
-
-
-def _d_AssignedTopicPartition_2(buf: Any, pos: int) -> tuple[AssignedTopicPartition, int]:
-    f_topic, pos = read_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, False, False)
-    if n_partitions * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_partitions = list(unpack_from(f'>{n_partitions}i', buf, pos))
-    pos += n_partitions * 4
-    return AssignedTopicPartition(f_topic, f_partitions), pos
-
-
-def _e_AssignedTopicPartition_2(o: AssignedTopicPartition, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.topic)
-    write_array_count(out, o.partitions, False)
-    if o.partitions is not None:
-        out += pack(f'>{len(o.partitions)}i', *o.partitions)
-
-
-def _d_ConsumerProtocolAssignment_2(buf: Any, pos: int) -> tuple[ConsumerProtocolAssignment, int]:
-    n_assigned_partitions, pos = read_array_count(buf, pos, False, False)
-    f_assigned_partitions = []
-    for _ in range(n_assigned_partitions):
-        it_assigned_partitions, pos = _d_AssignedTopicPartition_2(buf, pos)
-        f_assigned_partitions.append(it_assigned_partitions)
-    f_user_data, pos = read_bytes(buf, pos, True)
-    return ConsumerProtocolAssignment(f_assigned_partitions, f_user_data), pos
-
-
-def _e_ConsumerProtocolAssignment_2(o: ConsumerProtocolAssignment, out: bytearray, chunks: list[Any]) -> None:
-    write_array_count(out, o.assigned_partitions, False)
-    if o.assigned_partitions is not None:
-        for it_assigned_partitions in o.assigned_partitions:
-            _e_AssignedTopicPartition_2(it_assigned_partitions, out, chunks)
-    write_bytes(out, o.user_data)
-
-
-def _d_AssignedTopicPartition_3(buf: Any, pos: int) -> tuple[AssignedTopicPartition, int]:
-    f_topic, pos = read_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, False, False)
-    if n_partitions * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_partitions = list(unpack_from(f'>{n_partitions}i', buf, pos))
-    pos += n_partitions * 4
-    return AssignedTopicPartition(f_topic, f_partitions), pos
-
-
-def _e_AssignedTopicPartition_3(o: AssignedTopicPartition, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.topic)
-    write_array_count(out, o.partitions, False)
-    if o.partitions is not None:
-        out += pack(f'>{len(o.partitions)}i', *o.partitions)
-
-
-def _d_ConsumerProtocolAssignment_3(buf: Any, pos: int) -> tuple[ConsumerProtocolAssignment, int]:
-    n_assigned_partitions, pos = read_array_count(buf, pos, False, False)
-    f_assigned_partitions = []
-    for _ in range(n_assigned_partitions):
-        it_assigned_partitions, pos = _d_AssignedTopicPartition_3(buf, pos)
-        f_assigned_partitions.append(it_assigned_partitions)
-    f_user_data, pos = read_bytes(buf, pos, True)
-    return ConsumerProtocolAssignment(f_assigned_partitions, f_user_data), pos
-
-
-def _e_ConsumerProtocolAssignment_3(o: ConsumerProtocolAssignment, out: bytearray, chunks: list[Any]) -> None:
-    write_array_count(out, o.assigned_partitions, False)
-    if o.assigned_partitions is not None:
-        for it_assigned_partitions in o.assigned_partitions:
-            _e_AssignedTopicPartition_3(it_assigned_partitions, out, chunks)
-    write_bytes(out, o.user_data)
-
-
-ConsumerProtocolAssignment._DECODERS = {0: _d_ConsumerProtocolAssignment_0, 1: _d_ConsumerProtocolAssignment_1, 2: _d_ConsumerProtocolAssignment_2, 3: _d_ConsumerProtocolAssignment_3}
-ConsumerProtocolAssignment._ENCODERS = {0: _e_ConsumerProtocolAssignment_0, 1: _e_ConsumerProtocolAssignment_1, 2: _e_ConsumerProtocolAssignment_2, 3: _e_ConsumerProtocolAssignment_3}
+ConsumerProtocolAssignment._DECODERS = {0: _d_ConsumerProtocolAssignment_0, 1: _d_ConsumerProtocolAssignment_0, 2: _d_ConsumerProtocolAssignment_0, 3: _d_ConsumerProtocolAssignment_0}
+ConsumerProtocolAssignment._ENCODERS = {0: _e_ConsumerProtocolAssignment_0, 1: _e_ConsumerProtocolAssignment_0, 2: _e_ConsumerProtocolAssignment_0, 3: _e_ConsumerProtocolAssignment_0}

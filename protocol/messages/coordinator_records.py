@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,6 +20,10 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>i')
 _S1 = Struct('>q')
 _S2 = Struct('>qq')
@@ -27,40 +31,61 @@ _S3 = Struct('>qi')
 _S4 = Struct('>ii')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class OffsetCommitKey(ApiMessage):
-    API_KEY: ClassVar[int | None] = None
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 1
-    FLEXIBLE_MIN: ClassVar[int | None] = None
     group: str = ""
     topic: str = ""
     partition: int = 0
 
+    def __init__(self, group: str = "", topic: str = "", partition: int = 0) -> None:
+        self.group = group
+        self.topic = topic
+        self.partition = partition
 
-@dataclass(slots=True)
+
+OffsetCommitKey.API_KEY = None
+OffsetCommitKey.MIN_VERSION = 0
+OffsetCommitKey.MAX_VERSION = 1
+OffsetCommitKey.FLEXIBLE_MIN = None
+
+
+@dataclass(slots=True, init=False)
 class GroupMetadataKey(ApiMessage):
-    API_KEY: ClassVar[int | None] = None
-    MIN_VERSION: ClassVar[int] = 2
-    MAX_VERSION: ClassVar[int] = 2
-    FLEXIBLE_MIN: ClassVar[int | None] = None
     group: str = ""
 
+    def __init__(self, group: str = "") -> None:
+        self.group = group
 
-@dataclass(slots=True)
+
+GroupMetadataKey.API_KEY = None
+GroupMetadataKey.MIN_VERSION = 2
+GroupMetadataKey.MAX_VERSION = 2
+GroupMetadataKey.FLEXIBLE_MIN = None
+
+
+@dataclass(slots=True, init=False)
 class OffsetCommitValue(ApiMessage):
-    API_KEY: ClassVar[int | None] = None
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 4
-    FLEXIBLE_MIN: ClassVar[int | None] = 4
     offset: int = 0
     leader_epoch: int = -1
     metadata: str = ""
     commit_timestamp: int = 0
     expire_timestamp: int = -1
 
+    def __init__(self, offset: int = 0, leader_epoch: int = -1, metadata: str = "", commit_timestamp: int = 0, expire_timestamp: int = -1) -> None:
+        self.offset = offset
+        self.leader_epoch = leader_epoch
+        self.metadata = metadata
+        self.commit_timestamp = commit_timestamp
+        self.expire_timestamp = expire_timestamp
 
-@dataclass(slots=True)
+
+OffsetCommitValue.API_KEY = None
+OffsetCommitValue.MIN_VERSION = 0
+OffsetCommitValue.MAX_VERSION = 4
+OffsetCommitValue.FLEXIBLE_MIN = 4
+
+
+@dataclass(slots=True, init=False)
 class MemberMetadata:
     member_id: str = ""
     group_instance_id: str | None = None
@@ -71,19 +96,39 @@ class MemberMetadata:
     subscription: bytes = b""
     assignment: bytes = b""
 
+    def __init__(self, member_id: str = "", group_instance_id: str | None = None, client_id: str = "", client_host: str = "", rebalance_timeout: int = -1, session_timeout: int = 0, subscription: bytes = b"", assignment: bytes = b"") -> None:
+        self.member_id = member_id
+        self.group_instance_id = group_instance_id
+        self.client_id = client_id
+        self.client_host = client_host
+        self.rebalance_timeout = rebalance_timeout
+        self.session_timeout = session_timeout
+        self.subscription = subscription
+        self.assignment = assignment
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class GroupMetadataValue(ApiMessage):
-    API_KEY: ClassVar[int | None] = None
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 4
-    FLEXIBLE_MIN: ClassVar[int | None] = 4
     protocol_type: str = ""
     generation: int = 0
     protocol: str | None = ""
     leader: str | None = ""
     current_state_timestamp: int = -1
     members: list[MemberMetadata] = field(default_factory=list)
+
+    def __init__(self, protocol_type: str = "", generation: int = 0, protocol: str | None = "", leader: str | None = "", current_state_timestamp: int = -1, members: list[MemberMetadata] | None = None) -> None:
+        self.protocol_type = protocol_type
+        self.generation = generation
+        self.protocol = protocol
+        self.leader = leader
+        self.current_state_timestamp = current_state_timestamp
+        self.members = [] if members is None else members
+
+
+GroupMetadataValue.API_KEY = None
+GroupMetadataValue.MIN_VERSION = 0
+GroupMetadataValue.MAX_VERSION = 4
+GroupMetadataValue.FLEXIBLE_MIN = 4
 
 
 def _d_OffsetCommitKey_0(buf: Any, pos: int) -> tuple[OffsetCommitKey, int]:
@@ -100,22 +145,8 @@ def _e_OffsetCommitKey_0(o: OffsetCommitKey, out: bytearray, chunks: list[Any]) 
     out += _S0.pack(o.partition)
 
 
-def _d_OffsetCommitKey_1(buf: Any, pos: int) -> tuple[OffsetCommitKey, int]:
-    f_group, pos = read_string(buf, pos, False)
-    f_topic, pos = read_string(buf, pos, False)
-    (f_partition,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    return OffsetCommitKey(f_group, f_topic, f_partition), pos
-
-
-def _e_OffsetCommitKey_1(o: OffsetCommitKey, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.group)
-    write_string(out, o.topic)
-    out += _S0.pack(o.partition)
-
-
-OffsetCommitKey._DECODERS = {0: _d_OffsetCommitKey_0, 1: _d_OffsetCommitKey_1}
-OffsetCommitKey._ENCODERS = {0: _e_OffsetCommitKey_0, 1: _e_OffsetCommitKey_1}
+OffsetCommitKey._DECODERS = {0: _d_OffsetCommitKey_0, 1: _d_OffsetCommitKey_0}
+OffsetCommitKey._ENCODERS = {0: _e_OffsetCommitKey_0, 1: _e_OffsetCommitKey_0}
 
 
 def _d_GroupMetadataKey_2(buf: Any, pos: int) -> tuple[GroupMetadataKey, int]:
@@ -161,21 +192,6 @@ def _e_OffsetCommitValue_1(o: OffsetCommitValue, out: bytearray, chunks: list[An
     out += _S2.pack(o.commit_timestamp, o.expire_timestamp)
 
 
-def _d_OffsetCommitValue_2(buf: Any, pos: int) -> tuple[OffsetCommitValue, int]:
-    (f_offset,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    f_metadata, pos = read_string(buf, pos, False)
-    (f_commit_timestamp,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    return OffsetCommitValue(f_offset, -1, f_metadata, f_commit_timestamp, -1), pos
-
-
-def _e_OffsetCommitValue_2(o: OffsetCommitValue, out: bytearray, chunks: list[Any]) -> None:
-    out += _S1.pack(o.offset)
-    write_string(out, o.metadata)
-    out += _S1.pack(o.commit_timestamp)
-
-
 def _d_OffsetCommitValue_3(buf: Any, pos: int) -> tuple[OffsetCommitValue, int]:
     (f_offset, f_leader_epoch,) = _S3.unpack_from(buf, pos)
     pos += _S3.size
@@ -211,8 +227,8 @@ def _e_OffsetCommitValue_4(o: OffsetCommitValue, out: bytearray, chunks: list[An
     out.append(0)
 
 
-OffsetCommitValue._DECODERS = {0: _d_OffsetCommitValue_0, 1: _d_OffsetCommitValue_1, 2: _d_OffsetCommitValue_2, 3: _d_OffsetCommitValue_3, 4: _d_OffsetCommitValue_4}
-OffsetCommitValue._ENCODERS = {0: _e_OffsetCommitValue_0, 1: _e_OffsetCommitValue_1, 2: _e_OffsetCommitValue_2, 3: _e_OffsetCommitValue_3, 4: _e_OffsetCommitValue_4}
+OffsetCommitValue._DECODERS = {0: _d_OffsetCommitValue_0, 1: _d_OffsetCommitValue_1, 2: _d_OffsetCommitValue_0, 3: _d_OffsetCommitValue_3, 4: _d_OffsetCommitValue_4}
+OffsetCommitValue._ENCODERS = {0: _e_OffsetCommitValue_0, 1: _e_OffsetCommitValue_1, 2: _e_OffsetCommitValue_0, 3: _e_OffsetCommitValue_3, 4: _e_OffsetCommitValue_4}
 
 
 def _d_MemberMetadata_0(buf: Any, pos: int) -> tuple[MemberMetadata, int]:
@@ -305,26 +321,6 @@ def _e_GroupMetadataValue_1(o: GroupMetadataValue, out: bytearray, chunks: list[
             _e_MemberMetadata_1(it_members, out, chunks)
 
 
-def _d_MemberMetadata_2(buf: Any, pos: int) -> tuple[MemberMetadata, int]:
-    f_member_id, pos = read_string(buf, pos, False)
-    f_client_id, pos = read_string(buf, pos, False)
-    f_client_host, pos = read_string(buf, pos, False)
-    (f_rebalance_timeout, f_session_timeout,) = _S4.unpack_from(buf, pos)
-    pos += _S4.size
-    f_subscription, pos = read_bytes(buf, pos, False)
-    f_assignment, pos = read_bytes(buf, pos, False)
-    return MemberMetadata(f_member_id, None, f_client_id, f_client_host, f_rebalance_timeout, f_session_timeout, f_subscription, f_assignment), pos
-
-
-def _e_MemberMetadata_2(o: MemberMetadata, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.member_id)
-    write_string(out, o.client_id)
-    write_string(out, o.client_host)
-    out += _S4.pack(o.rebalance_timeout, o.session_timeout)
-    write_bytes(out, o.subscription)
-    write_bytes(out, o.assignment)
-
-
 def _d_GroupMetadataValue_2(buf: Any, pos: int) -> tuple[GroupMetadataValue, int]:
     f_protocol_type, pos = read_string(buf, pos, False)
     (f_generation,) = _S0.unpack_from(buf, pos)
@@ -336,7 +332,7 @@ def _d_GroupMetadataValue_2(buf: Any, pos: int) -> tuple[GroupMetadataValue, int
     n_members, pos = read_array_count(buf, pos, False, False)
     f_members = []
     for _ in range(n_members):
-        it_members, pos = _d_MemberMetadata_2(buf, pos)
+        it_members, pos = _d_MemberMetadata_1(buf, pos)
         f_members.append(it_members)
     return GroupMetadataValue(f_protocol_type, f_generation, f_protocol, f_leader, f_current_state_timestamp, f_members), pos
 
@@ -350,7 +346,7 @@ def _e_GroupMetadataValue_2(o: GroupMetadataValue, out: bytearray, chunks: list[
     write_array_count(out, o.members, False)
     if o.members is not None:
         for it_members in o.members:
-            _e_MemberMetadata_2(it_members, out, chunks)
+            _e_MemberMetadata_1(it_members, out, chunks)
 
 
 def _d_MemberMetadata_3(buf: Any, pos: int) -> tuple[MemberMetadata, int]:

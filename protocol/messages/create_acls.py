@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,13 +20,17 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>b')
 _S1 = Struct('>bb')
 _S2 = Struct('>h')
 _S3 = Struct('>i')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class AclCreation:
     resource_type: int = 0
     resource_name: str = ""
@@ -36,30 +40,54 @@ class AclCreation:
     operation: int = 0
     permission_type: int = 0
 
+    def __init__(self, resource_type: int = 0, resource_name: str = "", resource_pattern_type: int = 3, principal: str = "", host: str = "", operation: int = 0, permission_type: int = 0) -> None:
+        self.resource_type = resource_type
+        self.resource_name = resource_name
+        self.resource_pattern_type = resource_pattern_type
+        self.principal = principal
+        self.host = host
+        self.operation = operation
+        self.permission_type = permission_type
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class CreateAclsRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 30
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 3
-    FLEXIBLE_MIN: ClassVar[int | None] = 2
     creations: list[AclCreation] = field(default_factory=list)
 
+    def __init__(self, creations: list[AclCreation] | None = None) -> None:
+        self.creations = [] if creations is None else creations
 
-@dataclass(slots=True)
+
+CreateAclsRequest.API_KEY = 30
+CreateAclsRequest.MIN_VERSION = 0
+CreateAclsRequest.MAX_VERSION = 3
+CreateAclsRequest.FLEXIBLE_MIN = 2
+
+
+@dataclass(slots=True, init=False)
 class AclCreationResult:
     error_code: int = 0
     error_message: str | None = None
 
+    def __init__(self, error_code: int = 0, error_message: str | None = None) -> None:
+        self.error_code = error_code
+        self.error_message = error_message
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class CreateAclsResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 30
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 3
-    FLEXIBLE_MIN: ClassVar[int | None] = 2
     throttle_time_ms: int = 0
     results: list[AclCreationResult] = field(default_factory=list)
+
+    def __init__(self, throttle_time_ms: int = 0, results: list[AclCreationResult] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.results = [] if results is None else results
+
+
+CreateAclsResponse.API_KEY = 30
+CreateAclsResponse.MIN_VERSION = 0
+CreateAclsResponse.MAX_VERSION = 3
+CreateAclsResponse.FLEXIBLE_MIN = 2
 
 
 def _d_AclCreation_0(buf: Any, pos: int) -> tuple[AclCreation, int]:
@@ -183,56 +211,8 @@ def _e_CreateAclsRequest_2(o: CreateAclsRequest, out: bytearray, chunks: list[An
     out.append(0)
 
 
-def _d_AclCreation_3(buf: Any, pos: int) -> tuple[AclCreation, int]:
-    (f_resource_type,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    f_resource_name, pos = read_compact_string(buf, pos, False)
-    (f_resource_pattern_type,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    f_principal, pos = read_compact_string(buf, pos, False)
-    f_host, pos = read_compact_string(buf, pos, False)
-    (f_operation, f_permission_type,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return AclCreation(f_resource_type, f_resource_name, f_resource_pattern_type, f_principal, f_host, f_operation, f_permission_type), pos
-
-
-def _e_AclCreation_3(o: AclCreation, out: bytearray, chunks: list[Any]) -> None:
-    out += _S0.pack(o.resource_type)
-    write_compact_string(out, o.resource_name)
-    out += _S0.pack(o.resource_pattern_type)
-    write_compact_string(out, o.principal)
-    write_compact_string(out, o.host)
-    out += _S1.pack(o.operation, o.permission_type)
-    out.append(0)
-
-
-def _d_CreateAclsRequest_3(buf: Any, pos: int) -> tuple[CreateAclsRequest, int]:
-    n_creations, pos = read_array_count(buf, pos, True, False)
-    f_creations = []
-    for _ in range(n_creations):
-        it_creations, pos = _d_AclCreation_3(buf, pos)
-        f_creations.append(it_creations)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return CreateAclsRequest(f_creations), pos
-
-
-def _e_CreateAclsRequest_3(o: CreateAclsRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_array_count(out, o.creations, True)
-    if o.creations is not None:
-        for it_creations in o.creations:
-            _e_AclCreation_3(it_creations, out, chunks)
-    out.append(0)
-
-
-CreateAclsRequest._DECODERS = {0: _d_CreateAclsRequest_0, 1: _d_CreateAclsRequest_1, 2: _d_CreateAclsRequest_2, 3: _d_CreateAclsRequest_3}
-CreateAclsRequest._ENCODERS = {0: _e_CreateAclsRequest_0, 1: _e_CreateAclsRequest_1, 2: _e_CreateAclsRequest_2, 3: _e_CreateAclsRequest_3}
+CreateAclsRequest._DECODERS = {0: _d_CreateAclsRequest_0, 1: _d_CreateAclsRequest_1, 2: _d_CreateAclsRequest_2, 3: _d_CreateAclsRequest_2}
+CreateAclsRequest._ENCODERS = {0: _e_CreateAclsRequest_0, 1: _e_CreateAclsRequest_1, 2: _e_CreateAclsRequest_2, 3: _e_CreateAclsRequest_2}
 
 
 def _d_AclCreationResult_0(buf: Any, pos: int) -> tuple[AclCreationResult, int]:
@@ -264,37 +244,6 @@ def _e_CreateAclsResponse_0(o: CreateAclsResponse, out: bytearray, chunks: list[
     if o.results is not None:
         for it_results in o.results:
             _e_AclCreationResult_0(it_results, out, chunks)
-
-
-def _d_AclCreationResult_1(buf: Any, pos: int) -> tuple[AclCreationResult, int]:
-    (f_error_code,) = _S2.unpack_from(buf, pos)
-    pos += _S2.size
-    f_error_message, pos = read_string(buf, pos, True)
-    return AclCreationResult(f_error_code, f_error_message), pos
-
-
-def _e_AclCreationResult_1(o: AclCreationResult, out: bytearray, chunks: list[Any]) -> None:
-    out += _S2.pack(o.error_code)
-    write_string(out, o.error_message)
-
-
-def _d_CreateAclsResponse_1(buf: Any, pos: int) -> tuple[CreateAclsResponse, int]:
-    (f_throttle_time_ms,) = _S3.unpack_from(buf, pos)
-    pos += _S3.size
-    n_results, pos = read_array_count(buf, pos, False, False)
-    f_results = []
-    for _ in range(n_results):
-        it_results, pos = _d_AclCreationResult_1(buf, pos)
-        f_results.append(it_results)
-    return CreateAclsResponse(f_throttle_time_ms, f_results), pos
-
-
-def _e_CreateAclsResponse_1(o: CreateAclsResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S3.pack(o.throttle_time_ms)
-    write_array_count(out, o.results, False)
-    if o.results is not None:
-        for it_results in o.results:
-            _e_AclCreationResult_1(it_results, out, chunks)
 
 
 def _d_AclCreationResult_2(buf: Any, pos: int) -> tuple[AclCreationResult, int]:
@@ -338,46 +287,5 @@ def _e_CreateAclsResponse_2(o: CreateAclsResponse, out: bytearray, chunks: list[
     out.append(0)
 
 
-def _d_AclCreationResult_3(buf: Any, pos: int) -> tuple[AclCreationResult, int]:
-    (f_error_code,) = _S2.unpack_from(buf, pos)
-    pos += _S2.size
-    f_error_message, pos = read_compact_string(buf, pos, True)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return AclCreationResult(f_error_code, f_error_message), pos
-
-
-def _e_AclCreationResult_3(o: AclCreationResult, out: bytearray, chunks: list[Any]) -> None:
-    out += _S2.pack(o.error_code)
-    write_compact_string(out, o.error_message)
-    out.append(0)
-
-
-def _d_CreateAclsResponse_3(buf: Any, pos: int) -> tuple[CreateAclsResponse, int]:
-    (f_throttle_time_ms,) = _S3.unpack_from(buf, pos)
-    pos += _S3.size
-    n_results, pos = read_array_count(buf, pos, True, False)
-    f_results = []
-    for _ in range(n_results):
-        it_results, pos = _d_AclCreationResult_3(buf, pos)
-        f_results.append(it_results)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return CreateAclsResponse(f_throttle_time_ms, f_results), pos
-
-
-def _e_CreateAclsResponse_3(o: CreateAclsResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S3.pack(o.throttle_time_ms)
-    write_array_count(out, o.results, True)
-    if o.results is not None:
-        for it_results in o.results:
-            _e_AclCreationResult_3(it_results, out, chunks)
-    out.append(0)
-
-
-CreateAclsResponse._DECODERS = {0: _d_CreateAclsResponse_0, 1: _d_CreateAclsResponse_1, 2: _d_CreateAclsResponse_2, 3: _d_CreateAclsResponse_3}
-CreateAclsResponse._ENCODERS = {0: _e_CreateAclsResponse_0, 1: _e_CreateAclsResponse_1, 2: _e_CreateAclsResponse_2, 3: _e_CreateAclsResponse_3}
+CreateAclsResponse._DECODERS = {0: _d_CreateAclsResponse_0, 1: _d_CreateAclsResponse_0, 2: _d_CreateAclsResponse_2, 3: _d_CreateAclsResponse_2}
+CreateAclsResponse._ENCODERS = {0: _e_CreateAclsResponse_0, 1: _e_CreateAclsResponse_0, 2: _e_CreateAclsResponse_2, 3: _e_CreateAclsResponse_2}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,49 +20,79 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>i')
 _S1 = Struct('>i?')
 _S2 = Struct('>h')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class CreatePartitionsAssignment:
     broker_ids: list[int] = field(default_factory=list)
 
+    def __init__(self, broker_ids: list[int] | None = None) -> None:
+        self.broker_ids = [] if broker_ids is None else broker_ids
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class CreatePartitionsTopic:
     name: str = ""
     count: int = 0
     assignments: list[CreatePartitionsAssignment] | None = field(default_factory=list)
 
+    def __init__(self, name: str = "", count: int = 0, assignments: object = _UNSET) -> None:
+        self.name = name
+        self.count = count
+        self.assignments = [] if assignments is _UNSET else cast('list[CreatePartitionsAssignment] | None', assignments)
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class CreatePartitionsRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 37
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 3
-    FLEXIBLE_MIN: ClassVar[int | None] = 2
     topics: list[CreatePartitionsTopic] = field(default_factory=list)
     timeout_ms: int = 0
     validate_only: bool = False
 
+    def __init__(self, topics: list[CreatePartitionsTopic] | None = None, timeout_ms: int = 0, validate_only: bool = False) -> None:
+        self.topics = [] if topics is None else topics
+        self.timeout_ms = timeout_ms
+        self.validate_only = validate_only
 
-@dataclass(slots=True)
+
+CreatePartitionsRequest.API_KEY = 37
+CreatePartitionsRequest.MIN_VERSION = 0
+CreatePartitionsRequest.MAX_VERSION = 3
+CreatePartitionsRequest.FLEXIBLE_MIN = 2
+
+
+@dataclass(slots=True, init=False)
 class CreatePartitionsTopicResult:
     name: str = ""
     error_code: int = 0
     error_message: str | None = None
 
+    def __init__(self, name: str = "", error_code: int = 0, error_message: str | None = None) -> None:
+        self.name = name
+        self.error_code = error_code
+        self.error_message = error_message
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class CreatePartitionsResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 37
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 3
-    FLEXIBLE_MIN: ClassVar[int | None] = 2
     throttle_time_ms: int = 0
     results: list[CreatePartitionsTopicResult] = field(default_factory=list)
+
+    def __init__(self, throttle_time_ms: int = 0, results: list[CreatePartitionsTopicResult] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.results = [] if results is None else results
+
+
+CreatePartitionsResponse.API_KEY = 37
+CreatePartitionsResponse.MIN_VERSION = 0
+CreatePartitionsResponse.MAX_VERSION = 3
+CreatePartitionsResponse.FLEXIBLE_MIN = 2
 
 
 def _d_CreatePartitionsAssignment_0(buf: Any, pos: int) -> tuple[CreatePartitionsAssignment, int]:
@@ -120,64 +150,6 @@ def _e_CreatePartitionsRequest_0(o: CreatePartitionsRequest, out: bytearray, chu
     if o.topics is not None:
         for it_topics in o.topics:
             _e_CreatePartitionsTopic_0(it_topics, out, chunks)
-    out += _S1.pack(o.timeout_ms, o.validate_only)
-
-
-def _d_CreatePartitionsAssignment_1(buf: Any, pos: int) -> tuple[CreatePartitionsAssignment, int]:
-    n_broker_ids, pos = read_array_count(buf, pos, False, False)
-    if n_broker_ids * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_broker_ids = list(unpack_from(f'>{n_broker_ids}i', buf, pos))
-    pos += n_broker_ids * 4
-    return CreatePartitionsAssignment(f_broker_ids), pos
-
-
-def _e_CreatePartitionsAssignment_1(o: CreatePartitionsAssignment, out: bytearray, chunks: list[Any]) -> None:
-    write_array_count(out, o.broker_ids, False)
-    if o.broker_ids is not None:
-        out += pack(f'>{len(o.broker_ids)}i', *o.broker_ids)
-
-
-def _d_CreatePartitionsTopic_1(buf: Any, pos: int) -> tuple[CreatePartitionsTopic, int]:
-    f_name, pos = read_string(buf, pos, False)
-    (f_count,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    n_assignments, pos = read_array_count(buf, pos, False, True)
-    if n_assignments < 0:
-        f_assignments = None
-    else:
-        f_assignments = []
-        for _ in range(n_assignments):
-            it_assignments, pos = _d_CreatePartitionsAssignment_1(buf, pos)
-            f_assignments.append(it_assignments)
-    return CreatePartitionsTopic(f_name, f_count, f_assignments), pos
-
-
-def _e_CreatePartitionsTopic_1(o: CreatePartitionsTopic, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-    out += _S0.pack(o.count)
-    write_array_count(out, o.assignments, False)
-    if o.assignments is not None:
-        for it_assignments in o.assignments:
-            _e_CreatePartitionsAssignment_1(it_assignments, out, chunks)
-
-
-def _d_CreatePartitionsRequest_1(buf: Any, pos: int) -> tuple[CreatePartitionsRequest, int]:
-    n_topics, pos = read_array_count(buf, pos, False, False)
-    f_topics = []
-    for _ in range(n_topics):
-        it_topics, pos = _d_CreatePartitionsTopic_1(buf, pos)
-        f_topics.append(it_topics)
-    (f_timeout_ms, f_validate_only,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    return CreatePartitionsRequest(f_topics, f_timeout_ms, f_validate_only), pos
-
-
-def _e_CreatePartitionsRequest_1(o: CreatePartitionsRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_array_count(out, o.topics, False)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_CreatePartitionsTopic_1(it_topics, out, chunks)
     out += _S1.pack(o.timeout_ms, o.validate_only)
 
 
@@ -254,81 +226,8 @@ def _e_CreatePartitionsRequest_2(o: CreatePartitionsRequest, out: bytearray, chu
     out.append(0)
 
 
-def _d_CreatePartitionsAssignment_3(buf: Any, pos: int) -> tuple[CreatePartitionsAssignment, int]:
-    n_broker_ids, pos = read_array_count(buf, pos, True, False)
-    if n_broker_ids * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_broker_ids = list(unpack_from(f'>{n_broker_ids}i', buf, pos))
-    pos += n_broker_ids * 4
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return CreatePartitionsAssignment(f_broker_ids), pos
-
-
-def _e_CreatePartitionsAssignment_3(o: CreatePartitionsAssignment, out: bytearray, chunks: list[Any]) -> None:
-    write_array_count(out, o.broker_ids, True)
-    if o.broker_ids is not None:
-        out += pack(f'>{len(o.broker_ids)}i', *o.broker_ids)
-    out.append(0)
-
-
-def _d_CreatePartitionsTopic_3(buf: Any, pos: int) -> tuple[CreatePartitionsTopic, int]:
-    f_name, pos = read_compact_string(buf, pos, False)
-    (f_count,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    n_assignments, pos = read_array_count(buf, pos, True, True)
-    if n_assignments < 0:
-        f_assignments = None
-    else:
-        f_assignments = []
-        for _ in range(n_assignments):
-            it_assignments, pos = _d_CreatePartitionsAssignment_3(buf, pos)
-            f_assignments.append(it_assignments)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return CreatePartitionsTopic(f_name, f_count, f_assignments), pos
-
-
-def _e_CreatePartitionsTopic_3(o: CreatePartitionsTopic, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.name)
-    out += _S0.pack(o.count)
-    write_array_count(out, o.assignments, True)
-    if o.assignments is not None:
-        for it_assignments in o.assignments:
-            _e_CreatePartitionsAssignment_3(it_assignments, out, chunks)
-    out.append(0)
-
-
-def _d_CreatePartitionsRequest_3(buf: Any, pos: int) -> tuple[CreatePartitionsRequest, int]:
-    n_topics, pos = read_array_count(buf, pos, True, False)
-    f_topics = []
-    for _ in range(n_topics):
-        it_topics, pos = _d_CreatePartitionsTopic_3(buf, pos)
-        f_topics.append(it_topics)
-    (f_timeout_ms, f_validate_only,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return CreatePartitionsRequest(f_topics, f_timeout_ms, f_validate_only), pos
-
-
-def _e_CreatePartitionsRequest_3(o: CreatePartitionsRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_array_count(out, o.topics, True)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_CreatePartitionsTopic_3(it_topics, out, chunks)
-    out += _S1.pack(o.timeout_ms, o.validate_only)
-    out.append(0)
-
-
-CreatePartitionsRequest._DECODERS = {0: _d_CreatePartitionsRequest_0, 1: _d_CreatePartitionsRequest_1, 2: _d_CreatePartitionsRequest_2, 3: _d_CreatePartitionsRequest_3}
-CreatePartitionsRequest._ENCODERS = {0: _e_CreatePartitionsRequest_0, 1: _e_CreatePartitionsRequest_1, 2: _e_CreatePartitionsRequest_2, 3: _e_CreatePartitionsRequest_3}
+CreatePartitionsRequest._DECODERS = {0: _d_CreatePartitionsRequest_0, 1: _d_CreatePartitionsRequest_0, 2: _d_CreatePartitionsRequest_2, 3: _d_CreatePartitionsRequest_2}
+CreatePartitionsRequest._ENCODERS = {0: _e_CreatePartitionsRequest_0, 1: _e_CreatePartitionsRequest_0, 2: _e_CreatePartitionsRequest_2, 3: _e_CreatePartitionsRequest_2}
 
 
 def _d_CreatePartitionsTopicResult_0(buf: Any, pos: int) -> tuple[CreatePartitionsTopicResult, int]:
@@ -362,39 +261,6 @@ def _e_CreatePartitionsResponse_0(o: CreatePartitionsResponse, out: bytearray, c
     if o.results is not None:
         for it_results in o.results:
             _e_CreatePartitionsTopicResult_0(it_results, out, chunks)
-
-
-def _d_CreatePartitionsTopicResult_1(buf: Any, pos: int) -> tuple[CreatePartitionsTopicResult, int]:
-    f_name, pos = read_string(buf, pos, False)
-    (f_error_code,) = _S2.unpack_from(buf, pos)
-    pos += _S2.size
-    f_error_message, pos = read_string(buf, pos, True)
-    return CreatePartitionsTopicResult(f_name, f_error_code, f_error_message), pos
-
-
-def _e_CreatePartitionsTopicResult_1(o: CreatePartitionsTopicResult, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-    out += _S2.pack(o.error_code)
-    write_string(out, o.error_message)
-
-
-def _d_CreatePartitionsResponse_1(buf: Any, pos: int) -> tuple[CreatePartitionsResponse, int]:
-    (f_throttle_time_ms,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    n_results, pos = read_array_count(buf, pos, False, False)
-    f_results = []
-    for _ in range(n_results):
-        it_results, pos = _d_CreatePartitionsTopicResult_1(buf, pos)
-        f_results.append(it_results)
-    return CreatePartitionsResponse(f_throttle_time_ms, f_results), pos
-
-
-def _e_CreatePartitionsResponse_1(o: CreatePartitionsResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S0.pack(o.throttle_time_ms)
-    write_array_count(out, o.results, False)
-    if o.results is not None:
-        for it_results in o.results:
-            _e_CreatePartitionsTopicResult_1(it_results, out, chunks)
 
 
 def _d_CreatePartitionsTopicResult_2(buf: Any, pos: int) -> tuple[CreatePartitionsTopicResult, int]:
@@ -440,48 +306,5 @@ def _e_CreatePartitionsResponse_2(o: CreatePartitionsResponse, out: bytearray, c
     out.append(0)
 
 
-def _d_CreatePartitionsTopicResult_3(buf: Any, pos: int) -> tuple[CreatePartitionsTopicResult, int]:
-    f_name, pos = read_compact_string(buf, pos, False)
-    (f_error_code,) = _S2.unpack_from(buf, pos)
-    pos += _S2.size
-    f_error_message, pos = read_compact_string(buf, pos, True)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return CreatePartitionsTopicResult(f_name, f_error_code, f_error_message), pos
-
-
-def _e_CreatePartitionsTopicResult_3(o: CreatePartitionsTopicResult, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.name)
-    out += _S2.pack(o.error_code)
-    write_compact_string(out, o.error_message)
-    out.append(0)
-
-
-def _d_CreatePartitionsResponse_3(buf: Any, pos: int) -> tuple[CreatePartitionsResponse, int]:
-    (f_throttle_time_ms,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    n_results, pos = read_array_count(buf, pos, True, False)
-    f_results = []
-    for _ in range(n_results):
-        it_results, pos = _d_CreatePartitionsTopicResult_3(buf, pos)
-        f_results.append(it_results)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return CreatePartitionsResponse(f_throttle_time_ms, f_results), pos
-
-
-def _e_CreatePartitionsResponse_3(o: CreatePartitionsResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S0.pack(o.throttle_time_ms)
-    write_array_count(out, o.results, True)
-    if o.results is not None:
-        for it_results in o.results:
-            _e_CreatePartitionsTopicResult_3(it_results, out, chunks)
-    out.append(0)
-
-
-CreatePartitionsResponse._DECODERS = {0: _d_CreatePartitionsResponse_0, 1: _d_CreatePartitionsResponse_1, 2: _d_CreatePartitionsResponse_2, 3: _d_CreatePartitionsResponse_3}
-CreatePartitionsResponse._ENCODERS = {0: _e_CreatePartitionsResponse_0, 1: _e_CreatePartitionsResponse_1, 2: _e_CreatePartitionsResponse_2, 3: _e_CreatePartitionsResponse_3}
+CreatePartitionsResponse._DECODERS = {0: _d_CreatePartitionsResponse_0, 1: _d_CreatePartitionsResponse_0, 2: _d_CreatePartitionsResponse_2, 3: _d_CreatePartitionsResponse_2}
+CreatePartitionsResponse._ENCODERS = {0: _e_CreatePartitionsResponse_0, 1: _e_CreatePartitionsResponse_0, 2: _e_CreatePartitionsResponse_2, 3: _e_CreatePartitionsResponse_2}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,6 +20,10 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>i')
 _S1 = Struct('>ih')
 _S2 = Struct('>i?')
@@ -28,19 +32,27 @@ _S4 = Struct('>?b?')
 _S5 = Struct('>16sh')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class CreatableTopicConfig:
     name: str = ""
     value: str | None = ""
 
+    def __init__(self, name: str = "", value: str | None = "") -> None:
+        self.name = name
+        self.value = value
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class CreatableReplicaAssignment:
     partition_index: int = 0
     broker_ids: list[int] = field(default_factory=list)
 
+    def __init__(self, partition_index: int = 0, broker_ids: list[int] | None = None) -> None:
+        self.partition_index = partition_index
+        self.broker_ids = [] if broker_ids is None else broker_ids
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class CreatableTopic:
     name: str = ""
     num_partitions: int = 0
@@ -48,19 +60,33 @@ class CreatableTopic:
     assignments: list[CreatableReplicaAssignment] = field(default_factory=list)
     configs: list[CreatableTopicConfig] = field(default_factory=list)
 
+    def __init__(self, name: str = "", num_partitions: int = 0, replication_factor: int = 0, assignments: list[CreatableReplicaAssignment] | None = None, configs: list[CreatableTopicConfig] | None = None) -> None:
+        self.name = name
+        self.num_partitions = num_partitions
+        self.replication_factor = replication_factor
+        self.assignments = [] if assignments is None else assignments
+        self.configs = [] if configs is None else configs
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class CreateTopicsRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 19
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 7
-    FLEXIBLE_MIN: ClassVar[int | None] = 5
     topics: list[CreatableTopic] = field(default_factory=list)
     timeout_ms: int = 60000
     validate_only: bool = False
 
+    def __init__(self, topics: list[CreatableTopic] | None = None, timeout_ms: int = 60000, validate_only: bool = False) -> None:
+        self.topics = [] if topics is None else topics
+        self.timeout_ms = timeout_ms
+        self.validate_only = validate_only
 
-@dataclass(slots=True)
+
+CreateTopicsRequest.API_KEY = 19
+CreateTopicsRequest.MIN_VERSION = 0
+CreateTopicsRequest.MAX_VERSION = 7
+CreateTopicsRequest.FLEXIBLE_MIN = 5
+
+
+@dataclass(slots=True, init=False)
 class CreatableTopicConfigs:
     name: str = ""
     value: str | None = ""
@@ -68,8 +94,15 @@ class CreatableTopicConfigs:
     config_source: int = -1
     is_sensitive: bool = False
 
+    def __init__(self, name: str = "", value: str | None = "", read_only: bool = False, config_source: int = -1, is_sensitive: bool = False) -> None:
+        self.name = name
+        self.value = value
+        self.read_only = read_only
+        self.config_source = config_source
+        self.is_sensitive = is_sensitive
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class CreatableTopicResult:
     name: str = ""
     topic_id: uuid.UUID = ZERO_UUID
@@ -80,15 +113,31 @@ class CreatableTopicResult:
     replication_factor: int = -1
     configs: list[CreatableTopicConfigs] | None = field(default_factory=list)
 
+    def __init__(self, name: str = "", topic_id: uuid.UUID = ZERO_UUID, error_code: int = 0, error_message: str | None = "", topic_config_error_code: int = 0, num_partitions: int = -1, replication_factor: int = -1, configs: object = _UNSET) -> None:
+        self.name = name
+        self.topic_id = topic_id
+        self.error_code = error_code
+        self.error_message = error_message
+        self.topic_config_error_code = topic_config_error_code
+        self.num_partitions = num_partitions
+        self.replication_factor = replication_factor
+        self.configs = [] if configs is _UNSET else cast('list[CreatableTopicConfigs] | None', configs)
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class CreateTopicsResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 19
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 7
-    FLEXIBLE_MIN: ClassVar[int | None] = 5
     throttle_time_ms: int = 0
     topics: list[CreatableTopicResult] = field(default_factory=list)
+
+    def __init__(self, throttle_time_ms: int = 0, topics: list[CreatableTopicResult] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.topics = [] if topics is None else topics
+
+
+CreateTopicsResponse.API_KEY = 19
+CreateTopicsResponse.MIN_VERSION = 0
+CreateTopicsResponse.MAX_VERSION = 7
+CreateTopicsResponse.FLEXIBLE_MIN = 5
 
 
 def _d_CreatableTopicConfig_0(buf: Any, pos: int) -> tuple[CreatableTopicConfig, int]:
@@ -169,70 +218,11 @@ def _e_CreateTopicsRequest_0(o: CreateTopicsRequest, out: bytearray, chunks: lis
     out += _S0.pack(o.timeout_ms)
 
 
-def _d_CreatableTopicConfig_1(buf: Any, pos: int) -> tuple[CreatableTopicConfig, int]:
-    f_name, pos = read_string(buf, pos, False)
-    f_value, pos = read_string(buf, pos, True)
-    return CreatableTopicConfig(f_name, f_value), pos
-
-
-def _e_CreatableTopicConfig_1(o: CreatableTopicConfig, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-    write_string(out, o.value)
-
-
-def _d_CreatableReplicaAssignment_1(buf: Any, pos: int) -> tuple[CreatableReplicaAssignment, int]:
-    (f_partition_index,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    n_broker_ids, pos = read_array_count(buf, pos, False, False)
-    if n_broker_ids * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_broker_ids = list(unpack_from(f'>{n_broker_ids}i', buf, pos))
-    pos += n_broker_ids * 4
-    return CreatableReplicaAssignment(f_partition_index, f_broker_ids), pos
-
-
-def _e_CreatableReplicaAssignment_1(o: CreatableReplicaAssignment, out: bytearray, chunks: list[Any]) -> None:
-    out += _S0.pack(o.partition_index)
-    write_array_count(out, o.broker_ids, False)
-    if o.broker_ids is not None:
-        out += pack(f'>{len(o.broker_ids)}i', *o.broker_ids)
-
-
-def _d_CreatableTopic_1(buf: Any, pos: int) -> tuple[CreatableTopic, int]:
-    f_name, pos = read_string(buf, pos, False)
-    (f_num_partitions, f_replication_factor,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    n_assignments, pos = read_array_count(buf, pos, False, False)
-    f_assignments = []
-    for _ in range(n_assignments):
-        it_assignments, pos = _d_CreatableReplicaAssignment_1(buf, pos)
-        f_assignments.append(it_assignments)
-    n_configs, pos = read_array_count(buf, pos, False, False)
-    f_configs = []
-    for _ in range(n_configs):
-        it_configs, pos = _d_CreatableTopicConfig_1(buf, pos)
-        f_configs.append(it_configs)
-    return CreatableTopic(f_name, f_num_partitions, f_replication_factor, f_assignments, f_configs), pos
-
-
-def _e_CreatableTopic_1(o: CreatableTopic, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-    out += _S1.pack(o.num_partitions, o.replication_factor)
-    write_array_count(out, o.assignments, False)
-    if o.assignments is not None:
-        for it_assignments in o.assignments:
-            _e_CreatableReplicaAssignment_1(it_assignments, out, chunks)
-    write_array_count(out, o.configs, False)
-    if o.configs is not None:
-        for it_configs in o.configs:
-            _e_CreatableTopicConfig_1(it_configs, out, chunks)
-
-
 def _d_CreateTopicsRequest_1(buf: Any, pos: int) -> tuple[CreateTopicsRequest, int]:
     n_topics, pos = read_array_count(buf, pos, False, False)
     f_topics = []
     for _ in range(n_topics):
-        it_topics, pos = _d_CreatableTopic_1(buf, pos)
+        it_topics, pos = _d_CreatableTopic_0(buf, pos)
         f_topics.append(it_topics)
     (f_timeout_ms, f_validate_only,) = _S2.unpack_from(buf, pos)
     pos += _S2.size
@@ -243,241 +233,7 @@ def _e_CreateTopicsRequest_1(o: CreateTopicsRequest, out: bytearray, chunks: lis
     write_array_count(out, o.topics, False)
     if o.topics is not None:
         for it_topics in o.topics:
-            _e_CreatableTopic_1(it_topics, out, chunks)
-    out += _S2.pack(o.timeout_ms, o.validate_only)
-
-
-def _d_CreatableTopicConfig_2(buf: Any, pos: int) -> tuple[CreatableTopicConfig, int]:
-    f_name, pos = read_string(buf, pos, False)
-    f_value, pos = read_string(buf, pos, True)
-    return CreatableTopicConfig(f_name, f_value), pos
-
-
-def _e_CreatableTopicConfig_2(o: CreatableTopicConfig, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-    write_string(out, o.value)
-
-
-def _d_CreatableReplicaAssignment_2(buf: Any, pos: int) -> tuple[CreatableReplicaAssignment, int]:
-    (f_partition_index,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    n_broker_ids, pos = read_array_count(buf, pos, False, False)
-    if n_broker_ids * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_broker_ids = list(unpack_from(f'>{n_broker_ids}i', buf, pos))
-    pos += n_broker_ids * 4
-    return CreatableReplicaAssignment(f_partition_index, f_broker_ids), pos
-
-
-def _e_CreatableReplicaAssignment_2(o: CreatableReplicaAssignment, out: bytearray, chunks: list[Any]) -> None:
-    out += _S0.pack(o.partition_index)
-    write_array_count(out, o.broker_ids, False)
-    if o.broker_ids is not None:
-        out += pack(f'>{len(o.broker_ids)}i', *o.broker_ids)
-
-
-def _d_CreatableTopic_2(buf: Any, pos: int) -> tuple[CreatableTopic, int]:
-    f_name, pos = read_string(buf, pos, False)
-    (f_num_partitions, f_replication_factor,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    n_assignments, pos = read_array_count(buf, pos, False, False)
-    f_assignments = []
-    for _ in range(n_assignments):
-        it_assignments, pos = _d_CreatableReplicaAssignment_2(buf, pos)
-        f_assignments.append(it_assignments)
-    n_configs, pos = read_array_count(buf, pos, False, False)
-    f_configs = []
-    for _ in range(n_configs):
-        it_configs, pos = _d_CreatableTopicConfig_2(buf, pos)
-        f_configs.append(it_configs)
-    return CreatableTopic(f_name, f_num_partitions, f_replication_factor, f_assignments, f_configs), pos
-
-
-def _e_CreatableTopic_2(o: CreatableTopic, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-    out += _S1.pack(o.num_partitions, o.replication_factor)
-    write_array_count(out, o.assignments, False)
-    if o.assignments is not None:
-        for it_assignments in o.assignments:
-            _e_CreatableReplicaAssignment_2(it_assignments, out, chunks)
-    write_array_count(out, o.configs, False)
-    if o.configs is not None:
-        for it_configs in o.configs:
-            _e_CreatableTopicConfig_2(it_configs, out, chunks)
-
-
-def _d_CreateTopicsRequest_2(buf: Any, pos: int) -> tuple[CreateTopicsRequest, int]:
-    n_topics, pos = read_array_count(buf, pos, False, False)
-    f_topics = []
-    for _ in range(n_topics):
-        it_topics, pos = _d_CreatableTopic_2(buf, pos)
-        f_topics.append(it_topics)
-    (f_timeout_ms, f_validate_only,) = _S2.unpack_from(buf, pos)
-    pos += _S2.size
-    return CreateTopicsRequest(f_topics, f_timeout_ms, f_validate_only), pos
-
-
-def _e_CreateTopicsRequest_2(o: CreateTopicsRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_array_count(out, o.topics, False)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_CreatableTopic_2(it_topics, out, chunks)
-    out += _S2.pack(o.timeout_ms, o.validate_only)
-
-
-def _d_CreatableTopicConfig_3(buf: Any, pos: int) -> tuple[CreatableTopicConfig, int]:
-    f_name, pos = read_string(buf, pos, False)
-    f_value, pos = read_string(buf, pos, True)
-    return CreatableTopicConfig(f_name, f_value), pos
-
-
-def _e_CreatableTopicConfig_3(o: CreatableTopicConfig, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-    write_string(out, o.value)
-
-
-def _d_CreatableReplicaAssignment_3(buf: Any, pos: int) -> tuple[CreatableReplicaAssignment, int]:
-    (f_partition_index,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    n_broker_ids, pos = read_array_count(buf, pos, False, False)
-    if n_broker_ids * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_broker_ids = list(unpack_from(f'>{n_broker_ids}i', buf, pos))
-    pos += n_broker_ids * 4
-    return CreatableReplicaAssignment(f_partition_index, f_broker_ids), pos
-
-
-def _e_CreatableReplicaAssignment_3(o: CreatableReplicaAssignment, out: bytearray, chunks: list[Any]) -> None:
-    out += _S0.pack(o.partition_index)
-    write_array_count(out, o.broker_ids, False)
-    if o.broker_ids is not None:
-        out += pack(f'>{len(o.broker_ids)}i', *o.broker_ids)
-
-
-def _d_CreatableTopic_3(buf: Any, pos: int) -> tuple[CreatableTopic, int]:
-    f_name, pos = read_string(buf, pos, False)
-    (f_num_partitions, f_replication_factor,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    n_assignments, pos = read_array_count(buf, pos, False, False)
-    f_assignments = []
-    for _ in range(n_assignments):
-        it_assignments, pos = _d_CreatableReplicaAssignment_3(buf, pos)
-        f_assignments.append(it_assignments)
-    n_configs, pos = read_array_count(buf, pos, False, False)
-    f_configs = []
-    for _ in range(n_configs):
-        it_configs, pos = _d_CreatableTopicConfig_3(buf, pos)
-        f_configs.append(it_configs)
-    return CreatableTopic(f_name, f_num_partitions, f_replication_factor, f_assignments, f_configs), pos
-
-
-def _e_CreatableTopic_3(o: CreatableTopic, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-    out += _S1.pack(o.num_partitions, o.replication_factor)
-    write_array_count(out, o.assignments, False)
-    if o.assignments is not None:
-        for it_assignments in o.assignments:
-            _e_CreatableReplicaAssignment_3(it_assignments, out, chunks)
-    write_array_count(out, o.configs, False)
-    if o.configs is not None:
-        for it_configs in o.configs:
-            _e_CreatableTopicConfig_3(it_configs, out, chunks)
-
-
-def _d_CreateTopicsRequest_3(buf: Any, pos: int) -> tuple[CreateTopicsRequest, int]:
-    n_topics, pos = read_array_count(buf, pos, False, False)
-    f_topics = []
-    for _ in range(n_topics):
-        it_topics, pos = _d_CreatableTopic_3(buf, pos)
-        f_topics.append(it_topics)
-    (f_timeout_ms, f_validate_only,) = _S2.unpack_from(buf, pos)
-    pos += _S2.size
-    return CreateTopicsRequest(f_topics, f_timeout_ms, f_validate_only), pos
-
-
-def _e_CreateTopicsRequest_3(o: CreateTopicsRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_array_count(out, o.topics, False)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_CreatableTopic_3(it_topics, out, chunks)
-    out += _S2.pack(o.timeout_ms, o.validate_only)
-
-
-def _d_CreatableTopicConfig_4(buf: Any, pos: int) -> tuple[CreatableTopicConfig, int]:
-    f_name, pos = read_string(buf, pos, False)
-    f_value, pos = read_string(buf, pos, True)
-    return CreatableTopicConfig(f_name, f_value), pos
-
-
-def _e_CreatableTopicConfig_4(o: CreatableTopicConfig, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-    write_string(out, o.value)
-
-
-def _d_CreatableReplicaAssignment_4(buf: Any, pos: int) -> tuple[CreatableReplicaAssignment, int]:
-    (f_partition_index,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    n_broker_ids, pos = read_array_count(buf, pos, False, False)
-    if n_broker_ids * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_broker_ids = list(unpack_from(f'>{n_broker_ids}i', buf, pos))
-    pos += n_broker_ids * 4
-    return CreatableReplicaAssignment(f_partition_index, f_broker_ids), pos
-
-
-def _e_CreatableReplicaAssignment_4(o: CreatableReplicaAssignment, out: bytearray, chunks: list[Any]) -> None:
-    out += _S0.pack(o.partition_index)
-    write_array_count(out, o.broker_ids, False)
-    if o.broker_ids is not None:
-        out += pack(f'>{len(o.broker_ids)}i', *o.broker_ids)
-
-
-def _d_CreatableTopic_4(buf: Any, pos: int) -> tuple[CreatableTopic, int]:
-    f_name, pos = read_string(buf, pos, False)
-    (f_num_partitions, f_replication_factor,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    n_assignments, pos = read_array_count(buf, pos, False, False)
-    f_assignments = []
-    for _ in range(n_assignments):
-        it_assignments, pos = _d_CreatableReplicaAssignment_4(buf, pos)
-        f_assignments.append(it_assignments)
-    n_configs, pos = read_array_count(buf, pos, False, False)
-    f_configs = []
-    for _ in range(n_configs):
-        it_configs, pos = _d_CreatableTopicConfig_4(buf, pos)
-        f_configs.append(it_configs)
-    return CreatableTopic(f_name, f_num_partitions, f_replication_factor, f_assignments, f_configs), pos
-
-
-def _e_CreatableTopic_4(o: CreatableTopic, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-    out += _S1.pack(o.num_partitions, o.replication_factor)
-    write_array_count(out, o.assignments, False)
-    if o.assignments is not None:
-        for it_assignments in o.assignments:
-            _e_CreatableReplicaAssignment_4(it_assignments, out, chunks)
-    write_array_count(out, o.configs, False)
-    if o.configs is not None:
-        for it_configs in o.configs:
-            _e_CreatableTopicConfig_4(it_configs, out, chunks)
-
-
-def _d_CreateTopicsRequest_4(buf: Any, pos: int) -> tuple[CreateTopicsRequest, int]:
-    n_topics, pos = read_array_count(buf, pos, False, False)
-    f_topics = []
-    for _ in range(n_topics):
-        it_topics, pos = _d_CreatableTopic_4(buf, pos)
-        f_topics.append(it_topics)
-    (f_timeout_ms, f_validate_only,) = _S2.unpack_from(buf, pos)
-    pos += _S2.size
-    return CreateTopicsRequest(f_topics, f_timeout_ms, f_validate_only), pos
-
-
-def _e_CreateTopicsRequest_4(o: CreateTopicsRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_array_count(out, o.topics, False)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_CreatableTopic_4(it_topics, out, chunks)
+            _e_CreatableTopic_0(it_topics, out, chunks)
     out += _S2.pack(o.timeout_ms, o.validate_only)
 
 
@@ -579,204 +335,8 @@ def _e_CreateTopicsRequest_5(o: CreateTopicsRequest, out: bytearray, chunks: lis
     out.append(0)
 
 
-def _d_CreatableTopicConfig_6(buf: Any, pos: int) -> tuple[CreatableTopicConfig, int]:
-    f_name, pos = read_compact_string(buf, pos, False)
-    f_value, pos = read_compact_string(buf, pos, True)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return CreatableTopicConfig(f_name, f_value), pos
-
-
-def _e_CreatableTopicConfig_6(o: CreatableTopicConfig, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.name)
-    write_compact_string(out, o.value)
-    out.append(0)
-
-
-def _d_CreatableReplicaAssignment_6(buf: Any, pos: int) -> tuple[CreatableReplicaAssignment, int]:
-    (f_partition_index,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    n_broker_ids, pos = read_array_count(buf, pos, True, False)
-    if n_broker_ids * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_broker_ids = list(unpack_from(f'>{n_broker_ids}i', buf, pos))
-    pos += n_broker_ids * 4
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return CreatableReplicaAssignment(f_partition_index, f_broker_ids), pos
-
-
-def _e_CreatableReplicaAssignment_6(o: CreatableReplicaAssignment, out: bytearray, chunks: list[Any]) -> None:
-    out += _S0.pack(o.partition_index)
-    write_array_count(out, o.broker_ids, True)
-    if o.broker_ids is not None:
-        out += pack(f'>{len(o.broker_ids)}i', *o.broker_ids)
-    out.append(0)
-
-
-def _d_CreatableTopic_6(buf: Any, pos: int) -> tuple[CreatableTopic, int]:
-    f_name, pos = read_compact_string(buf, pos, False)
-    (f_num_partitions, f_replication_factor,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    n_assignments, pos = read_array_count(buf, pos, True, False)
-    f_assignments = []
-    for _ in range(n_assignments):
-        it_assignments, pos = _d_CreatableReplicaAssignment_6(buf, pos)
-        f_assignments.append(it_assignments)
-    n_configs, pos = read_array_count(buf, pos, True, False)
-    f_configs = []
-    for _ in range(n_configs):
-        it_configs, pos = _d_CreatableTopicConfig_6(buf, pos)
-        f_configs.append(it_configs)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return CreatableTopic(f_name, f_num_partitions, f_replication_factor, f_assignments, f_configs), pos
-
-
-def _e_CreatableTopic_6(o: CreatableTopic, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.name)
-    out += _S1.pack(o.num_partitions, o.replication_factor)
-    write_array_count(out, o.assignments, True)
-    if o.assignments is not None:
-        for it_assignments in o.assignments:
-            _e_CreatableReplicaAssignment_6(it_assignments, out, chunks)
-    write_array_count(out, o.configs, True)
-    if o.configs is not None:
-        for it_configs in o.configs:
-            _e_CreatableTopicConfig_6(it_configs, out, chunks)
-    out.append(0)
-
-
-def _d_CreateTopicsRequest_6(buf: Any, pos: int) -> tuple[CreateTopicsRequest, int]:
-    n_topics, pos = read_array_count(buf, pos, True, False)
-    f_topics = []
-    for _ in range(n_topics):
-        it_topics, pos = _d_CreatableTopic_6(buf, pos)
-        f_topics.append(it_topics)
-    (f_timeout_ms, f_validate_only,) = _S2.unpack_from(buf, pos)
-    pos += _S2.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return CreateTopicsRequest(f_topics, f_timeout_ms, f_validate_only), pos
-
-
-def _e_CreateTopicsRequest_6(o: CreateTopicsRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_array_count(out, o.topics, True)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_CreatableTopic_6(it_topics, out, chunks)
-    out += _S2.pack(o.timeout_ms, o.validate_only)
-    out.append(0)
-
-
-def _d_CreatableTopicConfig_7(buf: Any, pos: int) -> tuple[CreatableTopicConfig, int]:
-    f_name, pos = read_compact_string(buf, pos, False)
-    f_value, pos = read_compact_string(buf, pos, True)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return CreatableTopicConfig(f_name, f_value), pos
-
-
-def _e_CreatableTopicConfig_7(o: CreatableTopicConfig, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.name)
-    write_compact_string(out, o.value)
-    out.append(0)
-
-
-def _d_CreatableReplicaAssignment_7(buf: Any, pos: int) -> tuple[CreatableReplicaAssignment, int]:
-    (f_partition_index,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    n_broker_ids, pos = read_array_count(buf, pos, True, False)
-    if n_broker_ids * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_broker_ids = list(unpack_from(f'>{n_broker_ids}i', buf, pos))
-    pos += n_broker_ids * 4
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return CreatableReplicaAssignment(f_partition_index, f_broker_ids), pos
-
-
-def _e_CreatableReplicaAssignment_7(o: CreatableReplicaAssignment, out: bytearray, chunks: list[Any]) -> None:
-    out += _S0.pack(o.partition_index)
-    write_array_count(out, o.broker_ids, True)
-    if o.broker_ids is not None:
-        out += pack(f'>{len(o.broker_ids)}i', *o.broker_ids)
-    out.append(0)
-
-
-def _d_CreatableTopic_7(buf: Any, pos: int) -> tuple[CreatableTopic, int]:
-    f_name, pos = read_compact_string(buf, pos, False)
-    (f_num_partitions, f_replication_factor,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    n_assignments, pos = read_array_count(buf, pos, True, False)
-    f_assignments = []
-    for _ in range(n_assignments):
-        it_assignments, pos = _d_CreatableReplicaAssignment_7(buf, pos)
-        f_assignments.append(it_assignments)
-    n_configs, pos = read_array_count(buf, pos, True, False)
-    f_configs = []
-    for _ in range(n_configs):
-        it_configs, pos = _d_CreatableTopicConfig_7(buf, pos)
-        f_configs.append(it_configs)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return CreatableTopic(f_name, f_num_partitions, f_replication_factor, f_assignments, f_configs), pos
-
-
-def _e_CreatableTopic_7(o: CreatableTopic, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.name)
-    out += _S1.pack(o.num_partitions, o.replication_factor)
-    write_array_count(out, o.assignments, True)
-    if o.assignments is not None:
-        for it_assignments in o.assignments:
-            _e_CreatableReplicaAssignment_7(it_assignments, out, chunks)
-    write_array_count(out, o.configs, True)
-    if o.configs is not None:
-        for it_configs in o.configs:
-            _e_CreatableTopicConfig_7(it_configs, out, chunks)
-    out.append(0)
-
-
-def _d_CreateTopicsRequest_7(buf: Any, pos: int) -> tuple[CreateTopicsRequest, int]:
-    n_topics, pos = read_array_count(buf, pos, True, False)
-    f_topics = []
-    for _ in range(n_topics):
-        it_topics, pos = _d_CreatableTopic_7(buf, pos)
-        f_topics.append(it_topics)
-    (f_timeout_ms, f_validate_only,) = _S2.unpack_from(buf, pos)
-    pos += _S2.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return CreateTopicsRequest(f_topics, f_timeout_ms, f_validate_only), pos
-
-
-def _e_CreateTopicsRequest_7(o: CreateTopicsRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_array_count(out, o.topics, True)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_CreatableTopic_7(it_topics, out, chunks)
-    out += _S2.pack(o.timeout_ms, o.validate_only)
-    out.append(0)
-
-
-CreateTopicsRequest._DECODERS = {0: _d_CreateTopicsRequest_0, 1: _d_CreateTopicsRequest_1, 2: _d_CreateTopicsRequest_2, 3: _d_CreateTopicsRequest_3, 4: _d_CreateTopicsRequest_4, 5: _d_CreateTopicsRequest_5, 6: _d_CreateTopicsRequest_6, 7: _d_CreateTopicsRequest_7}
-CreateTopicsRequest._ENCODERS = {0: _e_CreateTopicsRequest_0, 1: _e_CreateTopicsRequest_1, 2: _e_CreateTopicsRequest_2, 3: _e_CreateTopicsRequest_3, 4: _e_CreateTopicsRequest_4, 5: _e_CreateTopicsRequest_5, 6: _e_CreateTopicsRequest_6, 7: _e_CreateTopicsRequest_7}
+CreateTopicsRequest._DECODERS = {0: _d_CreateTopicsRequest_0, 1: _d_CreateTopicsRequest_1, 2: _d_CreateTopicsRequest_1, 3: _d_CreateTopicsRequest_1, 4: _d_CreateTopicsRequest_1, 5: _d_CreateTopicsRequest_5, 6: _d_CreateTopicsRequest_5, 7: _d_CreateTopicsRequest_5}
+CreateTopicsRequest._ENCODERS = {0: _e_CreateTopicsRequest_0, 1: _e_CreateTopicsRequest_1, 2: _e_CreateTopicsRequest_1, 3: _e_CreateTopicsRequest_1, 4: _e_CreateTopicsRequest_1, 5: _e_CreateTopicsRequest_5, 6: _e_CreateTopicsRequest_5, 7: _e_CreateTopicsRequest_5}
 
 
 def _d_CreatableTopicConfigs_0(buf: Any, pos: int) -> tuple[CreatableTopicConfigs, int]:
@@ -815,14 +375,6 @@ def _e_CreateTopicsResponse_0(o: CreateTopicsResponse, out: bytearray, chunks: l
             _e_CreatableTopicResult_0(it_topics, out, chunks)
 
 
-def _d_CreatableTopicConfigs_1(buf: Any, pos: int) -> tuple[CreatableTopicConfigs, int]:
-    return CreatableTopicConfigs("", "", False, -1, False), pos
-
-
-def _e_CreatableTopicConfigs_1(o: CreatableTopicConfigs, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
 def _d_CreatableTopicResult_1(buf: Any, pos: int) -> tuple[CreatableTopicResult, int]:
     f_name, pos = read_string(buf, pos, False)
     (f_error_code,) = _S3.unpack_from(buf, pos)
@@ -853,35 +405,13 @@ def _e_CreateTopicsResponse_1(o: CreateTopicsResponse, out: bytearray, chunks: l
             _e_CreatableTopicResult_1(it_topics, out, chunks)
 
 
-def _d_CreatableTopicConfigs_2(buf: Any, pos: int) -> tuple[CreatableTopicConfigs, int]:
-    return CreatableTopicConfigs("", "", False, -1, False), pos
-
-
-def _e_CreatableTopicConfigs_2(o: CreatableTopicConfigs, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_CreatableTopicResult_2(buf: Any, pos: int) -> tuple[CreatableTopicResult, int]:
-    f_name, pos = read_string(buf, pos, False)
-    (f_error_code,) = _S3.unpack_from(buf, pos)
-    pos += _S3.size
-    f_error_message, pos = read_string(buf, pos, True)
-    return CreatableTopicResult(f_name, ZERO_UUID, f_error_code, f_error_message, 0, -1, -1, []), pos
-
-
-def _e_CreatableTopicResult_2(o: CreatableTopicResult, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-    out += _S3.pack(o.error_code)
-    write_string(out, o.error_message)
-
-
 def _d_CreateTopicsResponse_2(buf: Any, pos: int) -> tuple[CreateTopicsResponse, int]:
     (f_throttle_time_ms,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
     n_topics, pos = read_array_count(buf, pos, False, False)
     f_topics = []
     for _ in range(n_topics):
-        it_topics, pos = _d_CreatableTopicResult_2(buf, pos)
+        it_topics, pos = _d_CreatableTopicResult_1(buf, pos)
         f_topics.append(it_topics)
     return CreateTopicsResponse(f_throttle_time_ms, f_topics), pos
 
@@ -891,89 +421,7 @@ def _e_CreateTopicsResponse_2(o: CreateTopicsResponse, out: bytearray, chunks: l
     write_array_count(out, o.topics, False)
     if o.topics is not None:
         for it_topics in o.topics:
-            _e_CreatableTopicResult_2(it_topics, out, chunks)
-
-
-def _d_CreatableTopicConfigs_3(buf: Any, pos: int) -> tuple[CreatableTopicConfigs, int]:
-    return CreatableTopicConfigs("", "", False, -1, False), pos
-
-
-def _e_CreatableTopicConfigs_3(o: CreatableTopicConfigs, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_CreatableTopicResult_3(buf: Any, pos: int) -> tuple[CreatableTopicResult, int]:
-    f_name, pos = read_string(buf, pos, False)
-    (f_error_code,) = _S3.unpack_from(buf, pos)
-    pos += _S3.size
-    f_error_message, pos = read_string(buf, pos, True)
-    return CreatableTopicResult(f_name, ZERO_UUID, f_error_code, f_error_message, 0, -1, -1, []), pos
-
-
-def _e_CreatableTopicResult_3(o: CreatableTopicResult, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-    out += _S3.pack(o.error_code)
-    write_string(out, o.error_message)
-
-
-def _d_CreateTopicsResponse_3(buf: Any, pos: int) -> tuple[CreateTopicsResponse, int]:
-    (f_throttle_time_ms,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    n_topics, pos = read_array_count(buf, pos, False, False)
-    f_topics = []
-    for _ in range(n_topics):
-        it_topics, pos = _d_CreatableTopicResult_3(buf, pos)
-        f_topics.append(it_topics)
-    return CreateTopicsResponse(f_throttle_time_ms, f_topics), pos
-
-
-def _e_CreateTopicsResponse_3(o: CreateTopicsResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S0.pack(o.throttle_time_ms)
-    write_array_count(out, o.topics, False)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_CreatableTopicResult_3(it_topics, out, chunks)
-
-
-def _d_CreatableTopicConfigs_4(buf: Any, pos: int) -> tuple[CreatableTopicConfigs, int]:
-    return CreatableTopicConfigs("", "", False, -1, False), pos
-
-
-def _e_CreatableTopicConfigs_4(o: CreatableTopicConfigs, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_CreatableTopicResult_4(buf: Any, pos: int) -> tuple[CreatableTopicResult, int]:
-    f_name, pos = read_string(buf, pos, False)
-    (f_error_code,) = _S3.unpack_from(buf, pos)
-    pos += _S3.size
-    f_error_message, pos = read_string(buf, pos, True)
-    return CreatableTopicResult(f_name, ZERO_UUID, f_error_code, f_error_message, 0, -1, -1, []), pos
-
-
-def _e_CreatableTopicResult_4(o: CreatableTopicResult, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-    out += _S3.pack(o.error_code)
-    write_string(out, o.error_message)
-
-
-def _d_CreateTopicsResponse_4(buf: Any, pos: int) -> tuple[CreateTopicsResponse, int]:
-    (f_throttle_time_ms,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    n_topics, pos = read_array_count(buf, pos, False, False)
-    f_topics = []
-    for _ in range(n_topics):
-        it_topics, pos = _d_CreatableTopicResult_4(buf, pos)
-        f_topics.append(it_topics)
-    return CreateTopicsResponse(f_throttle_time_ms, f_topics), pos
-
-
-def _e_CreateTopicsResponse_4(o: CreateTopicsResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S0.pack(o.throttle_time_ms)
-    write_array_count(out, o.topics, False)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_CreatableTopicResult_4(it_topics, out, chunks)
+            _e_CreatableTopicResult_1(it_topics, out, chunks)
 
 
 def _d_CreatableTopicConfigs_5(buf: Any, pos: int) -> tuple[CreatableTopicConfigs, int]:
@@ -1075,124 +523,6 @@ def _e_CreateTopicsResponse_5(o: CreateTopicsResponse, out: bytearray, chunks: l
     out.append(0)
 
 
-def _d_CreatableTopicConfigs_6(buf: Any, pos: int) -> tuple[CreatableTopicConfigs, int]:
-    f_name, pos = read_compact_string(buf, pos, False)
-    f_value, pos = read_compact_string(buf, pos, True)
-    (f_read_only, f_config_source, f_is_sensitive,) = _S4.unpack_from(buf, pos)
-    pos += _S4.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return CreatableTopicConfigs(f_name, f_value, f_read_only, f_config_source, f_is_sensitive), pos
-
-
-def _e_CreatableTopicConfigs_6(o: CreatableTopicConfigs, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.name)
-    write_compact_string(out, o.value)
-    out += _S4.pack(o.read_only, o.config_source, o.is_sensitive)
-    out.append(0)
-
-
-def _d_CreatableTopicResult_6(buf: Any, pos: int) -> tuple[CreatableTopicResult, int]:
-    f_name, pos = read_compact_string(buf, pos, False)
-    (f_error_code,) = _S3.unpack_from(buf, pos)
-    pos += _S3.size
-    f_error_message, pos = read_compact_string(buf, pos, True)
-    (f_num_partitions, f_replication_factor,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    n_configs, pos = read_array_count(buf, pos, True, True)
-    if n_configs < 0:
-        f_configs = None
-    else:
-        f_configs = []
-        for _ in range(n_configs):
-            it_configs, pos = _d_CreatableTopicConfigs_6(buf, pos)
-            f_configs.append(it_configs)
-    f_topic_config_error_code: int = 0
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            end = pos + size
-            if end > len(buf):
-                raise DecodeError('tagged field overruns the buffer')
-            if tag == 0:
-                (f_topic_config_error_code,) = _S3.unpack_from(buf, pos)
-                pos += _S3.size
-                if pos != end:
-                    raise DecodeError('tagged field size mismatch')
-            pos = end
-    return CreatableTopicResult(f_name, ZERO_UUID, f_error_code, f_error_message, f_topic_config_error_code, f_num_partitions, f_replication_factor, f_configs), pos
-
-
-def _e_CreatableTopicResult_6(o: CreatableTopicResult, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.name)
-    out += _S3.pack(o.error_code)
-    write_compact_string(out, o.error_message)
-    out += _S1.pack(o.num_partitions, o.replication_factor)
-    write_array_count(out, o.configs, True)
-    if o.configs is not None:
-        for it_configs in o.configs:
-            _e_CreatableTopicConfigs_6(it_configs, out, chunks)
-    tags: list[tuple[int, bytearray]] = []
-    if o.topic_config_error_code != 0:
-        t = bytearray()
-        t += _S3.pack(o.topic_config_error_code)
-        tags.append((0, t))
-    write_uvarint(out, len(tags))
-    for tag, data in tags:
-        write_uvarint(out, tag)
-        write_uvarint(out, len(data))
-        out += data
-
-
-def _d_CreateTopicsResponse_6(buf: Any, pos: int) -> tuple[CreateTopicsResponse, int]:
-    (f_throttle_time_ms,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    n_topics, pos = read_array_count(buf, pos, True, False)
-    f_topics = []
-    for _ in range(n_topics):
-        it_topics, pos = _d_CreatableTopicResult_6(buf, pos)
-        f_topics.append(it_topics)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return CreateTopicsResponse(f_throttle_time_ms, f_topics), pos
-
-
-def _e_CreateTopicsResponse_6(o: CreateTopicsResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S0.pack(o.throttle_time_ms)
-    write_array_count(out, o.topics, True)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_CreatableTopicResult_6(it_topics, out, chunks)
-    out.append(0)
-
-
-def _d_CreatableTopicConfigs_7(buf: Any, pos: int) -> tuple[CreatableTopicConfigs, int]:
-    f_name, pos = read_compact_string(buf, pos, False)
-    f_value, pos = read_compact_string(buf, pos, True)
-    (f_read_only, f_config_source, f_is_sensitive,) = _S4.unpack_from(buf, pos)
-    pos += _S4.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return CreatableTopicConfigs(f_name, f_value, f_read_only, f_config_source, f_is_sensitive), pos
-
-
-def _e_CreatableTopicConfigs_7(o: CreatableTopicConfigs, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.name)
-    write_compact_string(out, o.value)
-    out += _S4.pack(o.read_only, o.config_source, o.is_sensitive)
-    out.append(0)
-
-
 def _d_CreatableTopicResult_7(buf: Any, pos: int) -> tuple[CreatableTopicResult, int]:
     f_name, pos = read_compact_string(buf, pos, False)
     (f_topic_id, f_error_code,) = _S5.unpack_from(buf, pos)
@@ -1207,7 +537,7 @@ def _d_CreatableTopicResult_7(buf: Any, pos: int) -> tuple[CreatableTopicResult,
     else:
         f_configs = []
         for _ in range(n_configs):
-            it_configs, pos = _d_CreatableTopicConfigs_7(buf, pos)
+            it_configs, pos = _d_CreatableTopicConfigs_5(buf, pos)
             f_configs.append(it_configs)
     f_topic_config_error_code: int = 0
     if buf[pos] == 0:
@@ -1237,7 +567,7 @@ def _e_CreatableTopicResult_7(o: CreatableTopicResult, out: bytearray, chunks: l
     write_array_count(out, o.configs, True)
     if o.configs is not None:
         for it_configs in o.configs:
-            _e_CreatableTopicConfigs_7(it_configs, out, chunks)
+            _e_CreatableTopicConfigs_5(it_configs, out, chunks)
     tags: list[tuple[int, bytearray]] = []
     if o.topic_config_error_code != 0:
         t = bytearray()
@@ -1274,5 +604,5 @@ def _e_CreateTopicsResponse_7(o: CreateTopicsResponse, out: bytearray, chunks: l
     out.append(0)
 
 
-CreateTopicsResponse._DECODERS = {0: _d_CreateTopicsResponse_0, 1: _d_CreateTopicsResponse_1, 2: _d_CreateTopicsResponse_2, 3: _d_CreateTopicsResponse_3, 4: _d_CreateTopicsResponse_4, 5: _d_CreateTopicsResponse_5, 6: _d_CreateTopicsResponse_6, 7: _d_CreateTopicsResponse_7}
-CreateTopicsResponse._ENCODERS = {0: _e_CreateTopicsResponse_0, 1: _e_CreateTopicsResponse_1, 2: _e_CreateTopicsResponse_2, 3: _e_CreateTopicsResponse_3, 4: _e_CreateTopicsResponse_4, 5: _e_CreateTopicsResponse_5, 6: _e_CreateTopicsResponse_6, 7: _e_CreateTopicsResponse_7}
+CreateTopicsResponse._DECODERS = {0: _d_CreateTopicsResponse_0, 1: _d_CreateTopicsResponse_1, 2: _d_CreateTopicsResponse_2, 3: _d_CreateTopicsResponse_2, 4: _d_CreateTopicsResponse_2, 5: _d_CreateTopicsResponse_5, 6: _d_CreateTopicsResponse_5, 7: _d_CreateTopicsResponse_7}
+CreateTopicsResponse._ENCODERS = {0: _e_CreateTopicsResponse_0, 1: _e_CreateTopicsResponse_1, 2: _e_CreateTopicsResponse_2, 3: _e_CreateTopicsResponse_2, 4: _e_CreateTopicsResponse_2, 5: _e_CreateTopicsResponse_5, 6: _e_CreateTopicsResponse_5, 7: _e_CreateTopicsResponse_7}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,13 +20,17 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>b')
 _S1 = Struct('>bb')
 _S2 = Struct('>h')
 _S3 = Struct('>i')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class DeleteAclsFilter:
     resource_type_filter: int = 0
     resource_name_filter: str | None = ""
@@ -36,17 +40,31 @@ class DeleteAclsFilter:
     operation: int = 0
     permission_type: int = 0
 
+    def __init__(self, resource_type_filter: int = 0, resource_name_filter: str | None = "", pattern_type_filter: int = 3, principal_filter: str | None = "", host_filter: str | None = "", operation: int = 0, permission_type: int = 0) -> None:
+        self.resource_type_filter = resource_type_filter
+        self.resource_name_filter = resource_name_filter
+        self.pattern_type_filter = pattern_type_filter
+        self.principal_filter = principal_filter
+        self.host_filter = host_filter
+        self.operation = operation
+        self.permission_type = permission_type
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class DeleteAclsRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 31
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 3
-    FLEXIBLE_MIN: ClassVar[int | None] = 2
     filters: list[DeleteAclsFilter] = field(default_factory=list)
 
+    def __init__(self, filters: list[DeleteAclsFilter] | None = None) -> None:
+        self.filters = [] if filters is None else filters
 
-@dataclass(slots=True)
+
+DeleteAclsRequest.API_KEY = 31
+DeleteAclsRequest.MIN_VERSION = 0
+DeleteAclsRequest.MAX_VERSION = 3
+DeleteAclsRequest.FLEXIBLE_MIN = 2
+
+
+@dataclass(slots=True, init=False)
 class DeleteAclsMatchingAcl:
     error_code: int = 0
     error_message: str | None = None
@@ -58,22 +76,44 @@ class DeleteAclsMatchingAcl:
     operation: int = 0
     permission_type: int = 0
 
+    def __init__(self, error_code: int = 0, error_message: str | None = None, resource_type: int = 0, resource_name: str = "", pattern_type: int = 3, principal: str = "", host: str = "", operation: int = 0, permission_type: int = 0) -> None:
+        self.error_code = error_code
+        self.error_message = error_message
+        self.resource_type = resource_type
+        self.resource_name = resource_name
+        self.pattern_type = pattern_type
+        self.principal = principal
+        self.host = host
+        self.operation = operation
+        self.permission_type = permission_type
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class DeleteAclsFilterResult:
     error_code: int = 0
     error_message: str | None = None
     matching_acls: list[DeleteAclsMatchingAcl] = field(default_factory=list)
 
+    def __init__(self, error_code: int = 0, error_message: str | None = None, matching_acls: list[DeleteAclsMatchingAcl] | None = None) -> None:
+        self.error_code = error_code
+        self.error_message = error_message
+        self.matching_acls = [] if matching_acls is None else matching_acls
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class DeleteAclsResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 31
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 3
-    FLEXIBLE_MIN: ClassVar[int | None] = 2
     throttle_time_ms: int = 0
     filter_results: list[DeleteAclsFilterResult] = field(default_factory=list)
+
+    def __init__(self, throttle_time_ms: int = 0, filter_results: list[DeleteAclsFilterResult] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.filter_results = [] if filter_results is None else filter_results
+
+
+DeleteAclsResponse.API_KEY = 31
+DeleteAclsResponse.MIN_VERSION = 0
+DeleteAclsResponse.MAX_VERSION = 3
+DeleteAclsResponse.FLEXIBLE_MIN = 2
 
 
 def _d_DeleteAclsFilter_0(buf: Any, pos: int) -> tuple[DeleteAclsFilter, int]:
@@ -197,56 +237,8 @@ def _e_DeleteAclsRequest_2(o: DeleteAclsRequest, out: bytearray, chunks: list[An
     out.append(0)
 
 
-def _d_DeleteAclsFilter_3(buf: Any, pos: int) -> tuple[DeleteAclsFilter, int]:
-    (f_resource_type_filter,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    f_resource_name_filter, pos = read_compact_string(buf, pos, True)
-    (f_pattern_type_filter,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    f_principal_filter, pos = read_compact_string(buf, pos, True)
-    f_host_filter, pos = read_compact_string(buf, pos, True)
-    (f_operation, f_permission_type,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return DeleteAclsFilter(f_resource_type_filter, f_resource_name_filter, f_pattern_type_filter, f_principal_filter, f_host_filter, f_operation, f_permission_type), pos
-
-
-def _e_DeleteAclsFilter_3(o: DeleteAclsFilter, out: bytearray, chunks: list[Any]) -> None:
-    out += _S0.pack(o.resource_type_filter)
-    write_compact_string(out, o.resource_name_filter)
-    out += _S0.pack(o.pattern_type_filter)
-    write_compact_string(out, o.principal_filter)
-    write_compact_string(out, o.host_filter)
-    out += _S1.pack(o.operation, o.permission_type)
-    out.append(0)
-
-
-def _d_DeleteAclsRequest_3(buf: Any, pos: int) -> tuple[DeleteAclsRequest, int]:
-    n_filters, pos = read_array_count(buf, pos, True, False)
-    f_filters = []
-    for _ in range(n_filters):
-        it_filters, pos = _d_DeleteAclsFilter_3(buf, pos)
-        f_filters.append(it_filters)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return DeleteAclsRequest(f_filters), pos
-
-
-def _e_DeleteAclsRequest_3(o: DeleteAclsRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_array_count(out, o.filters, True)
-    if o.filters is not None:
-        for it_filters in o.filters:
-            _e_DeleteAclsFilter_3(it_filters, out, chunks)
-    out.append(0)
-
-
-DeleteAclsRequest._DECODERS = {0: _d_DeleteAclsRequest_0, 1: _d_DeleteAclsRequest_1, 2: _d_DeleteAclsRequest_2, 3: _d_DeleteAclsRequest_3}
-DeleteAclsRequest._ENCODERS = {0: _e_DeleteAclsRequest_0, 1: _e_DeleteAclsRequest_1, 2: _e_DeleteAclsRequest_2, 3: _e_DeleteAclsRequest_3}
+DeleteAclsRequest._DECODERS = {0: _d_DeleteAclsRequest_0, 1: _d_DeleteAclsRequest_1, 2: _d_DeleteAclsRequest_2, 3: _d_DeleteAclsRequest_2}
+DeleteAclsRequest._ENCODERS = {0: _e_DeleteAclsRequest_0, 1: _e_DeleteAclsRequest_1, 2: _e_DeleteAclsRequest_2, 3: _e_DeleteAclsRequest_2}
 
 
 def _d_DeleteAclsMatchingAcl_0(buf: Any, pos: int) -> tuple[DeleteAclsMatchingAcl, int]:
@@ -462,87 +454,5 @@ def _e_DeleteAclsResponse_2(o: DeleteAclsResponse, out: bytearray, chunks: list[
     out.append(0)
 
 
-def _d_DeleteAclsMatchingAcl_3(buf: Any, pos: int) -> tuple[DeleteAclsMatchingAcl, int]:
-    (f_error_code,) = _S2.unpack_from(buf, pos)
-    pos += _S2.size
-    f_error_message, pos = read_compact_string(buf, pos, True)
-    (f_resource_type,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    f_resource_name, pos = read_compact_string(buf, pos, False)
-    (f_pattern_type,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    f_principal, pos = read_compact_string(buf, pos, False)
-    f_host, pos = read_compact_string(buf, pos, False)
-    (f_operation, f_permission_type,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return DeleteAclsMatchingAcl(f_error_code, f_error_message, f_resource_type, f_resource_name, f_pattern_type, f_principal, f_host, f_operation, f_permission_type), pos
-
-
-def _e_DeleteAclsMatchingAcl_3(o: DeleteAclsMatchingAcl, out: bytearray, chunks: list[Any]) -> None:
-    out += _S2.pack(o.error_code)
-    write_compact_string(out, o.error_message)
-    out += _S0.pack(o.resource_type)
-    write_compact_string(out, o.resource_name)
-    out += _S0.pack(o.pattern_type)
-    write_compact_string(out, o.principal)
-    write_compact_string(out, o.host)
-    out += _S1.pack(o.operation, o.permission_type)
-    out.append(0)
-
-
-def _d_DeleteAclsFilterResult_3(buf: Any, pos: int) -> tuple[DeleteAclsFilterResult, int]:
-    (f_error_code,) = _S2.unpack_from(buf, pos)
-    pos += _S2.size
-    f_error_message, pos = read_compact_string(buf, pos, True)
-    n_matching_acls, pos = read_array_count(buf, pos, True, False)
-    f_matching_acls = []
-    for _ in range(n_matching_acls):
-        it_matching_acls, pos = _d_DeleteAclsMatchingAcl_3(buf, pos)
-        f_matching_acls.append(it_matching_acls)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return DeleteAclsFilterResult(f_error_code, f_error_message, f_matching_acls), pos
-
-
-def _e_DeleteAclsFilterResult_3(o: DeleteAclsFilterResult, out: bytearray, chunks: list[Any]) -> None:
-    out += _S2.pack(o.error_code)
-    write_compact_string(out, o.error_message)
-    write_array_count(out, o.matching_acls, True)
-    if o.matching_acls is not None:
-        for it_matching_acls in o.matching_acls:
-            _e_DeleteAclsMatchingAcl_3(it_matching_acls, out, chunks)
-    out.append(0)
-
-
-def _d_DeleteAclsResponse_3(buf: Any, pos: int) -> tuple[DeleteAclsResponse, int]:
-    (f_throttle_time_ms,) = _S3.unpack_from(buf, pos)
-    pos += _S3.size
-    n_filter_results, pos = read_array_count(buf, pos, True, False)
-    f_filter_results = []
-    for _ in range(n_filter_results):
-        it_filter_results, pos = _d_DeleteAclsFilterResult_3(buf, pos)
-        f_filter_results.append(it_filter_results)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return DeleteAclsResponse(f_throttle_time_ms, f_filter_results), pos
-
-
-def _e_DeleteAclsResponse_3(o: DeleteAclsResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S3.pack(o.throttle_time_ms)
-    write_array_count(out, o.filter_results, True)
-    if o.filter_results is not None:
-        for it_filter_results in o.filter_results:
-            _e_DeleteAclsFilterResult_3(it_filter_results, out, chunks)
-    out.append(0)
-
-
-DeleteAclsResponse._DECODERS = {0: _d_DeleteAclsResponse_0, 1: _d_DeleteAclsResponse_1, 2: _d_DeleteAclsResponse_2, 3: _d_DeleteAclsResponse_3}
-DeleteAclsResponse._ENCODERS = {0: _e_DeleteAclsResponse_0, 1: _e_DeleteAclsResponse_1, 2: _e_DeleteAclsResponse_2, 3: _e_DeleteAclsResponse_3}
+DeleteAclsResponse._DECODERS = {0: _d_DeleteAclsResponse_0, 1: _d_DeleteAclsResponse_1, 2: _d_DeleteAclsResponse_2, 3: _d_DeleteAclsResponse_2}
+DeleteAclsResponse._ENCODERS = {0: _e_DeleteAclsResponse_0, 1: _e_DeleteAclsResponse_1, 2: _e_DeleteAclsResponse_2, 3: _e_DeleteAclsResponse_2}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,33 +20,52 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>h')
 _S1 = Struct('>i')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class DeleteGroupsRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 42
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 2
-    FLEXIBLE_MIN: ClassVar[int | None] = 2
     groups_names: list[str] = field(default_factory=list)
 
+    def __init__(self, groups_names: list[str] | None = None) -> None:
+        self.groups_names = [] if groups_names is None else groups_names
 
-@dataclass(slots=True)
+
+DeleteGroupsRequest.API_KEY = 42
+DeleteGroupsRequest.MIN_VERSION = 0
+DeleteGroupsRequest.MAX_VERSION = 2
+DeleteGroupsRequest.FLEXIBLE_MIN = 2
+
+
+@dataclass(slots=True, init=False)
 class DeletableGroupResult:
     group_id: str = ""
     error_code: int = 0
 
+    def __init__(self, group_id: str = "", error_code: int = 0) -> None:
+        self.group_id = group_id
+        self.error_code = error_code
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class DeleteGroupsResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 42
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 2
-    FLEXIBLE_MIN: ClassVar[int | None] = 2
     throttle_time_ms: int = 0
     results: list[DeletableGroupResult] = field(default_factory=list)
+
+    def __init__(self, throttle_time_ms: int = 0, results: list[DeletableGroupResult] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.results = [] if results is None else results
+
+
+DeleteGroupsResponse.API_KEY = 42
+DeleteGroupsResponse.MIN_VERSION = 0
+DeleteGroupsResponse.MAX_VERSION = 2
+DeleteGroupsResponse.FLEXIBLE_MIN = 2
 
 
 def _d_DeleteGroupsRequest_0(buf: Any, pos: int) -> tuple[DeleteGroupsRequest, int]:
@@ -59,22 +78,6 @@ def _d_DeleteGroupsRequest_0(buf: Any, pos: int) -> tuple[DeleteGroupsRequest, i
 
 
 def _e_DeleteGroupsRequest_0(o: DeleteGroupsRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_array_count(out, o.groups_names, False)
-    if o.groups_names is not None:
-        for it_groups_names in o.groups_names:
-            write_string(out, it_groups_names)
-
-
-def _d_DeleteGroupsRequest_1(buf: Any, pos: int) -> tuple[DeleteGroupsRequest, int]:
-    n_groups_names, pos = read_array_count(buf, pos, False, False)
-    f_groups_names = []
-    for _ in range(n_groups_names):
-        it_groups_names, pos = read_string(buf, pos, False)
-        f_groups_names.append(it_groups_names)
-    return DeleteGroupsRequest(f_groups_names), pos
-
-
-def _e_DeleteGroupsRequest_1(o: DeleteGroupsRequest, out: bytearray, chunks: list[Any]) -> None:
     write_array_count(out, o.groups_names, False)
     if o.groups_names is not None:
         for it_groups_names in o.groups_names:
@@ -102,8 +105,8 @@ def _e_DeleteGroupsRequest_2(o: DeleteGroupsRequest, out: bytearray, chunks: lis
     out.append(0)
 
 
-DeleteGroupsRequest._DECODERS = {0: _d_DeleteGroupsRequest_0, 1: _d_DeleteGroupsRequest_1, 2: _d_DeleteGroupsRequest_2}
-DeleteGroupsRequest._ENCODERS = {0: _e_DeleteGroupsRequest_0, 1: _e_DeleteGroupsRequest_1, 2: _e_DeleteGroupsRequest_2}
+DeleteGroupsRequest._DECODERS = {0: _d_DeleteGroupsRequest_0, 1: _d_DeleteGroupsRequest_0, 2: _d_DeleteGroupsRequest_2}
+DeleteGroupsRequest._ENCODERS = {0: _e_DeleteGroupsRequest_0, 1: _e_DeleteGroupsRequest_0, 2: _e_DeleteGroupsRequest_2}
 
 
 def _d_DeletableGroupResult_0(buf: Any, pos: int) -> tuple[DeletableGroupResult, int]:
@@ -135,37 +138,6 @@ def _e_DeleteGroupsResponse_0(o: DeleteGroupsResponse, out: bytearray, chunks: l
     if o.results is not None:
         for it_results in o.results:
             _e_DeletableGroupResult_0(it_results, out, chunks)
-
-
-def _d_DeletableGroupResult_1(buf: Any, pos: int) -> tuple[DeletableGroupResult, int]:
-    f_group_id, pos = read_string(buf, pos, False)
-    (f_error_code,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    return DeletableGroupResult(f_group_id, f_error_code), pos
-
-
-def _e_DeletableGroupResult_1(o: DeletableGroupResult, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.group_id)
-    out += _S0.pack(o.error_code)
-
-
-def _d_DeleteGroupsResponse_1(buf: Any, pos: int) -> tuple[DeleteGroupsResponse, int]:
-    (f_throttle_time_ms,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    n_results, pos = read_array_count(buf, pos, False, False)
-    f_results = []
-    for _ in range(n_results):
-        it_results, pos = _d_DeletableGroupResult_1(buf, pos)
-        f_results.append(it_results)
-    return DeleteGroupsResponse(f_throttle_time_ms, f_results), pos
-
-
-def _e_DeleteGroupsResponse_1(o: DeleteGroupsResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S1.pack(o.throttle_time_ms)
-    write_array_count(out, o.results, False)
-    if o.results is not None:
-        for it_results in o.results:
-            _e_DeletableGroupResult_1(it_results, out, chunks)
 
 
 def _d_DeletableGroupResult_2(buf: Any, pos: int) -> tuple[DeletableGroupResult, int]:
@@ -209,5 +181,5 @@ def _e_DeleteGroupsResponse_2(o: DeleteGroupsResponse, out: bytearray, chunks: l
     out.append(0)
 
 
-DeleteGroupsResponse._DECODERS = {0: _d_DeleteGroupsResponse_0, 1: _d_DeleteGroupsResponse_1, 2: _d_DeleteGroupsResponse_2}
-DeleteGroupsResponse._ENCODERS = {0: _e_DeleteGroupsResponse_0, 1: _e_DeleteGroupsResponse_1, 2: _e_DeleteGroupsResponse_2}
+DeleteGroupsResponse._DECODERS = {0: _d_DeleteGroupsResponse_0, 1: _d_DeleteGroupsResponse_0, 2: _d_DeleteGroupsResponse_2}
+DeleteGroupsResponse._ENCODERS = {0: _e_DeleteGroupsResponse_0, 1: _e_DeleteGroupsResponse_0, 2: _e_DeleteGroupsResponse_2}

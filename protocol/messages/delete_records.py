@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,54 +20,87 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>iq')
 _S1 = Struct('>i')
 _S2 = Struct('>iqh')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class DeleteRecordsPartition:
     partition_index: int = 0
     offset: int = 0
 
+    def __init__(self, partition_index: int = 0, offset: int = 0) -> None:
+        self.partition_index = partition_index
+        self.offset = offset
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class DeleteRecordsTopic:
     name: str = ""
     partitions: list[DeleteRecordsPartition] = field(default_factory=list)
 
+    def __init__(self, name: str = "", partitions: list[DeleteRecordsPartition] | None = None) -> None:
+        self.name = name
+        self.partitions = [] if partitions is None else partitions
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class DeleteRecordsRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 21
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 2
-    FLEXIBLE_MIN: ClassVar[int | None] = 2
     topics: list[DeleteRecordsTopic] = field(default_factory=list)
     timeout_ms: int = 0
 
+    def __init__(self, topics: list[DeleteRecordsTopic] | None = None, timeout_ms: int = 0) -> None:
+        self.topics = [] if topics is None else topics
+        self.timeout_ms = timeout_ms
 
-@dataclass(slots=True)
+
+DeleteRecordsRequest.API_KEY = 21
+DeleteRecordsRequest.MIN_VERSION = 0
+DeleteRecordsRequest.MAX_VERSION = 2
+DeleteRecordsRequest.FLEXIBLE_MIN = 2
+
+
+@dataclass(slots=True, init=False)
 class DeleteRecordsPartitionResult:
     partition_index: int = 0
     low_watermark: int = 0
     error_code: int = 0
 
+    def __init__(self, partition_index: int = 0, low_watermark: int = 0, error_code: int = 0) -> None:
+        self.partition_index = partition_index
+        self.low_watermark = low_watermark
+        self.error_code = error_code
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class DeleteRecordsTopicResult:
     name: str = ""
     partitions: list[DeleteRecordsPartitionResult] = field(default_factory=list)
 
+    def __init__(self, name: str = "", partitions: list[DeleteRecordsPartitionResult] | None = None) -> None:
+        self.name = name
+        self.partitions = [] if partitions is None else partitions
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class DeleteRecordsResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 21
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 2
-    FLEXIBLE_MIN: ClassVar[int | None] = 2
     throttle_time_ms: int = 0
     topics: list[DeleteRecordsTopicResult] = field(default_factory=list)
+
+    def __init__(self, throttle_time_ms: int = 0, topics: list[DeleteRecordsTopicResult] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.topics = [] if topics is None else topics
+
+
+DeleteRecordsResponse.API_KEY = 21
+DeleteRecordsResponse.MIN_VERSION = 0
+DeleteRecordsResponse.MAX_VERSION = 2
+DeleteRecordsResponse.FLEXIBLE_MIN = 2
 
 
 def _d_DeleteRecordsPartition_0(buf: Any, pos: int) -> tuple[DeleteRecordsPartition, int]:
@@ -114,53 +147,6 @@ def _e_DeleteRecordsRequest_0(o: DeleteRecordsRequest, out: bytearray, chunks: l
     if o.topics is not None:
         for it_topics in o.topics:
             _e_DeleteRecordsTopic_0(it_topics, out, chunks)
-    out += _S1.pack(o.timeout_ms)
-
-
-def _d_DeleteRecordsPartition_1(buf: Any, pos: int) -> tuple[DeleteRecordsPartition, int]:
-    (f_partition_index, f_offset,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    return DeleteRecordsPartition(f_partition_index, f_offset), pos
-
-
-def _e_DeleteRecordsPartition_1(o: DeleteRecordsPartition, out: bytearray, chunks: list[Any]) -> None:
-    out += _S0.pack(o.partition_index, o.offset)
-
-
-def _d_DeleteRecordsTopic_1(buf: Any, pos: int) -> tuple[DeleteRecordsTopic, int]:
-    f_name, pos = read_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, False, False)
-    f_partitions = []
-    for _ in range(n_partitions):
-        it_partitions, pos = _d_DeleteRecordsPartition_1(buf, pos)
-        f_partitions.append(it_partitions)
-    return DeleteRecordsTopic(f_name, f_partitions), pos
-
-
-def _e_DeleteRecordsTopic_1(o: DeleteRecordsTopic, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-    write_array_count(out, o.partitions, False)
-    if o.partitions is not None:
-        for it_partitions in o.partitions:
-            _e_DeleteRecordsPartition_1(it_partitions, out, chunks)
-
-
-def _d_DeleteRecordsRequest_1(buf: Any, pos: int) -> tuple[DeleteRecordsRequest, int]:
-    n_topics, pos = read_array_count(buf, pos, False, False)
-    f_topics = []
-    for _ in range(n_topics):
-        it_topics, pos = _d_DeleteRecordsTopic_1(buf, pos)
-        f_topics.append(it_topics)
-    (f_timeout_ms,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    return DeleteRecordsRequest(f_topics, f_timeout_ms), pos
-
-
-def _e_DeleteRecordsRequest_1(o: DeleteRecordsRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_array_count(out, o.topics, False)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_DeleteRecordsTopic_1(it_topics, out, chunks)
     out += _S1.pack(o.timeout_ms)
 
 
@@ -226,8 +212,8 @@ def _e_DeleteRecordsRequest_2(o: DeleteRecordsRequest, out: bytearray, chunks: l
     out.append(0)
 
 
-DeleteRecordsRequest._DECODERS = {0: _d_DeleteRecordsRequest_0, 1: _d_DeleteRecordsRequest_1, 2: _d_DeleteRecordsRequest_2}
-DeleteRecordsRequest._ENCODERS = {0: _e_DeleteRecordsRequest_0, 1: _e_DeleteRecordsRequest_1, 2: _e_DeleteRecordsRequest_2}
+DeleteRecordsRequest._DECODERS = {0: _d_DeleteRecordsRequest_0, 1: _d_DeleteRecordsRequest_0, 2: _d_DeleteRecordsRequest_2}
+DeleteRecordsRequest._ENCODERS = {0: _e_DeleteRecordsRequest_0, 1: _e_DeleteRecordsRequest_0, 2: _e_DeleteRecordsRequest_2}
 
 
 def _d_DeleteRecordsPartitionResult_0(buf: Any, pos: int) -> tuple[DeleteRecordsPartitionResult, int]:
@@ -275,53 +261,6 @@ def _e_DeleteRecordsResponse_0(o: DeleteRecordsResponse, out: bytearray, chunks:
     if o.topics is not None:
         for it_topics in o.topics:
             _e_DeleteRecordsTopicResult_0(it_topics, out, chunks)
-
-
-def _d_DeleteRecordsPartitionResult_1(buf: Any, pos: int) -> tuple[DeleteRecordsPartitionResult, int]:
-    (f_partition_index, f_low_watermark, f_error_code,) = _S2.unpack_from(buf, pos)
-    pos += _S2.size
-    return DeleteRecordsPartitionResult(f_partition_index, f_low_watermark, f_error_code), pos
-
-
-def _e_DeleteRecordsPartitionResult_1(o: DeleteRecordsPartitionResult, out: bytearray, chunks: list[Any]) -> None:
-    out += _S2.pack(o.partition_index, o.low_watermark, o.error_code)
-
-
-def _d_DeleteRecordsTopicResult_1(buf: Any, pos: int) -> tuple[DeleteRecordsTopicResult, int]:
-    f_name, pos = read_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, False, False)
-    f_partitions = []
-    for _ in range(n_partitions):
-        it_partitions, pos = _d_DeleteRecordsPartitionResult_1(buf, pos)
-        f_partitions.append(it_partitions)
-    return DeleteRecordsTopicResult(f_name, f_partitions), pos
-
-
-def _e_DeleteRecordsTopicResult_1(o: DeleteRecordsTopicResult, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-    write_array_count(out, o.partitions, False)
-    if o.partitions is not None:
-        for it_partitions in o.partitions:
-            _e_DeleteRecordsPartitionResult_1(it_partitions, out, chunks)
-
-
-def _d_DeleteRecordsResponse_1(buf: Any, pos: int) -> tuple[DeleteRecordsResponse, int]:
-    (f_throttle_time_ms,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    n_topics, pos = read_array_count(buf, pos, False, False)
-    f_topics = []
-    for _ in range(n_topics):
-        it_topics, pos = _d_DeleteRecordsTopicResult_1(buf, pos)
-        f_topics.append(it_topics)
-    return DeleteRecordsResponse(f_throttle_time_ms, f_topics), pos
-
-
-def _e_DeleteRecordsResponse_1(o: DeleteRecordsResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S1.pack(o.throttle_time_ms)
-    write_array_count(out, o.topics, False)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_DeleteRecordsTopicResult_1(it_topics, out, chunks)
 
 
 def _d_DeleteRecordsPartitionResult_2(buf: Any, pos: int) -> tuple[DeleteRecordsPartitionResult, int]:
@@ -386,5 +325,5 @@ def _e_DeleteRecordsResponse_2(o: DeleteRecordsResponse, out: bytearray, chunks:
     out.append(0)
 
 
-DeleteRecordsResponse._DECODERS = {0: _d_DeleteRecordsResponse_0, 1: _d_DeleteRecordsResponse_1, 2: _d_DeleteRecordsResponse_2}
-DeleteRecordsResponse._ENCODERS = {0: _e_DeleteRecordsResponse_0, 1: _e_DeleteRecordsResponse_1, 2: _e_DeleteRecordsResponse_2}
+DeleteRecordsResponse._DECODERS = {0: _d_DeleteRecordsResponse_0, 1: _d_DeleteRecordsResponse_0, 2: _d_DeleteRecordsResponse_2}
+DeleteRecordsResponse._ENCODERS = {0: _e_DeleteRecordsResponse_0, 1: _e_DeleteRecordsResponse_0, 2: _e_DeleteRecordsResponse_2}

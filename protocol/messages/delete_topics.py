@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,45 +20,72 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>i')
 _S1 = Struct('>16s')
 _S2 = Struct('>h')
 _S3 = Struct('>16sh')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class DeleteTopicState:
     name: str | None = None
     topic_id: uuid.UUID = ZERO_UUID
 
+    def __init__(self, name: str | None = None, topic_id: uuid.UUID = ZERO_UUID) -> None:
+        self.name = name
+        self.topic_id = topic_id
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class DeleteTopicsRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 20
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 6
-    FLEXIBLE_MIN: ClassVar[int | None] = 4
     topics: list[DeleteTopicState] = field(default_factory=list)
     topic_names: list[str] = field(default_factory=list)
     timeout_ms: int = 0
 
+    def __init__(self, topics: list[DeleteTopicState] | None = None, topic_names: list[str] | None = None, timeout_ms: int = 0) -> None:
+        self.topics = [] if topics is None else topics
+        self.topic_names = [] if topic_names is None else topic_names
+        self.timeout_ms = timeout_ms
 
-@dataclass(slots=True)
+
+DeleteTopicsRequest.API_KEY = 20
+DeleteTopicsRequest.MIN_VERSION = 0
+DeleteTopicsRequest.MAX_VERSION = 6
+DeleteTopicsRequest.FLEXIBLE_MIN = 4
+
+
+@dataclass(slots=True, init=False)
 class DeletableTopicResult:
     name: str | None = ""
     topic_id: uuid.UUID = ZERO_UUID
     error_code: int = 0
     error_message: str | None = None
 
+    def __init__(self, name: str | None = "", topic_id: uuid.UUID = ZERO_UUID, error_code: int = 0, error_message: str | None = None) -> None:
+        self.name = name
+        self.topic_id = topic_id
+        self.error_code = error_code
+        self.error_message = error_message
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class DeleteTopicsResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 20
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 6
-    FLEXIBLE_MIN: ClassVar[int | None] = 4
     throttle_time_ms: int = 0
     responses: list[DeletableTopicResult] = field(default_factory=list)
+
+    def __init__(self, throttle_time_ms: int = 0, responses: list[DeletableTopicResult] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.responses = [] if responses is None else responses
+
+
+DeleteTopicsResponse.API_KEY = 20
+DeleteTopicsResponse.MIN_VERSION = 0
+DeleteTopicsResponse.MAX_VERSION = 6
+DeleteTopicsResponse.FLEXIBLE_MIN = 4
 
 
 def _d_DeleteTopicState_0(buf: Any, pos: int) -> tuple[DeleteTopicState, int]:
@@ -81,87 +108,6 @@ def _d_DeleteTopicsRequest_0(buf: Any, pos: int) -> tuple[DeleteTopicsRequest, i
 
 
 def _e_DeleteTopicsRequest_0(o: DeleteTopicsRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_array_count(out, o.topic_names, False)
-    if o.topic_names is not None:
-        for it_topic_names in o.topic_names:
-            write_string(out, it_topic_names)
-    out += _S0.pack(o.timeout_ms)
-
-
-def _d_DeleteTopicState_1(buf: Any, pos: int) -> tuple[DeleteTopicState, int]:
-    return DeleteTopicState(None, ZERO_UUID), pos
-
-
-def _e_DeleteTopicState_1(o: DeleteTopicState, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_DeleteTopicsRequest_1(buf: Any, pos: int) -> tuple[DeleteTopicsRequest, int]:
-    n_topic_names, pos = read_array_count(buf, pos, False, False)
-    f_topic_names = []
-    for _ in range(n_topic_names):
-        it_topic_names, pos = read_string(buf, pos, False)
-        f_topic_names.append(it_topic_names)
-    (f_timeout_ms,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    return DeleteTopicsRequest([], f_topic_names, f_timeout_ms), pos
-
-
-def _e_DeleteTopicsRequest_1(o: DeleteTopicsRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_array_count(out, o.topic_names, False)
-    if o.topic_names is not None:
-        for it_topic_names in o.topic_names:
-            write_string(out, it_topic_names)
-    out += _S0.pack(o.timeout_ms)
-
-
-def _d_DeleteTopicState_2(buf: Any, pos: int) -> tuple[DeleteTopicState, int]:
-    return DeleteTopicState(None, ZERO_UUID), pos
-
-
-def _e_DeleteTopicState_2(o: DeleteTopicState, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_DeleteTopicsRequest_2(buf: Any, pos: int) -> tuple[DeleteTopicsRequest, int]:
-    n_topic_names, pos = read_array_count(buf, pos, False, False)
-    f_topic_names = []
-    for _ in range(n_topic_names):
-        it_topic_names, pos = read_string(buf, pos, False)
-        f_topic_names.append(it_topic_names)
-    (f_timeout_ms,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    return DeleteTopicsRequest([], f_topic_names, f_timeout_ms), pos
-
-
-def _e_DeleteTopicsRequest_2(o: DeleteTopicsRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_array_count(out, o.topic_names, False)
-    if o.topic_names is not None:
-        for it_topic_names in o.topic_names:
-            write_string(out, it_topic_names)
-    out += _S0.pack(o.timeout_ms)
-
-
-def _d_DeleteTopicState_3(buf: Any, pos: int) -> tuple[DeleteTopicState, int]:
-    return DeleteTopicState(None, ZERO_UUID), pos
-
-
-def _e_DeleteTopicState_3(o: DeleteTopicState, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_DeleteTopicsRequest_3(buf: Any, pos: int) -> tuple[DeleteTopicsRequest, int]:
-    n_topic_names, pos = read_array_count(buf, pos, False, False)
-    f_topic_names = []
-    for _ in range(n_topic_names):
-        it_topic_names, pos = read_string(buf, pos, False)
-        f_topic_names.append(it_topic_names)
-    (f_timeout_ms,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    return DeleteTopicsRequest([], f_topic_names, f_timeout_ms), pos
-
-
-def _e_DeleteTopicsRequest_3(o: DeleteTopicsRequest, out: bytearray, chunks: list[Any]) -> None:
     write_array_count(out, o.topic_names, False)
     if o.topic_names is not None:
         for it_topic_names in o.topic_names:
@@ -197,42 +143,6 @@ def _d_DeleteTopicsRequest_4(buf: Any, pos: int) -> tuple[DeleteTopicsRequest, i
 
 
 def _e_DeleteTopicsRequest_4(o: DeleteTopicsRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_array_count(out, o.topic_names, True)
-    if o.topic_names is not None:
-        for it_topic_names in o.topic_names:
-            write_compact_string(out, it_topic_names)
-    out += _S0.pack(o.timeout_ms)
-    out.append(0)
-
-
-def _d_DeleteTopicState_5(buf: Any, pos: int) -> tuple[DeleteTopicState, int]:
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return DeleteTopicState(None, ZERO_UUID), pos
-
-
-def _e_DeleteTopicState_5(o: DeleteTopicState, out: bytearray, chunks: list[Any]) -> None:
-    out.append(0)
-
-
-def _d_DeleteTopicsRequest_5(buf: Any, pos: int) -> tuple[DeleteTopicsRequest, int]:
-    n_topic_names, pos = read_array_count(buf, pos, True, False)
-    f_topic_names = []
-    for _ in range(n_topic_names):
-        it_topic_names, pos = read_compact_string(buf, pos, False)
-        f_topic_names.append(it_topic_names)
-    (f_timeout_ms,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return DeleteTopicsRequest([], f_topic_names, f_timeout_ms), pos
-
-
-def _e_DeleteTopicsRequest_5(o: DeleteTopicsRequest, out: bytearray, chunks: list[Any]) -> None:
     write_array_count(out, o.topic_names, True)
     if o.topic_names is not None:
         for it_topic_names in o.topic_names:
@@ -283,8 +193,8 @@ def _e_DeleteTopicsRequest_6(o: DeleteTopicsRequest, out: bytearray, chunks: lis
     out.append(0)
 
 
-DeleteTopicsRequest._DECODERS = {0: _d_DeleteTopicsRequest_0, 1: _d_DeleteTopicsRequest_1, 2: _d_DeleteTopicsRequest_2, 3: _d_DeleteTopicsRequest_3, 4: _d_DeleteTopicsRequest_4, 5: _d_DeleteTopicsRequest_5, 6: _d_DeleteTopicsRequest_6}
-DeleteTopicsRequest._ENCODERS = {0: _e_DeleteTopicsRequest_0, 1: _e_DeleteTopicsRequest_1, 2: _e_DeleteTopicsRequest_2, 3: _e_DeleteTopicsRequest_3, 4: _e_DeleteTopicsRequest_4, 5: _e_DeleteTopicsRequest_5, 6: _e_DeleteTopicsRequest_6}
+DeleteTopicsRequest._DECODERS = {0: _d_DeleteTopicsRequest_0, 1: _d_DeleteTopicsRequest_0, 2: _d_DeleteTopicsRequest_0, 3: _d_DeleteTopicsRequest_0, 4: _d_DeleteTopicsRequest_4, 5: _d_DeleteTopicsRequest_4, 6: _d_DeleteTopicsRequest_6}
+DeleteTopicsRequest._ENCODERS = {0: _e_DeleteTopicsRequest_0, 1: _e_DeleteTopicsRequest_0, 2: _e_DeleteTopicsRequest_0, 3: _e_DeleteTopicsRequest_0, 4: _e_DeleteTopicsRequest_4, 5: _e_DeleteTopicsRequest_4, 6: _e_DeleteTopicsRequest_6}
 
 
 def _d_DeletableTopicResult_0(buf: Any, pos: int) -> tuple[DeletableTopicResult, int]:
@@ -315,25 +225,13 @@ def _e_DeleteTopicsResponse_0(o: DeleteTopicsResponse, out: bytearray, chunks: l
             _e_DeletableTopicResult_0(it_responses, out, chunks)
 
 
-def _d_DeletableTopicResult_1(buf: Any, pos: int) -> tuple[DeletableTopicResult, int]:
-    f_name, pos = read_string(buf, pos, False)
-    (f_error_code,) = _S2.unpack_from(buf, pos)
-    pos += _S2.size
-    return DeletableTopicResult(f_name, ZERO_UUID, f_error_code, None), pos
-
-
-def _e_DeletableTopicResult_1(o: DeletableTopicResult, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-    out += _S2.pack(o.error_code)
-
-
 def _d_DeleteTopicsResponse_1(buf: Any, pos: int) -> tuple[DeleteTopicsResponse, int]:
     (f_throttle_time_ms,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
     n_responses, pos = read_array_count(buf, pos, False, False)
     f_responses = []
     for _ in range(n_responses):
-        it_responses, pos = _d_DeletableTopicResult_1(buf, pos)
+        it_responses, pos = _d_DeletableTopicResult_0(buf, pos)
         f_responses.append(it_responses)
     return DeleteTopicsResponse(f_throttle_time_ms, f_responses), pos
 
@@ -343,69 +241,7 @@ def _e_DeleteTopicsResponse_1(o: DeleteTopicsResponse, out: bytearray, chunks: l
     write_array_count(out, o.responses, False)
     if o.responses is not None:
         for it_responses in o.responses:
-            _e_DeletableTopicResult_1(it_responses, out, chunks)
-
-
-def _d_DeletableTopicResult_2(buf: Any, pos: int) -> tuple[DeletableTopicResult, int]:
-    f_name, pos = read_string(buf, pos, False)
-    (f_error_code,) = _S2.unpack_from(buf, pos)
-    pos += _S2.size
-    return DeletableTopicResult(f_name, ZERO_UUID, f_error_code, None), pos
-
-
-def _e_DeletableTopicResult_2(o: DeletableTopicResult, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-    out += _S2.pack(o.error_code)
-
-
-def _d_DeleteTopicsResponse_2(buf: Any, pos: int) -> tuple[DeleteTopicsResponse, int]:
-    (f_throttle_time_ms,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    n_responses, pos = read_array_count(buf, pos, False, False)
-    f_responses = []
-    for _ in range(n_responses):
-        it_responses, pos = _d_DeletableTopicResult_2(buf, pos)
-        f_responses.append(it_responses)
-    return DeleteTopicsResponse(f_throttle_time_ms, f_responses), pos
-
-
-def _e_DeleteTopicsResponse_2(o: DeleteTopicsResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S0.pack(o.throttle_time_ms)
-    write_array_count(out, o.responses, False)
-    if o.responses is not None:
-        for it_responses in o.responses:
-            _e_DeletableTopicResult_2(it_responses, out, chunks)
-
-
-def _d_DeletableTopicResult_3(buf: Any, pos: int) -> tuple[DeletableTopicResult, int]:
-    f_name, pos = read_string(buf, pos, False)
-    (f_error_code,) = _S2.unpack_from(buf, pos)
-    pos += _S2.size
-    return DeletableTopicResult(f_name, ZERO_UUID, f_error_code, None), pos
-
-
-def _e_DeletableTopicResult_3(o: DeletableTopicResult, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-    out += _S2.pack(o.error_code)
-
-
-def _d_DeleteTopicsResponse_3(buf: Any, pos: int) -> tuple[DeleteTopicsResponse, int]:
-    (f_throttle_time_ms,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    n_responses, pos = read_array_count(buf, pos, False, False)
-    f_responses = []
-    for _ in range(n_responses):
-        it_responses, pos = _d_DeletableTopicResult_3(buf, pos)
-        f_responses.append(it_responses)
-    return DeleteTopicsResponse(f_throttle_time_ms, f_responses), pos
-
-
-def _e_DeleteTopicsResponse_3(o: DeleteTopicsResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S0.pack(o.throttle_time_ms)
-    write_array_count(out, o.responses, False)
-    if o.responses is not None:
-        for it_responses in o.responses:
-            _e_DeletableTopicResult_3(it_responses, out, chunks)
+            _e_DeletableTopicResult_0(it_responses, out, chunks)
 
 
 def _d_DeletableTopicResult_4(buf: Any, pos: int) -> tuple[DeletableTopicResult, int]:
@@ -536,5 +372,5 @@ def _e_DeleteTopicsResponse_6(o: DeleteTopicsResponse, out: bytearray, chunks: l
     out.append(0)
 
 
-DeleteTopicsResponse._DECODERS = {0: _d_DeleteTopicsResponse_0, 1: _d_DeleteTopicsResponse_1, 2: _d_DeleteTopicsResponse_2, 3: _d_DeleteTopicsResponse_3, 4: _d_DeleteTopicsResponse_4, 5: _d_DeleteTopicsResponse_5, 6: _d_DeleteTopicsResponse_6}
-DeleteTopicsResponse._ENCODERS = {0: _e_DeleteTopicsResponse_0, 1: _e_DeleteTopicsResponse_1, 2: _e_DeleteTopicsResponse_2, 3: _e_DeleteTopicsResponse_3, 4: _e_DeleteTopicsResponse_4, 5: _e_DeleteTopicsResponse_5, 6: _e_DeleteTopicsResponse_6}
+DeleteTopicsResponse._DECODERS = {0: _d_DeleteTopicsResponse_0, 1: _d_DeleteTopicsResponse_1, 2: _d_DeleteTopicsResponse_1, 3: _d_DeleteTopicsResponse_1, 4: _d_DeleteTopicsResponse_4, 5: _d_DeleteTopicsResponse_5, 6: _d_DeleteTopicsResponse_6}
+DeleteTopicsResponse._ENCODERS = {0: _e_DeleteTopicsResponse_0, 1: _e_DeleteTopicsResponse_1, 2: _e_DeleteTopicsResponse_1, 3: _e_DeleteTopicsResponse_1, 4: _e_DeleteTopicsResponse_4, 5: _e_DeleteTopicsResponse_5, 6: _e_DeleteTopicsResponse_6}

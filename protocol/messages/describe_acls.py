@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,17 +20,17 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>b')
 _S1 = Struct('>bb')
 _S2 = Struct('>ih')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class DescribeAclsRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 29
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 3
-    FLEXIBLE_MIN: ClassVar[int | None] = 2
     resource_type_filter: int = 0
     resource_name_filter: str | None = ""
     pattern_type_filter: int = 3
@@ -39,33 +39,68 @@ class DescribeAclsRequest(ApiMessage):
     operation: int = 0
     permission_type: int = 0
 
+    def __init__(self, resource_type_filter: int = 0, resource_name_filter: str | None = "", pattern_type_filter: int = 3, principal_filter: str | None = "", host_filter: str | None = "", operation: int = 0, permission_type: int = 0) -> None:
+        self.resource_type_filter = resource_type_filter
+        self.resource_name_filter = resource_name_filter
+        self.pattern_type_filter = pattern_type_filter
+        self.principal_filter = principal_filter
+        self.host_filter = host_filter
+        self.operation = operation
+        self.permission_type = permission_type
 
-@dataclass(slots=True)
+
+DescribeAclsRequest.API_KEY = 29
+DescribeAclsRequest.MIN_VERSION = 0
+DescribeAclsRequest.MAX_VERSION = 3
+DescribeAclsRequest.FLEXIBLE_MIN = 2
+
+
+@dataclass(slots=True, init=False)
 class AclDescription:
     principal: str = ""
     host: str = ""
     operation: int = 0
     permission_type: int = 0
 
+    def __init__(self, principal: str = "", host: str = "", operation: int = 0, permission_type: int = 0) -> None:
+        self.principal = principal
+        self.host = host
+        self.operation = operation
+        self.permission_type = permission_type
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class DescribeAclsResource:
     resource_type: int = 0
     resource_name: str = ""
     pattern_type: int = 3
     acls: list[AclDescription] = field(default_factory=list)
 
+    def __init__(self, resource_type: int = 0, resource_name: str = "", pattern_type: int = 3, acls: list[AclDescription] | None = None) -> None:
+        self.resource_type = resource_type
+        self.resource_name = resource_name
+        self.pattern_type = pattern_type
+        self.acls = [] if acls is None else acls
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class DescribeAclsResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 29
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 3
-    FLEXIBLE_MIN: ClassVar[int | None] = 2
     throttle_time_ms: int = 0
     error_code: int = 0
     error_message: str | None = None
     resources: list[DescribeAclsResource] = field(default_factory=list)
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = None, resources: list[DescribeAclsResource] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.error_message = error_message
+        self.resources = [] if resources is None else resources
+
+
+DescribeAclsResponse.API_KEY = 29
+DescribeAclsResponse.MIN_VERSION = 0
+DescribeAclsResponse.MAX_VERSION = 3
+DescribeAclsResponse.FLEXIBLE_MIN = 2
 
 
 def _d_DescribeAclsRequest_0(buf: Any, pos: int) -> tuple[DescribeAclsRequest, int]:
@@ -136,35 +171,8 @@ def _e_DescribeAclsRequest_2(o: DescribeAclsRequest, out: bytearray, chunks: lis
     out.append(0)
 
 
-def _d_DescribeAclsRequest_3(buf: Any, pos: int) -> tuple[DescribeAclsRequest, int]:
-    (f_resource_type_filter,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    f_resource_name_filter, pos = read_compact_string(buf, pos, True)
-    (f_pattern_type_filter,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    f_principal_filter, pos = read_compact_string(buf, pos, True)
-    f_host_filter, pos = read_compact_string(buf, pos, True)
-    (f_operation, f_permission_type,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return DescribeAclsRequest(f_resource_type_filter, f_resource_name_filter, f_pattern_type_filter, f_principal_filter, f_host_filter, f_operation, f_permission_type), pos
-
-
-def _e_DescribeAclsRequest_3(o: DescribeAclsRequest, out: bytearray, chunks: list[Any]) -> None:
-    out += _S0.pack(o.resource_type_filter)
-    write_compact_string(out, o.resource_name_filter)
-    out += _S0.pack(o.pattern_type_filter)
-    write_compact_string(out, o.principal_filter)
-    write_compact_string(out, o.host_filter)
-    out += _S1.pack(o.operation, o.permission_type)
-    out.append(0)
-
-
-DescribeAclsRequest._DECODERS = {0: _d_DescribeAclsRequest_0, 1: _d_DescribeAclsRequest_1, 2: _d_DescribeAclsRequest_2, 3: _d_DescribeAclsRequest_3}
-DescribeAclsRequest._ENCODERS = {0: _e_DescribeAclsRequest_0, 1: _e_DescribeAclsRequest_1, 2: _e_DescribeAclsRequest_2, 3: _e_DescribeAclsRequest_3}
+DescribeAclsRequest._DECODERS = {0: _d_DescribeAclsRequest_0, 1: _d_DescribeAclsRequest_1, 2: _d_DescribeAclsRequest_2, 3: _d_DescribeAclsRequest_2}
+DescribeAclsRequest._ENCODERS = {0: _e_DescribeAclsRequest_0, 1: _e_DescribeAclsRequest_1, 2: _e_DescribeAclsRequest_2, 3: _e_DescribeAclsRequest_2}
 
 
 def _d_AclDescription_0(buf: Any, pos: int) -> tuple[AclDescription, int]:
@@ -223,20 +231,6 @@ def _e_DescribeAclsResponse_0(o: DescribeAclsResponse, out: bytearray, chunks: l
             _e_DescribeAclsResource_0(it_resources, out, chunks)
 
 
-def _d_AclDescription_1(buf: Any, pos: int) -> tuple[AclDescription, int]:
-    f_principal, pos = read_string(buf, pos, False)
-    f_host, pos = read_string(buf, pos, False)
-    (f_operation, f_permission_type,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    return AclDescription(f_principal, f_host, f_operation, f_permission_type), pos
-
-
-def _e_AclDescription_1(o: AclDescription, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.principal)
-    write_string(out, o.host)
-    out += _S1.pack(o.operation, o.permission_type)
-
-
 def _d_DescribeAclsResource_1(buf: Any, pos: int) -> tuple[DescribeAclsResource, int]:
     (f_resource_type,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
@@ -246,7 +240,7 @@ def _d_DescribeAclsResource_1(buf: Any, pos: int) -> tuple[DescribeAclsResource,
     n_acls, pos = read_array_count(buf, pos, False, False)
     f_acls = []
     for _ in range(n_acls):
-        it_acls, pos = _d_AclDescription_1(buf, pos)
+        it_acls, pos = _d_AclDescription_0(buf, pos)
         f_acls.append(it_acls)
     return DescribeAclsResource(f_resource_type, f_resource_name, f_pattern_type, f_acls), pos
 
@@ -258,7 +252,7 @@ def _e_DescribeAclsResource_1(o: DescribeAclsResource, out: bytearray, chunks: l
     write_array_count(out, o.acls, False)
     if o.acls is not None:
         for it_acls in o.acls:
-            _e_AclDescription_1(it_acls, out, chunks)
+            _e_AclDescription_0(it_acls, out, chunks)
 
 
 def _d_DescribeAclsResponse_1(buf: Any, pos: int) -> tuple[DescribeAclsResponse, int]:
@@ -356,79 +350,5 @@ def _e_DescribeAclsResponse_2(o: DescribeAclsResponse, out: bytearray, chunks: l
     out.append(0)
 
 
-def _d_AclDescription_3(buf: Any, pos: int) -> tuple[AclDescription, int]:
-    f_principal, pos = read_compact_string(buf, pos, False)
-    f_host, pos = read_compact_string(buf, pos, False)
-    (f_operation, f_permission_type,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return AclDescription(f_principal, f_host, f_operation, f_permission_type), pos
-
-
-def _e_AclDescription_3(o: AclDescription, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.principal)
-    write_compact_string(out, o.host)
-    out += _S1.pack(o.operation, o.permission_type)
-    out.append(0)
-
-
-def _d_DescribeAclsResource_3(buf: Any, pos: int) -> tuple[DescribeAclsResource, int]:
-    (f_resource_type,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    f_resource_name, pos = read_compact_string(buf, pos, False)
-    (f_pattern_type,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    n_acls, pos = read_array_count(buf, pos, True, False)
-    f_acls = []
-    for _ in range(n_acls):
-        it_acls, pos = _d_AclDescription_3(buf, pos)
-        f_acls.append(it_acls)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return DescribeAclsResource(f_resource_type, f_resource_name, f_pattern_type, f_acls), pos
-
-
-def _e_DescribeAclsResource_3(o: DescribeAclsResource, out: bytearray, chunks: list[Any]) -> None:
-    out += _S0.pack(o.resource_type)
-    write_compact_string(out, o.resource_name)
-    out += _S0.pack(o.pattern_type)
-    write_array_count(out, o.acls, True)
-    if o.acls is not None:
-        for it_acls in o.acls:
-            _e_AclDescription_3(it_acls, out, chunks)
-    out.append(0)
-
-
-def _d_DescribeAclsResponse_3(buf: Any, pos: int) -> tuple[DescribeAclsResponse, int]:
-    (f_throttle_time_ms, f_error_code,) = _S2.unpack_from(buf, pos)
-    pos += _S2.size
-    f_error_message, pos = read_compact_string(buf, pos, True)
-    n_resources, pos = read_array_count(buf, pos, True, False)
-    f_resources = []
-    for _ in range(n_resources):
-        it_resources, pos = _d_DescribeAclsResource_3(buf, pos)
-        f_resources.append(it_resources)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return DescribeAclsResponse(f_throttle_time_ms, f_error_code, f_error_message, f_resources), pos
-
-
-def _e_DescribeAclsResponse_3(o: DescribeAclsResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S2.pack(o.throttle_time_ms, o.error_code)
-    write_compact_string(out, o.error_message)
-    write_array_count(out, o.resources, True)
-    if o.resources is not None:
-        for it_resources in o.resources:
-            _e_DescribeAclsResource_3(it_resources, out, chunks)
-    out.append(0)
-
-
-DescribeAclsResponse._DECODERS = {0: _d_DescribeAclsResponse_0, 1: _d_DescribeAclsResponse_1, 2: _d_DescribeAclsResponse_2, 3: _d_DescribeAclsResponse_3}
-DescribeAclsResponse._ENCODERS = {0: _e_DescribeAclsResponse_0, 1: _e_DescribeAclsResponse_1, 2: _e_DescribeAclsResponse_2, 3: _e_DescribeAclsResponse_3}
+DescribeAclsResponse._DECODERS = {0: _d_DescribeAclsResponse_0, 1: _d_DescribeAclsResponse_1, 2: _d_DescribeAclsResponse_2, 3: _d_DescribeAclsResponse_2}
+DescribeAclsResponse._ENCODERS = {0: _e_DescribeAclsResponse_0, 1: _e_DescribeAclsResponse_1, 2: _e_DescribeAclsResponse_2, 3: _e_DescribeAclsResponse_2}

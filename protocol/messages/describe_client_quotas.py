@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,57 +20,92 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>b')
 _S1 = Struct('>?')
 _S2 = Struct('>d')
 _S3 = Struct('>ih')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class ComponentData:
     entity_type: str = ""
     match_type: int = 0
     match: str | None = None
 
+    def __init__(self, entity_type: str = "", match_type: int = 0, match: str | None = None) -> None:
+        self.entity_type = entity_type
+        self.match_type = match_type
+        self.match = match
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class DescribeClientQuotasRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 48
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 1
-    FLEXIBLE_MIN: ClassVar[int | None] = 1
     components: list[ComponentData] = field(default_factory=list)
     strict: bool = False
 
+    def __init__(self, components: list[ComponentData] | None = None, strict: bool = False) -> None:
+        self.components = [] if components is None else components
+        self.strict = strict
 
-@dataclass(slots=True)
+
+DescribeClientQuotasRequest.API_KEY = 48
+DescribeClientQuotasRequest.MIN_VERSION = 0
+DescribeClientQuotasRequest.MAX_VERSION = 1
+DescribeClientQuotasRequest.FLEXIBLE_MIN = 1
+
+
+@dataclass(slots=True, init=False)
 class ValueData:
     key: str = ""
     value: float = 0.0
 
+    def __init__(self, key: str = "", value: float = 0.0) -> None:
+        self.key = key
+        self.value = value
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class EntityData:
     entity_type: str = ""
     entity_name: str | None = None
 
+    def __init__(self, entity_type: str = "", entity_name: str | None = None) -> None:
+        self.entity_type = entity_type
+        self.entity_name = entity_name
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class EntryData:
     entity: list[EntityData] = field(default_factory=list)
     values: list[ValueData] = field(default_factory=list)
 
+    def __init__(self, entity: list[EntityData] | None = None, values: list[ValueData] | None = None) -> None:
+        self.entity = [] if entity is None else entity
+        self.values = [] if values is None else values
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class DescribeClientQuotasResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 48
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 1
-    FLEXIBLE_MIN: ClassVar[int | None] = 1
     throttle_time_ms: int = 0
     error_code: int = 0
     error_message: str | None = None
     entries: list[EntryData] | None = field(default_factory=list)
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = None, entries: object = _UNSET) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.error_message = error_message
+        self.entries = [] if entries is _UNSET else cast('list[EntryData] | None', entries)
+
+
+DescribeClientQuotasResponse.API_KEY = 48
+DescribeClientQuotasResponse.MIN_VERSION = 0
+DescribeClientQuotasResponse.MAX_VERSION = 1
+DescribeClientQuotasResponse.FLEXIBLE_MIN = 1
 
 
 def _d_ComponentData_0(buf: Any, pos: int) -> tuple[ComponentData, int]:

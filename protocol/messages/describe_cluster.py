@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,6 +20,10 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>?')
 _S1 = Struct('>?b')
 _S2 = Struct('>?b?')
@@ -28,18 +32,25 @@ _S4 = Struct('>ih')
 _S5 = Struct('>b')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class DescribeClusterRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 60
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 2
-    FLEXIBLE_MIN: ClassVar[int | None] = 0
     include_cluster_authorized_operations: bool = False
     endpoint_type: int = 1
     include_fenced_brokers: bool = False
 
+    def __init__(self, include_cluster_authorized_operations: bool = False, endpoint_type: int = 1, include_fenced_brokers: bool = False) -> None:
+        self.include_cluster_authorized_operations = include_cluster_authorized_operations
+        self.endpoint_type = endpoint_type
+        self.include_fenced_brokers = include_fenced_brokers
 
-@dataclass(slots=True)
+
+DescribeClusterRequest.API_KEY = 60
+DescribeClusterRequest.MIN_VERSION = 0
+DescribeClusterRequest.MAX_VERSION = 2
+DescribeClusterRequest.FLEXIBLE_MIN = 0
+
+
+@dataclass(slots=True, init=False)
 class DescribeClusterBroker:
     broker_id: int = 0
     host: str = ""
@@ -47,13 +58,16 @@ class DescribeClusterBroker:
     rack: str | None = None
     is_fenced: bool = False
 
+    def __init__(self, broker_id: int = 0, host: str = "", port: int = 0, rack: str | None = None, is_fenced: bool = False) -> None:
+        self.broker_id = broker_id
+        self.host = host
+        self.port = port
+        self.rack = rack
+        self.is_fenced = is_fenced
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class DescribeClusterResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 60
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 2
-    FLEXIBLE_MIN: ClassVar[int | None] = 0
     throttle_time_ms: int = 0
     error_code: int = 0
     error_message: str | None = None
@@ -62,6 +76,22 @@ class DescribeClusterResponse(ApiMessage):
     controller_id: int = -1
     brokers: list[DescribeClusterBroker] = field(default_factory=list)
     cluster_authorized_operations: int = -2147483648
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = None, endpoint_type: int = 1, cluster_id: str = "", controller_id: int = -1, brokers: list[DescribeClusterBroker] | None = None, cluster_authorized_operations: int = -2147483648) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.error_message = error_message
+        self.endpoint_type = endpoint_type
+        self.cluster_id = cluster_id
+        self.controller_id = controller_id
+        self.brokers = [] if brokers is None else brokers
+        self.cluster_authorized_operations = cluster_authorized_operations
+
+
+DescribeClusterResponse.API_KEY = 60
+DescribeClusterResponse.MIN_VERSION = 0
+DescribeClusterResponse.MAX_VERSION = 2
+DescribeClusterResponse.FLEXIBLE_MIN = 0
 
 
 def _d_DescribeClusterRequest_0(buf: Any, pos: int) -> tuple[DescribeClusterRequest, int]:
@@ -169,28 +199,6 @@ def _e_DescribeClusterResponse_0(o: DescribeClusterResponse, out: bytearray, chu
     out.append(0)
 
 
-def _d_DescribeClusterBroker_1(buf: Any, pos: int) -> tuple[DescribeClusterBroker, int]:
-    (f_broker_id,) = _S3.unpack_from(buf, pos)
-    pos += _S3.size
-    f_host, pos = read_compact_string(buf, pos, False)
-    (f_port,) = _S3.unpack_from(buf, pos)
-    pos += _S3.size
-    f_rack, pos = read_compact_string(buf, pos, True)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return DescribeClusterBroker(f_broker_id, f_host, f_port, f_rack, False), pos
-
-
-def _e_DescribeClusterBroker_1(o: DescribeClusterBroker, out: bytearray, chunks: list[Any]) -> None:
-    out += _S3.pack(o.broker_id)
-    write_compact_string(out, o.host)
-    out += _S3.pack(o.port)
-    write_compact_string(out, o.rack)
-    out.append(0)
-
-
 def _d_DescribeClusterResponse_1(buf: Any, pos: int) -> tuple[DescribeClusterResponse, int]:
     (f_throttle_time_ms, f_error_code,) = _S4.unpack_from(buf, pos)
     pos += _S4.size
@@ -203,7 +211,7 @@ def _d_DescribeClusterResponse_1(buf: Any, pos: int) -> tuple[DescribeClusterRes
     n_brokers, pos = read_array_count(buf, pos, True, False)
     f_brokers = []
     for _ in range(n_brokers):
-        it_brokers, pos = _d_DescribeClusterBroker_1(buf, pos)
+        it_brokers, pos = _d_DescribeClusterBroker_0(buf, pos)
         f_brokers.append(it_brokers)
     (f_cluster_authorized_operations,) = _S3.unpack_from(buf, pos)
     pos += _S3.size
@@ -223,7 +231,7 @@ def _e_DescribeClusterResponse_1(o: DescribeClusterResponse, out: bytearray, chu
     write_array_count(out, o.brokers, True)
     if o.brokers is not None:
         for it_brokers in o.brokers:
-            _e_DescribeClusterBroker_1(it_brokers, out, chunks)
+            _e_DescribeClusterBroker_0(it_brokers, out, chunks)
     out += _S3.pack(o.cluster_authorized_operations)
     out.append(0)
 

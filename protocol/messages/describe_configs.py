@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,6 +20,10 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>b')
 _S1 = Struct('>?')
 _S2 = Struct('>??')
@@ -29,32 +33,49 @@ _S5 = Struct('>i')
 _S6 = Struct('>?b?')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class DescribeConfigsResource:
     resource_type: int = 0
     resource_name: str = ""
     configuration_keys: list[str] | None = field(default_factory=list)
 
+    def __init__(self, resource_type: int = 0, resource_name: str = "", configuration_keys: object = _UNSET) -> None:
+        self.resource_type = resource_type
+        self.resource_name = resource_name
+        self.configuration_keys = [] if configuration_keys is _UNSET else cast('list[str] | None', configuration_keys)
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class DescribeConfigsRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 32
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 4
-    FLEXIBLE_MIN: ClassVar[int | None] = 4
     resources: list[DescribeConfigsResource] = field(default_factory=list)
     include_synonyms: bool = False
     include_documentation: bool = False
 
+    def __init__(self, resources: list[DescribeConfigsResource] | None = None, include_synonyms: bool = False, include_documentation: bool = False) -> None:
+        self.resources = [] if resources is None else resources
+        self.include_synonyms = include_synonyms
+        self.include_documentation = include_documentation
 
-@dataclass(slots=True)
+
+DescribeConfigsRequest.API_KEY = 32
+DescribeConfigsRequest.MIN_VERSION = 0
+DescribeConfigsRequest.MAX_VERSION = 4
+DescribeConfigsRequest.FLEXIBLE_MIN = 4
+
+
+@dataclass(slots=True, init=False)
 class DescribeConfigsSynonym:
     name: str = ""
     value: str | None = ""
     source: int = 0
 
+    def __init__(self, name: str = "", value: str | None = "", source: int = 0) -> None:
+        self.name = name
+        self.value = value
+        self.source = source
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class DescribeConfigsResourceResult:
     name: str = ""
     value: str | None = ""
@@ -66,8 +87,19 @@ class DescribeConfigsResourceResult:
     config_type: int = 0
     documentation: str | None = ""
 
+    def __init__(self, name: str = "", value: str | None = "", read_only: bool = False, config_source: int = -1, is_default: bool = False, is_sensitive: bool = False, synonyms: list[DescribeConfigsSynonym] | None = None, config_type: int = 0, documentation: str | None = "") -> None:
+        self.name = name
+        self.value = value
+        self.read_only = read_only
+        self.config_source = config_source
+        self.is_default = is_default
+        self.is_sensitive = is_sensitive
+        self.synonyms = [] if synonyms is None else synonyms
+        self.config_type = config_type
+        self.documentation = documentation
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class DescribeConfigsResult:
     error_code: int = 0
     error_message: str | None = ""
@@ -75,15 +107,28 @@ class DescribeConfigsResult:
     resource_name: str = ""
     configs: list[DescribeConfigsResourceResult] = field(default_factory=list)
 
+    def __init__(self, error_code: int = 0, error_message: str | None = "", resource_type: int = 0, resource_name: str = "", configs: list[DescribeConfigsResourceResult] | None = None) -> None:
+        self.error_code = error_code
+        self.error_message = error_message
+        self.resource_type = resource_type
+        self.resource_name = resource_name
+        self.configs = [] if configs is None else configs
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class DescribeConfigsResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 32
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 4
-    FLEXIBLE_MIN: ClassVar[int | None] = 4
     throttle_time_ms: int = 0
     results: list[DescribeConfigsResult] = field(default_factory=list)
+
+    def __init__(self, throttle_time_ms: int = 0, results: list[DescribeConfigsResult] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.results = [] if results is None else results
+
+
+DescribeConfigsResponse.API_KEY = 32
+DescribeConfigsResponse.MIN_VERSION = 0
+DescribeConfigsResponse.MAX_VERSION = 4
+DescribeConfigsResponse.FLEXIBLE_MIN = 4
 
 
 def _d_DescribeConfigsResource_0(buf: Any, pos: int) -> tuple[DescribeConfigsResource, int]:
@@ -126,35 +171,11 @@ def _e_DescribeConfigsRequest_0(o: DescribeConfigsRequest, out: bytearray, chunk
             _e_DescribeConfigsResource_0(it_resources, out, chunks)
 
 
-def _d_DescribeConfigsResource_1(buf: Any, pos: int) -> tuple[DescribeConfigsResource, int]:
-    (f_resource_type,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    f_resource_name, pos = read_string(buf, pos, False)
-    n_configuration_keys, pos = read_array_count(buf, pos, False, True)
-    if n_configuration_keys < 0:
-        f_configuration_keys = None
-    else:
-        f_configuration_keys = []
-        for _ in range(n_configuration_keys):
-            it_configuration_keys, pos = read_string(buf, pos, False)
-            f_configuration_keys.append(it_configuration_keys)
-    return DescribeConfigsResource(f_resource_type, f_resource_name, f_configuration_keys), pos
-
-
-def _e_DescribeConfigsResource_1(o: DescribeConfigsResource, out: bytearray, chunks: list[Any]) -> None:
-    out += _S0.pack(o.resource_type)
-    write_string(out, o.resource_name)
-    write_array_count(out, o.configuration_keys, False)
-    if o.configuration_keys is not None:
-        for it_configuration_keys in o.configuration_keys:
-            write_string(out, it_configuration_keys)
-
-
 def _d_DescribeConfigsRequest_1(buf: Any, pos: int) -> tuple[DescribeConfigsRequest, int]:
     n_resources, pos = read_array_count(buf, pos, False, False)
     f_resources = []
     for _ in range(n_resources):
-        it_resources, pos = _d_DescribeConfigsResource_1(buf, pos)
+        it_resources, pos = _d_DescribeConfigsResource_0(buf, pos)
         f_resources.append(it_resources)
     (f_include_synonyms,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
@@ -165,82 +186,15 @@ def _e_DescribeConfigsRequest_1(o: DescribeConfigsRequest, out: bytearray, chunk
     write_array_count(out, o.resources, False)
     if o.resources is not None:
         for it_resources in o.resources:
-            _e_DescribeConfigsResource_1(it_resources, out, chunks)
+            _e_DescribeConfigsResource_0(it_resources, out, chunks)
     out += _S1.pack(o.include_synonyms)
-
-
-def _d_DescribeConfigsResource_2(buf: Any, pos: int) -> tuple[DescribeConfigsResource, int]:
-    (f_resource_type,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    f_resource_name, pos = read_string(buf, pos, False)
-    n_configuration_keys, pos = read_array_count(buf, pos, False, True)
-    if n_configuration_keys < 0:
-        f_configuration_keys = None
-    else:
-        f_configuration_keys = []
-        for _ in range(n_configuration_keys):
-            it_configuration_keys, pos = read_string(buf, pos, False)
-            f_configuration_keys.append(it_configuration_keys)
-    return DescribeConfigsResource(f_resource_type, f_resource_name, f_configuration_keys), pos
-
-
-def _e_DescribeConfigsResource_2(o: DescribeConfigsResource, out: bytearray, chunks: list[Any]) -> None:
-    out += _S0.pack(o.resource_type)
-    write_string(out, o.resource_name)
-    write_array_count(out, o.configuration_keys, False)
-    if o.configuration_keys is not None:
-        for it_configuration_keys in o.configuration_keys:
-            write_string(out, it_configuration_keys)
-
-
-def _d_DescribeConfigsRequest_2(buf: Any, pos: int) -> tuple[DescribeConfigsRequest, int]:
-    n_resources, pos = read_array_count(buf, pos, False, False)
-    f_resources = []
-    for _ in range(n_resources):
-        it_resources, pos = _d_DescribeConfigsResource_2(buf, pos)
-        f_resources.append(it_resources)
-    (f_include_synonyms,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    return DescribeConfigsRequest(f_resources, f_include_synonyms, False), pos
-
-
-def _e_DescribeConfigsRequest_2(o: DescribeConfigsRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_array_count(out, o.resources, False)
-    if o.resources is not None:
-        for it_resources in o.resources:
-            _e_DescribeConfigsResource_2(it_resources, out, chunks)
-    out += _S1.pack(o.include_synonyms)
-
-
-def _d_DescribeConfigsResource_3(buf: Any, pos: int) -> tuple[DescribeConfigsResource, int]:
-    (f_resource_type,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    f_resource_name, pos = read_string(buf, pos, False)
-    n_configuration_keys, pos = read_array_count(buf, pos, False, True)
-    if n_configuration_keys < 0:
-        f_configuration_keys = None
-    else:
-        f_configuration_keys = []
-        for _ in range(n_configuration_keys):
-            it_configuration_keys, pos = read_string(buf, pos, False)
-            f_configuration_keys.append(it_configuration_keys)
-    return DescribeConfigsResource(f_resource_type, f_resource_name, f_configuration_keys), pos
-
-
-def _e_DescribeConfigsResource_3(o: DescribeConfigsResource, out: bytearray, chunks: list[Any]) -> None:
-    out += _S0.pack(o.resource_type)
-    write_string(out, o.resource_name)
-    write_array_count(out, o.configuration_keys, False)
-    if o.configuration_keys is not None:
-        for it_configuration_keys in o.configuration_keys:
-            write_string(out, it_configuration_keys)
 
 
 def _d_DescribeConfigsRequest_3(buf: Any, pos: int) -> tuple[DescribeConfigsRequest, int]:
     n_resources, pos = read_array_count(buf, pos, False, False)
     f_resources = []
     for _ in range(n_resources):
-        it_resources, pos = _d_DescribeConfigsResource_3(buf, pos)
+        it_resources, pos = _d_DescribeConfigsResource_0(buf, pos)
         f_resources.append(it_resources)
     (f_include_synonyms, f_include_documentation,) = _S2.unpack_from(buf, pos)
     pos += _S2.size
@@ -251,7 +205,7 @@ def _e_DescribeConfigsRequest_3(o: DescribeConfigsRequest, out: bytearray, chunk
     write_array_count(out, o.resources, False)
     if o.resources is not None:
         for it_resources in o.resources:
-            _e_DescribeConfigsResource_3(it_resources, out, chunks)
+            _e_DescribeConfigsResource_0(it_resources, out, chunks)
     out += _S2.pack(o.include_synonyms, o.include_documentation)
 
 
@@ -308,8 +262,8 @@ def _e_DescribeConfigsRequest_4(o: DescribeConfigsRequest, out: bytearray, chunk
     out.append(0)
 
 
-DescribeConfigsRequest._DECODERS = {0: _d_DescribeConfigsRequest_0, 1: _d_DescribeConfigsRequest_1, 2: _d_DescribeConfigsRequest_2, 3: _d_DescribeConfigsRequest_3, 4: _d_DescribeConfigsRequest_4}
-DescribeConfigsRequest._ENCODERS = {0: _e_DescribeConfigsRequest_0, 1: _e_DescribeConfigsRequest_1, 2: _e_DescribeConfigsRequest_2, 3: _e_DescribeConfigsRequest_3, 4: _e_DescribeConfigsRequest_4}
+DescribeConfigsRequest._DECODERS = {0: _d_DescribeConfigsRequest_0, 1: _d_DescribeConfigsRequest_1, 2: _d_DescribeConfigsRequest_1, 3: _d_DescribeConfigsRequest_3, 4: _d_DescribeConfigsRequest_4}
+DescribeConfigsRequest._ENCODERS = {0: _e_DescribeConfigsRequest_0, 1: _e_DescribeConfigsRequest_1, 2: _e_DescribeConfigsRequest_1, 3: _e_DescribeConfigsRequest_3, 4: _e_DescribeConfigsRequest_4}
 
 
 def _d_DescribeConfigsSynonym_0(buf: Any, pos: int) -> tuple[DescribeConfigsSynonym, int]:
@@ -461,102 +415,6 @@ def _e_DescribeConfigsResponse_1(o: DescribeConfigsResponse, out: bytearray, chu
             _e_DescribeConfigsResult_1(it_results, out, chunks)
 
 
-def _d_DescribeConfigsSynonym_2(buf: Any, pos: int) -> tuple[DescribeConfigsSynonym, int]:
-    f_name, pos = read_string(buf, pos, False)
-    f_value, pos = read_string(buf, pos, True)
-    (f_source,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    return DescribeConfigsSynonym(f_name, f_value, f_source), pos
-
-
-def _e_DescribeConfigsSynonym_2(o: DescribeConfigsSynonym, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-    write_string(out, o.value)
-    out += _S0.pack(o.source)
-
-
-def _d_DescribeConfigsResourceResult_2(buf: Any, pos: int) -> tuple[DescribeConfigsResourceResult, int]:
-    f_name, pos = read_string(buf, pos, False)
-    f_value, pos = read_string(buf, pos, True)
-    (f_read_only, f_config_source, f_is_sensitive,) = _S6.unpack_from(buf, pos)
-    pos += _S6.size
-    n_synonyms, pos = read_array_count(buf, pos, False, False)
-    f_synonyms = []
-    for _ in range(n_synonyms):
-        it_synonyms, pos = _d_DescribeConfigsSynonym_2(buf, pos)
-        f_synonyms.append(it_synonyms)
-    return DescribeConfigsResourceResult(f_name, f_value, f_read_only, f_config_source, False, f_is_sensitive, f_synonyms, 0, ""), pos
-
-
-def _e_DescribeConfigsResourceResult_2(o: DescribeConfigsResourceResult, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-    write_string(out, o.value)
-    out += _S6.pack(o.read_only, o.config_source, o.is_sensitive)
-    write_array_count(out, o.synonyms, False)
-    if o.synonyms is not None:
-        for it_synonyms in o.synonyms:
-            _e_DescribeConfigsSynonym_2(it_synonyms, out, chunks)
-
-
-def _d_DescribeConfigsResult_2(buf: Any, pos: int) -> tuple[DescribeConfigsResult, int]:
-    (f_error_code,) = _S4.unpack_from(buf, pos)
-    pos += _S4.size
-    f_error_message, pos = read_string(buf, pos, True)
-    (f_resource_type,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    f_resource_name, pos = read_string(buf, pos, False)
-    n_configs, pos = read_array_count(buf, pos, False, False)
-    f_configs = []
-    for _ in range(n_configs):
-        it_configs, pos = _d_DescribeConfigsResourceResult_2(buf, pos)
-        f_configs.append(it_configs)
-    return DescribeConfigsResult(f_error_code, f_error_message, f_resource_type, f_resource_name, f_configs), pos
-
-
-def _e_DescribeConfigsResult_2(o: DescribeConfigsResult, out: bytearray, chunks: list[Any]) -> None:
-    out += _S4.pack(o.error_code)
-    write_string(out, o.error_message)
-    out += _S0.pack(o.resource_type)
-    write_string(out, o.resource_name)
-    write_array_count(out, o.configs, False)
-    if o.configs is not None:
-        for it_configs in o.configs:
-            _e_DescribeConfigsResourceResult_2(it_configs, out, chunks)
-
-
-def _d_DescribeConfigsResponse_2(buf: Any, pos: int) -> tuple[DescribeConfigsResponse, int]:
-    (f_throttle_time_ms,) = _S5.unpack_from(buf, pos)
-    pos += _S5.size
-    n_results, pos = read_array_count(buf, pos, False, False)
-    f_results = []
-    for _ in range(n_results):
-        it_results, pos = _d_DescribeConfigsResult_2(buf, pos)
-        f_results.append(it_results)
-    return DescribeConfigsResponse(f_throttle_time_ms, f_results), pos
-
-
-def _e_DescribeConfigsResponse_2(o: DescribeConfigsResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S5.pack(o.throttle_time_ms)
-    write_array_count(out, o.results, False)
-    if o.results is not None:
-        for it_results in o.results:
-            _e_DescribeConfigsResult_2(it_results, out, chunks)
-
-
-def _d_DescribeConfigsSynonym_3(buf: Any, pos: int) -> tuple[DescribeConfigsSynonym, int]:
-    f_name, pos = read_string(buf, pos, False)
-    f_value, pos = read_string(buf, pos, True)
-    (f_source,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    return DescribeConfigsSynonym(f_name, f_value, f_source), pos
-
-
-def _e_DescribeConfigsSynonym_3(o: DescribeConfigsSynonym, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-    write_string(out, o.value)
-    out += _S0.pack(o.source)
-
-
 def _d_DescribeConfigsResourceResult_3(buf: Any, pos: int) -> tuple[DescribeConfigsResourceResult, int]:
     f_name, pos = read_string(buf, pos, False)
     f_value, pos = read_string(buf, pos, True)
@@ -565,7 +423,7 @@ def _d_DescribeConfigsResourceResult_3(buf: Any, pos: int) -> tuple[DescribeConf
     n_synonyms, pos = read_array_count(buf, pos, False, False)
     f_synonyms = []
     for _ in range(n_synonyms):
-        it_synonyms, pos = _d_DescribeConfigsSynonym_3(buf, pos)
+        it_synonyms, pos = _d_DescribeConfigsSynonym_1(buf, pos)
         f_synonyms.append(it_synonyms)
     (f_config_type,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
@@ -580,7 +438,7 @@ def _e_DescribeConfigsResourceResult_3(o: DescribeConfigsResourceResult, out: by
     write_array_count(out, o.synonyms, False)
     if o.synonyms is not None:
         for it_synonyms in o.synonyms:
-            _e_DescribeConfigsSynonym_3(it_synonyms, out, chunks)
+            _e_DescribeConfigsSynonym_1(it_synonyms, out, chunks)
     out += _S0.pack(o.config_type)
     write_string(out, o.documentation)
 
@@ -737,5 +595,5 @@ def _e_DescribeConfigsResponse_4(o: DescribeConfigsResponse, out: bytearray, chu
     out.append(0)
 
 
-DescribeConfigsResponse._DECODERS = {0: _d_DescribeConfigsResponse_0, 1: _d_DescribeConfigsResponse_1, 2: _d_DescribeConfigsResponse_2, 3: _d_DescribeConfigsResponse_3, 4: _d_DescribeConfigsResponse_4}
-DescribeConfigsResponse._ENCODERS = {0: _e_DescribeConfigsResponse_0, 1: _e_DescribeConfigsResponse_1, 2: _e_DescribeConfigsResponse_2, 3: _e_DescribeConfigsResponse_3, 4: _e_DescribeConfigsResponse_4}
+DescribeConfigsResponse._DECODERS = {0: _d_DescribeConfigsResponse_0, 1: _d_DescribeConfigsResponse_1, 2: _d_DescribeConfigsResponse_1, 3: _d_DescribeConfigsResponse_3, 4: _d_DescribeConfigsResponse_4}
+DescribeConfigsResponse._ENCODERS = {0: _e_DescribeConfigsResponse_0, 1: _e_DescribeConfigsResponse_1, 2: _e_DescribeConfigsResponse_1, 3: _e_DescribeConfigsResponse_3, 4: _e_DescribeConfigsResponse_4}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,22 +20,32 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>?')
 _S1 = Struct('>h')
 _S2 = Struct('>i')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class DescribeGroupsRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 15
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 6
-    FLEXIBLE_MIN: ClassVar[int | None] = 5
     groups: list[str] = field(default_factory=list)
     include_authorized_operations: bool = False
 
+    def __init__(self, groups: list[str] | None = None, include_authorized_operations: bool = False) -> None:
+        self.groups = [] if groups is None else groups
+        self.include_authorized_operations = include_authorized_operations
 
-@dataclass(slots=True)
+
+DescribeGroupsRequest.API_KEY = 15
+DescribeGroupsRequest.MIN_VERSION = 0
+DescribeGroupsRequest.MAX_VERSION = 6
+DescribeGroupsRequest.FLEXIBLE_MIN = 5
+
+
+@dataclass(slots=True, init=False)
 class DescribedGroupMember:
     member_id: str = ""
     group_instance_id: str | None = None
@@ -44,8 +54,16 @@ class DescribedGroupMember:
     member_metadata: bytes = b""
     member_assignment: bytes = b""
 
+    def __init__(self, member_id: str = "", group_instance_id: str | None = None, client_id: str = "", client_host: str = "", member_metadata: bytes = b"", member_assignment: bytes = b"") -> None:
+        self.member_id = member_id
+        self.group_instance_id = group_instance_id
+        self.client_id = client_id
+        self.client_host = client_host
+        self.member_metadata = member_metadata
+        self.member_assignment = member_assignment
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class DescribedGroup:
     error_code: int = 0
     error_message: str | None = None
@@ -56,15 +74,31 @@ class DescribedGroup:
     members: list[DescribedGroupMember] = field(default_factory=list)
     authorized_operations: int = -2147483648
 
+    def __init__(self, error_code: int = 0, error_message: str | None = None, group_id: str = "", group_state: str = "", protocol_type: str = "", protocol_data: str = "", members: list[DescribedGroupMember] | None = None, authorized_operations: int = -2147483648) -> None:
+        self.error_code = error_code
+        self.error_message = error_message
+        self.group_id = group_id
+        self.group_state = group_state
+        self.protocol_type = protocol_type
+        self.protocol_data = protocol_data
+        self.members = [] if members is None else members
+        self.authorized_operations = authorized_operations
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class DescribeGroupsResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 15
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 6
-    FLEXIBLE_MIN: ClassVar[int | None] = 5
     throttle_time_ms: int = 0
     groups: list[DescribedGroup] = field(default_factory=list)
+
+    def __init__(self, throttle_time_ms: int = 0, groups: list[DescribedGroup] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.groups = [] if groups is None else groups
+
+
+DescribeGroupsResponse.API_KEY = 15
+DescribeGroupsResponse.MIN_VERSION = 0
+DescribeGroupsResponse.MAX_VERSION = 6
+DescribeGroupsResponse.FLEXIBLE_MIN = 5
 
 
 def _d_DescribeGroupsRequest_0(buf: Any, pos: int) -> tuple[DescribeGroupsRequest, int]:
@@ -83,38 +117,6 @@ def _e_DescribeGroupsRequest_0(o: DescribeGroupsRequest, out: bytearray, chunks:
             write_string(out, it_groups)
 
 
-def _d_DescribeGroupsRequest_1(buf: Any, pos: int) -> tuple[DescribeGroupsRequest, int]:
-    n_groups, pos = read_array_count(buf, pos, False, False)
-    f_groups = []
-    for _ in range(n_groups):
-        it_groups, pos = read_string(buf, pos, False)
-        f_groups.append(it_groups)
-    return DescribeGroupsRequest(f_groups, False), pos
-
-
-def _e_DescribeGroupsRequest_1(o: DescribeGroupsRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_array_count(out, o.groups, False)
-    if o.groups is not None:
-        for it_groups in o.groups:
-            write_string(out, it_groups)
-
-
-def _d_DescribeGroupsRequest_2(buf: Any, pos: int) -> tuple[DescribeGroupsRequest, int]:
-    n_groups, pos = read_array_count(buf, pos, False, False)
-    f_groups = []
-    for _ in range(n_groups):
-        it_groups, pos = read_string(buf, pos, False)
-        f_groups.append(it_groups)
-    return DescribeGroupsRequest(f_groups, False), pos
-
-
-def _e_DescribeGroupsRequest_2(o: DescribeGroupsRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_array_count(out, o.groups, False)
-    if o.groups is not None:
-        for it_groups in o.groups:
-            write_string(out, it_groups)
-
-
 def _d_DescribeGroupsRequest_3(buf: Any, pos: int) -> tuple[DescribeGroupsRequest, int]:
     n_groups, pos = read_array_count(buf, pos, False, False)
     f_groups = []
@@ -127,25 +129,6 @@ def _d_DescribeGroupsRequest_3(buf: Any, pos: int) -> tuple[DescribeGroupsReques
 
 
 def _e_DescribeGroupsRequest_3(o: DescribeGroupsRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_array_count(out, o.groups, False)
-    if o.groups is not None:
-        for it_groups in o.groups:
-            write_string(out, it_groups)
-    out += _S0.pack(o.include_authorized_operations)
-
-
-def _d_DescribeGroupsRequest_4(buf: Any, pos: int) -> tuple[DescribeGroupsRequest, int]:
-    n_groups, pos = read_array_count(buf, pos, False, False)
-    f_groups = []
-    for _ in range(n_groups):
-        it_groups, pos = read_string(buf, pos, False)
-        f_groups.append(it_groups)
-    (f_include_authorized_operations,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    return DescribeGroupsRequest(f_groups, f_include_authorized_operations), pos
-
-
-def _e_DescribeGroupsRequest_4(o: DescribeGroupsRequest, out: bytearray, chunks: list[Any]) -> None:
     write_array_count(out, o.groups, False)
     if o.groups is not None:
         for it_groups in o.groups:
@@ -177,32 +160,8 @@ def _e_DescribeGroupsRequest_5(o: DescribeGroupsRequest, out: bytearray, chunks:
     out.append(0)
 
 
-def _d_DescribeGroupsRequest_6(buf: Any, pos: int) -> tuple[DescribeGroupsRequest, int]:
-    n_groups, pos = read_array_count(buf, pos, True, False)
-    f_groups = []
-    for _ in range(n_groups):
-        it_groups, pos = read_compact_string(buf, pos, False)
-        f_groups.append(it_groups)
-    (f_include_authorized_operations,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return DescribeGroupsRequest(f_groups, f_include_authorized_operations), pos
-
-
-def _e_DescribeGroupsRequest_6(o: DescribeGroupsRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_array_count(out, o.groups, True)
-    if o.groups is not None:
-        for it_groups in o.groups:
-            write_compact_string(out, it_groups)
-    out += _S0.pack(o.include_authorized_operations)
-    out.append(0)
-
-
-DescribeGroupsRequest._DECODERS = {0: _d_DescribeGroupsRequest_0, 1: _d_DescribeGroupsRequest_1, 2: _d_DescribeGroupsRequest_2, 3: _d_DescribeGroupsRequest_3, 4: _d_DescribeGroupsRequest_4, 5: _d_DescribeGroupsRequest_5, 6: _d_DescribeGroupsRequest_6}
-DescribeGroupsRequest._ENCODERS = {0: _e_DescribeGroupsRequest_0, 1: _e_DescribeGroupsRequest_1, 2: _e_DescribeGroupsRequest_2, 3: _e_DescribeGroupsRequest_3, 4: _e_DescribeGroupsRequest_4, 5: _e_DescribeGroupsRequest_5, 6: _e_DescribeGroupsRequest_6}
+DescribeGroupsRequest._DECODERS = {0: _d_DescribeGroupsRequest_0, 1: _d_DescribeGroupsRequest_0, 2: _d_DescribeGroupsRequest_0, 3: _d_DescribeGroupsRequest_3, 4: _d_DescribeGroupsRequest_3, 5: _d_DescribeGroupsRequest_5, 6: _d_DescribeGroupsRequest_5}
+DescribeGroupsRequest._ENCODERS = {0: _e_DescribeGroupsRequest_0, 1: _e_DescribeGroupsRequest_0, 2: _e_DescribeGroupsRequest_0, 3: _e_DescribeGroupsRequest_3, 4: _e_DescribeGroupsRequest_3, 5: _e_DescribeGroupsRequest_5, 6: _e_DescribeGroupsRequest_5}
 
 
 def _d_DescribedGroupMember_0(buf: Any, pos: int) -> tuple[DescribedGroupMember, int]:
@@ -265,57 +224,13 @@ def _e_DescribeGroupsResponse_0(o: DescribeGroupsResponse, out: bytearray, chunk
             _e_DescribedGroup_0(it_groups, out, chunks)
 
 
-def _d_DescribedGroupMember_1(buf: Any, pos: int) -> tuple[DescribedGroupMember, int]:
-    f_member_id, pos = read_string(buf, pos, False)
-    f_client_id, pos = read_string(buf, pos, False)
-    f_client_host, pos = read_string(buf, pos, False)
-    f_member_metadata, pos = read_bytes(buf, pos, False)
-    f_member_assignment, pos = read_bytes(buf, pos, False)
-    return DescribedGroupMember(f_member_id, None, f_client_id, f_client_host, f_member_metadata, f_member_assignment), pos
-
-
-def _e_DescribedGroupMember_1(o: DescribedGroupMember, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.member_id)
-    write_string(out, o.client_id)
-    write_string(out, o.client_host)
-    write_bytes(out, o.member_metadata)
-    write_bytes(out, o.member_assignment)
-
-
-def _d_DescribedGroup_1(buf: Any, pos: int) -> tuple[DescribedGroup, int]:
-    (f_error_code,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    f_group_id, pos = read_string(buf, pos, False)
-    f_group_state, pos = read_string(buf, pos, False)
-    f_protocol_type, pos = read_string(buf, pos, False)
-    f_protocol_data, pos = read_string(buf, pos, False)
-    n_members, pos = read_array_count(buf, pos, False, False)
-    f_members = []
-    for _ in range(n_members):
-        it_members, pos = _d_DescribedGroupMember_1(buf, pos)
-        f_members.append(it_members)
-    return DescribedGroup(f_error_code, None, f_group_id, f_group_state, f_protocol_type, f_protocol_data, f_members, -2147483648), pos
-
-
-def _e_DescribedGroup_1(o: DescribedGroup, out: bytearray, chunks: list[Any]) -> None:
-    out += _S1.pack(o.error_code)
-    write_string(out, o.group_id)
-    write_string(out, o.group_state)
-    write_string(out, o.protocol_type)
-    write_string(out, o.protocol_data)
-    write_array_count(out, o.members, False)
-    if o.members is not None:
-        for it_members in o.members:
-            _e_DescribedGroupMember_1(it_members, out, chunks)
-
-
 def _d_DescribeGroupsResponse_1(buf: Any, pos: int) -> tuple[DescribeGroupsResponse, int]:
     (f_throttle_time_ms,) = _S2.unpack_from(buf, pos)
     pos += _S2.size
     n_groups, pos = read_array_count(buf, pos, False, False)
     f_groups = []
     for _ in range(n_groups):
-        it_groups, pos = _d_DescribedGroup_1(buf, pos)
+        it_groups, pos = _d_DescribedGroup_0(buf, pos)
         f_groups.append(it_groups)
     return DescribeGroupsResponse(f_throttle_time_ms, f_groups), pos
 
@@ -325,87 +240,7 @@ def _e_DescribeGroupsResponse_1(o: DescribeGroupsResponse, out: bytearray, chunk
     write_array_count(out, o.groups, False)
     if o.groups is not None:
         for it_groups in o.groups:
-            _e_DescribedGroup_1(it_groups, out, chunks)
-
-
-def _d_DescribedGroupMember_2(buf: Any, pos: int) -> tuple[DescribedGroupMember, int]:
-    f_member_id, pos = read_string(buf, pos, False)
-    f_client_id, pos = read_string(buf, pos, False)
-    f_client_host, pos = read_string(buf, pos, False)
-    f_member_metadata, pos = read_bytes(buf, pos, False)
-    f_member_assignment, pos = read_bytes(buf, pos, False)
-    return DescribedGroupMember(f_member_id, None, f_client_id, f_client_host, f_member_metadata, f_member_assignment), pos
-
-
-def _e_DescribedGroupMember_2(o: DescribedGroupMember, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.member_id)
-    write_string(out, o.client_id)
-    write_string(out, o.client_host)
-    write_bytes(out, o.member_metadata)
-    write_bytes(out, o.member_assignment)
-
-
-def _d_DescribedGroup_2(buf: Any, pos: int) -> tuple[DescribedGroup, int]:
-    (f_error_code,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    f_group_id, pos = read_string(buf, pos, False)
-    f_group_state, pos = read_string(buf, pos, False)
-    f_protocol_type, pos = read_string(buf, pos, False)
-    f_protocol_data, pos = read_string(buf, pos, False)
-    n_members, pos = read_array_count(buf, pos, False, False)
-    f_members = []
-    for _ in range(n_members):
-        it_members, pos = _d_DescribedGroupMember_2(buf, pos)
-        f_members.append(it_members)
-    return DescribedGroup(f_error_code, None, f_group_id, f_group_state, f_protocol_type, f_protocol_data, f_members, -2147483648), pos
-
-
-def _e_DescribedGroup_2(o: DescribedGroup, out: bytearray, chunks: list[Any]) -> None:
-    out += _S1.pack(o.error_code)
-    write_string(out, o.group_id)
-    write_string(out, o.group_state)
-    write_string(out, o.protocol_type)
-    write_string(out, o.protocol_data)
-    write_array_count(out, o.members, False)
-    if o.members is not None:
-        for it_members in o.members:
-            _e_DescribedGroupMember_2(it_members, out, chunks)
-
-
-def _d_DescribeGroupsResponse_2(buf: Any, pos: int) -> tuple[DescribeGroupsResponse, int]:
-    (f_throttle_time_ms,) = _S2.unpack_from(buf, pos)
-    pos += _S2.size
-    n_groups, pos = read_array_count(buf, pos, False, False)
-    f_groups = []
-    for _ in range(n_groups):
-        it_groups, pos = _d_DescribedGroup_2(buf, pos)
-        f_groups.append(it_groups)
-    return DescribeGroupsResponse(f_throttle_time_ms, f_groups), pos
-
-
-def _e_DescribeGroupsResponse_2(o: DescribeGroupsResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S2.pack(o.throttle_time_ms)
-    write_array_count(out, o.groups, False)
-    if o.groups is not None:
-        for it_groups in o.groups:
-            _e_DescribedGroup_2(it_groups, out, chunks)
-
-
-def _d_DescribedGroupMember_3(buf: Any, pos: int) -> tuple[DescribedGroupMember, int]:
-    f_member_id, pos = read_string(buf, pos, False)
-    f_client_id, pos = read_string(buf, pos, False)
-    f_client_host, pos = read_string(buf, pos, False)
-    f_member_metadata, pos = read_bytes(buf, pos, False)
-    f_member_assignment, pos = read_bytes(buf, pos, False)
-    return DescribedGroupMember(f_member_id, None, f_client_id, f_client_host, f_member_metadata, f_member_assignment), pos
-
-
-def _e_DescribedGroupMember_3(o: DescribedGroupMember, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.member_id)
-    write_string(out, o.client_id)
-    write_string(out, o.client_host)
-    write_bytes(out, o.member_metadata)
-    write_bytes(out, o.member_assignment)
+            _e_DescribedGroup_0(it_groups, out, chunks)
 
 
 def _d_DescribedGroup_3(buf: Any, pos: int) -> tuple[DescribedGroup, int]:
@@ -418,7 +253,7 @@ def _d_DescribedGroup_3(buf: Any, pos: int) -> tuple[DescribedGroup, int]:
     n_members, pos = read_array_count(buf, pos, False, False)
     f_members = []
     for _ in range(n_members):
-        it_members, pos = _d_DescribedGroupMember_3(buf, pos)
+        it_members, pos = _d_DescribedGroupMember_0(buf, pos)
         f_members.append(it_members)
     (f_authorized_operations,) = _S2.unpack_from(buf, pos)
     pos += _S2.size
@@ -434,7 +269,7 @@ def _e_DescribedGroup_3(o: DescribedGroup, out: bytearray, chunks: list[Any]) ->
     write_array_count(out, o.members, False)
     if o.members is not None:
         for it_members in o.members:
-            _e_DescribedGroupMember_3(it_members, out, chunks)
+            _e_DescribedGroupMember_0(it_members, out, chunks)
     out += _S2.pack(o.authorized_operations)
 
 
@@ -608,30 +443,6 @@ def _e_DescribeGroupsResponse_5(o: DescribeGroupsResponse, out: bytearray, chunk
     out.append(0)
 
 
-def _d_DescribedGroupMember_6(buf: Any, pos: int) -> tuple[DescribedGroupMember, int]:
-    f_member_id, pos = read_compact_string(buf, pos, False)
-    f_group_instance_id, pos = read_compact_string(buf, pos, True)
-    f_client_id, pos = read_compact_string(buf, pos, False)
-    f_client_host, pos = read_compact_string(buf, pos, False)
-    f_member_metadata, pos = read_compact_bytes(buf, pos, False)
-    f_member_assignment, pos = read_compact_bytes(buf, pos, False)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return DescribedGroupMember(f_member_id, f_group_instance_id, f_client_id, f_client_host, f_member_metadata, f_member_assignment), pos
-
-
-def _e_DescribedGroupMember_6(o: DescribedGroupMember, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.member_id)
-    write_compact_string(out, o.group_instance_id)
-    write_compact_string(out, o.client_id)
-    write_compact_string(out, o.client_host)
-    write_compact_bytes(out, o.member_metadata)
-    write_compact_bytes(out, o.member_assignment)
-    out.append(0)
-
-
 def _d_DescribedGroup_6(buf: Any, pos: int) -> tuple[DescribedGroup, int]:
     (f_error_code,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
@@ -643,7 +454,7 @@ def _d_DescribedGroup_6(buf: Any, pos: int) -> tuple[DescribedGroup, int]:
     n_members, pos = read_array_count(buf, pos, True, False)
     f_members = []
     for _ in range(n_members):
-        it_members, pos = _d_DescribedGroupMember_6(buf, pos)
+        it_members, pos = _d_DescribedGroupMember_5(buf, pos)
         f_members.append(it_members)
     (f_authorized_operations,) = _S2.unpack_from(buf, pos)
     pos += _S2.size
@@ -664,7 +475,7 @@ def _e_DescribedGroup_6(o: DescribedGroup, out: bytearray, chunks: list[Any]) ->
     write_array_count(out, o.members, True)
     if o.members is not None:
         for it_members in o.members:
-            _e_DescribedGroupMember_6(it_members, out, chunks)
+            _e_DescribedGroupMember_5(it_members, out, chunks)
     out += _S2.pack(o.authorized_operations)
     out.append(0)
 
@@ -693,5 +504,5 @@ def _e_DescribeGroupsResponse_6(o: DescribeGroupsResponse, out: bytearray, chunk
     out.append(0)
 
 
-DescribeGroupsResponse._DECODERS = {0: _d_DescribeGroupsResponse_0, 1: _d_DescribeGroupsResponse_1, 2: _d_DescribeGroupsResponse_2, 3: _d_DescribeGroupsResponse_3, 4: _d_DescribeGroupsResponse_4, 5: _d_DescribeGroupsResponse_5, 6: _d_DescribeGroupsResponse_6}
-DescribeGroupsResponse._ENCODERS = {0: _e_DescribeGroupsResponse_0, 1: _e_DescribeGroupsResponse_1, 2: _e_DescribeGroupsResponse_2, 3: _e_DescribeGroupsResponse_3, 4: _e_DescribeGroupsResponse_4, 5: _e_DescribeGroupsResponse_5, 6: _e_DescribeGroupsResponse_6}
+DescribeGroupsResponse._DECODERS = {0: _d_DescribeGroupsResponse_0, 1: _d_DescribeGroupsResponse_1, 2: _d_DescribeGroupsResponse_1, 3: _d_DescribeGroupsResponse_3, 4: _d_DescribeGroupsResponse_4, 5: _d_DescribeGroupsResponse_5, 6: _d_DescribeGroupsResponse_6}
+DescribeGroupsResponse._ENCODERS = {0: _e_DescribeGroupsResponse_0, 1: _e_DescribeGroupsResponse_1, 2: _e_DescribeGroupsResponse_1, 3: _e_DescribeGroupsResponse_3, 4: _e_DescribeGroupsResponse_4, 5: _e_DescribeGroupsResponse_5, 6: _e_DescribeGroupsResponse_6}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,6 +20,10 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>iqq?')
 _S1 = Struct('>h')
 _S2 = Struct('>i')
@@ -27,36 +31,55 @@ _S3 = Struct('>ih')
 _S4 = Struct('>qq')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class DescribableLogDirTopic:
     topic: str = ""
     partitions: list[int] = field(default_factory=list)
 
+    def __init__(self, topic: str = "", partitions: list[int] | None = None) -> None:
+        self.topic = topic
+        self.partitions = [] if partitions is None else partitions
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class DescribeLogDirsRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 35
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 4
-    FLEXIBLE_MIN: ClassVar[int | None] = 2
     topics: list[DescribableLogDirTopic] | None = field(default_factory=list)
 
+    def __init__(self, topics: object = _UNSET) -> None:
+        self.topics = [] if topics is _UNSET else cast('list[DescribableLogDirTopic] | None', topics)
 
-@dataclass(slots=True)
+
+DescribeLogDirsRequest.API_KEY = 35
+DescribeLogDirsRequest.MIN_VERSION = 0
+DescribeLogDirsRequest.MAX_VERSION = 4
+DescribeLogDirsRequest.FLEXIBLE_MIN = 2
+
+
+@dataclass(slots=True, init=False)
 class DescribeLogDirsPartition:
     partition_index: int = 0
     partition_size: int = 0
     offset_lag: int = 0
     is_future_key: bool = False
 
+    def __init__(self, partition_index: int = 0, partition_size: int = 0, offset_lag: int = 0, is_future_key: bool = False) -> None:
+        self.partition_index = partition_index
+        self.partition_size = partition_size
+        self.offset_lag = offset_lag
+        self.is_future_key = is_future_key
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class DescribeLogDirsTopic:
     name: str = ""
     partitions: list[DescribeLogDirsPartition] = field(default_factory=list)
 
+    def __init__(self, name: str = "", partitions: list[DescribeLogDirsPartition] | None = None) -> None:
+        self.name = name
+        self.partitions = [] if partitions is None else partitions
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class DescribeLogDirsResult:
     error_code: int = 0
     log_dir: str = ""
@@ -64,16 +87,30 @@ class DescribeLogDirsResult:
     total_bytes: int = -1
     usable_bytes: int = -1
 
+    def __init__(self, error_code: int = 0, log_dir: str = "", topics: list[DescribeLogDirsTopic] | None = None, total_bytes: int = -1, usable_bytes: int = -1) -> None:
+        self.error_code = error_code
+        self.log_dir = log_dir
+        self.topics = [] if topics is None else topics
+        self.total_bytes = total_bytes
+        self.usable_bytes = usable_bytes
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class DescribeLogDirsResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 35
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 4
-    FLEXIBLE_MIN: ClassVar[int | None] = 2
     throttle_time_ms: int = 0
     error_code: int = 0
     results: list[DescribeLogDirsResult] = field(default_factory=list)
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, results: list[DescribeLogDirsResult] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.results = [] if results is None else results
+
+
+DescribeLogDirsResponse.API_KEY = 35
+DescribeLogDirsResponse.MIN_VERSION = 0
+DescribeLogDirsResponse.MAX_VERSION = 4
+DescribeLogDirsResponse.FLEXIBLE_MIN = 2
 
 
 def _d_DescribableLogDirTopic_0(buf: Any, pos: int) -> tuple[DescribableLogDirTopic, int]:
@@ -110,42 +147,6 @@ def _e_DescribeLogDirsRequest_0(o: DescribeLogDirsRequest, out: bytearray, chunk
     if o.topics is not None:
         for it_topics in o.topics:
             _e_DescribableLogDirTopic_0(it_topics, out, chunks)
-
-
-def _d_DescribableLogDirTopic_1(buf: Any, pos: int) -> tuple[DescribableLogDirTopic, int]:
-    f_topic, pos = read_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, False, False)
-    if n_partitions * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_partitions = list(unpack_from(f'>{n_partitions}i', buf, pos))
-    pos += n_partitions * 4
-    return DescribableLogDirTopic(f_topic, f_partitions), pos
-
-
-def _e_DescribableLogDirTopic_1(o: DescribableLogDirTopic, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.topic)
-    write_array_count(out, o.partitions, False)
-    if o.partitions is not None:
-        out += pack(f'>{len(o.partitions)}i', *o.partitions)
-
-
-def _d_DescribeLogDirsRequest_1(buf: Any, pos: int) -> tuple[DescribeLogDirsRequest, int]:
-    n_topics, pos = read_array_count(buf, pos, False, True)
-    if n_topics < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            it_topics, pos = _d_DescribableLogDirTopic_1(buf, pos)
-            f_topics.append(it_topics)
-    return DescribeLogDirsRequest(f_topics), pos
-
-
-def _e_DescribeLogDirsRequest_1(o: DescribeLogDirsRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_array_count(out, o.topics, False)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_DescribableLogDirTopic_1(it_topics, out, chunks)
 
 
 def _d_DescribableLogDirTopic_2(buf: Any, pos: int) -> tuple[DescribableLogDirTopic, int]:
@@ -194,100 +195,8 @@ def _e_DescribeLogDirsRequest_2(o: DescribeLogDirsRequest, out: bytearray, chunk
     out.append(0)
 
 
-def _d_DescribableLogDirTopic_3(buf: Any, pos: int) -> tuple[DescribableLogDirTopic, int]:
-    f_topic, pos = read_compact_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, True, False)
-    if n_partitions * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_partitions = list(unpack_from(f'>{n_partitions}i', buf, pos))
-    pos += n_partitions * 4
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return DescribableLogDirTopic(f_topic, f_partitions), pos
-
-
-def _e_DescribableLogDirTopic_3(o: DescribableLogDirTopic, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.topic)
-    write_array_count(out, o.partitions, True)
-    if o.partitions is not None:
-        out += pack(f'>{len(o.partitions)}i', *o.partitions)
-    out.append(0)
-
-
-def _d_DescribeLogDirsRequest_3(buf: Any, pos: int) -> tuple[DescribeLogDirsRequest, int]:
-    n_topics, pos = read_array_count(buf, pos, True, True)
-    if n_topics < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            it_topics, pos = _d_DescribableLogDirTopic_3(buf, pos)
-            f_topics.append(it_topics)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return DescribeLogDirsRequest(f_topics), pos
-
-
-def _e_DescribeLogDirsRequest_3(o: DescribeLogDirsRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_array_count(out, o.topics, True)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_DescribableLogDirTopic_3(it_topics, out, chunks)
-    out.append(0)
-
-
-def _d_DescribableLogDirTopic_4(buf: Any, pos: int) -> tuple[DescribableLogDirTopic, int]:
-    f_topic, pos = read_compact_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, True, False)
-    if n_partitions * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_partitions = list(unpack_from(f'>{n_partitions}i', buf, pos))
-    pos += n_partitions * 4
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return DescribableLogDirTopic(f_topic, f_partitions), pos
-
-
-def _e_DescribableLogDirTopic_4(o: DescribableLogDirTopic, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.topic)
-    write_array_count(out, o.partitions, True)
-    if o.partitions is not None:
-        out += pack(f'>{len(o.partitions)}i', *o.partitions)
-    out.append(0)
-
-
-def _d_DescribeLogDirsRequest_4(buf: Any, pos: int) -> tuple[DescribeLogDirsRequest, int]:
-    n_topics, pos = read_array_count(buf, pos, True, True)
-    if n_topics < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            it_topics, pos = _d_DescribableLogDirTopic_4(buf, pos)
-            f_topics.append(it_topics)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return DescribeLogDirsRequest(f_topics), pos
-
-
-def _e_DescribeLogDirsRequest_4(o: DescribeLogDirsRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_array_count(out, o.topics, True)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_DescribableLogDirTopic_4(it_topics, out, chunks)
-    out.append(0)
-
-
-DescribeLogDirsRequest._DECODERS = {0: _d_DescribeLogDirsRequest_0, 1: _d_DescribeLogDirsRequest_1, 2: _d_DescribeLogDirsRequest_2, 3: _d_DescribeLogDirsRequest_3, 4: _d_DescribeLogDirsRequest_4}
-DescribeLogDirsRequest._ENCODERS = {0: _e_DescribeLogDirsRequest_0, 1: _e_DescribeLogDirsRequest_1, 2: _e_DescribeLogDirsRequest_2, 3: _e_DescribeLogDirsRequest_3, 4: _e_DescribeLogDirsRequest_4}
+DescribeLogDirsRequest._DECODERS = {0: _d_DescribeLogDirsRequest_0, 1: _d_DescribeLogDirsRequest_0, 2: _d_DescribeLogDirsRequest_2, 3: _d_DescribeLogDirsRequest_2, 4: _d_DescribeLogDirsRequest_2}
+DescribeLogDirsRequest._ENCODERS = {0: _e_DescribeLogDirsRequest_0, 1: _e_DescribeLogDirsRequest_0, 2: _e_DescribeLogDirsRequest_2, 3: _e_DescribeLogDirsRequest_2, 4: _e_DescribeLogDirsRequest_2}
 
 
 def _d_DescribeLogDirsPartition_0(buf: Any, pos: int) -> tuple[DescribeLogDirsPartition, int]:
@@ -356,74 +265,6 @@ def _e_DescribeLogDirsResponse_0(o: DescribeLogDirsResponse, out: bytearray, chu
     if o.results is not None:
         for it_results in o.results:
             _e_DescribeLogDirsResult_0(it_results, out, chunks)
-
-
-def _d_DescribeLogDirsPartition_1(buf: Any, pos: int) -> tuple[DescribeLogDirsPartition, int]:
-    (f_partition_index, f_partition_size, f_offset_lag, f_is_future_key,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    return DescribeLogDirsPartition(f_partition_index, f_partition_size, f_offset_lag, f_is_future_key), pos
-
-
-def _e_DescribeLogDirsPartition_1(o: DescribeLogDirsPartition, out: bytearray, chunks: list[Any]) -> None:
-    out += _S0.pack(o.partition_index, o.partition_size, o.offset_lag, o.is_future_key)
-
-
-def _d_DescribeLogDirsTopic_1(buf: Any, pos: int) -> tuple[DescribeLogDirsTopic, int]:
-    f_name, pos = read_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, False, False)
-    f_partitions = []
-    for _ in range(n_partitions):
-        it_partitions, pos = _d_DescribeLogDirsPartition_1(buf, pos)
-        f_partitions.append(it_partitions)
-    return DescribeLogDirsTopic(f_name, f_partitions), pos
-
-
-def _e_DescribeLogDirsTopic_1(o: DescribeLogDirsTopic, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-    write_array_count(out, o.partitions, False)
-    if o.partitions is not None:
-        for it_partitions in o.partitions:
-            _e_DescribeLogDirsPartition_1(it_partitions, out, chunks)
-
-
-def _d_DescribeLogDirsResult_1(buf: Any, pos: int) -> tuple[DescribeLogDirsResult, int]:
-    (f_error_code,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    f_log_dir, pos = read_string(buf, pos, False)
-    n_topics, pos = read_array_count(buf, pos, False, False)
-    f_topics = []
-    for _ in range(n_topics):
-        it_topics, pos = _d_DescribeLogDirsTopic_1(buf, pos)
-        f_topics.append(it_topics)
-    return DescribeLogDirsResult(f_error_code, f_log_dir, f_topics, -1, -1), pos
-
-
-def _e_DescribeLogDirsResult_1(o: DescribeLogDirsResult, out: bytearray, chunks: list[Any]) -> None:
-    out += _S1.pack(o.error_code)
-    write_string(out, o.log_dir)
-    write_array_count(out, o.topics, False)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_DescribeLogDirsTopic_1(it_topics, out, chunks)
-
-
-def _d_DescribeLogDirsResponse_1(buf: Any, pos: int) -> tuple[DescribeLogDirsResponse, int]:
-    (f_throttle_time_ms,) = _S2.unpack_from(buf, pos)
-    pos += _S2.size
-    n_results, pos = read_array_count(buf, pos, False, False)
-    f_results = []
-    for _ in range(n_results):
-        it_results, pos = _d_DescribeLogDirsResult_1(buf, pos)
-        f_results.append(it_results)
-    return DescribeLogDirsResponse(f_throttle_time_ms, 0, f_results), pos
-
-
-def _e_DescribeLogDirsResponse_1(o: DescribeLogDirsResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S2.pack(o.throttle_time_ms)
-    write_array_count(out, o.results, False)
-    if o.results is not None:
-        for it_results in o.results:
-            _e_DescribeLogDirsResult_1(it_results, out, chunks)
 
 
 def _d_DescribeLogDirsPartition_2(buf: Any, pos: int) -> tuple[DescribeLogDirsPartition, int]:
@@ -514,77 +355,13 @@ def _e_DescribeLogDirsResponse_2(o: DescribeLogDirsResponse, out: bytearray, chu
     out.append(0)
 
 
-def _d_DescribeLogDirsPartition_3(buf: Any, pos: int) -> tuple[DescribeLogDirsPartition, int]:
-    (f_partition_index, f_partition_size, f_offset_lag, f_is_future_key,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return DescribeLogDirsPartition(f_partition_index, f_partition_size, f_offset_lag, f_is_future_key), pos
-
-
-def _e_DescribeLogDirsPartition_3(o: DescribeLogDirsPartition, out: bytearray, chunks: list[Any]) -> None:
-    out += _S0.pack(o.partition_index, o.partition_size, o.offset_lag, o.is_future_key)
-    out.append(0)
-
-
-def _d_DescribeLogDirsTopic_3(buf: Any, pos: int) -> tuple[DescribeLogDirsTopic, int]:
-    f_name, pos = read_compact_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, True, False)
-    f_partitions = []
-    for _ in range(n_partitions):
-        it_partitions, pos = _d_DescribeLogDirsPartition_3(buf, pos)
-        f_partitions.append(it_partitions)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return DescribeLogDirsTopic(f_name, f_partitions), pos
-
-
-def _e_DescribeLogDirsTopic_3(o: DescribeLogDirsTopic, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.name)
-    write_array_count(out, o.partitions, True)
-    if o.partitions is not None:
-        for it_partitions in o.partitions:
-            _e_DescribeLogDirsPartition_3(it_partitions, out, chunks)
-    out.append(0)
-
-
-def _d_DescribeLogDirsResult_3(buf: Any, pos: int) -> tuple[DescribeLogDirsResult, int]:
-    (f_error_code,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    f_log_dir, pos = read_compact_string(buf, pos, False)
-    n_topics, pos = read_array_count(buf, pos, True, False)
-    f_topics = []
-    for _ in range(n_topics):
-        it_topics, pos = _d_DescribeLogDirsTopic_3(buf, pos)
-        f_topics.append(it_topics)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return DescribeLogDirsResult(f_error_code, f_log_dir, f_topics, -1, -1), pos
-
-
-def _e_DescribeLogDirsResult_3(o: DescribeLogDirsResult, out: bytearray, chunks: list[Any]) -> None:
-    out += _S1.pack(o.error_code)
-    write_compact_string(out, o.log_dir)
-    write_array_count(out, o.topics, True)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_DescribeLogDirsTopic_3(it_topics, out, chunks)
-    out.append(0)
-
-
 def _d_DescribeLogDirsResponse_3(buf: Any, pos: int) -> tuple[DescribeLogDirsResponse, int]:
     (f_throttle_time_ms, f_error_code,) = _S3.unpack_from(buf, pos)
     pos += _S3.size
     n_results, pos = read_array_count(buf, pos, True, False)
     f_results = []
     for _ in range(n_results):
-        it_results, pos = _d_DescribeLogDirsResult_3(buf, pos)
+        it_results, pos = _d_DescribeLogDirsResult_2(buf, pos)
         f_results.append(it_results)
     if buf[pos] == 0:
         pos += 1
@@ -598,45 +375,7 @@ def _e_DescribeLogDirsResponse_3(o: DescribeLogDirsResponse, out: bytearray, chu
     write_array_count(out, o.results, True)
     if o.results is not None:
         for it_results in o.results:
-            _e_DescribeLogDirsResult_3(it_results, out, chunks)
-    out.append(0)
-
-
-def _d_DescribeLogDirsPartition_4(buf: Any, pos: int) -> tuple[DescribeLogDirsPartition, int]:
-    (f_partition_index, f_partition_size, f_offset_lag, f_is_future_key,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return DescribeLogDirsPartition(f_partition_index, f_partition_size, f_offset_lag, f_is_future_key), pos
-
-
-def _e_DescribeLogDirsPartition_4(o: DescribeLogDirsPartition, out: bytearray, chunks: list[Any]) -> None:
-    out += _S0.pack(o.partition_index, o.partition_size, o.offset_lag, o.is_future_key)
-    out.append(0)
-
-
-def _d_DescribeLogDirsTopic_4(buf: Any, pos: int) -> tuple[DescribeLogDirsTopic, int]:
-    f_name, pos = read_compact_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, True, False)
-    f_partitions = []
-    for _ in range(n_partitions):
-        it_partitions, pos = _d_DescribeLogDirsPartition_4(buf, pos)
-        f_partitions.append(it_partitions)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return DescribeLogDirsTopic(f_name, f_partitions), pos
-
-
-def _e_DescribeLogDirsTopic_4(o: DescribeLogDirsTopic, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.name)
-    write_array_count(out, o.partitions, True)
-    if o.partitions is not None:
-        for it_partitions in o.partitions:
-            _e_DescribeLogDirsPartition_4(it_partitions, out, chunks)
+            _e_DescribeLogDirsResult_2(it_results, out, chunks)
     out.append(0)
 
 
@@ -647,7 +386,7 @@ def _d_DescribeLogDirsResult_4(buf: Any, pos: int) -> tuple[DescribeLogDirsResul
     n_topics, pos = read_array_count(buf, pos, True, False)
     f_topics = []
     for _ in range(n_topics):
-        it_topics, pos = _d_DescribeLogDirsTopic_4(buf, pos)
+        it_topics, pos = _d_DescribeLogDirsTopic_2(buf, pos)
         f_topics.append(it_topics)
     (f_total_bytes, f_usable_bytes,) = _S4.unpack_from(buf, pos)
     pos += _S4.size
@@ -664,7 +403,7 @@ def _e_DescribeLogDirsResult_4(o: DescribeLogDirsResult, out: bytearray, chunks:
     write_array_count(out, o.topics, True)
     if o.topics is not None:
         for it_topics in o.topics:
-            _e_DescribeLogDirsTopic_4(it_topics, out, chunks)
+            _e_DescribeLogDirsTopic_2(it_topics, out, chunks)
     out += _S4.pack(o.total_bytes, o.usable_bytes)
     out.append(0)
 
@@ -693,5 +432,5 @@ def _e_DescribeLogDirsResponse_4(o: DescribeLogDirsResponse, out: bytearray, chu
     out.append(0)
 
 
-DescribeLogDirsResponse._DECODERS = {0: _d_DescribeLogDirsResponse_0, 1: _d_DescribeLogDirsResponse_1, 2: _d_DescribeLogDirsResponse_2, 3: _d_DescribeLogDirsResponse_3, 4: _d_DescribeLogDirsResponse_4}
-DescribeLogDirsResponse._ENCODERS = {0: _e_DescribeLogDirsResponse_0, 1: _e_DescribeLogDirsResponse_1, 2: _e_DescribeLogDirsResponse_2, 3: _e_DescribeLogDirsResponse_3, 4: _e_DescribeLogDirsResponse_4}
+DescribeLogDirsResponse._DECODERS = {0: _d_DescribeLogDirsResponse_0, 1: _d_DescribeLogDirsResponse_0, 2: _d_DescribeLogDirsResponse_2, 3: _d_DescribeLogDirsResponse_3, 4: _d_DescribeLogDirsResponse_4}
+DescribeLogDirsResponse._ENCODERS = {0: _e_DescribeLogDirsResponse_0, 1: _e_DescribeLogDirsResponse_0, 2: _e_DescribeLogDirsResponse_2, 3: _e_DescribeLogDirsResponse_3, 4: _e_DescribeLogDirsResponse_4}

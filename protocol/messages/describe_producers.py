@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,27 +20,40 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>qiiqiq')
 _S1 = Struct('>ih')
 _S2 = Struct('>i')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class TopicRequest:
     name: str = ""
     partition_indexes: list[int] = field(default_factory=list)
 
+    def __init__(self, name: str = "", partition_indexes: list[int] | None = None) -> None:
+        self.name = name
+        self.partition_indexes = [] if partition_indexes is None else partition_indexes
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class DescribeProducersRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 61
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 0
-    FLEXIBLE_MIN: ClassVar[int | None] = 0
     topics: list[TopicRequest] = field(default_factory=list)
 
+    def __init__(self, topics: list[TopicRequest] | None = None) -> None:
+        self.topics = [] if topics is None else topics
 
-@dataclass(slots=True)
+
+DescribeProducersRequest.API_KEY = 61
+DescribeProducersRequest.MIN_VERSION = 0
+DescribeProducersRequest.MAX_VERSION = 0
+DescribeProducersRequest.FLEXIBLE_MIN = 0
+
+
+@dataclass(slots=True, init=False)
 class ProducerState:
     producer_id: int = 0
     producer_epoch: int = 0
@@ -49,29 +62,53 @@ class ProducerState:
     coordinator_epoch: int = 0
     current_txn_start_offset: int = -1
 
+    def __init__(self, producer_id: int = 0, producer_epoch: int = 0, last_sequence: int = -1, last_timestamp: int = -1, coordinator_epoch: int = 0, current_txn_start_offset: int = -1) -> None:
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self.last_sequence = last_sequence
+        self.last_timestamp = last_timestamp
+        self.coordinator_epoch = coordinator_epoch
+        self.current_txn_start_offset = current_txn_start_offset
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class PartitionResponse:
     partition_index: int = 0
     error_code: int = 0
     error_message: str | None = None
     active_producers: list[ProducerState] = field(default_factory=list)
 
+    def __init__(self, partition_index: int = 0, error_code: int = 0, error_message: str | None = None, active_producers: list[ProducerState] | None = None) -> None:
+        self.partition_index = partition_index
+        self.error_code = error_code
+        self.error_message = error_message
+        self.active_producers = [] if active_producers is None else active_producers
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class TopicResponse:
     name: str = ""
     partitions: list[PartitionResponse] = field(default_factory=list)
 
+    def __init__(self, name: str = "", partitions: list[PartitionResponse] | None = None) -> None:
+        self.name = name
+        self.partitions = [] if partitions is None else partitions
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class DescribeProducersResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 61
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 0
-    FLEXIBLE_MIN: ClassVar[int | None] = 0
     throttle_time_ms: int = 0
     topics: list[TopicResponse] = field(default_factory=list)
+
+    def __init__(self, throttle_time_ms: int = 0, topics: list[TopicResponse] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.topics = [] if topics is None else topics
+
+
+DescribeProducersResponse.API_KEY = 61
+DescribeProducersResponse.MIN_VERSION = 0
+DescribeProducersResponse.MAX_VERSION = 0
+DescribeProducersResponse.FLEXIBLE_MIN = 0
 
 
 def _d_TopicRequest_0(buf: Any, pos: int) -> tuple[TopicRequest, int]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,6 +20,10 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>i')
 _S1 = Struct('>iq')
 _S2 = Struct('>ihiiq')
@@ -31,40 +35,61 @@ _S7 = Struct('>ih')
 _S8 = Struct('>iiq')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class DescribeQuorumRequestPartitionData:
     partition_index: int = 0
 
+    def __init__(self, partition_index: int = 0) -> None:
+        self.partition_index = partition_index
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class DescribeQuorumRequestTopicData:
     topic_name: str = ""
     partitions: list[DescribeQuorumRequestPartitionData] = field(default_factory=list)
 
+    def __init__(self, topic_name: str = "", partitions: list[DescribeQuorumRequestPartitionData] | None = None) -> None:
+        self.topic_name = topic_name
+        self.partitions = [] if partitions is None else partitions
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class DescribeQuorumRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 55
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 2
-    FLEXIBLE_MIN: ClassVar[int | None] = 0
     topics: list[DescribeQuorumRequestTopicData] = field(default_factory=list)
 
+    def __init__(self, topics: list[DescribeQuorumRequestTopicData] | None = None) -> None:
+        self.topics = [] if topics is None else topics
 
-@dataclass(slots=True)
+
+DescribeQuorumRequest.API_KEY = 55
+DescribeQuorumRequest.MIN_VERSION = 0
+DescribeQuorumRequest.MAX_VERSION = 2
+DescribeQuorumRequest.FLEXIBLE_MIN = 0
+
+
+@dataclass(slots=True, init=False)
 class Listener:
     name: str = ""
     host: str = ""
     port: int = 0
 
+    def __init__(self, name: str = "", host: str = "", port: int = 0) -> None:
+        self.name = name
+        self.host = host
+        self.port = port
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class Node:
     node_id: int = 0
     listeners: list[Listener] = field(default_factory=list)
 
+    def __init__(self, node_id: int = 0, listeners: list[Listener] | None = None) -> None:
+        self.node_id = node_id
+        self.listeners = [] if listeners is None else listeners
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class ReplicaState:
     replica_id: int = 0
     replica_directory_id: uuid.UUID = ZERO_UUID
@@ -72,8 +97,15 @@ class ReplicaState:
     last_fetch_timestamp: int = -1
     last_caught_up_timestamp: int = -1
 
+    def __init__(self, replica_id: int = 0, replica_directory_id: uuid.UUID = ZERO_UUID, log_end_offset: int = 0, last_fetch_timestamp: int = -1, last_caught_up_timestamp: int = -1) -> None:
+        self.replica_id = replica_id
+        self.replica_directory_id = replica_directory_id
+        self.log_end_offset = log_end_offset
+        self.last_fetch_timestamp = last_fetch_timestamp
+        self.last_caught_up_timestamp = last_caught_up_timestamp
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class DescribeQuorumResponsePartitionData:
     partition_index: int = 0
     error_code: int = 0
@@ -84,23 +116,45 @@ class DescribeQuorumResponsePartitionData:
     current_voters: list[ReplicaState] = field(default_factory=list)
     observers: list[ReplicaState] = field(default_factory=list)
 
+    def __init__(self, partition_index: int = 0, error_code: int = 0, error_message: str | None = "", leader_id: int = 0, leader_epoch: int = 0, high_watermark: int = 0, current_voters: list[ReplicaState] | None = None, observers: list[ReplicaState] | None = None) -> None:
+        self.partition_index = partition_index
+        self.error_code = error_code
+        self.error_message = error_message
+        self.leader_id = leader_id
+        self.leader_epoch = leader_epoch
+        self.high_watermark = high_watermark
+        self.current_voters = [] if current_voters is None else current_voters
+        self.observers = [] if observers is None else observers
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class DescribeQuorumResponseTopicData:
     topic_name: str = ""
     partitions: list[DescribeQuorumResponsePartitionData] = field(default_factory=list)
 
+    def __init__(self, topic_name: str = "", partitions: list[DescribeQuorumResponsePartitionData] | None = None) -> None:
+        self.topic_name = topic_name
+        self.partitions = [] if partitions is None else partitions
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class DescribeQuorumResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 55
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 2
-    FLEXIBLE_MIN: ClassVar[int | None] = 0
     error_code: int = 0
     error_message: str | None = ""
     topics: list[DescribeQuorumResponseTopicData] = field(default_factory=list)
     nodes: list[Node] = field(default_factory=list)
+
+    def __init__(self, error_code: int = 0, error_message: str | None = "", topics: list[DescribeQuorumResponseTopicData] | None = None, nodes: list[Node] | None = None) -> None:
+        self.error_code = error_code
+        self.error_message = error_message
+        self.topics = [] if topics is None else topics
+        self.nodes = [] if nodes is None else nodes
+
+
+DescribeQuorumResponse.API_KEY = 55
+DescribeQuorumResponse.MIN_VERSION = 0
+DescribeQuorumResponse.MAX_VERSION = 2
+DescribeQuorumResponse.FLEXIBLE_MIN = 0
 
 
 def _d_DescribeQuorumRequestPartitionData_0(buf: Any, pos: int) -> tuple[DescribeQuorumRequestPartitionData, int]:
@@ -162,126 +216,8 @@ def _e_DescribeQuorumRequest_0(o: DescribeQuorumRequest, out: bytearray, chunks:
     out.append(0)
 
 
-def _d_DescribeQuorumRequestPartitionData_1(buf: Any, pos: int) -> tuple[DescribeQuorumRequestPartitionData, int]:
-    (f_partition_index,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return DescribeQuorumRequestPartitionData(f_partition_index), pos
-
-
-def _e_DescribeQuorumRequestPartitionData_1(o: DescribeQuorumRequestPartitionData, out: bytearray, chunks: list[Any]) -> None:
-    out += _S0.pack(o.partition_index)
-    out.append(0)
-
-
-def _d_DescribeQuorumRequestTopicData_1(buf: Any, pos: int) -> tuple[DescribeQuorumRequestTopicData, int]:
-    f_topic_name, pos = read_compact_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, True, False)
-    f_partitions = []
-    for _ in range(n_partitions):
-        it_partitions, pos = _d_DescribeQuorumRequestPartitionData_1(buf, pos)
-        f_partitions.append(it_partitions)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return DescribeQuorumRequestTopicData(f_topic_name, f_partitions), pos
-
-
-def _e_DescribeQuorumRequestTopicData_1(o: DescribeQuorumRequestTopicData, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.topic_name)
-    write_array_count(out, o.partitions, True)
-    if o.partitions is not None:
-        for it_partitions in o.partitions:
-            _e_DescribeQuorumRequestPartitionData_1(it_partitions, out, chunks)
-    out.append(0)
-
-
-def _d_DescribeQuorumRequest_1(buf: Any, pos: int) -> tuple[DescribeQuorumRequest, int]:
-    n_topics, pos = read_array_count(buf, pos, True, False)
-    f_topics = []
-    for _ in range(n_topics):
-        it_topics, pos = _d_DescribeQuorumRequestTopicData_1(buf, pos)
-        f_topics.append(it_topics)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return DescribeQuorumRequest(f_topics), pos
-
-
-def _e_DescribeQuorumRequest_1(o: DescribeQuorumRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_array_count(out, o.topics, True)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_DescribeQuorumRequestTopicData_1(it_topics, out, chunks)
-    out.append(0)
-
-
-def _d_DescribeQuorumRequestPartitionData_2(buf: Any, pos: int) -> tuple[DescribeQuorumRequestPartitionData, int]:
-    (f_partition_index,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return DescribeQuorumRequestPartitionData(f_partition_index), pos
-
-
-def _e_DescribeQuorumRequestPartitionData_2(o: DescribeQuorumRequestPartitionData, out: bytearray, chunks: list[Any]) -> None:
-    out += _S0.pack(o.partition_index)
-    out.append(0)
-
-
-def _d_DescribeQuorumRequestTopicData_2(buf: Any, pos: int) -> tuple[DescribeQuorumRequestTopicData, int]:
-    f_topic_name, pos = read_compact_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, True, False)
-    f_partitions = []
-    for _ in range(n_partitions):
-        it_partitions, pos = _d_DescribeQuorumRequestPartitionData_2(buf, pos)
-        f_partitions.append(it_partitions)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return DescribeQuorumRequestTopicData(f_topic_name, f_partitions), pos
-
-
-def _e_DescribeQuorumRequestTopicData_2(o: DescribeQuorumRequestTopicData, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.topic_name)
-    write_array_count(out, o.partitions, True)
-    if o.partitions is not None:
-        for it_partitions in o.partitions:
-            _e_DescribeQuorumRequestPartitionData_2(it_partitions, out, chunks)
-    out.append(0)
-
-
-def _d_DescribeQuorumRequest_2(buf: Any, pos: int) -> tuple[DescribeQuorumRequest, int]:
-    n_topics, pos = read_array_count(buf, pos, True, False)
-    f_topics = []
-    for _ in range(n_topics):
-        it_topics, pos = _d_DescribeQuorumRequestTopicData_2(buf, pos)
-        f_topics.append(it_topics)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return DescribeQuorumRequest(f_topics), pos
-
-
-def _e_DescribeQuorumRequest_2(o: DescribeQuorumRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_array_count(out, o.topics, True)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_DescribeQuorumRequestTopicData_2(it_topics, out, chunks)
-    out.append(0)
-
-
-DescribeQuorumRequest._DECODERS = {0: _d_DescribeQuorumRequest_0, 1: _d_DescribeQuorumRequest_1, 2: _d_DescribeQuorumRequest_2}
-DescribeQuorumRequest._ENCODERS = {0: _e_DescribeQuorumRequest_0, 1: _e_DescribeQuorumRequest_1, 2: _e_DescribeQuorumRequest_2}
+DescribeQuorumRequest._DECODERS = {0: _d_DescribeQuorumRequest_0, 1: _d_DescribeQuorumRequest_0, 2: _d_DescribeQuorumRequest_0}
+DescribeQuorumRequest._ENCODERS = {0: _e_DescribeQuorumRequest_0, 1: _e_DescribeQuorumRequest_0, 2: _e_DescribeQuorumRequest_0}
 
 
 def _d_Listener_0(buf: Any, pos: int) -> tuple[Listener, int]:
@@ -400,30 +336,6 @@ def _e_DescribeQuorumResponse_0(o: DescribeQuorumResponse, out: bytearray, chunk
     if o.topics is not None:
         for it_topics in o.topics:
             _e_DescribeQuorumResponseTopicData_0(it_topics, out, chunks)
-    out.append(0)
-
-
-def _d_Listener_1(buf: Any, pos: int) -> tuple[Listener, int]:
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return Listener("", "", 0), pos
-
-
-def _e_Listener_1(o: Listener, out: bytearray, chunks: list[Any]) -> None:
-    out.append(0)
-
-
-def _d_Node_1(buf: Any, pos: int) -> tuple[Node, int]:
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return Node(0, []), pos
-
-
-def _e_Node_1(o: Node, out: bytearray, chunks: list[Any]) -> None:
     out.append(0)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,41 +20,63 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>i')
 _S1 = Struct('>hiii')
 _S2 = Struct('>h')
 _S3 = Struct('>16s?')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class DescribeTopicPartitionsRequestCursor:
     topic_name: str = ""
     partition_index: int = 0
 
+    def __init__(self, topic_name: str = "", partition_index: int = 0) -> None:
+        self.topic_name = topic_name
+        self.partition_index = partition_index
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class TopicRequest:
     name: str = ""
 
+    def __init__(self, name: str = "") -> None:
+        self.name = name
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class DescribeTopicPartitionsRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 75
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 0
-    FLEXIBLE_MIN: ClassVar[int | None] = 0
     topics: list[TopicRequest] = field(default_factory=list)
     response_partition_limit: int = 2000
     cursor: DescribeTopicPartitionsRequestCursor | None = None
 
+    def __init__(self, topics: list[TopicRequest] | None = None, response_partition_limit: int = 2000, cursor: DescribeTopicPartitionsRequestCursor | None = None) -> None:
+        self.topics = [] if topics is None else topics
+        self.response_partition_limit = response_partition_limit
+        self.cursor = cursor
 
-@dataclass(slots=True)
+
+DescribeTopicPartitionsRequest.API_KEY = 75
+DescribeTopicPartitionsRequest.MIN_VERSION = 0
+DescribeTopicPartitionsRequest.MAX_VERSION = 0
+DescribeTopicPartitionsRequest.FLEXIBLE_MIN = 0
+
+
+@dataclass(slots=True, init=False)
 class DescribeTopicPartitionsResponseCursor:
     topic_name: str = ""
     partition_index: int = 0
 
+    def __init__(self, topic_name: str = "", partition_index: int = 0) -> None:
+        self.topic_name = topic_name
+        self.partition_index = partition_index
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class DescribeTopicPartitionsResponsePartition:
     error_code: int = 0
     partition_index: int = 0
@@ -66,8 +88,19 @@ class DescribeTopicPartitionsResponsePartition:
     last_known_elr: list[int] | None = field(default_factory=list)
     offline_replicas: list[int] = field(default_factory=list)
 
+    def __init__(self, error_code: int = 0, partition_index: int = 0, leader_id: int = 0, leader_epoch: int = -1, replica_nodes: list[int] | None = None, isr_nodes: list[int] | None = None, eligible_leader_replicas: object = _UNSET, last_known_elr: object = _UNSET, offline_replicas: list[int] | None = None) -> None:
+        self.error_code = error_code
+        self.partition_index = partition_index
+        self.leader_id = leader_id
+        self.leader_epoch = leader_epoch
+        self.replica_nodes = [] if replica_nodes is None else replica_nodes
+        self.isr_nodes = [] if isr_nodes is None else isr_nodes
+        self.eligible_leader_replicas = [] if eligible_leader_replicas is _UNSET else cast('list[int] | None', eligible_leader_replicas)
+        self.last_known_elr = [] if last_known_elr is _UNSET else cast('list[int] | None', last_known_elr)
+        self.offline_replicas = [] if offline_replicas is None else offline_replicas
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class DescribeTopicPartitionsResponseTopic:
     error_code: int = 0
     name: str | None = ""
@@ -76,16 +109,31 @@ class DescribeTopicPartitionsResponseTopic:
     partitions: list[DescribeTopicPartitionsResponsePartition] = field(default_factory=list)
     topic_authorized_operations: int = -2147483648
 
+    def __init__(self, error_code: int = 0, name: str | None = "", topic_id: uuid.UUID = ZERO_UUID, is_internal: bool = False, partitions: list[DescribeTopicPartitionsResponsePartition] | None = None, topic_authorized_operations: int = -2147483648) -> None:
+        self.error_code = error_code
+        self.name = name
+        self.topic_id = topic_id
+        self.is_internal = is_internal
+        self.partitions = [] if partitions is None else partitions
+        self.topic_authorized_operations = topic_authorized_operations
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class DescribeTopicPartitionsResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 75
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 0
-    FLEXIBLE_MIN: ClassVar[int | None] = 0
     throttle_time_ms: int = 0
     topics: list[DescribeTopicPartitionsResponseTopic] = field(default_factory=list)
     next_cursor: DescribeTopicPartitionsResponseCursor | None = None
+
+    def __init__(self, throttle_time_ms: int = 0, topics: list[DescribeTopicPartitionsResponseTopic] | None = None, next_cursor: DescribeTopicPartitionsResponseCursor | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.topics = [] if topics is None else topics
+        self.next_cursor = next_cursor
+
+
+DescribeTopicPartitionsResponse.API_KEY = 75
+DescribeTopicPartitionsResponse.MIN_VERSION = 0
+DescribeTopicPartitionsResponse.MAX_VERSION = 0
+DescribeTopicPartitionsResponse.FLEXIBLE_MIN = 0
 
 
 def _d_DescribeTopicPartitionsRequestCursor_0(buf: Any, pos: int) -> tuple[DescribeTopicPartitionsRequestCursor, int]:

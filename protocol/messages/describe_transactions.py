@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,27 +20,40 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>h')
 _S1 = Struct('>iqqh')
 _S2 = Struct('>i')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class DescribeTransactionsRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 65
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 0
-    FLEXIBLE_MIN: ClassVar[int | None] = 0
     transactional_ids: list[str] = field(default_factory=list)
 
+    def __init__(self, transactional_ids: list[str] | None = None) -> None:
+        self.transactional_ids = [] if transactional_ids is None else transactional_ids
 
-@dataclass(slots=True)
+
+DescribeTransactionsRequest.API_KEY = 65
+DescribeTransactionsRequest.MIN_VERSION = 0
+DescribeTransactionsRequest.MAX_VERSION = 0
+DescribeTransactionsRequest.FLEXIBLE_MIN = 0
+
+
+@dataclass(slots=True, init=False)
 class TopicData:
     topic: str = ""
     partitions: list[int] = field(default_factory=list)
 
+    def __init__(self, topic: str = "", partitions: list[int] | None = None) -> None:
+        self.topic = topic
+        self.partitions = [] if partitions is None else partitions
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class TransactionState:
     error_code: int = 0
     transactional_id: str = ""
@@ -51,15 +64,31 @@ class TransactionState:
     producer_epoch: int = 0
     topics: list[TopicData] = field(default_factory=list)
 
+    def __init__(self, error_code: int = 0, transactional_id: str = "", transaction_state: str = "", transaction_timeout_ms: int = 0, transaction_start_time_ms: int = 0, producer_id: int = 0, producer_epoch: int = 0, topics: list[TopicData] | None = None) -> None:
+        self.error_code = error_code
+        self.transactional_id = transactional_id
+        self.transaction_state = transaction_state
+        self.transaction_timeout_ms = transaction_timeout_ms
+        self.transaction_start_time_ms = transaction_start_time_ms
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self.topics = [] if topics is None else topics
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class DescribeTransactionsResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 65
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 0
-    FLEXIBLE_MIN: ClassVar[int | None] = 0
     throttle_time_ms: int = 0
     transaction_states: list[TransactionState] = field(default_factory=list)
+
+    def __init__(self, throttle_time_ms: int = 0, transaction_states: list[TransactionState] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.transaction_states = [] if transaction_states is None else transaction_states
+
+
+DescribeTransactionsResponse.API_KEY = 65
+DescribeTransactionsResponse.MIN_VERSION = 0
+DescribeTransactionsResponse.MAX_VERSION = 0
+DescribeTransactionsResponse.FLEXIBLE_MIN = 0
 
 
 def _d_DescribeTransactionsRequest_0(buf: Any, pos: int) -> tuple[DescribeTransactionsRequest, int]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,49 +20,79 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>bi')
 _S1 = Struct('>h')
 _S2 = Struct('>ih')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class UserName:
     name: str = ""
 
+    def __init__(self, name: str = "") -> None:
+        self.name = name
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class DescribeUserScramCredentialsRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 50
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 0
-    FLEXIBLE_MIN: ClassVar[int | None] = 0
     users: list[UserName] | None = field(default_factory=list)
 
+    def __init__(self, users: object = _UNSET) -> None:
+        self.users = [] if users is _UNSET else cast('list[UserName] | None', users)
 
-@dataclass(slots=True)
+
+DescribeUserScramCredentialsRequest.API_KEY = 50
+DescribeUserScramCredentialsRequest.MIN_VERSION = 0
+DescribeUserScramCredentialsRequest.MAX_VERSION = 0
+DescribeUserScramCredentialsRequest.FLEXIBLE_MIN = 0
+
+
+@dataclass(slots=True, init=False)
 class CredentialInfo:
     mechanism: int = 0
     iterations: int = 0
 
+    def __init__(self, mechanism: int = 0, iterations: int = 0) -> None:
+        self.mechanism = mechanism
+        self.iterations = iterations
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class DescribeUserScramCredentialsResult:
     user: str = ""
     error_code: int = 0
     error_message: str | None = None
     credential_infos: list[CredentialInfo] = field(default_factory=list)
 
+    def __init__(self, user: str = "", error_code: int = 0, error_message: str | None = None, credential_infos: list[CredentialInfo] | None = None) -> None:
+        self.user = user
+        self.error_code = error_code
+        self.error_message = error_message
+        self.credential_infos = [] if credential_infos is None else credential_infos
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class DescribeUserScramCredentialsResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 50
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 0
-    FLEXIBLE_MIN: ClassVar[int | None] = 0
     throttle_time_ms: int = 0
     error_code: int = 0
     error_message: str | None = None
     results: list[DescribeUserScramCredentialsResult] = field(default_factory=list)
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = None, results: list[DescribeUserScramCredentialsResult] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.error_message = error_message
+        self.results = [] if results is None else results
+
+
+DescribeUserScramCredentialsResponse.API_KEY = 50
+DescribeUserScramCredentialsResponse.MIN_VERSION = 0
+DescribeUserScramCredentialsResponse.MAX_VERSION = 0
+DescribeUserScramCredentialsResponse.FLEXIBLE_MIN = 0
 
 
 def _d_UserName_0(buf: Any, pos: int) -> tuple[UserName, int]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,50 +20,81 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>i')
 _S1 = Struct('>b')
 _S2 = Struct('>ih')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class TopicPartitions:
     topic: str = ""
     partitions: list[int] = field(default_factory=list)
 
+    def __init__(self, topic: str = "", partitions: list[int] | None = None) -> None:
+        self.topic = topic
+        self.partitions = [] if partitions is None else partitions
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class ElectLeadersRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 43
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 2
-    FLEXIBLE_MIN: ClassVar[int | None] = 2
     election_type: int = 0
     topic_partitions: list[TopicPartitions] | None = field(default_factory=list)
     timeout_ms: int = 60000
 
+    def __init__(self, election_type: int = 0, topic_partitions: object = _UNSET, timeout_ms: int = 60000) -> None:
+        self.election_type = election_type
+        self.topic_partitions = [] if topic_partitions is _UNSET else cast('list[TopicPartitions] | None', topic_partitions)
+        self.timeout_ms = timeout_ms
 
-@dataclass(slots=True)
+
+ElectLeadersRequest.API_KEY = 43
+ElectLeadersRequest.MIN_VERSION = 0
+ElectLeadersRequest.MAX_VERSION = 2
+ElectLeadersRequest.FLEXIBLE_MIN = 2
+
+
+@dataclass(slots=True, init=False)
 class PartitionResult:
     partition_id: int = 0
     error_code: int = 0
     error_message: str | None = ""
 
+    def __init__(self, partition_id: int = 0, error_code: int = 0, error_message: str | None = "") -> None:
+        self.partition_id = partition_id
+        self.error_code = error_code
+        self.error_message = error_message
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class ReplicaElectionResult:
     topic: str = ""
     partition_result: list[PartitionResult] = field(default_factory=list)
 
+    def __init__(self, topic: str = "", partition_result: list[PartitionResult] | None = None) -> None:
+        self.topic = topic
+        self.partition_result = [] if partition_result is None else partition_result
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class ElectLeadersResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 43
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 2
-    FLEXIBLE_MIN: ClassVar[int | None] = 2
     throttle_time_ms: int = 0
     error_code: int = 0
     replica_election_results: list[ReplicaElectionResult] = field(default_factory=list)
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, replica_election_results: list[ReplicaElectionResult] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.replica_election_results = [] if replica_election_results is None else replica_election_results
+
+
+ElectLeadersResponse.API_KEY = 43
+ElectLeadersResponse.MIN_VERSION = 0
+ElectLeadersResponse.MAX_VERSION = 2
+ElectLeadersResponse.FLEXIBLE_MIN = 2
 
 
 def _d_TopicPartitions_0(buf: Any, pos: int) -> tuple[TopicPartitions, int]:
@@ -105,23 +136,6 @@ def _e_ElectLeadersRequest_0(o: ElectLeadersRequest, out: bytearray, chunks: lis
     out += _S0.pack(o.timeout_ms)
 
 
-def _d_TopicPartitions_1(buf: Any, pos: int) -> tuple[TopicPartitions, int]:
-    f_topic, pos = read_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, False, False)
-    if n_partitions * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_partitions = list(unpack_from(f'>{n_partitions}i', buf, pos))
-    pos += n_partitions * 4
-    return TopicPartitions(f_topic, f_partitions), pos
-
-
-def _e_TopicPartitions_1(o: TopicPartitions, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.topic)
-    write_array_count(out, o.partitions, False)
-    if o.partitions is not None:
-        out += pack(f'>{len(o.partitions)}i', *o.partitions)
-
-
 def _d_ElectLeadersRequest_1(buf: Any, pos: int) -> tuple[ElectLeadersRequest, int]:
     (f_election_type,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
@@ -131,7 +145,7 @@ def _d_ElectLeadersRequest_1(buf: Any, pos: int) -> tuple[ElectLeadersRequest, i
     else:
         f_topic_partitions = []
         for _ in range(n_topic_partitions):
-            it_topic_partitions, pos = _d_TopicPartitions_1(buf, pos)
+            it_topic_partitions, pos = _d_TopicPartitions_0(buf, pos)
             f_topic_partitions.append(it_topic_partitions)
     (f_timeout_ms,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
@@ -143,7 +157,7 @@ def _e_ElectLeadersRequest_1(o: ElectLeadersRequest, out: bytearray, chunks: lis
     write_array_count(out, o.topic_partitions, False)
     if o.topic_partitions is not None:
         for it_topic_partitions in o.topic_partitions:
-            _e_TopicPartitions_1(it_topic_partitions, out, chunks)
+            _e_TopicPartitions_0(it_topic_partitions, out, chunks)
     out += _S0.pack(o.timeout_ms)
 
 
@@ -252,43 +266,13 @@ def _e_ElectLeadersResponse_0(o: ElectLeadersResponse, out: bytearray, chunks: l
             _e_ReplicaElectionResult_0(it_replica_election_results, out, chunks)
 
 
-def _d_PartitionResult_1(buf: Any, pos: int) -> tuple[PartitionResult, int]:
-    (f_partition_id, f_error_code,) = _S2.unpack_from(buf, pos)
-    pos += _S2.size
-    f_error_message, pos = read_string(buf, pos, True)
-    return PartitionResult(f_partition_id, f_error_code, f_error_message), pos
-
-
-def _e_PartitionResult_1(o: PartitionResult, out: bytearray, chunks: list[Any]) -> None:
-    out += _S2.pack(o.partition_id, o.error_code)
-    write_string(out, o.error_message)
-
-
-def _d_ReplicaElectionResult_1(buf: Any, pos: int) -> tuple[ReplicaElectionResult, int]:
-    f_topic, pos = read_string(buf, pos, False)
-    n_partition_result, pos = read_array_count(buf, pos, False, False)
-    f_partition_result = []
-    for _ in range(n_partition_result):
-        it_partition_result, pos = _d_PartitionResult_1(buf, pos)
-        f_partition_result.append(it_partition_result)
-    return ReplicaElectionResult(f_topic, f_partition_result), pos
-
-
-def _e_ReplicaElectionResult_1(o: ReplicaElectionResult, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.topic)
-    write_array_count(out, o.partition_result, False)
-    if o.partition_result is not None:
-        for it_partition_result in o.partition_result:
-            _e_PartitionResult_1(it_partition_result, out, chunks)
-
-
 def _d_ElectLeadersResponse_1(buf: Any, pos: int) -> tuple[ElectLeadersResponse, int]:
     (f_throttle_time_ms, f_error_code,) = _S2.unpack_from(buf, pos)
     pos += _S2.size
     n_replica_election_results, pos = read_array_count(buf, pos, False, False)
     f_replica_election_results = []
     for _ in range(n_replica_election_results):
-        it_replica_election_results, pos = _d_ReplicaElectionResult_1(buf, pos)
+        it_replica_election_results, pos = _d_ReplicaElectionResult_0(buf, pos)
         f_replica_election_results.append(it_replica_election_results)
     return ElectLeadersResponse(f_throttle_time_ms, f_error_code, f_replica_election_results), pos
 
@@ -298,7 +282,7 @@ def _e_ElectLeadersResponse_1(o: ElectLeadersResponse, out: bytearray, chunks: l
     write_array_count(out, o.replica_election_results, False)
     if o.replica_election_results is not None:
         for it_replica_election_results in o.replica_election_results:
-            _e_ReplicaElectionResult_1(it_replica_election_results, out, chunks)
+            _e_ReplicaElectionResult_0(it_replica_election_results, out, chunks)
 
 
 def _d_PartitionResult_2(buf: Any, pos: int) -> tuple[PartitionResult, int]:

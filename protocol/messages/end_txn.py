@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,33 +20,53 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>qh?')
 _S1 = Struct('>ih')
 _S2 = Struct('>ihqh')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class EndTxnRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 26
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 5
-    FLEXIBLE_MIN: ClassVar[int | None] = 3
     transactional_id: str = ""
     producer_id: int = 0
     producer_epoch: int = 0
     committed: bool = False
 
+    def __init__(self, transactional_id: str = "", producer_id: int = 0, producer_epoch: int = 0, committed: bool = False) -> None:
+        self.transactional_id = transactional_id
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self.committed = committed
 
-@dataclass(slots=True)
+
+EndTxnRequest.API_KEY = 26
+EndTxnRequest.MIN_VERSION = 0
+EndTxnRequest.MAX_VERSION = 5
+EndTxnRequest.FLEXIBLE_MIN = 3
+
+
+@dataclass(slots=True, init=False)
 class EndTxnResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 26
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 5
-    FLEXIBLE_MIN: ClassVar[int | None] = 3
     throttle_time_ms: int = 0
     error_code: int = 0
     producer_id: int = -1
     producer_epoch: int = -1
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, producer_id: int = -1, producer_epoch: int = -1) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+
+
+EndTxnResponse.API_KEY = 26
+EndTxnResponse.MIN_VERSION = 0
+EndTxnResponse.MAX_VERSION = 5
+EndTxnResponse.FLEXIBLE_MIN = 3
 
 
 def _d_EndTxnRequest_0(buf: Any, pos: int) -> tuple[EndTxnRequest, int]:
@@ -57,30 +77,6 @@ def _d_EndTxnRequest_0(buf: Any, pos: int) -> tuple[EndTxnRequest, int]:
 
 
 def _e_EndTxnRequest_0(o: EndTxnRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.transactional_id)
-    out += _S0.pack(o.producer_id, o.producer_epoch, o.committed)
-
-
-def _d_EndTxnRequest_1(buf: Any, pos: int) -> tuple[EndTxnRequest, int]:
-    f_transactional_id, pos = read_string(buf, pos, False)
-    (f_producer_id, f_producer_epoch, f_committed,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    return EndTxnRequest(f_transactional_id, f_producer_id, f_producer_epoch, f_committed), pos
-
-
-def _e_EndTxnRequest_1(o: EndTxnRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.transactional_id)
-    out += _S0.pack(o.producer_id, o.producer_epoch, o.committed)
-
-
-def _d_EndTxnRequest_2(buf: Any, pos: int) -> tuple[EndTxnRequest, int]:
-    f_transactional_id, pos = read_string(buf, pos, False)
-    (f_producer_id, f_producer_epoch, f_committed,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    return EndTxnRequest(f_transactional_id, f_producer_id, f_producer_epoch, f_committed), pos
-
-
-def _e_EndTxnRequest_2(o: EndTxnRequest, out: bytearray, chunks: list[Any]) -> None:
     write_string(out, o.transactional_id)
     out += _S0.pack(o.producer_id, o.producer_epoch, o.committed)
 
@@ -102,42 +98,8 @@ def _e_EndTxnRequest_3(o: EndTxnRequest, out: bytearray, chunks: list[Any]) -> N
     out.append(0)
 
 
-def _d_EndTxnRequest_4(buf: Any, pos: int) -> tuple[EndTxnRequest, int]:
-    f_transactional_id, pos = read_compact_string(buf, pos, False)
-    (f_producer_id, f_producer_epoch, f_committed,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return EndTxnRequest(f_transactional_id, f_producer_id, f_producer_epoch, f_committed), pos
-
-
-def _e_EndTxnRequest_4(o: EndTxnRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.transactional_id)
-    out += _S0.pack(o.producer_id, o.producer_epoch, o.committed)
-    out.append(0)
-
-
-def _d_EndTxnRequest_5(buf: Any, pos: int) -> tuple[EndTxnRequest, int]:
-    f_transactional_id, pos = read_compact_string(buf, pos, False)
-    (f_producer_id, f_producer_epoch, f_committed,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return EndTxnRequest(f_transactional_id, f_producer_id, f_producer_epoch, f_committed), pos
-
-
-def _e_EndTxnRequest_5(o: EndTxnRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.transactional_id)
-    out += _S0.pack(o.producer_id, o.producer_epoch, o.committed)
-    out.append(0)
-
-
-EndTxnRequest._DECODERS = {0: _d_EndTxnRequest_0, 1: _d_EndTxnRequest_1, 2: _d_EndTxnRequest_2, 3: _d_EndTxnRequest_3, 4: _d_EndTxnRequest_4, 5: _d_EndTxnRequest_5}
-EndTxnRequest._ENCODERS = {0: _e_EndTxnRequest_0, 1: _e_EndTxnRequest_1, 2: _e_EndTxnRequest_2, 3: _e_EndTxnRequest_3, 4: _e_EndTxnRequest_4, 5: _e_EndTxnRequest_5}
+EndTxnRequest._DECODERS = {0: _d_EndTxnRequest_0, 1: _d_EndTxnRequest_0, 2: _d_EndTxnRequest_0, 3: _d_EndTxnRequest_3, 4: _d_EndTxnRequest_3, 5: _d_EndTxnRequest_3}
+EndTxnRequest._ENCODERS = {0: _e_EndTxnRequest_0, 1: _e_EndTxnRequest_0, 2: _e_EndTxnRequest_0, 3: _e_EndTxnRequest_3, 4: _e_EndTxnRequest_3, 5: _e_EndTxnRequest_3}
 
 
 def _d_EndTxnResponse_0(buf: Any, pos: int) -> tuple[EndTxnResponse, int]:
@@ -147,26 +109,6 @@ def _d_EndTxnResponse_0(buf: Any, pos: int) -> tuple[EndTxnResponse, int]:
 
 
 def _e_EndTxnResponse_0(o: EndTxnResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S1.pack(o.throttle_time_ms, o.error_code)
-
-
-def _d_EndTxnResponse_1(buf: Any, pos: int) -> tuple[EndTxnResponse, int]:
-    (f_throttle_time_ms, f_error_code,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    return EndTxnResponse(f_throttle_time_ms, f_error_code, -1, -1), pos
-
-
-def _e_EndTxnResponse_1(o: EndTxnResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S1.pack(o.throttle_time_ms, o.error_code)
-
-
-def _d_EndTxnResponse_2(buf: Any, pos: int) -> tuple[EndTxnResponse, int]:
-    (f_throttle_time_ms, f_error_code,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    return EndTxnResponse(f_throttle_time_ms, f_error_code, -1, -1), pos
-
-
-def _e_EndTxnResponse_2(o: EndTxnResponse, out: bytearray, chunks: list[Any]) -> None:
     out += _S1.pack(o.throttle_time_ms, o.error_code)
 
 
@@ -181,21 +123,6 @@ def _d_EndTxnResponse_3(buf: Any, pos: int) -> tuple[EndTxnResponse, int]:
 
 
 def _e_EndTxnResponse_3(o: EndTxnResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S1.pack(o.throttle_time_ms, o.error_code)
-    out.append(0)
-
-
-def _d_EndTxnResponse_4(buf: Any, pos: int) -> tuple[EndTxnResponse, int]:
-    (f_throttle_time_ms, f_error_code,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return EndTxnResponse(f_throttle_time_ms, f_error_code, -1, -1), pos
-
-
-def _e_EndTxnResponse_4(o: EndTxnResponse, out: bytearray, chunks: list[Any]) -> None:
     out += _S1.pack(o.throttle_time_ms, o.error_code)
     out.append(0)
 
@@ -215,5 +142,5 @@ def _e_EndTxnResponse_5(o: EndTxnResponse, out: bytearray, chunks: list[Any]) ->
     out.append(0)
 
 
-EndTxnResponse._DECODERS = {0: _d_EndTxnResponse_0, 1: _d_EndTxnResponse_1, 2: _d_EndTxnResponse_2, 3: _d_EndTxnResponse_3, 4: _d_EndTxnResponse_4, 5: _d_EndTxnResponse_5}
-EndTxnResponse._ENCODERS = {0: _e_EndTxnResponse_0, 1: _e_EndTxnResponse_1, 2: _e_EndTxnResponse_2, 3: _e_EndTxnResponse_3, 4: _e_EndTxnResponse_4, 5: _e_EndTxnResponse_5}
+EndTxnResponse._DECODERS = {0: _d_EndTxnResponse_0, 1: _d_EndTxnResponse_0, 2: _d_EndTxnResponse_0, 3: _d_EndTxnResponse_3, 4: _d_EndTxnResponse_3, 5: _d_EndTxnResponse_5}
+EndTxnResponse._ENCODERS = {0: _e_EndTxnResponse_0, 1: _e_EndTxnResponse_0, 2: _e_EndTxnResponse_0, 3: _e_EndTxnResponse_3, 4: _e_EndTxnResponse_3, 5: _e_EndTxnResponse_5}

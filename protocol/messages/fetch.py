@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -18,6 +18,10 @@ from pybroker.protocol.primitives import (
 
 def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
+
+
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
 
 
 _S0 = Struct('>iqi')
@@ -38,14 +42,19 @@ _S14 = Struct('>ihi')
 _S15 = Struct('>ii')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class ForgottenTopic:
     topic: str = ""
     topic_id: uuid.UUID = ZERO_UUID
     partitions: list[int] = field(default_factory=list)
 
+    def __init__(self, topic: str = "", topic_id: uuid.UUID = ZERO_UUID, partitions: list[int] | None = None) -> None:
+        self.topic = topic
+        self.topic_id = topic_id
+        self.partitions = [] if partitions is None else partitions
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class FetchPartition:
     partition: int = 0
     current_leader_epoch: int = -1
@@ -55,26 +64,40 @@ class FetchPartition:
     partition_max_bytes: int = 0
     replica_directory_id: uuid.UUID = ZERO_UUID
 
+    def __init__(self, partition: int = 0, current_leader_epoch: int = -1, fetch_offset: int = 0, last_fetched_epoch: int = -1, log_start_offset: int = -1, partition_max_bytes: int = 0, replica_directory_id: uuid.UUID = ZERO_UUID) -> None:
+        self.partition = partition
+        self.current_leader_epoch = current_leader_epoch
+        self.fetch_offset = fetch_offset
+        self.last_fetched_epoch = last_fetched_epoch
+        self.log_start_offset = log_start_offset
+        self.partition_max_bytes = partition_max_bytes
+        self.replica_directory_id = replica_directory_id
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class FetchTopic:
     topic: str = ""
     topic_id: uuid.UUID = ZERO_UUID
     partitions: list[FetchPartition] = field(default_factory=list)
 
+    def __init__(self, topic: str = "", topic_id: uuid.UUID = ZERO_UUID, partitions: list[FetchPartition] | None = None) -> None:
+        self.topic = topic
+        self.topic_id = topic_id
+        self.partitions = [] if partitions is None else partitions
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class ReplicaState:
     replica_id: int = -1
     replica_epoch: int = -1
 
+    def __init__(self, replica_id: int = -1, replica_epoch: int = -1) -> None:
+        self.replica_id = replica_id
+        self.replica_epoch = replica_epoch
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class FetchRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 1
-    MIN_VERSION: ClassVar[int] = 4
-    MAX_VERSION: ClassVar[int] = 17
-    FLEXIBLE_MIN: ClassVar[int | None] = 12
     cluster_id: str | None = None
     replica_id: int = -1
     replica_state: ReplicaState = field(default_factory=ReplicaState)
@@ -88,40 +111,82 @@ class FetchRequest(ApiMessage):
     forgotten_topics_data: list[ForgottenTopic] = field(default_factory=list)
     rack_id: str = ''
 
+    def __init__(self, cluster_id: str | None = None, replica_id: int = -1, replica_state: ReplicaState | None = None, max_wait_ms: int = 0, min_bytes: int = 0, max_bytes: int = 2147483647, isolation_level: int = 0, session_id: int = 0, session_epoch: int = -1, topics: list[FetchTopic] | None = None, forgotten_topics_data: list[ForgottenTopic] | None = None, rack_id: str = '') -> None:
+        self.cluster_id = cluster_id
+        self.replica_id = replica_id
+        self.replica_state = ReplicaState() if replica_state is None else replica_state
+        self.max_wait_ms = max_wait_ms
+        self.min_bytes = min_bytes
+        self.max_bytes = max_bytes
+        self.isolation_level = isolation_level
+        self.session_id = session_id
+        self.session_epoch = session_epoch
+        self.topics = [] if topics is None else topics
+        self.forgotten_topics_data = [] if forgotten_topics_data is None else forgotten_topics_data
+        self.rack_id = rack_id
 
-@dataclass(slots=True)
+
+FetchRequest.API_KEY = 1
+FetchRequest.MIN_VERSION = 4
+FetchRequest.MAX_VERSION = 17
+FetchRequest.FLEXIBLE_MIN = 12
+
+
+@dataclass(slots=True, init=False)
 class NodeEndpoint:
     node_id: int = 0
     host: str = ""
     port: int = 0
     rack: str | None = None
 
+    def __init__(self, node_id: int = 0, host: str = "", port: int = 0, rack: str | None = None) -> None:
+        self.node_id = node_id
+        self.host = host
+        self.port = port
+        self.rack = rack
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class AbortedTransaction:
     producer_id: int = 0
     first_offset: int = 0
 
+    def __init__(self, producer_id: int = 0, first_offset: int = 0) -> None:
+        self.producer_id = producer_id
+        self.first_offset = first_offset
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class SnapshotId:
     end_offset: int = -1
     epoch: int = -1
 
+    def __init__(self, end_offset: int = -1, epoch: int = -1) -> None:
+        self.end_offset = end_offset
+        self.epoch = epoch
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class LeaderIdAndEpoch:
     leader_id: int = -1
     leader_epoch: int = -1
 
+    def __init__(self, leader_id: int = -1, leader_epoch: int = -1) -> None:
+        self.leader_id = leader_id
+        self.leader_epoch = leader_epoch
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class EpochEndOffset:
     epoch: int = -1
     end_offset: int = -1
 
+    def __init__(self, epoch: int = -1, end_offset: int = -1) -> None:
+        self.epoch = epoch
+        self.end_offset = end_offset
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class PartitionData:
     partition_index: int = 0
     error_code: int = 0
@@ -135,25 +200,58 @@ class PartitionData:
     preferred_read_replica: int = -1
     records: Any = None
 
+    def __init__(self, partition_index: int = 0, error_code: int = 0, high_watermark: int = 0, last_stable_offset: int = -1, log_start_offset: int = -1, diverging_epoch: EpochEndOffset | None = None, current_leader: LeaderIdAndEpoch | None = None, snapshot_id: SnapshotId | None = None, aborted_transactions: object = _UNSET, preferred_read_replica: int = -1, records: Any = None) -> None:
+        self.partition_index = partition_index
+        self.error_code = error_code
+        self.high_watermark = high_watermark
+        self.last_stable_offset = last_stable_offset
+        self.log_start_offset = log_start_offset
+        self.diverging_epoch = EpochEndOffset() if diverging_epoch is None else diverging_epoch
+        self.current_leader = LeaderIdAndEpoch() if current_leader is None else current_leader
+        self.snapshot_id = SnapshotId() if snapshot_id is None else snapshot_id
+        self.aborted_transactions = [] if aborted_transactions is _UNSET else cast('list[AbortedTransaction] | None', aborted_transactions)
+        self.preferred_read_replica = preferred_read_replica
+        self.records = records
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class FetchableTopicResponse:
     topic: str = ""
     topic_id: uuid.UUID = ZERO_UUID
     partitions: list[PartitionData] = field(default_factory=list)
 
+    def __init__(self, topic: str = "", topic_id: uuid.UUID = ZERO_UUID, partitions: list[PartitionData] | None = None) -> None:
+        self.topic = topic
+        self.topic_id = topic_id
+        self.partitions = [] if partitions is None else partitions
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class FetchResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 1
-    MIN_VERSION: ClassVar[int] = 4
-    MAX_VERSION: ClassVar[int] = 17
-    FLEXIBLE_MIN: ClassVar[int | None] = 12
     throttle_time_ms: int = 0
     error_code: int = 0
     session_id: int = 0
     responses: list[FetchableTopicResponse] = field(default_factory=list)
     node_endpoints: list[NodeEndpoint] = field(default_factory=list)
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, session_id: int = 0, responses: list[FetchableTopicResponse] | None = None, node_endpoints: list[NodeEndpoint] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.session_id = session_id
+        self.responses = [] if responses is None else responses
+        self.node_endpoints = [] if node_endpoints is None else node_endpoints
+
+
+FetchResponse.API_KEY = 1
+FetchResponse.MIN_VERSION = 4
+FetchResponse.MAX_VERSION = 17
+FetchResponse.FLEXIBLE_MIN = 12
+
+
+_DEFAULT_EpochEndOffset = EpochEndOffset()
+_DEFAULT_LeaderIdAndEpoch = LeaderIdAndEpoch()
+_DEFAULT_ReplicaState = ReplicaState()
+_DEFAULT_SnapshotId = SnapshotId()
 
 
 def _d_ForgottenTopic_4(buf: Any, pos: int) -> tuple[ForgottenTopic, int]:
@@ -219,14 +317,6 @@ def _e_FetchRequest_4(o: FetchRequest, out: bytearray, chunks: list[Any]) -> Non
             _e_FetchTopic_4(it_topics, out, chunks)
 
 
-def _d_ForgottenTopic_5(buf: Any, pos: int) -> tuple[ForgottenTopic, int]:
-    return ForgottenTopic("", ZERO_UUID, []), pos
-
-
-def _e_ForgottenTopic_5(o: ForgottenTopic, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
 def _d_FetchPartition_5(buf: Any, pos: int) -> tuple[FetchPartition, int]:
     (f_partition, f_fetch_offset, f_log_start_offset, f_partition_max_bytes,) = _S2.unpack_from(buf, pos)
     pos += _S2.size
@@ -255,14 +345,6 @@ def _e_FetchTopic_5(o: FetchTopic, out: bytearray, chunks: list[Any]) -> None:
             _e_FetchPartition_5(it_partitions, out, chunks)
 
 
-def _d_ReplicaState_5(buf: Any, pos: int) -> tuple[ReplicaState, int]:
-    return ReplicaState(-1, -1), pos
-
-
-def _e_ReplicaState_5(o: ReplicaState, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
 def _d_FetchRequest_5(buf: Any, pos: int) -> tuple[FetchRequest, int]:
     (f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
@@ -282,69 +364,6 @@ def _e_FetchRequest_5(o: FetchRequest, out: bytearray, chunks: list[Any]) -> Non
             _e_FetchTopic_5(it_topics, out, chunks)
 
 
-def _d_ForgottenTopic_6(buf: Any, pos: int) -> tuple[ForgottenTopic, int]:
-    return ForgottenTopic("", ZERO_UUID, []), pos
-
-
-def _e_ForgottenTopic_6(o: ForgottenTopic, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_FetchPartition_6(buf: Any, pos: int) -> tuple[FetchPartition, int]:
-    (f_partition, f_fetch_offset, f_log_start_offset, f_partition_max_bytes,) = _S2.unpack_from(buf, pos)
-    pos += _S2.size
-    return FetchPartition(f_partition, -1, f_fetch_offset, -1, f_log_start_offset, f_partition_max_bytes, ZERO_UUID), pos
-
-
-def _e_FetchPartition_6(o: FetchPartition, out: bytearray, chunks: list[Any]) -> None:
-    out += _S2.pack(o.partition, o.fetch_offset, o.log_start_offset, o.partition_max_bytes)
-
-
-def _d_FetchTopic_6(buf: Any, pos: int) -> tuple[FetchTopic, int]:
-    f_topic, pos = read_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, False, False)
-    f_partitions = []
-    for _ in range(n_partitions):
-        it_partitions, pos = _d_FetchPartition_6(buf, pos)
-        f_partitions.append(it_partitions)
-    return FetchTopic(f_topic, ZERO_UUID, f_partitions), pos
-
-
-def _e_FetchTopic_6(o: FetchTopic, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.topic)
-    write_array_count(out, o.partitions, False)
-    if o.partitions is not None:
-        for it_partitions in o.partitions:
-            _e_FetchPartition_6(it_partitions, out, chunks)
-
-
-def _d_ReplicaState_6(buf: Any, pos: int) -> tuple[ReplicaState, int]:
-    return ReplicaState(-1, -1), pos
-
-
-def _e_ReplicaState_6(o: ReplicaState, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_FetchRequest_6(buf: Any, pos: int) -> tuple[FetchRequest, int]:
-    (f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    n_topics, pos = read_array_count(buf, pos, False, False)
-    f_topics = []
-    for _ in range(n_topics):
-        it_topics, pos = _d_FetchTopic_6(buf, pos)
-        f_topics.append(it_topics)
-    return FetchRequest(None, f_replica_id, ReplicaState(), f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, 0, -1, f_topics, [], ''), pos
-
-
-def _e_FetchRequest_6(o: FetchRequest, out: bytearray, chunks: list[Any]) -> None:
-    out += _S1.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level)
-    write_array_count(out, o.topics, False)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_FetchTopic_6(it_topics, out, chunks)
-
-
 def _d_ForgottenTopic_7(buf: Any, pos: int) -> tuple[ForgottenTopic, int]:
     f_topic, pos = read_string(buf, pos, False)
     n_partitions, pos = read_array_count(buf, pos, False, False)
@@ -362,49 +381,13 @@ def _e_ForgottenTopic_7(o: ForgottenTopic, out: bytearray, chunks: list[Any]) ->
         out += pack(f'>{len(o.partitions)}i', *o.partitions)
 
 
-def _d_FetchPartition_7(buf: Any, pos: int) -> tuple[FetchPartition, int]:
-    (f_partition, f_fetch_offset, f_log_start_offset, f_partition_max_bytes,) = _S2.unpack_from(buf, pos)
-    pos += _S2.size
-    return FetchPartition(f_partition, -1, f_fetch_offset, -1, f_log_start_offset, f_partition_max_bytes, ZERO_UUID), pos
-
-
-def _e_FetchPartition_7(o: FetchPartition, out: bytearray, chunks: list[Any]) -> None:
-    out += _S2.pack(o.partition, o.fetch_offset, o.log_start_offset, o.partition_max_bytes)
-
-
-def _d_FetchTopic_7(buf: Any, pos: int) -> tuple[FetchTopic, int]:
-    f_topic, pos = read_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, False, False)
-    f_partitions = []
-    for _ in range(n_partitions):
-        it_partitions, pos = _d_FetchPartition_7(buf, pos)
-        f_partitions.append(it_partitions)
-    return FetchTopic(f_topic, ZERO_UUID, f_partitions), pos
-
-
-def _e_FetchTopic_7(o: FetchTopic, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.topic)
-    write_array_count(out, o.partitions, False)
-    if o.partitions is not None:
-        for it_partitions in o.partitions:
-            _e_FetchPartition_7(it_partitions, out, chunks)
-
-
-def _d_ReplicaState_7(buf: Any, pos: int) -> tuple[ReplicaState, int]:
-    return ReplicaState(-1, -1), pos
-
-
-def _e_ReplicaState_7(o: ReplicaState, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
 def _d_FetchRequest_7(buf: Any, pos: int) -> tuple[FetchRequest, int]:
     (f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch,) = _S3.unpack_from(buf, pos)
     pos += _S3.size
     n_topics, pos = read_array_count(buf, pos, False, False)
     f_topics = []
     for _ in range(n_topics):
-        it_topics, pos = _d_FetchTopic_7(buf, pos)
+        it_topics, pos = _d_FetchTopic_5(buf, pos)
         f_topics.append(it_topics)
     n_forgotten_topics_data, pos = read_array_count(buf, pos, False, False)
     f_forgotten_topics_data = []
@@ -419,109 +402,11 @@ def _e_FetchRequest_7(o: FetchRequest, out: bytearray, chunks: list[Any]) -> Non
     write_array_count(out, o.topics, False)
     if o.topics is not None:
         for it_topics in o.topics:
-            _e_FetchTopic_7(it_topics, out, chunks)
+            _e_FetchTopic_5(it_topics, out, chunks)
     write_array_count(out, o.forgotten_topics_data, False)
     if o.forgotten_topics_data is not None:
         for it_forgotten_topics_data in o.forgotten_topics_data:
             _e_ForgottenTopic_7(it_forgotten_topics_data, out, chunks)
-
-
-def _d_ForgottenTopic_8(buf: Any, pos: int) -> tuple[ForgottenTopic, int]:
-    f_topic, pos = read_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, False, False)
-    if n_partitions * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_partitions = list(unpack_from(f'>{n_partitions}i', buf, pos))
-    pos += n_partitions * 4
-    return ForgottenTopic(f_topic, ZERO_UUID, f_partitions), pos
-
-
-def _e_ForgottenTopic_8(o: ForgottenTopic, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.topic)
-    write_array_count(out, o.partitions, False)
-    if o.partitions is not None:
-        out += pack(f'>{len(o.partitions)}i', *o.partitions)
-
-
-def _d_FetchPartition_8(buf: Any, pos: int) -> tuple[FetchPartition, int]:
-    (f_partition, f_fetch_offset, f_log_start_offset, f_partition_max_bytes,) = _S2.unpack_from(buf, pos)
-    pos += _S2.size
-    return FetchPartition(f_partition, -1, f_fetch_offset, -1, f_log_start_offset, f_partition_max_bytes, ZERO_UUID), pos
-
-
-def _e_FetchPartition_8(o: FetchPartition, out: bytearray, chunks: list[Any]) -> None:
-    out += _S2.pack(o.partition, o.fetch_offset, o.log_start_offset, o.partition_max_bytes)
-
-
-def _d_FetchTopic_8(buf: Any, pos: int) -> tuple[FetchTopic, int]:
-    f_topic, pos = read_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, False, False)
-    f_partitions = []
-    for _ in range(n_partitions):
-        it_partitions, pos = _d_FetchPartition_8(buf, pos)
-        f_partitions.append(it_partitions)
-    return FetchTopic(f_topic, ZERO_UUID, f_partitions), pos
-
-
-def _e_FetchTopic_8(o: FetchTopic, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.topic)
-    write_array_count(out, o.partitions, False)
-    if o.partitions is not None:
-        for it_partitions in o.partitions:
-            _e_FetchPartition_8(it_partitions, out, chunks)
-
-
-def _d_ReplicaState_8(buf: Any, pos: int) -> tuple[ReplicaState, int]:
-    return ReplicaState(-1, -1), pos
-
-
-def _e_ReplicaState_8(o: ReplicaState, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_FetchRequest_8(buf: Any, pos: int) -> tuple[FetchRequest, int]:
-    (f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch,) = _S3.unpack_from(buf, pos)
-    pos += _S3.size
-    n_topics, pos = read_array_count(buf, pos, False, False)
-    f_topics = []
-    for _ in range(n_topics):
-        it_topics, pos = _d_FetchTopic_8(buf, pos)
-        f_topics.append(it_topics)
-    n_forgotten_topics_data, pos = read_array_count(buf, pos, False, False)
-    f_forgotten_topics_data = []
-    for _ in range(n_forgotten_topics_data):
-        it_forgotten_topics_data, pos = _d_ForgottenTopic_8(buf, pos)
-        f_forgotten_topics_data.append(it_forgotten_topics_data)
-    return FetchRequest(None, f_replica_id, ReplicaState(), f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch, f_topics, f_forgotten_topics_data, ''), pos
-
-
-def _e_FetchRequest_8(o: FetchRequest, out: bytearray, chunks: list[Any]) -> None:
-    out += _S3.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
-    write_array_count(out, o.topics, False)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_FetchTopic_8(it_topics, out, chunks)
-    write_array_count(out, o.forgotten_topics_data, False)
-    if o.forgotten_topics_data is not None:
-        for it_forgotten_topics_data in o.forgotten_topics_data:
-            _e_ForgottenTopic_8(it_forgotten_topics_data, out, chunks)
-
-
-def _d_ForgottenTopic_9(buf: Any, pos: int) -> tuple[ForgottenTopic, int]:
-    f_topic, pos = read_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, False, False)
-    if n_partitions * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_partitions = list(unpack_from(f'>{n_partitions}i', buf, pos))
-    pos += n_partitions * 4
-    return ForgottenTopic(f_topic, ZERO_UUID, f_partitions), pos
-
-
-def _e_ForgottenTopic_9(o: ForgottenTopic, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.topic)
-    write_array_count(out, o.partitions, False)
-    if o.partitions is not None:
-        out += pack(f'>{len(o.partitions)}i', *o.partitions)
 
 
 def _d_FetchPartition_9(buf: Any, pos: int) -> tuple[FetchPartition, int]:
@@ -552,14 +437,6 @@ def _e_FetchTopic_9(o: FetchTopic, out: bytearray, chunks: list[Any]) -> None:
             _e_FetchPartition_9(it_partitions, out, chunks)
 
 
-def _d_ReplicaState_9(buf: Any, pos: int) -> tuple[ReplicaState, int]:
-    return ReplicaState(-1, -1), pos
-
-
-def _e_ReplicaState_9(o: ReplicaState, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
 def _d_FetchRequest_9(buf: Any, pos: int) -> tuple[FetchRequest, int]:
     (f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch,) = _S3.unpack_from(buf, pos)
     pos += _S3.size
@@ -571,7 +448,7 @@ def _d_FetchRequest_9(buf: Any, pos: int) -> tuple[FetchRequest, int]:
     n_forgotten_topics_data, pos = read_array_count(buf, pos, False, False)
     f_forgotten_topics_data = []
     for _ in range(n_forgotten_topics_data):
-        it_forgotten_topics_data, pos = _d_ForgottenTopic_9(buf, pos)
+        it_forgotten_topics_data, pos = _d_ForgottenTopic_7(buf, pos)
         f_forgotten_topics_data.append(it_forgotten_topics_data)
     return FetchRequest(None, f_replica_id, ReplicaState(), f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch, f_topics, f_forgotten_topics_data, ''), pos
 
@@ -585,141 +462,7 @@ def _e_FetchRequest_9(o: FetchRequest, out: bytearray, chunks: list[Any]) -> Non
     write_array_count(out, o.forgotten_topics_data, False)
     if o.forgotten_topics_data is not None:
         for it_forgotten_topics_data in o.forgotten_topics_data:
-            _e_ForgottenTopic_9(it_forgotten_topics_data, out, chunks)
-
-
-def _d_ForgottenTopic_10(buf: Any, pos: int) -> tuple[ForgottenTopic, int]:
-    f_topic, pos = read_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, False, False)
-    if n_partitions * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_partitions = list(unpack_from(f'>{n_partitions}i', buf, pos))
-    pos += n_partitions * 4
-    return ForgottenTopic(f_topic, ZERO_UUID, f_partitions), pos
-
-
-def _e_ForgottenTopic_10(o: ForgottenTopic, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.topic)
-    write_array_count(out, o.partitions, False)
-    if o.partitions is not None:
-        out += pack(f'>{len(o.partitions)}i', *o.partitions)
-
-
-def _d_FetchPartition_10(buf: Any, pos: int) -> tuple[FetchPartition, int]:
-    (f_partition, f_current_leader_epoch, f_fetch_offset, f_log_start_offset, f_partition_max_bytes,) = _S4.unpack_from(buf, pos)
-    pos += _S4.size
-    return FetchPartition(f_partition, f_current_leader_epoch, f_fetch_offset, -1, f_log_start_offset, f_partition_max_bytes, ZERO_UUID), pos
-
-
-def _e_FetchPartition_10(o: FetchPartition, out: bytearray, chunks: list[Any]) -> None:
-    out += _S4.pack(o.partition, o.current_leader_epoch, o.fetch_offset, o.log_start_offset, o.partition_max_bytes)
-
-
-def _d_FetchTopic_10(buf: Any, pos: int) -> tuple[FetchTopic, int]:
-    f_topic, pos = read_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, False, False)
-    f_partitions = []
-    for _ in range(n_partitions):
-        it_partitions, pos = _d_FetchPartition_10(buf, pos)
-        f_partitions.append(it_partitions)
-    return FetchTopic(f_topic, ZERO_UUID, f_partitions), pos
-
-
-def _e_FetchTopic_10(o: FetchTopic, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.topic)
-    write_array_count(out, o.partitions, False)
-    if o.partitions is not None:
-        for it_partitions in o.partitions:
-            _e_FetchPartition_10(it_partitions, out, chunks)
-
-
-def _d_ReplicaState_10(buf: Any, pos: int) -> tuple[ReplicaState, int]:
-    return ReplicaState(-1, -1), pos
-
-
-def _e_ReplicaState_10(o: ReplicaState, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_FetchRequest_10(buf: Any, pos: int) -> tuple[FetchRequest, int]:
-    (f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch,) = _S3.unpack_from(buf, pos)
-    pos += _S3.size
-    n_topics, pos = read_array_count(buf, pos, False, False)
-    f_topics = []
-    for _ in range(n_topics):
-        it_topics, pos = _d_FetchTopic_10(buf, pos)
-        f_topics.append(it_topics)
-    n_forgotten_topics_data, pos = read_array_count(buf, pos, False, False)
-    f_forgotten_topics_data = []
-    for _ in range(n_forgotten_topics_data):
-        it_forgotten_topics_data, pos = _d_ForgottenTopic_10(buf, pos)
-        f_forgotten_topics_data.append(it_forgotten_topics_data)
-    return FetchRequest(None, f_replica_id, ReplicaState(), f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch, f_topics, f_forgotten_topics_data, ''), pos
-
-
-def _e_FetchRequest_10(o: FetchRequest, out: bytearray, chunks: list[Any]) -> None:
-    out += _S3.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
-    write_array_count(out, o.topics, False)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_FetchTopic_10(it_topics, out, chunks)
-    write_array_count(out, o.forgotten_topics_data, False)
-    if o.forgotten_topics_data is not None:
-        for it_forgotten_topics_data in o.forgotten_topics_data:
-            _e_ForgottenTopic_10(it_forgotten_topics_data, out, chunks)
-
-
-def _d_ForgottenTopic_11(buf: Any, pos: int) -> tuple[ForgottenTopic, int]:
-    f_topic, pos = read_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, False, False)
-    if n_partitions * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_partitions = list(unpack_from(f'>{n_partitions}i', buf, pos))
-    pos += n_partitions * 4
-    return ForgottenTopic(f_topic, ZERO_UUID, f_partitions), pos
-
-
-def _e_ForgottenTopic_11(o: ForgottenTopic, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.topic)
-    write_array_count(out, o.partitions, False)
-    if o.partitions is not None:
-        out += pack(f'>{len(o.partitions)}i', *o.partitions)
-
-
-def _d_FetchPartition_11(buf: Any, pos: int) -> tuple[FetchPartition, int]:
-    (f_partition, f_current_leader_epoch, f_fetch_offset, f_log_start_offset, f_partition_max_bytes,) = _S4.unpack_from(buf, pos)
-    pos += _S4.size
-    return FetchPartition(f_partition, f_current_leader_epoch, f_fetch_offset, -1, f_log_start_offset, f_partition_max_bytes, ZERO_UUID), pos
-
-
-def _e_FetchPartition_11(o: FetchPartition, out: bytearray, chunks: list[Any]) -> None:
-    out += _S4.pack(o.partition, o.current_leader_epoch, o.fetch_offset, o.log_start_offset, o.partition_max_bytes)
-
-
-def _d_FetchTopic_11(buf: Any, pos: int) -> tuple[FetchTopic, int]:
-    f_topic, pos = read_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, False, False)
-    f_partitions = []
-    for _ in range(n_partitions):
-        it_partitions, pos = _d_FetchPartition_11(buf, pos)
-        f_partitions.append(it_partitions)
-    return FetchTopic(f_topic, ZERO_UUID, f_partitions), pos
-
-
-def _e_FetchTopic_11(o: FetchTopic, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.topic)
-    write_array_count(out, o.partitions, False)
-    if o.partitions is not None:
-        for it_partitions in o.partitions:
-            _e_FetchPartition_11(it_partitions, out, chunks)
-
-
-def _d_ReplicaState_11(buf: Any, pos: int) -> tuple[ReplicaState, int]:
-    return ReplicaState(-1, -1), pos
-
-
-def _e_ReplicaState_11(o: ReplicaState, out: bytearray, chunks: list[Any]) -> None:
-    pass
+            _e_ForgottenTopic_7(it_forgotten_topics_data, out, chunks)
 
 
 def _d_FetchRequest_11(buf: Any, pos: int) -> tuple[FetchRequest, int]:
@@ -728,12 +471,12 @@ def _d_FetchRequest_11(buf: Any, pos: int) -> tuple[FetchRequest, int]:
     n_topics, pos = read_array_count(buf, pos, False, False)
     f_topics = []
     for _ in range(n_topics):
-        it_topics, pos = _d_FetchTopic_11(buf, pos)
+        it_topics, pos = _d_FetchTopic_9(buf, pos)
         f_topics.append(it_topics)
     n_forgotten_topics_data, pos = read_array_count(buf, pos, False, False)
     f_forgotten_topics_data = []
     for _ in range(n_forgotten_topics_data):
-        it_forgotten_topics_data, pos = _d_ForgottenTopic_11(buf, pos)
+        it_forgotten_topics_data, pos = _d_ForgottenTopic_7(buf, pos)
         f_forgotten_topics_data.append(it_forgotten_topics_data)
     f_rack_id, pos = read_string(buf, pos, False)
     return FetchRequest(None, f_replica_id, ReplicaState(), f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch, f_topics, f_forgotten_topics_data, f_rack_id), pos
@@ -744,11 +487,11 @@ def _e_FetchRequest_11(o: FetchRequest, out: bytearray, chunks: list[Any]) -> No
     write_array_count(out, o.topics, False)
     if o.topics is not None:
         for it_topics in o.topics:
-            _e_FetchTopic_11(it_topics, out, chunks)
+            _e_FetchTopic_9(it_topics, out, chunks)
     write_array_count(out, o.forgotten_topics_data, False)
     if o.forgotten_topics_data is not None:
         for it_forgotten_topics_data in o.forgotten_topics_data:
-            _e_ForgottenTopic_11(it_forgotten_topics_data, out, chunks)
+            _e_ForgottenTopic_7(it_forgotten_topics_data, out, chunks)
     write_string(out, o.rack_id)
 
 
@@ -904,21 +647,6 @@ def _e_ForgottenTopic_13(o: ForgottenTopic, out: bytearray, chunks: list[Any]) -
     out.append(0)
 
 
-def _d_FetchPartition_13(buf: Any, pos: int) -> tuple[FetchPartition, int]:
-    (f_partition, f_current_leader_epoch, f_fetch_offset, f_last_fetched_epoch, f_log_start_offset, f_partition_max_bytes,) = _S5.unpack_from(buf, pos)
-    pos += _S5.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return FetchPartition(f_partition, f_current_leader_epoch, f_fetch_offset, f_last_fetched_epoch, f_log_start_offset, f_partition_max_bytes, ZERO_UUID), pos
-
-
-def _e_FetchPartition_13(o: FetchPartition, out: bytearray, chunks: list[Any]) -> None:
-    out += _S5.pack(o.partition, o.current_leader_epoch, o.fetch_offset, o.last_fetched_epoch, o.log_start_offset, o.partition_max_bytes)
-    out.append(0)
-
-
 def _d_FetchTopic_13(buf: Any, pos: int) -> tuple[FetchTopic, int]:
     (f_topic_id,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
@@ -926,7 +654,7 @@ def _d_FetchTopic_13(buf: Any, pos: int) -> tuple[FetchTopic, int]:
     n_partitions, pos = read_array_count(buf, pos, True, False)
     f_partitions = []
     for _ in range(n_partitions):
-        it_partitions, pos = _d_FetchPartition_13(buf, pos)
+        it_partitions, pos = _d_FetchPartition_12(buf, pos)
         f_partitions.append(it_partitions)
     if buf[pos] == 0:
         pos += 1
@@ -940,19 +668,7 @@ def _e_FetchTopic_13(o: FetchTopic, out: bytearray, chunks: list[Any]) -> None:
     write_array_count(out, o.partitions, True)
     if o.partitions is not None:
         for it_partitions in o.partitions:
-            _e_FetchPartition_13(it_partitions, out, chunks)
-    out.append(0)
-
-
-def _d_ReplicaState_13(buf: Any, pos: int) -> tuple[ReplicaState, int]:
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return ReplicaState(-1, -1), pos
-
-
-def _e_ReplicaState_13(o: ReplicaState, out: bytearray, chunks: list[Any]) -> None:
+            _e_FetchPartition_12(it_partitions, out, chunks)
     out.append(0)
 
 
@@ -1012,202 +728,6 @@ def _e_FetchRequest_13(o: FetchRequest, out: bytearray, chunks: list[Any]) -> No
         out += data
 
 
-def _d_ForgottenTopic_14(buf: Any, pos: int) -> tuple[ForgottenTopic, int]:
-    (f_topic_id,) = _S6.unpack_from(buf, pos)
-    pos += _S6.size
-    f_topic_id = _uuid(f_topic_id)
-    n_partitions, pos = read_array_count(buf, pos, True, False)
-    if n_partitions * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_partitions = list(unpack_from(f'>{n_partitions}i', buf, pos))
-    pos += n_partitions * 4
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return ForgottenTopic("", f_topic_id, f_partitions), pos
-
-
-def _e_ForgottenTopic_14(o: ForgottenTopic, out: bytearray, chunks: list[Any]) -> None:
-    out += _S6.pack(o.topic_id.bytes)
-    write_array_count(out, o.partitions, True)
-    if o.partitions is not None:
-        out += pack(f'>{len(o.partitions)}i', *o.partitions)
-    out.append(0)
-
-
-def _d_FetchPartition_14(buf: Any, pos: int) -> tuple[FetchPartition, int]:
-    (f_partition, f_current_leader_epoch, f_fetch_offset, f_last_fetched_epoch, f_log_start_offset, f_partition_max_bytes,) = _S5.unpack_from(buf, pos)
-    pos += _S5.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return FetchPartition(f_partition, f_current_leader_epoch, f_fetch_offset, f_last_fetched_epoch, f_log_start_offset, f_partition_max_bytes, ZERO_UUID), pos
-
-
-def _e_FetchPartition_14(o: FetchPartition, out: bytearray, chunks: list[Any]) -> None:
-    out += _S5.pack(o.partition, o.current_leader_epoch, o.fetch_offset, o.last_fetched_epoch, o.log_start_offset, o.partition_max_bytes)
-    out.append(0)
-
-
-def _d_FetchTopic_14(buf: Any, pos: int) -> tuple[FetchTopic, int]:
-    (f_topic_id,) = _S6.unpack_from(buf, pos)
-    pos += _S6.size
-    f_topic_id = _uuid(f_topic_id)
-    n_partitions, pos = read_array_count(buf, pos, True, False)
-    f_partitions = []
-    for _ in range(n_partitions):
-        it_partitions, pos = _d_FetchPartition_14(buf, pos)
-        f_partitions.append(it_partitions)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return FetchTopic("", f_topic_id, f_partitions), pos
-
-
-def _e_FetchTopic_14(o: FetchTopic, out: bytearray, chunks: list[Any]) -> None:
-    out += _S6.pack(o.topic_id.bytes)
-    write_array_count(out, o.partitions, True)
-    if o.partitions is not None:
-        for it_partitions in o.partitions:
-            _e_FetchPartition_14(it_partitions, out, chunks)
-    out.append(0)
-
-
-def _d_ReplicaState_14(buf: Any, pos: int) -> tuple[ReplicaState, int]:
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return ReplicaState(-1, -1), pos
-
-
-def _e_ReplicaState_14(o: ReplicaState, out: bytearray, chunks: list[Any]) -> None:
-    out.append(0)
-
-
-def _d_FetchRequest_14(buf: Any, pos: int) -> tuple[FetchRequest, int]:
-    (f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch,) = _S3.unpack_from(buf, pos)
-    pos += _S3.size
-    n_topics, pos = read_array_count(buf, pos, True, False)
-    f_topics = []
-    for _ in range(n_topics):
-        it_topics, pos = _d_FetchTopic_14(buf, pos)
-        f_topics.append(it_topics)
-    n_forgotten_topics_data, pos = read_array_count(buf, pos, True, False)
-    f_forgotten_topics_data = []
-    for _ in range(n_forgotten_topics_data):
-        it_forgotten_topics_data, pos = _d_ForgottenTopic_14(buf, pos)
-        f_forgotten_topics_data.append(it_forgotten_topics_data)
-    f_rack_id, pos = read_compact_string(buf, pos, False)
-    f_cluster_id: str | None = None
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            end = pos + size
-            if end > len(buf):
-                raise DecodeError('tagged field overruns the buffer')
-            if tag == 0:
-                f_cluster_id, pos = read_compact_string(buf, pos, True)
-                if pos != end:
-                    raise DecodeError('tagged field size mismatch')
-            pos = end
-    return FetchRequest(f_cluster_id, f_replica_id, ReplicaState(), f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch, f_topics, f_forgotten_topics_data, f_rack_id), pos
-
-
-def _e_FetchRequest_14(o: FetchRequest, out: bytearray, chunks: list[Any]) -> None:
-    out += _S3.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
-    write_array_count(out, o.topics, True)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_FetchTopic_14(it_topics, out, chunks)
-    write_array_count(out, o.forgotten_topics_data, True)
-    if o.forgotten_topics_data is not None:
-        for it_forgotten_topics_data in o.forgotten_topics_data:
-            _e_ForgottenTopic_14(it_forgotten_topics_data, out, chunks)
-    write_compact_string(out, o.rack_id)
-    tags: list[tuple[int, bytearray]] = []
-    if o.cluster_id != None:
-        t = bytearray()
-        write_compact_string(t, o.cluster_id)
-        tags.append((0, t))
-    write_uvarint(out, len(tags))
-    for tag, data in tags:
-        write_uvarint(out, tag)
-        write_uvarint(out, len(data))
-        out += data
-
-
-def _d_ForgottenTopic_15(buf: Any, pos: int) -> tuple[ForgottenTopic, int]:
-    (f_topic_id,) = _S6.unpack_from(buf, pos)
-    pos += _S6.size
-    f_topic_id = _uuid(f_topic_id)
-    n_partitions, pos = read_array_count(buf, pos, True, False)
-    if n_partitions * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_partitions = list(unpack_from(f'>{n_partitions}i', buf, pos))
-    pos += n_partitions * 4
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return ForgottenTopic("", f_topic_id, f_partitions), pos
-
-
-def _e_ForgottenTopic_15(o: ForgottenTopic, out: bytearray, chunks: list[Any]) -> None:
-    out += _S6.pack(o.topic_id.bytes)
-    write_array_count(out, o.partitions, True)
-    if o.partitions is not None:
-        out += pack(f'>{len(o.partitions)}i', *o.partitions)
-    out.append(0)
-
-
-def _d_FetchPartition_15(buf: Any, pos: int) -> tuple[FetchPartition, int]:
-    (f_partition, f_current_leader_epoch, f_fetch_offset, f_last_fetched_epoch, f_log_start_offset, f_partition_max_bytes,) = _S5.unpack_from(buf, pos)
-    pos += _S5.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return FetchPartition(f_partition, f_current_leader_epoch, f_fetch_offset, f_last_fetched_epoch, f_log_start_offset, f_partition_max_bytes, ZERO_UUID), pos
-
-
-def _e_FetchPartition_15(o: FetchPartition, out: bytearray, chunks: list[Any]) -> None:
-    out += _S5.pack(o.partition, o.current_leader_epoch, o.fetch_offset, o.last_fetched_epoch, o.log_start_offset, o.partition_max_bytes)
-    out.append(0)
-
-
-def _d_FetchTopic_15(buf: Any, pos: int) -> tuple[FetchTopic, int]:
-    (f_topic_id,) = _S6.unpack_from(buf, pos)
-    pos += _S6.size
-    f_topic_id = _uuid(f_topic_id)
-    n_partitions, pos = read_array_count(buf, pos, True, False)
-    f_partitions = []
-    for _ in range(n_partitions):
-        it_partitions, pos = _d_FetchPartition_15(buf, pos)
-        f_partitions.append(it_partitions)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return FetchTopic("", f_topic_id, f_partitions), pos
-
-
-def _e_FetchTopic_15(o: FetchTopic, out: bytearray, chunks: list[Any]) -> None:
-    out += _S6.pack(o.topic_id.bytes)
-    write_array_count(out, o.partitions, True)
-    if o.partitions is not None:
-        for it_partitions in o.partitions:
-            _e_FetchPartition_15(it_partitions, out, chunks)
-    out.append(0)
-
-
 def _d_ReplicaState_15(buf: Any, pos: int) -> tuple[ReplicaState, int]:
     (f_replica_id, f_replica_epoch,) = _S7.unpack_from(buf, pos)
     pos += _S7.size
@@ -1229,12 +749,12 @@ def _d_FetchRequest_15(buf: Any, pos: int) -> tuple[FetchRequest, int]:
     n_topics, pos = read_array_count(buf, pos, True, False)
     f_topics = []
     for _ in range(n_topics):
-        it_topics, pos = _d_FetchTopic_15(buf, pos)
+        it_topics, pos = _d_FetchTopic_13(buf, pos)
         f_topics.append(it_topics)
     n_forgotten_topics_data, pos = read_array_count(buf, pos, True, False)
     f_forgotten_topics_data = []
     for _ in range(n_forgotten_topics_data):
-        it_forgotten_topics_data, pos = _d_ForgottenTopic_15(buf, pos)
+        it_forgotten_topics_data, pos = _d_ForgottenTopic_13(buf, pos)
         f_forgotten_topics_data.append(it_forgotten_topics_data)
     f_rack_id, pos = read_compact_string(buf, pos, False)
     f_cluster_id: str | None = None
@@ -1266,18 +786,18 @@ def _e_FetchRequest_15(o: FetchRequest, out: bytearray, chunks: list[Any]) -> No
     write_array_count(out, o.topics, True)
     if o.topics is not None:
         for it_topics in o.topics:
-            _e_FetchTopic_15(it_topics, out, chunks)
+            _e_FetchTopic_13(it_topics, out, chunks)
     write_array_count(out, o.forgotten_topics_data, True)
     if o.forgotten_topics_data is not None:
         for it_forgotten_topics_data in o.forgotten_topics_data:
-            _e_ForgottenTopic_15(it_forgotten_topics_data, out, chunks)
+            _e_ForgottenTopic_13(it_forgotten_topics_data, out, chunks)
     write_compact_string(out, o.rack_id)
     tags: list[tuple[int, bytearray]] = []
     if o.cluster_id != None:
         t = bytearray()
         write_compact_string(t, o.cluster_id)
         tags.append((0, t))
-    if o.replica_state != ReplicaState():
+    if o.replica_state.replica_id != _DEFAULT_ReplicaState.replica_id or o.replica_state.replica_epoch != _DEFAULT_ReplicaState.replica_epoch:
         t = bytearray()
         _e_ReplicaState_15(o.replica_state, t, chunks)
         tags.append((1, t))
@@ -1286,174 +806,6 @@ def _e_FetchRequest_15(o: FetchRequest, out: bytearray, chunks: list[Any]) -> No
         write_uvarint(out, tag)
         write_uvarint(out, len(data))
         out += data
-
-
-def _d_ForgottenTopic_16(buf: Any, pos: int) -> tuple[ForgottenTopic, int]:
-    (f_topic_id,) = _S6.unpack_from(buf, pos)
-    pos += _S6.size
-    f_topic_id = _uuid(f_topic_id)
-    n_partitions, pos = read_array_count(buf, pos, True, False)
-    if n_partitions * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_partitions = list(unpack_from(f'>{n_partitions}i', buf, pos))
-    pos += n_partitions * 4
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return ForgottenTopic("", f_topic_id, f_partitions), pos
-
-
-def _e_ForgottenTopic_16(o: ForgottenTopic, out: bytearray, chunks: list[Any]) -> None:
-    out += _S6.pack(o.topic_id.bytes)
-    write_array_count(out, o.partitions, True)
-    if o.partitions is not None:
-        out += pack(f'>{len(o.partitions)}i', *o.partitions)
-    out.append(0)
-
-
-def _d_FetchPartition_16(buf: Any, pos: int) -> tuple[FetchPartition, int]:
-    (f_partition, f_current_leader_epoch, f_fetch_offset, f_last_fetched_epoch, f_log_start_offset, f_partition_max_bytes,) = _S5.unpack_from(buf, pos)
-    pos += _S5.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return FetchPartition(f_partition, f_current_leader_epoch, f_fetch_offset, f_last_fetched_epoch, f_log_start_offset, f_partition_max_bytes, ZERO_UUID), pos
-
-
-def _e_FetchPartition_16(o: FetchPartition, out: bytearray, chunks: list[Any]) -> None:
-    out += _S5.pack(o.partition, o.current_leader_epoch, o.fetch_offset, o.last_fetched_epoch, o.log_start_offset, o.partition_max_bytes)
-    out.append(0)
-
-
-def _d_FetchTopic_16(buf: Any, pos: int) -> tuple[FetchTopic, int]:
-    (f_topic_id,) = _S6.unpack_from(buf, pos)
-    pos += _S6.size
-    f_topic_id = _uuid(f_topic_id)
-    n_partitions, pos = read_array_count(buf, pos, True, False)
-    f_partitions = []
-    for _ in range(n_partitions):
-        it_partitions, pos = _d_FetchPartition_16(buf, pos)
-        f_partitions.append(it_partitions)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return FetchTopic("", f_topic_id, f_partitions), pos
-
-
-def _e_FetchTopic_16(o: FetchTopic, out: bytearray, chunks: list[Any]) -> None:
-    out += _S6.pack(o.topic_id.bytes)
-    write_array_count(out, o.partitions, True)
-    if o.partitions is not None:
-        for it_partitions in o.partitions:
-            _e_FetchPartition_16(it_partitions, out, chunks)
-    out.append(0)
-
-
-def _d_ReplicaState_16(buf: Any, pos: int) -> tuple[ReplicaState, int]:
-    (f_replica_id, f_replica_epoch,) = _S7.unpack_from(buf, pos)
-    pos += _S7.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return ReplicaState(f_replica_id, f_replica_epoch), pos
-
-
-def _e_ReplicaState_16(o: ReplicaState, out: bytearray, chunks: list[Any]) -> None:
-    out += _S7.pack(o.replica_id, o.replica_epoch)
-    out.append(0)
-
-
-def _d_FetchRequest_16(buf: Any, pos: int) -> tuple[FetchRequest, int]:
-    (f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch,) = _S8.unpack_from(buf, pos)
-    pos += _S8.size
-    n_topics, pos = read_array_count(buf, pos, True, False)
-    f_topics = []
-    for _ in range(n_topics):
-        it_topics, pos = _d_FetchTopic_16(buf, pos)
-        f_topics.append(it_topics)
-    n_forgotten_topics_data, pos = read_array_count(buf, pos, True, False)
-    f_forgotten_topics_data = []
-    for _ in range(n_forgotten_topics_data):
-        it_forgotten_topics_data, pos = _d_ForgottenTopic_16(buf, pos)
-        f_forgotten_topics_data.append(it_forgotten_topics_data)
-    f_rack_id, pos = read_compact_string(buf, pos, False)
-    f_cluster_id: str | None = None
-    f_replica_state: ReplicaState = ReplicaState()
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            end = pos + size
-            if end > len(buf):
-                raise DecodeError('tagged field overruns the buffer')
-            if tag == 0:
-                f_cluster_id, pos = read_compact_string(buf, pos, True)
-                if pos != end:
-                    raise DecodeError('tagged field size mismatch')
-            elif tag == 1:
-                f_replica_state, pos = _d_ReplicaState_16(buf, pos)
-                if pos != end:
-                    raise DecodeError('tagged field size mismatch')
-            pos = end
-    return FetchRequest(f_cluster_id, -1, f_replica_state, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch, f_topics, f_forgotten_topics_data, f_rack_id), pos
-
-
-def _e_FetchRequest_16(o: FetchRequest, out: bytearray, chunks: list[Any]) -> None:
-    out += _S8.pack(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
-    write_array_count(out, o.topics, True)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_FetchTopic_16(it_topics, out, chunks)
-    write_array_count(out, o.forgotten_topics_data, True)
-    if o.forgotten_topics_data is not None:
-        for it_forgotten_topics_data in o.forgotten_topics_data:
-            _e_ForgottenTopic_16(it_forgotten_topics_data, out, chunks)
-    write_compact_string(out, o.rack_id)
-    tags: list[tuple[int, bytearray]] = []
-    if o.cluster_id != None:
-        t = bytearray()
-        write_compact_string(t, o.cluster_id)
-        tags.append((0, t))
-    if o.replica_state != ReplicaState():
-        t = bytearray()
-        _e_ReplicaState_16(o.replica_state, t, chunks)
-        tags.append((1, t))
-    write_uvarint(out, len(tags))
-    for tag, data in tags:
-        write_uvarint(out, tag)
-        write_uvarint(out, len(data))
-        out += data
-
-
-def _d_ForgottenTopic_17(buf: Any, pos: int) -> tuple[ForgottenTopic, int]:
-    (f_topic_id,) = _S6.unpack_from(buf, pos)
-    pos += _S6.size
-    f_topic_id = _uuid(f_topic_id)
-    n_partitions, pos = read_array_count(buf, pos, True, False)
-    if n_partitions * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_partitions = list(unpack_from(f'>{n_partitions}i', buf, pos))
-    pos += n_partitions * 4
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return ForgottenTopic("", f_topic_id, f_partitions), pos
-
-
-def _e_ForgottenTopic_17(o: ForgottenTopic, out: bytearray, chunks: list[Any]) -> None:
-    out += _S6.pack(o.topic_id.bytes)
-    write_array_count(out, o.partitions, True)
-    if o.partitions is not None:
-        out += pack(f'>{len(o.partitions)}i', *o.partitions)
-    out.append(0)
 
 
 def _d_FetchPartition_17(buf: Any, pos: int) -> tuple[FetchPartition, int]:
@@ -1517,21 +869,6 @@ def _e_FetchTopic_17(o: FetchTopic, out: bytearray, chunks: list[Any]) -> None:
     out.append(0)
 
 
-def _d_ReplicaState_17(buf: Any, pos: int) -> tuple[ReplicaState, int]:
-    (f_replica_id, f_replica_epoch,) = _S7.unpack_from(buf, pos)
-    pos += _S7.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return ReplicaState(f_replica_id, f_replica_epoch), pos
-
-
-def _e_ReplicaState_17(o: ReplicaState, out: bytearray, chunks: list[Any]) -> None:
-    out += _S7.pack(o.replica_id, o.replica_epoch)
-    out.append(0)
-
-
 def _d_FetchRequest_17(buf: Any, pos: int) -> tuple[FetchRequest, int]:
     (f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch,) = _S8.unpack_from(buf, pos)
     pos += _S8.size
@@ -1543,7 +880,7 @@ def _d_FetchRequest_17(buf: Any, pos: int) -> tuple[FetchRequest, int]:
     n_forgotten_topics_data, pos = read_array_count(buf, pos, True, False)
     f_forgotten_topics_data = []
     for _ in range(n_forgotten_topics_data):
-        it_forgotten_topics_data, pos = _d_ForgottenTopic_17(buf, pos)
+        it_forgotten_topics_data, pos = _d_ForgottenTopic_13(buf, pos)
         f_forgotten_topics_data.append(it_forgotten_topics_data)
     f_rack_id, pos = read_compact_string(buf, pos, False)
     f_cluster_id: str | None = None
@@ -1563,7 +900,7 @@ def _d_FetchRequest_17(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                 if pos != end:
                     raise DecodeError('tagged field size mismatch')
             elif tag == 1:
-                f_replica_state, pos = _d_ReplicaState_17(buf, pos)
+                f_replica_state, pos = _d_ReplicaState_15(buf, pos)
                 if pos != end:
                     raise DecodeError('tagged field size mismatch')
             pos = end
@@ -1579,16 +916,16 @@ def _e_FetchRequest_17(o: FetchRequest, out: bytearray, chunks: list[Any]) -> No
     write_array_count(out, o.forgotten_topics_data, True)
     if o.forgotten_topics_data is not None:
         for it_forgotten_topics_data in o.forgotten_topics_data:
-            _e_ForgottenTopic_17(it_forgotten_topics_data, out, chunks)
+            _e_ForgottenTopic_13(it_forgotten_topics_data, out, chunks)
     write_compact_string(out, o.rack_id)
     tags: list[tuple[int, bytearray]] = []
     if o.cluster_id != None:
         t = bytearray()
         write_compact_string(t, o.cluster_id)
         tags.append((0, t))
-    if o.replica_state != ReplicaState():
+    if o.replica_state.replica_id != _DEFAULT_ReplicaState.replica_id or o.replica_state.replica_epoch != _DEFAULT_ReplicaState.replica_epoch:
         t = bytearray()
-        _e_ReplicaState_17(o.replica_state, t, chunks)
+        _e_ReplicaState_15(o.replica_state, t, chunks)
         tags.append((1, t))
     write_uvarint(out, len(tags))
     for tag, data in tags:
@@ -1597,8 +934,8 @@ def _e_FetchRequest_17(o: FetchRequest, out: bytearray, chunks: list[Any]) -> No
         out += data
 
 
-FetchRequest._DECODERS = {4: _d_FetchRequest_4, 5: _d_FetchRequest_5, 6: _d_FetchRequest_6, 7: _d_FetchRequest_7, 8: _d_FetchRequest_8, 9: _d_FetchRequest_9, 10: _d_FetchRequest_10, 11: _d_FetchRequest_11, 12: _d_FetchRequest_12, 13: _d_FetchRequest_13, 14: _d_FetchRequest_14, 15: _d_FetchRequest_15, 16: _d_FetchRequest_16, 17: _d_FetchRequest_17}
-FetchRequest._ENCODERS = {4: _e_FetchRequest_4, 5: _e_FetchRequest_5, 6: _e_FetchRequest_6, 7: _e_FetchRequest_7, 8: _e_FetchRequest_8, 9: _e_FetchRequest_9, 10: _e_FetchRequest_10, 11: _e_FetchRequest_11, 12: _e_FetchRequest_12, 13: _e_FetchRequest_13, 14: _e_FetchRequest_14, 15: _e_FetchRequest_15, 16: _e_FetchRequest_16, 17: _e_FetchRequest_17}
+FetchRequest._DECODERS = {4: _d_FetchRequest_4, 5: _d_FetchRequest_5, 6: _d_FetchRequest_5, 7: _d_FetchRequest_7, 8: _d_FetchRequest_7, 9: _d_FetchRequest_9, 10: _d_FetchRequest_9, 11: _d_FetchRequest_11, 12: _d_FetchRequest_12, 13: _d_FetchRequest_13, 14: _d_FetchRequest_13, 15: _d_FetchRequest_15, 16: _d_FetchRequest_15, 17: _d_FetchRequest_17}
+FetchRequest._ENCODERS = {4: _e_FetchRequest_4, 5: _e_FetchRequest_5, 6: _e_FetchRequest_5, 7: _e_FetchRequest_7, 8: _e_FetchRequest_7, 9: _e_FetchRequest_9, 10: _e_FetchRequest_9, 11: _e_FetchRequest_11, 12: _e_FetchRequest_12, 13: _e_FetchRequest_13, 14: _e_FetchRequest_13, 15: _e_FetchRequest_15, 16: _e_FetchRequest_15, 17: _e_FetchRequest_17}
 
 
 def _d_NodeEndpoint_4(buf: Any, pos: int) -> tuple[NodeEndpoint, int]:
@@ -1706,50 +1043,6 @@ def _e_FetchResponse_4(o: FetchResponse, out: bytearray, chunks: list[Any]) -> N
             _e_FetchableTopicResponse_4(it_responses, out, chunks)
 
 
-def _d_NodeEndpoint_5(buf: Any, pos: int) -> tuple[NodeEndpoint, int]:
-    return NodeEndpoint(0, "", 0, None), pos
-
-
-def _e_NodeEndpoint_5(o: NodeEndpoint, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_AbortedTransaction_5(buf: Any, pos: int) -> tuple[AbortedTransaction, int]:
-    (f_producer_id, f_first_offset,) = _S9.unpack_from(buf, pos)
-    pos += _S9.size
-    return AbortedTransaction(f_producer_id, f_first_offset), pos
-
-
-def _e_AbortedTransaction_5(o: AbortedTransaction, out: bytearray, chunks: list[Any]) -> None:
-    out += _S9.pack(o.producer_id, o.first_offset)
-
-
-def _d_SnapshotId_5(buf: Any, pos: int) -> tuple[SnapshotId, int]:
-    (f_end_offset, f_epoch,) = _S10.unpack_from(buf, pos)
-    pos += _S10.size
-    return SnapshotId(f_end_offset, f_epoch), pos
-
-
-def _e_SnapshotId_5(o: SnapshotId, out: bytearray, chunks: list[Any]) -> None:
-    out += _S10.pack(o.end_offset, o.epoch)
-
-
-def _d_LeaderIdAndEpoch_5(buf: Any, pos: int) -> tuple[LeaderIdAndEpoch, int]:
-    return LeaderIdAndEpoch(-1, -1), pos
-
-
-def _e_LeaderIdAndEpoch_5(o: LeaderIdAndEpoch, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_EpochEndOffset_5(buf: Any, pos: int) -> tuple[EpochEndOffset, int]:
-    return EpochEndOffset(-1, -1), pos
-
-
-def _e_EpochEndOffset_5(o: EpochEndOffset, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
 def _d_PartitionData_5(buf: Any, pos: int) -> tuple[PartitionData, int]:
     (f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset,) = _S13.unpack_from(buf, pos)
     pos += _S13.size
@@ -1759,7 +1052,7 @@ def _d_PartitionData_5(buf: Any, pos: int) -> tuple[PartitionData, int]:
     else:
         f_aborted_transactions = []
         for _ in range(n_aborted_transactions):
-            it_aborted_transactions, pos = _d_AbortedTransaction_5(buf, pos)
+            it_aborted_transactions, pos = _d_AbortedTransaction_4(buf, pos)
             f_aborted_transactions.append(it_aborted_transactions)
     f_records, pos = read_records(buf, pos, True)
     return PartitionData(f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset, EpochEndOffset(), LeaderIdAndEpoch(), SnapshotId(), f_aborted_transactions, -1, f_records), pos
@@ -1770,7 +1063,7 @@ def _e_PartitionData_5(o: PartitionData, out: bytearray, chunks: list[Any]) -> N
     write_array_count(out, o.aborted_transactions, False)
     if o.aborted_transactions is not None:
         for it_aborted_transactions in o.aborted_transactions:
-            _e_AbortedTransaction_5(it_aborted_transactions, out, chunks)
+            _e_AbortedTransaction_4(it_aborted_transactions, out, chunks)
     write_records(out, chunks, o.records)
 
 
@@ -1811,204 +1104,13 @@ def _e_FetchResponse_5(o: FetchResponse, out: bytearray, chunks: list[Any]) -> N
             _e_FetchableTopicResponse_5(it_responses, out, chunks)
 
 
-def _d_NodeEndpoint_6(buf: Any, pos: int) -> tuple[NodeEndpoint, int]:
-    return NodeEndpoint(0, "", 0, None), pos
-
-
-def _e_NodeEndpoint_6(o: NodeEndpoint, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_AbortedTransaction_6(buf: Any, pos: int) -> tuple[AbortedTransaction, int]:
-    (f_producer_id, f_first_offset,) = _S9.unpack_from(buf, pos)
-    pos += _S9.size
-    return AbortedTransaction(f_producer_id, f_first_offset), pos
-
-
-def _e_AbortedTransaction_6(o: AbortedTransaction, out: bytearray, chunks: list[Any]) -> None:
-    out += _S9.pack(o.producer_id, o.first_offset)
-
-
-def _d_SnapshotId_6(buf: Any, pos: int) -> tuple[SnapshotId, int]:
-    (f_end_offset, f_epoch,) = _S10.unpack_from(buf, pos)
-    pos += _S10.size
-    return SnapshotId(f_end_offset, f_epoch), pos
-
-
-def _e_SnapshotId_6(o: SnapshotId, out: bytearray, chunks: list[Any]) -> None:
-    out += _S10.pack(o.end_offset, o.epoch)
-
-
-def _d_LeaderIdAndEpoch_6(buf: Any, pos: int) -> tuple[LeaderIdAndEpoch, int]:
-    return LeaderIdAndEpoch(-1, -1), pos
-
-
-def _e_LeaderIdAndEpoch_6(o: LeaderIdAndEpoch, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_EpochEndOffset_6(buf: Any, pos: int) -> tuple[EpochEndOffset, int]:
-    return EpochEndOffset(-1, -1), pos
-
-
-def _e_EpochEndOffset_6(o: EpochEndOffset, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_PartitionData_6(buf: Any, pos: int) -> tuple[PartitionData, int]:
-    (f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset,) = _S13.unpack_from(buf, pos)
-    pos += _S13.size
-    n_aborted_transactions, pos = read_array_count(buf, pos, False, True)
-    if n_aborted_transactions < 0:
-        f_aborted_transactions = None
-    else:
-        f_aborted_transactions = []
-        for _ in range(n_aborted_transactions):
-            it_aborted_transactions, pos = _d_AbortedTransaction_6(buf, pos)
-            f_aborted_transactions.append(it_aborted_transactions)
-    f_records, pos = read_records(buf, pos, True)
-    return PartitionData(f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset, EpochEndOffset(), LeaderIdAndEpoch(), SnapshotId(), f_aborted_transactions, -1, f_records), pos
-
-
-def _e_PartitionData_6(o: PartitionData, out: bytearray, chunks: list[Any]) -> None:
-    out += _S13.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
-    write_array_count(out, o.aborted_transactions, False)
-    if o.aborted_transactions is not None:
-        for it_aborted_transactions in o.aborted_transactions:
-            _e_AbortedTransaction_6(it_aborted_transactions, out, chunks)
-    write_records(out, chunks, o.records)
-
-
-def _d_FetchableTopicResponse_6(buf: Any, pos: int) -> tuple[FetchableTopicResponse, int]:
-    f_topic, pos = read_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, False, False)
-    f_partitions = []
-    for _ in range(n_partitions):
-        it_partitions, pos = _d_PartitionData_6(buf, pos)
-        f_partitions.append(it_partitions)
-    return FetchableTopicResponse(f_topic, ZERO_UUID, f_partitions), pos
-
-
-def _e_FetchableTopicResponse_6(o: FetchableTopicResponse, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.topic)
-    write_array_count(out, o.partitions, False)
-    if o.partitions is not None:
-        for it_partitions in o.partitions:
-            _e_PartitionData_6(it_partitions, out, chunks)
-
-
-def _d_FetchResponse_6(buf: Any, pos: int) -> tuple[FetchResponse, int]:
-    (f_throttle_time_ms,) = _S12.unpack_from(buf, pos)
-    pos += _S12.size
-    n_responses, pos = read_array_count(buf, pos, False, False)
-    f_responses = []
-    for _ in range(n_responses):
-        it_responses, pos = _d_FetchableTopicResponse_6(buf, pos)
-        f_responses.append(it_responses)
-    return FetchResponse(f_throttle_time_ms, 0, 0, f_responses, []), pos
-
-
-def _e_FetchResponse_6(o: FetchResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S12.pack(o.throttle_time_ms)
-    write_array_count(out, o.responses, False)
-    if o.responses is not None:
-        for it_responses in o.responses:
-            _e_FetchableTopicResponse_6(it_responses, out, chunks)
-
-
-def _d_NodeEndpoint_7(buf: Any, pos: int) -> tuple[NodeEndpoint, int]:
-    return NodeEndpoint(0, "", 0, None), pos
-
-
-def _e_NodeEndpoint_7(o: NodeEndpoint, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_AbortedTransaction_7(buf: Any, pos: int) -> tuple[AbortedTransaction, int]:
-    (f_producer_id, f_first_offset,) = _S9.unpack_from(buf, pos)
-    pos += _S9.size
-    return AbortedTransaction(f_producer_id, f_first_offset), pos
-
-
-def _e_AbortedTransaction_7(o: AbortedTransaction, out: bytearray, chunks: list[Any]) -> None:
-    out += _S9.pack(o.producer_id, o.first_offset)
-
-
-def _d_SnapshotId_7(buf: Any, pos: int) -> tuple[SnapshotId, int]:
-    (f_end_offset, f_epoch,) = _S10.unpack_from(buf, pos)
-    pos += _S10.size
-    return SnapshotId(f_end_offset, f_epoch), pos
-
-
-def _e_SnapshotId_7(o: SnapshotId, out: bytearray, chunks: list[Any]) -> None:
-    out += _S10.pack(o.end_offset, o.epoch)
-
-
-def _d_LeaderIdAndEpoch_7(buf: Any, pos: int) -> tuple[LeaderIdAndEpoch, int]:
-    return LeaderIdAndEpoch(-1, -1), pos
-
-
-def _e_LeaderIdAndEpoch_7(o: LeaderIdAndEpoch, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_EpochEndOffset_7(buf: Any, pos: int) -> tuple[EpochEndOffset, int]:
-    return EpochEndOffset(-1, -1), pos
-
-
-def _e_EpochEndOffset_7(o: EpochEndOffset, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_PartitionData_7(buf: Any, pos: int) -> tuple[PartitionData, int]:
-    (f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset,) = _S13.unpack_from(buf, pos)
-    pos += _S13.size
-    n_aborted_transactions, pos = read_array_count(buf, pos, False, True)
-    if n_aborted_transactions < 0:
-        f_aborted_transactions = None
-    else:
-        f_aborted_transactions = []
-        for _ in range(n_aborted_transactions):
-            it_aborted_transactions, pos = _d_AbortedTransaction_7(buf, pos)
-            f_aborted_transactions.append(it_aborted_transactions)
-    f_records, pos = read_records(buf, pos, True)
-    return PartitionData(f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset, EpochEndOffset(), LeaderIdAndEpoch(), SnapshotId(), f_aborted_transactions, -1, f_records), pos
-
-
-def _e_PartitionData_7(o: PartitionData, out: bytearray, chunks: list[Any]) -> None:
-    out += _S13.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
-    write_array_count(out, o.aborted_transactions, False)
-    if o.aborted_transactions is not None:
-        for it_aborted_transactions in o.aborted_transactions:
-            _e_AbortedTransaction_7(it_aborted_transactions, out, chunks)
-    write_records(out, chunks, o.records)
-
-
-def _d_FetchableTopicResponse_7(buf: Any, pos: int) -> tuple[FetchableTopicResponse, int]:
-    f_topic, pos = read_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, False, False)
-    f_partitions = []
-    for _ in range(n_partitions):
-        it_partitions, pos = _d_PartitionData_7(buf, pos)
-        f_partitions.append(it_partitions)
-    return FetchableTopicResponse(f_topic, ZERO_UUID, f_partitions), pos
-
-
-def _e_FetchableTopicResponse_7(o: FetchableTopicResponse, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.topic)
-    write_array_count(out, o.partitions, False)
-    if o.partitions is not None:
-        for it_partitions in o.partitions:
-            _e_PartitionData_7(it_partitions, out, chunks)
-
-
 def _d_FetchResponse_7(buf: Any, pos: int) -> tuple[FetchResponse, int]:
     (f_throttle_time_ms, f_error_code, f_session_id,) = _S14.unpack_from(buf, pos)
     pos += _S14.size
     n_responses, pos = read_array_count(buf, pos, False, False)
     f_responses = []
     for _ in range(n_responses):
-        it_responses, pos = _d_FetchableTopicResponse_7(buf, pos)
+        it_responses, pos = _d_FetchableTopicResponse_5(buf, pos)
         f_responses.append(it_responses)
     return FetchResponse(f_throttle_time_ms, f_error_code, f_session_id, f_responses, []), pos
 
@@ -2018,366 +1120,7 @@ def _e_FetchResponse_7(o: FetchResponse, out: bytearray, chunks: list[Any]) -> N
     write_array_count(out, o.responses, False)
     if o.responses is not None:
         for it_responses in o.responses:
-            _e_FetchableTopicResponse_7(it_responses, out, chunks)
-
-
-def _d_NodeEndpoint_8(buf: Any, pos: int) -> tuple[NodeEndpoint, int]:
-    return NodeEndpoint(0, "", 0, None), pos
-
-
-def _e_NodeEndpoint_8(o: NodeEndpoint, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_AbortedTransaction_8(buf: Any, pos: int) -> tuple[AbortedTransaction, int]:
-    (f_producer_id, f_first_offset,) = _S9.unpack_from(buf, pos)
-    pos += _S9.size
-    return AbortedTransaction(f_producer_id, f_first_offset), pos
-
-
-def _e_AbortedTransaction_8(o: AbortedTransaction, out: bytearray, chunks: list[Any]) -> None:
-    out += _S9.pack(o.producer_id, o.first_offset)
-
-
-def _d_SnapshotId_8(buf: Any, pos: int) -> tuple[SnapshotId, int]:
-    (f_end_offset, f_epoch,) = _S10.unpack_from(buf, pos)
-    pos += _S10.size
-    return SnapshotId(f_end_offset, f_epoch), pos
-
-
-def _e_SnapshotId_8(o: SnapshotId, out: bytearray, chunks: list[Any]) -> None:
-    out += _S10.pack(o.end_offset, o.epoch)
-
-
-def _d_LeaderIdAndEpoch_8(buf: Any, pos: int) -> tuple[LeaderIdAndEpoch, int]:
-    return LeaderIdAndEpoch(-1, -1), pos
-
-
-def _e_LeaderIdAndEpoch_8(o: LeaderIdAndEpoch, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_EpochEndOffset_8(buf: Any, pos: int) -> tuple[EpochEndOffset, int]:
-    return EpochEndOffset(-1, -1), pos
-
-
-def _e_EpochEndOffset_8(o: EpochEndOffset, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_PartitionData_8(buf: Any, pos: int) -> tuple[PartitionData, int]:
-    (f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset,) = _S13.unpack_from(buf, pos)
-    pos += _S13.size
-    n_aborted_transactions, pos = read_array_count(buf, pos, False, True)
-    if n_aborted_transactions < 0:
-        f_aborted_transactions = None
-    else:
-        f_aborted_transactions = []
-        for _ in range(n_aborted_transactions):
-            it_aborted_transactions, pos = _d_AbortedTransaction_8(buf, pos)
-            f_aborted_transactions.append(it_aborted_transactions)
-    f_records, pos = read_records(buf, pos, True)
-    return PartitionData(f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset, EpochEndOffset(), LeaderIdAndEpoch(), SnapshotId(), f_aborted_transactions, -1, f_records), pos
-
-
-def _e_PartitionData_8(o: PartitionData, out: bytearray, chunks: list[Any]) -> None:
-    out += _S13.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
-    write_array_count(out, o.aborted_transactions, False)
-    if o.aborted_transactions is not None:
-        for it_aborted_transactions in o.aborted_transactions:
-            _e_AbortedTransaction_8(it_aborted_transactions, out, chunks)
-    write_records(out, chunks, o.records)
-
-
-def _d_FetchableTopicResponse_8(buf: Any, pos: int) -> tuple[FetchableTopicResponse, int]:
-    f_topic, pos = read_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, False, False)
-    f_partitions = []
-    for _ in range(n_partitions):
-        it_partitions, pos = _d_PartitionData_8(buf, pos)
-        f_partitions.append(it_partitions)
-    return FetchableTopicResponse(f_topic, ZERO_UUID, f_partitions), pos
-
-
-def _e_FetchableTopicResponse_8(o: FetchableTopicResponse, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.topic)
-    write_array_count(out, o.partitions, False)
-    if o.partitions is not None:
-        for it_partitions in o.partitions:
-            _e_PartitionData_8(it_partitions, out, chunks)
-
-
-def _d_FetchResponse_8(buf: Any, pos: int) -> tuple[FetchResponse, int]:
-    (f_throttle_time_ms, f_error_code, f_session_id,) = _S14.unpack_from(buf, pos)
-    pos += _S14.size
-    n_responses, pos = read_array_count(buf, pos, False, False)
-    f_responses = []
-    for _ in range(n_responses):
-        it_responses, pos = _d_FetchableTopicResponse_8(buf, pos)
-        f_responses.append(it_responses)
-    return FetchResponse(f_throttle_time_ms, f_error_code, f_session_id, f_responses, []), pos
-
-
-def _e_FetchResponse_8(o: FetchResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S14.pack(o.throttle_time_ms, o.error_code, o.session_id)
-    write_array_count(out, o.responses, False)
-    if o.responses is not None:
-        for it_responses in o.responses:
-            _e_FetchableTopicResponse_8(it_responses, out, chunks)
-
-
-def _d_NodeEndpoint_9(buf: Any, pos: int) -> tuple[NodeEndpoint, int]:
-    return NodeEndpoint(0, "", 0, None), pos
-
-
-def _e_NodeEndpoint_9(o: NodeEndpoint, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_AbortedTransaction_9(buf: Any, pos: int) -> tuple[AbortedTransaction, int]:
-    (f_producer_id, f_first_offset,) = _S9.unpack_from(buf, pos)
-    pos += _S9.size
-    return AbortedTransaction(f_producer_id, f_first_offset), pos
-
-
-def _e_AbortedTransaction_9(o: AbortedTransaction, out: bytearray, chunks: list[Any]) -> None:
-    out += _S9.pack(o.producer_id, o.first_offset)
-
-
-def _d_SnapshotId_9(buf: Any, pos: int) -> tuple[SnapshotId, int]:
-    (f_end_offset, f_epoch,) = _S10.unpack_from(buf, pos)
-    pos += _S10.size
-    return SnapshotId(f_end_offset, f_epoch), pos
-
-
-def _e_SnapshotId_9(o: SnapshotId, out: bytearray, chunks: list[Any]) -> None:
-    out += _S10.pack(o.end_offset, o.epoch)
-
-
-def _d_LeaderIdAndEpoch_9(buf: Any, pos: int) -> tuple[LeaderIdAndEpoch, int]:
-    return LeaderIdAndEpoch(-1, -1), pos
-
-
-def _e_LeaderIdAndEpoch_9(o: LeaderIdAndEpoch, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_EpochEndOffset_9(buf: Any, pos: int) -> tuple[EpochEndOffset, int]:
-    return EpochEndOffset(-1, -1), pos
-
-
-def _e_EpochEndOffset_9(o: EpochEndOffset, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_PartitionData_9(buf: Any, pos: int) -> tuple[PartitionData, int]:
-    (f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset,) = _S13.unpack_from(buf, pos)
-    pos += _S13.size
-    n_aborted_transactions, pos = read_array_count(buf, pos, False, True)
-    if n_aborted_transactions < 0:
-        f_aborted_transactions = None
-    else:
-        f_aborted_transactions = []
-        for _ in range(n_aborted_transactions):
-            it_aborted_transactions, pos = _d_AbortedTransaction_9(buf, pos)
-            f_aborted_transactions.append(it_aborted_transactions)
-    f_records, pos = read_records(buf, pos, True)
-    return PartitionData(f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset, EpochEndOffset(), LeaderIdAndEpoch(), SnapshotId(), f_aborted_transactions, -1, f_records), pos
-
-
-def _e_PartitionData_9(o: PartitionData, out: bytearray, chunks: list[Any]) -> None:
-    out += _S13.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
-    write_array_count(out, o.aborted_transactions, False)
-    if o.aborted_transactions is not None:
-        for it_aborted_transactions in o.aborted_transactions:
-            _e_AbortedTransaction_9(it_aborted_transactions, out, chunks)
-    write_records(out, chunks, o.records)
-
-
-def _d_FetchableTopicResponse_9(buf: Any, pos: int) -> tuple[FetchableTopicResponse, int]:
-    f_topic, pos = read_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, False, False)
-    f_partitions = []
-    for _ in range(n_partitions):
-        it_partitions, pos = _d_PartitionData_9(buf, pos)
-        f_partitions.append(it_partitions)
-    return FetchableTopicResponse(f_topic, ZERO_UUID, f_partitions), pos
-
-
-def _e_FetchableTopicResponse_9(o: FetchableTopicResponse, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.topic)
-    write_array_count(out, o.partitions, False)
-    if o.partitions is not None:
-        for it_partitions in o.partitions:
-            _e_PartitionData_9(it_partitions, out, chunks)
-
-
-def _d_FetchResponse_9(buf: Any, pos: int) -> tuple[FetchResponse, int]:
-    (f_throttle_time_ms, f_error_code, f_session_id,) = _S14.unpack_from(buf, pos)
-    pos += _S14.size
-    n_responses, pos = read_array_count(buf, pos, False, False)
-    f_responses = []
-    for _ in range(n_responses):
-        it_responses, pos = _d_FetchableTopicResponse_9(buf, pos)
-        f_responses.append(it_responses)
-    return FetchResponse(f_throttle_time_ms, f_error_code, f_session_id, f_responses, []), pos
-
-
-def _e_FetchResponse_9(o: FetchResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S14.pack(o.throttle_time_ms, o.error_code, o.session_id)
-    write_array_count(out, o.responses, False)
-    if o.responses is not None:
-        for it_responses in o.responses:
-            _e_FetchableTopicResponse_9(it_responses, out, chunks)
-
-
-def _d_NodeEndpoint_10(buf: Any, pos: int) -> tuple[NodeEndpoint, int]:
-    return NodeEndpoint(0, "", 0, None), pos
-
-
-def _e_NodeEndpoint_10(o: NodeEndpoint, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_AbortedTransaction_10(buf: Any, pos: int) -> tuple[AbortedTransaction, int]:
-    (f_producer_id, f_first_offset,) = _S9.unpack_from(buf, pos)
-    pos += _S9.size
-    return AbortedTransaction(f_producer_id, f_first_offset), pos
-
-
-def _e_AbortedTransaction_10(o: AbortedTransaction, out: bytearray, chunks: list[Any]) -> None:
-    out += _S9.pack(o.producer_id, o.first_offset)
-
-
-def _d_SnapshotId_10(buf: Any, pos: int) -> tuple[SnapshotId, int]:
-    (f_end_offset, f_epoch,) = _S10.unpack_from(buf, pos)
-    pos += _S10.size
-    return SnapshotId(f_end_offset, f_epoch), pos
-
-
-def _e_SnapshotId_10(o: SnapshotId, out: bytearray, chunks: list[Any]) -> None:
-    out += _S10.pack(o.end_offset, o.epoch)
-
-
-def _d_LeaderIdAndEpoch_10(buf: Any, pos: int) -> tuple[LeaderIdAndEpoch, int]:
-    return LeaderIdAndEpoch(-1, -1), pos
-
-
-def _e_LeaderIdAndEpoch_10(o: LeaderIdAndEpoch, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_EpochEndOffset_10(buf: Any, pos: int) -> tuple[EpochEndOffset, int]:
-    return EpochEndOffset(-1, -1), pos
-
-
-def _e_EpochEndOffset_10(o: EpochEndOffset, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_PartitionData_10(buf: Any, pos: int) -> tuple[PartitionData, int]:
-    (f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset,) = _S13.unpack_from(buf, pos)
-    pos += _S13.size
-    n_aborted_transactions, pos = read_array_count(buf, pos, False, True)
-    if n_aborted_transactions < 0:
-        f_aborted_transactions = None
-    else:
-        f_aborted_transactions = []
-        for _ in range(n_aborted_transactions):
-            it_aborted_transactions, pos = _d_AbortedTransaction_10(buf, pos)
-            f_aborted_transactions.append(it_aborted_transactions)
-    f_records, pos = read_records(buf, pos, True)
-    return PartitionData(f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset, EpochEndOffset(), LeaderIdAndEpoch(), SnapshotId(), f_aborted_transactions, -1, f_records), pos
-
-
-def _e_PartitionData_10(o: PartitionData, out: bytearray, chunks: list[Any]) -> None:
-    out += _S13.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
-    write_array_count(out, o.aborted_transactions, False)
-    if o.aborted_transactions is not None:
-        for it_aborted_transactions in o.aborted_transactions:
-            _e_AbortedTransaction_10(it_aborted_transactions, out, chunks)
-    write_records(out, chunks, o.records)
-
-
-def _d_FetchableTopicResponse_10(buf: Any, pos: int) -> tuple[FetchableTopicResponse, int]:
-    f_topic, pos = read_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, False, False)
-    f_partitions = []
-    for _ in range(n_partitions):
-        it_partitions, pos = _d_PartitionData_10(buf, pos)
-        f_partitions.append(it_partitions)
-    return FetchableTopicResponse(f_topic, ZERO_UUID, f_partitions), pos
-
-
-def _e_FetchableTopicResponse_10(o: FetchableTopicResponse, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.topic)
-    write_array_count(out, o.partitions, False)
-    if o.partitions is not None:
-        for it_partitions in o.partitions:
-            _e_PartitionData_10(it_partitions, out, chunks)
-
-
-def _d_FetchResponse_10(buf: Any, pos: int) -> tuple[FetchResponse, int]:
-    (f_throttle_time_ms, f_error_code, f_session_id,) = _S14.unpack_from(buf, pos)
-    pos += _S14.size
-    n_responses, pos = read_array_count(buf, pos, False, False)
-    f_responses = []
-    for _ in range(n_responses):
-        it_responses, pos = _d_FetchableTopicResponse_10(buf, pos)
-        f_responses.append(it_responses)
-    return FetchResponse(f_throttle_time_ms, f_error_code, f_session_id, f_responses, []), pos
-
-
-def _e_FetchResponse_10(o: FetchResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S14.pack(o.throttle_time_ms, o.error_code, o.session_id)
-    write_array_count(out, o.responses, False)
-    if o.responses is not None:
-        for it_responses in o.responses:
-            _e_FetchableTopicResponse_10(it_responses, out, chunks)
-
-
-def _d_NodeEndpoint_11(buf: Any, pos: int) -> tuple[NodeEndpoint, int]:
-    return NodeEndpoint(0, "", 0, None), pos
-
-
-def _e_NodeEndpoint_11(o: NodeEndpoint, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_AbortedTransaction_11(buf: Any, pos: int) -> tuple[AbortedTransaction, int]:
-    (f_producer_id, f_first_offset,) = _S9.unpack_from(buf, pos)
-    pos += _S9.size
-    return AbortedTransaction(f_producer_id, f_first_offset), pos
-
-
-def _e_AbortedTransaction_11(o: AbortedTransaction, out: bytearray, chunks: list[Any]) -> None:
-    out += _S9.pack(o.producer_id, o.first_offset)
-
-
-def _d_SnapshotId_11(buf: Any, pos: int) -> tuple[SnapshotId, int]:
-    (f_end_offset, f_epoch,) = _S10.unpack_from(buf, pos)
-    pos += _S10.size
-    return SnapshotId(f_end_offset, f_epoch), pos
-
-
-def _e_SnapshotId_11(o: SnapshotId, out: bytearray, chunks: list[Any]) -> None:
-    out += _S10.pack(o.end_offset, o.epoch)
-
-
-def _d_LeaderIdAndEpoch_11(buf: Any, pos: int) -> tuple[LeaderIdAndEpoch, int]:
-    return LeaderIdAndEpoch(-1, -1), pos
-
-
-def _e_LeaderIdAndEpoch_11(o: LeaderIdAndEpoch, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_EpochEndOffset_11(buf: Any, pos: int) -> tuple[EpochEndOffset, int]:
-    return EpochEndOffset(-1, -1), pos
-
-
-def _e_EpochEndOffset_11(o: EpochEndOffset, out: bytearray, chunks: list[Any]) -> None:
-    pass
+            _e_FetchableTopicResponse_5(it_responses, out, chunks)
 
 
 def _d_PartitionData_11(buf: Any, pos: int) -> tuple[PartitionData, int]:
@@ -2389,7 +1132,7 @@ def _d_PartitionData_11(buf: Any, pos: int) -> tuple[PartitionData, int]:
     else:
         f_aborted_transactions = []
         for _ in range(n_aborted_transactions):
-            it_aborted_transactions, pos = _d_AbortedTransaction_11(buf, pos)
+            it_aborted_transactions, pos = _d_AbortedTransaction_4(buf, pos)
             f_aborted_transactions.append(it_aborted_transactions)
     (f_preferred_read_replica,) = _S12.unpack_from(buf, pos)
     pos += _S12.size
@@ -2402,7 +1145,7 @@ def _e_PartitionData_11(o: PartitionData, out: bytearray, chunks: list[Any]) -> 
     write_array_count(out, o.aborted_transactions, False)
     if o.aborted_transactions is not None:
         for it_aborted_transactions in o.aborted_transactions:
-            _e_AbortedTransaction_11(it_aborted_transactions, out, chunks)
+            _e_AbortedTransaction_4(it_aborted_transactions, out, chunks)
     out += _S12.pack(o.preferred_read_replica)
     write_records(out, chunks, o.records)
 
@@ -2568,15 +1311,15 @@ def _e_PartitionData_12(o: PartitionData, out: bytearray, chunks: list[Any]) -> 
     out += _S12.pack(o.preferred_read_replica)
     write_compact_records(out, chunks, o.records)
     tags: list[tuple[int, bytearray]] = []
-    if o.diverging_epoch != EpochEndOffset():
+    if o.diverging_epoch.epoch != _DEFAULT_EpochEndOffset.epoch or o.diverging_epoch.end_offset != _DEFAULT_EpochEndOffset.end_offset:
         t = bytearray()
         _e_EpochEndOffset_12(o.diverging_epoch, t, chunks)
         tags.append((0, t))
-    if o.current_leader != LeaderIdAndEpoch():
+    if o.current_leader.leader_id != _DEFAULT_LeaderIdAndEpoch.leader_id or o.current_leader.leader_epoch != _DEFAULT_LeaderIdAndEpoch.leader_epoch:
         t = bytearray()
         _e_LeaderIdAndEpoch_12(o.current_leader, t, chunks)
         tags.append((1, t))
-    if o.snapshot_id != SnapshotId():
+    if o.snapshot_id.end_offset != _DEFAULT_SnapshotId.end_offset or o.snapshot_id.epoch != _DEFAULT_SnapshotId.epoch:
         t = bytearray()
         _e_SnapshotId_12(o.snapshot_id, t, chunks)
         tags.append((2, t))
@@ -2634,149 +1377,6 @@ def _e_FetchResponse_12(o: FetchResponse, out: bytearray, chunks: list[Any]) -> 
     out.append(0)
 
 
-def _d_NodeEndpoint_13(buf: Any, pos: int) -> tuple[NodeEndpoint, int]:
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return NodeEndpoint(0, "", 0, None), pos
-
-
-def _e_NodeEndpoint_13(o: NodeEndpoint, out: bytearray, chunks: list[Any]) -> None:
-    out.append(0)
-
-
-def _d_AbortedTransaction_13(buf: Any, pos: int) -> tuple[AbortedTransaction, int]:
-    (f_producer_id, f_first_offset,) = _S9.unpack_from(buf, pos)
-    pos += _S9.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return AbortedTransaction(f_producer_id, f_first_offset), pos
-
-
-def _e_AbortedTransaction_13(o: AbortedTransaction, out: bytearray, chunks: list[Any]) -> None:
-    out += _S9.pack(o.producer_id, o.first_offset)
-    out.append(0)
-
-
-def _d_SnapshotId_13(buf: Any, pos: int) -> tuple[SnapshotId, int]:
-    (f_end_offset, f_epoch,) = _S10.unpack_from(buf, pos)
-    pos += _S10.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return SnapshotId(f_end_offset, f_epoch), pos
-
-
-def _e_SnapshotId_13(o: SnapshotId, out: bytearray, chunks: list[Any]) -> None:
-    out += _S10.pack(o.end_offset, o.epoch)
-    out.append(0)
-
-
-def _d_LeaderIdAndEpoch_13(buf: Any, pos: int) -> tuple[LeaderIdAndEpoch, int]:
-    (f_leader_id, f_leader_epoch,) = _S15.unpack_from(buf, pos)
-    pos += _S15.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return LeaderIdAndEpoch(f_leader_id, f_leader_epoch), pos
-
-
-def _e_LeaderIdAndEpoch_13(o: LeaderIdAndEpoch, out: bytearray, chunks: list[Any]) -> None:
-    out += _S15.pack(o.leader_id, o.leader_epoch)
-    out.append(0)
-
-
-def _d_EpochEndOffset_13(buf: Any, pos: int) -> tuple[EpochEndOffset, int]:
-    (f_epoch, f_end_offset,) = _S7.unpack_from(buf, pos)
-    pos += _S7.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return EpochEndOffset(f_epoch, f_end_offset), pos
-
-
-def _e_EpochEndOffset_13(o: EpochEndOffset, out: bytearray, chunks: list[Any]) -> None:
-    out += _S7.pack(o.epoch, o.end_offset)
-    out.append(0)
-
-
-def _d_PartitionData_13(buf: Any, pos: int) -> tuple[PartitionData, int]:
-    (f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset,) = _S13.unpack_from(buf, pos)
-    pos += _S13.size
-    n_aborted_transactions, pos = read_array_count(buf, pos, True, True)
-    if n_aborted_transactions < 0:
-        f_aborted_transactions = None
-    else:
-        f_aborted_transactions = []
-        for _ in range(n_aborted_transactions):
-            it_aborted_transactions, pos = _d_AbortedTransaction_13(buf, pos)
-            f_aborted_transactions.append(it_aborted_transactions)
-    (f_preferred_read_replica,) = _S12.unpack_from(buf, pos)
-    pos += _S12.size
-    f_records, pos = read_compact_records(buf, pos, True)
-    f_diverging_epoch: EpochEndOffset = EpochEndOffset()
-    f_current_leader: LeaderIdAndEpoch = LeaderIdAndEpoch()
-    f_snapshot_id: SnapshotId = SnapshotId()
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            end = pos + size
-            if end > len(buf):
-                raise DecodeError('tagged field overruns the buffer')
-            if tag == 0:
-                f_diverging_epoch, pos = _d_EpochEndOffset_13(buf, pos)
-                if pos != end:
-                    raise DecodeError('tagged field size mismatch')
-            elif tag == 1:
-                f_current_leader, pos = _d_LeaderIdAndEpoch_13(buf, pos)
-                if pos != end:
-                    raise DecodeError('tagged field size mismatch')
-            elif tag == 2:
-                f_snapshot_id, pos = _d_SnapshotId_13(buf, pos)
-                if pos != end:
-                    raise DecodeError('tagged field size mismatch')
-            pos = end
-    return PartitionData(f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset, f_diverging_epoch, f_current_leader, f_snapshot_id, f_aborted_transactions, f_preferred_read_replica, f_records), pos
-
-
-def _e_PartitionData_13(o: PartitionData, out: bytearray, chunks: list[Any]) -> None:
-    out += _S13.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
-    write_array_count(out, o.aborted_transactions, True)
-    if o.aborted_transactions is not None:
-        for it_aborted_transactions in o.aborted_transactions:
-            _e_AbortedTransaction_13(it_aborted_transactions, out, chunks)
-    out += _S12.pack(o.preferred_read_replica)
-    write_compact_records(out, chunks, o.records)
-    tags: list[tuple[int, bytearray]] = []
-    if o.diverging_epoch != EpochEndOffset():
-        t = bytearray()
-        _e_EpochEndOffset_13(o.diverging_epoch, t, chunks)
-        tags.append((0, t))
-    if o.current_leader != LeaderIdAndEpoch():
-        t = bytearray()
-        _e_LeaderIdAndEpoch_13(o.current_leader, t, chunks)
-        tags.append((1, t))
-    if o.snapshot_id != SnapshotId():
-        t = bytearray()
-        _e_SnapshotId_13(o.snapshot_id, t, chunks)
-        tags.append((2, t))
-    write_uvarint(out, len(tags))
-    for tag, data in tags:
-        write_uvarint(out, tag)
-        write_uvarint(out, len(data))
-        out += data
-
-
 def _d_FetchableTopicResponse_13(buf: Any, pos: int) -> tuple[FetchableTopicResponse, int]:
     (f_topic_id,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
@@ -2784,7 +1384,7 @@ def _d_FetchableTopicResponse_13(buf: Any, pos: int) -> tuple[FetchableTopicResp
     n_partitions, pos = read_array_count(buf, pos, True, False)
     f_partitions = []
     for _ in range(n_partitions):
-        it_partitions, pos = _d_PartitionData_13(buf, pos)
+        it_partitions, pos = _d_PartitionData_12(buf, pos)
         f_partitions.append(it_partitions)
     if buf[pos] == 0:
         pos += 1
@@ -2798,7 +1398,7 @@ def _e_FetchableTopicResponse_13(o: FetchableTopicResponse, out: bytearray, chun
     write_array_count(out, o.partitions, True)
     if o.partitions is not None:
         for it_partitions in o.partitions:
-            _e_PartitionData_13(it_partitions, out, chunks)
+            _e_PartitionData_12(it_partitions, out, chunks)
     out.append(0)
 
 
@@ -2826,390 +1426,6 @@ def _e_FetchResponse_13(o: FetchResponse, out: bytearray, chunks: list[Any]) -> 
     out.append(0)
 
 
-def _d_NodeEndpoint_14(buf: Any, pos: int) -> tuple[NodeEndpoint, int]:
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return NodeEndpoint(0, "", 0, None), pos
-
-
-def _e_NodeEndpoint_14(o: NodeEndpoint, out: bytearray, chunks: list[Any]) -> None:
-    out.append(0)
-
-
-def _d_AbortedTransaction_14(buf: Any, pos: int) -> tuple[AbortedTransaction, int]:
-    (f_producer_id, f_first_offset,) = _S9.unpack_from(buf, pos)
-    pos += _S9.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return AbortedTransaction(f_producer_id, f_first_offset), pos
-
-
-def _e_AbortedTransaction_14(o: AbortedTransaction, out: bytearray, chunks: list[Any]) -> None:
-    out += _S9.pack(o.producer_id, o.first_offset)
-    out.append(0)
-
-
-def _d_SnapshotId_14(buf: Any, pos: int) -> tuple[SnapshotId, int]:
-    (f_end_offset, f_epoch,) = _S10.unpack_from(buf, pos)
-    pos += _S10.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return SnapshotId(f_end_offset, f_epoch), pos
-
-
-def _e_SnapshotId_14(o: SnapshotId, out: bytearray, chunks: list[Any]) -> None:
-    out += _S10.pack(o.end_offset, o.epoch)
-    out.append(0)
-
-
-def _d_LeaderIdAndEpoch_14(buf: Any, pos: int) -> tuple[LeaderIdAndEpoch, int]:
-    (f_leader_id, f_leader_epoch,) = _S15.unpack_from(buf, pos)
-    pos += _S15.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return LeaderIdAndEpoch(f_leader_id, f_leader_epoch), pos
-
-
-def _e_LeaderIdAndEpoch_14(o: LeaderIdAndEpoch, out: bytearray, chunks: list[Any]) -> None:
-    out += _S15.pack(o.leader_id, o.leader_epoch)
-    out.append(0)
-
-
-def _d_EpochEndOffset_14(buf: Any, pos: int) -> tuple[EpochEndOffset, int]:
-    (f_epoch, f_end_offset,) = _S7.unpack_from(buf, pos)
-    pos += _S7.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return EpochEndOffset(f_epoch, f_end_offset), pos
-
-
-def _e_EpochEndOffset_14(o: EpochEndOffset, out: bytearray, chunks: list[Any]) -> None:
-    out += _S7.pack(o.epoch, o.end_offset)
-    out.append(0)
-
-
-def _d_PartitionData_14(buf: Any, pos: int) -> tuple[PartitionData, int]:
-    (f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset,) = _S13.unpack_from(buf, pos)
-    pos += _S13.size
-    n_aborted_transactions, pos = read_array_count(buf, pos, True, True)
-    if n_aborted_transactions < 0:
-        f_aborted_transactions = None
-    else:
-        f_aborted_transactions = []
-        for _ in range(n_aborted_transactions):
-            it_aborted_transactions, pos = _d_AbortedTransaction_14(buf, pos)
-            f_aborted_transactions.append(it_aborted_transactions)
-    (f_preferred_read_replica,) = _S12.unpack_from(buf, pos)
-    pos += _S12.size
-    f_records, pos = read_compact_records(buf, pos, True)
-    f_diverging_epoch: EpochEndOffset = EpochEndOffset()
-    f_current_leader: LeaderIdAndEpoch = LeaderIdAndEpoch()
-    f_snapshot_id: SnapshotId = SnapshotId()
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            end = pos + size
-            if end > len(buf):
-                raise DecodeError('tagged field overruns the buffer')
-            if tag == 0:
-                f_diverging_epoch, pos = _d_EpochEndOffset_14(buf, pos)
-                if pos != end:
-                    raise DecodeError('tagged field size mismatch')
-            elif tag == 1:
-                f_current_leader, pos = _d_LeaderIdAndEpoch_14(buf, pos)
-                if pos != end:
-                    raise DecodeError('tagged field size mismatch')
-            elif tag == 2:
-                f_snapshot_id, pos = _d_SnapshotId_14(buf, pos)
-                if pos != end:
-                    raise DecodeError('tagged field size mismatch')
-            pos = end
-    return PartitionData(f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset, f_diverging_epoch, f_current_leader, f_snapshot_id, f_aborted_transactions, f_preferred_read_replica, f_records), pos
-
-
-def _e_PartitionData_14(o: PartitionData, out: bytearray, chunks: list[Any]) -> None:
-    out += _S13.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
-    write_array_count(out, o.aborted_transactions, True)
-    if o.aborted_transactions is not None:
-        for it_aborted_transactions in o.aborted_transactions:
-            _e_AbortedTransaction_14(it_aborted_transactions, out, chunks)
-    out += _S12.pack(o.preferred_read_replica)
-    write_compact_records(out, chunks, o.records)
-    tags: list[tuple[int, bytearray]] = []
-    if o.diverging_epoch != EpochEndOffset():
-        t = bytearray()
-        _e_EpochEndOffset_14(o.diverging_epoch, t, chunks)
-        tags.append((0, t))
-    if o.current_leader != LeaderIdAndEpoch():
-        t = bytearray()
-        _e_LeaderIdAndEpoch_14(o.current_leader, t, chunks)
-        tags.append((1, t))
-    if o.snapshot_id != SnapshotId():
-        t = bytearray()
-        _e_SnapshotId_14(o.snapshot_id, t, chunks)
-        tags.append((2, t))
-    write_uvarint(out, len(tags))
-    for tag, data in tags:
-        write_uvarint(out, tag)
-        write_uvarint(out, len(data))
-        out += data
-
-
-def _d_FetchableTopicResponse_14(buf: Any, pos: int) -> tuple[FetchableTopicResponse, int]:
-    (f_topic_id,) = _S6.unpack_from(buf, pos)
-    pos += _S6.size
-    f_topic_id = _uuid(f_topic_id)
-    n_partitions, pos = read_array_count(buf, pos, True, False)
-    f_partitions = []
-    for _ in range(n_partitions):
-        it_partitions, pos = _d_PartitionData_14(buf, pos)
-        f_partitions.append(it_partitions)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return FetchableTopicResponse("", f_topic_id, f_partitions), pos
-
-
-def _e_FetchableTopicResponse_14(o: FetchableTopicResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S6.pack(o.topic_id.bytes)
-    write_array_count(out, o.partitions, True)
-    if o.partitions is not None:
-        for it_partitions in o.partitions:
-            _e_PartitionData_14(it_partitions, out, chunks)
-    out.append(0)
-
-
-def _d_FetchResponse_14(buf: Any, pos: int) -> tuple[FetchResponse, int]:
-    (f_throttle_time_ms, f_error_code, f_session_id,) = _S14.unpack_from(buf, pos)
-    pos += _S14.size
-    n_responses, pos = read_array_count(buf, pos, True, False)
-    f_responses = []
-    for _ in range(n_responses):
-        it_responses, pos = _d_FetchableTopicResponse_14(buf, pos)
-        f_responses.append(it_responses)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return FetchResponse(f_throttle_time_ms, f_error_code, f_session_id, f_responses, []), pos
-
-
-def _e_FetchResponse_14(o: FetchResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S14.pack(o.throttle_time_ms, o.error_code, o.session_id)
-    write_array_count(out, o.responses, True)
-    if o.responses is not None:
-        for it_responses in o.responses:
-            _e_FetchableTopicResponse_14(it_responses, out, chunks)
-    out.append(0)
-
-
-def _d_NodeEndpoint_15(buf: Any, pos: int) -> tuple[NodeEndpoint, int]:
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return NodeEndpoint(0, "", 0, None), pos
-
-
-def _e_NodeEndpoint_15(o: NodeEndpoint, out: bytearray, chunks: list[Any]) -> None:
-    out.append(0)
-
-
-def _d_AbortedTransaction_15(buf: Any, pos: int) -> tuple[AbortedTransaction, int]:
-    (f_producer_id, f_first_offset,) = _S9.unpack_from(buf, pos)
-    pos += _S9.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return AbortedTransaction(f_producer_id, f_first_offset), pos
-
-
-def _e_AbortedTransaction_15(o: AbortedTransaction, out: bytearray, chunks: list[Any]) -> None:
-    out += _S9.pack(o.producer_id, o.first_offset)
-    out.append(0)
-
-
-def _d_SnapshotId_15(buf: Any, pos: int) -> tuple[SnapshotId, int]:
-    (f_end_offset, f_epoch,) = _S10.unpack_from(buf, pos)
-    pos += _S10.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return SnapshotId(f_end_offset, f_epoch), pos
-
-
-def _e_SnapshotId_15(o: SnapshotId, out: bytearray, chunks: list[Any]) -> None:
-    out += _S10.pack(o.end_offset, o.epoch)
-    out.append(0)
-
-
-def _d_LeaderIdAndEpoch_15(buf: Any, pos: int) -> tuple[LeaderIdAndEpoch, int]:
-    (f_leader_id, f_leader_epoch,) = _S15.unpack_from(buf, pos)
-    pos += _S15.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return LeaderIdAndEpoch(f_leader_id, f_leader_epoch), pos
-
-
-def _e_LeaderIdAndEpoch_15(o: LeaderIdAndEpoch, out: bytearray, chunks: list[Any]) -> None:
-    out += _S15.pack(o.leader_id, o.leader_epoch)
-    out.append(0)
-
-
-def _d_EpochEndOffset_15(buf: Any, pos: int) -> tuple[EpochEndOffset, int]:
-    (f_epoch, f_end_offset,) = _S7.unpack_from(buf, pos)
-    pos += _S7.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return EpochEndOffset(f_epoch, f_end_offset), pos
-
-
-def _e_EpochEndOffset_15(o: EpochEndOffset, out: bytearray, chunks: list[Any]) -> None:
-    out += _S7.pack(o.epoch, o.end_offset)
-    out.append(0)
-
-
-def _d_PartitionData_15(buf: Any, pos: int) -> tuple[PartitionData, int]:
-    (f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset,) = _S13.unpack_from(buf, pos)
-    pos += _S13.size
-    n_aborted_transactions, pos = read_array_count(buf, pos, True, True)
-    if n_aborted_transactions < 0:
-        f_aborted_transactions = None
-    else:
-        f_aborted_transactions = []
-        for _ in range(n_aborted_transactions):
-            it_aborted_transactions, pos = _d_AbortedTransaction_15(buf, pos)
-            f_aborted_transactions.append(it_aborted_transactions)
-    (f_preferred_read_replica,) = _S12.unpack_from(buf, pos)
-    pos += _S12.size
-    f_records, pos = read_compact_records(buf, pos, True)
-    f_diverging_epoch: EpochEndOffset = EpochEndOffset()
-    f_current_leader: LeaderIdAndEpoch = LeaderIdAndEpoch()
-    f_snapshot_id: SnapshotId = SnapshotId()
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            end = pos + size
-            if end > len(buf):
-                raise DecodeError('tagged field overruns the buffer')
-            if tag == 0:
-                f_diverging_epoch, pos = _d_EpochEndOffset_15(buf, pos)
-                if pos != end:
-                    raise DecodeError('tagged field size mismatch')
-            elif tag == 1:
-                f_current_leader, pos = _d_LeaderIdAndEpoch_15(buf, pos)
-                if pos != end:
-                    raise DecodeError('tagged field size mismatch')
-            elif tag == 2:
-                f_snapshot_id, pos = _d_SnapshotId_15(buf, pos)
-                if pos != end:
-                    raise DecodeError('tagged field size mismatch')
-            pos = end
-    return PartitionData(f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset, f_diverging_epoch, f_current_leader, f_snapshot_id, f_aborted_transactions, f_preferred_read_replica, f_records), pos
-
-
-def _e_PartitionData_15(o: PartitionData, out: bytearray, chunks: list[Any]) -> None:
-    out += _S13.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
-    write_array_count(out, o.aborted_transactions, True)
-    if o.aborted_transactions is not None:
-        for it_aborted_transactions in o.aborted_transactions:
-            _e_AbortedTransaction_15(it_aborted_transactions, out, chunks)
-    out += _S12.pack(o.preferred_read_replica)
-    write_compact_records(out, chunks, o.records)
-    tags: list[tuple[int, bytearray]] = []
-    if o.diverging_epoch != EpochEndOffset():
-        t = bytearray()
-        _e_EpochEndOffset_15(o.diverging_epoch, t, chunks)
-        tags.append((0, t))
-    if o.current_leader != LeaderIdAndEpoch():
-        t = bytearray()
-        _e_LeaderIdAndEpoch_15(o.current_leader, t, chunks)
-        tags.append((1, t))
-    if o.snapshot_id != SnapshotId():
-        t = bytearray()
-        _e_SnapshotId_15(o.snapshot_id, t, chunks)
-        tags.append((2, t))
-    write_uvarint(out, len(tags))
-    for tag, data in tags:
-        write_uvarint(out, tag)
-        write_uvarint(out, len(data))
-        out += data
-
-
-def _d_FetchableTopicResponse_15(buf: Any, pos: int) -> tuple[FetchableTopicResponse, int]:
-    (f_topic_id,) = _S6.unpack_from(buf, pos)
-    pos += _S6.size
-    f_topic_id = _uuid(f_topic_id)
-    n_partitions, pos = read_array_count(buf, pos, True, False)
-    f_partitions = []
-    for _ in range(n_partitions):
-        it_partitions, pos = _d_PartitionData_15(buf, pos)
-        f_partitions.append(it_partitions)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return FetchableTopicResponse("", f_topic_id, f_partitions), pos
-
-
-def _e_FetchableTopicResponse_15(o: FetchableTopicResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S6.pack(o.topic_id.bytes)
-    write_array_count(out, o.partitions, True)
-    if o.partitions is not None:
-        for it_partitions in o.partitions:
-            _e_PartitionData_15(it_partitions, out, chunks)
-    out.append(0)
-
-
-def _d_FetchResponse_15(buf: Any, pos: int) -> tuple[FetchResponse, int]:
-    (f_throttle_time_ms, f_error_code, f_session_id,) = _S14.unpack_from(buf, pos)
-    pos += _S14.size
-    n_responses, pos = read_array_count(buf, pos, True, False)
-    f_responses = []
-    for _ in range(n_responses):
-        it_responses, pos = _d_FetchableTopicResponse_15(buf, pos)
-        f_responses.append(it_responses)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return FetchResponse(f_throttle_time_ms, f_error_code, f_session_id, f_responses, []), pos
-
-
-def _e_FetchResponse_15(o: FetchResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S14.pack(o.throttle_time_ms, o.error_code, o.session_id)
-    write_array_count(out, o.responses, True)
-    if o.responses is not None:
-        for it_responses in o.responses:
-            _e_FetchableTopicResponse_15(it_responses, out, chunks)
-    out.append(0)
-
-
 def _d_NodeEndpoint_16(buf: Any, pos: int) -> tuple[NodeEndpoint, int]:
     (f_node_id,) = _S12.unpack_from(buf, pos)
     pos += _S12.size
@@ -3232,169 +1448,13 @@ def _e_NodeEndpoint_16(o: NodeEndpoint, out: bytearray, chunks: list[Any]) -> No
     out.append(0)
 
 
-def _d_AbortedTransaction_16(buf: Any, pos: int) -> tuple[AbortedTransaction, int]:
-    (f_producer_id, f_first_offset,) = _S9.unpack_from(buf, pos)
-    pos += _S9.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return AbortedTransaction(f_producer_id, f_first_offset), pos
-
-
-def _e_AbortedTransaction_16(o: AbortedTransaction, out: bytearray, chunks: list[Any]) -> None:
-    out += _S9.pack(o.producer_id, o.first_offset)
-    out.append(0)
-
-
-def _d_SnapshotId_16(buf: Any, pos: int) -> tuple[SnapshotId, int]:
-    (f_end_offset, f_epoch,) = _S10.unpack_from(buf, pos)
-    pos += _S10.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return SnapshotId(f_end_offset, f_epoch), pos
-
-
-def _e_SnapshotId_16(o: SnapshotId, out: bytearray, chunks: list[Any]) -> None:
-    out += _S10.pack(o.end_offset, o.epoch)
-    out.append(0)
-
-
-def _d_LeaderIdAndEpoch_16(buf: Any, pos: int) -> tuple[LeaderIdAndEpoch, int]:
-    (f_leader_id, f_leader_epoch,) = _S15.unpack_from(buf, pos)
-    pos += _S15.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return LeaderIdAndEpoch(f_leader_id, f_leader_epoch), pos
-
-
-def _e_LeaderIdAndEpoch_16(o: LeaderIdAndEpoch, out: bytearray, chunks: list[Any]) -> None:
-    out += _S15.pack(o.leader_id, o.leader_epoch)
-    out.append(0)
-
-
-def _d_EpochEndOffset_16(buf: Any, pos: int) -> tuple[EpochEndOffset, int]:
-    (f_epoch, f_end_offset,) = _S7.unpack_from(buf, pos)
-    pos += _S7.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return EpochEndOffset(f_epoch, f_end_offset), pos
-
-
-def _e_EpochEndOffset_16(o: EpochEndOffset, out: bytearray, chunks: list[Any]) -> None:
-    out += _S7.pack(o.epoch, o.end_offset)
-    out.append(0)
-
-
-def _d_PartitionData_16(buf: Any, pos: int) -> tuple[PartitionData, int]:
-    (f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset,) = _S13.unpack_from(buf, pos)
-    pos += _S13.size
-    n_aborted_transactions, pos = read_array_count(buf, pos, True, True)
-    if n_aborted_transactions < 0:
-        f_aborted_transactions = None
-    else:
-        f_aborted_transactions = []
-        for _ in range(n_aborted_transactions):
-            it_aborted_transactions, pos = _d_AbortedTransaction_16(buf, pos)
-            f_aborted_transactions.append(it_aborted_transactions)
-    (f_preferred_read_replica,) = _S12.unpack_from(buf, pos)
-    pos += _S12.size
-    f_records, pos = read_compact_records(buf, pos, True)
-    f_diverging_epoch: EpochEndOffset = EpochEndOffset()
-    f_current_leader: LeaderIdAndEpoch = LeaderIdAndEpoch()
-    f_snapshot_id: SnapshotId = SnapshotId()
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            end = pos + size
-            if end > len(buf):
-                raise DecodeError('tagged field overruns the buffer')
-            if tag == 0:
-                f_diverging_epoch, pos = _d_EpochEndOffset_16(buf, pos)
-                if pos != end:
-                    raise DecodeError('tagged field size mismatch')
-            elif tag == 1:
-                f_current_leader, pos = _d_LeaderIdAndEpoch_16(buf, pos)
-                if pos != end:
-                    raise DecodeError('tagged field size mismatch')
-            elif tag == 2:
-                f_snapshot_id, pos = _d_SnapshotId_16(buf, pos)
-                if pos != end:
-                    raise DecodeError('tagged field size mismatch')
-            pos = end
-    return PartitionData(f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset, f_diverging_epoch, f_current_leader, f_snapshot_id, f_aborted_transactions, f_preferred_read_replica, f_records), pos
-
-
-def _e_PartitionData_16(o: PartitionData, out: bytearray, chunks: list[Any]) -> None:
-    out += _S13.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
-    write_array_count(out, o.aborted_transactions, True)
-    if o.aborted_transactions is not None:
-        for it_aborted_transactions in o.aborted_transactions:
-            _e_AbortedTransaction_16(it_aborted_transactions, out, chunks)
-    out += _S12.pack(o.preferred_read_replica)
-    write_compact_records(out, chunks, o.records)
-    tags: list[tuple[int, bytearray]] = []
-    if o.diverging_epoch != EpochEndOffset():
-        t = bytearray()
-        _e_EpochEndOffset_16(o.diverging_epoch, t, chunks)
-        tags.append((0, t))
-    if o.current_leader != LeaderIdAndEpoch():
-        t = bytearray()
-        _e_LeaderIdAndEpoch_16(o.current_leader, t, chunks)
-        tags.append((1, t))
-    if o.snapshot_id != SnapshotId():
-        t = bytearray()
-        _e_SnapshotId_16(o.snapshot_id, t, chunks)
-        tags.append((2, t))
-    write_uvarint(out, len(tags))
-    for tag, data in tags:
-        write_uvarint(out, tag)
-        write_uvarint(out, len(data))
-        out += data
-
-
-def _d_FetchableTopicResponse_16(buf: Any, pos: int) -> tuple[FetchableTopicResponse, int]:
-    (f_topic_id,) = _S6.unpack_from(buf, pos)
-    pos += _S6.size
-    f_topic_id = _uuid(f_topic_id)
-    n_partitions, pos = read_array_count(buf, pos, True, False)
-    f_partitions = []
-    for _ in range(n_partitions):
-        it_partitions, pos = _d_PartitionData_16(buf, pos)
-        f_partitions.append(it_partitions)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return FetchableTopicResponse("", f_topic_id, f_partitions), pos
-
-
-def _e_FetchableTopicResponse_16(o: FetchableTopicResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S6.pack(o.topic_id.bytes)
-    write_array_count(out, o.partitions, True)
-    if o.partitions is not None:
-        for it_partitions in o.partitions:
-            _e_PartitionData_16(it_partitions, out, chunks)
-    out.append(0)
-
-
 def _d_FetchResponse_16(buf: Any, pos: int) -> tuple[FetchResponse, int]:
     (f_throttle_time_ms, f_error_code, f_session_id,) = _S14.unpack_from(buf, pos)
     pos += _S14.size
     n_responses, pos = read_array_count(buf, pos, True, False)
     f_responses = []
     for _ in range(n_responses):
-        it_responses, pos = _d_FetchableTopicResponse_16(buf, pos)
+        it_responses, pos = _d_FetchableTopicResponse_13(buf, pos)
         f_responses.append(it_responses)
     f_node_endpoints: list[NodeEndpoint] = []
     if buf[pos] == 0:
@@ -3424,9 +1484,9 @@ def _e_FetchResponse_16(o: FetchResponse, out: bytearray, chunks: list[Any]) -> 
     write_array_count(out, o.responses, True)
     if o.responses is not None:
         for it_responses in o.responses:
-            _e_FetchableTopicResponse_16(it_responses, out, chunks)
+            _e_FetchableTopicResponse_13(it_responses, out, chunks)
     tags: list[tuple[int, bytearray]] = []
-    if o.node_endpoints != list():
+    if o.node_endpoints != []:
         t = bytearray()
         write_array_count(t, o.node_endpoints, True)
         if o.node_endpoints is not None:
@@ -3440,235 +1500,5 @@ def _e_FetchResponse_16(o: FetchResponse, out: bytearray, chunks: list[Any]) -> 
         out += data
 
 
-def _d_NodeEndpoint_17(buf: Any, pos: int) -> tuple[NodeEndpoint, int]:
-    (f_node_id,) = _S12.unpack_from(buf, pos)
-    pos += _S12.size
-    f_host, pos = read_compact_string(buf, pos, False)
-    (f_port,) = _S12.unpack_from(buf, pos)
-    pos += _S12.size
-    f_rack, pos = read_compact_string(buf, pos, True)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return NodeEndpoint(f_node_id, f_host, f_port, f_rack), pos
-
-
-def _e_NodeEndpoint_17(o: NodeEndpoint, out: bytearray, chunks: list[Any]) -> None:
-    out += _S12.pack(o.node_id)
-    write_compact_string(out, o.host)
-    out += _S12.pack(o.port)
-    write_compact_string(out, o.rack)
-    out.append(0)
-
-
-def _d_AbortedTransaction_17(buf: Any, pos: int) -> tuple[AbortedTransaction, int]:
-    (f_producer_id, f_first_offset,) = _S9.unpack_from(buf, pos)
-    pos += _S9.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return AbortedTransaction(f_producer_id, f_first_offset), pos
-
-
-def _e_AbortedTransaction_17(o: AbortedTransaction, out: bytearray, chunks: list[Any]) -> None:
-    out += _S9.pack(o.producer_id, o.first_offset)
-    out.append(0)
-
-
-def _d_SnapshotId_17(buf: Any, pos: int) -> tuple[SnapshotId, int]:
-    (f_end_offset, f_epoch,) = _S10.unpack_from(buf, pos)
-    pos += _S10.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return SnapshotId(f_end_offset, f_epoch), pos
-
-
-def _e_SnapshotId_17(o: SnapshotId, out: bytearray, chunks: list[Any]) -> None:
-    out += _S10.pack(o.end_offset, o.epoch)
-    out.append(0)
-
-
-def _d_LeaderIdAndEpoch_17(buf: Any, pos: int) -> tuple[LeaderIdAndEpoch, int]:
-    (f_leader_id, f_leader_epoch,) = _S15.unpack_from(buf, pos)
-    pos += _S15.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return LeaderIdAndEpoch(f_leader_id, f_leader_epoch), pos
-
-
-def _e_LeaderIdAndEpoch_17(o: LeaderIdAndEpoch, out: bytearray, chunks: list[Any]) -> None:
-    out += _S15.pack(o.leader_id, o.leader_epoch)
-    out.append(0)
-
-
-def _d_EpochEndOffset_17(buf: Any, pos: int) -> tuple[EpochEndOffset, int]:
-    (f_epoch, f_end_offset,) = _S7.unpack_from(buf, pos)
-    pos += _S7.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return EpochEndOffset(f_epoch, f_end_offset), pos
-
-
-def _e_EpochEndOffset_17(o: EpochEndOffset, out: bytearray, chunks: list[Any]) -> None:
-    out += _S7.pack(o.epoch, o.end_offset)
-    out.append(0)
-
-
-def _d_PartitionData_17(buf: Any, pos: int) -> tuple[PartitionData, int]:
-    (f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset,) = _S13.unpack_from(buf, pos)
-    pos += _S13.size
-    n_aborted_transactions, pos = read_array_count(buf, pos, True, True)
-    if n_aborted_transactions < 0:
-        f_aborted_transactions = None
-    else:
-        f_aborted_transactions = []
-        for _ in range(n_aborted_transactions):
-            it_aborted_transactions, pos = _d_AbortedTransaction_17(buf, pos)
-            f_aborted_transactions.append(it_aborted_transactions)
-    (f_preferred_read_replica,) = _S12.unpack_from(buf, pos)
-    pos += _S12.size
-    f_records, pos = read_compact_records(buf, pos, True)
-    f_diverging_epoch: EpochEndOffset = EpochEndOffset()
-    f_current_leader: LeaderIdAndEpoch = LeaderIdAndEpoch()
-    f_snapshot_id: SnapshotId = SnapshotId()
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            end = pos + size
-            if end > len(buf):
-                raise DecodeError('tagged field overruns the buffer')
-            if tag == 0:
-                f_diverging_epoch, pos = _d_EpochEndOffset_17(buf, pos)
-                if pos != end:
-                    raise DecodeError('tagged field size mismatch')
-            elif tag == 1:
-                f_current_leader, pos = _d_LeaderIdAndEpoch_17(buf, pos)
-                if pos != end:
-                    raise DecodeError('tagged field size mismatch')
-            elif tag == 2:
-                f_snapshot_id, pos = _d_SnapshotId_17(buf, pos)
-                if pos != end:
-                    raise DecodeError('tagged field size mismatch')
-            pos = end
-    return PartitionData(f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset, f_diverging_epoch, f_current_leader, f_snapshot_id, f_aborted_transactions, f_preferred_read_replica, f_records), pos
-
-
-def _e_PartitionData_17(o: PartitionData, out: bytearray, chunks: list[Any]) -> None:
-    out += _S13.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
-    write_array_count(out, o.aborted_transactions, True)
-    if o.aborted_transactions is not None:
-        for it_aborted_transactions in o.aborted_transactions:
-            _e_AbortedTransaction_17(it_aborted_transactions, out, chunks)
-    out += _S12.pack(o.preferred_read_replica)
-    write_compact_records(out, chunks, o.records)
-    tags: list[tuple[int, bytearray]] = []
-    if o.diverging_epoch != EpochEndOffset():
-        t = bytearray()
-        _e_EpochEndOffset_17(o.diverging_epoch, t, chunks)
-        tags.append((0, t))
-    if o.current_leader != LeaderIdAndEpoch():
-        t = bytearray()
-        _e_LeaderIdAndEpoch_17(o.current_leader, t, chunks)
-        tags.append((1, t))
-    if o.snapshot_id != SnapshotId():
-        t = bytearray()
-        _e_SnapshotId_17(o.snapshot_id, t, chunks)
-        tags.append((2, t))
-    write_uvarint(out, len(tags))
-    for tag, data in tags:
-        write_uvarint(out, tag)
-        write_uvarint(out, len(data))
-        out += data
-
-
-def _d_FetchableTopicResponse_17(buf: Any, pos: int) -> tuple[FetchableTopicResponse, int]:
-    (f_topic_id,) = _S6.unpack_from(buf, pos)
-    pos += _S6.size
-    f_topic_id = _uuid(f_topic_id)
-    n_partitions, pos = read_array_count(buf, pos, True, False)
-    f_partitions = []
-    for _ in range(n_partitions):
-        it_partitions, pos = _d_PartitionData_17(buf, pos)
-        f_partitions.append(it_partitions)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return FetchableTopicResponse("", f_topic_id, f_partitions), pos
-
-
-def _e_FetchableTopicResponse_17(o: FetchableTopicResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S6.pack(o.topic_id.bytes)
-    write_array_count(out, o.partitions, True)
-    if o.partitions is not None:
-        for it_partitions in o.partitions:
-            _e_PartitionData_17(it_partitions, out, chunks)
-    out.append(0)
-
-
-def _d_FetchResponse_17(buf: Any, pos: int) -> tuple[FetchResponse, int]:
-    (f_throttle_time_ms, f_error_code, f_session_id,) = _S14.unpack_from(buf, pos)
-    pos += _S14.size
-    n_responses, pos = read_array_count(buf, pos, True, False)
-    f_responses = []
-    for _ in range(n_responses):
-        it_responses, pos = _d_FetchableTopicResponse_17(buf, pos)
-        f_responses.append(it_responses)
-    f_node_endpoints: list[NodeEndpoint] = []
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            end = pos + size
-            if end > len(buf):
-                raise DecodeError('tagged field overruns the buffer')
-            if tag == 0:
-                n_node_endpoints, pos = read_array_count(buf, pos, True, False)
-                f_node_endpoints = []
-                for _ in range(n_node_endpoints):
-                    it_node_endpoints, pos = _d_NodeEndpoint_17(buf, pos)
-                    f_node_endpoints.append(it_node_endpoints)
-                if pos != end:
-                    raise DecodeError('tagged field size mismatch')
-            pos = end
-    return FetchResponse(f_throttle_time_ms, f_error_code, f_session_id, f_responses, f_node_endpoints), pos
-
-
-def _e_FetchResponse_17(o: FetchResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S14.pack(o.throttle_time_ms, o.error_code, o.session_id)
-    write_array_count(out, o.responses, True)
-    if o.responses is not None:
-        for it_responses in o.responses:
-            _e_FetchableTopicResponse_17(it_responses, out, chunks)
-    tags: list[tuple[int, bytearray]] = []
-    if o.node_endpoints != list():
-        t = bytearray()
-        write_array_count(t, o.node_endpoints, True)
-        if o.node_endpoints is not None:
-            for it_node_endpoints in o.node_endpoints:
-                _e_NodeEndpoint_17(it_node_endpoints, t, chunks)
-        tags.append((0, t))
-    write_uvarint(out, len(tags))
-    for tag, data in tags:
-        write_uvarint(out, tag)
-        write_uvarint(out, len(data))
-        out += data
-
-
-FetchResponse._DECODERS = {4: _d_FetchResponse_4, 5: _d_FetchResponse_5, 6: _d_FetchResponse_6, 7: _d_FetchResponse_7, 8: _d_FetchResponse_8, 9: _d_FetchResponse_9, 10: _d_FetchResponse_10, 11: _d_FetchResponse_11, 12: _d_FetchResponse_12, 13: _d_FetchResponse_13, 14: _d_FetchResponse_14, 15: _d_FetchResponse_15, 16: _d_FetchResponse_16, 17: _d_FetchResponse_17}
-FetchResponse._ENCODERS = {4: _e_FetchResponse_4, 5: _e_FetchResponse_5, 6: _e_FetchResponse_6, 7: _e_FetchResponse_7, 8: _e_FetchResponse_8, 9: _e_FetchResponse_9, 10: _e_FetchResponse_10, 11: _e_FetchResponse_11, 12: _e_FetchResponse_12, 13: _e_FetchResponse_13, 14: _e_FetchResponse_14, 15: _e_FetchResponse_15, 16: _e_FetchResponse_16, 17: _e_FetchResponse_17}
+FetchResponse._DECODERS = {4: _d_FetchResponse_4, 5: _d_FetchResponse_5, 6: _d_FetchResponse_5, 7: _d_FetchResponse_7, 8: _d_FetchResponse_7, 9: _d_FetchResponse_7, 10: _d_FetchResponse_7, 11: _d_FetchResponse_11, 12: _d_FetchResponse_12, 13: _d_FetchResponse_13, 14: _d_FetchResponse_13, 15: _d_FetchResponse_13, 16: _d_FetchResponse_16, 17: _d_FetchResponse_16}
+FetchResponse._ENCODERS = {4: _e_FetchResponse_4, 5: _e_FetchResponse_5, 6: _e_FetchResponse_5, 7: _e_FetchResponse_7, 8: _e_FetchResponse_7, 9: _e_FetchResponse_7, 10: _e_FetchResponse_7, 11: _e_FetchResponse_11, 12: _e_FetchResponse_12, 13: _e_FetchResponse_13, 14: _e_FetchResponse_13, 15: _e_FetchResponse_13, 16: _e_FetchResponse_16, 17: _e_FetchResponse_16}

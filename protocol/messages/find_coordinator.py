@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,24 +20,35 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>b')
 _S1 = Struct('>hi')
 _S2 = Struct('>i')
 _S3 = Struct('>ih')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class FindCoordinatorRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 10
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 6
-    FLEXIBLE_MIN: ClassVar[int | None] = 3
     key: str = ""
     key_type: int = 0
     coordinator_keys: list[str] = field(default_factory=list)
 
+    def __init__(self, key: str = "", key_type: int = 0, coordinator_keys: list[str] | None = None) -> None:
+        self.key = key
+        self.key_type = key_type
+        self.coordinator_keys = [] if coordinator_keys is None else coordinator_keys
 
-@dataclass(slots=True)
+
+FindCoordinatorRequest.API_KEY = 10
+FindCoordinatorRequest.MIN_VERSION = 0
+FindCoordinatorRequest.MAX_VERSION = 6
+FindCoordinatorRequest.FLEXIBLE_MIN = 3
+
+
+@dataclass(slots=True, init=False)
 class Coordinator:
     key: str = ""
     node_id: int = 0
@@ -46,13 +57,17 @@ class Coordinator:
     error_code: int = 0
     error_message: str | None = ""
 
+    def __init__(self, key: str = "", node_id: int = 0, host: str = "", port: int = 0, error_code: int = 0, error_message: str | None = "") -> None:
+        self.key = key
+        self.node_id = node_id
+        self.host = host
+        self.port = port
+        self.error_code = error_code
+        self.error_message = error_message
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class FindCoordinatorResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 10
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 6
-    FLEXIBLE_MIN: ClassVar[int | None] = 3
     throttle_time_ms: int = 0
     error_code: int = 0
     error_message: str | None = ""
@@ -60,6 +75,21 @@ class FindCoordinatorResponse(ApiMessage):
     host: str = ""
     port: int = 0
     coordinators: list[Coordinator] = field(default_factory=list)
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = "", node_id: int = 0, host: str = "", port: int = 0, coordinators: list[Coordinator] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.error_message = error_message
+        self.node_id = node_id
+        self.host = host
+        self.port = port
+        self.coordinators = [] if coordinators is None else coordinators
+
+
+FindCoordinatorResponse.API_KEY = 10
+FindCoordinatorResponse.MIN_VERSION = 0
+FindCoordinatorResponse.MAX_VERSION = 6
+FindCoordinatorResponse.FLEXIBLE_MIN = 3
 
 
 def _d_FindCoordinatorRequest_0(buf: Any, pos: int) -> tuple[FindCoordinatorRequest, int]:
@@ -79,18 +109,6 @@ def _d_FindCoordinatorRequest_1(buf: Any, pos: int) -> tuple[FindCoordinatorRequ
 
 
 def _e_FindCoordinatorRequest_1(o: FindCoordinatorRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.key)
-    out += _S0.pack(o.key_type)
-
-
-def _d_FindCoordinatorRequest_2(buf: Any, pos: int) -> tuple[FindCoordinatorRequest, int]:
-    f_key, pos = read_string(buf, pos, False)
-    (f_key_type,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    return FindCoordinatorRequest(f_key, f_key_type, []), pos
-
-
-def _e_FindCoordinatorRequest_2(o: FindCoordinatorRequest, out: bytearray, chunks: list[Any]) -> None:
     write_string(out, o.key)
     out += _S0.pack(o.key_type)
 
@@ -136,56 +154,8 @@ def _e_FindCoordinatorRequest_4(o: FindCoordinatorRequest, out: bytearray, chunk
     out.append(0)
 
 
-def _d_FindCoordinatorRequest_5(buf: Any, pos: int) -> tuple[FindCoordinatorRequest, int]:
-    (f_key_type,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    n_coordinator_keys, pos = read_array_count(buf, pos, True, False)
-    f_coordinator_keys = []
-    for _ in range(n_coordinator_keys):
-        it_coordinator_keys, pos = read_compact_string(buf, pos, False)
-        f_coordinator_keys.append(it_coordinator_keys)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return FindCoordinatorRequest("", f_key_type, f_coordinator_keys), pos
-
-
-def _e_FindCoordinatorRequest_5(o: FindCoordinatorRequest, out: bytearray, chunks: list[Any]) -> None:
-    out += _S0.pack(o.key_type)
-    write_array_count(out, o.coordinator_keys, True)
-    if o.coordinator_keys is not None:
-        for it_coordinator_keys in o.coordinator_keys:
-            write_compact_string(out, it_coordinator_keys)
-    out.append(0)
-
-
-def _d_FindCoordinatorRequest_6(buf: Any, pos: int) -> tuple[FindCoordinatorRequest, int]:
-    (f_key_type,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    n_coordinator_keys, pos = read_array_count(buf, pos, True, False)
-    f_coordinator_keys = []
-    for _ in range(n_coordinator_keys):
-        it_coordinator_keys, pos = read_compact_string(buf, pos, False)
-        f_coordinator_keys.append(it_coordinator_keys)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return FindCoordinatorRequest("", f_key_type, f_coordinator_keys), pos
-
-
-def _e_FindCoordinatorRequest_6(o: FindCoordinatorRequest, out: bytearray, chunks: list[Any]) -> None:
-    out += _S0.pack(o.key_type)
-    write_array_count(out, o.coordinator_keys, True)
-    if o.coordinator_keys is not None:
-        for it_coordinator_keys in o.coordinator_keys:
-            write_compact_string(out, it_coordinator_keys)
-    out.append(0)
-
-
-FindCoordinatorRequest._DECODERS = {0: _d_FindCoordinatorRequest_0, 1: _d_FindCoordinatorRequest_1, 2: _d_FindCoordinatorRequest_2, 3: _d_FindCoordinatorRequest_3, 4: _d_FindCoordinatorRequest_4, 5: _d_FindCoordinatorRequest_5, 6: _d_FindCoordinatorRequest_6}
-FindCoordinatorRequest._ENCODERS = {0: _e_FindCoordinatorRequest_0, 1: _e_FindCoordinatorRequest_1, 2: _e_FindCoordinatorRequest_2, 3: _e_FindCoordinatorRequest_3, 4: _e_FindCoordinatorRequest_4, 5: _e_FindCoordinatorRequest_5, 6: _e_FindCoordinatorRequest_6}
+FindCoordinatorRequest._DECODERS = {0: _d_FindCoordinatorRequest_0, 1: _d_FindCoordinatorRequest_1, 2: _d_FindCoordinatorRequest_1, 3: _d_FindCoordinatorRequest_3, 4: _d_FindCoordinatorRequest_4, 5: _d_FindCoordinatorRequest_4, 6: _d_FindCoordinatorRequest_4}
+FindCoordinatorRequest._ENCODERS = {0: _e_FindCoordinatorRequest_0, 1: _e_FindCoordinatorRequest_1, 2: _e_FindCoordinatorRequest_1, 3: _e_FindCoordinatorRequest_3, 4: _e_FindCoordinatorRequest_4, 5: _e_FindCoordinatorRequest_4, 6: _e_FindCoordinatorRequest_4}
 
 
 def _d_Coordinator_0(buf: Any, pos: int) -> tuple[Coordinator, int]:
@@ -211,14 +181,6 @@ def _e_FindCoordinatorResponse_0(o: FindCoordinatorResponse, out: bytearray, chu
     out += _S2.pack(o.port)
 
 
-def _d_Coordinator_1(buf: Any, pos: int) -> tuple[Coordinator, int]:
-    return Coordinator("", 0, "", 0, 0, ""), pos
-
-
-def _e_Coordinator_1(o: Coordinator, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
 def _d_FindCoordinatorResponse_1(buf: Any, pos: int) -> tuple[FindCoordinatorResponse, int]:
     (f_throttle_time_ms, f_error_code,) = _S3.unpack_from(buf, pos)
     pos += _S3.size
@@ -232,34 +194,6 @@ def _d_FindCoordinatorResponse_1(buf: Any, pos: int) -> tuple[FindCoordinatorRes
 
 
 def _e_FindCoordinatorResponse_1(o: FindCoordinatorResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S3.pack(o.throttle_time_ms, o.error_code)
-    write_string(out, o.error_message)
-    out += _S2.pack(o.node_id)
-    write_string(out, o.host)
-    out += _S2.pack(o.port)
-
-
-def _d_Coordinator_2(buf: Any, pos: int) -> tuple[Coordinator, int]:
-    return Coordinator("", 0, "", 0, 0, ""), pos
-
-
-def _e_Coordinator_2(o: Coordinator, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_FindCoordinatorResponse_2(buf: Any, pos: int) -> tuple[FindCoordinatorResponse, int]:
-    (f_throttle_time_ms, f_error_code,) = _S3.unpack_from(buf, pos)
-    pos += _S3.size
-    f_error_message, pos = read_string(buf, pos, True)
-    (f_node_id,) = _S2.unpack_from(buf, pos)
-    pos += _S2.size
-    f_host, pos = read_string(buf, pos, False)
-    (f_port,) = _S2.unpack_from(buf, pos)
-    pos += _S2.size
-    return FindCoordinatorResponse(f_throttle_time_ms, f_error_code, f_error_message, f_node_id, f_host, f_port, []), pos
-
-
-def _e_FindCoordinatorResponse_2(o: FindCoordinatorResponse, out: bytearray, chunks: list[Any]) -> None:
     out += _S3.pack(o.throttle_time_ms, o.error_code)
     write_string(out, o.error_message)
     out += _S2.pack(o.node_id)
@@ -352,101 +286,5 @@ def _e_FindCoordinatorResponse_4(o: FindCoordinatorResponse, out: bytearray, chu
     out.append(0)
 
 
-def _d_Coordinator_5(buf: Any, pos: int) -> tuple[Coordinator, int]:
-    f_key, pos = read_compact_string(buf, pos, False)
-    (f_node_id,) = _S2.unpack_from(buf, pos)
-    pos += _S2.size
-    f_host, pos = read_compact_string(buf, pos, False)
-    (f_port, f_error_code,) = _S3.unpack_from(buf, pos)
-    pos += _S3.size
-    f_error_message, pos = read_compact_string(buf, pos, True)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return Coordinator(f_key, f_node_id, f_host, f_port, f_error_code, f_error_message), pos
-
-
-def _e_Coordinator_5(o: Coordinator, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.key)
-    out += _S2.pack(o.node_id)
-    write_compact_string(out, o.host)
-    out += _S3.pack(o.port, o.error_code)
-    write_compact_string(out, o.error_message)
-    out.append(0)
-
-
-def _d_FindCoordinatorResponse_5(buf: Any, pos: int) -> tuple[FindCoordinatorResponse, int]:
-    (f_throttle_time_ms,) = _S2.unpack_from(buf, pos)
-    pos += _S2.size
-    n_coordinators, pos = read_array_count(buf, pos, True, False)
-    f_coordinators = []
-    for _ in range(n_coordinators):
-        it_coordinators, pos = _d_Coordinator_5(buf, pos)
-        f_coordinators.append(it_coordinators)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return FindCoordinatorResponse(f_throttle_time_ms, 0, "", 0, "", 0, f_coordinators), pos
-
-
-def _e_FindCoordinatorResponse_5(o: FindCoordinatorResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S2.pack(o.throttle_time_ms)
-    write_array_count(out, o.coordinators, True)
-    if o.coordinators is not None:
-        for it_coordinators in o.coordinators:
-            _e_Coordinator_5(it_coordinators, out, chunks)
-    out.append(0)
-
-
-def _d_Coordinator_6(buf: Any, pos: int) -> tuple[Coordinator, int]:
-    f_key, pos = read_compact_string(buf, pos, False)
-    (f_node_id,) = _S2.unpack_from(buf, pos)
-    pos += _S2.size
-    f_host, pos = read_compact_string(buf, pos, False)
-    (f_port, f_error_code,) = _S3.unpack_from(buf, pos)
-    pos += _S3.size
-    f_error_message, pos = read_compact_string(buf, pos, True)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return Coordinator(f_key, f_node_id, f_host, f_port, f_error_code, f_error_message), pos
-
-
-def _e_Coordinator_6(o: Coordinator, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.key)
-    out += _S2.pack(o.node_id)
-    write_compact_string(out, o.host)
-    out += _S3.pack(o.port, o.error_code)
-    write_compact_string(out, o.error_message)
-    out.append(0)
-
-
-def _d_FindCoordinatorResponse_6(buf: Any, pos: int) -> tuple[FindCoordinatorResponse, int]:
-    (f_throttle_time_ms,) = _S2.unpack_from(buf, pos)
-    pos += _S2.size
-    n_coordinators, pos = read_array_count(buf, pos, True, False)
-    f_coordinators = []
-    for _ in range(n_coordinators):
-        it_coordinators, pos = _d_Coordinator_6(buf, pos)
-        f_coordinators.append(it_coordinators)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return FindCoordinatorResponse(f_throttle_time_ms, 0, "", 0, "", 0, f_coordinators), pos
-
-
-def _e_FindCoordinatorResponse_6(o: FindCoordinatorResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S2.pack(o.throttle_time_ms)
-    write_array_count(out, o.coordinators, True)
-    if o.coordinators is not None:
-        for it_coordinators in o.coordinators:
-            _e_Coordinator_6(it_coordinators, out, chunks)
-    out.append(0)
-
-
-FindCoordinatorResponse._DECODERS = {0: _d_FindCoordinatorResponse_0, 1: _d_FindCoordinatorResponse_1, 2: _d_FindCoordinatorResponse_2, 3: _d_FindCoordinatorResponse_3, 4: _d_FindCoordinatorResponse_4, 5: _d_FindCoordinatorResponse_5, 6: _d_FindCoordinatorResponse_6}
-FindCoordinatorResponse._ENCODERS = {0: _e_FindCoordinatorResponse_0, 1: _e_FindCoordinatorResponse_1, 2: _e_FindCoordinatorResponse_2, 3: _e_FindCoordinatorResponse_3, 4: _e_FindCoordinatorResponse_4, 5: _e_FindCoordinatorResponse_5, 6: _e_FindCoordinatorResponse_6}
+FindCoordinatorResponse._DECODERS = {0: _d_FindCoordinatorResponse_0, 1: _d_FindCoordinatorResponse_1, 2: _d_FindCoordinatorResponse_1, 3: _d_FindCoordinatorResponse_3, 4: _d_FindCoordinatorResponse_4, 5: _d_FindCoordinatorResponse_4, 6: _d_FindCoordinatorResponse_4}
+FindCoordinatorResponse._ENCODERS = {0: _e_FindCoordinatorResponse_0, 1: _e_FindCoordinatorResponse_1, 2: _e_FindCoordinatorResponse_1, 3: _e_FindCoordinatorResponse_3, 4: _e_FindCoordinatorResponse_4, 5: _e_FindCoordinatorResponse_4, 6: _e_FindCoordinatorResponse_4}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,26 +20,31 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>16s')
 _S1 = Struct('>ih16si')
 _S2 = Struct('>ii?')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class GetTelemetrySubscriptionsRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 71
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 0
-    FLEXIBLE_MIN: ClassVar[int | None] = 0
     client_instance_id: uuid.UUID = ZERO_UUID
 
+    def __init__(self, client_instance_id: uuid.UUID = ZERO_UUID) -> None:
+        self.client_instance_id = client_instance_id
 
-@dataclass(slots=True)
+
+GetTelemetrySubscriptionsRequest.API_KEY = 71
+GetTelemetrySubscriptionsRequest.MIN_VERSION = 0
+GetTelemetrySubscriptionsRequest.MAX_VERSION = 0
+GetTelemetrySubscriptionsRequest.FLEXIBLE_MIN = 0
+
+
+@dataclass(slots=True, init=False)
 class GetTelemetrySubscriptionsResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 71
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 0
-    FLEXIBLE_MIN: ClassVar[int | None] = 0
     throttle_time_ms: int = 0
     error_code: int = 0
     client_instance_id: uuid.UUID = ZERO_UUID
@@ -49,6 +54,23 @@ class GetTelemetrySubscriptionsResponse(ApiMessage):
     telemetry_max_bytes: int = 0
     delta_temporality: bool = False
     requested_metrics: list[str] = field(default_factory=list)
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, client_instance_id: uuid.UUID = ZERO_UUID, subscription_id: int = 0, accepted_compression_types: list[int] | None = None, push_interval_ms: int = 0, telemetry_max_bytes: int = 0, delta_temporality: bool = False, requested_metrics: list[str] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.client_instance_id = client_instance_id
+        self.subscription_id = subscription_id
+        self.accepted_compression_types = [] if accepted_compression_types is None else accepted_compression_types
+        self.push_interval_ms = push_interval_ms
+        self.telemetry_max_bytes = telemetry_max_bytes
+        self.delta_temporality = delta_temporality
+        self.requested_metrics = [] if requested_metrics is None else requested_metrics
+
+
+GetTelemetrySubscriptionsResponse.API_KEY = 71
+GetTelemetrySubscriptionsResponse.MIN_VERSION = 0
+GetTelemetrySubscriptionsResponse.MAX_VERSION = 0
+GetTelemetrySubscriptionsResponse.FLEXIBLE_MIN = 0
 
 
 def _d_GetTelemetrySubscriptionsRequest_0(buf: Any, pos: int) -> tuple[GetTelemetrySubscriptionsRequest, int]:

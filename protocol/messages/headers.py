@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,29 +20,46 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>hhi')
 _S1 = Struct('>i')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class RequestHeader(ApiMessage):
-    API_KEY: ClassVar[int | None] = None
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 2
-    FLEXIBLE_MIN: ClassVar[int | None] = 2
     api_key: int = 0
     api_version: int = 0
     correlation_id: int = 0
     client_id: str | None = None
 
+    def __init__(self, api_key: int = 0, api_version: int = 0, correlation_id: int = 0, client_id: str | None = None) -> None:
+        self.api_key = api_key
+        self.api_version = api_version
+        self.correlation_id = correlation_id
+        self.client_id = client_id
 
-@dataclass(slots=True)
+
+RequestHeader.API_KEY = None
+RequestHeader.MIN_VERSION = 0
+RequestHeader.MAX_VERSION = 2
+RequestHeader.FLEXIBLE_MIN = 2
+
+
+@dataclass(slots=True, init=False)
 class ResponseHeader(ApiMessage):
-    API_KEY: ClassVar[int | None] = None
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 1
-    FLEXIBLE_MIN: ClassVar[int | None] = 1
     correlation_id: int = 0
+
+    def __init__(self, correlation_id: int = 0) -> None:
+        self.correlation_id = correlation_id
+
+
+ResponseHeader.API_KEY = None
+ResponseHeader.MIN_VERSION = 0
+ResponseHeader.MAX_VERSION = 1
+ResponseHeader.FLEXIBLE_MIN = 1
 
 
 def _d_RequestHeader_0(buf: Any, pos: int) -> tuple[RequestHeader, int]:

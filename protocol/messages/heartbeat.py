@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,31 +20,49 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>i')
 _S1 = Struct('>h')
 _S2 = Struct('>ih')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class HeartbeatRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 12
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 4
-    FLEXIBLE_MIN: ClassVar[int | None] = 4
     group_id: str = ""
     generation_id: int = 0
     member_id: str = ""
     group_instance_id: str | None = None
 
+    def __init__(self, group_id: str = "", generation_id: int = 0, member_id: str = "", group_instance_id: str | None = None) -> None:
+        self.group_id = group_id
+        self.generation_id = generation_id
+        self.member_id = member_id
+        self.group_instance_id = group_instance_id
 
-@dataclass(slots=True)
+
+HeartbeatRequest.API_KEY = 12
+HeartbeatRequest.MIN_VERSION = 0
+HeartbeatRequest.MAX_VERSION = 4
+HeartbeatRequest.FLEXIBLE_MIN = 4
+
+
+@dataclass(slots=True, init=False)
 class HeartbeatResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 12
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 4
-    FLEXIBLE_MIN: ClassVar[int | None] = 4
     throttle_time_ms: int = 0
     error_code: int = 0
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+
+
+HeartbeatResponse.API_KEY = 12
+HeartbeatResponse.MIN_VERSION = 0
+HeartbeatResponse.MAX_VERSION = 4
+HeartbeatResponse.FLEXIBLE_MIN = 4
 
 
 def _d_HeartbeatRequest_0(buf: Any, pos: int) -> tuple[HeartbeatRequest, int]:
@@ -56,34 +74,6 @@ def _d_HeartbeatRequest_0(buf: Any, pos: int) -> tuple[HeartbeatRequest, int]:
 
 
 def _e_HeartbeatRequest_0(o: HeartbeatRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.group_id)
-    out += _S0.pack(o.generation_id)
-    write_string(out, o.member_id)
-
-
-def _d_HeartbeatRequest_1(buf: Any, pos: int) -> tuple[HeartbeatRequest, int]:
-    f_group_id, pos = read_string(buf, pos, False)
-    (f_generation_id,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    f_member_id, pos = read_string(buf, pos, False)
-    return HeartbeatRequest(f_group_id, f_generation_id, f_member_id, None), pos
-
-
-def _e_HeartbeatRequest_1(o: HeartbeatRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.group_id)
-    out += _S0.pack(o.generation_id)
-    write_string(out, o.member_id)
-
-
-def _d_HeartbeatRequest_2(buf: Any, pos: int) -> tuple[HeartbeatRequest, int]:
-    f_group_id, pos = read_string(buf, pos, False)
-    (f_generation_id,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    f_member_id, pos = read_string(buf, pos, False)
-    return HeartbeatRequest(f_group_id, f_generation_id, f_member_id, None), pos
-
-
-def _e_HeartbeatRequest_2(o: HeartbeatRequest, out: bytearray, chunks: list[Any]) -> None:
     write_string(out, o.group_id)
     out += _S0.pack(o.generation_id)
     write_string(out, o.member_id)
@@ -126,8 +116,8 @@ def _e_HeartbeatRequest_4(o: HeartbeatRequest, out: bytearray, chunks: list[Any]
     out.append(0)
 
 
-HeartbeatRequest._DECODERS = {0: _d_HeartbeatRequest_0, 1: _d_HeartbeatRequest_1, 2: _d_HeartbeatRequest_2, 3: _d_HeartbeatRequest_3, 4: _d_HeartbeatRequest_4}
-HeartbeatRequest._ENCODERS = {0: _e_HeartbeatRequest_0, 1: _e_HeartbeatRequest_1, 2: _e_HeartbeatRequest_2, 3: _e_HeartbeatRequest_3, 4: _e_HeartbeatRequest_4}
+HeartbeatRequest._DECODERS = {0: _d_HeartbeatRequest_0, 1: _d_HeartbeatRequest_0, 2: _d_HeartbeatRequest_0, 3: _d_HeartbeatRequest_3, 4: _d_HeartbeatRequest_4}
+HeartbeatRequest._ENCODERS = {0: _e_HeartbeatRequest_0, 1: _e_HeartbeatRequest_0, 2: _e_HeartbeatRequest_0, 3: _e_HeartbeatRequest_3, 4: _e_HeartbeatRequest_4}
 
 
 def _d_HeartbeatResponse_0(buf: Any, pos: int) -> tuple[HeartbeatResponse, int]:
@@ -150,26 +140,6 @@ def _e_HeartbeatResponse_1(o: HeartbeatResponse, out: bytearray, chunks: list[An
     out += _S2.pack(o.throttle_time_ms, o.error_code)
 
 
-def _d_HeartbeatResponse_2(buf: Any, pos: int) -> tuple[HeartbeatResponse, int]:
-    (f_throttle_time_ms, f_error_code,) = _S2.unpack_from(buf, pos)
-    pos += _S2.size
-    return HeartbeatResponse(f_throttle_time_ms, f_error_code), pos
-
-
-def _e_HeartbeatResponse_2(o: HeartbeatResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S2.pack(o.throttle_time_ms, o.error_code)
-
-
-def _d_HeartbeatResponse_3(buf: Any, pos: int) -> tuple[HeartbeatResponse, int]:
-    (f_throttle_time_ms, f_error_code,) = _S2.unpack_from(buf, pos)
-    pos += _S2.size
-    return HeartbeatResponse(f_throttle_time_ms, f_error_code), pos
-
-
-def _e_HeartbeatResponse_3(o: HeartbeatResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S2.pack(o.throttle_time_ms, o.error_code)
-
-
 def _d_HeartbeatResponse_4(buf: Any, pos: int) -> tuple[HeartbeatResponse, int]:
     (f_throttle_time_ms, f_error_code,) = _S2.unpack_from(buf, pos)
     pos += _S2.size
@@ -185,5 +155,5 @@ def _e_HeartbeatResponse_4(o: HeartbeatResponse, out: bytearray, chunks: list[An
     out.append(0)
 
 
-HeartbeatResponse._DECODERS = {0: _d_HeartbeatResponse_0, 1: _d_HeartbeatResponse_1, 2: _d_HeartbeatResponse_2, 3: _d_HeartbeatResponse_3, 4: _d_HeartbeatResponse_4}
-HeartbeatResponse._ENCODERS = {0: _e_HeartbeatResponse_0, 1: _e_HeartbeatResponse_1, 2: _e_HeartbeatResponse_2, 3: _e_HeartbeatResponse_3, 4: _e_HeartbeatResponse_4}
+HeartbeatResponse._DECODERS = {0: _d_HeartbeatResponse_0, 1: _d_HeartbeatResponse_1, 2: _d_HeartbeatResponse_1, 3: _d_HeartbeatResponse_1, 4: _d_HeartbeatResponse_4}
+HeartbeatResponse._ENCODERS = {0: _e_HeartbeatResponse_0, 1: _e_HeartbeatResponse_1, 2: _e_HeartbeatResponse_1, 3: _e_HeartbeatResponse_1, 4: _e_HeartbeatResponse_4}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,52 +20,84 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>b')
 _S1 = Struct('>?')
 _S2 = Struct('>h')
 _S3 = Struct('>i')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class AlterableConfig:
     name: str = ""
     config_operation: int = 0
     value: str | None = ""
 
+    def __init__(self, name: str = "", config_operation: int = 0, value: str | None = "") -> None:
+        self.name = name
+        self.config_operation = config_operation
+        self.value = value
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class AlterConfigsResource:
     resource_type: int = 0
     resource_name: str = ""
     configs: list[AlterableConfig] = field(default_factory=list)
 
+    def __init__(self, resource_type: int = 0, resource_name: str = "", configs: list[AlterableConfig] | None = None) -> None:
+        self.resource_type = resource_type
+        self.resource_name = resource_name
+        self.configs = [] if configs is None else configs
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class IncrementalAlterConfigsRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 44
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 1
-    FLEXIBLE_MIN: ClassVar[int | None] = 1
     resources: list[AlterConfigsResource] = field(default_factory=list)
     validate_only: bool = False
 
+    def __init__(self, resources: list[AlterConfigsResource] | None = None, validate_only: bool = False) -> None:
+        self.resources = [] if resources is None else resources
+        self.validate_only = validate_only
 
-@dataclass(slots=True)
+
+IncrementalAlterConfigsRequest.API_KEY = 44
+IncrementalAlterConfigsRequest.MIN_VERSION = 0
+IncrementalAlterConfigsRequest.MAX_VERSION = 1
+IncrementalAlterConfigsRequest.FLEXIBLE_MIN = 1
+
+
+@dataclass(slots=True, init=False)
 class AlterConfigsResourceResponse:
     error_code: int = 0
     error_message: str | None = ""
     resource_type: int = 0
     resource_name: str = ""
 
+    def __init__(self, error_code: int = 0, error_message: str | None = "", resource_type: int = 0, resource_name: str = "") -> None:
+        self.error_code = error_code
+        self.error_message = error_message
+        self.resource_type = resource_type
+        self.resource_name = resource_name
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class IncrementalAlterConfigsResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 44
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 1
-    FLEXIBLE_MIN: ClassVar[int | None] = 1
     throttle_time_ms: int = 0
     responses: list[AlterConfigsResourceResponse] = field(default_factory=list)
+
+    def __init__(self, throttle_time_ms: int = 0, responses: list[AlterConfigsResourceResponse] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.responses = [] if responses is None else responses
+
+
+IncrementalAlterConfigsResponse.API_KEY = 44
+IncrementalAlterConfigsResponse.MIN_VERSION = 0
+IncrementalAlterConfigsResponse.MAX_VERSION = 1
+IncrementalAlterConfigsResponse.FLEXIBLE_MIN = 1
 
 
 def _d_AlterableConfig_0(buf: Any, pos: int) -> tuple[AlterableConfig, int]:

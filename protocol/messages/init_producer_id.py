@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,6 +20,10 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>i')
 _S1 = Struct('>iqh')
 _S2 = Struct('>iqh??')
@@ -27,12 +31,8 @@ _S3 = Struct('>ihqh')
 _S4 = Struct('>ihqhqh')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class InitProducerIdRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 22
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 6
-    FLEXIBLE_MIN: ClassVar[int | None] = 2
     transactional_id: str | None = ""
     transaction_timeout_ms: int = 0
     producer_id: int = -1
@@ -40,19 +40,43 @@ class InitProducerIdRequest(ApiMessage):
     enable_2pc: bool = False
     keep_prepared_txn: bool = False
 
+    def __init__(self, transactional_id: str | None = "", transaction_timeout_ms: int = 0, producer_id: int = -1, producer_epoch: int = -1, enable_2pc: bool = False, keep_prepared_txn: bool = False) -> None:
+        self.transactional_id = transactional_id
+        self.transaction_timeout_ms = transaction_timeout_ms
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self.enable_2pc = enable_2pc
+        self.keep_prepared_txn = keep_prepared_txn
 
-@dataclass(slots=True)
+
+InitProducerIdRequest.API_KEY = 22
+InitProducerIdRequest.MIN_VERSION = 0
+InitProducerIdRequest.MAX_VERSION = 6
+InitProducerIdRequest.FLEXIBLE_MIN = 2
+
+
+@dataclass(slots=True, init=False)
 class InitProducerIdResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 22
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 6
-    FLEXIBLE_MIN: ClassVar[int | None] = 2
     throttle_time_ms: int = 0
     error_code: int = 0
     producer_id: int = -1
     producer_epoch: int = 0
     ongoing_txn_producer_id: int = -1
     ongoing_txn_producer_epoch: int = -1
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, producer_id: int = -1, producer_epoch: int = 0, ongoing_txn_producer_id: int = -1, ongoing_txn_producer_epoch: int = -1) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self.ongoing_txn_producer_id = ongoing_txn_producer_id
+        self.ongoing_txn_producer_epoch = ongoing_txn_producer_epoch
+
+
+InitProducerIdResponse.API_KEY = 22
+InitProducerIdResponse.MIN_VERSION = 0
+InitProducerIdResponse.MAX_VERSION = 6
+InitProducerIdResponse.FLEXIBLE_MIN = 2
 
 
 def _d_InitProducerIdRequest_0(buf: Any, pos: int) -> tuple[InitProducerIdRequest, int]:
@@ -63,18 +87,6 @@ def _d_InitProducerIdRequest_0(buf: Any, pos: int) -> tuple[InitProducerIdReques
 
 
 def _e_InitProducerIdRequest_0(o: InitProducerIdRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.transactional_id)
-    out += _S0.pack(o.transaction_timeout_ms)
-
-
-def _d_InitProducerIdRequest_1(buf: Any, pos: int) -> tuple[InitProducerIdRequest, int]:
-    f_transactional_id, pos = read_string(buf, pos, True)
-    (f_transaction_timeout_ms,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    return InitProducerIdRequest(f_transactional_id, f_transaction_timeout_ms, -1, -1, False, False), pos
-
-
-def _e_InitProducerIdRequest_1(o: InitProducerIdRequest, out: bytearray, chunks: list[Any]) -> None:
     write_string(out, o.transactional_id)
     out += _S0.pack(o.transaction_timeout_ms)
 
@@ -113,40 +125,6 @@ def _e_InitProducerIdRequest_3(o: InitProducerIdRequest, out: bytearray, chunks:
     out.append(0)
 
 
-def _d_InitProducerIdRequest_4(buf: Any, pos: int) -> tuple[InitProducerIdRequest, int]:
-    f_transactional_id, pos = read_compact_string(buf, pos, True)
-    (f_transaction_timeout_ms, f_producer_id, f_producer_epoch,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return InitProducerIdRequest(f_transactional_id, f_transaction_timeout_ms, f_producer_id, f_producer_epoch, False, False), pos
-
-
-def _e_InitProducerIdRequest_4(o: InitProducerIdRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.transactional_id)
-    out += _S1.pack(o.transaction_timeout_ms, o.producer_id, o.producer_epoch)
-    out.append(0)
-
-
-def _d_InitProducerIdRequest_5(buf: Any, pos: int) -> tuple[InitProducerIdRequest, int]:
-    f_transactional_id, pos = read_compact_string(buf, pos, True)
-    (f_transaction_timeout_ms, f_producer_id, f_producer_epoch,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return InitProducerIdRequest(f_transactional_id, f_transaction_timeout_ms, f_producer_id, f_producer_epoch, False, False), pos
-
-
-def _e_InitProducerIdRequest_5(o: InitProducerIdRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.transactional_id)
-    out += _S1.pack(o.transaction_timeout_ms, o.producer_id, o.producer_epoch)
-    out.append(0)
-
-
 def _d_InitProducerIdRequest_6(buf: Any, pos: int) -> tuple[InitProducerIdRequest, int]:
     f_transactional_id, pos = read_compact_string(buf, pos, True)
     (f_transaction_timeout_ms, f_producer_id, f_producer_epoch, f_enable_2pc, f_keep_prepared_txn,) = _S2.unpack_from(buf, pos)
@@ -164,8 +142,8 @@ def _e_InitProducerIdRequest_6(o: InitProducerIdRequest, out: bytearray, chunks:
     out.append(0)
 
 
-InitProducerIdRequest._DECODERS = {0: _d_InitProducerIdRequest_0, 1: _d_InitProducerIdRequest_1, 2: _d_InitProducerIdRequest_2, 3: _d_InitProducerIdRequest_3, 4: _d_InitProducerIdRequest_4, 5: _d_InitProducerIdRequest_5, 6: _d_InitProducerIdRequest_6}
-InitProducerIdRequest._ENCODERS = {0: _e_InitProducerIdRequest_0, 1: _e_InitProducerIdRequest_1, 2: _e_InitProducerIdRequest_2, 3: _e_InitProducerIdRequest_3, 4: _e_InitProducerIdRequest_4, 5: _e_InitProducerIdRequest_5, 6: _e_InitProducerIdRequest_6}
+InitProducerIdRequest._DECODERS = {0: _d_InitProducerIdRequest_0, 1: _d_InitProducerIdRequest_0, 2: _d_InitProducerIdRequest_2, 3: _d_InitProducerIdRequest_3, 4: _d_InitProducerIdRequest_3, 5: _d_InitProducerIdRequest_3, 6: _d_InitProducerIdRequest_6}
+InitProducerIdRequest._ENCODERS = {0: _e_InitProducerIdRequest_0, 1: _e_InitProducerIdRequest_0, 2: _e_InitProducerIdRequest_2, 3: _e_InitProducerIdRequest_3, 4: _e_InitProducerIdRequest_3, 5: _e_InitProducerIdRequest_3, 6: _e_InitProducerIdRequest_6}
 
 
 def _d_InitProducerIdResponse_0(buf: Any, pos: int) -> tuple[InitProducerIdResponse, int]:
@@ -175,16 +153,6 @@ def _d_InitProducerIdResponse_0(buf: Any, pos: int) -> tuple[InitProducerIdRespo
 
 
 def _e_InitProducerIdResponse_0(o: InitProducerIdResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S3.pack(o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch)
-
-
-def _d_InitProducerIdResponse_1(buf: Any, pos: int) -> tuple[InitProducerIdResponse, int]:
-    (f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch,) = _S3.unpack_from(buf, pos)
-    pos += _S3.size
-    return InitProducerIdResponse(f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch, -1, -1), pos
-
-
-def _e_InitProducerIdResponse_1(o: InitProducerIdResponse, out: bytearray, chunks: list[Any]) -> None:
     out += _S3.pack(o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch)
 
 
@@ -199,51 +167,6 @@ def _d_InitProducerIdResponse_2(buf: Any, pos: int) -> tuple[InitProducerIdRespo
 
 
 def _e_InitProducerIdResponse_2(o: InitProducerIdResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S3.pack(o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch)
-    out.append(0)
-
-
-def _d_InitProducerIdResponse_3(buf: Any, pos: int) -> tuple[InitProducerIdResponse, int]:
-    (f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch,) = _S3.unpack_from(buf, pos)
-    pos += _S3.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return InitProducerIdResponse(f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch, -1, -1), pos
-
-
-def _e_InitProducerIdResponse_3(o: InitProducerIdResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S3.pack(o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch)
-    out.append(0)
-
-
-def _d_InitProducerIdResponse_4(buf: Any, pos: int) -> tuple[InitProducerIdResponse, int]:
-    (f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch,) = _S3.unpack_from(buf, pos)
-    pos += _S3.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return InitProducerIdResponse(f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch, -1, -1), pos
-
-
-def _e_InitProducerIdResponse_4(o: InitProducerIdResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S3.pack(o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch)
-    out.append(0)
-
-
-def _d_InitProducerIdResponse_5(buf: Any, pos: int) -> tuple[InitProducerIdResponse, int]:
-    (f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch,) = _S3.unpack_from(buf, pos)
-    pos += _S3.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return InitProducerIdResponse(f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch, -1, -1), pos
-
-
-def _e_InitProducerIdResponse_5(o: InitProducerIdResponse, out: bytearray, chunks: list[Any]) -> None:
     out += _S3.pack(o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch)
     out.append(0)
 
@@ -263,5 +186,5 @@ def _e_InitProducerIdResponse_6(o: InitProducerIdResponse, out: bytearray, chunk
     out.append(0)
 
 
-InitProducerIdResponse._DECODERS = {0: _d_InitProducerIdResponse_0, 1: _d_InitProducerIdResponse_1, 2: _d_InitProducerIdResponse_2, 3: _d_InitProducerIdResponse_3, 4: _d_InitProducerIdResponse_4, 5: _d_InitProducerIdResponse_5, 6: _d_InitProducerIdResponse_6}
-InitProducerIdResponse._ENCODERS = {0: _e_InitProducerIdResponse_0, 1: _e_InitProducerIdResponse_1, 2: _e_InitProducerIdResponse_2, 3: _e_InitProducerIdResponse_3, 4: _e_InitProducerIdResponse_4, 5: _e_InitProducerIdResponse_5, 6: _e_InitProducerIdResponse_6}
+InitProducerIdResponse._DECODERS = {0: _d_InitProducerIdResponse_0, 1: _d_InitProducerIdResponse_0, 2: _d_InitProducerIdResponse_2, 3: _d_InitProducerIdResponse_2, 4: _d_InitProducerIdResponse_2, 5: _d_InitProducerIdResponse_2, 6: _d_InitProducerIdResponse_6}
+InitProducerIdResponse._ENCODERS = {0: _e_InitProducerIdResponse_0, 1: _e_InitProducerIdResponse_0, 2: _e_InitProducerIdResponse_2, 3: _e_InitProducerIdResponse_2, 4: _e_InitProducerIdResponse_2, 5: _e_InitProducerIdResponse_2, 6: _e_InitProducerIdResponse_6}

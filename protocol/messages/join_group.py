@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,6 +20,10 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>i')
 _S1 = Struct('>ii')
 _S2 = Struct('>hi')
@@ -27,18 +31,18 @@ _S3 = Struct('>ihi')
 _S4 = Struct('>?')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class JoinGroupRequestProtocol:
     name: str = ""
     metadata: bytes = b""
 
+    def __init__(self, name: str = "", metadata: bytes = b"") -> None:
+        self.name = name
+        self.metadata = metadata
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class JoinGroupRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 11
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 9
-    FLEXIBLE_MIN: ClassVar[int | None] = 6
     group_id: str = ""
     session_timeout_ms: int = 0
     rebalance_timeout_ms: int = -1
@@ -48,20 +52,37 @@ class JoinGroupRequest(ApiMessage):
     protocols: list[JoinGroupRequestProtocol] = field(default_factory=list)
     reason: str | None = None
 
+    def __init__(self, group_id: str = "", session_timeout_ms: int = 0, rebalance_timeout_ms: int = -1, member_id: str = "", group_instance_id: str | None = None, protocol_type: str = "", protocols: list[JoinGroupRequestProtocol] | None = None, reason: str | None = None) -> None:
+        self.group_id = group_id
+        self.session_timeout_ms = session_timeout_ms
+        self.rebalance_timeout_ms = rebalance_timeout_ms
+        self.member_id = member_id
+        self.group_instance_id = group_instance_id
+        self.protocol_type = protocol_type
+        self.protocols = [] if protocols is None else protocols
+        self.reason = reason
 
-@dataclass(slots=True)
+
+JoinGroupRequest.API_KEY = 11
+JoinGroupRequest.MIN_VERSION = 0
+JoinGroupRequest.MAX_VERSION = 9
+JoinGroupRequest.FLEXIBLE_MIN = 6
+
+
+@dataclass(slots=True, init=False)
 class JoinGroupResponseMember:
     member_id: str = ""
     group_instance_id: str | None = None
     metadata: bytes = b""
 
+    def __init__(self, member_id: str = "", group_instance_id: str | None = None, metadata: bytes = b"") -> None:
+        self.member_id = member_id
+        self.group_instance_id = group_instance_id
+        self.metadata = metadata
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class JoinGroupResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 11
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 9
-    FLEXIBLE_MIN: ClassVar[int | None] = 6
     throttle_time_ms: int = 0
     error_code: int = 0
     generation_id: int = -1
@@ -71,6 +92,23 @@ class JoinGroupResponse(ApiMessage):
     skip_assignment: bool = False
     member_id: str = ""
     members: list[JoinGroupResponseMember] = field(default_factory=list)
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, generation_id: int = -1, protocol_type: str | None = None, protocol_name: str | None = "", leader: str = "", skip_assignment: bool = False, member_id: str = "", members: list[JoinGroupResponseMember] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.generation_id = generation_id
+        self.protocol_type = protocol_type
+        self.protocol_name = protocol_name
+        self.leader = leader
+        self.skip_assignment = skip_assignment
+        self.member_id = member_id
+        self.members = [] if members is None else members
+
+
+JoinGroupResponse.API_KEY = 11
+JoinGroupResponse.MIN_VERSION = 0
+JoinGroupResponse.MAX_VERSION = 9
+JoinGroupResponse.FLEXIBLE_MIN = 6
 
 
 def _d_JoinGroupRequestProtocol_0(buf: Any, pos: int) -> tuple[JoinGroupRequestProtocol, int]:
@@ -109,17 +147,6 @@ def _e_JoinGroupRequest_0(o: JoinGroupRequest, out: bytearray, chunks: list[Any]
             _e_JoinGroupRequestProtocol_0(it_protocols, out, chunks)
 
 
-def _d_JoinGroupRequestProtocol_1(buf: Any, pos: int) -> tuple[JoinGroupRequestProtocol, int]:
-    f_name, pos = read_string(buf, pos, False)
-    f_metadata, pos = read_bytes(buf, pos, False)
-    return JoinGroupRequestProtocol(f_name, f_metadata), pos
-
-
-def _e_JoinGroupRequestProtocol_1(o: JoinGroupRequestProtocol, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-    write_bytes(out, o.metadata)
-
-
 def _d_JoinGroupRequest_1(buf: Any, pos: int) -> tuple[JoinGroupRequest, int]:
     f_group_id, pos = read_string(buf, pos, False)
     (f_session_timeout_ms, f_rebalance_timeout_ms,) = _S1.unpack_from(buf, pos)
@@ -129,7 +156,7 @@ def _d_JoinGroupRequest_1(buf: Any, pos: int) -> tuple[JoinGroupRequest, int]:
     n_protocols, pos = read_array_count(buf, pos, False, False)
     f_protocols = []
     for _ in range(n_protocols):
-        it_protocols, pos = _d_JoinGroupRequestProtocol_1(buf, pos)
+        it_protocols, pos = _d_JoinGroupRequestProtocol_0(buf, pos)
         f_protocols.append(it_protocols)
     return JoinGroupRequest(f_group_id, f_session_timeout_ms, f_rebalance_timeout_ms, f_member_id, None, f_protocol_type, f_protocols, None), pos
 
@@ -142,126 +169,7 @@ def _e_JoinGroupRequest_1(o: JoinGroupRequest, out: bytearray, chunks: list[Any]
     write_array_count(out, o.protocols, False)
     if o.protocols is not None:
         for it_protocols in o.protocols:
-            _e_JoinGroupRequestProtocol_1(it_protocols, out, chunks)
-
-
-def _d_JoinGroupRequestProtocol_2(buf: Any, pos: int) -> tuple[JoinGroupRequestProtocol, int]:
-    f_name, pos = read_string(buf, pos, False)
-    f_metadata, pos = read_bytes(buf, pos, False)
-    return JoinGroupRequestProtocol(f_name, f_metadata), pos
-
-
-def _e_JoinGroupRequestProtocol_2(o: JoinGroupRequestProtocol, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-    write_bytes(out, o.metadata)
-
-
-def _d_JoinGroupRequest_2(buf: Any, pos: int) -> tuple[JoinGroupRequest, int]:
-    f_group_id, pos = read_string(buf, pos, False)
-    (f_session_timeout_ms, f_rebalance_timeout_ms,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    f_member_id, pos = read_string(buf, pos, False)
-    f_protocol_type, pos = read_string(buf, pos, False)
-    n_protocols, pos = read_array_count(buf, pos, False, False)
-    f_protocols = []
-    for _ in range(n_protocols):
-        it_protocols, pos = _d_JoinGroupRequestProtocol_2(buf, pos)
-        f_protocols.append(it_protocols)
-    return JoinGroupRequest(f_group_id, f_session_timeout_ms, f_rebalance_timeout_ms, f_member_id, None, f_protocol_type, f_protocols, None), pos
-
-
-def _e_JoinGroupRequest_2(o: JoinGroupRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.group_id)
-    out += _S1.pack(o.session_timeout_ms, o.rebalance_timeout_ms)
-    write_string(out, o.member_id)
-    write_string(out, o.protocol_type)
-    write_array_count(out, o.protocols, False)
-    if o.protocols is not None:
-        for it_protocols in o.protocols:
-            _e_JoinGroupRequestProtocol_2(it_protocols, out, chunks)
-
-
-def _d_JoinGroupRequestProtocol_3(buf: Any, pos: int) -> tuple[JoinGroupRequestProtocol, int]:
-    f_name, pos = read_string(buf, pos, False)
-    f_metadata, pos = read_bytes(buf, pos, False)
-    return JoinGroupRequestProtocol(f_name, f_metadata), pos
-
-
-def _e_JoinGroupRequestProtocol_3(o: JoinGroupRequestProtocol, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-    write_bytes(out, o.metadata)
-
-
-def _d_JoinGroupRequest_3(buf: Any, pos: int) -> tuple[JoinGroupRequest, int]:
-    f_group_id, pos = read_string(buf, pos, False)
-    (f_session_timeout_ms, f_rebalance_timeout_ms,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    f_member_id, pos = read_string(buf, pos, False)
-    f_protocol_type, pos = read_string(buf, pos, False)
-    n_protocols, pos = read_array_count(buf, pos, False, False)
-    f_protocols = []
-    for _ in range(n_protocols):
-        it_protocols, pos = _d_JoinGroupRequestProtocol_3(buf, pos)
-        f_protocols.append(it_protocols)
-    return JoinGroupRequest(f_group_id, f_session_timeout_ms, f_rebalance_timeout_ms, f_member_id, None, f_protocol_type, f_protocols, None), pos
-
-
-def _e_JoinGroupRequest_3(o: JoinGroupRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.group_id)
-    out += _S1.pack(o.session_timeout_ms, o.rebalance_timeout_ms)
-    write_string(out, o.member_id)
-    write_string(out, o.protocol_type)
-    write_array_count(out, o.protocols, False)
-    if o.protocols is not None:
-        for it_protocols in o.protocols:
-            _e_JoinGroupRequestProtocol_3(it_protocols, out, chunks)
-
-
-def _d_JoinGroupRequestProtocol_4(buf: Any, pos: int) -> tuple[JoinGroupRequestProtocol, int]:
-    f_name, pos = read_string(buf, pos, False)
-    f_metadata, pos = read_bytes(buf, pos, False)
-    return JoinGroupRequestProtocol(f_name, f_metadata), pos
-
-
-def _e_JoinGroupRequestProtocol_4(o: JoinGroupRequestProtocol, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-    write_bytes(out, o.metadata)
-
-
-def _d_JoinGroupRequest_4(buf: Any, pos: int) -> tuple[JoinGroupRequest, int]:
-    f_group_id, pos = read_string(buf, pos, False)
-    (f_session_timeout_ms, f_rebalance_timeout_ms,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    f_member_id, pos = read_string(buf, pos, False)
-    f_protocol_type, pos = read_string(buf, pos, False)
-    n_protocols, pos = read_array_count(buf, pos, False, False)
-    f_protocols = []
-    for _ in range(n_protocols):
-        it_protocols, pos = _d_JoinGroupRequestProtocol_4(buf, pos)
-        f_protocols.append(it_protocols)
-    return JoinGroupRequest(f_group_id, f_session_timeout_ms, f_rebalance_timeout_ms, f_member_id, None, f_protocol_type, f_protocols, None), pos
-
-
-def _e_JoinGroupRequest_4(o: JoinGroupRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.group_id)
-    out += _S1.pack(o.session_timeout_ms, o.rebalance_timeout_ms)
-    write_string(out, o.member_id)
-    write_string(out, o.protocol_type)
-    write_array_count(out, o.protocols, False)
-    if o.protocols is not None:
-        for it_protocols in o.protocols:
-            _e_JoinGroupRequestProtocol_4(it_protocols, out, chunks)
-
-
-def _d_JoinGroupRequestProtocol_5(buf: Any, pos: int) -> tuple[JoinGroupRequestProtocol, int]:
-    f_name, pos = read_string(buf, pos, False)
-    f_metadata, pos = read_bytes(buf, pos, False)
-    return JoinGroupRequestProtocol(f_name, f_metadata), pos
-
-
-def _e_JoinGroupRequestProtocol_5(o: JoinGroupRequestProtocol, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-    write_bytes(out, o.metadata)
+            _e_JoinGroupRequestProtocol_0(it_protocols, out, chunks)
 
 
 def _d_JoinGroupRequest_5(buf: Any, pos: int) -> tuple[JoinGroupRequest, int]:
@@ -274,7 +182,7 @@ def _d_JoinGroupRequest_5(buf: Any, pos: int) -> tuple[JoinGroupRequest, int]:
     n_protocols, pos = read_array_count(buf, pos, False, False)
     f_protocols = []
     for _ in range(n_protocols):
-        it_protocols, pos = _d_JoinGroupRequestProtocol_5(buf, pos)
+        it_protocols, pos = _d_JoinGroupRequestProtocol_0(buf, pos)
         f_protocols.append(it_protocols)
     return JoinGroupRequest(f_group_id, f_session_timeout_ms, f_rebalance_timeout_ms, f_member_id, f_group_instance_id, f_protocol_type, f_protocols, None), pos
 
@@ -288,7 +196,7 @@ def _e_JoinGroupRequest_5(o: JoinGroupRequest, out: bytearray, chunks: list[Any]
     write_array_count(out, o.protocols, False)
     if o.protocols is not None:
         for it_protocols in o.protocols:
-            _e_JoinGroupRequestProtocol_5(it_protocols, out, chunks)
+            _e_JoinGroupRequestProtocol_0(it_protocols, out, chunks)
 
 
 def _d_JoinGroupRequestProtocol_6(buf: Any, pos: int) -> tuple[JoinGroupRequestProtocol, int]:
@@ -339,70 +247,6 @@ def _e_JoinGroupRequest_6(o: JoinGroupRequest, out: bytearray, chunks: list[Any]
     out.append(0)
 
 
-def _d_JoinGroupRequestProtocol_7(buf: Any, pos: int) -> tuple[JoinGroupRequestProtocol, int]:
-    f_name, pos = read_compact_string(buf, pos, False)
-    f_metadata, pos = read_compact_bytes(buf, pos, False)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return JoinGroupRequestProtocol(f_name, f_metadata), pos
-
-
-def _e_JoinGroupRequestProtocol_7(o: JoinGroupRequestProtocol, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.name)
-    write_compact_bytes(out, o.metadata)
-    out.append(0)
-
-
-def _d_JoinGroupRequest_7(buf: Any, pos: int) -> tuple[JoinGroupRequest, int]:
-    f_group_id, pos = read_compact_string(buf, pos, False)
-    (f_session_timeout_ms, f_rebalance_timeout_ms,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    f_member_id, pos = read_compact_string(buf, pos, False)
-    f_group_instance_id, pos = read_compact_string(buf, pos, True)
-    f_protocol_type, pos = read_compact_string(buf, pos, False)
-    n_protocols, pos = read_array_count(buf, pos, True, False)
-    f_protocols = []
-    for _ in range(n_protocols):
-        it_protocols, pos = _d_JoinGroupRequestProtocol_7(buf, pos)
-        f_protocols.append(it_protocols)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return JoinGroupRequest(f_group_id, f_session_timeout_ms, f_rebalance_timeout_ms, f_member_id, f_group_instance_id, f_protocol_type, f_protocols, None), pos
-
-
-def _e_JoinGroupRequest_7(o: JoinGroupRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.group_id)
-    out += _S1.pack(o.session_timeout_ms, o.rebalance_timeout_ms)
-    write_compact_string(out, o.member_id)
-    write_compact_string(out, o.group_instance_id)
-    write_compact_string(out, o.protocol_type)
-    write_array_count(out, o.protocols, True)
-    if o.protocols is not None:
-        for it_protocols in o.protocols:
-            _e_JoinGroupRequestProtocol_7(it_protocols, out, chunks)
-    out.append(0)
-
-
-def _d_JoinGroupRequestProtocol_8(buf: Any, pos: int) -> tuple[JoinGroupRequestProtocol, int]:
-    f_name, pos = read_compact_string(buf, pos, False)
-    f_metadata, pos = read_compact_bytes(buf, pos, False)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return JoinGroupRequestProtocol(f_name, f_metadata), pos
-
-
-def _e_JoinGroupRequestProtocol_8(o: JoinGroupRequestProtocol, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.name)
-    write_compact_bytes(out, o.metadata)
-    out.append(0)
-
-
 def _d_JoinGroupRequest_8(buf: Any, pos: int) -> tuple[JoinGroupRequest, int]:
     f_group_id, pos = read_compact_string(buf, pos, False)
     (f_session_timeout_ms, f_rebalance_timeout_ms,) = _S1.unpack_from(buf, pos)
@@ -413,7 +257,7 @@ def _d_JoinGroupRequest_8(buf: Any, pos: int) -> tuple[JoinGroupRequest, int]:
     n_protocols, pos = read_array_count(buf, pos, True, False)
     f_protocols = []
     for _ in range(n_protocols):
-        it_protocols, pos = _d_JoinGroupRequestProtocol_8(buf, pos)
+        it_protocols, pos = _d_JoinGroupRequestProtocol_6(buf, pos)
         f_protocols.append(it_protocols)
     f_reason, pos = read_compact_string(buf, pos, True)
     if buf[pos] == 0:
@@ -432,63 +276,13 @@ def _e_JoinGroupRequest_8(o: JoinGroupRequest, out: bytearray, chunks: list[Any]
     write_array_count(out, o.protocols, True)
     if o.protocols is not None:
         for it_protocols in o.protocols:
-            _e_JoinGroupRequestProtocol_8(it_protocols, out, chunks)
+            _e_JoinGroupRequestProtocol_6(it_protocols, out, chunks)
     write_compact_string(out, o.reason)
     out.append(0)
 
 
-def _d_JoinGroupRequestProtocol_9(buf: Any, pos: int) -> tuple[JoinGroupRequestProtocol, int]:
-    f_name, pos = read_compact_string(buf, pos, False)
-    f_metadata, pos = read_compact_bytes(buf, pos, False)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return JoinGroupRequestProtocol(f_name, f_metadata), pos
-
-
-def _e_JoinGroupRequestProtocol_9(o: JoinGroupRequestProtocol, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.name)
-    write_compact_bytes(out, o.metadata)
-    out.append(0)
-
-
-def _d_JoinGroupRequest_9(buf: Any, pos: int) -> tuple[JoinGroupRequest, int]:
-    f_group_id, pos = read_compact_string(buf, pos, False)
-    (f_session_timeout_ms, f_rebalance_timeout_ms,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    f_member_id, pos = read_compact_string(buf, pos, False)
-    f_group_instance_id, pos = read_compact_string(buf, pos, True)
-    f_protocol_type, pos = read_compact_string(buf, pos, False)
-    n_protocols, pos = read_array_count(buf, pos, True, False)
-    f_protocols = []
-    for _ in range(n_protocols):
-        it_protocols, pos = _d_JoinGroupRequestProtocol_9(buf, pos)
-        f_protocols.append(it_protocols)
-    f_reason, pos = read_compact_string(buf, pos, True)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return JoinGroupRequest(f_group_id, f_session_timeout_ms, f_rebalance_timeout_ms, f_member_id, f_group_instance_id, f_protocol_type, f_protocols, f_reason), pos
-
-
-def _e_JoinGroupRequest_9(o: JoinGroupRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.group_id)
-    out += _S1.pack(o.session_timeout_ms, o.rebalance_timeout_ms)
-    write_compact_string(out, o.member_id)
-    write_compact_string(out, o.group_instance_id)
-    write_compact_string(out, o.protocol_type)
-    write_array_count(out, o.protocols, True)
-    if o.protocols is not None:
-        for it_protocols in o.protocols:
-            _e_JoinGroupRequestProtocol_9(it_protocols, out, chunks)
-    write_compact_string(out, o.reason)
-    out.append(0)
-
-
-JoinGroupRequest._DECODERS = {0: _d_JoinGroupRequest_0, 1: _d_JoinGroupRequest_1, 2: _d_JoinGroupRequest_2, 3: _d_JoinGroupRequest_3, 4: _d_JoinGroupRequest_4, 5: _d_JoinGroupRequest_5, 6: _d_JoinGroupRequest_6, 7: _d_JoinGroupRequest_7, 8: _d_JoinGroupRequest_8, 9: _d_JoinGroupRequest_9}
-JoinGroupRequest._ENCODERS = {0: _e_JoinGroupRequest_0, 1: _e_JoinGroupRequest_1, 2: _e_JoinGroupRequest_2, 3: _e_JoinGroupRequest_3, 4: _e_JoinGroupRequest_4, 5: _e_JoinGroupRequest_5, 6: _e_JoinGroupRequest_6, 7: _e_JoinGroupRequest_7, 8: _e_JoinGroupRequest_8, 9: _e_JoinGroupRequest_9}
+JoinGroupRequest._DECODERS = {0: _d_JoinGroupRequest_0, 1: _d_JoinGroupRequest_1, 2: _d_JoinGroupRequest_1, 3: _d_JoinGroupRequest_1, 4: _d_JoinGroupRequest_1, 5: _d_JoinGroupRequest_5, 6: _d_JoinGroupRequest_6, 7: _d_JoinGroupRequest_6, 8: _d_JoinGroupRequest_8, 9: _d_JoinGroupRequest_8}
+JoinGroupRequest._ENCODERS = {0: _e_JoinGroupRequest_0, 1: _e_JoinGroupRequest_1, 2: _e_JoinGroupRequest_1, 3: _e_JoinGroupRequest_1, 4: _e_JoinGroupRequest_1, 5: _e_JoinGroupRequest_5, 6: _e_JoinGroupRequest_6, 7: _e_JoinGroupRequest_6, 8: _e_JoinGroupRequest_8, 9: _e_JoinGroupRequest_8}
 
 
 def _d_JoinGroupResponseMember_0(buf: Any, pos: int) -> tuple[JoinGroupResponseMember, int]:
@@ -527,53 +321,6 @@ def _e_JoinGroupResponse_0(o: JoinGroupResponse, out: bytearray, chunks: list[An
             _e_JoinGroupResponseMember_0(it_members, out, chunks)
 
 
-def _d_JoinGroupResponseMember_1(buf: Any, pos: int) -> tuple[JoinGroupResponseMember, int]:
-    f_member_id, pos = read_string(buf, pos, False)
-    f_metadata, pos = read_bytes(buf, pos, False)
-    return JoinGroupResponseMember(f_member_id, None, f_metadata), pos
-
-
-def _e_JoinGroupResponseMember_1(o: JoinGroupResponseMember, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.member_id)
-    write_bytes(out, o.metadata)
-
-
-def _d_JoinGroupResponse_1(buf: Any, pos: int) -> tuple[JoinGroupResponse, int]:
-    (f_error_code, f_generation_id,) = _S2.unpack_from(buf, pos)
-    pos += _S2.size
-    f_protocol_name, pos = read_string(buf, pos, False)
-    f_leader, pos = read_string(buf, pos, False)
-    f_member_id, pos = read_string(buf, pos, False)
-    n_members, pos = read_array_count(buf, pos, False, False)
-    f_members = []
-    for _ in range(n_members):
-        it_members, pos = _d_JoinGroupResponseMember_1(buf, pos)
-        f_members.append(it_members)
-    return JoinGroupResponse(0, f_error_code, f_generation_id, None, f_protocol_name, f_leader, False, f_member_id, f_members), pos
-
-
-def _e_JoinGroupResponse_1(o: JoinGroupResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S2.pack(o.error_code, o.generation_id)
-    write_string(out, o.protocol_name)
-    write_string(out, o.leader)
-    write_string(out, o.member_id)
-    write_array_count(out, o.members, False)
-    if o.members is not None:
-        for it_members in o.members:
-            _e_JoinGroupResponseMember_1(it_members, out, chunks)
-
-
-def _d_JoinGroupResponseMember_2(buf: Any, pos: int) -> tuple[JoinGroupResponseMember, int]:
-    f_member_id, pos = read_string(buf, pos, False)
-    f_metadata, pos = read_bytes(buf, pos, False)
-    return JoinGroupResponseMember(f_member_id, None, f_metadata), pos
-
-
-def _e_JoinGroupResponseMember_2(o: JoinGroupResponseMember, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.member_id)
-    write_bytes(out, o.metadata)
-
-
 def _d_JoinGroupResponse_2(buf: Any, pos: int) -> tuple[JoinGroupResponse, int]:
     (f_throttle_time_ms, f_error_code, f_generation_id,) = _S3.unpack_from(buf, pos)
     pos += _S3.size
@@ -583,7 +330,7 @@ def _d_JoinGroupResponse_2(buf: Any, pos: int) -> tuple[JoinGroupResponse, int]:
     n_members, pos = read_array_count(buf, pos, False, False)
     f_members = []
     for _ in range(n_members):
-        it_members, pos = _d_JoinGroupResponseMember_2(buf, pos)
+        it_members, pos = _d_JoinGroupResponseMember_0(buf, pos)
         f_members.append(it_members)
     return JoinGroupResponse(f_throttle_time_ms, f_error_code, f_generation_id, None, f_protocol_name, f_leader, False, f_member_id, f_members), pos
 
@@ -596,79 +343,7 @@ def _e_JoinGroupResponse_2(o: JoinGroupResponse, out: bytearray, chunks: list[An
     write_array_count(out, o.members, False)
     if o.members is not None:
         for it_members in o.members:
-            _e_JoinGroupResponseMember_2(it_members, out, chunks)
-
-
-def _d_JoinGroupResponseMember_3(buf: Any, pos: int) -> tuple[JoinGroupResponseMember, int]:
-    f_member_id, pos = read_string(buf, pos, False)
-    f_metadata, pos = read_bytes(buf, pos, False)
-    return JoinGroupResponseMember(f_member_id, None, f_metadata), pos
-
-
-def _e_JoinGroupResponseMember_3(o: JoinGroupResponseMember, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.member_id)
-    write_bytes(out, o.metadata)
-
-
-def _d_JoinGroupResponse_3(buf: Any, pos: int) -> tuple[JoinGroupResponse, int]:
-    (f_throttle_time_ms, f_error_code, f_generation_id,) = _S3.unpack_from(buf, pos)
-    pos += _S3.size
-    f_protocol_name, pos = read_string(buf, pos, False)
-    f_leader, pos = read_string(buf, pos, False)
-    f_member_id, pos = read_string(buf, pos, False)
-    n_members, pos = read_array_count(buf, pos, False, False)
-    f_members = []
-    for _ in range(n_members):
-        it_members, pos = _d_JoinGroupResponseMember_3(buf, pos)
-        f_members.append(it_members)
-    return JoinGroupResponse(f_throttle_time_ms, f_error_code, f_generation_id, None, f_protocol_name, f_leader, False, f_member_id, f_members), pos
-
-
-def _e_JoinGroupResponse_3(o: JoinGroupResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S3.pack(o.throttle_time_ms, o.error_code, o.generation_id)
-    write_string(out, o.protocol_name)
-    write_string(out, o.leader)
-    write_string(out, o.member_id)
-    write_array_count(out, o.members, False)
-    if o.members is not None:
-        for it_members in o.members:
-            _e_JoinGroupResponseMember_3(it_members, out, chunks)
-
-
-def _d_JoinGroupResponseMember_4(buf: Any, pos: int) -> tuple[JoinGroupResponseMember, int]:
-    f_member_id, pos = read_string(buf, pos, False)
-    f_metadata, pos = read_bytes(buf, pos, False)
-    return JoinGroupResponseMember(f_member_id, None, f_metadata), pos
-
-
-def _e_JoinGroupResponseMember_4(o: JoinGroupResponseMember, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.member_id)
-    write_bytes(out, o.metadata)
-
-
-def _d_JoinGroupResponse_4(buf: Any, pos: int) -> tuple[JoinGroupResponse, int]:
-    (f_throttle_time_ms, f_error_code, f_generation_id,) = _S3.unpack_from(buf, pos)
-    pos += _S3.size
-    f_protocol_name, pos = read_string(buf, pos, False)
-    f_leader, pos = read_string(buf, pos, False)
-    f_member_id, pos = read_string(buf, pos, False)
-    n_members, pos = read_array_count(buf, pos, False, False)
-    f_members = []
-    for _ in range(n_members):
-        it_members, pos = _d_JoinGroupResponseMember_4(buf, pos)
-        f_members.append(it_members)
-    return JoinGroupResponse(f_throttle_time_ms, f_error_code, f_generation_id, None, f_protocol_name, f_leader, False, f_member_id, f_members), pos
-
-
-def _e_JoinGroupResponse_4(o: JoinGroupResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S3.pack(o.throttle_time_ms, o.error_code, o.generation_id)
-    write_string(out, o.protocol_name)
-    write_string(out, o.leader)
-    write_string(out, o.member_id)
-    write_array_count(out, o.members, False)
-    if o.members is not None:
-        for it_members in o.members:
-            _e_JoinGroupResponseMember_4(it_members, out, chunks)
+            _e_JoinGroupResponseMember_0(it_members, out, chunks)
 
 
 def _d_JoinGroupResponseMember_5(buf: Any, pos: int) -> tuple[JoinGroupResponseMember, int]:
@@ -757,24 +432,6 @@ def _e_JoinGroupResponse_6(o: JoinGroupResponse, out: bytearray, chunks: list[An
     out.append(0)
 
 
-def _d_JoinGroupResponseMember_7(buf: Any, pos: int) -> tuple[JoinGroupResponseMember, int]:
-    f_member_id, pos = read_compact_string(buf, pos, False)
-    f_group_instance_id, pos = read_compact_string(buf, pos, True)
-    f_metadata, pos = read_compact_bytes(buf, pos, False)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return JoinGroupResponseMember(f_member_id, f_group_instance_id, f_metadata), pos
-
-
-def _e_JoinGroupResponseMember_7(o: JoinGroupResponseMember, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.member_id)
-    write_compact_string(out, o.group_instance_id)
-    write_compact_bytes(out, o.metadata)
-    out.append(0)
-
-
 def _d_JoinGroupResponse_7(buf: Any, pos: int) -> tuple[JoinGroupResponse, int]:
     (f_throttle_time_ms, f_error_code, f_generation_id,) = _S3.unpack_from(buf, pos)
     pos += _S3.size
@@ -785,7 +442,7 @@ def _d_JoinGroupResponse_7(buf: Any, pos: int) -> tuple[JoinGroupResponse, int]:
     n_members, pos = read_array_count(buf, pos, True, False)
     f_members = []
     for _ in range(n_members):
-        it_members, pos = _d_JoinGroupResponseMember_7(buf, pos)
+        it_members, pos = _d_JoinGroupResponseMember_6(buf, pos)
         f_members.append(it_members)
     if buf[pos] == 0:
         pos += 1
@@ -803,75 +460,7 @@ def _e_JoinGroupResponse_7(o: JoinGroupResponse, out: bytearray, chunks: list[An
     write_array_count(out, o.members, True)
     if o.members is not None:
         for it_members in o.members:
-            _e_JoinGroupResponseMember_7(it_members, out, chunks)
-    out.append(0)
-
-
-def _d_JoinGroupResponseMember_8(buf: Any, pos: int) -> tuple[JoinGroupResponseMember, int]:
-    f_member_id, pos = read_compact_string(buf, pos, False)
-    f_group_instance_id, pos = read_compact_string(buf, pos, True)
-    f_metadata, pos = read_compact_bytes(buf, pos, False)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return JoinGroupResponseMember(f_member_id, f_group_instance_id, f_metadata), pos
-
-
-def _e_JoinGroupResponseMember_8(o: JoinGroupResponseMember, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.member_id)
-    write_compact_string(out, o.group_instance_id)
-    write_compact_bytes(out, o.metadata)
-    out.append(0)
-
-
-def _d_JoinGroupResponse_8(buf: Any, pos: int) -> tuple[JoinGroupResponse, int]:
-    (f_throttle_time_ms, f_error_code, f_generation_id,) = _S3.unpack_from(buf, pos)
-    pos += _S3.size
-    f_protocol_type, pos = read_compact_string(buf, pos, True)
-    f_protocol_name, pos = read_compact_string(buf, pos, True)
-    f_leader, pos = read_compact_string(buf, pos, False)
-    f_member_id, pos = read_compact_string(buf, pos, False)
-    n_members, pos = read_array_count(buf, pos, True, False)
-    f_members = []
-    for _ in range(n_members):
-        it_members, pos = _d_JoinGroupResponseMember_8(buf, pos)
-        f_members.append(it_members)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return JoinGroupResponse(f_throttle_time_ms, f_error_code, f_generation_id, f_protocol_type, f_protocol_name, f_leader, False, f_member_id, f_members), pos
-
-
-def _e_JoinGroupResponse_8(o: JoinGroupResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S3.pack(o.throttle_time_ms, o.error_code, o.generation_id)
-    write_compact_string(out, o.protocol_type)
-    write_compact_string(out, o.protocol_name)
-    write_compact_string(out, o.leader)
-    write_compact_string(out, o.member_id)
-    write_array_count(out, o.members, True)
-    if o.members is not None:
-        for it_members in o.members:
-            _e_JoinGroupResponseMember_8(it_members, out, chunks)
-    out.append(0)
-
-
-def _d_JoinGroupResponseMember_9(buf: Any, pos: int) -> tuple[JoinGroupResponseMember, int]:
-    f_member_id, pos = read_compact_string(buf, pos, False)
-    f_group_instance_id, pos = read_compact_string(buf, pos, True)
-    f_metadata, pos = read_compact_bytes(buf, pos, False)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return JoinGroupResponseMember(f_member_id, f_group_instance_id, f_metadata), pos
-
-
-def _e_JoinGroupResponseMember_9(o: JoinGroupResponseMember, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.member_id)
-    write_compact_string(out, o.group_instance_id)
-    write_compact_bytes(out, o.metadata)
+            _e_JoinGroupResponseMember_6(it_members, out, chunks)
     out.append(0)
 
 
@@ -887,7 +476,7 @@ def _d_JoinGroupResponse_9(buf: Any, pos: int) -> tuple[JoinGroupResponse, int]:
     n_members, pos = read_array_count(buf, pos, True, False)
     f_members = []
     for _ in range(n_members):
-        it_members, pos = _d_JoinGroupResponseMember_9(buf, pos)
+        it_members, pos = _d_JoinGroupResponseMember_6(buf, pos)
         f_members.append(it_members)
     if buf[pos] == 0:
         pos += 1
@@ -906,9 +495,9 @@ def _e_JoinGroupResponse_9(o: JoinGroupResponse, out: bytearray, chunks: list[An
     write_array_count(out, o.members, True)
     if o.members is not None:
         for it_members in o.members:
-            _e_JoinGroupResponseMember_9(it_members, out, chunks)
+            _e_JoinGroupResponseMember_6(it_members, out, chunks)
     out.append(0)
 
 
-JoinGroupResponse._DECODERS = {0: _d_JoinGroupResponse_0, 1: _d_JoinGroupResponse_1, 2: _d_JoinGroupResponse_2, 3: _d_JoinGroupResponse_3, 4: _d_JoinGroupResponse_4, 5: _d_JoinGroupResponse_5, 6: _d_JoinGroupResponse_6, 7: _d_JoinGroupResponse_7, 8: _d_JoinGroupResponse_8, 9: _d_JoinGroupResponse_9}
-JoinGroupResponse._ENCODERS = {0: _e_JoinGroupResponse_0, 1: _e_JoinGroupResponse_1, 2: _e_JoinGroupResponse_2, 3: _e_JoinGroupResponse_3, 4: _e_JoinGroupResponse_4, 5: _e_JoinGroupResponse_5, 6: _e_JoinGroupResponse_6, 7: _e_JoinGroupResponse_7, 8: _e_JoinGroupResponse_8, 9: _e_JoinGroupResponse_9}
+JoinGroupResponse._DECODERS = {0: _d_JoinGroupResponse_0, 1: _d_JoinGroupResponse_0, 2: _d_JoinGroupResponse_2, 3: _d_JoinGroupResponse_2, 4: _d_JoinGroupResponse_2, 5: _d_JoinGroupResponse_5, 6: _d_JoinGroupResponse_6, 7: _d_JoinGroupResponse_7, 8: _d_JoinGroupResponse_7, 9: _d_JoinGroupResponse_9}
+JoinGroupResponse._ENCODERS = {0: _e_JoinGroupResponse_0, 1: _e_JoinGroupResponse_0, 2: _e_JoinGroupResponse_2, 3: _e_JoinGroupResponse_2, 4: _e_JoinGroupResponse_2, 5: _e_JoinGroupResponse_5, 6: _e_JoinGroupResponse_6, 7: _e_JoinGroupResponse_7, 8: _e_JoinGroupResponse_7, 9: _e_JoinGroupResponse_9}

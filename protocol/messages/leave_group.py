@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,44 +20,72 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>h')
 _S1 = Struct('>ih')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class MemberIdentity:
     member_id: str = ""
     group_instance_id: str | None = None
     reason: str | None = None
 
+    def __init__(self, member_id: str = "", group_instance_id: str | None = None, reason: str | None = None) -> None:
+        self.member_id = member_id
+        self.group_instance_id = group_instance_id
+        self.reason = reason
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class LeaveGroupRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 13
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 5
-    FLEXIBLE_MIN: ClassVar[int | None] = 4
     group_id: str = ""
     member_id: str = ""
     members: list[MemberIdentity] = field(default_factory=list)
 
+    def __init__(self, group_id: str = "", member_id: str = "", members: list[MemberIdentity] | None = None) -> None:
+        self.group_id = group_id
+        self.member_id = member_id
+        self.members = [] if members is None else members
 
-@dataclass(slots=True)
+
+LeaveGroupRequest.API_KEY = 13
+LeaveGroupRequest.MIN_VERSION = 0
+LeaveGroupRequest.MAX_VERSION = 5
+LeaveGroupRequest.FLEXIBLE_MIN = 4
+
+
+@dataclass(slots=True, init=False)
 class MemberResponse:
     member_id: str = ""
     group_instance_id: str | None = ""
     error_code: int = 0
 
+    def __init__(self, member_id: str = "", group_instance_id: str | None = "", error_code: int = 0) -> None:
+        self.member_id = member_id
+        self.group_instance_id = group_instance_id
+        self.error_code = error_code
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class LeaveGroupResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 13
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 5
-    FLEXIBLE_MIN: ClassVar[int | None] = 4
     throttle_time_ms: int = 0
     error_code: int = 0
     members: list[MemberResponse] = field(default_factory=list)
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, members: list[MemberResponse] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.members = [] if members is None else members
+
+
+LeaveGroupResponse.API_KEY = 13
+LeaveGroupResponse.MIN_VERSION = 0
+LeaveGroupResponse.MAX_VERSION = 5
+LeaveGroupResponse.FLEXIBLE_MIN = 4
 
 
 def _d_MemberIdentity_0(buf: Any, pos: int) -> tuple[MemberIdentity, int]:
@@ -75,44 +103,6 @@ def _d_LeaveGroupRequest_0(buf: Any, pos: int) -> tuple[LeaveGroupRequest, int]:
 
 
 def _e_LeaveGroupRequest_0(o: LeaveGroupRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.group_id)
-    write_string(out, o.member_id)
-
-
-def _d_MemberIdentity_1(buf: Any, pos: int) -> tuple[MemberIdentity, int]:
-    return MemberIdentity("", None, None), pos
-
-
-def _e_MemberIdentity_1(o: MemberIdentity, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_LeaveGroupRequest_1(buf: Any, pos: int) -> tuple[LeaveGroupRequest, int]:
-    f_group_id, pos = read_string(buf, pos, False)
-    f_member_id, pos = read_string(buf, pos, False)
-    return LeaveGroupRequest(f_group_id, f_member_id, []), pos
-
-
-def _e_LeaveGroupRequest_1(o: LeaveGroupRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.group_id)
-    write_string(out, o.member_id)
-
-
-def _d_MemberIdentity_2(buf: Any, pos: int) -> tuple[MemberIdentity, int]:
-    return MemberIdentity("", None, None), pos
-
-
-def _e_MemberIdentity_2(o: MemberIdentity, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_LeaveGroupRequest_2(buf: Any, pos: int) -> tuple[LeaveGroupRequest, int]:
-    f_group_id, pos = read_string(buf, pos, False)
-    f_member_id, pos = read_string(buf, pos, False)
-    return LeaveGroupRequest(f_group_id, f_member_id, []), pos
-
-
-def _e_LeaveGroupRequest_2(o: LeaveGroupRequest, out: bytearray, chunks: list[Any]) -> None:
     write_string(out, o.group_id)
     write_string(out, o.member_id)
 
@@ -226,8 +216,8 @@ def _e_LeaveGroupRequest_5(o: LeaveGroupRequest, out: bytearray, chunks: list[An
     out.append(0)
 
 
-LeaveGroupRequest._DECODERS = {0: _d_LeaveGroupRequest_0, 1: _d_LeaveGroupRequest_1, 2: _d_LeaveGroupRequest_2, 3: _d_LeaveGroupRequest_3, 4: _d_LeaveGroupRequest_4, 5: _d_LeaveGroupRequest_5}
-LeaveGroupRequest._ENCODERS = {0: _e_LeaveGroupRequest_0, 1: _e_LeaveGroupRequest_1, 2: _e_LeaveGroupRequest_2, 3: _e_LeaveGroupRequest_3, 4: _e_LeaveGroupRequest_4, 5: _e_LeaveGroupRequest_5}
+LeaveGroupRequest._DECODERS = {0: _d_LeaveGroupRequest_0, 1: _d_LeaveGroupRequest_0, 2: _d_LeaveGroupRequest_0, 3: _d_LeaveGroupRequest_3, 4: _d_LeaveGroupRequest_4, 5: _d_LeaveGroupRequest_5}
+LeaveGroupRequest._ENCODERS = {0: _e_LeaveGroupRequest_0, 1: _e_LeaveGroupRequest_0, 2: _e_LeaveGroupRequest_0, 3: _e_LeaveGroupRequest_3, 4: _e_LeaveGroupRequest_4, 5: _e_LeaveGroupRequest_5}
 
 
 def _d_MemberResponse_0(buf: Any, pos: int) -> tuple[MemberResponse, int]:
@@ -248,14 +238,6 @@ def _e_LeaveGroupResponse_0(o: LeaveGroupResponse, out: bytearray, chunks: list[
     out += _S0.pack(o.error_code)
 
 
-def _d_MemberResponse_1(buf: Any, pos: int) -> tuple[MemberResponse, int]:
-    return MemberResponse("", "", 0), pos
-
-
-def _e_MemberResponse_1(o: MemberResponse, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
 def _d_LeaveGroupResponse_1(buf: Any, pos: int) -> tuple[LeaveGroupResponse, int]:
     (f_throttle_time_ms, f_error_code,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
@@ -263,24 +245,6 @@ def _d_LeaveGroupResponse_1(buf: Any, pos: int) -> tuple[LeaveGroupResponse, int
 
 
 def _e_LeaveGroupResponse_1(o: LeaveGroupResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S1.pack(o.throttle_time_ms, o.error_code)
-
-
-def _d_MemberResponse_2(buf: Any, pos: int) -> tuple[MemberResponse, int]:
-    return MemberResponse("", "", 0), pos
-
-
-def _e_MemberResponse_2(o: MemberResponse, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_LeaveGroupResponse_2(buf: Any, pos: int) -> tuple[LeaveGroupResponse, int]:
-    (f_throttle_time_ms, f_error_code,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    return LeaveGroupResponse(f_throttle_time_ms, f_error_code, []), pos
-
-
-def _e_LeaveGroupResponse_2(o: LeaveGroupResponse, out: bytearray, chunks: list[Any]) -> None:
     out += _S1.pack(o.throttle_time_ms, o.error_code)
 
 
@@ -360,48 +324,5 @@ def _e_LeaveGroupResponse_4(o: LeaveGroupResponse, out: bytearray, chunks: list[
     out.append(0)
 
 
-def _d_MemberResponse_5(buf: Any, pos: int) -> tuple[MemberResponse, int]:
-    f_member_id, pos = read_compact_string(buf, pos, False)
-    f_group_instance_id, pos = read_compact_string(buf, pos, True)
-    (f_error_code,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return MemberResponse(f_member_id, f_group_instance_id, f_error_code), pos
-
-
-def _e_MemberResponse_5(o: MemberResponse, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.member_id)
-    write_compact_string(out, o.group_instance_id)
-    out += _S0.pack(o.error_code)
-    out.append(0)
-
-
-def _d_LeaveGroupResponse_5(buf: Any, pos: int) -> tuple[LeaveGroupResponse, int]:
-    (f_throttle_time_ms, f_error_code,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    n_members, pos = read_array_count(buf, pos, True, False)
-    f_members = []
-    for _ in range(n_members):
-        it_members, pos = _d_MemberResponse_5(buf, pos)
-        f_members.append(it_members)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return LeaveGroupResponse(f_throttle_time_ms, f_error_code, f_members), pos
-
-
-def _e_LeaveGroupResponse_5(o: LeaveGroupResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S1.pack(o.throttle_time_ms, o.error_code)
-    write_array_count(out, o.members, True)
-    if o.members is not None:
-        for it_members in o.members:
-            _e_MemberResponse_5(it_members, out, chunks)
-    out.append(0)
-
-
-LeaveGroupResponse._DECODERS = {0: _d_LeaveGroupResponse_0, 1: _d_LeaveGroupResponse_1, 2: _d_LeaveGroupResponse_2, 3: _d_LeaveGroupResponse_3, 4: _d_LeaveGroupResponse_4, 5: _d_LeaveGroupResponse_5}
-LeaveGroupResponse._ENCODERS = {0: _e_LeaveGroupResponse_0, 1: _e_LeaveGroupResponse_1, 2: _e_LeaveGroupResponse_2, 3: _e_LeaveGroupResponse_3, 4: _e_LeaveGroupResponse_4, 5: _e_LeaveGroupResponse_5}
+LeaveGroupResponse._DECODERS = {0: _d_LeaveGroupResponse_0, 1: _d_LeaveGroupResponse_1, 2: _d_LeaveGroupResponse_1, 3: _d_LeaveGroupResponse_3, 4: _d_LeaveGroupResponse_4, 5: _d_LeaveGroupResponse_4}
+LeaveGroupResponse._ENCODERS = {0: _e_LeaveGroupResponse_0, 1: _e_LeaveGroupResponse_1, 2: _e_LeaveGroupResponse_1, 3: _e_LeaveGroupResponse_3, 4: _e_LeaveGroupResponse_4, 5: _e_LeaveGroupResponse_4}

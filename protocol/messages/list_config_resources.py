@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,34 +20,54 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>ih')
 _S1 = Struct('>b')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class ListConfigResourcesRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 74
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 1
-    FLEXIBLE_MIN: ClassVar[int | None] = 0
     resource_types: list[int] = field(default_factory=list)
 
+    def __init__(self, resource_types: list[int] | None = None) -> None:
+        self.resource_types = [] if resource_types is None else resource_types
 
-@dataclass(slots=True)
+
+ListConfigResourcesRequest.API_KEY = 74
+ListConfigResourcesRequest.MIN_VERSION = 0
+ListConfigResourcesRequest.MAX_VERSION = 1
+ListConfigResourcesRequest.FLEXIBLE_MIN = 0
+
+
+@dataclass(slots=True, init=False)
 class ConfigResource:
     resource_name: str = ""
     resource_type: int = 16
 
+    def __init__(self, resource_name: str = "", resource_type: int = 16) -> None:
+        self.resource_name = resource_name
+        self.resource_type = resource_type
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class ListConfigResourcesResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 74
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 1
-    FLEXIBLE_MIN: ClassVar[int | None] = 0
     throttle_time_ms: int = 0
     error_code: int = 0
     config_resources: list[ConfigResource] = field(default_factory=list)
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, config_resources: list[ConfigResource] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.config_resources = [] if config_resources is None else config_resources
+
+
+ListConfigResourcesResponse.API_KEY = 74
+ListConfigResourcesResponse.MIN_VERSION = 0
+ListConfigResourcesResponse.MAX_VERSION = 1
+ListConfigResourcesResponse.FLEXIBLE_MIN = 0
 
 
 def _d_ListConfigResourcesRequest_0(buf: Any, pos: int) -> tuple[ListConfigResourcesRequest, int]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,37 +20,60 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>h')
 _S1 = Struct('>ih')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class ListGroupsRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 16
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 5
-    FLEXIBLE_MIN: ClassVar[int | None] = 3
     states_filter: list[str] = field(default_factory=list)
     types_filter: list[str] = field(default_factory=list)
 
+    def __init__(self, states_filter: list[str] | None = None, types_filter: list[str] | None = None) -> None:
+        self.states_filter = [] if states_filter is None else states_filter
+        self.types_filter = [] if types_filter is None else types_filter
 
-@dataclass(slots=True)
+
+ListGroupsRequest.API_KEY = 16
+ListGroupsRequest.MIN_VERSION = 0
+ListGroupsRequest.MAX_VERSION = 5
+ListGroupsRequest.FLEXIBLE_MIN = 3
+
+
+@dataclass(slots=True, init=False)
 class ListedGroup:
     group_id: str = ""
     protocol_type: str = ""
     group_state: str = ""
     group_type: str = ""
 
+    def __init__(self, group_id: str = "", protocol_type: str = "", group_state: str = "", group_type: str = "") -> None:
+        self.group_id = group_id
+        self.protocol_type = protocol_type
+        self.group_state = group_state
+        self.group_type = group_type
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class ListGroupsResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 16
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 5
-    FLEXIBLE_MIN: ClassVar[int | None] = 3
     throttle_time_ms: int = 0
     error_code: int = 0
     groups: list[ListedGroup] = field(default_factory=list)
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, groups: list[ListedGroup] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.groups = [] if groups is None else groups
+
+
+ListGroupsResponse.API_KEY = 16
+ListGroupsResponse.MIN_VERSION = 0
+ListGroupsResponse.MAX_VERSION = 5
+ListGroupsResponse.FLEXIBLE_MIN = 3
 
 
 def _d_ListGroupsRequest_0(buf: Any, pos: int) -> tuple[ListGroupsRequest, int]:
@@ -58,22 +81,6 @@ def _d_ListGroupsRequest_0(buf: Any, pos: int) -> tuple[ListGroupsRequest, int]:
 
 
 def _e_ListGroupsRequest_0(o: ListGroupsRequest, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_ListGroupsRequest_1(buf: Any, pos: int) -> tuple[ListGroupsRequest, int]:
-    return ListGroupsRequest([], []), pos
-
-
-def _e_ListGroupsRequest_1(o: ListGroupsRequest, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_ListGroupsRequest_2(buf: Any, pos: int) -> tuple[ListGroupsRequest, int]:
-    return ListGroupsRequest([], []), pos
-
-
-def _e_ListGroupsRequest_2(o: ListGroupsRequest, out: bytearray, chunks: list[Any]) -> None:
     pass
 
 
@@ -140,8 +147,8 @@ def _e_ListGroupsRequest_5(o: ListGroupsRequest, out: bytearray, chunks: list[An
     out.append(0)
 
 
-ListGroupsRequest._DECODERS = {0: _d_ListGroupsRequest_0, 1: _d_ListGroupsRequest_1, 2: _d_ListGroupsRequest_2, 3: _d_ListGroupsRequest_3, 4: _d_ListGroupsRequest_4, 5: _d_ListGroupsRequest_5}
-ListGroupsRequest._ENCODERS = {0: _e_ListGroupsRequest_0, 1: _e_ListGroupsRequest_1, 2: _e_ListGroupsRequest_2, 3: _e_ListGroupsRequest_3, 4: _e_ListGroupsRequest_4, 5: _e_ListGroupsRequest_5}
+ListGroupsRequest._DECODERS = {0: _d_ListGroupsRequest_0, 1: _d_ListGroupsRequest_0, 2: _d_ListGroupsRequest_0, 3: _d_ListGroupsRequest_3, 4: _d_ListGroupsRequest_4, 5: _d_ListGroupsRequest_5}
+ListGroupsRequest._ENCODERS = {0: _e_ListGroupsRequest_0, 1: _e_ListGroupsRequest_0, 2: _e_ListGroupsRequest_0, 3: _e_ListGroupsRequest_3, 4: _e_ListGroupsRequest_4, 5: _e_ListGroupsRequest_5}
 
 
 def _d_ListedGroup_0(buf: Any, pos: int) -> tuple[ListedGroup, int]:
@@ -174,24 +181,13 @@ def _e_ListGroupsResponse_0(o: ListGroupsResponse, out: bytearray, chunks: list[
             _e_ListedGroup_0(it_groups, out, chunks)
 
 
-def _d_ListedGroup_1(buf: Any, pos: int) -> tuple[ListedGroup, int]:
-    f_group_id, pos = read_string(buf, pos, False)
-    f_protocol_type, pos = read_string(buf, pos, False)
-    return ListedGroup(f_group_id, f_protocol_type, "", ""), pos
-
-
-def _e_ListedGroup_1(o: ListedGroup, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.group_id)
-    write_string(out, o.protocol_type)
-
-
 def _d_ListGroupsResponse_1(buf: Any, pos: int) -> tuple[ListGroupsResponse, int]:
     (f_throttle_time_ms, f_error_code,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
     n_groups, pos = read_array_count(buf, pos, False, False)
     f_groups = []
     for _ in range(n_groups):
-        it_groups, pos = _d_ListedGroup_1(buf, pos)
+        it_groups, pos = _d_ListedGroup_0(buf, pos)
         f_groups.append(it_groups)
     return ListGroupsResponse(f_throttle_time_ms, f_error_code, f_groups), pos
 
@@ -201,37 +197,7 @@ def _e_ListGroupsResponse_1(o: ListGroupsResponse, out: bytearray, chunks: list[
     write_array_count(out, o.groups, False)
     if o.groups is not None:
         for it_groups in o.groups:
-            _e_ListedGroup_1(it_groups, out, chunks)
-
-
-def _d_ListedGroup_2(buf: Any, pos: int) -> tuple[ListedGroup, int]:
-    f_group_id, pos = read_string(buf, pos, False)
-    f_protocol_type, pos = read_string(buf, pos, False)
-    return ListedGroup(f_group_id, f_protocol_type, "", ""), pos
-
-
-def _e_ListedGroup_2(o: ListedGroup, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.group_id)
-    write_string(out, o.protocol_type)
-
-
-def _d_ListGroupsResponse_2(buf: Any, pos: int) -> tuple[ListGroupsResponse, int]:
-    (f_throttle_time_ms, f_error_code,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    n_groups, pos = read_array_count(buf, pos, False, False)
-    f_groups = []
-    for _ in range(n_groups):
-        it_groups, pos = _d_ListedGroup_2(buf, pos)
-        f_groups.append(it_groups)
-    return ListGroupsResponse(f_throttle_time_ms, f_error_code, f_groups), pos
-
-
-def _e_ListGroupsResponse_2(o: ListGroupsResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S1.pack(o.throttle_time_ms, o.error_code)
-    write_array_count(out, o.groups, False)
-    if o.groups is not None:
-        for it_groups in o.groups:
-            _e_ListedGroup_2(it_groups, out, chunks)
+            _e_ListedGroup_0(it_groups, out, chunks)
 
 
 def _d_ListedGroup_3(buf: Any, pos: int) -> tuple[ListedGroup, int]:
@@ -360,5 +326,5 @@ def _e_ListGroupsResponse_5(o: ListGroupsResponse, out: bytearray, chunks: list[
     out.append(0)
 
 
-ListGroupsResponse._DECODERS = {0: _d_ListGroupsResponse_0, 1: _d_ListGroupsResponse_1, 2: _d_ListGroupsResponse_2, 3: _d_ListGroupsResponse_3, 4: _d_ListGroupsResponse_4, 5: _d_ListGroupsResponse_5}
-ListGroupsResponse._ENCODERS = {0: _e_ListGroupsResponse_0, 1: _e_ListGroupsResponse_1, 2: _e_ListGroupsResponse_2, 3: _e_ListGroupsResponse_3, 4: _e_ListGroupsResponse_4, 5: _e_ListGroupsResponse_5}
+ListGroupsResponse._DECODERS = {0: _d_ListGroupsResponse_0, 1: _d_ListGroupsResponse_1, 2: _d_ListGroupsResponse_1, 3: _d_ListGroupsResponse_3, 4: _d_ListGroupsResponse_4, 5: _d_ListGroupsResponse_5}
+ListGroupsResponse._ENCODERS = {0: _e_ListGroupsResponse_0, 1: _e_ListGroupsResponse_1, 2: _e_ListGroupsResponse_1, 3: _e_ListGroupsResponse_3, 4: _e_ListGroupsResponse_4, 5: _e_ListGroupsResponse_5}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,6 +20,10 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>iqi')
 _S1 = Struct('>i')
 _S2 = Struct('>iq')
@@ -30,33 +34,51 @@ _S6 = Struct('>ihqq')
 _S7 = Struct('>ihqqi')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class ListOffsetsPartition:
     partition_index: int = 0
     current_leader_epoch: int = -1
     timestamp: int = 0
     max_num_offsets: int = 1
 
+    def __init__(self, partition_index: int = 0, current_leader_epoch: int = -1, timestamp: int = 0, max_num_offsets: int = 1) -> None:
+        self.partition_index = partition_index
+        self.current_leader_epoch = current_leader_epoch
+        self.timestamp = timestamp
+        self.max_num_offsets = max_num_offsets
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class ListOffsetsTopic:
     name: str = ""
     partitions: list[ListOffsetsPartition] = field(default_factory=list)
 
+    def __init__(self, name: str = "", partitions: list[ListOffsetsPartition] | None = None) -> None:
+        self.name = name
+        self.partitions = [] if partitions is None else partitions
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class ListOffsetsRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 2
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 10
-    FLEXIBLE_MIN: ClassVar[int | None] = 6
     replica_id: int = 0
     isolation_level: int = 0
     topics: list[ListOffsetsTopic] = field(default_factory=list)
     timeout_ms: int = 0
 
+    def __init__(self, replica_id: int = 0, isolation_level: int = 0, topics: list[ListOffsetsTopic] | None = None, timeout_ms: int = 0) -> None:
+        self.replica_id = replica_id
+        self.isolation_level = isolation_level
+        self.topics = [] if topics is None else topics
+        self.timeout_ms = timeout_ms
 
-@dataclass(slots=True)
+
+ListOffsetsRequest.API_KEY = 2
+ListOffsetsRequest.MIN_VERSION = 0
+ListOffsetsRequest.MAX_VERSION = 10
+ListOffsetsRequest.FLEXIBLE_MIN = 6
+
+
+@dataclass(slots=True, init=False)
 class ListOffsetsPartitionResponse:
     partition_index: int = 0
     error_code: int = 0
@@ -65,21 +87,39 @@ class ListOffsetsPartitionResponse:
     offset: int = -1
     leader_epoch: int = -1
 
+    def __init__(self, partition_index: int = 0, error_code: int = 0, old_style_offsets: list[int] | None = None, timestamp: int = -1, offset: int = -1, leader_epoch: int = -1) -> None:
+        self.partition_index = partition_index
+        self.error_code = error_code
+        self.old_style_offsets = [] if old_style_offsets is None else old_style_offsets
+        self.timestamp = timestamp
+        self.offset = offset
+        self.leader_epoch = leader_epoch
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class ListOffsetsTopicResponse:
     name: str = ""
     partitions: list[ListOffsetsPartitionResponse] = field(default_factory=list)
 
+    def __init__(self, name: str = "", partitions: list[ListOffsetsPartitionResponse] | None = None) -> None:
+        self.name = name
+        self.partitions = [] if partitions is None else partitions
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class ListOffsetsResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 2
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 10
-    FLEXIBLE_MIN: ClassVar[int | None] = 6
     throttle_time_ms: int = 0
     topics: list[ListOffsetsTopicResponse] = field(default_factory=list)
+
+    def __init__(self, throttle_time_ms: int = 0, topics: list[ListOffsetsTopicResponse] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.topics = [] if topics is None else topics
+
+
+ListOffsetsResponse.API_KEY = 2
+ListOffsetsResponse.MIN_VERSION = 0
+ListOffsetsResponse.MAX_VERSION = 10
+ListOffsetsResponse.FLEXIBLE_MIN = 6
 
 
 def _d_ListOffsetsPartition_0(buf: Any, pos: int) -> tuple[ListOffsetsPartition, int]:
@@ -176,41 +216,13 @@ def _e_ListOffsetsRequest_1(o: ListOffsetsRequest, out: bytearray, chunks: list[
             _e_ListOffsetsTopic_1(it_topics, out, chunks)
 
 
-def _d_ListOffsetsPartition_2(buf: Any, pos: int) -> tuple[ListOffsetsPartition, int]:
-    (f_partition_index, f_timestamp,) = _S2.unpack_from(buf, pos)
-    pos += _S2.size
-    return ListOffsetsPartition(f_partition_index, -1, f_timestamp, 1), pos
-
-
-def _e_ListOffsetsPartition_2(o: ListOffsetsPartition, out: bytearray, chunks: list[Any]) -> None:
-    out += _S2.pack(o.partition_index, o.timestamp)
-
-
-def _d_ListOffsetsTopic_2(buf: Any, pos: int) -> tuple[ListOffsetsTopic, int]:
-    f_name, pos = read_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, False, False)
-    f_partitions = []
-    for _ in range(n_partitions):
-        it_partitions, pos = _d_ListOffsetsPartition_2(buf, pos)
-        f_partitions.append(it_partitions)
-    return ListOffsetsTopic(f_name, f_partitions), pos
-
-
-def _e_ListOffsetsTopic_2(o: ListOffsetsTopic, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-    write_array_count(out, o.partitions, False)
-    if o.partitions is not None:
-        for it_partitions in o.partitions:
-            _e_ListOffsetsPartition_2(it_partitions, out, chunks)
-
-
 def _d_ListOffsetsRequest_2(buf: Any, pos: int) -> tuple[ListOffsetsRequest, int]:
     (f_replica_id, f_isolation_level,) = _S3.unpack_from(buf, pos)
     pos += _S3.size
     n_topics, pos = read_array_count(buf, pos, False, False)
     f_topics = []
     for _ in range(n_topics):
-        it_topics, pos = _d_ListOffsetsTopic_2(buf, pos)
+        it_topics, pos = _d_ListOffsetsTopic_1(buf, pos)
         f_topics.append(it_topics)
     return ListOffsetsRequest(f_replica_id, f_isolation_level, f_topics, 0), pos
 
@@ -220,54 +232,7 @@ def _e_ListOffsetsRequest_2(o: ListOffsetsRequest, out: bytearray, chunks: list[
     write_array_count(out, o.topics, False)
     if o.topics is not None:
         for it_topics in o.topics:
-            _e_ListOffsetsTopic_2(it_topics, out, chunks)
-
-
-def _d_ListOffsetsPartition_3(buf: Any, pos: int) -> tuple[ListOffsetsPartition, int]:
-    (f_partition_index, f_timestamp,) = _S2.unpack_from(buf, pos)
-    pos += _S2.size
-    return ListOffsetsPartition(f_partition_index, -1, f_timestamp, 1), pos
-
-
-def _e_ListOffsetsPartition_3(o: ListOffsetsPartition, out: bytearray, chunks: list[Any]) -> None:
-    out += _S2.pack(o.partition_index, o.timestamp)
-
-
-def _d_ListOffsetsTopic_3(buf: Any, pos: int) -> tuple[ListOffsetsTopic, int]:
-    f_name, pos = read_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, False, False)
-    f_partitions = []
-    for _ in range(n_partitions):
-        it_partitions, pos = _d_ListOffsetsPartition_3(buf, pos)
-        f_partitions.append(it_partitions)
-    return ListOffsetsTopic(f_name, f_partitions), pos
-
-
-def _e_ListOffsetsTopic_3(o: ListOffsetsTopic, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-    write_array_count(out, o.partitions, False)
-    if o.partitions is not None:
-        for it_partitions in o.partitions:
-            _e_ListOffsetsPartition_3(it_partitions, out, chunks)
-
-
-def _d_ListOffsetsRequest_3(buf: Any, pos: int) -> tuple[ListOffsetsRequest, int]:
-    (f_replica_id, f_isolation_level,) = _S3.unpack_from(buf, pos)
-    pos += _S3.size
-    n_topics, pos = read_array_count(buf, pos, False, False)
-    f_topics = []
-    for _ in range(n_topics):
-        it_topics, pos = _d_ListOffsetsTopic_3(buf, pos)
-        f_topics.append(it_topics)
-    return ListOffsetsRequest(f_replica_id, f_isolation_level, f_topics, 0), pos
-
-
-def _e_ListOffsetsRequest_3(o: ListOffsetsRequest, out: bytearray, chunks: list[Any]) -> None:
-    out += _S3.pack(o.replica_id, o.isolation_level)
-    write_array_count(out, o.topics, False)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_ListOffsetsTopic_3(it_topics, out, chunks)
+            _e_ListOffsetsTopic_1(it_topics, out, chunks)
 
 
 def _d_ListOffsetsPartition_4(buf: Any, pos: int) -> tuple[ListOffsetsPartition, int]:
@@ -315,53 +280,6 @@ def _e_ListOffsetsRequest_4(o: ListOffsetsRequest, out: bytearray, chunks: list[
     if o.topics is not None:
         for it_topics in o.topics:
             _e_ListOffsetsTopic_4(it_topics, out, chunks)
-
-
-def _d_ListOffsetsPartition_5(buf: Any, pos: int) -> tuple[ListOffsetsPartition, int]:
-    (f_partition_index, f_current_leader_epoch, f_timestamp,) = _S4.unpack_from(buf, pos)
-    pos += _S4.size
-    return ListOffsetsPartition(f_partition_index, f_current_leader_epoch, f_timestamp, 1), pos
-
-
-def _e_ListOffsetsPartition_5(o: ListOffsetsPartition, out: bytearray, chunks: list[Any]) -> None:
-    out += _S4.pack(o.partition_index, o.current_leader_epoch, o.timestamp)
-
-
-def _d_ListOffsetsTopic_5(buf: Any, pos: int) -> tuple[ListOffsetsTopic, int]:
-    f_name, pos = read_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, False, False)
-    f_partitions = []
-    for _ in range(n_partitions):
-        it_partitions, pos = _d_ListOffsetsPartition_5(buf, pos)
-        f_partitions.append(it_partitions)
-    return ListOffsetsTopic(f_name, f_partitions), pos
-
-
-def _e_ListOffsetsTopic_5(o: ListOffsetsTopic, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-    write_array_count(out, o.partitions, False)
-    if o.partitions is not None:
-        for it_partitions in o.partitions:
-            _e_ListOffsetsPartition_5(it_partitions, out, chunks)
-
-
-def _d_ListOffsetsRequest_5(buf: Any, pos: int) -> tuple[ListOffsetsRequest, int]:
-    (f_replica_id, f_isolation_level,) = _S3.unpack_from(buf, pos)
-    pos += _S3.size
-    n_topics, pos = read_array_count(buf, pos, False, False)
-    f_topics = []
-    for _ in range(n_topics):
-        it_topics, pos = _d_ListOffsetsTopic_5(buf, pos)
-        f_topics.append(it_topics)
-    return ListOffsetsRequest(f_replica_id, f_isolation_level, f_topics, 0), pos
-
-
-def _e_ListOffsetsRequest_5(o: ListOffsetsRequest, out: bytearray, chunks: list[Any]) -> None:
-    out += _S3.pack(o.replica_id, o.isolation_level)
-    write_array_count(out, o.topics, False)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_ListOffsetsTopic_5(it_topics, out, chunks)
 
 
 def _d_ListOffsetsPartition_6(buf: Any, pos: int) -> tuple[ListOffsetsPartition, int]:
@@ -426,237 +344,13 @@ def _e_ListOffsetsRequest_6(o: ListOffsetsRequest, out: bytearray, chunks: list[
     out.append(0)
 
 
-def _d_ListOffsetsPartition_7(buf: Any, pos: int) -> tuple[ListOffsetsPartition, int]:
-    (f_partition_index, f_current_leader_epoch, f_timestamp,) = _S4.unpack_from(buf, pos)
-    pos += _S4.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return ListOffsetsPartition(f_partition_index, f_current_leader_epoch, f_timestamp, 1), pos
-
-
-def _e_ListOffsetsPartition_7(o: ListOffsetsPartition, out: bytearray, chunks: list[Any]) -> None:
-    out += _S4.pack(o.partition_index, o.current_leader_epoch, o.timestamp)
-    out.append(0)
-
-
-def _d_ListOffsetsTopic_7(buf: Any, pos: int) -> tuple[ListOffsetsTopic, int]:
-    f_name, pos = read_compact_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, True, False)
-    f_partitions = []
-    for _ in range(n_partitions):
-        it_partitions, pos = _d_ListOffsetsPartition_7(buf, pos)
-        f_partitions.append(it_partitions)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return ListOffsetsTopic(f_name, f_partitions), pos
-
-
-def _e_ListOffsetsTopic_7(o: ListOffsetsTopic, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.name)
-    write_array_count(out, o.partitions, True)
-    if o.partitions is not None:
-        for it_partitions in o.partitions:
-            _e_ListOffsetsPartition_7(it_partitions, out, chunks)
-    out.append(0)
-
-
-def _d_ListOffsetsRequest_7(buf: Any, pos: int) -> tuple[ListOffsetsRequest, int]:
-    (f_replica_id, f_isolation_level,) = _S3.unpack_from(buf, pos)
-    pos += _S3.size
-    n_topics, pos = read_array_count(buf, pos, True, False)
-    f_topics = []
-    for _ in range(n_topics):
-        it_topics, pos = _d_ListOffsetsTopic_7(buf, pos)
-        f_topics.append(it_topics)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return ListOffsetsRequest(f_replica_id, f_isolation_level, f_topics, 0), pos
-
-
-def _e_ListOffsetsRequest_7(o: ListOffsetsRequest, out: bytearray, chunks: list[Any]) -> None:
-    out += _S3.pack(o.replica_id, o.isolation_level)
-    write_array_count(out, o.topics, True)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_ListOffsetsTopic_7(it_topics, out, chunks)
-    out.append(0)
-
-
-def _d_ListOffsetsPartition_8(buf: Any, pos: int) -> tuple[ListOffsetsPartition, int]:
-    (f_partition_index, f_current_leader_epoch, f_timestamp,) = _S4.unpack_from(buf, pos)
-    pos += _S4.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return ListOffsetsPartition(f_partition_index, f_current_leader_epoch, f_timestamp, 1), pos
-
-
-def _e_ListOffsetsPartition_8(o: ListOffsetsPartition, out: bytearray, chunks: list[Any]) -> None:
-    out += _S4.pack(o.partition_index, o.current_leader_epoch, o.timestamp)
-    out.append(0)
-
-
-def _d_ListOffsetsTopic_8(buf: Any, pos: int) -> tuple[ListOffsetsTopic, int]:
-    f_name, pos = read_compact_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, True, False)
-    f_partitions = []
-    for _ in range(n_partitions):
-        it_partitions, pos = _d_ListOffsetsPartition_8(buf, pos)
-        f_partitions.append(it_partitions)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return ListOffsetsTopic(f_name, f_partitions), pos
-
-
-def _e_ListOffsetsTopic_8(o: ListOffsetsTopic, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.name)
-    write_array_count(out, o.partitions, True)
-    if o.partitions is not None:
-        for it_partitions in o.partitions:
-            _e_ListOffsetsPartition_8(it_partitions, out, chunks)
-    out.append(0)
-
-
-def _d_ListOffsetsRequest_8(buf: Any, pos: int) -> tuple[ListOffsetsRequest, int]:
-    (f_replica_id, f_isolation_level,) = _S3.unpack_from(buf, pos)
-    pos += _S3.size
-    n_topics, pos = read_array_count(buf, pos, True, False)
-    f_topics = []
-    for _ in range(n_topics):
-        it_topics, pos = _d_ListOffsetsTopic_8(buf, pos)
-        f_topics.append(it_topics)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return ListOffsetsRequest(f_replica_id, f_isolation_level, f_topics, 0), pos
-
-
-def _e_ListOffsetsRequest_8(o: ListOffsetsRequest, out: bytearray, chunks: list[Any]) -> None:
-    out += _S3.pack(o.replica_id, o.isolation_level)
-    write_array_count(out, o.topics, True)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_ListOffsetsTopic_8(it_topics, out, chunks)
-    out.append(0)
-
-
-def _d_ListOffsetsPartition_9(buf: Any, pos: int) -> tuple[ListOffsetsPartition, int]:
-    (f_partition_index, f_current_leader_epoch, f_timestamp,) = _S4.unpack_from(buf, pos)
-    pos += _S4.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return ListOffsetsPartition(f_partition_index, f_current_leader_epoch, f_timestamp, 1), pos
-
-
-def _e_ListOffsetsPartition_9(o: ListOffsetsPartition, out: bytearray, chunks: list[Any]) -> None:
-    out += _S4.pack(o.partition_index, o.current_leader_epoch, o.timestamp)
-    out.append(0)
-
-
-def _d_ListOffsetsTopic_9(buf: Any, pos: int) -> tuple[ListOffsetsTopic, int]:
-    f_name, pos = read_compact_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, True, False)
-    f_partitions = []
-    for _ in range(n_partitions):
-        it_partitions, pos = _d_ListOffsetsPartition_9(buf, pos)
-        f_partitions.append(it_partitions)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return ListOffsetsTopic(f_name, f_partitions), pos
-
-
-def _e_ListOffsetsTopic_9(o: ListOffsetsTopic, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.name)
-    write_array_count(out, o.partitions, True)
-    if o.partitions is not None:
-        for it_partitions in o.partitions:
-            _e_ListOffsetsPartition_9(it_partitions, out, chunks)
-    out.append(0)
-
-
-def _d_ListOffsetsRequest_9(buf: Any, pos: int) -> tuple[ListOffsetsRequest, int]:
-    (f_replica_id, f_isolation_level,) = _S3.unpack_from(buf, pos)
-    pos += _S3.size
-    n_topics, pos = read_array_count(buf, pos, True, False)
-    f_topics = []
-    for _ in range(n_topics):
-        it_topics, pos = _d_ListOffsetsTopic_9(buf, pos)
-        f_topics.append(it_topics)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return ListOffsetsRequest(f_replica_id, f_isolation_level, f_topics, 0), pos
-
-
-def _e_ListOffsetsRequest_9(o: ListOffsetsRequest, out: bytearray, chunks: list[Any]) -> None:
-    out += _S3.pack(o.replica_id, o.isolation_level)
-    write_array_count(out, o.topics, True)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_ListOffsetsTopic_9(it_topics, out, chunks)
-    out.append(0)
-
-
-def _d_ListOffsetsPartition_10(buf: Any, pos: int) -> tuple[ListOffsetsPartition, int]:
-    (f_partition_index, f_current_leader_epoch, f_timestamp,) = _S4.unpack_from(buf, pos)
-    pos += _S4.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return ListOffsetsPartition(f_partition_index, f_current_leader_epoch, f_timestamp, 1), pos
-
-
-def _e_ListOffsetsPartition_10(o: ListOffsetsPartition, out: bytearray, chunks: list[Any]) -> None:
-    out += _S4.pack(o.partition_index, o.current_leader_epoch, o.timestamp)
-    out.append(0)
-
-
-def _d_ListOffsetsTopic_10(buf: Any, pos: int) -> tuple[ListOffsetsTopic, int]:
-    f_name, pos = read_compact_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, True, False)
-    f_partitions = []
-    for _ in range(n_partitions):
-        it_partitions, pos = _d_ListOffsetsPartition_10(buf, pos)
-        f_partitions.append(it_partitions)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return ListOffsetsTopic(f_name, f_partitions), pos
-
-
-def _e_ListOffsetsTopic_10(o: ListOffsetsTopic, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.name)
-    write_array_count(out, o.partitions, True)
-    if o.partitions is not None:
-        for it_partitions in o.partitions:
-            _e_ListOffsetsPartition_10(it_partitions, out, chunks)
-    out.append(0)
-
-
 def _d_ListOffsetsRequest_10(buf: Any, pos: int) -> tuple[ListOffsetsRequest, int]:
     (f_replica_id, f_isolation_level,) = _S3.unpack_from(buf, pos)
     pos += _S3.size
     n_topics, pos = read_array_count(buf, pos, True, False)
     f_topics = []
     for _ in range(n_topics):
-        it_topics, pos = _d_ListOffsetsTopic_10(buf, pos)
+        it_topics, pos = _d_ListOffsetsTopic_6(buf, pos)
         f_topics.append(it_topics)
     (f_timeout_ms,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
@@ -672,13 +366,13 @@ def _e_ListOffsetsRequest_10(o: ListOffsetsRequest, out: bytearray, chunks: list
     write_array_count(out, o.topics, True)
     if o.topics is not None:
         for it_topics in o.topics:
-            _e_ListOffsetsTopic_10(it_topics, out, chunks)
+            _e_ListOffsetsTopic_6(it_topics, out, chunks)
     out += _S1.pack(o.timeout_ms)
     out.append(0)
 
 
-ListOffsetsRequest._DECODERS = {0: _d_ListOffsetsRequest_0, 1: _d_ListOffsetsRequest_1, 2: _d_ListOffsetsRequest_2, 3: _d_ListOffsetsRequest_3, 4: _d_ListOffsetsRequest_4, 5: _d_ListOffsetsRequest_5, 6: _d_ListOffsetsRequest_6, 7: _d_ListOffsetsRequest_7, 8: _d_ListOffsetsRequest_8, 9: _d_ListOffsetsRequest_9, 10: _d_ListOffsetsRequest_10}
-ListOffsetsRequest._ENCODERS = {0: _e_ListOffsetsRequest_0, 1: _e_ListOffsetsRequest_1, 2: _e_ListOffsetsRequest_2, 3: _e_ListOffsetsRequest_3, 4: _e_ListOffsetsRequest_4, 5: _e_ListOffsetsRequest_5, 6: _e_ListOffsetsRequest_6, 7: _e_ListOffsetsRequest_7, 8: _e_ListOffsetsRequest_8, 9: _e_ListOffsetsRequest_9, 10: _e_ListOffsetsRequest_10}
+ListOffsetsRequest._DECODERS = {0: _d_ListOffsetsRequest_0, 1: _d_ListOffsetsRequest_1, 2: _d_ListOffsetsRequest_2, 3: _d_ListOffsetsRequest_2, 4: _d_ListOffsetsRequest_4, 5: _d_ListOffsetsRequest_4, 6: _d_ListOffsetsRequest_6, 7: _d_ListOffsetsRequest_6, 8: _d_ListOffsetsRequest_6, 9: _d_ListOffsetsRequest_6, 10: _d_ListOffsetsRequest_10}
+ListOffsetsRequest._ENCODERS = {0: _e_ListOffsetsRequest_0, 1: _e_ListOffsetsRequest_1, 2: _e_ListOffsetsRequest_2, 3: _e_ListOffsetsRequest_2, 4: _e_ListOffsetsRequest_4, 5: _e_ListOffsetsRequest_4, 6: _e_ListOffsetsRequest_6, 7: _e_ListOffsetsRequest_6, 8: _e_ListOffsetsRequest_6, 9: _e_ListOffsetsRequest_6, 10: _e_ListOffsetsRequest_10}
 
 
 def _d_ListOffsetsPartitionResponse_0(buf: Any, pos: int) -> tuple[ListOffsetsPartitionResponse, int]:
@@ -777,41 +471,13 @@ def _e_ListOffsetsResponse_1(o: ListOffsetsResponse, out: bytearray, chunks: lis
             _e_ListOffsetsTopicResponse_1(it_topics, out, chunks)
 
 
-def _d_ListOffsetsPartitionResponse_2(buf: Any, pos: int) -> tuple[ListOffsetsPartitionResponse, int]:
-    (f_partition_index, f_error_code, f_timestamp, f_offset,) = _S6.unpack_from(buf, pos)
-    pos += _S6.size
-    return ListOffsetsPartitionResponse(f_partition_index, f_error_code, [], f_timestamp, f_offset, -1), pos
-
-
-def _e_ListOffsetsPartitionResponse_2(o: ListOffsetsPartitionResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S6.pack(o.partition_index, o.error_code, o.timestamp, o.offset)
-
-
-def _d_ListOffsetsTopicResponse_2(buf: Any, pos: int) -> tuple[ListOffsetsTopicResponse, int]:
-    f_name, pos = read_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, False, False)
-    f_partitions = []
-    for _ in range(n_partitions):
-        it_partitions, pos = _d_ListOffsetsPartitionResponse_2(buf, pos)
-        f_partitions.append(it_partitions)
-    return ListOffsetsTopicResponse(f_name, f_partitions), pos
-
-
-def _e_ListOffsetsTopicResponse_2(o: ListOffsetsTopicResponse, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-    write_array_count(out, o.partitions, False)
-    if o.partitions is not None:
-        for it_partitions in o.partitions:
-            _e_ListOffsetsPartitionResponse_2(it_partitions, out, chunks)
-
-
 def _d_ListOffsetsResponse_2(buf: Any, pos: int) -> tuple[ListOffsetsResponse, int]:
     (f_throttle_time_ms,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
     n_topics, pos = read_array_count(buf, pos, False, False)
     f_topics = []
     for _ in range(n_topics):
-        it_topics, pos = _d_ListOffsetsTopicResponse_2(buf, pos)
+        it_topics, pos = _d_ListOffsetsTopicResponse_1(buf, pos)
         f_topics.append(it_topics)
     return ListOffsetsResponse(f_throttle_time_ms, f_topics), pos
 
@@ -821,54 +487,7 @@ def _e_ListOffsetsResponse_2(o: ListOffsetsResponse, out: bytearray, chunks: lis
     write_array_count(out, o.topics, False)
     if o.topics is not None:
         for it_topics in o.topics:
-            _e_ListOffsetsTopicResponse_2(it_topics, out, chunks)
-
-
-def _d_ListOffsetsPartitionResponse_3(buf: Any, pos: int) -> tuple[ListOffsetsPartitionResponse, int]:
-    (f_partition_index, f_error_code, f_timestamp, f_offset,) = _S6.unpack_from(buf, pos)
-    pos += _S6.size
-    return ListOffsetsPartitionResponse(f_partition_index, f_error_code, [], f_timestamp, f_offset, -1), pos
-
-
-def _e_ListOffsetsPartitionResponse_3(o: ListOffsetsPartitionResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S6.pack(o.partition_index, o.error_code, o.timestamp, o.offset)
-
-
-def _d_ListOffsetsTopicResponse_3(buf: Any, pos: int) -> tuple[ListOffsetsTopicResponse, int]:
-    f_name, pos = read_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, False, False)
-    f_partitions = []
-    for _ in range(n_partitions):
-        it_partitions, pos = _d_ListOffsetsPartitionResponse_3(buf, pos)
-        f_partitions.append(it_partitions)
-    return ListOffsetsTopicResponse(f_name, f_partitions), pos
-
-
-def _e_ListOffsetsTopicResponse_3(o: ListOffsetsTopicResponse, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-    write_array_count(out, o.partitions, False)
-    if o.partitions is not None:
-        for it_partitions in o.partitions:
-            _e_ListOffsetsPartitionResponse_3(it_partitions, out, chunks)
-
-
-def _d_ListOffsetsResponse_3(buf: Any, pos: int) -> tuple[ListOffsetsResponse, int]:
-    (f_throttle_time_ms,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    n_topics, pos = read_array_count(buf, pos, False, False)
-    f_topics = []
-    for _ in range(n_topics):
-        it_topics, pos = _d_ListOffsetsTopicResponse_3(buf, pos)
-        f_topics.append(it_topics)
-    return ListOffsetsResponse(f_throttle_time_ms, f_topics), pos
-
-
-def _e_ListOffsetsResponse_3(o: ListOffsetsResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S1.pack(o.throttle_time_ms)
-    write_array_count(out, o.topics, False)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_ListOffsetsTopicResponse_3(it_topics, out, chunks)
+            _e_ListOffsetsTopicResponse_1(it_topics, out, chunks)
 
 
 def _d_ListOffsetsPartitionResponse_4(buf: Any, pos: int) -> tuple[ListOffsetsPartitionResponse, int]:
@@ -916,53 +535,6 @@ def _e_ListOffsetsResponse_4(o: ListOffsetsResponse, out: bytearray, chunks: lis
     if o.topics is not None:
         for it_topics in o.topics:
             _e_ListOffsetsTopicResponse_4(it_topics, out, chunks)
-
-
-def _d_ListOffsetsPartitionResponse_5(buf: Any, pos: int) -> tuple[ListOffsetsPartitionResponse, int]:
-    (f_partition_index, f_error_code, f_timestamp, f_offset, f_leader_epoch,) = _S7.unpack_from(buf, pos)
-    pos += _S7.size
-    return ListOffsetsPartitionResponse(f_partition_index, f_error_code, [], f_timestamp, f_offset, f_leader_epoch), pos
-
-
-def _e_ListOffsetsPartitionResponse_5(o: ListOffsetsPartitionResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S7.pack(o.partition_index, o.error_code, o.timestamp, o.offset, o.leader_epoch)
-
-
-def _d_ListOffsetsTopicResponse_5(buf: Any, pos: int) -> tuple[ListOffsetsTopicResponse, int]:
-    f_name, pos = read_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, False, False)
-    f_partitions = []
-    for _ in range(n_partitions):
-        it_partitions, pos = _d_ListOffsetsPartitionResponse_5(buf, pos)
-        f_partitions.append(it_partitions)
-    return ListOffsetsTopicResponse(f_name, f_partitions), pos
-
-
-def _e_ListOffsetsTopicResponse_5(o: ListOffsetsTopicResponse, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-    write_array_count(out, o.partitions, False)
-    if o.partitions is not None:
-        for it_partitions in o.partitions:
-            _e_ListOffsetsPartitionResponse_5(it_partitions, out, chunks)
-
-
-def _d_ListOffsetsResponse_5(buf: Any, pos: int) -> tuple[ListOffsetsResponse, int]:
-    (f_throttle_time_ms,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    n_topics, pos = read_array_count(buf, pos, False, False)
-    f_topics = []
-    for _ in range(n_topics):
-        it_topics, pos = _d_ListOffsetsTopicResponse_5(buf, pos)
-        f_topics.append(it_topics)
-    return ListOffsetsResponse(f_throttle_time_ms, f_topics), pos
-
-
-def _e_ListOffsetsResponse_5(o: ListOffsetsResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S1.pack(o.throttle_time_ms)
-    write_array_count(out, o.topics, False)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_ListOffsetsTopicResponse_5(it_topics, out, chunks)
 
 
 def _d_ListOffsetsPartitionResponse_6(buf: Any, pos: int) -> tuple[ListOffsetsPartitionResponse, int]:
@@ -1027,253 +599,5 @@ def _e_ListOffsetsResponse_6(o: ListOffsetsResponse, out: bytearray, chunks: lis
     out.append(0)
 
 
-def _d_ListOffsetsPartitionResponse_7(buf: Any, pos: int) -> tuple[ListOffsetsPartitionResponse, int]:
-    (f_partition_index, f_error_code, f_timestamp, f_offset, f_leader_epoch,) = _S7.unpack_from(buf, pos)
-    pos += _S7.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return ListOffsetsPartitionResponse(f_partition_index, f_error_code, [], f_timestamp, f_offset, f_leader_epoch), pos
-
-
-def _e_ListOffsetsPartitionResponse_7(o: ListOffsetsPartitionResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S7.pack(o.partition_index, o.error_code, o.timestamp, o.offset, o.leader_epoch)
-    out.append(0)
-
-
-def _d_ListOffsetsTopicResponse_7(buf: Any, pos: int) -> tuple[ListOffsetsTopicResponse, int]:
-    f_name, pos = read_compact_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, True, False)
-    f_partitions = []
-    for _ in range(n_partitions):
-        it_partitions, pos = _d_ListOffsetsPartitionResponse_7(buf, pos)
-        f_partitions.append(it_partitions)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return ListOffsetsTopicResponse(f_name, f_partitions), pos
-
-
-def _e_ListOffsetsTopicResponse_7(o: ListOffsetsTopicResponse, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.name)
-    write_array_count(out, o.partitions, True)
-    if o.partitions is not None:
-        for it_partitions in o.partitions:
-            _e_ListOffsetsPartitionResponse_7(it_partitions, out, chunks)
-    out.append(0)
-
-
-def _d_ListOffsetsResponse_7(buf: Any, pos: int) -> tuple[ListOffsetsResponse, int]:
-    (f_throttle_time_ms,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    n_topics, pos = read_array_count(buf, pos, True, False)
-    f_topics = []
-    for _ in range(n_topics):
-        it_topics, pos = _d_ListOffsetsTopicResponse_7(buf, pos)
-        f_topics.append(it_topics)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return ListOffsetsResponse(f_throttle_time_ms, f_topics), pos
-
-
-def _e_ListOffsetsResponse_7(o: ListOffsetsResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S1.pack(o.throttle_time_ms)
-    write_array_count(out, o.topics, True)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_ListOffsetsTopicResponse_7(it_topics, out, chunks)
-    out.append(0)
-
-
-def _d_ListOffsetsPartitionResponse_8(buf: Any, pos: int) -> tuple[ListOffsetsPartitionResponse, int]:
-    (f_partition_index, f_error_code, f_timestamp, f_offset, f_leader_epoch,) = _S7.unpack_from(buf, pos)
-    pos += _S7.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return ListOffsetsPartitionResponse(f_partition_index, f_error_code, [], f_timestamp, f_offset, f_leader_epoch), pos
-
-
-def _e_ListOffsetsPartitionResponse_8(o: ListOffsetsPartitionResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S7.pack(o.partition_index, o.error_code, o.timestamp, o.offset, o.leader_epoch)
-    out.append(0)
-
-
-def _d_ListOffsetsTopicResponse_8(buf: Any, pos: int) -> tuple[ListOffsetsTopicResponse, int]:
-    f_name, pos = read_compact_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, True, False)
-    f_partitions = []
-    for _ in range(n_partitions):
-        it_partitions, pos = _d_ListOffsetsPartitionResponse_8(buf, pos)
-        f_partitions.append(it_partitions)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return ListOffsetsTopicResponse(f_name, f_partitions), pos
-
-
-def _e_ListOffsetsTopicResponse_8(o: ListOffsetsTopicResponse, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.name)
-    write_array_count(out, o.partitions, True)
-    if o.partitions is not None:
-        for it_partitions in o.partitions:
-            _e_ListOffsetsPartitionResponse_8(it_partitions, out, chunks)
-    out.append(0)
-
-
-def _d_ListOffsetsResponse_8(buf: Any, pos: int) -> tuple[ListOffsetsResponse, int]:
-    (f_throttle_time_ms,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    n_topics, pos = read_array_count(buf, pos, True, False)
-    f_topics = []
-    for _ in range(n_topics):
-        it_topics, pos = _d_ListOffsetsTopicResponse_8(buf, pos)
-        f_topics.append(it_topics)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return ListOffsetsResponse(f_throttle_time_ms, f_topics), pos
-
-
-def _e_ListOffsetsResponse_8(o: ListOffsetsResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S1.pack(o.throttle_time_ms)
-    write_array_count(out, o.topics, True)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_ListOffsetsTopicResponse_8(it_topics, out, chunks)
-    out.append(0)
-
-
-def _d_ListOffsetsPartitionResponse_9(buf: Any, pos: int) -> tuple[ListOffsetsPartitionResponse, int]:
-    (f_partition_index, f_error_code, f_timestamp, f_offset, f_leader_epoch,) = _S7.unpack_from(buf, pos)
-    pos += _S7.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return ListOffsetsPartitionResponse(f_partition_index, f_error_code, [], f_timestamp, f_offset, f_leader_epoch), pos
-
-
-def _e_ListOffsetsPartitionResponse_9(o: ListOffsetsPartitionResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S7.pack(o.partition_index, o.error_code, o.timestamp, o.offset, o.leader_epoch)
-    out.append(0)
-
-
-def _d_ListOffsetsTopicResponse_9(buf: Any, pos: int) -> tuple[ListOffsetsTopicResponse, int]:
-    f_name, pos = read_compact_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, True, False)
-    f_partitions = []
-    for _ in range(n_partitions):
-        it_partitions, pos = _d_ListOffsetsPartitionResponse_9(buf, pos)
-        f_partitions.append(it_partitions)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return ListOffsetsTopicResponse(f_name, f_partitions), pos
-
-
-def _e_ListOffsetsTopicResponse_9(o: ListOffsetsTopicResponse, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.name)
-    write_array_count(out, o.partitions, True)
-    if o.partitions is not None:
-        for it_partitions in o.partitions:
-            _e_ListOffsetsPartitionResponse_9(it_partitions, out, chunks)
-    out.append(0)
-
-
-def _d_ListOffsetsResponse_9(buf: Any, pos: int) -> tuple[ListOffsetsResponse, int]:
-    (f_throttle_time_ms,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    n_topics, pos = read_array_count(buf, pos, True, False)
-    f_topics = []
-    for _ in range(n_topics):
-        it_topics, pos = _d_ListOffsetsTopicResponse_9(buf, pos)
-        f_topics.append(it_topics)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return ListOffsetsResponse(f_throttle_time_ms, f_topics), pos
-
-
-def _e_ListOffsetsResponse_9(o: ListOffsetsResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S1.pack(o.throttle_time_ms)
-    write_array_count(out, o.topics, True)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_ListOffsetsTopicResponse_9(it_topics, out, chunks)
-    out.append(0)
-
-
-def _d_ListOffsetsPartitionResponse_10(buf: Any, pos: int) -> tuple[ListOffsetsPartitionResponse, int]:
-    (f_partition_index, f_error_code, f_timestamp, f_offset, f_leader_epoch,) = _S7.unpack_from(buf, pos)
-    pos += _S7.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return ListOffsetsPartitionResponse(f_partition_index, f_error_code, [], f_timestamp, f_offset, f_leader_epoch), pos
-
-
-def _e_ListOffsetsPartitionResponse_10(o: ListOffsetsPartitionResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S7.pack(o.partition_index, o.error_code, o.timestamp, o.offset, o.leader_epoch)
-    out.append(0)
-
-
-def _d_ListOffsetsTopicResponse_10(buf: Any, pos: int) -> tuple[ListOffsetsTopicResponse, int]:
-    f_name, pos = read_compact_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, True, False)
-    f_partitions = []
-    for _ in range(n_partitions):
-        it_partitions, pos = _d_ListOffsetsPartitionResponse_10(buf, pos)
-        f_partitions.append(it_partitions)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return ListOffsetsTopicResponse(f_name, f_partitions), pos
-
-
-def _e_ListOffsetsTopicResponse_10(o: ListOffsetsTopicResponse, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.name)
-    write_array_count(out, o.partitions, True)
-    if o.partitions is not None:
-        for it_partitions in o.partitions:
-            _e_ListOffsetsPartitionResponse_10(it_partitions, out, chunks)
-    out.append(0)
-
-
-def _d_ListOffsetsResponse_10(buf: Any, pos: int) -> tuple[ListOffsetsResponse, int]:
-    (f_throttle_time_ms,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    n_topics, pos = read_array_count(buf, pos, True, False)
-    f_topics = []
-    for _ in range(n_topics):
-        it_topics, pos = _d_ListOffsetsTopicResponse_10(buf, pos)
-        f_topics.append(it_topics)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return ListOffsetsResponse(f_throttle_time_ms, f_topics), pos
-
-
-def _e_ListOffsetsResponse_10(o: ListOffsetsResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S1.pack(o.throttle_time_ms)
-    write_array_count(out, o.topics, True)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_ListOffsetsTopicResponse_10(it_topics, out, chunks)
-    out.append(0)
-
-
-ListOffsetsResponse._DECODERS = {0: _d_ListOffsetsResponse_0, 1: _d_ListOffsetsResponse_1, 2: _d_ListOffsetsResponse_2, 3: _d_ListOffsetsResponse_3, 4: _d_ListOffsetsResponse_4, 5: _d_ListOffsetsResponse_5, 6: _d_ListOffsetsResponse_6, 7: _d_ListOffsetsResponse_7, 8: _d_ListOffsetsResponse_8, 9: _d_ListOffsetsResponse_9, 10: _d_ListOffsetsResponse_10}
-ListOffsetsResponse._ENCODERS = {0: _e_ListOffsetsResponse_0, 1: _e_ListOffsetsResponse_1, 2: _e_ListOffsetsResponse_2, 3: _e_ListOffsetsResponse_3, 4: _e_ListOffsetsResponse_4, 5: _e_ListOffsetsResponse_5, 6: _e_ListOffsetsResponse_6, 7: _e_ListOffsetsResponse_7, 8: _e_ListOffsetsResponse_8, 9: _e_ListOffsetsResponse_9, 10: _e_ListOffsetsResponse_10}
+ListOffsetsResponse._DECODERS = {0: _d_ListOffsetsResponse_0, 1: _d_ListOffsetsResponse_1, 2: _d_ListOffsetsResponse_2, 3: _d_ListOffsetsResponse_2, 4: _d_ListOffsetsResponse_4, 5: _d_ListOffsetsResponse_4, 6: _d_ListOffsetsResponse_6, 7: _d_ListOffsetsResponse_6, 8: _d_ListOffsetsResponse_6, 9: _d_ListOffsetsResponse_6, 10: _d_ListOffsetsResponse_6}
+ListOffsetsResponse._ENCODERS = {0: _e_ListOffsetsResponse_0, 1: _e_ListOffsetsResponse_1, 2: _e_ListOffsetsResponse_2, 3: _e_ListOffsetsResponse_2, 4: _e_ListOffsetsResponse_4, 5: _e_ListOffsetsResponse_4, 6: _e_ListOffsetsResponse_6, 7: _e_ListOffsetsResponse_6, 8: _e_ListOffsetsResponse_6, 9: _e_ListOffsetsResponse_6, 10: _e_ListOffsetsResponse_6}

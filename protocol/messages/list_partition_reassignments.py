@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,50 +20,82 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>i')
 _S1 = Struct('>ih')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class ListPartitionReassignmentsTopics:
     name: str = ""
     partition_indexes: list[int] = field(default_factory=list)
 
+    def __init__(self, name: str = "", partition_indexes: list[int] | None = None) -> None:
+        self.name = name
+        self.partition_indexes = [] if partition_indexes is None else partition_indexes
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class ListPartitionReassignmentsRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 46
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 0
-    FLEXIBLE_MIN: ClassVar[int | None] = 0
     timeout_ms: int = 60000
     topics: list[ListPartitionReassignmentsTopics] | None = field(default_factory=list)
 
+    def __init__(self, timeout_ms: int = 60000, topics: object = _UNSET) -> None:
+        self.timeout_ms = timeout_ms
+        self.topics = [] if topics is _UNSET else cast('list[ListPartitionReassignmentsTopics] | None', topics)
 
-@dataclass(slots=True)
+
+ListPartitionReassignmentsRequest.API_KEY = 46
+ListPartitionReassignmentsRequest.MIN_VERSION = 0
+ListPartitionReassignmentsRequest.MAX_VERSION = 0
+ListPartitionReassignmentsRequest.FLEXIBLE_MIN = 0
+
+
+@dataclass(slots=True, init=False)
 class OngoingPartitionReassignment:
     partition_index: int = 0
     replicas: list[int] = field(default_factory=list)
     adding_replicas: list[int] = field(default_factory=list)
     removing_replicas: list[int] = field(default_factory=list)
 
+    def __init__(self, partition_index: int = 0, replicas: list[int] | None = None, adding_replicas: list[int] | None = None, removing_replicas: list[int] | None = None) -> None:
+        self.partition_index = partition_index
+        self.replicas = [] if replicas is None else replicas
+        self.adding_replicas = [] if adding_replicas is None else adding_replicas
+        self.removing_replicas = [] if removing_replicas is None else removing_replicas
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class OngoingTopicReassignment:
     name: str = ""
     partitions: list[OngoingPartitionReassignment] = field(default_factory=list)
 
+    def __init__(self, name: str = "", partitions: list[OngoingPartitionReassignment] | None = None) -> None:
+        self.name = name
+        self.partitions = [] if partitions is None else partitions
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class ListPartitionReassignmentsResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 46
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 0
-    FLEXIBLE_MIN: ClassVar[int | None] = 0
     throttle_time_ms: int = 0
     error_code: int = 0
     error_message: str | None = ""
     topics: list[OngoingTopicReassignment] = field(default_factory=list)
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = "", topics: list[OngoingTopicReassignment] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.error_message = error_message
+        self.topics = [] if topics is None else topics
+
+
+ListPartitionReassignmentsResponse.API_KEY = 46
+ListPartitionReassignmentsResponse.MIN_VERSION = 0
+ListPartitionReassignmentsResponse.MAX_VERSION = 0
+ListPartitionReassignmentsResponse.FLEXIBLE_MIN = 0
 
 
 def _d_ListPartitionReassignmentsTopics_0(buf: Any, pos: int) -> tuple[ListPartitionReassignmentsTopics, int]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,39 +20,64 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>q')
 _S1 = Struct('>ih')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class ListTransactionsRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 66
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 2
-    FLEXIBLE_MIN: ClassVar[int | None] = 0
     state_filters: list[str] = field(default_factory=list)
     producer_id_filters: list[int] = field(default_factory=list)
     duration_filter: int = -1
     transactional_id_pattern: str | None = None
 
+    def __init__(self, state_filters: list[str] | None = None, producer_id_filters: list[int] | None = None, duration_filter: int = -1, transactional_id_pattern: str | None = None) -> None:
+        self.state_filters = [] if state_filters is None else state_filters
+        self.producer_id_filters = [] if producer_id_filters is None else producer_id_filters
+        self.duration_filter = duration_filter
+        self.transactional_id_pattern = transactional_id_pattern
 
-@dataclass(slots=True)
+
+ListTransactionsRequest.API_KEY = 66
+ListTransactionsRequest.MIN_VERSION = 0
+ListTransactionsRequest.MAX_VERSION = 2
+ListTransactionsRequest.FLEXIBLE_MIN = 0
+
+
+@dataclass(slots=True, init=False)
 class TransactionState:
     transactional_id: str = ""
     producer_id: int = 0
     transaction_state: str = ""
 
+    def __init__(self, transactional_id: str = "", producer_id: int = 0, transaction_state: str = "") -> None:
+        self.transactional_id = transactional_id
+        self.producer_id = producer_id
+        self.transaction_state = transaction_state
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class ListTransactionsResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 66
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 2
-    FLEXIBLE_MIN: ClassVar[int | None] = 0
     throttle_time_ms: int = 0
     error_code: int = 0
     unknown_state_filters: list[str] = field(default_factory=list)
     transaction_states: list[TransactionState] = field(default_factory=list)
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, unknown_state_filters: list[str] | None = None, transaction_states: list[TransactionState] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.unknown_state_filters = [] if unknown_state_filters is None else unknown_state_filters
+        self.transaction_states = [] if transaction_states is None else transaction_states
+
+
+ListTransactionsResponse.API_KEY = 66
+ListTransactionsResponse.MIN_VERSION = 0
+ListTransactionsResponse.MAX_VERSION = 2
+ListTransactionsResponse.FLEXIBLE_MIN = 0
 
 
 def _d_ListTransactionsRequest_0(buf: Any, pos: int) -> tuple[ListTransactionsRequest, int]:
@@ -206,109 +231,5 @@ def _e_ListTransactionsResponse_0(o: ListTransactionsResponse, out: bytearray, c
     out.append(0)
 
 
-def _d_TransactionState_1(buf: Any, pos: int) -> tuple[TransactionState, int]:
-    f_transactional_id, pos = read_compact_string(buf, pos, False)
-    (f_producer_id,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    f_transaction_state, pos = read_compact_string(buf, pos, False)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return TransactionState(f_transactional_id, f_producer_id, f_transaction_state), pos
-
-
-def _e_TransactionState_1(o: TransactionState, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.transactional_id)
-    out += _S0.pack(o.producer_id)
-    write_compact_string(out, o.transaction_state)
-    out.append(0)
-
-
-def _d_ListTransactionsResponse_1(buf: Any, pos: int) -> tuple[ListTransactionsResponse, int]:
-    (f_throttle_time_ms, f_error_code,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    n_unknown_state_filters, pos = read_array_count(buf, pos, True, False)
-    f_unknown_state_filters = []
-    for _ in range(n_unknown_state_filters):
-        it_unknown_state_filters, pos = read_compact_string(buf, pos, False)
-        f_unknown_state_filters.append(it_unknown_state_filters)
-    n_transaction_states, pos = read_array_count(buf, pos, True, False)
-    f_transaction_states = []
-    for _ in range(n_transaction_states):
-        it_transaction_states, pos = _d_TransactionState_1(buf, pos)
-        f_transaction_states.append(it_transaction_states)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return ListTransactionsResponse(f_throttle_time_ms, f_error_code, f_unknown_state_filters, f_transaction_states), pos
-
-
-def _e_ListTransactionsResponse_1(o: ListTransactionsResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S1.pack(o.throttle_time_ms, o.error_code)
-    write_array_count(out, o.unknown_state_filters, True)
-    if o.unknown_state_filters is not None:
-        for it_unknown_state_filters in o.unknown_state_filters:
-            write_compact_string(out, it_unknown_state_filters)
-    write_array_count(out, o.transaction_states, True)
-    if o.transaction_states is not None:
-        for it_transaction_states in o.transaction_states:
-            _e_TransactionState_1(it_transaction_states, out, chunks)
-    out.append(0)
-
-
-def _d_TransactionState_2(buf: Any, pos: int) -> tuple[TransactionState, int]:
-    f_transactional_id, pos = read_compact_string(buf, pos, False)
-    (f_producer_id,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    f_transaction_state, pos = read_compact_string(buf, pos, False)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return TransactionState(f_transactional_id, f_producer_id, f_transaction_state), pos
-
-
-def _e_TransactionState_2(o: TransactionState, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.transactional_id)
-    out += _S0.pack(o.producer_id)
-    write_compact_string(out, o.transaction_state)
-    out.append(0)
-
-
-def _d_ListTransactionsResponse_2(buf: Any, pos: int) -> tuple[ListTransactionsResponse, int]:
-    (f_throttle_time_ms, f_error_code,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    n_unknown_state_filters, pos = read_array_count(buf, pos, True, False)
-    f_unknown_state_filters = []
-    for _ in range(n_unknown_state_filters):
-        it_unknown_state_filters, pos = read_compact_string(buf, pos, False)
-        f_unknown_state_filters.append(it_unknown_state_filters)
-    n_transaction_states, pos = read_array_count(buf, pos, True, False)
-    f_transaction_states = []
-    for _ in range(n_transaction_states):
-        it_transaction_states, pos = _d_TransactionState_2(buf, pos)
-        f_transaction_states.append(it_transaction_states)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return ListTransactionsResponse(f_throttle_time_ms, f_error_code, f_unknown_state_filters, f_transaction_states), pos
-
-
-def _e_ListTransactionsResponse_2(o: ListTransactionsResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S1.pack(o.throttle_time_ms, o.error_code)
-    write_array_count(out, o.unknown_state_filters, True)
-    if o.unknown_state_filters is not None:
-        for it_unknown_state_filters in o.unknown_state_filters:
-            write_compact_string(out, it_unknown_state_filters)
-    write_array_count(out, o.transaction_states, True)
-    if o.transaction_states is not None:
-        for it_transaction_states in o.transaction_states:
-            _e_TransactionState_2(it_transaction_states, out, chunks)
-    out.append(0)
-
-
-ListTransactionsResponse._DECODERS = {0: _d_ListTransactionsResponse_0, 1: _d_ListTransactionsResponse_1, 2: _d_ListTransactionsResponse_2}
-ListTransactionsResponse._ENCODERS = {0: _e_ListTransactionsResponse_0, 1: _e_ListTransactionsResponse_1, 2: _e_ListTransactionsResponse_2}
+ListTransactionsResponse._DECODERS = {0: _d_ListTransactionsResponse_0, 1: _d_ListTransactionsResponse_0, 2: _d_ListTransactionsResponse_0}
+ListTransactionsResponse._ENCODERS = {0: _e_ListTransactionsResponse_0, 1: _e_ListTransactionsResponse_0, 2: _e_ListTransactionsResponse_0}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,6 +20,10 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>?')
 _S1 = Struct('>???')
 _S2 = Struct('>16s')
@@ -31,25 +35,37 @@ _S7 = Struct('>hiii')
 _S8 = Struct('>16s?')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class MetadataRequestTopic:
     topic_id: uuid.UUID = ZERO_UUID
     name: str | None = ""
 
+    def __init__(self, topic_id: uuid.UUID = ZERO_UUID, name: str | None = "") -> None:
+        self.topic_id = topic_id
+        self.name = name
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class MetadataRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 3
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 13
-    FLEXIBLE_MIN: ClassVar[int | None] = 9
     topics: list[MetadataRequestTopic] | None = field(default_factory=list)
     allow_auto_topic_creation: bool = True
     include_cluster_authorized_operations: bool = False
     include_topic_authorized_operations: bool = False
 
+    def __init__(self, topics: object = _UNSET, allow_auto_topic_creation: bool = True, include_cluster_authorized_operations: bool = False, include_topic_authorized_operations: bool = False) -> None:
+        self.topics = [] if topics is _UNSET else cast('list[MetadataRequestTopic] | None', topics)
+        self.allow_auto_topic_creation = allow_auto_topic_creation
+        self.include_cluster_authorized_operations = include_cluster_authorized_operations
+        self.include_topic_authorized_operations = include_topic_authorized_operations
 
-@dataclass(slots=True)
+
+MetadataRequest.API_KEY = 3
+MetadataRequest.MIN_VERSION = 0
+MetadataRequest.MAX_VERSION = 13
+MetadataRequest.FLEXIBLE_MIN = 9
+
+
+@dataclass(slots=True, init=False)
 class MetadataResponsePartition:
     error_code: int = 0
     partition_index: int = 0
@@ -59,8 +75,17 @@ class MetadataResponsePartition:
     isr_nodes: list[int] = field(default_factory=list)
     offline_replicas: list[int] = field(default_factory=list)
 
+    def __init__(self, error_code: int = 0, partition_index: int = 0, leader_id: int = 0, leader_epoch: int = -1, replica_nodes: list[int] | None = None, isr_nodes: list[int] | None = None, offline_replicas: list[int] | None = None) -> None:
+        self.error_code = error_code
+        self.partition_index = partition_index
+        self.leader_id = leader_id
+        self.leader_epoch = leader_epoch
+        self.replica_nodes = [] if replica_nodes is None else replica_nodes
+        self.isr_nodes = [] if isr_nodes is None else isr_nodes
+        self.offline_replicas = [] if offline_replicas is None else offline_replicas
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class MetadataResponseTopic:
     error_code: int = 0
     name: str | None = ""
@@ -69,21 +94,31 @@ class MetadataResponseTopic:
     partitions: list[MetadataResponsePartition] = field(default_factory=list)
     topic_authorized_operations: int = -2147483648
 
+    def __init__(self, error_code: int = 0, name: str | None = "", topic_id: uuid.UUID = ZERO_UUID, is_internal: bool = False, partitions: list[MetadataResponsePartition] | None = None, topic_authorized_operations: int = -2147483648) -> None:
+        self.error_code = error_code
+        self.name = name
+        self.topic_id = topic_id
+        self.is_internal = is_internal
+        self.partitions = [] if partitions is None else partitions
+        self.topic_authorized_operations = topic_authorized_operations
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class MetadataResponseBroker:
     node_id: int = 0
     host: str = ""
     port: int = 0
     rack: str | None = None
 
+    def __init__(self, node_id: int = 0, host: str = "", port: int = 0, rack: str | None = None) -> None:
+        self.node_id = node_id
+        self.host = host
+        self.port = port
+        self.rack = rack
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class MetadataResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 3
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 13
-    FLEXIBLE_MIN: ClassVar[int | None] = 9
     throttle_time_ms: int = 0
     brokers: list[MetadataResponseBroker] = field(default_factory=list)
     cluster_id: str | None = None
@@ -91,6 +126,21 @@ class MetadataResponse(ApiMessage):
     topics: list[MetadataResponseTopic] = field(default_factory=list)
     cluster_authorized_operations: int = -2147483648
     error_code: int = 0
+
+    def __init__(self, throttle_time_ms: int = 0, brokers: list[MetadataResponseBroker] | None = None, cluster_id: str | None = None, controller_id: int = -1, topics: list[MetadataResponseTopic] | None = None, cluster_authorized_operations: int = -2147483648, error_code: int = 0) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.brokers = [] if brokers is None else brokers
+        self.cluster_id = cluster_id
+        self.controller_id = controller_id
+        self.topics = [] if topics is None else topics
+        self.cluster_authorized_operations = cluster_authorized_operations
+        self.error_code = error_code
+
+
+MetadataResponse.API_KEY = 3
+MetadataResponse.MIN_VERSION = 0
+MetadataResponse.MAX_VERSION = 13
+MetadataResponse.FLEXIBLE_MIN = 9
 
 
 def _d_MetadataRequestTopic_0(buf: Any, pos: int) -> tuple[MetadataRequestTopic, int]:
@@ -118,15 +168,6 @@ def _e_MetadataRequest_0(o: MetadataRequest, out: bytearray, chunks: list[Any]) 
             _e_MetadataRequestTopic_0(it_topics, out, chunks)
 
 
-def _d_MetadataRequestTopic_1(buf: Any, pos: int) -> tuple[MetadataRequestTopic, int]:
-    f_name, pos = read_string(buf, pos, False)
-    return MetadataRequestTopic(ZERO_UUID, f_name), pos
-
-
-def _e_MetadataRequestTopic_1(o: MetadataRequestTopic, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-
-
 def _d_MetadataRequest_1(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
     n_topics, pos = read_array_count(buf, pos, False, True)
     if n_topics < 0:
@@ -134,81 +175,9 @@ def _d_MetadataRequest_1(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
     else:
         f_topics = []
         for _ in range(n_topics):
-            it_topics, pos = _d_MetadataRequestTopic_1(buf, pos)
+            it_topics, pos = _d_MetadataRequestTopic_0(buf, pos)
             f_topics.append(it_topics)
     return MetadataRequest(f_topics, True, False, False), pos
-
-
-def _e_MetadataRequest_1(o: MetadataRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_array_count(out, o.topics, False)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_MetadataRequestTopic_1(it_topics, out, chunks)
-
-
-def _d_MetadataRequestTopic_2(buf: Any, pos: int) -> tuple[MetadataRequestTopic, int]:
-    f_name, pos = read_string(buf, pos, False)
-    return MetadataRequestTopic(ZERO_UUID, f_name), pos
-
-
-def _e_MetadataRequestTopic_2(o: MetadataRequestTopic, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-
-
-def _d_MetadataRequest_2(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
-    n_topics, pos = read_array_count(buf, pos, False, True)
-    if n_topics < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            it_topics, pos = _d_MetadataRequestTopic_2(buf, pos)
-            f_topics.append(it_topics)
-    return MetadataRequest(f_topics, True, False, False), pos
-
-
-def _e_MetadataRequest_2(o: MetadataRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_array_count(out, o.topics, False)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_MetadataRequestTopic_2(it_topics, out, chunks)
-
-
-def _d_MetadataRequestTopic_3(buf: Any, pos: int) -> tuple[MetadataRequestTopic, int]:
-    f_name, pos = read_string(buf, pos, False)
-    return MetadataRequestTopic(ZERO_UUID, f_name), pos
-
-
-def _e_MetadataRequestTopic_3(o: MetadataRequestTopic, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-
-
-def _d_MetadataRequest_3(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
-    n_topics, pos = read_array_count(buf, pos, False, True)
-    if n_topics < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            it_topics, pos = _d_MetadataRequestTopic_3(buf, pos)
-            f_topics.append(it_topics)
-    return MetadataRequest(f_topics, True, False, False), pos
-
-
-def _e_MetadataRequest_3(o: MetadataRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_array_count(out, o.topics, False)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_MetadataRequestTopic_3(it_topics, out, chunks)
-
-
-def _d_MetadataRequestTopic_4(buf: Any, pos: int) -> tuple[MetadataRequestTopic, int]:
-    f_name, pos = read_string(buf, pos, False)
-    return MetadataRequestTopic(ZERO_UUID, f_name), pos
-
-
-def _e_MetadataRequestTopic_4(o: MetadataRequestTopic, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
 
 
 def _d_MetadataRequest_4(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
@@ -218,7 +187,7 @@ def _d_MetadataRequest_4(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
     else:
         f_topics = []
         for _ in range(n_topics):
-            it_topics, pos = _d_MetadataRequestTopic_4(buf, pos)
+            it_topics, pos = _d_MetadataRequestTopic_0(buf, pos)
             f_topics.append(it_topics)
     (f_allow_auto_topic_creation,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
@@ -229,110 +198,8 @@ def _e_MetadataRequest_4(o: MetadataRequest, out: bytearray, chunks: list[Any]) 
     write_array_count(out, o.topics, False)
     if o.topics is not None:
         for it_topics in o.topics:
-            _e_MetadataRequestTopic_4(it_topics, out, chunks)
+            _e_MetadataRequestTopic_0(it_topics, out, chunks)
     out += _S0.pack(o.allow_auto_topic_creation)
-
-
-def _d_MetadataRequestTopic_5(buf: Any, pos: int) -> tuple[MetadataRequestTopic, int]:
-    f_name, pos = read_string(buf, pos, False)
-    return MetadataRequestTopic(ZERO_UUID, f_name), pos
-
-
-def _e_MetadataRequestTopic_5(o: MetadataRequestTopic, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-
-
-def _d_MetadataRequest_5(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
-    n_topics, pos = read_array_count(buf, pos, False, True)
-    if n_topics < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            it_topics, pos = _d_MetadataRequestTopic_5(buf, pos)
-            f_topics.append(it_topics)
-    (f_allow_auto_topic_creation,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    return MetadataRequest(f_topics, f_allow_auto_topic_creation, False, False), pos
-
-
-def _e_MetadataRequest_5(o: MetadataRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_array_count(out, o.topics, False)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_MetadataRequestTopic_5(it_topics, out, chunks)
-    out += _S0.pack(o.allow_auto_topic_creation)
-
-
-def _d_MetadataRequestTopic_6(buf: Any, pos: int) -> tuple[MetadataRequestTopic, int]:
-    f_name, pos = read_string(buf, pos, False)
-    return MetadataRequestTopic(ZERO_UUID, f_name), pos
-
-
-def _e_MetadataRequestTopic_6(o: MetadataRequestTopic, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-
-
-def _d_MetadataRequest_6(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
-    n_topics, pos = read_array_count(buf, pos, False, True)
-    if n_topics < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            it_topics, pos = _d_MetadataRequestTopic_6(buf, pos)
-            f_topics.append(it_topics)
-    (f_allow_auto_topic_creation,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    return MetadataRequest(f_topics, f_allow_auto_topic_creation, False, False), pos
-
-
-def _e_MetadataRequest_6(o: MetadataRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_array_count(out, o.topics, False)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_MetadataRequestTopic_6(it_topics, out, chunks)
-    out += _S0.pack(o.allow_auto_topic_creation)
-
-
-def _d_MetadataRequestTopic_7(buf: Any, pos: int) -> tuple[MetadataRequestTopic, int]:
-    f_name, pos = read_string(buf, pos, False)
-    return MetadataRequestTopic(ZERO_UUID, f_name), pos
-
-
-def _e_MetadataRequestTopic_7(o: MetadataRequestTopic, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-
-
-def _d_MetadataRequest_7(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
-    n_topics, pos = read_array_count(buf, pos, False, True)
-    if n_topics < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            it_topics, pos = _d_MetadataRequestTopic_7(buf, pos)
-            f_topics.append(it_topics)
-    (f_allow_auto_topic_creation,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    return MetadataRequest(f_topics, f_allow_auto_topic_creation, False, False), pos
-
-
-def _e_MetadataRequest_7(o: MetadataRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_array_count(out, o.topics, False)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_MetadataRequestTopic_7(it_topics, out, chunks)
-    out += _S0.pack(o.allow_auto_topic_creation)
-
-
-def _d_MetadataRequestTopic_8(buf: Any, pos: int) -> tuple[MetadataRequestTopic, int]:
-    f_name, pos = read_string(buf, pos, False)
-    return MetadataRequestTopic(ZERO_UUID, f_name), pos
-
-
-def _e_MetadataRequestTopic_8(o: MetadataRequestTopic, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
 
 
 def _d_MetadataRequest_8(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
@@ -342,7 +209,7 @@ def _d_MetadataRequest_8(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
     else:
         f_topics = []
         for _ in range(n_topics):
-            it_topics, pos = _d_MetadataRequestTopic_8(buf, pos)
+            it_topics, pos = _d_MetadataRequestTopic_0(buf, pos)
             f_topics.append(it_topics)
     (f_allow_auto_topic_creation, f_include_cluster_authorized_operations, f_include_topic_authorized_operations,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
@@ -353,7 +220,7 @@ def _e_MetadataRequest_8(o: MetadataRequest, out: bytearray, chunks: list[Any]) 
     write_array_count(out, o.topics, False)
     if o.topics is not None:
         for it_topics in o.topics:
-            _e_MetadataRequestTopic_8(it_topics, out, chunks)
+            _e_MetadataRequestTopic_0(it_topics, out, chunks)
     out += _S1.pack(o.allow_auto_topic_creation, o.include_cluster_authorized_operations, o.include_topic_authorized_operations)
 
 
@@ -443,24 +310,6 @@ def _e_MetadataRequest_10(o: MetadataRequest, out: bytearray, chunks: list[Any])
     out.append(0)
 
 
-def _d_MetadataRequestTopic_11(buf: Any, pos: int) -> tuple[MetadataRequestTopic, int]:
-    (f_topic_id,) = _S2.unpack_from(buf, pos)
-    pos += _S2.size
-    f_topic_id = _uuid(f_topic_id)
-    f_name, pos = read_compact_string(buf, pos, True)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return MetadataRequestTopic(f_topic_id, f_name), pos
-
-
-def _e_MetadataRequestTopic_11(o: MetadataRequestTopic, out: bytearray, chunks: list[Any]) -> None:
-    out += _S2.pack(o.topic_id.bytes)
-    write_compact_string(out, o.name)
-    out.append(0)
-
-
 def _d_MetadataRequest_11(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
     n_topics, pos = read_array_count(buf, pos, True, True)
     if n_topics < 0:
@@ -468,7 +317,7 @@ def _d_MetadataRequest_11(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
     else:
         f_topics = []
         for _ in range(n_topics):
-            it_topics, pos = _d_MetadataRequestTopic_11(buf, pos)
+            it_topics, pos = _d_MetadataRequestTopic_10(buf, pos)
             f_topics.append(it_topics)
     (f_allow_auto_topic_creation, f_include_topic_authorized_operations,) = _S3.unpack_from(buf, pos)
     pos += _S3.size
@@ -483,103 +332,13 @@ def _e_MetadataRequest_11(o: MetadataRequest, out: bytearray, chunks: list[Any])
     write_array_count(out, o.topics, True)
     if o.topics is not None:
         for it_topics in o.topics:
-            _e_MetadataRequestTopic_11(it_topics, out, chunks)
+            _e_MetadataRequestTopic_10(it_topics, out, chunks)
     out += _S3.pack(o.allow_auto_topic_creation, o.include_topic_authorized_operations)
     out.append(0)
 
 
-def _d_MetadataRequestTopic_12(buf: Any, pos: int) -> tuple[MetadataRequestTopic, int]:
-    (f_topic_id,) = _S2.unpack_from(buf, pos)
-    pos += _S2.size
-    f_topic_id = _uuid(f_topic_id)
-    f_name, pos = read_compact_string(buf, pos, True)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return MetadataRequestTopic(f_topic_id, f_name), pos
-
-
-def _e_MetadataRequestTopic_12(o: MetadataRequestTopic, out: bytearray, chunks: list[Any]) -> None:
-    out += _S2.pack(o.topic_id.bytes)
-    write_compact_string(out, o.name)
-    out.append(0)
-
-
-def _d_MetadataRequest_12(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
-    n_topics, pos = read_array_count(buf, pos, True, True)
-    if n_topics < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            it_topics, pos = _d_MetadataRequestTopic_12(buf, pos)
-            f_topics.append(it_topics)
-    (f_allow_auto_topic_creation, f_include_topic_authorized_operations,) = _S3.unpack_from(buf, pos)
-    pos += _S3.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return MetadataRequest(f_topics, f_allow_auto_topic_creation, False, f_include_topic_authorized_operations), pos
-
-
-def _e_MetadataRequest_12(o: MetadataRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_array_count(out, o.topics, True)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_MetadataRequestTopic_12(it_topics, out, chunks)
-    out += _S3.pack(o.allow_auto_topic_creation, o.include_topic_authorized_operations)
-    out.append(0)
-
-
-def _d_MetadataRequestTopic_13(buf: Any, pos: int) -> tuple[MetadataRequestTopic, int]:
-    (f_topic_id,) = _S2.unpack_from(buf, pos)
-    pos += _S2.size
-    f_topic_id = _uuid(f_topic_id)
-    f_name, pos = read_compact_string(buf, pos, True)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return MetadataRequestTopic(f_topic_id, f_name), pos
-
-
-def _e_MetadataRequestTopic_13(o: MetadataRequestTopic, out: bytearray, chunks: list[Any]) -> None:
-    out += _S2.pack(o.topic_id.bytes)
-    write_compact_string(out, o.name)
-    out.append(0)
-
-
-def _d_MetadataRequest_13(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
-    n_topics, pos = read_array_count(buf, pos, True, True)
-    if n_topics < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            it_topics, pos = _d_MetadataRequestTopic_13(buf, pos)
-            f_topics.append(it_topics)
-    (f_allow_auto_topic_creation, f_include_topic_authorized_operations,) = _S3.unpack_from(buf, pos)
-    pos += _S3.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return MetadataRequest(f_topics, f_allow_auto_topic_creation, False, f_include_topic_authorized_operations), pos
-
-
-def _e_MetadataRequest_13(o: MetadataRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_array_count(out, o.topics, True)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_MetadataRequestTopic_13(it_topics, out, chunks)
-    out += _S3.pack(o.allow_auto_topic_creation, o.include_topic_authorized_operations)
-    out.append(0)
-
-
-MetadataRequest._DECODERS = {0: _d_MetadataRequest_0, 1: _d_MetadataRequest_1, 2: _d_MetadataRequest_2, 3: _d_MetadataRequest_3, 4: _d_MetadataRequest_4, 5: _d_MetadataRequest_5, 6: _d_MetadataRequest_6, 7: _d_MetadataRequest_7, 8: _d_MetadataRequest_8, 9: _d_MetadataRequest_9, 10: _d_MetadataRequest_10, 11: _d_MetadataRequest_11, 12: _d_MetadataRequest_12, 13: _d_MetadataRequest_13}
-MetadataRequest._ENCODERS = {0: _e_MetadataRequest_0, 1: _e_MetadataRequest_1, 2: _e_MetadataRequest_2, 3: _e_MetadataRequest_3, 4: _e_MetadataRequest_4, 5: _e_MetadataRequest_5, 6: _e_MetadataRequest_6, 7: _e_MetadataRequest_7, 8: _e_MetadataRequest_8, 9: _e_MetadataRequest_9, 10: _e_MetadataRequest_10, 11: _e_MetadataRequest_11, 12: _e_MetadataRequest_12, 13: _e_MetadataRequest_13}
+MetadataRequest._DECODERS = {0: _d_MetadataRequest_0, 1: _d_MetadataRequest_1, 2: _d_MetadataRequest_1, 3: _d_MetadataRequest_1, 4: _d_MetadataRequest_4, 5: _d_MetadataRequest_4, 6: _d_MetadataRequest_4, 7: _d_MetadataRequest_4, 8: _d_MetadataRequest_8, 9: _d_MetadataRequest_9, 10: _d_MetadataRequest_10, 11: _d_MetadataRequest_11, 12: _d_MetadataRequest_11, 13: _d_MetadataRequest_11}
+MetadataRequest._ENCODERS = {0: _e_MetadataRequest_0, 1: _e_MetadataRequest_0, 2: _e_MetadataRequest_0, 3: _e_MetadataRequest_0, 4: _e_MetadataRequest_4, 5: _e_MetadataRequest_4, 6: _e_MetadataRequest_4, 7: _e_MetadataRequest_4, 8: _e_MetadataRequest_8, 9: _e_MetadataRequest_9, 10: _e_MetadataRequest_10, 11: _e_MetadataRequest_11, 12: _e_MetadataRequest_11, 13: _e_MetadataRequest_11}
 
 
 def _d_MetadataResponsePartition_0(buf: Any, pos: int) -> tuple[MetadataResponsePartition, int]:
@@ -669,32 +428,6 @@ def _e_MetadataResponse_0(o: MetadataResponse, out: bytearray, chunks: list[Any]
             _e_MetadataResponseTopic_0(it_topics, out, chunks)
 
 
-def _d_MetadataResponsePartition_1(buf: Any, pos: int) -> tuple[MetadataResponsePartition, int]:
-    (f_error_code, f_partition_index, f_leader_id,) = _S4.unpack_from(buf, pos)
-    pos += _S4.size
-    n_replica_nodes, pos = read_array_count(buf, pos, False, False)
-    if n_replica_nodes * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_replica_nodes = list(unpack_from(f'>{n_replica_nodes}i', buf, pos))
-    pos += n_replica_nodes * 4
-    n_isr_nodes, pos = read_array_count(buf, pos, False, False)
-    if n_isr_nodes * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_isr_nodes = list(unpack_from(f'>{n_isr_nodes}i', buf, pos))
-    pos += n_isr_nodes * 4
-    return MetadataResponsePartition(f_error_code, f_partition_index, f_leader_id, -1, f_replica_nodes, f_isr_nodes, []), pos
-
-
-def _e_MetadataResponsePartition_1(o: MetadataResponsePartition, out: bytearray, chunks: list[Any]) -> None:
-    out += _S4.pack(o.error_code, o.partition_index, o.leader_id)
-    write_array_count(out, o.replica_nodes, False)
-    if o.replica_nodes is not None:
-        out += pack(f'>{len(o.replica_nodes)}i', *o.replica_nodes)
-    write_array_count(out, o.isr_nodes, False)
-    if o.isr_nodes is not None:
-        out += pack(f'>{len(o.isr_nodes)}i', *o.isr_nodes)
-
-
 def _d_MetadataResponseTopic_1(buf: Any, pos: int) -> tuple[MetadataResponseTopic, int]:
     (f_error_code,) = _S5.unpack_from(buf, pos)
     pos += _S5.size
@@ -704,7 +437,7 @@ def _d_MetadataResponseTopic_1(buf: Any, pos: int) -> tuple[MetadataResponseTopi
     n_partitions, pos = read_array_count(buf, pos, False, False)
     f_partitions = []
     for _ in range(n_partitions):
-        it_partitions, pos = _d_MetadataResponsePartition_1(buf, pos)
+        it_partitions, pos = _d_MetadataResponsePartition_0(buf, pos)
         f_partitions.append(it_partitions)
     return MetadataResponseTopic(f_error_code, f_name, ZERO_UUID, f_is_internal, f_partitions, -2147483648), pos
 
@@ -716,7 +449,7 @@ def _e_MetadataResponseTopic_1(o: MetadataResponseTopic, out: bytearray, chunks:
     write_array_count(out, o.partitions, False)
     if o.partitions is not None:
         for it_partitions in o.partitions:
-            _e_MetadataResponsePartition_1(it_partitions, out, chunks)
+            _e_MetadataResponsePartition_0(it_partitions, out, chunks)
 
 
 def _d_MetadataResponseBroker_1(buf: Any, pos: int) -> tuple[MetadataResponseBroker, int]:
@@ -764,78 +497,11 @@ def _e_MetadataResponse_1(o: MetadataResponse, out: bytearray, chunks: list[Any]
             _e_MetadataResponseTopic_1(it_topics, out, chunks)
 
 
-def _d_MetadataResponsePartition_2(buf: Any, pos: int) -> tuple[MetadataResponsePartition, int]:
-    (f_error_code, f_partition_index, f_leader_id,) = _S4.unpack_from(buf, pos)
-    pos += _S4.size
-    n_replica_nodes, pos = read_array_count(buf, pos, False, False)
-    if n_replica_nodes * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_replica_nodes = list(unpack_from(f'>{n_replica_nodes}i', buf, pos))
-    pos += n_replica_nodes * 4
-    n_isr_nodes, pos = read_array_count(buf, pos, False, False)
-    if n_isr_nodes * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_isr_nodes = list(unpack_from(f'>{n_isr_nodes}i', buf, pos))
-    pos += n_isr_nodes * 4
-    return MetadataResponsePartition(f_error_code, f_partition_index, f_leader_id, -1, f_replica_nodes, f_isr_nodes, []), pos
-
-
-def _e_MetadataResponsePartition_2(o: MetadataResponsePartition, out: bytearray, chunks: list[Any]) -> None:
-    out += _S4.pack(o.error_code, o.partition_index, o.leader_id)
-    write_array_count(out, o.replica_nodes, False)
-    if o.replica_nodes is not None:
-        out += pack(f'>{len(o.replica_nodes)}i', *o.replica_nodes)
-    write_array_count(out, o.isr_nodes, False)
-    if o.isr_nodes is not None:
-        out += pack(f'>{len(o.isr_nodes)}i', *o.isr_nodes)
-
-
-def _d_MetadataResponseTopic_2(buf: Any, pos: int) -> tuple[MetadataResponseTopic, int]:
-    (f_error_code,) = _S5.unpack_from(buf, pos)
-    pos += _S5.size
-    f_name, pos = read_string(buf, pos, False)
-    (f_is_internal,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    n_partitions, pos = read_array_count(buf, pos, False, False)
-    f_partitions = []
-    for _ in range(n_partitions):
-        it_partitions, pos = _d_MetadataResponsePartition_2(buf, pos)
-        f_partitions.append(it_partitions)
-    return MetadataResponseTopic(f_error_code, f_name, ZERO_UUID, f_is_internal, f_partitions, -2147483648), pos
-
-
-def _e_MetadataResponseTopic_2(o: MetadataResponseTopic, out: bytearray, chunks: list[Any]) -> None:
-    out += _S5.pack(o.error_code)
-    write_string(out, o.name)
-    out += _S0.pack(o.is_internal)
-    write_array_count(out, o.partitions, False)
-    if o.partitions is not None:
-        for it_partitions in o.partitions:
-            _e_MetadataResponsePartition_2(it_partitions, out, chunks)
-
-
-def _d_MetadataResponseBroker_2(buf: Any, pos: int) -> tuple[MetadataResponseBroker, int]:
-    (f_node_id,) = _S6.unpack_from(buf, pos)
-    pos += _S6.size
-    f_host, pos = read_string(buf, pos, False)
-    (f_port,) = _S6.unpack_from(buf, pos)
-    pos += _S6.size
-    f_rack, pos = read_string(buf, pos, True)
-    return MetadataResponseBroker(f_node_id, f_host, f_port, f_rack), pos
-
-
-def _e_MetadataResponseBroker_2(o: MetadataResponseBroker, out: bytearray, chunks: list[Any]) -> None:
-    out += _S6.pack(o.node_id)
-    write_string(out, o.host)
-    out += _S6.pack(o.port)
-    write_string(out, o.rack)
-
-
 def _d_MetadataResponse_2(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     n_brokers, pos = read_array_count(buf, pos, False, False)
     f_brokers = []
     for _ in range(n_brokers):
-        it_brokers, pos = _d_MetadataResponseBroker_2(buf, pos)
+        it_brokers, pos = _d_MetadataResponseBroker_1(buf, pos)
         f_brokers.append(it_brokers)
     f_cluster_id, pos = read_string(buf, pos, True)
     (f_controller_id,) = _S6.unpack_from(buf, pos)
@@ -843,7 +509,7 @@ def _d_MetadataResponse_2(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     n_topics, pos = read_array_count(buf, pos, False, False)
     f_topics = []
     for _ in range(n_topics):
-        it_topics, pos = _d_MetadataResponseTopic_2(buf, pos)
+        it_topics, pos = _d_MetadataResponseTopic_1(buf, pos)
         f_topics.append(it_topics)
     return MetadataResponse(0, f_brokers, f_cluster_id, f_controller_id, f_topics, -2147483648, 0), pos
 
@@ -852,80 +518,13 @@ def _e_MetadataResponse_2(o: MetadataResponse, out: bytearray, chunks: list[Any]
     write_array_count(out, o.brokers, False)
     if o.brokers is not None:
         for it_brokers in o.brokers:
-            _e_MetadataResponseBroker_2(it_brokers, out, chunks)
+            _e_MetadataResponseBroker_1(it_brokers, out, chunks)
     write_string(out, o.cluster_id)
     out += _S6.pack(o.controller_id)
     write_array_count(out, o.topics, False)
     if o.topics is not None:
         for it_topics in o.topics:
-            _e_MetadataResponseTopic_2(it_topics, out, chunks)
-
-
-def _d_MetadataResponsePartition_3(buf: Any, pos: int) -> tuple[MetadataResponsePartition, int]:
-    (f_error_code, f_partition_index, f_leader_id,) = _S4.unpack_from(buf, pos)
-    pos += _S4.size
-    n_replica_nodes, pos = read_array_count(buf, pos, False, False)
-    if n_replica_nodes * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_replica_nodes = list(unpack_from(f'>{n_replica_nodes}i', buf, pos))
-    pos += n_replica_nodes * 4
-    n_isr_nodes, pos = read_array_count(buf, pos, False, False)
-    if n_isr_nodes * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_isr_nodes = list(unpack_from(f'>{n_isr_nodes}i', buf, pos))
-    pos += n_isr_nodes * 4
-    return MetadataResponsePartition(f_error_code, f_partition_index, f_leader_id, -1, f_replica_nodes, f_isr_nodes, []), pos
-
-
-def _e_MetadataResponsePartition_3(o: MetadataResponsePartition, out: bytearray, chunks: list[Any]) -> None:
-    out += _S4.pack(o.error_code, o.partition_index, o.leader_id)
-    write_array_count(out, o.replica_nodes, False)
-    if o.replica_nodes is not None:
-        out += pack(f'>{len(o.replica_nodes)}i', *o.replica_nodes)
-    write_array_count(out, o.isr_nodes, False)
-    if o.isr_nodes is not None:
-        out += pack(f'>{len(o.isr_nodes)}i', *o.isr_nodes)
-
-
-def _d_MetadataResponseTopic_3(buf: Any, pos: int) -> tuple[MetadataResponseTopic, int]:
-    (f_error_code,) = _S5.unpack_from(buf, pos)
-    pos += _S5.size
-    f_name, pos = read_string(buf, pos, False)
-    (f_is_internal,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    n_partitions, pos = read_array_count(buf, pos, False, False)
-    f_partitions = []
-    for _ in range(n_partitions):
-        it_partitions, pos = _d_MetadataResponsePartition_3(buf, pos)
-        f_partitions.append(it_partitions)
-    return MetadataResponseTopic(f_error_code, f_name, ZERO_UUID, f_is_internal, f_partitions, -2147483648), pos
-
-
-def _e_MetadataResponseTopic_3(o: MetadataResponseTopic, out: bytearray, chunks: list[Any]) -> None:
-    out += _S5.pack(o.error_code)
-    write_string(out, o.name)
-    out += _S0.pack(o.is_internal)
-    write_array_count(out, o.partitions, False)
-    if o.partitions is not None:
-        for it_partitions in o.partitions:
-            _e_MetadataResponsePartition_3(it_partitions, out, chunks)
-
-
-def _d_MetadataResponseBroker_3(buf: Any, pos: int) -> tuple[MetadataResponseBroker, int]:
-    (f_node_id,) = _S6.unpack_from(buf, pos)
-    pos += _S6.size
-    f_host, pos = read_string(buf, pos, False)
-    (f_port,) = _S6.unpack_from(buf, pos)
-    pos += _S6.size
-    f_rack, pos = read_string(buf, pos, True)
-    return MetadataResponseBroker(f_node_id, f_host, f_port, f_rack), pos
-
-
-def _e_MetadataResponseBroker_3(o: MetadataResponseBroker, out: bytearray, chunks: list[Any]) -> None:
-    out += _S6.pack(o.node_id)
-    write_string(out, o.host)
-    out += _S6.pack(o.port)
-    write_string(out, o.rack)
+            _e_MetadataResponseTopic_1(it_topics, out, chunks)
 
 
 def _d_MetadataResponse_3(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
@@ -934,7 +533,7 @@ def _d_MetadataResponse_3(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     n_brokers, pos = read_array_count(buf, pos, False, False)
     f_brokers = []
     for _ in range(n_brokers):
-        it_brokers, pos = _d_MetadataResponseBroker_3(buf, pos)
+        it_brokers, pos = _d_MetadataResponseBroker_1(buf, pos)
         f_brokers.append(it_brokers)
     f_cluster_id, pos = read_string(buf, pos, True)
     (f_controller_id,) = _S6.unpack_from(buf, pos)
@@ -942,7 +541,7 @@ def _d_MetadataResponse_3(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     n_topics, pos = read_array_count(buf, pos, False, False)
     f_topics = []
     for _ in range(n_topics):
-        it_topics, pos = _d_MetadataResponseTopic_3(buf, pos)
+        it_topics, pos = _d_MetadataResponseTopic_1(buf, pos)
         f_topics.append(it_topics)
     return MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, -2147483648, 0), pos
 
@@ -952,113 +551,13 @@ def _e_MetadataResponse_3(o: MetadataResponse, out: bytearray, chunks: list[Any]
     write_array_count(out, o.brokers, False)
     if o.brokers is not None:
         for it_brokers in o.brokers:
-            _e_MetadataResponseBroker_3(it_brokers, out, chunks)
+            _e_MetadataResponseBroker_1(it_brokers, out, chunks)
     write_string(out, o.cluster_id)
     out += _S6.pack(o.controller_id)
     write_array_count(out, o.topics, False)
     if o.topics is not None:
         for it_topics in o.topics:
-            _e_MetadataResponseTopic_3(it_topics, out, chunks)
-
-
-def _d_MetadataResponsePartition_4(buf: Any, pos: int) -> tuple[MetadataResponsePartition, int]:
-    (f_error_code, f_partition_index, f_leader_id,) = _S4.unpack_from(buf, pos)
-    pos += _S4.size
-    n_replica_nodes, pos = read_array_count(buf, pos, False, False)
-    if n_replica_nodes * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_replica_nodes = list(unpack_from(f'>{n_replica_nodes}i', buf, pos))
-    pos += n_replica_nodes * 4
-    n_isr_nodes, pos = read_array_count(buf, pos, False, False)
-    if n_isr_nodes * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_isr_nodes = list(unpack_from(f'>{n_isr_nodes}i', buf, pos))
-    pos += n_isr_nodes * 4
-    return MetadataResponsePartition(f_error_code, f_partition_index, f_leader_id, -1, f_replica_nodes, f_isr_nodes, []), pos
-
-
-def _e_MetadataResponsePartition_4(o: MetadataResponsePartition, out: bytearray, chunks: list[Any]) -> None:
-    out += _S4.pack(o.error_code, o.partition_index, o.leader_id)
-    write_array_count(out, o.replica_nodes, False)
-    if o.replica_nodes is not None:
-        out += pack(f'>{len(o.replica_nodes)}i', *o.replica_nodes)
-    write_array_count(out, o.isr_nodes, False)
-    if o.isr_nodes is not None:
-        out += pack(f'>{len(o.isr_nodes)}i', *o.isr_nodes)
-
-
-def _d_MetadataResponseTopic_4(buf: Any, pos: int) -> tuple[MetadataResponseTopic, int]:
-    (f_error_code,) = _S5.unpack_from(buf, pos)
-    pos += _S5.size
-    f_name, pos = read_string(buf, pos, False)
-    (f_is_internal,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    n_partitions, pos = read_array_count(buf, pos, False, False)
-    f_partitions = []
-    for _ in range(n_partitions):
-        it_partitions, pos = _d_MetadataResponsePartition_4(buf, pos)
-        f_partitions.append(it_partitions)
-    return MetadataResponseTopic(f_error_code, f_name, ZERO_UUID, f_is_internal, f_partitions, -2147483648), pos
-
-
-def _e_MetadataResponseTopic_4(o: MetadataResponseTopic, out: bytearray, chunks: list[Any]) -> None:
-    out += _S5.pack(o.error_code)
-    write_string(out, o.name)
-    out += _S0.pack(o.is_internal)
-    write_array_count(out, o.partitions, False)
-    if o.partitions is not None:
-        for it_partitions in o.partitions:
-            _e_MetadataResponsePartition_4(it_partitions, out, chunks)
-
-
-def _d_MetadataResponseBroker_4(buf: Any, pos: int) -> tuple[MetadataResponseBroker, int]:
-    (f_node_id,) = _S6.unpack_from(buf, pos)
-    pos += _S6.size
-    f_host, pos = read_string(buf, pos, False)
-    (f_port,) = _S6.unpack_from(buf, pos)
-    pos += _S6.size
-    f_rack, pos = read_string(buf, pos, True)
-    return MetadataResponseBroker(f_node_id, f_host, f_port, f_rack), pos
-
-
-def _e_MetadataResponseBroker_4(o: MetadataResponseBroker, out: bytearray, chunks: list[Any]) -> None:
-    out += _S6.pack(o.node_id)
-    write_string(out, o.host)
-    out += _S6.pack(o.port)
-    write_string(out, o.rack)
-
-
-def _d_MetadataResponse_4(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
-    (f_throttle_time_ms,) = _S6.unpack_from(buf, pos)
-    pos += _S6.size
-    n_brokers, pos = read_array_count(buf, pos, False, False)
-    f_brokers = []
-    for _ in range(n_brokers):
-        it_brokers, pos = _d_MetadataResponseBroker_4(buf, pos)
-        f_brokers.append(it_brokers)
-    f_cluster_id, pos = read_string(buf, pos, True)
-    (f_controller_id,) = _S6.unpack_from(buf, pos)
-    pos += _S6.size
-    n_topics, pos = read_array_count(buf, pos, False, False)
-    f_topics = []
-    for _ in range(n_topics):
-        it_topics, pos = _d_MetadataResponseTopic_4(buf, pos)
-        f_topics.append(it_topics)
-    return MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, -2147483648, 0), pos
-
-
-def _e_MetadataResponse_4(o: MetadataResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S6.pack(o.throttle_time_ms)
-    write_array_count(out, o.brokers, False)
-    if o.brokers is not None:
-        for it_brokers in o.brokers:
-            _e_MetadataResponseBroker_4(it_brokers, out, chunks)
-    write_string(out, o.cluster_id)
-    out += _S6.pack(o.controller_id)
-    write_array_count(out, o.topics, False)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_MetadataResponseTopic_4(it_topics, out, chunks)
+            _e_MetadataResponseTopic_1(it_topics, out, chunks)
 
 
 def _d_MetadataResponsePartition_5(buf: Any, pos: int) -> tuple[MetadataResponsePartition, int]:
@@ -1119,30 +618,13 @@ def _e_MetadataResponseTopic_5(o: MetadataResponseTopic, out: bytearray, chunks:
             _e_MetadataResponsePartition_5(it_partitions, out, chunks)
 
 
-def _d_MetadataResponseBroker_5(buf: Any, pos: int) -> tuple[MetadataResponseBroker, int]:
-    (f_node_id,) = _S6.unpack_from(buf, pos)
-    pos += _S6.size
-    f_host, pos = read_string(buf, pos, False)
-    (f_port,) = _S6.unpack_from(buf, pos)
-    pos += _S6.size
-    f_rack, pos = read_string(buf, pos, True)
-    return MetadataResponseBroker(f_node_id, f_host, f_port, f_rack), pos
-
-
-def _e_MetadataResponseBroker_5(o: MetadataResponseBroker, out: bytearray, chunks: list[Any]) -> None:
-    out += _S6.pack(o.node_id)
-    write_string(out, o.host)
-    out += _S6.pack(o.port)
-    write_string(out, o.rack)
-
-
 def _d_MetadataResponse_5(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     (f_throttle_time_ms,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
     n_brokers, pos = read_array_count(buf, pos, False, False)
     f_brokers = []
     for _ in range(n_brokers):
-        it_brokers, pos = _d_MetadataResponseBroker_5(buf, pos)
+        it_brokers, pos = _d_MetadataResponseBroker_1(buf, pos)
         f_brokers.append(it_brokers)
     f_cluster_id, pos = read_string(buf, pos, True)
     (f_controller_id,) = _S6.unpack_from(buf, pos)
@@ -1160,121 +642,13 @@ def _e_MetadataResponse_5(o: MetadataResponse, out: bytearray, chunks: list[Any]
     write_array_count(out, o.brokers, False)
     if o.brokers is not None:
         for it_brokers in o.brokers:
-            _e_MetadataResponseBroker_5(it_brokers, out, chunks)
+            _e_MetadataResponseBroker_1(it_brokers, out, chunks)
     write_string(out, o.cluster_id)
     out += _S6.pack(o.controller_id)
     write_array_count(out, o.topics, False)
     if o.topics is not None:
         for it_topics in o.topics:
             _e_MetadataResponseTopic_5(it_topics, out, chunks)
-
-
-def _d_MetadataResponsePartition_6(buf: Any, pos: int) -> tuple[MetadataResponsePartition, int]:
-    (f_error_code, f_partition_index, f_leader_id,) = _S4.unpack_from(buf, pos)
-    pos += _S4.size
-    n_replica_nodes, pos = read_array_count(buf, pos, False, False)
-    if n_replica_nodes * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_replica_nodes = list(unpack_from(f'>{n_replica_nodes}i', buf, pos))
-    pos += n_replica_nodes * 4
-    n_isr_nodes, pos = read_array_count(buf, pos, False, False)
-    if n_isr_nodes * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_isr_nodes = list(unpack_from(f'>{n_isr_nodes}i', buf, pos))
-    pos += n_isr_nodes * 4
-    n_offline_replicas, pos = read_array_count(buf, pos, False, False)
-    if n_offline_replicas * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_offline_replicas = list(unpack_from(f'>{n_offline_replicas}i', buf, pos))
-    pos += n_offline_replicas * 4
-    return MetadataResponsePartition(f_error_code, f_partition_index, f_leader_id, -1, f_replica_nodes, f_isr_nodes, f_offline_replicas), pos
-
-
-def _e_MetadataResponsePartition_6(o: MetadataResponsePartition, out: bytearray, chunks: list[Any]) -> None:
-    out += _S4.pack(o.error_code, o.partition_index, o.leader_id)
-    write_array_count(out, o.replica_nodes, False)
-    if o.replica_nodes is not None:
-        out += pack(f'>{len(o.replica_nodes)}i', *o.replica_nodes)
-    write_array_count(out, o.isr_nodes, False)
-    if o.isr_nodes is not None:
-        out += pack(f'>{len(o.isr_nodes)}i', *o.isr_nodes)
-    write_array_count(out, o.offline_replicas, False)
-    if o.offline_replicas is not None:
-        out += pack(f'>{len(o.offline_replicas)}i', *o.offline_replicas)
-
-
-def _d_MetadataResponseTopic_6(buf: Any, pos: int) -> tuple[MetadataResponseTopic, int]:
-    (f_error_code,) = _S5.unpack_from(buf, pos)
-    pos += _S5.size
-    f_name, pos = read_string(buf, pos, False)
-    (f_is_internal,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    n_partitions, pos = read_array_count(buf, pos, False, False)
-    f_partitions = []
-    for _ in range(n_partitions):
-        it_partitions, pos = _d_MetadataResponsePartition_6(buf, pos)
-        f_partitions.append(it_partitions)
-    return MetadataResponseTopic(f_error_code, f_name, ZERO_UUID, f_is_internal, f_partitions, -2147483648), pos
-
-
-def _e_MetadataResponseTopic_6(o: MetadataResponseTopic, out: bytearray, chunks: list[Any]) -> None:
-    out += _S5.pack(o.error_code)
-    write_string(out, o.name)
-    out += _S0.pack(o.is_internal)
-    write_array_count(out, o.partitions, False)
-    if o.partitions is not None:
-        for it_partitions in o.partitions:
-            _e_MetadataResponsePartition_6(it_partitions, out, chunks)
-
-
-def _d_MetadataResponseBroker_6(buf: Any, pos: int) -> tuple[MetadataResponseBroker, int]:
-    (f_node_id,) = _S6.unpack_from(buf, pos)
-    pos += _S6.size
-    f_host, pos = read_string(buf, pos, False)
-    (f_port,) = _S6.unpack_from(buf, pos)
-    pos += _S6.size
-    f_rack, pos = read_string(buf, pos, True)
-    return MetadataResponseBroker(f_node_id, f_host, f_port, f_rack), pos
-
-
-def _e_MetadataResponseBroker_6(o: MetadataResponseBroker, out: bytearray, chunks: list[Any]) -> None:
-    out += _S6.pack(o.node_id)
-    write_string(out, o.host)
-    out += _S6.pack(o.port)
-    write_string(out, o.rack)
-
-
-def _d_MetadataResponse_6(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
-    (f_throttle_time_ms,) = _S6.unpack_from(buf, pos)
-    pos += _S6.size
-    n_brokers, pos = read_array_count(buf, pos, False, False)
-    f_brokers = []
-    for _ in range(n_brokers):
-        it_brokers, pos = _d_MetadataResponseBroker_6(buf, pos)
-        f_brokers.append(it_brokers)
-    f_cluster_id, pos = read_string(buf, pos, True)
-    (f_controller_id,) = _S6.unpack_from(buf, pos)
-    pos += _S6.size
-    n_topics, pos = read_array_count(buf, pos, False, False)
-    f_topics = []
-    for _ in range(n_topics):
-        it_topics, pos = _d_MetadataResponseTopic_6(buf, pos)
-        f_topics.append(it_topics)
-    return MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, -2147483648, 0), pos
-
-
-def _e_MetadataResponse_6(o: MetadataResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S6.pack(o.throttle_time_ms)
-    write_array_count(out, o.brokers, False)
-    if o.brokers is not None:
-        for it_brokers in o.brokers:
-            _e_MetadataResponseBroker_6(it_brokers, out, chunks)
-    write_string(out, o.cluster_id)
-    out += _S6.pack(o.controller_id)
-    write_array_count(out, o.topics, False)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_MetadataResponseTopic_6(it_topics, out, chunks)
 
 
 def _d_MetadataResponsePartition_7(buf: Any, pos: int) -> tuple[MetadataResponsePartition, int]:
@@ -1335,30 +709,13 @@ def _e_MetadataResponseTopic_7(o: MetadataResponseTopic, out: bytearray, chunks:
             _e_MetadataResponsePartition_7(it_partitions, out, chunks)
 
 
-def _d_MetadataResponseBroker_7(buf: Any, pos: int) -> tuple[MetadataResponseBroker, int]:
-    (f_node_id,) = _S6.unpack_from(buf, pos)
-    pos += _S6.size
-    f_host, pos = read_string(buf, pos, False)
-    (f_port,) = _S6.unpack_from(buf, pos)
-    pos += _S6.size
-    f_rack, pos = read_string(buf, pos, True)
-    return MetadataResponseBroker(f_node_id, f_host, f_port, f_rack), pos
-
-
-def _e_MetadataResponseBroker_7(o: MetadataResponseBroker, out: bytearray, chunks: list[Any]) -> None:
-    out += _S6.pack(o.node_id)
-    write_string(out, o.host)
-    out += _S6.pack(o.port)
-    write_string(out, o.rack)
-
-
 def _d_MetadataResponse_7(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     (f_throttle_time_ms,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
     n_brokers, pos = read_array_count(buf, pos, False, False)
     f_brokers = []
     for _ in range(n_brokers):
-        it_brokers, pos = _d_MetadataResponseBroker_7(buf, pos)
+        it_brokers, pos = _d_MetadataResponseBroker_1(buf, pos)
         f_brokers.append(it_brokers)
     f_cluster_id, pos = read_string(buf, pos, True)
     (f_controller_id,) = _S6.unpack_from(buf, pos)
@@ -1376,47 +733,13 @@ def _e_MetadataResponse_7(o: MetadataResponse, out: bytearray, chunks: list[Any]
     write_array_count(out, o.brokers, False)
     if o.brokers is not None:
         for it_brokers in o.brokers:
-            _e_MetadataResponseBroker_7(it_brokers, out, chunks)
+            _e_MetadataResponseBroker_1(it_brokers, out, chunks)
     write_string(out, o.cluster_id)
     out += _S6.pack(o.controller_id)
     write_array_count(out, o.topics, False)
     if o.topics is not None:
         for it_topics in o.topics:
             _e_MetadataResponseTopic_7(it_topics, out, chunks)
-
-
-def _d_MetadataResponsePartition_8(buf: Any, pos: int) -> tuple[MetadataResponsePartition, int]:
-    (f_error_code, f_partition_index, f_leader_id, f_leader_epoch,) = _S7.unpack_from(buf, pos)
-    pos += _S7.size
-    n_replica_nodes, pos = read_array_count(buf, pos, False, False)
-    if n_replica_nodes * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_replica_nodes = list(unpack_from(f'>{n_replica_nodes}i', buf, pos))
-    pos += n_replica_nodes * 4
-    n_isr_nodes, pos = read_array_count(buf, pos, False, False)
-    if n_isr_nodes * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_isr_nodes = list(unpack_from(f'>{n_isr_nodes}i', buf, pos))
-    pos += n_isr_nodes * 4
-    n_offline_replicas, pos = read_array_count(buf, pos, False, False)
-    if n_offline_replicas * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_offline_replicas = list(unpack_from(f'>{n_offline_replicas}i', buf, pos))
-    pos += n_offline_replicas * 4
-    return MetadataResponsePartition(f_error_code, f_partition_index, f_leader_id, f_leader_epoch, f_replica_nodes, f_isr_nodes, f_offline_replicas), pos
-
-
-def _e_MetadataResponsePartition_8(o: MetadataResponsePartition, out: bytearray, chunks: list[Any]) -> None:
-    out += _S7.pack(o.error_code, o.partition_index, o.leader_id, o.leader_epoch)
-    write_array_count(out, o.replica_nodes, False)
-    if o.replica_nodes is not None:
-        out += pack(f'>{len(o.replica_nodes)}i', *o.replica_nodes)
-    write_array_count(out, o.isr_nodes, False)
-    if o.isr_nodes is not None:
-        out += pack(f'>{len(o.isr_nodes)}i', *o.isr_nodes)
-    write_array_count(out, o.offline_replicas, False)
-    if o.offline_replicas is not None:
-        out += pack(f'>{len(o.offline_replicas)}i', *o.offline_replicas)
 
 
 def _d_MetadataResponseTopic_8(buf: Any, pos: int) -> tuple[MetadataResponseTopic, int]:
@@ -1428,7 +751,7 @@ def _d_MetadataResponseTopic_8(buf: Any, pos: int) -> tuple[MetadataResponseTopi
     n_partitions, pos = read_array_count(buf, pos, False, False)
     f_partitions = []
     for _ in range(n_partitions):
-        it_partitions, pos = _d_MetadataResponsePartition_8(buf, pos)
+        it_partitions, pos = _d_MetadataResponsePartition_7(buf, pos)
         f_partitions.append(it_partitions)
     (f_topic_authorized_operations,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
@@ -1442,25 +765,8 @@ def _e_MetadataResponseTopic_8(o: MetadataResponseTopic, out: bytearray, chunks:
     write_array_count(out, o.partitions, False)
     if o.partitions is not None:
         for it_partitions in o.partitions:
-            _e_MetadataResponsePartition_8(it_partitions, out, chunks)
+            _e_MetadataResponsePartition_7(it_partitions, out, chunks)
     out += _S6.pack(o.topic_authorized_operations)
-
-
-def _d_MetadataResponseBroker_8(buf: Any, pos: int) -> tuple[MetadataResponseBroker, int]:
-    (f_node_id,) = _S6.unpack_from(buf, pos)
-    pos += _S6.size
-    f_host, pos = read_string(buf, pos, False)
-    (f_port,) = _S6.unpack_from(buf, pos)
-    pos += _S6.size
-    f_rack, pos = read_string(buf, pos, True)
-    return MetadataResponseBroker(f_node_id, f_host, f_port, f_rack), pos
-
-
-def _e_MetadataResponseBroker_8(o: MetadataResponseBroker, out: bytearray, chunks: list[Any]) -> None:
-    out += _S6.pack(o.node_id)
-    write_string(out, o.host)
-    out += _S6.pack(o.port)
-    write_string(out, o.rack)
 
 
 def _d_MetadataResponse_8(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
@@ -1469,7 +775,7 @@ def _d_MetadataResponse_8(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     n_brokers, pos = read_array_count(buf, pos, False, False)
     f_brokers = []
     for _ in range(n_brokers):
-        it_brokers, pos = _d_MetadataResponseBroker_8(buf, pos)
+        it_brokers, pos = _d_MetadataResponseBroker_1(buf, pos)
         f_brokers.append(it_brokers)
     f_cluster_id, pos = read_string(buf, pos, True)
     (f_controller_id,) = _S6.unpack_from(buf, pos)
@@ -1489,7 +795,7 @@ def _e_MetadataResponse_8(o: MetadataResponse, out: bytearray, chunks: list[Any]
     write_array_count(out, o.brokers, False)
     if o.brokers is not None:
         for it_brokers in o.brokers:
-            _e_MetadataResponseBroker_8(it_brokers, out, chunks)
+            _e_MetadataResponseBroker_1(it_brokers, out, chunks)
     write_string(out, o.cluster_id)
     out += _S6.pack(o.controller_id)
     write_array_count(out, o.topics, False)
@@ -1633,45 +939,6 @@ def _e_MetadataResponse_9(o: MetadataResponse, out: bytearray, chunks: list[Any]
     out.append(0)
 
 
-def _d_MetadataResponsePartition_10(buf: Any, pos: int) -> tuple[MetadataResponsePartition, int]:
-    (f_error_code, f_partition_index, f_leader_id, f_leader_epoch,) = _S7.unpack_from(buf, pos)
-    pos += _S7.size
-    n_replica_nodes, pos = read_array_count(buf, pos, True, False)
-    if n_replica_nodes * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_replica_nodes = list(unpack_from(f'>{n_replica_nodes}i', buf, pos))
-    pos += n_replica_nodes * 4
-    n_isr_nodes, pos = read_array_count(buf, pos, True, False)
-    if n_isr_nodes * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_isr_nodes = list(unpack_from(f'>{n_isr_nodes}i', buf, pos))
-    pos += n_isr_nodes * 4
-    n_offline_replicas, pos = read_array_count(buf, pos, True, False)
-    if n_offline_replicas * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_offline_replicas = list(unpack_from(f'>{n_offline_replicas}i', buf, pos))
-    pos += n_offline_replicas * 4
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return MetadataResponsePartition(f_error_code, f_partition_index, f_leader_id, f_leader_epoch, f_replica_nodes, f_isr_nodes, f_offline_replicas), pos
-
-
-def _e_MetadataResponsePartition_10(o: MetadataResponsePartition, out: bytearray, chunks: list[Any]) -> None:
-    out += _S7.pack(o.error_code, o.partition_index, o.leader_id, o.leader_epoch)
-    write_array_count(out, o.replica_nodes, True)
-    if o.replica_nodes is not None:
-        out += pack(f'>{len(o.replica_nodes)}i', *o.replica_nodes)
-    write_array_count(out, o.isr_nodes, True)
-    if o.isr_nodes is not None:
-        out += pack(f'>{len(o.isr_nodes)}i', *o.isr_nodes)
-    write_array_count(out, o.offline_replicas, True)
-    if o.offline_replicas is not None:
-        out += pack(f'>{len(o.offline_replicas)}i', *o.offline_replicas)
-    out.append(0)
-
-
 def _d_MetadataResponseTopic_10(buf: Any, pos: int) -> tuple[MetadataResponseTopic, int]:
     (f_error_code,) = _S5.unpack_from(buf, pos)
     pos += _S5.size
@@ -1682,7 +949,7 @@ def _d_MetadataResponseTopic_10(buf: Any, pos: int) -> tuple[MetadataResponseTop
     n_partitions, pos = read_array_count(buf, pos, True, False)
     f_partitions = []
     for _ in range(n_partitions):
-        it_partitions, pos = _d_MetadataResponsePartition_10(buf, pos)
+        it_partitions, pos = _d_MetadataResponsePartition_9(buf, pos)
         f_partitions.append(it_partitions)
     (f_topic_authorized_operations,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
@@ -1700,30 +967,8 @@ def _e_MetadataResponseTopic_10(o: MetadataResponseTopic, out: bytearray, chunks
     write_array_count(out, o.partitions, True)
     if o.partitions is not None:
         for it_partitions in o.partitions:
-            _e_MetadataResponsePartition_10(it_partitions, out, chunks)
+            _e_MetadataResponsePartition_9(it_partitions, out, chunks)
     out += _S6.pack(o.topic_authorized_operations)
-    out.append(0)
-
-
-def _d_MetadataResponseBroker_10(buf: Any, pos: int) -> tuple[MetadataResponseBroker, int]:
-    (f_node_id,) = _S6.unpack_from(buf, pos)
-    pos += _S6.size
-    f_host, pos = read_compact_string(buf, pos, False)
-    (f_port,) = _S6.unpack_from(buf, pos)
-    pos += _S6.size
-    f_rack, pos = read_compact_string(buf, pos, True)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return MetadataResponseBroker(f_node_id, f_host, f_port, f_rack), pos
-
-
-def _e_MetadataResponseBroker_10(o: MetadataResponseBroker, out: bytearray, chunks: list[Any]) -> None:
-    out += _S6.pack(o.node_id)
-    write_compact_string(out, o.host)
-    out += _S6.pack(o.port)
-    write_compact_string(out, o.rack)
     out.append(0)
 
 
@@ -1733,7 +978,7 @@ def _d_MetadataResponse_10(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     n_brokers, pos = read_array_count(buf, pos, True, False)
     f_brokers = []
     for _ in range(n_brokers):
-        it_brokers, pos = _d_MetadataResponseBroker_10(buf, pos)
+        it_brokers, pos = _d_MetadataResponseBroker_9(buf, pos)
         f_brokers.append(it_brokers)
     f_cluster_id, pos = read_compact_string(buf, pos, True)
     (f_controller_id,) = _S6.unpack_from(buf, pos)
@@ -1757,7 +1002,7 @@ def _e_MetadataResponse_10(o: MetadataResponse, out: bytearray, chunks: list[Any
     write_array_count(out, o.brokers, True)
     if o.brokers is not None:
         for it_brokers in o.brokers:
-            _e_MetadataResponseBroker_10(it_brokers, out, chunks)
+            _e_MetadataResponseBroker_9(it_brokers, out, chunks)
     write_compact_string(out, o.cluster_id)
     out += _S6.pack(o.controller_id)
     write_array_count(out, o.topics, True)
@@ -1768,107 +1013,13 @@ def _e_MetadataResponse_10(o: MetadataResponse, out: bytearray, chunks: list[Any
     out.append(0)
 
 
-def _d_MetadataResponsePartition_11(buf: Any, pos: int) -> tuple[MetadataResponsePartition, int]:
-    (f_error_code, f_partition_index, f_leader_id, f_leader_epoch,) = _S7.unpack_from(buf, pos)
-    pos += _S7.size
-    n_replica_nodes, pos = read_array_count(buf, pos, True, False)
-    if n_replica_nodes * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_replica_nodes = list(unpack_from(f'>{n_replica_nodes}i', buf, pos))
-    pos += n_replica_nodes * 4
-    n_isr_nodes, pos = read_array_count(buf, pos, True, False)
-    if n_isr_nodes * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_isr_nodes = list(unpack_from(f'>{n_isr_nodes}i', buf, pos))
-    pos += n_isr_nodes * 4
-    n_offline_replicas, pos = read_array_count(buf, pos, True, False)
-    if n_offline_replicas * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_offline_replicas = list(unpack_from(f'>{n_offline_replicas}i', buf, pos))
-    pos += n_offline_replicas * 4
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return MetadataResponsePartition(f_error_code, f_partition_index, f_leader_id, f_leader_epoch, f_replica_nodes, f_isr_nodes, f_offline_replicas), pos
-
-
-def _e_MetadataResponsePartition_11(o: MetadataResponsePartition, out: bytearray, chunks: list[Any]) -> None:
-    out += _S7.pack(o.error_code, o.partition_index, o.leader_id, o.leader_epoch)
-    write_array_count(out, o.replica_nodes, True)
-    if o.replica_nodes is not None:
-        out += pack(f'>{len(o.replica_nodes)}i', *o.replica_nodes)
-    write_array_count(out, o.isr_nodes, True)
-    if o.isr_nodes is not None:
-        out += pack(f'>{len(o.isr_nodes)}i', *o.isr_nodes)
-    write_array_count(out, o.offline_replicas, True)
-    if o.offline_replicas is not None:
-        out += pack(f'>{len(o.offline_replicas)}i', *o.offline_replicas)
-    out.append(0)
-
-
-def _d_MetadataResponseTopic_11(buf: Any, pos: int) -> tuple[MetadataResponseTopic, int]:
-    (f_error_code,) = _S5.unpack_from(buf, pos)
-    pos += _S5.size
-    f_name, pos = read_compact_string(buf, pos, False)
-    (f_topic_id, f_is_internal,) = _S8.unpack_from(buf, pos)
-    pos += _S8.size
-    f_topic_id = _uuid(f_topic_id)
-    n_partitions, pos = read_array_count(buf, pos, True, False)
-    f_partitions = []
-    for _ in range(n_partitions):
-        it_partitions, pos = _d_MetadataResponsePartition_11(buf, pos)
-        f_partitions.append(it_partitions)
-    (f_topic_authorized_operations,) = _S6.unpack_from(buf, pos)
-    pos += _S6.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return MetadataResponseTopic(f_error_code, f_name, f_topic_id, f_is_internal, f_partitions, f_topic_authorized_operations), pos
-
-
-def _e_MetadataResponseTopic_11(o: MetadataResponseTopic, out: bytearray, chunks: list[Any]) -> None:
-    out += _S5.pack(o.error_code)
-    write_compact_string(out, o.name)
-    out += _S8.pack(o.topic_id.bytes, o.is_internal)
-    write_array_count(out, o.partitions, True)
-    if o.partitions is not None:
-        for it_partitions in o.partitions:
-            _e_MetadataResponsePartition_11(it_partitions, out, chunks)
-    out += _S6.pack(o.topic_authorized_operations)
-    out.append(0)
-
-
-def _d_MetadataResponseBroker_11(buf: Any, pos: int) -> tuple[MetadataResponseBroker, int]:
-    (f_node_id,) = _S6.unpack_from(buf, pos)
-    pos += _S6.size
-    f_host, pos = read_compact_string(buf, pos, False)
-    (f_port,) = _S6.unpack_from(buf, pos)
-    pos += _S6.size
-    f_rack, pos = read_compact_string(buf, pos, True)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return MetadataResponseBroker(f_node_id, f_host, f_port, f_rack), pos
-
-
-def _e_MetadataResponseBroker_11(o: MetadataResponseBroker, out: bytearray, chunks: list[Any]) -> None:
-    out += _S6.pack(o.node_id)
-    write_compact_string(out, o.host)
-    out += _S6.pack(o.port)
-    write_compact_string(out, o.rack)
-    out.append(0)
-
-
 def _d_MetadataResponse_11(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     (f_throttle_time_ms,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
     n_brokers, pos = read_array_count(buf, pos, True, False)
     f_brokers = []
     for _ in range(n_brokers):
-        it_brokers, pos = _d_MetadataResponseBroker_11(buf, pos)
+        it_brokers, pos = _d_MetadataResponseBroker_9(buf, pos)
         f_brokers.append(it_brokers)
     f_cluster_id, pos = read_compact_string(buf, pos, True)
     (f_controller_id,) = _S6.unpack_from(buf, pos)
@@ -1876,7 +1027,7 @@ def _d_MetadataResponse_11(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     n_topics, pos = read_array_count(buf, pos, True, False)
     f_topics = []
     for _ in range(n_topics):
-        it_topics, pos = _d_MetadataResponseTopic_11(buf, pos)
+        it_topics, pos = _d_MetadataResponseTopic_10(buf, pos)
         f_topics.append(it_topics)
     if buf[pos] == 0:
         pos += 1
@@ -1890,52 +1041,13 @@ def _e_MetadataResponse_11(o: MetadataResponse, out: bytearray, chunks: list[Any
     write_array_count(out, o.brokers, True)
     if o.brokers is not None:
         for it_brokers in o.brokers:
-            _e_MetadataResponseBroker_11(it_brokers, out, chunks)
+            _e_MetadataResponseBroker_9(it_brokers, out, chunks)
     write_compact_string(out, o.cluster_id)
     out += _S6.pack(o.controller_id)
     write_array_count(out, o.topics, True)
     if o.topics is not None:
         for it_topics in o.topics:
-            _e_MetadataResponseTopic_11(it_topics, out, chunks)
-    out.append(0)
-
-
-def _d_MetadataResponsePartition_12(buf: Any, pos: int) -> tuple[MetadataResponsePartition, int]:
-    (f_error_code, f_partition_index, f_leader_id, f_leader_epoch,) = _S7.unpack_from(buf, pos)
-    pos += _S7.size
-    n_replica_nodes, pos = read_array_count(buf, pos, True, False)
-    if n_replica_nodes * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_replica_nodes = list(unpack_from(f'>{n_replica_nodes}i', buf, pos))
-    pos += n_replica_nodes * 4
-    n_isr_nodes, pos = read_array_count(buf, pos, True, False)
-    if n_isr_nodes * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_isr_nodes = list(unpack_from(f'>{n_isr_nodes}i', buf, pos))
-    pos += n_isr_nodes * 4
-    n_offline_replicas, pos = read_array_count(buf, pos, True, False)
-    if n_offline_replicas * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_offline_replicas = list(unpack_from(f'>{n_offline_replicas}i', buf, pos))
-    pos += n_offline_replicas * 4
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return MetadataResponsePartition(f_error_code, f_partition_index, f_leader_id, f_leader_epoch, f_replica_nodes, f_isr_nodes, f_offline_replicas), pos
-
-
-def _e_MetadataResponsePartition_12(o: MetadataResponsePartition, out: bytearray, chunks: list[Any]) -> None:
-    out += _S7.pack(o.error_code, o.partition_index, o.leader_id, o.leader_epoch)
-    write_array_count(out, o.replica_nodes, True)
-    if o.replica_nodes is not None:
-        out += pack(f'>{len(o.replica_nodes)}i', *o.replica_nodes)
-    write_array_count(out, o.isr_nodes, True)
-    if o.isr_nodes is not None:
-        out += pack(f'>{len(o.isr_nodes)}i', *o.isr_nodes)
-    write_array_count(out, o.offline_replicas, True)
-    if o.offline_replicas is not None:
-        out += pack(f'>{len(o.offline_replicas)}i', *o.offline_replicas)
+            _e_MetadataResponseTopic_10(it_topics, out, chunks)
     out.append(0)
 
 
@@ -1949,7 +1061,7 @@ def _d_MetadataResponseTopic_12(buf: Any, pos: int) -> tuple[MetadataResponseTop
     n_partitions, pos = read_array_count(buf, pos, True, False)
     f_partitions = []
     for _ in range(n_partitions):
-        it_partitions, pos = _d_MetadataResponsePartition_12(buf, pos)
+        it_partitions, pos = _d_MetadataResponsePartition_9(buf, pos)
         f_partitions.append(it_partitions)
     (f_topic_authorized_operations,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
@@ -1960,47 +1072,13 @@ def _d_MetadataResponseTopic_12(buf: Any, pos: int) -> tuple[MetadataResponseTop
     return MetadataResponseTopic(f_error_code, f_name, f_topic_id, f_is_internal, f_partitions, f_topic_authorized_operations), pos
 
 
-def _e_MetadataResponseTopic_12(o: MetadataResponseTopic, out: bytearray, chunks: list[Any]) -> None:
-    out += _S5.pack(o.error_code)
-    write_compact_string(out, o.name)
-    out += _S8.pack(o.topic_id.bytes, o.is_internal)
-    write_array_count(out, o.partitions, True)
-    if o.partitions is not None:
-        for it_partitions in o.partitions:
-            _e_MetadataResponsePartition_12(it_partitions, out, chunks)
-    out += _S6.pack(o.topic_authorized_operations)
-    out.append(0)
-
-
-def _d_MetadataResponseBroker_12(buf: Any, pos: int) -> tuple[MetadataResponseBroker, int]:
-    (f_node_id,) = _S6.unpack_from(buf, pos)
-    pos += _S6.size
-    f_host, pos = read_compact_string(buf, pos, False)
-    (f_port,) = _S6.unpack_from(buf, pos)
-    pos += _S6.size
-    f_rack, pos = read_compact_string(buf, pos, True)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return MetadataResponseBroker(f_node_id, f_host, f_port, f_rack), pos
-
-
-def _e_MetadataResponseBroker_12(o: MetadataResponseBroker, out: bytearray, chunks: list[Any]) -> None:
-    out += _S6.pack(o.node_id)
-    write_compact_string(out, o.host)
-    out += _S6.pack(o.port)
-    write_compact_string(out, o.rack)
-    out.append(0)
-
-
 def _d_MetadataResponse_12(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     (f_throttle_time_ms,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
     n_brokers, pos = read_array_count(buf, pos, True, False)
     f_brokers = []
     for _ in range(n_brokers):
-        it_brokers, pos = _d_MetadataResponseBroker_12(buf, pos)
+        it_brokers, pos = _d_MetadataResponseBroker_9(buf, pos)
         f_brokers.append(it_brokers)
     f_cluster_id, pos = read_compact_string(buf, pos, True)
     (f_controller_id,) = _S6.unpack_from(buf, pos)
@@ -2017,122 +1095,13 @@ def _d_MetadataResponse_12(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     return MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, -2147483648, 0), pos
 
 
-def _e_MetadataResponse_12(o: MetadataResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S6.pack(o.throttle_time_ms)
-    write_array_count(out, o.brokers, True)
-    if o.brokers is not None:
-        for it_brokers in o.brokers:
-            _e_MetadataResponseBroker_12(it_brokers, out, chunks)
-    write_compact_string(out, o.cluster_id)
-    out += _S6.pack(o.controller_id)
-    write_array_count(out, o.topics, True)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_MetadataResponseTopic_12(it_topics, out, chunks)
-    out.append(0)
-
-
-def _d_MetadataResponsePartition_13(buf: Any, pos: int) -> tuple[MetadataResponsePartition, int]:
-    (f_error_code, f_partition_index, f_leader_id, f_leader_epoch,) = _S7.unpack_from(buf, pos)
-    pos += _S7.size
-    n_replica_nodes, pos = read_array_count(buf, pos, True, False)
-    if n_replica_nodes * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_replica_nodes = list(unpack_from(f'>{n_replica_nodes}i', buf, pos))
-    pos += n_replica_nodes * 4
-    n_isr_nodes, pos = read_array_count(buf, pos, True, False)
-    if n_isr_nodes * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_isr_nodes = list(unpack_from(f'>{n_isr_nodes}i', buf, pos))
-    pos += n_isr_nodes * 4
-    n_offline_replicas, pos = read_array_count(buf, pos, True, False)
-    if n_offline_replicas * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_offline_replicas = list(unpack_from(f'>{n_offline_replicas}i', buf, pos))
-    pos += n_offline_replicas * 4
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return MetadataResponsePartition(f_error_code, f_partition_index, f_leader_id, f_leader_epoch, f_replica_nodes, f_isr_nodes, f_offline_replicas), pos
-
-
-def _e_MetadataResponsePartition_13(o: MetadataResponsePartition, out: bytearray, chunks: list[Any]) -> None:
-    out += _S7.pack(o.error_code, o.partition_index, o.leader_id, o.leader_epoch)
-    write_array_count(out, o.replica_nodes, True)
-    if o.replica_nodes is not None:
-        out += pack(f'>{len(o.replica_nodes)}i', *o.replica_nodes)
-    write_array_count(out, o.isr_nodes, True)
-    if o.isr_nodes is not None:
-        out += pack(f'>{len(o.isr_nodes)}i', *o.isr_nodes)
-    write_array_count(out, o.offline_replicas, True)
-    if o.offline_replicas is not None:
-        out += pack(f'>{len(o.offline_replicas)}i', *o.offline_replicas)
-    out.append(0)
-
-
-def _d_MetadataResponseTopic_13(buf: Any, pos: int) -> tuple[MetadataResponseTopic, int]:
-    (f_error_code,) = _S5.unpack_from(buf, pos)
-    pos += _S5.size
-    f_name, pos = read_compact_string(buf, pos, True)
-    (f_topic_id, f_is_internal,) = _S8.unpack_from(buf, pos)
-    pos += _S8.size
-    f_topic_id = _uuid(f_topic_id)
-    n_partitions, pos = read_array_count(buf, pos, True, False)
-    f_partitions = []
-    for _ in range(n_partitions):
-        it_partitions, pos = _d_MetadataResponsePartition_13(buf, pos)
-        f_partitions.append(it_partitions)
-    (f_topic_authorized_operations,) = _S6.unpack_from(buf, pos)
-    pos += _S6.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return MetadataResponseTopic(f_error_code, f_name, f_topic_id, f_is_internal, f_partitions, f_topic_authorized_operations), pos
-
-
-def _e_MetadataResponseTopic_13(o: MetadataResponseTopic, out: bytearray, chunks: list[Any]) -> None:
-    out += _S5.pack(o.error_code)
-    write_compact_string(out, o.name)
-    out += _S8.pack(o.topic_id.bytes, o.is_internal)
-    write_array_count(out, o.partitions, True)
-    if o.partitions is not None:
-        for it_partitions in o.partitions:
-            _e_MetadataResponsePartition_13(it_partitions, out, chunks)
-    out += _S6.pack(o.topic_authorized_operations)
-    out.append(0)
-
-
-def _d_MetadataResponseBroker_13(buf: Any, pos: int) -> tuple[MetadataResponseBroker, int]:
-    (f_node_id,) = _S6.unpack_from(buf, pos)
-    pos += _S6.size
-    f_host, pos = read_compact_string(buf, pos, False)
-    (f_port,) = _S6.unpack_from(buf, pos)
-    pos += _S6.size
-    f_rack, pos = read_compact_string(buf, pos, True)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return MetadataResponseBroker(f_node_id, f_host, f_port, f_rack), pos
-
-
-def _e_MetadataResponseBroker_13(o: MetadataResponseBroker, out: bytearray, chunks: list[Any]) -> None:
-    out += _S6.pack(o.node_id)
-    write_compact_string(out, o.host)
-    out += _S6.pack(o.port)
-    write_compact_string(out, o.rack)
-    out.append(0)
-
-
 def _d_MetadataResponse_13(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     (f_throttle_time_ms,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
     n_brokers, pos = read_array_count(buf, pos, True, False)
     f_brokers = []
     for _ in range(n_brokers):
-        it_brokers, pos = _d_MetadataResponseBroker_13(buf, pos)
+        it_brokers, pos = _d_MetadataResponseBroker_9(buf, pos)
         f_brokers.append(it_brokers)
     f_cluster_id, pos = read_compact_string(buf, pos, True)
     (f_controller_id,) = _S6.unpack_from(buf, pos)
@@ -2140,7 +1109,7 @@ def _d_MetadataResponse_13(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
     n_topics, pos = read_array_count(buf, pos, True, False)
     f_topics = []
     for _ in range(n_topics):
-        it_topics, pos = _d_MetadataResponseTopic_13(buf, pos)
+        it_topics, pos = _d_MetadataResponseTopic_12(buf, pos)
         f_topics.append(it_topics)
     (f_error_code,) = _S5.unpack_from(buf, pos)
     pos += _S5.size
@@ -2156,16 +1125,16 @@ def _e_MetadataResponse_13(o: MetadataResponse, out: bytearray, chunks: list[Any
     write_array_count(out, o.brokers, True)
     if o.brokers is not None:
         for it_brokers in o.brokers:
-            _e_MetadataResponseBroker_13(it_brokers, out, chunks)
+            _e_MetadataResponseBroker_9(it_brokers, out, chunks)
     write_compact_string(out, o.cluster_id)
     out += _S6.pack(o.controller_id)
     write_array_count(out, o.topics, True)
     if o.topics is not None:
         for it_topics in o.topics:
-            _e_MetadataResponseTopic_13(it_topics, out, chunks)
+            _e_MetadataResponseTopic_10(it_topics, out, chunks)
     out += _S5.pack(o.error_code)
     out.append(0)
 
 
-MetadataResponse._DECODERS = {0: _d_MetadataResponse_0, 1: _d_MetadataResponse_1, 2: _d_MetadataResponse_2, 3: _d_MetadataResponse_3, 4: _d_MetadataResponse_4, 5: _d_MetadataResponse_5, 6: _d_MetadataResponse_6, 7: _d_MetadataResponse_7, 8: _d_MetadataResponse_8, 9: _d_MetadataResponse_9, 10: _d_MetadataResponse_10, 11: _d_MetadataResponse_11, 12: _d_MetadataResponse_12, 13: _d_MetadataResponse_13}
-MetadataResponse._ENCODERS = {0: _e_MetadataResponse_0, 1: _e_MetadataResponse_1, 2: _e_MetadataResponse_2, 3: _e_MetadataResponse_3, 4: _e_MetadataResponse_4, 5: _e_MetadataResponse_5, 6: _e_MetadataResponse_6, 7: _e_MetadataResponse_7, 8: _e_MetadataResponse_8, 9: _e_MetadataResponse_9, 10: _e_MetadataResponse_10, 11: _e_MetadataResponse_11, 12: _e_MetadataResponse_12, 13: _e_MetadataResponse_13}
+MetadataResponse._DECODERS = {0: _d_MetadataResponse_0, 1: _d_MetadataResponse_1, 2: _d_MetadataResponse_2, 3: _d_MetadataResponse_3, 4: _d_MetadataResponse_3, 5: _d_MetadataResponse_5, 6: _d_MetadataResponse_5, 7: _d_MetadataResponse_7, 8: _d_MetadataResponse_8, 9: _d_MetadataResponse_9, 10: _d_MetadataResponse_10, 11: _d_MetadataResponse_11, 12: _d_MetadataResponse_12, 13: _d_MetadataResponse_13}
+MetadataResponse._ENCODERS = {0: _e_MetadataResponse_0, 1: _e_MetadataResponse_1, 2: _e_MetadataResponse_2, 3: _e_MetadataResponse_3, 4: _e_MetadataResponse_3, 5: _e_MetadataResponse_5, 6: _e_MetadataResponse_5, 7: _e_MetadataResponse_7, 8: _e_MetadataResponse_8, 9: _e_MetadataResponse_9, 10: _e_MetadataResponse_10, 11: _e_MetadataResponse_11, 12: _e_MetadataResponse_11, 13: _e_MetadataResponse_13}

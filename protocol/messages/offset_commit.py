@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,6 +20,10 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>iq')
 _S1 = Struct('>iqq')
 _S2 = Struct('>i')
@@ -28,7 +32,7 @@ _S4 = Struct('>iqi')
 _S5 = Struct('>ih')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class OffsetCommitRequestPartition:
     partition_index: int = 0
     committed_offset: int = 0
@@ -36,19 +40,26 @@ class OffsetCommitRequestPartition:
     commit_timestamp: int = -1
     committed_metadata: str | None = ""
 
+    def __init__(self, partition_index: int = 0, committed_offset: int = 0, committed_leader_epoch: int = -1, commit_timestamp: int = -1, committed_metadata: str | None = "") -> None:
+        self.partition_index = partition_index
+        self.committed_offset = committed_offset
+        self.committed_leader_epoch = committed_leader_epoch
+        self.commit_timestamp = commit_timestamp
+        self.committed_metadata = committed_metadata
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class OffsetCommitRequestTopic:
     name: str = ""
     partitions: list[OffsetCommitRequestPartition] = field(default_factory=list)
 
+    def __init__(self, name: str = "", partitions: list[OffsetCommitRequestPartition] | None = None) -> None:
+        self.name = name
+        self.partitions = [] if partitions is None else partitions
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class OffsetCommitRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 8
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 9
-    FLEXIBLE_MIN: ClassVar[int | None] = 8
     group_id: str = ""
     generation_id_or_member_epoch: int = -1
     member_id: str = ""
@@ -56,27 +67,55 @@ class OffsetCommitRequest(ApiMessage):
     retention_time_ms: int = -1
     topics: list[OffsetCommitRequestTopic] = field(default_factory=list)
 
+    def __init__(self, group_id: str = "", generation_id_or_member_epoch: int = -1, member_id: str = "", group_instance_id: str | None = None, retention_time_ms: int = -1, topics: list[OffsetCommitRequestTopic] | None = None) -> None:
+        self.group_id = group_id
+        self.generation_id_or_member_epoch = generation_id_or_member_epoch
+        self.member_id = member_id
+        self.group_instance_id = group_instance_id
+        self.retention_time_ms = retention_time_ms
+        self.topics = [] if topics is None else topics
 
-@dataclass(slots=True)
+
+OffsetCommitRequest.API_KEY = 8
+OffsetCommitRequest.MIN_VERSION = 0
+OffsetCommitRequest.MAX_VERSION = 9
+OffsetCommitRequest.FLEXIBLE_MIN = 8
+
+
+@dataclass(slots=True, init=False)
 class OffsetCommitResponsePartition:
     partition_index: int = 0
     error_code: int = 0
 
+    def __init__(self, partition_index: int = 0, error_code: int = 0) -> None:
+        self.partition_index = partition_index
+        self.error_code = error_code
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class OffsetCommitResponseTopic:
     name: str = ""
     partitions: list[OffsetCommitResponsePartition] = field(default_factory=list)
 
+    def __init__(self, name: str = "", partitions: list[OffsetCommitResponsePartition] | None = None) -> None:
+        self.name = name
+        self.partitions = [] if partitions is None else partitions
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class OffsetCommitResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 8
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 9
-    FLEXIBLE_MIN: ClassVar[int | None] = 8
     throttle_time_ms: int = 0
     topics: list[OffsetCommitResponseTopic] = field(default_factory=list)
+
+    def __init__(self, throttle_time_ms: int = 0, topics: list[OffsetCommitResponseTopic] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.topics = [] if topics is None else topics
+
+
+OffsetCommitResponse.API_KEY = 8
+OffsetCommitResponse.MIN_VERSION = 0
+OffsetCommitResponse.MAX_VERSION = 9
+OffsetCommitResponse.FLEXIBLE_MIN = 8
 
 
 def _d_OffsetCommitRequestPartition_0(buf: Any, pos: int) -> tuple[OffsetCommitRequestPartition, int]:
@@ -180,36 +219,6 @@ def _e_OffsetCommitRequest_1(o: OffsetCommitRequest, out: bytearray, chunks: lis
             _e_OffsetCommitRequestTopic_1(it_topics, out, chunks)
 
 
-def _d_OffsetCommitRequestPartition_2(buf: Any, pos: int) -> tuple[OffsetCommitRequestPartition, int]:
-    (f_partition_index, f_committed_offset,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    f_committed_metadata, pos = read_string(buf, pos, True)
-    return OffsetCommitRequestPartition(f_partition_index, f_committed_offset, -1, -1, f_committed_metadata), pos
-
-
-def _e_OffsetCommitRequestPartition_2(o: OffsetCommitRequestPartition, out: bytearray, chunks: list[Any]) -> None:
-    out += _S0.pack(o.partition_index, o.committed_offset)
-    write_string(out, o.committed_metadata)
-
-
-def _d_OffsetCommitRequestTopic_2(buf: Any, pos: int) -> tuple[OffsetCommitRequestTopic, int]:
-    f_name, pos = read_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, False, False)
-    f_partitions = []
-    for _ in range(n_partitions):
-        it_partitions, pos = _d_OffsetCommitRequestPartition_2(buf, pos)
-        f_partitions.append(it_partitions)
-    return OffsetCommitRequestTopic(f_name, f_partitions), pos
-
-
-def _e_OffsetCommitRequestTopic_2(o: OffsetCommitRequestTopic, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-    write_array_count(out, o.partitions, False)
-    if o.partitions is not None:
-        for it_partitions in o.partitions:
-            _e_OffsetCommitRequestPartition_2(it_partitions, out, chunks)
-
-
 def _d_OffsetCommitRequest_2(buf: Any, pos: int) -> tuple[OffsetCommitRequest, int]:
     f_group_id, pos = read_string(buf, pos, False)
     (f_generation_id_or_member_epoch,) = _S2.unpack_from(buf, pos)
@@ -220,7 +229,7 @@ def _d_OffsetCommitRequest_2(buf: Any, pos: int) -> tuple[OffsetCommitRequest, i
     n_topics, pos = read_array_count(buf, pos, False, False)
     f_topics = []
     for _ in range(n_topics):
-        it_topics, pos = _d_OffsetCommitRequestTopic_2(buf, pos)
+        it_topics, pos = _d_OffsetCommitRequestTopic_0(buf, pos)
         f_topics.append(it_topics)
     return OffsetCommitRequest(f_group_id, f_generation_id_or_member_epoch, f_member_id, None, f_retention_time_ms, f_topics), pos
 
@@ -233,149 +242,7 @@ def _e_OffsetCommitRequest_2(o: OffsetCommitRequest, out: bytearray, chunks: lis
     write_array_count(out, o.topics, False)
     if o.topics is not None:
         for it_topics in o.topics:
-            _e_OffsetCommitRequestTopic_2(it_topics, out, chunks)
-
-
-def _d_OffsetCommitRequestPartition_3(buf: Any, pos: int) -> tuple[OffsetCommitRequestPartition, int]:
-    (f_partition_index, f_committed_offset,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    f_committed_metadata, pos = read_string(buf, pos, True)
-    return OffsetCommitRequestPartition(f_partition_index, f_committed_offset, -1, -1, f_committed_metadata), pos
-
-
-def _e_OffsetCommitRequestPartition_3(o: OffsetCommitRequestPartition, out: bytearray, chunks: list[Any]) -> None:
-    out += _S0.pack(o.partition_index, o.committed_offset)
-    write_string(out, o.committed_metadata)
-
-
-def _d_OffsetCommitRequestTopic_3(buf: Any, pos: int) -> tuple[OffsetCommitRequestTopic, int]:
-    f_name, pos = read_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, False, False)
-    f_partitions = []
-    for _ in range(n_partitions):
-        it_partitions, pos = _d_OffsetCommitRequestPartition_3(buf, pos)
-        f_partitions.append(it_partitions)
-    return OffsetCommitRequestTopic(f_name, f_partitions), pos
-
-
-def _e_OffsetCommitRequestTopic_3(o: OffsetCommitRequestTopic, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-    write_array_count(out, o.partitions, False)
-    if o.partitions is not None:
-        for it_partitions in o.partitions:
-            _e_OffsetCommitRequestPartition_3(it_partitions, out, chunks)
-
-
-def _d_OffsetCommitRequest_3(buf: Any, pos: int) -> tuple[OffsetCommitRequest, int]:
-    f_group_id, pos = read_string(buf, pos, False)
-    (f_generation_id_or_member_epoch,) = _S2.unpack_from(buf, pos)
-    pos += _S2.size
-    f_member_id, pos = read_string(buf, pos, False)
-    (f_retention_time_ms,) = _S3.unpack_from(buf, pos)
-    pos += _S3.size
-    n_topics, pos = read_array_count(buf, pos, False, False)
-    f_topics = []
-    for _ in range(n_topics):
-        it_topics, pos = _d_OffsetCommitRequestTopic_3(buf, pos)
-        f_topics.append(it_topics)
-    return OffsetCommitRequest(f_group_id, f_generation_id_or_member_epoch, f_member_id, None, f_retention_time_ms, f_topics), pos
-
-
-def _e_OffsetCommitRequest_3(o: OffsetCommitRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.group_id)
-    out += _S2.pack(o.generation_id_or_member_epoch)
-    write_string(out, o.member_id)
-    out += _S3.pack(o.retention_time_ms)
-    write_array_count(out, o.topics, False)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_OffsetCommitRequestTopic_3(it_topics, out, chunks)
-
-
-def _d_OffsetCommitRequestPartition_4(buf: Any, pos: int) -> tuple[OffsetCommitRequestPartition, int]:
-    (f_partition_index, f_committed_offset,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    f_committed_metadata, pos = read_string(buf, pos, True)
-    return OffsetCommitRequestPartition(f_partition_index, f_committed_offset, -1, -1, f_committed_metadata), pos
-
-
-def _e_OffsetCommitRequestPartition_4(o: OffsetCommitRequestPartition, out: bytearray, chunks: list[Any]) -> None:
-    out += _S0.pack(o.partition_index, o.committed_offset)
-    write_string(out, o.committed_metadata)
-
-
-def _d_OffsetCommitRequestTopic_4(buf: Any, pos: int) -> tuple[OffsetCommitRequestTopic, int]:
-    f_name, pos = read_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, False, False)
-    f_partitions = []
-    for _ in range(n_partitions):
-        it_partitions, pos = _d_OffsetCommitRequestPartition_4(buf, pos)
-        f_partitions.append(it_partitions)
-    return OffsetCommitRequestTopic(f_name, f_partitions), pos
-
-
-def _e_OffsetCommitRequestTopic_4(o: OffsetCommitRequestTopic, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-    write_array_count(out, o.partitions, False)
-    if o.partitions is not None:
-        for it_partitions in o.partitions:
-            _e_OffsetCommitRequestPartition_4(it_partitions, out, chunks)
-
-
-def _d_OffsetCommitRequest_4(buf: Any, pos: int) -> tuple[OffsetCommitRequest, int]:
-    f_group_id, pos = read_string(buf, pos, False)
-    (f_generation_id_or_member_epoch,) = _S2.unpack_from(buf, pos)
-    pos += _S2.size
-    f_member_id, pos = read_string(buf, pos, False)
-    (f_retention_time_ms,) = _S3.unpack_from(buf, pos)
-    pos += _S3.size
-    n_topics, pos = read_array_count(buf, pos, False, False)
-    f_topics = []
-    for _ in range(n_topics):
-        it_topics, pos = _d_OffsetCommitRequestTopic_4(buf, pos)
-        f_topics.append(it_topics)
-    return OffsetCommitRequest(f_group_id, f_generation_id_or_member_epoch, f_member_id, None, f_retention_time_ms, f_topics), pos
-
-
-def _e_OffsetCommitRequest_4(o: OffsetCommitRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.group_id)
-    out += _S2.pack(o.generation_id_or_member_epoch)
-    write_string(out, o.member_id)
-    out += _S3.pack(o.retention_time_ms)
-    write_array_count(out, o.topics, False)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_OffsetCommitRequestTopic_4(it_topics, out, chunks)
-
-
-def _d_OffsetCommitRequestPartition_5(buf: Any, pos: int) -> tuple[OffsetCommitRequestPartition, int]:
-    (f_partition_index, f_committed_offset,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    f_committed_metadata, pos = read_string(buf, pos, True)
-    return OffsetCommitRequestPartition(f_partition_index, f_committed_offset, -1, -1, f_committed_metadata), pos
-
-
-def _e_OffsetCommitRequestPartition_5(o: OffsetCommitRequestPartition, out: bytearray, chunks: list[Any]) -> None:
-    out += _S0.pack(o.partition_index, o.committed_offset)
-    write_string(out, o.committed_metadata)
-
-
-def _d_OffsetCommitRequestTopic_5(buf: Any, pos: int) -> tuple[OffsetCommitRequestTopic, int]:
-    f_name, pos = read_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, False, False)
-    f_partitions = []
-    for _ in range(n_partitions):
-        it_partitions, pos = _d_OffsetCommitRequestPartition_5(buf, pos)
-        f_partitions.append(it_partitions)
-    return OffsetCommitRequestTopic(f_name, f_partitions), pos
-
-
-def _e_OffsetCommitRequestTopic_5(o: OffsetCommitRequestTopic, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-    write_array_count(out, o.partitions, False)
-    if o.partitions is not None:
-        for it_partitions in o.partitions:
-            _e_OffsetCommitRequestPartition_5(it_partitions, out, chunks)
+            _e_OffsetCommitRequestTopic_0(it_topics, out, chunks)
 
 
 def _d_OffsetCommitRequest_5(buf: Any, pos: int) -> tuple[OffsetCommitRequest, int]:
@@ -386,7 +253,7 @@ def _d_OffsetCommitRequest_5(buf: Any, pos: int) -> tuple[OffsetCommitRequest, i
     n_topics, pos = read_array_count(buf, pos, False, False)
     f_topics = []
     for _ in range(n_topics):
-        it_topics, pos = _d_OffsetCommitRequestTopic_5(buf, pos)
+        it_topics, pos = _d_OffsetCommitRequestTopic_0(buf, pos)
         f_topics.append(it_topics)
     return OffsetCommitRequest(f_group_id, f_generation_id_or_member_epoch, f_member_id, None, -1, f_topics), pos
 
@@ -398,7 +265,7 @@ def _e_OffsetCommitRequest_5(o: OffsetCommitRequest, out: bytearray, chunks: lis
     write_array_count(out, o.topics, False)
     if o.topics is not None:
         for it_topics in o.topics:
-            _e_OffsetCommitRequestTopic_5(it_topics, out, chunks)
+            _e_OffsetCommitRequestTopic_0(it_topics, out, chunks)
 
 
 def _d_OffsetCommitRequestPartition_6(buf: Any, pos: int) -> tuple[OffsetCommitRequestPartition, int]:
@@ -454,36 +321,6 @@ def _e_OffsetCommitRequest_6(o: OffsetCommitRequest, out: bytearray, chunks: lis
             _e_OffsetCommitRequestTopic_6(it_topics, out, chunks)
 
 
-def _d_OffsetCommitRequestPartition_7(buf: Any, pos: int) -> tuple[OffsetCommitRequestPartition, int]:
-    (f_partition_index, f_committed_offset, f_committed_leader_epoch,) = _S4.unpack_from(buf, pos)
-    pos += _S4.size
-    f_committed_metadata, pos = read_string(buf, pos, True)
-    return OffsetCommitRequestPartition(f_partition_index, f_committed_offset, f_committed_leader_epoch, -1, f_committed_metadata), pos
-
-
-def _e_OffsetCommitRequestPartition_7(o: OffsetCommitRequestPartition, out: bytearray, chunks: list[Any]) -> None:
-    out += _S4.pack(o.partition_index, o.committed_offset, o.committed_leader_epoch)
-    write_string(out, o.committed_metadata)
-
-
-def _d_OffsetCommitRequestTopic_7(buf: Any, pos: int) -> tuple[OffsetCommitRequestTopic, int]:
-    f_name, pos = read_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, False, False)
-    f_partitions = []
-    for _ in range(n_partitions):
-        it_partitions, pos = _d_OffsetCommitRequestPartition_7(buf, pos)
-        f_partitions.append(it_partitions)
-    return OffsetCommitRequestTopic(f_name, f_partitions), pos
-
-
-def _e_OffsetCommitRequestTopic_7(o: OffsetCommitRequestTopic, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-    write_array_count(out, o.partitions, False)
-    if o.partitions is not None:
-        for it_partitions in o.partitions:
-            _e_OffsetCommitRequestPartition_7(it_partitions, out, chunks)
-
-
 def _d_OffsetCommitRequest_7(buf: Any, pos: int) -> tuple[OffsetCommitRequest, int]:
     f_group_id, pos = read_string(buf, pos, False)
     (f_generation_id_or_member_epoch,) = _S2.unpack_from(buf, pos)
@@ -493,7 +330,7 @@ def _d_OffsetCommitRequest_7(buf: Any, pos: int) -> tuple[OffsetCommitRequest, i
     n_topics, pos = read_array_count(buf, pos, False, False)
     f_topics = []
     for _ in range(n_topics):
-        it_topics, pos = _d_OffsetCommitRequestTopic_7(buf, pos)
+        it_topics, pos = _d_OffsetCommitRequestTopic_6(buf, pos)
         f_topics.append(it_topics)
     return OffsetCommitRequest(f_group_id, f_generation_id_or_member_epoch, f_member_id, f_group_instance_id, -1, f_topics), pos
 
@@ -506,7 +343,7 @@ def _e_OffsetCommitRequest_7(o: OffsetCommitRequest, out: bytearray, chunks: lis
     write_array_count(out, o.topics, False)
     if o.topics is not None:
         for it_topics in o.topics:
-            _e_OffsetCommitRequestTopic_7(it_topics, out, chunks)
+            _e_OffsetCommitRequestTopic_6(it_topics, out, chunks)
 
 
 def _d_OffsetCommitRequestPartition_8(buf: Any, pos: int) -> tuple[OffsetCommitRequestPartition, int]:
@@ -579,78 +416,8 @@ def _e_OffsetCommitRequest_8(o: OffsetCommitRequest, out: bytearray, chunks: lis
     out.append(0)
 
 
-def _d_OffsetCommitRequestPartition_9(buf: Any, pos: int) -> tuple[OffsetCommitRequestPartition, int]:
-    (f_partition_index, f_committed_offset, f_committed_leader_epoch,) = _S4.unpack_from(buf, pos)
-    pos += _S4.size
-    f_committed_metadata, pos = read_compact_string(buf, pos, True)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return OffsetCommitRequestPartition(f_partition_index, f_committed_offset, f_committed_leader_epoch, -1, f_committed_metadata), pos
-
-
-def _e_OffsetCommitRequestPartition_9(o: OffsetCommitRequestPartition, out: bytearray, chunks: list[Any]) -> None:
-    out += _S4.pack(o.partition_index, o.committed_offset, o.committed_leader_epoch)
-    write_compact_string(out, o.committed_metadata)
-    out.append(0)
-
-
-def _d_OffsetCommitRequestTopic_9(buf: Any, pos: int) -> tuple[OffsetCommitRequestTopic, int]:
-    f_name, pos = read_compact_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, True, False)
-    f_partitions = []
-    for _ in range(n_partitions):
-        it_partitions, pos = _d_OffsetCommitRequestPartition_9(buf, pos)
-        f_partitions.append(it_partitions)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return OffsetCommitRequestTopic(f_name, f_partitions), pos
-
-
-def _e_OffsetCommitRequestTopic_9(o: OffsetCommitRequestTopic, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.name)
-    write_array_count(out, o.partitions, True)
-    if o.partitions is not None:
-        for it_partitions in o.partitions:
-            _e_OffsetCommitRequestPartition_9(it_partitions, out, chunks)
-    out.append(0)
-
-
-def _d_OffsetCommitRequest_9(buf: Any, pos: int) -> tuple[OffsetCommitRequest, int]:
-    f_group_id, pos = read_compact_string(buf, pos, False)
-    (f_generation_id_or_member_epoch,) = _S2.unpack_from(buf, pos)
-    pos += _S2.size
-    f_member_id, pos = read_compact_string(buf, pos, False)
-    f_group_instance_id, pos = read_compact_string(buf, pos, True)
-    n_topics, pos = read_array_count(buf, pos, True, False)
-    f_topics = []
-    for _ in range(n_topics):
-        it_topics, pos = _d_OffsetCommitRequestTopic_9(buf, pos)
-        f_topics.append(it_topics)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return OffsetCommitRequest(f_group_id, f_generation_id_or_member_epoch, f_member_id, f_group_instance_id, -1, f_topics), pos
-
-
-def _e_OffsetCommitRequest_9(o: OffsetCommitRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.group_id)
-    out += _S2.pack(o.generation_id_or_member_epoch)
-    write_compact_string(out, o.member_id)
-    write_compact_string(out, o.group_instance_id)
-    write_array_count(out, o.topics, True)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_OffsetCommitRequestTopic_9(it_topics, out, chunks)
-    out.append(0)
-
-
-OffsetCommitRequest._DECODERS = {0: _d_OffsetCommitRequest_0, 1: _d_OffsetCommitRequest_1, 2: _d_OffsetCommitRequest_2, 3: _d_OffsetCommitRequest_3, 4: _d_OffsetCommitRequest_4, 5: _d_OffsetCommitRequest_5, 6: _d_OffsetCommitRequest_6, 7: _d_OffsetCommitRequest_7, 8: _d_OffsetCommitRequest_8, 9: _d_OffsetCommitRequest_9}
-OffsetCommitRequest._ENCODERS = {0: _e_OffsetCommitRequest_0, 1: _e_OffsetCommitRequest_1, 2: _e_OffsetCommitRequest_2, 3: _e_OffsetCommitRequest_3, 4: _e_OffsetCommitRequest_4, 5: _e_OffsetCommitRequest_5, 6: _e_OffsetCommitRequest_6, 7: _e_OffsetCommitRequest_7, 8: _e_OffsetCommitRequest_8, 9: _e_OffsetCommitRequest_9}
+OffsetCommitRequest._DECODERS = {0: _d_OffsetCommitRequest_0, 1: _d_OffsetCommitRequest_1, 2: _d_OffsetCommitRequest_2, 3: _d_OffsetCommitRequest_2, 4: _d_OffsetCommitRequest_2, 5: _d_OffsetCommitRequest_5, 6: _d_OffsetCommitRequest_6, 7: _d_OffsetCommitRequest_7, 8: _d_OffsetCommitRequest_8, 9: _d_OffsetCommitRequest_8}
+OffsetCommitRequest._ENCODERS = {0: _e_OffsetCommitRequest_0, 1: _e_OffsetCommitRequest_1, 2: _e_OffsetCommitRequest_2, 3: _e_OffsetCommitRequest_2, 4: _e_OffsetCommitRequest_2, 5: _e_OffsetCommitRequest_5, 6: _e_OffsetCommitRequest_6, 7: _e_OffsetCommitRequest_7, 8: _e_OffsetCommitRequest_8, 9: _e_OffsetCommitRequest_8}
 
 
 def _d_OffsetCommitResponsePartition_0(buf: Any, pos: int) -> tuple[OffsetCommitResponsePartition, int]:
@@ -697,129 +464,13 @@ def _e_OffsetCommitResponse_0(o: OffsetCommitResponse, out: bytearray, chunks: l
             _e_OffsetCommitResponseTopic_0(it_topics, out, chunks)
 
 
-def _d_OffsetCommitResponsePartition_1(buf: Any, pos: int) -> tuple[OffsetCommitResponsePartition, int]:
-    (f_partition_index, f_error_code,) = _S5.unpack_from(buf, pos)
-    pos += _S5.size
-    return OffsetCommitResponsePartition(f_partition_index, f_error_code), pos
-
-
-def _e_OffsetCommitResponsePartition_1(o: OffsetCommitResponsePartition, out: bytearray, chunks: list[Any]) -> None:
-    out += _S5.pack(o.partition_index, o.error_code)
-
-
-def _d_OffsetCommitResponseTopic_1(buf: Any, pos: int) -> tuple[OffsetCommitResponseTopic, int]:
-    f_name, pos = read_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, False, False)
-    f_partitions = []
-    for _ in range(n_partitions):
-        it_partitions, pos = _d_OffsetCommitResponsePartition_1(buf, pos)
-        f_partitions.append(it_partitions)
-    return OffsetCommitResponseTopic(f_name, f_partitions), pos
-
-
-def _e_OffsetCommitResponseTopic_1(o: OffsetCommitResponseTopic, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-    write_array_count(out, o.partitions, False)
-    if o.partitions is not None:
-        for it_partitions in o.partitions:
-            _e_OffsetCommitResponsePartition_1(it_partitions, out, chunks)
-
-
-def _d_OffsetCommitResponse_1(buf: Any, pos: int) -> tuple[OffsetCommitResponse, int]:
-    n_topics, pos = read_array_count(buf, pos, False, False)
-    f_topics = []
-    for _ in range(n_topics):
-        it_topics, pos = _d_OffsetCommitResponseTopic_1(buf, pos)
-        f_topics.append(it_topics)
-    return OffsetCommitResponse(0, f_topics), pos
-
-
-def _e_OffsetCommitResponse_1(o: OffsetCommitResponse, out: bytearray, chunks: list[Any]) -> None:
-    write_array_count(out, o.topics, False)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_OffsetCommitResponseTopic_1(it_topics, out, chunks)
-
-
-def _d_OffsetCommitResponsePartition_2(buf: Any, pos: int) -> tuple[OffsetCommitResponsePartition, int]:
-    (f_partition_index, f_error_code,) = _S5.unpack_from(buf, pos)
-    pos += _S5.size
-    return OffsetCommitResponsePartition(f_partition_index, f_error_code), pos
-
-
-def _e_OffsetCommitResponsePartition_2(o: OffsetCommitResponsePartition, out: bytearray, chunks: list[Any]) -> None:
-    out += _S5.pack(o.partition_index, o.error_code)
-
-
-def _d_OffsetCommitResponseTopic_2(buf: Any, pos: int) -> tuple[OffsetCommitResponseTopic, int]:
-    f_name, pos = read_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, False, False)
-    f_partitions = []
-    for _ in range(n_partitions):
-        it_partitions, pos = _d_OffsetCommitResponsePartition_2(buf, pos)
-        f_partitions.append(it_partitions)
-    return OffsetCommitResponseTopic(f_name, f_partitions), pos
-
-
-def _e_OffsetCommitResponseTopic_2(o: OffsetCommitResponseTopic, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-    write_array_count(out, o.partitions, False)
-    if o.partitions is not None:
-        for it_partitions in o.partitions:
-            _e_OffsetCommitResponsePartition_2(it_partitions, out, chunks)
-
-
-def _d_OffsetCommitResponse_2(buf: Any, pos: int) -> tuple[OffsetCommitResponse, int]:
-    n_topics, pos = read_array_count(buf, pos, False, False)
-    f_topics = []
-    for _ in range(n_topics):
-        it_topics, pos = _d_OffsetCommitResponseTopic_2(buf, pos)
-        f_topics.append(it_topics)
-    return OffsetCommitResponse(0, f_topics), pos
-
-
-def _e_OffsetCommitResponse_2(o: OffsetCommitResponse, out: bytearray, chunks: list[Any]) -> None:
-    write_array_count(out, o.topics, False)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_OffsetCommitResponseTopic_2(it_topics, out, chunks)
-
-
-def _d_OffsetCommitResponsePartition_3(buf: Any, pos: int) -> tuple[OffsetCommitResponsePartition, int]:
-    (f_partition_index, f_error_code,) = _S5.unpack_from(buf, pos)
-    pos += _S5.size
-    return OffsetCommitResponsePartition(f_partition_index, f_error_code), pos
-
-
-def _e_OffsetCommitResponsePartition_3(o: OffsetCommitResponsePartition, out: bytearray, chunks: list[Any]) -> None:
-    out += _S5.pack(o.partition_index, o.error_code)
-
-
-def _d_OffsetCommitResponseTopic_3(buf: Any, pos: int) -> tuple[OffsetCommitResponseTopic, int]:
-    f_name, pos = read_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, False, False)
-    f_partitions = []
-    for _ in range(n_partitions):
-        it_partitions, pos = _d_OffsetCommitResponsePartition_3(buf, pos)
-        f_partitions.append(it_partitions)
-    return OffsetCommitResponseTopic(f_name, f_partitions), pos
-
-
-def _e_OffsetCommitResponseTopic_3(o: OffsetCommitResponseTopic, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-    write_array_count(out, o.partitions, False)
-    if o.partitions is not None:
-        for it_partitions in o.partitions:
-            _e_OffsetCommitResponsePartition_3(it_partitions, out, chunks)
-
-
 def _d_OffsetCommitResponse_3(buf: Any, pos: int) -> tuple[OffsetCommitResponse, int]:
     (f_throttle_time_ms,) = _S2.unpack_from(buf, pos)
     pos += _S2.size
     n_topics, pos = read_array_count(buf, pos, False, False)
     f_topics = []
     for _ in range(n_topics):
-        it_topics, pos = _d_OffsetCommitResponseTopic_3(buf, pos)
+        it_topics, pos = _d_OffsetCommitResponseTopic_0(buf, pos)
         f_topics.append(it_topics)
     return OffsetCommitResponse(f_throttle_time_ms, f_topics), pos
 
@@ -829,195 +480,7 @@ def _e_OffsetCommitResponse_3(o: OffsetCommitResponse, out: bytearray, chunks: l
     write_array_count(out, o.topics, False)
     if o.topics is not None:
         for it_topics in o.topics:
-            _e_OffsetCommitResponseTopic_3(it_topics, out, chunks)
-
-
-def _d_OffsetCommitResponsePartition_4(buf: Any, pos: int) -> tuple[OffsetCommitResponsePartition, int]:
-    (f_partition_index, f_error_code,) = _S5.unpack_from(buf, pos)
-    pos += _S5.size
-    return OffsetCommitResponsePartition(f_partition_index, f_error_code), pos
-
-
-def _e_OffsetCommitResponsePartition_4(o: OffsetCommitResponsePartition, out: bytearray, chunks: list[Any]) -> None:
-    out += _S5.pack(o.partition_index, o.error_code)
-
-
-def _d_OffsetCommitResponseTopic_4(buf: Any, pos: int) -> tuple[OffsetCommitResponseTopic, int]:
-    f_name, pos = read_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, False, False)
-    f_partitions = []
-    for _ in range(n_partitions):
-        it_partitions, pos = _d_OffsetCommitResponsePartition_4(buf, pos)
-        f_partitions.append(it_partitions)
-    return OffsetCommitResponseTopic(f_name, f_partitions), pos
-
-
-def _e_OffsetCommitResponseTopic_4(o: OffsetCommitResponseTopic, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-    write_array_count(out, o.partitions, False)
-    if o.partitions is not None:
-        for it_partitions in o.partitions:
-            _e_OffsetCommitResponsePartition_4(it_partitions, out, chunks)
-
-
-def _d_OffsetCommitResponse_4(buf: Any, pos: int) -> tuple[OffsetCommitResponse, int]:
-    (f_throttle_time_ms,) = _S2.unpack_from(buf, pos)
-    pos += _S2.size
-    n_topics, pos = read_array_count(buf, pos, False, False)
-    f_topics = []
-    for _ in range(n_topics):
-        it_topics, pos = _d_OffsetCommitResponseTopic_4(buf, pos)
-        f_topics.append(it_topics)
-    return OffsetCommitResponse(f_throttle_time_ms, f_topics), pos
-
-
-def _e_OffsetCommitResponse_4(o: OffsetCommitResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S2.pack(o.throttle_time_ms)
-    write_array_count(out, o.topics, False)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_OffsetCommitResponseTopic_4(it_topics, out, chunks)
-
-
-def _d_OffsetCommitResponsePartition_5(buf: Any, pos: int) -> tuple[OffsetCommitResponsePartition, int]:
-    (f_partition_index, f_error_code,) = _S5.unpack_from(buf, pos)
-    pos += _S5.size
-    return OffsetCommitResponsePartition(f_partition_index, f_error_code), pos
-
-
-def _e_OffsetCommitResponsePartition_5(o: OffsetCommitResponsePartition, out: bytearray, chunks: list[Any]) -> None:
-    out += _S5.pack(o.partition_index, o.error_code)
-
-
-def _d_OffsetCommitResponseTopic_5(buf: Any, pos: int) -> tuple[OffsetCommitResponseTopic, int]:
-    f_name, pos = read_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, False, False)
-    f_partitions = []
-    for _ in range(n_partitions):
-        it_partitions, pos = _d_OffsetCommitResponsePartition_5(buf, pos)
-        f_partitions.append(it_partitions)
-    return OffsetCommitResponseTopic(f_name, f_partitions), pos
-
-
-def _e_OffsetCommitResponseTopic_5(o: OffsetCommitResponseTopic, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-    write_array_count(out, o.partitions, False)
-    if o.partitions is not None:
-        for it_partitions in o.partitions:
-            _e_OffsetCommitResponsePartition_5(it_partitions, out, chunks)
-
-
-def _d_OffsetCommitResponse_5(buf: Any, pos: int) -> tuple[OffsetCommitResponse, int]:
-    (f_throttle_time_ms,) = _S2.unpack_from(buf, pos)
-    pos += _S2.size
-    n_topics, pos = read_array_count(buf, pos, False, False)
-    f_topics = []
-    for _ in range(n_topics):
-        it_topics, pos = _d_OffsetCommitResponseTopic_5(buf, pos)
-        f_topics.append(it_topics)
-    return OffsetCommitResponse(f_throttle_time_ms, f_topics), pos
-
-
-def _e_OffsetCommitResponse_5(o: OffsetCommitResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S2.pack(o.throttle_time_ms)
-    write_array_count(out, o.topics, False)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_OffsetCommitResponseTopic_5(it_topics, out, chunks)
-
-
-def _d_OffsetCommitResponsePartition_6(buf: Any, pos: int) -> tuple[OffsetCommitResponsePartition, int]:
-    (f_partition_index, f_error_code,) = _S5.unpack_from(buf, pos)
-    pos += _S5.size
-    return OffsetCommitResponsePartition(f_partition_index, f_error_code), pos
-
-
-def _e_OffsetCommitResponsePartition_6(o: OffsetCommitResponsePartition, out: bytearray, chunks: list[Any]) -> None:
-    out += _S5.pack(o.partition_index, o.error_code)
-
-
-def _d_OffsetCommitResponseTopic_6(buf: Any, pos: int) -> tuple[OffsetCommitResponseTopic, int]:
-    f_name, pos = read_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, False, False)
-    f_partitions = []
-    for _ in range(n_partitions):
-        it_partitions, pos = _d_OffsetCommitResponsePartition_6(buf, pos)
-        f_partitions.append(it_partitions)
-    return OffsetCommitResponseTopic(f_name, f_partitions), pos
-
-
-def _e_OffsetCommitResponseTopic_6(o: OffsetCommitResponseTopic, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-    write_array_count(out, o.partitions, False)
-    if o.partitions is not None:
-        for it_partitions in o.partitions:
-            _e_OffsetCommitResponsePartition_6(it_partitions, out, chunks)
-
-
-def _d_OffsetCommitResponse_6(buf: Any, pos: int) -> tuple[OffsetCommitResponse, int]:
-    (f_throttle_time_ms,) = _S2.unpack_from(buf, pos)
-    pos += _S2.size
-    n_topics, pos = read_array_count(buf, pos, False, False)
-    f_topics = []
-    for _ in range(n_topics):
-        it_topics, pos = _d_OffsetCommitResponseTopic_6(buf, pos)
-        f_topics.append(it_topics)
-    return OffsetCommitResponse(f_throttle_time_ms, f_topics), pos
-
-
-def _e_OffsetCommitResponse_6(o: OffsetCommitResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S2.pack(o.throttle_time_ms)
-    write_array_count(out, o.topics, False)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_OffsetCommitResponseTopic_6(it_topics, out, chunks)
-
-
-def _d_OffsetCommitResponsePartition_7(buf: Any, pos: int) -> tuple[OffsetCommitResponsePartition, int]:
-    (f_partition_index, f_error_code,) = _S5.unpack_from(buf, pos)
-    pos += _S5.size
-    return OffsetCommitResponsePartition(f_partition_index, f_error_code), pos
-
-
-def _e_OffsetCommitResponsePartition_7(o: OffsetCommitResponsePartition, out: bytearray, chunks: list[Any]) -> None:
-    out += _S5.pack(o.partition_index, o.error_code)
-
-
-def _d_OffsetCommitResponseTopic_7(buf: Any, pos: int) -> tuple[OffsetCommitResponseTopic, int]:
-    f_name, pos = read_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, False, False)
-    f_partitions = []
-    for _ in range(n_partitions):
-        it_partitions, pos = _d_OffsetCommitResponsePartition_7(buf, pos)
-        f_partitions.append(it_partitions)
-    return OffsetCommitResponseTopic(f_name, f_partitions), pos
-
-
-def _e_OffsetCommitResponseTopic_7(o: OffsetCommitResponseTopic, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-    write_array_count(out, o.partitions, False)
-    if o.partitions is not None:
-        for it_partitions in o.partitions:
-            _e_OffsetCommitResponsePartition_7(it_partitions, out, chunks)
-
-
-def _d_OffsetCommitResponse_7(buf: Any, pos: int) -> tuple[OffsetCommitResponse, int]:
-    (f_throttle_time_ms,) = _S2.unpack_from(buf, pos)
-    pos += _S2.size
-    n_topics, pos = read_array_count(buf, pos, False, False)
-    f_topics = []
-    for _ in range(n_topics):
-        it_topics, pos = _d_OffsetCommitResponseTopic_7(buf, pos)
-        f_topics.append(it_topics)
-    return OffsetCommitResponse(f_throttle_time_ms, f_topics), pos
-
-
-def _e_OffsetCommitResponse_7(o: OffsetCommitResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S2.pack(o.throttle_time_ms)
-    write_array_count(out, o.topics, False)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_OffsetCommitResponseTopic_7(it_topics, out, chunks)
+            _e_OffsetCommitResponseTopic_0(it_topics, out, chunks)
 
 
 def _d_OffsetCommitResponsePartition_8(buf: Any, pos: int) -> tuple[OffsetCommitResponsePartition, int]:
@@ -1082,67 +545,5 @@ def _e_OffsetCommitResponse_8(o: OffsetCommitResponse, out: bytearray, chunks: l
     out.append(0)
 
 
-def _d_OffsetCommitResponsePartition_9(buf: Any, pos: int) -> tuple[OffsetCommitResponsePartition, int]:
-    (f_partition_index, f_error_code,) = _S5.unpack_from(buf, pos)
-    pos += _S5.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return OffsetCommitResponsePartition(f_partition_index, f_error_code), pos
-
-
-def _e_OffsetCommitResponsePartition_9(o: OffsetCommitResponsePartition, out: bytearray, chunks: list[Any]) -> None:
-    out += _S5.pack(o.partition_index, o.error_code)
-    out.append(0)
-
-
-def _d_OffsetCommitResponseTopic_9(buf: Any, pos: int) -> tuple[OffsetCommitResponseTopic, int]:
-    f_name, pos = read_compact_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, True, False)
-    f_partitions = []
-    for _ in range(n_partitions):
-        it_partitions, pos = _d_OffsetCommitResponsePartition_9(buf, pos)
-        f_partitions.append(it_partitions)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return OffsetCommitResponseTopic(f_name, f_partitions), pos
-
-
-def _e_OffsetCommitResponseTopic_9(o: OffsetCommitResponseTopic, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.name)
-    write_array_count(out, o.partitions, True)
-    if o.partitions is not None:
-        for it_partitions in o.partitions:
-            _e_OffsetCommitResponsePartition_9(it_partitions, out, chunks)
-    out.append(0)
-
-
-def _d_OffsetCommitResponse_9(buf: Any, pos: int) -> tuple[OffsetCommitResponse, int]:
-    (f_throttle_time_ms,) = _S2.unpack_from(buf, pos)
-    pos += _S2.size
-    n_topics, pos = read_array_count(buf, pos, True, False)
-    f_topics = []
-    for _ in range(n_topics):
-        it_topics, pos = _d_OffsetCommitResponseTopic_9(buf, pos)
-        f_topics.append(it_topics)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return OffsetCommitResponse(f_throttle_time_ms, f_topics), pos
-
-
-def _e_OffsetCommitResponse_9(o: OffsetCommitResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S2.pack(o.throttle_time_ms)
-    write_array_count(out, o.topics, True)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_OffsetCommitResponseTopic_9(it_topics, out, chunks)
-    out.append(0)
-
-
-OffsetCommitResponse._DECODERS = {0: _d_OffsetCommitResponse_0, 1: _d_OffsetCommitResponse_1, 2: _d_OffsetCommitResponse_2, 3: _d_OffsetCommitResponse_3, 4: _d_OffsetCommitResponse_4, 5: _d_OffsetCommitResponse_5, 6: _d_OffsetCommitResponse_6, 7: _d_OffsetCommitResponse_7, 8: _d_OffsetCommitResponse_8, 9: _d_OffsetCommitResponse_9}
-OffsetCommitResponse._ENCODERS = {0: _e_OffsetCommitResponse_0, 1: _e_OffsetCommitResponse_1, 2: _e_OffsetCommitResponse_2, 3: _e_OffsetCommitResponse_3, 4: _e_OffsetCommitResponse_4, 5: _e_OffsetCommitResponse_5, 6: _e_OffsetCommitResponse_6, 7: _e_OffsetCommitResponse_7, 8: _e_OffsetCommitResponse_8, 9: _e_OffsetCommitResponse_9}
+OffsetCommitResponse._DECODERS = {0: _d_OffsetCommitResponse_0, 1: _d_OffsetCommitResponse_0, 2: _d_OffsetCommitResponse_0, 3: _d_OffsetCommitResponse_3, 4: _d_OffsetCommitResponse_3, 5: _d_OffsetCommitResponse_3, 6: _d_OffsetCommitResponse_3, 7: _d_OffsetCommitResponse_3, 8: _d_OffsetCommitResponse_8, 9: _d_OffsetCommitResponse_8}
+OffsetCommitResponse._ENCODERS = {0: _e_OffsetCommitResponse_0, 1: _e_OffsetCommitResponse_0, 2: _e_OffsetCommitResponse_0, 3: _e_OffsetCommitResponse_3, 4: _e_OffsetCommitResponse_3, 5: _e_OffsetCommitResponse_3, 6: _e_OffsetCommitResponse_3, 7: _e_OffsetCommitResponse_3, 8: _e_OffsetCommitResponse_8, 9: _e_OffsetCommitResponse_8}

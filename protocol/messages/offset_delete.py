@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,53 +20,85 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>i')
 _S1 = Struct('>ih')
 _S2 = Struct('>hi')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class OffsetDeleteRequestPartition:
     partition_index: int = 0
 
+    def __init__(self, partition_index: int = 0) -> None:
+        self.partition_index = partition_index
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class OffsetDeleteRequestTopic:
     name: str = ""
     partitions: list[OffsetDeleteRequestPartition] = field(default_factory=list)
 
+    def __init__(self, name: str = "", partitions: list[OffsetDeleteRequestPartition] | None = None) -> None:
+        self.name = name
+        self.partitions = [] if partitions is None else partitions
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class OffsetDeleteRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 47
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 0
-    FLEXIBLE_MIN: ClassVar[int | None] = None
     group_id: str = ""
     topics: list[OffsetDeleteRequestTopic] = field(default_factory=list)
 
+    def __init__(self, group_id: str = "", topics: list[OffsetDeleteRequestTopic] | None = None) -> None:
+        self.group_id = group_id
+        self.topics = [] if topics is None else topics
 
-@dataclass(slots=True)
+
+OffsetDeleteRequest.API_KEY = 47
+OffsetDeleteRequest.MIN_VERSION = 0
+OffsetDeleteRequest.MAX_VERSION = 0
+OffsetDeleteRequest.FLEXIBLE_MIN = None
+
+
+@dataclass(slots=True, init=False)
 class OffsetDeleteResponsePartition:
     partition_index: int = 0
     error_code: int = 0
 
+    def __init__(self, partition_index: int = 0, error_code: int = 0) -> None:
+        self.partition_index = partition_index
+        self.error_code = error_code
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class OffsetDeleteResponseTopic:
     name: str = ""
     partitions: list[OffsetDeleteResponsePartition] = field(default_factory=list)
 
+    def __init__(self, name: str = "", partitions: list[OffsetDeleteResponsePartition] | None = None) -> None:
+        self.name = name
+        self.partitions = [] if partitions is None else partitions
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class OffsetDeleteResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 47
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 0
-    FLEXIBLE_MIN: ClassVar[int | None] = None
     error_code: int = 0
     throttle_time_ms: int = 0
     topics: list[OffsetDeleteResponseTopic] = field(default_factory=list)
+
+    def __init__(self, error_code: int = 0, throttle_time_ms: int = 0, topics: list[OffsetDeleteResponseTopic] | None = None) -> None:
+        self.error_code = error_code
+        self.throttle_time_ms = throttle_time_ms
+        self.topics = [] if topics is None else topics
+
+
+OffsetDeleteResponse.API_KEY = 47
+OffsetDeleteResponse.MIN_VERSION = 0
+OffsetDeleteResponse.MAX_VERSION = 0
+OffsetDeleteResponse.FLEXIBLE_MIN = None
 
 
 def _d_OffsetDeleteRequestPartition_0(buf: Any, pos: int) -> tuple[OffsetDeleteRequestPartition, int]:

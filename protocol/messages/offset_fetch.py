@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,6 +20,10 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>?')
 _S1 = Struct('>i')
 _S2 = Struct('>iq')
@@ -27,39 +31,61 @@ _S3 = Struct('>h')
 _S4 = Struct('>iqi')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class OffsetFetchRequestTopics:
     name: str = ""
     partition_indexes: list[int] = field(default_factory=list)
 
+    def __init__(self, name: str = "", partition_indexes: list[int] | None = None) -> None:
+        self.name = name
+        self.partition_indexes = [] if partition_indexes is None else partition_indexes
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class OffsetFetchRequestGroup:
     group_id: str = ""
     member_id: str | None = None
     member_epoch: int = -1
     topics: list[OffsetFetchRequestTopics] | None = field(default_factory=list)
 
+    def __init__(self, group_id: str = "", member_id: str | None = None, member_epoch: int = -1, topics: object = _UNSET) -> None:
+        self.group_id = group_id
+        self.member_id = member_id
+        self.member_epoch = member_epoch
+        self.topics = [] if topics is _UNSET else cast('list[OffsetFetchRequestTopics] | None', topics)
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class OffsetFetchRequestTopic:
     name: str = ""
     partition_indexes: list[int] = field(default_factory=list)
 
+    def __init__(self, name: str = "", partition_indexes: list[int] | None = None) -> None:
+        self.name = name
+        self.partition_indexes = [] if partition_indexes is None else partition_indexes
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class OffsetFetchRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 9
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 9
-    FLEXIBLE_MIN: ClassVar[int | None] = 6
     group_id: str = ""
     topics: list[OffsetFetchRequestTopic] | None = field(default_factory=list)
     groups: list[OffsetFetchRequestGroup] = field(default_factory=list)
     require_stable: bool = False
 
+    def __init__(self, group_id: str = "", topics: object = _UNSET, groups: list[OffsetFetchRequestGroup] | None = None, require_stable: bool = False) -> None:
+        self.group_id = group_id
+        self.topics = [] if topics is _UNSET else cast('list[OffsetFetchRequestTopic] | None', topics)
+        self.groups = [] if groups is None else groups
+        self.require_stable = require_stable
 
-@dataclass(slots=True)
+
+OffsetFetchRequest.API_KEY = 9
+OffsetFetchRequest.MIN_VERSION = 0
+OffsetFetchRequest.MAX_VERSION = 9
+OffsetFetchRequest.FLEXIBLE_MIN = 6
+
+
+@dataclass(slots=True, init=False)
 class OffsetFetchResponsePartitions:
     partition_index: int = 0
     committed_offset: int = 0
@@ -67,21 +93,37 @@ class OffsetFetchResponsePartitions:
     metadata: str | None = ""
     error_code: int = 0
 
+    def __init__(self, partition_index: int = 0, committed_offset: int = 0, committed_leader_epoch: int = -1, metadata: str | None = "", error_code: int = 0) -> None:
+        self.partition_index = partition_index
+        self.committed_offset = committed_offset
+        self.committed_leader_epoch = committed_leader_epoch
+        self.metadata = metadata
+        self.error_code = error_code
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class OffsetFetchResponseTopics:
     name: str = ""
     partitions: list[OffsetFetchResponsePartitions] = field(default_factory=list)
 
+    def __init__(self, name: str = "", partitions: list[OffsetFetchResponsePartitions] | None = None) -> None:
+        self.name = name
+        self.partitions = [] if partitions is None else partitions
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class OffsetFetchResponseGroup:
     group_id: str = ""
     topics: list[OffsetFetchResponseTopics] = field(default_factory=list)
     error_code: int = 0
 
+    def __init__(self, group_id: str = "", topics: list[OffsetFetchResponseTopics] | None = None, error_code: int = 0) -> None:
+        self.group_id = group_id
+        self.topics = [] if topics is None else topics
+        self.error_code = error_code
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class OffsetFetchResponsePartition:
     partition_index: int = 0
     committed_offset: int = 0
@@ -89,23 +131,42 @@ class OffsetFetchResponsePartition:
     metadata: str | None = ""
     error_code: int = 0
 
+    def __init__(self, partition_index: int = 0, committed_offset: int = 0, committed_leader_epoch: int = -1, metadata: str | None = "", error_code: int = 0) -> None:
+        self.partition_index = partition_index
+        self.committed_offset = committed_offset
+        self.committed_leader_epoch = committed_leader_epoch
+        self.metadata = metadata
+        self.error_code = error_code
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class OffsetFetchResponseTopic:
     name: str = ""
     partitions: list[OffsetFetchResponsePartition] = field(default_factory=list)
 
+    def __init__(self, name: str = "", partitions: list[OffsetFetchResponsePartition] | None = None) -> None:
+        self.name = name
+        self.partitions = [] if partitions is None else partitions
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class OffsetFetchResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 9
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 9
-    FLEXIBLE_MIN: ClassVar[int | None] = 6
     throttle_time_ms: int = 0
     topics: list[OffsetFetchResponseTopic] = field(default_factory=list)
     error_code: int = 0
     groups: list[OffsetFetchResponseGroup] = field(default_factory=list)
+
+    def __init__(self, throttle_time_ms: int = 0, topics: list[OffsetFetchResponseTopic] | None = None, error_code: int = 0, groups: list[OffsetFetchResponseGroup] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.topics = [] if topics is None else topics
+        self.error_code = error_code
+        self.groups = [] if groups is None else groups
+
+
+OffsetFetchResponse.API_KEY = 9
+OffsetFetchResponse.MIN_VERSION = 0
+OffsetFetchResponse.MAX_VERSION = 9
+OffsetFetchResponse.FLEXIBLE_MIN = 6
 
 
 def _d_OffsetFetchRequestTopics_0(buf: Any, pos: int) -> tuple[OffsetFetchRequestTopics, int]:
@@ -159,90 +220,6 @@ def _e_OffsetFetchRequest_0(o: OffsetFetchRequest, out: bytearray, chunks: list[
             _e_OffsetFetchRequestTopic_0(it_topics, out, chunks)
 
 
-def _d_OffsetFetchRequestTopics_1(buf: Any, pos: int) -> tuple[OffsetFetchRequestTopics, int]:
-    return OffsetFetchRequestTopics("", []), pos
-
-
-def _e_OffsetFetchRequestTopics_1(o: OffsetFetchRequestTopics, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_OffsetFetchRequestGroup_1(buf: Any, pos: int) -> tuple[OffsetFetchRequestGroup, int]:
-    return OffsetFetchRequestGroup("", None, -1, []), pos
-
-
-def _e_OffsetFetchRequestGroup_1(o: OffsetFetchRequestGroup, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_OffsetFetchRequestTopic_1(buf: Any, pos: int) -> tuple[OffsetFetchRequestTopic, int]:
-    f_name, pos = read_string(buf, pos, False)
-    n_partition_indexes, pos = read_array_count(buf, pos, False, False)
-    if n_partition_indexes * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_partition_indexes = list(unpack_from(f'>{n_partition_indexes}i', buf, pos))
-    pos += n_partition_indexes * 4
-    return OffsetFetchRequestTopic(f_name, f_partition_indexes), pos
-
-
-def _e_OffsetFetchRequestTopic_1(o: OffsetFetchRequestTopic, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-    write_array_count(out, o.partition_indexes, False)
-    if o.partition_indexes is not None:
-        out += pack(f'>{len(o.partition_indexes)}i', *o.partition_indexes)
-
-
-def _d_OffsetFetchRequest_1(buf: Any, pos: int) -> tuple[OffsetFetchRequest, int]:
-    f_group_id, pos = read_string(buf, pos, False)
-    n_topics, pos = read_array_count(buf, pos, False, False)
-    f_topics = []
-    for _ in range(n_topics):
-        it_topics, pos = _d_OffsetFetchRequestTopic_1(buf, pos)
-        f_topics.append(it_topics)
-    return OffsetFetchRequest(f_group_id, f_topics, [], False), pos
-
-
-def _e_OffsetFetchRequest_1(o: OffsetFetchRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.group_id)
-    write_array_count(out, o.topics, False)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_OffsetFetchRequestTopic_1(it_topics, out, chunks)
-
-
-def _d_OffsetFetchRequestTopics_2(buf: Any, pos: int) -> tuple[OffsetFetchRequestTopics, int]:
-    return OffsetFetchRequestTopics("", []), pos
-
-
-def _e_OffsetFetchRequestTopics_2(o: OffsetFetchRequestTopics, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_OffsetFetchRequestGroup_2(buf: Any, pos: int) -> tuple[OffsetFetchRequestGroup, int]:
-    return OffsetFetchRequestGroup("", None, -1, []), pos
-
-
-def _e_OffsetFetchRequestGroup_2(o: OffsetFetchRequestGroup, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_OffsetFetchRequestTopic_2(buf: Any, pos: int) -> tuple[OffsetFetchRequestTopic, int]:
-    f_name, pos = read_string(buf, pos, False)
-    n_partition_indexes, pos = read_array_count(buf, pos, False, False)
-    if n_partition_indexes * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_partition_indexes = list(unpack_from(f'>{n_partition_indexes}i', buf, pos))
-    pos += n_partition_indexes * 4
-    return OffsetFetchRequestTopic(f_name, f_partition_indexes), pos
-
-
-def _e_OffsetFetchRequestTopic_2(o: OffsetFetchRequestTopic, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-    write_array_count(out, o.partition_indexes, False)
-    if o.partition_indexes is not None:
-        out += pack(f'>{len(o.partition_indexes)}i', *o.partition_indexes)
-
-
 def _d_OffsetFetchRequest_2(buf: Any, pos: int) -> tuple[OffsetFetchRequest, int]:
     f_group_id, pos = read_string(buf, pos, False)
     n_topics, pos = read_array_count(buf, pos, False, True)
@@ -251,179 +228,9 @@ def _d_OffsetFetchRequest_2(buf: Any, pos: int) -> tuple[OffsetFetchRequest, int
     else:
         f_topics = []
         for _ in range(n_topics):
-            it_topics, pos = _d_OffsetFetchRequestTopic_2(buf, pos)
+            it_topics, pos = _d_OffsetFetchRequestTopic_0(buf, pos)
             f_topics.append(it_topics)
     return OffsetFetchRequest(f_group_id, f_topics, [], False), pos
-
-
-def _e_OffsetFetchRequest_2(o: OffsetFetchRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.group_id)
-    write_array_count(out, o.topics, False)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_OffsetFetchRequestTopic_2(it_topics, out, chunks)
-
-
-def _d_OffsetFetchRequestTopics_3(buf: Any, pos: int) -> tuple[OffsetFetchRequestTopics, int]:
-    return OffsetFetchRequestTopics("", []), pos
-
-
-def _e_OffsetFetchRequestTopics_3(o: OffsetFetchRequestTopics, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_OffsetFetchRequestGroup_3(buf: Any, pos: int) -> tuple[OffsetFetchRequestGroup, int]:
-    return OffsetFetchRequestGroup("", None, -1, []), pos
-
-
-def _e_OffsetFetchRequestGroup_3(o: OffsetFetchRequestGroup, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_OffsetFetchRequestTopic_3(buf: Any, pos: int) -> tuple[OffsetFetchRequestTopic, int]:
-    f_name, pos = read_string(buf, pos, False)
-    n_partition_indexes, pos = read_array_count(buf, pos, False, False)
-    if n_partition_indexes * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_partition_indexes = list(unpack_from(f'>{n_partition_indexes}i', buf, pos))
-    pos += n_partition_indexes * 4
-    return OffsetFetchRequestTopic(f_name, f_partition_indexes), pos
-
-
-def _e_OffsetFetchRequestTopic_3(o: OffsetFetchRequestTopic, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-    write_array_count(out, o.partition_indexes, False)
-    if o.partition_indexes is not None:
-        out += pack(f'>{len(o.partition_indexes)}i', *o.partition_indexes)
-
-
-def _d_OffsetFetchRequest_3(buf: Any, pos: int) -> tuple[OffsetFetchRequest, int]:
-    f_group_id, pos = read_string(buf, pos, False)
-    n_topics, pos = read_array_count(buf, pos, False, True)
-    if n_topics < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            it_topics, pos = _d_OffsetFetchRequestTopic_3(buf, pos)
-            f_topics.append(it_topics)
-    return OffsetFetchRequest(f_group_id, f_topics, [], False), pos
-
-
-def _e_OffsetFetchRequest_3(o: OffsetFetchRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.group_id)
-    write_array_count(out, o.topics, False)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_OffsetFetchRequestTopic_3(it_topics, out, chunks)
-
-
-def _d_OffsetFetchRequestTopics_4(buf: Any, pos: int) -> tuple[OffsetFetchRequestTopics, int]:
-    return OffsetFetchRequestTopics("", []), pos
-
-
-def _e_OffsetFetchRequestTopics_4(o: OffsetFetchRequestTopics, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_OffsetFetchRequestGroup_4(buf: Any, pos: int) -> tuple[OffsetFetchRequestGroup, int]:
-    return OffsetFetchRequestGroup("", None, -1, []), pos
-
-
-def _e_OffsetFetchRequestGroup_4(o: OffsetFetchRequestGroup, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_OffsetFetchRequestTopic_4(buf: Any, pos: int) -> tuple[OffsetFetchRequestTopic, int]:
-    f_name, pos = read_string(buf, pos, False)
-    n_partition_indexes, pos = read_array_count(buf, pos, False, False)
-    if n_partition_indexes * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_partition_indexes = list(unpack_from(f'>{n_partition_indexes}i', buf, pos))
-    pos += n_partition_indexes * 4
-    return OffsetFetchRequestTopic(f_name, f_partition_indexes), pos
-
-
-def _e_OffsetFetchRequestTopic_4(o: OffsetFetchRequestTopic, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-    write_array_count(out, o.partition_indexes, False)
-    if o.partition_indexes is not None:
-        out += pack(f'>{len(o.partition_indexes)}i', *o.partition_indexes)
-
-
-def _d_OffsetFetchRequest_4(buf: Any, pos: int) -> tuple[OffsetFetchRequest, int]:
-    f_group_id, pos = read_string(buf, pos, False)
-    n_topics, pos = read_array_count(buf, pos, False, True)
-    if n_topics < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            it_topics, pos = _d_OffsetFetchRequestTopic_4(buf, pos)
-            f_topics.append(it_topics)
-    return OffsetFetchRequest(f_group_id, f_topics, [], False), pos
-
-
-def _e_OffsetFetchRequest_4(o: OffsetFetchRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.group_id)
-    write_array_count(out, o.topics, False)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_OffsetFetchRequestTopic_4(it_topics, out, chunks)
-
-
-def _d_OffsetFetchRequestTopics_5(buf: Any, pos: int) -> tuple[OffsetFetchRequestTopics, int]:
-    return OffsetFetchRequestTopics("", []), pos
-
-
-def _e_OffsetFetchRequestTopics_5(o: OffsetFetchRequestTopics, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_OffsetFetchRequestGroup_5(buf: Any, pos: int) -> tuple[OffsetFetchRequestGroup, int]:
-    return OffsetFetchRequestGroup("", None, -1, []), pos
-
-
-def _e_OffsetFetchRequestGroup_5(o: OffsetFetchRequestGroup, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_OffsetFetchRequestTopic_5(buf: Any, pos: int) -> tuple[OffsetFetchRequestTopic, int]:
-    f_name, pos = read_string(buf, pos, False)
-    n_partition_indexes, pos = read_array_count(buf, pos, False, False)
-    if n_partition_indexes * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_partition_indexes = list(unpack_from(f'>{n_partition_indexes}i', buf, pos))
-    pos += n_partition_indexes * 4
-    return OffsetFetchRequestTopic(f_name, f_partition_indexes), pos
-
-
-def _e_OffsetFetchRequestTopic_5(o: OffsetFetchRequestTopic, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-    write_array_count(out, o.partition_indexes, False)
-    if o.partition_indexes is not None:
-        out += pack(f'>{len(o.partition_indexes)}i', *o.partition_indexes)
-
-
-def _d_OffsetFetchRequest_5(buf: Any, pos: int) -> tuple[OffsetFetchRequest, int]:
-    f_group_id, pos = read_string(buf, pos, False)
-    n_topics, pos = read_array_count(buf, pos, False, True)
-    if n_topics < 0:
-        f_topics = None
-    else:
-        f_topics = []
-        for _ in range(n_topics):
-            it_topics, pos = _d_OffsetFetchRequestTopic_5(buf, pos)
-            f_topics.append(it_topics)
-    return OffsetFetchRequest(f_group_id, f_topics, [], False), pos
-
-
-def _e_OffsetFetchRequest_5(o: OffsetFetchRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.group_id)
-    write_array_count(out, o.topics, False)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_OffsetFetchRequestTopic_5(it_topics, out, chunks)
 
 
 def _d_OffsetFetchRequestTopics_6(buf: Any, pos: int) -> tuple[OffsetFetchRequestTopics, int]:
@@ -498,52 +305,6 @@ def _e_OffsetFetchRequest_6(o: OffsetFetchRequest, out: bytearray, chunks: list[
     out.append(0)
 
 
-def _d_OffsetFetchRequestTopics_7(buf: Any, pos: int) -> tuple[OffsetFetchRequestTopics, int]:
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return OffsetFetchRequestTopics("", []), pos
-
-
-def _e_OffsetFetchRequestTopics_7(o: OffsetFetchRequestTopics, out: bytearray, chunks: list[Any]) -> None:
-    out.append(0)
-
-
-def _d_OffsetFetchRequestGroup_7(buf: Any, pos: int) -> tuple[OffsetFetchRequestGroup, int]:
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return OffsetFetchRequestGroup("", None, -1, []), pos
-
-
-def _e_OffsetFetchRequestGroup_7(o: OffsetFetchRequestGroup, out: bytearray, chunks: list[Any]) -> None:
-    out.append(0)
-
-
-def _d_OffsetFetchRequestTopic_7(buf: Any, pos: int) -> tuple[OffsetFetchRequestTopic, int]:
-    f_name, pos = read_compact_string(buf, pos, False)
-    n_partition_indexes, pos = read_array_count(buf, pos, True, False)
-    if n_partition_indexes * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_partition_indexes = list(unpack_from(f'>{n_partition_indexes}i', buf, pos))
-    pos += n_partition_indexes * 4
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return OffsetFetchRequestTopic(f_name, f_partition_indexes), pos
-
-
-def _e_OffsetFetchRequestTopic_7(o: OffsetFetchRequestTopic, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.name)
-    write_array_count(out, o.partition_indexes, True)
-    if o.partition_indexes is not None:
-        out += pack(f'>{len(o.partition_indexes)}i', *o.partition_indexes)
-    out.append(0)
-
-
 def _d_OffsetFetchRequest_7(buf: Any, pos: int) -> tuple[OffsetFetchRequest, int]:
     f_group_id, pos = read_compact_string(buf, pos, False)
     n_topics, pos = read_array_count(buf, pos, True, True)
@@ -552,7 +313,7 @@ def _d_OffsetFetchRequest_7(buf: Any, pos: int) -> tuple[OffsetFetchRequest, int
     else:
         f_topics = []
         for _ in range(n_topics):
-            it_topics, pos = _d_OffsetFetchRequestTopic_7(buf, pos)
+            it_topics, pos = _d_OffsetFetchRequestTopic_6(buf, pos)
             f_topics.append(it_topics)
     (f_require_stable,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
@@ -568,7 +329,7 @@ def _e_OffsetFetchRequest_7(o: OffsetFetchRequest, out: bytearray, chunks: list[
     write_array_count(out, o.topics, True)
     if o.topics is not None:
         for it_topics in o.topics:
-            _e_OffsetFetchRequestTopic_7(it_topics, out, chunks)
+            _e_OffsetFetchRequestTopic_6(it_topics, out, chunks)
     out += _S0.pack(o.require_stable)
     out.append(0)
 
@@ -657,28 +418,6 @@ def _e_OffsetFetchRequest_8(o: OffsetFetchRequest, out: bytearray, chunks: list[
     out.append(0)
 
 
-def _d_OffsetFetchRequestTopics_9(buf: Any, pos: int) -> tuple[OffsetFetchRequestTopics, int]:
-    f_name, pos = read_compact_string(buf, pos, False)
-    n_partition_indexes, pos = read_array_count(buf, pos, True, False)
-    if n_partition_indexes * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_partition_indexes = list(unpack_from(f'>{n_partition_indexes}i', buf, pos))
-    pos += n_partition_indexes * 4
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return OffsetFetchRequestTopics(f_name, f_partition_indexes), pos
-
-
-def _e_OffsetFetchRequestTopics_9(o: OffsetFetchRequestTopics, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.name)
-    write_array_count(out, o.partition_indexes, True)
-    if o.partition_indexes is not None:
-        out += pack(f'>{len(o.partition_indexes)}i', *o.partition_indexes)
-    out.append(0)
-
-
 def _d_OffsetFetchRequestGroup_9(buf: Any, pos: int) -> tuple[OffsetFetchRequestGroup, int]:
     f_group_id, pos = read_compact_string(buf, pos, False)
     f_member_id, pos = read_compact_string(buf, pos, True)
@@ -690,7 +429,7 @@ def _d_OffsetFetchRequestGroup_9(buf: Any, pos: int) -> tuple[OffsetFetchRequest
     else:
         f_topics = []
         for _ in range(n_topics):
-            it_topics, pos = _d_OffsetFetchRequestTopics_9(buf, pos)
+            it_topics, pos = _d_OffsetFetchRequestTopics_8(buf, pos)
             f_topics.append(it_topics)
     if buf[pos] == 0:
         pos += 1
@@ -706,19 +445,7 @@ def _e_OffsetFetchRequestGroup_9(o: OffsetFetchRequestGroup, out: bytearray, chu
     write_array_count(out, o.topics, True)
     if o.topics is not None:
         for it_topics in o.topics:
-            _e_OffsetFetchRequestTopics_9(it_topics, out, chunks)
-    out.append(0)
-
-
-def _d_OffsetFetchRequestTopic_9(buf: Any, pos: int) -> tuple[OffsetFetchRequestTopic, int]:
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return OffsetFetchRequestTopic("", []), pos
-
-
-def _e_OffsetFetchRequestTopic_9(o: OffsetFetchRequestTopic, out: bytearray, chunks: list[Any]) -> None:
+            _e_OffsetFetchRequestTopics_8(it_topics, out, chunks)
     out.append(0)
 
 
@@ -746,8 +473,8 @@ def _e_OffsetFetchRequest_9(o: OffsetFetchRequest, out: bytearray, chunks: list[
     out.append(0)
 
 
-OffsetFetchRequest._DECODERS = {0: _d_OffsetFetchRequest_0, 1: _d_OffsetFetchRequest_1, 2: _d_OffsetFetchRequest_2, 3: _d_OffsetFetchRequest_3, 4: _d_OffsetFetchRequest_4, 5: _d_OffsetFetchRequest_5, 6: _d_OffsetFetchRequest_6, 7: _d_OffsetFetchRequest_7, 8: _d_OffsetFetchRequest_8, 9: _d_OffsetFetchRequest_9}
-OffsetFetchRequest._ENCODERS = {0: _e_OffsetFetchRequest_0, 1: _e_OffsetFetchRequest_1, 2: _e_OffsetFetchRequest_2, 3: _e_OffsetFetchRequest_3, 4: _e_OffsetFetchRequest_4, 5: _e_OffsetFetchRequest_5, 6: _e_OffsetFetchRequest_6, 7: _e_OffsetFetchRequest_7, 8: _e_OffsetFetchRequest_8, 9: _e_OffsetFetchRequest_9}
+OffsetFetchRequest._DECODERS = {0: _d_OffsetFetchRequest_0, 1: _d_OffsetFetchRequest_0, 2: _d_OffsetFetchRequest_2, 3: _d_OffsetFetchRequest_2, 4: _d_OffsetFetchRequest_2, 5: _d_OffsetFetchRequest_2, 6: _d_OffsetFetchRequest_6, 7: _d_OffsetFetchRequest_7, 8: _d_OffsetFetchRequest_8, 9: _d_OffsetFetchRequest_9}
+OffsetFetchRequest._ENCODERS = {0: _e_OffsetFetchRequest_0, 1: _e_OffsetFetchRequest_0, 2: _e_OffsetFetchRequest_0, 3: _e_OffsetFetchRequest_0, 4: _e_OffsetFetchRequest_0, 5: _e_OffsetFetchRequest_0, 6: _e_OffsetFetchRequest_6, 7: _e_OffsetFetchRequest_7, 8: _e_OffsetFetchRequest_8, 9: _e_OffsetFetchRequest_9}
 
 
 def _d_OffsetFetchResponsePartitions_0(buf: Any, pos: int) -> tuple[OffsetFetchResponsePartitions, int]:
@@ -823,141 +550,11 @@ def _e_OffsetFetchResponse_0(o: OffsetFetchResponse, out: bytearray, chunks: lis
             _e_OffsetFetchResponseTopic_0(it_topics, out, chunks)
 
 
-def _d_OffsetFetchResponsePartitions_1(buf: Any, pos: int) -> tuple[OffsetFetchResponsePartitions, int]:
-    return OffsetFetchResponsePartitions(0, 0, -1, "", 0), pos
-
-
-def _e_OffsetFetchResponsePartitions_1(o: OffsetFetchResponsePartitions, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_OffsetFetchResponseTopics_1(buf: Any, pos: int) -> tuple[OffsetFetchResponseTopics, int]:
-    return OffsetFetchResponseTopics("", []), pos
-
-
-def _e_OffsetFetchResponseTopics_1(o: OffsetFetchResponseTopics, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_OffsetFetchResponseGroup_1(buf: Any, pos: int) -> tuple[OffsetFetchResponseGroup, int]:
-    return OffsetFetchResponseGroup("", [], 0), pos
-
-
-def _e_OffsetFetchResponseGroup_1(o: OffsetFetchResponseGroup, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_OffsetFetchResponsePartition_1(buf: Any, pos: int) -> tuple[OffsetFetchResponsePartition, int]:
-    (f_partition_index, f_committed_offset,) = _S2.unpack_from(buf, pos)
-    pos += _S2.size
-    f_metadata, pos = read_string(buf, pos, True)
-    (f_error_code,) = _S3.unpack_from(buf, pos)
-    pos += _S3.size
-    return OffsetFetchResponsePartition(f_partition_index, f_committed_offset, -1, f_metadata, f_error_code), pos
-
-
-def _e_OffsetFetchResponsePartition_1(o: OffsetFetchResponsePartition, out: bytearray, chunks: list[Any]) -> None:
-    out += _S2.pack(o.partition_index, o.committed_offset)
-    write_string(out, o.metadata)
-    out += _S3.pack(o.error_code)
-
-
-def _d_OffsetFetchResponseTopic_1(buf: Any, pos: int) -> tuple[OffsetFetchResponseTopic, int]:
-    f_name, pos = read_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, False, False)
-    f_partitions = []
-    for _ in range(n_partitions):
-        it_partitions, pos = _d_OffsetFetchResponsePartition_1(buf, pos)
-        f_partitions.append(it_partitions)
-    return OffsetFetchResponseTopic(f_name, f_partitions), pos
-
-
-def _e_OffsetFetchResponseTopic_1(o: OffsetFetchResponseTopic, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-    write_array_count(out, o.partitions, False)
-    if o.partitions is not None:
-        for it_partitions in o.partitions:
-            _e_OffsetFetchResponsePartition_1(it_partitions, out, chunks)
-
-
-def _d_OffsetFetchResponse_1(buf: Any, pos: int) -> tuple[OffsetFetchResponse, int]:
-    n_topics, pos = read_array_count(buf, pos, False, False)
-    f_topics = []
-    for _ in range(n_topics):
-        it_topics, pos = _d_OffsetFetchResponseTopic_1(buf, pos)
-        f_topics.append(it_topics)
-    return OffsetFetchResponse(0, f_topics, 0, []), pos
-
-
-def _e_OffsetFetchResponse_1(o: OffsetFetchResponse, out: bytearray, chunks: list[Any]) -> None:
-    write_array_count(out, o.topics, False)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_OffsetFetchResponseTopic_1(it_topics, out, chunks)
-
-
-def _d_OffsetFetchResponsePartitions_2(buf: Any, pos: int) -> tuple[OffsetFetchResponsePartitions, int]:
-    return OffsetFetchResponsePartitions(0, 0, -1, "", 0), pos
-
-
-def _e_OffsetFetchResponsePartitions_2(o: OffsetFetchResponsePartitions, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_OffsetFetchResponseTopics_2(buf: Any, pos: int) -> tuple[OffsetFetchResponseTopics, int]:
-    return OffsetFetchResponseTopics("", []), pos
-
-
-def _e_OffsetFetchResponseTopics_2(o: OffsetFetchResponseTopics, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_OffsetFetchResponseGroup_2(buf: Any, pos: int) -> tuple[OffsetFetchResponseGroup, int]:
-    return OffsetFetchResponseGroup("", [], 0), pos
-
-
-def _e_OffsetFetchResponseGroup_2(o: OffsetFetchResponseGroup, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_OffsetFetchResponsePartition_2(buf: Any, pos: int) -> tuple[OffsetFetchResponsePartition, int]:
-    (f_partition_index, f_committed_offset,) = _S2.unpack_from(buf, pos)
-    pos += _S2.size
-    f_metadata, pos = read_string(buf, pos, True)
-    (f_error_code,) = _S3.unpack_from(buf, pos)
-    pos += _S3.size
-    return OffsetFetchResponsePartition(f_partition_index, f_committed_offset, -1, f_metadata, f_error_code), pos
-
-
-def _e_OffsetFetchResponsePartition_2(o: OffsetFetchResponsePartition, out: bytearray, chunks: list[Any]) -> None:
-    out += _S2.pack(o.partition_index, o.committed_offset)
-    write_string(out, o.metadata)
-    out += _S3.pack(o.error_code)
-
-
-def _d_OffsetFetchResponseTopic_2(buf: Any, pos: int) -> tuple[OffsetFetchResponseTopic, int]:
-    f_name, pos = read_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, False, False)
-    f_partitions = []
-    for _ in range(n_partitions):
-        it_partitions, pos = _d_OffsetFetchResponsePartition_2(buf, pos)
-        f_partitions.append(it_partitions)
-    return OffsetFetchResponseTopic(f_name, f_partitions), pos
-
-
-def _e_OffsetFetchResponseTopic_2(o: OffsetFetchResponseTopic, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-    write_array_count(out, o.partitions, False)
-    if o.partitions is not None:
-        for it_partitions in o.partitions:
-            _e_OffsetFetchResponsePartition_2(it_partitions, out, chunks)
-
-
 def _d_OffsetFetchResponse_2(buf: Any, pos: int) -> tuple[OffsetFetchResponse, int]:
     n_topics, pos = read_array_count(buf, pos, False, False)
     f_topics = []
     for _ in range(n_topics):
-        it_topics, pos = _d_OffsetFetchResponseTopic_2(buf, pos)
+        it_topics, pos = _d_OffsetFetchResponseTopic_0(buf, pos)
         f_topics.append(it_topics)
     (f_error_code,) = _S3.unpack_from(buf, pos)
     pos += _S3.size
@@ -968,65 +565,8 @@ def _e_OffsetFetchResponse_2(o: OffsetFetchResponse, out: bytearray, chunks: lis
     write_array_count(out, o.topics, False)
     if o.topics is not None:
         for it_topics in o.topics:
-            _e_OffsetFetchResponseTopic_2(it_topics, out, chunks)
+            _e_OffsetFetchResponseTopic_0(it_topics, out, chunks)
     out += _S3.pack(o.error_code)
-
-
-def _d_OffsetFetchResponsePartitions_3(buf: Any, pos: int) -> tuple[OffsetFetchResponsePartitions, int]:
-    return OffsetFetchResponsePartitions(0, 0, -1, "", 0), pos
-
-
-def _e_OffsetFetchResponsePartitions_3(o: OffsetFetchResponsePartitions, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_OffsetFetchResponseTopics_3(buf: Any, pos: int) -> tuple[OffsetFetchResponseTopics, int]:
-    return OffsetFetchResponseTopics("", []), pos
-
-
-def _e_OffsetFetchResponseTopics_3(o: OffsetFetchResponseTopics, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_OffsetFetchResponseGroup_3(buf: Any, pos: int) -> tuple[OffsetFetchResponseGroup, int]:
-    return OffsetFetchResponseGroup("", [], 0), pos
-
-
-def _e_OffsetFetchResponseGroup_3(o: OffsetFetchResponseGroup, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_OffsetFetchResponsePartition_3(buf: Any, pos: int) -> tuple[OffsetFetchResponsePartition, int]:
-    (f_partition_index, f_committed_offset,) = _S2.unpack_from(buf, pos)
-    pos += _S2.size
-    f_metadata, pos = read_string(buf, pos, True)
-    (f_error_code,) = _S3.unpack_from(buf, pos)
-    pos += _S3.size
-    return OffsetFetchResponsePartition(f_partition_index, f_committed_offset, -1, f_metadata, f_error_code), pos
-
-
-def _e_OffsetFetchResponsePartition_3(o: OffsetFetchResponsePartition, out: bytearray, chunks: list[Any]) -> None:
-    out += _S2.pack(o.partition_index, o.committed_offset)
-    write_string(out, o.metadata)
-    out += _S3.pack(o.error_code)
-
-
-def _d_OffsetFetchResponseTopic_3(buf: Any, pos: int) -> tuple[OffsetFetchResponseTopic, int]:
-    f_name, pos = read_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, False, False)
-    f_partitions = []
-    for _ in range(n_partitions):
-        it_partitions, pos = _d_OffsetFetchResponsePartition_3(buf, pos)
-        f_partitions.append(it_partitions)
-    return OffsetFetchResponseTopic(f_name, f_partitions), pos
-
-
-def _e_OffsetFetchResponseTopic_3(o: OffsetFetchResponseTopic, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-    write_array_count(out, o.partitions, False)
-    if o.partitions is not None:
-        for it_partitions in o.partitions:
-            _e_OffsetFetchResponsePartition_3(it_partitions, out, chunks)
 
 
 def _d_OffsetFetchResponse_3(buf: Any, pos: int) -> tuple[OffsetFetchResponse, int]:
@@ -1035,7 +575,7 @@ def _d_OffsetFetchResponse_3(buf: Any, pos: int) -> tuple[OffsetFetchResponse, i
     n_topics, pos = read_array_count(buf, pos, False, False)
     f_topics = []
     for _ in range(n_topics):
-        it_topics, pos = _d_OffsetFetchResponseTopic_3(buf, pos)
+        it_topics, pos = _d_OffsetFetchResponseTopic_0(buf, pos)
         f_topics.append(it_topics)
     (f_error_code,) = _S3.unpack_from(buf, pos)
     pos += _S3.size
@@ -1047,111 +587,8 @@ def _e_OffsetFetchResponse_3(o: OffsetFetchResponse, out: bytearray, chunks: lis
     write_array_count(out, o.topics, False)
     if o.topics is not None:
         for it_topics in o.topics:
-            _e_OffsetFetchResponseTopic_3(it_topics, out, chunks)
+            _e_OffsetFetchResponseTopic_0(it_topics, out, chunks)
     out += _S3.pack(o.error_code)
-
-
-def _d_OffsetFetchResponsePartitions_4(buf: Any, pos: int) -> tuple[OffsetFetchResponsePartitions, int]:
-    return OffsetFetchResponsePartitions(0, 0, -1, "", 0), pos
-
-
-def _e_OffsetFetchResponsePartitions_4(o: OffsetFetchResponsePartitions, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_OffsetFetchResponseTopics_4(buf: Any, pos: int) -> tuple[OffsetFetchResponseTopics, int]:
-    return OffsetFetchResponseTopics("", []), pos
-
-
-def _e_OffsetFetchResponseTopics_4(o: OffsetFetchResponseTopics, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_OffsetFetchResponseGroup_4(buf: Any, pos: int) -> tuple[OffsetFetchResponseGroup, int]:
-    return OffsetFetchResponseGroup("", [], 0), pos
-
-
-def _e_OffsetFetchResponseGroup_4(o: OffsetFetchResponseGroup, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_OffsetFetchResponsePartition_4(buf: Any, pos: int) -> tuple[OffsetFetchResponsePartition, int]:
-    (f_partition_index, f_committed_offset,) = _S2.unpack_from(buf, pos)
-    pos += _S2.size
-    f_metadata, pos = read_string(buf, pos, True)
-    (f_error_code,) = _S3.unpack_from(buf, pos)
-    pos += _S3.size
-    return OffsetFetchResponsePartition(f_partition_index, f_committed_offset, -1, f_metadata, f_error_code), pos
-
-
-def _e_OffsetFetchResponsePartition_4(o: OffsetFetchResponsePartition, out: bytearray, chunks: list[Any]) -> None:
-    out += _S2.pack(o.partition_index, o.committed_offset)
-    write_string(out, o.metadata)
-    out += _S3.pack(o.error_code)
-
-
-def _d_OffsetFetchResponseTopic_4(buf: Any, pos: int) -> tuple[OffsetFetchResponseTopic, int]:
-    f_name, pos = read_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, False, False)
-    f_partitions = []
-    for _ in range(n_partitions):
-        it_partitions, pos = _d_OffsetFetchResponsePartition_4(buf, pos)
-        f_partitions.append(it_partitions)
-    return OffsetFetchResponseTopic(f_name, f_partitions), pos
-
-
-def _e_OffsetFetchResponseTopic_4(o: OffsetFetchResponseTopic, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-    write_array_count(out, o.partitions, False)
-    if o.partitions is not None:
-        for it_partitions in o.partitions:
-            _e_OffsetFetchResponsePartition_4(it_partitions, out, chunks)
-
-
-def _d_OffsetFetchResponse_4(buf: Any, pos: int) -> tuple[OffsetFetchResponse, int]:
-    (f_throttle_time_ms,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    n_topics, pos = read_array_count(buf, pos, False, False)
-    f_topics = []
-    for _ in range(n_topics):
-        it_topics, pos = _d_OffsetFetchResponseTopic_4(buf, pos)
-        f_topics.append(it_topics)
-    (f_error_code,) = _S3.unpack_from(buf, pos)
-    pos += _S3.size
-    return OffsetFetchResponse(f_throttle_time_ms, f_topics, f_error_code, []), pos
-
-
-def _e_OffsetFetchResponse_4(o: OffsetFetchResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S1.pack(o.throttle_time_ms)
-    write_array_count(out, o.topics, False)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_OffsetFetchResponseTopic_4(it_topics, out, chunks)
-    out += _S3.pack(o.error_code)
-
-
-def _d_OffsetFetchResponsePartitions_5(buf: Any, pos: int) -> tuple[OffsetFetchResponsePartitions, int]:
-    return OffsetFetchResponsePartitions(0, 0, -1, "", 0), pos
-
-
-def _e_OffsetFetchResponsePartitions_5(o: OffsetFetchResponsePartitions, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_OffsetFetchResponseTopics_5(buf: Any, pos: int) -> tuple[OffsetFetchResponseTopics, int]:
-    return OffsetFetchResponseTopics("", []), pos
-
-
-def _e_OffsetFetchResponseTopics_5(o: OffsetFetchResponseTopics, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_OffsetFetchResponseGroup_5(buf: Any, pos: int) -> tuple[OffsetFetchResponseGroup, int]:
-    return OffsetFetchResponseGroup("", [], 0), pos
-
-
-def _e_OffsetFetchResponseGroup_5(o: OffsetFetchResponseGroup, out: bytearray, chunks: list[Any]) -> None:
-    pass
 
 
 def _d_OffsetFetchResponsePartition_5(buf: Any, pos: int) -> tuple[OffsetFetchResponsePartition, int]:
@@ -1315,112 +752,6 @@ def _e_OffsetFetchResponse_6(o: OffsetFetchResponse, out: bytearray, chunks: lis
     out.append(0)
 
 
-def _d_OffsetFetchResponsePartitions_7(buf: Any, pos: int) -> tuple[OffsetFetchResponsePartitions, int]:
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return OffsetFetchResponsePartitions(0, 0, -1, "", 0), pos
-
-
-def _e_OffsetFetchResponsePartitions_7(o: OffsetFetchResponsePartitions, out: bytearray, chunks: list[Any]) -> None:
-    out.append(0)
-
-
-def _d_OffsetFetchResponseTopics_7(buf: Any, pos: int) -> tuple[OffsetFetchResponseTopics, int]:
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return OffsetFetchResponseTopics("", []), pos
-
-
-def _e_OffsetFetchResponseTopics_7(o: OffsetFetchResponseTopics, out: bytearray, chunks: list[Any]) -> None:
-    out.append(0)
-
-
-def _d_OffsetFetchResponseGroup_7(buf: Any, pos: int) -> tuple[OffsetFetchResponseGroup, int]:
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return OffsetFetchResponseGroup("", [], 0), pos
-
-
-def _e_OffsetFetchResponseGroup_7(o: OffsetFetchResponseGroup, out: bytearray, chunks: list[Any]) -> None:
-    out.append(0)
-
-
-def _d_OffsetFetchResponsePartition_7(buf: Any, pos: int) -> tuple[OffsetFetchResponsePartition, int]:
-    (f_partition_index, f_committed_offset, f_committed_leader_epoch,) = _S4.unpack_from(buf, pos)
-    pos += _S4.size
-    f_metadata, pos = read_compact_string(buf, pos, True)
-    (f_error_code,) = _S3.unpack_from(buf, pos)
-    pos += _S3.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return OffsetFetchResponsePartition(f_partition_index, f_committed_offset, f_committed_leader_epoch, f_metadata, f_error_code), pos
-
-
-def _e_OffsetFetchResponsePartition_7(o: OffsetFetchResponsePartition, out: bytearray, chunks: list[Any]) -> None:
-    out += _S4.pack(o.partition_index, o.committed_offset, o.committed_leader_epoch)
-    write_compact_string(out, o.metadata)
-    out += _S3.pack(o.error_code)
-    out.append(0)
-
-
-def _d_OffsetFetchResponseTopic_7(buf: Any, pos: int) -> tuple[OffsetFetchResponseTopic, int]:
-    f_name, pos = read_compact_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, True, False)
-    f_partitions = []
-    for _ in range(n_partitions):
-        it_partitions, pos = _d_OffsetFetchResponsePartition_7(buf, pos)
-        f_partitions.append(it_partitions)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return OffsetFetchResponseTopic(f_name, f_partitions), pos
-
-
-def _e_OffsetFetchResponseTopic_7(o: OffsetFetchResponseTopic, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.name)
-    write_array_count(out, o.partitions, True)
-    if o.partitions is not None:
-        for it_partitions in o.partitions:
-            _e_OffsetFetchResponsePartition_7(it_partitions, out, chunks)
-    out.append(0)
-
-
-def _d_OffsetFetchResponse_7(buf: Any, pos: int) -> tuple[OffsetFetchResponse, int]:
-    (f_throttle_time_ms,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    n_topics, pos = read_array_count(buf, pos, True, False)
-    f_topics = []
-    for _ in range(n_topics):
-        it_topics, pos = _d_OffsetFetchResponseTopic_7(buf, pos)
-        f_topics.append(it_topics)
-    (f_error_code,) = _S3.unpack_from(buf, pos)
-    pos += _S3.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return OffsetFetchResponse(f_throttle_time_ms, f_topics, f_error_code, []), pos
-
-
-def _e_OffsetFetchResponse_7(o: OffsetFetchResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S1.pack(o.throttle_time_ms)
-    write_array_count(out, o.topics, True)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_OffsetFetchResponseTopic_7(it_topics, out, chunks)
-    out += _S3.pack(o.error_code)
-    out.append(0)
-
-
 def _d_OffsetFetchResponsePartitions_8(buf: Any, pos: int) -> tuple[OffsetFetchResponsePartitions, int]:
     (f_partition_index, f_committed_offset, f_committed_leader_epoch,) = _S4.unpack_from(buf, pos)
     pos += _S4.size
@@ -1538,122 +869,5 @@ def _e_OffsetFetchResponse_8(o: OffsetFetchResponse, out: bytearray, chunks: lis
     out.append(0)
 
 
-def _d_OffsetFetchResponsePartitions_9(buf: Any, pos: int) -> tuple[OffsetFetchResponsePartitions, int]:
-    (f_partition_index, f_committed_offset, f_committed_leader_epoch,) = _S4.unpack_from(buf, pos)
-    pos += _S4.size
-    f_metadata, pos = read_compact_string(buf, pos, True)
-    (f_error_code,) = _S3.unpack_from(buf, pos)
-    pos += _S3.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return OffsetFetchResponsePartitions(f_partition_index, f_committed_offset, f_committed_leader_epoch, f_metadata, f_error_code), pos
-
-
-def _e_OffsetFetchResponsePartitions_9(o: OffsetFetchResponsePartitions, out: bytearray, chunks: list[Any]) -> None:
-    out += _S4.pack(o.partition_index, o.committed_offset, o.committed_leader_epoch)
-    write_compact_string(out, o.metadata)
-    out += _S3.pack(o.error_code)
-    out.append(0)
-
-
-def _d_OffsetFetchResponseTopics_9(buf: Any, pos: int) -> tuple[OffsetFetchResponseTopics, int]:
-    f_name, pos = read_compact_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, True, False)
-    f_partitions = []
-    for _ in range(n_partitions):
-        it_partitions, pos = _d_OffsetFetchResponsePartitions_9(buf, pos)
-        f_partitions.append(it_partitions)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return OffsetFetchResponseTopics(f_name, f_partitions), pos
-
-
-def _e_OffsetFetchResponseTopics_9(o: OffsetFetchResponseTopics, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.name)
-    write_array_count(out, o.partitions, True)
-    if o.partitions is not None:
-        for it_partitions in o.partitions:
-            _e_OffsetFetchResponsePartitions_9(it_partitions, out, chunks)
-    out.append(0)
-
-
-def _d_OffsetFetchResponseGroup_9(buf: Any, pos: int) -> tuple[OffsetFetchResponseGroup, int]:
-    f_group_id, pos = read_compact_string(buf, pos, False)
-    n_topics, pos = read_array_count(buf, pos, True, False)
-    f_topics = []
-    for _ in range(n_topics):
-        it_topics, pos = _d_OffsetFetchResponseTopics_9(buf, pos)
-        f_topics.append(it_topics)
-    (f_error_code,) = _S3.unpack_from(buf, pos)
-    pos += _S3.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return OffsetFetchResponseGroup(f_group_id, f_topics, f_error_code), pos
-
-
-def _e_OffsetFetchResponseGroup_9(o: OffsetFetchResponseGroup, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.group_id)
-    write_array_count(out, o.topics, True)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_OffsetFetchResponseTopics_9(it_topics, out, chunks)
-    out += _S3.pack(o.error_code)
-    out.append(0)
-
-
-def _d_OffsetFetchResponsePartition_9(buf: Any, pos: int) -> tuple[OffsetFetchResponsePartition, int]:
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return OffsetFetchResponsePartition(0, 0, -1, "", 0), pos
-
-
-def _e_OffsetFetchResponsePartition_9(o: OffsetFetchResponsePartition, out: bytearray, chunks: list[Any]) -> None:
-    out.append(0)
-
-
-def _d_OffsetFetchResponseTopic_9(buf: Any, pos: int) -> tuple[OffsetFetchResponseTopic, int]:
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return OffsetFetchResponseTopic("", []), pos
-
-
-def _e_OffsetFetchResponseTopic_9(o: OffsetFetchResponseTopic, out: bytearray, chunks: list[Any]) -> None:
-    out.append(0)
-
-
-def _d_OffsetFetchResponse_9(buf: Any, pos: int) -> tuple[OffsetFetchResponse, int]:
-    (f_throttle_time_ms,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    n_groups, pos = read_array_count(buf, pos, True, False)
-    f_groups = []
-    for _ in range(n_groups):
-        it_groups, pos = _d_OffsetFetchResponseGroup_9(buf, pos)
-        f_groups.append(it_groups)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return OffsetFetchResponse(f_throttle_time_ms, [], 0, f_groups), pos
-
-
-def _e_OffsetFetchResponse_9(o: OffsetFetchResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S1.pack(o.throttle_time_ms)
-    write_array_count(out, o.groups, True)
-    if o.groups is not None:
-        for it_groups in o.groups:
-            _e_OffsetFetchResponseGroup_9(it_groups, out, chunks)
-    out.append(0)
-
-
-OffsetFetchResponse._DECODERS = {0: _d_OffsetFetchResponse_0, 1: _d_OffsetFetchResponse_1, 2: _d_OffsetFetchResponse_2, 3: _d_OffsetFetchResponse_3, 4: _d_OffsetFetchResponse_4, 5: _d_OffsetFetchResponse_5, 6: _d_OffsetFetchResponse_6, 7: _d_OffsetFetchResponse_7, 8: _d_OffsetFetchResponse_8, 9: _d_OffsetFetchResponse_9}
-OffsetFetchResponse._ENCODERS = {0: _e_OffsetFetchResponse_0, 1: _e_OffsetFetchResponse_1, 2: _e_OffsetFetchResponse_2, 3: _e_OffsetFetchResponse_3, 4: _e_OffsetFetchResponse_4, 5: _e_OffsetFetchResponse_5, 6: _e_OffsetFetchResponse_6, 7: _e_OffsetFetchResponse_7, 8: _e_OffsetFetchResponse_8, 9: _e_OffsetFetchResponse_9}
+OffsetFetchResponse._DECODERS = {0: _d_OffsetFetchResponse_0, 1: _d_OffsetFetchResponse_0, 2: _d_OffsetFetchResponse_2, 3: _d_OffsetFetchResponse_3, 4: _d_OffsetFetchResponse_3, 5: _d_OffsetFetchResponse_5, 6: _d_OffsetFetchResponse_6, 7: _d_OffsetFetchResponse_6, 8: _d_OffsetFetchResponse_8, 9: _d_OffsetFetchResponse_8}
+OffsetFetchResponse._ENCODERS = {0: _e_OffsetFetchResponse_0, 1: _e_OffsetFetchResponse_0, 2: _e_OffsetFetchResponse_2, 3: _e_OffsetFetchResponse_3, 4: _e_OffsetFetchResponse_3, 5: _e_OffsetFetchResponse_5, 6: _e_OffsetFetchResponse_6, 7: _e_OffsetFetchResponse_6, 8: _e_OffsetFetchResponse_8, 9: _e_OffsetFetchResponse_8}

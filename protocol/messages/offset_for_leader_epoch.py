@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,6 +20,10 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>ii')
 _S1 = Struct('>iii')
 _S2 = Struct('>i')
@@ -27,51 +31,82 @@ _S3 = Struct('>hiq')
 _S4 = Struct('>hiiq')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class OffsetForLeaderPartition:
     partition: int = 0
     current_leader_epoch: int = -1
     leader_epoch: int = 0
 
+    def __init__(self, partition: int = 0, current_leader_epoch: int = -1, leader_epoch: int = 0) -> None:
+        self.partition = partition
+        self.current_leader_epoch = current_leader_epoch
+        self.leader_epoch = leader_epoch
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class OffsetForLeaderTopic:
     topic: str = ""
     partitions: list[OffsetForLeaderPartition] = field(default_factory=list)
 
+    def __init__(self, topic: str = "", partitions: list[OffsetForLeaderPartition] | None = None) -> None:
+        self.topic = topic
+        self.partitions = [] if partitions is None else partitions
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class OffsetForLeaderEpochRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 23
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 4
-    FLEXIBLE_MIN: ClassVar[int | None] = 4
     replica_id: int = -2
     topics: list[OffsetForLeaderTopic] = field(default_factory=list)
 
+    def __init__(self, replica_id: int = -2, topics: list[OffsetForLeaderTopic] | None = None) -> None:
+        self.replica_id = replica_id
+        self.topics = [] if topics is None else topics
 
-@dataclass(slots=True)
+
+OffsetForLeaderEpochRequest.API_KEY = 23
+OffsetForLeaderEpochRequest.MIN_VERSION = 0
+OffsetForLeaderEpochRequest.MAX_VERSION = 4
+OffsetForLeaderEpochRequest.FLEXIBLE_MIN = 4
+
+
+@dataclass(slots=True, init=False)
 class EpochEndOffset:
     error_code: int = 0
     partition: int = 0
     leader_epoch: int = -1
     end_offset: int = -1
 
+    def __init__(self, error_code: int = 0, partition: int = 0, leader_epoch: int = -1, end_offset: int = -1) -> None:
+        self.error_code = error_code
+        self.partition = partition
+        self.leader_epoch = leader_epoch
+        self.end_offset = end_offset
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class OffsetForLeaderTopicResult:
     topic: str = ""
     partitions: list[EpochEndOffset] = field(default_factory=list)
 
+    def __init__(self, topic: str = "", partitions: list[EpochEndOffset] | None = None) -> None:
+        self.topic = topic
+        self.partitions = [] if partitions is None else partitions
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class OffsetForLeaderEpochResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 23
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 4
-    FLEXIBLE_MIN: ClassVar[int | None] = 4
     throttle_time_ms: int = 0
     topics: list[OffsetForLeaderTopicResult] = field(default_factory=list)
+
+    def __init__(self, throttle_time_ms: int = 0, topics: list[OffsetForLeaderTopicResult] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.topics = [] if topics is None else topics
+
+
+OffsetForLeaderEpochResponse.API_KEY = 23
+OffsetForLeaderEpochResponse.MIN_VERSION = 0
+OffsetForLeaderEpochResponse.MAX_VERSION = 4
+OffsetForLeaderEpochResponse.FLEXIBLE_MIN = 4
 
 
 def _d_OffsetForLeaderPartition_0(buf: Any, pos: int) -> tuple[OffsetForLeaderPartition, int]:
@@ -118,50 +153,6 @@ def _e_OffsetForLeaderEpochRequest_0(o: OffsetForLeaderEpochRequest, out: bytear
             _e_OffsetForLeaderTopic_0(it_topics, out, chunks)
 
 
-def _d_OffsetForLeaderPartition_1(buf: Any, pos: int) -> tuple[OffsetForLeaderPartition, int]:
-    (f_partition, f_leader_epoch,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    return OffsetForLeaderPartition(f_partition, -1, f_leader_epoch), pos
-
-
-def _e_OffsetForLeaderPartition_1(o: OffsetForLeaderPartition, out: bytearray, chunks: list[Any]) -> None:
-    out += _S0.pack(o.partition, o.leader_epoch)
-
-
-def _d_OffsetForLeaderTopic_1(buf: Any, pos: int) -> tuple[OffsetForLeaderTopic, int]:
-    f_topic, pos = read_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, False, False)
-    f_partitions = []
-    for _ in range(n_partitions):
-        it_partitions, pos = _d_OffsetForLeaderPartition_1(buf, pos)
-        f_partitions.append(it_partitions)
-    return OffsetForLeaderTopic(f_topic, f_partitions), pos
-
-
-def _e_OffsetForLeaderTopic_1(o: OffsetForLeaderTopic, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.topic)
-    write_array_count(out, o.partitions, False)
-    if o.partitions is not None:
-        for it_partitions in o.partitions:
-            _e_OffsetForLeaderPartition_1(it_partitions, out, chunks)
-
-
-def _d_OffsetForLeaderEpochRequest_1(buf: Any, pos: int) -> tuple[OffsetForLeaderEpochRequest, int]:
-    n_topics, pos = read_array_count(buf, pos, False, False)
-    f_topics = []
-    for _ in range(n_topics):
-        it_topics, pos = _d_OffsetForLeaderTopic_1(buf, pos)
-        f_topics.append(it_topics)
-    return OffsetForLeaderEpochRequest(-2, f_topics), pos
-
-
-def _e_OffsetForLeaderEpochRequest_1(o: OffsetForLeaderEpochRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_array_count(out, o.topics, False)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_OffsetForLeaderTopic_1(it_topics, out, chunks)
-
-
 def _d_OffsetForLeaderPartition_2(buf: Any, pos: int) -> tuple[OffsetForLeaderPartition, int]:
     (f_partition, f_current_leader_epoch, f_leader_epoch,) = _S1.unpack_from(buf, pos)
     pos += _S1.size
@@ -206,41 +197,13 @@ def _e_OffsetForLeaderEpochRequest_2(o: OffsetForLeaderEpochRequest, out: bytear
             _e_OffsetForLeaderTopic_2(it_topics, out, chunks)
 
 
-def _d_OffsetForLeaderPartition_3(buf: Any, pos: int) -> tuple[OffsetForLeaderPartition, int]:
-    (f_partition, f_current_leader_epoch, f_leader_epoch,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    return OffsetForLeaderPartition(f_partition, f_current_leader_epoch, f_leader_epoch), pos
-
-
-def _e_OffsetForLeaderPartition_3(o: OffsetForLeaderPartition, out: bytearray, chunks: list[Any]) -> None:
-    out += _S1.pack(o.partition, o.current_leader_epoch, o.leader_epoch)
-
-
-def _d_OffsetForLeaderTopic_3(buf: Any, pos: int) -> tuple[OffsetForLeaderTopic, int]:
-    f_topic, pos = read_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, False, False)
-    f_partitions = []
-    for _ in range(n_partitions):
-        it_partitions, pos = _d_OffsetForLeaderPartition_3(buf, pos)
-        f_partitions.append(it_partitions)
-    return OffsetForLeaderTopic(f_topic, f_partitions), pos
-
-
-def _e_OffsetForLeaderTopic_3(o: OffsetForLeaderTopic, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.topic)
-    write_array_count(out, o.partitions, False)
-    if o.partitions is not None:
-        for it_partitions in o.partitions:
-            _e_OffsetForLeaderPartition_3(it_partitions, out, chunks)
-
-
 def _d_OffsetForLeaderEpochRequest_3(buf: Any, pos: int) -> tuple[OffsetForLeaderEpochRequest, int]:
     (f_replica_id,) = _S2.unpack_from(buf, pos)
     pos += _S2.size
     n_topics, pos = read_array_count(buf, pos, False, False)
     f_topics = []
     for _ in range(n_topics):
-        it_topics, pos = _d_OffsetForLeaderTopic_3(buf, pos)
+        it_topics, pos = _d_OffsetForLeaderTopic_2(buf, pos)
         f_topics.append(it_topics)
     return OffsetForLeaderEpochRequest(f_replica_id, f_topics), pos
 
@@ -250,7 +213,7 @@ def _e_OffsetForLeaderEpochRequest_3(o: OffsetForLeaderEpochRequest, out: bytear
     write_array_count(out, o.topics, False)
     if o.topics is not None:
         for it_topics in o.topics:
-            _e_OffsetForLeaderTopic_3(it_topics, out, chunks)
+            _e_OffsetForLeaderTopic_2(it_topics, out, chunks)
 
 
 def _d_OffsetForLeaderPartition_4(buf: Any, pos: int) -> tuple[OffsetForLeaderPartition, int]:
@@ -315,8 +278,8 @@ def _e_OffsetForLeaderEpochRequest_4(o: OffsetForLeaderEpochRequest, out: bytear
     out.append(0)
 
 
-OffsetForLeaderEpochRequest._DECODERS = {0: _d_OffsetForLeaderEpochRequest_0, 1: _d_OffsetForLeaderEpochRequest_1, 2: _d_OffsetForLeaderEpochRequest_2, 3: _d_OffsetForLeaderEpochRequest_3, 4: _d_OffsetForLeaderEpochRequest_4}
-OffsetForLeaderEpochRequest._ENCODERS = {0: _e_OffsetForLeaderEpochRequest_0, 1: _e_OffsetForLeaderEpochRequest_1, 2: _e_OffsetForLeaderEpochRequest_2, 3: _e_OffsetForLeaderEpochRequest_3, 4: _e_OffsetForLeaderEpochRequest_4}
+OffsetForLeaderEpochRequest._DECODERS = {0: _d_OffsetForLeaderEpochRequest_0, 1: _d_OffsetForLeaderEpochRequest_0, 2: _d_OffsetForLeaderEpochRequest_2, 3: _d_OffsetForLeaderEpochRequest_3, 4: _d_OffsetForLeaderEpochRequest_4}
+OffsetForLeaderEpochRequest._ENCODERS = {0: _e_OffsetForLeaderEpochRequest_0, 1: _e_OffsetForLeaderEpochRequest_0, 2: _e_OffsetForLeaderEpochRequest_2, 3: _e_OffsetForLeaderEpochRequest_3, 4: _e_OffsetForLeaderEpochRequest_4}
 
 
 def _d_EpochEndOffset_0(buf: Any, pos: int) -> tuple[EpochEndOffset, int]:
@@ -407,41 +370,13 @@ def _e_OffsetForLeaderEpochResponse_1(o: OffsetForLeaderEpochResponse, out: byte
             _e_OffsetForLeaderTopicResult_1(it_topics, out, chunks)
 
 
-def _d_EpochEndOffset_2(buf: Any, pos: int) -> tuple[EpochEndOffset, int]:
-    (f_error_code, f_partition, f_leader_epoch, f_end_offset,) = _S4.unpack_from(buf, pos)
-    pos += _S4.size
-    return EpochEndOffset(f_error_code, f_partition, f_leader_epoch, f_end_offset), pos
-
-
-def _e_EpochEndOffset_2(o: EpochEndOffset, out: bytearray, chunks: list[Any]) -> None:
-    out += _S4.pack(o.error_code, o.partition, o.leader_epoch, o.end_offset)
-
-
-def _d_OffsetForLeaderTopicResult_2(buf: Any, pos: int) -> tuple[OffsetForLeaderTopicResult, int]:
-    f_topic, pos = read_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, False, False)
-    f_partitions = []
-    for _ in range(n_partitions):
-        it_partitions, pos = _d_EpochEndOffset_2(buf, pos)
-        f_partitions.append(it_partitions)
-    return OffsetForLeaderTopicResult(f_topic, f_partitions), pos
-
-
-def _e_OffsetForLeaderTopicResult_2(o: OffsetForLeaderTopicResult, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.topic)
-    write_array_count(out, o.partitions, False)
-    if o.partitions is not None:
-        for it_partitions in o.partitions:
-            _e_EpochEndOffset_2(it_partitions, out, chunks)
-
-
 def _d_OffsetForLeaderEpochResponse_2(buf: Any, pos: int) -> tuple[OffsetForLeaderEpochResponse, int]:
     (f_throttle_time_ms,) = _S2.unpack_from(buf, pos)
     pos += _S2.size
     n_topics, pos = read_array_count(buf, pos, False, False)
     f_topics = []
     for _ in range(n_topics):
-        it_topics, pos = _d_OffsetForLeaderTopicResult_2(buf, pos)
+        it_topics, pos = _d_OffsetForLeaderTopicResult_1(buf, pos)
         f_topics.append(it_topics)
     return OffsetForLeaderEpochResponse(f_throttle_time_ms, f_topics), pos
 
@@ -451,54 +386,7 @@ def _e_OffsetForLeaderEpochResponse_2(o: OffsetForLeaderEpochResponse, out: byte
     write_array_count(out, o.topics, False)
     if o.topics is not None:
         for it_topics in o.topics:
-            _e_OffsetForLeaderTopicResult_2(it_topics, out, chunks)
-
-
-def _d_EpochEndOffset_3(buf: Any, pos: int) -> tuple[EpochEndOffset, int]:
-    (f_error_code, f_partition, f_leader_epoch, f_end_offset,) = _S4.unpack_from(buf, pos)
-    pos += _S4.size
-    return EpochEndOffset(f_error_code, f_partition, f_leader_epoch, f_end_offset), pos
-
-
-def _e_EpochEndOffset_3(o: EpochEndOffset, out: bytearray, chunks: list[Any]) -> None:
-    out += _S4.pack(o.error_code, o.partition, o.leader_epoch, o.end_offset)
-
-
-def _d_OffsetForLeaderTopicResult_3(buf: Any, pos: int) -> tuple[OffsetForLeaderTopicResult, int]:
-    f_topic, pos = read_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, False, False)
-    f_partitions = []
-    for _ in range(n_partitions):
-        it_partitions, pos = _d_EpochEndOffset_3(buf, pos)
-        f_partitions.append(it_partitions)
-    return OffsetForLeaderTopicResult(f_topic, f_partitions), pos
-
-
-def _e_OffsetForLeaderTopicResult_3(o: OffsetForLeaderTopicResult, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.topic)
-    write_array_count(out, o.partitions, False)
-    if o.partitions is not None:
-        for it_partitions in o.partitions:
-            _e_EpochEndOffset_3(it_partitions, out, chunks)
-
-
-def _d_OffsetForLeaderEpochResponse_3(buf: Any, pos: int) -> tuple[OffsetForLeaderEpochResponse, int]:
-    (f_throttle_time_ms,) = _S2.unpack_from(buf, pos)
-    pos += _S2.size
-    n_topics, pos = read_array_count(buf, pos, False, False)
-    f_topics = []
-    for _ in range(n_topics):
-        it_topics, pos = _d_OffsetForLeaderTopicResult_3(buf, pos)
-        f_topics.append(it_topics)
-    return OffsetForLeaderEpochResponse(f_throttle_time_ms, f_topics), pos
-
-
-def _e_OffsetForLeaderEpochResponse_3(o: OffsetForLeaderEpochResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S2.pack(o.throttle_time_ms)
-    write_array_count(out, o.topics, False)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_OffsetForLeaderTopicResult_3(it_topics, out, chunks)
+            _e_OffsetForLeaderTopicResult_1(it_topics, out, chunks)
 
 
 def _d_EpochEndOffset_4(buf: Any, pos: int) -> tuple[EpochEndOffset, int]:
@@ -563,5 +451,5 @@ def _e_OffsetForLeaderEpochResponse_4(o: OffsetForLeaderEpochResponse, out: byte
     out.append(0)
 
 
-OffsetForLeaderEpochResponse._DECODERS = {0: _d_OffsetForLeaderEpochResponse_0, 1: _d_OffsetForLeaderEpochResponse_1, 2: _d_OffsetForLeaderEpochResponse_2, 3: _d_OffsetForLeaderEpochResponse_3, 4: _d_OffsetForLeaderEpochResponse_4}
-OffsetForLeaderEpochResponse._ENCODERS = {0: _e_OffsetForLeaderEpochResponse_0, 1: _e_OffsetForLeaderEpochResponse_1, 2: _e_OffsetForLeaderEpochResponse_2, 3: _e_OffsetForLeaderEpochResponse_3, 4: _e_OffsetForLeaderEpochResponse_4}
+OffsetForLeaderEpochResponse._DECODERS = {0: _d_OffsetForLeaderEpochResponse_0, 1: _d_OffsetForLeaderEpochResponse_1, 2: _d_OffsetForLeaderEpochResponse_2, 3: _d_OffsetForLeaderEpochResponse_2, 4: _d_OffsetForLeaderEpochResponse_4}
+OffsetForLeaderEpochResponse._ENCODERS = {0: _e_OffsetForLeaderEpochResponse_0, 1: _e_OffsetForLeaderEpochResponse_1, 2: _e_OffsetForLeaderEpochResponse_2, 3: _e_OffsetForLeaderEpochResponse_2, 4: _e_OffsetForLeaderEpochResponse_4}

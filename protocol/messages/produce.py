@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,6 +20,10 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>i')
 _S1 = Struct('>hi')
 _S2 = Struct('>ihq')
@@ -28,51 +32,81 @@ _S4 = Struct('>ihqqq')
 _S5 = Struct('>ii')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class PartitionProduceData:
     index: int = 0
     records: Any = None
 
+    def __init__(self, index: int = 0, records: Any = None) -> None:
+        self.index = index
+        self.records = records
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class TopicProduceData:
     name: str = ""
     partition_data: list[PartitionProduceData] = field(default_factory=list)
 
+    def __init__(self, name: str = "", partition_data: list[PartitionProduceData] | None = None) -> None:
+        self.name = name
+        self.partition_data = [] if partition_data is None else partition_data
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class ProduceRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 0
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 12
-    FLEXIBLE_MIN: ClassVar[int | None] = 9
     transactional_id: str | None = None
     acks: int = 0
     timeout_ms: int = 0
     topic_data: list[TopicProduceData] = field(default_factory=list)
 
+    def __init__(self, transactional_id: str | None = None, acks: int = 0, timeout_ms: int = 0, topic_data: list[TopicProduceData] | None = None) -> None:
+        self.transactional_id = transactional_id
+        self.acks = acks
+        self.timeout_ms = timeout_ms
+        self.topic_data = [] if topic_data is None else topic_data
 
-@dataclass(slots=True)
+
+ProduceRequest.API_KEY = 0
+ProduceRequest.MIN_VERSION = 0
+ProduceRequest.MAX_VERSION = 12
+ProduceRequest.FLEXIBLE_MIN = 9
+
+
+@dataclass(slots=True, init=False)
 class NodeEndpoint:
     node_id: int = 0
     host: str = ""
     port: int = 0
     rack: str | None = None
 
+    def __init__(self, node_id: int = 0, host: str = "", port: int = 0, rack: str | None = None) -> None:
+        self.node_id = node_id
+        self.host = host
+        self.port = port
+        self.rack = rack
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class LeaderIdAndEpoch:
     leader_id: int = -1
     leader_epoch: int = -1
 
+    def __init__(self, leader_id: int = -1, leader_epoch: int = -1) -> None:
+        self.leader_id = leader_id
+        self.leader_epoch = leader_epoch
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class BatchIndexAndErrorMessage:
     batch_index: int = 0
     batch_index_error_message: str | None = None
 
+    def __init__(self, batch_index: int = 0, batch_index_error_message: str | None = None) -> None:
+        self.batch_index = batch_index
+        self.batch_index_error_message = batch_index_error_message
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class PartitionProduceResponse:
     index: int = 0
     error_code: int = 0
@@ -83,22 +117,46 @@ class PartitionProduceResponse:
     error_message: str | None = None
     current_leader: LeaderIdAndEpoch = field(default_factory=LeaderIdAndEpoch)
 
+    def __init__(self, index: int = 0, error_code: int = 0, base_offset: int = 0, log_append_time_ms: int = -1, log_start_offset: int = -1, record_errors: list[BatchIndexAndErrorMessage] | None = None, error_message: str | None = None, current_leader: LeaderIdAndEpoch | None = None) -> None:
+        self.index = index
+        self.error_code = error_code
+        self.base_offset = base_offset
+        self.log_append_time_ms = log_append_time_ms
+        self.log_start_offset = log_start_offset
+        self.record_errors = [] if record_errors is None else record_errors
+        self.error_message = error_message
+        self.current_leader = LeaderIdAndEpoch() if current_leader is None else current_leader
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class TopicProduceResponse:
     name: str = ""
     partition_responses: list[PartitionProduceResponse] = field(default_factory=list)
 
+    def __init__(self, name: str = "", partition_responses: list[PartitionProduceResponse] | None = None) -> None:
+        self.name = name
+        self.partition_responses = [] if partition_responses is None else partition_responses
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class ProduceResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 0
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 12
-    FLEXIBLE_MIN: ClassVar[int | None] = 9
     responses: list[TopicProduceResponse] = field(default_factory=list)
     throttle_time_ms: int = 0
     node_endpoints: list[NodeEndpoint] = field(default_factory=list)
+
+    def __init__(self, responses: list[TopicProduceResponse] | None = None, throttle_time_ms: int = 0, node_endpoints: list[NodeEndpoint] | None = None) -> None:
+        self.responses = [] if responses is None else responses
+        self.throttle_time_ms = throttle_time_ms
+        self.node_endpoints = [] if node_endpoints is None else node_endpoints
+
+
+ProduceResponse.API_KEY = 0
+ProduceResponse.MIN_VERSION = 0
+ProduceResponse.MAX_VERSION = 12
+ProduceResponse.FLEXIBLE_MIN = 9
+
+
+_DEFAULT_LeaderIdAndEpoch = LeaderIdAndEpoch()
 
 
 def _d_PartitionProduceData_0(buf: Any, pos: int) -> tuple[PartitionProduceData, int]:
@@ -150,134 +208,6 @@ def _e_ProduceRequest_0(o: ProduceRequest, out: bytearray, chunks: list[Any]) ->
             _e_TopicProduceData_0(it_topic_data, out, chunks)
 
 
-def _d_PartitionProduceData_1(buf: Any, pos: int) -> tuple[PartitionProduceData, int]:
-    (f_index,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    f_records, pos = read_records(buf, pos, True)
-    return PartitionProduceData(f_index, f_records), pos
-
-
-def _e_PartitionProduceData_1(o: PartitionProduceData, out: bytearray, chunks: list[Any]) -> None:
-    out += _S0.pack(o.index)
-    write_records(out, chunks, o.records)
-
-
-def _d_TopicProduceData_1(buf: Any, pos: int) -> tuple[TopicProduceData, int]:
-    f_name, pos = read_string(buf, pos, False)
-    n_partition_data, pos = read_array_count(buf, pos, False, False)
-    f_partition_data = []
-    for _ in range(n_partition_data):
-        it_partition_data, pos = _d_PartitionProduceData_1(buf, pos)
-        f_partition_data.append(it_partition_data)
-    return TopicProduceData(f_name, f_partition_data), pos
-
-
-def _e_TopicProduceData_1(o: TopicProduceData, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-    write_array_count(out, o.partition_data, False)
-    if o.partition_data is not None:
-        for it_partition_data in o.partition_data:
-            _e_PartitionProduceData_1(it_partition_data, out, chunks)
-
-
-def _d_ProduceRequest_1(buf: Any, pos: int) -> tuple[ProduceRequest, int]:
-    (f_acks, f_timeout_ms,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    n_topic_data, pos = read_array_count(buf, pos, False, False)
-    f_topic_data = []
-    for _ in range(n_topic_data):
-        it_topic_data, pos = _d_TopicProduceData_1(buf, pos)
-        f_topic_data.append(it_topic_data)
-    return ProduceRequest(None, f_acks, f_timeout_ms, f_topic_data), pos
-
-
-def _e_ProduceRequest_1(o: ProduceRequest, out: bytearray, chunks: list[Any]) -> None:
-    out += _S1.pack(o.acks, o.timeout_ms)
-    write_array_count(out, o.topic_data, False)
-    if o.topic_data is not None:
-        for it_topic_data in o.topic_data:
-            _e_TopicProduceData_1(it_topic_data, out, chunks)
-
-
-def _d_PartitionProduceData_2(buf: Any, pos: int) -> tuple[PartitionProduceData, int]:
-    (f_index,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    f_records, pos = read_records(buf, pos, True)
-    return PartitionProduceData(f_index, f_records), pos
-
-
-def _e_PartitionProduceData_2(o: PartitionProduceData, out: bytearray, chunks: list[Any]) -> None:
-    out += _S0.pack(o.index)
-    write_records(out, chunks, o.records)
-
-
-def _d_TopicProduceData_2(buf: Any, pos: int) -> tuple[TopicProduceData, int]:
-    f_name, pos = read_string(buf, pos, False)
-    n_partition_data, pos = read_array_count(buf, pos, False, False)
-    f_partition_data = []
-    for _ in range(n_partition_data):
-        it_partition_data, pos = _d_PartitionProduceData_2(buf, pos)
-        f_partition_data.append(it_partition_data)
-    return TopicProduceData(f_name, f_partition_data), pos
-
-
-def _e_TopicProduceData_2(o: TopicProduceData, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-    write_array_count(out, o.partition_data, False)
-    if o.partition_data is not None:
-        for it_partition_data in o.partition_data:
-            _e_PartitionProduceData_2(it_partition_data, out, chunks)
-
-
-def _d_ProduceRequest_2(buf: Any, pos: int) -> tuple[ProduceRequest, int]:
-    (f_acks, f_timeout_ms,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    n_topic_data, pos = read_array_count(buf, pos, False, False)
-    f_topic_data = []
-    for _ in range(n_topic_data):
-        it_topic_data, pos = _d_TopicProduceData_2(buf, pos)
-        f_topic_data.append(it_topic_data)
-    return ProduceRequest(None, f_acks, f_timeout_ms, f_topic_data), pos
-
-
-def _e_ProduceRequest_2(o: ProduceRequest, out: bytearray, chunks: list[Any]) -> None:
-    out += _S1.pack(o.acks, o.timeout_ms)
-    write_array_count(out, o.topic_data, False)
-    if o.topic_data is not None:
-        for it_topic_data in o.topic_data:
-            _e_TopicProduceData_2(it_topic_data, out, chunks)
-
-
-def _d_PartitionProduceData_3(buf: Any, pos: int) -> tuple[PartitionProduceData, int]:
-    (f_index,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    f_records, pos = read_records(buf, pos, True)
-    return PartitionProduceData(f_index, f_records), pos
-
-
-def _e_PartitionProduceData_3(o: PartitionProduceData, out: bytearray, chunks: list[Any]) -> None:
-    out += _S0.pack(o.index)
-    write_records(out, chunks, o.records)
-
-
-def _d_TopicProduceData_3(buf: Any, pos: int) -> tuple[TopicProduceData, int]:
-    f_name, pos = read_string(buf, pos, False)
-    n_partition_data, pos = read_array_count(buf, pos, False, False)
-    f_partition_data = []
-    for _ in range(n_partition_data):
-        it_partition_data, pos = _d_PartitionProduceData_3(buf, pos)
-        f_partition_data.append(it_partition_data)
-    return TopicProduceData(f_name, f_partition_data), pos
-
-
-def _e_TopicProduceData_3(o: TopicProduceData, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-    write_array_count(out, o.partition_data, False)
-    if o.partition_data is not None:
-        for it_partition_data in o.partition_data:
-            _e_PartitionProduceData_3(it_partition_data, out, chunks)
-
-
 def _d_ProduceRequest_3(buf: Any, pos: int) -> tuple[ProduceRequest, int]:
     f_transactional_id, pos = read_string(buf, pos, True)
     (f_acks, f_timeout_ms,) = _S1.unpack_from(buf, pos)
@@ -285,7 +215,7 @@ def _d_ProduceRequest_3(buf: Any, pos: int) -> tuple[ProduceRequest, int]:
     n_topic_data, pos = read_array_count(buf, pos, False, False)
     f_topic_data = []
     for _ in range(n_topic_data):
-        it_topic_data, pos = _d_TopicProduceData_3(buf, pos)
+        it_topic_data, pos = _d_TopicProduceData_0(buf, pos)
         f_topic_data.append(it_topic_data)
     return ProduceRequest(f_transactional_id, f_acks, f_timeout_ms, f_topic_data), pos
 
@@ -296,262 +226,7 @@ def _e_ProduceRequest_3(o: ProduceRequest, out: bytearray, chunks: list[Any]) ->
     write_array_count(out, o.topic_data, False)
     if o.topic_data is not None:
         for it_topic_data in o.topic_data:
-            _e_TopicProduceData_3(it_topic_data, out, chunks)
-
-
-def _d_PartitionProduceData_4(buf: Any, pos: int) -> tuple[PartitionProduceData, int]:
-    (f_index,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    f_records, pos = read_records(buf, pos, True)
-    return PartitionProduceData(f_index, f_records), pos
-
-
-def _e_PartitionProduceData_4(o: PartitionProduceData, out: bytearray, chunks: list[Any]) -> None:
-    out += _S0.pack(o.index)
-    write_records(out, chunks, o.records)
-
-
-def _d_TopicProduceData_4(buf: Any, pos: int) -> tuple[TopicProduceData, int]:
-    f_name, pos = read_string(buf, pos, False)
-    n_partition_data, pos = read_array_count(buf, pos, False, False)
-    f_partition_data = []
-    for _ in range(n_partition_data):
-        it_partition_data, pos = _d_PartitionProduceData_4(buf, pos)
-        f_partition_data.append(it_partition_data)
-    return TopicProduceData(f_name, f_partition_data), pos
-
-
-def _e_TopicProduceData_4(o: TopicProduceData, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-    write_array_count(out, o.partition_data, False)
-    if o.partition_data is not None:
-        for it_partition_data in o.partition_data:
-            _e_PartitionProduceData_4(it_partition_data, out, chunks)
-
-
-def _d_ProduceRequest_4(buf: Any, pos: int) -> tuple[ProduceRequest, int]:
-    f_transactional_id, pos = read_string(buf, pos, True)
-    (f_acks, f_timeout_ms,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    n_topic_data, pos = read_array_count(buf, pos, False, False)
-    f_topic_data = []
-    for _ in range(n_topic_data):
-        it_topic_data, pos = _d_TopicProduceData_4(buf, pos)
-        f_topic_data.append(it_topic_data)
-    return ProduceRequest(f_transactional_id, f_acks, f_timeout_ms, f_topic_data), pos
-
-
-def _e_ProduceRequest_4(o: ProduceRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.transactional_id)
-    out += _S1.pack(o.acks, o.timeout_ms)
-    write_array_count(out, o.topic_data, False)
-    if o.topic_data is not None:
-        for it_topic_data in o.topic_data:
-            _e_TopicProduceData_4(it_topic_data, out, chunks)
-
-
-def _d_PartitionProduceData_5(buf: Any, pos: int) -> tuple[PartitionProduceData, int]:
-    (f_index,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    f_records, pos = read_records(buf, pos, True)
-    return PartitionProduceData(f_index, f_records), pos
-
-
-def _e_PartitionProduceData_5(o: PartitionProduceData, out: bytearray, chunks: list[Any]) -> None:
-    out += _S0.pack(o.index)
-    write_records(out, chunks, o.records)
-
-
-def _d_TopicProduceData_5(buf: Any, pos: int) -> tuple[TopicProduceData, int]:
-    f_name, pos = read_string(buf, pos, False)
-    n_partition_data, pos = read_array_count(buf, pos, False, False)
-    f_partition_data = []
-    for _ in range(n_partition_data):
-        it_partition_data, pos = _d_PartitionProduceData_5(buf, pos)
-        f_partition_data.append(it_partition_data)
-    return TopicProduceData(f_name, f_partition_data), pos
-
-
-def _e_TopicProduceData_5(o: TopicProduceData, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-    write_array_count(out, o.partition_data, False)
-    if o.partition_data is not None:
-        for it_partition_data in o.partition_data:
-            _e_PartitionProduceData_5(it_partition_data, out, chunks)
-
-
-def _d_ProduceRequest_5(buf: Any, pos: int) -> tuple[ProduceRequest, int]:
-    f_transactional_id, pos = read_string(buf, pos, True)
-    (f_acks, f_timeout_ms,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    n_topic_data, pos = read_array_count(buf, pos, False, False)
-    f_topic_data = []
-    for _ in range(n_topic_data):
-        it_topic_data, pos = _d_TopicProduceData_5(buf, pos)
-        f_topic_data.append(it_topic_data)
-    return ProduceRequest(f_transactional_id, f_acks, f_timeout_ms, f_topic_data), pos
-
-
-def _e_ProduceRequest_5(o: ProduceRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.transactional_id)
-    out += _S1.pack(o.acks, o.timeout_ms)
-    write_array_count(out, o.topic_data, False)
-    if o.topic_data is not None:
-        for it_topic_data in o.topic_data:
-            _e_TopicProduceData_5(it_topic_data, out, chunks)
-
-
-def _d_PartitionProduceData_6(buf: Any, pos: int) -> tuple[PartitionProduceData, int]:
-    (f_index,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    f_records, pos = read_records(buf, pos, True)
-    return PartitionProduceData(f_index, f_records), pos
-
-
-def _e_PartitionProduceData_6(o: PartitionProduceData, out: bytearray, chunks: list[Any]) -> None:
-    out += _S0.pack(o.index)
-    write_records(out, chunks, o.records)
-
-
-def _d_TopicProduceData_6(buf: Any, pos: int) -> tuple[TopicProduceData, int]:
-    f_name, pos = read_string(buf, pos, False)
-    n_partition_data, pos = read_array_count(buf, pos, False, False)
-    f_partition_data = []
-    for _ in range(n_partition_data):
-        it_partition_data, pos = _d_PartitionProduceData_6(buf, pos)
-        f_partition_data.append(it_partition_data)
-    return TopicProduceData(f_name, f_partition_data), pos
-
-
-def _e_TopicProduceData_6(o: TopicProduceData, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-    write_array_count(out, o.partition_data, False)
-    if o.partition_data is not None:
-        for it_partition_data in o.partition_data:
-            _e_PartitionProduceData_6(it_partition_data, out, chunks)
-
-
-def _d_ProduceRequest_6(buf: Any, pos: int) -> tuple[ProduceRequest, int]:
-    f_transactional_id, pos = read_string(buf, pos, True)
-    (f_acks, f_timeout_ms,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    n_topic_data, pos = read_array_count(buf, pos, False, False)
-    f_topic_data = []
-    for _ in range(n_topic_data):
-        it_topic_data, pos = _d_TopicProduceData_6(buf, pos)
-        f_topic_data.append(it_topic_data)
-    return ProduceRequest(f_transactional_id, f_acks, f_timeout_ms, f_topic_data), pos
-
-
-def _e_ProduceRequest_6(o: ProduceRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.transactional_id)
-    out += _S1.pack(o.acks, o.timeout_ms)
-    write_array_count(out, o.topic_data, False)
-    if o.topic_data is not None:
-        for it_topic_data in o.topic_data:
-            _e_TopicProduceData_6(it_topic_data, out, chunks)
-
-
-def _d_PartitionProduceData_7(buf: Any, pos: int) -> tuple[PartitionProduceData, int]:
-    (f_index,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    f_records, pos = read_records(buf, pos, True)
-    return PartitionProduceData(f_index, f_records), pos
-
-
-def _e_PartitionProduceData_7(o: PartitionProduceData, out: bytearray, chunks: list[Any]) -> None:
-    out += _S0.pack(o.index)
-    write_records(out, chunks, o.records)
-
-
-def _d_TopicProduceData_7(buf: Any, pos: int) -> tuple[TopicProduceData, int]:
-    f_name, pos = read_string(buf, pos, False)
-    n_partition_data, pos = read_array_count(buf, pos, False, False)
-    f_partition_data = []
-    for _ in range(n_partition_data):
-        it_partition_data, pos = _d_PartitionProduceData_7(buf, pos)
-        f_partition_data.append(it_partition_data)
-    return TopicProduceData(f_name, f_partition_data), pos
-
-
-def _e_TopicProduceData_7(o: TopicProduceData, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-    write_array_count(out, o.partition_data, False)
-    if o.partition_data is not None:
-        for it_partition_data in o.partition_data:
-            _e_PartitionProduceData_7(it_partition_data, out, chunks)
-
-
-def _d_ProduceRequest_7(buf: Any, pos: int) -> tuple[ProduceRequest, int]:
-    f_transactional_id, pos = read_string(buf, pos, True)
-    (f_acks, f_timeout_ms,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    n_topic_data, pos = read_array_count(buf, pos, False, False)
-    f_topic_data = []
-    for _ in range(n_topic_data):
-        it_topic_data, pos = _d_TopicProduceData_7(buf, pos)
-        f_topic_data.append(it_topic_data)
-    return ProduceRequest(f_transactional_id, f_acks, f_timeout_ms, f_topic_data), pos
-
-
-def _e_ProduceRequest_7(o: ProduceRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.transactional_id)
-    out += _S1.pack(o.acks, o.timeout_ms)
-    write_array_count(out, o.topic_data, False)
-    if o.topic_data is not None:
-        for it_topic_data in o.topic_data:
-            _e_TopicProduceData_7(it_topic_data, out, chunks)
-
-
-def _d_PartitionProduceData_8(buf: Any, pos: int) -> tuple[PartitionProduceData, int]:
-    (f_index,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    f_records, pos = read_records(buf, pos, True)
-    return PartitionProduceData(f_index, f_records), pos
-
-
-def _e_PartitionProduceData_8(o: PartitionProduceData, out: bytearray, chunks: list[Any]) -> None:
-    out += _S0.pack(o.index)
-    write_records(out, chunks, o.records)
-
-
-def _d_TopicProduceData_8(buf: Any, pos: int) -> tuple[TopicProduceData, int]:
-    f_name, pos = read_string(buf, pos, False)
-    n_partition_data, pos = read_array_count(buf, pos, False, False)
-    f_partition_data = []
-    for _ in range(n_partition_data):
-        it_partition_data, pos = _d_PartitionProduceData_8(buf, pos)
-        f_partition_data.append(it_partition_data)
-    return TopicProduceData(f_name, f_partition_data), pos
-
-
-def _e_TopicProduceData_8(o: TopicProduceData, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-    write_array_count(out, o.partition_data, False)
-    if o.partition_data is not None:
-        for it_partition_data in o.partition_data:
-            _e_PartitionProduceData_8(it_partition_data, out, chunks)
-
-
-def _d_ProduceRequest_8(buf: Any, pos: int) -> tuple[ProduceRequest, int]:
-    f_transactional_id, pos = read_string(buf, pos, True)
-    (f_acks, f_timeout_ms,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    n_topic_data, pos = read_array_count(buf, pos, False, False)
-    f_topic_data = []
-    for _ in range(n_topic_data):
-        it_topic_data, pos = _d_TopicProduceData_8(buf, pos)
-        f_topic_data.append(it_topic_data)
-    return ProduceRequest(f_transactional_id, f_acks, f_timeout_ms, f_topic_data), pos
-
-
-def _e_ProduceRequest_8(o: ProduceRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.transactional_id)
-    out += _S1.pack(o.acks, o.timeout_ms)
-    write_array_count(out, o.topic_data, False)
-    if o.topic_data is not None:
-        for it_topic_data in o.topic_data:
-            _e_TopicProduceData_8(it_topic_data, out, chunks)
+            _e_TopicProduceData_0(it_topic_data, out, chunks)
 
 
 def _d_PartitionProduceData_9(buf: Any, pos: int) -> tuple[PartitionProduceData, int]:
@@ -620,206 +295,8 @@ def _e_ProduceRequest_9(o: ProduceRequest, out: bytearray, chunks: list[Any]) ->
     out.append(0)
 
 
-def _d_PartitionProduceData_10(buf: Any, pos: int) -> tuple[PartitionProduceData, int]:
-    (f_index,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    f_records, pos = read_compact_records(buf, pos, True)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return PartitionProduceData(f_index, f_records), pos
-
-
-def _e_PartitionProduceData_10(o: PartitionProduceData, out: bytearray, chunks: list[Any]) -> None:
-    out += _S0.pack(o.index)
-    write_compact_records(out, chunks, o.records)
-    out.append(0)
-
-
-def _d_TopicProduceData_10(buf: Any, pos: int) -> tuple[TopicProduceData, int]:
-    f_name, pos = read_compact_string(buf, pos, False)
-    n_partition_data, pos = read_array_count(buf, pos, True, False)
-    f_partition_data = []
-    for _ in range(n_partition_data):
-        it_partition_data, pos = _d_PartitionProduceData_10(buf, pos)
-        f_partition_data.append(it_partition_data)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return TopicProduceData(f_name, f_partition_data), pos
-
-
-def _e_TopicProduceData_10(o: TopicProduceData, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.name)
-    write_array_count(out, o.partition_data, True)
-    if o.partition_data is not None:
-        for it_partition_data in o.partition_data:
-            _e_PartitionProduceData_10(it_partition_data, out, chunks)
-    out.append(0)
-
-
-def _d_ProduceRequest_10(buf: Any, pos: int) -> tuple[ProduceRequest, int]:
-    f_transactional_id, pos = read_compact_string(buf, pos, True)
-    (f_acks, f_timeout_ms,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    n_topic_data, pos = read_array_count(buf, pos, True, False)
-    f_topic_data = []
-    for _ in range(n_topic_data):
-        it_topic_data, pos = _d_TopicProduceData_10(buf, pos)
-        f_topic_data.append(it_topic_data)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return ProduceRequest(f_transactional_id, f_acks, f_timeout_ms, f_topic_data), pos
-
-
-def _e_ProduceRequest_10(o: ProduceRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.transactional_id)
-    out += _S1.pack(o.acks, o.timeout_ms)
-    write_array_count(out, o.topic_data, True)
-    if o.topic_data is not None:
-        for it_topic_data in o.topic_data:
-            _e_TopicProduceData_10(it_topic_data, out, chunks)
-    out.append(0)
-
-
-def _d_PartitionProduceData_11(buf: Any, pos: int) -> tuple[PartitionProduceData, int]:
-    (f_index,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    f_records, pos = read_compact_records(buf, pos, True)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return PartitionProduceData(f_index, f_records), pos
-
-
-def _e_PartitionProduceData_11(o: PartitionProduceData, out: bytearray, chunks: list[Any]) -> None:
-    out += _S0.pack(o.index)
-    write_compact_records(out, chunks, o.records)
-    out.append(0)
-
-
-def _d_TopicProduceData_11(buf: Any, pos: int) -> tuple[TopicProduceData, int]:
-    f_name, pos = read_compact_string(buf, pos, False)
-    n_partition_data, pos = read_array_count(buf, pos, True, False)
-    f_partition_data = []
-    for _ in range(n_partition_data):
-        it_partition_data, pos = _d_PartitionProduceData_11(buf, pos)
-        f_partition_data.append(it_partition_data)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return TopicProduceData(f_name, f_partition_data), pos
-
-
-def _e_TopicProduceData_11(o: TopicProduceData, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.name)
-    write_array_count(out, o.partition_data, True)
-    if o.partition_data is not None:
-        for it_partition_data in o.partition_data:
-            _e_PartitionProduceData_11(it_partition_data, out, chunks)
-    out.append(0)
-
-
-def _d_ProduceRequest_11(buf: Any, pos: int) -> tuple[ProduceRequest, int]:
-    f_transactional_id, pos = read_compact_string(buf, pos, True)
-    (f_acks, f_timeout_ms,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    n_topic_data, pos = read_array_count(buf, pos, True, False)
-    f_topic_data = []
-    for _ in range(n_topic_data):
-        it_topic_data, pos = _d_TopicProduceData_11(buf, pos)
-        f_topic_data.append(it_topic_data)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return ProduceRequest(f_transactional_id, f_acks, f_timeout_ms, f_topic_data), pos
-
-
-def _e_ProduceRequest_11(o: ProduceRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.transactional_id)
-    out += _S1.pack(o.acks, o.timeout_ms)
-    write_array_count(out, o.topic_data, True)
-    if o.topic_data is not None:
-        for it_topic_data in o.topic_data:
-            _e_TopicProduceData_11(it_topic_data, out, chunks)
-    out.append(0)
-
-
-def _d_PartitionProduceData_12(buf: Any, pos: int) -> tuple[PartitionProduceData, int]:
-    (f_index,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    f_records, pos = read_compact_records(buf, pos, True)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return PartitionProduceData(f_index, f_records), pos
-
-
-def _e_PartitionProduceData_12(o: PartitionProduceData, out: bytearray, chunks: list[Any]) -> None:
-    out += _S0.pack(o.index)
-    write_compact_records(out, chunks, o.records)
-    out.append(0)
-
-
-def _d_TopicProduceData_12(buf: Any, pos: int) -> tuple[TopicProduceData, int]:
-    f_name, pos = read_compact_string(buf, pos, False)
-    n_partition_data, pos = read_array_count(buf, pos, True, False)
-    f_partition_data = []
-    for _ in range(n_partition_data):
-        it_partition_data, pos = _d_PartitionProduceData_12(buf, pos)
-        f_partition_data.append(it_partition_data)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return TopicProduceData(f_name, f_partition_data), pos
-
-
-def _e_TopicProduceData_12(o: TopicProduceData, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.name)
-    write_array_count(out, o.partition_data, True)
-    if o.partition_data is not None:
-        for it_partition_data in o.partition_data:
-            _e_PartitionProduceData_12(it_partition_data, out, chunks)
-    out.append(0)
-
-
-def _d_ProduceRequest_12(buf: Any, pos: int) -> tuple[ProduceRequest, int]:
-    f_transactional_id, pos = read_compact_string(buf, pos, True)
-    (f_acks, f_timeout_ms,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    n_topic_data, pos = read_array_count(buf, pos, True, False)
-    f_topic_data = []
-    for _ in range(n_topic_data):
-        it_topic_data, pos = _d_TopicProduceData_12(buf, pos)
-        f_topic_data.append(it_topic_data)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return ProduceRequest(f_transactional_id, f_acks, f_timeout_ms, f_topic_data), pos
-
-
-def _e_ProduceRequest_12(o: ProduceRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.transactional_id)
-    out += _S1.pack(o.acks, o.timeout_ms)
-    write_array_count(out, o.topic_data, True)
-    if o.topic_data is not None:
-        for it_topic_data in o.topic_data:
-            _e_TopicProduceData_12(it_topic_data, out, chunks)
-    out.append(0)
-
-
-ProduceRequest._DECODERS = {0: _d_ProduceRequest_0, 1: _d_ProduceRequest_1, 2: _d_ProduceRequest_2, 3: _d_ProduceRequest_3, 4: _d_ProduceRequest_4, 5: _d_ProduceRequest_5, 6: _d_ProduceRequest_6, 7: _d_ProduceRequest_7, 8: _d_ProduceRequest_8, 9: _d_ProduceRequest_9, 10: _d_ProduceRequest_10, 11: _d_ProduceRequest_11, 12: _d_ProduceRequest_12}
-ProduceRequest._ENCODERS = {0: _e_ProduceRequest_0, 1: _e_ProduceRequest_1, 2: _e_ProduceRequest_2, 3: _e_ProduceRequest_3, 4: _e_ProduceRequest_4, 5: _e_ProduceRequest_5, 6: _e_ProduceRequest_6, 7: _e_ProduceRequest_7, 8: _e_ProduceRequest_8, 9: _e_ProduceRequest_9, 10: _e_ProduceRequest_10, 11: _e_ProduceRequest_11, 12: _e_ProduceRequest_12}
+ProduceRequest._DECODERS = {0: _d_ProduceRequest_0, 1: _d_ProduceRequest_0, 2: _d_ProduceRequest_0, 3: _d_ProduceRequest_3, 4: _d_ProduceRequest_3, 5: _d_ProduceRequest_3, 6: _d_ProduceRequest_3, 7: _d_ProduceRequest_3, 8: _d_ProduceRequest_3, 9: _d_ProduceRequest_9, 10: _d_ProduceRequest_9, 11: _d_ProduceRequest_9, 12: _d_ProduceRequest_9}
+ProduceRequest._ENCODERS = {0: _e_ProduceRequest_0, 1: _e_ProduceRequest_0, 2: _e_ProduceRequest_0, 3: _e_ProduceRequest_3, 4: _e_ProduceRequest_3, 5: _e_ProduceRequest_3, 6: _e_ProduceRequest_3, 7: _e_ProduceRequest_3, 8: _e_ProduceRequest_3, 9: _e_ProduceRequest_9, 10: _e_ProduceRequest_9, 11: _e_ProduceRequest_9, 12: _e_ProduceRequest_9}
 
 
 def _d_NodeEndpoint_0(buf: Any, pos: int) -> tuple[NodeEndpoint, int]:
@@ -890,63 +367,11 @@ def _e_ProduceResponse_0(o: ProduceResponse, out: bytearray, chunks: list[Any]) 
             _e_TopicProduceResponse_0(it_responses, out, chunks)
 
 
-def _d_NodeEndpoint_1(buf: Any, pos: int) -> tuple[NodeEndpoint, int]:
-    return NodeEndpoint(0, "", 0, None), pos
-
-
-def _e_NodeEndpoint_1(o: NodeEndpoint, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_LeaderIdAndEpoch_1(buf: Any, pos: int) -> tuple[LeaderIdAndEpoch, int]:
-    return LeaderIdAndEpoch(-1, -1), pos
-
-
-def _e_LeaderIdAndEpoch_1(o: LeaderIdAndEpoch, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_BatchIndexAndErrorMessage_1(buf: Any, pos: int) -> tuple[BatchIndexAndErrorMessage, int]:
-    return BatchIndexAndErrorMessage(0, None), pos
-
-
-def _e_BatchIndexAndErrorMessage_1(o: BatchIndexAndErrorMessage, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_PartitionProduceResponse_1(buf: Any, pos: int) -> tuple[PartitionProduceResponse, int]:
-    (f_index, f_error_code, f_base_offset,) = _S2.unpack_from(buf, pos)
-    pos += _S2.size
-    return PartitionProduceResponse(f_index, f_error_code, f_base_offset, -1, -1, [], None, LeaderIdAndEpoch()), pos
-
-
-def _e_PartitionProduceResponse_1(o: PartitionProduceResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S2.pack(o.index, o.error_code, o.base_offset)
-
-
-def _d_TopicProduceResponse_1(buf: Any, pos: int) -> tuple[TopicProduceResponse, int]:
-    f_name, pos = read_string(buf, pos, False)
-    n_partition_responses, pos = read_array_count(buf, pos, False, False)
-    f_partition_responses = []
-    for _ in range(n_partition_responses):
-        it_partition_responses, pos = _d_PartitionProduceResponse_1(buf, pos)
-        f_partition_responses.append(it_partition_responses)
-    return TopicProduceResponse(f_name, f_partition_responses), pos
-
-
-def _e_TopicProduceResponse_1(o: TopicProduceResponse, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-    write_array_count(out, o.partition_responses, False)
-    if o.partition_responses is not None:
-        for it_partition_responses in o.partition_responses:
-            _e_PartitionProduceResponse_1(it_partition_responses, out, chunks)
-
-
 def _d_ProduceResponse_1(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
     n_responses, pos = read_array_count(buf, pos, False, False)
     f_responses = []
     for _ in range(n_responses):
-        it_responses, pos = _d_TopicProduceResponse_1(buf, pos)
+        it_responses, pos = _d_TopicProduceResponse_0(buf, pos)
         f_responses.append(it_responses)
     (f_throttle_time_ms,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
@@ -957,32 +382,8 @@ def _e_ProduceResponse_1(o: ProduceResponse, out: bytearray, chunks: list[Any]) 
     write_array_count(out, o.responses, False)
     if o.responses is not None:
         for it_responses in o.responses:
-            _e_TopicProduceResponse_1(it_responses, out, chunks)
+            _e_TopicProduceResponse_0(it_responses, out, chunks)
     out += _S0.pack(o.throttle_time_ms)
-
-
-def _d_NodeEndpoint_2(buf: Any, pos: int) -> tuple[NodeEndpoint, int]:
-    return NodeEndpoint(0, "", 0, None), pos
-
-
-def _e_NodeEndpoint_2(o: NodeEndpoint, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_LeaderIdAndEpoch_2(buf: Any, pos: int) -> tuple[LeaderIdAndEpoch, int]:
-    return LeaderIdAndEpoch(-1, -1), pos
-
-
-def _e_LeaderIdAndEpoch_2(o: LeaderIdAndEpoch, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_BatchIndexAndErrorMessage_2(buf: Any, pos: int) -> tuple[BatchIndexAndErrorMessage, int]:
-    return BatchIndexAndErrorMessage(0, None), pos
-
-
-def _e_BatchIndexAndErrorMessage_2(o: BatchIndexAndErrorMessage, out: bytearray, chunks: list[Any]) -> None:
-    pass
 
 
 def _d_PartitionProduceResponse_2(buf: Any, pos: int) -> tuple[PartitionProduceResponse, int]:
@@ -1032,172 +433,6 @@ def _e_ProduceResponse_2(o: ProduceResponse, out: bytearray, chunks: list[Any]) 
     out += _S0.pack(o.throttle_time_ms)
 
 
-def _d_NodeEndpoint_3(buf: Any, pos: int) -> tuple[NodeEndpoint, int]:
-    return NodeEndpoint(0, "", 0, None), pos
-
-
-def _e_NodeEndpoint_3(o: NodeEndpoint, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_LeaderIdAndEpoch_3(buf: Any, pos: int) -> tuple[LeaderIdAndEpoch, int]:
-    return LeaderIdAndEpoch(-1, -1), pos
-
-
-def _e_LeaderIdAndEpoch_3(o: LeaderIdAndEpoch, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_BatchIndexAndErrorMessage_3(buf: Any, pos: int) -> tuple[BatchIndexAndErrorMessage, int]:
-    return BatchIndexAndErrorMessage(0, None), pos
-
-
-def _e_BatchIndexAndErrorMessage_3(o: BatchIndexAndErrorMessage, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_PartitionProduceResponse_3(buf: Any, pos: int) -> tuple[PartitionProduceResponse, int]:
-    (f_index, f_error_code, f_base_offset, f_log_append_time_ms,) = _S3.unpack_from(buf, pos)
-    pos += _S3.size
-    return PartitionProduceResponse(f_index, f_error_code, f_base_offset, f_log_append_time_ms, -1, [], None, LeaderIdAndEpoch()), pos
-
-
-def _e_PartitionProduceResponse_3(o: PartitionProduceResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S3.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms)
-
-
-def _d_TopicProduceResponse_3(buf: Any, pos: int) -> tuple[TopicProduceResponse, int]:
-    f_name, pos = read_string(buf, pos, False)
-    n_partition_responses, pos = read_array_count(buf, pos, False, False)
-    f_partition_responses = []
-    for _ in range(n_partition_responses):
-        it_partition_responses, pos = _d_PartitionProduceResponse_3(buf, pos)
-        f_partition_responses.append(it_partition_responses)
-    return TopicProduceResponse(f_name, f_partition_responses), pos
-
-
-def _e_TopicProduceResponse_3(o: TopicProduceResponse, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-    write_array_count(out, o.partition_responses, False)
-    if o.partition_responses is not None:
-        for it_partition_responses in o.partition_responses:
-            _e_PartitionProduceResponse_3(it_partition_responses, out, chunks)
-
-
-def _d_ProduceResponse_3(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
-    n_responses, pos = read_array_count(buf, pos, False, False)
-    f_responses = []
-    for _ in range(n_responses):
-        it_responses, pos = _d_TopicProduceResponse_3(buf, pos)
-        f_responses.append(it_responses)
-    (f_throttle_time_ms,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    return ProduceResponse(f_responses, f_throttle_time_ms, []), pos
-
-
-def _e_ProduceResponse_3(o: ProduceResponse, out: bytearray, chunks: list[Any]) -> None:
-    write_array_count(out, o.responses, False)
-    if o.responses is not None:
-        for it_responses in o.responses:
-            _e_TopicProduceResponse_3(it_responses, out, chunks)
-    out += _S0.pack(o.throttle_time_ms)
-
-
-def _d_NodeEndpoint_4(buf: Any, pos: int) -> tuple[NodeEndpoint, int]:
-    return NodeEndpoint(0, "", 0, None), pos
-
-
-def _e_NodeEndpoint_4(o: NodeEndpoint, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_LeaderIdAndEpoch_4(buf: Any, pos: int) -> tuple[LeaderIdAndEpoch, int]:
-    return LeaderIdAndEpoch(-1, -1), pos
-
-
-def _e_LeaderIdAndEpoch_4(o: LeaderIdAndEpoch, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_BatchIndexAndErrorMessage_4(buf: Any, pos: int) -> tuple[BatchIndexAndErrorMessage, int]:
-    return BatchIndexAndErrorMessage(0, None), pos
-
-
-def _e_BatchIndexAndErrorMessage_4(o: BatchIndexAndErrorMessage, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_PartitionProduceResponse_4(buf: Any, pos: int) -> tuple[PartitionProduceResponse, int]:
-    (f_index, f_error_code, f_base_offset, f_log_append_time_ms,) = _S3.unpack_from(buf, pos)
-    pos += _S3.size
-    return PartitionProduceResponse(f_index, f_error_code, f_base_offset, f_log_append_time_ms, -1, [], None, LeaderIdAndEpoch()), pos
-
-
-def _e_PartitionProduceResponse_4(o: PartitionProduceResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S3.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms)
-
-
-def _d_TopicProduceResponse_4(buf: Any, pos: int) -> tuple[TopicProduceResponse, int]:
-    f_name, pos = read_string(buf, pos, False)
-    n_partition_responses, pos = read_array_count(buf, pos, False, False)
-    f_partition_responses = []
-    for _ in range(n_partition_responses):
-        it_partition_responses, pos = _d_PartitionProduceResponse_4(buf, pos)
-        f_partition_responses.append(it_partition_responses)
-    return TopicProduceResponse(f_name, f_partition_responses), pos
-
-
-def _e_TopicProduceResponse_4(o: TopicProduceResponse, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-    write_array_count(out, o.partition_responses, False)
-    if o.partition_responses is not None:
-        for it_partition_responses in o.partition_responses:
-            _e_PartitionProduceResponse_4(it_partition_responses, out, chunks)
-
-
-def _d_ProduceResponse_4(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
-    n_responses, pos = read_array_count(buf, pos, False, False)
-    f_responses = []
-    for _ in range(n_responses):
-        it_responses, pos = _d_TopicProduceResponse_4(buf, pos)
-        f_responses.append(it_responses)
-    (f_throttle_time_ms,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    return ProduceResponse(f_responses, f_throttle_time_ms, []), pos
-
-
-def _e_ProduceResponse_4(o: ProduceResponse, out: bytearray, chunks: list[Any]) -> None:
-    write_array_count(out, o.responses, False)
-    if o.responses is not None:
-        for it_responses in o.responses:
-            _e_TopicProduceResponse_4(it_responses, out, chunks)
-    out += _S0.pack(o.throttle_time_ms)
-
-
-def _d_NodeEndpoint_5(buf: Any, pos: int) -> tuple[NodeEndpoint, int]:
-    return NodeEndpoint(0, "", 0, None), pos
-
-
-def _e_NodeEndpoint_5(o: NodeEndpoint, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_LeaderIdAndEpoch_5(buf: Any, pos: int) -> tuple[LeaderIdAndEpoch, int]:
-    return LeaderIdAndEpoch(-1, -1), pos
-
-
-def _e_LeaderIdAndEpoch_5(o: LeaderIdAndEpoch, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_BatchIndexAndErrorMessage_5(buf: Any, pos: int) -> tuple[BatchIndexAndErrorMessage, int]:
-    return BatchIndexAndErrorMessage(0, None), pos
-
-
-def _e_BatchIndexAndErrorMessage_5(o: BatchIndexAndErrorMessage, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
 def _d_PartitionProduceResponse_5(buf: Any, pos: int) -> tuple[PartitionProduceResponse, int]:
     (f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset,) = _S4.unpack_from(buf, pos)
     pos += _S4.size
@@ -1243,164 +478,6 @@ def _e_ProduceResponse_5(o: ProduceResponse, out: bytearray, chunks: list[Any]) 
         for it_responses in o.responses:
             _e_TopicProduceResponse_5(it_responses, out, chunks)
     out += _S0.pack(o.throttle_time_ms)
-
-
-def _d_NodeEndpoint_6(buf: Any, pos: int) -> tuple[NodeEndpoint, int]:
-    return NodeEndpoint(0, "", 0, None), pos
-
-
-def _e_NodeEndpoint_6(o: NodeEndpoint, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_LeaderIdAndEpoch_6(buf: Any, pos: int) -> tuple[LeaderIdAndEpoch, int]:
-    return LeaderIdAndEpoch(-1, -1), pos
-
-
-def _e_LeaderIdAndEpoch_6(o: LeaderIdAndEpoch, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_BatchIndexAndErrorMessage_6(buf: Any, pos: int) -> tuple[BatchIndexAndErrorMessage, int]:
-    return BatchIndexAndErrorMessage(0, None), pos
-
-
-def _e_BatchIndexAndErrorMessage_6(o: BatchIndexAndErrorMessage, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_PartitionProduceResponse_6(buf: Any, pos: int) -> tuple[PartitionProduceResponse, int]:
-    (f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset,) = _S4.unpack_from(buf, pos)
-    pos += _S4.size
-    return PartitionProduceResponse(f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset, [], None, LeaderIdAndEpoch()), pos
-
-
-def _e_PartitionProduceResponse_6(o: PartitionProduceResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S4.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset)
-
-
-def _d_TopicProduceResponse_6(buf: Any, pos: int) -> tuple[TopicProduceResponse, int]:
-    f_name, pos = read_string(buf, pos, False)
-    n_partition_responses, pos = read_array_count(buf, pos, False, False)
-    f_partition_responses = []
-    for _ in range(n_partition_responses):
-        it_partition_responses, pos = _d_PartitionProduceResponse_6(buf, pos)
-        f_partition_responses.append(it_partition_responses)
-    return TopicProduceResponse(f_name, f_partition_responses), pos
-
-
-def _e_TopicProduceResponse_6(o: TopicProduceResponse, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-    write_array_count(out, o.partition_responses, False)
-    if o.partition_responses is not None:
-        for it_partition_responses in o.partition_responses:
-            _e_PartitionProduceResponse_6(it_partition_responses, out, chunks)
-
-
-def _d_ProduceResponse_6(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
-    n_responses, pos = read_array_count(buf, pos, False, False)
-    f_responses = []
-    for _ in range(n_responses):
-        it_responses, pos = _d_TopicProduceResponse_6(buf, pos)
-        f_responses.append(it_responses)
-    (f_throttle_time_ms,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    return ProduceResponse(f_responses, f_throttle_time_ms, []), pos
-
-
-def _e_ProduceResponse_6(o: ProduceResponse, out: bytearray, chunks: list[Any]) -> None:
-    write_array_count(out, o.responses, False)
-    if o.responses is not None:
-        for it_responses in o.responses:
-            _e_TopicProduceResponse_6(it_responses, out, chunks)
-    out += _S0.pack(o.throttle_time_ms)
-
-
-def _d_NodeEndpoint_7(buf: Any, pos: int) -> tuple[NodeEndpoint, int]:
-    return NodeEndpoint(0, "", 0, None), pos
-
-
-def _e_NodeEndpoint_7(o: NodeEndpoint, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_LeaderIdAndEpoch_7(buf: Any, pos: int) -> tuple[LeaderIdAndEpoch, int]:
-    return LeaderIdAndEpoch(-1, -1), pos
-
-
-def _e_LeaderIdAndEpoch_7(o: LeaderIdAndEpoch, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_BatchIndexAndErrorMessage_7(buf: Any, pos: int) -> tuple[BatchIndexAndErrorMessage, int]:
-    return BatchIndexAndErrorMessage(0, None), pos
-
-
-def _e_BatchIndexAndErrorMessage_7(o: BatchIndexAndErrorMessage, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_PartitionProduceResponse_7(buf: Any, pos: int) -> tuple[PartitionProduceResponse, int]:
-    (f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset,) = _S4.unpack_from(buf, pos)
-    pos += _S4.size
-    return PartitionProduceResponse(f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset, [], None, LeaderIdAndEpoch()), pos
-
-
-def _e_PartitionProduceResponse_7(o: PartitionProduceResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S4.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset)
-
-
-def _d_TopicProduceResponse_7(buf: Any, pos: int) -> tuple[TopicProduceResponse, int]:
-    f_name, pos = read_string(buf, pos, False)
-    n_partition_responses, pos = read_array_count(buf, pos, False, False)
-    f_partition_responses = []
-    for _ in range(n_partition_responses):
-        it_partition_responses, pos = _d_PartitionProduceResponse_7(buf, pos)
-        f_partition_responses.append(it_partition_responses)
-    return TopicProduceResponse(f_name, f_partition_responses), pos
-
-
-def _e_TopicProduceResponse_7(o: TopicProduceResponse, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-    write_array_count(out, o.partition_responses, False)
-    if o.partition_responses is not None:
-        for it_partition_responses in o.partition_responses:
-            _e_PartitionProduceResponse_7(it_partition_responses, out, chunks)
-
-
-def _d_ProduceResponse_7(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
-    n_responses, pos = read_array_count(buf, pos, False, False)
-    f_responses = []
-    for _ in range(n_responses):
-        it_responses, pos = _d_TopicProduceResponse_7(buf, pos)
-        f_responses.append(it_responses)
-    (f_throttle_time_ms,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    return ProduceResponse(f_responses, f_throttle_time_ms, []), pos
-
-
-def _e_ProduceResponse_7(o: ProduceResponse, out: bytearray, chunks: list[Any]) -> None:
-    write_array_count(out, o.responses, False)
-    if o.responses is not None:
-        for it_responses in o.responses:
-            _e_TopicProduceResponse_7(it_responses, out, chunks)
-    out += _S0.pack(o.throttle_time_ms)
-
-
-def _d_NodeEndpoint_8(buf: Any, pos: int) -> tuple[NodeEndpoint, int]:
-    return NodeEndpoint(0, "", 0, None), pos
-
-
-def _e_NodeEndpoint_8(o: NodeEndpoint, out: bytearray, chunks: list[Any]) -> None:
-    pass
-
-
-def _d_LeaderIdAndEpoch_8(buf: Any, pos: int) -> tuple[LeaderIdAndEpoch, int]:
-    return LeaderIdAndEpoch(-1, -1), pos
-
-
-def _e_LeaderIdAndEpoch_8(o: LeaderIdAndEpoch, out: bytearray, chunks: list[Any]) -> None:
-    pass
 
 
 def _d_BatchIndexAndErrorMessage_8(buf: Any, pos: int) -> tuple[BatchIndexAndErrorMessage, int]:
@@ -1624,30 +701,13 @@ def _e_LeaderIdAndEpoch_10(o: LeaderIdAndEpoch, out: bytearray, chunks: list[Any
     out.append(0)
 
 
-def _d_BatchIndexAndErrorMessage_10(buf: Any, pos: int) -> tuple[BatchIndexAndErrorMessage, int]:
-    (f_batch_index,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    f_batch_index_error_message, pos = read_compact_string(buf, pos, True)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return BatchIndexAndErrorMessage(f_batch_index, f_batch_index_error_message), pos
-
-
-def _e_BatchIndexAndErrorMessage_10(o: BatchIndexAndErrorMessage, out: bytearray, chunks: list[Any]) -> None:
-    out += _S0.pack(o.batch_index)
-    write_compact_string(out, o.batch_index_error_message)
-    out.append(0)
-
-
 def _d_PartitionProduceResponse_10(buf: Any, pos: int) -> tuple[PartitionProduceResponse, int]:
     (f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset,) = _S4.unpack_from(buf, pos)
     pos += _S4.size
     n_record_errors, pos = read_array_count(buf, pos, True, False)
     f_record_errors = []
     for _ in range(n_record_errors):
-        it_record_errors, pos = _d_BatchIndexAndErrorMessage_10(buf, pos)
+        it_record_errors, pos = _d_BatchIndexAndErrorMessage_9(buf, pos)
         f_record_errors.append(it_record_errors)
     f_error_message, pos = read_compact_string(buf, pos, True)
     f_current_leader: LeaderIdAndEpoch = LeaderIdAndEpoch()
@@ -1674,10 +734,10 @@ def _e_PartitionProduceResponse_10(o: PartitionProduceResponse, out: bytearray, 
     write_array_count(out, o.record_errors, True)
     if o.record_errors is not None:
         for it_record_errors in o.record_errors:
-            _e_BatchIndexAndErrorMessage_10(it_record_errors, out, chunks)
+            _e_BatchIndexAndErrorMessage_9(it_record_errors, out, chunks)
     write_compact_string(out, o.error_message)
     tags: list[tuple[int, bytearray]] = []
-    if o.current_leader != LeaderIdAndEpoch():
+    if o.current_leader.leader_id != _DEFAULT_LeaderIdAndEpoch.leader_id or o.current_leader.leader_epoch != _DEFAULT_LeaderIdAndEpoch.leader_epoch:
         t = bytearray()
         _e_LeaderIdAndEpoch_10(o.current_leader, t, chunks)
         tags.append((0, t))
@@ -1749,7 +809,7 @@ def _e_ProduceResponse_10(o: ProduceResponse, out: bytearray, chunks: list[Any])
             _e_TopicProduceResponse_10(it_responses, out, chunks)
     out += _S0.pack(o.throttle_time_ms)
     tags: list[tuple[int, bytearray]] = []
-    if o.node_endpoints != list():
+    if o.node_endpoints != []:
         t = bytearray()
         write_array_count(t, o.node_endpoints, True)
         if o.node_endpoints is not None:
@@ -1763,357 +823,5 @@ def _e_ProduceResponse_10(o: ProduceResponse, out: bytearray, chunks: list[Any])
         out += data
 
 
-def _d_NodeEndpoint_11(buf: Any, pos: int) -> tuple[NodeEndpoint, int]:
-    (f_node_id,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    f_host, pos = read_compact_string(buf, pos, False)
-    (f_port,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    f_rack, pos = read_compact_string(buf, pos, True)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return NodeEndpoint(f_node_id, f_host, f_port, f_rack), pos
-
-
-def _e_NodeEndpoint_11(o: NodeEndpoint, out: bytearray, chunks: list[Any]) -> None:
-    out += _S0.pack(o.node_id)
-    write_compact_string(out, o.host)
-    out += _S0.pack(o.port)
-    write_compact_string(out, o.rack)
-    out.append(0)
-
-
-def _d_LeaderIdAndEpoch_11(buf: Any, pos: int) -> tuple[LeaderIdAndEpoch, int]:
-    (f_leader_id, f_leader_epoch,) = _S5.unpack_from(buf, pos)
-    pos += _S5.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return LeaderIdAndEpoch(f_leader_id, f_leader_epoch), pos
-
-
-def _e_LeaderIdAndEpoch_11(o: LeaderIdAndEpoch, out: bytearray, chunks: list[Any]) -> None:
-    out += _S5.pack(o.leader_id, o.leader_epoch)
-    out.append(0)
-
-
-def _d_BatchIndexAndErrorMessage_11(buf: Any, pos: int) -> tuple[BatchIndexAndErrorMessage, int]:
-    (f_batch_index,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    f_batch_index_error_message, pos = read_compact_string(buf, pos, True)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return BatchIndexAndErrorMessage(f_batch_index, f_batch_index_error_message), pos
-
-
-def _e_BatchIndexAndErrorMessage_11(o: BatchIndexAndErrorMessage, out: bytearray, chunks: list[Any]) -> None:
-    out += _S0.pack(o.batch_index)
-    write_compact_string(out, o.batch_index_error_message)
-    out.append(0)
-
-
-def _d_PartitionProduceResponse_11(buf: Any, pos: int) -> tuple[PartitionProduceResponse, int]:
-    (f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset,) = _S4.unpack_from(buf, pos)
-    pos += _S4.size
-    n_record_errors, pos = read_array_count(buf, pos, True, False)
-    f_record_errors = []
-    for _ in range(n_record_errors):
-        it_record_errors, pos = _d_BatchIndexAndErrorMessage_11(buf, pos)
-        f_record_errors.append(it_record_errors)
-    f_error_message, pos = read_compact_string(buf, pos, True)
-    f_current_leader: LeaderIdAndEpoch = LeaderIdAndEpoch()
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            end = pos + size
-            if end > len(buf):
-                raise DecodeError('tagged field overruns the buffer')
-            if tag == 0:
-                f_current_leader, pos = _d_LeaderIdAndEpoch_11(buf, pos)
-                if pos != end:
-                    raise DecodeError('tagged field size mismatch')
-            pos = end
-    return PartitionProduceResponse(f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset, f_record_errors, f_error_message, f_current_leader), pos
-
-
-def _e_PartitionProduceResponse_11(o: PartitionProduceResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S4.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset)
-    write_array_count(out, o.record_errors, True)
-    if o.record_errors is not None:
-        for it_record_errors in o.record_errors:
-            _e_BatchIndexAndErrorMessage_11(it_record_errors, out, chunks)
-    write_compact_string(out, o.error_message)
-    tags: list[tuple[int, bytearray]] = []
-    if o.current_leader != LeaderIdAndEpoch():
-        t = bytearray()
-        _e_LeaderIdAndEpoch_11(o.current_leader, t, chunks)
-        tags.append((0, t))
-    write_uvarint(out, len(tags))
-    for tag, data in tags:
-        write_uvarint(out, tag)
-        write_uvarint(out, len(data))
-        out += data
-
-
-def _d_TopicProduceResponse_11(buf: Any, pos: int) -> tuple[TopicProduceResponse, int]:
-    f_name, pos = read_compact_string(buf, pos, False)
-    n_partition_responses, pos = read_array_count(buf, pos, True, False)
-    f_partition_responses = []
-    for _ in range(n_partition_responses):
-        it_partition_responses, pos = _d_PartitionProduceResponse_11(buf, pos)
-        f_partition_responses.append(it_partition_responses)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return TopicProduceResponse(f_name, f_partition_responses), pos
-
-
-def _e_TopicProduceResponse_11(o: TopicProduceResponse, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.name)
-    write_array_count(out, o.partition_responses, True)
-    if o.partition_responses is not None:
-        for it_partition_responses in o.partition_responses:
-            _e_PartitionProduceResponse_11(it_partition_responses, out, chunks)
-    out.append(0)
-
-
-def _d_ProduceResponse_11(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
-    n_responses, pos = read_array_count(buf, pos, True, False)
-    f_responses = []
-    for _ in range(n_responses):
-        it_responses, pos = _d_TopicProduceResponse_11(buf, pos)
-        f_responses.append(it_responses)
-    (f_throttle_time_ms,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    f_node_endpoints: list[NodeEndpoint] = []
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            end = pos + size
-            if end > len(buf):
-                raise DecodeError('tagged field overruns the buffer')
-            if tag == 0:
-                n_node_endpoints, pos = read_array_count(buf, pos, True, False)
-                f_node_endpoints = []
-                for _ in range(n_node_endpoints):
-                    it_node_endpoints, pos = _d_NodeEndpoint_11(buf, pos)
-                    f_node_endpoints.append(it_node_endpoints)
-                if pos != end:
-                    raise DecodeError('tagged field size mismatch')
-            pos = end
-    return ProduceResponse(f_responses, f_throttle_time_ms, f_node_endpoints), pos
-
-
-def _e_ProduceResponse_11(o: ProduceResponse, out: bytearray, chunks: list[Any]) -> None:
-    write_array_count(out, o.responses, True)
-    if o.responses is not None:
-        for it_responses in o.responses:
-            _e_TopicProduceResponse_11(it_responses, out, chunks)
-    out += _S0.pack(o.throttle_time_ms)
-    tags: list[tuple[int, bytearray]] = []
-    if o.node_endpoints != list():
-        t = bytearray()
-        write_array_count(t, o.node_endpoints, True)
-        if o.node_endpoints is not None:
-            for it_node_endpoints in o.node_endpoints:
-                _e_NodeEndpoint_11(it_node_endpoints, t, chunks)
-        tags.append((0, t))
-    write_uvarint(out, len(tags))
-    for tag, data in tags:
-        write_uvarint(out, tag)
-        write_uvarint(out, len(data))
-        out += data
-
-
-def _d_NodeEndpoint_12(buf: Any, pos: int) -> tuple[NodeEndpoint, int]:
-    (f_node_id,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    f_host, pos = read_compact_string(buf, pos, False)
-    (f_port,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    f_rack, pos = read_compact_string(buf, pos, True)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return NodeEndpoint(f_node_id, f_host, f_port, f_rack), pos
-
-
-def _e_NodeEndpoint_12(o: NodeEndpoint, out: bytearray, chunks: list[Any]) -> None:
-    out += _S0.pack(o.node_id)
-    write_compact_string(out, o.host)
-    out += _S0.pack(o.port)
-    write_compact_string(out, o.rack)
-    out.append(0)
-
-
-def _d_LeaderIdAndEpoch_12(buf: Any, pos: int) -> tuple[LeaderIdAndEpoch, int]:
-    (f_leader_id, f_leader_epoch,) = _S5.unpack_from(buf, pos)
-    pos += _S5.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return LeaderIdAndEpoch(f_leader_id, f_leader_epoch), pos
-
-
-def _e_LeaderIdAndEpoch_12(o: LeaderIdAndEpoch, out: bytearray, chunks: list[Any]) -> None:
-    out += _S5.pack(o.leader_id, o.leader_epoch)
-    out.append(0)
-
-
-def _d_BatchIndexAndErrorMessage_12(buf: Any, pos: int) -> tuple[BatchIndexAndErrorMessage, int]:
-    (f_batch_index,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    f_batch_index_error_message, pos = read_compact_string(buf, pos, True)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return BatchIndexAndErrorMessage(f_batch_index, f_batch_index_error_message), pos
-
-
-def _e_BatchIndexAndErrorMessage_12(o: BatchIndexAndErrorMessage, out: bytearray, chunks: list[Any]) -> None:
-    out += _S0.pack(o.batch_index)
-    write_compact_string(out, o.batch_index_error_message)
-    out.append(0)
-
-
-def _d_PartitionProduceResponse_12(buf: Any, pos: int) -> tuple[PartitionProduceResponse, int]:
-    (f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset,) = _S4.unpack_from(buf, pos)
-    pos += _S4.size
-    n_record_errors, pos = read_array_count(buf, pos, True, False)
-    f_record_errors = []
-    for _ in range(n_record_errors):
-        it_record_errors, pos = _d_BatchIndexAndErrorMessage_12(buf, pos)
-        f_record_errors.append(it_record_errors)
-    f_error_message, pos = read_compact_string(buf, pos, True)
-    f_current_leader: LeaderIdAndEpoch = LeaderIdAndEpoch()
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            end = pos + size
-            if end > len(buf):
-                raise DecodeError('tagged field overruns the buffer')
-            if tag == 0:
-                f_current_leader, pos = _d_LeaderIdAndEpoch_12(buf, pos)
-                if pos != end:
-                    raise DecodeError('tagged field size mismatch')
-            pos = end
-    return PartitionProduceResponse(f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset, f_record_errors, f_error_message, f_current_leader), pos
-
-
-def _e_PartitionProduceResponse_12(o: PartitionProduceResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S4.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset)
-    write_array_count(out, o.record_errors, True)
-    if o.record_errors is not None:
-        for it_record_errors in o.record_errors:
-            _e_BatchIndexAndErrorMessage_12(it_record_errors, out, chunks)
-    write_compact_string(out, o.error_message)
-    tags: list[tuple[int, bytearray]] = []
-    if o.current_leader != LeaderIdAndEpoch():
-        t = bytearray()
-        _e_LeaderIdAndEpoch_12(o.current_leader, t, chunks)
-        tags.append((0, t))
-    write_uvarint(out, len(tags))
-    for tag, data in tags:
-        write_uvarint(out, tag)
-        write_uvarint(out, len(data))
-        out += data
-
-
-def _d_TopicProduceResponse_12(buf: Any, pos: int) -> tuple[TopicProduceResponse, int]:
-    f_name, pos = read_compact_string(buf, pos, False)
-    n_partition_responses, pos = read_array_count(buf, pos, True, False)
-    f_partition_responses = []
-    for _ in range(n_partition_responses):
-        it_partition_responses, pos = _d_PartitionProduceResponse_12(buf, pos)
-        f_partition_responses.append(it_partition_responses)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return TopicProduceResponse(f_name, f_partition_responses), pos
-
-
-def _e_TopicProduceResponse_12(o: TopicProduceResponse, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.name)
-    write_array_count(out, o.partition_responses, True)
-    if o.partition_responses is not None:
-        for it_partition_responses in o.partition_responses:
-            _e_PartitionProduceResponse_12(it_partition_responses, out, chunks)
-    out.append(0)
-
-
-def _d_ProduceResponse_12(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
-    n_responses, pos = read_array_count(buf, pos, True, False)
-    f_responses = []
-    for _ in range(n_responses):
-        it_responses, pos = _d_TopicProduceResponse_12(buf, pos)
-        f_responses.append(it_responses)
-    (f_throttle_time_ms,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    f_node_endpoints: list[NodeEndpoint] = []
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            end = pos + size
-            if end > len(buf):
-                raise DecodeError('tagged field overruns the buffer')
-            if tag == 0:
-                n_node_endpoints, pos = read_array_count(buf, pos, True, False)
-                f_node_endpoints = []
-                for _ in range(n_node_endpoints):
-                    it_node_endpoints, pos = _d_NodeEndpoint_12(buf, pos)
-                    f_node_endpoints.append(it_node_endpoints)
-                if pos != end:
-                    raise DecodeError('tagged field size mismatch')
-            pos = end
-    return ProduceResponse(f_responses, f_throttle_time_ms, f_node_endpoints), pos
-
-
-def _e_ProduceResponse_12(o: ProduceResponse, out: bytearray, chunks: list[Any]) -> None:
-    write_array_count(out, o.responses, True)
-    if o.responses is not None:
-        for it_responses in o.responses:
-            _e_TopicProduceResponse_12(it_responses, out, chunks)
-    out += _S0.pack(o.throttle_time_ms)
-    tags: list[tuple[int, bytearray]] = []
-    if o.node_endpoints != list():
-        t = bytearray()
-        write_array_count(t, o.node_endpoints, True)
-        if o.node_endpoints is not None:
-            for it_node_endpoints in o.node_endpoints:
-                _e_NodeEndpoint_12(it_node_endpoints, t, chunks)
-        tags.append((0, t))
-    write_uvarint(out, len(tags))
-    for tag, data in tags:
-        write_uvarint(out, tag)
-        write_uvarint(out, len(data))
-        out += data
-
-
-ProduceResponse._DECODERS = {0: _d_ProduceResponse_0, 1: _d_ProduceResponse_1, 2: _d_ProduceResponse_2, 3: _d_ProduceResponse_3, 4: _d_ProduceResponse_4, 5: _d_ProduceResponse_5, 6: _d_ProduceResponse_6, 7: _d_ProduceResponse_7, 8: _d_ProduceResponse_8, 9: _d_ProduceResponse_9, 10: _d_ProduceResponse_10, 11: _d_ProduceResponse_11, 12: _d_ProduceResponse_12}
-ProduceResponse._ENCODERS = {0: _e_ProduceResponse_0, 1: _e_ProduceResponse_1, 2: _e_ProduceResponse_2, 3: _e_ProduceResponse_3, 4: _e_ProduceResponse_4, 5: _e_ProduceResponse_5, 6: _e_ProduceResponse_6, 7: _e_ProduceResponse_7, 8: _e_ProduceResponse_8, 9: _e_ProduceResponse_9, 10: _e_ProduceResponse_10, 11: _e_ProduceResponse_11, 12: _e_ProduceResponse_12}
+ProduceResponse._DECODERS = {0: _d_ProduceResponse_0, 1: _d_ProduceResponse_1, 2: _d_ProduceResponse_2, 3: _d_ProduceResponse_2, 4: _d_ProduceResponse_2, 5: _d_ProduceResponse_5, 6: _d_ProduceResponse_5, 7: _d_ProduceResponse_5, 8: _d_ProduceResponse_8, 9: _d_ProduceResponse_9, 10: _d_ProduceResponse_10, 11: _d_ProduceResponse_10, 12: _d_ProduceResponse_10}
+ProduceResponse._ENCODERS = {0: _e_ProduceResponse_0, 1: _e_ProduceResponse_1, 2: _e_ProduceResponse_2, 3: _e_ProduceResponse_2, 4: _e_ProduceResponse_2, 5: _e_ProduceResponse_5, 6: _e_ProduceResponse_5, 7: _e_ProduceResponse_5, 8: _e_ProduceResponse_8, 9: _e_ProduceResponse_9, 10: _e_ProduceResponse_10, 11: _e_ProduceResponse_10, 12: _e_ProduceResponse_10}

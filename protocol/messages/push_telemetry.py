@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,31 +20,50 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>16si?b')
 _S1 = Struct('>ih')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class PushTelemetryRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 72
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 0
-    FLEXIBLE_MIN: ClassVar[int | None] = 0
     client_instance_id: uuid.UUID = ZERO_UUID
     subscription_id: int = 0
     terminating: bool = False
     compression_type: int = 0
     metrics: bytes = b""
 
+    def __init__(self, client_instance_id: uuid.UUID = ZERO_UUID, subscription_id: int = 0, terminating: bool = False, compression_type: int = 0, metrics: bytes = b"") -> None:
+        self.client_instance_id = client_instance_id
+        self.subscription_id = subscription_id
+        self.terminating = terminating
+        self.compression_type = compression_type
+        self.metrics = metrics
 
-@dataclass(slots=True)
+
+PushTelemetryRequest.API_KEY = 72
+PushTelemetryRequest.MIN_VERSION = 0
+PushTelemetryRequest.MAX_VERSION = 0
+PushTelemetryRequest.FLEXIBLE_MIN = 0
+
+
+@dataclass(slots=True, init=False)
 class PushTelemetryResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 72
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 0
-    FLEXIBLE_MIN: ClassVar[int | None] = 0
     throttle_time_ms: int = 0
     error_code: int = 0
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+
+
+PushTelemetryResponse.API_KEY = 72
+PushTelemetryResponse.MIN_VERSION = 0
+PushTelemetryResponse.MAX_VERSION = 0
+PushTelemetryResponse.FLEXIBLE_MIN = 0
 
 
 def _d_PushTelemetryRequest_0(buf: Any, pos: int) -> tuple[PushTelemetryRequest, int]:

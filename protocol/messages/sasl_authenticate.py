@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,29 +20,46 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>h')
 _S1 = Struct('>q')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class SaslAuthenticateRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 36
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 2
-    FLEXIBLE_MIN: ClassVar[int | None] = 2
     auth_bytes: bytes = b""
 
+    def __init__(self, auth_bytes: bytes = b"") -> None:
+        self.auth_bytes = auth_bytes
 
-@dataclass(slots=True)
+
+SaslAuthenticateRequest.API_KEY = 36
+SaslAuthenticateRequest.MIN_VERSION = 0
+SaslAuthenticateRequest.MAX_VERSION = 2
+SaslAuthenticateRequest.FLEXIBLE_MIN = 2
+
+
+@dataclass(slots=True, init=False)
 class SaslAuthenticateResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 36
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 2
-    FLEXIBLE_MIN: ClassVar[int | None] = 2
     error_code: int = 0
     error_message: str | None = None
     auth_bytes: bytes = b""
     session_lifetime_ms: int = 0
+
+    def __init__(self, error_code: int = 0, error_message: str | None = None, auth_bytes: bytes = b"", session_lifetime_ms: int = 0) -> None:
+        self.error_code = error_code
+        self.error_message = error_message
+        self.auth_bytes = auth_bytes
+        self.session_lifetime_ms = session_lifetime_ms
+
+
+SaslAuthenticateResponse.API_KEY = 36
+SaslAuthenticateResponse.MIN_VERSION = 0
+SaslAuthenticateResponse.MAX_VERSION = 2
+SaslAuthenticateResponse.FLEXIBLE_MIN = 2
 
 
 def _d_SaslAuthenticateRequest_0(buf: Any, pos: int) -> tuple[SaslAuthenticateRequest, int]:
@@ -51,15 +68,6 @@ def _d_SaslAuthenticateRequest_0(buf: Any, pos: int) -> tuple[SaslAuthenticateRe
 
 
 def _e_SaslAuthenticateRequest_0(o: SaslAuthenticateRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_bytes(out, o.auth_bytes)
-
-
-def _d_SaslAuthenticateRequest_1(buf: Any, pos: int) -> tuple[SaslAuthenticateRequest, int]:
-    f_auth_bytes, pos = read_bytes(buf, pos, False)
-    return SaslAuthenticateRequest(f_auth_bytes), pos
-
-
-def _e_SaslAuthenticateRequest_1(o: SaslAuthenticateRequest, out: bytearray, chunks: list[Any]) -> None:
     write_bytes(out, o.auth_bytes)
 
 
@@ -77,8 +85,8 @@ def _e_SaslAuthenticateRequest_2(o: SaslAuthenticateRequest, out: bytearray, chu
     out.append(0)
 
 
-SaslAuthenticateRequest._DECODERS = {0: _d_SaslAuthenticateRequest_0, 1: _d_SaslAuthenticateRequest_1, 2: _d_SaslAuthenticateRequest_2}
-SaslAuthenticateRequest._ENCODERS = {0: _e_SaslAuthenticateRequest_0, 1: _e_SaslAuthenticateRequest_1, 2: _e_SaslAuthenticateRequest_2}
+SaslAuthenticateRequest._DECODERS = {0: _d_SaslAuthenticateRequest_0, 1: _d_SaslAuthenticateRequest_0, 2: _d_SaslAuthenticateRequest_2}
+SaslAuthenticateRequest._ENCODERS = {0: _e_SaslAuthenticateRequest_0, 1: _e_SaslAuthenticateRequest_0, 2: _e_SaslAuthenticateRequest_2}
 
 
 def _d_SaslAuthenticateResponse_0(buf: Any, pos: int) -> tuple[SaslAuthenticateResponse, int]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,26 +20,41 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>h')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class SaslHandshakeRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 17
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 1
-    FLEXIBLE_MIN: ClassVar[int | None] = None
     mechanism: str = ""
 
+    def __init__(self, mechanism: str = "") -> None:
+        self.mechanism = mechanism
 
-@dataclass(slots=True)
+
+SaslHandshakeRequest.API_KEY = 17
+SaslHandshakeRequest.MIN_VERSION = 0
+SaslHandshakeRequest.MAX_VERSION = 1
+SaslHandshakeRequest.FLEXIBLE_MIN = None
+
+
+@dataclass(slots=True, init=False)
 class SaslHandshakeResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 17
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 1
-    FLEXIBLE_MIN: ClassVar[int | None] = None
     error_code: int = 0
     mechanisms: list[str] = field(default_factory=list)
+
+    def __init__(self, error_code: int = 0, mechanisms: list[str] | None = None) -> None:
+        self.error_code = error_code
+        self.mechanisms = [] if mechanisms is None else mechanisms
+
+
+SaslHandshakeResponse.API_KEY = 17
+SaslHandshakeResponse.MIN_VERSION = 0
+SaslHandshakeResponse.MAX_VERSION = 1
+SaslHandshakeResponse.FLEXIBLE_MIN = None
 
 
 def _d_SaslHandshakeRequest_0(buf: Any, pos: int) -> tuple[SaslHandshakeRequest, int]:
@@ -51,17 +66,8 @@ def _e_SaslHandshakeRequest_0(o: SaslHandshakeRequest, out: bytearray, chunks: l
     write_string(out, o.mechanism)
 
 
-def _d_SaslHandshakeRequest_1(buf: Any, pos: int) -> tuple[SaslHandshakeRequest, int]:
-    f_mechanism, pos = read_string(buf, pos, False)
-    return SaslHandshakeRequest(f_mechanism), pos
-
-
-def _e_SaslHandshakeRequest_1(o: SaslHandshakeRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.mechanism)
-
-
-SaslHandshakeRequest._DECODERS = {0: _d_SaslHandshakeRequest_0, 1: _d_SaslHandshakeRequest_1}
-SaslHandshakeRequest._ENCODERS = {0: _e_SaslHandshakeRequest_0, 1: _e_SaslHandshakeRequest_1}
+SaslHandshakeRequest._DECODERS = {0: _d_SaslHandshakeRequest_0, 1: _d_SaslHandshakeRequest_0}
+SaslHandshakeRequest._ENCODERS = {0: _e_SaslHandshakeRequest_0, 1: _e_SaslHandshakeRequest_0}
 
 
 def _d_SaslHandshakeResponse_0(buf: Any, pos: int) -> tuple[SaslHandshakeResponse, int]:
@@ -83,24 +89,5 @@ def _e_SaslHandshakeResponse_0(o: SaslHandshakeResponse, out: bytearray, chunks:
             write_string(out, it_mechanisms)
 
 
-def _d_SaslHandshakeResponse_1(buf: Any, pos: int) -> tuple[SaslHandshakeResponse, int]:
-    (f_error_code,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    n_mechanisms, pos = read_array_count(buf, pos, False, False)
-    f_mechanisms = []
-    for _ in range(n_mechanisms):
-        it_mechanisms, pos = read_string(buf, pos, False)
-        f_mechanisms.append(it_mechanisms)
-    return SaslHandshakeResponse(f_error_code, f_mechanisms), pos
-
-
-def _e_SaslHandshakeResponse_1(o: SaslHandshakeResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S0.pack(o.error_code)
-    write_array_count(out, o.mechanisms, False)
-    if o.mechanisms is not None:
-        for it_mechanisms in o.mechanisms:
-            write_string(out, it_mechanisms)
-
-
-SaslHandshakeResponse._DECODERS = {0: _d_SaslHandshakeResponse_0, 1: _d_SaslHandshakeResponse_1}
-SaslHandshakeResponse._ENCODERS = {0: _e_SaslHandshakeResponse_0, 1: _e_SaslHandshakeResponse_1}
+SaslHandshakeResponse._DECODERS = {0: _d_SaslHandshakeResponse_0, 1: _d_SaslHandshakeResponse_0}
+SaslHandshakeResponse._ENCODERS = {0: _e_SaslHandshakeResponse_0, 1: _e_SaslHandshakeResponse_0}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,23 +20,27 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>i')
 _S1 = Struct('>h')
 _S2 = Struct('>ih')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class SyncGroupRequestAssignment:
     member_id: str = ""
     assignment: bytes = b""
 
+    def __init__(self, member_id: str = "", assignment: bytes = b"") -> None:
+        self.member_id = member_id
+        self.assignment = assignment
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class SyncGroupRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 14
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 5
-    FLEXIBLE_MIN: ClassVar[int | None] = 4
     group_id: str = ""
     generation_id: int = 0
     member_id: str = ""
@@ -45,18 +49,42 @@ class SyncGroupRequest(ApiMessage):
     protocol_name: str | None = None
     assignments: list[SyncGroupRequestAssignment] = field(default_factory=list)
 
+    def __init__(self, group_id: str = "", generation_id: int = 0, member_id: str = "", group_instance_id: str | None = None, protocol_type: str | None = None, protocol_name: str | None = None, assignments: list[SyncGroupRequestAssignment] | None = None) -> None:
+        self.group_id = group_id
+        self.generation_id = generation_id
+        self.member_id = member_id
+        self.group_instance_id = group_instance_id
+        self.protocol_type = protocol_type
+        self.protocol_name = protocol_name
+        self.assignments = [] if assignments is None else assignments
 
-@dataclass(slots=True)
+
+SyncGroupRequest.API_KEY = 14
+SyncGroupRequest.MIN_VERSION = 0
+SyncGroupRequest.MAX_VERSION = 5
+SyncGroupRequest.FLEXIBLE_MIN = 4
+
+
+@dataclass(slots=True, init=False)
 class SyncGroupResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 14
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 5
-    FLEXIBLE_MIN: ClassVar[int | None] = 4
     throttle_time_ms: int = 0
     error_code: int = 0
     protocol_type: str | None = None
     protocol_name: str | None = None
     assignment: bytes = b""
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, protocol_type: str | None = None, protocol_name: str | None = None, assignment: bytes = b"") -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.protocol_type = protocol_type
+        self.protocol_name = protocol_name
+        self.assignment = assignment
+
+
+SyncGroupResponse.API_KEY = 14
+SyncGroupResponse.MIN_VERSION = 0
+SyncGroupResponse.MAX_VERSION = 5
+SyncGroupResponse.FLEXIBLE_MIN = 4
 
 
 def _d_SyncGroupRequestAssignment_0(buf: Any, pos: int) -> tuple[SyncGroupRequestAssignment, int]:
@@ -93,85 +121,6 @@ def _e_SyncGroupRequest_0(o: SyncGroupRequest, out: bytearray, chunks: list[Any]
             _e_SyncGroupRequestAssignment_0(it_assignments, out, chunks)
 
 
-def _d_SyncGroupRequestAssignment_1(buf: Any, pos: int) -> tuple[SyncGroupRequestAssignment, int]:
-    f_member_id, pos = read_string(buf, pos, False)
-    f_assignment, pos = read_bytes(buf, pos, False)
-    return SyncGroupRequestAssignment(f_member_id, f_assignment), pos
-
-
-def _e_SyncGroupRequestAssignment_1(o: SyncGroupRequestAssignment, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.member_id)
-    write_bytes(out, o.assignment)
-
-
-def _d_SyncGroupRequest_1(buf: Any, pos: int) -> tuple[SyncGroupRequest, int]:
-    f_group_id, pos = read_string(buf, pos, False)
-    (f_generation_id,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    f_member_id, pos = read_string(buf, pos, False)
-    n_assignments, pos = read_array_count(buf, pos, False, False)
-    f_assignments = []
-    for _ in range(n_assignments):
-        it_assignments, pos = _d_SyncGroupRequestAssignment_1(buf, pos)
-        f_assignments.append(it_assignments)
-    return SyncGroupRequest(f_group_id, f_generation_id, f_member_id, None, None, None, f_assignments), pos
-
-
-def _e_SyncGroupRequest_1(o: SyncGroupRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.group_id)
-    out += _S0.pack(o.generation_id)
-    write_string(out, o.member_id)
-    write_array_count(out, o.assignments, False)
-    if o.assignments is not None:
-        for it_assignments in o.assignments:
-            _e_SyncGroupRequestAssignment_1(it_assignments, out, chunks)
-
-
-def _d_SyncGroupRequestAssignment_2(buf: Any, pos: int) -> tuple[SyncGroupRequestAssignment, int]:
-    f_member_id, pos = read_string(buf, pos, False)
-    f_assignment, pos = read_bytes(buf, pos, False)
-    return SyncGroupRequestAssignment(f_member_id, f_assignment), pos
-
-
-def _e_SyncGroupRequestAssignment_2(o: SyncGroupRequestAssignment, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.member_id)
-    write_bytes(out, o.assignment)
-
-
-def _d_SyncGroupRequest_2(buf: Any, pos: int) -> tuple[SyncGroupRequest, int]:
-    f_group_id, pos = read_string(buf, pos, False)
-    (f_generation_id,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    f_member_id, pos = read_string(buf, pos, False)
-    n_assignments, pos = read_array_count(buf, pos, False, False)
-    f_assignments = []
-    for _ in range(n_assignments):
-        it_assignments, pos = _d_SyncGroupRequestAssignment_2(buf, pos)
-        f_assignments.append(it_assignments)
-    return SyncGroupRequest(f_group_id, f_generation_id, f_member_id, None, None, None, f_assignments), pos
-
-
-def _e_SyncGroupRequest_2(o: SyncGroupRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.group_id)
-    out += _S0.pack(o.generation_id)
-    write_string(out, o.member_id)
-    write_array_count(out, o.assignments, False)
-    if o.assignments is not None:
-        for it_assignments in o.assignments:
-            _e_SyncGroupRequestAssignment_2(it_assignments, out, chunks)
-
-
-def _d_SyncGroupRequestAssignment_3(buf: Any, pos: int) -> tuple[SyncGroupRequestAssignment, int]:
-    f_member_id, pos = read_string(buf, pos, False)
-    f_assignment, pos = read_bytes(buf, pos, False)
-    return SyncGroupRequestAssignment(f_member_id, f_assignment), pos
-
-
-def _e_SyncGroupRequestAssignment_3(o: SyncGroupRequestAssignment, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.member_id)
-    write_bytes(out, o.assignment)
-
-
 def _d_SyncGroupRequest_3(buf: Any, pos: int) -> tuple[SyncGroupRequest, int]:
     f_group_id, pos = read_string(buf, pos, False)
     (f_generation_id,) = _S0.unpack_from(buf, pos)
@@ -181,7 +130,7 @@ def _d_SyncGroupRequest_3(buf: Any, pos: int) -> tuple[SyncGroupRequest, int]:
     n_assignments, pos = read_array_count(buf, pos, False, False)
     f_assignments = []
     for _ in range(n_assignments):
-        it_assignments, pos = _d_SyncGroupRequestAssignment_3(buf, pos)
+        it_assignments, pos = _d_SyncGroupRequestAssignment_0(buf, pos)
         f_assignments.append(it_assignments)
     return SyncGroupRequest(f_group_id, f_generation_id, f_member_id, f_group_instance_id, None, None, f_assignments), pos
 
@@ -194,7 +143,7 @@ def _e_SyncGroupRequest_3(o: SyncGroupRequest, out: bytearray, chunks: list[Any]
     write_array_count(out, o.assignments, False)
     if o.assignments is not None:
         for it_assignments in o.assignments:
-            _e_SyncGroupRequestAssignment_3(it_assignments, out, chunks)
+            _e_SyncGroupRequestAssignment_0(it_assignments, out, chunks)
 
 
 def _d_SyncGroupRequestAssignment_4(buf: Any, pos: int) -> tuple[SyncGroupRequestAssignment, int]:
@@ -243,22 +192,6 @@ def _e_SyncGroupRequest_4(o: SyncGroupRequest, out: bytearray, chunks: list[Any]
     out.append(0)
 
 
-def _d_SyncGroupRequestAssignment_5(buf: Any, pos: int) -> tuple[SyncGroupRequestAssignment, int]:
-    f_member_id, pos = read_compact_string(buf, pos, False)
-    f_assignment, pos = read_compact_bytes(buf, pos, False)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return SyncGroupRequestAssignment(f_member_id, f_assignment), pos
-
-
-def _e_SyncGroupRequestAssignment_5(o: SyncGroupRequestAssignment, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.member_id)
-    write_compact_bytes(out, o.assignment)
-    out.append(0)
-
-
 def _d_SyncGroupRequest_5(buf: Any, pos: int) -> tuple[SyncGroupRequest, int]:
     f_group_id, pos = read_compact_string(buf, pos, False)
     (f_generation_id,) = _S0.unpack_from(buf, pos)
@@ -270,7 +203,7 @@ def _d_SyncGroupRequest_5(buf: Any, pos: int) -> tuple[SyncGroupRequest, int]:
     n_assignments, pos = read_array_count(buf, pos, True, False)
     f_assignments = []
     for _ in range(n_assignments):
-        it_assignments, pos = _d_SyncGroupRequestAssignment_5(buf, pos)
+        it_assignments, pos = _d_SyncGroupRequestAssignment_4(buf, pos)
         f_assignments.append(it_assignments)
     if buf[pos] == 0:
         pos += 1
@@ -289,12 +222,12 @@ def _e_SyncGroupRequest_5(o: SyncGroupRequest, out: bytearray, chunks: list[Any]
     write_array_count(out, o.assignments, True)
     if o.assignments is not None:
         for it_assignments in o.assignments:
-            _e_SyncGroupRequestAssignment_5(it_assignments, out, chunks)
+            _e_SyncGroupRequestAssignment_4(it_assignments, out, chunks)
     out.append(0)
 
 
-SyncGroupRequest._DECODERS = {0: _d_SyncGroupRequest_0, 1: _d_SyncGroupRequest_1, 2: _d_SyncGroupRequest_2, 3: _d_SyncGroupRequest_3, 4: _d_SyncGroupRequest_4, 5: _d_SyncGroupRequest_5}
-SyncGroupRequest._ENCODERS = {0: _e_SyncGroupRequest_0, 1: _e_SyncGroupRequest_1, 2: _e_SyncGroupRequest_2, 3: _e_SyncGroupRequest_3, 4: _e_SyncGroupRequest_4, 5: _e_SyncGroupRequest_5}
+SyncGroupRequest._DECODERS = {0: _d_SyncGroupRequest_0, 1: _d_SyncGroupRequest_0, 2: _d_SyncGroupRequest_0, 3: _d_SyncGroupRequest_3, 4: _d_SyncGroupRequest_4, 5: _d_SyncGroupRequest_5}
+SyncGroupRequest._ENCODERS = {0: _e_SyncGroupRequest_0, 1: _e_SyncGroupRequest_0, 2: _e_SyncGroupRequest_0, 3: _e_SyncGroupRequest_3, 4: _e_SyncGroupRequest_4, 5: _e_SyncGroupRequest_5}
 
 
 def _d_SyncGroupResponse_0(buf: Any, pos: int) -> tuple[SyncGroupResponse, int]:
@@ -317,30 +250,6 @@ def _d_SyncGroupResponse_1(buf: Any, pos: int) -> tuple[SyncGroupResponse, int]:
 
 
 def _e_SyncGroupResponse_1(o: SyncGroupResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S2.pack(o.throttle_time_ms, o.error_code)
-    write_bytes(out, o.assignment)
-
-
-def _d_SyncGroupResponse_2(buf: Any, pos: int) -> tuple[SyncGroupResponse, int]:
-    (f_throttle_time_ms, f_error_code,) = _S2.unpack_from(buf, pos)
-    pos += _S2.size
-    f_assignment, pos = read_bytes(buf, pos, False)
-    return SyncGroupResponse(f_throttle_time_ms, f_error_code, None, None, f_assignment), pos
-
-
-def _e_SyncGroupResponse_2(o: SyncGroupResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S2.pack(o.throttle_time_ms, o.error_code)
-    write_bytes(out, o.assignment)
-
-
-def _d_SyncGroupResponse_3(buf: Any, pos: int) -> tuple[SyncGroupResponse, int]:
-    (f_throttle_time_ms, f_error_code,) = _S2.unpack_from(buf, pos)
-    pos += _S2.size
-    f_assignment, pos = read_bytes(buf, pos, False)
-    return SyncGroupResponse(f_throttle_time_ms, f_error_code, None, None, f_assignment), pos
-
-
-def _e_SyncGroupResponse_3(o: SyncGroupResponse, out: bytearray, chunks: list[Any]) -> None:
     out += _S2.pack(o.throttle_time_ms, o.error_code)
     write_bytes(out, o.assignment)
 
@@ -383,5 +292,5 @@ def _e_SyncGroupResponse_5(o: SyncGroupResponse, out: bytearray, chunks: list[An
     out.append(0)
 
 
-SyncGroupResponse._DECODERS = {0: _d_SyncGroupResponse_0, 1: _d_SyncGroupResponse_1, 2: _d_SyncGroupResponse_2, 3: _d_SyncGroupResponse_3, 4: _d_SyncGroupResponse_4, 5: _d_SyncGroupResponse_5}
-SyncGroupResponse._ENCODERS = {0: _e_SyncGroupResponse_0, 1: _e_SyncGroupResponse_1, 2: _e_SyncGroupResponse_2, 3: _e_SyncGroupResponse_3, 4: _e_SyncGroupResponse_4, 5: _e_SyncGroupResponse_5}
+SyncGroupResponse._DECODERS = {0: _d_SyncGroupResponse_0, 1: _d_SyncGroupResponse_1, 2: _d_SyncGroupResponse_1, 3: _d_SyncGroupResponse_1, 4: _d_SyncGroupResponse_4, 5: _d_SyncGroupResponse_5}
+SyncGroupResponse._ENCODERS = {0: _e_SyncGroupResponse_0, 1: _e_SyncGroupResponse_1, 2: _e_SyncGroupResponse_1, 3: _e_SyncGroupResponse_1, 4: _e_SyncGroupResponse_4, 5: _e_SyncGroupResponse_5}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,33 +20,42 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>qhib')
 _S1 = Struct('>qq')
 _S2 = Struct('>q')
 _S3 = Struct('>h')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class TransactionLogKey(ApiMessage):
-    API_KEY: ClassVar[int | None] = None
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 0
-    FLEXIBLE_MIN: ClassVar[int | None] = None
     transactional_id: str = ""
 
+    def __init__(self, transactional_id: str = "") -> None:
+        self.transactional_id = transactional_id
 
-@dataclass(slots=True)
+
+TransactionLogKey.API_KEY = None
+TransactionLogKey.MIN_VERSION = 0
+TransactionLogKey.MAX_VERSION = 0
+TransactionLogKey.FLEXIBLE_MIN = None
+
+
+@dataclass(slots=True, init=False)
 class PartitionsSchema:
     topic: str = ""
     partition_ids: list[int] = field(default_factory=list)
 
+    def __init__(self, topic: str = "", partition_ids: list[int] | None = None) -> None:
+        self.topic = topic
+        self.partition_ids = [] if partition_ids is None else partition_ids
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class TransactionLogValue(ApiMessage):
-    API_KEY: ClassVar[int | None] = None
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 1
-    FLEXIBLE_MIN: ClassVar[int | None] = 1
     producer_id: int = 0
     previous_producer_id: int = -1
     next_producer_id: int = -1
@@ -58,6 +67,25 @@ class TransactionLogValue(ApiMessage):
     transaction_start_timestamp_ms: int = 0
     client_transaction_version: int = 0
     next_producer_epoch: int = -1
+
+    def __init__(self, producer_id: int = 0, previous_producer_id: int = -1, next_producer_id: int = -1, producer_epoch: int = 0, transaction_timeout_ms: int = 0, transaction_status: int = 0, transaction_partitions: object = _UNSET, transaction_last_update_timestamp_ms: int = 0, transaction_start_timestamp_ms: int = 0, client_transaction_version: int = 0, next_producer_epoch: int = -1) -> None:
+        self.producer_id = producer_id
+        self.previous_producer_id = previous_producer_id
+        self.next_producer_id = next_producer_id
+        self.producer_epoch = producer_epoch
+        self.transaction_timeout_ms = transaction_timeout_ms
+        self.transaction_status = transaction_status
+        self.transaction_partitions = [] if transaction_partitions is _UNSET else cast('list[PartitionsSchema] | None', transaction_partitions)
+        self.transaction_last_update_timestamp_ms = transaction_last_update_timestamp_ms
+        self.transaction_start_timestamp_ms = transaction_start_timestamp_ms
+        self.client_transaction_version = client_transaction_version
+        self.next_producer_epoch = next_producer_epoch
+
+
+TransactionLogValue.API_KEY = None
+TransactionLogValue.MIN_VERSION = 0
+TransactionLogValue.MAX_VERSION = 1
+TransactionLogValue.FLEXIBLE_MIN = 1
 
 
 def _d_TransactionLogKey_0(buf: Any, pos: int) -> tuple[TransactionLogKey, int]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,6 +20,10 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>iq')
 _S1 = Struct('>qh')
 _S2 = Struct('>iqi')
@@ -28,26 +32,32 @@ _S4 = Struct('>ih')
 _S5 = Struct('>i')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class TxnOffsetCommitRequestPartition:
     partition_index: int = 0
     committed_offset: int = 0
     committed_leader_epoch: int = -1
     committed_metadata: str | None = ""
 
+    def __init__(self, partition_index: int = 0, committed_offset: int = 0, committed_leader_epoch: int = -1, committed_metadata: str | None = "") -> None:
+        self.partition_index = partition_index
+        self.committed_offset = committed_offset
+        self.committed_leader_epoch = committed_leader_epoch
+        self.committed_metadata = committed_metadata
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class TxnOffsetCommitRequestTopic:
     name: str = ""
     partitions: list[TxnOffsetCommitRequestPartition] = field(default_factory=list)
 
+    def __init__(self, name: str = "", partitions: list[TxnOffsetCommitRequestPartition] | None = None) -> None:
+        self.name = name
+        self.partitions = [] if partitions is None else partitions
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class TxnOffsetCommitRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 28
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 5
-    FLEXIBLE_MIN: ClassVar[int | None] = 3
     transactional_id: str = ""
     group_id: str = ""
     producer_id: int = 0
@@ -57,27 +67,57 @@ class TxnOffsetCommitRequest(ApiMessage):
     group_instance_id: str | None = None
     topics: list[TxnOffsetCommitRequestTopic] = field(default_factory=list)
 
+    def __init__(self, transactional_id: str = "", group_id: str = "", producer_id: int = 0, producer_epoch: int = 0, generation_id: int = -1, member_id: str = "", group_instance_id: str | None = None, topics: list[TxnOffsetCommitRequestTopic] | None = None) -> None:
+        self.transactional_id = transactional_id
+        self.group_id = group_id
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self.generation_id = generation_id
+        self.member_id = member_id
+        self.group_instance_id = group_instance_id
+        self.topics = [] if topics is None else topics
 
-@dataclass(slots=True)
+
+TxnOffsetCommitRequest.API_KEY = 28
+TxnOffsetCommitRequest.MIN_VERSION = 0
+TxnOffsetCommitRequest.MAX_VERSION = 5
+TxnOffsetCommitRequest.FLEXIBLE_MIN = 3
+
+
+@dataclass(slots=True, init=False)
 class TxnOffsetCommitResponsePartition:
     partition_index: int = 0
     error_code: int = 0
 
+    def __init__(self, partition_index: int = 0, error_code: int = 0) -> None:
+        self.partition_index = partition_index
+        self.error_code = error_code
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class TxnOffsetCommitResponseTopic:
     name: str = ""
     partitions: list[TxnOffsetCommitResponsePartition] = field(default_factory=list)
 
+    def __init__(self, name: str = "", partitions: list[TxnOffsetCommitResponsePartition] | None = None) -> None:
+        self.name = name
+        self.partitions = [] if partitions is None else partitions
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class TxnOffsetCommitResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 28
-    MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 5
-    FLEXIBLE_MIN: ClassVar[int | None] = 3
     throttle_time_ms: int = 0
     topics: list[TxnOffsetCommitResponseTopic] = field(default_factory=list)
+
+    def __init__(self, throttle_time_ms: int = 0, topics: list[TxnOffsetCommitResponseTopic] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.topics = [] if topics is None else topics
+
+
+TxnOffsetCommitResponse.API_KEY = 28
+TxnOffsetCommitResponse.MIN_VERSION = 0
+TxnOffsetCommitResponse.MAX_VERSION = 5
+TxnOffsetCommitResponse.FLEXIBLE_MIN = 3
 
 
 def _d_TxnOffsetCommitRequestPartition_0(buf: Any, pos: int) -> tuple[TxnOffsetCommitRequestPartition, int]:
@@ -131,59 +171,6 @@ def _e_TxnOffsetCommitRequest_0(o: TxnOffsetCommitRequest, out: bytearray, chunk
     if o.topics is not None:
         for it_topics in o.topics:
             _e_TxnOffsetCommitRequestTopic_0(it_topics, out, chunks)
-
-
-def _d_TxnOffsetCommitRequestPartition_1(buf: Any, pos: int) -> tuple[TxnOffsetCommitRequestPartition, int]:
-    (f_partition_index, f_committed_offset,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    f_committed_metadata, pos = read_string(buf, pos, True)
-    return TxnOffsetCommitRequestPartition(f_partition_index, f_committed_offset, -1, f_committed_metadata), pos
-
-
-def _e_TxnOffsetCommitRequestPartition_1(o: TxnOffsetCommitRequestPartition, out: bytearray, chunks: list[Any]) -> None:
-    out += _S0.pack(o.partition_index, o.committed_offset)
-    write_string(out, o.committed_metadata)
-
-
-def _d_TxnOffsetCommitRequestTopic_1(buf: Any, pos: int) -> tuple[TxnOffsetCommitRequestTopic, int]:
-    f_name, pos = read_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, False, False)
-    f_partitions = []
-    for _ in range(n_partitions):
-        it_partitions, pos = _d_TxnOffsetCommitRequestPartition_1(buf, pos)
-        f_partitions.append(it_partitions)
-    return TxnOffsetCommitRequestTopic(f_name, f_partitions), pos
-
-
-def _e_TxnOffsetCommitRequestTopic_1(o: TxnOffsetCommitRequestTopic, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-    write_array_count(out, o.partitions, False)
-    if o.partitions is not None:
-        for it_partitions in o.partitions:
-            _e_TxnOffsetCommitRequestPartition_1(it_partitions, out, chunks)
-
-
-def _d_TxnOffsetCommitRequest_1(buf: Any, pos: int) -> tuple[TxnOffsetCommitRequest, int]:
-    f_transactional_id, pos = read_string(buf, pos, False)
-    f_group_id, pos = read_string(buf, pos, False)
-    (f_producer_id, f_producer_epoch,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
-    n_topics, pos = read_array_count(buf, pos, False, False)
-    f_topics = []
-    for _ in range(n_topics):
-        it_topics, pos = _d_TxnOffsetCommitRequestTopic_1(buf, pos)
-        f_topics.append(it_topics)
-    return TxnOffsetCommitRequest(f_transactional_id, f_group_id, f_producer_id, f_producer_epoch, -1, "", None, f_topics), pos
-
-
-def _e_TxnOffsetCommitRequest_1(o: TxnOffsetCommitRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.transactional_id)
-    write_string(out, o.group_id)
-    out += _S1.pack(o.producer_id, o.producer_epoch)
-    write_array_count(out, o.topics, False)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_TxnOffsetCommitRequestTopic_1(it_topics, out, chunks)
 
 
 def _d_TxnOffsetCommitRequestPartition_2(buf: Any, pos: int) -> tuple[TxnOffsetCommitRequestPartition, int]:
@@ -311,152 +298,8 @@ def _e_TxnOffsetCommitRequest_3(o: TxnOffsetCommitRequest, out: bytearray, chunk
     out.append(0)
 
 
-def _d_TxnOffsetCommitRequestPartition_4(buf: Any, pos: int) -> tuple[TxnOffsetCommitRequestPartition, int]:
-    (f_partition_index, f_committed_offset, f_committed_leader_epoch,) = _S2.unpack_from(buf, pos)
-    pos += _S2.size
-    f_committed_metadata, pos = read_compact_string(buf, pos, True)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return TxnOffsetCommitRequestPartition(f_partition_index, f_committed_offset, f_committed_leader_epoch, f_committed_metadata), pos
-
-
-def _e_TxnOffsetCommitRequestPartition_4(o: TxnOffsetCommitRequestPartition, out: bytearray, chunks: list[Any]) -> None:
-    out += _S2.pack(o.partition_index, o.committed_offset, o.committed_leader_epoch)
-    write_compact_string(out, o.committed_metadata)
-    out.append(0)
-
-
-def _d_TxnOffsetCommitRequestTopic_4(buf: Any, pos: int) -> tuple[TxnOffsetCommitRequestTopic, int]:
-    f_name, pos = read_compact_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, True, False)
-    f_partitions = []
-    for _ in range(n_partitions):
-        it_partitions, pos = _d_TxnOffsetCommitRequestPartition_4(buf, pos)
-        f_partitions.append(it_partitions)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return TxnOffsetCommitRequestTopic(f_name, f_partitions), pos
-
-
-def _e_TxnOffsetCommitRequestTopic_4(o: TxnOffsetCommitRequestTopic, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.name)
-    write_array_count(out, o.partitions, True)
-    if o.partitions is not None:
-        for it_partitions in o.partitions:
-            _e_TxnOffsetCommitRequestPartition_4(it_partitions, out, chunks)
-    out.append(0)
-
-
-def _d_TxnOffsetCommitRequest_4(buf: Any, pos: int) -> tuple[TxnOffsetCommitRequest, int]:
-    f_transactional_id, pos = read_compact_string(buf, pos, False)
-    f_group_id, pos = read_compact_string(buf, pos, False)
-    (f_producer_id, f_producer_epoch, f_generation_id,) = _S3.unpack_from(buf, pos)
-    pos += _S3.size
-    f_member_id, pos = read_compact_string(buf, pos, False)
-    f_group_instance_id, pos = read_compact_string(buf, pos, True)
-    n_topics, pos = read_array_count(buf, pos, True, False)
-    f_topics = []
-    for _ in range(n_topics):
-        it_topics, pos = _d_TxnOffsetCommitRequestTopic_4(buf, pos)
-        f_topics.append(it_topics)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return TxnOffsetCommitRequest(f_transactional_id, f_group_id, f_producer_id, f_producer_epoch, f_generation_id, f_member_id, f_group_instance_id, f_topics), pos
-
-
-def _e_TxnOffsetCommitRequest_4(o: TxnOffsetCommitRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.transactional_id)
-    write_compact_string(out, o.group_id)
-    out += _S3.pack(o.producer_id, o.producer_epoch, o.generation_id)
-    write_compact_string(out, o.member_id)
-    write_compact_string(out, o.group_instance_id)
-    write_array_count(out, o.topics, True)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_TxnOffsetCommitRequestTopic_4(it_topics, out, chunks)
-    out.append(0)
-
-
-def _d_TxnOffsetCommitRequestPartition_5(buf: Any, pos: int) -> tuple[TxnOffsetCommitRequestPartition, int]:
-    (f_partition_index, f_committed_offset, f_committed_leader_epoch,) = _S2.unpack_from(buf, pos)
-    pos += _S2.size
-    f_committed_metadata, pos = read_compact_string(buf, pos, True)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return TxnOffsetCommitRequestPartition(f_partition_index, f_committed_offset, f_committed_leader_epoch, f_committed_metadata), pos
-
-
-def _e_TxnOffsetCommitRequestPartition_5(o: TxnOffsetCommitRequestPartition, out: bytearray, chunks: list[Any]) -> None:
-    out += _S2.pack(o.partition_index, o.committed_offset, o.committed_leader_epoch)
-    write_compact_string(out, o.committed_metadata)
-    out.append(0)
-
-
-def _d_TxnOffsetCommitRequestTopic_5(buf: Any, pos: int) -> tuple[TxnOffsetCommitRequestTopic, int]:
-    f_name, pos = read_compact_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, True, False)
-    f_partitions = []
-    for _ in range(n_partitions):
-        it_partitions, pos = _d_TxnOffsetCommitRequestPartition_5(buf, pos)
-        f_partitions.append(it_partitions)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return TxnOffsetCommitRequestTopic(f_name, f_partitions), pos
-
-
-def _e_TxnOffsetCommitRequestTopic_5(o: TxnOffsetCommitRequestTopic, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.name)
-    write_array_count(out, o.partitions, True)
-    if o.partitions is not None:
-        for it_partitions in o.partitions:
-            _e_TxnOffsetCommitRequestPartition_5(it_partitions, out, chunks)
-    out.append(0)
-
-
-def _d_TxnOffsetCommitRequest_5(buf: Any, pos: int) -> tuple[TxnOffsetCommitRequest, int]:
-    f_transactional_id, pos = read_compact_string(buf, pos, False)
-    f_group_id, pos = read_compact_string(buf, pos, False)
-    (f_producer_id, f_producer_epoch, f_generation_id,) = _S3.unpack_from(buf, pos)
-    pos += _S3.size
-    f_member_id, pos = read_compact_string(buf, pos, False)
-    f_group_instance_id, pos = read_compact_string(buf, pos, True)
-    n_topics, pos = read_array_count(buf, pos, True, False)
-    f_topics = []
-    for _ in range(n_topics):
-        it_topics, pos = _d_TxnOffsetCommitRequestTopic_5(buf, pos)
-        f_topics.append(it_topics)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return TxnOffsetCommitRequest(f_transactional_id, f_group_id, f_producer_id, f_producer_epoch, f_generation_id, f_member_id, f_group_instance_id, f_topics), pos
-
-
-def _e_TxnOffsetCommitRequest_5(o: TxnOffsetCommitRequest, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.transactional_id)
-    write_compact_string(out, o.group_id)
-    out += _S3.pack(o.producer_id, o.producer_epoch, o.generation_id)
-    write_compact_string(out, o.member_id)
-    write_compact_string(out, o.group_instance_id)
-    write_array_count(out, o.topics, True)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_TxnOffsetCommitRequestTopic_5(it_topics, out, chunks)
-    out.append(0)
-
-
-TxnOffsetCommitRequest._DECODERS = {0: _d_TxnOffsetCommitRequest_0, 1: _d_TxnOffsetCommitRequest_1, 2: _d_TxnOffsetCommitRequest_2, 3: _d_TxnOffsetCommitRequest_3, 4: _d_TxnOffsetCommitRequest_4, 5: _d_TxnOffsetCommitRequest_5}
-TxnOffsetCommitRequest._ENCODERS = {0: _e_TxnOffsetCommitRequest_0, 1: _e_TxnOffsetCommitRequest_1, 2: _e_TxnOffsetCommitRequest_2, 3: _e_TxnOffsetCommitRequest_3, 4: _e_TxnOffsetCommitRequest_4, 5: _e_TxnOffsetCommitRequest_5}
+TxnOffsetCommitRequest._DECODERS = {0: _d_TxnOffsetCommitRequest_0, 1: _d_TxnOffsetCommitRequest_0, 2: _d_TxnOffsetCommitRequest_2, 3: _d_TxnOffsetCommitRequest_3, 4: _d_TxnOffsetCommitRequest_3, 5: _d_TxnOffsetCommitRequest_3}
+TxnOffsetCommitRequest._ENCODERS = {0: _e_TxnOffsetCommitRequest_0, 1: _e_TxnOffsetCommitRequest_0, 2: _e_TxnOffsetCommitRequest_2, 3: _e_TxnOffsetCommitRequest_3, 4: _e_TxnOffsetCommitRequest_3, 5: _e_TxnOffsetCommitRequest_3}
 
 
 def _d_TxnOffsetCommitResponsePartition_0(buf: Any, pos: int) -> tuple[TxnOffsetCommitResponsePartition, int]:
@@ -504,100 +347,6 @@ def _e_TxnOffsetCommitResponse_0(o: TxnOffsetCommitResponse, out: bytearray, chu
     if o.topics is not None:
         for it_topics in o.topics:
             _e_TxnOffsetCommitResponseTopic_0(it_topics, out, chunks)
-
-
-def _d_TxnOffsetCommitResponsePartition_1(buf: Any, pos: int) -> tuple[TxnOffsetCommitResponsePartition, int]:
-    (f_partition_index, f_error_code,) = _S4.unpack_from(buf, pos)
-    pos += _S4.size
-    return TxnOffsetCommitResponsePartition(f_partition_index, f_error_code), pos
-
-
-def _e_TxnOffsetCommitResponsePartition_1(o: TxnOffsetCommitResponsePartition, out: bytearray, chunks: list[Any]) -> None:
-    out += _S4.pack(o.partition_index, o.error_code)
-
-
-def _d_TxnOffsetCommitResponseTopic_1(buf: Any, pos: int) -> tuple[TxnOffsetCommitResponseTopic, int]:
-    f_name, pos = read_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, False, False)
-    f_partitions = []
-    for _ in range(n_partitions):
-        it_partitions, pos = _d_TxnOffsetCommitResponsePartition_1(buf, pos)
-        f_partitions.append(it_partitions)
-    return TxnOffsetCommitResponseTopic(f_name, f_partitions), pos
-
-
-def _e_TxnOffsetCommitResponseTopic_1(o: TxnOffsetCommitResponseTopic, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-    write_array_count(out, o.partitions, False)
-    if o.partitions is not None:
-        for it_partitions in o.partitions:
-            _e_TxnOffsetCommitResponsePartition_1(it_partitions, out, chunks)
-
-
-def _d_TxnOffsetCommitResponse_1(buf: Any, pos: int) -> tuple[TxnOffsetCommitResponse, int]:
-    (f_throttle_time_ms,) = _S5.unpack_from(buf, pos)
-    pos += _S5.size
-    n_topics, pos = read_array_count(buf, pos, False, False)
-    f_topics = []
-    for _ in range(n_topics):
-        it_topics, pos = _d_TxnOffsetCommitResponseTopic_1(buf, pos)
-        f_topics.append(it_topics)
-    return TxnOffsetCommitResponse(f_throttle_time_ms, f_topics), pos
-
-
-def _e_TxnOffsetCommitResponse_1(o: TxnOffsetCommitResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S5.pack(o.throttle_time_ms)
-    write_array_count(out, o.topics, False)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_TxnOffsetCommitResponseTopic_1(it_topics, out, chunks)
-
-
-def _d_TxnOffsetCommitResponsePartition_2(buf: Any, pos: int) -> tuple[TxnOffsetCommitResponsePartition, int]:
-    (f_partition_index, f_error_code,) = _S4.unpack_from(buf, pos)
-    pos += _S4.size
-    return TxnOffsetCommitResponsePartition(f_partition_index, f_error_code), pos
-
-
-def _e_TxnOffsetCommitResponsePartition_2(o: TxnOffsetCommitResponsePartition, out: bytearray, chunks: list[Any]) -> None:
-    out += _S4.pack(o.partition_index, o.error_code)
-
-
-def _d_TxnOffsetCommitResponseTopic_2(buf: Any, pos: int) -> tuple[TxnOffsetCommitResponseTopic, int]:
-    f_name, pos = read_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, False, False)
-    f_partitions = []
-    for _ in range(n_partitions):
-        it_partitions, pos = _d_TxnOffsetCommitResponsePartition_2(buf, pos)
-        f_partitions.append(it_partitions)
-    return TxnOffsetCommitResponseTopic(f_name, f_partitions), pos
-
-
-def _e_TxnOffsetCommitResponseTopic_2(o: TxnOffsetCommitResponseTopic, out: bytearray, chunks: list[Any]) -> None:
-    write_string(out, o.name)
-    write_array_count(out, o.partitions, False)
-    if o.partitions is not None:
-        for it_partitions in o.partitions:
-            _e_TxnOffsetCommitResponsePartition_2(it_partitions, out, chunks)
-
-
-def _d_TxnOffsetCommitResponse_2(buf: Any, pos: int) -> tuple[TxnOffsetCommitResponse, int]:
-    (f_throttle_time_ms,) = _S5.unpack_from(buf, pos)
-    pos += _S5.size
-    n_topics, pos = read_array_count(buf, pos, False, False)
-    f_topics = []
-    for _ in range(n_topics):
-        it_topics, pos = _d_TxnOffsetCommitResponseTopic_2(buf, pos)
-        f_topics.append(it_topics)
-    return TxnOffsetCommitResponse(f_throttle_time_ms, f_topics), pos
-
-
-def _e_TxnOffsetCommitResponse_2(o: TxnOffsetCommitResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S5.pack(o.throttle_time_ms)
-    write_array_count(out, o.topics, False)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_TxnOffsetCommitResponseTopic_2(it_topics, out, chunks)
 
 
 def _d_TxnOffsetCommitResponsePartition_3(buf: Any, pos: int) -> tuple[TxnOffsetCommitResponsePartition, int]:
@@ -662,129 +411,5 @@ def _e_TxnOffsetCommitResponse_3(o: TxnOffsetCommitResponse, out: bytearray, chu
     out.append(0)
 
 
-def _d_TxnOffsetCommitResponsePartition_4(buf: Any, pos: int) -> tuple[TxnOffsetCommitResponsePartition, int]:
-    (f_partition_index, f_error_code,) = _S4.unpack_from(buf, pos)
-    pos += _S4.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return TxnOffsetCommitResponsePartition(f_partition_index, f_error_code), pos
-
-
-def _e_TxnOffsetCommitResponsePartition_4(o: TxnOffsetCommitResponsePartition, out: bytearray, chunks: list[Any]) -> None:
-    out += _S4.pack(o.partition_index, o.error_code)
-    out.append(0)
-
-
-def _d_TxnOffsetCommitResponseTopic_4(buf: Any, pos: int) -> tuple[TxnOffsetCommitResponseTopic, int]:
-    f_name, pos = read_compact_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, True, False)
-    f_partitions = []
-    for _ in range(n_partitions):
-        it_partitions, pos = _d_TxnOffsetCommitResponsePartition_4(buf, pos)
-        f_partitions.append(it_partitions)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return TxnOffsetCommitResponseTopic(f_name, f_partitions), pos
-
-
-def _e_TxnOffsetCommitResponseTopic_4(o: TxnOffsetCommitResponseTopic, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.name)
-    write_array_count(out, o.partitions, True)
-    if o.partitions is not None:
-        for it_partitions in o.partitions:
-            _e_TxnOffsetCommitResponsePartition_4(it_partitions, out, chunks)
-    out.append(0)
-
-
-def _d_TxnOffsetCommitResponse_4(buf: Any, pos: int) -> tuple[TxnOffsetCommitResponse, int]:
-    (f_throttle_time_ms,) = _S5.unpack_from(buf, pos)
-    pos += _S5.size
-    n_topics, pos = read_array_count(buf, pos, True, False)
-    f_topics = []
-    for _ in range(n_topics):
-        it_topics, pos = _d_TxnOffsetCommitResponseTopic_4(buf, pos)
-        f_topics.append(it_topics)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return TxnOffsetCommitResponse(f_throttle_time_ms, f_topics), pos
-
-
-def _e_TxnOffsetCommitResponse_4(o: TxnOffsetCommitResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S5.pack(o.throttle_time_ms)
-    write_array_count(out, o.topics, True)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_TxnOffsetCommitResponseTopic_4(it_topics, out, chunks)
-    out.append(0)
-
-
-def _d_TxnOffsetCommitResponsePartition_5(buf: Any, pos: int) -> tuple[TxnOffsetCommitResponsePartition, int]:
-    (f_partition_index, f_error_code,) = _S4.unpack_from(buf, pos)
-    pos += _S4.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return TxnOffsetCommitResponsePartition(f_partition_index, f_error_code), pos
-
-
-def _e_TxnOffsetCommitResponsePartition_5(o: TxnOffsetCommitResponsePartition, out: bytearray, chunks: list[Any]) -> None:
-    out += _S4.pack(o.partition_index, o.error_code)
-    out.append(0)
-
-
-def _d_TxnOffsetCommitResponseTopic_5(buf: Any, pos: int) -> tuple[TxnOffsetCommitResponseTopic, int]:
-    f_name, pos = read_compact_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, True, False)
-    f_partitions = []
-    for _ in range(n_partitions):
-        it_partitions, pos = _d_TxnOffsetCommitResponsePartition_5(buf, pos)
-        f_partitions.append(it_partitions)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return TxnOffsetCommitResponseTopic(f_name, f_partitions), pos
-
-
-def _e_TxnOffsetCommitResponseTopic_5(o: TxnOffsetCommitResponseTopic, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.name)
-    write_array_count(out, o.partitions, True)
-    if o.partitions is not None:
-        for it_partitions in o.partitions:
-            _e_TxnOffsetCommitResponsePartition_5(it_partitions, out, chunks)
-    out.append(0)
-
-
-def _d_TxnOffsetCommitResponse_5(buf: Any, pos: int) -> tuple[TxnOffsetCommitResponse, int]:
-    (f_throttle_time_ms,) = _S5.unpack_from(buf, pos)
-    pos += _S5.size
-    n_topics, pos = read_array_count(buf, pos, True, False)
-    f_topics = []
-    for _ in range(n_topics):
-        it_topics, pos = _d_TxnOffsetCommitResponseTopic_5(buf, pos)
-        f_topics.append(it_topics)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return TxnOffsetCommitResponse(f_throttle_time_ms, f_topics), pos
-
-
-def _e_TxnOffsetCommitResponse_5(o: TxnOffsetCommitResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S5.pack(o.throttle_time_ms)
-    write_array_count(out, o.topics, True)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_TxnOffsetCommitResponseTopic_5(it_topics, out, chunks)
-    out.append(0)
-
-
-TxnOffsetCommitResponse._DECODERS = {0: _d_TxnOffsetCommitResponse_0, 1: _d_TxnOffsetCommitResponse_1, 2: _d_TxnOffsetCommitResponse_2, 3: _d_TxnOffsetCommitResponse_3, 4: _d_TxnOffsetCommitResponse_4, 5: _d_TxnOffsetCommitResponse_5}
-TxnOffsetCommitResponse._ENCODERS = {0: _e_TxnOffsetCommitResponse_0, 1: _e_TxnOffsetCommitResponse_1, 2: _e_TxnOffsetCommitResponse_2, 3: _e_TxnOffsetCommitResponse_3, 4: _e_TxnOffsetCommitResponse_4, 5: _e_TxnOffsetCommitResponse_5}
+TxnOffsetCommitResponse._DECODERS = {0: _d_TxnOffsetCommitResponse_0, 1: _d_TxnOffsetCommitResponse_0, 2: _d_TxnOffsetCommitResponse_0, 3: _d_TxnOffsetCommitResponse_3, 4: _d_TxnOffsetCommitResponse_3, 5: _d_TxnOffsetCommitResponse_3}
+TxnOffsetCommitResponse._ENCODERS = {0: _e_TxnOffsetCommitResponse_0, 1: _e_TxnOffsetCommitResponse_0, 2: _e_TxnOffsetCommitResponse_0, 3: _e_TxnOffsetCommitResponse_3, 4: _e_TxnOffsetCommitResponse_3, 5: _e_TxnOffsetCommitResponse_3}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
-from typing import Any, ClassVar
+from typing import Any, cast
 
 from pybroker.protocol.message import ApiMessage
 from pybroker.protocol.primitives import (
@@ -20,6 +20,10 @@ def _uuid(raw: bytes) -> uuid.UUID:
     return ZERO_UUID if raw == bytes(16) else uuid.UUID(bytes=raw)
 
 
+#: the default of a field that may hold None, in a signature (None would be that value)
+_UNSET: Any = object()
+
+
 _S0 = Struct('>qh?')
 _S1 = Struct('>i')
 _S2 = Struct('>ib')
@@ -27,13 +31,17 @@ _S3 = Struct('>ih')
 _S4 = Struct('>q')
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class WritableTxnMarkerTopic:
     name: str = ""
     partition_indexes: list[int] = field(default_factory=list)
 
+    def __init__(self, name: str = "", partition_indexes: list[int] | None = None) -> None:
+        self.name = name
+        self.partition_indexes = [] if partition_indexes is None else partition_indexes
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class WritableTxnMarker:
     producer_id: int = 0
     producer_epoch: int = 0
@@ -42,41 +50,71 @@ class WritableTxnMarker:
     coordinator_epoch: int = 0
     transaction_version: int = 0
 
+    def __init__(self, producer_id: int = 0, producer_epoch: int = 0, transaction_result: bool = False, topics: list[WritableTxnMarkerTopic] | None = None, coordinator_epoch: int = 0, transaction_version: int = 0) -> None:
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self.transaction_result = transaction_result
+        self.topics = [] if topics is None else topics
+        self.coordinator_epoch = coordinator_epoch
+        self.transaction_version = transaction_version
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class WriteTxnMarkersRequest(ApiMessage):
-    API_KEY: ClassVar[int | None] = 27
-    MIN_VERSION: ClassVar[int] = 1
-    MAX_VERSION: ClassVar[int] = 2
-    FLEXIBLE_MIN: ClassVar[int | None] = 1
     markers: list[WritableTxnMarker] = field(default_factory=list)
 
+    def __init__(self, markers: list[WritableTxnMarker] | None = None) -> None:
+        self.markers = [] if markers is None else markers
 
-@dataclass(slots=True)
+
+WriteTxnMarkersRequest.API_KEY = 27
+WriteTxnMarkersRequest.MIN_VERSION = 1
+WriteTxnMarkersRequest.MAX_VERSION = 2
+WriteTxnMarkersRequest.FLEXIBLE_MIN = 1
+
+
+@dataclass(slots=True, init=False)
 class WritableTxnMarkerPartitionResult:
     partition_index: int = 0
     error_code: int = 0
 
+    def __init__(self, partition_index: int = 0, error_code: int = 0) -> None:
+        self.partition_index = partition_index
+        self.error_code = error_code
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class WritableTxnMarkerTopicResult:
     name: str = ""
     partitions: list[WritableTxnMarkerPartitionResult] = field(default_factory=list)
 
+    def __init__(self, name: str = "", partitions: list[WritableTxnMarkerPartitionResult] | None = None) -> None:
+        self.name = name
+        self.partitions = [] if partitions is None else partitions
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class WritableTxnMarkerResult:
     producer_id: int = 0
     topics: list[WritableTxnMarkerTopicResult] = field(default_factory=list)
 
+    def __init__(self, producer_id: int = 0, topics: list[WritableTxnMarkerTopicResult] | None = None) -> None:
+        self.producer_id = producer_id
+        self.topics = [] if topics is None else topics
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class WriteTxnMarkersResponse(ApiMessage):
-    API_KEY: ClassVar[int | None] = 27
-    MIN_VERSION: ClassVar[int] = 1
-    MAX_VERSION: ClassVar[int] = 2
-    FLEXIBLE_MIN: ClassVar[int | None] = 1
     markers: list[WritableTxnMarkerResult] = field(default_factory=list)
+
+    def __init__(self, markers: list[WritableTxnMarkerResult] | None = None) -> None:
+        self.markers = [] if markers is None else markers
+
+
+WriteTxnMarkersResponse.API_KEY = 27
+WriteTxnMarkersResponse.MIN_VERSION = 1
+WriteTxnMarkersResponse.MAX_VERSION = 2
+WriteTxnMarkersResponse.FLEXIBLE_MIN = 1
 
 
 def _d_WritableTxnMarkerTopic_1(buf: Any, pos: int) -> tuple[WritableTxnMarkerTopic, int]:
@@ -149,35 +187,13 @@ def _e_WriteTxnMarkersRequest_1(o: WriteTxnMarkersRequest, out: bytearray, chunk
     out.append(0)
 
 
-def _d_WritableTxnMarkerTopic_2(buf: Any, pos: int) -> tuple[WritableTxnMarkerTopic, int]:
-    f_name, pos = read_compact_string(buf, pos, False)
-    n_partition_indexes, pos = read_array_count(buf, pos, True, False)
-    if n_partition_indexes * 4 > len(buf) - pos:
-        raise DecodeError('array overruns the buffer')
-    f_partition_indexes = list(unpack_from(f'>{n_partition_indexes}i', buf, pos))
-    pos += n_partition_indexes * 4
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return WritableTxnMarkerTopic(f_name, f_partition_indexes), pos
-
-
-def _e_WritableTxnMarkerTopic_2(o: WritableTxnMarkerTopic, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.name)
-    write_array_count(out, o.partition_indexes, True)
-    if o.partition_indexes is not None:
-        out += pack(f'>{len(o.partition_indexes)}i', *o.partition_indexes)
-    out.append(0)
-
-
 def _d_WritableTxnMarker_2(buf: Any, pos: int) -> tuple[WritableTxnMarker, int]:
     (f_producer_id, f_producer_epoch, f_transaction_result,) = _S0.unpack_from(buf, pos)
     pos += _S0.size
     n_topics, pos = read_array_count(buf, pos, True, False)
     f_topics = []
     for _ in range(n_topics):
-        it_topics, pos = _d_WritableTxnMarkerTopic_2(buf, pos)
+        it_topics, pos = _d_WritableTxnMarkerTopic_1(buf, pos)
         f_topics.append(it_topics)
     (f_coordinator_epoch, f_transaction_version,) = _S2.unpack_from(buf, pos)
     pos += _S2.size
@@ -193,7 +209,7 @@ def _e_WritableTxnMarker_2(o: WritableTxnMarker, out: bytearray, chunks: list[An
     write_array_count(out, o.topics, True)
     if o.topics is not None:
         for it_topics in o.topics:
-            _e_WritableTxnMarkerTopic_2(it_topics, out, chunks)
+            _e_WritableTxnMarkerTopic_1(it_topics, out, chunks)
     out += _S2.pack(o.coordinator_epoch, o.transaction_version)
     out.append(0)
 
@@ -306,88 +322,5 @@ def _e_WriteTxnMarkersResponse_1(o: WriteTxnMarkersResponse, out: bytearray, chu
     out.append(0)
 
 
-def _d_WritableTxnMarkerPartitionResult_2(buf: Any, pos: int) -> tuple[WritableTxnMarkerPartitionResult, int]:
-    (f_partition_index, f_error_code,) = _S3.unpack_from(buf, pos)
-    pos += _S3.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return WritableTxnMarkerPartitionResult(f_partition_index, f_error_code), pos
-
-
-def _e_WritableTxnMarkerPartitionResult_2(o: WritableTxnMarkerPartitionResult, out: bytearray, chunks: list[Any]) -> None:
-    out += _S3.pack(o.partition_index, o.error_code)
-    out.append(0)
-
-
-def _d_WritableTxnMarkerTopicResult_2(buf: Any, pos: int) -> tuple[WritableTxnMarkerTopicResult, int]:
-    f_name, pos = read_compact_string(buf, pos, False)
-    n_partitions, pos = read_array_count(buf, pos, True, False)
-    f_partitions = []
-    for _ in range(n_partitions):
-        it_partitions, pos = _d_WritableTxnMarkerPartitionResult_2(buf, pos)
-        f_partitions.append(it_partitions)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return WritableTxnMarkerTopicResult(f_name, f_partitions), pos
-
-
-def _e_WritableTxnMarkerTopicResult_2(o: WritableTxnMarkerTopicResult, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.name)
-    write_array_count(out, o.partitions, True)
-    if o.partitions is not None:
-        for it_partitions in o.partitions:
-            _e_WritableTxnMarkerPartitionResult_2(it_partitions, out, chunks)
-    out.append(0)
-
-
-def _d_WritableTxnMarkerResult_2(buf: Any, pos: int) -> tuple[WritableTxnMarkerResult, int]:
-    (f_producer_id,) = _S4.unpack_from(buf, pos)
-    pos += _S4.size
-    n_topics, pos = read_array_count(buf, pos, True, False)
-    f_topics = []
-    for _ in range(n_topics):
-        it_topics, pos = _d_WritableTxnMarkerTopicResult_2(buf, pos)
-        f_topics.append(it_topics)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return WritableTxnMarkerResult(f_producer_id, f_topics), pos
-
-
-def _e_WritableTxnMarkerResult_2(o: WritableTxnMarkerResult, out: bytearray, chunks: list[Any]) -> None:
-    out += _S4.pack(o.producer_id)
-    write_array_count(out, o.topics, True)
-    if o.topics is not None:
-        for it_topics in o.topics:
-            _e_WritableTxnMarkerTopicResult_2(it_topics, out, chunks)
-    out.append(0)
-
-
-def _d_WriteTxnMarkersResponse_2(buf: Any, pos: int) -> tuple[WriteTxnMarkersResponse, int]:
-    n_markers, pos = read_array_count(buf, pos, True, False)
-    f_markers = []
-    for _ in range(n_markers):
-        it_markers, pos = _d_WritableTxnMarkerResult_2(buf, pos)
-        f_markers.append(it_markers)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return WriteTxnMarkersResponse(f_markers), pos
-
-
-def _e_WriteTxnMarkersResponse_2(o: WriteTxnMarkersResponse, out: bytearray, chunks: list[Any]) -> None:
-    write_array_count(out, o.markers, True)
-    if o.markers is not None:
-        for it_markers in o.markers:
-            _e_WritableTxnMarkerResult_2(it_markers, out, chunks)
-    out.append(0)
-
-
-WriteTxnMarkersResponse._DECODERS = {1: _d_WriteTxnMarkersResponse_1, 2: _d_WriteTxnMarkersResponse_2}
-WriteTxnMarkersResponse._ENCODERS = {1: _e_WriteTxnMarkersResponse_1, 2: _e_WriteTxnMarkersResponse_2}
+WriteTxnMarkersResponse._DECODERS = {1: _d_WriteTxnMarkersResponse_1, 2: _d_WriteTxnMarkersResponse_1}
+WriteTxnMarkersResponse._ENCODERS = {1: _e_WriteTxnMarkersResponse_1, 2: _e_WriteTxnMarkersResponse_1}

@@ -19,15 +19,25 @@ import hashlib
 import importlib.machinery
 import importlib.util
 from types import ModuleType
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.records.batch import HEADER_SIZE, MIN_BATCH_LENGTH, BatchHeader, Buffer, RecordsError
 from pybroker.protocol.records.codecs import NONE, decompress
 from pybroker.protocol.records.record import MAX_DECOMPRESSED
 
-if TYPE_CHECKING:
-    from pybroker.protocol.records.record_walk import RecordsSummary
+
+class RecordsSummary(Protocol):
+    """What a walk learned (`record_walk.RecordsSummary`, compiled or run from its source: callers that are
+    compiled themselves must accept either class, so they see this shape, not the class)."""
+
+    count: int
+    min_timestamp_delta: int
+    max_timestamp_delta: int
+    first_keyless: int
+
+    @property
+    def all_keyed(self) -> bool: ...
 
 __all__ = ["COMPILED", "WALK_IMPLEMENTATION", "batch_problem", "load_pure_walk", "record_facts", "walk_batch"]
 

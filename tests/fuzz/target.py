@@ -465,7 +465,7 @@ class FuzzTarget:
                 continue
             purgatory = self.app.state.purgatory if self.app else None
             if purgatory is not None:
-                for key in list(purgatory._waiters):
+                for key in list(purgatory._watchers):
                     purgatory.notify(key)
             await asyncio.wait(waits, timeout=WAIT_GRACE_S)
             await asyncio.sleep(0)

@@ -149,7 +149,7 @@ async def test_metadata_creates_topics_when_allowed(client: RawClient) -> None:
 
 
 async def test_append_between_fetch_and_its_first_wait_still_wakes_it(app: BrokerApp) -> None:
-    """The long-poll coroutine starts a loop turn after the handler returns; an append in that gap
+    """The long-poll is watched before the handler returns; an append before anyone awaits it
     must not be missed (it was: fetches then slept for all of max_wait_ms)."""
     from pybroker.broker.context import RequestContext
     from pybroker.broker.dispatch import Waiting
@@ -166,7 +166,7 @@ async def test_append_between_fetch_and_its_first_wait_still_wakes_it(app: Broke
     answer = handle_fetch(ctx(1, 12), _fetch("gap", offset=1, max_wait=30_000, min_bytes=1))
     assert isinstance(answer, Waiting)  # a long-poll is a pure wait: the connection may go on meanwhile
     pending = answer.awaitable
-    assert asyncio.iscoroutine(pending)
+    assert asyncio.isfuture(pending)  # the delayed fetch's future: the connection waits on it without a task
     handle_produce(ctx(0, 9), _produce("gap", bytearray(_records(2)), acks=1))  # before the coroutine ever runs
     fetched = await asyncio.wait_for(pending, 5)
     assert [h.base_offset for _, h in iter_batches(fetched.responses[0].partitions[0].records.read_bytes())] == [1]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib
 import importlib.util
 import sys
@@ -69,18 +70,34 @@ def test_class_attributes() -> None:
                                                      key=lambda c: c[1].name))
 def test_class_fields_follow_the_table(module: str, message: Message) -> None:
     """The decoders build objects positionally: class fields must be exactly the table's, in order."""
-    cls = getattr(importlib.import_module(f"pybroker.protocol.messages.{module}"), message.name)
+    installed = importlib.import_module(f"pybroker.protocol.messages.{module}")
+    # the struct classes are found through the annotations of the module run from source (a compiled
+    # dataclass's annotations are classes without their parameters: `list`, not `list[Partition]`)
+    source = _source_module(module)
 
-    def check(cls: Any, fields: tuple[Field, ...]) -> None:
-        assert [f.name for f in dataclasses.fields(cls)] == [f.name for f in fields]
+    def check(name: str, fields: tuple[Field, ...]) -> None:
+        expected = [f.name for f in fields]
+        assert [f.name for f in dataclasses.fields(getattr(installed, name))] == expected
+        assert [f.name for f in dataclasses.fields(getattr(source, name))] == expected
         for f in fields:
             if f.is_struct:
-                hint = cls.__dataclass_fields__[f.name].type
-                struct_cls = getattr(sys.modules[cls.__module__], hint.removeprefix("list[").split("]")[0]
-                                     .split(" ")[0])
-                check(struct_cls, f.fields)
+                hint = getattr(source, name).__dataclass_fields__[f.name].type
+                check(hint.removeprefix("list[").split("]")[0].split(" ")[0], f.fields)
 
-    check(cls, message.fields)
+    check(message.name, message.fields)
+
+
+@functools.cache
+def _source_module(module: str) -> types.ModuleType:
+    """A generated messages module run from its source, whether or not the installed one is compiled."""
+    name = f"_codegen_source_{module}"
+    generated = types.ModuleType(name)
+    sys.modules[name] = generated
+    try:
+        exec(compile(codegen.generate_module(module), name, "exec"), generated.__dict__)
+    finally:
+        del sys.modules[name]
+    return generated
 
 
 def test_every_field_has_a_default() -> None:
@@ -123,9 +140,10 @@ def test_a_struct_a_message_uses_twice_with_the_same_fields_is_one_class() -> No
     """Kafka's common structs: AddPartitionsToTxn names its topics the same way in the v0-3 and v4+ layouts."""
     from pybroker.protocol.messages import add_partitions_to_txn as apt
 
-    hints = {name: f.type for name, f in apt.AddPartitionsToTxnRequest.__dataclass_fields__.items()}
+    source = _source_module("add_partitions_to_txn")
+    hints = {name: f.type for name, f in source.AddPartitionsToTxnRequest.__dataclass_fields__.items()}
     assert hints["v3_and_below_topics"] == "list[AddPartitionsToTxnTopic]"
-    assert apt.AddPartitionsToTxnTransaction.__dataclass_fields__["topics"].type == "list[AddPartitionsToTxnTopic]"
+    assert source.AddPartitionsToTxnTransaction.__dataclass_fields__["topics"].type == "list[AddPartitionsToTxnTopic]"
     assert not [n for n in vars(apt) if n.endswith("AddPartitionsToTxnTopic") and n != "AddPartitionsToTxnTopic"]
     request = apt.AddPartitionsToTxnRequest(
         transactions=[apt.AddPartitionsToTxnTransaction(transactional_id="t", topics=[
@@ -143,3 +161,33 @@ def test_a_struct_name_reused_with_other_fields_still_gets_its_own_class() -> No
     taken: dict[str, Any] = {}
     names = [info.cls for info in codegen._collect(message, taken, set())]
     assert names == ["TwiceRequest", "Thing", "TwiceRequestThing"]
+
+
+def _functions(text: str) -> dict[str, str]:
+    """Each generated per-version function's name -> its body (the def line without the name)."""
+    found: dict[str, str] = {}
+    for chunk in text.split("\n\n\ndef ")[1:]:
+        name, rest = chunk.split("(", 1)
+        found[name] = rest.split("\n\n\n")[0]
+    return found
+
+
+def test_identical_versions_share_one_function() -> None:
+    for path, text in codegen.outputs().items():
+        seen: dict[tuple[str, str], str] = {}
+        for name, body in _functions(text).items():
+            kind_and_class = name.rsplit("_", 1)[0]
+            other = seen.setdefault((kind_and_class, body), name)
+            assert other == name, f"{path.name}: {name} repeats {other}"
+
+
+def test_aliased_versions_are_the_same_function() -> None:
+    # Heartbeat v1-v3 responses differ from v0 (throttle_time_ms) and from v4 (flexible) only
+    from pybroker.protocol.messages.heartbeat import HeartbeatResponse
+
+    decoders = HeartbeatResponse._DECODERS
+    assert decoders[1] is decoders[2] is decoders[3]
+    assert len({decoders[0], decoders[1], decoders[4]}) == 3
+    for version in range(5):
+        encoded = HeartbeatResponse(throttle_time_ms=7 if version else 0, error_code=27).encode(version)
+        assert HeartbeatResponse.decode(encoded, version) == HeartbeatResponse(7 if version else 0, 27)

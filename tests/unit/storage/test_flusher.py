@@ -17,7 +17,8 @@ from tests.unit.storage.helpers import append, batch, open_log
 
 
 def _flushed(flusher: Flusher, log: Any, offset: int) -> asyncio.Future[int]:
-    """What the broker waits on (`broker/flush_wait.py`), built here so storage tests stay in storage."""
+    """A loop future answered by `Flusher.notify` (the broker's partition layer waits the same way), built here
+    so storage tests stay in storage."""
     future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
 
     def settle(outcome: int | BaseException) -> None:

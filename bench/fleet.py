@@ -1,0 +1,271 @@
+"""Several librdkafka client processes driven as one load, so the Python client is not the ceiling.
+
+Why processes: one Python process hands records to librdkafka (and takes them back) at a rate of its
+own (~0.3-1M msgs/s here); a broker faster than that shows up as "the client's speed". N processes
+(spawned once, kept for the whole run, one job each at a time) share a phase's records, start at one
+instant of the machine's monotonic clock (CLOCK_MONOTONIC is one clock for every process), and the
+phase's time is from that instant to the last process's last ack (produce) or last record (consume).
+
+Each job sets its client up (bootstrap connection, metadata) before the start instant, so the timed part
+is the data moving. The same jobs run against the null broker (`bench/null_broker.py`) for the ceiling.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import queue
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from bench.load import COMMON, CONSUMER_SETTINGS, PRODUCER_SETTINGS
+
+#: a job that has not answered this long after its start instant is reported as timed out
+JOB_TIMEOUT_S = 180.0
+SETUP_TIMEOUT_S = 60.0  # a client that cannot set up in this long (bootstrap, metadata) fails its job
+START_DELAY_S = 0.05  # from "every client is ready" to the common start instant
+READY = "ready"
+
+
+@dataclass
+class JobResult:
+    records: int = 0
+    payload_bytes: int = 0
+    finished_at: float = 0.0  # time.monotonic() of the last ack / record
+    per_partition: dict[int, int] = field(default_factory=dict)  # produce: acked records per partition
+    note: str = ""
+
+
+@dataclass
+class PhaseResult:
+    """One phase over all processes: records, bytes, seconds from the common start to the last finish."""
+
+    records: int
+    payload_bytes: int
+    seconds: float
+    per_partition: dict[int, int] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def msgs_per_s(self) -> float:
+        return self.records / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def mb_per_s(self) -> float:
+        return self.payload_bytes / 1e6 / self.seconds if self.seconds > 0 else 0.0
+
+
+class Sync:
+    """The job's side of the start: say the client is set up, then wait for the common start instant."""
+
+    def __init__(self, jobs: Any, results: Any) -> None:
+        self._jobs = jobs
+        self._results = results
+
+    def start(self) -> float:
+        self._results.put(READY)
+        start_at: float = self._jobs.get()
+        pause = start_at - time.monotonic()
+        if pause > 0:
+            time.sleep(pause)
+        return start_at
+
+
+def produce_job(sync: Sync, bootstrap: str, topic: str, partitions: list[int], records: int, size: int,
+                seconds: float, deadline_s: float) -> JobResult:
+    """Send values of `size` bytes round-robin over `partitions` for `seconds` (at most `records` of them),
+    then wait for every ack; count acks per partition."""
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": bootstrap, **COMMON, **PRODUCER_SETTINGS})
+    producer.list_topics(topic, timeout=30)
+    payload = (bytes(range(256)) * (size // 256 + 1))[:size]
+    result = JobResult()
+    acked = result.per_partition
+    failures: list[str] = []
+
+    def on_delivery(err: Any, msg: Any) -> None:
+        if err is None:
+            acked[msg.partition()] = acked.get(msg.partition(), 0) + 1
+        elif not failures:
+            failures.append(err.str())
+        else:
+            failures.append("")
+
+    produce = producer.produce
+    count = len(partitions)
+    start_at = sync.start()
+    stop_at = start_at + seconds
+    deadline = start_at + deadline_s
+    sent = 0
+    while sent < records:
+        try:
+            produce(topic, payload, partition=partitions[sent % count], on_delivery=on_delivery)
+            sent += 1
+            if not sent & 255 and time.monotonic() >= stop_at:
+                break
+        except BufferError:
+            producer.poll(0.005)
+            if time.monotonic() >= stop_at:
+                break
+    left = producer.flush(max(1.0, deadline - time.monotonic()))
+    result.finished_at = time.monotonic()
+    result.records = sum(acked.values())
+    result.payload_bytes = result.records * size
+    if left:
+        result.note = f"timed out after {deadline_s:.0f} s ({sent - left:,} of {sent:,} acked)"
+    if failures:
+        result.note += f"{'; ' if result.note else ''}{len(failures)} failed ({failures[0]})"
+    return result
+
+
+def consume_job(sync: Sync, bootstrap: str, topic: str, slices: list[tuple[int, int, int]],
+                deadline_s: float) -> JobResult:
+    """Read the offset ranges `slices` = [(partition, start, end)] by assign (no group, nothing committed)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, **COMMON, **CONSUMER_SETTINGS})
+    result = JobResult()
+    try:
+        consumer.list_topics(topic, timeout=30)
+        ends = {p: end for p, start, end in slices if end > start}
+        wanted = sum(end - start for _, start, end in slices if end > start)
+        start_at = sync.start()
+        consumer.assign([TopicPartition(topic, p, start) for p, start, end in slices if end > start])
+        deadline = start_at + deadline_s
+        got = 0
+        payload_bytes = 0
+        while got < wanted and ends and time.monotonic() < deadline:
+            # never ask for more than is left: consume() waits out its timeout for a batch it cannot fill
+            for message in consumer.consume(num_messages=min(10_000, wanted - got), timeout=0.2):
+                if message.error() is not None:
+                    continue
+                partition = message.partition()
+                end = ends.get(partition)
+                if end is None or message.offset() >= end:
+                    continue  # past this slice: another process reads it
+                got += 1
+                payload_bytes += len(message.value())
+                if message.offset() == end - 1:
+                    del ends[partition]
+                    consumer.pause([TopicPartition(topic, partition)])  # nothing more wanted from it
+        result.finished_at = time.monotonic()
+        result.records = got
+        result.payload_bytes = payload_bytes
+        if got < wanted:
+            result.note = f"read {got:,} of {wanted:,} in {deadline_s:.0f} s"
+    finally:
+        consumer.close()
+    return result
+
+
+def _serve(jobs: Any, results: Any) -> None:
+    """A fleet process: run jobs until told to stop (None); an exception is a result too."""
+    while True:
+        job = jobs.get()
+        if job is None:
+            return
+        if isinstance(job, float):
+            continue  # the start instant of a job that failed before it was ready
+        fn, kwargs = job
+        try:
+            results.put(fn(Sync(jobs, results), **kwargs))
+        except Exception:
+            results.put(JobResult(note="failed: " + traceback.format_exc().strip().splitlines()[-1]))
+
+
+def owners(partitions: int, n: int) -> list[list[int]]:
+    """The partitions each of `n` producers writes: its own share when there are enough, else all."""
+    if partitions >= n:
+        return [list(range(w, partitions, n)) for w in range(n)]
+    return [list(range(partitions)) for _ in range(n)]
+
+
+def consume_slices(ends: dict[int, int], n: int) -> list[list[tuple[int, int, int]]]:
+    """[(partition, start, end)] for each of `n` consumers: whole partitions when there are enough of
+    them, else every partition cut into one offset range per consumer. Together: every offset once."""
+    slices: list[list[tuple[int, int, int]]] = [[] for _ in range(n)]
+    parts = sorted(ends)
+    if len(parts) >= n:
+        for i, p in enumerate(parts):
+            slices[i % n].append((p, 0, ends[p]))
+        return slices
+    for p in parts:
+        step = -(-ends[p] // n)
+        for w in range(n):
+            slices[w].append((p, min(w * step, ends[p]), min((w + 1) * step, ends[p])))
+    return slices
+
+
+class Fleet:
+    """N spawned client processes; `run` gives each one job and gathers the phase."""
+
+    def __init__(self, processes: int) -> None:
+        ctx = mp.get_context("spawn")
+        self.size = processes
+        self._jobs = [ctx.Queue() for _ in range(processes)]
+        self._results = ctx.Queue()
+        self._procs = [ctx.Process(target=_serve, args=(q, self._results), daemon=True, name=f"bench-client-{i}")
+                       for i, q in enumerate(self._jobs)]
+        for proc in self._procs:
+            proc.start()
+
+    def run(self, jobs: list[tuple[Callable[..., JobResult], dict[str, Any]]]) -> PhaseResult:
+        """Hand out the jobs, wait until every client is set up, give them one start instant, gather."""
+        queues = self._jobs[:len(jobs)]
+        for q, job in zip(queues, jobs, strict=True):
+            q.put(job)
+        results: list[JobResult] = []
+        ready = 0
+        while ready + len(results) < len(jobs):  # a job that fails in its setup answers with its result
+            try:
+                answer = self._results.get(timeout=SETUP_TIMEOUT_S)
+            except queue.Empty:
+                raise RuntimeError("client processes did not set up in time") from None
+            if answer == READY:
+                ready += 1
+            else:
+                results.append(answer)
+        start_at = time.monotonic() + START_DELAY_S
+        for q in queues:
+            q.put(start_at)  # a process whose job already failed takes this as its next job and ignores it
+        for _ in range(ready):
+            try:
+                results.append(self._results.get(timeout=JOB_TIMEOUT_S))
+            except queue.Empty:
+                results.append(JobResult(note="a client process did not answer"))
+        finished = max((r.finished_at for r in results), default=start_at)
+        per_partition: dict[int, int] = {}
+        for r in results:
+            for p, n in r.per_partition.items():
+                per_partition[p] = per_partition.get(p, 0) + n
+        return PhaseResult(sum(r.records for r in results), sum(r.payload_bytes for r in results),
+                           max(0.0, finished - start_at), per_partition, [r.note for r in results if r.note])
+
+    def produce(self, bootstrap: str, topic: str, partitions: int, records: int, size: int,
+                seconds: float = 1e9, deadline_s: float = 120.0) -> PhaseResult:
+        """At most `records` over all processes, for at most `seconds`; with at least as many partitions as processes each process
+        writes its own partitions, else every process writes every partition."""
+        n = self.size
+        owned = owners(partitions, n)
+        shares = [records // n + (1 if w < records % n else 0) for w in range(n)]
+        return self.run([(produce_job, {"bootstrap": bootstrap, "topic": topic, "partitions": owned[w],
+                                        "records": shares[w], "size": size, "seconds": seconds,
+                                        "deadline_s": deadline_s}) for w in range(n) if shares[w]])
+
+    def consume(self, bootstrap: str, topic: str, ends: dict[int, int], deadline_s: float = 120.0) -> PhaseResult:
+        """Read offsets [0, end) of every partition: whole partitions per process when there are enough
+        of them, else every partition cut into one range per process."""
+        slices = consume_slices(ends, self.size)
+        return self.run([(consume_job, {"bootstrap": bootstrap, "topic": topic, "slices": s,
+                                        "deadline_s": deadline_s}) for s in slices if s])
+
+    def close(self) -> None:
+        for q in self._jobs:
+            q.put(None)
+        for proc in self._procs:
+            proc.join(5)
+            if proc.is_alive():
+                proc.kill()

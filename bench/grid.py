@@ -1,0 +1,242 @@
+"""The throughput grid: record sizes x partition counts, produce then consume, on every target in turn.
+
+Targets: pybroker, Tansu and the null broker (`bench/null_broker.py`, the client-only ceiling), all up at
+once; every cell (size, partitions) runs on each target back to back, and the whole grid is repeated, so a
+change in the machine's load (it is shared) hits all three alike. A figure is the median of the
+repetitions; a ratio is the median of the repetitions' ratios (each taken between runs seconds apart).
+
+Per phase, beside msgs/s and MB/s: the broker process's CPU seconds (user + system, from `/proc/<pid>/stat`)
+per GB of payload moved (less sensitive to a busy machine than a rate), its RSS after the phase, and for
+pybroker's consume the share of fetched bytes sent by `os.sendfile` (its `pybroker_fetch_bytes_total{path}`).
+A produce phase runs for a fixed time (the clients stop handing records over, then wait for every ack) so
+every target gets a phase of similar length; its consume phase reads back exactly what was acked. Topics
+are fresh per cell and deleted after it (Tansu, which keeps deleted data, is restarted when it grows).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import statistics
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bench.fleet import Fleet, PhaseResult
+from bench.load import COMMON
+from tests.integration.brokers import BrokerProcess
+
+CEILING = "null"
+#: a produce phase stops after its seconds or this much payload, whichever comes first
+MAX_BYTES_PER_PHASE = 4e9
+RECYCLE_RSS_MB = 3000.0
+#: the peak RSS of broker processes replaced by `recycled`, so the run's peak counts them too
+RETIRED_PEAK_MB: dict[str, float] = {}
+
+
+class NullBrokerProcess(BrokerProcess):
+    """`bench/null_broker.py` as a process the harness starts, checks (ApiVersions) and stops like a broker."""
+
+    name = "null"
+    supports_restart = False
+    supports_overrides = False
+
+    def command(self) -> list[str]:
+        return [sys.executable, "-m", "bench.null_broker", "--host", self.host, "--port", str(self.port)]
+
+    def env(self) -> dict[str, str]:
+        env = super().env()
+        env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1])
+        return env
+
+
+def cpu_seconds(pid: int | None) -> float:
+    """User + system CPU seconds of a process so far (Linux `/proc`); NaN where that cannot be read."""
+    import os
+
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return float("nan")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def memory_mb(pid: int | None, key: str = "VmRSS") -> float:
+    """`VmRSS` (now) or `VmHWM` (peak) of a process in MB; NaN where it cannot be read."""
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            for line in status:
+                if line.startswith(key + ":"):
+                    return int(line.split()[1]) * 1024 / 1e6
+    except OSError:
+        pass
+    return float("nan")
+
+
+def fetch_paths(broker: BrokerProcess) -> tuple[float, float] | None:
+    """pybroker's `pybroker_fetch_bytes_total` by path (sendfile, copy); None for a broker without it."""
+    http_get = getattr(broker, "http_get", None)
+    if http_get is None:
+        return None
+    try:
+        _, page = http_get("/metrics")
+    except OSError:
+        return None
+    values = {"sendfile": 0.0, "copy": 0.0}
+    for line in page.splitlines():
+        if line.startswith("pybroker_fetch_bytes_total{"):
+            path = line.split('path="', 1)[1].split('"', 1)[0]
+            values[path] = values.get(path, 0.0) + float(line.rsplit(" ", 1)[1])
+    return values["sendfile"], values["copy"]
+
+
+@dataclass
+class Phase:
+    """One produce or consume run on one target: the rate, and what it cost the broker."""
+
+    records: int
+    payload_bytes: int
+    seconds: float
+    cpu_s: float
+    rss_mb: float
+    sendfile_bytes: float = float("nan")
+    copied_bytes: float = float("nan")
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def msgs_per_s(self) -> float:
+        return self.records / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def mb_per_s(self) -> float:
+        return self.payload_bytes / 1e6 / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def cpu_s_per_gb(self) -> float:
+        return self.cpu_s / (self.payload_bytes / 1e9) if self.payload_bytes else float("nan")
+
+    @property
+    def sendfile_share(self) -> float:
+        total = self.sendfile_bytes + self.copied_bytes
+        return self.sendfile_bytes / total if total > 0 else float("nan")
+
+
+@dataclass
+class Cell:
+    """All runs of one (kind, size, partitions) on every target: {target: [Phase per repetition]}."""
+
+    kind: str  # produce | consume
+    size: int
+    partitions: int
+    runs: dict[str, list[Phase]] = field(default_factory=dict)
+
+    def median(self, target: str, attr: str = "msgs_per_s") -> float:
+        values = [getattr(p, attr) for p in self.runs.get(target, []) if p.records]
+        values = [v for v in values if v == v]
+        return statistics.median(values) if values else float("nan")
+
+    def ratio(self, ours: str = "pybroker", theirs: str = "tansu") -> float:
+        """Median over repetitions of ours/theirs msgs/s (the two ran seconds apart in each)."""
+        pairs = zip(self.runs.get(ours, []), self.runs.get(theirs, []), strict=False)
+        ratios = [a.msgs_per_s / b.msgs_per_s for a, b in pairs if a.records and b.records and b.msgs_per_s > 0]
+        return statistics.median(ratios) if ratios else float("nan")
+
+    def notes(self, target: str) -> list[str]:
+        return sorted({n for p in self.runs.get(target, []) for n in p.notes})
+
+
+def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
+    """Create and wait until the metadata shows every partition (room for 1,024 partitions' files)."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap, **COMMON, "socket.timeout.ms": 120_000})
+    admin.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=1)],
+                        request_timeout=120)[topic].result(130)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        meta = admin.list_topics(topic, timeout=10).topics.get(topic)
+        if meta is not None and meta.error is None and len(meta.partitions) == partitions \
+                and all(p.leader >= 0 for p in meta.partitions.values()):
+            return
+        time.sleep(0.1)
+    raise RuntimeError(f"topic {topic} did not appear with {partitions} partitions")
+
+
+def delete_topic(bootstrap: str, topic: str) -> None:
+    """Best effort: a broker that cannot delete keeps the data (noted nowhere: it only costs memory)."""
+    from confluent_kafka.admin import AdminClient
+
+    with contextlib.suppress(Exception):
+        AdminClient({"bootstrap.servers": bootstrap, **COMMON}).delete_topics([topic], request_timeout=60)[
+            topic].result(70)
+
+
+def _measured(broker: BrokerProcess, run: Any) -> tuple[PhaseResult, Phase]:
+    cpu, paths = cpu_seconds(broker.pid), fetch_paths(broker)
+    result: PhaseResult = run()
+    cpu_after, paths_after = cpu_seconds(broker.pid), fetch_paths(broker)
+    phase = Phase(result.records, result.payload_bytes, result.seconds, cpu_after - cpu, memory_mb(broker.pid),
+                  notes=result.notes[:1])
+    if paths is not None and paths_after is not None:
+        phase.sendfile_bytes, phase.copied_bytes = paths_after[0] - paths[0], paths_after[1] - paths[1]
+    return result, phase
+
+
+def run_cell(fleet: Fleet, name: str, broker: BrokerProcess, size: int, partitions: int, seconds: float,
+             deadline_s: float) -> tuple[Phase, Phase]:
+    """Produce for `seconds` into a fresh topic, then consume all of it back; the topic is deleted after."""
+    topic = f"bench-s{size}-p{partitions}-{uuid.uuid4().hex[:6]}"  # the null broker reads both from the name
+    if name != CEILING:
+        create_topic(broker.bootstrap, topic, partitions)
+    print(f"  [{name}] {size} B over {partitions} partition(s): produce {seconds:g} s ...", end="", flush=True)
+    records = max(fleet.size, int(MAX_BYTES_PER_PHASE // size))
+    produced, produce = _measured(broker, lambda: fleet.produce(broker.bootstrap, topic, partitions, records, size,
+                                                                seconds, deadline_s))
+    print(f" {produce.msgs_per_s:,.0f} msgs/s ({produce.records:,}); consume ...", end="", flush=True)
+    _, consume = _measured(broker, lambda: fleet.consume(broker.bootstrap, topic, produced.per_partition, deadline_s))
+    print(f" {consume.msgs_per_s:,.0f} msgs/s", flush=True)
+    if name != CEILING:
+        delete_topic(broker.bootstrap, topic)
+    return produce, consume
+
+
+def recycled(name: str, broker: BrokerProcess, fresh: Callable[[], BrokerProcess]) -> BrokerProcess:
+    """Tansu's memory:// keeps what a deleted topic held: past RECYCLE_RSS_MB it is replaced by a fresh one."""
+    if memory_mb(broker.pid) < RECYCLE_RSS_MB:
+        return broker
+    print(f"  [{name}] RSS {memory_mb(broker.pid):,.0f} MB: restarting it empty", flush=True)
+    RETIRED_PEAK_MB[name] = max(RETIRED_PEAK_MB.get(name, 0.0), memory_mb(broker.pid, "VmHWM"))
+    broker.stop(timeout=30, expect_code=None)
+    broker.close()
+    return fresh().start()
+
+
+def run_grid(fleet: Fleet, brokers: dict[str, BrokerProcess], fresh: dict[str, Callable[[], BrokerProcess]],
+             sizes: tuple[int, ...], counts: tuple[int, ...], seconds: float, repeats: int,
+             deadline_s: float) -> list[Cell]:
+    """Every cell on every target, `repeats` times over; a target that fails is dropped from the rest.
+    `brokers` is updated in place when one is recycled (`fresh[name]()` makes its replacement)."""
+    cells = {(kind, size, count): Cell(kind, size, count)
+             for size in sizes for count in counts for kind in ("produce", "consume")}
+    live = set(brokers)
+    for rep in range(repeats):
+        print(f"  -- repetition {rep + 1} of {repeats} --", flush=True)
+        for count in counts:
+            for size in sizes:
+                for name in [n for n in brokers if n in live]:
+                    broker = brokers[name]
+                    try:
+                        produce, consume = run_cell(fleet, name, broker, size, count, seconds, deadline_s)
+                        if name in fresh:
+                            brokers[name] = recycled(name, broker, fresh[name])
+                    except Exception as exc:
+                        print(f"\n  [{name}] failed: {exc!r}; left out of the rest\n{broker.log_tail(10)}", flush=True)
+                        live.discard(name)
+                        continue
+                    cells["produce", size, count].runs.setdefault(name, []).append(produce)
+                    cells["consume", size, count].runs.setdefault(name, []).append(consume)
+    return list(cells.values())
