@@ -32,6 +32,7 @@ from pybroker.broker.groups.consumer_group import (
     assignment_size,
 )
 from pybroker.broker.groups.consumer_outcomes import ConsumerHeartbeat, ConsumerHeartbeatOutcome
+from pybroker.broker.groups.consumer_snapshot import ConsumerUndo
 from pybroker.broker.groups.consumer_state_machine import MemberState
 from pybroker.broker.groups.group import Group
 from pybroker.broker.groups.group_log import GroupLog, Records, client_error
@@ -71,6 +72,7 @@ class ConsumerGroups:
     groups: dict[str, Group]
     new_member_id: Callable[[str], str]
     topic_metadata: Callable[[], TopicMetadata]
+    consumer_undo: ConsumerUndo
     #: regex -> (the topic table it was resolved against, the names it matched)
     _regex_cache: dict[str, tuple[object, set[str]]]
 
@@ -85,9 +87,12 @@ class ConsumerGroups:
 
     # -- ConsumerGroupHeartbeat ----------------------------------------------------------------------
     def consumer_heartbeat(self, req: ConsumerHeartbeat, now: int, respond: Respond) -> None:
+        before = self.consumer_undo.take(self.groups, req.group_id, req.member_id)
         try:
             records, outcome = self._consumer_heartbeat(req, now)
         except HeartbeatRefused as refused:
+            if self.consumer_undo.converted(self.groups, before):  # refused after converting the group: undone
+                self.consumer_undo.restore(self.groups, before, written=False)
             respond(ConsumerHeartbeatOutcome(refused.error, refused.message, member_id=req.member_id or None,
                                              member_epoch=req.member_epoch))
             return
@@ -101,6 +106,10 @@ class ConsumerGroups:
             if code is ErrorCode.NONE:
                 respond(outcome)
             else:
+                if self.consumer_undo.restore(self.groups, before):  # Kafka reverts to what was written
+                    log.warning("group change undone: its records were not written", group=req.group_id,
+                                error=code.name)
+                    self._schedule_id(req.group_id)
                 respond(ConsumerHeartbeatOutcome(client_error(code), member_id=outcome.member_id,
                                                  member_epoch=req.member_epoch))
 
@@ -268,29 +277,38 @@ class ConsumerGroups:
         """A static member back after a restart takes over its old slot (epoch, assignment) under its new id."""
         assert req.instance_id is not None
         old = data.members[data.static_members[req.instance_id]]
-        if old.member_epoch != STATIC_LEAVE_EPOCH and old.member_id != req.member_id:
+        # a classic static member is replaced at once (Kafka checks the release only between two of this protocol)
+        if old.classic is None and old.member_epoch != STATIC_LEAVE_EPOCH and old.member_id != req.member_id:
             raise HeartbeatRefused(ErrorCode.UNRELEASED_INSTANCE_ID,
                                    f"Static member {old.member_id} with instance id {req.instance_id} is "
                                    "present in the consumer group.")
-        new_id = req.member_id or str(uuid.uuid4())
+        member = ConsumerMember(
+            req.member_id or str(uuid.uuid4()), instance_id=req.instance_id, rack_id=old.rack_id,
+            client_id=req.client_id, client_host=req.client_host,
+            subscribed_topic_names=list(old.subscribed_topic_names), subscribed_topic_regex=old.subscribed_topic_regex,
+            rebalance_timeout_ms=old.rebalance_timeout_ms, server_assignor=old.server_assignor, last_heartbeat_ms=now)
+        return self._take_static_slot(group, data, old, member, records)
+
+    @staticmethod
+    def _take_static_slot(group: Group, data: ConsumerGroupData, old: ConsumerMember, member: ConsumerMember,
+                          records: Records) -> ConsumerMember:
+        """`member` (a new object, joining with epoch 0) replaces the static member `old` of its instance id:
+        `old` goes, its partitions freed, and its target becomes `member`'s."""
+        assert member.instance_id is not None
         data.release(old)
         del data.members[old.member_id]
-        if new_id != old.member_id:
+        if member.member_id != old.member_id:
             records += rec.member_tombstones(group.group_id, old.member_id)
-        member = ConsumerMember(
-            new_id, instance_id=req.instance_id, rack_id=old.rack_id, client_id=req.client_id,
-            client_host=req.client_host, subscribed_topic_names=list(old.subscribed_topic_names),
-            subscribed_topic_regex=old.subscribed_topic_regex, rebalance_timeout_ms=old.rebalance_timeout_ms,
-            server_assignor=old.server_assignor, last_heartbeat_ms=now)
         # it owns nothing yet (it joined with epoch 0): its old target, now free, is its at once
-        data.members[new_id] = member
-        data.static_members[req.instance_id] = new_id
+        data.members[member.member_id] = member
+        data.static_members[member.instance_id] = member.member_id
         target = data.targets.pop(old.member_id, None)
         if target is not None:
-            data.targets[new_id] = target
-            records += rec.target_records(group.group_id, data, [new_id])
+            data.targets[member.member_id] = target
+            records += rec.target_records(group.group_id, data, [member.member_id])
         records.append(rec.member_record(group.group_id, member))
-        log.info("static member rejoined", group=group.group_id, instance=req.instance_id, member=new_id)
+        log.info("static member rejoined", group=group.group_id, instance=member.instance_id,
+                 member=member.member_id, replaced=old.member_id)
         return member
 
     @staticmethod
@@ -318,6 +336,9 @@ class ConsumerGroups:
             if regex != member.subscribed_topic_regex:
                 member.subscribed_topic_regex = regex
                 changed = True
+            if req.topic_filter != member.topic_filter:  # another principal or host: what it may see changes
+                member.topic_filter = req.topic_filter
+                changed = changed or regex is not None
         return changed
 
     # -- target assignment and reconciliation -----------------------------------------------------------
@@ -336,11 +357,21 @@ class ConsumerGroups:
 
     def _subscriptions(self, data: ConsumerGroupData, topics: TopicMetadata) -> dict[str, set[str]]:
         resolved = self._resolve_regexes(data, topics)
+        #: (principal and host, regex) -> the matched topics that principal may describe
+        filtered: dict[tuple[tuple[str, str], str], set[str]] = {}
         subscriptions: dict[str, set[str]] = {}
         for member_id, member in data.members.items():
             names = {n for n in member.subscribed_topic_names if n in topics}
-            if member.subscribed_topic_regex is not None:
-                names |= resolved.get(member.subscribed_topic_regex, set())
+            regex = member.subscribed_topic_regex
+            if regex is not None:
+                matched = resolved.get(regex, set())
+                allowed = member.topic_filter
+                if allowed is not None:
+                    key = (allowed.key, regex)
+                    if key not in filtered:
+                        filtered[key] = {t for t in matched if allowed.allowed(t)}
+                    matched = filtered[key]
+                names |= matched
             subscriptions[member_id] = names
         return subscriptions
 
@@ -478,14 +509,19 @@ class ConsumerGroups:
 
     # -- offsets of consumer groups ----------------------------------------------------------------------
     @staticmethod
-    def consumer_commit_error(data: ConsumerGroupData, member_id: str, member_epoch: int) -> ErrorCode:
-        """Kafka's check of a commit to a consumer group: from outside the group only while it is empty;
-        from a member only at its current epoch (STALE_MEMBER_EPOCH)."""
-        if member_epoch < 0 and not member_id and not data.members:
+    def consumer_commit_error(data: ConsumerGroupData, member_id: str, member_epoch: int,
+                              api_version: int | None = None) -> ErrorCode:
+        """Kafka's check of a commit to a consumer group: from outside the group (a negative epoch: a tool, a
+        consumer without group management) only while it has no member; from a member only at its current
+        epoch (STALE_MEMBER_EPOCH). A consumer-protocol member's OffsetCommit (`api_version`; None for
+        TxnOffsetCommit, which is not checked) must be v9+, the first to carry the member epoch."""
+        if member_epoch < 0 and not data.members:
             return ErrorCode.NONE
         member = data.members.get(member_id)
         if member is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
+        if api_version is not None and api_version < 9 and member.classic is None:
+            return ErrorCode.UNSUPPORTED_VERSION
         if member_epoch != member.member_epoch:
             # a classic member's generation is its epoch: it is told as a classic group would tell it
             return ErrorCode.ILLEGAL_GENERATION if member.classic is not None else ErrorCode.STALE_MEMBER_EPOCH

@@ -19,6 +19,7 @@ from pybroker.broker.groups.consumer_state_machine import (
     Observation,
     next_state,
 )
+from pybroker.broker.groups.topic_regex import TopicFilter
 
 Assignment = dict[uuid.UUID, frozenset[int]]
 
@@ -66,6 +67,9 @@ class ConsumerMember:
     revocation_deadline_ms: int = -1
     #: set for a member of the classic protocol (JoinGroup/SyncGroup/Heartbeat) in a consumer group
     classic: ClassicMemberInfo | None = None
+    #: the topics its regex may bring it (its principal's DESCRIBE ACLs; None: all). Held in memory only:
+    #: after a restart, until the member's next heartbeat carrying its subscription, its regex is unfiltered
+    topic_filter: TopicFilter | None = None
 
     def owns_any(self, partitions: Assignment) -> bool:
         return any(self.assigned.get(topic, frozenset()) & parts for topic, parts in partitions.items())

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pybroker.broker.groups.consumer_group import Assignment
+from pybroker.broker.groups.topic_regex import TopicFilter
 from pybroker.protocol.errors import ErrorCode
 
 
@@ -25,6 +26,8 @@ class ConsumerHeartbeat:
     owned: Assignment | None
     client_id: str = ""
     client_host: str = ""
+    #: the topics its regex may match (None: no authorizer, every topic)
+    topic_filter: TopicFilter | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,6 +33,7 @@ from functools import partial
 
 from pybroker.broker.groups.consumer_coordinator import ConsumerGroups, TopicMetadata
 from pybroker.broker.groups.consumer_records import group_tombstones as consumer_group_tombstones
+from pybroker.broker.groups.consumer_snapshot import ConsumerUndo
 from pybroker.broker.groups.expiry import keeps_alive, member_deadline
 from pybroker.broker.groups.group import Group, Member
 from pybroker.broker.groups.group_log import Done, GroupLog, Records, client_error
@@ -100,6 +101,8 @@ class GroupCoordinator(ConsumerGroups, MixedGroups, OffsetCommits, GroupLoading)
         #: topic name -> (topic id, partition count), for the consumer protocol's assignments
         self.topic_metadata = topic_metadata
         self._regex_cache: dict[str, tuple[object, set[str]]] = {}
+        #: undoes a consumer-group change whose records could not be written (consumer_snapshot.py)
+        self.consumer_undo = ConsumerUndo()
         self.groups: dict[str, Group] = {}
         #: offsets-topic partitions whose groups are still being read from the log
         self.loading: set[int] = set()
@@ -399,7 +402,7 @@ class GroupCoordinator(ConsumerGroups, MixedGroups, OffsetCommits, GroupLoading)
             return error
         group = self.groups.get(group_id)
         if group is not None and group.consumer is not None:
-            return self.classic_heartbeat_consumer_group(group, member_id, generation, now)
+            return self.classic_heartbeat_consumer_group(group, member_id, generation, now, instance_id)
         error = self._member_error(group, member_id, instance_id, generation)
         if error is not ErrorCode.NONE:
             return error

@@ -10,9 +10,10 @@ ConsumerProtocolAssignment; its Heartbeat answers REBALANCE_IN_PROGRESS while it
 it rejoins and moves on, the partitions it gives up reaching others only once its rejoin no longer lists
 them. Nobody is the classic leader: no client computes an assignment.
 
-Conversions: a classic group whose members all use protocol type "consumer", Stable with no request
-waiting, becomes a consumer group when a consumer-protocol member joins (each member keeps its
-assignment as its current one, at the group's generation); a consumer group whose last consumer-protocol
+Conversions: a classic group whose members all use protocol type "consumer" and have an assignment to keep
+becomes a consumer group when a consumer-protocol member joins, whatever its state (each member keeps its
+assignment as its current one, at the group's generation; a rebalance in progress is abandoned, its
+waiting members told to rejoin); a consumer group whose last consumer-protocol
 member leaves while classic members remain becomes a classic group, the classic members asked to rejoin.
 """
 
@@ -28,6 +29,7 @@ from pybroker.broker.groups.consumer_group import (
     ConsumerGroupData,
     ConsumerMember,
 )
+from pybroker.broker.groups.consumer_snapshot import ConsumerUndo
 from pybroker.broker.groups.consumer_state_machine import MemberState
 from pybroker.broker.groups.group import Group, Member
 from pybroker.broker.groups.group_log import GroupLog, Records, client_error
@@ -91,8 +93,12 @@ class MixedGroups:
     groups: dict[str, Group]
     topic_metadata: Callable[[], TopicMetadata]
     new_member_id: Callable[[str], str]
+    consumer_undo: ConsumerUndo
 
     def partition_for(self, group_id: str) -> int:
+        raise NotImplementedError
+
+    def _schedule_id(self, group_id: str) -> None:
         raise NotImplementedError
 
     def _advance(self, group: Group, data: ConsumerGroupData, member: ConsumerMember, changed: bool,
@@ -103,9 +109,13 @@ class MixedGroups:
                                 reason: str, now: int) -> Records:
         raise NotImplementedError
 
-    def _prepare_rebalance(self, group: Group, now: int) -> None:
+    @staticmethod
+    def _take_static_slot(group: Group, data: ConsumerGroupData, old: ConsumerMember, member: ConsumerMember,
+                          records: Records) -> ConsumerMember:
         raise NotImplementedError
 
+    def _prepare_rebalance(self, group: Group, now: int) -> None:
+        raise NotImplementedError
     def _persist_group(self, group: Group, now: int, done: Callable[[ErrorCode], None],
                        assignments: dict[str, bytes] | None = None) -> None:
         raise NotImplementedError
@@ -131,31 +141,20 @@ class MixedGroups:
         data = group.consumer
         assert data is not None
         parsed = parse_subscription(req.protocols[0][1]) if req.protocols else None
-        if req.protocol_type != PROTOCOL_TYPE or parsed is None or req.group_instance_id is not None:
-            # static classic members in a consumer group are not served (docs/skipped-features.md)
+        if req.protocol_type != PROTOCOL_TYPE or parsed is None:
             respond(JoinOutcome(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id=req.member_id))
             return
         _, subscription = parsed
-        member_id = req.member_id
-        if member_id == UNKNOWN_MEMBER_ID:
-            if len(data.members) >= self.config.consumer_max_size:
-                respond(JoinOutcome(ErrorCode.GROUP_MAX_SIZE_REACHED))
-                return
-            member_id = self.new_member_id(req.client_id)
-            if req.require_known_member_id:
-                respond(JoinOutcome(ErrorCode.MEMBER_ID_REQUIRED, member_id=member_id))
-                return
-        member = data.members.get(member_id)
-        is_new = member is None
-        if member is None:
-            if len(data.members) >= self.config.consumer_max_size:
-                respond(JoinOutcome(ErrorCode.GROUP_MAX_SIZE_REACHED, member_id=member_id))
-                return
-            member = ConsumerMember(member_id, last_heartbeat_ms=now)
-            data.members[member_id] = member
-        elif member.classic is None:  # the id of a consumer-protocol member
-            respond(JoinOutcome(ErrorCode.UNKNOWN_MEMBER_ID, member_id=member_id))
+        before = self.consumer_undo.take(self.groups, group.group_id, req.member_id)
+        records: Records = []
+        replaced = data.members.get(data.static_members.get(req.group_instance_id or "", "")) \
+            if req.member_id == UNKNOWN_MEMBER_ID else None
+        found = self._joining_member(group, data, req, now, records)
+        if isinstance(found, JoinOutcome):
+            respond(found)
             return
+        member, is_new = found
+        member_id = member.member_id
         info = ClassicMemberInfo(req.session_timeout_ms, list(req.protocols))
         topics = sorted(set(subscription.topics))
         changed = is_new or topics != member.subscribed_topic_names or (
@@ -165,8 +164,10 @@ class MixedGroups:
         member.rebalance_timeout_ms = req.rebalance_timeout_ms
         member.subscribed_topic_names = topics
         owned = self._by_name([(o.topic, list(o.partitions)) for o in subscription.owned_partitions])
-        records: Records = []
         self._advance(group, data, member, changed, is_new, owned, now, records)
+        if replaced is not None and replaced.classic is None:
+            # it took the slot of the last consumer-protocol member: the group turns classic (Kafka's downgrade)
+            records += self.maybe_downgrade(group, now)
         outcome = JoinOutcome(ErrorCode.NONE, member_id, member.member_epoch, PROTOCOL_TYPE, req.protocols[0][0], "")
 
         if not records:  # a rejoin that changed nothing: nothing to write
@@ -174,14 +175,62 @@ class MixedGroups:
             return
 
         def written(code: ErrorCode) -> None:
+            if code is not ErrorCode.NONE and self.consumer_undo.restore(self.groups, before):
+                log.warning("group change undone: its records were not written", group=group.group_id,
+                            error=code.name)
+                self._schedule_id(group.group_id)
             respond(outcome if code is ErrorCode.NONE else JoinOutcome(client_error(code), member_id=member_id))
 
         self.log.append(self.partition_for(group.group_id), records, now, written)
 
+    def _joining_member(self, group: Group, data: ConsumerGroupData, req: JoinRequest, now: int,
+                        records: Records) -> tuple[ConsumerMember, bool] | JoinOutcome:
+        """The member a classic JoinGroup is (and whether it is new), or the answer refusing it. As Kafka 4: an
+        unknown dynamic member is handed an id (MEMBER_ID_REQUIRED) it is not held to; a static member
+        (group.instance.id) joining without an id takes its instance's slot from whoever holds it, and rejoins
+        under that id only (UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID)."""
+        instance = req.group_instance_id
+        unknown = req.member_id == UNKNOWN_MEMBER_ID
+        member_id = self.new_member_id(req.client_id) if unknown else req.member_id
+        if member_id not in data.members and len(data.members) >= self.config.consumer_max_size:
+            return JoinOutcome(ErrorCode.GROUP_MAX_SIZE_REACHED, member_id=req.member_id)
+        if unknown and req.require_known_member_id and instance is None:
+            return JoinOutcome(ErrorCode.MEMBER_ID_REQUIRED, member_id=member_id)
+        static_id = data.static_members.get(instance) if instance is not None else None
+        if instance is not None and not unknown:
+            if static_id is None:
+                return JoinOutcome(ErrorCode.UNKNOWN_MEMBER_ID, member_id=member_id)
+            if static_id != member_id:
+                return JoinOutcome(ErrorCode.FENCED_INSTANCE_ID, member_id=member_id)
+        member = data.members.get(member_id)
+        if member is not None:
+            if member.classic is None:  # the id of a consumer-protocol member
+                return JoinOutcome(ErrorCode.UNKNOWN_MEMBER_ID, member_id=member_id)
+            return member, False
+        member = ConsumerMember(member_id, instance_id=instance, last_heartbeat_ms=now)
+        if static_id is not None:
+            old = data.members[static_id]
+            member.rack_id = old.rack_id
+            self._take_static_slot(group, data, old, member, records)
+            return member, False  # its member record is written; its own changes follow
+        data.members[member_id] = member
+        if instance is not None:
+            data.static_members[instance] = member_id
+        return member, True
+
     # -- SyncGroup, Heartbeat, LeaveGroup ---------------------------------------------------------------
-    def _classic_member(self, group: Group, member_id: str, generation: int) -> tuple[ErrorCode, ConsumerMember | None]:
+    def _classic_member(self, group: Group, member_id: str, generation: int, instance_id: str | None = None
+                        ) -> tuple[ErrorCode, ConsumerMember | None]:
         data = group.consumer
-        member = data.members.get(member_id) if data is not None else None
+        if data is None:
+            return ErrorCode.UNKNOWN_MEMBER_ID, None
+        if instance_id is not None:  # Kafka finds a static member by its instance id, then checks the member id
+            static_id = data.static_members.get(instance_id)
+            if static_id is None:
+                return ErrorCode.UNKNOWN_MEMBER_ID, None
+            if static_id != member_id:
+                return ErrorCode.FENCED_INSTANCE_ID, None
+        member = data.members.get(member_id)
         if member is None or member.classic is None:
             return ErrorCode.UNKNOWN_MEMBER_ID, None
         if generation != member.member_epoch:
@@ -189,7 +238,7 @@ class MixedGroups:
         return ErrorCode.NONE, member
 
     def classic_sync_consumer_group(self, group: Group, req: SyncRequest, now: int) -> SyncOutcome:
-        error, member = self._classic_member(group, req.member_id, req.generation)
+        error, member = self._classic_member(group, req.member_id, req.generation, req.group_instance_id)
         if member is None or member.classic is None:
             return SyncOutcome(error)
         name = member.classic.protocols[0][0]
@@ -203,9 +252,9 @@ class MixedGroups:
         return SyncOutcome(ErrorCode.NONE, PROTOCOL_TYPE, name,
                            version.to_bytes(_VERSION_BYTES, "big", signed=True) + assignment.encode(version))
 
-    def classic_heartbeat_consumer_group(self, group: Group, member_id: str, generation: int, now: int
-                                         ) -> ErrorCode:
-        error, member = self._classic_member(group, member_id, generation)
+    def classic_heartbeat_consumer_group(self, group: Group, member_id: str, generation: int, now: int,
+                                         instance_id: str | None = None) -> ErrorCode:
+        error, member = self._classic_member(group, member_id, generation, instance_id)
         if member is None:
             return error
         member.last_heartbeat_ms = now
@@ -221,7 +270,16 @@ class MixedGroups:
         assert data is not None
         codes: list[ErrorCode] = []
         records: Records = []
-        for member_id, _instance in leaving:
+        for member_id, instance in leaving:
+            if instance is not None:  # by instance id; an admin's removal names no member id (Kafka's rule)
+                static_id = data.static_members.get(instance)
+                if static_id is None:
+                    codes.append(ErrorCode.UNKNOWN_MEMBER_ID)
+                    continue
+                if member_id != UNKNOWN_MEMBER_ID and member_id != static_id:
+                    codes.append(ErrorCode.FENCED_INSTANCE_ID)
+                    continue
+                member_id = static_id
             member = data.members.get(member_id)
             if member is None or member.classic is None:
                 codes.append(ErrorCode.UNKNOWN_MEMBER_ID)
@@ -237,14 +295,17 @@ class MixedGroups:
 
     # -- conversions -----------------------------------------------------------------------------------
     def can_upgrade(self, group: Group) -> bool:
-        """A classic group of consumers, Stable, nobody waiting, every subscription readable."""
+        """Kafka's rule: the migration policy allows it, the group's members are consumers (protocol type
+        "consumer") and not more than a consumer group may hold, and every member's subscription and last
+        assignment can be read (a member that joined during a rebalance has none yet: not until it synced).
+        The classic group's state does not matter: a rebalance in progress is abandoned, its waiting members
+        told REBALANCE_IN_PROGRESS so they rejoin the consumer group."""
         if self.config.consumer_migration_policy not in ("upgrade", "bidirectional"):
             return False
-        if group.consumer is not None or group.protocol_type != PROTOCOL_TYPE or not group.is_(GroupState.STABLE) \
-                or len(group.members) > self.config.consumer_max_size:
+        if group.consumer is not None or group.protocol_type != PROTOCOL_TYPE or not group.members \
+                or group.is_(GroupState.DEAD) or len(group.members) > self.config.consumer_max_size:
             return False
-        return all(m.join_waiter is None and m.sync_waiter is None and m.group_instance_id is None
-                   and parse_subscription(m.metadata_for(group.protocol_name)) is not None
+        return all(parse_subscription(m.metadata_for(group.protocol_name)) is not None
                    and parse_assignment(m.assignment) is not None for m in group.members.values())
 
     def upgrade(self, group: Group, now: int, records: Records) -> Group:
@@ -256,7 +317,7 @@ class MixedGroups:
             assert parsed is not None and assignment is not None
             protocols = [(name, meta) for name, meta in m.protocols]
             member = ConsumerMember(
-                m.member_id, client_id=m.client_id, client_host=m.client_host,
+                m.member_id, instance_id=m.group_instance_id, client_id=m.client_id, client_host=m.client_host,
                 subscribed_topic_names=sorted(set(parsed[1].topics)), rebalance_timeout_ms=m.rebalance_timeout_ms,
                 member_epoch=group.generation, last_heartbeat_ms=now,
                 classic=ClassicMemberInfo(m.session_timeout_ms, protocols))
@@ -265,6 +326,8 @@ class MixedGroups:
             member.assigned = {t: frozenset(p for p in parts if data.owner_epoch(t, p) == -1)
                                for t, parts in member.assigned.items()}
             data.members[m.member_id] = member
+            if m.group_instance_id is not None:
+                data.static_members[m.group_instance_id] = m.member_id
             data.targets[m.member_id] = dict(member.assigned)
             data.claim(member)
             records.append(rec.member_record(group.group_id, member))
@@ -281,6 +344,13 @@ class MixedGroups:
         self.groups[group.group_id] = converted
         data.refresh_state()
         log.info("group converted to the consumer protocol", group=group.group_id, members=len(data.members))
+        for m in group.members.values():  # an abandoned rebalance: they rejoin, as members of the consumer group
+            join, sync = m.join_waiter, m.sync_waiter
+            m.join_waiter = m.sync_waiter = None
+            if join is not None:
+                join(JoinOutcome(ErrorCode.REBALANCE_IN_PROGRESS, member_id=m.member_id))
+            if sync is not None:
+                sync(SyncOutcome(ErrorCode.REBALANCE_IN_PROGRESS))
         return converted
 
     def maybe_downgrade(self, group: Group, now: int) -> Records:
@@ -296,8 +366,10 @@ class MixedGroups:
         for m in data.members.values():
             assert m.classic is not None
             group.members[m.member_id] = Member(
-                m.member_id, None, m.client_id, m.client_host, m.classic.session_timeout_ms,
+                m.member_id, m.instance_id, m.client_id, m.client_host, m.classic.session_timeout_ms,
                 max(m.rebalance_timeout_ms, 0), PROTOCOL_TYPE, list(m.classic.protocols), last_heartbeat_ms=now)
+            if m.instance_id is not None:
+                group.static_members[m.instance_id] = m.member_id
         group.leader_id = next(iter(group.members))
         group.protocol_name = group.select_protocol() if group.candidate_protocols() else None
         self._prepare_rebalance(group, now)

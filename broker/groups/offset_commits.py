@@ -55,7 +55,8 @@ class OffsetCommits:
         raise NotImplementedError
 
     @staticmethod
-    def consumer_commit_error(data: ConsumerGroupData, member_id: str, member_epoch: int) -> ErrorCode:
+    def consumer_commit_error(data: ConsumerGroupData, member_id: str, member_epoch: int,
+                              api_version: int | None = None) -> ErrorCode:
         raise NotImplementedError
 
     # -- offsets -----------------------------------------------------------------------------------
@@ -200,7 +201,7 @@ class OffsetCommits:
         if group.is_(S.DEAD):
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
         if group.consumer is not None:  # KIP-848: the generation field carries the member epoch
-            return self.consumer_commit_error(group.consumer, req.member_id, req.generation)
+            return self.consumer_commit_error(group.consumer, req.member_id, req.generation, req.api_version)
         if req.generation < 0 and group.is_(S.EMPTY):
             return ErrorCode.NONE  # a commit from outside group management (a simple consumer, a tool)
         error = self._member_error(group, req.member_id, req.group_instance_id, req.generation)

@@ -88,6 +88,8 @@ class CommitRequest:
     member_id: str
     group_instance_id: str | None
     offsets: list[OffsetToCommit]
+    #: the OffsetCommit version (a consumer-protocol member must commit with v9+)
+    api_version: int = 9
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,12 +3,14 @@
 Kafka evaluates them with RE2: linear time, no backreferences or lookarounds. We use the broker's
 linear-time matcher (`id_pattern.IdPattern`, a Thompson NFA: a hostile pattern cannot stall the event
 loop) with a whole-name match, and a pattern at most `MAX_REGEX_CHARS` long. A refused or malformed
-pattern is INVALID_REGULAR_EXPRESSION. Internal topics (`__...`) are never matched, as in Kafka.
+pattern is INVALID_REGULAR_EXPRESSION. Internal topics (`__...`) are never matched, as in Kafka. With an
+authorizer, a member's regex yields only the topics it may DESCRIBE (`TopicFilter`, Kafka 4's rule).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 
 from pybroker.broker.id_pattern import IdPattern, PatternError
 
@@ -38,3 +40,12 @@ def matching(pattern: str, names: Iterable[str]) -> set[str]:
     except RegexError:
         return set()
     return {name for name in names if not name.startswith("__") and compiled.matches(name)}
+
+
+@dataclass(frozen=True, slots=True)
+class TopicFilter:
+    """Which topics a member's regex may bring it: those its principal may DESCRIBE from its host. `key`
+    names the principal and host, so members asking as the same one share the authorizer's answers."""
+
+    key: tuple[str, str]
+    allowed: Callable[[str], bool] = field(compare=False, hash=False)

@@ -5,7 +5,9 @@ epoch, subscription, current assignment and target assignment (topic ids and nam
 member's type (1: consumer protocol). A group that does not exist is GROUP_ID_NOT_FOUND; a classic group
 is GROUP_ID_NOT_FOUND too ("not a consumer group"), as in Kafka.
 
-Authorizes DESCRIBE on each GROUP (GROUP_AUTHORIZATION_FAILED per group), as Kafka does.
+Authorizes DESCRIBE on each GROUP (GROUP_AUTHORIZATION_FAILED per group) and DESCRIBE on every TOPIC of its
+members' assignments and targets (TOPIC_AUTHORIZATION_FAILED for that group, its members hidden), as Kafka does
+(`security/authorization_consumer_groups.py`).
 """
 
 from __future__ import annotations

@@ -7,7 +7,8 @@ assignment; partitions move only after their previous owner acknowledged their r
 waits until what the heartbeat changed is durable in `__consumer_offsets`. v1 adds the subscription regex.
 
 Authorizes READ on the GROUP (GROUP_AUTHORIZATION_FAILED) and DESCRIBE on every subscribed TOPIC
-(TOPIC_AUTHORIZATION_FAILED), as Kafka does.
+(TOPIC_AUTHORIZATION_FAILED), as Kafka does; a subscription regex matches only the topics the member's
+principal may DESCRIBE (Kafka 4's rule).
 """
 
 from __future__ import annotations
@@ -19,6 +20,9 @@ from pybroker.broker.dispatch import handler
 from pybroker.broker.groups.answers import answer, client_host
 from pybroker.broker.groups.consumer_group import Assignment
 from pybroker.broker.groups.consumer_outcomes import ConsumerHeartbeat, ConsumerHeartbeatOutcome
+from pybroker.broker.groups.topic_regex import TopicFilter
+from pybroker.broker.security.authorizer import host_of
+from pybroker.protocol.acl_codes import AclOperation, ResourceType
 from pybroker.protocol.api_keys import ApiKey
 from pybroker.protocol.messages.consumer_group_heartbeat import (
     AssignedTopicPartitions,
@@ -49,6 +53,21 @@ def _response(outcome: ConsumerHeartbeatOutcome) -> ConsumerGroupHeartbeatRespon
         assignment=assignment)
 
 
+def _topic_filter(ctx: RequestContext) -> TopicFilter | None:
+    """The topics this member's regex may match: those its principal may DESCRIBE (none filtered without
+    an authorizer)."""
+    authorizer = ctx.state.authorizer
+    if authorizer is None:
+        return None
+    principal, host = ctx.principal, host_of(ctx.peer)
+
+    def allowed(topic: str) -> bool:
+        return bool(authorizer.allowed(principal, host, AclOperation.DESCRIBE, ResourceType.TOPIC, topic,
+                                       log_denial=False))
+
+    return TopicFilter((principal, host), allowed)
+
+
 @handler(ApiKey.CONSUMER_GROUP_HEARTBEAT, versions=(0, 1))
 def handle_consumer_group_heartbeat(ctx: RequestContext, request: ConsumerGroupHeartbeatRequest) -> Any:
     state = ctx.state
@@ -57,6 +76,6 @@ def handle_consumer_group_heartbeat(ctx: RequestContext, request: ConsumerGroupH
         instance_id=request.instance_id, rack_id=request.rack_id, rebalance_timeout_ms=request.rebalance_timeout_ms,
         subscribed_topic_names=request.subscribed_topic_names, subscribed_topic_regex=request.subscribed_topic_regex,
         server_assignor=request.server_assignor, owned=owned_of(request), client_id=ctx.client_id or "",
-        client_host=client_host(ctx.peer))
+        client_host=client_host(ctx.peer), topic_filter=_topic_filter(ctx))
     return answer(lambda respond: state.groups.coordinator.consumer_heartbeat(heartbeat, state.clock_ms(), respond),
                   _response)

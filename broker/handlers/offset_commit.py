@@ -1,7 +1,8 @@
 """OffsetCommit (key 8), versions 0-9: store a group's positions, answered once they are fsynced.
 
 v0 commits outside group management; v1 may carry a commit time per partition; v2-4 a retention time
-that fixes when the offsets expire; v6 adds leader epochs; v7 static membership.
+that fixes when the offsets expire; v6 adds leader epochs; v7 static membership; v9 the member epoch of a KIP-848 consumer group, whose
+consumer-protocol members are answered UNSUPPORTED_VERSION below it (Kafka's rule).
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ def handle_offset_commit(ctx: RequestContext, request: OffsetCommitRequest) -> A
                               p.committed_metadata, p.commit_timestamp, expire)
                for topic in request.topics for p in topic.partitions]
     commit = CommitRequest(request.group_id, request.generation_id_or_member_epoch, request.member_id,
-                           request.group_instance_id, offsets)
+                           request.group_instance_id, offsets, ctx.api_version)
 
     def build(codes: dict[tuple[str, int], ErrorCode]) -> OffsetCommitResponse:
         return OffsetCommitResponse(throttle_time_ms=0, topics=[

@@ -3,7 +3,7 @@
 | API | needs | denial |
 | --- | --- | --- |
 | ConsumerGroupHeartbeat | READ group; DESCRIBE on every subscribed topic name | GROUP_ / TOPIC_AUTHORIZATION_FAILED (whole request) |
-| ConsumerGroupDescribe | DESCRIBE group | GROUP_AUTHORIZATION_FAILED per group |
+| ConsumerGroupDescribe | DESCRIBE group; DESCRIBE on every topic in its members' assignments and targets | GROUP_ / TOPIC_AUTHORIZATION_FAILED per group |
 
 Each rule answers as the others in `authorization` do: None (allowed), a response (refused), or a merge.
 """
@@ -46,11 +46,36 @@ def consumer_group_describe_rule(check: Check, r: consumer_group_describe.Consum
     include_ops = bool(r.include_authorized_operations)
 
     def merge(response: Any) -> Any:
+        topic_ok: dict[str, bool] = {}
+
+        def may_describe(name: str) -> bool:
+            if name not in topic_ok:
+                topic_ok[name] = check.ok(Op.DESCRIBE, TOPIC, name)
+            return topic_ok[name]
+
+        for group in response.groups:
+            if group.error_code == 0 and not all(map(may_describe, _described_topics(group))):
+                # Kafka's answer: the group is not shown to a client that may not see all its topics
+                group.error_code = TOPIC_DENIED
+                group.error_message = "The group has described topic(s) that the client is not authorized to describe."
+                group.members = []
+                group.authorized_operations = -(2**31)
         if include_ops:
             for group in response.groups:
-                group.authorized_operations = check.operations(GROUP, group.group_id)
+                if group.error_code != TOPIC_DENIED:
+                    group.authorized_operations = check.operations(GROUP, group.group_id)
         response.groups.extend(consumer_group_describe.ConsumerDescribedGroup(
             error_code=GROUP_DENIED, error_message="not authorized to describe the group", group_id=g)
             for g in denied)
         return response
     return merge
+
+
+def _described_topics(group: Any) -> set[str]:
+    """The topic names a described group's assignments show (Kafka checks its members' current and target
+    assignments: a client that may not describe one of them does not see the group)."""
+    names: set[str] = set()
+    for member in group.members:
+        for assignment in (member.assignment, member.target_assignment):
+            names.update(t.topic_name for t in assignment.topic_partitions if t.topic_name)
+    return names

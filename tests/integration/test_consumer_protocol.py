@@ -3,7 +3,8 @@
 Groups of one to three members: every partition consumed by exactly one member, rebalances as members
 come and go, a member killed (its session runs out and its partitions go to the others), static members
 rejoining with their partitions, offsets committed under member epochs and resumed after a broker
-restart. Session and heartbeat timeouts are shortened by the broker's config, so each test takes seconds.
+restart, a static classic member beside a consumer-protocol one, OffsetCommit v8 refused to a consumer-protocol
+member. Session and heartbeat timeouts are shortened by the broker's config, so each test takes seconds.
 """
 
 from __future__ import annotations
@@ -253,3 +254,60 @@ def test_a_classic_member_shares_a_consumer_group_and_the_group_turns_classic(
         _poll_until([classic], _split([classic]))
         listed = {g.group_id: g for g in admin.list_consumer_groups().result(10).valid}
         assert str(listed["gm"].type).endswith("CLASSIC")
+
+
+def test_a_consumer_protocol_member_must_commit_with_offset_commit_v9(
+        broker_factory: Callable[..., BrokerProcess], new_topic: Callable[..., str]) -> None:
+    from pybroker.protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
+    from pybroker.protocol.messages.offset_commit import (
+        OffsetCommitRequest,
+        OffsetCommitRequestPartition,
+        OffsetCommitRequestTopic,
+    )
+    from tests.integration.hostile import RawClient
+
+    broker = broker_factory(FAST)
+    topic = new_topic()
+    _create(broker.bootstrap, topic)
+    host, port = broker.bootstrap.rsplit(":", 1)
+    with RawClient(host, int(port)) as client:
+        deadline = time.monotonic() + 20
+        while True:  # the coordinator answers once __consumer_offsets is loaded
+            joined = client.call(ConsumerGroupHeartbeatRequest(
+                group_id="gv", member_id="raw-member", member_epoch=0, rebalance_timeout_ms=30000,
+                subscribed_topic_names=[topic], topic_partitions=[]), 0)
+            if joined.error_code == 0 or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        assert joined.error_code == 0, joined
+
+        def commit(version: int) -> int:
+            answer = client.call(OffsetCommitRequest(
+                group_id="gv", generation_id_or_member_epoch=joined.member_epoch, member_id="raw-member",
+                topics=[OffsetCommitRequestTopic(name=topic, partitions=[OffsetCommitRequestPartition(
+                    partition_index=0, committed_offset=1)])]), version)
+            code: int = answer.topics[0].partitions[0].error_code
+            return code
+
+        assert commit(8) == 35  # UNSUPPORTED_VERSION: a member of the consumer protocol commits with v9+
+        assert commit(9) == 0
+
+
+@pytest.mark.slow
+def test_a_static_classic_member_shares_a_consumer_group(
+        broker_factory: Callable[..., BrokerProcess], new_topic: Callable[..., str]) -> None:
+    broker = broker_factory({**FAST, "group.initial.rebalance.delay.ms": "0"})
+    topic = new_topic()
+    _create(broker.bootstrap, topic)
+    classic_config = {"group.protocol": "classic", "partition.assignment.strategy": "cooperative-sticky",
+                      "heartbeat.interval.ms": 300, "session.timeout.ms": 6000, "group.instance.id": "static-1"}
+    with ExitStack() as stack:
+        modern = stack.enter_context(_consumer(broker.bootstrap, "gs"))
+        modern.subscribe([topic])
+        _poll_until([modern], _split([modern]))
+        classic = stack.enter_context(_consumer(broker.bootstrap, "gs", **classic_config))
+        classic.subscribe([topic])
+        _poll_until([modern, classic], _split([modern, classic]))
+        admin = ck_admin(broker.bootstrap)
+        listed = {g.group_id: g for g in admin.list_consumer_groups().result(10).valid}
+        assert str(listed["gs"].type).endswith("CONSUMER")
