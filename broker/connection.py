@@ -11,6 +11,11 @@ fsync) or in no answer at all (acks=0). Either way responses are written strictl
 Answers leave through the connection's writer: on plain TCP a `SendQueue` that writes the socket itself
 (bytes with writev, segment file regions with sendfile, resumed on writability), on TLS the transport.
 
+Bytes come in through asyncio's BufferedProtocol pair (`get_buffer`/`buffer_updated`): the rest of a
+frame that is arriving is received straight into that frame's buffer (one copy, by the kernel), and
+everything else into a scratch buffer shared by the thread's connections (see `FrameDecoder`).
+`data_received` does the same for callers that hand bytes over themselves.
+
 Backpressure: reading pauses when too many responses are pending, when the writer holds too much (the
 client is not reading), while a request is still working, and while the next frame waits for
 the broker's request memory pool (`queued.max.request.bytes`); it resumes when the cause is gone.
@@ -37,6 +42,7 @@ import functools
 import inspect
 import socket
 import struct
+import threading
 import time
 from collections import deque
 from collections.abc import Callable
@@ -108,7 +114,21 @@ class _Pending:
         return not isinstance(self.result, asyncio.Future) or self.result.done()
 
 
-class KafkaConnection(asyncio.Protocol):
+#: bytes a read into the shared scratch buffer may take at most (uvloop reads 256 KiB at a time as well)
+SCRATCH_BYTES = 256 * 1024
+
+
+class _Scratch(threading.local):
+    """One receive buffer per thread: `buffer_updated` copies out what it needs before the next read."""
+
+    def __init__(self) -> None:
+        self.view = memoryview(bytearray(SCRATCH_BYTES))
+
+
+_SCRATCH = _Scratch()
+
+
+class KafkaConnection(asyncio.BufferedProtocol):
     def __init__(self, state: BrokerState, listener: str = "PLAINTEXT", security_protocol: str = "PLAINTEXT",
                  principal_of: Callable[[asyncio.BaseTransport], str] | None = None) -> None:
         self.state = state
@@ -225,6 +245,20 @@ class KafkaConnection(asyncio.Protocol):
         self._last_read = self._last_active = time.monotonic()
         self._feed(data)
 
+    def get_buffer(self, sizehint: int) -> memoryview:
+        return self.decoder.get_buffer(_SCRATCH.view)
+
+    def buffer_updated(self, nbytes: int) -> None:
+        self._last_read = self._last_active = time.monotonic()
+        if self.closed:
+            return
+        try:
+            frames = self.decoder.buffer_updated(_SCRATCH.view, nbytes)
+        except FrameError as exc:
+            self._abort("bad frame", reason=str(exc))
+            return
+        self._frames_arrived(frames)
+
     def eof_received(self) -> bool | None:
         return None
 
@@ -237,6 +271,9 @@ class KafkaConnection(asyncio.Protocol):
         except FrameError as exc:
             self._abort("bad frame", reason=str(exc))
             return
+        self._frames_arrived(frames)
+
+    def _frames_arrived(self, frames: list[bytearray]) -> None:
         self._paused_for_memory = self.decoder.blocked
         for frame in frames:
             if self.closed:

@@ -11,6 +11,13 @@ byte, never a buffer grown (and copied) again and again.
 
 Frames come out as `bytearray`s: the produce path patches offsets into the records in place, so they
 must be writable.
+
+Two ways in: `feed` takes bytes someone else received (`data_received`); `get_buffer` and
+`buffer_updated` are the receive-into pair (asyncio's BufferedProtocol). While an admitted frame is
+arriving, `get_buffer` hands out the unfilled rest of that frame, so the socket's bytes land where the
+handler will read them, copied by nobody; everything else (size prefixes, small frames, a frame's
+first bytes) is received into a scratch buffer the caller lends and then fed as usual. The scratch
+may be shared by every decoder of one thread: `buffer_updated` copies out all it needs before it returns.
 """
 
 from __future__ import annotations
@@ -30,7 +37,7 @@ def _admit_all(size: int) -> bool:
 
 
 class FrameDecoder:
-    __slots__ = ("_admit", "_filled", "_frame", "_max_frame", "_rest", "blocked")
+    __slots__ = ("_admit", "_direct", "_filled", "_frame", "_max_frame", "_rest", "blocked")
 
     def __init__(self, max_frame: int, admit: Callable[[int], bool] = _admit_all) -> None:
         self._max_frame = max_frame
@@ -39,6 +46,7 @@ class FrameDecoder:
         self._rest = bytearray()  # bytes received but not yet parsed (a partial prefix, or held back)
         self._frame: bytearray | None = None  # an admitted frame still arriving, allocated at its full size
         self._filled = 0
+        self._direct = False  # the last `get_buffer` handed out the arriving frame itself
         #: True while the next frame waits for `admit` to agree; feed again (even with b"") to retry
         self.blocked = False
 
@@ -61,7 +69,29 @@ class FrameDecoder:
         self._rest = bytearray()
         self._frame = None
         self._filled = 0
+        self._direct = False
         self.blocked = False
+
+    def get_buffer(self, scratch: memoryview) -> memoryview:
+        """Where the next received bytes go: the rest of the frame now arriving, else `scratch`."""
+        frame = self._frame
+        self._direct = frame is not None and not self._rest
+        if frame is not None and self._direct:
+            return memoryview(frame)[self._filled :]
+        return scratch
+
+    def buffer_updated(self, scratch: memoryview, nbytes: int) -> list[bytearray]:
+        """`nbytes` were received into what `get_buffer` returned: every frame now complete."""
+        frame = self._frame
+        if not self._direct or frame is None:
+            with scratch[:nbytes] as received:
+                return self.feed(received)
+        self._direct = False
+        self._filled += nbytes
+        if self._filled < len(frame):
+            return []
+        self._frame = None
+        return [frame]
 
     def _check(self, size: int) -> None:
         if size < 0:

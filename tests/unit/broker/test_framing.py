@@ -104,3 +104,63 @@ def test_clear_drops_a_partial_frame() -> None:
     assert decoder.buffered == 500_000
     decoder.clear()
     assert decoder.buffered == 0 and decoder.partial_size == 0
+
+
+def _receive(decoder: FrameDecoder, scratch: memoryview, stream: bytes, pos: int, most: int) -> tuple[list[bytes], int]:
+    """One `recv_into` of at most `most` bytes of `stream` into what the decoder lends: (frames, new pos)."""
+    target = decoder.get_buffer(scratch)
+    take = min(len(target), most, len(stream) - pos)
+    target[:take] = stream[pos : pos + take]
+    frames = decoder.buffer_updated(scratch, take)
+    scratch[:] = b"\xff" * len(scratch)  # the scratch is lent again at once: no frame may alias it
+    return [bytes(f) for f in frames], pos + take
+
+
+@given(st.lists(st.binary(max_size=300), max_size=8), st.lists(st.integers(1, 120), min_size=1, max_size=30),
+       st.lists(st.booleans(), max_size=30), st.integers(4, 64))
+def test_receiving_into_lent_buffers_gives_the_same_frames(
+        payloads: list[bytes], reads: list[int], answers: list[bool], scratch_size: int) -> None:
+    """The BufferedProtocol pair: however big each read and the scratch, and whatever `admit` answers,
+    the frames come out whole and in order, each admitted once, and none shares the scratch."""
+    replies = iter(answers)
+    admitted: list[int] = []
+
+    def admit(size: int) -> bool:
+        ok = next(replies, True)
+        if ok:
+            admitted.append(size)
+        return ok
+
+    stream = b"".join(_frame(p) for p in payloads)
+    scratch = memoryview(bytearray(scratch_size))
+    decoder = FrameDecoder(1000, admit)
+    out: list[bytes] = []
+    pos = 0
+    turn = 0
+    while pos < len(stream) or decoder.blocked:
+        if decoder.blocked:
+            out += [bytes(f) for f in decoder.feed(b"")]
+            continue
+        frames, pos = _receive(decoder, scratch, stream, pos, reads[turn % len(reads)])
+        out += frames
+        turn += 1
+    assert out == payloads
+    assert admitted == [len(p) for p in payloads]
+    assert decoder.buffered == 0
+
+
+def test_a_big_frame_is_received_straight_into_its_own_buffer() -> None:
+    payload = bytes(range(256)) * 400
+    stream = _frame(payload) + _frame(b"next")
+    scratch = memoryview(bytearray(64))
+    decoder = FrameDecoder(1_000_000)
+    frames, pos = _receive(decoder, scratch, stream, 0, 64)  # the prefix and the frame's first bytes
+    assert frames == [] and decoder.partial_size == len(payload)
+    frame_buffer = decoder._frame
+    lent = decoder.get_buffer(scratch)
+    assert lent.obj is frame_buffer and len(lent) == len(payload) - 60  # the rest of the frame, not the scratch
+    lent[:] = stream[pos : pos + len(lent)]
+    (done,) = decoder.buffer_updated(scratch, len(lent))
+    assert done is frame_buffer and bytes(done) == payload
+    assert _receive(decoder, scratch, stream, pos + len(lent), 64)[0] == [b"next"]
+
