@@ -33,7 +33,7 @@ from pybroker.storage.cleaner.cleaner import Cleaner, CleaningAborted, SourceLog
 from pybroker.storage.cleaner.job import CleanJob, WorkerSettings
 from pybroker.storage.cleaner.log_view import LogView
 from pybroker.storage.cleaner.offset_map import OffsetMap
-from pybroker.storage.cleaner.throttle import Throttler
+from pybroker.storage.cleaner.throttle import UNLIMITED, Throttler
 
 #: how often a running clean looks for a stop from the broker
 STOP_POLL_S = 0.02
@@ -120,6 +120,9 @@ def serve(channel: Channel) -> int:
     """Answer jobs until told to exit or the broker goes away."""
     offset_map: OffsetMap | None = None
     shape: tuple[int, float] | None = None
+    #: one throttle for the worker's life, as Kafka's cleaner has: a new one per job would measure each
+    #: short job (under its check interval) alone and never slow it, whatever the configured rate
+    throttler = Throttler(UNLIMITED)
     try:
         channel.send("ready", os.getpid())
         while True:
@@ -138,7 +141,8 @@ def serve(channel: Channel) -> int:
                     offset_map.close()
                 offset_map = OffsetMap(settings.dedupe_buffer_size, settings.load_factor)
                 shape = (settings.dedupe_buffer_size, settings.load_factor)
-            cleaner = WorkerCleaner(offset_map, Throttler(settings.io_max_bytes_per_second), channel,
+            throttler.bytes_per_second = settings.io_max_bytes_per_second
+            cleaner = WorkerCleaner(offset_map, throttler, channel,
                                     read_chunk=settings.read_chunk)
             outcome = run_job(cleaner, job)
             if cleaner.stopper.orphaned:

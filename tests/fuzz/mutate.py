@@ -160,7 +160,10 @@ def field_mutation(rng: random.Random, frame: bytearray) -> bytearray | None:
         if isinstance(container, list):
             container[key] = replacement
         else:
-            setattr(container, key, replacement)
+            try:
+                setattr(container, key, replacement)
+            except TypeError:  # a compiled (mypyc) message checks types on assignment, as encoding would
+                return None
     try:
         encoded = encode_request(request, header.api_version, header.correlation_id, header.client_id)
     except Exception:  # a value the field's type cannot carry: the next input will do better
