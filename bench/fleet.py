@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench.load import COMMON, CONSUMER_SETTINGS, PRODUCER_SETTINGS
+from bench.load import COMMON, CONSUMER_SETTINGS, PRODUCER_SETTINGS, Rates
 
 #: a job that has not answered this long after its start instant is reported as timed out
 JOB_TIMEOUT_S = 180.0
@@ -39,7 +39,7 @@ class JobResult:
 
 
 @dataclass
-class PhaseResult:
+class PhaseResult(Rates):
     """One phase over all processes: records, bytes, seconds from the common start to the last finish."""
 
     records: int
@@ -47,14 +47,6 @@ class PhaseResult:
     seconds: float
     per_partition: dict[int, int] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
-
-    @property
-    def msgs_per_s(self) -> float:
-        return self.records / self.seconds if self.seconds > 0 else 0.0
-
-    @property
-    def mb_per_s(self) -> float:
-        return self.payload_bytes / 1e6 / self.seconds if self.seconds > 0 else 0.0
 
 
 class Sync:

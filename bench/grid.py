@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.fleet import Fleet, PhaseResult
-from bench.load import COMMON
+from bench.load import COMMON, Rates
 from tests.integration.brokers import BrokerProcess
 
 CEILING = "null"
@@ -95,7 +95,7 @@ def fetch_paths(broker: BrokerProcess) -> tuple[float, float] | None:
 
 
 @dataclass
-class Phase:
+class Phase(Rates):
     """One produce or consume run on one target: the rate, and what it cost the broker."""
 
     records: int
@@ -106,14 +106,6 @@ class Phase:
     sendfile_bytes: float = float("nan")
     copied_bytes: float = float("nan")
     notes: list[str] = field(default_factory=list)
-
-    @property
-    def msgs_per_s(self) -> float:
-        return self.records / self.seconds if self.seconds > 0 else 0.0
-
-    @property
-    def mb_per_s(self) -> float:
-        return self.payload_bytes / 1e6 / self.seconds if self.seconds > 0 else 0.0
 
     @property
     def cpu_s_per_gb(self) -> float:

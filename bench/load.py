@@ -37,14 +37,12 @@ LATENCY_PRODUCER_SETTINGS: dict[str, Any] = {**PRODUCER_SETTINGS, "linger.ms": 0
 COMMON: dict[str, Any] = {"socket.timeout.ms": 10_000, "log_level": 3}
 
 
-@dataclass
-class Throughput:
-    """One phase's result: records, payload bytes and seconds, plus a note if it was cut short."""
+class Rates:
+    """msgs/s and MB/s of payload from a phase's records, payload bytes and seconds (its dataclass fields)."""
 
     records: int
     payload_bytes: int
     seconds: float
-    note: str = ""
 
     @property
     def msgs_per_s(self) -> float:
@@ -53,6 +51,16 @@ class Throughput:
     @property
     def mb_per_s(self) -> float:
         return self.payload_bytes / 1e6 / self.seconds if self.seconds > 0 else 0.0
+
+
+@dataclass
+class Throughput(Rates):
+    """One phase's result: records, payload bytes and seconds, plus a note if it was cut short."""
+
+    records: int
+    payload_bytes: int
+    seconds: float
+    note: str = ""
 
 
 @dataclass
