@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from pybroker.broker.allocator import tune_allocator
 from pybroker.broker.console.service import ConsoleService
 from pybroker.broker.dispatch import load_handlers
 from pybroker.broker.listeners import KEY_STORE_KEYS, Listeners
@@ -74,6 +75,9 @@ class BrokerApp:
             log.warning("compiled modules built from another source: reinstall", modules=compiled.stale())
         if self.config.unknown:  # a typo in server.properties deserves its own line, not a field in a long one
             log.warning("unknown config keys ignored", keys=sorted(self.config.unknown))
+        tuning = tune_allocator()
+        log.info("allocator", applied=tuning.applied, from_environment=tuning.from_environment,
+                 skipped=tuning.skipped)
         limits = raise_open_file_limit()
         (log.warning if limits.error else log.info)(
             "open file limit", soft_before=limits.soft_before, soft=limits.soft, hard=limits.hard,
