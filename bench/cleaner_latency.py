@@ -1,10 +1,15 @@
 """Request latency with and without a large clean running: does the log cleaner stall the broker?
 
 One broker process, one data dir, two runs:
-1. `log.cleaner.enable=false`: a compacted topic is filled with VERSIONS versions of KEYS keys (so
-   almost all of it is garbage), then a probe measures produce and fetch round trips on another topic;
-2. the same dir restarted with the cleaner on: it starts cleaning the big topic at once, and the same
-   probe runs for as long as the clean takes.
+1. `log.cleaner.enable=false`: a topic is filled with VERSIONS versions of KEYS keys (so almost all of
+   it is garbage once compacted), then a probe measures produce and fetch round trips on another topic;
+2. the same dir restarted with the cleaner on; once the probe has warmed up, the big topic is switched
+   to `cleanup.policy=compact` (IncrementalAlterConfigs), which starts its clean, and the same probe runs
+   for as long as the clean takes.
+
+Both runs first probe for `--warmup-seconds` and drop those round trips: the first seconds after a
+restart (first connection, caches, the allocator) are slower whatever the cleaner does, and a clean that
+started with the broker would be charged for them.
 
 The probe is one connection sending, at a fixed rate, a Produce (acks=1, one 100 B record) then a
 Fetch (max_wait 0) of what it just wrote: both are answered on the event loop, which is exactly what a
@@ -39,6 +44,11 @@ from pybroker.protocol.messages.create_topics import (  # noqa: E402
     CreateTopicsRequest,
 )
 from pybroker.protocol.messages.fetch import FetchPartition, FetchRequest, FetchTopic  # noqa: E402
+from pybroker.protocol.messages.incremental_alter_configs import (  # noqa: E402
+    AlterableConfig,
+    AlterConfigsResource,
+    IncrementalAlterConfigsRequest,
+)
 from pybroker.protocol.messages.produce import (  # noqa: E402
     PartitionProduceData,
     ProduceRequest,
@@ -48,7 +58,8 @@ from pybroker.protocol.records.record import Record, build_batch  # noqa: E402
 from pybroker.storage.checkpoints import read_checkpoint  # noqa: E402
 from tests.integration.brokers import BrokerProcess  # noqa: E402
 
-PRODUCE_V, FETCH_V, CREATE_V = 9, 12, 5
+PRODUCE_V, FETCH_V, CREATE_V, ALTER_V = 9, 12, 5, 0
+TOPIC_RESOURCE, SET = 2, 0
 #: the big topic's segment.ms: short enough that one append after the fill rolls the active segment
 ROLL_MS = 3000
 
@@ -86,6 +97,12 @@ def create(client: Client, topic: str, **configs: str) -> None:
         name=topic, num_partitions=1, replication_factor=1,
         configs=[CreatableTopicConfig(k, v) for k, v in configs.items()])]), CREATE_V)
     assert answer.topics[0].error_code == 0, answer
+
+
+def set_topic_config(client: Client, topic: str, name: str, value: str) -> None:
+    answer = client.call(IncrementalAlterConfigsRequest(resources=[AlterConfigsResource(
+        resource_type=TOPIC_RESOURCE, resource_name=topic, configs=[AlterableConfig(name, SET, value)])]), ALTER_V)
+    assert answer.responses[0].error_code == 0, answer
 
 
 def produce(client: Client, topic: str, records: list[Record], acks: int = 1) -> int:
@@ -181,6 +198,12 @@ def probe(client: Client, topic: str, rate: int, until: Any,
     return produce_ms, fetch_ms
 
 
+def warm_up(client: Client, topic: str, args: argparse.Namespace) -> None:
+    """Probe for the warm-up seconds after a restart, and forget the round trips."""
+    deadline = time.monotonic() + args.warmup_seconds
+    probe(client, topic, args.rate, lambda: time.monotonic() > deadline)
+
+
 def percentile(values: list[float], p: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(p / 100 * len(ordered)))] if ordered else float("nan")
@@ -193,10 +216,12 @@ def row(name: str, values: list[float]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--keys", type=int, default=50_000)
+    parser.add_argument("--keys", type=int, default=200_000)
     parser.add_argument("--versions", type=int, default=10)
     parser.add_argument("--rate", type=int, default=200, help="probe produce+fetch pairs per second")
     parser.add_argument("--baseline-seconds", type=float, default=10.0)
+    parser.add_argument("--warmup-seconds", type=float, default=3.0,
+                        help="probing after each restart that is not counted")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="a broker config override for both runs (e.g. log.cleaner.process.enable=false: "
                              "the clean on a broker thread)")
@@ -209,7 +234,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         broker.start()
         client = Client(broker.bootstrap)
-        create(client, big, **{"cleanup.policy": "compact", "segment.bytes": str(8 << 20),
+        create(client, big, **{"cleanup.policy": "delete", "segment.bytes": str(8 << 20),
                                "segment.ms": str(ROLL_MS)})
         create(client, probe_topic)
         started = time.monotonic()
@@ -224,6 +249,7 @@ def main(argv: list[str] | None = None) -> int:
         client = Client(broker.bootstrap)
         assert broker.proc is not None
         idle = RssSampler(broker.proc.pid)
+        warm_up(client, probe_topic, args)
         deadline = time.monotonic() + args.baseline_seconds
         baseline = probe(client, probe_topic, args.rate, lambda: time.monotonic() > deadline, idle)
         client.close()
@@ -235,6 +261,8 @@ def main(argv: list[str] | None = None) -> int:
         busy = RssSampler(broker.proc.pid)
         checkpoint = broker.log_dirs[0] / "cleaner-offset-checkpoint"
         end = args.keys * args.versions
+        warm_up(client, probe_topic, args)
+        set_topic_config(client, big, "cleanup.policy", "compact")  # the clean starts now
         started = time.monotonic()
 
         def cleaned() -> bool:
