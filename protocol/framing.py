@@ -22,8 +22,16 @@ may be shared by every decoder of one thread: `buffer_updated` copies out all it
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from struct import Struct
+
+#: a frame's buffer: filled whole before anyone reads it, so it need not be zeroed first (C, when built)
+_new_frame: Callable[[int], bytearray] = bytearray
+try:
+    _new_frame = importlib.import_module("pybroker.protocol.records._walk_accept").uninitialized_bytearray
+except ImportError:
+    pass
 
 _SIZE = Struct(">i")
 
@@ -121,7 +129,7 @@ class FrameDecoder:
                     frames.append(bytearray(view[pos : pos + size]))
                     pos += size
                 else:
-                    self._frame = bytearray(size)
+                    self._frame = _new_frame(size)
                     self._filled = 0
                     pos = self._fill(view[pos:], frames) + pos
             if pos < end:

@@ -1,7 +1,9 @@
 """Walking a whole batch's records: the one record-level validator of produce, recovery and check-log.
 
 A batch's record bytes are its body as stored, or that body decompressed under a size cap; the walk
-itself is `record_walk` (mypyc-compiled when installed). The two kinds of failure keep Kafka's codes:
+itself is `record_walk` (mypyc-compiled when installed), after a copy-free fast path in C for uncompressed
+batches (`_walk_accept`: it accepts well-formed records in the request's own buffer and leaves every
+refusal, and its message, to `record_walk`). The two kinds of failure keep Kafka's codes:
 a payload that will not decompress (or decompresses beyond the cap) is CORRUPT_MESSAGE, records that
 do not match their header are INVALID_RECORD (Kafka's InvalidRecordException from `DefaultRecord`).
 
@@ -19,7 +21,7 @@ import hashlib
 import importlib.machinery
 import importlib.util
 from types import ModuleType
-from typing import Protocol
+from typing import Any, Protocol
 
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.records.batch import HEADER_SIZE, MIN_BATCH_LENGTH, BatchHeader, Buffer, RecordsError
@@ -72,12 +74,24 @@ def _choose() -> tuple[ModuleType, str]:
     return _installed, "compiled (mypyc)"
 
 
+def _fast_path() -> tuple[Any, str]:
+    """The copy-free fast path (`_walk_accept`, C) when the install built it (not with PYBROKER_PURE_PYTHON=1)."""
+    try:
+        fast = importlib.import_module("pybroker.protocol.records._walk_accept")
+    except ImportError:
+        return None, ""
+    return fast.accept, "; valid uncompressed records accepted in place by C (_walk_accept)"
+
+
 _walk_module, WALK_IMPLEMENTATION = _choose()
 _walk = _walk_module.walk
 _record_facts = _walk_module.record_facts
+_Summary = _walk_module.RecordsSummary
 _Malformed: type[Exception] = _walk_module.MalformedRecords
 #: True when the record walk in use is the mypyc-compiled one
 COMPILED: bool = _walk_module.COMPILED
+_accept, _FAST_NOTE = _fast_path()
+WALK_IMPLEMENTATION += _FAST_NOTE
 
 
 def _record_bytes(buf: Buffer, pos: int, header: BatchHeader, max_decompressed: int) -> tuple[bytes, int, int]:
@@ -103,6 +117,14 @@ def walk_batch(buf: Buffer, pos: int, header: BatchHeader, *, consecutive: bool,
     `consecutive` is the produce-path rule (offset deltas 0..records_count-1); a stored batch may
     have gaps the cleaner left. RecordsError: CORRUPT_MESSAGE for the payload, INVALID_RECORD for records.
     """
+    if _accept is not None and header.compression == NONE:
+        # in place, no copy; anything it does not accept is walked below, for the verdict and its message
+        end = pos + header.size
+        if header.batch_length >= MIN_BATCH_LENGTH and pos >= 0 and end <= len(buf):
+            facts = _accept(buf, pos + HEADER_SIZE, end, header.records_count, header.last_offset_delta,
+                            consecutive)
+            if facts is not None:
+                return _Summary(header.records_count, *facts)
     body, start, end = _record_bytes(buf, pos, header, max_decompressed)
     try:
         return _walk(body, start, end, header.records_count, header.last_offset_delta, consecutive)
