@@ -26,12 +26,17 @@ import importlib
 from collections.abc import Callable
 from struct import Struct
 
-#: a frame's buffer: filled whole before anyone reads it, so it need not be zeroed first (C, when built)
-_new_frame: Callable[[int], bytearray] = bytearray
-try:
-    _new_frame = importlib.import_module("pybroker.protocol.records._walk_accept").uninitialized_bytearray
-except ImportError:
-    pass
+
+def _frame_allocator() -> Callable[[int], bytearray]:
+    """A frame's buffer is filled whole before anyone reads it, so it need not be zeroed first (C, when
+    built; `bytearray(size)` zeroes every byte, then the socket writes it again)."""
+    try:
+        return importlib.import_module("pybroker.protocol.records._walk_accept").uninitialized_bytearray
+    except ImportError:
+        return bytearray
+
+
+_new_frame = _frame_allocator()
 
 _SIZE = Struct(">i")
 
