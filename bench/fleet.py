@@ -68,24 +68,26 @@ class Sync:
 def produce_job(sync: Sync, bootstrap: str, topic: str, partitions: list[int], records: int, size: int,
                 seconds: float, deadline_s: float) -> JobResult:
     """Send values of `size` bytes round-robin over `partitions` for `seconds` (at most `records` of them),
-    then wait for every ack; count acks per partition."""
+    then wait for every ack; count acks per partition.
+
+    No Python call per ack (it was about a third of the client's CPU per 1 KiB record): librdkafka reports
+    only failures (`delivery.report.only.error`), record i goes to `partitions[i % len(partitions)]`, so
+    what each partition acked is what was sent to it less the failures reported for it."""
     from confluent_kafka import Producer
 
-    producer = Producer({"bootstrap.servers": bootstrap, **COMMON, **PRODUCER_SETTINGS})
+    failed: dict[int, int] = {}
+    first_error: list[str] = []
+
+    def on_error(err: Any, msg: Any) -> None:
+        failed[msg.partition()] = failed.get(msg.partition(), 0) + 1
+        if not first_error:
+            first_error.append(err.str())
+
+    producer = Producer({"bootstrap.servers": bootstrap, **COMMON, **PRODUCER_SETTINGS,
+                         "delivery.report.only.error": True, "on_delivery": on_error})
     producer.list_topics(topic, timeout=30)
     payload = (bytes(range(256)) * (size // 256 + 1))[:size]
     result = JobResult()
-    acked = result.per_partition
-    failures: list[str] = []
-
-    def on_delivery(err: Any, msg: Any) -> None:
-        if err is None:
-            acked[msg.partition()] = acked.get(msg.partition(), 0) + 1
-        elif not failures:
-            failures.append(err.str())
-        else:
-            failures.append("")
-
     produce = producer.produce
     count = len(partitions)
     start_at = sync.start()
@@ -94,7 +96,7 @@ def produce_job(sync: Sync, bootstrap: str, topic: str, partitions: list[int], r
     sent = 0
     while sent < records:
         try:
-            produce(topic, payload, partition=partitions[sent % count], on_delivery=on_delivery)
+            produce(topic, payload, partition=partitions[sent % count])
             sent += 1
             if not sent & 255 and time.monotonic() >= stop_at:
                 break
@@ -104,13 +106,28 @@ def produce_job(sync: Sync, bootstrap: str, topic: str, partitions: list[int], r
                 break
     left = producer.flush(max(1.0, deadline - time.monotonic()))
     result.finished_at = time.monotonic()
-    result.records = sum(acked.values())
+    result.per_partition = acked_per_partition(partitions, sent, failed)
+    result.records = sent - left - sum(failed.values())
     result.payload_bytes = result.records * size
     if left:
-        result.note = f"timed out after {deadline_s:.0f} s ({sent - left:,} of {sent:,} acked)"
-    if failures:
-        result.note += f"{'; ' if result.note else ''}{len(failures)} failed ({failures[0]})"
+        result.note = (f"timed out after {deadline_s:.0f} s ({sent - left:,} of {sent:,} acked; "
+                       "acks per partition are an upper bound)")
+    if failed:
+        result.note += f"{'; ' if result.note else ''}{sum(failed.values())} failed ({first_error[0]})"
     return result
+
+
+def acked_per_partition(partitions: list[int], sent: int, failed: dict[int, int]) -> dict[int, int]:
+    """Acked records per partition when record i of `sent` went to `partitions[i % len(partitions)]` and
+    `failed` were reported failed: exact once nothing is left unacknowledged, else an upper bound.
+    Partitions with none acked are left out."""
+    rounds, rest = divmod(sent, len(partitions))
+    acked: dict[int, int] = {}
+    for i, p in enumerate(partitions):
+        acked[p] = acked.get(p, 0) + rounds + (i < rest)
+    for p, n in failed.items():
+        acked[p] = acked.get(p, 0) - n
+    return {p: n for p, n in acked.items() if n > 0}
 
 
 def consume_job(sync: Sync, bootstrap: str, topic: str, slices: list[tuple[int, int, int]],

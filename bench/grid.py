@@ -8,8 +8,10 @@ repetitions; a ratio is the median of the repetitions' ratios (each taken betwee
 Per phase, beside msgs/s and MB/s: the broker process's CPU seconds (user + system, from `/proc/<pid>/stat`)
 per GB of payload moved (less sensitive to a busy machine than a rate), its RSS after the phase, and for
 pybroker's consume the share of fetched bytes sent by `os.sendfile` (its `pybroker_fetch_bytes_total{path}`).
-A produce phase runs for a fixed time (the clients stop handing records over, then wait for every ack) so
-every target gets a phase of similar length; its consume phase reads back exactly what was acked. Topics
+Before every produce phase, on every target alike, the disk is settled (`bench/disk.py`: `os.sync()`,
+then wait until the kernel's dirty pages are written back), so no phase pays for the previous one's
+writes. A produce phase runs for a fixed time (the clients stop handing records over, then wait for every
+ack) so every target gets a phase of similar length; its consume phase reads back exactly what was acked. Topics
 are fresh per cell and deleted after it (Tansu, which keeps deleted data, is restarted when it grows).
 """
 
@@ -25,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bench.disk import settle_disk
 from bench.fleet import Fleet, PhaseResult
 from bench.load import COMMON, Rates
 from tests.integration.brokers import BrokerProcess
@@ -184,10 +187,14 @@ def run_cell(fleet: Fleet, name: str, broker: BrokerProcess, size: int, partitio
     topic = f"bench-s{size}-p{partitions}-{uuid.uuid4().hex[:6]}"  # the null broker reads both from the name
     if name != CEILING:
         create_topic(broker.bootstrap, topic, partitions)
-    print(f"  [{name}] {size} B over {partitions} partition(s): produce {seconds:g} s ...", end="", flush=True)
+    unsettled = settle_disk()  # every target alike: no phase pays for the previous one's write-back
+    print(f"  [{name}] {size} B over {partitions} partition(s): {unsettled + '; ' if unsettled else ''}"
+          f"produce {seconds:g} s ...", end="", flush=True)
     records = max(fleet.size, int(MAX_BYTES_PER_PHASE // size))
     produced, produce = _measured(broker, lambda: fleet.produce(broker.bootstrap, topic, partitions, records, size,
                                                                 seconds, deadline_s))
+    if unsettled:
+        produce.notes.append(unsettled)
     print(f" {produce.msgs_per_s:,.0f} msgs/s ({produce.records:,}); consume ...", end="", flush=True)
     _, consume = _measured(broker, lambda: fleet.consume(broker.bootstrap, topic, produced.per_partition, deadline_s))
     print(f" {consume.msgs_per_s:,.0f} msgs/s", flush=True)

@@ -15,6 +15,13 @@ of pybroker's fetched bytes sent by `os.sendfile`. Then end-to-end latency (p50/
 the consumer-group join time. The issue 14 goals are printed as ratios with met/not met, and everything
 is written as JSON to the git-ignored `bench/results/` (`latest.json` and one file per run).
 
+Every cell starts with the disk in the same state: before each produce phase, on every target alike, the
+harness calls `os.sync()` and waits until the kernel's dirty pages are written back (`bench/disk.py`;
+pybroker writes and fsyncs its log, Tansu and the null broker write nothing, and a disk that is still
+writing back the previous cell's pages halved pybroker's produce figure in later cells). The header shows
+the disk ceiling: MB/s written for 2 s to the brokers' directory the way pybroker writes its log (1 MiB
+writes, `fdatasync` every 4 MiB), the yardstick for pybroker's produce MB/s.
+
 A produce phase lasts a fixed time (2.5 s; the consume phase reads all of it back); `--repeats 3` runs
 the grid three times over and prints medians (the default, once, takes about 11 minutes on 2 cores).
 `BENCH_QUICK=1` (or `--quick`): a quick subset of about 2.5 minutes (1 KiB and 10 KiB, 1 and 16
@@ -52,6 +59,7 @@ if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
 from bench.big_frames import measure as measure_big_frames  # noqa: E402
+from bench.disk import write_bandwidth  # noqa: E402
 from bench.fleet import Fleet  # noqa: E402
 from bench.grid import (  # noqa: E402
     CEILING,
@@ -168,6 +176,9 @@ def print_settings(settings: dict[str, Any]) -> None:
     load = settings["load_average_start"]
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, load average {load[0]:.2f} {load[1]:.2f} "
           f"{load[2]:.2f}; clients and brokers share it; Python {platform.python_version()}")
+    disk = settings["disk_ceiling_mb_per_s"]
+    print(f"disk ceiling: {'-' if disk != disk else f'{disk:,.0f}'} MB/s written to the brokers' directory "
+          "for 2 s in 1 MiB writes with fdatasync every 4 MiB (how pybroker writes its log)")
     print(f"client: {settings['client']}, {settings['processes']} processes, each its share of a phase's records")
     print(f"record sizes: {', '.join(f'{s} B' for s in settings['sizes'])}, no keys; partitions: "
           f"{', '.join(map(str, settings['partitions']))}; produce {settings['produce_seconds']:g} s per phase, "
@@ -261,6 +272,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.skip_load:
         return 0
     settings = settings_of(args)
+    workdir = tempfile.TemporaryDirectory(prefix="pybroker-bench-")
+    settings["disk_ceiling_mb_per_s"] = write_bandwidth(Path(workdir.name))
     print_settings(settings)
     extra: dict[str, Any] = {}
     tls_result = txn_results = None
@@ -268,7 +281,7 @@ def main(argv: list[str] | None = None) -> int:
     spark_results = None
     fleet = Fleet(args.processes)
     try:
-        with tempfile.TemporaryDirectory(prefix="pybroker-bench-") as tmp:
+        with workdir as tmp:
             brokers, fresh = start_brokers(names, Path(tmp))
             try:
                 cells = run_grid(fleet, brokers, fresh, args.sizes, args.counts, args.seconds, args.repeats,
