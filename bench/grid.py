@@ -196,7 +196,8 @@ def run_cell(fleet: Fleet, name: str, broker: BrokerProcess, size: int, partitio
     if unsettled:
         produce.notes.append(unsettled)
     print(f" {produce.msgs_per_s:,.0f} msgs/s ({produce.records:,}); consume ...", end="", flush=True)
-    _, consume = _measured(broker, lambda: fleet.consume(broker.bootstrap, topic, produced.per_partition, deadline_s))
+    _, consume = _measured(broker, lambda: fleet.consume(broker.bootstrap, topic, produced.per_partition, deadline_s,
+                                                                size))
     print(f" {consume.msgs_per_s:,.0f} msgs/s", flush=True)
     if name != CEILING:
         delete_topic(broker.bootstrap, topic)

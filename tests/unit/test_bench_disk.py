@@ -55,13 +55,13 @@ def test_write_bandwidth_leaves_nothing_behind(tmp_path: Path, monkeypatch: pyte
     assert list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.parametrize(("partitions", "sent", "failed", "acked"), [
-    ([0], 5, {}, {0: 5}),
-    ([3, 5, 7], 8, {}, {3: 3, 5: 3, 7: 2}),
-    ([3, 5, 7], 8, {5: 1, 7: 2}, {3: 3, 5: 2}),
-    ([0, 1], 0, {}, {}),
+@pytest.mark.parametrize(("partitions", "queued", "failed", "acked"), [
+    ([0], [5], {}, {0: 5}),
+    ([3, 5, 7], [3, 3, 2], {}, {3: 3, 5: 3, 7: 2}),
+    ([3, 5, 7], [3, 3, 2], {5: 1, 7: 2}, {3: 3, 5: 2}),
+    ([0, 1], [0, 0], {}, {}),
 ])
-def test_acks_per_partition_are_sent_less_failed(partitions: list[int], sent: int, failed: dict[int, int],
-                                                 acked: dict[int, int]) -> None:
-    assert acked_per_partition(partitions, sent, failed) == acked
-    assert sum(acked.values()) == sent - sum(failed.values())
+def test_acks_per_partition_are_queued_less_failed(partitions: list[int], queued: list[int], failed: dict[int, int],
+                                                   acked: dict[int, int]) -> None:
+    assert acked_per_partition(partitions, queued, failed) == acked
+    assert sum(acked.values()) == sum(queued) - sum(failed.values())
