@@ -6,14 +6,18 @@ broker write nothing. A disk takes a short burst much faster than it sustains (h
 writing back the previous one's dirty pages, and pybroker's produce figure depended on its place in the
 grid (10 KiB produce: 58k msgs/s in a first cell, 25k in later ones). `settle_disk` before every produce
 phase, on every target alike, starts each one with the write-back done; `write_bandwidth` is the disk's
-own ceiling, printed once in the header so a produce figure in MB/s can be read against it.
+own ceiling, measured once at the start for each partition count of the grid (one file per partition,
+`files`) and printed beside pybroker's produce figures, which it bounds: an acks=all answer waits for the
+fsync.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 MEMINFO = Path("/proc/meminfo")
@@ -21,6 +25,8 @@ MEMINFO = Path("/proc/meminfo")
 SETTLED_BYTES = 64 * 2**20
 SETTLE_TIMEOUT_S = 30.0
 _POLL_S = 0.05
+#: fsyncs in flight at once, as pybroker's flusher keeps per log dir (`storage.flusher.WORKERS`)
+SYNC_THREADS = 8
 
 
 def unwritten_bytes(meminfo: Path = MEMINFO) -> int | None:
@@ -53,26 +59,32 @@ def settle_disk(threshold: int = SETTLED_BYTES, timeout_s: float = SETTLE_TIMEOU
         time.sleep(_POLL_S)
 
 
-def write_bandwidth(directory: Path, seconds: float = 2.0, chunk: int = 2**20, sync_every: int = 4 * 2**20) -> float:
-    """MB/s (10^6) written to a temporary file in `directory` for `seconds` the way pybroker writes its log:
-    `chunk`-sized writes with an `fdatasync` every `sync_every` bytes. The file is deleted and the disk
-    settled after. NaN where the directory cannot be written."""
-    data = os.urandom(chunk)  # incompressible, should the storage below compress
-    written = unsynced = 0
+def write_bandwidth(directory: Path, seconds: float = 2.0, chunk: int = 2**20, sync_every: int = 4 * 2**20,
+                    files: int = 1) -> float:
+    """MB/s (10^6) written to `files` temporary files in `directory` for `seconds` the way pybroker writes
+    its logs: `sync_every` bytes per round, spread over the files in writes of at most `chunk`, then an
+    `fdatasync` of every file written, `SYNC_THREADS` at a time (pybroker's flusher pool per log dir). The
+    files are deleted and the disk settled after. NaN where the directory cannot be written.
+
+    With `files` = a phase's partition count it is that phase's disk-only ceiling: the same writes and
+    fsyncs with no broker, no network and no client, so a produce figure near it is the disk's limit."""
+    per_file = max(1, min(chunk, sync_every // files))
+    data = os.urandom(per_file)  # incompressible, should the storage below compress
+    written = 0
     try:
-        with tempfile.NamedTemporaryFile(dir=directory, prefix="disk-ceiling-") as file:
-            fd = file.fileno()
+        with contextlib.ExitStack() as stack:
+            fds = [stack.enter_context(tempfile.NamedTemporaryFile(dir=directory, prefix="disk-ceiling-")).fileno()
+                   for _ in range(files)]
+            pool = stack.enter_context(ThreadPoolExecutor(max_workers=min(SYNC_THREADS, files)))
             started = time.monotonic()
             stop_at = started + seconds
             while True:
-                done = os.write(fd, data)
-                written += done
-                unsynced += done
-                if unsynced >= sync_every:
-                    os.fdatasync(fd)
-                    unsynced = 0
-                    if time.monotonic() >= stop_at:
-                        break
+                for fd in fds:
+                    for _ in range(max(1, sync_every // (per_file * files))):
+                        written += os.write(fd, data)
+                list(pool.map(os.fdatasync, fds))
+                if time.monotonic() >= stop_at:
+                    break
             elapsed = time.monotonic() - started
     except OSError:
         return float("nan")

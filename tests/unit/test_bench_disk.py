@@ -65,3 +65,25 @@ def test_acks_per_partition_are_queued_less_failed(partitions: list[int], queued
                                                    acked: dict[int, int]) -> None:
     assert acked_per_partition(partitions, queued, failed) == acked
     assert sum(acked.values()) == sum(queued) - sum(failed.values())
+
+
+def test_write_bandwidth_over_many_files_leaves_nothing_behind(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(disk, "settle_disk", lambda **_: "")
+    rate = disk.write_bandwidth(tmp_path, seconds=0.05, chunk=4096, sync_every=16384, files=16)
+    assert rate > 0
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_produce_goal_beyond_what_the_disk_takes_is_named() -> None:
+    from bench.grid import Cell, Phase
+    from bench.report import beyond_the_disk
+
+    def phase(mb_per_s: float) -> Phase:
+        return Phase(records=1000, payload_bytes=int(mb_per_s * 1e6), seconds=1.0, cpu_s=0.1, rss_mb=50.0)
+
+    over = Cell("produce", 1024, 16, {"pybroker": [phase(300)], "tansu": [phase(200)]})
+    within = Cell("produce", 1024, 1, {"pybroker": [phase(700)], "tansu": [phase(300)]})
+    notes = beyond_the_disk([over, within], {1: 900.0, 16: 350.0})
+    assert len(notes) == 1
+    assert "x16p" in notes[0] and "400 MB/s" in notes[0] and "350 MB/s" in notes[0]
