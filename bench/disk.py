@@ -16,8 +16,8 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 MEMINFO = Path("/proc/meminfo")
@@ -59,35 +59,61 @@ def settle_disk(threshold: int = SETTLED_BYTES, timeout_s: float = SETTLE_TIMEOU
         time.sleep(_POLL_S)
 
 
-def write_bandwidth(directory: Path, seconds: float = 2.0, chunk: int = 2**20, sync_every: int = 4 * 2**20,
-                    files: int = 1) -> float:
-    """MB/s (10^6) written to `files` temporary files in `directory` for `seconds` the way pybroker writes
-    its logs: `sync_every` bytes per round, spread over the files in writes of at most `chunk`, then an
-    `fdatasync` of every file written, `SYNC_THREADS` at a time (pybroker's flusher pool per log dir). The
-    files are deleted and the disk settled after. NaN where the directory cannot be written.
+def write_bandwidth(directory: Path, seconds: float = 2.0, files: int = 1, chunk: int | None = None,
+                    unsynced_cap: int = 256 * 2**20) -> float:
+    """MB/s (10^6) made durable in `files` temporary files in `directory` in about `seconds`, the way
+    pybroker's log and flusher work: one thread appends `chunk`-sized writes to the files in turn (a
+    request's batch per partition: 1 MiB over the partitions, at least 4 KiB), while `SYNC_THREADS` threads
+    `fdatasync` the files over and over, each sync covering whatever was appended since the last one (group
+    commit). The appender stops `unsynced_cap` bytes ahead of what is synced (the producers' queues bound
+    pybroker the same way); the clock stops once the last byte is synced. The files are deleted and the
+    disk settled after. NaN where the directory cannot be written.
 
     With `files` = a phase's partition count it is that phase's disk-only ceiling: the same writes and
     fsyncs with no broker, no network and no client, so a produce figure near it is the disk's limit."""
-    per_file = max(1, min(chunk, sync_every // files))
-    data = os.urandom(per_file)  # incompressible, should the storage below compress
-    written = 0
+    size = chunk or max(4096, 2**20 // files)
+    data = os.urandom(size)  # incompressible, should the storage below compress
+    written = [0] * files
+    synced = [0] * files
+    stop = threading.Event()
+
+    def syncer(mine: list[int]) -> None:
+        while not stop.is_set():
+            for index in mine:
+                target = written[index]
+                if target > synced[index]:
+                    os.fdatasync(fds[index])
+                    synced[index] = target
+            if all(written[i] == synced[i] for i in mine):
+                time.sleep(0.0005)
+
     try:
         with contextlib.ExitStack() as stack:
             fds = [stack.enter_context(tempfile.NamedTemporaryFile(dir=directory, prefix="disk-ceiling-")).fileno()
                    for _ in range(files)]
-            pool = stack.enter_context(ThreadPoolExecutor(max_workers=min(SYNC_THREADS, files)))
+            threads = [threading.Thread(target=syncer, args=(list(range(t, files, SYNC_THREADS)),), daemon=True)
+                       for t in range(min(SYNC_THREADS, files))]
             started = time.monotonic()
             stop_at = started + seconds
-            while True:
-                for fd in fds:
-                    for _ in range(max(1, sync_every // (per_file * files))):
-                        written += os.write(fd, data)
-                list(pool.map(os.fdatasync, fds))
-                if time.monotonic() >= stop_at:
-                    break
+            for thread in threads:
+                thread.start()
+            index = 0
+            while time.monotonic() < stop_at:
+                if sum(written) - sum(synced) > unsynced_cap:
+                    time.sleep(0.0005)
+                    continue
+                for _ in range(64):
+                    written[index] += os.write(fds[index], data)
+                    index = (index + 1) % files
+            stop.set()
+            for thread in threads:
+                thread.join()
+            for fd in fds:  # what the syncers had not reached yet
+                os.fdatasync(fd)
             elapsed = time.monotonic() - started
     except OSError:
         return float("nan")
     finally:
+        stop.set()
         settle_disk(timeout_s=5.0)
-    return written / 1e6 / elapsed
+    return sum(written) / 1e6 / elapsed

@@ -166,12 +166,13 @@ def consume_job(sync: Sync, bootstrap: str, topic: str, slices: list[tuple[int, 
                     continue
                 partition = message.partition()
                 end = ends.get(partition)
-                if end is None or message.offset() >= end:
+                offset = message.offset()
+                if end is None or offset >= end:
                     continue  # past this slice: another process reads it
                 got += 1
                 if size is None:
                     payload_bytes += len(message.value())
-                if message.offset() == end - 1:
+                if offset == end - 1:
                     del ends[partition]
                     consumer.pause([TopicPartition(topic, partition)])  # nothing more wanted from it
         result.finished_at = time.monotonic()
