@@ -20,8 +20,8 @@ harness calls `os.sync()` and waits until the kernel's dirty pages are written b
 pybroker writes and fsyncs its log, Tansu and the null broker write nothing, and a disk that is still
 writing back the previous cell's pages halved pybroker's produce figure in later cells). The header shows
 the disk ceiling for each partition count: MB/s written to the brokers' directory for a produce phase's
-seconds the way pybroker writes its logs (4 MiB a round over one file per partition, then an `fdatasync`
-of each, 8 at a time), with no broker. It is pybroker's produce ceiling, as the null broker is the
+seconds the way pybroker writes its logs (appends over one file per partition, while 8 threads fsync each
+file whenever something was appended to it: group commit), with no broker. It is pybroker's produce ceiling, as the null broker is the
 client's: it is printed beside pybroker's produce MB/s, and under the goals wherever a goal asks for more
 fsynced MB/s than the disk takes (Tansu keeps its records in memory).
 
@@ -181,7 +181,7 @@ def print_settings(settings: dict[str, Any]) -> None:
           f"{load[2]:.2f}; clients and brokers share it; Python {platform.python_version()}")
     disk = ", ".join(f"{n}p {'-' if v != v else f'{v:,.0f}'}" for n, v in settings["disk_ceiling_mb_per_s"].items())
     print(f"disk ceiling, MB/s: {disk} (the disk alone, written and fsynced for a produce phase's seconds the way "
-          "pybroker writes its logs: 4 MiB per round over one file per partition, then fdatasync of each)")
+          "pybroker writes its logs: appends over one file per partition, 8 threads fsyncing them as they grow)")
     print(f"client: {settings['client']}, {settings['processes']} processes, each its share of a phase's records")
     print(f"record sizes: {', '.join(f'{s} B' for s in settings['sizes'])}, no keys; partitions: "
           f"{', '.join(map(str, settings['partitions']))}; produce {settings['produce_seconds']:g} s per phase, "
