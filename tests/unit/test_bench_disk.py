@@ -50,7 +50,7 @@ def test_without_meminfo_there_is_nothing_to_wait_for(tmp_path: Path) -> None:
 
 def test_write_bandwidth_leaves_nothing_behind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(disk, "settle_disk", lambda **_: "")
-    rate = disk.write_bandwidth(tmp_path, seconds=0.05, chunk=4096, sync_every=16384)
+    rate = disk.write_bandwidth(tmp_path, seconds=0.05, chunk=4096)
     assert rate > 0
     assert list(tmp_path.iterdir()) == []
 
@@ -70,7 +70,7 @@ def test_acks_per_partition_are_queued_less_failed(partitions: list[int], queued
 def test_write_bandwidth_over_many_files_leaves_nothing_behind(tmp_path: Path,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(disk, "settle_disk", lambda **_: "")
-    rate = disk.write_bandwidth(tmp_path, seconds=0.05, chunk=4096, sync_every=16384, files=16)
+    rate = disk.write_bandwidth(tmp_path, seconds=0.05, chunk=4096, files=16)
     assert rate > 0
     assert list(tmp_path.iterdir()) == []
 
