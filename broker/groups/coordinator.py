@@ -47,6 +47,7 @@ from pybroker.broker.groups.outcomes import (
     JoinRequest,
     SyncOutcome,
     SyncRequest,
+    leaving_member_id,
 )
 from pybroker.broker.groups.placement import partition_for_group
 from pybroker.broker.groups.state_machine import Event, GroupState
@@ -433,16 +434,11 @@ class GroupCoordinator(ConsumerGroups, MixedGroups, OffsetCommits, GroupLoading)
             return ErrorCode.NONE, self.classic_leave_consumer_group(group, leaving, now)
         codes: list[ErrorCode] = []
         removed = False
-        for member_id, instance_id in leaving:
-            if instance_id is not None:
-                holder = group.static_members.get(instance_id)
-                if holder is None:
-                    codes.append(ErrorCode.UNKNOWN_MEMBER_ID)
-                    continue
-                if member_id != UNKNOWN_MEMBER_ID and holder != member_id:
-                    codes.append(ErrorCode.FENCED_INSTANCE_ID)
-                    continue
-                member_id = holder
+        for entry_id, instance_id in leaving:
+            member_id = leaving_member_id(entry_id, instance_id, group.static_members)
+            if isinstance(member_id, ErrorCode):
+                codes.append(member_id)
+                continue
             if member_id in group.pending_members:
                 del group.pending_members[member_id]
                 codes.append(ErrorCode.NONE)

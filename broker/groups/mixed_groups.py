@@ -39,6 +39,7 @@ from pybroker.broker.groups.outcomes import (
     JoinRequest,
     SyncOutcome,
     SyncRequest,
+    leaving_member_id,
 )
 from pybroker.broker.groups.state_machine import GroupState
 from pybroker.broker.logs import get_logger
@@ -270,16 +271,11 @@ class MixedGroups:
         assert data is not None
         codes: list[ErrorCode] = []
         records: Records = []
-        for member_id, instance in leaving:
-            if instance is not None:  # by instance id; an admin's removal names no member id (Kafka's rule)
-                static_id = data.static_members.get(instance)
-                if static_id is None:
-                    codes.append(ErrorCode.UNKNOWN_MEMBER_ID)
-                    continue
-                if member_id != UNKNOWN_MEMBER_ID and member_id != static_id:
-                    codes.append(ErrorCode.FENCED_INSTANCE_ID)
-                    continue
-                member_id = static_id
+        for entry_id, instance in leaving:
+            member_id = leaving_member_id(entry_id, instance, data.static_members)
+            if isinstance(member_id, ErrorCode):
+                codes.append(member_id)
+                continue
             member = data.members.get(member_id)
             if member is None or member.classic is None:
                 codes.append(ErrorCode.UNKNOWN_MEMBER_ID)

@@ -6,11 +6,27 @@ the coordinator's rules are written once for every version of every API.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from pybroker.protocol.errors import ErrorCode
 
 UNKNOWN_MEMBER_ID = ""
+
+
+def leaving_member_id(member_id: str, instance_id: str | None, static_members: Mapping[str, str]) -> str | ErrorCode:
+    """The member a LeaveGroup entry names (KIP-345), in a classic or a consumer group alike: with an
+    instance id, that instance's current member (an admin's removal names no member id), UNKNOWN_MEMBER_ID
+    when the instance has none and FENCED_INSTANCE_ID when the entry's member id is another one; without
+    one, the member id itself."""
+    if instance_id is None:
+        return member_id
+    holder = static_members.get(instance_id)
+    if holder is None:
+        return ErrorCode.UNKNOWN_MEMBER_ID
+    if member_id != UNKNOWN_MEMBER_ID and member_id != holder:
+        return ErrorCode.FENCED_INSTANCE_ID
+    return holder
 
 
 @dataclass(frozen=True, slots=True)
