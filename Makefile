@@ -12,7 +12,7 @@ PYTEST_ARGS ?=
 # connector need the extras too (.venv/.installed, which implies the other)
 BROKER_STAMP := $(VENV)/.installed-broker
 # the compiled modules' sources (setup.py's table) are among them: a changed source rebuilds its extension
-SOURCES_OF_INSTALL := pyproject.toml setup.py $(wildcard protocol/*.py protocol/records/*.py protocol/records/*.c protocol/messages/*.py) broker/spark/_arrow_records.c
+SOURCES_OF_INSTALL := pyproject.toml setup.py $(wildcard protocol/*.py protocol/records/*.py protocol/records/*.c protocol/records/*.h protocol/messages/*.py) broker/spark/_arrow_records.c
 
 $(BROKER_STAMP): $(SOURCES_OF_INSTALL) | cc
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)

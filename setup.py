@@ -61,6 +61,8 @@ STAGING = Path("build") / "mypyc-src"
 #: (C source, installed module) of each hand-written C extension; like the mypyc ones, optional
 C_EXTENSIONS = (("broker/spark/_arrow_records.c", "pybroker.broker.spark._arrow_records"),
                 ("protocol/records/_walk_accept.c", "pybroker.protocol.records._walk_accept"))
+#: the header both include (`record_bytes.h`: the varint and UTF-8 rules written once)
+C_INCLUDE = "protocol/records"
 
 
 def _source_of(module: str) -> Path:
@@ -93,7 +95,8 @@ def _extensions() -> list:
     if os.environ.get("PYBROKER_PURE_PYTHON", "") not in ("", "0"):
         return []
     os.chdir(HERE)
-    hand_written = [Extension(module, [source], extra_compile_args=["-O2"]) for source, module in C_EXTENSIONS]
+    hand_written = [Extension(module, [source], include_dirs=[C_INCLUDE], depends=[f"{C_INCLUDE}/record_bytes.h"],
+                              extra_compile_args=["-O2"]) for source, module in C_EXTENSIONS]
     try:
         from mypyc.build import mypycify
 

@@ -24,6 +24,8 @@ implementations agree byte for byte.
 #include <stdint.h>
 #include <string.h>
 
+#include "record_bytes.h" /* protocol/records: the varint and UTF-8 rules, shared with the record walk's C */
+
 #define MIN_RECORD_BODY 6 /* attributes, timestamp delta, offset delta, key, value, header count */
 
 /* -- growable buffers -------------------------------------------------------------------------- */
@@ -256,30 +258,18 @@ static int malformed(const Reader *r, int what, const char *problem) {
     return -1;
 }
 
-/* a zigzag varint of at most `bits` (32 or 64) bits and `max_bytes` bytes in buf[*pos:end] */
+/* a zigzag varint of at most `bits` (32 or 64) bits in buf[*pos:end] (`record_bytes.h`), its failure named */
 static int read_varint(const Reader *r, Py_ssize_t *pos, Py_ssize_t end, int bits, int what, int64_t *out) {
-    int max_bytes = bits == 32 ? 5 : 10;
-    uint64_t raw = 0;
-    int shift = 0;
-    Py_ssize_t p = *pos;
-    Py_ssize_t limit = end - p < max_bytes ? end : p + max_bytes;
-    while (p < limit) {
-        unsigned char byte = r->buf[p++];
-        if (shift == 63 && (byte & 0x7F) > 1)
-            return malformed(r, what, "varint wider than 64 bits");
-        raw |= (uint64_t)(byte & 0x7F) << shift;
-        if (byte < 0x80) {
-            if (bits == 32 && (raw >> 32) != 0)
-                return malformed(r, what, "varint wider than 32 bits");
-            *out = (int64_t)((raw >> 1) ^ (~(raw & 1) + 1));
-            *pos = p;
-            return 0;
-        }
-        shift += 7;
-    }
-    if (shift < 7 * max_bytes)
+    switch (zigzag_varint(r->buf, pos, end, bits, out)) {
+    case VARINT_OK:
+        return 0;
+    case VARINT_WIDER:
+        return malformed(r, what, bits == 32 ? "varint wider than 32 bits" : "varint wider than 64 bits");
+    case VARINT_TRUNCATED:
         return malformed(r, what, "truncated varint");
-    return malformed(r, what, bits == 32 ? "varint longer than 5 bytes" : "varint longer than 10 bytes");
+    default:
+        return malformed(r, what, bits == 32 ? "varint longer than 5 bytes" : "varint longer than 10 bytes");
+    }
 }
 
 /* a varint length and that many bytes: (*start, *size); a negative size is null */
@@ -300,49 +290,9 @@ static int read_blob(const Reader *r, Py_ssize_t *pos, Py_ssize_t end, int what,
     return 0;
 }
 
-/* strict UTF-8, as CPython's decoder: no overlong forms, no surrogates, nothing above U+10FFFF */
-static int is_utf8(const unsigned char *s, Py_ssize_t n) {
-    Py_ssize_t i = 0;
-    while (i < n) {
-        unsigned char c = s[i];
-        if (c < 0x80) {
-            i++;
-            continue;
-        }
-        Py_ssize_t need;
-        unsigned char lo = 0x80, hi = 0xBF;
-        if (c >= 0xC2 && c <= 0xDF) {
-            need = 1;
-        } else if (c >= 0xE0 && c <= 0xEF) {
-            need = 2;
-            if (c == 0xE0)
-                lo = 0xA0;
-            else if (c == 0xED)
-                hi = 0x9F;
-        } else if (c >= 0xF0 && c <= 0xF4) {
-            need = 3;
-            if (c == 0xF0)
-                lo = 0x90;
-            else if (c == 0xF4)
-                hi = 0x8F;
-        } else {
-            return 0;
-        }
-        if (n - i - 1 < need)
-            return 0;
-        if (s[i + 1] < lo || s[i + 1] > hi)
-            return 0;
-        for (Py_ssize_t k = 2; k <= need; k++)
-            if (s[i + k] < 0x80 || s[i + k] > 0xBF)
-                return 0;
-        i += need + 1;
-    }
-    return 1;
-}
-
 /* a header key into the string column: as it is when UTF-8, else through CPython's "replace" decoder */
 static int append_header_key(Builder *self, const char *p, Py_ssize_t n) {
-    if (is_utf8((const unsigned char *)p, n))
+    if (strict_utf8((const unsigned char *)p, n))
         return bin_append(&self->header_key, p, n, 1);
     PyObject *text = PyUnicode_DecodeUTF8(p, n, "replace");
     if (text == NULL)

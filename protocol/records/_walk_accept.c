@@ -13,8 +13,9 @@ The rules are `record_walk`'s, read strictly (its docstring has Kafka's layout):
 most 5 bytes for 32 bits and 10 for 64, whose value must fit those bits; each record's length at least
 6 and inside the batch; attributes 0 and offset deltas 0..n-1 on the produce path, growing up to the
 last offset delta otherwise; key and value lengths (negative = null) inside the record; a header count
-that is not negative and not more than the bytes left; header keys never null, and UTF-8 on the
-produce path (checked by CPython's own strict decoder, as the walk does); the records filling the
+that is not negative and not more than the bytes left; header keys never null, and strict UTF-8 on the
+produce path, as CPython's decoder (which the walk uses) takes it; the varint and UTF-8 readers are
+`record_bytes.h`, shared with the Spark reader's decoder; the records filling the
 bytes exactly; and the last offset delta matching. tests/unit/protocol/test_walk_accept.py checks
 that both give the same verdict and summary on valid, mutated and random batches.
 */
@@ -22,64 +23,24 @@ that both give the same verdict and summary on valid, mutated and random batches
 #include <Python.h>
 #include <stdint.h>
 
+#include "record_bytes.h"
+
 #define MIN_RECORD_BODY 6
 
-/* One zigzag varint of at most `max_bytes` bytes whose raw value fits `bits` bits; 0 on success. */
-static int read_varint(const unsigned char *p, Py_ssize_t *pos, Py_ssize_t end, int max_bytes, int bits,
-                       int64_t *out) {
-    Py_ssize_t at = *pos;
-    if (at < end && p[at] < 0x80) { /* one byte: the common case */
-        uint64_t raw = p[at];
-        *out = (int64_t)(raw >> 1) ^ -(int64_t)(raw & 1);
-        *pos = at + 1;
-        return 0;
-    }
-    uint64_t raw = 0;
-    int shift = 0;
-    for (int i = 0; i < max_bytes; i++) {
-        if (at >= end)
-            return -1;
-        unsigned char byte = p[at++];
-        uint64_t part = (uint64_t)(byte & 0x7F);
-        if (shift > 0 && (part >> (64 - shift)) != 0)
-            return -1; /* bits beyond 64: wider than any allowed width */
-        raw |= part << shift;
-        if (byte < 0x80) {
-            if (bits < 64 && (raw >> bits) != 0)
-                return -1;
-            *out = (int64_t)(raw >> 1) ^ -(int64_t)(raw & 1);
-            *pos = at;
-            return 0;
-        }
-        shift += 7;
-    }
-    return -1; /* longer than max_bytes */
+/* A zigzag varint of at most `bits` bits (`record_bytes.h`); 0 on success. */
+static int read_varint(const unsigned char *p, Py_ssize_t *pos, Py_ssize_t end, int bits, int64_t *out) {
+    return zigzag_varint(p, pos, end, bits, out) == VARINT_OK ? 0 : -1;
 }
 
 /* A varint length and that many bytes (negative = null); 0 on success, the length in *size. */
 static int skip_blob(const unsigned char *p, Py_ssize_t *pos, Py_ssize_t end, int64_t *size) {
-    if (read_varint(p, pos, end, 5, 32, size) < 0)
+    if (read_varint(p, pos, end, 32, size) < 0)
         return -1;
     if (*size > end - *pos)
         return -1;
     if (*size > 0)
         *pos += (Py_ssize_t)*size;
     return 0;
-}
-
-static int is_utf8(const unsigned char *p, Py_ssize_t start, Py_ssize_t size) {
-    for (Py_ssize_t i = 0; i < size; i++) {
-        if (p[start + i] >= 0x80) {
-            PyObject *decoded = PyUnicode_DecodeUTF8((const char *)p + start, size, "strict");
-            if (decoded == NULL) {
-                PyErr_Clear();
-                return 0;
-            }
-            Py_DECREF(decoded);
-            return 1;
-        }
-    }
-    return 1;
 }
 
 /* accept(buffer, start, end, records_count, last_offset_delta, consecutive)
@@ -101,7 +62,7 @@ static PyObject *accept(PyObject *self, PyObject *args) {
     int64_t previous_offset = -1;
     for (Py_ssize_t index = 0; index < records_count; index++) {
         int64_t length, timestamp_delta, offset_delta, key_size, value_size, header_count;
-        if (pos >= end || read_varint(p, &pos, end, 5, 32, &length) < 0)
+        if (pos >= end || read_varint(p, &pos, end, 32, &length) < 0)
             goto done;
         if (length < MIN_RECORD_BODY || length > end - pos)
             goto done;
@@ -109,8 +70,8 @@ static PyObject *accept(PyObject *self, PyObject *args) {
         if (consecutive && p[pos] != 0)
             goto done;
         pos += 1;
-        if (read_varint(p, &pos, record_end, 10, 64, &timestamp_delta) < 0 ||
-            read_varint(p, &pos, record_end, 5, 32, &offset_delta) < 0)
+        if (read_varint(p, &pos, record_end, 64, &timestamp_delta) < 0 ||
+            read_varint(p, &pos, record_end, 32, &offset_delta) < 0)
             goto done;
         if (consecutive ? offset_delta != index
                         : (offset_delta <= previous_offset || offset_delta > last_offset_delta))
@@ -122,7 +83,7 @@ static PyObject *accept(PyObject *self, PyObject *args) {
             first_keyless = index;
         if (skip_blob(p, &pos, record_end, &value_size) < 0)
             goto done;
-        if (read_varint(p, &pos, record_end, 5, 32, &header_count) < 0)
+        if (read_varint(p, &pos, record_end, 32, &header_count) < 0)
             goto done;
         if (header_count < 0 || header_count > record_end - pos)
             goto done;
@@ -130,7 +91,7 @@ static PyObject *accept(PyObject *self, PyObject *args) {
             int64_t hkey, hvalue;
             if (skip_blob(p, &pos, record_end, &hkey) < 0 || hkey < 0)
                 goto done;
-            if (consecutive && !is_utf8(p, pos - (Py_ssize_t)hkey, (Py_ssize_t)hkey))
+            if (consecutive && !strict_utf8(p + pos - (Py_ssize_t)hkey, (Py_ssize_t)hkey))
                 goto done;
             if (skip_blob(p, &pos, record_end, &hvalue) < 0)
                 goto done;
