@@ -32,7 +32,7 @@ TRIM_THRESHOLD = 64 * 1024 * 1024
 #: blocks up to this size come from the heap (default dynamic, from 128 KiB up to 32 MiB)
 MMAP_THRESHOLD = 8 * 1024 * 1024
 
-#: (mallopt parameter, value, the environment variable that overrides it)
+#: (name in the start log, mallopt parameter, value, the environment variable that overrides it)
 SETTINGS: tuple[tuple[str, int, int, str], ...] = (
     ("trim_threshold", M_TRIM_THRESHOLD, TRIM_THRESHOLD, "MALLOC_TRIM_THRESHOLD_"),
     ("mmap_threshold", M_MMAP_THRESHOLD, MMAP_THRESHOLD, "MALLOC_MMAP_THRESHOLD_"),

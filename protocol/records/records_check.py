@@ -94,11 +94,17 @@ _accept, _FAST_NOTE = _fast_path()
 WALK_IMPLEMENTATION += _FAST_NOTE
 
 
-def _record_bytes(buf: Buffer, pos: int, header: BatchHeader, max_decompressed: int) -> tuple[bytes, int, int]:
-    """(buffer, start, end) of the batch's uncompressed records, copied only where it must be."""
+def _batch_end(buf: Buffer, pos: int, header: BatchHeader) -> int:
+    """Where the batch at `pos` ends in `buf`; CORRUPT_MESSAGE when its header says it cannot fit."""
     end = pos + header.size
     if header.batch_length < MIN_BATCH_LENGTH or pos < 0 or end > len(buf):
         raise RecordsError(ErrorCode.CORRUPT_MESSAGE, "batch overruns the buffer")
+    return end
+
+
+def _record_bytes(buf: Buffer, pos: int, header: BatchHeader, max_decompressed: int) -> tuple[bytes, int, int]:
+    """(buffer, start, end) of the batch's uncompressed records, copied only where it must be."""
+    end = _batch_end(buf, pos, header)
     if header.compression == NONE:
         if isinstance(buf, bytes):
             return buf, pos + HEADER_SIZE, end
@@ -119,12 +125,10 @@ def walk_batch(buf: Buffer, pos: int, header: BatchHeader, *, consecutive: bool,
     """
     if _accept is not None and header.compression == NONE:
         # in place, no copy; anything it does not accept is walked below, for the verdict and its message
-        end = pos + header.size
-        if header.batch_length >= MIN_BATCH_LENGTH and pos >= 0 and end <= len(buf):
-            facts = _accept(buf, pos + HEADER_SIZE, end, header.records_count, header.last_offset_delta,
-                            consecutive)
-            if facts is not None:
-                return _Summary(header.records_count, *facts)
+        facts = _accept(buf, pos + HEADER_SIZE, _batch_end(buf, pos, header), header.records_count,
+                        header.last_offset_delta, consecutive)
+        if facts is not None:
+            return _Summary(header.records_count, *facts)
     body, start, end = _record_bytes(buf, pos, header, max_decompressed)
     try:
         return _walk(body, start, end, header.records_count, header.last_offset_delta, consecutive)
