@@ -73,19 +73,31 @@ def write_bandwidth(directory: Path, seconds: float = 2.0, files: int = 1, chunk
     fsyncs with no broker, no network and no client, so a produce figure near it is the disk's limit."""
     size = chunk or max(4096, 2**20 // files)
     data = os.urandom(size)  # incompressible, should the storage below compress
-    written = [0] * files
+    written = [0] * files  # per file: appended, and made durable
     synced = [0] * files
-    stop = threading.Event()
+    totals = {"written": 0, "synced": 0, "stop": False}
+    cond = threading.Condition()  # appends wake the syncers, syncs wake an appender held at the cap
 
     def syncer(mine: list[int]) -> None:
-        while not stop.is_set():
+        while True:
+            with cond:
+                while not totals["stop"] and all(written[i] == synced[i] for i in mine):
+                    cond.wait()
+                if totals["stop"]:
+                    return
             for index in mine:
                 target = written[index]
                 if target > synced[index]:
                     os.fdatasync(fds[index])
-                    synced[index] = target
-            if all(written[i] == synced[i] for i in mine):
-                time.sleep(0.0005)
+                    with cond:
+                        totals["synced"] += target - synced[index]
+                        synced[index] = target
+                        cond.notify_all()
+
+    def finish() -> None:
+        with cond:
+            totals["stop"] = True
+            cond.notify_all()
 
     try:
         with contextlib.ExitStack() as stack:
@@ -99,13 +111,19 @@ def write_bandwidth(directory: Path, seconds: float = 2.0, files: int = 1, chunk
                 thread.start()
             index = 0
             while time.monotonic() < stop_at:
-                if sum(written) - sum(synced) > unsynced_cap:
-                    time.sleep(0.0005)
-                    continue
-                for _ in range(64):
-                    written[index] += os.write(fds[index], data)
+                with cond:
+                    while totals["written"] - totals["synced"] > unsynced_cap:
+                        cond.wait()
+                appended = 0
+                for _ in range(64):  # only this thread appends, so `written` needs no lock to grow
+                    done = os.write(fds[index], data)
+                    written[index] += done
+                    appended += done
                     index = (index + 1) % files
-            stop.set()
+                with cond:
+                    totals["written"] += appended
+                    cond.notify_all()
+            finish()
             for thread in threads:
                 thread.join()
             for fd in fds:  # what the syncers had not reached yet
@@ -114,6 +132,6 @@ def write_bandwidth(directory: Path, seconds: float = 2.0, files: int = 1, chunk
     except OSError:
         return float("nan")
     finally:
-        stop.set()
+        finish()
         settle_disk(timeout_s=5.0)
-    return sum(written) / 1e6 / elapsed
+    return totals["written"] / 1e6 / elapsed
