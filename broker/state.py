@@ -33,6 +33,7 @@ from pybroker.broker.transactions.service import TransactionService
 from pybroker.config.broker_config import BrokerConfig
 from pybroker.storage.cleaner.throttle import UNLIMITED
 from pybroker.storage.log_manager import LogManager
+from pybroker.storage.page_cache import PageCache
 from pybroker.storage.producer_id_block import ProducerIdBlock
 
 #: Kafka's default of a long setting: no limit
@@ -53,6 +54,7 @@ class BrokerState:
             node_id=self.node_id,
             log_config_for=lambda overrides: log_config_for(config, overrides),
             clock_ms=clock_ms,
+            page_cache=PageCache(int(config.get("log.page.cache.max.bytes"))),
         )
         self.topics = Topics(config, self.logs)
         self.dynamic_configs = DynamicBrokerConfigs(config, self.logs)

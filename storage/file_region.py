@@ -8,21 +8,36 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import IO
+from typing import IO, TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pybroker.storage.page_cache import PageCache
 
 
 class FileRegion:
     """A byte range of a segment file: the server `os.sendfile`s it, or reads it with `pread`."""
 
-    __slots__ = ("file", "length", "position")
+    __slots__ = ("_cache", "_drop_to", "file", "length", "position")
 
     def __init__(self, file: IO[bytes], position: int, length: int) -> None:
         self.file = file
         self.position = position
         self.length = length
+        self._cache: PageCache | None = None
+        self._drop_to = 0
 
     def __len__(self) -> int:
         return self.length
+
+    def drop_after_send(self, cache: PageCache, drop_to: int) -> None:
+        """Once sent, drop [position, drop_to) from the page cache again (it was read from the disk)."""
+        self._cache = cache
+        self._drop_to = drop_to
+
+    def sent(self) -> None:
+        """The whole region went out (the writers call this)."""
+        if self._cache is not None:
+            self._cache.sent(self.file, self.position, self._drop_to)
 
     def read_bytes(self) -> bytes:
         return os.pread(self.file.fileno(), self.length, self.position)

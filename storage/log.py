@@ -45,6 +45,7 @@ from pybroker.storage.files import fsync_dir
 from pybroker.storage.flush_timing import report_flush
 from pybroker.storage.log_config import LogConfig
 from pybroker.storage.log_loader import LoadStats, load_segments
+from pybroker.storage.page_cache import READ_AHEAD, UNLIMITED, PageCache
 from pybroker.storage.producer_state import CompletedTxn, ProducerStateManager
 from pybroker.storage.retention import KEEP, RetentionRules, Verdict, deletable_prefix
 from pybroker.storage.segment import Segment
@@ -72,13 +73,15 @@ class AppendResult:
 class Log:
     def __init__(self, directory: Path, topic: str, partition: int, topic_id: uuid.UUID, config: LogConfig,
                  *, recovery_point: int = 0, log_start_offset: int = 0, clean: bool = True,
-                 clock_ms: Callable[[], int] | None = None) -> None:
+                 clock_ms: Callable[[], int] | None = None, page_cache: PageCache = UNLIMITED) -> None:
         self.dir = Path(directory)
         self.topic = topic
         self.partition = partition
         self.topic_id = topic_id
         self.config = config
         self._clock = clock_ms or wall_clock_ms
+        #: the broker's budget of fsynced bytes left in the page cache (`storage.page_cache`)
+        self.page_cache = page_cache
         self._flush_lock = threading.Lock()
         #: serialises changes of the segment list (rolls on the loop, the cleaner's swaps on its thread)
         self._segments_lock = threading.Lock()
@@ -476,7 +479,13 @@ class Log:
                 upper = after if after >= 0 else segment.offset_at_position(position + length)
                 if upper < 0:
                     upper = segments[i + 1].base_offset if i + 1 < len(segments) else end
-            return ReadResult(FileRegion(segment.file, position, length), upper)
+            region = FileRegion(segment.file, position, length)
+            dropped_to = segment.cache_dropped_to
+            if position < dropped_to:  # from the disk, past the budget: read on ahead, dropped again once sent
+                region.drop_after_send(self.page_cache, min(position + length, dropped_to))
+                self.page_cache.read_ahead(region.file, position + length,
+                                           min(position + length + READ_AHEAD, dropped_to))
+            return ReadResult(region, upper)
         return NOTHING_TO_READ
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
@@ -518,14 +527,15 @@ class Log:
                     break
                 dirty.append(segment)
             started = time.perf_counter()
-            for segment in dirty:
-                segment.flush()
+            synced = [(segment, *segment.flush()) for segment in dirty]
             if any(segment.base_offset >= point for segment in dirty):
                 fsync_dir(self.dir)  # a segment created since the last flush: make its name durable
             if dirty:
                 report_flush(time.perf_counter() - started)
             self._recovery_point = max(point, target)
             self.last_flush_ms = self._clock()
+            for segment, start, end in reversed(synced):  # oldest first, as the budget counts them
+                self.page_cache.fsynced(segment, start, end)
             return self._recovery_point
 
     def take_producer_snapshot(self) -> None:

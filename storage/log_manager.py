@@ -55,6 +55,7 @@ from pybroker.storage.log_dir import (
 )
 from pybroker.storage.log_dir_failure import LogDirFailureChannel, is_resource_exhaustion
 from pybroker.storage.log_mover import LogDirMover, settle_future_dirs
+from pybroker.storage.page_cache import UNLIMITED, PageCache
 from pybroker.storage.recovery_stats import RecoveryStats
 from pybroker.storage.retention import Verdict
 from pybroker.storage.topic_names import LEGAL_CHARS as _LEGAL_CHARS
@@ -79,8 +80,10 @@ NO_LIMIT = 2**31 - 1
 IDLE_FILE_SWEEP_MS = 60_000
 class LogManager:
     def __init__(self, log_dirs: list[Path], *, node_id: int, log_config_for: Callable[[dict[str, str]], LogConfig],
-                 clock_ms: Callable[[], int] = wall_clock_ms) -> None:
+                 clock_ms: Callable[[], int] = wall_clock_ms, page_cache: PageCache = UNLIMITED) -> None:
         self.dirs = [Path(d).absolute() for d in log_dirs]
+        #: the budget of fsynced log bytes left in the page cache, shared by every log (`storage.page_cache`)
+        self.page_cache = page_cache
         self.node_id = node_id
         self.log_config_for = log_config_for
         self.clock_ms = clock_ms
@@ -188,7 +191,7 @@ class LogManager:
                 continue
             log = Log(child, key[0], key[1], info.topic_id, self.log_config_for(info.configs),
                       recovery_point=recovery_points.get(key, 0), log_start_offset=start_offsets.get(key, 0),
-                      clean=clean, clock_ms=self.clock_ms)
+                      clean=clean, clock_ms=self.clock_ms, page_cache=self.page_cache)
             if owner is None:
                 write_partition_metadata(child, info.topic_id)
             self._logs[key] = log
@@ -481,7 +484,8 @@ class LogManager:
         path.mkdir()
         write_partition_metadata(path, info.topic_id)
         fsync_dir(directory)
-        return Log(path, info.name, partition, info.topic_id, config, clock_ms=self.clock_ms)
+        return Log(path, info.name, partition, info.topic_id, config, clock_ms=self.clock_ms,
+                   page_cache=self.page_cache)
 
     def _publish(self, created: dict[tuple[str, int], tuple[Log, Path]]) -> None:
         """Make new logs visible: one replacement of each map, never a change in place."""
@@ -653,6 +657,7 @@ class LogManager:
         self.moves.stop()  # an unfinished copy is removed; no swap starts once `_running` is False
         for flusher in self._flushers.values():
             flusher.close()
+        self.page_cache.close()
         failed: set[Path] = set()
         first_error: Exception | None = None
         failed.update(self.failures.offline)

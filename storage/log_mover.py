@@ -245,7 +245,8 @@ class LogDirMover:
             path.mkdir()
             write_partition_metadata(path, info.topic_id)
             atomic_write(path / FUTURE_OF, os.fsencode(live_name))
-            future = Log(path, move.topic, move.partition, info.topic_id, source.config, clock_ms=manager.clock_ms)
+            future = Log(path, move.topic, move.partition, info.topic_id, source.config, clock_ms=manager.clock_ms,
+                         page_cache=manager.page_cache)
         except OSError as exc:
             manager.failures.report(move.target, exc)
             shutil.rmtree(path, ignore_errors=True)
@@ -393,7 +394,8 @@ class LogDirMover:
                 fsync_dir(target)
                 (live / FUTURE_COMPLETE).unlink(missing_ok=True)
                 moved = Log(live, move.topic, move.partition, source.topic_id, source.config,
-                            recovery_point=end, log_start_offset=start, clean=True, clock_ms=manager.clock_ms)
+                            recovery_point=end, log_start_offset=start, clean=True, clock_ms=manager.clock_ms,
+                            page_cache=manager.page_cache)
             except OSError as exc:  # the future is complete: a restart promotes it; until then, none is served
                 manager.failures.report(target, exc)
                 source.close_moved()

@@ -80,9 +80,10 @@ class Segment:
     """A `.log` file and its `.index` / `.timeindex`, all named by the segment's base offset."""
 
     __slots__ = ("_bytes_since_index", "_file", "_index", "_max_timestamp", "_next_read", "_offset_of_max_timestamp",
-                 "_rolling_timestamp", "_timeindex", "_txn_index", "_used", "active", "base_offset", "closed", "created_ms", "deleted_paths", "dir",
+                 "_rolling_timestamp", "_timeindex", "_txn_index", "_used", "active", "base_offset", "cache_dropped_to",
+                 "closed", "created_ms", "deleted_paths", "dir",
                  "index_interval_bytes", "indexes_rebuilt", "indexes_synced", "log_path", "max_index_bytes",
-                 "next_offset", "roll_jitter_ms", "size", "upper_bound")
+                 "next_offset", "roll_jitter_ms", "size", "synced_size", "upper_bound")
 
     def __init__(self, directory: Path, base_offset: int, *, size: int, next_offset: int, created_ms: int,
                  roll_jitter_ms: int, max_index_bytes: int, index_interval_bytes: int) -> None:
@@ -90,6 +91,11 @@ class Segment:
         self.base_offset = base_offset
         self.log_path = segment_path(directory, base_offset, LOG_SUFFIX)
         self.size = size
+        #: bytes known to be on the disk (what was there when the segment was opened counts as such)
+        self.synced_size = size
+        #: the page-cache budget dropped this file's pages below here (`storage.page_cache`): a read below
+        #: it came from the disk, and drops what it read once it is sent
+        self.cache_dropped_to = 0
         #: one past the last offset in this segment (for a non-last segment: the next one's base offset)
         self.next_offset = next_offset
         #: for a non-last segment, the next segment's base offset: no batch here may reach it
@@ -337,6 +343,8 @@ class Segment:
         removed = self.size - position
         os.ftruncate(self.file.fileno(), position)
         self.size = position
+        self.synced_size = min(self.synced_size, position)
+        self.cache_dropped_to = min(self.cache_dropped_to, position)
         self._rolling_timestamp = None
         if position == 0:
             self.created_ms = now_ms
@@ -345,13 +353,16 @@ class Segment:
         return removed
 
     # -- durability and lifetime -------------------------------------------------------------------
-    def flush(self) -> None:
-        """fdatasync the log; an inactive segment also fsyncs its (final) indexes, once.
+    def flush(self) -> tuple[int, int]:
+        """fdatasync the log; an inactive segment also fsyncs its (final) indexes, once. Returns the byte
+        range this sync made durable (for the page-cache budget).
 
         fdatasync is enough for the log file: it writes the data and the file size (what recovery reads
         back), leaving out only timestamps nothing here reads. A new segment's name is made durable by the
         directory fsync in `Log.flush`; the indexes keep their full fsync (once per segment, not hot)."""
+        size = self.size  # before the sync: only what was written by then is sure to be on the disk
         os.fdatasync(self.file.fileno())
+        start, self.synced_size = self.synced_size, max(self.synced_size, size)
         if self._txn_index is not None:
             self._txn_index.sync()
         if not self.active and not self.indexes_synced:
@@ -359,6 +370,11 @@ class Segment:
                 if index is not None:
                     index.sync()
             self.indexes_synced = True
+        return start, self.synced_size
+
+    def open_file(self) -> io.FileIO | None:
+        """The `.log` file if it is open now (never opens it: for dropping its cached pages)."""
+        return None if self.closed else self._file
 
     def close(self, *, sync: bool = True) -> None:
         """Trim the indexes (the time index gets its final entry, as Kafka does) and close the file."""

@@ -1,0 +1,161 @@
+"""How much of the logs stays in the OS page cache: the newest `log.page.cache.max.bytes` of fsynced data.
+
+Why drop anything: every byte appended to a log lands in a page-cache page, and a page the kernel has to
+find anew costs far more than one it has just freed. On a virtual machine whose free memory is handed back
+to the host (free page reporting, ballooning), a new page faults into the hypervisor to be backed and zeroed
+again; on any machine, once free memory runs out, every new page is one the kernel first reclaims. Writing
+into pages freed a moment ago skips both. Measured on a 2-core VM: 1 GiB of 1 MiB writes, fdatasynced every
+4 MiB, took 3.3 s and 2.3 CPU seconds into fresh pages, and 0.8 s and 0.3 CPU seconds when everything 32 MiB
+behind the last fsync was dropped as it went; a cold read through `sendfile` went 0.53 GB/s into fresh
+pages and 1.39 GB/s when it dropped what it had sent (as fast as reading the same file from the cache).
+
+So the broker keeps a budget: fsynced ranges are counted oldest first across all logs, and once they pass
+the budget the oldest are dropped (`posix_fadvise(DONTNEED)`), leaving the newest in the cache for the
+consumers that follow the log end. A read of data that was dropped (a consumer far behind) asks the disk to
+read ahead of it (`READ_AHEAD`, so its next fetch does not block the event loop on the disk) and is dropped
+again once it has been sent, so catching up recycles a few pages instead of filling memory. Nothing here changes
+what is on disk or what is read: dropping a clean cached page only means the next read of it goes to the
+disk. Data not yet fsynced is never dropped (the kernel would skip dirty pages anyway).
+
+The `posix_fadvise` calls run on one thread of their own (`page-cache`), never on the event loop or a
+flusher: dropping 8 MiB of cached pages takes about half a millisecond. On a filesystem whose pages are its
+storage (tmpfs) the drops do nothing, harmlessly.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import deque
+from typing import IO, Protocol
+
+#: what one drop takes at least (ends aligned to it): the kernel skips a large folio that a range only
+#: partly covers, so small ranges with unaligned ends would leave pages behind for good
+DROP_ALIGN = 2 << 20
+#: queued drops beyond this are forgotten (the cache then only holds more than the budget for a while)
+MAX_QUEUED = 65_536
+#: how far past a read of dropped data the disk is asked to read ahead (`POSIX_FADV_WILLNEED`), so a
+#: consumer catching up finds its next fetch in the cache instead of blocking the event loop on the disk
+READ_AHEAD = 16 << 20
+
+
+class Droppable(Protocol):
+    """A segment as the budget sees it: its open `.log` file (None when closed) and how far it was dropped."""
+
+    cache_dropped_to: int
+
+    def open_file(self) -> IO[bytes] | None: ...
+
+
+class PageCache:
+    """The budget of fsynced log bytes left cached; `max_bytes` < 0: no budget (the OS decides, as in Kafka)."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self._lock = threading.Condition()
+        #: fsynced ranges not dropped yet, oldest first: [segment, start, end]; a segment's next range
+        #: extends its last one when it continues it
+        self._ranges: deque[list] = deque()
+        self._cached = 0
+        #: (advice, file, start, end) waiting for the thread: drops, and read-aheads of dropped data
+        self._advice: deque[tuple[int, IO[bytes], int, int]] = deque()
+        self._closed = False
+        self.dropped_bytes = 0
+        self._thread: threading.Thread | None = None
+
+    @property
+    def enabled(self) -> bool:
+        return self.max_bytes >= 0
+
+    @property
+    def cached_bytes(self) -> int:
+        """fsynced bytes counted as cached (deleted segments' ranges stay counted until their turn)."""
+        return self._cached
+
+    def fsynced(self, segment: Droppable, start: int, end: int) -> None:
+        """`segment`'s bytes [start, end) reached the disk: count them, drop the oldest beyond the budget."""
+        if self.max_bytes < 0 or end <= start:
+            return
+        with self._lock:
+            ranges = self._ranges
+            last = ranges[-1] if ranges else None
+            if last is not None and last[0] is segment and last[2] == start:
+                last[2] = end
+            else:
+                ranges.append([segment, start, end])
+            self._cached += end - start
+            excess = self._cached - self.max_bytes
+            if excess <= 0:
+                return
+            excess = max(excess, DROP_ALIGN)
+            while excess > 0 and ranges:
+                victim, first, stop = ranges[0]
+                cut = stop if stop - first <= excess else max(first + excess - (first + excess) % DROP_ALIGN, first)
+                if cut == first:  # less than one aligned step of this range: leave it for the next round
+                    break
+                if cut == stop:
+                    ranges.popleft()
+                else:
+                    ranges[0][1] = cut
+                self._cached -= cut - first
+                excess -= cut - first
+                victim.cache_dropped_to = max(victim.cache_dropped_to, cut)
+                file = victim.open_file()
+                if file is not None:
+                    self._queue(os.POSIX_FADV_DONTNEED, file, first, cut)
+
+    def sent(self, file: IO[bytes], start: int, end: int) -> None:
+        """A read of [start, end) that had been dropped before was sent: drop it again (from any thread)."""
+        if end > start:
+            with self._lock:
+                self._queue(os.POSIX_FADV_DONTNEED, file, start, end)
+
+    def read_ahead(self, file: IO[bytes], start: int, end: int) -> None:
+        """A read of dropped data ends at `start`: have the disk read on up to `end` meanwhile."""
+        if end > start:
+            with self._lock:
+                self._queue(os.POSIX_FADV_WILLNEED, file, start, end)
+
+    def _queue(self, advice: int, file: IO[bytes], start: int, end: int) -> None:
+        """With the lock held: hand advice to the thread (started on first use)."""
+        if self._closed or len(self._advice) >= MAX_QUEUED:
+            return
+        self._advice.append((advice, file, start, end))
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="page-cache", daemon=True)
+            self._thread.start()
+        self._lock.notify()
+
+    def _run(self) -> None:
+        while True:
+            with self._lock:
+                while not self._advice and not self._closed:
+                    self._lock.wait()
+                if not self._advice:
+                    return
+                advice, file, start, end = self._advice.popleft()
+            try:
+                os.posix_fadvise(file.fileno(), start, end - start, advice)
+            except (OSError, ValueError):  # closed meanwhile (deleted, idle): its pages go with it or stay
+                continue
+            if advice == os.POSIX_FADV_DONTNEED:
+                self.dropped_bytes += end - start
+
+    def forget(self) -> None:
+        """Drop every count (the logs went away, e.g. at shutdown)."""
+        with self._lock:
+            self._ranges.clear()
+            self._cached = 0
+
+    def close(self, timeout: float | None = 5.0) -> None:
+        """Finish the queued drops and stop the thread."""
+        with self._lock:
+            self._closed = True
+            self._lock.notify_all()
+            thread = self._thread
+        if thread is not None:
+            thread.join(timeout)
+
+
+#: the budget of logs made without one (tests, tools): none
+UNLIMITED = PageCache(-1)

@@ -1,0 +1,200 @@
+"""The page-cache budget: what it counts, what it drops, and that the kernel really lets the pages go.
+
+Whether a page is cached is asked of the kernel itself: `preadv2(RWF_NOWAIT)` reads only from the page
+cache and fails with EAGAIN where the data would have to come from the disk. On a filesystem whose pages
+are its storage (tmpfs) nothing can be dropped, and the tests that look at real pages skip.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO
+
+import pytest
+
+from pybroker.protocol.records.batch import iter_batches
+from pybroker.protocol.records.record import decode_records
+from pybroker.storage.log import Log
+from pybroker.storage.page_cache import DROP_ALIGN, READ_AHEAD, PageCache
+from tests.unit.storage.helpers import TOPIC_ID, append, batch, config
+
+MIB = 1 << 20
+
+
+def cached(fd: int, offset: int, length: int = 4096) -> bool:
+    """Is [offset, offset + length) in the page cache? (asks without reading from the disk)"""
+    try:
+        os.preadv(fd, [bytearray(length)], offset, os.RWF_NOWAIT)
+    except BlockingIOError:
+        return False
+    return True
+
+
+def drops_pages(directory: Path) -> bool:
+    """Does this filesystem let fsynced pages go when told to (not tmpfs)?"""
+    path = directory / "probe"
+    with open(path, "wb+", buffering=0) as file:
+        file.write(os.urandom(4 * MIB))
+        os.fsync(file.fileno())
+        os.posix_fadvise(file.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
+        dropped = not cached(file.fileno(), 0)
+    path.unlink()
+    return dropped
+
+
+class Handle:
+    """A segment as the budget sees it."""
+
+    def __init__(self, file: IO[bytes] | None) -> None:
+        self.file = file
+        self.cache_dropped_to = 0
+
+    def open_file(self) -> IO[bytes] | None:
+        return self.file
+
+
+@pytest.fixture
+def file(tmp_path: Path) -> Iterator[IO[bytes]]:
+    if not drops_pages(tmp_path):
+        pytest.skip("this filesystem keeps its pages (tmpfs): nothing can be dropped")
+    with open(tmp_path / "segment.log", "wb+", buffering=0) as handle:
+        yield handle
+
+
+def write_synced(file: IO[bytes], size: int) -> int:
+    """Append `size` bytes and fsync them; returns the file's new size."""
+    file.write(os.urandom(size))
+    os.fdatasync(file.fileno())
+    return os.fstat(file.fileno()).st_size
+
+
+# -- counting ----------------------------------------------------------------------------------------
+def test_no_budget_counts_and_drops_nothing() -> None:
+    cache = PageCache(-1)
+    segment = Handle(None)
+    cache.fsynced(segment, 0, 100 * MIB)  # type: ignore[arg-type]
+    assert not cache.enabled and cache.cached_bytes == 0 and segment.cache_dropped_to == 0
+
+
+def test_ranges_that_continue_each_other_are_one_and_the_oldest_go_first() -> None:
+    cache = PageCache(8 * MIB)
+    first, second = Handle(None), Handle(None)
+    for start in range(0, 6 * MIB, MIB):
+        cache.fsynced(first, start, start + MIB)  # type: ignore[arg-type]
+    cache.fsynced(second, 0, 4 * MIB)  # type: ignore[arg-type]
+    assert cache.cached_bytes == 8 * MIB + 2 * MIB - DROP_ALIGN  # 2 MiB over: one aligned step of the oldest
+    assert first.cache_dropped_to == DROP_ALIGN and second.cache_dropped_to == 0
+    cache.fsynced(second, 4 * MIB, 20 * MIB)  # type: ignore[arg-type]
+    assert first.cache_dropped_to == 6 * MIB  # wholly gone, then the second's oldest
+    assert second.cache_dropped_to % DROP_ALIGN == 0 and second.cache_dropped_to > 0
+    assert cache.cached_bytes <= 8 * MIB
+
+
+def test_a_drop_never_ends_inside_a_large_folio() -> None:
+    """Drops end on `DROP_ALIGN` boundaries (or at a range's end): a folio split between two drops would
+    be skipped by both and stay cached for good."""
+    cache = PageCache(4 * MIB)
+    segment = Handle(None)
+    ends = []
+    for start in range(0, 64 * MIB, 300_000):
+        cache.fsynced(segment, start, start + 300_000)  # type: ignore[arg-type]
+        ends.append(segment.cache_dropped_to)
+    assert all(end % DROP_ALIGN == 0 for end in ends) and ends[-1] >= 56 * MIB
+
+
+# -- real pages ----------------------------------------------------------------------------------------
+def test_the_oldest_fsynced_data_leaves_the_cache_and_the_newest_stays(file: IO[bytes]) -> None:
+    cache = PageCache(8 * MIB)
+    segment = Handle(file)
+    start = 0
+    for _ in range(12):
+        end = write_synced(file, 2 * MIB)
+        cache.fsynced(segment, start, end)  # type: ignore[arg-type]
+        start = end
+    cache.close()  # the drops are done
+    fd = file.fileno()
+    assert segment.cache_dropped_to >= 14 * MIB
+    assert not any(cached(fd, offset) for offset in range(0, segment.cache_dropped_to, MIB))
+    assert all(cached(fd, offset) for offset in range(segment.cache_dropped_to, 24 * MIB, MIB))
+    assert cache.dropped_bytes == segment.cache_dropped_to
+
+
+def test_a_sent_region_of_dropped_data_is_dropped_again_and_the_disk_reads_ahead(file: IO[bytes]) -> None:
+    cache = PageCache(0)
+    end = write_synced(file, 40 * MIB)
+    os.posix_fadvise(file.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
+    assert not cached(file.fileno(), 0)
+    os.pread(file.fileno(), MIB, 0)  # a read from the disk brings it back
+    assert cached(file.fileno(), 0)
+    cache.sent(file, 0, MIB)
+    cache.read_ahead(file, MIB, min(MIB + READ_AHEAD, end))
+    cache.close()
+    assert not cached(file.fileno(), 0)
+    deadline = time.monotonic() + 10  # the read-ahead was only started: the disk finishes it meanwhile
+    while not all(cached(file.fileno(), offset) for offset in (MIB, MIB + READ_AHEAD - 4096)):
+        assert time.monotonic() < deadline, "the disk never read ahead"
+        time.sleep(0.01)
+
+
+def test_a_closed_file_is_passed_over(file: IO[bytes], tmp_path: Path) -> None:
+    cache = PageCache(0)
+    with open(tmp_path / "gone.log", "wb+", buffering=0) as gone:
+        gone.write(b"x" * MIB)
+    cache.sent(gone, 0, MIB)  # closed before the thread got to it: no error, nothing counted
+    cache.close()
+    assert cache.dropped_bytes == 0
+
+
+# -- through a log -------------------------------------------------------------------------------------
+def test_a_log_drops_what_passed_the_budget_and_reads_of_it_are_dropped_after_sending(tmp_path: Path) -> None:
+    if not drops_pages(tmp_path):
+        pytest.skip("this filesystem keeps its pages (tmpfs): nothing can be dropped")
+    cache = PageCache(4 * MIB)
+    log = Log(tmp_path / "t-0", "t", 0, TOPIC_ID, config(segment_bytes=16 * MIB), page_cache=cache)
+    value = os.urandom(100_000)
+    for _ in range(300):  # ~30 MB over two segments, fsynced as it goes
+        append(log, batch(1, value=value))
+        log.flush()
+    cache.close()
+    first = log.segments[0]
+    assert first.cache_dropped_to > 0
+    assert not cached(first.file.fileno(), 0)
+    last = log.segments[-1]
+    assert cached(last.file.fileno(), last.size - 4096)  # the newest stay
+    log.page_cache = reader = PageCache(4 * MIB)  # a fresh one, to see its drops done
+    region = log.read(0, MIB).region  # a consumer far behind: from the disk
+    assert region is not None
+    fd = region.file.fileno()
+    assert len(region.read_bytes()) == region.length  # pread, as the TLS writer does
+    assert cached(fd, 0)
+    region.sent()
+    reader.close()
+    assert not cached(fd, 0)  # dropped again once sent
+    assert cached(fd, region.length)  # and the disk read on ahead of the consumer
+    log.close()
+
+
+def test_a_budget_keeps_every_record_readable(tmp_path: Path) -> None:
+    """Dropping pages never changes what is read: everything appended reads back the same."""
+    cache = PageCache(0)  # drop everything fsynced
+    log = Log(tmp_path / "t-0", "t", 0, TOPIC_ID, config(segment_bytes=4 * MIB), page_cache=cache)
+    values = [os.urandom(50_000) for _ in range(200)]
+    for value in values:
+        append(log, batch(1, value=value))
+        log.flush()
+    got = []
+    offset = 0
+    while offset < log.log_end_offset:
+        region = log.read(offset, MIB).region
+        assert region is not None
+        raw = region.read_bytes()
+        region.sent()
+        for position, header in iter_batches(raw):
+            got.extend(record.value for record in decode_records(raw, position, header))
+            offset = header.last_offset + 1
+    cache.close()
+    log.close()
+    assert got == [value + b"0" for value in values]  # (the helper numbers each record's value)
