@@ -50,14 +50,16 @@ def sendfile_possible(transport: asyncio.BaseTransport) -> bool:
 
 
 class _Region:
-    """What is left to send of a file region: its file object stays referenced until then."""
+    """What is left to send of a file region: its file object stays referenced until then. `sent` is the
+    region's own `sent()` (the page-cache budget's drop-behind), called once all of it went."""
 
-    __slots__ = ("file", "left", "position")
+    __slots__ = ("file", "left", "position", "sent")
 
-    def __init__(self, file: Any, position: int, left: int) -> None:
+    def __init__(self, file: Any, position: int, left: int, sent: Callable[[], None] | None) -> None:
         self.file = file
         self.position = position
         self.left = left
+        self.sent = sent
 
 
 class SendQueue:
@@ -105,7 +107,7 @@ class SendQueue:
             else:
                 size = len(chunk)
                 if size:
-                    queue.append(_Region(chunk.file, chunk.position, size))
+                    queue.append(_Region(chunk.file, chunk.position, size, getattr(chunk, "sent", None)))
                     self._queued += size
         if not self._waiting:
             self._send()
@@ -188,7 +190,7 @@ class SendQueue:
                 if exc.errno not in _NO_SENDFILE:
                     raise
                 self._copy_region(region, file_fd)  # a file sendfile cannot splice: bytes like any other
-                return True
+                break
             if sent == 0:  # the file ends before the region does (truncated under us)
                 raise OSError(errno.EIO, "segment file shorter than the region being sent")
             region.position += sent
@@ -196,6 +198,8 @@ class SendQueue:
             self._queued -= sent
             self.sendfile_bytes += sent
             SENDFILE.inc(sent)
+        if region.sent is not None:
+            region.sent()
         return True
 
     def _copy_region(self, region: _Region, file_fd: int) -> None:
@@ -260,6 +264,9 @@ class CopyingWriter:
                 parts.append(chunk)
                 continue
             data = os.pread(chunk.file.fileno(), len(chunk), chunk.position)
+            sent = getattr(chunk, "sent", None)
+            if sent is not None:  # read: its pages may go (the transport holds the bytes now)
+                sent()
             self.copied_bytes += len(data)
             COPIED.inc(len(data))
             parts.append(data)

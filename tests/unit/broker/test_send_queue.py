@@ -18,6 +18,7 @@ import pytest
 from pybroker.broker import writer as writer_module
 from pybroker.broker.writer import SendQueue
 from pybroker.storage.log import FileRegion
+from pybroker.storage.page_cache import PageCache
 
 BUFFER = 16 * 1024
 
@@ -233,4 +234,26 @@ async def test_a_segment_deleted_mid_send_is_still_sent_whole(pair: Any, tmp_pat
         path.unlink()
         assert await read_all(peer, 600_002) == b"[" + content + b"]"
         assert events.errors == [] and queue.sendfile_bytes == 600_000
+        queue.close()
+
+
+async def test_a_region_of_dropped_data_is_dropped_from_the_cache_once_wholly_sent(pair: Any, tmp_path: Path) -> None:
+    """A consumer far behind the page-cache budget: what it was sent is let go again (`storage.page_cache`)."""
+    path = tmp_path / "old.log"
+    content = os.urandom(800_000)
+    path.write_bytes(content)
+    with open(path, "rb", buffering=0) as file:
+        os.fsync(file.fileno())
+        cache = PageCache(0)
+        region = FileRegion(file, 0, 800_000)
+        region.drop_after_send(cache, 800_000)
+        ours, peer = pair
+        events = Events()
+        queue = make_queue(ours, events)
+        queue.write([region])
+        assert queue.size > 0  # not all of it yet: nothing dropped
+        assert cache.dropped_bytes == 0
+        assert await read_all(peer, 800_000) == content
+        cache.close()  # its queued drops are done
+        assert cache.dropped_bytes == 800_000
         queue.close()
