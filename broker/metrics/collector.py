@@ -59,6 +59,10 @@ class BrokerCollector(Collector):
         yield GaugeMetricFamily("pybroker_log_size_bytes", "Bytes of a partition's segments on disk.",
                                 labels=["topic", "partition", "log_dir"])
         yield GaugeMetricFamily("pybroker_log_dirs", "Configured log directories.")
+        yield GaugeMetricFamily("pybroker_page_cache_log_bytes",
+                                "fsynced log bytes the page-cache budget counts as cached (log.page.cache.max.bytes).")
+        yield CounterMetricFamily("pybroker_page_cache_dropped_bytes",
+                                  "Log bytes dropped from the page cache: past the budget, or read again and sent.")
         yield GaugeMetricFamily("pybroker_log_dirs_offline", "Log directories taken offline by an I/O error.")
         yield GaugeMetricFamily("pybroker_log_dir_free_bytes",
                                 "Bytes free for the broker on a log directory's file system.", labels=["log_dir"])
@@ -114,6 +118,8 @@ class BrokerCollector(Collector):
             families["pybroker_log_size_bytes"].add_metric(
                 [*labels, str(directory) if directory else ""], sum(s.size for s in segments))
         families["pybroker_log_dirs"].add_metric([], len(logs.dirs))
+        families["pybroker_page_cache_log_bytes"].add_metric([], logs.page_cache.cached_bytes)
+        families["pybroker_page_cache_dropped_bytes"].add_metric([], logs.page_cache.dropped_bytes)
         families["pybroker_log_dirs_offline"].add_metric([], len(logs.offline_dirs))
         for directory in logs.dirs:
             label = [str(directory)]
