@@ -20,6 +20,9 @@ import threading
 import time
 from pathlib import Path
 
+from pybroker.config.definitions import BROKER
+from pybroker.storage.page_cache import PageCache
+
 MEMINFO = Path("/proc/meminfo")
 #: Dirty + Writeback below this counts as settled (a few hundred ms of the disk's sustained rate)
 SETTLED_BYTES = 64 * 2**20
@@ -59,15 +62,31 @@ def settle_disk(threshold: int = SETTLED_BYTES, timeout_s: float = SETTLE_TIMEOU
         time.sleep(_POLL_S)
 
 
+class _Synced:
+    """A ceiling file as pybroker's page-cache budget sees a segment (`storage.page_cache.Droppable`)."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.cache_dropped_to = 0
+
+    def open_file(self) -> _Synced:
+        return self
+
+    def fileno(self) -> int:
+        return self.fd
+
+
 def write_bandwidth(directory: Path, seconds: float = 2.0, files: int = 1, chunk: int | None = None,
-                    unsynced_cap: int = 256 * 2**20) -> float:
+                    unsynced_cap: int = 256 * 2**20, cache_bytes: int | None = None) -> float:
     """MB/s (10^6) made durable in `files` temporary files in `directory` in about `seconds`, the way
     pybroker's log and flusher work: one thread appends `chunk`-sized writes to the files in turn (a
     request's batch per partition: 1 MiB over the partitions, at least 64 KiB), while `SYNC_THREADS` threads
     `fdatasync` the files over and over, each sync covering whatever was appended since the last one (group
     commit). The appender stops `unsynced_cap` bytes ahead of what is synced (the producers' queues bound
-    pybroker the same way); the clock stops once the last byte is synced. The files are deleted and the
-    disk settled after. NaN where the directory cannot be written.
+    pybroker the same way); the clock stops once the last byte is synced. What is synced is counted by
+    pybroker's own page-cache budget (`log.page.cache.max.bytes`, its default unless `cache_bytes`), which
+    drops the oldest from the page cache as pybroker does. The files are deleted and the disk settled
+    after. NaN where the directory cannot be written.
 
     With `files` = a phase's partition count it is that phase's disk-only ceiling: the same writes and
     fsyncs with no broker, no network and no client, so a produce figure near it is the disk's limit."""
@@ -79,6 +98,8 @@ def write_bandwidth(directory: Path, seconds: float = 2.0, files: int = 1, chunk
     synced = [0] * files
     totals = {"written": 0, "synced": 0, "stop": False}
     cond = threading.Condition()  # appends wake the syncers, syncs wake an appender held at the cap
+    cache = PageCache(int(BROKER["log.page.cache.max.bytes"].default) if cache_bytes is None else cache_bytes)
+    handles: list[_Synced] = []
 
     def syncer(mine: list[int]) -> None:
         while True:
@@ -91,6 +112,7 @@ def write_bandwidth(directory: Path, seconds: float = 2.0, files: int = 1, chunk
                 target = written[index]
                 if target > synced[index]:
                     os.fdatasync(fds[index])
+                    cache.fsynced(handles[index], synced[index], target)
                     with cond:
                         totals["synced"] += target - synced[index]
                         synced[index] = target
@@ -105,6 +127,8 @@ def write_bandwidth(directory: Path, seconds: float = 2.0, files: int = 1, chunk
         with contextlib.ExitStack() as stack:
             fds = [stack.enter_context(tempfile.NamedTemporaryFile(dir=directory, prefix="disk-ceiling-")).fileno()
                    for _ in range(files)]
+            handles.extend(_Synced(fd) for fd in fds)
+            stack.callback(cache.close)
             threads = [threading.Thread(target=syncer, args=(list(range(t, files, SYNC_THREADS)),), daemon=True)
                        for t in range(min(SYNC_THREADS, files))]
             started = time.monotonic()

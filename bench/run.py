@@ -97,8 +97,8 @@ def default_processes() -> int:
     return max(2, os.cpu_count() or 2)
 
 
-def start_brokers(names: list[str], workdir: Path) -> tuple[dict[str, BrokerProcess],
-                                                         dict[str, Callable[[], BrokerProcess]]]:
+def start_brokers(names: list[str], workdir: Path, pybroker_config: dict[str, str] | None = None) -> tuple[
+        dict[str, BrokerProcess], dict[str, Callable[[], BrokerProcess]]]:
     """Every target up at once (each idles while another is measured); one that cannot start is left out.
     Also how to make a fresh Tansu (its memory:// storage keeps deleted topics' data)."""
     brokers: dict[str, BrokerProcess] = {}
@@ -117,7 +117,8 @@ def start_brokers(names: list[str], workdir: Path) -> tuple[dict[str, BrokerProc
             broker = NullBrokerProcess(workdir / "null")
         else:
             # Kafka's 3 s initial rebalance delay batches joins of many members; a lone consumer should not wait
-            broker = MetricsBrokerProcess(workdir / "pybroker", {"group.initial.rebalance.delay.ms": "0"})
+            broker = MetricsBrokerProcess(workdir / "pybroker", {"group.initial.rebalance.delay.ms": "0",
+                                                                 **(pybroker_config or {})})
         print(f"starting {name} ({STORAGE[name]}) ...", flush=True)
         try:
             broker.start()
@@ -172,7 +173,8 @@ def settings_of(args: argparse.Namespace) -> dict[str, Any]:
             "producer": PRODUCER_SETTINGS, "consumer": {k: v for k, v in CONSUMER_SETTINGS.items() if k != "group.id"},
             "latency": {"rate": args.latency_rate, "seconds": args.latency_seconds, "size": 100,
                         "linger.ms": LATENCY_PRODUCER_SETTINGS["linger.ms"]},
-            "load_average_start": list(os.getloadavg()), "quick": args.quick}
+            "load_average_start": list(os.getloadavg()), "quick": args.quick,
+            "pybroker_config": dict(kv.split("=", 1) for kv in args.pybroker_config)}
 
 
 def print_settings(settings: dict[str, Any]) -> None:
@@ -181,8 +183,12 @@ def print_settings(settings: dict[str, Any]) -> None:
           f"{load[2]:.2f}; clients and brokers share it; Python {platform.python_version()}")
     disk = ", ".join(f"{n}p {'-' if v != v else f'{v:,.0f}'}" for n, v in settings["disk_ceiling_mb_per_s"].items())
     print(f"disk ceiling, MB/s: {disk} (the disk alone, written and fsynced for a produce phase's seconds the way "
-          "pybroker writes its logs: appends over one file per partition, 8 threads fsyncing them as they grow)")
+          "pybroker writes its logs: appends over one file per partition, 8 threads fsyncing them as they grow, the "
+          "page cache held to pybroker's budget)")
     print(f"client: {settings['client']}, {settings['processes']} processes, each its share of a phase's records")
+    if settings["pybroker_config"]:
+        print("pybroker settings (not its defaults): "
+              + ", ".join(f"{k}={v}" for k, v in settings["pybroker_config"].items()))
     print(f"record sizes: {', '.join(f'{s} B' for s in settings['sizes'])}, no keys; partitions: "
           f"{', '.join(map(str, settings['partitions']))}; produce {settings['produce_seconds']:g} s per phase, "
           f"then consume all of it; repetitions: {settings['repeats']}")
@@ -212,6 +218,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--phase-timeout", type=float, default=120.0, help="seconds a phase may take")
     parser.add_argument("--skip-memory", action="store_true", help="skip the big-frame memory attack")
     parser.add_argument("--skip-validation", action="store_true", help="skip the validation cost table")
+    parser.add_argument("--pybroker-config", action="append", default=[], metavar="KEY=VALUE",
+                        help="a broker setting for pybroker (repeatable; the defaults are what is measured)")
     parser.add_argument("--skip-load", action="store_true", help="the in-process tables only")
     parser.add_argument("--skip-tls", action="store_true", help="skip the TLS vs PLAINTEXT phase")
     parser.add_argument("--skip-txn", action="store_true", help="skip the transactional produce phase")
@@ -286,7 +294,7 @@ def main(argv: list[str] | None = None) -> int:
     fleet = Fleet(args.processes)
     try:
         with workdir as tmp:
-            brokers, fresh = start_brokers(names, Path(tmp))
+            brokers, fresh = start_brokers(names, Path(tmp), settings["pybroker_config"])
             try:
                 cells = run_grid(fleet, brokers, fresh, args.sizes, args.counts, args.seconds, args.repeats,
                                  args.phase_timeout)
