@@ -483,8 +483,8 @@ class Log:
             dropped_to = segment.cache_dropped_to
             if position < dropped_to:  # from the disk, past the budget: read on ahead, dropped again once sent
                 region.drop_after_send(self.page_cache, min(position + length, dropped_to))
-                self.page_cache.read_ahead(region.file, position + length,
-                                           min(position + length + READ_AHEAD, dropped_to))
+                ahead = min(READ_AHEAD, 2 * length)  # bounded by what is sent: no fetch reads the disk 1,000x
+                self.page_cache.read_ahead(region.file, position + length, min(position + length + ahead, dropped_to))
             return ReadResult(region, upper)
         return NOTHING_TO_READ
 

@@ -35,7 +35,9 @@ DROP_ALIGN = 2 << 20
 #: queued drops beyond this are forgotten (the cache then only holds more than the budget for a while)
 MAX_QUEUED = 65_536
 #: how far past a read of dropped data the disk is asked to read ahead (`POSIX_FADV_WILLNEED`), so a
-#: consumer catching up finds its next fetch in the cache instead of blocking the event loop on the disk
+#: consumer catching up finds its next fetch in the cache instead of blocking the event loop on the disk;
+#: never more than twice the read itself, so a fetch of many tiny regions cannot make the disk read 16 MiB
+#: for each (what a fetch makes the disk read stays within 3x what it is sent)
 READ_AHEAD = 16 << 20
 
 

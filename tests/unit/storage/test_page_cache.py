@@ -198,3 +198,34 @@ def test_a_budget_keeps_every_record_readable(tmp_path: Path) -> None:
     cache.close()
     log.close()
     assert got == [value + b"0" for value in values]  # (the helper numbers each record's value)
+
+
+class RecordingCache(PageCache):
+    """A budget that notes the read-aheads it is asked for."""
+
+    def __init__(self, max_bytes: int) -> None:
+        super().__init__(max_bytes)
+        self.asked: list[tuple[int, int]] = []
+
+    def read_ahead(self, file: IO[bytes], start: int, end: int) -> None:
+        self.asked.append((start, end))
+        super().read_ahead(file, start, end)
+
+
+def test_a_fetch_of_tiny_regions_cannot_make_the_disk_read_much_more_than_it_sends(tmp_path: Path) -> None:
+    """The attack: a fetch naming many partitions far behind, each for a tiny amount (one small batch),
+    to make the broker read ahead 16 MiB for each. The read-ahead is at most twice the region."""
+    cache = RecordingCache(0)
+    log = Log(tmp_path / "t-0", "t", 0, TOPIC_ID, config(), page_cache=cache)
+    for _ in range(2_000):
+        append(log, batch(1, value=b"x" * 100))
+    log.flush()
+    for offset in range(0, 2_000, 100):
+        region = log.read(offset, 1, min_one_batch=True).region
+        assert region is not None
+        start, end = cache.asked[-1]
+        assert start == region.position + region.length and end - start <= 2 * region.length
+    big = log.read(0, 8 << 20).region
+    assert big is not None and cache.asked[-1][1] - cache.asked[-1][0] <= min(READ_AHEAD, 2 * big.length)
+    cache.close()
+    log.close()
