@@ -34,11 +34,17 @@ from typing import IO, Protocol
 DROP_ALIGN = 2 << 20
 #: queued drops beyond this are forgotten (the cache then only holds more than the budget for a while)
 MAX_QUEUED = 65_536
+#: fsynced ranges counted at most: a client writing tiny acks=all batches over many partitions makes one
+#: range per fsync, and without a cap 1 GiB of 100 B ranges would cost the broker a gigabyte of bookkeeping;
+#: past it the oldest range is dropped early (the cache holds less than the budget, never more)
+MAX_RANGES = 65_536
 #: how far past a read of dropped data the disk is asked to read ahead (`POSIX_FADV_WILLNEED`), so a
-#: consumer catching up finds its next fetch in the cache instead of blocking the event loop on the disk;
-#: never more than twice the read itself, so a fetch of many tiny regions cannot make the disk read 16 MiB
-#: for each (what a fetch makes the disk read stays within 3x what it is sent)
+#: consumer catching up finds its next fetch in the cache instead of blocking the event loop on the disk
 READ_AHEAD = 16 << 20
+#: ... but never more than this many times the read itself, so a fetch of many tiny regions cannot make
+#: the disk read 16 MiB for each: what a fetch makes the disk read stays within 9x what it is sent, while
+#: a consumer's usual 1 MiB fetches keep 8 of them in flight ahead of it
+READ_AHEAD_FACTOR = 8
 
 
 class Droppable(Protocol):
@@ -70,6 +76,11 @@ class PageCache:
         return self.max_bytes >= 0
 
     @property
+    def ranges_held(self) -> int:
+        """fsynced ranges counted now (at most `MAX_RANGES`)."""
+        return len(self._ranges)
+
+    @property
     def cached_bytes(self) -> int:
         """fsynced bytes counted as cached (deleted segments' ranges stay counted until their turn)."""
         return self._cached
@@ -87,12 +98,14 @@ class PageCache:
                 ranges.append([segment, start, end])
             self._cached += end - start
             excess = self._cached - self.max_bytes
-            if excess <= 0:
+            if excess <= 0 and len(ranges) <= MAX_RANGES:
                 return
-            excess = max(excess, DROP_ALIGN)
-            while excess > 0 and ranges:
+            if excess > 0:
+                excess = max(excess, DROP_ALIGN)
+            while ranges and (excess > 0 or len(ranges) > MAX_RANGES):
                 victim, first, stop = ranges[0]
-                cut = stop if stop - first <= excess else max(first + excess - (first + excess) % DROP_ALIGN, first)
+                cut = stop if stop - first <= excess or excess <= 0 else \
+                    max(first + excess - (first + excess) % DROP_ALIGN, first)
                 if cut == first:  # less than one aligned step of this range: leave it for the next round
                     break
                 if cut == stop:

@@ -18,7 +18,7 @@ import pytest
 from pybroker.protocol.records.batch import iter_batches
 from pybroker.protocol.records.record import decode_records
 from pybroker.storage.log import Log
-from pybroker.storage.page_cache import DROP_ALIGN, READ_AHEAD, PageCache
+from pybroker.storage.page_cache import DROP_ALIGN, MAX_RANGES, READ_AHEAD, READ_AHEAD_FACTOR, PageCache
 from tests.unit.storage.helpers import TOPIC_ID, append, batch, config
 
 MIB = 1 << 20
@@ -103,6 +103,21 @@ def test_a_drop_never_ends_inside_a_large_folio() -> None:
         cache.fsynced(segment, start, start + 300_000)  # type: ignore[arg-type]
         ends.append(segment.cache_dropped_to)
     assert all(end % DROP_ALIGN == 0 for end in ends) and ends[-1] >= 56 * MIB
+
+
+def test_tiny_ranges_over_many_segments_cannot_grow_the_bookkeeping_without_bound() -> None:
+    """The attack: acks=all batches of a few bytes spread over many partitions, one fsynced range each
+    (they never continue one another). The count stays at `MAX_RANGES`; the oldest go early."""
+    cache = PageCache(1 << 40)
+    segments = [Handle(None) for _ in range(64)]
+    offsets = [0] * 64
+    for i in range(MAX_RANGES + 5_000):
+        k = i % 64
+        cache.fsynced(segments[k], offsets[k], offsets[k] + 100)  # type: ignore[arg-type]
+        offsets[k] += 100
+    assert cache.ranges_held == MAX_RANGES
+    assert cache.cached_bytes == MAX_RANGES * 100
+    assert all(segment.cache_dropped_to > 0 for segment in segments)  # the oldest of each went
 
 
 # -- real pages ----------------------------------------------------------------------------------------
@@ -214,7 +229,7 @@ class RecordingCache(PageCache):
 
 def test_a_fetch_of_tiny_regions_cannot_make_the_disk_read_much_more_than_it_sends(tmp_path: Path) -> None:
     """The attack: a fetch naming many partitions far behind, each for a tiny amount (one small batch),
-    to make the broker read ahead 16 MiB for each. The read-ahead is at most twice the region."""
+    to make the broker read ahead 16 MiB for each. The read-ahead is at most `READ_AHEAD_FACTOR` regions."""
     cache = RecordingCache(0)
     log = Log(tmp_path / "t-0", "t", 0, TOPIC_ID, config(), page_cache=cache)
     for _ in range(2_000):
@@ -224,8 +239,9 @@ def test_a_fetch_of_tiny_regions_cannot_make_the_disk_read_much_more_than_it_sen
         region = log.read(offset, 1, min_one_batch=True).region
         assert region is not None
         start, end = cache.asked[-1]
-        assert start == region.position + region.length and end - start <= 2 * region.length
+        assert start == region.position + region.length
+        assert 0 < end - start <= READ_AHEAD_FACTOR * region.length
     big = log.read(0, 8 << 20).region
-    assert big is not None and cache.asked[-1][1] - cache.asked[-1][0] <= min(READ_AHEAD, 2 * big.length)
+    assert big is not None and cache.asked[-1][1] - cache.asked[-1][0] <= READ_AHEAD
     cache.close()
     log.close()
