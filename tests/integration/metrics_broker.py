@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from tests.integration.brokers import BrokerProcess, free_port
 
@@ -33,3 +37,18 @@ class MetricsBrokerProcess(BrokerProcess):
         """The broker's stdout as parsed JSON objects (with `--log-format json`); raises on a non-JSON line."""
         lines = self.log_path.read_text().splitlines()
         return [json.loads(line) for line in lines if not line.startswith("=== start #")]
+
+
+@contextlib.contextmanager
+def running_pybroker(workdir: Path, broker_target: str, overrides: dict[str, str], *,
+                     why: str) -> Iterator[MetricsBrokerProcess]:
+    """A started `MetricsBrokerProcess`, closed after; skips the test when the suite targets another
+    broker (`why`: what only pybroker has, e.g. its own metric or setting)."""
+    if broker_target != "pybroker":
+        pytest.skip(why)
+    proc = MetricsBrokerProcess(workdir, overrides)
+    try:
+        proc.start()
+        yield proc
+    finally:
+        proc.close()

@@ -19,7 +19,7 @@ from pybroker.protocol.messages.api_versions import ApiVersionsRequest
 from pybroker.protocol.messages.fetch import FetchPartition, FetchRequest, FetchTopic
 from tests.integration.clients import ck_flush, ck_producer, ck_read
 from tests.integration.hostile import RawClient, rss_bytes
-from tests.integration.metrics_broker import MetricsBrokerProcess
+from tests.integration.metrics_broker import MetricsBrokerProcess, running_pybroker
 
 pytestmark = [pytest.mark.integration]
 
@@ -30,13 +30,9 @@ PARTITIONS = 2
 
 @pytest.fixture
 def metrics_broker(tmp_path: Path, broker_target: str) -> Iterator[MetricsBrokerProcess]:
-    if broker_target != "pybroker":
-        pytest.skip("pybroker's own metric")
-    proc = MetricsBrokerProcess(tmp_path / "broker", {"num.partitions": str(PARTITIONS)})
-    try:
-        yield proc.start()
-    finally:
-        proc.close()
+    with running_pybroker(tmp_path / "broker", broker_target, {"num.partitions": str(PARTITIONS)},
+                          why="pybroker's own metric") as broker:
+        yield broker
 
 
 def _fetch_bytes(broker: MetricsBrokerProcess) -> dict[str, float]:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration.clients import kp_producer, kp_read
-from tests.integration.metrics_broker import MetricsBrokerProcess
+from tests.integration.metrics_broker import MetricsBrokerProcess, running_pybroker
 
 pytestmark = [pytest.mark.integration]
 
@@ -25,15 +25,10 @@ PARTITIONS = 2
 
 @pytest.fixture
 def small_cache_broker(tmp_path: Path, broker_target: str) -> Iterator[MetricsBrokerProcess]:
-    if broker_target != "pybroker":
-        pytest.skip("pybroker's own setting")
-    proc = MetricsBrokerProcess(tmp_path / "broker", {"num.partitions": str(PARTITIONS),
-                                                      "log.page.cache.max.bytes": str(2 << 20),
-                                                      "log.segment.bytes": str(8 << 20)})
-    try:
-        yield proc.start()
-    finally:
-        proc.close()
+    settings = {"num.partitions": str(PARTITIONS), "log.page.cache.max.bytes": str(2 << 20),
+                "log.segment.bytes": str(8 << 20)}
+    with running_pybroker(tmp_path / "broker", broker_target, settings, why="pybroker's own setting") as broker:
+        yield broker
 
 
 def _metric(broker: MetricsBrokerProcess, name: str) -> float:
