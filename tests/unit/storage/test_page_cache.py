@@ -11,9 +11,11 @@ import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, cast
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pybroker.protocol.records.batch import iter_batches
 from pybroker.protocol.records.record import decode_records
@@ -245,3 +247,36 @@ def test_a_fetch_of_tiny_regions_cannot_make_the_disk_read_much_more_than_it_sen
     assert big is not None and cache.asked[-1][1] - cache.asked[-1][0] <= READ_AHEAD
     cache.close()
     log.close()
+
+
+class DropLog(PageCache):
+    """A budget that notes the drops it hands its thread (and hands none: no real files here)."""
+
+    def __init__(self, max_bytes: int) -> None:
+        super().__init__(max_bytes)
+        self.drops: list[tuple[object, int, int]] = []
+
+    def _queue(self, advice: int, file: IO[bytes], start: int, end: int) -> None:
+        self.drops.append((file, start, end))
+
+
+@settings(max_examples=200, deadline=None)
+@given(budget=st.integers(0, 64 * MIB),
+       writes=st.lists(st.tuples(st.integers(0, 3), st.integers(1, 6 * MIB)), min_size=1, max_size=80))
+def test_the_budget_drops_only_fsynced_bytes_oldest_first_and_keeps_to_its_size(
+        budget: int, writes: list[tuple[int, int]]) -> None:
+    cache = DropLog(budget)
+    segments = [Handle(cast(IO[bytes], object())) for _ in range(4)]
+    ends = [0] * 4
+    dropped = [0] * 4  # per segment: drops are contiguous from 0 (oldest first) and never overlap
+    for index, size in writes:
+        cache.fsynced(segments[index], ends[index], ends[index] + size)  # type: ignore[arg-type]
+        ends[index] += size
+        assert cache.cached_bytes <= budget + DROP_ALIGN  # at most one aligned step left over
+        for file, start, end in cache.drops:
+            k = next(i for i, segment in enumerate(segments) if segment.file is file)
+            assert start == dropped[k] and start < end <= ends[k]  # the next oldest, fsynced bytes only
+            dropped[k] = end
+        cache.drops.clear()
+        assert all(segment.cache_dropped_to == dropped[i] for i, segment in enumerate(segments))
+    assert cache.cached_bytes == sum(ends) - sum(dropped)  # every byte is counted or dropped, once
