@@ -45,7 +45,7 @@ from pybroker.storage.files import fsync_dir
 from pybroker.storage.flush_timing import report_flush
 from pybroker.storage.log_config import LogConfig
 from pybroker.storage.log_loader import LoadStats, load_segments
-from pybroker.storage.page_cache import READ_AHEAD, READ_AHEAD_FACTOR, UNLIMITED, PageCache
+from pybroker.storage.page_cache import UNLIMITED, PageCache
 from pybroker.storage.producer_state import CompletedTxn, ProducerStateManager
 from pybroker.storage.retention import KEEP, RetentionRules, Verdict, deletable_prefix
 from pybroker.storage.segment import Segment
@@ -480,11 +480,7 @@ class Log:
                 if upper < 0:
                     upper = segments[i + 1].base_offset if i + 1 < len(segments) else end
             region = FileRegion(segment.file, position, length)
-            dropped_to = segment.cache_dropped_to
-            if position < dropped_to:  # from the disk, past the budget: read on ahead, dropped again once sent
-                region.drop_after_send(self.page_cache, min(position + length, dropped_to))
-                ahead = min(READ_AHEAD, READ_AHEAD_FACTOR * length)  # bounded by what is sent
-                self.page_cache.read_ahead(region.file, position + length, min(position + length + ahead, dropped_to))
+            self.page_cache.reading(segment, region)
             return ReadResult(region, upper)
         return NOTHING_TO_READ
 

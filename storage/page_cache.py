@@ -27,7 +27,10 @@ from __future__ import annotations
 import os
 import threading
 from collections import deque
-from typing import IO, Protocol
+from typing import IO, TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from pybroker.storage.file_region import FileRegion
 
 #: what one drop takes at least (ends aligned to it): the kernel skips a large folio that a range only
 #: partly covers, so small ranges with unaligned ends would leave pages behind for good
@@ -118,6 +121,17 @@ class PageCache:
                 file = victim.open_file()
                 if file is not None:
                     self._queue(os.POSIX_FADV_DONTNEED, file, first, cut)
+
+    def reading(self, segment: Droppable, region: FileRegion) -> None:
+        """`region` of `segment` is about to be sent. Where the budget dropped it, it comes from the disk:
+        have the disk read on ahead, and drop it again once it is sent."""
+        dropped_to = segment.cache_dropped_to
+        if region.position >= dropped_to:
+            return
+        end = region.position + region.length
+        region.drop_after_send(self, min(end, dropped_to))
+        ahead = min(READ_AHEAD, READ_AHEAD_FACTOR * region.length)  # bounded by what is sent
+        self.read_ahead(region.file, end, min(end + ahead, dropped_to))
 
     def sent(self, file: IO[bytes], start: int, end: int) -> None:
         """A read of [start, end) that had been dropped before was sent: drop it again (from any thread)."""
