@@ -38,6 +38,7 @@ from pybroker.protocol.records.batch import (
     patch_leader_epoch,
 )
 from pybroker.protocol.records.control import build_marker_batch, read_marker
+from pybroker.storage import timestamp_lookup
 from pybroker.storage.dir_names import renamed_dir_name
 from pybroker.storage.errors import LogClosedError, OffsetOutOfRange
 from pybroker.storage.file_region import NOTHING_TO_READ, FileRegion, ReadResult
@@ -486,25 +487,11 @@ class Log:
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record whose timestamp is at or after `timestamp`."""
-        start = self.log_start_offset
-        for segment in self._segments:
-            if segment.next_offset <= start or segment.max_timestamp < timestamp:
-                continue
-            found = segment.find_by_timestamp(timestamp, start)
-            if found is not None:
-                return found
-        return None
+        return timestamp_lookup.offset_for_timestamp(self._segments, self.log_start_offset, timestamp)
 
     def max_timestamp_and_offset(self) -> tuple[int, int]:
         """(largest timestamp, offset of its first record): ListOffsets -3. (-1, -1) when empty."""
-        best: Segment | None = None
-        for segment in self._segments:
-            if segment.next_offset > self.log_start_offset and segment.size and (
-                    best is None or segment.max_timestamp > best.max_timestamp):
-                best = segment
-        if best is None or best.max_timestamp < 0:
-            return -1, -1
-        return best.offset_of_max_timestamp()
+        return timestamp_lookup.max_timestamp_and_offset(self._segments, self.log_start_offset)
 
     # -- durability --------------------------------------------------------------------------------
     def flush(self, up_to: int | None = None) -> int:
