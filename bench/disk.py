@@ -68,6 +68,7 @@ class _Synced:
     def __init__(self, fd: int) -> None:
         self.fd = fd
         self.cache_dropped_to = 0
+        self.cache_counted_to = 0
 
     def open_file(self) -> _Synced:
         return self

@@ -170,9 +170,10 @@ BROKER_DEFS: tuple[ConfigDef, ...] = (
        "How far in the future a record timestamp may be.", at_least(0), True),
     _b("log.preallocate", "boolean", False, "Preallocate segment files.", None, True),
     _b("log.page.cache.max.bytes", "long", 2 << 30,
-       "The most fsynced log data, newest first, the broker leaves in the OS page cache; older data is "
-       "dropped from it as new data is fsynced, so new writes reuse freed pages, and a read of dropped data "
-       "drops it again once sent (pybroker's own key; -1: leave it all to the OS, as Kafka does).",
+       "The most log data, newest first, the broker leaves in the OS page cache; older data is dropped "
+       "from it as new data reaches the disk (fsynced, or for data nobody fsyncs, such as acks=1, written "
+       "back), so new writes reuse freed pages, and a read of dropped data drops it again once sent "
+       "(pybroker's own key; -1: leave it all to the OS, as Kafka does).",
        at_least(-1)),
     _b("message.max.bytes", "int", 1_048_588, "Largest record batch accepted.", at_least(0), True),
     _b("compression.type", "string", "producer", "Default compression of topics.",

@@ -81,7 +81,7 @@ class Log:
         self.topic_id = topic_id
         self.config = config
         self._clock = clock_ms or wall_clock_ms
-        #: the broker's budget of fsynced bytes left in the page cache (`storage.page_cache`)
+        #: the broker's budget of log bytes left in the page cache (`storage.page_cache`)
         self.page_cache = page_cache
         self._flush_lock = threading.Lock()
         #: serialises changes of the segment list (rolls on the loop, the cleaner's swaps on its thread)
@@ -209,7 +209,10 @@ class Log:
         buffer keeps the offsets it was patched with, which nothing reads).
         """
         with self._write_lock:
-            return self._append(records, batches, now_ms, leader_epoch)
+            result = self._append(records, batches, now_ms, leader_epoch)
+            segment = self._segments[-1]
+            self.page_cache.written(segment, segment.size)  # data nobody fsyncs is recycled too
+            return result
 
     def _append(self, records: bytearray | memoryview, batches: list[tuple[int, BatchHeader]], now_ms: int,
                 leader_epoch: int) -> AppendResult:

@@ -80,8 +80,8 @@ class Segment:
     """A `.log` file and its `.index` / `.timeindex`, all named by the segment's base offset."""
 
     __slots__ = ("_bytes_since_index", "_file", "_index", "_max_timestamp", "_next_read", "_offset_of_max_timestamp",
-                 "_rolling_timestamp", "_timeindex", "_txn_index", "_used", "active", "base_offset", "cache_dropped_to",
-                 "closed", "created_ms", "deleted_paths", "dir",
+                 "_rolling_timestamp", "_timeindex", "_txn_index", "_used", "active", "base_offset", "cache_counted_to",
+                 "cache_dropped_to", "closed", "created_ms", "deleted_paths", "dir",
                  "index_interval_bytes", "indexes_rebuilt", "indexes_synced", "log_path", "max_index_bytes",
                  "next_offset", "roll_jitter_ms", "size", "synced_size", "upper_bound")
 
@@ -96,6 +96,8 @@ class Segment:
         #: the page-cache budget dropped this file's pages below here (`storage.page_cache`): a read below
         #: it came from the disk, and drops what it read once it is sent
         self.cache_dropped_to = 0
+        #: the page-cache budget counts this file's bytes up to here (fsynced, or handed to write-back)
+        self.cache_counted_to = size
         #: one past the last offset in this segment (for a non-last segment: the next one's base offset)
         self.next_offset = next_offset
         #: for a non-last segment, the next segment's base offset: no batch here may reach it
@@ -345,6 +347,7 @@ class Segment:
         self.size = position
         self.synced_size = min(self.synced_size, position)
         self.cache_dropped_to = min(self.cache_dropped_to, position)
+        self.cache_counted_to = min(self.cache_counted_to, position)
         self._rolling_timestamp = None
         if position == 0:
             self.created_ms = now_ms

@@ -60,7 +60,7 @@ class BrokerCollector(Collector):
                                 labels=["topic", "partition", "log_dir"])
         yield GaugeMetricFamily("pybroker_log_dirs", "Configured log directories.")
         yield GaugeMetricFamily("pybroker_page_cache_log_bytes",
-                                "fsynced log bytes the page-cache budget counts as cached (log.page.cache.max.bytes).")
+                                "Log bytes on the disk that the page-cache budget counts as cached (log.page.cache.max.bytes).")
         yield CounterMetricFamily("pybroker_page_cache_dropped_bytes",
                                   "Log bytes dropped from the page cache: past the budget, or read again and sent.")
         yield GaugeMetricFamily("pybroker_log_dirs_offline", "Log directories taken offline by an I/O error.")

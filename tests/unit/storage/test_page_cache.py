@@ -20,7 +20,15 @@ from hypothesis import strategies as st
 from pybroker.protocol.records.batch import iter_batches
 from pybroker.protocol.records.record import decode_records
 from pybroker.storage.log import Log
-from pybroker.storage.page_cache import DROP_ALIGN, MAX_RANGES, READ_AHEAD, READ_AHEAD_FACTOR, PageCache
+from pybroker.storage.page_cache import (
+    DROP_ALIGN,
+    MAX_RANGES,
+    READ_AHEAD,
+    READ_AHEAD_FACTOR,
+    WRITE_BACK_STEP,
+    Droppable,
+    PageCache,
+)
 from tests.unit.storage.helpers import TOPIC_ID, append, batch, config
 
 MIB = 1 << 20
@@ -53,6 +61,7 @@ class Handle:
     def __init__(self, file: IO[bytes] | None) -> None:
         self.file = file
         self.cache_dropped_to = 0
+        self.cache_counted_to = 0
 
     def open_file(self) -> IO[bytes] | None:
         return self.file
@@ -194,6 +203,36 @@ def test_a_log_drops_what_passed_the_budget_and_reads_of_it_are_dropped_after_se
     log.close()
 
 
+def test_data_nobody_fsyncs_leaves_the_cache_too_and_stays_not_durable(tmp_path: Path) -> None:
+    """acks=1 with Kafka's flush policy: nothing fsyncs, yet the oldest appends leave the cache once they
+    pass the budget (their write-back is started, then they are dropped), and the recovery point stays."""
+    if not drops_pages(tmp_path):
+        pytest.skip("this filesystem keeps its pages (tmpfs): nothing can be dropped")
+    cache = PageCache(4 * MIB)
+    log = Log(tmp_path / "t-0", "t", 0, TOPIC_ID, config(segment_bytes=64 * MIB), page_cache=cache)
+    values = [os.urandom(100_000) for _ in range(300)]  # ~30 MB, never fsynced
+    for value in values:
+        append(log, batch(1, value=value))
+    segment = log.segments[-1]
+    deadline = time.monotonic() + 20  # write-back runs on the disk's time; the drop follows it
+    while cached(segment.file.fileno(), 0):
+        assert time.monotonic() < deadline, "the oldest appends never left the cache"
+        time.sleep(0.05)
+    assert segment.cache_dropped_to > 0 and segment.size - segment.cache_counted_to < WRITE_BACK_STEP
+    cache.close()  # the drops queued so far are done
+    left = [offset for offset in range(0, segment.cache_dropped_to, MIB) if cached(segment.file.fileno(), offset)]
+    assert len(left) <= 2, left  # (a range still being written back may be passed over: it goes later)
+    assert cache.cached_bytes <= 4 * MIB + DROP_ALIGN
+    assert cached(segment.file.fileno(), segment.size - 4096)  # the newest stay
+    assert log.recovery_point == 0  # counted for the cache, never claimed durable
+    region = log.read(0, 200 * MIB).region
+    assert region is not None
+    raw = region.read_bytes()
+    got = [record.value for position, header in iter_batches(raw) for record in decode_records(raw, position, header)]
+    assert got == [value + b"0" for value in values]
+    log.close()
+
+
 def test_a_budget_keeps_every_record_readable(tmp_path: Path) -> None:
     """Dropping pages never changes what is read: everything appended reads back the same."""
     cache = PageCache(0)  # drop everything fsynced
@@ -255,9 +294,14 @@ class DropLog(PageCache):
     def __init__(self, max_bytes: int) -> None:
         super().__init__(max_bytes)
         self.drops: list[tuple[object, int, int]] = []
+        self.write_backs: list[tuple[object, int, int]] = []
 
-    def _queue(self, advice: int, file: IO[bytes], start: int, end: int) -> None:
-        self.drops.append((file, start, end))
+    def _queue(self, advice: int, file: IO[bytes], start: int, end: int, segment: Droppable | None) -> None:
+        if segment is None:
+            self.drops.append((file, start, end))
+            return
+        self.write_backs.append((file, start, end))
+        self._count(segment, start, end)  # as the thread does once the write-back has started
 
 
 @settings(max_examples=200, deadline=None)
@@ -280,3 +324,36 @@ def test_the_budget_drops_only_fsynced_bytes_oldest_first_and_keeps_to_its_size(
         cache.drops.clear()
         assert all(segment.cache_dropped_to == dropped[i] for i, segment in enumerate(segments))
     assert cache.cached_bytes == sum(ends) - sum(dropped)  # every byte is counted or dropped, once
+
+
+@settings(max_examples=200, deadline=None)
+@given(budget=st.integers(0, 16 * MIB),
+       steps=st.lists(st.tuples(st.booleans(), st.integers(0, 3), st.integers(1, 3 * MIB)), min_size=1, max_size=80))
+def test_data_nobody_fsyncs_is_written_back_counted_and_dropped_in_turn(
+        budget: int, steps: list[tuple[bool, int, int]]) -> None:
+    """acks=1 appends (`written`) mixed with fsyncs: bytes are counted once each, whichever comes first; a
+    drop takes only bytes fsynced or handed to write-back before; nothing uncounted passes one step."""
+    cache = DropLog(budget)
+    segments = [Handle(cast(IO[bytes], object())) for _ in range(4)]
+    ends, synced, handed, dropped = [0] * 4, [0] * 4, [0] * 4, [0] * 4
+    for fsync, index, size in steps:
+        ends[index] += size
+        cache.written(segments[index], ends[index])  # type: ignore[arg-type]
+        for file, start, end in cache.write_backs:
+            k = next(i for i, segment in enumerate(segments) if segment.file is file)
+            assert start == max(handed[k], synced[k]) and end == ends[k]  # contiguous, never twice
+            handed[k] = end
+        cache.write_backs.clear()
+        if fsync:
+            cache.fsynced(segments[index], synced[index], ends[index])  # type: ignore[arg-type]
+            synced[index] = ends[index]
+        for file, start, end in cache.drops:
+            k = next(i for i, segment in enumerate(segments) if segment.file is file)
+            assert start == dropped[k] and end <= max(synced[k], handed[k])  # on the disk or on its way
+            dropped[k] = end
+        cache.drops.clear()
+        assert cache.cached_bytes <= budget + DROP_ALIGN
+        assert all(ends[i] - segment.cache_counted_to < WRITE_BACK_STEP for i, segment in enumerate(segments))
+    counted = [segment.cache_counted_to for segment in segments]
+    assert counted == [max(synced[i], handed[i]) for i in range(4)]
+    assert cache.cached_bytes == sum(counted) - sum(dropped)  # every counted byte is cached or dropped, once
