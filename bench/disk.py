@@ -113,7 +113,7 @@ def write_bandwidth(directory: Path, seconds: float = 2.0, files: int = 1, chunk
                 target = written[index]
                 if target > synced[index]:
                     os.fdatasync(fds[index])
-                    cache.fsynced(handles[index], synced[index], target)
+                    cache.fsynced(handles[index], target)
                     with cond:
                         totals["synced"] += target - synced[index]
                         synced[index] = target

@@ -513,15 +513,15 @@ class Log:
                     break
                 dirty.append(segment)
             started = time.perf_counter()
-            synced = [(segment, *segment.flush()) for segment in dirty]
+            synced = [(segment, segment.flush()) for segment in dirty]
             if any(segment.base_offset >= point for segment in dirty):
                 fsync_dir(self.dir)  # a segment created since the last flush: make its name durable
             if dirty:
                 report_flush(time.perf_counter() - started)
             self._recovery_point = max(point, target)
             self.last_flush_ms = self._clock()
-            for segment, start, end in reversed(synced):  # oldest first, as the budget counts them
-                self.page_cache.fsynced(segment, start, end)
+            for segment, end in reversed(synced):  # oldest first, as the budget counts them
+                self.page_cache.fsynced(segment, end)
             return self._recovery_point
 
     def take_producer_snapshot(self) -> None:

@@ -83,7 +83,7 @@ class Segment:
                  "_rolling_timestamp", "_timeindex", "_txn_index", "_used", "active", "base_offset", "cache_counted_to",
                  "cache_dropped_to", "closed", "created_ms", "deleted_paths", "dir",
                  "index_interval_bytes", "indexes_rebuilt", "indexes_synced", "log_path", "max_index_bytes",
-                 "next_offset", "roll_jitter_ms", "size", "synced_size", "upper_bound")
+                 "next_offset", "roll_jitter_ms", "size", "upper_bound")
 
     def __init__(self, directory: Path, base_offset: int, *, size: int, next_offset: int, created_ms: int,
                  roll_jitter_ms: int, max_index_bytes: int, index_interval_bytes: int) -> None:
@@ -91,12 +91,10 @@ class Segment:
         self.base_offset = base_offset
         self.log_path = segment_path(directory, base_offset, LOG_SUFFIX)
         self.size = size
-        #: bytes known to be on the disk (what was there when the segment was opened counts as such)
-        self.synced_size = size
         #: the page-cache budget dropped this file's pages below here (`storage.page_cache`): a read below
         #: it came from the disk, and drops what it read once it is sent
         self.cache_dropped_to = 0
-        #: the page-cache budget counts this file's bytes up to here (fsynced, or handed to write-back)
+        #: the page-cache budget counts this file's bytes up to here (fsynced, or written back)
         self.cache_counted_to = size
         #: one past the last offset in this segment (for a non-last segment: the next one's base offset)
         self.next_offset = next_offset
@@ -345,7 +343,6 @@ class Segment:
         removed = self.size - position
         os.ftruncate(self.file.fileno(), position)
         self.size = position
-        self.synced_size = min(self.synced_size, position)
         self.cache_dropped_to = min(self.cache_dropped_to, position)
         self.cache_counted_to = min(self.cache_counted_to, position)
         self._rolling_timestamp = None
@@ -356,16 +353,15 @@ class Segment:
         return removed
 
     # -- durability and lifetime -------------------------------------------------------------------
-    def flush(self) -> tuple[int, int]:
-        """fdatasync the log; an inactive segment also fsyncs its (final) indexes, once. Returns the byte
-        range this sync made durable (for the page-cache budget).
+    def flush(self) -> int:
+        """fdatasync the log; an inactive segment also fsyncs its (final) indexes, once. Returns the size
+        this sync made durable (the page-cache budget counts up to it).
 
         fdatasync is enough for the log file: it writes the data and the file size (what recovery reads
         back), leaving out only timestamps nothing here reads. A new segment's name is made durable by the
         directory fsync in `Log.flush`; the indexes keep their full fsync (once per segment, not hot)."""
         size = self.size  # before the sync: only what was written by then is sure to be on the disk
         os.fdatasync(self.file.fileno())
-        start, self.synced_size = self.synced_size, max(self.synced_size, size)
         if self._txn_index is not None:
             self._txn_index.sync()
         if not self.active and not self.indexes_synced:
@@ -373,7 +369,7 @@ class Segment:
                 if index is not None:
                     index.sync()
             self.indexes_synced = True
-        return start, self.synced_size
+        return size
 
     def open_file(self) -> io.FileIO | None:
         """The `.log` file if it is open now (never opens it: for dropping its cached pages)."""
