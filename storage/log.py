@@ -209,10 +209,14 @@ class Log:
         buffer keeps the offsets it was patched with, which nothing reads).
         """
         with self._write_lock:
-            result = self._append(records, batches, now_ms, leader_epoch)
-            segment = self._segments[-1]
-            self.page_cache.written(segment, segment.size)  # data nobody fsyncs is recycled too
-            return result
+            return self._append(records, batches, now_ms, leader_epoch)
+
+    def recycle_unflushed(self) -> None:
+        """Appends nobody is about to fsync (acks 0 and 1 under the flush policy): past a step, the
+        page-cache budget writes them back and counts them (`PageCache.written`), or they would fill
+        fresh pages for ever."""
+        segment = self._segments[-1]
+        self.page_cache.written(segment, segment.size)
 
     def _append(self, records: bytearray | memoryview, batches: list[tuple[int, BatchHeader]], now_ms: int,
                 leader_epoch: int) -> AppendResult:

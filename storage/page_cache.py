@@ -153,8 +153,10 @@ class PageCache:
             self._count(segment, start, end)
 
     def written(self, segment: Droppable, end: int) -> None:
-        """`segment` now ends at `end` (on the appending thread): past `WRITE_BACK_STEP` uncounted bytes, the
-        thread writes them back and counts them, so data nobody fsyncs is recycled too."""
+        """`segment` now ends at `end` and nobody is about to fsync it (`Log.recycle_unflushed`, on the
+        appending thread): past `WRITE_BACK_STEP` uncounted bytes, the thread writes them back and counts
+        them, so data nobody fsyncs is recycled too. (acks=all appends never come here: their fsync counts
+        them, and a write-back beside it would only be the same work twice.)"""
         if self.max_bytes < 0 or end - segment.cache_counted_to < WRITE_BACK_STEP:
             return
         with self._lock:

@@ -176,6 +176,8 @@ class Partition:
         target = self.log
         if target.unflushed_messages >= target.config.flush_interval_messages:
             self.manager.logs.flusher_for(target).request(target, result.last_offset + 1)
+        else:  # nobody fsyncs these now: the page-cache budget recycles them
+            target.recycle_unflushed()
         return DelayedAppend(self.manager, self.key, _appended(result), wait_for_flush=False)
 
     def append_marker(self, producer_id: int, producer_epoch: int, coordinator_epoch: int, commit: bool, *,
