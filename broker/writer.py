@@ -1,9 +1,11 @@
-"""Writing encoded responses, with segment file ranges spliced in by `os.sendfile`.
+"""Writing encoded responses, with segment file ranges spliced in by `os.sendfile` or `os.splice`.
 
 uvloop has no `loop.sendfile`, and `os.sendfile` may only run while nothing the transport buffers is
 still ahead of it. So on plain TCP a connection's answers never go through the transport's write
 buffer: `SendQueue` keeps them, in order, and puts them on the socket itself: bytes parts with
-`os.writev`, file regions with `os.sendfile`. When the socket takes no more (a partial send, EAGAIN) it
+`os.writev`, file regions with `os.sendfile`, or, above `SPLICE_ABOVE`, with `os.splice` through a pipe
+borrowed from the pool (`broker.splice_pipes`: the socket gets a large region in one send, not in the
+kernel's 64 KiB steps). When the socket takes no more (a partial send, EAGAIN) it
 waits for the socket to be writable (`loop.add_writer` on a duplicate of the socket's descriptor; the
 transport owns the original) and resumes where it stopped. Segment bytes are never read into Python on
 this path. TLS cannot splice files into an encrypted stream: `CopyingWriter` reads regions with `pread`
@@ -31,6 +33,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from pybroker.broker.metrics.fetch_bytes import COPIED, SENDFILE
+from pybroker.broker.splice_pipes import PIPES, SPLICE_ABOVE, Pipe, PipePool
 
 #: queued bytes above which the connection stops reading, and below which it reads again
 HIGH_WATER = 256 * 1024
@@ -39,6 +42,8 @@ LOW_WATER = 64 * 1024
 MAX_IOV = 512
 #: errors of `os.sendfile` that mean "this file cannot be spliced here", not "the socket is broken"
 _NO_SENDFILE = frozenset({errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP})
+#: more of the region follows the bytes being spliced: the socket need not push them out alone
+_MORE = getattr(os, "SPLICE_F_MORE", 0)
 
 
 def sendfile_possible(transport: asyncio.BaseTransport) -> bool:
@@ -65,12 +70,13 @@ class _Region:
 class SendQueue:
     """A connection's answers in order, written to its plain-TCP socket with writev and sendfile."""
 
-    __slots__ = ("_fd", "_high", "_loop", "_low", "_on_drained", "_on_error", "_pause", "_paused", "_queue",
-                 "_queued", "_resume", "_waiting", "closed", "copied_bytes", "sendfile_bytes")
+    __slots__ = ("_fd", "_high", "_loop", "_low", "_on_drained", "_on_error", "_pause", "_paused", "_pipe", "_pipes",
+                 "_queue", "_queued", "_resume", "_waiting", "closed", "copied_bytes", "sendfile_bytes")
 
     def __init__(self, sock_fd: int, loop: asyncio.AbstractEventLoop, *, pause: Callable[[], None],
                  resume: Callable[[], None], on_error: Callable[[BaseException], None],
-                 high_water: int = HIGH_WATER, low_water: int = LOW_WATER) -> None:
+                 high_water: int = HIGH_WATER, low_water: int = LOW_WATER,
+                 pipes: PipePool | None = PIPES) -> None:
         # our own descriptor of the socket: the loop refuses add_writer on the transport's
         self._fd = os.dup(sock_fd)
         self._loop = loop
@@ -85,8 +91,10 @@ class SendQueue:
         self._waiting = False  # a writer callback is registered
         self._on_drained: list[Callable[[], None]] = []
         self.closed = False
-        self.sendfile_bytes = 0
+        self.sendfile_bytes = 0  # zero-copy: by sendfile or splice
         self.copied_bytes = 0
+        self._pipes = pipes  # where large regions borrow a pipe to be spliced through (None: sendfile only)
+        self._pipe: Pipe | None = None  # the pipe borrowed for the region at the head, while it holds bytes
 
     @property
     def size(self) -> int:
@@ -130,6 +138,9 @@ class SendQueue:
         self._queue.clear()
         self._queued = 0
         self._on_drained.clear()
+        if self._pipe is not None and self._pipes is not None:
+            self._pipes.discard(self._pipe)  # what it still holds was never sent: it is no use to anyone
+            self._pipe = None
         if self._waiting:
             self._waiting = False
             with contextlib.suppress(Exception):
@@ -179,6 +190,10 @@ class SendQueue:
             file_fd = region.file.fileno()
         except ValueError:  # the segment file was closed under us (its log closed, its delay passed)
             raise OSError(errno.EBADF, "segment file closed before its region was sent") from None
+        if self._pipe is not None or (region.left > SPLICE_ABOVE and self._pipes is not None):
+            spliced = self._splice_region(region, file_fd)
+            if spliced is not None:
+                return spliced
         while region.left:
             try:
                 sent = os.sendfile(self._fd, file_fd, region.position, region.left)
@@ -198,6 +213,49 @@ class SendQueue:
             self._queued -= sent
             self.sendfile_bytes += sent
             SENDFILE.inc(sent)
+        if region.sent is not None:
+            region.sent()
+        return True
+
+    def _splice_region(self, region: _Region, file_fd: int) -> bool | None:
+        """Send what is left of a region through a borrowed pipe: file to pipe, pipe to socket, up to the
+        pipe's size at a time. True when all of it went, False when the socket is full (the pipe stays
+        borrowed, holding what the socket did not take yet), None when no pipe can be had or the file
+        cannot be spliced (the caller sends by sendfile, which copies what it cannot splice either)."""
+        pipes = self._pipes
+        assert pipes is not None
+        pipe = self._pipe
+        if pipe is None:
+            pipe = pipes.take()
+            if pipe is None:
+                return None
+            self._pipe = pipe
+        while region.left or pipe.held:
+            if not pipe.held:
+                try:
+                    filled = os.splice(file_fd, pipe.write_fd, min(region.left, pipe.size),
+                                       offset_src=region.position)
+                except OSError as exc:
+                    if exc.errno not in _NO_SENDFILE and not isinstance(exc, BlockingIOError):
+                        raise
+                    self._pipe = None
+                    pipes.give(pipe)  # empty: nothing of this region went into it
+                    return None
+                if filled == 0:  # the file ends before the region does (truncated under us)
+                    raise OSError(errno.EIO, "segment file shorter than the region being sent")
+                region.position += filled
+                region.left -= filled
+                pipe.held = filled
+            try:
+                sent = os.splice(pipe.read_fd, self._fd, pipe.held, flags=_MORE if region.left else 0)
+            except BlockingIOError:
+                return False
+            pipe.held -= sent
+            self._queued -= sent
+            self.sendfile_bytes += sent
+            SENDFILE.inc(sent)
+        self._pipe = None
+        pipes.give(pipe)
         if region.sent is not None:
             region.sent()
         return True

@@ -1,6 +1,8 @@
 """The plain-TCP send queue: sendfile resumed after partial sends and EAGAIN, order with bytes parts,
 backpressure, a close or a failure mid-send, and the copy fallback. A real socket pair with small kernel
-buffers, so the socket really fills up."""
+buffers, so the socket really fills up. Every test runs twice: regions by sendfile alone, and regions
+spliced through pipes of a small pool (64 KiB pipes, so a region takes several fills); the splice run
+also checks that every pipe came back to the pool or was closed."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from typing import Any
 import pytest
 
 from pybroker.broker import writer as writer_module
+from pybroker.broker.splice_pipes import PipePool
 from pybroker.broker.writer import SendQueue
 from pybroker.storage.log import FileRegion
 from pybroker.storage.page_cache import PageCache
@@ -36,6 +39,22 @@ def pair() -> Iterator[tuple[socket.socket, socket.socket]]:
     peer.close()
 
 
+@pytest.fixture(params=["sendfile", "splice"], autouse=True)
+def pipes(request: pytest.FixtureRequest) -> Iterator[PipePool | None]:
+    """The pool `make_queue` hands its queues: none (sendfile only), or a small one of 64 KiB pipes."""
+    global _PIPES
+    pool = PipePool(max_pipes=4, size=64 * 1024) if request.param == "splice" else None
+    _PIPES = pool
+    yield pool
+    _PIPES = None
+    if pool is not None:
+        pool.close()
+        assert pool.open_pipes == 0, "a queue kept a pipe after it was closed, or lost one"
+
+
+_PIPES: PipePool | None = None
+
+
 @pytest.fixture
 def data_file(tmp_path: Path) -> Iterator[Any]:
     path = tmp_path / "segment.log"
@@ -51,7 +70,8 @@ class Events:
         self.errors: list[BaseException] = []
 
 
-def make_queue(sock: socket.socket, events: Events, **limits: int) -> SendQueue:
+def make_queue(sock: socket.socket, events: Events, **limits: Any) -> SendQueue:
+    limits.setdefault("pipes", _PIPES)
     return SendQueue(sock.fileno(), asyncio.get_running_loop(), pause=lambda: _bump(events, "paused"),
                      resume=lambda: _bump(events, "resumed"), on_error=events.errors.append, **limits)
 
@@ -206,10 +226,11 @@ async def test_a_file_truncated_under_a_region_fails_instead_of_hanging(pair: An
 
 async def test_a_file_sendfile_cannot_splice_is_copied(pair: Any, data_file: Any,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    def refuse(*args: Any) -> int:
+    def refuse(*args: Any, **kwargs: Any) -> int:
         raise OSError(errno.EINVAL, "not here")
 
     monkeypatch.setattr(writer_module.os, "sendfile", refuse)
+    monkeypatch.setattr(writer_module.os, "splice", refuse)  # nor can it be spliced
     ours, peer = pair
     events = Events()
     queue = make_queue(ours, events)
