@@ -29,7 +29,7 @@ from pybroker.broker.telemetry.clients import ClientMetrics
 from pybroker.broker.telemetry.subscriptions import FILE_NAME as CLIENT_METRICS_FILE
 from pybroker.broker.telemetry.subscriptions import Subscriptions
 from pybroker.broker.topics import Topics, log_config_for
-from pybroker.broker.transactions.service import TransactionService
+from pybroker.broker.transactions.service import TransactionService, TxnParts
 from pybroker.config.broker_config import BrokerConfig
 from pybroker.storage.cleaner.throttle import UNLIMITED
 from pybroker.storage.log_manager import LogManager
@@ -73,7 +73,8 @@ class BrokerState:
         self._producer_ids: ProducerIdBlock | None = None
         self.groups = GroupService(CoordinatorPartitions(config, clock_ms, self.replicas))
         #: the transaction coordinator (`__transaction_state`, markers, timeouts)
-        self.transactions = TransactionService(self)
+        self.transactions = TransactionService(TxnParts(config, clock_ms, self.replicas, self.groups,
+                                                        self.next_producer_id))
         #: the ACL authorizer, or None when `authorizer.class.name` is not set (nothing is checked)
         self.authorizer = Authorizer.from_config(config, self.guard.warnings)
         #: SASL settings of each SASL listener by name (checked now: a mistake stops the start), and the

@@ -11,12 +11,16 @@ drops them (abort).
 Each partition gets its own code: NONE, UNKNOWN_TOPIC_OR_PARTITION (no such partition: deleted),
 KAFKA_STORAGE_ERROR (offline or failed write: worth retrying), or the producer-state refusal
 (INVALID_PRODUCER_EPOCH, TRANSACTION_COORDINATOR_FENCED).
+
+What it is handed (`MarkerTargets`) is what it touches: the partition layer, the group service and the
+clock; the broker state has all three, and so does the transaction service's own `TxnParts`.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Protocol
 
 from pybroker.broker.groups.offsets_topic import OFFSETS_TOPIC
 from pybroker.broker.logs import get_logger
@@ -25,7 +29,8 @@ from pybroker.broker.partitions.partition import AppendOutcome, refused
 from pybroker.protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
-    from pybroker.broker.state import BrokerState
+    from pybroker.broker.groups.service import GroupService
+    from pybroker.broker.partitions.manager import ReplicaManager
 
 log = get_logger("pybroker.transactions")
 
@@ -33,7 +38,20 @@ log = get_logger("pybroker.transactions")
 MARKERS_PER_TURN = 100
 
 
-async def write_markers(state: BrokerState, producer_id: int, producer_epoch: int, coordinator_epoch: int,
+class MarkerTargets(Protocol):
+    """Where markers go: the partitions, the group service (offsets of a transaction), and the clock."""
+
+    @property
+    def replicas(self) -> ReplicaManager: ...
+
+    @property
+    def groups(self) -> GroupService: ...
+
+    @property
+    def clock_ms(self) -> Callable[[], int]: ...
+
+
+async def write_markers(state: MarkerTargets, producer_id: int, producer_epoch: int, coordinator_epoch: int,
                         commit: bool, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], ErrorCode]:
     now = state.clock_ms()
     appends: list[DelayedOperation[AppendOutcome]] = []
@@ -52,7 +70,7 @@ async def write_markers(state: BrokerState, producer_id: int, producer_epoch: in
     return results
 
 
-def _complete_offsets(state: BrokerState, partition: int, producer_id: int, commit: bool) -> None:
+def _complete_offsets(state: MarkerTargets, partition: int, producer_id: int, commit: bool) -> None:
     try:
         state.groups.complete_transaction(partition, producer_id, commit)
     except Exception:

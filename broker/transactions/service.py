@@ -9,6 +9,9 @@ written and its Complete record appended, as Kafka's coordinator does when it ta
 
 The read API for the admin handlers and metrics: `get(transactional_id)` and `all()`, the adopted
 `TxnMetadata` (state, producer id and epoch, timeout, start time, partitions).
+
+It is handed only what it uses (`TxnParts`: the settings, the clock, the partition layer, the group
+service and the producer-id source), not the broker state, so what it can reach is stated in one place.
 """
 
 from __future__ import annotations
@@ -16,7 +19,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING
 
@@ -29,13 +33,27 @@ from pybroker.broker.transactions.state_topic import TRANSACTION_STATE_TOPIC, Tr
 from pybroker.protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
-    from pybroker.broker.state import BrokerState
+    from pybroker.broker.groups.service import GroupService
+    from pybroker.broker.partitions.manager import ReplicaManager
+    from pybroker.config.broker_config import BrokerConfig
 
 log = get_logger("pybroker.transactions")
 
 
-def txn_config(state: BrokerState, num_partitions: int) -> TxnConfig:
-    config = state.config
+@dataclass(frozen=True, slots=True)
+class TxnParts:
+    """What the transaction coordinator uses of the broker (and, as `MarkerTargets`, what markers need)."""
+
+    config: BrokerConfig
+    clock_ms: Callable[[], int]
+    #: the partition layer: `__transaction_state` appends and reads, markers, the logs that exist
+    replicas: ReplicaManager
+    #: the group service: TxnOffsetCommit's partition, and a transaction's offsets made visible or dropped
+    groups: GroupService
+    new_producer_id: Callable[[], int]
+
+
+def txn_config(config: BrokerConfig, num_partitions: int) -> TxnConfig:
     return TxnConfig(
         num_partitions=num_partitions,
         max_timeout_ms=int(config.get("transaction.max.timeout.ms")),
@@ -46,13 +64,14 @@ def txn_config(state: BrokerState, num_partitions: int) -> TxnConfig:
 
 
 class TransactionService:
-    def __init__(self, state: BrokerState) -> None:
-        self.state = state
-        self.state_topic = TransactionStateTopic(CoordinatorPartitions(state.config, state.clock_ms, state.replicas))
+    def __init__(self, parts: TxnParts) -> None:
+        self.parts = parts
+        self._logs = parts.replicas.logs
+        self.state_topic = TransactionStateTopic(CoordinatorPartitions(parts.config, parts.clock_ms, parts.replicas))
         self.coordinator = TransactionCoordinator(
-            txn_config(state, self.state_topic.num_partitions), self.state_topic,
-            partial(write_markers, state), new_producer_id=state.next_producer_id, clock_ms=state.clock_ms,
-            partition_exists=lambda topic, partition: state.logs.get_log(topic, partition) is not None)
+            txn_config(parts.config, self.state_topic.num_partitions), self.state_topic,
+            partial(write_markers, parts), new_producer_id=parts.new_producer_id, clock_ms=parts.clock_ms,
+            partition_exists=lambda topic, partition: self._logs.get_log(topic, partition) is not None)
         self._tasks: list[asyncio.Task[None]] = []
         self._stopping = asyncio.Event()
 
@@ -71,18 +90,18 @@ class TransactionService:
 
     def check_txn_offset_commit(self, transactional_id: str, producer_id: int, producer_epoch: int,
                                 group_id: str, api_version: int = 0) -> ErrorCode | Awaitable[ErrorCode]:
-        partition = self.state.groups.coordinator.partition_for(group_id)
+        partition = self.parts.groups.coordinator.partition_for(group_id)
         return self.coordinator.check_txn_offset_commit(transactional_id, producer_id, producer_epoch, group_id,
                                                         partition, api_version)
 
     # -- lifecycle ------------------------------------------------------------------------------------
     def start(self) -> None:
         """Begin loading `__transaction_state` (requests for its ids wait until their partition is in)."""
-        info = self.state.logs.topics().get(TRANSACTION_STATE_TOPIC)
+        info = self._logs.topics().get(TRANSACTION_STATE_TOPIC)
         if info is not None and info.num_partitions != self.state_topic.num_partitions:
             # the records are where the existing topic put them: follow its partition count
             self.state_topic.num_partitions = info.num_partitions
-            self.coordinator.config = txn_config(self.state, info.num_partitions)
+            self.coordinator.config = txn_config(self.parts.config, info.num_partitions)
         if info is not None:
             self.coordinator.begin_loading(range(info.num_partitions))
         self._tasks = [asyncio.create_task(self._load(info is not None)),
@@ -94,7 +113,7 @@ class TransactionService:
         started = time.monotonic()
         transactions = records = 0
         for partition in sorted(self.coordinator.loading):
-            partition_log = self.state.logs.get_log(TRANSACTION_STATE_TOPIC, partition)
+            partition_log = self._logs.get_log(TRANSACTION_STATE_TOPIC, partition)
             if partition_log is None:
                 self.coordinator.finish_loading(partition, {})
                 continue
@@ -110,8 +129,9 @@ class TransactionService:
                  seconds=round(time.monotonic() - started, 3))
 
     async def _tick(self) -> None:
-        abort_every = int(self.state.config.get("transaction.abort.timed.out.transaction.cleanup.interval.ms")) / 1000
-        expire_every = int(self.state.config.get(
+        config = self.parts.config
+        abort_every = int(config.get("transaction.abort.timed.out.transaction.cleanup.interval.ms")) / 1000
+        expire_every = int(config.get(
             "transaction.remove.expired.transaction.cleanup.interval.ms")) / 1000
         last_abort = last_expiry = time.monotonic()
         while not self._stopping.is_set():

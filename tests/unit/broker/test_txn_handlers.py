@@ -252,9 +252,13 @@ async def test_keep_prepared_txn_over_the_wire(client: RawClient, app: BrokerApp
     assert log is not None and log.last_stable_offset == 2
 
 
-async def test_write_markers_answers_each_partition(client: RawClient, app: BrokerApp) -> None:
+@pytest.mark.parametrize("through", ["broker state", "the service's parts"])
+async def test_write_markers_answers_each_partition(client: RawClient, app: BrokerApp, through: str) -> None:
+    """WriteTxnMarkers hands `write_markers` the broker state; the transaction service, only its own parts
+    (`TxnParts`): either is enough (`MarkerTargets`)."""
     from pybroker.broker.transactions.markers import write_markers
 
+    targets = app.state if through == "broker state" else app.state.transactions.parts
     await _topic(client)
     tid = txn_id()
     pid, epoch = await _init(client, tid)
@@ -262,11 +266,11 @@ async def test_write_markers_answers_each_partition(client: RawClient, app: Brok
     assert _produce_code(await client.call(_produce(tid, pid, epoch), 9)) == E.NONE
     log = app.state.logs.get_log(TOPIC, 0)
     assert log is not None and log.last_stable_offset == 0  # the open transaction holds it back
-    codes = await write_markers(app.state, pid, epoch, 0, False, [(TOPIC, 0), ("missing", 0), (TOPIC, 9)])
+    codes = await write_markers(targets, pid, epoch, 0, False, [(TOPIC, 0), ("missing", 0), (TOPIC, 9)])
     assert codes == {(TOPIC, 0): E.NONE, ("missing", 0): E.UNKNOWN_TOPIC_OR_PARTITION,
                      (TOPIC, 9): E.UNKNOWN_TOPIC_OR_PARTITION}
     assert log.last_stable_offset == log.high_watermark == 2
-    stale = await write_markers(app.state, pid, epoch - 1, 0, False, [(TOPIC, 0)])
+    stale = await write_markers(targets, pid, epoch - 1, 0, False, [(TOPIC, 0)])
     assert stale == {(TOPIC, 0): E.INVALID_PRODUCER_EPOCH}
 
 
@@ -307,3 +311,14 @@ async def test_a_transactions_v2_life_over_the_wire(client: RawClient, app: Brok
     log0 = app.state.logs.get_log(TOPIC, 0)
     assert log0 is not None and log0.last_stable_offset == log0.high_watermark == 4  # 2 records, 2 markers
     assert log0.aborted_transactions(0, 4) == [(pid, 2)]
+
+
+def test_the_transaction_service_is_handed_its_parts_not_the_broker_state(app: BrokerApp) -> None:
+    """What the coordinator can reach is stated in one place (`TxnParts`), as the group service's is."""
+    from pybroker.broker.state import BrokerState
+    from pybroker.broker.transactions.service import TxnParts
+
+    parts = app.state.transactions.parts
+    assert isinstance(parts, TxnParts)
+    assert parts.replicas is app.state.replicas and parts.groups is app.state.groups
+    assert not any(isinstance(value, BrokerState) for value in vars(app.state.transactions).values())
