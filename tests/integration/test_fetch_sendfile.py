@@ -1,7 +1,8 @@
 """A consumer of large batches over plain TCP gets byte-identical records, and the broker sent them
-from the segment files with sendfile rather than copying them (`pybroker_fetch_bytes_total{path}`).
-The broker's send buffer is Kafka's default (100 KB): a 1 MiB partition answer never fits the socket at
-once, so every fetch goes through partial sendfiles resumed on writability."""
+from the segment files by the zero-copy path rather than copying them (`pybroker_fetch_bytes_total{path}`:
+sendfile, or for regions above 64 KiB splice through a pipe). The broker's send buffer is Kafka's default
+(100 KB): a 1 MiB partition answer never fits the socket at once, so every fetch goes through partial
+sends resumed on writability."""
 
 from __future__ import annotations
 
