@@ -68,7 +68,7 @@ class _Region:
 
 
 class SendQueue:
-    """A connection's answers in order, written to its plain-TCP socket with writev and sendfile."""
+    """A connection's answers in order, written to its plain-TCP socket with writev, sendfile and splice."""
 
     __slots__ = ("_fd", "_high", "_loop", "_low", "_on_drained", "_on_error", "_pause", "_paused", "_pipe", "_pipes",
                  "_queue", "_queued", "_resume", "_waiting", "closed", "copied_bytes", "sendfile_bytes")
@@ -210,12 +210,16 @@ class SendQueue:
                 raise OSError(errno.EIO, "segment file shorter than the region being sent")
             region.position += sent
             region.left -= sent
-            self._queued -= sent
-            self.sendfile_bytes += sent
-            SENDFILE.inc(sent)
+            self._sent_zero_copy(sent)
         if region.sent is not None:
             region.sent()
         return True
+
+    def _sent_zero_copy(self, sent: int) -> None:
+        """`sent` bytes of a region left for the socket without passing through Python (sendfile or splice)."""
+        self._queued -= sent
+        self.sendfile_bytes += sent
+        SENDFILE.inc(sent)
 
     def _splice_region(self, region: _Region, file_fd: int) -> bool | None:
         """Send what is left of a region through a borrowed pipe: file to pipe, pipe to socket, up to the
@@ -251,9 +255,7 @@ class SendQueue:
             except BlockingIOError:
                 return False
             pipe.held -= sent
-            self._queued -= sent
-            self.sendfile_bytes += sent
-            SENDFILE.inc(sent)
+            self._sent_zero_copy(sent)
         self._pipe = None
         pipes.give(pipe)
         if region.sent is not None:

@@ -1,7 +1,8 @@
 """The page-cache budget with stock clients: a broker that keeps only 2 MiB of its logs cached drops the
-rest as it reaches the disk (fsynced for acks=all; written back for acks=1, which nothing fsyncs), and a consumer reading all of it from the start (from the disk, behind the budget)
-still gets every record byte for byte, as does a consumer following the log end. The scrape shows the
-drops (`pybroker_page_cache_dropped_bytes_total`)."""
+rest as it reaches the disk (fsynced for acks=all; written back for acks=1, which nothing fsyncs), and a
+consumer reading all of it from the start (from the disk, behind the budget) still gets every record byte
+for byte, as does a consumer following the log end. The scrape shows the drops
+(`pybroker_page_cache_dropped_bytes_total`)."""
 
 from __future__ import annotations
 
