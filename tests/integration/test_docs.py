@@ -260,7 +260,8 @@ def check_synopsis(block: Block) -> None:
             if word.startswith("-") or not isinstance(command, click.Group):
                 break
             names = word.split("|")
-            found = [command.commands.get(name) for name in names]
+            context = click.Context(command)
+            found = [command.get_command(context, name) for name in names]
             if not all(found):
                 if command is cli:
                     raise AssertionError(f"{block.path.name}:{number}: no command `pybroker {word}`")

@@ -204,6 +204,25 @@ def _pybroker(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
                           timeout=60, check=False, env={**os.environ, **env})
 
 
+def test_start_does_not_import_the_admin_tools_and_every_tool_is_still_found() -> None:
+    """The admin commands load when a command line names one (or asks for the list): a broker's start
+    skips them. A fresh interpreter, since this one has imported them already."""
+    probe = ("import sys\n"
+             "from pybroker.broker.cli import cli\n"
+             "try:\n"
+             "    cli.main(['start', '--help'], prog_name='pybroker')\n"
+             "except SystemExit:\n"
+             "    pass\n"
+             "assert 'pybroker.broker.admin.commands' not in sys.modules, 'start imported the admin tools'\n")
+    ran = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=False)
+    assert ran.returncode == 0, ran.stderr
+    listed = CliRunner().invoke(cli, ["--help"])
+    for name in ("start", "topics", "groups", "produce", "consume", "acls", "users", "quotas", "dump-log"):
+        assert f"  {name} " in listed.output
+    assert CliRunner().invoke(cli, ["topics", "--help"]).exit_code == 0
+    assert CliRunner().invoke(cli, ["no-such-command"]).exit_code == 2
+
+
 def test_usage_errors_are_one_line_and_json_under_json() -> None:
     plain = _pybroker("topics", "list", "--timeout", "-1")
     assert plain.returncode == 2 and "Traceback" not in plain.stderr
