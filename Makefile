@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PYTEST_ARGS ?=
 
-.PHONY: cc kcat java prometheus chromium run test test-fast lint bench fuzz check-gen gen docs install clean
+.PHONY: cc kcat java prometheus chromium bytecode run test test-fast lint bench fuzz check-gen gen docs install clean
 
 # two stamps: `make run` needs only the broker (.venv/.installed-broker); tests, lint and the Spark
 # connector need the extras too (.venv/.installed, which implies the other)
@@ -53,13 +53,20 @@ chromium:
 	@{ command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1; } || \
 	  { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q chromium chromium-driver; }
 
-run: $(BROKER_STAMP)
+# Bytecode for our sources, written even where Python is told not to (PYTHONDONTWRITEBYTECODE): without
+# it every broker start and every `pybroker` command compiles them again (start to ready 0.66 s instead of
+# 0.35 s here). Up-to-date files are skipped; an edited source makes its file stale, which Python ignores.
+BYTECODE_DIRS := broker protocol storage config tests bench examples
+bytecode: $(BROKER_STAMP)
+	$(PY) -m compileall -q -j 0 $(BYTECODE_DIRS) >/dev/null
+
+run: $(BROKER_STAMP) bytecode
 	$(VENV)/bin/pybroker start --log-dirs ./data --listeners PLAINTEXT://127.0.0.1:9092
 
-test: $(STAMP) kcat java prometheus chromium
+test: $(STAMP) kcat java prometheus chromium bytecode
 	$(PY) -m pytest $(PYTEST_ARGS)
 
-test-fast: $(STAMP) java
+test-fast: $(STAMP) java bytecode
 	$(PY) -m pytest -m "not slow" $(PYTEST_ARGS)
 
 lint: $(STAMP)
@@ -79,7 +86,7 @@ check-gen: $(STAMP)
 # BENCH_QUICK=1: a quick subset (about 2.5 minutes); BENCH_ARGS: bench/run.py's options (--processes, --repeats, ...)
 BENCH_QUICK ?=
 BENCH_ARGS ?=
-bench: $(STAMP)
+bench: $(STAMP) bytecode
 	BENCH_QUICK=$(BENCH_QUICK) $(PY) bench/run.py $(BENCH_ARGS)
 
 # the long fuzzing campaign (docs/fuzzing.md): FUZZ_ARGS="--seed S --start N" resumes one;
@@ -99,3 +106,4 @@ endif
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache protocol/records/*.so
+	find $(BYTECODE_DIRS) -name __pycache__ -type d -prune -exec rm -rf {} +
