@@ -1,8 +1,7 @@
 """The kernel buffers of accepted sockets: Kafka's `socket.{send,receive}.buffer.bytes`.
 
-By default the receive buffer is left to the OS (-1), which grows it with the connection's rate; a fixed
-SO_RCVBUF turns that off and caps the TCP window, which made a 1 MiB produce request arrive in ~100 KB
-pieces (the figures are in the key's description). An explicit size still applies, as in Kafka.
+Both default to Kafka's 102400 bytes, and an explicit size is what the broker's side of a connection gets
+(Linux reports twice what it was given, for its own bookkeeping); -1 leaves the size to the OS.
 """
 
 from __future__ import annotations
@@ -46,18 +45,17 @@ def _os_default_receive_buffer() -> int:
         return fresh.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF)
 
 
-def test_the_receive_buffer_is_left_to_the_os_by_default() -> None:
-    assert BROKER["socket.receive.buffer.bytes"].default == -1
-    assert BROKER["socket.send.buffer.bytes"].default == 102_400  # Kafka's: a larger one made fetch slower
-
-
-async def test_by_default_the_broker_does_not_size_the_receive_buffer(tmp_path: Path) -> None:
-    receive, send = await _server_buffers(tmp_path, {})
-    assert receive == _os_default_receive_buffer()
-    assert send == 2 * 102_400  # Linux doubles what it is given, for its own bookkeeping
+async def test_both_buffers_default_to_kafkas_size(tmp_path: Path) -> None:
+    assert BROKER["socket.receive.buffer.bytes"].default == BROKER["socket.send.buffer.bytes"].default == 102_400
+    assert await _server_buffers(tmp_path, {}) == (2 * 102_400, 2 * 102_400)
 
 
 @pytest.mark.parametrize(("key", "index"), [("socket.receive.buffer.bytes", 0), ("socket.send.buffer.bytes", 1)])
 async def test_an_explicit_size_is_applied(tmp_path: Path, key: str, index: int) -> None:
     buffers = await _server_buffers(tmp_path, {key: "65536"})
     assert buffers[index] == 2 * 65_536
+
+
+async def test_minus_one_leaves_the_receive_buffer_to_the_os(tmp_path: Path) -> None:
+    receive, _ = await _server_buffers(tmp_path, {"socket.receive.buffer.bytes": "-1"})
+    assert receive == _os_default_receive_buffer()
