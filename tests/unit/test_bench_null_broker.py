@@ -1,7 +1,11 @@
 """The benchmark's client-only ceiling and load split: the null broker's answers are real Kafka answers
-(batches byte-identical to the codec's, offsets where they were asked), and the fleet reads every offset once."""
+(batches byte-identical to the codec's, offsets where they were asked), the fleet reads every offset once,
+and its producers spread records over the partitions evenly however full librdkafka's queue is."""
 
 from __future__ import annotations
+
+import time
+from typing import Any, ClassVar
 
 import pytest
 
@@ -87,3 +91,50 @@ def test_a_fetch_answer_keeps_to_max_bytes() -> None:
         FetchPartition(partition=p, partition_max_bytes=1 << 20) for p in range(2)])])
     first, second = broker.fetched(request)[0].responses[0].partitions
     assert 0 < len(first.records) <= 25_000 and len(second.records) == 0
+
+
+class _SlowQueueProducer:
+    """librdkafka as the produce job sees it, with a queue that takes `room` records, 100 more per poll."""
+
+    taken: ClassVar[dict[int, int]] = {}
+
+    def __init__(self, settings: dict[str, Any]) -> None:
+        self.room = 300
+        _SlowQueueProducer.taken = {}
+
+    def list_topics(self, topic: str, timeout: float) -> None:
+        pass
+
+    def produce_batch(self, topic: str, messages: list[dict[str, Any]], partition: int) -> int:
+        if not self.room:
+            raise BufferError("queue full")
+        n = min(len(messages), self.room)
+        self.room -= n
+        self.taken[partition] = self.taken.get(partition, 0) + n
+        return n
+
+    def poll(self, timeout: float) -> int:
+        self.room += 100
+        return 0
+
+    def flush(self, timeout: float) -> int:
+        return 0
+
+
+def test_a_chunk_the_queue_takes_only_part_of_is_finished_on_its_partition_not_sent_again_whole(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A full queue must not pile records onto one partition: every partition gets CHUNK per turn."""
+    import confluent_kafka
+
+    from bench import fleet
+
+    monkeypatch.setattr(confluent_kafka, "Producer", _SlowQueueProducer)
+
+    class _Now:
+        def start(self) -> float:
+            return time.monotonic()
+
+    result = fleet.produce_job(_Now(), "unused:9092", "t", [0, 1, 2, 3], 8 * fleet.CHUNK, 1024, 60.0, 60.0)
+    assert _SlowQueueProducer.taken == {p: 2 * fleet.CHUNK for p in range(4)}
+    assert result.per_partition == _SlowQueueProducer.taken
+    assert result.records == 8 * fleet.CHUNK
