@@ -192,7 +192,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
             log.debug("tls client", peer=self.peer, listener=self.listener, principal=self.principal)
         sock = transport.get_extra_info("socket")
         if sock is not None:
-            # Kafka's socket.{send,receive}.buffer.bytes: bounded kernel buffers make backpressure real
+            # Kafka's socket.{send,receive}.buffer.bytes (-1: the OS sizes it). A bounded send buffer makes
+            # backpressure real; the receive buffer is the OS's by default (see the key's description)
             for option, key in ((socket.SO_SNDBUF, "socket.send.buffer.bytes"),
                                 (socket.SO_RCVBUF, "socket.receive.buffer.bytes")):
                 size = int(self.state.config.get(key))
