@@ -114,7 +114,7 @@ BROKER_DEFS: tuple[ConfigDef, ...] = (
        "SO_RCVBUF of accepted sockets (-1: OS default, which grows with the connection's rate up to "
        "net.ipv4.tcp_rmem's maximum). Not Kafka's 102400: a fixed size caps the TCP window, so a 1 MiB "
        "produce request arrived in ~100 KB pieces; measured, acks=all produce of 1 and 10 KiB records went "
-       "13-25% faster on the OS default, with a third less kernel CPU per byte (a fixed 1 MiB did as well, "
+       "14-22% faster on the OS default, with a quarter to a third less kernel CPU per byte (a fixed 1 MiB did as well, "
        "but Linux caps a fixed size at net.core.rmem_max, 208 KiB by default, which did no better than 100 KB)."),
     _b("num.network.threads", "int", 3, "Accepted for compatibility; the event loop does all network I/O.",
        at_least(1)),
