@@ -30,6 +30,13 @@ acks=all. Nothing about durability changes: the recovery point still moves only 
 The `posix_fadvise` calls run on one thread of their own (`page-cache`), never on the event loop or a
 flusher: dropping 8 MiB of cached pages takes about half a millisecond. On a filesystem whose pages are its
 storage (tmpfs) the drops do nothing, harmlessly.
+
+Linux reads at most max(`read_ahead_kb`, `max_sectors_kb`) of the device for one `POSIX_FADV_WILLNEED`
+and silently skips the rest. With common settings (128 KiB read-ahead, 128 to 1,280 KiB per request) a
+16 MiB read-ahead read its first 128 KiB to 1.25 MiB, and the next fetch blocked the event loop on the
+disk for the rest, so a read-ahead is asked for in pieces of that size (`read_ahead_piece`, read once per
+device). Measured on the 2-core VM with its disk set to 128 KiB for both: a consumer reading 10 KiB records
+of one partition, most of them dropped, went from 97-114k to 139-150k msgs/s.
 """
 
 from __future__ import annotations
@@ -38,6 +45,7 @@ import ctypes
 import os
 import threading
 from collections import deque
+from pathlib import Path
 from typing import IO, TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
@@ -59,6 +67,9 @@ READ_AHEAD = 16 << 20
 #: the disk read 16 MiB for each: what a fetch makes the disk read stays within 9x what it is sent, while
 #: a consumer's usual 1 MiB fetches keep 8 of them in flight ahead of it
 READ_AHEAD_FACTOR = 8
+#: the piece asked for when the device's limits cannot be read (a filesystem with no block device of its
+#: own in sysfs): the smallest read-ahead window Linux sets by default
+READ_AHEAD_PIECE = 128 << 10
 #: bytes a segment gathers past what the budget counts before they are handed to write-back and counted
 #: (data nobody fsyncs: acks=0 and 1); what is left uncounted is at most this much per active segment
 WRITE_BACK_STEP = DROP_ALIGN
@@ -99,6 +110,20 @@ def _write_back(fd: int, start: int, end: int) -> None:
         os.close(own)
 
 
+def read_ahead_piece(device: int, sysfs: Path = Path("/sys/dev/block")) -> int:
+    """The most one `POSIX_FADV_WILLNEED` reads of the filesystem on `device` (`st_dev`): Linux caps it at
+    the larger of the device's read-ahead window and its largest request (`force_page_cache_ra`). A
+    partition's limits are its disk's."""
+    node = sysfs / f"{os.major(device)}:{os.minor(device)}"
+    for queue in (node / "queue", node / ".." / "queue"):
+        try:
+            kib = max(int((queue / name).read_text()) for name in ("read_ahead_kb", "max_sectors_kb"))
+        except (OSError, ValueError):
+            continue
+        return max(kib << 10, READ_AHEAD_PIECE)
+    return READ_AHEAD_PIECE
+
+
 class Droppable(Protocol):
     """A segment as the budget sees it: its open `.log` file (None when closed), how far it was counted
     and how far dropped."""
@@ -125,6 +150,8 @@ class PageCache:
         self._closed = False
         self.dropped_bytes = 0
         self._thread: threading.Thread | None = None
+        #: `read_ahead_piece` of each device read ahead on so far (the thread's own)
+        self._pieces: dict[int, int] = {}
 
     @property
     def enabled(self) -> bool:
@@ -245,6 +272,8 @@ class PageCache:
             try:
                 if advice == _WRITE_BACK:
                     _write_back(file.fileno(), start, end)
+                elif advice == os.POSIX_FADV_WILLNEED:
+                    self._read_ahead(file.fileno(), start, end)
                 else:
                     os.posix_fadvise(file.fileno(), start, end - start, advice)
             except (OSError, ValueError):  # closed meanwhile (deleted, idle): its pages go with it or stay
@@ -255,6 +284,15 @@ class PageCache:
                 continue
             if advice == os.POSIX_FADV_DONTNEED:
                 self.dropped_bytes += end - start
+
+    def _read_ahead(self, fd: int, start: int, end: int) -> None:
+        """On the thread: have the disk read [start, end) of `fd`'s file, in pieces it reads whole."""
+        device = os.fstat(fd).st_dev
+        piece = self._pieces.get(device)
+        if piece is None:
+            piece = self._pieces[device] = read_ahead_piece(device)
+        for position in range(start, end, piece):
+            os.posix_fadvise(fd, position, min(piece, end - position), os.POSIX_FADV_WILLNEED)
 
     def forget(self) -> None:
         """Drop every count (the logs went away, e.g. at shutdown)."""

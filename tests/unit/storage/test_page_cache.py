@@ -1,12 +1,13 @@
 """The page-cache budget: what it counts, what it drops, and that the kernel really lets the pages go.
 
-Whether a page is cached is asked of the kernel itself: `preadv2(RWF_NOWAIT)` reads only from the page
-cache and fails with EAGAIN where the data would have to come from the disk. On a filesystem whose pages
+Whether a page is cached is asked of the kernel itself (`mincore`, which reads nothing). On a filesystem whose pages
 are its storage (tmpfs) nothing can be dropped, and the tests that look at real pages skip.
 """
 
 from __future__ import annotations
 
+import ctypes
+import mmap
 import os
 import time
 from collections.abc import Iterator
@@ -25,22 +26,39 @@ from pybroker.storage.page_cache import (
     MAX_RANGES,
     READ_AHEAD,
     READ_AHEAD_FACTOR,
+    READ_AHEAD_PIECE,
     WRITE_BACK_STEP,
     Droppable,
     PageCache,
+    read_ahead_piece,
 )
 from tests.unit.storage.helpers import TOPIC_ID, append, batch, config
 
 MIB = 1 << 20
 
 
+_LIBC = ctypes.CDLL(None, use_errno=True)
+_LIBC.mmap.restype = ctypes.c_void_p
+_LIBC.mmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int64)
+_LIBC.mincore.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p)
+_LIBC.munmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t)
+_PAGE = mmap.PAGESIZE
+
+
 def cached(fd: int, offset: int, length: int = 4096) -> bool:
-    """Is [offset, offset + length) in the page cache? (asks without reading from the disk)"""
+    """Is all of [offset, offset + length) in the page cache? Asked with `mincore` over a mapping that is
+    never touched, so asking reads nothing (a read that fails where the data is not cached, such as
+    `preadv2(RWF_NOWAIT)`, starts the kernel's read-ahead as it fails)."""
+    first = offset - offset % _PAGE
+    size = offset + length - first
+    address = _LIBC.mmap(None, size, mmap.PROT_READ, mmap.MAP_SHARED, fd, first)
+    assert address not in (None, ctypes.c_void_p(-1).value), os.strerror(ctypes.get_errno())
     try:
-        os.preadv(fd, [bytearray(length)], offset, os.RWF_NOWAIT)
-    except BlockingIOError:
-        return False
-    return True
+        pages = ctypes.create_string_buffer(-(-size // _PAGE))
+        assert _LIBC.mincore(address, size, pages) == 0, os.strerror(ctypes.get_errno())
+        return all(flag & 1 for flag in pages.raw)
+    finally:
+        _LIBC.munmap(address, size)
 
 
 def drops_pages(directory: Path) -> bool:
@@ -160,6 +178,40 @@ def test_a_sent_region_of_dropped_data_is_dropped_again_and_the_disk_reads_ahead
     while not all(cached(file.fileno(), offset) for offset in (MIB, MIB + READ_AHEAD - 4096)):
         assert time.monotonic() < deadline, "the disk never read ahead"
         time.sleep(0.01)
+
+
+def test_a_read_ahead_longer_than_the_kernel_reads_at_once_is_read_whole(file: IO[bytes]) -> None:
+    """Linux reads at most max(read_ahead_kb, max_sectors_kb) for one WILLNEED and skips the rest without
+    an error: READ_AHEAD is asked for in pieces, so all of it is read however small the device's limits."""
+    end = write_synced(file, 4 * MIB + 2 * READ_AHEAD)
+    os.posix_fadvise(file.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
+    assert not cached(file.fileno(), 0, end)
+    cache = PageCache(0)
+    cache.read_ahead(file, MIB, MIB + READ_AHEAD)
+    cache.close()
+    deadline = time.monotonic() + 10  # started by the thread, finished by the disk meanwhile
+    while not cached(file.fileno(), MIB, READ_AHEAD):
+        assert time.monotonic() < deadline, "part of the read-ahead was never read"
+        time.sleep(0.01)
+    assert not cached(file.fileno(), MIB + READ_AHEAD + 2 * MIB, MIB)  # and nothing far past it
+
+
+@pytest.mark.parametrize(("layout", "piece"), [
+    ({"8:0/queue/read_ahead_kb": "128", "8:0/queue/max_sectors_kb": "1280"}, 1280 << 10),
+    ({"8:0/queue/read_ahead_kb": "8192", "8:0/queue/max_sectors_kb": "4096"}, 8 << 20),
+    ({"8:0/queue/read_ahead_kb": "0", "8:0/queue/max_sectors_kb": "64"}, READ_AHEAD_PIECE),  # at least
+    ({"disk/queue/read_ahead_kb": "512", "disk/queue/max_sectors_kb": "256", "disk/8:0/x": ""}, 512 << 10),
+    ({"8:0/queue/read_ahead_kb": "garbage", "8:0/queue/max_sectors_kb": "128"}, READ_AHEAD_PIECE),
+    ({}, READ_AHEAD_PIECE),  # no block device in sysfs (tmpfs, overlay, btrfs's own numbers)
+])
+def test_the_read_ahead_piece_is_what_the_device_reads_for_one_willneed(tmp_path: Path, layout: dict[str, str],
+                                                                       piece: int) -> None:
+    for name, text in layout.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    if (tmp_path / "disk" / "8:0").exists():  # a partition: its directory sits in its disk's
+        (tmp_path / "8:0").symlink_to(tmp_path / "disk" / "8:0")
+    assert read_ahead_piece(os.makedev(8, 0), tmp_path) == piece
 
 
 def test_a_closed_file_is_passed_over(file: IO[bytes], tmp_path: Path) -> None:
