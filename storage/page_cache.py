@@ -68,7 +68,9 @@ READ_AHEAD = 16 << 20
 #: a consumer's usual 1 MiB fetches keep 8 of them in flight ahead of it
 READ_AHEAD_FACTOR = 8
 #: the piece asked for when the device's limits cannot be read (a filesystem with no block device of its
-#: own in sysfs): the smallest read-ahead window Linux sets by default
+#: own in sysfs): the smallest read-ahead window Linux sets by default. Also the smallest piece ever asked
+#: for, so one read-ahead is at most READ_AHEAD / READ_AHEAD_PIECE = 128 calls; a device set to read less
+#: per call (read-ahead turned off, tiny requests) reads the start of each piece
 READ_AHEAD_PIECE = 128 << 10
 #: bytes a segment gathers past what the budget counts before they are handed to write-back and counted
 #: (data nobody fsyncs: acks=0 and 1); what is left uncounted is at most this much per active segment
