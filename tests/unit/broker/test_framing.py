@@ -117,11 +117,12 @@ def _receive(decoder: FrameDecoder, scratch: memoryview, stream: bytes, pos: int
 
 
 @given(st.lists(st.binary(max_size=300), max_size=8), st.lists(st.integers(1, 120), min_size=1, max_size=30),
-       st.lists(st.booleans(), max_size=30), st.integers(4, 64))
+       st.lists(st.booleans(), max_size=30), st.integers(4, 64), st.integers(0, 400))
 def test_receiving_into_lent_buffers_gives_the_same_frames(
-        payloads: list[bytes], reads: list[int], answers: list[bool], scratch_size: int) -> None:
-    """The BufferedProtocol pair: however big each read and the scratch, and whatever `admit` answers,
-    the frames come out whole and in order, each admitted once, and none shares the scratch."""
+        payloads: list[bytes], reads: list[int], answers: list[bool], scratch_size: int, large_frame: int) -> None:
+    """The BufferedProtocol pair: however big each read and the scratch, whichever frames count as large
+    (after one, only a size prefix is read into the scratch), and whatever `admit` answers, the frames
+    come out whole and in order, each admitted once, and none shares the scratch."""
     replies = iter(answers)
     admitted: list[int] = []
 
@@ -133,7 +134,7 @@ def test_receiving_into_lent_buffers_gives_the_same_frames(
 
     stream = b"".join(_frame(p) for p in payloads)
     scratch = memoryview(bytearray(scratch_size))
-    decoder = FrameDecoder(1000, admit)
+    decoder = FrameDecoder(1000, admit, large_frame=large_frame)
     out: list[bytes] = []
     pos = 0
     turn = 0
@@ -164,3 +165,34 @@ def test_a_big_frame_is_received_straight_into_its_own_buffer() -> None:
     assert done is frame_buffer and bytes(done) == payload
     assert _receive(decoder, scratch, stream, pos + len(lent), 64)[0] == [b"next"]
 
+
+
+def test_after_a_large_frame_only_the_next_prefix_goes_through_the_scratch() -> None:
+    """A produce load sends large frames back to back: a read into the whole scratch after one would
+    take the next frame's first bytes there, to be copied again. Only its four-byte prefix is read
+    there; the frame itself is received into its own buffer whole. A small frame lends the whole
+    scratch again."""
+    large, small = bytes(range(256)) * 4, b"small"
+    stream = _frame(large) + _frame(large) + _frame(small) + _frame(small) + _frame(small)
+    scratch = memoryview(bytearray(64))
+    decoder = FrameDecoder(1_000_000, large_frame=1024)
+    everything = len(stream)
+    assert len(decoder.get_buffer(scratch)) == 64  # nothing received yet: the whole scratch
+    frames, pos = _receive(decoder, scratch, stream, 0, everything)  # the prefix and the first 60 bytes
+    assert (frames, pos) == ([], 64)
+    frames, pos = _receive(decoder, scratch, stream, pos, everything)  # the rest, into the frame
+    assert (frames, pos) == ([large], 4 + len(large))
+    lent = decoder.get_buffer(scratch)
+    assert lent.obj is scratch.obj and len(lent) == 4  # the next size prefix, and nothing more
+    frames, pos = _receive(decoder, scratch, stream, pos, everything)
+    assert frames == [] and decoder.partial_size == len(large)
+    lent = decoder.get_buffer(scratch)
+    assert lent.obj is decoder._frame and len(lent) == len(large)  # the whole frame, straight into its buffer
+    frames, pos = _receive(decoder, scratch, stream, pos, everything)
+    assert frames == [large]
+    frames, pos = _receive(decoder, scratch, stream, pos, everything)  # the small frame's prefix alone
+    assert frames == [] and decoder.partial_size == len(small)
+    frames, pos = _receive(decoder, scratch, stream, pos, everything)
+    assert frames == [small]
+    assert len(decoder.get_buffer(scratch)) == 64  # after a small frame: the whole scratch again
+    assert _receive(decoder, scratch, stream, pos, everything) == ([small, small], everything)
