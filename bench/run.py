@@ -15,15 +15,15 @@ of pybroker's fetched bytes sent by `os.sendfile`. Then end-to-end latency (p50/
 the consumer-group join time. The issue 14 goals are printed as ratios with met/not met, and everything
 is written as JSON to the git-ignored `bench/results/` (`latest.json` and one file per run).
 
-Every cell starts with the disk in the same state: before each produce phase, on every target alike, the
-harness calls `os.sync()` and waits until the kernel's dirty pages are written back (`bench/disk.py`;
-pybroker writes and fsyncs its log, Tansu and the null broker write nothing, and a disk that is still
-writing back the previous cell's pages halved pybroker's produce figure in later cells). The header shows
-the disk ceiling for each partition count: MB/s written to the brokers' directory for a produce phase's
-seconds the way pybroker writes its logs (appends over one file per partition, while 8 threads fsync each
-file whenever something was appended to it: group commit), with no broker. It is pybroker's produce ceiling, as the null broker is the
-client's: it is printed beside pybroker's produce MB/s, and under the goals wherever a goal asks for more
-fsynced MB/s than the disk takes (Tansu keeps its records in memory).
+Every cell starts with the disk in the same state: before each produce phase (and the latency phase), on
+every target alike, the harness calls `os.sync()` and waits until the kernel's dirty pages are written back
+(`bench/disk.py`; pybroker writes and fsyncs its log, Tansu and the null broker write nothing, and a disk
+that is still writing back the previous cell's pages halved pybroker's produce figure in later cells). The
+header shows the disk ceiling for each partition count: MB/s written to the brokers' directory for a produce
+phase's seconds the way pybroker writes its logs (appends over one file per partition, while 8 threads fsync
+each file whenever something was appended to it: group commit), with no broker. It is pybroker's produce
+ceiling, as the null broker is the client's: it is printed beside pybroker's produce MB/s, and under the
+goals wherever a goal asks for more fsynced MB/s than the disk takes (Tansu keeps its records in memory).
 
 A produce phase lasts a fixed time (2.5 s; the consume phase reads all of it back); `--repeats 3` runs
 the grid three times over and prints medians (the default, once, takes about 11 minutes on 2 cores).
@@ -62,7 +62,7 @@ if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
 from bench.big_frames import measure as measure_big_frames  # noqa: E402
-from bench.disk import write_bandwidth  # noqa: E402
+from bench.disk import settle_disk, write_bandwidth  # noqa: E402
 from bench.fleet import Fleet  # noqa: E402
 from bench.grid import (  # noqa: E402
     CEILING,
@@ -140,8 +140,12 @@ def measure_latency(brokers: dict[str, BrokerProcess], args: argparse.Namespace)
         topic = f"bench-latency-{time.monotonic_ns() % 10**8}"
         try:
             create_topic(broker.bootstrap, topic, 1)
+            # as before every produce phase: pybroker's fsyncs must not wait behind the grid's write-back
+            unsettled = settle_disk()
             print(f"  [{name}] latency at {args.latency_rate} msgs/s for {args.latency_seconds:.0f} s ...", flush=True)
             latencies[name] = latency(broker.bootstrap, topic, args.latency_rate, args.latency_seconds)
+            if unsettled:
+                latencies[name].note += unsettled
             if not args.quick:
                 print(f"  [{name}] consumer group: subscribe to first record ...", flush=True)
                 joins[name] = group_join(broker.bootstrap, topic)
