@@ -56,16 +56,23 @@ class NullBrokerProcess(BrokerProcess):
         return env
 
 
-def cpu_seconds(pid: int | None) -> float:
-    """User + system CPU seconds of a process so far (Linux `/proc`); NaN where that cannot be read."""
+def cpu_times(pid: int | None) -> tuple[float, float]:
+    """User and system CPU seconds of a process so far, every thread (Linux `/proc`); NaNs where that
+    cannot be read."""
     import os
 
     try:
         with open(f"/proc/{pid}/stat") as stat:
             fields = stat.read().rsplit(")", 1)[1].split()
     except (OSError, IndexError):
-        return float("nan")
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return float("nan"), float("nan")
+    tick = os.sysconf("SC_CLK_TCK")
+    return int(fields[11]) / tick, int(fields[12]) / tick
+
+
+def cpu_seconds(pid: int | None) -> float:
+    """User + system CPU seconds of a process so far; NaN where that cannot be read."""
+    return sum(cpu_times(pid))
 
 
 def memory_mb(pid: int | None, key: str = "VmRSS") -> float:

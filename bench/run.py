@@ -31,9 +31,10 @@ the grid three times over and prints medians (the default, once, takes about 11 
 partitions, one repetition, nothing else). The full run adds, before the load, in-process: what produce-path validation
 costs per batch and per record (`bench/validation.py`) and what fetch sessions (KIP-227) save a consumer
 of 1,000 partitions (`bench/fetch_sessions.py`) and what the hot codecs cost compiled (mypyc) against pure
-Python (`bench/codecs.py`); and after it, on pybroker alone: its RSS under the
-big-frame attack (`bench/big_frames.py`), TLS against PLAINTEXT (`bench/tls.py`) and transactional
-produce (`bench/txn.py`). `bench/partitions.py` (single-process acks=all produce by partition count)
+Python (`bench/codecs.py`); and after it, on pybroker alone: its CPU per produce request from pre-encoded
+frames, no librdkafka (`bench/request_cost.py`: the broker's own cost, steady where the grid moves with the
+host), its RSS under the big-frame attack (`bench/big_frames.py`), TLS against PLAINTEXT (`bench/tls.py`) and
+transactional produce (`bench/txn.py`). `bench/partitions.py` (single-process acks=all produce by partition count)
 still runs on its own; the grid's partition counts cover it with several processes and Tansu beside.
 
 Last of all, on pybroker alone, the Spark connector's batch read of 1M records of 100 B over 8 partitions on
@@ -54,6 +55,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -227,6 +229,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--skip-load", action="store_true", help="the in-process tables only")
     parser.add_argument("--skip-tls", action="store_true", help="skip the TLS vs PLAINTEXT phase")
     parser.add_argument("--skip-txn", action="store_true", help="skip the transactional produce phase")
+    parser.add_argument("--skip-request-cost", action="store_true",
+                        help="skip pybroker's CPU per produce request from pre-encoded frames")
     parser.add_argument("--skip-spark", action="store_true",
                         help="skip the Spark connector's batch read (skipped anyway without Java or pyspark)")
     parser.add_argument("--txn-seconds", type=float, default=10.0,
@@ -243,6 +247,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args.latency_seconds = args.latency_seconds or quick.get("latency_seconds", 10.0)
     if args.quick:
         args.skip_validation = args.skip_memory = args.skip_tls = args.skip_txn = args.skip_spark = True
+        args.skip_request_cost = True
     if min(args.processes, args.repeats, args.latency_rate, *args.sizes, *args.counts) < 1 \
             or min(args.latency_seconds, args.seconds) <= 0:
         parser.error("processes, repeats, sizes, partition counts and the latency settings must be positive")
@@ -294,6 +299,7 @@ def main(argv: list[str] | None = None) -> int:
     extra: dict[str, Any] = {}
     tls_result = txn_results = None
     memory: list[str] = []
+    costs: list[Any] = []
     spark_results = None
     fleet = Fleet(args.processes)
     try:
@@ -309,6 +315,11 @@ def main(argv: list[str] | None = None) -> int:
             finally:
                 fleet.close()
                 extra["stop_problems"] = stop_brokers(brokers)
+            if "pybroker" in brokers and not args.skip_request_cost:
+                from bench import request_cost
+
+                costs = request_cost.run(Path(tmp))
+                extra["request_cost"] = [asdict(cost) for cost in costs]
             if "pybroker" in brokers and not args.skip_memory:
                 print("  [pybroker] big-frame attack: 8 x 95 MB of a 100 MB request ...", flush=True)
                 memory = measure_big_frames(Path(tmp) / "big-frames").lines(8, 100, 95)
@@ -334,6 +345,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  [{name}] consumer group, subscribe to first record: "
               + ("timed out" if joined is None else f"{joined:.3f} s (median of 3)"))
     goals = print_goals(cells, latencies, settings["disk_ceiling_mb_per_s"])
+    if costs:
+        from bench import request_cost
+
+        request_cost.print_table(costs)
     if memory:
         print("\n== pybroker memory under the big-frame attack (default settings) ==")
         print("\n".join(memory))
