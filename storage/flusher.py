@@ -20,6 +20,14 @@ worker that finds the outbox empty schedules the one callback that drains it, so
 whatever else finished before the loop got to them) cost one wake. (Storage stays synchronous: it knows
 the loop only as something with `call_soon_threadsafe`.)
 
+Why the loop wakes at most one worker per iteration: waking a sleeping thread is a futex call that, on a
+VM, costs the loop tens of microseconds (an interrupt to the other CPU). With acks=all over many
+partitions every request readies its own log, so `notify` (called on the waker's own thread) only queues
+the log and asks the waker to run `_wake_deferred` once, after the rest of the iteration's requests: it
+wakes one worker, and a worker that takes a log wakes the next while more are ready, so the fsyncs still
+go out in parallel, and the wakes are paid by the workers, not the loop. (`request`, from any thread,
+wakes at once.)
+
 A failed fsync fails that log's waiters with the `OSError` (the broker answers KAFKA_STORAGE_ERROR);
 other logs are unaffected.
 """
@@ -50,19 +58,24 @@ Done = Callable[[Outcome], None]
 
 
 class Waker(Protocol):
-    """Whatever runs `done` callbacks on its own thread (an asyncio event loop is one)."""
+    """Whatever runs `done` callbacks on its own thread (an asyncio event loop is one): `call_soon` from
+    that thread, `call_soon_threadsafe` from any."""
+
+    def call_soon(self, callback: Callable[..., Any], *args: Any) -> Any: ...
 
     def call_soon_threadsafe(self, callback: Callable[..., Any], *args: Any) -> Any: ...
 
 
 class _Outbox:
-    """Answers for one waker's callbacks, delivered by one `call_soon_threadsafe` per batch."""
+    """Answers for one waker's callbacks, delivered by one `call_soon_threadsafe` per batch; and whether the
+    waker is already due to wake a worker for the logs its thread readied (`wake_due`, its thread only)."""
 
-    __slots__ = ("answers", "waker")
+    __slots__ = ("answers", "wake_due", "waker")
 
     def __init__(self, waker: Waker) -> None:
         self.waker = waker
         self.answers: list[tuple[Done, Outcome]] = []
+        self.wake_due = False
 
 
 class _Notice:
@@ -123,9 +136,10 @@ class Flusher:
         return future
 
     def notify(self, log: Log, offset: int, done: Done, waker: Waker) -> None:
-        """As `request`, but `done(recovery point or exception)` is called on the waker's thread, with
-        one `call_soon_threadsafe` per batch of finished flushes, not one per waiter. Already durable (or
-        never possible): `done` is called at once, on the calling thread."""
+        """As `request`, but called on the waker's thread, and `done(recovery point or exception)` is called
+        there too, with one `call_soon_threadsafe` per batch of finished flushes, not one per waiter; the
+        worker is woken once the waker's current callbacks are done (`_wake_deferred`). Already durable (or
+        never possible): `done` is called at once."""
         point = log.recovery_point
         if offset <= point:
             done(point)
@@ -137,10 +151,21 @@ class Flusher:
         if outbox is None:
             with self._outbox_lock:
                 outbox = self._outboxes.setdefault(waker, _Outbox(waker))
-        if not self._enqueue(log, offset, _Notice(done, outbox)):
+        if not self._enqueue(log, offset, _Notice(done, outbox), wake=False):
             done(FlushError("the flusher is closed"))
+            return
+        if not outbox.wake_due:
+            outbox.wake_due = True
+            waker.call_soon(self._wake_deferred, outbox)
 
-    def _enqueue(self, log: Log, offset: int, future: Future[int] | _Notice) -> bool:
+    def _wake_deferred(self, outbox: _Outbox) -> None:
+        """On the waker's thread, after the callbacks that readied logs: one worker for all of them."""
+        outbox.wake_due = False
+        with self._cond:
+            if self._ready:
+                self._wake_one()
+
+    def _enqueue(self, log: Log, offset: int, future: Future[int] | _Notice, *, wake: bool = True) -> bool:
         with self._cond:
             if self._closed:
                 return False
@@ -151,7 +176,8 @@ class Flusher:
             if not queue.queued and not queue.busy:
                 queue.queued = True
                 self._ready.append(queue)
-                self._wake_one()
+                if wake:
+                    self._wake_one()
         return True
 
     def _wake_one(self) -> None:
@@ -171,6 +197,8 @@ class Flusher:
                     self._cond.notify_all()  # closed and drained: let the other workers see it too
                     return
                 queue = self._ready.popleft()
+                if self._ready:  # more logs ready: the next sleeper takes one (woken here, not by the loop)
+                    self._wake_one()
                 queue.queued = False
                 queue.busy = True
                 self._busy += 1

@@ -222,6 +222,41 @@ def test_many_logs_are_synced_at_once(tmp_path: Path) -> None:
         log.close()
 
 
+async def test_logs_readied_in_one_loop_iteration_cost_the_loop_one_wake_and_still_sync_at_once(
+        tmp_path: Path) -> None:
+    """acks=all over many partitions readies one log per request: the loop wakes one worker for all the
+    logs its callbacks readied, and the workers wake each other, so the four fsyncs still meet at the
+    barrier (in flight together) while the loop thread signalled the workers once, not four times."""
+    logs = [open_log(tmp_path / f"t-{i}") for i in range(4)]
+    flusher = Flusher("test", workers=4)
+    barrier = threading.Barrier(4, timeout=5)
+    real_fdatasync = os.fdatasync
+    loop_thread = threading.get_ident()
+    from_loop: list[int] = []
+    real_notify = flusher._cond.notify
+
+    def counting_notify(n: int = 1) -> None:
+        if threading.get_ident() == loop_thread:
+            from_loop.append(n)
+        real_notify(n)
+
+    def meeting_fdatasync(fd: int) -> None:
+        barrier.wait()  # raises BrokenBarrierError unless all four syncs are in flight at once
+        real_fdatasync(fd)
+
+    for _ in range(500):  # every worker asleep first, as between requests under load
+        if flusher._sleeping == 4:
+            break
+        await asyncio.sleep(0.01)
+    with mock.patch("os.fdatasync", meeting_fdatasync), mock.patch.object(flusher._cond, "notify", counting_notify):
+        waiters = [_flushed(flusher, log, append(log, batch(1)).last_offset + 1) for log in logs]
+        assert await asyncio.wait_for(asyncio.gather(*waiters), 10) == [1, 1, 1, 1]
+    assert from_loop == [1]
+    flusher.close()
+    for log in logs:
+        log.close()
+
+
 async def test_a_cancelled_loop_waiter_is_skipped_and_a_closed_flusher_refuses(tmp_path: Path) -> None:
     log = open_log(tmp_path / "t-0")
     flusher = Flusher("test")
