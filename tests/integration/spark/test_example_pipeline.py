@@ -74,7 +74,8 @@ def test_the_example_explains_itself() -> None:
 def test_ctrl_c_stops_the_example_cleanly(broker: BrokerProcess, new_topic: Callable[..., str],
                                           tmp_path: Path) -> None:
     """SIGINT, as a terminal's Ctrl-C sends it to the whole process group: the query stops, the program
-    exits 0, and nothing on its way out is a traceback (py4j's included)."""
+    exits 0, and nothing on its way out is a traceback (py4j's included), but for the one Spark's own
+    streaming-source runner may print as the query stops (`_without_runner_teardown`)."""
     source, sink = new_topic("events"), new_topic("counts")
     create_topic(broker.bootstrap, source, 1)
     proc = subprocess.Popen([sys.executable, str(EXAMPLE), "--bootstrap", broker.bootstrap, "--source", source,
@@ -100,5 +101,46 @@ def test_ctrl_c_stops_the_example_cleanly(broker: BrokerProcess, new_topic: Call
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(10)
     assert proc.returncode == 0, err[-3000:]
-    assert "Traceback" not in err and "py4j" not in err.lower(), err[-3000:]
+    ours = _without_runner_teardown(err)
+    assert "Traceback" not in ours and "py4j" not in ours.lower(), err[-3000:]
     assert "stopped" in err
+
+
+#: where PySpark's streaming-source runner fails as it reports its socket's end to a JVM already gone
+_RUNNER_FILES = ("/site-packages/pyspark/", "/socket.py", "/contextlib.py", "<frozen runpy>")
+_RUNNER_ERRORS = ("EOFError", "BrokenPipeError")
+
+
+def _without_runner_teardown(err: str) -> str:
+    """`err` without the one traceback Spark itself may print on a clean stop.
+
+    Stopping a query closes the socket of the Python process that plans its batches (PySpark's
+    `python_streaming_source_runner`); that process reads the end of its socket (EOFError), reports it back
+    over the same socket and, when the JVM's close has already reached it, fails with BrokenPipeError and
+    prints the chain. Whether the close arrives first is a race inside Spark (it showed up on a slow host).
+    A chain goes only if every frame is PySpark's or the standard library's and every error is one of those
+    two; anything else, the example's code or py4j's included, stays for the assertions."""
+    kept: list[str] = []
+    block: list[str] = []
+
+    def close_block() -> None:
+        files = [line for line in block if line.lstrip().startswith('File "')]
+        errors = [line for line in block if line and not line[0].isspace() and not line.startswith(
+            ("Traceback", "During handling"))]
+        if not (files and errors and all(any(f in line for f in _RUNNER_FILES) for line in files)
+                and all(line.startswith(_RUNNER_ERRORS) for line in errors)):
+            kept.extend(block)
+        block.clear()
+
+    for line in err.splitlines():
+        starts_chain = line.startswith("Traceback (most recent call last):")
+        continues = block and (line == "" or line[0].isspace() or line.startswith(("During handling", *_RUNNER_ERRORS)))
+        if starts_chain or continues:
+            block.append(line)
+            continue
+        if block:
+            close_block()
+        kept.append(line)
+    if block:
+        close_block()
+    return "\n".join(kept)
