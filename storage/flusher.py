@@ -209,11 +209,9 @@ class Flusher:
                 with self._cond:
                     queue.busy = False
                     self._busy -= 1
-                    if queue.waiters:  # asked while it was being flushed: its next round
-                        queue.queued = True
+                    if queue.waiters:  # asked while it was being flushed: its next round (this worker
+                        queue.queued = True  # takes the first ready log itself, and wakes one for the rest)
                         self._ready.append(queue)
-                        if len(self._ready) > 1:  # this worker takes the first itself: no hand-off
-                            self._wake_one()
                     elif self._queues.get(id(queue.log)) is queue:
                         del self._queues[id(queue.log)]
                     if self._closed:
