@@ -12,6 +12,7 @@ a cleaner's segment swap that a crash interrupted is finished or undone first (`
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import pairwise
@@ -21,14 +22,20 @@ import structlog
 
 from pybroker.storage.cleaner.swap import complete_interrupted_swaps
 from pybroker.storage.log_config import LogConfig
-from pybroker.storage.segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, Segment
+from pybroker.storage.segment import (
+    INDEX_SUFFIX,
+    LOG_SUFFIX,
+    TIME_INDEX_SUFFIX,
+    Segment,
+    base_offsets,
+    segment_path,
+)
 from pybroker.storage.transaction_index import TXN_INDEX_SUFFIX
 
 log = structlog.get_logger("pybroker.storage.log_loader")
 
 #: files of interrupted writes and deletions (Kafka's `.deleted` and `.cleaned`, our `.tmp`)
 LEFTOVER_SUFFIXES = (".tmp", ".deleted", ".cleaned")
-BASE_OFFSET_DIGITS = 20
 
 
 @dataclass(slots=True)
@@ -47,31 +54,24 @@ class LoadedSegments:
     stats: LoadStats = field(default_factory=LoadStats)
 
 
-def _base_offsets(directory: Path, suffix: str) -> set[int]:
-    found = set()
-    for path in directory.glob(f"*{suffix}"):
-        stem = path.name[: -len(suffix)]
-        if len(stem) == BASE_OFFSET_DIGITS and stem.isdigit():
-            found.add(int(stem))
-    return found
-
-
-def _remove_leftovers(directory: Path, bases: set[int]) -> None:
-    for path in directory.iterdir():
-        if path.name.endswith(LEFTOVER_SUFFIXES):
-            path.unlink(missing_ok=True)
+def _remove_leftovers(directory: Path, names: list[str], bases: set[int]) -> None:
+    for name in names:
+        if name.endswith(LEFTOVER_SUFFIXES):
+            (directory / name).unlink(missing_ok=True)
     for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):  # an index without its log is an orphan
-        for base in _base_offsets(directory, suffix) - bases:
-            (directory / f"{base:020d}{suffix}").unlink(missing_ok=True)
+        for base in set(base_offsets(names, suffix)) - bases:
+            segment_path(directory, base, suffix).unlink(missing_ok=True)
 
 
 def load_segments(directory: Path, config: LogConfig, *, clean: bool, recovery_point: int,
                   log_start_offset: int, now_ms: int, new_segment: Callable[[int], Segment]) -> LoadedSegments:
     """Open (and, after a crash, recover) the segments in `directory`; `new_segment(base)` makes an
     empty active segment when there is none."""
-    complete_interrupted_swaps(directory)  # a cleaner's segment swap that a crash interrupted
-    bases = _base_offsets(directory, LOG_SUFFIX)
-    _remove_leftovers(directory, bases)
+    names = os.listdir(directory)
+    if complete_interrupted_swaps(directory, names):  # a cleaner's segment swap that a crash interrupted
+        names = os.listdir(directory)
+    bases = set(base_offsets(names, LOG_SUFFIX))
+    _remove_leftovers(directory, names, bases)
     stats = LoadStats()
     segments = [Segment.open_existing(directory, base, now_ms=now_ms, max_index_bytes=config.max_index_bytes,
                                       index_interval_bytes=config.index_interval_bytes) for base in sorted(bases)]

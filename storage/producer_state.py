@@ -28,6 +28,7 @@ unless a transaction of theirs is open.
 
 from __future__ import annotations
 
+import os
 from collections import deque
 from collections.abc import Iterator
 from pathlib import Path
@@ -43,6 +44,7 @@ from pybroker.storage.producer_snapshot import (
     decode_snapshot,
     encode_snapshot,
 )
+from pybroker.storage.segment import base_offsets
 
 NO_EPOCH = -1
 NO_TXN = -1
@@ -264,12 +266,7 @@ class ProducerStateManager:
         return self.directory / f"{offset:020d}{SNAPSHOT_SUFFIX}"
 
     def snapshot_offsets(self) -> list[int]:
-        offsets = []
-        for path in self.directory.glob(f"*{SNAPSHOT_SUFFIX}"):
-            stem = path.name[: -len(SNAPSHOT_SUFFIX)]
-            if len(stem) == 20 and stem.isdigit():
-                offsets.append(int(stem))
-        return sorted(offsets)
+        return base_offsets(os.listdir(self.directory), SNAPSHOT_SUFFIX)
 
     def _entries(self) -> Iterator[SnapshotEntry]:
         for producer_id, entry in self.producers.items():

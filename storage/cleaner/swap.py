@@ -32,13 +32,12 @@ from pathlib import Path
 from pybroker.protocol.records.batch import HEADER, HEADER_SIZE, LOG_OVERHEAD, MIN_BATCH_LENGTH
 from pybroker.storage.cleaner.cleaned_segment import CLEANED_SUFFIX, SEGMENT_SUFFIXES, suffixed_path
 from pybroker.storage.files import fsync_dir
-from pybroker.storage.segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, segment_path
+from pybroker.storage.segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, base_offsets, segment_path
 from pybroker.storage.transaction_index import TXN_INDEX_SUFFIX
 
 SWAP_SUFFIX = ".swap"
 #: the commit point is the last file renamed to `.swap`, and the last one renamed live
 _INDEX_FIRST = (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, LOG_SUFFIX)
-BASE_OFFSET_DIGITS = 20
 
 #: called with the name of each step before it is taken; tests raise there to simulate a crash
 StepHook = Callable[[str], None]
@@ -75,15 +74,6 @@ def swap_in(directory: Path, new_base: int, old_bases: Iterable[int], *, hook: S
     hook("done")
 
 
-def _bases_with(directory: Path, name_suffix: str) -> list[int]:
-    found = []
-    for path in directory.glob(f"*{name_suffix}"):
-        stem = path.name[: -len(name_suffix)]
-        if len(stem) == BASE_OFFSET_DIGITS and stem.isdigit():
-            found.append(int(stem))
-    return sorted(found)
-
-
 def _next_offset(path: Path, base_offset: int) -> int:
     """One past the last offset of the whole batches in a segment file (headers only)."""
     next_offset = base_offset
@@ -101,14 +91,18 @@ def _next_offset(path: Path, base_offset: int) -> int:
     return next_offset
 
 
-def complete_interrupted_swaps(directory: Path) -> int:
-    """Finish every committed swap in a partition dir and drop uncommitted ones; the swaps finished."""
-    finished = 0
-    changed = False
-    for base in _bases_with(directory, LOG_SUFFIX + SWAP_SUFFIX):
+def complete_interrupted_swaps(directory: Path, names: list[str]) -> bool:
+    """Finish every committed swap in a partition dir and drop uncommitted ones; whether any file changed.
+
+    `names` is the dir's listing; a dir no swap touched (every dir but one a crash hit mid-swap) costs
+    one pass over it.
+    """
+    if not any(name.endswith((SWAP_SUFFIX, CLEANED_SUFFIX)) for name in names):
+        return False
+    for base in base_offsets(names, LOG_SUFFIX + SWAP_SUFFIX):
         swap_log = suffixed_path(directory, base, LOG_SUFFIX, SWAP_SUFFIX)
         end = _next_offset(swap_log, base)
-        for old in _bases_with(directory, LOG_SUFFIX):
+        for old in base_offsets(os.listdir(directory), LOG_SUFFIX):  # as the swaps before this one left it
             if base < old < end:
                 for suffix in SEGMENT_SUFFIXES:
                     segment_path(directory, old, suffix).unlink(missing_ok=True)
@@ -116,16 +110,11 @@ def complete_interrupted_swaps(directory: Path) -> int:
             swap = suffixed_path(directory, base, suffix, SWAP_SUFFIX)
             if swap.exists():  # an index already renamed before the crash is the new one
                 os.rename(swap, segment_path(directory, base, suffix))
-        finished += 1
-        changed = True
     for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):  # index files of a swap that never committed
-        for base in _bases_with(directory, suffix + SWAP_SUFFIX):
+        for base in base_offsets(names, suffix + SWAP_SUFFIX):
             suffixed_path(directory, base, suffix, SWAP_SUFFIX).unlink(missing_ok=True)
-            changed = True
     for suffix in SEGMENT_SUFFIXES:
-        for base in _bases_with(directory, suffix + CLEANED_SUFFIX):
+        for base in base_offsets(names, suffix + CLEANED_SUFFIX):
             suffixed_path(directory, base, suffix, CLEANED_SUFFIX).unlink(missing_ok=True)
-            changed = True
-    if changed:
-        fsync_dir(directory)
-    return finished
+    fsync_dir(directory)
+    return True

@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 from pybroker.storage.log import Log
+from pybroker.storage.segment import base_offsets
 from tests.unit.storage.helpers import NOW, TOPIC_ID, append, batch, config, log_file, open_log, read_spans
 
 SMALL = {"segment_bytes": 1500, "index_interval_bytes": 200}
@@ -141,6 +142,19 @@ def test_an_unfinished_roll_and_leftover_files_are_handled(tmp_path: Path) -> No
     assert not (directory / "pybroker.tmp").exists() and not (directory / "00000000000000000000.log.deleted").exists()
     assert append(log, batch(1)).base_offset == 10
     log.close()
+
+
+def test_only_kafka_file_names_give_base_offsets() -> None:
+    """The loader, the swap completion and the producer snapshots read one listing of the dir through
+    this; a name that is not 20 ASCII digits and the suffix is no segment of theirs."""
+    names = ["00000000000000000010.log", "00000000000000000003.log", "00000000000000000003.index",
+             "00000000000000000007.log.swap", "0000000000000000007.log", "000000000000000000070.log",
+             "0000000000000000000\N{SUPERSCRIPT TWO}.log", "0000000000000000000\N{ARABIC-INDIC DIGIT ONE}.log",
+             "partition.metadata", "abcdefghijklmnopqrst.log", ".log"]
+    assert base_offsets(names, ".log") == [3, 10]
+    assert base_offsets(names, ".log.swap") == [7]
+    assert base_offsets(names, ".index") == [3]
+    assert base_offsets([], ".log") == []
 
 
 def test_a_log_start_beyond_the_data_starts_afresh(tmp_path: Path) -> None:
