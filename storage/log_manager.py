@@ -138,7 +138,8 @@ class LogManager:
             self._topics = self._store.load()
             self._by_id = {info.topic_id: info for info in self._topics.values()}
             settle_future_dirs(self.dirs, lambda name: PARTITION_DIR.fullmatch(name) is not None)
-            stats = [self._load_dir(directory, directory in new_dirs) for directory in self.dirs]
+            configs: dict[str, LogConfig] = {}  # a topic's settings, resolved once for all its partitions
+            stats = [self._load_dir(directory, configs, directory in new_dirs) for directory in self.dirs]
             self._dir_counts = {directory: 0 for directory in self.dirs}
             for directory in self._dir_of.values():
                 self._dir_counts[directory] += 1
@@ -166,7 +167,7 @@ class LogManager:
             unlock_dir(fd)
         self._locks = []
 
-    def _load_dir(self, directory: Path, new_dir: bool = False) -> RecoveryStats:
+    def _load_dir(self, directory: Path, configs: dict[str, LogConfig], new_dir: bool = False) -> RecoveryStats:
         started = time.monotonic()
         clean = had_clean_shutdown(directory)
         recovery_points = read_checkpoint(directory / RECOVERY_POINT)
@@ -189,7 +190,10 @@ class LogManager:
                 _set_aside(child)
                 stats.stray_partitions += 1
                 continue
-            log = Log(child, key[0], key[1], info.topic_id, self.log_config_for(info.configs),
+            config = configs.get(info.name)
+            if config is None:
+                config = configs[info.name] = self.log_config_for(info.configs)
+            log = Log(child, key[0], key[1], info.topic_id, config,
                       recovery_point=recovery_points.get(key, 0), log_start_offset=start_offsets.get(key, 0),
                       clean=clean, clock_ms=self.clock_ms, page_cache=self.page_cache)
             if owner is None:
