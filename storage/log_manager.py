@@ -1,11 +1,9 @@
 """All logs of this broker across its log dirs: ownership, identity, topics, placement, durability.
 
 Startup locks every dir, checks `meta.properties`, loads the topic table, and opens each partition
-dir: fast after a clean shutdown (the marker is present), recovering everything above the recovery
-point after a crash. A partition dir that no known topic claims (unknown name, partition beyond the
-count, or a `partition.metadata` naming another topic id) is renamed `<dir>.<uuid>-stray` and left
-for the operator, never deleted and never resurrected. New partitions go to the dir holding fewest.
-Shutdown flushes and closes every log, writes the checkpoints and then the clean-shutdown marker.
+dir (`storage.partition_dirs`: which dirs are partitions it owns, which are strays set aside). New
+partitions go to the dir holding fewest. Shutdown flushes and closes every log, writes the checkpoints
+and then the clean-shutdown marker.
 
 Threads: topics are created, grown and deleted on worker threads while the event loop appends, reads and
 answers Metadata. The loop takes no lock: the topic table and the log maps are replaced, never changed in
@@ -19,16 +17,13 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import re
 import shutil
 import threading
-import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
 
-from pybroker.storage.checkpoints import LOG_START_OFFSET, RECOVERY_POINT, read_checkpoint, write_checkpoint
-from pybroker.storage.dir_names import renamed_dir_name
+from pybroker.storage.checkpoints import LOG_START_OFFSET, RECOVERY_POINT, write_checkpoint
 from pybroker.storage.errors import (
     InvalidPartitionsError,
     InvalidTopicError,
@@ -48,7 +43,6 @@ from pybroker.storage.log_dir import (
     META_PROPERTIES,
     clear_clean_shutdown,
     ensure_meta_properties,
-    had_clean_shutdown,
     lock_dir,
     mark_clean_shutdown,
     unlock_dir,
@@ -56,24 +50,18 @@ from pybroker.storage.log_dir import (
 from pybroker.storage.log_dir_failure import LogDirFailureChannel, is_resource_exhaustion
 from pybroker.storage.log_mover import LogDirMover, settle_future_dirs
 from pybroker.storage.page_cache import UNLIMITED, PageCache
+from pybroker.storage.partition_dirs import PARTITION_DIR, PartitionDirLoader, set_aside
 from pybroker.storage.recovery_stats import RecoveryStats
 from pybroker.storage.retention import Verdict
-from pybroker.storage.topic_names import LEGAL_CHARS as _LEGAL_CHARS
 from pybroker.storage.topic_names import validate_topic_name
 from pybroker.storage.topic_store import (
     TopicInfo,
     TopicStore,
-    read_partition_metadata,
     write_partition_metadata,
 )
 
 __all__ = ["LogManager", "RecoveryStats", "TopicInfo", "validate_topic_name"]
 
-#: `<topic>-<partition>`, matched whole (`fullmatch`); any topic text, so a topic an older version let in
-#: with an illegal name (say, ending in a newline) still finds its data
-PARTITION_DIR = re.compile(r"(?P<topic>.+)-(?P<partition>[0-9]+)", re.DOTALL)
-DELETE_SUFFIX = "-delete"
-STRAY_SUFFIX = "-stray"
 #: no cap unless the broker sets one (`max.broker.partitions`, the descriptor budget)
 NO_LIMIT = 2**31 - 1
 #: how often idle segment files are looked for (a file unused for one to two periods is closed)
@@ -138,8 +126,10 @@ class LogManager:
             self._topics = self._store.load()
             self._by_id = {info.topic_id: info for info in self._topics.values()}
             settle_future_dirs(self.dirs, lambda name: PARTITION_DIR.fullmatch(name) is not None)
-            configs: dict[str, LogConfig] = {}  # a topic's settings, resolved once for all its partitions
-            stats = [self._load_dir(directory, configs, directory in new_dirs) for directory in self.dirs]
+            loader = PartitionDirLoader(self._topics, self.log_config_for, clock_ms=self.clock_ms,
+                                        page_cache=self.page_cache)
+            stats = [loader.load(directory, new_dir=directory in new_dirs, logs=self._logs, dir_of=self._dir_of)
+                     for directory in self.dirs]
             self._dir_counts = {directory: 0 for directory in self.dirs}
             for directory in self._dir_of.values():
                 self._dir_counts[directory] += 1
@@ -166,46 +156,6 @@ class LogManager:
         for fd in self._locks:
             unlock_dir(fd)
         self._locks = []
-
-    def _load_dir(self, directory: Path, configs: dict[str, LogConfig], new_dir: bool = False) -> RecoveryStats:
-        started = time.monotonic()
-        clean = had_clean_shutdown(directory)
-        recovery_points = read_checkpoint(directory / RECOVERY_POINT)
-        start_offsets = read_checkpoint(directory / LOG_START_OFFSET)
-        stats = RecoveryStats(str(directory), clean, new_dir)
-        for child in sorted(directory.iterdir()):
-            if not child.is_dir() or child.name.endswith(STRAY_SUFFIX):
-                continue
-            if child.name.endswith(DELETE_SUFFIX):  # a deletion that a crash interrupted
-                shutil.rmtree(child, ignore_errors=True)
-                continue
-            match = PARTITION_DIR.fullmatch(child.name)
-            if match is None or not (_LEGAL_CHARS.fullmatch(match["topic"]) or match["topic"] in self._topics):
-                continue  # not a partition dir (an illegal name is one only if a topic has it)
-            key = (match["topic"], int(match["partition"]))
-            info = self._topics.get(key[0])
-            owner = read_partition_metadata(child)
-            if info is None or key[1] >= info.num_partitions or key in self._logs or \
-                    owner not in (None, info.topic_id):
-                _set_aside(child)
-                stats.stray_partitions += 1
-                continue
-            config = configs.get(info.name)
-            if config is None:
-                config = configs[info.name] = self.log_config_for(info.configs)
-            log = Log(child, key[0], key[1], info.topic_id, config,
-                      recovery_point=recovery_points.get(key, 0), log_start_offset=start_offsets.get(key, 0),
-                      clean=clean, clock_ms=self.clock_ms, page_cache=self.page_cache)
-            if owner is None:
-                write_partition_metadata(child, info.topic_id)
-            self._logs[key] = log
-            self._dir_of[key] = directory
-            stats.partitions += 1
-            stats.segments_recovered += log.load_stats.segments_recovered
-            stats.bytes_truncated += log.load_stats.bytes_truncated
-            stats.malformed_batches += log.load_stats.malformed_batches
-        stats.seconds = round(time.monotonic() - started, 3)
-        return stats
 
     # -- topics ------------------------------------------------------------------------------------
     def topics(self) -> dict[str, TopicInfo]:
@@ -484,7 +434,7 @@ class LogManager:
     def _create_log(self, info: TopicInfo, partition: int, directory: Path, config: LogConfig) -> Log:
         path = directory / f"{info.name}-{partition}"
         if path.exists():
-            _set_aside(path)
+            set_aside(path)
         path.mkdir()
         write_partition_metadata(path, info.topic_id)
         fsync_dir(directory)
@@ -695,7 +645,3 @@ class LogManager:
         if first_error is not None:
             raise first_error
 
-
-def _set_aside(path: Path) -> None:
-    """Rename a partition dir nobody claims to Kafka's stray form (at most 255 bytes), keeping its data."""
-    path.rename(path.with_name(renamed_dir_name(path.name, STRAY_SUFFIX)))
