@@ -166,7 +166,6 @@ def test_a_big_frame_is_received_straight_into_its_own_buffer() -> None:
     assert _receive(decoder, scratch, stream, pos + len(lent), 64)[0] == [b"next"]
 
 
-
 def test_after_a_large_frame_only_the_next_prefix_goes_through_the_scratch() -> None:
     """A produce load sends large frames back to back: a read into the whole scratch after one would
     take the next frame's first bytes there, to be copied again. Only its four-byte prefix is read
