@@ -12,7 +12,7 @@ PYTEST_ARGS ?=
 # connector need the extras too (.venv/.installed, which implies the other)
 BROKER_STAMP := $(VENV)/.installed-broker
 # the compiled modules' sources (setup.py's table) are among them: a changed source rebuilds its extension
-SOURCES_OF_INSTALL := pyproject.toml setup.py $(wildcard protocol/*.py protocol/records/*.py protocol/records/*.c protocol/records/*.h protocol/messages/*.py) broker/spark/_arrow_records.c
+SOURCES_OF_INSTALL := pyproject.toml setup.py $(wildcard protocol/*.py protocol/records/*.py protocol/records/*.c protocol/records/*.h protocol/messages/*.py) clients/spark/_arrow_records.c
 
 $(BROKER_STAMP): $(SOURCES_OF_INSTALL) | cc
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -56,7 +56,7 @@ chromium:
 # Bytecode for our sources, written even where Python is told not to (PYTHONDONTWRITEBYTECODE): without
 # it every broker start and every `pybroker` command compiles them again (start to ready 0.66 s instead of
 # 0.35 s here). Up-to-date files are skipped; an edited source makes its file stale, which Python ignores.
-BYTECODE_DIRS := broker protocol storage config tests bench examples
+BYTECODE_DIRS := broker clients protocol storage config tests bench examples
 bytecode: $(BROKER_STAMP)
 	$(PY) -m compileall -q -j 0 $(BYTECODE_DIRS) >/dev/null
 
@@ -71,7 +71,7 @@ test-fast: $(STAMP) java bytecode
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/mypy broker protocol storage config
+	$(VENV)/bin/mypy broker clients protocol storage config
 
 gen: $(STAMP)
 	$(PY) -m pybroker.protocol.codegen

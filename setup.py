@@ -1,6 +1,6 @@
 """Compiles the hot modules (`COMPILED_MODULES`: codecs, record batches, the record walk) with mypyc, and
 two small hand-written C extensions (`C_EXTENSIONS`): the Spark reader's record decoder
-(`broker/spark/_arrow_records.c`) and the record walk's copy-free fast path (`protocol/records/_walk_accept.c`).
+(`clients/spark/_arrow_records.c`) and the record walk's copy-free fast path (`protocol/records/_walk_accept.c`).
 
 Everything else is in pyproject.toml. The source folders install under other names (`protocol/` is
 `pybroker.protocol`), and mypyc names a module after its path, so the source folders are copied to
@@ -17,7 +17,7 @@ source (`pybroker.protocol.compiled`).
 `PYBROKER_PURE_PYTHON=1` skips compiling: the same .py files then run as plain Python. So does a failed
 compile (no C compiler, say), with a warning: the broker is slower, never broken, and says at startup
 which modules run compiled (a unit test fails when the compiled ones are missing unexpectedly).
-The C decoder has a pure-Python twin (`broker/spark/arrow_records_py.py`) for the same cases; without the
+The C decoder has a pure-Python twin (`clients/spark/arrow_records_py.py`) for the same cases; without the
 walk's fast path, every batch is walked by `record_walk` (on a copy), as before.
 """
 
@@ -59,7 +59,7 @@ SOURCE_DIRS = {"pybroker.protocol": "protocol", "pybroker.broker": "broker", "py
                "pybroker.config": "config"}
 STAGING = Path("build") / "mypyc-src"
 #: (C source, installed module) of each hand-written C extension; like the mypyc ones, optional
-C_EXTENSIONS = (("broker/spark/_arrow_records.c", "pybroker.broker.spark._arrow_records"),
+C_EXTENSIONS = (("clients/spark/_arrow_records.c", "pybroker.clients.spark._arrow_records"),
                 ("protocol/records/_walk_accept.c", "pybroker.protocol.records._walk_accept"))
 #: the header both include (`record_bytes.h`: the varint and UTF-8 rules written once)
 C_INCLUDE = "protocol/records"

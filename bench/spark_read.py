@@ -47,7 +47,7 @@ SIZE = 100
 PARTITIONS = 8
 RUNS = 3
 MASTER = "local[2]"
-#: reader label -> the workers' PYBROKER_SPARK_READER value (see broker/spark/datasource.py)
+#: reader label -> the workers' PYBROKER_SPARK_READER value (see clients/spark/datasource.py)
 READERS = {"before (kafka-python)": "kafka-python", "after (compiled)": ""}
 SPARK_RUN_TIMEOUT_S = 900
 
@@ -87,7 +87,7 @@ def _spark_runs(bootstrap: str, topic: str, partitions: int, records: int, runs:
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     from pyspark.sql import SparkSession
 
-    from pybroker.broker.spark import register
+    from pybroker.clients.spark import register
 
     spark = (SparkSession.builder.master(MASTER).appName("pybroker-bench-spark-read")
              .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")

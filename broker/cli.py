@@ -52,11 +52,11 @@ class _Commands(click.Group):
 
     def _add_admin_commands(self) -> None:
         """`topics`, `groups`, `produce`, `consume`, `log-dirs`, `configs`, `health`, ...: see
-        pybroker.broker.admin."""
+        pybroker.clients.admin (the clients package; the server imports it only here)."""
         if self._admin_added:
             return
         self._admin_added = True
-        from pybroker.broker.admin.commands import ADMIN_COMMANDS
+        from pybroker.clients.admin.commands import ADMIN_COMMANDS
 
         for command in ADMIN_COMMANDS:
             self.add_command(command)

@@ -30,7 +30,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
-from pybroker.broker.spark import FORMAT, register
+from pybroker.clients.spark import FORMAT, register
 
 #: how often the wait looks at Ctrl-C (a signal only sets an event; see `wait_until_stopped`)
 POLL_SECONDS = 1

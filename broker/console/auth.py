@@ -35,7 +35,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from pybroker.broker.console.params import ConsoleError
-from pybroker.broker.security.scram import MECHANISMS as SCRAM_MECHANISMS
+from pybroker.protocol.scram_mechanisms import MECHANISMS as SCRAM_MECHANISMS
 
 if TYPE_CHECKING:
     from pybroker.broker.state import BrokerState

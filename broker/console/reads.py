@@ -12,11 +12,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from pybroker.broker.admin.assignment import decode_assignment
 from pybroker.broker.console.local_client import LocalClient
 from pybroker.broker.console.params import ConsoleError
 from pybroker.config.broker_config import ConfigSource
 from pybroker.protocol.errors import ErrorCode
+from pybroker.protocol.member_assignment import decode_assignment
 from pybroker.protocol.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResource
 from pybroker.protocol.messages.describe_groups import DescribeGroupsRequest
 from pybroker.protocol.messages.describe_log_dirs import DescribeLogDirsRequest

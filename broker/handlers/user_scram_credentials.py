@@ -21,13 +21,7 @@ from typing import Any
 
 from pybroker.broker.context import RequestContext
 from pybroker.broker.dispatch import handler
-from pybroker.broker.security.scram import (
-    BY_TYPE,
-    MAX_ITERATIONS,
-    MIN_ITERATIONS,
-    ScramCredential,
-    credential_from_salted,
-)
+from pybroker.broker.security.scram import ScramCredential, credential_from_salted
 from pybroker.protocol.api_keys import ApiKey
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.messages.alter_user_scram_credentials import (
@@ -41,6 +35,7 @@ from pybroker.protocol.messages.describe_user_scram_credentials import (
     DescribeUserScramCredentialsResponse,
     DescribeUserScramCredentialsResult,
 )
+from pybroker.protocol.scram_mechanisms import BY_TYPE, MAX_ITERATIONS, MIN_ITERATIONS
 
 #: longest salt accepted (clients send 32 to 64 bytes)
 MAX_SALT_BYTES = 1024

@@ -17,13 +17,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from pybroker.broker.security.jaas import JaasError, parse_jaas, plain_users
 from pybroker.broker.security.jwt import Validation
 from pybroker.broker.security.sasl_oauthbearer import JwksFile, OAuthValidator
-from pybroker.broker.security.scram import MECHANISMS as SCRAM_MECHANISMS
 from pybroker.config.broker_config import BrokerConfig
+from pybroker.config.jaas import JaasError, parse_jaas, plain_users
 from pybroker.config.listeners import LISTENER_PREFIX, SASL_PLAINTEXT, SASL_SSL
 from pybroker.config.types import ConfigError
+from pybroker.protocol.scram_mechanisms import MECHANISMS as SCRAM_MECHANISMS
 
 SASL_PROTOCOLS = frozenset({SASL_PLAINTEXT, SASL_SSL})
 SUPPORTED_MECHANISMS = ("PLAIN", *SCRAM_MECHANISMS, "OAUTHBEARER")

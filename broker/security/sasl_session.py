@@ -20,10 +20,10 @@ from pybroker.broker.security.errors import SaslFailure
 from pybroker.broker.security.sasl_config import ListenerSasl
 from pybroker.broker.security.sasl_oauthbearer import OAuthBearerServer
 from pybroker.broker.security.sasl_plain import PlainServer
-from pybroker.broker.security.scram import MECHANISMS as SCRAM_MECHANISMS
 from pybroker.broker.security.scram import ScramCredential, ScramServer
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.messages import SaslAuthenticateResponse, SaslHandshakeResponse
+from pybroker.protocol.scram_mechanisms import MECHANISMS as SCRAM_MECHANISMS
 
 #: characters of a client-chosen user name written to the log
 MAX_LOGGED_USER = 128

@@ -13,17 +13,14 @@ from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
 import hmac
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from pybroker.broker.security.errors import SaslFailure, generic_message
+from pybroker.protocol.scram_mechanisms import MIN_ITERATIONS, ScramMechanism
 
-#: Kafka's bounds on a credential's iteration count (ScramMechanism)
-MIN_ITERATIONS = 4096
-MAX_ITERATIONS = 16384
 #: bytes of server nonce (before base64)
 NONCE_BYTES = 24
 #: longest client message accepted (a user name and a nonce are short)
@@ -32,28 +29,6 @@ MAX_MESSAGE_BYTES = 4096
 _UNKNOWN_USER_SECRET = secrets.token_bytes(32)
 
 
-@dataclass(frozen=True, slots=True)
-class ScramMechanism:
-    name: str
-    #: the mechanism's number in AlterUserScramCredentials / DescribeUserScramCredentials
-    type_id: int
-    hash_name: str
-
-    def hash(self, data: bytes) -> bytes:
-        return hashlib.new(self.hash_name, data).digest()
-
-    def hmac(self, key: bytes, data: bytes) -> bytes:
-        return hmac.new(key, data, self.hash_name).digest()
-
-    def salted_password(self, password: str, salt: bytes, iterations: int) -> bytes:
-        """RFC 5802's Hi(): PBKDF2 with HMAC over the mechanism's hash, one block."""
-        return hashlib.pbkdf2_hmac(self.hash_name, password.encode(), salt, iterations)
-
-
-MECHANISMS: dict[str, ScramMechanism] = {
-    m.name: m for m in (ScramMechanism("SCRAM-SHA-256", 1, "sha256"), ScramMechanism("SCRAM-SHA-512", 2, "sha512"))
-}
-BY_TYPE: dict[int, ScramMechanism] = {m.type_id: m for m in MECHANISMS.values()}
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,8 @@ import os
 import threading
 from pathlib import Path
 
-from pybroker.broker.security.scram import MECHANISMS, ScramCredential
+from pybroker.broker.security.scram import ScramCredential
+from pybroker.protocol.scram_mechanisms import MECHANISMS
 from pybroker.storage.errors import StorageError
 from pybroker.storage.files import atomic_write
 

@@ -1,7 +1,7 @@
 /* Reading v2 record bytes in C: the zigzag varint and the strict UTF-8 check, written once.
 
 Included by both hand-written extensions that read records: the record walk's fast path
-(`protocol/records/_walk_accept.c`) and the Spark reader's decoder (`broker/spark/_arrow_records.c`).
+(`protocol/records/_walk_accept.c`) and the Spark reader's decoder (`clients/spark/_arrow_records.c`).
 Each turns a failure into its own answer (None, or a ValueError naming the record and field), so these
 only say what went wrong. The rules are `record_walk`'s: a varint has at most 5 bytes for 32 bits and
 10 for 64, and its value must fit those bits; UTF-8 is strict as CPython's decoder is (no overlong

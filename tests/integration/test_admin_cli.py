@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from pybroker.broker.admin.wire import WireClient
 from pybroker.broker.cli import cli
+from pybroker.clients.wire import WireClient
 from tests.integration.brokers import REPO_ROOT, BrokerProcess, free_port
 from tests.integration.clients import kp_consumer, kp_producer
 

@@ -28,8 +28,8 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from pybroker.broker.admin import cli_support
 from pybroker.broker.cli import cli
+from pybroker.clients.admin import cli_support
 from pybroker.protocol.partitioner import partition_for_key
 from tests.integration.brokers import REPO_ROOT, BrokerProcess, free_port
 from tests.integration.clients import ck_consumer, ck_producer, kp_consumer

@@ -26,8 +26,8 @@ from click.testing import CliRunner
 from confluent_kafka import KafkaError
 from kafka.admin import NewTopic
 
-from pybroker.broker.admin.wire import WireClient
 from pybroker.broker.cli import cli
+from pybroker.clients.wire import WireClient
 from pybroker.protocol.messages.delete_records import (
     DeleteRecordsPartition,
     DeleteRecordsRequest,

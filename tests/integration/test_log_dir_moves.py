@@ -18,9 +18,9 @@ from click.testing import CliRunner
 from kafka import TopicPartitionReplica
 from kafka.admin import NewTopic
 
-from pybroker.broker.admin import cluster as cluster_ops
-from pybroker.broker.admin.wire import WireClient
 from pybroker.broker.cli import cli
+from pybroker.clients.admin import cluster as cluster_ops
+from pybroker.clients.wire import WireClient
 from tests.integration.brokers import BrokerProcess
 from tests.integration.clients import ck_flush, ck_producer, ck_read, kp_admin
 

@@ -1,6 +1,6 @@
 """The Spark sink's transactional client against a real broker: KIP-939's prepare / complete, fencing, markers.
 
-No Spark here: `pybroker.broker.spark.txn_producer` is plain Python over `pybroker.protocol`, and a stock
+No Spark here: `pybroker.clients.spark.txn_producer` is plain Python over `pybroker.protocol`, and a stock
 client (kafka-python, read_committed / read_uncommitted) checks what became visible.
 """
 
@@ -13,9 +13,9 @@ import pytest
 from kafka import TopicPartition
 from kafka.admin import NewTopic
 
-from pybroker.broker.spark.cluster import Cluster, Timeouts
-from pybroker.broker.spark.exactly_once import last_committed_batch
-from pybroker.broker.spark.txn_producer import (
+from pybroker.clients.spark.cluster import Cluster, Timeouts
+from pybroker.clients.spark.exactly_once import last_committed_batch
+from pybroker.clients.spark.txn_producer import (
     BrokerError,
     NotPrepared,
     TransactionalProducer,

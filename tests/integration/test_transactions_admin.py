@@ -22,8 +22,8 @@ from kafka import TopicPartition
 from kafka.admin import AbortTransactionSpec
 from kafka.errors import KafkaError as KpKafkaError
 
-from pybroker.broker.admin.commands import transactions as transactions_group
-from pybroker.broker.admin.wire import WireClient
+from pybroker.clients.admin.commands import transactions as transactions_group
+from pybroker.clients.wire import WireClient
 from pybroker.protocol.messages.init_producer_id import InitProducerIdRequest
 from pybroker.protocol.messages.produce import PartitionProduceData, ProduceRequest, TopicProduceData
 from pybroker.protocol.records.record import Record, build_batch

@@ -20,7 +20,7 @@ pyspark = pytest.importorskip("pyspark", reason="the spark extra is not installe
 
 from pyspark.sql import SparkSession  # noqa: E402
 
-from pybroker.broker.spark import register  # noqa: E402
+from pybroker.clients.spark import register  # noqa: E402
 
 
 @pytest.fixture(scope="session")

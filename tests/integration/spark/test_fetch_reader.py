@@ -17,14 +17,14 @@ from confluent_kafka import Producer
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pybroker.broker.spark.fetch_reader import read_range
-from pybroker.broker.spark.planning import OffsetRange
-from pybroker.broker.spark.range_reader import read_range as read_with_kafka_python
-from pybroker.broker.spark.schema import to_record_batch
+from pybroker.clients.spark.fetch_reader import read_range
+from pybroker.clients.spark.planning import OffsetRange
+from pybroker.clients.spark.range_reader import read_range as read_with_kafka_python
+from pybroker.clients.spark.schema import to_record_batch
 from tests.integration.brokers import BrokerProcess
 from tests.integration.clients import CK_PRODUCER, ck_flush, ck_producer, kp_producer
 from tests.integration.spark.support import create_topic
-from tests.unit.spark.arrow_kit import rows_of
+from tests.unit.clients.spark.arrow_kit import rows_of
 
 pytestmark = pytest.mark.slow
 BASE_TS = 1_700_000_000_000

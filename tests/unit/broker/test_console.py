@@ -442,7 +442,8 @@ async def test_login_is_required_when_the_broker_authenticates(secured: BrokerAp
 
 
 async def test_scram_users_log_in_too(secured: BrokerApp) -> None:
-    from pybroker.broker.security.scram import MECHANISMS, credential_from_password
+    from pybroker.broker.security.scram import credential_from_password
+    from pybroker.protocol.scram_mechanisms import MECHANISMS
 
     credential = credential_from_password(MECHANISMS["SCRAM-SHA-256"], "carol-pw")
     secured.state.scram.apply([("carol", "SCRAM-SHA-256", credential)], [])

@@ -14,19 +14,19 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pybroker.broker.admin.client_config import ClientConfigError, client_security
 from pybroker.broker.security.errors import SaslFailure
-from pybroker.broker.security.jaas import JaasError, parse_jaas, plain_users
-from pybroker.broker.security.sasl_client import ClientAuthError, ScramClient
 from pybroker.broker.security.sasl_plain import INVALID, PlainServer
 from pybroker.broker.security.scram import (
-    MECHANISMS,
     ScramCredential,
     ScramServer,
     credential_from_password,
     decode_saslname,
 )
 from pybroker.broker.security.scram_store import ScramStore
+from pybroker.clients.client_config import ClientConfigError, client_security
+from pybroker.clients.sasl import ClientAuthError, ScramClient
+from pybroker.config.jaas import JaasError, parse_jaas, plain_users
+from pybroker.protocol.scram_mechanisms import MECHANISMS
 
 
 class RfcClient:
