@@ -1,6 +1,9 @@
-"""The handler registry: one decorator per API, and the ApiVersions answer built from it.
+"""The handler registry: one decorator per API; the ApiVersions answer and the authorization table come from it.
 
-Each module in `pybroker.broker.handlers` registers its function with `@handler(ApiKey.X, versions=(lo, hi))`.
+Each module in `pybroker.broker.handlers` registers its function with
+`@handler(ApiKey.X, versions=(lo, hi), authorize=rule)`. `rule` is what the API must be allowed, chosen in
+the handler's own module: a rule of `pybroker.broker.security.authorization_*`, or `anyone` for the APIs that
+need no permission (`pybroker.broker.security.authorization` says what a rule answers and runs it).
 A handler takes the request context and the decoded request and returns one of:
 
 - the response object (the request is done);
@@ -11,7 +14,9 @@ A handler takes the request context and the decoded request and returns one of:
   nothing else until it completes: Kafka's rule that a connection's requests take effect in order;
 - None when no response is sent (acks=0).
 
-Because ApiVersions is computed from this registry, what we advertise cannot drift from what we serve.
+Because ApiVersions is computed from this registry, what we advertise cannot drift from what we serve; because
+the authorization table is too, an API cannot be served without the rule it declared. Handlers register at
+import (`load_handlers`, once at startup); afterwards the registry is only read, on the event loop.
 """
 
 from __future__ import annotations
@@ -45,6 +50,8 @@ def waiting(awaitable: Awaitable[Any]) -> Waiting:
 
 HandlerResult = Any | Awaitable[Any] | Waiting | None
 HandlerFn = Callable[["RequestContext", Any], HandlerResult]
+#: an authorization rule: (Check, request) -> None | a response | a merge (see `broker.security.authorization`)
+Rule = Callable[[Any, Any], Any]
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +60,7 @@ class HandlerSpec:
     min_version: int
     max_version: int
     fn: HandlerFn
+    authorize: Rule | None = None  # None: the handler declared no rule (a test fails on it)
 
     def serves(self, version: int) -> bool:
         return self.min_version <= version <= self.max_version
@@ -61,7 +69,8 @@ class HandlerSpec:
 REGISTRY: dict[int, HandlerSpec] = {}
 
 
-def handler(api_key: int, versions: tuple[int, int]) -> Callable[[HandlerFn], HandlerFn]:
+def handler(api_key: int, versions: tuple[int, int], authorize: Rule | None = None
+            ) -> Callable[[HandlerFn], HandlerFn]:
     lo, hi = versions
     request_cls = REQUESTS[int(api_key)]
     if lo < request_cls.MIN_VERSION or hi > request_cls.MAX_VERSION:
@@ -71,7 +80,7 @@ def handler(api_key: int, versions: tuple[int, int]) -> Callable[[HandlerFn], Ha
     def register(fn: HandlerFn) -> HandlerFn:
         if int(api_key) in REGISTRY:
             raise ValueError(f"api {api_key} registered twice")
-        REGISTRY[int(api_key)] = HandlerSpec(int(api_key), lo, hi, fn)
+        REGISTRY[int(api_key)] = HandlerSpec(int(api_key), lo, hi, fn, authorize)
         return fn
 
     return register

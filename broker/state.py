@@ -125,11 +125,6 @@ class BrokerState:
         return host or "127.0.0.1", port
 
     @property
-    def advertised_host(self) -> str:
-        """The first listener's advertised host (for callers that know no listener)."""
-        return self.address_of("")[0]
-
-    @property
     def advertised_port(self) -> int:
         return self.address_of("")[1]
 

@@ -1,7 +1,8 @@
 """Topics as the handlers see them: creation rules, auto-creation, and configs turned into `LogConfig`.
 
 Storage persists a topic's overrides as text; this module is where Kafka's config resolution (topic
-override, then broker synonym, then default) meets the storage layer's plain `LogConfig`.
+override, then broker synonym, then default) meets the storage layer's plain `LogConfig`, through the
+key-to-field table of `config.log_config_fields`.
 
 Creating, growing and deleting topics touches the disk once per partition, so the handlers run these
 calls on a worker thread; `excessive` is the check they make first, on the loop, so a request asking for
@@ -11,9 +12,9 @@ billions of partitions is answered at once and costs nothing.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from pybroker.config.broker_config import BrokerConfig, validate_topic_overrides
+from pybroker.config.log_config_fields import log_config_fields
 from pybroker.config.types import ConfigError
 from pybroker.protocol.errors import ErrorCode
 from pybroker.storage.errors import (
@@ -31,29 +32,6 @@ from pybroker.storage.log_config import LogConfig
 from pybroker.storage.log_dir_failure import is_resource_exhaustion
 from pybroker.storage.log_manager import LogManager, TopicInfo, validate_topic_name
 
-#: LogConfig field <- topic config key
-_LOG_CONFIG_FIELDS: dict[str, str] = {
-    "segment_bytes": "segment.bytes",
-    "segment_ms": "segment.ms",
-    "segment_jitter_ms": "segment.jitter.ms",
-    "index_interval_bytes": "index.interval.bytes",
-    "max_index_bytes": "segment.index.bytes",
-    "flush_interval_messages": "flush.messages",
-    "flush_interval_ms": "flush.ms",
-    "message_timestamp_type": "message.timestamp.type",
-    "message_timestamp_before_max_ms": "message.timestamp.before.max.ms",
-    "message_timestamp_after_max_ms": "message.timestamp.after.max.ms",
-    "max_message_bytes": "max.message.bytes",
-    "retention_ms": "retention.ms",
-    "retention_bytes": "retention.bytes",
-    "file_delete_delay_ms": "file.delete.delay.ms",
-    "preallocate": "preallocate",
-    "delete_retention_ms": "delete.retention.ms",
-    "min_cleanable_dirty_ratio": "min.cleanable.dirty.ratio",
-    "min_compaction_lag_ms": "min.compaction.lag.ms",
-    "max_compaction_lag_ms": "max.compaction.lag.ms",
-}
-
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 #: Kafka's controller's words for a request that would make too many records
 EXCESSIVE_BATCH_MESSAGE = "Unable to perform excessively large batch operation."
@@ -69,10 +47,8 @@ class TopicError(Exception):
 
 
 def log_config_for(config: BrokerConfig, overrides: Mapping[str, str]) -> LogConfig:
-    values: dict[str, Any] = config.topic_values(overrides)
-    fields = {name: values[key] for name, key in _LOG_CONFIG_FIELDS.items()}
-    fields["cleanup_policy"] = ",".join(values["cleanup.policy"])
-    return LogConfig(**fields)
+    """A topic's log settings: each key's override, else its broker synonym, else its default."""
+    return LogConfig(**log_config_fields(config.topic_values(overrides)))
 
 
 class Topics:

@@ -1,7 +1,12 @@
 """A partition log's settings as plain values with Kafka's defaults.
 
 The broker resolves topic overrides, broker synonyms and defaults from its config table and builds one
-of these; the storage layer never reads config keys itself.
+of these with every field given (`broker.topics.log_config_for`, through `config.log_config_fields`); the
+storage layer never reads config keys itself. The field defaults below serve a log built outside a
+broker (tests, tools); they are the topic definitions' defaults (`config/definitions.py`, the one source),
+repeated because storage may not import config, and a test fails when the two differ.
+
+Frozen: a log's settings change by swapping the whole object (`Log.update_config`), so any thread may read one.
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ from __future__ import annotations
 from pybroker.broker.context import RequestContext
 from pybroker.broker.dispatch import handler
 from pybroker.broker.groups.offsets_topic import OFFSETS_TOPIC
+from pybroker.broker.security.authorization_txn import add_offsets_to_txn_rule
 from pybroker.broker.transactions.metadata import TV_1
 from pybroker.broker.transactions.requests import (
     ensure_offsets_topic,
@@ -31,7 +32,7 @@ FIRST_FENCED_VERSION = 2
 FIRST_ABORTABLE_VERSION = 4
 
 
-@handler(ApiKey.ADD_OFFSETS_TO_TXN, versions=(0, 4))
+@handler(ApiKey.ADD_OFFSETS_TO_TXN, versions=(0, 4), authorize=add_offsets_to_txn_rule)
 def handle_add_offsets_to_txn(ctx: RequestContext, request: AddOffsetsToTxnRequest) -> object:
     return _add_offsets(ctx, request)
 

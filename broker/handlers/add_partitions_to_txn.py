@@ -14,7 +14,7 @@ whole (INVALID_REQUEST), before any work.
 
 Authorizes: v0-3 WRITE on the transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED) and WRITE on each
 topic (TOPIC_AUTHORIZATION_FAILED, the rest OPERATION_NOT_ATTEMPTED); v4+ CLUSTER_ACTION on the cluster
-(CLUSTER_AUTHORIZATION_FAILED).
+(CLUSTER_AUTHORIZATION_FAILED): `_authorize`, the rule it registers with.
 """
 
 from __future__ import annotations
@@ -24,6 +24,16 @@ from typing import Any
 
 from pybroker.broker.context import RequestContext
 from pybroker.broker.dispatch import handler
+from pybroker.broker.security.authorization_check import (
+    CLUSTER_DENIED,
+    TOPIC,
+    TOPIC_DENIED,
+    TXN,
+    TXN_DENIED,
+    Check,
+    Op,
+    Outcome,
+)
 from pybroker.broker.transactions.metadata import TV_1
 from pybroker.broker.transactions.requests import ensure_state_topic, for_version, id_error
 from pybroker.protocol.api_keys import ApiKey
@@ -67,7 +77,27 @@ def _count(request: AddPartitionsToTxnRequest, version: int) -> int:
     return sum(len(t.partitions) for t in request.v3_and_below_topics)
 
 
-@handler(ApiKey.ADD_PARTITIONS_TO_TXN, versions=(0, 5))
+def _authorize(check: Check, r: AddPartitionsToTxnRequest) -> Outcome:
+    """Kafka's checks; a refusal answers with this API's own per-partition results (see the docstring)."""
+    if check.version >= FIRST_BATCHED_VERSION:  # the broker-to-coordinator form
+        if check.cluster(Op.CLUSTER_ACTION):
+            return None
+        return AddPartitionsToTxnResponse(error_code=CLUSTER_DENIED, results_by_transaction=[])
+
+    def refuse(codes: Codes, rest: ErrorCode) -> Any:
+        return AddPartitionsToTxnResponse(results_by_topic_v3_and_below=topic_results(r.v3_and_below_topics,
+                                                                                        codes, rest))
+
+    if not check.ok(Op.WRITE, TXN, r.v3_and_below_transactional_id):
+        return refuse({}, TXN_DENIED)
+    denied = {t.name for t in r.v3_and_below_topics if not check.ok(Op.WRITE, TOPIC, t.name)}
+    if not denied:
+        return None
+    return refuse({(t.name, p): TOPIC_DENIED for t in r.v3_and_below_topics if t.name in denied
+                   for p in t.partitions}, ErrorCode.OPERATION_NOT_ATTEMPTED)
+
+
+@handler(ApiKey.ADD_PARTITIONS_TO_TXN, versions=(0, 5), authorize=_authorize)
 def handle_add_partitions_to_txn(ctx: RequestContext, request: AddPartitionsToTxnRequest) -> Any:
     version = ctx.api_version
     too_many = _count(request, version) > int(ctx.state.config.get("max.partitions.per.request"))

@@ -13,6 +13,8 @@ from collections.abc import Callable, Mapping
 from pybroker.broker.config_changes import Change, alter_resource
 from pybroker.broker.context import RequestContext
 from pybroker.broker.dispatch import handler
+from pybroker.broker.security.authorization_check import Op
+from pybroker.broker.security.authorization_cluster import config_rule
 from pybroker.config.definitions import ConfigDef
 from pybroker.config.types import ConfigError
 from pybroker.protocol.api_keys import ApiKey
@@ -38,7 +40,8 @@ def _replace_with(configs: list[AlterableConfig]) -> Change:
     return change
 
 
-@handler(ApiKey.ALTER_CONFIGS, versions=(0, 2))
+@handler(ApiKey.ALTER_CONFIGS, versions=(0, 2),
+         authorize=config_rule(Op.ALTER_CONFIGS, AlterConfigsResourceResponse, "responses"))
 def handle_alter_configs(ctx: RequestContext, request: AlterConfigsRequest) -> AlterConfigsResponse:
     responses = []
     for resource in request.resources:

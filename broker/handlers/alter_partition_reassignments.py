@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from pybroker.broker.context import RequestContext
 from pybroker.broker.dispatch import handler
+from pybroker.broker.security.authorization_check import Op
+from pybroker.broker.security.authorization_cluster import cluster_only, top_level_refusal
 from pybroker.broker.topics import EXCESSIVE_BATCH_MESSAGE
 from pybroker.protocol.api_keys import ApiKey
 from pybroker.protocol.errors import ErrorCode
@@ -50,7 +52,8 @@ def _check_replicas(replicas: list[int], node: int, allow_rf_change: bool) -> Ou
     return ErrorCode.NONE, None
 
 
-@handler(ApiKey.ALTER_PARTITION_REASSIGNMENTS, versions=(0, 1))
+@handler(ApiKey.ALTER_PARTITION_REASSIGNMENTS, versions=(0, 1),
+         authorize=cluster_only(Op.ALTER, top_level_refusal(ApiKey.ALTER_PARTITION_REASSIGNMENTS)))
 def handle_alter_partition_reassignments(
         ctx: RequestContext, request: AlterPartitionReassignmentsRequest) -> AlterPartitionReassignmentsResponse:
     state = ctx.state

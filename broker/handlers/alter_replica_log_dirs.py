@@ -21,6 +21,8 @@ from __future__ import annotations
 
 from pybroker.broker.context import RequestContext
 from pybroker.broker.dispatch import handler
+from pybroker.broker.security.authorization_check import CLUSTER_DENIED, Op
+from pybroker.broker.security.authorization_cluster import cluster_only
 from pybroker.protocol.api_keys import ApiKey
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.messages.alter_replica_log_dirs import (
@@ -53,7 +55,8 @@ def _response(codes: dict[tuple[str, int], int]) -> AlterReplicaLogDirsResponse:
         AlterReplicaLogDirTopicResult(topic_name=name, partitions=parts) for name, parts in by_topic.items()])
 
 
-@handler(ApiKey.ALTER_REPLICA_LOG_DIRS, versions=(1, 2))
+@handler(ApiKey.ALTER_REPLICA_LOG_DIRS, versions=(1, 2),
+         authorize=cluster_only(Op.ALTER, lambda r: answer_all(r, CLUSTER_DENIED)))
 def handle_alter_replica_log_dirs(ctx: RequestContext,
                                   request: AlterReplicaLogDirsRequest) -> AlterReplicaLogDirsResponse:
     state = ctx.state

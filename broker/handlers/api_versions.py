@@ -13,12 +13,13 @@ from __future__ import annotations
 from pybroker.broker import features
 from pybroker.broker.context import RequestContext
 from pybroker.broker.dispatch import handler, supported_versions
+from pybroker.broker.security.authorization_check import anyone
 from pybroker.protocol.api_keys import ApiKey
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.messages.api_versions import ApiVersion, ApiVersionsRequest, ApiVersionsResponse
 
 
-@handler(ApiKey.API_VERSIONS, versions=(0, 4))
+@handler(ApiKey.API_VERSIONS, versions=(0, 4), authorize=anyone)
 def handle_api_versions(ctx: RequestContext, request: ApiVersionsRequest) -> ApiVersionsResponse:
     served = supported_versions()
     response = ApiVersionsResponse(

@@ -1,7 +1,8 @@
 """DescribeClientQuotas (key 48) 0-1 and AlterClientQuotas (key 49) 0-1: client quotas at runtime.
 
 Authorizes as Kafka: Describe needs DESCRIBE_CONFIGS on the CLUSTER, Alter ALTER_CONFIGS on the CLUSTER
-(the rules live in `broker/security/authorization.py`); without an authorizer anyone may use them.
+(the rules it registers with, from `broker/security/authorization_cluster.py`); without an authorizer
+anyone may use them.
 
 Describe answers the configured entities that pass the filter (each component: an exact name, the
 default, or any specified name; `strict` leaves out entities with other types); a bad filter is
@@ -18,6 +19,12 @@ from typing import Any
 
 from pybroker.broker.context import RequestContext
 from pybroker.broker.dispatch import handler
+from pybroker.broker.security.authorization_check import Op
+from pybroker.broker.security.authorization_cluster import (
+    alter_client_quotas_refusal,
+    cluster_only,
+    top_level_refusal,
+)
 from pybroker.broker.security.quota_entities import (
     MAX_ENTITIES,
     Entity,
@@ -45,7 +52,8 @@ from pybroker.protocol.messages.describe_client_quotas import (
 )
 
 
-@handler(ApiKey.DESCRIBE_CLIENT_QUOTAS, versions=(0, 1))
+@handler(ApiKey.DESCRIBE_CLIENT_QUOTAS, versions=(0, 1),
+         authorize=cluster_only(Op.DESCRIBE_CONFIGS, top_level_refusal(ApiKey.DESCRIBE_CLIENT_QUOTAS)))
 def handle_describe(ctx: RequestContext, request: DescribeClientQuotasRequest) -> DescribeClientQuotasResponse:
     try:
         components = check_filter((c.entity_type, c.match_type, c.match) for c in request.components)
@@ -75,7 +83,8 @@ def _changes(entry: Any) -> tuple[Entity, dict[str, float | None]]:
     return entity, changes
 
 
-@handler(ApiKey.ALTER_CLIENT_QUOTAS, versions=(0, 1))
+@handler(ApiKey.ALTER_CLIENT_QUOTAS, versions=(0, 1),
+         authorize=cluster_only(Op.ALTER_CONFIGS, alter_client_quotas_refusal))
 def handle_alter(ctx: RequestContext, request: AlterClientQuotasRequest) -> Any:
     store = ctx.state.quotas
     updated = {entity: dict(values) for entity, values in store.quotas.items()}

@@ -15,6 +15,7 @@ from __future__ import annotations
 from pybroker.broker.context import RequestContext
 from pybroker.broker.dispatch import handler
 from pybroker.broker.groups.consumer_group import Assignment
+from pybroker.broker.security.authorization_consumer_groups import consumer_group_describe_rule
 from pybroker.protocol.api_keys import ApiKey
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.messages.consumer_group_describe import (
@@ -63,7 +64,7 @@ def _describe(ctx: RequestContext, group_id: str, operations: int) -> ConsumerDe
         authorized_operations=operations)
 
 
-@handler(ApiKey.CONSUMER_GROUP_DESCRIBE, versions=(0, 1))
+@handler(ApiKey.CONSUMER_GROUP_DESCRIBE, versions=(0, 1), authorize=consumer_group_describe_rule)
 def handle_consumer_group_describe(ctx: RequestContext, request: ConsumerGroupDescribeRequest
                                    ) -> ConsumerGroupDescribeResponse:
     operations = GROUP_OPERATIONS if request.include_authorized_operations else NOT_REQUESTED

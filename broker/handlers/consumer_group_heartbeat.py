@@ -21,6 +21,7 @@ from pybroker.broker.groups.answers import answer, client_host
 from pybroker.broker.groups.consumer_group import Assignment
 from pybroker.broker.groups.consumer_outcomes import ConsumerHeartbeat, ConsumerHeartbeatOutcome
 from pybroker.broker.groups.topic_regex import TopicFilter
+from pybroker.broker.security.authorization_consumer_groups import consumer_group_heartbeat_rule
 from pybroker.broker.security.authorizer import host_of
 from pybroker.protocol.acl_codes import AclOperation, ResourceType
 from pybroker.protocol.api_keys import ApiKey
@@ -68,7 +69,7 @@ def _topic_filter(ctx: RequestContext) -> TopicFilter | None:
     return TopicFilter((principal, host), allowed)
 
 
-@handler(ApiKey.CONSUMER_GROUP_HEARTBEAT, versions=(0, 1))
+@handler(ApiKey.CONSUMER_GROUP_HEARTBEAT, versions=(0, 1), authorize=consumer_group_heartbeat_rule)
 def handle_consumer_group_heartbeat(ctx: RequestContext, request: ConsumerGroupHeartbeatRequest) -> Any:
     state = ctx.state
     heartbeat = ConsumerHeartbeat(

@@ -19,12 +19,19 @@ from pybroker.broker.security.acls import (
     binding_problem,
     code_of,
 )
+from pybroker.broker.security.authorization_check import Op
+from pybroker.broker.security.authorization_cluster import DENIED_ACL, cluster_only
 from pybroker.protocol.api_keys import ApiKey
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.messages.create_acls import AclCreationResult, CreateAclsRequest, CreateAclsResponse
 
 
-@handler(ApiKey.CREATE_ACLS, versions=(0, 3))
+def _refused(request: CreateAclsRequest) -> CreateAclsResponse:
+    """Without ALTER on the cluster: every creation refused."""
+    return CreateAclsResponse(results=[AclCreationResult(**DENIED_ACL) for _ in request.creations])
+
+
+@handler(ApiKey.CREATE_ACLS, versions=(0, 3), authorize=cluster_only(Op.ALTER, _refused))
 def handle_create_acls(ctx: RequestContext, request: CreateAclsRequest) -> CreateAclsResponse:
     authorizer = ctx.state.authorizer
     if authorizer is None:

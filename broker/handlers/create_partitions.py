@@ -12,6 +12,7 @@ from typing import Any
 
 from pybroker.broker.context import RequestContext
 from pybroker.broker.dispatch import handler
+from pybroker.broker.security.authorization_topics import create_partitions_rule
 from pybroker.broker.topics import EXCESSIVE_BATCH_MESSAGE, INTERNAL_TOPICS, change_refused
 from pybroker.protocol.api_keys import ApiKey
 from pybroker.protocol.errors import ErrorCode
@@ -51,7 +52,7 @@ def _added(ctx: RequestContext, request: CreatePartitionsRequest) -> int:
     return total
 
 
-@handler(ApiKey.CREATE_PARTITIONS, versions=(0, 3))
+@handler(ApiKey.CREATE_PARTITIONS, versions=(0, 3), authorize=create_partitions_rule)
 def handle_create_partitions(ctx: RequestContext, request: CreatePartitionsRequest) -> Any:
     if ctx.state.topics.excessive(_added(ctx, request)):
         return CreatePartitionsResponse(throttle_time_ms=0, results=[

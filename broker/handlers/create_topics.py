@@ -15,6 +15,7 @@ from typing import Any
 
 from pybroker.broker.context import RequestContext
 from pybroker.broker.dispatch import handler
+from pybroker.broker.security.authorization_topics import create_topics_rule
 from pybroker.broker.topics import EXCESSIVE_BATCH_MESSAGE, TopicError
 from pybroker.config.definitions import TOPIC
 from pybroker.protocol.api_keys import ApiKey
@@ -50,7 +51,7 @@ def _requested_partitions(ctx: RequestContext, request: CreateTopicsRequest) -> 
                for t in request.topics)
 
 
-@handler(ApiKey.CREATE_TOPICS, versions=(0, 7))
+@handler(ApiKey.CREATE_TOPICS, versions=(0, 7), authorize=create_topics_rule)
 def handle_create_topics(ctx: RequestContext, request: CreateTopicsRequest) -> Any:
     if ctx.state.topics.excessive(_requested_partitions(ctx, request)):
         return CreateTopicsResponse(throttle_time_ms=0, topics=[

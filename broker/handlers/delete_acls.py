@@ -10,6 +10,8 @@ from __future__ import annotations
 from pybroker.broker.context import RequestContext
 from pybroker.broker.dispatch import handler
 from pybroker.broker.security.acls import AclFilter, wire_filter
+from pybroker.broker.security.authorization_check import Op
+from pybroker.broker.security.authorization_cluster import DENIED_ACL, cluster_only
 from pybroker.protocol.api_keys import ApiKey
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.messages.delete_acls import (
@@ -20,7 +22,12 @@ from pybroker.protocol.messages.delete_acls import (
 )
 
 
-@handler(ApiKey.DELETE_ACLS, versions=(0, 3))
+def _refused(request: DeleteAclsRequest) -> DeleteAclsResponse:
+    """Without ALTER on the cluster: every filter refused."""
+    return DeleteAclsResponse(filter_results=[DeleteAclsFilterResult(**DENIED_ACL) for _ in request.filters])
+
+
+@handler(ApiKey.DELETE_ACLS, versions=(0, 3), authorize=cluster_only(Op.ALTER, _refused))
 def handle_delete_acls(ctx: RequestContext, request: DeleteAclsRequest) -> DeleteAclsResponse:
     authorizer = ctx.state.authorizer
     if authorizer is None:

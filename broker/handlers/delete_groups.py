@@ -7,6 +7,7 @@ from typing import Any
 from pybroker.broker.context import RequestContext
 from pybroker.broker.dispatch import handler
 from pybroker.broker.groups.answers import answer
+from pybroker.broker.security.authorization_groups import delete_groups_rule
 from pybroker.protocol.api_keys import ApiKey
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.messages.delete_groups import (
@@ -16,7 +17,7 @@ from pybroker.protocol.messages.delete_groups import (
 )
 
 
-@handler(ApiKey.DELETE_GROUPS, versions=(0, 2))
+@handler(ApiKey.DELETE_GROUPS, versions=(0, 2), authorize=delete_groups_rule)
 def handle_delete_groups(ctx: RequestContext, request: DeleteGroupsRequest) -> Any:
     state = ctx.state
     names = list(request.groups_names)

@@ -13,6 +13,7 @@ from typing import Any
 from pybroker.broker.context import RequestContext
 from pybroker.broker.dispatch import handler
 from pybroker.broker.loggers.structlog_setup import get_logger
+from pybroker.broker.security.authorization_topics import delete_records_rule
 from pybroker.protocol.api_keys import ApiKey
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.messages.delete_records import (
@@ -60,7 +61,7 @@ def _requested(request: DeleteRecordsRequest) -> dict[str, dict[int, int]]:
     return wanted
 
 
-@handler(ApiKey.DELETE_RECORDS, versions=(0, 2))
+@handler(ApiKey.DELETE_RECORDS, versions=(0, 2), authorize=delete_records_rule)
 def handle_delete_records(ctx: RequestContext, request: DeleteRecordsRequest) -> Any:
     async def run() -> DeleteRecordsResponse:
         topics = []

@@ -13,6 +13,7 @@ from typing import Any
 from pybroker.broker.context import RequestContext
 from pybroker.broker.dispatch import handler
 from pybroker.broker.lookup import topic_by_id
+from pybroker.broker.security.authorization_topics import delete_topics_rule
 from pybroker.broker.topics import INTERNAL_TOPICS, change_refused
 from pybroker.protocol.api_keys import ApiKey
 from pybroker.protocol.errors import ErrorCode
@@ -27,7 +28,7 @@ from pybroker.storage.log_manager import TopicInfo
 ZERO_UUID = uuid.UUID(int=0)
 
 
-@handler(ApiKey.DELETE_TOPICS, versions=(0, 6))
+@handler(ApiKey.DELETE_TOPICS, versions=(0, 6), authorize=delete_topics_rule)
 def handle_delete_topics(ctx: RequestContext, request: DeleteTopicsRequest) -> Any:
     return _delete_off_loop(ctx, request)
 

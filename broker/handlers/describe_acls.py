@@ -10,6 +10,8 @@ from __future__ import annotations
 from pybroker.broker.context import RequestContext
 from pybroker.broker.dispatch import handler
 from pybroker.broker.security.acls import wire_filter
+from pybroker.broker.security.authorization_check import CLUSTER_DENIED, Op
+from pybroker.broker.security.authorization_cluster import cluster_only
 from pybroker.protocol.api_keys import ApiKey
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.messages.describe_acls import (
@@ -20,7 +22,12 @@ from pybroker.protocol.messages.describe_acls import (
 )
 
 
-@handler(ApiKey.DESCRIBE_ACLS, versions=(0, 3))
+def _refused(request: DescribeAclsRequest) -> DescribeAclsResponse:
+    """Without DESCRIBE on the cluster."""
+    return DescribeAclsResponse(error_code=CLUSTER_DENIED, error_message="not authorized to describe ACLs")
+
+
+@handler(ApiKey.DESCRIBE_ACLS, versions=(0, 3), authorize=cluster_only(Op.DESCRIBE, _refused))
 def handle_describe_acls(ctx: RequestContext, request: DescribeAclsRequest) -> DescribeAclsResponse:
     authorizer = ctx.state.authorizer
     if authorizer is None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 from pybroker.broker.context import RequestContext
 from pybroker.broker.dispatch import handler
 from pybroker.broker.handlers.metadata import CLUSTER_OPERATIONS, UNSET_OPERATIONS
+from pybroker.broker.security.authorization_cluster import describe_cluster_rule
 from pybroker.protocol.api_keys import ApiKey
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.messages.describe_cluster import (
@@ -27,7 +28,7 @@ from pybroker.protocol.messages.describe_cluster import (
 BROKERS, CONTROLLERS = 1, 2
 
 
-@handler(ApiKey.DESCRIBE_CLUSTER, versions=(0, 2))
+@handler(ApiKey.DESCRIBE_CLUSTER, versions=(0, 2), authorize=describe_cluster_rule)
 def handle_describe_cluster(ctx: RequestContext, request: DescribeClusterRequest) -> DescribeClusterResponse:
     state = ctx.state
     wanted = request.endpoint_type

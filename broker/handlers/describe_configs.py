@@ -15,6 +15,8 @@ from collections.abc import Iterable
 from pybroker.broker.context import RequestContext
 from pybroker.broker.dispatch import handler
 from pybroker.broker.loggers.levels import LEVELS as LOGGER_LEVELS
+from pybroker.broker.security.authorization_check import Op
+from pybroker.broker.security.authorization_cluster import config_rule
 from pybroker.broker.telemetry.resource import CLIENT_METRICS_CONFIG, CLIENT_METRICS_RESOURCE, described
 from pybroker.config.broker_config import ConfigSource, ResolvedConfig
 from pybroker.config.definitions import BROKER, TOPIC
@@ -55,7 +57,8 @@ def _selected(keys: Iterable[str], wanted: list[str] | None) -> list[str]:
     return list(keys) if wanted is None else [k for k in wanted if k in set(keys)]
 
 
-@handler(ApiKey.DESCRIBE_CONFIGS, versions=(0, 4))
+@handler(ApiKey.DESCRIBE_CONFIGS, versions=(0, 4),
+         authorize=config_rule(Op.DESCRIBE_CONFIGS, DescribeConfigsResult, "results"))
 def handle_describe_configs(ctx: RequestContext, request: DescribeConfigsRequest) -> DescribeConfigsResponse:
     state = ctx.state
     synonyms = bool(request.include_synonyms)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from pybroker.broker.context import RequestContext
 from pybroker.broker.dispatch import handler
 from pybroker.broker.groups.state_machine import GroupState
+from pybroker.broker.security.authorization_groups import describe_groups_rule
 from pybroker.protocol.api_keys import ApiKey
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.messages.describe_groups import (
@@ -50,7 +51,7 @@ def _describe(ctx: RequestContext, group_id: str, operations: int) -> DescribedG
                           members=members, authorized_operations=operations)
 
 
-@handler(ApiKey.DESCRIBE_GROUPS, versions=(0, 6))
+@handler(ApiKey.DESCRIBE_GROUPS, versions=(0, 6), authorize=describe_groups_rule)
 def handle_describe_groups(ctx: RequestContext, request: DescribeGroupsRequest) -> DescribeGroupsResponse:
     operations = GROUP_OPERATIONS if request.include_authorized_operations else NOT_REQUESTED
     return DescribeGroupsResponse(throttle_time_ms=0,

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from pybroker.broker.context import RequestContext
 from pybroker.broker.dispatch import handler
+from pybroker.broker.security.authorization_cluster import describe_log_dirs_rule
 from pybroker.protocol.api_keys import ApiKey
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.messages.describe_log_dirs import (
@@ -32,7 +33,7 @@ def _space(directory: Path) -> tuple[int, int]:
     return stats.f_blocks * stats.f_frsize, stats.f_bavail * stats.f_frsize
 
 
-@handler(ApiKey.DESCRIBE_LOG_DIRS, versions=(0, 4))
+@handler(ApiKey.DESCRIBE_LOG_DIRS, versions=(0, 4), authorize=describe_log_dirs_rule)
 def handle_describe_log_dirs(ctx: RequestContext, request: DescribeLogDirsRequest) -> DescribeLogDirsResponse:
     logs = ctx.state.logs
     wanted: set[tuple[str, int]] | None = None

@@ -17,6 +17,7 @@ from __future__ import annotations
 from pybroker.broker.context import RequestContext
 from pybroker.broker.dispatch import handler
 from pybroker.broker.lookup import resolve_partition
+from pybroker.broker.security.authorization_txn import describe_producers_rule
 from pybroker.protocol.api_keys import ApiKey
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.messages.describe_producers import (
@@ -51,7 +52,7 @@ def _describe(ctx: RequestContext, topic: str, partition: int) -> PartitionRespo
     return PartitionResponse(partition_index=partition, error_code=ErrorCode.NONE, active_producers=producers)
 
 
-@handler(ApiKey.DESCRIBE_PRODUCERS, versions=(0, 0))
+@handler(ApiKey.DESCRIBE_PRODUCERS, versions=(0, 0), authorize=describe_producers_rule)
 def handle_describe_producers(ctx: RequestContext, request: DescribeProducersRequest) -> DescribeProducersResponse:
     return DescribeProducersResponse(throttle_time_ms=0, topics=[
         TopicResponse(name=name, partitions=[_describe(ctx, name, p) for p in partitions])

@@ -22,6 +22,8 @@ from pathlib import Path
 
 from pybroker.broker.context import RequestContext
 from pybroker.broker.dispatch import handler
+from pybroker.broker.security.authorization_check import Op
+from pybroker.broker.security.authorization_cluster import cluster_only, top_level_refusal
 from pybroker.protocol.api_keys import ApiKey
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.messages.describe_quorum import (
@@ -58,7 +60,8 @@ def _asks_for_the_metadata_partition(request: DescribeQuorumRequest) -> bool:
             and len(request.topics[0].partitions) == 1 and request.topics[0].partitions[0].partition_index == 0)
 
 
-@handler(ApiKey.DESCRIBE_QUORUM, versions=(0, 2))
+@handler(ApiKey.DESCRIBE_QUORUM, versions=(0, 2),
+         authorize=cluster_only(Op.DESCRIBE, top_level_refusal(ApiKey.DESCRIBE_QUORUM)))
 def handle_describe_quorum(ctx: RequestContext, request: DescribeQuorumRequest) -> DescribeQuorumResponse:
     state = ctx.state
     if not _asks_for_the_metadata_partition(request):

@@ -27,6 +27,7 @@ import uuid
 from pybroker.broker.context import RequestContext
 from pybroker.broker.dispatch import handler
 from pybroker.broker.handlers.metadata import TOPIC_OPERATIONS
+from pybroker.broker.security.authorization_topics import describe_topic_partitions_rule
 from pybroker.broker.topics import INTERNAL_TOPICS, TopicError, check_topic_name
 from pybroker.protocol.api_keys import ApiKey
 from pybroker.protocol.errors import ErrorCode
@@ -66,7 +67,7 @@ def _missing(name: str) -> DescribeTopicPartitionsResponseTopic:
                                                 is_internal=name in INTERNAL_TOPICS, partitions=[])
 
 
-@handler(ApiKey.DESCRIBE_TOPIC_PARTITIONS, versions=(0, 0))
+@handler(ApiKey.DESCRIBE_TOPIC_PARTITIONS, versions=(0, 0), authorize=describe_topic_partitions_rule)
 def handle_describe_topic_partitions(ctx: RequestContext,
                                      request: DescribeTopicPartitionsRequest) -> DescribeTopicPartitionsResponse:
     state = ctx.state

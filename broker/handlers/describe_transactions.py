@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from pybroker.broker.context import RequestContext
 from pybroker.broker.dispatch import handler
+from pybroker.broker.security.authorization_txn import describe_transactions_rule
 from pybroker.protocol.api_keys import ApiKey
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.messages.describe_transactions import (
@@ -41,7 +42,7 @@ def _describe(ctx: RequestContext, transactional_id: str) -> TransactionState:
         topics=[TopicData(topic=name, partitions=parts) for name, parts in by_topic.items()])
 
 
-@handler(ApiKey.DESCRIBE_TRANSACTIONS, versions=(0, 0))
+@handler(ApiKey.DESCRIBE_TRANSACTIONS, versions=(0, 0), authorize=describe_transactions_rule)
 def handle_describe_transactions(ctx: RequestContext, request: DescribeTransactionsRequest
                                  ) -> DescribeTransactionsResponse:
     return DescribeTransactionsResponse(throttle_time_ms=0, transaction_states=[

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from pybroker.broker.context import RequestContext
 from pybroker.broker.dispatch import handler
+from pybroker.broker.security.authorization_check import Op
+from pybroker.broker.security.authorization_cluster import cluster_only, elect_leaders_refusal
 from pybroker.broker.topics import EXCESSIVE_BATCH_MESSAGE
 from pybroker.protocol.api_keys import ApiKey
 from pybroker.protocol.errors import ErrorCode
@@ -41,7 +43,7 @@ def refuse_all(request: ElectLeadersRequest, code: int, message: str | None) -> 
         for t in request.topic_partitions or []])
 
 
-@handler(ApiKey.ELECT_LEADERS, versions=(0, 2))
+@handler(ApiKey.ELECT_LEADERS, versions=(0, 2), authorize=cluster_only(Op.ALTER, elect_leaders_refusal))
 def handle_elect_leaders(ctx: RequestContext, request: ElectLeadersRequest) -> ElectLeadersResponse:
     state = ctx.state
     if request.election_type not in ELECTION_TYPES:

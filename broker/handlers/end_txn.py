@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from pybroker.broker.context import RequestContext
 from pybroker.broker.dispatch import handler
+from pybroker.broker.security.authorization_txn import end_txn_rule
 from pybroker.broker.transactions.metadata import TV_1, TV_2
 from pybroker.broker.transactions.requests import for_version, id_error
 from pybroker.protocol.api_keys import ApiKey
@@ -31,7 +32,7 @@ FIRST_ABORTABLE_VERSION = 4
 FIRST_V2_VERSION = 5
 
 
-@handler(ApiKey.END_TXN, versions=(0, 5))
+@handler(ApiKey.END_TXN, versions=(0, 5), authorize=end_txn_rule)
 def handle_end_txn(ctx: RequestContext, request: EndTxnRequest) -> object:
     return _end(ctx, request)
 

@@ -37,6 +37,7 @@ from pybroker.broker.dispatch import handler, waiting
 from pybroker.broker.fetch_sessions import FetchPlan, read_check
 from pybroker.broker.lookup import topic_by_id
 from pybroker.broker.partitions.delayed import DelayedOperation
+from pybroker.broker.security.authorization_topics import fetch_rule
 from pybroker.broker.security.quota_throttle import fetch_throttle
 from pybroker.protocol.api_keys import ApiKey
 from pybroker.protocol.errors import ErrorCode
@@ -57,7 +58,7 @@ NO_SESSION = 0
 Key = tuple[str, int]
 
 
-@handler(ApiKey.FETCH, versions=(4, 17))
+@handler(ApiKey.FETCH, versions=(4, 17), authorize=fetch_rule)
 def handle_fetch(ctx: RequestContext, request: FetchRequest) -> Any:
     plan = ctx.state.fetch_sessions.plan(request, ctx.api_version, ctx.state.clock_ms(), ctx.principal,
                                          read_check(ctx.state, ctx.principal, ctx.peer, ctx.api_version, request))

@@ -6,7 +6,7 @@ does, on a worker thread; a transaction key (type 1) likewise, creating `__trans
 An empty transactional id is INVALID_REQUEST; v4+ batches keys. librdkafka also reads the API's
 presence as the sign a broker reads lz4 frames.
 
-Authorizes: DESCRIBE on the group or the transactional id (`broker/security/authorization.py`).
+Authorizes: DESCRIBE on the group or the transactional id (`broker/security/authorization_groups.py`).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from typing import Any
 from pybroker.broker.context import RequestContext
 from pybroker.broker.dispatch import handler
 from pybroker.broker.loggers.structlog_setup import get_logger
+from pybroker.broker.security.authorization_groups import find_coordinator_rule
 from pybroker.protocol.api_keys import ApiKey
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.messages.find_coordinator import (
@@ -56,7 +57,7 @@ def _find(ctx: RequestContext, key_type: int, key: str | None) -> ErrorCode:
     return ErrorCode.NONE
 
 
-@handler(ApiKey.FIND_COORDINATOR, versions=(0, 6))
+@handler(ApiKey.FIND_COORDINATOR, versions=(0, 6), authorize=find_coordinator_rule)
 def handle_find_coordinator(ctx: RequestContext, request: FindCoordinatorRequest) -> Any:
     topic = _internal_topic(ctx, request.key_type)
     if topic is not None and not topic.exists():

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from pybroker.broker.context import RequestContext
 from pybroker.broker.dispatch import handler
+from pybroker.broker.security.authorization_check import anyone
 from pybroker.broker.telemetry.clients import ACCEPTED_COMPRESSION
 from pybroker.protocol.api_keys import ApiKey
 from pybroker.protocol.messages.get_telemetry_subscriptions import (
@@ -32,7 +33,7 @@ def client_selectors(ctx: RequestContext) -> dict[str, str]:
             "client_source_address": address.strip("[]"), "client_source_port": port}
 
 
-@handler(ApiKey.GET_TELEMETRY_SUBSCRIPTIONS, versions=(0, 0))
+@handler(ApiKey.GET_TELEMETRY_SUBSCRIPTIONS, versions=(0, 0), authorize=anyone)
 def handle_get_telemetry_subscriptions(
         ctx: RequestContext, request: GetTelemetrySubscriptionsRequest) -> GetTelemetrySubscriptionsResponse:
     telemetry = ctx.state.client_metrics

@@ -17,6 +17,8 @@ from pybroker.broker.config_changes import Change, alter_resource
 from pybroker.broker.context import RequestContext
 from pybroker.broker.dispatch import handler
 from pybroker.broker.loggers.logger_configs import BROKER_LOGGER_RESOURCE, alter_logger_levels
+from pybroker.broker.security.authorization_check import Op
+from pybroker.broker.security.authorization_cluster import config_rule
 from pybroker.broker.telemetry.resource import CLIENT_METRICS_RESOURCE, alter_client_metrics
 from pybroker.config.alter_ops import apply_operations
 from pybroker.config.definitions import ConfigDef
@@ -39,7 +41,8 @@ def _operations(configs: list[AlterableConfig]) -> Change:
     return change
 
 
-@handler(ApiKey.INCREMENTAL_ALTER_CONFIGS, versions=(0, 1))
+@handler(ApiKey.INCREMENTAL_ALTER_CONFIGS, versions=(0, 1),
+         authorize=config_rule(Op.ALTER_CONFIGS, AlterConfigsResourceResponse, "responses"))
 def handle_incremental_alter_configs(ctx: RequestContext,
                                      request: IncrementalAlterConfigsRequest) -> IncrementalAlterConfigsResponse:
     responses = []

@@ -20,7 +20,7 @@ leaves an open transaction as it is and answers its producer id and epoch in
 abort it with EndTxn (Kafka 4.2 refuses this path; we serve it as the KIP specifies).
 
 Authorizes: WRITE on the transactional id (and TWO_PHASE_COMMIT with `enable_2pc`); without one,
-IDEMPOTENT_WRITE on the cluster or WRITE on some topic (`broker/security/authorization.py`).
+IDEMPOTENT_WRITE on the cluster or WRITE on some topic (`broker/security/authorization_txn.py`).
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from typing import Any
 
 from pybroker.broker.context import RequestContext
 from pybroker.broker.dispatch import handler
+from pybroker.broker.security.authorization_txn import init_producer_id_rule
 from pybroker.broker.transactions.requests import ensure_state_topic, for_version, id_error
 from pybroker.protocol.api_keys import ApiKey
 from pybroker.protocol.errors import ErrorCode
@@ -45,7 +46,7 @@ def _answer(code: ErrorCode, producer_id: int = -1, epoch: int = -1, ongoing_id:
                                   ongoing_txn_producer_epoch=ongoing_epoch)
 
 
-@handler(ApiKey.INIT_PRODUCER_ID, versions=(0, 6))
+@handler(ApiKey.INIT_PRODUCER_ID, versions=(0, 6), authorize=init_producer_id_rule)
 def handle_init_producer_id(ctx: RequestContext, request: InitProducerIdRequest) -> Any:
     if request.transactional_id is not None:
         return _transactional(ctx, request)

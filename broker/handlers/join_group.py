@@ -13,6 +13,8 @@ from pybroker.broker.context import RequestContext
 from pybroker.broker.dispatch import handler
 from pybroker.broker.groups.answers import answer, client_host
 from pybroker.broker.groups.outcomes import JoinOutcome, JoinRequest
+from pybroker.broker.security.authorization_check import GROUP_DENIED, Op
+from pybroker.broker.security.authorization_groups import whole_group
 from pybroker.protocol.api_keys import ApiKey
 from pybroker.protocol.messages.join_group import JoinGroupRequest, JoinGroupResponse, JoinGroupResponseMember
 
@@ -20,7 +22,12 @@ FIRST_MEMBER_ID_REQUIRED_VERSION = 4
 FIRST_NULLABLE_PROTOCOL_VERSION = 7
 
 
-@handler(ApiKey.JOIN_GROUP, versions=(0, 9))
+def _refused(request: JoinGroupRequest) -> JoinGroupResponse:
+    """Without READ on the group."""
+    return JoinGroupResponse(error_code=GROUP_DENIED, generation_id=-1, member_id="")
+
+
+@handler(ApiKey.JOIN_GROUP, versions=(0, 9), authorize=whole_group(Op.READ, _refused))
 def handle_join_group(ctx: RequestContext, request: JoinGroupRequest) -> Any:
     rebalance_timeout = request.rebalance_timeout_ms
     if rebalance_timeout < 0:

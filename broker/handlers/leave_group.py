@@ -8,13 +8,16 @@ from __future__ import annotations
 
 from pybroker.broker.context import RequestContext
 from pybroker.broker.dispatch import handler
+from pybroker.broker.security.authorization_check import GROUP_DENIED, Op
+from pybroker.broker.security.authorization_groups import whole_group
 from pybroker.protocol.api_keys import ApiKey
 from pybroker.protocol.messages.leave_group import LeaveGroupRequest, LeaveGroupResponse, MemberResponse
 
 FIRST_BATCHED_VERSION = 3
 
 
-@handler(ApiKey.LEAVE_GROUP, versions=(0, 5))
+@handler(ApiKey.LEAVE_GROUP, versions=(0, 5),
+         authorize=whole_group(Op.READ, lambda r: LeaveGroupResponse(error_code=GROUP_DENIED)))
 def handle_leave_group(ctx: RequestContext, request: LeaveGroupRequest) -> LeaveGroupResponse:
     state = ctx.state
     coordinator = state.groups.coordinator

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING
 
 from pybroker.broker.context import RequestContext
 from pybroker.broker.dispatch import handler
+from pybroker.broker.security.authorization_check import Op
+from pybroker.broker.security.authorization_cluster import cluster_only, top_level_refusal
 from pybroker.protocol.api_keys import ApiKey
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.messages.list_config_resources import (
@@ -45,7 +47,8 @@ LISTERS: dict[int, Callable[[BrokerState], Iterable[str]]] = {
 }
 
 
-@handler(ApiKey.LIST_CONFIG_RESOURCES, versions=(0, 1))
+@handler(ApiKey.LIST_CONFIG_RESOURCES, versions=(0, 1),
+         authorize=cluster_only(Op.DESCRIBE_CONFIGS, top_level_refusal(ApiKey.LIST_CONFIG_RESOURCES)))
 def handle_list_config_resources(ctx: RequestContext,
                                  request: ListConfigResourcesRequest) -> ListConfigResourcesResponse:
     wanted = request.resource_types if ctx.api_version >= 1 else [CLIENT_METRICS]

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from pybroker.broker.context import RequestContext
 from pybroker.broker.dispatch import handler
+from pybroker.broker.security.authorization_groups import list_groups_rule
 from pybroker.protocol.api_keys import ApiKey
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.messages.list_groups import ListedGroup, ListGroupsRequest, ListGroupsResponse
 
 
-@handler(ApiKey.LIST_GROUPS, versions=(0, 5))
+@handler(ApiKey.LIST_GROUPS, versions=(0, 5), authorize=list_groups_rule)
 def handle_list_groups(ctx: RequestContext, request: ListGroupsRequest) -> ListGroupsResponse:
     states = {s.lower() for s in request.states_filter}
     types = {t.lower() for t in request.types_filter}

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from pybroker.broker.context import RequestContext
 from pybroker.broker.dispatch import handler
 from pybroker.broker.lookup import resolve_partition
+from pybroker.broker.security.authorization_topics import list_offsets_rule
 from pybroker.protocol.api_keys import ApiKey
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.messages.list_offsets import (
@@ -60,7 +61,7 @@ def _lookup(log: Log, timestamp: int, read_committed: bool) -> tuple[int, int]:
     return found
 
 
-@handler(ApiKey.LIST_OFFSETS, versions=(0, 10))
+@handler(ApiKey.LIST_OFFSETS, versions=(0, 10), authorize=list_offsets_rule)
 def handle_list_offsets(ctx: RequestContext, request: ListOffsetsRequest) -> ListOffsetsResponse:
     read_committed = ctx.api_version >= FIRST_ISOLATION_VERSION and request.isolation_level == READ_COMMITTED
     topics: list[ListOffsetsTopicResponse] = []

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from pybroker.broker.context import RequestContext
 from pybroker.broker.dispatch import handler
+from pybroker.broker.security.authorization_check import Op
+from pybroker.broker.security.authorization_cluster import cluster_only, top_level_refusal
 from pybroker.protocol.api_keys import ApiKey
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.messages.list_partition_reassignments import (
@@ -18,7 +20,8 @@ from pybroker.protocol.messages.list_partition_reassignments import (
 )
 
 
-@handler(ApiKey.LIST_PARTITION_REASSIGNMENTS, versions=(0, 0))
+@handler(ApiKey.LIST_PARTITION_REASSIGNMENTS, versions=(0, 0),
+         authorize=cluster_only(Op.DESCRIBE, top_level_refusal(ApiKey.LIST_PARTITION_REASSIGNMENTS)))
 def handle_list_partition_reassignments(
         ctx: RequestContext, request: ListPartitionReassignmentsRequest) -> ListPartitionReassignmentsResponse:
     return ListPartitionReassignmentsResponse(throttle_time_ms=0, error_code=ErrorCode.NONE, error_message=None,

@@ -25,6 +25,7 @@ from collections.abc import Awaitable, Callable
 from pybroker.broker.context import RequestContext
 from pybroker.broker.dispatch import handler
 from pybroker.broker.id_pattern import IdPattern, PatternError
+from pybroker.broker.security.authorization_txn import list_transactions_rule
 from pybroker.broker.transactions.metadata import TxnMetadata
 from pybroker.broker.transactions.state_machine import TxnState
 from pybroker.protocol.api_keys import ApiKey
@@ -67,7 +68,7 @@ def _listing(transactions: list[TxnMetadata], keep: list[Keep], unknown: list[st
                                     transaction_states=listed)
 
 
-@handler(ApiKey.LIST_TRANSACTIONS, versions=(0, 2))
+@handler(ApiKey.LIST_TRANSACTIONS, versions=(0, 2), authorize=list_transactions_rule)
 def handle_list_transactions(ctx: RequestContext, request: ListTransactionsRequest
                              ) -> ListTransactionsResponse | Awaitable[ListTransactionsResponse]:
     unknown = list(dict.fromkeys(s for s in request.state_filters if s not in KNOWN_STATES))

@@ -16,6 +16,7 @@ from typing import Any
 from pybroker.broker.context import RequestContext
 from pybroker.broker.dispatch import handler
 from pybroker.broker.lookup import topic_by_id
+from pybroker.broker.security.authorization_topics import metadata_rule
 from pybroker.broker.topics import INTERNAL_TOPICS, TopicError, check_topic_name
 from pybroker.protocol.api_keys import ApiKey
 from pybroker.protocol.errors import ErrorCode
@@ -64,7 +65,7 @@ def _missing(name: str | None, code: ErrorCode, topic_id: uuid.UUID = ZERO_UUID)
     return MetadataResponseTopic(error_code=code, name=name, topic_id=topic_id, partitions=[])
 
 
-@handler(ApiKey.METADATA, versions=(0, 13))
+@handler(ApiKey.METADATA, versions=(0, 13), authorize=metadata_rule)
 def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> Any:
     allow_create = request.allow_auto_topic_creation or ctx.api_version < FIRST_AUTO_CREATE_FLAG_VERSION
     if allow_create and request.topics:

@@ -13,6 +13,7 @@ from pybroker.broker.context import RequestContext
 from pybroker.broker.dispatch import handler
 from pybroker.broker.groups.answers import answer
 from pybroker.broker.groups.outcomes import CommitRequest, OffsetToCommit
+from pybroker.broker.security.authorization_groups import offset_commit_rule
 from pybroker.protocol.api_keys import ApiKey
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.messages.offset_commit import (
@@ -27,7 +28,7 @@ RETENTION_VERSIONS = range(2, 5)
 LATEST_EXPIRY_MS = 2**63 - 1
 
 
-@handler(ApiKey.OFFSET_COMMIT, versions=(0, 9))
+@handler(ApiKey.OFFSET_COMMIT, versions=(0, 9), authorize=offset_commit_rule)
 def handle_offset_commit(ctx: RequestContext, request: OffsetCommitRequest) -> Any:
     state = ctx.state
     now = state.clock_ms()

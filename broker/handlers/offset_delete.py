@@ -10,6 +10,7 @@ from typing import Any
 from pybroker.broker.context import RequestContext
 from pybroker.broker.dispatch import handler
 from pybroker.broker.groups.answers import answer
+from pybroker.broker.security.authorization_groups import offset_delete_rule
 from pybroker.protocol.api_keys import ApiKey
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.messages.offset_delete import (
@@ -20,7 +21,7 @@ from pybroker.protocol.messages.offset_delete import (
 )
 
 
-@handler(ApiKey.OFFSET_DELETE, versions=(0, 0))
+@handler(ApiKey.OFFSET_DELETE, versions=(0, 0), authorize=offset_delete_rule)
 def handle_offset_delete(ctx: RequestContext, request: OffsetDeleteRequest) -> Any:
     state = ctx.state
     keys = [(t.name, p.partition_index) for t in request.topics for p in t.partitions]

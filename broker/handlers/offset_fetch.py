@@ -17,6 +17,7 @@ from __future__ import annotations
 from pybroker.broker.context import RequestContext
 from pybroker.broker.dispatch import handler
 from pybroker.broker.groups.group import CommittedOffset
+from pybroker.broker.security.authorization_groups import offset_fetch_rule
 from pybroker.protocol.api_keys import ApiKey
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.messages.offset_fetch import (
@@ -61,7 +62,7 @@ def _partition_error(committed: CommittedOffset | None, otherwise: ErrorCode = E
     return ErrorCode.UNSTABLE_OFFSET_COMMIT if committed is UNSTABLE else otherwise
 
 
-@handler(ApiKey.OFFSET_FETCH, versions=(0, 9))
+@handler(ApiKey.OFFSET_FETCH, versions=(0, 9), authorize=offset_fetch_rule)
 def handle_offset_fetch(ctx: RequestContext, request: OffsetFetchRequest) -> OffsetFetchResponse:
     require_stable = ctx.api_version >= FIRST_REQUIRE_STABLE_VERSION and bool(request.require_stable)
     if ctx.api_version >= FIRST_MULTI_GROUP_VERSION:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pybroker.broker.context import RequestContext
 from pybroker.broker.dispatch import handler
 from pybroker.broker.lookup import resolve_partition
+from pybroker.broker.security.authorization_topics import offset_for_leader_epoch_rule
 from pybroker.protocol.api_keys import ApiKey
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.messages.offset_for_leader_epoch import (
@@ -23,7 +24,7 @@ from pybroker.protocol.messages.offset_for_leader_epoch import (
 LEADER_EPOCH = 0
 
 
-@handler(ApiKey.OFFSET_FOR_LEADER_EPOCH, versions=(0, 4))
+@handler(ApiKey.OFFSET_FOR_LEADER_EPOCH, versions=(0, 4), authorize=offset_for_leader_epoch_rule)
 def handle_offset_for_leader_epoch(ctx: RequestContext,
                                    request: OffsetForLeaderEpochRequest) -> OffsetForLeaderEpochResponse:
     topics: list[OffsetForLeaderTopicResult] = []

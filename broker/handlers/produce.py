@@ -42,6 +42,7 @@ from pybroker.broker.dispatch import Waiting, handler, waiting
 from pybroker.broker.loggers.structlog_setup import get_logger
 from pybroker.broker.partitions.delayed import DelayedOperation, all_of
 from pybroker.broker.partitions.partition import AppendOutcome, Partition
+from pybroker.broker.security.authorization_topics import produce_rule
 from pybroker.protocol.api_keys import ApiKey
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.messages.produce import (
@@ -126,7 +127,7 @@ def _refused(index: int, exc: RecordsError) -> Outcome:
     return _error(index, ErrorCode(exc.error_code), exc.message, exc.record_errors), None
 
 
-@handler(ApiKey.PRODUCE, versions=(0, 12))
+@handler(ApiKey.PRODUCE, versions=(0, 12), authorize=produce_rule)
 def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Any:
     missing = (ctx.state.topics.to_auto_create([t.name for t in request.topic_data])
                if ctx.api_version >= FIRST_RECORD_BATCH_VERSION else [])

@@ -18,13 +18,14 @@ from typing import Any
 from pybroker.broker.context import RequestContext
 from pybroker.broker.dispatch import handler
 from pybroker.broker.handlers.get_telemetry_subscriptions import client_selectors
+from pybroker.broker.security.authorization_check import anyone
 from pybroker.broker.telemetry.clients import ClientInstance, ClientMetrics
 from pybroker.protocol.api_keys import ApiKey
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.messages.push_telemetry import PushTelemetryRequest, PushTelemetryResponse
 
 
-@handler(ApiKey.PUSH_TELEMETRY, versions=(0, 0))
+@handler(ApiKey.PUSH_TELEMETRY, versions=(0, 0), authorize=anyone)
 def handle_push_telemetry(ctx: RequestContext, request: PushTelemetryRequest) -> Any:
     telemetry = ctx.state.client_metrics
     code, instance = telemetry.admit(

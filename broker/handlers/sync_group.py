@@ -12,11 +12,14 @@ from pybroker.broker.context import RequestContext
 from pybroker.broker.dispatch import handler
 from pybroker.broker.groups.answers import answer
 from pybroker.broker.groups.outcomes import SyncOutcome, SyncRequest
+from pybroker.broker.security.authorization_check import GROUP_DENIED, Op
+from pybroker.broker.security.authorization_groups import whole_group
 from pybroker.protocol.api_keys import ApiKey
 from pybroker.protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
 
 
-@handler(ApiKey.SYNC_GROUP, versions=(0, 5))
+@handler(ApiKey.SYNC_GROUP, versions=(0, 5),
+         authorize=whole_group(Op.READ, lambda r: SyncGroupResponse(error_code=GROUP_DENIED)))
 def handle_sync_group(ctx: RequestContext, request: SyncGroupRequest) -> Any:
     sync = SyncRequest(
         group_id=request.group_id, generation=request.generation_id, member_id=request.member_id,

@@ -7,8 +7,9 @@ makes them the group's committed offsets, an abort drops them (`GroupService.com
 meanwhile OffsetFetch with require_stable answers UNSTABLE_OFFSET_COMMIT for them.
 
 Checks, in Kafka's order: authorization (WRITE on the transactional id, READ on the group, READ on each
-topic: `broker/security/authorization.py`); unknown topics or partitions answer UNKNOWN_TOPIC_OR_PARTITION
-alone; an empty group id INVALID_GROUP_ID, a loading partition COORDINATOR_LOAD_IN_PROGRESS (before v2,
+topic: the rule it registers with, `broker/security/authorization_groups.py`); unknown topics or
+partitions answer UNKNOWN_TOPIC_OR_PARTITION alone; an empty group id INVALID_GROUP_ID, a loading
+partition COORDINATOR_LOAD_IN_PROGRESS (before v2,
 which clients before 2.0 could not handle: COORDINATOR_NOT_AVAILABLE); the transaction coordinator's
 verification that the producer owns an open transaction with the group's partition in it (fenced:
 INVALID_PRODUCER_EPOCH, as Kafka answers it; not added: INVALID_TXN_STATE, TRANSACTION_ABORTABLE from v4);
@@ -30,6 +31,7 @@ from pybroker.broker.context import RequestContext
 from pybroker.broker.dispatch import handler
 from pybroker.broker.groups.answers import answer
 from pybroker.broker.groups.outcomes import OffsetToCommit, TxnCommitRequest
+from pybroker.broker.security.authorization_groups import txn_offset_commit_rule
 from pybroker.protocol.api_keys import ApiKey
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.messages.txn_offset_commit import (
@@ -48,7 +50,7 @@ Codes = dict[tuple[str, int], ErrorCode]
 VERIFICATION_CODES = {ErrorCode.PRODUCER_FENCED: ErrorCode.INVALID_PRODUCER_EPOCH}
 
 
-@handler(ApiKey.TXN_OFFSET_COMMIT, versions=(0, 5))
+@handler(ApiKey.TXN_OFFSET_COMMIT, versions=(0, 5), authorize=txn_offset_commit_rule)
 def handle_txn_offset_commit(ctx: RequestContext, request: TxnOffsetCommitRequest) -> Any:
     state = ctx.state
     version = ctx.api_version

@@ -21,6 +21,12 @@ from typing import Any
 
 from pybroker.broker.context import RequestContext
 from pybroker.broker.dispatch import handler
+from pybroker.broker.security.authorization_check import Op
+from pybroker.broker.security.authorization_cluster import (
+    alter_scram_refusal,
+    cluster_only,
+    top_level_refusal,
+)
 from pybroker.broker.security.scram import ScramCredential, credential_from_salted
 from pybroker.protocol.api_keys import ApiKey
 from pybroker.protocol.errors import ErrorCode
@@ -45,7 +51,8 @@ MAX_USERS = 100_000
 MAX_NAME_CHARS = 1024
 
 
-@handler(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, versions=(0, 0))
+@handler(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, versions=(0, 0),
+         authorize=cluster_only(Op.DESCRIBE, top_level_refusal(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS)))
 def handle_describe(ctx: RequestContext, request: DescribeUserScramCredentialsRequest) -> Any:
     users = ctx.state.scram.users()
     names = [u.name for u in request.users] if request.users else sorted(users)
@@ -83,7 +90,8 @@ def _upsert_problem(upsertion: Any) -> tuple[ErrorCode, str] | None:
     return None
 
 
-@handler(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, versions=(0, 0))
+@handler(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, versions=(0, 0),
+         authorize=cluster_only(Op.ALTER, alter_scram_refusal))
 def handle_alter(ctx: RequestContext, request: AlterUserScramCredentialsRequest) -> Any:
     store = ctx.state.scram
     problems: dict[str, tuple[ErrorCode, str]] = {}

@@ -25,6 +25,7 @@ from collections.abc import Awaitable
 
 from pybroker.broker.context import RequestContext
 from pybroker.broker.dispatch import handler
+from pybroker.broker.security.authorization_txn import write_txn_markers_rule
 from pybroker.broker.transactions.markers import write_markers
 from pybroker.protocol.api_keys import ApiKey
 from pybroker.protocol.errors import ErrorCode
@@ -87,7 +88,7 @@ async def _write(ctx: RequestContext, request: WriteTxnMarkersRequest) -> WriteT
     return WriteTxnMarkersResponse(markers=results)
 
 
-@handler(ApiKey.WRITE_TXN_MARKERS, versions=(1, 2))
+@handler(ApiKey.WRITE_TXN_MARKERS, versions=(1, 2), authorize=write_txn_markers_rule)
 def handle_write_txn_markers(ctx: RequestContext, request: WriteTxnMarkersRequest
                              ) -> Awaitable[WriteTxnMarkersResponse]:
     return _write(ctx, request)  # still working (appends, fsync): later requests of the connection wait

@@ -1,6 +1,8 @@
 """The pieces every authorization rule uses: `Check` (one request's questions to the authorizer), the
-resource and error shorthands, and how a partly allowed request's answer is completed (`then`, a merge that
-appends the refused entries). The rules themselves are tables elsewhere (`authorization`, `authorization_txn`).
+resource and error shorthands, `anyone` (the rule of an API that needs no permission), and how a partly
+allowed request's answer is completed (`then`, a merge that appends the refused entries). The rules are in
+the other `authorization_*` modules; each handler module picks its own when it registers. All of it runs on
+the event loop, inside `authorization.call`.
 """
 
 from __future__ import annotations
@@ -80,6 +82,12 @@ class Check:
                and (b.pattern_type, b.resource_name) not in denied for b in acls):
             return True
         return self.authorizer.allow_if_no_acl and not acls
+
+
+def anyone(check: Check, request: Any) -> Outcome:
+    """The rule of an API every client may use (ApiVersions, SASL, client telemetry): nothing to check.
+    `authorization.call` recognises it and calls the handler without asking the authorizer."""
+    return None
 
 
 def then(result: Any, merge: Merge) -> Any:

@@ -1,7 +1,9 @@
-"""Authorization rules of the transaction APIs (Kafka's checks): InitProducerId, AddPartitionsToTxn,
-AddOffsetsToTxn, EndTxn, and the admin APIs DescribeTransactions, ListTransactions, DescribeProducers and
-WriteTxnMarkers. Each rule answers as the others in `authorization` do: None (allowed), a response
-(refused), or a merge (partly allowed). TxnOffsetCommit's rule stays with the group rules.
+"""Authorization rules of the transaction APIs (Kafka's checks): InitProducerId, AddOffsetsToTxn, EndTxn,
+and the admin APIs DescribeTransactions, ListTransactions, DescribeProducers and WriteTxnMarkers. Each
+handler module picks its rule here when it registers; `authorization.call` runs it on the event loop. Each
+rule answers as the others in `authorization` do: None (allowed), a response (refused), or a merge (partly
+allowed). TxnOffsetCommit's rule stays with the group rules (`authorization_groups`); AddPartitionsToTxn's,
+which answers with its handler's own per-partition results, is in its handler module.
 """
 
 from __future__ import annotations
@@ -12,7 +14,6 @@ from pybroker.broker.security.authorization_check import (
     CLUSTER_DENIED,
     GROUP,
     GROUP_DENIED,
-    TOPIC,
     TOPIC_DENIED,
     TXN,
     TXN_DENIED,
@@ -23,10 +24,8 @@ from pybroker.broker.security.authorization_check import (
     per_topic,
     split_by,
 )
-from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.messages import (
     add_offsets_to_txn,
-    add_partitions_to_txn,
     describe_producers,
     describe_transactions,
     end_txn,
@@ -50,28 +49,6 @@ def init_producer_id_rule(check: Check, r: init_producer_id.InitProducerIdReques
 
 
 # -- transactions --------------------------------------------------------------------------------------
-def add_partitions_to_txn_rule(check: Check, r: add_partitions_to_txn.AddPartitionsToTxnRequest) -> Outcome:
-    from pybroker.broker.handlers.add_partitions_to_txn import FIRST_BATCHED_VERSION, topic_results
-
-    if check.version >= FIRST_BATCHED_VERSION:  # the broker-to-coordinator form
-        if check.cluster(Op.CLUSTER_ACTION):
-            return None
-        return add_partitions_to_txn.AddPartitionsToTxnResponse(error_code=CLUSTER_DENIED,
-                                                                results_by_transaction=[])
-
-    def refuse(codes: dict[tuple[str, int], ErrorCode], rest: ErrorCode) -> Any:
-        return add_partitions_to_txn.AddPartitionsToTxnResponse(
-            results_by_topic_v3_and_below=topic_results(r.v3_and_below_topics, codes, rest))
-
-    if not check.ok(Op.WRITE, TXN, r.v3_and_below_transactional_id):
-        return refuse({}, TXN_DENIED)
-    denied = {t.name for t in r.v3_and_below_topics if not check.ok(Op.WRITE, TOPIC, t.name)}
-    if not denied:
-        return None
-    return refuse({(t.name, p): TOPIC_DENIED for t in r.v3_and_below_topics if t.name in denied
-                   for p in t.partitions}, ErrorCode.OPERATION_NOT_ATTEMPTED)
-
-
 def add_offsets_to_txn_rule(check: Check, r: add_offsets_to_txn.AddOffsetsToTxnRequest) -> Outcome:
     if not check.ok(Op.WRITE, TXN, r.transactional_id):
         return add_offsets_to_txn.AddOffsetsToTxnResponse(error_code=TXN_DENIED)

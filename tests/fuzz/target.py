@@ -38,6 +38,7 @@ fail until the rule is removed.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import gc
 import inspect
 import logging
@@ -56,7 +57,7 @@ from typing import Any
 
 from pybroker.broker.app import BrokerApp
 from pybroker.broker.connection import KafkaConnection
-from pybroker.broker.dispatch import REGISTRY, HandlerSpec, Waiting, load_handlers
+from pybroker.broker.dispatch import REGISTRY, Waiting, load_handlers
 from pybroker.broker.loggers.levels import LEVELS as LOGGER_LEVELS
 from pybroker.config.broker_config import BrokerConfig
 from pybroker.protocol.frame_codec import decode_response
@@ -334,7 +335,7 @@ class FuzzTarget:
         root.addHandler(records)
         self._restore.append(lambda: root.removeHandler(records))
         for key, spec in list(REGISTRY.items()):
-            REGISTRY[key] = HandlerSpec(spec.api_key, spec.min_version, spec.max_version, self._wrap(spec.fn))
+            REGISTRY[key] = dataclasses.replace(spec, fn=self._wrap(spec.fn))
             self._restore.append(lambda k=key, s=spec: REGISTRY.__setitem__(k, s))
 
     def _wrap(self, fn: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:

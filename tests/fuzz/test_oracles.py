@@ -7,6 +7,7 @@ message; a writer that drops answers; a memory limit already passed) and feeds o
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import signal
 import struct
 from collections.abc import Callable
@@ -16,7 +17,7 @@ from typing import Any
 import pytest
 
 import tests.fuzz.target as target_module
-from pybroker.broker.dispatch import REGISTRY, HandlerSpec, load_handlers
+from pybroker.broker.dispatch import REGISTRY, load_handlers
 from pybroker.broker.send_queue import CopyingWriter, SendQueue
 from pybroker.protocol.messages.metadata import MetadataResponse
 from tests.fuzz.seeds import load_seeds
@@ -35,8 +36,7 @@ async def _run_with(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     load_handlers()
     if handler is not None:
         spec = REGISTRY[API_VERSIONS]
-        monkeypatch.setitem(REGISTRY, API_VERSIONS, HandlerSpec(spec.api_key, spec.min_version, spec.max_version,
-                                                                handler))
+        monkeypatch.setitem(REGISTRY, API_VERSIONS, dataclasses.replace(spec, fn=handler))
     async with FuzzTarget(tmp_path) as target:
         return await target.run(_api_versions_input())
 

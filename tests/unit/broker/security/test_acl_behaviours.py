@@ -202,7 +202,7 @@ async def test_a_follower_fetch_needs_cluster_action(secured: BrokerApp) -> None
 
 
 def _refusing_check(tmp_path: Path) -> Any:
-    from pybroker.broker.security.authorization import Check
+    from pybroker.broker.security.authorization_check import Check
     from pybroker.broker.security.authorizer import Authorizer
 
     authorizer = Authorizer(tmp_path, None, allow_if_no_acl=False)
@@ -213,7 +213,9 @@ def _refusing_check(tmp_path: Path) -> Any:
 @pytest.mark.parametrize("api_key", [48, 49, 50, 51])
 def test_quota_and_scram_apis_are_refused_without_cluster_permission(tmp_path: Path, api_key: int) -> None:
     """The rules for APIs other parts of issue 12 add; they run once those codecs are in the build."""
-    from pybroker.broker.security.authorization import RULES, _element
+    from pybroker.broker.dispatch import load_handlers
+    from pybroker.broker.security.authorization import rules
+    from pybroker.broker.security.authorization_cluster import element_type as _element
     from pybroker.protocol.messages import REQUESTS
 
     if api_key not in REQUESTS:
@@ -227,7 +229,8 @@ def test_quota_and_scram_apis_are_refused_without_cluster_permission(tmp_path: P
     if api_key == 51:
         request.deletions = [_element(request_cls, "deletions")(name="alice")]
         request.upsertions = [_element(request_cls, "upsertions")(name="alice")]
-    response = RULES[api_key](_refusing_check(tmp_path), request)
+    load_handlers()
+    response = rules()[api_key](_refusing_check(tmp_path), request)
     if api_key in (48, 50):
         assert response.error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
     elif api_key == 49:
@@ -241,13 +244,17 @@ def test_quota_and_scram_apis_are_refused_without_cluster_permission(tmp_path: P
 
 
 def test_describe_cluster_reports_the_principals_cluster_operations(tmp_path: Path) -> None:
-    from pybroker.broker.security.authorization import RULES
+    from pybroker.broker.dispatch import load_handlers
+    from pybroker.broker.security.authorization import rules
     from pybroker.protocol.messages.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
+
+    load_handlers()
+    table = rules()
 
     check = _refusing_check(tmp_path)
     check.authorizer.create([acl(RT.CLUSTER, CLUSTER_NAME, Op.ALTER)])
-    assert RULES[ApiKey.DESCRIBE_CLUSTER](check, DescribeClusterRequest()) is None
-    merge = RULES[ApiKey.DESCRIBE_CLUSTER](check, DescribeClusterRequest(include_cluster_authorized_operations=True))
+    assert table[ApiKey.DESCRIBE_CLUSTER](check, DescribeClusterRequest()) is None
+    merge = table[ApiKey.DESCRIBE_CLUSTER](check, DescribeClusterRequest(include_cluster_authorized_operations=True))
     answered = merge(DescribeClusterResponse())
     assert answered.cluster_authorized_operations == (1 << Op.ALTER) | (1 << Op.DESCRIBE)
 
@@ -322,12 +329,16 @@ async def test_list_transactions_lists_only_describable_ids(secured: BrokerApp) 
     finally:
         admin.close()
 def test_describe_cluster_operations_are_zero_without_describe_on_the_cluster(tmp_path: Path) -> None:
-    from pybroker.broker.security.authorization import RULES
+    from pybroker.broker.dispatch import load_handlers
+    from pybroker.broker.security.authorization import rules
     from pybroker.protocol.messages.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
+
+    load_handlers()
+    table = rules()
 
     check = _refusing_check(tmp_path)
     check.authorizer.create([acl(RT.CLUSTER, CLUSTER_NAME, Op.CREATE)])
-    merge = RULES[ApiKey.DESCRIBE_CLUSTER](check, DescribeClusterRequest(include_cluster_authorized_operations=True))
+    merge = table[ApiKey.DESCRIBE_CLUSTER](check, DescribeClusterRequest(include_cluster_authorized_operations=True))
     assert merge(DescribeClusterResponse()).cluster_authorized_operations == 0
 
 
