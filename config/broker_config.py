@@ -195,10 +195,6 @@ class BrokerConfig:
     def listeners(self) -> list[str]:
         return list(self.get("listeners"))
 
-    @property
-    def advertised_listeners(self) -> list[str]:
-        return list(self.get("advertised.listeners") or self.listeners)
-
     def listener_specs(self) -> list[Listener]:
         """The listeners, each with its security protocol from `listener.security.protocol.map`. While the
         map is Kafka's default, a controller listener name it lacks speaks PLAINTEXT, as in Kafka."""

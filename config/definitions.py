@@ -39,11 +39,6 @@ def _b(key: str, type_: str, default: Any, doc: str, validator: Validator | None
     return ConfigDef(key, type_, default, doc, "broker", validator, dynamic)
 
 
-def _secret(key: str, doc: str) -> ConfigDef:
-    """A password-type key: accepted, never shown (DescribeConfigs returns null, logs say [hidden])."""
-    return ConfigDef(key, "password", None, doc, "broker", sensitive=True)
-
-
 def _ssl(key: str, type_: str, default: Any, doc: str, validator: Validator | None = None, *,
          dynamic: bool = False, secret: bool = False) -> ConfigDef:
     """A TLS key: settable per listener with Kafka's `listener.name.<name>.` prefix."""
