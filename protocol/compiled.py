@@ -8,18 +8,25 @@ slow broker that runs pure Python says so.
 Python prefers an extension to the .py beside it, so an extension built before its source changed (a
 checkout, `make gen`, without a reinstall) would run old code: each compiled module carries the SHA-256
 of the source it was built from (`BUILT_FROM_SHA256`), and `stale()` names those that no longer match.
-The record walk, which judges records, falls back to its source by itself (`records_check`); `make`
-reinstalls whenever a compiled module's source changes.
+The record walk, which judges records, falls back to its source (`records_check` asks `source_digest`
+and loads `source_twin`); `make` reinstalls whenever a compiled module's source changes.
+
+This is the one module of `protocol` that looks at files: the installed sources beside the extensions,
+read through the import system's loaders, at import time and at the broker's start (never per request).
+The protocol code proper is sans-I/O; the layering test allows file access here and nowhere else.
+Any thread may call these functions; they keep no state.
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib
 import importlib.machinery
+import importlib.util
 import sys
 from types import ModuleType
 
-__all__ = ["compiled", "is_compiled", "stale"]
+__all__ = ["compiled", "is_compiled", "source_digest", "source_twin", "stale"]
 
 _PACKAGE = "pybroker."
 
@@ -40,7 +47,7 @@ def compiled() -> list[str]:
     return [m.__name__.removeprefix(_PACKAGE) for m in _loaded() if is_compiled(m)]
 
 
-def _source_digest(module: ModuleType) -> str | None:
+def source_digest(module: ModuleType) -> str | None:
     """SHA-256 of the .py beside a compiled module (None when the install has no source beside it)."""
     path = getattr(module, "__file__", None) or ""
     source = path[: path.find(".", path.rfind("/") + 1)] + ".py"
@@ -51,12 +58,30 @@ def _source_digest(module: ModuleType) -> str | None:
     return hashlib.sha256(data).hexdigest()
 
 
+def source_twin(name: str, alias: str) -> ModuleType:
+    """Module `name` run from its .py source whatever is installed beside it (an extension shadows it
+    for `import`), as a separate module called `alias` (not put in `sys.modules`)."""
+    package, _, _ = name.rpartition(".")
+    finder_path = importlib.import_module(package).__path__
+    sources = (importlib.machinery.SourceFileLoader, importlib.machinery.SOURCE_SUFFIXES)
+    for directory in finder_path:
+        found = importlib.machinery.FileFinder(directory, sources).find_spec(name)
+        if found is not None and found.origin is not None:
+            loader = importlib.machinery.SourceFileLoader(alias, found.origin)
+            spec = importlib.util.spec_from_loader(alias, loader)
+            if spec is not None:
+                module = importlib.util.module_from_spec(spec)
+                loader.exec_module(module)
+                return module
+    raise ImportError(f"no Python source of {name} in {list(finder_path)}")
+
+
 def stale() -> list[str]:
     """The loaded compiled modules built from another version of their source (reinstall to rebuild)."""
     out = []
     for module in _loaded():
         if is_compiled(module) and hasattr(module, "BUILT_FROM_SHA256"):
-            digest = _source_digest(module)
+            digest = source_digest(module)
             if digest is not None and digest != module.BUILT_FROM_SHA256:
                 out.append(module.__name__.removeprefix(_PACKAGE))
     return out

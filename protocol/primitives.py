@@ -13,7 +13,6 @@ from typing import Any
 
 INT16 = Struct(">h")
 INT32 = Struct(">i")
-UINT32 = Struct(">I")
 ZERO_UUID = uuid.UUID(int=0)
 ZERO_UUID_BYTES = bytes(16)
 
@@ -262,10 +261,6 @@ def write_compact_records(out: bytearray, chunks: list[Any], value: Any) -> None
         return
     write_uvarint(out, len(value) + 1)
     _write_records_body(out, chunks, value)
-
-
-def write_uuid(out: bytearray, value: uuid.UUID) -> None:
-    out += value.bytes
 
 
 def write_array_count(out: bytearray, value: list[Any] | None, compact: bool) -> None:

@@ -12,17 +12,17 @@ compressed batch in a worker thread (zlib, lz4, zstd and cramjam release the GIL
 
 When the compiled extension was built from another version of its source (a checkout changed the .py
 since the last `make install`), the source is loaded instead: a stale walk must never judge records.
-The build stamps the extension with the SHA-256 of the source it compiled (`BUILT_FROM_SHA256`).
+The build stamps the extension with the SHA-256 of the source it compiled (`BUILT_FROM_SHA256`); the
+installed source is read by `pybroker.protocol.compiled`, not here (this module does no file I/O).
 """
 
 from __future__ import annotations
 
-import hashlib
-import importlib.machinery
-import importlib.util
+import importlib
 from types import ModuleType
 from typing import Any, Protocol
 
+from pybroker.protocol import compiled
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.records.batch import HEADER_SIZE, MIN_BATCH_LENGTH, BatchHeader, Buffer, RecordsError
 from pybroker.protocol.records.codecs import NONE, decompress
@@ -43,19 +43,11 @@ class RecordsSummary(Protocol):
 
 __all__ = ["COMPILED", "WALK_IMPLEMENTATION", "batch_problem", "load_pure_walk", "record_facts", "walk_batch"]
 
-#: the walk's source beside this module (read through the import system: this package does no file I/O)
-_SOURCE = __file__[: -len("records_check.py")] + "record_walk.py"
-_SOURCE_LOADER = importlib.machinery.SourceFileLoader("pybroker.protocol.records._record_walk_source", _SOURCE)
-
 
 def load_pure_walk() -> ModuleType:
     """The record walk run from its Python source, whatever is installed (tests compare the two)."""
-    spec = importlib.util.spec_from_loader(_SOURCE_LOADER.name, _SOURCE_LOADER)
-    if spec is None:
-        raise ImportError(f"cannot load {_SOURCE}")
-    module = importlib.util.module_from_spec(spec)
-    _SOURCE_LOADER.exec_module(module)
-    return module
+    return compiled.source_twin("pybroker.protocol.records.record_walk",
+                                "pybroker.protocol.records._record_walk_source")
 
 
 def _choose() -> tuple[ModuleType, str]:
@@ -65,10 +57,7 @@ def _choose() -> tuple[ModuleType, str]:
         return load_pure_walk(), f"pure Python (the compiled extension does not load: {exc})"
     if not _installed.COMPILED:
         return _installed, "pure Python (the compiled extension is not installed)"
-    try:
-        source_digest = hashlib.sha256(_SOURCE_LOADER.get_data(_SOURCE)).hexdigest()
-    except OSError:
-        source_digest = None  # an install without the source: nothing to compare
+    source_digest = compiled.source_digest(_installed)  # None: an install without the source, nothing to compare
     if source_digest is not None and source_digest != getattr(_installed, "BUILT_FROM_SHA256", None):
         return load_pure_walk(), "pure Python (the compiled extension was built from another source: reinstall)"
     return _installed, "compiled (mypyc)"

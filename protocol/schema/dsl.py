@@ -87,12 +87,6 @@ class Field:
     doc: str = ""
     flexible: Versions | None = None
 
-    def compact_in(self, version: int, message_flexible: Versions) -> bool:
-        """Whether this field uses the compact (flexible) encoding in `version` of its message."""
-        if version not in message_flexible:
-            return False
-        return self.flexible is None or version in self.flexible
-
     @property
     def is_array(self) -> bool:
         return self.type.startswith("[]")

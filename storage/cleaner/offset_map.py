@@ -110,7 +110,3 @@ class OffsetMap:
         if self._memory is not None:
             self._memory.close()
             self._memory = None
-
-    @property
-    def utilization(self) -> float:
-        return self.size / self.slots
