@@ -12,7 +12,7 @@ extension where the package dir mapping says (`protocol/...` for an editable ins
 Each module is its own extension (mypyc's separate mode): the C files compile in parallel, one per
 core, and calls between the modules stay native. Each compiled copy is stamped with the SHA-256 of the
 source it was made from (`BUILT_FROM_SHA256`), so the package can tell an extension older than its
-source (`pybroker.protocol.compiled`).
+source (`pybroker.broker.compiled_modules`).
 
 `PYBROKER_PURE_PYTHON=1` skips compiling: the same .py files then run as plain Python. So does a failed
 compile (no C compiler, say), with a warning: the broker is slower, never broken, and says at startup

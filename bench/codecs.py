@@ -144,7 +144,7 @@ def _cases() -> dict[str, Callable[[], object]]:
 def _child(pure: bool, seconds: float) -> dict[str, float]:
     if pure:
         sys.meta_path.insert(0, _SourceFirst())
-    from pybroker.protocol import compiled
+    from pybroker.broker import compiled_modules as compiled
 
     cases = _cases()
     timings = {name: _per_call(fn, seconds) for name, fn in cases.items()}

@@ -14,16 +14,19 @@ records were walked (the 61-byte header and the CRC-32C), for comparison.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import ModuleType
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
+from pybroker.broker import compiled_modules  # noqa: E402
 from pybroker.protocol.records import records_check  # noqa: E402
 from pybroker.protocol.records.batch import HEADER_SIZE, parse_header  # noqa: E402
 from pybroker.protocol.records.codecs import CODEC_NAMES, decompress  # noqa: E402
@@ -52,19 +55,19 @@ def _per_call(fn: Callable[[], object], seconds: float) -> float:
     return elapsed / calls
 
 
-def _with_walk(module: object, fn: Callable[[], object]) -> Callable[[], object]:
-    def run() -> object:
-        saved = records_check._walk
-        records_check._walk = module.walk  # type: ignore[attr-defined]
-        try:
-            return fn()
-        finally:
-            records_check._walk = saved
-    return run
+@contextlib.contextmanager
+def _walking(module: ModuleType) -> Iterator[None]:
+    """Validation walks records with `module` inside the block (swapped once, outside the timed calls)."""
+    saved, saved_implementation = records_check.walk_module(), records_check.WALK_IMPLEMENTATION
+    records_check.use_walk(module, "measured")
+    try:
+        yield
+    finally:
+        records_check.use_walk(saved, saved_implementation)
 
 
 def run(seconds: float) -> None:
-    pure = records_check.load_pure_walk()
+    pure = compiled_modules.load_pure_walk()
     print(f"record walk in use: {records_check.WALK_IMPLEMENTATION}")
     print(f"batches of ~{BATCH_BYTES >> 10} KiB of records; each record: a 16 B key, a value of the size "
           "shown (hex text, ~2:1 compressible), one 21 B header; times are the whole validate_produce_records "
@@ -82,7 +85,8 @@ def run(seconds: float) -> None:
                 return validate_produce_records(raw, max_batch_bytes=len(raw) + 1, allow_zstd=True)
 
             compiled = _per_call(validate, seconds) if records_check.COMPILED else float("nan")
-            python = _per_call(_with_walk(pure, validate), seconds)
+            with _walking(pure):
+                python = _per_call(validate, seconds)
             inflate = float("nan")
             if codec:
                 inflate = _per_call(lambda raw=raw, header=header: decompress(

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from pybroker.broker import compiled_modules as compiled
 from pybroker.broker.allocator import tune_allocator
 from pybroker.broker.console.service import ConsoleService
 from pybroker.broker.dispatch import load_handlers
@@ -23,8 +24,6 @@ from pybroker.broker.metrics.service import MetricsService, log_dirs_problem
 from pybroker.broker.resource_limits import apply_partition_limits, raise_open_file_limit
 from pybroker.broker.state import BrokerState
 from pybroker.config.broker_config import BrokerConfig
-from pybroker.protocol import compiled
-from pybroker.protocol.records import records_check
 
 log = get_logger("pybroker.app")
 
@@ -70,7 +69,7 @@ class BrokerApp:
         self.listeners = listeners = Listeners(self.config)
         log.info("starting", node_id=self.state.node_id, config=self.config.effective(),
                  explicitly_set=sorted(self.config.explicit), unknown_config_keys=sorted(self.config.unknown),
-                 record_walk=records_check.WALK_IMPLEMENTATION, compiled_modules=compiled.compiled())
+                 record_walk=compiled.guard_record_walk(), compiled_modules=compiled.compiled())
         if compiled.stale():  # an extension older than its source runs old code until a reinstall
             log.warning("compiled modules built from another source: reinstall", modules=compiled.stale())
         if self.config.unknown:  # a typo in server.properties deserves its own line, not a field in a long one

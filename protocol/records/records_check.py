@@ -10,10 +10,10 @@ do not match their header are INVALID_RECORD (Kafka's InvalidRecordException fro
 Decompression can take long (a 64 MiB cap of output); callers on the event loop run `walk_batch` of a
 compressed batch in a worker thread (zlib, lz4, zstd and cramjam release the GIL while they work).
 
-When the compiled extension was built from another version of its source (a checkout changed the .py
-since the last `make install`), the source is loaded instead: a stale walk must never judge records.
-The build stamps the extension with the SHA-256 of the source it compiled (`BUILT_FROM_SHA256`); the
-installed source is read by `pybroker.protocol.compiled`, not here (this module does no file I/O).
+The walk is the installed `record_walk` (the extension when the install compiled it). When that extension
+was built from another version of its source (a checkout changed the .py since the last `make install`),
+the broker's start swaps in the source (`use_walk`, from `pybroker.broker.compiled_modules`, which reads
+the installed files): a stale walk must never judge records, and this module does no file I/O.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ import importlib
 from types import ModuleType
 from typing import Any, Protocol
 
-from pybroker.protocol import compiled
 from pybroker.protocol.errors import ErrorCode
+from pybroker.protocol.records import record_walk
 from pybroker.protocol.records.batch import HEADER_SIZE, MIN_BATCH_LENGTH, BatchHeader, Buffer, RecordsError
 from pybroker.protocol.records.codecs import NONE, decompress
 from pybroker.protocol.records.record import MAX_DECOMPRESSED
@@ -41,26 +41,8 @@ class RecordsSummary(Protocol):
     @property
     def all_keyed(self) -> bool: ...
 
-__all__ = ["COMPILED", "WALK_IMPLEMENTATION", "batch_problem", "load_pure_walk", "record_facts", "walk_batch"]
-
-
-def load_pure_walk() -> ModuleType:
-    """The record walk run from its Python source, whatever is installed (tests compare the two)."""
-    return compiled.source_twin("pybroker.protocol.records.record_walk",
-                                "pybroker.protocol.records._record_walk_source")
-
-
-def _choose() -> tuple[ModuleType, str]:
-    try:
-        from pybroker.protocol.records import record_walk as _installed
-    except ImportError as exc:  # say, a compiled shim whose library is missing
-        return load_pure_walk(), f"pure Python (the compiled extension does not load: {exc})"
-    if not _installed.COMPILED:
-        return _installed, "pure Python (the compiled extension is not installed)"
-    source_digest = compiled.source_digest(_installed)  # None: an install without the source, nothing to compare
-    if source_digest is not None and source_digest != getattr(_installed, "BUILT_FROM_SHA256", None):
-        return load_pure_walk(), "pure Python (the compiled extension was built from another source: reinstall)"
-    return _installed, "compiled (mypyc)"
+__all__ = ["COMPILED", "WALK_IMPLEMENTATION", "batch_problem", "record_facts", "use_walk", "walk_batch",
+           "walk_module"]
 
 
 def _fast_path() -> tuple[Any, str]:
@@ -72,15 +54,38 @@ def _fast_path() -> tuple[Any, str]:
     return fast.accept, "; valid uncompressed records accepted in place by C (_walk_accept)"
 
 
-_walk_module, WALK_IMPLEMENTATION = _choose()
-_walk = _walk_module.walk
-_record_facts = _walk_module.record_facts
-_Summary = _walk_module.RecordsSummary
-_Malformed: type[Exception] = _walk_module.MalformedRecords
-#: True when the record walk in use is the mypyc-compiled one
-COMPILED: bool = _walk_module.COMPILED
 _accept, _FAST_NOTE = _fast_path()
-WALK_IMPLEMENTATION += _FAST_NOTE
+
+
+def use_walk(module: ModuleType, implementation: str) -> None:
+    """Walk records with `module` (a `record_walk`, installed or run from its source) from now on; the
+    broker's start calls it before anything is served, tests and the bench to compare the two."""
+    global _walk_module, _walk, _record_facts, _Summary, _Malformed, COMPILED, WALK_IMPLEMENTATION
+    _walk_module = module
+    _walk = module.walk
+    _record_facts = module.record_facts
+    _Summary = module.RecordsSummary
+    _Malformed = module.MalformedRecords
+    COMPILED = module.COMPILED
+    WALK_IMPLEMENTATION = implementation + _FAST_NOTE
+
+
+def walk_module() -> ModuleType:
+    """The `record_walk` in use."""
+    return _walk_module
+
+
+_walk_module: ModuleType = record_walk
+_walk: Any = None
+_record_facts: Any = None
+_Summary: Any = None
+_Malformed: type[Exception] = Exception
+#: True when the record walk in use is the mypyc-compiled one
+COMPILED: bool = False
+#: what walks records, for the start log
+WALK_IMPLEMENTATION = ""
+use_walk(record_walk, "compiled (mypyc)" if record_walk.COMPILED
+         else "pure Python (the compiled extension is not installed)")
 
 
 def _batch_end(buf: Buffer, pos: int, header: BatchHeader) -> int:

@@ -8,9 +8,9 @@ command but `start` to them.
 
 `protocol` is sans-I/O, so it may not import sockets, asyncio, threads or file-system modules either,
 nor call anything that opens or reads a file (found in the syntax tree: `open(...)`, `io.open`,
-`Path(...).read_text()`, `importlib.resources`, loaders given a file's path, ...). Two exceptions, each
-named below: the code generator (a build tool, never imported at run time) and `compiled` (it compares
-the installed extensions with the sources beside them).
+`Path(...).read_text()`, `importlib.resources`, loaders given a file's path, ...). One exception: the
+code generator (a build tool, never imported at run time). What compares the installed extensions with
+their sources is the server's (`broker/compiled_modules.py`).
 """
 
 from __future__ import annotations
@@ -37,9 +37,6 @@ PROTOCOL_FORBIDDEN = {"socket", "asyncio", "threading", "selectors", "os", "path
                       "io", "mmap", "tempfile", "glob", "fileinput", "importlib.resources"}
 #: the code generator is a build tool that writes files; it is not imported at run time
 BUILD_TOOLS = ("codegen",)
-#: the one run-time module of protocol that reads files: the installed sources beside compiled extensions
-#: (at import and at the broker's start, never per request), to tell an extension older than its source
-INSTALL_CHECK = "protocol/compiled.py"
 #: functions (called by name) that open a file or load code from a file's path
 FILE_IO_FUNCTIONS = {"open", "FileIO", "SourceFileLoader", "FileFinder", "spec_from_file_location"}
 #: methods that open, read or write a file (`importlib.resources`' too); `read_bytes` only on a call's result
@@ -106,7 +103,7 @@ def test_protocol_does_no_file_io() -> None:
     bad: list[str] = []
     for path in sorted((ROOT / "protocol").rglob("*.py")):
         relative = path.relative_to(ROOT)
-        if any(part.startswith(BUILD_TOOLS) for part in relative.parts) or relative.as_posix() == INSTALL_CHECK:
+        if any(part.startswith(BUILD_TOOLS) for part in relative.parts):
             continue
         bad += [f"{relative}:{where} (protocol is sans-I/O)" for where in _file_io(path.read_text(), str(path))]
     assert not bad, "\n".join(bad)

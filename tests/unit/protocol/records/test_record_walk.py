@@ -18,6 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pybroker.broker.compiled_modules import load_pure_walk
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.records import batch as layout
 from pybroker.protocol.records import record_walk, records_check
@@ -29,7 +30,7 @@ from pybroker.protocol.records.varint import write_varint
 
 LIMIT = 8 << 20
 NOW = 1_700_000_000_000
-PURE = records_check.load_pure_walk()
+PURE = load_pure_walk()
 
 
 def _records(n: int, *, deltas: list[int] | None = None, key: bytes | None = b"k",

@@ -11,12 +11,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pybroker.broker.compiled_modules import load_pure_walk
 from pybroker.protocol.records import records_check
 from pybroker.protocol.records.batch import parse_header
 from pybroker.protocol.records.record import Record, build_batch, encode_record
 from pybroker.protocol.records.varint import write_varint
 
-PURE = records_check.load_pure_walk()
+PURE = load_pure_walk()
 try:
     from pybroker.protocol.records import _walk_accept
 except ImportError:  # a pure-Python install (PYBROKER_PURE_PYTHON=1, or no compiler)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from pybroker.protocol import compiled
+from pybroker.broker import compiled_modules as compiled
 
 ROOT = Path(__file__).resolve().parents[3]
 

@@ -8,13 +8,14 @@ slow broker that runs pure Python says so.
 Python prefers an extension to the .py beside it, so an extension built before its source changed (a
 checkout, `make gen`, without a reinstall) would run old code: each compiled module carries the SHA-256
 of the source it was built from (`BUILT_FROM_SHA256`), and `stale()` names those that no longer match.
-The record walk, which judges records, falls back to its source (`records_check` asks `source_digest`
-and loads `source_twin`); `make` reinstalls whenever a compiled module's source changes.
+The record walk, which judges records, falls back to its source at the broker's start
+(`guard_record_walk`: a stale walk must never judge records); `make` reinstalls whenever a compiled
+module's source changes, and `tests/unit/protocol/test_compiled.py` fails while any module is stale.
 
-This is the one module of `protocol` that looks at files: the installed sources beside the extensions,
-read through the import system's loaders, at import time and at the broker's start (never per request).
-The protocol code proper is sans-I/O; the layering test allows file access here and nowhere else.
-Any thread may call these functions; they keep no state.
+It lives in the server, not in `protocol` (which is sans-I/O), because it reads the installed sources
+beside the extensions through the import system's loaders: at the broker's start, never per request.
+Any thread may call these functions; only `guard_record_walk` changes state (the walk `records_check`
+uses), and the broker calls it once, on the event loop's thread, before it serves anything.
 """
 
 from __future__ import annotations
@@ -26,7 +27,10 @@ import importlib.util
 import sys
 from types import ModuleType
 
-__all__ = ["compiled", "is_compiled", "source_digest", "source_twin", "stale"]
+from pybroker.protocol.records import records_check
+
+__all__ = ["compiled", "guard_record_walk", "is_compiled", "load_pure_walk", "source_digest", "source_twin",
+           "stale"]
 
 _PACKAGE = "pybroker."
 
@@ -85,3 +89,20 @@ def stale() -> list[str]:
             if digest is not None and digest != module.BUILT_FROM_SHA256:
                 out.append(module.__name__.removeprefix(_PACKAGE))
     return out
+
+
+def load_pure_walk() -> ModuleType:
+    """The record walk run from its Python source, whatever is installed (tests and the bench compare the two)."""
+    return source_twin("pybroker.protocol.records.record_walk", "pybroker.protocol.records._record_walk_source")
+
+
+def guard_record_walk() -> str:
+    """Run the record walk from its source when the compiled one was built from another version of it (a
+    checkout changed the .py since the last `make install`); what `records_check` then uses, for the log."""
+    installed = records_check.walk_module()
+    if records_check.COMPILED:
+        digest = source_digest(installed)  # None: an install without the source, nothing to compare
+        if digest is not None and digest != getattr(installed, "BUILT_FROM_SHA256", None):
+            records_check.use_walk(load_pure_walk(), "pure Python (the compiled extension was built from "
+                                                     "another source: reinstall)")
+    return records_check.WALK_IMPLEMENTATION
