@@ -30,7 +30,7 @@ from pybroker.clients.client_config import ClientSecurity
 from pybroker.clients.sasl import ClientAuthError, client_mechanism
 from pybroker.protocol.api_keys import ApiKey
 from pybroker.protocol.errors import ErrorCode
-from pybroker.protocol.frames import decode_response, encode_request
+from pybroker.protocol.frame_codec import decode_response, encode_request
 from pybroker.protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from pybroker.protocol.messages.sasl_authenticate import SaslAuthenticateRequest
 from pybroker.protocol.messages.sasl_handshake import SaslHandshakeRequest
