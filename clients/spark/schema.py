@@ -20,18 +20,9 @@ if TYPE_CHECKING:
     from kafka.consumer.fetcher import ConsumerRecord
     from pyspark.sql.types import StructType
 
-READ_COLUMNS = ("key binary, value binary, topic string, partition int, offset long, timestamp timestamp, "
-                "timestampType int")
-HEADERS_COLUMN = "headers array<struct<key:string,value:binary>>"
-
-
-def read_schema_ddl(include_headers: bool) -> str:
-    return f"{READ_COLUMNS}, {HEADERS_COLUMN}" if include_headers else READ_COLUMNS
-
-
 @cache
 def read_schema(include_headers: bool) -> StructType:
-    """The same schema as `read_schema_ddl`, built without a JVM (workers have none to parse DDL with)."""
+    """The read schema (the columns above), built as types, not DDL: workers have no JVM to parse DDL with."""
     from pyspark.sql.types import (
         ArrayType,
         BinaryType,
