@@ -42,7 +42,7 @@ from tests.integration.secure_clients import (
     kcat_round_trip,
     kp_round_trip,
 )
-from tests.unit.broker.test_sasl_mechanisms import RfcClient
+from tests.unit.broker.security.test_sasl_mechanisms import RfcClient
 
 pytestmark = pytest.mark.integration
 
@@ -313,7 +313,7 @@ def test_users_commands_over_sasl_with_command_config(sasl_broker: BrokerProcess
 def oauth_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[BrokerProcess, Any]]:
     if shutil.which("openssl") is None:
         pytest.skip("needs the openssl CLI to sign tokens")
-    from tests.unit.broker.test_sasl_oauthbearer import Issuer
+    from tests.unit.broker.security.test_sasl_oauthbearer import Issuer
 
     workdir = tmp_path_factory.mktemp("oauth")
     issuer = Issuer(workdir)

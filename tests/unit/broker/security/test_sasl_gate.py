@@ -32,7 +32,7 @@ from pybroker.protocol.messages.alter_user_scram_credentials import (
 from pybroker.protocol.messages.describe_user_scram_credentials import UserName
 from pybroker.protocol.messages.metadata import MetadataRequestTopic
 from tests.unit.broker.conftest import RawClient
-from tests.unit.broker.test_sasl_mechanisms import RfcClient
+from tests.unit.broker.security.test_sasl_mechanisms import RfcClient
 
 JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-secret" '
         'user_bob="bob-secret";')

@@ -17,7 +17,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 
 from pybroker.broker.groups.consumer_group import Assignment
 from pybroker.protocol.errors import ErrorCode
-from tests.unit.broker.consumer_kit import heartbeat, make
+from tests.unit.broker.groups.consumer_kit import heartbeat, make
 
 TOPIC_IDS = [uuid.UUID(int=1), uuid.UUID(int=2)]
 MAX_MEMBERS = 4

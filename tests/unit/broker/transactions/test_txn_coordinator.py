@@ -10,7 +10,7 @@ import pytest
 from pybroker.broker.transactions.metadata import MAX_EPOCH, NO_TIMEOUT_MS, TV_2, TxnMetadata
 from pybroker.broker.transactions.state_machine import TxnState
 from pybroker.protocol.errors import ErrorCode
-from tests.unit.broker.txn_fakes import make_coordinator
+from tests.unit.broker.transactions.txn_fakes import make_coordinator
 
 S = TxnState
 E = ErrorCode

@@ -19,7 +19,7 @@ from pybroker.protocol.records.batch import crc_ok, iter_batches, parse_header, 
 from pybroker.protocol.records.codecs import GZIP, ZSTD
 from pybroker.protocol.records.record import Record, build_batch, decode_records
 from tests.unit.broker.conftest import RawClient
-from tests.unit.broker.test_handlers import _fetch, _partition, _produce
+from tests.unit.broker.handlers.test_handlers import _fetch, _partition, _produce
 
 
 def _now() -> int:

@@ -9,7 +9,7 @@ from typing import Any
 from pybroker.broker.groups.consumer_group import Assignment
 from pybroker.broker.groups.consumer_outcomes import ConsumerHeartbeat, ConsumerHeartbeatOutcome
 from pybroker.broker.groups.coordinator import GroupConfig, GroupCoordinator
-from tests.unit.broker.test_group_coordinator import Box, FakeLog
+from tests.unit.broker.groups.test_group_coordinator import Box, FakeLog
 
 SESSION = 45_000
 INTERVAL = 5000

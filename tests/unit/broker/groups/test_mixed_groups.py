@@ -7,8 +7,8 @@ from pybroker.broker.groups.mixed_groups import parse_assignment
 from pybroker.broker.groups.outcomes import JoinRequest, SyncRequest
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.messages.consumer_protocol import ConsumerProtocolSubscription, OwnedTopicPartition
-from tests.unit.broker.consumer_kit import T1, heartbeat, make
-from tests.unit.broker.test_group_coordinator import Box
+from tests.unit.broker.groups.consumer_kit import T1, heartbeat, make
+from tests.unit.broker.groups.test_group_coordinator import Box
 
 E = ErrorCode
 

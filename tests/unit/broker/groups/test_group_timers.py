@@ -18,7 +18,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 from pybroker.broker.groups import coordinator as coordinator_module
 from pybroker.broker.groups.coordinator import GroupConfig, GroupCoordinator
 from pybroker.broker.groups.outcomes import CommitRequest, JoinRequest, OffsetToCommit, SyncRequest
-from tests.unit.broker.test_group_coordinator import FakeLog
+from tests.unit.broker.groups.test_group_coordinator import FakeLog
 
 CLIENTS = ["a", "b", "c"]
 GROUPS = ["g1", "g2", "g3"]

@@ -11,7 +11,7 @@ from pybroker.broker.groups.group import CommittedOffset
 from pybroker.broker.groups.outcomes import OffsetToCommit, TxnCommitRequest
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.offsets_topic_records import OffsetRecord
-from tests.unit.broker.test_group_coordinator import Box, FakeLog, commit, join, make, sync
+from tests.unit.broker.groups.test_group_coordinator import Box, FakeLog, commit, join, make, sync
 
 PID, EPOCH = 7000, 3
 NONE = ErrorCode.NONE

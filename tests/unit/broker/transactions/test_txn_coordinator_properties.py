@@ -29,7 +29,7 @@ from pybroker.broker.transactions.coordinator import TransactionCoordinator, Txn
 from pybroker.broker.transactions.metadata import TV_1, TV_2, TxnMetadata
 from pybroker.broker.transactions.state_machine import TRANSITIONS, TxnState
 from pybroker.protocol.errors import ErrorCode
-from tests.unit.broker.txn_fakes import Clock, FakeMarkers, FakeTxnLog
+from tests.unit.broker.transactions.txn_fakes import Clock, FakeMarkers, FakeTxnLog
 
 IDS = ["a", "b"]
 PRODUCERS = [0, 1]

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pybroker.protocol.errors import ErrorCode
-from tests.unit.broker.consumer_kit import T1, T2, heartbeat, make
+from tests.unit.broker.groups.consumer_kit import T1, T2, heartbeat, make
 
 E = ErrorCode
 ALLOWED = {E.NONE, E.INVALID_REQUEST, E.UNKNOWN_MEMBER_ID, E.FENCED_MEMBER_EPOCH, E.UNSUPPORTED_ASSIGNOR,

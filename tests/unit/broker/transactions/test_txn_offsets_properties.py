@@ -19,7 +19,7 @@ from pybroker.broker.groups.offsets_topic import ReplayedPartition
 from pybroker.broker.groups.outcomes import OffsetToCommit, TxnCommitRequest
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.offsets_topic_records import decode_record
-from tests.unit.broker.test_group_coordinator import Box, commit, make
+from tests.unit.broker.groups.test_group_coordinator import Box, commit, make
 
 KEYS = [("t", 0), ("t", 1), ("u", 0)]
 PRODUCERS = [11, 12, 13]

@@ -18,7 +18,7 @@ from pybroker.broker.groups.coordinator import GroupConfig, GroupCoordinator
 from pybroker.broker.groups.outcomes import JoinRequest, SyncRequest
 from pybroker.broker.groups.state_machine import GroupState
 from pybroker.protocol.errors import ErrorCode
-from tests.unit.broker.test_group_coordinator import FakeLog
+from tests.unit.broker.groups.test_group_coordinator import FakeLog
 
 CLIENTS = ["a", "b", "c", "d"]
 

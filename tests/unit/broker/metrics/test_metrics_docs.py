@@ -11,7 +11,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from pybroker.broker.app import BrokerApp
 from pybroker.config.broker_config import BrokerConfig
 
-DOC = Path(__file__).resolve().parents[3] / "docs" / "metrics.md"
+DOC = Path(__file__).resolve().parents[4] / "docs" / "metrics.md"
 CLEANER_SECTION = "## Families served by the log cleaner"
 
 

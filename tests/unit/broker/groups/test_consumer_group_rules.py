@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pybroker.broker.groups.outcomes import CommitRequest, JoinRequest, OffsetToCommit
 from pybroker.protocol.errors import ErrorCode
-from tests.unit.broker.consumer_kit import T1, T2, heartbeat, make
-from tests.unit.broker.test_group_coordinator import Box
-from tests.unit.broker.test_mixed_groups import join, subscription
+from tests.unit.broker.groups.consumer_kit import T1, T2, heartbeat, make
+from tests.unit.broker.groups.test_group_coordinator import Box
+from tests.unit.broker.groups.test_mixed_groups import join, subscription
 
 E = ErrorCode
 OFFSETS = [OffsetToCommit("t1", 0, 5, -1, "")]

@@ -16,8 +16,8 @@ from pybroker.broker.groups.offsets_topic import ReplayedPartition
 from pybroker.broker.groups.outcomes import CommitRequest, JoinRequest, OffsetToCommit
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.offsets_topic_records import ConsumerRecord, decode_record
-from tests.unit.broker.consumer_kit import INTERVAL, SESSION, T1, T2, heartbeat, make
-from tests.unit.broker.test_group_coordinator import Box
+from tests.unit.broker.groups.consumer_kit import INTERVAL, SESSION, T1, T2, heartbeat, make
+from tests.unit.broker.groups.test_group_coordinator import Box
 
 E = ErrorCode
 CS = ConsumerGroupState
