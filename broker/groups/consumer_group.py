@@ -71,9 +71,6 @@ class ConsumerMember:
     #: after a restart, until the member's next heartbeat carrying its subscription, its regex is unfiltered
     topic_filter: TopicFilter | None = None
 
-    def owns_any(self, partitions: Assignment) -> bool:
-        return any(self.assigned.get(topic, frozenset()) & parts for topic, parts in partitions.items())
-
 
 @dataclass(slots=True)
 class ConsumerGroupData:

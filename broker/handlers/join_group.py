@@ -11,7 +11,7 @@ from typing import Any
 
 from pybroker.broker.context import RequestContext
 from pybroker.broker.dispatch import handler
-from pybroker.broker.groups.answers import answer, client_host
+from pybroker.broker.groups.deferred_responses import answer, client_host
 from pybroker.broker.groups.outcomes import JoinOutcome, JoinRequest
 from pybroker.protocol.api_keys import ApiKey
 from pybroker.protocol.messages.join_group import JoinGroupRequest, JoinGroupResponse, JoinGroupResponseMember
