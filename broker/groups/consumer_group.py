@@ -5,7 +5,7 @@ partitions. Every member has a target (what the assignor wants it to have at the
 current assignment it reconciles towards the target (`reconciliation.py`). `partition_epochs` is the
 group's record of who owns what: a partition is owned by the member holding it in its assigned
 partitions or its partitions pending revocation, and the coordinator gives it to nobody else until
-that owner has let it go. Plain data plus small queries; the rules live in `consumer_coordinator.py`.
+that owner has let it go. Plain data plus small queries; the rules live in `consumer_groups.py`.
 """
 
 from __future__ import annotations

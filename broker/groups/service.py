@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pybroker.broker.coordinator.runtime import CoordinatorRuntime, Deadlines, Periodic, Replay
-from pybroker.broker.groups.coordinator import GroupConfig, GroupCoordinator
+from pybroker.broker.groups.config import GroupConfig
+from pybroker.broker.groups.coordinator import GroupCoordinator
 from pybroker.broker.groups.offsets_topic import OffsetsTopic, ReplayedPartition, replay
 
 if TYPE_CHECKING:
