@@ -17,7 +17,7 @@ import asyncio
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
-from pybroker.broker.logs import get_logger
+from pybroker.broker.loggers.structlog_setup import get_logger
 from pybroker.broker.partitions.partition import ACKS_ALL, AppendOutcome
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.records.batch import BatchHeader, iter_batches, parse_header

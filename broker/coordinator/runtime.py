@@ -28,7 +28,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
-from pybroker.broker.logs import get_logger
+from pybroker.broker.loggers.structlog_setup import get_logger
 
 if TYPE_CHECKING:
     from pybroker.broker.coordinator.internal_topic import InternalTopic

@@ -33,7 +33,7 @@ from pybroker.broker.groups.outcomes import (
     leaving_member_id,
 )
 from pybroker.broker.groups.state_machine import Event, GroupState
-from pybroker.broker.logs import get_logger
+from pybroker.broker.loggers.structlog_setup import get_logger
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.messages.coordinator_records import GroupMetadataValue, MemberMetadata
 from pybroker.protocol.offsets_topic_records import group_metadata_key, group_metadata_value

@@ -23,7 +23,7 @@ from pybroker.broker.coordinator.internal_topic import InternalTopic, batches_of
 from pybroker.broker.groups.consumer_records import ReplayedConsumerGroup
 from pybroker.broker.groups.group import CommittedOffset
 from pybroker.broker.groups.group_log import NOT_WRITTEN, Done, Producer, Records
-from pybroker.broker.logs import get_logger
+from pybroker.broker.loggers.structlog_setup import get_logger
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.messages.coordinator_records import GroupMetadataValue, OffsetCommitValue
 from pybroker.protocol.offsets_topic_records import ConsumerRecord, GroupRecord, OffsetRecord, decode_record

@@ -39,7 +39,7 @@ from typing import Any
 
 from pybroker.broker.context import RequestContext
 from pybroker.broker.dispatch import Waiting, handler, waiting
-from pybroker.broker.logs import get_logger
+from pybroker.broker.loggers.structlog_setup import get_logger
 from pybroker.broker.partitions.delayed import DelayedOperation, all_of
 from pybroker.broker.partitions.partition import AppendOutcome, Partition
 from pybroker.protocol.api_keys import ApiKey
