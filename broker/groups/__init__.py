@@ -1,1 +1,1 @@
-"""The classic group coordinator: group state, its transitions, and `__consumer_offsets` persistence."""
+"""The group coordinator: classic and consumer-protocol groups, their offsets, and `__consumer_offsets` persistence."""

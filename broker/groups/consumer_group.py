@@ -5,7 +5,7 @@ partitions. Every member has a target (what the assignor wants it to have at the
 current assignment it reconciles towards the target (`reconciliation.py`). `partition_epochs` is the
 group's record of who owns what: a partition is owned by the member holding it in its assigned
 partitions or its partitions pending revocation, and the coordinator gives it to nobody else until
-that owner has let it go. Plain data plus small queries; the rules live in `consumer_coordinator.py`.
+that owner has let it go. Plain data plus small queries; the rules live in `consumer_groups.py`.
 """
 
 from __future__ import annotations
@@ -70,9 +70,6 @@ class ConsumerMember:
     #: the topics its regex may bring it (its principal's DESCRIBE ACLs; None: all). Held in memory only:
     #: after a restart, until the member's next heartbeat carrying its subscription, its regex is unfiltered
     topic_filter: TopicFilter | None = None
-
-    def owns_any(self, partitions: Assignment) -> bool:
-        return any(self.assigned.get(topic, frozenset()) & parts for topic, parts in partitions.items())
 
 
 @dataclass(slots=True)

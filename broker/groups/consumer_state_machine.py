@@ -15,7 +15,10 @@ still owned by another member.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from enum import Enum, IntEnum, StrEnum
+
+from pybroker.broker.coordinator.state_tables import IllegalTransition, state_table
 
 
 class ConsumerGroupState(StrEnum):
@@ -53,15 +56,12 @@ TRANSITIONS: dict[tuple[ConsumerGroupState, Observation], ConsumerGroupState] = 
 }
 
 
-class IllegalConsumerTransition(Exception):
+class IllegalConsumerTransition(IllegalTransition):
     pass
 
 
-def next_state(state: ConsumerGroupState, observation: Observation) -> ConsumerGroupState:
-    try:
-        return TRANSITIONS[(state, observation)]
-    except KeyError:
-        raise IllegalConsumerTransition(f"no transition from {state.value} on {observation.value}") from None
+next_state: Callable[[ConsumerGroupState, Observation], ConsumerGroupState] = state_table(
+    TRANSITIONS, error=IllegalConsumerTransition)
 
 
 class MemberState(IntEnum):
@@ -95,8 +95,5 @@ MEMBER_TRANSITIONS: dict[tuple[MemberState, MemberEvent], MemberState] = {
 }
 
 
-def next_member_state(state: MemberState, event: MemberEvent) -> MemberState:
-    try:
-        return MEMBER_TRANSITIONS[(state, event)]
-    except KeyError:
-        raise IllegalConsumerTransition(f"no member transition from {state.name} on {event.value}") from None
+next_member_state: Callable[[MemberState, MemberEvent], MemberState] = state_table(
+    MEMBER_TRANSITIONS, what="member transition", error=IllegalConsumerTransition)

@@ -107,10 +107,6 @@ class Group:
     def is_(self, state: GroupState) -> bool:
         return self.state is state
 
-    @property
-    def is_empty(self) -> bool:
-        return not self.members
-
     def rebalance_timeout_ms(self) -> int:
         return max((m.rebalance_timeout_ms for m in self.members.values()), default=0)
 
@@ -173,9 +169,6 @@ class Group:
         self.offsets.pop(key, None)
         for offsets in self.pending_txn.values():
             offsets.pop(key, None)
-
-    def has_static_member(self, instance_id: str | None) -> bool:
-        return instance_id is not None and instance_id in self.static_members
 
     def subscribed_topics(self) -> set[str] | None:
         """Topics the members of a consumer group subscribe to; None when they cannot be known."""

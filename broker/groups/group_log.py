@@ -10,14 +10,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
+#: what `GroupLog.append` returns when nothing was written (`done` then reports why)
+from pybroker.broker.coordinator.internal_topic import NOT_WRITTEN as NOT_WRITTEN
 from pybroker.protocol.errors import ErrorCode
 
 Records = list[tuple[bytes, bytes | None]]
 Done = Callable[[ErrorCode], None]
 #: (producer id, producer epoch) of a transactional write (TxnOffsetCommit)
 Producer = tuple[int, int]
-#: what `GroupLog.append` returns when nothing was written (`done` then reports why)
-NOT_WRITTEN = -1
 
 #: what a failed write of the offsets topic tells the client (Kafka maps storage trouble to retriable codes)
 WRITE_ERRORS: dict[ErrorCode, ErrorCode] = {

@@ -1,9 +1,10 @@
-"""Installing what replaying `__consumer_offsets` found, one partition at a time (a mixin of the coordinator).
+"""Installing what replaying `__consumer_offsets` found, one partition at a time: a part of the group coordinator.
 
 Until its partition is in, a group's requests get COORDINATOR_LOAD_IN_PROGRESS (`loading`). A group comes
 back as its last records left it: classic (`restore.restore_group`) or of the consumer protocol
 (`consumer_records.restore_consumer`), with its committed offsets and the pending ones of transactions
-with no marker yet.
+with no marker yet. Handed the store, the timers and the offsets part; event loop's thread only (the
+replay itself ran in a thread, `pybroker.broker.coordinator.runtime`).
 """
 
 from __future__ import annotations
@@ -12,24 +13,23 @@ from collections.abc import Iterable
 
 from pybroker.broker.groups.consumer_records import ReplayedConsumerGroup, restore_consumer
 from pybroker.broker.groups.group import CommittedOffset, Group
+from pybroker.broker.groups.group_store import GroupStore
+from pybroker.broker.groups.group_timers import GroupTimers
+from pybroker.broker.groups.offset_commits import OffsetCommits
 from pybroker.broker.groups.restore import restore_group
 from pybroker.protocol.messages.coordinator_records import GroupMetadataValue
 
 
 class GroupLoading:
-    groups: dict[str, Group]
-    loading: set[int]
-    txn_groups: dict[int, set[str]]
-    deferred_completions: dict[int, list[tuple[int, bool]]]
-
-    def _schedule(self, group: Group) -> None:
-        raise NotImplementedError
-
-    def complete_transaction(self, offsets_partition: int, producer_id: int, commit: bool) -> None:
-        raise NotImplementedError
+    def __init__(self, store: GroupStore, timers: GroupTimers, offsets: OffsetCommits) -> None:
+        self.store = store
+        #: a loaded group's deadlines (restored members' sessions) are timed as any group's
+        self.timers = timers
+        #: the offsets part: a loaded group's open transactions, and completions that waited for the load
+        self.offsets = offsets
 
     def begin_loading(self, partitions: Iterable[int]) -> None:
-        self.loading.update(partitions)
+        self.store.loading.update(partitions)
 
     def finish_loading(self, partition: int, groups: dict[str, GroupMetadataValue | None],
                        offsets: dict[str, dict[tuple[str, int], CommittedOffset]], now: int,
@@ -50,7 +50,7 @@ class GroupLoading:
             group.offsets = dict(group_offsets)
             group.pending_txn = group_pending
             for producer_id in group_pending:
-                self.txn_groups.setdefault(producer_id, set()).add(group_id)
+                self.offsets.txn_groups.setdefault(producer_id, set()).add(group_id)
             if replayed is not None:
                 group.protocol_type = "consumer"
                 group.consumer = restore_consumer(replayed, now)
@@ -58,8 +58,8 @@ class GroupLoading:
                 restore_group(group, value, now)
             else:
                 group.protocol_type = ""
-            self.groups[group_id] = group
-            self._schedule(group)
-        self.loading.discard(partition)
-        for producer_id, commit in self.deferred_completions.pop(partition, []):
-            self.complete_transaction(partition, producer_id, commit)
+            self.store.groups[group_id] = group
+            self.timers.schedule(group)
+        self.store.loading.discard(partition)
+        for producer_id, commit in self.offsets.deferred_completions.pop(partition, []):
+            self.offsets.complete_transaction(partition, producer_id, commit)

@@ -1,6 +1,7 @@
 """Classic members in a consumer group, and the conversions between the two protocols (Kafka 4's mixed groups).
 
-A mixin of `GroupCoordinator`. A consumer that speaks only the classic protocol (JoinGroup, SyncGroup,
+One part of the group coordinator (`coordinator.GroupCoordinator`), handed the store, the timers, the
+classic part and the consumer-protocol part it works with (event loop's thread only). A consumer that speaks only the classic protocol (JoinGroup, SyncGroup,
 Heartbeat, LeaveGroup, with protocol type "consumer") may join a group run by the consumer protocol: it
 becomes a member like the others, whose subscription is read from its JoinGroup metadata
 (ConsumerProtocolSubscription) and whose owned partitions are those the subscription lists (none for an
@@ -29,10 +30,11 @@ from pybroker.broker.groups.consumer_group import (
     ConsumerGroupData,
     ConsumerMember,
 )
-from pybroker.broker.groups.consumer_snapshot import ConsumerUndo
 from pybroker.broker.groups.consumer_state_machine import MemberState
 from pybroker.broker.groups.group import Group, Member
-from pybroker.broker.groups.group_log import GroupLog, Records, client_error
+from pybroker.broker.groups.group_log import Records, client_error
+from pybroker.broker.groups.group_store import GroupStore
+from pybroker.broker.groups.group_timers import GroupTimers
 from pybroker.broker.groups.outcomes import (
     UNKNOWN_MEMBER_ID,
     JoinOutcome,
@@ -55,8 +57,8 @@ from pybroker.protocol.primitives import DecodeError
 if TYPE_CHECKING:
     import uuid
 
-    from pybroker.broker.groups.consumer_coordinator import TopicMetadata
-    from pybroker.broker.groups.coordinator import GroupConfig
+    from pybroker.broker.groups.classic_groups import ClassicGroups
+    from pybroker.broker.groups.consumer_groups import ConsumerGroups
 
 log = get_logger("pybroker.groups")
 
@@ -89,41 +91,18 @@ def parse_assignment(data: bytes) -> ConsumerProtocolAssignment | None:
 
 
 class MixedGroups:
-    config: GroupConfig
-    log: GroupLog
-    groups: dict[str, Group]
-    topic_metadata: Callable[[], TopicMetadata]
-    new_member_id: Callable[[str], str]
-    consumer_undo: ConsumerUndo
-
-    def partition_for(self, group_id: str) -> int:
-        raise NotImplementedError
-
-    def _schedule_id(self, group_id: str) -> None:
-        raise NotImplementedError
-
-    def _advance(self, group: Group, data: ConsumerGroupData, member: ConsumerMember, changed: bool,
-                 is_new: bool, owned: Assignment | None, now: int, records: Records) -> Assignment:
-        raise NotImplementedError
-
-    def _remove_consumer_member(self, group: Group, data: ConsumerGroupData, member: ConsumerMember,
-                                reason: str, now: int) -> Records:
-        raise NotImplementedError
-
-    @staticmethod
-    def _take_static_slot(group: Group, data: ConsumerGroupData, old: ConsumerMember, member: ConsumerMember,
-                          records: Records) -> ConsumerMember:
-        raise NotImplementedError
-
-    def _prepare_rebalance(self, group: Group, now: int) -> None:
-        raise NotImplementedError
-    def _persist_group(self, group: Group, now: int, done: Callable[[ErrorCode], None],
-                       assignments: dict[str, bytes] | None = None) -> None:
-        raise NotImplementedError
+    def __init__(self, store: GroupStore, timers: GroupTimers, classic: ClassicGroups,
+                 consumer: ConsumerGroups) -> None:
+        self.store = store
+        self.timers = timers
+        #: the classic part (a downgraded group rebalances as a classic one) and the consumer-protocol part
+        #: (a classic member of a consumer group moves towards its target as any member does)
+        self.classic = classic
+        self.consumer = consumer
 
     # -- names and ids -----------------------------------------------------------------------------
     def _by_name(self, named: list[tuple[str, list[int]]]) -> Assignment:
-        topics = self.topic_metadata()
+        topics = self.store.topic_metadata()
         owned: dict[uuid.UUID, frozenset[int]] = {}
         for name, partitions in named:
             if name in topics:
@@ -132,7 +111,7 @@ class MixedGroups:
         return {t: p for t, p in owned.items() if p}
 
     def _names_of(self, assignment: Assignment) -> list[AssignedTopicPartition]:
-        names = {topic_id: name for name, (topic_id, _) in self.topic_metadata().items()}
+        names = {topic_id: name for name, (topic_id, _) in self.store.topic_metadata().items()}
         return [AssignedTopicPartition(topic=names[t], partitions=sorted(p))
                 for t, p in sorted(assignment.items(), key=lambda item: names.get(item[0], "")) if t in names]
 
@@ -146,7 +125,7 @@ class MixedGroups:
             respond(JoinOutcome(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id=req.member_id))
             return
         _, subscription = parsed
-        before = self.consumer_undo.take(self.groups, group.group_id, req.member_id)
+        before = self.consumer.consumer_undo.take(self.store.groups, group.group_id, req.member_id)
         records: Records = []
         replaced = data.members.get(data.static_members.get(req.group_instance_id or "", "")) \
             if req.member_id == UNKNOWN_MEMBER_ID else None
@@ -165,7 +144,7 @@ class MixedGroups:
         member.rebalance_timeout_ms = req.rebalance_timeout_ms
         member.subscribed_topic_names = topics
         owned = self._by_name([(o.topic, list(o.partitions)) for o in subscription.owned_partitions])
-        self._advance(group, data, member, changed, is_new, owned, now, records)
+        self.consumer.advance(group, data, member, changed, is_new, owned, now, records)
         if replaced is not None and replaced.classic is None:
             # it took the slot of the last consumer-protocol member: the group turns classic (Kafka's downgrade)
             records += self.maybe_downgrade(group, now)
@@ -176,13 +155,13 @@ class MixedGroups:
             return
 
         def written(code: ErrorCode) -> None:
-            if code is not ErrorCode.NONE and self.consumer_undo.restore(self.groups, before):
+            if code is not ErrorCode.NONE and self.consumer.consumer_undo.restore(self.store.groups, before):
                 log.warning("group change undone: its records were not written", group=group.group_id,
                             error=code.name)
-                self._schedule_id(group.group_id)
+                self.timers.schedule_id(group.group_id)
             respond(outcome if code is ErrorCode.NONE else JoinOutcome(client_error(code), member_id=member_id))
 
-        self.log.append(self.partition_for(group.group_id), records, now, written)
+        self.store.append(group.group_id, records, now, written)
 
     def _joining_member(self, group: Group, data: ConsumerGroupData, req: JoinRequest, now: int,
                         records: Records) -> tuple[ConsumerMember, bool] | JoinOutcome:
@@ -192,8 +171,8 @@ class MixedGroups:
         under that id only (UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID)."""
         instance = req.group_instance_id
         unknown = req.member_id == UNKNOWN_MEMBER_ID
-        member_id = self.new_member_id(req.client_id) if unknown else req.member_id
-        if member_id not in data.members and len(data.members) >= self.config.consumer_max_size:
+        member_id = self.store.new_member_id(req.client_id) if unknown else req.member_id
+        if member_id not in data.members and len(data.members) >= self.store.config.consumer_max_size:
             return JoinOutcome(ErrorCode.GROUP_MAX_SIZE_REACHED, member_id=req.member_id)
         if unknown and req.require_known_member_id and instance is None:
             return JoinOutcome(ErrorCode.MEMBER_ID_REQUIRED, member_id=member_id)
@@ -212,7 +191,7 @@ class MixedGroups:
         if static_id is not None:
             old = data.members[static_id]
             member.rack_id = old.rack_id
-            self._take_static_slot(group, data, old, member, records)
+            self.consumer.take_static_slot(group, data, old, member, records)
             return member, False  # its member record is written; its own changes follow
         data.members[member_id] = member
         if instance is not None:
@@ -283,10 +262,10 @@ class MixedGroups:
             if group.consumer is not data:
                 codes.append(ErrorCode.UNKNOWN_MEMBER_ID)  # the group became classic meanwhile
                 continue
-            records += self._remove_consumer_member(group, data, member, "left the group", now)
+            records += self.consumer.remove_member(group, data, member, "left the group", now)
             codes.append(ErrorCode.NONE)
         if records:
-            self.log.append(self.partition_for(group.group_id), records, now, lambda _code: None)
+            self.store.append(group.group_id, records, now, lambda _code: None)
         return codes
 
     # -- conversions -----------------------------------------------------------------------------------
@@ -296,10 +275,10 @@ class MixedGroups:
         assignment can be read (a member that joined during a rebalance has none yet: not until it synced).
         The classic group's state does not matter: a rebalance in progress is abandoned, its waiting members
         told REBALANCE_IN_PROGRESS so they rejoin the consumer group."""
-        if self.config.consumer_migration_policy not in ("upgrade", "bidirectional"):
+        if self.store.config.consumer_migration_policy not in ("upgrade", "bidirectional"):
             return False
         if group.consumer is not None or group.protocol_type != PROTOCOL_TYPE or not group.members \
-                or group.is_(GroupState.DEAD) or len(group.members) > self.config.consumer_max_size:
+                or group.is_(GroupState.DEAD) or len(group.members) > self.store.config.consumer_max_size:
             return False
         return all(parse_subscription(m.metadata_for(group.protocol_name)) is not None
                    and parse_assignment(m.assignment) is not None for m in group.members.values())
@@ -329,7 +308,7 @@ class MixedGroups:
             records.append(rec.member_record(group.group_id, member))
             records += rec.target_records(group.group_id, data, [m.member_id])[:-1]
             records.append(rec.current_record(group.group_id, member))
-        data.subscription_metadata = {name: meta for name, meta in self.topic_metadata().items()
+        data.subscription_metadata = {name: meta for name, meta in self.store.topic_metadata().items()
                                       if any(name in m.subscribed_topic_names for m in data.members.values())}
         records += rec.epoch_records(group.group_id, data)
         records += rec.target_records(group.group_id, data, [])
@@ -337,7 +316,7 @@ class MixedGroups:
         # Kafka replaces the classic group by a consumer group; the committed offsets go along
         converted = Group(group.group_id, state_timestamp_ms=now, protocol_type=PROTOCOL_TYPE, consumer=data,
                           offsets=group.offsets, pending_txn=group.pending_txn)
-        self.groups[group.group_id] = converted
+        self.store.groups[group.group_id] = converted
         data.refresh_state()
         log.info("group converted to the consumer protocol", group=group.group_id, members=len(data.members))
         for m in group.members.values():  # an abandoned rebalance: they rejoin, as members of the consumer group
@@ -353,7 +332,7 @@ class MixedGroups:
         """Classic members alone in a consumer group: it becomes a classic group and they rejoin."""
         data = group.consumer
         if data is None or not data.members or any(m.classic is None for m in data.members.values()) \
-                or self.config.consumer_migration_policy not in ("downgrade", "bidirectional"):
+                or self.store.config.consumer_migration_policy not in ("downgrade", "bidirectional"):
             return []
         records = rec.group_tombstones(group.group_id, data)
         group.consumer = None
@@ -368,7 +347,7 @@ class MixedGroups:
                 group.static_members[m.instance_id] = m.member_id
         group.leader_id = next(iter(group.members))
         group.protocol_name = group.select_protocol() if group.candidate_protocols() else None
-        self._prepare_rebalance(group, now)
-        self._persist_group(group, now, lambda _code: None)
+        self.classic.prepare_rebalance(group, now)
+        self.classic.persist_group(group, now, lambda _code: None)
         log.info("group converted to the classic protocol", group=group.group_id, members=len(group.members))
         return records

@@ -1,7 +1,8 @@
 """The group coordinator's offsets: commits (plain and transactional), fetches, deletes and expiry.
 
-A mixin of `GroupCoordinator` (`coordinator.py`), which owns the groups, the log and membership; split out
-because offsets are their own responsibility. Offsets a transaction commits (TxnOffsetCommit) are kept per
+One part of the group coordinator (`coordinator.GroupCoordinator`), handed the store (the groups, the log,
+the settings) and the classic part (whose membership checks a classic member's commit); offsets are their
+own responsibility. Event loop's thread only. Offsets a transaction commits (TxnOffsetCommit) are kept per
 (group, producer id), pending, until the transaction's marker is in the group's partition
 (`complete_transaction`); every offset remembers where its record sits in `__consumer_offsets`, because
 Kafka's rule for a commit marker is that the offset written later wins, whether it was the transaction's
@@ -13,11 +14,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
-from pybroker.broker.groups.consumer_group import ConsumerGroupData
+from pybroker.broker.groups.consumer_groups import consumer_commit_error
 from pybroker.broker.groups.consumer_records import group_tombstones as consumer_group_tombstones
 from pybroker.broker.groups.expiry import expired_offsets
 from pybroker.broker.groups.group import CommittedOffset, Group
-from pybroker.broker.groups.group_log import NOT_WRITTEN, GroupLog, Records, client_error
+from pybroker.broker.groups.group_log import NOT_WRITTEN, Records, client_error
+from pybroker.broker.groups.group_store import GroupStore
 from pybroker.broker.groups.outcomes import UNKNOWN_MEMBER_ID, CommitRequest, OffsetToCommit, TxnCommitRequest
 from pybroker.broker.groups.state_machine import Event, GroupState
 from pybroker.broker.loggers.structlog_setup import get_logger
@@ -26,7 +28,7 @@ from pybroker.protocol.messages.coordinator_records import OffsetCommitValue
 from pybroker.protocol.offsets_topic_records import group_metadata_key, offset_commit_key, offset_commit_value
 
 if TYPE_CHECKING:
-    from pybroker.broker.groups.coordinator import GroupConfig
+    from pybroker.broker.groups.classic_groups import ClassicGroups
 
 log = get_logger("pybroker.groups")
 
@@ -34,51 +36,37 @@ S = GroupState
 
 
 class OffsetCommits:
-    """Offset operations over the coordinator's groups (the attributes and hooks below are its)."""
+    """Offset operations over the store's groups."""
 
-    config: GroupConfig
-    log: GroupLog
-    groups: dict[str, Group]
-    loading: set[int]
-    txn_groups: dict[int, set[str]]
-    deferred_completions: dict[int, list[tuple[int, bool]]]
-    partition_exists: Callable[[str, int], bool]
-
-    def partition_for(self, group_id: str) -> int:
-        raise NotImplementedError
-
-    def availability(self, group_id: str) -> ErrorCode:
-        raise NotImplementedError
-
-    def _member_error(self, group: Group | None, member_id: str, instance_id: str | None,
-                      generation: int) -> ErrorCode:
-        raise NotImplementedError
-
-    @staticmethod
-    def consumer_commit_error(data: ConsumerGroupData, member_id: str, member_epoch: int,
-                              api_version: int | None = None) -> ErrorCode:
-        raise NotImplementedError
+    def __init__(self, store: GroupStore, classic: ClassicGroups) -> None:
+        self.store = store
+        #: the classic part: a commit from a classic member is checked as its other requests are
+        self.classic = classic
+        #: producer id -> the groups its open transaction committed offsets to (TxnOffsetCommit)
+        self.txn_groups: dict[int, set[str]] = {}
+        #: transaction completions for partitions still loading: applied once their replay is in
+        self.deferred_completions: dict[int, list[tuple[int, bool]]] = {}
 
     # -- offsets -----------------------------------------------------------------------------------
     def commit_offsets(self, req: CommitRequest, now: int,
                        respond: Callable[[dict[tuple[str, int], ErrorCode]], None]) -> None:
         keys = [(o.topic, o.partition) for o in req.offsets]
-        error = self.availability(req.group_id)
-        group = self.groups.get(req.group_id)
+        error = self.store.availability(req.group_id)
+        group = self.store.groups.get(req.group_id)
         if error is ErrorCode.NONE:
             error = self._commit_error(group, req)
         if error is not ErrorCode.NONE:
             respond(dict.fromkeys(keys, error))
             return
         if group is None:  # a simple consumer's first commit creates an empty group for its offsets
-            group = self.groups[req.group_id] = Group(req.group_id, state_timestamp_ms=now, protocol_type="")
+            group = self.store.groups[req.group_id] = Group(req.group_id, state_timestamp_ms=now, protocol_type="")
         elif req.member_id in group.members:
             group.members[req.member_id].last_heartbeat_ms = now  # a commit counts as a heartbeat
         codes, accepted = self._accept_offsets(req.offsets, now)
         if not accepted:
             respond(codes)
             return
-        records = self._offset_records(req.group_id, accepted)
+        records = _offset_records(req.group_id, accepted)
 
         def written(code: ErrorCode) -> None:
             if code is ErrorCode.NONE and not group.is_(S.DEAD):
@@ -87,7 +75,7 @@ class OffsetCommits:
                 codes[key] = client_error(code)
             respond(codes)
 
-        position = self.log.append(self.partition_for(req.group_id), records, now, written)
+        position = self.store.append(req.group_id, records, now, written)
         _place(accepted.values(), position)
 
     # -- transactional offsets (TxnOffsetCommit) ----------------------------------------------------
@@ -98,15 +86,15 @@ class OffsetCommits:
         `complete_transaction`. Kafka's checks: no group state is enforced, but a request naming a member
         or generation must match them (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID)."""
         keys = [(o.topic, o.partition) for o in req.offsets]
-        error = self.availability(req.group_id)
-        group = self.groups.get(req.group_id)
+        error = self.store.availability(req.group_id)
+        group = self.store.groups.get(req.group_id)
         if error is ErrorCode.NONE:
             error = _producer_error(req.producer_id, req.producer_epoch) or self._txn_commit_error(group, req)
         if error is not ErrorCode.NONE:
             respond(dict.fromkeys(keys, error))
             return
         if group is None:  # as for a simple consumer's commit: an empty group holds the offsets
-            group = self.groups[req.group_id] = Group(req.group_id, state_timestamp_ms=now, protocol_type="")
+            group = self.store.groups[req.group_id] = Group(req.group_id, state_timestamp_ms=now, protocol_type="")
         codes, accepted = self._accept_offsets(req.offsets, now)
         if not accepted:
             respond(codes)
@@ -128,7 +116,7 @@ class OffsetCommits:
                 codes[key] = client_error(code)
             respond(codes)
 
-        position = self.log.append(self.partition_for(req.group_id), self._offset_records(req.group_id, accepted),
+        position = self.store.append(req.group_id, _offset_records(req.group_id, accepted),
                                    now, written, producer=(producer_id, req.producer_epoch))
         _place(accepted.values(), position)
 
@@ -140,25 +128,25 @@ class OffsetCommits:
         if group.consumer is not None:
             if req.generation < 0 and not req.member_id and req.group_instance_id is None:
                 return ErrorCode.NONE  # a transaction's commit from outside group management
-            return self.consumer_commit_error(group.consumer, req.member_id, req.generation)
+            return consumer_commit_error(group.consumer, req.member_id, req.generation)
         if req.generation < 0 and group.is_(S.EMPTY):
             return ErrorCode.NONE
         if req.generation >= 0 or req.member_id != UNKNOWN_MEMBER_ID or req.group_instance_id is not None:
-            return self._member_error(group, req.member_id, req.group_instance_id, req.generation)
+            return self.classic.member_error(group, req.member_id, req.group_instance_id, req.generation)
         return ErrorCode.NONE  # v0-2 carry no member: the transaction is the producer's own
 
     def complete_transaction(self, offsets_partition: int, producer_id: int, commit: bool) -> None:
         """The marker of `producer_id`'s transaction is in `offsets_partition`: its pending offsets in
         that partition's groups become committed (where written after the committed ones), or go."""
-        if offsets_partition in self.loading:
+        if offsets_partition in self.store.loading:
             self.deferred_completions.setdefault(offsets_partition, []).append((producer_id, commit))
             return
         group_ids = self.txn_groups.get(producer_id)
         if not group_ids:
             return
-        for group_id in [g for g in group_ids if self.partition_for(g) == offsets_partition]:
+        for group_id in [g for g in group_ids if self.store.partition_for(g) == offsets_partition]:
             group_ids.discard(group_id)
-            group = self.groups.get(group_id)
+            group = self.store.groups.get(group_id)
             if group is not None and producer_id in group.pending_txn:
                 applied = group.complete_txn(producer_id, commit)
                 log.debug("transactional offsets completed", group=group_id, producer_id=producer_id,
@@ -168,7 +156,7 @@ class OffsetCommits:
 
     def unstable_offsets(self, group_id: str) -> set[tuple[str, int]]:
         """The partitions of a group with offsets an open transaction committed (require_stable)."""
-        group = self.groups.get(group_id)
+        group = self.store.groups.get(group_id)
         return group.pending_txn_keys() if group is not None else set()
 
     def _accept_offsets(self, offsets: Iterable[OffsetToCommit], now: int
@@ -178,9 +166,9 @@ class OffsetCommits:
         for o in offsets:
             key = (o.topic, o.partition)
             metadata = o.metadata or ""
-            if len(metadata.encode()) > self.config.metadata_max_bytes:
+            if len(metadata.encode()) > self.store.config.metadata_max_bytes:
                 codes[key] = ErrorCode.OFFSET_METADATA_TOO_LARGE
-            elif not self.partition_exists(o.topic, o.partition):
+            elif not self.store.partition_exists(o.topic, o.partition):
                 codes[key] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             else:
                 accepted[key] = CommittedOffset(o.offset, o.leader_epoch, metadata,
@@ -188,33 +176,26 @@ class OffsetCommits:
                                                 o.expire_timestamp)
         return codes, accepted
 
-    @staticmethod
-    def _offset_records(group_id: str, accepted: dict[tuple[str, int], CommittedOffset]) -> Records:
-        return [(offset_commit_key(group_id, topic, partition), offset_commit_value(
-            OffsetCommitValue(offset=c.offset, leader_epoch=c.leader_epoch, metadata=c.metadata,
-                              commit_timestamp=c.commit_timestamp, expire_timestamp=c.expire_timestamp)))
-            for (topic, partition), c in accepted.items()]
-
     def _commit_error(self, group: Group | None, req: CommitRequest) -> ErrorCode:
         if group is None:
             return ErrorCode.NONE if req.generation < 0 else ErrorCode.ILLEGAL_GENERATION
         if group.is_(S.DEAD):
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
         if group.consumer is not None:  # KIP-848: the generation field carries the member epoch
-            return self.consumer_commit_error(group.consumer, req.member_id, req.generation, req.api_version)
+            return consumer_commit_error(group.consumer, req.member_id, req.generation, req.api_version)
         if req.generation < 0 and group.is_(S.EMPTY):
             return ErrorCode.NONE  # a commit from outside group management (a simple consumer, a tool)
-        error = self._member_error(group, req.member_id, req.group_instance_id, req.generation)
+        error = self.classic.member_error(group, req.member_id, req.group_instance_id, req.generation)
         if error is ErrorCode.NONE and group.is_(S.COMPLETING_REBALANCE):
             error = ErrorCode.REBALANCE_IN_PROGRESS
         return error
 
     def fetch_offsets(self, group_id: str, partitions: Iterable[tuple[str, int]] | None
                       ) -> tuple[ErrorCode, dict[tuple[str, int], CommittedOffset | None]]:
-        error = self.availability(group_id)
+        error = self.store.availability(group_id)
         if error is not ErrorCode.NONE:
             return error, {}
-        group = self.groups.get(group_id)
+        group = self.store.groups.get(group_id)
         offsets = group.offsets if group is not None else {}
         if partitions is None:
             return ErrorCode.NONE, dict(sorted(offsets.items()))
@@ -222,8 +203,8 @@ class OffsetCommits:
 
     def delete_offsets(self, group_id: str, partitions: list[tuple[str, int]], now: int,
                        respond: Callable[[ErrorCode, dict[tuple[str, int], ErrorCode]], None]) -> None:
-        error = self.availability(group_id)
-        group = self.groups.get(group_id)
+        error = self.store.availability(group_id)
+        group = self.store.groups.get(group_id)
         if error is ErrorCode.NONE and (group is None or group.is_(S.DEAD)):
             error = ErrorCode.GROUP_ID_NOT_FOUND
         if error is not ErrorCode.NONE:
@@ -254,21 +235,17 @@ class OffsetCommits:
                 group.forget_offset(key)
             respond(ErrorCode.NONE, codes)
 
-        self.log.append(self.partition_for(group_id), self._offset_tombstones(group_id, doomed), now, written)
-
-    @staticmethod
-    def _offset_tombstones(group_id: str, keys: Iterable[tuple[str, int]]) -> Records:
-        return [(offset_commit_key(group_id, topic, partition), None) for topic, partition in keys]
+        self.store.append(group_id, offset_tombstones(group_id, doomed), now, written)
 
     def expire_offsets(self, now: int) -> None:
         """Drop offsets kept longer than `offsets.retention.ms` (Kafka's rules), and empty groups with them."""
-        for group in list(self.groups.values()):
-            if group.is_(S.DEAD) or self.partition_for(group.group_id) in self.loading:
+        for group in list(self.store.groups.values()):
+            if group.is_(S.DEAD) or self.store.partition_for(group.group_id) in self.store.loading:
                 continue
             # an offset an open transaction is replacing is kept until the transaction ends (Kafka)
-            expired = [key for key in expired_offsets(group, now, self.config.offsets_retention_ms)
+            expired = [key for key in expired_offsets(group, now, self.store.config.offsets_retention_ms)
                        if not group.has_pending_txn_offset(key)]
-            records = self._offset_tombstones(group.group_id, expired)
+            records = offset_tombstones(group.group_id, expired)
             for key in expired:
                 del group.offsets[key]
             # nor is a group removed while a transaction has offsets in it
@@ -278,10 +255,10 @@ class OffsetCommits:
                     group.consumer.remove()
                     records += consumer_group_tombstones(group.group_id, group.consumer)
                 group.transition(Event.REMOVED, now)
-                del self.groups[group.group_id]
+                del self.store.groups[group.group_id]
                 records.append((group_metadata_key(group.group_id), None))
             if records:
-                self.log.append(self.partition_for(group.group_id), records, now, lambda _code: None)
+                self.store.append(group.group_id, records, now, lambda _code: None)
 
 
 def _producer_error(producer_id: int, producer_epoch: int) -> ErrorCode:
@@ -299,3 +276,14 @@ def _place(offsets: Iterable[CommittedOffset], position: int) -> None:
         return
     for i, offset in enumerate(offsets):
         offset.record_offset = position + i
+
+
+def _offset_records(group_id: str, accepted: dict[tuple[str, int], CommittedOffset]) -> Records:
+    return [(offset_commit_key(group_id, topic, partition), offset_commit_value(
+        OffsetCommitValue(offset=c.offset, leader_epoch=c.leader_epoch, metadata=c.metadata,
+                          commit_timestamp=c.commit_timestamp, expire_timestamp=c.expire_timestamp)))
+        for (topic, partition), c in accepted.items()]
+
+
+def offset_tombstones(group_id: str, keys: Iterable[tuple[str, int]]) -> Records:
+    return [(offset_commit_key(group_id, topic, partition), None) for topic, partition in keys]

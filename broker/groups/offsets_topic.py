@@ -19,17 +19,16 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from pybroker.broker.coordinator.internal_topic import InternalTopic, batches_of
 from pybroker.broker.groups.consumer_records import ReplayedConsumerGroup
 from pybroker.broker.groups.group import CommittedOffset
 from pybroker.broker.groups.group_log import NOT_WRITTEN, Done, Producer, Records
-from pybroker.broker.internal_topics import InternalTopic, batches_of
 from pybroker.broker.loggers.structlog_setup import get_logger
-from pybroker.broker.partitions.partition import ACKS_ALL, AppendOutcome
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.messages.coordinator_records import GroupMetadataValue, OffsetCommitValue
 from pybroker.protocol.offsets_topic_records import ConsumerRecord, GroupRecord, OffsetRecord, decode_record
 from pybroker.protocol.primitives import DecodeError
-from pybroker.protocol.records.batch import BatchHeader, RecordsError, parse_header
+from pybroker.protocol.records.batch import BatchHeader, RecordsError
 from pybroker.protocol.records.control import read_marker
 from pybroker.protocol.records.record import Record, build_batch, decode_records
 from pybroker.storage.errors import StorageError
@@ -145,31 +144,15 @@ class OffsetsTopic(InternalTopic):
 
     def append(self, partition: int, records: Records, now_ms: int, done: Done, *,
                producer: Producer | None = None) -> int:
-        loop = asyncio.get_running_loop()
         try:
             self.ensure()
         except (OSError, StorageError) as exc:  # a failing disk, or the partition cap reached
             log.error("cannot create internal topic", topic=OFFSETS_TOPIC, error=str(exc))
-            loop.call_soon(done, ErrorCode.KAFKA_STORAGE_ERROR)
+            asyncio.get_running_loop().call_soon(done, ErrorCode.KAFKA_STORAGE_ERROR)
             return NOT_WRITTEN
-        target, code = self.partitions.resolve(OFFSETS_TOPIC, partition)
-        if target is None:
-            loop.call_soon(done, code)
-            return NOT_WRITTEN
-        batch = bytearray(build_batch([Record(i, 0, key, value) for i, (key, value) in enumerate(records)],
-                                      base_timestamp=now_ms, **_transactional(target.log, producer)))
-        # the partition layer appends, wakes fetches of the partition and completes once it is fsynced
-        appending = target.append(batch, [(0, parse_header(batch, 0))], acks=ACKS_ALL, now_ms=now_ms)
-        outcome = appending.outcome
-        if appending.done and outcome.error is not ErrorCode.NONE:  # refused (a fenced producer): nothing written
-            log.info("offsets topic append refused", partition=partition, error=outcome.message)
-            loop.call_soon(done, outcome.error)
-            return NOT_WRITTEN
-        if appending.done:  # `done` is never called before `append` returns
-            loop.call_soon(done, _durable_code(outcome, partition))
-        else:
-            appending.on_done(lambda op: done(_durable_code(op.value, partition)))
-        return outcome.base_offset
+        return self.write_batch(partition, lambda target: build_batch(
+            [Record(i, 0, key, value) for i, (key, value) in enumerate(records)],
+            base_timestamp=now_ms, **_transactional(target, producer)), now_ms, lambda code, _found: done(code))
 
 
 def _transactional(target: Log, producer: Producer | None) -> dict[str, Any]:
@@ -185,9 +168,3 @@ def _transactional(target: Log, producer: Producer | None) -> dict[str, Any]:
         sequence = (entry.last_seq + 1) % (INT32_MAX + 1)
     return {"producer_id": producer_id, "producer_epoch": epoch, "base_sequence": sequence,
             "is_transactional": True}
-
-
-def _durable_code(outcome: AppendOutcome, partition: int) -> ErrorCode:
-    if outcome.error is not ErrorCode.NONE:
-        log.error("offsets topic flush failed", partition=partition, error=outcome.message)
-    return outcome.error

@@ -1,33 +1,29 @@
-"""The group coordinator inside the broker: loading at startup, the timer, offset expiry, shutdown.
+"""The group coordinator inside the broker: its coordinator, its topic and its runtime, wired together.
 
 Owns the pieces the handlers use (`coordinator`, `offsets_topic`), the entry the transaction markers
-call (`complete_transaction`), and the two duties that no request triggers: deadlines (sessions, join
-and sync phases), on a timer set for the coordinator's next deadline (`next_deadline`, re-armed when a
-request brings one forward), so idle groups cost nothing between their deadlines; and offset expiry
-every `offsets.retention.check.interval.ms`, Kafka's periodic check.
+call (`complete_transaction`), and hands the shared coordinator runtime (`pybroker.broker.coordinator`)
+the two duties that no request triggers: deadlines (sessions, join and sync phases), on a timer set for
+the coordinator's next deadline (`next_deadline`, re-armed when a request brings one forward), so idle
+groups cost nothing between their deadlines; and offset expiry every
+`offsets.retention.check.interval.ms`, Kafka's periodic check. Loading `__consumer_offsets` at startup is
+the runtime's too. Everything runs on the event loop's thread.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import time
 import uuid
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pybroker.broker.groups.coordinator import GroupConfig, GroupCoordinator
-from pybroker.broker.groups.offsets_topic import OFFSETS_TOPIC, OffsetsTopic, replay
-from pybroker.broker.loggers.structlog_setup import get_logger
+from pybroker.broker.coordinator.runtime import CoordinatorRuntime, Deadlines, Periodic, Replay
+from pybroker.broker.groups.config import GroupConfig
+from pybroker.broker.groups.coordinator import GroupCoordinator
+from pybroker.broker.groups.offsets_topic import OffsetsTopic, ReplayedPartition, replay
 
 if TYPE_CHECKING:
     from pybroker.broker.partitions.coordinator_partitions import CoordinatorPartitions
     from pybroker.config.broker_config import BrokerConfig
-
-log = get_logger("pybroker.groups")
-
-#: a timer that fires a hair early (clock granularity) looks again after this long
-MIN_WAIT_S = 0.001
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +90,29 @@ class _TopicTable:
         return self._table
 
 
+class _LoadedGroups:
+    """The coordinator as the runtime's loading sees it: a replayed offsets partition installed at `clock_ms()`."""
+
+    def __init__(self, coordinator: GroupCoordinator, clock_ms: Callable[[], int]) -> None:
+        self.coordinator = coordinator
+        self.clock_ms = clock_ms
+
+    @property
+    def loading(self) -> set[int]:
+        return self.coordinator.loading
+
+    def begin_loading(self, partitions: Iterable[int]) -> None:
+        self.coordinator.begin_loading(partitions)
+
+    def install(self, partition: int, replayed: ReplayedPartition | None) -> int:
+        if replayed is None:
+            self.coordinator.finish_loading(partition, {}, {}, self.clock_ms())
+            return 0
+        self.coordinator.finish_loading(partition, replayed.groups, replayed.offsets, self.clock_ms(),
+                                        replayed.pending, replayed.consumer)
+        return len(set(replayed.groups) | set(replayed.offsets) | set(replayed.pending) | set(replayed.consumer))
+
+
 class GroupService:
     def __init__(self, partitions: CoordinatorPartitions) -> None:
         #: all the service may touch of the broker: partitions, the config and the clock
@@ -105,76 +124,23 @@ class GroupService:
             group_config(self.config, self.offsets_topic.num_partitions), self.offsets_topic,
             partition_exists=partitions.partition_exists,
             topic_metadata=_TopicTable(partitions))
-        self._tasks: list[asyncio.Task[None]] = []
-        self._stopping = asyncio.Event()
-        #: set when the coordinator schedules a deadline earlier than the one the timer waits for
-        self._rearm = asyncio.Event()
-        self.coordinator.on_earlier_deadline = lambda _deadline: self._rearm.set()
+        # deadlines (sessions, join and sync phases) on the coordinator's own timer; offset expiry every
+        # offsets.retention.check.interval.ms, Kafka's periodic check
+        self.runtime = CoordinatorRuntime(
+            "group coordinator", self.offsets_topic, _LoadedGroups(self.coordinator, self.clock_ms),
+            Replay(replay, lambda replayed: replayed.records), clock_ms=self.clock_ms,
+            periodic=[Periodic(int(self.config.get("offsets.retention.check.interval.ms")) / 1000,
+                               self.coordinator.expire_offsets)],
+            deadlines=Deadlines(self.coordinator.tick, self.coordinator.next_deadline),
+            on_partition_count=self._follow_partition_count, logger="pybroker.groups", loaded_key="groups")
+        self.coordinator.on_earlier_deadline = self.runtime.earlier_deadline
+
+    def _follow_partition_count(self, num_partitions: int) -> None:
+        self.coordinator.config = group_config(self.config, num_partitions)
 
     def start(self) -> None:
         """Begin loading the offsets topic (requests for its groups wait until their partition is in)."""
-        info = self.partitions.topic(OFFSETS_TOPIC)
-        if info is not None and info.num_partitions != self.offsets_topic.num_partitions:
-            # the records are where the existing topic put them: follow its partition count
-            self.offsets_topic.num_partitions = info.num_partitions
-            self.coordinator.config = group_config(self.config, info.num_partitions)
-        if info is not None:
-            self.coordinator.begin_loading(range(info.num_partitions))
-        self._tasks = [asyncio.create_task(self._load(info is not None)),
-                       asyncio.create_task(self._tick())]
-
-    async def _load(self, exists: bool) -> None:
-        if not exists:
-            return
-        started = time.monotonic()
-        groups = records = 0
-        for partition in sorted(self.coordinator.loading):
-            partition_log = self.partitions.log_for_replay(OFFSETS_TOPIC, partition)
-            if partition_log is None:
-                self.coordinator.finish_loading(partition, {}, {}, self.clock_ms())
-                continue
-            try:
-                replayed = await asyncio.to_thread(replay, partition_log)
-            except Exception as exc:  # a partition we cannot read stays loading: its groups get a retriable code
-                log.error("cannot load offsets partition", partition=partition, error=repr(exc))
-                continue
-            self.coordinator.finish_loading(partition, replayed.groups, replayed.offsets, self.clock_ms(),
-                                            replayed.pending, replayed.consumer)
-            groups += len(set(replayed.groups) | set(replayed.offsets) | set(replayed.pending) | set(replayed.consumer))
-            records += replayed.records
-        log.info("group coordinator loaded", groups=groups, records=records,
-                 seconds=round(time.monotonic() - started, 3))
-
-    async def _tick(self) -> None:
-        interval_s = int(self.config.get("offsets.retention.check.interval.ms")) / 1000
-        last_expiry = time.monotonic()
-        while not self._stopping.is_set():
-            wait_s = last_expiry + interval_s - time.monotonic()
-            deadline = self.coordinator.next_deadline()
-            if deadline is not None:
-                wait_s = min(wait_s, (deadline - self.clock_ms()) / 1000)
-            self._rearm.clear()
-            if wait_s > 0:
-                await self._sleep(max(wait_s, MIN_WAIT_S))
-            if self._stopping.is_set():
-                return
-            try:
-                now = self.clock_ms()
-                self.coordinator.tick(now)
-                if time.monotonic() - last_expiry >= interval_s:
-                    last_expiry = time.monotonic()
-                    self.coordinator.expire_offsets(now)
-            except Exception:
-                log.exception("group coordinator timer failed")
-
-    async def _sleep(self, seconds: float) -> None:
-        """Until `seconds` pass, the service stops, or an earlier deadline is scheduled."""
-        waits = {asyncio.ensure_future(self._stopping.wait()), asyncio.ensure_future(self._rearm.wait())}
-        try:
-            await asyncio.wait(waits, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for wait in waits:
-                wait.cancel()
+        self.runtime.start()
 
     def complete_transaction(self, offsets_partition: int, producer_id: int, commit: bool) -> None:
         """Called once a transaction's marker is durable in `offsets_partition` of `__consumer_offsets`:
@@ -190,10 +156,4 @@ class GroupService:
                 for g in self.coordinator.list_groups()]
 
     async def stop(self) -> None:
-        self._stopping.set()
-        self.coordinator.shutdown()
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await self.runtime.stop(self.coordinator.shutdown)

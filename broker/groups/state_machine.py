@@ -11,7 +11,11 @@ client error, so it raises.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from enum import Enum, StrEnum
+
+from pybroker.broker.coordinator.state_tables import IllegalTransition as IllegalTransition
+from pybroker.broker.coordinator.state_tables import state_table
 
 
 class GroupState(StrEnum):
@@ -57,12 +61,4 @@ TRANSITIONS: dict[tuple[GroupState, Event], GroupState] = {
 }
 
 
-class IllegalTransition(Exception):
-    pass
-
-
-def next_state(state: GroupState, event: Event) -> GroupState:
-    try:
-        return TRANSITIONS[(state, event)]
-    except KeyError:
-        raise IllegalTransition(f"no transition from {state.value} on {event.value}") from None
+next_state: Callable[[GroupState, Event], GroupState] = state_table(TRANSITIONS)

@@ -17,9 +17,9 @@ from typing import Any
 
 from pybroker.broker.context import RequestContext
 from pybroker.broker.dispatch import handler
-from pybroker.broker.groups.answers import answer, client_host
 from pybroker.broker.groups.consumer_group import Assignment
 from pybroker.broker.groups.consumer_outcomes import ConsumerHeartbeat, ConsumerHeartbeatOutcome
+from pybroker.broker.groups.deferred_responses import answer, client_host
 from pybroker.broker.groups.topic_regex import TopicFilter
 from pybroker.broker.security.authorization_consumer_groups import consumer_group_heartbeat_rule
 from pybroker.broker.security.authorizer import host_of

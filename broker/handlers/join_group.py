@@ -11,7 +11,7 @@ from typing import Any
 
 from pybroker.broker.context import RequestContext
 from pybroker.broker.dispatch import handler
-from pybroker.broker.groups.answers import answer, client_host
+from pybroker.broker.groups.deferred_responses import answer, client_host
 from pybroker.broker.groups.outcomes import JoinOutcome, JoinRequest
 from pybroker.broker.security.authorization_check import GROUP_DENIED, Op
 from pybroker.broker.security.authorization_groups import whole_group

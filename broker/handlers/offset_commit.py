@@ -11,7 +11,7 @@ from typing import Any
 
 from pybroker.broker.context import RequestContext
 from pybroker.broker.dispatch import handler
-from pybroker.broker.groups.answers import answer
+from pybroker.broker.groups.deferred_responses import answer
 from pybroker.broker.groups.outcomes import CommitRequest, OffsetToCommit
 from pybroker.broker.security.authorization_groups import offset_commit_rule
 from pybroker.protocol.api_keys import ApiKey

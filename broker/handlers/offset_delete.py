@@ -9,7 +9,7 @@ from typing import Any
 
 from pybroker.broker.context import RequestContext
 from pybroker.broker.dispatch import handler
-from pybroker.broker.groups.answers import answer
+from pybroker.broker.groups.deferred_responses import answer
 from pybroker.broker.security.authorization_groups import offset_delete_rule
 from pybroker.protocol.api_keys import ApiKey
 from pybroker.protocol.errors import ErrorCode

@@ -10,7 +10,7 @@ from typing import Any
 
 from pybroker.broker.context import RequestContext
 from pybroker.broker.dispatch import handler
-from pybroker.broker.groups.answers import answer
+from pybroker.broker.groups.deferred_responses import answer
 from pybroker.broker.groups.outcomes import SyncOutcome, SyncRequest
 from pybroker.broker.security.authorization_check import GROUP_DENIED, Op
 from pybroker.broker.security.authorization_groups import whole_group

@@ -29,7 +29,7 @@ from typing import Any
 
 from pybroker.broker.context import RequestContext
 from pybroker.broker.dispatch import handler
-from pybroker.broker.groups.answers import answer
+from pybroker.broker.groups.deferred_responses import answer
 from pybroker.broker.groups.outcomes import OffsetToCommit, TxnCommitRequest
 from pybroker.broker.security.authorization_groups import txn_offset_commit_rule
 from pybroker.protocol.api_keys import ApiKey

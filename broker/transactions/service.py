@@ -1,6 +1,7 @@
-"""The transaction coordinator inside the broker: loading at startup, the timers, shutdown.
+"""The transaction coordinator inside the broker: its coordinator, its topic and its runtime, wired together.
 
-Owns the pieces the handlers use (`coordinator`, `state_topic`) and the two periodic duties no request
+Owns the pieces the handlers use (`coordinator`, `state_topic`) and hands the shared coordinator runtime
+(`pybroker.broker.coordinator`, which also loads the topic at startup) the two periodic duties no request
 triggers: aborting transactions past their timeout (every
 `transaction.abort.timed.out.transaction.cleanup.interval.ms`) and removing idle transactional ids
 (every `transaction.remove.expired.transaction.cleanup.interval.ms`). At startup every partition of
@@ -16,29 +17,23 @@ service and the producer-id source), not the broker state, so what it can reach 
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING
 
-from pybroker.broker.loggers.structlog_setup import get_logger
+from pybroker.broker.coordinator.runtime import CoordinatorRuntime, Periodic, Replay
 from pybroker.broker.partitions.coordinator_partitions import CoordinatorPartitions
 from pybroker.broker.transactions.coordinator import TransactionCoordinator, TxnConfig
 from pybroker.broker.transactions.markers import write_markers
 from pybroker.broker.transactions.metadata import TxnMetadata
-from pybroker.broker.transactions.state_topic import TRANSACTION_STATE_TOPIC, TransactionStateTopic, replay
+from pybroker.broker.transactions.state_topic import ReplayedPartition, TransactionStateTopic, replay
 from pybroker.protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
     from pybroker.broker.groups.service import GroupService
     from pybroker.broker.partitions.manager import ReplicaManager
     from pybroker.config.broker_config import BrokerConfig
-
-log = get_logger("pybroker.transactions")
-
 
 @dataclass(frozen=True, slots=True)
 class TxnParts:
@@ -63,6 +58,25 @@ def txn_config(config: BrokerConfig, num_partitions: int) -> TxnConfig:
     )
 
 
+class _LoadedTransactions:
+    """The coordinator as the runtime's loading sees it."""
+
+    def __init__(self, coordinator: TransactionCoordinator) -> None:
+        self.coordinator = coordinator
+
+    @property
+    def loading(self) -> set[int]:
+        return self.coordinator.loading
+
+    def begin_loading(self, partitions: Iterable[int]) -> None:
+        self.coordinator.begin_loading(partitions)
+
+    def install(self, partition: int, replayed: ReplayedPartition | None) -> int:
+        transactions = replayed.transactions if replayed is not None else {}
+        self.coordinator.finish_loading(partition, transactions)
+        return sum(1 for m in transactions.values() if m is not None)
+
+
 class TransactionService:
     def __init__(self, parts: TxnParts) -> None:
         self.parts = parts
@@ -72,8 +86,21 @@ class TransactionService:
             txn_config(parts.config, self.state_topic.num_partitions), self.state_topic,
             partial(write_markers, parts), new_producer_id=parts.new_producer_id, clock_ms=parts.clock_ms,
             partition_exists=lambda topic, partition: self._logs.get_log(topic, partition) is not None)
-        self._tasks: list[asyncio.Task[None]] = []
-        self._stopping = asyncio.Event()
+        config = parts.config
+        # aborting transactions past their timeout, and removing idle transactional ids, each on its interval
+        self.runtime = CoordinatorRuntime(
+            "transaction coordinator", self.state_topic, _LoadedTransactions(self.coordinator),
+            Replay(replay, lambda replayed: replayed.records), clock_ms=parts.clock_ms,
+            periodic=[
+                Periodic(int(config.get("transaction.abort.timed.out.transaction.cleanup.interval.ms")) / 1000,
+                         lambda _now: self.coordinator.abort_timed_out()),
+                Periodic(int(config.get("transaction.remove.expired.transaction.cleanup.interval.ms")) / 1000,
+                         lambda _now: self.coordinator.expire_idle())],
+            on_partition_count=self._follow_partition_count, logger="pybroker.transactions",
+            loaded_key="transactional_ids")
+
+    def _follow_partition_count(self, num_partitions: int) -> None:
+        self.coordinator.config = txn_config(self.parts.config, num_partitions)
 
     # -- the read API -----------------------------------------------------------------------------------
     def get(self, transactional_id: str) -> TxnMetadata | None:
@@ -97,63 +124,7 @@ class TransactionService:
     # -- lifecycle ------------------------------------------------------------------------------------
     def start(self) -> None:
         """Begin loading `__transaction_state` (requests for its ids wait until their partition is in)."""
-        info = self._logs.topics().get(TRANSACTION_STATE_TOPIC)
-        if info is not None and info.num_partitions != self.state_topic.num_partitions:
-            # the records are where the existing topic put them: follow its partition count
-            self.state_topic.num_partitions = info.num_partitions
-            self.coordinator.config = txn_config(self.parts.config, info.num_partitions)
-        if info is not None:
-            self.coordinator.begin_loading(range(info.num_partitions))
-        self._tasks = [asyncio.create_task(self._load(info is not None)),
-                       asyncio.create_task(self._tick())]
-
-    async def _load(self, exists: bool) -> None:
-        if not exists:
-            return
-        started = time.monotonic()
-        transactions = records = 0
-        for partition in sorted(self.coordinator.loading):
-            partition_log = self._logs.get_log(TRANSACTION_STATE_TOPIC, partition)
-            if partition_log is None:
-                self.coordinator.finish_loading(partition, {})
-                continue
-            try:
-                replayed = await asyncio.to_thread(replay, partition_log)
-            except Exception as exc:  # a partition we cannot read stays loading: its ids get a retriable code
-                log.error("cannot load transaction state partition", partition=partition, error=repr(exc))
-                continue
-            self.coordinator.finish_loading(partition, replayed.transactions)
-            transactions += sum(1 for m in replayed.transactions.values() if m is not None)
-            records += replayed.records
-        log.info("transaction coordinator loaded", transactional_ids=transactions, records=records,
-                 seconds=round(time.monotonic() - started, 3))
-
-    async def _tick(self) -> None:
-        config = self.parts.config
-        abort_every = int(config.get("transaction.abort.timed.out.transaction.cleanup.interval.ms")) / 1000
-        expire_every = int(config.get(
-            "transaction.remove.expired.transaction.cleanup.interval.ms")) / 1000
-        last_abort = last_expiry = time.monotonic()
-        while not self._stopping.is_set():
-            # asleep until the next check is due (not a poll every second: an idle broker stays idle)
-            wait_s = min(last_abort + abort_every, last_expiry + expire_every) - time.monotonic()
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self._stopping.wait(), max(wait_s, 0.001))
-            try:
-                if time.monotonic() - last_abort >= abort_every:
-                    last_abort = time.monotonic()
-                    await self.coordinator.abort_timed_out()
-                if time.monotonic() - last_expiry >= expire_every:
-                    last_expiry = time.monotonic()
-                    await self.coordinator.expire_idle()
-            except Exception:
-                log.exception("transaction coordinator timer failed")
+        self.runtime.start()
 
     async def stop(self) -> None:
-        self._stopping.set()
-        await self.coordinator.shutdown()
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await self.runtime.stop(self.coordinator.shutdown)

@@ -15,7 +15,11 @@ The numeric codes are those of Kafka's `TransactionState` (what `__transaction_s
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from enum import Enum
+
+from pybroker.broker.coordinator.state_tables import IllegalTransition as IllegalTransition
+from pybroker.broker.coordinator.state_tables import state_table
 
 
 class TxnState(Enum):
@@ -104,12 +108,4 @@ TRANSITIONS: dict[tuple[TxnState, TxnEvent], TxnState] = {
 }
 
 
-class IllegalTransition(Exception):
-    pass
-
-
-def next_state(state: TxnState, event: TxnEvent) -> TxnState:
-    try:
-        return TRANSITIONS[(state, event)]
-    except KeyError:
-        raise IllegalTransition(f"no transition from {state.value} on {event.value}") from None
+next_state: Callable[[TxnState, TxnEvent], TxnState] = state_table(TRANSITIONS)

@@ -13,14 +13,12 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from pybroker.broker.internal_topics import InternalTopic, batches_of
+from pybroker.broker.coordinator.internal_topic import InternalTopic, batches_of
 from pybroker.broker.loggers.structlog_setup import get_logger
-from pybroker.broker.partitions.partition import ACKS_ALL
 from pybroker.broker.transactions.metadata import TxnMetadata
 from pybroker.broker.transactions.state_machine import TxnState
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.primitives import DecodeError
-from pybroker.protocol.records.batch import parse_header
 from pybroker.protocol.records.record import Record, build_batch, decode_records
 from pybroker.protocol.transaction_log_records import (
     TransactionLogValue,
@@ -115,14 +113,14 @@ class TransactionStateTopic(InternalTopic):
             except (OSError, StorageError) as exc:  # a failing disk, or the partition cap reached
                 log.error("cannot create internal topic", topic=TRANSACTION_STATE_TOPIC, error=str(exc))
                 return ErrorCode.KAFKA_STORAGE_ERROR
-        target, code = self.partitions.resolve(TRANSACTION_STATE_TOPIC, partition)
-        if target is None:
-            return code
         now = self.partitions.clock_ms()
         key, value = encode(transactional_id, meta)
-        batch = bytearray(build_batch([Record(0, 0, key, value)], base_timestamp=now))
-        outcome = await target.append(batch, [(0, parse_header(batch, 0))], acks=ACKS_ALL, now_ms=now)
-        if outcome.error is not ErrorCode.NONE:
-            log.error("transaction state write failed", partition=partition, error=outcome.message)
-            return ErrorCode.KAFKA_STORAGE_ERROR  # the coordinator retries (a deleted partition too)
-        return ErrorCode.NONE
+        written: asyncio.Future[ErrorCode] = asyncio.get_running_loop().create_future()
+
+        def done(code: ErrorCode, found: bool) -> None:
+            if not written.done():
+                # no partition: why (the coordinator maps it); a failed append: the coordinator retries
+                written.set_result(code if not found or code is ErrorCode.NONE else ErrorCode.KAFKA_STORAGE_ERROR)
+
+        self.write_batch(partition, lambda _log: build_batch([Record(0, 0, key, value)], base_timestamp=now), now, done)
+        return await written

@@ -6,9 +6,10 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from pybroker.broker.groups.config import GroupConfig
 from pybroker.broker.groups.consumer_group import Assignment
 from pybroker.broker.groups.consumer_outcomes import ConsumerHeartbeat, ConsumerHeartbeatOutcome
-from pybroker.broker.groups.coordinator import GroupConfig, GroupCoordinator
+from pybroker.broker.groups.coordinator import GroupCoordinator
 from tests.unit.broker.groups.test_group_coordinator import Box, FakeLog
 
 SESSION = 45_000

@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from pybroker.broker.groups.coordinator import GroupConfig, GroupCoordinator
+from pybroker.broker.groups.config import GroupConfig
+from pybroker.broker.groups.coordinator import GroupCoordinator
 from pybroker.broker.groups.offsets_topic import committed_offset
 from pybroker.broker.groups.outcomes import (
     CommitRequest,

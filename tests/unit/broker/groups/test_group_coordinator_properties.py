@@ -14,7 +14,8 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
-from pybroker.broker.groups.coordinator import GroupConfig, GroupCoordinator
+from pybroker.broker.groups.config import GroupConfig
+from pybroker.broker.groups.coordinator import GroupCoordinator
 from pybroker.broker.groups.outcomes import JoinRequest, SyncRequest
 from pybroker.broker.groups.state_machine import GroupState
 from pybroker.protocol.errors import ErrorCode

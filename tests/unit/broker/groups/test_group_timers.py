@@ -15,8 +15,9 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
-from pybroker.broker.groups import coordinator as coordinator_module
-from pybroker.broker.groups.coordinator import GroupConfig, GroupCoordinator
+from pybroker.broker.groups import classic_groups
+from pybroker.broker.groups.config import GroupConfig
+from pybroker.broker.groups.coordinator import GroupCoordinator
 from pybroker.broker.groups.outcomes import CommitRequest, JoinRequest, OffsetToCommit, SyncRequest
 from tests.unit.broker.groups.test_group_coordinator import FakeLog
 
@@ -132,9 +133,9 @@ class TimersMatchTheScan(RuleBasedStateMachine):
     def no_group_is_timed_later_than_its_first_deadline(self) -> None:
         co = self.sides[0][0]
         for group in co.groups.values():
-            deadline = coordinator_module._deadline_of(group)
+            deadline = classic_groups.deadline_of(group)
             if deadline is not None:
-                assert co._scheduled.get(group.group_id, deadline + 1) <= deadline, group.group_id
+                assert co.timers.scheduled.get(group.group_id, deadline + 1) <= deadline, group.group_id
 
 
 TestTimersMatchTheScan = TimersMatchTheScan.TestCase

@@ -43,7 +43,7 @@ def test_pending_until_commit_then_visible() -> None:
     co.complete_transaction(co.partition_for("g"), PID, commit=True)
     assert (committed(co, ("t", 0)), committed(co, ("t", 1))) == (10, 20)
     assert co.unstable_offsets("g") == set()
-    assert not co.txn_groups
+    assert not co.offsets.txn_groups
 
 
 def test_abort_drops_them_and_keeps_what_was_committed() -> None:

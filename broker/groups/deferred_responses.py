@@ -6,6 +6,10 @@ response if the callback already fired, else a pure wait (`waiting`) on a `Delay
 one deferred-response primitive: the coordinator's state already changed, so the connection may start its
 next request while this answer waits; the coordinator's callback completes the operation, and a closed
 connection abandons it (a callback that comes later is ignored).
+
+Beside `outcomes.py`: that module holds the coordinator's version-free requests and results (the values);
+this one holds the handler side's plumbing that turns a result delivered by callback into the handler's
+response, now or later. Runs on the event loop's thread only, as the coordinator does.
 """
 
 from __future__ import annotations

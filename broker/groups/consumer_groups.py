@@ -1,9 +1,10 @@
 """The consumer protocol's rules (KIP-848): ConsumerGroupHeartbeat, member epochs, target assignments
 computed by a server-side assignor, reconciliation, sessions and revocation deadlines.
 
-A mixin of `GroupCoordinator` (`coordinator.py`), which owns the groups, the log and the timers; a group
+One part of the group coordinator (`coordinator.GroupCoordinator`), which hands it the store (the groups,
+the log, the settings), the timers and the mixed-groups part (the conversions between protocols); a group
 of this protocol is a `Group` whose `consumer` holds `ConsumerGroupData`, so its committed offsets,
-expiry, listing and deletion are the coordinator's as for any group.
+expiry, listing and deletion are those of any group. Event loop's thread only.
 
 One heartbeat, in Kafka's order: validate (INVALID_REQUEST, UNSUPPORTED_ASSIGNOR,
 INVALID_REGULAR_EXPRESSION); find or create the group (an empty classic group is converted) and the
@@ -12,13 +13,13 @@ what changed in its subscription; bump the group epoch when the subscription or 
 changed; compute a new target assignment when the group epoch is ahead of it; move the member's current
 assignment towards its target (`reconciliation.reconcile`); write what changed and answer once it is
 durable. Sessions (`group.consumer.session.timeout.ms`) and revocation deadlines (the member's rebalance
-timeout) are deadlines in the coordinator's heap: a member past either is fenced, its partitions freed.
+timeout) are deadlines on the group timers (`group_timers.py`): a member past either is fenced, its partitions freed.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from pybroker.broker.groups import consumer_records as rec
@@ -35,7 +36,9 @@ from pybroker.broker.groups.consumer_outcomes import ConsumerHeartbeat, Consumer
 from pybroker.broker.groups.consumer_snapshot import ConsumerUndo
 from pybroker.broker.groups.consumer_state_machine import MemberState
 from pybroker.broker.groups.group import Group
-from pybroker.broker.groups.group_log import GroupLog, Records, client_error
+from pybroker.broker.groups.group_log import Records, client_error
+from pybroker.broker.groups.group_store import GroupStore, TopicMetadata
+from pybroker.broker.groups.group_timers import GroupTimers
 from pybroker.broker.groups.reconciliation import reconcile
 from pybroker.broker.groups.state_machine import GroupState
 from pybroker.broker.groups.topic_regex import RegexError, compile_topic_regex, matching
@@ -44,7 +47,7 @@ from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.offsets_topic_records import group_metadata_key
 
 if TYPE_CHECKING:
-    from pybroker.broker.groups.coordinator import GroupConfig
+    from pybroker.broker.groups.mixed_groups import MixedGroups
 
 log = get_logger("pybroker.groups")
 
@@ -54,7 +57,6 @@ MAX_OWNED_PARTITIONS = 100_000
 MAX_ID_CHARS = 255
 
 Respond = Callable[[ConsumerHeartbeatOutcome], None]
-TopicMetadata = Mapping[str, tuple[uuid.UUID, int]]
 
 
 class HeartbeatRefused(Exception):
@@ -65,39 +67,31 @@ class HeartbeatRefused(Exception):
 
 
 class ConsumerGroups:
-    """Consumer-protocol membership over the coordinator's groups (the attributes below are its)."""
+    """Consumer-protocol membership over the store's groups."""
 
-    config: GroupConfig
-    log: GroupLog
-    groups: dict[str, Group]
-    new_member_id: Callable[[str], str]
-    topic_metadata: Callable[[], TopicMetadata]
-    consumer_undo: ConsumerUndo
-    #: regex -> (the topic table it was resolved against, the names it matched)
-    _regex_cache: dict[str, tuple[object, set[str]]]
-
-    def partition_for(self, group_id: str) -> int:
-        raise NotImplementedError
-
-    def availability(self, group_id: str) -> ErrorCode:
-        raise NotImplementedError
-
-    def _schedule_id(self, group_id: str) -> None:
-        raise NotImplementedError
+    def __init__(self, store: GroupStore, timers: GroupTimers) -> None:
+        self.store = store
+        self.timers = timers
+        #: undoes a consumer-group change whose records could not be written (consumer_snapshot.py)
+        self.consumer_undo = ConsumerUndo()
+        #: regex -> (the topic table it was resolved against, the names it matched)
+        self._regex_cache: dict[str, tuple[object, set[str]]] = {}
+        #: the conversions between protocols (set by the coordinator once the part exists)
+        self.mixed: MixedGroups
 
     # -- ConsumerGroupHeartbeat ----------------------------------------------------------------------
     def consumer_heartbeat(self, req: ConsumerHeartbeat, now: int, respond: Respond) -> None:
-        before = self.consumer_undo.take(self.groups, req.group_id, req.member_id)
+        before = self.consumer_undo.take(self.store.groups, req.group_id, req.member_id)
         try:
             records, outcome = self._consumer_heartbeat(req, now)
         except HeartbeatRefused as refused:
-            if self.consumer_undo.converted(self.groups, before):  # refused after converting the group: undone
-                self.consumer_undo.restore(self.groups, before, written=False)
+            if self.consumer_undo.converted(self.store.groups, before):  # refused after converting the group: undone
+                self.consumer_undo.restore(self.store.groups, before, written=False)
             respond(ConsumerHeartbeatOutcome(refused.error, refused.message, member_id=req.member_id or None,
                                              member_epoch=req.member_epoch))
             return
         finally:
-            self._schedule_id(req.group_id)
+            self.timers.schedule_id(req.group_id)
         if not records:
             respond(outcome)
             return
@@ -106,14 +100,14 @@ class ConsumerGroups:
             if code is ErrorCode.NONE:
                 respond(outcome)
             else:
-                if self.consumer_undo.restore(self.groups, before):  # Kafka reverts to what was written
+                if self.consumer_undo.restore(self.store.groups, before):  # Kafka reverts to what was written
                     log.warning("group change undone: its records were not written", group=req.group_id,
                                 error=code.name)
-                    self._schedule_id(req.group_id)
+                    self.timers.schedule_id(req.group_id)
                 respond(ConsumerHeartbeatOutcome(client_error(code), member_id=outcome.member_id,
                                                  member_epoch=req.member_epoch))
 
-        self.log.append(self.partition_for(req.group_id), records, now, written)
+        self.store.append(req.group_id, records, now, written)
 
     def _consumer_heartbeat(self, req: ConsumerHeartbeat, now: int) -> tuple[Records, ConsumerHeartbeatOutcome]:
         self._validate_heartbeat(req)
@@ -125,17 +119,17 @@ class ConsumerGroups:
         assert data is not None
         member, is_new = self._member_for(group, data, req, now, records)
         changed = self._update_member(member, req) or is_new
-        before = self._advance(group, data, member, changed, is_new, req.owned, now, records)
+        before = self.advance(group, data, member, changed, is_new, req.owned, now, records)
         full = req.member_epoch == 0 or (req.rebalance_timeout_ms != -1 and req.owned is not None and (
             req.subscribed_topic_names is not None or req.subscribed_topic_regex is not None))
         # also when what it says it owns is not what it has (an answer of ours was lost on the way)
         send_assignment = full or member.assigned != before or (req.owned is not None and member.assigned != req.owned)
         return records, ConsumerHeartbeatOutcome(
             ErrorCode.NONE, member_id=member.member_id, member_epoch=member.member_epoch,
-            heartbeat_interval_ms=self.config.consumer_heartbeat_interval_ms,
+            heartbeat_interval_ms=self.store.config.consumer_heartbeat_interval_ms,
             assignment=dict(member.assigned) if send_assignment else None)
 
-    def _advance(self, group: Group, data: ConsumerGroupData, member: ConsumerMember, changed: bool,
+    def advance(self, group: Group, data: ConsumerGroupData, member: ConsumerMember, changed: bool,
                  is_new: bool, owned: Assignment | None, now: int, records: Records) -> Assignment:
         """After a member's heartbeat (or a classic member's join): bump the group epoch if its subscription or
         the subscribed topics changed, compute a new target if the group epoch is ahead, move the member
@@ -143,7 +137,7 @@ class ConsumerGroups:
         member.last_heartbeat_ms = now
         if changed:
             records.append(rec.member_record(group.group_id, member))
-        topics = self.topic_metadata()
+        topics = self.store.topic_metadata()
         # the subscribed topics change only with a subscription or with the topic table (a new object then)
         metadata = self._subscription_metadata(data) if changed or data.metadata_source is not topics \
             else data.subscription_metadata
@@ -165,12 +159,12 @@ class ConsumerGroups:
         def refuse(message: str, error: ErrorCode = ErrorCode.INVALID_REQUEST) -> None:
             raise HeartbeatRefused(error, message)
 
-        if not self.config.consumer_protocol_enabled:
+        if not self.store.config.consumer_protocol_enabled:
             refuse("The consumer group protocol is not enabled on this broker "
                    "(group.coordinator.rebalance.protocols).", ErrorCode.UNSUPPORTED_VERSION)
         if not req.group_id:
             refuse("GroupId can't be empty.")
-        availability = self.availability(req.group_id)
+        availability = self.store.availability(req.group_id)
         if availability is not ErrorCode.NONE:
             raise HeartbeatRefused(availability)
         if req.instance_id is not None and not req.instance_id:
@@ -197,9 +191,9 @@ class ConsumerGroups:
             refuse(f"At most {MAX_SUBSCRIBED_TOPICS} subscribed topic names.")
         if req.owned is not None and assignment_size(req.owned) > MAX_OWNED_PARTITIONS:
             refuse(f"At most {MAX_OWNED_PARTITIONS} owned partitions.")
-        if req.server_assignor is not None and req.server_assignor not in self.config.consumer_assignors:
+        if req.server_assignor is not None and req.server_assignor not in self.store.config.consumer_assignors:
             refuse(f"ServerAssignor {req.server_assignor} is not supported. Supported assignors: "
-                   f"{', '.join(self.config.consumer_assignors)}.", ErrorCode.UNSUPPORTED_ASSIGNOR)
+                   f"{', '.join(self.store.config.consumer_assignors)}.", ErrorCode.UNSUPPORTED_ASSIGNOR)
         if req.subscribed_topic_regex:
             try:
                 compile_topic_regex(req.subscribed_topic_regex)
@@ -208,19 +202,19 @@ class ConsumerGroups:
                        ErrorCode.INVALID_REGULAR_EXPRESSION)
 
     def _consumer_group(self, req: ConsumerHeartbeat, now: int, records: Records) -> Group:
-        group = self.groups.get(req.group_id)
+        group = self.store.groups.get(req.group_id)
         if group is None:
             if req.member_epoch != 0:
                 raise HeartbeatRefused(ErrorCode.UNKNOWN_MEMBER_ID, f"Group {req.group_id} has no member "
                                        f"{req.member_id}: rejoin with epoch 0.")
-            group = self.groups[req.group_id] = Group(req.group_id, state_timestamp_ms=now, protocol_type="consumer",
+            group = self.store.groups[req.group_id] = Group(req.group_id, state_timestamp_ms=now, protocol_type="consumer",
                                                       consumer=ConsumerGroupData())
         if group.is_(GroupState.DEAD):
             raise HeartbeatRefused(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-        if group.consumer is None and self.can_upgrade(group):
+        if group.consumer is None and self.mixed.can_upgrade(group):
             if req.member_epoch != 0:
                 raise HeartbeatRefused(ErrorCode.UNKNOWN_MEMBER_ID)
-            group = self.upgrade(group, now, records)  # Kafka's online upgrade: its members stay, as classic members
+            group = self.mixed.upgrade(group, now, records)  # Kafka's online upgrade: its members stay, as classic members
         if group.consumer is None:
             if group.members or group.pending_members or not group.is_(GroupState.EMPTY):
                 raise HeartbeatRefused(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {req.group_id} is not a consumer "
@@ -248,10 +242,10 @@ class ConsumerGroups:
                 existing.assigned, existing.pending_revocation = {}, {}
                 existing.member_epoch, existing.state = 0, MemberState.STABLE
                 return existing, False
-            if len(data.members) >= self.config.consumer_max_size:
+            if len(data.members) >= self.store.config.consumer_max_size:
                 raise HeartbeatRefused(ErrorCode.GROUP_MAX_SIZE_REACHED,
                                        f"The consumer group has reached its maximum capacity of "
-                                       f"{self.config.consumer_max_size} members.")
+                                       f"{self.store.config.consumer_max_size} members.")
             member_id = req.member_id or str(uuid.uuid4())
             member = ConsumerMember(member_id, instance_id=req.instance_id, client_id=req.client_id,
                                     client_host=req.client_host, last_heartbeat_ms=now)
@@ -287,10 +281,10 @@ class ConsumerGroups:
             client_id=req.client_id, client_host=req.client_host,
             subscribed_topic_names=list(old.subscribed_topic_names), subscribed_topic_regex=old.subscribed_topic_regex,
             rebalance_timeout_ms=old.rebalance_timeout_ms, server_assignor=old.server_assignor, last_heartbeat_ms=now)
-        return self._take_static_slot(group, data, old, member, records)
+        return self.take_static_slot(group, data, old, member, records)
 
     @staticmethod
-    def _take_static_slot(group: Group, data: ConsumerGroupData, old: ConsumerMember, member: ConsumerMember,
+    def take_static_slot(group: Group, data: ConsumerGroupData, old: ConsumerMember, member: ConsumerMember,
                           records: Records) -> ConsumerMember:
         """`member` (a new object, joining with epoch 0) replaces the static member `old` of its instance id:
         `old` goes, its partitions freed, and its target becomes `member`'s."""
@@ -376,12 +370,12 @@ class ConsumerGroups:
         return subscriptions
 
     def _subscription_metadata(self, data: ConsumerGroupData) -> dict[str, tuple[uuid.UUID, int]]:
-        topics = self.topic_metadata()
+        topics = self.store.topic_metadata()
         names = set().union(*self._subscriptions(data, topics).values()) if data.members else set()
         return {name: topics[name] for name in sorted(names)}
 
     def _compute_target(self, group: Group, data: ConsumerGroupData, preferred: str | None) -> Records:
-        topics = self.topic_metadata()
+        topics = self.store.topic_metadata()
         name = self._assignor_name(data, preferred)
         previous = data.targets
         targets = ASSIGNORS[name](self._subscriptions(data, topics), data.subscription_metadata, previous)
@@ -397,11 +391,11 @@ class ConsumerGroups:
         """The assignor most members asked for (ties: the first configured), else the first configured."""
         votes: dict[str, int] = {}
         for member in data.members.values():
-            if member.server_assignor in self.config.consumer_assignors:
+            if member.server_assignor in self.store.config.consumer_assignors:
                 votes[member.server_assignor] = votes.get(member.server_assignor, 0) + 1
         if not votes:
-            return self.config.consumer_assignors[0]
-        order = list(self.config.consumer_assignors)
+            return self.store.config.consumer_assignors[0]
+        order = list(self.store.config.consumer_assignors)
         return max(votes, key=lambda n: (votes[n], -order.index(n)))
 
     def _reconcile(self, data: ConsumerGroupData, member: ConsumerMember, owned: Assignment | None,
@@ -409,7 +403,7 @@ class ConsumerGroups:
         was_revoking = member.state is MemberState.UNREVOKED_PARTITIONS
         if owned and member.pending_revocation:
             # partitions of a deleted topic cannot be revoked by a client that no longer knows the topic
-            existing = {topic_id for topic_id, _ in self.topic_metadata().values()}
+            existing = {topic_id for topic_id, _ in self.store.topic_metadata().values()}
             owned = {topic: parts for topic, parts in owned.items() if topic in existing}
         data.release(member)
         step = reconcile(member, data.assignment_epoch, data.targets.get(member.member_id, {}),
@@ -427,7 +421,7 @@ class ConsumerGroups:
 
     # -- leaving and fencing -----------------------------------------------------------------------
     def _consumer_leave(self, req: ConsumerHeartbeat, now: int) -> tuple[Records, ConsumerHeartbeatOutcome]:
-        group = self.groups.get(req.group_id)
+        group = self.store.groups.get(req.group_id)
         data = group.consumer if group is not None else None
         if group is None or data is None:
             raise HeartbeatRefused(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {req.group_id} is not a consumer group.")
@@ -444,16 +438,9 @@ class ConsumerGroups:
             member.member_epoch, member.previous_member_epoch = STATIC_LEAVE_EPOCH, member.member_epoch
             member.last_heartbeat_ms = now
             return [rec.current_record(group.group_id, member)], outcome
-        return self._remove_consumer_member(group, data, member, "left the group", now), outcome
+        return self.remove_member(group, data, member, "left the group", now), outcome
 
-    if TYPE_CHECKING:  # the conversions between protocols are `mixed_groups.MixedGroups`'s
-        def maybe_downgrade(self, group: Group, now: int) -> Records: ...
-
-        def upgrade(self, group: Group, now: int, records: Records) -> Group: ...
-
-        def can_upgrade(self, group: Group) -> bool: ...
-
-    def _remove_consumer_member(self, group: Group, data: ConsumerGroupData, member: ConsumerMember,
+    def remove_member(self, group: Group, data: ConsumerGroupData, member: ConsumerMember,
                                 reason: str, now: int) -> Records:
         log.info("member removed", group=group.group_id, member=member.member_id, reason=reason,
                  epoch=data.group_epoch)
@@ -474,7 +461,7 @@ class ConsumerGroups:
             records += rec.target_records(group.group_id, data, [])
             group.state_timestamp_ms = max(group.state_timestamp_ms, member.last_heartbeat_ms)
         data.refresh_state()
-        return records + self.maybe_downgrade(group, now)
+        return records + self.mixed.maybe_downgrade(group, now)
 
     def tick_consumer(self, group: Group, now: int) -> None:
         """Fence members past their session, or past their revocation deadline."""
@@ -486,18 +473,18 @@ class ConsumerGroups:
             if group.consumer is not data:
                 break  # the group became classic (its last consumer-protocol member went)
             if now >= member.last_heartbeat_ms + self._session_ms(member):
-                records += self._remove_consumer_member(group, data, member, "session timed out", now)
+                records += self.remove_member(group, data, member, "session timed out", now)
             elif 0 <= member.revocation_deadline_ms <= now:
-                records += self._remove_consumer_member(group, data, member, "did not revoke its partitions "
+                records += self.remove_member(group, data, member, "did not revoke its partitions "
                                                         "within its rebalance timeout", now)
         if records:
-            self.log.append(self.partition_for(group.group_id), records, now, lambda _code: None)
+            self.store.append(group.group_id, records, now, lambda _code: None)
 
     def _session_ms(self, member: ConsumerMember) -> int:
         """A classic member's own session timeout; the broker's for the consumer protocol's members."""
         if member.classic is not None:
             return member.classic.session_timeout_ms
-        return self.config.consumer_session_timeout_ms
+        return self.store.config.consumer_session_timeout_ms
 
     def consumer_deadline(self, group: Group) -> int | None:
         data = group.consumer
@@ -508,29 +495,10 @@ class ConsumerGroups:
         return min(deadlines, default=None)
 
     # -- offsets of consumer groups ----------------------------------------------------------------------
-    @staticmethod
-    def consumer_commit_error(data: ConsumerGroupData, member_id: str, member_epoch: int,
-                              api_version: int | None = None) -> ErrorCode:
-        """Kafka's check of a commit to a consumer group: from outside the group (a negative epoch: a tool, a
-        consumer without group management) only while it has no member; from a member only at its current
-        epoch (STALE_MEMBER_EPOCH). A consumer-protocol member's OffsetCommit (`api_version`; None for
-        TxnOffsetCommit, which is not checked) must be v9+, the first to carry the member epoch."""
-        if member_epoch < 0 and not data.members:
-            return ErrorCode.NONE
-        member = data.members.get(member_id)
-        if member is None:
-            return ErrorCode.UNKNOWN_MEMBER_ID
-        if api_version is not None and api_version < 9 and member.classic is None:
-            return ErrorCode.UNSUPPORTED_VERSION
-        if member_epoch != member.member_epoch:
-            # a classic member's generation is its epoch: it is told as a classic group would tell it
-            return ErrorCode.ILLEGAL_GENERATION if member.classic is not None else ErrorCode.STALE_MEMBER_EPOCH
-        return ErrorCode.NONE
-
     def fetch_member_error(self, group_id: str, member_id: str | None, member_epoch: int) -> ErrorCode:
         """OffsetFetch v9 from a member of a consumer group: it must be a member at that epoch (Kafka's
         check; classic groups and requests naming no member are not checked)."""
-        group = self.groups.get(group_id)
+        group = self.store.groups.get(group_id)
         data = group.consumer if group is not None else None
         if data is None or (member_id is None and member_epoch < 0):
             return ErrorCode.NONE
@@ -546,8 +514,27 @@ class ConsumerGroups:
         records = rec.group_tombstones(group.group_id, data)
         group.consumer = None
         group.protocol_type = None
-        self.log.append(self.partition_for(group.group_id), records, now, lambda _code: None)
+        self.store.append(group.group_id, records, now, lambda _code: None)
         log.info("group converted to the classic protocol", group=group.group_id)
+
+
+def consumer_commit_error(data: ConsumerGroupData, member_id: str, member_epoch: int,
+                          api_version: int | None = None) -> ErrorCode:
+    """Kafka's check of a commit to a consumer group: from outside the group (a negative epoch: a tool, a
+    consumer without group management) only while it has no member; from a member only at its current
+    epoch (STALE_MEMBER_EPOCH). A consumer-protocol member's OffsetCommit (`api_version`; None for
+    TxnOffsetCommit, which is not checked) must be v9+, the first to carry the member epoch."""
+    if member_epoch < 0 and not data.members:
+        return ErrorCode.NONE
+    member = data.members.get(member_id)
+    if member is None:
+        return ErrorCode.UNKNOWN_MEMBER_ID
+    if api_version is not None and api_version < 9 and member.classic is None:
+        return ErrorCode.UNSUPPORTED_VERSION
+    if member_epoch != member.member_epoch:
+        # a classic member's generation is its epoch: it is told as a classic group would tell it
+        return ErrorCode.ILLEGAL_GENERATION if member.classic is not None else ErrorCode.STALE_MEMBER_EPOCH
+    return ErrorCode.NONE
 
 
 def _subset(owned: Assignment | None, assigned: Assignment) -> bool:
