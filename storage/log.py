@@ -60,6 +60,8 @@ IDLE_CLOSE_GRACE_MS = 10_000
 
 
 def wall_clock_ms() -> int:
+    """The broker's clock in milliseconds: the default of the broker state, the log manager, the cleaner
+    and each log (one definition for all of them)."""
     return time.time_ns() // 1_000_000
 
 
