@@ -37,8 +37,8 @@ HERE = Path(__file__).resolve().parent
 #: dir mapping below). The generated messages compiled are the hot APIs': the rest stay pure Python.
 COMPILED_MODULES = (
     "pybroker.protocol.primitives",
-    "pybroker.protocol.message",
-    "pybroker.protocol.framing",
+    "pybroker.protocol.api_message",
+    "pybroker.protocol.frame_splitter",
     "pybroker.protocol.records.batch",
     "pybroker.protocol.records.varint",
     "pybroker.protocol.records.record",

@@ -37,7 +37,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
-from pybroker.protocol.frames import decode_response, encode_request  # noqa: E402
+from pybroker.protocol.frame_codec import decode_response, encode_request  # noqa: E402
 from pybroker.protocol.messages.create_topics import (  # noqa: E402
     CreatableTopic,
     CreatableTopicConfig,

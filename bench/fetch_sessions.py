@@ -32,7 +32,7 @@ from pybroker.broker.handlers.fetch import handle_fetch  # noqa: E402
 from pybroker.broker.handlers.produce import handle_produce  # noqa: E402
 from pybroker.broker.state import BrokerState  # noqa: E402
 from pybroker.config.broker_config import BrokerConfig  # noqa: E402
-from pybroker.protocol.frames import decode_request, encode_request, encode_response  # noqa: E402
+from pybroker.protocol.frame_codec import decode_request, encode_request, encode_response  # noqa: E402
 from pybroker.protocol.messages.fetch import FetchPartition, FetchRequest, FetchTopic  # noqa: E402
 from pybroker.protocol.messages.produce import PartitionProduceData, ProduceRequest, TopicProduceData  # noqa: E402
 from pybroker.protocol.records.record import Record, build_batch  # noqa: E402

@@ -37,8 +37,8 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
-from pybroker.protocol.frames import decode_request, encode_response  # noqa: E402
-from pybroker.protocol.framing import FrameDecoder  # noqa: E402
+from pybroker.protocol.frame_codec import decode_request, encode_response  # noqa: E402
+from pybroker.protocol.frame_splitter import FrameDecoder  # noqa: E402
 from pybroker.protocol.messages.api_versions import ApiVersion, ApiVersionsResponse  # noqa: E402
 from pybroker.protocol.messages.fetch import FetchableTopicResponse, FetchResponse, PartitionData  # noqa: E402
 from pybroker.protocol.messages.find_coordinator import FindCoordinatorResponse  # noqa: E402

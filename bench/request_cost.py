@@ -33,7 +33,7 @@ if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
 from bench.grid import cpu_times, create_topic  # noqa: E402
-from pybroker.protocol.frames import encode_request  # noqa: E402
+from pybroker.protocol.frame_codec import encode_request  # noqa: E402
 from pybroker.protocol.messages.produce import (  # noqa: E402
     PartitionProduceData,
     ProduceRequest,

@@ -90,7 +90,7 @@ def start(log_dirs: str | None, listeners: str | None, config_file: str | None, 
           metrics_port: int | None, metrics_host: str, console_port: int | None, node_id: int | None,
           log_format: str | None, log_level: str) -> None:
     """Start the broker and serve until SIGTERM or SIGINT."""
-    from pybroker.broker.logs import configure_logging
+    from pybroker.broker.loggers.structlog_setup import configure_logging
 
     configure_logging(log_format, log_level)
     layers: list[dict[str, str]] = []
@@ -115,7 +115,7 @@ def _run(config: BrokerConfig, metrics_port: int | None, metrics_host: str = "12
     import uvloop
 
     from pybroker.broker.app import run_broker
-    from pybroker.broker.logs import get_logger
+    from pybroker.broker.loggers.structlog_setup import get_logger
     from pybroker.storage.errors import StorageError
 
     log = get_logger("pybroker.cli")

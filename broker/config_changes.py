@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from pybroker.broker.dynamic_configs import CLUSTER_DEFAULT, NODE
-from pybroker.broker.logs import get_logger
+from pybroker.broker.loggers.structlog_setup import get_logger
 from pybroker.config.broker_config import BROKER_KEYS, validate_topic_overrides
 from pybroker.config.definitions import TOPIC, ConfigDef
 from pybroker.config.types import ConfigError, render

@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from pybroker.broker.context import RequestContext
 from pybroker.broker.dispatch import REGISTRY, Waiting, supported_versions
-from pybroker.broker.logs import get_logger
+from pybroker.broker.loggers.structlog_setup import get_logger
 from pybroker.broker.memory_pool import SMALL_FRAME_BYTES
 from pybroker.broker.metrics.authentication import AUTHENTICATIONS, SASL_CONNECTIONS_CLOSED
 from pybroker.broker.metrics.connections import CONNECTIONS_EXPIRED, CONNECTIONS_REFUSED
@@ -59,11 +59,11 @@ from pybroker.broker.metrics.requests import REQUEST_METRICS
 from pybroker.broker.security import authorization, quota_throttle, request_time
 from pybroker.broker.security.errors import SaslFailure
 from pybroker.broker.security.sasl_session import SaslSession, log_context
+from pybroker.broker.send_queue import CopyingWriter, SendQueue, sendfile_possible
 from pybroker.broker.ssl_principal import NoMatchingRule
-from pybroker.broker.writer import CopyingWriter, SendQueue, sendfile_possible
 from pybroker.protocol.api_keys import ApiKey
 from pybroker.protocol.errors import ErrorCode
-from pybroker.protocol.frames import (
+from pybroker.protocol.frame_codec import (
     DecodeError,
     UnknownApiKey,
     UnsupportedVersion,
@@ -72,7 +72,7 @@ from pybroker.protocol.frames import (
     encode_response,
     peek_header,
 )
-from pybroker.protocol.framing import FrameDecoder, FrameError
+from pybroker.protocol.frame_splitter import FrameDecoder, FrameError
 
 if TYPE_CHECKING:
     from pybroker.broker.connection_guard import ConnectionGuard

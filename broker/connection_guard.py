@@ -22,8 +22,8 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
-from pybroker.broker.log_limiter import RateLimitedLog
-from pybroker.broker.logs import get_logger
+from pybroker.broker.loggers.limiter import RateLimitedLog
+from pybroker.broker.loggers.structlog_setup import get_logger
 from pybroker.broker.memory_pool import MemoryPool
 from pybroker.broker.security.connection_rate import ConnectionRates
 from pybroker.config.host_counts import parse_host_counts

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from pybroker.broker.connection import ANONYMOUS, KafkaConnection
 from pybroker.broker.dispatch import REGISTRY
-from pybroker.broker.logs import get_logger
+from pybroker.broker.loggers.structlog_setup import get_logger
 from pybroker.broker.ssl_principal import rfc2253
 from pybroker.broker.tls import ListenerTls
 from pybroker.config.broker_config import BrokerConfig

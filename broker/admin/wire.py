@@ -23,7 +23,7 @@ from typing import Any
 from pybroker.broker.admin.client_config import ClientSecurity
 from pybroker.broker.security.sasl_client import ClientAuthError, client_mechanism
 from pybroker.protocol.api_keys import ApiKey
-from pybroker.protocol.frames import decode_response, encode_request
+from pybroker.protocol.frame_codec import decode_response, encode_request
 from pybroker.protocol.messages.api_versions import ApiVersionsRequest
 from pybroker.protocol.messages.sasl_authenticate import SaslAuthenticateRequest
 from pybroker.protocol.messages.sasl_handshake import SaslHandshakeRequest

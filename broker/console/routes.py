@@ -37,7 +37,7 @@ from pybroker.broker.console.auth import REALM, ConsoleAuth, host_name, is_loopb
 from pybroker.broker.console.local_client import LocalClient
 from pybroker.broker.console.params import ConsoleError
 from pybroker.broker.console.sampler import Sampler
-from pybroker.broker.logs import get_logger
+from pybroker.broker.loggers.structlog_setup import get_logger
 from pybroker.broker.metrics.http_server import ConsoleResponse, Request
 
 if TYPE_CHECKING:

@@ -19,7 +19,7 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from pybroker.broker.logs import get_logger
+from pybroker.broker.loggers.structlog_setup import get_logger
 from pybroker.broker.metrics.requests import REQUEST_DURATION, REQUESTS
 
 log = get_logger("pybroker.console")

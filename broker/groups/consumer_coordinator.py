@@ -39,7 +39,7 @@ from pybroker.broker.groups.group_log import GroupLog, Records, client_error
 from pybroker.broker.groups.reconciliation import reconcile
 from pybroker.broker.groups.state_machine import GroupState
 from pybroker.broker.groups.topic_regex import RegexError, compile_topic_regex, matching
-from pybroker.broker.logs import get_logger
+from pybroker.broker.loggers.structlog_setup import get_logger
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.offsets_topic_records import group_metadata_key
 

@@ -51,7 +51,7 @@ from pybroker.broker.groups.outcomes import (
 )
 from pybroker.broker.groups.placement import partition_for_group
 from pybroker.broker.groups.state_machine import Event, GroupState
-from pybroker.broker.logs import get_logger
+from pybroker.broker.loggers.structlog_setup import get_logger
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.messages.coordinator_records import (
     GroupMetadataValue,

@@ -42,7 +42,7 @@ from pybroker.broker.groups.outcomes import (
     leaving_member_id,
 )
 from pybroker.broker.groups.state_machine import GroupState
-from pybroker.broker.logs import get_logger
+from pybroker.broker.loggers.structlog_setup import get_logger
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.messages.consumer_protocol import (
     AssignedTopicPartition,

@@ -20,7 +20,7 @@ from pybroker.broker.groups.group import CommittedOffset, Group
 from pybroker.broker.groups.group_log import NOT_WRITTEN, GroupLog, Records, client_error
 from pybroker.broker.groups.outcomes import UNKNOWN_MEMBER_ID, CommitRequest, OffsetToCommit, TxnCommitRequest
 from pybroker.broker.groups.state_machine import Event, GroupState
-from pybroker.broker.logs import get_logger
+from pybroker.broker.loggers.structlog_setup import get_logger
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.messages.coordinator_records import OffsetCommitValue
 from pybroker.protocol.offsets_topic_records import group_metadata_key, offset_commit_key, offset_commit_value

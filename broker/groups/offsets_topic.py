@@ -23,7 +23,7 @@ from pybroker.broker.groups.consumer_records import ReplayedConsumerGroup
 from pybroker.broker.groups.group import CommittedOffset
 from pybroker.broker.groups.group_log import NOT_WRITTEN, Done, Producer, Records
 from pybroker.broker.internal_topics import InternalTopic, batches_of
-from pybroker.broker.logs import get_logger
+from pybroker.broker.loggers.structlog_setup import get_logger
 from pybroker.broker.partitions.partition import ACKS_ALL, AppendOutcome
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.messages.coordinator_records import GroupMetadataValue, OffsetCommitValue

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from pybroker.broker.groups.coordinator import GroupConfig, GroupCoordinator
 from pybroker.broker.groups.offsets_topic import OFFSETS_TOPIC, OffsetsTopic, replay
-from pybroker.broker.logs import get_logger
+from pybroker.broker.loggers.structlog_setup import get_logger
 
 if TYPE_CHECKING:
     from pybroker.broker.partitions.coordinator_partitions import CoordinatorPartitions

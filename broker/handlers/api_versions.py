@@ -1,7 +1,7 @@
 """ApiVersions (key 18), versions 0-4.
 
 The list is computed from the handler registry, so it always says exactly what we serve. The response
-header is always v0 (see `pybroker.protocol.frames`); an unsupported version gets Kafka's v0 fallback
+header is always v0 (see `pybroker.protocol.frame_codec`); an unsupported version gets Kafka's v0 fallback
 answer from the connection layer before it reaches this handler. v3+ also carry the cluster features
 (`pybroker.broker.features`: `transaction.version`, `metadata.version`) as tagged fields; v4 may list
 a supported feature whose minimum is 0, v3 may not. The client software name and version a v3+ request

@@ -3,7 +3,7 @@
 Every config comes with its effective value and source (topic override, static broker config or
 default); v1+ add synonyms (the broker keys that stand behind a topic key), v3+ the type and the
 documentation. Broker configs that cannot change at runtime are read-only, as in Kafka. A broker-logger
-resource (this node's id) lists every logger with its effective level (`pybroker.broker.log_levels`),
+resource (this node's id) lists every logger with its effective level (`pybroker.broker.loggers.levels`),
 source DYNAMIC_BROKER_LOGGER_CONFIG, as Kafka lists its log4j loggers. A client-metrics resource
 (KIP-714) lists its subscription's configs (none for an unknown name).
 """
@@ -14,7 +14,7 @@ from collections.abc import Iterable
 
 from pybroker.broker.context import RequestContext
 from pybroker.broker.dispatch import handler
-from pybroker.broker.log_levels import LEVELS as LOGGER_LEVELS
+from pybroker.broker.loggers.levels import LEVELS as LOGGER_LEVELS
 from pybroker.broker.telemetry.resource import CLIENT_METRICS_CONFIG, CLIENT_METRICS_RESOURCE, described
 from pybroker.config.broker_config import ConfigSource, ResolvedConfig
 from pybroker.config.definitions import BROKER, TOPIC

@@ -5,7 +5,7 @@ only dynamic broker keys; INVALID_CONFIG with a message for any refused key or v
 config names an operation on the current overrides, so keys not mentioned keep their values.
 APPEND and SUBTRACT apply to list configs only (`cleanup.policy`, `log.cleanup.policy`).
 A broker-logger resource (this node's id) SETs or DELETEs loggers' levels at once, as Kafka's
-`kafka-configs --entity-type broker-loggers` does (`pybroker.broker.logger_configs`); a client-metrics
+`kafka-configs --entity-type broker-loggers` does (`pybroker.broker.loggers.logger_configs`); a client-metrics
 resource (KIP-714) sets a telemetry subscription (`pybroker.broker.telemetry.resource`).
 """
 
@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from pybroker.broker.config_changes import Change, alter_resource
 from pybroker.broker.context import RequestContext
 from pybroker.broker.dispatch import handler
-from pybroker.broker.logger_configs import BROKER_LOGGER_RESOURCE, alter_logger_levels
+from pybroker.broker.loggers.logger_configs import BROKER_LOGGER_RESOURCE, alter_logger_levels
 from pybroker.broker.telemetry.resource import CLIENT_METRICS_RESOURCE, alter_client_metrics
 from pybroker.config.alter_ops import apply_operations
 from pybroker.config.definitions import ConfigDef

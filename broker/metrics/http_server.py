@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
 from prometheus_client.registry import CollectorRegistry
 
-from pybroker.broker.logs import get_logger
+from pybroker.broker.loggers.structlog_setup import get_logger
 
 log = get_logger("pybroker.metrics")
 

@@ -18,7 +18,7 @@ import asyncio
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pybroker.broker.logs import get_logger
+from pybroker.broker.loggers.structlog_setup import get_logger
 from pybroker.broker.partitions.delayed import DelayedOperation
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.records.batch import BatchHeader, RecordsError

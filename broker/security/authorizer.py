@@ -13,8 +13,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from pybroker.broker.log_limiter import RateLimitedLog
-from pybroker.broker.logs import get_logger
+from pybroker.broker.loggers.limiter import RateLimitedLog
+from pybroker.broker.loggers.structlog_setup import get_logger
 from pybroker.broker.metrics.authorization import ACLS, AUTHORIZATION_DENIED
 from pybroker.broker.security.acl_store import AclStore
 from pybroker.broker.security.acls import (

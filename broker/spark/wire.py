@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pybroker.protocol.errors import ErrorCode
-from pybroker.protocol.frames import decode_response, encode_request
+from pybroker.protocol.frame_codec import decode_response, encode_request
 from pybroker.protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
 
 CLIENT_ID = "pybroker-spark-sink"

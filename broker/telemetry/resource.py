@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pybroker.broker.logs import get_logger
+from pybroker.broker.loggers.structlog_setup import get_logger
 from pybroker.broker.telemetry.subscriptions import CONFIGS, MATCH, METRICS, SubscriptionError
 from pybroker.protocol.errors import ErrorCode
 from pybroker.storage.errors import StorageError

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from pybroker.broker.groups.offsets_topic import OFFSETS_TOPIC
 from pybroker.broker.groups.placement import partition_for_group
-from pybroker.broker.logs import get_logger
+from pybroker.broker.loggers.structlog_setup import get_logger
 from pybroker.broker.transactions import metadata as md
 from pybroker.broker.transactions.metadata import (
     NO_PRODUCER_EPOCH,

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
 from pybroker.broker.groups.offsets_topic import OFFSETS_TOPIC
-from pybroker.broker.logs import get_logger
+from pybroker.broker.loggers.structlog_setup import get_logger
 from pybroker.broker.partitions.delayed import DelayedOperation, all_of
 from pybroker.broker.partitions.partition import AppendOutcome, refused
 from pybroker.protocol.errors import ErrorCode

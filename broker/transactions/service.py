@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING
 
-from pybroker.broker.logs import get_logger
+from pybroker.broker.loggers.structlog_setup import get_logger
 from pybroker.broker.partitions.coordinator_partitions import CoordinatorPartitions
 from pybroker.broker.transactions.coordinator import TransactionCoordinator, TxnConfig
 from pybroker.broker.transactions.markers import write_markers

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from pybroker.broker.internal_topics import InternalTopic, batches_of
-from pybroker.broker.logs import get_logger
+from pybroker.broker.loggers.structlog_setup import get_logger
 from pybroker.broker.partitions.partition import ACKS_ALL
 from pybroker.broker.transactions.metadata import TxnMetadata
 from pybroker.broker.transactions.state_machine import TxnState

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from struct import Struct, pack, unpack_from
 from typing import Any, cast
 
-from pybroker.protocol.message import ApiMessage
+from pybroker.protocol.api_message import ApiMessage
 from pybroker.protocol.primitives import (
     ZERO_UUID, DecodeError, read_array_count, read_bytes,
     read_compact_bytes, read_compact_records, read_compact_string, read_records, read_string, read_uuid,

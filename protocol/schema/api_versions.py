@@ -1,6 +1,6 @@
 """ApiVersions (key 18), versions 0-4; flexible from v3.
 
-The response's header is always v0 (no tagged fields), whatever the version: see `pybroker.protocol.frames`.
+The response's header is always v0 (no tagged fields), whatever the version: see `pybroker.protocol.frame_codec`.
 """
 
 from pybroker.protocol.schema.dsl import F, M

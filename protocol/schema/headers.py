@@ -7,7 +7,7 @@ the field's own flexible versions to none, because a broker must read it before 
 it can parse the rest.
 
 Response header v0 is the correlation id alone; v1 adds tagged fields, for flexible response
-versions (except ApiVersions, which always answers with v0: see `pybroker.protocol.frames`).
+versions (except ApiVersions, which always answers with v0: see `pybroker.protocol.frame_codec`).
 """
 
 from pybroker.protocol.schema.dsl import F, M

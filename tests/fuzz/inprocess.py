@@ -17,7 +17,7 @@ from typing import Any
 from pybroker.broker.app import BrokerApp
 from pybroker.broker.connection import KafkaConnection
 from pybroker.config.broker_config import BrokerConfig
-from pybroker.protocol.frames import decode_response, encode_request
+from pybroker.protocol.frame_codec import decode_response, encode_request
 from tests.fuzz.target import BROKER_SETTINGS, FakeTransport
 
 

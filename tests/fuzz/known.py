@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from pybroker.protocol.frames import decode_request
+from pybroker.protocol.frame_codec import decode_request
 from tests.fuzz.mutate import FuzzInput
 
 Rule = Callable[[int, int, object], bool]

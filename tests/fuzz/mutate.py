@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pybroker.protocol.frames import decode_request, encode_request
+from pybroker.protocol.frame_codec import decode_request, encode_request
 
 HEADER_FIXED = 8  # api key, api version, correlation id
 SPECIAL_BYTES = (0x00, 0x7F, 0x80, 0xFF)

@@ -23,7 +23,7 @@ from typing import Any
 
 from pybroker.broker.dispatch import load_handlers, supported_versions
 from pybroker.protocol.api_keys import ApiKey
-from pybroker.protocol.frames import decode_request, encode_request
+from pybroker.protocol.frame_codec import decode_request, encode_request
 from pybroker.protocol.messages import REQUESTS
 from pybroker.protocol.messages.add_offsets_to_txn import AddOffsetsToTxnRequest
 from pybroker.protocol.messages.add_partitions_to_txn import (

@@ -57,9 +57,9 @@ from typing import Any
 from pybroker.broker.app import BrokerApp
 from pybroker.broker.connection import KafkaConnection
 from pybroker.broker.dispatch import REGISTRY, HandlerSpec, Waiting, load_handlers
-from pybroker.broker.log_levels import LEVELS as LOGGER_LEVELS
+from pybroker.broker.loggers.levels import LEVELS as LOGGER_LEVELS
 from pybroker.config.broker_config import BrokerConfig
-from pybroker.protocol.frames import decode_response
+from pybroker.protocol.frame_codec import decode_response
 from pybroker.storage.verify import check_log_dir
 from tests.fuzz.mutate import FuzzInput
 

@@ -232,7 +232,7 @@ async def test_a_huge_partition_count_is_refused_at_once(tmp_path: Path) -> None
 
 
 def _frame(request: object, version: int) -> bytes:
-    from pybroker.protocol.frames import encode_request
+    from pybroker.protocol.frame_codec import encode_request
 
     return encode_request(request, version, 1)
 

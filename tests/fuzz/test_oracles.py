@@ -17,7 +17,7 @@ import pytest
 
 import tests.fuzz.target as target_module
 from pybroker.broker.dispatch import REGISTRY, HandlerSpec, load_handlers
-from pybroker.broker.writer import CopyingWriter, SendQueue
+from pybroker.broker.send_queue import CopyingWriter, SendQueue
 from pybroker.protocol.messages.metadata import MetadataResponse
 from tests.fuzz.seeds import load_seeds
 from tests.fuzz.target import Finding, FuzzTarget, replay_bytes

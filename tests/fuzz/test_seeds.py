@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pybroker.protocol.frames import decode_request
+from pybroker.protocol.frame_codec import decode_request
 from tests.fuzz.mutate import Mutator
 from tests.fuzz.seeds import GENERATED, GOLDEN_DIR, advertised, codec_versions, key_of, load_seeds, seed_files
 

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pybroker.protocol.frames import decode_response, encode_request
+from pybroker.protocol.frame_codec import decode_response, encode_request
 from pybroker.protocol.messages.api_versions import ApiVersionsRequest
 
 API_VERSIONS_KEY = 18

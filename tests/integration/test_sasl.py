@@ -27,7 +27,7 @@ import pytest
 from confluent_kafka import KafkaError
 from confluent_kafka.admin import ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion
 
-from pybroker.protocol.frames import decode_response, encode_request
+from pybroker.protocol.frame_codec import decode_response, encode_request
 from pybroker.protocol.messages import SaslAuthenticateRequest, SaslHandshakeRequest
 from tests.integration.brokers import BrokerProcess
 from tests.integration.clients import (

@@ -11,7 +11,7 @@ import pytest
 
 from bench.fleet import consume_slices, owners
 from bench.null_broker import At, NullBroker, batch_records, partitions_of, size_of
-from pybroker.protocol.frames import decode_response, encode_response
+from pybroker.protocol.frame_codec import decode_response, encode_response
 from pybroker.protocol.messages.fetch import FetchPartition, FetchRequest, FetchTopic
 from pybroker.protocol.messages.produce import PartitionProduceData, ProduceRequest, TopicProduceData
 from pybroker.protocol.records.batch import crc_ok, iter_batches

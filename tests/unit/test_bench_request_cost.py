@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from bench.request_cost import RequestCost, produce_frames, run
-from pybroker.protocol.frames import decode_request
+from pybroker.protocol.frame_codec import decode_request
 from pybroker.protocol.records.batch import crc_ok, iter_batches
 from pybroker.protocol.records.record import decode_records
 from tests.integration.brokers import kill_all

@@ -13,7 +13,7 @@ import pytest
 
 from pybroker.broker.app import BrokerApp
 from pybroker.config.broker_config import BrokerConfig
-from pybroker.protocol.frames import decode_response, encode_request
+from pybroker.protocol.frame_codec import decode_response, encode_request
 
 MAX_REQUEST = 10_000_000
 

@@ -18,7 +18,7 @@ from prometheus_client import REGISTRY
 from pybroker.broker.app import BrokerApp
 from pybroker.config.broker_config import BrokerConfig
 from pybroker.protocol.api_keys import ApiKey
-from pybroker.protocol.frames import encode_request
+from pybroker.protocol.frame_codec import encode_request
 from pybroker.protocol.messages.api_versions import ApiVersionsRequest
 from pybroker.protocol.messages.produce import PartitionProduceData, ProduceRequest, TopicProduceData
 from pybroker.protocol.records.record import Record, build_batch

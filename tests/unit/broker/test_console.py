@@ -553,7 +553,8 @@ async def test_compressed_batches_are_browsed_and_a_decompression_bomb_is_cut(ap
 def test_console_port_flag_and_keys(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from click.testing import CliRunner
 
-    from pybroker.broker import cli, logs
+    from pybroker.broker import cli
+    from pybroker.broker.loggers import structlog_setup as logs
     from pybroker.config.types import ConfigError
 
     seen: dict[str, Any] = {}

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pybroker.protocol.framing import FrameDecoder, FrameError
+from pybroker.protocol.frame_splitter import FrameDecoder, FrameError
 
 
 def _frame(payload: bytes) -> bytes:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pybroker.broker.log_limiter import RateLimitedLog
+from pybroker.broker.loggers.limiter import RateLimitedLog
 
 
 class _Recorder:

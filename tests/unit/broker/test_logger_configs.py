@@ -11,8 +11,8 @@ import pytest
 import structlog
 
 from pybroker.broker.app import BrokerApp
-from pybroker.broker.log_levels import LEVELS, LogLevelError, LogLevels
-from pybroker.broker.logs import configure_logging, get_logger
+from pybroker.broker.loggers.levels import LEVELS, LogLevelError, LogLevels
+from pybroker.broker.loggers.structlog_setup import configure_logging, get_logger
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.messages import describe_configs as dc
 from pybroker.protocol.messages import incremental_alter_configs as iac

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 import structlog
 
-from pybroker.broker.logs import configure_logging, get_logger
+from pybroker.broker.loggers.structlog_setup import configure_logging, get_logger
 
 
 @pytest.fixture

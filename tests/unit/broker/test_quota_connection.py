@@ -8,7 +8,7 @@ import time
 
 from pybroker.broker.app import BrokerApp
 from pybroker.broker.security.quota_entities import PRODUCER_BYTE_RATE, entity_of
-from pybroker.protocol.frames import encode_request
+from pybroker.protocol.frame_codec import encode_request
 from pybroker.protocol.messages.api_versions import ApiVersionsRequest
 from pybroker.protocol.messages.produce import ProduceRequest
 from tests.unit.broker.conftest import RawClient

@@ -13,7 +13,7 @@ from prometheus_client import REGISTRY
 from pybroker.broker.app import BrokerApp
 from pybroker.broker.security.quota_entities import CONNECTION_CREATION_RATE, REQUEST_PERCENTAGE, entity_of
 from pybroker.protocol.api_keys import ApiKey
-from pybroker.protocol.frames import encode_request
+from pybroker.protocol.frame_codec import encode_request
 from pybroker.protocol.messages.metadata import MetadataRequest
 from tests.unit.broker.conftest import RawClient
 from tests.unit.broker.test_connection_limits import _broker, _client, _closed, _count, _serves

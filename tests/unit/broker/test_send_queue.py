@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from pybroker.broker import writer as writer_module
+from pybroker.broker import send_queue as writer_module
+from pybroker.broker.send_queue import SendQueue
 from pybroker.broker.splice_pipes import PipePool
-from pybroker.broker.writer import SendQueue
 from pybroker.storage.log import FileRegion
 from pybroker.storage.page_cache import PageCache
 

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from pybroker.broker import splice_pipes
+from pybroker.broker.send_queue import SendQueue
 from pybroker.broker.splice_pipes import PipePool
-from pybroker.broker.writer import SendQueue
 from pybroker.storage.log import FileRegion
 
 SIZE = 3 << 20  # three fills of a 1 MiB pipe

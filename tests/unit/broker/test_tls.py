@@ -13,8 +13,8 @@ import pytest
 
 from pybroker.broker.app import BrokerApp
 from pybroker.broker.dynamic_configs import NODE
+from pybroker.broker.send_queue import CopyingWriter
 from pybroker.broker.tls import build_context
-from pybroker.broker.writer import CopyingWriter
 from pybroker.config.broker_config import BrokerConfig
 from pybroker.config.types import ConfigError
 from pybroker.protocol.messages.metadata import MetadataRequest

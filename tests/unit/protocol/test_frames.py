@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from pybroker.protocol.frames import (
+from pybroker.protocol.frame_codec import (
     RequestHeader,
     ResponseHeader,
     UnknownApiKey,

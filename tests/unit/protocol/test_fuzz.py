@@ -14,7 +14,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pybroker.protocol.frames import UnknownApiKey, UnsupportedVersion, decode_request, encode_request
+from pybroker.protocol.frame_codec import UnknownApiKey, UnsupportedVersion, decode_request, encode_request
 from pybroker.protocol.messages import REQUESTS, RESPONSES
 from pybroker.protocol.primitives import DecodeError
 from tests.schema_strategies import message_cases, message_strategy

@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pybroker.broker.spark import arrow_records
-from pybroker.protocol.frames import decode_request
+from pybroker.protocol.frame_codec import decode_request
 from pybroker.protocol.records.codecs import GZIP, LZ4, NONE, SNAPPY, ZSTD
 from pybroker.protocol.records.record import Record, build_batch
 from tests.unit.spark.arrow_kit import BUILDERS, decode, oracle

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from pybroker.broker.spark.wire import Connection, WireError
-from pybroker.protocol.frames import encode_response
+from pybroker.protocol.frame_codec import encode_response
 from pybroker.protocol.messages.api_versions import ApiVersion, ApiVersionsResponse
 from pybroker.protocol.messages.metadata import MetadataRequest
 from pybroker.protocol.primitives import materialize

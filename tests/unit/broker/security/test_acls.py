@@ -191,7 +191,7 @@ def test_the_indexed_authorizer_decides_as_the_plain_rules(tmp_path: Path, bindi
 
 
 def test_denials_are_logged_rate_limited_and_counted(tmp_path: Path) -> None:
-    from pybroker.broker.log_limiter import RateLimitedLog
+    from pybroker.broker.loggers.limiter import RateLimitedLog
     from pybroker.broker.metrics.authorization import AUTHORIZATION_DENIED
 
     lines: list[tuple[str, dict[str, object]]] = []

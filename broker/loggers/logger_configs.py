@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pybroker.broker.log_levels import LEVELS, LogLevelError
-from pybroker.broker.logs import get_logger
+from pybroker.broker.loggers.levels import LEVELS, LogLevelError
+from pybroker.broker.loggers.structlog_setup import get_logger
 from pybroker.protocol.errors import ErrorCode
 
 if TYPE_CHECKING:

@@ -5,7 +5,7 @@ Every line has `timestamp` (ISO 8601, UTC), `level`, `logger` and `event`; the r
 fields (documented in docs/logging.md). Records from the standard library's `logging` (asyncio,
 libraries) go through the same renderer, so nothing reaches the output in another format.
 Nothing on the request path logs at info level; errors carry their context (client, api, partition).
-Each logger's level can change at runtime (`pybroker.broker.log_levels`: Kafka's broker-logger
+Each logger's level can change at runtime (`pybroker.broker.loggers.levels`: Kafka's broker-logger
 configs), so the level is checked by the first processor rather than baked into the bound loggers.
 """
 
@@ -17,8 +17,8 @@ from typing import TextIO
 
 import structlog
 
-from pybroker.broker.log_levels import LEVELS as LOGGER_LEVELS
-from pybroker.broker.log_levels import drop_below_level
+from pybroker.broker.loggers.levels import LEVELS as LOGGER_LEVELS
+from pybroker.broker.loggers.levels import drop_below_level
 
 LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING, "error": logging.ERROR}
 FORMATS = ("json", "console")
