@@ -6,7 +6,6 @@ tests can build a state over a tmp dir.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -32,16 +31,13 @@ from pybroker.broker.topics import Topics, log_config_for
 from pybroker.broker.transactions.service import TransactionService, TxnParts
 from pybroker.config.broker_config import BrokerConfig
 from pybroker.storage.cleaner.throttle import UNLIMITED
+from pybroker.storage.log import wall_clock_ms
 from pybroker.storage.log_manager import LogManager
 from pybroker.storage.page_cache import PageCache
 from pybroker.storage.producer_id_block import ProducerIdBlock
 
 #: Kafka's default of a long setting: no limit
 LONG_MAX = 2**63 - 1
-
-
-def wall_clock_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 class BrokerState:

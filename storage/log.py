@@ -33,6 +33,7 @@ from typing import IO
 from pybroker.protocol.records.batch import (
     BatchHeader,
     RecordsError,
+    assign_offsets,
     parse_header,
     patch_base_offset,
     patch_leader_epoch,
@@ -60,6 +61,8 @@ IDLE_CLOSE_GRACE_MS = 10_000
 
 
 def wall_clock_ms() -> int:
+    """The broker's clock in milliseconds: the default of the broker state, the log manager, the cleaner
+    and each log (one definition for all of them)."""
     return time.time_ns() // 1_000_000
 
 
@@ -202,11 +205,12 @@ class Log:
                leader_epoch: int = 0) -> AppendResult:
         """Assign offsets from the log end by patching each batch in the caller's buffer, and write it.
 
-        `records` holds whole, validated batches at the positions `batches` names. Their headers are
-        re-read from the buffer after patching (a LogAppendTime stamp may postdate the caller's parse).
-        Idempotent producers' batches are then checked: a duplicate returns its original offsets and
-        writes nothing; a fenced or out-of-sequence batch raises `ProducerStateError` (either way the
-        buffer keeps the offsets it was patched with, which nothing reads).
+        `records` holds whole, validated batches at the positions `batches` names; each header there must
+        say what its batch's bytes say (any timestamp stamping done), but for the base offset and the
+        leader epoch, which the log writes: the headers are not parsed again. Idempotent producers'
+        batches are then checked: a duplicate returns its original offsets and writes nothing; a fenced
+        or out-of-sequence batch raises `ProducerStateError` (either way the buffer keeps the offsets it
+        was patched with, which nothing reads).
         """
         with self._write_lock:
             return self._append(records, batches, now_ms, leader_epoch)
@@ -229,10 +233,8 @@ class Log:
         current: list[tuple[int, BatchHeader]] = []
         max_timestamp = NO_TIMESTAMP
         idempotent = False
-        for pos, _ in batches:
-            patch_base_offset(records, pos, next_offset)
-            patch_leader_epoch(records, pos, leader_epoch)
-            header = parse_header(records, pos)
+        for pos, given in batches:
+            header = assign_offsets(records, pos, given, next_offset, leader_epoch)
             current.append((pos, header))
             next_offset += header.last_offset_delta + 1
             if header.max_timestamp > max_timestamp:

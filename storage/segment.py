@@ -27,7 +27,10 @@ from typing import Any
 from pybroker.protocol.records.batch import (
     HEADER,
     HEADER_SIZE,
+    LOG_APPEND_TIME,
     LOG_OVERHEAD,
+    MAGIC_V2,
+    MIN_BATCH_LENGTH,
     BatchHeader,
     RecordsError,
     crc_ok,
@@ -50,10 +53,6 @@ BASE_OFFSET_DIGITS = 20
 #: need only their header); runs of small batches double it up to a couple of index intervals
 FIRST_SCAN_CHUNK = 1024
 SCAN_CHUNK = 16384
-MAGIC_V2 = 2
-LOG_APPEND_TIME = 1
-#: the smallest legal `batch_length`: a header without records
-MIN_BATCH_LENGTH = HEADER_SIZE - LOG_OVERHEAD
 #: where fields sit in the tuple `HEADER.unpack_from` returns (the order of `BatchHeader`)
 _BASE_OFFSET, _LENGTH, _MAGIC, _LAST_OFFSET_DELTA = (
     BatchHeader._fields.index(name) for name in ("base_offset", "batch_length", "magic", "last_offset_delta"))

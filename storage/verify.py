@@ -20,6 +20,7 @@ from struct import Struct
 from pybroker.protocol.records.batch import (
     HEADER_SIZE,
     LOG_OVERHEAD,
+    MAGIC_V2,
     MIN_BATCH_LENGTH,
     compute_crc,
     parse_header,
@@ -31,7 +32,6 @@ from pybroker.storage.transaction_index import ENTRY, ENTRY_SIZE, VERSION
 SEGMENT = re.compile(r"^(\d{20})\.log$")
 OFFSET_ENTRY = Struct(">ii")  # relative offset, position
 TIME_ENTRY = Struct(">qi")  # timestamp, relative offset
-MAGIC_V2 = 2
 
 
 @dataclass(frozen=True, slots=True)

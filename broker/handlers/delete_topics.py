@@ -12,7 +12,6 @@ from typing import Any
 
 from pybroker.broker.context import RequestContext
 from pybroker.broker.dispatch import handler
-from pybroker.broker.lookup import topic_by_id
 from pybroker.broker.security.authorization_topics import delete_topics_rule
 from pybroker.broker.topics import INTERNAL_TOPICS, change_refused
 from pybroker.protocol.api_keys import ApiKey
@@ -54,7 +53,7 @@ def _delete_topics(ctx: RequestContext, request: DeleteTopicsRequest,
         result = DeletableTopicResult(name=name, topic_id=topic_id, error_code=ErrorCode.NONE)
         results.append(result)
         if name is None:
-            by_id = topic_by_id(state, topic_id)
+            by_id = state.logs.topic_by_id(topic_id)
             if by_id is None:
                 result.error_code = ErrorCode.UNKNOWN_TOPIC_ID
                 continue

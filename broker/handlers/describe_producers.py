@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from pybroker.broker.context import RequestContext
 from pybroker.broker.dispatch import handler
-from pybroker.broker.lookup import resolve_partition
 from pybroker.broker.security.authorization_txn import describe_producers_rule
 from pybroker.protocol.api_keys import ApiKey
 from pybroker.protocol.errors import ErrorCode
@@ -38,8 +37,8 @@ def requested(request: DescribeProducersRequest) -> dict[str, list[int]]:
 
 
 def _describe(ctx: RequestContext, topic: str, partition: int) -> PartitionResponse:
-    log, code = resolve_partition(ctx.state, topic, partition)
-    if log is None:
+    target, code = ctx.state.replicas.resolve(topic, partition)
+    if target is None:
         info = ctx.state.topics.get(topic)
         if code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION and info is not None and 0 <= partition < info.num_partitions:
             code = ErrorCode.NOT_LEADER_OR_FOLLOWER
@@ -48,7 +47,7 @@ def _describe(ctx: RequestContext, topic: str, partition: int) -> PartitionRespo
                                last_sequence=p.last_sequence, last_timestamp=p.last_timestamp,
                                coordinator_epoch=p.coordinator_epoch,
                                current_txn_start_offset=p.current_txn_start_offset)
-                 for p in log.producer_state.describe()]
+                 for p in target.log.producer_state.describe()]
     return PartitionResponse(partition_index=partition, error_code=ErrorCode.NONE, active_producers=producers)
 
 

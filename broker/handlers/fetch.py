@@ -35,7 +35,6 @@ from typing import Any
 from pybroker.broker.context import RequestContext
 from pybroker.broker.dispatch import handler, waiting
 from pybroker.broker.fetch_sessions import FetchPlan, read_check
-from pybroker.broker.lookup import topic_by_id
 from pybroker.broker.partitions.delayed import DelayedOperation
 from pybroker.broker.security.authorization_topics import fetch_rule
 from pybroker.broker.security.quota_throttle import fetch_throttle
@@ -190,7 +189,7 @@ def _read_all(ctx: RequestContext, request: FetchRequest,
         name = fetch_topic.topic
         topic_error = ErrorCode.NONE
         if by_id:
-            info = topic_by_id(state, fetch_topic.topic_id)
+            info = state.logs.topic_by_id(fetch_topic.topic_id)
             name = info.name if info is not None else ""
             topic_error = ErrorCode.NONE if info is not None else ErrorCode.UNKNOWN_TOPIC_ID
         partitions: list[PartitionData] = []

@@ -16,7 +16,6 @@ from collections.abc import Callable
 
 from pybroker.broker.context import RequestContext
 from pybroker.broker.dispatch import handler
-from pybroker.broker.lookup import resolve_partition
 from pybroker.broker.security.authorization_topics import list_offsets_rule
 from pybroker.protocol.api_keys import ApiKey
 from pybroker.protocol.errors import ErrorCode
@@ -72,10 +71,11 @@ def handle_list_offsets(ctx: RequestContext, request: ListOffsetsRequest) -> Lis
             answer = ListOffsetsPartitionResponse(partition_index=part.partition_index, timestamp=-1, offset=-1,
                                                   old_style_offsets=[])
             partitions.append(answer)
-            log, code = resolve_partition(ctx.state, topic.name, part.partition_index)
-            if log is None:
+            target, code = ctx.state.replicas.resolve(topic.name, part.partition_index)
+            if target is None:
                 answer.error_code = code
                 continue
+            log = target.log
             try:
                 offset, timestamp = _lookup(log, part.timestamp, read_committed)
             except OSError as exc:

@@ -15,7 +15,6 @@ from typing import Any
 
 from pybroker.broker.context import RequestContext
 from pybroker.broker.dispatch import handler
-from pybroker.broker.lookup import topic_by_id
 from pybroker.broker.security.authorization_topics import metadata_rule
 from pybroker.broker.topics import INTERNAL_TOPICS, TopicError, check_topic_name
 from pybroker.protocol.api_keys import ApiKey
@@ -94,7 +93,7 @@ def _answer(ctx: RequestContext, request: MetadataRequest) -> MetadataResponse:
                 topics.append(_missing("", ErrorCode.INVALID_REQUEST, wanted.topic_id))
                 continue
             if wanted.name is None:
-                info = topic_by_id(state, wanted.topic_id)
+                info = state.logs.topic_by_id(wanted.topic_id)
                 topics.append(topic_metadata(ctx, info, include_ops) if info is not None
                               else _missing(None, ErrorCode.UNKNOWN_TOPIC_ID, wanted.topic_id))
                 continue

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from pybroker.broker.context import RequestContext
 from pybroker.broker.dispatch import handler
-from pybroker.broker.lookup import resolve_partition
 from pybroker.broker.security.authorization_topics import offset_for_leader_epoch_rule
 from pybroker.protocol.api_keys import ApiKey
 from pybroker.protocol.errors import ErrorCode
@@ -35,14 +34,14 @@ def handle_offset_for_leader_epoch(ctx: RequestContext,
             answer = EpochEndOffset(partition=part.partition, error_code=ErrorCode.NONE, leader_epoch=-1,
                                     end_offset=-1)
             results.append(answer)
-            log, code = resolve_partition(ctx.state, topic.topic, part.partition)
+            target, code = ctx.state.replicas.resolve(topic.topic, part.partition)
             current = part.current_leader_epoch
-            if log is None:
+            if target is None:
                 answer.error_code = code
             elif current > LEADER_EPOCH:
                 answer.error_code = ErrorCode.UNKNOWN_LEADER_EPOCH
             elif 0 <= current < LEADER_EPOCH:
                 answer.error_code = ErrorCode.FENCED_LEADER_EPOCH
             elif part.leader_epoch <= LEADER_EPOCH:
-                answer.leader_epoch, answer.end_offset = LEADER_EPOCH, log.log_end_offset
+                answer.leader_epoch, answer.end_offset = LEADER_EPOCH, target.log.log_end_offset
     return OffsetForLeaderEpochResponse(throttle_time_ms=0, topics=topics)

@@ -45,6 +45,10 @@ class AppendOutcome:
     log_start_offset: int = -1
     #: an idempotent producer's retry: the original offsets, nothing written
     duplicate: bool = False
+    #: a produced batch refused record by record: (index in the batch, why), for Produce v8+ answers
+    record_errors: tuple[tuple[int, str], ...] = ()
+    #: the time stamped on a produced batch of a LogAppendTime topic, else -1
+    log_append_time: int = -1
 
 
 def _appended(result: AppendResult) -> AppendOutcome:
@@ -124,9 +128,10 @@ class PositionWait(DelayedOperation[bool]):
         return bool(self._reached())
 
 
-def refused(key: tuple[str, int], code: ErrorCode, message: str | None = None) -> DelayedAppend:
-    """An append that never happened, and why: complete from the start."""
-    return DelayedAppend(None, key, AppendOutcome(code, message), wait_for_flush=False)
+def refused(key: tuple[str, int], code: ErrorCode, message: str | None = None,
+            record_errors: tuple[tuple[int, str], ...] = ()) -> DelayedAppend:
+    """An append that never happened, and why (and which records to blame): complete from the start."""
+    return DelayedAppend(None, key, AppendOutcome(code, message, record_errors=record_errors), wait_for_flush=False)
 
 
 class Partition:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from struct import Struct, calcsize
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 import crc32c
 
@@ -85,6 +85,8 @@ NO_PARTITION_LEADER_EPOCH = -1
 NO_TIMESTAMP = -1
 
 _INT64 = Struct(">q")
+#: base_offset, batch_length and partition_leader_epoch: the three fields before `magic`, written at once
+_OFFSET_LENGTH_EPOCH = Struct(">qii")
 _INT32 = Struct(">i")
 _INT16 = Struct(">h")
 _UINT32 = Struct(">I")
@@ -223,6 +225,33 @@ def patch_base_offset(buf: WritableBuffer, pos: int, base_offset: int) -> None:
 def patch_leader_epoch(buf: WritableBuffer, pos: int, epoch: int) -> None:
     """Stamp the partition leader epoch in place (outside the CRC: no recomputation needed)."""
     _INT32.pack_into(buf, pos + PARTITION_LEADER_EPOCH_OFFSET, epoch)
+
+
+def assign_offsets(buf: WritableBuffer, pos: int, header: BatchHeader, base_offset: int,
+                   leader_epoch: int) -> BatchHeader:
+    """Patch the batch's first offset and leader epoch in place (outside the CRC) and return its header as
+    the bytes now say, built from `header` (which must describe the rest of the batch as it is) rather
+    than parsed again: the log's append step, once per batch."""
+    batch_length = header[1]
+    _OFFSET_LENGTH_EPOCH.pack_into(buf, pos, base_offset, batch_length, leader_epoch)
+    # the fields in `_FIELDS` order, the first three replaced; tuple.__new__ is the cheapest way to the NamedTuple
+    return cast(BatchHeader, tuple.__new__(BatchHeader, (base_offset, batch_length, leader_epoch, *header[3:])))
+
+
+def restamp(buf: WritableBuffer, pos: int, header: BatchHeader, timestamp_type: int,
+            max_timestamp: int) -> BatchHeader:
+    """Kafka's `setMaxTimestamp` on the batch at `pos`, whose current header is `header`: the attributes are
+    recomposed with `timestamp_type` (unused bits come out clear), max_timestamp is overwritten and the CRC
+    recomputed, all in place; returns the new header without parsing the bytes again."""
+    if header.batch_length < MIN_BATCH_LENGTH or pos + header.size > len(buf):
+        raise RecordsError(ErrorCode.CORRUPT_MESSAGE, "batch length does not fit the buffer")
+    attributes = attributes_for(header.compression, timestamp_type, is_transactional=header.is_transactional,
+                                is_control=header.is_control, has_delete_horizon=header.has_delete_horizon)
+    _INT16.pack_into(buf, pos + ATTRIBUTES_OFFSET, attributes)
+    _INT64.pack_into(buf, pos + MAX_TIMESTAMP_OFFSET, max_timestamp)
+    crc = compute_crc(buf, pos, header)
+    _UINT32.pack_into(buf, pos + CRC_OFFSET, crc)
+    return header._replace(crc=crc, attributes=attributes, max_timestamp=max_timestamp)
 
 
 def patch_attributes(buf: WritableBuffer, pos: int, attributes: int) -> None:

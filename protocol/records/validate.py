@@ -73,6 +73,13 @@ _INT32 = Struct(">i")
 
 @dataclass(slots=True)
 class ValidatedRecords:
+    """One partition's produced batch once every check passed: the object that travels down to the log.
+
+    `batches` holds the batch's position in `records` and its header, parsed once (by `check_produce_batch`)
+    and replaced, never re-parsed, when the partition layer stamps the batch's timestamps (it may then also
+    replace `records` by a writable copy and set `log_append_time`)."""
+
+    records: Buffer
     batches: list[tuple[int, BatchHeader]]
     record_count: int
     producer_id: int
@@ -82,6 +89,8 @@ class ValidatedRecords:
     size_bytes: int
     #: the largest record timestamp, as Kafka recomputes it (the log append time is the caller's business)
     max_timestamp: int
+    #: the time the partition layer stamped on a LogAppendTime topic's batch, else -1
+    log_append_time: int = NO_TIMESTAMP
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,6 +229,7 @@ def check_produce_records(buf: Buffer, header: BatchHeader, *, require_keys: boo
         if errors:
             raise _refusal(errors)
     return ValidatedRecords(
+        records=buf,
         batches=[(0, header)],
         record_count=header.records_count,
         producer_id=header.producer_id,

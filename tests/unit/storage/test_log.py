@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from pybroker.protocol.records.batch import crc_ok, iter_batches, parse_header
-from pybroker.protocol.records.record import Record, build_batch, set_log_append_time
+from pybroker.protocol.records.batch import LOG_APPEND_TIME, crc_ok, iter_batches, parse_header, restamp
+from pybroker.protocol.records.record import Record, build_batch
 from pybroker.storage import segment as segment_module
 from pybroker.storage.errors import LogClosedError, OffsetOutOfRange
 from pybroker.storage.log import Log
@@ -149,9 +149,9 @@ def test_max_timestamp_points_at_the_first_record_carrying_it(tmp_path: Path) ->
 def test_log_append_time_batches_answer_at_their_stamp(tmp_path: Path) -> None:
     log = open_log(tmp_path / "t-0", segment_ms=10)
     data = batch(3, ts=NOW - 10_000)
-    header = parse_header(data)
-    set_log_append_time(data, 0, header, NOW + 500)
-    log.append(data, [(0, header)], now_ms=NOW + 500)  # the caller's header predates the stamp
+    # the caller gives the header as stamped (`restamp` builds it): the log does not parse it again
+    header = restamp(data, 0, parse_header(data), LOG_APPEND_TIME, NOW + 500)
+    log.append(data, [(0, header)], now_ms=NOW + 500)
     assert log.active_segment.max_timestamp == NOW + 500
     assert log.offset_for_timestamp(NOW) == (0, NOW + 500)
     assert log.max_timestamp_and_offset() == (NOW + 500, 0)

@@ -124,8 +124,7 @@ async def test_an_append_that_waited_for_the_swap_lands_in_the_moved_log(two_dir
     """A produce that looked the partition up before the swap and appends after it (its append waited on
     the paused log) goes to the moved log: nothing lost, no error to the client (the partition layer
     follows the move)."""
-    from pybroker.broker.context import RequestContext
-    from pybroker.broker.handlers.produce import _append
+    from pybroker.broker.partitions.leader_append import _append
     from pybroker.broker.partitions.partition import Partition
     from pybroker.protocol.records.batch import parse_header
     from pybroker.protocol.records.validate import check_produce_records
@@ -144,10 +143,9 @@ async def test_an_append_that_waited_for_the_swap_lands_in_the_moved_log(two_dir
     assert stale.closed
     records = batch(2)
     validated = check_produce_records(records, parse_header(records))
-    ctx = RequestContext(state, 0, 9, 1, "c", "peer")
     looked_up = Partition(state.replicas, ("t", 0), stale)  # the partition layer still holds the old log
-    response, durable = _append(ctx, looked_up, "t", 0, records, validated, 1, int(time.time() * 1000))
-    assert (response.error_code, response.base_offset, durable) == (E.NONE, 3, None)
+    appending = _append(looked_up, validated, 1, int(time.time() * 1000))
+    assert (appending.outcome.error, appending.outcome.base_offset, appending.done) == (E.NONE, 3, True)
     moved = state.logs.get_log("t", 0)
     assert moved is not None and moved is not stale and moved.log_end_offset == 5
 

@@ -135,3 +135,22 @@ def test_patching_offset_and_epoch_keeps_the_crc(offset: int, epoch: int, prefix
     assert after._replace(base_offset=before.base_offset, partition_leader_epoch=before.partition_leader_epoch) == before
     assert crc_ok(raw, prefix, after)
     assert raw[:prefix] == b"\xee" * prefix
+
+
+@given(st.integers(0, 2**63 - 1), st.integers(-(2**31), 2**31 - 1), st.integers(0, 3))
+def test_assign_offsets_returns_the_header_a_parse_would(offset: int, epoch: int, prefix: int) -> None:
+    raw = bytearray(b"\xee" * prefix + _sample(producer_id=7, producer_epoch=1, base_sequence=4))
+    header = batch.assign_offsets(raw, prefix, parse_header(raw, prefix), offset, epoch)
+    assert type(header) is BatchHeader and header == parse_header(raw, prefix)
+    assert (header.base_offset, header.partition_leader_epoch) == (offset, epoch)
+    assert crc_ok(raw, prefix, header) and raw[:prefix] == b"\xee" * prefix
+
+
+@pytest.mark.parametrize(("timestamp_type", "max_timestamp"), [(batch.LOG_APPEND_TIME, 99_999), (batch.CREATE_TIME, 5)])
+@pytest.mark.parametrize("codec", [0, 1])
+def test_restamp_returns_the_header_a_parse_would(timestamp_type: int, max_timestamp: int, codec: int) -> None:
+    raw = bytearray(b"\xee" + _sample(compression=codec, is_transactional=True))
+    header = batch.restamp(raw, 1, parse_header(raw, 1), timestamp_type, max_timestamp)
+    assert header == parse_header(raw, 1) and crc_ok(raw, 1, header)
+    assert (header.timestamp_type, header.max_timestamp) == (timestamp_type, max_timestamp)
+    assert (header.compression, header.is_transactional) == (codec, True)

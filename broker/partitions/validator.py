@@ -1,0 +1,89 @@
+"""A client's batch judged and stamped for its partition: Kafka's `LogValidator`, as the partition layer calls it.
+
+The checks themselves are protocol's (`protocol.records.validate`: the header checks, then the compiled
+record walk); this module applies them with the partition's settings (max.message.bytes, compaction, the
+timestamp rules) and then does what Kafka's `setMaxTimestamp` does to the batch: the log append time on a
+LogAppendTime topic, else the largest record timestamp, patched into the header in place (and the CRC
+recomputed) only where the batch says otherwise. The stamped header is built from the parsed one, so the
+batch's header is parsed once on its way from the request to the segment file.
+
+Threads: `check_header`, `walk` of an uncompressed batch and `stamp` run on the event loop. `walker`
+hands the walk of a compressed batch (decompression under a cap, then the walk) to `VALIDATION_POOL`,
+since a small payload can take long to inflate; it reads the request's buffer and writes nothing.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from concurrent.futures import ThreadPoolExecutor
+
+from pybroker.protocol.records.batch import (
+    CREATE_TIME,
+    LOG_APPEND_TIME,
+    BatchHeader,
+    Buffer,
+    WritableBuffer,
+    restamp,
+)
+from pybroker.protocol.records.validate import (
+    TimestampRule,
+    ValidatedRecords,
+    check_produce_batch,
+    check_produce_records,
+)
+from pybroker.storage.log_config import LogConfig
+
+LOG_APPEND_TIME_TYPE = "LogAppendTime"
+NO_APPEND_TIME = -1
+
+#: decompression and walks of compressed batches; bounded, and apart from the loop's default executor
+VALIDATION_POOL = ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2),
+                                     thread_name_prefix="pybroker-validate")
+
+
+def check_header(records: Buffer, config: LogConfig, *, allow_zstd: bool) -> BatchHeader:
+    """The header-level checks (request shape, size, CRC, codec, Kafka's batch rules): the one parse of
+    the header. Raises `RecordsError` with the partition's answer."""
+    return check_produce_batch(records, max_batch_bytes=config.max_message_bytes, allow_zstd=allow_zstd)
+
+
+def timestamp_rule(config: LogConfig, now_ms: int) -> TimestampRule:
+    return TimestampRule(now_ms=now_ms, before_max_ms=config.message_timestamp_before_max_ms,
+                         after_max_ms=config.message_timestamp_after_max_ms,
+                         log_append_time=config.message_timestamp_type == LOG_APPEND_TIME_TYPE)
+
+
+def walk(records: Buffer, header: BatchHeader, config: LogConfig, now_ms: int,
+         key: tuple[str, int]) -> ValidatedRecords:
+    """Every record of the batch walked against the partition's rules (on the loop: uncompressed only)."""
+    return check_produce_records(records, header, require_keys="compact" in config.cleanup_policy,
+                                 timestamps=timestamp_rule(config, now_ms), partition_name=f"{key[0]}-{key[1]}")
+
+
+def walker(records: Buffer, header: BatchHeader, config: LogConfig, now_ms: int,
+           key: tuple[str, int]) -> functools.partial[ValidatedRecords]:
+    """`walk` as a call for `VALIDATION_POOL` (the settings are read now, on the loop)."""
+    return functools.partial(check_produce_records, records, header, require_keys="compact" in config.cleanup_policy,
+                             timestamps=timestamp_rule(config, now_ms), partition_name=f"{key[0]}-{key[1]}")
+
+
+def stamp(validated: ValidatedRecords, config: LogConfig, now_ms: int) -> WritableBuffer:
+    """Kafka's `setMaxTimestamp` on the validated batch, on the loop just before its append: the log append
+    time (`validated.log_append_time`) on LogAppendTime topics, else the largest record timestamp (and
+    CreateTime). A batch that already says so is left alone; otherwise it is patched in place and its
+    header replaced, not parsed again. Returns the buffer to append, writable (the log patches offsets
+    in it): the request's own, or a copy when that one is read-only."""
+    records = validated.records
+    if not isinstance(records, bytearray) and (isinstance(records, bytes) or records.readonly):
+        records = validated.records = bytearray(records)
+    pos, header = validated.batches[0]
+    if config.message_timestamp_type == LOG_APPEND_TIME_TYPE:
+        validated.log_append_time = now_ms
+        timestamp_type, max_timestamp = LOG_APPEND_TIME, now_ms
+    else:
+        validated.log_append_time = NO_APPEND_TIME
+        timestamp_type, max_timestamp = CREATE_TIME, validated.max_timestamp
+    if header.timestamp_type != timestamp_type or header.max_timestamp != max_timestamp:
+        validated.batches = [(pos, restamp(records, pos, header, timestamp_type, max_timestamp))]
+    return records
