@@ -18,7 +18,7 @@ from pybroker.protocol.records.batch import crc_ok, iter_batches, rewrite_crc
 from pybroker.protocol.records.codecs import GZIP
 from pybroker.protocol.records.record import Record, build_batch
 from tests.unit.broker.conftest import RawClient
-from tests.unit.broker.test_handlers import _fetch, _partition, _produce
+from tests.unit.broker.handlers.test_handlers import _fetch, _partition, _produce
 
 
 class _CountingStruct:
