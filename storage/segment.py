@@ -650,12 +650,13 @@ class Segment:
         max_ts, max_ts_offset = NO_TIMESTAMP, self.base_offset
         interval = self.index_interval_bytes
         mapped = mmap.mmap(fd, size, prot=mmap.PROT_READ) if size else None
+        view = memoryview(mapped if mapped is not None else b"")  # protocol/ reads views, not maps
         try:
-            for pos, header in iter_batches(mapped, 0, size) if mapped is not None else ():
-                if not self._recoverable(mapped, pos, header, expected, upper_bound, check_crc):
+            for pos, header in iter_batches(view, 0, size):
+                if not self._recoverable(view, pos, header, expected, upper_bound, check_crc):
                     break
                 if on_malformed is not None:
-                    problem = batch_problem(mapped, pos, header)
+                    problem = batch_problem(view, pos, header)
                     if problem is not None:
                         on_malformed(header.base_offset, problem)
                 last = header.last_offset
@@ -668,6 +669,7 @@ class Segment:
                 valid = pos + header.size
                 expected = last + 1
         finally:
+            view.release()
             if mapped is not None:
                 mapped.close()
         if valid < size:
