@@ -51,7 +51,7 @@ from pybroker.storage.cleaner.batch_filter import FilterStats, filter_batch
 from pybroker.storage.cleaner.cleaned_segment import CleanedSegment
 from pybroker.storage.cleaner.grouping import SegmentSize, group_by_size
 from pybroker.storage.cleaner.offset_map import OffsetMap
-from pybroker.storage.cleaner.swap import StepHook, swap_in
+from pybroker.storage.cleaner.swap import StepHook, no_hook, swap_in
 from pybroker.storage.cleaner.throttle import Throttler
 from pybroker.storage.cleaner.transactions import CleanedTransactions, marker_type
 from pybroker.storage.files import fsync_dir
@@ -134,15 +134,11 @@ def _never_stop() -> bool:
     return False
 
 
-def _no_hook(step: str) -> None:
-    return None
-
-
 class Cleaner:
     """Cleans logs with one offset map (one per cleaner thread) and the shared throttle."""
 
     def __init__(self, offset_map: OffsetMap, throttler: Throttler, *,
-                 should_stop: Callable[[], bool] = _never_stop, swap_hook: StepHook = _no_hook,
+                 should_stop: Callable[[], bool] = _never_stop, swap_hook: StepHook = no_hook,
                  read_chunk: int = READ_CHUNK) -> None:
         self.offset_map = offset_map
         self.throttler = throttler
@@ -291,7 +287,7 @@ class Cleaner:
             position += used
 
 
-def replace_group(log: Log, group: list[Segment], new_base: int, hook: StepHook = _no_hook) -> bool:
+def replace_group(log: Log, group: list[Segment], new_base: int, hook: StepHook = no_hook) -> bool:
     """Make the fsynced `.cleaned` segment at `new_base` live in place of `group` under the log's locks,
     and fsync the directory; False (nothing renamed) when `group` is no longer a run of the log's
     inactive segments."""

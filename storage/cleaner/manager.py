@@ -54,7 +54,7 @@ from pybroker.storage.cleaner.metrics import (
 from pybroker.storage.cleaner.offset_map import DEFAULT_LOAD_FACTOR, OffsetMap
 from pybroker.storage.cleaner.process_cleaner import DEFAULT_NICE, ProcessCleaner, WorkerDied
 from pybroker.storage.cleaner.selection import DirtySection, dirty_section
-from pybroker.storage.cleaner.swap import StepHook
+from pybroker.storage.cleaner.swap import StepHook, no_hook
 from pybroker.storage.cleaner.throttle import UNLIMITED, Throttler
 from pybroker.storage.log import Log, wall_clock_ms
 
@@ -124,9 +124,9 @@ class _Candidate:
 class CleanerManager:
     def __init__(self, logs: LogSource, settings: CleanerSettings, *,
                  clock_ms: Callable[[], int] = wall_clock_ms,
-                 on_io_error: Callable[[Path, OSError], None] = log_io_error,
+                 on_io_error: Callable[[Path, OSError], object] = log_io_error,  # its result is unused
                  is_dir_online: Callable[[Path], bool] = always_online,
-                 swap_hook: StepHook | None = None) -> None:
+                 swap_hook: StepHook = no_hook) -> None:
         self.logs = logs
         self.settings = settings
         self.clock_ms = clock_ms
@@ -174,17 +174,16 @@ class CleanerManager:
     def new_cleaner(self) -> LogCleaner:
         """A cleaner with its own offset map (the dedupe buffer is split between the threads): in a worker
         process of its own (the default), or on the calling thread."""
-        kwargs = {"swap_hook": self.swap_hook} if self.swap_hook is not None else {}
         if self.settings.process:
             return ProcessCleaner(self.worker_settings, nice=self.settings.process_nice,
-                                  should_stop=self._stop.is_set, fallback=self.thread_cleaner, **kwargs)
+                                  should_stop=self._stop.is_set, swap_hook=self.swap_hook,
+                                  fallback=self.thread_cleaner)
         return self.thread_cleaner()
 
     def thread_cleaner(self) -> Cleaner:
         """A cleaner that runs on the calling thread, its offset map in this process."""
-        kwargs = {"swap_hook": self.swap_hook} if self.swap_hook is not None else {}
         return Cleaner(OffsetMap(self._map_share(), self.settings.load_factor), self.throttler,
-                       should_stop=self._stop.is_set, **kwargs)
+                       should_stop=self._stop.is_set, swap_hook=self.swap_hook)
 
     def _map_share(self) -> int:
         return self.settings.dedupe_buffer_size // max(self.settings.threads, 1)

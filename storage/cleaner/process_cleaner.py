@@ -35,7 +35,7 @@ from pybroker.storage.cleaner.channel import Channel, ChannelClosed
 from pybroker.storage.cleaner.cleaned_segment import CLEANED_SUFFIX, suffixed_path
 from pybroker.storage.cleaner.cleaner import Cleaner, CleaningAborted, CleanResult, replace_group
 from pybroker.storage.cleaner.job import WorkerSettings, make_job
-from pybroker.storage.cleaner.swap import StepHook
+from pybroker.storage.cleaner.swap import StepHook, no_hook
 from pybroker.storage.log import Log
 from pybroker.storage.segment import LOG_SUFFIX, Segment
 
@@ -70,10 +70,6 @@ class WorkerError(Exception):
 
 def _never_stop() -> bool:
     return False
-
-
-def _no_hook(step: str) -> None:
-    return None
 
 
 class WorkerProcess:
@@ -157,7 +153,7 @@ class ProcessCleaner:
     """Cleans logs in a worker process; the same contract as `Cleaner` (`clean`, `close`)."""
 
     def __init__(self, settings: Callable[[], WorkerSettings], *, nice: int = DEFAULT_NICE,
-                 should_stop: Callable[[], bool] = _never_stop, swap_hook: StepHook = _no_hook,
+                 should_stop: Callable[[], bool] = _never_stop, swap_hook: StepHook = no_hook,
                  fallback: Callable[[], Cleaner] | None = None, worker: WorkerProcess | None = None) -> None:
         self.settings = settings
         self.nice = nice

@@ -43,11 +43,12 @@ _INDEX_FIRST = (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, LOG_SUFFIX)
 StepHook = Callable[[str], None]
 
 
-def _no_hook(step: str) -> None:
+def no_hook(step: str) -> None:
+    """The hook of a cleaner nobody watches: every step is taken."""
     return None
 
 
-def swap_in(directory: Path, new_base: int, old_bases: Iterable[int], *, hook: StepHook = _no_hook) -> None:
+def swap_in(directory: Path, new_base: int, old_bases: Iterable[int], *, hook: StepHook = no_hook) -> None:
     """Steps 2-4 above: make the fsynced `.cleaned` segment at `new_base` live in place of `old_bases`.
 
     The caller fsyncs the directory afterwards (step 5) and must hold the log's segment lock, so no
