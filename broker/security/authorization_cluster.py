@@ -119,5 +119,12 @@ def elect_leaders_refusal(r: elect_leaders.ElectLeadersRequest) -> Any:
             for p in t.partitions]) for t in r.topic_partitions or []])
 
 
+class RefusedEntry(typing.TypedDict):
+    """The fields a refused CreateAcls / DeleteAcls entry is built from (`Result(**DENIED_ACL)`)."""
+
+    error_code: int
+    error_message: str
+
+
 #: the fields of a CreateAcls / DeleteAcls entry refused for want of ALTER on the cluster
-DENIED_ACL = {"error_code": CLUSTER_DENIED, "error_message": "not authorized to alter ACLs"}
+DENIED_ACL: RefusedEntry = {"error_code": CLUSTER_DENIED, "error_message": "not authorized to alter ACLs"}

@@ -19,7 +19,8 @@ from pybroker.broker.security.quotas import ClientQuotas
 from pybroker.protocol.api_keys import ApiKey
 
 #: api key -> (quota key, first version whose clients throttle themselves on the response's throttle)
-THROTTLED_APIS = {ApiKey.PRODUCE: (PRODUCER_BYTE_RATE, 6), ApiKey.FETCH: (CONSUMER_BYTE_RATE, 8)}
+THROTTLED_APIS: dict[int, tuple[str, int]] = {ApiKey.PRODUCE: (PRODUCER_BYTE_RATE, 6),
+                                              ApiKey.FETCH: (CONSUMER_BYTE_RATE, 8)}
 
 
 def fetch_bytes(response: Any) -> int:
