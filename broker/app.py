@@ -155,11 +155,16 @@ class BrokerApp:
         def offline(directory: Path, exc: BaseException) -> None:
             # fetches long-polling that dir's partitions answer now (KAFKA_STORAGE_ERROR), not at max wait
             keys = [(log.topic, log.partition) for log in logs.logs() if logs.dir_of(log.topic, log.partition) == directory]
-            loop.call_soon_threadsafe(lambda: [self.state.replicas.notify(key) for key in keys])
+            loop.call_soon_threadsafe(self._wake_watchers, keys)
             if all(d in logs.offline_dirs for d in logs.dirs):
                 loop.call_soon_threadsafe(self._all_dirs_offline)
 
         logs.failures.on_offline(offline)
+
+    def _wake_watchers(self, keys: list[tuple[str, int]]) -> None:
+        """On the event loop: the delayed operations watching `keys` look again."""
+        for key in keys:
+            self.state.replicas.notify(key)
 
     def _all_dirs_offline(self) -> None:
         if self.exit_code == 0:

@@ -247,12 +247,12 @@ class ConsumerGroups:
                                        f"The consumer group has reached its maximum capacity of "
                                        f"{self.store.config.consumer_max_size} members.")
             member_id = req.member_id or str(uuid.uuid4())
-            member = ConsumerMember(member_id, instance_id=req.instance_id, client_id=req.client_id,
+            joined = ConsumerMember(member_id, instance_id=req.instance_id, client_id=req.client_id,
                                     client_host=req.client_host, last_heartbeat_ms=now)
-            data.members[member_id] = member
+            data.members[member_id] = joined
             if req.instance_id is not None:
                 data.static_members[req.instance_id] = member_id
-            return member, True
+            return joined, True
         member = data.members.get(req.member_id)
         if member is None:
             raise HeartbeatRefused(ErrorCode.UNKNOWN_MEMBER_ID,

@@ -34,6 +34,8 @@ from pybroker.protocol.messages.alter_user_scram_credentials import (
     AlterUserScramCredentialsRequest,
     AlterUserScramCredentialsResponse,
     AlterUserScramCredentialsResult,
+    ScramCredentialDeletion,
+    ScramCredentialUpsertion,
 )
 from pybroker.protocol.messages.describe_user_scram_credentials import (
     CredentialInfo,
@@ -97,7 +99,8 @@ def handle_alter(ctx: RequestContext, request: AlterUserScramCredentialsRequest)
     problems: dict[str, tuple[ErrorCode, str]] = {}
     seen: Counter[tuple[str, int]] = Counter()
     order: list[str] = []
-    for change in [*request.deletions, *request.upsertions]:
+    changes: list[ScramCredentialDeletion | ScramCredentialUpsertion] = [*request.deletions, *request.upsertions]
+    for change in changes:
         seen[(change.name, change.mechanism)] += 1
         order.append(change.name)
     for (name, _), count in seen.items():
