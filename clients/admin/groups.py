@@ -202,7 +202,10 @@ def plan_reset(client: WireClient, group: str, partitions: Sequence[Partition], 
         raise WireError(f"group {group} has no committed offsets; name the topics with --topic")
     starts = list_offsets(client, keys, EARLIEST)
     ends = list_offsets(client, keys, LATEST)
-    found = list_offsets(client, keys, target.timestamp_ms) if target.to == "timestamp" else {}
+    found: dict[Partition, int] = {}
+    if target.to == "timestamp":
+        assert target.timestamp_ms is not None  # a "timestamp" target always carries its time
+        found = list_offsets(client, keys, target.timestamp_ms)
     plan = []
     for key in keys:
         start, end, current = starts[key], ends[key], committed.get(key)

@@ -18,6 +18,7 @@ from typing import Any
 
 from pybroker.clients.admin.topics import check, metadata
 from pybroker.clients.wire import WireClient, WireError
+from pybroker.protocol.api_keys import ApiKey
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.messages.describe_producers import DescribeProducersRequest, TopicRequest
 from pybroker.protocol.messages.describe_transactions import DescribeTransactionsRequest
@@ -59,7 +60,7 @@ def list_transactions(client: WireClient, states: Iterable[str] = (), producer_i
                                       duration_filter=-1 if duration_ms is None else duration_ms,
                                       transactional_id_pattern=pattern)
     needed = 2 if pattern is not None else (1 if duration_ms is not None else 0)
-    served = client.versions.get(ListTransactionsRequest.API_KEY, (0, -1))[1]
+    served = client.versions.get(ApiKey.LIST_TRANSACTIONS, (0, -1))[1]
     if served < needed:
         what = "--transactional-id-pattern" if needed == 2 else "--duration-ms"
         raise WireError(f"{what} needs ListTransactions v{needed}; the broker serves up to v{served}")

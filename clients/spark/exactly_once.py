@@ -43,6 +43,7 @@ Pure Python (no Spark): the data source passes the task's partition, attempt and
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 import uuid
@@ -209,7 +210,7 @@ def write_task(rows: Iterable[Any], options: WriteOptions, columns: Columns, *, 
         for row in rows:
             topic, explicit, key, value, headers = row_record(row, options, columns)
             if explicit is not None:
-                count = cluster.retry(f"partitions of {topic}", lambda t=topic: cluster.partitions(t))
+                count = cluster.retry(f"partitions of {topic}", functools.partial(cluster.partitions, topic))
                 if not 0 <= explicit < count:
                     raise RuntimeError(f"could not send a record to {topic}-{explicit}: the topic has {count} "
                                        "partitions")

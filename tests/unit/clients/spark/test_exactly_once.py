@@ -73,6 +73,18 @@ def test_a_task_that_fails_aborts_its_own_transaction(broker: FakeBroker) -> Non
     assert broker.txns["pybroker-spark.q.0.0"].open is False and broker.committed == []
 
 
+def test_a_row_naming_a_partition_is_checked_against_the_topics_partition_count(broker: FakeBroker) -> None:
+    columns = Columns(has_key=True, has_topic=False, has_partition=True, has_headers=False)
+    rows: list[dict[str, Any]] = [{"key": "k0", "value": "v0", "partition": 2}]
+    task = exactly_once.write_task(rows, _options(), columns, job="q", batch=0, partition=0, attempt=0,
+                                   streaming=False)
+    exactly_once.commit_all(_options(), [task], "test")
+    assert _values(broker) == [b"v0"]
+    with pytest.raises(RuntimeError, match="out-3: the topic has 3 partitions"):
+        exactly_once.write_task([{"key": "k1", "value": "v1", "partition": 3}], _options(), columns, job="q",
+                                batch=0, partition=1, attempt=0, streaming=False)
+
+
 def test_the_driver_abort_aborts_every_task(broker: FakeBroker) -> None:
     tasks = [_task(_rows(2, 2 * p), p) for p in range(2)]
     exactly_once.abort_all(_options(), [t.transactional_id or "" for t in tasks], "test")
