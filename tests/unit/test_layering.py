@@ -122,3 +122,17 @@ def test_the_file_io_check_sees(source: str) -> None:
 @pytest.mark.parametrize("source", ["region.read_bytes()", "struct.unpack_from('>i', buf, 0)", "opened = 1"])
 def test_the_file_io_check_passes(source: str) -> None:
     assert not _file_io(source)
+
+
+def test_every_package_of_the_code_folders_is_installed() -> None:
+    """A subpackage missing from pyproject.toml's list works in the editable install and is left out of a
+    wheel: every folder with an `__init__.py` under a code folder is listed."""
+    import tomllib
+
+    settings = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    found = set()
+    for package, folder in settings["package-dir"].items():
+        for init in (ROOT / folder).rglob("__init__.py"):
+            parts = init.parent.relative_to(ROOT / folder).parts
+            found.add(".".join((package, *parts)))
+    assert found == set(settings["packages"])
