@@ -160,11 +160,12 @@ class LazyTree:
 
     def truncate(self, node: Node, length: int) -> None:
         data = self.content(node)
-        if length < len(data):
+        old_length = len(data)
+        if length < old_length:
             del data[length:]
         else:
-            data.extend(bytes(length - len(data)))
-        self._dirty(node, length if length < len(data) else len(data))
+            data.extend(bytes(length - old_length))
+        self._dirty(node, min(length, old_length))
 
     def _dirty(self, node: Node, offset: int) -> None:
         node.dirty_from = offset if node.dirty_from is None else min(node.dirty_from, offset)

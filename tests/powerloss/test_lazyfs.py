@@ -79,6 +79,23 @@ def test_data_written_after_the_last_fsync_is_gone(lazy: LazyMount) -> None:
     assert f.read_bytes() == b"one,"
 
 
+def test_an_overwrite_in_the_middle_and_a_growing_truncate_become_durable_with_the_next_fsync(
+        lazy: LazyMount) -> None:
+    f = lazy.mountpoint / "f"
+    _write(f, b"0123456789", fsync=True)
+    _fsync_dir(lazy.mountpoint)
+    fd = os.open(f, os.O_RDWR)
+    try:
+        os.pwrite(fd, b"ab", 2)
+        os.ftruncate(fd, 12)
+        os.fsync(fd)
+        os.pwrite(fd, b"zz", 0)  # after the last fsync: gone
+    finally:
+        os.close(fd)
+    _power_cut(lazy)
+    assert f.read_bytes() == b"01ab456789\0\0"
+
+
 def test_an_unsynced_truncate_is_undone(lazy: LazyMount) -> None:
     f = lazy.mountpoint / "f"
     _write(f, b"0123456789", fsync=True)
