@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PYTEST_ARGS ?=
 
-.PHONY: cc kcat java prometheus chromium bytecode run test test-fast lint bench fuzz check-gen gen docs install clean
+.PHONY: cc kcat fuse java prometheus chromium bytecode run test test-fast lint bench fuzz check-gen gen docs install clean
 
 # two stamps: `make run` needs only the broker (.venv/.installed-broker); tests, lint and the Spark
 # connector need the extras too (.venv/.installed, which implies the other)
@@ -38,6 +38,11 @@ kcat:
 	@command -v kcat >/dev/null 2>&1 || command -v kafkacat >/dev/null 2>&1 || \
 	  { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q kcat; }
 
+# the power-loss tests mount a FUSE file system (tests/powerloss/): libfuse 3 and fusermount3
+fuse:
+	@{ command -v fusermount3 >/dev/null 2>&1 && ldconfig -p | grep -q libfuse3; } || \
+	  { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q fuse3; }
+
 # Spark (the connector's tests) needs Java 17+
 java:
 	@command -v java >/dev/null 2>&1 || \
@@ -63,10 +68,10 @@ bytecode: $(BROKER_STAMP)
 run: $(BROKER_STAMP) bytecode
 	$(VENV)/bin/pybroker start --log-dirs ./data --listeners PLAINTEXT://127.0.0.1:9092
 
-test: $(STAMP) kcat java prometheus chromium bytecode
+test: $(STAMP) kcat fuse java prometheus chromium bytecode
 	$(PY) -m pytest $(PYTEST_ARGS)
 
-test-fast: $(STAMP) java bytecode
+test-fast: $(STAMP) fuse java bytecode
 	$(PY) -m pytest -m "not slow" $(PYTEST_ARGS)
 
 # mypy checks the sources under the names they are imported by (pybroker.broker.x, ...). Given the bare
