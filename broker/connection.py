@@ -202,8 +202,10 @@ class KafkaConnection(asyncio.BufferedProtocol):
                         sock.setsockopt(socket.SOL_SOCKET, option, size)
         if sock is not None and sendfile_possible(transport):
             # plain TCP: answers go out through our own queue (writev + sendfile), not the transport
+            transport = self.transport
             self.writer = SendQueue(sock.fileno(), asyncio.get_running_loop(), pause=self.pause_writing,
-                                    resume=self.resume_writing, on_error=self._send_failed)
+                                    resume=self.resume_writing, on_error=self._send_failed,
+                                    is_open=lambda: not transport.is_closing())
         else:
             self.writer = CopyingWriter(self.transport)
         self.state.connections.add(self)

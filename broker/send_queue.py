@@ -6,8 +6,11 @@ buffer: `SendQueue` keeps them, in order, and puts them on the socket itself: by
 `os.writev`, file regions with `os.sendfile`, or, above `SPLICE_ABOVE`, with `os.splice` through a pipe
 borrowed from the pool (`broker.splice_pipes`: the socket gets a large region in one send, not in the
 kernel's 64 KiB steps). When the socket takes no more (a partial send, EAGAIN) it
-waits for the socket to be writable (`loop.add_writer` on a duplicate of the socket's descriptor; the
-transport owns the original) and resumes where it stopped. Segment bytes are never read into Python on
+waits for the socket to be writable and resumes where it stopped. The loop refuses `add_writer` on a
+descriptor its transport owns, and a duplicate would make each connection cost two descriptors, so the
+wait goes through the loop's one epoll instance (`broker.writable_waiter`). The queue uses the
+transport's own descriptor, and only while `is_open()` says the transport has not begun to close it:
+once it has, the number may belong to another connection, and the queue drops what it holds unsent. Segment bytes are never read into Python on
 this path. TLS cannot splice files into an encrypted stream: `CopyingWriter` reads regions with `pread`
 and writes them through the transport.
 
@@ -24,7 +27,6 @@ finished, so the connection must close.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import errno
 import os
 import socket
@@ -34,6 +36,7 @@ from typing import Any
 
 from pybroker.broker.metrics.fetch_bytes import COPIED, SENDFILE
 from pybroker.broker.splice_pipes import PIPES, SPLICE_ABOVE, Pipe, PipePool
+from pybroker.broker.writable_waiter import WritableWaiter, waiter_for
 
 #: queued bytes above which the connection stops reading, and below which it reads again
 HIGH_WATER = 256 * 1024
@@ -68,18 +71,22 @@ class _Region:
 
 
 class SendQueue:
-    """A connection's answers in order, written to its plain-TCP socket with writev, sendfile and splice."""
+    """A connection's answers in order, written to its plain-TCP socket with writev, sendfile and splice.
+    Event-loop thread only."""
 
-    __slots__ = ("_fd", "_high", "_loop", "_low", "_on_drained", "_on_error", "_pause", "_paused", "_pipe", "_pipes",
-                 "_queue", "_queued", "_resume", "_waiting", "closed", "copied_bytes", "sendfile_bytes")
+    __slots__ = ("_fd", "_high", "_is_open", "_low", "_on_drained", "_on_error", "_on_writable_cb", "_pause",
+                 "_paused", "_pipe", "_pipes", "_queue", "_queued", "_resume", "_waiter", "_waiting", "closed",
+                 "copied_bytes", "sendfile_bytes")
 
     def __init__(self, sock_fd: int, loop: asyncio.AbstractEventLoop, *, pause: Callable[[], None],
                  resume: Callable[[], None], on_error: Callable[[BaseException], None],
                  high_water: int = HIGH_WATER, low_water: int = LOW_WATER,
-                 pipes: PipePool | None = PIPES) -> None:
-        # our own descriptor of the socket: the loop refuses add_writer on the transport's
-        self._fd = os.dup(sock_fd)
-        self._loop = loop
+                 pipes: PipePool | None = PIPES, is_open: Callable[[], bool] = lambda: True) -> None:
+        # the transport's descriptor: used only while `is_open()` (the transport has not begun closing it)
+        self._fd = sock_fd
+        self._is_open = is_open
+        self._waiter: WritableWaiter = waiter_for(loop)
+        self._on_writable_cb = self._on_writable  # one bound method: the waiter cancels by identity
         self._pause = pause
         self._resume = resume
         self._on_error = on_error
@@ -131,7 +138,8 @@ class SendQueue:
             self._on_drained.append(callback)
 
     def close(self) -> None:
-        """Drop what is queued and let go of the socket descriptor (the connection is gone)."""
+        """Drop what is queued and stop waiting on the socket (the connection is gone; its transport
+        closes the descriptor)."""
         if self.closed:
             return
         self.closed = True
@@ -143,18 +151,19 @@ class SendQueue:
             self._pipe = None
         if self._waiting:
             self._waiting = False
-            with contextlib.suppress(Exception):
-                self._loop.remove_writer(self._fd)
-        os.close(self._fd)
+            self._waiter.cancel(self._fd, self._on_writable_cb)
 
     # -- sending --------------------------------------------------------------------------------
     def _on_writable(self) -> None:
+        self._waiting = False  # the waiter's watch was one shot
         self._send()
 
     def _send(self) -> None:
         """Put as much on the socket as it takes now; wait for writability if something is left."""
         queue = self._queue
-        fd = self._fd
+        if not self._is_open():  # the transport closes (or closed) the descriptor: it is not ours to write
+            self.close()
+            return
         try:
             while queue:
                 head = queue[0]
@@ -172,10 +181,10 @@ class SendQueue:
         if queue:
             if not self._waiting:
                 self._waiting = True
-                self._loop.add_writer(fd, self._on_writable)
+                self._waiter.wait(self._fd, self._on_writable_cb)
         elif self._waiting:
             self._waiting = False
-            self._loop.remove_writer(fd)
+            self._waiter.cancel(self._fd, self._on_writable_cb)
         if self._paused and self._queued <= self._low:
             self._paused = False
             self._resume()

@@ -278,3 +278,40 @@ async def test_a_region_of_dropped_data_is_dropped_from_the_cache_once_wholly_se
         cache.close()  # its queued drops are done
         assert cache.dropped_bytes == 800_000
         queue.close()
+
+
+async def test_a_queue_whose_transport_is_closing_never_touches_the_descriptor(pair: Any, data_file: Any) -> None:
+    """The queue writes the transport's own descriptor: once the transport closes it, the number may be
+    another connection's, so nothing more is written to it, and what waited is dropped without an error."""
+    ours, peer = pair
+    events = Events()
+    open_ = [True]
+    queue = make_queue(ours, events, is_open=lambda: open_[0])
+    queue.write([FileRegion(data_file, 0, 900_000)])
+    assert queue.size > 0  # waiting for writability
+    open_[0] = False
+    got = b""
+    with contextlib.suppress(TimeoutError):
+        got = await asyncio.wait_for(read_all(peer, 900_000), 0.5)
+    assert len(got) < 900_000  # the wait ended without another write
+    assert queue.closed and queue.size == 0 and events.errors == []
+    queue.write([b"late answer"])  # dropped: a closed queue writes nothing
+    await asyncio.sleep(0.05)
+    assert not _readable(peer)
+
+
+def _readable(sock: socket.socket) -> bool:
+    try:
+        return bool(sock.recv(1, socket.MSG_PEEK))
+    except BlockingIOError:
+        return False
+
+
+async def test_a_queue_costs_no_descriptor_of_its_own(pair: Any) -> None:
+    ours, _peer = pair
+    make_queue(ours, Events()).close()  # the loop's waiter is made once, on first use
+    before = len(os.listdir("/proc/self/fd"))
+    queues = [make_queue(ours, Events()) for _ in range(20)]
+    assert len(os.listdir("/proc/self/fd")) == before
+    for queue in queues:
+        queue.close()
