@@ -17,6 +17,7 @@ from typing import Any
 from pybroker.broker import compiled_modules as compiled
 from pybroker.broker.allocator import tune_allocator
 from pybroker.broker.console.service import ConsoleService
+from pybroker.broker.descriptor_budget import EVICT_IDLE_S, DescriptorBudget, headroom
 from pybroker.broker.dispatch import load_handlers
 from pybroker.broker.listeners import KEY_STORE_KEYS, Listeners
 from pybroker.broker.loggers.structlog_setup import get_logger
@@ -84,6 +85,13 @@ class BrokerApp:
         apply_partition_limits(self.state.logs, self.config, limits.soft)
         log.info("partition limit", max_partitions=self.state.logs.max_partitions,
                  source=self.state.logs.max_partitions_source)
+        logs = self.state.logs
+        budget = self.state.guard.descriptors = DescriptorBudget(limits.soft, logs.max_partitions,
+                                                                 lambda: logs.partition_count)
+        log.info("connection limit", open_file_budget=budget.connections, soft_limit=limits.soft,
+                 headroom=headroom(limits.soft), max_connections=int(self.config.get("max.connections")),
+                 note="at the budget a new connection replaces one idle for "
+                      f"{EVICT_IDLE_S:g} s or more, or is refused")
         started = time.monotonic()
         for stats in self.state.startup():
             fields = _as_dict(stats)

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import functools
 import inspect
 import socket
@@ -49,6 +50,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
 from pybroker.broker.context import RequestContext
+from pybroker.broker.descriptor_budget import OUT_OF_DESCRIPTORS, REASON
 from pybroker.broker.dispatch import REGISTRY, Waiting, supported_versions
 from pybroker.broker.loggers.structlog_setup import get_logger
 from pybroker.broker.memory_pool import SMALL_FRAME_BYTES
@@ -173,14 +175,38 @@ class KafkaConnection(asyncio.BufferedProtocol):
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
         ip = str(peer[0]) if isinstance(peer, tuple) else str(peer)
+        if not self.guard.descriptor_room(self.state.connections, time.monotonic()):
+            self._refuse(REASON)
+            return
+        try:
+            self._set_up(transport, ip)
+        except OSError as exc:
+            if exc.errno not in OUT_OF_DESCRIPTORS:
+                raise
+            # out of descriptors: this connection goes, and new ones are refused a while (the acceptor's
+            # back-off); the warning, not a traceback, says so
+            if self.guard.descriptors is not None:
+                self.guard.descriptors.out_of_descriptors(time.monotonic())
+            self.writer = None
+            self.state.connections.discard(self)
+            self._refuse(REASON, error=errno.errorcode.get(exc.errno or 0, str(exc.errno)))
+
+    def _refuse(self, reason: str, **context: Any) -> None:
+        """Close a connection as soon as it was accepted, counted and warned about by `reason`."""
+        assert self.transport is not None
+        CONNECTIONS_REFUSED.labels(reason).inc()
+        self.guard.warnings.warning("connection refused", "connection refused", peer=self.peer, limit=reason,
+                                    **context)
+        self.closed = True
+        self.transport.abort()
+
+    def _set_up(self, transport: asyncio.BaseTransport, ip: str) -> None:
+        assert self.transport is not None
         refused = self.guard.creation.admit(getattr(self.state, "quotas", None), ip, self.state.clock_ms())
         if refused is None:
             refused = self.guard.limits.acquire(ip)
         if refused is not None:
-            CONNECTIONS_REFUSED.labels(refused).inc()
-            self.guard.warnings.warning("connection refused", "connection refused", peer=self.peer, limit=refused)
-            self.closed = True
-            self.transport.abort()
+            self._refuse(refused)
             return
         self._ip = ip
         if self._principal_of is not None:
@@ -202,13 +228,27 @@ class KafkaConnection(asyncio.BufferedProtocol):
                         sock.setsockopt(socket.SOL_SOCKET, option, size)
         if sock is not None and sendfile_possible(transport):
             # plain TCP: answers go out through our own queue (writev + sendfile), not the transport
-            transport = self.transport
+            tcp = self.transport
             self.writer = SendQueue(sock.fileno(), asyncio.get_running_loop(), pause=self.pause_writing,
                                     resume=self.resume_writing, on_error=self._send_failed,
-                                    is_open=lambda: not transport.is_closing())
+                                    is_open=lambda: not tcp.is_closing())
         else:
             self.writer = CopyingWriter(self.transport)
         self.state.connections.add(self)
+
+    def silent_for(self, now: float) -> float | None:
+        """Seconds since this connection last did anything; None while it has something in progress
+        (the descriptor budget closes only an idle connection for a new one)."""
+        if (self.closed or self.pending or self._busy is not None or self._backlog
+                or self.decoder.partial_size):
+            return None
+        return now - self._last_active
+
+    def evict(self) -> None:
+        """Closed for a new connection at the descriptor budget: it stops counting as open at once."""
+        log.debug("closing idle connection for a new one", peer=self.peer)
+        self._close()
+        self.state.connections.discard(self)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True

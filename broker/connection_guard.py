@@ -8,7 +8,11 @@
 - a sweeper, once a second, that closes connections silent for `connections.max.idle.ms` and those
   whose frame stopped arriving half way for `STALLED_FRAME_S` (both release their memory), and that
   writes the summaries of rate-limited warnings;
+- the descriptor budget (`descriptor_budget`, set at start from the open-file limit): at the budget a new
+  connection replaces the longest idle one or is refused, before the process meets EMFILE;
 - those rate-limited warnings (`log_limiter`), for everything a client can make us log.
+
+Event-loop thread only.
 """
 
 from __future__ import annotations
@@ -19,12 +23,14 @@ import ipaddress
 import socket
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from typing import Any, Protocol
 
+from pybroker.broker.descriptor_budget import EVICT_IDLE_S, REASON, DescriptorBudget
 from pybroker.broker.loggers.limiter import RateLimitedLog
 from pybroker.broker.loggers.structlog_setup import get_logger
 from pybroker.broker.memory_pool import MemoryPool
+from pybroker.broker.metrics.connections import CONNECTIONS_EXPIRED
 from pybroker.broker.security.connection_rate import ConnectionRates
 from pybroker.config.host_counts import parse_host_counts
 
@@ -37,6 +43,16 @@ SWEEP_EVERY_S = 1.0
 
 class Sweepable(Protocol):
     def expire_if_silent(self, now: float, idle_s: float, stalled_s: float) -> None: ...
+
+
+class Evictable(Protocol):
+    peer: str
+
+    def silent_for(self, now: float) -> float | None:
+        """Seconds since the connection last did anything; None while something is in progress."""
+
+    def evict(self) -> None:
+        """Close now, and stop counting as an open connection at once."""
 
 
 def _schedule_on_loop(fn: Callable[[], None]) -> None:
@@ -91,7 +107,34 @@ class ConnectionGuard:
         self.idle_s = int(config.get("connections.max.idle.ms")) / 1000
         self.stalled_s = min(STALLED_FRAME_S, self.idle_s)
         self.warnings = RateLimitedLog(log)
+        #: the connections the open-file limit allows (set at start; None: not checked)
+        self.descriptors: DescriptorBudget | None = None
         self._sweeper: asyncio.Task[None] | None = None
+
+    def descriptor_room(self, connections: Collection[Evictable], now: float) -> bool:
+        """Whether a new connection may keep its descriptor: below the budget, or once the longest idle
+        connection was closed for it; False while backing off after a descriptor error."""
+        budget = self.descriptors
+        if budget is None:
+            return True
+        if budget.backing_off(now):
+            return False
+        if not budget.full(len(connections)):
+            return True
+        victim: Evictable | None = None
+        longest = EVICT_IDLE_S
+        for conn in connections:
+            silent = conn.silent_for(now)
+            if silent is not None and silent >= longest:
+                victim, longest = conn, silent
+        if victim is None:
+            return False
+        CONNECTIONS_EXPIRED.labels(REASON).inc()
+        self.warnings.warning("connection closed for a new one", "closing the longest idle connection: "
+                              "the open-file budget is reached", peer=victim.peer, idle_s=round(longest, 1),
+                              budget=budget.connections)
+        victim.evict()
+        return True
 
     def start(self, connections: Iterable[Sweepable]) -> None:
         """Sweep `connections` (a live collection) until `stop`."""

@@ -90,7 +90,10 @@ BROKER_DEFS: tuple[ConfigDef, ...] = (
        "Close a connection that sent nothing and has no request in progress for this long; a frame "
        "that stops arriving half way is closed after min(30 s, this).", at_least(1)),
     _b("max.connections", "int", 2_147_483_647,
-       "Connections the broker accepts in total; one more is closed at once.", at_least(0)),
+       "Connections the broker accepts in total; one more is closed at once. The open-file limit caps them "
+       "too: of ulimit -n, a sixteenth (at least 256) is kept for the runtime and a quarter (at most the "
+       "partition cap, or the partitions held if more) for partitions; at that budget a new connection "
+       "replaces one idle for 3 s or more, or is refused.", at_least(0)),
     _b("max.connections.per.ip", "int", 2_147_483_647,
        "Connections accepted from one IP address; one more is closed at once.", at_least(0)),
     _b("max.connections.per.ip.overrides", "string", "",
