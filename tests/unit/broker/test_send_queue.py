@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+import gc
 import os
 import socket
 from collections.abc import Iterator
@@ -310,8 +311,9 @@ def _readable(sock: socket.socket) -> bool:
 async def test_a_queue_costs_no_descriptor_of_its_own(pair: Any) -> None:
     ours, _peer = pair
     make_queue(ours, Events()).close()  # the loop's waiter is made once, on first use
+    gc.collect()  # earlier tests' garbage must not close its descriptors while we count
     before = len(os.listdir("/proc/self/fd"))
     queues = [make_queue(ours, Events()) for _ in range(20)]
-    assert len(os.listdir("/proc/self/fd")) == before
+    assert len(os.listdir("/proc/self/fd")) <= before
     for queue in queues:
         queue.close()
