@@ -20,7 +20,6 @@ import contextlib
 import os
 import random
 import shutil
-import sys
 import threading
 import time
 import uuid
@@ -42,7 +41,7 @@ from pybroker.protocol.records.control import build_marker_batch, read_marker
 from pybroker.storage import timestamp_lookup
 from pybroker.storage.dir_names import renamed_dir_name
 from pybroker.storage.errors import LogClosedError, OffsetOutOfRange
-from pybroker.storage.file_region import NOTHING_TO_READ, FileRegion, ReadResult
+from pybroker.storage.file_region import NOTHING_TO_READ, FileRegion, ReadResult, unshared
 from pybroker.storage.files import fsync_dir
 from pybroker.storage.flush_timing import report_flush
 from pybroker.storage.log_config import LogConfig
@@ -610,7 +609,7 @@ class Log:
             return closed
 
     def _detach_idle_files(self, deadline: int) -> None:
-        """(A function of its own, so no local reference outlives it and spoils `_unshared`.)"""
+        """(A function of its own, so no local reference outlives it and spoils `unshared`.)"""
         for segment in self._segments:
             file = segment.detach_if_idle()
             if file is not None:
@@ -621,7 +620,7 @@ class Log:
         kept = []
         closed = 0
         for entry in self._idle_files:
-            if now_ms is None or (entry[0] <= now_ms and _unshared(entry[1])):
+            if now_ms is None or (entry[0] <= now_ms and unshared(entry[1])):
                 with contextlib.suppress(OSError):
                     entry[1].close()
                 closed += 1
@@ -629,12 +628,6 @@ class Log:
                 kept.append(entry)
         self._idle_files = kept
         return closed
-
-    def _close_idle_files(self) -> None:
-        for _, file in self._idle_files:
-            with contextlib.suppress(OSError):
-                file.close()
-        self._idle_files = []
 
     def close(self) -> None:
         """Snapshot producer state, trim and fsync the indexes, close the files (data stays as flushed)."""
@@ -645,7 +638,7 @@ class Log:
             try:
                 self.take_producer_snapshot()
             finally:
-                self._close_idle_files()
+                self._release_idle_files(None)
                 _close_all(self._segments, sync=True)
         self.release_retired()
 
@@ -674,17 +667,7 @@ class Log:
                 with contextlib.suppress(OSError):
                     segment.release()
             self._retired = []
-            self._close_idle_files()
-
-
-#: references to a file held only by `_idle_files`: the list's tuple, `_unshared`'s parameter, and
-#: `getrefcount`'s own argument
-_UNSHARED_REFS = 3
-
-
-def _unshared(file: IO[bytes]) -> bool:
-    """No `FileRegion` (or anyone else) holds this file any more."""
-    return sys.getrefcount(file) <= _UNSHARED_REFS
+            self._release_idle_files(None)
 
 
 def _close_all(segments: list[Segment], *, sync: bool) -> None:
