@@ -384,11 +384,11 @@ class Log:
         base = active.next_offset
         active.become_inactive()
         segment = self._new_segment(base, now)
+        self.producer_state.remove_expired(now)
+        self.producer_state.take_snapshot(base, sync=False)  # before publishing: see `flush`
         with self._segments_lock:
             self._segments = [*self._segments, segment]
             self._bases = [*self._bases, base]
-        self.producer_state.remove_expired(now)
-        self.producer_state.take_snapshot(base, sync=False)
         return segment
 
     def replace_segments(self, old: list[Segment], swap_in: Callable[[], Segment]) -> bool:
@@ -519,8 +519,11 @@ class Log:
                 dirty.append(segment)
             started = time.perf_counter()
             synced = [(segment, segment.flush()) for segment in dirty]
-            if any(segment.base_offset >= point for segment in dirty):
-                fsync_dir(self.dir)  # a segment created since the last flush: make its name durable
+            new = [segment.base_offset for segment in dirty if segment.base_offset >= point]
+            for base in new:  # a roll's snapshot (written before its segment was published), then the names
+                self.producer_state.sync_snapshot(base)
+            if new:
+                fsync_dir(self.dir)
             if dirty:
                 report_flush(time.perf_counter() - started)
             self._recovery_point = max(point, target)
