@@ -533,11 +533,14 @@ class Log:
             return self._recovery_point
 
     def take_producer_snapshot(self) -> None:
-        """Snapshot the producer state at the log end (at clean shutdown; rolls take their own)."""
+        """Snapshot the producer state at the log end, durably, even with no producers (it spares the next
+        start a replay): at clean shutdown; rolls take their own."""
         state = self.producer_state
         end = self.log_end_offset
-        if not state.snapshot_path(end).exists():
-            state.take_snapshot(end, sync=bool(state.producers))
+        if state.snapshot_path(end).exists():
+            state.sync_snapshot(end)  # a roll's, maybe not yet fsynced
+        else:
+            state.take_snapshot(end, sync=True)
 
     def truncate_to(self, offset: int) -> None:
         """Remove everything from the batch holding `offset` on; the log end becomes that batch's base
@@ -633,7 +636,8 @@ class Log:
         return closed
 
     def close(self) -> None:
-        """Snapshot producer state, trim and fsync the indexes, close the files (data stays as flushed)."""
+        """Snapshot producer state, trim and fsync the indexes, close the files (data stays as flushed),
+        then fsync the dir: whatever a clean stop leaves (new files, removed ones) survives a power cut."""
         with self._flush_lock:
             if self._closed:
                 return
@@ -644,6 +648,7 @@ class Log:
                 self._release_idle_files(None)
                 _close_all(self._segments, sync=True)
         self.release_retired()
+        fsync_dir(self.dir)
 
     def delete(self) -> None:
         """Remove the partition: rename its dir to Kafka's `<dir>.<uuid>-delete` (atomic; the topic part
