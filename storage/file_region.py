@@ -7,6 +7,7 @@ The server `os.sendfile`s a region or reads it with `pread`; the file stays open
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING
 
@@ -55,3 +56,13 @@ class ReadResult:
 
 
 NOTHING_TO_READ = ReadResult(None)
+
+
+#: references to a file held only by a log's list of idle files: the list's tuple, `unshared`'s
+#: parameter, and `getrefcount`'s own argument
+_UNSHARED_REFS = 3
+
+
+def unshared(file: IO[bytes]) -> bool:
+    """No `FileRegion` (or anyone else) holds this file any more (`Log.close_idle_files`)."""
+    return sys.getrefcount(file) <= _UNSHARED_REFS

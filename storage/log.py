@@ -20,7 +20,6 @@ import contextlib
 import os
 import random
 import shutil
-import sys
 import threading
 import time
 import uuid
@@ -42,7 +41,7 @@ from pybroker.protocol.records.control import build_marker_batch, read_marker
 from pybroker.storage import timestamp_lookup
 from pybroker.storage.dir_names import renamed_dir_name
 from pybroker.storage.errors import LogClosedError, OffsetOutOfRange
-from pybroker.storage.file_region import NOTHING_TO_READ, FileRegion, ReadResult
+from pybroker.storage.file_region import NOTHING_TO_READ, FileRegion, ReadResult, unshared
 from pybroker.storage.files import fsync_dir
 from pybroker.storage.flush_timing import report_flush
 from pybroker.storage.log_config import LogConfig
@@ -385,11 +384,11 @@ class Log:
         base = active.next_offset
         active.become_inactive()
         segment = self._new_segment(base, now)
+        self.producer_state.remove_expired(now)
+        self.producer_state.take_snapshot(base, sync=False)  # before publishing: see `flush`
         with self._segments_lock:
             self._segments = [*self._segments, segment]
             self._bases = [*self._bases, base]
-        self.producer_state.remove_expired(now)
-        self.producer_state.take_snapshot(base, sync=False)
         return segment
 
     def replace_segments(self, old: list[Segment], swap_in: Callable[[], Segment]) -> bool:
@@ -520,8 +519,11 @@ class Log:
                 dirty.append(segment)
             started = time.perf_counter()
             synced = [(segment, segment.flush()) for segment in dirty]
-            if any(segment.base_offset >= point for segment in dirty):
-                fsync_dir(self.dir)  # a segment created since the last flush: make its name durable
+            new = [segment.base_offset for segment in dirty if segment.base_offset >= point]
+            for base in new:  # a roll's snapshot (written before its segment was published), then the names
+                self.producer_state.sync_snapshot(base)
+            if new:
+                fsync_dir(self.dir)
             if dirty:
                 report_flush(time.perf_counter() - started)
             self._recovery_point = max(point, target)
@@ -531,11 +533,14 @@ class Log:
             return self._recovery_point
 
     def take_producer_snapshot(self) -> None:
-        """Snapshot the producer state at the log end (at clean shutdown; rolls take their own)."""
+        """Snapshot the producer state at the log end, durably, even with no producers (it spares the next
+        start a replay): at clean shutdown; rolls take their own."""
         state = self.producer_state
         end = self.log_end_offset
-        if not state.snapshot_path(end).exists():
-            state.take_snapshot(end, sync=bool(state.producers))
+        if state.snapshot_path(end).exists():
+            state.sync_snapshot(end)  # a roll's, maybe not yet fsynced
+        else:
+            state.take_snapshot(end, sync=True)
 
     def truncate_to(self, offset: int) -> None:
         """Remove everything from the batch holding `offset` on; the log end becomes that batch's base
@@ -610,7 +615,7 @@ class Log:
             return closed
 
     def _detach_idle_files(self, deadline: int) -> None:
-        """(A function of its own, so no local reference outlives it and spoils `_unshared`.)"""
+        """(A function of its own, so no local reference outlives it and spoils `unshared`.)"""
         for segment in self._segments:
             file = segment.detach_if_idle()
             if file is not None:
@@ -621,7 +626,7 @@ class Log:
         kept = []
         closed = 0
         for entry in self._idle_files:
-            if now_ms is None or (entry[0] <= now_ms and _unshared(entry[1])):
+            if now_ms is None or (entry[0] <= now_ms and unshared(entry[1])):
                 with contextlib.suppress(OSError):
                     entry[1].close()
                 closed += 1
@@ -630,14 +635,9 @@ class Log:
         self._idle_files = kept
         return closed
 
-    def _close_idle_files(self) -> None:
-        for _, file in self._idle_files:
-            with contextlib.suppress(OSError):
-                file.close()
-        self._idle_files = []
-
     def close(self) -> None:
-        """Snapshot producer state, trim and fsync the indexes, close the files (data stays as flushed)."""
+        """Snapshot producer state, trim and fsync the indexes, close the files (data stays as flushed),
+        then fsync the dir: whatever a clean stop leaves (new files, removed ones) survives a power cut."""
         with self._flush_lock:
             if self._closed:
                 return
@@ -645,9 +645,10 @@ class Log:
             try:
                 self.take_producer_snapshot()
             finally:
-                self._close_idle_files()
+                self._release_idle_files(None)
                 _close_all(self._segments, sync=True)
         self.release_retired()
+        fsync_dir(self.dir)
 
     def delete(self) -> None:
         """Remove the partition: rename its dir to Kafka's `<dir>.<uuid>-delete` (atomic; the topic part
@@ -674,17 +675,7 @@ class Log:
                 with contextlib.suppress(OSError):
                     segment.release()
             self._retired = []
-            self._close_idle_files()
-
-
-#: references to a file held only by `_idle_files`: the list's tuple, `_unshared`'s parameter, and
-#: `getrefcount`'s own argument
-_UNSHARED_REFS = 3
-
-
-def _unshared(file: IO[bytes]) -> bool:
-    """No `FileRegion` (or anyone else) holds this file any more."""
-    return sys.getrefcount(file) <= _UNSHARED_REFS
+            self._release_idle_files(None)
 
 
 def _close_all(segments: list[Segment], *, sync: bool) -> None:

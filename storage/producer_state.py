@@ -22,6 +22,9 @@ coordinator's transactional offset commits) get the epoch check only, as Kafka's
 
 State survives restarts through snapshots in Kafka's format (`producer_snapshot`), taken when a
 segment rolls and at clean shutdown; loading replays batch headers from the newest snapshot to the end.
+A roll's snapshot is written on the event loop without fsync; the log's flush (flusher thread) fsyncs
+it with `sync_snapshot` before the recovery point passes it. Pruning never removes the newest snapshot
+known durable before a newer one is, so a power cut always leaves a whole one (or none) to start from.
 Producers idle longer than Kafka's `producer.id.expiration.ms` default are dropped at load and roll,
 unless a transaction of theirs is open.
 """
@@ -139,6 +142,8 @@ class ProducerStateManager:
         self.producers: dict[int, ProducerEntry] = {}
         #: producer id -> first offset of its open transaction
         self.ongoing: dict[int, int] = {}
+        #: offsets of snapshots written without fsync (a roll's), until `sync_snapshot` or pruning
+        self._unsynced: set[int] = set()
 
     # -- the append path ---------------------------------------------------------------------------
     def check(self, batches: list[tuple[int, BatchHeader]]) -> BatchMetadata | None:
@@ -280,10 +285,39 @@ class ProducerStateManager:
                                     entry.coordinator_epoch, txn)
 
     def take_snapshot(self, offset: int, *, sync: bool) -> None:
-        """Write the state as of `offset` (every batch below it applied) and prune old snapshots."""
+        """Write the state as of `offset` (every batch below it applied) and prune old snapshots.
+
+        Without `sync` (a roll, on the event loop: no fsync on the produce path) the file is only written;
+        `sync_snapshot` makes it durable later, from the log's flush, before the recovery point passes it.
+        Pruning never removes the newest snapshot known durable while a newer one may not be: a power cut
+        in between must still find one whole snapshot to start from.
+        """
         atomic_write(self.snapshot_path(offset), encode_snapshot(self._entries()), sync=sync)
-        for old in self.snapshot_offsets()[:-SNAPSHOTS_KEPT]:
-            self.snapshot_path(old).unlink(missing_ok=True)
+        (self._unsynced.discard if sync else self._unsynced.add)(offset)
+        offsets = self.snapshot_offsets()
+        durable = [o for o in offsets if o not in self._unsynced]
+        for old in offsets[:-SNAPSHOTS_KEPT]:
+            if not durable or old != durable[-1]:
+                self.snapshot_path(old).unlink(missing_ok=True)
+                self._unsynced.discard(old)
+
+    def sync_snapshot(self, offset: int) -> None:
+        """fsync the snapshot at `offset` if one was written without (the caller fsyncs the dir after).
+
+        Called from the log's flush, on the flusher thread, for the segments a roll made since the last
+        flush; a snapshot pruned meanwhile is simply gone."""
+        if offset not in self._unsynced:
+            return
+        try:
+            fd = os.open(self.snapshot_path(offset), os.O_RDONLY)
+        except FileNotFoundError:
+            self._unsynced.discard(offset)
+            return
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        self._unsynced.discard(offset)
 
     def snapshot_into(self, directory: Path, offset: int) -> None:
         """Write the state as of `offset` into another log's dir (a move hands its producers over)."""

@@ -142,3 +142,28 @@ def test_idle_producers_expire(tmp_path: Path) -> None:
     log = open_log(tmp_path / "t-0")
     assert sorted(log.producer_state.producers) == [4]
     log.close()
+
+
+def _snapshots(directory: Path) -> list[int]:
+    return sorted(int(p.name.split(".")[0]) for p in directory.glob("*.snapshot"))
+
+
+def test_pruning_keeps_the_newest_durable_snapshot_until_a_flush_makes_a_newer_one_durable(tmp_path: Path) -> None:
+    """Rolls write their snapshots without fsync (the produce path); until a flush fsyncs them, a power cut
+    could leave them empty, so the older snapshot known durable must stay to start from."""
+    log = open_log(tmp_path / "t-0")
+    append(log, batch(1, producer=(9, 0, 0)))
+    log.close()  # a clean stop: a durable snapshot at 1
+    log = open_log(tmp_path / "t-0")
+    for seq in range(1, 6):
+        append(log, batch(1, producer=(9, 0, seq)))
+        log.roll(NOW)  # snapshots at 2..6, none fsynced
+    assert _snapshots(tmp_path / "t-0") == [1, 4, 5, 6]  # the newest three, and the durable one
+    log.flush()  # fsyncs the rolls' snapshots before its recovery point passes them
+    append(log, batch(1, producer=(9, 0, 6)))
+    log.roll(NOW)
+    assert _snapshots(tmp_path / "t-0") == [5, 6, 7]
+    log.close()
+    log = open_log(tmp_path / "t-0")
+    assert append(log, batch(1, producer=(9, 0, 6))).duplicate
+    log.close()
