@@ -60,8 +60,9 @@ BYTECODE_DIRS := broker clients protocol storage config tests bench examples
 bytecode: $(BROKER_STAMP)
 	$(PY) -m compileall -q -j 0 $(BYTECODE_DIRS) >/dev/null
 
+# the metrics port serves the web console too (/console/, answering this machine only; README.md's URL)
 run: $(BROKER_STAMP) bytecode
-	$(VENV)/bin/pybroker start --log-dirs ./data --listeners PLAINTEXT://127.0.0.1:9092
+	$(VENV)/bin/pybroker start --log-dirs ./data --listeners PLAINTEXT://127.0.0.1:9092 --metrics-port 9404
 
 test: $(STAMP) kcat java prometheus chromium bytecode
 	$(PY) -m pytest $(PYTEST_ARGS)
