@@ -14,16 +14,20 @@ BROKER_STAMP := $(VENV)/.installed-broker
 # the compiled modules' sources (setup.py's table) are among them: a changed source rebuilds its extension
 SOURCES_OF_INSTALL := pyproject.toml setup.py $(wildcard protocol/*.py protocol/records/*.py protocol/records/*.c protocol/records/*.h protocol/messages/*.py) clients/spark/_arrow_records.c
 
+# pip is quiet (-q) and the compile takes a minute or two: one line says so before, one with the time after
+INSTALL_SAYS = echo "installing pybroker into $(VENV): compiling its hot modules with mypyc and a C compiler (1-3 min, quiet)"
+INSTALLED_SAYS = echo "installed in $$(( $$(date +%s) - start )) s: $(VENV)/bin/pybroker"
+
 $(BROKER_STAMP): $(SOURCES_OF_INSTALL) | cc
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e .
+	@$(INSTALL_SAYS); start=$$(date +%s); $(PY) -m pip install -q -e . && $(INSTALLED_SAYS)
 	touch $(BROKER_STAMP)
 
 $(STAMP): $(SOURCES_OF_INSTALL) | cc
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test,dev,spark]'
+	@$(INSTALL_SAYS); start=$$(date +%s); $(PY) -m pip install -q -e '.[test,dev,spark]' && $(INSTALLED_SAYS)
 	touch $(STAMP) $(BROKER_STAMP)
 
 install: $(STAMP)
