@@ -14,16 +14,20 @@ BROKER_STAMP := $(VENV)/.installed-broker
 # the compiled modules' sources (setup.py's table) are among them: a changed source rebuilds its extension
 SOURCES_OF_INSTALL := pyproject.toml setup.py $(wildcard protocol/*.py protocol/records/*.py protocol/records/*.c protocol/records/*.h protocol/messages/*.py) clients/spark/_arrow_records.c
 
+# pip is quiet (-q) and the compile takes a minute or two: one line says so before, one with the time after
+INSTALL_SAYS = echo "installing pybroker into $(VENV): compiling its hot modules with mypyc and a C compiler (1-3 min, quiet)"
+INSTALLED_SAYS = echo "installed in $$(( $$(date +%s) - start )) s: $(VENV)/bin/pybroker"
+
 $(BROKER_STAMP): $(SOURCES_OF_INSTALL) | cc
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e .
+	@$(INSTALL_SAYS); start=$$(date +%s); $(PY) -m pip install -q -e . && $(INSTALLED_SAYS)
 	touch $(BROKER_STAMP)
 
 $(STAMP): $(SOURCES_OF_INSTALL) | cc
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test,dev,spark]'
+	@$(INSTALL_SAYS); start=$$(date +%s); $(PY) -m pip install -q -e '.[test,dev,spark]' && $(INSTALLED_SAYS)
 	touch $(STAMP) $(BROKER_STAMP)
 
 install: $(STAMP)
@@ -65,8 +69,9 @@ BYTECODE_DIRS := broker clients protocol storage config tests bench examples
 bytecode: $(BROKER_STAMP)
 	$(PY) -m compileall -q -j 0 $(BYTECODE_DIRS) >/dev/null
 
+# the metrics port serves the web console too (/console/, answering this machine only; README.md's URL)
 run: $(BROKER_STAMP) bytecode
-	$(VENV)/bin/pybroker start --log-dirs ./data --listeners PLAINTEXT://127.0.0.1:9092
+	$(VENV)/bin/pybroker start --log-dirs ./data --listeners PLAINTEXT://127.0.0.1:9092 --metrics-port 9404
 
 test: $(STAMP) kcat fuse java prometheus chromium bytecode
 	$(PY) -m pytest $(PYTEST_ARGS)

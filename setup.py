@@ -134,4 +134,11 @@ def _warn(exc: Exception, name: str = "the compiled modules") -> None:
     print(f"WARNING: {name} was not compiled ({exc}); pybroker will run its pure-Python twin", file=sys.stderr)
 
 
-setup(ext_modules=_extensions(), cmdclass={"build_ext": _OptionalBuildExt})
+#: the build leaves nothing in the checkout: mypyc's staged sources and C files and setuptools' temp dirs
+#: go to build/, removed once setup is done (an 18 MB dir a user never asked for), unless it was there before
+_BUILD_WAS_THERE = (HERE / "build").exists()
+try:
+    setup(ext_modules=_extensions(), cmdclass={"build_ext": _OptionalBuildExt})
+finally:
+    if not _BUILD_WAS_THERE:
+        shutil.rmtree(HERE / "build", ignore_errors=True)

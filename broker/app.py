@@ -20,7 +20,7 @@ from pybroker.broker.console.service import ConsoleService
 from pybroker.broker.descriptor_budget import EVICT_IDLE_S, DescriptorBudget, headroom
 from pybroker.broker.dispatch import load_handlers
 from pybroker.broker.listeners import KEY_STORE_KEYS, Listeners
-from pybroker.broker.loggers.structlog_setup import get_logger
+from pybroker.broker.loggers.structlog_setup import for_a_person, get_logger
 from pybroker.broker.metrics.service import MetricsService, log_dirs_problem
 from pybroker.broker.resource_limits import apply_partition_limits, raise_open_file_limit
 from pybroker.broker.state import BrokerState
@@ -68,9 +68,15 @@ class BrokerApp:
         load_handlers()
         # listeners and their TLS material first: a bad key store stops startup before any recovery
         self.listeners = listeners = Listeners(self.config)
-        log.info("starting", node_id=self.state.node_id, config=self.config.effective(),
-                 explicitly_set=sorted(self.config.explicit), unknown_config_keys=sorted(self.config.unknown),
-                 record_walk=compiled.guard_record_walk(), compiled_modules=compiled.compiled())
+        details = {"config": self.config.effective(), "record_walk": compiled.guard_record_walk(),
+                   "compiled_modules": compiled.compiled()}
+        if for_a_person():  # thousands of characters of config make a terminal's first line unreadable
+            log.info("starting", node_id=self.state.node_id, explicitly_set=sorted(self.config.explicit),
+                     unknown_config_keys=sorted(self.config.unknown))
+            log.debug("effective config", **details)
+        else:
+            log.info("starting", node_id=self.state.node_id, explicitly_set=sorted(self.config.explicit),
+                     unknown_config_keys=sorted(self.config.unknown), **details)
         if compiled.stale():  # an extension older than its source runs old code until a reinstall
             log.warning("compiled modules built from another source: reinstall", modules=compiled.stale())
         if self.config.unknown:  # a typo in server.properties deserves its own line, not a field in a long one
@@ -122,7 +128,25 @@ class BrokerApp:
             self.console_bound_port = await self.console.start(on_metrics_port=self.metrics_bound_port is not None)
             if self.console_bound_port is not None:
                 log.info("console listening", host=self.console.host, port=self.console_bound_port, path="/console")
+            url = self.console_url()
+            if url is not None:
+                log.info("console", url=url)
         self.serving = True
+
+    def console_url(self) -> str | None:
+        """Where a person on this machine opens the console: its own port if it has one, else the metrics
+        port's /console/ (which answers loopback peers only); None when it is served nowhere."""
+        if self.console is None:
+            return None
+        if self.console_bound_port is not None:
+            host, port = self.console.host, self.console_bound_port
+        elif self.metrics_bound_port is not None:
+            host, port = self.metrics_host, self.metrics_bound_port
+        else:
+            return None
+        if host in ("", "0.0.0.0", "::"):
+            host = "127.0.0.1"
+        return f"http://{'[' + host + ']' if ':' in host else host}:{port}/console/"
 
     async def run_background(self) -> None:
         """Periodic jobs: the flush policy for acks=0/1 data, checkpoints, retention, and the TLS key

@@ -8,6 +8,7 @@ and one line naming the key; no traceback.
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -24,13 +25,35 @@ def _fail(message: str) -> None:
 
 
 def _parse_overrides(pairs: tuple[str, ...]) -> dict[str, str]:
+    """`--override key=value`s. An unknown key here is a typo on a command line someone just typed: refused
+    with the nearest keys. (In a `server.properties` it stays a warning, as in Kafka: such files carry
+    keys of other brokers' features.)"""
+    from pybroker.config.broker_config import broker_definition
+
     overrides: dict[str, str] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key.strip():
             _fail(f"--override expects key=value, got {pair!r}")
-        overrides[key.strip()] = value.strip()
+        key = key.strip()
+        per_mechanism = re.fullmatch(r"listener\.name\.[\w-]+\.[\w-]+\.(sasl\..+)", key)  # Kafka's ...plain.sasl.jaas.config
+        if broker_definition(key) is None and not (per_mechanism and broker_definition(per_mechanism.group(1))):
+            _fail(f"--override: unknown config key {key!r}{_did_you_mean(key)}")
+        overrides[key] = value.strip()
     return overrides
+
+
+def _did_you_mean(key: str) -> str:
+    from difflib import get_close_matches
+
+    from pybroker.config.definitions import BROKER, TOPIC
+
+    near = get_close_matches(key, list(BROKER), n=3, cutoff=0.75)
+    if key in TOPIC:  # a topic key: the broker's default for it is another key (retention.ms, log.retention.ms)
+        near = [k for k in BROKER if k == f"log.{key}" or k.endswith(f".{key}")][:1] + near
+        return f" (a topic config: set it per topic; did you mean {' or '.join(dict.fromkeys(near))}?)" if near \
+            else " (a topic config: set it per topic with `pybroker topics create --config` or `topics alter`)"
+    return f" (did you mean {' or '.join(near)}?)" if near else " (`pybroker configs keys --scope broker` lists them)"
 
 
 class _Commands(click.Group):
@@ -148,6 +171,9 @@ def main() -> None:
         cli.main(standalone_mode=False, prog_name="pybroker")
     except click.exceptions.Abort:
         sys.exit(130)
+    except click.exceptions.NoArgsIsHelpError as exc:  # a bare `pybroker` or `pybroker groups`: its help, as asked
+        click.echo(exc.ctx.get_help() if exc.ctx is not None else exc.format_message())
+        sys.exit(0)
     except click.UsageError as exc:
         _fail_as_asked(exc.format_message().replace("\n", " "))
     except click.ClickException as exc:

@@ -100,6 +100,9 @@ class Unsupported(Exception):
     """The broker does not speak a version of an API the caller needs."""
 
 
+#: the first four bytes of an HTTP answer, read as a Kafka size prefix they would claim 1213486160 bytes
+HTTP_PREFIX = b"HTTP"
+
 @dataclass(frozen=True, slots=True)
 class Sent:
     """A request on its way: what `Connection.receive` needs to read and check its answer."""
@@ -227,7 +230,12 @@ class Connection:
         """The answer to `sent` (the last request sent on this connection), decoded."""
         message = sent.message_cls
         try:
-            size = _SIZE.unpack(self._read(4))[0]
+            prefix = self._read(4)
+            if prefix == HTTP_PREFIX:  # "HTTP/1.1 400 ...": a web server (a metrics or console port?)
+                self.close()
+                raise WireError(f"{self.address} is an HTTP server, not a Kafka broker (a metrics or console port? "
+                                "the broker's listener is another port)")
+            size = _SIZE.unpack(prefix)[0]
             if not 4 <= size <= self.max_response_bytes:
                 self.close()
                 raise WireError(f"the broker at {self.address} sent a response size of {size} bytes")

@@ -43,16 +43,24 @@ class ConfigSource(IntEnum):
     DEFAULT_CONFIG = 5
 
 
+#: the words of Kafka's ConfigDef for a value its type cannot parse
+_NOT_OF_TYPE = {"int": "Not a number of type INT", "short": "Not a number of type SHORT",
+                "long": "Not a number of type LONG", "double": "Not a number of type DOUBLE",
+                "boolean": "Expected value to be either true or false"}
+
+
 def parse_value(definition: ConfigDef, text: str) -> Any:
-    """Text to a checked value, or `ConfigError` naming the key."""
+    """Text to a checked value, or `ConfigError` naming the key in Kafka's words ("Invalid value abc for
+    configuration retention.ms: Not a number of type LONG"), never Python's own parse error."""
     parser, _ = PARSERS[definition.type]
+    said = f"Invalid value {text.strip()} for configuration {definition.key}"
     try:
         value = parser(text)
     except ValueError as exc:
-        raise ConfigError(definition.key, f"invalid {definition.type} value {text!r} ({exc})") from None
+        raise ConfigError(definition.key, f"{said}: {_NOT_OF_TYPE.get(definition.type, str(exc))}") from None
     problem = definition.validator(value) if definition.validator else None
     if problem:
-        raise ConfigError(definition.key, f"invalid value {text!r}: {problem}")
+        raise ConfigError(definition.key, f"{said}: {'Value ' + problem if problem.startswith('must') else problem}")
     return value
 
 

@@ -17,14 +17,15 @@ class ConfigError(ValueError):
     """A config key has a value we refuse; ``key`` names it so the message can too."""
 
     def __init__(self, key: str, message: str) -> None:
-        super().__init__(f"{key}: {message}")
+        # Kafka's "Invalid value X for configuration KEY: ..." names the key already
+        super().__init__(message if f"configuration {key}:" in message else f"{key}: {message}")
         self.key = key
         self.message = message
 
 
 def _parse_int(text: str, lo: int, hi: int) -> int:
     value = int(text.strip())
-    if not lo <= value <= hi:
+    if not lo <= value <= hi:  # as Kafka's parse of a number too big for its type: not a number of the type
         raise ValueError(f"{value} is out of range")
     return value
 

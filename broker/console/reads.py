@@ -2,7 +2,7 @@
 
 Every figure here is one a Kafka client could get: Metadata for topics and partitions, ListOffsets for
 offsets, DescribeLogDirs for sizes and free space, DescribeConfigs for configs with their sources,
-ListGroups / DescribeGroups / OffsetFetch for groups and lag (Kafka's LAG: log end offset minus committed
+ListGroups / ConsumerGroupDescribe (KIP-848 groups) / DescribeGroups (classic ones) / OffsetFetch for groups and lag (Kafka's LAG: log end offset minus committed
 offset). So a user sees exactly what the ACLs let them see. Only the broker's identity and listeners come
 from the broker's state, as the metrics' `pybroker_info` does.
 """
@@ -17,6 +17,7 @@ from pybroker.broker.console.params import ConsoleError
 from pybroker.config.broker_config import ConfigSource
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.member_assignment import decode_assignment
+from pybroker.protocol.messages.consumer_group_describe import ConsumerGroupDescribeRequest
 from pybroker.protocol.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResource
 from pybroker.protocol.messages.describe_groups import DescribeGroupsRequest
 from pybroker.protocol.messages.describe_log_dirs import DescribeLogDirsRequest
@@ -35,6 +36,7 @@ MAX_GROUPS_LISTED = 500
 SOURCE_NAMES = {int(s): s.name for s in ConfigSource}
 OFFSET_FETCH_VERSION = 7  # one group per request, topics=None for all of them
 DESCRIBE_GROUPS_VERSION = 5
+CONSUMER_GROUP_DESCRIBE_VERSION = 1
 METADATA_VERSION = 12
 
 
@@ -185,37 +187,77 @@ async def committed(client: LocalClient, group: str) -> dict[tuple[str, int], in
             if p.error_code == 0 and p.committed_offset >= 0}
 
 
+async def consumer_groups(client: LocalClient, ids: list[str]) -> dict[str, Any]:
+    """ConsumerGroupDescribe's answers by group id, for the KIP-848 groups among `ids` (DescribeGroups
+    calls such a group Dead; this API answers GROUP_ID_NOT_FOUND for a classic one, left out here)."""
+    if not ids:
+        return {}
+    response = await client.call(ConsumerGroupDescribeRequest(group_ids=ids), CONSUMER_GROUP_DESCRIBE_VERSION)
+    return {g.group_id: g for g in response.groups if g.error_code != ErrorCode.GROUP_ID_NOT_FOUND}
+
+
 async def groups(client: LocalClient) -> list[dict[str, Any]]:
     listed = sorted((await client.call(ListGroupsRequest())).groups, key=lambda g: g.group_id)[:MAX_GROUPS_LISTED]
     if not listed:
         return []
-    described = await client.call(DescribeGroupsRequest(groups=[g.group_id for g in listed]), DESCRIBE_GROUPS_VERSION)
+    consumer = await consumer_groups(client, [g.group_id for g in listed if g.group_type.lower() == "consumer"])
+    classic = [g.group_id for g in listed if g.group_id not in consumer]
+    described = {g.group_id: g for g in (await client.call(DescribeGroupsRequest(groups=classic),
+                                                          DESCRIBE_GROUPS_VERSION)).groups} if classic else {}
     rows = []
-    for group in described.groups:
-        offsets = await committed(client, group.group_id) if group.error_code == 0 else {}
+    for entry in listed:
+        if entry.group_id in consumer:
+            kip848 = consumer[entry.group_id]
+            error, state, protocol_type, members = kip848.error_code, kip848.group_state, "consumer", kip848.members
+        else:
+            group = described[entry.group_id]
+            error, state, protocol_type, members = group.error_code, group.group_state, group.protocol_type, \
+                group.members
+        offsets = await committed(client, entry.group_id) if error == 0 else {}
         ends = await list_offsets(client, offsets, LATEST)
         lags = [max(0, ends[k] - c) for k, c in offsets.items() if ends.get(k, -1) >= 0]
-        rows.append({"group": group.group_id, "state": group.group_state, "protocol_type": group.protocol_type,
-                     "members": len(group.members), "partitions": len(offsets), "lag": sum(lags),
-                     "error": error_name(group.error_code) if group.error_code else None})
+        rows.append({"group": entry.group_id, "state": state, "protocol_type": protocol_type,
+                     "group_type": "consumer" if entry.group_id in consumer else "classic",
+                     "members": len(members), "partitions": len(offsets), "lag": sum(lags),
+                     "error": error_name(error) if error else None})
     return rows
 
 
+def _consumer_members(described: Any) -> list[dict[str, Any]]:
+    def names(assignment: Any) -> list[str]:
+        return [f"{t.topic_name}-{p}" for t in assignment.topic_partitions for p in sorted(t.partitions)]
+    return [{"member_id": m.member_id, "client_id": m.client_id, "host": m.client_host,
+             "assignment": names(m.assignment), "member_epoch": m.member_epoch,
+             "target_assignment": names(m.target_assignment)}
+            for m in sorted(described.members, key=lambda m: m.member_id)]
+
+
 async def group(client: LocalClient, group_id: str) -> dict[str, Any]:
-    response = await client.call(DescribeGroupsRequest(groups=[group_id]), DESCRIBE_GROUPS_VERSION)
-    described = response.groups[0]
-    if described.error_code:
-        raise refused(described.error_code, f"group {group_id}", described.error_message)
-    if described.group_state == "Dead":
-        raise ConsoleError(404, f"group {group_id} does not exist")
+    kip848 = (await consumer_groups(client, [group_id])).get(group_id)
+    if kip848 is not None:
+        if kip848.error_code:
+            raise refused(kip848.error_code, f"group {group_id}", kip848.error_message)
+        head = {"group": group_id, "state": kip848.group_state, "group_type": "consumer", "protocol_type": "consumer",
+                "protocol": kip848.assignor_name, "group_epoch": kip848.group_epoch,
+                "assignment_epoch": kip848.assignment_epoch}
+        members = _consumer_members(kip848)
+    else:
+        response = await client.call(DescribeGroupsRequest(groups=[group_id]), DESCRIBE_GROUPS_VERSION)
+        described = response.groups[0]
+        if described.error_code:
+            raise refused(described.error_code, f"group {group_id}", described.error_message)
+        if described.group_state == "Dead":
+            raise ConsoleError(404, f"group {group_id} does not exist")
+        head = {"group": group_id, "state": described.group_state, "group_type": "classic",
+                "protocol_type": described.protocol_type, "protocol": described.protocol_data}
+        members = [{"member_id": m.member_id, "client_id": m.client_id, "host": m.client_host,
+                    "assignment": [f"{t}-{p}" for t, p in decode_assignment(bytes(m.member_assignment)) or []]}
+                   for m in described.members]
     owners: dict[tuple[str, int], str] = {}
-    members = []
-    for member in described.members:
-        assigned = decode_assignment(bytes(member.member_assignment)) or []
-        members.append({"member_id": member.member_id, "client_id": member.client_id, "host": member.client_host,
-                        "assignment": [f"{t}-{p}" for t, p in assigned]})
-        for key in assigned:
-            owners[key] = member.member_id
+    for member in members:
+        for name in member["assignment"]:
+            topic, _, partition = name.rpartition("-")
+            owners[(topic, int(partition))] = member["member_id"]
     offsets = await committed(client, group_id)
     keys = sorted(set(offsets) | set(owners))
     ends = await list_offsets(client, keys, LATEST)
@@ -225,5 +267,4 @@ async def group(client: LocalClient, group_id: str) -> dict[str, Any]:
         rows.append({"topic": key[0], "partition": key[1], "committed_offset": current, "end_offset": end,
                      "lag": None if current is None or end < 0 else max(0, end - current),
                      "member_id": owners.get(key)})
-    return {"group": group_id, "state": described.group_state, "protocol_type": described.protocol_type,
-            "protocol": described.protocol_data, "members": members, "offsets": rows}
+    return {**head, "members": members, "offsets": rows}

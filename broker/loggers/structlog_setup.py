@@ -24,12 +24,21 @@ LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNI
 FORMATS = ("json", "console")
 #: --log-level -> Kafka's name of the root logger's level
 KAFKA_NAMES = {"debug": "DEBUG", "info": "INFO", "warning": "WARN", "error": "ERROR"}
+#: the format and level `configure_logging` chose, read (on the event loop, at startup) by whoever decides
+#: how much a line should say: a person at a terminal wants a short start, a log pipeline every detail
+CHOSEN = {"format": "json", "level": "info"}
+
+
+def for_a_person() -> bool:
+    """True when the log goes to a person (console format) who did not ask for debug detail."""
+    return CHOSEN["format"] == "console" and CHOSEN["level"] != "debug"
 
 
 def configure_logging(fmt: str | None = None, level: str = "info", stream: TextIO | None = None) -> None:
     out = stream or sys.stdout
     if fmt is None:
         fmt = "console" if out.isatty() else "json"
+    CHOSEN.update(format=fmt, level=level)
     renderer: structlog.typing.Processor
     if fmt == "json":
         renderer = structlog.processors.JSONRenderer()

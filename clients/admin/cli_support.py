@@ -24,7 +24,7 @@ from typing import Any, NoReturn, Protocol, TypeVar
 import click
 
 from pybroker.clients.client_config import ClientConfigError, ClientSecurity, load_client_security
-from pybroker.clients.wire import DEFAULT_BOOTSTRAP, WireClient, WireError
+from pybroker.clients.wire import DEFAULT_BOOTSTRAP, WireClient, WireError, parse_bootstrap_list
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -70,7 +70,17 @@ def wire_options(fn: F) -> F:
                       help="Print JSON instead of a table (errors too, on stderr).")(fn)
     return click.option("--bootstrap-server", "bootstrap", default=DEFAULT_BOOTSTRAP, show_default=True,
                         envvar=BOOTSTRAP_ENV, show_envvar=True, metavar="HOST:PORT[,HOST:PORT...]",
+                        callback=_checked_bootstrap,
                         help="The broker to talk to (the first of the list that answers).")(fn)
+
+
+def _checked_bootstrap(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """An address that does not parse is a bad command line (exit 2, docs/cli.md), not a failed command."""
+    try:
+        parse_bootstrap_list(value)
+    except WireError as exc:
+        raise click.BadParameter(str(exc).removeprefix("--bootstrap-server "), ctx, param) from None
+    return value
 
 
 def wire_command(fn: F) -> F:

@@ -46,8 +46,9 @@ def log_dirs_describe(client: WireClient, as_json: bool, topics: tuple[str, ...]
     """Log dirs with their state, space and partition sizes (DescribeLogDirs, as kafka-log-dirs); a partition
     being moved is also listed under its target dir as a future replica, with its offset lag."""
     dirs = cluster_ops.log_dirs(client, topics)
-    if as_json:
-        click.echo(json.dumps(dirs, indent=2))
+    if as_json:  # the same flags as the table: --no-partitions leaves the partitions out here too
+        click.echo(json.dumps(dirs if partitions else [{k: v for k, v in d.items() if k != "partitions"}
+                                                       for d in dirs], indent=2))
         return
     emit([{**d, "state": d["error"] or "online"} for d in dirs],
          ["log_dir", "state", "partition_count", "size", "usable_bytes", "total_bytes"], False, empty="(no log dirs)")

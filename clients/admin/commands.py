@@ -11,6 +11,7 @@ an unreachable broker, a refusal with its Kafka error name, a file that cannot b
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -273,11 +274,25 @@ def users_list(client: WireClient, as_json: bool, names: tuple[str, ...]) -> Non
          empty="(no SCRAM users)")
 
 
+def _password(given: str | None) -> str:
+    """The password: given, typed twice at a terminal (hidden), or the first line of a pipe. Not through
+    getpass on a pipe: it warns (GetPassWarning) and would echo; nobody is there to confirm it either."""
+    if given is not None:
+        return given
+    if sys.stdin.isatty():
+        return str(click.prompt("Password", hide_input=True, confirmation_prompt=True))
+    line = sys.stdin.readline().rstrip("\r\n")
+    if not line:
+        raise click.BadParameter("no password given and none on standard input", param_hint="--password")
+    return line
+
+
 @users.command("add")
 @click.argument("name")
 @_MECHANISM
-@click.option("--password", prompt=True, hide_input=True, confirmation_prompt=True,
-              help="Asked for when not given (better than on the command line, where ps shows it).")
+@click.option("--password", callback=lambda ctx, param, value: _password(value),
+              help="Asked for when not given (better than on the command line, where ps shows it); read from "
+                   "the first line of standard input when that is a pipe.")
 @click.option("--iterations", type=click.IntRange(MIN_ITERATIONS, MAX_ITERATIONS), default=MIN_ITERATIONS,
               show_default=True)
 @wire_command

@@ -46,7 +46,7 @@ def groups_list(client: WireClient, as_json: bool, states: tuple[str, ...]) -> N
     if states:
         wanted = {s.lower() for s in states}
         rows = [row for row in rows if (row["state"] or "").lower() in wanted]
-    emit(rows, ["group", "state", "protocol_type"], as_json, empty="(no groups)")
+    emit(rows, ["group", "state", "protocol_type", "group_type"], as_json, empty="(no groups)")
 
 
 @groups.command("describe")
@@ -74,7 +74,9 @@ def groups_describe(client: WireClient, as_json: bool, names: tuple[str, ...], a
             bar.update(1)
     if view == "members":
         rows = [{"group": d["group"], **m} for d in described for m in d["members"]]
-        emit(rows, MEMBER_COLUMNS + (["assignment"] if verbose else []), as_json, empty="(no active members)")
+        epochs = ["member_epoch"] if any(d["group_type"] == "consumer" for d in described) else []
+        emit(rows, MEMBER_COLUMNS + (["assignment", *epochs] if verbose else []), as_json,
+             empty="(no active members)")
     elif view == "state":
         emit([group_ops.state_row(d, client.bootstrap) for d in described], STATE_COLUMNS, as_json)
     elif as_json:
@@ -83,7 +85,9 @@ def groups_describe(client: WireClient, as_json: bool, names: tuple[str, ...], a
         for index, d in enumerate(described):
             if index:
                 click.echo()
-            click.echo(f"group {d['group']}: {d['state']}, {len(d['members'])} member(s), total lag {d['total_lag']}")
+            kind = f" (consumer protocol, group epoch {d['group_epoch']})" if d["group_type"] == "consumer" else ""
+            click.echo(f"group {d['group']}{kind}: {d['state']}, {len(d['members'])} member(s), "
+                       f"total lag {d['total_lag']}")
             emit(d["offsets"], OFFSET_COLUMNS, False, empty="(no committed offsets)")
 
 

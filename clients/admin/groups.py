@@ -1,4 +1,5 @@
-"""What `pybroker groups ...` asks the broker: ListGroups, DescribeGroups, OffsetFetch, ListOffsets,
+"""What `pybroker groups ...` asks the broker: ListGroups, ConsumerGroupDescribe (KIP-848 groups),
+DescribeGroups (classic ones), OffsetFetch, ListOffsets,
 OffsetCommit, DeleteGroups and OffsetDelete, as plain rows — the same figures kafka-consumer-groups shows
 (committed offset, log end offset, lag, and the member that owns each partition).
 
@@ -18,8 +19,10 @@ from typing import Any
 
 from pybroker.clients.admin.topics import EARLIEST, LATEST, check, error_name, list_offsets, metadata
 from pybroker.clients.wire import WireClient, WireError
+from pybroker.protocol.api_keys import ApiKey
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.member_assignment import decode_assignment
+from pybroker.protocol.messages.consumer_group_describe import ConsumerGroupDescribeRequest
 from pybroker.protocol.messages.delete_groups import DeleteGroupsRequest
 from pybroker.protocol.messages.describe_groups import DescribeGroupsRequest
 from pybroker.protocol.messages.list_groups import ListGroupsRequest
@@ -41,9 +44,10 @@ Partition = tuple[str, int]
 
 
 def list_groups(client: WireClient) -> list[dict[str, Any]]:
-    response = client.call(ListGroupsRequest(), max_version=4)
+    response = client.call(ListGroupsRequest(), max_version=5)
     check(response.error_code, None, "ListGroups")
-    return [{"group": g.group_id, "state": g.group_state or None, "protocol_type": g.protocol_type or None}
+    return [{"group": g.group_id, "state": g.group_state or None, "protocol_type": g.protocol_type or None,
+             "group_type": g.group_type.lower() or None}  # v5 (KIP-848): Classic or Consumer
             for g in sorted(response.groups, key=lambda g: g.group_id)]
 
 
@@ -59,11 +63,63 @@ def committed_offsets(client: WireClient, group: str) -> dict[Partition, int]:
     return offsets
 
 
-def group_state(client: WireClient, group: str) -> Any:
-    """The DescribeGroups answer for one group (an unknown group: state Dead, no members)."""
+@dataclass
+class GroupView:
+    """One group as its coordinator holds it, whichever protocol it speaks: `group_type` "consumer" for
+    a KIP-848 group (ConsumerGroupDescribe: epochs, each member's assignment), "classic" otherwise
+    (DescribeGroups: the assignment the leader handed out). Members are rows with the same keys either way."""
+
+    state: str
+    group_type: str
+    protocol_type: str | None
+    protocol: str | None
+    members: list[dict[str, Any]]
+    epochs: dict[str, int] = field(default_factory=dict)
+
+
+def _consumer_group(client: WireClient, group: str) -> Any | None:
+    """ConsumerGroupDescribe's answer for a KIP-848 group; None for a classic or unknown group (the API
+    answers GROUP_ID_NOT_FOUND for both) or a broker without the API. Asked first, as Kafka's admin
+    client does, since DescribeGroups answers "Dead" for a consumer-protocol group."""
+    if not client.serves(ApiKey.CONSUMER_GROUP_DESCRIBE):
+        return None
+    described = client.call(ConsumerGroupDescribeRequest(group_ids=[group]), max_version=1).groups[0]
+    if described.error_code == ErrorCode.GROUP_ID_NOT_FOUND:
+        return None
+    check(described.error_code, described.error_message, f"ConsumerGroupDescribe {group}")
+    return described
+
+
+def _partitions(assignment: Any) -> list[Partition]:
+    return sorted((t.topic_name, p) for t in assignment.topic_partitions for p in t.partitions)
+
+
+def group_state(client: WireClient, group: str) -> GroupView:
+    """The group's state and members (an unknown group: state Dead, no members)."""
+    consumer = _consumer_group(client, group)
+    if consumer is not None:
+        members = []
+        for member in sorted(consumer.members, key=lambda m: m.member_id):
+            assigned, target = _partitions(member.assignment), _partitions(member.target_assignment)
+            members.append({"member_id": member.member_id, "group_instance_id": member.instance_id,
+                            "client_id": member.client_id, "host": member.client_host,
+                            "partitions": len(assigned), "assignment": [f"{t}-{p}" for t, p in assigned],
+                            "member_epoch": member.member_epoch,
+                            "target_assignment": [f"{t}-{p}" for t, p in target],
+                            "subscribed_topics": sorted(member.subscribed_topic_names)})
+        return GroupView(consumer.group_state, "consumer", "consumer", consumer.assignor_name or None, members,
+                         {"group_epoch": consumer.group_epoch, "assignment_epoch": consumer.assignment_epoch})
     described = client.call(DescribeGroupsRequest(groups=[group]), max_version=5).groups[0]
     check(described.error_code, described.error_message, f"DescribeGroups {group}")
-    return described
+    members = []
+    for member in described.members:
+        decoded = decode_assignment(bytes(member.member_assignment))
+        members.append({"member_id": member.member_id, "group_instance_id": member.group_instance_id,
+                        "client_id": member.client_id, "host": member.client_host,
+                        "partitions": None if decoded is None else len(decoded),
+                        "assignment": None if decoded is None else [f"{t}-{p}" for t, p in decoded]})
+    return GroupView(described.group_state, "classic", described.protocol_type or None,
+                     described.protocol_data or None, members)
 
 
 def describe_group(client: WireClient, group: str) -> dict[str, Any]:
@@ -73,19 +129,14 @@ def describe_group(client: WireClient, group: str) -> dict[str, Any]:
     `WireError` with GROUP_ID_NOT_FOUND, as kafka-consumer-groups reports it (never a "Dead" group)."""
     described = group_state(client, group)
     committed = committed_offsets(client, group)
-    if described.group_state == "Dead" and not described.members and not committed:
+    if described.state == "Dead" and not described.members and not committed:
         raise WireError(f"consumer group {group!r} does not exist", "GROUP_ID_NOT_FOUND")
     owners: dict[Partition, dict[str, Any]] = {}
-    members = []
-    for member in described.members:
-        assigned = decode_assignment(bytes(member.member_assignment))
-        row = {"member_id": member.member_id, "group_instance_id": member.group_instance_id,
-               "client_id": member.client_id, "host": member.client_host,
-               "partitions": None if assigned is None else len(assigned),
-               "assignment": None if assigned is None else [f"{t}-{p}" for t, p in assigned]}
-        members.append(row)
-        for key in assigned or []:
-            owners[key] = row
+    members = described.members
+    for row in members:
+        for name in row["assignment"] or []:
+            topic, _, partition = name.rpartition("-")
+            owners[(topic, int(partition))] = row
     keys = sorted(set(committed) | set(owners))
     ends = list_offsets(client, keys, LATEST)
     offsets = []
@@ -97,9 +148,9 @@ def describe_group(client: WireClient, group: str) -> dict[str, Any]:
                         "lag": None if current is None or end is None or end < 0 else max(0, end - current),
                         "member_id": owner.get("member_id"), "client_id": owner.get("client_id"),
                         "host": owner.get("host")})
-    return {"group": group, "state": described.group_state, "protocol_type": described.protocol_type or None,
-            "protocol": described.protocol_data or None, "members": members, "offsets": offsets,
-            "total_lag": sum(row["lag"] or 0 for row in offsets)}
+    return {"group": group, "state": described.state, "group_type": described.group_type,
+            "protocol_type": described.protocol_type, "protocol": described.protocol, **described.epochs,
+            "members": members, "offsets": offsets, "total_lag": sum(row["lag"] or 0 for row in offsets)}
 
 
 def state_row(described: Mapping[str, Any], coordinator: str) -> dict[str, Any]:
@@ -190,7 +241,7 @@ def parse_offsets_file(text: str) -> dict[str, dict[Partition, int]]:
 def plan_reset(client: WireClient, group: str, partitions: Sequence[Partition], target: ResetTarget,
                *, all_topics: bool = False) -> list[dict[str, Any]]:
     """The new offset of each partition (those named, else every one the group has committed)."""
-    state = group_state(client, group).group_state
+    state = group_state(client, group).state
     if state not in INACTIVE_STATES:
         raise WireError(f"group {group} is {state}: offsets can only be reset while it has no members "
                         "(stop its consumers first)")

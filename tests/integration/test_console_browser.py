@@ -295,6 +295,31 @@ def test_groups_lag_and_reset(page: Page, console_broker: MetricsBrokerProcess) 
     page.screenshot("group")
 
 
+def test_a_consumer_protocol_group_page(page: Page, console_broker: MetricsBrokerProcess) -> None:
+    """A KIP-848 group (librdkafka, group.protocol=consumer): Stable, its member and assignment, its epochs;
+    DescribeGroups alone would call it Dead and the page would say it does not exist."""
+    from confluent_kafka import Consumer
+
+    consumer = Consumer({"bootstrap.servers": console_broker.bootstrap, "group.id": "kip848-live",
+                         "group.protocol": "consumer", "client.id": "kip848-reader", "auto.offset.reset": "earliest"})
+    try:
+        consumer.subscribe([TOPIC])
+
+        def assigned() -> bool:
+            consumer.poll(0.2)  # heartbeats go out while the client is polled
+            return len(consumer.assignment()) == PARTITIONS
+
+        page.until(assigned, "the consumer-protocol member got no assignment")
+        page.open("group/kip848-live")
+        page.until(lambda: page.text("group-state") == "Stable", "the group page does not show a Stable group")
+        assert page.text("group-protocol").startswith("consumer, epoch ")
+        member = page.rows("members")[0]
+        assert member[1] == "kip848-reader" and member[3] == f"{TOPIC}-0, {TOPIC}-1, {TOPIC}-2"
+        assert int(member[4]) > 0  # the member's epoch
+    finally:
+        consumer.close()
+
+
 def test_broker_configs(page: Page) -> None:
     page.open("configs")
     assert page.row("broker-configs", "console.port")[2] == "STATIC_BROKER_CONFIG"  # type: ignore[index]

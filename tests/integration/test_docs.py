@@ -208,7 +208,9 @@ class DocRun:
             proc = subprocess.Popen(command, cwd=self.workdir, env=self.env(), stdout=log,
                                     stderr=subprocess.STDOUT, start_new_session=True)
         self.background.append(proc)
-        port = self.port_of(9092)
+        # the broker it starts answers on its first PLAINTEXT listener's port (9092 unless the block says)
+        plaintext = re.search(r"PLAINTEXT://[\w.]+:(\d+)", block.text)
+        port = self.port_of(int(plaintext.group(1)) if plaintext else 9092)
         deadline = time.monotonic() + BACKGROUND_READY_S
         while not api_versions_ok("127.0.0.1", port, timeout=1.0):
             if proc.poll() is not None or time.monotonic() > deadline:

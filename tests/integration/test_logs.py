@@ -20,9 +20,10 @@ EVERY_LINE = {"timestamp", "level", "logger", "event"}
 def json_broker(tmp_path: Path, broker_target: str) -> Iterator[MetricsBrokerProcess]:
     if broker_target != "pybroker":
         pytest.skip("pybroker's own logs")
-    proc = MetricsBrokerProcess(tmp_path / "broker", {"ssl.keystore.password": SECRET, "num.partitions": "2",
-                                                         "log.retention.hourz": "1"},
-                                extra_args=["--log-format", "json", "--log-level", "info"])
+    properties = tmp_path / "server.properties"  # an unknown key in a file is a warning (on the command line, refused)
+    properties.write_text("log.retention.hourz=1\n")
+    proc = MetricsBrokerProcess(tmp_path / "broker", {"ssl.keystore.password": SECRET, "num.partitions": "2"},
+                                extra_args=["--log-format", "json", "--log-level", "info", "--config", str(properties)])
     try:
         yield proc
     finally:

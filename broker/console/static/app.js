@@ -371,10 +371,14 @@ async function groupPage(page, id) {
     h("div", { class: "cards" },
       h("div", { class: "card" }, h("div", { class: "label" }, "State"), h("div", { class: "value", id: "group-state" }, g.state)),
       h("div", { class: "card" }, h("div", { class: "label" }, "Members"), h("div", { class: "value", id: "group-members" }, num(g.members.length))),
-      h("div", { class: "card" }, h("div", { class: "label" }, "Total lag"), h("div", { class: "value", id: "group-lag" }, num(total)))),
+      h("div", { class: "card" }, h("div", { class: "label" }, "Total lag"), h("div", { class: "value", id: "group-lag" }, num(total))),
+      h("div", { class: "card" }, h("div", { class: "label" }, "Protocol"), h("div", { class: "value", id: "group-protocol" },
+        g.group_type === "consumer" ? `consumer, epoch ${num(g.group_epoch)}` : "classic"))),
     h("section", {}, h("h3", {}, "Members"), g.members.length ? table([
       { title: "Member", value: r => r.member_id }, { title: "Client", value: r => r.client_id }, { title: "Host", value: r => r.host },
-      { title: "Assignment", value: r => r.assignment.join(", ") }], g.members, "members") : h("p", { class: "muted" }, "No members.")),
+      { title: "Assignment", value: r => r.assignment.join(", ") },
+      ...(g.group_type === "consumer" ? [{ title: "Epoch", num: true, value: r => num(r.member_epoch) }] : [])],
+      g.members, "members") : h("p", { class: "muted" }, "No members.")),
     h("section", {}, h("h3", {}, "Offsets and lag"), table([
       { title: "Topic", value: r => r.topic }, { title: "Partition", num: true, value: r => r.partition },
       { title: "Committed", num: true, value: r => num(r.committed_offset) }, { title: "End", num: true, value: r => num(r.end_offset) },

@@ -46,7 +46,7 @@ def test_only_dynamic_known_valid_broker_keys_are_accepted() -> None:
     assert validate_dynamic_broker({"log.cleaner.threads": "2"}) == {"log.cleaner.threads": "2"}
     for bad, words in [({"log.dirs": "/x"}, "cannot be updated dynamically"), ({"no.such": "1"}, "unknown"),
                        ({"log.cleaner.min.cleanable.ratio": "2"}, "between"),
-                       ({"log.retention.bytes": "lots"}, "invalid long")]:
+                       ({"log.retention.bytes": "lots"}, "Not a number of type LONG")]:
         with pytest.raises(ConfigError, match=words):
             validate_dynamic_broker(bad)
 
