@@ -50,7 +50,7 @@ class IndexFile:
     VALUE_TYPE: ClassVar[str]
 
     __slots__ = ("_pending", "_preallocated", "_written", "base_offset", "dirty", "keys", "max_entries",
-                 "path", "values")
+                 "new_name", "path", "values")
 
     def __init__(self, path: Path, base_offset: int, max_index_bytes: int) -> None:
         self.path = path
@@ -62,6 +62,8 @@ class IndexFile:
         self._written = 0  # entries already in the file
         self._preallocated = False
         self.dirty = False  # the file changed since the last fsync
+        #: this object made the file: its name is durable only once the dir is fsynced (`Segment.take_new_names`)
+        self.new_name = False
 
     # -- opening -----------------------------------------------------------------------------------
     @classmethod
@@ -74,7 +76,7 @@ class IndexFile:
         finally:
             os.close(fd)
         index._preallocated = True
-        index.dirty = True
+        index.dirty = index.new_name = True
         return index
 
     @classmethod

@@ -95,6 +95,8 @@ class Log:
         self._retired: list[tuple[int, Segment]] = []
         #: idle `.log` files let go of (`close_idle_files`), closed once their delay passed and no read holds them
         self._idle_files: list[tuple[int, IO[bytes]]] = []
+        #: segments whose `.txnindex` changed (the loop adds, the next flush takes): synced, names made durable
+        self._txn_touched: list[Segment] = []
         self.dir.mkdir(parents=True, exist_ok=True)
         now = self._clock()
         loaded = load_segments(self.dir, config, clean=clean, recovery_point=recovery_point,
@@ -140,6 +142,7 @@ class Log:
             if segment.next_offset <= start:
                 continue
             segment.txn_index.truncate_to(start)
+            self._txn_touched.append(segment)
             position = 0
             if segment.base_offset < start:
                 found = segment.find(start)
@@ -344,7 +347,9 @@ class Log:
         return AppendResult(offset, offset, self.log_start_offset)
 
     def _index_abort(self, segment: Segment, completed: CompletedTxn) -> None:
-        state = self.producer_state
+        touched, state = self._txn_touched, self.producer_state
+        if not touched or touched[-1] is not segment:
+            touched.append(segment)
         segment.txn_index.append(AbortedTxn(completed.producer_id, completed.first_offset, completed.last_offset,
                                             state.stable_offset_after(completed)))
 
@@ -503,26 +508,30 @@ class Log:
 
     # -- durability --------------------------------------------------------------------------------
     def flush(self, up_to: int | None = None) -> int:
-        """fsync everything appended so far (nothing if `up_to` is already durable); returns the new
-        recovery point. Safe to call from any thread, concurrently with appends."""
+        """fsync everything appended so far (nothing if `up_to` is already durable); returns the new recovery
+        point. Any thread, concurrently with appends. Files made since the last dir fsync (a roll's, a first
+        `.txnindex`, a rebuilt index) get one before the recovery point passes them (architecture.md §5)."""
         if up_to is not None and up_to <= self._recovery_point:
             return self._recovery_point
         with self._flush_lock:
             if self._closed:
                 raise LogClosedError(f"{self!r} is closed")
-            target = self._segments[-1].next_offset  # before the fsync: never claim more than is synced
+            with self._write_lock:  # whole appends only: offsets with their `.txnindex` entries and flags
+                target = self._segments[-1].next_offset  # before the fsync: never claim more than is synced
+                touched, self._txn_touched = self._txn_touched, []
             point = self._recovery_point
             dirty: list[Segment] = []
             for segment in reversed(self._segments):
                 if segment.next_offset <= point and (segment.active or segment.indexes_synced):
                     break
                 dirty.append(segment)
+            dirty += [s for s in dict.fromkeys(touched) if s not in dirty and s in self._segments]
             started = time.perf_counter()
             synced = [(segment, segment.flush()) for segment in dirty]
             new = [segment.base_offset for segment in dirty if segment.base_offset >= point]
             for base in new:  # a roll's snapshot (written before its segment was published), then the names
                 self.producer_state.sync_snapshot(base)
-            if new:
+            if [segment for segment in dirty if segment.take_new_names()] or new:
                 fsync_dir(self.dir)
             if dirty:
                 report_flush(time.perf_counter() - started)

@@ -1,16 +1,12 @@
 """One log segment: a `.log` file of record batches exactly as on the wire, and its sparse indexes.
 
-Appends go to the end with one write; reads never copy records: they return a (position, length)
-range of whole batches for `os.sendfile`. Finding an offset is an index lookup (in memory) and a short
-forward scan of batch headers read with `pread`.
-
-Inactive segments are opened lazily, as Kafka does: their `.log` file, their indexes and their largest
-timestamp are read on first use, so a broker with thousands of segments starts fast after a clean
-shutdown. An index that fails its checks, is missing, or sends a lookup to a place that is not the
-batch it names is rebuilt from the log.
-
-A `.log` file that nobody used for a while is let go (`detach_if_idle`) and opened again on next use, so
-open descriptors follow the partitions in use, not every partition and every segment ever read.
+Appends go to the end with one write; reads never copy records: they return a (position, length) range
+of whole batches for `os.sendfile`. Finding an offset is an index lookup (in memory) and a short forward
+scan of batch headers read with `pread`. Inactive segments are opened lazily, as Kafka does: their `.log`
+file, their indexes and their largest timestamp are read on first use, so a broker with thousands of
+segments starts fast after a clean shutdown. An index that fails its checks, is missing, or sends a lookup
+to a place that is not the batch it names is rebuilt from the log. A `.log` file nobody used for a while
+is let go (`detach_if_idle`) and opened again on next use, so open descriptors follow the partitions in use.
 """
 
 from __future__ import annotations
@@ -49,8 +45,7 @@ INDEX_SUFFIX = ".index"
 TIME_INDEX_SUFFIX = ".timeindex"
 DELETED_SUFFIX = ".deleted"
 BASE_OFFSET_DIGITS = 20
-#: bytes read per `pread` while hopping over batch headers: the first read is small (big batches
-#: need only their header); runs of small batches double it up to a couple of index intervals
+#: bytes per `pread` hopping over batch headers: small first (a big batch needs only its header), then doubling
 FIRST_SCAN_CHUNK = 1024
 SCAN_CHUNK = 16384
 #: where fields sit in the tuple `HEADER.unpack_from` returns (the order of `BatchHeader`)
@@ -94,9 +89,8 @@ class Segment:
 
     __slots__ = ("_bytes_since_index", "_file", "_index", "_max_timestamp", "_next_read", "_offset_of_max_timestamp",
                  "_rolling_timestamp", "_timeindex", "_txn_index", "_used", "active", "base_offset", "cache_counted_to",
-                 "cache_dropped_to", "closed", "created_ms", "deleted_paths", "dir",
-                 "index_interval_bytes", "indexes_rebuilt", "indexes_synced", "log_path", "max_index_bytes",
-                 "next_offset", "roll_jitter_ms", "size", "upper_bound")
+                 "cache_dropped_to", "closed", "created_ms", "deleted_paths", "dir", "index_interval_bytes", "indexes_rebuilt",
+                 "indexes_synced", "log_path", "max_index_bytes", "next_offset", "roll_jitter_ms", "size", "upper_bound")
 
     def __init__(self, directory: Path, base_offset: int, *, size: int, next_offset: int, created_ms: int,
                  roll_jitter_ms: int, max_index_bytes: int, index_interval_bytes: int) -> None:
@@ -198,9 +192,8 @@ class Segment:
         return file
 
     def detach_if_idle(self) -> io.FileIO | None:
-        """The open `.log` file if nobody asked for it since the last call, now no longer the segment's
-        (the next use opens it again); the caller closes it once reads handed out are done. Otherwise
-        None, and the file counts as unused from now on."""
+        """The open `.log` file if nobody asked for it since the last call, now no longer the segment's (the
+        next use opens it again; the caller closes it once reads are done); else None, the file now unused."""
         if self._file is None:
             return None
         if self._used:
@@ -368,11 +361,9 @@ class Segment:
     # -- durability and lifetime -------------------------------------------------------------------
     def flush(self) -> int:
         """fdatasync the log; an inactive segment also fsyncs its (final) indexes, once. Returns the size
-        this sync made durable (the page-cache budget counts up to it).
-
-        fdatasync is enough for the log file: it writes the data and the file size (what recovery reads
-        back), leaving out only timestamps nothing here reads. A new segment's name is made durable by the
-        directory fsync in `Log.flush`; the indexes keep their full fsync (once per segment, not hot)."""
+        this sync made durable (the page-cache budget counts up to it). fdatasync is enough for the log:
+        it writes the data and the size (what recovery reads back), leaving out only timestamps. New names
+        are made durable by the dir fsync in `Log.flush`; the indexes keep their full fsync (not hot)."""
         size = self.size  # before the sync: only what was written by then is sure to be on the disk
         os.fdatasync(self.file.fileno())
         if self._txn_index is not None:
@@ -383,6 +374,15 @@ class Segment:
                     index.sync()
             self.indexes_synced = True
         return size
+
+    def take_new_names(self) -> bool:
+        """Whether an index file was made here since the last call (the flusher's, after `flush`): the dir
+        is then fsynced before the recovery point passes it. A file the loop makes later keeps its flag."""
+        made = False
+        for index in (self._index, self._timeindex, self._txn_index):
+            if index is not None and index.new_name:
+                index.new_name, made = False, True
+        return made
 
     def open_file(self) -> io.FileIO | None:
         """The `.log` file if it is open now (never opens it: for dropping its cached pages)."""

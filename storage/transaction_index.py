@@ -13,7 +13,8 @@ aborted by a marker in this segment, in marker order (big-endian, 34 bytes, Kafk
 The file is created with its first entry (most segments never see an abort), kept in step with the
 segment (truncated with it, renamed and deleted with it) and rebuilt by recovery from the log. Entries
 are read into memory on first use; an append opens, writes and closes the file (aborts are rare), and
-`sync` fsyncs it when the segment is flushed.
+`sync` fsyncs it when the segment is flushed. A file made here raises `new_name`: the flush that syncs
+it also fsyncs the partition dir before its recovery point passes the entry (`Log.flush`).
 """
 
 from __future__ import annotations
@@ -73,13 +74,15 @@ class TxnSearch(NamedTuple):
 class TransactionIndex:
     """One segment's `.txnindex` (the file may not exist: then the index is empty)."""
 
-    __slots__ = ("_dirty", "_entries", "base_offset", "path")
+    __slots__ = ("_dirty", "_entries", "base_offset", "new_name", "path")
 
     def __init__(self, path: Path, base_offset: int) -> None:
         self.path = path
         self.base_offset = base_offset
         self._entries: list[AbortedTxn] | None = None
         self._dirty = False
+        #: this object made the file, and no dir fsync has been asked for since (`Segment.take_new_names`)
+        self.new_name = False
 
     @property
     def entries(self) -> list[AbortedTxn]:
@@ -107,7 +110,11 @@ class TransactionIndex:
         if entries and txn.last_offset <= entries[-1].last_offset:
             raise ValueError(f"aborted transaction ending at {txn.last_offset} does not follow "
                              f"{entries[-1].last_offset} in {self.path}")
-        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        try:
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
+        except FileNotFoundError:  # the segment's first abort: a new name in the partition dir
+            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+            self.new_name = True
         try:
             write_fully(fd, txn.encode())
         finally:
@@ -124,9 +131,11 @@ class TransactionIndex:
             self._rewrite()
 
     def _rewrite(self) -> None:
-        if not self.path.exists() and not self._entries:
+        exists = self.path.exists()
+        if not exists and not self._entries:
             return
-        with open(self.path, "r+b" if self.path.exists() else "wb") as file:
+        self.new_name = self.new_name or not exists
+        with open(self.path, "r+b" if exists else "wb") as file:
             file.truncate(len(self._entries or ()) * ENTRY_SIZE)
         self._dirty = True
 
