@@ -302,14 +302,19 @@ class PageCache:
             self._ranges.clear()
             self._cached = 0
 
-    def close(self, timeout: float | None = 5.0) -> None:
-        """Finish the queued work (and the drops its write-backs call for), then stop the thread."""
+    def close(self, timeout: float | None = 5.0) -> bool:
+        """Finish the queued work (and the drops its write-backs call for), then stop the thread. Waits at
+        most `timeout` (shutdown must not hang on a stuck disk) and says whether the thread did stop: on a
+        busy disk the write-backs can outlast the wait, and a caller that then looks at the cache (a test)
+        must know its work is not done yet."""
         with self._lock:
             self._closed = True
             self._lock.notify_all()
             thread = self._thread
         if thread is not None:
             thread.join(timeout)
+            return not thread.is_alive()
+        return True
 
 
 #: the budget of logs made without one (tests, tools): none

@@ -14,7 +14,7 @@ from click.shell_completion import get_completion_class
 
 from pybroker.clients.admin import cluster as cluster_ops
 from pybroker.clients.admin.cli_support import fail, pairs, wire_command, wire_connector, wire_options
-from pybroker.clients.admin.output import emit
+from pybroker.clients.admin.output import emit, human_bytes
 from pybroker.clients.wire import WireClient, WireError
 
 COMPLETION_VAR = "_PYBROKER_COMPLETE"
@@ -50,10 +50,13 @@ def log_dirs_describe(client: WireClient, as_json: bool, topics: tuple[str, ...]
         click.echo(json.dumps(dirs if partitions else [{k: v for k, v in d.items() if k != "partitions"}
                                                        for d in dirs], indent=2))
         return
-    emit([{**d, "state": d["error"] or "online"} for d in dirs],
-         ["log_dir", "state", "partition_count", "size", "usable_bytes", "total_bytes"], False, empty="(no log dirs)")
+    # The table humanizes byte counts (`--json` above keeps them exact)
+    emit([{**d, "state": d["error"] or "online", "size": human_bytes(d["size"]),
+           "usable": human_bytes(d["usable_bytes"]), "total": human_bytes(d["total_bytes"])} for d in dirs],
+         ["log_dir", "state", "partition_count", "size", "usable", "total"], False, empty="(no log dirs)")
     if partitions:
-        rows = [{"log_dir": d["log_dir"], **p, "future": "future" if p["future"] else ""}
+        rows = [{"log_dir": d["log_dir"], **p, "size": human_bytes(p["size"]),
+                 "future": "future" if p["future"] else ""}
                 for d in dirs for p in d["partitions"]]
         if rows:
             click.echo()

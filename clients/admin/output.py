@@ -1,4 +1,7 @@
-"""Rows out: an aligned table for people, or JSON for scripts (`--json`)."""
+"""Rows out: an aligned table for people, or JSON for scripts (`--json`).
+
+Byte counts are humanized only in tables (`human_bytes`); `--json` keeps the exact numbers, so scripts never
+parse a unit."""
 
 from __future__ import annotations
 
@@ -33,3 +36,21 @@ def _text(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)
+
+
+_UNITS = ("KiB", "MiB", "GiB", "TiB", "PiB", "EiB")
+
+
+def human_bytes(value: int | None) -> str | None:
+    """A byte count as a person reads it: `512 B`, `1.5 KiB`, `17.2 GiB` (powers of 1024, as `df -h`); None
+    (unknown) stays None, which a table shows as `-`."""
+    if value is None:
+        return None
+    if abs(value) < 1024:
+        return f"{value} B"
+    scaled = float(value)
+    for unit in _UNITS:
+        scaled /= 1024
+        if abs(scaled) < 1024 or unit == _UNITS[-1]:
+            break
+    return f"{scaled:.1f} {unit}"

@@ -161,8 +161,12 @@ def decide(options: WriteOptions) -> bool:
     if options.exactly_once:
         raise OptionError(f"exactlyOnce=true, but {why}: the sink needs two-phase commit; set exactlyOnce=false "
                           "for an at-least-once write")
-    LOG.info("pybroker sink: %s, so the write is at-least-once (set exactlyOnce=true to require two-phase "
-             "commit)", why)
+    # A WARNING, not INFO: the README calls the sink exactly-once, and a broker started with defaults (`make run`)
+    # has two-phase commit off, so a user who never reads INFO lines must still learn what they got and the fix.
+    LOG.warning("pybroker sink: %s, so the write is at-least-once, not exactly-once. For exactly-once, set "
+                "%s=true on every broker (in server.properties, or `pybroker start --override %s=true`); "
+                "set exactlyOnce=true to fail instead of falling back", why, TWO_PHASE_COMMIT_KEY,
+                TWO_PHASE_COMMIT_KEY)
     return False
 
 

@@ -105,13 +105,25 @@ class Canary:
     Use as a context manager around the attack; afterwards `median_ms`, `p99_ms` and `failures` say how
     the broker treated a bystander. A request that is never answered counts as a failure, and the
     canary reconnects, so a hang shows up as failures, not as a stuck test.
+
+    How fast a round trip is also depends on the machine: on a 2-core machine running another suite, an
+    idle broker answers in 10 ms rather than 1. So `__enter__` first times BASELINE_TRIPS round trips
+    before the attack starts, and `allowed_ms(floor)` is the floor a test names or SLOWDOWN times that
+    baseline, whichever is larger: on an idle machine the test's own figure, on a busy one a bound that
+    moves with the machine, and in both far below what a blocked event loop costs a bystander (the
+    length of the whole attack, hundreds of ms to seconds).
     """
+
+    #: round trips timed before the attack, and how many times slower than them a bystander may be served
+    BASELINE_TRIPS = 20
+    SLOWDOWN = 10
 
     def __init__(self, host: str, port: int, interval: float = 0.005, timeout: float = 5.0) -> None:
         self.address = (host, port)
         self.interval = interval
         self.timeout = timeout
         self.latencies: list[float] = []
+        self.baseline: list[float] = []
         self.failures = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="canary", daemon=True)
@@ -133,6 +145,10 @@ class Canary:
             client.close()
 
     def __enter__(self) -> Canary:
+        with RawClient(*self.address, timeout=self.timeout) as client:
+            for _ in range(self.BASELINE_TRIPS):
+                self.baseline.append(api_versions_round_trip(client))
+                time.sleep(self.interval)
         self._thread.start()
         return self
 
@@ -145,6 +161,15 @@ class Canary:
         return statistics.median(self.latencies) * 1000 if self.latencies else float("inf")
 
     @property
+    def baseline_ms(self) -> float:
+        return statistics.median(self.baseline) * 1000 if self.baseline else 0.0
+
+    def allowed_ms(self, floor_ms: float) -> float:
+        """The median a bystander may see during the attack: `floor_ms`, or more on a machine that was
+        already slow to answer before it."""
+        return max(floor_ms, self.SLOWDOWN * self.baseline_ms)
+
+    @property
     def p99_ms(self) -> float:
         if not self.latencies:
             return float("inf")
@@ -153,7 +178,7 @@ class Canary:
 
     def summary(self) -> str:
         return (f"{len(self.latencies)} round trips, median {self.median_ms:.2f} ms, p99 {self.p99_ms:.2f} ms, "
-                f"{self.failures} failures")
+                f"{self.failures} failures (median {self.baseline_ms:.2f} ms before the attack)")
 
 
 def rss_bytes(pid: int) -> int:

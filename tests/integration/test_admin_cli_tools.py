@@ -30,6 +30,7 @@ from click.testing import CliRunner, Result
 
 from pybroker.broker.cli import cli
 from pybroker.clients.admin import cli_support
+from pybroker.clients.admin.output import human_bytes
 from pybroker.protocol.partitioner import partition_for_key
 from tests.integration.brokers import REPO_ROOT, BrokerProcess, free_port
 from tests.integration.clients import ck_consumer, ck_producer, kp_consumer
@@ -305,8 +306,16 @@ def test_log_dirs_configs_and_health(tools_broker: BrokerProcess, new_topic: Cal
     assert len(dirs) == 1 and dirs[0]["error"] is None and dirs[0]["usable_bytes"] > 0
     assert [(p["topic"], p["partition"]) for p in dirs[0]["partitions"]] == [(topic, 0)]
     assert dirs[0]["partitions"][0]["size"] > 1000
-    table = run(tools_broker, "log-dirs").stdout
-    assert "USABLE-BYTES" in table and topic in table
+    table = run(tools_broker, "log-dirs", "--topic", topic).stdout
+    # The table humanizes byte counts; --json above keeps them exact
+    dir_header, dir_row, _, part_header, part_row = table.splitlines()
+    assert dir_header.split() == ["LOG-DIR", "STATE", "PARTITION-COUNT", "SIZE", "USABLE", "TOTAL"]
+    # usable space moves with whatever else writes to the disk, so only its form is checked
+    assert re.fullmatch(r"\S+ +online +1 +" + re.escape(human_bytes(dirs[0]["size"]) or "")
+                        + r" +\d+\.\d [KMGTPE]iB +" + re.escape(human_bytes(dirs[0]["total_bytes"]) or ""),
+                        dir_row), dir_row
+    assert part_header.split() == ["TOPIC", "PARTITION", "SIZE", "LOG-DIR", "FUTURE", "OFFSET-LAG"]
+    assert part_row.split()[:4] == [topic, "0", *str(human_bytes(dirs[0]["partitions"][0]["size"])).split()], part_row
 
     broker_configs = {row["name"]: row for row in js(tools_broker, "configs", "describe")}
     assert broker_configs["log.retention.hours"]["value"] == "100"

@@ -34,13 +34,13 @@ def test_unwritten_bytes_are_dirty_plus_writeback(tmp_path: Path) -> None:
 def test_a_settled_disk_returns_at_once(tmp_path: Path) -> None:
     started = time.monotonic()
     assert disk.settle_disk(threshold=64 * 2**20, timeout_s=30, meminfo=_meminfo(tmp_path, 1000, 200)) == ""
-    assert time.monotonic() - started < 1
+    assert time.monotonic() - started < 15  # at once, not after the 30 s timeout (slack for a busy machine)
 
 
 def test_an_unsettled_disk_is_waited_for_until_the_timeout_and_said_so(tmp_path: Path) -> None:
     started = time.monotonic()
     note = disk.settle_disk(threshold=64 * 2**20, timeout_s=0.2, meminfo=_meminfo(tmp_path, 100_000, 50_000))
-    assert 0.2 <= time.monotonic() - started < 5
+    assert 0.2 <= time.monotonic() - started < 15  # until the timeout, and not on (slack for a busy machine)
     assert "not settled" in note and "154 MB" in note
 
 

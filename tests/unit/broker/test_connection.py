@@ -13,6 +13,7 @@ import pytest
 
 from pybroker.broker.app import BrokerApp
 from tests.unit.broker.conftest import MAX_REQUEST
+from tests.unit.broker.waiting import until
 
 
 def _api_versions_request(correlation_id: int, version: int = 0, client_id: bytes = b"raw") -> bytes:
@@ -132,11 +133,7 @@ async def test_reading_pauses_while_the_client_does_not_read_and_resumes(app: Br
     count = 10_000
     writer.write(b"".join(_api_versions_request(i) for i in range(count)))
     (conn,) = list(app.state.connections)
-    for _ in range(100):
-        if conn._paused_for_writes:
-            break
-        await asyncio.sleep(0.02)
-    assert conn._paused_for_writes, "the broker kept reading while its responses piled up"
+    await until(lambda: conn._paused_for_writes, "the broker kept reading while its responses piled up")
     ids = [_parse_api_versions_v0(await _read_frame(reader))[0] for _ in range(count)]
     assert ids == list(range(count))
     assert not conn._paused_for_writes and not conn._paused_for_pending

@@ -56,7 +56,7 @@ def test_catastrophic_backtracking_patterns_stay_linear(pattern: str) -> None:
     subject = "a" * 3000 + "c"
     started = time.perf_counter()
     assert not IdPattern(pattern).matches(subject)
-    assert time.perf_counter() - started < 5.0  # a backtracking engine needs longer than the universe's age
+    assert time.perf_counter() - started < 30.0  # a backtracking engine needs longer than the universe's age
 
 
 @pytest.mark.parametrize("depth", [10, 300, 499])

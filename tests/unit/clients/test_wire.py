@@ -60,8 +60,10 @@ def peer() -> Iterator[Callable[[Behaviour], tuple[str, int]]]:
         thread.join(timeout=5)
 
 
-def _metadata(host: str, port: int) -> None:
-    conn = Connection(host, port, timeout_s=0.5)
+def _metadata(host: str, port: int, timeout_s: float = 10.0) -> None:
+    """A Metadata request to a peer thread; its timeout leaves room for a busy machine to schedule the thread
+    (only the test of a peer that never answers waits for it to pass)."""
+    conn = Connection(host, port, timeout_s=timeout_s)
     try:
         assert conn.version(MetadataRequest) == 12
         conn.request(MetadataRequest(topics=[]), 12)
@@ -83,10 +85,10 @@ def test_a_peer_that_closes_is_named(peer: Callable[[Behaviour], tuple[str, int]
 
 def test_a_peer_that_never_answers_times_out(peer: Callable[[Behaviour], tuple[str, int]]) -> None:
     stop = threading.Event()
-    address = peer(lambda conn, correlation: stop.wait(5))
+    address = peer(lambda conn, correlation: stop.wait(30))
     try:
         with pytest.raises(WireError, match="timed out"):
-            _metadata(*address)
+            _metadata(*address, timeout_s=0.5)
     finally:
         stop.set()
 

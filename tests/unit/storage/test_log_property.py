@@ -27,7 +27,8 @@ def _check_reads(log: Log, bounds: list[tuple[int, int]], probes: list[int], max
         assert spans == bounds[bounds.index(containing) : bounds.index(containing) + len(spans)]
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=30, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(batches=appends, segment_bytes=st.integers(200, 3000), interval=st.integers(1, 400),
        probes=st.lists(st.integers(0, 10_000), max_size=20), max_bytes=st.integers(1, 2000),
        clean=st.booleans())
@@ -59,7 +60,8 @@ def test_reads_return_the_batch_holding_the_offset_before_and_after_reopen(
         log.close()
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=30, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(batches=appends, cut=st.integers(0, 10_000), garbage=st.binary(max_size=200))
 def test_recovery_keeps_exactly_the_whole_batches_before_a_torn_write(
         tmp_path_factory: pytest.TempPathFactory, batches: list[tuple[int, int]], cut: int,
@@ -92,7 +94,8 @@ def test_recovery_keeps_exactly_the_whole_batches_before_a_torn_write(
         log.close()
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=30, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(batches=appends, noise=st.binary(min_size=1, max_size=120), at=st.integers(0, 10_000),
        probes=st.lists(st.integers(0, 10_000), min_size=1, max_size=10))
 def test_a_damaged_index_never_misdirects_a_read(tmp_path_factory: pytest.TempPathFactory,

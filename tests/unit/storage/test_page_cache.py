@@ -61,6 +61,24 @@ def cached(fd: int, offset: int, length: int = 4096) -> bool:
         _LIBC.munmap(address, size)
 
 
+def finish(cache: PageCache) -> None:
+    """Close the budget and wait until its thread has done every queued write-back, drop and read-ahead
+    call. `close` itself waits 5 s at most (a shutdown must not hang); on a busy disk the write-backs of a
+    test's 30 MB take longer, and an assertion on the cache made before they finish fails for no defect."""
+    assert cache.close(timeout=120), "the page-cache thread did not finish its queue in 120 s"
+
+
+def read_ahead_arrives(fd: int, offsets: tuple[int, ...], length: int = 4096,
+                       what: str = "the disk never read ahead") -> None:
+    """Wait (at most 10 s) until every [offset, offset + length) is cached. A read-ahead is only started by
+    `POSIX_FADV_WILLNEED`; the disk finishes it later, and `mincore` counts a page only once its read is done,
+    so on a busy disk an assertion made at once fails although the read-ahead was asked for."""
+    deadline = time.monotonic() + 10
+    while not all(cached(fd, offset, length) for offset in offsets):
+        assert time.monotonic() < deadline, what
+        time.sleep(0.01)
+
+
 def drops_pages(directory: Path) -> bool:
     """Does this filesystem let fsynced pages go when told to (not tmpfs)?"""
     path = directory / "probe"
@@ -155,7 +173,7 @@ def test_the_oldest_fsynced_data_leaves_the_cache_and_the_newest_stays(file: IO[
     segment = Handle(file)
     for _ in range(12):
         cache.fsynced(segment, write_synced(file, 2 * MIB))  # type: ignore[arg-type]
-    cache.close()  # the drops are done
+    finish(cache)  # the drops are done
     fd = file.fileno()
     assert segment.cache_dropped_to >= 14 * MIB
     assert not any(cached(fd, offset) for offset in range(0, segment.cache_dropped_to, MIB))
@@ -172,12 +190,9 @@ def test_a_sent_region_of_dropped_data_is_dropped_again_and_the_disk_reads_ahead
     assert cached(file.fileno(), 0)
     cache.sent(file, 0, MIB)
     cache.read_ahead(file, MIB, min(MIB + READ_AHEAD, end))
-    cache.close()
+    finish(cache)
     assert not cached(file.fileno(), 0)
-    deadline = time.monotonic() + 10  # the read-ahead was only started: the disk finishes it meanwhile
-    while not all(cached(file.fileno(), offset) for offset in (MIB, MIB + READ_AHEAD - 4096)):
-        assert time.monotonic() < deadline, "the disk never read ahead"
-        time.sleep(0.01)
+    read_ahead_arrives(file.fileno(), (MIB, MIB + READ_AHEAD - 4096))
 
 
 def test_a_read_ahead_longer_than_the_kernel_reads_at_once_is_read_whole(file: IO[bytes]) -> None:
@@ -188,11 +203,8 @@ def test_a_read_ahead_longer_than_the_kernel_reads_at_once_is_read_whole(file: I
     assert not cached(file.fileno(), 0, end)
     cache = PageCache(0)
     cache.read_ahead(file, MIB, MIB + READ_AHEAD)
-    cache.close()
-    deadline = time.monotonic() + 10  # started by the thread, finished by the disk meanwhile
-    while not cached(file.fileno(), MIB, READ_AHEAD):
-        assert time.monotonic() < deadline, "part of the read-ahead was never read"
-        time.sleep(0.01)
+    finish(cache)
+    read_ahead_arrives(file.fileno(), (MIB,), READ_AHEAD, "part of the read-ahead was never read")
     assert not cached(file.fileno(), MIB + READ_AHEAD + 2 * MIB, MIB)  # and nothing far past it
 
 
@@ -219,7 +231,7 @@ def test_a_closed_file_is_passed_over(file: IO[bytes], tmp_path: Path) -> None:
     with open(tmp_path / "gone.log", "wb+", buffering=0) as gone:
         gone.write(b"x" * MIB)
     cache.sent(gone, 0, MIB)  # closed before the thread got to it: no error, nothing counted
-    cache.close()
+    finish(cache)
     assert cache.dropped_bytes == 0
 
 
@@ -233,7 +245,7 @@ def test_a_log_drops_what_passed_the_budget_and_reads_of_it_are_dropped_after_se
     for _ in range(300):  # ~30 MB over two segments, fsynced as it goes
         append(log, batch(1, value=value))
         log.flush()
-    cache.close()
+    finish(cache)
     first = log.segments[0]
     assert first.cache_dropped_to > 0
     assert not cached(first.file.fileno(), 0)
@@ -246,9 +258,9 @@ def test_a_log_drops_what_passed_the_budget_and_reads_of_it_are_dropped_after_se
     assert len(region.read_bytes()) == region.length  # pread, as the TLS writer does
     assert cached(fd, 0)
     region.sent()
-    reader.close()
+    finish(reader)
     assert not cached(fd, 0)  # dropped again once sent
-    assert cached(fd, region.length)  # and the disk read on ahead of the consumer
+    read_ahead_arrives(fd, (region.length,))  # and the disk reads on ahead of the consumer
     log.close()
 
 
@@ -272,7 +284,7 @@ def _nobody_fsyncs(log: Log, cache: PageCache) -> None:
         append(log, batch(1, value=value))
         log.recycle_unflushed()  # as the partition does for acks 0 and 1
     segment = log.segments[-1]
-    cache.close()  # every write-back started and every drop made
+    finish(cache)  # every write-back started and every drop made
     assert segment.cache_dropped_to > 0 and segment.size - segment.cache_counted_to < WRITE_BACK_STEP
     dropped = range(0, segment.cache_dropped_to, MIB)
     left = [offset for offset in dropped if cached(segment.file.fileno(), offset)]

@@ -18,6 +18,7 @@ from pybroker.protocol.records.batch import iter_batches, parse_header
 from pybroker.protocol.records.record import Record, build_batch
 from pybroker.storage.log import Log
 from tests.unit.broker.conftest import RawClient
+from tests.unit.broker.waiting import until
 
 PARTITIONS = 4
 
@@ -54,13 +55,15 @@ async def test_a_wake_reads_only_the_partition_that_moved(client: RawClient, app
     monkeypatch.setattr(Log, "read", counting_read)
     min_bytes = 4000
     await client.send(_fetch("lp", [0] * PARTITIONS, min_bytes), 12)
-    await asyncio.sleep(0.1)
+    # parked: watched under each of its partitions
+    await until(lambda: len(app.state.purgatory) == PARTITIONS, "the fetch was never parked")
     assert reads == Counter(range(PARTITIONS))  # the first pass reads them all
     reader, writer = await asyncio.open_connection("127.0.0.1", app.bound_ports[0])
     producer = RawClient(reader, writer)
     try:
         await producer.call(_produce("lp", 2, _records(3, b"x" * 100)), 9)  # not enough yet
-        await asyncio.sleep(0.1)
+        await until(lambda: reads[2] == 2, "the append never woke the fetch")
+        await asyncio.sleep(0.1)  # time for a wrong read of another partition to show
         assert reads == Counter({0: 1, 1: 1, 2: 2, 3: 1})  # the wake read only partition 2
         await producer.call(_produce("lp", 1, _records(40, b"y" * 100)), 9)  # now past min_bytes
         fetched = await client.receive(1, 12, timeout=5)

@@ -17,6 +17,7 @@ from pybroker.protocol.messages.produce import PartitionProduceData, ProduceRequ
 from pybroker.protocol.records.batch import iter_batches, parse_header
 from pybroker.protocol.records.record import Record, build_batch
 from tests.unit.broker.conftest import RawClient
+from tests.unit.broker.waiting import until
 
 
 def _records(n: int = 3, ts: int | None = None) -> bytes:
@@ -82,8 +83,7 @@ async def test_fetch_by_topic_id_and_unknown_id(client: RawClient) -> None:
 async def test_fetch_long_poll_wakes_on_append_and_uses_sendfile(client: RawClient, app: BrokerApp) -> None:
     await client.call(_produce("poll", _records(1)), 9)
     await client.send(_fetch("poll", offset=1, max_wait=30_000, min_bytes=1), 12)
-    await asyncio.sleep(0.1)
-    assert len(app.state.purgatory) == 1
+    await until(lambda: len(app.state.purgatory) == 1, "the fetch was never parked")
     reader, writer = await asyncio.open_connection("127.0.0.1", app.bound_ports[0])
     producer = RawClient(reader, writer)
     await producer.call(_produce("poll", _records(2)), 9)

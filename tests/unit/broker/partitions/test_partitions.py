@@ -26,6 +26,7 @@ from pybroker.protocol.records.record import Record, build_batch
 from pybroker.storage.flusher import Flusher
 from pybroker.storage.log import Log
 from tests.unit.broker.conftest import RawClient
+from tests.unit.broker.waiting import until
 
 
 class Flag(DelayedOperation[str]):
@@ -257,8 +258,8 @@ async def test_a_long_poll_woken_without_movement_reads_nothing(client: RawClien
     await client.send(FetchRequest(max_wait_ms=30_000, min_bytes=1, max_bytes=1 << 20, topics=[
         FetchTopic(topic="still", topic_id=uuid.UUID(int=0),
                    partitions=[FetchPartition(partition=0, fetch_offset=1, partition_max_bytes=1 << 20)])]), 12)
-    await asyncio.sleep(0.1)
-    assert reads == [0] and len(app.state.purgatory) == 1
+    await until(lambda: len(app.state.purgatory) == 1, "the fetch was never parked")
+    assert reads == [0]
     for _ in range(5):
         app.state.replicas.notify(("still", 0))  # nothing moved: positions compared, nothing read
     assert reads == [0] and len(app.state.purgatory) == 1
@@ -275,14 +276,10 @@ async def test_a_long_poll_of_a_closed_connection_is_forgotten(client: RawClient
     await client.send(FetchRequest(max_wait_ms=0x7FFFFFFF, min_bytes=1, max_bytes=1 << 20, topics=[
         FetchTopic(topic="gone", topic_id=uuid.UUID(int=0),
                    partitions=[FetchPartition(partition=0, fetch_offset=1, partition_max_bytes=1 << 20)])]), 12)
-    await asyncio.sleep(0.1)
-    assert len(app.state.purgatory) == 1
+    await until(lambda: len(app.state.purgatory) == 1, "the fetch was never parked")
     client.close()
-    for _ in range(100):
-        if not len(app.state.purgatory):
-            break
-        await asyncio.sleep(0.02)
-    assert len(app.state.purgatory) == 0  # not kept for the 24 days the client asked to wait
+    # not kept for the 24 days the client asked to wait
+    await until(lambda: len(app.state.purgatory) == 0, "the closed connection's long poll stayed")
 
 
 def _produce(topic: str, n: int) -> ProduceRequest:

@@ -178,7 +178,8 @@ _bindings = st.builds(
     st.sampled_from([Perm.ALLOW, Perm.DENY]))
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=200, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(bindings=st.sets(_bindings, max_size=12), name=_names, rtype=st.sampled_from([RT.TOPIC, RT.GROUP]),
        op=st.sampled_from([Op.READ, Op.WRITE, Op.DESCRIBE, Op.DESCRIBE_CONFIGS]), default=st.booleans())
 def test_the_indexed_authorizer_decides_as_the_plain_rules(tmp_path: Path, bindings: set[AclBinding], name: str,

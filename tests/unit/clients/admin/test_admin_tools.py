@@ -1,6 +1,7 @@
 """The admin CLI's pure parts: the producer's partitioner (kafka-python's murmur2 as the oracle), the line
 formats of produce and consume, times and durations, the reset CSV, the range assignor, the
-`__consumer_offsets` decoder of dump-log, bootstrap lists, and usage errors (as JSON under --json)."""
+`__consumer_offsets` decoder of dump-log, bootstrap lists, usage errors (as JSON under --json), and byte
+counts humanized for tables."""
 
 from __future__ import annotations
 
@@ -34,6 +35,7 @@ from pybroker.clients.admin.formats import (
     templated,
     text_line,
 )
+from pybroker.clients.admin.output import human_bytes
 from pybroker.clients.admin.times import parse_datetime_ms, parse_duration_ms
 from pybroker.clients.wire import WireClient, WireError, parse_bootstrap_list
 from pybroker.protocol.messages.coordinator_records import (
@@ -279,3 +281,11 @@ def test_read_committed_skips_aborted_transactions_and_markers() -> None:
     everything.assign({("t", 0): 2})  # and records before the position are not handed out again
     assert [r.value for r in everything._records(("t", 0), data, aborted)] == [
         b"aborted-2", b"committed", b"other"]
+
+
+@pytest.mark.parametrize(("count", "shown"), [
+    (None, None), (0, "0 B"), (1023, "1023 B"), (1024, "1.0 KiB"), (1536, "1.5 KiB"),
+    (5 * 1024**2 + 1, "5.0 MiB"), (17_234_567_890, "16.1 GiB"), (3 * 1024**4, "3.0 TiB"), (2**63 - 1, "8.0 EiB"),
+])
+def test_tables_show_byte_counts_as_people_read_them(count: int | None, shown: str | None) -> None:
+    assert human_bytes(count) == shown

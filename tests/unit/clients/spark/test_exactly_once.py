@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import logging
 from typing import Any
 
 import pytest
@@ -145,6 +146,29 @@ def test_decide_follows_the_option_and_the_broker(broker: FakeBroker) -> None:
         exactly_once.decide(_options(exactlyOnce="true"))
     with pytest.raises(OptionError, match=r"needs kafka\.acks=all"):
         exactly_once.decide(_options(exactlyOnce="true", **{"kafka.acks": "1"}))
+
+
+def test_falling_back_to_at_least_once_is_a_warning_that_says_how_to_turn_exactly_once_on(
+        broker: FakeBroker, caplog: pytest.LogCaptureFixture) -> None:
+    # The README calls the sink exactly-once; a default broker has two-phase commit off, so an INFO line would
+    # leave a user believing it. The warning names the key and where to set it.
+    broker.two_phase_commit = "false"
+    with caplog.at_level(logging.INFO, logger="pybroker.spark"):
+        assert exactly_once.decide(_options()) is False
+    [record] = [r for r in caplog.records if "at-least-once" in r.getMessage()]
+    assert record.levelno == logging.WARNING
+    message = record.getMessage()
+    assert "transaction.two.phase.commit.enable=false" in message
+    assert "--override transaction.two.phase.commit.enable=true" in message
+    assert "exactlyOnce=true" in message
+
+
+def test_a_write_that_asked_for_at_least_once_warns_about_nothing(
+        broker: FakeBroker, caplog: pytest.LogCaptureFixture) -> None:
+    broker.two_phase_commit = "false"
+    with caplog.at_level(logging.INFO, logger="pybroker.spark"):
+        assert exactly_once.decide(_options(exactlyOnce="false")) is False
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
 
 
 def test_options_of_the_exactly_once_sink() -> None:

@@ -30,8 +30,8 @@ def test_a_listening_server_is_enough() -> None:
         server.bind(("127.0.0.1", 0))
         server.listen()
         started = time.monotonic()
-        require_a_broker([f"127.0.0.1:{_closed_port()}", f"127.0.0.1:{server.getsockname()[1]}"], timeout_s=5)
-        assert time.monotonic() - started < 3
+        require_a_broker([f"127.0.0.1:{_closed_port()}", f"127.0.0.1:{server.getsockname()[1]}"], timeout_s=60)
+        assert time.monotonic() - started < 30  # at the first answer, not at the timeout (slack for a busy machine)
 
 
 def test_a_read_against_a_stopped_broker_fails_within_the_bound(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -41,4 +41,4 @@ def test_a_read_against_a_stopped_broker_fails_within_the_bound(monkeypatch: pyt
     started = time.monotonic()
     with pytest.raises(BrokerUnreachable, match=r"no broker reachable .* within 2 s"):
         OffsetReader(options).partitions()
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < 10  # the patched bound, not the 15 s default (slack for a busy machine)

@@ -44,7 +44,8 @@ def _write(tmp: Path, history: list[tuple[list[tuple[int, bytes | None]], bool]]
     return log, clock
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(history=histories, map_keys=st.integers(1, 8), segment_bytes=st.sampled_from([150, 400, 1 << 20]))
 def test_clean_keeps_exactly_the_latest_of_each_key(tmp_path_factory, history, map_keys, segment_bytes) -> None:  # type: ignore[no-untyped-def]
     tmp = tmp_path_factory.mktemp("log") / "t-0"
