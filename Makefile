@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PYTEST_ARGS ?=
 
-.PHONY: cc kcat fuse java prometheus chromium bytecode run test test-fast lint bench fuzz check-gen gen docs install clean
+.PHONY: cc kcat fuse java kafka maven prometheus chromium bytecode run test test-fast lint bench fuzz check-gen gen docs install clean
 
 # two stamps: `make run` needs only the broker (.venv/.installed-broker); tests, lint and the Spark
 # connector need the extras too (.venv/.installed, which implies the other)
@@ -52,6 +52,22 @@ java:
 	@command -v java >/dev/null 2>&1 || \
 	  { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q openjdk-17-jre-headless; }
 
+maven: java
+	@command -v mvn >/dev/null 2>&1 || { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q maven; }
+
+# Apache Kafka, the oracle of the conformance tests (tests/conformance/, tests/kafka_node.py): its jars,
+# resolved by Maven from tests/kafka/pom.xml (the one place its version is pinned) into a cache outside
+# the source tree. The stamp names the version, so a new pin resolves again and a second run does nothing.
+KAFKA_VERSION := $(shell sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' tests/kafka/pom.xml)
+KAFKA_CACHE ?= $(HOME)/.cache/pybroker/kafka-$(KAFKA_VERSION)
+kafka: $(KAFKA_CACHE)/.resolved
+$(KAFKA_CACHE)/.resolved: tests/kafka/pom.xml | maven
+	@echo "resolving Apache Kafka $(KAFKA_VERSION) into $(KAFKA_CACHE) (once)"
+	rm -rf $(KAFKA_CACHE)/libs && mkdir -p $(KAFKA_CACHE)
+	cp tests/kafka/pom.xml $(KAFKA_CACHE)/pom.xml
+	cd $(KAFKA_CACHE) && mvn -q -B dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory=libs
+	touch $@
+
 # the metrics test scrapes the broker with a real Prometheus server
 prometheus:
 	@command -v prometheus >/dev/null 2>&1 || \
@@ -73,11 +89,11 @@ bytecode: $(BROKER_STAMP)
 run: $(BROKER_STAMP) bytecode
 	$(VENV)/bin/pybroker start --log-dirs ./data --listeners PLAINTEXT://127.0.0.1:9092 --metrics-port 9404
 
-test: $(STAMP) kcat fuse java prometheus chromium bytecode
-	$(PY) -m pytest $(PYTEST_ARGS)
+test: $(STAMP) kcat fuse java kafka prometheus chromium bytecode
+	PYBROKER_KAFKA_HOME=$(KAFKA_CACHE) $(PY) -m pytest $(PYTEST_ARGS)
 
-test-fast: $(STAMP) fuse java bytecode
-	$(PY) -m pytest -m "not slow" $(PYTEST_ARGS)
+test-fast: $(STAMP) fuse java kafka bytecode
+	PYBROKER_KAFKA_HOME=$(KAFKA_CACHE) $(PY) -m pytest -m "not slow" $(PYTEST_ARGS)
 
 # mypy checks the sources under the names they are imported by (pybroker.broker.x, ...). Given the bare
 # folders it would name them broker.x, ... and, with ignore_missing_imports, read every `pybroker.*` import

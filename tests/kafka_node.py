@@ -1,0 +1,171 @@
+"""A single Apache Kafka KRaft node for the tests: the oracle pybroker's answers are compared with.
+
+`make kafka` resolves Kafka's jars (the version is pinned in `tests/kafka/pom.xml`) into a cache outside the
+source tree, `$HOME/.cache/pybroker/kafka-<version>/libs/`; `make test` passes its path in
+`PYBROKER_KAFKA_HOME`. `KafkaNode.start` writes a `server.properties` (combined broker and controller on
+loopback, free ports, a fresh dir), formats the dir with Kafka's storage tool and starts `kafka.Kafka` in
+a JVM with a small heap, then waits until the node answers Metadata with itself as a broker (8-12 s
+measured on two cores shared with other work). One node serves a whole test session (tests/conformance/conftest.py): tests
+share it, so each one uses topic names of its own.
+
+Everything here is blocking and runs on the test's own thread; nothing here is thread-safe.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import struct
+import subprocess
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from pybroker.protocol.frame_codec import decode_response, encode_request
+from pybroker.protocol.messages.metadata import MetadataRequest, MetadataResponse
+
+POM = Path(__file__).parent / "kafka" / "pom.xml"
+ENV_HOME = "PYBROKER_KAFKA_HOME"
+START_TIMEOUT = 90.0
+HEAP = ["-Xms64m", "-Xmx384m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto"]
+CLUSTER_ID = "cG9icm9rZXJjb25mb3JtYQ"  # any 22-character base64 id: Kafka's own
+NODE_ID = 1
+
+
+def kafka_version() -> str:
+    """The pinned version, read from the pom the Makefile resolves (the one place it is written)."""
+    ns = {"m": "http://maven.apache.org/POM/4.0.0"}
+    found = ET.parse(POM).getroot().find("m:properties/m:kafka.version", ns)
+    assert found is not None and found.text, f"{POM} names no kafka.version"
+    return found.text.strip()
+
+
+def kafka_home() -> Path:
+    """Where `make kafka` put the jars: `PYBROKER_KAFKA_HOME`, or the Makefile's default."""
+    configured = os.environ.get(ENV_HOME)
+    if configured:
+        return Path(configured)
+    return Path.home() / ".cache" / "pybroker" / f"kafka-{kafka_version()}"
+
+
+def missing_reason() -> str | None:
+    """Why Kafka cannot run here, or None. Under `make test` (which sets PYBROKER_KAFKA_HOME after resolving
+    the jars) a missing piece is a failure, not a skip: the caller decides with `required()`."""
+    if shutil.which("java") is None:
+        return "Apache Kafka needs Java 17+ (`make kafka` installs it)"
+    if not (kafka_home() / ".resolved").exists():
+        return f"Apache Kafka {kafka_version()} is not resolved in {kafka_home()}: run `make kafka`"
+    return None
+
+
+def required() -> bool:
+    """True under `make test`: the Makefile resolved Kafka, so its absence is an error."""
+    return bool(os.environ.get(ENV_HOME))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def metadata_brokers(port: int) -> int:
+    """How many brokers the node at `port` lists in a Metadata v12 answer (0 while it is not ready)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=2) as sock:
+        sock.sendall(encode_request(MetadataRequest(topics=[]), 12, 1))
+        size = struct.unpack(">i", _read(sock, 4))[0]
+        answer = decode_response(_read(sock, size), MetadataRequest.API_KEY, 12)[1]
+    assert isinstance(answer, MetadataResponse)
+    return len(answer.brokers)
+
+
+def _read(sock: socket.socket, n: int) -> bytes:
+    data = b""
+    while len(data) < n:
+        chunk = sock.recv(n - len(data))
+        if not chunk:
+            raise ConnectionError("closed")
+        data += chunk
+    return data
+
+
+class KafkaNode:
+    """One KRaft node (broker and controller in one JVM) under `workdir`; `port` is its client listener."""
+
+    def __init__(self, workdir: Path, overrides: dict[str, str] | None = None) -> None:
+        self.workdir = workdir
+        self.overrides = overrides or {}
+        self.port = free_port()
+        self.controller_port = free_port()
+        self.process: subprocess.Popen[bytes] | None = None
+        self.log_path = workdir / "kafka.log"
+        self.start_seconds = 0.0
+
+    def properties(self) -> dict[str, str]:
+        props = {
+            "process.roles": "broker,controller",
+            "node.id": str(NODE_ID),
+            "controller.quorum.voters": f"{NODE_ID}@127.0.0.1:{self.controller_port}",
+            "listeners": f"PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port}",
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+            "controller.listener.names": "CONTROLLER",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "log.dirs": str(self.workdir / "data"),
+            "offsets.topic.replication.factor": "1",
+            "transaction.state.log.replication.factor": "1",
+            "transaction.state.log.min.isr": "1",
+            "share.coordinator.state.topic.replication.factor": "1",
+            "share.coordinator.state.topic.min.isr": "1",
+            "group.initial.rebalance.delay.ms": "0",
+        }
+        props.update(self.overrides)
+        return props
+
+    def _java(self, main: str, *args: str) -> list[str]:
+        return ["java", *HEAP, "-cp", str(kafka_home() / "libs" / "*"), main, *args]
+
+    def start(self) -> None:
+        began = time.monotonic()
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        config = self.workdir / "server.properties"
+        config.write_text("".join(f"{k}={v}\n" for k, v in self.properties().items()))
+        with self.log_path.open("ab") as log:
+            # Kafka 4's kafka-storage.sh runs this class; `format` writes meta.properties and the bootstrap
+            # checkpoint of the metadata log
+            subprocess.run(self._java("kafka.tools.StorageTool", "format", "-t", CLUSTER_ID, "-c", str(config)),
+                           stdout=log, stderr=subprocess.STDOUT, check=True, timeout=60)
+            self.process = subprocess.Popen(self._java("kafka.Kafka", str(config)), stdout=log,
+                                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        deadline = began + START_TIMEOUT
+        while True:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"Kafka exited with {self.process.returncode}:\n{self.log_tail()}")
+            try:
+                if metadata_brokers(self.port) > 0:
+                    break
+            except (OSError, ConnectionError):
+                pass
+            if time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"Kafka not ready in {START_TIMEOUT:.0f} s:\n{self.log_tail()}")
+            time.sleep(0.1)
+        self.start_seconds = time.monotonic() - began
+
+    def stop(self) -> None:
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(timeout=10)
+
+    def log_tail(self, lines: int = 40) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "(no log)"
