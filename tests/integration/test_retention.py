@@ -20,7 +20,7 @@ from tests.integration.brokers import BrokerProcess
 from tests.integration.clients import kp_admin, kp_producer
 
 RECORDS = 300
-FAST_RETENTION = {"log.retention.check.interval.ms": "200", "file.delete.delay.ms": "100"}
+FAST_RETENTION = {"log.retention.check.interval.ms": "200", "log.segment.delete.delay.ms": "100"}
 
 
 def _fill(proc: BrokerProcess, topic: str, configs: dict[str, str]) -> None:
