@@ -58,6 +58,7 @@ from pybroker.broker.metrics.authentication import AUTHENTICATIONS, SASL_CONNECT
 from pybroker.broker.metrics.connections import CONNECTIONS_EXPIRED, CONNECTIONS_REFUSED
 from pybroker.broker.metrics.names import api_name
 from pybroker.broker.metrics.requests import REQUEST_METRICS
+from pybroker.broker.pending_answer import PendingAnswer, answer_after
 from pybroker.broker.security import authorization, quota_throttle, request_time
 from pybroker.broker.security.errors import SaslFailure
 from pybroker.broker.security.sasl_session import SaslSession, log_context
@@ -93,29 +94,6 @@ HEAD_BYTES_LOGGED = 32
 CLOSE_FLUSH_S = 5.0
 
 
-class _Pending:
-    """A request whose response has not been written yet."""
-
-    __slots__ = ("api_key", "charged", "client_id", "close_after", "correlation_id", "request_throttle_ms", "result",
-                 "size", "started", "version")
-
-    def __init__(self, api_key: int, version: int, correlation_id: int, result: Any, started: float,
-                 client_id: str | None = None, size: int = 0) -> None:
-        self.api_key = api_key
-        self.version = version
-        self.correlation_id = correlation_id
-        self.result = result  # a response object, an asyncio.Future of one, or raw bytes
-        self.started = started  # perf_counter at decoding, for the latency histogram
-        self.client_id = client_id  # for the context of an error logged when the answer fails
-        self.close_after = False  # the connection closes once this answer is written (failed authentication)
-        self.size = size  # the request's bytes (charged to a producer's quota)
-        self.charged = False  # already counted against the client's quota
-        self.request_throttle_ms = 0  # the throttle its handler time earned (request_percentage)
-
-    def ready(self) -> bool:
-        return not isinstance(self.result, asyncio.Future) or self.result.done()
-
-
 #: bytes a read into the shared scratch buffer may take at most (uvloop reads 256 KiB at a time as well)
 SCRATCH_BYTES = 256 * 1024
 
@@ -136,7 +114,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self.state = state
         self.guard: ConnectionGuard = state.guard
         self.decoder = FrameDecoder(int(state.config.get("socket.request.max.bytes")), self._admit)
-        self.pending: deque[_Pending] = deque()
+        self.pending: deque[PendingAnswer] = deque()
         self.transport: asyncio.Transport | None = None
         self.writer: SendQueue | CopyingWriter | None = None
         self.peer = "?"
@@ -412,7 +390,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         work = not isinstance(result, Waiting)
         if not work:
             result = result.awaitable
-        entry = _Pending(header.api_key, header.api_version, header.correlation_id, result, started,
+        entry = PendingAnswer(header.api_key, header.api_version, header.correlation_id, result, started,
                          header.client_id, len(frame))
         entry.request_throttle_ms = request_throttle_ms
         if inspect.isawaitable(result):
@@ -480,7 +458,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
 
     def _sasl_answer(self, header: RequestHeader, response: Any, close_after: bool) -> None:
         """Queue a SASL answer; one that ends the connection waits the failed-authentication delay first."""
-        entry = _Pending(header.api_key, header.api_version, header.correlation_id, response,
+        entry = PendingAnswer(header.api_key, header.api_version, header.correlation_id, response,
                          REQUEST_METRICS.received(header.api_key, header.api_version), header.client_id)
         self._queue_sasl(entry, close_after)
 
@@ -497,23 +475,23 @@ class KafkaConnection(asyncio.BufferedProtocol):
             answer, failure = b"", exc
         self._sasl_outcome(session, failure, False)
         result = b"" if failure is not None else struct.pack(">i", len(answer)) + answer
-        entry = _Pending(ApiKey.SASL_AUTHENTICATE, 0, -1, result,
+        entry = PendingAnswer(ApiKey.SASL_AUTHENTICATE, 0, -1, result,
                          REQUEST_METRICS.received(ApiKey.SASL_AUTHENTICATE, 0))
         self._queue_sasl(entry, failure is not None)
 
-    def _queue_sasl(self, entry: _Pending, close_after: bool) -> None:
+    def _queue_sasl(self, entry: PendingAnswer, close_after: bool) -> None:
         entry.close_after = close_after
         delay_s = self.sasl.settings.failure_delay_ms / 1000 if close_after and self.sasl is not None else 0
         if delay_s > 0:
             # the answer waits (without blocking the loop) and nothing else of this connection starts
-            future = asyncio.ensure_future(_after(delay_s, entry.result))
+            future = asyncio.ensure_future(answer_after(delay_s, entry.result))
             entry.result = future
             self._busy = future
             future.add_done_callback(functools.partial(self._work_done, entry))
             self._update_reading()
         self._enqueue(entry)
 
-    def _work_done(self, entry: _Pending, future: asyncio.Future[Any]) -> None:
+    def _work_done(self, entry: PendingAnswer, future: asyncio.Future[Any]) -> None:
         """The request that held this connection completed: start the frames that waited behind it."""
         self._busy = None
         if self.closed:
@@ -532,19 +510,19 @@ class KafkaConnection(asyncio.BufferedProtocol):
         """Kafka's answer to a version we do not serve: ApiVersions gets the v0 fallback, the rest a close."""
         REQUEST_METRICS.error(api_key, "UNSUPPORTED_VERSION")
         if api_key == ApiKey.API_VERSIONS:
-            self._enqueue(_Pending(api_key, 0, correlation_id,
+            self._enqueue(PendingAnswer(api_key, 0, correlation_id,
                                    api_versions_fallback_response(correlation_id, supported_versions()),
                                    REQUEST_METRICS.received(api_key, version)))
         else:
             self._abort("unsupported version", api_key=api_key, api_version=version)
 
-    def _enqueue(self, entry: _Pending) -> None:
+    def _enqueue(self, entry: PendingAnswer) -> None:
         self.pending.append(entry)
         if len(self.pending) >= MAX_PENDING and not self._paused_for_pending:
             self._paused_for_pending = True
             self._update_reading()
 
-    def _settle(self, entry: _Pending) -> None:
+    def _settle(self, entry: PendingAnswer) -> None:
         """Work that ended in a pure wait now waits like any `waiting(...)` answer."""
         future = entry.result
         if isinstance(future, asyncio.Future) and future.done() and not future.cancelled() \
@@ -557,7 +535,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         if not self.closed:
             self._flush()
 
-    def _failed(self, entry: _Pending, exc: BaseException | None) -> None:
+    def _failed(self, entry: PendingAnswer, exc: BaseException | None) -> None:
         REQUEST_METRICS.error(entry.api_key, "HANDLER_FAILED")
         log.error("handler failed", api=api_name(entry.api_key), api_key=entry.api_key,
                   api_version=entry.version, client_id=entry.client_id, peer=self.peer,
@@ -612,7 +590,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
             self._paused_for_pending = False
             self._update_reading()
 
-    def _throttled(self, entry: _Pending, result: Any) -> bool:
+    def _throttled(self, entry: PendingAnswer, result: Any) -> bool:
         """Client quotas (the one hook): charge this answer to its client; over its quota, the answer
         carries the throttle and reading stops for that long (Kafka mutes the channel); True when the
         answer itself must wait that long (clients older than KIP-219), now a delayed future at the head."""
@@ -624,7 +602,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
             return False
         self._mute(delay_ms)
         if hold:
-            entry.result = asyncio.ensure_future(_after(delay_ms / 1000, result))
+            entry.result = asyncio.ensure_future(answer_after(delay_ms / 1000, result))
             entry.result.add_done_callback(self._on_done)
         return hold
 
@@ -700,11 +678,6 @@ class KafkaConnection(asyncio.BufferedProtocol):
             if self.writer is not None:
                 self.writer.close()
             self.transport.abort()
-
-
-async def _after(delay_s: float, result: Any) -> Any:
-    await asyncio.sleep(delay_s)
-    return result
 
 
 def _peek(frame: bytearray) -> tuple[int, int, int] | None:
