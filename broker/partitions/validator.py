@@ -57,8 +57,7 @@ def timestamp_rule(config: LogConfig, now_ms: int) -> TimestampRule:
 def walk(records: Buffer, header: BatchHeader, config: LogConfig, now_ms: int,
          key: tuple[str, int]) -> ValidatedRecords:
     """Every record of the batch walked against the partition's rules (on the loop: uncompressed only)."""
-    return check_produce_records(records, header, require_keys="compact" in config.cleanup_policy,
-                                 timestamps=timestamp_rule(config, now_ms), partition_name=f"{key[0]}-{key[1]}")
+    return walker(records, header, config, now_ms, key)()
 
 
 def walker(records: Buffer, header: BatchHeader, config: LogConfig, now_ms: int,
