@@ -5,13 +5,15 @@ Which keys are durations or sizes comes from the name's last word (`.ms`, `.seco
 `.hours`, `bytes`) and the config's type as DescribeConfigs states it (INT, SHORT or LONG); the values
 with a meaning of their own are a table by name suffix and value (`SPECIAL`), since -1 means
 "unlimited" for `retention.ms` but "the operating system's default" for `socket.send.buffer.bytes`.
-A LONG at Long.MAX_VALUE is "unlimited" (Kafka's "never": `flush.messages`, `max.compaction.lag.ms`).
+A LONG at Long.MAX_VALUE, or an INT at Integer.MAX_VALUE, is "unlimited" (Kafka's "never" or "no
+limit": `flush.messages`, `max.compaction.lag.ms`, `max.connections`).
 """
 
 from __future__ import annotations
 
 #: DescribeConfigs config_type values of whole numbers (INT, SHORT, LONG)
 INTEGER_TYPES = frozenset({3, 4, 5})
+LONG = 5
 LONG_MAX = 2**63 - 1
 INT_MAX = 2**31 - 1
 #: (name suffix, raw value) -> what Kafka means by it; the first matching suffix wins
@@ -23,7 +25,6 @@ SPECIAL: tuple[tuple[str, str, str], ...] = (
     ("retention.hours", "-1", "unlimited"),
     ("retention.minutes", "-1", "unlimited"),
     ("buffer.bytes", "-1", "OS default"),
-    ("max.message.bytes", str(INT_MAX), "unlimited"),
 )
 #: the name's last word -> milliseconds per unit
 DURATION_UNITS = {"ms": 1, "seconds": 1000, "minutes": 60_000, "hours": 3_600_000}
@@ -78,7 +79,7 @@ def config_display(name: str, value: str | None, config_type: int) -> str | None
         number = int(value)
     except ValueError:
         return value
-    if number == LONG_MAX:
+    if number == LONG_MAX or (number == INT_MAX and config_type != LONG):
         return "unlimited"
     last = name.rsplit(".", 1)[-1]
     if last in DURATION_UNITS and number >= 0:

@@ -191,6 +191,8 @@ async def test_unknown_topic_or_partition_is_404(http: Http) -> None:
     ("socket.send.buffer.bytes", "-1", 3, "OS default"),
     ("cleanup.policy", "delete", 7, "delete"),
     ("min.insync.replicas", "1", 3, "1"),
+    ("max.connections", str(2**31 - 1), 3, "unlimited"),
+    ("some.long.count", str(2**31 - 1), 5, str(2**31 - 1)),
     ("retention.ms", None, 5, None),
 ])
 def test_config_values_are_humanized(name: str, value: str | None, config_type: int, shown: str | None) -> None:
