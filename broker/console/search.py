@@ -53,6 +53,8 @@ TIME_BUDGET_S = 2.0
 MAX_NEEDLE = 1024
 #: bytes one Fetch of a search asks for
 FETCH_BYTES = 1024 * 1024
+#: a matching record larger than this is rendered (cut) as soon as it is found, not held whole
+HELD_BYTES = 32 * 1024
 #: the widest chunk (in offsets) an older search reads at once
 MAX_STEP = 1 << 20
 DIRECTIONS = ("older", "newer")
@@ -128,7 +130,7 @@ def _walk(data: bytes, lo: int, hi: int, flt: Filter, fmt: str, partition: int, 
     span = [(header.base_offset, header.next_offset) for _, header in iter_batches(data)]
     if span:
         scan.density = len(data) / max(1, span[-1][1] - span[0][0])
-    kept: list[tuple[int, int, Record]] = []
+    kept: list[Any] = []
     for pos, header in iter_batches(data):
         if header.base_offset >= hi:
             break
@@ -155,7 +157,7 @@ def _walk(data: bytes, lo: int, hi: int, flt: Filter, fmt: str, partition: int, 
                 else header.base_timestamp + record.timestamp_delta
             if flt.matches(record, timestamp):
                 scan.matched += 1
-                kept.append((offset, timestamp, record))
+                kept.append(_held(offset, timestamp, record, fmt, partition))
                 if newest and len(kept) > keep:
                     del kept[0]
                 elif not newest and len(kept) >= keep:
@@ -167,11 +169,22 @@ def _walk(data: bytes, lo: int, hi: int, flt: Filter, fmt: str, partition: int, 
     return scan
 
 
-def _rendered(kept: list[tuple[int, int, Record]], fmt: str, partition: int) -> list[dict[str, Any]]:
-    return [{"partition": partition, "offset": offset, "timestamp": timestamp,
-             "key": render(r.key, fmt), "value": render(r.value, fmt),
-             "headers": [{"key": k, "value": render(v, fmt)} for k, v in r.headers]}
-            for offset, timestamp, r in kept]
+def _render(offset: int, timestamp: int, record: Record, fmt: str, partition: int) -> dict[str, Any]:
+    return {"partition": partition, "offset": offset, "timestamp": timestamp,
+            "key": render(record.key, fmt), "value": render(record.value, fmt),
+            "headers": [{"key": k, "value": render(v, fmt)} for k, v in record.headers]}
+
+
+def _held(offset: int, timestamp: int, record: Record, fmt: str, partition: int) -> Any:
+    """A match as held until the walk knows whether it is shown: a small record as it is (rendering every
+    match of a long backwards walk would cost more), a large one rendered at once (so at most `limit`
+    records of at most `HELD_BYTES` each are held whole)."""
+    size = len(record.key or b"") + len(record.value or b"") + sum(len(v or b"") for _, v in record.headers)
+    return _render(offset, timestamp, record, fmt, partition) if size > HELD_BYTES else (offset, timestamp, record)
+
+
+def _rendered(kept: list[Any], fmt: str, partition: int) -> list[dict[str, Any]]:
+    return [item if isinstance(item, dict) else _render(*item, fmt, partition) for item in kept]
 
 
 async def _fetch(client: LocalClient, topic: str, partition: int, position: int, max_bytes: int) -> bytes:
@@ -295,13 +308,9 @@ def parse_filter(params: dict[str, Any]) -> Filter:
     return flt
 
 
-def _edges(edges: dict[int, int]) -> str:
-    return ",".join(f"{part}:{offset}" for part, offset in sorted(edges.items()))
-
-
-async def search(client: LocalClient, params: dict[str, Any], clock: Callable[[], float] = time.monotonic
-                 ) -> dict[str, Any]:
-    """One window of matching records; see the module's docstring for the parameters and the caps."""
+def parse(params: dict[str, Any]) -> tuple[str, int, str, Filter, dict[int, int] | None, str, str]:
+    """(topic, limit, format, filter, cursor, from, direction) of a search's query, or a 400 `ConsoleError`:
+    every parameter is checked before any work (the fuzz test feeds this arbitrary query strings)."""
     topic = p.text(params, "topic", max_len=p.MAX_TOPIC_NAME)
     limit = p.integer(params, "limit", 1, p.MAX_MESSAGES, 50)
     fmt = p.choice(params, "format", FORMATS, "auto")
@@ -309,6 +318,17 @@ async def search(client: LocalClient, params: dict[str, Any], clock: Callable[[]
     cursor = _cursor(params, "cursor")
     start = p.choice(params, "from", STARTS, "latest")
     direction = p.choice(params, "direction", DIRECTIONS, "older" if start == "latest" else "newer")
+    return topic, limit, fmt, flt, cursor, start, direction
+
+
+def _edges(edges: dict[int, int]) -> str:
+    return ",".join(f"{part}:{offset}" for part, offset in sorted(edges.items()))
+
+
+async def search(client: LocalClient, params: dict[str, Any], clock: Callable[[], float] = time.monotonic
+                 ) -> dict[str, Any]:
+    """One window of matching records; see the module's docstring for the parameters and the caps."""
+    topic, limit, fmt, flt, cursor, start, direction = parse(params)
     found = await metadata(client, [topic])
     if not found or found[0].error_code:
         raise refused(found[0].error_code if found else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {topic}")

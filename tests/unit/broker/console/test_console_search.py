@@ -12,11 +12,14 @@ from typing import Any
 from urllib.parse import urlencode
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pybroker.broker.app import BrokerApp
 from pybroker.broker.console import search
 from pybroker.broker.console.humanize import config_display, duration, size
 from pybroker.broker.console.local_client import LocalClient
+from pybroker.broker.console.params import ConsoleError, query
 from pybroker.protocol.messages.produce import PartitionProduceData, ProduceRequest, TopicProduceData
 from pybroker.protocol.records.record import Record, build_batch
 from tests.unit.broker.console.test_console import Http, _start
@@ -227,3 +230,22 @@ async def test_configs_show_display_and_override_and_a_broker_config_is_altered(
     await http.post("broker-configs/alter", {"key": "log.retention.ms", "value": None})
     assert {c["name"]: c for c in await http.get("broker-configs")}["log.retention.ms"]["source"] != \
         "DYNAMIC_BROKER_CONFIG"
+
+
+QUERY_WORDS = ["topic", "partition", "cursor", "key", "value", "header", "header_value", "from_ts", "to_ts",
+               "from", "direction", "limit", "format", "offset", "timestamp", "all", "older", "newer", "0:1",
+               ",", ":", "=", "&", "%", "%00", "-1", "9" * 25, "%ff", "x" * 300]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.one_of(st.text(max_size=300), st.lists(st.sampled_from(QUERY_WORDS), max_size=40).map("".join)))
+def test_fuzz_a_search_query_is_parsed_or_refused_with_a_400(raw: str) -> None:
+    """Any query string: parsed, or a ConsoleError with a 4xx and a sentence; never another exception."""
+    try:
+        topic, limit, _, flt, cursor, _, direction = search.parse(query(raw))
+    except ConsoleError as exc:
+        assert 400 <= exc.status < 500 and exc.message
+        return
+    assert topic and 1 <= limit <= 500 and direction in ("older", "newer")
+    assert cursor is None or (len(cursor) <= 64 and all(0 <= o <= 2**63 - 1 for o in cursor.values()))
+    assert flt.key is None or len(flt.key) <= 4 * search.MAX_NEEDLE
