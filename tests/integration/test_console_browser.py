@@ -195,7 +195,7 @@ def test_overview(page: Page, console_broker: MetricsBrokerProcess) -> None:
     assert all(re.fullmatch(r"\d\d:\d\d:\d\d", t.text) for t in css("#chart-bytes_in .axis-x text"))
     y_labels = [t.text for t in css("#chart-bytes_in .axis-y text")]
     assert len(y_labels) == 5 and y_labels[0] == "0 B/s" and all(t.endswith("/s") for t in y_labels)
-    assert [t.text for t in css("#chart-latency_p50 .axis-y text")][0] == "0 ms"
+    assert css("#chart-latency_p50 .axis-y text")[0].text == "0 ms"
     line_in, line_out = css("#chart-bytes_in path.series-bytes_in")[0], css("#chart-bytes_in path.series-bytes_out")[0]
     assert line_in.get_attribute("stroke") != line_out.get_attribute("stroke")
     assert line_in.get_attribute("stroke-dasharray") != line_out.get_attribute("stroke-dasharray")
@@ -458,7 +458,8 @@ def test_broker_configs(page: Page) -> None:
     try:
         for width in (1400, 2200):
             page.driver.set_window_size(width, 1000)
-            page.until(lambda: page.driver.execute_script("return window.innerWidth") >= width - 40, f"window at {width}")
+            page.until(lambda w=width: page.driver.execute_script("return window.innerWidth") >= w - 40,
+                       f"window at {width}")
             fits = page.driver.execute_script(
                 "const t = document.getElementById('broker-configs'), c = document.getElementById('broker-configs-section');"
                 "return [t.scrollWidth, c.clientWidth, document.documentElement.scrollWidth, window.innerWidth];")

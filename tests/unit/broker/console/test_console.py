@@ -310,7 +310,8 @@ async def test_no_path_reaches_a_file_outside_the_table(http: Http, path: str) -
 
 
 async def test_static_files_are_served_with_their_types(http: Http) -> None:
-    for path, kind in (("/console/app.js", "text/javascript"), ("/console/app.css", "text/css"),
+    for path, kind in (("/console/app.js", "text/javascript"), ("/console/charts.js", "text/javascript"),
+                       ("/console/messages.js", "text/javascript"), ("/console/app.css", "text/css"),
                        ("/console", "text/html")):
         status, headers, body = await http.raw(f"GET {path} HTTP/1.1\r\nHost: localhost\r\n\r\n".encode())
         assert status == 200 and headers["content-type"].startswith(kind) and body
@@ -429,6 +430,11 @@ async def test_login_is_required_when_the_broker_authenticates(secured: BrokerAp
     assert status == 403 and "AUTHORIZATION_FAILED" in answer["error"]
     status, answer = await alice.request("GET", "/console/api/overview")
     assert status == 403 and "CLUSTER_AUTHORIZATION_FAILED" in answer["error"]
+    status, answer = await alice.request("GET", "/console/api/search?topic=secret&value=x")
+    assert status == 403 and "TOPIC_AUTHORIZATION_FAILED" in answer["error"]
+    status, answer = await alice.request("POST", "/console/api/broker-configs/alter",
+                                         {"key": "log.retention.ms", "value": "1000"})
+    assert status == 403 and "AUTHORIZATION_FAILED" in answer["error"]
 
     # granted READ and DESCRIBE on the topic, she sees it and its messages
     authorizer = secured.state.authorizer
@@ -439,6 +445,8 @@ async def test_login_is_required_when_the_broker_authenticates(secured: BrokerAp
     assert [t["name"] for t in await alice.get("topics")] == ["secret"]
     page = await alice.get("messages?topic=secret&from=earliest")
     assert [m["value"]["text"] for m in page["messages"]] == ["hello"]
+    found = await alice.get("search?topic=secret&value=ell")
+    assert [m["value"]["text"] for m in found["messages"]] == ["hello"]
 
 
 async def test_scram_users_log_in_too(secured: BrokerApp) -> None:

@@ -175,8 +175,8 @@ async def test_bad_searches_get_a_clear_400(http: Http, query: str, words: str) 
 
 async def test_unknown_topic_or_partition_is_404(http: Http) -> None:
     await http.post("topics/create", {"name": "log", "partitions": 1})
-    for query in ("topic=nosuch", "topic=log&partition=3"):
-        status, answer = await http.request("GET", "/console/api/search?" + query)
+    for asked in ("topic=nosuch", "topic=log&partition=3"):
+        status, answer = await http.request("GET", "/console/api/search?" + asked)
         assert status == 404 and "UNKNOWN_TOPIC_OR_PARTITION" in answer["error"]
 
 
