@@ -184,7 +184,7 @@ def _held(offset: int, timestamp: int, record: Record, fmt: str, partition: int)
 
 
 def _rendered(kept: list[Any], fmt: str, partition: int) -> list[dict[str, Any]]:
-    return [item if isinstance(item, dict) else _render(*item, fmt, partition) for item in kept]
+    return [item if isinstance(item, dict) else _render(item[0], item[1], item[2], fmt, partition) for item in kept]
 
 
 async def _fetch(client: LocalClient, topic: str, partition: int, position: int, max_bytes: int) -> bytes:
@@ -248,7 +248,8 @@ async def _newer(client: LocalClient, topic: str, partition: int, start: int, en
 async def _older(client: LocalClient, topic: str, partition: int, start: int, floor: int, flt: Filter, fmt: str,
                  limit: int, budget: Budget, allowance: list[int]) -> tuple[list[dict[str, Any]], int, str | None]:
     """Matches below `start` (at or above `floor`), newest first; (matches, edge, error). Chunks grow from
-    one offset; a chunk a cap cuts short is dropped, except the first, so every request moves on."""
+    one offset, which is read whatever the caps say (one batch), so every request moves on; a later chunk a
+    cap cuts short is dropped."""
     found: list[dict[str, Any]] = []
     edge, step, first = start, 1, True
     density = 1024.0  # log bytes per offset, learnt from each fetch
@@ -268,7 +269,7 @@ async def _older(client: LocalClient, topic: str, partition: int, start: int, fl
             budget.records_left -= before[1] - spender.records_left
         if scan.error:
             return found, edge, scan.error
-        if scan.cut and not first:
+        if scan.cut:  # a part of the chunk unread: taking the rest would leave a hole, so the next request reads it
             break
         density = max(1.0, scan.density or density)
         found += list(reversed(scan.matches))
