@@ -385,6 +385,41 @@ def test_messages_browse_search_page_and_tail(page: Page, console_broker: Metric
     page.screenshot("messages")
 
 
+def test_a_search_stopped_by_a_cap_offers_continue(page: Page, console_broker: MetricsBrokerProcess) -> None:
+    """More records than one search request may examine (200,000): a search for a value nobody has stops at a
+    cap, says so and offers Continue, which goes on from where it stopped until the oldest record."""
+    from confluent_kafka import Producer
+    from kafka.admin import NewTopic
+
+    hay = 230_000
+    with kp_admin(console_broker.bootstrap) as admin:
+        admin.create_topics([NewTopic("haystack", 1, 1)])
+    producer = Producer({"bootstrap.servers": console_broker.bootstrap, "linger.ms": 100, "acks": "all",
+                         "batch.num.messages": 10_000, "queue.buffering.max.messages": hay + 1000})
+    for i in range(hay):
+        producer.produce("haystack", value=b"hay", partition=0)
+        if i % 10_000 == 0:
+            producer.poll(0)
+    assert producer.flush(60) == 0
+    page.open("messages?topic=haystack&partition=0")
+    page.until(lambda: len(page.rows("message-table")) == 50, "the newest haystack page never showed")
+    page.fill("msg-value", "needle")
+    page.el("msg-search").click()
+    page.until(lambda: page.el("msg-continue").is_displayed(), "no Continue after a capped search", timeout=60)
+    assert "cap of one request" in page.text("msg-status") and page.rows("message-table") == []
+    page.screenshot("messages-continue")
+    for _ in range(10):
+        if not page.el("msg-continue").is_displayed():
+            break
+        page.el("msg-continue").click()
+        page.until(lambda: "the oldest there is" in page.text("msg-status") or "cap of one request" in
+                   page.text("msg-status") and page.el("msg-continue").is_displayed(), "Continue did not answer",
+                   timeout=60)
+    page.until(lambda: "the oldest there is" in page.text("msg-status"), "Continue never reached the oldest record",
+               timeout=60)
+    assert not page.el("msg-continue").is_displayed()
+
+
 def test_groups_lag_and_reset(page: Page, console_broker: MetricsBrokerProcess) -> None:
     lag = PARTITIONS * (PER_PARTITION - COMMITTED) + 2  # two more messages on partition 1 since
     with kp_consumer(console_broker.bootstrap, group_id="live", client_id="live-reader",
@@ -536,5 +571,5 @@ def test_login_and_acls_in_the_browser(browser: Any, secured_broker: MetricsBrok
 
 def test_screenshots_of_every_page_were_kept() -> None:
     kept = {p.stem for p in Path(ARTIFACTS).glob("*.png")}
-    assert {"overview", "topics", "topic", "messages", "messages-search", "groups", "group", "group-live", "configs",
+    assert {"overview", "topics", "topic", "messages", "messages-search", "messages-continue", "groups", "group", "group-live", "configs",
             "configs-1400", "configs-2200", "login-acl"} <= kept

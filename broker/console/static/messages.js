@@ -97,7 +97,8 @@ async function messagesPage(page, query) {
     const where = r.partition === "all" ? `from ${Object.keys(r.high_watermark).length} partitions` : `from partition ${r.partition}`;
     const offsets = win.messages.map(m => m.offset);
     const range = r.partition !== "all" && offsets.length ? ` (offsets ${Math.min(...offsets)}–${Math.max(...offsets)}, log ${r.log_start[r.partition]}–${r.high_watermark[r.partition]})` : "";
-    const cap = r.stopped ? ` — stopped at the ${CAPS[r.stopped] || r.stopped} cap of one request: continue to search further` : "";
+    const reached = r.partition !== "all" ? ` (${r.direction === "older" ? "back to" : "up to"} offset ${(r.direction === "older" ? r.older : r.newer).split(":")[1]})` : "";
+    const cap = r.stopped ? ` — stopped at the ${CAPS[r.stopped] || r.stopped} cap of one request${reached}: continue to search further` : "";
     const end = r.at_end && !r.stopped ? (r.direction === "older" ? " — the oldest there is" : " — up to the newest") : "";
     status.textContent = `${win.messages.length} messages ${where}${range}${cap}${end}` + (r.error ? ` — ${r.error}` : "");
     more.hidden = !r.stopped;
