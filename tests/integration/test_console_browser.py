@@ -135,9 +135,10 @@ class Page:
     def rows(self, table_id: str) -> list[list[str]]:
         from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
 
-        try:
-            return [[td.text for td in tr.find_elements("css selector", "td")]
-                    for tr in self.driver.find_elements("css selector", f"#{table_id} tbody tr")]
+        try:  # one script for the whole table: a round trip per cell makes a 200-row table take seconds
+            return list(self.driver.execute_script(
+                "return Array.from(document.querySelectorAll(`#${arguments[0]} tbody tr`))"
+                ".map(tr => Array.from(tr.querySelectorAll('td')).map(td => td.innerText.trim()))", table_id))
         except (NoSuchElementException, StaleElementReferenceException):
             return []
 
@@ -188,24 +189,34 @@ def test_overview(page: Page, console_broker: MetricsBrokerProcess) -> None:
     page.until(lambda: page.text("chart-bytes_in"), "no throughput chart")
     assert "Request latency" in page.text("charts")
 
-    def css(selector: str) -> list[Any]:
-        return page.driver.find_elements("css selector", selector)
+    def facts() -> Any:  # one snapshot: the charts are redrawn every 2 s, so elements found one by one go stale
+        return page.driver.execute_script("""
+            const c = document.getElementById('chart-bytes_in');
+            if (!c) return null;
+            const texts = (root, sel) => Array.from(root.querySelectorAll(sel)).map(e => e.textContent);
+            const line = k => ['stroke', 'stroke-dasharray'].map(a => c.querySelector('path.series-' + k).getAttribute(a));
+            return {x: texts(c, '.axis-x text'), y: texts(c, '.axis-y text'), legend: texts(c, '.legend-item'),
+                    swatches: c.querySelectorAll('.legend svg.swatch').length, in: line('bytes_in'), out: line('bytes_out'),
+                    latency: texts(document, '#chart-latency_p50 .axis-y text')};""")
 
-    page.until(lambda: len(css("#chart-bytes_in .axis-x text")) >= 2, "no clock times under the throughput chart")
-    assert all(re.fullmatch(r"\d\d:\d\d:\d\d", t.text) for t in css("#chart-bytes_in .axis-x text"))
-    y_labels = [t.text for t in css("#chart-bytes_in .axis-y text")]
-    assert len(y_labels) == 5 and y_labels[0] == "0 B/s" and all(t.endswith("/s") for t in y_labels)
-    assert css("#chart-latency_p50 .axis-y text")[0].text == "0 ms"
-    line_in, line_out = css("#chart-bytes_in path.series-bytes_in")[0], css("#chart-bytes_in path.series-bytes_out")[0]
-    assert line_in.get_attribute("stroke") != line_out.get_attribute("stroke")
-    assert line_in.get_attribute("stroke-dasharray") != line_out.get_attribute("stroke-dasharray")
-    legend = [e.text for e in css("#chart-bytes_in .legend-item")]
-    assert [t.split(":")[0] for t in legend] == ["in", "out"] and len(css("#chart-bytes_in .legend svg.swatch")) == 2
+    seen = page.until(lambda: (f := facts()) and len(f["x"]) >= 2 and f, "no clock times under the throughput chart")
+    assert all(re.fullmatch(r"\d\d:\d\d:\d\d", t) for t in seen["x"])
+    assert len(seen["y"]) == 5 and seen["y"][0] == "0 B/s" and all(t.endswith("/s") for t in seen["y"])
+    assert seen["latency"][0] == "0 ms"
+    assert seen["in"][0] != seen["out"][0] and seen["in"][1] != seen["out"][1]  # colour and dash differ
+    assert [t.split(":")[0] for t in seen["legend"]] == ["in", "out"] and seen["swatches"] == 2
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.action_chains import ActionChains
 
-    ActionChains(page.driver).move_to_element(css("#chart-bytes_in rect.overlay")[0]).perform()
-    page.until(lambda: " — in: " in page.text("readout-bytes_in") and "out: " in page.text("readout-bytes_in"),
-               "no hover readout")
+    def hovered() -> bool:
+        try:
+            overlay = page.driver.find_element("css selector", "#chart-bytes_in rect.overlay")
+            ActionChains(page.driver).move_to_element(overlay).perform()
+        except StaleElementReferenceException:
+            return False
+        return " — in: " in page.text("readout-bytes_in") and "out: " in page.text("readout-bytes_in")
+
+    page.until(hovered, "no hover readout")
     page.screenshot("overview")
 
 
@@ -265,10 +276,12 @@ def test_topic_partitions_configs_alter_and_delete(page: Page) -> None:
 
 
 def _config_row(page: Page, table_id: str, name: str) -> Any:
-    for tr in page.driver.find_elements("css selector", f"#{table_id} tbody tr"):
-        if tr.find_elements("css selector", "td")[0].text == name:
-            return tr
-    raise AssertionError(f"no row {name} in {table_id}")
+    row = page.driver.execute_script(
+        "return Array.from(document.querySelectorAll(`#${arguments[0]} tbody tr`))"
+        ".find(tr => tr.cells[0].innerText.trim() === arguments[1]) || null", table_id, name)
+    if row is None:
+        raise AssertionError(f"no row {name} in {table_id}")
+    return row
 
 
 def _config_cell(page: Page, table_id: str, name: str) -> Any:
@@ -411,10 +424,9 @@ def test_a_search_stopped_by_a_cap_offers_continue(page: Page, console_broker: M
     for _ in range(10):
         if not page.el("msg-continue").is_displayed():
             break
+        before = page.text("msg-status")
         page.el("msg-continue").click()
-        page.until(lambda: "the oldest there is" in page.text("msg-status") or "cap of one request" in
-                   page.text("msg-status") and page.el("msg-continue").is_displayed(), "Continue did not answer",
-                   timeout=60)
+        page.until(lambda b=before: page.text("msg-status") != b, "Continue did not answer", timeout=60)
     page.until(lambda: "the oldest there is" in page.text("msg-status"), "Continue never reached the oldest record",
                timeout=60)
     assert not page.el("msg-continue").is_displayed()
