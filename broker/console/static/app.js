@@ -233,7 +233,8 @@ function configTable(configs, id, save) {
   };
   const edit = r => {
     const cell = cells.get(r.name), before = Array.from(cell.childNodes);
-    const input = h("input", { class: "cfg-input", value: r.sensitive || r.value === null ? "" : r.value, "aria-label": r.name });
+    const input = h("input", { class: "cfg-input", value: r.sensitive || r.value === null ? "" : r.value, "aria-label": r.name,
+      type: r.sensitive ? "password" : null, autocomplete: r.sensitive ? "new-password" : null });
     const go = async v => {
       try { await save(r.name, v); } catch (err) { notice(err.message, true); input.focus(); }
     };
