@@ -4,8 +4,8 @@ Browsing is a Fetch (v12: topics by name) from a start offset (given, found by L
 timestamp, or the last N of the partition) that stops at the high watermark, at `limit` records or at
 `MAX_FETCH_BYTES` read, whichever comes first. Batches are decoded off the event loop with the protocol
 package's own record walk; control batches (transaction markers) are skipped, as a consumer does.
-Keys, values and header values are shown as text, pretty JSON or hex (`auto` picks JSON when the bytes
-parse, text when they are UTF-8, hex otherwise), each cut at `MAX_SHOWN_BYTES` with a flag saying so.
+Keys, values and header values are shown by the decoders of `decoders` (text, pretty JSON, hex, `auto`),
+each cut at `MAX_SHOWN_BYTES` with a flag saying so. Searching and paging are `search`'s.
 
 Producing builds one uncompressed v2 batch (no producer id) and sends it with acks=all, so the answer
 comes once the record is fsynced, like `kafka-console-producer --request-required-acks -1`.
@@ -18,6 +18,7 @@ import json
 from typing import Any
 
 from pybroker.broker.console import params as p
+from pybroker.broker.console.decoders import FORMATS, render
 from pybroker.broker.console.local_client import LocalClient
 from pybroker.broker.console.reads import error_name, list_offsets, metadata, refused
 from pybroker.protocol.errors import ErrorCode
@@ -26,9 +27,7 @@ from pybroker.protocol.messages.produce import PartitionProduceData, ProduceRequ
 from pybroker.protocol.records.batch import LOG_APPEND_TIME, RecordsError, iter_batches
 from pybroker.protocol.records.record import Record, build_batch, decode_records
 
-FORMATS = ("auto", "text", "json", "hex")
 INPUT_FORMATS = ("text", "json", "hex")
-MAX_SHOWN_BYTES = 16 * 1024
 #: a compressed batch may not expand past this while the console decodes it
 MAX_DECOMPRESSED = 16 * 1024 * 1024
 #: keys and values one browse decodes before it stops (each record is then kept only as cut text)
@@ -38,46 +37,6 @@ FETCH_ROUNDS = 20
 PRODUCE_TIMEOUT_MS = 30_000
 #: a topic with more partitions is browsed one partition at a time
 MAX_ALL_PARTITIONS = 64
-
-
-def render(data: bytes | None, fmt: str) -> dict[str, Any] | None:
-    """How one key, value or header value is shown."""
-    if data is None:
-        return None
-    shown = data[:MAX_SHOWN_BYTES]
-    out: dict[str, Any] = {"size": len(data), "truncated": len(data) > MAX_SHOWN_BYTES}
-    if fmt == "auto":
-        fmt = _detect(data)
-    if fmt == "json":
-        try:
-            out["text"] = json.dumps(json.loads(data), indent=2, ensure_ascii=False)
-            out["format"] = "json"
-            out["truncated"] = False  # shown whole (it parsed whole)
-            if len(out["text"]) > 4 * MAX_SHOWN_BYTES:
-                out["text"], out["truncated"] = out["text"][:4 * MAX_SHOWN_BYTES], True
-            return out
-        except (ValueError, RecursionError):
-            fmt = "text"
-            out["note"] = "not JSON"
-    if fmt == "hex":
-        out["text"], out["format"] = shown.hex(" "), "hex"
-    else:
-        out["text"], out["format"] = shown.decode("utf-8", errors="replace"), "text"
-    return out
-
-
-def _detect(data: bytes) -> str:
-    if len(data) <= MAX_SHOWN_BYTES and data[:1] in (b"{", b"["):
-        try:
-            json.loads(data)
-            return "json"
-        except (ValueError, RecursionError):
-            pass
-    try:
-        data[:MAX_SHOWN_BYTES].decode("utf-8")
-        return "text"
-    except UnicodeDecodeError:
-        return "hex"
 
 
 def _decode(data: bytes, start: int, limit: int, fmt: str, partition: int, allowance: int

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from pybroker.broker.console.humanize import config_display
 from pybroker.broker.console.local_client import LocalClient
 from pybroker.broker.console.params import ConsoleError
 from pybroker.config.broker_config import ConfigSource
@@ -34,6 +35,8 @@ TOPIC_RESOURCE, BROKER_RESOURCE = 2, 4
 #: groups the group list describes (one DescribeGroups and one OffsetFetch each)
 MAX_GROUPS_LISTED = 500
 SOURCE_NAMES = {int(s): s.name for s in ConfigSource}
+#: sources that are not an override of this resource (the page marks every other one)
+NOT_OVERRIDES = frozenset({int(ConfigSource.DEFAULT_CONFIG), int(ConfigSource.UNKNOWN)})
 OFFSET_FETCH_VERSION = 7  # one group per request, topics=None for all of them
 DESCRIBE_GROUPS_VERSION = 5
 CONSUMER_GROUP_DESCRIBE_VERSION = 1
@@ -173,8 +176,10 @@ async def configs(client: LocalClient, resource_type: int, name: str) -> list[di
     result = response.results[0]
     if result.error_code:
         raise refused(result.error_code, f"configs of {name}", result.error_message)
-    return [{"name": c.name, "value": c.value, "source": SOURCE_NAMES.get(c.config_source, str(c.config_source)),
-             "read_only": c.read_only, "sensitive": c.is_sensitive, "documentation": c.documentation or ""}
+    return [{"name": c.name, "value": c.value, "display": config_display(c.name, c.value, c.config_type),
+             "source": SOURCE_NAMES.get(c.config_source, str(c.config_source)),
+             "override": c.config_source not in NOT_OVERRIDES, "read_only": c.read_only,
+             "sensitive": c.is_sensitive, "documentation": c.documentation or ""}
             for c in sorted(result.configs, key=lambda c: c.name)]
 
 

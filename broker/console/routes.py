@@ -16,10 +16,11 @@ JSON API (GET unless noted; parameters in the query string, or the JSON body of 
 | `api/topics?internal=` | topics with partitions, messages, sizes per log dir |
 | `api/topic?name=` | one topic's partitions (offsets, size, log dir) and configs with sources |
 | `api/messages?topic=&partition=&from=&offset=&timestamp=&limit=&format=` | records (see `messages`) |
+| `api/search?topic=&partition=&direction=&cursor=&key=&value=&header=&header_value=&from_ts=&to_ts=&...` | a window of matching records, capped (see `search`) |
 | `api/groups` | groups with state, members, lag |
 | `api/group?id=` | members, assignments, lag per partition and its recent history |
 | `api/broker-configs` | the broker's configs with their sources |
-| POST `api/topics/create`, `api/topics/delete`, `api/topics/alter-config`, `api/produce`, `api/groups/reset-offsets` | see `writes`, `messages` |
+| POST `api/topics/create`, `api/topics/delete`, `api/topics/alter-config`, `api/broker-configs/alter`, `api/produce`, `api/groups/reset-offsets` | see `writes`, `messages` |
 """
 
 from __future__ import annotations
@@ -31,9 +32,10 @@ from collections.abc import Awaitable, Callable
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
-from pybroker.broker.console import messages, reads, writes
+from pybroker.broker.console import messages, reads, search, writes
 from pybroker.broker.console import params as p
 from pybroker.broker.console.auth import REALM, ConsoleAuth, host_name, is_loopback_host
+from pybroker.broker.console.decoders import FORMATS
 from pybroker.broker.console.local_client import LocalClient
 from pybroker.broker.console.params import ConsoleError
 from pybroker.broker.console.sampler import Sampler
@@ -55,6 +57,8 @@ STATIC: dict[str, tuple[str, str]] = {
     "": ("index.html", "text/html; charset=utf-8"),
     "/": ("index.html", "text/html; charset=utf-8"),
     "/app.js": ("app.js", "text/javascript; charset=utf-8"),
+    "/charts.js": ("charts.js", "text/javascript; charset=utf-8"),
+    "/messages.js": ("messages.js", "text/javascript; charset=utf-8"),
     "/app.css": ("app.css", "text/css; charset=utf-8"),
 }
 SECURITY_HEADERS = {
@@ -80,7 +84,7 @@ class Call:
 
 async def _session(call: Call) -> Any:
     return {"user": call.principal, "login_required": call.app.auth.required, "csrf_token": call.app.auth.csrf_token,
-            "node_id": call.app.state.node_id, "cluster_id": call.app.state.cluster_id}
+            "node_id": call.app.state.node_id, "cluster_id": call.app.state.cluster_id, "formats": list(FORMATS)}
 
 
 async def _overview(call: Call) -> Any:
@@ -101,6 +105,10 @@ async def _topic(call: Call) -> Any:
 
 async def _messages(call: Call) -> Any:
     return await messages.browse(call.client, call.params)
+
+
+async def _search(call: Call) -> Any:
+    return await search.search(call.client, call.params)
 
 
 async def _groups(call: Call) -> Any:
@@ -136,18 +144,23 @@ async def _produce(call: Call) -> Any:
     return await messages.produce(call.client, call.params, call.app.state.clock_ms())
 
 
+async def _alter_broker(call: Call) -> Any:
+    return await writes.alter_broker_config(call.client, call.app.state.node_id, call.params)
+
+
 async def _reset(call: Call) -> Any:
     return await writes.reset_offsets(call.client, call.params)
 
 
 GET_ROUTES: dict[str, Handler] = {
     "/api/session": _session, "/api/overview": _overview, "/api/charts": _charts, "/api/topics": _topics,
-    "/api/topic": _topic, "/api/messages": _messages, "/api/groups": _groups, "/api/group": _group,
+    "/api/topic": _topic, "/api/messages": _messages, "/api/search": _search, "/api/groups": _groups,
+    "/api/group": _group,
     "/api/broker-configs": _broker_configs,
 }
 POST_ROUTES: dict[str, Handler] = {
     "/api/topics/create": _create, "/api/topics/delete": _delete, "/api/topics/alter-config": _alter,
-    "/api/produce": _produce, "/api/groups/reset-offsets": _reset,
+    "/api/produce": _produce, "/api/groups/reset-offsets": _reset, "/api/broker-configs/alter": _alter_broker,
 }
 
 

@@ -1,9 +1,12 @@
 """History for the live charts, sampled from the broker's own prometheus-client metrics.
 
-Every `INTERVAL_S`, while someone has looked at the console within `IDLE_AFTER_S` (an unwatched broker
-pays nothing), the sampler reads the same families `/metrics` serves: the broker collector's
-`pybroker_bytes_in`, `pybroker_bytes_out`, `pybroker_messages_in` and `pybroker_consumer_group_lag`, and
-the request families `pybroker_requests` and `pybroker_request_duration_seconds`. Counters become rates
+Every `INTERVAL_S` from the broker's start the sampler reads the same counters `/metrics` serves: the
+per-topic traffic behind `pybroker_bytes_in`, `pybroker_bytes_out` and `pybroker_messages_in` (summed by
+`traffic`, a few additions per topic), and the request families `pybroker_requests` and
+`pybroker_request_duration_seconds`; so the first look at the charts draws the history there is, up to
+`POINTS` samples (a bounded ring). The dearer read, the whole collector for `pybroker_consumer_group_lag`
+(one figure per committed partition), runs only while someone has looked at the console within
+`IDLE_AFTER_S`. Without a `traffic` callable (tests), the totals come from the collector's families. Counters become rates
 between two samples; the latency histogram's bucket deltas give p50 and p99 of the requests answered in
 the interval. Fetch, JoinGroup and SyncGroup are left out of the latency: their time is mostly a wait the
 client asked for (long polls, rebalances). Each series keeps `POINTS` samples; lag keeps at most
@@ -26,7 +29,7 @@ log = get_logger("pybroker.console")
 
 INTERVAL_S = 2.0
 IDLE_AFTER_S = 120.0
-POINTS = 150
+POINTS = 900  # 30 minutes
 MAX_LAG_SERIES = 5000
 WAITING_APIS = frozenset({"Fetch", "JoinGroup", "SyncGroup"})
 SERIES = ("bytes_in_per_s", "bytes_out_per_s", "messages_in_per_s", "requests_per_s", "latency_p50_ms",
@@ -54,8 +57,10 @@ def _quantile(buckets: list[tuple[float, float]], q: float) -> float | None:
 
 class Sampler:
     def __init__(self, broker_families: Callable[[], Iterable[Any]],
-                 clock: Callable[[], float] = time.monotonic, wall_ms: Callable[[], int] | None = None) -> None:
+                 clock: Callable[[], float] = time.monotonic, wall_ms: Callable[[], int] | None = None,
+                 traffic: Callable[[], tuple[int, int, int]] | None = None) -> None:
         self.broker_families = broker_families
+        self.traffic = traffic
         self.clock = clock
         self.wall_ms = wall_ms or (lambda: time.time_ns() // 1_000_000)
         self.times: deque[int] = deque(maxlen=POINTS)
@@ -69,17 +74,22 @@ class Sampler:
         """Someone is looking: keep sampling (and take a first sample soon)."""
         self.last_seen = self.clock()
 
+    def watched(self) -> bool:
+        return self.clock() - self.last_seen <= IDLE_AFTER_S
+
     def sample(self) -> None:
         now = self.clock()
-        broker = _samples(self.broker_families())
+        watched = self.watched()
+        broker = _samples(self.broker_families()) if watched or self.traffic is None else {}
         requests = _samples(REQUESTS.collect())
         durations = _samples(REQUEST_DURATION.collect())
-        totals = {
-            "bytes_in": sum(s.value for s in broker.get("pybroker_bytes_in_total", [])),
-            "bytes_out": sum(s.value for s in broker.get("pybroker_bytes_out_total", [])),
-            "messages_in": sum(s.value for s in broker.get("pybroker_messages_in_total", [])),
-            "requests": sum(s.value for s in requests.get("pybroker_requests_total", [])),
-        }
+        if self.traffic is not None:
+            bytes_in, messages_in, bytes_out = self.traffic()
+        else:
+            bytes_in, messages_in, bytes_out = (sum(s.value for s in broker.get(f"pybroker_{name}_total", []))
+                                                for name in ("bytes_in", "messages_in", "bytes_out"))
+        totals = {"bytes_in": bytes_in, "bytes_out": bytes_out, "messages_in": messages_in,
+                  "requests": sum(s.value for s in requests.get("pybroker_requests_total", []))}
         buckets: dict[float, float] = {}
         for s in durations.get("pybroker_request_duration_seconds_bucket", []):
             if s.labels.get("api") not in WAITING_APIS:
@@ -98,8 +108,9 @@ class Sampler:
                     continue
                 history = self.lag[key] = deque(maxlen=POINTS)
             history.append((wall, int(s.value)))
-        for gone in [key for key in self.lag if key not in seen]:  # a deleted group, topic or commit
-            del self.lag[gone]
+        if watched:
+            for gone in [key for key in self.lag if key not in seen]:  # a deleted group, topic or commit
+                del self.lag[gone]
         if previous is None:
             return
         then, before, old_buckets = previous
@@ -123,14 +134,11 @@ class Sampler:
 
     async def run(self) -> None:
         while True:
-            await asyncio.sleep(INTERVAL_S)
-            if self.clock() - self.last_seen > IDLE_AFTER_S:
-                self._previous = None  # a rate across an idle gap would be an average, not "now"
-                continue
             try:
                 self.sample()
             except Exception:
                 log.exception("console sample failed")
+            await asyncio.sleep(INTERVAL_S)
 
     def start(self) -> None:
         if self._task is None:

@@ -26,7 +26,7 @@ class ConsoleService:
         config = state.config
         self.host = str(config.get("console.host"))
         self.port = int(config.get("console.port"))
-        self.sampler = Sampler(collector.collect)
+        self.sampler = Sampler(collector.collect, traffic=state.traffic.totals)
         self.app = ConsoleApp(state, self.sampler, bound_to_loopback=is_loopback_host(self.host))
         self.server: MetricsServer | None = None
         self.bound_port: int | None = None

@@ -1,4 +1,5 @@
-"""The console's changes: create and delete a topic, alter or delete a topic config, reset a group's offsets.
+"""The console's changes: create and delete a topic, alter or delete a topic config or a broker's dynamic
+config, reset a group's offsets.
 
 Each is the Kafka request an admin client sends (CreateTopics, DeleteTopics, IncrementalAlterConfigs,
 OffsetCommit), so the broker's own validation, caps and ACLs apply. Deleting a topic needs the name typed
@@ -15,6 +16,7 @@ from pybroker.broker.console import params as p
 from pybroker.broker.console.local_client import LocalClient
 from pybroker.broker.console.params import ConsoleError
 from pybroker.broker.console.reads import (
+    BROKER_RESOURCE,
     EARLIEST,
     LATEST,
     TOPIC_RESOURCE,
@@ -70,12 +72,24 @@ async def delete_topic(client: LocalClient, body: dict[str, Any]) -> dict[str, A
 
 
 async def alter_config(client: LocalClient, body: dict[str, Any]) -> dict[str, Any]:
+    """One topic config set (`value`) or its override removed (`value` null): ALTER_CONFIGS on the topic."""
     name = p.text(body, "name", max_len=p.MAX_TOPIC_NAME)
+    return await _alter(client, TOPIC_RESOURCE, name, body)
+
+
+async def alter_broker_config(client: LocalClient, node_id: int, body: dict[str, Any]) -> dict[str, Any]:
+    """One of this broker's dynamic configs set or removed, as `kafka-configs --entity-type brokers
+    --entity-name <id> --alter` does: ALTER_CONFIGS on the cluster; the broker refuses a key it cannot
+    change while running (INVALID_CONFIG, with Kafka's words)."""
+    return await _alter(client, BROKER_RESOURCE, str(node_id), body)
+
+
+async def _alter(client: LocalClient, resource_type: int, name: str, body: dict[str, Any]) -> dict[str, Any]:
     key = p.text(body, "key", max_len=p.MAX_NAME)
     value = p.optional_text(body, "value", max_len=p.MAX_CONFIG_VALUE)
     operation = DELETE if value is None else SET
     request = IncrementalAlterConfigsRequest(resources=[AlterConfigsResource(
-        resource_type=TOPIC_RESOURCE, resource_name=name,
+        resource_type=resource_type, resource_name=name,
         configs=[AlterableConfig(name=key, config_operation=operation, value=value)])])
     result = (await client.call(request)).responses[0]
     if result.error_code:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -134,9 +135,10 @@ class Page:
     def rows(self, table_id: str) -> list[list[str]]:
         from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
 
-        try:
-            return [[td.text for td in tr.find_elements("css selector", "td")]
-                    for tr in self.driver.find_elements("css selector", f"#{table_id} tbody tr")]
+        try:  # one script for the whole table: a round trip per cell makes a 200-row table take seconds
+            return list(self.driver.execute_script(
+                "return Array.from(document.querySelectorAll(`#${arguments[0]} tbody tr`))"
+                ".map(tr => Array.from(tr.querySelectorAll('td')).map(td => td.innerText.trim()))", table_id))
         except (NoSuchElementException, StaleElementReferenceException):
             return []
 
@@ -182,9 +184,39 @@ def test_overview(page: Page, console_broker: MetricsBrokerProcess) -> None:
     log_dir = page.rows("log-dirs")[0]
     assert log_dir[0] == str(console_broker.log_dirs[0]) and log_dir[1] == "online" and log_dir[4] == str(PARTITIONS + 2)
     assert page.rows("listeners")[0][:2] == ["PLAINTEXT", "PLAINTEXT"]
-    # the charts appear once the sampler has two samples (it samples every 2 s while someone looks)
-    page.until(lambda: page.text("chart-bytes_in"), "no throughput chart", timeout=20)
+    # the sampler has run since the broker started: the first load draws the history there is, with axes
+    assert "Collecting" not in page.text("page")
+    page.until(lambda: page.text("chart-bytes_in"), "no throughput chart")
     assert "Request latency" in page.text("charts")
+
+    def facts() -> Any:  # one snapshot: the charts are redrawn every 2 s, so elements found one by one go stale
+        return page.driver.execute_script("""
+            const c = document.getElementById('chart-bytes_in');
+            if (!c) return null;
+            const texts = (root, sel) => Array.from(root.querySelectorAll(sel)).map(e => e.textContent);
+            const line = k => ['stroke', 'stroke-dasharray'].map(a => c.querySelector('path.series-' + k).getAttribute(a));
+            return {x: texts(c, '.axis-x text'), y: texts(c, '.axis-y text'), legend: texts(c, '.legend-item'),
+                    swatches: c.querySelectorAll('.legend svg.swatch').length, in: line('bytes_in'), out: line('bytes_out'),
+                    latency: texts(document, '#chart-latency_p50 .axis-y text')};""")
+
+    seen = page.until(lambda: (f := facts()) and len(f["x"]) >= 2 and f, "no clock times under the throughput chart")
+    assert all(re.fullmatch(r"\d\d:\d\d:\d\d", t) for t in seen["x"])
+    assert len(seen["y"]) == 5 and seen["y"][0] == "0 B/s" and all(t.endswith("/s") for t in seen["y"])
+    assert seen["latency"][0] == "0 ms"
+    assert seen["in"][0] != seen["out"][0] and seen["in"][1] != seen["out"][1]  # colour and dash differ
+    assert [t.split(":")[0] for t in seen["legend"]] == ["in", "out"] and seen["swatches"] == 2
+    from selenium.common.exceptions import StaleElementReferenceException
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    def hovered() -> bool:
+        try:
+            overlay = page.driver.find_element("css selector", "#chart-bytes_in rect.overlay")
+            ActionChains(page.driver).move_to_element(overlay).perform()
+        except StaleElementReferenceException:
+            return False
+        return " — in: " in page.text("readout-bytes_in") and "out: " in page.text("readout-bytes_in")
+
+    page.until(hovered, "no hover readout")
     page.screenshot("overview")
 
 
@@ -207,13 +239,34 @@ def test_topic_partitions_configs_alter_and_delete(page: Page) -> None:
     partitions = page.rows("partitions")
     assert [r[0] for r in partitions] == ["0", "1", "2"] and {r[2] for r in partitions} == {str(PER_PARTITION)}
     assert page.row("topic-configs", "cleanup.policy")[1:3] == ["delete", "DEFAULT_CONFIG"]  # type: ignore[index]
+    # humanized, with the raw value on hover
+    assert page.row("topic-configs", "retention.ms")[1:3] == ["7 d", "DEFAULT_CONFIG"]  # type: ignore[index]
+    assert page.row("topic-configs", "retention.bytes")[1] == "unlimited"  # type: ignore[index]
+    assert page.row("topic-configs", "segment.bytes")[1] == "1 GiB"  # type: ignore[index]
+    assert _config_cell(page, "topic-configs", "retention.ms").get_attribute("title") == "raw value: 604800000"
     page.fill("config-key", "retention.ms")
     page.fill("config-value", "3600000")
     page.el("alter-config-submit").click()
     page.confirm()
-    page.until(lambda: (page.row("topic-configs", "retention.ms") or [""])[1:3] == ["3600000", "DYNAMIC_TOPIC_CONFIG"],
+    page.until(lambda: (page.row("topic-configs", "retention.ms") or [""])[1:3] == ["1 h", "DYNAMIC_TOPIC_CONFIG"],
                "retention.ms was not altered")
+    assert _row_classes(page, "topic-configs", "retention.ms") == "override"
+    assert _row_classes(page, "topic-configs", "cleanup.policy") == ""
     page.screenshot("topic")
+    # edited in place: a refusal shows Kafka's words and keeps the edit open; Enter saves; "default" removes
+    _edit_config(page, "topic-configs", "retention.ms", "soon")
+    page.until(lambda: "INVALID_CONFIG" in page.text("notice"), "no Kafka error for a bad value")
+    _edit_config(page, "topic-configs", "retention.ms", "5400000")
+    page.until(lambda: (page.row("topic-configs", "retention.ms") or ["", ""])[1] == "1 h 30 min", "the inline edit was lost")
+    _row_button(page, "topic-configs", "retention.ms", "cfg-edit").click()
+    _row_button(page, "topic-configs", "retention.ms", "cfg-reset").click()
+    page.until(lambda: (page.row("topic-configs", "retention.ms") or [""])[1:3] == ["7 d", "DEFAULT_CONFIG"],
+               "the override was not removed")
+    page.fill("config-key", "retention.ms")
+    page.fill("config-value", "3600000")
+    page.el("alter-config-submit").click()
+    page.confirm()
+    page.until(lambda: (page.row("topic-configs", "retention.ms") or ["", ""])[1] == "1 h", "retention.ms was not set back")
 
     page.open("topic/payments")
     page.el("delete-topic").click()
@@ -222,24 +275,108 @@ def test_topic_partitions_configs_alter_and_delete(page: Page) -> None:
     assert page.row("topics", "payments") is None
 
 
-def test_messages_browse_produce_and_tail(page: Page, console_broker: MetricsBrokerProcess) -> None:
+def _config_row(page: Page, table_id: str, name: str) -> Any:
+    row = page.driver.execute_script(
+        "return Array.from(document.querySelectorAll(`#${arguments[0]} tbody tr`))"
+        ".find(tr => tr.cells[0].innerText.trim() === arguments[1]) || null", table_id, name)
+    if row is None:
+        raise AssertionError(f"no row {name} in {table_id}")
+    return row
+
+
+def _config_cell(page: Page, table_id: str, name: str) -> Any:
+    return _config_row(page, table_id, name).find_element("css selector", ".cfg-value")
+
+
+def _row_classes(page: Page, table_id: str, name: str) -> str:
+    return str(_config_row(page, table_id, name).get_attribute("class") or "")
+
+
+def _row_button(page: Page, table_id: str, name: str, css_class: str) -> Any:
+    return _config_row(page, table_id, name).find_element("css selector", f"button.{css_class}")
+
+
+def _edit_config(page: Page, table_id: str, name: str, value: str) -> None:
+    from selenium.webdriver.common.keys import Keys
+
+    if not _config_row(page, table_id, name).find_elements("css selector", "input.cfg-input"):
+        _row_button(page, table_id, name, "cfg-edit").click()
+    field = _config_row(page, table_id, name).find_element("css selector", "input.cfg-input")
+    field.clear()
+    field.send_keys(value, Keys.ENTER)
+
+
+def test_messages_browse_search_page_and_tail(page: Page, console_broker: MetricsBrokerProcess) -> None:
     page.open(f"messages?topic={TOPIC}&partition=1")
-    page.select("msg-from", "earliest")
-    page.el("msg-load").click()
     page.until(lambda: len(page.rows("message-table")) == PER_PARTITION, "the partition's messages never showed")
-    first = page.rows("message-table")[0]
-    assert first[:2] == ["1", "0"] and first[3] == "customer-0" and first[5] == "source=shop"
-    assert json.loads(first[4]) == {"order": 0, "partition": 1}
+    rows = page.rows("message-table")
+    assert [r[1] for r in rows] == [str(i) for i in reversed(range(PER_PARTITION))]  # newest first
+    oldest = rows[-1]
+    assert oldest[:2] == ["1", "0"] and oldest[3] == "customer-0" and oldest[5] == "source=shop"
+    assert "\n" not in oldest[4] and json.loads(oldest[4]) == {"order": 0, "partition": 1}  # folded to one line
+    page.el("msg-order").click()
+    page.until(lambda: page.cells("message-table", 0)[1:2] == ["0"], "oldest first did not reorder")
+    toggle = page.driver.find_elements("css selector", "#message-table tbody tr")[0].find_element("css selector", ".rec-toggle")
+    toggle.click()
+    page.until(lambda: "\n" in page.cells("message-table", 0)[4], "the record did not unfold")
+    assert json.loads(page.cells("message-table", 0)[4]) == {"order": 0, "partition": 1}
+    page.driver.find_elements("css selector", "#message-table tbody tr")[1].find_element("css selector", ".rec-hex").click()
+    page.until(lambda: page.cells("message-table", 1)[3:4] == [b"customer-1".hex(" ")], "no hex view of one record")
+    page.el("msg-order").click()
     page.select("msg-format", "hex")
     page.el("msg-load").click()
-    page.until(lambda: page.cells("message-table", 0)[3:4] == [b"customer-0".hex(" ")], "hex keys never showed")
+    page.until(lambda: page.cells("message-table", -1)[3:4] == [b"customer-0".hex(" ")], "hex keys never showed")
     page.select("msg-format", "auto")
     page.fill("msg-partition", "all")
     page.el("msg-load").click()
     page.until(lambda: len(page.rows("message-table")) == PARTITIONS * PER_PARTITION, "all partitions never showed")
     assert {r[0] for r in page.rows("message-table")} == {"0", "1", "2"}
     assert page.text("msg-status").startswith(f"{PARTITIONS * PER_PARTITION} messages from {PARTITIONS} partitions")
+
+    # searches run in the broker: a key, a value, a header, a time range
+    page.fill("msg-key", "customer-7")
+    page.el("msg-search").click()
+    page.until(lambda: len(page.rows("message-table")) == PARTITIONS, "the key search did not narrow")
+    assert {r[3] for r in page.rows("message-table")} == {"customer-7"}
+    page.fill("msg-key", "")
+    page.el("msg-key").clear()
+    page.fill("msg-value", '"order": 3,')
+    page.el("msg-search").click()
+    page.until(lambda: [r[0] for r in page.rows("message-table")] and {json.loads(r[4])["order"] for r in
+               page.rows("message-table")} == {3} and len(page.rows("message-table")) == PARTITIONS,
+               "the value search did not narrow")
+    page.el("msg-value").clear()
+    page.fill("msg-header", "source")
+    page.fill("msg-header-value", "nope")
+    page.el("msg-search").click()
+    page.until(lambda: page.rows("message-table") == [] and page.text("msg-status").startswith("0 messages"),
+               "a header value nobody has still matched")
+    page.el("msg-header-value").clear()
+    page.el("msg-search").click()
+    page.until(lambda: len(page.rows("message-table")) == PARTITIONS * PER_PARTITION, "the header search lost records")
+    page.el("msg-header").clear()
+    page.driver.execute_script("document.getElementById('msg-to-ts').value = '2001-01-01T00:00:00'")
+    page.el("msg-search").click()
+    page.until(lambda: page.rows("message-table") == [] and "the oldest there is" in page.text("msg-status"),
+               "a time range before every record still matched")
+    page.driver.execute_script("document.getElementById('msg-to-ts').value = ''")
+
+    # paging older and newer from the window's edges
     page.fill("msg-partition", "1")
+    page.fill("msg-limit", "4")
+    page.el("msg-load").click()
+    offsets = lambda: [r[1] for r in page.rows("message-table")]  # noqa: E731
+    page.until(lambda: offsets() == ["9", "8", "7", "6"], "the newest page of 4")
+    assert page.el("msg-newer").get_attribute("disabled") is not None
+    page.el("msg-older").click()
+    page.until(lambda: offsets() == ["5", "4", "3", "2"], "the older page")
+    page.el("msg-older").click()
+    page.until(lambda: offsets() == ["1", "0"], "the oldest page")
+    assert page.el("msg-older").get_attribute("disabled") is not None
+    page.el("msg-newer").click()
+    page.until(lambda: offsets() == ["5", "4", "3", "2"], "the newer page")
+    page.screenshot("messages-search")
+    page.fill("msg-limit", "50")
     page.el("msg-load").click()
     page.until(lambda: len(page.rows("message-table")) == PER_PARTITION, "partition 1 alone never showed again")
 
@@ -249,15 +386,50 @@ def test_messages_browse_produce_and_tail(page: Page, console_broker: MetricsBro
     page.el("produce-submit").click()
     page.until(lambda: page.text("produce-result") == f"Produced to {TOPIC}-1 at offset {PER_PARTITION}",
                "the produce never answered")
-    page.until(lambda: page.cells("message-table", -1)[3:6] == ["from-the-console", "hello from the browser",
-                                                                "via=console"], "the produced message never showed")
+    page.until(lambda: page.cells("message-table", 0)[3:6] == ["from-the-console", "hello from the browser",
+                                                               "via=console"], "the produced message never showed")
 
     page.el("msg-tail").click()
+    page.until(lambda: page.cells("message-table", 0)[3:4] == ["from-the-console"], "the tail did not start at the end")
     with kp_producer(console_broker.bootstrap, acks="all", linger_ms=0) as producer:
         producer.send(TOPIC, b"tailed", key=b"live", partition=1)
         producer.flush(timeout=20)
-    page.until(lambda: page.cells("message-table", -1)[3:5] == ["live", "tailed"], "the live tail missed a message")
+    page.until(lambda: page.cells("message-table", 0)[3:5] == ["live", "tailed"], "the live tail missed a message")
     page.screenshot("messages")
+
+
+def test_a_search_stopped_by_a_cap_offers_continue(page: Page, console_broker: MetricsBrokerProcess) -> None:
+    """More records than one search request may examine (200,000): a search for a value nobody has stops at a
+    cap, says so and offers Continue, which goes on from where it stopped until the oldest record."""
+    from confluent_kafka import Producer
+    from kafka.admin import NewTopic
+
+    hay = 230_000
+    with kp_admin(console_broker.bootstrap) as admin:
+        admin.create_topics([NewTopic("haystack", 1, 1)])
+    producer = Producer({"bootstrap.servers": console_broker.bootstrap, "linger.ms": 100, "acks": "all",
+                         "batch.num.messages": 10_000, "queue.buffering.max.messages": hay + 1000})
+    for i in range(hay):
+        producer.produce("haystack", value=b"hay", partition=0)
+        if i % 10_000 == 0:
+            producer.poll(0)
+    assert producer.flush(60) == 0
+    page.open("messages?topic=haystack&partition=0")
+    page.until(lambda: len(page.rows("message-table")) == 50, "the newest haystack page never showed")
+    page.fill("msg-value", "needle")
+    page.el("msg-search").click()
+    page.until(lambda: page.el("msg-continue").is_displayed(), "no Continue after a capped search", timeout=60)
+    assert "cap of one request" in page.text("msg-status") and page.rows("message-table") == []
+    page.screenshot("messages-continue")
+    for _ in range(10):
+        if not page.el("msg-continue").is_displayed():
+            break
+        before = page.text("msg-status")
+        page.el("msg-continue").click()
+        page.until(lambda b=before: page.text("msg-status") != b, "Continue did not answer", timeout=60)
+    page.until(lambda: "the oldest there is" in page.text("msg-status"), "Continue never reached the oldest record",
+               timeout=60)
+    assert not page.el("msg-continue").is_displayed()
 
 
 def test_groups_lag_and_reset(page: Page, console_broker: MetricsBrokerProcess) -> None:
@@ -323,11 +495,37 @@ def test_a_consumer_protocol_group_page(page: Page, console_broker: MetricsBroke
 def test_broker_configs(page: Page) -> None:
     page.open("configs")
     assert page.row("broker-configs", "console.port")[2] == "STATIC_BROKER_CONFIG"  # type: ignore[index]
-    assert page.row("broker-configs", "log.segment.bytes")[1:3] == ["1073741824", "DEFAULT_CONFIG"]  # type: ignore[index]
+    assert page.row("broker-configs", "log.segment.bytes")[1:3] == ["1 GiB", "DEFAULT_CONFIG"]  # type: ignore[index]
+    assert page.row("broker-configs", "log.retention.hours")[1] == "7 d"  # type: ignore[index]
+    assert page.row("broker-configs", "log.flush.interval.messages")[1] == "unlimited"  # type: ignore[index]
+    assert _config_cell(page, "broker-configs", "log.segment.bytes").get_attribute("title") == "raw value: 1073741824"
+    assert _row_classes(page, "broker-configs", "console.port") == "override"
+    assert page.row("broker-configs", "num.io.threads")[3] == "read-only"  # type: ignore[index]
+    # the table fits its card at both widths (long list values wrap instead of widening it)
+    try:
+        for width in (1400, 2200):
+            page.driver.set_window_size(width, 1000)
+            page.until(lambda w=width: page.driver.execute_script("return window.innerWidth") >= w - 40,
+                       f"window at {width}")
+            fits = page.driver.execute_script(
+                "const t = document.getElementById('broker-configs'), c = document.getElementById('broker-configs-section');"
+                "return [t.scrollWidth, c.clientWidth, document.documentElement.scrollWidth, window.innerWidth];")
+            assert fits[0] <= fits[1] and fits[2] <= fits[3], f"at {width} px: table, card, page, window = {fits}"
+            page.screenshot(f"configs-{width}")
+    finally:
+        page.driver.set_window_size(1400, 1000)
+    # a dynamic broker config edited in place, then back to its default
+    _edit_config(page, "broker-configs", "log.retention.ms", "1209600000")
+    page.until(lambda: (page.row("broker-configs", "log.retention.ms") or [""])[1:3] == ["14 d", "DYNAMIC_BROKER_CONFIG"],
+               "the broker config was not altered")
+    _row_button(page, "broker-configs", "log.retention.ms", "cfg-edit").click()
+    _row_button(page, "broker-configs", "log.retention.ms", "cfg-reset").click()
+    page.until(lambda: (page.row("broker-configs", "log.retention.ms") or ["", "", ""])[2] != "DYNAMIC_BROKER_CONFIG",
+               "the broker override was not removed")
     page.fill("config-filter", "group.initial")
     page.until(lambda: [r[0] for r in page.rows("broker-configs")] == ["group.initial.rebalance.delay.ms"],
                "the filter did not narrow the table")
-    assert page.rows("broker-configs")[0][1:3] == ["0", "STATIC_BROKER_CONFIG"]
+    assert page.rows("broker-configs")[0][1:3] == ["0 ms", "STATIC_BROKER_CONFIG"]
     page.screenshot("configs")
 
 
@@ -385,4 +583,5 @@ def test_login_and_acls_in_the_browser(browser: Any, secured_broker: MetricsBrok
 
 def test_screenshots_of_every_page_were_kept() -> None:
     kept = {p.stem for p in Path(ARTIFACTS).glob("*.png")}
-    assert {"overview", "topics", "topic", "messages", "groups", "group", "group-live", "configs", "login-acl"} <= kept
+    assert {"overview", "topics", "topic", "messages", "messages-search", "messages-continue", "groups", "group", "group-live", "configs",
+            "configs-1400", "configs-2200", "login-acl"} <= kept

@@ -45,7 +45,7 @@ function bytes(n) {
   const units = ["B", "KiB", "MiB", "GiB", "TiB"];
   let i = 0;
   while (n >= 1024 && i < units.length - 1) { n /= 1024; i++; }
-  return (i === 0 ? n : n.toFixed(1)) + " " + units[i];
+  return (i === 0 ? Math.round(n) : n.toFixed(1)) + " " + units[i];
 }
 
 function num(n) { return n === null || n === undefined ? "–" : Number(n).toLocaleString("en-US"); }
@@ -59,10 +59,11 @@ function notice(message, isError) {
 
 function clearNotice() { document.getElementById("notice").hidden = true; }
 
-function table(columns, rows, id) {
+// table(columns, rows, id, rowClass): `rowClass(row)` (optional) names a class for a row's <tr>
+function table(columns, rows, id, rowClass) {
   return h("table", { id },
     h("thead", {}, h("tr", {}, columns.map(c => h("th", { class: c.num ? "num" : null }, c.title)))),
-    h("tbody", {}, rows.map(r => h("tr", {}, columns.map(c => {
+    h("tbody", {}, rows.map(r => h("tr", { class: rowClass ? rowClass(r) : null }, columns.map(c => {
       const v = c.value(r);
       return h("td", { class: c.num ? "num" : null }, v instanceof Node ? v : (v === null || v === undefined ? "–" : String(v)));
     })))));
@@ -101,24 +102,6 @@ function line(points, width, height, max) {
   }).join(" ");
 }
 
-function chart(title, series, unit) {
-  const width = 600, height = 160;
-  const all = series.flatMap(s => s.points.filter(v => v !== null));
-  const max = Math.max(1e-9, ...all);
-  const box = svg("svg", { viewBox: `0 0 ${width} ${height}`, preserveAspectRatio: "none", role: "img" });
-  for (const s of series) {
-    box.append(svg("polyline", { points: line(s.points, width, height, max), fill: "none", stroke: s.color, "stroke-width": "2" }));
-  }
-  const latest = series.map(s => {
-    const last = s.points.length ? s.points[s.points.length - 1] : null;
-    return h("span", {}, h("i", { style: null, class: "swatch-" + s.key }), `${s.name}: ${last === null ? "–" : unit(last)}`);
-  });
-  const legend = h("div", { class: "legend" }, latest);
-  legend.querySelectorAll("i").forEach((el, i) => { el.style.background = series[i].color; });
-  return h("div", { class: "chart", id: "chart-" + series[0].key }, h("h3", {}, title), box, legend,
-    h("div", { class: "muted" }, `max ${unit(max === 1e-9 ? 0 : max)}`));
-}
-
 function sparkline(points) {
   const width = 120, height = 24;
   const box = svg("svg", { class: "spark", viewBox: `0 0 ${width} ${height}`, preserveAspectRatio: "none" });
@@ -146,7 +129,7 @@ async function overviewPage(page) {
   const o = await api("overview");
   const g = Object.entries(o.groups).map(([k, v]) => `${v} ${k}`).join(", ") || "none";
   const card = (label, value, id) => h("div", { class: "card", id }, h("div", { class: "label" }, label), h("div", { class: "value" }, value));
-  const charts = h("section", { id: "charts" }, h("p", { class: "muted" }, "Collecting samples…"));
+  const charts = h("section", { id: "charts" });
   page.replaceChildren(
     h("h2", {}, "Overview"),
     h("div", { class: "cards" },
@@ -165,19 +148,8 @@ async function overviewPage(page) {
     o.log_dirs, "log-dirs")),
     charts);
   every(2000, async () => {
-    const c = await api("charts");
-    const s = c.series;
-    if (!c.times.length) return;
-    charts.replaceChildren(h("div", { class: "charts" },
-      chart("Throughput", [
-        { key: "bytes_in", name: "in", color: "#2f6fdf", points: s.bytes_in_per_s },
-        { key: "bytes_out", name: "out", color: "#1e8e3e", points: s.bytes_out_per_s }], v => bytes(v) + "/s"),
-      chart("Messages and requests", [
-        { key: "messages_in", name: "messages in", color: "#8e44ad", points: s.messages_in_per_s },
-        { key: "requests", name: "requests", color: "#e67e22", points: s.requests_per_s }], v => v.toFixed(1) + "/s"),
-      chart("Request latency (without Fetch long-polls)", [
-        { key: "latency_p50", name: "p50", color: "#2f6fdf", points: s.latency_p50_ms },
-        { key: "latency_p99", name: "p99", color: "#c0392b", points: s.latency_p99_ms }], v => v + " ms")));
+    if (charts.matches(":hover")) return;  // keep a hover readout still while someone reads it
+    charts.replaceChildren(overviewCharts(await api("charts")));
   });
 }
 
@@ -241,99 +213,50 @@ async function topicPage(page, name) {
       { title: "Partition", num: true, value: r => r.partition }, { title: "Start offset", num: true, value: r => num(r.start_offset) },
       { title: "End offset", num: true, value: r => num(r.end_offset) }, { title: "Messages", num: true, value: r => num(r.messages) },
       { title: "Size", num: true, value: r => bytes(r.size_bytes) }, { title: "Log dir", value: r => r.log_dir }], t.partitions, "partitions")),
-    h("section", {}, h("h3", {}, "Configs"), alter, configTable(t.configs, "topic-configs")));
+    h("section", {}, h("h3", {}, "Configs"), alter, h("div", { class: "table-scroll" }, configTable(t.configs, "topic-configs",
+      async (k, v) => { await api("topics/alter-config", { name, key: k, value: v }); notice(`${k} ${v === null ? "back to its default" : "changed"}.`); route(); }))));
   document.querySelectorAll("#topic-configs tbody tr").forEach((tr, i) => {
     tr.addEventListener("click", () => { key.value = t.configs[i].name; value.value = t.configs[i].value || ""; });
   });
 }
 
-function configTable(configs, id) {
+// configTable(configs, id, save): values humanized (the raw value on hover), rows of a non-default source
+// marked as overrides; with `save(key, value)` (value null: back to the default) a row that is not
+// read-only is edited in place (Enter saves, Escape cancels); a refusal shows Kafka's words and keeps the edit
+function configTable(configs, id, save) {
+  const cells = new Map();
+  const shownValue = r => r.sensitive ? "(hidden)" : r.display === null || r.display === undefined ? (r.value === null ? "–" : r.value) : r.display;
+  const value = r => {
+    const cell = h("span", { class: "cfg-value", title: r.sensitive ? null : r.value === null ? "not set" : `raw value: ${r.value}` }, shownValue(r));
+    cells.set(r.name, cell);
+    return cell;
+  };
+  const edit = r => {
+    const cell = cells.get(r.name), before = Array.from(cell.childNodes);
+    const input = h("input", { class: "cfg-input", value: r.sensitive || r.value === null ? "" : r.value, "aria-label": r.name,
+      type: r.sensitive ? "password" : null, autocomplete: r.sensitive ? "new-password" : null });
+    const go = async v => {
+      try { await save(r.name, v); } catch (err) { notice(err.message, true); input.focus(); }
+    };
+    const cancel = () => { cell.replaceChildren(...before); cell.classList.remove("editing"); };
+    input.addEventListener("keydown", e => {
+      if (e.key === "Enter") { e.preventDefault(); go(input.value); }
+      if (e.key === "Escape") cancel();
+    });
+    cell.classList.add("editing");
+    cell.replaceChildren(input,
+      h("button", { type: "button", class: "small cfg-save", onclick: () => go(input.value) }, "save"),
+      r.override ? h("button", { type: "button", class: "secondary small cfg-reset", title: "remove the override", onclick: () => go(null) }, "default") : null,
+      h("button", { type: "button", class: "secondary small cfg-cancel", onclick: cancel }, "cancel"));
+    input.focus();
+  };
   return table([
     { title: "Name", value: r => r.name },
-    { title: "Value", value: r => r.sensitive ? "(hidden)" : r.value },
-    { title: "Source", value: r => h("span", { class: "tag" }, r.source) },
-    { title: "", value: r => r.read_only ? "read-only" : "" }], configs, id);
-}
-
-async function messagesPage(page, query) {
-  const topics = await api("topics");
-  const topicSel = h("select", { id: "msg-topic" }, topics.map(t => h("option", { value: t.name }, t.name)));
-  if (query.get("topic")) topicSel.value = query.get("topic");
-  const partition = h("input", { id: "msg-partition", value: query.get("partition") || "0", size: "5", title: "a partition number, or all" });
-  const from = h("select", { id: "msg-from" }, ["latest", "earliest", "offset", "timestamp"].map(v => h("option", { value: v }, v)));
-  const offset = h("input", { id: "msg-offset", type: "number", min: "0", value: "0" });
-  const when = h("input", { id: "msg-timestamp", type: "datetime-local" });
-  const limit = h("input", { id: "msg-limit", type: "number", min: "1", max: "500", value: "50" });
-  const format = h("select", { id: "msg-format" }, ["auto", "text", "json", "hex"].map(v => h("option", { value: v }, v)));
-  const tail = h("input", { id: "msg-tail", type: "checkbox" });
-  const status = h("span", { class: "muted", id: "msg-status" });
-  const results = h("div", { id: "messages" });
-  let next = null;
-  let shown = [];
-
-  const render = () => {
-    results.replaceChildren(table([
-      { title: "Partition", num: true, value: r => r.partition }, { title: "Offset", num: true, value: r => r.offset },
-      { title: "Timestamp", value: r => new Date(r.timestamp).toISOString() },
-      { title: "Key", value: r => r.key === null ? h("span", { class: "muted" }, "null") : h("pre", {}, r.key.text) },
-      { title: "Value", value: r => r.value === null ? h("span", { class: "muted" }, "null") : h("pre", {}, r.value.text + (r.value.truncated ? " …" : "")) },
-      { title: "Headers", value: r => h("pre", {}, r.headers.map(x => `${x.key}=${x.value === null ? "null" : x.value.text}`).join("\n")) }],
-    shown, "message-table"));
-  };
-  const params = () => {
-    const p = new URLSearchParams({ topic: topicSel.value, partition: partition.value, limit: limit.value, format: format.value, from: from.value });
-    if (from.value === "offset") p.set("offset", offset.value);
-    if (from.value === "timestamp") p.set("timestamp", String(new Date(when.value).getTime()));
-    return p;
-  };
-  const load = async () => {
-    try {
-      const r = await api("messages?" + params());
-      shown = r.messages; next = r.next_offset;
-      status.textContent = (r.partition === "all" ? `${r.messages.length} messages from ${r.partitions.length} partitions`
-        : `${r.messages.length} messages from offset ${r.start_offset} (high watermark ${r.high_watermark})`) + (r.error ? ` — ${r.error}` : "");
-      render(); clearNotice();
-    } catch (err) { notice(err.message, true); }
-  };
-  const poll = async () => {
-    if (!tail.checked) return;
-    if (next === null) { status.textContent = "live tail follows one partition: choose a partition number"; return; }
-    const p = params(); p.set("from", "offset"); p.set("offset", String(next));
-    try {
-      const r = await api("messages?" + p);
-      if (r.messages.length) {
-        shown = shown.concat(r.messages).slice(-500); next = r.next_offset; render();
-        status.textContent = `live: ${shown.length} messages, high watermark ${r.high_watermark}`;
-      }
-    } catch (err) { notice(err.message, true); }
-  };
-  timers.push(setInterval(poll, 1000));
-
-  const key = h("input", { id: "produce-key", placeholder: "key (empty: null)" });
-  const value = h("textarea", { id: "produce-value", placeholder: "value" });
-  const headers = h("textarea", { id: "produce-headers", placeholder: "header=value lines" });
-  const valueFormat = h("select", { id: "produce-format" }, ["text", "json", "hex"].map(v => h("option", { value: v }, v)));
-  const produced = h("span", { id: "produce-result", class: "muted" });
-  const produce = h("form", { class: "row", id: "produce", onsubmit: async e => {
-    e.preventDefault();
-    try {
-      const r = await api("produce", { topic: topicSel.value, partition: partition.value === "all" ? 0 : Number(partition.value), key: key.value === "" ? null : key.value,
-        value: value.value, value_format: valueFormat.value, headers: linesToPairs(headers.value) });
-      produced.textContent = `Produced to ${r.topic}-${r.partition} at offset ${r.offset}`;
-      if (!tail.checked) load();
-    } catch (err) { notice(err.message, true); }
-  } }, h("label", {}, "Key", key), h("label", {}, "Value", value), h("label", {}, "Value as", valueFormat),
-  h("label", {}, "Headers", headers), h("button", { type: "submit", id: "produce-submit" }, "Produce"), produced);
-
-  page.replaceChildren(
-    h("h2", {}, "Messages"),
-    h("section", {}, h("form", { class: "row", id: "browse", onsubmit: e => { e.preventDefault(); load(); } },
-      h("label", {}, "Topic", topicSel), h("label", {}, "Partition (or all)", partition), h("label", {}, "From", from),
-      h("label", {}, "Offset", offset), h("label", {}, "Time", when), h("label", {}, "Limit", limit), h("label", {}, "Show as", format),
-      h("button", { type: "submit", id: "msg-load" }, "Load"), h("label", {}, "Live tail", tail)), status),
-    h("section", {}, h("h3", {}, "Produce a message"), produce),
-    h("section", {}, results));
-  if (topics.length) load();
+    { title: "Value", value },
+    { title: "Source", value: r => h("span", { class: r.override ? "tag override" : "tag", title: r.override ? "overrides the default" : null }, r.source) },
+    { title: "", value: r => r.read_only || !save ? (r.read_only ? "read-only" : "") :
+      h("button", { type: "button", class: "secondary small cfg-edit", title: `edit ${r.name}`, onclick: e => { e.stopPropagation(); edit(r); } }, "edit") }],
+  configs, id, r => r.override ? "override" : null);
 }
 
 async function groupsPage(page) {
@@ -391,12 +314,19 @@ async function groupPage(page, id) {
 async function configsPage(page) {
   const configs = await api("broker-configs");
   const filter = h("input", { id: "config-filter", placeholder: "filter" });
-  const holder = h("div", {}, configTable(configs, "broker-configs"));
+  // a broker's dynamic configs are altered as kafka-configs --entity-type brokers --alter does
+  const save = async (k, v) => {
+    await api("broker-configs/alter", { key: k, value: v });
+    notice(`${k} ${v === null ? "back to its default" : "changed"}.`);
+    route();
+  };
+  const holder = h("div", { class: "table-scroll", id: "broker-configs-card" }, configTable(configs, "broker-configs", save));
   filter.addEventListener("input", () => {
     const f = filter.value.trim();
-    holder.replaceChildren(configTable(configs.filter(c => c.name.includes(f)), "broker-configs"));
+    holder.replaceChildren(configTable(configs.filter(c => c.name.includes(f)), "broker-configs", save));
   });
-  page.replaceChildren(h("h2", {}, "Broker configs"), h("section", {}, h("div", { class: "row" }, filter), holder));
+  page.replaceChildren(h("h2", {}, "Broker configs"), h("section", { id: "broker-configs-section" }, h("div", { class: "row" }, filter,
+    h("span", { class: "muted" }, "Values are humanized (the raw value on hover); overrides are marked; dynamic configs can be edited.")), holder));
 }
 
 // -- router --------------------------------------------------------------------------------------

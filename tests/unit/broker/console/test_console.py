@@ -310,7 +310,8 @@ async def test_no_path_reaches_a_file_outside_the_table(http: Http, path: str) -
 
 
 async def test_static_files_are_served_with_their_types(http: Http) -> None:
-    for path, kind in (("/console/app.js", "text/javascript"), ("/console/app.css", "text/css"),
+    for path, kind in (("/console/app.js", "text/javascript"), ("/console/charts.js", "text/javascript"),
+                       ("/console/messages.js", "text/javascript"), ("/console/app.css", "text/css"),
                        ("/console", "text/html")):
         status, headers, body = await http.raw(f"GET {path} HTTP/1.1\r\nHost: localhost\r\n\r\n".encode())
         assert status == 200 and headers["content-type"].startswith(kind) and body
@@ -429,6 +430,11 @@ async def test_login_is_required_when_the_broker_authenticates(secured: BrokerAp
     assert status == 403 and "AUTHORIZATION_FAILED" in answer["error"]
     status, answer = await alice.request("GET", "/console/api/overview")
     assert status == 403 and "CLUSTER_AUTHORIZATION_FAILED" in answer["error"]
+    status, answer = await alice.request("GET", "/console/api/search?topic=secret&value=x")
+    assert status == 403 and "TOPIC_AUTHORIZATION_FAILED" in answer["error"]
+    status, answer = await alice.request("POST", "/console/api/broker-configs/alter",
+                                         {"key": "log.retention.ms", "value": "1000"})
+    assert status == 403 and "AUTHORIZATION_FAILED" in answer["error"]
 
     # granted READ and DESCRIBE on the topic, she sees it and its messages
     authorizer = secured.state.authorizer
@@ -439,6 +445,8 @@ async def test_login_is_required_when_the_broker_authenticates(secured: BrokerAp
     assert [t["name"] for t in await alice.get("topics")] == ["secret"]
     page = await alice.get("messages?topic=secret&from=earliest")
     assert [m["value"]["text"] for m in page["messages"]] == ["hello"]
+    found = await alice.get("search?topic=secret&value=ell")
+    assert [m["value"]["text"] for m in found["messages"]] == ["hello"]
 
 
 async def test_scram_users_log_in_too(secured: BrokerApp) -> None:
@@ -476,6 +484,7 @@ def test_sampler_rates_quantiles_and_lag_history() -> None:
                               {"group": "g", "topic": "t", "partition": "0"}))]
 
     sampler = Sampler(families, clock=lambda: now[0], wall_ms=lambda: int(now[0] * 1000))
+    sampler.touch()  # someone is looking: lag is sampled too
     sampler.sample()
     assert sampler.charts()["times"] == []  # a rate needs two samples
     now[0], totals["in"] = 2.0, 2000.0
@@ -489,6 +498,32 @@ def test_sampler_rates_quantiles_and_lag_history() -> None:
     assert _quantile([(0.001, 50.0), (0.01, 99.0), (0.1, 100.0)], 0.5) == 0.001
     assert _quantile([(0.001, 50.0), (0.01, 99.0), (0.1, 100.0)], 0.99) == 0.01
     assert _quantile([(0.001, 0.0)], 0.5) is None
+
+
+def test_sampler_keeps_history_from_the_start_and_reads_lag_only_while_watched() -> None:
+    """Throughput is sampled from the broker's start (the first look draws history, not "Collecting
+    samples"), in a bounded ring; the collector's lag families are read only while someone looks."""
+    from pybroker.broker.console import sampler as sampler_module
+
+    now, traffic, collected = [0.0], [0, 0, 0], [0]
+
+    def families() -> list[Any]:
+        collected[0] += 1
+        return []
+
+    sampler = Sampler(families, clock=lambda: now[0], wall_ms=lambda: int(now[0] * 1000),
+                      traffic=lambda: (traffic[0], traffic[1], traffic[2]))
+    now[0] = 1000.0  # long after anyone looked
+    for _ in range(sampler_module.POINTS + 10):
+        now[0] += 2.0
+        traffic[0] += 4096
+        sampler.sample()
+    charts = sampler.charts()
+    assert len(charts["times"]) == sampler_module.POINTS and set(charts["series"]["bytes_in_per_s"]) == {2048.0}
+    assert collected[0] == 0
+    sampler.touch()
+    sampler.sample()
+    assert collected[0] == 1
 
 
 async def test_a_flood_of_requests_is_capped_and_a_slow_answer_times_out(
@@ -525,7 +560,7 @@ async def test_a_flood_of_requests_is_capped_and_a_slow_answer_times_out(
 
 
 async def test_compressed_batches_are_browsed_and_a_decompression_bomb_is_cut(app: BrokerApp, http: Http) -> None:
-    from pybroker.broker.console import messages
+    from pybroker.broker.console import decoders, messages
     from pybroker.protocol.messages.produce import PartitionProduceData, ProduceRequest, TopicProduceData
     from pybroker.protocol.records.codecs import GZIP
     from pybroker.protocol.records.record import Record, build_batch
@@ -546,7 +581,7 @@ async def test_compressed_batches_are_browsed_and_a_decompression_bomb_is_cut(ap
     assert len(page["messages"]) == 3 * per_batch and page["next_offset"] == 3 * per_batch
     assert 4 * per_batch * len(value) > messages.MAX_DECODED_BYTES
     shown = page["messages"][0]["value"]
-    assert shown["size"] == len(value) and shown["truncated"] is True and len(shown["text"]) == messages.MAX_SHOWN_BYTES
+    assert shown["size"] == len(value) and shown["truncated"] is True and len(shown["text"]) == decoders.MAX_SHOWN_BYTES
     rest = await http.get(f"messages?topic=packed&from=offset&offset={page['next_offset']}&limit=500")
     assert [m["offset"] for m in rest["messages"]] == list(range(45, 60))
 
