@@ -236,3 +236,12 @@ async def test_with_the_authorizer_each_page_needs_its_acl(secured: BrokerApp) -
     await admin.post("users/upsert", {"user": "dave", "password": "dave-pw-1", "mechanism": "SCRAM-SHA-256"})
     dave = await _as(secured, "dave:dave-pw-1")
     assert (await dave.get("session"))["user"] == "User:dave"
+
+
+async def test_the_admin_pages_script_is_served_and_loaded_by_the_page(http: Http) -> None:
+    status, headers, body = await http.raw(b"GET /console/admin_pages.js HTTP/1.1\r\nHost: localhost\r\n\r\n")
+    assert status == 200 and headers["content-type"].startswith("text/javascript")
+    assert "script-src 'self'" in headers["content-security-policy"] and b"PAGES.push(" in body
+    assert b"innerHTML" not in body  # values go into the page as text only
+    _, _, page = await http.raw(b"GET /console/ HTTP/1.1\r\nHost: localhost\r\n\r\n")
+    assert page.index(b"/console/app.js") < page.index(b"/console/admin_pages.js")
