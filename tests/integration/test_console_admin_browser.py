@@ -6,7 +6,9 @@ and what a principal without ACLs sees ("not authorized", not a broken page).
 
 The last test is the screenshot tour: every console page, old and new, at one window size. With
 `PYBROKER_CONSOLE_SCREENSHOTS=1` (`make screenshots`) it writes docs/images/console/, the images
-docs/console.md shows; otherwise under test-artifacts/, so a normal run rewrites no tracked file.
+docs/console.md shows, and the broker's directory is `pybroker-console` in the system's temporary folder
+(the pictures show its log dir); otherwise the screenshots go under test-artifacts/, so a normal run
+rewrites no tracked file.
 
 One broker and one browser serve the whole module; the tests run in file order and build on each other.
 """
@@ -14,8 +16,12 @@ One broker and one browser serve the whole module; the tests run in file order a
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import tempfile
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -27,7 +33,7 @@ from pybroker.protocol.messages.produce import PartitionProduceData, ProduceRequ
 from pybroker.protocol.records.record import Record, build_batch
 from tests.integration.brokers import free_port
 from tests.integration.clients import kp_admin, kp_consumer, kp_producer
-from tests.integration.console_page import Page, chromium, screenshot_dir
+from tests.integration.console_page import SCREENSHOTS_ENV, Page, chromium, screenshot_dir
 from tests.integration.metrics_broker import MetricsBrokerProcess
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -48,7 +54,11 @@ def broker(tmp_path_factory: pytest.TempPathFactory, broker_target: str) -> Iter
     if broker_target != "pybroker":
         pytest.skip("pybroker's own console")
     console_port = free_port()
-    proc = MetricsBrokerProcess(tmp_path_factory.mktemp("console-admin") / "broker", {
+    workdir = tmp_path_factory.mktemp("console-admin") / "broker"
+    if os.environ.get(SCREENSHOTS_ENV) == "1":  # the pictures show the log dir: one any machine could have
+        workdir = Path(tempfile.gettempdir()) / "pybroker-console"
+        shutil.rmtree(workdir, ignore_errors=True)
+    proc = MetricsBrokerProcess(workdir, {
         "sasl.enabled.mechanisms": "PLAIN", "listener.name.plaintext.plain.sasl.jaas.config": JAAS,
         "listener.security.protocol.map": "PLAINTEXT:SASL_PLAINTEXT",
         "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
@@ -79,13 +89,9 @@ def _fill(bootstrap: str) -> None:
                 producer.send(TOPIC, json.dumps({"order": i, "partition": partition}).encode(),
                               key=f"customer-{i}".encode(), partition=partition, headers=[("source", b"shop")])
         producer.flush(timeout=20)
-    with kp_consumer(bootstrap, group_id=GROUP, enable_auto_commit=False, auto_offset_reset="earliest",
-                     **SASL) as consumer:
-        consumer.subscribe([TOPIC])
-        for _ in range(100):
-            consumer.poll(timeout_ms=200)
-            if len(consumer.assignment()) == PARTITIONS:
-                break
+    # assigned, not subscribed: the commit cannot meet a rebalance, and the group is left Empty, lagging
+    with kp_consumer(bootstrap, group_id=GROUP, enable_auto_commit=False, **SASL) as consumer:
+        consumer.assign([TopicPartition(TOPIC, p) for p in range(PARTITIONS)])
         consumer.commit({TopicPartition(TOPIC, p): OffsetAndMetadata(COMMITTED, "", -1) for p in range(PARTITIONS)})
     security = ClientSecurity(protocol="SASL_PLAINTEXT", mechanism="PLAIN", username=ADMIN, password=ADMIN_PW)
     with WireClient(bootstrap, security=security) as client:
@@ -247,7 +253,6 @@ def test_kip848_group_page(page: Page, broker: MetricsBrokerProcess) -> None:
         assert member[1] == "kip848-reader" and int(member[3]) >= 1 and member[4] == TOPIC
         assert member[5] == ", ".join(f"{TOPIC}-{p}" for p in range(PARTITIONS)) and member[6] == "(same)"
         assert member[8] == "consumer"
-        page.screenshot("kip848-group")
     finally:
         consumer.close()
 
@@ -272,19 +277,36 @@ TOUR = [
     ("overview", "overview", None), ("topics", "topics", None), ("topic", f"topic/{TOPIC}", None),
     ("messages", f"messages?topic={TOPIC}&partition=0", None), ("groups", "groups", None),
     ("group", f"group/{GROUP}", None), ("configs", "configs", None),
-    ("consumer-groups", "consumer-groups", "consumer-groups"), ("transactions", "transactions", "transactions"),
-    ("acls", "acls", "acls"), ("users", "users", "users"), ("quotas", "quotas", "quotas"),
-    ("broker", "broker", "features"),
+    ("consumer-groups", "consumer-groups", "consumer-groups"),
+    ("consumer-group", f"consumer-group/{KIP848_GROUP}", "cg-member-table"),
+    ("transactions", "transactions", "transactions"), ("acls", "acls", "acls"), ("users", "users", "users"),
+    ("quotas", "quotas", "quotas"), ("broker", "broker", "features"),
 ]
 
 
-def test_screenshot_tour_of_every_page(page: Page) -> None:
-    """Each page loads without an error at the fixed window size and is photographed (see the module doc)."""
-    for name, route, table in TOUR:
-        page.open(route)
-        if table is not None:
-            page.until(lambda t=table: page.driver.find_elements("id", t), f"{route}: no #{table}")
-        assert not page.text("page-error") and not page.text("not-authorized"), (route, page.text("page"))
-        if name == "overview":  # the charts, once the sampler has two samples (every 2 s while someone looks)
-            page.until(lambda: page.driver.find_elements("css selector", "#charts svg"), "no charts", timeout=20)
-        assert page.screenshot(name).stat().st_size > 0
+def test_screenshot_tour_of_every_page(page: Page, broker: MetricsBrokerProcess) -> None:
+    """Each page loads without an error at the fixed window size and is photographed (see the module doc),
+    with a KIP-848 consumer running so its group has a member to show."""
+    from confluent_kafka import Consumer
+
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": KIP848_GROUP, **CK_SASL,
+                         "group.protocol": "consumer", "client.id": "kip848-reader", "auto.offset.reset": "earliest"})
+    try:
+        consumer.subscribe([TOPIC])
+
+        def assigned() -> bool:
+            consumer.poll(0.2)
+            return len(consumer.assignment()) == PARTITIONS
+
+        page.until(assigned, "the consumer-protocol member got no assignment", timeout=30)
+        for name, route, table in TOUR:
+            page.open(route)
+            if table is not None:
+                page.until(lambda t=table: page.driver.find_elements("id", t), f"{route}: no #{table}")
+            assert not page.text("page-error") and not page.text("not-authorized"), (route, page.text("page"))
+            if name == "overview":  # the charts, once the sampler has two samples (every 2 s while someone looks)
+                page.until(lambda: page.driver.find_elements("css selector", "#charts svg"), "no charts", timeout=20)
+            consumer.poll(0)  # keep the member's heartbeats going between pages
+            assert page.screenshot(name).stat().st_size > 0
+    finally:
+        consumer.close()
