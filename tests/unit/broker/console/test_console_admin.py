@@ -245,3 +245,11 @@ async def test_the_admin_pages_script_is_served_and_loaded_by_the_page(http: Htt
     assert b"innerHTML" not in body  # values go into the page as text only
     _, _, page = await http.raw(b"GET /console/ HTTP/1.1\r\nHost: localhost\r\n\r\n")
     assert page.index(b"/console/app.js") < page.index(b"/console/admin_pages.js")
+
+
+async def test_an_overlong_request_or_header_line_gets_an_answer(http: Http) -> None:
+    status, _, body = await http.raw(b"GET /console/api/broker?" + b"x" * 9000 + b" HTTP/1.1\r\nHost: localhost\r\n\r\n")
+    assert status == 414 and body == b"request line too long\n"
+    status, _, body = await http.raw(b"GET /console/api/broker HTTP/1.1\r\nHost: localhost\r\nX-Big: " + b"y" * 9000
+                                     + b"\r\n\r\n")
+    assert status == 431 and body == b"header line too long\n"
