@@ -15,6 +15,7 @@ One broker and one browser serve the whole module; the tests run in file order a
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -39,6 +40,7 @@ from tests.integration.metrics_broker import MetricsBrokerProcess
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 TOPIC, HANGING_TOPIC, GROUP, KIP848_GROUP = "orders", "payments", "billing", "kip848-readers"
+OPEN_TXN = "checkout"
 PARTITIONS, PER_PARTITION, COMMITTED = 3, 10, 4
 ADMIN, ADMIN_PW, ALICE, ALICE_PW = "admin", "admin-pw", "alice", "alice-pw"
 JAAS = (f'org.apache.kafka.common.security.plain.PlainLoginModule required user_{ADMIN}="{ADMIN_PW}" '
@@ -68,11 +70,31 @@ def broker(tmp_path_factory: pytest.TempPathFactory, broker_target: str) -> Iter
         "transaction.partition.verification.enable": "false"}, extra_args=["--console-port", str(console_port)])
     proc.console_port = console_port  # type: ignore[attr-defined]
     proc.start()
+    open_transaction: Any = None
     try:
         _fill(proc.bootstrap)
+        open_transaction = _open_a_transaction(proc.bootstrap)
         yield proc
     finally:
+        if open_transaction is not None:
+            with contextlib.suppress(Exception):
+                open_transaction.abort_transaction(10)
+            open_transaction.close()
         proc.close()
+
+
+def _open_a_transaction(bootstrap: str) -> Any:
+    """A librdkafka transactional producer with a transaction left open on `orders`-0 (Ongoing, with a
+    long timeout, for the module's life): the transactions page lists it, and it is not hanging."""
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": bootstrap, **CK_SASL, "transactional.id": OPEN_TXN,
+                         "transaction.timeout.ms": 600_000})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    producer.produce(TOPIC, b"in flight", key=b"checkout", partition=0)
+    assert producer.flush(20) == 0
+    return producer
 
 
 def _fill(bootstrap: str) -> None:
@@ -216,6 +238,8 @@ def test_quotas_page_sets_and_removes_a_quota(page: Page) -> None:
 def test_transactions_page_finds_and_aborts_a_hanging_transaction(page: Page) -> None:
     page.open("transactions")
     assert page.row("transactions", "hang-payments")[1] == "Empty"  # type: ignore[index]
+    ongoing = page.row("transactions", OPEN_TXN)
+    assert ongoing is not None and ongoing[1] == "Ongoing" and ongoing[4] == "10m 0s" and ongoing[7] == f"{TOPIC}-0"
     page.el("hanging-submit").click()  # 15 minutes by default: too young to be a suspect
     page.until(lambda: page.text("hanging-status").startswith("0 hanging"), "the default search never answered")
     page.fill("hanging-minutes", "0")
