@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PYTEST_ARGS ?=
 
-.PHONY: cc kcat fuse java kafka maven prometheus chromium bytecode run test test-fast lint bench fuzz check-gen gen docs install clean
+.PHONY: cc kcat fuse java kafka maven prometheus chromium bytecode run test test-fast lint bench fuzz check-gen gen docs screenshots install clean
 
 # two stamps: `make run` needs only the broker (.venv/.installed-broker); tests, lint and the Spark
 # connector need the extras too (.venv/.installed, which implies the other)
@@ -118,6 +118,11 @@ docs: $(STAMP)
 
 check-gen: $(STAMP)
 	$(PY) -m pybroker.protocol.codegen --check
+
+# docs/images/console/ (the screenshots docs/console.md shows), taken by the console's browser tests at a
+# fixed window size; a normal test run leaves them alone (its screenshots go to test-artifacts/)
+screenshots: $(STAMP) chromium bytecode
+	PYBROKER_CONSOLE_SCREENSHOTS=1 $(PY) -m pytest tests/integration/test_console_admin_browser.py -q $(PYTEST_ARGS)
 
 # BENCH_QUICK=1: a quick subset (about 2.5 minutes); BENCH_ARGS: bench/run.py's options (--processes, --repeats, ...)
 BENCH_QUICK ?=

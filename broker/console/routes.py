@@ -21,6 +21,7 @@ JSON API (GET unless noted; parameters in the query string, or the JSON body of 
 | `api/group?id=` | members, assignments, lag per partition and its recent history |
 | `api/broker-configs` | the broker's configs with their sources |
 | POST `api/topics/create`, `api/topics/delete`, `api/topics/alter-config`, `api/broker-configs/alter`, `api/produce`, `api/groups/reset-offsets` | see `writes`, `messages` |
+| the admin pages' API (ACLs, users, quotas, transactions, KIP-848 groups, the broker) | see `admin_routes` |
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from collections.abc import Awaitable, Callable
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
-from pybroker.broker.console import messages, reads, search, writes
+from pybroker.broker.console import admin_routes, messages, reads, search, writes
 from pybroker.broker.console import params as p
 from pybroker.broker.console.auth import REALM, ConsoleAuth, host_name, is_loopback_host
 from pybroker.broker.console.decoders import FORMATS
@@ -60,6 +61,7 @@ STATIC: dict[str, tuple[str, str]] = {
     "/charts.js": ("charts.js", "text/javascript; charset=utf-8"),
     "/messages.js": ("messages.js", "text/javascript; charset=utf-8"),
     "/app.css": ("app.css", "text/css; charset=utf-8"),
+    "/admin_pages.js": ("admin_pages.js", "text/javascript; charset=utf-8"),
 }
 SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -156,11 +158,12 @@ GET_ROUTES: dict[str, Handler] = {
     "/api/session": _session, "/api/overview": _overview, "/api/charts": _charts, "/api/topics": _topics,
     "/api/topic": _topic, "/api/messages": _messages, "/api/search": _search, "/api/groups": _groups,
     "/api/group": _group,
-    "/api/broker-configs": _broker_configs,
+    "/api/broker-configs": _broker_configs, **admin_routes.GET_ROUTES,
 }
 POST_ROUTES: dict[str, Handler] = {
     "/api/topics/create": _create, "/api/topics/delete": _delete, "/api/topics/alter-config": _alter,
     "/api/produce": _produce, "/api/groups/reset-offsets": _reset, "/api/broker-configs/alter": _alter_broker,
+    **admin_routes.POST_ROUTES,
 }
 
 
@@ -177,6 +180,7 @@ class ConsoleApp:
         self.state = state
         self.sampler = sampler
         self.auth = ConsoleAuth(state)
+        self.started_ms = state.clock_ms()  # the broker page's uptime: the console starts with the broker
         self.bound_to_loopback = bound_to_loopback
         self._static: dict[str, bytes] = {}
         self._turns = asyncio.Semaphore(MAX_IN_FLIGHT)

@@ -5,7 +5,8 @@ It runs on the broker's own loop on purpose: an answer from `/healthz` proves th
 stuck loop cannot answer, which is what a liveness probe must notice), and a scrape reads broker state
 on the thread that changes it. `/readyz` answers 200 only while the broker serves: after startup, before
 shutdown, with no log dir offline; otherwise 503 with the reason. Anything but GET/HEAD of a known path
-gets a plain 4xx; a slow or oversized request is dropped, never waited on forever. Headers are kept (at
+gets a plain 4xx; a slow request is dropped, never waited on forever, and a request or header line longer
+than `MAX_LINE_BYTES` is answered 414 or 431 before the connection closes. Headers are kept (at
 most `MAX_HEADER_LINES`, each at most `MAX_LINE_BYTES`) and a body is read only for the console's POSTs,
 up to `MAX_BODY_BYTES` (a larger `Content-Length` is refused before anything is read).
 """
@@ -146,10 +147,16 @@ class MetricsServer:
 
     async def _read(self, reader: asyncio.StreamReader) -> Request | Response:
         """The request, or the error response when it is not one we read further."""
-        request_line = (await reader.readline()).decode("latin-1").strip()
+        try:
+            request_line = (await reader.readline()).decode("latin-1").strip()
+        except ValueError:  # longer than MAX_LINE_BYTES: a clear answer, then the connection closes
+            return 414, "text/plain; charset=utf-8", b"request line too long\n"
         headers: dict[str, str] = {}
         for _ in range(MAX_HEADER_LINES):
-            line = await reader.readline()
+            try:
+                line = await reader.readline()
+            except ValueError:
+                return 431, "text/plain; charset=utf-8", b"header line too long\n"
             if line in (b"\r\n", b"\n", b""):
                 break
             name, sep, value = line.decode("latin-1").partition(":")

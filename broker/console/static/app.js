@@ -335,6 +335,10 @@ const ROUTES = [
   [/^#\/messages$/, messagesPage, "messages"], [/^#\/groups$/, groupsPage, "groups"], [/^#\/group\/(.+)$/, groupPage, "groups"],
   [/^#\/configs$/, configsPage, "configs"],
 ];
+// The page registry other scripts extend (admin_pages.js, loaded after this one): [pattern, page(page, match
+// or query, query), nav id] rows, tried after ROUTES. Such a page may use h, api, table, num, bytes, notice,
+// confirmDialog and route from here.
+const PAGES = [];
 
 async function route() {
   timers.forEach(clearInterval);
@@ -342,7 +346,7 @@ async function route() {
   const [path, search] = (location.hash || "#/overview").split("?");
   const query = new URLSearchParams(search || "");
   const page = document.getElementById("page");
-  for (const [pattern, fn, nav] of ROUTES) {
+  for (const [pattern, fn, nav] of ROUTES.concat(PAGES)) {
     const m = path.match(pattern);
     if (!m) continue;
     document.querySelectorAll("nav a").forEach(a => a.classList.toggle("active", a.id === "nav-" + nav));
