@@ -47,6 +47,13 @@ def _too_big(max_size: int) -> RecordsError:
     return _corrupt(f"records decompress to more than {max_size} bytes")
 
 
+def passed_cap(exc: RecordsError, max_size: int) -> bool:
+    """Whether `decompress` refused a payload because it would pass `max_size` (for zstd: maybe so,
+    the library cannot tell a corrupt frame from a buffer too small). A caller that tried a small cap
+    first tries again under a bigger one only then."""
+    return exc.error_code == ErrorCode.CORRUPT_MESSAGE and f"more than {max_size} bytes" in exc.message
+
+
 def _identity(data: Buffer, max_size: int) -> bytes:
     if len(data) > max_size:
         raise _too_big(max_size)

@@ -1,0 +1,186 @@
+"""What decompression bombs cost another client: a bystander's ApiVersions latency while bombs arrive.
+
+A real `pybroker start` process gets `--bombs` produce requests (acks=all, one after the other on one
+connection), each one batch whose compressed payload (about 1 MB for gzip) inflates far past the
+broker's decompression cap, to a compacted topic by default (where Kafka must decompress to check that
+every record has a key; pybroker walks every compressed batch whatever the policy). Meanwhile a
+bystander on its own connection sends ApiVersions in a loop (`tests.integration.hostile.Canary`).
+
+Printed per round: the bystander's p50 / p99 / max round trip alone for `--idle-seconds` before the
+attack (the ceiling: what the loaded machine gives an idle broker) and during the attack, the bombs' throughput, the codes they got, and the load
+average (the machine may be shared: compare rounds, report medians).
+
+    .venv/bin/python bench/bombs.py [--codec gzip|snappy|lz4|zstd] [--bombs N] [--rounds N] [--policy compact|delete]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import struct
+import sys
+import tempfile
+import time
+import zlib
+from collections.abc import Callable
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
+
+import cramjam  # noqa: E402
+import lz4.frame  # noqa: E402
+
+from pybroker.protocol.messages.create_topics import (  # noqa: E402
+    CreatableTopic,
+    CreatableTopicConfig,
+    CreateTopicsRequest,
+)
+from pybroker.protocol.messages.produce import (  # noqa: E402
+    PartitionProduceData,
+    ProduceRequest,
+    TopicProduceData,
+)
+from pybroker.protocol.records.batch import (  # noqa: E402
+    ATTRIBUTES_OFFSET,
+    BATCH_LENGTH_OFFSET,
+    LOG_OVERHEAD,
+    RECORDS_OFFSET,
+    rewrite_crc,
+)
+from pybroker.protocol.records.codecs import GZIP, LZ4, SNAPPY, XERIAL_MAGIC, ZSTD  # noqa: E402
+from pybroker.protocol.records.record import Record, build_batch  # noqa: E402
+from tests.integration.brokers import BrokerProcess, kill_all  # noqa: E402
+from tests.integration.hostile import Canary, RawClient  # noqa: E402
+
+MIB = 1 << 20
+#: how much each bomb would inflate to with no cap (far past the broker's 64 MiB)
+INFLATED = 1 << 30
+#: room for a 1 MB batch, so max.message.bytes never answers first
+MAX_MESSAGE_BYTES = 4 * MIB
+
+
+def _zeros_gzip() -> bytes:
+    deflater = zlib.compressobj(9, zlib.DEFLATED, 31)
+    chunk = bytes(MIB)
+    return b"".join(deflater.compress(chunk) for _ in range(INFLATED // MIB)) + deflater.flush()
+
+
+def _zeros_zstd() -> bytes:
+    compressor = cramjam.zstd.Compressor(level=3)
+    chunk = bytes(MIB)
+    for _ in range(INFLATED // MIB):
+        compressor.compress(chunk)
+    return bytes(compressor.finish())
+
+
+def _zeros_lz4() -> bytes:  # lz4 inflates at most about 255 times: 1 MB of it is about 250 MB
+    return lz4.frame.compress(bytes(250 * MIB), block_linked=False, compression_level=12)
+
+
+def _zeros_snappy() -> bytes:  # xerial blocks of 32 KiB; snappy's ratio is about 21: 1 MB is about 21 MB
+    block = bytes(cramjam.snappy.compress_raw(bytes(32 << 10)))
+    out = bytearray(XERIAL_MAGIC + struct.pack(">ii", 1, 1))
+    while len(out) < MIB:
+        out += struct.pack(">i", len(block)) + block
+    return bytes(out)
+
+
+#: codec name -> (codec id, the payload of zeros it carries)
+PAYLOADS: dict[str, tuple[int, Callable[[], bytes]]] = {
+    "gzip": (GZIP, _zeros_gzip),
+    "snappy": (SNAPPY, _zeros_snappy),
+    "lz4": (LZ4, _zeros_lz4),
+    "zstd": (ZSTD, _zeros_zstd),
+}
+
+
+def bomb(codec: str) -> bytes:
+    """One record's batch header around the payload, flagged with the codec, with a valid CRC."""
+    codec_id, payload = PAYLOADS[codec]
+    batch = bytearray(build_batch([Record(0, 0, b"k", b"v")], base_timestamp=int(time.time() * 1000)))
+    del batch[RECORDS_OFFSET:]
+    batch += payload()
+    (attributes,) = struct.unpack_from(">h", batch, ATTRIBUTES_OFFSET)
+    struct.pack_into(">h", batch, ATTRIBUTES_OFFSET, attributes | codec_id)
+    struct.pack_into(">i", batch, BATCH_LENGTH_OFFSET, len(batch) - LOG_OVERHEAD)
+    rewrite_crc(batch, 0)
+    return bytes(batch)
+
+
+def _create(client: RawClient, topic: str, policy: str) -> None:
+    configs = {"cleanup.policy": policy, "max.message.bytes": str(MAX_MESSAGE_BYTES)}
+    answer = client.call(CreateTopicsRequest(timeout_ms=10_000, topics=[CreatableTopic(
+        name=topic, num_partitions=1, replication_factor=1,
+        configs=[CreatableTopicConfig(name=k, value=v) for k, v in configs.items()])]), 5)
+    assert answer is not None and answer.topics[0].error_code == 0, answer
+
+
+def _figures(latencies: list[float]) -> tuple[float, float, float]:
+    ordered = sorted(latencies)
+    p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
+    return statistics.median(ordered) * 1000, p99 * 1000, ordered[-1] * 1000
+
+
+def one_round(broker: BrokerProcess, batch: bytes, topic: str, policy: str, bombs: int,
+              idle_seconds: float) -> dict[str, object]:
+    with RawClient(broker.host, broker.port, timeout=120) as client:
+        _create(client, topic, policy)
+        with Canary(broker.host, broker.port) as idle:  # the ceiling: the same bystander, no bombs
+            time.sleep(idle_seconds)
+        with Canary(broker.host, broker.port) as canary:
+            started = time.monotonic()
+            codes = []
+            for _ in range(bombs):
+                answer = client.call(ProduceRequest(acks=-1, timeout_ms=30_000, topic_data=[TopicProduceData(
+                    name=topic, partition_data=[PartitionProduceData(index=0, records=batch)])]), 9)
+                assert answer is not None, "the broker closed the producing connection"
+                codes.append(answer.responses[0].partition_responses[0].error_code)
+            took = time.monotonic() - started
+    return {"idle": _figures(idle.latencies), "attack": _figures(canary.latencies), "trips": len(canary.latencies),
+            "failures": canary.failures, "seconds": took, "codes": sorted(set(codes)),
+            "load": os.getloadavg()[0]}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--codec", choices=sorted(PAYLOADS), default="gzip")
+    parser.add_argument("--bombs", type=int, default=20)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--policy", choices=["compact", "delete"], default="compact")
+    parser.add_argument("--idle-seconds", type=float, default=5.0, help="the bystander alone first, for the ceiling")
+    args = parser.parse_args(argv)
+    batch = bomb(args.codec)
+    print(f"== {args.bombs} {args.codec} bombs of {len(batch) / 1e6:.2f} MB each to a {args.policy} topic, "
+          f"{args.rounds} rounds ==", flush=True)
+    p99s: list[float] = []
+    idle_p99s: list[float] = []
+    try:
+        with tempfile.TemporaryDirectory(prefix="pybroker-bench-bombs-") as tmp:
+            broker = BrokerProcess(Path(tmp))
+            broker.start()
+            try:
+                for i in range(args.rounds):
+                    r = one_round(broker, batch, f"bombs-{i}", args.policy, args.bombs, args.idle_seconds)
+                    idle, attack = r["idle"], r["attack"]
+                    assert isinstance(idle, tuple) and isinstance(attack, tuple)
+                    p99s.append(attack[1])
+                    idle_p99s.append(idle[1])
+                    print(f"  round {i + 1}: bystander idle p50/p99/max {idle[0]:.1f}/{idle[1]:.1f}/{idle[2]:.1f} ms, "
+                          f"under bombs {attack[0]:.1f}/{attack[1]:.1f}/{attack[2]:.1f} ms "
+                          f"({r['trips']} trips, {r['failures']} failures); "
+                          f"{args.bombs / float(r['seconds']):.1f} bombs/s ({float(r['seconds']) * 1000 / args.bombs:.0f} ms each), "  # type: ignore[arg-type]
+                          f"codes {r['codes']}; load {r['load']:.2f}", flush=True)
+            finally:
+                broker.close()
+    finally:
+        kill_all()
+    print(f"  median of the rounds' bystander p99: idle {statistics.median(idle_p99s):.1f} ms, "
+          f"under bombs {statistics.median(p99s):.1f} ms")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
