@@ -2,7 +2,7 @@
 
 A real `pybroker start` process gets `--bombs` produce requests (acks=all, one after the other on one
 connection), each one batch whose compressed payload (about 1 MB for gzip) inflates far past the
-broker's decompression cap, to a compacted topic by default (where Kafka must decompress to check that
+broker's decompression cap (`tests.integration.bombs`), to a compacted topic by default (where Kafka must decompress to check that
 every record has a key; pybroker walks every compressed batch whatever the policy). Meanwhile a
 bystander on its own connection sends ApiVersions in a loop (`tests.integration.hostile.Canary`).
 
@@ -18,20 +18,14 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import struct
 import sys
 import tempfile
 import time
-import zlib
-from collections.abc import Callable
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
-
-import cramjam  # noqa: E402
-import lz4.frame  # noqa: E402
 
 from pybroker.protocol.messages.create_topics import (  # noqa: E402
     CreatableTopic,
@@ -43,71 +37,12 @@ from pybroker.protocol.messages.produce import (  # noqa: E402
     ProduceRequest,
     TopicProduceData,
 )
-from pybroker.protocol.records.batch import (  # noqa: E402
-    ATTRIBUTES_OFFSET,
-    BATCH_LENGTH_OFFSET,
-    LOG_OVERHEAD,
-    RECORDS_OFFSET,
-    rewrite_crc,
-)
-from pybroker.protocol.records.codecs import GZIP, LZ4, SNAPPY, XERIAL_MAGIC, ZSTD  # noqa: E402
-from pybroker.protocol.records.record import Record, build_batch  # noqa: E402
+from tests.integration.bombs import PAYLOADS, bomb  # noqa: E402
 from tests.integration.brokers import BrokerProcess, kill_all  # noqa: E402
 from tests.integration.hostile import Canary, RawClient  # noqa: E402
 
-MIB = 1 << 20
-#: how much each bomb would inflate to with no cap (far past the broker's 64 MiB)
-INFLATED = 1 << 30
 #: room for a 1 MB batch, so max.message.bytes never answers first
-MAX_MESSAGE_BYTES = 4 * MIB
-
-
-def _zeros_gzip() -> bytes:
-    deflater = zlib.compressobj(9, zlib.DEFLATED, 31)
-    chunk = bytes(MIB)
-    return b"".join(deflater.compress(chunk) for _ in range(INFLATED // MIB)) + deflater.flush()
-
-
-def _zeros_zstd() -> bytes:
-    compressor = cramjam.zstd.Compressor(level=3)
-    chunk = bytes(MIB)
-    for _ in range(INFLATED // MIB):
-        compressor.compress(chunk)
-    return bytes(compressor.finish())
-
-
-def _zeros_lz4() -> bytes:  # lz4 inflates at most about 255 times: 1 MB of it is about 250 MB
-    return lz4.frame.compress(bytes(250 * MIB), block_linked=False, compression_level=12)
-
-
-def _zeros_snappy() -> bytes:  # xerial blocks of 32 KiB; snappy's ratio is about 21: 1 MB is about 21 MB
-    block = bytes(cramjam.snappy.compress_raw(bytes(32 << 10)))
-    out = bytearray(XERIAL_MAGIC + struct.pack(">ii", 1, 1))
-    while len(out) < MIB:
-        out += struct.pack(">i", len(block)) + block
-    return bytes(out)
-
-
-#: codec name -> (codec id, the payload of zeros it carries)
-PAYLOADS: dict[str, tuple[int, Callable[[], bytes]]] = {
-    "gzip": (GZIP, _zeros_gzip),
-    "snappy": (SNAPPY, _zeros_snappy),
-    "lz4": (LZ4, _zeros_lz4),
-    "zstd": (ZSTD, _zeros_zstd),
-}
-
-
-def bomb(codec: str) -> bytes:
-    """One record's batch header around the payload, flagged with the codec, with a valid CRC."""
-    codec_id, payload = PAYLOADS[codec]
-    batch = bytearray(build_batch([Record(0, 0, b"k", b"v")], base_timestamp=int(time.time() * 1000)))
-    del batch[RECORDS_OFFSET:]
-    batch += payload()
-    (attributes,) = struct.unpack_from(">h", batch, ATTRIBUTES_OFFSET)
-    struct.pack_into(">h", batch, ATTRIBUTES_OFFSET, attributes | codec_id)
-    struct.pack_into(">i", batch, BATCH_LENGTH_OFFSET, len(batch) - LOG_OVERHEAD)
-    rewrite_crc(batch, 0)
-    return bytes(batch)
+MAX_MESSAGE_BYTES = 4 << 20
 
 
 def _create(client: RawClient, topic: str, policy: str) -> None:

@@ -34,6 +34,7 @@ from pybroker.protocol.records.batch import (
 )
 from pybroker.protocol.records.codecs import passed_cap
 from pybroker.protocol.records.record import MAX_DECOMPRESSED
+from pybroker.protocol.records.records_check import prefix_refusal
 from pybroker.protocol.records.validate import (
     TimestampRule,
     ValidatedRecords,
@@ -81,16 +82,20 @@ class CompressedWalk:
     partition_name: str
 
     def in_thread(self) -> ValidatedRecords | None:
-        """In `VALIDATION_POOL`: the walk under `THREAD_BUDGET`; None when the payload inflates past it
-        (then `in_process` judges it). RecordsError with the refusal otherwise."""
+        """In `VALIDATION_POOL`: the walk under `THREAD_BUDGET`. A payload that inflates past it is refused
+        when its first records already say so (`prefix_refusal`, as Kafka reads them: a bomb's first
+        record), else None: `in_process` judges it whole. RecordsError with the refusal."""
         try:
             return check_produce_records(self.records, self.header, require_keys=self.require_keys,
                                          max_decompressed=validation_processes.THREAD_BUDGET,
                                          timestamps=self.timestamps, partition_name=self.partition_name)
         except RecordsError as exc:
-            if passed_cap(exc, validation_processes.THREAD_BUDGET):
-                return None
-            raise
+            if not passed_cap(exc, validation_processes.THREAD_BUDGET):
+                raise
+        refusal = prefix_refusal(self.records, 0, self.header, validation_processes.THREAD_BUDGET)
+        if refusal is not None:
+            raise refusal
+        return None
 
     async def in_process(self) -> ValidatedRecords:
         """On the loop: the walk under the real cap (`MAX_DECOMPRESSED`) in a worker process."""
