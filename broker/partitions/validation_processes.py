@@ -4,13 +4,15 @@ Why: a compressed batch may inflate up to the decompression cap (64 MiB) before 
 walked, and a validation thread doing that holds the interpreter lock for long stretches: cramjam's
 snappy and zstd decoders hold it throughout, zlib and lz4 let it go while they inflate but not while
 their output (tens of MiB) is copied, and the compiled record walk holds it for the whole body. Twenty
-1 MB gzip bombs cost another connection's ApiVersions a p99 of 77 to 140 ms that way (bench/bombs.py).
+1 MB gzip bombs cost another connection's ApiVersions a p99 of 77 to 275 ms that way (bench/bombs.py).
 
 So `validator.CompressedWalk` first walks a compressed batch in a validation thread under a small cap
 (`THREAD_BUDGET`: inflating and walking that much holds the lock a millisecond or two), which is where
-every ordinary batch ends; only a payload that inflates past it comes here, to be walked again under
-the real cap in a worker process with an interpreter of its own, at a lower CPU priority (nice), so
-that on a busy machine the event loop runs first. The pool has one process per two cores (at least
+every ordinary batch ends; a payload that inflates past it is judged by its first `PREFIX_BYTES` (a
+bomb of zeros is refused there, for its first record, as Kafka refuses it); only when those give no
+verdict does it come here, to be walked again under the real cap in a worker process with an
+interpreter of its own, at a lower CPU priority (nice), so that on a busy machine the event loop runs
+first. The pool has one process per two cores (at least
 one): bombs from many connections queue there instead of taking every core.
 
 The child gets plain values (the batch's bytes, the topic's rules as numbers) and answers plain values
@@ -36,11 +38,16 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 
 from pybroker.protocol.errors import ErrorCode
-from pybroker.protocol.records.batch import BatchHeader, Buffer, RecordsError
+from pybroker.protocol.records.batch import BatchHeader, Buffer, RecordsError, parse_header
+from pybroker.protocol.records.codecs import passed_cap
+from pybroker.protocol.records.records_check import prefix_refusal
 from pybroker.protocol.records.validate import TimestampRule, ValidatedRecords, check_produce_records
 
 #: how much a compressed batch may inflate to in a validation thread; past it, a worker process walks it
-THREAD_BUDGET = 2 << 20
+#: (1 MiB: what librdkafka's default batch holds, and about 5 ms of inflating on a busy 2-core machine)
+THREAD_BUDGET = 1 << 20
+#: how much of a payload past the budget the thread inflates again to judge its first records
+PREFIX_BYTES = 64 << 10
 #: the workers' niceness: below the broker's own threads, so the event loop is scheduled first
 CHILD_NICENESS = 10
 #: the rules of a topic as plain values: (now_ms, before_max_ms, after_max_ms, log_append_time)
@@ -115,13 +122,17 @@ def _child_start(parent: int) -> None:
 
 def _check_in_child(records: bytes, require_keys: bool, rule: RuleValues, partition_name: str,
                     max_decompressed: int) -> ChildAnswer:
-    """In the worker: the batch's header parsed again (a few bytes), its records walked under the cap."""
-    from pybroker.protocol.records.batch import parse_header
-
+    """In the worker: the batch's header parsed again (a few bytes), its records walked under the cap; a
+    payload past the cap is refused for a malformed record among the first `max_decompressed` bytes when
+    there is one (Kafka's answer), else for the cap."""
+    header = parse_header(records, 0)
     try:
-        validated = check_produce_records(records, parse_header(records, 0), require_keys=require_keys,
+        validated = check_produce_records(records, header, require_keys=require_keys,
                                           max_decompressed=max_decompressed,
                                           timestamps=TimestampRule(*rule), partition_name=partition_name)
     except RecordsError as exc:
-        return int(exc.error_code), 0, exc.message, tuple(exc.record_errors)
+        refusal = exc
+        if passed_cap(exc, max_decompressed):  # as Kafka: a malformed record before the cap is the verdict
+            refusal = prefix_refusal(records, 0, header, max_decompressed) or exc
+        return int(refusal.error_code), 0, refusal.message, tuple(refusal.record_errors)
     return int(ErrorCode.NONE), validated.max_timestamp, "", ()

@@ -83,8 +83,8 @@ class CompressedWalk:
 
     def in_thread(self) -> ValidatedRecords | None:
         """In `VALIDATION_POOL`: the walk under `THREAD_BUDGET`. A payload that inflates past it is refused
-        when its first records already say so (`prefix_refusal`, as Kafka reads them: a bomb's first
-        record), else None: `in_process` judges it whole. RecordsError with the refusal."""
+        when its first `PREFIX_BYTES` already say so (`prefix_refusal`, as Kafka reads records: a bomb's
+        first record), else None: `in_process` judges it whole. RecordsError with the refusal."""
         try:
             return check_produce_records(self.records, self.header, require_keys=self.require_keys,
                                          max_decompressed=validation_processes.THREAD_BUDGET,
@@ -92,7 +92,7 @@ class CompressedWalk:
         except RecordsError as exc:
             if not passed_cap(exc, validation_processes.THREAD_BUDGET):
                 raise
-        refusal = prefix_refusal(self.records, 0, self.header, validation_processes.THREAD_BUDGET)
+        refusal = prefix_refusal(self.records, 0, self.header, validation_processes.PREFIX_BYTES)
         if refusal is not None:
             raise refusal
         return None

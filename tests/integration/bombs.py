@@ -71,9 +71,11 @@ PAYLOADS: dict[str, tuple[int, Callable[[], bytes]]] = {
 PAST_THE_CAP = ("gzip", "lz4", "zstd")
 
 
-def flagged_batch(records: bytes, codec: int) -> bytes:
-    """`records` (compressed with `codec`) behind one record's batch header, flagged, with a valid CRC."""
-    batch = bytearray(build_batch([Record(0, 0, b"k", b"v")], base_timestamp=int(time.time() * 1000)))
+def flagged_batch(records: bytes, codec: int, count: int = 1) -> bytes:
+    """`records` (compressed with `codec`) behind the header of a batch of `count` records, flagged, with a
+    valid CRC."""
+    batch = bytearray(build_batch([Record(i, 0, b"k", b"v") for i in range(count)],
+                                  base_timestamp=int(time.time() * 1000)))
     del batch[RECORDS_OFFSET:]
     batch += records
     (attributes,) = struct.unpack_from(">h", batch, ATTRIBUTES_OFFSET)

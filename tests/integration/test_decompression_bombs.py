@@ -32,6 +32,7 @@ from pybroker.protocol.messages.produce import (
     ProduceRequest,
     TopicProduceData,
 )
+from pybroker.protocol.records.batch import HEADER_SIZE
 from pybroker.protocol.records.codecs import compress
 from pybroker.protocol.records.record import MAX_DECOMPRESSED, Record, build_batch
 from tests.integration.bombs import PAST_THE_CAP, PAYLOADS, bomb, flagged_batch
@@ -132,11 +133,29 @@ def test_a_bomb_without_a_bad_first_record_stops_at_the_cap(
     assert_served(canary, broker)
 
 
+@pytest.mark.parametrize("codec", PAST_THE_CAP)
+def test_a_bomb_behind_good_records_is_refused_for_its_first_bad_one(
+        pybroker_only: None, broker: BrokerProcess, client: RawClient, new_topic: Callable[..., str],
+        codec: str) -> None:
+    """200 good records (200 KiB: more than the thread judges by) and then zeros past the cap: the worker
+    finds record 200 malformed, as Kafka does reading them one after the other."""
+    topic = new_topic("delete")
+    create(client, topic, "delete")
+    records = build_batch([Record(i, 0, b"key-%d" % i, bytes(1024)) for i in range(200)])[HEADER_SIZE:]
+    codec_id = PAYLOADS[codec][0]
+    with Canary(broker.host, broker.port) as canary:
+        refused = produce(client, topic, flagged_batch(compress(codec_id, records + bytes(80 << 20)), codec_id, 300))
+        assert latest_offset(client, topic) == 0
+    assert refused.error_code == ErrorCode.INVALID_RECORD, refused
+    assert [e.batch_index for e in refused.record_errors] == [200], refused
+    assert_served(canary, broker)
+
+
 @pytest.mark.parametrize("codec", CODECS)
 def test_a_big_honest_batch_is_validated_whole_and_read_back(
         pybroker_only: None, broker: BrokerProcess, client: RawClient, new_topic: Callable[..., str],
         codec: str) -> None:
-    """3 MiB of records inflate past the validation thread's budget (2 MiB): the worker process walks
+    """3 MiB of records inflate past the validation thread's budget (1 MiB): the worker process walks
     them; on a compacted topic a keyless record among them is named in the refusal, as Kafka names it."""
     topic = new_topic("compact")
     create(client, topic, "compact")
