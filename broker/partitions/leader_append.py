@@ -29,11 +29,11 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 from pybroker.broker.partitions.partition import DelayedAppend, Partition, refused
 from pybroker.broker.partitions.validator import (
     VALIDATION_POOL,
-    CompressedWalk,
+    RecordWalk,
     check_header,
-    compressed_walk,
     stamp,
     walk,
+    walker,
 )
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.records.batch import BatchHeader, RecordsError
@@ -109,8 +109,8 @@ async def _verified_then_append(manager: ReplicaManager, verdict: Awaitable[Erro
 def _checked_append(target: Partition, records: Any, header: BatchHeader, acks: int, now_ms: int) -> Appending:
     """The record walk (off the loop for a compressed batch), then the append in the partition's turn."""
     if header.compression != NONE:
-        return _validate_then_append(target, compressed_walk(records, header, target.config, now_ms, target.key),
-                                     acks, now_ms)
+        return _validate_then_append(target, walker(records, header, target.config, now_ms, target.key), acks,
+                                     now_ms)
     try:
         validated = walk(records, header, target.config, now_ms, target.key)
     except RecordsError as exc:
@@ -120,7 +120,7 @@ def _checked_append(target: Partition, records: Any, header: BatchHeader, acks: 
     return _append(target, validated, acks, now_ms)
 
 
-def _validate_then_append(target: Partition, check: CompressedWalk, acks: int,
+def _validate_then_append(target: Partition, check: RecordWalk, acks: int,
                           now_ms: int) -> Coroutine[Any, Any, DelayedAppend]:
     """Validation in a worker thread (or process), then the append in this partition's turn (taken now,
     on the loop)."""

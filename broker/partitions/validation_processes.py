@@ -6,7 +6,7 @@ snappy and zstd decoders hold it throughout, zlib and lz4 let it go while they i
 their output (tens of MiB) is copied, and the compiled record walk holds it for the whole body. Twenty
 1 MB gzip bombs cost another connection's ApiVersions a p99 of 77 to 275 ms that way (bench/bombs.py).
 
-So `validator.CompressedWalk` first walks a compressed batch in a validation thread under a small cap
+So `validator.RecordWalk` first walks a compressed batch in a validation thread under a small cap
 (`THREAD_BUDGET`: inflating and walking that much holds the lock a millisecond or two), which is where
 every ordinary batch ends; a payload that inflates past it is judged by its first `PREFIX_BYTES` (a
 bomb of zeros is refused there, for its first record, as Kafka refuses it); only when those give no

@@ -8,7 +8,7 @@ recomputed) only where the batch says otherwise. The stamped header is built fro
 batch's header is parsed once on its way from the request to the segment file.
 
 Threads: `check_header`, `walk` of an uncompressed batch and `stamp` run on the event loop. A compressed
-batch's walk (decompression under a cap, then the walk), `CompressedWalk`, is taken off the loop, since a
+batch's walk (decompression under a cap, then the walk), a `RecordWalk` from `walker`, is taken off the loop, since a
 small payload can take long to inflate: `in_thread` runs in `VALIDATION_POOL` under the small cap
 `validation_processes.THREAD_BUDGET` (every ordinary batch ends there), and a payload that inflates past
 it is walked again under the real cap by `in_process` (awaited on the loop) in a worker process, where
@@ -66,20 +66,31 @@ def timestamp_rule(config: LogConfig, now_ms: int) -> TimestampRule:
 def walk(records: Buffer, header: BatchHeader, config: LogConfig, now_ms: int,
          key: tuple[str, int]) -> ValidatedRecords:
     """Every record of the batch walked against the partition's rules (on the loop: uncompressed only)."""
-    return check_produce_records(records, header, require_keys="compact" in config.cleanup_policy,
-                                 timestamps=timestamp_rule(config, now_ms), partition_name=f"{key[0]}-{key[1]}")
+    return walker(records, header, config, now_ms, key)()
+
+
+def walker(records: Buffer, header: BatchHeader, config: LogConfig, now_ms: int, key: tuple[str, int]) -> RecordWalk:
+    """`walk` as an object, to run off the loop for a compressed batch (the settings are read now, on the
+    loop): the one place a partition's record rules are built."""
+    return RecordWalk(records, header, "compact" in config.cleanup_policy, timestamp_rule(config, now_ms),
+                      f"{key[0]}-{key[1]}")
 
 
 @dataclass(frozen=True, slots=True)
-class CompressedWalk:
-    """The walk of a compressed batch, off the loop: the partition's rules read on the loop when made
-    (`compressed_walk`), then `in_thread` and, for a payload too big for a thread, `in_process`."""
+class RecordWalk:
+    """The walk of one batch with its partition's rules: called whole (`__call__`: on the loop for an
+    uncompressed batch), or for a compressed one `in_thread` and, for a payload too big for a thread,
+    `in_process`."""
 
     records: Buffer
     header: BatchHeader
     require_keys: bool
     timestamps: TimestampRule
     partition_name: str
+
+    def __call__(self) -> ValidatedRecords:
+        return check_produce_records(self.records, self.header, require_keys=self.require_keys,
+                                     timestamps=self.timestamps, partition_name=self.partition_name)
 
     def in_thread(self) -> ValidatedRecords | None:
         """In `VALIDATION_POOL`: the walk under `THREAD_BUDGET`. A payload that inflates past it is refused
@@ -102,13 +113,6 @@ class CompressedWalk:
         return await validation_processes.check(self.records, self.header, require_keys=self.require_keys,
                                                 timestamps=self.timestamps, partition_name=self.partition_name,
                                                 max_decompressed=MAX_DECOMPRESSED)
-
-
-def compressed_walk(records: Buffer, header: BatchHeader, config: LogConfig, now_ms: int,
-                    key: tuple[str, int]) -> CompressedWalk:
-    """`walk` of a compressed batch, to run off the loop (the settings are read now, on the loop)."""
-    return CompressedWalk(records, header, "compact" in config.cleanup_policy, timestamp_rule(config, now_ms),
-                          f"{key[0]}-{key[1]}")
 
 
 def stamp(validated: ValidatedRecords, config: LogConfig, now_ms: int) -> WritableBuffer:
