@@ -11,6 +11,7 @@ attack (the ceiling: what the loaded machine gives an idle broker) and during th
 average (the machine may be shared: compare rounds, report medians).
 
     .venv/bin/python bench/bombs.py [--codec gzip|snappy|lz4|zstd] [--bombs N] [--rounds N] [--policy compact|delete]
+                                    [--first-record zeros|1GiB]
 """
 
 from __future__ import annotations
@@ -37,7 +38,8 @@ from pybroker.protocol.messages.produce import (  # noqa: E402
     ProduceRequest,
     TopicProduceData,
 )
-from tests.integration.bombs import PAYLOADS, bomb  # noqa: E402
+from pybroker.protocol.records.codecs import NONE, compress  # noqa: E402
+from tests.integration.bombs import PAYLOADS, bomb, flagged_batch  # noqa: E402
 from tests.integration.brokers import BrokerProcess, kill_all  # noqa: E402
 from tests.integration.hostile import Canary, RawClient  # noqa: E402
 
@@ -81,15 +83,23 @@ def one_round(broker: BrokerProcess, batch: bytes, topic: str, policy: str, bomb
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
-    parser.add_argument("--codec", choices=sorted(PAYLOADS), default="gzip")
+    parser.add_argument("--codec", choices=[*sorted(PAYLOADS), "none"], default="gzip",
+                        help="none: the control, 1 MB of uncompressed zeros refused on the loop (what any 1 MB "
+                             "produce costs the bystander, decompression aside)")
     parser.add_argument("--bombs", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--policy", choices=["compact", "delete"], default="compact")
+    parser.add_argument("--first-record", choices=["zeros", "1GiB"], default="zeros",
+                        help="zeros: refused for its first record; 1GiB: a first record that claims 1 GiB, so only "
+                             "the cap refuses the bomb (inflated whole in the worker process)")
     parser.add_argument("--idle-seconds", type=float, default=5.0, help="the bystander alone first, for the ceiling")
     args = parser.parse_args(argv)
-    batch = bomb(args.codec)
-    print(f"== {args.bombs} {args.codec} bombs of {len(batch) / 1e6:.2f} MB each to a {args.policy} topic, "
-          f"{args.rounds} rounds ==", flush=True)
+    batch = flagged_batch(bytes(1 << 20), NONE) if args.codec == "none" else bomb(args.codec)
+    if args.first_record == "1GiB" and args.codec != "none":  # zigzag varint of 1 GiB, then 80 MiB of zeros
+        codec_id = PAYLOADS[args.codec][0]
+        batch = flagged_batch(compress(codec_id, b"\x80\x80\x80\x80\x08" + bytes(80 << 20)), codec_id)
+    print(f"== {args.bombs} {args.codec} bombs (first record: {args.first_record}) of {len(batch) / 1e6:.2f} MB "
+          f"each to a {args.policy} topic, {args.rounds} rounds ==", flush=True)
     p99s: list[float] = []
     idle_p99s: list[float] = []
     try:
