@@ -22,6 +22,7 @@ from pybroker.broker.dispatch import load_handlers
 from pybroker.broker.listeners import KEY_STORE_KEYS, Listeners
 from pybroker.broker.loggers.structlog_setup import for_a_person, get_logger
 from pybroker.broker.metrics.service import MetricsService, log_dirs_problem
+from pybroker.broker.partitions import validation_processes
 from pybroker.broker.resource_limits import apply_partition_limits, raise_open_file_limit
 from pybroker.broker.state import BrokerState
 from pybroker.config.broker_config import BrokerConfig
@@ -244,6 +245,7 @@ class BrokerApp:
         await self.state.guard.stop()
         await asyncio.to_thread(self.state.cleaner.shutdown)  # before the logs close under it
         await asyncio.to_thread(self.state.logs.shutdown)
+        validation_processes.shutdown()
         await self.metrics.stop()
         if self.console is not None:
             await self.console.stop()

@@ -8,7 +8,8 @@ does every step between the decoded request and the segment file, in Kafka's ord
 3. a transactional batch is checked with the transaction coordinator (KIP-890: `TransactionCheck`, from
    the handler) before anything else; v12 adds the partition to the transaction first (work to await);
 4. the record walk: on the loop for an uncompressed batch, in `validator.VALIDATION_POOL` for a
-   compressed one (the append then waits for it, and keeps its turn: `AppendOrder`);
+   compressed one, and in a worker process (`validation_processes`) when its payload inflates past what
+   a thread may (the append then waits for it, and keeps its turn: `AppendOrder`);
 5. the timestamps stamped (`validator.stamp`), then `Partition.append`: offsets assigned in the header,
    one write, watchers woken, and for acks=all the wait for the fsync.
 
@@ -16,18 +17,24 @@ The answer is a `DelayedAppend` (its `outcome` holds the offsets or the refusal,
 the records to blame), or, when something runs off the loop, a coroutine that yields one. A partition
 looked up before an await is looked up again after it (it may have moved between log dirs, or gone).
 
-Threads: the event loop. Only the walk of a compressed batch runs in a worker thread.
+Threads: the event loop. Only the walk of a compressed batch runs in a worker thread (or process).
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from pybroker.broker.partitions.partition import DelayedAppend, Partition, refused
-from pybroker.broker.partitions.validator import VALIDATION_POOL, check_header, stamp, walk, walker
+from pybroker.broker.partitions.validator import (
+    VALIDATION_POOL,
+    RecordWalk,
+    check_header,
+    stamp,
+    walk,
+    walker,
+)
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.records.batch import BatchHeader, RecordsError
 from pybroker.protocol.records.codecs import NONE
@@ -113,16 +120,19 @@ def _checked_append(target: Partition, records: Any, header: BatchHeader, acks: 
     return _append(target, validated, acks, now_ms)
 
 
-def _validate_then_append(target: Partition, check: functools.partial[ValidatedRecords], acks: int,
+def _validate_then_append(target: Partition, check: RecordWalk, acks: int,
                           now_ms: int) -> Coroutine[Any, Any, DelayedAppend]:
-    """Validation in a worker thread, then the append in this partition's turn (taken now, on the loop)."""
+    """Validation in a worker thread (or process), then the append in this partition's turn (taken now,
+    on the loop)."""
     order = target.manager.append_order
     previous, mine = order.enter(target.key)
 
     async def run() -> DelayedAppend:
         try:
             try:
-                validated = await asyncio.get_running_loop().run_in_executor(VALIDATION_POOL, check)
+                validated = await asyncio.get_running_loop().run_in_executor(VALIDATION_POOL, check.in_thread)
+                if validated is None:  # it inflates past what a thread may: a worker process walks it
+                    validated = await check.in_process()
             except RecordsError as exc:
                 return _refused(target.key, exc)
             if previous is not None:

@@ -7,25 +7,34 @@ LogAppendTime topic, else the largest record timestamp, patched into the header 
 recomputed) only where the batch says otherwise. The stamped header is built from the parsed one, so the
 batch's header is parsed once on its way from the request to the segment file.
 
-Threads: `check_header`, `walk` of an uncompressed batch and `stamp` run on the event loop. `walker`
-hands the walk of a compressed batch (decompression under a cap, then the walk) to `VALIDATION_POOL`,
-since a small payload can take long to inflate; it reads the request's buffer and writes nothing.
+Threads: `check_header`, `walk` of an uncompressed batch and `stamp` run on the event loop. A compressed
+batch's walk (decompression under a cap, then the walk), a `RecordWalk` from `walker`, is taken off the loop, since a
+small payload can take long to inflate: `in_thread` runs in `VALIDATION_POOL` under the small cap
+`validation_processes.THREAD_BUDGET` (every ordinary batch ends there), and a payload that inflates past
+it is walked again under the real cap by `in_process` (awaited on the loop) in a worker process, where
+neither the inflating nor the walk holds the broker's interpreter lock. Both read the request's buffer
+and write nothing.
 """
 
 from __future__ import annotations
 
-import functools
 import os
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
+from pybroker.broker.partitions import validation_processes
 from pybroker.protocol.records.batch import (
     CREATE_TIME,
     LOG_APPEND_TIME,
     BatchHeader,
     Buffer,
+    RecordsError,
     WritableBuffer,
     restamp,
 )
+from pybroker.protocol.records.codecs import passed_cap
+from pybroker.protocol.records.record import MAX_DECOMPRESSED
+from pybroker.protocol.records.records_check import prefix_refusal
 from pybroker.protocol.records.validate import (
     TimestampRule,
     ValidatedRecords,
@@ -60,11 +69,50 @@ def walk(records: Buffer, header: BatchHeader, config: LogConfig, now_ms: int,
     return walker(records, header, config, now_ms, key)()
 
 
-def walker(records: Buffer, header: BatchHeader, config: LogConfig, now_ms: int,
-           key: tuple[str, int]) -> functools.partial[ValidatedRecords]:
-    """`walk` as a call for `VALIDATION_POOL` (the settings are read now, on the loop)."""
-    return functools.partial(check_produce_records, records, header, require_keys="compact" in config.cleanup_policy,
-                             timestamps=timestamp_rule(config, now_ms), partition_name=f"{key[0]}-{key[1]}")
+def walker(records: Buffer, header: BatchHeader, config: LogConfig, now_ms: int, key: tuple[str, int]) -> RecordWalk:
+    """`walk` as an object, to run off the loop for a compressed batch (the settings are read now, on the
+    loop): the one place a partition's record rules are built."""
+    return RecordWalk(records, header, "compact" in config.cleanup_policy, timestamp_rule(config, now_ms),
+                      f"{key[0]}-{key[1]}")
+
+
+@dataclass(frozen=True, slots=True)
+class RecordWalk:
+    """The walk of one batch with its partition's rules: called whole (`__call__`: on the loop for an
+    uncompressed batch), or for a compressed one `in_thread` and, for a payload too big for a thread,
+    `in_process`."""
+
+    records: Buffer
+    header: BatchHeader
+    require_keys: bool
+    timestamps: TimestampRule
+    partition_name: str
+
+    def __call__(self) -> ValidatedRecords:
+        return check_produce_records(self.records, self.header, require_keys=self.require_keys,
+                                     timestamps=self.timestamps, partition_name=self.partition_name)
+
+    def in_thread(self) -> ValidatedRecords | None:
+        """In `VALIDATION_POOL`: the walk under `THREAD_BUDGET`. A payload that inflates past it is refused
+        when its first `PREFIX_BYTES` already say so (`prefix_refusal`, as Kafka reads records: a bomb's
+        first record), else None: `in_process` judges it whole. RecordsError with the refusal."""
+        try:
+            return check_produce_records(self.records, self.header, require_keys=self.require_keys,
+                                         max_decompressed=validation_processes.THREAD_BUDGET,
+                                         timestamps=self.timestamps, partition_name=self.partition_name)
+        except RecordsError as exc:
+            if not passed_cap(exc, validation_processes.THREAD_BUDGET):
+                raise
+        refusal = prefix_refusal(self.records, 0, self.header, validation_processes.PREFIX_BYTES)
+        if refusal is not None:
+            raise refusal
+        return None
+
+    async def in_process(self) -> ValidatedRecords:
+        """On the loop: the walk under the real cap (`MAX_DECOMPRESSED`) in a worker process."""
+        return await validation_processes.check(self.records, self.header, require_keys=self.require_keys,
+                                                timestamps=self.timestamps, partition_name=self.partition_name,
+                                                max_decompressed=MAX_DECOMPRESSED)
 
 
 def stamp(validated: ValidatedRecords, config: LogConfig, now_ms: int) -> WritableBuffer:

@@ -7,6 +7,9 @@ block (librdkafka) or xerial-framed (`\\x82SNAPPY\\x00`, version, compatible ver
 length-prefixed raw blocks: the Java client and kafka-python); zstd may hold several frames.
 Every decompression stops once `max_size` bytes of output are exceeded, so a small hostile batch
 cannot expand into gigabytes: a decompression bomb, like any undecodable payload, is CORRUPT_MESSAGE.
+`decompress_prefix` gives the first bytes of a payload that passed a cap, so that its first records can
+be read as Kafka reads them (one after the other, as they inflate): most bombs are refused there, for
+their first record, before anything more is inflated.
 
 Writing follows what Kafka's own Java code writes, so that every client can read what we compress
 (the cleaner recompresses batches): xerial-framed snappy in 32 KiB blocks, and lz4 frames with
@@ -15,6 +18,7 @@ independent blocks (Kafka's Java reader refuses linked blocks).
 
 from __future__ import annotations
 
+import contextlib
 import zlib
 from collections.abc import Callable
 from struct import Struct
@@ -45,6 +49,13 @@ def _corrupt(message: str) -> RecordsError:
 
 def _too_big(max_size: int) -> RecordsError:
     return _corrupt(f"records decompress to more than {max_size} bytes")
+
+
+def passed_cap(exc: RecordsError, max_size: int) -> bool:
+    """Whether `decompress` refused a payload because it would pass `max_size` (for zstd: maybe so,
+    the library cannot tell a corrupt frame from a buffer too small). A caller that tried a small cap
+    first tries again under a bigger one only then."""
+    return exc.error_code == ErrorCode.CORRUPT_MESSAGE and f"more than {max_size} bytes" in exc.message
 
 
 def _identity(data: Buffer, max_size: int) -> bytes:
@@ -132,6 +143,49 @@ def _unzstd(data: Buffer, max_size: int) -> bytes:
         return bytes(out[:written])
 
 
+def _gunzip_prefix(data: Buffer, size: int) -> bytes:
+    out = bytearray()
+    pending = bytes(data)
+    while len(out) < size:
+        inflater = zlib.decompressobj(wbits=_GZIP_ONLY)
+        out += inflater.decompress(pending, size - len(out))
+        pending = inflater.unused_data
+        if not inflater.eof or not pending.startswith(_GZIP_MAGIC):
+            break
+    return bytes(out)
+
+
+def _unsnappy_prefix(data: Buffer, size: int) -> bytes:
+    """The xerial blocks that fit in `size`; nothing of one raw block (it inflates whole or not at all)."""
+    raw = bytes(data)
+    out = bytearray()
+    pos = _XERIAL_HEADER.size
+    if not raw.startswith(XERIAL_MAGIC):
+        return b""
+    while len(out) < size and len(raw) - pos >= _INT32.size:
+        (length,) = _INT32.unpack_from(raw, pos)
+        pos += _INT32.size
+        block = raw[pos : pos + max(0, length)]
+        if int(cramjam.snappy.decompress_raw_len(block)) > size - len(out):
+            break
+        out += bytes(cramjam.snappy.decompress_raw(block))
+        pos += length
+    return bytes(out[:size])
+
+
+def _unlz4_prefix(data: Buffer, size: int) -> bytes:
+    return bytes(lz4.frame.LZ4FrameDecompressor().decompress(bytes(data), max_length=size))
+
+
+def _unzstd_prefix(data: Buffer, size: int) -> bytes:
+    """cramjam fills the buffer before it reports that the output does not fit (a corrupt frame leaves
+    the rest zeros: that prefix is refused for its records rather than as corrupt, refused either way)."""
+    out = bytearray(size)
+    with contextlib.suppress(cramjam.DecompressionError):
+        return bytes(out[: int(cramjam.zstd.decompress_into(bytes(data), out))])
+    return bytes(out)
+
+
 def _xerial_snappy(data: bytes) -> bytes:
     out = bytearray(_XERIAL_HEADER.pack(XERIAL_MAGIC, _XERIAL_VERSION, _XERIAL_VERSION))
     for start in range(0, len(data), _XERIAL_BLOCK):
@@ -147,6 +201,14 @@ _DECOMPRESSORS: dict[int, Callable[[Buffer, int], bytes]] = {
     SNAPPY: _unsnappy,
     LZ4: _unlz4,
     ZSTD: _unzstd,
+}
+
+_PREFIXES: dict[int, Callable[[Buffer, int], bytes]] = {
+    NONE: lambda data, size: bytes(data[:size]),
+    GZIP: _gunzip_prefix,
+    SNAPPY: _unsnappy_prefix,
+    LZ4: _unlz4_prefix,
+    ZSTD: _unzstd_prefix,
 }
 
 _COMPRESSORS: dict[int, Callable[[bytes], bytes]] = {
@@ -167,6 +229,19 @@ def decompress(codec: int, data: Buffer, max_size: int) -> bytes:
         return fn(data, max_size)
     except RecordsError:
         raise
+    except Exception as exc:  # each library has its own error types; all mean the same to a client
+        raise _corrupt(f"{CODEC_NAMES[codec]} data is corrupt: {exc}") from None
+
+
+def decompress_prefix(codec: int, data: Buffer, size: int) -> bytes:
+    """At most the first `size` bytes of the decompressed payload (fewer where the codec cannot stop
+    inside a block); for a payload `decompress` refused for passing the cap `size`. RecordsError
+    (CORRUPT_MESSAGE) when even that much does not decompress."""
+    fn = _PREFIXES.get(codec)
+    if fn is None:
+        raise _corrupt(f"unknown compression codec {codec}")
+    try:
+        return fn(data, size)
     except Exception as exc:  # each library has its own error types; all mean the same to a client
         raise _corrupt(f"{CODEC_NAMES[codec]} data is corrupt: {exc}") from None
 

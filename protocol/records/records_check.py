@@ -25,7 +25,7 @@ from typing import Any, Protocol
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.records import record_walk
 from pybroker.protocol.records.batch import HEADER_SIZE, MIN_BATCH_LENGTH, BatchHeader, Buffer, RecordsError
-from pybroker.protocol.records.codecs import NONE, decompress
+from pybroker.protocol.records.codecs import NONE, decompress, decompress_prefix
 from pybroker.protocol.records.record import MAX_DECOMPRESSED
 
 
@@ -41,8 +41,8 @@ class RecordsSummary(Protocol):
     @property
     def all_keyed(self) -> bool: ...
 
-__all__ = ["COMPILED", "WALK_IMPLEMENTATION", "batch_problem", "record_facts", "use_walk", "walk_batch",
-           "walk_module"]
+__all__ = ["COMPILED", "WALK_IMPLEMENTATION", "batch_problem", "prefix_refusal", "record_facts", "use_walk",
+           "walk_batch", "walk_module"]
 
 
 def _fast_path() -> tuple[Any, str]:
@@ -130,6 +130,29 @@ def walk_batch(buf: Buffer, pos: int, header: BatchHeader, *, consecutive: bool,
         message = f"malformed records: {exc}"
         index: int = getattr(exc, "index", -1)
         raise RecordsError(ErrorCode.INVALID_RECORD, message, ((index, message),) if index >= 0 else ()) from None
+
+
+#: what a walk says when the records ran past the bytes it was given: no verdict on a payload's first bytes
+_CUT_SHORT = ("overruns the batch", "truncated varint", "but the batch holds")
+
+
+def prefix_refusal(buf: Buffer, pos: int, header: BatchHeader, size: int) -> RecordsError | None:
+    """Kafka's verdict on a produced batch whose payload inflates past `size`, from its first `size` bytes
+    alone, when they already hold it: Kafka reads the records one after the other as they inflate, so a
+    malformed record among the first ones is INVALID_RECORD however far the rest would inflate (a
+    decompression bomb of zeros is refused for its first record). None when the walk ran out of bytes
+    first (the whole payload decides: under the real cap). RecordsError (CORRUPT_MESSAGE) from the codec."""
+    with memoryview(buf) as view:
+        prefix = decompress_prefix(header.compression, view[pos + HEADER_SIZE : _batch_end(buf, pos, header)], size)
+    try:
+        _walk(prefix, 0, len(prefix), header.records_count, header.last_offset_delta, True)
+    except _Malformed as exc:
+        message = f"malformed records: {exc}"
+        if any(cut in message for cut in _CUT_SHORT):
+            return None
+        index: int = getattr(exc, "index", -1)
+        return RecordsError(ErrorCode.INVALID_RECORD, message, ((index, message),) if index >= 0 else ())
+    return None
 
 
 def record_facts(buf: Buffer, pos: int, header: BatchHeader,

@@ -146,11 +146,15 @@ def _uvarint(value: int) -> bytes:
 
 def snappy_bomb(real_blocks: int = 16, huge_blocks: int = 8) -> bytes:
     """Xerial-framed snappy: `real_blocks` honest 32 KiB blocks, then blocks that declare 4 GiB - 1 of
-    output each (a one-byte literal behind the length preamble)."""
+    output each (a one-byte literal behind the length preamble). The honest blocks open with a record
+    that says it is 1 GiB long, so its first records cannot refuse the batch: only the cap can."""
     out = bytearray(XERIAL_MAGIC + struct.pack(">ii", 1, 1))
+    opening = _uvarint(2 * GIB)  # zigzag: a record length of 1 GiB
+    first = bytes(cramjam.snappy.compress_raw(opening + bytes((32 << 10) - len(opening))))
     honest = bytes(cramjam.snappy.compress_raw(bytes(32 << 10)))
-    for _ in range(real_blocks):
-        out += struct.pack(">i", len(honest)) + honest
+    for i in range(real_blocks):
+        block = first if i == 0 else honest
+        out += struct.pack(">i", len(block)) + block
     huge = _uvarint(2**32 - 1) + b"\x00x"  # tag 0x00: a literal of one byte
     for _ in range(huge_blocks):
         out += struct.pack(">i", len(huge)) + huge

@@ -8,6 +8,8 @@ import gzip
 import struct
 import time
 
+import pytest
+
 from pybroker.broker.app import BrokerApp
 from pybroker.broker.context import RequestContext
 from pybroker.broker.dispatch import Waiting
@@ -54,16 +56,26 @@ async def test_a_lying_batch_is_refused_and_nothing_of_it_is_stored(client: RawC
     assert [h.records_count for _, h in iter_batches(stored)] == [1]
 
 
-async def test_a_gzip_bomb_is_corrupt_and_not_stored(client: RawClient) -> None:
-    await client.call(_produce("bomb", _batch(1)), 9)
-    bomb = bytearray(_batch(1))[: layout.HEADER_SIZE] + gzip.compress(bytes(80 << 20), compresslevel=1)
+#: 80 MiB of zeros (Kafka refuses it for its first record, of length 0, as it reads it), and the same
+#: behind a first record that says it is 1 GiB long (only the cap refuses that one, with its size)
+GZIP_BOMBS = [(b"", ErrorCode.INVALID_RECORD, "record 0 length 0"),
+              (b"\x80\x80\x80\x80\x08", ErrorCode.CORRUPT_MESSAGE, "decompress to more than 67108864 bytes")]
+
+
+@pytest.mark.parametrize(("opening", "code", "message"), GZIP_BOMBS, ids=["zeros", "a-1GiB-record"])
+async def test_a_gzip_bomb_is_refused_and_not_stored(client: RawClient, opening: bytes, code: ErrorCode,
+                                                     message: str) -> None:
+    topic = f"bomb-{code.name}"
+    await client.call(_produce(topic, _batch(1)), 9)
+    payload = gzip.compress(opening + bytes(80 << 20), compresslevel=1)
+    bomb = bytearray(_batch(1))[: layout.HEADER_SIZE] + payload
     struct.pack_into(">h", bomb, layout.ATTRIBUTES_OFFSET, GZIP)
     struct.pack_into(">i", bomb, layout.BATCH_LENGTH_OFFSET, len(bomb) - layout.LOG_OVERHEAD)
     rewrite_crc(bomb, 0)
-    answer = _partition(await client.call(_produce("bomb", bomb), 9))
-    assert answer.error_code == ErrorCode.CORRUPT_MESSAGE  # type: ignore[attr-defined]
-    assert "decompress to more than" in answer.error_message  # type: ignore[attr-defined]
-    assert len(list(iter_batches(await _stored(client, "bomb")))) == 1
+    answer = _partition(await client.call(_produce(topic, bomb), 9))
+    assert answer.error_code == code, answer  # type: ignore[attr-defined]
+    assert message in answer.error_message  # type: ignore[attr-defined]
+    assert len(list(iter_batches(await _stored(client, topic)))) == 1
 
 
 async def test_compressed_batches_are_validated_off_the_loop_and_appended_in_arrival_order(app: BrokerApp) -> None:
