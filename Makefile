@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PYTEST_ARGS ?=
 
-.PHONY: cc kcat fuse java kafka maven prometheus chromium bytecode run test test-fast lint bench fuzz check-gen gen docs screenshots install clean
+.PHONY: cc kcat fuse java kafka maven prometheus chromium bytecode run test test-fast lint bench soak-connections fuzz check-gen gen docs screenshots install clean
 
 # two stamps: `make run` needs only the broker (.venv/.installed-broker); tests, lint and the Spark
 # connector need the extras too (.venv/.installed, which implies the other)
@@ -129,6 +129,12 @@ BENCH_QUICK ?=
 BENCH_ARGS ?=
 bench: $(STAMP) bytecode
 	BENCH_QUICK=$(BENCH_QUICK) $(PY) bench/run.py $(BENCH_ARGS)
+
+# issue 28: 10,000 idle connections held at the broker's real open-file limit, a stock client served beside
+# them, then 1,000 past the budget; prints accept time, RSS, CPU and latency (a minute or two)
+SOAK_CONNECTIONS_ARGS ?=
+soak-connections: $(STAMP) bytecode
+	$(PY) -m bench.idle_connections $(SOAK_CONNECTIONS_ARGS)
 
 # the long fuzzing campaign (docs/fuzzing.md): FUZZ_ARGS="--seed S --start N" resumes one;
 # FUZZ_ENGINE=atheris runs coverage-guided libFuzzer instead (installed on first use)

@@ -49,6 +49,8 @@ PRODUCE_VERSION = 9
 #: partitions (librdkafka sends one partition per request there), and 1 MB requests of 10 KiB records
 CASES = ((1024, 256, 1), (1024, 256, 1024), (10240, 100, 16))
 REQUESTS = 6000
+#: how long the broker may take to stop (it fsyncs whatever acks=1 data is still unsynced)
+STOP_S = 180.0
 
 
 @dataclass
@@ -72,11 +74,11 @@ class RequestCost:
         return cpu_s / self.payload_gb if self.requests else float("nan")
 
 
-def produce_frames(topic: str, size: int, records: int, partitions: int) -> list[bytes]:
-    """One acks=all produce request per partition, each a whole frame (size prefix included)."""
+def produce_frames(topic: str, size: int, records: int, partitions: int, acks: int = -1) -> list[bytes]:
+    """One produce request per partition (acks=all unless told), each a whole frame (size prefix included)."""
     batch = build_batch([Record(i, 0, None, b"x" * size) for i in range(records)],
                         base_timestamp=int(time.time() * 1000))
-    return [encode_request(ProduceRequest(acks=-1, timeout_ms=30_000, topic_data=[TopicProduceData(
+    return [encode_request(ProduceRequest(acks=acks, timeout_ms=30_000, topic_data=[TopicProduceData(
         name=topic, partition_data=[PartitionProduceData(index=p, records=batch)])]), PRODUCE_VERSION, p)
         for p in range(partitions)]
 
@@ -113,10 +115,11 @@ def _send(address: tuple[str, int], frames: list[bytes], first: int, count: int,
         reader.join(60)
 
 
-def measure(broker: BrokerProcess, size: int, records: int, partitions: int, requests: int) -> RequestCost:
+def measure(broker: BrokerProcess, size: int, records: int, partitions: int, requests: int,
+            acks: int = -1) -> RequestCost:
     topic = f"request-cost-{size}-{records}-{partitions}"
     create_topic(broker.bootstrap, topic, partitions)
-    frames = produce_frames(topic, size, records, partitions)
+    frames = produce_frames(topic, size, records, partitions, acks)
     host, port = broker.bootstrap.rsplit(":", 1)
     each = requests // CONNECTIONS
     failures: list[str] = []
@@ -136,18 +139,19 @@ def measure(broker: BrokerProcess, size: int, records: int, partitions: int, req
 
 
 def run(workdir: Path | None = None, requests: int = REQUESTS,
-        cases: tuple[tuple[int, int, int], ...] = CASES) -> list[RequestCost]:
-    """A fresh pybroker, every case in turn, and the broker stopped again."""
+        cases: tuple[tuple[int, int, int], ...] = CASES, *, acks: int = -1,
+        overrides: dict[str, str] | None = None) -> list[RequestCost]:
+    """A fresh pybroker (with `overrides`), every case in turn, and the broker stopped again."""
     with tempfile.TemporaryDirectory(prefix="pybroker-bench-request-cost-", dir=workdir) as tmp:
-        broker = BrokerProcess(Path(tmp) / "pybroker")
+        broker = BrokerProcess(Path(tmp) / "pybroker", overrides)
         try:
             broker.start()
             results = []
             for size, records, partitions in cases:
                 print(f"  [pybroker] CPU per request: {records} x {size} B over {partitions} partition(s), "
                       f"{requests:,} requests ...", flush=True)
-                results.append(measure(broker, size, records, partitions, requests))
-            broker.stop()
+                results.append(measure(broker, size, records, partitions, requests, acks))
+            broker.stop(STOP_S)  # acks 0/1 data not yet fsynced is flushed at shutdown: 1,024 logs of it
         finally:
             broker.close()
     return results

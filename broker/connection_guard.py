@@ -39,6 +39,9 @@ log = get_logger("pybroker.connection")
 #: a frame that receives no byte for this long (while we are reading) is given up on
 STALLED_FRAME_S = 30.0
 SWEEP_EVERY_S = 1.0
+#: at the descriptor budget with no connection idle long enough, the connections are looked at again at
+#: most this often (new ones are refused meanwhile without a look)
+RESCAN_S = 0.5
 
 
 class Sweepable(Protocol):
@@ -53,6 +56,63 @@ class Evictable(Protocol):
 
     def evict(self) -> None:
         """Close now, and stop counting as an open connection at once."""
+
+
+class IdleRanking:
+    """Which connection makes way at the descriptor budget: the one silent the longest, found without a
+    scan of every connection per new one.
+
+    Measured at the real budget (13,750 connections under an open-file limit of 20,000), a scan per new
+    connection cost 13 ms of the loop each: a flood of 1,000 connections past the budget took 75 s and
+    starved every client. Here one scan ranks every connection idle for `EVICT_IDLE_S` (longest last) and
+    serves the evictions after it, each candidate checked again when its turn comes (one that did
+    something since is skipped: it is no longer idle). So a connection is the longest idle as of the
+    last scan (one busy at the scan and idle since is seen at the next). A scan that finds none is not
+    repeated before the most silent idle connection can qualify, nor more often than every `RESCAN_S`,
+    so refusals at the budget cost no scan each either.
+    """
+
+    __slots__ = ("_next_scan", "_ranked")
+
+    def __init__(self) -> None:
+        self._ranked: list[tuple[float, Evictable]] = []
+        self._next_scan = 0.0
+
+    def forget(self) -> None:
+        """Below the budget: drop the ranking (it holds connections that may close meanwhile)."""
+        if self._ranked:
+            self._ranked = []
+        self._next_scan = 0.0
+
+    def take(self, connections: Iterable[Evictable], now: float) -> tuple[Evictable, float] | None:
+        """The connection to close for a new one and its seconds of silence; None: none has been idle
+        for `EVICT_IDLE_S`."""
+        found = self._pop(now)
+        if found is not None or now < self._next_scan:
+            return found
+        most_silent = 0.0
+        ranked = []
+        for conn in connections:
+            silent = conn.silent_for(now)
+            if silent is None:
+                continue
+            if silent >= EVICT_IDLE_S:
+                ranked.append((silent, conn))
+            elif silent > most_silent:
+                most_silent = silent
+        ranked.sort(key=lambda pair: pair[0])
+        self._ranked = ranked
+        self._next_scan = now if ranked else now + min(RESCAN_S, EVICT_IDLE_S - most_silent)
+        return self._pop(now)
+
+    def _pop(self, now: float) -> tuple[Evictable, float] | None:
+        ranked = self._ranked
+        while ranked:
+            _, conn = ranked.pop()
+            silent = conn.silent_for(now)
+            if silent is not None and silent >= EVICT_IDLE_S:
+                return conn, silent
+        return None
 
 
 def _schedule_on_loop(fn: Callable[[], None]) -> None:
@@ -109,26 +169,24 @@ class ConnectionGuard:
         self.warnings = RateLimitedLog(log)
         #: the connections the open-file limit allows (set at start; None: not checked)
         self.descriptors: DescriptorBudget | None = None
+        self._idle = IdleRanking()
         self._sweeper: asyncio.Task[None] | None = None
 
     def descriptor_room(self, connections: Collection[Evictable], now: float) -> bool:
         """Whether a new connection may keep its descriptor: below the budget, or once the longest idle
-        connection was closed for it; False while backing off after a descriptor error."""
+        connection was closed for it (`IdleRanking`); False while backing off after a descriptor error."""
         budget = self.descriptors
         if budget is None:
             return True
         if budget.backing_off(now):
             return False
         if not budget.full(len(connections)):
+            self._idle.forget()
             return True
-        victim: Evictable | None = None
-        longest = EVICT_IDLE_S
-        for conn in connections:
-            silent = conn.silent_for(now)
-            if silent is not None and silent >= longest:
-                victim, longest = conn, silent
-        if victim is None:
+        found = self._idle.take(connections, now)
+        if found is None:
             return False
+        victim, longest = found
         CONNECTIONS_EXPIRED.labels(REASON).inc()
         self.warnings.warning("connection closed for a new one", "closing the longest idle connection: "
                               "the open-file budget is reached", peer=victim.peer, idle_s=round(longest, 1),

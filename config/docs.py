@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from pybroker.config.definitions import BROKER_DEFS, TOPIC_DEFS, ConfigDef
+from pybroker.config.definitions import BROKER_DEFS, FLUSH_WINDOW_MS, TOPIC_DEFS, ConfigDef
 from pybroker.config.types import render
 
 DOC_PATH = Path("docs") / "configuration.md"
@@ -36,6 +36,14 @@ cluster-wide dynamic default (resource name empty), the static value, the defaul
 Topic keys are overrides set per topic (CreateTopics, AlterConfigs, IncrementalAlterConfigs, kept in
 `pybroker-topics.json`); a topic without an override takes its broker synonym's value (first set one
 in the order listed), else the default shown.
+
+**The acks=1 window** is one default that is not Kafka's: `flush.ms` (broker synonym
+`log.flush.interval.ms`) is {FLUSH_WINDOW_MS} ms, not never. On one node no replica holds an acks=1 or
+acks=0 write, so pybroker fsyncs such data at most `flush.ms` after its first append (plus the fsync
+itself), and a power cut loses at most that window of acknowledged acks=1 records (acks=all records are
+fsynced before they are acknowledged and are never lost). Set `flush.ms` per topic, or
+`log.flush.interval.ms` for the broker, to `9223372036854775807` to turn it off (Kafka's behaviour), or
+lower to narrow it at the cost the README gives.
 """
 
 

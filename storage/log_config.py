@@ -24,7 +24,7 @@ class LogConfig:
     index_interval_bytes: int = 4096  # index.interval.bytes: log bytes between offset-index entries
     max_index_bytes: int = 10_485_760  # segment.index.bytes: index preallocation; roll when full
     flush_interval_messages: int = LONG_MAX  # flush.messages
-    flush_interval_ms: int = LONG_MAX  # flush.ms
+    flush_interval_ms: int = 1_000  # flush.ms: the acks=1 window (`storage.flush_window`)
     message_timestamp_type: str = "CreateTime"  # or "LogAppendTime"
     message_timestamp_before_max_ms: int = LONG_MAX
     message_timestamp_after_max_ms: int = 3_600_000

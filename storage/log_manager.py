@@ -36,6 +36,7 @@ from pybroker.storage.errors import (
     UnknownTopicError,
 )
 from pybroker.storage.files import fsync_dir, remove_temp_files
+from pybroker.storage.flush_window import FlushWindow
 from pybroker.storage.flusher import Flusher
 from pybroker.storage.log import Log, wall_clock_ms
 from pybroker.storage.log_config import LogConfig
@@ -83,6 +84,8 @@ class LogManager:
         #: Fetch v13+ and Metadata v12+ name topics by id: one dict lookup, not a scan per request
         self._by_id: dict[uuid.UUID, TopicInfo] = {}
         self._flushers: dict[Path, Flusher] = {}
+        #: fsyncs acks 0/1 data within its topic's flush.ms (`storage.flush_window`); made at startup
+        self.flush_window: FlushWindow | None = None
         self._store = TopicStore(self.dirs)
         #: one checkpoint pass at a time, each reading the offsets it writes under the lock, so a pass
         #: that read older offsets can never land after a newer one (DeleteRecords would come undone)
@@ -143,6 +146,7 @@ class LogManager:
             self._abandon()
             raise
         self._flushers = {directory: Flusher(directory.name) for directory in self.dirs}
+        self.flush_window = FlushWindow(self._window_flush)
         self._running = True
         return stats
 
@@ -507,8 +511,31 @@ class LogManager:
         directory = self._dir_of.get((log.topic, log.partition), log.dir.parent)
         return self._flushers[directory]
 
+    def dirtied(self, log: Log) -> None:
+        """On the loop, after an acks 0/1 append nobody fsyncs now: it is fsynced within flush.ms."""
+        window = self.flush_window
+        if window is not None:
+            window.dirtied(log)
+
+    def _window_flush(self, log: Log) -> None:
+        """The window's hand-over (its thread): one group-commit request up to the log end; an I/O error
+        takes the dir offline, as any flush's does."""
+        if not self.is_online(log):
+            return
+        try:
+            flusher = self.flusher_for(log)
+        except KeyError:  # its dir is not one of ours any more (a move's leftover): the move synced it
+            return
+        flusher.request(log, log.log_end_offset).add_done_callback(
+            lambda done: self._window_flushed(log, done.exception()))
+
+    def _window_flushed(self, log: Log, exc: BaseException | None) -> None:
+        if isinstance(exc, OSError):
+            self.report_io_error(log, exc)
+
     def flush_dirty(self, now_ms: int) -> None:
-        """The flush policy for data no acks=all producer waits on: flush.messages and flush.ms."""
+        """The flush policy for data no acks=all producer waits on: flush.messages (flush.ms is the flush
+        window's, `storage.flush_window`)."""
         with self._deleted_lock:
             self._deleted = [log for log in self._deleted if not log.release_retired(now_ms)]
         if now_ms - self._last_idle_sweep_ms >= self.idle_file_sweep_ms:
@@ -520,7 +547,7 @@ class LogManager:
             if unflushed <= 0:
                 continue
             config = log.config
-            if unflushed >= config.flush_interval_messages or now_ms - log.last_flush_ms >= config.flush_interval_ms:
+            if unflushed >= config.flush_interval_messages:
                 if not self.is_online(log):
                     continue
                 try:
@@ -609,6 +636,8 @@ class LogManager:
                 return
             self._running = False
         self.moves.stop()  # an unfinished copy is removed; no swap starts once `_running` is False
+        if self.flush_window is not None:
+            self.flush_window.close()
         for flusher in self._flushers.values():
             flusher.close()
         self.page_cache.close()

@@ -63,6 +63,12 @@ class BrokerCollector(Collector):
                                 "Log bytes on the disk that the page-cache budget counts as cached (log.page.cache.max.bytes).")
         yield CounterMetricFamily("pybroker_page_cache_dropped_bytes",
                                   "Log bytes dropped from the page cache: past the budget, or read again and sent.")
+        yield CounterMetricFamily("pybroker_flush_window_rounds",
+                                  "Wakes of the acks=1 flush window that handed logs to an fsync (flush.ms).")
+        yield CounterMetricFamily("pybroker_flush_window_flushes",
+                                  "Logs the acks=1 flush window handed to an fsync (one per window per dirty log).")
+        yield GaugeMetricFamily("pybroker_flush_window_pending_logs",
+                                "Logs holding acks=0/1 data not yet fsynced, each with a flush.ms deadline.")
         yield GaugeMetricFamily("pybroker_log_dirs_offline", "Log directories taken offline by an I/O error.")
         yield GaugeMetricFamily("pybroker_log_dir_free_bytes",
                                 "Bytes free for the broker on a log directory's file system.", labels=["log_dir"])
@@ -120,6 +126,11 @@ class BrokerCollector(Collector):
         families["pybroker_log_dirs"].add_metric([], len(logs.dirs))
         families["pybroker_page_cache_log_bytes"].add_metric([], logs.page_cache.cached_bytes)
         families["pybroker_page_cache_dropped_bytes"].add_metric([], logs.page_cache.dropped_bytes)
+        window = logs.flush_window
+        if window is not None:
+            families["pybroker_flush_window_rounds"].add_metric([], window.rounds)
+            families["pybroker_flush_window_flushes"].add_metric([], window.flushes)
+            families["pybroker_flush_window_pending_logs"].add_metric([], window.pending)
         families["pybroker_log_dirs_offline"].add_metric([], len(logs.offline_dirs))
         for directory in logs.dirs:
             label = [str(directory)]

@@ -160,8 +160,8 @@ class Partition:
     def append(self, records: bytearray | memoryview, batches: list[tuple[int, BatchHeader]], *, acks: int,
                now_ms: int, record_count: int | None = None) -> DelayedAppend:
         """Append validated batches, wake the partition's watchers, and return the outcome: complete at
-        once for acks 0 and 1 (the flush policy decides when the bytes reach the disk) and for a refusal,
-        complete after the fsync for acks=all (`ACKS_ALL`). With `record_count` (clients' produce), the
+        once for acks 0 and 1 (the flush window fsyncs them within flush.ms, `storage.flush_window`) and
+        for a refusal, complete after the fsync for acks=all (`ACKS_ALL`). With `record_count` (clients' produce), the
         topic's traffic metrics count what was written."""
         try:
             try:
@@ -181,8 +181,9 @@ class Partition:
         target = self.log
         if target.unflushed_messages >= target.config.flush_interval_messages:
             self.manager.logs.flusher_for(target).request(target, result.last_offset + 1)
-        else:  # nobody fsyncs these now: the page-cache budget recycles them
-            target.recycle_unflushed()
+        else:  # nobody fsyncs these now: the flush window does within flush.ms; the page-cache budget
+            target.recycle_unflushed()  # recycles them meanwhile
+            self.manager.logs.dirtied(target)
         return DelayedAppend(self.manager, self.key, _appended(result), wait_for_flush=False)
 
     def append_marker(self, producer_id: int, producer_epoch: int, coordinator_epoch: int, commit: bool, *,

@@ -119,3 +119,50 @@ async def test_emfile_while_setting_up_closes_that_connection_and_backs_off(
         await asyncio.sleep(0.35)
         assert await _served(await _connect(app, opened))
         assert len(app.state.connections) == 2
+
+
+class _Conn:
+    """A connection as the ranking sees it: when it last did something, and how often it was asked."""
+
+    def __init__(self, name: str, last_active: float) -> None:
+        self.peer = name
+        self.last_active = last_active
+        self.asked = 0
+
+    def silent_for(self, now: float) -> float | None:
+        self.asked += 1
+        return now - self.last_active
+
+    def evict(self) -> None:
+        pass
+
+
+def test_evictions_at_the_budget_cost_one_scan_not_one_per_new_connection() -> None:
+    """Issue 28 at 13,750 connections: a scan per new connection cost 13 ms of the loop each."""
+    idle = connection_guard.EVICT_IDLE_S
+    conns = [_Conn(f"c{i}", last_active=-idle - i) for i in range(2000)]  # c1999 silent the longest
+    ranking = connection_guard.IdleRanking()
+    taken = []
+    for _ in range(500):
+        found = ranking.take(conns, 0.0)
+        assert found is not None
+        taken.append(found[0].peer)
+    assert taken == [f"c{i}" for i in range(1999, 1499, -1)]  # longest silent first
+    assert sum(conn.asked for conn in conns) <= 2000 + 500  # one scan, then one check per eviction
+    conns[1499].last_active = 0.0  # the next in line did something since the scan: skipped
+    found = ranking.take(conns, 0.0)
+    assert found is not None and found[0].peer == "c1498"
+
+
+def test_with_none_idle_refusals_do_not_rescan_before_one_can_qualify() -> None:
+    idle = connection_guard.EVICT_IDLE_S
+    conns = [_Conn(f"c{i}", last_active=0.0) for i in range(1000)]
+    conns[7].last_active = -idle + 0.2  # qualifies at now = 0.2
+    ranking = connection_guard.IdleRanking()
+    assert ranking.take(conns, 0.0) is None
+    scanned = sum(conn.asked for conn in conns)
+    for step in range(100):  # a flood of refusals: no look at the connections
+        assert ranking.take(conns, step * 0.001) is None
+    assert sum(conn.asked for conn in conns) == scanned
+    found = ranking.take(conns, 0.25)  # past the moment it qualified: looked at again, and taken
+    assert found is not None and found[0].peer == "c7"

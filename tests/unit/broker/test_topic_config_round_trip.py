@@ -30,7 +30,7 @@ OTHER: dict[str, str] = {
     "delete.retention.ms": "1000",
     "file.delete.delay.ms": "1000",
     "flush.messages": "10",
-    "flush.ms": "1000",
+    "flush.ms": "250",
     "index.interval.bytes": "1024",
     "max.compaction.lag.ms": "100000",
     "max.message.bytes": "2000000",

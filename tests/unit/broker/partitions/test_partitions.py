@@ -168,6 +168,18 @@ async def test_append_wakes_watchers_and_acks_one_is_complete_at_once(state: Bro
     assert state.traffic.snapshot(["t"])["t"].messages_in == 3  # a client's produce counts in the metrics
 
 
+async def test_acks_one_data_is_fsynced_within_the_window_and_counted(state: BrokerState) -> None:
+    """The acks=1 window: the append answers at once, and the flush window fsyncs it within flush.ms."""
+    state.logs.alter_topic_configs("t", {"flush.ms": "20"})
+    partition = _partition(state)
+    appended = partition.append(*_batch(3), acks=1, now_ms=0)
+    assert appended.done and appended.value.error is ErrorCode.NONE
+    window = state.logs.flush_window
+    assert window is not None
+    await until(lambda: partition.log.recovery_point == 3, "the acks=1 records fsynced by the window")
+    assert window.flushes >= 1 and window.rounds >= 1
+
+
 async def test_acks_all_completes_only_after_the_fsync(state: BrokerState, monkeypatch: pytest.MonkeyPatch) -> None:
     held = asyncio.Event()
     release = asyncio.get_running_loop().create_future()
