@@ -2,8 +2,10 @@
 
 A decoded answer becomes plain dicts and lists (`normalize`), with the values that name this broker
 rather than describe the answer replaced by placeholders: cluster ids, topic ids, hosts and ports, throttle
-times, timestamps a broker stamps, generated member ids, and error message texts (clients log them; they
-do not act on them): a message becomes "<message>" so its presence still counts. Node ids are not
+times, timestamps a broker stamps, generated member ids and producer ids, the features epoch (an offset
+of Kafka's metadata log), log dirs and their sizes, and error message texts (clients log them; they
+do not act on them): a message becomes "<message>" so its presence still counts, and an empty
+one null (clients show both as no message). Node ids are not
 normalized: both brokers run as node 1. Pure functions, callable from any thread.
 """
 
@@ -21,6 +23,13 @@ PLACEHOLDER = {
     "throttle_time_ms": "<throttle>",
     "log_append_time_ms": "<timestamp>",
     "member_id": "<member>",
+    "leader": "<member>",
+    "producer_id": "<producer>",
+    "finalized_features_epoch": "<epoch>",
+    "log_dir": "<dir>",
+    "total_bytes": "<bytes>",
+    "usable_bytes": "<bytes>",
+    "subscription_id": "<subscription>",
 }
 MESSAGES = {"error_message", "message"}
 
@@ -35,8 +44,8 @@ def normalize(value: Any, key: str = "") -> Any:
         return bytes(value)
     if key in PLACEHOLDER and value not in (None, "", -1):
         return PLACEHOLDER[key]
-    if key in MESSAGES and value:
-        return "<message>"
+    if key in MESSAGES:
+        return "<message>" if value else None  # no message: null or empty, as clients show them alike
     if isinstance(value, uuid.UUID):
         return "<id>" if value != ZERO else "<zero>"
     return value
