@@ -82,6 +82,8 @@ def handle_list_offsets(ctx: RequestContext, request: ListOffsetsRequest) -> Lis
                 ctx.state.logs.report_io_error(log, exc)
                 answer.error_code = ErrorCode.KAFKA_STORAGE_ERROR
                 continue
-            answer.offset, answer.timestamp, answer.leader_epoch = offset, timestamp, LEADER_EPOCH
+            # no record at or after the timestamp: no offset, so no epoch either (-1, as Kafka)
+            answer.offset, answer.timestamp = offset, timestamp
+            answer.leader_epoch = LEADER_EPOCH if offset >= 0 else -1
             answer.old_style_offsets = [offset] if offset >= 0 else []
     return ListOffsetsResponse(throttle_time_ms=0, topics=topics)
