@@ -17,9 +17,13 @@ from pybroker.protocol.api_keys import ApiKey
 from pybroker.protocol.messages import REQUESTS
 from pybroker.protocol.messages.api_versions import ApiVersionsRequest
 from pybroker.protocol.messages.create_partitions import CreatePartitionsRequest, CreatePartitionsTopic
-from pybroker.protocol.messages.delete_records import DeleteRecordsPartition, DeleteRecordsRequest, DeleteRecordsTopic
-from pybroker.protocol.messages.describe_acls import DescribeAclsRequest
+from pybroker.protocol.messages.delete_records import (
+    DeleteRecordsPartition,
+    DeleteRecordsRequest,
+    DeleteRecordsTopic,
+)
 from pybroker.protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopicState
+from pybroker.protocol.messages.describe_acls import DescribeAclsRequest
 from pybroker.protocol.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResource
 from pybroker.protocol.messages.describe_groups import DescribeGroupsRequest
 from pybroker.protocol.messages.describe_producers import DescribeProducersRequest
@@ -30,13 +34,20 @@ from pybroker.protocol.messages.find_coordinator import FindCoordinatorRequest
 from pybroker.protocol.messages.init_producer_id import InitProducerIdRequest
 from pybroker.protocol.messages.join_group import JoinGroupRequest, JoinGroupRequestProtocol
 from pybroker.protocol.messages.offset_commit import (
-    OffsetCommitRequest, OffsetCommitRequestPartition, OffsetCommitRequestTopic,
+    OffsetCommitRequest,
+    OffsetCommitRequestPartition,
+    OffsetCommitRequestTopic,
 )
 from pybroker.protocol.messages.offset_fetch import (
-    OffsetFetchRequest, OffsetFetchRequestGroup, OffsetFetchRequestTopic, OffsetFetchRequestTopics,
+    OffsetFetchRequest,
+    OffsetFetchRequestGroup,
+    OffsetFetchRequestTopic,
+    OffsetFetchRequestTopics,
 )
 from pybroker.protocol.messages.offset_for_leader_epoch import (
-    OffsetForLeaderEpochRequest, OffsetForLeaderPartition, OffsetForLeaderTopic,
+    OffsetForLeaderEpochRequest,
+    OffsetForLeaderPartition,
+    OffsetForLeaderTopic,
 )
 from tests.conformance import recording
 from tests.conformance import scenarios as s

@@ -1,6 +1,6 @@
 """The two brokers of a differential test: a fresh in-process pybroker per scenario, one Kafka node per run.
 
-`kafka` starts Apache Kafka once for a live run (`PYBROKER_CONFORMANCE=live` or `record`, see
+`kafka` starts Apache Kafka once per setting (tests/conformance/settings.py) for a live run (`PYBROKER_CONFORMANCE=live` or `record`, see
 tests/conformance/recording.py) and skips, with the reason, only where Java or the resolved jars are
 missing outside `make conformance`; there their absence fails. A recorded run (`make test`) never asks for
 it. Before the first scenario it waits until Kafka's group and transaction coordinators and its producer
@@ -15,6 +15,7 @@ import struct
 import time
 from collections import defaultdict
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,8 @@ from pybroker.protocol.messages.find_coordinator import FindCoordinatorRequest
 from pybroker.protocol.messages.init_producer_id import InitProducerIdRequest
 from tests.conformance import recording
 from tests.conformance.registry import load
-from tests.kafka_node import KafkaNode, kafka_version, missing_reason, required
+from tests.conformance.settings import kafka_overrides
+from tests.kafka_node import KafkaNode, free_port, kafka_version, missing_reason, required
 
 _started: list[KafkaNode] = []
 # family -> scenario id -> Kafka's answers, in a `record` run
@@ -33,10 +35,6 @@ RECORDED_NOW: dict[str, dict[str, Any]] = defaultdict(dict)
 COORDINATOR_WAIT = 60.0
 
 
-# what both brokers are told beyond their defaults: one partition for each internal topic, so that a fresh
-# pybroker per scenario makes its coordinators' topics in milliseconds (no answer compared shows the count)
-ALIKE = {"offsets.topic.num.partitions": "1", "transaction.state.log.num.partitions": "1",
-         "group.initial.rebalance.delay.ms": "0"}
 # the first answers that are slower on a fresh Kafka node: the coordinators (their internal topics are
 # made on first use) and a producer id (a block of them is asked of the controller)
 WARM_UP = ((FindCoordinatorRequest(key="cf-warm-up", key_type=0), 3),
@@ -66,24 +64,42 @@ def _read(sock: socket.socket, n: int) -> bytes:
     return data
 
 
+@dataclass
+class KafkaNodes:
+    """The live Kafka nodes of this run, one per setting (tests/conformance/settings.py), each started
+    when a scenario first needs it; `port(setting)` is the client listener a scenario talks to."""
+
+    workdirs: pytest.TempPathFactory
+    nodes: dict[str, tuple[KafkaNode, int]] = field(default_factory=dict)
+
+    def port(self, setting: str) -> int:
+        if setting not in self.nodes:
+            node = KafkaNode(self.workdirs.mktemp(f"kafka-{setting}"))
+            client_port = node.port if setting == "plain" else free_port()
+            node.overrides = kafka_overrides(setting, node.port, node.controller_port, client_port)
+            node.start()
+            self.nodes[setting] = (node, client_port)
+            _started.append(node)
+            deadline = time.monotonic() + COORDINATOR_WAIT
+            while not _warm(node.port):
+                assert time.monotonic() < deadline, f"Kafka's coordinators not ready:\n{node.log_tail()}"
+                time.sleep(0.2)
+        return self.nodes[setting][1]
+
+
 @pytest.fixture(scope="session")
-def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaNode]:
+def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaNodes]:
     reason = missing_reason()
     if reason is not None:
         if required():
             pytest.fail(reason)
         pytest.skip(reason)
-    node = KafkaNode(tmp_path_factory.mktemp("kafka"), overrides=ALIKE)
-    node.start()
-    _started.append(node)
+    nodes = KafkaNodes(tmp_path_factory)
     try:
-        deadline = time.monotonic() + COORDINATOR_WAIT
-        while not _warm(node.port):
-            assert time.monotonic() < deadline, f"Kafka's coordinators not ready:\n{node.log_tail()}"
-            time.sleep(0.2)
-        yield node
+        yield nodes
     finally:
-        node.stop()
+        for node, _ in nodes.nodes.values():
+            node.stop()
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

@@ -8,9 +8,17 @@ from __future__ import annotations
 import struct
 import uuid
 
-from pybroker.protocol.messages.alter_configs import AlterableConfig, AlterConfigsRequest, AlterConfigsResource
+from pybroker.protocol.messages.alter_configs import (
+    AlterableConfig,
+    AlterConfigsRequest,
+    AlterConfigsResource,
+)
 from pybroker.protocol.messages.create_partitions import CreatePartitionsRequest, CreatePartitionsTopic
-from pybroker.protocol.messages.delete_records import DeleteRecordsPartition, DeleteRecordsRequest, DeleteRecordsTopic
+from pybroker.protocol.messages.delete_records import (
+    DeleteRecordsPartition,
+    DeleteRecordsRequest,
+    DeleteRecordsTopic,
+)
 from pybroker.protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopicState
 from pybroker.protocol.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResource
 from pybroker.protocol.messages.incremental_alter_configs import (
@@ -23,7 +31,9 @@ from pybroker.protocol.messages.incremental_alter_configs import (
     IncrementalAlterConfigsRequest,
 )
 from pybroker.protocol.messages.offset_for_leader_epoch import (
-    OffsetForLeaderEpochRequest, OffsetForLeaderPartition, OffsetForLeaderTopic,
+    OffsetForLeaderEpochRequest,
+    OffsetForLeaderPartition,
+    OffsetForLeaderTopic,
 )
 from pybroker.protocol.records.batch import rewrite_crc
 from pybroker.protocol.records.record import Record, build_batch
@@ -47,8 +57,10 @@ async def topic_of(side: Side, partitions: int = 1, records: bool = False, confi
 
 
 def _register_metadata() -> None:
-    known = ("Metadata v1-v3 for an unknown topic: pybroker auto-creates it; Kafka 4.4 answers "
-             "UNKNOWN_TOPIC_OR_PARTITION")
+    known = ("Metadata v1-v3 of an unknown topic (auto-creation implied): both create it, but Kafka 4.4 answers "
+             "UNKNOWN_TOPIC_OR_PARTITION while its controller does (the topic is served a moment later, see "
+             "errors/metadata-auto-creates/v1); pybroker creates it before answering, so its first answer "
+             "already lists it")
     for version in (1, 2, 3, 4, 9, 12, 13):
         async def unknown(side: Side, version: int = version) -> None:
             await side.call(s.metadata(side.name("unknown")), version)
@@ -59,6 +71,14 @@ def _register_metadata() -> None:
             await side.call(s.metadata(await topic_of(side, partitions=3)), version)
         scenario(f"errors/metadata-existing-topic/v{version}", FAMILY,
                  f"Metadata v{version} of a topic of three partitions")(existing)
+
+
+@scenario("errors/metadata-auto-creates/v1", FAMILY, "Metadata v1 of an unknown topic, then (once the topic is "
+          "served) Metadata v12 of it")
+async def _metadata_auto_creates(side: Side) -> None:
+    await side.raw(s.metadata(side.name("auto")), 1)
+    await side.created(side.name("auto"))
+    await side.call(s.metadata(side.name("auto")), 12)
 
 
 CREATE_REFUSALS = {
@@ -81,7 +101,8 @@ CREATE_REFUSALS = {
 CREATE_KNOWN: dict[str, str] = {}
 # pybroker says why it refused a batch; Kafka's answer has no message for these refusals (only for the
 # records its LogValidator names). Clients show the message in the exception they raise.
-SAYS_WHY = ("Produce of a batch refused as a whole (CORRUPT_MESSAGE, MESSAGE_TOO_LARGE): pybroker's answer says "
+SAYS_WHY = ("Produce of a batch refused as a whole (CORRUPT_MESSAGE, MESSAGE_TOO_LARGE, INVALID_RECORD of a malformed "
+            "batch): pybroker's answer says "
             "why in error_message; Kafka's carries none")
 
 

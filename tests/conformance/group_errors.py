@@ -11,10 +11,14 @@ from pybroker.protocol.messages.heartbeat import HeartbeatRequest
 from pybroker.protocol.messages.join_group import JoinGroupRequest, JoinGroupRequestProtocol
 from pybroker.protocol.messages.leave_group import LeaveGroupRequest, MemberIdentity
 from pybroker.protocol.messages.offset_commit import (
-    OffsetCommitRequest, OffsetCommitRequestPartition, OffsetCommitRequestTopic,
+    OffsetCommitRequest,
+    OffsetCommitRequestPartition,
+    OffsetCommitRequestTopic,
 )
 from pybroker.protocol.messages.offset_delete import (
-    OffsetDeleteRequest, OffsetDeleteRequestPartition, OffsetDeleteRequestTopic,
+    OffsetDeleteRequest,
+    OffsetDeleteRequestPartition,
+    OffsetDeleteRequestTopic,
 )
 from pybroker.protocol.messages.sync_group import SyncGroupRequest, SyncGroupRequestAssignment
 from tests.conformance.error_paths import topic_of

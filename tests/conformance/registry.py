@@ -20,7 +20,7 @@ from tests.conformance.side import Side
 Run = Callable[[Side], Awaitable[None]]
 
 # the modules that register scenarios; each one's Kafka answers are recorded in recorded/<family>.json
-FAMILIES = ("api_versions_table", "error_paths", "group_errors", "transaction_errors")
+FAMILIES = ("api_versions_table", "error_paths", "group_errors", "transaction_errors", "security_errors")
 
 
 @dataclass(frozen=True)
@@ -33,6 +33,10 @@ class Scenario:
     # answer paths (as `differences` prints them, without the leading answer index) compared only by
     # presence: a suffix here and its reason, e.g. {".high_watermark": "..."}
     ignoring: dict[str, str] = field(default_factory=dict)
+    # how both brokers are configured (tests/conformance/settings.py), and the user each connection logs in
+    # as first (SASL PLAIN), if any
+    setting: str = "plain"
+    login: str | None = None
 
 
 SCENARIOS: dict[str, Scenario] = {}
@@ -44,9 +48,10 @@ def add(scenario: Scenario) -> None:
 
 
 def scenario(id: str, family: str, title: str, known: str | None = None,
-             ignoring: dict[str, str] | None = None) -> Callable[[Run], Run]:
+             ignoring: dict[str, str] | None = None, setting: str = "plain",
+             login: str | None = None) -> Callable[[Run], Run]:
     def register(run: Run) -> Run:
-        add(Scenario(id, family, run, title, known, ignoring or {}))
+        add(Scenario(id, family, run, title, known, ignoring or {}, setting, login))
         return run
     return register
 

@@ -17,6 +17,8 @@ import uuid
 from typing import Any
 
 from pybroker.protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
+from pybroker.protocol.messages.sasl_authenticate import SaslAuthenticateRequest
+from pybroker.protocol.messages.sasl_handshake import SaslHandshakeRequest
 from tests.conformance.normalize import normalize
 from tests.unit.broker.conftest import RawClient
 
@@ -40,8 +42,9 @@ def _bytes_as_hex(value: Any) -> str:
 
 
 class Side:
-    def __init__(self, port: int, scenario: str, wait: float = 10) -> None:
+    def __init__(self, port: int, scenario: str, wait: float = 10, login: tuple[str, str] | None = None) -> None:
         self.port = port
+        self.login = login
         self.prefix = MARK + re.sub(r"[^a-zA-Z0-9._-]+", "-", scenario)[:150]
         self.wait = wait
         self.answers: list[Any] = []
@@ -54,7 +57,17 @@ class Side:
     async def _client(self) -> RawClient:
         if self.client is None:
             self.client = RawClient(*await asyncio.open_connection("127.0.0.1", self.port))
+            if self.login is not None:
+                await self._authenticate(self.client, *self.login)
         return self.client
+
+    async def _authenticate(self, client: RawClient, user: str, password: str) -> None:
+        """SASL PLAIN as a client does it (SaslHandshake v1, then SaslAuthenticate v2); not compared."""
+        shake = await client.call(SaslHandshakeRequest(mechanism="PLAIN"), 1)
+        assert shake.error_code == 0, shake
+        token = b"\0" + user.encode() + b"\0" + password.encode()
+        done = await client.call(SaslAuthenticateRequest(auth_bytes=token), 2)
+        assert done.error_code == 0, done
 
     async def raw(self, request: Any, version: int) -> Any:
         """Send `request`; the decoded answer, or CLOSED / NO_ANSWER. Not kept."""

@@ -8,6 +8,7 @@ normalization (tests/conformance/normalize.py). A scenario with a `known` differ
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -19,13 +20,13 @@ import pytest
 from pybroker.broker.app import BrokerApp
 from pybroker.config.broker_config import BrokerConfig
 from tests.conformance import recording
-from tests.conformance.conftest import ALIKE, RECORDED_NOW
+from tests.conformance.conftest import RECORDED_NOW
 from tests.conformance.normalize import differences
 from tests.conformance.registry import Scenario, load
+from tests.conformance.settings import USERS, pybroker_config
 from tests.conformance.side import Side
 
 SCENARIOS = load()
-CONFIG = {"listeners": "PLAINTEXT://127.0.0.1:0", **ALIKE}
 
 
 def _params() -> list[Any]:
@@ -34,7 +35,8 @@ def _params() -> list[Any]:
 
 
 async def answers_of(scenario: Scenario, port: int) -> list[Any]:
-    side = Side(port, scenario.id)
+    login = (scenario.login, USERS[scenario.login]) if scenario.login else None
+    side = Side(port, scenario.id, login=login)
     try:
         await scenario.run(side)
     finally:
@@ -56,7 +58,8 @@ async def kafkas_answers(scenario: Scenario, request: pytest.FixtureRequest) -> 
         answers: list[Any] = recorded[scenario.id]
         return answers
     kafka = request.getfixturevalue("kafka")
-    answers = await answers_of(scenario, kafka.port)
+    port = await asyncio.to_thread(kafka.port, scenario.setting)  # a first start takes 10-20 s
+    answers = await answers_of(scenario, port)
     if recording.mode() == "record":
         RECORDED_NOW[scenario.family][scenario.id] = answers
     return answers
@@ -84,7 +87,7 @@ def log_dir(tmp_path: Path) -> Iterator[Path]:
 async def test_scenario(sid: str, log_dir: Path, request: pytest.FixtureRequest) -> None:
     scenario = SCENARIOS[sid]
     theirs = await kafkas_answers(scenario, request)
-    broker = BrokerApp(BrokerConfig.load({**CONFIG, "log.dirs": str(log_dir)}))
+    broker = BrokerApp(BrokerConfig.load({**pybroker_config(scenario.setting), "log.dirs": str(log_dir)}))
     await broker.start()
     try:
         ours = await answers_of(scenario, broker.bound_ports[0])

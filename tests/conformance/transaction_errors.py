@@ -7,11 +7,16 @@ from __future__ import annotations
 from typing import Any
 
 from pybroker.protocol.messages.add_offsets_to_txn import AddOffsetsToTxnRequest
-from pybroker.protocol.messages.add_partitions_to_txn import AddPartitionsToTxnRequest, AddPartitionsToTxnTopic
+from pybroker.protocol.messages.add_partitions_to_txn import (
+    AddPartitionsToTxnRequest,
+    AddPartitionsToTxnTopic,
+)
 from pybroker.protocol.messages.end_txn import EndTxnRequest
 from pybroker.protocol.messages.init_producer_id import InitProducerIdRequest
 from pybroker.protocol.messages.txn_offset_commit import (
-    TxnOffsetCommitRequest, TxnOffsetCommitRequestPartition, TxnOffsetCommitRequestTopic,
+    TxnOffsetCommitRequest,
+    TxnOffsetCommitRequestPartition,
+    TxnOffsetCommitRequestTopic,
 )
 from pybroker.protocol.records.record import Record, build_batch
 from tests.conformance import scenarios as s
