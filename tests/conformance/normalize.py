@@ -34,16 +34,20 @@ PLACEHOLDER = {
 MESSAGES = {"error_message", "message"}
 
 
-def normalize(value: Any, key: str = "") -> Any:
+def normalize(value: Any, key: str = "", messages: bool = False) -> Any:
+    """`value` as plain data with the placeholders; `messages` keeps message texts (a scenario whose
+    messages clients show as they are, SASL's)."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: normalize(getattr(value, f.name), f.name) for f in dataclasses.fields(value)
+        return {f.name: normalize(getattr(value, f.name), f.name, messages) for f in dataclasses.fields(value)
                 if not f.name.startswith("_")}
     if isinstance(value, list):
-        return [normalize(item, key) for item in value]
+        return [normalize(item, key, messages) for item in value]
     if isinstance(value, (bytes, bytearray, memoryview)):
         return bytes(value)
     if key in PLACEHOLDER and value not in (None, "", -1):
         return PLACEHOLDER[key]
+    if key in MESSAGES and messages:
+        return value or None
     if key in MESSAGES:
         return "<message>" if value else None  # no message: null or empty, as clients show them alike
     if isinstance(value, uuid.UUID):

@@ -37,6 +37,8 @@ class Scenario:
     # as first (SASL PLAIN), if any
     setting: str = "plain"
     login: str | None = None
+    # compare error message texts as they are (clients show them), not only their presence
+    messages: bool = False
 
 
 SCENARIOS: dict[str, Scenario] = {}
@@ -49,9 +51,9 @@ def add(scenario: Scenario) -> None:
 
 def scenario(id: str, family: str, title: str, known: str | None = None,
              ignoring: dict[str, str] | None = None, setting: str = "plain",
-             login: str | None = None) -> Callable[[Run], Run]:
+             login: str | None = None, messages: bool = False) -> Callable[[Run], Run]:
     def register(run: Run) -> Run:
-        add(Scenario(id, family, run, title, known, ignoring or {}, setting, login))
+        add(Scenario(id, family, run, title, known, ignoring or {}, setting, login, messages))
         return run
     return register
 

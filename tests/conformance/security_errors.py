@@ -110,7 +110,8 @@ async def _admin_acls(side: Side) -> None:
 
 
 def sasl(id: str, title: str) -> object:
-    return scenario(f"sasl/{id}", FAMILY, title, setting="secured")
+    """A SASL scenario: its error messages are compared as texts (clients show them as the failure's reason)."""
+    return scenario(f"sasl/{id}", FAMILY, title, setting="secured", messages=True)
 
 
 @sasl("wrong-password", "SaslHandshake v1 PLAIN, SaslAuthenticate v2 with a wrong password, then a request")

@@ -42,9 +42,11 @@ def _bytes_as_hex(value: Any) -> str:
 
 
 class Side:
-    def __init__(self, port: int, scenario: str, wait: float = 10, login: tuple[str, str] | None = None) -> None:
+    def __init__(self, port: int, scenario: str, wait: float = 10, login: tuple[str, str] | None = None,
+                 messages: bool = False) -> None:
         self.port = port
         self.login = login
+        self.messages = messages
         self.prefix = MARK + re.sub(r"[^a-zA-Z0-9._-]+", "-", scenario)[:150]
         self.wait = wait
         self.answers: list[Any] = []
@@ -84,7 +86,7 @@ class Side:
     async def call(self, request: Any, version: int) -> Any:
         """Send `request` and keep its normalized answer for the comparison; the decoded answer."""
         answer = await self.raw(request, version)
-        self.answers.append(self.own(as_json(normalize(answer))))
+        self.answers.append(self.own(as_json(normalize(answer, messages=self.messages))))
         return answer
 
     def own(self, value: Any) -> Any:

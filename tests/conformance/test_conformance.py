@@ -36,7 +36,7 @@ def _params() -> list[Any]:
 
 async def answers_of(scenario: Scenario, port: int) -> list[Any]:
     login = (scenario.login, USERS[scenario.login]) if scenario.login else None
-    side = Side(port, scenario.id, login=login)
+    side = Side(port, scenario.id, login=login, messages=scenario.messages)
     try:
         await scenario.run(side)
     finally:
