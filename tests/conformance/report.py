@@ -22,6 +22,8 @@ ABOUT = {
                           "where the table has a builder, else the message's defaults.",
     "error_paths": "Unknown topics and partitions, out-of-range offsets, invalid names, configs and values, "
                    "oversized and malformed records.",
+    "more_error_paths": "Groups that cannot be deleted, groups and transactions nobody made, elections, producers "
+                        "and timestamps of unknown partitions, the consumer group protocol's unknown members.",
     "group_errors": "The classic group protocol: unknown groups, wrong generations and member ids, invalid "
                     "session timeouts, inconsistent protocols.",
     "transaction_errors": "Transactions: state errors, fencing, unknown ids, invalid timeouts.",
