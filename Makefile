@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PYTEST_ARGS ?=
 
-.PHONY: cc kcat fuse java kafka maven prometheus chromium bytecode run test test-fast lint bench soak-connections fuzz check-gen gen docs screenshots install clean
+.PHONY: cc kcat fuse java kafka maven prometheus chromium bytecode run test test-fast lint bench soak-connections fuzz check-gen gen docs screenshots install clean conformance
 
 # two stamps: `make run` needs only the broker (.venv/.installed-broker); tests, lint and the Spark
 # connector need the extras too (.venv/.installed, which implies the other)
@@ -95,6 +95,15 @@ test: $(STAMP) kcat fuse java kafka prometheus chromium bytecode
 test-fast: $(STAMP) fuse java kafka bytecode
 	PYBROKER_KAFKA_HOME=$(KAFKA_CACHE) $(PY) -m pytest -m "not slow" $(PYTEST_ARGS)
 
+# the conformance scenarios (tests/conformance/) against a live Apache Kafka node instead of its recorded
+# answers (make test compares with the recordings and starts no Kafka); RECORD=1 also writes Kafka's answers
+# into tests/conformance/recorded/ and regenerates docs/conformance.md from them
+RECORD ?=
+conformance: $(STAMP) java kafka bytecode
+	PYBROKER_CONFORMANCE=$(if $(RECORD),record,live) PYBROKER_KAFKA_HOME=$(KAFKA_CACHE) \
+	  $(PY) -m pytest tests/conformance $(PYTEST_ARGS)
+	$(if $(RECORD),$(PY) -m tests.conformance.report)
+
 # mypy checks the sources under the names they are imported by (pybroker.broker.x, ...). Given the bare
 # folders it would name them broker.x, ... and, with ignore_missing_imports, read every `pybroker.*` import
 # as Any, so no call between our own modules would be checked. The installed layout is staged in the
@@ -112,9 +121,11 @@ lint: $(STAMP)
 gen: $(STAMP)
 	$(PY) -m pybroker.protocol.codegen
 
-# docs/configuration.md is generated from the config table (a test checks it is current)
+# docs/configuration.md is generated from the config table, docs/conformance.md from the conformance
+# scenarios (a test checks each is current)
 docs: $(STAMP)
 	$(PY) -m pybroker.config.docs
+	$(PY) -m tests.conformance.report
 
 check-gen: $(STAMP)
 	$(PY) -m pybroker.protocol.codegen --check

@@ -87,8 +87,8 @@ class ConsumerGroups:
         except HeartbeatRefused as refused:
             if self.consumer_undo.converted(self.store.groups, before):  # refused after converting the group: undone
                 self.consumer_undo.restore(self.store.groups, before, written=False)
-            respond(ConsumerHeartbeatOutcome(refused.error, refused.message, member_id=req.member_id or None,
-                                             member_epoch=req.member_epoch))
+            # a refusal names no member and no epoch (null, 0), as Kafka 4.4's error answers
+            respond(ConsumerHeartbeatOutcome(refused.error, refused.message, member_id=None, member_epoch=0))
             return
         finally:
             self.timers.schedule_id(req.group_id)
@@ -204,9 +204,8 @@ class ConsumerGroups:
     def _consumer_group(self, req: ConsumerHeartbeat, now: int, records: Records) -> Group:
         group = self.store.groups.get(req.group_id)
         if group is None:
-            if req.member_epoch != 0:
-                raise HeartbeatRefused(ErrorCode.UNKNOWN_MEMBER_ID, f"Group {req.group_id} has no member "
-                                       f"{req.member_id}: rejoin with epoch 0.")
+            if req.member_epoch != 0:  # as Kafka: only a join (epoch 0) makes a group
+                raise HeartbeatRefused(ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {req.group_id} not found.")
             group = self.store.groups[req.group_id] = Group(req.group_id, state_timestamp_ms=now, protocol_type="consumer",
                                                       consumer=ConsumerGroupData())
         if group.is_(GroupState.DEAD):

@@ -27,7 +27,7 @@ from pybroker.storage.errors import InvalidPartitionsError, StorageError, Unknow
 def _check(ctx: RequestContext, name: str, count: int, assignments: list | None) -> tuple[ErrorCode, str | None]:
     info = ctx.state.topics.get(name)
     if info is None:
-        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist."
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None  # as Kafka: the client shows the code's own text
     if name in INTERNAL_TOPICS:
         return ErrorCode.INVALID_REQUEST, f"Partitions of internal topic {name} cannot be added."
     if count < info.num_partitions:

@@ -5,12 +5,17 @@ thread (one mkdir, file and fsync per partition); the connection starts nothing 
 request whose topics together ask for more than `max.partitions.per.request` partitions is refused
 whole at once, every topic POLICY_VIOLATION, as Kafka's controller refuses an excessively large batch.
 Manual replica assignments are accepted only when they name this node alone. From v5 the answer
-carries the partition count, replication factor and every effective config of the new topic, like Kafka.
+carries the partition count, replication factor and every effective config of the new topic, like Kafka;
+a refused topic's configs are an empty list (not null), and a validate-only v7 answer carries a fresh topic id,
+as Kafka's controller draws one before it validates. A name given twice is answered once, INVALID_REQUEST, and
+none of its entries is created (Kafka's ControllerApis drops duplicates the same way).
 """
 
 from __future__ import annotations
 
 import asyncio
+import uuid
+from collections import Counter
 from typing import Any
 
 from pybroker.broker.context import RequestContext
@@ -57,7 +62,7 @@ def handle_create_topics(ctx: RequestContext, request: CreateTopicsRequest) -> A
         return CreateTopicsResponse(throttle_time_ms=0, topics=[
             CreatableTopicResult(name=t.name, error_code=ErrorCode.POLICY_VIOLATION,
                                  error_message=EXCESSIVE_BATCH_MESSAGE, num_partitions=-1, replication_factor=-1,
-                                 configs=None)
+                                 configs=[])
             for t in request.topics])
     return _create_off_loop(ctx, request)
 
@@ -71,15 +76,18 @@ def _create_topics(ctx: RequestContext, request: CreateTopicsRequest) -> CreateT
     state = ctx.state
     results: list[CreatableTopicResult] = []
     prepared: list[tuple[CreatableTopicResult, Any, int, dict[str, str]]] = []
-    seen: set[str] = set()
+    counts = Counter(t.name for t in request.topics)
+    answered: set[str] = set()
     for topic in request.topics:
+        if topic.name in answered:
+            continue
         result = CreatableTopicResult(name=topic.name, error_code=ErrorCode.NONE, error_message=None,
-                                      num_partitions=-1, replication_factor=-1, configs=None)
+                                      num_partitions=-1, replication_factor=-1, configs=[])
         results.append(result)
-        if topic.name in seen:
+        if counts[topic.name] > 1:
+            answered.add(topic.name)
             result.error_code, result.error_message = ErrorCode.INVALID_REQUEST, "Duplicate topic name."
             continue
-        seen.add(topic.name)
         try:
             assigned = _assignment_count(ctx, topic)
             partitions = topic.num_partitions if assigned is None else assigned
@@ -112,4 +120,6 @@ def _create_topics(ctx: RequestContext, request: CreateTopicsRequest) -> CreateT
             ]
         if outcome is not None:
             result.topic_id = outcome.topic_id
+        elif request.validate_only:
+            result.topic_id = uuid.uuid4()
     return CreateTopicsResponse(throttle_time_ms=0, topics=results)

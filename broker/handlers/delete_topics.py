@@ -56,6 +56,7 @@ def _delete_topics(ctx: RequestContext, request: DeleteTopicsRequest,
             by_id = state.logs.topic_by_id(topic_id)
             if by_id is None:
                 result.error_code = ErrorCode.UNKNOWN_TOPIC_ID
+                result.error_message = "This server does not host this topic ID."
                 continue
             name = result.name = by_id.name
         info = state.topics.get(name)
@@ -63,6 +64,7 @@ def _delete_topics(ctx: RequestContext, request: DeleteTopicsRequest,
             result.error_code = ErrorCode.TOPIC_DELETION_DISABLED
         elif info is None:
             result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            result.error_message = "This server does not host this topic-partition."
         elif name in INTERNAL_TOPICS:
             result.error_code = ErrorCode.INVALID_TOPIC_EXCEPTION
             result.error_message = f"Internal topic {name} cannot be deleted."

@@ -73,8 +73,7 @@ def handle_describe_configs(ctx: RequestContext, request: DescribeConfigsRequest
         if resource.resource_type == TOPIC_RESOURCE:
             info = state.topics.get(resource.resource_name)
             if info is None:
-                result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                result.error_message = f"Topic {resource.resource_name} does not exist."
+                result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION  # no message, as Kafka's
                 continue
             result.configs = [_entry(state.config.resolve_topic(key, info.configs), synonyms, docs, False)
                               for key in _selected(TOPIC, wanted)]

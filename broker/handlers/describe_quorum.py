@@ -64,6 +64,8 @@ def _asks_for_the_metadata_partition(request: DescribeQuorumRequest) -> bool:
          authorize=cluster_only(Op.DESCRIBE, top_level_refusal(ApiKey.DESCRIBE_QUORUM)))
 def handle_describe_quorum(ctx: RequestContext, request: DescribeQuorumRequest) -> DescribeQuorumResponse:
     state = ctx.state
+    if not request.topics:  # nothing asked, nothing answered: Kafka's raft client answers so too
+        return DescribeQuorumResponse(error_code=ErrorCode.NONE, error_message=None, topics=[])
     if not _asks_for_the_metadata_partition(request):
         return DescribeQuorumResponse(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                                       error_message="The request names no partition of this quorum.", topics=[])

@@ -63,7 +63,8 @@ def handle_elect_leaders(ctx: RequestContext, request: ElectLeadersRequest) -> E
             elif not 0 <= index < info.num_partitions:
                 code, message = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"No such partition as {topic.topic}-{index}"
             else:
-                code, message = ErrorCode.ELECTION_NOT_NEEDED, None
+                # the code's own text, which Kafka 4.4's controller sends with it
+                code, message = ErrorCode.ELECTION_NOT_NEEDED, "Leader election not needed for topic partition."
             partitions.append(PartitionResult(partition_id=index, error_code=code, error_message=message))
         results.append(ReplicaElectionResult(topic=topic.topic, partition_result=partitions))
     return ElectLeadersResponse(throttle_time_ms=0, error_code=ErrorCode.NONE, replica_election_results=results)

@@ -170,6 +170,12 @@ class _Read:
                 and (self.size > 0 or min_one == self.min_one))
 
 
+def _refused(data: PartitionData, code: ErrorCode) -> None:
+    """A partition answered with an error carries no log offsets (-1), as Kafka's."""
+    data.error_code = code
+    data.high_watermark = data.last_stable_offset = data.log_start_offset = -1
+
+
 def _read_all(ctx: RequestContext, request: FetchRequest,
               memo: dict[tuple[int, int], _Read] | None = None) -> tuple[FetchResponse, int, bool]:
     """One pass over every requested partition: (response, bytes of records, whether any partition erred).
@@ -211,28 +217,29 @@ def _read_all(ctx: RequestContext, request: FetchRequest,
                                  log_start_offset=-1, records=b"",
                                  aborted_transactions=[] if read_committed else None)
             partitions.append(data)
-            if target is None:
-                data.error_code = code
+            if target is None:  # refused before any read: Kafka's answer then has an empty aborted list
+                _refused(data, code)
+                data.aborted_transactions = []
+                errors = True
+                continue
+            try:
+                result, aborted = target.read(fp.fetch_offset, max(limit, 0), read_committed=read_committed,
+                                              min_one_batch=total == 0)
+            except OffsetOutOfRange:
+                _refused(data, ErrorCode.OFFSET_OUT_OF_RANGE)
+                errors = True
+                continue
+            except LogClosedError:  # deleted, or moved to another log dir, as it was read: the client asks again
+                _refused(data, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                errors = True
+                continue
+            except OSError:  # the partition layer took its dir offline
+                _refused(data, ErrorCode.KAFKA_STORAGE_ERROR)
                 errors = True
                 continue
             data.high_watermark = hw
             data.last_stable_offset = lso
             data.log_start_offset = log_start
-            try:
-                result, aborted = target.read(fp.fetch_offset, max(limit, 0), read_committed=read_committed,
-                                              min_one_batch=total == 0)
-            except OffsetOutOfRange:
-                data.error_code = ErrorCode.OFFSET_OUT_OF_RANGE
-                errors = True
-                continue
-            except LogClosedError:  # deleted, or moved to another log dir, as it was read: the client asks again
-                data.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                errors = True
-                continue
-            except OSError:  # the partition layer took its dir offline
-                data.error_code = ErrorCode.KAFKA_STORAGE_ERROR
-                errors = True
-                continue
             if aborted:
                 data.aborted_transactions = [AbortedTransaction(producer_id=pid, first_offset=first)
                                              for pid, first in aborted]

@@ -34,6 +34,8 @@ GROUP_KEY = 0
 TRANSACTION_KEY = 1
 
 MESSAGES: dict[ErrorCode, str] = {
+    # v1-3 name success too, as Kafka's (the error's own name); v4+ coordinators carry no message then
+    ErrorCode.NONE: "NONE",
     ErrorCode.COORDINATOR_NOT_AVAILABLE: "The coordinator's internal topic could not be created.",
     ErrorCode.INVALID_REQUEST: "Unknown coordinator key type, or an empty transactional id.",
 }
@@ -90,7 +92,7 @@ def _answer(ctx: RequestContext, request: FindCoordinatorRequest) -> FindCoordin
             code = _find(ctx, request.key_type, key)
             node, h, p = where(code)
             coordinators.append(Coordinator(key=key, node_id=node, host=h, port=p, error_code=code,
-                                            error_message=MESSAGES.get(code)))
+                                            error_message=MESSAGES.get(code) if code else None))
         return FindCoordinatorResponse(throttle_time_ms=0, coordinators=coordinators)
     code = _find(ctx, request.key_type, request.key)
     node, h, p = where(code)

@@ -7,7 +7,9 @@ finds the first record at or after it through the time index. v0 answers in `old
 
 As Kafka (`Partition.fetchOffsetForTimestamp`), every answer but earliest (-2, -4) must lie below the last
 fetchable offset (the LSO under read_committed, else the high watermark; v0-1 carry no isolation level
-and see the log end); an offset at or past it is answered as not found (-1).
+and see the log end); an offset at or past it is answered as not found (-1). A special timestamp sent at a
+version older than the one that introduced it (`FIRST_VERSION_OF`: KIP-734's -3 at v7, KIP-1005's -4 and -5
+at v8 and v9) is answered UNSUPPORTED_VERSION for its partition, as Kafka 4.4 does.
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ LATEST = -1
 #: answers exempt from the last-fetchable cap: earliest, and earliest local (the same offset here)
 UNCAPPED = frozenset((-2, -4))
 
+#: special timestamp -> the first version that may ask for it
+FIRST_VERSION_OF = {-3: 7, -4: 8, -5: 9}
 #: special timestamp -> (offset, timestamp) of the answer
 SPECIAL: dict[int, Callable[[Log], tuple[int, int]]] = {
     -2: lambda log: (log.log_start_offset, -1),
@@ -72,6 +76,8 @@ def handle_list_offsets(ctx: RequestContext, request: ListOffsetsRequest) -> Lis
                                                   old_style_offsets=[])
             partitions.append(answer)
             target, code = ctx.state.replicas.resolve(topic.name, part.partition_index)
+            if target is not None and ctx.api_version < FIRST_VERSION_OF.get(part.timestamp, 0):
+                target, code = None, ErrorCode.UNSUPPORTED_VERSION
             if target is None:
                 answer.error_code = code
                 continue
@@ -82,6 +88,8 @@ def handle_list_offsets(ctx: RequestContext, request: ListOffsetsRequest) -> Lis
                 ctx.state.logs.report_io_error(log, exc)
                 answer.error_code = ErrorCode.KAFKA_STORAGE_ERROR
                 continue
-            answer.offset, answer.timestamp, answer.leader_epoch = offset, timestamp, LEADER_EPOCH
+            # no record at or after the timestamp: no offset, so no epoch either (-1, as Kafka)
+            answer.offset, answer.timestamp = offset, timestamp
+            answer.leader_epoch = LEADER_EPOCH if offset >= 0 else -1
             answer.old_style_offsets = [offset] if offset >= 0 else []
     return ListOffsetsResponse(throttle_time_ms=0, topics=topics)

@@ -2,7 +2,9 @@
 
 v0 commits outside group management; v1 may carry a commit time per partition; v2-4 a retention time
 that fixes when the offsets expire; v6 adds leader epochs; v7 static membership; v9 the member epoch of a KIP-848 consumer group, whose
-consumer-protocol members are answered UNSUPPORTED_VERSION below it (Kafka's rule).
+consumer-protocol members are answered UNSUPPORTED_VERSION below it (Kafka's rule). The answer lists the
+partitions that do not exist first, then the committed ones, as Kafka's (it answers the unknown ones before
+asking its coordinator, then merges the coordinator's answer in): topics with an unknown partition first.
 """
 
 from __future__ import annotations
@@ -42,11 +44,15 @@ def handle_offset_commit(ctx: RequestContext, request: OffsetCommitRequest) -> A
                            request.group_instance_id, offsets, ctx.api_version)
 
     def build(codes: dict[tuple[str, int], ErrorCode]) -> OffsetCommitResponse:
+        def unknown(name: str, index: int) -> bool:
+            return codes[(name, index)] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+        topics = sorted(request.topics, key=lambda t: not any(unknown(t.name, p.partition_index) for p in t.partitions))
         return OffsetCommitResponse(throttle_time_ms=0, topics=[
             OffsetCommitResponseTopic(name=topic.name, partitions=[
                 OffsetCommitResponsePartition(partition_index=p.partition_index,
                                               error_code=codes[(topic.name, p.partition_index)])
-                for p in topic.partitions])
-            for topic in request.topics])
+                for p in sorted(topic.partitions, key=lambda p: not unknown(topic.name, p.partition_index))])
+            for topic in topics])
 
     return answer(lambda respond: state.groups.coordinator.commit_offsets(commit, now, respond), build)

@@ -60,9 +60,9 @@ Deferred = tuple[list[PartitionProduceResponse], int, Coroutine[Any, Any, Delaye
 
 
 def _error(index: int, code: ErrorCode, message: str | None = None,
-           record_errors: tuple[tuple[int, str], ...] = ()) -> PartitionProduceResponse:
+           record_errors: tuple[tuple[int, str], ...] = (), log_start_offset: int = -1) -> PartitionProduceResponse:
     return PartitionProduceResponse(index=index, error_code=code, base_offset=-1, log_append_time_ms=-1,
-                                    log_start_offset=-1, error_message=message, record_errors=[
+                                    log_start_offset=log_start_offset, error_message=message, record_errors=[
                                         BatchIndexAndErrorMessage(batch_index=i, batch_index_error_message=text)
                                         for i, text in record_errors])
 
@@ -79,7 +79,7 @@ def _outcome(index: int, appending: DelayedAppend) -> Outcome:
     if not appending.done:  # acks=-1: the offsets are known now, the answer waits for the fsync
         return _answer(index, outcome), appending
     if outcome.error is not ErrorCode.NONE:
-        return _error(index, outcome.error, outcome.message, outcome.record_errors), None
+        return _error(index, outcome.error, outcome.message, outcome.record_errors, outcome.log_start_offset), None
     return _answer(index, outcome), None
 
 

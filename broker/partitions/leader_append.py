@@ -73,7 +73,7 @@ def append_records(manager: ReplicaManager, topic: str, partition: int, records:
     try:
         header = check_header(records, target.config, allow_zstd=allow_zstd)
     except RecordsError as exc:
-        return _refused(target.key, exc)
+        return _refused(target, exc)
     if header.is_transactional:
         if transaction is None:
             return refused(target.key, ErrorCode.INVALID_RECORD,
@@ -86,9 +86,16 @@ def append_records(manager: ReplicaManager, topic: str, partition: int, records:
     return _checked_append(target, records, header, acks, now_ms)
 
 
-def _refused(key: tuple[str, int], exc: RecordsError) -> DelayedAppend:
+#: the refusals of records the log validator names (Kafka's RecordValidationException): their answers carry
+#: the partition's log start offset, as Kafka's; the other refusals carry -1
+RECORD_VALIDATION = frozenset({ErrorCode.INVALID_RECORD, ErrorCode.INVALID_TIMESTAMP})
+
+
+def _refused(target: Partition, exc: RecordsError) -> DelayedAppend:
     """A batch the validator refused: its code and message, and the records to blame (Produce v8+)."""
-    return refused(key, ErrorCode(exc.error_code), exc.message, exc.record_errors)
+    code = ErrorCode(exc.error_code)
+    start = target.log.log_start_offset if code in RECORD_VALIDATION else -1
+    return refused(target.key, code, exc.message, exc.record_errors, log_start_offset=start)
 
 
 async def _verified_then_append(manager: ReplicaManager, verdict: Awaitable[ErrorCode], key: tuple[str, int],
@@ -114,7 +121,7 @@ def _checked_append(target: Partition, records: Any, header: BatchHeader, acks: 
     try:
         validated = walk(records, header, target.config, now_ms, target.key)
     except RecordsError as exc:
-        return _refused(target.key, exc)
+        return _refused(target, exc)
     if target.manager.append_order.busy(target.key):  # an earlier append here is still being validated
         return _append_in_turn(target, validated, acks, now_ms)
     return _append(target, validated, acks, now_ms)
@@ -134,7 +141,7 @@ def _validate_then_append(target: Partition, check: RecordWalk, acks: int,
                 if validated is None:  # it inflates past what a thread may: a worker process walks it
                     validated = await check.in_process()
             except RecordsError as exc:
-                return _refused(target.key, exc)
+                return _refused(target, exc)
             if previous is not None:
                 await previous
             return _append_again(target, validated, acks, now_ms)

@@ -129,9 +129,10 @@ class PositionWait(DelayedOperation[bool]):
 
 
 def refused(key: tuple[str, int], code: ErrorCode, message: str | None = None,
-            record_errors: tuple[tuple[int, str], ...] = ()) -> DelayedAppend:
+            record_errors: tuple[tuple[int, str], ...] = (), log_start_offset: int = -1) -> DelayedAppend:
     """An append that never happened, and why (and which records to blame): complete from the start."""
-    return DelayedAppend(None, key, AppendOutcome(code, message, record_errors=record_errors), wait_for_flush=False)
+    return DelayedAppend(None, key, AppendOutcome(code, message, log_start_offset=log_start_offset,
+                                                  record_errors=record_errors), wait_for_flush=False)
 
 
 class Partition:

@@ -79,15 +79,21 @@ def offset_delete_rule(check: Check, r: offset_delete.OffsetDeleteRequest) -> Ou
     return per_topic(check, r, "topics", Op.READ, entry, "topics")
 
 
+FIRST_TOP_LEVEL_ERROR_VERSION = 2
+
+
 def offset_fetch_rule(check: Check, r: offset_fetch.OffsetFetchRequest) -> Outcome:
     if check.version >= 8:
         return _offset_fetch_groups(check, r)
     if not check.ok(Op.DESCRIBE, GROUP, r.group_id):
+        # v2+ carry the denial at the top and no topics; v0-1 have no top-level error: every partition's
+        # (as Kafka's OffsetFetchRequest.getErrorResponse)
+        asked = (r.topics or []) if check.version < FIRST_TOP_LEVEL_ERROR_VERSION else []
         return offset_fetch.OffsetFetchResponse(error_code=GROUP_DENIED, topics=[
             offset_fetch.OffsetFetchResponseTopic(name=t.name, partitions=[
                 offset_fetch.OffsetFetchResponsePartition(partition_index=i, committed_offset=-1, metadata="",
                                                           error_code=GROUP_DENIED)
-                for i in t.partition_indexes]) for t in (r.topics or [])])
+                for i in t.partition_indexes]) for t in asked])
     if r.topics is None:  # every committed topic: list only those it may describe
         def visible(response: Any) -> Any:
             response.topics = [t for t in response.topics if check.ok(Op.DESCRIBE, TOPIC, t.name, quiet=True)]

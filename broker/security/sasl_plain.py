@@ -1,7 +1,8 @@
 """SASL/PLAIN (RFC 4616) on the server: one token `authzid NUL user NUL password`, checked in constant time.
 
-The messages are Kafka's (PlainSaslServer): a token that does not parse is a plain failure (the session
-turns it into the generic message); a wrong password and an unknown user get the same answer and cost
+The messages are Kafka's (PlainSaslServer): a token without exactly two NULs says how many parts it has
+(Kafka counts at most four); one whose names are not UTF-8 is a plain failure (the session turns it into the
+generic message); a wrong password and an unknown user get the same answer and cost
 the same time, so neither the answer nor its timing says whether the user exists.
 """
 
@@ -29,7 +30,8 @@ class PlainServer:
             raise SaslFailure(generic_message(self.mechanism), reason="token after completion")
         parts = bytes(token).split(b"\x00")
         if len(parts) != 3:
-            raise SaslFailure(generic_message(self.mechanism), reason="malformed PLAIN token")
+            raise SaslFailure(f"Invalid SASL/PLAIN response: expected 3 tokens, got {min(len(parts), 4)}",
+                              reason="malformed PLAIN token")
         try:
             authzid, user = parts[0].decode(), parts[1].decode()
         except UnicodeDecodeError:

@@ -87,7 +87,7 @@ async def test_describe_topic_partitions_lists_named_topics_in_name_order_with_i
     node = app.state.node_id
     part = response.topics[1].partitions[1]
     assert (part.leader_id, part.replica_nodes, part.isr_nodes, part.offline_replicas) == (node, [node], [node], [])
-    assert part.eligible_leader_replicas is None and part.last_known_elr is None
+    assert part.eligible_leader_replicas == [] and part.last_known_elr == []  # empty, not null: as Kafka 4.4
     assert response.next_cursor is None
     assert response.topics[0].topic_authorized_operations > 0
 
@@ -178,7 +178,8 @@ async def test_elect_leaders_needs_no_election_on_a_single_replica(app: BrokerAp
         elect_leaders.TopicPartitions(topic="nope", partitions=[0])]), version)
     results = {(r.topic, p.partition_id): (p.error_code, p.error_message)
                for r in response.replica_election_results for p in r.partition_result}
-    assert results == {("el", 0): (E.ELECTION_NOT_NEEDED, None), ("el", 1): (E.ELECTION_NOT_NEEDED, None),
+    not_needed = "Leader election not needed for topic partition."  # the text Kafka 4.4 sends with it
+    assert results == {("el", 0): (E.ELECTION_NOT_NEEDED, not_needed), ("el", 1): (E.ELECTION_NOT_NEEDED, not_needed),
                        ("el", 5): (E.UNKNOWN_TOPIC_OR_PARTITION, "No such partition as el-5"),
                        ("nope", 0): (E.UNKNOWN_TOPIC_OR_PARTITION, "No such topic as nope")}
 
@@ -259,11 +260,16 @@ async def test_describe_quorum_is_this_node_alone(app: BrokerApp, client: RawCli
 
 
 @pytest.mark.parametrize("request_", [_quorum_request("other"), _quorum_request(partitions=(1,)),
-                                      _quorum_request(partitions=(0, 0)),
-                                      describe_quorum.DescribeQuorumRequest(topics=[])])
+                                      _quorum_request(partitions=(0, 0))])
 async def test_describe_quorum_of_anything_else_is_an_unknown_partition(client: RawClient, request_: Any) -> None:
     response = await client.call(request_, 2)
     assert response.error_code == E.UNKNOWN_TOPIC_OR_PARTITION and response.topics == []
+
+
+async def test_describe_quorum_of_nothing_answers_nothing(client: RawClient) -> None:
+    """As Kafka 4.4 (tests/conformance: api/DescribeQuorum): no topics asked, none answered, no error."""
+    response = await client.call(describe_quorum.DescribeQuorumRequest(topics=[]), 2)
+    assert response.error_code == E.NONE and response.topics == []
 
 
 # -- ListConfigResources --------------------------------------------------------------------------------
