@@ -52,8 +52,9 @@ def _partitions(ctx: RequestContext, info: TopicInfo, start: int, stop: int) -> 
         down = bool(offline) and logs.dir_of(info.name, index) in offline
         out.append(DescribeTopicPartitionsResponsePartition(
             error_code=ErrorCode.NONE, partition_index=index, leader_id=-1 if down else node, leader_epoch=0,
-            replica_nodes=[node], isr_nodes=[] if down else [node], eligible_leader_replicas=None,
-            last_known_elr=None, offline_replicas=[node] if down else []))
+            replica_nodes=[node], isr_nodes=[] if down else [node],
+            # empty, not null: Kafka answers its (empty) ELR lists, and the Java admin client streams them
+            eligible_leader_replicas=[], last_known_elr=[], offline_replicas=[node] if down else []))
     return out
 
 
