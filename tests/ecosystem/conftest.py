@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.ecosystem.jvm import Tours, compile_programs
+from tests.ecosystem.jvm import Tours, compile_programs, ecosystem_missing
 from tests.integration.metrics_broker import MetricsBrokerProcess
 from tests.kafka_node import KafkaNode, missing_reason, required
 
@@ -26,7 +26,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def _need_kafka_jars() -> None:
-    reason = missing_reason()
+    reason = missing_reason() or ecosystem_missing()
     if reason is not None:
         if required():
             pytest.fail(reason)

@@ -11,13 +11,14 @@ Everything here is blocking and runs on the test's own thread.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tests.kafka_node import kafka_home
+from tests.kafka_node import kafka_home, kafka_version
 
 SOURCES = Path(__file__).parent / "java"
 #: a small heap and a quick JIT: the tours are short, and two cores are shared with the broker
@@ -25,8 +26,25 @@ JVM_FLAGS = ["-Xms32m", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1
 TOUR_TIMEOUT_S = 180.0
 
 
+ENV_ECOSYSTEM = "PYBROKER_ECOSYSTEM_HOME"
+
+
+def ecosystem_home() -> Path:
+    """Where `make ecosystem` put Kafka Streams' jars (tests/ecosystem/pom.xml)."""
+    configured = os.environ.get(ENV_ECOSYSTEM)
+    if configured:
+        return Path(configured)
+    return Path.home() / ".cache" / "pybroker" / f"ecosystem-{kafka_version()}"
+
+
+def ecosystem_missing() -> str | None:
+    if not (ecosystem_home() / ".resolved").exists():
+        return f"Kafka Streams {kafka_version()} is not resolved in {ecosystem_home()}: run `make ecosystem`"
+    return None
+
+
 def classpath(classes: Path) -> str:
-    return f"{classes}:{kafka_home() / 'libs' / '*'}"
+    return f"{classes}:{ecosystem_home() / 'libs' / '*'}:{kafka_home() / 'libs' / '*'}"
 
 
 def compile_programs(classes: Path) -> Path:
