@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PYTEST_ARGS ?=
 
-.PHONY: cc kcat fuse java kafka ecosystem maven prometheus chromium bytecode run test test-fast lint bench fuzz check-gen gen docs install clean
+.PHONY: cc kcat fuse java kafka ecosystem spark-kafka maven prometheus chromium bytecode run test test-fast lint bench fuzz check-gen gen docs install clean
 
 # two stamps: `make run` needs only the broker (.venv/.installed-broker); tests, lint and the Spark
 # connector need the extras too (.venv/.installed, which implies the other)
@@ -81,6 +81,16 @@ $(ECOSYSTEM_CACHE)/.resolved: tests/ecosystem/pom.xml tests/kafka/pom.xml | mave
 	  -DincludeScope=runtime -DoutputDirectory=libs
 	touch $@
 
+# Spark's own Kafka connector, for the Spark tests beside ours (tests/ecosystem/spark/pom.xml pins it)
+SPARK_KAFKA_CACHE ?= $(HOME)/.cache/pybroker/spark-kafka-$(shell sed -n 's:.*<spark.version>\(.*\)</spark.version>.*:\1:p' tests/ecosystem/spark/pom.xml)
+spark-kafka: $(SPARK_KAFKA_CACHE)/.resolved
+$(SPARK_KAFKA_CACHE)/.resolved: tests/ecosystem/spark/pom.xml | maven
+	@echo "resolving Spark's Kafka connector into $(SPARK_KAFKA_CACHE) (once)"
+	rm -rf $(SPARK_KAFKA_CACHE)/libs && mkdir -p $(SPARK_KAFKA_CACHE)
+	cp tests/ecosystem/spark/pom.xml $(SPARK_KAFKA_CACHE)/pom.xml
+	cd $(SPARK_KAFKA_CACHE) && mvn -q -B dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory=libs
+	touch $@
+
 # the metrics test scrapes the broker with a real Prometheus server
 prometheus:
 	@command -v prometheus >/dev/null 2>&1 || \
@@ -102,8 +112,9 @@ bytecode: $(BROKER_STAMP)
 run: $(BROKER_STAMP) bytecode
 	$(VENV)/bin/pybroker start --log-dirs ./data --listeners PLAINTEXT://127.0.0.1:9092 --metrics-port 9404
 
-test: $(STAMP) kcat fuse java kafka ecosystem prometheus chromium bytecode
-	PYBROKER_KAFKA_HOME=$(KAFKA_CACHE) PYBROKER_ECOSYSTEM_HOME=$(ECOSYSTEM_CACHE) $(PY) -m pytest $(PYTEST_ARGS)
+test: $(STAMP) kcat fuse java kafka ecosystem spark-kafka prometheus chromium bytecode
+	PYBROKER_KAFKA_HOME=$(KAFKA_CACHE) PYBROKER_ECOSYSTEM_HOME=$(ECOSYSTEM_CACHE) \
+	  PYBROKER_SPARK_KAFKA_HOME=$(SPARK_KAFKA_CACHE) $(PY) -m pytest $(PYTEST_ARGS)
 
 test-fast: $(STAMP) fuse java kafka bytecode
 	PYBROKER_KAFKA_HOME=$(KAFKA_CACHE) $(PY) -m pytest -m "not slow" $(PYTEST_ARGS)
