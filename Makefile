@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PYTEST_ARGS ?=
 
-.PHONY: cc kcat fuse java kafka ecosystem spark-kafka maven prometheus chromium bytecode run test test-fast lint bench fuzz check-gen gen docs install clean
+.PHONY: cc kcat fuse java kafka ecosystem spark-kafka connect maven prometheus chromium bytecode run test test-fast lint bench fuzz check-gen gen docs install clean
 
 # two stamps: `make run` needs only the broker (.venv/.installed-broker); tests, lint and the Spark
 # connector need the extras too (.venv/.installed, which implies the other)
@@ -91,6 +91,16 @@ $(SPARK_KAFKA_CACHE)/.resolved: tests/ecosystem/spark/pom.xml | maven
 	cd $(SPARK_KAFKA_CACHE) && mvn -q -B dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory=libs
 	touch $@
 
+# Kafka Connect with its file connectors and MirrorMaker 2 (tests/ecosystem/connect/pom.xml pins them)
+CONNECT_CACHE ?= $(HOME)/.cache/pybroker/connect-$(shell sed -n 's:.*<connect.version>\(.*\)</connect.version>.*:\1:p' tests/ecosystem/connect/pom.xml)
+connect: $(CONNECT_CACHE)/.resolved
+$(CONNECT_CACHE)/.resolved: tests/ecosystem/connect/pom.xml | maven
+	@echo "resolving Kafka Connect and MirrorMaker 2 into $(CONNECT_CACHE) (once)"
+	rm -rf $(CONNECT_CACHE)/libs && mkdir -p $(CONNECT_CACHE)
+	cp tests/ecosystem/connect/pom.xml $(CONNECT_CACHE)/pom.xml
+	cd $(CONNECT_CACHE) && mvn -q -B dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory=libs
+	touch $@
+
 # the metrics test scrapes the broker with a real Prometheus server
 prometheus:
 	@command -v prometheus >/dev/null 2>&1 || \
@@ -112,9 +122,9 @@ bytecode: $(BROKER_STAMP)
 run: $(BROKER_STAMP) bytecode
 	$(VENV)/bin/pybroker start --log-dirs ./data --listeners PLAINTEXT://127.0.0.1:9092 --metrics-port 9404
 
-test: $(STAMP) kcat fuse java kafka ecosystem spark-kafka prometheus chromium bytecode
+test: $(STAMP) kcat fuse java kafka ecosystem spark-kafka connect prometheus chromium bytecode
 	PYBROKER_KAFKA_HOME=$(KAFKA_CACHE) PYBROKER_ECOSYSTEM_HOME=$(ECOSYSTEM_CACHE) \
-	  PYBROKER_SPARK_KAFKA_HOME=$(SPARK_KAFKA_CACHE) $(PY) -m pytest $(PYTEST_ARGS)
+	  PYBROKER_SPARK_KAFKA_HOME=$(SPARK_KAFKA_CACHE) PYBROKER_CONNECT_HOME=$(CONNECT_CACHE) $(PY) -m pytest $(PYTEST_ARGS)
 
 test-fast: $(STAMP) fuse java kafka bytecode
 	PYBROKER_KAFKA_HOME=$(KAFKA_CACHE) $(PY) -m pytest -m "not slow" $(PYTEST_ARGS)

@@ -43,6 +43,25 @@ def ecosystem_missing() -> str | None:
     return None
 
 
+ENV_CONNECT = "PYBROKER_CONNECT_HOME"
+
+
+def connect_home() -> Path:
+    """Where `make connect` put Kafka Connect, its file connectors and MirrorMaker 2."""
+    configured = os.environ.get(ENV_CONNECT)
+    if configured:
+        return Path(configured)
+    pom = (SOURCES.parent / "connect" / "pom.xml").read_text()
+    version = pom.split("<connect.version>")[1].split("</connect.version>")[0].strip()
+    return Path.home() / ".cache" / "pybroker" / f"connect-{version}"
+
+
+def connect_missing() -> str | None:
+    if not (connect_home() / ".resolved").exists():
+        return f"Kafka Connect is not resolved in {connect_home()}: run `make connect`"
+    return None
+
+
 def classpath(classes: Path) -> str:
     return f"{classes}:{ecosystem_home() / 'libs' / '*'}:{kafka_home() / 'libs' / '*'}"
 
