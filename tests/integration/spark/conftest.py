@@ -10,11 +10,9 @@ tests can watch a retried task fence what its first attempt wrote.
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -23,26 +21,7 @@ pyspark = pytest.importorskip("pyspark", reason="the spark extra is not installe
 from pyspark.sql import SparkSession  # noqa: E402
 
 from pybroker.clients.spark import register  # noqa: E402
-
-
-ENV_SPARK_KAFKA = "PYBROKER_SPARK_KAFKA_HOME"
-
-
-def spark_kafka_jars() -> list[Path]:
-    """The jars of Spark's own Kafka connector (`make spark-kafka`) that pyspark does not already ship.
-
-    Empty when they are not resolved (outside `make test`): the tests of `format("kafka")` then skip, or fail
-    under `make test`, which sets PYBROKER_SPARK_KAFKA_HOME."""
-    home = os.environ.get(ENV_SPARK_KAFKA)
-    if not home or not (Path(home) / ".resolved").exists():
-        return []
-    shipped = {_artifact(jar.name) for jar in (Path(pyspark.__file__).parent / "jars").glob("*.jar")}
-    return sorted(jar for jar in (Path(home) / "libs").glob("*.jar") if _artifact(jar.name) not in shipped)
-
-
-def _artifact(jar_name: str) -> str:
-    """"kafka-clients-3.9.2.jar" -> "kafka-clients": a jar's artifact without its version."""
-    return re.sub(r"-\d[^-]*\.jar$", "", jar_name)
+from tests.integration.spark.spark_kafka import spark_kafka_jars  # noqa: E402
 
 
 @pytest.fixture(scope="session")
