@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PYTEST_ARGS ?=
 
-.PHONY: cc kcat fuse java kafka maven prometheus chromium bytecode run test test-fast lint bench soak-connections fuzz check-gen gen docs screenshots install clean conformance
+.PHONY: cc kcat fuse java kafka maven prometheus chromium bytecode run test test-fast lint bench soak-connections fuzz check-gen gen docs screenshots install clean conformance ecosystem spark-kafka connect
 
 # two stamps: `make run` needs only the broker (.venv/.installed-broker); tests, lint and the Spark
 # connector need the extras too (.venv/.installed, which implies the other)
@@ -48,9 +48,10 @@ fuse:
 	  { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q fuse3; }
 
 # Spark (the connector's tests) needs Java 17+
+# (a JDK: the ecosystem tests compile their Java programs with javac)
 java:
-	@command -v java >/dev/null 2>&1 || \
-	  { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q openjdk-17-jre-headless; }
+	@{ command -v java >/dev/null 2>&1 && command -v javac >/dev/null 2>&1; } || \
+	  { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q openjdk-17-jdk-headless; }
 
 maven: java
 	@command -v mvn >/dev/null 2>&1 || { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q maven; }
@@ -66,6 +67,38 @@ $(KAFKA_CACHE)/.resolved: tests/kafka/pom.xml | maven
 	rm -rf $(KAFKA_CACHE)/libs && mkdir -p $(KAFKA_CACHE)
 	cp tests/kafka/pom.xml $(KAFKA_CACHE)/pom.xml
 	cd $(KAFKA_CACHE) && mvn -q -B dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory=libs
+	touch $@
+
+# what the ecosystem tests (tests/ecosystem/) run beside Kafka's jars: Kafka Streams; resolved from
+# tests/ecosystem/pom.xml at the Kafka version pinned above, into a cache outside the source tree
+ECOSYSTEM_CACHE ?= $(HOME)/.cache/pybroker/ecosystem-$(KAFKA_VERSION)
+ecosystem: $(ECOSYSTEM_CACHE)/.resolved
+$(ECOSYSTEM_CACHE)/.resolved: tests/ecosystem/pom.xml tests/kafka/pom.xml | maven
+	@echo "resolving Kafka Streams $(KAFKA_VERSION) into $(ECOSYSTEM_CACHE) (once)"
+	rm -rf $(ECOSYSTEM_CACHE)/libs && mkdir -p $(ECOSYSTEM_CACHE)
+	cp tests/ecosystem/pom.xml $(ECOSYSTEM_CACHE)/pom.xml
+	cd $(ECOSYSTEM_CACHE) && mvn -q -B dependency:copy-dependencies -Dkafka.version=$(KAFKA_VERSION) \
+	  -DincludeScope=runtime -DoutputDirectory=libs
+	touch $@
+
+# Spark's own Kafka connector, for the Spark tests beside ours (tests/ecosystem/spark/pom.xml pins it)
+SPARK_KAFKA_CACHE ?= $(HOME)/.cache/pybroker/spark-kafka-$(shell sed -n 's:.*<spark.version>\(.*\)</spark.version>.*:\1:p' tests/ecosystem/spark/pom.xml)
+spark-kafka: $(SPARK_KAFKA_CACHE)/.resolved
+$(SPARK_KAFKA_CACHE)/.resolved: tests/ecosystem/spark/pom.xml | maven
+	@echo "resolving Spark's Kafka connector into $(SPARK_KAFKA_CACHE) (once)"
+	rm -rf $(SPARK_KAFKA_CACHE)/libs && mkdir -p $(SPARK_KAFKA_CACHE)
+	cp tests/ecosystem/spark/pom.xml $(SPARK_KAFKA_CACHE)/pom.xml
+	cd $(SPARK_KAFKA_CACHE) && mvn -q -B dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory=libs
+	touch $@
+
+# Kafka Connect with its file connectors and MirrorMaker 2 (tests/ecosystem/connect/pom.xml pins them)
+CONNECT_CACHE ?= $(HOME)/.cache/pybroker/connect-$(shell sed -n 's:.*<connect.version>\(.*\)</connect.version>.*:\1:p' tests/ecosystem/connect/pom.xml)
+connect: $(CONNECT_CACHE)/.resolved
+$(CONNECT_CACHE)/.resolved: tests/ecosystem/connect/pom.xml | maven
+	@echo "resolving Kafka Connect and MirrorMaker 2 into $(CONNECT_CACHE) (once)"
+	rm -rf $(CONNECT_CACHE)/libs && mkdir -p $(CONNECT_CACHE)
+	cp tests/ecosystem/connect/pom.xml $(CONNECT_CACHE)/pom.xml
+	cd $(CONNECT_CACHE) && mvn -q -B dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory=libs
 	touch $@
 
 # the metrics test scrapes the broker with a real Prometheus server
@@ -89,8 +122,9 @@ bytecode: $(BROKER_STAMP)
 run: $(BROKER_STAMP) bytecode
 	$(VENV)/bin/pybroker start --log-dirs ./data --listeners PLAINTEXT://127.0.0.1:9092 --metrics-port 9404
 
-test: $(STAMP) kcat fuse java kafka prometheus chromium bytecode
-	PYBROKER_KAFKA_HOME=$(KAFKA_CACHE) $(PY) -m pytest $(PYTEST_ARGS)
+test: $(STAMP) kcat fuse java kafka ecosystem spark-kafka connect prometheus chromium bytecode
+	PYBROKER_KAFKA_HOME=$(KAFKA_CACHE) PYBROKER_ECOSYSTEM_HOME=$(ECOSYSTEM_CACHE) \
+	  PYBROKER_SPARK_KAFKA_HOME=$(SPARK_KAFKA_CACHE) PYBROKER_CONNECT_HOME=$(CONNECT_CACHE) $(PY) -m pytest $(PYTEST_ARGS)
 
 test-fast: $(STAMP) fuse java kafka bytecode
 	PYBROKER_KAFKA_HOME=$(KAFKA_CACHE) $(PY) -m pytest -m "not slow" $(PYTEST_ARGS)

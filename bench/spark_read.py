@@ -10,7 +10,9 @@ timed from the action to its answer, so it includes planning (the driver's offse
 scheduling, as a user's job would. Two readers, each in its own driver process (the reader is chosen
 by the workers' environment, see `datasource.READER_ENV`):
 - before: the kafka-python reader (a ConsumerRecord per record, then `pa.array` per column);
-- after: our own Fetch client and the compiled decoder (`fetch_reader`, `arrow_records`).
+- after: our own Fetch client and the compiled decoder (`fetch_reader`, `arrow_records`);
+- and Spark's own `format("kafka")` (spark-sql-kafka-0-10, Java), when `make spark-kafka` resolved it: what a
+  Spark user would otherwise run, on the same topic.
 Each is run once to warm up (the JVM, Python workers) and then `--runs` times; medians are printed
 with the 1-minute load average after each run.
 
@@ -41,14 +43,18 @@ if str(REPO_ROOT) not in sys.path:
 
 from bench.load import consume, create_topic, produce  # noqa: E402
 from tests.integration.brokers import BrokerProcess, kill_all  # noqa: E402
+from tests.integration.spark.spark_kafka import spark_kafka_jars  # noqa: E402
 
 RECORDS = 1_000_000
 SIZE = 100
 PARTITIONS = 8
 RUNS = 3
 MASTER = "local[2]"
-#: reader label -> the workers' PYBROKER_SPARK_READER value (see clients/spark/datasource.py)
-READERS = {"before (kafka-python)": "kafka-python", "after (compiled)": ""}
+#: the reader that is not ours: Spark's own Kafka source (its jars from `make spark-kafka`)
+SPARK_KAFKA = "spark-kafka"
+#: reader label -> the workers' PYBROKER_SPARK_READER value (see clients/spark/datasource.py), or SPARK_KAFKA
+READERS = {"before (kafka-python)": "kafka-python", "after (compiled)": "",
+           'Spark\'s own format("kafka") (spark-sql-kafka-0-10)': SPARK_KAFKA}
 SPARK_RUN_TIMEOUT_S = 900
 
 
@@ -92,13 +98,15 @@ def _spark_runs(bootstrap: str, topic: str, partitions: int, records: int, runs:
     spark = (SparkSession.builder.master(MASTER).appName("pybroker-bench-spark-read")
              .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
              .config("spark.driver.memory", "1g").config("spark.sql.session.timeZone", "UTC")
+             .config("spark.driver.extraClassPath", ":".join(str(jar) for jar in spark_kafka_jars()))
              .getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     register(spark)
+    source = "kafka" if reader == SPARK_KAFKA else "pybroker"
     spark_runs, direct_runs = Runs(reader), Runs("direct")
     try:
         for run in range(runs + 1):
-            df = (spark.read.format("pybroker").option("kafka.bootstrap.servers", bootstrap)
+            df = (spark.read.format(source).option("kafka.bootstrap.servers", bootstrap)
                   .option("subscribe", topic).load())
             started = time.perf_counter()
             count, total = df.selectExpr("count(*)", "sum(length(value))").first()
@@ -159,6 +167,9 @@ def run(records: int = RECORDS, partitions: int = PARTITIONS, runs: int = RUNS,
                 return f"produce fell short ({sent.records} of {records}: {sent.note})"
             results: list[Runs] = []
             for label, reader in READERS.items():
+                if reader == SPARK_KAFKA and not spark_kafka_jars():
+                    print(f"  [pybroker] Spark read, {label}: skipped (`make spark-kafka` resolves it)", flush=True)
+                    continue
                 print(f"  [pybroker] Spark read, {label}: {runs} runs on {MASTER} ...", flush=True)
                 results += spark_reader(broker.bootstrap, topic, partitions, records, runs, label, reader)
             return results

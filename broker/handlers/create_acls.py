@@ -36,7 +36,7 @@ def handle_create_acls(ctx: RequestContext, request: CreateAclsRequest) -> Creat
     authorizer = ctx.state.authorizer
     if authorizer is None:
         return CreateAclsResponse(results=[
-            AclCreationResult(error_code=ErrorCode.SECURITY_DISABLED, error_message="no authorizer is configured")
+            AclCreationResult(error_code=ErrorCode.SECURITY_DISABLED, error_message="No Authorizer is configured.")
             for _ in request.creations])
     results: list[AclCreationResult] = []
     valid: list[AclBinding] = []

@@ -32,7 +32,7 @@ def handle_delete_acls(ctx: RequestContext, request: DeleteAclsRequest) -> Delet
     authorizer = ctx.state.authorizer
     if authorizer is None:
         return DeleteAclsResponse(filter_results=[
-            DeleteAclsFilterResult(error_code=ErrorCode.SECURITY_DISABLED, error_message="no authorizer is configured")
+            DeleteAclsFilterResult(error_code=ErrorCode.SECURITY_DISABLED, error_message="No Authorizer is configured.")
             for _ in request.filters])
     filters = [wire_filter(f.resource_type_filter, f.resource_name_filter, f.pattern_type_filter,
                            f.principal_filter, f.host_filter, f.operation, f.permission_type)

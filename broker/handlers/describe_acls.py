@@ -32,7 +32,7 @@ def handle_describe_acls(ctx: RequestContext, request: DescribeAclsRequest) -> D
     authorizer = ctx.state.authorizer
     if authorizer is None:
         return DescribeAclsResponse(error_code=ErrorCode.SECURITY_DISABLED,
-                                    error_message="no authorizer is configured")
+                                    error_message="No Authorizer is configured on the broker")
     acl_filter = wire_filter(request.resource_type_filter, request.resource_name_filter,
                              request.pattern_type_filter, request.principal_filter, request.host_filter,
                              request.operation, request.permission_type)

@@ -88,11 +88,14 @@ def _answer(ctx: RequestContext, request: MetadataRequest) -> MetadataResponse:
         topics = [topic_metadata(ctx, info, include_ops) for info in state.logs.topics().values()]
     else:
         for wanted in request.topics:
-            if wanted.name is None and version < FIRST_TOPIC_ID_VERSION:
+            # an entry names its topic by id when it carries one, whatever its name says: Java's consumer
+            # asks for the ids of a KIP-848 assignment with the name "" (Kafka then ignores the name)
+            by_id = wanted.name is None or (wanted.topic_id is not None and wanted.topic_id != ZERO_UUID)
+            if by_id and version < FIRST_TOPIC_ID_VERSION:
                 # as Kafka: no topic ids before v12; and v10-11 answers cannot carry a null name
                 topics.append(_missing("", ErrorCode.INVALID_REQUEST, wanted.topic_id))
                 continue
-            if wanted.name is None:
+            if by_id:
                 info = state.logs.topic_by_id(wanted.topic_id)
                 topics.append(topic_metadata(ctx, info, include_ops) if info is not None
                               else _missing(None, ErrorCode.UNKNOWN_TOPIC_ID, wanted.topic_id))

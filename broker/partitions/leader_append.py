@@ -49,14 +49,6 @@ TransactionCheck: TypeAlias = Callable[[BatchHeader], "ErrorCode | Awaitable[Err
 #: an append's outcome now, or once validation off the loop (or the transaction's state write) is done
 Appending: TypeAlias = "DelayedAppend | Coroutine[Any, Any, DelayedAppend]"
 
-#: why a transactional batch was refused, for the client's log
-TXN_MESSAGES: dict[ErrorCode, str] = {
-    ErrorCode.INVALID_TXN_STATE: "the partition was not added to the transaction",
-    ErrorCode.TRANSACTION_ABORTABLE: "the partition was not added to the transaction",
-    ErrorCode.INVALID_PRODUCER_EPOCH: "the producer epoch is not the transactional id's current one",
-    ErrorCode.INVALID_PRODUCER_ID_MAPPING: "the producer id is not the transactional id's",
-    ErrorCode.NOT_ENOUGH_REPLICAS: "the transaction coordinator cannot verify the partition yet: retry",
-}
 
 
 def append_records(manager: ReplicaManager, topic: str, partition: int, records: Any, *, acks: int, now_ms: int,
@@ -82,7 +74,8 @@ def append_records(manager: ReplicaManager, topic: str, partition: int, records:
         if not isinstance(verdict, ErrorCode):
             return _verified_then_append(manager, verdict, target.key, records, header, acks, now_ms)
         if verdict is not ErrorCode.NONE:
-            return refused(target.key, verdict, TXN_MESSAGES.get(verdict))
+            # no message, as Kafka (it sends one only for records it refused): clients show the code's own text
+            return refused(target.key, verdict)
     return _checked_append(target, records, header, acks, now_ms)
 
 
@@ -103,7 +96,7 @@ async def _verified_then_append(manager: ReplicaManager, verdict: Awaitable[Erro
     """Produce v12: the partition joins the transaction (a fsynced state write) before the append."""
     code = await verdict
     if code is not ErrorCode.NONE:
-        return refused(key, code, TXN_MESSAGES.get(code))
+        return refused(key, code)
     target, code = manager.resolve_for_write(*key)  # fresh: it may have moved meanwhile
     if target is None:
         return refused(key, code)

@@ -21,6 +21,7 @@ pyspark = pytest.importorskip("pyspark", reason="the spark extra is not installe
 from pyspark.sql import SparkSession  # noqa: E402
 
 from pybroker.clients.spark import register  # noqa: E402
+from tests.integration.spark.spark_kafka import spark_kafka_jars  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -37,6 +38,8 @@ def spark() -> Iterator[SparkSession]:
                .config("spark.sql.shuffle.partitions", "2")
                .config("spark.sql.session.timeZone", "UTC")
                .config("spark.sql.streaming.forceDeleteTempCheckpointLocation", "true")
+               # Spark's own `format("kafka")` beside ours, when resolved (test_spark_kafka_format.py)
+               .config("spark.driver.extraClassPath", ":".join(str(jar) for jar in spark_kafka_jars()))
                .getOrCreate())
     session.sparkContext.setLogLevel("ERROR")
     register(session)

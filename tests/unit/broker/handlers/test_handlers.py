@@ -80,6 +80,20 @@ async def test_fetch_by_topic_id_and_unknown_id(client: RawClient) -> None:
     assert unknown.responses[0].partitions[0].error_code == ErrorCode.UNKNOWN_TOPIC_ID
 
 
+async def test_metadata_by_topic_id_ignores_an_empty_name(client: RawClient) -> None:
+    """Java's KIP-848 consumer resolves its assignment's topic ids with `name=""` beside each id: Kafka
+    looks the topic up by its id (it failed here as an invalid topic name "")."""
+    await client.call(_produce("named-by-id", _records(1)), 9)
+    metadata = await client.call(MetadataRequest(topics=[MetadataRequestTopic(name="named-by-id")]), 12)
+    topic_id = metadata.topics[0].topic_id
+    stray = uuid.uuid4()
+    answer = await client.call(MetadataRequest(topics=[MetadataRequestTopic(name="", topic_id=topic_id),
+                                                       MetadataRequestTopic(name="", topic_id=stray)]), 12)
+    found, unknown = answer.topics
+    assert (found.error_code, found.name, found.topic_id, len(found.partitions)) == (0, "named-by-id", topic_id, 1)
+    assert (unknown.error_code, unknown.topic_id) == (ErrorCode.UNKNOWN_TOPIC_ID, stray)
+
+
 async def test_fetch_long_poll_wakes_on_append_and_uses_sendfile(client: RawClient, app: BrokerApp) -> None:
     await client.call(_produce("poll", _records(1)), 9)
     await client.send(_fetch("poll", offset=1, max_wait=30_000, min_bytes=1), 12)
