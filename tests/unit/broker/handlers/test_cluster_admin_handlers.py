@@ -87,7 +87,8 @@ async def test_describe_topic_partitions_lists_named_topics_in_name_order_with_i
     node = app.state.node_id
     part = response.topics[1].partitions[1]
     assert (part.leader_id, part.replica_nodes, part.isr_nodes, part.offline_replicas) == (node, [node], [node], [])
-    assert part.eligible_leader_replicas is None and part.last_known_elr is None
+    # empty, as Kafka sends them: the Java admin client (kafka-topics --describe) fails on null lists
+    assert part.eligible_leader_replicas == [] and part.last_known_elr == []
     assert response.next_cursor is None
     assert response.topics[0].topic_authorized_operations > 0
 
