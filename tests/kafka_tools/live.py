@@ -40,6 +40,8 @@ class _Lines:
                 self.proc.kill()
                 self.proc.wait(timeout=10)
         self._thread.join(timeout=10)
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
 
 
 @contextmanager

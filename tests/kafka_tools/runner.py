@@ -53,7 +53,7 @@ TOOLS: dict[str, str] = {
 }
 
 #: lines the JVM or the tool prints about itself, never about the broker
-_NOISE = re.compile(r"deprecated|KIP-848|kafka-version\.properties|^SLF4J:|^OpenJDK .*warning|has no active members"
+_NOISE = re.compile(r"deprecated|KIP-848|kafka-version\.properties|^SLF4J:|^OpenJDK .*warning|has no active members|^Processed a total of \d+ messages"
                     r"|^\[[\d.]+s\]\[warning\]\[cds", re.IGNORECASE)
 
 
@@ -112,8 +112,9 @@ def run(tool: str, bootstrap: str, *args: str, stdin: str | None = None,
 
 
 def start(tool: str, bootstrap: str, *args: str) -> subprocess.Popen[str]:
-    """A long-running tool, its stdout a pipe; the caller stops it (terminate, then wait)."""
-    return subprocess.Popen(command(tool, args, bootstrap), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    """A long-running tool, its stdout a pipe (stderr dropped: nobody reads it, and a full pipe would stall
+    the tool); the caller stops it (terminate, wait) and closes its stdout."""
+    return subprocess.Popen(command(tool, args, bootstrap), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                             stdin=subprocess.DEVNULL, text=True)
 
 
