@@ -18,6 +18,7 @@ from pybroker.protocol.messages import (
     alter_partition_reassignments as apr,
 )
 from pybroker.protocol.messages import (
+    create_partitions,
     describe_cluster,
     describe_quorum,
     elect_leaders,
@@ -170,6 +171,20 @@ async def test_describe_topic_partitions_survives_many_repeated_names(app: Broke
 
 
 # -- ElectLeaders ------------------------------------------------------------------------------------
+async def test_create_partitions_that_do_not_grow_get_kafkas_texts(app: BrokerApp, client: RawClient) -> None:
+    """kafka-topics --alter prints the controller's text as it is: Kafka 4's words, compared with Kafka's own
+    output in tests/kafka_tools/test_admin_tools.py."""
+    app.state.topics.create("cp", 3, 1, {})
+    answers = {}
+    for count in (2, 3):
+        response = await client.call(create_partitions.CreatePartitionsRequest(topics=[
+            create_partitions.CreatePartitionsTopic(name="cp", count=count, assignments=None)],
+            timeout_ms=1000, validate_only=False), 3)
+        answers[count] = (response.results[0].error_code, response.results[0].error_message)
+    assert answers == {2: (E.INVALID_PARTITIONS, "The topic cp currently has 3 partition(s); 2 would not be an increase."),
+                       3: (E.INVALID_PARTITIONS, "Topic already has 3 partition(s).")}
+
+
 @pytest.mark.parametrize("version", [0, 1, 2])
 async def test_elect_leaders_needs_no_election_on_a_single_replica(app: BrokerApp, client: RawClient,
                                                                    version: int) -> None:
