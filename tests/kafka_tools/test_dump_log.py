@@ -1,6 +1,6 @@
 """Kafka reads pybroker's files: `kafka-dump-log` (DumpLogSegments) on a stopped pybroker's log dir.
 
-The log dir holds what the format has: rolled segments (a small broker `log.segment.bytes`: Kafka's tools refuse a topic's under 1 MiB), a stock transactional
+The log dir holds what the format has: rolled segments with offset and time index entries (a small broker `log.segment.bytes`: Kafka's tools refuse a topic's under 1 MiB), a stock transactional
 producer's committed and aborted transactions (so `.txnindex` entries and control batches), a compacted
 topic after the cleaner ran, and the producer snapshots written at each roll and at the clean stop.
 Kafka's tool must read every file with no error: each segment with `--deep-iteration`, each offset and
@@ -13,15 +13,15 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 from confluent_kafka import Producer
 
+from pybroker.broker.cli import cli
 from tests.integration.brokers import BrokerProcess
 from tests.kafka_tools.runner import run
 
@@ -43,7 +43,9 @@ def log_dir(kafka_ready: None, tmp_path_factory: pytest.TempPathFactory) -> Iter
     try:
         _create(broker, "txn", {})
         _create(broker, "compacted", {"cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0.01"})
+        _create(broker, "plain", {})
         _transactions(broker.bootstrap)
+        _plain(broker.bootstrap)
         _compacted(broker.bootstrap)
         _wait_cleaned(broker.log_dirs[0], "compacted-0")
         broker.stop()
@@ -75,6 +77,14 @@ def _transactions(bootstrap: str) -> None:
             producer.commit_transaction(30)
 
 
+def _plain(bootstrap: str) -> None:
+    """Small batches, one a send, so segments hold many and the offset indexes have entries to verify."""
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
+    for i in range(120):
+        producer.produce("plain", key=f"p{i}".encode(), value=f"plain record {i}".encode())
+        producer.flush(30)
+
+
 def _compacted(bootstrap: str) -> None:
     producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 0})
     for i in range(400):
@@ -99,7 +109,7 @@ def _wait_cleaned(root: Path, partition: str) -> None:
 
 
 def _files(root: Path, *suffixes: str) -> list[Path]:
-    return sorted(p for partition in ("txn-0", "compacted-0") for p in (root / partition).iterdir()
+    return sorted(p for partition in ("txn-0", "compacted-0", "plain-0") for p in (root / partition).iterdir()
                   if p.suffix in suffixes)
 
 
@@ -138,6 +148,7 @@ def test_the_log_dir_has_every_kind_of_file(log_dir: Path) -> None:
     assert any(p.stat().st_size for p in txn.glob("*.txnindex")), "the abort is in a .txnindex"
     assert list(txn.glob("*.snapshot")), "producer snapshots"
     assert len(list((log_dir / "compacted-0").glob("*.log"))) > 1
+    assert any(p.stat().st_size for p in (log_dir / "plain-0").glob("*.index")), "offset index entries"
 
 
 def test_kafka_reads_every_segment_and_the_batches_are_ours(log_dir: Path) -> None:
@@ -187,7 +198,7 @@ def test_kafka_reads_the_transaction_indexes_and_producer_snapshots(log_dir: Pat
 
 
 def _pybroker(*args: str) -> str:
-    done = subprocess.run([sys.executable, "-m", "pybroker.broker.cli", *args], capture_output=True, text=True,
-                          timeout=120, check=False)
-    assert done.returncode == 0, done.stderr
+    """The `pybroker` command in process (one Python start per segment would cost more than Kafka's tool)."""
+    done = CliRunner().invoke(cli, list(args))
+    assert done.exit_code == 0, done.output
     return done.stdout
