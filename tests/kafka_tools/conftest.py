@@ -3,7 +3,8 @@
 Both brokers run Kafka's `StandardAuthorizer` with `User:ANONYMOUS` (every PLAINTEXT client) as a super
 user, so `kafka-acls` has an authorizer to manage while every other tool is allowed everything: the
 authorizer is a static setting in Kafka, and one node for the whole folder (8-12 s to start) is what keeps
-it fast. Tests share the brokers, so each uses topic and group names of its own (`names`).
+it fast. It is a second node beside tests/conformance's, which runs without an authorizer because the
+answers it compares depend on that. Tests share the brokers, so each uses topic and group names of its own (`names`).
 
 Outside `make test`, a missing Java or unresolved Kafka skips with the reason; under it (where
 PYBROKER_KAFKA_HOME is set) it fails. Every test here is marked `integration`.
