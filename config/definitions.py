@@ -58,6 +58,18 @@ def _t(key: str, type_: str, default: Any, doc: str, synonyms: tuple[tuple[str, 
     return ConfigDef(key, type_, default, doc, "topic", validator, True, synonyms)
 
 
+def _throttled_replicas(value: Any) -> str | None:
+    """Kafka's form for the throttled-replica lists: `*`, or `partition:broker` pairs of integers."""
+    items = [item.strip() for item in value or []]
+    if items == ["*"]:
+        return None
+    for item in items:
+        partition, sep, broker = item.partition(":")
+        if not sep or not partition.isdigit() or not broker.isdigit():
+            return "must be * or a list of partition:broker pairs"
+    return None
+
+
 def _minus_one_or_positive(value: Any) -> str | None:
     return None if value is None or value == -1 or value >= 1 else "must be -1 or at least 1"
 
@@ -156,6 +168,14 @@ BROKER_DEFS: tuple[ConfigDef, ...] = (
        "Cleaner I/O throttle.", None, True),
     _b("replica.alter.log.dirs.io.max.bytes.per.second", "long", LONG_MAX,
        "Bytes per second a move between log dirs (AlterReplicaLogDirs) may copy.", at_least(1), True),
+    # kafka-reassign-partitions sets and clears these throttles around every reassignment (--verify deletes
+    # them): one node replicates nothing, so they are accepted and described for the tools' sake
+    _b("leader.replication.throttled.rate", "long", LONG_MAX,
+       "Accepted for compatibility (no replication on one node): the leader's replication throttle.", at_least(0),
+       True),
+    _b("follower.replication.throttled.rate", "long", LONG_MAX,
+       "Accepted for compatibility (no replication on one node): the follower's replication throttle.",
+       at_least(0), True),
     _b("log.cleaner.min.cleanable.ratio", "double", 0.5, "Dirty ratio before a log is cleaned.",
        between(0, 1), True),
     _b("log.cleaner.delete.retention.ms", "long", 86_400_000, "How long tombstones are kept.",
@@ -425,6 +445,12 @@ TOPIC_DEFS: tuple[ConfigDef, ...] = (
        (("log.message.timestamp.before.max.ms", 1),), at_least(0)),
     _t("message.timestamp.after.max.ms", "long", 3_600_000, "How far in the future a timestamp may be.",
        (("log.message.timestamp.after.max.ms", 1),), at_least(0)),
+    _t("follower.replication.throttled.replicas", "list", [],
+       "Accepted for compatibility (kafka-reassign-partitions sets it): replicas throttled on followers.", (),
+       _throttled_replicas),
+    _t("leader.replication.throttled.replicas", "list", [],
+       "Accepted for compatibility (kafka-reassign-partitions sets it): replicas throttled on the leader.", (),
+       _throttled_replicas),
     _t("min.cleanable.dirty.ratio", "double", 0.5, "Dirty ratio before the log is cleaned.",
        (("log.cleaner.min.cleanable.ratio", 1),), between(0, 1)),
     _t("min.compaction.lag.ms", "long", 0, "Minimum age before a record is compacted.",

@@ -47,6 +47,8 @@ NOT_LOG_CONFIG: frozenset[str] = frozenset({
     "compression.type",  # accepted and described; stored batches keep the codec the producer chose
     "min.insync.replicas",  # one broker: accepted for compatibility
     "unclean.leader.election.enable",  # one broker: accepted for compatibility
+    "leader.replication.throttled.replicas",  # one broker: accepted (kafka-reassign-partitions sets it)
+    "follower.replication.throttled.replicas",  # one broker: accepted (kafka-reassign-partitions sets it)
 })
 
 #: a resolved value whose LogConfig field holds another form: field -> conversion

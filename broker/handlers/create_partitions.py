@@ -31,10 +31,11 @@ def _check(ctx: RequestContext, name: str, count: int, assignments: list | None)
     if name in INTERNAL_TOPICS:
         return ErrorCode.INVALID_REQUEST, f"Partitions of internal topic {name} cannot be added."
     if count < info.num_partitions:
-        return ErrorCode.INVALID_PARTITIONS, (f"Topic currently has {info.num_partitions} partitions, which is "
-                                              f"higher than the requested {count}.")
+        # Kafka 4's controller's texts, which kafka-topics --alter prints as they are
+        return ErrorCode.INVALID_PARTITIONS, (f"The topic {name} currently has {info.num_partitions} partition(s); "
+                                              f"{count} would not be an increase.")
     if count == info.num_partitions:
-        return ErrorCode.INVALID_PARTITIONS, f"Topic already has {count} partitions."
+        return ErrorCode.INVALID_PARTITIONS, f"Topic already has {count} partition(s)."
     if assignments is not None:
         if len(assignments) != count - info.num_partitions:
             return ErrorCode.INVALID_REPLICA_ASSIGNMENT, "Assignments must name each new partition once."

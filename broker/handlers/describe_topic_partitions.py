@@ -8,8 +8,9 @@ exactly at the limit), else it is null. As in Kafka: a named topic that does not
 UNKNOWN_TOPIC_OR_PARTITION (INVALID_TOPIC_EXCEPTION for an illegal name) without using any of the
 limit; a cursor whose topic is not among the named topics is refused (INVALID_REQUEST); a limit of 0
 or less lists nothing. Partitions are this node's: leader, replica and ISR are this node, the leader
-epoch 0, no eligible leader replicas (null ELR lists: the feature is off); a partition on a failed log
-dir has no leader and lists this node as offline, as Metadata does.
+epoch 0, no eligible leader replicas (empty ELR lists, as Kafka sends them with ELR off: the Java admin
+client's describeTopics reads both lists without a null check, so null ones broke kafka-topics
+--describe); a partition on a failed log dir has no leader and lists this node as offline, as Metadata does.
 
 Hostile input: the topic list is de-duplicated and each topic is looked up once; the work is bounded
 by the page limit, the names by the request's size.

@@ -30,6 +30,8 @@ OTHER: dict[str, str] = {
     "delete.retention.ms": "1000",
     "file.delete.delay.ms": "1000",
     "flush.messages": "10",
+    "follower.replication.throttled.replicas": "0:1",
+    "leader.replication.throttled.replicas": "*",
     "flush.ms": "250",
     "index.interval.bytes": "1024",
     "max.compaction.lag.ms": "100000",

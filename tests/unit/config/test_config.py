@@ -70,6 +70,16 @@ def test_topic_override_validation() -> None:
         validate_topic_overrides({"cleanup.policy": "shred"})
 
 
+@pytest.mark.parametrize("key", ["leader.replication.throttled.replicas", "follower.replication.throttled.replicas"])
+def test_throttled_replica_lists_take_kafkas_forms(key: str) -> None:
+    """kafka-reassign-partitions sets these (and --verify clears them): `*` or partition:broker pairs."""
+    for good in ("*", "0:1,1:1", ""):
+        assert validate_topic_overrides({key: good}) == {key: good}
+    for bad in ("0", "a:1", "0:1,*", "0:-1"):
+        with pytest.raises(ConfigError):
+            validate_topic_overrides({key: bad})
+
+
 def test_every_default_passes_its_own_validator() -> None:
     for definition in (*BROKER.values(), *TOPIC.values()):
         if definition.validator and definition.default is not None:

@@ -18,6 +18,7 @@ from pybroker.protocol.messages import (
     alter_partition_reassignments as apr,
 )
 from pybroker.protocol.messages import (
+    create_partitions,
     describe_cluster,
     describe_quorum,
     elect_leaders,
@@ -87,7 +88,8 @@ async def test_describe_topic_partitions_lists_named_topics_in_name_order_with_i
     node = app.state.node_id
     part = response.topics[1].partitions[1]
     assert (part.leader_id, part.replica_nodes, part.isr_nodes, part.offline_replicas) == (node, [node], [node], [])
-    assert part.eligible_leader_replicas == [] and part.last_known_elr == []  # empty, not null: as Kafka 4.4
+    # empty, as Kafka sends them: the Java admin client (kafka-topics --describe) fails on null lists
+    assert part.eligible_leader_replicas == [] and part.last_known_elr == []
     assert response.next_cursor is None
     assert response.topics[0].topic_authorized_operations > 0
 
@@ -169,6 +171,20 @@ async def test_describe_topic_partitions_survives_many_repeated_names(app: Broke
 
 
 # -- ElectLeaders ------------------------------------------------------------------------------------
+async def test_create_partitions_that_do_not_grow_get_kafkas_texts(app: BrokerApp, client: RawClient) -> None:
+    """kafka-topics --alter prints the controller's text as it is: Kafka 4's words, compared with Kafka's own
+    output in tests/kafka_tools/test_admin_tools.py."""
+    app.state.topics.create("cp", 3, 1, {})
+    answers = {}
+    for count in (2, 3):
+        response = await client.call(create_partitions.CreatePartitionsRequest(topics=[
+            create_partitions.CreatePartitionsTopic(name="cp", count=count, assignments=None)],
+            timeout_ms=1000, validate_only=False), 3)
+        answers[count] = (response.results[0].error_code, response.results[0].error_message)
+    assert answers == {2: (E.INVALID_PARTITIONS, "The topic cp currently has 3 partition(s); 2 would not be an increase."),
+                       3: (E.INVALID_PARTITIONS, "Topic already has 3 partition(s).")}
+
+
 @pytest.mark.parametrize("version", [0, 1, 2])
 async def test_elect_leaders_needs_no_election_on_a_single_replica(app: BrokerApp, client: RawClient,
                                                                    version: int) -> None:
