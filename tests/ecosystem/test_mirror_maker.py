@@ -228,6 +228,8 @@ def test_mirror_maker_moves_a_consumer_group_to_kafka_and_back(
         for topic in internal:
             described = admin.describe_configs([ConfigResource("topic", topic)])
             assert next(iter(described.values())).result(30)["cleanup.policy"].value == "compact", topic
+        for topic in ("heartbeats", "kafka.checkpoints.internal", "mm2-offset-syncs.kafka.internal"):
+            assert _end_offset(pybroker.bootstrap, topic) > 0, topic  # MM2 wrote them on pybroker
         assert not re.search(r"Traceback", pybroker.log_path.read_text(errors="replace"))
         # MM2 resets Kafka-only topic keys on pybroker by DELETE; a refusal would leave the mirror's configs stale
         assert "Could not alter configuration" not in mm2.log.read_text(errors="replace"), mm2.tail()
