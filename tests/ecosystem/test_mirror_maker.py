@@ -17,7 +17,7 @@ import re
 import subprocess
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -171,8 +171,8 @@ def _committed(bootstrap: str, group: str, topic: str) -> int:
     return partition.offset
 
 
-def _until(what: str, check: object, deadline: float, mm2: MirrorMaker) -> None:
-    while not check():  # type: ignore[operator]
+def _until(what: str, check: Callable[[], bool], deadline: float, mm2: MirrorMaker) -> None:
+    while not check():
         mm2.alive()
         assert time.monotonic() < deadline, f"{what} did not happen in time; MM2's log:\n{mm2.tail()}"
         time.sleep(0.5)
