@@ -4,6 +4,10 @@ Overrides are text (as they persist and as DescribeConfigs shows them). SET repl
 removes it (the value falls back to the next layer), APPEND and SUBTRACT add or remove items of a list
 value, starting from the effective value when the key has no override, as Kafka does. Checking the
 resulting values against the config table is the caller's job (topic and broker keys differ).
+
+A topic's DELETE of a key we do not know is a no-op, as on Kafka (which refuses only a SET of an unknown
+topic key): MirrorMaker 2 resets every config its source reports at its default by DELETE, including Kafka's
+keys pybroker lacks (remote storage, share-group dead-letter queues), and their defaults are what pybroker does.
 """
 
 from __future__ import annotations
@@ -43,9 +47,10 @@ OPERATIONS: dict[int, tuple[str, Operation, bool]] = {
 
 
 def apply_operations(overrides: Mapping[str, str], changes: Iterable[tuple[str, int, str | None]],
-                     definitions: Mapping[str, ConfigDef], effective: Callable[[str], str | None]
-                     ) -> dict[str, str]:
-    """The overrides after `changes` ((key, operation, value) each); `ConfigError` names a bad one."""
+                     definitions: Mapping[str, ConfigDef], effective: Callable[[str], str | None],
+                     *, unknown_delete_ok: bool = False) -> dict[str, str]:
+    """The overrides after `changes` ((key, operation, value) each); `ConfigError` names a bad one.
+    `unknown_delete_ok` (topics) lets a DELETE of an unknown key pass and do nothing."""
     result = dict(overrides)
     seen: set[str] = set()
     for key, code, operand in changes:
@@ -54,6 +59,9 @@ def apply_operations(overrides: Mapping[str, str], changes: Iterable[tuple[str, 
         seen.add(key)
         definition = definitions.get(key)
         if definition is None:
+            if unknown_delete_ok and code == DELETE:
+                result.pop(key, None)
+                continue
             raise ConfigError(key, "unknown config")
         row = OPERATIONS.get(code)
         if row is None:

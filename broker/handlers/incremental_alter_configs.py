@@ -3,6 +3,8 @@
 The same resources and rules as AlterConfigs (topics, this broker, the cluster-wide broker default;
 only dynamic broker keys; INVALID_CONFIG with a message for any refused key or value), but each
 config names an operation on the current overrides, so keys not mentioned keep their values.
+A topic's DELETE of a key pybroker does not know succeeds and changes nothing, as on Kafka (MirrorMaker 2
+resets Kafka-only keys so).
 APPEND and SUBTRACT apply to list configs only (`cleanup.policy`, `log.cleanup.policy`).
 A broker-logger resource (this node's id) SETs or DELETEs loggers' levels at once, as Kafka's
 `kafka-configs --entity-type broker-loggers` does (`pybroker.broker.loggers.logger_configs`); a client-metrics
@@ -13,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from pybroker.broker.config_changes import Change, alter_resource
+from pybroker.broker.config_changes import TOPIC_RESOURCE, Change, alter_resource
 from pybroker.broker.context import RequestContext
 from pybroker.broker.dispatch import handler
 from pybroker.broker.loggers.logger_configs import BROKER_LOGGER_RESOURCE, alter_logger_levels
@@ -31,12 +33,12 @@ from pybroker.protocol.messages.incremental_alter_configs import (
 )
 
 
-def _operations(configs: list[AlterableConfig]) -> Change:
+def _operations(configs: list[AlterableConfig], topic: bool) -> Change:
     changes = [(entry.name, entry.config_operation, entry.value) for entry in configs]
 
     def change(current: Mapping[str, str], definitions: Mapping[str, ConfigDef],
                effective: Callable[[str], str | None]) -> dict[str, str]:
-        return apply_operations(current, changes, definitions, effective)
+        return apply_operations(current, changes, definitions, effective, unknown_delete_ok=topic)
 
     return change
 
@@ -55,7 +57,8 @@ def handle_incremental_alter_configs(ctx: RequestContext,
                 (c.name, c.config_operation, c.value) for c in resource.configs], bool(request.validate_only))
         else:
             code, message = alter_resource(ctx.state, resource.resource_type, resource.resource_name,
-                                           _operations(resource.configs), bool(request.validate_only))
+                                           _operations(resource.configs, resource.resource_type == TOPIC_RESOURCE),
+                                           bool(request.validate_only))
         responses.append(AlterConfigsResourceResponse(error_code=code, error_message=message,
                                                       resource_type=resource.resource_type,
                                                       resource_name=resource.resource_name))

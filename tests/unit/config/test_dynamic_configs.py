@@ -75,6 +75,13 @@ def test_incremental_refusals_name_the_key(changes: list[tuple[str, int, str | N
         apply_operations({}, changes, TOPIC, lambda key: None)
 
 
+def test_a_topic_delete_of_an_unknown_key_may_pass() -> None:
+    assert apply_operations({"retention.ms": "5"}, [("nope", DELETE, None)], TOPIC, lambda key: None,
+                            unknown_delete_ok=True) == {"retention.ms": "5"}
+    with pytest.raises(ConfigError, match="unknown config"):
+        apply_operations({}, [("nope", SET, "1")], TOPIC, lambda key: None, unknown_delete_ok=True)
+
+
 def test_store_round_trip_and_corrupt_file(tmp_path: Path) -> None:
     store = DynamicConfigStore(tmp_path)
     assert store.load() == ({}, {})

@@ -68,6 +68,22 @@ async def test_topic_configs_replace_increment_and_refuse(client: RawClient, app
     assert dry.error_code == 0 and app.state.topics.get("cfg").configs["retention.ms"] == "42"  # type: ignore[union-attr]
 
 
+async def test_a_topic_delete_of_a_key_we_do_not_know_is_a_no_op_as_on_kafka(client: RawClient,
+                                                                          app: BrokerApp) -> None:
+    # MirrorMaker 2 resets the configs its Kafka source reports at their defaults (remote storage, share-group
+    # dead-letter queues, ...) with DELETE; Kafka accepts a DELETE of any name and refuses only a SET
+    app.state.topics.create("mirrored", 1, 1, {"retention.ms": "1000"})
+    answer = (await client.call(_incremental(TOPIC, "mirrored", ("errors.deadletterqueue.group.enable", 1, None),
+                                             ("retention.ms", 1, None)), 1)).responses[0]
+    assert (answer.error_code, answer.error_message) == (0, None)
+    assert app.state.topics.get("mirrored").configs == {}  # type: ignore[union-attr]
+    bad = (await client.call(_incremental(TOPIC, "mirrored", ("no.such.key", 0, "1")), 1)).responses[0]
+    assert bad.error_code == ErrorCode.INVALID_CONFIG and "no.such.key" in bad.error_message
+    node = str(app.state.node_id)  # broker keys stay strict
+    bad = (await client.call(_incremental(BROKER, node, ("no.such.key", 1, None)), 1)).responses[0]
+    assert bad.error_code == ErrorCode.INVALID_CONFIG and "no.such.key" in bad.error_message
+
+
 async def test_broker_configs_apply_at_once_and_persist(client: RawClient, app: BrokerApp) -> None:
     node = str(app.state.node_id)
     app.state.topics.create("follows", 1, 1, {})
