@@ -7,7 +7,6 @@ holds only what was made durable, must hold what the call promised.
 from __future__ import annotations
 
 import contextlib
-from pathlib import Path
 
 import pytest
 
@@ -20,7 +19,7 @@ from tests.powerloss.mount import LazyMount, fuse_unavailable
 pytestmark = pytest.mark.skipif(fuse_unavailable() is not None, reason=fuse_unavailable() or "")
 
 
-def _crash(manager: LogManager, lazy: LazyMount) -> None:
+def _crash(manager: LogManager, lazy: LazyMount) -> None:  # noqa: F811
     """Cut the power under a running log manager, then let go of its (now dead) files."""
     lazy.cut()
     with contextlib.suppress(OSError):

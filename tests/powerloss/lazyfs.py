@@ -1,6 +1,6 @@
 """A FUSE file system that forgets, at a power cut, everything that was not fsynced.
 
-Run as its own process: `python -m tests.powerloss.lazyfs BACKING MOUNTPOINT [--cut-at KIND:GLOB:N --status FILE]`. It mounts MOUNTPOINT over
+Run as its own process: `python -m tests.powerloss.lazyfs BACKING MOUNTPOINT [--cut-at KIND:GLOB:N] [--status FILE] [--control FILE]`. It mounts MOUNTPOINT over
 the model of `tests/powerloss/lazy_tree.py`, whose backing directory only ever holds durable state. So a
 power cut needs nothing from this process but to stop: SIGTERM makes libfuse leave its loop between two
 requests and unmount, and the process exits without writing anything more; what was only in its memory
@@ -13,8 +13,9 @@ libfuse runs single-threaded (`nothreads`), so every operation runs alone and th
 one (`_mutex`, not `lock`: that name is FUSE's
 locking operation) is kept anyway in case the loop is ever made multi-threaded.
 
-With `--cut-at` (a `tests/powerloss/triggers.py` trigger) the file system freezes at the Nth matching
-operation: it writes FILE (outside the mount) naming the operation, and from then on every operation
+With `--cut-at` (a `tests/powerloss/triggers.py` trigger), or once `--control FILE` names one (read at
+most every `CONTROL_POLL_S` while operations come in: arming a running mount), the file system freezes
+at the Nth matching operation: it writes FILE (outside the mount) naming the operation, and from then on every operation
 blocks, so nothing more becomes durable. The harness then SIGKILLs the broker and this process (nothing
 is half-written to the backing dir while frozen) and unmounts.
 """
@@ -40,6 +41,8 @@ from tests.powerloss.lazy_tree import LazyTree, Node
 from tests.powerloss.triggers import Trigger
 
 F = TypeVar("F", bound=Callable[..., Any])
+#: how often the control file (`--control`) is read, in seconds: arming takes effect within this
+CONTROL_POLL_S = 0.1
 
 
 _ERRNO_OF: dict[type[OSError], int] = {
@@ -70,16 +73,33 @@ class LazyFS(mfusepy.Operations):
 
     use_ns = True
 
-    def __init__(self, backing: str, trigger: Trigger | None = None, status: str | None = None) -> None:
+    def __init__(self, backing: str, trigger: Trigger | None = None, status: str | None = None,
+                 control: str | None = None) -> None:
         self.tree = LazyTree(backing)
         self._mutex = threading.Lock()
         self.handles: dict[int, tuple[Node, int]] = {}
         self._next_fh = itertools.count(1)
-        self.trigger, self.status = trigger, status
+        self.trigger, self.status, self.control = trigger, status, control
         self.matched = 0
+        self._next_poll = 0.0
+
+    def _poll_control(self) -> None:
+        """Arm (or re-arm) the trigger the control file names, at most every `CONTROL_POLL_S`."""
+        now = time.monotonic()
+        if self.control is None or now < self._next_poll:
+            return
+        self._next_poll = now + CONTROL_POLL_S
+        try:
+            with open(self.control) as f:
+                spec = f.read().strip()
+        except FileNotFoundError:
+            return
+        if spec and (self.trigger is None or spec != self.trigger.spec()):
+            self.trigger, self.matched = Trigger.parse(spec), 0
 
     def _at(self, kind: str, *paths: str) -> None:
         """Count an operation against the trigger; at the Nth match, say so and block for good."""
+        self._poll_control()
         if self.trigger is None or not self.trigger.matches(kind, paths):
             return
         self.matched += 1
@@ -246,11 +266,12 @@ def main(argv: list[str]) -> int:
     parser.add_argument("mountpoint")
     parser.add_argument("--cut-at", type=Trigger.parse, default=None, help="kind:glob:n (tests/powerloss/triggers.py)")
     parser.add_argument("--status", default=None, help="the file written when the trigger fires")
+    parser.add_argument("--control", default=None, help="a file naming a trigger to arm while mounted")
     args = parser.parse_args(argv)
     backing, mountpoint = args.backing, args.mountpoint
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)  # mfusepy logs an operation's crash
     try:  # libfuse reports the SIGTERM that ends its loop as an error: not one here
-        mfusepy.FUSE(LazyFS(backing, args.cut_at, args.status), mountpoint, foreground=True, nothreads=True, hard_remove=True,
+        mfusepy.FUSE(LazyFS(backing, args.cut_at, args.status, args.control), mountpoint, foreground=True, nothreads=True, hard_remove=True,
                      fsname="lazyfs", attr_timeout=0, entry_timeout=0, negative_timeout=0)
     finally:
         os._exit(0)  # nothing of the memory state may reach the backing dir after the loop ends

@@ -6,7 +6,7 @@ everything it held only in memory is gone, leaving the backing directory with wh
 `mount()` again serves what survived. Stop whatever writes to the mount (`kill -9` the broker) before a
 cut: a process with a file open on the mount keeps it busy.
 
-`mount(trigger)` arms a targeted cut (`tests/powerloss/triggers.py`): `fired()` says which operation the
+`mount(trigger)` (or `arm(trigger)` on a running mount) arms a targeted cut (`tests/powerloss/triggers.py`): `fired()` says which operation the
 file system froze at, once it has. A frozen file system holds a broker thread inside a request, which a
 SIGKILL alone cannot end, so the harness kills the broker and then `cut()`s, which SIGKILLs a frozen file
 system process (nothing is half-written to the backing dir while it is frozen) and lazily unmounts.
@@ -58,14 +58,17 @@ class LazyMount:
         self.proc: subprocess.Popen[bytes] | None = None
         self.log_path = self.backing.parent / f"{self.backing.name}.lazyfs.out"
         self.status_path = self.backing.parent / f"{self.backing.name}.lazyfs.fired"
+        self.control_path = self.backing.parent / f"{self.backing.name}.lazyfs.arm"
         self.cuts = 0
 
     def mount(self, trigger: Trigger | None = None) -> LazyMount:
         assert self.proc is None, "already mounted"
         self.status_path.unlink(missing_ok=True)
-        command = [sys.executable, "-m", "tests.powerloss.lazyfs", str(self.backing), str(self.mountpoint)]
+        self.control_path.unlink(missing_ok=True)
+        command = [sys.executable, "-m", "tests.powerloss.lazyfs", str(self.backing), str(self.mountpoint),
+                   "--status", str(self.status_path), "--control", str(self.control_path)]
         if trigger is not None:
-            command += ["--cut-at", trigger.spec(), "--status", str(self.status_path)]
+            command += ["--cut-at", trigger.spec()]
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(command, cwd=REPO_ROOT, stdout=log, stderr=subprocess.STDOUT,
                                          start_new_session=True)
@@ -76,6 +79,12 @@ class LazyMount:
                 raise RuntimeError(f"lazyfs did not mount: {self.log_path.read_text(errors='replace')[-2000:]}")
             time.sleep(0.02)
         return self
+
+    def arm(self, trigger: Trigger) -> None:
+        """Arm a trigger on the running mount; it counts matching operations from when it reads it."""
+        tmp = self.control_path.with_name(self.control_path.name + ".tmp")
+        tmp.write_text(trigger.spec())
+        os.replace(tmp, self.control_path)
 
     def fired(self) -> str | None:
         """The operation (`kind path...`) an armed trigger froze the file system at, or None so far."""
