@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import random
 import shutil
+import signal
 import sys
 import time
 from collections import Counter
@@ -279,6 +280,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--verbose", action="store_true", help="say how each workload thread's run ended")
     parser.add_argument("--check-log-every", type=int, default=1, help="stop cleanly and check-log every Nth cut")
     args = parser.parse_args(argv)
+    # SIGTERM (a stopped `make soak`) unwinds like Ctrl-C, so the broker is killed and the mount let go
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(143))
     seed = args.seed if args.seed is not None else random.randrange(1 << 30)
     print(f"power-loss campaign: {args.cuts} cuts, seed {seed}, in {args.workdir}", flush=True)
     campaign = Campaign(args.workdir, seed, check_log_every=args.check_log_every,

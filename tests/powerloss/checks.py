@@ -104,13 +104,14 @@ def check_after_restart(bootstrap: str, ledger: Ledger, broker_output: str) -> F
         findings.violations += ledger.problems
         ledger.problems.clear()
         acked = {topic: dict(records) for topic, records in ledger.acked.items()}
+        somewhere = set(ledger.acked_without_offset[IDEM])
         acks1 = dict(ledger.acks1)
         committed = dict(ledger.txn_committed)
         begun = dict(ledger.txn_begun)
         commits, sent = dict(ledger.commits), {p: set(v) for p, v in ledger.commits_sent.items()}
         commit_acks = ledger.commit_acks
         created, deleted, delete_asked = set(ledger.created), set(ledger.deleted), set(ledger.delete_asked)
-    lost_records = _check_records(bootstrap, acked, findings)
+    lost_records = _check_records(bootstrap, acked, somewhere, findings)
     lost_acks1 = _check_acks1(bootstrap, acks1, findings)
     lost_txns = _check_transactions(bootstrap, committed, begun, findings)
     lost_commits = _check_commits(bootstrap, commits, sent, commit_acks, findings)
@@ -135,18 +136,24 @@ def check_after_restart(bootstrap: str, ledger: Ledger, broker_output: str) -> F
     return findings
 
 
-def _check_records(bootstrap: str, acked: dict[str, Read], findings: Findings) -> dict[str, list[tuple[int, int]]]:
+def _check_records(bootstrap: str, acked: dict[str, Read], somewhere: set[bytes],
+                   findings: Findings) -> dict[str, list[tuple[int, int]]]:
     lost_keys: dict[str, list[tuple[int, int]]] = {}
     for topic in (IDEM, COMPACT, RETAIN):
         records = acked.get(topic, {})
         have, starts = read_topic(bootstrap, topic)
         findings.acknowledged[topic] += len(records)
         findings.violate(f"{topic} duplicates", _duplicates(have))
+        if topic == IDEM:
+            values = {value for _, value in have.values()}
+            findings.acknowledged["pl-idem without an offset"] = len(somewhere)
+            findings.violate(f"{IDEM} acknowledged without an offset, and not there",
+                             sorted(v.decode(errors="replace")[:30] for v in somewhere - values))
         later_keys: dict[tuple[int, bytes | None], int] = {}
         for (p, offset), (key, _) in have.items():
             later_keys[(p, key)] = max(later_keys.get((p, key), -1), offset)
         lost = []
-        for (p, offset), (key, value) in sorted(records.items()):
+        for (p, offset), (key, value) in sorted(records.items(), key=lambda item: item[0]):
             got = have.get((p, offset))
             if got == (key, value):
                 continue

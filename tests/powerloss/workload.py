@@ -68,6 +68,9 @@ class Ledger:
     #: topic -> (partition, offset) -> (key, value): acks=all records, acknowledged at that offset
     acked: dict[str, dict[tuple[int, int], tuple[bytes | None, bytes]]] = field(
         default_factory=lambda: defaultdict(dict))
+    #: acks=all records acknowledged without an offset (librdkafka reports a resent batch the broker
+    #: recognised as a duplicate that way when it cannot say where): topic -> values, each must be there
+    acked_without_offset: dict[str, set[bytes]] = field(default_factory=lambda: defaultdict(set))
     #: acks=1 records acknowledged
     acks1: dict[tuple[int, int], bytes] = field(default_factory=dict)
     #: transaction number -> its values: committed (acknowledged) and all ever begun
@@ -181,8 +184,12 @@ class IdempotentStream(Stream):
             if err.fatal():
                 self._error(err)
             return
+        offset = msg.offset()
         with self.ledger.lock:
-            self.ledger.acked[msg.topic()][(msg.partition(), msg.offset())] = (msg.key(), msg.value())
+            if offset is None or offset < 0:  # acknowledged as a duplicate of a batch it no longer has
+                self.ledger.acked_without_offset[msg.topic()].add(msg.value())
+                return
+            self.ledger.acked[msg.topic()][(msg.partition(), offset)] = (msg.key(), msg.value())
 
     def run(self) -> None:
         if self.fatal is not None:  # a new producer id, and a new session of sequences
@@ -223,7 +230,7 @@ class Acks1Stream(Stream):
         acked: dict[tuple[int, int], bytes] = {}
 
         def delivered(err: KafkaError | None, msg: Any) -> None:
-            if err is None:
+            if err is None and msg.offset() is not None and msg.offset() >= 0:
                 acked[(msg.partition(), msg.offset())] = msg.value()
 
         try:
