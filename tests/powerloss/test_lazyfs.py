@@ -261,3 +261,16 @@ def test_a_trigger_freezes_at_the_nth_matching_operation_and_keeps_only_what_was
         assert (lazy.mountpoint / "seg-1.log").read_bytes() == b"x" * 10
     finally:
         lazy.unmount()
+
+
+def test_a_trigger_reads_back_from_its_spec_and_matches_a_rename_by_either_path() -> None:
+    from tests.powerloss.triggers import TARGETS, Trigger
+
+    trigger = Trigger("rename", "*.swap", 4)
+    assert Trigger.parse(trigger.spec()) == trigger
+    assert trigger.matches("rename", ("/d1/t-0/00000000000000000000.log.cleaned", "/d1/t-0/00000000000000000000.log.swap"))
+    assert not trigger.matches("create", ("/d1/t-0/00000000000000000000.log.swap",))
+    for bad in ("nope:*.log:1", "write:*.log:0", "write:a:b:1"):
+        with pytest.raises(ValueError):
+            Trigger.parse(bad)
+    assert all(Trigger.parse(t.spec()) == t for t in TARGETS.values())
