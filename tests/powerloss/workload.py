@@ -30,7 +30,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from confluent_kafka import KafkaError, KafkaException, Producer
+from confluent_kafka import KafkaError, Producer
 from confluent_kafka import TopicPartition as CkTopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -209,8 +209,12 @@ class IdempotentStream(Stream):
         (a fatal error is the ledger's problem already, and the next run starts a new producer)."""
         try:
             return int(self.producer.flush(timeout))
-        except KafkaException as exc:
-            self._error(exc.args[0])
+        except Exception as exc:  # a fatal error surfaces here (wrapped in a SystemError by the callback)
+            cause = exc.__cause__ or exc.__context__ or exc
+            if self.fatal is None:
+                self.fatal = str(cause)[:300]
+                with self.ledger.lock:
+                    self.ledger.problems.append(f"idempotent producer: fatal {self.fatal}")
             return len(self.producer)
 
     def close(self) -> None:
