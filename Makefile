@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PYTEST_ARGS ?=
 
-.PHONY: cc kcat fuse java kafka maven prometheus chromium bytecode run test test-fast lint bench soak-connections fuzz check-gen gen docs screenshots install clean conformance ecosystem spark-kafka connect
+.PHONY: cc kcat fuse java kafka maven prometheus chromium bytecode run test test-fast lint bench soak-connections fuzz check-gen gen docs screenshots install clean conformance ecosystem spark-kafka connect soak
 
 # two stamps: `make run` needs only the broker (.venv/.installed-broker); tests, lint and the Spark
 # connector need the extras too (.venv/.installed, which implies the other)
@@ -195,6 +195,15 @@ ifeq ($(FUZZ_ENGINE),atheris)
 else
 	$(PY) -m tests.fuzz.run --inputs $(FUZZ_INPUTS) --jobs $(FUZZ_JOBS) $(FUZZ_ARGS)
 endif
+
+# the long power-loss campaign (tests/powerloss/campaign.py, docs/testing.md): SOAK_CUTS power cuts of a
+# busy broker on the lazy file system, checked after each; a table of figures at the end. SOAK_ARGS:
+# the campaign's options (--seed S, --check-log-every N, --stop-on-violation, --verbose)
+SOAK_CUTS ?= 100
+SOAK_ARGS ?=
+soak: $(STAMP) fuse bytecode
+	@workdir=$$(mktemp -d) && trap 'rm -rf "$$workdir"' EXIT && \
+	  $(PY) -m tests.powerloss.campaign --cuts $(SOAK_CUTS) --workdir "$$workdir" $(SOAK_ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache protocol/records/*.so

@@ -50,6 +50,23 @@ def fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
+def make_dirs_durably(directory: Path) -> None:
+    """Create `directory` and any missing parents, each made durable in its parent (as Kafka's log
+    manager flushes a new log dir's parent): a dir whose own entry was never fsynced vanishes, with
+    everything in it, at a power cut, however durably its files were written."""
+    directory = Path(directory)
+    missing = []
+    while not directory.exists():
+        missing.append(directory)
+        if directory.parent == directory:
+            break
+        directory = directory.parent
+    for path in reversed(missing):
+        with contextlib.suppress(FileExistsError):  # another process made it meanwhile
+            path.mkdir()
+        fsync_dir(path.parent)
+
+
 class _PathLocks:
     """One lock per file path, kept only while someone holds or waits for it (snapshot paths are many)."""
 

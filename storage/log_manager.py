@@ -35,7 +35,7 @@ from pybroker.storage.errors import (
     TopicExistsError,
     UnknownTopicError,
 )
-from pybroker.storage.files import fsync_dir, remove_temp_files
+from pybroker.storage.files import fsync_dir, make_dirs_durably, remove_temp_files
 from pybroker.storage.flush_window import FlushWindow
 from pybroker.storage.flusher import Flusher
 from pybroker.storage.log import Log, wall_clock_ms
@@ -121,7 +121,7 @@ class LogManager:
         """Lock and load every log dir; one `RecoveryStats` per dir."""
         try:
             for directory in self.dirs:
-                directory.mkdir(parents=True, exist_ok=True)
+                make_dirs_durably(directory)
                 self._locks.append(lock_dir(directory))
                 remove_temp_files(directory)  # of rewrites a crash interrupted (partition dirs: the loader)
             new_dirs = {d for d in self.dirs if not (d / META_PROPERTIES).exists()}

@@ -373,6 +373,7 @@ class LogDirMover:
                             partition=move.partition, copied_to=future.log_end_offset, log_end=end)
                 return False
             try:
+                future.flush()  # what the pause copied: `close` syncs no log data, and the source goes next
                 future.log_start_offset = start
                 source.producer_state.snapshot_into(future.dir, end)
                 future.close()

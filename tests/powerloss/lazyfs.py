@@ -1,6 +1,6 @@
 """A FUSE file system that forgets, at a power cut, everything that was not fsynced.
 
-Run as its own process: `python -m tests.powerloss.lazyfs BACKING MOUNTPOINT`. It mounts MOUNTPOINT over
+Run as its own process: `python -m tests.powerloss.lazyfs BACKING MOUNTPOINT [--cut-at KIND:GLOB:N] [--status FILE] [--control FILE]`. It mounts MOUNTPOINT over
 the model of `tests/powerloss/lazy_tree.py`, whose backing directory only ever holds durable state. So a
 power cut needs nothing from this process but to stop: SIGTERM makes libfuse leave its loop between two
 requests and unmount, and the process exits without writing anything more; what was only in its memory
@@ -12,10 +12,17 @@ file on the mount would wait on itself under the interpreter lock), and SIGKILL-
 libfuse runs single-threaded (`nothreads`), so every operation runs alone and the model needs no lock;
 one (`_mutex`, not `lock`: that name is FUSE's
 locking operation) is kept anyway in case the loop is ever made multi-threaded.
+
+With `--cut-at` (a `tests/powerloss/triggers.py` trigger), or once `--control FILE` names one (read at
+most every `CONTROL_POLL_S` while operations come in: arming a running mount), the file system freezes
+at the Nth matching operation: it writes FILE (outside the mount) naming the operation, and from then on every operation
+blocks, so nothing more becomes durable. The harness then SIGKILLs the broker and this process (nothing
+is half-written to the backing dir while frozen) and unmounts.
 """
 
 from __future__ import annotations
 
+import argparse
 import errno
 import functools
 import itertools
@@ -24,14 +31,18 @@ import os
 import stat
 import sys
 import threading
+import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 import mfusepy
 
 from tests.powerloss.lazy_tree import LazyTree, Node
+from tests.powerloss.triggers import Trigger
 
 F = TypeVar("F", bound=Callable[..., Any])
+#: how often the control file (`--control`) is read, in seconds: arming takes effect within this
+CONTROL_POLL_S = 0.1
 
 
 _ERRNO_OF: dict[type[OSError], int] = {
@@ -62,11 +73,52 @@ class LazyFS(mfusepy.Operations):
 
     use_ns = True
 
-    def __init__(self, backing: str) -> None:
+    def __init__(self, backing: str, trigger: Trigger | None = None, status: str | None = None,
+                 control: str | None = None) -> None:
         self.tree = LazyTree(backing)
         self._mutex = threading.Lock()
         self.handles: dict[int, tuple[Node, int]] = {}
         self._next_fh = itertools.count(1)
+        self.trigger, self.status, self.control = trigger, status, control
+        self.matched = 0
+        self._next_poll = 0.0
+
+    def _poll_control(self) -> None:
+        """Arm (or re-arm) the trigger the control file names, at most every `CONTROL_POLL_S`."""
+        now = time.monotonic()
+        if self.control is None or now < self._next_poll:
+            return
+        self._next_poll = now + CONTROL_POLL_S
+        try:
+            with open(self.control) as f:
+                spec = f.read().strip()
+        except FileNotFoundError:
+            return
+        if spec and (self.trigger is None or spec != self.trigger.spec()):
+            self.trigger, self.matched = Trigger.parse(spec), 0
+
+    def _at(self, kind: str, *paths: str) -> None:
+        """Count an operation against the trigger; at the Nth match, say so and block for good."""
+        self._poll_control()
+        if self.trigger is None or not self.trigger.matches(kind, paths):
+            return
+        self.matched += 1
+        if self.matched < self.trigger.nth:
+            return
+        if self.status is not None:
+            tmp = f"{self.status}.tmp"
+            with open(tmp, "w") as f:
+                f.write(f"{kind} {' '.join(paths)}\n")
+            os.replace(tmp, self.status)
+        while True:  # frozen: the harness kills the broker, then this process
+            time.sleep(3600)
+
+    def _path_of(self, node: Node) -> str:
+        parts: list[str] = []
+        while node.parent is not None:
+            parts.append(node.name)
+            node = node.parent
+        return "/" + "/".join(reversed(parts))
 
     # -- helpers ----------------------------------------------------------------------------------------
     def _node(self, path: str | None, fh: int | None = None) -> Node:
@@ -124,21 +176,25 @@ class LazyFS(mfusepy.Operations):
 
     @_op
     def mkdir(self, path: str, mode: int) -> int:
+        self._at("mkdir", path)
         self.tree.create(path, stat.S_IFDIR | stat.S_IMODE(mode), is_dir=True)
         return 0
 
     @_op
     def rmdir(self, path: str) -> int:
+        self._at("rmdir", path)
         self.tree.remove(path, is_dir=True)
         return 0
 
     @_op
     def unlink(self, path: str) -> int:
+        self._at("unlink", path)
         self.tree.remove(path, is_dir=False)
         return 0
 
     @_op
     def rename(self, old: str, new: str) -> int:
+        self._at("rename", old, new)
         self.tree.rename(old, new)
         return 0
 
@@ -148,12 +204,14 @@ class LazyFS(mfusepy.Operations):
 
     @_op
     def fsyncdir(self, path: str | None, datasync: int, fh: int) -> int:
+        self._at("fsyncdir", path or self._path_of(self._node(path, fh)))
         self.tree.fsync_dir(self._node(path))
         return 0
 
     # -- files ------------------------------------------------------------------------------------------
     @_op
     def create(self, path: str, mode: int, flags: int = os.O_RDWR) -> int:
+        self._at("create", path)
         node = self.tree.create(path, stat.S_IFREG | stat.S_IMODE(mode), is_dir=False)
         return self._handle(node, flags)
 
@@ -173,6 +231,7 @@ class LazyFS(mfusepy.Operations):
 
     @_op
     def write(self, path: str | None, data: bytes, offset: int, fh: int) -> int:
+        self._at("write", path or self._path_of(self.handles[fh][0]))
         node, flags = self.handles[fh]
         if flags & os.O_APPEND:
             offset = self.tree.size(node)
@@ -180,11 +239,13 @@ class LazyFS(mfusepy.Operations):
 
     @_op
     def truncate(self, path: str | None, length: int, fh: int | None = None) -> int:
+        self._at("truncate", path or self._path_of(self._node(path, fh)))
         self.tree.truncate(self._node(path, fh), length)
         return 0
 
     @_op
     def fsync(self, path: str | None, datasync: int, fh: int) -> int:
+        self._at("fsync", path or self._path_of(self._node(path, fh)))
         self.tree.fsync_file(self._node(path, fh))
         return 0
 
@@ -200,13 +261,17 @@ class LazyFS(mfusepy.Operations):
 
 def main(argv: list[str]) -> int:
     """Mount in the foreground until SIGTERM (or an unmount); exit without writing anything pending."""
-    if len(argv) != 2:
-        print("usage: python -m tests.powerloss.lazyfs BACKING MOUNTPOINT", file=sys.stderr)
-        return 2
-    backing, mountpoint = argv
+    parser = argparse.ArgumentParser(prog="python -m tests.powerloss.lazyfs")
+    parser.add_argument("backing")
+    parser.add_argument("mountpoint")
+    parser.add_argument("--cut-at", type=Trigger.parse, default=None, help="kind:glob:n (tests/powerloss/triggers.py)")
+    parser.add_argument("--status", default=None, help="the file written when the trigger fires")
+    parser.add_argument("--control", default=None, help="a file naming a trigger to arm while mounted")
+    args = parser.parse_args(argv)
+    backing, mountpoint = args.backing, args.mountpoint
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)  # mfusepy logs an operation's crash
     try:  # libfuse reports the SIGTERM that ends its loop as an error: not one here
-        mfusepy.FUSE(LazyFS(backing), mountpoint, foreground=True, nothreads=True, hard_remove=True,
+        mfusepy.FUSE(LazyFS(backing, args.cut_at, args.status, args.control), mountpoint, foreground=True, nothreads=True, hard_remove=True,
                      fsname="lazyfs", attr_timeout=0, entry_timeout=0, negative_timeout=0)
     finally:
         os._exit(0)  # nothing of the memory state may reach the backing dir after the loop ends

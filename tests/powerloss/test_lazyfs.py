@@ -219,3 +219,58 @@ def test_a_directory_rename_without_a_parent_fsync_is_undone(lazy: LazyMount) ->
     _power_cut(lazy)
     assert os.listdir(lazy.mountpoint) == ["topic-0.abc-delete"]
     assert (new / "00.log").read_bytes() == b"x"
+
+
+def test_a_trigger_freezes_at_the_nth_matching_operation_and_keeps_only_what_was_durable(tmp_path: Path) -> None:
+    """The writer runs in a process of its own: the frozen file system holds its third create for good."""
+    import subprocess
+    import sys
+    import time
+
+    from tests.powerloss.triggers import Trigger
+
+    lazy = LazyMount(tmp_path / "backing", tmp_path / "mnt").mount(Trigger("create", "/seg-*.log", 3))
+    script = (
+        "import os, sys\n"
+        "d = sys.argv[1]\n"
+        "for i in range(5):\n"
+        "    fd = os.open(f'{d}/seg-{i}.log', os.O_CREAT | os.O_WRONLY, 0o644)\n"
+        "    os.write(fd, b'x' * 10); os.fsync(fd); os.close(fd)\n"
+        "    dfd = os.open(d, os.O_RDONLY); os.fsync(dfd); os.close(dfd)\n"
+        "    if i == 1:\n"
+        "        fd = os.open(f'{d}/unsynced', os.O_CREAT | os.O_WRONLY, 0o644); os.close(fd)\n")
+    writer = subprocess.Popen([sys.executable, "-c", script, str(lazy.mountpoint)])
+    try:
+        deadline = time.monotonic() + 20
+        while lazy.fired() is None:
+            assert writer.poll() is None, "the writer finished: the trigger never fired"
+            assert time.monotonic() < deadline, "the trigger did not fire"
+            time.sleep(0.02)
+        assert lazy.fired() == "create /seg-2.log"
+        time.sleep(0.2)
+        assert writer.poll() is None, "the writer went on past the frozen operation"
+    finally:
+        writer.kill()
+        lazy.kill_frozen()
+        writer.wait(10)
+        lazy.cut()
+    assert sorted(os.listdir(lazy.backing)) == ["seg-0.log", "seg-1.log"]
+    lazy.mount()  # the next mount is not armed: it serves what survived
+    try:
+        assert lazy.fired() is None
+        assert (lazy.mountpoint / "seg-1.log").read_bytes() == b"x" * 10
+    finally:
+        lazy.unmount()
+
+
+def test_a_trigger_reads_back_from_its_spec_and_matches_a_rename_by_either_path() -> None:
+    from tests.powerloss.triggers import TARGETS, Trigger
+
+    trigger = Trigger("rename", "*.swap", 4)
+    assert Trigger.parse(trigger.spec()) == trigger
+    assert trigger.matches("rename", ("/d1/t-0/00000000000000000000.log.cleaned", "/d1/t-0/00000000000000000000.log.swap"))
+    assert not trigger.matches("create", ("/d1/t-0/00000000000000000000.log.swap",))
+    for bad in ("nope:*.log:1", "write:*.log:0", "write:a:b:1"):
+        with pytest.raises(ValueError):
+            Trigger.parse(bad)
+    assert all(Trigger.parse(t.spec()) == t for t in TARGETS.values())
