@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PYTEST_ARGS ?=
 
-.PHONY: cc kcat fuse java kafka maven prometheus chromium bytecode run test test-fast lint bench fuzz check-gen gen docs install clean
+.PHONY: cc kcat fuse java kafka kafka-resolve maven prometheus chromium bytecode run test test-fast lint bench fuzz check-gen gen docs install clean
 
 # two stamps: `make run` needs only the broker (.venv/.installed-broker); tests, lint and the Spark
 # connector need the extras too (.venv/.installed, which implies the other)
@@ -57,16 +57,21 @@ maven: java
 
 # Apache Kafka, the oracle of the conformance tests (tests/conformance/, tests/kafka_node.py): its jars,
 # resolved by Maven from tests/kafka/pom.xml (the one place its version is pinned) into a cache outside
-# the source tree. The stamp names the version, so a new pin resolves again and a second run does nothing.
+# the source tree. The stamp (.resolved) is a copy of the pom it was resolved from, compared by content,
+# not by date: a fresh clone's pom is newer than any stamp, and a second run, from any checkout, does
+# nothing; a new pin resolves again. The jars are resolved beside the old ones and swapped in whole, so
+# a run that uses the cache meanwhile (another checkout's tests) never finds its folder emptied.
 KAFKA_VERSION := $(shell sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' tests/kafka/pom.xml)
 KAFKA_CACHE ?= $(HOME)/.cache/pybroker/kafka-$(KAFKA_VERSION)
-kafka: $(KAFKA_CACHE)/.resolved
-$(KAFKA_CACHE)/.resolved: tests/kafka/pom.xml | maven
+kafka:
+	@cmp -s tests/kafka/pom.xml $(KAFKA_CACHE)/.resolved || $(MAKE) --no-print-directory kafka-resolve
+kafka-resolve: maven
 	@echo "resolving Apache Kafka $(KAFKA_VERSION) into $(KAFKA_CACHE) (once)"
-	rm -rf $(KAFKA_CACHE)/libs && mkdir -p $(KAFKA_CACHE)
+	mkdir -p $(KAFKA_CACHE) && rm -rf $(KAFKA_CACHE)/libs.new
 	cp tests/kafka/pom.xml $(KAFKA_CACHE)/pom.xml
-	cd $(KAFKA_CACHE) && mvn -q -B dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory=libs
-	touch $@
+	cd $(KAFKA_CACHE) && mvn -q -B dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory=libs.new
+	cd $(KAFKA_CACHE) && rm -rf libs.old && { [ ! -d libs ] || mv libs libs.old; } && mv libs.new libs && rm -rf libs.old
+	cp tests/kafka/pom.xml $(KAFKA_CACHE)/.resolved
 
 # the metrics test scrapes the broker with a real Prometheus server
 prometheus:
