@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-MOUNT_TIMEOUT_S = 10.0
+MOUNT_TIMEOUT_S = 60.0  # polled: only a mount that never comes waits it out
 
 
 def fuse_unavailable() -> str | None:
