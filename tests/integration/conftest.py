@@ -10,9 +10,9 @@
 the tests themselves against an independent broker; tests needing restarts or overrides skip there.
 
 Every test here is marked `integration` by the collection hook below. A hang watchdog fails a test
-after `PYBROKER_TEST_TIMEOUT` seconds (default 300: a test of 30 s on a quiet machine took minutes under a load average of 40) with SIGALRM, and if even that does not get
-control back, dumps every thread's stack, kills the brokers and exits hard 30 s later: a broken broker
-must cost minutes, never CI's whole budget.
+after `PYBROKER_TEST_TIMEOUT` seconds (default 300: a test of 30 s on a quiet machine takes minutes on a
+loaded one) with SIGALRM, and if even that does not get control back, dumps every thread's stack, kills
+the brokers and exits hard 30 s later: a broken broker must cost minutes, never CI's whole budget.
 """
 
 from __future__ import annotations
