@@ -37,6 +37,9 @@ def spark() -> Iterator[SparkSession]:
                .config("spark.sql.shuffle.partitions", "2")
                .config("spark.sql.session.timeZone", "UTC")
                .config("spark.sql.streaming.forceDeleteTempCheckpointLocation", "true")
+               # the driver's sockets to the JVM (collect, ...) wait 15 s to connect by default: a loaded
+               # machine took longer (CANNOT_OPEN_SOCKET ... timed out)
+               .config("spark.python.authenticate.socketTimeout", "120s")
                .getOrCreate())
     session.sparkContext.setLogLevel("ERROR")
     register(session)

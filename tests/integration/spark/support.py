@@ -1,11 +1,16 @@
-"""Helpers the Spark tests share: topics, a reader with the broker's address, rows as plain tuples."""
+"""Helpers the Spark tests share: topics, a reader with the broker's address, rows as plain tuples, and
+streaming queries started again when Spark's own fixed start-up wait runs out on a loaded machine."""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from typing import Any
 
 from kafka.admin import NewTopic
+from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.streaming import StreamingQuery
 
 from tests.integration.clients import kp_admin, kp_wait_for_topic
 
@@ -51,3 +56,50 @@ def plain_rows(df: DataFrame) -> list[Row]:
         out.append(row)
     return sorted(out, key=lambda row: (row[2], row[3], row[4]))
 
+
+
+#: a streaming source's planner is a Python process Spark starts per query and waits for a fixed 10 s (no
+#: setting changes it) to connect back; a loaded machine takes longer to start it, and the query fails
+#: while it initializes, before it has read or committed anything, so starting it again is safe
+WORKER_LATE = "Python worker failed to connect back"
+START_TRIES = 3
+
+
+def _worker_was_late(query: StreamingQuery, exc: BaseException | None) -> bool:
+    return exc is not None and WORKER_LATE in str(exc) and not query.recentProgress
+
+
+def run_to_end(start: Callable[[], StreamingQuery], timeout_s: float) -> StreamingQuery:
+    """Start a query (an availableNow one) and wait until it has finished; started again (up to
+    START_TRIES times) when Spark gave up on its Python worker while initializing. Stopped either way."""
+    for attempt in range(1, START_TRIES + 1):
+        query = start()
+        try:
+            finished = query.awaitTermination(timeout_s)
+        except StreamingQueryException as exc:
+            if attempt < START_TRIES and _worker_was_late(query, exc):
+                continue
+            raise
+        finally:
+            query.stop()
+        assert finished, f"the query did not finish within {timeout_s:.0f} s"
+        return query
+    raise AssertionError("unreachable")
+
+
+def start_running(start: Callable[[], StreamingQuery], timeout_s: float) -> StreamingQuery:
+    """Start a continuous query and wait for its first progress; started again (up to START_TRIES
+    times) when Spark gave up on its Python worker while initializing. The caller stops it."""
+    for attempt in range(1, START_TRIES + 1):
+        query = start()
+        deadline = time.monotonic() + timeout_s
+        while not query.recentProgress and query.isActive and time.monotonic() < deadline:
+            time.sleep(0.2)
+        if query.recentProgress:
+            return query
+        failure = None if query.isActive else query.exception()
+        query.stop()
+        if attempt < START_TRIES and _worker_was_late(query, failure):
+            continue
+        raise AssertionError(f"the query made no progress within {timeout_s:.0f} s: {failure}")
+    raise AssertionError("unreachable")
