@@ -172,10 +172,10 @@ def test_member_killed_without_leaving_is_expelled_after_its_session_timeout(
             mine = {tp.partition for tp in survivor.assignment()}
             shared = 0 < len(mine) < PARTITIONS
         assert shared, f"the second member never got partitions: {survivor.assignment()}"
+        killed_at = time.monotonic()  # before the kill: a slow wait for the exit does not shorten `took`
         os.killpg(doomed.pid, signal.SIGKILL)  # no LeaveGroup: only the session timeout can tell
-        doomed.wait(10)
-        killed_at = time.monotonic()
-        while time.monotonic() < killed_at + SESSION_MS / 1000 + 20:
+        doomed.wait(30)
+        while time.monotonic() < killed_at + SESSION_MS / 1000 + 60:
             survivor.poll(timeout_ms=POLL_MS, update_offsets=False)
             if {tp.partition for tp in survivor.assignment()} == set(range(PARTITIONS)):
                 break
