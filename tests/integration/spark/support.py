@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from kafka.admin import NewTopic
@@ -62,14 +63,24 @@ def plain_rows(df: DataFrame) -> list[Row]:
 #: setting changes it) to connect back; a loaded machine takes longer to start it, and the query fails
 #: while it initializes, before it has read or committed anything, so starting it again is safe
 WORKER_LATE = "Python worker failed to connect back"
-START_TRIES = 3
+START_TRIES = 5
 
 
-def _worker_was_late(query: StreamingQuery, exc: BaseException | None) -> bool:
-    return exc is not None and WORKER_LATE in str(exc) and not query.recentProgress
+def _worker_was_late(query: StreamingQuery, exc: BaseException | None, checkpoint: Path | None) -> bool:
+    """The query failed only because its Python worker was late; its checkpoint is made ready for another
+    start: the failed one left an empty offsets folder, which a memory sink refuses to recover from."""
+    if exc is None or WORKER_LATE not in str(exc) or query.recentProgress:
+        return False
+    offsets = None if checkpoint is None else checkpoint / "offsets"
+    if offsets is not None and offsets.is_dir() and not any(p.name[0].isdigit() for p in offsets.iterdir()):
+        for stray in offsets.iterdir():
+            stray.unlink()
+        offsets.rmdir()
+    return True
 
 
-def run_to_end(start: Callable[[], StreamingQuery], timeout_s: float) -> StreamingQuery:
+def run_to_end(start: Callable[[], StreamingQuery], timeout_s: float,
+               checkpoint: Path | None = None) -> StreamingQuery:
     """Start a query (an availableNow one) and wait until it has finished; started again (up to
     START_TRIES times) when Spark gave up on its Python worker while initializing. Stopped either way."""
     for attempt in range(1, START_TRIES + 1):
@@ -77,7 +88,7 @@ def run_to_end(start: Callable[[], StreamingQuery], timeout_s: float) -> Streami
         try:
             finished = query.awaitTermination(timeout_s)
         except StreamingQueryException as exc:
-            if attempt < START_TRIES and _worker_was_late(query, exc):
+            if attempt < START_TRIES and _worker_was_late(query, exc, checkpoint):
                 continue
             raise
         finally:
@@ -87,7 +98,8 @@ def run_to_end(start: Callable[[], StreamingQuery], timeout_s: float) -> Streami
     raise AssertionError("unreachable")
 
 
-def start_running(start: Callable[[], StreamingQuery], timeout_s: float) -> StreamingQuery:
+def start_running(start: Callable[[], StreamingQuery], timeout_s: float,
+                  checkpoint: Path | None = None) -> StreamingQuery:
     """Start a continuous query and wait for its first progress; started again (up to START_TRIES
     times) when Spark gave up on its Python worker while initializing. The caller stops it."""
     for attempt in range(1, START_TRIES + 1):
@@ -99,7 +111,7 @@ def start_running(start: Callable[[], StreamingQuery], timeout_s: float) -> Stre
             return query
         failure = None if query.isActive else query.exception()
         query.stop()
-        if attempt < START_TRIES and _worker_was_late(query, failure):
+        if attempt < START_TRIES and _worker_was_late(query, failure, checkpoint):
             continue
         raise AssertionError(f"the query made no progress within {timeout_s:.0f} s: {failure}")
     raise AssertionError("unreachable")

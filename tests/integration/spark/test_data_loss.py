@@ -108,7 +108,7 @@ def test_a_restarted_stream_whose_next_offsets_were_deleted(
         stream = read_stream(spark, b.bootstrap, subscribe=topic, startingOffsets="earliest",
                              failOnDataLoss=str(fail_on_data_loss).lower())
         run_to_end(lambda: stream.writeStream.format("parquet").option("path", str(sink))
-                   .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start(), 90)
+                   .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start(), 240)
 
     run()
     _produce(b.bootstrap, topic, 10, RECORDS - 10)

@@ -50,7 +50,7 @@ def test_the_example_counts_events_per_key_and_minute(spark: SparkSession, broke
     args = example.parse_args(["--bootstrap", broker.bootstrap, "--source", source, "--sink", sink,
                                "--checkpoint", str(tmp_path / "checkpoint"), "--available-now",
                                "--max-offsets-per-trigger", "12"])
-    run_to_end(lambda: example.start_pipeline(spark, args), 120)
+    run_to_end(lambda: example.start_pipeline(spark, args), 240)
 
     got: dict[tuple[str, int], int] = {}
     for record in kp_read(broker.bootstrap, sink, 1, len(expected)):

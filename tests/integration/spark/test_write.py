@@ -103,7 +103,7 @@ def test_a_stream_copies_one_topic_into_another(spark: SparkSession, broker: Bro
                          includeHeaders="true", maxOffsetsPerTrigger="20")
     run_to_end(lambda: stream.select("key", "value", "partition", "headers").writeStream.format("pybroker")
                .option("kafka.bootstrap.servers", broker.bootstrap).option("topic", sink)
-               .option("checkpointLocation", str(tmp_path / "checkpoint")).trigger(availableNow=True).start(), 90)
+               .option("checkpointLocation", str(tmp_path / "checkpoint")).trigger(availableNow=True).start(), 240)
     copied = kp_read(broker.bootstrap, sink, 2, 50)
     assert sorted((r.partition, r.key, r.value, list(r.headers)) for r in copied) == sorted(
         (i % 2, f"k{i}".encode(), f"v{i}".encode(), [("i", str(i).encode())]) for i in range(50))
