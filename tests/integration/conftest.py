@@ -10,9 +10,9 @@
 the tests themselves against an independent broker; tests needing restarts or overrides skip there.
 
 Every test here is marked `integration` by the collection hook below. A hang watchdog fails a test
-after `PYBROKER_TEST_TIMEOUT` seconds (default 120) with SIGALRM, and if even that does not get
-control back, dumps every thread's stack, kills the brokers and exits hard 30 s later: a broken broker
-must cost minutes, never CI's whole budget.
+after `PYBROKER_TEST_TIMEOUT` seconds (default 300: a test of 30 s on a quiet machine takes minutes on a
+loaded one) with SIGALRM, and if even that does not get control back, dumps every thread's stack, kills
+the brokers and exits hard 30 s later: a broken broker must cost minutes, never CI's whole budget.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from tests.integration.clients import close_clients
 
 HERE = Path(__file__).resolve().parent
 TARGET = os.environ.get("PYBROKER_TEST_TARGET", "pybroker").strip().lower() or "pybroker"
-TEST_TIMEOUT_S = float(os.environ.get("PYBROKER_TEST_TIMEOUT", "120"))
+TEST_TIMEOUT_S = float(os.environ.get("PYBROKER_TEST_TIMEOUT", "300"))
 HARD_EXIT_GRACE_S = 30.0
 
 if TARGET not in ("pybroker", "tansu"):
@@ -61,10 +61,21 @@ class HungTestError(Exception):
 
 
 def _on_alarm(signum: int, frame: object) -> None:
-    raise HungTestError(f"integration test still running after {TEST_TIMEOUT_S:.0f}s (PYBROKER_TEST_TIMEOUT)")
+    raise HungTestError("integration test still running past its hang limit (PYBROKER_TEST_TIMEOUT, or its "
+                        "hang_limit mark)")
 
 
-def _hard_exit(capman: object | None) -> None:
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "hang_limit(seconds): the hang watchdog's limit for a test of many steps, "
+                                       "each with a timeout of its own (at least PYBROKER_TEST_TIMEOUT)")
+
+
+def _hang_limit_s(item: pytest.Item) -> float:
+    mark = item.get_closest_marker("hang_limit")
+    return max(TEST_TIMEOUT_S, float(mark.args[0])) if mark else TEST_TIMEOUT_S
+
+
+def _hard_exit(capman: object | None, limit_s: float) -> None:
     # pytest holds fd 2 in a capture file that os._exit would throw away: give it back first
     suspend = getattr(capman, "suspend_global_capture", None)
     if suspend is not None:
@@ -72,7 +83,7 @@ def _hard_exit(capman: object | None) -> None:
             suspend(in_=False)
         except Exception as exc:
             sys.stderr.write(f"(could not suspend pytest's capture: {exc!r})\n")
-    sys.stderr.write(f"\n*** integration test hung past {TEST_TIMEOUT_S + HARD_EXIT_GRACE_S:.0f}s; "
+    sys.stderr.write(f"\n*** integration test hung past {limit_s + HARD_EXIT_GRACE_S:.0f}s; "
                      "stacks follow, brokers killed, exiting ***\n")
     sys.stderr.flush()
     faulthandler.dump_traceback(file=sys.stderr, all_threads=True)
@@ -85,10 +96,11 @@ def _hang_watchdog(request: pytest.FixtureRequest) -> Iterator[None]:
     """SIGALRM fails just this test; the timer thread is the backstop when the main thread is stuck in C."""
     use_alarm = threading.current_thread() is threading.main_thread() and hasattr(signal, "SIGALRM")
     previous = signal.signal(signal.SIGALRM, _on_alarm) if use_alarm else None
+    limit_s = _hang_limit_s(request.node)
     if use_alarm:
-        signal.setitimer(signal.ITIMER_REAL, TEST_TIMEOUT_S)
+        signal.setitimer(signal.ITIMER_REAL, limit_s)
     capman = request.config.pluginmanager.getplugin("capturemanager")
-    backstop = threading.Timer(TEST_TIMEOUT_S + HARD_EXIT_GRACE_S, _hard_exit, args=(capman,))
+    backstop = threading.Timer(limit_s + HARD_EXIT_GRACE_S, _hard_exit, args=(capman, limit_s))
     backstop.daemon = True
     backstop.start()
     try:

@@ -112,7 +112,7 @@ def test_produce_and_consume_keys_headers_formats_offsets_and_times(tools_broker
     assert "no topic matches" in run(tools_broker, "consume", "-r", "no-such-.*", "-e", code=1).stderr
     start = time.monotonic()
     assert lines(tools_broker, "consume", topic, "--idle-timeout", "0.5") == []  # from the end: nothing comes
-    assert time.monotonic() - start < 10
+    assert time.monotonic() - start < 30  # it gave up idle, not never (slack for a busy machine)
 
 
 def test_consume_in_a_group_commits_resumes_and_shares_with_a_librdkafka_member(
@@ -190,7 +190,7 @@ def _member_partitions(broker: BrokerProcess, group: str) -> list[int]:
     return sorted(m["partitions"] or 0 for m in _members(broker, group))
 
 
-def _until(check: Callable[[], bool], timeout: float = 20) -> None:
+def _until(check: Callable[[], bool], timeout: float = 60) -> None:
     deadline = time.monotonic() + timeout
     while not check():
         if time.monotonic() > deadline:
@@ -454,7 +454,7 @@ def test_health_wait_returns_once_a_starting_broker_is_healthy(broker_factory: C
     start = time.monotonic()
     gave_up = CliRunner().invoke(cli, ["health", "--wait", "1", "--bootstrap-server", unreachable])
     assert gave_up.exit_code == 1 and "cannot reach the broker" in gave_up.stderr
-    assert 1 <= time.monotonic() - start < 10
+    assert 1 <= time.monotonic() - start < 30  # after its 1 s, not never (slack for a busy machine)
     later = broker_factory(start=False)
     waiting = subprocess.Popen([sys.executable, "-m", "pybroker.broker.cli", "health", "--wait", "60",
                                 "--bootstrap-server", later.bootstrap], stdout=subprocess.PIPE,

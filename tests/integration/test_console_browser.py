@@ -28,7 +28,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 TOPIC, GROUP = "orders", "billing"
 PARTITIONS, PER_PARTITION, COMMITTED = 3, 10, 4
 ARTIFACTS = REPO_ROOT / "test-artifacts" / "console"
-WAIT_S = 15.0
+WAIT_S = 60.0
 
 
 def _binaries() -> tuple[str, str]:

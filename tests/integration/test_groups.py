@@ -172,10 +172,10 @@ def test_member_killed_without_leaving_is_expelled_after_its_session_timeout(
             mine = {tp.partition for tp in survivor.assignment()}
             shared = 0 < len(mine) < PARTITIONS
         assert shared, f"the second member never got partitions: {survivor.assignment()}"
+        killed_at = time.monotonic()  # before the kill: a slow wait for the exit does not shorten `took`
         os.killpg(doomed.pid, signal.SIGKILL)  # no LeaveGroup: only the session timeout can tell
-        doomed.wait(10)
-        killed_at = time.monotonic()
-        while time.monotonic() < killed_at + SESSION_MS / 1000 + 20:
+        doomed.wait(30)
+        while time.monotonic() < killed_at + SESSION_MS / 1000 + 60:
             survivor.poll(timeout_ms=POLL_MS, update_offsets=False)
             if {tp.partition for tp in survivor.assignment()} == set(range(PARTITIONS)):
                 break
@@ -311,14 +311,17 @@ def test_commits_survive_kill_9_and_restart(broker_factory: BrokerFactory, new_t
     proc.start()
     reader = KafkaConsumer(bootstrap_servers=proc.bootstrap, group_id=group, **KP_GROUP)
     try:
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + 90  # polled: the restarted coordinator loads slowly on a busy machine
         found: dict[int, Any] = {}
         while time.monotonic() < deadline:
             try:
                 found = {p: reader.committed(TopicPartition(topic, p), metadata=True) for p in range(PARTITIONS)}
-                break
+                if all(m is not None for m in found.values()):
+                    break
             except KpError:
-                time.sleep(0.2)  # the coordinator may still be loading
+                pass  # the coordinator may still be loading
+            time.sleep(0.2)
+        assert all(m is not None for m in found.values()), f"commits not readable after the restart: {found}"
         assert {p: (m.offset, m.metadata) for p, m in found.items()} == {
             p: (10 + p, f"meta-{p}") for p in range(PARTITIONS)}
     finally:
@@ -327,7 +330,7 @@ def test_commits_survive_kill_9_and_restart(broker_factory: BrokerFactory, new_t
     consumer = KafkaConsumer(topic, bootstrap_servers=proc.bootstrap, group_id=group, **KP_GROUP)
     try:
         got = 0
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 90
         while got < 100 - sum(10 + p for p in range(PARTITIONS)) and time.monotonic() < deadline:
             got += sum(len(r) for r in consumer.poll(timeout_ms=300).values())
         assert got == 100 - sum(10 + p for p in range(PARTITIONS))

@@ -53,7 +53,7 @@ def _values(bootstrap: str, expected: int) -> list[bytes]:
 
 def test_a_partition_moves_between_log_dirs_under_produce_load_with_nothing_lost(tmp_path: Path) -> None:
     a, b = tmp_path / "a", tmp_path / "b"
-    proc = BrokerProcess(tmp_path, {"replica.alter.log.dirs.io.max.bytes.per.second": "1500000"},
+    proc = BrokerProcess(tmp_path, {"replica.alter.log.dirs.io.max.bytes.per.second": "750000"},
                          log_dirs=[a, b]).start()
     try:
         bootstrap = proc.bootstrap
@@ -66,7 +66,8 @@ def test_a_partition_moves_between_log_dirs_under_produce_load_with_nothing_lost
             if err is None:
                 acked.append(message.value()[: message.value().index(b"|")])
 
-        for i in range(PRELOAD):  # about 4.5 MB: three seconds of copying at the throttle
+        for i in range(PRELOAD):  # about 4.5 MB: six seconds of copying at the throttle,
+            # long enough that DescribeLogDirs polled on a loaded machine sees the future replica (3 s was not)
             producer.produce(TOPIC, b"%d|" % i + VALUE_PAD, partition=0, on_delivery=delivered)
             if i % 5000 == 0:
                 producer.poll(0)
@@ -90,7 +91,7 @@ def test_a_partition_moves_between_log_dirs_under_produce_load_with_nothing_lost
                 outcome = admin.alter_replica_log_dirs({TopicPartitionReplica(TOPIC, 0, 1): str(target)})
             assert [err.__name__ for err in outcome.values()] == ["NoError"]
             seen_future = False
-            deadline = time.monotonic() + 60
+            deadline = time.monotonic() + 120
             while True:
                 where = _where(bootstrap)
                 seen_future = seen_future or any(future for _, future, _ in where)

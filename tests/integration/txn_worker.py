@@ -16,7 +16,7 @@ import sys
 import time
 from collections.abc import Callable
 
-TIMEOUT_S = 20.0
+TIMEOUT_S = 60.0
 IDLE_EXIT_S = 1.0
 PAUSE_S = 0.03  # between transactions: at most ~33 a second, so the input outlasts every kill round
 FAILED = 3

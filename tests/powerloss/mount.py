@@ -31,7 +31,7 @@ from pathlib import Path
 from tests.powerloss.triggers import Trigger
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-MOUNT_TIMEOUT_S = 10.0
+MOUNT_TIMEOUT_S = 60.0  # polled: only a mount that never comes waits it out
 
 
 def fuse_unavailable() -> str | None:

@@ -72,3 +72,18 @@ def test_the_quiet_install_says_what_it_does_and_how_long_it_took() -> None:
         install = next(line for line in recipe.splitlines() if "pip install -q -e" in line)
         assert "INSTALL_SAYS" in install and "INSTALLED_SAYS" in install, install
     assert re.search(r"INSTALLED_SAYS = .*date \+%s", makefile)
+
+
+def test_the_editable_install_drops_setuptools_notice_and_only_it() -> None:
+    """pip prints a build backend's warnings even when quiet: setup.py ignores setuptools' informational
+    "Editable installation." notice by its category and message, so any other warning still shows."""
+    tree = ast.parse((ROOT / "setup.py").read_text())
+    filters = [node for node in ast.walk(tree) if isinstance(node, ast.Call)
+               and ast.unparse(node.func) == "warnings.filterwarnings"]
+    assert len(filters) == 1, [ast.unparse(f) for f in filters]
+    call = filters[0]
+    keywords = {k.arg: k.value for k in call.keywords}
+    assert ast.literal_eval(call.args[0]) == "ignore"
+    assert ast.unparse(keywords["category"]) == "InformationOnly"
+    message = ast.literal_eval(keywords["message"])
+    assert re.match(message, "Editable installation.\n!!\n") and not re.match(message, "Installing")

@@ -40,6 +40,9 @@ def spark() -> Iterator[SparkSession]:
                .config("spark.sql.streaming.forceDeleteTempCheckpointLocation", "true")
                # Spark's own `format("kafka")` beside ours, when resolved (test_spark_kafka_format.py)
                .config("spark.driver.extraClassPath", ":".join(str(jar) for jar in spark_kafka_jars()))
+               # the driver's sockets to the JVM (collect, ...) wait 15 s to connect by default: a loaded
+               # machine took longer (CANNOT_OPEN_SOCKET ... timed out)
+               .config("spark.python.authenticate.socketTimeout", "120s")
                .getOrCreate())
     session.sparkContext.setLogLevel("ERROR")
     register(session)

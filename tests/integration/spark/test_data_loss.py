@@ -24,6 +24,7 @@ from tests.integration.spark.support import (
     plain_rows,
     read,
     read_stream,
+    run_to_end,
 )
 
 RECORDS = 30
@@ -106,12 +107,8 @@ def test_a_restarted_stream_whose_next_offsets_were_deleted(
     def run() -> None:
         stream = read_stream(spark, b.bootstrap, subscribe=topic, startingOffsets="earliest",
                              failOnDataLoss=str(fail_on_data_loss).lower())
-        query = (stream.writeStream.format("parquet").option("path", str(sink))
-                 .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
-        try:
-            assert query.awaitTermination(90), "the availableNow query did not finish in 90 s"
-        finally:
-            query.stop()
+        run_to_end(lambda: stream.writeStream.format("parquet").option("path", str(sink))
+                   .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start(), 240)
 
     run()
     _produce(b.bootstrap, topic, 10, RECORDS - 10)

@@ -13,7 +13,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from tests.integration.brokers import BrokerProcess
 from tests.integration.clients import kp_consumer, kp_producer
-from tests.integration.spark.support import create_topic, read, read_stream
+from tests.integration.spark.support import create_topic, read, read_stream, run_to_end
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -94,12 +94,9 @@ def test_a_failed_write_leaves_nothing_visible(spark: SparkSession, broker: Brok
     assert _values(broker.bootstrap, topic, 2, "read_committed", 1, wait_s=3) == []
 
 
-def _finish(query) -> None:  # type: ignore[no-untyped-def]
-    try:
-        assert query.awaitTermination(QUERY_TIMEOUT_S), "the query did not finish its available input"
-        assert query.exception() is None, query.exception()
-    finally:
-        query.stop()
+def _finish(start) -> None:  # type: ignore[no-untyped-def]
+    query = run_to_end(start, QUERY_TIMEOUT_S)
+    assert query.exception() is None, query.exception()
 
 
 def test_a_micro_batch_rerun_after_its_commit_writes_nothing_twice(
@@ -123,7 +120,7 @@ def test_a_micro_batch_rerun_after_its_commit_writes_nothing_twice(
                   .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True))
         for key, value in options.items():
             writer = writer.option(key, value)
-        _finish(writer.start())
+        _finish(writer.start)
 
     produce(0, 50)
     run(**{"exactlyOnce.failOnceAfterWrite": "0"})  # every batch's partition 0 dies once after writing

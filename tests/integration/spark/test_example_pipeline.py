@@ -18,7 +18,7 @@ from pyspark.sql import SparkSession
 
 from tests.integration.brokers import REPO_ROOT, BrokerProcess
 from tests.integration.clients import kp_producer, kp_read
-from tests.integration.spark.support import create_topic
+from tests.integration.spark.support import create_topic, run_to_end
 
 EXAMPLE = REPO_ROOT / "examples" / "spark_pipeline.py"
 
@@ -50,11 +50,7 @@ def test_the_example_counts_events_per_key_and_minute(spark: SparkSession, broke
     args = example.parse_args(["--bootstrap", broker.bootstrap, "--source", source, "--sink", sink,
                                "--checkpoint", str(tmp_path / "checkpoint"), "--available-now",
                                "--max-offsets-per-trigger", "12"])
-    query = example.start_pipeline(spark, args)
-    try:
-        assert query.awaitTermination(120), "the example did not finish its available input"
-    finally:
-        query.stop()
+    run_to_end(lambda: example.start_pipeline(spark, args), 240)
 
     got: dict[tuple[str, int], int] = {}
     for record in kp_read(broker.bootstrap, sink, 1, len(expected)):
@@ -84,7 +80,7 @@ def test_ctrl_c_stops_the_example_cleanly(broker: BrokerProcess, new_topic: Call
     try:
         assert proc.stderr is not None
         lines: list[str] = []
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + 240  # its own Spark JVM: minutes to start on a loaded machine
         while time.monotonic() < deadline:
             line = proc.stderr.readline()
             if not line:
@@ -95,11 +91,14 @@ def test_ctrl_c_stops_the_example_cleanly(broker: BrokerProcess, new_topic: Call
         assert any("Ctrl-C stops it" in line for line in lines), "".join(lines)[-3000:]
         time.sleep(2)  # a micro-batch or two
         os.killpg(proc.pid, signal.SIGINT)
-        _, err = proc.communicate(timeout=90)
+        _, err = proc.communicate(timeout=180)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(10)
+            proc.wait(30)
+        for pipe in (proc.stdout, proc.stderr):  # closed here when a failure skipped communicate
+            if pipe is not None:
+                pipe.close()
     assert proc.returncode == 0, err[-3000:]
     ours = _without_runner_teardown(err)
     assert "Traceback" not in ours and "py4j" not in ours.lower(), err[-3000:]

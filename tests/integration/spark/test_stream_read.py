@@ -12,9 +12,9 @@ from pyspark.sql.streaming import StreamingQuery
 
 from tests.integration.brokers import BrokerProcess
 from tests.integration.clients import kp_admin, kp_producer, kp_wait_for_topic
-from tests.integration.spark.support import create_topic, read_stream
+from tests.integration.spark.support import create_topic, read_stream, run_to_end, start_running
 
-QUERY_TIMEOUT_S = 90
+QUERY_TIMEOUT_S = 240  # polled: a few seconds idle, minutes on a loaded machine
 
 
 def _produce(bootstrap: str, topic: str, counts: dict[int, int], tag: str) -> set[bytes]:
@@ -30,11 +30,8 @@ def _produce(bootstrap: str, topic: str, counts: dict[int, int], tag: str) -> se
     return values
 
 
-def _finish(query: StreamingQuery) -> None:
-    try:
-        assert query.awaitTermination(QUERY_TIMEOUT_S), f"query did not finish within {QUERY_TIMEOUT_S}s"
-    finally:
-        query.stop()
+def _finish(start: Callable[[], StreamingQuery], checkpoint: Path) -> StreamingQuery:
+    return run_to_end(start, QUERY_TIMEOUT_S, checkpoint)
 
 
 def test_available_now_reads_everything_in_bounded_batches(spark: SparkSession, broker: BrokerProcess,
@@ -44,9 +41,9 @@ def test_available_now_reads_everything_in_bounded_batches(spark: SparkSession, 
     sent = _produce(broker.bootstrap, topic, {0: 60, 1: 30, 2: 10}, "a")
     stream = read_stream(spark, broker.bootstrap, subscribe=topic, startingOffsets="earliest",
                          maxOffsetsPerTrigger="15")
-    query = (stream.writeStream.format("memory").queryName("bounded_batches")
-             .option("checkpointLocation", str(tmp_path / "checkpoint")).trigger(availableNow=True).start())
-    _finish(query)
+    query = _finish(lambda: stream.writeStream.format("memory").queryName("bounded_batches")
+                    .option("checkpointLocation", str(tmp_path / "checkpoint")).trigger(availableNow=True).start(),
+                    tmp_path / "checkpoint")
 
     batches = [p["numInputRows"] for p in query.recentProgress if p["numInputRows"]]
     assert sum(batches) == 100 and max(batches) <= 15 and len(batches) >= 7, batches
@@ -66,9 +63,9 @@ def test_restart_from_a_checkpoint_reads_each_record_once(spark: SparkSession, b
     def run() -> None:
         stream = read_stream(spark, broker.bootstrap, subscribe=topic, startingOffsets="earliest",
                              maxOffsetsPerTrigger="20")
-        _finish(stream.select("value", "partition", "offset").writeStream.format("parquet")
+        _finish(lambda: stream.select("value", "partition", "offset").writeStream.format("parquet")
                 .option("path", str(sink)).option("checkpointLocation", str(checkpoint))
-                .trigger(availableNow=True).start())
+                .trigger(availableNow=True).start(), checkpoint)
 
     sent = _produce(broker.bootstrap, topic, {0: 30, 1: 20}, "first")
     run()
@@ -92,13 +89,11 @@ def test_a_new_query_starts_at_latest_by_default(spark: SparkSession, broker: Br
     topic = new_topic()
     create_topic(broker.bootstrap, topic, 2)
     _produce(broker.bootstrap, topic, {0: 5, 1: 5}, "before")
-    query = (read_stream(spark, broker.bootstrap, subscribe=topic).writeStream.format("memory")
-             .queryName("from_latest").option("checkpointLocation", str(tmp_path / "checkpoint"))
-             .trigger(processingTime="500 milliseconds").start())
+    query = start_running(  # the start is fixed by the first batch
+        lambda: read_stream(spark, broker.bootstrap, subscribe=topic).writeStream.format("memory")
+        .queryName("from_latest").option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .trigger(processingTime="500 milliseconds").start(), QUERY_TIMEOUT_S, tmp_path / "checkpoint")
     try:
-        deadline = time.monotonic() + QUERY_TIMEOUT_S
-        while not query.recentProgress and time.monotonic() < deadline:  # the start is fixed by the first batch
-            time.sleep(0.2)
         after = _produce(broker.bootstrap, topic, {0: 3, 1: 4}, "after")
         query.processAllAvailable()
     finally:

@@ -10,7 +10,7 @@ from pyspark.sql import SparkSession
 
 from tests.integration.brokers import BrokerProcess
 from tests.integration.clients import kp_producer, kp_read
-from tests.integration.spark.support import create_topic, read_stream
+from tests.integration.spark.support import create_topic, read_stream, run_to_end
 
 HEADERS = "array<struct<key:string,value:binary>>"
 
@@ -101,13 +101,9 @@ def test_a_stream_copies_one_topic_into_another(spark: SparkSession, broker: Bro
         producer.flush(timeout=20)
     stream = read_stream(spark, broker.bootstrap, subscribe=source, startingOffsets="earliest",
                          includeHeaders="true", maxOffsetsPerTrigger="20")
-    query = (stream.select("key", "value", "partition", "headers").writeStream.format("pybroker")
-             .option("kafka.bootstrap.servers", broker.bootstrap).option("topic", sink)
-             .option("checkpointLocation", str(tmp_path / "checkpoint")).trigger(availableNow=True).start())
-    try:
-        assert query.awaitTermination(90)
-    finally:
-        query.stop()
+    run_to_end(lambda: stream.select("key", "value", "partition", "headers").writeStream.format("pybroker")
+               .option("kafka.bootstrap.servers", broker.bootstrap).option("topic", sink)
+               .option("checkpointLocation", str(tmp_path / "checkpoint")).trigger(availableNow=True).start(), 240)
     copied = kp_read(broker.bootstrap, sink, 2, 50)
     assert sorted((r.partition, r.key, r.value, list(r.headers)) for r in copied) == sorted(
         (i % 2, f"k{i}".encode(), f"v{i}".encode(), [("i", str(i).encode())]) for i in range(50))

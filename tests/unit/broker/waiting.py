@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 
 #: long enough for any load we have seen, short enough that a real hang fails the test rather than the run
-WAIT_S = 20.0
+WAIT_S = 60.0
 
 
 async def until(check: Callable[[], bool], what: str, timeout_s: float = WAIT_S) -> None:

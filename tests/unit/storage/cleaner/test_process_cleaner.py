@@ -17,7 +17,7 @@ from pybroker.storage.cleaner import process_cleaner
 from pybroker.storage.cleaner.channel import Channel
 from pybroker.storage.cleaner.job import WorkerSettings
 from pybroker.storage.cleaner.manager import CleanerManager, CleanerSettings
-from pybroker.storage.cleaner.metrics import WORKER_DEATHS
+from pybroker.storage.cleaner.metrics import CLEANER_RUNS, WORKER_DEATHS
 from pybroker.storage.cleaner.process_cleaner import ProcessCleaner, WorkerProcess
 from pybroker.storage.log import Log
 from tests.unit.storage.cleaner.helpers import (
@@ -163,18 +163,22 @@ def test_shutdown_during_a_clean_stops_the_worker_and_leaves_no_output(logs: Log
     before = records_of(log)
     manager = _manager(logs)
     manager.settings = CleanerSettings(threads=1, dedupe_buffer_size=1 << 20, backoff_ms=60_000, process=True,
-                                       process_nice=0, io_max_bytes_per_second=2e6)  # a slow clean
-    manager.throttler.bytes_per_second = 2e6
+                                       process_nice=0, io_max_bytes_per_second=1e6)  # a slow clean: seconds
+    manager.throttler.bytes_per_second = 1e6  # from its first output to its end
     ours = _children()
+    aborted_before = CLEANER_RUNS.labels("aborted")._value.get()
     manager.startup()
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 60
     while not any(p.name.endswith(".cleaned") for p in log.dir.iterdir()) and time.monotonic() < deadline:
         time.sleep(0.005)
     workers = _children() - ours
     assert workers, "no worker process was cleaning"
     started = time.monotonic()
     manager.shutdown()
-    assert time.monotonic() - started < 10
+    # the clean was cut short, not waited for (its count says so, whatever the machine's load); the time
+    # only guards against a shutdown that hangs: the worker's grace to unwind, and slack for a busy machine
+    assert CLEANER_RUNS.labels("aborted")._value.get() == aborted_before + 1, "the clean was not stopped"
+    assert time.monotonic() - started < process_cleaner.STOP_GRACE_S + 25
     assert not any(t.name.startswith("log-cleaner") for t in threading.enumerate())
     for pid in workers:
         assert not Path(f"/proc/{pid}").exists(), "the worker outlived the shutdown"
@@ -203,7 +207,7 @@ def test_a_stuck_worker_is_killed_at_shutdown(logs: Logs, monkeypatch: pytest.Mo
         started = time.monotonic()
         with pytest.raises(process_cleaner.CleaningAborted, match="worker killed"):
             cleaner.clean(log, 0, log.active_segment.base_offset, logs.clock[0])
-        assert time.monotonic() - started < 5
+        assert time.monotonic() - started < 30  # killed after the grace, not waited for (slack for a busy machine)
         assert frozen and not Path(f"/proc/{frozen[0]}").exists()
         assert _cleaned_files(log) == []
         _check_consistent(log, before)
@@ -250,7 +254,7 @@ def test_the_worker_runs_nicer_and_exits_when_the_broker_goes() -> None:
         assert os.getpriority(os.PRIO_PROCESS, worker.pid) == min(ours + 5, 19)
         assert worker.proc.stdin is not None
         worker.proc.stdin.close()  # what the worker sees when the broker dies
-        assert worker.proc.wait(10) == 0
+        assert worker.proc.wait(60) == 0  # at once; the time only guards against a hang (slack for a busy machine)
     finally:
         worker.kill()
 
