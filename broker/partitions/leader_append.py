@@ -51,6 +51,15 @@ Appending: TypeAlias = "DelayedAppend | Coroutine[Any, Any, DelayedAppend]"
 
 
 
+#: the messages Kafka's ReplicaManager gives a transactional batch its verification refused; every other
+#: refusal of the transaction check carries none, and the client shows the code's own text
+TXN_MESSAGES: dict[ErrorCode, str] = {
+    ErrorCode.INVALID_TXN_STATE: "Partition was not added to the transaction",
+    ErrorCode.NOT_ENOUGH_REPLICAS: "Unable to verify the partition has been added to the transaction. "
+                                   "Underlying error: CONCURRENT_TRANSACTIONS",
+}
+
+
 def append_records(manager: ReplicaManager, topic: str, partition: int, records: Any, *, acks: int, now_ms: int,
                    allow_zstd: bool, transaction: TransactionCheck | None = None) -> Appending:
     """Validate, stamp and append one partition's produced records (see the module's steps).
@@ -74,8 +83,7 @@ def append_records(manager: ReplicaManager, topic: str, partition: int, records:
         if not isinstance(verdict, ErrorCode):
             return _verified_then_append(manager, verdict, target.key, records, header, acks, now_ms)
         if verdict is not ErrorCode.NONE:
-            # no message, as Kafka (it sends one only for records it refused): clients show the code's own text
-            return refused(target.key, verdict)
+            return refused(target.key, verdict, TXN_MESSAGES.get(verdict))
     return _checked_append(target, records, header, acks, now_ms)
 
 
@@ -96,7 +104,7 @@ async def _verified_then_append(manager: ReplicaManager, verdict: Awaitable[Erro
     """Produce v12: the partition joins the transaction (a fsynced state write) before the append."""
     code = await verdict
     if code is not ErrorCode.NONE:
-        return refused(key, code)
+        return refused(key, code, TXN_MESSAGES.get(code))
     target, code = manager.resolve_for_write(*key)  # fresh: it may have moved meanwhile
     if target is None:
         return refused(key, code)
