@@ -14,6 +14,7 @@ docs/skipped-features.md).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -26,7 +27,13 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import (
+    AdminClient,
+    NewTopic,
+    ScramCredentialInfo,
+    ScramMechanism,
+    UserScramCredentialUpsertion,
+)
 
 from tests.ecosystem.golang import BUILD_TIMEOUT_S, FRANZ_GO, build, go_env, module_copy, need_go
 from tests.integration.brokers import BrokerProcess
@@ -205,12 +212,44 @@ FAST_SUBSET = ("TestGroupETL", "TestTxnEtl", "TestGroupSimple", "TestConsumeRege
                "TestIssue434", "TestPauseIssue489", "TestPauseIssueOct2023", "TestIssue769", "TestIssue810",
                "TestIssue831", "TestIssue865", "TestDirectPartitionPurge", "TestAddRemovePartitions",
                "TestIssueFetchLargerThanBrokerMaxReadBytes", "TestClient_ProduceLargeMessages",
-               "TestUnknownGroupOffsetFetchPinned", "TestIssue1505", "TestConsumeMaxDecompressBatchBytes")
+               "TestUnknownGroupOffsetFetchPinned", "TestIssue1505", "TestConsumeMaxDecompressBatchBytes",
+               "Test848RegexBrokerResolves", "TestPing", "TestSCRAMAuth", "TestSCRAMAuthBadCredentials")
 FAST_RECORDS = 3000
-#: what the full run (PYBROKER_FRANZ_GO_FULL=1) gives that is not a pass, and why
-KNOWN_NOT_PASSING: dict[str, str] = {}
-#: the broker as franz-go's CI runs Kafka for these tests: topics auto-created, no initial rebalance delay
-SUITE_OVERRIDES = {"auto.create.topics.enable": "true", "group.initial.rebalance.delay.ms": "0"}
+#: what the full run (PYBROKER_FRANZ_GO_FULL=1) gives that is not a pass, and why (measured: 146 tests pass,
+#: these 7 skip; the 9 share-group and SASL tests skipped before are 4 here: SCRAM runs, OAUTHBEARER does not)
+KNOWN_NOT_PASSING = {
+    "TestShareGroup": "SKIP: share groups (KIP-932) are not served (docs/skipped-features.md)",
+    "TestShareGroupETL": "SKIP: share groups (KIP-932) are not served",
+    "TestShareGroupAckOnClose": "SKIP: share groups (KIP-932) are not served",
+    "TestShareGroupOffsetsAdmin": "SKIP: share groups (KIP-932) are not served",
+    "TestConsumeRegexShareSkipsInternal": "SKIP: share groups (KIP-932) are not served",
+    "TestIssueProduceBrokerTooOldFailsRecords": "SKIP: Produce v0-2 stay advertised (librdkafka needs them; "
+                                                "docs/skipped-features.md), so the test has no broker to try",
+    "TestOAuthAuth": "SKIP: needs KGO_TEST_OAUTH_SEEDS, a listener whose OAUTHBEARER tokens its own issuer signs",
+}
+#: the broker as franz-go's CI runs Kafka for these tests: topics auto-created, no initial rebalance delay; and a
+#: SASL_PLAINTEXT listener with SCRAM for its SCRAM tests (KGO_TEST_SCRAM_SEEDS, KGO_TEST_SCRAM)
+SUITE_OVERRIDES = {"auto.create.topics.enable": "true", "group.initial.rebalance.delay.ms": "0",
+                   "sasl.enabled.mechanisms": "SCRAM-SHA-256,SCRAM-SHA-512"}
+SCRAM_USER, SCRAM_PASSWORD = "franz", "franz-Pw-5e1d2c"
+
+
+@contextlib.contextmanager
+def suite_broker(workdir: Path) -> Iterator[BrokerProcess]:
+    """A fresh broker for franz-go's tests, with the SCRAM user (SHA-512) its SCRAM tests log in as."""
+    broker = BrokerProcess(workdir, SUITE_OVERRIDES, extra_listeners=["SASL_PLAINTEXT"])
+    broker.start()
+    try:
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        upsert = UserScramCredentialUpsertion(SCRAM_USER, ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096),
+                                              SCRAM_PASSWORD.encode())
+        for future in admin.alter_user_scram_credentials([upsert]).values():
+            assert future.result(timeout=30) is None
+        yield broker
+        assert "Traceback" not in broker.log_path.read_text(errors="replace")
+        assert SCRAM_PASSWORD not in broker.log_path.read_text(errors="replace")
+    finally:
+        broker.close()
 
 
 @pytest.fixture(scope="module")
@@ -226,12 +265,13 @@ def franz_go_tests(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return binary
 
 
-def _run_suite(binary: Path, bootstrap: str, pattern: str, records: int, timeout_s: float,
+def _run_suite(binary: Path, broker: BrokerProcess, pattern: str, records: int, timeout_s: float,
                log: Path) -> dict[str, str]:
-    """Run the kgo tests matching `pattern` against `bootstrap`; {test name: PASS|FAIL|SKIP} for the top-level
+    """Run the kgo tests matching `pattern` against `broker`; {test name: PASS|FAIL|SKIP} for the top-level
     tests (their output in `log`)."""
-    env = go_env() | {"KGO_SEEDS": bootstrap, "KGO_TEST_RF": "1", "KGO_TEST_RECORDS": str(records),
-                      "KGO_LOG_LEVEL": "none"}
+    env = go_env() | {"KGO_SEEDS": broker.bootstrap, "KGO_TEST_RF": "1", "KGO_TEST_RECORDS": str(records),
+                      "KGO_LOG_LEVEL": "none", "KGO_TEST_SCRAM_SEEDS": broker.bootstrap_of("SASL_PLAINTEXT"),
+                      "KGO_TEST_SCRAM": f"{SCRAM_USER}:{SCRAM_PASSWORD}:512"}
     with log.open("wb") as out:
         done = subprocess.run([str(binary), "-test.v", "-test.count=1", f"-test.timeout={int(timeout_s)}s",
                                "-test.run", pattern], cwd=binary.parent, env=env, stdout=out,
@@ -244,29 +284,20 @@ def _run_suite(binary: Path, bootstrap: str, pattern: str, records: int, timeout
 
 
 def test_franz_go_kgo_suite_subset(franz_go_tests: Path, tmp_path: Path) -> None:
-    broker = BrokerProcess(tmp_path / "broker", SUITE_OVERRIDES)
-    broker.start()
-    try:
+    with suite_broker(tmp_path / "broker") as broker:
         pattern = "^(" + "|".join(FAST_SUBSET) + ")$"
-        results = _run_suite(franz_go_tests, broker.bootstrap, pattern, FAST_RECORDS, 600, tmp_path / "kgo.log")
+        results = _run_suite(franz_go_tests, broker, pattern, FAST_RECORDS, 600, tmp_path / "kgo.log")
         failed = {name: verdict for name, verdict in results.items() if verdict != "PASS"}
         assert not failed, (failed, (tmp_path / "kgo.log").read_text(errors="replace")[-6000:])
         assert set(results) == set(FAST_SUBSET)
-        assert "Traceback" not in broker.log_path.read_text(errors="replace")
-    finally:
-        broker.close()
 
 
 @pytest.mark.skipif(not os.environ.get("PYBROKER_FRANZ_GO_FULL"),
                     reason="the whole of pkg/kgo's suite takes minutes: PYBROKER_FRANZ_GO_FULL=1 runs it")
 def test_franz_go_kgo_suite_full(franz_go_tests: Path, tmp_path: Path) -> None:
-    broker = BrokerProcess(tmp_path / "broker", SUITE_OVERRIDES)
-    broker.start()
-    try:
-        results = _run_suite(franz_go_tests, broker.bootstrap, "^Test", 20000, 1800, tmp_path / "kgo.log")
+    with suite_broker(tmp_path / "broker") as broker:
+        results = _run_suite(franz_go_tests, broker, "^Test", 20000, 1800, tmp_path / "kgo.log")
         print("franz-go pkg/kgo:", Counter(results.values()))
         unexpected = {name: verdict for name, verdict in results.items()
-                      if verdict == "FAIL" and name not in KNOWN_NOT_PASSING}
+                      if verdict != "PASS" and KNOWN_NOT_PASSING.get(name, "").split(":")[0] != verdict}
         assert not unexpected, (unexpected, (tmp_path / "kgo.log").read_text(errors="replace")[-6000:])
-    finally:
-        broker.close()
