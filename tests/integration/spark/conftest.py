@@ -24,7 +24,6 @@ from pyspark.sql import SparkSession  # noqa: E402
 
 from pybroker.clients.spark import register  # noqa: E402
 
-
 ENV_SPARK_KAFKA = "PYBROKER_SPARK_KAFKA_HOME"
 
 
