@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PYTEST_ARGS ?=
 
-.PHONY: cc kcat fuse java kafka maven prometheus chromium bytecode run test test-fast lint bench soak-connections fuzz check-gen gen docs screenshots install clean conformance ecosystem spark-kafka connect soak kafka-resolve
+.PHONY: cc kcat fuse java kafka maven prometheus chromium bytecode run test test-fast lint bench soak-connections fuzz check-gen gen docs screenshots install clean conformance ecosystem spark-kafka connect soak kafka-resolve go go-modules
 
 # two stamps: `make run` needs only the broker (.venv/.installed-broker); tests, lint and the Spark
 # connector need the extras too (.venv/.installed, which implies the other)
@@ -100,6 +100,14 @@ CONNECT_CACHE ?= $(HOME)/.cache/pybroker/connect-$(shell sed -n 's:.*<connect.ve
 connect: maven
 	$(call resolve_into,$(CONNECT_CACHE),tests/ecosystem/connect/pom.xml,)
 
+# franz-go (tests/ecosystem/test_franz_go.py): Go, and the modules tests/ecosystem/go/go.mod pins (franz-go
+# with kadm) downloaded into Go's own module cache, outside the tree; the tests then build with GOPROXY=off
+go:
+	@command -v go >/dev/null 2>&1 || { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q golang-go; }
+
+go-modules: go
+	cd tests/ecosystem/go && GOFLAGS=-mod=mod go mod download
+
 # the metrics test scrapes the broker with a real Prometheus server
 prometheus:
 	@command -v prometheus >/dev/null 2>&1 || \
@@ -121,9 +129,10 @@ bytecode: $(BROKER_STAMP)
 run: $(BROKER_STAMP) bytecode
 	$(VENV)/bin/pybroker start --log-dirs ./data --listeners PLAINTEXT://127.0.0.1:9092 --metrics-port 9404
 
-test: $(STAMP) kcat fuse java kafka ecosystem spark-kafka connect prometheus chromium bytecode
+test: $(STAMP) kcat fuse java kafka ecosystem spark-kafka connect go-modules prometheus chromium bytecode
 	PYBROKER_KAFKA_HOME=$(KAFKA_CACHE) PYBROKER_ECOSYSTEM_HOME=$(ECOSYSTEM_CACHE) \
-	  PYBROKER_SPARK_KAFKA_HOME=$(SPARK_KAFKA_CACHE) PYBROKER_CONNECT_HOME=$(CONNECT_CACHE) $(PY) -m pytest $(PYTEST_ARGS)
+	  PYBROKER_SPARK_KAFKA_HOME=$(SPARK_KAFKA_CACHE) PYBROKER_CONNECT_HOME=$(CONNECT_CACHE) PYBROKER_GO_MODULES=1 \
+	  $(PY) -m pytest $(PYTEST_ARGS)
 
 test-fast: $(STAMP) fuse java kafka bytecode
 	PYBROKER_KAFKA_HOME=$(KAFKA_CACHE) $(PY) -m pytest -m "not slow" $(PYTEST_ARGS)

@@ -3,7 +3,8 @@
 Kafka evaluates them with RE2: linear time, no backreferences or lookarounds. We use the broker's
 linear-time matcher (`id_pattern.IdPattern`, a Thompson NFA: a hostile pattern cannot stall the event
 loop) with a whole-name match, and a pattern at most `MAX_REGEX_CHARS` long. A refused or malformed
-pattern is INVALID_REGULAR_EXPRESSION. Internal topics (`__...`) are never matched, as in Kafka. With an
+pattern is INVALID_REGULAR_EXPRESSION. Every topic is a candidate, internal ones included, as in Kafka (its
+coordinator matches every name in the metadata image: `__consumer_offsets` spelled out is assigned). With an
 authorizer, a member's regex yields only the topics it may DESCRIBE (`TopicFilter`, Kafka 4's rule).
 """
 
@@ -39,7 +40,7 @@ def matching(pattern: str, names: Iterable[str]) -> set[str]:
         compiled = compile_topic_regex(pattern)
     except RegexError:
         return set()
-    return {name for name in names if not name.startswith("__") and compiled.matches(name)}
+    return {name for name in names if compiled.matches(name)}
 
 
 @dataclass(frozen=True, slots=True)

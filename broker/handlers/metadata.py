@@ -100,7 +100,8 @@ def _answer(ctx: RequestContext, request: MetadataRequest) -> MetadataResponse:
                 topics.append(topic_metadata(ctx, info, include_ops) if info is not None
                               else _missing(None, ErrorCode.UNKNOWN_TOPIC_ID, wanted.topic_id))
                 continue
-            topics.append(_one_topic(ctx, wanted.name or "", include_ops))  # not by id: the name is set
+            assert wanted.name is not None  # by_id above when it is None
+            topics.append(_one_topic(ctx, wanted.name, include_ops))
     include_cluster_ops = bool(getattr(request, "include_cluster_authorized_operations", False))
     host, port = state.address_of(ctx.listener)  # the endpoint of the listener the client came in on
     return MetadataResponse(

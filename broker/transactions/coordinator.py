@@ -22,7 +22,7 @@ import asyncio
 import contextlib
 import os
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pybroker.broker.groups.offsets_topic import OFFSETS_TOPIC
 from pybroker.broker.groups.placement import partition_for_group
@@ -94,6 +94,12 @@ class Entry:
     failed_fence: bool = False
     #: resolved when the markers of the prepared transaction are written and its Complete record is durable
     completion: asyncio.Future[None] | None = None
+    #: partitions that transactions v2 requests (Produce v12, TxnOffsetCommit v5) want added, by producer id
+    #: and epoch, not yet written: one state write adds all that arrived while the last one was in flight
+    implicit_wanted: dict[tuple[int, int], set[TopicPartition]] = field(default_factory=dict)
+    #: one implicit add in flight per transactional id (a second would find the first pending and be told
+    #: CONCURRENT_TRANSACTIONS: a multi-partition Produce v12 would then add one partition per round trip)
+    implicit_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
 
 class TransactionCoordinator:
@@ -296,9 +302,29 @@ class TransactionCoordinator:
 
     async def _add_for_produce(self, transactional_id: str, producer_id: int, producer_epoch: int, topic: str,
                                partition: int) -> ErrorCode:
-        code = await self.add_partitions(transactional_id, producer_id, producer_epoch,
-                                         frozenset({(topic, partition)}), TV_2)
+        code = await self._add_implicitly(transactional_id, producer_id, producer_epoch, (topic, partition))
         return _produce_code(code, 12)
+
+    async def _add_implicitly(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                              partition: TopicPartition) -> ErrorCode:
+        """Transactions v2's add of one partition, coalesced: the partitions of one request (and of
+        concurrent ones) are checked one by one but written together, as Kafka's broker sends one add per
+        request. Each caller puts its partition in the wanted set and takes the lock; whoever holds it
+        writes every partition wanted under its producer id and epoch, so the others find theirs added."""
+        entry = self.entries.get(transactional_id)
+        if entry is None:
+            return ErrorCode.INVALID_PRODUCER_ID_MAPPING
+        key = (producer_id, producer_epoch)
+        entry.implicit_wanted.setdefault(key, set()).add(partition)
+        async with entry.implicit_lock:
+            await asyncio.sleep(0)  # the other partitions of the same request are checked on this loop turn
+            meta = entry.meta
+            if (meta.state is S.ONGOING and partition in meta.partitions and meta.producer_id == producer_id
+                    and meta.producer_epoch == producer_epoch):
+                entry.implicit_wanted.get(key, set()).discard(partition)
+                return ErrorCode.NONE
+            batch = frozenset(entry.implicit_wanted.pop(key, set()) | {partition})
+            return await self.add_partitions(transactional_id, producer_id, producer_epoch, batch, TV_2)
 
     def check_txn_offset_commit(self, transactional_id: str, producer_id: int, producer_epoch: int,
                                 group_id: str, offsets_partition: int | None = None,
@@ -316,8 +342,7 @@ class TransactionCoordinator:
                                            for t, p in meta.partitions):
             return ErrorCode.NONE
         if api_version >= 5 and partition >= 0:
-            return self.add_partitions(transactional_id, producer_id, producer_epoch,
-                                       frozenset({(OFFSETS_TOPIC, partition)}), TV_2)
+            return self._add_implicitly(transactional_id, producer_id, producer_epoch, (OFFSETS_TOPIC, partition))
         return ErrorCode.TRANSACTION_ABORTABLE if api_version >= 4 else ErrorCode.INVALID_TXN_STATE
 
     # -- EndTxn ---------------------------------------------------------------------------------------

@@ -163,6 +163,17 @@ def test_a_regex_subscription_picks_up_new_topics() -> None:
     assert got.assignment is not None and got.assignment[t3] == frozenset({0})
 
 
+def test_a_regex_matches_internal_topics_too() -> None:
+    # Kafka's coordinator matches every topic name, internal ones included (franz-go's
+    # Test848RegexBrokerResolves subscribes to `__consumer_offsets` by its quoted name and expects it)
+    import uuid
+    co, _, table = make()
+    offsets = uuid.UUID(int=50)
+    table["__consumer_offsets"] = (offsets, 3)
+    got = heartbeat(co, 0, "m1", regex="__consumer_offsets")
+    assert got.assignment == {offsets: frozenset(range(3))}
+
+
 def test_range_assignor_on_request() -> None:
     co, _, _ = make()
     heartbeat(co, 0, "a", topics=["t1"], assignor="range")

@@ -389,3 +389,18 @@ async def test_a_client_fenced_by_an_init_cannot_end_the_aborted_transaction_as_
     assert (await co.init_producer_id("b", 1000)).error is E.CONCURRENT_TRANSACTIONS  # fences and aborts it
     late = await co.end_txn("b", p.producer_id, p.producer_epoch, False, TV_2)
     assert late.error is E.PRODUCER_FENCED
+
+
+async def test_a_v12_produce_to_several_partitions_adds_them_all_in_one_write() -> None:
+    # franz-go's first transactional Produce v12 carries every partition of the batch: checked one by one,
+    # concurrently, each must be added (not told CONCURRENT_TRANSACTIONS, i.e. NOT_ENOUGH_REPLICAS, while
+    # another's add is in flight), and with one state write
+    co, txn_log, _, _ = make_coordinator()
+    p = await co.init_producer_id("a", 60_000)
+    writes = len(txn_log.records)
+    partitions = [("t", n) for n in range(4)]
+    checks = [co.check_produce("a", p.producer_id, 0, *tp, 12) for tp in partitions]
+    assert all(inspect.isawaitable(check) for check in checks)
+    assert await asyncio.gather(*checks) == [E.NONE] * 4  # type: ignore[arg-type]
+    assert co.get("a").partitions == set(partitions)  # type: ignore[union-attr]
+    assert len(txn_log.records) - writes <= 2  # the first partition's write, then the rest together
