@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.ecosystem.jvm import Tours, compile_programs, ecosystem_missing
+from tests.ecosystem.jvm import Tours, compile_programs, ecosystem_missing, need
+from tests.integration.brokers import BrokerProcess
 from tests.integration.metrics_broker import MetricsBrokerProcess
-from tests.kafka_node import KafkaNode, missing_reason, required
+from tests.kafka_node import KafkaNode, missing_reason
 
 HERE = Path(__file__).resolve().parent
 
@@ -26,11 +27,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def _need_kafka_jars(streams: bool = True) -> None:
-    reason = missing_reason() or (ecosystem_missing() if streams else None)
-    if reason is not None:
-        if required():
-            pytest.fail(reason)
-        pytest.skip(reason)
+    need(missing_reason() or (ecosystem_missing() if streams else None))
 
 
 @pytest.fixture(scope="session")
@@ -65,4 +62,18 @@ def java_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MetricsBro
     finally:
         if proc.is_running():
             proc.stop(expect_code=0)
+        proc.close()
+
+
+@pytest.fixture
+def fresh_broker(tmp_path: Path) -> Iterator[BrokerProcess]:
+    """A pybroker of the test's own, for the tests that kill and restart it (no initial rebalance delay;
+    timed-out transactions aborted within a second, as the kills leave some open)."""
+    proc = BrokerProcess(tmp_path / "broker", {
+        "group.initial.rebalance.delay.ms": "0",
+        "transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000"})
+    proc.start()
+    try:
+        yield proc
+    finally:
         proc.close()

@@ -18,7 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tests.kafka_node import kafka_home, kafka_version
+import pytest
+
+from tests.kafka_node import kafka_home, kafka_version, required
 
 SOURCES = Path(__file__).parent / "java"
 #: a small heap and a quick JIT: the tours are short, and two cores are shared with the broker
@@ -111,3 +113,11 @@ class Tours:
         if done.returncode != 0:
             raise AssertionError(f"tour {tour} exited {done.returncode}:\n{done.stdout}\n{done.stderr[-3000:]}")
         return Steps(lines, done.stderr)
+
+
+def need(reason: str | None) -> None:
+    """Nothing when `reason` is None; else skip with it, or fail under `make test` (which resolves everything)."""
+    if reason is not None:
+        if required():
+            pytest.fail(reason)
+        pytest.skip(reason)

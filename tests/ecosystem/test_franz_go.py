@@ -41,8 +41,6 @@ from tests.integration.brokers import BrokerProcess
 PARTITIONS = 4
 RECORDS_PER_ROUND = 1500
 DEADLINE_S = 300.0
-BROKER_OVERRIDES = {"group.initial.rebalance.delay.ms": "0",
-                    "transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000"}
 
 
 @pytest.fixture(scope="session")
@@ -51,14 +49,6 @@ def eos_binary(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build("eos", tmp_path_factory.mktemp("go-bin") / "eos")
 
 
-@pytest.fixture
-def eos_broker(tmp_path: Path) -> Iterator[BrokerProcess]:
-    proc = BrokerProcess(tmp_path / "broker", BROKER_OVERRIDES)
-    proc.start()
-    try:
-        yield proc
-    finally:
-        proc.close()
 
 
 class Etl:
@@ -150,8 +140,8 @@ def _group_lag(bootstrap: str, group: str, topic: str) -> int:
 
 
 def test_group_transact_session_is_exactly_once_through_a_killed_instance_and_a_killed_broker(
-        eos_binary: Path, eos_broker: BrokerProcess, tmp_path: Path) -> None:
-    bootstrap = eos_broker.bootstrap
+        eos_binary: Path, fresh_broker: BrokerProcess, tmp_path: Path) -> None:
+    bootstrap = fresh_broker.bootstrap
     prefix = f"eos-{uuid.uuid4().hex[:6]}"
     admin = AdminClient({"bootstrap.servers": bootstrap})
     for future in admin.create_topics([NewTopic(f"{prefix}-in", PARTITIONS, 1),
@@ -182,7 +172,7 @@ def test_group_transact_session_is_exactly_once_through_a_killed_instance_and_a_
         send_round()
         # the broker dies mid-stream (open transactions, group state, offsets in flight); the instances ride it out
         _wait("the first round", lambda: total() >= RECORDS_PER_ROUND, deadline, etls)
-        eos_broker.restart(kill=True)
+        fresh_broker.restart(kill=True)
         send_round()
         _wait("the group past every input record",
               lambda: _group_lag(bootstrap, f"{prefix}-group", f"{prefix}-in") == 0, deadline, etls)
@@ -196,7 +186,7 @@ def test_group_transact_session_is_exactly_once_through_a_killed_instance_and_a_
         assert len(values) == len(sent) == 3 * RECORDS_PER_ROUND
         # the kill and the restart showed: something was aborted or re-assigned, and nothing was logged as a crash
         assert sum(etl.out.read_text().count("ASSIGNED") for etl in etls) >= 3
-        assert "Traceback" not in eos_broker.log_path.read_text(errors="replace")
+        assert "Traceback" not in fresh_broker.log_path.read_text(errors="replace")
     finally:
         for etl in etls:
             etl.kill9()

@@ -16,7 +16,6 @@ import time
 import urllib.error
 import urllib.request
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,9 +23,8 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource
 
-from tests.ecosystem.jvm import JVM_FLAGS, connect_home, connect_missing
+from tests.ecosystem.jvm import JVM_FLAGS, connect_home, connect_missing, need
 from tests.integration.brokers import BrokerProcess, free_port
-from tests.kafka_node import required
 
 pytestmark = pytest.mark.slow
 
@@ -97,19 +95,10 @@ class Worker:
             time.sleep(0.5)
 
 
-@pytest.fixture
-def connect_broker(tmp_path: Path) -> Iterator[BrokerProcess]:
-    reason = connect_missing()
-    if reason is not None:
-        if required():
-            pytest.fail(reason)
-        pytest.skip(reason)
-    proc = BrokerProcess(tmp_path / "broker", {"group.initial.rebalance.delay.ms": "0"})
-    proc.start()
-    try:
-        yield proc
-    finally:
-        proc.close()
+@pytest.fixture(autouse=True)
+def _connect() -> None:
+    need(connect_missing())
+
 
 
 def _committed_lines(bootstrap: str, topic: str) -> list[str]:
@@ -129,13 +118,13 @@ def _committed_lines(bootstrap: str, topic: str) -> list[str]:
 
 
 def test_distributed_worker_with_an_exactly_once_source_survives_broker_and_worker_kills(
-        connect_broker: BrokerProcess, tmp_path: Path) -> None:
+        fresh_broker: BrokerProcess, tmp_path: Path) -> None:
     deadline = time.monotonic() + DEADLINE_S
     group = f"connect-{uuid.uuid4().hex[:6]}"
     topic = f"{group}-lines"
     source_file, sink_file = tmp_path / "in.txt", tmp_path / "out.txt"
     source_file.write_text("")
-    worker = Worker(tmp_path, connect_broker.bootstrap, group)
+    worker = Worker(tmp_path, fresh_broker.bootstrap, group)
     worker.start(deadline)
     try:
         worker.rest("PUT", "/connectors/source/config", {
@@ -152,24 +141,24 @@ def test_distributed_worker_with_an_exactly_once_source_survives_broker_and_work
             with source_file.open("a") as out:
                 out.write("".join(f"{line}\n" for line in batch))
             expected += batch
-            while _committed_lines(connect_broker.bootstrap, topic) != expected:  # copied, in order
-                assert time.monotonic() < deadline, _committed_lines(connect_broker.bootstrap, topic)[-5:]
+            while _committed_lines(fresh_broker.bootstrap, topic) != expected:  # copied, in order
+                assert time.monotonic() < deadline, _committed_lines(fresh_broker.bootstrap, topic)[-5:]
                 time.sleep(0.5)
             if round_ == 0:
-                connect_broker.restart(kill=True)
+                fresh_broker.restart(kill=True)
             elif round_ == 1:  # the worker comes back from what its three topics hold
                 worker.kill9()
                 worker.start(deadline)
                 assert sorted(worker.rest("GET", "/connectors")) == ["sink", "source"]
                 worker.until_running("source", deadline)
-        assert _committed_lines(connect_broker.bootstrap, topic) == expected  # each line exactly once
+        assert _committed_lines(fresh_broker.bootstrap, topic) == expected  # each line exactly once
         while set(sink_file.read_text().splitlines()) != set(expected):  # the sink is at-least-once
             assert time.monotonic() < deadline, "the sink file did not catch up"
             time.sleep(0.5)
-        admin = AdminClient({"bootstrap.servers": connect_broker.bootstrap})
+        admin = AdminClient({"bootstrap.servers": fresh_broker.bootstrap})
         for suffix in ("configs", "offsets", "status"):
             described = admin.describe_configs([ConfigResource("topic", f"{group}-{suffix}")])
             assert next(iter(described.values())).result(30)["cleanup.policy"].value == "compact"
-        assert "Traceback" not in connect_broker.log_path.read_text(errors="replace")
+        assert "Traceback" not in fresh_broker.log_path.read_text(errors="replace")
     finally:
         worker.kill9()

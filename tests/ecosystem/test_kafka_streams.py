@@ -15,7 +15,6 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -69,14 +68,6 @@ class App:
             time.sleep(0.2)
 
 
-@pytest.fixture
-def streams_broker(tmp_path: Path) -> Iterator[BrokerProcess]:
-    proc = BrokerProcess(tmp_path / "broker", {"group.initial.rebalance.delay.ms": "0"})
-    proc.start()
-    try:
-        yield proc
-    finally:
-        proc.close()
 
 
 def _totals(bootstrap: str, topic: str) -> dict[str, str]:
@@ -101,8 +92,8 @@ def _totals(bootstrap: str, topic: str) -> dict[str, str]:
 
 
 def test_exactly_once_totals_survive_killed_instances_a_killed_broker_and_a_lost_state_dir(
-        tours: Tours, streams_broker: BrokerProcess, tmp_path: Path) -> None:
-    bootstrap = streams_broker.bootstrap
+        tours: Tours, fresh_broker: BrokerProcess, tmp_path: Path) -> None:
+    bootstrap = fresh_broker.bootstrap
     prefix = f"streams-{uuid.uuid4().hex[:6]}"
     app_id = f"{prefix}-app"
     admin = AdminClient({"bootstrap.servers": bootstrap})
@@ -138,7 +129,7 @@ def test_exactly_once_totals_survive_killed_instances_a_killed_broker_and_a_lost
                 apps[0].kill9()
                 apps[0].start()
             elif round_ == 1:  # the broker dies; the instances ride it out
-                streams_broker.restart(kill=True)
+                fresh_broker.restart(kill=True)
             elif round_ == 2:  # an instance comes back with no state: its store is restored from the changelog
                 apps[1].kill9()
                 shutil.rmtree(apps[1].state_dir, ignore_errors=True)
@@ -167,7 +158,7 @@ def test_exactly_once_totals_survive_killed_instances_a_killed_broker_and_a_lost
         # each instance ran active tasks and, with the other alive, standby ones
         tasks = [line for app in apps for line in app.out.read_text().splitlines() if line.startswith("TASKS")]
         assert any("standby=[]" not in line for line in tasks), tasks
-        assert "Traceback" not in streams_broker.log_path.read_text(errors="replace")
+        assert "Traceback" not in fresh_broker.log_path.read_text(errors="replace")
     finally:
         for app in apps:
             app.kill9()

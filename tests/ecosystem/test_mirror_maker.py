@@ -17,7 +17,7 @@ import re
 import subprocess
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -32,9 +32,9 @@ from confluent_kafka import (
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 from tests.doc_blocks import ROOT, blocks_of
-from tests.ecosystem.jvm import JVM_FLAGS, connect_home, connect_missing
+from tests.ecosystem.jvm import JVM_FLAGS, connect_home, connect_missing, need
 from tests.integration.brokers import BrokerProcess
-from tests.kafka_node import KafkaNode, required
+from tests.kafka_node import KafkaNode
 
 pytestmark = pytest.mark.slow
 
@@ -91,18 +91,9 @@ class MirrorMaker:
 
 
 @pytest.fixture
-def pybroker(tmp_path: Path) -> Iterator[BrokerProcess]:
-    reason = connect_missing()
-    if reason is not None:
-        if required():
-            pytest.fail(reason)
-        pytest.skip(reason)
-    proc = BrokerProcess(tmp_path / "broker", {"group.initial.rebalance.delay.ms": "0"})
-    proc.start()
-    try:
-        yield proc
-    finally:
-        proc.close()
+def pybroker(fresh_broker: BrokerProcess) -> BrokerProcess:
+    need(connect_missing())
+    return fresh_broker
 
 
 def _produce(bootstrap: str, topic: str, first: int, count: int) -> None:

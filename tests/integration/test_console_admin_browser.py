@@ -142,7 +142,7 @@ def browser(broker: MetricsBrokerProcess) -> Iterator[Any]:
 @pytest.fixture
 def page(browser: Any, broker: MetricsBrokerProcess) -> Iterator[Page]:
     shown = Page(browser, f"http://127.0.0.1:{broker.console_port}",  # type: ignore[attr-defined]
-                 screenshot_dir("console-admin"))
+                 screenshot_dir("console-admin"), signed_in=True)
     shown.log_in(ADMIN, ADMIN_PW)
     try:
         yield shown

@@ -13,7 +13,7 @@ import json
 import os
 import re
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ import pytest
 
 from tests.integration.brokers import REPO_ROOT, free_port
 from tests.integration.clients import kp_admin, kp_consumer, kp_producer
+from tests.integration.console_page import Page
 from tests.integration.metrics_broker import MetricsBrokerProcess
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -28,7 +29,6 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 TOPIC, GROUP = "orders", "billing"
 PARTITIONS, PER_PARTITION, COMMITTED = 3, 10, 4
 ARTIFACTS = REPO_ROOT / "test-artifacts" / "console"
-WAIT_S = 60.0
 
 
 def _binaries() -> tuple[str, str]:
@@ -100,80 +100,9 @@ def browser(console_broker: MetricsBrokerProcess) -> Iterator[Any]:
         session.quit()
 
 
-class Page:
-    """The browser at one console page, with waits that fail with what the page shows."""
-
-    def __init__(self, driver: Any, base: str) -> None:
-        self.driver = driver
-        self.base = base
-
-    def open(self, route: str) -> None:
-        self.driver.get("about:blank")  # a fresh document each time: a hash change alone keeps the old page
-        self.driver.get(f"{self.base}/console/#/{route}")
-        self.until(lambda: "Loading" not in self.text("page"), f"page {route} never loaded")
-
-    def el(self, id_: str) -> Any:
-        return self.driver.find_element("id", id_)
-
-    def text(self, id_: str) -> str:
-        from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
-
-        try:
-            return str(self.el(id_).text)
-        except (NoSuchElementException, StaleElementReferenceException):
-            return ""
-
-    def until(self, check: Callable[[], Any], what: str, timeout: float = WAIT_S) -> Any:
-        from selenium.common.exceptions import TimeoutException
-        from selenium.webdriver.support.ui import WebDriverWait
-
-        try:
-            return WebDriverWait(self.driver, timeout, poll_frequency=0.1).until(lambda _: check())
-        except TimeoutException:
-            raise AssertionError(f"{what}; the page shows:\n{self.text('page')}\n{self.text('notice')}") from None
-
-    def rows(self, table_id: str) -> list[list[str]]:
-        from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
-
-        try:  # one script for the whole table: a round trip per cell makes a 200-row table take seconds
-            return list(self.driver.execute_script(
-                "return Array.from(document.querySelectorAll(`#${arguments[0]} tbody tr`))"
-                ".map(tr => Array.from(tr.querySelectorAll('td')).map(td => td.innerText.trim()))", table_id))
-        except (NoSuchElementException, StaleElementReferenceException):
-            return []
-
-    def cells(self, table_id: str, index: int) -> list[str]:
-        """One row's cells (index as in a list, -1 the last), or [] while the table is (re)drawn."""
-        rows = self.rows(table_id)
-        return rows[index] if -len(rows) <= index < len(rows) else []
-
-    def row(self, table_id: str, first: str) -> list[str] | None:
-        return next((r for r in self.rows(table_id) if r and r[0] == first), None)
-
-    def fill(self, id_: str, value: str) -> None:
-        field = self.el(id_)
-        field.clear()
-        field.send_keys(value)
-
-    def select(self, id_: str, value: str) -> None:
-        from selenium.webdriver.support.ui import Select
-
-        Select(self.el(id_)).select_by_value(value)
-
-    def confirm(self, typed: str | None = None) -> None:
-        self.until(lambda: self.el("confirm").is_displayed(), "no confirmation dialog")
-        if typed is not None:
-            self.fill("confirm-type", typed)
-        self.el("confirm-ok").click()
-        self.until(lambda: not self.el("confirm").is_displayed(), "the dialog did not close")
-
-    def screenshot(self, name: str) -> None:
-        self.driver.save_screenshot(str(ARTIFACTS / f"{name}.png"))
-
-
 @pytest.fixture
 def page(browser: Any, console_broker: MetricsBrokerProcess) -> Page:
-    return Page(browser, f"http://127.0.0.1:{console_broker.console_port}")  # type: ignore[attr-defined]
+    return Page(browser, f"http://127.0.0.1:{console_broker.console_port}", ARTIFACTS)  # type: ignore[attr-defined]
 
 
 def test_overview(page: Page, console_broker: MetricsBrokerProcess) -> None:
