@@ -13,6 +13,7 @@ import json
 import os
 import re
 import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -61,6 +62,7 @@ def console_broker(tmp_path_factory: pytest.TempPathFactory, broker_target: str)
 def _fill(bootstrap: str) -> None:
     """`orders`: 3 partitions x 10 keyed JSON messages with a header; group `billing` committed 4 of each."""
     from kafka.admin import NewTopic
+    from kafka.errors import CommitFailedError, RebalanceInProgressError
     from kafka.structs import OffsetAndMetadata, TopicPartition
 
     with kp_admin(bootstrap) as admin:
@@ -73,11 +75,17 @@ def _fill(bootstrap: str) -> None:
         producer.flush(timeout=20)
     with kp_consumer(bootstrap, group_id=GROUP, enable_auto_commit=False, auto_offset_reset="earliest") as consumer:
         consumer.subscribe([TOPIC])
-        for _ in range(100):
+        offsets = {TopicPartition(TOPIC, p): OffsetAndMetadata(COMMITTED, "", -1) for p in range(PARTITIONS)}
+        deadline = time.monotonic() + 120  # a loaded machine may rebalance more than once before it settles
+        while True:
             consumer.poll(timeout_ms=200)
             if len(consumer.assignment()) == PARTITIONS:
-                break
-        consumer.commit({TopicPartition(TOPIC, p): OffsetAndMetadata(COMMITTED, "", -1) for p in range(PARTITIONS)})
+                try:
+                    consumer.commit(offsets)
+                    return
+                except (RebalanceInProgressError, CommitFailedError):
+                    pass  # the group moved on meanwhile: poll again, then commit
+            assert time.monotonic() < deadline, f"group {GROUP} never settled to commit its offsets"
 
 
 @pytest.fixture(scope="module")
@@ -484,7 +492,7 @@ def test_login_and_acls_in_the_browser(browser: Any, secured_broker: MetricsBrok
     check that answer.)"""
     import base64
 
-    page = Page(browser, f"http://127.0.0.1:{secured_broker.console_port}")  # type: ignore[attr-defined]
+    page = Page(browser, f"http://127.0.0.1:{secured_broker.console_port}", ARTIFACTS)  # type: ignore[attr-defined]
 
     def log_in(user: str, password: str) -> None:
         token = base64.b64encode(f"{user}:{password}".encode()).decode()
