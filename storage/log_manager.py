@@ -39,6 +39,7 @@ from pybroker.storage.files import fsync_dir, make_dirs_durably, remove_temp_fil
 from pybroker.storage.flush_window import FlushWindow
 from pybroker.storage.flusher import Flusher
 from pybroker.storage.log import Log, wall_clock_ms
+from pybroker.storage.kraft_metadata import adopt_kraft_metadata
 from pybroker.storage.log_config import LogConfig
 from pybroker.storage.log_dir import (
     META_PROPERTIES,
@@ -127,6 +128,11 @@ class LogManager:
             new_dirs = {d for d in self.dirs if not (d / META_PROPERTIES).exists()}
             self.cluster_id = ensure_meta_properties(self.dirs, self.node_id)
             self._topics = self._store.load()
+            if not self._topics and self._store.version == 0:  # no table of our own: Kafka's dir?
+                adopted = adopt_kraft_metadata(self.dirs, self.node_id)
+                if adopted is not None:
+                    self._store.save(adopted)
+                    self._topics = adopted
             self._by_id = {info.topic_id: info for info in self._topics.values()}
             settle_future_dirs(self.dirs, lambda name: PARTITION_DIR.fullmatch(name) is not None)
             loader = PartitionDirLoader(self._topics, self.log_config_for, clock_ms=self.clock_ms,
