@@ -38,7 +38,14 @@ RECORD_TYPES: dict[int, tuple[str, list[tuple[str, str]]]] = {
     4: ("ConfigRecord", [("resource_type", "int8"), ("resource_name", "string"), ("name", "string"),
                          ("value", "nstring")]),
     9: ("RemoveTopicRecord", [("topic_id", "uuid")]),
+    11: ("UserScramCredentialRecord", [("name", "string"), ("mechanism", "int8"), ("salt", "bytes"),
+                                       ("stored_key", "bytes"), ("server_key", "bytes"), ("iterations", "int32")]),
     15: ("ProducerIdsRecord", [("broker_id", "int32"), ("broker_epoch", "int64"), ("next_producer_id", "int64")]),
+    18: ("AccessControlEntryRecord", [("id", "uuid"), ("resource_type", "int8"), ("resource_name", "string"),
+                                      ("pattern_type", "int8"), ("principal", "string"), ("host", "string"),
+                                      ("operation", "int8"), ("permission_type", "int8")]),
+    19: ("RemoveAccessControlEntryRecord", [("id", "uuid")]),
+    22: ("RemoveUserScramCredentialRecord", [("name", "string"), ("mechanism", "int8")]),
 }
 
 _FIXED = {"int8": struct.Struct(">b"), "int16": struct.Struct(">h"), "int32": struct.Struct(">i"),

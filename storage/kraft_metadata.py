@@ -10,7 +10,9 @@ dir is left exactly as Kafka left it (so the takeover is one-way: Kafka started 
 see the metadata as it was at the takeover, not pybroker's changes since).
 
 Records applied: TopicRecord, PartitionRecord, RemoveTopicRecord, ConfigRecord (topic and broker
-resources), ProducerIdsRecord. Control batches and record types pybroker does not adopt are skipped.
+resources), ProducerIdsRecord, AccessControlEntryRecord and its removal, UserScramCredentialRecord and its
+removal. The ACLs and SCRAM credentials are kept in the image for the broker layer to store
+(`broker/kraft_takeover.py`); storage does not know their formats. Control batches and record types pybroker does not adopt are skipped.
 A batch that does not decode ends the read of that file (the tail a crash cut, as Kafka's own recovery
 would), logged by the caller via `KraftImage.problems`.
 
@@ -58,6 +60,10 @@ class KraftImage:
     configs: dict[tuple[int, str], dict[str, str]] = field(default_factory=dict)
     #: the next producer id Kafka's controller would hand out (0 when no block was ever handed out)
     next_producer_id: int = 0
+    #: ACL id -> the AccessControlEntryRecord's fields (Kafka's codes)
+    acls: dict[uuid.UUID, dict[str, object]] = field(default_factory=dict)
+    #: (user, mechanism code) -> the UserScramCredentialRecord's fields (secrets: never log them)
+    scram: dict[tuple[str, int], dict[str, object]] = field(default_factory=dict)
     #: what could not be read, for the log
     problems: list[str] = field(default_factory=list)
     #: records applied, for the log
@@ -117,8 +123,26 @@ def _producer_ids(image: KraftImage, f: dict[str, object]) -> None:
     image.next_producer_id = max(image.next_producer_id, int(f["next_producer_id"]))  # type: ignore[call-overload]
 
 
+def _acl(image: KraftImage, f: dict[str, object]) -> None:
+    image.acls[f["id"]] = f  # type: ignore[index]
+
+
+def _remove_acl(image: KraftImage, f: dict[str, object]) -> None:
+    image.acls.pop(f["id"], None)  # type: ignore[arg-type]
+
+
+def _scram(image: KraftImage, f: dict[str, object]) -> None:
+    image.scram[str(f["name"]), int(f["mechanism"])] = f  # type: ignore[call-overload]
+
+
+def _remove_scram(image: KraftImage, f: dict[str, object]) -> None:
+    image.scram.pop((str(f["name"]), int(f["mechanism"])), None)  # type: ignore[call-overload]
+
+
 _APPLY = {"TopicRecord": _topic, "PartitionRecord": _partition, "RemoveTopicRecord": _remove_topic,
-          "ConfigRecord": _config, "ProducerIdsRecord": _producer_ids}
+          "ConfigRecord": _config, "ProducerIdsRecord": _producer_ids, "AccessControlEntryRecord": _acl,
+          "RemoveAccessControlEntryRecord": _remove_acl, "UserScramCredentialRecord": _scram,
+          "RemoveUserScramCredentialRecord": _remove_scram}
 
 
 def has_kraft_metadata(log_dir: Path) -> bool:
@@ -170,8 +194,8 @@ def read_kraft_metadata(log_dir: Path) -> KraftImage:
     return image
 
 
-def adopt_kraft_metadata(dirs: list[Path], node_id: int) -> dict[str, TopicInfo] | None:
-    """The topic table taken from the first log dir holding Kafka's metadata log; None when none does.
+def adopt_kraft_metadata(dirs: list[Path], node_id: int) -> KraftImage | None:
+    """The image of the first log dir holding Kafka's metadata log; None when none does.
 
     Also carries Kafka's producer id high-water mark into pybroker's `producer-id-block` (first log dir),
     so no producer id Kafka handed out is handed out again. The caller saves the topic table (pybroker's
@@ -193,5 +217,6 @@ def adopt_kraft_metadata(dirs: list[Path], node_id: int) -> dict[str, TopicInfo]
         log.warning("Kafka's dynamic broker configs are not adopted; set them in pybroker's config",
                     configs=sorted(broker_configs))
     log.info("took over Apache Kafka's metadata log", log_dir=str(source), topics=len(topics),
-             records=image.records, next_producer_id=image.next_producer_id)
-    return topics
+             acls=len(image.acls), scram_credentials=len(image.scram), records=image.records,
+             next_producer_id=image.next_producer_id)
+    return image

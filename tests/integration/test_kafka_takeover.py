@@ -20,7 +20,19 @@ from typing import Any
 
 import pytest
 from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
-from confluent_kafka.admin import ConfigResource, NewTopic
+from confluent_kafka.admin import (
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    AclPermissionType,
+    ConfigResource,
+    NewTopic,
+    ResourcePatternType,
+    ResourceType,
+    ScramCredentialInfo,
+    ScramMechanism,
+    UserScramCredentialUpsertion,
+)
 
 from pybroker.protocol.frame_codec import decode_response, encode_request
 from pybroker.protocol.messages.metadata import MetadataRequest, MetadataResponse
@@ -38,6 +50,14 @@ TOPIC_CONFIGS = {CONF: {"retention.ms": "123456789", "max.message.bytes": "20000
                  COMPACTED: {"cleanup.policy": "compact"}}
 PARTITIONS = {CONF: 2, COMPACTED: 1, TXN: 1}
 COMMITTED = {(CONF, 0): 7, (CONF, 1): 3}
+USER, PASSWORD = "tk-alice", "tk-Pw-5be1c0"
+#: both brokers check ACLs; the PLAINTEXT clients of the harness are ANONYMOUS, a super user
+SECURITY = {"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+            "super.users": "User:ANONYMOUS"}
+ACLS = [AclBinding(ResourceType.TOPIC, CONF, ResourcePatternType.LITERAL, f"User:{USER}", "*", op,
+                   AclPermissionType.ALLOW) for op in (AclOperation.READ, AclOperation.DESCRIBE)]
+ACLS.append(AclBinding(ResourceType.GROUP, "tk-", ResourcePatternType.PREFIXED, f"User:{USER}", "*",
+                       AclOperation.READ, AclPermissionType.ALLOW))
 
 
 @dataclass
@@ -49,6 +69,9 @@ class Seen:
     records: dict[tuple[str, str], list[tuple[Any, ...]]] = field(default_factory=dict)
     configs: dict[str, dict[str, str]] = field(default_factory=dict)
     committed: dict[tuple[str, int], int] = field(default_factory=dict)
+    acls: set[str] = field(default_factory=set)
+    #: user -> sorted (mechanism, iterations)
+    scram: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
 
 
 def _recv(sock: socket.socket, n: int) -> bytes:
@@ -107,6 +130,12 @@ def _observe(bootstrap: str, host: str, port: int) -> Seen:
     wanted = [TopicPartition(t, p) for t, p in COMMITTED]
     answer = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(GROUP, wanted)])[GROUP].result(20)
     seen.committed = {(tp.topic, tp.partition): tp.offset for tp in answer.topic_partitions}
+    everything = AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, None, None, AclOperation.ANY,
+                                  AclPermissionType.ANY)
+    seen.acls = {str(b) for b in admin.describe_acls(everything).result(20)}
+    users = admin.describe_user_scram_credentials([USER])
+    seen.scram = {user: sorted((i.mechanism.name, i.iterations) for i in future.result(20).scram_credential_infos)
+                  for user, future in users.items()}
     return seen
 
 
@@ -116,6 +145,13 @@ def _fill(bootstrap: str) -> None:
     futures = admin.create_topics([NewTopic(t, num_partitions=n, replication_factor=1,
                                             config=TOPIC_CONFIGS.get(t, {})) for t, n in PARTITIONS.items()])
     for future in futures.values():
+        future.result(30)
+    upserts = [UserScramCredentialUpsertion(USER, ScramCredentialInfo(mechanism, 4096), PASSWORD.encode())
+               for mechanism in (ScramMechanism.SCRAM_SHA_256, ScramMechanism.SCRAM_SHA_512)]
+    for upsert in upserts:  # Kafka refuses one user twice in a request (DUPLICATE_RESOURCE)
+        for future in admin.alter_user_scram_credentials([upsert]).values():
+            future.result(30)
+    for future in admin.create_acls(ACLS).values():
         future.result(30)
     idempotent = ck_producer(bootstrap, **{"enable.idempotence": True})
     for i in range(20):
@@ -169,7 +205,7 @@ def takeover(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Takeover]:
             pytest.fail(reason)
         pytest.skip(reason)
     workdir = tmp_path_factory.mktemp("kafka-takeover")
-    node = KafkaNode(workdir / "kafka")
+    node = KafkaNode(workdir / "kafka", dict(SECURITY))
     node.start()
     try:
         bootstrap = f"127.0.0.1:{node.port}"
@@ -183,7 +219,8 @@ def takeover(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Takeover]:
     stray.mkdir()
     (stray / "00000000000000000000.log").write_bytes(b"")
     before = _digest(data / "__cluster_metadata-0")
-    broker = BrokerProcess(workdir / "pybroker", log_dirs=[data]).start()
+    broker = BrokerProcess(workdir / "pybroker", {**SECURITY, "sasl.enabled.mechanisms": "SCRAM-SHA-256,SCRAM-SHA-512"},
+                           log_dirs=[data], extra_listeners=["SASL_PLAINTEXT"]).start()
     try:
         seen = _observe(broker.bootstrap, broker.host, broker.port)
         yield Takeover(oracle, seen, data, before, broker)
@@ -233,3 +270,38 @@ def test_new_producer_ids_do_not_repeat_kafkas(takeover: Takeover) -> None:
     # Kafka's controller handed its broker the block [0, 1000): the block pybroker hands out from now
     # starts at 1000, so the file holds its end, 2000 or more
     assert int((takeover.data / "producer-id-block").read_text()) >= 2000
+
+
+def test_same_acls_and_scram_users(takeover: Takeover) -> None:
+    assert len(takeover.kafka.acls) == len(ACLS)
+    assert takeover.pybroker.acls == takeover.kafka.acls
+    assert takeover.kafka.scram == {USER: [("SCRAM_SHA_256", 4096), ("SCRAM_SHA_512", 4096)]}
+    assert takeover.pybroker.scram == takeover.kafka.scram
+
+
+@pytest.mark.parametrize("mechanism", ["SCRAM-SHA-256", "SCRAM-SHA-512"])
+def test_kafka_user_logs_in_and_its_acls_hold(takeover: Takeover, mechanism: str) -> None:
+    """The password set on Kafka works on pybroker, and Kafka's ACLs decide what the user may read: the
+    allowed topic is served, the other one refused (librdkafka shows no error for an assigned partition it
+    may not describe, so the refusal is read from the broker's authorization log)."""
+    settings = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": mechanism, "sasl.username": USER,
+                "sasl.password": PASSWORD}
+    bootstrap = takeover.broker.bootstrap_of("SASL_PLAINTEXT")
+    values: list[bytes] = []
+    with ck_consumer(bootstrap, **settings) as consumer:
+        consumer.assign([TopicPartition(CONF, 0, 0), TopicPartition(TXN, 0, 0)])
+        deadline = time.monotonic() + 30
+        while not values and time.monotonic() < deadline:
+            values += [m.value() for m in consumer.consume(num_messages=100, timeout=0.3) if m.error() is None
+                       and m.topic() == CONF]
+    assert values, "the ACL-allowed topic gave nothing"
+
+    def refused() -> bool:
+        return any('"authorization denied"' in line and f'"User:{USER}"' in line and f'"{TXN}"' in line
+                   for line in takeover.broker.log_path.read_text(errors="replace").splitlines())
+
+    deadline = time.monotonic() + 10
+    while not refused() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert refused(), "reading a topic without an ACL was not refused"
+    assert PASSWORD not in takeover.broker.log_path.read_text(errors="replace")
