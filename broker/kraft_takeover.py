@@ -14,6 +14,7 @@ Runs on the startup thread, before the authorizer loads and before any listener 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import structlog
 
@@ -35,7 +36,7 @@ from pybroker.storage.kraft_metadata import KraftImage
 log = structlog.get_logger("pybroker.kraft_takeover")
 
 
-def _binding(fields: dict[str, object]) -> AclBinding | str:
+def _binding(fields: dict[str, Any]) -> AclBinding | str:
     """The binding an AccessControlEntryRecord describes, or why it cannot be one."""
     try:
         binding = AclBinding(ResourceType(fields["resource_type"]), str(fields["resource_name"]),
@@ -73,8 +74,8 @@ def adopt_scram(image: KraftImage, log_dir: Path) -> int:
         if mechanism is None:
             log.warning("Kafka SCRAM credential not taken over: unknown mechanism", user=user, mechanism=code)
             continue
-        credential = ScramCredential(bytes(fields["salt"]), bytes(fields["stored_key"]),  # type: ignore[arg-type]
-                                     bytes(fields["server_key"]), int(fields["iterations"]))  # type: ignore[arg-type,call-overload]
+        credential = ScramCredential(bytes(fields["salt"]), bytes(fields["stored_key"]),
+                                     bytes(fields["server_key"]), int(fields["iterations"]))
         upserts.append((user, mechanism.name, credential))
     ScramStore(path).apply(upserts, [])
     return len(upserts)

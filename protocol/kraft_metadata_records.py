@@ -139,7 +139,7 @@ def _write(kind: str, value: Any) -> bytes:
     if fixed is not None:
         return fixed.pack(value)
     if kind == "uuid":
-        return value.bytes  # type: ignore[no-any-return]
+        return value.bytes
     if value is None:
         return b"\x00"
     if kind == "int32s":

@@ -25,6 +25,7 @@ import re
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import structlog
 
@@ -61,15 +62,15 @@ class KraftImage:
     #: the next producer id Kafka's controller would hand out (0 when no block was ever handed out)
     next_producer_id: int = 0
     #: ACL id -> the AccessControlEntryRecord's fields (Kafka's codes)
-    acls: dict[uuid.UUID, dict[str, object]] = field(default_factory=dict)
+    acls: dict[uuid.UUID, dict[str, Any]] = field(default_factory=dict)
     #: (user, mechanism code) -> the UserScramCredentialRecord's fields (secrets: never log them)
-    scram: dict[tuple[str, int], dict[str, object]] = field(default_factory=dict)
+    scram: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)
     #: what could not be read, for the log
     problems: list[str] = field(default_factory=list)
     #: records applied, for the log
     records: int = 0
 
-    def apply(self, name: str, fields: dict[str, object]) -> None:
+    def apply(self, name: str, fields: dict[str, Any]) -> None:
         handler = _APPLY.get(name)
         if handler is not None:
             handler(self, fields)
@@ -95,23 +96,23 @@ class KraftImage:
         return merged
 
 
-def _topic(image: KraftImage, f: dict[str, object]) -> None:
-    image.names[f["topic_id"]] = str(f["name"])  # type: ignore[index]
+def _topic(image: KraftImage, f: dict[str, Any]) -> None:
+    image.names[f["topic_id"]] = str(f["name"])
 
 
-def _partition(image: KraftImage, f: dict[str, object]) -> None:
-    image.partitions.setdefault(f["topic_id"], set()).add(int(f["partition_id"]))  # type: ignore[arg-type]
+def _partition(image: KraftImage, f: dict[str, Any]) -> None:
+    image.partitions.setdefault(f["topic_id"], set()).add(int(f["partition_id"]))
 
 
-def _remove_topic(image: KraftImage, f: dict[str, object]) -> None:
-    name = image.names.pop(f["topic_id"], None)  # type: ignore[arg-type]
-    image.partitions.pop(f["topic_id"], None)  # type: ignore[arg-type]
+def _remove_topic(image: KraftImage, f: dict[str, Any]) -> None:
+    name = image.names.pop(f["topic_id"], None)
+    image.partitions.pop(f["topic_id"], None)
     if name is not None:
         image.configs.pop((TOPIC_RESOURCE, name), None)
 
 
-def _config(image: KraftImage, f: dict[str, object]) -> None:
-    key = (int(f["resource_type"]), str(f["resource_name"]))  # type: ignore[call-overload]
+def _config(image: KraftImage, f: dict[str, Any]) -> None:
+    key = (int(f["resource_type"]), str(f["resource_name"]))
     configs = image.configs.setdefault(key, {})
     if f["value"] is None:  # a deletion
         configs.pop(str(f["name"]), None)
@@ -119,24 +120,24 @@ def _config(image: KraftImage, f: dict[str, object]) -> None:
         configs[str(f["name"])] = str(f["value"])
 
 
-def _producer_ids(image: KraftImage, f: dict[str, object]) -> None:
-    image.next_producer_id = max(image.next_producer_id, int(f["next_producer_id"]))  # type: ignore[call-overload]
+def _producer_ids(image: KraftImage, f: dict[str, Any]) -> None:
+    image.next_producer_id = max(image.next_producer_id, int(f["next_producer_id"]))
 
 
-def _acl(image: KraftImage, f: dict[str, object]) -> None:
-    image.acls[f["id"]] = f  # type: ignore[index]
+def _acl(image: KraftImage, f: dict[str, Any]) -> None:
+    image.acls[f["id"]] = f
 
 
-def _remove_acl(image: KraftImage, f: dict[str, object]) -> None:
-    image.acls.pop(f["id"], None)  # type: ignore[arg-type]
+def _remove_acl(image: KraftImage, f: dict[str, Any]) -> None:
+    image.acls.pop(f["id"], None)
 
 
-def _scram(image: KraftImage, f: dict[str, object]) -> None:
-    image.scram[str(f["name"]), int(f["mechanism"])] = f  # type: ignore[call-overload]
+def _scram(image: KraftImage, f: dict[str, Any]) -> None:
+    image.scram[str(f["name"]), int(f["mechanism"])] = f
 
 
-def _remove_scram(image: KraftImage, f: dict[str, object]) -> None:
-    image.scram.pop((str(f["name"]), int(f["mechanism"])), None)  # type: ignore[call-overload]
+def _remove_scram(image: KraftImage, f: dict[str, Any]) -> None:
+    image.scram.pop((str(f["name"]), int(f["mechanism"])), None)
 
 
 _APPLY = {"TopicRecord": _topic, "PartitionRecord": _partition, "RemoveTopicRecord": _remove_topic,
