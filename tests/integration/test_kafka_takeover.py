@@ -45,6 +45,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.hang_limit(240)]
 CONF = "tk-conf"          # 2 partitions, topic configs, idempotent records with headers
 COMPACTED = "tk-compacted"
 TXN = "tk-txn"            # committed and aborted transactions
+OPEN = "tk-open"          # a transaction still open when Kafka stops
 GROUP = "tk-group"
 TOPIC_CONFIGS = {CONF: {"retention.ms": "123456789", "max.message.bytes": "200000"},
                  COMPACTED: {"cleanup.policy": "compact"}}
@@ -96,7 +97,7 @@ def _topic_ids(host: str, port: int) -> dict[str, uuid.UUID]:
 
 def _read_all(bootstrap: str, topic: str, isolation: str, timeout: float = 30.0) -> list[tuple[Any, ...]]:
     """Every record of every partition from offset 0 to the end the isolation level lets a consumer see."""
-    partitions = PARTITIONS[topic]
+    partitions = PARTITIONS.get(topic, 1)
     got: list[tuple[Any, ...]] = []
     at_end: set[int] = set()
     with ck_consumer(bootstrap, **{"isolation.level": isolation, "enable.partition.eof": True}) as consumer:
@@ -184,6 +185,17 @@ def _fill(bootstrap: str) -> None:
     close_clients()
 
 
+def _open_transaction(bootstrap: str) -> None:
+    """Leave a transaction open (its records written, no commit or abort) as Kafka stops."""
+    admin = ck_admin(bootstrap)
+    admin.create_topics([NewTopic(OPEN, num_partitions=1, replication_factor=1)])[OPEN].result(30)
+    producer = ck_producer(bootstrap, **{"transactional.id": OPEN, "transaction.timeout.ms": 600_000})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    producer.produce(OPEN, value=b"open1")
+    ck_flush(producer)
+
+
 def _digest(directory: Path) -> dict[str, str]:
     return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(directory.iterdir()) if p.is_file()}
 
@@ -211,6 +223,7 @@ def takeover(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Takeover]:
         bootstrap = f"127.0.0.1:{node.port}"
         _fill(bootstrap)
         oracle = _observe(bootstrap, "127.0.0.1", node.port)
+        _open_transaction(bootstrap)
     finally:
         close_clients()
         node.stop()
@@ -231,7 +244,9 @@ def takeover(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Takeover]:
 
 def test_same_topics_and_ids(takeover: Takeover) -> None:
     assert set(takeover.kafka.topic_ids) == set(PARTITIONS)
-    assert takeover.pybroker.topic_ids == takeover.kafka.topic_ids
+    ids = dict(takeover.pybroker.topic_ids)
+    assert ids.pop(OPEN, None) is not None  # made after the oracle's look
+    assert ids == takeover.kafka.topic_ids
 
 
 def test_same_records_at_the_same_offsets(takeover: Takeover) -> None:
@@ -305,3 +320,18 @@ def test_kafka_user_logs_in_and_its_acls_hold(takeover: Takeover, mechanism: str
         time.sleep(0.2)
     assert refused(), "reading a topic without an ACL was not refused"
     assert PASSWORD not in takeover.broker.log_path.read_text(errors="replace")
+
+
+def test_a_transaction_open_at_the_stop_stays_open_until_its_producer_returns(takeover: Takeover) -> None:
+    """Kafka's __transaction_state says the transaction is ongoing: pybroker keeps its records from
+    read_committed consumers, and the producer's next init (same transactional.id) aborts it, as Kafka would."""
+    bootstrap = takeover.broker.bootstrap
+    assert [r[4] for r in _read_all(bootstrap, OPEN, "read_uncommitted")] == [b"open1"]
+    assert _read_all(bootstrap, OPEN, "read_committed") == []  # held back by the open transaction
+    producer = ck_producer(bootstrap, **{"transactional.id": OPEN})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    producer.produce(OPEN, value=b"after-open")
+    producer.commit_transaction(30)
+    assert [r[4] for r in _read_all(bootstrap, OPEN, "read_committed")] == [b"after-open"]
+    assert [r[4] for r in _read_all(bootstrap, OPEN, "read_uncommitted")] == [b"open1", b"after-open"]
