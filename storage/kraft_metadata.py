@@ -21,6 +21,8 @@ Runs on the startup thread, before the event loop starts; reads files only.
 
 from __future__ import annotations
 
+import mmap
+import os
 import re
 import uuid
 from dataclasses import dataclass, field
@@ -43,8 +45,6 @@ _SNAPSHOT = re.compile(r"(?P<offset>[0-9]{20})-(?P<epoch>[0-9]{10})\.checkpoint"
 _SEGMENT = re.compile(r"(?P<offset>[0-9]{20})\.log")
 #: Kafka's ConfigResource types in ConfigRecord
 TOPIC_RESOURCE, BROKER_RESOURCE = 2, 4
-#: a metadata file bigger than this is not read whole (the metadata of 100,000 partitions is far smaller)
-MAX_FILE_BYTES = 1 << 30
 #: the decompressed size one metadata batch may reach
 MAX_BATCH_BYTES = 64 << 20
 
@@ -151,30 +151,32 @@ def has_kraft_metadata(log_dir: Path) -> bool:
 
 
 def _replay_file(image: KraftImage, path: Path, from_offset: int) -> int:
-    """Apply the records of one file at or above `from_offset`; returns the offset after the last one read."""
+    """Apply the records of one file at or above `from_offset`; returns the offset after the last one read.
+
+    The file is mapped, not read: a metadata segment may be as large as a gigabyte, and only one batch at
+    a time (decompressed under `MAX_BATCH_BYTES`) is ever held."""
     next_offset = from_offset
-    if path.stat().st_size > MAX_FILE_BYTES:
-        image.problems.append(f"{path.name}: larger than {MAX_FILE_BYTES} bytes, not read")
-        return next_offset
-    buf = path.read_bytes()
-    for pos, header in iter_batches(buf):
-        last = header.base_offset + header.last_offset_delta
-        if header.is_control or last < from_offset:
-            next_offset = max(next_offset, last + 1)
-            continue
-        try:
-            records = decode_records(buf, pos, header, MAX_BATCH_BYTES)
-            for record in records:
-                offset = header.base_offset + record.offset_delta
-                if offset < from_offset or record.value is None:
+    with path.open("rb") as file:
+        if os.fstat(file.fileno()).st_size == 0:
+            return next_offset
+        with mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as buf:
+            for pos, header in iter_batches(buf):
+                last = header.base_offset + header.last_offset_delta
+                if header.is_control or last < from_offset:
+                    next_offset = max(next_offset, last + 1)
                     continue
-                decoded = decode_record(record.value)
-                if decoded is not None:
-                    image.apply(decoded[0], decoded[2])
-        except (RecordsError, MetadataRecordError) as exc:
-            image.problems.append(f"{path.name} at byte {pos}: {exc}; the rest of the file is not read")
-            break
-        next_offset = max(next_offset, last + 1)
+                try:
+                    for record in decode_records(buf, pos, header, MAX_BATCH_BYTES):
+                        offset = header.base_offset + record.offset_delta
+                        if offset < from_offset or record.value is None:
+                            continue
+                        decoded = decode_record(record.value)
+                        if decoded is not None:
+                            image.apply(decoded[0], decoded[2])
+                except (RecordsError, MetadataRecordError) as exc:
+                    image.problems.append(f"{path.name} at byte {pos}: {exc}; the rest of the file is not read")
+                    break
+                next_offset = max(next_offset, last + 1)
     return next_offset
 
 

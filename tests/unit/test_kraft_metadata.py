@@ -113,3 +113,15 @@ def test_a_corrupt_batch_stops_that_file_and_is_reported(tmp_path: Path) -> None
     image = read_kraft_metadata(tmp_path)
     assert list(image.topics()) == ["t"]
     assert len(image.problems) == 1 and "overruns" in image.problems[0]
+
+
+def test_an_empty_segment_and_a_compressed_batch(tmp_path: Path) -> None:
+    meta = tmp_path / METADATA_DIR
+    meta.mkdir()
+    tid = uuid.uuid4()
+    (meta / "00000000000000000000.log").write_bytes(b"")
+    records = [Record(0, 0, None, encode_record(2, 0, {"name": "z", "topic_id": tid})),
+               Record(1, 0, None, encode_record(3, 0, {"partition_id": 4, "topic_id": tid, "replicas": None}))]
+    (meta / "00000000000000000005.log").write_bytes(build_batch(records, base_offset=5, compression=1))
+    topics = read_kraft_metadata(tmp_path).topics()
+    assert (topics["z"].topic_id, topics["z"].num_partitions) == (tid, 5)
