@@ -1,4 +1,4 @@
-"""The security half of taking over a stopped Apache Kafka 4 node's log dir: its ACLs and SCRAM users.
+"""The broker half of taking over a stopped Apache Kafka 4 node's log dir: ACLs, SCRAM users, broker configs.
 
 `storage/kraft_metadata.py` replays Kafka's metadata log and keeps the AccessControlEntryRecord and
 UserScramCredentialRecord fields it found; here they become pybroker's own stores (`pybroker-acls.json`,
@@ -18,6 +18,7 @@ from typing import Any
 
 import structlog
 
+from pybroker.broker.dynamic_configs import CLUSTER_DEFAULT, NODE, DynamicBrokerConfigs
 from pybroker.broker.security.acl_store import AclStore
 from pybroker.broker.security.acls import (
     AclBinding,
@@ -30,6 +31,8 @@ from pybroker.broker.security.acls import (
 from pybroker.broker.security.scram import ScramCredential
 from pybroker.broker.security.scram_store import FILE_NAME as SCRAM_FILE
 from pybroker.broker.security.scram_store import ScramStore
+from pybroker.config.broker_config import validate_dynamic_broker
+from pybroker.config.types import ConfigError
 from pybroker.protocol.scram_mechanisms import BY_TYPE
 from pybroker.storage.kraft_metadata import KraftImage
 
@@ -81,7 +84,29 @@ def adopt_scram(image: KraftImage, log_dir: Path) -> int:
     return len(upserts)
 
 
-def adopt_security(image: KraftImage, log_dir: Path) -> None:
-    """Both stores, then one log line with the counts (never the credentials)."""
+def adopt_broker_configs(image: KraftImage, configs: DynamicBrokerConfigs, node_id: int) -> list[str]:
+    """Kafka's dynamic broker configs (this node's and the cluster-wide default) become pybroker's, unless
+    pybroker already has a dynamic config file. A key pybroker does not accept at run time is skipped with a
+    warning (set it in pybroker's own config). Applied at once, as AlterConfigs would; the keys taken."""
+    if configs.store.path.exists():
+        return []
+    taken: list[str] = []
+    for source, name in ((CLUSTER_DEFAULT, ""), (NODE, str(node_id))):
+        usable = {}
+        for key, text in image.broker_configs(name).items():
+            try:
+                usable.update(validate_dynamic_broker({key: text}))
+            except ConfigError as exc:
+                log.warning("Kafka dynamic broker config not taken over", key=key, reason=exc.message)
+        if usable:
+            configs.replace(source, usable)
+            taken += sorted(usable)
+    return taken
+
+
+def adopt_kafka_settings(image: KraftImage, log_dir: Path, configs: DynamicBrokerConfigs, node_id: int) -> None:
+    """Every store, then one log line with the counts and config keys (never credentials or values)."""
     acls, users = adopt_acls(image, log_dir), adopt_scram(image, log_dir)
-    log.info("took over Apache Kafka's ACLs and SCRAM credentials", acls=acls, scram_credentials=users)
+    keys = adopt_broker_configs(image, configs, node_id)
+    log.info("took over Apache Kafka's ACLs, SCRAM credentials and dynamic broker configs", acls=acls,
+             scram_credentials=users, broker_configs=keys)

@@ -14,7 +14,7 @@ from pybroker.broker import fetch_sessions
 from pybroker.broker.connection_guard import ConnectionGuard
 from pybroker.broker.dynamic_configs import DynamicBrokerConfigs
 from pybroker.broker.groups.service import GroupService
-from pybroker.broker.kraft_takeover import adopt_security
+from pybroker.broker.kraft_takeover import adopt_kafka_settings
 from pybroker.broker.log_cleaner import build_cleaner, cleaner_settings, follow_dynamic_configs
 from pybroker.broker.metrics.traffic import TopicTraffic
 from pybroker.broker.partitions.coordinator_partitions import CoordinatorPartitions
@@ -87,7 +87,8 @@ class BrokerState:
         self.dynamic_configs.load()  # before the logs open, so they start with the altered settings
         stats = self.logs.startup()
         if self.logs.kraft_image is not None:  # this start took over a Kafka node's log dir
-            adopt_security(self.logs.kraft_image, Path(self.config.log_dirs[0]))
+            adopt_kafka_settings(self.logs.kraft_image, Path(self.config.log_dirs[0]), self.dynamic_configs,
+                                 self.node_id)
         if self.authorizer is not None:
             self.authorizer.load()  # before any listener serves a request
         self.cleaner.settings = cleaner_settings(self.config)  # with the persisted dynamic values

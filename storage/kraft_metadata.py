@@ -11,8 +11,8 @@ see the metadata as it was at the takeover, not pybroker's changes since).
 
 Records applied: TopicRecord, PartitionRecord, RemoveTopicRecord, ConfigRecord (topic and broker
 resources), ProducerIdsRecord, AccessControlEntryRecord and its removal, UserScramCredentialRecord and its
-removal. The ACLs and SCRAM credentials are kept in the image for the broker layer to store
-(`broker/kraft_takeover.py`); storage does not know their formats. Control batches and record types pybroker does not adopt are skipped.
+removal. The ACLs, SCRAM credentials and dynamic broker configs are kept in the image for the broker layer to
+store (`broker/kraft_takeover.py`); storage does not know their formats or which keys are valid. Control batches and record types pybroker does not adopt are skipped.
 A batch that does not decode ends the read of that file (the tail a crash cut, as Kafka's own recovery
 would), logged by the caller via `KraftImage.problems`.
 
@@ -89,11 +89,9 @@ class KraftImage:
             out[name] = TopicInfo(name, topic_id, max(parts) + 1, configs)
         return out
 
-    def broker_configs(self, node_id: int) -> dict[str, str]:
-        """Dynamic broker configs: the cluster-wide default (resource name "") overridden by this node's."""
-        merged = dict(self.configs.get((BROKER_RESOURCE, ""), {}))
-        merged.update(self.configs.get((BROKER_RESOURCE, str(node_id)), {}))
-        return merged
+    def broker_configs(self, resource_name: str) -> dict[str, str]:
+        """One layer of dynamic broker configs: this node's (its id) or the cluster-wide default ("")."""
+        return dict(self.configs.get((BROKER_RESOURCE, resource_name), {}))
 
 
 def _topic(image: KraftImage, f: dict[str, Any]) -> None:
@@ -197,12 +195,12 @@ def read_kraft_metadata(log_dir: Path) -> KraftImage:
     return image
 
 
-def adopt_kraft_metadata(dirs: list[Path], node_id: int) -> KraftImage | None:
+def adopt_kraft_metadata(dirs: list[Path]) -> KraftImage | None:
     """The image of the first log dir holding Kafka's metadata log; None when none does.
 
     Also carries Kafka's producer id high-water mark into pybroker's `producer-id-block` (first log dir),
     so no producer id Kafka handed out is handed out again. The caller saves the topic table (pybroker's
-    store of record from then on). Kafka's dynamic broker configs are logged, not adopted (yet).
+    store of record from then on); the broker layer stores the ACLs, SCRAM users and dynamic broker configs.
     """
     source = next((d for d in dirs if has_kraft_metadata(d)), None)
     if source is None:
@@ -215,10 +213,6 @@ def adopt_kraft_metadata(dirs: list[Path], node_id: int) -> KraftImage | None:
         block = dirs[0] / PRODUCER_ID_FILE
         if not block.exists():
             atomic_write(block, str(image.next_producer_id).encode())
-    broker_configs = image.broker_configs(node_id)
-    if broker_configs:
-        log.warning("Kafka's dynamic broker configs are not adopted; set them in pybroker's config",
-                    configs=sorted(broker_configs))
     log.info("took over Apache Kafka's metadata log", log_dir=str(source), topics=len(topics),
              acls=len(image.acls), scram_credentials=len(image.scram), records=image.records,
              next_producer_id=image.next_producer_id)

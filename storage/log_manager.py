@@ -132,7 +132,7 @@ class LogManager:
             self.cluster_id = ensure_meta_properties(self.dirs, self.node_id)
             self._topics = self._store.load()
             if not self._topics and self._store.version == 0:  # no table of our own: Kafka's dir?
-                self.kraft_image = adopt_kraft_metadata(self.dirs, self.node_id)
+                self.kraft_image = adopt_kraft_metadata(self.dirs)
                 if self.kraft_image is not None:
                     self._topics = self.kraft_image.topics()
                     self._store.save(self._topics)

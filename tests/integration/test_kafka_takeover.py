@@ -25,7 +25,10 @@ from confluent_kafka.admin import (
     AclBindingFilter,
     AclOperation,
     AclPermissionType,
+    AlterConfigOpType,
+    ConfigEntry,
     ConfigResource,
+    ConfigSource,
     NewTopic,
     ResourcePatternType,
     ResourceType,
@@ -51,6 +54,10 @@ TOPIC_CONFIGS = {CONF: {"retention.ms": "123456789", "max.message.bytes": "20000
                  COMPACTED: {"cleanup.policy": "compact"}}
 PARTITIONS = {CONF: 2, COMPACTED: 1, TXN: 1}
 COMMITTED = {(CONF, 0): 7, (CONF, 1): 3}
+#: dynamic broker configs set on Kafka's node 1 (the Admin clients cannot name the cluster-wide default;
+#: Kafka's storage format writes min.insync.replicas there, so that layer is checked with it)
+BROKER_CONFIGS = {"log.retention.ms": "7200000", "log.cleaner.threads": "2"}
+CLUSTER_DEFAULT = {"min.insync.replicas": "1"}
 USER, PASSWORD = "tk-alice", "tk-Pw-5be1c0"
 #: both brokers check ACLs; the PLAINTEXT clients of the harness are ANONYMOUS, a super user
 SECURITY = {"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
@@ -71,6 +78,8 @@ class Seen:
     configs: dict[str, dict[str, str]] = field(default_factory=dict)
     committed: dict[tuple[str, int], int] = field(default_factory=dict)
     acls: set[str] = field(default_factory=set)
+    #: key -> (value, source name) of the node's broker configs set dynamically on Kafka
+    broker_configs: dict[str, tuple[str, str]] = field(default_factory=dict)
     #: user -> sorted (mechanism, iterations)
     scram: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
 
@@ -128,6 +137,11 @@ def _observe(bootstrap: str, host: str, port: int) -> Seen:
         entries = next(iter(described.values())).result(20)
         seen.configs[topic] = {name: entry.value for name, entry in entries.items()
                                if name in TOPIC_CONFIGS[topic]}
+    node = ConfigResource(ConfigResource.Type.BROKER, "1")
+    entries = next(iter(admin.describe_configs([node]).values())).result(20)
+    keys = {*BROKER_CONFIGS, *CLUSTER_DEFAULT}
+    seen.broker_configs = {name: (entry.value, ConfigSource(entry.source).name)
+                           for name, entry in entries.items() if name in keys}
     wanted = [TopicPartition(t, p) for t, p in COMMITTED]
     answer = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(GROUP, wanted)])[GROUP].result(20)
     seen.committed = {(tp.topic, tp.partition): tp.offset for tp in answer.topic_partitions}
@@ -153,6 +167,10 @@ def _fill(bootstrap: str) -> None:
         for future in admin.alter_user_scram_credentials([upsert]).values():
             future.result(30)
     for future in admin.create_acls(ACLS).values():
+        future.result(30)
+    resource = ConfigResource(ConfigResource.Type.BROKER, "1", incremental_configs=[
+        ConfigEntry(key, value, incremental_operation=AlterConfigOpType.SET) for key, value in BROKER_CONFIGS.items()])
+    for future in admin.incremental_alter_configs([resource]).values():
         future.result(30)
     idempotent = ck_producer(bootstrap, **{"enable.idempotence": True})
     for i in range(20):
@@ -335,3 +353,11 @@ def test_a_transaction_open_at_the_stop_stays_open_until_its_producer_returns(ta
     producer.commit_transaction(30)
     assert [r[4] for r in _read_all(bootstrap, OPEN, "read_committed")] == [b"after-open"]
     assert [r[4] for r in _read_all(bootstrap, OPEN, "read_uncommitted")] == [b"open1", b"after-open"]
+
+
+def test_dynamic_broker_configs(takeover: Takeover) -> None:
+    """Kafka's per-node and cluster-wide dynamic broker configs hold on pybroker, from the same layer."""
+    assert takeover.kafka.broker_configs == {
+        **{key: (value, "DYNAMIC_BROKER_CONFIG") for key, value in BROKER_CONFIGS.items()},
+        **{key: (value, "DYNAMIC_DEFAULT_BROKER_CONFIG") for key, value in CLUSTER_DEFAULT.items()}}
+    assert takeover.pybroker.broker_configs == takeover.kafka.broker_configs
