@@ -157,7 +157,7 @@ def _replay_file(image: KraftImage, path: Path, from_offset: int) -> int:
     with path.open("rb") as file:
         if os.fstat(file.fileno()).st_size == 0:
             return next_offset
-        with mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as buf:
+        with mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as mapped, memoryview(mapped) as buf:
             for pos, header in iter_batches(buf):
                 last = header.base_offset + header.last_offset_delta
                 if header.is_control or last < from_offset:
