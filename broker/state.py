@@ -14,6 +14,7 @@ from pybroker.broker import fetch_sessions
 from pybroker.broker.connection_guard import ConnectionGuard
 from pybroker.broker.dynamic_configs import DynamicBrokerConfigs
 from pybroker.broker.groups.service import GroupService
+from pybroker.broker.kraft_takeover import adopt_kafka_settings
 from pybroker.broker.log_cleaner import build_cleaner, cleaner_settings, follow_dynamic_configs
 from pybroker.broker.metrics.traffic import TopicTraffic
 from pybroker.broker.partitions.coordinator_partitions import CoordinatorPartitions
@@ -84,9 +85,12 @@ class BrokerState:
 
     def startup(self) -> list[Any]:
         self.dynamic_configs.load()  # before the logs open, so they start with the altered settings
+        stats = self.logs.startup()
+        if self.logs.kraft_image is not None:  # this start took over a Kafka node's log dir
+            adopt_kafka_settings(self.logs.kraft_image, Path(self.config.log_dirs[0]), self.dynamic_configs,
+                                 self.node_id)
         if self.authorizer is not None:
             self.authorizer.load()  # before any listener serves a request
-        stats = self.logs.startup()
         self.cleaner.settings = cleaner_settings(self.config)  # with the persisted dynamic values
         self.cleaner.throttler.bytes_per_second = self.cleaner.settings.io_max_bytes_per_second
         follow_dynamic_configs(self.cleaner, self.config, self.dynamic_configs.on_change)

@@ -17,6 +17,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import structlog
+
 from pybroker.storage.checkpoints import LOG_START_OFFSET, RECOVERY_POINT, read_checkpoint
 from pybroker.storage.dir_names import renamed_dir_name
 from pybroker.storage.log import DELETE_SUFFIX, Log
@@ -31,6 +33,9 @@ from pybroker.storage.topic_store import TopicInfo, read_partition_metadata, wri
 #: with an illegal name (say, ending in a newline) still finds its data
 PARTITION_DIR = re.compile(r"(?P<topic>.+)-(?P<partition>[0-9]+)", re.DOTALL)
 STRAY_SUFFIX = "-stray"
+#: the dir of Kafka's KRaft metadata log
+KRAFT_METADATA_DIR = "__cluster_metadata-0"
+logger = structlog.get_logger("pybroker.storage.partition_dirs")
 
 
 def set_aside(path: Path) -> None:
@@ -75,6 +80,8 @@ class PartitionDirLoader:
             if child.name.endswith(DELETE_SUFFIX):  # a deletion that a crash interrupted
                 shutil.rmtree(child, ignore_errors=True)
                 continue
+            if child.name == KRAFT_METADATA_DIR and "__cluster_metadata" not in self.topics:
+                continue  # Kafka's metadata log, read at a takeover and never touched (storage/kraft_metadata.py)
             match = PARTITION_DIR.fullmatch(child.name)
             if match is None or not (LEGAL_CHARS.fullmatch(match["topic"]) or match["topic"] in self.topics):
                 continue  # not a partition dir (an illegal name is one only if a topic has it)
@@ -83,6 +90,7 @@ class PartitionDirLoader:
             owner = read_partition_metadata(child)
             if info is None or key[1] >= info.num_partitions or key in logs or owner not in (None, info.topic_id):
                 set_aside(child)
+                logger.warning("partition dir set aside as stray: no known topic claims it", dir=str(child))
                 stats.stray_partitions += 1
                 continue
             log = Log(child, key[0], key[1], info.topic_id, self._config(info),

@@ -1,0 +1,112 @@
+"""The broker half of taking over a stopped Apache Kafka 4 node's log dir: ACLs, SCRAM users, broker configs.
+
+`storage/kraft_metadata.py` replays Kafka's metadata log and keeps the AccessControlEntryRecord and
+UserScramCredentialRecord fields it found; here they become pybroker's own stores (`pybroker-acls.json`,
+`scram-credentials.json` in the first log dir), written once, at that first start, and only when the store
+does not exist yet (a store pybroker already has is never overwritten). Kafka's SCRAM records carry what
+pybroker keeps (salt, stored key, server key, iterations), so a user's password goes on working; the
+secrets are never logged. An ACL pybroker cannot store (a code it does not know) is skipped with a
+warning naming it.
+
+Runs on the startup thread, before the authorizer loads and before any listener serves a request.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from pybroker.broker.dynamic_configs import CLUSTER_DEFAULT, NODE, DynamicBrokerConfigs
+from pybroker.broker.security.acl_store import AclStore
+from pybroker.broker.security.acls import (
+    AclBinding,
+    AclOperation,
+    AclPermissionType,
+    PatternType,
+    ResourceType,
+    binding_problem,
+)
+from pybroker.broker.security.scram import ScramCredential
+from pybroker.broker.security.scram_store import FILE_NAME as SCRAM_FILE
+from pybroker.broker.security.scram_store import ScramStore
+from pybroker.config.broker_config import validate_dynamic_broker
+from pybroker.config.types import ConfigError
+from pybroker.protocol.scram_mechanisms import BY_TYPE
+from pybroker.storage.kraft_metadata import KraftImage
+
+log = structlog.get_logger("pybroker.kraft_takeover")
+
+
+def _binding(fields: dict[str, Any]) -> AclBinding | str:
+    """The binding an AccessControlEntryRecord describes, or why it cannot be one."""
+    try:
+        binding = AclBinding(ResourceType(fields["resource_type"]), str(fields["resource_name"]),
+                             PatternType(fields["pattern_type"]), str(fields["principal"]), str(fields["host"]),
+                             AclOperation(fields["operation"]), AclPermissionType(fields["permission_type"]))
+    except ValueError as exc:
+        return str(exc)
+    return binding_problem(binding) or binding
+
+
+def adopt_acls(image: KraftImage, log_dir: Path) -> int:
+    """Store Kafka's ACLs unless pybroker already has an ACL file; how many were stored."""
+    store = AclStore(log_dir)
+    if not image.acls or store.path.exists():
+        return 0
+    bindings: set[AclBinding] = set()
+    for acl_id, fields in image.acls.items():
+        made = _binding(fields)
+        if isinstance(made, str):
+            log.warning("Kafka ACL not taken over", acl_id=str(acl_id), problem=made)
+        else:
+            bindings.add(made)
+    store.save(bindings)
+    return len(bindings)
+
+
+def adopt_scram(image: KraftImage, log_dir: Path) -> int:
+    """Store Kafka's SCRAM credentials unless pybroker already has a credential file; how many were stored."""
+    path = log_dir / SCRAM_FILE
+    if not image.scram or path.exists():
+        return 0
+    upserts = []
+    for (user, code), fields in image.scram.items():
+        mechanism = BY_TYPE.get(code)
+        if mechanism is None:
+            log.warning("Kafka SCRAM credential not taken over: unknown mechanism", user=user, mechanism=code)
+            continue
+        credential = ScramCredential(bytes(fields["salt"]), bytes(fields["stored_key"]),
+                                     bytes(fields["server_key"]), int(fields["iterations"]))
+        upserts.append((user, mechanism.name, credential))
+    ScramStore(path).apply(upserts, [])
+    return len(upserts)
+
+
+def adopt_broker_configs(image: KraftImage, configs: DynamicBrokerConfigs, node_id: int) -> list[str]:
+    """Kafka's dynamic broker configs (this node's and the cluster-wide default) become pybroker's, unless
+    pybroker already has a dynamic config file. A key pybroker does not accept at run time is skipped with a
+    warning (set it in pybroker's own config). Applied at once, as AlterConfigs would; the keys taken."""
+    if configs.store.path.exists():
+        return []
+    taken: list[str] = []
+    for source, name in ((CLUSTER_DEFAULT, ""), (NODE, str(node_id))):
+        usable = {}
+        for key, text in image.broker_configs(name).items():
+            try:
+                usable.update(validate_dynamic_broker({key: text}))
+            except ConfigError as exc:
+                log.warning("Kafka dynamic broker config not taken over", key=key, reason=exc.message)
+        if usable:
+            configs.replace(source, usable)
+            taken += sorted(usable)
+    return taken
+
+
+def adopt_kafka_settings(image: KraftImage, log_dir: Path, configs: DynamicBrokerConfigs, node_id: int) -> None:
+    """Every store, then one log line with the counts and config keys (never credentials or values)."""
+    acls, users = adopt_acls(image, log_dir), adopt_scram(image, log_dir)
+    keys = adopt_broker_configs(image, configs, node_id)
+    log.info("took over Apache Kafka's ACLs, SCRAM credentials and dynamic broker configs", acls=acls,
+             scram_credentials=users, broker_configs=keys)
