@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from pybroker.clients.spark.cluster import GROUP, RETRIABLE, TRANSACTION, Cluster
-from pybroker.clients.wire import BrokerError, Connection
+from pybroker.clients.wire import BrokerError, Connection, Unsupported
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.messages.add_offsets_to_txn import AddOffsetsToTxnRequest, AddOffsetsToTxnResponse
 from pybroker.protocol.messages.add_partitions_to_txn import (
@@ -98,7 +98,14 @@ def init_producer_id(cluster: Cluster, transactional_id: str, *, enable_2pc: boo
     def attempt() -> InitProducerIdResponse:
         conn = cluster.coordinator(TRANSACTION, transactional_id)
         minimum = TWO_PHASE_COMMIT_VERSION if (enable_2pc or keep_prepared_txn) else 0
-        version = conn.version(InitProducerIdRequest, minimum=minimum)
+        try:
+            version = conn.version(InitProducerIdRequest, minimum=minimum)
+        except Unsupported as exc:
+            if not minimum:
+                raise
+            # as Kafka, a broker with two-phase commit off does not advertise InitProducerId v6 at all
+            raise Unsupported(f"{exc}: two-phase commit needs transaction.two.phase.commit.enable=true on the "
+                              "broker") from None
         answer = conn.request(InitProducerIdRequest(
             transactional_id=transactional_id, transaction_timeout_ms=timeout_ms,
             enable_2pc=enable_2pc, keep_prepared_txn=keep_prepared_txn), version)

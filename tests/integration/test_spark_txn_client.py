@@ -22,6 +22,7 @@ from pybroker.clients.spark.txn_producer import (
     abort_open,
     complete_prepared,
 )
+from pybroker.clients.wire import Unsupported
 from pybroker.protocol.partitioner import partition_for_key
 from tests.integration.brokers import BrokerProcess
 from tests.integration.clients import kp_admin, kp_consumer, kp_wait_for_topic
@@ -123,5 +124,6 @@ def test_abort_open_aborts_a_prepared_transaction(broker_factory: Callable[..., 
 
 def test_two_phase_commit_refused_by_the_broker_names_its_key(broker_factory: Callable[..., BrokerProcess]) -> None:
     broker = broker_factory()
-    with pytest.raises(BrokerError, match=r"TRANSACTIONAL_ID_AUTHORIZATION_FAILED.*transaction\.two\.phase\.commit"):
+    # as Kafka, a broker with two-phase commit off does not advertise InitProducerId v6 at all
+    with pytest.raises(Unsupported, match=r"InitProducerId v0-5.*transaction\.two\.phase\.commit\.enable=true"):
         TransactionalProducer(_cluster(broker), "spark.q.0.3").init(enable_2pc=True)
