@@ -28,7 +28,7 @@ from pybroker.protocol.messages.metadata import MetadataRequest, MetadataRespons
 POM = Path(__file__).parent / "kafka" / "pom.xml"
 ENV_HOME = "PYBROKER_KAFKA_HOME"
 START_TIMEOUT = 90.0
-HEAP = ["-Xms64m", "-Xmx384m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto"]
+HEAP = ["-Xms64m", "-Xmx384m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto", "-XX:-UsePerfData"]
 CLUSTER_ID = "cG9icm9rZXJjb25mb3JtYQ"  # any 22-character base64 id: Kafka's own
 NODE_ID = 1
 

@@ -24,7 +24,8 @@ from tests.kafka_node import kafka_home, kafka_version, required
 
 SOURCES = Path(__file__).parent / "java"
 #: a small heap and a quick JIT: the tours are short, and two cores are shared with the broker
-JVM_FLAGS = ["-Xms32m", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto"]
+JVM_FLAGS = ["-Xms32m", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto",
+             "-XX:-UsePerfData"]  # no /tmp/hsperfdata file: a clash with another JVM's prints a warning
 TOUR_TIMEOUT_S = 180.0
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 
 RULES: tuple[tuple[str, str, str], ...] = (
+    (r"(?m)^\[[0-9.]+s\]\[(?:warning|info)\]\[[^\]]*\] .*\n", "",
+     "the JVM's own unified-logging lines (a clash over a /tmp file with another JVM, ...) are not the tool's"),
     (r"127\.0\.0\.1:\d+", "<host:port>", "each broker listens on a port of its own"),
     (r"TopicId: \S+", "TopicId: <id>", "topic ids are random"),
     (r'"logDir":"[^"]*"', '"logDir":"<dir>"', "each broker has a log dir of its own"),

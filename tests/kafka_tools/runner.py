@@ -23,7 +23,8 @@ from pathlib import Path
 from tests.kafka_node import kafka_home
 
 TOOL_TIMEOUT = 120.0
-JVM = ["-Xms32m", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto",
+#: -XX:-UsePerfData: no /tmp/hsperfdata file, whose clash with another JVM's prints a warning into the output
+JVM = ["-Xms32m", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto", "-XX:-UsePerfData",
        "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn"]
 BOOTSTRAP = "{bootstrap}"  # replaced by the broker's address in every argument
 
