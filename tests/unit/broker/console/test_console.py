@@ -6,10 +6,8 @@ the metrics port, wrong or missing credentials, ACLs as the console user)."""
 from __future__ import annotations
 
 import asyncio
-import base64
 import json
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -33,85 +31,7 @@ from pybroker.protocol.messages.offset_commit import (
     OffsetCommitRequestPartition,
     OffsetCommitRequestTopic,
 )
-
-JAAS = 'org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-secret" user_admin="admin-pw";'
-
-
-class Http:
-    """Raw HTTP/1.1 against one port: every header and byte is the test's to choose."""
-
-    def __init__(self, port: int) -> None:
-        self.port = port
-        self.token = ""
-        self.auth: str | None = None
-
-    async def raw(self, data: bytes) -> tuple[int, dict[str, str], bytes]:
-        reader, writer = await asyncio.open_connection("127.0.0.1", self.port)
-        writer.write(data)
-        await writer.drain()
-        answer = await asyncio.wait_for(reader.read(), 30)
-        writer.close()
-        head, _, body = answer.partition(b"\r\n\r\n")
-        lines = head.decode("latin-1").split("\r\n")
-        headers = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:])}
-        return int(lines[0].split()[1]), headers, body
-
-    async def request(self, method: str, path: str, body: Any = None, *, headers: dict[str, str] | None = None
-                      ) -> tuple[int, Any]:
-        payload = b"" if body is None else body if isinstance(body, bytes) else json.dumps(body).encode()
-        sent = {"Host": f"127.0.0.1:{self.port}"}
-        if method == "POST":
-            sent.update({"Content-Type": "application/json", "X-Console-Token": self.token,
-                         "Origin": f"http://127.0.0.1:{self.port}"})
-        if self.auth:
-            sent["Authorization"] = "Basic " + base64.b64encode(self.auth.encode()).decode()
-        sent.update(headers or {})
-        sent["Content-Length"] = str(len(payload))
-        head = f"{method} {path} HTTP/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in sent.items() if v is not None)
-        status, _, data = await self.raw(head.encode() + b"\r\n" + payload)
-        try:
-            return status, json.loads(data)
-        except ValueError:
-            return status, data
-
-    async def get(self, path: str, **kwargs: Any) -> Any:
-        status, data = await self.request("GET", "/console/api/" + path, **kwargs)
-        assert status == 200, data
-        return data
-
-    async def post(self, path: str, body: Any, **kwargs: Any) -> Any:
-        status, data = await self.request("POST", "/console/api/" + path, body, **kwargs)
-        assert status == 200, data
-        return data
-
-    async def login(self) -> None:
-        self.token = (await self.get("session"))["csrf_token"]
-
-
-async def _start(tmp_path: Path, **extra: str) -> BrokerApp:
-    config = BrokerConfig.load({"log.dirs": str(tmp_path / "data"), "listeners": "PLAINTEXT://127.0.0.1:0",
-                                "console.port": "0", "offsets.topic.num.partitions": "2",
-                                "group.initial.rebalance.delay.ms": "0", **extra})
-    app = BrokerApp(config, metrics_port=0)
-    await app.start()
-    return app
-
-
-@pytest.fixture
-async def app(tmp_path: Path) -> AsyncIterator[BrokerApp]:
-    broker = await _start(tmp_path)
-    try:
-        yield broker
-    finally:
-        await broker.stop()
-
-
-@pytest.fixture
-async def http(app: BrokerApp) -> Http:
-    assert app.console_bound_port is not None
-    client = Http(app.console_bound_port)
-    await client.login()
-    return client
+from tests.unit.broker.console.console_http import Http, start_broker
 
 
 async def test_session_overview_and_the_page(app: BrokerApp, http: Http) -> None:
@@ -371,7 +291,7 @@ async def test_a_broken_handler_is_a_500_without_a_traceback(app: BrokerApp, htt
 
 
 async def test_console_can_be_switched_off(tmp_path: Path) -> None:
-    broker = await _start(tmp_path, **{"console.enable": "false"})
+    broker = await start_broker(tmp_path, **{"console.enable": "false"})
     try:
         assert broker.console_bound_port is None and broker.metrics_bound_port is not None
         status, _ = await Http(broker.metrics_bound_port).request("GET", "/console/api/session")
@@ -381,21 +301,6 @@ async def test_console_can_be_switched_off(tmp_path: Path) -> None:
 
 
 # -- authentication and ACLs -------------------------------------------------------------------------------
-@pytest.fixture
-async def secured(tmp_path: Path) -> AsyncIterator[BrokerApp]:
-    broker = await _start(tmp_path, **{
-        "listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
-        "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256",
-        "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
-        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-        "super.users": "User:admin",
-    })
-    try:
-        yield broker
-    finally:
-        await broker.stop()
-
-
 async def test_login_is_required_when_the_broker_authenticates(secured: BrokerApp) -> None:
     assert secured.console_bound_port is not None
     http = Http(secured.console_bound_port)
@@ -606,7 +511,7 @@ def test_console_port_flag_and_keys(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 
 
 async def test_an_offline_log_dir_shows_as_offline(tmp_path: Path) -> None:
-    broker = await _start(tmp_path, **{"log.dirs": f"{tmp_path / 'a'},{tmp_path / 'b'}"})
+    broker = await start_broker(tmp_path, **{"log.dirs": f"{tmp_path / 'a'},{tmp_path / 'b'}"})
     try:
         assert broker.console_bound_port is not None
         http = Http(broker.console_bound_port)

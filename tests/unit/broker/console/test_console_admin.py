@@ -19,7 +19,7 @@ from pybroker.protocol.messages.consumer_group_heartbeat import ConsumerGroupHea
 from pybroker.protocol.messages.init_producer_id import InitProducerIdRequest
 from pybroker.protocol.messages.produce import PartitionProduceData, ProduceRequest, TopicProduceData
 from pybroker.protocol.records.record import Record, build_batch
-from tests.unit.broker.console.test_console import JAAS, Http, _start
+from tests.unit.broker.console.console_http import Http, start_broker
 
 ACL = {"resource_type": "TOPIC", "resource_name": "orders", "pattern_type": "LITERAL", "principal": "User:alice",
        "host": "*", "operation": "READ", "permission": "ALLOW"}
@@ -27,31 +27,8 @@ ACL = {"resource_type": "TOPIC", "resource_name": "orders", "pattern_type": "LIT
 
 @pytest.fixture
 async def app(tmp_path: Path) -> AsyncIterator[BrokerApp]:
-    broker = await _start(tmp_path, **{"transaction.partition.verification.enable": "false",
+    broker = await start_broker(tmp_path, **{"transaction.partition.verification.enable": "false",
                                        "transaction.state.log.num.partitions": "1"})
-    try:
-        yield broker
-    finally:
-        await broker.stop()
-
-
-@pytest.fixture
-async def http(app: BrokerApp) -> Http:
-    assert app.console_bound_port is not None
-    client = Http(app.console_bound_port)
-    await client.login()
-    return client
-
-
-@pytest.fixture
-async def secured(tmp_path: Path) -> AsyncIterator[BrokerApp]:
-    broker = await _start(tmp_path, **{
-        "listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
-        "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256",
-        "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
-        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-        "super.users": "User:admin",
-    })
     try:
         yield broker
     finally:

@@ -14,7 +14,7 @@ from typing import Any
 from urllib.parse import quote
 
 from pybroker.broker.app import BrokerApp
-from tests.unit.broker.console.test_console import Http, _start
+from tests.unit.broker.console.console_http import Http, start_broker
 
 SEED = 848
 INPUTS = int(os.environ.get("PYBROKER_CONSOLE_FUZZ_INPUTS", "300"))
@@ -65,7 +65,7 @@ def _mutate(rng: random.Random, body: dict[str, Any]) -> Any:
 
 
 async def test_every_admin_input_gets_a_clear_answer(tmp_path: Path) -> None:
-    app: BrokerApp = await _start(tmp_path, **{"transaction.partition.verification.enable": "false"})
+    app: BrokerApp = await start_broker(tmp_path, **{"transaction.partition.verification.enable": "false"})
     try:
         assert app.console_bound_port is not None
         http = Http(app.console_bound_port)

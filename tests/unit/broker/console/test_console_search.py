@@ -6,8 +6,6 @@ request (bytes, records, time) and "continue" from where it stopped; plus the co
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
@@ -22,26 +20,9 @@ from pybroker.broker.console.local_client import LocalClient
 from pybroker.broker.console.params import ConsoleError, query
 from pybroker.protocol.messages.produce import PartitionProduceData, ProduceRequest, TopicProduceData
 from pybroker.protocol.records.record import Record, build_batch
-from tests.unit.broker.console.test_console import Http, _start
+from tests.unit.broker.console.console_http import Http
 
 BASE_TS = 1_700_000_000_000
-
-
-@pytest.fixture
-async def app(tmp_path: Path) -> AsyncIterator[BrokerApp]:
-    broker = await _start(tmp_path)
-    try:
-        yield broker
-    finally:
-        await broker.stop()
-
-
-@pytest.fixture
-async def http(app: BrokerApp) -> Http:
-    assert app.console_bound_port is not None
-    client = Http(app.console_bound_port)
-    await client.login()
-    return client
 
 
 async def _produce(app: BrokerApp, topic: str, partition: int, records: list[tuple[Any, ...]],
