@@ -35,6 +35,7 @@ from pybroker.broker.console import (
 from pybroker.broker.console import params as p
 
 if TYPE_CHECKING:
+    from pybroker.broker.console.local_client import LocalClient
     from pybroker.broker.console.routes import Call
 
 Handler = Callable[["Call"], Awaitable[Any]]
@@ -72,28 +73,11 @@ async def _broker(call: Call) -> Any:
     return await broker_info.broker(call.app.state, call.client, call.app.started_ms, call.app.auth.required)
 
 
-async def _create_acl(call: Call) -> Any:
-    return await security_writes.create_acl(call.client, call.params)
-
-
-async def _delete_acl(call: Call) -> Any:
-    return await security_writes.delete_acl(call.client, call.params)
-
-
-async def _upsert_user(call: Call) -> Any:
-    return await security_writes.upsert_user(call.client, call.params)
-
-
-async def _delete_user(call: Call) -> Any:
-    return await security_writes.delete_user(call.client, call.params)
-
-
-async def _alter_quota(call: Call) -> Any:
-    return await security_writes.alter_quota(call.client, call.params)
-
-
-async def _abort(call: Call) -> Any:
-    return await transactions.abort(call.client, call.params)
+def _on_params(action: Callable[[LocalClient, dict[str, Any]], Awaitable[Any]]) -> Handler:
+    """The handler of a change that needs only the principal's client and the request's parameters."""
+    async def handler(call: Call) -> Any:
+        return await action(call.client, call.params)
+    return handler
 
 
 GET_ROUTES: dict[str, Handler] = {
@@ -102,6 +86,10 @@ GET_ROUTES: dict[str, Handler] = {
     "/api/consumer-group": _consumer_group, "/api/broker": _broker,
 }
 POST_ROUTES: dict[str, Handler] = {
-    "/api/acls/create": _create_acl, "/api/acls/delete": _delete_acl, "/api/users/upsert": _upsert_user,
-    "/api/users/delete": _delete_user, "/api/quotas/alter": _alter_quota, "/api/transactions/abort": _abort,
+    "/api/acls/create": _on_params(security_writes.create_acl),
+    "/api/acls/delete": _on_params(security_writes.delete_acl),
+    "/api/users/upsert": _on_params(security_writes.upsert_user),
+    "/api/users/delete": _on_params(security_writes.delete_user),
+    "/api/quotas/alter": _on_params(security_writes.alter_quota),
+    "/api/transactions/abort": _on_params(transactions.abort),
 }
