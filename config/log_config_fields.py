@@ -49,6 +49,10 @@ NOT_LOG_CONFIG: frozenset[str] = frozenset({
     "unclean.leader.election.enable",  # one broker: accepted for compatibility
     "leader.replication.throttled.replicas",  # one broker: accepted (kafka-reassign-partitions sets it)
     "follower.replication.throttled.replicas",  # one broker: accepted (kafka-reassign-partitions sets it)
+    "iceberg.mode",  # the Iceberg worker's (broker/iceberg_tables.py), not the log's
+    "iceberg.commit.interval.ms",
+    "iceberg.partition.spec",
+    "iceberg.invalid.record.action",
 })
 
 #: a resolved value whose LogConfig field holds another form: field -> conversion
