@@ -28,6 +28,10 @@ if TYPE_CHECKING:
     from pyiceberg.table import Table
 
 OFFSETS_PROPERTY = "pybroker.offsets"
+#: no retry of a commit that lost a race: pyiceberg would append the same rows on top of the winner's
+#: snapshot (a second writer, e.g. the worker of a broker killed a moment ago); the worker reloads the
+#: offsets from the new snapshot instead (`Worker`)
+TABLE_PROPERTIES = {"write.parquet.compression-codec": "zstd", "commit.retry.num-retries": "0"}
 CATALOG_NAME = "pybroker"
 
 
@@ -56,7 +60,7 @@ def open_table(catalog: Catalog, namespace: str, topic: str, spec_text: str) -> 
     schema = key_value_schema()
     return catalog.create_table_if_not_exists((namespace, topic), schema=schema,
                                               partition_spec=partition_spec(schema, spec_text),
-                                              properties={"write.parquet.compression-codec": "zstd"})
+                                              properties=TABLE_PROPERTIES)
 
 
 def committed_offsets(table: Table) -> dict[int, int]:

@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from pyiceberg.exceptions import CommitFailedException
+
 from pybroker.clients.iceberg.columns import key_value_rows
 from pybroker.clients.iceberg.segment_reader import READ_BYTES, read_chunk
 from pybroker.clients.iceberg.tables import commit, committed_offsets, load_catalog, open_table
@@ -114,6 +116,11 @@ class Worker:
                     due_in = topic["interval_ms"] / 1000
                 sink.error = None
                 wait_ms = min(wait_ms, 0 if sink.behind else int(due_in * 1000))
+            except CommitFailedException as exc:  # another writer committed first: start again from its offsets
+                self.sinks.pop(name, None)
+                status[name] = {"mode": topic["mode"], "error": f"commit lost a race, reloading: {exc}"}
+                wait_ms = 0
+                continue
             except UnservedMode as exc:
                 status[name] = {"mode": topic["mode"], "error": str(exc)}
                 continue
@@ -185,10 +192,25 @@ def _send(out: IO[bytes], message: dict[str, Any]) -> None:
     out.flush()
 
 
+def _die_with_parent() -> None:
+    """Linux: be killed when the broker dies, so a restarted broker's worker is the table's only writer
+    (a commit cut short by the kill is no snapshot; `Worker` handles a race lost anyway)."""
+    with contextlib.suppress(Exception):
+        import ctypes
+        import signal
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        pr_set_pdeathsig = 1
+        libc.prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() == 1:  # the parent died before prctl
+            os._exit(1)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m pybroker.clients.iceberg.worker")
     parser.add_argument("--nice", type=int, default=0)
     args = parser.parse_args(argv)
+    _die_with_parent()
     with contextlib.suppress(OSError):
         os.nice(args.nice)
     out = os.fdopen(os.dup(1), "wb")
