@@ -135,12 +135,20 @@ class WorkerProcess:
             self.proc.wait(STOP_GRACE_S)
         except subprocess.TimeoutExpired:
             self.kill()
+        self._close_pipes()
 
     def kill(self) -> None:
         with contextlib.suppress(OSError):
             self.proc.kill()
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(5)
+        self._close_pipes()
+
+    def _close_pipes(self) -> None:
+        for pipe in (self.proc.stdin, self.proc.stdout):
+            if pipe is not None:
+                with contextlib.suppress(OSError, ValueError):
+                    pipe.close()
 
 
 class IcebergTables:
