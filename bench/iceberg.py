@@ -13,6 +13,8 @@ Three figures, on one broker process (the worker process it starts does the Iceb
   `clients/iceberg/spark_read.py`) and over the topic (`format("pybroker")`), same records, medians of
   `--runs` after a warm-up, local[2]. Skipped with a line when Java or pyspark is missing.
 
+The worker runs at `--niceness` (0 by default here, so the figures are its own rate rather than its share
+of a busy machine) and is started by a warm-up table before any clock runs (its imports take seconds).
 The 1-minute load average is printed with each figure: the machine is shared.
 
     .venv/bin/python -m bench.iceberg [--records N] [--partitions P] [--size B] [--rate R] [--seconds S]
@@ -54,6 +56,16 @@ def load() -> float:
 def make_topic(bootstrap: str, topic: str, partitions: int, configs: dict[str, str]) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=1, config=configs)])[topic].result(15)
+
+
+def warm_up(bootstrap: str, log_dir: Path) -> None:
+    """A first table, so the worker process runs (and has imported pyiceberg and pyarrow) before the clock does."""
+    topic = f"bench-warmup-{uuid.uuid4().hex[:6]}"
+    make_topic(bootstrap, topic, 1, {"iceberg.mode": "key_value", "iceberg.commit.interval.ms": "200"})
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
+    producer.produce(topic, value=b"warm")
+    producer.flush(30)
+    wait_rows(broker_catalog(log_dir), (NAMESPACE, topic), 1, timeout_s=300)
 
 
 def catch_up(bootstrap: str, log_dir: Path, records: int, partitions: int, size: int) -> dict[str, Any]:
@@ -186,11 +198,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--interval-ms", type=int, default=1_000)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--niceness", type=int, default=0,
+                        help="iceberg.process.niceness (default %(default)s: the worker's own rate, not its share "
+                             "of a busy machine; the broker's default is 10)")
     args = parser.parse_args(argv)
     workdir = Path(tempfile.mkdtemp(prefix="pybroker-bench-iceberg-"))
-    broker = BrokerProcess(workdir).start()
+    broker = BrokerProcess(workdir, {"iceberg.process.niceness": str(args.niceness)}).start()
     try:
         log_dir = broker.log_dirs[0]
+        warm_up(broker.bootstrap, log_dir)
         caught = catch_up(broker.bootstrap, log_dir, args.records, args.partitions, args.size)
         print(f"catch-up into Iceberg: {caught['records']} records of {args.size} B in {caught['seconds']} s = "
               f"{caught['rows_per_s']} rows/s ({caught['mb_per_s']} MB/s), load {caught['load']}", flush=True)

@@ -7,8 +7,8 @@ the same places the broker takes it:
 - where to stop: the broker tells the worker each partition's last stable offset, never above what is
   fsynced (`broker/iceberg_tables.py`), so everything below it is whole on disk and committed or aborted;
 - the position of an offset: the segment whose base offset is the largest at or below it, then the
-  segment's sparse offset index (`.index`), then a walk of batch headers (`record_set.walk` skips what
-  ends before the position);
+  segment's sparse offset index (`.index`; the active segment's entries reach the file in bunches, so it
+  may lag), then a walk of the batch headers after it (`_skip_before`), read `SEEK_BYTES` at a time;
 - aborted transactions: the `.txnindex` entries of the segment read and every later one below the end
   (an entry sits in the segment of its ABORT marker), those whose last offset is at or past the position
   (Kafka's `collectAbortedTransactions`).
@@ -26,11 +26,14 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from pybroker.protocol.records.batch import iter_batches
 from pybroker.storage.offline import OFFSET_ENTRY, TXN_INDEX_ENTRY, TXN_INDEX_ENTRY_SIZE
 
 SEGMENT = re.compile(r"^(\d{20})\.log$")
 #: how many bytes one read takes from a segment at most (a batch larger than this is read whole anyway)
 READ_BYTES = 8 * 1024 * 1024
+#: how many bytes of a segment one step of the header walk reads
+SEEK_BYTES = 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +95,21 @@ def aborted_after(partition_dir: Path, bases: list[int], start: int, end: int) -
     return aborted
 
 
+def _skip_before(fd: int, position: int, size: int, start: int) -> int:
+    """From `position` (a batch boundary), the position of the first batch that does not end before `start`."""
+    while position < size:
+        data = os.pread(fd, min(SEEK_BYTES, size - position), position)
+        passed = 0
+        for at, header in iter_batches(data):
+            if header.base_offset + header.last_offset_delta >= start:
+                return position + at
+            passed = at + header.size
+        if not passed:  # a batch larger than a step (or the incomplete tail): the read starts there
+            return position
+        position += passed
+    return position
+
+
 def read_chunk(partition_dir: Path, start: int, end: int, max_bytes: int = READ_BYTES) -> Chunk | None:
     """Batches of the partition holding offsets from `start` on (below `end`); None when there are none."""
     bases = segment_bases(partition_dir)
@@ -107,6 +125,7 @@ def read_chunk(partition_dir: Path, start: int, end: int, max_bytes: int = READ_
     try:
         with open(_path(partition_dir, base, ".log"), "rb") as file:
             size = os.fstat(file.fileno()).st_size
+            position = _skip_before(file.fileno(), position, size, start)
             data = os.pread(file.fileno(), min(max_bytes, max(size - position, 0)), position)
             reached_end = position + len(data) >= size
     except FileNotFoundError:

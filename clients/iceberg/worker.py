@@ -77,7 +77,7 @@ def read_partition(directory: Path, start: int, end: int, builder: Any, budget: 
         walked = walk(chunk.data, builder, name=name, position=position, end=end, read_committed=True,
                       aborted=chunk.aborted)
         if walked.position > position:
-            position = walked.position
+            position = min(walked.position, end)  # a batch cut by the end is read again from there next time
         elif chunk.segment_end is not None:
             position = max(position, chunk.segment_end)
         elif not walked.batches and len(chunk.data) >= max_bytes and max_bytes < MAX_READ_BYTES:
