@@ -64,7 +64,7 @@ def catalog_settings(config: BrokerConfig, first_log_dir: Path) -> dict[str, Any
     if kind == "sql" and not uri:
         uri = f"sqlite:///{home / 'catalog.db'}"
     warehouse = str(config.get("iceberg.warehouse") or "") or (home / "warehouse").as_uri()
-    if kind == "sql" and uri.startswith("sqlite:///") or warehouse.startswith("file:"):
+    if (kind == "sql" and uri.startswith("sqlite:///")) or warehouse.startswith("file:"):
         home.mkdir(parents=True, exist_ok=True)
     if warehouse.startswith("file:"):
         Path(warehouse.removeprefix("file://")).mkdir(parents=True, exist_ok=True)

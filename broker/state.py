@@ -14,8 +14,8 @@ from pybroker.broker import fetch_sessions
 from pybroker.broker.connection_guard import ConnectionGuard
 from pybroker.broker.dynamic_configs import DynamicBrokerConfigs
 from pybroker.broker.groups.service import GroupService
-from pybroker.broker.kraft_takeover import adopt_kafka_settings
 from pybroker.broker.iceberg_tables import IcebergTables
+from pybroker.broker.kraft_takeover import adopt_kafka_settings
 from pybroker.broker.log_cleaner import build_cleaner, cleaner_settings, follow_dynamic_configs
 from pybroker.broker.metrics.traffic import TopicTraffic
 from pybroker.broker.partitions.coordinator_partitions import CoordinatorPartitions
