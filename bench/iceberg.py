@@ -159,6 +159,7 @@ def spark_reads(bootstrap: str, log_dir: Path, topic: str, runs: int) -> dict[st
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
+             .config("spark.ui.showConsoleProgress", "false")
              .config("spark.driver.memory", "1g").getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     register(spark)
