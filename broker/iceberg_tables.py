@@ -202,7 +202,7 @@ class IcebergTables:
                     continue
                 end = min(partition_log.last_stable_offset, partition_log.recovery_point)
                 partitions.append({"partition": partition, "dir": str(partition_log.dir), "end": end})
-            topics.append({"topic": name, "mode": values["iceberg.mode"],
+            topics.append({"topic": name, "topic_id": str(info.topic_id), "mode": values["iceberg.mode"],
                            "interval_ms": int(values["iceberg.commit.interval.ms"]),
                            "spec": values["iceberg.partition.spec"], "partitions": partitions})
         if not topics:

@@ -28,6 +28,8 @@ if TYPE_CHECKING:
     from pyiceberg.table import Table
 
 OFFSETS_PROPERTY = "pybroker.offsets"
+#: the topic id the offsets are of (a topic deleted and made again under the same name starts again at 0)
+TOPIC_ID_PROPERTY = "pybroker.topic-id"
 #: no retry of a commit that lost a race: pyiceberg would append the same rows on top of the winner's
 #: snapshot (a second writer, e.g. the worker of a broker killed a moment ago); the worker reloads the
 #: offsets from the new snapshot instead (`Worker`)
@@ -63,17 +65,27 @@ def open_table(catalog: Catalog, namespace: str, topic: str, spec_text: str) -> 
                                               properties=TABLE_PROPERTIES)
 
 
-def committed_offsets(table: Table) -> dict[int, int]:
-    """partition -> next offset, from the newest snapshot of the current branch that records them ({} for none)."""
+def committed_offsets(table: Table, topic_id: str | None = None) -> dict[int, int]:
+    """partition -> next offset, from the newest snapshot of the current branch that records them ({} for none).
+
+    A snapshot written for another topic of the same name (deleted and made again: `TOPIC_ID_PROPERTY`
+    differs from `topic_id`) covers nothing of this one: the new topic is read from its start."""
     snapshot = table.current_snapshot()
     while snapshot is not None:
-        text = snapshot.summary.additional_properties.get(OFFSETS_PROPERTY) if snapshot.summary else None
+        properties = snapshot.summary.additional_properties if snapshot.summary else {}
+        text = properties.get(OFFSETS_PROPERTY)
         if text is not None:
+            recorded = properties.get(TOPIC_ID_PROPERTY)
+            if topic_id is not None and recorded is not None and recorded != topic_id:
+                return {}
             return {int(p): int(o) for p, o in json.loads(text).items()}
         snapshot = table.snapshot_by_id(snapshot.parent_snapshot_id) if snapshot.parent_snapshot_id else None
     return {}
 
 
-def commit(table: Table, rows: pa.Table, offsets: dict[int, int]) -> None:
-    """Append `rows` as one snapshot that records `offsets` (all of the topic's partitions)."""
-    table.append(rows, snapshot_properties={OFFSETS_PROPERTY: json.dumps({str(p): o for p, o in sorted(offsets.items())})})
+def commit(table: Table, rows: pa.Table, offsets: dict[int, int], topic_id: str | None = None) -> None:
+    """Append `rows` as one snapshot that records `offsets` (all of the topic's partitions) and the topic id."""
+    properties = {OFFSETS_PROPERTY: json.dumps({str(p): o for p, o in sorted(offsets.items())})}
+    if topic_id is not None:
+        properties[TOPIC_ID_PROPERTY] = topic_id
+    table.append(rows, snapshot_properties=properties)

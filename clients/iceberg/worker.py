@@ -61,6 +61,7 @@ class TopicSink:
     error: str | None = None
     behind: bool = False
     ends: dict[int, int] = field(default_factory=dict)
+    topic_id: str | None = None
 
 
 def read_partition(directory: Path, start: int, end: int, builder: Any, budget: int) -> tuple[int, int]:
@@ -136,9 +137,12 @@ class Worker:
     def _sink(self, catalog_settings: dict[str, Any], topic: dict[str, Any]) -> TopicSink:
         catalog = self._catalog(catalog_settings)
         sink = self.sinks.get(topic["topic"])
+        if sink is not None and sink.topic_id != topic.get("topic_id"):  # deleted and made again meanwhile
+            sink = None
         if sink is None:
             table = open_table(catalog, catalog_settings["namespace"], topic["topic"], topic["spec"])
-            sink = self.sinks[topic["topic"]] = TopicSink(table, committed_offsets(table))
+            sink = self.sinks[topic["topic"]] = TopicSink(table, committed_offsets(table, topic.get("topic_id")),
+                                                          topic_id=topic.get("topic_id"))
         return sink
 
     def _fill(self, sink: TopicSink, topic: dict[str, Any]) -> None:
@@ -169,7 +173,7 @@ class Worker:
             sink.behind = sink.behind or position < end
         if pieces:
             rows = pa.concat_tables(pieces)
-            commit(sink.table, rows, offsets)
+            commit(sink.table, rows, offsets, sink.topic_id)
             sink.rows_written += rows.num_rows
             sink.last_commit_ms = int(time.time() * 1000)
         sink.offsets = offsets  # offsets that only passed markers or aborted records go with the next commit

@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pybroker.clients.iceberg import worker as worker_module
 from pybroker.clients.iceberg.segment_reader import index_position, read_chunk, segment_bases
@@ -140,4 +142,49 @@ def test_a_round_takes_at_most_its_budget_and_says_it_is_behind(tmp_path: Path, 
             break
     assert [o for _, o, _ in _rows(worker)] == list(range(30))
     assert NOW  # the batches' timestamps: the table's hour partitions come from them
+    log.close()
+
+
+@settings(max_examples=200)
+@given(garbage=st.binary(max_size=400), start=st.integers(0, 50), cut=st.integers(0, 400))
+def test_a_segment_of_any_bytes_is_read_or_refused_by_name_never_a_crash(tmp_path_factory: pytest.TempPathFactory,
+                                                                        garbage: bytes, start: int, cut: int) -> None:
+    """The reader's fuzz target: a valid batch followed by anything, cut anywhere, with an index of anything."""
+    from pybroker.clients.iceberg.worker import read_partition
+    from pybroker.clients.spark.arrow_records import ColumnBuilder
+    from pybroker.clients.spark.record_set import CorruptRecords
+
+    directory = tmp_path_factory.mktemp("fuzz") / "t-0"
+    directory.mkdir()
+    data = (bytes(batch(3)) + garbage)[: max(cut, 1)]
+    (directory / f"{0:020d}.log").write_bytes(data)
+    (directory / f"{0:020d}.index").write_bytes(garbage[:64])
+    (directory / f"{0:020d}.txnindex").write_bytes(garbage[:68])
+    try:
+        position, _ = read_partition(directory, start, 60, ColumnBuilder(True), 1 << 20)
+    except CorruptRecords:
+        return
+    assert start <= position <= 60
+
+
+def test_a_topic_made_again_under_the_same_name_is_read_from_its_start(tmp_path: Path) -> None:
+    log = open_log(tmp_path / "t-0")
+    for _ in range(3):
+        append(log, batch(2))
+    log.flush()
+    job = _job(tmp_path, {0: 6})
+    job["topics"][0]["topic_id"] = "old"
+    worker = Worker()
+    worker.run(job)
+    assert committed_offsets(worker.sinks["t"].table, "old") == {0: 6}
+    log.close()
+    for leftover in (tmp_path / "t-0").iterdir():
+        leftover.unlink()
+    log = open_log(tmp_path / "t-0")                          # the new topic: offsets from 0 again
+    append(log, batch(2, value=b"new"))
+    log.flush()
+    job = _job(tmp_path, {0: 2})
+    job["topics"][0]["topic_id"] = "new"
+    status = worker.run(job)["topics"]["t"]
+    assert status["offsets"] == {"0": 2} and status["total_records"] == 8
     log.close()
