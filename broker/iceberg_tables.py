@@ -189,7 +189,7 @@ class IcebergTables:
         return {"worker_error": self._worker_error, "topics": dict(self._status)}
 
     def plan(self) -> dict[str, Any] | None:
-        """On the event loop: the next job, or None when no topic has a table."""
+        """On the event loop: the next job's topics, or None when no topic has a table (plain values only)."""
         topics = []
         for name, info in sorted(self.logs.topics().items()):
             values = self.config.topic_values(info.configs)
@@ -205,11 +205,7 @@ class IcebergTables:
             topics.append({"topic": name, "topic_id": str(info.topic_id), "mode": values["iceberg.mode"],
                            "interval_ms": int(values["iceberg.commit.interval.ms"]),
                            "spec": values["iceberg.partition.spec"], "partitions": partitions})
-        if not topics:
-            return None
-        if self._catalog is None:
-            self._catalog = catalog_settings(self.config, self.logs.dirs[0])
-        return {"catalog": self._catalog, "topics": topics}
+        return {"topics": topics} if topics else None
 
     async def _plan_on_loop(self) -> dict[str, Any] | None:
         return self.plan()
@@ -231,12 +227,18 @@ class IcebergTables:
                     self._stop.wait(IDLE_S)
                     continue
                 try:
+                    if self._catalog is None:  # here, not on the loop: it makes the default dirs
+                        self._catalog = catalog_settings(self.config, self.logs.dirs[0])
+                    job["catalog"] = self._catalog
                     if self._worker is None:
                         self._worker = WorkerProcess(int(self.config.get("iceberg.process.niceness")))
                         log.info("iceberg worker started", pid=self._worker.proc.pid)
                     reply = self._worker.run(job, self._stop)
-                except WorkerGone as exc:
+                    wait_s = min(max(float(reply.get("wait_ms", 1000)), 0.0), 60_000.0) / 1000
+                except (WorkerGone, OSError, ValueError, TypeError) as exc:  # OSError: the default dirs
                     self._worker_error = str(exc)
+                    # the console shows each topic why its table is not filled (a missing extra, ...)
+                    self._status = {t["topic"]: {"mode": t["mode"], "error": f"worker: {exc}"} for t in job["topics"]}
                     log.warning("iceberg worker failed; restarting it", reason=str(exc), retry_in_s=backoff)
                     if self._worker is not None:
                         self._worker.kill()
@@ -246,7 +248,7 @@ class IcebergTables:
                     continue
                 backoff, self._worker_error = 1.0, None
                 self._report(reply.get("topics") or {})
-                self._stop.wait(min(max(float(reply.get("wait_ms", 1000)), 0.0), 60_000.0) / 1000)
+                self._stop.wait(wait_s)
         finally:
             if self._worker is not None:
                 self._worker.close()
