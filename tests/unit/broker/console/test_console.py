@@ -568,3 +568,18 @@ async def test_an_iceberg_topic_shows_its_table_status(http: Http) -> None:
     assert status["offsets"] == {"0": 3} and status["lag_offsets"] == 0
     await http.post("topics/create", {"name": "plain", "partitions": 1})
     assert (await http.get("topic?name=plain"))["iceberg"] is None
+
+
+async def test_an_iceberg_topic_whose_worker_cannot_start_says_why(http: Http, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pybroker.broker import iceberg_tables
+
+    monkeypatch.setattr(iceberg_tables, "WORKER_MODULE", "pybroker.no_such_worker")
+    await http.post("topics/create", {"name": "stuck", "partitions": 1, "configs": {"iceberg.mode": "key_value"}})
+    deadline = time.monotonic() + 60
+    status: dict[str, Any] | None = None
+    while time.monotonic() < deadline:
+        status = (await http.get("topic?name=stuck"))["iceberg"]
+        if status and status.get("error"):
+            break
+        await asyncio.sleep(0.2)
+    assert status is not None and "worker" in status["error"] and status["mode"] == "key_value", status
