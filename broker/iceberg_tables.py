@@ -24,6 +24,7 @@ closes and it exits after its round.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import json
 import select
@@ -207,15 +208,30 @@ class IcebergTables:
                            "spec": values["iceberg.partition.spec"], "partitions": partitions})
         return {"topics": topics} if topics else None
 
-    async def _plan_on_loop(self) -> dict[str, Any] | None:
-        return self.plan()
-
     def _next_job(self) -> dict[str, Any] | None:
+        """The loop's `plan`, asked from this thread (a callback, not a coroutine: nothing is left unawaited
+        when the loop goes away); a closed loop ends the thread."""
         assert self._loop is not None
+        answer: concurrent.futures.Future[dict[str, Any] | None] = concurrent.futures.Future()
+
+        def on_loop() -> None:
+            try:
+                answer.set_result(self.plan())
+            except BaseException as exc:
+                answer.set_exception(exc)
+
         try:
-            return asyncio.run_coroutine_threadsafe(self._plan_on_loop(), self._loop).result(PLAN_TIMEOUT_S)
+            self._loop.call_soon_threadsafe(on_loop)
+        except RuntimeError:  # the loop is closed: there is no broker left to serve
+            self._stop.set()
+            return None
+        try:
+            return answer.result(PLAN_TIMEOUT_S)
+        except concurrent.futures.TimeoutError:
+            return None  # the loop is busy past the timeout: ask again next time
         except Exception:
-            return None  # the loop is stopping, or busy past the timeout: ask again next time
+            log.exception("listing the iceberg topics failed")
+            return None
 
     def _run(self) -> None:
         backoff = 1.0
