@@ -92,28 +92,48 @@ def _read(sock: socket.socket, n: int) -> bytes:
 
 
 class KafkaNode:
-    """One KRaft node (broker and controller in one JVM) under `workdir`; `port` is its client listener."""
+    """One KRaft node under `workdir`; `port` is its client listener (the controller port for a controller-only
+    node). By default broker and controller in one JVM on a fresh dir the storage tool formats.
 
-    def __init__(self, workdir: Path, overrides: dict[str, str] | None = None) -> None:
+    `log_dirs` starts it on existing dirs (another node's, or a stopped pybroker's) and `format=False` skips
+    the storage tool (the dirs already hold meta.properties and a metadata snapshot). `roles` is
+    `broker,controller`, `controller` or `broker`; a broker-only node needs `controller` (the controller
+    node it registers with). Several nodes of one cluster share `CLUSTER_ID`."""
+
+    def __init__(self, workdir: Path, overrides: dict[str, str] | None = None, *, node_id: int = NODE_ID,
+                 log_dirs: list[Path] | None = None, format: bool = True, roles: str = "broker,controller",
+                 controller: KafkaNode | None = None, cluster_id: str = CLUSTER_ID) -> None:
         self.workdir = workdir
         self.overrides = overrides or {}
+        self.node_id = node_id
+        self.log_dirs = log_dirs or [workdir / "data"]
+        self.format = format
+        self.roles = roles
+        self.controller = controller
+        self.cluster_id = cluster_id
         self.port = free_port()
-        self.controller_port = free_port()
+        self.controller_port = controller.controller_port if controller is not None else free_port()
         self.process: subprocess.Popen[bytes] | None = None
         self.log_path = workdir / "kafka.log"
         self.start_seconds = 0.0
 
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
     def properties(self) -> dict[str, str]:
+        voter = self.controller.node_id if self.controller is not None else self.node_id
+        listeners = {"broker,controller": f"PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port}",
+                     "controller": f"CONTROLLER://127.0.0.1:{self.controller_port}",
+                     "broker": f"PLAINTEXT://127.0.0.1:{self.port}"}[self.roles]
         props = {
-            "process.roles": "broker,controller",
-            "node.id": str(NODE_ID),
-            "controller.quorum.voters": f"{NODE_ID}@127.0.0.1:{self.controller_port}",
-            "listeners": f"PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port}",
-            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+            "process.roles": self.roles,
+            "node.id": str(self.node_id),
+            "controller.quorum.voters": f"{voter}@127.0.0.1:{self.controller_port}",
+            "listeners": listeners,
             "controller.listener.names": "CONTROLLER",
-            "inter.broker.listener.name": "PLAINTEXT",
             "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-            "log.dirs": str(self.workdir / "data"),
+            "log.dirs": ",".join(str(d) for d in self.log_dirs),
             "offsets.topic.replication.factor": "1",
             "transaction.state.log.replication.factor": "1",
             "transaction.state.log.min.isr": "1",
@@ -121,6 +141,11 @@ class KafkaNode:
             "share.coordinator.state.topic.min.isr": "1",
             "group.initial.rebalance.delay.ms": "0",
         }
+        if self.roles != "controller":
+            props["advertised.listeners"] = f"PLAINTEXT://127.0.0.1:{self.port}"
+            props["inter.broker.listener.name"] = "PLAINTEXT"
+        else:
+            self.port = self.controller_port
         props.update(self.overrides)
         return props
 
@@ -133,26 +158,34 @@ class KafkaNode:
         config = self.workdir / "server.properties"
         config.write_text("".join(f"{k}={v}\n" for k, v in self.properties().items()))
         with self.log_path.open("ab") as log:
-            # Kafka 4's kafka-storage.sh runs this class; `format` writes meta.properties and the bootstrap
-            # checkpoint of the metadata log
-            subprocess.run(self._java("kafka.tools.StorageTool", "format", "-t", CLUSTER_ID, "-c", str(config)),
-                           stdout=log, stderr=subprocess.STDOUT, check=True, timeout=60)
+            if self.format:
+                # Kafka 4's kafka-storage.sh runs this class; `format` writes meta.properties and the bootstrap
+                # checkpoint of the metadata log
+                subprocess.run(self._java("kafka.tools.StorageTool", "format", "-t", self.cluster_id, "-c",
+                                          str(config)),
+                               stdout=log, stderr=subprocess.STDOUT, check=True, timeout=60)
             self.process = subprocess.Popen(self._java("kafka.Kafka", str(config)), stdout=log,
                                             stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         deadline = began + START_TIMEOUT
         while True:
             if self.process.poll() is not None:
                 raise RuntimeError(f"Kafka exited with {self.process.returncode}:\n{self.log_tail()}")
-            try:
-                if metadata_brokers(self.port) > 0:
-                    break
-            except (OSError, ConnectionError):
-                pass
+            if self._ready():
+                break
             if time.monotonic() > deadline:
                 self.stop()
                 raise RuntimeError(f"Kafka not ready in {START_TIMEOUT:.0f} s:\n{self.log_tail()}")
             time.sleep(0.1)
         self.start_seconds = time.monotonic() - began
+
+    def _ready(self) -> bool:
+        """A broker: it lists itself in Metadata. A controller-only node: its log says it started."""
+        if self.roles == "controller":
+            return "Kafka Server started" in self.log_path.read_text(errors="replace")
+        try:
+            return metadata_brokers(self.port) > 0
+        except (OSError, ConnectionError):
+            return False
 
     def stop(self) -> None:
         if self.process is None or self.process.poll() is not None:
