@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pybroker.protocol.kraft_snapshot import encode_metadata_record, snapshot_bytes
+from pybroker.storage.errors import StorageError
 from pybroker.storage.files import atomic_write, fsync_dir
 from pybroker.storage.kraft_metadata import METADATA_DIR, TOPIC_RESOURCE
 from pybroker.storage.log_dir import META_PROPERTIES, new_kafka_id, read_meta_properties
@@ -45,7 +46,7 @@ SNAPSHOT_EPOCH = 1
 LEADER_EPOCH_FILE = "leader-epoch-checkpoint"
 
 
-class ExportError(Exception):
+class ExportError(StorageError):
     """The dirs cannot be exported (no meta.properties, no directory.id, dirs of different clusters)."""
 
 
@@ -56,6 +57,20 @@ class ExportResult:
     topics: int
     partitions: int
     records: int
+
+
+def node_of(dirs: Sequence[Path], node_id: int | None) -> int:
+    """`node_id`, checked against the dirs' meta.properties; what they say when it is None."""
+    for directory in dirs:
+        props = read_meta_properties(directory) or {}
+        found = props.get("node.id")
+        if found is None:
+            continue
+        if node_id is not None and found != str(node_id):
+            raise ExportError(f"{directory / META_PROPERTIES} belongs to node.id={found}, not {node_id}")
+        return int(found)
+    raise ExportError(f"no meta.properties with a node.id in {', '.join(map(str, dirs))}: "
+                      "start pybroker on the dirs once first")
 
 
 def _identity(dirs: Sequence[Path]) -> tuple[str, dict[Path, str]]:
@@ -148,6 +163,7 @@ def export_kraft_snapshot(dirs: Sequence[Path], node_id: int, extra: Sequence[by
     dir. The caller holds the log dirs' locks."""
     dirs = list(dirs)
     cluster_id, ids = _identity(dirs)
+    node_of(dirs, node_id)
     topics = TopicStore(dirs).load()
     values, partitions = image_values(dirs, ids, node_id, topics, _next_producer_id(dirs[0]))
     values += extra

@@ -1,0 +1,293 @@
+"""Apache Kafka 4.4 takes over a stopped pybroker's log dirs, and the way out of one machine (issue 30, pybroker to
+Kafka).
+
+pybroker is filled with the workload of `tests/integration/takeover_workload.py` (plus a client quota),
+looked at through stock clients (the oracle), and stopped; `pybroker export-kraft` writes its metadata as a
+KRaft snapshot; then:
+
+- a combined Kafka node (broker and controller) started on the dirs, unformatted, must serve what pybroker
+  served: the same topics and ids, records at the same offsets with the same timestamps and headers, the
+  aborted transaction hidden, the open one still open, committed group offsets, topic and broker configs,
+  ACLs, SCRAM users and quotas; Kafka's DumpLogSegments decodes the snapshot without an error;
+- the migration (on a copy of the same dirs, exported for a controller-only node): a Kafka controller, Kafka
+  broker 1 on pybroker's dirs, broker 2 empty, every partition reassigned to replicas [1, 2] with
+  kafka-reassign-partitions, broker 1 stopped: broker 2 alone serves every record and committed offset.
+
+One pybroker, then one combined node, then three JVMs (controller, two brokers), in that order, shared by the
+module.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, TopicPartition
+
+from pybroker.storage.log_dir import read_meta_properties
+from tests.integration.brokers import BrokerProcess
+from tests.integration.clients import ck_admin, ck_flush, ck_producer, close_clients
+from tests.integration.takeover_workload import (
+    ACLS,
+    BROKER_CONFIGS,
+    COMMITTED,
+    GROUP,
+    OPEN,
+    PARTITIONS,
+    SECURITY,
+    TOPIC_CONFIGS,
+    USER,
+    Seen,
+    fill,
+    observe,
+    open_transaction,
+    read_all,
+    topic_ids,
+)
+from tests.kafka_node import KafkaNode, missing_reason, required
+from tests.kafka_tools import runner
+
+pytestmark = [pytest.mark.slow, pytest.mark.hang_limit(600)]
+
+QUOTAS = "consumer_byte_rate=2048.0,producer_byte_rate=1024.0"
+CONTROLLER_ID = 3000
+
+
+def _quotas(bootstrap: str) -> list[str]:
+    """kafka-configs' quota lines for the user (its SCRAM line lists mechanisms in no fixed order)."""
+    result = runner.run("kafka-configs", bootstrap, "--bootstrap-server", "{bootstrap}", "--describe",
+                        "--entity-type", "users", "--entity-name", USER).check()
+    return [line for line in result.lines if line.startswith("Quota configs")]
+
+
+def _export(*args: str) -> str:
+    done = subprocess.run([sys.executable, "-m", "pybroker.broker.cli", "export-kraft", *args], capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+@dataclass
+class Source:
+    """The stopped pybroker: what it served, its dirs, and a copy of them for the migration."""
+
+    seen: Seen
+    quotas: list[str]
+    data: Path
+    copy: Path
+    cluster_id: str
+    next_producer_id: int
+    workdir: Path
+
+
+@dataclass
+class OnKafka:
+    seen: Seen
+    quotas: list[str]
+    node: KafkaNode
+    export_output: str
+    snapshot: Path
+
+
+@pytest.fixture(scope="module")
+def source(tmp_path_factory: pytest.TempPathFactory) -> Source:
+    reason = missing_reason()
+    if reason is not None:
+        if required():
+            pytest.fail(reason)
+        pytest.skip(reason)
+    workdir = tmp_path_factory.mktemp("kraft-export")
+    data = workdir / "data"
+    broker = BrokerProcess(workdir / "pybroker", dict(SECURITY), log_dirs=[data]).start()
+    try:
+        fill(broker.bootstrap)
+        runner.run("kafka-configs", broker.bootstrap, "--bootstrap-server", "{bootstrap}", "--alter", "--add-config",
+                   QUOTAS, "--entity-type", "users", "--entity-name", USER).check()
+        seen = observe(broker.bootstrap, broker.host, broker.port)
+        quotas = _quotas(broker.bootstrap)
+        open_transaction(broker.bootstrap)
+    finally:
+        close_clients()
+        broker.close()
+    copy = workdir / "migration-data"
+    shutil.copytree(data, copy)
+    meta = read_meta_properties(data) or {}
+    return Source(seen, quotas, data, copy, meta["cluster.id"], int((data / "producer-id-block").read_text()), workdir)
+
+
+@pytest.fixture(scope="module")
+def on_kafka(source: Source) -> Iterator[OnKafka]:
+    output = _export("--log-dirs", str(source.data))
+    snapshots = list((source.data / "__cluster_metadata-0").glob("*.checkpoint"))
+    assert len(snapshots) == 1
+    node = KafkaNode(source.workdir / "kafka", dict(SECURITY), log_dirs=[source.data], format=False)
+    node.start()
+    try:
+        seen = observe(node.bootstrap, "127.0.0.1", node.port)
+        yield OnKafka(seen, _quotas(node.bootstrap), node, output, snapshots[0])
+    finally:
+        close_clients()
+        node.stop()
+
+
+def test_the_export_says_what_it_wrote(on_kafka: OnKafka) -> None:
+    assert f"{len(PARTITIONS) + 3} topics" in on_kafka.export_output  # + OPEN and the two internal topics
+    assert f"{len(ACLS)} acls" in on_kafka.export_output
+    for count in ( "2 scram credentials", "2 client quotas", "2 broker configs"):
+        assert count in on_kafka.export_output, on_kafka.export_output
+
+
+def test_kafka_serves_the_same_topics_and_ids(source: Source, on_kafka: OnKafka) -> None:
+    ids = dict(on_kafka.seen.topic_ids)
+    assert ids.pop(OPEN, None) is not None
+    assert set(source.seen.topic_ids) == set(PARTITIONS)
+    assert ids == source.seen.topic_ids
+
+
+def test_kafka_serves_the_same_records_at_the_same_offsets(source: Source, on_kafka: OnKafka) -> None:
+    for key, records in source.seen.records.items():
+        assert records, key
+        assert on_kafka.seen.records[key] == records, key
+    committed = [r[4] for r in on_kafka.seen.records["read_committed", "tk-txn"]]
+    assert committed == [b"t1", b"t2", b"t3", b"t4"]
+
+
+def test_committed_offsets_configs_acls_users_quotas(source: Source, on_kafka: OnKafka) -> None:
+    assert source.seen.committed == COMMITTED
+    assert on_kafka.seen.committed == COMMITTED
+    assert on_kafka.seen.configs == source.seen.configs == TOPIC_CONFIGS
+    assert source.seen.acls and on_kafka.seen.acls == source.seen.acls
+    assert source.seen.scram and on_kafka.seen.scram == source.seen.scram
+    assert on_kafka.quotas == source.quotas and "producer_byte_rate=1024.0" in " ".join(source.quotas)
+
+
+def test_dynamic_broker_configs(source: Source, on_kafka: OnKafka) -> None:
+    for key, value in BROKER_CONFIGS.items():
+        assert source.seen.broker_configs[key] == (value, "DYNAMIC_BROKER_CONFIG")
+        assert on_kafka.seen.broker_configs[key] == (value, "DYNAMIC_BROKER_CONFIG")
+
+
+def test_the_snapshot_decodes_in_kafkas_dump_log(source: Source, on_kafka: OnKafka) -> None:
+    result = runner.run("kafka-dump-log", "", "--cluster-metadata-decoder", "--files", str(on_kafka.snapshot)).check()
+    text = result.stdout
+    assert "SnapshotHeader" in text and "SnapshotFooter" in text
+    assert text.count('"type":"TOPIC_RECORD"') == len(PARTITIONS) + 3
+    assert f'"nextProducerId":{source.next_producer_id}' in text
+    for kind in ("FEATURE_LEVEL_RECORD", "PARTITION_RECORD", "CONFIG_RECORD", "ACCESS_CONTROL_ENTRY_RECORD",
+                 "USER_SCRAM_CREDENTIAL_RECORD", "CLIENT_QUOTA_RECORD", "PRODUCER_IDS_RECORD"):
+        assert f'"type":"{kind}"' in text, kind
+
+
+def test_the_open_transaction_stays_open_until_its_producer_returns(on_kafka: OnKafka) -> None:
+    bootstrap = on_kafka.node.bootstrap
+    assert [r[4] for r in read_all(bootstrap, OPEN, "read_uncommitted")] == [b"open1"]
+    assert read_all(bootstrap, OPEN, "read_committed") == []
+    producer = ck_producer(bootstrap, **{"transactional.id": OPEN})
+    producer.init_transactions(60)
+    producer.begin_transaction()
+    producer.produce(OPEN, value=b"after-open")
+    producer.commit_transaction(60)
+    close_clients()
+    assert [r[4] for r in read_all(bootstrap, OPEN, "read_committed")] == [b"after-open"]
+
+
+def test_kafka_accepts_new_records_after_the_old_ones(on_kafka: OnKafka) -> None:
+    bootstrap = on_kafka.node.bootstrap
+    producer = ck_producer(bootstrap, **{"enable.idempotence": True})
+    producer.produce("tk-conf", value=b"on-kafka", partition=0)
+    ck_flush(producer)
+    close_clients()
+    last = [r for r in read_all(bootstrap, "tk-conf", "read_uncommitted") if r[0] == 0][-1]
+    assert last[4] == b"on-kafka" and last[1] == 10  # pybroker left offsets 0-9 in partition 0
+
+
+# -- the way out of one machine -------------------------------------------------------------------------------
+@dataclass
+class Migrated:
+    seen_on_2: Seen
+    reassign_output: str
+
+
+def _reassignment(bootstrap: str) -> dict[str, object]:
+    metadata = ck_admin(bootstrap).list_topics(timeout=30)
+    return {"version": 1, "partitions": [{"topic": name, "partition": p, "replicas": [1, 2]}
+                                         for name, topic in sorted(metadata.topics.items())
+                                         for p in sorted(topic.partitions)]}
+
+
+def _served_by(bootstrap: str, host: str, port: int) -> Seen:
+    """Records and committed offsets only: the broker configs of node 1 cannot be described once it is gone."""
+    seen = Seen(topic_ids=topic_ids(host, port))
+    for topic in PARTITIONS:
+        for isolation in ("read_committed", "read_uncommitted"):
+            seen.records[isolation, topic] = read_all(bootstrap, topic, isolation, timeout=60)
+    wanted = [TopicPartition(t, p) for t, p in COMMITTED]
+    deadline = time.monotonic() + 60
+    while True:  # the group coordinator moved to broker 2 and loads its partition first
+        try:
+            answer = ck_admin(bootstrap).list_consumer_group_offsets(
+                [ConsumerGroupTopicPartitions(GROUP, wanted)])[GROUP].result(20)
+            seen.committed = {(tp.topic, tp.partition): tp.offset for tp in answer.topic_partitions}
+            if seen.committed == COMMITTED or time.monotonic() > deadline:
+                break
+        except KafkaException:
+            if time.monotonic() > deadline:
+                raise
+        time.sleep(0.5)
+    return seen
+
+
+@pytest.fixture(scope="module")
+def migrated(source: Source, on_kafka: OnKafka) -> Iterator[Migrated]:
+    on_kafka.node.stop()  # three JVMs follow: free the combined node's memory first
+    meta_dir = source.workdir / "controller-metadata"
+    _export("--log-dirs", str(source.copy), "--metadata-dir", str(meta_dir), "--controller-id", str(CONTROLLER_ID))
+    controller = KafkaNode(source.workdir / "controller", dict(SECURITY), node_id=CONTROLLER_ID, roles="controller",
+                           log_dirs=[meta_dir], format=False)
+    nodes = [controller]
+    try:
+        controller.start()
+        first = KafkaNode(source.workdir / "broker-1", dict(SECURITY), node_id=1, roles="broker",
+                          log_dirs=[source.copy], format=False, controller=controller)
+        nodes.append(first)
+        first.start()
+        second = KafkaNode(source.workdir / "broker-2", dict(SECURITY), node_id=2, roles="broker",
+                           controller=controller, cluster_id=source.cluster_id)
+        nodes.append(second)
+        second.start()
+        plan = source.workdir / "reassignment.json"
+        plan.write_text(json.dumps(_reassignment(first.bootstrap)))
+        runner.run("kafka-reassign-partitions", first.bootstrap, "--bootstrap-server", "{bootstrap}",
+                   "--reassignment-json-file", str(plan), "--execute").check()
+        deadline = time.monotonic() + 180
+        while True:
+            verify = runner.run("kafka-reassign-partitions", first.bootstrap, "--bootstrap-server", "{bootstrap}",
+                                "--reassignment-json-file", str(plan), "--verify")
+            if verify.code == 0 and "is still in progress" not in verify.stdout:
+                break
+            assert time.monotonic() < deadline, verify.stdout + verify.stderr
+            time.sleep(1)
+        first.stop()
+        yield Migrated(_served_by(second.bootstrap, "127.0.0.1", second.port), verify.stdout)
+    finally:
+        close_clients()
+        for node in reversed(nodes):
+            node.stop()
+
+
+def test_after_the_reassignment_and_the_first_node_gone_the_second_serves_everything(
+        source: Source, migrated: Migrated) -> None:
+    assert "is completed" in migrated.reassign_output
+    ids = dict(migrated.seen_on_2.topic_ids)
+    assert ids.pop(OPEN, None) is not None
+    assert ids == source.seen.topic_ids
+    for key, records in source.seen.records.items():
+        assert migrated.seen_on_2.records[key] == records, key
+    assert migrated.seen_on_2.committed == COMMITTED
