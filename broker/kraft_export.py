@@ -31,7 +31,7 @@ from pybroker.broker.security.scram_store import ScramStore
 from pybroker.protocol.kraft_snapshot import encode_metadata_record
 from pybroker.protocol.scram_mechanisms import MECHANISMS
 from pybroker.storage.dynamic_config_store import DynamicConfigStore
-from pybroker.storage.kraft_export import ExportResult, export_kraft_snapshot, node_of
+from pybroker.storage.kraft_export import ExportError, ExportResult, export_kraft_snapshot, node_of
 from pybroker.storage.kraft_metadata import BROKER_RESOURCE
 from pybroker.storage.log_dir import lock_dir, unlock_dir
 from pybroker.storage.topic_store import TopicStore
@@ -74,8 +74,13 @@ def export_kraft(log_dirs: Sequence[Path], node_id: int | None, metadata_dir: Pa
 
     Takes every log dir's lock first (`LogDirLockedError` while a broker runs on one)."""
     dirs = [Path(d) for d in log_dirs]
-    locks = [lock_dir(d) for d in dirs]
+    for directory in dirs:
+        if not directory.is_dir():
+            raise ExportError(f"{directory} is not a directory")
+    locks: list[int] = []
     try:
+        for directory in dirs:
+            locks.append(lock_dir(directory))
         node_id = node_of(dirs, node_id)
         TopicStore(dirs).load()  # an unreadable topic table stops here, before anything is written
         extra = security_values(dirs[0], node_id)
