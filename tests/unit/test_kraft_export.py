@@ -153,10 +153,10 @@ def test_a_controller_only_metadata_dir_gets_its_own_meta_properties(tmp_path: P
 def test_refusals_are_clear(tmp_path: Path) -> None:
     bare = tmp_path / "bare"
     bare.mkdir()
-    with pytest.raises(ExportError, match="meta.properties"):
+    with pytest.raises(ExportError, match=r"meta\.properties"):
         export_kraft_snapshot([bare], 1, [], NOW)
     dirs = _pybroker_dirs(tmp_path, 1)
-    with pytest.raises(ExportError, match="node.id=1, not 2"):
+    with pytest.raises(ExportError, match=r"node\.id=1, not 2"):
         export_kraft(dirs, 2)
     fd = lock_dir(dirs[0])
     try:
