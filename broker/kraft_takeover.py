@@ -1,8 +1,8 @@
-"""The broker half of taking over a stopped Apache Kafka 4 node's log dir: ACLs, SCRAM users, broker configs.
+"""The broker half of taking over a stopped Apache Kafka 4 node's log dir: ACLs, SCRAM users, quotas, broker configs.
 
 `storage/kraft_metadata.py` replays Kafka's metadata log and keeps the AccessControlEntryRecord and
 UserScramCredentialRecord fields it found; here they become pybroker's own stores (`pybroker-acls.json`,
-`scram-credentials.json` in the first log dir), written once, at that first start, and only when the store
+`scram-credentials.json`, and the ClientQuotaRecord values as `client-quotas.json`, in the first log dir), written once, at that first start, and only when the store
 does not exist yet (a store pybroker already has is never overwritten). Kafka's SCRAM records carry what
 pybroker keeps (salt, stored key, server key, iterations), so a user's password goes on working; the
 secrets are never logged. An ACL pybroker cannot store (a code it does not know) is skipped with a
@@ -28,6 +28,9 @@ from pybroker.broker.security.acls import (
     ResourceType,
     binding_problem,
 )
+from pybroker.broker.security.quota_entities import Entity, QuotaError, check_value, entity_of
+from pybroker.broker.security.quota_store import FILE_NAME as QUOTA_FILE
+from pybroker.broker.security.quota_store import save as save_quotas
 from pybroker.broker.security.scram import ScramCredential
 from pybroker.broker.security.scram_store import FILE_NAME as SCRAM_FILE
 from pybroker.broker.security.scram_store import ScramStore
@@ -84,6 +87,26 @@ def adopt_scram(image: KraftImage, log_dir: Path) -> int:
     return len(upserts)
 
 
+def adopt_quotas(image: KraftImage, log_dir: Path) -> int:
+    """Store Kafka's client quotas unless pybroker already has a quota file; how many entities were stored.
+    An entity or value pybroker would refuse is skipped with a warning naming it."""
+    path = log_dir / QUOTA_FILE
+    if not image.quotas or path.exists():
+        return 0
+    quotas: dict[Entity, dict[str, float]] = {}
+    for pairs, values in image.quotas.items():
+        try:
+            entity = entity_of(pairs)
+            for key, value in values.items():
+                check_value(entity, key, value)
+        except QuotaError as exc:
+            log.warning("Kafka client quota not taken over", entity=str(pairs), problem=str(exc))
+            continue
+        quotas[entity] = dict(values)
+    save_quotas(path, quotas)
+    return len(quotas)
+
+
 def adopt_broker_configs(image: KraftImage, configs: DynamicBrokerConfigs, node_id: int) -> list[str]:
     """Kafka's dynamic broker configs (this node's and the cluster-wide default) become pybroker's, unless
     pybroker already has a dynamic config file. A key pybroker does not accept at run time is skipped with a
@@ -106,7 +129,7 @@ def adopt_broker_configs(image: KraftImage, configs: DynamicBrokerConfigs, node_
 
 def adopt_kafka_settings(image: KraftImage, log_dir: Path, configs: DynamicBrokerConfigs, node_id: int) -> None:
     """Every store, then one log line with the counts and config keys (never credentials or values)."""
-    acls, users = adopt_acls(image, log_dir), adopt_scram(image, log_dir)
+    acls, users, quotas = adopt_acls(image, log_dir), adopt_scram(image, log_dir), adopt_quotas(image, log_dir)
     keys = adopt_broker_configs(image, configs, node_id)
-    log.info("took over Apache Kafka's ACLs, SCRAM credentials and dynamic broker configs", acls=acls,
-             scram_credentials=users, broker_configs=keys)
+    log.info("took over Apache Kafka's ACLs, SCRAM credentials, client quotas and dynamic broker configs", acls=acls,
+             scram_credentials=users, client_quotas=quotas, broker_configs=keys)

@@ -11,7 +11,7 @@ see the metadata as it was at the takeover, not pybroker's changes since).
 
 Records applied: TopicRecord, PartitionRecord, RemoveTopicRecord, ConfigRecord (topic and broker
 resources), ProducerIdsRecord, AccessControlEntryRecord and its removal, UserScramCredentialRecord and its
-removal. The ACLs, SCRAM credentials and dynamic broker configs are kept in the image for the broker layer to
+removal, ClientQuotaRecord. The ACLs, SCRAM credentials, client quotas and dynamic broker configs are kept in the image for the broker layer to
 store (`broker/kraft_takeover.py`); storage does not know their formats or which keys are valid. Control batches and record types pybroker does not adopt are skipped.
 A batch that does not decode ends the read of that file (the tail a crash cut, as Kafka's own recovery
 would), logged by the caller via `KraftImage.problems`.
@@ -65,6 +65,8 @@ class KraftImage:
     acls: dict[uuid.UUID, dict[str, Any]] = field(default_factory=dict)
     #: (user, mechanism code) -> the UserScramCredentialRecord's fields (secrets: never log them)
     scram: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)
+    #: client quota entity ((entity type, name or None for the default), ...) -> key -> value
+    quotas: dict[tuple[tuple[str, str | None], ...], dict[str, float]] = field(default_factory=dict)
     #: what could not be read, for the log
     problems: list[str] = field(default_factory=list)
     #: records applied, for the log
@@ -138,10 +140,21 @@ def _remove_scram(image: KraftImage, f: dict[str, Any]) -> None:
     image.scram.pop((str(f["name"]), int(f["mechanism"])), None)
 
 
+def _quota(image: KraftImage, f: dict[str, Any]) -> None:
+    entity = tuple(sorted((str(kind), None if name is None else str(name)) for kind, name in f["entity"]))
+    values = image.quotas.setdefault(entity, {})
+    if f["remove"]:
+        values.pop(str(f["key"]), None)
+        if not values:
+            image.quotas.pop(entity, None)
+    else:
+        values[str(f["key"])] = float(f["value"])
+
+
 _APPLY = {"TopicRecord": _topic, "PartitionRecord": _partition, "RemoveTopicRecord": _remove_topic,
           "ConfigRecord": _config, "ProducerIdsRecord": _producer_ids, "AccessControlEntryRecord": _acl,
           "RemoveAccessControlEntryRecord": _remove_acl, "UserScramCredentialRecord": _scram,
-          "RemoveUserScramCredentialRecord": _remove_scram}
+          "RemoveUserScramCredentialRecord": _remove_scram, "ClientQuotaRecord": _quota}
 
 
 def has_kraft_metadata(log_dir: Path) -> bool:
