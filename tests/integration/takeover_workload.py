@@ -38,6 +38,7 @@ from confluent_kafka.admin import (
 from pybroker.protocol.frame_codec import decode_response, encode_request
 from pybroker.protocol.messages.metadata import MetadataRequest, MetadataResponse
 from tests.integration.clients import ck_admin, ck_consumer, ck_flush, ck_producer, close_clients
+from tests.kafka_tools import runner
 
 CONF = "tk-conf"          # 2 partitions, topic configs, idempotent records with headers
 COMPACTED = "tk-compacted"
@@ -53,6 +54,8 @@ COMMITTED = {(CONF, 0): 7, (CONF, 1): 3}
 BROKER_CONFIGS = {"log.retention.ms": "7200000", "log.cleaner.threads": "2"}
 CLUSTER_DEFAULT = {"min.insync.replicas": "1"}
 USER, PASSWORD = "tk-alice", "tk-Pw-5be1c0"
+#: the user's client quotas, set with Kafka's kafka-configs (confluent-kafka's Python admin has no quota calls)
+QUOTAS = "consumer_byte_rate=2048.0,producer_byte_rate=1024.0"
 #: both brokers check ACLs; the PLAINTEXT clients of the harness are ANONYMOUS, a super user
 SECURITY = {"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
             "super.users": "User:ANONYMOUS"}
@@ -76,6 +79,8 @@ class Seen:
     broker_configs: dict[str, tuple[str, str]] = field(default_factory=dict)
     #: user -> sorted (mechanism, iterations)
     scram: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
+    #: kafka-configs' quota lines for the user
+    quotas: list[str] = field(default_factory=list)
 
 
 def _recv(sock: socket.socket, n: int) -> bytes:
@@ -120,6 +125,13 @@ def read_all(bootstrap: str, topic: str, isolation: str, timeout: float = 30.0) 
     return sorted(got, key=lambda r: (r[0], r[1]))
 
 
+def quota_lines(bootstrap: str) -> list[str]:
+    """kafka-configs' quota lines for the user (its SCRAM line lists mechanisms in no fixed order)."""
+    result = runner.run("kafka-configs", bootstrap, "--bootstrap-server", "{bootstrap}", "--describe",
+                        "--entity-type", "users", "--entity-name", USER).check()
+    return [line for line in result.lines if line.startswith("Quota configs")]
+
+
 def observe(bootstrap: str, host: str, port: int) -> Seen:
     seen = Seen(topic_ids=topic_ids(host, port))
     for topic in PARTITIONS:
@@ -145,6 +157,7 @@ def observe(bootstrap: str, host: str, port: int) -> Seen:
     users = admin.describe_user_scram_credentials([USER])
     seen.scram = {user: sorted((i.mechanism.name, i.iterations) for i in future.result(20).scram_credential_infos)
                   for user, future in users.items()}
+    seen.quotas = quota_lines(bootstrap)
     return seen
 
 
@@ -162,6 +175,8 @@ def fill(bootstrap: str) -> None:
             future.result(30)
     for future in admin.create_acls(ACLS).values():
         future.result(30)
+    runner.run("kafka-configs", bootstrap, "--bootstrap-server", "{bootstrap}", "--alter", "--add-config", QUOTAS,
+               "--entity-type", "users", "--entity-name", USER).check()
     resource = ConfigResource(ConfigResource.Type.BROKER, "1", incremental_configs=[
         ConfigEntry(key, value, incremental_operation=AlterConfigOpType.SET) for key, value in BROKER_CONFIGS.items()])
     for future in admin.incremental_alter_configs([resource]).values():

@@ -133,6 +133,11 @@ def test_new_producer_ids_do_not_repeat_kafkas(takeover: Takeover) -> None:
     assert int((takeover.data / "producer-id-block").read_text()) >= 2000
 
 
+def test_same_client_quotas(takeover: Takeover) -> None:
+    assert "producer_byte_rate=1024.0" in " ".join(takeover.kafka.quotas)
+    assert takeover.pybroker.quotas == takeover.kafka.quotas
+
+
 def test_same_acls_and_scram_users(takeover: Takeover) -> None:
     assert len(takeover.kafka.acls) == len(ACLS)
     assert takeover.pybroker.acls == takeover.kafka.acls

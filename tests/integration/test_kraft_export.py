@@ -42,7 +42,6 @@ from tests.integration.takeover_workload import (
     PARTITIONS,
     SECURITY,
     TOPIC_CONFIGS,
-    USER,
     Seen,
     fill,
     observe,
@@ -55,15 +54,7 @@ from tests.kafka_tools import runner
 
 pytestmark = [pytest.mark.slow, pytest.mark.hang_limit(600)]
 
-QUOTAS = "consumer_byte_rate=2048.0,producer_byte_rate=1024.0"
 CONTROLLER_ID = 3000
-
-
-def _quotas(bootstrap: str) -> list[str]:
-    """kafka-configs' quota lines for the user (its SCRAM line lists mechanisms in no fixed order)."""
-    result = runner.run("kafka-configs", bootstrap, "--bootstrap-server", "{bootstrap}", "--describe",
-                        "--entity-type", "users", "--entity-name", USER).check()
-    return [line for line in result.lines if line.startswith("Quota configs")]
 
 
 def _export(*args: str) -> str:
@@ -78,7 +69,6 @@ class Source:
     """The stopped pybroker: what it served, its dirs, and a copy of them for the migration."""
 
     seen: Seen
-    quotas: list[str]
     data: Path
     copy: Path
     cluster_id: str
@@ -89,7 +79,6 @@ class Source:
 @dataclass
 class OnKafka:
     seen: Seen
-    quotas: list[str]
     node: KafkaNode
     export_output: str
     snapshot: Path
@@ -107,10 +96,7 @@ def source(tmp_path_factory: pytest.TempPathFactory) -> Source:
     broker = BrokerProcess(workdir / "pybroker", dict(SECURITY), log_dirs=[data]).start()
     try:
         fill(broker.bootstrap)
-        runner.run("kafka-configs", broker.bootstrap, "--bootstrap-server", "{bootstrap}", "--alter", "--add-config",
-                   QUOTAS, "--entity-type", "users", "--entity-name", USER).check()
         seen = observe(broker.bootstrap, broker.host, broker.port)
-        quotas = _quotas(broker.bootstrap)
         open_transaction(broker.bootstrap)
     finally:
         close_clients()
@@ -118,7 +104,7 @@ def source(tmp_path_factory: pytest.TempPathFactory) -> Source:
     copy = workdir / "migration-data"
     shutil.copytree(data, copy)
     meta = read_meta_properties(data) or {}
-    return Source(seen, quotas, data, copy, meta["cluster.id"], int((data / "producer-id-block").read_text()), workdir)
+    return Source(seen, data, copy, meta["cluster.id"], int((data / "producer-id-block").read_text()), workdir)
 
 
 @pytest.fixture(scope="module")
@@ -130,7 +116,7 @@ def on_kafka(source: Source) -> Iterator[OnKafka]:
     node.start()
     try:
         seen = observe(node.bootstrap, "127.0.0.1", node.port)
-        yield OnKafka(seen, _quotas(node.bootstrap), node, output, snapshots[0])
+        yield OnKafka(seen, node, output, snapshots[0])
     finally:
         close_clients()
         node.stop()
@@ -164,7 +150,7 @@ def test_committed_offsets_configs_acls_users_quotas(source: Source, on_kafka: O
     assert on_kafka.seen.configs == source.seen.configs == TOPIC_CONFIGS
     assert source.seen.acls and on_kafka.seen.acls == source.seen.acls
     assert source.seen.scram and on_kafka.seen.scram == source.seen.scram
-    assert on_kafka.quotas == source.quotas and "producer_byte_rate=1024.0" in " ".join(source.quotas)
+    assert on_kafka.seen.quotas == source.seen.quotas and "producer_byte_rate=1024.0" in " ".join(source.seen.quotas)
 
 
 def test_dynamic_broker_configs(source: Source, on_kafka: OnKafka) -> None:
