@@ -88,7 +88,7 @@ class BrokerState:
         stats = self.logs.startup()
         if self.logs.kraft_image is not None:  # this start took over a Kafka node's log dir
             adopt_kafka_settings(self.logs.kraft_image, Path(self.config.log_dirs[0]), self.dynamic_configs,
-                                 self.node_id)
+                                 self.node_id, replace=self.logs.kraft_replaces_ours)
         if self.authorizer is not None:
             self.authorizer.load()  # before any listener serves a request
         self.cleaner.settings = cleaner_settings(self.config)  # with the persisted dynamic values

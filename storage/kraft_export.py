@@ -44,6 +44,9 @@ FEATURE_LEVELS = (("metadata.version", 33), ("eligible.leader.replicas.version",
 #: the snapshot's epoch: the controller's first election after the export runs at epoch 2
 SNAPSHOT_EPOCH = 1
 LEADER_EPOCH_FILE = "leader-epoch-checkpoint"
+#: in the first log dir: the path of the last exported snapshot. Kafka never reads it (a file, not a partition
+#: dir); pybroker's next start compares the metadata dir with it to see whether Kafka ran on the dirs since
+EXPORT_MARK = "pybroker-kraft-export"
 
 
 class ExportError(StorageError):
@@ -155,6 +158,33 @@ def _metadata_home(metadata_dir: Path, cluster_id: str, controller_id: int) -> N
                           f"not {cluster_id}")
 
 
+def kafka_ran_since_export(first_dir: Path) -> Path | None:
+    """The metadata dir Kafka wrote into after pybroker's last export, or None (no export, or Kafka never ran).
+
+    The export leaves its snapshot alone in the dir; a Kafka node that ran on it wrote its `quorum-state` and
+    log segments there (or removed the exported snapshot)."""
+    try:
+        exported = Path((first_dir / EXPORT_MARK).read_text().strip())
+    except (OSError, UnicodeDecodeError):
+        return None
+    directory = exported.parent
+    if not directory.is_dir():
+        return None
+    names = {p.name for p in directory.iterdir()}
+    if names == {exported.name}:
+        return None
+    return directory
+
+
+def forget_export(first_dir: Path) -> None:
+    """The export's mark is removed once pybroker took the metadata back (durably: the next start must not
+    take it back again over what pybroker changed since)."""
+    mark = first_dir / EXPORT_MARK
+    if mark.exists():
+        mark.unlink()
+        fsync_dir(first_dir)
+
+
 def export_kraft_snapshot(dirs: Sequence[Path], node_id: int, extra: Sequence[bytes], now_ms: int,
                           metadata_dir: Path | None = None, controller_id: int | None = None) -> ExportResult:
     """Write the image of pybroker's stores in `dirs` (plus the `extra` record values) as a metadata snapshot.
@@ -180,4 +210,5 @@ def export_kraft_snapshot(dirs: Sequence[Path], node_id: int, extra: Sequence[by
     end_offset = len(values) + 2
     snapshot = target / f"{end_offset:020d}-{SNAPSHOT_EPOCH:010d}.checkpoint"
     atomic_write(snapshot, snapshot_bytes(values, SNAPSHOT_EPOCH, now_ms))
+    atomic_write(dirs[0] / EXPORT_MARK, f"{snapshot}\n".encode())
     return ExportResult(snapshot, cluster_id, len(topics), partitions, len(values))

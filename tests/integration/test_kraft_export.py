@@ -24,13 +24,14 @@ import shutil
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
-from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
 
 from pybroker.storage.log_dir import read_meta_properties
 from tests.integration.brokers import BrokerProcess
@@ -236,6 +237,58 @@ def test_kafka_accepts_new_records_after_the_old_ones(on_kafka: OnKafka) -> None
     assert last[4] == b"on-kafka" and last[1] == 10  # pybroker left offsets 0-9 in partition 0
 
 
+# -- and back: pybroker on the dirs Kafka served since the export --------------------------------------------
+MADE_ON_KAFKA = "tk-made-on-kafka"
+
+
+@dataclass
+class Back:
+    ids_on_kafka: dict[str, uuid.UUID]
+    ids: dict[str, uuid.UUID]
+    made_on_kafka: list[bytes]
+    conf_retention: str
+    log: str
+
+
+@pytest.fixture(scope="module")
+def back(source: Source, on_kafka: OnKafka) -> Iterator[Back]:
+    """Kafka creates a topic, deletes one and changes a config; then pybroker starts on the dirs again."""
+    bootstrap = on_kafka.node.bootstrap
+    admin = ck_admin(bootstrap)
+    admin.create_topics([NewTopic(MADE_ON_KAFKA, num_partitions=1, replication_factor=1)])[MADE_ON_KAFKA].result(30)
+    admin.delete_topics(["tk-compacted"])["tk-compacted"].result(30)
+    resource = ConfigResource(ConfigResource.Type.TOPIC, CONF, incremental_configs=[
+        ConfigEntry("retention.ms", "999999", incremental_operation=AlterConfigOpType.SET)])
+    for future in admin.incremental_alter_configs([resource]).values():
+        future.result(30)
+    producer = ck_producer(bootstrap)
+    for i in range(3):
+        producer.produce(MADE_ON_KAFKA, value=b"k%d" % i)
+    ck_flush(producer)
+    close_clients()
+    ids_on_kafka = topic_ids("127.0.0.1", on_kafka.node.port)
+    on_kafka.node.stop()
+    broker = BrokerProcess(source.workdir / "pybroker-again", dict(SECURITY), log_dirs=[source.data]).start()
+    try:
+        admin = ck_admin(broker.bootstrap)  # held: a collected admin client fails its futures
+        described = admin.describe_configs([ConfigResource(ConfigResource.Type.TOPIC, CONF)])
+        retention = next(iter(described.values())).result(20)["retention.ms"].value
+        made = [r[4] for r in read_all(broker.bootstrap, MADE_ON_KAFKA, "read_uncommitted")]
+        yield Back(ids_on_kafka, topic_ids(broker.host, broker.port), made, retention,
+                   broker.log_path.read_text(errors="replace"))
+    finally:
+        close_clients()
+        broker.close()
+
+
+def test_pybroker_takes_back_what_kafka_changed_after_the_export(back: Back) -> None:
+    assert MADE_ON_KAFKA in back.ids_on_kafka and "tk-compacted" not in back.ids_on_kafka
+    assert back.ids == back.ids_on_kafka
+    assert back.made_on_kafka == [b"k0", b"k1", b"k2"]
+    assert back.conf_retention == "999999"
+    assert "took over Apache Kafka's metadata log" in back.log
+
+
 # -- the way out of one machine -------------------------------------------------------------------------------
 @dataclass
 class Migrated:
@@ -272,7 +325,7 @@ def _served_by(bootstrap: str, host: str, port: int) -> Seen:
 
 @pytest.fixture(scope="module")
 def migrated(source: Source, on_kafka: OnKafka) -> Iterator[Migrated]:
-    on_kafka.node.stop()  # three JVMs follow: free the combined node's memory first
+    on_kafka.node.stop()  # three JVMs follow: free the combined node's memory first (the round trip stopped it)
     meta_dir = source.workdir / "controller-metadata"
     _export("--log-dirs", str(source.copy), "--metadata-dir", str(meta_dir), "--controller-id", str(CONTROLLER_ID))
     controller = KafkaNode(source.workdir / "controller", dict(SECURITY), node_id=CONTROLLER_ID, roles="controller",
