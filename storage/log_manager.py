@@ -38,7 +38,7 @@ from pybroker.storage.errors import (
 from pybroker.storage.files import fsync_dir, make_dirs_durably, remove_temp_files
 from pybroker.storage.flush_window import FlushWindow
 from pybroker.storage.flusher import Flusher
-from pybroker.storage.kraft_export import forget_export, kafka_ran_since_export
+from pybroker.storage.kraft_export import kafka_ran_since_export
 from pybroker.storage.kraft_metadata import KraftImage, adopt_kraft_metadata
 from pybroker.storage.log import Log, wall_clock_ms
 from pybroker.storage.log_config import LogConfig
@@ -142,8 +142,7 @@ class LogManager:
                 self.kraft_replaces_ours = kafka_since is not None
                 if self.kraft_image is not None:
                     self._topics = self.kraft_image.topics()
-                    self._store.save(self._topics)
-                    forget_export(self.dirs[0])
+                    self._store.save(self._topics)  # the export's mark goes once the broker's stores are too
             self._by_id = {info.topic_id: info for info in self._topics.values()}
             settle_future_dirs(self.dirs, lambda name: PARTITION_DIR.fullmatch(name) is not None)
             loader = PartitionDirLoader(self._topics, self.log_config_for, clock_ms=self.clock_ms,
