@@ -34,7 +34,13 @@ from pybroker.protocol.records.batch import iter_batches
 from pybroker.protocol.records.record import decode_records
 from pybroker.storage.dynamic_config_store import DynamicConfigStore
 from pybroker.storage.errors import LogDirLockedError
-from pybroker.storage.kraft_export import ExportError, export_kraft_snapshot
+from pybroker.storage.kraft_export import (
+    EXPORT_MARK,
+    ExportError,
+    export_kraft_snapshot,
+    forget_export,
+    kafka_ran_since_export,
+)
 from pybroker.storage.kraft_metadata import BROKER_RESOURCE, METADATA_DIR, read_kraft_metadata
 from pybroker.storage.log_dir import ensure_meta_properties, lock_dir, read_meta_properties, unlock_dir
 from pybroker.storage.topic_store import TopicInfo, TopicStore, parse_kafka_uuid
@@ -166,3 +172,15 @@ def test_refusals_are_clear(tmp_path: Path) -> None:
         unlock_dir(fd)
     with pytest.raises(ExportError, match="not a directory"):
         export_kraft([tmp_path / "missing"], None)
+
+
+def test_the_next_start_tells_whether_kafka_ran_since_the_export(tmp_path: Path) -> None:
+    dirs = _pybroker_dirs(tmp_path, 1)
+    assert kafka_ran_since_export(dirs[0]) is None  # never exported
+    result = export_kraft_snapshot(dirs, 1, [], NOW)
+    assert (dirs[0] / EXPORT_MARK).read_text().strip() == str(result.snapshot)
+    assert kafka_ran_since_export(dirs[0]) is None  # Kafka never ran: pybroker's stores stand
+    (result.snapshot.parent / "quorum-state").write_text("{}")
+    assert kafka_ran_since_export(dirs[0]) == result.snapshot.parent
+    forget_export(dirs[0])
+    assert not (dirs[0] / EXPORT_MARK).exists() and kafka_ran_since_export(dirs[0]) is None
