@@ -10,8 +10,9 @@ never printed or logged; the result names counts only.
 
 This is an export step, not a live store: pybroker's JSON stores stay its store of record (their durability
 rules and power-loss tests are written for them), so the snapshot says what they held when it was written.
-Run it after pybroker stopped and before Kafka starts; pybroker started on the dirs again ignores the
-snapshot (its topic table exists), and an export run again replaces it.
+Run it after pybroker stopped and before Kafka starts; an export run again replaces the snapshot. pybroker
+started on the dirs again keeps its own stores if Kafka never ran there, and takes Kafka's metadata back if
+it did (`storage/kraft_export.py`'s mark, `broker/kraft_takeover.py`).
 
 Runs in its own process (the CLI), holding every log dir's lock, so no broker can run on the dirs meanwhile.
 """

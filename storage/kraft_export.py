@@ -19,6 +19,11 @@ or to a separate metadata dir for a controller-only node, which gets its own `me
 `__cluster_metadata-0` (one Kafka left there before pybroker took the dir over) is replaced whole: its
 content was adopted at that takeover, and what it says now is stale.
 
+The export leaves a mark in the first log dir, `pybroker-kraft-export`, naming the snapshot (relative to the
+first log dir when it lies in it, so the dirs may move). At the next start `kafka_ran_since_export` tells
+whether Kafka wrote into the metadata dir since; if so the broker takes Kafka's metadata back in place of its
+own stores, then `forget_export` removes the mark.
+
 Offline: runs in the `pybroker export-kraft` process while no broker holds the dirs (the caller takes their
 locks). Files are written atomically and fsynced (`storage/files.py`).
 """
@@ -153,9 +158,9 @@ def _metadata_home(metadata_dir: Path, cluster_id: str, controller_id: int) -> N
                 f"directory.id={new_kafka_id()}\n")
         atomic_write(metadata_dir / META_PROPERTIES, text.encode())
         fsync_dir(metadata_dir.parent)
-    elif props.get("cluster.id") != cluster_id:
-        raise ExportError(f"{metadata_dir / META_PROPERTIES} belongs to cluster {props.get('cluster.id')}, "
-                          f"not {cluster_id}")
+    elif props.get("cluster.id") != cluster_id or props.get("node.id") != str(controller_id):
+        raise ExportError(f"{metadata_dir / META_PROPERTIES} belongs to node.id={props.get('node.id')} of cluster "
+                          f"{props.get('cluster.id')}, not to node.id={controller_id} of {cluster_id}")
 
 
 def kafka_ran_since_export(first_dir: Path) -> Path | None:
@@ -164,7 +169,7 @@ def kafka_ran_since_export(first_dir: Path) -> Path | None:
     The export leaves its snapshot alone in the dir; a Kafka node that ran on it wrote its `quorum-state` and
     log segments there (or removed the exported snapshot)."""
     try:
-        exported = Path((first_dir / EXPORT_MARK).read_text().strip())
+        exported = first_dir / (first_dir / EXPORT_MARK).read_text().strip()  # an absolute path stays itself
     except (OSError, UnicodeDecodeError):
         return None
     directory = exported.parent
@@ -210,5 +215,6 @@ def export_kraft_snapshot(dirs: Sequence[Path], node_id: int, extra: Sequence[by
     end_offset = len(values) + 2
     snapshot = target / f"{end_offset:020d}-{SNAPSHOT_EPOCH:010d}.checkpoint"
     atomic_write(snapshot, snapshot_bytes(values, SNAPSHOT_EPOCH, now_ms))
-    atomic_write(dirs[0] / EXPORT_MARK, f"{snapshot}\n".encode())
+    named = snapshot.relative_to(dirs[0]) if home == dirs[0] else snapshot.resolve()
+    atomic_write(dirs[0] / EXPORT_MARK, f"{named}\n".encode())
     return ExportResult(snapshot, cluster_id, len(topics), partitions, len(values))

@@ -111,8 +111,9 @@ class KafkaNode:
         self.roles = roles
         self.controller = controller
         self.cluster_id = cluster_id
-        self.port = free_port()
         self.controller_port = controller.controller_port if controller is not None else free_port()
+        #: the client listener; a controller-only node has none, so its controller listener stands in
+        self.port = self.controller_port if roles == "controller" else free_port()
         self.process: subprocess.Popen[bytes] | None = None
         self.log_path = workdir / "kafka.log"
         self.start_seconds = 0.0
@@ -144,8 +145,6 @@ class KafkaNode:
         if self.roles != "controller":
             props["advertised.listeners"] = f"PLAINTEXT://127.0.0.1:{self.port}"
             props["inter.broker.listener.name"] = "PLAINTEXT"
-        else:
-            self.port = self.controller_port
         props.update(self.overrides)
         return props
 

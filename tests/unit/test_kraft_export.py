@@ -178,7 +178,7 @@ def test_the_next_start_tells_whether_kafka_ran_since_the_export(tmp_path: Path)
     dirs = _pybroker_dirs(tmp_path, 1)
     assert kafka_ran_since_export(dirs[0]) is None  # never exported
     result = export_kraft_snapshot(dirs, 1, [], NOW)
-    assert (dirs[0] / EXPORT_MARK).read_text().strip() == str(result.snapshot)
+    assert dirs[0] / (dirs[0] / EXPORT_MARK).read_text().strip() == result.snapshot
     assert kafka_ran_since_export(dirs[0]) is None  # Kafka never ran: pybroker's stores stand
     (result.snapshot.parent / "quorum-state").write_text("{}")
     assert kafka_ran_since_export(dirs[0]) == result.snapshot.parent
