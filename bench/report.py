@@ -99,8 +99,8 @@ def brokers_text(start_s: Mapping[str, float], rss_mb: Mapping[str, float], late
     """One row per broker: what it costs to run, not to move data."""
     targets = ordered([t for t in {**start_s, **rss_mb, **latency} if t != CEILING])
     lines = ["\n== per broker (x pybroker: this broker's figure over pybroker's) ==",
-             f"  {'target':<14}{'start-to-ready':>15}{'x pyb':>8}{'peak RSS':>12}{'x pyb':>8}{'e2e p50':>12}"
-             f"{'e2e p99':>12}{'group join':>12}  storage"]
+             f"  {'target':<14}{'start-to-ready':>15}{'x pyb':>8}{'peak RSS':>12}{'x pyb':>8}{'e2e p50':>14}"
+             f"{'e2e p99':>14}{'group join':>12}  storage"]
     for t in targets:
         lat = latency.get(t)
         join = joins.get(t)
@@ -108,10 +108,10 @@ def brokers_text(start_s: Mapping[str, float], rss_mb: Mapping[str, float], late
         start_x = "" if t == OURS else _n(_over(start, start_s.get(OURS)), 1, "x")
         rss_x = "" if t == OURS else _n(_over(rss, rss_mb.get(OURS)), 1, "x")
         lines.append(f"  {t:<14}{_n(start, 2, ' s'):>15}{start_x:>8}{_n(rss, 0, ' MB'):>12}{rss_x:>8}"
-                     f"{_n(lat.percentile(0.5) if lat else None, 2, ' ms'):>12}"
-                     f"{_n(lat.percentile(0.99) if lat else None, 2, ' ms'):>12}"
-                     f"{_n(join, 3, ' s'):>12}  {storage.get(t, '')}"
-                     + (f" ({lat.note})" if lat and lat.note else ""))
+                     f"{_n(lat.percentile(0.5) if lat else None, 2, ' ms'):>14}"
+                     f"{_n(lat.percentile(0.99) if lat else None, 2, ' ms'):>14}"
+                     + (f"{_n(join, 3, ' s'):>12}  {storage.get(t, '')}"
+                      + (f" ({lat.note})" if lat and lat.note else "")).rstrip())
     return "\n".join(lines)
 
 
