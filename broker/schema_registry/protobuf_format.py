@@ -104,11 +104,23 @@ def _from_descriptor(text: str) -> ProtoModel:
 
 
 def _from_text(text: str, known_messages: set[str], known_enums: set[str]) -> ProtoModel:
+    from antlr4.error.ErrorListener import ErrorListener
     from proto_schema_parser import ast
     from proto_schema_parser.parser import Parser
+
+    class Strict(ErrorListener):  # type: ignore[misc]
+        """The grammar's recovery would skip bad text: a syntax error refuses the schema instead."""
+
+        def syntaxError(self, recognizer: Any, symbol: Any, line: int, column: int, msg: str, e: Any) -> None:
+            raise ValueError(f"line {line}:{column}: {msg}")
+
+    def strict(recognizer: Any) -> None:
+        recognizer.removeErrorListeners()
+        recognizer.addErrorListener(Strict())
+
     try:
-        tree = Parser().parse(text)
-    except Exception as exc:  # the parser raises its own errors for any malformed text
+        tree = Parser(setup_lexer=strict, setup_parser=strict).parse(text)
+    except Exception as exc:  # a syntax error, or the parser's own errors for malformed text
         raise invalid(f"not .proto text: {exc}") from None
     package = next((e.name for e in tree.file_elements if isinstance(e, ast.Package)), "")
     model = ProtoModel(tree.syntax or "proto2", package)
