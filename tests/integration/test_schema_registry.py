@@ -232,3 +232,41 @@ def test_validation_on_produce_refuses_unframed_records(registry_broker: BrokerP
         producer.produce(topic, value, key=b"k", on_delivery=lambda err, msg: outcomes.append(err))
         assert producer.flush(30) == 0
     assert [err.name() if err else None for err in outcomes] == ["INVALID_RECORD", "INVALID_RECORD", None, None]
+
+
+def test_basic_auth_with_broker_users_and_acls_on_subjects(tmp_path: Path) -> None:
+    jaas = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
+            'user_alice="alice-Pw-71" user_bob="bob-Pw-93";')
+    registry_port = free_port()
+    broker = BrokerProcess(tmp_path, {
+        "schema.registry.port": str(registry_port),
+        "sasl.enabled.mechanisms": "PLAIN",
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config": jaas,
+        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        "super.users": "User:alice;User:ANONYMOUS",  # ANONYMOUS: the harness's PLAINTEXT readiness check
+    }, extra_listeners=["SASL_PLAINTEXT"])
+    broker.start()
+    try:
+        url = f"http://127.0.0.1:{registry_port}"
+        anonymous = SchemaRegistryClient({"url": url})
+        wrong = SchemaRegistryClient({"url": url, "basic.auth.user.info": "alice:nope"})
+        alice = SchemaRegistryClient({"url": url, "basic.auth.user.info": "alice:alice-Pw-71"})
+        bob = SchemaRegistryClient({"url": url, "basic.auth.user.info": "bob:bob-Pw-93"})
+        _OPEN.extend([anonymous, wrong, alice, bob])
+        for refused in (anonymous, wrong):
+            with pytest.raises(SchemaRegistryError) as unauthorized:
+                refused.get_subjects()
+            assert unauthorized.value.http_status_code == 401
+        schema_id = alice.register_schema("orders-value", Schema(AVRO_V1, "AVRO"))
+        assert alice.get_subjects() == ["orders-value"]
+        # bob has no ACL on Topic:orders: the subject is hidden from him and he may not register under it
+        assert bob.get_subjects() == []
+        with pytest.raises(SchemaRegistryError) as denied:
+            bob.register_schema("orders-value", Schema(AVRO_V2, "AVRO"))
+        assert (denied.value.http_status_code, denied.value.error_code) == (403, 40301)
+        with pytest.raises(SchemaRegistryError) as hidden:
+            bob.get_schema(schema_id)
+        assert hidden.value.error_code == 40403
+    finally:
+        broker.close()
+    assert "alice-Pw-71" not in broker.log_tail(10_000) and "bob-Pw-93" not in broker.log_tail(10_000)
