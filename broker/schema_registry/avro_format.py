@@ -35,7 +35,8 @@ def _named_of(parsed: Parsed) -> dict[str, Any]:
     """Every named type a schema may use: its references' (recursively), then its own."""
     names: dict[str, Any] = {}
     for ref in parsed.references.values():
-        names.update(_named_of(ref))
+        if ref.schema_type == "AVRO":  # a reference to another format names no Avro type
+            names.update(_named_of(ref))
     names.update(parsed.model["names"])
     return names
 
@@ -47,8 +48,8 @@ def parse(text: str, references: dict[str, Parsed]) -> Parsed:
         raise invalid(f"not JSON: {exc}") from None
     named: dict[str, Any] = {}
     for ref in references.values():
-        for name, schema in _named_of(ref).items():
-            named[name] = schema
+        if ref.schema_type == "AVRO":
+            named.update(_named_of(ref))
     try:
         known = dict(named)
         expanded = fastavro.parse_schema(raw, named_schemas=known, _write_hint=False)

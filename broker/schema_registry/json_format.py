@@ -72,7 +72,7 @@ class _Compare:
             root = side.model
             if base:
                 target = side.references.get(base)
-                if target is None:
+                if target is None or target.schema_type != "JSON":
                     return {}
                 side, root = target, target.model
             schema = root
@@ -183,7 +183,7 @@ def _validator(parsed: Parsed) -> Any:
     from referencing.jsonschema import DRAFT7
 
     resources = [(name, Resource.from_contents(ref.model, default_specification=DRAFT7))
-                 for name, ref in parsed.references.items()]
+                 for name, ref in parsed.references.items() if ref.schema_type == "JSON"]
     cls = jsonschema.validators.validator_for(parsed.model, default=jsonschema.Draft7Validator)
     validator = cls(parsed.model, registry=Registry().with_resources(resources))
     parsed.cache["validator"] = validator

@@ -60,6 +60,8 @@ def parse(text: str, references: dict[str, Parsed]) -> Parsed:
     known_messages: set[str] = set()
     known_enums: set[str] = set()
     for ref in references.values():
+        if ref.schema_type != "PROTOBUF":
+            continue
         known_messages.update(ref.model.messages)
         known_enums.update(ref.model.enums)
     if _BASE64.match(text) and "syntax" not in text:

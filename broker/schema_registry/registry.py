@@ -21,6 +21,8 @@ from pybroker.broker.schema_registry.store import LEVELS, MODES, RegistryState, 
 Writer = Callable[[list[tuple[Key, dict[str, Any] | None]]], Awaitable[None]]
 #: parsed schemas kept by id (they are re-parsed on a miss)
 PARSED_CACHE = 1024
+#: references one schema may name
+MAX_REFERENCES = 256
 #: reference chains deeper than this are refused (42201)
 MAX_REFERENCE_DEPTH = 16
 
@@ -68,7 +70,11 @@ class Registry:
         if cached is not None:
             return cached
         resolved: dict[str, Parsed] = {}
+        if not isinstance(references, list) or len(references) > MAX_REFERENCES:
+            raise RegistryError(42201, f"Invalid schema: references are a list of at most {MAX_REFERENCES}")
         for ref in references:
+            if not isinstance(ref, dict):
+                raise RegistryError(42201, "Invalid schema: a reference is an object")
             name, subject, version = ref.get("name"), ref.get("subject"), ref.get("version")
             if not isinstance(name, str) or not isinstance(subject, str) or not isinstance(version, int):
                 raise RegistryError(42201, "Invalid schema: a reference needs a name, a subject and a version")

@@ -182,7 +182,7 @@ async def lookup(call: Call) -> Any:
         raise RegistryError(40401, f"Subject '{call.subject}' not found.")
     schema_type = str(body.get("schemaType") or "AVRO").upper()
     references = body.get("references") or []
-    parsed = registry.parse(schema_type, body["schema"], references)
+    parsed = registry.parse(schema_type, body["schema"], references)  # refuses references that are not a list
     fmt = registry.format_of(schema_type)
     normal = fmt.normalize(parsed) if call.flag("normalize") else None
     for version in registry.state.live(call.subject, deleted=call.flag("deleted")):

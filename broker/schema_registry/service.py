@@ -88,6 +88,9 @@ class SchemaRegistryService:
             return error_answer(exc)
         except RecursionError:
             return error_answer(RegistryError(42201, "Invalid schema: nested too deeply"))
+        except Exception:  # a bug: one log line and Confluent's shape, never a dropped connection
+            log.exception("schema registry request failed", method=method, path=path[:200])
+            return error_answer(RegistryError(50001, "Internal error (logged by the broker)"))
         if isinstance(result, _RawText):
             return 200, CONTENT_TYPE, str(result).encode(), {}
         return 200, CONTENT_TYPE, json.dumps(result).encode(), {}
