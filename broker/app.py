@@ -63,6 +63,7 @@ class BrokerApp:
         #: the schema registry (docs/schema-registry.md): on its own port when schema.registry.port is set
         self.schema_registry = SchemaRegistryService(self.state)
         if self.schema_registry.enabled:
+            self.state.schema_registry = self.schema_registry.registry
             self.state.replicas.schema_validation = SchemaValidation(
                 self.schema_registry.registry, self.state.logs,
                 payload=bool(config.get("schema.registry.validate.payload")))

@@ -17,7 +17,8 @@ from pybroker.config.broker_config import BrokerConfig
 @pytest.fixture
 async def registry_app(tmp_path: Path) -> AsyncIterator[BrokerApp]:
     config = BrokerConfig.load({"log.dirs": str(tmp_path / "data"), "listeners": "PLAINTEXT://127.0.0.1:0",
-                                "schema.registry.port": "0", "schema.registry.validate.payload": "true"})
+                                "schema.registry.port": "0", "schema.registry.validate.payload": "true",
+                                "console.port": "0"})
     broker = BrokerApp(config)
     await broker.start()
     try:
