@@ -22,10 +22,10 @@ from pybroker.broker.dispatch import load_handlers
 from pybroker.broker.listeners import KEY_STORE_KEYS, Listeners
 from pybroker.broker.loggers.structlog_setup import for_a_person, get_logger
 from pybroker.broker.metrics.service import MetricsService, log_dirs_problem
-from pybroker.broker.schema_registry.service import SchemaRegistryService
-from pybroker.broker.schema_registry.validation import SchemaValidation
 from pybroker.broker.partitions import validation_processes
 from pybroker.broker.resource_limits import apply_partition_limits, raise_open_file_limit
+from pybroker.broker.schema_registry.service import SchemaRegistryService
+from pybroker.broker.schema_registry.validation import SchemaValidation
 from pybroker.broker.state import BrokerState
 from pybroker.config.broker_config import BrokerConfig
 

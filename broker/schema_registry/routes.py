@@ -118,7 +118,7 @@ async def schema_by_id(call: Call) -> Any:
 
 
 async def schema_text_by_id(call: Call) -> Any:
-    return _RawText(_holders(call, _schema_id(call.args[0]))[0].schema)
+    return RawText(_holders(call, _schema_id(call.args[0]))[0].schema)
 
 
 async def subjects_of_id(call: Call) -> Any:
@@ -165,7 +165,7 @@ async def subject_version(call: Call) -> Any:
 
 async def subject_version_schema(call: Call) -> Any:
     call.access.require(READ, call.subject)
-    return _RawText(call.version(call.subject, call.args[1]).schema)
+    return RawText(call.version(call.subject, call.args[1]).schema)
 
 
 async def referenced_by(call: Call) -> Any:
@@ -286,7 +286,7 @@ def _scope(call: Call) -> str | None:
     return None
 
 
-class _RawText(str):
+class RawText(str):
     """An answer sent as the schema's own text, not JSON-quoted (`.../schema` routes)."""
 
 

@@ -23,9 +23,14 @@ from pybroker.broker.partitions.coordinator_partitions import CoordinatorPartiti
 from pybroker.broker.schema_registry.access import Access
 from pybroker.broker.schema_registry.errors import RegistryError
 from pybroker.broker.schema_registry.formats import formats
-from pybroker.broker.schema_registry.http_server import CONTENT_TYPE, RegistryServer, decode_body, error_answer
+from pybroker.broker.schema_registry.http_server import (
+    CONTENT_TYPE,
+    RegistryServer,
+    decode_body,
+    error_answer,
+)
 from pybroker.broker.schema_registry.registry import Registry
-from pybroker.broker.schema_registry.routes import Call, _RawText, match, query_of
+from pybroker.broker.schema_registry.routes import Call, RawText, match, query_of
 from pybroker.broker.schema_registry.store import RegistryState
 from pybroker.broker.schema_registry.topic import SchemasTopic
 
@@ -91,6 +96,6 @@ class SchemaRegistryService:
         except Exception:  # a bug: one log line and Confluent's shape, never a dropped connection
             log.exception("schema registry request failed", method=method, path=path[:200])
             return error_answer(RegistryError(50001, "Internal error (logged by the broker)"))
-        if isinstance(result, _RawText):
+        if isinstance(result, RawText):
             return 200, CONTENT_TYPE, str(result).encode(), {}
         return 200, CONTENT_TYPE, json.dumps(result).encode(), {}
