@@ -422,6 +422,9 @@ BROKER_DEFS: tuple[ConfigDef, ...] = (
        "Serve the schema registry (Confluent's REST API) on this port; -1: off, 0: any free port.",
        between(-1, 65535)),
     _b("schema.registry.host", "string", "127.0.0.1", "Address the schema registry's port binds to."),
+    _b("schema.registry.ssl.listener", "string", "",
+       "A listener (such as SSL) whose TLS key store, trust store and client-auth setting the registry's port "
+       "serves HTTPS with; empty: plain HTTP."),
     _b("schema.registry.topic", "string", "_schemas",
        "The compacted topic the registry keeps its schemas, configs and modes in (Confluent's kafkastore.topic)."),
     _b("schema.registry.validate.payload", "boolean", False,

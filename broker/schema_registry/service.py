@@ -5,7 +5,8 @@ broker not asked to host a registry should open no second port and make no `_sch
 Confluent's customary 8081 may belong to a real registry on the same machine.
 
 At start the `_schemas` topic (`schema.registry.topic`) is read whole in a worker thread before the port
-opens, so the first answer already knows every subject.
+opens, so the first answer already knows every subject. With `schema.registry.ssl.listener` (say `SSL`)
+the port speaks HTTPS with that listener's key store, trust store and `ssl.client.auth` (read at start).
 
 Threads: `start`/`stop` and every request on the event loop.
 """
@@ -15,10 +16,11 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pybroker.broker.console.auth import ConsoleAuth, Unauthorized
 from pybroker.broker.loggers.structlog_setup import get_logger
+from pybroker.broker.tls import build_context
 from pybroker.broker.partitions.coordinator_partitions import CoordinatorPartitions
 from pybroker.broker.schema_registry.access import Access
 from pybroker.broker.schema_registry.errors import RegistryError
@@ -59,9 +61,12 @@ class SchemaRegistryService:
     def enabled(self) -> bool:
         return self.port >= 0
 
-    async def start(self, ssl: Any = None) -> int | None:
+    async def start(self) -> int | None:
         if not self.enabled:
             return None
+        listener = str(self.broker.config.get("schema.registry.ssl.listener") or "")
+        # the listener's own key store: one certificate to renew, and a mistake stops the start (ConfigError)
+        ssl = build_context(self.broker.config, listener) if listener else None
         try:
             formats()
         except ImportError as exc:  # a clear stop, not a 500 on the first registration

@@ -270,3 +270,25 @@ def test_basic_auth_with_broker_users_and_acls_on_subjects(tmp_path: Path) -> No
     finally:
         broker.close()
     assert "alice-Pw-71" not in broker.log_tail(10_000) and "bob-Pw-93" not in broker.log_tail(10_000)
+
+
+def test_https_with_the_ssl_listeners_key_store(tmp_path: Path) -> None:
+    from tests.certs import KEY_PASSWORD, make_certs, openssl_available
+    if not openssl_available():
+        pytest.skip("needs the openssl command")
+    certs = make_certs(tmp_path / "certs")
+    registry_port = free_port()
+    broker = BrokerProcess(tmp_path / "broker", {
+        "schema.registry.port": str(registry_port), "schema.registry.ssl.listener": "SSL",
+        "ssl.keystore.type": "PEM", "ssl.keystore.location": str(certs.server_keystore_encrypted),
+        "ssl.key.password": KEY_PASSWORD}, extra_listeners=["SSL"])
+    broker.start()
+    try:
+        secure = SchemaRegistryClient({"url": f"https://localhost:{registry_port}", "ssl.ca.location": str(certs.ca)})
+        _OPEN.append(secure)
+        schema_id = secure.register_schema("tls-value", Schema(AVRO_V1, "AVRO"))
+        assert secure.get_schema(schema_id).schema_type == "AVRO"
+        with pytest.raises((urllib.error.URLError, ConnectionError)):  # plain HTTP is not served there
+            urllib.request.urlopen(f"http://127.0.0.1:{registry_port}/subjects", timeout=10).read()
+    finally:
+        broker.close()
