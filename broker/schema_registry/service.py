@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING
 
 from pybroker.broker.console.auth import ConsoleAuth, Unauthorized
 from pybroker.broker.loggers.structlog_setup import get_logger
-from pybroker.broker.tls import build_context
 from pybroker.broker.partitions.coordinator_partitions import CoordinatorPartitions
 from pybroker.broker.schema_registry.access import Access
 from pybroker.broker.schema_registry.errors import RegistryError
@@ -35,6 +34,7 @@ from pybroker.broker.schema_registry.registry import Registry
 from pybroker.broker.schema_registry.routes import Call, RawText, match, query_of
 from pybroker.broker.schema_registry.store import RegistryState
 from pybroker.broker.schema_registry.topic import SchemasTopic
+from pybroker.broker.tls import build_context
 
 if TYPE_CHECKING:
     from pybroker.broker.state import BrokerState
