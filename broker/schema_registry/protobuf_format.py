@@ -110,7 +110,7 @@ def _from_text(text: str, known_messages: set[str], known_enums: set[str]) -> Pr
     from proto_schema_parser import ast
     from proto_schema_parser.parser import Parser
 
-    class Strict(ErrorListener):  # type: ignore[misc]
+    class Strict(ErrorListener):
         """The grammar's recovery would skip bad text: a syntax error refuses the schema instead."""
 
         def syntaxError(self, recognizer: Any, symbol: Any, line: int, column: int, msg: str, e: Any) -> None:
@@ -272,7 +272,7 @@ def validate(parsed: Parsed, payload: bytes) -> str | None:
         except Exception:  # an import the pool does not know: only the prefix is checked
             message_class = parsed.cache["classes"] = (None, None)
     file, factory = message_class
-    if file is None:
+    if file is None or factory is None:
         return None
     try:
         descriptor = file.message_types_by_name[list(file.message_types_by_name)[indexes[0] if indexes else 0]]

@@ -123,6 +123,8 @@ class SchemaValidation:
             except RegistryError:
                 return f"names schema id {schema_id}, which does not parse"
             name = record_name(parsed)
+            if name is None:
+                return f"names schema id {schema_id}, whose schema has no record name for {strategy}"
             subject = name if strategy == "RecordNameStrategy" else f"{topic}-{name}"
         if not any(v.schema_id == schema_id for v in state.live(subject)):
             return f"names schema id {schema_id}, which is not registered under subject {subject}"
