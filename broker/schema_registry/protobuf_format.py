@@ -82,19 +82,30 @@ def _from_descriptor(text: str) -> ProtoModel:
     model = ProtoModel(proto.syntax or "proto2", proto.package, descriptor=data)
     prefix = f"{proto.package}." if proto.package else ""
 
+    def type_of(f: Any) -> str:
+        return DESCRIPTOR_TYPES.get(f.type) or f.type_name.lstrip(".")
+
     def visit(message: Any, scope: str) -> None:
         name = f"{scope}{message.name}"
         oneofs = [o.name for o in message.oneof_decl]
+        # map fields are written as a nested `<Name>Entry` message: the model keeps them as map<key,value>
+        entries = {f"{name}.{nested.name}": nested for nested in message.nested_type if nested.options.map_entry}
         fields: dict[int, ProtoField] = {}
         for f in message.field:
+            entry = entries.get(f.type_name.lstrip("."))
+            if entry is not None:
+                key, value = sorted(entry.field, key=lambda x: x.number)[:2]
+                fields[f.number] = ProtoField(f.name, f.number, "repeated", "message",
+                                              f"map<{type_of(key)},{type_of(value)}>")
+                continue
             kind = "message" if f.type in (10, 11) else "enum" if f.type == 14 else "scalar"
-            type_name = DESCRIPTOR_TYPES.get(f.type) or f.type_name.lstrip(".")
             oneof = oneofs[f.oneof_index] if f.HasField("oneof_index") and not f.proto3_optional else None
             label = LABELS.get(f.label, "") if model.syntax == "proto2" or f.label == 3 else ""
-            fields[f.number] = ProtoField(f.name, f.number, label, kind, type_name, oneof)
+            fields[f.number] = ProtoField(f.name, f.number, label, kind, type_of(f), oneof)
         model.messages[name] = fields
         for nested in message.nested_type:
-            visit(nested, f"{name}.")
+            if not nested.options.map_entry:
+                visit(nested, f"{name}.")
         for enum in message.enum_type:
             model.enums.add(f"{name}.{enum.name}")
 
@@ -105,9 +116,9 @@ def _from_descriptor(text: str) -> ProtoModel:
     return model
 
 
-def _from_text(text: str, known_messages: set[str], known_enums: set[str]) -> ProtoModel:
+def parse_text(text: str) -> Any:
+    """The proto-schema-parser tree of `.proto` text; a syntax error raises (the grammar would recover)."""
     from antlr4.error.ErrorListener import ErrorListener
-    from proto_schema_parser import ast
     from proto_schema_parser.parser import Parser
 
     class Strict(ErrorListener):
@@ -121,52 +132,67 @@ def _from_text(text: str, known_messages: set[str], known_enums: set[str]) -> Pr
         recognizer.addErrorListener(Strict())
 
     try:
-        tree = Parser(setup_lexer=strict, setup_parser=strict).parse(text)
+        return Parser(setup_lexer=strict, setup_parser=strict).parse(text)
     except Exception as exc:  # a syntax error, or the parser's own errors for malformed text
         raise invalid(f"not .proto text: {exc}") from None
-    package = next((e.name for e in tree.file_elements if isinstance(e, ast.Package)), "")
-    model = ProtoModel(tree.syntax or "proto2", package)
-    prefix = f"{package}." if package else ""
-    pending: list[tuple[str, list[Any], dict[int, ProtoField]]] = []
 
-    def declare(elements: list[Any], scope: str) -> None:
+
+def declared(tree: Any) -> tuple[str, dict[str, tuple[str, list[Any]]], set[str]]:
+    """The package, every message (full name -> (its scope, its elements)) and every enum's full name."""
+    from proto_schema_parser import ast
+    package = next((e.name for e in tree.file_elements if isinstance(e, ast.Package)), "")
+    messages: dict[str, tuple[str, list[Any]]] = {}
+    enums: set[str] = set()
+
+    def walk(elements: list[Any], scope: str) -> None:
         for element in elements:
             if isinstance(element, ast.Message):
                 name = f"{scope}{element.name}"
-                model.messages[name] = {}
-                pending.append((name, element.elements, model.messages[name]))
-                declare(element.elements, f"{name}.")
+                messages[name] = (scope, element.elements)
+                walk(element.elements, f"{name}.")
             elif isinstance(element, ast.Enum):
-                model.enums.add(f"{scope}{element.name}")
+                enums.add(f"{scope}{element.name}")
 
-    declare(tree.file_elements, prefix)
-    messages, enums = set(model.messages) | known_messages, model.enums | known_enums
+    walk(tree.file_elements, f"{package}." if package else "")
+    return package, messages, enums
 
-    def resolve(type_name: str, scope: str) -> tuple[str, str]:
-        if type_name in SCALARS:
-            return "scalar", type_name
-        if type_name.startswith("."):
-            full = type_name[1:]
-            return ("enum" if full in enums else "message"), full
-        parts = scope.split(".")
-        for i in range(len(parts), -1, -1):
-            candidate = ".".join([*parts[:i], type_name])
-            if candidate in enums:
-                return "enum", candidate
-            if candidate in messages:
-                return "message", candidate
-        return "message", type_name
+
+def resolve_type(type_name: str, scope: str, messages: set[str], enums: set[str]) -> tuple[str, str]:
+    """(kind, full name) of a field's type as protoc resolves it: scalars, then the innermost scope outwards."""
+    if type_name in SCALARS:
+        return "scalar", type_name
+    if type_name.startswith("."):
+        full = type_name[1:]
+        return ("enum" if full in enums else "message"), full
+    parts = scope.split(".") if scope else []
+    for i in range(len(parts), -1, -1):
+        candidate = ".".join([*parts[:i], type_name])
+        if candidate in enums:
+            return "enum", candidate
+        if candidate in messages:
+            return "message", candidate
+    return "message", type_name
+
+
+def _from_text(text: str, known_messages: set[str], known_enums: set[str]) -> ProtoModel:
+    from proto_schema_parser import ast
+    tree = parse_text(text)
+    package, declared_messages, declared_enums = declared(tree)
+    model = ProtoModel(tree.syntax or "proto2", package, enums=set(declared_enums))
+    messages, enums = set(declared_messages) | known_messages, declared_enums | known_enums
 
     def add(fields: dict[int, ProtoField], element: Any, scope: str, oneof: str | None) -> None:
         if isinstance(element, ast.MapField):
+            value = resolve_type(element.value_type, scope, messages, enums)[1]
             fields[element.number] = ProtoField(element.name, element.number, "repeated", "message",
-                                                f"map<{element.key_type},{element.value_type}>")
+                                                f"map<{element.key_type},{value}>")
             return
-        kind, type_name = resolve(element.type, scope)
+        kind, type_name = resolve_type(element.type, scope, messages, enums)
         cardinality = element.cardinality.value.lower() if element.cardinality is not None else ""
         fields[element.number] = ProtoField(element.name, element.number, cardinality, kind, type_name, oneof)
 
-    for name, elements, fields in pending:
+    for name, (_scope, elements) in declared_messages.items():
+        fields = model.messages[name] = {}
         for element in elements:
             if isinstance(element, ast.Field | ast.MapField):
                 add(fields, element, name, None)

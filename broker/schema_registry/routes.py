@@ -106,6 +106,15 @@ def _holders(call: Call, schema_id: int) -> list[Version]:
     return sorted(holders, key=lambda v: (v.subject, v.version))
 
 
+def _formatted(call: Call, version: Version) -> str:
+    """The schema's text in the form `?format=` asks for: `serialized` gives a Protobuf schema as a base64
+    FileDescriptorProto, whatever form it was registered in; any other format, the text as registered."""
+    if call.query.get("format") == "serialized" and version.schema_type == "PROTOBUF":
+        from pybroker.broker.schema_registry.protobuf_descriptor import serialized
+        return serialized(call.registry.parsed_version(version))
+    return version.schema
+
+
 async def schema_by_id(call: Call) -> Any:
     version = _holders(call, _schema_id(call.args[0]))[0]
     out: dict[str, Any] = {}
@@ -113,7 +122,7 @@ async def schema_by_id(call: Call) -> Any:
         out["schemaType"] = version.schema_type
     if version.references:
         out["references"] = version.references
-    out["schema"] = version.schema
+    out["schema"] = _formatted(call, version)
     return out
 
 
@@ -160,7 +169,8 @@ async def subject_versions(call: Call) -> Any:
 
 async def subject_version(call: Call) -> Any:
     call.access.require(READ, call.subject)
-    return call.version(call.subject, call.args[1]).answer()
+    version = call.version(call.subject, call.args[1])
+    return {**version.answer(), "schema": _formatted(call, version)}
 
 
 async def subject_version_schema(call: Call) -> Any:

@@ -292,3 +292,29 @@ def test_https_with_the_ssl_listeners_key_store(tmp_path: Path) -> None:
             urllib.request.urlopen(f"http://127.0.0.1:{registry_port}/subjects", timeout=10).read()
     finally:
         broker.close()
+
+
+def test_protobuf_text_registered_then_used_by_the_python_serializers(registry_broker: BrokerProcess) -> None:
+    """Java clients register .proto text; the Python serializers ask for it as a serialized descriptor."""
+    from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer, ProtobufSerializer
+    from google.protobuf import descriptor_pool, message_factory
+
+    topic = name("texts")
+    create_topic(registry_broker, topic)
+    text = ('syntax = "proto3";\npackage shop;\n\nmessage Item {\n  string sku = 1;\n  int32 count = 2;\n'
+            '  map<string, string> labels = 3;\n}\n')
+    status, body = http(registry_broker, "POST", f"/subjects/{topic}-value/versions",
+                        {"schemaType": "PROTOBUF", "schema": text})
+    assert status == 200, body
+    status, fetched = http(registry_broker, "GET", f"/schemas/ids/{body['id']}?format=serialized")
+    assert status == 200 and fetched["schemaType"] == "PROTOBUF"
+    pool = descriptor_pool.DescriptorPool()
+    pool.AddSerializedFile(__import__("base64").b64decode(fetched["schema"]))
+    item = message_factory.GetMessageClass(pool.FindMessageTypeByName("shop.Item"))
+    registry = client(registry_broker)
+    serializer = ProtobufSerializer(item, registry, {"use.deprecated.format": False, "auto.register.schemas": False,
+                                                     "use.latest.version": True})
+    values = [item(sku="a-1", count=2, labels={"colour": "red"})]
+    seen = round_trip(registry_broker, topic, serializer, ProtobufDeserializer(item, {"use.deprecated.format": False}),
+                      values)
+    assert seen == values
