@@ -318,3 +318,32 @@ def test_protobuf_text_registered_then_used_by_the_python_serializers(registry_b
     seen = round_trip(registry_broker, topic, serializer, ProtobufDeserializer(item, {"use.deprecated.format": False}),
                       values)
     assert seen == values
+
+
+def test_references_referenced_by_and_import_mode(registry_broker: BrokerProcess) -> None:
+    base = name("refs")
+    address = json.dumps({"type": "record", "name": "Address", "namespace": "geo",
+                          "fields": [{"name": "city", "type": "string"}]})
+    person = json.dumps({"type": "record", "name": "Person", "namespace": "geo",
+                         "fields": [{"name": "home", "type": "geo.Address"}]})
+    status, first = http(registry_broker, "POST", f"/subjects/{base}-address/versions", {"schema": address})
+    assert status == 200
+    reference = [{"name": "geo.Address", "subject": f"{base}-address", "version": 1}]
+    assert http(registry_broker, "POST", f"/subjects/{base}-person/versions", {"schema": person})[1]["error_code"] \
+        == 42201  # geo.Address is unknown without the reference
+    status, second = http(registry_broker, "POST", f"/subjects/{base}-person/versions",
+                          {"schema": person, "references": reference})
+    assert status == 200
+    assert http(registry_broker, "GET", f"/subjects/{base}-address/versions/1/referencedby") == (200, [second["id"]])
+    assert http(registry_broker, "GET", f"/schemas/ids/{second['id']}")[1]["references"] == reference
+    assert http(registry_broker, "DELETE", f"/subjects/{base}-address")[1]["error_code"] == 42206
+    # IMPORT mode: an empty subject takes a given id and version (a copy of another registry)
+    target = f"{base}-imported"
+    assert http(registry_broker, "POST", f"/subjects/{target}/versions",
+                {"schema": address, "id": 900001, "version": 3})[1]["error_code"] == 42205
+    assert http(registry_broker, "PUT", f"/mode/{target}", {"mode": "IMPORT"}) == (200, {"mode": "IMPORT"})
+    status, imported = http(registry_broker, "POST", f"/subjects/{target}/versions",
+                            {"schema": json.dumps({"type": "string"}), "id": 900001, "version": 3})
+    assert (status, imported) == (200, {"id": 900001, "version": 3})
+    assert http(registry_broker, "GET", "/schemas/ids/900001/versions") == (200, [{"subject": target, "version": 3}])
+    assert first["id"] != 900001
