@@ -247,3 +247,23 @@ def test_protobuf_text_serialized_as_a_descriptor_protobuf_loads() -> None:
     as_descriptor = parse("PROTOBUF", serialized(parsed))
     assert not formats()["PROTOBUF"].compatible(as_descriptor, parsed)
     assert not formats()["PROTOBUF"].compatible(parsed, as_descriptor)
+
+
+PRIMITIVE_DEFAULTS = {"null": None, "boolean": False, "int": 0, "long": 0, "float": 0.0, "double": 0.0,
+                      "bytes": "", "string": ""}
+field_types = st.sampled_from(sorted(PRIMITIVE_DEFAULTS))
+
+
+@given(st.lists(field_types, min_size=1, max_size=6), field_types)
+def test_avro_adding_a_defaulted_field_is_full_and_dropping_one_forward(kinds: list[str], added: str) -> None:
+    """Confluent's documented evolution: a field added with a default keeps FULL compatibility; a field
+    added without one breaks BACKWARD only; removing a field keeps BACKWARD and breaks FORWARD unless the
+    old schema gave it a default."""
+    old = record(*({"name": f"f{i}", "type": kind} for i, kind in enumerate(kinds)))
+    with_default = record(*old["fields"], {"name": "new", "type": added, "default": PRIMITIVE_DEFAULTS[added]})
+    without = record(*old["fields"], {"name": "new", "type": added})
+    assert reads("AVRO", with_default, old) and reads("AVRO", old, with_default)
+    assert not reads("AVRO", without, old) and reads("AVRO", old, without)
+    if len(kinds) > 1:
+        dropped = record(*old["fields"][1:])
+        assert reads("AVRO", dropped, old) and not reads("AVRO", old, dropped)
