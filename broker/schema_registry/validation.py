@@ -9,7 +9,8 @@ also decode with that schema (its cost per record is measured by `bench/schema_v
 
 The check runs only when the broker serves a registry (`ReplicaManager.schema_validation` is None
 otherwise, so an append pays one attribute test); a topic whose keys are off pays a dict lookup of its
-cached rule. Records of a compressed batch are decompressed for it (capped as every decompression is).
+cached rule. Records of a compressed batch are decompressed for it, on the event loop, at most
+`MAX_CHECKED_BYTES` of them (a larger batch on a validated topic is refused with INVALID_RECORD, saying so).
 
 Threads: the event loop (called from `leader_append.append_records`).
 """
@@ -32,6 +33,8 @@ if TYPE_CHECKING:
 STRATEGY_PREFIX = "io.confluent.kafka.serializers.subject."
 #: record_errors entries named per refused batch at most (the first ones)
 MAX_RECORD_ERRORS = 100
+#: a compressed batch is inflated on the event loop for the check: at most this much of it
+MAX_CHECKED_BYTES = 16 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,7 +93,12 @@ class SchemaValidation:
             return None
         errors: list[tuple[int, str]] = []
         for pos, batch in iter_batches(records):
-            for index, record in enumerate(decode_records(records, pos, batch)):
+            try:
+                decoded = decode_records(records, pos, batch, MAX_CHECKED_BYTES)
+            except RecordsError as exc:
+                return RecordsError(ErrorCode.INVALID_RECORD, f"schema validation could not read the batch "
+                                    f"(at most {MAX_CHECKED_BYTES >> 20} MiB of records are checked): {exc.message}")
+            for index, record in enumerate(decoded):
                 for part, strategy, payload in (("key", rule.key_strategy, record.key),
                                                 ("value", rule.value_strategy, record.value)):
                     if strategy is None or payload is None:

@@ -80,3 +80,15 @@ def test_payload_check_and_rule_cache() -> None:
     assert check(validation, framed(7) + b"trailing") is not None
     logs.table["orders"].configs = {}  # the log manager replaces the dict when configs change
     assert check(validation, b"anything") is None
+
+
+def test_a_compressed_batch_is_checked_and_a_bomb_refused_clearly() -> None:
+    from pybroker.broker.schema_registry import validation as module
+    from pybroker.protocol.records.codecs import GZIP
+    checked, _ = setup({"confluent.value.schema.validation": "true"})
+    batch = build_batch([Record(0, 0, b"k", framed(7)), Record(1, 0, b"k", b"plain")], compression=GZIP)
+    refused = checked.check("orders", batch, parse_header(batch, 0))
+    assert refused is not None and [i for i, _ in refused.record_errors] == [1]
+    bomb = build_batch([Record(0, 0, None, bytes(module.MAX_CHECKED_BYTES + 1))], compression=GZIP)
+    refused = checked.check("orders", bomb, parse_header(bomb, 0))
+    assert refused is not None and refused.error_code == ErrorCode.INVALID_RECORD and "at most" in refused.message
