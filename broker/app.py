@@ -24,6 +24,8 @@ from pybroker.broker.loggers.structlog_setup import for_a_person, get_logger
 from pybroker.broker.metrics.service import MetricsService, log_dirs_problem
 from pybroker.broker.partitions import validation_processes
 from pybroker.broker.resource_limits import apply_partition_limits, raise_open_file_limit
+from pybroker.broker.schema_registry.service import SchemaRegistryService
+from pybroker.broker.schema_registry.validation import SchemaValidation
 from pybroker.broker.state import BrokerState
 from pybroker.config.broker_config import BrokerConfig
 
@@ -58,6 +60,13 @@ class BrokerApp:
         if self.console is not None:
             self.metrics.server.console = self.console.app
         self.console_bound_port: int | None = None
+        #: the schema registry (docs/schema-registry.md): on its own port when schema.registry.port is set
+        self.schema_registry = SchemaRegistryService(self.state)
+        if self.schema_registry.enabled:
+            self.state.schema_registry = self.schema_registry.registry
+            self.state.replicas.schema_validation = SchemaValidation(
+                self.schema_registry.registry, self.state.logs,
+                payload=bool(config.get("schema.registry.validate.payload")))
 
     def not_ready_reason(self) -> str | None:
         """None while the broker serves; otherwise why not (for `/readyz`)."""
@@ -113,6 +122,10 @@ class BrokerApp:
         listeners.apply_update(set(KEY_STORE_KEYS))
         self.state.groups.start()
         self.state.transactions.start()
+        # the registry's state is read before any listener serves: a produce checked against it sees it whole
+        registry_port = await self.schema_registry.start()
+        if registry_port is not None:
+            log.info("schema registry listening", host=self.schema_registry.host, port=registry_port)
         self.state.guard.start(self.state.connections)
         self.state.dynamic_configs.check_with(listeners.check_update)
         self.state.dynamic_configs.on_change(listeners.apply_update)
@@ -249,6 +262,7 @@ class BrokerApp:
         await self.metrics.stop()
         if self.console is not None:
             await self.console.stop()
+        await self.schema_registry.stop()
 
     def install_signal_handlers(self) -> None:
         loop = asyncio.get_running_loop()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pybroker.broker import fetch_sessions
 from pybroker.broker.connection_guard import ConnectionGuard
@@ -37,6 +37,9 @@ from pybroker.storage.log import wall_clock_ms
 from pybroker.storage.log_manager import LogManager
 from pybroker.storage.page_cache import PageCache
 from pybroker.storage.producer_id_block import ProducerIdBlock
+
+if TYPE_CHECKING:
+    from pybroker.broker.schema_registry.registry import Registry
 
 #: Kafka's default of a long setting: no limit
 LONG_MAX = 2**63 - 1
@@ -78,6 +81,8 @@ class BrokerState:
         #: SASL settings of each SASL listener by name (checked now: a mistake stops the start), and the
         #: SCRAM credentials (read at startup, from the first log dir)
         self.sasl_listeners = all_listeners_sasl(config)
+        #: the schema registry's operations when it runs (`schema.registry.port`), for the console's page
+        self.schema_registry: Registry | None = None
         self.scram = ScramStore(None)
         #: client quotas (producer/consumer byte rates), read at startup from the first log dir
         self.quotas = ClientQuotas.from_config(config, None)

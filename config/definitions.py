@@ -417,11 +417,39 @@ BROKER_DEFS: tuple[ConfigDef, ...] = (
     _b("console.host", "string", "127.0.0.1",
        "Address the console's own port binds to. A loopback address also makes the console refuse requests "
        "whose Host is not a loopback name (DNS rebinding)."),
+    # -- the schema registry (Confluent's REST API; docs/schema-registry.md) -------------------------
+    _b("schema.registry.port", "int", -1,
+       "Serve the schema registry (Confluent's REST API) on this port; -1: off, 0: any free port.",
+       between(-1, 65535)),
+    _b("schema.registry.host", "string", "127.0.0.1", "Address the schema registry's port binds to."),
+    _b("schema.registry.ssl.listener", "string", "",
+       "A listener (such as SSL) whose TLS key store, trust store and client-auth setting the registry's port "
+       "serves HTTPS with; empty: plain HTTP."),
+    _b("schema.registry.topic", "string", "_schemas",
+       "The compacted topic the registry keeps its schemas, configs and modes in (Confluent's kafkastore.topic)."),
+    _b("schema.registry.validate.payload", "boolean", False,
+       "On topics with confluent.key/value.schema.validation on, also decode each key/value with its "
+       "registered schema (Avro, JSON Schema, Protobuf) and refuse records that do not match."),
 )
+
+#: Confluent's subject name strategies (their class names are the values of the topic keys)
+SUBJECT_NAME_STRATEGIES = tuple(f"io.confluent.kafka.serializers.subject.{name}" for name in
+                                ("TopicNameStrategy", "RecordNameStrategy", "TopicRecordNameStrategy"))
 
 TOPIC_DEFS: tuple[ConfigDef, ...] = (
     _t("cleanup.policy", "list", ["delete"], "delete and/or compact.",
        (("log.cleanup.policy", 1),), each_of("delete", "compact")),
+    _t("confluent.key.schema.validation", "boolean", False,
+       "Refuse records whose key is not framed with a schema id registered under the topic's key subject.", ()),
+    _t("confluent.value.schema.validation", "boolean", False,
+       "Refuse records whose value is not framed with a schema id registered under the topic's value subject.", ()),
+    _t("confluent.key.subject.name.strategy", "string", "io.confluent.kafka.serializers.subject.TopicNameStrategy",
+       "How the key's subject is named (TopicNameStrategy, RecordNameStrategy, TopicRecordNameStrategy).", (),
+       one_of(*SUBJECT_NAME_STRATEGIES)),
+    _t("confluent.value.subject.name.strategy", "string",
+       "io.confluent.kafka.serializers.subject.TopicNameStrategy",
+       "How the value's subject is named (TopicNameStrategy, RecordNameStrategy, TopicRecordNameStrategy).", (),
+       one_of(*SUBJECT_NAME_STRATEGIES)),
     _t("compression.type", "string", "producer", "Compression of stored batches (producer: as sent).",
        (("compression.type", 1),), one_of("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")),
     _t("delete.retention.ms", "long", 86_400_000, "How long tombstones are kept.",
