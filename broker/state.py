@@ -32,6 +32,7 @@ from pybroker.broker.topics import Topics, log_config_for
 from pybroker.broker.transactions.service import TransactionService, TxnParts
 from pybroker.config.broker_config import BrokerConfig
 from pybroker.storage.cleaner.throttle import UNLIMITED
+from pybroker.storage.kraft_export import forget_export
 from pybroker.storage.log import wall_clock_ms
 from pybroker.storage.log_manager import LogManager
 from pybroker.storage.page_cache import PageCache
@@ -93,7 +94,9 @@ class BrokerState:
         stats = self.logs.startup()
         if self.logs.kraft_image is not None:  # this start took over a Kafka node's log dir
             adopt_kafka_settings(self.logs.kraft_image, Path(self.config.log_dirs[0]), self.dynamic_configs,
-                                 self.node_id)
+                                 self.node_id, replace=self.logs.kraft_replaces_ours)
+            # last: a crash before this point takes Kafka's metadata back again at the next start
+            forget_export(Path(self.config.log_dirs[0]))
         if self.authorizer is not None:
             self.authorizer.load()  # before any listener serves a request
         self.cleaner.settings = cleaner_settings(self.config)  # with the persisted dynamic values
