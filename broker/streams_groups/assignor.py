@@ -7,8 +7,9 @@ warm-up tasks. Its promises, checked by a property test (tests/unit/broker/strea
 - every task is active on exactly one member;
 - active counts differ by at most one between members;
 - a member keeps an active task it owns as long as that keeps the balance (stickiness);
-- a task's standbys sit on processes other than its active one's and each other's, up to
-  `standby_replicas` of them, each preferring a member that held it before, then the least loaded;
+- a stateful task's standbys sit on processes other than its active one's and each other's, up to
+  `standby_replicas` of them, each preferring a member that held it before, then the least loaded
+  (a stateless task gets none);
 - warm-up tasks are not handed out: a task moves at once, as Kafka's sticky assignor moves it.
 
 Any thread (pure); the coordinator calls it on the event loop, and the caps on topologies and group size
@@ -52,8 +53,10 @@ def as_tasks(tasks: set[Task]) -> Tasks:
     return {sub: frozenset(parts) for sub, parts in sorted(out.items())}
 
 
-def assign(tasks: Mapping[str, int], members: Mapping[str, MemberSpec], standby_replicas: int = 0
-           ) -> dict[str, Target]:
+def assign(tasks: Mapping[str, int], members: Mapping[str, MemberSpec], standby_replicas: int = 0,
+           stateful: frozenset[str] | None = None) -> dict[str, Target]:
+    """Targets for `members`; standbys only for the subtopologies in `stateful` (None: all of them), as a
+    task without state has nothing to keep warm."""
     if not members:
         return {}
     order = sorted(members)
@@ -91,6 +94,8 @@ def assign(tasks: Mapping[str, int], members: Mapping[str, MemberSpec], standby_
     if standby_replicas > 0:
         load = {m: len(active[m]) for m in order}
         for task in all_tasks:
+            if stateful is not None and task[0] not in stateful:
+                continue
             used = {members[owner[task]].process_id}
             for _ in range(standby_replicas):
                 candidates = [m for m in order if members[m].process_id not in used]

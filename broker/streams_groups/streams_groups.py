@@ -344,7 +344,9 @@ class StreamsGroups:
         tasks = configured.tasks if configured is not None and configured.ready else {}
         specs = {m.member_id: MemberSpec(m.process_id or m.member_id, m.assigned.active, m.assigned.standby)
                  for m in data.members.values()}
-        targets = assign(tasks, specs, self.store.config.streams_num_standby_replicas)
+        stateful = frozenset(s.subtopology_id for s in data.topology.subtopologies if s.state_changelog_topics) \
+            if data.topology is not None else frozenset()
+        targets = assign(tasks, specs, self.store.config.streams_num_standby_replicas, stateful)
         changed = [m for m in data.members if targets.get(m, Target()) != data.targets.get(m)]
         data.targets = {m: targets.get(m, Target()) for m in data.members}
         data.assignment_epoch = data.group_epoch
