@@ -33,6 +33,7 @@ from pybroker.broker.streams_groups.assignor import MemberSpec, Target, Tasks, a
 from pybroker.broker.streams_groups.group import (
     LEAVE_EPOCH,
     STATIC_LEAVE_EPOCH,
+    Endpoint,
     MemberState,
     StreamsGroupData,
     StreamsMember,
@@ -392,9 +393,10 @@ class StreamsGroups:
                                    "for the entire application."))
         return tuple(statuses)
 
-    def _endpoints(self, data: StreamsGroupData) -> list[tuple[object, dict[str, list[int]], dict[str, list[int]]]] | None:
+    def _endpoints(self, data: StreamsGroupData
+                   ) -> list[tuple[Endpoint, dict[str, list[int]], dict[str, list[int]]]] | None:
         """Where each task's partitions run, for members with a user endpoint (interactive queries)."""
-        members = [m for m in data.members.values() if m.user_endpoint is not None]
+        members = [(m, m.user_endpoint) for m in data.members.values() if m.user_endpoint is not None]
         if not members or data.topology is None:
             return None
         inputs = {s.subtopology_id: (*s.source_topics, *(t.name for t in s.repartition_source_topics))
@@ -407,8 +409,8 @@ class StreamsGroups:
                     out.setdefault(topic, set()).update(parts)
             return {t: sorted(p) for t, p in sorted(out.items())}
 
-        return [(m.user_endpoint, partitions(m.assigned.active),
-                 partitions({**m.assigned.standby, **m.assigned.warmup})) for m in members]
+        return [(endpoint, partitions(m.assigned.active), partitions({**m.assigned.standby, **m.assigned.warmup}))
+                for m, endpoint in members]
 
     # -- leaving and fencing -----------------------------------------------------------------------------
     def _leave(self, req: StreamsHeartbeat, now: int) -> tuple[Records, StreamsHeartbeatOutcome]:

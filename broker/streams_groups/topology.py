@@ -184,14 +184,14 @@ def configure(topology: Topology, topics: Mapping[str, int]) -> Configured:
         # copartitioned repartition topics take the count of their group's largest member
         for group_sources, _regexes, group_repartitions in sub.copartition_groups:
             names = [sub.source_topics[i] for i in group_sources]
-            counts = {topics[n] for n in names if n in topics}
-            if len(counts) > 1:
+            group_counts = {topics[n] for n in names if n in topics}
+            if len(group_counts) > 1:
                 wrong += names
-            if counts:
+            if group_counts:
                 for i in group_repartitions:
                     name = sub.repartition_source_topics[i].name
                     if not _fixed(topology, name):
-                        partitions[name] = repartition[name] = max(counts)
+                        partitions[name] = repartition[name] = max(group_counts)
         counts = [topics[t] for t in sources[sub.subtopology_id] if t in topics]
         counts += [repartition.get(t.name, 0) for t in sub.repartition_source_topics]
         count = max(counts, default=0)
@@ -208,8 +208,8 @@ def configure(topology: Topology, topics: Mapping[str, int]) -> Configured:
             if topics[name] != count:
                 wrong.append(name)
             continue
-        info = infos.get(name)
-        to_create[name] = (count, dict(info.configs) if info else {}, info.replication_factor if info else 0)
+        found = infos.get(name)
+        to_create[name] = (count, dict(found.configs) if found else {}, found.replication_factor if found else 0)
     if sum(tasks.values()) > MAX_TASKS:
         return Configured(statuses=(Status(StatusCode.INCORRECTLY_PARTITIONED_TOPICS,
                                            f"The topology has more than {MAX_TASKS} tasks."),), partitions=partitions)

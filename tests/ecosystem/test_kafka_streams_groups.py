@@ -20,7 +20,7 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from pybroker.clients.wire import Connection, parse_bootstrap
+from pybroker.clients.wire import Connection, WireError, parse_bootstrap
 from pybroker.protocol.messages.streams_group_describe import StreamsGroupDescribeRequest
 from tests.ecosystem.jvm import Tours
 from tests.ecosystem.test_kafka_streams import CUSTOMERS, App, _region, _totals
@@ -64,7 +64,7 @@ def wait_stable(bootstrap: str, group: str, members: int, deadline: float) -> ob
     while time.monotonic() < deadline:
         try:
             described = describe(bootstrap, group)
-        except Exception:  # noqa: BLE001 - the broker restarting
+        except (OSError, WireError):  # the broker restarting
             time.sleep(0.5)
             continue
         if described.error_code == 0 and described.group_state == "Stable" and len(described.members) == members:
