@@ -137,6 +137,11 @@ class StreamsGroups:
         group = self._group(req, now, records)
         data = group.streams
         assert data is not None
+        current = data.topology
+        if req.topology is not None and current is not None and req.topology.epoch == current.epoch \
+                and req.topology != current:  # refused before anything about the member changes
+            raise Refused(ErrorCode.STREAMS_INVALID_TOPOLOGY_EPOCH, "Topology updated but topology epoch "
+                          f"not incremented (epoch {current.epoch}).")
         member, is_new = self._member_for(data, req, now)
         bump = self._update_member(member, req) or is_new
         if bump:
@@ -294,10 +299,7 @@ class StreamsGroups:
         if current is not None and topology.epoch < current.epoch:
             return False  # a stale member: told STALE_TOPOLOGY, given its tasks of the group's topology
         if current is not None and topology.epoch == current.epoch:
-            if topology != current:
-                raise Refused(ErrorCode.STREAMS_INVALID_TOPOLOGY_EPOCH, "Topology updated but topology epoch "
-                              f"not incremented (epoch {topology.epoch}).")
-            return False
+            return False  # the same (another one was refused before the member was touched)
         data.topology = topology
         data.configured = None
         records.append(rec.topology_record(group.group_id, topology))
