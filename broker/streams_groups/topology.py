@@ -76,8 +76,6 @@ def validate(topology: Topology) -> None:
     if len(topology.subtopologies) > MAX_SUBTOPOLOGIES:
         raise InvalidTopology(f"At most {MAX_SUBTOPOLOGIES} subtopologies.")
     seen: set[str] = set()
-    repartition_sources: set[str] = set()
-    sinks: set[str] = set()
     for sub in topology.subtopologies:
         if not sub.subtopology_id:
             raise InvalidTopology("Subtopology IDs must be non-empty.")
@@ -102,12 +100,6 @@ def validate(topology: Topology) -> None:
                     any(not 0 <= i < len(sub.repartition_source_topics) for i in repartitions):
                 raise InvalidTopology(f"Copartition group of subtopology {sub.subtopology_id} names a topic "
                                       "that is not in the subtopology.")
-        repartition_sources.update(t.name for t in sub.repartition_source_topics)
-        sinks.update(sub.repartition_sink_topics)
-    missing = sorted(sinks - repartition_sources)
-    if missing:
-        raise InvalidTopology(f"Repartition sink topics {', '.join(missing)} are not the repartition source "
-                              "topic of any subtopology.")
 
 
 @dataclass(frozen=True, slots=True)

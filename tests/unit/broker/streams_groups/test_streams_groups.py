@@ -135,7 +135,7 @@ def test_refusals_say_why_as_kafka_does() -> None:
     assert kit.beat("m1", joined.member_epoch + 5).error is ErrorCode.FENCED_MEMBER_EPOCH
     changed = Topology(0, (Subtopology("0", source_topics=("other",)),))
     assert kit.beat("m2", 0, topology=changed).error is ErrorCode.STREAMS_INVALID_TOPOLOGY_EPOCH
-    broken = Topology(1, (Subtopology("0", source_topics=("in",), repartition_sink_topics=("nowhere",)),))
+    broken = Topology(1, (Subtopology("0", source_topics=("in", "bad name")),))
     assert kit.beat("m2", 0, topology=broken).error is ErrorCode.STREAMS_INVALID_TOPOLOGY
     duplicate = Topology(1, (Subtopology("0", source_topics=("in",)), Subtopology("0", source_topics=("in",))))
     assert kit.beat("m2", 0, topology=duplicate).error is ErrorCode.STREAMS_INVALID_TOPOLOGY

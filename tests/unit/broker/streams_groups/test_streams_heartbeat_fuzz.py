@@ -28,7 +28,7 @@ ALLOWED = {E.NONE, E.INVALID_REQUEST, E.UNKNOWN_MEMBER_ID, E.FENCED_MEMBER_EPOCH
 
 OTHER = Topology(1, (Subtopology("0", source_topics=("in",), state_changelog_topics=(TopicInfo("app-other"),)),))
 SAME_EPOCH_OTHER = Topology(0, (Subtopology("0", source_topics=("in",)),))
-BROKEN = Topology(2, (Subtopology("0", source_topics=("in",), repartition_sink_topics=("nowhere",)),))
+BROKEN = Topology(2, (Subtopology("0", source_topics=("in",)), Subtopology("0", source_topics=("in",))))
 tasks = st.dictionaries(st.sampled_from(["0", "1", "9"]), st.frozensets(st.integers(-1, 5), min_size=1, max_size=4),
                         max_size=3)
 owned = st.none() | st.builds(Target, tasks, tasks, tasks)
