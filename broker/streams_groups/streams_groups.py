@@ -142,7 +142,7 @@ class StreamsGroups:
                 and req.topology != current:  # refused before anything about the member changes
             raise Refused(ErrorCode.STREAMS_INVALID_TOPOLOGY_EPOCH, "Topology updated but topology epoch "
                           f"not incremented (epoch {current.epoch}).")
-        member, is_new = self._member_for(data, req, now)
+        member, is_new = self._member_for(group, data, req, now, records)
         bump = self._update_member(member, req) or is_new
         if bump:
             records.append(rec.member_record(group.group_id, member))
@@ -233,7 +233,8 @@ class StreamsGroups:
             log.info("group converted to the streams protocol", group=req.group_id)
         return group
 
-    def _member_for(self, data: StreamsGroupData, req: StreamsHeartbeat, now: int) -> tuple[StreamsMember, bool]:
+    def _member_for(self, group: Group, data: StreamsGroupData, req: StreamsHeartbeat, now: int,
+                    records: Records) -> tuple[StreamsMember, bool]:
         member = data.members.get(req.member_id)
         if req.member_epoch == 0:
             if req.instance_id is not None and req.instance_id in data.static_members \
@@ -242,6 +243,8 @@ class StreamsGroups:
                 if old is not None and old.member_epoch != STATIC_LEAVE_EPOCH:
                     raise Refused(ErrorCode.UNRELEASED_INSTANCE_ID,
                                   f"Static member {req.instance_id} has not left the group.")
+                if old is not None:  # its instance is back under a new id: it takes the old one's place
+                    return self._replace_static(group, data, old, req, now, records), False
             if member is not None:  # it rejoins (fenced, or restarted with its id): it owns nothing now
                 member.assigned = member.pending_revocation = Target()
                 member.member_epoch, member.state, member.owned = 0, MemberState.STABLE, None
@@ -265,6 +268,28 @@ class StreamsGroups:
                 raise Refused(ErrorCode.FENCED_MEMBER_EPOCH, f"The streams group member has a member epoch "
                               f"({req.member_epoch}) other than its current one ({member.member_epoch}).")
         return member, False
+
+    def _replace_static(self, group: Group, data: StreamsGroupData, old: StreamsMember, req: StreamsHeartbeat,
+                        now: int, records: Records) -> StreamsMember:
+        """A static member that left with epoch -2 rejoins under a new member id: the old one goes, its target
+        (now free) becomes the new one's, and the group does not rebalance (Kafka's static membership)."""
+        del data.members[old.member_id]
+        records += rec.member_tombstones(group.group_id, old.member_id)
+        member = StreamsMember(req.member_id, instance_id=req.instance_id, client_id=req.client_id,
+                               client_host=req.client_host, process_id=old.process_id,
+                               user_endpoint=old.user_endpoint, client_tags=dict(old.client_tags),
+                               rack_id=old.rack_id, topology_epoch=old.topology_epoch, last_heartbeat_ms=now)
+        data.members[member.member_id] = member
+        assert req.instance_id is not None
+        data.static_members[req.instance_id] = member.member_id
+        target = data.targets.pop(old.member_id, None)
+        if target is not None:
+            data.targets[member.member_id] = target
+            records += rec.target_records(group.group_id, data, [member.member_id])
+        records.append(rec.member_record(group.group_id, member))
+        log.info("static streams member rejoined", group=group.group_id, instance=req.instance_id,
+                 member=member.member_id, replaced=old.member_id)
+        return member
 
     @staticmethod
     def _update_member(member: StreamsMember, req: StreamsHeartbeat) -> bool:

@@ -197,3 +197,18 @@ def test_deleting_an_empty_streams_group_writes_its_tombstones() -> None:
     for record in kit.log.decoded():
         replayed.apply(record)
     assert not replayed.streams["app"].exists
+
+
+def test_a_static_member_that_left_comes_back_under_a_new_id_without_a_rebalance() -> None:
+    kit = Kit({"in": 2, "app-rep": 2, "app-store-changelog": 2})
+    a = kit.beat("m1", 0, instance_id="i1")
+    b = kit.beat("m2", 0)
+    kit.beat("m1", a.member_epoch, owned=Target())
+    kit.beat("m2", b.member_epoch)
+    assert kit.beat("m3", 0, instance_id="i1").error is ErrorCode.UNRELEASED_INSTANCE_ID
+    epoch, target = kit.data().group_epoch, kit.data().targets["m1"]
+    assert kit.beat("m1", -2, instance_id="i1").error is ErrorCode.NONE
+    back = kit.beat("m1-new", 0, instance_id="i1", process="proc-m1")
+    assert back.error is ErrorCode.NONE and "m1" not in kit.data().members
+    assert kit.data().group_epoch == epoch and kit.data().targets["m1-new"] == target
+    assert back.assignment == target
