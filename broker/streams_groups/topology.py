@@ -27,6 +27,8 @@ MAX_SUBTOPOLOGIES = 1_000
 MAX_TOPICS_PER_SUBTOPOLOGY = 1_000
 MAX_TOPIC_CONFIGS = 200
 MAX_TASKS = 100_000
+#: internal topics (repartition and changelog) one topology may have the broker create
+MAX_INTERNAL_TOPICS = 1_000
 MAX_NAME_CHARS = 249
 _LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]+")
 
@@ -75,6 +77,13 @@ def validate(topology: Topology) -> None:
     """Raise `InvalidTopology` for a topology that cannot be run or is larger than the caps."""
     if len(topology.subtopologies) > MAX_SUBTOPOLOGIES:
         raise InvalidTopology(f"At most {MAX_SUBTOPOLOGIES} subtopologies.")
+    internal = {t.name for sub in topology.subtopologies
+                for t in (*sub.state_changelog_topics, *sub.repartition_source_topics)}
+    if len(internal) > MAX_INTERNAL_TOPICS:
+        raise InvalidTopology(f"At most {MAX_INTERNAL_TOPICS} internal topics.")
+    reserved = sorted(name for name in internal if name.startswith("__"))
+    if reserved:  # the broker's own topics (__consumer_offsets, ...) are never a topology's to make
+        raise InvalidTopology(f"Internal topic names may not start with '__': {', '.join(reserved[:5])}.")
     seen: set[str] = set()
     for sub in topology.subtopologies:
         if not sub.subtopology_id:

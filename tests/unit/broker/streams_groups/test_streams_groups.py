@@ -140,6 +140,12 @@ def test_refusals_say_why_as_kafka_does() -> None:
     duplicate = Topology(1, (Subtopology("0", source_topics=("in",)), Subtopology("0", source_topics=("in",))))
     assert kit.beat("m2", 0, topology=duplicate).error is ErrorCode.STREAMS_INVALID_TOPOLOGY
     assert kit.beat("", 0).message == "MemberId can't be empty."
+    many = Topology(1, (Subtopology("0", source_topics=("in",), state_changelog_topics=tuple(
+        TopicInfo(f"c{i}") for i in range(1001))),))
+    assert kit.beat("m2", 0, topology=many).message == "At most 1000 internal topics."
+    ours = Topology(1, (Subtopology("0", source_topics=("in",), state_changelog_topics=(
+        TopicInfo("__transaction_state"),)),))
+    assert kit.beat("m2", 0, topology=ours).error is ErrorCode.STREAMS_INVALID_TOPOLOGY
 
 
 def test_a_newer_topology_replaces_the_groups_and_stale_members_are_told() -> None:
