@@ -20,6 +20,7 @@ What changed is written to `__consumer_offsets` before the answer goes out.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 
 from pybroker.broker.groups.group import Group
@@ -109,9 +110,11 @@ class StreamsGroups:
 
     # -- StreamsGroupHeartbeat ---------------------------------------------------------------------------
     def heartbeat(self, req: StreamsHeartbeat, now: int, respond: Respond) -> None:
+        before = self._snapshot(req.group_id)
         try:
             records, outcome = self._heartbeat(req, now)
         except Refused as refused:
+            self._restore(req.group_id, before)  # a refusal changes nothing
             respond(StreamsHeartbeatOutcome(refused.error, refused.message))
             return
         finally:
@@ -123,11 +126,38 @@ class StreamsGroups:
         def written(code: ErrorCode) -> None:
             if code is ErrorCode.NONE:
                 respond(outcome)
-            else:
+            else:  # as Kafka: the group goes back to what its records say
+                self._restore(req.group_id, before)
+                log.warning("streams group change undone: its records were not written", group=req.group_id,
+                            error=code.name)
+                self.timers.schedule_id(req.group_id)
                 respond(StreamsHeartbeatOutcome(client_error(code), member_id=req.member_id,
                                                 member_epoch=req.member_epoch))
 
         self.store.append(req.group_id, records, now, written)
+
+    def _snapshot(self, group_id: str) -> tuple[Group | None, str | None, StreamsGroupData | None]:
+        """What a heartbeat may change of a group: its protocol and a copy of its streams data (members
+        copied one level: their fields are replaced, never mutated in place; tasks and topologies are
+        immutable)."""
+        group = self.store.groups.get(group_id)
+        if group is None or group.streams is None:
+            return group, None if group is None else group.protocol_type, None
+        data = copy.copy(group.streams)
+        data.members = {m: copy.copy(member) for m, member in group.streams.members.items()}
+        data.static_members = dict(data.static_members)
+        data.targets = dict(data.targets)
+        return group, group.protocol_type, data
+
+    def _restore(self, group_id: str, before: tuple[Group | None, str | None, StreamsGroupData | None]) -> None:
+        group, protocol_type, data = before
+        current = self.store.groups.get(group_id)
+        if group is None:
+            if current is not None and current.streams is not None and not current.offsets:
+                del self.store.groups[group_id]  # made by the undone heartbeat
+            return
+        if current is group:
+            group.streams, group.protocol_type = data, protocol_type
 
     def _heartbeat(self, req: StreamsHeartbeat, now: int) -> tuple[Records, StreamsHeartbeatOutcome]:
         self._validate(req)

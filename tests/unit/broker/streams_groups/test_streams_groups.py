@@ -218,3 +218,25 @@ def test_a_static_member_that_left_comes_back_under_a_new_id_without_a_rebalance
     assert back.error is ErrorCode.NONE and "m1" not in kit.data().members
     assert kit.data().group_epoch == epoch and kit.data().targets["m1-new"] == target
     assert back.assignment == target
+
+
+def test_a_heartbeat_whose_records_were_not_written_changes_nothing() -> None:
+    kit = Kit({"in": 2, "app-rep": 2, "app-store-changelog": 2})
+    a = kit.beat("m1", 0)
+    before = (kit.data().group_epoch, set(kit.data().members), kit.data().targets)
+    kit.log.hold = True
+    box = Box()
+    kit.co.streams_heartbeat(StreamsHeartbeat("app", "m2", 0, topology=TOPOLOGY, owned=Target(), process_id="p2",
+                                              rebalance_timeout_ms=30_000), 0, box)
+    kit.log.release(ErrorCode.KAFKA_STORAGE_ERROR)
+    assert box.answers[0].error is not ErrorCode.NONE
+    assert (kit.data().group_epoch, set(kit.data().members), kit.data().targets) == before
+    kit.log.hold = False
+    again = kit.beat("m1", a.member_epoch)
+    assert again.error is ErrorCode.NONE and again.member_epoch == a.member_epoch
+    box = Box()
+    kit.log.hold = True
+    kit.co.streams_heartbeat(StreamsHeartbeat("other", "m1", 0, topology=TOPOLOGY, owned=Target(), process_id="p",
+                                              rebalance_timeout_ms=30_000), 0, box)
+    kit.log.release(ErrorCode.KAFKA_STORAGE_ERROR)
+    assert "other" not in kit.co.groups  # a group its first heartbeat made is gone with it
