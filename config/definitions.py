@@ -267,10 +267,23 @@ BROKER_DEFS: tuple[ConfigDef, ...] = (
     _b("controller.listener.names", "list", [], "Accepted for compatibility."),
     _b("inter.broker.listener.name", "string", None, "Accepted for compatibility."),
     _b("num.recovery.threads.per.data.dir", "int", 2, "Accepted for compatibility.", at_least(1)),
-    _b("group.coordinator.rebalance.protocols", "list", ["classic", "consumer"],
-       "Group protocols the coordinator serves: classic (JoinGroup/SyncGroup) and consumer (KIP-848's "
-       "ConsumerGroupHeartbeat); without consumer, ConsumerGroupHeartbeat answers UNSUPPORTED_VERSION.",
+    _b("group.coordinator.rebalance.protocols", "list", ["classic", "consumer", "streams"],
+       "Group protocols the coordinator serves: classic (JoinGroup/SyncGroup), consumer (KIP-848's "
+       "ConsumerGroupHeartbeat) and streams (KIP-1071's StreamsGroupHeartbeat); without consumer, "
+       "ConsumerGroupHeartbeat answers UNSUPPORTED_VERSION, and without streams, StreamsGroupHeartbeat does.",
        each_of("classic", "consumer", "share", "streams")),
+    # -- the streams group protocol (KIP-1071) -------------------------------------------------------
+    _b("group.streams.heartbeat.interval.ms", "int", 5000,
+       "How often streams-protocol members heartbeat (the interval the coordinator tells them).", at_least(1)),
+    _b("group.streams.session.timeout.ms", "int", 45000,
+       "A streams-protocol member that has not heartbeated for this long is fenced: its tasks go to the "
+       "others.", at_least(1)),
+    _b("group.streams.max.size", "int", 2**31 - 1,
+       "Most members in one streams group (GROUP_MAX_SIZE_REACHED beyond).", at_least(1)),
+    _b("group.streams.num.standby.replicas", "int", 0,
+       "Standby replicas of each stateful task in a streams group, each on another process than the "
+       "task's active one (the client's num.standby.replicas does not apply under group.protocol=streams).",
+       at_least(0)),
     # -- the consumer group protocol (KIP-848) -------------------------------------------------------
     _b("group.consumer.heartbeat.interval.ms", "int", 5000,
        "How often consumer-protocol members heartbeat (the interval the coordinator tells them).", at_least(1)),

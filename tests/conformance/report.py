@@ -32,6 +32,8 @@ ABOUT = {
     "scram_errors": "Both brokers with SCRAM-SHA-256 and SCRAM-SHA-512 enabled beside PLAIN: whole logins, wrong "
                     "passwords, unknown users, forged nonces, malformed messages, and the SCRAM credential APIs' "
                     "rules and answer order.",
+    "streams_errors": "The streams group protocol (KIP-1071): heartbeats refused before a group exists, and "
+                      "describes of groups that are not streams groups.",
 }
 
 
