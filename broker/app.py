@@ -56,7 +56,7 @@ class BrokerApp:
         #: the web console (docs/console.md): under /console on the metrics port, and on console.port
         self.console = ConsoleService(self.state, self.metrics.collector) if config.get("console.enable") else None
         if self.console is not None:
-            self.metrics.server.console = self.console.app
+            self.metrics.server.console = self.console.handle
         self.console_bound_port: int | None = None
 
     def not_ready_reason(self) -> str | None:
