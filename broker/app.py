@@ -26,6 +26,7 @@ from pybroker.broker.partitions import validation_processes
 from pybroker.broker.resource_limits import apply_partition_limits, raise_open_file_limit
 from pybroker.broker.state import BrokerState
 from pybroker.config.broker_config import BrokerConfig
+from pybroker.protocol.records.batch import load_crc32c
 
 log = get_logger("pybroker.app")
 
@@ -58,6 +59,8 @@ class BrokerApp:
         if self.console is not None:
             self.metrics.server.console = self.console.handle
         self.console_bound_port: int | None = None
+        #: what the start leaves to import after the listeners answer (`_warm_up`)
+        self.warming_up: asyncio.Future[Any] | None = None
 
     def not_ready_reason(self) -> str | None:
         """None while the broker serves; otherwise why not (for `/readyz`)."""
@@ -133,6 +136,7 @@ class BrokerApp:
             if url is not None:
                 log.info("console", url=url)
         self.serving = True
+        self.warming_up = asyncio.ensure_future(asyncio.to_thread(_warm_up))
 
     def console_url(self) -> str | None:
         """Where a person on this machine opens the console: its own port if it has one, else the metrics
@@ -246,6 +250,9 @@ class BrokerApp:
         await asyncio.to_thread(self.state.cleaner.shutdown)  # before the logs close under it
         await asyncio.to_thread(self.state.logs.shutdown)
         validation_processes.shutdown()
+        if self.warming_up is not None:
+            with contextlib.suppress(Exception):
+                await self.warming_up
         await self.metrics.stop()
         if self.console is not None:
             await self.console.stop()
@@ -254,6 +261,12 @@ class BrokerApp:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self.shutdown_event.set)
+
+
+def _warm_up() -> None:
+    """On a worker thread, once the broker serves: import what the start left for its first use (the CRC-32C
+    package, `protocol/records/batch.py` says why), so that first use does not wait for it."""
+    load_crc32c()
 
 
 def _as_dict(stats: Any) -> dict[str, Any]:

@@ -2,7 +2,8 @@
 
 A started broker has every handler registered and its listeners and metrics port up, yet has not imported
 what only a later request needs: the web console's pages (built at the first `/console` request), the
-Spark connector and pyarrow, the admin commands. The check runs in a fresh interpreter (this one has
+Spark connector and pyarrow, the admin commands, and the `crc32c` package (whose import reads the installed
+distributions' metadata; the broker imports it on a worker thread once it serves). The check runs in a fresh interpreter (this one has
 imported everything); it looks at *what* is imported, never at how long it took (that is `make bench`'s).
 """
 
@@ -40,10 +41,10 @@ uvloop.run(main())
 #: imported only when first used, never by a start
 NOT_AT_START = ("pybroker.broker.console.routes", "pybroker.broker.console.admin_routes",
                 "pybroker.broker.console.local_client", "pybroker.broker.console.search",
-                "pybroker.clients", "pyarrow", "pyspark")
+                "pybroker.clients", "pyarrow", "pyspark", "crc32c", "importlib.metadata")
 
 
-def test_a_started_broker_has_not_imported_the_console_pages_spark_or_the_admin_commands(tmp_path: Path) -> None:
+def test_a_started_broker_has_not_imported_what_only_a_later_request_needs(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-c", SCRIPT, str(tmp_path / "data")], capture_output=True,
                           text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
