@@ -59,8 +59,6 @@ class BrokerApp:
         if self.console is not None:
             self.metrics.server.console = self.console.handle
         self.console_bound_port: int | None = None
-        #: what the start leaves to import after the listeners answer (`_warm_up`)
-        self.warming_up: asyncio.Future[Any] | None = None
 
     def not_ready_reason(self) -> str | None:
         """None while the broker serves; otherwise why not (for `/readyz`)."""
@@ -136,7 +134,6 @@ class BrokerApp:
             if url is not None:
                 log.info("console", url=url)
         self.serving = True
-        self.warming_up = asyncio.ensure_future(asyncio.to_thread(_warm_up))
 
     def console_url(self) -> str | None:
         """Where a person on this machine opens the console: its own port if it has one, else the metrics
@@ -155,16 +152,21 @@ class BrokerApp:
 
     async def run_background(self) -> None:
         """Periodic jobs: the flush policy for acks=0/1 data, checkpoints, retention, and the TLS key
-        store files' change check."""
+        store files' change check; at the first tick, a second after the listeners answer, the imports
+        the start left for later (`_warm_up`), on a worker thread."""
         checkpoint_every = int(self.config.get("log.flush.offset.checkpoint.interval.ms")) / 1000
         retention_every = int(self.config.get("log.retention.check.interval.ms")) / 1000
         last_checkpoint = last_retention = last_key_store_check = time.monotonic()
+        warmed_up = False
         while not self.shutdown_event.is_set():
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self.shutdown_event.wait(), BACKGROUND_TICK_S)
             if self.shutdown_event.is_set():
                 return
             try:
+                if not warmed_up:
+                    warmed_up = True
+                    await asyncio.to_thread(_warm_up)
                 if self.listeners is not None and time.monotonic() - last_key_store_check >= KEY_STORE_CHECK_S:
                     last_key_store_check = time.monotonic()
                     self.listeners.check_key_stores()
@@ -250,9 +252,6 @@ class BrokerApp:
         await asyncio.to_thread(self.state.cleaner.shutdown)  # before the logs close under it
         await asyncio.to_thread(self.state.logs.shutdown)
         validation_processes.shutdown()
-        if self.warming_up is not None:
-            with contextlib.suppress(Exception):
-                await self.warming_up
         await self.metrics.stop()
         if self.console is not None:
             await self.console.stop()
@@ -264,8 +263,9 @@ class BrokerApp:
 
 
 def _warm_up() -> None:
-    """On a worker thread, once the broker serves: import what the start left for its first use (the CRC-32C
-    package, `protocol/records/batch.py` says why), so that first use does not wait for it."""
+    """On a worker thread, a second after the broker began to serve: import what the start left for its
+    first use (the CRC-32C package, `protocol/records/batch.py` says why), so that first use need not wait
+    for it, and the first answers (ApiVersions, Metadata) do not share the interpreter with it."""
     load_crc32c()
 
 
