@@ -95,19 +95,23 @@ def print_grid(cells: list[Cell], processes: int, repeats: int, disk: Mapping[in
 
 
 def brokers_text(start_s: Mapping[str, float], rss_mb: Mapping[str, float], latency: Mapping[str, Latency],
-                 joins: Mapping[str, float | None], storage: Mapping[str, str]) -> str:
-    """One row per broker: what it costs to run, not to move data."""
+                 joins: Mapping[str, float | None], storage: Mapping[str, str],
+                 start_cpu_s: Mapping[str, float] | None = None) -> str:
+    """One row per broker: what it costs to run, not to move data. `start_cpu_s`: CPU seconds at ready (a
+    start's cost; on a loaded machine the wall time also says how many threads competed for the cores)."""
     targets = ordered([t for t in {**start_s, **rss_mb, **latency} if t != CEILING])
+    cpu = start_cpu_s or {}
     lines = ["\n== per broker (x pybroker: this broker's figure over pybroker's) ==",
-             f"  {'target':<14}{'start-to-ready':>15}{'x pyb':>8}{'peak RSS':>12}{'x pyb':>8}{'e2e p50':>14}"
-             f"{'e2e p99':>14}{'group join':>12}  storage"]
+             f"  {'target':<14}{'start-to-ready':>15}{'x pyb':>8}{'start CPU':>11}{'peak RSS':>12}{'x pyb':>8}"
+             f"{'e2e p50':>14}{'e2e p99':>14}{'group join':>12}  storage"]
     for t in targets:
         lat = latency.get(t)
         join = joins.get(t)
         start, rss = start_s.get(t, float("nan")), rss_mb.get(t, float("nan"))
         start_x = "" if t == OURS else _n(_over(start, start_s.get(OURS)), 1, "x")
         rss_x = "" if t == OURS else _n(_over(rss, rss_mb.get(OURS)), 1, "x")
-        lines.append(f"  {t:<14}{_n(start, 2, ' s'):>15}{start_x:>8}{_n(rss, 0, ' MB'):>12}{rss_x:>8}"
+        lines.append(f"  {t:<14}{_n(start, 2, ' s'):>15}{start_x:>8}{_n(cpu.get(t), 2, ' s'):>11}"
+                     f"{_n(rss, 0, ' MB'):>12}{rss_x:>8}"
                      f"{_n(lat.percentile(0.5) if lat else None, 2, ' ms'):>14}"
                      f"{_n(lat.percentile(0.99) if lat else None, 2, ' ms'):>14}"
                      + (f"{_n(join, 3, ' s'):>12}  {storage.get(t, '')}"

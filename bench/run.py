@@ -84,6 +84,7 @@ from bench.grid import (  # noqa: E402
     CEILING,
     RETIRED_PEAK_MB,
     NullBrokerProcess,
+    cpu_seconds,
     create_topic,
     peak_rss_mb,
     run_grid,
@@ -120,13 +121,15 @@ def default_processes() -> int:
 
 def start_brokers(names: list[str], workdir: Path, pybroker_config: dict[str, str] | None = None,
                   kafka_heap: str = "1g") -> tuple[dict[str, BrokerProcess], dict[str, Callable[[], BrokerProcess]],
-                                                   dict[str, float]]:
+                                                   dict[str, float], dict[str, float]]:
     """Every target up at once (each idles while another is measured), one after the other, so each one's
     start-to-ready time (also returned) is its own; one that cannot start is left out. Also how to make a
-    fresh Tansu (its memory:// storage keeps deleted topics' data)."""
+    fresh Tansu (its memory:// storage keeps deleted topics' data), and each one's CPU seconds at that first
+    answer (its start's cost, which a loaded machine does not stretch as it stretches the wall time)."""
     brokers: dict[str, BrokerProcess] = {}
     fresh: dict[str, Callable[[], BrokerProcess]] = {}
     ready: dict[str, float] = {}
+    start_cpu: dict[str, float] = {}
     for name in names:
         broker: BrokerProcess
         if name in PROFILES:
@@ -161,7 +164,8 @@ def start_brokers(names: list[str], workdir: Path, pybroker_config: dict[str, st
         brokers[name] = broker
         if name != CEILING:
             ready[name] = start_to_ready(broker)
-    return brokers, fresh, ready
+            start_cpu[name] = cpu_seconds(broker.pid)
+    return brokers, fresh, ready, start_cpu
 
 
 def measure_latency(brokers: dict[str, BrokerProcess], args: argparse.Namespace) -> tuple[dict[str, Latency],
@@ -339,8 +343,10 @@ def main(argv: list[str] | None = None) -> int:
     fleet = Fleet(args.processes)
     try:
         with workdir as tmp:
-            brokers, fresh, ready = start_brokers(names, Path(tmp), settings["pybroker_config"], args.kafka_heap)
+            brokers, fresh, ready, start_cpu = start_brokers(names, Path(tmp), settings["pybroker_config"],
+                                                             args.kafka_heap)
             extra["start_to_ready_s"] = ready
+            extra["start_cpu_s"] = start_cpu
             try:
                 cells = run_grid(fleet, brokers, fresh, args.sizes, args.counts, args.seconds, args.repeats,
                                  args.phase_timeout)
@@ -376,9 +382,11 @@ def main(argv: list[str] | None = None) -> int:
         kill_all()
     disk = settings["disk_ceiling_mb_per_s"]
     print_grid(cells, args.processes, args.repeats, disk)
-    print(brokers_text(extra["start_to_ready_s"], extra["rss_peak_mb"], latencies, extra["group_join_s"], STORAGE))
+    print(brokers_text(extra["start_to_ready_s"], extra["rss_peak_mb"], latencies, extra["group_join_s"], STORAGE,
+                       extra["start_cpu_s"]))
     print("  start-to-ready: process start to its first Metadata answer listing a broker (Kafka: after its storage "
-          "format, not counted); peak RSS: VmHWM over the run, worker processes' peaks added; e2e: "
+          "format, not counted); start CPU: the broker's user + system CPU seconds by then (every thread, worker "
+          "processes included), what its start costs whatever the load; peak RSS: VmHWM over the run, worker processes' peaks added; e2e: "
           f"{args.latency_rate:,} msgs/s of 100 B, linger.ms=0, disk settled first; group join: subscribe with a "
           "new group id to the first record, median of 3")
     verdicts = judge(cells, disk)

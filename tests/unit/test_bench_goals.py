@@ -156,10 +156,14 @@ def test_the_goals_and_brokers_text() -> None:
     assert "peak RSS <= kafka / 5" in text and "100.00 MB <= 120.00 MB  yes" in text
     latency = Latency(1000, 1.0, [1.0, 2.0, 3.0])
     table = brokers_text({"pybroker": 0.5, "kafka": 5.0}, {"pybroker": 100.0, "kafka": 600.0},
-                         {"pybroker": latency}, {"pybroker": 0.2, "kafka": None}, {"kafka": "defaults"})
-    pyb, kafka = table.splitlines()[-2:]
-    assert pyb.split()[:3] == ["pybroker", "0.50", "s"] and "0.200 s" in pyb
-    assert "10.0x" in kafka and "6.0x" in kafka and kafka.rstrip().endswith("defaults")
+                         {"pybroker": latency}, {"pybroker": 0.2, "kafka": None}, {"kafka": "defaults"},
+                         {"pybroker": 0.45, "kafka": 4.7})
+    header, pyb, kafka = table.splitlines()[-3:]
+    assert "start CPU" in header
+    assert pyb.split()[:5] == ["pybroker", "0.50", "s", "0.45", "s"] and "0.200 s" in pyb
+    assert "10.0x" in kafka and "6.0x" in kafka and "4.70 s" in kafka and kafka.rstrip().endswith("defaults")
+    without_cpu = brokers_text({"pybroker": 0.5}, {"pybroker": 100.0}, {}, {}, {})
+    assert without_cpu.splitlines()[-1].split()[:4] == ["pybroker", "0.50", "s", "-"]
 
 
 def test_kafka_profiles_and_jvm_flags(tmp_path: Path) -> None:
