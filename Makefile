@@ -27,7 +27,7 @@ $(BROKER_STAMP): $(SOURCES_OF_INSTALL) | cc
 $(STAMP): $(SOURCES_OF_INSTALL) | cc
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	@$(INSTALL_SAYS); start=$$(date +%s); $(PY) -m pip install -q -e '.[test,dev,spark,iceberg]' && $(INSTALLED_SAYS)
+	@$(INSTALL_SAYS); start=$$(date +%s); $(PY) -m pip install -q -e '.[test,dev,spark,registry,iceberg]' && $(INSTALLED_SAYS)
 	touch $(STAMP) $(BROKER_STAMP)
 
 install: $(STAMP)
@@ -177,11 +177,12 @@ check-gen: $(STAMP)
 screenshots: $(STAMP) chromium bytecode
 	PYBROKER_CONSOLE_SCREENSHOTS=1 $(PY) -m pytest tests/integration/test_console_admin_browser.py -q $(PYTEST_ARGS)
 
-# BENCH_QUICK=1: a quick subset (about 2.5 minutes); BENCH_ARGS: bench/run.py's options (--processes, --repeats, ...)
+# BENCH_QUICK=1: a quick subset; BENCH_ARGS: bench/run.py's options (--processes, --repeats, --skip-kafka, ...).
+# Apache Kafka is a peer (docs/benchmarks.md): its jars are resolved first unless --skip-kafka is given
 BENCH_QUICK ?=
 BENCH_ARGS ?=
-bench: $(STAMP) bytecode
-	BENCH_QUICK=$(BENCH_QUICK) $(PY) bench/run.py $(BENCH_ARGS)
+bench: $(STAMP) bytecode $(if $(findstring --skip-kafka,$(BENCH_ARGS)),,java kafka)
+	BENCH_QUICK=$(BENCH_QUICK) PYBROKER_KAFKA_HOME=$(KAFKA_CACHE) $(PY) bench/run.py $(BENCH_ARGS)
 
 # issue 28: 10,000 idle connections held at the broker's real open-file limit, a stock client served beside
 # them, then 1,000 past the budget; prints accept time, RSS, CPU and latency (a minute or two)

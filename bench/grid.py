@@ -1,13 +1,14 @@
 """The throughput grid: record sizes x partition counts, produce then consume, on every target in turn.
 
-Targets: pybroker, Tansu and the null broker (`bench/null_broker.py`, the client-only ceiling), all up at
-once; every cell (size, partitions) runs on each target back to back, and the whole grid is repeated, so a
-change in the machine's load (it is shared) hits all three alike. A figure is the median of the
-repetitions; a ratio is the median of the repetitions' ratios (each taken between runs seconds apart).
+Targets: pybroker, Apache Kafka in two profiles (`bench/kafka_peer.py`), Tansu and the null broker
+(`bench/null_broker.py`, the client-only ceiling), all up at once; every cell (size, partitions) runs on each
+target back to back, and the whole grid is repeated, so a change in the machine's load (it is shared) hits
+them all alike. A figure is the median of the repetitions; a ratio is the median of the repetitions' ratios
+(each taken between runs seconds apart).
 
-Per phase, beside msgs/s and MB/s: the broker process's CPU seconds (user + system, from `/proc/<pid>/stat`)
-per GB of payload moved (less sensitive to a busy machine than a rate), its RSS after the phase, and for
-pybroker's consume the share of fetched bytes sent by `os.sendfile` (its `pybroker_fetch_bytes_total{path}`).
+Per phase, beside msgs/s and MB/s: the broker process's CPU seconds (user + system, its children included,
+from `/proc/<pid>/stat`) per GB of payload moved (less sensitive to a busy machine than a rate), its RSS after
+the phase, and for pybroker's consume the share of fetched bytes sent by `os.sendfile` (its `pybroker_fetch_bytes_total{path}`).
 Before every produce phase, on every target alike, the disk is settled (`bench/disk.py`: `os.sync()`,
 then wait until the kernel's dirty pages are written back), so no phase pays for the previous one's
 writes. A produce phase runs for a fixed time (the clients stop handing records over, then wait for every
@@ -18,6 +19,7 @@ are fresh per cell and deleted after it (Tansu, which keeps deleted data, is res
 from __future__ import annotations
 
 import contextlib
+import os
 import statistics
 import sys
 import time
@@ -56,22 +58,47 @@ class NullBrokerProcess(BrokerProcess):
         return env
 
 
-def cpu_times(pid: int | None) -> tuple[float, float]:
-    """User and system CPU seconds of a process so far, every thread (Linux `/proc`); NaNs where that
-    cannot be read."""
-    import os
-
+def _stat_fields(pid: int | str) -> list[str] | None:
+    """The fields of `/proc/<pid>/stat` after the command name (the state is [0]); None if it is gone."""
     try:
         with open(f"/proc/{pid}/stat") as stat:
-            fields = stat.read().rsplit(")", 1)[1].split()
+            return stat.read().rsplit(")", 1)[1].split()
     except (OSError, IndexError):
+        return None
+
+
+def _descendants(pid: int) -> list[int]:
+    """The live processes below `pid` (its worker processes), from every process's parent in `/proc`."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and (fields := _stat_fields(entry)) is not None:
+            children.setdefault(int(fields[1]), []).append(int(entry))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def cpu_times(pid: int | None) -> tuple[float, float]:
+    """User and system CPU seconds of a process so far, every thread, children included: its live
+    descendants' (pybroker's validation worker processes; a JVM has none) and those it has reaped (Linux
+    `/proc`); NaNs where that cannot be read."""
+    fields = _stat_fields(pid) if pid is not None else None
+    if fields is None:
         return float("nan"), float("nan")
     tick = os.sysconf("SC_CLK_TCK")
-    return int(fields[11]) / tick, int(fields[12]) / tick
+    user, system = int(fields[11]) + int(fields[13]), int(fields[12]) + int(fields[14])
+    for child in _descendants(pid) if pid is not None else []:
+        if (theirs := _stat_fields(child)) is not None:  # a child reaped meanwhile is counted in cutime
+            user += int(theirs[11])
+            system += int(theirs[12])
+    return user / tick, system / tick
 
 
 def cpu_seconds(pid: int | None) -> float:
-    """User + system CPU seconds of a process so far; NaN where that cannot be read."""
+    """User + system CPU seconds of a process and its children so far; NaN where that cannot be read."""
     return sum(cpu_times(pid))
 
 
@@ -85,6 +112,38 @@ def memory_mb(pid: int | None, key: str = "VmRSS") -> float:
     except OSError:
         pass
     return float("nan")
+
+
+def start_to_ready(broker: BrokerProcess, timeout_s: float = 120.0) -> float:
+    """Seconds from the broker's process start (`spawned_at`) to its first Metadata answer that lists a
+    broker: when a client can first find a leader. Called right after `start()` returned (which waits for
+    ApiVersions polled every 50 ms, or for Kafka the Metadata answer itself polled every 20 ms), so the
+    figure is good to those few tens of milliseconds. Metadata v12 (Kafka 4 and pybroker), else v9; NaN if
+    no answer came in `timeout_s`."""
+    from tests.kafka_node import metadata_brokers
+
+    ready_at = getattr(broker, "ready_at", 0.0)
+    if ready_at:
+        return float(ready_at - broker.spawned_at)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        for version in (12, 9):
+            try:
+                if metadata_brokers(broker.port, version) > 0:
+                    return time.monotonic() - broker.spawned_at
+            except Exception:  # not ready, or that version is not served: try the next
+                continue
+        time.sleep(0.02)
+    return float("nan")
+
+
+def peak_rss_mb(pid: int | None) -> float:
+    """Peak RSS (VmHWM) of a process in MB, its live worker processes' peaks added (an upper bound: their
+    peaks need not have come at once); NaN where it cannot be read."""
+    if pid is None:
+        return float("nan")
+    return memory_mb(pid, "VmHWM") + sum(v for child in _descendants(pid)
+                                         if (v := memory_mb(child, "VmHWM")) == v)
 
 
 def fetch_paths(broker: BrokerProcess) -> tuple[float, float] | None:

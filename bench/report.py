@@ -1,151 +1,169 @@
-"""What `make bench` prints of the throughput grid, the goals of issue 14, and the JSON it leaves behind.
+"""What `make bench` prints of the throughput grid, of each broker, and of the goals; and the JSON it leaves.
 
-One table: every (kind, size, partitions) with pybroker, Tansu, their ratio, the goal and whether it is
-met, and beside them the client-only ceiling (the same client processes against the null broker), the
-brokers' CPU seconds per GB moved and RSS, and pybroker's sendfile share. A pybroker figure within 20% of
-its ceiling is marked: there the clients, not the broker, set the pace.
+The grid: one block per (kind, size, partitions), one row per target (pybroker, Kafka's two profiles, Tansu,
+the null broker) with msgs/s and MB/s, pybroker's ratio to it, the ceiling that bounds it there and the share
+of that ceiling it reached, its CPU seconds per GB and RSS. Then one row per broker: start-to-ready, peak RSS,
+end-to-end p50/p99 at 1,000 msgs/s, consumer-group join. Then the goals (`bench/goals.py` judges them):
+each throughput goal by cell, met or not, against the lower of the goal and the ceiling; then the bounds
+(CPU per GB, peak RSS, start-to-ready, p99).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import platform
 import time
+from collections.abc import Mapping
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from bench.goals import (
+    NEAR_CEILING,
+    OURS,
+    Limit,
+    Verdict,
+    client_ceiling,
+    size_label,
+    target_ceiling,
+)
 from bench.grid import CEILING, Cell
 from bench.load import Latency
 
-#: (kind, record size) -> the least pybroker/Tansu ratio the issue asks for
-GOALS = {("produce", 1024): 2.0, ("produce", 10240): 3.0, ("consume", 1024): 2.0, ("consume", 10240): 3.0}
-LATENCY_P99_GOAL_MS = 5.0
-NEAR_CEILING = 0.8
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
+#: the order targets are printed in; any other after them
+ORDER = (OURS, "kafka", "kafka-fsync", "tansu", CEILING)
+LABELS = {CEILING: "null (clients)"}
 
 
-def _n(value: float, digits: int = 0, suffix: str = "") -> str:
-    return "-" if value != value else f"{value:,.{digits}f}{suffix}"
+def _n(value: float | None, digits: int = 0, suffix: str = "") -> str:
+    return "-" if value is None or value != value else f"{value:,.{digits}f}{suffix}"
 
 
-def _size(size: int) -> str:
-    return f"{size // 1024} KiB" if size >= 1024 and size % 1024 == 0 else f"{size} B"
+def met_text(met: bool | None) -> str:
+    return "-" if met is None else ("yes" if met else "NO")
 
 
-def met(ratio: float, goal: float) -> str:
-    return "-" if ratio != ratio else ("yes" if ratio >= goal else "NO")
+def ordered(targets: list[str] | set[str] | Mapping[str, Any]) -> list[str]:
+    names = list(targets)
+    return [t for t in ORDER if t in names] + sorted(t for t in names if t not in ORDER)
 
 
-def ceiling_of(cell: Cell) -> tuple[float, bool]:
-    """The client-only ceiling of a cell: the null broker's figure, or where a broker beat it (the null
-    broker writes fetched bytes from memory, slower than sendfile) the best figure reached: the clients
-    did at least that. The flag says it is such a lower bound."""
-    null = cell.median(CEILING)
-    best = max((v for v in (cell.median("pybroker"), cell.median("tansu")) if v == v), default=float("nan"))
-    if best == best and (null != null or best > null):
-        return best, True
-    return null, False
+def cell_rows(cell: Cell, disk: Mapping[int, float]) -> list[str]:
+    """One cell's block: a heading, then one row per target."""
+    lines = [f"  {cell.kind} {size_label(cell.size)} x{cell.partitions}p"]
+    for target in ordered(cell.runs):
+        ceiling = target_ceiling(cell, target, disk)
+        ours = cell.median(target)
+        share = ours / ceiling.msgs_per_s if ceiling.msgs_per_s == ceiling.msgs_per_s and ceiling.msgs_per_s else float("nan")
+        ratio = cell.ratio(OURS, target) if target != OURS else float("nan")
+        notes = cell.notes(target)
+        if target == OURS and cell.kind == "consume":
+            sendfile = cell.median(OURS, "sendfile_share")
+            if sendfile == sendfile:
+                notes = [f"sendfile {100 * sendfile:.1f}%", *notes]
+        ceiling_text = "" if target == CEILING else ceiling.short + _n(ceiling.msgs_per_s)
+        lines.append(f"    {LABELS.get(target, target):<16}{_n(ours):>11}{_n(cell.median(target, 'mb_per_s'), 1):>9}"
+                     f"{_n(ratio, 2, 'x'):>10}{ceiling_text:>13}"
+                     f"{('' if target == CEILING else _n(100 * share, 0, '%')):>7}"
+                     f"{_n(cell.median(target, 'cpu_s_per_gb'), 1):>10}{_n(cell.median(target, 'rss_mb')):>8}"
+                     f"  {'; '.join(notes)}".rstrip())
+    return lines
 
 
-def print_grid(cells: list[Cell], processes: int, repeats: int, disk: dict[int, float]) -> None:
-    print(f"\n== throughput: {processes} client processes, median of {repeats} repetition(s); "
-          "ratio = pybroker / Tansu msgs/s (median of per-repetition ratios) ==")
-    print("  ceiling: the same client processes against the null broker (answers at once, stores nothing); "
-          "'>=': a broker beat the null broker, the ceiling is at least its figure;\n"
-          "  CPU s/GB: broker CPU seconds per GB of payload; '*' = pybroker within 20% of the ceiling;\n"
-          "  disk: MB/s the disk alone took at the start of the run, written and fsynced the way pybroker writes "
-          "(one file per partition, no broker): pybroker's produce ceiling")
-    head = (f"  {'phase':<24}{'pybroker':>11}{'MB/s':>8}{'disk':>7}{'tansu':>11}{'ratio':>8}{'goal':>7}{'met':>5}"
-            f"{'ceiling':>11}{'pyb CPU':>9}{'tansu CPU':>10}{'sendfile':>10}{'pyb RSS':>9}  notes")
-    print(head)
-    print(f"  {'':<24}{'msgs/s':>11}{'':>8}{'MB/s':>7}{'msgs/s':>11}{'':>8}{'':>7}{'':>5}{'msgs/s':>11}{'s/GB':>9}{'s/GB':>10}"
-          f"{'':>10}{'MB':>9}")
+def grid_text(cells: list[Cell], processes: int, repeats: int, disk: Mapping[int, float]) -> str:
+    lines = [f"\n== throughput: {processes} client processes, median of {repeats} repetition(s) ==",
+             "  pyb/this: pybroker's msgs/s over this target's (median of per-repetition ratios);",
+             "  ceiling: what bounds this target here: 'c' the clients' (the same client processes against the null "
+             "broker, which answers at once and stores nothing; '>=c': a broker beat it, so at least that),",
+             "  'd' the disk's (the MB/s the disk alone made durable, written the way pybroker writes that many "
+             "partitions, over the record size: for the targets that fsync, pybroker and kafka-fsync);",
+             "  share: msgs/s over that ceiling; CPU s/GB: the broker's CPU seconds (children included) per GB of "
+             "payload; RSS: after the phase",
+             f"  {'phase / target':<20}{'msgs/s':>11}{'MB/s':>9}{'pyb/this':>10}{'ceiling':>13}{'share':>7}"
+             f"{'CPU s/GB':>10}{'RSS MB':>8}  notes"]
     for cell in sorted(cells, key=lambda c: (c.kind != "produce", c.partitions, c.size)):
-        ours, theirs = cell.median("pybroker"), cell.median("tansu")
-        ceiling, beaten = ceiling_of(cell)
-        ratio = cell.ratio()
-        goal = GOALS.get((cell.kind, cell.size))
-        mark = "*" if ours == ours and ceiling == ceiling and ours >= NEAR_CEILING * ceiling else " "
-        share = cell.median("pybroker", "sendfile_share")
-        notes = "; ".join(f"{t}: {n}" for t in ("pybroker", "tansu", CEILING) for n in cell.notes(t))
-        phase = f"{cell.kind} {_size(cell.size)} x{cell.partitions}p"
-        ceiling_mb = _n(disk.get(cell.partitions, float("nan"))) if cell.kind == "produce" else ""
-        print(f"  {phase:<24}{_n(ours):>10}{mark}{_n(cell.median('pybroker', 'mb_per_s'), 1):>8}{ceiling_mb:>7}"
-              f"{_n(theirs):>11}"
-              f"{_n(ratio, 2, 'x'):>8}{(f'{goal:g}x' if goal else ''):>7}{(met(ratio, goal) if goal else ''):>5}"
-              f"{('>=' if beaten else '') + _n(ceiling):>11}{_n(cell.median('pybroker', 'cpu_s_per_gb'), 1):>9}"
-              f"{_n(cell.median('tansu', 'cpu_s_per_gb'), 1):>10}"
-              f"{(_n(100 * share, 1, '%') if cell.kind == 'consume' else ''):>10}"
-              f"{_n(cell.median('pybroker', 'rss_mb')):>9}  {notes}")
+        if cell.runs:
+            lines += cell_rows(cell, disk)
+    return "\n".join(lines)
 
 
-def print_goals(cells: list[Cell], latency: dict[str, Latency], disk: dict[int, float]) -> list[dict[str, Any]]:
-    """The issue's goals, one line each, with the ratio at every partition count measured."""
-    counts = sorted({c.partitions for c in cells})
-    by_key = {(c.kind, c.size, c.partitions): c for c in cells}
-    print("\n== goals of issue 14 (pybroker / Tansu, same run, same machine) ==")
-    print(f"  {'goal':<30}" + "".join(f"{f'{n} partition(s)':>20}" for n in counts))
-    summary: list[dict[str, Any]] = []
-    for (kind, size), goal in GOALS.items():
-        line = f"  {f'{kind} {_size(size)} >= {goal:g}x':<30}"
-        for n in counts:
-            cell = by_key.get((kind, size, n))
-            ratio = cell.ratio() if cell else float("nan")
-            line += f"{_n(ratio, 2, 'x') + ' ' + met(ratio, goal):>20}"
-            summary.append({"goal": f"{kind} {size} B >= {goal:g}x Tansu", "partitions": n, "ratio": ratio,
-                            "met": ratio == ratio and ratio >= goal})
-        print(line)
-    for note in beyond_the_disk(cells, disk) + beyond_the_clients(cells):
-        print(f"    {note}")
-    ours = latency.get("pybroker")
-    if ours is not None:
-        p99 = ours.percentile(0.99)
-        theirs = latency.get("tansu")
-        them = f" (Tansu {_n(theirs.percentile(0.99), 2)} ms)" if theirs is not None else ""
-        print(f"  {f'end-to-end p99 <= {LATENCY_P99_GOAL_MS:g} ms':<30}{_n(p99, 2) + ' ms ' + met(-p99, -5.0):>20}"
-              f"  at {ours.rate} msgs/s, p50 {_n(ours.percentile(0.5), 2)} ms{them} {ours.note}")
-        summary.append({"goal": f"end-to-end p99 <= {LATENCY_P99_GOAL_MS:g} ms", "p99_ms": p99,
-                        "met": p99 == p99 and p99 <= LATENCY_P99_GOAL_MS})
-    return summary
+def print_grid(cells: list[Cell], processes: int, repeats: int, disk: Mapping[int, float]) -> None:
+    print(grid_text(cells, processes, repeats, disk), flush=True)
 
 
-def beyond_the_disk(cells: list[Cell], disk: dict[int, float]) -> list[str]:
-    """Produce goals that ask for more fsynced MB/s than the disk alone took: goal x Tansu's MB/s (Tansu
-    keeps records in memory) against the disk-only ceiling for that many partitions (`disk`)."""
-    notes = []
-    for cell in sorted(cells, key=lambda c: (c.size, c.partitions)):
-        goal = GOALS.get((cell.kind, cell.size))
-        needed = goal * cell.median("tansu", "mb_per_s") if goal and cell.kind == "produce" else float("nan")
-        ceiling = disk.get(cell.partitions, float("nan"))
-        if needed == needed and ceiling == ceiling and needed > ceiling:
-            notes.append(f"produce {_size(cell.size)} x{cell.partitions}p: {goal:g}x Tansu is {_n(needed)} MB/s "
-                         f"written and fsynced; the disk alone takes {_n(ceiling)} MB/s (pybroker: "
-                         f"{_n(cell.median('pybroker', 'mb_per_s'))} MB/s)")
-    return notes
+def brokers_text(start_s: Mapping[str, float], rss_mb: Mapping[str, float], latency: Mapping[str, Latency],
+                 joins: Mapping[str, float | None], storage: Mapping[str, str],
+                 start_cpu_s: Mapping[str, float] | None = None) -> str:
+    """One row per broker: what it costs to run, not to move data. `start_cpu_s`: CPU seconds at ready (a
+    start's cost; on a loaded machine the wall time also says how many threads competed for the cores)."""
+    targets = ordered([t for t in {**start_s, **rss_mb, **latency} if t != CEILING])
+    cpu = start_cpu_s or {}
+    lines = ["\n== per broker (x pybroker: this broker's figure over pybroker's) ==",
+             f"  {'target':<14}{'start-to-ready':>15}{'x pyb':>8}{'start CPU':>11}{'peak RSS':>12}{'x pyb':>8}"
+             f"{'e2e p50':>14}{'e2e p99':>14}{'group join':>12}  storage"]
+    for t in targets:
+        lat = latency.get(t)
+        join = joins.get(t)
+        start, rss = start_s.get(t, float("nan")), rss_mb.get(t, float("nan"))
+        start_x = "" if t == OURS else _n(_over(start, start_s.get(OURS)), 1, "x")
+        rss_x = "" if t == OURS else _n(_over(rss, rss_mb.get(OURS)), 1, "x")
+        lines.append(f"  {t:<14}{_n(start, 2, ' s'):>15}{start_x:>8}{_n(cpu.get(t), 2, ' s'):>11}"
+                     f"{_n(rss, 0, ' MB'):>12}{rss_x:>8}"
+                     f"{_n(lat.percentile(0.5) if lat else None, 2, ' ms'):>14}"
+                     f"{_n(lat.percentile(0.99) if lat else None, 2, ' ms'):>14}"
+                     + (f"{_n(join, 3, ' s'):>12}  {storage.get(t, '')}"
+                      + (f" ({lat.note})" if lat and lat.note else "")).rstrip())
+    return "\n".join(lines)
 
 
-def beyond_the_clients(cells: list[Cell]) -> list[str]:
-    """Goals that ask for more msgs/s than the same clients reach against the null broker (it answers at
-    once and stores nothing): a pybroker as fast as that ceiling would still miss them in this run. Only a
-    null-broker figure counts here (where a broker beat it, the ceiling is unknown); the null broker is a
-    Python program too, so this says where the bench's ceiling lies, not that no client could go faster."""
-    notes = []
-    for cell in sorted(cells, key=lambda c: (c.kind != "produce", c.size, c.partitions)):
-        goal = GOALS.get((cell.kind, cell.size))
-        needed = goal * cell.median("tansu") if goal else float("nan")
-        ceiling, beaten = ceiling_of(cell)
-        if needed == needed and ceiling == ceiling and not beaten and needed > ceiling:
-            notes.append(f"{cell.kind} {_size(cell.size)} x{cell.partitions}p: {goal:g}x Tansu is {_n(needed)} msgs/s; "
-                         f"the clients reach {_n(ceiling)} msgs/s against the null broker (pybroker: "
-                         f"{_n(cell.median('pybroker'))})")
-    return notes
+def _over(value: float, base: float | None) -> float:
+    return value / base if base and base == base and value == value else float("nan")
+
+
+def verdict_text(v: Verdict) -> str:
+    """'1.62x yes', or where the goal is beyond the ceiling '0.80x 95%d yes' (the share of the ceiling)."""
+    text = _n(v.ratio, 2, "x")
+    if v.beyond_ceiling:
+        text += f" {_n(100 * v.share_of_ceiling, 0, '%')}{v.ceiling.short}"
+    return f"{text} {met_text(v.met)}"
+
+
+def goals_text(verdicts: list[Verdict], limits: list[Limit], counts: list[int]) -> str:
+    lines = ["\n== goals (pybroker / peer msgs/s, same run, same machine) ==",
+             f"  a cell whose goal asks for more than its ceiling ('c' the clients', 'd' the disk's) is judged "
+             f"against the ceiling: met at {NEAR_CEILING:.0%} of it, the share shown",
+             f"  {'goal':<40}{'size':>8}" + "".join(f"{f'{n} partition(s)':>20}" for n in counts)]
+    rows: dict[tuple[str, int], dict[int, Verdict]] = {}
+    for v in verdicts:
+        rows.setdefault((f"[{v.goal.issue}] {v.goal.kind} >= {v.goal.ratio:g}x {v.goal.peer}", v.size), {})[
+            v.partitions] = v
+    for (label, size), by_count in rows.items():
+        lines.append(f"  {label:<40}{size_label(size):>8}"
+                     + "".join(f"{(verdict_text(by_count[n]) if n in by_count else ''):>20}" for n in counts))
+    cpu = [lim for lim in limits if lim.name.startswith("CPU")]
+    if cpu:
+        failed = [lim for lim in cpu if lim.met is False]
+        lines.append(f"  [34] broker CPU s/GB <= Kafka's (each profile, every cell): met in "
+                     f"{sum(lim.met is True for lim in cpu)} of {len(cpu)}"
+                     + ("" if not failed else "; not met: " + ", ".join(
+                         f"{lim.name.removeprefix('CPU s/GB ')} ({lim.value:.1f} > {lim.limit:.1f})" for lim in failed)))
+    for lim in limits:
+        if not lim.name.startswith("CPU"):
+            lines.append(f"  [34] {lim.name:<38}{_n(lim.value, 2)} {lim.unit} <= {_n(lim.limit, 2)} {lim.unit}"
+                         f"  {met_text(lim.met)}" + (f"  ({lim.basis})" if lim.basis else ""))
+    return "\n".join(lines)
+
+
+def print_goals(verdicts: list[Verdict], limits: list[Limit], counts: list[int]) -> None:
+    print(goals_text(verdicts, limits, counts), flush=True)
 
 
 def _finite(value: Any) -> Any:
     """NaN (a figure that could not be had) as null: JSON has no NaN."""
-    if isinstance(value, float) and value != value:
+    if isinstance(value, float) and math.isnan(value):
         return None
     if isinstance(value, dict):
         return {k: _finite(v) for k, v in value.items()}
@@ -155,9 +173,10 @@ def _finite(value: Any) -> Any:
 
 
 def write_json(settings: dict[str, Any], cells: list[Cell], latency: dict[str, Latency],
-               goals: list[dict[str, Any]], extra: dict[str, Any]) -> Path:
+               verdicts: list[Verdict], limits: list[Limit], extra: dict[str, Any]) -> Path:
     """bench/results/<UTC time>.json (git-ignored) and latest.json beside it: the figures for a closing note."""
     RESULTS_DIR.mkdir(exist_ok=True)
+    disk = settings.get("disk_ceiling_mb_per_s", {})
     doc = {
         "when_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "machine": {"arch": platform.machine(), "cores": os.cpu_count(), "python": platform.python_version(),
@@ -167,14 +186,14 @@ def write_json(settings: dict[str, Any], cells: list[Cell], latency: dict[str, L
                    "median_msgs_per_s": {t: c.median(t) for t in c.runs},
                    "median_mb_per_s": {t: c.median(t, "mb_per_s") for t in c.runs},
                    "median_cpu_s_per_gb": {t: c.median(t, "cpu_s_per_gb") for t in c.runs},
-                   "ratio_pybroker_tansu": c.ratio(),
-                   "client_ceiling_msgs_per_s": ceiling_of(c)[0], "ceiling_is_lower_bound": ceiling_of(c)[1],
+                   "ratio_pybroker_to": {t: c.ratio(OURS, t) for t in c.runs if t != OURS},
+                   "ceiling_msgs_per_s": {t: target_ceiling(c, t, disk).msgs_per_s for t in c.runs if t != CEILING},
+                   "client_ceiling_msgs_per_s": client_ceiling(c)[0], "ceiling_is_lower_bound": client_ceiling(c)[1],
                    "runs": {t: [asdict(p) for p in runs] for t, runs in c.runs.items()}} for c in cells],
         "latency": {name: {"rate": lat.rate, "p50_ms": lat.percentile(0.5), "p99_ms": lat.percentile(0.99),
                            "samples": len(lat.samples_ms), "note": lat.note} for name, lat in latency.items()},
-        "goals": goals,
-        "beyond_the_disk": beyond_the_disk(cells, settings.get("disk_ceiling_mb_per_s", {})),
-        "beyond_the_clients": beyond_the_clients(cells),
+        "goals": [v.as_dict() for v in verdicts],
+        "bounds": [lim.as_dict() for lim in limits],
         **extra,
     }
     text = json.dumps(_finite(doc), indent=1, default=lambda v: None)

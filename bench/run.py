@@ -1,4 +1,12 @@
-"""`make bench`: the broker measured, not the client: several client processes, pybroker beside Tansu.
+"""`make bench`: the broker measured, not the client: several client processes, pybroker beside Apache Kafka
+and Tansu.
+
+Why Kafka: pybroker stands in for it. It runs in two profiles (`bench/kafka_peer.py`): `kafka`, its
+defaults (acks=all answered from the page cache), and `kafka-fsync`, `log.flush.interval.messages=1`
+(every append fsynced before the answer: pybroker's durability), both the version the tests use, in a JVM
+with the flags Kafka's start scripts give a broker (stated in the output). pybroker runs with its defaults.
+Without Java or the jars (`make kafka`) the bench says so and goes on without Kafka; `--skip-kafka` leaves
+it out on purpose.
 
 Why Tansu: it is a Kafka-compatible broker written in Rust, so the ratio pybroker/tansu says how far a
 Python broker is from a compiled one on the same machine and the same client settings. Note the
@@ -15,6 +23,11 @@ of pybroker's fetched bytes sent by `os.sendfile`. Then end-to-end latency (p50/
 the consumer-group join time. The issue 14 goals are printed as ratios with met/not met, and everything
 is written as JSON to the git-ignored `bench/results/` (`latest.json` and one file per run).
 
+Beside the grid, per broker: start-to-ready (process start to its first Metadata answer listing a broker),
+peak RSS (VmHWM) over the run, end-to-end p50/p99 at 1,000 msgs/s and the consumer-group join time. The
+goals (`bench/goals.py`: issue 14 against Tansu, issue 34 against Kafka) are judged cell by cell against the
+lower of the goal and the ceiling, and printed with met/not met.
+
 Every cell starts with the disk in the same state: before each produce phase (and the latency phase), on
 every target alike, the harness calls `os.sync()` and waits until the kernel's dirty pages are written back
 (`bench/disk.py`; pybroker writes and fsyncs its log, Tansu and the null broker write nothing, and a disk
@@ -27,8 +40,8 @@ goals wherever a goal asks for more fsynced MB/s than the disk takes (Tansu keep
 
 A produce phase lasts a fixed time (2.5 s; the consume phase reads all of it back); `--repeats 3` runs
 the grid three times over and prints medians (the default, once, takes about 11 minutes on 2 cores).
-`BENCH_QUICK=1` (or `--quick`): a quick subset of about 2.5 minutes (1 KiB and 10 KiB, 1 and 16
-partitions, one repetition, nothing else). The full run adds, before the load, in-process: what produce-path validation
+`BENCH_QUICK=1` (or `--quick`): a quick subset (1 KiB and 10 KiB, 1 and 16 partitions, one repetition, the
+per-broker figures, nothing else: about 2.5 minutes without Kafka, about 6 with both profiles). The full run adds, before the load, in-process: what produce-path validation
 costs per batch and per record (`bench/validation.py`) and what fetch sessions (KIP-227) save a consumer
 of 1,000 partitions (`bench/fetch_sessions.py`) and what the hot codecs cost compiled (mypyc) against pure
 Python (`bench/codecs.py`); and after it, on pybroker alone: its CPU per produce request from pre-encoded
@@ -42,7 +55,7 @@ local[2] (`bench/spark_read.py`, `--skip-spark` to leave it out; skipped without
 with the previous kafka-python reader and with the compiled one, each beside one direct confluent-kafka
 consumer run right after it.
 
-    .venv/bin/python bench/run.py [--quick] [--processes N] [--repeats R] [--only pybroker|tansu] ...
+    .venv/bin/python bench/run.py [--quick] [--processes N] [--repeats R] [--only TARGET] [--skip-kafka] ...
 """
 
 from __future__ import annotations
@@ -66,14 +79,19 @@ if str(REPO_ROOT) not in sys.path:
 from bench.big_frames import measure as measure_big_frames  # noqa: E402
 from bench.disk import settle_disk, write_bandwidth  # noqa: E402
 from bench.fleet import Fleet  # noqa: E402
+from bench.goals import cpu_limits, judge, latency_limits, share_limits  # noqa: E402
 from bench.grid import (  # noqa: E402
     CEILING,
     RETIRED_PEAK_MB,
     NullBrokerProcess,
+    cpu_seconds,
     create_topic,
-    memory_mb,
+    peak_rss_mb,
     run_grid,
+    start_to_ready,
 )
+from bench.kafka_peer import PROFILES, KafkaProcess, describe  # noqa: E402
+from bench.kafka_peer import STORAGE as KAFKA_STORAGE  # noqa: E402
 from bench.load import (  # noqa: E402
     CONSUMER_SETTINGS,
     LATENCY_PRODUCER_SETTINGS,
@@ -82,7 +100,7 @@ from bench.load import (  # noqa: E402
     group_join,
     latency,
 )
-from bench.report import print_goals, print_grid, write_json  # noqa: E402
+from bench.report import brokers_text, print_goals, print_grid, write_json  # noqa: E402
 from tests.integration.brokers import BrokerProcess, TansuProcess, ensure_tansu, kill_all  # noqa: E402
 from tests.integration.metrics_broker import MetricsBrokerProcess  # noqa: E402
 
@@ -90,8 +108,10 @@ SIZES = (100, 1024, 10240)
 COUNTS = (1, 16, 256, 1024)
 PRODUCE_SECONDS = 2.5
 QUICK = {"sizes": (1024, 10240), "counts": (1, 16), "seconds": 2.0, "repeats": 1, "latency_seconds": 5.0}
-STORAGE = {"pybroker": "log segments on disk, fsync before acks=all is answered",
-           "tansu": "memory:// (nothing on disk)", CEILING: "the null broker: answers at once, stores nothing"}
+STORAGE = {"pybroker": "log segments on disk, fsync before acks=all is answered (its defaults)",
+           **KAFKA_STORAGE, "tansu": "memory:// (nothing on disk)",
+           CEILING: "the null broker: answers at once, stores nothing"}
+TARGETS = ("pybroker", *PROFILES, "tansu")
 
 
 def default_processes() -> int:
@@ -99,15 +119,28 @@ def default_processes() -> int:
     return max(2, os.cpu_count() or 2)
 
 
-def start_brokers(names: list[str], workdir: Path, pybroker_config: dict[str, str] | None = None) -> tuple[
-        dict[str, BrokerProcess], dict[str, Callable[[], BrokerProcess]]]:
-    """Every target up at once (each idles while another is measured); one that cannot start is left out.
-    Also how to make a fresh Tansu (its memory:// storage keeps deleted topics' data)."""
+def start_brokers(names: list[str], workdir: Path, pybroker_config: dict[str, str] | None = None,
+                  kafka_heap: str = "1g") -> tuple[dict[str, BrokerProcess], dict[str, Callable[[], BrokerProcess]],
+                                                   dict[str, float], dict[str, float]]:
+    """Every target up at once (each idles while another is measured), one after the other, so each one's
+    start-to-ready time (also returned) is its own; one that cannot start is left out. Also how to make a
+    fresh Tansu (its memory:// storage keeps deleted topics' data), and each one's CPU seconds at that first
+    answer (its start's cost, which a loaded machine does not stretch as it stretches the wall time)."""
     brokers: dict[str, BrokerProcess] = {}
     fresh: dict[str, Callable[[], BrokerProcess]] = {}
+    ready: dict[str, float] = {}
+    start_cpu: dict[str, float] = {}
     for name in names:
         broker: BrokerProcess
-        if name == "tansu":
+        if name in PROFILES:
+            from tests.kafka_node import missing_reason
+
+            missing = missing_reason()
+            if missing:
+                print(f"{name} cannot run, so no ratios to it: {missing}", flush=True)
+                continue
+            broker = KafkaProcess(workdir / name, name, kafka_heap)
+        elif name == "tansu":
             try:
                 binary = ensure_tansu()
             except Exception as exc:
@@ -129,7 +162,10 @@ def start_brokers(names: list[str], workdir: Path, pybroker_config: dict[str, st
             broker.close()
             continue
         brokers[name] = broker
-    return brokers, fresh
+        if name != CEILING:
+            ready[name] = start_to_ready(broker)
+            start_cpu[name] = cpu_seconds(broker.pid)
+    return brokers, fresh, ready, start_cpu
 
 
 def measure_latency(brokers: dict[str, BrokerProcess], args: argparse.Namespace) -> tuple[dict[str, Latency],
@@ -148,9 +184,8 @@ def measure_latency(brokers: dict[str, BrokerProcess], args: argparse.Namespace)
             latencies[name] = latency(broker.bootstrap, topic, args.latency_rate, args.latency_seconds)
             if unsettled:
                 latencies[name].note += unsettled
-            if not args.quick:
-                print(f"  [{name}] consumer group: subscribe to first record ...", flush=True)
-                joins[name] = group_join(broker.bootstrap, topic)
+            print(f"  [{name}] consumer group: subscribe to first record ...", flush=True)
+            joins[name] = group_join(broker.bootstrap, topic)
         except Exception as exc:
             print(f"  [{name}] latency failed: {exc!r}", flush=True)
     return latencies, joins
@@ -192,6 +227,8 @@ def print_settings(settings: dict[str, Any]) -> None:
           "pybroker writes its logs: appends over one file per partition, 8 threads fsyncing them as they grow, the "
           "page cache held to pybroker's budget)")
     print(f"client: {settings['client']}, {settings['processes']} processes, each its share of a phase's records")
+    if settings.get("kafka"):
+        print(f"kafka: {settings['kafka']}")
     if settings["pybroker_config"]:
         print("pybroker settings (not its defaults): "
               + ", ".join(f"{k}={v}" for k, v in settings["pybroker_config"].items()))
@@ -216,8 +253,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--sizes", help="record sizes, comma-separated (default 100,1024,10240)")
     parser.add_argument("--counts", help="partition counts, comma-separated (default 1,16,256,1024)")
     parser.add_argument("--seconds", type=float, help=f"length of a produce phase (default {PRODUCE_SECONDS:g}, quick 2)")
-    parser.add_argument("--only", choices=("pybroker", "tansu"), help="benchmark one broker only")
-    parser.add_argument("--skip-tansu", action="store_true", help="pybroker only (same as --only pybroker)")
+    parser.add_argument("--only", choices=TARGETS, help="benchmark one broker only")
+    parser.add_argument("--skip-tansu", action="store_true", help="no Tansu")
+    parser.add_argument("--skip-kafka", action="store_true", help="no Apache Kafka (neither profile)")
+    parser.add_argument("--kafka-heap", default="1g",
+                        help="Kafka's JVM heap, -Xms and -Xmx (default 1g, as Kafka's start script)")
     parser.add_argument("--skip-ceiling", action="store_true", help="no null-broker runs (no client ceiling)")
     parser.add_argument("--latency-rate", type=int, default=1000, help="msgs/s in the latency phase")
     parser.add_argument("--latency-seconds", type=float, help="length of the latency phase (default 10, quick 5)")
@@ -279,11 +319,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     # a SIGTERM unwinds like an exception, so client processes and brokers are stopped, not left behind
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    names = ["pybroker", "tansu"]
-    if args.only:
-        names = [args.only]
-    elif args.skip_tansu:
-        names = ["pybroker"]
+    names = [args.only] if args.only else [
+        n for n in TARGETS if not (n == "tansu" and args.skip_tansu) and not (n in PROFILES and args.skip_kafka)]
     if not args.skip_ceiling:
         names.append(CEILING)
     started = time.monotonic()
@@ -292,6 +329,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.skip_load:
         return 0
     settings = settings_of(args)
+    if any(name in PROFILES for name in names):
+        settings["kafka"] = describe(args.kafka_heap)
     workdir = tempfile.TemporaryDirectory(prefix="pybroker-bench-")
     settings["disk_ceiling_mb_per_s"] = {n: write_bandwidth(Path(workdir.name), seconds=settings["produce_seconds"],
                                                             files=n) for n in settings["partitions"]}
@@ -304,12 +343,15 @@ def main(argv: list[str] | None = None) -> int:
     fleet = Fleet(args.processes)
     try:
         with workdir as tmp:
-            brokers, fresh = start_brokers(names, Path(tmp), settings["pybroker_config"])
+            brokers, fresh, ready, start_cpu = start_brokers(names, Path(tmp), settings["pybroker_config"],
+                                                             args.kafka_heap)
+            extra["start_to_ready_s"] = ready
+            extra["start_cpu_s"] = start_cpu
             try:
                 cells = run_grid(fleet, brokers, fresh, args.sizes, args.counts, args.seconds, args.repeats,
                                  args.phase_timeout)
                 latencies, joins = measure_latency(brokers, args)
-                extra["rss_peak_mb"] = {name: max(memory_mb(b.pid, "VmHWM"), RETIRED_PEAK_MB.get(name, 0.0))
+                extra["rss_peak_mb"] = {name: max(peak_rss_mb(b.pid), RETIRED_PEAK_MB.get(name, 0.0))
                                         for name, b in brokers.items()}
                 extra["group_join_s"] = joins
             finally:
@@ -338,13 +380,20 @@ def main(argv: list[str] | None = None) -> int:
                 spark_results = spark_read.run(workdir=Path(tmp))
     finally:
         kill_all()
-    print_grid(cells, args.processes, args.repeats, settings["disk_ceiling_mb_per_s"])
-    print("  brokers' peak RSS (VmHWM) over the grid: "
-          + ", ".join(f"{n} {v:,.0f} MB" for n, v in extra["rss_peak_mb"].items()))
-    for name, joined in extra["group_join_s"].items():
-        print(f"  [{name}] consumer group, subscribe to first record: "
-              + ("timed out" if joined is None else f"{joined:.3f} s (median of 3)"))
-    goals = print_goals(cells, latencies, settings["disk_ceiling_mb_per_s"])
+    disk = settings["disk_ceiling_mb_per_s"]
+    print_grid(cells, args.processes, args.repeats, disk)
+    print(brokers_text(extra["start_to_ready_s"], extra["rss_peak_mb"], latencies, extra["group_join_s"], STORAGE,
+                       extra["start_cpu_s"]))
+    print("  start-to-ready: process start to its first Metadata answer listing a broker (Kafka: after its storage "
+          "format, not counted); start CPU: the broker's user + system CPU seconds by then (every thread, worker "
+          "processes included), what its start costs whatever the load; peak RSS: VmHWM over the run, worker processes' peaks added; e2e: "
+          f"{args.latency_rate:,} msgs/s of 100 B, linger.ms=0, disk settled first; group join: subscribe with a "
+          "new group id to the first record, median of 3")
+    verdicts = judge(cells, disk)
+    limits = [*cpu_limits(cells), *share_limits("peak RSS", extra["rss_peak_mb"], "MB"),
+              *share_limits("start-to-ready", extra["start_to_ready_s"], "s"),
+              *latency_limits({name: lat.percentile(0.99) for name, lat in latencies.items()})]
+    print_goals(verdicts, limits, sorted(args.counts))
     if costs:
         from bench import request_cost
 
@@ -365,7 +414,7 @@ def main(argv: list[str] | None = None) -> int:
 
         spark_read.print_table(spark_results)
     extra["seconds"] = time.monotonic() - started
-    path = write_json(settings, cells, latencies, goals, extra)
+    path = write_json(settings, cells, latencies, verdicts, limits, extra)
     print(f"\nbenchmark took {extra['seconds']:.0f} s, load average now {os.getloadavg()[0]:.2f}; "
           f"figures in {path.relative_to(REPO_ROOT)} (and bench/results/latest.json)")
     return 1 if "pybroker" in extra["stop_problems"] or "pybroker" not in brokers else 0

@@ -24,8 +24,11 @@ from pybroker.broker.loggers.structlog_setup import for_a_person, get_logger
 from pybroker.broker.metrics.service import MetricsService, log_dirs_problem
 from pybroker.broker.partitions import validation_processes
 from pybroker.broker.resource_limits import apply_partition_limits, raise_open_file_limit
+from pybroker.broker.schema_registry.service import SchemaRegistryService
+from pybroker.broker.schema_registry.validation import SchemaValidation
 from pybroker.broker.state import BrokerState
 from pybroker.config.broker_config import BrokerConfig
+from pybroker.protocol.records.batch import load_crc32c
 
 log = get_logger("pybroker.app")
 
@@ -56,8 +59,15 @@ class BrokerApp:
         #: the web console (docs/console.md): under /console on the metrics port, and on console.port
         self.console = ConsoleService(self.state, self.metrics.collector) if config.get("console.enable") else None
         if self.console is not None:
-            self.metrics.server.console = self.console.app
+            self.metrics.server.console = self.console.handle
         self.console_bound_port: int | None = None
+        #: the schema registry (docs/schema-registry.md): on its own port when schema.registry.port is set
+        self.schema_registry = SchemaRegistryService(self.state)
+        if self.schema_registry.enabled:
+            self.state.schema_registry = self.schema_registry.registry
+            self.state.replicas.schema_validation = SchemaValidation(
+                self.schema_registry.registry, self.state.logs,
+                payload=bool(config.get("schema.registry.validate.payload")))
 
     def not_ready_reason(self) -> str | None:
         """None while the broker serves; otherwise why not (for `/readyz`)."""
@@ -113,6 +123,10 @@ class BrokerApp:
         listeners.apply_update(set(KEY_STORE_KEYS))
         self.state.groups.start()
         self.state.transactions.start()
+        # the registry's state is read before any listener serves: a produce checked against it sees it whole
+        registry_port = await self.schema_registry.start()
+        if registry_port is not None:
+            log.info("schema registry listening", host=self.schema_registry.host, port=registry_port)
         self.state.guard.start(self.state.connections)
         self.state.dynamic_configs.check_with(listeners.check_update)
         self.state.dynamic_configs.on_change(listeners.apply_update)
@@ -152,16 +166,21 @@ class BrokerApp:
 
     async def run_background(self) -> None:
         """Periodic jobs: the flush policy for acks=0/1 data, checkpoints, retention, and the TLS key
-        store files' change check."""
+        store files' change check; at the first tick, a second after the listeners answer, the imports
+        the start left for later (`_warm_up`), on a worker thread."""
         checkpoint_every = int(self.config.get("log.flush.offset.checkpoint.interval.ms")) / 1000
         retention_every = int(self.config.get("log.retention.check.interval.ms")) / 1000
         last_checkpoint = last_retention = last_key_store_check = time.monotonic()
+        warmed_up = False
         while not self.shutdown_event.is_set():
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self.shutdown_event.wait(), BACKGROUND_TICK_S)
             if self.shutdown_event.is_set():
                 return
             try:
+                if not warmed_up:
+                    warmed_up = True
+                    await asyncio.to_thread(_warm_up)
                 if self.listeners is not None and time.monotonic() - last_key_store_check >= KEY_STORE_CHECK_S:
                     last_key_store_check = time.monotonic()
                     self.listeners.check_key_stores()
@@ -251,11 +270,19 @@ class BrokerApp:
         await self.metrics.stop()
         if self.console is not None:
             await self.console.stop()
+        await self.schema_registry.stop()
 
     def install_signal_handlers(self) -> None:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self.shutdown_event.set)
+
+
+def _warm_up() -> None:
+    """On a worker thread, a second after the broker began to serve: import what the start left for its
+    first use (the CRC-32C package, `protocol/records/batch.py` says why), so that first use need not wait
+    for it, and the first answers (ApiVersions, Metadata) do not share the interpreter with it."""
+    load_crc32c()
 
 
 def _as_dict(stats: Any) -> dict[str, Any]:

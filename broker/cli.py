@@ -134,6 +134,30 @@ def start(log_dirs: str | None, listeners: str | None, config_file: str | None, 
     _run(config, metrics_port, metrics_host)
 
 
+@cli.command("export-kraft")
+@click.option("--log-dirs", required=True, help="Comma-separated log directories of the stopped broker.")
+@click.option("--node-id", type=click.IntRange(0),
+              help="The node id the dirs belong to (default: what their meta.properties says).")
+@click.option("--metadata-dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Write the metadata log here (a controller-only Kafka node's dir) instead of the first log dir.")
+@click.option("--controller-id", type=click.IntRange(0),
+              help="The node id of the controller that owns --metadata-dir (its meta.properties).")
+def export_kraft(log_dirs: str, node_id: int | None, metadata_dir: Path | None, controller_id: int | None) -> None:
+    """Write a stopped pybroker's topics, configs, ACLs, SCRAM users, quotas and producer ids as a KRaft
+    metadata snapshot, so Apache Kafka 4 can start on its log dirs (docs/migrating.md). Prints counts only."""
+    from pybroker.broker.kraft_export import export_kraft as run_export
+    from pybroker.storage.errors import StorageError
+
+    try:
+        result, counts = run_export([Path(d) for d in log_dirs.split(",") if d], node_id, metadata_dir,
+                                    controller_id)
+    except (StorageError, OSError) as exc:
+        _fail(f"export-kraft: {exc}")
+        return
+    click.echo(f"wrote {result.snapshot} (cluster.id {result.cluster_id}): {result.topics} topics, "
+               f"{result.partitions} partitions, " + ", ".join(f"{n} {kind.replace('_', ' ')}" for kind, n in counts.items()))
+
+
 def _run(config: BrokerConfig, metrics_port: int | None, metrics_host: str = "127.0.0.1") -> None:
     import uvloop
 

@@ -1,9 +1,10 @@
-"""The broker half of taking over a stopped Apache Kafka 4 node's log dir: ACLs, SCRAM users, broker configs.
+"""The broker half of taking over a stopped Apache Kafka 4 node's log dir: ACLs, SCRAM users, quotas, broker configs.
 
 `storage/kraft_metadata.py` replays Kafka's metadata log and keeps the AccessControlEntryRecord and
 UserScramCredentialRecord fields it found; here they become pybroker's own stores (`pybroker-acls.json`,
-`scram-credentials.json` in the first log dir), written once, at that first start, and only when the store
-does not exist yet (a store pybroker already has is never overwritten). Kafka's SCRAM records carry what
+`scram-credentials.json`, and the ClientQuotaRecord values as `client-quotas.json`, in the first log dir), written once, at that first start, and only when the store
+does not exist yet (a store pybroker already has is never overwritten), or, with `replace`, in place of
+pybroker's own: Kafka served the dirs after `pybroker export-kraft`, so its metadata is the newer truth. Kafka's SCRAM records carry what
 pybroker keeps (salt, stored key, server key, iterations), so a user's password goes on working; the
 secrets are never logged. An ACL pybroker cannot store (a code it does not know) is skipped with a
 warning naming it.
@@ -28,6 +29,9 @@ from pybroker.broker.security.acls import (
     ResourceType,
     binding_problem,
 )
+from pybroker.broker.security.quota_entities import Entity, QuotaError, check_value, entity_of
+from pybroker.broker.security.quota_store import FILE_NAME as QUOTA_FILE
+from pybroker.broker.security.quota_store import save as save_quotas
 from pybroker.broker.security.scram import ScramCredential
 from pybroker.broker.security.scram_store import FILE_NAME as SCRAM_FILE
 from pybroker.broker.security.scram_store import ScramStore
@@ -50,10 +54,10 @@ def _binding(fields: dict[str, Any]) -> AclBinding | str:
     return binding_problem(binding) or binding
 
 
-def adopt_acls(image: KraftImage, log_dir: Path) -> int:
-    """Store Kafka's ACLs unless pybroker already has an ACL file; how many were stored."""
+def adopt_acls(image: KraftImage, log_dir: Path, replace: bool = False) -> int:
+    """Store Kafka's ACLs unless pybroker already has an ACL file (`replace`: in its place); how many were stored."""
     store = AclStore(log_dir)
-    if not image.acls or store.path.exists():
+    if not replace and (not image.acls or store.path.exists()):
         return 0
     bindings: set[AclBinding] = set()
     for acl_id, fields in image.acls.items():
@@ -66,11 +70,14 @@ def adopt_acls(image: KraftImage, log_dir: Path) -> int:
     return len(bindings)
 
 
-def adopt_scram(image: KraftImage, log_dir: Path) -> int:
-    """Store Kafka's SCRAM credentials unless pybroker already has a credential file; how many were stored."""
+def adopt_scram(image: KraftImage, log_dir: Path, replace: bool = False) -> int:
+    """Store Kafka's SCRAM credentials unless pybroker already has a credential file (`replace`: in its place);
+    how many were stored."""
     path = log_dir / SCRAM_FILE
-    if not image.scram or path.exists():
+    if not replace and (not image.scram or path.exists()):
         return 0
+    store = ScramStore(path)
+    deletes = [(user, mechanism) for user, mechanisms in store.users().items() for mechanism in mechanisms]
     upserts = []
     for (user, code), fields in image.scram.items():
         mechanism = BY_TYPE.get(code)
@@ -80,15 +87,37 @@ def adopt_scram(image: KraftImage, log_dir: Path) -> int:
         credential = ScramCredential(bytes(fields["salt"]), bytes(fields["stored_key"]),
                                      bytes(fields["server_key"]), int(fields["iterations"]))
         upserts.append((user, mechanism.name, credential))
-    ScramStore(path).apply(upserts, [])
+    taken = {(user, mechanism) for user, mechanism, _ in upserts}
+    store.apply(upserts, [d for d in deletes if d not in taken])
     return len(upserts)
 
 
-def adopt_broker_configs(image: KraftImage, configs: DynamicBrokerConfigs, node_id: int) -> list[str]:
+def adopt_quotas(image: KraftImage, log_dir: Path, replace: bool = False) -> int:
+    """Store Kafka's client quotas unless pybroker already has a quota file (`replace`: in its place); how many
+    entities were stored. An entity or value pybroker would refuse is skipped with a warning naming it."""
+    path = log_dir / QUOTA_FILE
+    if not replace and (not image.quotas or path.exists()):
+        return 0
+    quotas: dict[Entity, dict[str, float]] = {}
+    for pairs, values in image.quotas.items():
+        try:
+            entity = entity_of(pairs)
+            for key, value in values.items():
+                check_value(entity, key, value)
+        except QuotaError as exc:
+            log.warning("Kafka client quota not taken over", entity=str(pairs), problem=str(exc))
+            continue
+        quotas[entity] = dict(values)
+    save_quotas(path, quotas)
+    return len(quotas)
+
+
+def adopt_broker_configs(image: KraftImage, configs: DynamicBrokerConfigs, node_id: int,
+                         replace: bool = False) -> list[str]:
     """Kafka's dynamic broker configs (this node's and the cluster-wide default) become pybroker's, unless
     pybroker already has a dynamic config file. A key pybroker does not accept at run time is skipped with a
     warning (set it in pybroker's own config). Applied at once, as AlterConfigs would; the keys taken."""
-    if configs.store.path.exists():
+    if configs.store.path.exists() and not replace:
         return []
     taken: list[str] = []
     for source, name in ((CLUSTER_DEFAULT, ""), (NODE, str(node_id))):
@@ -98,15 +127,17 @@ def adopt_broker_configs(image: KraftImage, configs: DynamicBrokerConfigs, node_
                 usable.update(validate_dynamic_broker({key: text}))
             except ConfigError as exc:
                 log.warning("Kafka dynamic broker config not taken over", key=key, reason=exc.message)
-        if usable:
+        if usable or replace:
             configs.replace(source, usable)
             taken += sorted(usable)
     return taken
 
 
-def adopt_kafka_settings(image: KraftImage, log_dir: Path, configs: DynamicBrokerConfigs, node_id: int) -> None:
+def adopt_kafka_settings(image: KraftImage, log_dir: Path, configs: DynamicBrokerConfigs, node_id: int, *,
+                         replace: bool = False) -> None:
     """Every store, then one log line with the counts and config keys (never credentials or values)."""
-    acls, users = adopt_acls(image, log_dir), adopt_scram(image, log_dir)
-    keys = adopt_broker_configs(image, configs, node_id)
-    log.info("took over Apache Kafka's ACLs, SCRAM credentials and dynamic broker configs", acls=acls,
-             scram_credentials=users, broker_configs=keys)
+    acls, users = adopt_acls(image, log_dir, replace), adopt_scram(image, log_dir, replace)
+    quotas = adopt_quotas(image, log_dir, replace)
+    keys = adopt_broker_configs(image, configs, node_id, replace)
+    log.info("took over Apache Kafka's ACLs, SCRAM credentials, client quotas and dynamic broker configs", acls=acls,
+             scram_credentials=users, client_quotas=quotas, broker_configs=keys)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pybroker.broker import fetch_sessions
 from pybroker.broker.connection_guard import ConnectionGuard
@@ -33,10 +33,14 @@ from pybroker.broker.topics import Topics, log_config_for
 from pybroker.broker.transactions.service import TransactionService, TxnParts
 from pybroker.config.broker_config import BrokerConfig
 from pybroker.storage.cleaner.throttle import UNLIMITED
+from pybroker.storage.kraft_export import forget_export
 from pybroker.storage.log import wall_clock_ms
 from pybroker.storage.log_manager import LogManager
 from pybroker.storage.page_cache import PageCache
 from pybroker.storage.producer_id_block import ProducerIdBlock
+
+if TYPE_CHECKING:
+    from pybroker.broker.schema_registry.registry import Registry
 
 #: Kafka's default of a long setting: no limit
 LONG_MAX = 2**63 - 1
@@ -80,6 +84,8 @@ class BrokerState:
         #: SASL settings of each SASL listener by name (checked now: a mistake stops the start), and the
         #: SCRAM credentials (read at startup, from the first log dir)
         self.sasl_listeners = all_listeners_sasl(config)
+        #: the schema registry's operations when it runs (`schema.registry.port`), for the console's page
+        self.schema_registry: Registry | None = None
         self.scram = ScramStore(None)
         #: client quotas (producer/consumer byte rates), read at startup from the first log dir
         self.quotas = ClientQuotas.from_config(config, None)
@@ -91,7 +97,9 @@ class BrokerState:
         stats = self.logs.startup()
         if self.logs.kraft_image is not None:  # this start took over a Kafka node's log dir
             adopt_kafka_settings(self.logs.kraft_image, Path(self.config.log_dirs[0]), self.dynamic_configs,
-                                 self.node_id)
+                                 self.node_id, replace=self.logs.kraft_replaces_ours)
+            # last: a crash before this point takes Kafka's metadata back again at the next start
+            forget_export(Path(self.config.log_dirs[0]))
         if self.authorizer is not None:
             self.authorizer.load()  # before any listener serves a request
         self.cleaner.settings = cleaner_settings(self.config)  # with the persisted dynamic values

@@ -267,10 +267,23 @@ BROKER_DEFS: tuple[ConfigDef, ...] = (
     _b("controller.listener.names", "list", [], "Accepted for compatibility."),
     _b("inter.broker.listener.name", "string", None, "Accepted for compatibility."),
     _b("num.recovery.threads.per.data.dir", "int", 2, "Accepted for compatibility.", at_least(1)),
-    _b("group.coordinator.rebalance.protocols", "list", ["classic", "consumer"],
-       "Group protocols the coordinator serves: classic (JoinGroup/SyncGroup) and consumer (KIP-848's "
-       "ConsumerGroupHeartbeat); without consumer, ConsumerGroupHeartbeat answers UNSUPPORTED_VERSION.",
+    _b("group.coordinator.rebalance.protocols", "list", ["classic", "consumer", "streams"],
+       "Group protocols the coordinator serves: classic (JoinGroup/SyncGroup), consumer (KIP-848's "
+       "ConsumerGroupHeartbeat) and streams (KIP-1071's StreamsGroupHeartbeat); without consumer, "
+       "ConsumerGroupHeartbeat answers UNSUPPORTED_VERSION, and without streams, StreamsGroupHeartbeat does.",
        each_of("classic", "consumer", "share", "streams")),
+    # -- the streams group protocol (KIP-1071) -------------------------------------------------------
+    _b("group.streams.heartbeat.interval.ms", "int", 5000,
+       "How often streams-protocol members heartbeat (the interval the coordinator tells them).", at_least(1)),
+    _b("group.streams.session.timeout.ms", "int", 45000,
+       "A streams-protocol member that has not heartbeated for this long is fenced: its tasks go to the "
+       "others.", at_least(1)),
+    _b("group.streams.max.size", "int", 2**31 - 1,
+       "Most members in one streams group (GROUP_MAX_SIZE_REACHED beyond).", at_least(1)),
+    _b("group.streams.num.standby.replicas", "int", 0,
+       "Standby replicas of each stateful task in a streams group, each on another process than the "
+       "task's active one (the client's num.standby.replicas does not apply under group.protocol=streams).",
+       at_least(0)),
     # -- the consumer group protocol (KIP-848) -------------------------------------------------------
     _b("group.consumer.heartbeat.interval.ms", "int", 5000,
        "How often consumer-protocol members heartbeat (the interval the coordinator tells them).", at_least(1)),
@@ -417,6 +430,19 @@ BROKER_DEFS: tuple[ConfigDef, ...] = (
     _b("console.host", "string", "127.0.0.1",
        "Address the console's own port binds to. A loopback address also makes the console refuse requests "
        "whose Host is not a loopback name (DNS rebinding)."),
+    # -- the schema registry (Confluent's REST API; docs/schema-registry.md) -------------------------
+    _b("schema.registry.port", "int", -1,
+       "Serve the schema registry (Confluent's REST API) on this port; -1: off, 0: any free port.",
+       between(-1, 65535)),
+    _b("schema.registry.host", "string", "127.0.0.1", "Address the schema registry's port binds to."),
+    _b("schema.registry.ssl.listener", "string", "",
+       "A listener (such as SSL) whose TLS key store, trust store and client-auth setting the registry's port "
+       "serves HTTPS with; empty: plain HTTP."),
+    _b("schema.registry.topic", "string", "_schemas",
+       "The compacted topic the registry keeps its schemas, configs and modes in (Confluent's kafkastore.topic)."),
+    _b("schema.registry.validate.payload", "boolean", False,
+       "On topics with confluent.key/value.schema.validation on, also decode each key/value with its "
+       "registered schema (Avro, JSON Schema, Protobuf) and refuse records that do not match."),
     # -- Iceberg topics (pybroker's own keys, after Redpanda's names; docs/iceberg.md) ---------------
     _b("iceberg.enable", "boolean", True,
        "Run the Iceberg worker process for topics whose iceberg.mode is not disabled (Redpanda's "
@@ -446,9 +472,24 @@ BROKER_DEFS: tuple[ConfigDef, ...] = (
        "Niceness the Iceberg worker process adds to its own, so request handling wins the CPU.", between(0, 19)),
 )
 
+#: Confluent's subject name strategies (their class names are the values of the topic keys)
+SUBJECT_NAME_STRATEGIES = tuple(f"io.confluent.kafka.serializers.subject.{name}" for name in
+                                ("TopicNameStrategy", "RecordNameStrategy", "TopicRecordNameStrategy"))
+
 TOPIC_DEFS: tuple[ConfigDef, ...] = (
     _t("cleanup.policy", "list", ["delete"], "delete and/or compact.",
        (("log.cleanup.policy", 1),), each_of("delete", "compact")),
+    _t("confluent.key.schema.validation", "boolean", False,
+       "Refuse records whose key is not framed with a schema id registered under the topic's key subject.", ()),
+    _t("confluent.value.schema.validation", "boolean", False,
+       "Refuse records whose value is not framed with a schema id registered under the topic's value subject.", ()),
+    _t("confluent.key.subject.name.strategy", "string", "io.confluent.kafka.serializers.subject.TopicNameStrategy",
+       "How the key's subject is named (TopicNameStrategy, RecordNameStrategy, TopicRecordNameStrategy).", (),
+       one_of(*SUBJECT_NAME_STRATEGIES)),
+    _t("confluent.value.subject.name.strategy", "string",
+       "io.confluent.kafka.serializers.subject.TopicNameStrategy",
+       "How the value's subject is named (TopicNameStrategy, RecordNameStrategy, TopicRecordNameStrategy).", (),
+       one_of(*SUBJECT_NAME_STRATEGIES)),
     _t("compression.type", "string", "producer", "Compression of stored batches (producer: as sent).",
        (("compression.type", 1),), one_of("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")),
     _t("delete.retention.ms", "long", 86_400_000, "How long tombstones are kept.",

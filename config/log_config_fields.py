@@ -49,6 +49,11 @@ NOT_LOG_CONFIG: frozenset[str] = frozenset({
     "unclean.leader.election.enable",  # one broker: accepted for compatibility
     "leader.replication.throttled.replicas",  # one broker: accepted (kafka-reassign-partitions sets it)
     "follower.replication.throttled.replicas",  # one broker: accepted (kafka-reassign-partitions sets it)
+    # schema validation on produce: read by the partition layer's schema check (broker/schema_registry/)
+    "confluent.key.schema.validation",
+    "confluent.value.schema.validation",
+    "confluent.key.subject.name.strategy",
+    "confluent.value.subject.name.strategy",
     "iceberg.mode",  # the Iceberg worker's (broker/iceberg_tables.py), not the log's
     "iceberg.commit.interval.ms",
     "iceberg.partition.spec",

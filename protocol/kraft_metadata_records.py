@@ -30,8 +30,9 @@ class MetadataRecordError(ValueError):
 
 
 #: record type -> (name, [(field, kind)]) for the leading fields pybroker reads. The kinds:
-#: int8/int16/int32/int64, uuid (16 bytes), string (compact, not null), nstring (compact, nullable),
-#: bytes (compact, not null), int32s (compact array of int32).
+#: int8/int16/int32/int64, float64, bool, uuid (16 bytes), string (compact, not null), nstring (compact,
+#: nullable), bytes (compact, not null), int32s (compact array of int32), entities (ClientQuotaRecord's
+#: compact array of {entity type string, entity name nstring, tagged fields}, read as (type, name) pairs).
 RECORD_TYPES: dict[int, tuple[str, list[tuple[str, str]]]] = {
     2: ("TopicRecord", [("name", "string"), ("topic_id", "uuid")]),
     3: ("PartitionRecord", [("partition_id", "int32"), ("topic_id", "uuid"), ("replicas", "int32s")]),
@@ -40,6 +41,7 @@ RECORD_TYPES: dict[int, tuple[str, list[tuple[str, str]]]] = {
     9: ("RemoveTopicRecord", [("topic_id", "uuid")]),
     11: ("UserScramCredentialRecord", [("name", "string"), ("mechanism", "int8"), ("salt", "bytes"),
                                        ("stored_key", "bytes"), ("server_key", "bytes"), ("iterations", "int32")]),
+    14: ("ClientQuotaRecord", [("entity", "entities"), ("key", "string"), ("value", "float64"), ("remove", "bool")]),
     15: ("ProducerIdsRecord", [("broker_id", "int32"), ("broker_epoch", "int64"), ("next_producer_id", "int64")]),
     18: ("AccessControlEntryRecord", [("id", "uuid"), ("resource_type", "int8"), ("resource_name", "string"),
                                       ("pattern_type", "int8"), ("principal", "string"), ("host", "string"),
@@ -49,7 +51,7 @@ RECORD_TYPES: dict[int, tuple[str, list[tuple[str, str]]]] = {
 }
 
 _FIXED = {"int8": struct.Struct(">b"), "int16": struct.Struct(">h"), "int32": struct.Struct(">i"),
-          "int64": struct.Struct(">q")}
+          "int64": struct.Struct(">q"), "float64": struct.Struct(">d"), "bool": struct.Struct(">?")}
 _INT32 = _FIXED["int32"]
 #: a varint longer than this many bytes is not a 32-bit unsigned varint
 _MAX_VARINT_BYTES = 5
@@ -77,6 +79,32 @@ def _compact_len(buf: bytes, pos: int, unit: int) -> tuple[int, int]:
     return length, pos
 
 
+def _skip_tagged(buf: bytes, pos: int) -> int:
+    """Past a tagged-field section: a count, then (tag, size, bytes) each, every size checked."""
+    count, pos = _uvarint(buf, pos)
+    for _ in range(count):
+        _, pos = _uvarint(buf, pos)
+        size, pos = _uvarint(buf, pos)
+        if size > len(buf) - pos:
+            raise MetadataRecordError(f"tagged field of {size} bytes overruns the record")
+        pos += size
+    return pos
+
+
+def _entities(buf: bytes, pos: int) -> tuple[list[tuple[str, str | None]], int]:
+    # each entity takes at least 3 bytes (two lengths and a tag count): the count is checked against that
+    count, pos = _compact_len(buf, pos, 3)
+    if count < 0:
+        raise MetadataRecordError("null where an entity list must be")
+    out = []
+    for _ in range(count):
+        kind, pos = _read("string", buf, pos)
+        name, pos = _read("nstring", buf, pos)
+        pos = _skip_tagged(buf, pos)
+        out.append((kind, name))
+    return out, pos
+
+
 def _read(kind: str, buf: bytes, pos: int) -> tuple[Any, int]:
     fixed = _FIXED.get(kind)
     if fixed is not None:
@@ -87,6 +115,8 @@ def _read(kind: str, buf: bytes, pos: int) -> tuple[Any, int]:
         if pos + 16 > len(buf):
             raise MetadataRecordError("truncated uuid")
         return uuid.UUID(bytes=bytes(buf[pos:pos + 16])), pos + 16
+    if kind == "entities":
+        return _entities(buf, pos)
     if kind == "int32s":
         count, pos = _compact_len(buf, pos, 4)
         if count < 0:
@@ -142,6 +172,9 @@ def _write(kind: str, value: Any) -> bytes:
         return value.bytes
     if value is None:
         return b"\x00"
+    if kind == "entities":
+        return _uvarint_bytes(len(value) + 1) + b"".join(_write("string", t) + _write("nstring", n) + b"\x00"
+                                                         for t, n in value)
     if kind == "int32s":
         return _uvarint_bytes(len(value) + 1) + b"".join(_INT32.pack(v) for v in value)
     raw = value if kind == "bytes" else value.encode()

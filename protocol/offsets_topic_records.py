@@ -5,7 +5,8 @@ Each key and value is an int16 version followed by the message of that version
 offset commits with key version 1 and value version 3 (value version 1 when an explicit expire time is
 kept), group metadata with key version 2 and value version 3. Replay accepts every version Kafka ever
 wrote for these two record kinds. The consumer protocol's records (KIP-848, key versions 3-8) are
-`ConsumerRecord`s; other kinds (share groups, ...) are skipped, so a log written by a newer broker still
+`ConsumerRecord`s, the streams groups' (KIP-1071, key versions 17-23) `StreamsRecord`s
+(`streams_offsets_records`); other kinds (share groups, ...) are skipped, so a log written by a newer broker still
 loads.
 """
 
@@ -36,6 +37,11 @@ from pybroker.protocol.messages.coordinator_records import (
     OffsetCommitValue,
 )
 from pybroker.protocol.primitives import DecodeError
+from pybroker.protocol.streams_offsets_records import (
+    STREAMS_RECORD_KINDS,
+    StreamsRecord,
+    decode_streams_record,
+)
 
 OFFSET_COMMIT_KEY_VERSION = 1
 GROUP_METADATA_KEY_VERSION = 2
@@ -92,7 +98,8 @@ def _split(data: bytes) -> tuple[int, bytes]:
     return _VERSION.unpack_from(data)[0], data
 
 
-def decode_record(key: bytes | None, value: bytes | None) -> OffsetRecord | GroupRecord | ConsumerRecord | None:
+def decode_record(key: bytes | None, value: bytes | None
+                  ) -> OffsetRecord | GroupRecord | ConsumerRecord | StreamsRecord | None:
     """One `__consumer_offsets` record; None for kinds we do not keep. Raises `DecodeError` on bad bytes."""
     if key is None:
         raise DecodeError("coordinator record without a key")
@@ -113,6 +120,8 @@ def decode_record(key: bytes | None, value: bytes | None) -> OffsetRecord | Grou
         return GroupRecord(g.group, group_value)
     if key_version in CONSUMER_RECORD_KINDS:
         return decode_consumer_record(key_version, key, value)
+    if key_version in STREAMS_RECORD_KINDS:
+        return decode_streams_record(key_version, key, value)
     return None
 
 

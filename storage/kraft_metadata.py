@@ -11,7 +11,7 @@ see the metadata as it was at the takeover, not pybroker's changes since).
 
 Records applied: TopicRecord, PartitionRecord, RemoveTopicRecord, ConfigRecord (topic and broker
 resources), ProducerIdsRecord, AccessControlEntryRecord and its removal, UserScramCredentialRecord and its
-removal. The ACLs, SCRAM credentials and dynamic broker configs are kept in the image for the broker layer to
+removal, ClientQuotaRecord. The ACLs, SCRAM credentials, client quotas and dynamic broker configs are kept in the image for the broker layer to
 store (`broker/kraft_takeover.py`); storage does not know their formats or which keys are valid. Control batches and record types pybroker does not adopt are skipped.
 A batch that does not decode ends the read of that file (the tail a crash cut, as Kafka's own recovery
 would), logged by the caller via `KraftImage.problems`.
@@ -65,6 +65,8 @@ class KraftImage:
     acls: dict[uuid.UUID, dict[str, Any]] = field(default_factory=dict)
     #: (user, mechanism code) -> the UserScramCredentialRecord's fields (secrets: never log them)
     scram: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)
+    #: client quota entity ((entity type, name or None for the default), ...) -> key -> value
+    quotas: dict[tuple[tuple[str, str | None], ...], dict[str, float]] = field(default_factory=dict)
     #: what could not be read, for the log
     problems: list[str] = field(default_factory=list)
     #: records applied, for the log
@@ -138,10 +140,21 @@ def _remove_scram(image: KraftImage, f: dict[str, Any]) -> None:
     image.scram.pop((str(f["name"]), int(f["mechanism"])), None)
 
 
+def _quota(image: KraftImage, f: dict[str, Any]) -> None:
+    entity = tuple(sorted((str(kind), None if name is None else str(name)) for kind, name in f["entity"]))
+    values = image.quotas.setdefault(entity, {})
+    if f["remove"]:
+        values.pop(str(f["key"]), None)
+        if not values:
+            image.quotas.pop(entity, None)
+    else:
+        values[str(f["key"])] = float(f["value"])
+
+
 _APPLY = {"TopicRecord": _topic, "PartitionRecord": _partition, "RemoveTopicRecord": _remove_topic,
           "ConfigRecord": _config, "ProducerIdsRecord": _producer_ids, "AccessControlEntryRecord": _acl,
           "RemoveAccessControlEntryRecord": _remove_acl, "UserScramCredentialRecord": _scram,
-          "RemoveUserScramCredentialRecord": _remove_scram}
+          "RemoveUserScramCredentialRecord": _remove_scram, "ClientQuotaRecord": _quota}
 
 
 def has_kraft_metadata(log_dir: Path) -> bool:
@@ -180,7 +193,10 @@ def _replay_file(image: KraftImage, path: Path, from_offset: int) -> int:
 
 def read_kraft_metadata(log_dir: Path) -> KraftImage:
     """The metadata image of the `__cluster_metadata-0` under `log_dir`: newest snapshot, then the log."""
-    directory = log_dir / METADATA_DIR
+    return _read_metadata_dir(log_dir / METADATA_DIR)
+
+
+def _read_metadata_dir(directory: Path) -> KraftImage:
     image = KraftImage()
     snapshots = sorted((int(m["offset"]), m.string) for p in directory.iterdir()
                        if (m := _SNAPSHOT.fullmatch(p.name)))
@@ -195,23 +211,33 @@ def read_kraft_metadata(log_dir: Path) -> KraftImage:
     return image
 
 
-def adopt_kraft_metadata(dirs: list[Path]) -> KraftImage | None:
-    """The image of the first log dir holding Kafka's metadata log; None when none does.
+def adopt_kraft_metadata(dirs: list[Path], metadata_dir: Path | None = None) -> KraftImage | None:
+    """The image of the first log dir holding Kafka's metadata log (or of `metadata_dir`, the one a Kafka node
+    wrote into after pybroker's export); None when there is none.
 
     Also carries Kafka's producer id high-water mark into pybroker's `producer-id-block` (first log dir),
     so no producer id Kafka handed out is handed out again. The caller saves the topic table (pybroker's
     store of record from then on); the broker layer stores the ACLs, SCRAM users and dynamic broker configs.
     """
-    source = next((d for d in dirs if has_kraft_metadata(d)), None)
-    if source is None:
-        return None
-    image = read_kraft_metadata(source)
+    if metadata_dir is None:
+        found = next((d for d in dirs if has_kraft_metadata(d)), None)
+        if found is None:
+            return None
+        metadata_dir = found / METADATA_DIR
+    source = metadata_dir.parent
+    image = _read_metadata_dir(metadata_dir)
     for problem in image.problems:
         log.warning("Kafka metadata log: unreadable part skipped", problem=problem)
     topics = image.topics()
     if image.next_producer_id:
         block = dirs[0] / PRODUCER_ID_FILE
-        if not block.exists():
+        try:
+            ours: int | None = int(block.read_text().strip() or 0)
+        except FileNotFoundError:
+            ours = -1
+        except (OSError, ValueError):
+            ours = None  # a corrupt file is left for ProducerIdBlock to refuse, with its name
+        if ours is not None and image.next_producer_id > ours:
             atomic_write(block, str(image.next_producer_id).encode())
     log.info("took over Apache Kafka's metadata log", log_dir=str(source), topics=len(topics),
              acls=len(image.acls), scram_credentials=len(image.scram), records=image.records,

@@ -38,6 +38,7 @@ from pybroker.storage.errors import (
 from pybroker.storage.files import fsync_dir, make_dirs_durably, remove_temp_files
 from pybroker.storage.flush_window import FlushWindow
 from pybroker.storage.flusher import Flusher
+from pybroker.storage.kraft_export import kafka_ran_since_export
 from pybroker.storage.kraft_metadata import KraftImage, adopt_kraft_metadata
 from pybroker.storage.log import Log, wall_clock_ms
 from pybroker.storage.log_config import LogConfig
@@ -119,6 +120,8 @@ class LogManager:
         #: Kafka's metadata image when this start took over a Kafka node's log dir (its ACLs and SCRAM
         #: users are for the broker layer to store); None otherwise
         self.kraft_image: KraftImage | None = None
+        #: True when that image replaces pybroker's own metadata: Kafka served the dirs after an export
+        self.kraft_replaces_ours = False
 
     # -- startup -----------------------------------------------------------------------------------
     def startup(self) -> list[RecoveryStats]:
@@ -131,11 +134,15 @@ class LogManager:
             new_dirs = {d for d in self.dirs if not (d / META_PROPERTIES).exists()}
             self.cluster_id = ensure_meta_properties(self.dirs, self.node_id)
             self._topics = self._store.load()
-            if not self._topics and self._store.version == 0:  # no table of our own: Kafka's dir?
-                self.kraft_image = adopt_kraft_metadata(self.dirs)
+            kafka_since = kafka_ran_since_export(self.dirs[0])
+            if kafka_since is not None or (not self._topics and self._store.version == 0):
+                # no table of our own (Kafka's dir?), or Kafka served the dirs after `pybroker export-kraft`:
+                # Kafka's metadata is the newer truth, and replaces pybroker's
+                self.kraft_image = adopt_kraft_metadata(self.dirs, kafka_since)
+                self.kraft_replaces_ours = kafka_since is not None
                 if self.kraft_image is not None:
                     self._topics = self.kraft_image.topics()
-                    self._store.save(self._topics)
+                    self._store.save(self._topics)  # the export's mark goes once the broker's stores are too
             self._by_id = {info.topic_id: info for info in self._topics.values()}
             settle_future_dirs(self.dirs, lambda name: PARTITION_DIR.fullmatch(name) is not None)
             loader = PartitionDirLoader(self._topics, self.log_config_for, clock_ms=self.clock_ms,

@@ -21,8 +21,7 @@ from collections.abc import Iterable
 from struct import Struct
 from typing import NamedTuple
 
-import crc32c
-
+from pybroker.protocol.records.batch import crc32c_of
 from pybroker.storage.errors import CorruptSnapshotError
 
 SNAPSHOT_SUFFIX = ".snapshot"
@@ -49,7 +48,7 @@ def encode_snapshot(entries: Iterable[SnapshotEntry]) -> bytes:
     body = bytearray(COUNT.pack(len(rows)))
     for row in rows:
         body += ENTRY.pack(*row)
-    return PREFIX.pack(VERSION, crc32c.crc32c(bytes(body))) + bytes(body)
+    return PREFIX.pack(VERSION, crc32c_of(bytes(body))) + bytes(body)
 
 
 def decode_snapshot(data: bytes) -> list[SnapshotEntry]:
@@ -59,7 +58,7 @@ def decode_snapshot(data: bytes) -> list[SnapshotEntry]:
     version, crc = PREFIX.unpack_from(data)
     if version != VERSION:
         raise CorruptSnapshotError(f"unknown snapshot version {version}")
-    if crc32c.crc32c(data[CRC_START:]) != crc:
+    if crc32c_of(data[CRC_START:]) != crc:
         raise CorruptSnapshotError("snapshot CRC mismatch")
     (count,) = COUNT.unpack_from(data, CRC_START)
     start = CRC_START + COUNT.size

@@ -33,6 +33,40 @@ CLUSTER_ID = "cG9icm9rZXJjb25mb3JtYQ"  # any 22-character base64 id: Kafka's own
 NODE_ID = 1
 
 
+def kraft_properties(port: int, controller_port: int, log_dir: Path) -> dict[str, str]:
+    """A single combined broker and controller on loopback: the client listener on `port`, the KRaft
+    controller on `controller_port`, one log dir; internal topics with one replica (there is one node), and
+    no initial rebalance delay (a lone consumer should not wait 3 s for others to join)."""
+    return {
+        "process.roles": "broker,controller",
+        "node.id": str(NODE_ID),
+        "controller.quorum.voters": f"{NODE_ID}@127.0.0.1:{controller_port}",
+        "listeners": f"PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}",
+        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}",
+        "controller.listener.names": "CONTROLLER",
+        "inter.broker.listener.name": "PLAINTEXT",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "log.dirs": str(log_dir),
+        "offsets.topic.replication.factor": "1",
+        "transaction.state.log.replication.factor": "1",
+        "transaction.state.log.min.isr": "1",
+        "share.coordinator.state.topic.replication.factor": "1",
+        "share.coordinator.state.topic.min.isr": "1",
+        "group.initial.rebalance.delay.ms": "0",
+    }
+
+
+def java_command(main: str, *args: str, jvm: list[str] | None = None) -> list[str]:
+    """`java` with the JVM flags `jvm` (the tests' small heap unless given) and Kafka's jars, running `main`."""
+    return ["java", *(HEAP if jvm is None else jvm), "-cp", str(kafka_home() / "libs" / "*"), main, *args]
+
+
+def format_command(config: Path, cluster_id: str = CLUSTER_ID) -> list[str]:
+    """Kafka 4's kafka-storage.sh runs this class; `format` writes meta.properties and the bootstrap
+    checkpoint of the metadata log into the log dir `config` names."""
+    return java_command("kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(config))
+
+
 def kafka_version() -> str:
     """The pinned version, read from the pom the Makefile resolves (the one place it is written)."""
     ns = {"m": "http://maven.apache.org/POM/4.0.0"}
@@ -71,12 +105,12 @@ def free_port() -> int:
         return port
 
 
-def metadata_brokers(port: int) -> int:
-    """How many brokers the node at `port` lists in a Metadata v12 answer (0 while it is not ready)."""
+def metadata_brokers(port: int, version: int = 12) -> int:
+    """How many brokers the node at `port` lists in a Metadata answer (0 while it is not ready)."""
     with socket.create_connection(("127.0.0.1", port), timeout=2) as sock:
-        sock.sendall(encode_request(MetadataRequest(topics=[]), 12, 1))
+        sock.sendall(encode_request(MetadataRequest(topics=[]), version, 1))
         size = struct.unpack(">i", _read(sock, 4))[0]
-        answer = decode_response(_read(sock, size), MetadataRequest.API_KEY, 12)[1]
+        answer = decode_response(_read(sock, size), MetadataRequest.API_KEY, version)[1]
     assert isinstance(answer, MetadataResponse)
     return len(answer.brokers)
 
@@ -92,40 +126,49 @@ def _read(sock: socket.socket, n: int) -> bytes:
 
 
 class KafkaNode:
-    """One KRaft node (broker and controller in one JVM) under `workdir`; `port` is its client listener."""
+    """One KRaft node under `workdir`; `port` is its client listener (the controller port for a controller-only
+    node). By default broker and controller in one JVM on a fresh dir the storage tool formats.
 
-    def __init__(self, workdir: Path, overrides: dict[str, str] | None = None) -> None:
+    `log_dirs` starts it on existing dirs (another node's, or a stopped pybroker's) and `format=False` skips
+    the storage tool (the dirs already hold meta.properties and a metadata snapshot). `roles` is
+    `broker,controller`, `controller` or `broker`; a broker-only node needs `controller` (the controller
+    node it registers with). Several nodes of one cluster share `CLUSTER_ID`."""
+
+    def __init__(self, workdir: Path, overrides: dict[str, str] | None = None, *, node_id: int = NODE_ID,
+                 log_dirs: list[Path] | None = None, format: bool = True, roles: str = "broker,controller",
+                 controller: KafkaNode | None = None, cluster_id: str = CLUSTER_ID) -> None:
         self.workdir = workdir
         self.overrides = overrides or {}
-        self.port = free_port()
-        self.controller_port = free_port()
+        self.node_id = node_id
+        self.log_dirs = log_dirs or [workdir / "data"]
+        self.format = format
+        self.roles = roles
+        self.controller = controller
+        self.cluster_id = cluster_id
+        self.controller_port = controller.controller_port if controller is not None else free_port()
+        #: the client listener; a controller-only node has none, so its controller listener stands in
+        self.port = self.controller_port if roles == "controller" else free_port()
         self.process: subprocess.Popen[bytes] | None = None
         self.log_path = workdir / "kafka.log"
         self.start_seconds = 0.0
 
-    def properties(self) -> dict[str, str]:
-        props = {
-            "process.roles": "broker,controller",
-            "node.id": str(NODE_ID),
-            "controller.quorum.voters": f"{NODE_ID}@127.0.0.1:{self.controller_port}",
-            "listeners": f"PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port}",
-            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
-            "controller.listener.names": "CONTROLLER",
-            "inter.broker.listener.name": "PLAINTEXT",
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-            "log.dirs": str(self.workdir / "data"),
-            "offsets.topic.replication.factor": "1",
-            "transaction.state.log.replication.factor": "1",
-            "transaction.state.log.min.isr": "1",
-            "share.coordinator.state.topic.replication.factor": "1",
-            "share.coordinator.state.topic.min.isr": "1",
-            "group.initial.rebalance.delay.ms": "0",
-        }
-        props.update(self.overrides)
-        return props
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
 
-    def _java(self, main: str, *args: str) -> list[str]:
-        return ["java", *HEAP, "-cp", str(kafka_home() / "libs" / "*"), main, *args]
+    def properties(self) -> dict[str, str]:
+        """Kafka's combined single node (`kraft_properties`), turned into this node's role, id, dirs and voter."""
+        props = kraft_properties(self.port, self.controller_port, self.log_dirs[0])
+        voter = self.controller.node_id if self.controller is not None else self.node_id
+        props.update({"process.roles": self.roles, "node.id": str(self.node_id),
+                      "controller.quorum.voters": f"{voter}@127.0.0.1:{self.controller_port}",
+                      "log.dirs": ",".join(str(d) for d in self.log_dirs)})
+        if self.roles == "controller":
+            props["listeners"] = f"CONTROLLER://127.0.0.1:{self.controller_port}"
+            del props["advertised.listeners"], props["inter.broker.listener.name"]
+        elif self.roles == "broker":
+            props["listeners"] = f"PLAINTEXT://127.0.0.1:{self.port}"
+        return {**props, **self.overrides}
 
     def start(self) -> None:
         began = time.monotonic()
@@ -133,26 +176,31 @@ class KafkaNode:
         config = self.workdir / "server.properties"
         config.write_text("".join(f"{k}={v}\n" for k, v in self.properties().items()))
         with self.log_path.open("ab") as log:
-            # Kafka 4's kafka-storage.sh runs this class; `format` writes meta.properties and the bootstrap
-            # checkpoint of the metadata log
-            subprocess.run(self._java("kafka.tools.StorageTool", "format", "-t", CLUSTER_ID, "-c", str(config)),
-                           stdout=log, stderr=subprocess.STDOUT, check=True, timeout=60)
-            self.process = subprocess.Popen(self._java("kafka.Kafka", str(config)), stdout=log,
+            if self.format:
+                subprocess.run(format_command(config, self.cluster_id), stdout=log, stderr=subprocess.STDOUT,
+                               check=True, timeout=60)
+            self.process = subprocess.Popen(java_command("kafka.Kafka", str(config)), stdout=log,
                                             stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         deadline = began + START_TIMEOUT
         while True:
             if self.process.poll() is not None:
                 raise RuntimeError(f"Kafka exited with {self.process.returncode}:\n{self.log_tail()}")
-            try:
-                if metadata_brokers(self.port) > 0:
-                    break
-            except (OSError, ConnectionError):
-                pass
+            if self._ready():
+                break
             if time.monotonic() > deadline:
                 self.stop()
                 raise RuntimeError(f"Kafka not ready in {START_TIMEOUT:.0f} s:\n{self.log_tail()}")
             time.sleep(0.1)
         self.start_seconds = time.monotonic() - began
+
+    def _ready(self) -> bool:
+        """A broker: it lists itself in Metadata. A controller-only node: its log says it started."""
+        if self.roles == "controller":
+            return "Kafka Server started" in self.log_path.read_text(errors="replace")
+        try:
+            return metadata_brokers(self.port) > 0
+        except (OSError, ConnectionError):
+            return False
 
     def stop(self) -> None:
         if self.process is None or self.process.poll() is not None:

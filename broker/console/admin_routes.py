@@ -13,6 +13,8 @@ Each handler runs on the event loop and says, in the module it calls, which ACL 
 | `api/transactions/hanging?topic=&older_than_ms=` | open transactions no coordinator will finish | READ on the TOPICs searched |
 | `api/consumer-groups` | KIP-848 groups: state, epochs, assignor | DESCRIBE on each GROUP (`consumer_groups`) |
 | `api/consumer-group?id=` | members: epochs, subscriptions, assignments, targets | DESCRIBE on the GROUP |
+| `api/schemas` | the schema registry's subjects: versions, ids, types, compatibility, mode | DESCRIBE on each subject's TOPIC (`schemas`) |
+| `api/schema?subject=&version=` | one version's schema text and what references it | DESCRIBE on the subject's TOPIC |
 | `api/broker` | version, uptime, ids, features; listeners, security and log dirs for cluster describers | see `broker_info` |
 | POST `api/acls/create`, `api/acls/delete` | the binding | ALTER on the CLUSTER (`security_writes`) |
 | POST `api/users/upsert`, `api/users/delete` | the user and mechanism (never the password) | ALTER on the CLUSTER |
@@ -28,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from pybroker.broker.console import (
     broker_info,
     consumer_groups,
+    schemas,
     security_reads,
     security_writes,
     transactions,
@@ -69,6 +72,15 @@ async def _consumer_group(call: Call) -> Any:
     return await consumer_groups.group(call.client, p.text(call.params, "id", max_len=p.MAX_NAME))
 
 
+async def _schemas(call: Call) -> Any:
+    return await schemas.subjects(call.client)
+
+
+async def _schema(call: Call) -> Any:
+    return await schemas.schema(call.client, p.text(call.params, "subject", max_len=p.MAX_NAME),
+                                p.integer(call.params, "version", 1, 2**31 - 1))
+
+
 async def _broker(call: Call) -> Any:
     return await broker_info.broker(call.app.state, call.client, call.app.started_ms, call.app.auth.required)
 
@@ -83,7 +95,8 @@ def _on_params(action: Callable[[LocalClient, dict[str, Any]], Awaitable[Any]]) 
 GET_ROUTES: dict[str, Handler] = {
     "/api/acls": _acls, "/api/users": _users, "/api/quotas": _quotas, "/api/transactions": _transactions,
     "/api/transactions/hanging": _hanging, "/api/consumer-groups": _consumer_groups,
-    "/api/consumer-group": _consumer_group, "/api/broker": _broker,
+    "/api/consumer-group": _consumer_group, "/api/broker": _broker, "/api/schemas": _schemas,
+    "/api/schema": _schema,
 }
 POST_ROUTES: dict[str, Handler] = {
     "/api/acls/create": _on_params(security_writes.create_acl),

@@ -181,11 +181,14 @@ def _is_loopback_peer(peer: str) -> bool:
 
 
 class ConsoleApp:
-    def __init__(self, state: BrokerState, sampler: Sampler, *, bound_to_loopback: bool = True) -> None:
+    def __init__(self, state: BrokerState, sampler: Sampler, *, bound_to_loopback: bool = True,
+                 started_ms: int | None = None) -> None:
         self.state = state
         self.sampler = sampler
         self.auth = ConsoleAuth(state)
-        self.started_ms = state.clock_ms()  # the broker page's uptime: the console starts with the broker
+        # the broker page's uptime: the console starts with the broker (the service, built at the start,
+        # says when; the app itself is built at the first request)
+        self.started_ms = state.clock_ms() if started_ms is None else started_ms
         self.bound_to_loopback = bound_to_loopback
         self._static: dict[str, bytes] = {}
         self._turns = asyncio.Semaphore(MAX_IN_FLIGHT)

@@ -28,3 +28,10 @@ class GroupConfig:
     consumer_assignors: tuple[str, ...] = ("uniform", "range")
     #: group.consumer.migration.policy: which online conversions are allowed
     consumer_migration_policy: str = "bidirectional"
+    #: the streams protocol (KIP-1071): group.coordinator.rebalance.protocols lists "streams"
+    streams_protocol_enabled: bool = True
+    streams_heartbeat_interval_ms: int = 5000
+    streams_session_timeout_ms: int = 45_000
+    streams_max_size: int = 2**31 - 1
+    #: standby replicas of each task (group.streams.num.standby.replicas): a group's, not a client's, setting
+    streams_num_standby_replicas: int = 0

@@ -2,6 +2,8 @@
 
 - `classic_groups.ClassicGroups`: the classic protocol (JoinGroup, SyncGroup, Heartbeat, LeaveGroup);
 - `consumer_groups.ConsumerGroups`: the consumer protocol (KIP-848, ConsumerGroupHeartbeat);
+- `pybroker.broker.streams_groups.streams_groups.StreamsGroups`: the streams protocol (KIP-1071,
+  StreamsGroupHeartbeat);
 - `mixed_groups.MixedGroups`: classic members in consumer groups, and the conversions between protocols;
 - `offset_commits.OffsetCommits`: commits (plain and transactional), fetches, deletes and expiry;
 - `loading.GroupLoading`: installing what replaying `__consumer_offsets` found.
@@ -45,6 +47,10 @@ from pybroker.broker.groups.outcomes import (
     TxnCommitRequest,
 )
 from pybroker.broker.groups.state_machine import Event, GroupState
+from pybroker.broker.streams_groups.outcomes import StreamsHeartbeat, StreamsHeartbeatOutcome
+from pybroker.broker.streams_groups.records import ReplayedStreamsGroup
+from pybroker.broker.streams_groups.records import group_tombstones as streams_group_tombstones
+from pybroker.broker.streams_groups.streams_groups import StreamsGroups
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.messages.coordinator_records import GroupMetadataValue
 from pybroker.protocol.offsets_topic_records import group_metadata_key
@@ -68,6 +74,7 @@ class GroupCoordinator:
         # the classic and consumer parts hand requests to the mixed-groups part, which needs them both
         self.classic.mixed = self.consumer.mixed = self.mixed
         self.classic.consumer = self.consumer
+        self.streams = StreamsGroups(self.store, self.timers)
         self.offsets = OffsetCommits(self.store, self.classic)
         self.loader = GroupLoading(self.store, self.timers, self.offsets)
 
@@ -133,7 +140,20 @@ class GroupCoordinator:
         self.consumer.consumer_heartbeat(req, now, respond)
 
     def fetch_member_error(self, group_id: str, member_id: str | None, member_epoch: int) -> ErrorCode:
+        group = self.groups.get(group_id)
+        if group is not None and group.streams is not None:
+            if member_id is None and member_epoch < 0:
+                return ErrorCode.NONE
+            member = group.streams.members.get(member_id or "")
+            if member is None:
+                return ErrorCode.UNKNOWN_MEMBER_ID
+            return ErrorCode.NONE if member.member_epoch == member_epoch else ErrorCode.STALE_MEMBER_EPOCH
         return self.consumer.fetch_member_error(group_id, member_id, member_epoch)
+
+    # -- the streams protocol ----------------------------------------------------------------------
+    def streams_heartbeat(self, req: StreamsHeartbeat, now: int,
+                          respond: Callable[[StreamsHeartbeatOutcome], None]) -> None:
+        self.streams.heartbeat(req, now, respond)
 
     # -- offsets -----------------------------------------------------------------------------------
     def commit_offsets(self, req: CommitRequest, now: int, respond: Callable[[OffsetCodes], None]) -> None:
@@ -166,8 +186,9 @@ class GroupCoordinator:
     def finish_loading(self, partition: int, groups: dict[str, GroupMetadataValue | None],
                        offsets: dict[str, dict[tuple[str, int], CommittedOffset]], now: int,
                        pending: dict[str, dict[int, dict[tuple[str, int], CommittedOffset]]] | None = None,
-                       consumer: dict[str, ReplayedConsumerGroup] | None = None) -> None:
-        self.loader.finish_loading(partition, groups, offsets, now, pending, consumer)
+                       consumer: dict[str, ReplayedConsumerGroup] | None = None,
+                       streams: dict[str, ReplayedStreamsGroup] | None = None) -> None:
+        self.loader.finish_loading(partition, groups, offsets, now, pending, consumer, streams)
 
     # -- timeouts ----------------------------------------------------------------------------------
     def tick(self, now: int) -> None:
@@ -193,14 +214,15 @@ class GroupCoordinator:
 
     def _tick_group(self, group: Group, now: int) -> None:
         self.consumer.tick_consumer(group, now)
+        self.streams.tick(group, now)
         self.classic.tick_group(group, now)
 
     def _deadline_of(self, group: Group) -> int | None:
         """The first `now` at which `tick` would act on the group: its classic or its consumer-protocol deadline."""
         deadline = deadline_of(group)
-        consumer_deadline = self.consumer.consumer_deadline(group)
-        if consumer_deadline is not None:
-            deadline = consumer_deadline if deadline is None else min(deadline, consumer_deadline)
+        for other in (self.consumer.consumer_deadline(group), self.streams.deadline(group)):
+            if other is not None:
+                deadline = other if deadline is None else min(deadline, other)
         return deadline
 
     # -- listing, describing, deleting -------------------------------------------------------------
@@ -244,6 +266,8 @@ class GroupCoordinator:
             if group.consumer is not None:
                 records += consumer_group_tombstones(group_id, group.consumer)
                 group.consumer.remove()
+            if group.streams is not None:
+                records += streams_group_tombstones(group_id, group.streams)
             group.transition(Event.REMOVED, now)
             group.offsets.clear()
             group.pending_txn.clear()

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pybroker.broker.groups.consumer_group import ConsumerGroupData
 from pybroker.broker.groups.state_machine import Event, GroupState, next_state
 from pybroker.broker.groups.subscriptions import topics_of_subscription
+
+if TYPE_CHECKING:
+    from pybroker.broker.streams_groups.group import StreamsGroupData
 
 
 @dataclass(slots=True)
@@ -84,21 +87,28 @@ class Group:
     sync_deadline_ms: int = 0
     #: a group of the consumer protocol (KIP-848): its membership; None for a classic group
     consumer: ConsumerGroupData | None = None
+    #: a streams group (KIP-1071, broker/streams_groups/): its membership; None for the other protocols
+    streams: StreamsGroupData | None = None
 
     @property
     def group_type(self) -> str:
         """Kafka's group type, as ListGroups v5 shows it."""
+        if self.streams is not None:
+            return "streams"
         return "classic" if self.consumer is None else "consumer"
 
     @property
     def state_name(self) -> str:
         """The state as Kafka names it for this group's protocol."""
+        if self.streams is not None:
+            return self.streams.state.value
         return self.state.value if self.consumer is None else self.consumer.state.value
 
     @property
     def has_members(self) -> bool:
-        """Whether anyone is in the group, under either protocol (an empty group's offsets may expire)."""
-        return bool(self.members) or (self.consumer is not None and bool(self.consumer.members))
+        """Whether anyone is in the group, under any protocol (an empty group's offsets may expire)."""
+        return bool(self.members) or (self.consumer is not None and bool(self.consumer.members)) or \
+            (self.streams is not None and bool(self.streams.members))
 
     def transition(self, event: Event, now_ms: int) -> None:
         self.state = next_state(self.state, event)

@@ -2,7 +2,7 @@
 
 Until its partition is in, a group's requests get COORDINATOR_LOAD_IN_PROGRESS (`loading`). A group comes
 back as its last records left it: classic (`restore.restore_group`) or of the consumer protocol
-(`consumer_records.restore_consumer`), with its committed offsets and the pending ones of transactions
+(`consumer_records.restore_consumer`) or a streams group (`streams_groups.records.restore_streams`), with its committed offsets and the pending ones of transactions
 with no marker yet. Handed the store, the timers and the offsets part; event loop's thread only (the
 replay itself ran in a thread, `pybroker.broker.coordinator.runtime`).
 """
@@ -17,6 +17,7 @@ from pybroker.broker.groups.group_store import GroupStore
 from pybroker.broker.groups.group_timers import GroupTimers
 from pybroker.broker.groups.offset_commits import OffsetCommits
 from pybroker.broker.groups.restore import restore_group
+from pybroker.broker.streams_groups.records import ReplayedStreamsGroup, restore_streams
 from pybroker.protocol.messages.coordinator_records import GroupMetadataValue
 
 
@@ -34,24 +35,31 @@ class GroupLoading:
     def finish_loading(self, partition: int, groups: dict[str, GroupMetadataValue | None],
                        offsets: dict[str, dict[tuple[str, int], CommittedOffset]], now: int,
                        pending: dict[str, dict[int, dict[tuple[str, int], CommittedOffset]]] | None = None,
-                       consumer: dict[str, ReplayedConsumerGroup] | None = None) -> None:
+                       consumer: dict[str, ReplayedConsumerGroup] | None = None,
+                       streams: dict[str, ReplayedStreamsGroup] | None = None) -> None:
         """Install what replaying one offsets-topic partition found (committed offsets, and the pending
         ones of transactions with no marker yet); its groups are then served."""
         pending = pending or {}
         consumer = {g: c for g, c in (consumer or {}).items() if c.exists}
-        for group_id in set(groups) | set(offsets) | set(pending) | set(consumer):
+        streams = {g: c for g, c in (streams or {}).items() if c.exists}
+        for group_id in set(groups) | set(offsets) | set(pending) | set(consumer) | set(streams):
             value = groups.get(group_id)
             group_offsets = offsets.get(group_id, {})
             group_pending = dict(pending.get(group_id, {}))
             replayed = consumer.get(group_id)
-            if value is None and not group_offsets and not group_pending and replayed is None:
+            replayed_streams = streams.get(group_id)
+            if value is None and not group_offsets and not group_pending and replayed is None \
+                    and replayed_streams is None:
                 continue
             group = Group(group_id, state_timestamp_ms=now)
             group.offsets = dict(group_offsets)
             group.pending_txn = group_pending
             for producer_id in group_pending:
                 self.offsets.txn_groups.setdefault(producer_id, set()).add(group_id)
-            if replayed is not None:
+            if replayed_streams is not None:
+                group.protocol_type = "streams"
+                group.streams = restore_streams(replayed_streams, now)
+            elif replayed is not None:
                 group.protocol_type = "consumer"
                 group.consumer = restore_consumer(replayed, now)
             elif value is not None:

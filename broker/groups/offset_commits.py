@@ -23,6 +23,8 @@ from pybroker.broker.groups.group_store import GroupStore
 from pybroker.broker.groups.outcomes import UNKNOWN_MEMBER_ID, CommitRequest, OffsetToCommit, TxnCommitRequest
 from pybroker.broker.groups.state_machine import Event, GroupState
 from pybroker.broker.loggers.structlog_setup import get_logger
+from pybroker.broker.streams_groups.records import group_tombstones as streams_group_tombstones
+from pybroker.broker.streams_groups.streams_groups import streams_commit_error
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.messages.coordinator_records import OffsetCommitValue
 from pybroker.protocol.offsets_topic_records import group_metadata_key, offset_commit_key, offset_commit_value
@@ -129,6 +131,10 @@ class OffsetCommits:
             if req.generation < 0 and not req.member_id and req.group_instance_id is None:
                 return ErrorCode.NONE  # a transaction's commit from outside group management
             return consumer_commit_error(group.consumer, req.member_id, req.generation)
+        if group.streams is not None:
+            if req.generation < 0 and not req.member_id and req.group_instance_id is None:
+                return ErrorCode.NONE
+            return streams_commit_error(group.streams, req.member_id, req.generation)
         if req.generation < 0 and group.is_(S.EMPTY):
             return ErrorCode.NONE
         if req.generation >= 0 or req.member_id != UNKNOWN_MEMBER_ID or req.group_instance_id is not None:
@@ -183,6 +189,8 @@ class OffsetCommits:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
         if group.consumer is not None:  # KIP-848: the generation field carries the member epoch
             return consumer_commit_error(group.consumer, req.member_id, req.generation, req.api_version)
+        if group.streams is not None:  # KIP-1071: likewise
+            return streams_commit_error(group.streams, req.member_id, req.generation, req.api_version)
         if req.generation < 0 and group.is_(S.EMPTY):
             return ErrorCode.NONE  # a commit from outside group management (a simple consumer, a tool)
         error = self.classic.member_error(group, req.member_id, req.group_instance_id, req.generation)
@@ -254,6 +262,8 @@ class OffsetCommits:
                 if group.consumer is not None:
                     group.consumer.remove()
                     records += consumer_group_tombstones(group.group_id, group.consumer)
+                if group.streams is not None:
+                    records += streams_group_tombstones(group.group_id, group.streams)
                 group.transition(Event.REMOVED, now)
                 del self.store.groups[group.group_id]
                 records.append((group_metadata_key(group.group_id), None))

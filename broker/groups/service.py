@@ -11,6 +11,7 @@ the runtime's too. Everything runs on the event loop's thread.
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -20,6 +21,9 @@ from pybroker.broker.coordinator.runtime import CoordinatorRuntime, Deadlines, P
 from pybroker.broker.groups.config import GroupConfig
 from pybroker.broker.groups.coordinator import GroupCoordinator
 from pybroker.broker.groups.offsets_topic import OffsetsTopic, ReplayedPartition, replay
+from pybroker.broker.loggers.structlog_setup import get_logger
+from pybroker.config.broker_config import validate_topic_overrides
+from pybroker.config.types import ConfigError
 
 if TYPE_CHECKING:
     from pybroker.broker.partitions.coordinator_partitions import CoordinatorPartitions
@@ -57,6 +61,11 @@ def group_config(config: BrokerConfig, num_partitions: int) -> GroupConfig:
                                             "group.consumer.max.session.timeout.ms"),
         consumer_max_size=int(config.get("group.consumer.max.size")),
         consumer_migration_policy=str(config.get("group.consumer.migration.policy")),
+        streams_protocol_enabled="streams" in config.get("group.coordinator.rebalance.protocols"),
+        streams_heartbeat_interval_ms=int(config.get("group.streams.heartbeat.interval.ms")),
+        streams_session_timeout_ms=int(config.get("group.streams.session.timeout.ms")),
+        streams_max_size=int(config.get("group.streams.max.size")),
+        streams_num_standby_replicas=int(config.get("group.streams.num.standby.replicas")),
         consumer_assignors=tuple(dict.fromkeys(ASSIGNOR_NAMES.get(name, name)
                                                for name in config.get("group.consumer.assignors"))),
     )
@@ -70,6 +79,9 @@ ASSIGNOR_NAMES = {"org.apache.kafka.coordinator.group.assignor.UniformAssignor":
 def _within(config: Any, key: str, low_key: str, high_key: str) -> int:
     """A value clamped to its min and max keys (Kafka refuses a broker config outside them; we clamp)."""
     return max(int(config.get(low_key)), min(int(config.get(key)), int(config.get(high_key))))
+
+
+_log = get_logger("pybroker.groups")
 
 
 class _TopicTable:
@@ -109,8 +121,9 @@ class _LoadedGroups:
             self.coordinator.finish_loading(partition, {}, {}, self.clock_ms())
             return 0
         self.coordinator.finish_loading(partition, replayed.groups, replayed.offsets, self.clock_ms(),
-                                        replayed.pending, replayed.consumer)
-        return len(set(replayed.groups) | set(replayed.offsets) | set(replayed.pending) | set(replayed.consumer))
+                                        replayed.pending, replayed.consumer, replayed.streams)
+        return len(set(replayed.groups) | set(replayed.offsets) | set(replayed.pending) | set(replayed.consumer)
+                   | set(replayed.streams))
 
 
 class GroupService:
@@ -134,6 +147,34 @@ class GroupService:
             deadlines=Deadlines(self.coordinator.tick, self.coordinator.next_deadline),
             on_partition_count=self._follow_partition_count, logger="pybroker.groups", loaded_key="groups")
         self.coordinator.on_earlier_deadline = self.runtime.earlier_deadline
+        self.coordinator.streams.create_topics = self._create_internal_topics
+        #: internal-topic creations under way (a reference keeps each task alive)
+        self._creations: set[asyncio.Task[None]] = set()
+
+    def _create_internal_topics(self, topics: dict[str, tuple[int, dict[str, str], int]]) -> None:
+        """A streams group's missing repartition and changelog topics, made on a worker thread (the group sees
+        them in the topic table at its next heartbeat; a name that failed may be asked for again then)."""
+        task = asyncio.get_running_loop().create_task(asyncio.to_thread(self._create_blocking, topics))
+        self._creations.add(task)
+
+        def done(finished: asyncio.Task[None]) -> None:
+            self._creations.discard(finished)
+            self.coordinator.streams.creating.difference_update(topics)
+
+        task.add_done_callback(done)
+
+    def _create_blocking(self, topics: dict[str, tuple[int, dict[str, str], int]]) -> None:
+        for name, (partitions, configs, _replication) in sorted(topics.items()):
+            try:
+                overrides = validate_topic_overrides(configs)
+            except ConfigError as exc:  # a key this broker does not know: the topic is made without them
+                _log.warning("internal topic configs refused", topic=name, error=str(exc))
+                overrides = {}
+            try:
+                self.partitions.create_topic(name, partitions, overrides)
+                _log.info("streams internal topic created", topic=name, partitions=partitions)
+            except Exception as exc:
+                _log.warning("streams internal topic not created", topic=name, error=str(exc))
 
     def _follow_partition_count(self, num_partitions: int) -> None:
         self.coordinator.config = group_config(self.config, num_partitions)
@@ -151,7 +192,8 @@ class GroupService:
 
     def snapshot(self) -> list[GroupSnapshot]:
         """Every loaded group, read from the coordinator's own state (cheap enough for a scrape)."""
-        return [GroupSnapshot(g.group_id, g.state_name, len(g.members) + (len(g.consumer.members) if g.consumer else 0),
+        return [GroupSnapshot(g.group_id, g.state_name, len(g.members) + (len(g.consumer.members) if g.consumer else 0)
+                              + (len(g.streams.members) if g.streams else 0),
                               {key: c.offset for key, c in g.offsets.items()})
                 for g in self.coordinator.list_groups()]
 

@@ -3,8 +3,8 @@
 Member metadata and assignments are shown only while the group is Stable (in any other state they are
 about to change), as Kafka does. An unknown group is "Dead" with no error before v6, and
 GROUP_ID_NOT_FOUND from v6. A group of the consumer protocol (KIP-848) is described by
-ConsumerGroupDescribe; here it is answered as Kafka 4 answers it: "not a classic group" (GROUP_ID_NOT_FOUND
-from v6, Dead before).
+ConsumerGroupDescribe, a streams group (KIP-1071) by StreamsGroupDescribe; here either is answered as
+Kafka 4 answers it: "not a classic group" (GROUP_ID_NOT_FOUND from v6, Dead before).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ NOT_REQUESTED = -(2**31)
 
 def _describe(ctx: RequestContext, group_id: str, operations: int) -> DescribedGroup:
     error, group = ctx.state.groups.coordinator.describe(group_id)
-    if group is None or group.consumer is not None:
+    if group is None or group.consumer is not None or group.streams is not None:
         if error is ErrorCode.NONE and ctx.api_version >= FIRST_NOT_FOUND_VERSION:
             message = f"Group {group_id} not found." if group is None else f"Group {group_id} is not a classic group."
             return DescribedGroup(error_code=ErrorCode.GROUP_ID_NOT_FOUND, group_id=group_id,

@@ -2,7 +2,8 @@
 
 A group is of Kafka's "classic" type or, once a member of the consumer protocol (KIP-848) made it, of the
 "consumer" type, with that protocol's states (Empty, Assigning, Reconciling, Stable); filters compare
-case-insensitively, as Kafka does.
+case-insensitively, as Kafka does. A streams group (KIP-1071) is of the "streams" type, with its states
+(Empty, NotReady, Assigning, Reconciling, Stable).
 """
 
 from __future__ import annotations

@@ -16,11 +16,11 @@ the credential file whole.
 from __future__ import annotations
 
 import asyncio
-from collections import Counter
 from typing import Any
 
 from pybroker.broker.context import RequestContext
 from pybroker.broker.dispatch import handler
+from pybroker.broker.java_hash_order import hash_map_order
 from pybroker.broker.security.authorization_check import Op
 from pybroker.broker.security.authorization_cluster import (
     alter_scram_refusal,
@@ -58,10 +58,12 @@ MAX_NAME_CHARS = 1024
 def handle_describe(ctx: RequestContext, request: DescribeUserScramCredentialsRequest) -> Any:
     users = ctx.state.scram.users()
     names = [u.name for u in request.users] if request.users else sorted(users)
-    counts = Counter(names)
+    repeated: dict[str, bool] = {}
+    for name in names:
+        repeated[name] = name in repeated
     results = []
-    for name in dict.fromkeys(names):
-        if counts[name] > 1:
+    for name in hash_map_order(repeated):  # Kafka answers in its HashMap's order of the names
+        if repeated[name]:
             results.append(DescribeUserScramCredentialsResult(
                 user=name, error_code=ErrorCode.DUPLICATE_RESOURCE,
                 error_message=f"Cannot describe SCRAM credentials for the same user twice in a single "
@@ -77,14 +79,27 @@ def handle_describe(ctx: RequestContext, request: DescribeUserScramCredentialsRe
     return DescribeUserScramCredentialsResponse(results=results)
 
 
-def _upsert_problem(upsertion: Any) -> tuple[ErrorCode, str] | None:
-    spec = BY_TYPE.get(upsertion.mechanism)
-    if spec is None:
+def _name_problem(name: str, mechanism: int) -> tuple[ErrorCode, str] | None:
+    if not name:
+        return ErrorCode.UNACCEPTABLE_CREDENTIAL, "Username must not be empty"
+    if mechanism not in BY_TYPE:
         return ErrorCode.UNSUPPORTED_SASL_MECHANISM, "Unknown SCRAM mechanism"
+    return None
+
+
+def _upsert_problem(upsertion: Any) -> tuple[ErrorCode, str] | None:
+    """Kafka's checks, in its order, then this broker's own bounds (a name, salt or digest a client could
+    make the credential file carry)."""
+    problem = _name_problem(upsertion.name, upsertion.mechanism)
+    if problem is not None:
+        return problem
+    spec = BY_TYPE[upsertion.mechanism]
     if upsertion.iterations < MIN_ITERATIONS:
         return ErrorCode.UNACCEPTABLE_CREDENTIAL, "Too few iterations"
     if upsertion.iterations > MAX_ITERATIONS:
         return ErrorCode.UNACCEPTABLE_CREDENTIAL, "Too many iterations"
+    if len(upsertion.name) > MAX_NAME_CHARS:
+        return ErrorCode.UNACCEPTABLE_CREDENTIAL, f"Username longer than {MAX_NAME_CHARS} characters"
     if not upsertion.salt or len(upsertion.salt) > MAX_SALT_BYTES:
         return ErrorCode.UNACCEPTABLE_CREDENTIAL, "Salt must hold 1 to 1024 bytes"
     if len(upsertion.salted_password) != len(spec.hash(b"")):
@@ -92,55 +107,64 @@ def _upsert_problem(upsertion: Any) -> tuple[ErrorCode, str] | None:
     return None
 
 
+DUPLICATE = (ErrorCode.DUPLICATE_RESOURCE, "A user credential cannot be altered twice in the same request")
+
+
 @handler(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, versions=(0, 0),
          authorize=cluster_only(Op.ALTER, alter_scram_refusal))
 def handle_alter(ctx: RequestContext, request: AlterUserScramCredentialsRequest) -> Any:
+    """Kafka's controller's rules: one change per user and request (a second one, whatever its mechanism,
+    makes the user DUPLICATE_RESOURCE and drops its first), deletions looked at before upsertions, each
+    user keeping its first error; the answer lists the deletions done, the upsertions done, then the
+    errors, each in the order of Kafka's HashMap of them."""
     store = ctx.state.scram
     problems: dict[str, tuple[ErrorCode, str]] = {}
-    seen: Counter[tuple[str, int]] = Counter()
-    order: list[str] = []
-    changes: list[ScramCredentialDeletion | ScramCredentialUpsertion] = [*request.deletions, *request.upsertions]
-    for change in changes:
-        seen[(change.name, change.mechanism)] += 1
-        order.append(change.name)
-    for (name, _), count in seen.items():
-        if count > 1:
-            problems.setdefault(name, (ErrorCode.DUPLICATE_RESOURCE,
-                                       "A user credential cannot be altered twice in the same request"))
+    deleting: dict[str, ScramCredentialDeletion] = {}
+    upserting: dict[str, ScramCredentialUpsertion] = {}
+    peak_deleting = peak_upserting = 0
     for deletion in request.deletions:
-        spec = BY_TYPE.get(deletion.mechanism)
-        if not deletion.name:
-            problems.setdefault(deletion.name, (ErrorCode.UNACCEPTABLE_CREDENTIAL, "Username must not be empty"))
-        elif spec is None:
-            problems.setdefault(deletion.name, (ErrorCode.UNSUPPORTED_SASL_MECHANISM, "Unknown SCRAM mechanism"))
-        elif store.get(deletion.name, spec.name) is None:
-            problems.setdefault(deletion.name, (ErrorCode.RESOURCE_NOT_FOUND,
-                                                "Attempt to delete a user credential that does not exist"))
-    known = store.users()
-    new_names: set[str] = set()
-    for upsertion in request.upsertions:
-        problem = (ErrorCode.UNACCEPTABLE_CREDENTIAL, "Username must not be empty") if not upsertion.name \
-            else (ErrorCode.UNACCEPTABLE_CREDENTIAL, f"Username longer than {MAX_NAME_CHARS} characters") \
-            if len(upsertion.name) > MAX_NAME_CHARS else _upsert_problem(upsertion)
-        if problem is None and upsertion.name not in known and upsertion.name not in new_names:
-            new_names.add(upsertion.name)
-            if len(known) + len(new_names) > MAX_USERS:
-                problem = (ErrorCode.UNACCEPTABLE_CREDENTIAL, f"Too many SCRAM users (at most {MAX_USERS})")
+        if deletion.name in problems:
+            continue
+        if deleting.pop(deletion.name, None) is not None:
+            problems[deletion.name] = DUPLICATE
+            continue
+        problem = _name_problem(deletion.name, deletion.mechanism)
+        if problem is None and store.get(deletion.name, BY_TYPE[deletion.mechanism].name) is None:
+            problem = (ErrorCode.RESOURCE_NOT_FOUND, "Attempt to delete a user credential that does not exist")
         if problem is not None:
-            problems.setdefault(upsertion.name, problem)
+            problems[deletion.name] = problem
+        else:
+            deleting[deletion.name] = deletion
+            peak_deleting = max(peak_deleting, len(deleting))
+    known = store.users()
+    for upsertion in request.upsertions:
+        if upsertion.name in problems:
+            continue
+        if deleting.pop(upsertion.name, None) is not None or upserting.pop(upsertion.name, None) is not None:
+            problems[upsertion.name] = DUPLICATE
+            continue
+        problem = _upsert_problem(upsertion)
+        if problem is None and upsertion.name not in known and \
+                len(known) + sum(1 for n in upserting if n not in known) >= MAX_USERS:
+            problem = (ErrorCode.UNACCEPTABLE_CREDENTIAL, f"Too many SCRAM users (at most {MAX_USERS})")
+        if problem is not None:
+            problems[upsertion.name] = problem
+        else:
+            upserting[upsertion.name] = upsertion
+            peak_upserting = max(peak_upserting, len(upserting))
     upserts: list[tuple[str, str, ScramCredential]] = []
-    for u in request.upsertions:
-        if u.name not in problems:
-            spec = BY_TYPE[u.mechanism]
-            upserts.append((u.name, spec.name,
-                            credential_from_salted(spec, bytes(u.salt), bytes(u.salted_password), u.iterations)))
-    deletes = [(d.name, BY_TYPE[d.mechanism].name) for d in request.deletions if d.name not in problems]
+    for u in upserting.values():
+        spec = BY_TYPE[u.mechanism]
+        upserts.append((u.name, spec.name,
+                        credential_from_salted(spec, bytes(u.salt), bytes(u.salted_password), u.iterations)))
+    deletes = [(d.name, BY_TYPE[d.mechanism].name) for d in deleting.values()]
+    done = [*hash_map_order(deleting, peak_deleting), *hash_map_order(upserting, peak_upserting)]
 
     def build() -> AlterUserScramCredentialsResponse:
         return AlterUserScramCredentialsResponse(results=[
-            AlterUserScramCredentialsResult(user=name, error_code=problems[name][0], error_message=problems[name][1])
-            if name in problems else AlterUserScramCredentialsResult(user=name)
-            for name in dict.fromkeys(order)])
+            *(AlterUserScramCredentialsResult(user=name) for name in done),
+            *(AlterUserScramCredentialsResult(user=name, error_code=problems[name][0], error_message=problems[name][1])
+              for name in hash_map_order(problems))])
 
     if not upserts and not deletes:
         return build()

@@ -4,7 +4,8 @@
 does every step between the decoded request and the segment file, in Kafka's order:
 1. find the partition for a write (UNKNOWN_TOPIC_OR_PARTITION, KAFKA_STORAGE_ERROR, internal topics
    refused), and refuse empty records;
-2. the header checks (`validator.check_header`): the one parse of the batch's header;
+2. the header checks (`validator.check_header`): the one parse of the batch's header; then, when the
+   broker serves a schema registry, the topic's schema validation (`broker/schema_registry/validation.py`);
 3. a transactional batch is checked with the transaction coordinator (KIP-890: `TransactionCheck`, from
    the handler) before anything else; v12 adds the partition to the transaction first (work to await);
 4. the record walk: on the loop for an uncompressed batch, in `validator.VALIDATION_POOL` for a
@@ -75,6 +76,14 @@ def append_records(manager: ReplicaManager, topic: str, partition: int, records:
         header = check_header(records, target.config, allow_zstd=allow_zstd)
     except RecordsError as exc:
         return _refused(target, exc)
+    schemas = manager.schema_validation
+    if schemas is not None:  # a broker serving a schema registry: the topic's schema validation, if on
+        try:
+            problem = schemas.check(topic, records, header)
+        except RecordsError as exc:
+            problem = exc
+        if problem is not None:
+            return _refused(target, problem)
     if header.is_transactional:
         if transaction is None:
             return refused(target.key, ErrorCode.INVALID_RECORD,

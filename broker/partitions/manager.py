@@ -21,11 +21,12 @@ from pybroker.protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
     from pybroker.broker.metrics.traffic import TopicTraffic
+    from pybroker.broker.schema_registry.validation import SchemaValidation
     from pybroker.storage.log_manager import LogManager
 
 
 class ReplicaManager:
-    __slots__ = ("append_order", "logs", "purgatory", "traffic")
+    __slots__ = ("append_order", "logs", "purgatory", "schema_validation", "traffic")
 
     def __init__(self, logs: LogManager, traffic: TopicTraffic, purgatory: Purgatory | None = None) -> None:
         self.logs = logs
@@ -34,6 +35,8 @@ class ReplicaManager:
         self.purgatory = purgatory if purgatory is not None else Purgatory()
         #: clients' appends to a partition keep their requests' order, though some are validated off the loop
         self.append_order = AppendOrder()
+        #: the produce-time schema check (`broker/schema_registry/validation.py`); None when no registry runs
+        self.schema_validation: SchemaValidation | None = None
 
     # -- finding partitions --------------------------------------------------------------------------
     def resolve(self, topic: str, partition: int) -> tuple[Partition | None, ErrorCode]:

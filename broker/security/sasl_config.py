@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from pybroker.broker.java_hash_order import hash_set_order
 from pybroker.broker.security.jwt import Validation
 from pybroker.broker.security.sasl_oauthbearer import JwksFile, OAuthValidator
 from pybroker.config.broker_config import BrokerConfig
@@ -49,7 +50,8 @@ def _mechanisms(config: BrokerConfig, listener: str) -> tuple[str, ...]:
     if unsupported or not names:
         raise ConfigError(key, f"listener {listener}: {', '.join(unsupported) or 'no mechanism'} is not served "
                                f"(served: {', '.join(SUPPORTED_MECHANISMS)})")
-    return tuple(dict.fromkeys(names))
+    # Kafka answers them in a Java HashSet's order (broker/java_hash_order.py), and so do we
+    return tuple(hash_set_order(names))
 
 
 def _plain_users(config: BrokerConfig, listener: str) -> dict[str, str]:

@@ -59,6 +59,8 @@ from pybroker.protocol.messages.produce import ProduceRequest, ProduceResponse
 from pybroker.protocol.messages.push_telemetry import PushTelemetryRequest, PushTelemetryResponse
 from pybroker.protocol.messages.sasl_authenticate import SaslAuthenticateRequest, SaslAuthenticateResponse
 from pybroker.protocol.messages.sasl_handshake import SaslHandshakeRequest, SaslHandshakeResponse
+from pybroker.protocol.messages.streams_group_describe import StreamsGroupDescribeRequest, StreamsGroupDescribeResponse
+from pybroker.protocol.messages.streams_group_heartbeat import StreamsGroupHeartbeatRequest, StreamsGroupHeartbeatResponse
 from pybroker.protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
 from pybroker.protocol.messages.txn_offset_commit import TxnOffsetCommitRequest, TxnOffsetCommitResponse
 from pybroker.protocol.messages.write_txn_markers import WriteTxnMarkersRequest, WriteTxnMarkersResponse
@@ -119,6 +121,8 @@ REQUESTS: dict[int, Any] = {
     72: PushTelemetryRequest,
     74: ListConfigResourcesRequest,
     75: DescribeTopicPartitionsRequest,
+    88: StreamsGroupHeartbeatRequest,
+    89: StreamsGroupDescribeRequest,
 }
 RESPONSES: dict[int, Any] = {
     0: ProduceResponse,
@@ -176,4 +180,6 @@ RESPONSES: dict[int, Any] = {
     72: PushTelemetryResponse,
     74: ListConfigResourcesResponse,
     75: DescribeTopicPartitionsResponse,
+    88: StreamsGroupHeartbeatResponse,
+    89: StreamsGroupDescribeResponse,
 }

@@ -10,11 +10,9 @@ with `calcsize`, so the offsets cannot drift from the Struct.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from struct import Struct, calcsize
 from typing import NamedTuple, cast
-
-import crc32c
 
 from pybroker.protocol.errors import ErrorCode
 
@@ -204,10 +202,35 @@ def iter_batches(buf: Buffer, pos: int = 0, end: int | None = None) -> Iterator[
         pos += size
 
 
+#: the `crc32c` package's function, imported at its first use rather than with this module: importing that
+#: package looks its own version up in the installed distributions' metadata (importlib.metadata, argparse),
+#: a tenth of a broker's start-to-ready (issue 34). The broker imports it on a worker thread once it serves
+#: (`load_crc32c`), so the first request does not pay either. Any thread may call these.
+_crc32c_function: Callable[[Buffer], int] | None = None
+
+
+def load_crc32c() -> Callable[[Buffer], int]:
+    """The CRC-32C function, importing its package the first time."""
+    global _crc32c_function
+    if _crc32c_function is None:
+        import crc32c
+
+        _crc32c_function = crc32c.crc32c
+    return _crc32c_function
+
+
+def crc32c_of(data: Buffer) -> int:
+    """CRC-32C (Castagnoli) of `data`."""
+    function = _crc32c_function
+    if function is None:
+        function = load_crc32c()
+    return int(function(data))
+
+
 def compute_crc(buf: Buffer, pos: int, header: BatchHeader) -> int:
     """CRC-32C of attributes..end of the batch at `pos`, as the header's `crc` field should hold it."""
     with memoryview(buf) as view:
-        return int(crc32c.crc32c(view[pos + ATTRIBUTES_OFFSET : pos + header.size]))
+        return crc32c_of(view[pos + ATTRIBUTES_OFFSET : pos + header.size])
 
 
 def crc_ok(buf: Buffer, pos: int, header: BatchHeader) -> bool:

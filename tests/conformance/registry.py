@@ -21,7 +21,7 @@ Run = Callable[[Side], Awaitable[None]]
 
 # the modules that register scenarios; each one's Kafka answers are recorded in recorded/<family>.json
 FAMILIES = ("api_versions_table", "error_paths", "more_error_paths", "group_errors", "transaction_errors",
-            "security_errors")
+            "security_errors", "scram_errors", "streams_errors")
 
 
 @dataclass(frozen=True)

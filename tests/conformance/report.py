@@ -29,6 +29,11 @@ ABOUT = {
     "transaction_errors": "Transactions: state errors, fencing, unknown ids, invalid timeouts.",
     "security_errors": "Both brokers with a SASL_PLAINTEXT listener (PLAIN users), the ACL authorizer and a super "
                        "user: denials of a user no ACL names, and SASL failures.",
+    "scram_errors": "Both brokers with SCRAM-SHA-256 and SCRAM-SHA-512 enabled beside PLAIN: whole logins, wrong "
+                    "passwords, unknown users, forged nonces, malformed messages, and the SCRAM credential APIs' "
+                    "rules and answer order.",
+    "streams_errors": "The streams group protocol (KIP-1071): heartbeats refused before a group exists, and "
+                      "describes of groups that are not streams groups.",
 }
 
 

@@ -86,8 +86,12 @@ class Side:
     async def call(self, request: Any, version: int) -> Any:
         """Send `request` and keep its normalized answer for the comparison; the decoded answer."""
         answer = await self.raw(request, version)
-        self.answers.append(self.own(as_json(normalize(answer, messages=self.messages))))
+        self.keep(answer)
         return answer
+
+    def keep(self, answer: Any) -> None:
+        """Keep `answer` (one `raw` gave, perhaps with a random part replaced) for the comparison."""
+        self.answers.append(self.own(as_json(normalize(answer, messages=self.messages))))
 
     def own(self, value: Any) -> Any:
         """`value` without the list entries that name another scenario's topic, group or transaction."""

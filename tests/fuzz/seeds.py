@@ -92,6 +92,37 @@ def _example_requests() -> dict[int, Any]:
                                                           duration_filter=0, transactional_id_pattern="kp-.*"),
         **_admin_example_requests(),
         **_consumer_group_example_requests(),
+        **_streams_group_example_requests(),
+    }
+
+
+def _streams_group_example_requests() -> dict[int, Any]:
+    """The streams protocol (KIP-1071): a join with a two-subtopology topology (a repartition topic, a
+    changelog, a copartition group), and a describe."""
+    from pybroker.protocol.messages import streams_group_describe as sgd
+    from pybroker.protocol.messages import streams_group_heartbeat as sgh
+
+    changelog = sgh.TopicInfo(name="kp-golden-store-changelog", partitions=0, replication_factor=0,
+                              topic_configs=[sgh.KeyValue(key="cleanup.policy", value="compact")])
+    repartition = sgh.TopicInfo(name="kp-golden-repartition", partitions=0, replication_factor=0, topic_configs=[])
+    return {
+        ApiKey.STREAMS_GROUP_HEARTBEAT: sgh.StreamsGroupHeartbeatRequest(
+            group_id=_GROUP, member_id="kp-golden-member", member_epoch=0, endpoint_information_epoch=0,
+            rebalance_timeout_ms=30000, process_id="kp-golden-process",
+            user_endpoint=sgh.StreamsGroupHeartbeatRequestEndpoint(host="localhost", port=8080),
+            client_tags=[sgh.KeyValue(key="zone", value="a")], task_offsets=[], task_end_offsets=[],
+            active_tasks=[], standby_tasks=[], warmup_tasks=[],
+            topology=sgh.Topology(epoch=0, subtopologies=[
+                sgh.Subtopology(subtopology_id="0", source_topics=[_TOPIC], source_topic_regex=[],
+                                state_changelog_topics=[], repartition_sink_topics=[repartition.name],
+                                repartition_source_topics=[], copartition_groups=[]),
+                sgh.Subtopology(subtopology_id="1", source_topics=[], source_topic_regex=[],
+                                state_changelog_topics=[changelog], repartition_sink_topics=[],
+                                repartition_source_topics=[repartition], copartition_groups=[
+                                    sgh.CopartitionGroup(source_topics=[], source_topic_regex=[],
+                                                         repartition_source_topics=[0])])])),
+        ApiKey.STREAMS_GROUP_DESCRIBE: sgd.StreamsGroupDescribeRequest(
+            group_ids=[_GROUP], include_authorized_operations=True),
     }
 
 

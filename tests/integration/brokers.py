@@ -121,6 +121,8 @@ class BrokerProcess:
         self.log_path = self.workdir / f"{self.name}.out"
         self.proc: subprocess.Popen[bytes] | None = None
         self.starts = 0
+        #: time.monotonic() of the last spawn: the benchmark's start-to-ready time counts from it
+        self.spawned_at = 0.0
 
     # -- what tests use ------------------------------------------------------------------------------
     @property
@@ -241,6 +243,7 @@ class BrokerProcess:
         with open(self.log_path, "ab") as out:
             out.write(f"=== start #{self.starts} on port {self.port} ===\n".encode())
             out.flush()
+            self.spawned_at = time.monotonic()
             self.proc = subprocess.Popen(
                 _pdeathsig_prefix() + self.command(), stdout=out, stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL, cwd=self.workdir, env=self.env())

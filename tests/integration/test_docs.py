@@ -3,7 +3,7 @@
 Each document runs in its own scratch dir (holding links to the repository's top-level entries, so
 `.venv/bin/pybroker` and `examples/...` resolve as they do in a clone), with `.venv/bin` first on PATH so
 `pybroker` is the installed program. Its blocks run in order, as a reader would type them, against a broker
-of the test's own: every well-known port in the text (9092, 9093, 9404, ...) is replaced by a free one, the
+of the test's own: every well-known port in the text (9092, 9093, 9404, the schema registry's 8081, ...) is replaced by a free one, the
 same for the whole document. Inside shell blocks `make TARGET` is a dry run (`make -n`: the target exists
 and its recipe expands; running `make test` from a test would recurse), and `docker`, `pip` and
 `apt-get` only say they were skipped (the compose file has its own tests; installing is the Makefile's job).
@@ -30,7 +30,7 @@ from pybroker.config.definitions import BROKER, TOPIC
 from tests.doc_blocks import ROOT, Block, all_blocks, blocks_of, documents
 from tests.integration.brokers import BrokerProcess, api_versions_ok, free_port
 
-WELL_KNOWN_PORT = re.compile(r"(?<=[:/@ =])(909[0-9]|940[0-9])\b")
+WELL_KNOWN_PORT = re.compile(r"(?<=[:/@ =])(909[0-9]|940[0-9]|8081)\b")
 BLOCK_TIMEOUT_S = 180.0
 BACKGROUND_READY_S = 60.0
 SHELL_PRELUDE = """\
@@ -170,7 +170,7 @@ class DocRun:
             self.ensure_broker()
             self.execute(block, timeout=600.0)
         else:
-            self.ensure_broker(_overrides(block.argument) if block.directive == "broker" else None)
+            self.ensure_broker(_overrides(self.localize(block.argument)) if block.directive == "broker" else None)
             self.execute(block)
 
     def _script(self, block: Block) -> tuple[list[str], Path]:

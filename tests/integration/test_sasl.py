@@ -91,10 +91,11 @@ def sasl_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProc
 
 def _add_scram_user(broker: BrokerProcess, user: str, password: str) -> None:
     admin = ck_admin(broker.bootstrap)
-    upserts = [UserScramCredentialUpsertion(user, ScramCredentialInfo(mechanism, 4096), password.encode())
-               for mechanism in (ScramMechanism.SCRAM_SHA_256, ScramMechanism.SCRAM_SHA_512)]
-    for future in admin.alter_user_scram_credentials(upserts).values():
-        assert future.result(timeout=15) is None
+    # one request per mechanism: like Kafka, the broker refuses two changes of one user in one request
+    for mechanism in (ScramMechanism.SCRAM_SHA_256, ScramMechanism.SCRAM_SHA_512):
+        upsert = UserScramCredentialUpsertion(user, ScramCredentialInfo(mechanism, 4096), password.encode())
+        for future in admin.alter_user_scram_credentials([upsert]).values():
+            assert future.result(timeout=15) is None
 
 
 CREDENTIALS = {"PLAIN": (PLAIN_USER, PLAIN_PASSWORD), "SCRAM-SHA-256": (SCRAM_USER, SCRAM_PASSWORD),

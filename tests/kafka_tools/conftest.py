@@ -45,7 +45,9 @@ def kafka_ready() -> None:
 
 @pytest.fixture(scope="session")
 def secured_kafka(kafka_ready: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaNode]:
-    node = KafkaNode(tmp_path_factory.mktemp("kafka-tools-node"), dict(SECURED))
+    # streams groups assigned at once, as pybroker assigns them (Kafka delays a new group's first assignment)
+    node = KafkaNode(tmp_path_factory.mktemp("kafka-tools-node"),
+                     {**SECURED, "group.streams.initial.rebalance.delay.ms": "0"})
     node.start()
     try:
         yield node

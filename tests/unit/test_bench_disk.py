@@ -73,36 +73,3 @@ def test_write_bandwidth_over_many_files_leaves_nothing_behind(tmp_path: Path,
     rate = disk.write_bandwidth(tmp_path, seconds=0.05, chunk=4096, files=16)
     assert rate > 0
     assert list(tmp_path.iterdir()) == []
-
-
-def test_a_produce_goal_beyond_what_the_disk_takes_is_named() -> None:
-    from bench.grid import Cell, Phase
-    from bench.report import beyond_the_disk
-
-    def phase(mb_per_s: float) -> Phase:
-        return Phase(records=1000, payload_bytes=int(mb_per_s * 1e6), seconds=1.0, cpu_s=0.1, rss_mb=50.0)
-
-    over = Cell("produce", 1024, 16, {"pybroker": [phase(300)], "tansu": [phase(200)]})
-    within = Cell("produce", 1024, 1, {"pybroker": [phase(700)], "tansu": [phase(300)]})
-    notes = beyond_the_disk([over, within], {1: 900.0, 16: 350.0})
-    assert len(notes) == 1
-    assert "x16p" in notes[0] and "400 MB/s" in notes[0] and "350 MB/s" in notes[0]
-
-
-def test_a_goal_beyond_what_the_clients_reach_is_named() -> None:
-    from bench.grid import CEILING, Cell, Phase
-    from bench.report import beyond_the_clients
-
-    def phase(msgs_per_s: float) -> Phase:
-        return Phase(records=int(msgs_per_s), payload_bytes=int(msgs_per_s) * 1024, seconds=1.0, cpu_s=0.1,
-                     rss_mb=50.0)
-
-    over = Cell("consume", 1024, 1, {"pybroker": [phase(990_000)], "tansu": [phase(560_000)],
-                                     CEILING: [phase(1_040_000)]})
-    within = Cell("consume", 1024, 16, {"pybroker": [phase(900_000)], "tansu": [phase(400_000)],
-                                        CEILING: [phase(1_040_000)]})
-    beaten = Cell("consume", 10240, 1, {"pybroker": [phase(150_000)], "tansu": [phase(60_000)],
-                                        CEILING: [phase(140_000)]})  # a broker beat the null one: unknown
-    notes = beyond_the_clients([over, within, beaten])
-    assert notes == ["consume 1 KiB x1p: 2x Tansu is 1,120,000 msgs/s; the clients reach 1,040,000 msgs/s "
-                     "against the null broker (pybroker: 990,000)"]

@@ -25,6 +25,8 @@ _KIND = {
     "int32": st.integers(-(2**31), 2**31 - 1), "int64": st.integers(-(2**63), 2**63 - 1),
     "uuid": st.uuids(), "string": st.text(max_size=40), "nstring": st.none() | st.text(max_size=40),
     "bytes": st.binary(max_size=40), "int32s": st.lists(st.integers(-(2**31), 2**31 - 1), max_size=8),
+    "float64": st.floats(allow_nan=False), "bool": st.booleans(),
+    "entities": st.lists(st.tuples(st.text(max_size=10), st.none() | st.text(max_size=10)), max_size=3),
 }
 
 
@@ -125,3 +127,23 @@ def test_an_empty_segment_and_a_compressed_batch(tmp_path: Path) -> None:
     (meta / "00000000000000000005.log").write_bytes(build_batch(records, base_offset=5, compression=1))
     topics = read_kraft_metadata(tmp_path).topics()
     assert (topics["z"].topic_id, topics["z"].num_partitions) == (tid, 5)
+
+
+def test_client_quotas_are_set_and_removed_in_order(tmp_path: Path) -> None:
+    def quota(key: str, value: float, remove: bool = False) -> bytes:
+        return encode_record(14, 0, {"entity": [("user", "alice"), ("client-id", None)], "key": key, "value": value,
+                                     "remove": remove})
+
+    directory = tmp_path / METADATA_DIR
+    directory.mkdir()
+    (directory / "00000000000000000000.log").write_bytes(_batch(0, [
+        quota("producer_byte_rate", 1024.0), quota("consumer_byte_rate", 2048.0),
+        quota("producer_byte_rate", 0.0, remove=True)]))
+    image = read_kraft_metadata(tmp_path)
+    assert image.quotas == {(("client-id", None), ("user", "alice")): {"consumer_byte_rate": 2048.0}}
+
+
+def test_an_entity_count_past_the_bytes_left_is_refused() -> None:
+    value = bytes([1, 14, 0]) + bytes([0xFF, 0xFF, 0xFF, 0x0F])  # a count of 2**28 - 2 entities in 0 bytes
+    with pytest.raises(MetadataRecordError):
+        decode_record(value)

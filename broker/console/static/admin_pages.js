@@ -1,4 +1,5 @@
-// pybroker console: the admin pages (ACLs, SCRAM users, quotas, transactions, KIP-848 groups, the broker).
+// pybroker console: the admin pages (ACLs, SCRAM users, quotas, transactions, KIP-848 groups, the broker,
+// the schema registry's subjects).
 // Loaded after app.js, whose helpers (h, api, table, num, bytes, notice, confirmDialog, route) it uses and
 // whose page registry (PAGES) it extends. Every value from the broker is put in the page as text, never as
 // HTML. Each removal asks for a confirmation first; a password typed here is sent once and never shown.
@@ -257,6 +258,44 @@
     page.replaceChildren(h("h2", {}, "Broker"), ...sections);
   }
 
+  // -- schema registry -------------------------------------------------------------------------------
+  async function schemasPage(page) {
+    const r = await api("schemas");
+    if (!r.enabled) {
+      page.replaceChildren(h("h2", {}, "Schemas"), h("p", { class: "muted", id: "schemas-off" },
+        "This broker serves no schema registry (set schema.registry.port)."));
+      return;
+    }
+    const latest = s => s.versions.filter(v => !v.deleted).slice(-1)[0] || s.versions.slice(-1)[0];
+    page.replaceChildren(h("h2", {}, "Schemas"),
+      h("p", { class: "muted" }, `Global compatibility ${r.compatibility}, mode ${r.mode}.` +
+        (r.more ? " Only the first subjects are listed." : "")),
+      table([
+        { title: "Subject", value: s => h("a", { href: `#/schema/${encodeURIComponent(s.subject)}?version=${latest(s).version}` }, s.subject) },
+        { title: "Versions", num: true, value: s => s.versions.filter(v => !v.deleted).length },
+        { title: "Latest id", num: true, value: s => latest(s).id },
+        { title: "Type", value: s => latest(s).type },
+        { title: "Compatibility", value: s => s.compatibility }, { title: "Mode", value: s => s.mode },
+        { title: "Deleted", value: s => s.versions.some(v => !v.deleted) ? "–" : "soft-deleted" }],
+      r.subjects, "schemas-table"));
+  }
+
+  async function schemaPage(page, subject, query) {
+    const listed = await api("schemas");
+    const row = (listed.subjects || []).find(s => s.subject === subject);
+    const version = query.get("version") || (row ? row.versions.slice(-1)[0].version : 1);
+    const v = await api("schema?subject=" + encodeURIComponent(subject) + "&version=" + encodeURIComponent(version));
+    let text = v.schema;
+    try { text = JSON.stringify(JSON.parse(v.schema), null, 2); } catch (e) { /* Protobuf: shown as sent */ }
+    page.replaceChildren(h("h2", {}, "Subject ", subject),
+      h("div", { class: "cards" }, card("Version", v.version, "schema-version"), card("Id", v.id, "schema-id"),
+        card("Type", v.schemaType, "schema-type"), card("Referenced by", v.referenced_by.length, "schema-refs")),
+      row ? h("p", {}, "Versions: ", ...row.versions.map(x => h("a", {
+        href: `#/schema/${encodeURIComponent(subject)}?version=${x.version}`, class: x.deleted ? "muted" : "" },
+      ` ${x.version}${x.deleted ? " (deleted)" : ""} `))) : "",
+      h("pre", { id: "schema-text" }, text));
+  }
+
   const CLUSTER = what => `${what} on the cluster`;
   PAGES.push(
     [/^#\/acls$/, guarded("ACLs", CLUSTER("DESCRIBE"), aclsPage), "acls"],
@@ -265,5 +304,7 @@
     [/^#\/transactions$/, guarded("Transactions", "DESCRIBE on the transactional ids", transactionsPage), "transactions"],
     [/^#\/consumer-groups$/, guarded("KIP-848 consumer groups", "DESCRIBE on the groups", consumerGroupsPage), "consumer-groups"],
     [/^#\/consumer-group\/(.+)$/, guarded("KIP-848 group", "DESCRIBE on the group", consumerGroupPage), "consumer-groups"],
-    [/^#\/broker$/, guarded("Broker", "nothing beyond a login", brokerPage), "broker"]);
+    [/^#\/broker$/, guarded("Broker", "nothing beyond a login", brokerPage), "broker"],
+    [/^#\/schemas$/, guarded("Schemas", "DESCRIBE on the subjects' topics", schemasPage), "schemas"],
+    [/^#\/schema\/([^?]+)$/, guarded("Schema", "DESCRIBE on the subject's topic", schemaPage), "schemas"]);
 })();

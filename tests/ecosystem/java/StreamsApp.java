@@ -4,7 +4,10 @@
 // and written to the output topic as "region:total". Under exactly_once_v2 the last value per customer in the
 // output equals the sum of every order, whatever was killed on the way.
 //
-//   java -cp <kafka libs>:<streams libs> StreamsApp <bootstrap> <application.id> <state dir> <prefix>
+//   java -cp <kafka libs>:<streams libs> StreamsApp <bootstrap> <application.id> <state dir> <prefix> [<group protocol>]
+//
+// The optional group protocol is "classic" (the default) or "streams" (KIP-1071's rebalance protocol: the
+// broker assigns the tasks, and num.standby.replicas is the broker's group setting, not this client's).
 //
 // Topics: <prefix>-orders and <prefix>-customers (same partition count), output <prefix>-totals.
 // Prints "STATE <new state>" on every state change, so the test can wait for RUNNING, and at RUNNING
@@ -29,6 +32,7 @@ public final class StreamsApp {
         String applicationId = args[1];
         String stateDir = args[2];
         String prefix = args[3];
+        String groupProtocol = args.length > 4 ? args[4] : "classic";
 
         Properties p = new Properties();
         p.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
@@ -39,6 +43,7 @@ public final class StreamsApp {
         p.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, 200);
         p.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0);
         p.put(StreamsConfig.REPLICATION_FACTOR_CONFIG, 1);
+        p.put("group.protocol", groupProtocol);
         p.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
         p.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
         // quick failure detection: instances are killed with SIGKILL on purpose

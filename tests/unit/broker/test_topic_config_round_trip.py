@@ -26,6 +26,10 @@ TOPIC_RESOURCE = 2
 #: a valid value other than the default, for every topic key (a new key without one fails the first test)
 OTHER: dict[str, str] = {
     "cleanup.policy": "compact",
+    "confluent.key.schema.validation": "true",
+    "confluent.key.subject.name.strategy": "io.confluent.kafka.serializers.subject.RecordNameStrategy",
+    "confluent.value.schema.validation": "true",
+    "confluent.value.subject.name.strategy": "io.confluent.kafka.serializers.subject.TopicRecordNameStrategy",
     "compression.type": "zstd",
     "delete.retention.ms": "1000",
     "file.delete.delay.ms": "1000",

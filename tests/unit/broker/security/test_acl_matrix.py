@@ -63,6 +63,8 @@ from pybroker.protocol.messages import (
     offset_fetch,
     offset_for_leader_epoch,
     produce,
+    streams_group_describe,
+    streams_group_heartbeat,
     sync_group,
     txn_offset_commit,
     write_txn_markers,
@@ -351,7 +353,29 @@ PROBES = [
         group_ids=[GROUP]),
           [(RT.GROUP, GROUP, Op.DESCRIBE)], ErrorCode.GROUP_AUTHORIZATION_FAILED,
           lambda r: r.groups[0].error_code),
+    # issue 32: streams groups (KIP-1071)
+    Probe("StreamsGroupHeartbeat", 0, lambda: _streams_join(),
+          [(RT.GROUP, GROUP, Op.READ), (RT.TOPIC, TOPIC, Op.DESCRIBE)], ErrorCode.GROUP_AUTHORIZATION_FAILED,
+          lambda r: r.error_code),
+    Probe("StreamsGroupHeartbeat(topic)", 0, lambda: _streams_join(),
+          [(RT.TOPIC, TOPIC, Op.DESCRIBE), (RT.GROUP, GROUP, Op.READ)], ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+          lambda r: r.error_code),
+    Probe("StreamsGroupDescribe", 0, lambda: streams_group_describe.StreamsGroupDescribeRequest(
+        group_ids=[GROUP]),
+          [(RT.GROUP, GROUP, Op.DESCRIBE)], ErrorCode.GROUP_AUTHORIZATION_FAILED,
+          lambda r: r.groups[0].error_code),
 ]
+
+def _streams_join() -> Any:
+    """A streams member's join whose topology reads TOPIC (and names no internal topic to create)."""
+    h = streams_group_heartbeat
+    return h.StreamsGroupHeartbeatRequest(
+        group_id=GROUP, member_id="m", member_epoch=0, rebalance_timeout_ms=30000, process_id="p",
+        topology=h.Topology(epoch=0, subtopologies=[h.Subtopology(
+            subtopology_id="0", source_topics=[TOPIC], source_topic_regex=[], state_changelog_topics=[],
+            repartition_sink_topics=[], repartition_source_topics=[], copartition_groups=[])]),
+        active_tasks=[], standby_tasks=[], warmup_tasks=[])
+
 
 CASES = ("allowed", "denied", "deny_over_allow", "prefixed", "super_user")
 

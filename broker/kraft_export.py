@@ -1,0 +1,93 @@
+"""`pybroker export-kraft`: a stopped pybroker's whole metadata as a KRaft snapshot, for Apache Kafka 4 to take over.
+
+`storage/kraft_export.py` writes the snapshot and the topic part of the image (topics, partitions, topic
+configs, the producer id mark); here the broker's own stores are added, as the records Kafka keeps them in:
+ACLs (`pybroker-acls.json`) as AccessControlEntryRecord, SCRAM credentials (`scram-credentials.json`) as
+UserScramCredentialRecord (the same salt, stored and server keys and iterations: passwords go on working),
+client quotas (`client-quotas.json`) as ClientQuotaRecord, and the dynamic broker configs
+(`pybroker-dynamic-configs.json`: this node's and the cluster-wide default) as ConfigRecord. Secrets are
+never printed or logged; the result names counts only.
+
+This is an export step, not a live store: pybroker's JSON stores stay its store of record (their durability
+rules and power-loss tests are written for them), so the snapshot says what they held when it was written.
+Run it after pybroker stopped and before Kafka starts; an export run again replaces the snapshot. pybroker
+started on the dirs again keeps its own stores if Kafka never ran there, and takes Kafka's metadata back if
+it did (`storage/kraft_export.py`'s mark, `broker/kraft_takeover.py`).
+
+Runs in its own process (the CLI), holding every log dir's lock, so no broker can run on the dirs meanwhile.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+
+from pybroker.broker.security.acl_store import AclStore
+from pybroker.broker.security.quota_store import FILE_NAME as QUOTA_FILE
+from pybroker.broker.security.quota_store import load as load_quotas
+from pybroker.broker.security.scram_store import FILE_NAME as SCRAM_FILE
+from pybroker.broker.security.scram_store import ScramStore
+from pybroker.protocol.kraft_snapshot import encode_metadata_record
+from pybroker.protocol.scram_mechanisms import MECHANISMS
+from pybroker.storage.dynamic_config_store import DynamicConfigStore
+from pybroker.storage.kraft_export import ExportError, ExportResult, export_kraft_snapshot, node_of
+from pybroker.storage.kraft_metadata import BROKER_RESOURCE
+from pybroker.storage.log_dir import lock_dir, unlock_dir
+from pybroker.storage.topic_store import TopicStore
+
+
+def _acl_id(index: int) -> bytes:
+    """A stable, non-zero id per ACL: Kafka only needs them unique (it hands out random ones itself)."""
+    return (index + 1).to_bytes(16, "big")
+
+
+def security_values(first_dir: Path, node_id: int) -> dict[str, list[bytes]]:
+    """The record values of the broker's stores in the first log dir, by kind (for the counts)."""
+    acls = [encode_metadata_record("AccessControlEntryRecord", {
+        "id": uuid.UUID(bytes=_acl_id(i)), "resource_type": b.resource_type.value, "resource_name": b.resource_name,
+        "pattern_type": b.pattern_type.value, "principal": b.principal, "host": b.host,
+        "operation": b.operation.value, "permission_type": b.permission.value})
+        for i, b in enumerate(sorted(AclStore(first_dir).load()))]
+    scram = []
+    for user, credentials in sorted(ScramStore(first_dir / SCRAM_FILE).users().items()):
+        for mechanism, credential in sorted(credentials.items()):
+            scram.append(encode_metadata_record("UserScramCredentialRecord", {
+                "name": user, "mechanism": MECHANISMS[mechanism].type_id, "salt": credential.salt,
+                "stored_key": credential.stored_key, "server_key": credential.server_key,
+                "iterations": credential.iterations}))
+    quotas = [encode_metadata_record("ClientQuotaRecord", {"entity": list(entity), "key": key, "value": value,
+                                                           "remove": False})
+              for entity, values in sorted(load_quotas(first_dir / QUOTA_FILE).items(), key=lambda kv: repr(kv[0]))
+              for key, value in sorted(values.items())]
+    node, default = DynamicConfigStore(first_dir).load()
+    configs = [encode_metadata_record("ConfigRecord", {"resource_type": BROKER_RESOURCE, "resource_name": name,
+                                                       "name": key, "value": value})
+               for name, layer in (("", default), (str(node_id), node)) for key, value in sorted(layer.items())]
+    return {"acls": acls, "scram_credentials": scram, "client_quotas": quotas, "broker_configs": configs}
+
+
+def export_kraft(log_dirs: Sequence[Path], node_id: int | None, metadata_dir: Path | None = None,
+                 controller_id: int | None = None) -> tuple[ExportResult, dict[str, int]]:
+    """Write the snapshot of everything pybroker keeps in `log_dirs`; the result and the count of each kind.
+    `node_id` None takes the dirs' own (meta.properties).
+
+    Takes every log dir's lock first (`LogDirLockedError` while a broker runs on one)."""
+    dirs = [Path(d) for d in log_dirs]
+    for directory in dirs:
+        if not directory.is_dir():
+            raise ExportError(f"{directory} is not a directory")
+    locks: list[int] = []
+    try:
+        for directory in dirs:
+            locks.append(lock_dir(directory))
+        node_id = node_of(dirs, node_id)
+        TopicStore(dirs).load()  # an unreadable topic table stops here, before anything is written
+        extra = security_values(dirs[0], node_id)
+        values = [value for kind in extra.values() for value in kind]
+        result = export_kraft_snapshot(dirs, node_id, values, int(time.time() * 1000), metadata_dir, controller_id)
+    finally:
+        for fd in locks:
+            unlock_dir(fd)
+    return result, {kind: len(kind_values) for kind, kind_values in extra.items()}
