@@ -27,7 +27,7 @@ $(BROKER_STAMP): $(SOURCES_OF_INSTALL) | cc
 $(STAMP): $(SOURCES_OF_INSTALL) | cc
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	@$(INSTALL_SAYS); start=$$(date +%s); $(PY) -m pip install -q -e '.[test,dev,spark,registry]' && $(INSTALLED_SAYS)
+	@$(INSTALL_SAYS); start=$$(date +%s); $(PY) -m pip install -q -e '.[test,dev,spark,registry,iceberg]' && $(INSTALLED_SAYS)
 	touch $(STAMP) $(BROKER_STAMP)
 
 install: $(STAMP)

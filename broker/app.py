@@ -146,6 +146,7 @@ class BrokerApp:
             url = self.console_url()
             if url is not None:
                 log.info("console", url=url)
+        self.state.iceberg.start(asyncio.get_running_loop())
         self.serving = True
 
     def console_url(self) -> str | None:
@@ -262,6 +263,7 @@ class BrokerApp:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(server.wait_closed(), 2)
         await self.state.guard.stop()
+        await asyncio.to_thread(self.state.iceberg.stop)  # its last round reads the logs: before they close
         await asyncio.to_thread(self.state.cleaner.shutdown)  # before the logs close under it
         await asyncio.to_thread(self.state.logs.shutdown)
         validation_processes.shutdown()

@@ -14,6 +14,7 @@ from pybroker.broker import fetch_sessions
 from pybroker.broker.connection_guard import ConnectionGuard
 from pybroker.broker.dynamic_configs import DynamicBrokerConfigs
 from pybroker.broker.groups.service import GroupService
+from pybroker.broker.iceberg_tables import IcebergTables
 from pybroker.broker.kraft_takeover import adopt_kafka_settings
 from pybroker.broker.log_cleaner import build_cleaner, cleaner_settings, follow_dynamic_configs
 from pybroker.broker.metrics.traffic import TopicTraffic
@@ -60,6 +61,8 @@ class BrokerState:
         self.topics = Topics(config, self.logs)
         self.dynamic_configs = DynamicBrokerConfigs(config, self.logs)
         self.cleaner = build_cleaner(config, self.logs, clock_ms)
+        #: the supervisor of the Iceberg worker (topics with iceberg.mode), started once the broker serves
+        self.iceberg = IcebergTables(config, self.logs)
         self.logs.moves.hold_cleaning = self.cleaner.held_off  # no clean of a partition while a move swaps it
         self.fetch_sessions = fetch_sessions.from_config(config)  # KIP-227 incremental fetch sessions
         self.traffic = TopicTraffic()  # per-topic bytes and messages, for the metrics

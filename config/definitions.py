@@ -443,6 +443,33 @@ BROKER_DEFS: tuple[ConfigDef, ...] = (
     _b("schema.registry.validate.payload", "boolean", False,
        "On topics with confluent.key/value.schema.validation on, also decode each key/value with its "
        "registered schema (Avro, JSON Schema, Protobuf) and refuse records that do not match."),
+    # -- Iceberg topics (pybroker's own keys, after Redpanda's names; docs/iceberg.md) ---------------
+    _b("iceberg.enable", "boolean", True,
+       "Run the Iceberg worker process for topics whose iceberg.mode is not disabled (Redpanda's "
+       "iceberg_enabled). false: no table is kept, whatever the topics say."),
+    _b("iceberg.catalog.type", "string", "sql",
+       "The Iceberg catalog: sql (SQLAlchemy; by default a SQLite file in the first log dir) or rest (an "
+       "Iceberg REST catalog at iceberg.catalog.uri).", one_of("sql", "rest")),
+    _b("iceberg.catalog.uri", "string", "",
+       "The catalog's address: a SQLAlchemy URL for sql (empty: sqlite:///<first log dir>/iceberg/catalog.db), "
+       "the REST endpoint for rest."),
+    _b("iceberg.catalog.namespace", "string", "pybroker",
+       "The namespace (database) the topics' tables are made in; a topic's table is <namespace>.<topic>."),
+    _b("iceberg.warehouse", "string", "",
+       "Where data and metadata files go: a file:// or s3:// URL (empty: file://<first log dir>/iceberg/warehouse)."),
+    _b("iceberg.s3.endpoint", "string", "",
+       "An S3-compatible object store's endpoint for an s3:// warehouse (empty: the SDK's default)."),
+    _b("iceberg.s3.region", "string", "us-east-1", "The object store's region for an s3:// warehouse."),
+    _b("iceberg.s3.access.key.id", "string", "", "The access key id for an s3:// warehouse."),
+    ConfigDef("iceberg.s3.secret.access.key", "password", None,
+              "The secret access key for an s3:// warehouse (never logged, never described).", sensitive=True),
+    _b("iceberg.commit.interval.ms", "long", 60_000,
+       "Default of the topic key iceberg.commit.interval.ms (Redpanda's iceberg_catalog_commit_interval_ms).",
+       at_least(100), True),
+    _b("iceberg.dlq.table.suffix", "string", "~dlq",
+       "Suffix of a topic's dead-letter table, which holds the records that do not decode."),
+    _b("iceberg.process.niceness", "int", 10,
+       "Niceness the Iceberg worker process adds to its own, so request handling wins the CPU.", between(0, 19)),
 )
 
 #: Confluent's subject name strategies (their class names are the values of the topic keys)
@@ -514,6 +541,21 @@ TOPIC_DEFS: tuple[ConfigDef, ...] = (
        (("log.roll.ms", 1), ("log.roll.hours", HOUR_MS)), at_least(1)),
     _t("unclean.leader.election.enable", "boolean", False, "Accepted for compatibility.",
        (("unclean.leader.election.enable", 1),)),
+    _t("iceberg.mode", "string", "disabled",
+       "Keep an Apache Iceberg table of the topic (Redpanda's redpanda.iceberg.mode): disabled, key_value "
+       "(key and value as binary columns beside the Kafka coordinates), value_schema_id_prefix or "
+       "value_schema_latest (the value decoded by its registered schema).", (),
+       one_of("disabled", "key_value", "value_schema_id_prefix", "value_schema_latest")),
+    _t("iceberg.commit.interval.ms", "long", 60_000,
+       "How often the topic's committed records become an Iceberg snapshot.",
+       (("iceberg.commit.interval.ms", 1),), at_least(100)),
+    _t("iceberg.partition.spec", "string", "(hour(timestamp))",
+       "How the topic's table is partitioned: by the hour or the day of the record timestamp, or not at all "
+       "(Redpanda's redpanda.iceberg.partition.spec).", (),
+       one_of("(hour(timestamp))", "(day(timestamp))", "()")),
+    _t("iceberg.invalid.record.action", "string", "dlq_table",
+       "What becomes of a record whose value does not decode: dlq_table (a row of the dead-letter table) or "
+       "drop (Redpanda's redpanda.iceberg.invalid.record.action).", (), one_of("dlq_table", "drop")),
 )
 
 BROKER: dict[str, ConfigDef] = {d.key: d for d in BROKER_DEFS}

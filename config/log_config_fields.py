@@ -54,6 +54,10 @@ NOT_LOG_CONFIG: frozenset[str] = frozenset({
     "confluent.value.schema.validation",
     "confluent.key.subject.name.strategy",
     "confluent.value.subject.name.strategy",
+    "iceberg.mode",  # the Iceberg worker's (broker/iceberg_tables.py), not the log's
+    "iceberg.commit.interval.ms",
+    "iceberg.partition.spec",
+    "iceberg.invalid.record.action",
 })
 
 #: a resolved value whose LogConfig field holds another form: field -> conversion

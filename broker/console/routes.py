@@ -102,7 +102,12 @@ async def _topics(call: Call) -> Any:
 
 
 async def _topic(call: Call) -> Any:
-    return await reads.topic(call.client, p.text(call.params, "name", max_len=p.MAX_TOPIC_NAME))
+    """The topic page; for an Iceberg topic, its table's status as the worker last reported it (shown only
+    once the topic's own reads, authorized as the principal's Metadata and DescribeConfigs, succeeded)."""
+    name = p.text(call.params, "name", max_len=p.MAX_TOPIC_NAME)
+    found = await reads.topic(call.client, name)
+    found["iceberg"] = call.app.state.iceberg.status()["topics"].get(name)
+    return found
 
 
 async def _messages(call: Call) -> Any:

@@ -486,6 +486,28 @@ def secured_broker(tmp_path_factory: pytest.TempPathFactory, broker_target: str)
         proc.close()
 
 
+def test_an_iceberg_topic_page_shows_its_table(page: Page, console_broker: MetricsBrokerProcess) -> None:
+    """A topic with iceberg.mode=key_value: its page shows the table the broker's worker keeps (docs/iceberg.md)."""
+    from kafka.admin import NewTopic
+
+    with kp_admin(console_broker.bootstrap) as admin:
+        admin.create_topics([NewTopic("clickstream", 1, 1, topic_configs={
+            "iceberg.mode": "key_value", "iceberg.commit.interval.ms": "200"})])
+    with kp_producer(console_broker.bootstrap, acks="all", linger_ms=0) as producer:
+        for i in range(4):
+            producer.send("clickstream", f"click-{i}".encode(), partition=0)
+        producer.flush(timeout=20)
+
+    def shown() -> dict[str, str]:
+        page.open("topic/clickstream")
+        return {row[0]: row[1] for row in page.rows("iceberg-status") if len(row) > 1}
+
+    status = page.until(lambda: (lambda s: s if s.get("Rows") == "4" else None)(shown()),
+                        "the Iceberg table's 4 rows never shown", timeout=120)
+    assert status["Table"] == "pybroker.clickstream" and status["Mode"] == "key_value"
+    assert status["Error"] == "none" and status["Offsets behind the log"] == "0"
+
+
 def test_login_and_acls_in_the_browser(browser: Any, secured_broker: MetricsBrokerProcess) -> None:
     """Basic credentials (sent by the browser as a logged-in user's would be) decide what each user sees.
     (Wrong credentials leave the browser at its own login prompt, which a test cannot read: the unit tests

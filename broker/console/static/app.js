@@ -213,11 +213,24 @@ async function topicPage(page, name) {
       { title: "Partition", num: true, value: r => r.partition }, { title: "Start offset", num: true, value: r => num(r.start_offset) },
       { title: "End offset", num: true, value: r => num(r.end_offset) }, { title: "Messages", num: true, value: r => num(r.messages) },
       { title: "Size", num: true, value: r => bytes(r.size_bytes) }, { title: "Log dir", value: r => r.log_dir }], t.partitions, "partitions")),
+    icebergSection(t.iceberg),
     h("section", {}, h("h3", {}, "Configs"), alter, h("div", { class: "table-scroll" }, configTable(t.configs, "topic-configs",
       async (k, v) => { await api("topics/alter-config", { name, key: k, value: v }); notice(`${k} ${v === null ? "back to its default" : "changed"}.`); route(); }))));
   document.querySelectorAll("#topic-configs tbody tr").forEach((tr, i) => {
     tr.addEventListener("click", () => { key.value = t.configs[i].name; value.value = t.configs[i].value || ""; });
   });
+}
+
+// icebergSection(status): an Iceberg topic's table as the worker last reported it (docs/iceberg.md); nothing
+// for a topic without a table
+function icebergSection(status) {
+  if (!status) return h("span");
+  const when = status.last_commit_ms ? new Date(status.last_commit_ms).toISOString() : "–";
+  const rows = [["Table", status.table || "–"], ["Mode", status.mode], ["Rows", num(status.total_records || 0)],
+    ["Snapshot", status.snapshot_id === null || status.snapshot_id === undefined ? "–" : String(status.snapshot_id)],
+    ["Last commit", when], ["Offsets behind the log", num(status.lag_offsets || 0)], ["Error", status.error || "none"]];
+  return h("section", { id: "iceberg-table" }, h("h3", {}, "Iceberg table"),
+    table([{ title: "", value: r => r[0] }, { title: "", value: r => r[1] }], rows, "iceberg-status"));
 }
 
 // configTable(configs, id, save): values humanized (the raw value on hover), rows of a non-default source

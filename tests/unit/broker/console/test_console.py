@@ -548,3 +548,38 @@ async def test_all_partitions_are_merged_by_time(http: Http, monkeypatch: pytest
     assert status == 400 and "choose one" in answer["error"]
     status, answer = await http.request("GET", "/console/api/messages?topic=nosuch&partition=all")
     assert status == 404
+
+
+async def test_an_iceberg_topic_shows_its_table_status(http: Http) -> None:
+    """The worker the broker starts fills the table; the topic page shows what it last reported."""
+    await http.post("topics/create", {"name": "clicks", "partitions": 1,
+                                      "configs": {"iceberg.mode": "key_value", "iceberg.commit.interval.ms": "200"}})
+    for i in range(3):
+        await http.post("produce", {"topic": "clicks", "partition": 0, "key": f"k{i}", "value": f"v{i}"})
+    deadline = time.monotonic() + 120
+    status: dict[str, Any] | None = None
+    while time.monotonic() < deadline:
+        status = (await http.get("topic?name=clicks"))["iceberg"]
+        if status and status.get("total_records") == 3:
+            break
+        await asyncio.sleep(0.2)
+    assert status is not None and status["total_records"] == 3, status
+    assert status["table"] == "pybroker.clicks" and status["mode"] == "key_value" and status["error"] is None
+    assert status["offsets"] == {"0": 3} and status["lag_offsets"] == 0
+    await http.post("topics/create", {"name": "plain", "partitions": 1})
+    assert (await http.get("topic?name=plain"))["iceberg"] is None
+
+
+async def test_an_iceberg_topic_whose_worker_cannot_start_says_why(http: Http, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pybroker.broker import iceberg_tables
+
+    monkeypatch.setattr(iceberg_tables, "WORKER_MODULE", "pybroker.no_such_worker")
+    await http.post("topics/create", {"name": "stuck", "partitions": 1, "configs": {"iceberg.mode": "key_value"}})
+    deadline = time.monotonic() + 60
+    status: dict[str, Any] | None = None
+    while time.monotonic() < deadline:
+        status = (await http.get("topic?name=stuck"))["iceberg"]
+        if status and status.get("error"):
+            break
+        await asyncio.sleep(0.2)
+    assert status is not None and "worker" in status["error"] and status["mode"] == "key_value", status
