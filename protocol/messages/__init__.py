@@ -59,6 +59,10 @@ from pybroker.protocol.messages.produce import ProduceRequest, ProduceResponse
 from pybroker.protocol.messages.push_telemetry import PushTelemetryRequest, PushTelemetryResponse
 from pybroker.protocol.messages.sasl_authenticate import SaslAuthenticateRequest, SaslAuthenticateResponse
 from pybroker.protocol.messages.sasl_handshake import SaslHandshakeRequest, SaslHandshakeResponse
+from pybroker.protocol.messages.share_acknowledge import ShareAcknowledgeRequest, ShareAcknowledgeResponse
+from pybroker.protocol.messages.share_fetch import ShareFetchRequest, ShareFetchResponse
+from pybroker.protocol.messages.share_group_describe import ShareGroupDescribeRequest, ShareGroupDescribeResponse
+from pybroker.protocol.messages.share_group_heartbeat import ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse
 from pybroker.protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
 from pybroker.protocol.messages.txn_offset_commit import TxnOffsetCommitRequest, TxnOffsetCommitResponse
 from pybroker.protocol.messages.write_txn_markers import WriteTxnMarkersRequest, WriteTxnMarkersResponse
@@ -119,6 +123,10 @@ REQUESTS: dict[int, Any] = {
     72: PushTelemetryRequest,
     74: ListConfigResourcesRequest,
     75: DescribeTopicPartitionsRequest,
+    76: ShareGroupHeartbeatRequest,
+    77: ShareGroupDescribeRequest,
+    78: ShareFetchRequest,
+    79: ShareAcknowledgeRequest,
 }
 RESPONSES: dict[int, Any] = {
     0: ProduceResponse,
@@ -176,4 +184,8 @@ RESPONSES: dict[int, Any] = {
     72: PushTelemetryResponse,
     74: ListConfigResourcesResponse,
     75: DescribeTopicPartitionsResponse,
+    76: ShareGroupHeartbeatResponse,
+    77: ShareGroupDescribeResponse,
+    78: ShareFetchResponse,
+    79: ShareAcknowledgeResponse,
 }
