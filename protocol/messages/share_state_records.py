@@ -23,3 +23,288 @@ def _uuid(raw: bytes) -> uuid.UUID:
 
 #: the default of a field that may hold None, in a signature (None would be that value)
 _UNSET: Any = object()
+
+
+_S0 = Struct('>16si')
+_S1 = Struct('>qqbh')
+_S2 = Struct('>iiiqqq')
+_S3 = Struct('>i')
+_S4 = Struct('>iiq')
+
+
+@dataclass(slots=True, init=False)
+class ShareSnapshotKey(ApiMessage):
+    group_id: str = ""
+    topic_id: uuid.UUID = ZERO_UUID
+    partition: int = 0
+
+    def __init__(self, group_id: str = "", topic_id: uuid.UUID = ZERO_UUID, partition: int = 0) -> None:
+        self.group_id = group_id
+        self.topic_id = topic_id
+        self.partition = partition
+
+
+ShareSnapshotKey.API_KEY = None
+ShareSnapshotKey.MIN_VERSION = 0
+ShareSnapshotKey.MAX_VERSION = 0
+ShareSnapshotKey.FLEXIBLE_MIN = None
+
+
+@dataclass(slots=True, init=False)
+class SnapshotStateBatch:
+    first_offset: int = 0
+    last_offset: int = 0
+    delivery_state: int = 0
+    delivery_count: int = 0
+
+    def __init__(self, first_offset: int = 0, last_offset: int = 0, delivery_state: int = 0, delivery_count: int = 0) -> None:
+        self.first_offset = first_offset
+        self.last_offset = last_offset
+        self.delivery_state = delivery_state
+        self.delivery_count = delivery_count
+
+
+@dataclass(slots=True, init=False)
+class ShareSnapshotValue(ApiMessage):
+    snapshot_epoch: int = 0
+    state_epoch: int = 0
+    leader_epoch: int = 0
+    start_offset: int = 0
+    delivery_complete_count: int = -1
+    create_timestamp: int = 0
+    write_timestamp: int = 0
+    state_batches: list[SnapshotStateBatch] = field(default_factory=list)
+
+    def __init__(self, snapshot_epoch: int = 0, state_epoch: int = 0, leader_epoch: int = 0, start_offset: int = 0, delivery_complete_count: int = -1, create_timestamp: int = 0, write_timestamp: int = 0, state_batches: list[SnapshotStateBatch] | None = None) -> None:
+        self.snapshot_epoch = snapshot_epoch
+        self.state_epoch = state_epoch
+        self.leader_epoch = leader_epoch
+        self.start_offset = start_offset
+        self.delivery_complete_count = delivery_complete_count
+        self.create_timestamp = create_timestamp
+        self.write_timestamp = write_timestamp
+        self.state_batches = [] if state_batches is None else state_batches
+
+
+ShareSnapshotValue.API_KEY = None
+ShareSnapshotValue.MIN_VERSION = 0
+ShareSnapshotValue.MAX_VERSION = 0
+ShareSnapshotValue.FLEXIBLE_MIN = 0
+
+
+@dataclass(slots=True, init=False)
+class ShareUpdateKey(ApiMessage):
+    group_id: str = ""
+    topic_id: uuid.UUID = ZERO_UUID
+    partition: int = 0
+
+    def __init__(self, group_id: str = "", topic_id: uuid.UUID = ZERO_UUID, partition: int = 0) -> None:
+        self.group_id = group_id
+        self.topic_id = topic_id
+        self.partition = partition
+
+
+ShareUpdateKey.API_KEY = None
+ShareUpdateKey.MIN_VERSION = 1
+ShareUpdateKey.MAX_VERSION = 1
+ShareUpdateKey.FLEXIBLE_MIN = None
+
+
+@dataclass(slots=True, init=False)
+class UpdateStateBatch:
+    first_offset: int = 0
+    last_offset: int = 0
+    delivery_state: int = 0
+    delivery_count: int = 0
+
+    def __init__(self, first_offset: int = 0, last_offset: int = 0, delivery_state: int = 0, delivery_count: int = 0) -> None:
+        self.first_offset = first_offset
+        self.last_offset = last_offset
+        self.delivery_state = delivery_state
+        self.delivery_count = delivery_count
+
+
+@dataclass(slots=True, init=False)
+class ShareUpdateValue(ApiMessage):
+    snapshot_epoch: int = 0
+    leader_epoch: int = 0
+    start_offset: int = 0
+    delivery_complete_count: int = -1
+    state_batches: list[UpdateStateBatch] = field(default_factory=list)
+
+    def __init__(self, snapshot_epoch: int = 0, leader_epoch: int = 0, start_offset: int = 0, delivery_complete_count: int = -1, state_batches: list[UpdateStateBatch] | None = None) -> None:
+        self.snapshot_epoch = snapshot_epoch
+        self.leader_epoch = leader_epoch
+        self.start_offset = start_offset
+        self.delivery_complete_count = delivery_complete_count
+        self.state_batches = [] if state_batches is None else state_batches
+
+
+ShareUpdateValue.API_KEY = None
+ShareUpdateValue.MIN_VERSION = 0
+ShareUpdateValue.MAX_VERSION = 0
+ShareUpdateValue.FLEXIBLE_MIN = 0
+
+
+def _d_ShareSnapshotKey_0(buf: Any, pos: int) -> tuple[ShareSnapshotKey, int]:
+    f_group_id, pos = read_string(buf, pos, False)
+    (f_topic_id, f_partition,) = _S0.unpack_from(buf, pos)
+    pos += _S0.size
+    f_topic_id = _uuid(f_topic_id)
+    return ShareSnapshotKey(f_group_id, f_topic_id, f_partition), pos
+
+
+def _e_ShareSnapshotKey_0(o: ShareSnapshotKey, out: bytearray, chunks: list[Any]) -> None:
+    write_string(out, o.group_id)
+    out += _S0.pack(o.topic_id.bytes, o.partition)
+
+
+ShareSnapshotKey._DECODERS = {0: _d_ShareSnapshotKey_0}
+ShareSnapshotKey._ENCODERS = {0: _e_ShareSnapshotKey_0}
+
+
+def _d_SnapshotStateBatch_0(buf: Any, pos: int) -> tuple[SnapshotStateBatch, int]:
+    (f_first_offset, f_last_offset, f_delivery_state, f_delivery_count,) = _S1.unpack_from(buf, pos)
+    pos += _S1.size
+    if buf[pos] == 0:
+        pos += 1
+    else:
+        pos = skip_tagged_fields(buf, pos)
+    return SnapshotStateBatch(f_first_offset, f_last_offset, f_delivery_state, f_delivery_count), pos
+
+
+def _e_SnapshotStateBatch_0(o: SnapshotStateBatch, out: bytearray, chunks: list[Any]) -> None:
+    out += _S1.pack(o.first_offset, o.last_offset, o.delivery_state, o.delivery_count)
+    out.append(0)
+
+
+def _d_ShareSnapshotValue_0(buf: Any, pos: int) -> tuple[ShareSnapshotValue, int]:
+    (f_snapshot_epoch, f_state_epoch, f_leader_epoch, f_start_offset, f_create_timestamp, f_write_timestamp,) = _S2.unpack_from(buf, pos)
+    pos += _S2.size
+    n_state_batches, pos = read_array_count(buf, pos, True, False)
+    f_state_batches = []
+    for _ in range(n_state_batches):
+        it_state_batches, pos = _d_SnapshotStateBatch_0(buf, pos)
+        f_state_batches.append(it_state_batches)
+    f_delivery_complete_count: int = -1
+    if buf[pos] == 0:
+        pos += 1
+    else:
+        count, pos = read_uvarint(buf, pos)
+        for _ in range(count):
+            tag, pos = read_uvarint(buf, pos)
+            size, pos = read_uvarint(buf, pos)
+            end = pos + size
+            if end > len(buf):
+                raise DecodeError('tagged field overruns the buffer')
+            if tag == 0:
+                (f_delivery_complete_count,) = _S3.unpack_from(buf, pos)
+                pos += _S3.size
+                if pos != end:
+                    raise DecodeError('tagged field size mismatch')
+            pos = end
+    return ShareSnapshotValue(f_snapshot_epoch, f_state_epoch, f_leader_epoch, f_start_offset, f_delivery_complete_count, f_create_timestamp, f_write_timestamp, f_state_batches), pos
+
+
+def _e_ShareSnapshotValue_0(o: ShareSnapshotValue, out: bytearray, chunks: list[Any]) -> None:
+    out += _S2.pack(o.snapshot_epoch, o.state_epoch, o.leader_epoch, o.start_offset, o.create_timestamp, o.write_timestamp)
+    write_array_count(out, o.state_batches, True)
+    if o.state_batches is not None:
+        for it_state_batches in o.state_batches:
+            _e_SnapshotStateBatch_0(it_state_batches, out, chunks)
+    tags: list[tuple[int, bytearray]] = []
+    if o.delivery_complete_count != -1:
+        t = bytearray()
+        t += _S3.pack(o.delivery_complete_count)
+        tags.append((0, t))
+    write_uvarint(out, len(tags))
+    for tag, data in tags:
+        write_uvarint(out, tag)
+        write_uvarint(out, len(data))
+        out += data
+
+
+ShareSnapshotValue._DECODERS = {0: _d_ShareSnapshotValue_0}
+ShareSnapshotValue._ENCODERS = {0: _e_ShareSnapshotValue_0}
+
+
+def _d_ShareUpdateKey_1(buf: Any, pos: int) -> tuple[ShareUpdateKey, int]:
+    f_group_id, pos = read_string(buf, pos, False)
+    (f_topic_id, f_partition,) = _S0.unpack_from(buf, pos)
+    pos += _S0.size
+    f_topic_id = _uuid(f_topic_id)
+    return ShareUpdateKey(f_group_id, f_topic_id, f_partition), pos
+
+
+def _e_ShareUpdateKey_1(o: ShareUpdateKey, out: bytearray, chunks: list[Any]) -> None:
+    write_string(out, o.group_id)
+    out += _S0.pack(o.topic_id.bytes, o.partition)
+
+
+ShareUpdateKey._DECODERS = {1: _d_ShareUpdateKey_1}
+ShareUpdateKey._ENCODERS = {1: _e_ShareUpdateKey_1}
+
+
+def _d_UpdateStateBatch_0(buf: Any, pos: int) -> tuple[UpdateStateBatch, int]:
+    (f_first_offset, f_last_offset, f_delivery_state, f_delivery_count,) = _S1.unpack_from(buf, pos)
+    pos += _S1.size
+    if buf[pos] == 0:
+        pos += 1
+    else:
+        pos = skip_tagged_fields(buf, pos)
+    return UpdateStateBatch(f_first_offset, f_last_offset, f_delivery_state, f_delivery_count), pos
+
+
+def _e_UpdateStateBatch_0(o: UpdateStateBatch, out: bytearray, chunks: list[Any]) -> None:
+    out += _S1.pack(o.first_offset, o.last_offset, o.delivery_state, o.delivery_count)
+    out.append(0)
+
+
+def _d_ShareUpdateValue_0(buf: Any, pos: int) -> tuple[ShareUpdateValue, int]:
+    (f_snapshot_epoch, f_leader_epoch, f_start_offset,) = _S4.unpack_from(buf, pos)
+    pos += _S4.size
+    n_state_batches, pos = read_array_count(buf, pos, True, False)
+    f_state_batches = []
+    for _ in range(n_state_batches):
+        it_state_batches, pos = _d_UpdateStateBatch_0(buf, pos)
+        f_state_batches.append(it_state_batches)
+    f_delivery_complete_count: int = -1
+    if buf[pos] == 0:
+        pos += 1
+    else:
+        count, pos = read_uvarint(buf, pos)
+        for _ in range(count):
+            tag, pos = read_uvarint(buf, pos)
+            size, pos = read_uvarint(buf, pos)
+            end = pos + size
+            if end > len(buf):
+                raise DecodeError('tagged field overruns the buffer')
+            if tag == 0:
+                (f_delivery_complete_count,) = _S3.unpack_from(buf, pos)
+                pos += _S3.size
+                if pos != end:
+                    raise DecodeError('tagged field size mismatch')
+            pos = end
+    return ShareUpdateValue(f_snapshot_epoch, f_leader_epoch, f_start_offset, f_delivery_complete_count, f_state_batches), pos
+
+
+def _e_ShareUpdateValue_0(o: ShareUpdateValue, out: bytearray, chunks: list[Any]) -> None:
+    out += _S4.pack(o.snapshot_epoch, o.leader_epoch, o.start_offset)
+    write_array_count(out, o.state_batches, True)
+    if o.state_batches is not None:
+        for it_state_batches in o.state_batches:
+            _e_UpdateStateBatch_0(it_state_batches, out, chunks)
+    tags: list[tuple[int, bytearray]] = []
+    if o.delivery_complete_count != -1:
+        t = bytearray()
+        t += _S3.pack(o.delivery_complete_count)
+        tags.append((0, t))
+    write_uvarint(out, len(tags))
+    for tag, data in tags:
+        write_uvarint(out, tag)
+        write_uvarint(out, len(data))
+        out += data
+
+
+ShareUpdateValue._DECODERS = {0: _d_ShareUpdateValue_0}
+ShareUpdateValue._ENCODERS = {0: _e_ShareUpdateValue_0}

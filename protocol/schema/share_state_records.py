@@ -46,3 +46,5 @@ SHARE_UPDATE_VALUE = M("ShareUpdateValue", None, "data", "0", "0+", [
     F("delivery_complete_count", "int32", tag=0, default=-1),
     F("state_batches", "[]UpdateStateBatch", fields=_STATE_BATCH),
 ])
+
+EXTRA = (SHARE_SNAPSHOT_KEY, SHARE_SNAPSHOT_VALUE, SHARE_UPDATE_KEY, SHARE_UPDATE_VALUE)
