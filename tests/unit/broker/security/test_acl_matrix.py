@@ -30,6 +30,10 @@ from pybroker.protocol.messages import (
     alter_replica_log_dirs,
     consumer_group_describe,
     consumer_group_heartbeat,
+    share_acknowledge,
+    share_fetch,
+    share_group_describe,
+    share_group_heartbeat,
     create_acls,
     create_partitions,
     create_topics,
@@ -351,6 +355,24 @@ PROBES = [
         group_ids=[GROUP]),
           [(RT.GROUP, GROUP, Op.DESCRIBE)], ErrorCode.GROUP_AUTHORIZATION_FAILED,
           lambda r: r.groups[0].error_code),
+    # issue 32: share groups (KIP-932)
+    Probe("ShareGroupHeartbeat", 1, lambda: share_group_heartbeat.ShareGroupHeartbeatRequest(
+        group_id=GROUP, member_id="m", member_epoch=0, subscribed_topic_names=[TOPIC]),
+          [(RT.GROUP, GROUP, Op.READ), (RT.TOPIC, TOPIC, Op.DESCRIBE)], ErrorCode.GROUP_AUTHORIZATION_FAILED,
+          lambda r: r.error_code),
+    Probe("ShareGroupHeartbeat(topic)", 1, lambda: share_group_heartbeat.ShareGroupHeartbeatRequest(
+        group_id=GROUP, member_id="m", member_epoch=0, subscribed_topic_names=[TOPIC]),
+          [(RT.TOPIC, TOPIC, Op.DESCRIBE), (RT.GROUP, GROUP, Op.READ)], ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+          lambda r: r.error_code),
+    Probe("ShareGroupDescribe", 1, lambda: share_group_describe.ShareGroupDescribeRequest(group_ids=[GROUP]),
+          [(RT.GROUP, GROUP, Op.DESCRIBE)], ErrorCode.GROUP_AUTHORIZATION_FAILED,
+          lambda r: r.groups[0].error_code),
+    Probe("ShareFetch", 1, lambda: share_fetch.ShareFetchRequest(
+        group_id=GROUP, member_id="m", share_session_epoch=0, max_records=10, batch_size=10),
+          [(RT.GROUP, GROUP, Op.READ)], ErrorCode.GROUP_AUTHORIZATION_FAILED, lambda r: r.error_code),
+    Probe("ShareAcknowledge", 1, lambda: share_acknowledge.ShareAcknowledgeRequest(
+        group_id=GROUP, member_id="m", share_session_epoch=1),
+          [(RT.GROUP, GROUP, Op.READ)], ErrorCode.GROUP_AUTHORIZATION_FAILED, lambda r: r.error_code),
 ]
 
 CASES = ("allowed", "denied", "deny_over_allow", "prefixed", "super_user")
