@@ -37,8 +37,7 @@ def handle_share_acknowledge(ctx: RequestContext, request: ShareAcknowledgeReque
     shares = ctx.state.shares
     group_id, member_id = request.group_id or "", request.member_id or ""
     if not group_id or not member_id:
-        return ShareAcknowledgeResponse(error_code=ErrorCode.INVALID_REQUEST,
-                                        error_message="GroupId and MemberId must be set.")
+        return ShareAcknowledgeResponse(error_code=ErrorCode.INVALID_REQUEST)  # no message, as Kafka
     if shares.loading:
         return ShareAcknowledgeResponse(error_code=ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
     plan = shares.sessions.acknowledge((group_id, member_id), request.share_session_epoch)

@@ -78,8 +78,7 @@ def handle_share_fetch(ctx: RequestContext, request: ShareFetchRequest) -> Any:
     shares = ctx.state.shares
     group_id, member_id = request.group_id or "", request.member_id or ""
     if not group_id or not member_id:
-        return ShareFetchResponse(error_code=ErrorCode.INVALID_REQUEST,
-                                  error_message="GroupId and MemberId must be set.")
+        return ShareFetchResponse(error_code=ErrorCode.INVALID_REQUEST)  # no message, as Kafka
     if shares.loading:
         return ShareFetchResponse(error_code=ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
     epoch = request.share_session_epoch

@@ -55,7 +55,9 @@ def handle_share_group_heartbeat(ctx: RequestContext, request: ShareGroupHeartbe
         assignment = ShareHeartbeatAssignment(topic_partitions=[
             ShareAssignedTopicPartitions(topic_id=topic, partitions=sorted(parts))
             for topic, parts in sorted(outcome.assignment.items(), key=lambda item: str(item[0]))])
+    # Kafka answers a malformed heartbeat INVALID_REQUEST without a message (its error response of the exception)
+    message = None if outcome.error == ErrorCode.INVALID_REQUEST else outcome.message
     return ShareGroupHeartbeatResponse(
-        error_code=outcome.error, error_message=outcome.message, member_id=outcome.member_id,
+        error_code=outcome.error, error_message=message, member_id=outcome.member_id,
         member_epoch=outcome.member_epoch if outcome.error == ErrorCode.NONE else request.member_epoch,
         heartbeat_interval_ms=outcome.heartbeat_interval_ms, assignment=assignment)
