@@ -176,6 +176,18 @@ class ShareService:
         self.sessions.drop_member(group_id, member_id)
         self.persist_later(self.release_member(group_id, member_id))
 
+    async def delete_group(self, group_id: str) -> ErrorCode:
+        """DeleteGroups of a share group: refused while it has members; its share-partitions are
+        tombstoned in `__share_group_state` (fsynced) before the answer."""
+        code = self.groups.delete(group_id)
+        if code is not ErrorCode.NONE:
+            return code
+        keys = [key for key in self.partitions if key[0] == group_id]
+        for key in keys:
+            del self.partitions[key]
+            self._epochs.pop(key, None)
+        return await self.state_topic.tombstone(keys)
+
     # -- the timer ----------------------------------------------------------------------------------
     def tick(self, now_ms: int) -> None:
         expired: list[ShareKey] = []

@@ -230,8 +230,8 @@ class SharePartition:
             record = self.records.get(offset)
             if record is None:
                 continue
-            state = RecordState.AVAILABLE if record.state is RecordState.ACQUIRED else record.state
-            rows.append((offset, int(state), record.delivery_count))
+            durable = RecordState.AVAILABLE if record.state is RecordState.ACQUIRED else record.state
+            rows.append((offset, int(durable), record.delivery_count))
         batches: list[StateBatch] = []
         for offset, state, count in rows:
             last = batches[-1] if batches else None

@@ -61,9 +61,9 @@ class ShareSessionCache:
                 return SessionPlan(ErrorCode.SHARE_SESSION_LIMIT_REACHED)
             if len(added) > MAX_SESSION_PARTITIONS:
                 return SessionPlan(ErrorCode.INVALID_REQUEST)
-            session = ShareSession(key, 1, dict.fromkeys(added))
-            self.sessions[key] = session
-            return SessionPlan(ErrorCode.NONE, session, replaced=replaced)
+            opened = ShareSession(key, 1, dict.fromkeys(added))
+            self.sessions[key] = opened
+            return SessionPlan(ErrorCode.NONE, opened, replaced=replaced)
         session = self.sessions.get(key)
         if session is None:
             return SessionPlan(ErrorCode.SHARE_SESSION_NOT_FOUND)

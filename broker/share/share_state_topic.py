@@ -20,13 +20,18 @@ import asyncio
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING
 
 from pybroker.broker.coordinator.internal_topic import InternalTopic, batches_of
 from pybroker.broker.loggers.structlog_setup import get_logger
 from pybroker.broker.share.share_partition import SharePartition, StateBatch
 from pybroker.protocol.errors import ErrorCode
-from pybroker.protocol.messages.share_state_records import ShareSnapshotValue, SnapshotStateBatch
+from pybroker.protocol.messages.share_state_records import (
+    ShareSnapshotValue,
+    SnapshotStateBatch,
+    UpdateStateBatch,
+)
 from pybroker.protocol.primitives import DecodeError
 from pybroker.protocol.records.record import Record, build_batch, decode_records
 from pybroker.protocol.share_state_records import (
@@ -85,7 +90,7 @@ class ReplayedShares:
     skipped: int = 0
 
 
-def _batches(rows: Iterable[SnapshotStateBatch]) -> list[StateBatch]:
+def _batches(rows: Iterable[SnapshotStateBatch | UpdateStateBatch]) -> list[StateBatch]:
     return [StateBatch(b.first_offset, b.last_offset, b.delivery_state, b.delivery_count) for b in rows]
 
 
@@ -126,12 +131,27 @@ def replay(partition_log: Log) -> ReplayedShares:
     return result
 
 
+def _built(records: list[Record], now: int, _log: object) -> bytes:
+    return build_batch(records, base_timestamp=now)
+
+
 class ShareStateTopic(InternalTopic):
     """The share coordinator's writer; creates the topic with Kafka's settings the first time it is needed."""
 
     def __init__(self, partitions: CoordinatorPartitions) -> None:
         super().__init__(partitions, SHARE_STATE_TOPIC, partitions_key="share.coordinator.state.topic.num.partitions",
                          segment_bytes_key="share.coordinator.state.topic.segment.bytes", compression="uncompressed")
+
+    async def tombstone(self, keys: list[ShareKey]) -> ErrorCode:
+        """Forget share-partitions (a deleted group): a null-valued snapshot key each, fsynced."""
+        if not keys or not self.exists():
+            return ErrorCode.NONE
+        now = self.partitions.clock_ms()
+        by_partition: dict[int, list[Record]] = {}
+        for key in keys:
+            rows = by_partition.setdefault(partition_for(key, self.num_partitions), [])
+            rows.append(Record(len(rows), 0, encode_snapshot_key(*key), None))
+        return await self._append(by_partition, now)
 
     async def write(self, snapshots: dict[ShareKey, tuple[SharePartition, int]]) -> ErrorCode:
         """Write a snapshot of each share-partition (with its snapshot epoch), one batch per partition of
@@ -156,6 +176,10 @@ class ShareStateTopic(InternalTopic):
                                        delivery_state=b.state, delivery_count=b.delivery_count)
                     for b in share.state_batches()])
             rows.append(Record(len(rows), 0, encode_snapshot_key(*key), encode_snapshot_value(value)))
+        return await self._append(by_partition, now)
+
+    async def _append(self, by_partition: dict[int, list[Record]], now: int) -> ErrorCode:
+        """One batch per partition of the topic; NONE once all are fsynced, else the first failure."""
         loop = asyncio.get_running_loop()
         waits: list[asyncio.Future[ErrorCode]] = []
         for partition, records in by_partition.items():
@@ -166,8 +190,7 @@ class ShareStateTopic(InternalTopic):
                     written.set_result(code if not found or code is ErrorCode.NONE
                                        else ErrorCode.KAFKA_STORAGE_ERROR)
 
-            self.write_batch(partition, lambda _log, records=records: build_batch(records, base_timestamp=now),
-                             now, done)
+            self.write_batch(partition, partial(_built, records, now), now, done)
             waits.append(written)
         for code in await asyncio.gather(*waits):
             if code is not ErrorCode.NONE:

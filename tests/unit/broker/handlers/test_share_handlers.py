@@ -15,6 +15,14 @@ from pybroker.broker.app import BrokerApp
 from pybroker.config.broker_config import BrokerConfig
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.messages.create_topics import CreatableTopic, CreateTopicsRequest
+from pybroker.protocol.messages.delete_groups import DeleteGroupsRequest
+from pybroker.protocol.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResource
+from pybroker.protocol.messages.incremental_alter_configs import (
+    AlterableConfig,
+    AlterConfigsResource,
+    IncrementalAlterConfigsRequest,
+)
+from pybroker.protocol.messages.list_groups import ListGroupsRequest
 from pybroker.protocol.messages.produce import PartitionProduceData, ProduceRequest, TopicProduceData
 from pybroker.protocol.messages.share_acknowledge import (
     ShareAcknowledgementBatch,
@@ -28,6 +36,7 @@ from pybroker.protocol.messages.share_fetch import (
     ShareFetchRequest,
     ShareFetchTopic,
 )
+from pybroker.protocol.messages.share_group_describe import ShareGroupDescribeRequest
 from pybroker.protocol.messages.share_group_heartbeat import ShareGroupHeartbeatRequest
 from pybroker.protocol.records.record import Record, build_batch
 from tests.unit.broker.conftest import RawClient
@@ -156,4 +165,56 @@ async def test_bad_share_requests_get_error_codes(broker: BrokerApp) -> None:
     assert huge.responses[0].partitions[0].acknowledge_error_code == ErrorCode.INVALID_RECORD_STATE
     ack_open = await client.call(ShareAcknowledgeRequest(group_id="sg", member_id="m1", share_session_epoch=0), 2)
     assert ack_open.error_code == ErrorCode.INVALID_SHARE_SESSION_EPOCH
+    client.close()
+
+
+async def test_share_groups_are_listed_described_and_deleted(broker: BrokerApp) -> None:
+    client = await _client(broker)
+    create = CreateTopicsRequest(topics=[CreatableTopic(name="sq", num_partitions=2, replication_factor=1)])
+    assert (await client.call(create, 7)).topics[0].error_code == 0
+    topic_id = await _join(client, "m1")
+    listed = await client.call(ListGroupsRequest(types_filter=["share"]), 5)
+    assert [(g.group_id, g.group_type, g.protocol_type, g.group_state) for g in listed.groups] == \
+        [("sg", "share", "share", "Stable")]
+    assert (await client.call(ListGroupsRequest(types_filter=["consumer"]), 5)).groups == []
+    described = await client.call(ShareGroupDescribeRequest(group_ids=["sg", "nope"]), 1)
+    group, missing = described.groups
+    assert (group.error_code, group.group_state, group.assignor_name) == (0, "Stable", "simple")
+    assert [(m.member_id, m.subscribed_topic_names) for m in group.members] == [("m1", ["sq"])]
+    assignment = group.members[0].assignment.topic_partitions
+    assert [(t.topic_id, t.topic_name, t.partitions) for t in assignment] == [(topic_id, "sq", [0, 1])]
+    assert missing.error_code == ErrorCode.GROUP_ID_NOT_FOUND
+    await client.call(_fetch("m1", 0, topic_id), 2)  # a share-partition with state
+    refused = await client.call(DeleteGroupsRequest(groups_names=["sg"]), 2)
+    assert refused.results[0].error_code == ErrorCode.NON_EMPTY_GROUP
+    left = await client.call(ShareGroupHeartbeatRequest(group_id="sg", member_id="m1", member_epoch=-1), 1)
+    assert (left.error_code, left.member_epoch) == (0, -1)
+    deleted = await client.call(DeleteGroupsRequest(groups_names=["sg", "unknown"]), 2)
+    assert {r.group_id: r.error_code for r in deleted.results} == {"sg": 0, "unknown": ErrorCode.GROUP_ID_NOT_FOUND}
+    assert broker.state.shares.partitions == {}
+    assert (await client.call(ListGroupsRequest(), 5)).groups == []
+    client.close()
+
+
+async def test_group_configs_are_set_described_and_checked(broker: BrokerApp) -> None:
+    client = await _client(broker)
+    alter = IncrementalAlterConfigsRequest(resources=[AlterConfigsResource(
+        resource_type=32, resource_name="sg", configs=[
+            AlterableConfig(name="share.auto.offset.reset", config_operation=0, value="earliest"),
+            AlterableConfig(name="share.isolation.level", config_operation=0, value="read_committed")])])
+    assert (await client.call(alter, 1)).responses[0].error_code == 0
+    bad = IncrementalAlterConfigsRequest(resources=[AlterConfigsResource(
+        resource_type=32, resource_name="sg", configs=[
+            AlterableConfig(name="share.auto.offset.reset", config_operation=0, value="sometimes")])])
+    assert (await client.call(bad, 1)).responses[0].error_code == ErrorCode.INVALID_CONFIG
+    unknown = IncrementalAlterConfigsRequest(resources=[AlterConfigsResource(
+        resource_type=32, resource_name="sg", configs=[AlterableConfig(name="nope", config_operation=0, value="1")])])
+    assert (await client.call(unknown, 1)).responses[0].error_code == ErrorCode.INVALID_CONFIG
+    described = await client.call(DescribeConfigsRequest(resources=[DescribeConfigsResource(
+        resource_type=32, resource_name="sg", configuration_keys=None)]), 4)
+    group_config, default_config = 8, 5  # Kafka's config sources
+    values = {c.name: (c.value, c.config_source) for c in described.results[0].configs}
+    assert values["share.auto.offset.reset"] == ("earliest", group_config)
+    assert values["share.isolation.level"] == ("read_committed", group_config)
+    assert values["share.record.lock.duration.ms"] == ("60000", default_config)
     client.close()
