@@ -188,6 +188,31 @@ class ShareService:
             self._epochs.pop(key, None)
         return await self.state_topic.tombstone(keys)
 
+    # -- the offsets APIs ----------------------------------------------------------------------------
+    def group_partitions(self, group_id: str) -> dict[tuple[uuid.UUID, int], SharePartition]:
+        return {(key[1], key[2]): share for key, share in self.partitions.items() if key[0] == group_id}
+
+    def lag(self, share: SharePartition, high_watermark: int) -> int:
+        """Records from the start offset to the high watermark not yet done (DescribeShareGroupOffsets v1)."""
+        return max(0, high_watermark - share.start_offset - share.delivery_complete_count())
+
+    def alter_offset(self, group_id: str, topic_id: uuid.UUID, partition: int, offset: int, log_start: int,
+                     high_watermark: int) -> ShareKey:
+        """Start the share-partition again at `offset` (kept within the log), nothing in flight; the group
+        is made (empty) when it is not there, as Kafka's `--reset-offsets` does."""
+        self.groups.ensure(group_id)
+        key = (group_id, topic_id, partition)
+        share = self.share_partition(key, log_start, high_watermark)
+        share.reset(min(max(offset, log_start), high_watermark))
+        return key
+
+    async def delete_offsets(self, group_id: str, topic_id: uuid.UUID) -> ErrorCode:
+        keys = [key for key in self.partitions if key[0] == group_id and key[1] == topic_id]
+        for key in keys:
+            del self.partitions[key]
+            self._epochs.pop(key, None)
+        return await self.state_topic.tombstone(keys)
+
     # -- the timer ----------------------------------------------------------------------------------
     def tick(self, now_ms: int) -> None:
         expired: list[ShareKey] = []

@@ -92,6 +92,12 @@ class ShareGroups:
     def get(self, group_id: str) -> ShareGroup | None:
         return self.groups.get(group_id)
 
+    def ensure(self, group_id: str) -> ShareGroup:
+        group = self.groups.get(group_id)
+        if group is None:
+            group = self.groups[group_id] = ShareGroup(group_id)
+        return group
+
     def heartbeat(self, group_id: str, member_id: str, member_epoch: int, rack_id: str | None,
                   subscribed: list[str] | None, client_id: str, client_host: str, now_ms: int) -> HeartbeatOutcome:
         if not group_id:

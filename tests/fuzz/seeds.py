@@ -113,6 +113,9 @@ def _consumer_group_example_requests() -> dict[int, Any]:
 
 def _share_group_example_requests() -> dict[int, Any]:
     """Share groups (KIP-932): a join, a describe, a fetch with acknowledgements and one acknowledge."""
+    from pybroker.protocol.messages import alter_share_group_offsets as aso
+    from pybroker.protocol.messages import delete_share_group_offsets as xso
+    from pybroker.protocol.messages import describe_share_group_offsets as dso
     from pybroker.protocol.messages import share_acknowledge as sa
     from pybroker.protocol.messages import share_fetch as sf
     from pybroker.protocol.messages import share_group_describe as sgd
@@ -135,6 +138,14 @@ def _share_group_example_requests() -> dict[int, Any]:
                 sa.ShareAcknowledgeTopic(topic_id=topic_id, partitions=[sa.ShareAcknowledgePartition(
                     partition_index=0, acknowledgement_batches=[
                         sa.ShareAcknowledgementBatch(first_offset=3, last_offset=3, acknowledge_types=[1])])])]),
+        ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: dso.DescribeShareGroupOffsetsRequest(groups=[
+            dso.DescribeShareGroupOffsetsRequestGroup(group_id=_GROUP, topics=[
+                dso.DescribeShareGroupOffsetsRequestTopic(topic_name=_TOPIC, partitions=[0])])]),
+        ApiKey.ALTER_SHARE_GROUP_OFFSETS: aso.AlterShareGroupOffsetsRequest(group_id=_GROUP, topics=[
+            aso.AlterShareGroupOffsetsRequestTopic(topic_name=_TOPIC, partitions=[
+                aso.AlterShareGroupOffsetsRequestPartition(partition_index=0, start_offset=0)])]),
+        ApiKey.DELETE_SHARE_GROUP_OFFSETS: xso.DeleteShareGroupOffsetsRequest(group_id=_GROUP, topics=[
+            xso.DeleteShareGroupOffsetsRequestTopic(topic_name=_TOPIC)]),
     }
 
 

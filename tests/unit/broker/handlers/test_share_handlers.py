@@ -14,9 +14,22 @@ import pytest
 from pybroker.broker.app import BrokerApp
 from pybroker.config.broker_config import BrokerConfig
 from pybroker.protocol.errors import ErrorCode
+from pybroker.protocol.messages.alter_share_group_offsets import (
+    AlterShareGroupOffsetsRequest,
+    AlterShareGroupOffsetsRequestPartition,
+    AlterShareGroupOffsetsRequestTopic,
+)
 from pybroker.protocol.messages.create_topics import CreatableTopic, CreateTopicsRequest
 from pybroker.protocol.messages.delete_groups import DeleteGroupsRequest
+from pybroker.protocol.messages.delete_share_group_offsets import (
+    DeleteShareGroupOffsetsRequest,
+    DeleteShareGroupOffsetsRequestTopic,
+)
 from pybroker.protocol.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResource
+from pybroker.protocol.messages.describe_share_group_offsets import (
+    DescribeShareGroupOffsetsRequest,
+    DescribeShareGroupOffsetsRequestGroup,
+)
 from pybroker.protocol.messages.incremental_alter_configs import (
     AlterableConfig,
     AlterConfigsResource,
@@ -217,4 +230,44 @@ async def test_group_configs_are_set_described_and_checked(broker: BrokerApp) ->
     assert values["share.auto.offset.reset"] == ("earliest", group_config)
     assert values["share.isolation.level"] == ("read_committed", group_config)
     assert values["share.record.lock.duration.ms"] == ("60000", default_config)
+    client.close()
+
+
+async def test_share_group_offsets_are_described_altered_and_deleted(broker: BrokerApp) -> None:
+    client = await _client(broker)
+    create = CreateTopicsRequest(topics=[CreatableTopic(name="sq", num_partitions=1, replication_factor=1)])
+    assert (await client.call(create, 7)).topics[0].error_code == 0
+    batch = build_batch([Record(i, 0, None, b"v") for i in range(6)], base_timestamp=int(time.time() * 1000))
+    await client.call(ProduceRequest(acks=-1, timeout_ms=5000, topic_data=[TopicProduceData(
+        name="sq", partition_data=[PartitionProduceData(index=0, records=batch)])]), 9)
+    topic_id = await _join(client, "m1")
+    busy = await client.call(AlterShareGroupOffsetsRequest(group_id="sg", topics=[
+        AlterShareGroupOffsetsRequestTopic(topic_name="sq", partitions=[
+            AlterShareGroupOffsetsRequestPartition(partition_index=0, start_offset=2)])]), 0)
+    assert busy.error_code == ErrorCode.NON_EMPTY_GROUP
+    await client.call(ShareGroupHeartbeatRequest(group_id="sg", member_id="m1", member_epoch=-1), 1)
+    altered = await client.call(AlterShareGroupOffsetsRequest(group_id="sg", topics=[
+        AlterShareGroupOffsetsRequestTopic(topic_name="sq", partitions=[
+            AlterShareGroupOffsetsRequestPartition(partition_index=0, start_offset=2),
+            AlterShareGroupOffsetsRequestPartition(partition_index=7, start_offset=0)])]), 0)
+    assert [(p.partition_index, p.error_code) for p in altered.responses[0].partitions] == \
+        [(0, 0), (7, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)]
+    described = await client.call(DescribeShareGroupOffsetsRequest(groups=[
+        DescribeShareGroupOffsetsRequestGroup(group_id="sg", topics=None),
+        DescribeShareGroupOffsetsRequestGroup(group_id="nope", topics=None)]), 1)
+    mine, missing = described.groups
+    assert [(t.topic_name, t.topic_id) for t in mine.topics] == [("sq", topic_id)]
+    row = mine.topics[0].partitions[0]
+    assert (row.partition_index, row.start_offset, row.lag, row.error_code) == (0, 2, 4, 0)
+    assert missing.error_code == ErrorCode.GROUP_ID_NOT_FOUND
+    await _join(client, "m2")  # the reset holds: the member is handed offsets 2..5 first
+    got = await client.call(_fetch("m2", 0, topic_id), 2)
+    assert _acquired(got) == [(2, 5, 1)]
+    await client.call(ShareGroupHeartbeatRequest(group_id="sg", member_id="m2", member_epoch=-1), 1)
+    deleted = await client.call(DeleteShareGroupOffsetsRequest(group_id="sg", topics=[
+        DeleteShareGroupOffsetsRequestTopic(topic_name="sq"),
+        DeleteShareGroupOffsetsRequestTopic(topic_name="ghost")]), 0)
+    assert [(t.topic_name, t.error_code) for t in deleted.responses] == \
+        [("sq", 0), ("ghost", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)]
+    assert broker.state.shares.group_partitions("sg") == {}
     client.close()

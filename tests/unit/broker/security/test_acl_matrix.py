@@ -63,6 +63,9 @@ from pybroker.protocol.messages import (
     offset_fetch,
     offset_for_leader_epoch,
     produce,
+    alter_share_group_offsets,
+    delete_share_group_offsets,
+    describe_share_group_offsets,
     share_acknowledge,
     share_fetch,
     share_group_describe,
@@ -373,6 +376,15 @@ PROBES = [
     Probe("ShareAcknowledge", 1, lambda: share_acknowledge.ShareAcknowledgeRequest(
         group_id=GROUP, member_id="m", share_session_epoch=1),
           [(RT.GROUP, GROUP, Op.READ)], ErrorCode.GROUP_AUTHORIZATION_FAILED, lambda r: r.error_code),
+    Probe("DescribeShareGroupOffsets", 1, lambda: describe_share_group_offsets.DescribeShareGroupOffsetsRequest(
+        groups=[describe_share_group_offsets.DescribeShareGroupOffsetsRequestGroup(group_id=GROUP, topics=None)]),
+          [(RT.GROUP, GROUP, Op.DESCRIBE)], ErrorCode.GROUP_AUTHORIZATION_FAILED, lambda r: r.groups[0].error_code),
+    Probe("AlterShareGroupOffsets", 0, lambda: alter_share_group_offsets.AlterShareGroupOffsetsRequest(
+        group_id=GROUP, topics=[]),
+          [(RT.GROUP, GROUP, Op.READ)], ErrorCode.GROUP_AUTHORIZATION_FAILED, lambda r: r.error_code),
+    Probe("DeleteShareGroupOffsets", 0, lambda: delete_share_group_offsets.DeleteShareGroupOffsetsRequest(
+        group_id=GROUP, topics=[]),
+          [(RT.GROUP, GROUP, Op.DELETE)], ErrorCode.GROUP_AUTHORIZATION_FAILED, lambda r: r.error_code),
 ]
 
 CASES = ("allowed", "denied", "deny_over_allow", "prefixed", "super_user")
