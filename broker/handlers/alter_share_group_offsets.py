@@ -36,7 +36,8 @@ def handle_alter_share_group_offsets(ctx: RequestContext, request: AlterShareGro
     if shares.loading:
         return AlterShareGroupOffsetsResponse(error_code=ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
     if not request.group_id:
-        return AlterShareGroupOffsetsResponse(error_code=ErrorCode.INVALID_GROUP_ID)
+        return AlterShareGroupOffsetsResponse(error_code=ErrorCode.INVALID_GROUP_ID,
+                                              error_message="The group id must not be empty.")
     if other_group_type(ctx, request.group_id):
         return AlterShareGroupOffsetsResponse(error_code=ErrorCode.GROUP_ID_NOT_FOUND,
                                               error_message=f"Group {request.group_id} is not a share group.")

@@ -32,6 +32,9 @@ def handle_delete_share_group_offsets(ctx: RequestContext, request: DeleteShareG
     shares = ctx.state.shares
     if shares.loading:
         return DeleteShareGroupOffsetsResponse(error_code=ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+    if not request.group_id:
+        return DeleteShareGroupOffsetsResponse(error_code=ErrorCode.INVALID_GROUP_ID,
+                                               error_message="The group id must not be empty.")
     group = shares.groups.get(request.group_id)
     if group is None or other_group_type(ctx, request.group_id):
         return DeleteShareGroupOffsetsResponse(error_code=ErrorCode.GROUP_ID_NOT_FOUND,

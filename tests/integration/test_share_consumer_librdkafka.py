@@ -3,11 +3,12 @@
 The group starts at the earliest offset (a GROUP config set with the AdminClient, as a user does); then:
 two share consumers in explicit mode read one partition together and every record is accepted exactly
 once between them; a released record comes back; a rejected one never does; implicit mode accepts on the
-next poll.
+next poll; and `pybroker share-groups` shows and changes what the consumers left.
 """
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -19,6 +20,7 @@ from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
 
 from tests.integration.brokers import BrokerProcess
 from tests.integration.clients import ck_admin, ck_flush, ck_producer
+from tests.integration.test_admin_cli import pybroker
 
 COUNT = 40
 
@@ -108,3 +110,36 @@ def test_implicit_mode_accepts_on_the_next_poll(broker: BrokerProcess) -> None:
     with _share_consumer(broker.bootstrap, group, topic, mode="implicit") as consumer:
         _drain([consumer], lambda _i, msg: seen.append(msg.value().decode()), lambda: len(set(seen)) == COUNT)
     assert sorted(set(seen)) == sorted(f"v{i}" for i in range(COUNT))
+
+
+def _cli(broker: BrokerProcess, *args: str) -> Any:
+    result = pybroker(*args, "--bootstrap-server", broker.bootstrap, "--json")
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout) if result.stdout.strip() else None
+
+
+def test_pybroker_share_groups_cli(broker: BrokerProcess) -> None:
+    """`pybroker share-groups`: list, describe (offsets, members, state), reset-offsets, delete-offsets, delete."""
+    topic, group = _setup(broker.bootstrap)
+    with _share_consumer(broker.bootstrap, group, topic) as consumer:
+        seen: list[str] = []
+
+        def on(_i: int, msg: Any) -> None:
+            consumer.acknowledge(msg, AcknowledgeType.ACCEPT)
+            seen.append(msg.value().decode())
+
+        _drain([consumer], on, lambda: len(seen) == COUNT)
+        assert {"group": group, "state": "Stable"} in _cli(broker, "share-groups", "list")
+        members = _cli(broker, "share-groups", "describe", group, "--members")
+        assert len(members) == 1 and members[0]["partitions"] == 1
+        state = _cli(broker, "share-groups", "describe", group, "--state")
+        assert state[0]["state"] == "Stable" and state[0]["assignor"] == "simple"
+    offsets = _cli(broker, "share-groups", "describe", group)
+    assert offsets == [{"topic": topic, "partition": 0, "start_offset": COUNT, "lag": 0, "error": None}]
+    plan = _cli(broker, "share-groups", "reset-offsets", group, "--topic", topic, "--to-offset", "5", "--execute")
+    assert [(r["start_offset"], r["new_offset"]) for r in plan] == [(COUNT, 5)]
+    assert _cli(broker, "share-groups", "describe", group)[0]["start_offset"] == 5
+    deleted = _cli(broker, "share-groups", "delete-offsets", group, "--topic", topic)
+    assert deleted == [{"group": group, "topic": topic, "deleted": True, "error": None}]
+    assert _cli(broker, "share-groups", "delete", group) == [{"group": group, "deleted": True, "error": None}]
+    assert group not in {row["group"] for row in _cli(broker, "share-groups", "list")}
