@@ -24,6 +24,12 @@ def _share(text: str) -> str:
     return re.sub(r"[ \t]+", " ", text)
 
 
+def _start_masked(text: str) -> str:
+    """Kafka 4.4 shows a start offset of 0 (lag 0) right after all records were acknowledged: its persisted
+    state moves the start offset later; ours moves it with the acknowledgement (docs/kafka-tools.md)."""
+    return re.sub(r"^(\S+ \S+ \d+ )\d+", r"\1<start>", _share(text), flags=re.MULTILINE)
+
+
 def test_kafka_share_groups(targets: Targets, names: Names) -> None:
     topic, group = names("t"), names("g")
     targets.same("kafka-topics", "--bootstrap-server", B, "--create", "--topic", topic, "--partitions", "1",
@@ -38,12 +44,13 @@ def test_kafka_share_groups(targets: Targets, names: Names) -> None:
     mine, _ = targets.both("kafka-share-groups", "--bootstrap-server", B, "--list")
     assert group in mine.lines
     g = ["--bootstrap-server", B, "--group", group]
-    targets.same("kafka-share-groups", *g, "--describe", normalize=_share)
+    mine, _ = targets.same("kafka-share-groups", *g, "--describe", normalize=_start_masked)
+    assert re.search(rf"{topic}\s+0\s+{COUNT}\s+0\s*$", mine.stdout, re.MULTILINE), mine.stdout
     targets.same("kafka-share-groups", *g, "--describe", "--state", normalize=_share)
     targets.same("kafka-share-groups", *g, "--describe", "--members", normalize=_share)
     targets.same("kafka-share-groups", *g, "--reset-offsets", "--topic", topic, "--to-earliest", "--execute",
                  normalize=_share)
-    targets.same("kafka-share-groups", *g, "--describe", normalize=_share)
+    targets.same("kafka-share-groups", *g, "--describe", normalize=_share)  # both at 0 after the reset
     targets.same("kafka-share-groups", *g, "--delete-offsets", "--topic", topic, normalize=_share)
     targets.same("kafka-share-groups", *g, "--delete", normalize=_share)
     mine, theirs = targets.both("kafka-share-groups", "--bootstrap-server", B, "--list")
