@@ -47,7 +47,11 @@ async def _with_share_groups(ctx: RequestContext, shares: list[str], others: lis
     codes = {name: await state.shares.delete_group(name) for name in shares}
     if others:
         done: asyncio.Future[dict[str, ErrorCode]] = asyncio.get_running_loop().create_future()
-        state.groups.coordinator.delete_groups(others, state.clock_ms(),
-                                               lambda found: done.done() or done.set_result(found))
+
+        def respond(found: dict[str, ErrorCode]) -> None:
+            if not done.done():
+                done.set_result(found)
+
+        state.groups.coordinator.delete_groups(others, state.clock_ms(), respond)
         codes.update(await done)
     return build(codes)
