@@ -3,7 +3,9 @@
 A session is keyed by (group id, member id). Epoch 0 opens it with the request's partitions (replacing an
 older one of the same member); each later request carries the next epoch and may add partitions (its
 topics) or drop them (its forgotten topics); -1 closes it. A request with an epoch the session does not
-expect is INVALID_SHARE_SESSION_EPOCH, one for a session that is not there SHARE_SESSION_NOT_FOUND, and a
+expect is INVALID_SHARE_SESSION_EPOCH, one for a session that is not there SHARE_SESSION_NOT_FOUND (but a
+final one, -1, is served without it: a client may leave its group before it sends its last acknowledgements,
+as librdkafka's close does), and a
 new session past `group.share.max.share.sessions` SHARE_SESSION_LIMIT_REACHED. A session holds at most
 `MAX_SESSION_PARTITIONS` partitions (INVALID_REQUEST beyond), so a request cannot make it grow unbounded.
 
@@ -65,11 +67,11 @@ class ShareSessionCache:
             self.sessions[key] = opened
             return SessionPlan(ErrorCode.NONE, opened, replaced=replaced)
         session = self.sessions.get(key)
+        if epoch == FINAL_EPOCH:  # acknowledged and closed even when the session is gone (the member left first)
+            self.sessions.pop(key, None)
+            return SessionPlan(ErrorCode.NONE, session if session is not None else ShareSession(key), closing=True)
         if session is None:
             return SessionPlan(ErrorCode.SHARE_SESSION_NOT_FOUND)
-        if epoch == FINAL_EPOCH:
-            del self.sessions[key]
-            return SessionPlan(ErrorCode.NONE, session, closing=True)
         if epoch != session.next_epoch:
             return SessionPlan(ErrorCode.INVALID_SHARE_SESSION_EPOCH)
         for tp in forgotten:
