@@ -9,8 +9,8 @@ each of the session's partitions hands the member at most what is left of `max_r
 append or a record made available again, then tries once more. The answer goes out only once every
 share-partition it changed is fsynced in `__share_group_state`.
 
-Acquire modes (v2, KIP-1206): batch-optimized (0) and record-limit (1) both stop at `max_records`
-records: record-limit's rule, which batch-optimized allows too (its limit is soft).
+Acquire modes (v2, KIP-1206): batch-optimized (0, and every v1 request) acquires whole batches, so
+`max_records` may be exceeded up to the end of the last batch; record-limit (1) never exceeds it.
 
 Authorizes READ on the GROUP (the whole request) and READ on each TOPIC (TOPIC_AUTHORIZATION_FAILED for
 its partitions).
@@ -42,6 +42,8 @@ from pybroker.protocol.messages.share_fetch import (
 )
 
 TopicPartition = tuple[uuid.UUID, int]
+#: ShareFetch v2's acquire mode that never hands out more than `max_records` (KIP-1206)
+RECORD_LIMIT = 1
 
 
 class _Woken(DelayedOperation[None]):
@@ -140,7 +142,8 @@ def _read_all(ctx: RequestContext, request: ShareFetchRequest, fetching: list[To
         if not allowed(topic_id):
             reads[(topic_id, partition)] = ShareRead(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
             continue
-        read = acquire_records(shares, group_id, member_id, topic_id, partition, records_left, bytes_left, now)
+        read = acquire_records(shares, group_id, member_id, topic_id, partition, records_left, bytes_left, now,
+                               record_limit=request.share_acquire_mode == RECORD_LIMIT)
         reads[(topic_id, partition)] = read
         records_left -= read.count
         bytes_left -= len(read.records)

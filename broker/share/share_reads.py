@@ -4,7 +4,9 @@ out, and acquire, for the member, the records the read covers (KIP-932).
 The read starts at the share-partition's first acquirable offset (a record made available again, or the
 first never handed out) and stops at the high watermark, or at the last stable offset for a group whose
 `share.isolation.level` is read_committed. Only records the read holds are acquired (`up_to`), so every
-acquired record is in the answer. Under read_committed the records of aborted transactions in the read
+acquired record is in the answer. In the default batch-optimized mode the batch holding the last record
+acquired is acquired whole (`max_records` is a soft limit, as in Kafka); in record-limit mode (ShareFetch
+v2's acquire mode 1) never more than `max_records`. Under read_committed the records of aborted transactions in the read
 are archived at once, never delivered, as Kafka's share-partition does: they are found by walking the
 batch headers against the aborted transactions the log lists for the range (a producer's batches from
 its aborted transaction's first offset until its next control batch).
@@ -44,7 +46,7 @@ class ShareRead:
 
 
 def acquire_records(shares: ShareService, group_id: str, member_id: str, topic_id: uuid.UUID, partition: int,
-                    max_records: int, max_bytes: int, now_ms: int) -> ShareRead:
+                    max_records: int, max_bytes: int, now_ms: int, record_limit: bool = False) -> ShareRead:
     info = shares.logs.topic_by_id(topic_id)
     if info is None:
         return ShareRead(ErrorCode.UNKNOWN_TOPIC_ID)
@@ -75,9 +77,29 @@ def acquire_records(shares: ShareService, group_id: str, member_id: str, topic_i
     if not headers:
         return ShareRead()
     acquired = share.acquire(member_id, end, max_records, now_ms, up_to=headers[-1].last_offset)
+    if acquired and not record_limit:
+        acquired = _whole_batch(share, member_id, end, headers, acquired, now_ms)
     if read_committed and aborted:
         acquired = _archive_aborted(share, member_id, acquired, _aborted_ranges(headers, aborted), now_ms)
     return ShareRead(ErrorCode.NONE, data if acquired else b"", acquired)
+
+
+def _whole_batch(share: SharePartition, member_id: str, end: int, headers: list[BatchHeader],
+                 acquired: list[Acquired], now_ms: int) -> list[Acquired]:
+    """Batch-optimized acquisition (ShareFetch's default mode): the rest of the batch holding the last record
+    acquired is acquired too, so a client gets whole batches (`max_records` is then a soft limit)."""
+    last = acquired[-1].last_offset
+    batch_end = next((h.last_offset for h in headers if h.base_offset <= last <= h.last_offset), last)
+    if batch_end <= last:
+        return acquired
+    runs = list(acquired)
+    for run in share.acquire(member_id, end, batch_end - last, now_ms, up_to=batch_end):
+        tail = runs[-1]
+        if tail.last_offset + 1 == run.first_offset and tail.delivery_count == run.delivery_count:
+            runs[-1] = Acquired(tail.first_offset, run.last_offset, run.delivery_count)
+        else:
+            runs.append(run)
+    return runs
 
 
 def _aborted_ranges(headers: list[BatchHeader], aborted: list[tuple[int, int]]) -> list[tuple[int, int]]:

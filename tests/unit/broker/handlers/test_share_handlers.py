@@ -271,3 +271,23 @@ async def test_share_group_offsets_are_described_altered_and_deleted(broker: Bro
         [("sq", 0), ("ghost", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)]
     assert broker.state.shares.group_partitions("sg") == {}
     client.close()
+
+
+async def test_record_limit_mode_caps_and_batch_mode_rounds_up_to_the_batch(broker: BrokerApp) -> None:
+    client = await _client(broker)
+    create = CreateTopicsRequest(topics=[CreatableTopic(name="sq", num_partitions=1, replication_factor=1)])
+    assert (await client.call(create, 7)).topics[0].error_code == 0
+    alter = IncrementalAlterConfigsRequest(resources=[AlterConfigsResource(resource_type=32, resource_name="sg", configs=[
+        AlterableConfig(name="share.auto.offset.reset", config_operation=0, value="earliest")])])
+    assert (await client.call(alter, 1)).responses[0].error_code == 0
+    batch = build_batch([Record(i, 0, None, b"v") for i in range(5)], base_timestamp=int(time.time() * 1000))
+    await client.call(ProduceRequest(acks=-1, timeout_ms=5000, topic_data=[TopicProduceData(
+        name="sq", partition_data=[PartitionProduceData(index=0, records=batch)])]), 9)
+    topic_id = await _join(client, "m1")
+    limited = _fetch("m1", 0, topic_id)
+    limited.max_records, limited.share_acquire_mode = 2, 1
+    assert _acquired(await client.call(limited, 2)) == [(0, 1, 1)]
+    whole = _fetch("m2", 0, topic_id)
+    whole.max_records = 2
+    assert _acquired(await client.call(whole, 1)) == [(2, 4, 1)]  # 2 asked, the batch's end given
+    client.close()
