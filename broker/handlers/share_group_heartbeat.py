@@ -4,7 +4,8 @@ A member joins (epoch 0, with its own member id and its subscription), heartbeat
 `group.share.heartbeat.interval.ms`, and leaves (epoch -1). Leaving releases nothing by itself: a client
 leaves and then sends its last acknowledgements with its share session's final epoch (librdkafka's close
 does it in that order), which releases what it still holds; a member that vanishes without that is
-released when its session times out (`group.share.session.timeout.ms`) or its locks run out. The answer carries the member's epoch and, when it changed, its assignment (every
+released when its session times out (`group.share.session.timeout.ms`), or, having left, a lock duration
+later (`ShareService.member_departed`). The answer carries the member's epoch and, when it changed, its assignment (every
 partition of every subscribed topic, `broker/share/share_groups.py`). A group id already used by a
 classic or consumer group is GROUP_ID_NOT_FOUND, as Kafka answers.
 
@@ -49,6 +50,8 @@ def handle_share_group_heartbeat(ctx: RequestContext, request: ShareGroupHeartbe
     outcome = shares.groups.heartbeat(
         request.group_id, request.member_id, request.member_epoch, request.rack_id, request.subscribed_topic_names,
         ctx.client_id or "", client_host(ctx.peer), ctx.state.clock_ms())
+    if outcome.departed is not None:
+        shares.member_departed(request.group_id, outcome.departed, ctx.state.clock_ms())
     shares.scheduled()
     assignment = None
     if outcome.assignment is not None:

@@ -75,6 +75,8 @@ class ShareService:
             clock_ms=clock_ms, deadlines=Deadlines(self.tick, self.next_deadline), logger="pybroker.share",
             loaded_key="share_partitions")
         self._background: set[asyncio.Task[ErrorCode]] = set()
+        #: (group, member) that left -> when its share session is dropped if the client never closed it
+        self._departed: dict[tuple[str, str], int] = {}
 
     @property
     def loading(self) -> bool:
@@ -172,6 +174,12 @@ class ShareService:
             self.replicas.purgatory.notify((info.name, key[2]))
 
     # -- membership ---------------------------------------------------------------------------------
+    def member_departed(self, group_id: str, member_id: str, now_ms: int) -> None:
+        """A member left with ShareGroupHeartbeat: its client sends its last acknowledgements next (final
+        epoch); a session still open a lock duration later is dropped and what it held released, so a client
+        that left and died cannot keep a session slot."""
+        self._departed[(group_id, member_id)] = now_ms + self.config.record_lock_duration_ms
+
     def member_left(self, group_id: str, member_id: str) -> None:
         self.sessions.drop_member(group_id, member_id)
         self.persist_later(self.release_member(group_id, member_id))
@@ -224,12 +232,19 @@ class ShareService:
         for group_id, member_id in self.groups.expire(now_ms):
             log.info("share group member expired", group=group_id, member=member_id)
             self.member_left(group_id, member_id)
+        for (group_id, member_id), due in list(self._departed.items()):
+            if due <= now_ms:
+                del self._departed[(group_id, member_id)]
+                group = self.groups.get(group_id)
+                if group is None or member_id not in group.members:
+                    self.member_left(group_id, member_id)
 
     def next_deadline(self) -> int | None:
         deadlines = [d for d in (s.next_deadline() for s in self.partitions.values()) if d is not None]
         member = self.groups.next_deadline()
         if member is not None:
             deadlines.append(member)
+        deadlines.extend(self._departed.values())
         return min(deadlines, default=None)
 
     def scheduled(self) -> None:

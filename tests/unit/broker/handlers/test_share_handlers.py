@@ -291,3 +291,24 @@ async def test_record_limit_mode_caps_and_batch_mode_rounds_up_to_the_batch(brok
     whole.max_records = 2
     assert _acquired(await client.call(whole, 1)) == [(2, 4, 1)]  # 2 asked, the batch's end given
     client.close()
+
+
+async def test_a_member_that_left_and_never_closed_its_session_is_cleaned_up(broker: BrokerApp) -> None:
+    client = await _client(broker)
+    create = CreateTopicsRequest(topics=[CreatableTopic(name="sq", num_partitions=1, replication_factor=1)])
+    assert (await client.call(create, 7)).topics[0].error_code == 0
+    alter = IncrementalAlterConfigsRequest(resources=[AlterConfigsResource(resource_type=32, resource_name="sg", configs=[
+        AlterableConfig(name="share.auto.offset.reset", config_operation=0, value="earliest")])])
+    await client.call(alter, 1)
+    batch = build_batch([Record(i, 0, None, b"v") for i in range(3)], base_timestamp=int(time.time() * 1000))
+    await client.call(ProduceRequest(acks=-1, timeout_ms=5000, topic_data=[TopicProduceData(
+        name="sq", partition_data=[PartitionProduceData(index=0, records=batch)])]), 9)
+    topic_id = await _join(client, "m1")
+    assert _acquired(await client.call(_fetch("m1", 0, topic_id), 2)) == [(0, 2, 1)]
+    await client.call(ShareGroupHeartbeatRequest(group_id="sg", member_id="m1", member_epoch=-1), 1)
+    shares = broker.state.shares
+    assert ("sg", "m1") in shares.sessions.sessions  # its final acknowledgements may still come
+    shares.tick(broker.state.clock_ms() + shares.config.record_lock_duration_ms + 1)
+    assert ("sg", "m1") not in shares.sessions.sessions
+    assert shares.partitions[("sg", topic_id, 0)].acquirable(3) == 0  # what it held is available again
+    client.close()
