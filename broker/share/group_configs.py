@@ -7,6 +7,8 @@ Kafka keeps per-group overrides of a few group settings; share groups read these
 | `share.auto.offset.reset` | `latest`, `earliest` | `latest`: a share-partition first read starts at the end |
 | `share.isolation.level` | `read_uncommitted`, `read_committed` | `read_uncommitted` |
 | `share.record.lock.duration.ms` | 1000 .. 3600000 | the broker's `group.share.record.lock.duration.ms` |
+| `share.delivery.count.limit` | 2 .. 10 | the broker's `group.share.delivery.count.limit` |
+| `share.partition.max.record.locks` | 100 .. 10000 | the broker's `group.share.partition.max.record.locks` |
 
 Any other key is INVALID_CONFIG. The overrides live in one JSON file in the first log dir
 (`pybroker-group-configs.json`), replaced whole and fsynced before the change is answered
@@ -53,6 +55,8 @@ SHARE_KEYS: dict[str, tuple[str, Callable[[str], str | None]]] = {
     "share.auto.offset.reset": ("latest", _one_of("latest", "earliest")),
     "share.isolation.level": ("read_uncommitted", _one_of("read_uncommitted", "read_committed")),
     "share.record.lock.duration.ms": ("", _int_between(1000, 3_600_000)),
+    "share.delivery.count.limit": ("", _int_between(2, 10)),
+    "share.partition.max.record.locks": ("", _int_between(100, 10_000)),
 }
 
 

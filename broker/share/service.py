@@ -92,7 +92,15 @@ class ShareService:
     def config_defaults(self) -> dict[str, str]:
         defaults = {key: default for key, (default, _check) in SHARE_KEYS.items()}
         defaults["share.record.lock.duration.ms"] = str(self.config.record_lock_duration_ms)
+        defaults["share.delivery.count.limit"] = str(self.config.delivery_count_limit)
+        defaults["share.partition.max.record.locks"] = str(self.config.max_record_locks)
         return defaults
+
+    def _limits(self, group_id: str) -> dict[str, int]:
+        """A share-partition's settings: the group's configs over the broker's."""
+        return {"lock_duration_ms": self.lock_duration_ms(group_id),
+                "delivery_count_limit": int(self.group_config(group_id, "share.delivery.count.limit")),
+                "max_in_flight": int(self.group_config(group_id, "share.partition.max.record.locks"))}
 
     def lock_duration_ms(self, group_id: str) -> int:
         return int(self.group_config(group_id, "share.record.lock.duration.ms"))
@@ -103,12 +111,12 @@ class ShareService:
         share = self.partitions.get(key)
         if share is None:
             earliest = self.group_config(key[0], "share.auto.offset.reset") == "earliest"
-            share = SharePartition(log_start if earliest else high_watermark,
-                                   lock_duration_ms=self.lock_duration_ms(key[0]),
-                                   delivery_count_limit=self.config.delivery_count_limit,
-                                   max_in_flight=self.config.max_record_locks)
+            share = SharePartition(log_start if earliest else high_watermark, **self._limits(key[0]))
             self.partitions[key] = share
-        share.lock_duration_ms = self.lock_duration_ms(key[0])
+        limits = self._limits(key[0])  # a group config changed since: the share-partition follows it
+        share.lock_duration_ms = limits["lock_duration_ms"]
+        share.delivery_count_limit = limits["delivery_count_limit"]
+        share.max_in_flight = limits["max_in_flight"]
         share.log_start_moved(log_start)
         return share
 
@@ -117,9 +125,7 @@ class ShareService:
             if durable is None:
                 self.partitions.pop(key, None)
                 continue
-            self.partitions[key] = SharePartition.restore(
-                durable.start_offset, durable.batches, lock_duration_ms=self.lock_duration_ms(key[0]),
-                delivery_count_limit=self.config.delivery_count_limit, max_in_flight=self.config.max_record_locks)
+            self.partitions[key] = SharePartition.restore(durable.start_offset, durable.batches, **self._limits(key[0]))
             self._epochs[key] = durable.snapshot_epoch
         return sum(1 for durable in replayed.states.values() if durable is not None)
 
