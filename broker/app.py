@@ -127,6 +127,7 @@ class BrokerApp:
         registry_port = await self.schema_registry.start()
         if registry_port is not None:
             log.info("schema registry listening", host=self.schema_registry.host, port=registry_port)
+        self.state.shares.start()
         self.state.guard.start(self.state.connections)
         self.state.dynamic_configs.check_with(listeners.check_update)
         self.state.dynamic_configs.on_change(listeners.apply_update)
@@ -250,6 +251,7 @@ class BrokerApp:
         # in-flight requests finish: long polls answer now with what they have, fsync waits complete,
         # members waiting in JoinGroup/SyncGroup are told to find their coordinator again
         self.state.replicas.wake_all()
+        await self.state.shares.stop()
         await self.state.transactions.stop()
         await self.state.groups.stop()
         in_flight = [entry.result for conn in self.state.connections for entry in conn.pending

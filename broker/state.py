@@ -26,6 +26,7 @@ from pybroker.broker.security.quotas import ClientQuotas
 from pybroker.broker.security.sasl_config import all_listeners_sasl
 from pybroker.broker.security.scram_store import FILE_NAME as SCRAM_FILE
 from pybroker.broker.security.scram_store import ScramStore
+from pybroker.broker.share.service import ShareService
 from pybroker.broker.telemetry.clients import ClientMetrics
 from pybroker.broker.telemetry.subscriptions import FILE_NAME as CLIENT_METRICS_FILE
 from pybroker.broker.telemetry.subscriptions import Subscriptions
@@ -79,6 +80,8 @@ class BrokerState:
         #: the transaction coordinator (`__transaction_state`, markers, timeouts)
         self.transactions = TransactionService(TxnParts(config, clock_ms, self.replicas, self.groups,
                                                         self.next_producer_id))
+        #: share groups (KIP-932): membership, share sessions, share-partitions, `__share_group_state`
+        self.shares = ShareService(config, clock_ms, self.replicas)
         #: the ACL authorizer, or None when `authorizer.class.name` is not set (nothing is checked)
         self.authorizer = Authorizer.from_config(config, self.guard.warnings)
         #: SASL settings of each SASL listener by name (checked now: a mistake stops the start), and the
@@ -113,6 +116,7 @@ class BrokerState:
         self.quotas = ClientQuotas.from_config(self.config, Path(self.config.log_dirs[0]) / QUOTA_FILE)
         self.client_metrics.subscriptions = Subscriptions(Path(self.config.log_dirs[0]) / CLIENT_METRICS_FILE)
         self.client_metrics.subscriptions.load()
+        self.shares.open(Path(self.config.log_dirs[0]))
         return list(stats)
 
     def _follow_move_throttle(self, keys: set[str]) -> None:

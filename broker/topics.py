@@ -32,7 +32,7 @@ from pybroker.storage.log_config import LogConfig
 from pybroker.storage.log_dir_failure import is_resource_exhaustion
 from pybroker.storage.log_manager import LogManager, TopicInfo, validate_topic_name
 
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 #: Kafka's controller's words for a request that would make too many records
 EXCESSIVE_BATCH_MESSAGE = "Unable to perform excessively large batch operation."
 

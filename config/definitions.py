@@ -311,6 +311,34 @@ BROKER_DEFS: tuple[ConfigDef, ...] = (
        "UniformAssignor, ...RangeAssignor) are accepted too.",
        each_of("uniform", "range", "org.apache.kafka.coordinator.group.assignor.UniformAssignor",
                "org.apache.kafka.coordinator.group.assignor.RangeAssignor")),
+    # -- share groups (KIP-932) -----------------------------------------------------------------------
+    _b("group.share.heartbeat.interval.ms", "int", 5000,
+       "How often share group members heartbeat (the interval the coordinator tells them).", at_least(1)),
+    _b("group.share.session.timeout.ms", "int", 45000,
+       "A share group member that has not heartbeated for this long is removed, and the records it held "
+       "are released.", at_least(1)),
+    _b("group.share.max.size", "int", 200,
+       "Most members in one share group (GROUP_MAX_SIZE_REACHED beyond).", at_least(1)),
+    _b("group.share.record.lock.duration.ms", "int", 30000,
+       "How long a share consumer holds a record it was handed (its acquisition lock) before the record is "
+       "released for delivery to another member.", at_least(1000)),
+    _b("group.share.delivery.count.limit", "int", 5,
+       "How many times a record is handed out before it is archived instead of made available again.",
+       at_least(2)),
+    _b("group.share.partition.max.record.locks", "int", 2000,
+       "Most records in flight (between a share-partition's start and end offsets) per share-partition; "
+       "no new record is acquired beyond it.", at_least(100)),
+    _b("group.share.max.share.sessions", "int", 2000,
+       "Most share fetch sessions the broker keeps; a new one beyond it is refused "
+       "(SHARE_SESSION_LIMIT_REACHED).", at_least(1)),
+    _b("share.coordinator.state.topic.num.partitions", "int", 50,
+       "Partitions of the internal topic `__share_group_state`, made on first use by a share group.",
+       at_least(1)),
+    _b("share.coordinator.state.topic.segment.bytes", "int", 104_857_600,
+       "Segment size of `__share_group_state`.", at_least(1)),
+    _b("share.coordinator.state.topic.replication.factor", "short", 1, "Accepted for compatibility.",
+       at_least(1)),
+    _b("share.coordinator.state.topic.min.isr", "short", 1, "Accepted for compatibility.", at_least(1)),
     # -- partition limits (a request, and the broker as a whole) --------------------------------------
     _b("max.partitions.per.request", "int", 10_000,
        "Most partitions one CreateTopics or CreatePartitions request (all its topics together) or one "

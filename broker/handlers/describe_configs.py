@@ -17,6 +17,7 @@ from pybroker.broker.dispatch import handler
 from pybroker.broker.loggers.levels import LEVELS as LOGGER_LEVELS
 from pybroker.broker.security.authorization_check import Op
 from pybroker.broker.security.authorization_cluster import config_rule
+from pybroker.broker.share.group_configs import GROUP_RESOURCE
 from pybroker.broker.telemetry.resource import CLIENT_METRICS_CONFIG, CLIENT_METRICS_RESOURCE, described
 from pybroker.config.broker_config import ConfigSource, ResolvedConfig
 from pybroker.config.definitions import BROKER, TOPIC
@@ -35,6 +36,8 @@ TOPIC_RESOURCE = 2
 BROKER_RESOURCE = 4
 BROKER_LOGGER_RESOURCE = 8
 DYNAMIC_BROKER_LOGGER_CONFIG = 6
+#: Kafka's config sources of a group config: set for the group, or the default
+GROUP_CONFIG, DEFAULT_CONFIG = 8, 5
 
 
 def _entry(resolved: ResolvedConfig, synonyms: bool, docs: bool, read_only: bool) -> DescribeConfigsResourceResult:
@@ -100,6 +103,14 @@ def handle_describe_configs(ctx: RequestContext, request: DescribeConfigsRequest
                 name=key, value=value, read_only=False, config_source=CLIENT_METRICS_CONFIG, is_default=is_default,
                 is_sensitive=False, synonyms=[], config_type=0, documentation=doc if docs else None)
                 for key, value, is_default, doc in described(state, resource.resource_name)
+                if wanted is None or key in wanted]
+        elif resource.resource_type == GROUP_RESOURCE:
+            result.configs = [DescribeConfigsResourceResult(
+                name=key, value=value, read_only=False, config_source=GROUP_CONFIG if not is_default
+                else DEFAULT_CONFIG, is_default=is_default, is_sensitive=False, synonyms=[], config_type=0,
+                documentation=None)
+                for key, value, is_default in state.shares.group_configs.described(
+                    resource.resource_name, state.shares.config_defaults())
                 if wanted is None or key in wanted]
         else:
             result.error_code = ErrorCode.INVALID_REQUEST

@@ -8,7 +8,8 @@ resets Kafka-only keys so).
 APPEND and SUBTRACT apply to list configs only (`cleanup.policy`, `log.cleanup.policy`).
 A broker-logger resource (this node's id) SETs or DELETEs loggers' levels at once, as Kafka's
 `kafka-configs --entity-type broker-loggers` does (`pybroker.broker.loggers.logger_configs`); a client-metrics
-resource (KIP-714) sets a telemetry subscription (`pybroker.broker.telemetry.resource`).
+resource (KIP-714) sets a telemetry subscription (`pybroker.broker.telemetry.resource`); a group resource sets a
+share group's configs (`pybroker.broker.share.group_configs`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pybroker.broker.dispatch import handler
 from pybroker.broker.loggers.logger_configs import BROKER_LOGGER_RESOURCE, alter_logger_levels
 from pybroker.broker.security.authorization_check import Op
 from pybroker.broker.security.authorization_cluster import config_rule
+from pybroker.broker.share.group_configs import GROUP_RESOURCE
 from pybroker.broker.telemetry.resource import CLIENT_METRICS_RESOURCE, alter_client_metrics
 from pybroker.config.alter_ops import apply_operations
 from pybroker.config.definitions import ConfigDef
@@ -51,6 +53,9 @@ def handle_incremental_alter_configs(ctx: RequestContext,
     for resource in request.resources:
         if resource.resource_type == BROKER_LOGGER_RESOURCE:
             code, message = alter_logger_levels(ctx.state, resource.resource_name, [
+                (c.name, c.config_operation, c.value) for c in resource.configs], bool(request.validate_only))
+        elif resource.resource_type == GROUP_RESOURCE:
+            code, message = ctx.state.shares.group_configs.alter(resource.resource_name, [
                 (c.name, c.config_operation, c.value) for c in resource.configs], bool(request.validate_only))
         elif resource.resource_type == CLIENT_METRICS_RESOURCE:
             code, message = alter_client_metrics(ctx.state, resource.resource_name, [

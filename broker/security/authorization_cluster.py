@@ -20,6 +20,8 @@ from pybroker.broker.security.authorization_check import (
     CONFIG_BROKER_LOGGER,
     CONFIG_CLIENT_METRICS,
     CONFIG_TOPIC,
+    GROUP,
+    GROUP_DENIED,
     TOPIC,
     TOPIC_DENIED,
     Check,
@@ -31,6 +33,9 @@ from pybroker.broker.security.authorization_check import (
 from pybroker.protocol.api_keys import ApiKey
 from pybroker.protocol.messages import RESPONSES, describe_log_dirs, elect_leaders
 
+#: the GROUP config resource (share groups' configs): its ACL is the group's
+CONFIG_GROUP = 32
+
 
 def config_rule(op: AclOperation, result_cls: Any, resp_attr: str, req_attr: str = "resources") -> Any:
     def rule(check: Check, r: Any) -> Outcome:
@@ -39,6 +44,8 @@ def config_rule(op: AclOperation, result_cls: Any, resp_attr: str, req_attr: str
                 return check.ok(op, TOPIC, res.resource_name)
             if res.resource_type in (CONFIG_BROKER, CONFIG_BROKER_LOGGER, CONFIG_CLIENT_METRICS):
                 return check.cluster(op)
+            if res.resource_type == CONFIG_GROUP:
+                return check.ok(op, GROUP, res.resource_name)
             return True  # the handler answers an unknown resource type
 
         kept, denied = split_by(getattr(r, req_attr), allowed)
@@ -46,7 +53,8 @@ def config_rule(op: AclOperation, result_cls: Any, resp_attr: str, req_attr: str
             return None
         setattr(r, req_attr, kept)
         return appending(resp_attr, [result_cls(
-            error_code=TOPIC_DENIED if res.resource_type == CONFIG_TOPIC else CLUSTER_DENIED,
+            error_code=TOPIC_DENIED if res.resource_type == CONFIG_TOPIC
+            else GROUP_DENIED if res.resource_type == CONFIG_GROUP else CLUSTER_DENIED,
             error_message="not authorized", resource_type=res.resource_type, resource_name=res.resource_name)
             for res in denied])
     return rule

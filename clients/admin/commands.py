@@ -28,6 +28,7 @@ from pybroker.clients.admin.data_commands import consume, produce
 from pybroker.clients.admin.group_commands import groups
 from pybroker.clients.admin.offline_commands import check_log, dump_log
 from pybroker.clients.admin.output import emit
+from pybroker.clients.admin.share_group_commands import share_groups
 from pybroker.clients.admin.times import parse_datetime_ms
 from pybroker.clients.admin.transaction_commands import transactions
 from pybroker.clients.wire import WireClient
@@ -361,5 +362,5 @@ def quotas_alter(client: WireClient, as_json: bool, entity_type: str | None, ent
            "removed": ",".join(delete)}], ["entity_type", "entity", "set", "removed"], as_json)
 
 
-ADMIN_COMMANDS = (topics, groups, produce, consume, transactions, acls, users, quotas, log_dirs, configs, health,
+ADMIN_COMMANDS = (topics, groups, share_groups, produce, consume, transactions, acls, users, quotas, log_dirs, configs, health,
                   dump_log, check_log, completion)

@@ -13,6 +13,7 @@ from pybroker.protocol.messages.alter_client_quotas import AlterClientQuotasRequ
 from pybroker.protocol.messages.alter_configs import AlterConfigsRequest, AlterConfigsResponse
 from pybroker.protocol.messages.alter_partition_reassignments import AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse
 from pybroker.protocol.messages.alter_replica_log_dirs import AlterReplicaLogDirsRequest, AlterReplicaLogDirsResponse
+from pybroker.protocol.messages.alter_share_group_offsets import AlterShareGroupOffsetsRequest, AlterShareGroupOffsetsResponse
 from pybroker.protocol.messages.alter_user_scram_credentials import AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse
 from pybroker.protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from pybroker.protocol.messages.consumer_group_describe import ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse
@@ -23,6 +24,7 @@ from pybroker.protocol.messages.create_topics import CreateTopicsRequest, Create
 from pybroker.protocol.messages.delete_acls import DeleteAclsRequest, DeleteAclsResponse
 from pybroker.protocol.messages.delete_groups import DeleteGroupsRequest, DeleteGroupsResponse
 from pybroker.protocol.messages.delete_records import DeleteRecordsRequest, DeleteRecordsResponse
+from pybroker.protocol.messages.delete_share_group_offsets import DeleteShareGroupOffsetsRequest, DeleteShareGroupOffsetsResponse
 from pybroker.protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
 from pybroker.protocol.messages.describe_acls import DescribeAclsRequest, DescribeAclsResponse
 from pybroker.protocol.messages.describe_client_quotas import DescribeClientQuotasRequest, DescribeClientQuotasResponse
@@ -32,6 +34,7 @@ from pybroker.protocol.messages.describe_groups import DescribeGroupsRequest, De
 from pybroker.protocol.messages.describe_log_dirs import DescribeLogDirsRequest, DescribeLogDirsResponse
 from pybroker.protocol.messages.describe_producers import DescribeProducersRequest, DescribeProducersResponse
 from pybroker.protocol.messages.describe_quorum import DescribeQuorumRequest, DescribeQuorumResponse
+from pybroker.protocol.messages.describe_share_group_offsets import DescribeShareGroupOffsetsRequest, DescribeShareGroupOffsetsResponse
 from pybroker.protocol.messages.describe_topic_partitions import DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse
 from pybroker.protocol.messages.describe_transactions import DescribeTransactionsRequest, DescribeTransactionsResponse
 from pybroker.protocol.messages.describe_user_scram_credentials import DescribeUserScramCredentialsRequest, DescribeUserScramCredentialsResponse
@@ -59,6 +62,10 @@ from pybroker.protocol.messages.produce import ProduceRequest, ProduceResponse
 from pybroker.protocol.messages.push_telemetry import PushTelemetryRequest, PushTelemetryResponse
 from pybroker.protocol.messages.sasl_authenticate import SaslAuthenticateRequest, SaslAuthenticateResponse
 from pybroker.protocol.messages.sasl_handshake import SaslHandshakeRequest, SaslHandshakeResponse
+from pybroker.protocol.messages.share_acknowledge import ShareAcknowledgeRequest, ShareAcknowledgeResponse
+from pybroker.protocol.messages.share_fetch import ShareFetchRequest, ShareFetchResponse
+from pybroker.protocol.messages.share_group_describe import ShareGroupDescribeRequest, ShareGroupDescribeResponse
+from pybroker.protocol.messages.share_group_heartbeat import ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse
 from pybroker.protocol.messages.streams_group_describe import StreamsGroupDescribeRequest, StreamsGroupDescribeResponse
 from pybroker.protocol.messages.streams_group_heartbeat import StreamsGroupHeartbeatRequest, StreamsGroupHeartbeatResponse
 from pybroker.protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
@@ -121,8 +128,15 @@ REQUESTS: dict[int, Any] = {
     72: PushTelemetryRequest,
     74: ListConfigResourcesRequest,
     75: DescribeTopicPartitionsRequest,
+    76: ShareGroupHeartbeatRequest,
+    77: ShareGroupDescribeRequest,
+    78: ShareFetchRequest,
+    79: ShareAcknowledgeRequest,
     88: StreamsGroupHeartbeatRequest,
     89: StreamsGroupDescribeRequest,
+    90: DescribeShareGroupOffsetsRequest,
+    91: AlterShareGroupOffsetsRequest,
+    92: DeleteShareGroupOffsetsRequest,
 }
 RESPONSES: dict[int, Any] = {
     0: ProduceResponse,
@@ -180,6 +194,13 @@ RESPONSES: dict[int, Any] = {
     72: PushTelemetryResponse,
     74: ListConfigResourcesResponse,
     75: DescribeTopicPartitionsResponse,
+    76: ShareGroupHeartbeatResponse,
+    77: ShareGroupDescribeResponse,
+    78: ShareFetchResponse,
+    79: ShareAcknowledgeResponse,
     88: StreamsGroupHeartbeatResponse,
     89: StreamsGroupDescribeResponse,
+    90: DescribeShareGroupOffsetsResponse,
+    91: AlterShareGroupOffsetsResponse,
+    92: DeleteShareGroupOffsetsResponse,
 }

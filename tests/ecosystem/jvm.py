@@ -107,8 +107,9 @@ class Steps:
 class Tours:
     classes: Path
 
-    def run(self, tour: str, bootstrap: str, *args: str, timeout: float = TOUR_TIMEOUT_S) -> Steps:
-        command = ["java", *JVM_FLAGS, "-cp", classpath(self.classes), "ClientTour", tour, bootstrap, *args]
+    def run(self, tour: str, bootstrap: str, *args: str, timeout: float = TOUR_TIMEOUT_S,
+            main: str = "ClientTour") -> Steps:
+        command = ["java", *JVM_FLAGS, "-cp", classpath(self.classes), main, tour, bootstrap, *args]
         done = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
         lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
         if done.returncode != 0:

@@ -93,6 +93,7 @@ def _example_requests() -> dict[int, Any]:
         **_admin_example_requests(),
         **_consumer_group_example_requests(),
         **_streams_group_example_requests(),
+        **_share_group_example_requests(),
     }
 
 
@@ -138,6 +139,44 @@ def _consumer_group_example_requests() -> dict[int, Any]:
             topic_partitions=[]),
         ApiKey.CONSUMER_GROUP_DESCRIBE: cgd.ConsumerGroupDescribeRequest(
             group_ids=[_GROUP], include_authorized_operations=True),
+    }
+
+
+def _share_group_example_requests() -> dict[int, Any]:
+    """Share groups (KIP-932): a join, a describe, a fetch with acknowledgements and one acknowledge."""
+    from pybroker.protocol.messages import alter_share_group_offsets as aso
+    from pybroker.protocol.messages import delete_share_group_offsets as xso
+    from pybroker.protocol.messages import describe_share_group_offsets as dso
+    from pybroker.protocol.messages import share_acknowledge as sa
+    from pybroker.protocol.messages import share_fetch as sf
+    from pybroker.protocol.messages import share_group_describe as sgd
+    from pybroker.protocol.messages import share_group_heartbeat as sgh
+
+    topic_id = uuid.UUID(int=0x5EED)
+    return {
+        ApiKey.SHARE_GROUP_HEARTBEAT: sgh.ShareGroupHeartbeatRequest(
+            group_id=_GROUP, member_id="kp-golden-share-member", member_epoch=0, subscribed_topic_names=[_TOPIC]),
+        ApiKey.SHARE_GROUP_DESCRIBE: sgd.ShareGroupDescribeRequest(group_ids=[_GROUP],
+                                                                   include_authorized_operations=True),
+        ApiKey.SHARE_FETCH: sf.ShareFetchRequest(
+            group_id=_GROUP, member_id="kp-golden-share-member", share_session_epoch=1, max_wait_ms=10, min_bytes=1,
+            max_records=500, batch_size=500, topics=[sf.ShareFetchTopic(topic_id=topic_id, partitions=[
+                sf.ShareFetchPartition(partition_index=0, acknowledgement_batches=[
+                    sf.ShareFetchAcknowledgementBatch(first_offset=0, last_offset=2, acknowledge_types=[1, 2, 3])])])],
+            forgotten_topics_data=[sf.ShareForgottenTopic(topic_id=topic_id, partitions=[1])]),
+        ApiKey.SHARE_ACKNOWLEDGE: sa.ShareAcknowledgeRequest(
+            group_id=_GROUP, member_id="kp-golden-share-member", share_session_epoch=2, topics=[
+                sa.ShareAcknowledgeTopic(topic_id=topic_id, partitions=[sa.ShareAcknowledgePartition(
+                    partition_index=0, acknowledgement_batches=[
+                        sa.ShareAcknowledgementBatch(first_offset=3, last_offset=3, acknowledge_types=[1])])])]),
+        ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: dso.DescribeShareGroupOffsetsRequest(groups=[
+            dso.DescribeShareGroupOffsetsRequestGroup(group_id=_GROUP, topics=[
+                dso.DescribeShareGroupOffsetsRequestTopic(topic_name=_TOPIC, partitions=[0])])]),
+        ApiKey.ALTER_SHARE_GROUP_OFFSETS: aso.AlterShareGroupOffsetsRequest(group_id=_GROUP, topics=[
+            aso.AlterShareGroupOffsetsRequestTopic(topic_name=_TOPIC, partitions=[
+                aso.AlterShareGroupOffsetsRequestPartition(partition_index=0, start_offset=0)])]),
+        ApiKey.DELETE_SHARE_GROUP_OFFSETS: xso.DeleteShareGroupOffsetsRequest(group_id=_GROUP, topics=[
+            xso.DeleteShareGroupOffsetsRequestTopic(topic_name=_TOPIC)]),
     }
 
 

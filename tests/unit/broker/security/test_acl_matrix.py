@@ -28,6 +28,7 @@ from pybroker.protocol.messages import (
     alter_configs,
     alter_partition_reassignments,
     alter_replica_log_dirs,
+    alter_share_group_offsets,
     consumer_group_describe,
     consumer_group_heartbeat,
     create_acls,
@@ -36,6 +37,7 @@ from pybroker.protocol.messages import (
     delete_acls,
     delete_groups,
     delete_records,
+    delete_share_group_offsets,
     delete_topics,
     describe_acls,
     describe_configs,
@@ -43,6 +45,7 @@ from pybroker.protocol.messages import (
     describe_log_dirs,
     describe_producers,
     describe_quorum,
+    describe_share_group_offsets,
     describe_topic_partitions,
     describe_transactions,
     elect_leaders,
@@ -65,6 +68,10 @@ from pybroker.protocol.messages import (
     produce,
     streams_group_describe,
     streams_group_heartbeat,
+    share_acknowledge,
+    share_fetch,
+    share_group_describe,
+    share_group_heartbeat,
     sync_group,
     txn_offset_commit,
     write_txn_markers,
@@ -364,6 +371,33 @@ PROBES = [
         group_ids=[GROUP]),
           [(RT.GROUP, GROUP, Op.DESCRIBE)], ErrorCode.GROUP_AUTHORIZATION_FAILED,
           lambda r: r.groups[0].error_code),
+    # issue 32: share groups (KIP-932)
+    Probe("ShareGroupHeartbeat", 1, lambda: share_group_heartbeat.ShareGroupHeartbeatRequest(
+        group_id=GROUP, member_id="m", member_epoch=0, subscribed_topic_names=[TOPIC]),
+          [(RT.GROUP, GROUP, Op.READ), (RT.TOPIC, TOPIC, Op.DESCRIBE)], ErrorCode.GROUP_AUTHORIZATION_FAILED,
+          lambda r: r.error_code),
+    Probe("ShareGroupHeartbeat(topic)", 1, lambda: share_group_heartbeat.ShareGroupHeartbeatRequest(
+        group_id=GROUP, member_id="m", member_epoch=0, subscribed_topic_names=[TOPIC]),
+          [(RT.TOPIC, TOPIC, Op.DESCRIBE), (RT.GROUP, GROUP, Op.READ)], ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+          lambda r: r.error_code),
+    Probe("ShareGroupDescribe", 1, lambda: share_group_describe.ShareGroupDescribeRequest(group_ids=[GROUP]),
+          [(RT.GROUP, GROUP, Op.DESCRIBE)], ErrorCode.GROUP_AUTHORIZATION_FAILED,
+          lambda r: r.groups[0].error_code),
+    Probe("ShareFetch", 1, lambda: share_fetch.ShareFetchRequest(
+        group_id=GROUP, member_id="m", share_session_epoch=0, max_records=10, batch_size=10),
+          [(RT.GROUP, GROUP, Op.READ)], ErrorCode.GROUP_AUTHORIZATION_FAILED, lambda r: r.error_code),
+    Probe("ShareAcknowledge", 1, lambda: share_acknowledge.ShareAcknowledgeRequest(
+        group_id=GROUP, member_id="m", share_session_epoch=1),
+          [(RT.GROUP, GROUP, Op.READ)], ErrorCode.GROUP_AUTHORIZATION_FAILED, lambda r: r.error_code),
+    Probe("DescribeShareGroupOffsets", 1, lambda: describe_share_group_offsets.DescribeShareGroupOffsetsRequest(
+        groups=[describe_share_group_offsets.DescribeShareGroupOffsetsRequestGroup(group_id=GROUP, topics=None)]),
+          [(RT.GROUP, GROUP, Op.DESCRIBE)], ErrorCode.GROUP_AUTHORIZATION_FAILED, lambda r: r.groups[0].error_code),
+    Probe("AlterShareGroupOffsets", 0, lambda: alter_share_group_offsets.AlterShareGroupOffsetsRequest(
+        group_id=GROUP, topics=[]),
+          [(RT.GROUP, GROUP, Op.READ)], ErrorCode.GROUP_AUTHORIZATION_FAILED, lambda r: r.error_code),
+    Probe("DeleteShareGroupOffsets", 0, lambda: delete_share_group_offsets.DeleteShareGroupOffsetsRequest(
+        group_id=GROUP, topics=[]),
+          [(RT.GROUP, GROUP, Op.DELETE)], ErrorCode.GROUP_AUTHORIZATION_FAILED, lambda r: r.error_code),
 ]
 
 def _streams_join() -> Any:
