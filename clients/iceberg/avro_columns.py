@@ -19,7 +19,9 @@ The table's value columns are the fields of the schema's top-level record (any o
 Every value column is nullable: a field a later schema removes is null in the rows it writes, and a
 required column could not be added to a table that already has rows. A union of two or more non-null
 types, a recursive type, or a column named `kafka` (the coordinates' column) is a schema the table cannot
-hold: `Unsupported`, and its records go to the dead-letter table with that reason.
+hold: `Unsupported`, and its records go to the dead-letter table with that reason. So is an array of
+items that take no bytes: its count alone could make a few bytes decode into 2**63 items (the decoding's
+cap; every other item takes at least a byte, so a value decodes into at most as many items as it has bytes).
 
 Decoding is fastavro's `schemaless_reader`; bytes left after the value make it not decodable. Pure: any
 thread may call these.
@@ -107,10 +109,28 @@ def arrow_type(schema: Any, named: dict[str, Any], depth: int = 0, seen: frozens
     if kind == "fixed":
         return pa.binary(int(schema["size"]))
     if kind == "array":
+        if _zero_size(schema["items"], named):
+            raise Unsupported("an array of items that take no bytes (a few bytes could claim 2**63 of them)")
         return pa.list_(arrow_type(schema["items"], named, depth + 1, seen))
     if kind == "map":
         return pa.map_(pa.string(), arrow_type(schema["values"], named, depth + 1, seen))
     return arrow_type(kind, named, depth + 1, seen)
+
+
+def _zero_size(schema: Any, named: dict[str, Any], depth: int = 0) -> bool:
+    """Whether a value of this schema may be encoded in no bytes (null, fixed(0), a record of such)."""
+    if depth > MAX_DEPTH:
+        return False
+    if isinstance(schema, str):
+        return schema == "null" or (schema in named and _zero_size(named[schema], named, depth + 1))
+    if isinstance(schema, dict):
+        kind = schema.get("type")
+        if kind == "fixed":
+            return schema.get("size") == 0
+        if kind in ("record", "error"):
+            return all(_zero_size(f["type"], named, depth + 1) for f in schema.get("fields", []))
+        return isinstance(kind, str) and kind not in ("array", "map", "enum") and _zero_size(kind, named, depth + 1)
+    return False  # a union's branch index takes a byte
 
 
 def value_fields(schema: Any, named: dict[str, Any]) -> pa.Schema:
