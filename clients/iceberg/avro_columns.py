@@ -171,6 +171,6 @@ def decoder(parsed: Any, fields: pa.Schema, is_record: bool) -> Any:
         if stream.tell() != len(payload):
             raise ValueError(f"{len(payload) - stream.tell()} bytes left after the value")
         value = _plain(value)
-        return value if is_record else {"value": value}  # type: ignore[no-any-return]
+        return value if is_record else {"value": value}
 
     return decode

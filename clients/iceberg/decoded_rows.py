@@ -14,7 +14,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pybroker.clients.iceberg.value_decoders import NotDecodable, RegistrySchemas, ValueDecoder, schema_id_prefix
+from pybroker.clients.iceberg.value_decoders import (
+    NotDecodable,
+    RegistrySchemas,
+    ValueDecoder,
+    schema_id_prefix,
+)
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -88,7 +93,7 @@ def split(rows: pa.Table, mode: str, schemas: RegistrySchemas, latest_id: int | 
             dead_rows += indexes
             reasons += [f"schema id {schema_id}: the values do not fit its columns: {exc}"[:MAX_REASON_CHARS]] * len(indexes)
             continue
-        columns = [kafka.take(indexes).combine_chunks()] + struct.flatten()
+        columns = [kafka.take(indexes).combine_chunks(), *struct.flatten()]
         schema = pa.schema([rows.schema.field("kafka"), *found.arrow_fields])
         out.decoded[schema_id] = (found, pa.Table.from_arrays(columns, schema=schema), indexes)
     if keep_dead and dead_rows:
