@@ -65,6 +65,7 @@ class BrokerApp:
         self.schema_registry = SchemaRegistryService(self.state)
         if self.schema_registry.enabled:
             self.state.schema_registry = self.schema_registry.registry
+            self.state.iceberg.registry = self.schema_registry.state
             self.state.replicas.schema_validation = SchemaValidation(
                 self.schema_registry.registry, self.state.logs,
                 payload=bool(config.get("schema.registry.validate.payload")))

@@ -37,6 +37,8 @@ from typing import Any
 
 import structlog
 
+from pybroker.broker.iceberg_schemas import latest_id, new_schemas
+from pybroker.broker.schema_registry.store import RegistryState
 from pybroker.config.broker_config import BrokerConfig
 from pybroker.storage.log_manager import LogManager
 
@@ -51,6 +53,7 @@ MAX_BACKOFF_S = 30.0
 #: how often the thread looks again when no topic has a table
 IDLE_S = 1.0
 PLAN_TIMEOUT_S = 10.0
+DECODING_MODES = frozenset({"value_schema_id_prefix", "value_schema_latest"})
 
 
 class WorkerGone(Exception):
@@ -165,6 +168,10 @@ class IcebergTables:
         self._status: dict[str, Any] = {}
         self._worker_error: str | None = None
         self._catalog: dict[str, Any] | None = None
+        #: the schema registry's state when it runs (set by the app before `start`): the decoding modes' schemas
+        self.registry: RegistryState | None = None
+        #: the schema ids the running worker was sent (the supervisor thread's; empty for a new worker)
+        self._sent: set[int] = set()
 
     @property
     def enabled(self) -> bool:
@@ -189,9 +196,13 @@ class IcebergTables:
         """Each Iceberg topic's table status as the worker last reported it (any thread; a copy)."""
         return {"worker_error": self._worker_error, "topics": dict(self._status)}
 
-    def plan(self) -> dict[str, Any] | None:
-        """On the event loop: the next job's topics, or None when no topic has a table (plain values only)."""
+    def plan(self, sent: frozenset[int] = frozenset()) -> dict[str, Any] | None:
+        """On the event loop: the next job's topics, or None when no topic has a table (plain values only).
+
+        With a topic in a decoding mode and the registry on, the job also carries the schemas not in `sent`."""
         topics = []
+        registry = self.registry
+        suffix = str(self.config.get("iceberg.dlq.table.suffix"))
         for name, info in sorted(self.logs.topics().items()):
             values = self.config.topic_values(info.configs)
             if values["iceberg.mode"] == "disabled":
@@ -203,20 +214,30 @@ class IcebergTables:
                     continue
                 end = min(partition_log.last_stable_offset, partition_log.recovery_point)
                 partitions.append({"partition": partition, "dir": str(partition_log.dir), "end": end})
-            topics.append({"topic": name, "topic_id": str(info.topic_id), "mode": values["iceberg.mode"],
-                           "interval_ms": int(values["iceberg.commit.interval.ms"]),
-                           "spec": values["iceberg.partition.spec"], "partitions": partitions})
-        return {"topics": topics} if topics else None
+            topic: dict[str, Any] = {"topic": name, "topic_id": str(info.topic_id), "mode": values["iceberg.mode"],
+                                     "interval_ms": int(values["iceberg.commit.interval.ms"]),
+                                     "spec": values["iceberg.partition.spec"], "partitions": partitions}
+            if values["iceberg.mode"] in DECODING_MODES:
+                topic.update(invalid_action=values["iceberg.invalid.record.action"], dlq_suffix=suffix,
+                             latest_id=latest_id(registry, f"{name}-value") if registry is not None else None)
+            topics.append(topic)
+        if not topics:
+            return None
+        job: dict[str, Any] = {"topics": topics, "registry": registry is not None}
+        if registry is not None and any(t["mode"] in DECODING_MODES for t in topics):
+            job["schemas"] = new_schemas(registry, sent)
+        return job
 
     def _next_job(self) -> dict[str, Any] | None:
         """The loop's `plan`, asked from this thread (a callback, not a coroutine: nothing is left unawaited
         when the loop goes away); a closed loop ends the thread."""
         assert self._loop is not None
+        sent = frozenset(self._sent)
         answer: concurrent.futures.Future[dict[str, Any] | None] = concurrent.futures.Future()
 
         def on_loop() -> None:
             try:
-                answer.set_result(self.plan())
+                answer.set_result(self.plan(sent))
             except BaseException as exc:
                 answer.set_exception(exc)
 
@@ -250,6 +271,7 @@ class IcebergTables:
                         self._worker = WorkerProcess(int(self.config.get("iceberg.process.niceness")))
                         log.info("iceberg worker started", pid=self._worker.proc.pid)
                     reply = self._worker.run(job, self._stop)
+                    self._sent.update(int(schema_id) for schema_id in job.get("schemas") or {})
                     wait_s = min(max(float(reply.get("wait_ms", 1000)), 0.0), 60_000.0) / 1000
                 except (WorkerGone, OSError, ValueError, TypeError) as exc:  # OSError: the default dirs
                     self._worker_error = str(exc)
@@ -259,6 +281,7 @@ class IcebergTables:
                     if self._worker is not None:
                         self._worker.kill()
                         self._worker = None
+                    self._sent = set()
                     self._stop.wait(backoff)
                     backoff = min(backoff * 2, MAX_BACKOFF_S)
                     continue

@@ -25,6 +25,7 @@ from pybroker.clients.iceberg.columns import key_value_schema, partition_spec
 if TYPE_CHECKING:
     import pyarrow as pa
     from pyiceberg.catalog import Catalog
+    from pyiceberg.schema import Schema
     from pyiceberg.table import Table
 
 OFFSETS_PROPERTY = "pybroker.offsets"
@@ -56,13 +57,36 @@ def load_catalog(settings: dict[str, Any]) -> Catalog:
     return pyiceberg_load_catalog(CATALOG_NAME, **catalog_properties(settings))
 
 
-def open_table(catalog: Catalog, namespace: str, topic: str, spec_text: str) -> Table:
-    """The topic's table, made (with its namespace) when missing. A tuple identifier: a topic name may hold dots."""
+def open_table(catalog: Catalog, namespace: str, topic: str, spec_text: str, schema: Schema | None = None) -> Table:
+    """The table `topic` (a topic's, or its dead-letter table), made (with its namespace) when missing. A tuple
+    identifier: a topic name may hold dots. `schema` is the table's first schema: key_value's by default;
+    the decoding modes start with the Kafka coordinates alone (`coordinates_schema`) and add the value's
+    columns as schemas come (`evolve`)."""
     catalog.create_namespace_if_not_exists(namespace)
-    schema = key_value_schema()
+    schema = schema or key_value_schema()
     return catalog.create_table_if_not_exists((namespace, topic), schema=schema,
                                               partition_spec=partition_spec(schema, spec_text),
                                               properties=TABLE_PROPERTIES)
+
+
+def coordinates_schema() -> Schema:
+    """The decoding modes' first schema: the Kafka coordinates, no value column yet."""
+    from pyiceberg.schema import Schema
+
+    return Schema(key_value_schema().find_field("kafka"))
+
+
+def evolve(table: Table, fields: pa.Schema) -> None:
+    """Give `table` the value columns `fields` (pyiceberg's `union_by_name`: new columns added as optional,
+    types widened as Iceberg allows: int to long, float to double, a decimal's precision). Raises
+    pyiceberg's ValidationError (or ValueError) for a change Iceberg does not allow; nothing changes then.
+    A schema that adds nothing commits nothing."""
+    current = table.schema().as_arrow()
+    if all(f.name in current.names and current.field(f.name).type.equals(f.type, check_metadata=False)
+           for f in fields):
+        return
+    with table.update_schema() as update:
+        update.union_by_name(fields)
 
 
 def committed_offsets(table: Table, topic_id: str | None = None) -> dict[int, int]:

@@ -1,38 +1,43 @@
 """How a record's value becomes typed columns: the one seam between the Iceberg worker and a schema registry.
 
 `iceberg.mode` picks how values are read (Redpanda's names):
-- `key_value`: no decoding; the value is one binary column (`columns.key_value_schema`). Served.
+- `key_value`: no decoding; the value is one binary column (`columns.key_value_schema`).
 - `value_schema_id_prefix`: the value carries Confluent's wire prefix (magic byte 0, a 4-byte big-endian
   schema id) and the rest is encoded by that registered schema.
-- `value_schema_latest`: the value is encoded by the latest schema registered for the topic's value subject.
+- `value_schema_latest`: the value (no prefix) is encoded by the latest schema registered for the topic's
+  value subject (`<topic>-value`); the broker names that schema's id in the job.
 
-The two decoding modes need only this of a registry: "give me the Arrow schema and the decoder for schema
-id N" (`SchemaSource.decoder`). A `SchemaSource` built on the `_schemas` topic (Confluent's key and value
-JSON, Avro first with fastavro) plugs in here once the registry lands; until then a topic in those modes
-gets no rows and its status says why (`UnservedMode`). A record that does not decode goes to the
-dead-letter table (`iceberg.invalid.record.action=dlq_table`) with the key_value columns, or is dropped.
+The decoding modes need only this of a registry: "give me the Arrow columns and the decoder for schema
+id N" (`RegistrySchemas.decoder`). The broker's registry hands its schemas to the worker through the
+job's pipe (`broker/iceberg_tables.py`: each schema once per worker process), so the worker parses no
+`_schemas` record itself. Avro is decoded (`avro_columns.py`); another schema type, an unknown id or a
+value that does not decode raises `NotDecodable`, and its record goes to the dead-letter table
+(`iceberg.invalid.record.action=dlq_table`) or is dropped.
 
-Pure: any thread may call it.
+Called by the worker process's one thread.
 """
 
 from __future__ import annotations
 
+import json
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
 MODES = ("disabled", "key_value", "value_schema_id_prefix", "value_schema_latest")
-SERVED_MODES = frozenset({"key_value"})
+DECODING_MODES = frozenset({"value_schema_id_prefix", "value_schema_latest"})
 CONFLUENT_MAGIC = 0
 _PREFIX = struct.Struct(">bI")
+#: parsed schemas (and their failures) kept per worker
+MAX_DECODERS = 4096
 
 
 class UnservedMode(Exception):
-    """The topic's mode needs what this broker does not have yet (a schema registry)."""
+    """The topic's mode needs what this broker does not have (its schema registry is off)."""
 
 
 class NotDecodable(ValueError):
@@ -48,14 +53,6 @@ class ValueDecoder:
     decode: Callable[[bytes], dict[str, Any]]
 
 
-class SchemaSource(Protocol):
-    """What the decoding modes need of a schema registry."""
-
-    def decoder(self, schema_id: int) -> ValueDecoder: ...
-
-    def latest_id(self, subject: str) -> int: ...
-
-
 def schema_id_prefix(value: bytes | None) -> tuple[int, bytes]:
     """(schema id, payload) of a value in Confluent's wire format; `NotDecodable` when it has none."""
     if value is None or len(value) < _PREFIX.size:
@@ -66,8 +63,65 @@ def schema_id_prefix(value: bytes | None) -> tuple[int, bytes]:
     return schema_id, value[_PREFIX.size:]
 
 
-def check_mode(mode: str) -> None:
-    """Raise `UnservedMode` for a mode this broker cannot fill a table for yet."""
-    if mode not in SERVED_MODES:
+class RegistrySchemas:
+    """The schemas the broker sent (id -> {"type", "schema", "refs": [ids]}), parsed on first use."""
+
+    def __init__(self) -> None:
+        self.schemas: dict[int, dict[str, Any]] = {}
+        self._decoders: dict[int, ValueDecoder | NotDecodable] = {}
+
+    def add(self, schemas: dict[str, Any]) -> None:
+        for key, entry in schemas.items():
+            self.schemas[int(key)] = entry
+
+    def decoder(self, schema_id: int) -> ValueDecoder:
+        found = self._decoders.get(schema_id)
+        if found is None:
+            try:
+                found = self._build(schema_id)
+            except NotDecodable as exc:
+                found = exc
+            if len(self._decoders) >= MAX_DECODERS:
+                self._decoders.clear()
+            self._decoders[schema_id] = found
+        if isinstance(found, NotDecodable):
+            raise found
+        return found
+
+    def _named(self, schema_id: int, named: dict[str, Any], depth: int = 0) -> Any:
+        """Parse schema `schema_id` (its references first) into `named`; its fastavro form."""
+        import fastavro
+
+        entry = self.schemas.get(schema_id)
+        if entry is None:
+            raise NotDecodable(f"schema id {schema_id} is not in the broker's schema registry")
+        if entry.get("type", "AVRO") != "AVRO":
+            raise NotDecodable(f"schema id {schema_id} is {entry.get('type')}: only Avro values are decoded")
+        if depth > 16:
+            raise NotDecodable(f"schema id {schema_id}: references nested too deeply")
+        for ref in entry.get("refs") or []:
+            self._named(int(ref), named, depth + 1)
+        try:
+            return fastavro.parse_schema(json.loads(entry["schema"]), named_schemas=named, _write_hint=False)
+        except Exception as exc:  # the registry checked it; a failure here is still only this schema's
+            raise NotDecodable(f"schema id {schema_id} does not parse: {exc}") from None
+
+    def _build(self, schema_id: int) -> ValueDecoder:
+        from pybroker.clients.iceberg.avro_columns import Unsupported, decoder, value_fields
+
+        named: dict[str, Any] = {}
+        parsed = self._named(schema_id, named)
+        try:
+            fields = value_fields(parsed, named)
+        except Unsupported as exc:
+            raise NotDecodable(f"schema id {schema_id} has no table columns: {exc}") from None
+        top = named.get(parsed, parsed) if isinstance(parsed, str) else parsed
+        is_record = isinstance(top, dict) and top.get("type") in ("record", "error")
+        return ValueDecoder(schema_id, fields, decoder(parsed, fields, is_record))
+
+
+def check_mode(mode: str, has_registry: bool) -> None:
+    """Raise `UnservedMode` for a decoding mode when the broker runs no schema registry."""
+    if mode in DECODING_MODES and not has_registry:
         raise UnservedMode(f"iceberg.mode={mode} decodes values by their registered schema, and this broker "
-                           "has no schema registry yet: use key_value")
+                           "runs no schema registry: set schema.registry.port (or use key_value)")

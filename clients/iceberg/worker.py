@@ -29,10 +29,18 @@ from typing import IO, TYPE_CHECKING, Any
 
 from pyiceberg.exceptions import CommitFailedException
 
-from pybroker.clients.iceberg.columns import key_value_rows
+from pybroker.clients.iceberg.columns import key_value_rows, key_value_schema
+from pybroker.clients.iceberg.decoded_rows import dlq_schema, in_range, split
 from pybroker.clients.iceberg.segment_reader import READ_BYTES, read_chunk
-from pybroker.clients.iceberg.tables import commit, committed_offsets, load_catalog, open_table
-from pybroker.clients.iceberg.value_decoders import UnservedMode, check_mode
+from pybroker.clients.iceberg.tables import (
+    commit,
+    committed_offsets,
+    coordinates_schema,
+    evolve,
+    load_catalog,
+    open_table,
+)
+from pybroker.clients.iceberg.value_decoders import DECODING_MODES, RegistrySchemas, UnservedMode, check_mode
 from pybroker.clients.spark.arrow_records import ColumnBuilder
 from pybroker.clients.spark.record_set import CorruptRecords, walk
 
@@ -62,6 +70,14 @@ class TopicSink:
     behind: bool = False
     ends: dict[int, int] = field(default_factory=dict)
     topic_id: str | None = None
+    mode: str = "key_value"
+    #: the decoding modes' dead-letter table (None: key_value, or iceberg.invalid.record.action=drop)
+    dlq: Table | None = None
+    #: the offsets the dead-letter table's newest snapshot covers: a row below them is in it already (its
+    #: commit went before the main table's, and a kill between the two must not write it twice)
+    dlq_offsets: dict[int, int] = field(default_factory=dict)
+    dlq_rows_written: int = 0
+    dropped: int = 0  # records that did not decode, with iceberg.invalid.record.action=drop
 
 
 def read_partition(directory: Path, start: int, end: int, builder: Any, budget: int) -> tuple[int, int]:
@@ -95,6 +111,7 @@ class Worker:
         self.catalog: Catalog | None = None
         self.catalog_settings: dict[str, Any] | None = None
         self.sinks: dict[str, TopicSink] = {}
+        self.schemas = RegistrySchemas()
 
     def _catalog(self, settings: dict[str, Any]) -> Catalog:
         if self.catalog is None or settings != self.catalog_settings:
@@ -106,10 +123,11 @@ class Worker:
         wait_ms = IDLE_WAIT_MS
         status: dict[str, Any] = {}
         now = time.monotonic()
+        self.schemas.add(job.get("schemas") or {})
         for topic in job["topics"]:
             name = topic["topic"]
             try:
-                check_mode(topic["mode"])
+                check_mode(topic["mode"], bool(job.get("registry")))
                 sink = self._sink(job["catalog"], topic)
                 due_in = sink.last_commit + topic["interval_ms"] / 1000 - now
                 if sink.behind or due_in <= 0:
@@ -137,18 +155,28 @@ class Worker:
     def _sink(self, catalog_settings: dict[str, Any], topic: dict[str, Any]) -> TopicSink:
         catalog = self._catalog(catalog_settings)
         sink = self.sinks.get(topic["topic"])
-        if sink is not None and sink.topic_id != topic.get("topic_id"):  # deleted and made again meanwhile
+        keeps_dead = topic["mode"] in DECODING_MODES and topic.get("invalid_action", "dlq_table") == "dlq_table"
+        if sink is not None and (sink.topic_id != topic.get("topic_id")  # deleted and made again meanwhile
+                                 or sink.mode != topic["mode"] or (sink.dlq is not None) != keeps_dead):
             sink = None
         if sink is None:
-            table = open_table(catalog, catalog_settings["namespace"], topic["topic"], topic["spec"])
-            sink = self.sinks[topic["topic"]] = TopicSink(table, committed_offsets(table, topic.get("topic_id")),
-                                                          topic_id=topic.get("topic_id"))
+            namespace, topic_id = catalog_settings["namespace"], topic.get("topic_id")
+            decoding = topic["mode"] in DECODING_MODES
+            table = open_table(catalog, namespace, topic["topic"], topic["spec"],
+                               coordinates_schema() if decoding else None)
+            sink = TopicSink(table, committed_offsets(table, topic_id), topic_id=topic_id, mode=topic["mode"])
+            if keeps_dead:
+                sink.dlq = open_table(catalog, namespace, topic["topic"] + topic.get("dlq_suffix", "~dlq"),
+                                      topic["spec"], dlq_schema())
+                sink.dlq_offsets = committed_offsets(sink.dlq, topic_id)
+            self.sinks[topic["topic"]] = sink
         return sink
 
     def _fill(self, sink: TopicSink, topic: dict[str, Any]) -> None:
         import pyarrow as pa
 
-        schema = sink.table.schema().as_arrow()
+        # the decoding modes read the raw rows first (the dead-letter table keeps them); they decode after
+        schema = (key_value_schema() if sink.mode in DECODING_MODES else sink.table.schema()).as_arrow()
         offsets = dict(sink.offsets)
         pieces = []
         used = 0
@@ -171,13 +199,47 @@ class Worker:
                 pieces.append(key_value_rows(builder.finish(), partition, schema))
             offsets[partition] = position
             sink.behind = sink.behind or position < end
-        if pieces:
+        if pieces and sink.mode in DECODING_MODES:
+            self._commit_decoded(sink, topic, pa.concat_tables(pieces), offsets)
+        elif pieces:
             rows = pa.concat_tables(pieces)
             commit(sink.table, rows, offsets, sink.topic_id)
             sink.rows_written += rows.num_rows
             sink.last_commit_ms = int(time.time() * 1000)
         sink.offsets = offsets  # offsets that only passed markers or aborted records go with the next commit
         sink.last_commit = time.monotonic()
+
+    def _commit_decoded(self, sink: TopicSink, topic: dict[str, Any], rows: Any, offsets: dict[int, int]) -> None:
+        """Decode the values; the dead-letter rows are committed first (with the offsets), then the typed
+        rows, the table first evolved to each schema's columns. A schema the table cannot take (a change
+        Iceberg does not allow) sends its rows to the dead-letter table with the reason."""
+        import pyarrow as pa
+
+        parts = split(rows, sink.mode, self.schemas, topic.get("latest_id"), sink.dlq is not None)
+        typed = []
+        dead = [parts.dead] if parts.dead is not None else []
+        for schema_id, (found, group, indexes) in parts.decoded.items():
+            try:
+                evolve(sink.table, found.arrow_fields)
+            except Exception as exc:  # pyiceberg's ValidationError, ValueError, ...
+                reason = f"schema id {schema_id} cannot evolve the table: {type(exc).__name__}: {exc}"[:500]
+                if sink.dlq is not None:
+                    raw = rows.take(indexes)
+                    dead.append(raw.append_column("reason", pa.array([reason] * raw.num_rows, pa.string())))
+                continue
+            typed.append(group)
+        dead_rows = in_range(pa.concat_tables(dead), sink.dlq_offsets) if dead else None
+        if sink.dlq is not None and dead_rows is not None and dead_rows.num_rows:
+            commit(sink.dlq, dead_rows, offsets, sink.topic_id)
+            sink.dlq_offsets = dict(offsets)
+            sink.dlq_rows_written += dead_rows.num_rows
+        elif sink.dlq is None:
+            sink.dropped += rows.num_rows - sum(g.num_rows for g in typed)
+        if typed:  # none: the offsets go with the next commit (the dead-letter table's own keep its rows once)
+            good = pa.concat_tables(typed, promote_options="permissive")
+            commit(sink.table, good, offsets, sink.topic_id)
+            sink.rows_written += good.num_rows
+        sink.last_commit_ms = int(time.time() * 1000)
 
     @staticmethod
     def _status(sink: TopicSink, topic: dict[str, Any]) -> dict[str, Any]:
@@ -188,7 +250,10 @@ class Worker:
                 "total_records": int(total) if total is not None else 0,
                 "snapshot_id": snapshot.snapshot_id if snapshot else None, "last_commit_ms": sink.last_commit_ms,
                 "offsets": {str(p): o for p, o in sorted(sink.offsets.items())}, "lag_offsets": lag,
-                "skipped_offsets": sink.skipped, "error": sink.error}
+                "skipped_offsets": sink.skipped, "error": sink.error,
+                **({"dlq_table": ".".join(sink.dlq.name()), "dlq_rows_written": sink.dlq_rows_written}
+                   if sink.dlq is not None else {}),
+                **({"dropped_records": sink.dropped} if sink.mode in DECODING_MODES and sink.dlq is None else {})}
 
 
 def _send(out: IO[bytes], message: dict[str, Any]) -> None:
