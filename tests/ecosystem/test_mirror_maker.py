@@ -47,8 +47,9 @@ COORDINATOR_BUSY = (KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError.COORDINA
 
 
 def mm2_properties(pybroker: str, kafka: str) -> dict[str, str]:
-    """The properties block of docs/migrating.md, with the two clusters' real addresses."""
-    [block] = [b for b in blocks_of(DOC) if b.language == "properties"]
+    """MirrorMaker 2's properties block of docs/migrating.md (the one naming the clusters), with the two
+    clusters' real addresses."""
+    [block] = [b for b in blocks_of(DOC) if b.language == "properties" and b.text.lstrip().startswith("clusters")]
     props = {}
     for line in block.text.splitlines():
         if line.strip() and not line.lstrip().startswith("#"):
