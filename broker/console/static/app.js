@@ -296,8 +296,15 @@ async function groupPage(page, id) {
       h("div", { class: "card" }, h("div", { class: "label" }, "Members"), h("div", { class: "value", id: "group-members" }, num(g.members.length))),
       h("div", { class: "card" }, h("div", { class: "label" }, "Total lag"), h("div", { class: "value", id: "group-lag" }, num(total))),
       h("div", { class: "card" }, h("div", { class: "label" }, "Protocol"), h("div", { class: "value", id: "group-protocol" },
-        g.group_type === "consumer" ? `consumer, epoch ${num(g.group_epoch)}` : "classic"))),
-    h("section", {}, h("h3", {}, "Members"), g.members.length ? table([
+        g.group_type === "consumer" ? `consumer, epoch ${num(g.group_epoch)}` :
+          g.group_type === "streams" ? `streams, epoch ${num(g.group_epoch)}, topology epoch ${g.topology_epoch ?? "none"}` : "classic"))),
+    h("section", {}, h("h3", {}, "Members"), g.members.length ? table(g.group_type === "streams" ? [
+      // a streams member runs tasks (subtopology_partition), grouped by the process (Kafka Streams instance) it is in
+      { title: "Member", value: r => r.member_id }, { title: "Process", value: r => r.process_id },
+      { title: "Client", value: r => r.client_id }, { title: "Host", value: r => r.host },
+      { title: "Active tasks", value: r => r.active_tasks.join(", ") }, { title: "Standby tasks", value: r => r.standby_tasks.join(", ") },
+      { title: "Warm-up tasks", value: r => r.warmup_tasks.join(", ") }, { title: "Epoch", num: true, value: r => num(r.member_epoch) },
+      { title: "Topology epoch", num: true, value: r => num(r.topology_epoch) }] : [
       { title: "Member", value: r => r.member_id }, { title: "Client", value: r => r.client_id }, { title: "Host", value: r => r.host },
       { title: "Assignment", value: r => r.assignment.join(", ") },
       ...(g.group_type === "consumer" ? [{ title: "Epoch", num: true, value: r => num(r.member_epoch) }] : [])],
