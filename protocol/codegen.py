@@ -108,6 +108,30 @@ def _collect(message: Message, taken: dict[str, StructInfo], other_names: set[st
 _struct_names: dict[int, str] = {}
 
 
+def _definition_order(group: list[StructInfo]) -> list[StructInfo]:
+    """The classes in an order where each comes after the classes its fields hold (a dataclass default
+    names them at definition). Reversed depth-first order is one, except when a common struct is used
+    again after a struct that holds it was collected (KIP-1331's topology description node): then the
+    holder moves after it."""
+    by_name = {info.cls: info for info in group}
+    done: set[str] = set()
+    order: list[StructInfo] = []
+
+    def visit(info: StructInfo) -> None:
+        if info.cls in done:
+            return
+        done.add(info.cls)
+        for f in info.fields:
+            held = by_name.get(_struct_names[id(f)]) if f.is_struct else None
+            if held is not None:
+                visit(held)
+        order.append(info)
+
+    for info in reversed(group):
+        visit(info)
+    return order
+
+
 def _struct_names_in(message: Message) -> set[str]:
     names: set[str] = set()
 
@@ -458,7 +482,7 @@ def generate_module(mod_name: str) -> str:
     body: list[str] = []
     for m, group in zip(messages, infos, strict=True):
         versions = _versions(m)
-        for info in reversed(group):
+        for info in _definition_order(group):
             body += _class(info, info is group[0], versions)
         for v in versions:
             for info in reversed(group):
