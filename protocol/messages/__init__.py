@@ -61,6 +61,7 @@ from pybroker.protocol.messages.sasl_authenticate import SaslAuthenticateRequest
 from pybroker.protocol.messages.sasl_handshake import SaslHandshakeRequest, SaslHandshakeResponse
 from pybroker.protocol.messages.streams_group_describe import StreamsGroupDescribeRequest, StreamsGroupDescribeResponse
 from pybroker.protocol.messages.streams_group_heartbeat import StreamsGroupHeartbeatRequest, StreamsGroupHeartbeatResponse
+from pybroker.protocol.messages.streams_group_topology_description_update import StreamsGroupTopologyDescriptionUpdateRequest, StreamsGroupTopologyDescriptionUpdateResponse
 from pybroker.protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
 from pybroker.protocol.messages.txn_offset_commit import TxnOffsetCommitRequest, TxnOffsetCommitResponse
 from pybroker.protocol.messages.write_txn_markers import WriteTxnMarkersRequest, WriteTxnMarkersResponse
@@ -123,6 +124,7 @@ REQUESTS: dict[int, Any] = {
     75: DescribeTopicPartitionsRequest,
     88: StreamsGroupHeartbeatRequest,
     89: StreamsGroupDescribeRequest,
+    93: StreamsGroupTopologyDescriptionUpdateRequest,
 }
 RESPONSES: dict[int, Any] = {
     0: ProduceResponse,
@@ -182,4 +184,5 @@ RESPONSES: dict[int, Any] = {
     75: DescribeTopicPartitionsResponse,
     88: StreamsGroupHeartbeatResponse,
     89: StreamsGroupDescribeResponse,
+    93: StreamsGroupTopologyDescriptionUpdateResponse,
 }

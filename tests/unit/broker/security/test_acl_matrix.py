@@ -65,6 +65,7 @@ from pybroker.protocol.messages import (
     produce,
     streams_group_describe,
     streams_group_heartbeat,
+    streams_group_topology_description_update,
     sync_group,
     txn_offset_commit,
     write_txn_markers,
@@ -364,6 +365,11 @@ PROBES = [
         group_ids=[GROUP]),
           [(RT.GROUP, GROUP, Op.DESCRIBE)], ErrorCode.GROUP_AUTHORIZATION_FAILED,
           lambda r: r.groups[0].error_code),
+    # KIP-1331: refused UNSUPPORTED_VERSION (no description plugin) once READ on the group is granted
+    Probe("StreamsGroupTopologyDescriptionUpdate", 0,
+          lambda: streams_group_topology_description_update.StreamsGroupTopologyDescriptionUpdateRequest(
+              group_id=GROUP, member_id="m", topology_epoch=0),
+          [(RT.GROUP, GROUP, Op.READ)], ErrorCode.GROUP_AUTHORIZATION_FAILED, lambda r: r.error_code),
 ]
 
 def _streams_join() -> Any:
