@@ -19,7 +19,7 @@ from pybroker.broker.console.local_client import LocalClient
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.messages.streams_group_describe import StreamsGroupDescribeRequest
 
-VERSION = 0
+VERSION = 1  # v1 (Kafka 4.4) names the assignor
 TASK_KINDS = ("active", "standby", "warmup")
 
 
@@ -45,7 +45,7 @@ def head(g: Any) -> dict[str, Any]:
     """The group's line: state, epochs, and its topology's subtopologies."""
     topology = g.topology
     return {"group": g.group_id, "state": g.group_state, "group_type": "streams", "protocol_type": "streams",
-            "protocol": getattr(g, "assignor_name", None), "group_epoch": g.group_epoch,
+            "protocol": g.assignor_name, "group_epoch": g.group_epoch,
             "assignment_epoch": g.assignment_epoch, "topology_epoch": None if topology is None else topology.epoch,
             "subtopologies": [] if topology is None or topology.subtopologies is None else [
                 {"subtopology_id": s.subtopology_id, "source_topics": list(s.source_topics),

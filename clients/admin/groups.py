@@ -41,8 +41,8 @@ from pybroker.protocol.messages.streams_group_describe import StreamsGroupDescri
 
 #: groups whose offsets may be reset: nobody is consuming
 INACTIVE_STATES = ("Empty", "Dead")
-#: the StreamsGroupDescribe version asked (the highest this client reads)
-STREAMS_DESCRIBE_VERSION = 0
+#: the StreamsGroupDescribe version asked at most (v1 names the assignor)
+STREAMS_DESCRIBE_VERSION = 1
 Partition = tuple[str, int]
 
 
@@ -133,7 +133,7 @@ def _streams_view(described: Any) -> GroupView:
     members = [_streams_member(m) for m in sorted(described.members, key=lambda m: m.member_id)]
     epochs = {"group_epoch": described.group_epoch, "assignment_epoch": described.assignment_epoch,
               "topology_epoch": None if described.topology is None else described.topology.epoch}
-    return GroupView(described.group_state, "streams", "streams", getattr(described, "assignor_name", None) or None,
+    return GroupView(described.group_state, "streams", "streams", described.assignor_name or None,  # None below v1
                      members, epochs)
 
 

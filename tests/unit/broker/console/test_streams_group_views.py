@@ -88,6 +88,7 @@ async def test_the_cli_and_the_console_describe_a_streams_group(app: BrokerApp, 
 
         described = json.loads(await asyncio.to_thread(cli_run, "--json"))
         assert (described["group_type"], described["state"], described["topology_epoch"]) == ("streams", "Stable", 3)
+        assert described["protocol"] == "sticky"  # StreamsGroupDescribe v1's assignor name
         assert described["group_epoch"] >= 1 and described["assignment_epoch"] == described["group_epoch"]
         members = described["members"]
         assert [m["process_id"] for m in members] == ["process-m1", "process-m2"]
@@ -103,14 +104,14 @@ async def test_the_cli_and_the_console_describe_a_streams_group(app: BrokerApp, 
         assert [(r["member_id"], r["active_tasks"]) for r in rows] == [(m["member_id"], m["active_tasks"])
                                                                        for m in members]
         state = json.loads(await asyncio.to_thread(cli_run, "--state", "--json"))
-        assert (state[0]["state"], state[0]["members"]) == ("Stable", 2)
+        assert (state[0]["state"], state[0]["members"], state[0]["assignment_strategy"]) == ("Stable", 2, "sticky")
 
         listed = await http.get("groups")
         assert [(r["group"], r["group_type"], r["state"], r["members"]) for r in listed] == \
             [(GROUP, "streams", "Stable", 2)]
         page = await http.get(f"group?id={GROUP}")
-        assert (page["group_type"], page["topology_epoch"], page["group_epoch"]) == \
-            ("streams", 3, described["group_epoch"])
+        assert (page["group_type"], page["topology_epoch"], page["group_epoch"], page["protocol"]) == \
+            ("streams", 3, described["group_epoch"], "sticky")
         assert page["subtopologies"][0]["changelog_topics"] == ["counter-store-changelog"]
         assert [(m["process_id"], m["active_tasks"], m["standby_tasks"], m["warmup_tasks"]) for m in page["members"]] \
             == [(m["process_id"], m["active_tasks"], m["standby_tasks"], []) for m in members]
