@@ -330,18 +330,6 @@ StreamsGroupDescribeRequest._DECODERS = {0: _d_StreamsGroupDescribeRequest_0, 1:
 StreamsGroupDescribeRequest._ENCODERS = {0: _e_StreamsGroupDescribeRequest_0, 1: _e_StreamsGroupDescribeRequest_1}
 
 
-def _d_TopologyDescriptionGlobalStore_0(buf: Any, pos: int) -> tuple[TopologyDescriptionGlobalStore, int]:
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return TopologyDescriptionGlobalStore(TopologyDescriptionNode(), TopologyDescriptionNode()), pos
-
-
-def _e_TopologyDescriptionGlobalStore_0(o: TopologyDescriptionGlobalStore, out: bytearray, chunks: list[Any]) -> None:
-    out.append(0)
-
-
 def _d_TopologyDescriptionNode_0(buf: Any, pos: int) -> tuple[TopologyDescriptionNode, int]:
     if buf[pos] == 0:
         pos += 1
@@ -351,6 +339,18 @@ def _d_TopologyDescriptionNode_0(buf: Any, pos: int) -> tuple[TopologyDescriptio
 
 
 def _e_TopologyDescriptionNode_0(o: TopologyDescriptionNode, out: bytearray, chunks: list[Any]) -> None:
+    out.append(0)
+
+
+def _d_TopologyDescriptionGlobalStore_0(buf: Any, pos: int) -> tuple[TopologyDescriptionGlobalStore, int]:
+    if buf[pos] == 0:
+        pos += 1
+    else:
+        pos = skip_tagged_fields(buf, pos)
+    return TopologyDescriptionGlobalStore(TopologyDescriptionNode(), TopologyDescriptionNode()), pos
+
+
+def _e_TopologyDescriptionGlobalStore_0(o: TopologyDescriptionGlobalStore, out: bytearray, chunks: list[Any]) -> None:
     out.append(0)
 
 
@@ -473,6 +473,22 @@ def _e_Endpoint_0(o: Endpoint, out: bytearray, chunks: list[Any]) -> None:
     out.append(0)
 
 
+def _d_KeyValue_0(buf: Any, pos: int) -> tuple[KeyValue, int]:
+    f_key, pos = read_compact_string(buf, pos, False)
+    f_value, pos = read_compact_string(buf, pos, False)
+    if buf[pos] == 0:
+        pos += 1
+    else:
+        pos = skip_tagged_fields(buf, pos)
+    return KeyValue(f_key, f_value), pos
+
+
+def _e_KeyValue_0(o: KeyValue, out: bytearray, chunks: list[Any]) -> None:
+    write_compact_string(out, o.key)
+    write_compact_string(out, o.value)
+    out.append(0)
+
+
 def _d_Member_0(buf: Any, pos: int) -> tuple[Member, int]:
     f_member_id, pos = read_compact_string(buf, pos, False)
     (f_member_epoch,) = _S4.unpack_from(buf, pos)
@@ -544,22 +560,6 @@ def _e_Member_0(o: Member, out: bytearray, chunks: list[Any]) -> None:
     _e_Assignment_0(o.assignment, out, chunks)
     _e_Assignment_0(o.target_assignment, out, chunks)
     out += _S0.pack(o.is_classic)
-    out.append(0)
-
-
-def _d_KeyValue_0(buf: Any, pos: int) -> tuple[KeyValue, int]:
-    f_key, pos = read_compact_string(buf, pos, False)
-    f_value, pos = read_compact_string(buf, pos, False)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return KeyValue(f_key, f_value), pos
-
-
-def _e_KeyValue_0(o: KeyValue, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.key)
-    write_compact_string(out, o.value)
     out.append(0)
 
 
@@ -736,22 +736,6 @@ def _e_StreamsGroupDescribeResponse_0(o: StreamsGroupDescribeResponse, out: byte
     out.append(0)
 
 
-def _d_TopologyDescriptionGlobalStore_1(buf: Any, pos: int) -> tuple[TopologyDescriptionGlobalStore, int]:
-    f_source, pos = _d_TopologyDescriptionNode_1(buf, pos)
-    f_processor, pos = _d_TopologyDescriptionNode_1(buf, pos)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return TopologyDescriptionGlobalStore(f_source, f_processor), pos
-
-
-def _e_TopologyDescriptionGlobalStore_1(o: TopologyDescriptionGlobalStore, out: bytearray, chunks: list[Any]) -> None:
-    _e_TopologyDescriptionNode_1(o.source, out, chunks)
-    _e_TopologyDescriptionNode_1(o.processor, out, chunks)
-    out.append(0)
-
-
 def _d_TopologyDescriptionNode_1(buf: Any, pos: int) -> tuple[TopologyDescriptionNode, int]:
     f_name, pos = read_compact_string(buf, pos, False)
     (f_node_type,) = _S8.unpack_from(buf, pos)
@@ -795,6 +779,22 @@ def _e_TopologyDescriptionNode_1(o: TopologyDescriptionNode, out: bytearray, chu
     if o.successors is not None:
         for it_successors in o.successors:
             write_compact_string(out, it_successors)
+    out.append(0)
+
+
+def _d_TopologyDescriptionGlobalStore_1(buf: Any, pos: int) -> tuple[TopologyDescriptionGlobalStore, int]:
+    f_source, pos = _d_TopologyDescriptionNode_1(buf, pos)
+    f_processor, pos = _d_TopologyDescriptionNode_1(buf, pos)
+    if buf[pos] == 0:
+        pos += 1
+    else:
+        pos = skip_tagged_fields(buf, pos)
+    return TopologyDescriptionGlobalStore(f_source, f_processor), pos
+
+
+def _e_TopologyDescriptionGlobalStore_1(o: TopologyDescriptionGlobalStore, out: bytearray, chunks: list[Any]) -> None:
+    _e_TopologyDescriptionNode_1(o.source, out, chunks)
+    _e_TopologyDescriptionNode_1(o.processor, out, chunks)
     out.append(0)
 
 
@@ -851,80 +851,6 @@ def _e_TopologyDescription_1(o: TopologyDescription, out: bytearray, chunks: lis
     out.append(0)
 
 
-def _d_Member_1(buf: Any, pos: int) -> tuple[Member, int]:
-    f_member_id, pos = read_compact_string(buf, pos, False)
-    (f_member_epoch,) = _S4.unpack_from(buf, pos)
-    pos += _S4.size
-    f_instance_id, pos = read_compact_string(buf, pos, True)
-    f_rack_id, pos = read_compact_string(buf, pos, True)
-    f_client_id, pos = read_compact_string(buf, pos, False)
-    f_client_host, pos = read_compact_string(buf, pos, False)
-    (f_topology_epoch,) = _S4.unpack_from(buf, pos)
-    pos += _S4.size
-    f_process_id, pos = read_compact_string(buf, pos, False)
-    if buf[pos] & 0x80:
-        pos += 1
-        f_user_endpoint = None
-    else:
-        f_user_endpoint, pos = _d_Endpoint_0(buf, pos + 1)
-    n_client_tags, pos = read_array_count(buf, pos, True, False)
-    f_client_tags = []
-    for _ in range(n_client_tags):
-        it_client_tags, pos = _d_KeyValue_1(buf, pos)
-        f_client_tags.append(it_client_tags)
-    n_task_offsets, pos = read_array_count(buf, pos, True, False)
-    f_task_offsets = []
-    for _ in range(n_task_offsets):
-        it_task_offsets, pos = _d_TaskOffset_0(buf, pos)
-        f_task_offsets.append(it_task_offsets)
-    n_task_end_offsets, pos = read_array_count(buf, pos, True, False)
-    f_task_end_offsets = []
-    for _ in range(n_task_end_offsets):
-        it_task_end_offsets, pos = _d_TaskOffset_0(buf, pos)
-        f_task_end_offsets.append(it_task_end_offsets)
-    f_assignment, pos = _d_Assignment_0(buf, pos)
-    f_target_assignment, pos = _d_Assignment_0(buf, pos)
-    (f_is_classic,) = _S0.unpack_from(buf, pos)
-    pos += _S0.size
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return Member(f_member_id, f_member_epoch, f_instance_id, f_rack_id, f_client_id, f_client_host, f_topology_epoch, f_process_id, f_user_endpoint, f_client_tags, f_task_offsets, f_task_end_offsets, f_assignment, f_target_assignment, f_is_classic), pos
-
-
-def _e_Member_1(o: Member, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.member_id)
-    out += _S4.pack(o.member_epoch)
-    write_compact_string(out, o.instance_id)
-    write_compact_string(out, o.rack_id)
-    write_compact_string(out, o.client_id)
-    write_compact_string(out, o.client_host)
-    out += _S4.pack(o.topology_epoch)
-    write_compact_string(out, o.process_id)
-    if o.user_endpoint is None:
-        out.append(0xFF)
-    else:
-        out.append(1)
-        _e_Endpoint_0(o.user_endpoint, out, chunks)
-    write_array_count(out, o.client_tags, True)
-    if o.client_tags is not None:
-        for it_client_tags in o.client_tags:
-            _e_KeyValue_1(it_client_tags, out, chunks)
-    write_array_count(out, o.task_offsets, True)
-    if o.task_offsets is not None:
-        for it_task_offsets in o.task_offsets:
-            _e_TaskOffset_0(it_task_offsets, out, chunks)
-    write_array_count(out, o.task_end_offsets, True)
-    if o.task_end_offsets is not None:
-        for it_task_end_offsets in o.task_end_offsets:
-            _e_TaskOffset_0(it_task_end_offsets, out, chunks)
-    _e_Assignment_0(o.assignment, out, chunks)
-    _e_Assignment_0(o.target_assignment, out, chunks)
-    out += _S0.pack(o.is_classic)
-    out.append(0)
-
-
 def _d_DescribedGroup_1(buf: Any, pos: int) -> tuple[DescribedGroup, int]:
     (f_error_code,) = _S6.unpack_from(buf, pos)
     pos += _S6.size
@@ -941,7 +867,7 @@ def _d_DescribedGroup_1(buf: Any, pos: int) -> tuple[DescribedGroup, int]:
     n_members, pos = read_array_count(buf, pos, True, False)
     f_members = []
     for _ in range(n_members):
-        it_members, pos = _d_Member_1(buf, pos)
+        it_members, pos = _d_Member_0(buf, pos)
         f_members.append(it_members)
     (f_authorized_operations,) = _S4.unpack_from(buf, pos)
     pos += _S4.size
@@ -974,7 +900,7 @@ def _e_DescribedGroup_1(o: DescribedGroup, out: bytearray, chunks: list[Any]) ->
     write_array_count(out, o.members, True)
     if o.members is not None:
         for it_members in o.members:
-            _e_Member_1(it_members, out, chunks)
+            _e_Member_0(it_members, out, chunks)
     out += _S4.pack(o.authorized_operations)
     if o.topology_description is None:
         out.append(0xFF)

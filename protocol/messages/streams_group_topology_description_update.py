@@ -116,22 +116,6 @@ StreamsGroupTopologyDescriptionUpdateResponse.MAX_VERSION = 0
 StreamsGroupTopologyDescriptionUpdateResponse.FLEXIBLE_MIN = 0
 
 
-def _d_TopologyDescriptionGlobalStore_0(buf: Any, pos: int) -> tuple[TopologyDescriptionGlobalStore, int]:
-    f_source, pos = _d_TopologyDescriptionNode_0(buf, pos)
-    f_processor, pos = _d_TopologyDescriptionNode_0(buf, pos)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return TopologyDescriptionGlobalStore(f_source, f_processor), pos
-
-
-def _e_TopologyDescriptionGlobalStore_0(o: TopologyDescriptionGlobalStore, out: bytearray, chunks: list[Any]) -> None:
-    _e_TopologyDescriptionNode_0(o.source, out, chunks)
-    _e_TopologyDescriptionNode_0(o.processor, out, chunks)
-    out.append(0)
-
-
 def _d_TopologyDescriptionNode_0(buf: Any, pos: int) -> tuple[TopologyDescriptionNode, int]:
     f_name, pos = read_compact_string(buf, pos, False)
     (f_node_type,) = _S0.unpack_from(buf, pos)
@@ -175,6 +159,22 @@ def _e_TopologyDescriptionNode_0(o: TopologyDescriptionNode, out: bytearray, chu
     if o.successors is not None:
         for it_successors in o.successors:
             write_compact_string(out, it_successors)
+    out.append(0)
+
+
+def _d_TopologyDescriptionGlobalStore_0(buf: Any, pos: int) -> tuple[TopologyDescriptionGlobalStore, int]:
+    f_source, pos = _d_TopologyDescriptionNode_0(buf, pos)
+    f_processor, pos = _d_TopologyDescriptionNode_0(buf, pos)
+    if buf[pos] == 0:
+        pos += 1
+    else:
+        pos = skip_tagged_fields(buf, pos)
+    return TopologyDescriptionGlobalStore(f_source, f_processor), pos
+
+
+def _e_TopologyDescriptionGlobalStore_0(o: TopologyDescriptionGlobalStore, out: bytearray, chunks: list[Any]) -> None:
+    _e_TopologyDescriptionNode_0(o.source, out, chunks)
+    _e_TopologyDescriptionNode_0(o.processor, out, chunks)
     out.append(0)
 
 

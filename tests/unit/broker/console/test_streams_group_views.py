@@ -49,7 +49,7 @@ def _join(member: str) -> StreamsGroupHeartbeatRequest:
     return StreamsGroupHeartbeatRequest(
         group_id=GROUP, member_id=member, member_epoch=0, endpoint_information_epoch=0, rebalance_timeout_ms=30_000,
         topology=TOPOLOGY, active_tasks=[], standby_tasks=[], warmup_tasks=[], process_id=f"process-{member}",
-        client_tags=[], task_offsets=[], task_end_offsets=[])
+        client_tags=[KeyValue(key="zone", value=member)], task_offsets=[], task_end_offsets=[])
 
 
 async def _settled(client: RawClient) -> None:
@@ -63,7 +63,8 @@ async def _settled(client: RawClient) -> None:
                 owned[m] = (last.active_tasks, last.standby_tasks or [])
             answers[m] = await client.call(StreamsGroupHeartbeatRequest(
                 group_id=GROUP, member_id=m, member_epoch=last.member_epoch, endpoint_information_epoch=0,
-                active_tasks=owned[m][0], standby_tasks=owned[m][1], warmup_tasks=[]), 0)
+                active_tasks=owned[m][0], standby_tasks=owned[m][1], warmup_tasks=[],
+                client_tags=None, task_offsets=None, task_end_offsets=None), 0)  # unchanged (the class's default is [])
         counts = [(sum(len(t.partitions) for t in a), sum(len(t.partitions) for t in s)) for a, s in owned.values()]
         if counts == [(2, 2), (2, 2)]:
             return
@@ -96,6 +97,7 @@ async def test_the_cli_and_the_console_describe_a_streams_group(app: BrokerApp, 
         for m in members:  # each standby is another process's active task
             assert len(m["standby_tasks"]) == 2 and not set(m["standby_tasks"]) & set(m["active_tasks"])
             assert m["warmup_tasks"] == [] and m["topology_epoch"] == 3 and m["partitions"] is None
+            assert m["client_tags"] == {"zone": m["member_id"]}
         text = await asyncio.to_thread(cli_run)
         assert f"group {GROUP} (streams protocol, group epoch {described['group_epoch']}, topology epoch 3): " \
                "Stable, 2 member(s)" in text
