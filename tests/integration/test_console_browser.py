@@ -458,7 +458,9 @@ def test_a_streams_group_page(page: Page, console_broker: MetricsBrokerProcess) 
         page.until(assigned, "the streams member got no tasks")
         page.open("group/streams-live")
         page.until(lambda: page.text("group-state") == "Stable", "the group page does not show a Stable streams group")
-        assert re.fullmatch(r"streams, epoch \d+, topology epoch 2", page.text("group-protocol"))
+        assert re.fullmatch(r"streams \(sticky\), epoch \d+, topology epoch 2", page.text("group-protocol"))
+        assert page.rows("subtopologies") == [["0", TOPIC, "", ""]]
+        assert "does not reset a streams group's offsets" in page.text("reset-unavailable")
         member = page.rows("members")[0]
         assert member[:2] == ["streams-member", "process-a"] and member[4] == "0_0, 0_1, 0_2"
         assert member[5] == "" and member[6] == "" and member[8] == "2"  # no standby, no warm-up; topology epoch
