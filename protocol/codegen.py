@@ -108,6 +108,31 @@ def _collect(message: Message, taken: dict[str, StructInfo], other_names: set[st
 _struct_names: dict[int, str] = {}
 
 
+def _definition_order(group: list[StructInfo]) -> list[StructInfo]:
+    """The structs in an order where each comes after the structs its fields hold: a dataclass default names
+    them at definition, and a holder's codec calls theirs by the name `Emitter.ref` gives (an alias when a
+    version's body equals an earlier one's), known only once theirs was emitted. Reversed depth-first order
+    is one, except when a common struct is used again after a struct that holds it was collected
+    (StreamsGroupDescribe's KeyValue, KIP-1331's topology description node): then the holder moves after it."""
+    by_name = {info.cls: info for info in group}
+    done: set[str] = set()
+    order: list[StructInfo] = []
+
+    def visit(info: StructInfo) -> None:
+        if info.cls in done:
+            return
+        done.add(info.cls)
+        for f in info.fields:
+            held = by_name.get(_struct_names[id(f)]) if f.is_struct else None
+            if held is not None:
+                visit(held)
+        order.append(info)
+
+    for info in reversed(group):
+        visit(info)
+    return order
+
+
 def _struct_names_in(message: Message) -> set[str]:
     names: set[str] = set()
 
@@ -458,10 +483,11 @@ def generate_module(mod_name: str) -> str:
     body: list[str] = []
     for m, group in zip(messages, infos, strict=True):
         versions = _versions(m)
-        for info in reversed(group):
+        ordered = _definition_order(group)
+        for info in ordered:
             body += _class(info, info is group[0], versions)
         for v in versions:
-            for info in reversed(group):
+            for info in ordered:  # a held struct's function first: an alias is known before a holder calls it
                 _dec_function(em, info, v)
                 _enc_function(em, info, v)
         top = group[0].cls

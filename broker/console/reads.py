@@ -2,8 +2,9 @@
 
 Every figure here is one a Kafka client could get: Metadata for topics and partitions, ListOffsets for
 offsets, DescribeLogDirs for sizes and free space, DescribeConfigs for configs with their sources,
-ListGroups / ConsumerGroupDescribe (KIP-848 groups) / DescribeGroups (classic ones) / OffsetFetch for groups and lag (Kafka's LAG: log end offset minus committed
-offset). So a user sees exactly what the ACLs let them see. Only the broker's identity and listeners come
+ListGroups / ConsumerGroupDescribe (KIP-848 groups) / StreamsGroupDescribe (KIP-1071 streams groups, see
+`streams_groups`) / DescribeGroups (classic ones) / OffsetFetch for groups and lag (Kafka's LAG: log end offset
+minus committed offset). So a user sees exactly what the ACLs let them see. Only the broker's identity and listeners come
 from the broker's state, as the metrics' `pybroker_info` does.
 """
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from pybroker.broker.console import streams_groups
 from pybroker.broker.console.humanize import config_display
 from pybroker.broker.console.local_client import LocalClient
 from pybroker.broker.console.params import ConsoleError
@@ -206,7 +208,8 @@ async def groups(client: LocalClient) -> list[dict[str, Any]]:
     if not listed:
         return []
     consumer = await consumer_groups(client, [g.group_id for g in listed if g.group_type.lower() == "consumer"])
-    classic = [g.group_id for g in listed if g.group_id not in consumer]
+    streams = await streams_groups.describe(client, [g.group_id for g in listed if g.group_type.lower() == "streams"])
+    classic = [g.group_id for g in listed if g.group_id not in consumer and g.group_id not in streams]
     described = {g.group_id: g for g in (await client.call(DescribeGroupsRequest(groups=classic),
                                                           DESCRIBE_GROUPS_VERSION)).groups} if classic else {}
     rows = []
@@ -214,6 +217,10 @@ async def groups(client: LocalClient) -> list[dict[str, Any]]:
         if entry.group_id in consumer:
             kip848 = consumer[entry.group_id]
             error, state, protocol_type, members = kip848.error_code, kip848.group_state, "consumer", kip848.members
+        elif entry.group_id in streams:
+            kip1071 = streams[entry.group_id]
+            error, state, protocol_type, members = kip1071.error_code, kip1071.group_state, "streams", \
+                kip1071.members
         else:
             group = described[entry.group_id]
             error, state, protocol_type, members = group.error_code, group.group_state, group.protocol_type, \
@@ -222,7 +229,8 @@ async def groups(client: LocalClient) -> list[dict[str, Any]]:
         ends = await list_offsets(client, offsets, LATEST)
         lags = [max(0, ends[k] - c) for k, c in offsets.items() if ends.get(k, -1) >= 0]
         rows.append({"group": entry.group_id, "state": state, "protocol_type": protocol_type,
-                     "group_type": "consumer" if entry.group_id in consumer else "classic",
+                     "group_type": "consumer" if entry.group_id in consumer else
+                     "streams" if entry.group_id in streams else "classic",
                      "members": len(members), "partitions": len(offsets), "lag": sum(lags),
                      "error": error_name(error) if error else None})
     return rows
@@ -246,6 +254,11 @@ async def group(client: LocalClient, group_id: str) -> dict[str, Any]:
                 "protocol": kip848.assignor_name, "group_epoch": kip848.group_epoch,
                 "assignment_epoch": kip848.assignment_epoch}
         members = _consumer_members(kip848)
+    elif (kip1071 := (await streams_groups.describe(client, [group_id])).get(group_id)) is not None:
+        if kip1071.error_code:
+            raise refused(kip1071.error_code, f"group {group_id}", kip1071.error_message)
+        head = streams_groups.head(kip1071)
+        members = sorted((streams_groups.member(m) for m in kip1071.members), key=lambda m: m["member_id"])
     else:
         response = await client.call(DescribeGroupsRequest(groups=[group_id]), DESCRIBE_GROUPS_VERSION)
         described = response.groups[0]

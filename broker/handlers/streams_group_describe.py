@@ -1,9 +1,13 @@
-"""StreamsGroupDescribe (key 89), version 0: streams groups (KIP-1071) as their coordinator holds them.
+"""StreamsGroupDescribe (key 89), versions 0-1: streams groups (KIP-1071) as their coordinator holds them.
 
 Per group: state, group epoch, assignment epoch, the topology with each internal topic's partition count as
 configured (0 while it cannot be), and per member its epochs, process, endpoint, client tags, task offsets
 and its current and target tasks. A group that does not exist is GROUP_ID_NOT_FOUND ("Group x not found."),
 and so is a group of another protocol ("... is not a streams group."), as in Kafka.
+
+Version 1 (Kafka 4.4, KIP-1331) adds the assignor's name ("sticky", Kafka's) and, when asked for, the
+topology description's status: NOT_STORED, since no description is stored (Kafka 4.4 stores none either
+without a description plugin); a group not found gets neither, as from Kafka.
 
 Authorizes DESCRIBE on each GROUP (GROUP_AUTHORIZATION_FAILED per group) and DESCRIBE on every topic its
 topology names (TOPIC_AUTHORIZATION_FAILED for that group, its topology and members hidden).
@@ -73,7 +77,13 @@ def _topology(data: StreamsGroupData) -> Topology | None:
         for s in data.topology.subtopologies])
 
 
-def _describe(ctx: RequestContext, group_id: str, operations: int) -> DescribedGroup:
+#: KIP-1331's TopologyDescriptionStatus values
+DESCRIPTION_NOT_REQUESTED, DESCRIPTION_NOT_STORED = 0, 1
+#: the name Kafka's sticky task assignor reports, which kafka-streams-groups shows
+ASSIGNOR_NAME = "sticky"
+
+
+def _describe(ctx: RequestContext, group_id: str, operations: int, description_status: int) -> DescribedGroup:
     error, group = ctx.state.groups.coordinator.describe(group_id)
     if error is not ErrorCode.NONE:
         return DescribedGroup(error_code=error, group_id=group_id, authorized_operations=operations)
@@ -93,7 +103,8 @@ def _describe(ctx: RequestContext, group_id: str, operations: int) -> DescribedG
         is_classic=False) for m in data.members.values()]
     return DescribedGroup(error_code=ErrorCode.NONE, group_id=group_id, group_state=data.state.value,
                           group_epoch=data.group_epoch, assignment_epoch=data.assignment_epoch,
-                          topology=_topology(data), members=members, authorized_operations=operations)
+                          topology=_topology(data), members=members, authorized_operations=operations,
+                          topology_description_status=description_status, assignor_name=ASSIGNOR_NAME)
 
 
 def streams_group_describe_rule(check: Check, r: StreamsGroupDescribeRequest) -> Outcome:
@@ -120,9 +131,10 @@ def streams_group_describe_rule(check: Check, r: StreamsGroupDescribeRequest) ->
     return merge
 
 
-@handler(ApiKey.STREAMS_GROUP_DESCRIBE, versions=(0, 0), authorize=streams_group_describe_rule)
+@handler(ApiKey.STREAMS_GROUP_DESCRIBE, versions=(0, 1), authorize=streams_group_describe_rule)
 def handle_streams_group_describe(ctx: RequestContext, request: StreamsGroupDescribeRequest
                                   ) -> StreamsGroupDescribeResponse:
     operations = GROUP_OPERATIONS if request.include_authorized_operations else NOT_REQUESTED
+    status = DESCRIPTION_NOT_STORED if request.include_topology_description else DESCRIPTION_NOT_REQUESTED
     return StreamsGroupDescribeResponse(throttle_time_ms=0, groups=[
-        _describe(ctx, group_id, operations) for group_id in request.group_ids])
+        _describe(ctx, group_id, operations, status) for group_id in request.group_ids])

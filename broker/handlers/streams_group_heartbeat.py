@@ -1,10 +1,14 @@
-"""StreamsGroupHeartbeat (key 88), version 0: the Streams rebalance protocol (KIP-1071).
+"""StreamsGroupHeartbeat (key 88), versions 0-1: the Streams rebalance protocol (KIP-1071).
 
 A Kafka Streams member joins (epoch 0, with its topology), heartbeats with its epoch and the tasks it owns,
 and leaves (epoch -1; -2: a static member that will come back). The coordinator configures the topology
 against the topics, creates missing repartition and changelog topics, computes target task assignments
 (`broker/streams_groups/`), and answers the member's epoch, its tasks when they changed, and the group's
 statuses. The answer waits until what the heartbeat changed is durable in `__consumer_offsets`.
+
+Version 1 (Kafka 4.4, KIP-1331) answers the acceptable recovery lag as an int64 and TopologyDescriptionRequired,
+always false here: no topology description is stored (StreamsGroupTopologyDescriptionUpdate is refused as
+Kafka 4.4 refuses it without a description plugin), so no member is asked for one.
 
 Authorizes READ on the GROUP (GROUP_AUTHORIZATION_FAILED), DESCRIBE on every topic the topology names
 (TOPIC_AUTHORIZATION_FAILED), and CREATE (on the CLUSTER, or on each topic) for the internal topics the
@@ -44,8 +48,10 @@ from pybroker.protocol.messages.streams_group_heartbeat import (
     TopicPartition,
 )
 
-#: Kafka's answer in v0: the acceptable recovery lag of warm-up tasks (none are handed out here)
-ACCEPTABLE_RECOVERY_LAG = 0
+#: Kafka 4.4's answers: v0's int32 field is 0; v1's int64 is its group.streams.acceptable.recovery.lag
+#: (default 10,000 records). It bounds warm-up tasks, which Kafka 4.4's assignor, like ours, hands out none of.
+ACCEPTABLE_RECOVERY_LAG_V0 = 0
+ACCEPTABLE_RECOVERY_LAG = 10_000
 
 
 def _tasks(ids: list[Any] | None) -> Tasks:
@@ -80,7 +86,9 @@ def _response(o: StreamsHeartbeatOutcome) -> StreamsGroupHeartbeatResponse:
     return StreamsGroupHeartbeatResponse(
         throttle_time_ms=0, error_code=o.error, error_message=o.message, member_id=o.member_id,
         member_epoch=o.member_epoch, heartbeat_interval_ms=o.heartbeat_interval_ms,
-        acceptable_recovery_lag=ACCEPTABLE_RECOVERY_LAG, task_offset_interval_ms=o.task_offset_interval_ms,
+        acceptable_recovery_lag_legacy=ACCEPTABLE_RECOVERY_LAG_V0,
+        acceptable_recovery_lag=ACCEPTABLE_RECOVERY_LAG if o.error == 0 else -1,  # an error: the field's default
+        topology_description_required=False, task_offset_interval_ms=o.task_offset_interval_ms,
         status=[Status(status_code=int(s.code), status_detail=s.detail) for s in o.statuses],
         active_tasks=None if a is None else _ids(a.active), standby_tasks=None if a is None else _ids(a.standby),
         warmup_tasks=None if a is None else _ids(a.warmup),
@@ -120,7 +128,7 @@ def streams_group_heartbeat_rule(check: Check, r: StreamsGroupHeartbeatRequest) 
     return None
 
 
-@handler(ApiKey.STREAMS_GROUP_HEARTBEAT, versions=(0, 0), authorize=streams_group_heartbeat_rule)
+@handler(ApiKey.STREAMS_GROUP_HEARTBEAT, versions=(0, 1), authorize=streams_group_heartbeat_rule)
 def handle_streams_group_heartbeat(ctx: RequestContext, r: StreamsGroupHeartbeatRequest) -> Any:
     state = ctx.state
     heartbeat = StreamsHeartbeat(

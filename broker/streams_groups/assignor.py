@@ -10,7 +10,9 @@ warm-up tasks. Its promises, checked by a property test (tests/unit/broker/strea
 - a stateful task's standbys sit on processes other than its active one's and each other's, up to
   `standby_replicas` of them, each preferring a member that held it before, then the least loaded
   (a stateless task gets none);
-- warm-up tasks are not handed out: a task moves at once, as Kafka's sticky assignor moves it.
+- warm-up tasks are not handed out: a task moves at once, as in Kafka 4.4.0, whose sticky assignor returns
+  active and standby tasks only and whose assignment refiner (where warm-ups would be made) passes the
+  assignment through unchanged.
 
 Any thread (pure); the coordinator calls it on the event loop, and the caps on topologies and group size
 bound its work (O(tasks x members) at worst).

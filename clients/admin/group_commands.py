@@ -18,6 +18,10 @@ from pybroker.clients.wire import WireClient, WireError
 
 OFFSET_COLUMNS = ["topic", "partition", "current_offset", "log_end_offset", "lag", "member_id", "client_id", "host"]
 MEMBER_COLUMNS = ["group", "member_id", "group_instance_id", "client_id", "host", "partitions"]
+#: a streams member is assigned tasks (`<subtopology>_<partition>`), not partitions: its columns instead
+STREAMS_MEMBER_COLUMNS = ["group", "member_id", "process_id", "client_id", "host", "member_epoch", "active_tasks",
+                          "standby_tasks", "warmup_tasks"]
+STREAMS_VERBOSE_COLUMNS = ["topology_epoch", "target_active_tasks", "target_standby_tasks", "target_warmup_tasks"]
 STATE_COLUMNS = ["group", "coordinator", "state", "assignment_strategy", "members", "total_lag"]
 PLAN_COLUMNS = ["group", "topic", "partition", "current_offset", "new_offset"]
 
@@ -74,9 +78,12 @@ def groups_describe(client: WireClient, as_json: bool, names: tuple[str, ...], a
             bar.update(1)
     if view == "members":
         rows = [{"group": d["group"], **m} for d in described for m in d["members"]]
-        epochs = ["member_epoch"] if any(d["group_type"] == "consumer" for d in described) else []
-        emit(rows, MEMBER_COLUMNS + (["assignment", *epochs] if verbose else []), as_json,
-             empty="(no active members)")
+        if described and all(d["group_type"] == "streams" for d in described):
+            columns = STREAMS_MEMBER_COLUMNS + (STREAMS_VERBOSE_COLUMNS if verbose else [])
+        else:
+            epochs = ["member_epoch"] if any(d["group_type"] in ("consumer", "streams") for d in described) else []
+            columns = MEMBER_COLUMNS + (["assignment", *epochs] if verbose else [])
+        emit(rows, columns, as_json, empty="(no active members)")
     elif view == "state":
         emit([group_ops.state_row(d, client.bootstrap) for d in described], STATE_COLUMNS, as_json)
     elif as_json:
@@ -85,9 +92,16 @@ def groups_describe(client: WireClient, as_json: bool, names: tuple[str, ...], a
         for index, d in enumerate(described):
             if index:
                 click.echo()
-            kind = f" (consumer protocol, group epoch {d['group_epoch']})" if d["group_type"] == "consumer" else ""
+            kind = ""
+            if d["group_type"] == "consumer":
+                kind = f" (consumer protocol, group epoch {d['group_epoch']})"
+            elif d["group_type"] == "streams":
+                kind = (f" (streams protocol, group epoch {d['group_epoch']}, "
+                        f"topology epoch {d['topology_epoch']})")
             click.echo(f"group {d['group']}{kind}: {d['state']}, {len(d['members'])} member(s), "
                        f"total lag {d['total_lag']}")
+            if d["group_type"] == "streams" and d["members"]:  # who runs which task is the point of a streams group
+                emit(d["members"], STREAMS_MEMBER_COLUMNS[1:], False)
             emit(d["offsets"], OFFSET_COLUMNS, False, empty="(no committed offsets)")
 
 

@@ -1,5 +1,5 @@
 """What `pybroker groups ...` asks the broker: ListGroups, ConsumerGroupDescribe (KIP-848 groups),
-DescribeGroups (classic ones), OffsetFetch, ListOffsets,
+StreamsGroupDescribe (KIP-1071 streams groups), DescribeGroups (classic ones), OffsetFetch, ListOffsets,
 OffsetCommit, DeleteGroups and OffsetDelete, as plain rows — the same figures kafka-consumer-groups shows
 (committed offset, log end offset, lag, and the member that owns each partition).
 
@@ -37,9 +37,12 @@ from pybroker.protocol.messages.offset_delete import (
     OffsetDeleteRequestTopic,
 )
 from pybroker.protocol.messages.offset_fetch import OffsetFetchRequest
+from pybroker.protocol.messages.streams_group_describe import StreamsGroupDescribeRequest
 
 #: groups whose offsets may be reset: nobody is consuming
 INACTIVE_STATES = ("Empty", "Dead")
+#: the StreamsGroupDescribe version asked at most (v1 names the assignor)
+STREAMS_DESCRIBE_VERSION = 1
 Partition = tuple[str, int]
 
 
@@ -66,8 +69,11 @@ def committed_offsets(client: WireClient, group: str) -> dict[Partition, int]:
 @dataclass
 class GroupView:
     """One group as its coordinator holds it, whichever protocol it speaks: `group_type` "consumer" for
-    a KIP-848 group (ConsumerGroupDescribe: epochs, each member's assignment), "classic" otherwise
-    (DescribeGroups: the assignment the leader handed out). Members are rows with the same keys either way."""
+    a KIP-848 group (ConsumerGroupDescribe: epochs, each member's assignment), "streams" for a KIP-1071
+    group (StreamsGroupDescribe: epochs, each member's process and tasks), "classic" otherwise
+    (DescribeGroups: the assignment the leader handed out). Members are rows with the same keys whatever the
+    protocol (a streams member is assigned tasks, not partitions: its `partitions` and `assignment` are None,
+    its tasks are under `active_tasks`, `standby_tasks` and `warmup_tasks`)."""
 
     state: str
     group_type: str
@@ -90,6 +96,47 @@ def _consumer_group(client: WireClient, group: str) -> Any | None:
     return described
 
 
+def _streams_group(client: WireClient, group: str) -> Any | None:
+    """StreamsGroupDescribe's answer for a streams group; None for another or unknown group (GROUP_ID_NOT_FOUND
+    for both, as in Kafka) or a broker without the API."""
+    if not client.serves(ApiKey.STREAMS_GROUP_DESCRIBE):
+        return None
+    request = StreamsGroupDescribeRequest(group_ids=[group], include_authorized_operations=False)
+    described = client.call(request, max_version=STREAMS_DESCRIBE_VERSION).groups[0]
+    if described.error_code == ErrorCode.GROUP_ID_NOT_FOUND:
+        return None
+    check(described.error_code, described.error_message, f"StreamsGroupDescribe {group}")
+    return described
+
+
+def task_names(task_ids: Iterable[Any]) -> list[str]:
+    """Tasks as Kafka Streams names them: `<subtopology>_<partition>` (TaskId's form), sorted."""
+    return sorted((f"{t.subtopology_id}_{p}" for t in task_ids for p in t.partitions),
+                  key=lambda name: (name.rpartition("_")[0], int(name.rpartition("_")[2])))
+
+
+def _streams_member(member: Any) -> dict[str, Any]:
+    endpoint = member.user_endpoint
+    row: dict[str, Any] = {
+        "member_id": member.member_id, "group_instance_id": member.instance_id, "client_id": member.client_id,
+        "host": member.client_host, "partitions": None, "assignment": None, "member_epoch": member.member_epoch,
+        "process_id": member.process_id, "topology_epoch": member.topology_epoch,
+        "user_endpoint": None if endpoint is None else f"{endpoint.host}:{endpoint.port}",
+        "client_tags": {tag.key: tag.value for tag in member.client_tags}}
+    for kind in ("active", "standby", "warmup"):
+        row[f"{kind}_tasks"] = task_names(getattr(member.assignment, f"{kind}_tasks"))
+        row[f"target_{kind}_tasks"] = task_names(getattr(member.target_assignment, f"{kind}_tasks"))
+    return row
+
+
+def _streams_view(described: Any) -> GroupView:
+    members = [_streams_member(m) for m in sorted(described.members, key=lambda m: m.member_id)]
+    epochs = {"group_epoch": described.group_epoch, "assignment_epoch": described.assignment_epoch,
+              "topology_epoch": None if described.topology is None else described.topology.epoch}
+    return GroupView(described.group_state, "streams", "streams", described.assignor_name or None,  # None below v1
+                     members, epochs)
+
+
 def _partitions(assignment: Any) -> list[Partition]:
     return sorted((t.topic_name, p) for t in assignment.topic_partitions for p in t.partitions)
 
@@ -109,6 +156,9 @@ def group_state(client: WireClient, group: str) -> GroupView:
                             "subscribed_topics": sorted(member.subscribed_topic_names)})
         return GroupView(consumer.group_state, "consumer", "consumer", consumer.assignor_name or None, members,
                          {"group_epoch": consumer.group_epoch, "assignment_epoch": consumer.assignment_epoch})
+    streams = _streams_group(client, group)
+    if streams is not None:
+        return _streams_view(streams)
     described = client.call(DescribeGroupsRequest(groups=[group]), max_version=5).groups[0]
     check(described.error_code, described.error_message, f"DescribeGroups {group}")
     members = []

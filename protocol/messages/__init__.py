@@ -68,6 +68,7 @@ from pybroker.protocol.messages.share_group_describe import ShareGroupDescribeRe
 from pybroker.protocol.messages.share_group_heartbeat import ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse
 from pybroker.protocol.messages.streams_group_describe import StreamsGroupDescribeRequest, StreamsGroupDescribeResponse
 from pybroker.protocol.messages.streams_group_heartbeat import StreamsGroupHeartbeatRequest, StreamsGroupHeartbeatResponse
+from pybroker.protocol.messages.streams_group_topology_description_update import StreamsGroupTopologyDescriptionUpdateRequest, StreamsGroupTopologyDescriptionUpdateResponse
 from pybroker.protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
 from pybroker.protocol.messages.txn_offset_commit import TxnOffsetCommitRequest, TxnOffsetCommitResponse
 from pybroker.protocol.messages.write_txn_markers import WriteTxnMarkersRequest, WriteTxnMarkersResponse
@@ -137,6 +138,7 @@ REQUESTS: dict[int, Any] = {
     90: DescribeShareGroupOffsetsRequest,
     91: AlterShareGroupOffsetsRequest,
     92: DeleteShareGroupOffsetsRequest,
+    93: StreamsGroupTopologyDescriptionUpdateRequest,
 }
 RESPONSES: dict[int, Any] = {
     0: ProduceResponse,
@@ -203,4 +205,5 @@ RESPONSES: dict[int, Any] = {
     90: DescribeShareGroupOffsetsResponse,
     91: AlterShareGroupOffsetsResponse,
     92: DeleteShareGroupOffsetsResponse,
+    93: StreamsGroupTopologyDescriptionUpdateResponse,
 }

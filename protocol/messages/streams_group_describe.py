@@ -26,28 +26,80 @@ _UNSET: Any = object()
 
 
 _S0 = Struct('>?')
-_S1 = Struct('>iq')
-_S2 = Struct('>H')
-_S3 = Struct('>i')
-_S4 = Struct('>ih')
-_S5 = Struct('>h')
-_S6 = Struct('>ii')
+_S1 = Struct('>??')
+_S2 = Struct('>iq')
+_S3 = Struct('>H')
+_S4 = Struct('>i')
+_S5 = Struct('>ih')
+_S6 = Struct('>h')
+_S7 = Struct('>ii')
+_S8 = Struct('>b')
 
 
 @dataclass(slots=True, init=False)
 class StreamsGroupDescribeRequest(ApiMessage):
     group_ids: list[str] = field(default_factory=list)
     include_authorized_operations: bool = False
+    include_topology_description: bool = False
 
-    def __init__(self, group_ids: list[str] | None = None, include_authorized_operations: bool = False) -> None:
+    def __init__(self, group_ids: list[str] | None = None, include_authorized_operations: bool = False, include_topology_description: bool = False) -> None:
         self.group_ids = [] if group_ids is None else group_ids
         self.include_authorized_operations = include_authorized_operations
+        self.include_topology_description = include_topology_description
 
 
 StreamsGroupDescribeRequest.API_KEY = 89
 StreamsGroupDescribeRequest.MIN_VERSION = 0
-StreamsGroupDescribeRequest.MAX_VERSION = 0
+StreamsGroupDescribeRequest.MAX_VERSION = 1
 StreamsGroupDescribeRequest.FLEXIBLE_MIN = 0
+
+
+@dataclass(slots=True, init=False)
+class TopologyDescriptionNode:
+    name: str = ""
+    node_type: int = 0
+    source_topics: list[str] = field(default_factory=list)
+    sink_topic: str | None = None
+    stores: list[str] = field(default_factory=list)
+    successors: list[str] = field(default_factory=list)
+
+    def __init__(self, name: str = "", node_type: int = 0, source_topics: list[str] | None = None, sink_topic: str | None = None, stores: list[str] | None = None, successors: list[str] | None = None) -> None:
+        self.name = name
+        self.node_type = node_type
+        self.source_topics = [] if source_topics is None else source_topics
+        self.sink_topic = sink_topic
+        self.stores = [] if stores is None else stores
+        self.successors = [] if successors is None else successors
+
+
+@dataclass(slots=True, init=False)
+class TopologyDescriptionGlobalStore:
+    source: TopologyDescriptionNode = field(default_factory=TopologyDescriptionNode)
+    processor: TopologyDescriptionNode = field(default_factory=TopologyDescriptionNode)
+
+    def __init__(self, source: TopologyDescriptionNode | None = None, processor: TopologyDescriptionNode | None = None) -> None:
+        self.source = TopologyDescriptionNode() if source is None else source
+        self.processor = TopologyDescriptionNode() if processor is None else processor
+
+
+@dataclass(slots=True, init=False)
+class TopologyDescriptionSubtopology:
+    subtopology_id: str = ""
+    nodes: list[TopologyDescriptionNode] = field(default_factory=list)
+
+    def __init__(self, subtopology_id: str = "", nodes: list[TopologyDescriptionNode] | None = None) -> None:
+        self.subtopology_id = subtopology_id
+        self.nodes = [] if nodes is None else nodes
+
+
+@dataclass(slots=True, init=False)
+class TopologyDescription:
+    subtopologies: list[TopologyDescriptionSubtopology] = field(default_factory=list)
+    global_stores: list[TopologyDescriptionGlobalStore] = field(default_factory=list)
+
+    def __init__(self, subtopologies: list[TopologyDescriptionSubtopology] | None = None, global_stores: list[TopologyDescriptionGlobalStore] | None = None) -> None:
+        self.subtopologies = [] if subtopologies is None else subtopologies
+        self.global_stores = [] if global_stores is None else global_stores
 
 
 @dataclass(slots=True, init=False)
@@ -95,6 +147,16 @@ class Endpoint:
 
 
 @dataclass(slots=True, init=False)
+class KeyValue:
+    key: str = ""
+    value: str = ""
+
+    def __init__(self, key: str = "", value: str = "") -> None:
+        self.key = key
+        self.value = value
+
+
+@dataclass(slots=True, init=False)
 class Member:
     member_id: str = ""
     member_epoch: int = 0
@@ -128,16 +190,6 @@ class Member:
         self.assignment = Assignment() if assignment is None else assignment
         self.target_assignment = Assignment() if target_assignment is None else target_assignment
         self.is_classic = is_classic
-
-
-@dataclass(slots=True, init=False)
-class KeyValue:
-    key: str = ""
-    value: str = ""
-
-    def __init__(self, key: str = "", value: str = "") -> None:
-        self.key = key
-        self.value = value
 
 
 @dataclass(slots=True, init=False)
@@ -191,8 +243,11 @@ class DescribedGroup:
     topology: Topology | None = None
     members: list[Member] = field(default_factory=list)
     authorized_operations: int = -2147483648
+    topology_description: TopologyDescription | None = None
+    topology_description_status: int = 0
+    assignor_name: str | None = None
 
-    def __init__(self, error_code: int = 0, error_message: str | None = None, group_id: str = "", group_state: str = "", group_epoch: int = 0, assignment_epoch: int = 0, topology: Topology | None = None, members: list[Member] | None = None, authorized_operations: int = -2147483648) -> None:
+    def __init__(self, error_code: int = 0, error_message: str | None = None, group_id: str = "", group_state: str = "", group_epoch: int = 0, assignment_epoch: int = 0, topology: Topology | None = None, members: list[Member] | None = None, authorized_operations: int = -2147483648, topology_description: TopologyDescription | None = None, topology_description_status: int = 0, assignor_name: str | None = None) -> None:
         self.error_code = error_code
         self.error_message = error_message
         self.group_id = group_id
@@ -202,6 +257,9 @@ class DescribedGroup:
         self.topology = topology
         self.members = [] if members is None else members
         self.authorized_operations = authorized_operations
+        self.topology_description = topology_description
+        self.topology_description_status = topology_description_status
+        self.assignor_name = assignor_name
 
 
 @dataclass(slots=True, init=False)
@@ -216,7 +274,7 @@ class StreamsGroupDescribeResponse(ApiMessage):
 
 StreamsGroupDescribeResponse.API_KEY = 89
 StreamsGroupDescribeResponse.MIN_VERSION = 0
-StreamsGroupDescribeResponse.MAX_VERSION = 0
+StreamsGroupDescribeResponse.MAX_VERSION = 1
 StreamsGroupDescribeResponse.FLEXIBLE_MIN = 0
 
 
@@ -232,7 +290,7 @@ def _d_StreamsGroupDescribeRequest_0(buf: Any, pos: int) -> tuple[StreamsGroupDe
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    return StreamsGroupDescribeRequest(f_group_ids, f_include_authorized_operations), pos
+    return StreamsGroupDescribeRequest(f_group_ids, f_include_authorized_operations, False), pos
 
 
 def _e_StreamsGroupDescribeRequest_0(o: StreamsGroupDescribeRequest, out: bytearray, chunks: list[Any]) -> None:
@@ -244,8 +302,80 @@ def _e_StreamsGroupDescribeRequest_0(o: StreamsGroupDescribeRequest, out: bytear
     out.append(0)
 
 
-StreamsGroupDescribeRequest._DECODERS = {0: _d_StreamsGroupDescribeRequest_0}
-StreamsGroupDescribeRequest._ENCODERS = {0: _e_StreamsGroupDescribeRequest_0}
+def _d_StreamsGroupDescribeRequest_1(buf: Any, pos: int) -> tuple[StreamsGroupDescribeRequest, int]:
+    n_group_ids, pos = read_array_count(buf, pos, True, False)
+    f_group_ids = []
+    for _ in range(n_group_ids):
+        it_group_ids, pos = read_compact_string(buf, pos, False)
+        f_group_ids.append(it_group_ids)
+    (f_include_authorized_operations, f_include_topology_description,) = _S1.unpack_from(buf, pos)
+    pos += _S1.size
+    if buf[pos] == 0:
+        pos += 1
+    else:
+        pos = skip_tagged_fields(buf, pos)
+    return StreamsGroupDescribeRequest(f_group_ids, f_include_authorized_operations, f_include_topology_description), pos
+
+
+def _e_StreamsGroupDescribeRequest_1(o: StreamsGroupDescribeRequest, out: bytearray, chunks: list[Any]) -> None:
+    write_array_count(out, o.group_ids, True)
+    if o.group_ids is not None:
+        for it_group_ids in o.group_ids:
+            write_compact_string(out, it_group_ids)
+    out += _S1.pack(o.include_authorized_operations, o.include_topology_description)
+    out.append(0)
+
+
+StreamsGroupDescribeRequest._DECODERS = {0: _d_StreamsGroupDescribeRequest_0, 1: _d_StreamsGroupDescribeRequest_1}
+StreamsGroupDescribeRequest._ENCODERS = {0: _e_StreamsGroupDescribeRequest_0, 1: _e_StreamsGroupDescribeRequest_1}
+
+
+def _d_TopologyDescriptionNode_0(buf: Any, pos: int) -> tuple[TopologyDescriptionNode, int]:
+    if buf[pos] == 0:
+        pos += 1
+    else:
+        pos = skip_tagged_fields(buf, pos)
+    return TopologyDescriptionNode("", 0, [], None, [], []), pos
+
+
+def _e_TopologyDescriptionNode_0(o: TopologyDescriptionNode, out: bytearray, chunks: list[Any]) -> None:
+    out.append(0)
+
+
+def _d_TopologyDescriptionGlobalStore_0(buf: Any, pos: int) -> tuple[TopologyDescriptionGlobalStore, int]:
+    if buf[pos] == 0:
+        pos += 1
+    else:
+        pos = skip_tagged_fields(buf, pos)
+    return TopologyDescriptionGlobalStore(TopologyDescriptionNode(), TopologyDescriptionNode()), pos
+
+
+def _e_TopologyDescriptionGlobalStore_0(o: TopologyDescriptionGlobalStore, out: bytearray, chunks: list[Any]) -> None:
+    out.append(0)
+
+
+def _d_TopologyDescriptionSubtopology_0(buf: Any, pos: int) -> tuple[TopologyDescriptionSubtopology, int]:
+    if buf[pos] == 0:
+        pos += 1
+    else:
+        pos = skip_tagged_fields(buf, pos)
+    return TopologyDescriptionSubtopology("", []), pos
+
+
+def _e_TopologyDescriptionSubtopology_0(o: TopologyDescriptionSubtopology, out: bytearray, chunks: list[Any]) -> None:
+    out.append(0)
+
+
+def _d_TopologyDescription_0(buf: Any, pos: int) -> tuple[TopologyDescription, int]:
+    if buf[pos] == 0:
+        pos += 1
+    else:
+        pos = skip_tagged_fields(buf, pos)
+    return TopologyDescription([], []), pos
+
+
+def _e_TopologyDescription_0(o: TopologyDescription, out: bytearray, chunks: list[Any]) -> None:
+    out.append(0)
 
 
 def _d_TaskIds_0(buf: Any, pos: int) -> tuple[TaskIds, int]:
@@ -311,8 +441,8 @@ def _e_Assignment_0(o: Assignment, out: bytearray, chunks: list[Any]) -> None:
 
 def _d_TaskOffset_0(buf: Any, pos: int) -> tuple[TaskOffset, int]:
     f_subtopology_id, pos = read_compact_string(buf, pos, False)
-    (f_partition, f_offset,) = _S1.unpack_from(buf, pos)
-    pos += _S1.size
+    (f_partition, f_offset,) = _S2.unpack_from(buf, pos)
+    pos += _S2.size
     if buf[pos] == 0:
         pos += 1
     else:
@@ -322,14 +452,14 @@ def _d_TaskOffset_0(buf: Any, pos: int) -> tuple[TaskOffset, int]:
 
 def _e_TaskOffset_0(o: TaskOffset, out: bytearray, chunks: list[Any]) -> None:
     write_compact_string(out, o.subtopology_id)
-    out += _S1.pack(o.partition, o.offset)
+    out += _S2.pack(o.partition, o.offset)
     out.append(0)
 
 
 def _d_Endpoint_0(buf: Any, pos: int) -> tuple[Endpoint, int]:
     f_host, pos = read_compact_string(buf, pos, False)
-    (f_port,) = _S2.unpack_from(buf, pos)
-    pos += _S2.size
+    (f_port,) = _S3.unpack_from(buf, pos)
+    pos += _S3.size
     if buf[pos] == 0:
         pos += 1
     else:
@@ -339,20 +469,36 @@ def _d_Endpoint_0(buf: Any, pos: int) -> tuple[Endpoint, int]:
 
 def _e_Endpoint_0(o: Endpoint, out: bytearray, chunks: list[Any]) -> None:
     write_compact_string(out, o.host)
-    out += _S2.pack(o.port)
+    out += _S3.pack(o.port)
+    out.append(0)
+
+
+def _d_KeyValue_0(buf: Any, pos: int) -> tuple[KeyValue, int]:
+    f_key, pos = read_compact_string(buf, pos, False)
+    f_value, pos = read_compact_string(buf, pos, False)
+    if buf[pos] == 0:
+        pos += 1
+    else:
+        pos = skip_tagged_fields(buf, pos)
+    return KeyValue(f_key, f_value), pos
+
+
+def _e_KeyValue_0(o: KeyValue, out: bytearray, chunks: list[Any]) -> None:
+    write_compact_string(out, o.key)
+    write_compact_string(out, o.value)
     out.append(0)
 
 
 def _d_Member_0(buf: Any, pos: int) -> tuple[Member, int]:
     f_member_id, pos = read_compact_string(buf, pos, False)
-    (f_member_epoch,) = _S3.unpack_from(buf, pos)
-    pos += _S3.size
+    (f_member_epoch,) = _S4.unpack_from(buf, pos)
+    pos += _S4.size
     f_instance_id, pos = read_compact_string(buf, pos, True)
     f_rack_id, pos = read_compact_string(buf, pos, True)
     f_client_id, pos = read_compact_string(buf, pos, False)
     f_client_host, pos = read_compact_string(buf, pos, False)
-    (f_topology_epoch,) = _S3.unpack_from(buf, pos)
-    pos += _S3.size
+    (f_topology_epoch,) = _S4.unpack_from(buf, pos)
+    pos += _S4.size
     f_process_id, pos = read_compact_string(buf, pos, False)
     if buf[pos] & 0x80:
         pos += 1
@@ -387,12 +533,12 @@ def _d_Member_0(buf: Any, pos: int) -> tuple[Member, int]:
 
 def _e_Member_0(o: Member, out: bytearray, chunks: list[Any]) -> None:
     write_compact_string(out, o.member_id)
-    out += _S3.pack(o.member_epoch)
+    out += _S4.pack(o.member_epoch)
     write_compact_string(out, o.instance_id)
     write_compact_string(out, o.rack_id)
     write_compact_string(out, o.client_id)
     write_compact_string(out, o.client_host)
-    out += _S3.pack(o.topology_epoch)
+    out += _S4.pack(o.topology_epoch)
     write_compact_string(out, o.process_id)
     if o.user_endpoint is None:
         out.append(0xFF)
@@ -417,26 +563,10 @@ def _e_Member_0(o: Member, out: bytearray, chunks: list[Any]) -> None:
     out.append(0)
 
 
-def _d_KeyValue_0(buf: Any, pos: int) -> tuple[KeyValue, int]:
-    f_key, pos = read_compact_string(buf, pos, False)
-    f_value, pos = read_compact_string(buf, pos, False)
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = skip_tagged_fields(buf, pos)
-    return KeyValue(f_key, f_value), pos
-
-
-def _e_KeyValue_0(o: KeyValue, out: bytearray, chunks: list[Any]) -> None:
-    write_compact_string(out, o.key)
-    write_compact_string(out, o.value)
-    out.append(0)
-
-
 def _d_TopicInfo_0(buf: Any, pos: int) -> tuple[TopicInfo, int]:
     f_name, pos = read_compact_string(buf, pos, False)
-    (f_partitions, f_replication_factor,) = _S4.unpack_from(buf, pos)
-    pos += _S4.size
+    (f_partitions, f_replication_factor,) = _S5.unpack_from(buf, pos)
+    pos += _S5.size
     n_topic_configs, pos = read_array_count(buf, pos, True, False)
     f_topic_configs = []
     for _ in range(n_topic_configs):
@@ -451,7 +581,7 @@ def _d_TopicInfo_0(buf: Any, pos: int) -> tuple[TopicInfo, int]:
 
 def _e_TopicInfo_0(o: TopicInfo, out: bytearray, chunks: list[Any]) -> None:
     write_compact_string(out, o.name)
-    out += _S4.pack(o.partitions, o.replication_factor)
+    out += _S5.pack(o.partitions, o.replication_factor)
     write_array_count(out, o.topic_configs, True)
     if o.topic_configs is not None:
         for it_topic_configs in o.topic_configs:
@@ -510,8 +640,8 @@ def _e_Subtopology_0(o: Subtopology, out: bytearray, chunks: list[Any]) -> None:
 
 
 def _d_Topology_0(buf: Any, pos: int) -> tuple[Topology, int]:
-    (f_epoch,) = _S3.unpack_from(buf, pos)
-    pos += _S3.size
+    (f_epoch,) = _S4.unpack_from(buf, pos)
+    pos += _S4.size
     n_subtopologies, pos = read_array_count(buf, pos, True, True)
     if n_subtopologies < 0:
         f_subtopologies = None
@@ -528,7 +658,7 @@ def _d_Topology_0(buf: Any, pos: int) -> tuple[Topology, int]:
 
 
 def _e_Topology_0(o: Topology, out: bytearray, chunks: list[Any]) -> None:
-    out += _S3.pack(o.epoch)
+    out += _S4.pack(o.epoch)
     write_array_count(out, o.subtopologies, True)
     if o.subtopologies is not None:
         for it_subtopologies in o.subtopologies:
@@ -537,13 +667,13 @@ def _e_Topology_0(o: Topology, out: bytearray, chunks: list[Any]) -> None:
 
 
 def _d_DescribedGroup_0(buf: Any, pos: int) -> tuple[DescribedGroup, int]:
-    (f_error_code,) = _S5.unpack_from(buf, pos)
-    pos += _S5.size
+    (f_error_code,) = _S6.unpack_from(buf, pos)
+    pos += _S6.size
     f_error_message, pos = read_compact_string(buf, pos, True)
     f_group_id, pos = read_compact_string(buf, pos, False)
     f_group_state, pos = read_compact_string(buf, pos, False)
-    (f_group_epoch, f_assignment_epoch,) = _S6.unpack_from(buf, pos)
-    pos += _S6.size
+    (f_group_epoch, f_assignment_epoch,) = _S7.unpack_from(buf, pos)
+    pos += _S7.size
     if buf[pos] & 0x80:
         pos += 1
         f_topology = None
@@ -554,21 +684,21 @@ def _d_DescribedGroup_0(buf: Any, pos: int) -> tuple[DescribedGroup, int]:
     for _ in range(n_members):
         it_members, pos = _d_Member_0(buf, pos)
         f_members.append(it_members)
-    (f_authorized_operations,) = _S3.unpack_from(buf, pos)
-    pos += _S3.size
+    (f_authorized_operations,) = _S4.unpack_from(buf, pos)
+    pos += _S4.size
     if buf[pos] == 0:
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    return DescribedGroup(f_error_code, f_error_message, f_group_id, f_group_state, f_group_epoch, f_assignment_epoch, f_topology, f_members, f_authorized_operations), pos
+    return DescribedGroup(f_error_code, f_error_message, f_group_id, f_group_state, f_group_epoch, f_assignment_epoch, f_topology, f_members, f_authorized_operations, None, 0, None), pos
 
 
 def _e_DescribedGroup_0(o: DescribedGroup, out: bytearray, chunks: list[Any]) -> None:
-    out += _S5.pack(o.error_code)
+    out += _S6.pack(o.error_code)
     write_compact_string(out, o.error_message)
     write_compact_string(out, o.group_id)
     write_compact_string(out, o.group_state)
-    out += _S6.pack(o.group_epoch, o.assignment_epoch)
+    out += _S7.pack(o.group_epoch, o.assignment_epoch)
     if o.topology is None:
         out.append(0xFF)
     else:
@@ -578,13 +708,13 @@ def _e_DescribedGroup_0(o: DescribedGroup, out: bytearray, chunks: list[Any]) ->
     if o.members is not None:
         for it_members in o.members:
             _e_Member_0(it_members, out, chunks)
-    out += _S3.pack(o.authorized_operations)
+    out += _S4.pack(o.authorized_operations)
     out.append(0)
 
 
 def _d_StreamsGroupDescribeResponse_0(buf: Any, pos: int) -> tuple[StreamsGroupDescribeResponse, int]:
-    (f_throttle_time_ms,) = _S3.unpack_from(buf, pos)
-    pos += _S3.size
+    (f_throttle_time_ms,) = _S4.unpack_from(buf, pos)
+    pos += _S4.size
     n_groups, pos = read_array_count(buf, pos, True, False)
     f_groups = []
     for _ in range(n_groups):
@@ -598,7 +728,7 @@ def _d_StreamsGroupDescribeResponse_0(buf: Any, pos: int) -> tuple[StreamsGroupD
 
 
 def _e_StreamsGroupDescribeResponse_0(o: StreamsGroupDescribeResponse, out: bytearray, chunks: list[Any]) -> None:
-    out += _S3.pack(o.throttle_time_ms)
+    out += _S4.pack(o.throttle_time_ms)
     write_array_count(out, o.groups, True)
     if o.groups is not None:
         for it_groups in o.groups:
@@ -606,5 +736,205 @@ def _e_StreamsGroupDescribeResponse_0(o: StreamsGroupDescribeResponse, out: byte
     out.append(0)
 
 
-StreamsGroupDescribeResponse._DECODERS = {0: _d_StreamsGroupDescribeResponse_0}
-StreamsGroupDescribeResponse._ENCODERS = {0: _e_StreamsGroupDescribeResponse_0}
+def _d_TopologyDescriptionNode_1(buf: Any, pos: int) -> tuple[TopologyDescriptionNode, int]:
+    f_name, pos = read_compact_string(buf, pos, False)
+    (f_node_type,) = _S8.unpack_from(buf, pos)
+    pos += _S8.size
+    n_source_topics, pos = read_array_count(buf, pos, True, False)
+    f_source_topics = []
+    for _ in range(n_source_topics):
+        it_source_topics, pos = read_compact_string(buf, pos, False)
+        f_source_topics.append(it_source_topics)
+    f_sink_topic, pos = read_compact_string(buf, pos, True)
+    n_stores, pos = read_array_count(buf, pos, True, False)
+    f_stores = []
+    for _ in range(n_stores):
+        it_stores, pos = read_compact_string(buf, pos, False)
+        f_stores.append(it_stores)
+    n_successors, pos = read_array_count(buf, pos, True, False)
+    f_successors = []
+    for _ in range(n_successors):
+        it_successors, pos = read_compact_string(buf, pos, False)
+        f_successors.append(it_successors)
+    if buf[pos] == 0:
+        pos += 1
+    else:
+        pos = skip_tagged_fields(buf, pos)
+    return TopologyDescriptionNode(f_name, f_node_type, f_source_topics, f_sink_topic, f_stores, f_successors), pos
+
+
+def _e_TopologyDescriptionNode_1(o: TopologyDescriptionNode, out: bytearray, chunks: list[Any]) -> None:
+    write_compact_string(out, o.name)
+    out += _S8.pack(o.node_type)
+    write_array_count(out, o.source_topics, True)
+    if o.source_topics is not None:
+        for it_source_topics in o.source_topics:
+            write_compact_string(out, it_source_topics)
+    write_compact_string(out, o.sink_topic)
+    write_array_count(out, o.stores, True)
+    if o.stores is not None:
+        for it_stores in o.stores:
+            write_compact_string(out, it_stores)
+    write_array_count(out, o.successors, True)
+    if o.successors is not None:
+        for it_successors in o.successors:
+            write_compact_string(out, it_successors)
+    out.append(0)
+
+
+def _d_TopologyDescriptionGlobalStore_1(buf: Any, pos: int) -> tuple[TopologyDescriptionGlobalStore, int]:
+    f_source, pos = _d_TopologyDescriptionNode_1(buf, pos)
+    f_processor, pos = _d_TopologyDescriptionNode_1(buf, pos)
+    if buf[pos] == 0:
+        pos += 1
+    else:
+        pos = skip_tagged_fields(buf, pos)
+    return TopologyDescriptionGlobalStore(f_source, f_processor), pos
+
+
+def _e_TopologyDescriptionGlobalStore_1(o: TopologyDescriptionGlobalStore, out: bytearray, chunks: list[Any]) -> None:
+    _e_TopologyDescriptionNode_1(o.source, out, chunks)
+    _e_TopologyDescriptionNode_1(o.processor, out, chunks)
+    out.append(0)
+
+
+def _d_TopologyDescriptionSubtopology_1(buf: Any, pos: int) -> tuple[TopologyDescriptionSubtopology, int]:
+    f_subtopology_id, pos = read_compact_string(buf, pos, False)
+    n_nodes, pos = read_array_count(buf, pos, True, False)
+    f_nodes = []
+    for _ in range(n_nodes):
+        it_nodes, pos = _d_TopologyDescriptionNode_1(buf, pos)
+        f_nodes.append(it_nodes)
+    if buf[pos] == 0:
+        pos += 1
+    else:
+        pos = skip_tagged_fields(buf, pos)
+    return TopologyDescriptionSubtopology(f_subtopology_id, f_nodes), pos
+
+
+def _e_TopologyDescriptionSubtopology_1(o: TopologyDescriptionSubtopology, out: bytearray, chunks: list[Any]) -> None:
+    write_compact_string(out, o.subtopology_id)
+    write_array_count(out, o.nodes, True)
+    if o.nodes is not None:
+        for it_nodes in o.nodes:
+            _e_TopologyDescriptionNode_1(it_nodes, out, chunks)
+    out.append(0)
+
+
+def _d_TopologyDescription_1(buf: Any, pos: int) -> tuple[TopologyDescription, int]:
+    n_subtopologies, pos = read_array_count(buf, pos, True, False)
+    f_subtopologies = []
+    for _ in range(n_subtopologies):
+        it_subtopologies, pos = _d_TopologyDescriptionSubtopology_1(buf, pos)
+        f_subtopologies.append(it_subtopologies)
+    n_global_stores, pos = read_array_count(buf, pos, True, False)
+    f_global_stores = []
+    for _ in range(n_global_stores):
+        it_global_stores, pos = _d_TopologyDescriptionGlobalStore_1(buf, pos)
+        f_global_stores.append(it_global_stores)
+    if buf[pos] == 0:
+        pos += 1
+    else:
+        pos = skip_tagged_fields(buf, pos)
+    return TopologyDescription(f_subtopologies, f_global_stores), pos
+
+
+def _e_TopologyDescription_1(o: TopologyDescription, out: bytearray, chunks: list[Any]) -> None:
+    write_array_count(out, o.subtopologies, True)
+    if o.subtopologies is not None:
+        for it_subtopologies in o.subtopologies:
+            _e_TopologyDescriptionSubtopology_1(it_subtopologies, out, chunks)
+    write_array_count(out, o.global_stores, True)
+    if o.global_stores is not None:
+        for it_global_stores in o.global_stores:
+            _e_TopologyDescriptionGlobalStore_1(it_global_stores, out, chunks)
+    out.append(0)
+
+
+def _d_DescribedGroup_1(buf: Any, pos: int) -> tuple[DescribedGroup, int]:
+    (f_error_code,) = _S6.unpack_from(buf, pos)
+    pos += _S6.size
+    f_error_message, pos = read_compact_string(buf, pos, True)
+    f_group_id, pos = read_compact_string(buf, pos, False)
+    f_group_state, pos = read_compact_string(buf, pos, False)
+    (f_group_epoch, f_assignment_epoch,) = _S7.unpack_from(buf, pos)
+    pos += _S7.size
+    if buf[pos] & 0x80:
+        pos += 1
+        f_topology = None
+    else:
+        f_topology, pos = _d_Topology_0(buf, pos + 1)
+    n_members, pos = read_array_count(buf, pos, True, False)
+    f_members = []
+    for _ in range(n_members):
+        it_members, pos = _d_Member_0(buf, pos)
+        f_members.append(it_members)
+    (f_authorized_operations,) = _S4.unpack_from(buf, pos)
+    pos += _S4.size
+    if buf[pos] & 0x80:
+        pos += 1
+        f_topology_description = None
+    else:
+        f_topology_description, pos = _d_TopologyDescription_1(buf, pos + 1)
+    (f_topology_description_status,) = _S8.unpack_from(buf, pos)
+    pos += _S8.size
+    f_assignor_name, pos = read_compact_string(buf, pos, True)
+    if buf[pos] == 0:
+        pos += 1
+    else:
+        pos = skip_tagged_fields(buf, pos)
+    return DescribedGroup(f_error_code, f_error_message, f_group_id, f_group_state, f_group_epoch, f_assignment_epoch, f_topology, f_members, f_authorized_operations, f_topology_description, f_topology_description_status, f_assignor_name), pos
+
+
+def _e_DescribedGroup_1(o: DescribedGroup, out: bytearray, chunks: list[Any]) -> None:
+    out += _S6.pack(o.error_code)
+    write_compact_string(out, o.error_message)
+    write_compact_string(out, o.group_id)
+    write_compact_string(out, o.group_state)
+    out += _S7.pack(o.group_epoch, o.assignment_epoch)
+    if o.topology is None:
+        out.append(0xFF)
+    else:
+        out.append(1)
+        _e_Topology_0(o.topology, out, chunks)
+    write_array_count(out, o.members, True)
+    if o.members is not None:
+        for it_members in o.members:
+            _e_Member_0(it_members, out, chunks)
+    out += _S4.pack(o.authorized_operations)
+    if o.topology_description is None:
+        out.append(0xFF)
+    else:
+        out.append(1)
+        _e_TopologyDescription_1(o.topology_description, out, chunks)
+    out += _S8.pack(o.topology_description_status)
+    write_compact_string(out, o.assignor_name)
+    out.append(0)
+
+
+def _d_StreamsGroupDescribeResponse_1(buf: Any, pos: int) -> tuple[StreamsGroupDescribeResponse, int]:
+    (f_throttle_time_ms,) = _S4.unpack_from(buf, pos)
+    pos += _S4.size
+    n_groups, pos = read_array_count(buf, pos, True, False)
+    f_groups = []
+    for _ in range(n_groups):
+        it_groups, pos = _d_DescribedGroup_1(buf, pos)
+        f_groups.append(it_groups)
+    if buf[pos] == 0:
+        pos += 1
+    else:
+        pos = skip_tagged_fields(buf, pos)
+    return StreamsGroupDescribeResponse(f_throttle_time_ms, f_groups), pos
+
+
+def _e_StreamsGroupDescribeResponse_1(o: StreamsGroupDescribeResponse, out: bytearray, chunks: list[Any]) -> None:
+    out += _S4.pack(o.throttle_time_ms)
+    write_array_count(out, o.groups, True)
+    if o.groups is not None:
+        for it_groups in o.groups:
+            _e_DescribedGroup_1(it_groups, out, chunks)
+    out.append(0)
+
+
+StreamsGroupDescribeResponse._DECODERS = {0: _d_StreamsGroupDescribeResponse_0, 1: _d_StreamsGroupDescribeResponse_1}
+StreamsGroupDescribeResponse._ENCODERS = {0: _e_StreamsGroupDescribeResponse_0, 1: _e_StreamsGroupDescribeResponse_1}

@@ -33,6 +33,8 @@ _S4 = Struct('>ii')
 _S5 = Struct('>?')
 _S6 = Struct('>b')
 _S7 = Struct('>iiii')
+_S8 = Struct('>iiiq')
+_S9 = Struct('>?i')
 
 
 @dataclass(slots=True, init=False)
@@ -175,7 +177,7 @@ class StreamsGroupHeartbeatRequest(ApiMessage):
 
 StreamsGroupHeartbeatRequest.API_KEY = 88
 StreamsGroupHeartbeatRequest.MIN_VERSION = 0
-StreamsGroupHeartbeatRequest.MAX_VERSION = 0
+StreamsGroupHeartbeatRequest.MAX_VERSION = 1
 StreamsGroupHeartbeatRequest.FLEXIBLE_MIN = 0
 
 
@@ -239,35 +241,39 @@ class StreamsGroupHeartbeatResponse(ApiMessage):
     member_id: str = ""
     member_epoch: int = 0
     heartbeat_interval_ms: int = 0
-    acceptable_recovery_lag: int = 0
+    acceptable_recovery_lag_legacy: int = 0
     task_offset_interval_ms: int = 0
+    acceptable_recovery_lag: int = -1
     status: list[Status] | None = field(default_factory=list)
     active_tasks: list[StreamsGroupHeartbeatResponseTaskIds] | None = field(default_factory=list)
     standby_tasks: list[StreamsGroupHeartbeatResponseTaskIds] | None = field(default_factory=list)
     warmup_tasks: list[StreamsGroupHeartbeatResponseTaskIds] | None = field(default_factory=list)
+    topology_description_required: bool = False
     endpoint_information_epoch: int = 0
     partitions_by_user_endpoint: list[EndpointToPartitions] | None = field(default_factory=list)
 
-    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = None, member_id: str = "", member_epoch: int = 0, heartbeat_interval_ms: int = 0, acceptable_recovery_lag: int = 0, task_offset_interval_ms: int = 0, status: object = _UNSET, active_tasks: object = _UNSET, standby_tasks: object = _UNSET, warmup_tasks: object = _UNSET, endpoint_information_epoch: int = 0, partitions_by_user_endpoint: object = _UNSET) -> None:
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = None, member_id: str = "", member_epoch: int = 0, heartbeat_interval_ms: int = 0, acceptable_recovery_lag_legacy: int = 0, task_offset_interval_ms: int = 0, acceptable_recovery_lag: int = -1, status: object = _UNSET, active_tasks: object = _UNSET, standby_tasks: object = _UNSET, warmup_tasks: object = _UNSET, topology_description_required: bool = False, endpoint_information_epoch: int = 0, partitions_by_user_endpoint: object = _UNSET) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.error_message = error_message
         self.member_id = member_id
         self.member_epoch = member_epoch
         self.heartbeat_interval_ms = heartbeat_interval_ms
-        self.acceptable_recovery_lag = acceptable_recovery_lag
+        self.acceptable_recovery_lag_legacy = acceptable_recovery_lag_legacy
         self.task_offset_interval_ms = task_offset_interval_ms
+        self.acceptable_recovery_lag = acceptable_recovery_lag
         self.status = [] if status is _UNSET else cast('list[Status] | None', status)
         self.active_tasks = [] if active_tasks is _UNSET else cast('list[StreamsGroupHeartbeatResponseTaskIds] | None', active_tasks)
         self.standby_tasks = [] if standby_tasks is _UNSET else cast('list[StreamsGroupHeartbeatResponseTaskIds] | None', standby_tasks)
         self.warmup_tasks = [] if warmup_tasks is _UNSET else cast('list[StreamsGroupHeartbeatResponseTaskIds] | None', warmup_tasks)
+        self.topology_description_required = topology_description_required
         self.endpoint_information_epoch = endpoint_information_epoch
         self.partitions_by_user_endpoint = [] if partitions_by_user_endpoint is _UNSET else cast('list[EndpointToPartitions] | None', partitions_by_user_endpoint)
 
 
 StreamsGroupHeartbeatResponse.API_KEY = 88
 StreamsGroupHeartbeatResponse.MIN_VERSION = 0
-StreamsGroupHeartbeatResponse.MAX_VERSION = 0
+StreamsGroupHeartbeatResponse.MAX_VERSION = 1
 StreamsGroupHeartbeatResponse.FLEXIBLE_MIN = 0
 
 
@@ -620,8 +626,8 @@ def _e_StreamsGroupHeartbeatRequest_0(o: StreamsGroupHeartbeatRequest, out: byte
     out.append(0)
 
 
-StreamsGroupHeartbeatRequest._DECODERS = {0: _d_StreamsGroupHeartbeatRequest_0}
-StreamsGroupHeartbeatRequest._ENCODERS = {0: _e_StreamsGroupHeartbeatRequest_0}
+StreamsGroupHeartbeatRequest._DECODERS = {0: _d_StreamsGroupHeartbeatRequest_0, 1: _d_StreamsGroupHeartbeatRequest_0}
+StreamsGroupHeartbeatRequest._ENCODERS = {0: _e_StreamsGroupHeartbeatRequest_0, 1: _e_StreamsGroupHeartbeatRequest_0}
 
 
 def _d_TopicPartition_0(buf: Any, pos: int) -> tuple[TopicPartition, int]:
@@ -739,7 +745,7 @@ def _d_StreamsGroupHeartbeatResponse_0(buf: Any, pos: int) -> tuple[StreamsGroup
     pos += _S2.size
     f_error_message, pos = read_compact_string(buf, pos, True)
     f_member_id, pos = read_compact_string(buf, pos, False)
-    (f_member_epoch, f_heartbeat_interval_ms, f_acceptable_recovery_lag, f_task_offset_interval_ms,) = _S7.unpack_from(buf, pos)
+    (f_member_epoch, f_heartbeat_interval_ms, f_acceptable_recovery_lag_legacy, f_task_offset_interval_ms,) = _S7.unpack_from(buf, pos)
     pos += _S7.size
     n_status, pos = read_array_count(buf, pos, True, True)
     if n_status < 0:
@@ -787,14 +793,14 @@ def _d_StreamsGroupHeartbeatResponse_0(buf: Any, pos: int) -> tuple[StreamsGroup
         pos += 1
     else:
         pos = skip_tagged_fields(buf, pos)
-    return StreamsGroupHeartbeatResponse(f_throttle_time_ms, f_error_code, f_error_message, f_member_id, f_member_epoch, f_heartbeat_interval_ms, f_acceptable_recovery_lag, f_task_offset_interval_ms, f_status, f_active_tasks, f_standby_tasks, f_warmup_tasks, f_endpoint_information_epoch, f_partitions_by_user_endpoint), pos
+    return StreamsGroupHeartbeatResponse(f_throttle_time_ms, f_error_code, f_error_message, f_member_id, f_member_epoch, f_heartbeat_interval_ms, f_acceptable_recovery_lag_legacy, f_task_offset_interval_ms, -1, f_status, f_active_tasks, f_standby_tasks, f_warmup_tasks, False, f_endpoint_information_epoch, f_partitions_by_user_endpoint), pos
 
 
 def _e_StreamsGroupHeartbeatResponse_0(o: StreamsGroupHeartbeatResponse, out: bytearray, chunks: list[Any]) -> None:
     out += _S2.pack(o.throttle_time_ms, o.error_code)
     write_compact_string(out, o.error_message)
     write_compact_string(out, o.member_id)
-    out += _S7.pack(o.member_epoch, o.heartbeat_interval_ms, o.acceptable_recovery_lag, o.task_offset_interval_ms)
+    out += _S7.pack(o.member_epoch, o.heartbeat_interval_ms, o.acceptable_recovery_lag_legacy, o.task_offset_interval_ms)
     write_array_count(out, o.status, True)
     if o.status is not None:
         for it_status in o.status:
@@ -819,5 +825,90 @@ def _e_StreamsGroupHeartbeatResponse_0(o: StreamsGroupHeartbeatResponse, out: by
     out.append(0)
 
 
-StreamsGroupHeartbeatResponse._DECODERS = {0: _d_StreamsGroupHeartbeatResponse_0}
-StreamsGroupHeartbeatResponse._ENCODERS = {0: _e_StreamsGroupHeartbeatResponse_0}
+def _d_StreamsGroupHeartbeatResponse_1(buf: Any, pos: int) -> tuple[StreamsGroupHeartbeatResponse, int]:
+    (f_throttle_time_ms, f_error_code,) = _S2.unpack_from(buf, pos)
+    pos += _S2.size
+    f_error_message, pos = read_compact_string(buf, pos, True)
+    f_member_id, pos = read_compact_string(buf, pos, False)
+    (f_member_epoch, f_heartbeat_interval_ms, f_task_offset_interval_ms, f_acceptable_recovery_lag,) = _S8.unpack_from(buf, pos)
+    pos += _S8.size
+    n_status, pos = read_array_count(buf, pos, True, True)
+    if n_status < 0:
+        f_status = None
+    else:
+        f_status = []
+        for _ in range(n_status):
+            it_status, pos = _d_Status_0(buf, pos)
+            f_status.append(it_status)
+    n_active_tasks, pos = read_array_count(buf, pos, True, True)
+    if n_active_tasks < 0:
+        f_active_tasks = None
+    else:
+        f_active_tasks = []
+        for _ in range(n_active_tasks):
+            it_active_tasks, pos = _d_StreamsGroupHeartbeatResponseTaskIds_0(buf, pos)
+            f_active_tasks.append(it_active_tasks)
+    n_standby_tasks, pos = read_array_count(buf, pos, True, True)
+    if n_standby_tasks < 0:
+        f_standby_tasks = None
+    else:
+        f_standby_tasks = []
+        for _ in range(n_standby_tasks):
+            it_standby_tasks, pos = _d_StreamsGroupHeartbeatResponseTaskIds_0(buf, pos)
+            f_standby_tasks.append(it_standby_tasks)
+    n_warmup_tasks, pos = read_array_count(buf, pos, True, True)
+    if n_warmup_tasks < 0:
+        f_warmup_tasks = None
+    else:
+        f_warmup_tasks = []
+        for _ in range(n_warmup_tasks):
+            it_warmup_tasks, pos = _d_StreamsGroupHeartbeatResponseTaskIds_0(buf, pos)
+            f_warmup_tasks.append(it_warmup_tasks)
+    (f_topology_description_required, f_endpoint_information_epoch,) = _S9.unpack_from(buf, pos)
+    pos += _S9.size
+    n_partitions_by_user_endpoint, pos = read_array_count(buf, pos, True, True)
+    if n_partitions_by_user_endpoint < 0:
+        f_partitions_by_user_endpoint = None
+    else:
+        f_partitions_by_user_endpoint = []
+        for _ in range(n_partitions_by_user_endpoint):
+            it_partitions_by_user_endpoint, pos = _d_EndpointToPartitions_0(buf, pos)
+            f_partitions_by_user_endpoint.append(it_partitions_by_user_endpoint)
+    if buf[pos] == 0:
+        pos += 1
+    else:
+        pos = skip_tagged_fields(buf, pos)
+    return StreamsGroupHeartbeatResponse(f_throttle_time_ms, f_error_code, f_error_message, f_member_id, f_member_epoch, f_heartbeat_interval_ms, 0, f_task_offset_interval_ms, f_acceptable_recovery_lag, f_status, f_active_tasks, f_standby_tasks, f_warmup_tasks, f_topology_description_required, f_endpoint_information_epoch, f_partitions_by_user_endpoint), pos
+
+
+def _e_StreamsGroupHeartbeatResponse_1(o: StreamsGroupHeartbeatResponse, out: bytearray, chunks: list[Any]) -> None:
+    out += _S2.pack(o.throttle_time_ms, o.error_code)
+    write_compact_string(out, o.error_message)
+    write_compact_string(out, o.member_id)
+    out += _S8.pack(o.member_epoch, o.heartbeat_interval_ms, o.task_offset_interval_ms, o.acceptable_recovery_lag)
+    write_array_count(out, o.status, True)
+    if o.status is not None:
+        for it_status in o.status:
+            _e_Status_0(it_status, out, chunks)
+    write_array_count(out, o.active_tasks, True)
+    if o.active_tasks is not None:
+        for it_active_tasks in o.active_tasks:
+            _e_StreamsGroupHeartbeatResponseTaskIds_0(it_active_tasks, out, chunks)
+    write_array_count(out, o.standby_tasks, True)
+    if o.standby_tasks is not None:
+        for it_standby_tasks in o.standby_tasks:
+            _e_StreamsGroupHeartbeatResponseTaskIds_0(it_standby_tasks, out, chunks)
+    write_array_count(out, o.warmup_tasks, True)
+    if o.warmup_tasks is not None:
+        for it_warmup_tasks in o.warmup_tasks:
+            _e_StreamsGroupHeartbeatResponseTaskIds_0(it_warmup_tasks, out, chunks)
+    out += _S9.pack(o.topology_description_required, o.endpoint_information_epoch)
+    write_array_count(out, o.partitions_by_user_endpoint, True)
+    if o.partitions_by_user_endpoint is not None:
+        for it_partitions_by_user_endpoint in o.partitions_by_user_endpoint:
+            _e_EndpointToPartitions_0(it_partitions_by_user_endpoint, out, chunks)
+    out.append(0)
+
+
+StreamsGroupHeartbeatResponse._DECODERS = {0: _d_StreamsGroupHeartbeatResponse_0, 1: _d_StreamsGroupHeartbeatResponse_1}
+StreamsGroupHeartbeatResponse._ENCODERS = {0: _e_StreamsGroupHeartbeatResponse_0, 1: _e_StreamsGroupHeartbeatResponse_1}

@@ -2,10 +2,12 @@
 
 Describes streams groups: state, epochs, the topology as configured (internal topics with their partition
 counts), and per member its process, endpoint, client tags, task offsets and its current and target task
-assignment. Version 0 is Kafka 4.2's; 4.4's v1 (the topology description, KIP-1331) is not served.
+assignment. Version 0 is Kafka 4.2's. Version 1 (Kafka 4.4, KIP-1331) asks for the topology description
+(the processing nodes a member pushed with StreamsGroupTopologyDescriptionUpdate) and answers it with its
+status (0 not requested, 1 not stored, 2 error, 3 available), and the name of the group's assignor.
 """
 
-from pybroker.protocol.schema.dsl import F, M
+from pybroker.protocol.schema.dsl import F, Field, M
 
 _KEY_VALUE = [F("key", "string"), F("value", "string")]
 _TOPIC_INFO = [
@@ -22,12 +24,35 @@ _ASSIGNMENT = [
     F("warmup_tasks", "[]TaskIds", fields=_TASK_IDS),
 ]
 
-REQUEST = M("StreamsGroupDescribeRequest", 89, "request", "0", "0+", [
+#: KIP-1331's topology description: shared with StreamsGroupTopologyDescriptionUpdate's request (from its v0)
+def description_fields(since: str) -> list[Field]:
+    node = [
+        F("name", "string", since),
+        F("node_type", "int8", since),
+        F("source_topics", "[]string", since),
+        F("sink_topic", "string", since, nullable=since, default=None),
+        F("stores", "[]string", since),
+        F("successors", "[]string", since),
+    ]
+    return [
+        F("subtopologies", "[]TopologyDescriptionSubtopology", since, fields=[
+            F("subtopology_id", "string", since),
+            F("nodes", "[]TopologyDescriptionNode", since, fields=node),
+        ]),
+        F("global_stores", "[]TopologyDescriptionGlobalStore", since, fields=[
+            F("source", "TopologyDescriptionNode", since, fields=node),
+            F("processor", "TopologyDescriptionNode", since, fields=node),
+        ]),
+    ]
+
+
+REQUEST = M("StreamsGroupDescribeRequest", 89, "request", "0-1", "0+", [
     F("group_ids", "[]string"),
     F("include_authorized_operations", "bool"),
+    F("include_topology_description", "bool", "1+", default=False),
 ])
 
-RESPONSE = M("StreamsGroupDescribeResponse", 89, "response", "0", "0+", [
+RESPONSE = M("StreamsGroupDescribeResponse", 89, "response", "0-1", "0+", [
     F("throttle_time_ms", "int32"),
     F("groups", "[]DescribedGroup", fields=[
         F("error_code", "int16"),
@@ -65,5 +90,9 @@ RESPONSE = M("StreamsGroupDescribeResponse", 89, "response", "0", "0+", [
             F("is_classic", "bool"),
         ]),
         F("authorized_operations", "int32", default=-2147483648),
+        F("topology_description", "TopologyDescription", "1+", nullable="1+", default=None,
+          fields=description_fields("1+")),
+        F("topology_description_status", "int8", "1+", default=0),
+        F("assignor_name", "string", "1+", nullable="1+", default=None),
     ]),
 ])

@@ -5,7 +5,9 @@ and leaves (epoch -1; -2: a static member that will come back). The coordinator 
 creates its internal topics, computes a target task assignment (active, standby and warm-up tasks) and
 answers the member's epoch, its tasks when they changed, and the group's status (missing topics, a stale
 topology, a requested shutdown). Fields a member did not change since its last heartbeat are null.
-Version 0 is Kafka 4.2's; 4.4's v1 (KIP-1331's topology description) is not served.
+Version 0 is Kafka 4.2's. Version 1 (Kafka 4.4, KIP-1331) has the same request; its response carries the
+acceptable recovery lag as an int64 (the v0 int32 is gone) and TopologyDescriptionRequired, and it may carry
+the MISSING_CLIENT_TAGS status (code 6), which a v0 member would not understand.
 """
 
 from pybroker.protocol.schema.dsl import F, M
@@ -21,7 +23,7 @@ _TASK_IDS = [F("subtopology_id", "string"), F("partitions", "[]int32")]
 _TASK_OFFSET = [F("subtopology_id", "string"), F("partition", "int32"), F("offset", "int64")]
 _ENDPOINT = [F("host", "string"), F("port", "uint16")]
 
-REQUEST = M("StreamsGroupHeartbeatRequest", 88, "request", "0", "0+", [
+REQUEST = M("StreamsGroupHeartbeatRequest", 88, "request", "0-1", "0+", [
     F("group_id", "string"),
     F("member_id", "string"),
     F("member_epoch", "int32"),
@@ -56,15 +58,16 @@ REQUEST = M("StreamsGroupHeartbeatRequest", 88, "request", "0", "0+", [
     F("shutdown_application", "bool", default=False),
 ])
 
-RESPONSE = M("StreamsGroupHeartbeatResponse", 88, "response", "0", "0+", [
+RESPONSE = M("StreamsGroupHeartbeatResponse", 88, "response", "0-1", "0+", [
     F("throttle_time_ms", "int32"),
     F("error_code", "int16"),
     F("error_message", "string", nullable="0+", default=None),
     F("member_id", "string"),
     F("member_epoch", "int32"),
     F("heartbeat_interval_ms", "int32"),
-    F("acceptable_recovery_lag", "int32"),
+    F("acceptable_recovery_lag_legacy", "int32", "0"),
     F("task_offset_interval_ms", "int32"),
+    F("acceptable_recovery_lag", "int64", "1+", default=-1),
     F("status", "[]Status", nullable="0+", default=None, fields=[
         F("status_code", "int8"),
         F("status_detail", "string"),
@@ -72,6 +75,7 @@ RESPONSE = M("StreamsGroupHeartbeatResponse", 88, "response", "0", "0+", [
     F("active_tasks", "[]TaskIds", nullable="0+", default=None, fields=_TASK_IDS),
     F("standby_tasks", "[]TaskIds", nullable="0+", default=None, fields=_TASK_IDS),
     F("warmup_tasks", "[]TaskIds", nullable="0+", default=None, fields=_TASK_IDS),
+    F("topology_description_required", "bool", "1+", default=False),
     F("endpoint_information_epoch", "int32"),
     F("partitions_by_user_endpoint", "[]EndpointToPartitions", nullable="0+", default=None, fields=[
         F("user_endpoint", "Endpoint", fields=_ENDPOINT),

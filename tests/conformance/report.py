@@ -33,7 +33,8 @@ ABOUT = {
                     "passwords, unknown users, forged nonces, malformed messages, and the SCRAM credential APIs' "
                     "rules and answer order.",
     "streams_errors": "The streams group protocol (KIP-1071): heartbeats refused before a group exists, and "
-                      "describes of groups that are not streams groups.",
+                      "describes of groups that are not streams groups, at v0 and v1 (KIP-1331), and "
+                      "StreamsGroupTopologyDescriptionUpdate refused without a description plugin.",
 }
 
 

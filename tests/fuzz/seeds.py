@@ -99,9 +99,11 @@ def _example_requests() -> dict[int, Any]:
 
 def _streams_group_example_requests() -> dict[int, Any]:
     """The streams protocol (KIP-1071): a join with a two-subtopology topology (a repartition topic, a
-    changelog, a copartition group), and a describe."""
+    changelog, a copartition group), a describe asking for the topology description (v1), and a pushed
+    description with a source, a processor with a store, a sink and a global store (KIP-1331)."""
     from pybroker.protocol.messages import streams_group_describe as sgd
     from pybroker.protocol.messages import streams_group_heartbeat as sgh
+    from pybroker.protocol.messages import streams_group_topology_description_update as sgu
 
     changelog = sgh.TopicInfo(name="kp-golden-store-changelog", partitions=0, replication_factor=0,
                               topic_configs=[sgh.KeyValue(key="cleanup.policy", value="compact")])
@@ -123,7 +125,25 @@ def _streams_group_example_requests() -> dict[int, Any]:
                                     sgh.CopartitionGroup(source_topics=[], source_topic_regex=[],
                                                          repartition_source_topics=[0])])])),
         ApiKey.STREAMS_GROUP_DESCRIBE: sgd.StreamsGroupDescribeRequest(
-            group_ids=[_GROUP], include_authorized_operations=True),
+            group_ids=[_GROUP], include_authorized_operations=True, include_topology_description=True),
+        ApiKey.STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE: sgu.StreamsGroupTopologyDescriptionUpdateRequest(
+            group_id=_GROUP, member_id="kp-golden-member", topology_epoch=0,
+            topology_description=sgu.TopologyDescription(
+                subtopologies=[sgu.TopologyDescriptionSubtopology(subtopology_id="0", nodes=[
+                    sgu.TopologyDescriptionNode(name="KSTREAM-SOURCE-0000000000", node_type=1,
+                                                source_topics=[_TOPIC], stores=[],
+                                                successors=["KSTREAM-AGGREGATE-0000000001"]),
+                    sgu.TopologyDescriptionNode(name="KSTREAM-AGGREGATE-0000000001", node_type=2, source_topics=[],
+                                                stores=["kp-golden-store"], successors=["KSTREAM-SINK-0000000002"]),
+                    sgu.TopologyDescriptionNode(name="KSTREAM-SINK-0000000002", node_type=3, source_topics=[],
+                                                sink_topic="kp-golden-out", stores=[], successors=[])])],
+                global_stores=[sgu.TopologyDescriptionGlobalStore(
+                    source=sgu.TopologyDescriptionNode(name="KSTREAM-SOURCE-0000000003", node_type=1,
+                                                       source_topics=["kp-golden-global"], stores=[],
+                                                       successors=["KTABLE-SOURCE-0000000004"]),
+                    processor=sgu.TopologyDescriptionNode(name="KTABLE-SOURCE-0000000004", node_type=2,
+                                                          source_topics=[], stores=["kp-golden-global-store"],
+                                                          successors=[]))])),
     }
 
 

@@ -429,6 +429,48 @@ def test_a_consumer_protocol_group_page(page: Page, console_broker: MetricsBroke
         consumer.close()
 
 
+def test_a_streams_group_page(page: Page, console_broker: MetricsBrokerProcess) -> None:
+    """A streams group (KIP-1071; one member written with our codecs, as docs/streams-groups.md does):
+    its state, epochs and topology epoch, and the member's process and tasks (StreamsGroupDescribe), where
+    DescribeGroups would answer "not a classic group"."""
+    from pybroker.clients.wire import Connection
+    from pybroker.protocol.messages import streams_group_heartbeat as h
+
+    host, port = console_broker.bootstrap.rsplit(":", 1)
+    connection = Connection(host, int(port), timeout_s=30)
+    topology = h.Topology(epoch=2, subtopologies=[h.Subtopology(
+        subtopology_id="0", source_topics=[TOPIC], source_topic_regex=[], repartition_sink_topics=[],
+        state_changelog_topics=[], repartition_source_topics=[], copartition_groups=[])])
+    answer = connection.request(h.StreamsGroupHeartbeatRequest(
+        group_id="streams-live", member_id="streams-member", member_epoch=0, endpoint_information_epoch=0,
+        rebalance_timeout_ms=30_000, topology=topology, process_id="process-a", client_tags=[], active_tasks=[],
+        standby_tasks=[], warmup_tasks=[]), 0)
+    owned: list[Any] = []
+    try:
+        def assigned() -> bool:  # a heartbeat reports what the member owns, as Kafka Streams' does
+            nonlocal answer, owned
+            owned = answer.active_tasks if answer.active_tasks is not None else owned
+            answer = connection.request(h.StreamsGroupHeartbeatRequest(
+                group_id="streams-live", member_id="streams-member", member_epoch=answer.member_epoch,
+                endpoint_information_epoch=0, active_tasks=owned, standby_tasks=[], warmup_tasks=[]), 0)
+            return answer.error_code == 0 and sum(len(t.partitions) for t in owned) == PARTITIONS
+
+        page.until(assigned, "the streams member got no tasks")
+        page.open("group/streams-live")
+        page.until(lambda: page.text("group-state") == "Stable", "the group page does not show a Stable streams group")
+        assert re.fullmatch(r"streams \(sticky\), epoch \d+, topology epoch 2", page.text("group-protocol"))
+        assert page.rows("subtopologies") == [["0", TOPIC, "", ""]]
+        assert "does not reset a streams group's offsets" in page.text("reset-unavailable")
+        member = page.rows("members")[0]
+        assert member[:2] == ["streams-member", "process-a"] and member[4] == "0_0, 0_1, 0_2"
+        assert member[5] == "" and member[6] == "" and member[8] == "2"  # no standby, no warm-up; topology epoch
+        page.screenshot("group-streams")
+    finally:
+        connection.request(h.StreamsGroupHeartbeatRequest(group_id="streams-live", member_id="streams-member",
+                                                          member_epoch=-1, endpoint_information_epoch=0), 0)
+        connection.close()
+
+
 def test_broker_configs(page: Page) -> None:
     page.open("configs")
     assert page.row("broker-configs", "console.port")[2] == "STATIC_BROKER_CONFIG"  # type: ignore[index]

@@ -309,18 +309,31 @@ async function groupPage(page, id) {
       h("div", { class: "card" }, h("div", { class: "label" }, "Members"), h("div", { class: "value", id: "group-members" }, num(g.members.length))),
       h("div", { class: "card" }, h("div", { class: "label" }, "Total lag"), h("div", { class: "value", id: "group-lag" }, num(total))),
       h("div", { class: "card" }, h("div", { class: "label" }, "Protocol"), h("div", { class: "value", id: "group-protocol" },
-        g.group_type === "consumer" ? `consumer, epoch ${num(g.group_epoch)}` : "classic"))),
-    h("section", {}, h("h3", {}, "Members"), g.members.length ? table([
+        g.group_type === "consumer" ? `consumer, epoch ${num(g.group_epoch)}` :
+          g.group_type === "streams" ? `streams (${g.protocol || "?"}), epoch ${num(g.group_epoch)}, topology epoch ${g.topology_epoch ?? "none"}` : "classic"))),
+    h("section", {}, h("h3", {}, "Members"), g.members.length ? table(g.group_type === "streams" ? [
+      // a streams member runs tasks (subtopology_partition), grouped by the process (Kafka Streams instance) it is in
+      { title: "Member", value: r => r.member_id }, { title: "Process", value: r => r.process_id },
+      { title: "Client", value: r => r.client_id }, { title: "Host", value: r => r.host },
+      { title: "Active tasks", value: r => r.active_tasks.join(", ") }, { title: "Standby tasks", value: r => r.standby_tasks.join(", ") },
+      { title: "Warm-up tasks", value: r => r.warmup_tasks.join(", ") }, { title: "Epoch", num: true, value: r => num(r.member_epoch) },
+      { title: "Topology epoch", num: true, value: r => num(r.topology_epoch) }] : [
       { title: "Member", value: r => r.member_id }, { title: "Client", value: r => r.client_id }, { title: "Host", value: r => r.host },
       { title: "Assignment", value: r => r.assignment.join(", ") },
       ...(g.group_type === "consumer" ? [{ title: "Epoch", num: true, value: r => num(r.member_epoch) }] : [])],
       g.members, "members") : h("p", { class: "muted" }, "No members.")),
+    ...(g.group_type === "streams" ? [h("section", {}, h("h3", {}, "Topology"), table([
+      // what each subtopology reads and the internal topics the broker made for it (a task is a subtopology's partition)
+      { title: "Subtopology", value: r => r.subtopology_id }, { title: "Source topics", value: r => r.source_topics.join(", ") },
+      { title: "Repartition topics", value: r => r.repartition_source_topics.join(", ") },
+      { title: "Changelog topics", value: r => r.changelog_topics.join(", ") }], g.subtopologies, "subtopologies"))] : []),
     h("section", {}, h("h3", {}, "Offsets and lag"), table([
       { title: "Topic", value: r => r.topic }, { title: "Partition", num: true, value: r => r.partition },
       { title: "Committed", num: true, value: r => num(r.committed_offset) }, { title: "End", num: true, value: r => num(r.end_offset) },
       { title: "Lag", num: true, value: r => num(r.lag) }, { title: "Recent lag", value: r => sparkline(r.lag_history || []) },
       { title: "Member", value: r => r.member_id || "" }], g.offsets, "offsets")),
     h("section", {}, h("h3", {}, "Reset offsets"),
+      g.group_type === "streams" ? h("p", { class: "muted", id: "reset-unavailable" }, "The console does not reset a streams group's offsets.") :
       g.state === "Empty" ? reset : h("p", { class: "muted", id: "reset-unavailable" }, `Offsets can be reset only while the group is Empty (it is ${g.state}).`)));
 }
 

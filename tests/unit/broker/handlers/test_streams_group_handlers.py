@@ -139,3 +139,29 @@ async def test_a_streams_group_survives_a_restart(tmp_path: Path) -> None:
         client.close()
     finally:
         await broker.stop()
+
+
+async def test_version_1_names_the_assignor_and_stores_no_topology_description(app: BrokerApp,
+                                                                                client: RawClient) -> None:
+    """Kafka 4.4's v1 (KIP-1331), as Kafka 4.4 answers it without a topology description plugin (measured on
+    Kafka 4.4.0): a heartbeat carries the acceptable recovery lag (10,000) and never asks for a description,
+    a describe names the "sticky" assignor and reports the description NOT_STORED when asked for, and a
+    pushed description is refused UNSUPPORTED_VERSION."""
+    from pybroker.protocol.messages import streams_group_topology_description_update as u
+
+    await _topic(client, "orders", 1)
+    joined = await client.call(join("m1"), 1)
+    assert joined.error_code == 0 and joined.acceptable_recovery_lag == 10_000
+    assert joined.topology_description_required is False
+    refused = await client.call(beat("nobody", 3), 1)
+    assert refused.error_code != 0 and refused.acceptable_recovery_lag == -1
+    for include, status in ((False, 0), (True, 1)):
+        described = (await client.call(StreamsGroupDescribeRequest(
+            group_ids=[GROUP, "nope"], include_authorized_operations=False, include_topology_description=include),
+            1)).groups
+        assert [(g.assignor_name, g.topology_description_status, g.topology_description) for g in described] == \
+            [("sticky", status, None), (None, 0, None)]
+    pushed = await client.call(u.StreamsGroupTopologyDescriptionUpdateRequest(
+        group_id=GROUP, member_id="m1", topology_epoch=0, topology_description=u.TopologyDescription()), 0)
+    assert pushed.error_code == ErrorCode.UNSUPPORTED_VERSION
+    assert pushed.error_message == "The broker has no streams group topology description plugin configured."

@@ -72,6 +72,7 @@ from pybroker.protocol.messages import (
     share_group_heartbeat,
     streams_group_describe,
     streams_group_heartbeat,
+    streams_group_topology_description_update,
     sync_group,
     txn_offset_commit,
     write_txn_markers,
@@ -398,6 +399,11 @@ PROBES = [
     Probe("DeleteShareGroupOffsets", 0, lambda: delete_share_group_offsets.DeleteShareGroupOffsetsRequest(
         group_id=GROUP, topics=[]),
           [(RT.GROUP, GROUP, Op.DELETE)], ErrorCode.GROUP_AUTHORIZATION_FAILED, lambda r: r.error_code),
+    # KIP-1331: refused UNSUPPORTED_VERSION (no description plugin) once READ on the group is granted
+    Probe("StreamsGroupTopologyDescriptionUpdate", 0,
+          lambda: streams_group_topology_description_update.StreamsGroupTopologyDescriptionUpdateRequest(
+              group_id=GROUP, member_id="m", topology_epoch=0),
+          [(RT.GROUP, GROUP, Op.READ)], ErrorCode.GROUP_AUTHORIZATION_FAILED, lambda r: r.error_code),
 ]
 
 def _streams_join() -> Any:

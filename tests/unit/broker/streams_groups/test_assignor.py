@@ -81,3 +81,27 @@ def test_a_new_member_takes_a_share_and_the_others_keep_theirs() -> None:
 def test_no_members_no_targets() -> None:
     assert assign({"0": 3}, {}) == {}
     assert assign({}, {"a": MemberSpec("p")}) == {"a": Target()}
+
+
+@given(groups(), st.data())
+def test_a_departed_members_stateful_task_goes_to_a_standby_of_it_while_one_has_room(group: Group,
+                                                                                      data: st.DataObject) -> None:
+    """What warm-up tasks are for in Kafka's design (a task moves to where its state is) without them, as in
+    Kafka 4.4.0, whose assignor hands out none: when a member leaves, each stateful task it ran goes to a member
+    that held its standby, unless every such member ends with at least as many active tasks as the one that
+    got it (the balance came first). Nothing is ever handed out as a warm-up."""
+    tasks, members, replicas, stateful = group
+    first = assign(tasks, members, max(replicas, 1), stateful)
+    if len(members) < 2:
+        return
+    gone = data.draw(st.sampled_from(sorted(members)))
+    rest = {m: MemberSpec(spec.process_id, first[m].active, first[m].standby)
+            for m, spec in members.items() if m != gone}
+    second = assign(tasks, rest, max(replicas, 1), stateful)
+    count = {m: len(task_set(t.active)) for m, t in second.items()}
+    owner = {t: m for m, target in second.items() for t in task_set(target.active)}
+    for task in task_set(first[gone].active):
+        holders = [m for m in rest if task in task_set(rest[m].standby)]
+        if task[0] in stateful and holders and owner[task] not in holders:
+            assert all(count[h] >= count[owner[task]] for h in holders), (task, owner[task], holders, count)
+    assert all(not t.warmup for t in second.values())
