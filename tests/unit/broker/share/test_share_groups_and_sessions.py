@@ -25,8 +25,18 @@ def test_every_member_gets_every_subscribed_partition_and_its_epoch_moves_only_i
     assert two.assignment == {T1: frozenset({0, 1}), T2: frozenset({0})} and two.member_epoch > one.member_epoch
     again = groups.heartbeat("g", "m1", one.member_epoch, None, None, "c", "/h", 1)  # not fenced by m2's join
     assert again.error is ErrorCode.NONE and again.assignment is None  # unchanged: not sent again
+    # Kafka's rule: the previous epoch is accepted (the answer that moved it may be lost) and answered the
+    # assignment again; an older one, or one ahead, is fenced
+    previous = groups.heartbeat("g", "m1", one.member_epoch, None, None, "c", "/h", 2)
+    assert previous.error is ErrorCode.NONE and previous.member_epoch == again.member_epoch
+    assert previous.assignment == {T1: frozenset({0, 1})}
+    m2 = groups.heartbeat("g", "m2", two.member_epoch, None, ["a"], "c", "/h", 2)  # moves the group epoch
+    moved = groups.heartbeat("g", "m1", again.member_epoch, None, None, "c", "/h", 2)
+    assert moved.member_epoch == m2.member_epoch > again.member_epoch
     stale = groups.heartbeat("g", "m1", one.member_epoch, None, None, "c", "/h", 2)
-    assert stale.error is ErrorCode.FENCED_MEMBER_EPOCH
+    assert stale.error is ErrorCode.FENCED_MEMBER_EPOCH and "smaller" in (stale.message or "")
+    ahead = groups.heartbeat("g", "m1", moved.member_epoch + 1, None, None, "c", "/h", 2)
+    assert ahead.error is ErrorCode.FENCED_MEMBER_EPOCH and "greater" in (ahead.message or "")
     assert groups.heartbeat("g", "zz", 5, None, None, "c", "/h", 2).error is ErrorCode.UNKNOWN_MEMBER_ID
     assert groups.heartbeat("g", "m3", 0, None, None, "c", "/h", 2).error is ErrorCode.INVALID_REQUEST
     left = groups.heartbeat("g", "m2", -1, None, None, "c", "/h", 3)
