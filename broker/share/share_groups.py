@@ -2,13 +2,14 @@
 
 A share group's members do not own partitions: a share-partition is read by every member it is assigned
 to, and records are handed out one by one by the share-partition (`share_partition.py`). So there is no
-revocation and no reconciliation: the assignment is a pure function of the members' subscriptions and
-the topics that exist, and every member is given every partition of every topic it subscribes to (the
-simple assignment the brief asks for, which Kafka's SimpleAssignor also reaches while members are fewer
-than partitions' readers allow). A member's epoch follows the group epoch, which moves whenever the
-membership or a subscribed topic's partitions change, and a member's epoch is brought to the group's in
+revocation and no reconciliation: the target assignment is computed by Kafka's simple assignor
+(`share_assignor.py`: each partition to ceil(members / partitions) members, members' counts within one
+of each other, what a member held kept where balance allows) from the members' subscriptions, the topics
+that exist and the last assignment. A member's epoch follows the group epoch, which moves whenever the
+membership, a subscription or an assignment changes, and a member's epoch is brought to the group's in
 its own heartbeat's answer (never behind its back, so its next heartbeat is not fenced); the answer
-carries the assignment when it differs from the last one the member was sent.
+carries the assignment when it differs from the last one the member was sent. A heartbeat with the
+member's previous epoch is accepted, as Kafka accepts it (the answer that moved it may have been lost).
 
 Group ids are shared with consumer and classic groups: the caller refuses an id that names a group of
 another type (`GROUP_ID_NOT_FOUND`, as Kafka answers).
@@ -23,6 +24,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from pybroker.broker.share import share_assignor
 from pybroker.broker.share.config import ShareConfig
 from pybroker.protocol.errors import ErrorCode
 
@@ -174,22 +176,31 @@ class ShareGroups:
                                 self.config.heartbeat_interval_ms, dict(member.assignment) if changed else None)
 
     def _assign(self, group: ShareGroup) -> None:
-        """Every member gets every partition of its subscribed topics; a change moves the epochs."""
+        """Kafka's simple assignor shares the subscribed partitions among the members (`share_assignor`);
+        a change moves the epochs."""
         changed = False
         digest = hashlib.blake2b(digest_size=8)
         for name in sorted(group.subscribed_topics()):
             found = self.topics(name)
             digest.update(f"{name}\0{found[1] if found is not None else -1}\n".encode())
         metadata_hash = int.from_bytes(digest.digest(), "big", signed=True)
+        subscriptions: dict[str, list[uuid.UUID]] = {}
+        counts: dict[uuid.UUID, int] = {}
         for member in group.members.values():
-            target: Assignment = {}
+            ids = subscriptions[member.member_id] = []
             for name in member.subscribed:
                 found = self.topics(name)
                 if found is not None and found[1] > 0:
-                    parts = target[found[0]] = frozenset(range(found[1]))
+                    ids.append(found[0])
+                    counts[found[0]] = found[1]
+                    parts = frozenset(range(found[1]))
                     known = group.initialized.get(found[0])
                     if known is None or not parts <= known[1]:
                         group.initialized[found[0]] = (name, parts | (known[1] if known else frozenset()))
+        targets = share_assignor.assign(subscriptions, counts,
+                                        {m.member_id: m.assignment for m in group.members.values()})
+        for member in group.members.values():
+            target = targets[member.member_id]
             if target != member.assignment:
                 member.assignment = target
                 changed = True
