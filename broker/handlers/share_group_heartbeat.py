@@ -7,8 +7,8 @@ does it in that order), which releases what it still holds; a member that vanish
 released when its session times out (`group.share.session.timeout.ms`), or, having left, a lock duration
 later (`ShareService.member_departed`). What the heartbeat changed of the membership is written to
 `__consumer_offsets` (Kafka's share group records, `broker/share/share_group_log.py`) and fsynced before
-the answer, which carries the member's epoch and, when it changed, its assignment (every partition of
-every subscribed topic, `broker/share/share_groups.py`). A group id already used by a
+the answer, which carries the member's epoch and, when it changed, its assignment (Kafka's simple
+assignor, `broker/share/share_assignor.py`). A group id already used by a
 classic or consumer group is GROUP_ID_NOT_FOUND, as Kafka answers.
 
 Authorizes READ on the GROUP and DESCRIBE on every subscribed TOPIC

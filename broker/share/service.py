@@ -6,7 +6,9 @@ The handlers (`broker/handlers/share_*.py`) call this: `heartbeat`, `share_parti
 starting where `share.auto.offset.reset` says), `release_member`, and `persist`, which writes the
 share-partitions a request changed and returns once they are fsynced, so that no answer acknowledges a
 state a crash could lose. While `__share_group_state` is being read back, `loading` is true and the
-handlers answer COORDINATOR_LOAD_IN_PROGRESS.
+handlers answer COORDINATOR_LOAD_IN_PROGRESS. The membership lives in `__consumer_offsets`, written through
+the group coordinator's log (`write_group`, fsynced before a heartbeat is answered) and handed back by
+its loading (`install_groups`); while a group's partition loads, `group_loading` is true for it.
 
 Threads: the event loop only (the replay runs in a thread through the runtime).
 """
