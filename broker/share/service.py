@@ -22,12 +22,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pybroker.broker.coordinator.runtime import CoordinatorRuntime, Deadlines, Replay
+from pybroker.broker.groups.group_log import Records, client_error
 from pybroker.broker.loggers.structlog_setup import get_logger
 from pybroker.broker.partitions.coordinator_partitions import CoordinatorPartitions
 from pybroker.broker.share.config import ShareConfig
 from pybroker.broker.share.group_configs import FILE_NAME as GROUP_CONFIGS_FILE
 from pybroker.broker.share.group_configs import SHARE_KEYS, GroupConfigs
-from pybroker.broker.groups.group_log import Records, client_error
 from pybroker.broker.share.share_group_log import (
     ReplayedShareGroup,
     Written,
