@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import uuid
 
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pybroker.broker.share.share_assignor import Assignment, assign, desired_counts
@@ -67,7 +67,7 @@ def _check(subscriptions: dict[str, list[uuid.UUID]], partitions: dict[uuid.UUID
             assert got <= count if not exact else got == count
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(groups())
 def test_every_partition_has_a_member_and_members_are_balanced(group: tuple) -> None:
     subscriptions, partitions, current = group

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import uuid
 
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pybroker.broker.share.config import ShareConfig
@@ -54,7 +54,7 @@ def _shape(group: ShareGroup) -> tuple[object, ...]:
          m.assignment, m.sent) for m in group.members.values()))
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(step, max_size=25))
 def test_replaying_the_records_gives_the_group_back(steps: list[tuple[str, str, object]]) -> None:
     groups = ShareGroups(ShareConfig(session_timeout_ms=1000), TOPICS.get)
