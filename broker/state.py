@@ -81,7 +81,7 @@ class BrokerState:
         self.transactions = TransactionService(TxnParts(config, clock_ms, self.replicas, self.groups,
                                                         self.next_producer_id))
         #: share groups (KIP-932): membership, share sessions, share-partitions, `__share_group_state`
-        self.shares = ShareService(config, clock_ms, self.replicas)
+        self.shares = ShareService(config, clock_ms, self.replicas, self.groups)
         #: the ACL authorizer, or None when `authorizer.class.name` is not set (nothing is checked)
         self.authorizer = Authorizer.from_config(config, self.guard.warnings)
         #: SASL settings of each SASL listener by name (checked now: a mistake stops the start), and the

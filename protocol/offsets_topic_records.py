@@ -6,8 +6,8 @@ offset commits with key version 1 and value version 3 (value version 1 when an e
 kept), group metadata with key version 2 and value version 3. Replay accepts every version Kafka ever
 wrote for these two record kinds. The consumer protocol's records (KIP-848, key versions 3-8) are
 `ConsumerRecord`s, the streams groups' (KIP-1071, key versions 17-23) `StreamsRecord`s
-(`streams_offsets_records`); other kinds (share groups, ...) are skipped, so a log written by a newer broker still
-loads.
+(`streams_offsets_records`), the share groups' (KIP-932, key versions 10-15) `ShareRecord`s
+(`share_offsets_records`); other kinds are skipped, so a log written by a newer broker still loads.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ from pybroker.protocol.messages.coordinator_records import (
     OffsetCommitValue,
 )
 from pybroker.protocol.primitives import DecodeError
+from pybroker.protocol.share_offsets_records import SHARE_RECORD_KINDS, ShareRecord, decode_share_record
 from pybroker.protocol.streams_offsets_records import (
     STREAMS_RECORD_KINDS,
     StreamsRecord,
@@ -99,7 +100,7 @@ def _split(data: bytes) -> tuple[int, bytes]:
 
 
 def decode_record(key: bytes | None, value: bytes | None
-                  ) -> OffsetRecord | GroupRecord | ConsumerRecord | StreamsRecord | None:
+                  ) -> OffsetRecord | GroupRecord | ConsumerRecord | StreamsRecord | ShareRecord | None:
     """One `__consumer_offsets` record; None for kinds we do not keep. Raises `DecodeError` on bad bytes."""
     if key is None:
         raise DecodeError("coordinator record without a key")
@@ -122,6 +123,8 @@ def decode_record(key: bytes | None, value: bytes | None
         return decode_consumer_record(key_version, key, value)
     if key_version in STREAMS_RECORD_KINDS:
         return decode_streams_record(key_version, key, value)
+    if key_version in SHARE_RECORD_KINDS:
+        return decode_share_record(key_version, key, value)
     return None
 
 

@@ -24,6 +24,7 @@ from pybroker.broker.groups.consumer_records import ReplayedConsumerGroup
 from pybroker.broker.groups.group import CommittedOffset
 from pybroker.broker.groups.group_log import NOT_WRITTEN, Done, Producer, Records
 from pybroker.broker.loggers.structlog_setup import get_logger
+from pybroker.broker.share.share_group_log import ReplayedShareGroup
 from pybroker.broker.streams_groups.records import ReplayedStreamsGroup
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.messages.coordinator_records import GroupMetadataValue, OffsetCommitValue
@@ -32,6 +33,7 @@ from pybroker.protocol.primitives import DecodeError
 from pybroker.protocol.records.batch import BatchHeader, RecordsError
 from pybroker.protocol.records.control import read_marker
 from pybroker.protocol.records.record import Record, build_batch, decode_records
+from pybroker.protocol.share_offsets_records import ShareRecord
 from pybroker.protocol.streams_offsets_records import StreamsRecord
 from pybroker.storage.errors import StorageError
 from pybroker.storage.producer_state import INT32_MAX
@@ -60,13 +62,18 @@ class ReplayedPartition:
     consumer: dict[str, ReplayedConsumerGroup] = field(default_factory=dict)
     #: streams groups (KIP-1071): likewise
     streams: dict[str, ReplayedStreamsGroup] = field(default_factory=dict)
+    #: share groups (KIP-932): likewise, handed to the share coordinator (`broker/share/service.py`)
+    share: dict[str, ReplayedShareGroup] = field(default_factory=dict)
     records: int = 0
     skipped: int = 0
     markers: int = 0
 
-    def apply(self, record: OffsetRecord | GroupRecord | ConsumerRecord | StreamsRecord, record_offset: int = -1,
-              producer_id: int | None = None) -> None:
+    def apply(self, record: OffsetRecord | GroupRecord | ConsumerRecord | StreamsRecord | ShareRecord,
+              record_offset: int = -1, producer_id: int | None = None) -> None:
         """One record, in log order; `producer_id` when it sits in a transactional batch."""
+        if isinstance(record, ShareRecord):
+            self.share.setdefault(record.group, ReplayedShareGroup()).apply(record)
+            return
         if isinstance(record, StreamsRecord):
             self.streams.setdefault(record.group, ReplayedStreamsGroup()).apply(record)
             return

@@ -22,6 +22,7 @@ from pybroker.broker.groups.config import GroupConfig
 from pybroker.broker.groups.coordinator import GroupCoordinator
 from pybroker.broker.groups.offsets_topic import OffsetsTopic, ReplayedPartition, replay
 from pybroker.broker.loggers.structlog_setup import get_logger
+from pybroker.broker.share.share_group_log import ReplayedShareGroup
 from pybroker.config.broker_config import validate_topic_overrides
 from pybroker.config.types import ConfigError
 
@@ -108,6 +109,8 @@ class _LoadedGroups:
     def __init__(self, coordinator: GroupCoordinator, clock_ms: Callable[[], int]) -> None:
         self.coordinator = coordinator
         self.clock_ms = clock_ms
+        #: the share coordinator's hand for the share groups a partition held (`ShareService.install_groups`)
+        self.on_share_groups: Callable[[dict[str, ReplayedShareGroup]], None] | None = None
 
     @property
     def loading(self) -> set[int]:
@@ -122,8 +125,10 @@ class _LoadedGroups:
             return 0
         self.coordinator.finish_loading(partition, replayed.groups, replayed.offsets, self.clock_ms(),
                                         replayed.pending, replayed.consumer, replayed.streams)
+        if replayed.share and self.on_share_groups is not None:
+            self.on_share_groups(replayed.share)
         return len(set(replayed.groups) | set(replayed.offsets) | set(replayed.pending) | set(replayed.consumer)
-                   | set(replayed.streams))
+                   | set(replayed.streams) | set(replayed.share))
 
 
 class GroupService:
@@ -137,10 +142,12 @@ class GroupService:
             group_config(self.config, self.offsets_topic.num_partitions), self.offsets_topic,
             partition_exists=partitions.partition_exists,
             topic_metadata=_TopicTable(partitions))
+        #: the runtime's view of the coordinator; the share coordinator sets its `on_share_groups`
+        self.loaded = _LoadedGroups(self.coordinator, self.clock_ms)
         # deadlines (sessions, join and sync phases) on the coordinator's own timer; offset expiry every
         # offsets.retention.check.interval.ms, Kafka's periodic check
         self.runtime = CoordinatorRuntime(
-            "group coordinator", self.offsets_topic, _LoadedGroups(self.coordinator, self.clock_ms),
+            "group coordinator", self.offsets_topic, self.loaded,
             Replay(replay, lambda replayed: replayed.records), clock_ms=self.clock_ms,
             periodic=[Periodic(int(self.config.get("offsets.retention.check.interval.ms")) / 1000,
                                self.coordinator.expire_offsets)],

@@ -65,12 +65,14 @@ def handle_alter_share_group_offsets(ctx: RequestContext, request: AlterShareGro
                 _, high_watermark, _, log_start = target.positions()
                 changed.append(shares.alter_offset(request.group_id, info.topic_id, part.partition_index,
                                                    part.start_offset, log_start, high_watermark))
-    return waiting(_answer(ctx, changed, topics))
+    return waiting(_answer(ctx, request.group_id, changed, topics))
 
 
-async def _answer(ctx: RequestContext, changed: list[ShareKey],
+async def _answer(ctx: RequestContext, group_id: str, changed: list[ShareKey],
                   topics: list[AlterShareGroupOffsetsResponseTopic]) -> AlterShareGroupOffsetsResponse:
     code = await ctx.state.shares.persist(changed)
+    if code is ErrorCode.NONE:  # a group made by the reset is written to __consumer_offsets too
+        code = await ctx.state.shares.write_group(group_id)
     if code is not ErrorCode.NONE:
         for topic in topics:
             for row in topic.partitions:

@@ -52,7 +52,7 @@ def handle_share_group_describe(ctx: RequestContext, request: ShareGroupDescribe
     groups: list[ShareDescribedGroup] = []
     for group_id in request.group_ids:
         group = shares.groups.get(group_id)
-        if shares.loading:
+        if shares.loading or shares.group_loading(group_id):
             groups.append(ShareDescribedGroup(group_id=group_id, error_code=ErrorCode.COORDINATOR_LOAD_IN_PROGRESS))
         elif group is None or other_group_type(ctx, group_id):
             groups.append(ShareDescribedGroup(

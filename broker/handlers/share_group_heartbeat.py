@@ -5,8 +5,10 @@ A member joins (epoch 0, with its own member id and its subscription), heartbeat
 leaves and then sends its last acknowledgements with its share session's final epoch (librdkafka's close
 does it in that order), which releases what it still holds; a member that vanishes without that is
 released when its session times out (`group.share.session.timeout.ms`), or, having left, a lock duration
-later (`ShareService.member_departed`). The answer carries the member's epoch and, when it changed, its assignment (every
-partition of every subscribed topic, `broker/share/share_groups.py`). A group id already used by a
+later (`ShareService.member_departed`). What the heartbeat changed of the membership is written to
+`__consumer_offsets` (Kafka's share group records, `broker/share/share_group_log.py`) and fsynced before
+the answer, which carries the member's epoch and, when it changed, its assignment (Kafka's simple
+assignor, `broker/share/share_assignor.py`). A group id already used by a
 classic or consumer group is GROUP_ID_NOT_FOUND, as Kafka answers.
 
 Authorizes READ on the GROUP and DESCRIBE on every subscribed TOPIC
@@ -18,9 +20,10 @@ from __future__ import annotations
 from typing import Any
 
 from pybroker.broker.context import RequestContext
-from pybroker.broker.dispatch import handler
+from pybroker.broker.dispatch import handler, waiting
 from pybroker.broker.groups.deferred_responses import client_host
 from pybroker.broker.security.authorization_share_groups import share_group_heartbeat_rule
+from pybroker.broker.share.share_groups import HeartbeatOutcome
 from pybroker.protocol.api_keys import ApiKey
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.messages.share_group_heartbeat import (
@@ -40,7 +43,7 @@ def other_group_type(ctx: RequestContext, group_id: str) -> bool:
 @handler(ApiKey.SHARE_GROUP_HEARTBEAT, versions=(1, 1), authorize=share_group_heartbeat_rule)
 def handle_share_group_heartbeat(ctx: RequestContext, request: ShareGroupHeartbeatRequest) -> Any:
     shares = ctx.state.shares
-    if shares.loading:
+    if shares.loading or shares.group_loading(request.group_id):
         return ShareGroupHeartbeatResponse(error_code=ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
                                            member_epoch=request.member_epoch)
     if other_group_type(ctx, request.group_id):
@@ -53,6 +56,21 @@ def handle_share_group_heartbeat(ctx: RequestContext, request: ShareGroupHeartbe
     if outcome.departed is not None:
         shares.member_departed(request.group_id, outcome.departed, ctx.state.clock_ms())
     shares.scheduled()
+    if outcome.error != ErrorCode.NONE:
+        return _response(request, outcome)
+    return waiting(_written(ctx, request, outcome))
+
+
+async def _written(ctx: RequestContext, request: ShareGroupHeartbeatRequest,
+                   outcome: HeartbeatOutcome) -> ShareGroupHeartbeatResponse:
+    """The answer, once what the heartbeat changed is fsynced in `__consumer_offsets`."""
+    code = await ctx.state.shares.write_group(request.group_id)
+    if code is not ErrorCode.NONE:
+        return ShareGroupHeartbeatResponse(error_code=code, member_epoch=request.member_epoch)
+    return _response(request, outcome)
+
+
+def _response(request: ShareGroupHeartbeatRequest, outcome: HeartbeatOutcome) -> ShareGroupHeartbeatResponse:
     assignment = None
     if outcome.assignment is not None:
         assignment = ShareHeartbeatAssignment(topic_partitions=[

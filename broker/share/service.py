@@ -6,7 +6,9 @@ The handlers (`broker/handlers/share_*.py`) call this: `heartbeat`, `share_parti
 starting where `share.auto.offset.reset` says), `release_member`, and `persist`, which writes the
 share-partitions a request changed and returns once they are fsynced, so that no answer acknowledges a
 state a crash could lose. While `__share_group_state` is being read back, `loading` is true and the
-handlers answer COORDINATOR_LOAD_IN_PROGRESS.
+handlers answer COORDINATOR_LOAD_IN_PROGRESS. The membership lives in `__consumer_offsets`, written through
+the group coordinator's log (`write_group`, fsynced before a heartbeat is answered) and handed back by
+its loading (`install_groups`); while a group's partition loads, `group_loading` is true for it.
 
 Threads: the event loop only (the replay runs in a thread through the runtime).
 """
@@ -20,11 +22,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pybroker.broker.coordinator.runtime import CoordinatorRuntime, Deadlines, Replay
+from pybroker.broker.groups.group_log import Records, client_error
 from pybroker.broker.loggers.structlog_setup import get_logger
 from pybroker.broker.partitions.coordinator_partitions import CoordinatorPartitions
 from pybroker.broker.share.config import ShareConfig
 from pybroker.broker.share.group_configs import FILE_NAME as GROUP_CONFIGS_FILE
 from pybroker.broker.share.group_configs import SHARE_KEYS, GroupConfigs
+from pybroker.broker.share.share_group_log import (
+    ReplayedShareGroup,
+    Written,
+    changes,
+    group_tombstones,
+    restore_share_group,
+)
 from pybroker.broker.share.share_groups import ShareGroups
 from pybroker.broker.share.share_partition import SharePartition
 from pybroker.broker.share.share_sessions import ShareSessionCache
@@ -32,6 +42,7 @@ from pybroker.broker.share.share_state_topic import ReplayedShares, ShareKey, Sh
 from pybroker.protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
+    from pybroker.broker.groups.service import GroupService
     from pybroker.broker.partitions.manager import ReplicaManager
     from pybroker.config.broker_config import BrokerConfig
 
@@ -57,7 +68,8 @@ class _LoadedShares:
 
 
 class ShareService:
-    def __init__(self, config: BrokerConfig, clock_ms: Callable[[], int], replicas: ReplicaManager) -> None:
+    def __init__(self, config: BrokerConfig, clock_ms: Callable[[], int], replicas: ReplicaManager,
+                 group_service: GroupService | None = None) -> None:
         self.config = ShareConfig.from_config(config)
         self.clock_ms = clock_ms
         self.replicas = replicas
@@ -77,10 +89,68 @@ class ShareService:
         self._background: set[asyncio.Task[ErrorCode]] = set()
         #: (group, member) that left -> when its share session is dropped if the client never closed it
         self._departed: dict[tuple[str, str], int] = {}
+        #: the group coordinator, whose `__consumer_offsets` holds the share groups' membership (None: kept
+        #: in memory only, for tests of the parts)
+        self.group_service = group_service
+        #: group id -> what `__consumer_offsets` holds of it
+        self._written: dict[str, Written] = {}
+        if group_service is not None:
+            group_service.loaded.on_share_groups = self.install_groups
 
     @property
     def loading(self) -> bool:
         return bool(self._loaded.loading)
+
+    def group_loading(self, group_id: str) -> bool:
+        """Is the `__consumer_offsets` partition of `group_id` (its membership) still being read back?"""
+        if self.group_service is None:
+            return False
+        store = self.group_service.coordinator.store
+        return store.partition_for(group_id) in store.loading
+
+    # -- membership in __consumer_offsets -----------------------------------------------------------
+    def install_groups(self, replayed: dict[str, ReplayedShareGroup]) -> None:
+        """The share groups one `__consumer_offsets` partition held (its loading, on the event loop): each
+        member's session starts again now."""
+        deadline = self.clock_ms() + self.config.session_timeout_ms
+        for group_id, found in replayed.items():
+            if not found.exists:
+                continue
+            group, written = restore_share_group(group_id, found, deadline)
+            self.groups.groups[group_id] = group
+            self._written[group_id] = written
+        self.scheduled()
+
+    async def write_group(self, group_id: str) -> ErrorCode:
+        """Write what changed in `group_id`'s membership since the last write; returns once it is fsynced."""
+        group = self.groups.get(group_id)
+        if group is None:
+            return ErrorCode.NONE
+        records, after = changes(group, self._written.get(group_id, Written()))
+        if not records:
+            return ErrorCode.NONE
+        self._written[group_id] = after
+        code = await self._append(group_id, records)
+        if code is not ErrorCode.NONE:
+            self._written.pop(group_id, None)  # the next write rewrites the whole group
+        return code
+
+    def write_group_later(self, group_id: str) -> None:
+        task = asyncio.get_running_loop().create_task(self.write_group(group_id))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _append(self, group_id: str, records: Records) -> ErrorCode:
+        if self.group_service is None:
+            return ErrorCode.NONE
+        future: asyncio.Future[ErrorCode] = asyncio.get_running_loop().create_future()
+
+        def done(code: ErrorCode) -> None:
+            if not future.done():
+                future.set_result(code)
+
+        self.group_service.coordinator.store.append(group_id, records, self.clock_ms(), done)
+        return client_error(await future)
 
     def _topic(self, name: str) -> tuple[uuid.UUID, int] | None:
         info = self.logs.topics().get(name)
@@ -196,6 +266,11 @@ class ShareService:
         code = self.groups.delete(group_id)
         if code is not ErrorCode.NONE:
             return code
+        written = self._written.pop(group_id, None)
+        if written is not None:
+            code = await self._append(group_id, group_tombstones(group_id, written))
+            if code is not ErrorCode.NONE:
+                return code
         keys = [key for key in self.partitions if key[0] == group_id]
         for key in keys:
             del self.partitions[key]
@@ -225,6 +300,11 @@ class ShareService:
         for key in keys:
             del self.partitions[key]
             self._epochs.pop(key, None)
+        group = self.groups.get(group_id)
+        if group is not None and group.initialized.pop(topic_id, None) is not None:
+            code = await self.write_group(group_id)
+            if code is not ErrorCode.NONE:
+                return code
         return await self.state_topic.tombstone(keys)
 
     # -- the timer ----------------------------------------------------------------------------------
@@ -238,6 +318,7 @@ class ShareService:
         for group_id, member_id in self.groups.expire(now_ms):
             log.info("share group member expired", group=group_id, member=member_id)
             self.member_left(group_id, member_id)
+            self.write_group_later(group_id)
         for (group_id, member_id), due in list(self._departed.items()):
             if due <= now_ms:
                 del self._departed[(group_id, member_id)]

@@ -2,13 +2,14 @@
 
 A share group's members do not own partitions: a share-partition is read by every member it is assigned
 to, and records are handed out one by one by the share-partition (`share_partition.py`). So there is no
-revocation and no reconciliation: the assignment is a pure function of the members' subscriptions and
-the topics that exist, and every member is given every partition of every topic it subscribes to (the
-simple assignment the brief asks for, which Kafka's SimpleAssignor also reaches while members are fewer
-than partitions' readers allow). A member's epoch follows the group epoch, which moves whenever the
-membership or a subscribed topic's partitions change, and a member's epoch is brought to the group's in
+revocation and no reconciliation: the target assignment is computed by Kafka's simple assignor
+(`share_assignor.py`: each partition to ceil(members / partitions) members, members' counts within one
+of each other, what a member held kept where balance allows) from the members' subscriptions, the topics
+that exist and the last assignment. A member's epoch follows the group epoch, which moves whenever the
+membership, a subscription or an assignment changes, and a member's epoch is brought to the group's in
 its own heartbeat's answer (never behind its back, so its next heartbeat is not fenced); the answer
-carries the assignment when it differs from the last one the member was sent.
+carries the assignment when it differs from the last one the member was sent. A heartbeat with the
+member's previous epoch is accepted, as Kafka accepts it (the answer that moved it may have been lost).
 
 Group ids are shared with consumer and classic groups: the caller refuses an id that names a group of
 another type (`GROUP_ID_NOT_FOUND`, as Kafka answers).
@@ -18,10 +19,12 @@ Threads: the event loop only.
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from pybroker.broker.share import share_assignor
 from pybroker.broker.share.config import ShareConfig
 from pybroker.protocol.errors import ErrorCode
 
@@ -47,9 +50,13 @@ class ShareMember:
     rack_id: str | None
     subscribed: tuple[str, ...]
     deadline_ms: int
+    #: the member's target assignment (ShareGroupTargetAssignmentMember records)
     assignment: Assignment = field(default_factory=dict)
-    #: the assignment the member was last answered (None: never)
+    #: the assignment the member was last answered (None: never); with its epochs, the member's current
+    #: assignment (ShareGroupCurrentMemberAssignment records)
     sent: Assignment | None = None
+    #: the epoch before the last move: a heartbeat with it is accepted (Kafka's rule)
+    previous_member_epoch: int = 0
 
 
 @dataclass(slots=True)
@@ -58,6 +65,11 @@ class ShareGroup:
     epoch: int = 0
     assignment_epoch: int = 0
     members: dict[str, ShareMember] = field(default_factory=dict)
+    #: the hash of the subscribed topics' partition counts the assignment was computed from
+    metadata_hash: int = 0
+    #: topic id -> (name, partitions) whose share-partitions the group has been assigned (kept across
+    #: members leaving, as Kafka's initialized topics are; dropped by DeleteShareGroupOffsets)
+    initialized: dict[uuid.UUID, tuple[str, frozenset[int]]] = field(default_factory=dict)
 
     @property
     def state(self) -> str:
@@ -130,10 +142,20 @@ class ShareGroups:
         elif member is None:
             return HeartbeatOutcome(ErrorCode.UNKNOWN_MEMBER_ID,
                                     f"Member {member_id} is not a member of group {group_id}.")
-        elif member_epoch != member.member_epoch:
+        elif member_epoch > member.member_epoch:
             return HeartbeatOutcome(ErrorCode.FENCED_MEMBER_EPOCH,
-                                    f"The share group member has a smaller member epoch ({member_epoch}) than "
-                                    f"the one known by the group coordinator ({member.member_epoch}).")
+                                    f"The share group member has a greater member epoch ({member_epoch}) than "
+                                    f"the one known by the group coordinator ({member.member_epoch}). The member "
+                                    f"must abandon all its partitions and rejoin.")
+        elif member_epoch < member.member_epoch:
+            # Kafka's rule: the previous epoch is accepted (the answer that moved it may have been lost, in a
+            # crash after the records were fsynced, say) and is answered the assignment again
+            if member_epoch != member.previous_member_epoch:
+                return HeartbeatOutcome(ErrorCode.FENCED_MEMBER_EPOCH,
+                                        f"The share group member has a smaller member epoch ({member_epoch}) than "
+                                        f"the one known by the group coordinator ({member.member_epoch}). The "
+                                        f"member must abandon all its partitions and rejoin.")
+            member.sent = None
         assert group is not None
         if subscribed is not None and tuple(dict.fromkeys(subscribed)) != member.subscribed:
             member.subscribed = tuple(dict.fromkeys(subscribed))
@@ -142,7 +164,11 @@ class ShareGroups:
             member.rack_id = rack_id
         member.deadline_ms = now_ms + self.config.session_timeout_ms
         self._assign(group)
-        member.member_epoch = group.epoch  # a member's epoch moves only in its own heartbeat's answer
+        if member.member_epoch != group.epoch:  # a member's epoch moves only in its own heartbeat's answer
+            member.previous_member_epoch = member.member_epoch
+            member.member_epoch = group.epoch
+        if client_id != member.client_id or client_host != member.client_host:
+            member.client_id, member.client_host = client_id, client_host
         changed = member.sent != member.assignment
         if changed:
             member.sent = dict(member.assignment)
@@ -150,17 +176,35 @@ class ShareGroups:
                                 self.config.heartbeat_interval_ms, dict(member.assignment) if changed else None)
 
     def _assign(self, group: ShareGroup) -> None:
-        """Every member gets every partition of its subscribed topics; a change moves the epochs."""
+        """Kafka's simple assignor shares the subscribed partitions among the members (`share_assignor`);
+        a change moves the epochs."""
         changed = False
+        digest = hashlib.blake2b(digest_size=8)
+        for name in sorted(group.subscribed_topics()):
+            found = self.topics(name)
+            digest.update(f"{name}\0{found[1] if found is not None else -1}\n".encode())
+        metadata_hash = int.from_bytes(digest.digest(), "big", signed=True)
+        subscriptions: dict[str, list[uuid.UUID]] = {}
+        counts: dict[uuid.UUID, int] = {}
         for member in group.members.values():
-            target: Assignment = {}
+            ids = subscriptions[member.member_id] = []
             for name in member.subscribed:
                 found = self.topics(name)
                 if found is not None and found[1] > 0:
-                    target[found[0]] = frozenset(range(found[1]))
+                    ids.append(found[0])
+                    counts[found[0]] = found[1]
+                    parts = frozenset(range(found[1]))
+                    known = group.initialized.get(found[0])
+                    if known is None or not parts <= known[1]:
+                        group.initialized[found[0]] = (name, parts | (known[1] if known else frozenset()))
+        targets = share_assignor.assign(subscriptions, counts,
+                                        {m.member_id: m.assignment for m in group.members.values()})
+        for member in group.members.values():
+            target = targets[member.member_id]
             if target != member.assignment:
                 member.assignment = target
                 changed = True
+        group.metadata_hash = metadata_hash  # what moved it (a subscription, a partition count) moved the epoch
         if changed:
             group.epoch += 1
         group.assignment_epoch = group.epoch

@@ -1,5 +1,6 @@
 """Kafka reads pybroker's `__share_group_state`: `kafka-dump-log --share-group-state-decoder` on a stopped
-pybroker's share state segments, after librdkafka's share consumer accepted, released and rejected records.
+pybroker's share state segments, after librdkafka's share consumer accepted, released and rejected records;
+and `--offsets-decoder` reads the share group's membership records in `__consumer_offsets`.
 
 Kafka's own decoder must read every record (a key it cannot parse prints an error), and what it shows must
 be what we wrote: the share-partition's key (group, topic id, partition) and, in the last snapshot, the
@@ -42,6 +43,26 @@ def _consume(bootstrap: str, topic: str, group: str) -> None:
         consumer.close()
 
 
+def _kafka_decodes_our_membership(broker: BrokerProcess, group: str) -> None:
+    """`kafka-dump-log --offsets-decoder` reads the share group's records in `__consumer_offsets` (KIP-932's
+    kinds 10-15): the member's metadata and assignments as we wrote them, then its tombstones (it left)."""
+    segments = sorted((broker.log_dirs[0] / "__consumer_offsets-0").glob("*.log"))
+    done = run("kafka-dump-log", "-", "--files", ",".join(map(str, segments)), "--offsets-decoder", "--print-data-log")
+    assert done.code == 0, done.stderr
+    assert "error" not in done.stdout.lower(), done.stdout
+    records = [(json.loads(k), None if v == "<DELETE>" else json.loads(v))
+               for k, v in re.findall(r"key: (\{.*?\}) payload: (\{.*\}|<DELETE>)$", done.stdout, re.MULTILINE)]
+    kinds = {str(key["type"]) for key, _ in records if key["data"].get("groupId") == group}
+    assert {"10", "11", "12", "13", "14", "15"} <= kinds, done.stdout
+    members = [v["data"] for k, v in records if str(k["type"]) == "10" and v is not None]
+    assert members and members[0]["subscribedTopicNames"] == ["shared"]
+    current = [v["data"] for k, v in records if str(k["type"]) == "14" and v is not None]
+    assert current and current[-1]["memberEpoch"] > 0 and current[-1]["assignedPartitions"][0]["partitions"] == [0]
+    state = [v["data"] for k, v in records if str(k["type"]) == "15" and v is not None]
+    assert state[-1]["initializedTopics"][0]["topicName"] == "shared"
+    assert any(str(k["type"]) == "10" and v is None for k, v in records)  # the member left: its tombstone
+
+
 def test_kafka_decodes_our_share_state(kafka_ready: None, tmp_path: Path) -> None:
     broker = BrokerProcess(tmp_path / "broker", {"share.coordinator.state.topic.num.partitions": "1",
                                                  "offsets.topic.num.partitions": "1"})
@@ -70,5 +91,6 @@ def test_kafka_decodes_our_share_state(kafka_ready: None, tmp_path: Path) -> Non
         key, value = (json.loads(part) for part in payloads[-1])
         assert str(key["type"]) == "0" and key["data"]["groupId"] == group and key["data"]["partition"] == 0
         assert value["data"]["startOffset"] == COUNT  # every record accepted or rejected
+        _kafka_decodes_our_membership(broker, group)
     finally:
         broker.close()

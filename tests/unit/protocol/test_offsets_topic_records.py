@@ -72,4 +72,5 @@ def test_older_versions_are_read_and_unknown_kinds_skipped() -> None:
     v0 = b"\x00\x00" + OffsetCommitValue(offset=7, metadata="", commit_timestamp=1).encode(0)
     record = decode_record(legacy_key, v0)
     assert isinstance(record, OffsetRecord) and record.value is not None and record.value.offset == 7
-    assert decode_record(b"\x00\x0b\x00\x01g", b"\x00\x00") is None  # a kind we do not keep (share groups)
+    assert decode_record(b"\x00\x09\x00\x01g", b"\x00\x00") is None  # a kind Kafka no longer writes
+    assert decode_record(b"\x00\x10\x00\x01g", b"\x00\x00") is None  # a kind we do not keep

@@ -17,16 +17,28 @@ def _groups(**config: int) -> ShareGroups:
     return ShareGroups(ShareConfig(**config), TOPICS.get)
 
 
-def test_every_member_gets_every_subscribed_partition_and_its_epoch_moves_only_in_its_heartbeat() -> None:
+def test_members_share_the_partitions_and_an_epoch_moves_only_in_its_heartbeat() -> None:
     groups = _groups()
     one = groups.heartbeat("g", "m1", 0, None, ["a"], "c", "/h", 0)
     assert one.error is ErrorCode.NONE and one.assignment == {T1: frozenset({0, 1})}
     two = groups.heartbeat("g", "m2", 0, None, ["a", "b"], "c", "/h", 0)
-    assert two.assignment == {T1: frozenset({0, 1}), T2: frozenset({0})} and two.member_epoch > one.member_epoch
+    # Kafka's simple assignor: topic a's two partitions are shared by its two members, one each (m1 keeps
+    # the first it held); b is m2's alone
+    assert two.assignment == {T1: frozenset({1}), T2: frozenset({0})} and two.member_epoch > one.member_epoch
     again = groups.heartbeat("g", "m1", one.member_epoch, None, None, "c", "/h", 1)  # not fenced by m2's join
-    assert again.error is ErrorCode.NONE and again.assignment is None  # unchanged: not sent again
+    assert again.error is ErrorCode.NONE and again.assignment == {T1: frozenset({0})}
+    # Kafka's rule: the previous epoch is accepted (the answer that moved it may be lost) and answered the
+    # assignment again; an older one, or one ahead, is fenced
+    previous = groups.heartbeat("g", "m1", one.member_epoch, None, None, "c", "/h", 2)
+    assert previous.error is ErrorCode.NONE and previous.member_epoch == again.member_epoch
+    assert previous.assignment == {T1: frozenset({0})}
+    m2 = groups.heartbeat("g", "m2", two.member_epoch, None, ["a"], "c", "/h", 2)  # moves the group epoch
+    moved = groups.heartbeat("g", "m1", again.member_epoch, None, None, "c", "/h", 2)
+    assert moved.member_epoch == m2.member_epoch > again.member_epoch
     stale = groups.heartbeat("g", "m1", one.member_epoch, None, None, "c", "/h", 2)
-    assert stale.error is ErrorCode.FENCED_MEMBER_EPOCH
+    assert stale.error is ErrorCode.FENCED_MEMBER_EPOCH and "smaller" in (stale.message or "")
+    ahead = groups.heartbeat("g", "m1", moved.member_epoch + 1, None, None, "c", "/h", 2)
+    assert ahead.error is ErrorCode.FENCED_MEMBER_EPOCH and "greater" in (ahead.message or "")
     assert groups.heartbeat("g", "zz", 5, None, None, "c", "/h", 2).error is ErrorCode.UNKNOWN_MEMBER_ID
     assert groups.heartbeat("g", "m3", 0, None, None, "c", "/h", 2).error is ErrorCode.INVALID_REQUEST
     left = groups.heartbeat("g", "m2", -1, None, None, "c", "/h", 3)
