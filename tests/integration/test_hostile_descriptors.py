@@ -24,6 +24,8 @@ from tests.integration.metrics_broker import MetricsBrokerProcess
 
 LIMIT = 600
 EXTRA = 10
+#: descriptors the broker may hold for a moment beside its connections (files an import reads)
+TRANSIENT = 4
 #: the broker's `EVICT_IDLE_S` (3 s) and a margin
 IDLE_WAIT_S = 3.5
 _SET_LIMIT = ("import os, resource, sys; "
@@ -87,8 +89,9 @@ def test_a_new_client_is_answered_beside_the_budgets_worth_of_idle_connections(
         assert all(_closed_by_peer(sock) for sock in extra)
         assert _metric(proc, "pybroker_connections_refused_total", "open_files") == EXTRA
         descriptors = len(os.listdir(f"/proc/{proc.pid}/fd"))
-        # one descriptor per connection (not two), and the headroom is still there
-        assert budget <= descriptors - baseline < budget + 20, (baseline, descriptors)
+        # one descriptor per connection (not two), and the headroom is still there; the baseline may hold a
+        # descriptor or two the broker had open only for a moment (a file read by an import on its first tick)
+        assert budget - TRANSIENT <= descriptors - baseline < budget + 20, (baseline, descriptors)
         assert descriptors < LIMIT - 200
         time.sleep(IDLE_WAIT_S)
         assert api_versions_ok(proc.host, proc.port, timeout=5.0)  # the longest idle one made way
