@@ -23,8 +23,20 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable
 
+from pybroker.broker.groups.epoch_membership import (
+    MemberRecords,
+    Refused,
+    answer_when_written,
+    check_group,
+    check_optional_ids,
+    fence_expired,
+    next_deadline,
+    remove_member,
+    take_static_slot,
+    update_common,
+)
 from pybroker.broker.groups.group import Group
-from pybroker.broker.groups.group_log import Records, client_error
+from pybroker.broker.groups.group_log import Records
 from pybroker.broker.groups.group_store import GroupStore
 from pybroker.broker.groups.group_timers import GroupTimers
 from pybroker.broker.groups.state_machine import GroupState
@@ -63,15 +75,11 @@ MAX_TASK_OFFSETS = 100_000
 TASK_OFFSET_INTERVAL_MS = 60_000
 
 Respond = Callable[[StreamsHeartbeatOutcome], None]
+#: this protocol's records, for the rules it shares with consumer groups (epoch_membership.py)
+WRITERS = MemberRecords(member=rec.member_record, tombstones=rec.member_tombstones, targets=rec.target_records,
+                        epoch=lambda group_id, data: [rec.epoch_record(group_id, data)])
 #: internal topic name -> (partitions, configs, replication factor): create these (the service's hook)
 CreateTopics = Callable[[dict[str, tuple[int, dict[str, str], int]]], None]
-
-
-class Refused(Exception):
-    def __init__(self, error: ErrorCode, message: str | None = None) -> None:
-        super().__init__(message or error.name)
-        self.error = error
-        self.message = message
 
 
 def _diff(a: Target, b: Target) -> Target:
@@ -111,30 +119,17 @@ class StreamsGroups:
     # -- StreamsGroupHeartbeat ---------------------------------------------------------------------------
     def heartbeat(self, req: StreamsHeartbeat, now: int, respond: Respond) -> None:
         before = self._snapshot(req.group_id)
-        try:
-            records, outcome = self._heartbeat(req, now)
-        except Refused as refused:
+
+        def refused(refusal: Refused) -> StreamsHeartbeatOutcome:
             self._restore(req.group_id, before)  # a refusal changes nothing
-            respond(StreamsHeartbeatOutcome(refused.error, refused.message))
-            return
-        finally:
-            self.timers.schedule_id(req.group_id)
-        if not records:
-            respond(outcome)
-            return
+            return StreamsHeartbeatOutcome(refusal.error, refusal.message)
 
-        def written(code: ErrorCode) -> None:
-            if code is ErrorCode.NONE:
-                respond(outcome)
-            else:  # as Kafka: the group goes back to what its records say
-                self._restore(req.group_id, before)
-                log.warning("streams group change undone: its records were not written", group=req.group_id,
-                            error=code.name)
-                self.timers.schedule_id(req.group_id)
-                respond(StreamsHeartbeatOutcome(client_error(code), member_id=req.member_id,
-                                                member_epoch=req.member_epoch))
+        def failed(code: ErrorCode, _outcome: StreamsHeartbeatOutcome) -> tuple[StreamsHeartbeatOutcome, bool]:
+            self._restore(req.group_id, before)  # as Kafka: the group goes back to what its records say
+            return StreamsHeartbeatOutcome(code, member_id=req.member_id, member_epoch=req.member_epoch), True
 
-        self.store.append(req.group_id, records, now, written)
+        answer_when_written(self.store, self.timers, req.group_id, now, lambda: self._heartbeat(req, now), respond,
+                            refused=refused, failed=failed)
 
     def _snapshot(self, group_id: str) -> tuple[Group | None, str | None, StreamsGroupData | None]:
         """What a heartbeat may change of a group: its protocol and a copy of its streams data (members
@@ -197,20 +192,11 @@ class StreamsGroups:
         def refuse(message: str, error: ErrorCode = ErrorCode.INVALID_REQUEST) -> None:
             raise Refused(error, message)
 
-        if not self.store.config.streams_protocol_enabled:
-            refuse("The streams group protocol is not enabled on this broker "
-                   "(group.coordinator.rebalance.protocols).", ErrorCode.UNSUPPORTED_VERSION)
-        if not req.group_id:
-            refuse("GroupId can't be empty.")
-        availability = self.store.availability(req.group_id)
-        if availability is not ErrorCode.NONE:
-            raise Refused(availability)
+        check_group(self.store, req.group_id, enabled=self.store.config.streams_protocol_enabled,
+                    protocol="streams")
         if not req.member_id:
             refuse("MemberId can't be empty.")
-        if req.instance_id is not None and not req.instance_id:
-            refuse("InstanceId can't be empty.")
-        if req.rack_id is not None and not req.rack_id:
-            refuse("RackId can't be empty.")
+        check_optional_ids(req)
         if len(req.member_id) > MAX_ID_CHARS or len(req.instance_id or "") > MAX_ID_CHARS \
                 or len(req.process_id or "") > MAX_ID_CHARS:
             refuse(f"MemberId, InstanceId and ProcessId are at most {MAX_ID_CHARS} characters.")
@@ -303,34 +289,18 @@ class StreamsGroups:
                         now: int, records: Records) -> StreamsMember:
         """A static member that left with epoch -2 rejoins under a new member id: the old one goes, its target
         (now free) becomes the new one's, and the group does not rebalance (Kafka's static membership)."""
-        del data.members[old.member_id]
-        records += rec.member_tombstones(group.group_id, old.member_id)
         member = StreamsMember(req.member_id, instance_id=req.instance_id, client_id=req.client_id,
                                client_host=req.client_host, process_id=old.process_id,
                                user_endpoint=old.user_endpoint, client_tags=dict(old.client_tags),
                                rack_id=old.rack_id, topology_epoch=old.topology_epoch, last_heartbeat_ms=now)
-        data.members[member.member_id] = member
-        assert req.instance_id is not None
-        data.static_members[req.instance_id] = member.member_id
-        target = data.targets.pop(old.member_id, None)
-        if target is not None:
-            data.targets[member.member_id] = target
-            records += rec.target_records(group.group_id, data, [member.member_id])
-        records.append(rec.member_record(group.group_id, member))
-        log.info("static streams member rejoined", group=group.group_id, instance=req.instance_id,
-                 member=member.member_id, replaced=old.member_id)
-        return member
+        taken: StreamsMember = take_static_slot(group.group_id, data, old, member, records, WRITERS)
+        return taken
 
     @staticmethod
     def _update_member(member: StreamsMember, req: StreamsHeartbeat) -> bool:
         """Take the fields the heartbeat set; whether the assignment may change (the group epoch moves)."""
         changed = False
-        if req.rebalance_timeout_ms > 0:
-            member.rebalance_timeout_ms = req.rebalance_timeout_ms
-        if req.client_id:
-            member.client_id = req.client_id
-        if req.client_host:
-            member.client_host = req.client_host
+        update_common(member, req)
         if req.owned is not None:
             member.owned = req.owned
         if req.task_offsets is not None:
@@ -488,51 +458,29 @@ class StreamsGroups:
 
     def remove_member(self, group: Group, data: StreamsGroupData, member: StreamsMember, reason: str,
                       now: int) -> Records:
-        log.info("streams member removed", group=group.group_id, member=member.member_id, reason=reason,
-                 epoch=data.group_epoch)
-        del data.members[member.member_id]
-        data.targets.pop(member.member_id, None)
-        if member.instance_id is not None and data.static_members.get(member.instance_id) == member.member_id:
-            del data.static_members[member.instance_id]
-        records = rec.member_tombstones(group.group_id, member.member_id)
-        data.group_epoch += 1
-        records.append(rec.epoch_record(group.group_id, data))
-        if data.members:
-            records += self._compute_target(group, data)
-        else:
-            data.targets.clear()
-            data.assignment_epoch = data.group_epoch
+        def when_empty() -> None:
             data.shutdown_requested = False
-            records += rec.target_records(group.group_id, data, [])
-            group.state_timestamp_ms = max(group.state_timestamp_ms, member.last_heartbeat_ms)
-        data.refresh_state()
-        return records
+
+        return remove_member(group, data, member, reason, WRITERS, when_empty=when_empty,
+                             compute_target=lambda: self._compute_target(group, data))
+
+    def _session_ms(self, _member: StreamsMember) -> int:
+        return self.store.config.streams_session_timeout_ms
 
     def tick(self, group: Group, now: int) -> None:
         """Fence members past their session, or past their revocation deadline."""
         data = group.streams
         if data is None:
             return
-        records: Records = []
-        session = self.store.config.streams_session_timeout_ms
-        for member in list(data.members.values()):
-            if now >= member.last_heartbeat_ms + session:
-                records += self.remove_member(group, data, member, "session timed out", now)
-            elif 0 <= member.revocation_deadline_ms <= now:
-                records += self.remove_member(group, data, member, "did not revoke its tasks within its "
-                                              "rebalance timeout", now)
+        records = fence_expired(data, now, self._session_ms,
+                                lambda member, reason: self.remove_member(group, data, member, reason, now),
+                                owns="tasks")
         if records:
             self.store.append(group.group_id, records, now, lambda _code: None)
 
     def deadline(self, group: Group) -> int | None:
         data = group.streams
-        if data is None:
-            return None
-        session = self.store.config.streams_session_timeout_ms
-        deadlines = [m.last_heartbeat_ms + session for m in data.members.values()]
-        deadlines += [m.revocation_deadline_ms for m in data.members.values() if m.revocation_deadline_ms >= 0]
-        return min(deadlines, default=None)
-
+        return None if data is None else next_deadline(data, self._session_ms)
 
 def streams_commit_error(data: StreamsGroupData, member_id: str, member_epoch: int,
                          api_version: int | None = None) -> ErrorCode:
