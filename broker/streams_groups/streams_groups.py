@@ -52,6 +52,7 @@ from pybroker.broker.streams_groups.group import (
     StreamsMember,
     tasks_size,
 )
+from pybroker.broker.streams_groups.group_configs import StreamsGroupConfigs
 from pybroker.broker.streams_groups.outcomes import StreamsHeartbeat, StreamsHeartbeatOutcome
 from pybroker.broker.streams_groups.topology import (
     InvalidTopology,
@@ -115,6 +116,12 @@ class StreamsGroups:
         self.create_topics: CreateTopics = lambda topics: None
         #: internal topics asked for and not yet seen in the topic table (not asked for twice)
         self.creating: set[str] = set()
+        #: each group's own settings (IncrementalAlterConfigs on a GROUP; the broker opens its file at start)
+        self.group_configs = StreamsGroupConfigs(None)
+
+    def setting(self, group_id: str, key: str) -> int:
+        """What `group_id` uses for `key` (group_configs.py): its own value, else the broker's."""
+        return self.group_configs.effective(group_id, key, self.store.config)
 
     # -- StreamsGroupHeartbeat ---------------------------------------------------------------------------
     def heartbeat(self, req: StreamsHeartbeat, now: int, respond: Respond) -> None:
@@ -183,7 +190,7 @@ class StreamsGroups:
             req.owned is not None and req.owned != member.assigned)
         return records, StreamsHeartbeatOutcome(
             ErrorCode.NONE, member_id=member.member_id, member_epoch=member.member_epoch,
-            heartbeat_interval_ms=self.store.config.streams_heartbeat_interval_ms,
+            heartbeat_interval_ms=self.setting(group.group_id, "streams.heartbeat.interval.ms"),
             task_offset_interval_ms=TASK_OFFSET_INTERVAL_MS, statuses=self._statuses(data, member),
             assignment=member.assigned if send else None, endpoint_information_epoch=data.endpoint_epoch,
             endpoints=self._endpoints(data) if req.endpoint_information_epoch != data.endpoint_epoch else None)
@@ -374,7 +381,7 @@ class StreamsGroups:
                  for m in data.members.values()}
         stateful = frozenset(s.subtopology_id for s in data.topology.subtopologies if s.state_changelog_topics) \
             if data.topology is not None else frozenset()
-        targets = assign(tasks, specs, self.store.config.streams_num_standby_replicas, stateful)
+        targets = assign(tasks, specs, self.setting(group.group_id, "streams.num.standby.replicas"), stateful)
         changed = [m for m in data.members if targets.get(m, Target()) != data.targets.get(m)]
         data.targets = {m: targets.get(m, Target()) for m in data.members}
         data.assignment_epoch = data.group_epoch
@@ -464,15 +471,16 @@ class StreamsGroups:
         return remove_member(group, data, member, reason, WRITERS, when_empty=when_empty,
                              compute_target=lambda: self._compute_target(group, data))
 
-    def _session_ms(self, _member: StreamsMember) -> int:
-        return self.store.config.streams_session_timeout_ms
+    def _session(self, group: Group) -> Callable[[StreamsMember], int]:
+        session_ms = self.setting(group.group_id, "streams.session.timeout.ms")
+        return lambda _member: session_ms
 
     def tick(self, group: Group, now: int) -> None:
         """Fence members past their session, or past their revocation deadline."""
         data = group.streams
         if data is None:
             return
-        records = fence_expired(data, now, self._session_ms,
+        records = fence_expired(data, now, self._session(group),
                                 lambda member, reason: self.remove_member(group, data, member, reason, now),
                                 owns="tasks")
         if records:
@@ -480,7 +488,7 @@ class StreamsGroups:
 
     def deadline(self, group: Group) -> int | None:
         data = group.streams
-        return None if data is None else next_deadline(data, self._session_ms)
+        return None if data is None else next_deadline(data, self._session(group))
 
 def streams_commit_error(data: StreamsGroupData, member_id: str, member_epoch: int,
                          api_version: int | None = None) -> ErrorCode:

@@ -11,6 +11,16 @@ from __future__ import annotations
 
 from pybroker.protocol.messages import streams_group_heartbeat as h
 from pybroker.protocol.messages import streams_group_topology_description_update as u
+from pybroker.protocol.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResource
+from pybroker.protocol.messages.incremental_alter_configs import (
+    AlterableConfig as IncrementalConfig,
+)
+from pybroker.protocol.messages.incremental_alter_configs import (
+    AlterConfigsResource as IncrementalResource,
+)
+from pybroker.protocol.messages.incremental_alter_configs import (
+    IncrementalAlterConfigsRequest,
+)
 from pybroker.protocol.messages.streams_group_describe import StreamsGroupDescribeRequest
 from tests.conformance.group_errors import joined
 from tests.conformance.registry import scenario
@@ -85,3 +95,69 @@ async def _description_update(side: Side) -> None:
         group_id=side.name("g"), member_id="member-1", topology_epoch=0, topology_description=description), 0)
     await side.call(u.StreamsGroupTopologyDescriptionUpdateRequest(
         group_id="", member_id="", topology_epoch=-1, topology_description=u.TopologyDescription()), 0)
+
+
+GROUP = 32
+SET, DELETE = 0, 1
+STREAMS_KEYS = ["streams.session.timeout.ms", "streams.heartbeat.interval.ms", "streams.num.standby.replicas",
+                "streams.initial.rebalance.delay.ms"]
+
+
+def _alter(side: Side, *changes: tuple[str, int, str | None]) -> IncrementalAlterConfigsRequest:
+    return IncrementalAlterConfigsRequest(resources=[IncrementalResource(
+        resource_type=GROUP, resource_name=side.name("g"),
+        configs=[IncrementalConfig(key, operation, value) for key, operation, value in changes])],
+        validate_only=False)
+
+
+def _describe_group(side: Side) -> DescribeConfigsRequest:
+    return DescribeConfigsRequest(resources=[DescribeConfigsResource(
+        resource_type=GROUP, resource_name=side.name("g"), configuration_keys=list(STREAMS_KEYS))])
+
+
+@scenario("streams/group-configs", FAMILY, "IncrementalAlterConfigs v1 of a group's streams configs (session "
+          "timeout, heartbeat interval, standby replicas, initial rebalance delay) and DescribeConfigs v4 of them: "
+          "set, described, one deleted")
+async def _group_configs(side: Side) -> None:
+    await side.call(_describe_group(side), 4)
+    await side.call(_alter(side, ("streams.session.timeout.ms", SET, "50000"),
+                           ("streams.heartbeat.interval.ms", SET, "6000"),
+                           ("streams.num.standby.replicas", SET, "1"),
+                           ("streams.initial.rebalance.delay.ms", SET, "0")), 1)
+    await side.call(_describe_group(side), 4)
+    await side.call(_alter(side, ("streams.session.timeout.ms", DELETE, None)), 1)
+    await side.call(_describe_group(side), 4)
+
+
+@scenario("streams/group-configs-refused", FAMILY, "IncrementalAlterConfigs v1 of a group's streams configs Kafka "
+          "refuses: out of the broker's bounds, below the least value, not a number; nothing changes")
+async def _group_configs_refused(side: Side) -> None:
+    for key, value in (("streams.session.timeout.ms", "30000"), ("streams.session.timeout.ms", "0"),
+                       ("streams.heartbeat.interval.ms", "20000"), ("streams.num.standby.replicas", "3"),
+                       ("streams.num.standby.replicas", "-1"), ("streams.initial.rebalance.delay.ms", "soon"),
+                       ("streams.initial.rebalance.delay.ms", "-5")):
+        await side.call(_alter(side, (key, SET, value)), 1)
+    await side.call(_describe_group(side), 4)
+
+
+EPOCHS_KNOWN = "Kafka counts two group epochs at a new group's first join where pybroker counts one"
+
+
+@scenario("streams/group-configs-used", FAMILY, "A streams group's own heartbeat interval, told to a member that "
+          "joins, and its initial rebalance delay of 0: the first join's epochs", known=EPOCHS_KNOWN)
+async def _group_configs_used(side: Side) -> None:
+    await side.call(_alter(side, ("streams.heartbeat.interval.ms", SET, "7000"),
+                           ("streams.initial.rebalance.delay.ms", SET, "0")), 1)
+    await side.call(_join(side), 0)
+
+
+@scenario("streams/first-join-epochs", FAMILY, "A new streams group's first member (no initial rebalance delay for "
+          "the group): the epochs its join and its next heartbeat carry, and the group's epochs described",
+          known=EPOCHS_KNOWN)
+async def _first_join_epochs(side: Side) -> None:
+    await side.call(_alter(side, ("streams.initial.rebalance.delay.ms", SET, "0")), 1)
+    first = await side.call(_join(side), 0)
+    await side.call(StreamsGroupDescribeRequest(group_ids=[side.name("g")], include_authorized_operations=False), 0)
+    await side.call(h.StreamsGroupHeartbeatRequest(group_id=side.name("g"), member_id="member-1",
+                                                   member_epoch=first.member_epoch, endpoint_information_epoch=0), 0)
+    await side.call(StreamsGroupDescribeRequest(group_ids=[side.name("g")], include_authorized_operations=False), 0)
