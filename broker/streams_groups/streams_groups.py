@@ -174,6 +174,7 @@ class StreamsGroups:
                 and req.topology != current:  # refused before anything about the member changes
             raise Refused(ErrorCode.STREAMS_INVALID_TOPOLOGY_EPOCH, "Topology updated but topology epoch "
                           f"not incremented (epoch {current.epoch}).")
+        empty_before = not data.members
         member, is_new = self._member_for(group, data, req, now, records)
         bump = self._update_member(member, req) or is_new
         if bump:
@@ -185,13 +186,13 @@ class StreamsGroups:
         if req.shutdown_application:
             data.shutdown_requested = True
         before = member.assigned
-        self.advance(group, data, member, bump, now, records, force_current=is_new)
+        self.advance(group, data, member, bump, now, records, force_current=is_new, first=empty_before and bump)
         send = req.member_epoch == 0 or member.assigned != before or (
             req.owned is not None and req.owned != member.assigned)
         return records, StreamsHeartbeatOutcome(
             ErrorCode.NONE, member_id=member.member_id, member_epoch=member.member_epoch,
             heartbeat_interval_ms=self.setting(group.group_id, "streams.heartbeat.interval.ms"),
-            task_offset_interval_ms=TASK_OFFSET_INTERVAL_MS, statuses=self._statuses(data, member),
+            task_offset_interval_ms=TASK_OFFSET_INTERVAL_MS, statuses=self._statuses(data, member, now),
             assignment=member.assigned if send else None, endpoint_information_epoch=data.endpoint_epoch,
             endpoints=self._endpoints(data) if req.endpoint_information_epoch != data.endpoint_epoch else None)
 
@@ -360,23 +361,41 @@ class StreamsGroups:
         return False
 
     def advance(self, group: Group, data: StreamsGroupData, member: StreamsMember, bump: bool, now: int,
-                records: Records, *, force_current: bool = False) -> None:
-        """Bump the group epoch if asked, compute a new target if the group epoch is ahead, move the member
-        towards its target; the records of what changed go to `records`."""
+                records: Records, *, force_current: bool = False, first: bool = False) -> None:
+        """Bump the group epoch if asked, compute a new target if the group epoch is ahead (and no initial
+        rebalance delay holds it back), move the member towards its target; the records of what changed go to
+        `records`.
+
+        `first`: the member joined a group that had none, and the epoch moves. Kafka 4.4 then counts a second
+        group epoch (measured against it: tests/conformance/streams_errors.py, "first-join-epochs" and
+        "initial-rebalance-delay"): with the group's `streams.initial.rebalance.delay.ms` above 0, the first
+        epoch's target gives nobody anything, the member is answered at it, and the target of the second waits
+        for the delay (heartbeats carry ASSIGNMENT_DELAYED meanwhile; the first one past the delay computes it,
+        as in Kafka, where nothing moves until a member heartbeats after its timer); with no delay, a new group
+        (epoch 0) goes straight to its second epoch, and a group that had emptied counts one, as usual."""
+        delay = self.setting(group.group_id, "streams.initial.rebalance.delay.ms") if first else 0
         if bump:
-            data.group_epoch += 1
+            new_group = first and delay <= 0 and data.group_epoch == 0
+            data.group_epoch += 2 if new_group else 1
             records.append(rec.epoch_record(group.group_id, data))
-        if data.group_epoch > data.assignment_epoch:
-            records += self._compute_target(group, data)
+        if data.group_epoch > data.assignment_epoch and now >= data.assign_after_ms:
+            records += self._compute_target(group, data, hold=first and delay > 0)
         before = (member.member_epoch, member.state, member.assigned, member.pending_revocation)
         self._reconcile(data, member, now)
         if force_current or (member.member_epoch, member.state, member.assigned, member.pending_revocation) != before:
             records.append(rec.current_record(group.group_id, member))
+        if first and delay > 0:
+            data.group_epoch += 1
+            data.assign_after_ms = now + delay
+            records.append(rec.epoch_record(group.group_id, data))
+            log.info("streams group assignment delayed", group=group.group_id, delay_ms=delay,
+                     epoch=data.group_epoch)
         data.refresh_state()
 
-    def _compute_target(self, group: Group, data: StreamsGroupData) -> Records:
+    def _compute_target(self, group: Group, data: StreamsGroupData, *, hold: bool = False) -> Records:
+        """A new target at the group epoch (`hold`: one that gives nobody a task, before an initial delay)."""
         configured = data.configured
-        tasks = configured.tasks if configured is not None and configured.ready else {}
+        tasks = configured.tasks if configured is not None and configured.ready and not hold else {}
         specs = {m.member_id: MemberSpec(m.process_id or m.member_id, m.assigned.active, m.assigned.standby)
                  for m in data.members.values()}
         stateful = frozenset(s.subtopology_id for s in data.topology.subtopologies if s.state_changelog_topics) \
@@ -416,8 +435,11 @@ class StreamsGroups:
         member.state = MemberState.UNRELEASED_TASKS if blocked else MemberState.STABLE
         member.revocation_deadline_ms = -1
 
-    def _statuses(self, data: StreamsGroupData, member: StreamsMember) -> tuple[Status, ...]:
+    def _statuses(self, data: StreamsGroupData, member: StreamsMember, now: int) -> tuple[Status, ...]:
         statuses = list(data.configured.statuses) if data.configured is not None else []
+        if now < data.assign_after_ms:
+            statuses.insert(0, Status(StatusCode.ASSIGNMENT_DELAYED, "Assignment delayed due to the configured "
+                                      "initial rebalance delay."))
         if data.topology is not None and member.topology_epoch < data.topology.epoch:
             statuses.insert(0, Status(StatusCode.STALE_TOPOLOGY, f"The member's topology epoch "
                                       f"{member.topology_epoch} is behind the group's {data.topology.epoch}."))

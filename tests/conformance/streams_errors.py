@@ -1,10 +1,12 @@
 """Error paths of the streams group protocol (KIP-1071): heartbeats Kafka refuses before any group is
 made (no rebalance timeout, no topology, an unknown group, an empty member id, an invalid epoch) and describes
 of groups that are not streams groups, at v0 and at Kafka 4.4's v1 (KIP-1331: the topology description asked
-for), and StreamsGroupTopologyDescriptionUpdate, which Kafka refuses without a description plugin. A
-successful join is not compared:
-Kafka 4.4 delays a new streams group's first assignment (`group.streams.initial.rebalance.delay.ms`, a
-status pybroker does not send), see docs/streams-groups.md.
+for), and StreamsGroupTopologyDescriptionUpdate, which Kafka refuses without a description plugin. Then a
+group's streams configs (IncrementalAlterConfigs/DescribeConfigs on a GROUP, good and refused values) and the
+epochs of a new group's first join, with and without the initial rebalance delay
+(`streams.initial.rebalance.delay.ms`): Kafka 4.4 counts two group epochs there (docs/streams-groups.md).
+The joins name a source topic that does not exist, so that no answer depends on when Kafka's group
+coordinator sees a new topic.
 """
 
 from __future__ import annotations
@@ -140,11 +142,8 @@ async def _group_configs_refused(side: Side) -> None:
     await side.call(_describe_group(side), 4)
 
 
-EPOCHS_KNOWN = "Kafka counts two group epochs at a new group's first join where pybroker counts one"
-
-
 @scenario("streams/group-configs-used", FAMILY, "A streams group's own heartbeat interval, told to a member that "
-          "joins, and its initial rebalance delay of 0: the first join's epochs", known=EPOCHS_KNOWN)
+          "joins, and its initial rebalance delay of 0: the first join's epochs")
 async def _group_configs_used(side: Side) -> None:
     await side.call(_alter(side, ("streams.heartbeat.interval.ms", SET, "7000"),
                            ("streams.initial.rebalance.delay.ms", SET, "0")), 1)
@@ -152,12 +151,30 @@ async def _group_configs_used(side: Side) -> None:
 
 
 @scenario("streams/first-join-epochs", FAMILY, "A new streams group's first member (no initial rebalance delay for "
-          "the group): the epochs its join and its next heartbeat carry, and the group's epochs described",
-          known=EPOCHS_KNOWN)
+          "the group): the epochs its join and its next heartbeat carry, and the group's epochs described")
 async def _first_join_epochs(side: Side) -> None:
     await side.call(_alter(side, ("streams.initial.rebalance.delay.ms", SET, "0")), 1)
     first = await side.call(_join(side), 0)
-    await side.call(StreamsGroupDescribeRequest(group_ids=[side.name("g")], include_authorized_operations=False), 0)
+    await side.call(_describe_streams(side), 0)
     await side.call(h.StreamsGroupHeartbeatRequest(group_id=side.name("g"), member_id="member-1",
                                                    member_epoch=first.member_epoch, endpoint_information_epoch=0), 0)
-    await side.call(StreamsGroupDescribeRequest(group_ids=[side.name("g")], include_authorized_operations=False), 0)
+    await side.call(_describe_streams(side), 0)
+    # the group empties and a member joins again: one epoch, as for any join
+    await side.call(h.StreamsGroupHeartbeatRequest(group_id=side.name("g"), member_id="member-1", member_epoch=-1,
+                                                   endpoint_information_epoch=0), 0)
+    await side.call(_join(side, member_id="member-2", process_id="process-2"), 0)
+    await side.call(_describe_streams(side), 0)
+
+
+def _describe_streams(side: Side) -> StreamsGroupDescribeRequest:
+    return StreamsGroupDescribeRequest(group_ids=[side.name("g")], include_authorized_operations=False)
+
+
+@scenario("streams/initial-rebalance-delay", FAMILY, "A new streams group with Kafka's default initial rebalance "
+          "delay (3 s): the first join is answered at the first epoch with ASSIGNMENT_DELAYED, the group counts a "
+          "second epoch whose target waits, and a heartbeat within the delay is told so again")
+async def _initial_delay(side: Side) -> None:
+    first = await side.call(_join(side), 0)
+    await side.call(_describe_streams(side), 0)
+    await side.call(h.StreamsGroupHeartbeatRequest(group_id=side.name("g"), member_id="member-1",
+                                                   member_epoch=first.member_epoch, endpoint_information_epoch=0), 0)

@@ -1,5 +1,6 @@
 """A streams group's own settings (group_configs.py): Kafka 4.4's checks and messages, the file they live in,
-what the coordinator uses (the group's heartbeat interval, session timeout and standby count), and the GROUP
+what the coordinator uses (the group's heartbeat interval, session timeout, standby count and initial
+rebalance delay, with Kafka's epoch counting at a first join), and the GROUP
 resource of IncrementalAlterConfigs/DescribeConfigs routing streams keys and share keys to their stores."""
 
 from __future__ import annotations
@@ -11,8 +12,9 @@ import pytest
 from pybroker.broker.app import BrokerApp
 from pybroker.broker.groups.config import GroupConfig
 from pybroker.broker.streams_groups.assignor import Target
+from pybroker.broker.streams_groups.group import StreamsGroupState
 from pybroker.broker.streams_groups.group_configs import DELETE, FILE_NAME, SET, StreamsGroupConfigs
-from pybroker.broker.streams_groups.topology import Subtopology, TopicInfo, Topology
+from pybroker.broker.streams_groups.topology import StatusCode, Subtopology, TopicInfo, Topology
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResource
 from pybroker.protocol.messages.incremental_alter_configs import (
@@ -145,3 +147,29 @@ async def test_the_group_resource_routes_streams_keys_and_share_keys_all_or_none
         assert again.state.groups.coordinator.streams.setting("app", SESSION) == 50000
     finally:
         await again.stop()
+
+
+def test_a_first_join_waits_for_the_initial_rebalance_delay_then_the_next_heartbeat_assigns() -> None:
+    stateless = Topology(0, (Subtopology("0", source_topics=("in",)),))
+    kit = Kit({"in": 2}, streams_initial_rebalance_delay_ms=3000)
+    first = kit.beat("m1", 0, 1000, topology=stateless)
+    # answered at the first of two epochs, with nothing assigned yet and the delay said (Kafka 4.4's answer)
+    assert (first.member_epoch, first.assignment) == (1, Target())
+    assert [(s.code, s.detail) for s in first.statuses] == [
+        (StatusCode.ASSIGNMENT_DELAYED, "Assignment delayed due to the configured initial rebalance delay.")]
+    assert (kit.data().group_epoch, kit.data().assignment_epoch) == (2, 1)
+    assert kit.data().state is StreamsGroupState.ASSIGNING
+    second = kit.beat("m2", 0, 2000, topology=stateless)  # within the delay: no target yet
+    assert second.member_epoch == 1 and second.assignment == Target()
+    assert kit.data().group_epoch == 3 and [s.code for s in second.statuses] == [StatusCode.ASSIGNMENT_DELAYED]
+    after = kit.beat("m1", first.member_epoch, 4000)
+    assert after.member_epoch == 3 and not after.statuses
+    assert sum(len(t.active.get("0", ())) for t in kit.data().targets.values()) == 2
+
+
+def test_a_group_that_emptied_counts_one_epoch_at_its_next_join_without_a_delay() -> None:
+    kit = Kit({"in": 1, "app-rep": 1, "app-store-changelog": 1})
+    assert kit.beat("m1", 0).member_epoch == 2  # a new group: two, as Kafka 4.4 counts them
+    kit.beat("m1", -1, 10)
+    epoch = kit.data().group_epoch
+    assert kit.beat("m2", 0, 20).member_epoch == epoch + 1
