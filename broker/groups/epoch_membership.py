@@ -60,14 +60,21 @@ class EpochGroupData(Protocol):
 
 
 class HeartbeatFields(Protocol):
-    """What every heartbeat of both protocols carries (the `ConsumerHeartbeat` and `StreamsHeartbeat` outcomes)."""
+    """What every heartbeat of both protocols carries (the `ConsumerHeartbeat` and `StreamsHeartbeat` outcomes),
+    read only."""
 
-    group_id: str
-    instance_id: str | None
-    rack_id: str | None
-    rebalance_timeout_ms: int
-    client_id: str
-    client_host: str
+    @property
+    def group_id(self) -> str: ...
+    @property
+    def instance_id(self) -> str | None: ...
+    @property
+    def rack_id(self) -> str | None: ...
+    @property
+    def rebalance_timeout_ms(self) -> int: ...
+    @property
+    def client_id(self) -> str: ...
+    @property
+    def client_host(self) -> str: ...
 
 
 @dataclass(frozen=True, slots=True)
