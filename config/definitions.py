@@ -294,6 +294,10 @@ BROKER_DEFS: tuple[ConfigDef, ...] = (
        "Largest streams.heartbeat.interval.ms a streams group may set for itself.", at_least(1)),
     _b("group.streams.max.standby.replicas", "int", 2,
        "Largest streams.num.standby.replicas a streams group may set for itself.", at_least(0)),
+    _b("group.streams.rack.aware.assignment.tags", "list", [],
+       "Client tag keys every streams-protocol member must carry (a member lacking one is told "
+       "MISSING_CLIENT_TAGS in its heartbeats, v1); standbys are not placed by them, as Kafka 4.4's sticky "
+       "assignor does not."),
     _b("group.streams.initial.rebalance.delay.ms", "int", 3000,
        "How long a new streams group waits for more members before its first task assignment.", at_least(0)),
     # -- the consumer group protocol (KIP-848) -------------------------------------------------------

@@ -43,3 +43,5 @@ class GroupConfig:
     streams_max_standby_replicas: int = 2
     #: how long a new streams group waits for more members before its first assignment
     streams_initial_rebalance_delay_ms: int = 3000
+    #: client tag keys every streams member must carry (group.streams.rack.aware.assignment.tags)
+    streams_rack_aware_assignment_tags: tuple[str, ...] = ()

@@ -8,14 +8,16 @@ DescribeConfigs on resource type GROUP, for the keys below; the share groups' ke
 | `streams.heartbeat.interval.ms` | in `group.streams.min.heartbeat.interval.ms` .. `group.streams.max.heartbeat.interval.ms`, below the session timeout | `group.streams.heartbeat.interval.ms` |
 | `streams.num.standby.replicas` | 0 .. `group.streams.max.standby.replicas` | `group.streams.num.standby.replicas` |
 | `streams.initial.rebalance.delay.ms` | 0 or more | `group.streams.initial.rebalance.delay.ms` |
+| `streams.rack.aware.assignment.tags` | a comma-separated list without duplicates | `group.streams.rack.aware.assignment.tags` |
 
 A change is checked as Kafka 4.4 checks it (`GroupConfig.validate`): the group's overrides after the change
 are parsed (an integer, at least the key's least value), then each is checked against the broker's bounds,
 then the session timeout against the heartbeat interval (each the group's, else the broker's), with
 Kafka's messages; a refusal is INVALID_CONFIG and changes nothing. A value that the broker's bounds later
 exclude is capped to them where it is used, as Kafka caps it. Kafka's other `streams.*` group keys (the
-assignor's interval, name and offload, warm-up replicas, recovery lag, rack-aware tags, the task-offset
-interval) are refused INVALID_CONFIG: this broker does not serve them (docs/skipped-features.md).
+assignor's interval, name and offload, warm-up replicas, recovery lag, the task-offset interval) are refused
+INVALID_CONFIG: this broker does not serve them (docs/skipped-features.md). The rack-aware tags only make a v1
+member lacking one told MISSING_CLIENT_TAGS; standbys are not placed by them, as Kafka 4.4's assignor does not.
 
 The overrides live in one JSON file in the first log dir (`pybroker-streams-group-configs.json`), replaced
 whole and fsynced before the change is answered. Every alter authorizes nothing itself: the handler has
@@ -28,6 +30,7 @@ other JSON stores' writes.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,12 +52,13 @@ PREFIX = "streams."
 @dataclass(frozen=True, slots=True)
 class Key:
     """One key: the `GroupConfig` field of the broker's value, the least value it parses to, and the
-    `GroupConfig` fields of its bounds (None: no bound)."""
+    `GroupConfig` fields of its bounds (None: no bound); `tags`: a list of client tag keys, not a number."""
 
     broker: str
     least: int
     low: str | None
     high: str | None
+    tags: bool = False
 
 
 #: Kafka 4.4's order of the range checks
@@ -65,12 +69,16 @@ KEYS: dict[str, Key] = {
                                       "streams_max_session_timeout_ms"),
     "streams.num.standby.replicas": Key("streams_num_standby_replicas", 0, None, "streams_max_standby_replicas"),
     "streams.initial.rebalance.delay.ms": Key("streams_initial_rebalance_delay_ms", 0, None, None),
+    "streams.rack.aware.assignment.tags": Key("streams_rack_aware_assignment_tags", 0, None, None, tags=True),
 }
+TAGS = "streams.rack.aware.assignment.tags"
+#: the longest tag list a group may keep (characters)
+MAX_TAGS_CHARS = 4096
 #: the order Kafka 4.4's DescribeConfigs lists them in (recorded: tests/conformance/streams_errors.py)
 DESCRIBED = ("streams.initial.rebalance.delay.ms", "streams.heartbeat.interval.ms", "streams.session.timeout.ms",
-             "streams.num.standby.replicas")
-#: DescribeConfigs' config type of each key (Kafka's INT)
-CONFIG_TYPES = dict.fromkeys(KEYS, 3)
+             "streams.num.standby.replicas", TAGS)
+#: DescribeConfigs' config type of each key (Kafka's INT, LIST)
+CONFIG_TYPES = {key: 7 if spec.tags else 3 for key, spec in KEYS.items()}
 SESSION, HEARTBEAT = "streams.session.timeout.ms", "streams.heartbeat.interval.ms"
 
 
@@ -78,7 +86,27 @@ class Invalid(Exception):
     pass
 
 
+def split_tags(text: str) -> tuple[str, ...]:
+    """A LIST config's items, as Kafka splits them (commas, spaces around them dropped; empty: none)."""
+    text = text.strip()
+    return tuple(re.split(r"\s*,\s*", text)) if text else ()
+
+
+def _parse_tags(text: str | None) -> tuple[str, ...]:
+    if text is None or len(text) > MAX_TAGS_CHARS:
+        raise Invalid(f"Invalid value {(text or '')[:64]} for configuration {TAGS}: at most {MAX_TAGS_CHARS} "
+                      "characters")
+    tags = split_tags(text)
+    if len(set(tags)) != len(tags):
+        raise Invalid(f"Invalid value {text} for configuration {TAGS}: Configuration '{TAGS}' values must not be "
+                      "duplicated.")
+    return tags
+
+
 def _parse(key: str, text: str | None) -> int:
+    if KEYS[key].tags:
+        _parse_tags(text)
+        return 0
     try:
         value = int((text or "").strip())
     except ValueError:
@@ -92,7 +120,10 @@ def _parse(key: str, text: str | None) -> int:
 
 def validate(overrides: dict[str, str], config: GroupConfig) -> None:
     """Kafka's checks of a group's overrides after a change (raises `Invalid` with Kafka's message)."""
-    values = {key: _parse(key, text) for key, text in overrides.items()}
+    values = {key: _parse(key, text) for key, text in overrides.items() if not KEYS[key].tags}
+    for key, text in overrides.items():
+        if KEYS[key].tags:
+            _parse_tags(text)
     for key, spec in KEYS.items():
         if key not in values:
             continue
@@ -154,7 +185,8 @@ class StreamsGroupConfigs:
             return ErrorCode.NONE, None
         configs = dict(self.configs)
         if updated:
-            configs[group_id] = {k: str(_parse(k, v)) for k, v in updated.items()}
+            configs[group_id] = {k: ",".join(split_tags(v)) if KEYS[k].tags else str(_parse(k, v))
+                                 for k, v in updated.items()}
         else:
             configs.pop(group_id, None)
         if self.path is not None:
@@ -169,11 +201,22 @@ class StreamsGroupConfigs:
     def described(self, group_id: str, config: GroupConfig) -> list[tuple[str, str, bool]]:
         """(key, value, is_default) of every streams key of `group_id`: its override, else the broker's value."""
         mine = self.configs.get(group_id, {})
-        return [(key, mine.get(key, str(getattr(config, KEYS[key].broker))), key not in mine) for key in DESCRIBED]
+        return [(key, mine.get(key, self._broker_text(key, config)), key not in mine) for key in DESCRIBED]
+
+    @staticmethod
+    def _broker_text(key: str, config: GroupConfig) -> str:
+        value = getattr(config, KEYS[key].broker)
+        return ",".join(value) if KEYS[key].tags else str(value)
+
+    def tags(self, group_id: str, config: GroupConfig) -> tuple[str, ...]:
+        """The client tag keys `group_id`'s members must carry: its own list, else the broker's."""
+        text = self.configs.get(group_id, {}).get(TAGS)
+        return config.streams_rack_aware_assignment_tags if text is None else split_tags(text)
 
     def effective(self, group_id: str, key: str, config: GroupConfig) -> int:
-        """What the group uses: its override capped to the broker's bounds, else the broker's value."""
+        """What the group uses of a number: its override capped to the broker's bounds, else the broker's."""
         spec = KEYS[key]
+        assert not spec.tags
         text = self.configs.get(group_id, {}).get(key)
         if text is None:
             return int(getattr(config, spec.broker))

@@ -192,7 +192,8 @@ class StreamsGroups:
         return records, StreamsHeartbeatOutcome(
             ErrorCode.NONE, member_id=member.member_id, member_epoch=member.member_epoch,
             heartbeat_interval_ms=self.setting(group.group_id, "streams.heartbeat.interval.ms"),
-            task_offset_interval_ms=TASK_OFFSET_INTERVAL_MS, statuses=self._statuses(data, member, now),
+            task_offset_interval_ms=TASK_OFFSET_INTERVAL_MS,
+            statuses=self._statuses(data, member, now) + self._missing_tags(group.group_id, member, req.version),
             assignment=member.assigned if send else None, endpoint_information_epoch=data.endpoint_epoch,
             endpoints=self._endpoints(data) if req.endpoint_information_epoch != data.endpoint_epoch else None)
 
@@ -448,6 +449,19 @@ class StreamsGroups:
                                    "A KafkaStreams instance encountered a fatal error and requested a shutdown "
                                    "for the entire application."))
         return tuple(statuses)
+
+    def _missing_tags(self, group_id: str, member: StreamsMember, version: int) -> tuple[Status, ...]:
+        """MISSING_CLIENT_TAGS (v1) for a member without every tag key of the group's
+        `streams.rack.aware.assignment.tags`, as Kafka 4.4 tells it; it changes nothing else (Kafka's sticky
+        assignor places standbys without the tags)."""
+        if version < 1:
+            return ()
+        missing = [t for t in self.group_configs.tags(group_id, self.store.config) if t not in member.client_tags]
+        if not missing:
+            return ()
+        return (Status(StatusCode.MISSING_CLIENT_TAGS, f"Missing required client tags for rack-aware standby "
+                       f"assignment: [{', '.join(missing)}]. Configure them via 'client.tag.<tagKey>' in your "
+                       "Streams config."),)
 
     def _endpoints(self, data: StreamsGroupData
                    ) -> list[tuple[Endpoint, dict[str, list[int]], dict[str, list[int]]]] | None:

@@ -42,6 +42,7 @@ class StatusCode(IntEnum):
     MISSING_INTERNAL_TOPICS = 3
     SHUTDOWN_APPLICATION = 4
     ASSIGNMENT_DELAYED = 5
+    MISSING_CLIENT_TAGS = 6
 
 
 @dataclass(frozen=True, slots=True)

@@ -178,3 +178,22 @@ async def _initial_delay(side: Side) -> None:
     await side.call(_describe_streams(side), 0)
     await side.call(h.StreamsGroupHeartbeatRequest(group_id=side.name("g"), member_id="member-1",
                                                    member_epoch=first.member_epoch, endpoint_information_epoch=0), 0)
+
+
+@scenario("streams/missing-client-tags", FAMILY, "A group's streams.rack.aware.assignment.tags (set, described, a "
+          "duplicate refused) and members joining three such groups: a v1 member lacking one of the tags is told "
+          "MISSING_CLIENT_TAGS, a v0 member is not, a v1 member with them all is not")
+async def _missing_client_tags(side: Side) -> None:
+    groups = {"g": (1, [h.KeyValue(key="zone", value="a")]), "h": (0, [h.KeyValue(key="zone", value="b")]),
+              "k": (1, [h.KeyValue(key="zone", value="c"), h.KeyValue(key="rack", value="r")])}
+    for suffix in groups:
+        await side.call(IncrementalAlterConfigsRequest(resources=[IncrementalResource(
+            resource_type=GROUP, resource_name=side.name(suffix), configs=[
+                IncrementalConfig("streams.rack.aware.assignment.tags", SET, "zone, rack"),
+                IncrementalConfig("streams.initial.rebalance.delay.ms", SET, "0")])], validate_only=False), 1)
+    await side.call(_alter(side, ("streams.rack.aware.assignment.tags", SET, "zone,zone")), 1)
+    await side.call(DescribeConfigsRequest(resources=[DescribeConfigsResource(
+        resource_type=GROUP, resource_name=side.name("g"),
+        configuration_keys=["streams.rack.aware.assignment.tags"])]), 4)
+    for suffix, (version, tags) in groups.items():
+        await side.call(_join(side, group_id=side.name(suffix), client_tags=tags), version)

@@ -8,6 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from pybroker.broker.app import BrokerApp
 from pybroker.broker.groups.config import GroupConfig
@@ -28,6 +30,7 @@ from tests.unit.broker.streams_groups.test_streams_groups import Kit
 CONFIG = GroupConfig()
 SESSION, HEARTBEAT = "streams.session.timeout.ms", "streams.heartbeat.interval.ms"
 STANDBY, DELAY = "streams.num.standby.replicas", "streams.initial.rebalance.delay.ms"
+TAGS = "streams.rack.aware.assignment.tags"
 
 
 @pytest.mark.parametrize(("key", "value", "message"), [
@@ -62,7 +65,7 @@ def test_the_session_must_outlast_the_heartbeat_with_the_bounds_the_broker_allow
 def test_set_described_deleted_and_kept_in_a_file(tmp_path: Path) -> None:
     configs = StreamsGroupConfigs(tmp_path / FILE_NAME)
     assert configs.described("g", CONFIG) == [(DELAY, "3000", True), (HEARTBEAT, "5000", True),
-                                              (SESSION, "45000", True), (STANDBY, "0", True)]
+                                              (SESSION, "45000", True), (STANDBY, "0", True), (TAGS, "", True)]
     assert configs.alter("g", [(SESSION, SET, " 50000"), (STANDBY, SET, "1")], False, CONFIG) == (ErrorCode.NONE, None)
     assert configs.alter("g", [(DELAY, SET, "0")], True, CONFIG) == (ErrorCode.NONE, None)  # validate only
     reopened = StreamsGroupConfigs(tmp_path / FILE_NAME)
@@ -173,3 +176,44 @@ def test_a_group_that_emptied_counts_one_epoch_at_its_next_join_without_a_delay(
     kit.beat("m1", -1, 10)
     epoch = kit.data().group_epoch
     assert kit.beat("m2", 0, 20).member_epoch == epoch + 1
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.sampled_from([SESSION, HEARTBEAT, STANDBY, DELAY, "streams.x", "share.y", ""]),
+                          st.integers(-1, 4), st.one_of(st.none(), st.text(max_size=12),
+                                                        st.integers(-2**40, 2**40).map(str))), max_size=6),
+       st.text(max_size=8))
+def test_any_change_is_answered_and_only_valid_values_are_kept(changes: list[tuple[str, int, str | None]],
+                                                               group: str) -> None:
+    configs = StreamsGroupConfigs(None)
+    code, message = configs.alter(group, changes, False, CONFIG)
+    assert isinstance(code, ErrorCode) and (code is ErrorCode.NONE) == (message is None)
+    for overrides in configs.configs.values():
+        for key, text in overrides.items():
+            value = configs.effective(group, key, CONFIG)
+            assert str(value) == text  # kept values are in Kafka's bounds, so nothing is capped
+
+
+def test_rack_aware_tags_are_a_list_without_duplicates_kept_as_kafka_writes_it() -> None:
+    configs = StreamsGroupConfigs(None)
+    code, message = configs.alter("g", [(TAGS, SET, "zone, zone")], False, CONFIG)
+    assert code is ErrorCode.INVALID_CONFIG and message is not None and "must not be duplicated" in message
+    assert configs.alter("g", [(TAGS, SET, " zone , rack ")], False, CONFIG) == (ErrorCode.NONE, None)
+    assert configs.described("g", CONFIG)[-1] == (TAGS, "zone,rack", False)
+    assert configs.tags("g", CONFIG) == ("zone", "rack")
+    assert configs.tags("other", GroupConfig(streams_rack_aware_assignment_tags=("az",))) == ("az",)
+    assert configs.alter("g", [(TAGS, SET, "x" * 5000)], False, CONFIG)[0] is ErrorCode.INVALID_CONFIG
+
+
+def test_a_v1_member_without_the_groups_tags_is_told_missing_client_tags_and_a_v0_member_is_not() -> None:
+    kit = Kit({"in": 1, "app-rep": 1, "app-store-changelog": 1}, streams_rack_aware_assignment_tags=("zone", "rack"))
+    lacking = kit.beat("m1", 0, client_tags={"zone": "a"}, version=1)
+    assert [(s.code, s.detail) for s in lacking.statuses][-1] == (
+        StatusCode.MISSING_CLIENT_TAGS, "Missing required client tags for rack-aware standby assignment: [rack]. "
+        "Configure them via 'client.tag.<tagKey>' in your Streams config.")
+    assert StatusCode.MISSING_CLIENT_TAGS not in [s.code for s in kit.beat("m2", 0, client_tags={}).statuses]
+    full = kit.beat("m3", 0, client_tags={"zone": "b", "rack": "r"}, version=1)
+    assert StatusCode.MISSING_CLIENT_TAGS not in [s.code for s in full.statuses]
+    _set(kit, "app", streams_rack_aware_assignment_tags="")  # the group's own (empty) list wins over the broker's
+    assert StatusCode.MISSING_CLIENT_TAGS not in [s.code for s in kit.beat("m1", lacking.member_epoch,
+                                                                            version=1).statuses]
