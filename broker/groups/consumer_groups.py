@@ -44,6 +44,7 @@ from pybroker.broker.groups.epoch_membership import (
     fence_expired,
     next_deadline,
     remove_member,
+    take_empty_classic,
     take_static_slot,
     update_common,
 )
@@ -56,7 +57,6 @@ from pybroker.broker.groups.state_machine import GroupState
 from pybroker.broker.groups.topic_regex import RegexError, compile_topic_regex, matching
 from pybroker.broker.loggers.structlog_setup import get_logger
 from pybroker.protocol.errors import ErrorCode
-from pybroker.protocol.offsets_topic_records import group_metadata_key
 
 if TYPE_CHECKING:
     from pybroker.broker.groups.mixed_groups import MixedGroups
@@ -204,13 +204,8 @@ class ConsumerGroups:
             if group.members or group.pending_members or not group.is_(GroupState.EMPTY):
                 raise Refused(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {req.group_id} is not a consumer "
                                        "group: it has members of the classic protocol that cannot move yet.")
-            # an empty classic group (or one holding only offsets) becomes a consumer group (Kafka's upgrade)
-            group.consumer = ConsumerGroupData()
-            group.protocol_type = "consumer"
-            group.protocol_name = group.leader_id = None
-            group.generation = 0
-            records.append((group_metadata_key(req.group_id), None))
-            log.info("group converted to the consumer protocol", group=req.group_id)
+            group.consumer = ConsumerGroupData()  # Kafka's upgrade of an empty classic group
+            take_empty_classic(group, "consumer", records)
         return group
 
     def _member_for(self, group: Group, data: ConsumerGroupData, req: ConsumerHeartbeat, now: int,

@@ -24,6 +24,7 @@ from pybroker.broker.groups.group_store import GroupStore
 from pybroker.broker.groups.group_timers import GroupTimers
 from pybroker.broker.loggers.structlog_setup import get_logger
 from pybroker.protocol.errors import ErrorCode
+from pybroker.protocol.offsets_topic_records import group_metadata_key
 
 log = get_logger("pybroker.groups")
 
@@ -149,6 +150,17 @@ def update_common(member: EpochMember, req: HeartbeatFields) -> None:
         member.client_id = req.client_id
     if req.client_host:
         member.client_host = req.client_host
+
+
+def take_empty_classic(group: Group, protocol: str, records: Records) -> None:
+    """An empty classic group (none but its offsets, say from an application run with the classic protocol)
+    becomes a group of `protocol` (the caller sets its data): its classic metadata is tombstoned, as Kafka's
+    conversion does."""
+    group.protocol_type = protocol
+    group.protocol_name = group.leader_id = None
+    group.generation = 0
+    records.append((group_metadata_key(group.group_id), None))
+    log.info(f"group converted to the {protocol} protocol", group=group.group_id)
 
 
 # -- static members ----------------------------------------------------------------------------------

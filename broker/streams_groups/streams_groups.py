@@ -32,6 +32,7 @@ from pybroker.broker.groups.epoch_membership import (
     fence_expired,
     next_deadline,
     remove_member,
+    take_empty_classic,
     take_static_slot,
     update_common,
 )
@@ -63,7 +64,6 @@ from pybroker.broker.streams_groups.topology import (
     validate,
 )
 from pybroker.protocol.errors import ErrorCode
-from pybroker.protocol.offsets_topic_records import group_metadata_key
 
 log = get_logger("pybroker.groups")
 
@@ -249,13 +249,8 @@ class StreamsGroups:
                 raise Refused(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {req.group_id} is not a streams group.")
             if req.member_epoch != 0:
                 raise Refused(ErrorCode.GROUP_ID_NOT_FOUND, f"Streams group {req.group_id} not found.")
-            # an empty classic group (its offsets, say, from an application run with the classic protocol)
             group.streams = StreamsGroupData()
-            group.protocol_type = "streams"
-            group.protocol_name = group.leader_id = None
-            group.generation = 0
-            records.append((group_metadata_key(req.group_id), None))
-            log.info("group converted to the streams protocol", group=req.group_id)
+            take_empty_classic(group, "streams", records)
         return group
 
     def _member_for(self, group: Group, data: StreamsGroupData, req: StreamsHeartbeat, now: int,
