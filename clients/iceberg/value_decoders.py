@@ -130,7 +130,7 @@ class RegistrySchemas:
             raise NotDecodable(f"schema id {schema_id} has no table columns: {exc}") from None
         top = named.get(parsed, parsed) if isinstance(parsed, str) else parsed
         is_record = isinstance(top, dict) and top.get("type") in ("record", "error")
-        return ValueDecoder(schema_id, fields, decoder(parsed, fields, is_record))
+        return ValueDecoder(schema_id, fields, decoder(parsed, fields, is_record, named))
 
     def _json(self, schema_id: int) -> ValueDecoder:
         from pybroker.clients.iceberg.avro_columns import Unsupported
