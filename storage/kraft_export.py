@@ -81,7 +81,7 @@ def node_of(dirs: Sequence[Path], node_id: int | None) -> int:
                       "start pybroker on the dirs once first")
 
 
-def _identity(dirs: Sequence[Path]) -> tuple[str, dict[Path, str]]:
+def dir_identity(dirs: Sequence[Path]) -> tuple[str, dict[Path, str]]:
     """The cluster id and each log dir's directory.id, from meta.properties version 1."""
     cluster_id, ids = "", {}
     for directory in dirs:
@@ -140,7 +140,7 @@ def image_values(dirs: Sequence[Path], ids: dict[Path, str], node_id: int, topic
     return values, partitions
 
 
-def _next_producer_id(first_dir: Path) -> int:
+def next_producer_id_mark(first_dir: Path) -> int:
     try:
         return int((first_dir / PRODUCER_ID_FILE).read_text().strip() or 0)
     except FileNotFoundError:
@@ -197,10 +197,10 @@ def export_kraft_snapshot(dirs: Sequence[Path], node_id: int, extra: Sequence[by
     `metadata_dir` (with `controller_id`) puts it in a controller-only node's dir instead of the first log
     dir. The caller holds the log dirs' locks."""
     dirs = list(dirs)
-    cluster_id, ids = _identity(dirs)
+    cluster_id, ids = dir_identity(dirs)
     node_of(dirs, node_id)
     topics = TopicStore(dirs).load()
-    values, partitions = image_values(dirs, ids, node_id, topics, _next_producer_id(dirs[0]))
+    values, partitions = image_values(dirs, ids, node_id, topics, next_producer_id_mark(dirs[0]))
     values += extra
     home = dirs[0]
     if metadata_dir is not None and metadata_dir.resolve() != dirs[0].resolve():

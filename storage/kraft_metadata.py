@@ -71,6 +71,8 @@ class KraftImage:
     problems: list[str] = field(default_factory=list)
     #: records applied, for the log
     records: int = 0
+    #: the `__cluster_metadata-0` dir it was read from
+    source: Path | None = None
 
     def apply(self, name: str, fields: dict[str, Any]) -> None:
         handler = _APPLY.get(name)
@@ -226,6 +228,7 @@ def adopt_kraft_metadata(dirs: list[Path], metadata_dir: Path | None = None) -> 
         metadata_dir = found / METADATA_DIR
     source = metadata_dir.parent
     image = _read_metadata_dir(metadata_dir)
+    image.source = metadata_dir
     for problem in image.problems:
         log.warning("Kafka metadata log: unreadable part skipped", problem=problem)
     topics = image.topics()
