@@ -39,7 +39,6 @@ from pybroker.storage.files import fsync_dir, make_dirs_durably, remove_temp_fil
 from pybroker.storage.flush_window import FlushWindow
 from pybroker.storage.flusher import Flusher
 from pybroker.storage.kraft_export import kafka_ran_since_export
-from pybroker.storage.metadata_log import live_metadata_dir
 from pybroker.storage.kraft_metadata import KraftImage, adopt_kraft_metadata
 from pybroker.storage.log import Log, wall_clock_ms
 from pybroker.storage.log_config import LogConfig
@@ -53,6 +52,7 @@ from pybroker.storage.log_dir import (
 )
 from pybroker.storage.log_dir_failure import LogDirFailureChannel, is_resource_exhaustion
 from pybroker.storage.log_mover import LogDirMover, settle_future_dirs
+from pybroker.storage.metadata_log import live_metadata_dir
 from pybroker.storage.page_cache import UNLIMITED, PageCache
 from pybroker.storage.partition_dirs import PARTITION_DIR, PartitionDirLoader, set_aside
 from pybroker.storage.recovery_stats import RecoveryStats

@@ -207,18 +207,22 @@ def _epoch_of(snapshot_name: str) -> int:
     return int(match["epoch"]) if match else FIRST_EPOCH
 
 
-def _batches(path: Path) -> Iterator[tuple[int, int, int, bool, list[bytes]]]:
-    """(position, next offset, leader epoch, CRC good, record values) of each whole batch of a file."""
+def _batches(path: Path) -> Iterator[tuple[int, int, int, bool, list[bytes] | str]]:
+    """(position after it, next offset, leader epoch, CRC good, record values or why they do not decode) of
+    each whole batch of a file."""
     with path.open("rb") as file:
         if os.fstat(file.fileno()).st_size == 0:
             return
         with mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as mapped, memoryview(mapped) as buf:
             for pos, header in iter_batches(buf):
                 good = crc_ok(buf, pos, header)
-                values: list[bytes] = []
+                values: list[bytes] | str = []
                 if good and not header.is_control:
-                    values = [r.value for r in decode_records(buf, pos, header, MAX_BATCH_BYTES)
-                              if r.value is not None]
+                    try:
+                        values = [r.value for r in decode_records(buf, pos, header, MAX_BATCH_BYTES)
+                                  if r.value is not None]
+                    except RecordsError as exc:
+                        values = str(exc)
                 yield (pos + header.batch_length + 12, header.base_offset + header.last_offset_delta + 1,
                        header.partition_leader_epoch, good, values)
 
@@ -269,21 +273,26 @@ class MetadataLog:
     def _replay(self, path: Path, from_offset: int, *, cut: bool) -> None:
         valid = 0
         size = path.stat().st_size
-        try:
-            for end_pos, next_offset, epoch, good, values in _batches(path):
-                if not good:
-                    self.problems.append(f"{path.name} at byte {valid}: a batch fails its CRC")
-                    break
-                if next_offset > from_offset:
-                    for value in values:
+        for end_pos, next_offset, epoch, good, values in _batches(path):
+            if not good:  # a torn or corrupt tail: what follows cannot be trusted to be a batch
+                self.problems.append(f"{path.name} at byte {valid}: a batch fails its CRC")
+                break
+            if next_offset > from_offset:
+                # a whole batch whose records pybroker cannot read (a record type or version of a newer
+                # Kafka) is skipped, never cut: it is Kafka's to read
+                if isinstance(values, str):
+                    self.problems.append(f"{path.name} at byte {valid}: {values}; the batch is skipped")
+                    values = []
+                for value in values:
+                    try:
                         self.image.apply(value)
-                    self.end_offset = max(self.end_offset, next_offset)
-                    if epoch >= 0:
-                        self.epoch = max(self.epoch, epoch)
-                    self.bytes_since_snapshot += end_pos - valid
-                valid = end_pos
-        except (RecordsError, MetadataRecordError) as exc:
-            self.problems.append(f"{path.name} at byte {valid}: {exc}")
+                    except MetadataRecordError as exc:
+                        self.problems.append(f"{path.name} at byte {valid}: {exc}; the record is skipped")
+                self.end_offset = max(self.end_offset, next_offset)
+                if epoch >= 0:
+                    self.epoch = max(self.epoch, epoch)
+                self.bytes_since_snapshot += end_pos - valid
+            valid = end_pos
         if cut and valid < size:
             log.warning("metadata log: torn tail cut", file=path.name, kept=valid, size=size)
             with path.open("r+b") as file:

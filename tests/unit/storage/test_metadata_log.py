@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pybroker.protocol.kraft_metadata_records import decode_record
-from pybroker.protocol.kraft_snapshot import encode_metadata_record
+from pybroker.protocol.kraft_snapshot import encode_metadata_record, log_batches
 from pybroker.storage.kraft_metadata import TOPIC_RESOURCE, read_kraft_metadata
 from pybroker.storage.metadata_log import METADATA_DIR, MetadataImage, MetadataLog
 
@@ -187,6 +187,27 @@ def test_hostile_bytes_in_a_segment_end_the_replay_cleanly(tmp_path_factory: obj
         segment.write_bytes(data[:cut] + junk)
         again = MetadataLog.open(directory)
         assert os.path.getsize(segment) <= cut + len(junk)
+        again.append(_topic("b", T2), NOW)
+        again.close()
+        assert "b" in read_kraft_metadata(Path(name)).topics()
+
+
+@settings(max_examples=60)
+@given(st.lists(st.binary(max_size=60), min_size=1, max_size=5))
+def test_whole_batches_of_unreadable_records_are_skipped_not_cut(values: list[bytes]) -> None:
+    """Record values pybroker cannot decode (hostile, or a newer Kafka's) in batches whose CRC holds: each is
+    skipped with a problem named, the batch stays in the file, and the log goes on after it."""
+    import tempfile
+    with tempfile.TemporaryDirectory() as name:
+        directory = Path(name) / METADATA_DIR
+        log = MetadataLog.create(directory, [FEATURE], NOW)
+        segment = log._segment
+        log.close()
+        assert segment is not None
+        segment.write_bytes(log_batches(values, log.end_offset, 1, NOW))
+        size = segment.stat().st_size
+        again = MetadataLog.open(directory)
+        assert segment.stat().st_size == size and again.end_offset == 3 + len(values)
         again.append(_topic("b", T2), NOW)
         again.close()
         assert "b" in read_kraft_metadata(Path(name)).topics()
