@@ -8,11 +8,9 @@ client quotas (`client-quotas.json`) as ClientQuotaRecord, and the dynamic broke
 (`pybroker-dynamic-configs.json`: this node's and the cluster-wide default) as ConfigRecord. Secrets are
 never printed or logged; the result names counts only.
 
-This is an export step, not a live store: pybroker's JSON stores stay its store of record (their durability
-rules and power-loss tests are written for them), so the snapshot says what they held when it was written.
-Run it after pybroker stopped and before Kafka starts; an export run again replaces the snapshot. pybroker
-started on the dirs again keeps its own stores if Kafka never ran there, and takes Kafka's metadata back if
-it did (`storage/kraft_export.py`'s mark, `broker/kraft_takeover.py`).
+pybroker's live metadata log (`storage/metadata_log.py`) already holds these records, so a combined Kafka node
+on the same dirs needs no export; the export remains for a controller-only node's own dir (`--metadata-dir`),
+and to replace the log with one fresh snapshot. Run it after pybroker stopped.
 
 Runs in its own process (the CLI), holding every log dir's lock, so no broker can run on the dirs meanwhile.
 """

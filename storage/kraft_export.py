@@ -1,8 +1,9 @@
 """Writing a stopped pybroker's metadata as a KRaft metadata snapshot, so Apache Kafka 4 can take its log dirs over.
 
 Kafka keeps topics, partitions, configs, ACLs, SCRAM users, quotas and producer id blocks in its metadata log
-(`__cluster_metadata-0`); pybroker keeps them in its own stores (`pybroker-topics.json`, `producer-id-block`,
-the broker's JSON stores). `export_kraft_snapshot` writes what those stores hold as one snapshot,
+(`__cluster_metadata-0`); so does pybroker (`storage/metadata_log.py`), with its JSON stores
+(`pybroker-topics.json`, `producer-id-block`, the broker's stores) as a view of it. `image_values` is also the
+live log's image of the stores (`broker/live_metadata.py`). `export_kraft_snapshot` writes what those stores hold as one snapshot,
 `__cluster_metadata-0/<end offset>-<epoch>.checkpoint`, the file a Kafka controller loads at start as the
 newest image before it replays its log (which is empty: there is no log segment, no `quorum-state`, so the
 controller elects itself at the next epoch and goes on from the snapshot's end offset). Kafka 4.4 loads such a

@@ -1,13 +1,12 @@
-"""Reading a stopped Apache Kafka 4 node's KRaft metadata log, to take its log dir over (one way).
+"""Reading a KRaft metadata log: a stopped Apache Kafka 4 node's, to take its dir over, or pybroker's live one at start.
 
 Kafka keeps its topics, partitions and configs in `__cluster_metadata-0`: snapshots
 (`<end offset>-<epoch>.checkpoint`, record batches between a SnapshotHeader and a SnapshotFooter control
 batch) and log segments (`<base offset>.log`). The image is the newest readable snapshot plus every
-record of the log at or after its end offset, applied in order. pybroker reads it once, at its first
-start on such a dir (no `pybroker-topics.json` anywhere yet), and keeps the result in its own topic table;
-from then on the topic table is the store of record. pybroker never writes `__cluster_metadata-0`: the
-dir is left exactly as Kafka left it (so the takeover is one-way: Kafka started on the dir again would
-see the metadata as it was at the takeover, not pybroker's changes since).
+record of the log at or after its end offset, applied in order. pybroker reads it at its first start on a
+dir Kafka left (no `pybroker-topics.json` anywhere yet), and at every start on a dir whose metadata log is live
+(`storage/metadata_log.py`: pybroker's own store of record, which Kafka may have appended to since); the
+result replaces pybroker's topic table, a view of the log.
 
 Records applied: TopicRecord, PartitionRecord, RemoveTopicRecord, ConfigRecord (topic and broker
 resources), ProducerIdsRecord, AccessControlEntryRecord and its removal, UserScramCredentialRecord and its
