@@ -2,7 +2,9 @@
 AlterUserScramCredentials, IncrementalAlterConfigs and DeleteTopics, and the restarted broker serves each change.
 The JSON stores are then put back as they were before the changes (as if the crash had come between the log's
 append and their rewrite): the metadata log alone decides, so nothing answered is lost. One broker process,
-killed twice."""
+killed twice. Then the same changes on the lazy file system of `tests/powerloss/` and a power cut right after
+the last answer (kill -9, then everything not fsynced dropped), the JSON stores removed from what survived: the
+restarted broker serves each change from the metadata log."""
 
 from __future__ import annotations
 
@@ -29,12 +31,14 @@ from confluent_kafka.admin import (
 from pybroker.storage.kraft_metadata import read_kraft_metadata
 from tests.integration.brokers import BrokerProcess
 from tests.integration.clients import ck_admin, close_clients
+from tests.powerloss.mount import LazyMount, fuse_unavailable
 
 pytestmark = [pytest.mark.hang_limit(300)]
 
 SECURITY = {"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
             "super.users": "User:ANONYMOUS"}
 STORES = ("pybroker-topics.json", "pybroker-acls.json", "scram-credentials.json", "pybroker-dynamic-configs.json")
+EXPECTED = ({"kept": 3}, ["User:bob:kept"], ["SCRAM_SHA_256"], "123456")
 ACL = AclBinding(ResourceType.TOPIC, "kept", ResourcePatternType.LITERAL, "User:bob", "*", AclOperation.READ,
                  AclPermissionType.ALLOW)
 
@@ -81,7 +85,7 @@ def test_answered_metadata_changes_survive_kill_9_and_stale_stores(tmp_path: Pat
         close_clients()
         broker.kill9()
         broker.start()
-        expected = ({"kept": 3}, ["User:bob:kept"], ["SCRAM_SHA_256"], "123456")
+        expected = EXPECTED
         assert _served(broker.bootstrap) == expected
         close_clients()
         broker.kill9()
@@ -96,3 +100,26 @@ def test_answered_metadata_changes_survive_kill_9_and_stale_stores(tmp_path: Pat
         broker.close()
     image = read_kraft_metadata(data)
     assert set(image.topics()) >= {"kept"} and "gone" not in image.topics()
+
+
+@pytest.mark.skipif(fuse_unavailable() is not None, reason=fuse_unavailable() or "")
+def test_answered_metadata_changes_survive_a_power_cut(tmp_path: Path) -> None:
+    mount = LazyMount(tmp_path / "backing", tmp_path / "mnt").mount()
+    try:
+        broker = BrokerProcess(tmp_path / "broker", dict(SECURITY), log_dirs=[mount.mountpoint]).start()
+        try:
+            _changes(broker.bootstrap)
+            close_clients()
+            broker.kill9()
+            mount.cut()
+            assert (tmp_path / "backing" / "pybroker-topics.json").exists()
+            for name in STORES:  # what survived of the metadata is the log's alone
+                (tmp_path / "backing" / name).unlink(missing_ok=True)
+            mount.mount()
+            broker.start()
+            assert _served(broker.bootstrap) == EXPECTED
+        finally:
+            close_clients()
+            broker.close()
+    finally:
+        mount.unmount()
