@@ -18,7 +18,9 @@ snapshot. A dir Kafka served is gone on from: its log is appended to at Kafka's 
 
 Group configs and client-metrics subscriptions are not metadata Kafka keeps in these record types here; they
 stay in their own files. Building the image reads every store: a change costs O(metadata), fine for the
-topic and ACL counts a single broker holds.
+topic and ACL counts a single broker holds. The topic part (every topic and partition) is rebuilt only when the
+topic table changed, so the changes saved on the event loop (ACLs, dynamic broker configs, a producer id block)
+rebuild only the small part.
 
 `commit` may be called from any thread (a lock serialises it); `open` and `close` from the startup and
 shutdown code only.
@@ -26,6 +28,7 @@ shutdown code only.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -36,6 +39,7 @@ from pybroker.broker.kraft_export import security_values
 from pybroker.broker.security.acl_store import FILE_NAME as ACL_FILE
 from pybroker.broker.security.quota_store import FILE_NAME as QUOTA_FILE
 from pybroker.broker.security.scram_store import FILE_NAME as SCRAM_FILE
+from pybroker.protocol.kraft_snapshot import encode_metadata_record
 from pybroker.storage.dynamic_config_store import FILE_NAME as DYNAMIC_CONFIG_FILE
 from pybroker.storage.files import unwatch_replacements, watch_replacements
 from pybroker.storage.kraft_export import dir_identity, forget_export, image_values, next_producer_id_mark
@@ -60,13 +64,50 @@ class LiveMetadata:
         self._lock = threading.Lock()
         self._ids: dict[Path, str] = {}
         self._watched = [dirs[0] / name for name in WATCHED]
+        #: the topic part of the stores' image, with the stamp of the topic table copies it was built from
+        self._topics_cache: tuple[tuple[tuple[int, int, int] | None, ...], MetadataImage] | None = None
 
     def _store_values(self) -> list[bytes]:
         """The stores' image as record values (ACL ids are placeholders: the diff gives new ACLs fresh ids)."""
+        return [*self._topic_part().values(), *self._other_part().values()]
+
+    def _stamp(self, paths: list[Path]) -> tuple[tuple[int, int, int] | None, ...]:
+        """What tells a store changed: `atomic_write` replaces a file, so its inode, time and size change."""
+        out: list[tuple[int, int, int] | None] = []
+        for path in paths:
+            try:
+                st = os.stat(path)
+            except FileNotFoundError:
+                out.append(None)
+                continue
+            out.append((st.st_ino, st.st_mtime_ns, st.st_size))
+        return tuple(out)
+
+    def _topic_part(self) -> MetadataImage:
+        """Feature levels, topics, their configs and partitions: rebuilt only when a copy of the topic table
+        changed (a change of an ACL, user, quota, broker config or the producer id mark does not pay for it)."""
+        stamp = self._stamp([d / TOPIC_FILE for d in self.dirs])
+        if self._topics_cache is None or self._topics_cache[0] != stamp:
+            entries = self.log.image.entries if self.log is not None else {}
+            values, _ = image_values(self.dirs, self._ids, self.node_id, TopicStore(self.dirs).load(), 0,
+                                     known=lambda topic_id, partition: ("partition", topic_id, partition) in entries)
+            self._topics_cache = (stamp, MetadataImage.of(values))
+        return self._topics_cache[1]
+
+    def _other_part(self) -> MetadataImage:
+        """The producer id mark, ACLs, SCRAM users, quotas and dynamic broker configs (small: rebuilt each time)."""
         first = self.dirs[0]
-        values, _ = image_values(self.dirs, self._ids, self.node_id, TopicStore(self.dirs).load(),
-                                 next_producer_id_mark(first))
-        return values + [v for kind in security_values(first, self.node_id).values() for v in kind]
+        values = [v for kind in security_values(first, self.node_id).values() for v in kind]
+        mark = next_producer_id_mark(first)
+        if mark:
+            values.append(encode_metadata_record("ProducerIdsRecord", {
+                "broker_id": self.node_id, "broker_epoch": -1, "next_producer_id": mark}))
+        return MetadataImage.of(values)
+
+    def _image(self) -> MetadataImage:
+        image = MetadataImage()
+        image.entries = {**self._topic_part().entries, **self._other_part().entries}
+        return image
 
     def open(self, kafka_log: Path | None) -> None:
         """Go on from the first log dir's live log (or from `kafka_log`, Kafka's log this start adopted, when it
@@ -97,7 +138,7 @@ class LiveMetadata:
         if self.log is None:
             return
         now = self.clock_ms()
-        self.log.append(self.log.image.diff(MetadataImage.of(self._store_values())), now)
+        self.log.append(self.log.image.diff(self._image()), now)
         self.log.maybe_snapshot(now)
 
     def close(self) -> None:

@@ -32,7 +32,8 @@ locks). Files are written atomically and fsynced (`storage/files.py`).
 from __future__ import annotations
 
 import shutil
-from collections.abc import Sequence
+import uuid
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -118,8 +119,13 @@ def _home(dirs: Sequence[Path], ids: dict[Path, str], topic: str, partition: int
 
 
 def image_values(dirs: Sequence[Path], ids: dict[Path, str], node_id: int, topics: dict[str, TopicInfo],
-                 next_producer_id: int) -> tuple[list[bytes], int]:
-    """The record values of the topic part of the image, and how many partitions it names."""
+                 next_producer_id: int,
+                 known: Callable[[uuid.UUID, int], bool] | None = None) -> tuple[list[bytes], int]:
+    """The record values of the topic part of the image, and how many partitions it names.
+
+    A partition for which `known(topic id, partition)` is true (the caller holds its record already) gets the first
+    dir and epoch 0 without a look at the disk: the live log's diff compares only a partition's identity and
+    replicas, and keeps the record it has."""
     values = [encode_metadata_record("FeatureLevelRecord", {"name": name, "feature_level": level})
               for name, level in FEATURE_LEVELS]
     partitions = 0
@@ -129,7 +135,10 @@ def image_values(dirs: Sequence[Path], ids: dict[Path, str], node_id: int, topic
                                                            "name": key, "value": value})
                    for key, value in sorted(topic.configs.items())]
         for partition in range(topic.num_partitions):
-            directory_id, epoch = _home(dirs, ids, topic.name, partition)
+            if known is not None and known(topic.topic_id, partition):
+                directory_id, epoch = ids[dirs[0]], 0
+            else:
+                directory_id, epoch = _home(dirs, ids, topic.name, partition)
             values.append(encode_metadata_record("PartitionRecord", {
                 "partition_id": partition, "topic_id": topic.topic_id, "replicas": [node_id], "isr": [node_id],
                 "removing_replicas": [], "adding_replicas": [], "leader": node_id, "leader_epoch": epoch,
