@@ -1,9 +1,9 @@
 """Every metadata change pybroker makes, appended to its live KRaft metadata log before the change is answered.
 
 The one hook: the stores of metadata (`pybroker-topics.json`, `pybroker-dynamic-configs.json`,
-`producer-id-block`, `pybroker-acls.json`, `scram-credentials.json`, `client-quotas.json`, in the first log
-dir) are all replaced through `storage/files.py`'s `atomic_write`, which calls `LiveMetadata.commit` once a
-watched file is durable, on the saver's thread and before the saver returns (so before CreateTopics,
+`producer-id-block`, `pybroker-acls.json`, `scram-credentials.json`, `client-quotas.json`,
+`pybroker-group-configs.json`, in the first log dir) are all replaced through `storage/files.py`'s
+`atomic_write`, which calls `LiveMetadata.commit` once a watched file is durable, on the saver's thread and before the saver returns (so before CreateTopics,
 DeleteTopics, CreatePartitions, AlterConfigs, CreateAcls, DeleteAcls, AlterUserScramCredentials,
 AlterClientQuotas, an auto-creation or a new producer id block is answered). `commit` builds the image of
 the stores as KRaft records (the export's image: `storage/kraft_export.py`'s `image_values` and
@@ -16,8 +16,8 @@ a live log with `replace`, as a takeover), `open` goes on from the log, or, for 
 (an older pybroker's, or one taken over one way from Kafka before), writes the stores' image as its first
 snapshot. A dir Kafka served is gone on from: its log is appended to at Kafka's last leader epoch.
 
-Group configs and client-metrics subscriptions are not metadata Kafka keeps in these record types here; they
-stay in their own files. Building the image reads every store: a change costs O(metadata), fine for the
+Client-metrics subscriptions are not in the log yet (they stay in their own file); share groups' group configs
+(`pybroker-group-configs.json`) are, as ConfigRecord of resource type GROUP. Building the image reads every store: a change costs O(metadata), fine for the
 topic and ACL counts a single broker holds. The topic part (every topic and partition) is rebuilt only when the
 topic table changed, so the changes saved on the event loop (ACLs, dynamic broker configs, a producer id block)
 rebuild only the small part.
@@ -39,6 +39,7 @@ from pybroker.broker.kraft_export import security_values
 from pybroker.broker.security.acl_store import FILE_NAME as ACL_FILE
 from pybroker.broker.security.quota_store import FILE_NAME as QUOTA_FILE
 from pybroker.broker.security.scram_store import FILE_NAME as SCRAM_FILE
+from pybroker.broker.share.group_configs import FILE_NAME as GROUP_CONFIGS_FILE
 from pybroker.protocol.kraft_snapshot import encode_metadata_record
 from pybroker.storage.dynamic_config_store import FILE_NAME as DYNAMIC_CONFIG_FILE
 from pybroker.storage.files import unwatch_replacements, watch_replacements
@@ -52,7 +53,7 @@ from pybroker.storage.topic_store import TopicStore
 log = structlog.get_logger("pybroker.live_metadata")
 
 #: the stores whose replacement is a metadata change (in the first log dir)
-WATCHED = (TOPIC_FILE, DYNAMIC_CONFIG_FILE, PRODUCER_ID_FILE, ACL_FILE, SCRAM_FILE, QUOTA_FILE)
+WATCHED = (TOPIC_FILE, DYNAMIC_CONFIG_FILE, PRODUCER_ID_FILE, ACL_FILE, SCRAM_FILE, QUOTA_FILE, GROUP_CONFIGS_FILE)
 
 
 class LiveMetadata:
