@@ -269,6 +269,7 @@ class BrokerApp:
         await asyncio.to_thread(self.state.iceberg.stop)  # its last round reads the logs: before they close
         await asyncio.to_thread(self.state.cleaner.shutdown)  # before the logs close under it
         await asyncio.to_thread(self.state.logs.shutdown)
+        self.state.metadata.close()
         validation_processes.shutdown()
         await self.metrics.stop()
         if self.console is not None:

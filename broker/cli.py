@@ -143,8 +143,10 @@ def start(log_dirs: str | None, listeners: str | None, config_file: str | None, 
 @click.option("--controller-id", type=click.IntRange(0),
               help="The node id of the controller that owns --metadata-dir (its meta.properties).")
 def export_kraft(log_dirs: str, node_id: int | None, metadata_dir: Path | None, controller_id: int | None) -> None:
-    """Write a stopped pybroker's topics, configs, ACLs, SCRAM users, quotas and producer ids as a KRaft
-    metadata snapshot, so Apache Kafka 4 can start on its log dirs (docs/migrating.md). Prints counts only."""
+    """Write a stopped pybroker's topics, configs, ACLs, SCRAM users, quotas and producer ids as one KRaft
+    metadata snapshot: into a controller-only Kafka node's dir (--metadata-dir), or in place of the live metadata
+    log of the first log dir, which a combined Kafka node already reads without this step (docs/migrating.md).
+    Prints counts only."""
     from pybroker.broker.kraft_export import export_kraft as run_export
     from pybroker.storage.errors import StorageError
 

@@ -4,15 +4,14 @@
 configs, the producer id mark); here the broker's own stores are added, as the records Kafka keeps them in:
 ACLs (`pybroker-acls.json`) as AccessControlEntryRecord, SCRAM credentials (`scram-credentials.json`) as
 UserScramCredentialRecord (the same salt, stored and server keys and iterations: passwords go on working),
-client quotas (`client-quotas.json`) as ClientQuotaRecord, and the dynamic broker configs
-(`pybroker-dynamic-configs.json`: this node's and the cluster-wide default) as ConfigRecord. Secrets are
+client quotas (`client-quotas.json`) as ClientQuotaRecord, the dynamic broker configs
+(`pybroker-dynamic-configs.json`: this node's and the cluster-wide default) and the share groups' group configs
+(`pybroker-group-configs.json`, resource type GROUP) as ConfigRecord. Secrets are
 never printed or logged; the result names counts only.
 
-This is an export step, not a live store: pybroker's JSON stores stay its store of record (their durability
-rules and power-loss tests are written for them), so the snapshot says what they held when it was written.
-Run it after pybroker stopped and before Kafka starts; an export run again replaces the snapshot. pybroker
-started on the dirs again keeps its own stores if Kafka never ran there, and takes Kafka's metadata back if
-it did (`storage/kraft_export.py`'s mark, `broker/kraft_takeover.py`).
+pybroker's live metadata log (`storage/metadata_log.py`) already holds these records, so a combined Kafka node
+on the same dirs needs no export; the export remains for a controller-only node's own dir (`--metadata-dir`),
+and to replace the log with one fresh snapshot. Run it after pybroker stopped.
 
 Runs in its own process (the CLI), holding every log dir's lock, so no broker can run on the dirs meanwhile.
 """
@@ -29,11 +28,15 @@ from pybroker.broker.security.quota_store import FILE_NAME as QUOTA_FILE
 from pybroker.broker.security.quota_store import load as load_quotas
 from pybroker.broker.security.scram_store import FILE_NAME as SCRAM_FILE
 from pybroker.broker.security.scram_store import ScramStore
+from pybroker.broker.share.group_configs import FILE_NAME as GROUP_CONFIGS_FILE
+from pybroker.broker.share.group_configs import GroupConfigs
+from pybroker.broker.streams_groups.group_configs import FILE_NAME as STREAMS_GROUP_CONFIGS_FILE
+from pybroker.broker.streams_groups.group_configs import StreamsGroupConfigs
 from pybroker.protocol.kraft_snapshot import encode_metadata_record
 from pybroker.protocol.scram_mechanisms import MECHANISMS
 from pybroker.storage.dynamic_config_store import DynamicConfigStore
 from pybroker.storage.kraft_export import ExportError, ExportResult, export_kraft_snapshot, node_of
-from pybroker.storage.kraft_metadata import BROKER_RESOURCE
+from pybroker.storage.kraft_metadata import BROKER_RESOURCE, GROUP_RESOURCE
 from pybroker.storage.log_dir import lock_dir, unlock_dir
 from pybroker.storage.topic_store import TopicStore
 
@@ -65,7 +68,17 @@ def security_values(first_dir: Path, node_id: int) -> dict[str, list[bytes]]:
     configs = [encode_metadata_record("ConfigRecord", {"resource_type": BROKER_RESOURCE, "resource_name": name,
                                                        "name": key, "value": value})
                for name, layer in (("", default), (str(node_id), node)) for key, value in sorted(layer.items())]
-    return {"acls": acls, "scram_credentials": scram, "client_quotas": quotas, "broker_configs": configs}
+    # Kafka keeps a group's share.* and streams.* keys as one resource; pybroker in two stores
+    group_layers: dict[str, dict[str, str]] = {}
+    for store in (GroupConfigs(first_dir / GROUP_CONFIGS_FILE).configs,
+                  StreamsGroupConfigs(first_dir / STREAMS_GROUP_CONFIGS_FILE).configs):
+        for group, layer in store.items():
+            group_layers.setdefault(group, {}).update(layer)
+    groups = [encode_metadata_record("ConfigRecord", {"resource_type": GROUP_RESOURCE, "resource_name": group,
+                                                      "name": key, "value": value})
+              for group, layer in sorted(group_layers.items()) for key, value in sorted(layer.items())]
+    return {"acls": acls, "scram_credentials": scram, "client_quotas": quotas, "broker_configs": configs,
+            "group_configs": groups}
 
 
 def export_kraft(log_dirs: Sequence[Path], node_id: int | None, metadata_dir: Path | None = None,

@@ -14,6 +14,7 @@ Runs on the startup thread, before the authorizer loads and before any listener 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -35,10 +36,17 @@ from pybroker.broker.security.quota_store import save as save_quotas
 from pybroker.broker.security.scram import ScramCredential
 from pybroker.broker.security.scram_store import FILE_NAME as SCRAM_FILE
 from pybroker.broker.security.scram_store import ScramStore
+from pybroker.broker.share.group_configs import FILE_NAME as GROUP_CONFIGS_FILE
+from pybroker.broker.share.group_configs import FORMAT_VERSION as GROUP_CONFIGS_VERSION
+from pybroker.broker.share.group_configs import SHARE_KEYS
+from pybroker.broker.streams_groups.group_configs import FILE_NAME as STREAMS_GROUP_CONFIGS_FILE
+from pybroker.broker.streams_groups.group_configs import FORMAT_VERSION as STREAMS_GROUP_CONFIGS_VERSION
+from pybroker.broker.streams_groups.group_configs import KEYS as STREAMS_KEYS
 from pybroker.config.broker_config import validate_dynamic_broker
 from pybroker.config.types import ConfigError
 from pybroker.protocol.scram_mechanisms import BY_TYPE
-from pybroker.storage.kraft_metadata import KraftImage
+from pybroker.storage.files import atomic_write
+from pybroker.storage.kraft_metadata import GROUP_RESOURCE, KraftImage
 
 log = structlog.get_logger("pybroker.kraft_takeover")
 
@@ -133,11 +141,30 @@ def adopt_broker_configs(image: KraftImage, configs: DynamicBrokerConfigs, node_
     return taken
 
 
+def adopt_group_configs(image: KraftImage, log_dir: Path, replace: bool = False) -> int:
+    """Kafka's group configs (ConfigRecord of resource type GROUP) of the keys pybroker serves, into the share
+    and the streams group config stores, each unless pybroker already has that file (`replace`: in its place);
+    how many groups were stored."""
+    stored: set[str] = set()
+    for file_name, version, keys in ((GROUP_CONFIGS_FILE, GROUP_CONFIGS_VERSION, SHARE_KEYS),
+                                     (STREAMS_GROUP_CONFIGS_FILE, STREAMS_GROUP_CONFIGS_VERSION, STREAMS_KEYS)):
+        path = log_dir / file_name
+        found = {name: {k: v for k, v in configs.items() if k in keys}
+                 for (kind, name), configs in image.configs.items() if kind == GROUP_RESOURCE}
+        groups = {name: configs for name, configs in found.items() if configs}
+        if not replace and (not groups or path.exists()):
+            continue
+        atomic_write(path, json.dumps({"version": version, "groups": groups}, sort_keys=True).encode())
+        stored.update(groups)
+    return len(stored)
+
+
 def adopt_kafka_settings(image: KraftImage, log_dir: Path, configs: DynamicBrokerConfigs, node_id: int, *,
                          replace: bool = False) -> None:
     """Every store, then one log line with the counts and config keys (never credentials or values)."""
     acls, users = adopt_acls(image, log_dir, replace), adopt_scram(image, log_dir, replace)
     quotas = adopt_quotas(image, log_dir, replace)
+    groups = adopt_group_configs(image, log_dir, replace)
     keys = adopt_broker_configs(image, configs, node_id, replace)
     log.info("took over Apache Kafka's ACLs, SCRAM credentials, client quotas and dynamic broker configs", acls=acls,
-             scram_credentials=users, client_quotas=quotas, broker_configs=keys)
+             scram_credentials=users, client_quotas=quotas, group_configs=groups, broker_configs=keys)

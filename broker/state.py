@@ -16,6 +16,7 @@ from pybroker.broker.dynamic_configs import DynamicBrokerConfigs
 from pybroker.broker.groups.service import GroupService
 from pybroker.broker.iceberg_tables import IcebergTables
 from pybroker.broker.kraft_takeover import adopt_kafka_settings
+from pybroker.broker.live_metadata import LiveMetadata
 from pybroker.broker.log_cleaner import build_cleaner, cleaner_settings, follow_dynamic_configs
 from pybroker.broker.metrics.traffic import TopicTraffic
 from pybroker.broker.partitions.coordinator_partitions import CoordinatorPartitions
@@ -96,6 +97,8 @@ class BrokerState:
         self.quotas = ClientQuotas.from_config(config, None)
         #: client telemetry (KIP-714): subscriptions (read at startup, from the first log dir) and instances
         self.client_metrics = ClientMetrics(Subscriptions(None), int(config.get("telemetry.max.bytes")))
+        #: the live KRaft metadata log, appended to whenever a store of metadata changes
+        self.metadata = LiveMetadata([Path(d) for d in config.log_dirs], self.node_id, clock_ms)
 
     def startup(self) -> list[Any]:
         self.dynamic_configs.load()  # before the logs open, so they start with the altered settings
@@ -121,6 +124,9 @@ class BrokerState:
         self.shares.open(Path(self.config.log_dirs[0]))
         self.groups.coordinator.streams.group_configs = StreamsGroupConfigs(
             Path(self.config.log_dirs[0]) / STREAMS_GROUP_CONFIGS_FILE)
+        # last, once every store holds what the log (or an adopted Kafka log) says: from now on every change
+        # of a store is appended to the metadata log before it is answered
+        self.metadata.open(None if self.logs.kraft_image is None else self.logs.kraft_image.source)
         return list(stats)
 
     def _follow_move_throttle(self, keys: set[str]) -> None:

@@ -41,6 +41,7 @@ RECORD_TYPES: dict[int, tuple[str, list[tuple[str, str]]]] = {
     9: ("RemoveTopicRecord", [("topic_id", "uuid")]),
     11: ("UserScramCredentialRecord", [("name", "string"), ("mechanism", "int8"), ("salt", "bytes"),
                                        ("stored_key", "bytes"), ("server_key", "bytes"), ("iterations", "int32")]),
+    12: ("FeatureLevelRecord", [("name", "string"), ("feature_level", "int16")]),
     14: ("ClientQuotaRecord", [("entity", "entities"), ("key", "string"), ("value", "float64"), ("remove", "bool")]),
     15: ("ProducerIdsRecord", [("broker_id", "int32"), ("broker_epoch", "int64"), ("next_producer_id", "int64")]),
     18: ("AccessControlEntryRecord", [("id", "uuid"), ("resource_type", "int8"), ("resource_name", "string"),

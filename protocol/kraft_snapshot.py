@@ -6,6 +6,9 @@ controller replays them as its own (`pybroker export-kraft`, `broker/kraft_expor
 `frame version 1, record type, record version` (unsigned varints), the fields, and an empty tagged-field
 section; every type here is flexible (compact strings and arrays, length + 1).
 
+The live metadata log (`storage/metadata_log.py`) is written with `log_batches`: data batches of record
+values at the log's next offsets, stamped with the leader epoch, as the controller appends them.
+
 A snapshot is a run of record batches: a control batch holding one SnapshotHeader record (control type 3)
 at offset 0, data batches holding the records from offset 1 with null keys, and a control batch holding
 one SnapshotFooter record (control type 4) last, every batch stamped with the snapshot's epoch as its
@@ -23,7 +26,7 @@ from typing import Any
 
 from pybroker.protocol.records.record import Record, build_batch
 
-__all__ = ["LAYOUTS", "RECORD_TYPE_IDS", "encode_metadata_record", "snapshot_bytes"]
+__all__ = ["LAYOUTS", "RECORD_TYPE_IDS", "encode_metadata_record", "log_batches", "snapshot_bytes"]
 
 #: record name -> (type id, version written, [(field, kind)]): every non-tagged field, in Kafka's order. Kinds:
 #: int8/int16/int32/int64, float64, bool, uuid, string, nstring, bytes, int32s, uuids, strings (compact
@@ -47,6 +50,9 @@ LAYOUTS: dict[str, tuple[int, int, list[tuple[str, str]]]] = {
                                   ("remove", "bool")]),
     "ProducerIdsRecord": (15, 0, [("broker_id", "int32"), ("broker_epoch", "int64"),
                                   ("next_producer_id", "int64")]),
+    "RemoveTopicRecord": (9, 0, [("topic_id", "uuid")]),
+    "RemoveAccessControlEntryRecord": (19, 0, [("id", "uuid")]),
+    "RemoveUserScramCredentialRecord": (22, 0, [("name", "string"), ("mechanism", "int8")]),
     "AccessControlEntryRecord": (18, 0, [("id", "uuid"), ("resource_type", "int8"), ("resource_name", "string"),
                                          ("pattern_type", "int8"), ("principal", "string"), ("host", "string"),
                                          ("operation", "int8"), ("permission_type", "int8")]),
@@ -135,3 +141,15 @@ def snapshot_bytes(values: Sequence[bytes], epoch: int, timestamp_ms: int) -> by
     out.append(_control(SNAPSHOT_FOOTER, struct.pack(">h", 0) + b"\x00", len(values) + 1, epoch, timestamp_ms))
     return b"".join(out)
 
+
+
+def log_batches(values: Sequence[bytes], base_offset: int, epoch: int, timestamp_ms: int) -> bytes:
+    """Data batches of the metadata log holding `values` from `base_offset` (null keys, at most
+    `RECORDS_PER_BATCH` records each), every batch stamped with `epoch` as its partition leader epoch."""
+    out = []
+    for start in range(0, len(values), RECORDS_PER_BATCH):
+        chunk = values[start:start + RECORDS_PER_BATCH]
+        out.append(build_batch([Record(i, 0, None, value) for i, value in enumerate(chunk)],
+                               base_offset=base_offset + start, base_timestamp=timestamp_ms,
+                               partition_leader_epoch=epoch))
+    return b"".join(out)

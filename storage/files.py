@@ -18,7 +18,7 @@ import contextlib
 import os
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -98,8 +98,27 @@ def temp_path(path: Path) -> Path:
     return path.with_name(f"{path.name}.{uuid.uuid4().hex[:16]}{TEMP_SUFFIX}")
 
 
+#: absolute path -> what to call once `atomic_write` replaced that file. The live metadata log's one hook
+#: (`broker/live_metadata.py`): every store of metadata is replaced through `atomic_write`, so watching their
+#: paths sees every change, from whichever thread saved it, before the saver goes on to answer.
+_watchers: dict[str, Callable[[], None]] = {}
+
+
+def watch_replacements(paths: Iterable[Path], callback: Callable[[], None]) -> None:
+    """Call `callback` (on the writer's thread, after the new file is durable) whenever one of `paths` is
+    replaced by `atomic_write`; an exception it raises reaches the writer."""
+    for path in paths:
+        _watchers[os.path.abspath(path)] = callback
+
+
+def unwatch_replacements(paths: Iterable[Path]) -> None:
+    for path in paths:
+        _watchers.pop(os.path.abspath(path), None)
+
+
 def atomic_write(path: Path, data: bytes, *, sync: bool = True) -> None:
-    """Replace `path` with `data` all at once; with `sync`, durably. One writer per path at a time."""
+    """Replace `path` with `data` all at once; with `sync`, durably. One writer per path at a time.
+    A watcher of the path (`watch_replacements`) is called once the replacement is done."""
     with _writers.hold(path):
         tmp = temp_path(path)
         try:
@@ -117,6 +136,10 @@ def atomic_write(path: Path, data: bytes, *, sync: bool = True) -> None:
             raise
         if sync:
             fsync_dir(path.parent)
+    if _watchers:
+        callback = _watchers.get(os.path.abspath(path))
+        if callback is not None:
+            callback()
 
 
 def remove_temp_files(directory: Path) -> int:

@@ -1,8 +1,9 @@
 """Writing a stopped pybroker's metadata as a KRaft metadata snapshot, so Apache Kafka 4 can take its log dirs over.
 
 Kafka keeps topics, partitions, configs, ACLs, SCRAM users, quotas and producer id blocks in its metadata log
-(`__cluster_metadata-0`); pybroker keeps them in its own stores (`pybroker-topics.json`, `producer-id-block`,
-the broker's JSON stores). `export_kraft_snapshot` writes what those stores hold as one snapshot,
+(`__cluster_metadata-0`); so does pybroker (`storage/metadata_log.py`), with its JSON stores
+(`pybroker-topics.json`, `producer-id-block`, the broker's stores) as a view of it. `image_values` is also the
+live log's image of the stores (`broker/live_metadata.py`). `export_kraft_snapshot` writes what those stores hold as one snapshot,
 `__cluster_metadata-0/<end offset>-<epoch>.checkpoint`, the file a Kafka controller loads at start as the
 newest image before it replays its log (which is empty: there is no log segment, no `quorum-state`, so the
 controller elects itself at the next epoch and goes on from the snapshot's end offset). Kafka 4.4 loads such a
@@ -31,7 +32,8 @@ locks). Files are written atomically and fsynced (`storage/files.py`).
 from __future__ import annotations
 
 import shutil
-from collections.abc import Sequence
+import uuid
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -81,7 +83,7 @@ def node_of(dirs: Sequence[Path], node_id: int | None) -> int:
                       "start pybroker on the dirs once first")
 
 
-def _identity(dirs: Sequence[Path]) -> tuple[str, dict[Path, str]]:
+def dir_identity(dirs: Sequence[Path]) -> tuple[str, dict[Path, str]]:
     """The cluster id and each log dir's directory.id, from meta.properties version 1."""
     cluster_id, ids = "", {}
     for directory in dirs:
@@ -117,8 +119,13 @@ def _home(dirs: Sequence[Path], ids: dict[Path, str], topic: str, partition: int
 
 
 def image_values(dirs: Sequence[Path], ids: dict[Path, str], node_id: int, topics: dict[str, TopicInfo],
-                 next_producer_id: int) -> tuple[list[bytes], int]:
-    """The record values of the topic part of the image, and how many partitions it names."""
+                 next_producer_id: int,
+                 known: Callable[[uuid.UUID, int], bool] | None = None) -> tuple[list[bytes], int]:
+    """The record values of the topic part of the image, and how many partitions it names.
+
+    A partition for which `known(topic id, partition)` is true (the caller holds its record already) gets the first
+    dir and epoch 0 without a look at the disk: the live log's diff compares only a partition's identity and
+    replicas, and keeps the record it has."""
     values = [encode_metadata_record("FeatureLevelRecord", {"name": name, "feature_level": level})
               for name, level in FEATURE_LEVELS]
     partitions = 0
@@ -128,7 +135,10 @@ def image_values(dirs: Sequence[Path], ids: dict[Path, str], node_id: int, topic
                                                            "name": key, "value": value})
                    for key, value in sorted(topic.configs.items())]
         for partition in range(topic.num_partitions):
-            directory_id, epoch = _home(dirs, ids, topic.name, partition)
+            if known is not None and known(topic.topic_id, partition):
+                directory_id, epoch = ids[dirs[0]], 0
+            else:
+                directory_id, epoch = _home(dirs, ids, topic.name, partition)
             values.append(encode_metadata_record("PartitionRecord", {
                 "partition_id": partition, "topic_id": topic.topic_id, "replicas": [node_id], "isr": [node_id],
                 "removing_replicas": [], "adding_replicas": [], "leader": node_id, "leader_epoch": epoch,
@@ -140,7 +150,7 @@ def image_values(dirs: Sequence[Path], ids: dict[Path, str], node_id: int, topic
     return values, partitions
 
 
-def _next_producer_id(first_dir: Path) -> int:
+def next_producer_id_mark(first_dir: Path) -> int:
     try:
         return int((first_dir / PRODUCER_ID_FILE).read_text().strip() or 0)
     except FileNotFoundError:
@@ -197,10 +207,10 @@ def export_kraft_snapshot(dirs: Sequence[Path], node_id: int, extra: Sequence[by
     `metadata_dir` (with `controller_id`) puts it in a controller-only node's dir instead of the first log
     dir. The caller holds the log dirs' locks."""
     dirs = list(dirs)
-    cluster_id, ids = _identity(dirs)
+    cluster_id, ids = dir_identity(dirs)
     node_of(dirs, node_id)
     topics = TopicStore(dirs).load()
-    values, partitions = image_values(dirs, ids, node_id, topics, _next_producer_id(dirs[0]))
+    values, partitions = image_values(dirs, ids, node_id, topics, next_producer_id_mark(dirs[0]))
     values += extra
     home = dirs[0]
     if metadata_dir is not None and metadata_dir.resolve() != dirs[0].resolve():

@@ -1,13 +1,12 @@
-"""Reading a stopped Apache Kafka 4 node's KRaft metadata log, to take its log dir over (one way).
+"""Reading a KRaft metadata log: a stopped Apache Kafka 4 node's, to take its dir over, or pybroker's live one at start.
 
 Kafka keeps its topics, partitions and configs in `__cluster_metadata-0`: snapshots
 (`<end offset>-<epoch>.checkpoint`, record batches between a SnapshotHeader and a SnapshotFooter control
 batch) and log segments (`<base offset>.log`). The image is the newest readable snapshot plus every
-record of the log at or after its end offset, applied in order. pybroker reads it once, at its first
-start on such a dir (no `pybroker-topics.json` anywhere yet), and keeps the result in its own topic table;
-from then on the topic table is the store of record. pybroker never writes `__cluster_metadata-0`: the
-dir is left exactly as Kafka left it (so the takeover is one-way: Kafka started on the dir again would
-see the metadata as it was at the takeover, not pybroker's changes since).
+record of the log at or after its end offset, applied in order. pybroker reads it at its first start on a
+dir Kafka left (no `pybroker-topics.json` anywhere yet), and at every start on a dir whose metadata log is live
+(`storage/metadata_log.py`: pybroker's own store of record, which Kafka may have appended to since); the
+result replaces pybroker's topic table, a view of the log.
 
 Records applied: TopicRecord, PartitionRecord, RemoveTopicRecord, ConfigRecord (topic and broker
 resources), ProducerIdsRecord, AccessControlEntryRecord and its removal, UserScramCredentialRecord and its
@@ -44,7 +43,7 @@ METADATA_DIR = "__cluster_metadata-0"
 _SNAPSHOT = re.compile(r"(?P<offset>[0-9]{20})-(?P<epoch>[0-9]{10})\.checkpoint")
 _SEGMENT = re.compile(r"(?P<offset>[0-9]{20})\.log")
 #: Kafka's ConfigResource types in ConfigRecord
-TOPIC_RESOURCE, BROKER_RESOURCE = 2, 4
+TOPIC_RESOURCE, BROKER_RESOURCE, GROUP_RESOURCE = 2, 4, 32
 #: the decompressed size one metadata batch may reach
 MAX_BATCH_BYTES = 64 << 20
 
@@ -71,6 +70,8 @@ class KraftImage:
     problems: list[str] = field(default_factory=list)
     #: records applied, for the log
     records: int = 0
+    #: the `__cluster_metadata-0` dir it was read from
+    source: Path | None = None
 
     def apply(self, name: str, fields: dict[str, Any]) -> None:
         handler = _APPLY.get(name)
@@ -226,6 +227,7 @@ def adopt_kraft_metadata(dirs: list[Path], metadata_dir: Path | None = None) -> 
         metadata_dir = found / METADATA_DIR
     source = metadata_dir.parent
     image = _read_metadata_dir(metadata_dir)
+    image.source = metadata_dir
     for problem in image.problems:
         log.warning("Kafka metadata log: unreadable part skipped", problem=problem)
     topics = image.topics()

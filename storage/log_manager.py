@@ -52,6 +52,7 @@ from pybroker.storage.log_dir import (
 )
 from pybroker.storage.log_dir_failure import LogDirFailureChannel, is_resource_exhaustion
 from pybroker.storage.log_mover import LogDirMover, settle_future_dirs
+from pybroker.storage.metadata_log import live_metadata_dir
 from pybroker.storage.page_cache import UNLIMITED, PageCache
 from pybroker.storage.partition_dirs import PARTITION_DIR, PartitionDirLoader, set_aside
 from pybroker.storage.recovery_stats import RecoveryStats
@@ -134,10 +135,10 @@ class LogManager:
             new_dirs = {d for d in self.dirs if not (d / META_PROPERTIES).exists()}
             self.cluster_id = ensure_meta_properties(self.dirs, self.node_id)
             self._topics = self._store.load()
-            kafka_since = kafka_ran_since_export(self.dirs[0])
+            # the live metadata log decides (storage/metadata_log.py); else Kafka's, if it served the dirs after
+            # `pybroker export-kraft`; else Kafka's when there is no table of our own (a dir Kafka left)
+            kafka_since = live_metadata_dir(self.dirs[0]) or kafka_ran_since_export(self.dirs[0])
             if kafka_since is not None or (not self._topics and self._store.version == 0):
-                # no table of our own (Kafka's dir?), or Kafka served the dirs after `pybroker export-kraft`:
-                # Kafka's metadata is the newer truth, and replaces pybroker's
                 self.kraft_image = adopt_kraft_metadata(self.dirs, kafka_since)
                 self.kraft_replaces_ours = kafka_since is not None
                 if self.kraft_image is not None:

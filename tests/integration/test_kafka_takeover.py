@@ -115,8 +115,14 @@ def test_committed_group_offsets_and_topic_configs(takeover: Takeover) -> None:
     assert takeover.pybroker.configs == TOPIC_CONFIGS
 
 
-def test_kafka_metadata_untouched_and_unknown_partition_set_aside(takeover: Takeover) -> None:
-    assert _digest(takeover.data / "__cluster_metadata-0") == takeover.metadata_before
+def test_kafka_metadata_kept_and_gone_on_from_and_unknown_partition_set_aside(takeover: Takeover) -> None:
+    """Every file Kafka wrote in its metadata log keeps its bytes; pybroker goes on from the log's end in a
+    segment of its own (the live metadata log), and writes nothing there until it changes metadata."""
+    after = _digest(takeover.data / "__cluster_metadata-0")
+    assert {name: after[name] for name in takeover.metadata_before} == takeover.metadata_before
+    added = set(after) - set(takeover.metadata_before)
+    assert len(added) == 1 and next(iter(added)).endswith(".log")
+    assert after[next(iter(added))] == hashlib.sha256(b"").hexdigest()
     assert not (takeover.data / "tk-unknown-0").exists()
     assert [p.name for p in takeover.data.iterdir() if p.name.startswith("tk-unknown-0.")
             and p.name.endswith("-stray")]

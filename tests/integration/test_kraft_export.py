@@ -2,13 +2,15 @@
 Kafka).
 
 pybroker is filled with the workload of `tests/integration/takeover_workload.py` (plus a client quota),
-looked at through stock clients (the oracle), and stopped; `pybroker export-kraft` writes its metadata as a
-KRaft snapshot; then:
+looked at through stock clients (the oracle), and stopped. Its metadata is already in its live KRaft metadata
+log (`storage/metadata_log.py`), so there is no export step; then:
 
 - a combined Kafka node (broker and controller) started on the dirs, unformatted, must serve what pybroker
   served: the same topics and ids, records at the same offsets with the same timestamps and headers, the
   aborted transaction hidden, the open one still open, committed group offsets, topic and broker configs,
-  ACLs, SCRAM users and quotas; Kafka's DumpLogSegments decodes the snapshot without an error;
+  ACLs, SCRAM users and quotas; Kafka's DumpLogSegments decodes pybroker's snapshot and segments without an
+  error; pybroker started on the dirs again takes what Kafka changed and goes on appending to Kafka's log;
+- `pybroker export-kraft` still writes a snapshot (for a controller-only node's dir);
 - the migration (on a copy of the same dirs, exported for a controller-only node): a Kafka controller, Kafka
   broker 1 on pybroker's dirs, broker 2 empty, every partition reassigned to replicas [1, 2] with
   kafka-reassign-partitions, broker 1 stopped: broker 2 alone serves every record and committed offset.
@@ -33,6 +35,7 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
 
+from pybroker.storage.kraft_metadata import read_kraft_metadata
 from pybroker.storage.log_dir import read_meta_properties
 from tests.integration.brokers import BrokerProcess
 from tests.integration.clients import ck_admin, ck_consumer, ck_flush, ck_producer, close_clients
@@ -86,8 +89,8 @@ class Source:
 class OnKafka:
     seen: Seen
     node: KafkaNode
-    export_output: str
-    snapshot: Path
+    #: the metadata log as pybroker left it (a copy: Kafka appends to the log)
+    left: Path
     sasl_bootstrap: str
 
 
@@ -128,26 +131,27 @@ def _sasl_listener(node: KafkaNode, port: int) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def on_kafka(source: Source) -> Iterator[OnKafka]:
-    output = _export("--log-dirs", str(source.data))
-    snapshots = list((source.data / "__cluster_metadata-0").glob("*.checkpoint"))
-    assert len(snapshots) == 1
+    left = source.workdir / "metadata-left-by-pybroker"
+    shutil.copytree(source.data / "__cluster_metadata-0", left)
     node = KafkaNode(source.workdir / "kafka", dict(SECURITY), log_dirs=[source.data], format=False)
     sasl_port = free_port()
     node.overrides.update(_sasl_listener(node, sasl_port))
     node.start()
     try:
         seen = observe(node.bootstrap, "127.0.0.1", node.port)
-        yield OnKafka(seen, node, output, snapshots[0], f"127.0.0.1:{sasl_port}")
+        yield OnKafka(seen, node, left, f"127.0.0.1:{sasl_port}")
     finally:
         close_clients()
         node.stop()
 
 
-def test_the_export_says_what_it_wrote(on_kafka: OnKafka) -> None:
-    assert f"{len(PARTITIONS) + 3} topics" in on_kafka.export_output  # + OPEN and the two internal topics
-    assert f"{len(ACLS)} acls" in on_kafka.export_output
+def test_the_export_says_what_it_wrote(source: Source) -> None:
+    output = _export("--log-dirs", str(source.copy), "--metadata-dir", str(source.workdir / "scratch-metadata"),
+                     "--controller-id", str(CONTROLLER_ID))
+    assert f"{len(PARTITIONS) + 3} topics" in output  # + OPEN and the two internal topics
+    assert f"{len(ACLS)} acls" in output
     for count in ( "2 scram credentials", "2 client quotas", "2 broker configs"):
-        assert count in on_kafka.export_output, on_kafka.export_output
+        assert count in output, output
 
 
 def test_kafka_serves_the_same_topics_and_ids(source: Source, on_kafka: OnKafka) -> None:
@@ -203,11 +207,21 @@ def test_dynamic_broker_configs(source: Source, on_kafka: OnKafka) -> None:
         assert on_kafka.seen.broker_configs[key] == (value, "DYNAMIC_BROKER_CONFIG")
 
 
-def test_the_snapshot_decodes_in_kafkas_dump_log(source: Source, on_kafka: OnKafka) -> None:
-    result = runner.run("kafka-dump-log", "", "--cluster-metadata-decoder", "--files", str(on_kafka.snapshot)).check()
+def test_the_metadata_log_decodes_in_kafkas_dump_log(source: Source, on_kafka: OnKafka) -> None:
+    files = sorted(p for p in on_kafka.left.iterdir() if p.suffix in (".checkpoint", ".log"))
+    assert [p.suffix for p in files].count(".checkpoint") == 1 and any(p.suffix == ".log" for p in files)
+    result = runner.run("kafka-dump-log", "", "--cluster-metadata-decoder", "--files", ",".join(map(str, files)))
+    # DumpLogSegments counts offsets from -1 in each file, so a segment that starts after the snapshot (at its
+    # end offset, as Kafka's own do) is reported as "-1 is followed by <base>": its only remark
+    segments = [p for p in files if p.suffix == ".log" and p.stat().st_size]
+    remarks = [line.strip() for line in result.stderr.splitlines() if line.strip()]
+    assert result.code == 0 and remarks == [
+        line for p in segments for line in (f"Non-consecutive offsets in {p}", f"-1 is followed by {int(p.stem)}")
+    ], result.stderr
     text = result.stdout
     assert "SnapshotHeader" in text and "SnapshotFooter" in text
-    assert text.count('"type":"TOPIC_RECORD"') == len(PARTITIONS) + 3
+    assert "isvalid: false" not in text and "Exception" not in text + result.stderr
+    assert text.count('"type":"TOPIC_RECORD"') >= len(PARTITIONS) + 3
     assert f'"nextProducerId":{source.next_producer_id}' in text
     for kind in ("FEATURE_LEVEL_RECORD", "PARTITION_RECORD", "CONFIG_RECORD", "ACCESS_CONTROL_ENTRY_RECORD",
                  "USER_SCRAM_CREDENTIAL_RECORD", "CLIENT_QUOTA_RECORD", "PRODUCER_IDS_RECORD"):
@@ -239,6 +253,7 @@ def test_kafka_accepts_new_records_after_the_old_ones(on_kafka: OnKafka) -> None
 
 # -- and back: pybroker on the dirs Kafka served since the export --------------------------------------------
 MADE_ON_KAFKA = "tk-made-on-kafka"
+MADE_BACK = "tk-made-back-on-pybroker"
 
 
 @dataclass
@@ -248,6 +263,8 @@ class Back:
     made_on_kafka: list[bytes]
     conf_retention: str
     log: str
+    #: the topics of the metadata log after pybroker created one on it
+    in_the_log: set[str]
 
 
 @pytest.fixture(scope="module")
@@ -274,8 +291,10 @@ def back(source: Source, on_kafka: OnKafka) -> Iterator[Back]:
         described = admin.describe_configs([ConfigResource(ConfigResource.Type.TOPIC, CONF)])
         retention = next(iter(described.values())).result(20)["retention.ms"].value
         made = [r[4] for r in read_all(broker.bootstrap, MADE_ON_KAFKA, "read_uncommitted")]
-        yield Back(ids_on_kafka, topic_ids(broker.host, broker.port), made, retention,
-                   broker.log_path.read_text(errors="replace"))
+        ids = topic_ids(broker.host, broker.port)
+        admin.create_topics([NewTopic(MADE_BACK, num_partitions=2, replication_factor=1)])[MADE_BACK].result(30)
+        in_the_log = set(read_kraft_metadata(source.data).topics())
+        yield Back(ids_on_kafka, ids, made, retention, broker.log_path.read_text(errors="replace"), in_the_log)
     finally:
         close_clients()
         broker.close()
@@ -287,6 +306,12 @@ def test_pybroker_takes_back_what_kafka_changed_after_the_export(back: Back) -> 
     assert back.made_on_kafka == [b"k0", b"k1", b"k2"]
     assert back.conf_retention == "999999"
     assert "took over Apache Kafka's metadata log" in back.log
+
+
+def test_pybroker_goes_on_from_kafkas_metadata_log(source: Source, back: Back) -> None:
+    assert '"went_on": true' in back.log
+    assert (source.data / "__cluster_metadata-0" / "quorum-state").exists()  # Kafka's log, appended to
+    assert {MADE_BACK, MADE_ON_KAFKA} <= back.in_the_log and "tk-compacted" not in back.in_the_log
 
 
 # -- the way out of one machine -------------------------------------------------------------------------------
