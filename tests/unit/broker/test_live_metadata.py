@@ -1,6 +1,6 @@
 """The live metadata log's one hook (broker/live_metadata.py) in a real in-process broker: each store's change is
 in `__cluster_metadata-0` when the save returns (topics, client quotas, dynamic broker configs, a share group's
-config, a producer id block), the stores are rewritten from the log at start, and a dir without a live log (an older pybroker's)
+config, a streams group's config, a producer id block), the stores are rewritten from the log at start, and a dir without a live log (an older pybroker's)
 gets its stores' image as the first snapshot. Stock clients, kill -9 and a power cut:
 tests/integration/test_metadata_log_crash.py."""
 
@@ -46,6 +46,9 @@ async def _change_everything(broker: BrokerApp) -> int:
     await asyncio.to_thread(state.quotas.replace, quotas)
     state.dynamic_configs.replace(NODE, {"log.retention.ms": "7200000"})
     assert state.shares.group_configs.alter("share-g", [("share.auto.offset.reset", SET, "earliest")], False)[1] is None
+    streams = state.groups.coordinator.streams
+    assert streams.group_configs.alter("share-g", [("streams.num.standby.replicas", SET, "1")], False,
+                                       state.groups.coordinator.config)[1] is None
     return state.next_producer_id()
 
 
@@ -59,7 +62,9 @@ async def test_each_change_is_in_the_log_when_its_save_returns(started: tuple[Br
     assert image.quotas == {(("user", "alice"),): {"producer_byte_rate": 1024.0}}
     assert image.configs[(BROKER_RESOURCE, "1")] == {"log.retention.ms": "7200000"}
     assert image.next_producer_id > producer_id
-    assert image.configs[(GROUP_RESOURCE, "share-g")] == {"share.auto.offset.reset": "earliest"}
+    # one GROUP resource holds the share and the streams keys, as Kafka keeps them
+    assert image.configs[(GROUP_RESOURCE, "share-g")] == {"share.auto.offset.reset": "earliest",
+                                                          "streams.num.standby.replicas": "1"}
     assert not image.problems
 
 
@@ -77,12 +82,15 @@ async def test_the_stores_are_rewritten_from_the_log_at_start(tmp_path: Path) ->
     (data / "pybroker-topics.json").write_bytes(saved)
     (data / "client-quotas.json").unlink()
     (data / "pybroker-group-configs.json").unlink()
+    (data / "pybroker-streams-group-configs.json").unlink()
     again = BrokerApp(_config(data))
     await again.start()
     try:
         assert set(again.state.logs.topics()) >= {"early", "live-a"} and "live-b" not in again.state.logs.topics()
         assert again.state.quotas.quotas == {entity_of([("user", "alice")]): {"producer_byte_rate": 1024.0}}
         assert again.state.shares.group_configs.get("share-g", "share.auto.offset.reset") == "earliest"
+        assert again.state.groups.coordinator.streams.group_configs.configs == {
+            "share-g": {"streams.num.standby.replicas": "1"}}
     finally:
         await again.stop()
 
