@@ -56,7 +56,8 @@ def acquire_records(shares: ShareService, group_id: str, member_id: str, topic_i
     _, high_watermark, last_stable, log_start = target.positions()
     read_committed = shares.group_config(group_id, "share.isolation.level") == "read_committed"
     end = last_stable if read_committed else high_watermark
-    share = shares.share_partition((group_id, topic_id, partition), log_start, high_watermark)
+    share = shares.share_partition((group_id, topic_id, partition), log_start, high_watermark,
+                                   target.log.offset_for_timestamp)
     first = share.acquirable(end)
     if first is None or max_records <= 0:
         return ShareRead()

@@ -312,3 +312,29 @@ async def test_a_member_that_left_and_never_closed_its_session_is_cleaned_up(bro
     assert ("sg", "m1") not in shares.sessions.sessions
     assert shares.partitions[("sg", topic_id, 0)].acquirable(3) == 0  # what it held is available again
     client.close()
+
+
+async def test_by_duration_starts_at_the_first_record_that_recent(broker: BrokerApp) -> None:
+    """`share.auto.offset.reset=by_duration:PT1H`: two hours old records are skipped, the first record of
+    the last hour is where the share-partition starts; a bad duration is INVALID_CONFIG with Kafka's message."""
+    client = await _client(broker)
+    create = CreateTopicsRequest(topics=[CreatableTopic(name="sq", num_partitions=1, replication_factor=1)])
+    assert (await client.call(create, 7)).topics[0].error_code == 0
+    now = broker.state.clock_ms()
+    for base, count in ((now - 2 * 3_600_000, 4), (now - 60_000, 3)):
+        batch = build_batch([Record(i, 0, None, b"v") for i in range(count)], base_timestamp=base)
+        await client.call(ProduceRequest(acks=-1, timeout_ms=5000, topic_data=[TopicProduceData(
+            name="sq", partition_data=[PartitionProduceData(index=0, records=batch)])]), 9)
+    for value, message in (("by_duration:PT1H", None), ("by_duration:PT-1H", "Invalid value by_duration:PT-1H for "
+                           "configuration share.auto.offset.reset: Invalid value `by_duration:PT-1H` for configuration "
+                           "share.auto.offset.reset. The value must be either 'earliest', 'latest' or of the format "
+                           "'by_duration:<PnDTnHnMn.nS>'.")):
+        alter = IncrementalAlterConfigsRequest(resources=[AlterConfigsResource(resource_type=32, resource_name="sg",
+                                                                               configs=[AlterableConfig(
+            name="share.auto.offset.reset", config_operation=0, value=value)])])
+        answer = (await client.call(alter, 1)).responses[0]
+        assert (answer.error_code, answer.error_message) == ((0, None) if message is None else
+                                                            (ErrorCode.INVALID_CONFIG, message))
+    topic_id = await _join(client, "m1")
+    assert _acquired(await client.call(_fetch("m1", 0, topic_id), 2)) == [(4, 6, 1)]
+    client.close()
