@@ -207,12 +207,15 @@ endif
 
 # the long power-loss campaign (tests/powerloss/campaign.py, docs/testing.md): SOAK_CUTS power cuts of a
 # busy broker on the lazy file system, checked after each; a table of figures at the end. SOAK_ARGS:
-# the campaign's options (--seed S, --check-log-every N, --stop-on-violation, --verbose)
+# the campaign's options (--seed S, --check-log-every N, --stop-on-violation, --verbose). Then
+# SOAK_SHARE_CUTS power cuts under a share group (tests/powerloss/share_cuts.py)
 SOAK_CUTS ?= 100
 SOAK_ARGS ?=
+SOAK_SHARE_CUTS ?= 20
 soak: $(STAMP) fuse bytecode
 	@workdir=$$(mktemp -d) && trap 'rm -rf "$$workdir"' EXIT && \
 	  $(PY) -m tests.powerloss.campaign --cuts $(SOAK_CUTS) --workdir "$$workdir" $(SOAK_ARGS)
+	$(PY) -m tests.powerloss.share_cuts --cuts $(SOAK_SHARE_CUTS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache protocol/records/*.so
