@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PYTEST_ARGS ?=
 
-.PHONY: cc kcat fuse java kafka maven prometheus chromium bytecode run test test-fast lint bench soak-connections fuzz check-gen gen docs screenshots install clean conformance ecosystem spark-kafka connect soak kafka-resolve go go-modules
+.PHONY: cc kcat fuse java kafka maven prometheus chromium bytecode run test test-fast lint bench bench-share soak-connections fuzz check-gen gen docs screenshots install clean conformance ecosystem spark-kafka connect soak kafka-resolve go go-modules
 
 # two stamps: `make run` needs only the broker (.venv/.installed-broker); tests, lint and the Spark
 # connector need the extras too (.venv/.installed, which implies the other)
@@ -183,6 +183,13 @@ BENCH_QUICK ?=
 BENCH_ARGS ?=
 bench: $(STAMP) bytecode $(if $(findstring --skip-kafka,$(BENCH_ARGS)),,java kafka)
 	BENCH_QUICK=$(BENCH_QUICK) PYBROKER_KAFKA_HOME=$(KAFKA_CACHE) $(PY) bench/run.py $(BENCH_ARGS)
+
+# share groups (KIP-932, bench/share.py): N share consumers on one partition with 1 ms of work per record,
+# redelivery after a lock timeout, and __share_group_state's cost per acknowledgement. BENCH_SHARE_ARGS:
+# its options (--records N, --consumers 1,2,4,8)
+BENCH_SHARE_ARGS ?=
+bench-share: $(STAMP) bytecode
+	$(PY) -m bench.share $(BENCH_SHARE_ARGS)
 
 # issue 28: 10,000 idle connections held at the broker's real open-file limit, a stock client served beside
 # them, then 1,000 past the budget; prints accept time, RSS, CPU and latency (a minute or two)
