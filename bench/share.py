@@ -11,7 +11,8 @@ Three figures, each from librdkafka share consumers (confluent-kafka's `ShareCon
   receipt minus (A's receipt + LOCK_MS): the broker's timer and the woken share fetch, a lower bound by A's
   answer's transit (A receives after the broker acquired).
 - **`__share_group_state` per acknowledgement**: one consumer accepts every record (explicit mode,
-  `commit_sync` after each poll) with 1 and with 100 records per poll: acknowledgements per second, bytes
+  `commit_sync` after each poll) asking for 1 and for 100 records per poll (a fetch hands out whole
+  batches, so asking for 1 gets a produced batch of BATCH): acknowledgements per second, bytes
   appended to `__share_group_state` per accepted record and per commit, and fsyncs per commit (the broker's
   `fdatasync`/`fsync` calls on `__share_group_state` files, counted by strace in a second, shorter pass, so
   the tracing does not slow the first).
@@ -317,12 +318,13 @@ def print_table(results: dict[str, Any]) -> None:
     brackets = [r[1] for r in results["redelivery"]]
     print(f"redelivery after a {LOCK_MS} ms lock ran out: median {statistics.median(late):.0f} ms, max {max(late):.0f} "
           f"ms past the expiry (x{len(late)}; the holder's receipt known within {max(brackets):.0f} ms)")
-    print("records per commit  acks/s  state bytes per ack  per commit  fsyncs per commit (state topic)  "
+    print("records per commit (asked)  acks/s  state bytes per ack  per commit  fsyncs per commit (state topic)  "
           "ms per poll, per commit_sync")
     for c in results["ack_cost"]:
         per_commit = c.state_bytes / c.commits if c.commits else 0.0
         fsyncs = f"{c.state_fsyncs / c.traced_commits:.2f}" if c.traced_commits else "n/a (no strace)"
-        print(f"{c.per_poll:>18}  {c.acks_per_s:>6,.0f}  {c.state_bytes / max(1, c.accepted):>19,.1f}  "
+        asked = f"{c.accepted / max(1, c.commits):.0f} ({c.per_poll})"
+        print(f"{asked:>26}  {c.acks_per_s:>6,.0f}  {c.state_bytes / max(1, c.accepted):>19,.1f}  "
               f"{per_commit:>10,.0f}  {fsyncs:<31}  {1000 * c.spent[0] / max(1, c.commits):.1f}, "
               f"{1000 * c.spent[1] / max(1, c.commits):.1f}")
     for c in results["ack_cost"]:
