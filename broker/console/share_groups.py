@@ -60,6 +60,10 @@ async def describe(client: LocalClient, ids: list[str]) -> dict[str, Any]:
     return {g.group_id: g for g in response.groups if g.error_code != ErrorCode.GROUP_ID_NOT_FOUND}
 
 
+def _error_name(code: int) -> str:
+    return ErrorCode(code).name if code in ErrorCode._value2member_map_ else f"ERROR_{code}"
+
+
 def _counts(client: LocalClient, group_id: str, topic_id: Any, partition: int) -> dict[str, int]:
     counts = dict.fromkeys(STATE_COLUMNS.values(), 0)
     share = client.state.shares.partitions.get((group_id, topic_id, partition))
@@ -80,7 +84,7 @@ async def share_partitions(client: LocalClient, group_id: str) -> tuple[int, lis
     for topic in answer.topics:
         for p in topic.partitions:
             row: dict[str, Any] = {"topic": topic.topic_name, "partition": p.partition_index,
-                                   "error": None if not p.error_code else ErrorCode(p.error_code).name}
+                                   "error": None if not p.error_code else _error_name(p.error_code)}
             if p.error_code:
                 rows.append(row)
                 continue
