@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PYTEST_ARGS ?=
 
-.PHONY: cc kcat fuse java kafka maven prometheus chromium bytecode run test test-fast lint bench bench-share soak-connections fuzz check-gen gen docs screenshots install clean conformance ecosystem spark-kafka connect soak kafka-resolve go go-modules
+.PHONY: cc kcat fuse java kafka iceberg-rest maven prometheus chromium bytecode run test test-fast lint bench bench-share soak-connections fuzz check-gen gen docs screenshots install clean conformance ecosystem spark-kafka connect soak kafka-resolve go go-modules
 
 # two stamps: `make run` needs only the broker (.venv/.installed-broker); tests, lint and the Spark
 # connector need the extras too (.venv/.installed, which implies the other)
@@ -100,6 +100,11 @@ CONNECT_CACHE ?= $(HOME)/.cache/pybroker/connect-$(shell sed -n 's:.*<connect.ve
 connect: maven
 	$(call resolve_into,$(CONNECT_CACHE),tests/ecosystem/connect/pom.xml,)
 
+# Apache Iceberg's REST catalog server, one runnable jar (tests/ecosystem/iceberg_rest/pom.xml pins it)
+ICEBERG_REST_CACHE ?= $(HOME)/.cache/pybroker/iceberg-rest-$(shell sed -n 's:.*<iceberg.version>\(.*\)</iceberg.version>.*:\1:p' tests/ecosystem/iceberg_rest/pom.xml)
+iceberg-rest: maven
+	$(call resolve_into,$(ICEBERG_REST_CACHE),tests/ecosystem/iceberg_rest/pom.xml,-DexcludeTransitive=true)
+
 # franz-go (tests/ecosystem/test_franz_go.py): Go, and the modules tests/ecosystem/go/go.mod pins (franz-go
 # with kadm) downloaded into Go's own module cache, outside the tree; the tests then build with GOPROXY=off
 go:
@@ -129,9 +134,10 @@ bytecode: $(BROKER_STAMP)
 run: $(BROKER_STAMP) bytecode
 	$(VENV)/bin/pybroker start --log-dirs ./data --listeners PLAINTEXT://127.0.0.1:9092 --metrics-port 9404
 
-test: $(STAMP) kcat fuse java kafka ecosystem spark-kafka connect go-modules prometheus chromium bytecode
+test: $(STAMP) kcat fuse java kafka ecosystem spark-kafka connect iceberg-rest go-modules prometheus chromium bytecode
 	PYBROKER_KAFKA_HOME=$(KAFKA_CACHE) PYBROKER_ECOSYSTEM_HOME=$(ECOSYSTEM_CACHE) \
 	  PYBROKER_SPARK_KAFKA_HOME=$(SPARK_KAFKA_CACHE) PYBROKER_CONNECT_HOME=$(CONNECT_CACHE) PYBROKER_GO_MODULES=1 \
+	  PYBROKER_ICEBERG_REST_HOME=$(ICEBERG_REST_CACHE) \
 	  $(PY) -m pytest $(PYTEST_ARGS)
 
 test-fast: $(STAMP) fuse java kafka bytecode
@@ -215,13 +221,16 @@ endif
 # the long power-loss campaign (tests/powerloss/campaign.py, docs/testing.md): SOAK_CUTS power cuts of a
 # busy broker on the lazy file system, checked after each; a table of figures at the end. SOAK_ARGS:
 # the campaign's options (--seed S, --check-log-every N, --stop-on-violation, --verbose). Then
-# SOAK_SHARE_CUTS power cuts under a share group (tests/powerloss/share_cuts.py)
+# SOAK_ICEBERG_CUTS power cuts under an Iceberg topic (tests/integration/test_power_loss_iceberg.py; 2 in `make test`),
+# and SOAK_SHARE_CUTS under a share group (tests/powerloss/share_cuts.py; 2 in `make test`)
 SOAK_CUTS ?= 100
+SOAK_ICEBERG_CUTS ?= 20
 SOAK_ARGS ?=
 SOAK_SHARE_CUTS ?= 20
 soak: $(STAMP) fuse bytecode
 	@workdir=$$(mktemp -d) && trap 'rm -rf "$$workdir"' EXIT && \
 	  $(PY) -m tests.powerloss.campaign --cuts $(SOAK_CUTS) --workdir "$$workdir" $(SOAK_ARGS)
+	PYBROKER_ICEBERG_CUTS=$(SOAK_ICEBERG_CUTS) $(PY) -m pytest tests/integration/test_power_loss_iceberg.py -q
 	$(PY) -m tests.powerloss.share_cuts --cuts $(SOAK_SHARE_CUTS)
 
 clean:

@@ -8,7 +8,9 @@ Who does what:
 - the event loop, asked by the supervisor thread once per round (`_plan`), lists the Iceberg topics and,
   per partition, its dir and the offset the worker may read up to: the last stable offset, never above
   the recovery point, so the table never holds a row that a power cut could take from the log or that an
-  open transaction could still abort;
+  open transaction could still abort; where that end lags the last stable offset, the loop asks the log's
+  group commit for an fsync (`_make_durable`, on the flusher's threads), so data no producer waits on is
+  not left out of the table for good;
 - the supervisor thread (`iceberg-supervisor`) sends that job to the worker as one JSON line, waits for
   its status line without holding anything of the broker, keeps the status for the console
   (`status()`, any thread), and sleeps until the next topic is due (the worker says when);
@@ -40,6 +42,8 @@ import structlog
 from pybroker.broker.iceberg_schemas import latest_id, new_schemas
 from pybroker.broker.schema_registry.store import RegistryState
 from pybroker.config.broker_config import BrokerConfig
+from pybroker.storage.files import make_dirs_durably
+from pybroker.storage.log import Log
 from pybroker.storage.log_manager import LogManager
 
 log = structlog.get_logger("pybroker.iceberg").bind(logger="pybroker.iceberg")
@@ -68,10 +72,12 @@ def catalog_settings(config: BrokerConfig, first_log_dir: Path) -> dict[str, Any
     if kind == "sql" and not uri:
         uri = f"sqlite:///{home / 'catalog.db'}"
     warehouse = str(config.get("iceberg.warehouse") or "") or (home / "warehouse").as_uri()
+    # made durably (each new dir's entry fsynced in its parent): a dir whose entry a power cut takes takes the
+    # catalog and every table with it, and the tables would be written again from what the log still holds
     if (kind == "sql" and uri.startswith("sqlite:///")) or warehouse.startswith("file:"):
-        home.mkdir(parents=True, exist_ok=True)
+        make_dirs_durably(home)
     if warehouse.startswith("file:"):
-        Path(warehouse.removeprefix("file://")).mkdir(parents=True, exist_ok=True)
+        make_dirs_durably(Path(warehouse.removeprefix("file://")))
     return {"type": kind, "uri": uri, "warehouse": warehouse,
             "namespace": str(config.get("iceberg.catalog.namespace")),
             "s3": {"endpoint": config.get("iceberg.s3.endpoint") or "", "region": config.get("iceberg.s3.region") or "",
@@ -172,6 +178,8 @@ class IcebergTables:
         self.registry: RegistryState | None = None
         #: the schema ids the running worker was sent (the supervisor thread's; empty for a new worker)
         self._sent: set[int] = set()
+        #: logs with a durability request in flight (the loop's): one at a time per log
+        self._flushing: set[tuple[str, int]] = set()
 
     @property
     def enabled(self) -> bool:
@@ -212,7 +220,10 @@ class IcebergTables:
                 partition_log = self.logs.get_log(name, partition)
                 if partition_log is None or self.logs.dir_of(name, partition) in self.logs.offline_dirs:
                     continue
-                end = min(partition_log.last_stable_offset, partition_log.recovery_point)
+                stable = partition_log.last_stable_offset
+                end = min(stable, partition_log.recovery_point)
+                if end < stable:
+                    self._make_durable(partition_log, stable)
                 partitions.append({"partition": partition, "dir": str(partition_log.dir), "end": end})
             topic: dict[str, Any] = {"topic": name, "topic_id": str(info.topic_id), "mode": values["iceberg.mode"],
                                      "interval_ms": int(values["iceberg.commit.interval.ms"]),
@@ -227,6 +238,36 @@ class IcebergTables:
         if registry is not None and any(t["mode"] in DECODING_MODES for t in topics):
             job["schemas"] = new_schemas(registry, sent)
         return job
+
+    def _make_durable(self, partition_log: Log, offset: int) -> None:
+        """On the loop: ask the log's group commit for an fsync up to `offset`, so the worker may read it.
+
+        The worker reads only below the recovery point (what a power cut cannot take). Most data gets there
+        by itself (an acks=all produce, flush.ms); data no one waits on (acks 0/1 with the default flush
+        policy, or a log recovered after a crash, whose recovery point restarts at its checkpoint) would
+        never be fsynced, and the table would stall below it. So an Iceberg topic costs one fsync per
+        partition per commit round that has new data, on the flusher's threads, never on the loop."""
+        key = (partition_log.topic, partition_log.partition)
+        if key in self._flushing:
+            return
+        try:
+            flusher = self.logs.flusher_for(partition_log)
+        except KeyError:  # its dir is not one of ours any more (a move's leftover)
+            return
+        self._flushing.add(key)
+        loop = self._loop
+
+        def done(future: Any) -> None:
+            exc = future.exception()
+            if loop is not None and not loop.is_closed():
+                loop.call_soon_threadsafe(self._durable, key, partition_log, exc)
+
+        flusher.request(partition_log, offset).add_done_callback(done)
+
+    def _durable(self, key: tuple[str, int], partition_log: Log, exc: BaseException | None) -> None:
+        self._flushing.discard(key)
+        if isinstance(exc, OSError):
+            self.logs.report_io_error(partition_log, exc)
 
     def _next_job(self) -> dict[str, Any] | None:
         """The loop's `plan`, asked from this thread (a callback, not a coroutine: nothing is left unawaited

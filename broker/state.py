@@ -27,6 +27,8 @@ from pybroker.broker.security.sasl_config import all_listeners_sasl
 from pybroker.broker.security.scram_store import FILE_NAME as SCRAM_FILE
 from pybroker.broker.security.scram_store import ScramStore
 from pybroker.broker.share.service import ShareService
+from pybroker.broker.streams_groups.group_configs import FILE_NAME as STREAMS_GROUP_CONFIGS_FILE
+from pybroker.broker.streams_groups.group_configs import StreamsGroupConfigs
 from pybroker.broker.telemetry.clients import ClientMetrics
 from pybroker.broker.telemetry.subscriptions import FILE_NAME as CLIENT_METRICS_FILE
 from pybroker.broker.telemetry.subscriptions import Subscriptions
@@ -117,6 +119,8 @@ class BrokerState:
         self.client_metrics.subscriptions = Subscriptions(Path(self.config.log_dirs[0]) / CLIENT_METRICS_FILE)
         self.client_metrics.subscriptions.load()
         self.shares.open(Path(self.config.log_dirs[0]))
+        self.groups.coordinator.streams.group_configs = StreamsGroupConfigs(
+            Path(self.config.log_dirs[0]) / STREAMS_GROUP_CONFIGS_FILE)
         return list(stats)
 
     def _follow_move_throttle(self, keys: set[str]) -> None:

@@ -284,6 +284,22 @@ BROKER_DEFS: tuple[ConfigDef, ...] = (
        "Standby replicas of each stateful task in a streams group, each on another process than the "
        "task's active one (the client's num.standby.replicas does not apply under group.protocol=streams).",
        at_least(0)),
+    _b("group.streams.min.session.timeout.ms", "int", 45000,
+       "Smallest streams.session.timeout.ms a streams group may set for itself.", at_least(1)),
+    _b("group.streams.max.session.timeout.ms", "int", 60000,
+       "Largest streams.session.timeout.ms a streams group may set for itself.", at_least(1)),
+    _b("group.streams.min.heartbeat.interval.ms", "int", 5000,
+       "Smallest streams.heartbeat.interval.ms a streams group may set for itself.", at_least(1)),
+    _b("group.streams.max.heartbeat.interval.ms", "int", 15000,
+       "Largest streams.heartbeat.interval.ms a streams group may set for itself.", at_least(1)),
+    _b("group.streams.max.standby.replicas", "int", 2,
+       "Largest streams.num.standby.replicas a streams group may set for itself.", at_least(0)),
+    _b("group.streams.rack.aware.assignment.tags", "list", [],
+       "Client tag keys every streams-protocol member must carry (a member lacking one is told "
+       "MISSING_CLIENT_TAGS in its heartbeats, v1); standbys are not placed by them, as Kafka 4.4's sticky "
+       "assignor does not."),
+    _b("group.streams.initial.rebalance.delay.ms", "int", 3000,
+       "How long a new streams group waits for more members before its first task assignment.", at_least(0)),
     # -- the consumer group protocol (KIP-848) -------------------------------------------------------
     _b("group.consumer.heartbeat.interval.ms", "int", 5000,
        "How often consumer-protocol members heartbeat (the interval the coordinator tells them).", at_least(1)),

@@ -35,3 +35,13 @@ class GroupConfig:
     streams_max_size: int = 2**31 - 1
     #: standby replicas of each task (group.streams.num.standby.replicas): a group's, not a client's, setting
     streams_num_standby_replicas: int = 0
+    #: the bounds of a streams group's own overrides (group.streams.min/max.*, group.streams.max.standby.replicas)
+    streams_min_session_timeout_ms: int = 45_000
+    streams_max_session_timeout_ms: int = 60_000
+    streams_min_heartbeat_interval_ms: int = 5000
+    streams_max_heartbeat_interval_ms: int = 15_000
+    streams_max_standby_replicas: int = 2
+    #: how long a new streams group waits for more members before its first assignment
+    streams_initial_rebalance_delay_ms: int = 3000
+    #: client tag keys every streams member must carry (group.streams.rack.aware.assignment.tags)
+    streams_rack_aware_assignment_tags: tuple[str, ...] = ()

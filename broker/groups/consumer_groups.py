@@ -35,8 +35,21 @@ from pybroker.broker.groups.consumer_group import (
 from pybroker.broker.groups.consumer_outcomes import ConsumerHeartbeat, ConsumerHeartbeatOutcome
 from pybroker.broker.groups.consumer_snapshot import ConsumerUndo
 from pybroker.broker.groups.consumer_state_machine import MemberState
+from pybroker.broker.groups.epoch_membership import (
+    MemberRecords,
+    Refused,
+    answer_when_written,
+    check_group,
+    check_optional_ids,
+    fence_expired,
+    next_deadline,
+    remove_member,
+    take_empty_classic,
+    take_static_slot,
+    update_common,
+)
 from pybroker.broker.groups.group import Group
-from pybroker.broker.groups.group_log import Records, client_error
+from pybroker.broker.groups.group_log import Records
 from pybroker.broker.groups.group_store import GroupStore, TopicMetadata
 from pybroker.broker.groups.group_timers import GroupTimers
 from pybroker.broker.groups.reconciliation import reconcile
@@ -44,7 +57,6 @@ from pybroker.broker.groups.state_machine import GroupState
 from pybroker.broker.groups.topic_regex import RegexError, compile_topic_regex, matching
 from pybroker.broker.loggers.structlog_setup import get_logger
 from pybroker.protocol.errors import ErrorCode
-from pybroker.protocol.offsets_topic_records import group_metadata_key
 
 if TYPE_CHECKING:
     from pybroker.broker.groups.mixed_groups import MixedGroups
@@ -57,13 +69,9 @@ MAX_OWNED_PARTITIONS = 100_000
 MAX_ID_CHARS = 255
 
 Respond = Callable[[ConsumerHeartbeatOutcome], None]
-
-
-class HeartbeatRefused(Exception):
-    def __init__(self, error: ErrorCode, message: str | None = None) -> None:
-        super().__init__(message or error.name)
-        self.error = error
-        self.message = message
+#: this protocol's records, for the rules it shares with streams groups (epoch_membership.py)
+WRITERS = MemberRecords(member=rec.member_record, tombstones=rec.member_tombstones, targets=rec.target_records,
+                        epoch=rec.epoch_records)
 
 
 class ConsumerGroups:
@@ -82,32 +90,19 @@ class ConsumerGroups:
     # -- ConsumerGroupHeartbeat ----------------------------------------------------------------------
     def consumer_heartbeat(self, req: ConsumerHeartbeat, now: int, respond: Respond) -> None:
         before = self.consumer_undo.take(self.store.groups, req.group_id, req.member_id)
-        try:
-            records, outcome = self._consumer_heartbeat(req, now)
-        except HeartbeatRefused as refused:
+
+        def refused(refusal: Refused) -> ConsumerHeartbeatOutcome:
             if self.consumer_undo.converted(self.store.groups, before):  # refused after converting the group: undone
                 self.consumer_undo.restore(self.store.groups, before, written=False)
             # a refusal names no member and no epoch (null, 0), as Kafka 4.4's error answers
-            respond(ConsumerHeartbeatOutcome(refused.error, refused.message, member_id=None, member_epoch=0))
-            return
-        finally:
-            self.timers.schedule_id(req.group_id)
-        if not records:
-            respond(outcome)
-            return
+            return ConsumerHeartbeatOutcome(refusal.error, refusal.message, member_id=None, member_epoch=0)
 
-        def written(code: ErrorCode) -> None:
-            if code is ErrorCode.NONE:
-                respond(outcome)
-            else:
-                if self.consumer_undo.restore(self.store.groups, before):  # Kafka reverts to what was written
-                    log.warning("group change undone: its records were not written", group=req.group_id,
-                                error=code.name)
-                    self.timers.schedule_id(req.group_id)
-                respond(ConsumerHeartbeatOutcome(client_error(code), member_id=outcome.member_id,
-                                                 member_epoch=req.member_epoch))
+        def failed(code: ErrorCode, outcome: ConsumerHeartbeatOutcome) -> tuple[ConsumerHeartbeatOutcome, bool]:
+            undone = self.consumer_undo.restore(self.store.groups, before)  # Kafka reverts to what was written
+            return ConsumerHeartbeatOutcome(code, member_id=outcome.member_id, member_epoch=req.member_epoch), undone
 
-        self.store.append(req.group_id, records, now, written)
+        answer_when_written(self.store, self.timers, req.group_id, now, lambda: self._consumer_heartbeat(req, now),
+                            respond, refused=refused, failed=failed)
 
     def _consumer_heartbeat(self, req: ConsumerHeartbeat, now: int) -> tuple[Records, ConsumerHeartbeatOutcome]:
         self._validate_heartbeat(req)
@@ -157,20 +152,11 @@ class ConsumerGroups:
 
     def _validate_heartbeat(self, req: ConsumerHeartbeat) -> None:
         def refuse(message: str, error: ErrorCode = ErrorCode.INVALID_REQUEST) -> None:
-            raise HeartbeatRefused(error, message)
+            raise Refused(error, message)
 
-        if not self.store.config.consumer_protocol_enabled:
-            refuse("The consumer group protocol is not enabled on this broker "
-                   "(group.coordinator.rebalance.protocols).", ErrorCode.UNSUPPORTED_VERSION)
-        if not req.group_id:
-            refuse("GroupId can't be empty.")
-        availability = self.store.availability(req.group_id)
-        if availability is not ErrorCode.NONE:
-            raise HeartbeatRefused(availability)
-        if req.instance_id is not None and not req.instance_id:
-            refuse("InstanceId can't be empty.")
-        if req.rack_id is not None and not req.rack_id:
-            refuse("RackId can't be empty.")
+        check_group(self.store, req.group_id, enabled=self.store.config.consumer_protocol_enabled,
+                    protocol="consumer")
+        check_optional_ids(req)
         if len(req.member_id) > MAX_ID_CHARS or len(req.instance_id or "") > MAX_ID_CHARS:
             refuse(f"MemberId and InstanceId are at most {MAX_ID_CHARS} characters.")
         if req.member_epoch == 0:
@@ -205,26 +191,21 @@ class ConsumerGroups:
         group = self.store.groups.get(req.group_id)
         if group is None:
             if req.member_epoch != 0:  # as Kafka: only a join (epoch 0) makes a group
-                raise HeartbeatRefused(ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {req.group_id} not found.")
+                raise Refused(ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {req.group_id} not found.")
             group = self.store.groups[req.group_id] = Group(req.group_id, state_timestamp_ms=now, protocol_type="consumer",
                                                       consumer=ConsumerGroupData())
         if group.is_(GroupState.DEAD):
-            raise HeartbeatRefused(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+            raise Refused(ErrorCode.COORDINATOR_NOT_AVAILABLE)
         if group.consumer is None and self.mixed.can_upgrade(group):
             if req.member_epoch != 0:
-                raise HeartbeatRefused(ErrorCode.UNKNOWN_MEMBER_ID)
+                raise Refused(ErrorCode.UNKNOWN_MEMBER_ID)
             group = self.mixed.upgrade(group, now, records)  # Kafka's online upgrade: its members stay, as classic members
         if group.consumer is None:
             if group.members or group.pending_members or not group.is_(GroupState.EMPTY):
-                raise HeartbeatRefused(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {req.group_id} is not a consumer "
+                raise Refused(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {req.group_id} is not a consumer "
                                        "group: it has members of the classic protocol that cannot move yet.")
-            # an empty classic group (or one holding only offsets) becomes a consumer group (Kafka's upgrade)
-            group.consumer = ConsumerGroupData()
-            group.protocol_type = "consumer"
-            group.protocol_name = group.leader_id = None
-            group.generation = 0
-            records.append((group_metadata_key(req.group_id), None))
-            log.info("group converted to the consumer protocol", group=req.group_id)
+            group.consumer = ConsumerGroupData()  # Kafka's upgrade of an empty classic group
+            take_empty_classic(group, "consumer", records)
         return group
 
     def _member_for(self, group: Group, data: ConsumerGroupData, req: ConsumerHeartbeat, now: int,
@@ -236,13 +217,13 @@ class ConsumerGroups:
             if existing is not None:
                 # the member rejoins (it was fenced, or restarted with its id): it owns nothing now
                 if existing.instance_id != req.instance_id:
-                    raise HeartbeatRefused(ErrorCode.FENCED_INSTANCE_ID)
+                    raise Refused(ErrorCode.FENCED_INSTANCE_ID)
                 data.release(existing)
                 existing.assigned, existing.pending_revocation = {}, {}
                 existing.member_epoch, existing.state = 0, MemberState.STABLE
                 return existing, False
             if len(data.members) >= self.store.config.consumer_max_size:
-                raise HeartbeatRefused(ErrorCode.GROUP_MAX_SIZE_REACHED,
+                raise Refused(ErrorCode.GROUP_MAX_SIZE_REACHED,
                                        f"The consumer group has reached its maximum capacity of "
                                        f"{self.store.config.consumer_max_size} members.")
             member_id = req.member_id or str(uuid.uuid4())
@@ -254,13 +235,13 @@ class ConsumerGroups:
             return joined, True
         member = data.members.get(req.member_id)
         if member is None:
-            raise HeartbeatRefused(ErrorCode.UNKNOWN_MEMBER_ID,
+            raise Refused(ErrorCode.UNKNOWN_MEMBER_ID,
                                    f"Member {req.member_id} is not a member of group {req.group_id}.")
         if req.instance_id is not None and member.instance_id != req.instance_id:
-            raise HeartbeatRefused(ErrorCode.FENCED_INSTANCE_ID)
+            raise Refused(ErrorCode.FENCED_INSTANCE_ID)
         if req.member_epoch > member.member_epoch or (req.member_epoch < member.member_epoch and (
                 req.member_epoch != member.previous_member_epoch or not _subset(req.owned, member.assigned))):
-            raise HeartbeatRefused(ErrorCode.FENCED_MEMBER_EPOCH,
+            raise Refused(ErrorCode.FENCED_MEMBER_EPOCH,
                                    f"The member epoch {req.member_epoch} is not the coordinator's "
                                    f"({member.member_epoch}): abandon every partition and rejoin.")
         return member, False
@@ -272,7 +253,7 @@ class ConsumerGroups:
         old = data.members[data.static_members[req.instance_id]]
         # a classic static member is replaced at once (Kafka checks the release only between two of this protocol)
         if old.classic is None and old.member_epoch != STATIC_LEAVE_EPOCH and old.member_id != req.member_id:
-            raise HeartbeatRefused(ErrorCode.UNRELEASED_INSTANCE_ID,
+            raise Refused(ErrorCode.UNRELEASED_INSTANCE_ID,
                                    f"Static member {old.member_id} with instance id {req.instance_id} is "
                                    "present in the consumer group.")
         member = ConsumerMember(
@@ -284,25 +265,12 @@ class ConsumerGroups:
 
     @staticmethod
     def take_static_slot(group: Group, data: ConsumerGroupData, old: ConsumerMember, member: ConsumerMember,
-                          records: Records) -> ConsumerMember:
+                         records: Records) -> ConsumerMember:
         """`member` (a new object, joining with epoch 0) replaces the static member `old` of its instance id:
-        `old` goes, its partitions freed, and its target becomes `member`'s."""
-        assert member.instance_id is not None
-        data.release(old)
-        del data.members[old.member_id]
-        if member.member_id != old.member_id:
-            records += rec.member_tombstones(group.group_id, old.member_id)
-        # it owns nothing yet (it joined with epoch 0): its old target, now free, is its at once
-        data.members[member.member_id] = member
-        data.static_members[member.instance_id] = member.member_id
-        target = data.targets.pop(old.member_id, None)
-        if target is not None:
-            data.targets[member.member_id] = target
-            records += rec.target_records(group.group_id, data, [member.member_id])
-        records.append(rec.member_record(group.group_id, member))
-        log.info("static member rejoined", group=group.group_id, instance=member.instance_id,
-                 member=member.member_id, replaced=old.member_id)
-        return member
+        `old` goes, its partitions freed, and its target becomes `member`'s (it owns nothing yet)."""
+        taken: ConsumerMember = take_static_slot(group.group_id, data, old, member, records, WRITERS,
+                                                 release=data.release)
+        return taken
 
     @staticmethod
     def _update_member(member: ConsumerMember, req: ConsumerHeartbeat) -> bool:
@@ -310,12 +278,7 @@ class ConsumerGroups:
         changed = False
         if req.rack_id is not None:
             member.rack_id = req.rack_id
-        if req.rebalance_timeout_ms > 0:
-            member.rebalance_timeout_ms = req.rebalance_timeout_ms
-        if req.client_id:
-            member.client_id = req.client_id
-        if req.client_host:
-            member.client_host = req.client_host
+        update_common(member, req)
         if req.server_assignor is not None and req.server_assignor != member.server_assignor:
             member.server_assignor = req.server_assignor
             changed = True
@@ -423,13 +386,13 @@ class ConsumerGroups:
         group = self.store.groups.get(req.group_id)
         data = group.consumer if group is not None else None
         if group is None or data is None:
-            raise HeartbeatRefused(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {req.group_id} is not a consumer group.")
+            raise Refused(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {req.group_id} is not a consumer group.")
         member = data.members.get(req.member_id)
         if member is None:
-            raise HeartbeatRefused(ErrorCode.UNKNOWN_MEMBER_ID,
+            raise Refused(ErrorCode.UNKNOWN_MEMBER_ID,
                                    f"Member {req.member_id} is not a member of group {req.group_id}.")
         if req.instance_id is not None and member.instance_id != req.instance_id:
-            raise HeartbeatRefused(ErrorCode.FENCED_INSTANCE_ID)
+            raise Refused(ErrorCode.FENCED_INSTANCE_ID)
         outcome = ConsumerHeartbeatOutcome(ErrorCode.NONE, member_id=member.member_id, member_epoch=req.member_epoch,
                                            heartbeat_interval_ms=0)
         if req.member_epoch == STATIC_LEAVE_EPOCH:
@@ -439,27 +402,13 @@ class ConsumerGroups:
             return [rec.current_record(group.group_id, member)], outcome
         return self.remove_member(group, data, member, "left the group", now), outcome
 
-    def remove_member(self, group: Group, data: ConsumerGroupData, member: ConsumerMember,
-                                reason: str, now: int) -> Records:
-        log.info("member removed", group=group.group_id, member=member.member_id, reason=reason,
-                 epoch=data.group_epoch)
-        data.release(member)
-        del data.members[member.member_id]
-        data.targets.pop(member.member_id, None)
-        if member.instance_id is not None and data.static_members.get(member.instance_id) == member.member_id:
-            del data.static_members[member.instance_id]
-        records = rec.member_tombstones(group.group_id, member.member_id)
-        data.group_epoch += 1
-        data.subscription_metadata = self._subscription_metadata(data)
-        records += rec.epoch_records(group.group_id, data)
-        if data.members:
-            records += self._compute_target(group, data, None)
-        else:
-            data.targets.clear()
-            data.assignment_epoch = data.group_epoch
-            records += rec.target_records(group.group_id, data, [])
-            group.state_timestamp_ms = max(group.state_timestamp_ms, member.last_heartbeat_ms)
-        data.refresh_state()
+    def remove_member(self, group: Group, data: ConsumerGroupData, member: ConsumerMember, reason: str,
+                      now: int) -> Records:
+        def before_epoch() -> None:
+            data.subscription_metadata = self._subscription_metadata(data)
+
+        records = remove_member(group, data, member, reason, WRITERS, release=data.release, before_epoch=before_epoch,
+                                compute_target=lambda: self._compute_target(group, data, None))
         return records + self.mixed.maybe_downgrade(group, now)
 
     def tick_consumer(self, group: Group, now: int) -> None:
@@ -467,15 +416,9 @@ class ConsumerGroups:
         data = group.consumer
         if data is None:
             return
-        records: Records = []
-        for member in list(data.members.values()):
-            if group.consumer is not data:
-                break  # the group became classic (its last consumer-protocol member went)
-            if now >= member.last_heartbeat_ms + self._session_ms(member):
-                records += self.remove_member(group, data, member, "session timed out", now)
-            elif 0 <= member.revocation_deadline_ms <= now:
-                records += self.remove_member(group, data, member, "did not revoke its partitions "
-                                                        "within its rebalance timeout", now)
+        records = fence_expired(data, now, self._session_ms,
+                                lambda member, reason: self.remove_member(group, data, member, reason, now),
+                                owns="partitions", still_current=lambda: group.consumer is data)
         if records:
             self.store.append(group.group_id, records, now, lambda _code: None)
 
@@ -487,11 +430,7 @@ class ConsumerGroups:
 
     def consumer_deadline(self, group: Group) -> int | None:
         data = group.consumer
-        if data is None:
-            return None
-        deadlines = [m.last_heartbeat_ms + self._session_ms(m) for m in data.members.values()]
-        deadlines += [m.revocation_deadline_ms for m in data.members.values() if m.revocation_deadline_ms >= 0]
-        return min(deadlines, default=None)
+        return None if data is None else next_deadline(data, self._session_ms)
 
     # -- offsets of consumer groups ----------------------------------------------------------------------
     def fetch_member_error(self, group_id: str, member_id: str | None, member_epoch: int) -> ErrorCode:

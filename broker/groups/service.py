@@ -67,6 +67,13 @@ def group_config(config: BrokerConfig, num_partitions: int) -> GroupConfig:
         streams_session_timeout_ms=int(config.get("group.streams.session.timeout.ms")),
         streams_max_size=int(config.get("group.streams.max.size")),
         streams_num_standby_replicas=int(config.get("group.streams.num.standby.replicas")),
+        streams_min_session_timeout_ms=int(config.get("group.streams.min.session.timeout.ms")),
+        streams_max_session_timeout_ms=int(config.get("group.streams.max.session.timeout.ms")),
+        streams_min_heartbeat_interval_ms=int(config.get("group.streams.min.heartbeat.interval.ms")),
+        streams_max_heartbeat_interval_ms=int(config.get("group.streams.max.heartbeat.interval.ms")),
+        streams_max_standby_replicas=int(config.get("group.streams.max.standby.replicas")),
+        streams_initial_rebalance_delay_ms=int(config.get("group.streams.initial.rebalance.delay.ms")),
+        streams_rack_aware_assignment_tags=tuple(config.get("group.streams.rack.aware.assignment.tags") or ()),
         consumer_assignors=tuple(dict.fromkeys(ASSIGNOR_NAMES.get(name, name)
                                                for name in config.get("group.consumer.assignors"))),
     )

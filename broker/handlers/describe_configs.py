@@ -5,7 +5,9 @@ default); v1+ add synonyms (the broker keys that stand behind a topic key), v3+ 
 documentation. Broker configs that cannot change at runtime are read-only, as in Kafka. A broker-logger
 resource (this node's id) lists every logger with its effective level (`pybroker.broker.loggers.levels`),
 source DYNAMIC_BROKER_LOGGER_CONFIG, as Kafka lists its log4j loggers. A client-metrics resource
-(KIP-714) lists its subscription's configs (none for an unknown name).
+(KIP-714) lists its subscription's configs (none for an unknown name). A group resource lists the share
+groups' keys and the streams groups' (`pybroker.broker.streams_groups.group_configs`): the group's value, else
+the broker's.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from pybroker.broker.loggers.levels import LEVELS as LOGGER_LEVELS
 from pybroker.broker.security.authorization_check import Op
 from pybroker.broker.security.authorization_cluster import config_rule
 from pybroker.broker.share.group_configs import GROUP_RESOURCE
+from pybroker.broker.streams_groups.group_configs import CONFIG_TYPES as STREAMS_CONFIG_TYPES
 from pybroker.broker.telemetry.resource import CLIENT_METRICS_CONFIG, CLIENT_METRICS_RESOURCE, described
 from pybroker.config.broker_config import ConfigSource, ResolvedConfig
 from pybroker.config.definitions import BROKER, TOPIC
@@ -107,10 +110,12 @@ def handle_describe_configs(ctx: RequestContext, request: DescribeConfigsRequest
         elif resource.resource_type == GROUP_RESOURCE:
             result.configs = [DescribeConfigsResourceResult(
                 name=key, value=value, read_only=False, config_source=GROUP_CONFIG if not is_default
-                else DEFAULT_CONFIG, is_default=is_default, is_sensitive=False, synonyms=[], config_type=0,
-                documentation=None)
+                else DEFAULT_CONFIG, is_default=is_default, is_sensitive=False, synonyms=[],
+                config_type=STREAMS_CONFIG_TYPES.get(key, 0), documentation=None)
                 for key, value, is_default in state.shares.group_configs.described(
                     resource.resource_name, state.shares.config_defaults())
+                + state.groups.coordinator.streams.group_configs.described(
+                    resource.resource_name, state.groups.coordinator.config)
                 if wanted is None or key in wanted]
         else:
             result.error_code = ErrorCode.INVALID_REQUEST

@@ -9,7 +9,9 @@ APPEND and SUBTRACT apply to list configs only (`cleanup.policy`, `log.cleanup.p
 A broker-logger resource (this node's id) SETs or DELETEs loggers' levels at once, as Kafka's
 `kafka-configs --entity-type broker-loggers` does (`pybroker.broker.loggers.logger_configs`); a client-metrics
 resource (KIP-714) sets a telemetry subscription (`pybroker.broker.telemetry.resource`); a group resource sets a
-share group's configs (`pybroker.broker.share.group_configs`).
+group's configs: its `streams.*` keys go to the streams groups' store
+(`pybroker.broker.streams_groups.group_configs`), the others to the share groups'
+(`pybroker.broker.share.group_configs`); both are checked before either is changed.
 """
 
 from __future__ import annotations
@@ -23,10 +25,12 @@ from pybroker.broker.loggers.logger_configs import BROKER_LOGGER_RESOURCE, alter
 from pybroker.broker.security.authorization_check import Op
 from pybroker.broker.security.authorization_cluster import config_rule
 from pybroker.broker.share.group_configs import GROUP_RESOURCE
+from pybroker.broker.streams_groups.group_configs import PREFIX as STREAMS_PREFIX
 from pybroker.broker.telemetry.resource import CLIENT_METRICS_RESOURCE, alter_client_metrics
 from pybroker.config.alter_ops import apply_operations
 from pybroker.config.definitions import ConfigDef
 from pybroker.protocol.api_keys import ApiKey
+from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.messages.incremental_alter_configs import (
     AlterableConfig,
     AlterConfigsResourceResponse,
@@ -45,6 +49,31 @@ def _operations(configs: list[AlterableConfig], topic: bool) -> Change:
     return change
 
 
+def _alter_group(ctx: RequestContext, group_id: str, changes: list[tuple[str, int, str | None]],
+                 validate_only: bool) -> tuple[ErrorCode, str | None]:
+    """A group's keys, each to its store: all are checked first, then each store changes (all or none)."""
+    streams = [c for c in changes if c[0].startswith(STREAMS_PREFIX)]
+    others = [c for c in changes if not c[0].startswith(STREAMS_PREFIX)]
+    coordinator = ctx.state.groups.coordinator
+    stores: list[Callable[[bool], tuple[ErrorCode, str | None]]] = []
+    if streams:
+        stores.append(lambda only: coordinator.streams.group_configs.alter(group_id, streams, only,
+                                                                           coordinator.config))
+    if others or not streams:
+        stores.append(lambda only: ctx.state.shares.group_configs.alter(group_id, others, only))
+    for alter in stores:
+        code, message = alter(True)
+        if code is not ErrorCode.NONE:
+            return code, message
+    if validate_only:
+        return ErrorCode.NONE, None
+    for alter in stores:
+        code, message = alter(False)
+        if code is not ErrorCode.NONE:
+            return code, message
+    return ErrorCode.NONE, None
+
+
 @handler(ApiKey.INCREMENTAL_ALTER_CONFIGS, versions=(0, 1),
          authorize=config_rule(Op.ALTER_CONFIGS, AlterConfigsResourceResponse, "responses"))
 def handle_incremental_alter_configs(ctx: RequestContext,
@@ -55,7 +84,7 @@ def handle_incremental_alter_configs(ctx: RequestContext,
             code, message = alter_logger_levels(ctx.state, resource.resource_name, [
                 (c.name, c.config_operation, c.value) for c in resource.configs], bool(request.validate_only))
         elif resource.resource_type == GROUP_RESOURCE:
-            code, message = ctx.state.shares.group_configs.alter(resource.resource_name, [
+            code, message = _alter_group(ctx, resource.resource_name, [
                 (c.name, c.config_operation, c.value) for c in resource.configs], bool(request.validate_only))
         elif resource.resource_type == CLIENT_METRICS_RESOURCE:
             code, message = alter_client_metrics(ctx.state, resource.resource_name, [

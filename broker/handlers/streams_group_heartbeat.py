@@ -141,6 +141,6 @@ def handle_streams_group_heartbeat(ctx: RequestContext, r: StreamsGroupHeartbeat
         client_tags=None if r.client_tags is None else {kv.key: kv.value for kv in r.client_tags},
         task_offsets=_offsets(r.task_offsets), task_end_offsets=_offsets(r.task_end_offsets),
         shutdown_application=r.shutdown_application, client_id=ctx.client_id or "",
-        client_host=client_host(ctx.peer))
+        client_host=client_host(ctx.peer), version=ctx.api_version)
     return answer(lambda respond: state.groups.coordinator.streams_heartbeat(heartbeat, state.clock_ms(), respond),
                   _response)

@@ -88,6 +88,8 @@ class StreamsGroupData:
     shutdown_requested: bool = False
     #: bumped whenever a new target is computed: members with an endpoint learn where tasks run
     endpoint_epoch: int = 0
+    #: no new target before this time (the initial rebalance delay of a first join; memory only, as Kafka's timer)
+    assign_after_ms: int = -1
     state: StreamsGroupState = StreamsGroupState.EMPTY
 
     def active_owners(self, excluding: str) -> set[tuple[str, int]]:

@@ -33,6 +33,8 @@ class StreamsHeartbeat:
     shutdown_application: bool = False
     client_id: str = ""
     client_host: str = ""
+    #: the request's version (v1 members are told MISSING_CLIENT_TAGS)
+    version: int = 0
 
 
 @dataclass(slots=True)

@@ -23,8 +23,21 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable
 
+from pybroker.broker.groups.epoch_membership import (
+    MemberRecords,
+    Refused,
+    answer_when_written,
+    check_group,
+    check_optional_ids,
+    fence_expired,
+    next_deadline,
+    remove_member,
+    take_empty_classic,
+    take_static_slot,
+    update_common,
+)
 from pybroker.broker.groups.group import Group
-from pybroker.broker.groups.group_log import Records, client_error
+from pybroker.broker.groups.group_log import Records
 from pybroker.broker.groups.group_store import GroupStore
 from pybroker.broker.groups.group_timers import GroupTimers
 from pybroker.broker.groups.state_machine import GroupState
@@ -40,6 +53,7 @@ from pybroker.broker.streams_groups.group import (
     StreamsMember,
     tasks_size,
 )
+from pybroker.broker.streams_groups.group_configs import StreamsGroupConfigs
 from pybroker.broker.streams_groups.outcomes import StreamsHeartbeat, StreamsHeartbeatOutcome
 from pybroker.broker.streams_groups.topology import (
     InvalidTopology,
@@ -50,7 +64,6 @@ from pybroker.broker.streams_groups.topology import (
     validate,
 )
 from pybroker.protocol.errors import ErrorCode
-from pybroker.protocol.offsets_topic_records import group_metadata_key
 
 log = get_logger("pybroker.groups")
 
@@ -63,15 +76,11 @@ MAX_TASK_OFFSETS = 100_000
 TASK_OFFSET_INTERVAL_MS = 60_000
 
 Respond = Callable[[StreamsHeartbeatOutcome], None]
+#: this protocol's records, for the rules it shares with consumer groups (epoch_membership.py)
+WRITERS = MemberRecords(member=rec.member_record, tombstones=rec.member_tombstones, targets=rec.target_records,
+                        epoch=lambda group_id, data: [rec.epoch_record(group_id, data)])
 #: internal topic name -> (partitions, configs, replication factor): create these (the service's hook)
 CreateTopics = Callable[[dict[str, tuple[int, dict[str, str], int]]], None]
-
-
-class Refused(Exception):
-    def __init__(self, error: ErrorCode, message: str | None = None) -> None:
-        super().__init__(message or error.name)
-        self.error = error
-        self.message = message
 
 
 def _diff(a: Target, b: Target) -> Target:
@@ -107,34 +116,27 @@ class StreamsGroups:
         self.create_topics: CreateTopics = lambda topics: None
         #: internal topics asked for and not yet seen in the topic table (not asked for twice)
         self.creating: set[str] = set()
+        #: each group's own settings (IncrementalAlterConfigs on a GROUP; the broker opens its file at start)
+        self.group_configs = StreamsGroupConfigs(None)
+
+    def setting(self, group_id: str, key: str) -> int:
+        """What `group_id` uses for `key` (group_configs.py): its own value, else the broker's."""
+        return self.group_configs.effective(group_id, key, self.store.config)
 
     # -- StreamsGroupHeartbeat ---------------------------------------------------------------------------
     def heartbeat(self, req: StreamsHeartbeat, now: int, respond: Respond) -> None:
         before = self._snapshot(req.group_id)
-        try:
-            records, outcome = self._heartbeat(req, now)
-        except Refused as refused:
+
+        def refused(refusal: Refused) -> StreamsHeartbeatOutcome:
             self._restore(req.group_id, before)  # a refusal changes nothing
-            respond(StreamsHeartbeatOutcome(refused.error, refused.message))
-            return
-        finally:
-            self.timers.schedule_id(req.group_id)
-        if not records:
-            respond(outcome)
-            return
+            return StreamsHeartbeatOutcome(refusal.error, refusal.message)
 
-        def written(code: ErrorCode) -> None:
-            if code is ErrorCode.NONE:
-                respond(outcome)
-            else:  # as Kafka: the group goes back to what its records say
-                self._restore(req.group_id, before)
-                log.warning("streams group change undone: its records were not written", group=req.group_id,
-                            error=code.name)
-                self.timers.schedule_id(req.group_id)
-                respond(StreamsHeartbeatOutcome(client_error(code), member_id=req.member_id,
-                                                member_epoch=req.member_epoch))
+        def failed(code: ErrorCode, _outcome: StreamsHeartbeatOutcome) -> tuple[StreamsHeartbeatOutcome, bool]:
+            self._restore(req.group_id, before)  # as Kafka: the group goes back to what its records say
+            return StreamsHeartbeatOutcome(code, member_id=req.member_id, member_epoch=req.member_epoch), True
 
-        self.store.append(req.group_id, records, now, written)
+        answer_when_written(self.store, self.timers, req.group_id, now, lambda: self._heartbeat(req, now), respond,
+                            refused=refused, failed=failed)
 
     def _snapshot(self, group_id: str) -> tuple[Group | None, str | None, StreamsGroupData | None]:
         """What a heartbeat may change of a group: its protocol and a copy of its streams data (members
@@ -172,6 +174,7 @@ class StreamsGroups:
                 and req.topology != current:  # refused before anything about the member changes
             raise Refused(ErrorCode.STREAMS_INVALID_TOPOLOGY_EPOCH, "Topology updated but topology epoch "
                           f"not incremented (epoch {current.epoch}).")
+        empty_before = not data.members
         member, is_new = self._member_for(group, data, req, now, records)
         bump = self._update_member(member, req) or is_new
         if bump:
@@ -183,13 +186,14 @@ class StreamsGroups:
         if req.shutdown_application:
             data.shutdown_requested = True
         before = member.assigned
-        self.advance(group, data, member, bump, now, records, force_current=is_new)
+        self.advance(group, data, member, bump, now, records, force_current=is_new, first=empty_before and bump)
         send = req.member_epoch == 0 or member.assigned != before or (
             req.owned is not None and req.owned != member.assigned)
         return records, StreamsHeartbeatOutcome(
             ErrorCode.NONE, member_id=member.member_id, member_epoch=member.member_epoch,
-            heartbeat_interval_ms=self.store.config.streams_heartbeat_interval_ms,
-            task_offset_interval_ms=TASK_OFFSET_INTERVAL_MS, statuses=self._statuses(data, member),
+            heartbeat_interval_ms=self.setting(group.group_id, "streams.heartbeat.interval.ms"),
+            task_offset_interval_ms=TASK_OFFSET_INTERVAL_MS,
+            statuses=self._statuses(data, member, now) + self._missing_tags(group.group_id, member, req.version),
             assignment=member.assigned if send else None, endpoint_information_epoch=data.endpoint_epoch,
             endpoints=self._endpoints(data) if req.endpoint_information_epoch != data.endpoint_epoch else None)
 
@@ -197,20 +201,11 @@ class StreamsGroups:
         def refuse(message: str, error: ErrorCode = ErrorCode.INVALID_REQUEST) -> None:
             raise Refused(error, message)
 
-        if not self.store.config.streams_protocol_enabled:
-            refuse("The streams group protocol is not enabled on this broker "
-                   "(group.coordinator.rebalance.protocols).", ErrorCode.UNSUPPORTED_VERSION)
-        if not req.group_id:
-            refuse("GroupId can't be empty.")
-        availability = self.store.availability(req.group_id)
-        if availability is not ErrorCode.NONE:
-            raise Refused(availability)
+        check_group(self.store, req.group_id, enabled=self.store.config.streams_protocol_enabled,
+                    protocol="streams")
         if not req.member_id:
             refuse("MemberId can't be empty.")
-        if req.instance_id is not None and not req.instance_id:
-            refuse("InstanceId can't be empty.")
-        if req.rack_id is not None and not req.rack_id:
-            refuse("RackId can't be empty.")
+        check_optional_ids(req)
         if len(req.member_id) > MAX_ID_CHARS or len(req.instance_id or "") > MAX_ID_CHARS \
                 or len(req.process_id or "") > MAX_ID_CHARS:
             refuse(f"MemberId, InstanceId and ProcessId are at most {MAX_ID_CHARS} characters.")
@@ -254,13 +249,8 @@ class StreamsGroups:
                 raise Refused(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {req.group_id} is not a streams group.")
             if req.member_epoch != 0:
                 raise Refused(ErrorCode.GROUP_ID_NOT_FOUND, f"Streams group {req.group_id} not found.")
-            # an empty classic group (its offsets, say, from an application run with the classic protocol)
             group.streams = StreamsGroupData()
-            group.protocol_type = "streams"
-            group.protocol_name = group.leader_id = None
-            group.generation = 0
-            records.append((group_metadata_key(req.group_id), None))
-            log.info("group converted to the streams protocol", group=req.group_id)
+            take_empty_classic(group, "streams", records)
         return group
 
     def _member_for(self, group: Group, data: StreamsGroupData, req: StreamsHeartbeat, now: int,
@@ -303,34 +293,18 @@ class StreamsGroups:
                         now: int, records: Records) -> StreamsMember:
         """A static member that left with epoch -2 rejoins under a new member id: the old one goes, its target
         (now free) becomes the new one's, and the group does not rebalance (Kafka's static membership)."""
-        del data.members[old.member_id]
-        records += rec.member_tombstones(group.group_id, old.member_id)
         member = StreamsMember(req.member_id, instance_id=req.instance_id, client_id=req.client_id,
                                client_host=req.client_host, process_id=old.process_id,
                                user_endpoint=old.user_endpoint, client_tags=dict(old.client_tags),
                                rack_id=old.rack_id, topology_epoch=old.topology_epoch, last_heartbeat_ms=now)
-        data.members[member.member_id] = member
-        assert req.instance_id is not None
-        data.static_members[req.instance_id] = member.member_id
-        target = data.targets.pop(old.member_id, None)
-        if target is not None:
-            data.targets[member.member_id] = target
-            records += rec.target_records(group.group_id, data, [member.member_id])
-        records.append(rec.member_record(group.group_id, member))
-        log.info("static streams member rejoined", group=group.group_id, instance=req.instance_id,
-                 member=member.member_id, replaced=old.member_id)
-        return member
+        taken: StreamsMember = take_static_slot(group.group_id, data, old, member, records, WRITERS)
+        return taken
 
     @staticmethod
     def _update_member(member: StreamsMember, req: StreamsHeartbeat) -> bool:
         """Take the fields the heartbeat set; whether the assignment may change (the group epoch moves)."""
         changed = False
-        if req.rebalance_timeout_ms > 0:
-            member.rebalance_timeout_ms = req.rebalance_timeout_ms
-        if req.client_id:
-            member.client_id = req.client_id
-        if req.client_host:
-            member.client_host = req.client_host
+        update_common(member, req)
         if req.owned is not None:
             member.owned = req.owned
         if req.task_offsets is not None:
@@ -383,28 +357,46 @@ class StreamsGroups:
         return False
 
     def advance(self, group: Group, data: StreamsGroupData, member: StreamsMember, bump: bool, now: int,
-                records: Records, *, force_current: bool = False) -> None:
-        """Bump the group epoch if asked, compute a new target if the group epoch is ahead, move the member
-        towards its target; the records of what changed go to `records`."""
+                records: Records, *, force_current: bool = False, first: bool = False) -> None:
+        """Bump the group epoch if asked, compute a new target if the group epoch is ahead (and no initial
+        rebalance delay holds it back), move the member towards its target; the records of what changed go to
+        `records`.
+
+        `first`: the member joined a group that had none, and the epoch moves. Kafka 4.4 then counts a second
+        group epoch (measured against it: tests/conformance/streams_errors.py, "first-join-epochs" and
+        "initial-rebalance-delay"): with the group's `streams.initial.rebalance.delay.ms` above 0, the first
+        epoch's target gives nobody anything, the member is answered at it, and the target of the second waits
+        for the delay (heartbeats carry ASSIGNMENT_DELAYED meanwhile; the first one past the delay computes it,
+        as in Kafka, where nothing moves until a member heartbeats after its timer); with no delay, a new group
+        (epoch 0) goes straight to its second epoch, and a group that had emptied counts one, as usual."""
+        delay = self.setting(group.group_id, "streams.initial.rebalance.delay.ms") if first else 0
         if bump:
-            data.group_epoch += 1
+            new_group = first and delay <= 0 and data.group_epoch == 0
+            data.group_epoch += 2 if new_group else 1
             records.append(rec.epoch_record(group.group_id, data))
-        if data.group_epoch > data.assignment_epoch:
-            records += self._compute_target(group, data)
+        if data.group_epoch > data.assignment_epoch and now >= data.assign_after_ms:
+            records += self._compute_target(group, data, hold=first and delay > 0)
         before = (member.member_epoch, member.state, member.assigned, member.pending_revocation)
         self._reconcile(data, member, now)
         if force_current or (member.member_epoch, member.state, member.assigned, member.pending_revocation) != before:
             records.append(rec.current_record(group.group_id, member))
+        if first and delay > 0:
+            data.group_epoch += 1
+            data.assign_after_ms = now + delay
+            records.append(rec.epoch_record(group.group_id, data))
+            log.info("streams group assignment delayed", group=group.group_id, delay_ms=delay,
+                     epoch=data.group_epoch)
         data.refresh_state()
 
-    def _compute_target(self, group: Group, data: StreamsGroupData) -> Records:
+    def _compute_target(self, group: Group, data: StreamsGroupData, *, hold: bool = False) -> Records:
+        """A new target at the group epoch (`hold`: one that gives nobody a task, before an initial delay)."""
         configured = data.configured
-        tasks = configured.tasks if configured is not None and configured.ready else {}
+        tasks = configured.tasks if configured is not None and configured.ready and not hold else {}
         specs = {m.member_id: MemberSpec(m.process_id or m.member_id, m.assigned.active, m.assigned.standby)
                  for m in data.members.values()}
         stateful = frozenset(s.subtopology_id for s in data.topology.subtopologies if s.state_changelog_topics) \
             if data.topology is not None else frozenset()
-        targets = assign(tasks, specs, self.store.config.streams_num_standby_replicas, stateful)
+        targets = assign(tasks, specs, self.setting(group.group_id, "streams.num.standby.replicas"), stateful)
         changed = [m for m in data.members if targets.get(m, Target()) != data.targets.get(m)]
         data.targets = {m: targets.get(m, Target()) for m in data.members}
         data.assignment_epoch = data.group_epoch
@@ -439,8 +431,11 @@ class StreamsGroups:
         member.state = MemberState.UNRELEASED_TASKS if blocked else MemberState.STABLE
         member.revocation_deadline_ms = -1
 
-    def _statuses(self, data: StreamsGroupData, member: StreamsMember) -> tuple[Status, ...]:
+    def _statuses(self, data: StreamsGroupData, member: StreamsMember, now: int) -> tuple[Status, ...]:
         statuses = list(data.configured.statuses) if data.configured is not None else []
+        if now < data.assign_after_ms:
+            statuses.insert(0, Status(StatusCode.ASSIGNMENT_DELAYED, "Assignment delayed due to the configured "
+                                      "initial rebalance delay."))
         if data.topology is not None and member.topology_epoch < data.topology.epoch:
             statuses.insert(0, Status(StatusCode.STALE_TOPOLOGY, f"The member's topology epoch "
                                       f"{member.topology_epoch} is behind the group's {data.topology.epoch}."))
@@ -449,6 +444,19 @@ class StreamsGroups:
                                    "A KafkaStreams instance encountered a fatal error and requested a shutdown "
                                    "for the entire application."))
         return tuple(statuses)
+
+    def _missing_tags(self, group_id: str, member: StreamsMember, version: int) -> tuple[Status, ...]:
+        """MISSING_CLIENT_TAGS (v1) for a member without every tag key of the group's
+        `streams.rack.aware.assignment.tags`, as Kafka 4.4 tells it; it changes nothing else (Kafka's sticky
+        assignor places standbys without the tags)."""
+        if version < 1:
+            return ()
+        missing = [t for t in self.group_configs.tags(group_id, self.store.config) if t not in member.client_tags]
+        if not missing:
+            return ()
+        return (Status(StatusCode.MISSING_CLIENT_TAGS, f"Missing required client tags for rack-aware standby "
+                       f"assignment: [{', '.join(missing)}]. Configure them via 'client.tag.<tagKey>' in your "
+                       "Streams config."),)
 
     def _endpoints(self, data: StreamsGroupData
                    ) -> list[tuple[Endpoint, dict[str, list[int]], dict[str, list[int]]]] | None:
@@ -488,51 +496,30 @@ class StreamsGroups:
 
     def remove_member(self, group: Group, data: StreamsGroupData, member: StreamsMember, reason: str,
                       now: int) -> Records:
-        log.info("streams member removed", group=group.group_id, member=member.member_id, reason=reason,
-                 epoch=data.group_epoch)
-        del data.members[member.member_id]
-        data.targets.pop(member.member_id, None)
-        if member.instance_id is not None and data.static_members.get(member.instance_id) == member.member_id:
-            del data.static_members[member.instance_id]
-        records = rec.member_tombstones(group.group_id, member.member_id)
-        data.group_epoch += 1
-        records.append(rec.epoch_record(group.group_id, data))
-        if data.members:
-            records += self._compute_target(group, data)
-        else:
-            data.targets.clear()
-            data.assignment_epoch = data.group_epoch
+        def when_empty() -> None:
             data.shutdown_requested = False
-            records += rec.target_records(group.group_id, data, [])
-            group.state_timestamp_ms = max(group.state_timestamp_ms, member.last_heartbeat_ms)
-        data.refresh_state()
-        return records
+
+        return remove_member(group, data, member, reason, WRITERS, when_empty=when_empty,
+                             compute_target=lambda: self._compute_target(group, data))
+
+    def _session(self, group: Group) -> Callable[[StreamsMember], int]:
+        session_ms = self.setting(group.group_id, "streams.session.timeout.ms")
+        return lambda _member: session_ms
 
     def tick(self, group: Group, now: int) -> None:
         """Fence members past their session, or past their revocation deadline."""
         data = group.streams
         if data is None:
             return
-        records: Records = []
-        session = self.store.config.streams_session_timeout_ms
-        for member in list(data.members.values()):
-            if now >= member.last_heartbeat_ms + session:
-                records += self.remove_member(group, data, member, "session timed out", now)
-            elif 0 <= member.revocation_deadline_ms <= now:
-                records += self.remove_member(group, data, member, "did not revoke its tasks within its "
-                                              "rebalance timeout", now)
+        records = fence_expired(data, now, self._session(group),
+                                lambda member, reason: self.remove_member(group, data, member, reason, now),
+                                owns="tasks")
         if records:
             self.store.append(group.group_id, records, now, lambda _code: None)
 
     def deadline(self, group: Group) -> int | None:
         data = group.streams
-        if data is None:
-            return None
-        session = self.store.config.streams_session_timeout_ms
-        deadlines = [m.last_heartbeat_ms + session for m in data.members.values()]
-        deadlines += [m.revocation_deadline_ms for m in data.members.values() if m.revocation_deadline_ms >= 0]
-        return min(deadlines, default=None)
-
+        return None if data is None else next_deadline(data, self._session(group))
 
 def streams_commit_error(data: StreamsGroupData, member_id: str, member_epoch: int,
                          api_version: int | None = None) -> ErrorCode:

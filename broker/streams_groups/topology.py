@@ -41,6 +41,8 @@ class StatusCode(IntEnum):
     INCORRECTLY_PARTITIONED_TOPICS = 2
     MISSING_INTERNAL_TOPICS = 3
     SHUTDOWN_APPLICATION = 4
+    ASSIGNMENT_DELAYED = 5
+    MISSING_CLIENT_TAGS = 6
 
 
 @dataclass(frozen=True, slots=True)

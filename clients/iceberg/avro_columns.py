@@ -11,14 +11,16 @@ The table's value columns are the fields of the schema's top-level record (any o
 | record | struct |
 | array, map | list, map<string, V> |
 | union of null and one type | that type (every value column is nullable anyway) |
+| union of several non-null types | struct<member0, member1, ...>: one field per non-null branch (`avro_values.py`) |
 | date, time-millis/micros | date32, time64[us] |
 | timestamp-millis/micros | timestamp[us, UTC] (timestamptz); local-timestamp-* as timestamp[us] |
 | decimal(p, s) on bytes or fixed | decimal128(p, s) (precision at most 38) |
 | uuid on string | string |
 
 Every value column is nullable: a field a later schema removes is null in the rows it writes, and a
-required column could not be added to a table that already has rows. A union of two or more non-null
-types, a recursive type, or a column named `kafka` (the coordinates' column) is a schema the table cannot
+required column could not be added to a table that already has rows. A union two of whose branches read
+as the same kind of value (int and long, a record and a map: `avro_values.py`), a recursive type, or a
+column named `kafka` (the coordinates' column) is a schema the table cannot
 hold: `Unsupported`, and its records go to the dead-letter table with that reason. So is an array of
 items that take no bytes: its count alone could make a few bytes decode into 2**63 items (the decoding's
 cap; every other item takes at least a byte, so a value decodes into at most as many items as it has bytes).
@@ -89,10 +91,18 @@ def arrow_type(schema: Any, named: dict[str, Any], depth: int = 0, seen: frozens
             raise Unsupported(f"unknown type {schema}")
         return arrow_type(named[schema], named, depth + 1, seen | {schema})
     if isinstance(schema, list):
-        branches = [b for b in schema if b != "null"]
-        if len(branches) != 1:
-            raise Unsupported("a union of several non-null types has no single column type")
-        return arrow_type(branches[0], named, depth + 1, seen)
+        from pybroker.clients.iceberg.avro_values import union_branches
+
+        branches, kinds = union_branches(schema, named)
+        if not branches:
+            raise Unsupported("a union of null alone has no column type")
+        if len(branches) == 1:
+            return arrow_type(branches[0], named, depth + 1, seen)
+        if len(set(kinds)) != len(kinds) or "union" in kinds:
+            raise Unsupported(f"a union whose branches read as the same kind of value ({', '.join(kinds)}) "
+                              "cannot say which branch a value took")
+        return pa.struct([pa.field(f"member{i}", arrow_type(b, named, depth + 1, seen))
+                          for i, b in enumerate(branches)])
     if not isinstance(schema, dict):
         raise Unsupported(f"not an Avro schema: {schema!r}")
     logical = _logical(schema)
@@ -148,29 +158,21 @@ def value_fields(schema: Any, named: dict[str, Any]) -> pa.Schema:
     return pa.schema(fields)
 
 
-def _plain(value: Any) -> Any:
-    """fastavro's Python values as pyarrow takes them (UUID objects as text, maps as item lists)."""
-    import uuid
-
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    if isinstance(value, uuid.UUID):
-        return str(value)
-    return value
-
-
-def decoder(parsed: Any, fields: pa.Schema, is_record: bool) -> Any:
-    """`payload -> row dict` for one parsed schema (raises ValueError-like errors for bad bytes)."""
+def decoder(parsed: Any, fields: pa.Schema, is_record: bool, named: dict[str, Any] | None = None) -> Any:
+    """`payload -> row dict` for one parsed schema (raises ValueError-like errors for bad bytes). Named
+    types in a union with others come as (name, value) pairs, so `avro_values` can tell the branch."""
     from fastavro import schemaless_reader
+
+    from pybroker.clients.iceberg.avro_values import converter
+
+    convert = converter(parsed, named or {})
 
     def decode(payload: bytes) -> dict[str, Any]:
         stream = io.BytesIO(payload)
-        value = schemaless_reader(stream, parsed, None)
+        value = schemaless_reader(stream, parsed, None, return_named_type=True, return_named_type_override=True)
         if stream.tell() != len(payload):
             raise ValueError(f"{len(payload) - stream.tell()} bytes left after the value")
-        value = _plain(value)
+        value = convert(value)
         return value if is_record else {"value": value}
 
     return decode

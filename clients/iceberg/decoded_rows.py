@@ -1,7 +1,9 @@
 """The decoding modes' rows: one read's key_value rows split into typed rows and dead-letter rows.
 
 `split` takes the rows `columns.key_value_rows` made (the `kafka` struct and the raw `value`) and decodes
-each value (`value_decoders`). Rows that decode are grouped by schema id: each group is a table of the
+each value (`value_decoders`). A null value (a tombstone of a keyed, compacted topic) is no error: its
+row has the coordinates (the key among them) and every value column null (group `TOMBSTONE_GROUP`), so
+a reader sees the delete where the topic has it. Rows that decode are grouped by schema id: each group is a table of the
 `kafka` column and that schema's value columns (`Decoded`); the caller evolves the table to every group's
 columns, then appends them. Rows that do not decode keep their raw value and get the reason: the
 dead-letter table's rows (`dlq_schema`: the Kafka coordinates, `value`, `reason`).
@@ -48,10 +50,20 @@ class Split:
     dead: pa.Table | None = None
 
 
+#: the group of tombstones (null values): the Kafka coordinates alone, every value column null
+TOMBSTONE_GROUP = -1
+
+
+def _tombstone(_: bytes) -> dict[str, Any]:
+    return {}
+
+
 def _decode(value: bytes | None, mode: str, schemas: RegistrySchemas,
             latest_id: int | None) -> tuple[ValueDecoder, dict[str, Any]]:
     if value is None:
-        raise NotDecodable("a null value (a tombstone) has no fields")
+        import pyarrow as pa
+
+        return ValueDecoder(TOMBSTONE_GROUP, pa.schema([]), _tombstone), {}
     if mode == "value_schema_latest":
         if latest_id is None:
             raise NotDecodable("no schema is registered under the topic's value subject")
@@ -59,9 +71,10 @@ def _decode(value: bytes | None, mode: str, schemas: RegistrySchemas,
     else:
         schema_id, payload = schema_id_prefix(value)
     found = schemas.decoder(schema_id)
+    decode = found.decode_unframed if mode == "value_schema_latest" and found.decode_unframed else found.decode
     try:
-        return found, found.decode(payload)
-    except Exception as exc:  # fastavro's complaints about bad bytes take many types
+        return found, decode(payload)
+    except Exception as exc:  # the decoders' complaints about bad bytes take many types
         raise NotDecodable(f"the value does not decode by schema id {schema_id}: "
                            f"{type(exc).__name__}: {exc}") from None
 
@@ -88,12 +101,12 @@ def split(rows: pa.Table, mode: str, schemas: RegistrySchemas, latest_id: int | 
     kafka = rows.column("kafka")
     for schema_id, (found, indexes, values) in sorted(groups.items()):
         try:
-            struct = pa.array(values, type=pa.struct(list(found.arrow_fields)))
+            struct = pa.array(values, type=pa.struct(list(found.arrow_fields))) if len(found.arrow_fields) else None
         except (pa.ArrowException, TypeError, ValueError, OverflowError) as exc:
             dead_rows += indexes
             reasons += [f"schema id {schema_id}: the values do not fit its columns: {exc}"[:MAX_REASON_CHARS]] * len(indexes)
             continue
-        columns = [kafka.take(indexes).combine_chunks(), *struct.flatten()]
+        columns = [kafka.take(indexes).combine_chunks(), *(struct.flatten() if struct is not None else [])]
         schema = pa.schema([rows.schema.field("kafka"), *found.arrow_fields])
         out.decoded[schema_id] = (found, pa.Table.from_arrays(columns, schema=schema), indexes)
     if keep_dead and dead_rows:

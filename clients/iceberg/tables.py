@@ -10,7 +10,9 @@ are orphan files, never read), and no committed row is read twice. A snapshot ma
 
 Catalogs (`iceberg.catalog.type`): `sql`, by default a SQLite file in the first log dir; `rest`, an
 Iceberg REST catalog. The warehouse is a file:// path or an s3:// URL (S3-compatible object storage,
-with the endpoint and keys of `iceberg.s3.*`; the secret comes in the job, never on a command line).
+with the endpoint and keys of `iceberg.s3.*`; the secret comes in the job, never on a command line). A
+file warehouse is written through `durable_io.DurableFileIO`: each file fsynced before the commit that
+names it, so a power cut leaves no snapshot naming a file it took.
 
 Called by the worker process's one thread.
 """
@@ -18,6 +20,7 @@ Called by the worker process's one thread.
 from __future__ import annotations
 
 import json
+import os
 from typing import TYPE_CHECKING, Any
 
 from pybroker.clients.iceberg.columns import key_value_schema, partition_spec
@@ -43,6 +46,8 @@ def catalog_properties(settings: dict[str, Any]) -> dict[str, str]:
     props: dict[str, str] = {"type": settings["type"], "uri": settings["uri"], "warehouse": settings["warehouse"]}
     if settings["type"] == "sql":
         props["init_catalog_tables"] = "true"
+    if settings["warehouse"].startswith(("file:", "/")):  # files fsynced before the commit that names them
+        props["py-io-impl"] = "pybroker.clients.iceberg.durable_io.DurableFileIO"
     s3 = settings.get("s3") or {}
     for ours, theirs in (("endpoint", "s3.endpoint"), ("region", "s3.region"),
                          ("access_key_id", "s3.access-key-id"), ("secret_access_key", "s3.secret-access-key")):
@@ -54,7 +59,13 @@ def catalog_properties(settings: dict[str, Any]) -> dict[str, str]:
 def load_catalog(settings: dict[str, Any]) -> Catalog:
     from pyiceberg.catalog import load_catalog as pyiceberg_load_catalog
 
-    return pyiceberg_load_catalog(CATALOG_NAME, **catalog_properties(settings))
+    catalog = pyiceberg_load_catalog(CATALOG_NAME, **catalog_properties(settings))
+    if settings["type"] == "sql" and settings["uri"].startswith("sqlite:///"):
+        # SQLite fsyncs its commits, not the directory entry of the database file it just made
+        from pybroker.clients.iceberg.durable_io import fsync_path
+
+        fsync_path(os.path.dirname(settings["uri"].removeprefix("sqlite:///")) or ".")
+    return catalog
 
 
 def open_table(catalog: Catalog, namespace: str, topic: str, spec_text: str, schema: Schema | None = None) -> Table:

@@ -10,8 +10,8 @@
 The decoding modes need only this of a registry: "give me the Arrow columns and the decoder for schema
 id N" (`RegistrySchemas.decoder`). The broker's registry hands its schemas to the worker through the
 job's pipe (`broker/iceberg_tables.py`: each schema once per worker process), so the worker parses no
-`_schemas` record itself. Avro is decoded (`avro_columns.py`); another schema type, an unknown id or a
-value that does not decode raises `NotDecodable`, and its record goes to the dead-letter table
+`_schemas` record itself. Avro (`avro_columns.py`), JSON Schema (`json_columns.py`) and Protobuf
+(`protobuf_columns.py`) are decoded; an unknown id or a value that does not decode raises `NotDecodable`, and its record goes to the dead-letter table
 (`iceberg.invalid.record.action=dlq_table`) or is dropped.
 
 Called by the worker process's one thread.
@@ -51,6 +51,8 @@ class ValueDecoder:
     schema_id: int
     arrow_fields: pa.Schema
     decode: Callable[[bytes], dict[str, Any]]
+    #: value_schema_latest's values carry no prefix (for Protobuf, no message indexes either); None: `decode`
+    decode_unframed: Callable[[bytes], dict[str, Any]] | None = None
 
 
 def schema_id_prefix(value: bytes | None) -> tuple[int, bytes]:
@@ -88,15 +90,19 @@ class RegistrySchemas:
             raise found
         return found
 
-    def _named(self, schema_id: int, named: dict[str, Any], depth: int = 0) -> Any:
-        """Parse schema `schema_id` (its references first) into `named`; its fastavro form."""
-        import fastavro
-
+    def _entry(self, schema_id: int) -> dict[str, Any]:
         entry = self.schemas.get(schema_id)
         if entry is None:
             raise NotDecodable(f"schema id {schema_id} is not in the broker's schema registry")
+        return entry
+
+    def _named(self, schema_id: int, named: dict[str, Any], depth: int = 0) -> Any:
+        """Parse Avro schema `schema_id` (its references first) into `named`; its fastavro form."""
+        import fastavro
+
+        entry = self._entry(schema_id)
         if entry.get("type", "AVRO") != "AVRO":
-            raise NotDecodable(f"schema id {schema_id} is {entry.get('type')}: only Avro values are decoded")
+            raise NotDecodable(f"schema id {schema_id} is {entry.get('type')}, referenced from an Avro schema")
         if depth > 16:
             raise NotDecodable(f"schema id {schema_id}: references nested too deeply")
         for ref in entry.get("refs") or []:
@@ -107,6 +113,13 @@ class RegistrySchemas:
             raise NotDecodable(f"schema id {schema_id} does not parse: {exc}") from None
 
     def _build(self, schema_id: int) -> ValueDecoder:
+        kind = self._entry(schema_id).get("type", "AVRO")
+        build = BUILDERS.get(kind)
+        if build is None:
+            raise NotDecodable(f"schema id {schema_id} is {kind}: no decoder for that schema type")
+        return build(self, schema_id)
+
+    def _avro(self, schema_id: int) -> ValueDecoder:
         from pybroker.clients.iceberg.avro_columns import Unsupported, decoder, value_fields
 
         named: dict[str, Any] = {}
@@ -117,7 +130,34 @@ class RegistrySchemas:
             raise NotDecodable(f"schema id {schema_id} has no table columns: {exc}") from None
         top = named.get(parsed, parsed) if isinstance(parsed, str) else parsed
         is_record = isinstance(top, dict) and top.get("type") in ("record", "error")
-        return ValueDecoder(schema_id, fields, decoder(parsed, fields, is_record))
+        return ValueDecoder(schema_id, fields, decoder(parsed, fields, is_record, named))
+
+    def _json(self, schema_id: int) -> ValueDecoder:
+        from pybroker.clients.iceberg.avro_columns import Unsupported
+        from pybroker.clients.iceberg.json_columns import decoder
+
+        try:
+            fields, decode = decoder(json.loads(self._entry(schema_id)["schema"]))
+        except (Unsupported, ValueError) as exc:
+            raise NotDecodable(f"schema id {schema_id} has no table columns: {exc}") from None
+        return ValueDecoder(schema_id, fields, decode)
+
+    def _protobuf(self, schema_id: int) -> ValueDecoder:
+        from pybroker.clients.iceberg.avro_columns import Unsupported
+        from pybroker.clients.iceberg.protobuf_columns import build_file, decoder
+
+        try:
+            file = build_file(schema_id, self.schemas)
+            fields, decode = decoder(file, framed=True)
+            _, plain = decoder(file, framed=False)
+        except (Unsupported, ValueError) as exc:
+            raise NotDecodable(f"schema id {schema_id} has no table columns: {exc}") from None
+        return ValueDecoder(schema_id, fields, decode, plain)
+
+
+#: schema type -> how its decoder is made
+BUILDERS: dict[str, Callable[[RegistrySchemas, int], ValueDecoder]] = {
+    "AVRO": RegistrySchemas._avro, "JSON": RegistrySchemas._json, "PROTOBUF": RegistrySchemas._protobuf}
 
 
 def check_mode(mode: str, has_registry: bool) -> None:

@@ -157,3 +157,66 @@ def test_avro_values_become_typed_columns_that_evolve_and_garbage_goes_to_the_de
                                       [table.metadata_location]).fetchone()
     orders = [o for k, o in stream.delivered.values() if k != "dead"]
     assert (count, ids, coupons) == (len(good), sum(o["id"] for o in orders), sum("coupon" in o for o in orders))
+
+
+def _order_class() -> Any:
+    """A Protobuf message class made at run time (no protoc): `shop.Order` with an enum, a nested message, a
+    repeated field and a well-known Timestamp, in a file of its own that imports timestamp.proto."""
+    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, timestamp_pb2
+
+    pool = descriptor_pool.DescriptorPool()
+    well_known = descriptor_pb2.FileDescriptorProto()
+    timestamp_pb2.DESCRIPTOR.CopyToProto(well_known)
+    pool.Add(well_known)
+    file = descriptor_pb2.FileDescriptorProto(name="shop_order.proto", package="shop", syntax="proto3",
+                                              dependency=["google/protobuf/timestamp.proto"])
+    order = file.message_type.add(name="Order")
+    kind = order.enum_type.add(name="Kind")
+    kind.value.add(name="VIEW", number=0)
+    kind.value.add(name="BUY", number=1)
+    place = order.nested_type.add(name="Place")
+    place.field.add(name="city", number=1, type=9, label=1)
+    F = descriptor_pb2.FieldDescriptorProto
+    order.field.add(name="id", number=1, type=F.TYPE_INT64, label=F.LABEL_OPTIONAL)
+    order.field.add(name="item", number=2, type=F.TYPE_STRING, label=F.LABEL_OPTIONAL)
+    order.field.add(name="kind", number=3, type=F.TYPE_ENUM, type_name=".shop.Order.Kind", label=F.LABEL_OPTIONAL)
+    order.field.add(name="where", number=4, type=F.TYPE_MESSAGE, type_name=".shop.Order.Place", label=F.LABEL_OPTIONAL)
+    order.field.add(name="sizes", number=5, type=F.TYPE_INT32, label=F.LABEL_REPEATED)
+    order.field.add(name="at", number=6, type=F.TYPE_MESSAGE, type_name=".google.protobuf.Timestamp",
+                    label=F.LABEL_OPTIONAL)
+    pool.Add(file)
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName("shop.Order"))
+
+
+def test_protobuf_values_from_confluents_serializer_become_typed_columns(
+        broker_factory: Callable[..., BrokerProcess], new_topic: Callable[[str], str]) -> None:
+    import datetime
+
+    from confluent_kafka.schema_registry.protobuf import ProtobufSerializer
+
+    broker = broker_factory({"schema.registry.port": "0"})
+    registry = SchemaRegistryClient({"url": f"http://127.0.0.1:{_registry_port(broker)}"})
+    topic = new_topic("proto")
+    admin = ck_admin(broker.bootstrap)
+    admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=1, config={
+        "iceberg.mode": "value_schema_id_prefix", "iceberg.commit.interval.ms": "200"})])[topic].result(15)
+    order_class = _order_class()
+    serialize = ProtobufSerializer(order_class, registry, {"use.deprecated.format": False})
+    producer = ck_producer(broker.bootstrap, acks="all")
+    at = datetime.datetime(2026, 3, 4, 5, 6, 7, 890000, tzinfo=datetime.UTC)
+    for i in range(20):
+        order = order_class(id=i, item=f"item{i}", kind=i % 2, sizes=[i, i + 1])
+        if i % 2:
+            order.where.city = "Lyon"
+        order.at.FromDatetime(at)
+        producer.produce(topic, key=f"k{i}".encode(),
+                         value=serialize(order, SerializationContext(topic, MessageField.VALUE)))
+    producer.produce(topic, key=b"k0", value=None)  # a tombstone: a row, not a dead letter
+    assert producer.flush(30) == 0
+    table = wait_rows(broker_catalog(broker.log_dirs[0]), (NAMESPACE, topic), 21)
+    fields = {f.name: str(f.field_type) for f in table.schema().fields}
+    assert fields["id"] == "long" and fields["kind"] == "string" and fields["at"] == "timestamptz", fields
+    rows = sorted(table.scan().to_arrow().to_pylist(), key=lambda r: r["kafka"]["offset"])
+    assert [r["id"] for r in rows[:20]] == list(range(20)) and rows[20]["id"] is None
+    assert rows[1]["kind"] == "BUY" and rows[1]["where"] == {"city": "Lyon"} and rows[0]["where"] is None
+    assert rows[3]["sizes"] == [3, 4] and rows[3]["at"] == at and rows[20]["kafka"]["key"] == b"k0"

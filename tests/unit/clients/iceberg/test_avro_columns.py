@@ -46,7 +46,10 @@ def test_avro_types_map_to_arrow_columns_every_one_nullable() -> None:
 
 
 @pytest.mark.parametrize(("schema", "why"), [
-    (["null", "int", "string"], "several non-null types"),
+    (["null", "int", "long"], "same kind of value"),
+    ({"type": "record", "name": "U", "fields": [{"name": "u", "type": [
+        {"type": "map", "values": "int"}, {"type": "record", "name": "R", "fields": [{"name": "r", "type": "int"}]}]}]},
+     "same kind of value"),
     ({"type": "record", "name": "L", "fields": [{"name": "next", "type": ["null", "L"]}]}, "recursive"),
     ({"type": "record", "name": "K", "fields": [{"name": "kafka", "type": "int"}]}, "collides"),
     ({"type": "array", "items": {"type": "record", "name": "E", "fields": [{"name": "n", "type": "null"}]}},
@@ -55,6 +58,39 @@ def test_avro_types_map_to_arrow_columns_every_one_nullable() -> None:
 def test_a_schema_without_table_columns_is_not_decodable_with_the_reason(schema: Any, why: str) -> None:
     with pytest.raises(NotDecodable, match=why):
         _schemas(id5=schema).decoder(5)
+
+
+UNIONS = {"type": "record", "name": "Event", "namespace": "shop", "fields": [
+    {"name": "id", "type": ["null", "string", "long"]},
+    {"name": "who", "type": [
+        {"type": "record", "name": "Person", "fields": [{"name": "name", "type": "string"}]},
+        {"type": "record", "name": "Robot", "fields": [{"name": "serial", "type": "long"}]}, "string"]},
+    {"name": "items", "type": {"type": "array", "items": ["int", "string"]}}]}
+
+
+def test_a_union_of_several_non_null_types_is_a_struct_with_a_member_per_branch() -> None:
+    found = _schemas(id9=UNIONS).decoder(9)
+    person = pa.struct([pa.field("name", pa.string())])
+    robot = pa.struct([pa.field("serial", pa.int64())])
+    assert found.arrow_fields.field("id").type == pa.struct([pa.field("member0", pa.string()),
+                                                             pa.field("member1", pa.int64())])
+    assert found.arrow_fields.field("who").type == pa.struct([pa.field("member0", person),
+                                                              pa.field("member1", robot),
+                                                              pa.field("member2", pa.string())])
+    parsed = fastavro.parse_schema(UNIONS)
+    rows = []
+    for value in [{"id": "a", "who": ("shop.Person", {"name": "Ann"}), "items": [1, "x"]},
+                  {"id": 7, "who": ("shop.Robot", {"serial": 9}), "items": []},
+                  {"id": None, "who": "nobody", "items": ["y"]}]:
+        out = io.BytesIO()
+        fastavro.schemaless_writer(out, parsed, value)
+        rows.append(found.decode(out.getvalue()))
+    assert rows[0]["id"] == {"member0": "a", "member1": None}
+    assert rows[0]["who"] == {"member0": {"name": "Ann"}, "member1": None, "member2": None}
+    assert rows[0]["items"] == [{"member0": 1, "member1": None}, {"member0": None, "member1": "x"}]
+    assert rows[1]["id"] == {"member0": None, "member1": 7} and rows[1]["who"]["member1"] == {"serial": 9}
+    assert rows[2]["id"] is None and rows[2]["who"] == {"member0": None, "member1": None, "member2": "nobody"}
+    assert pa.array(rows, pa.struct(list(found.arrow_fields))).to_pylist() == rows
 
 
 def test_a_schema_that_does_not_parse_is_that_schemas_reason_only() -> None:

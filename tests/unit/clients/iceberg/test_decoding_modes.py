@@ -93,19 +93,20 @@ def test_values_become_typed_columns_the_table_evolves_and_bad_ones_go_to_the_de
     log = open_log(tmp_path / "t-0")
     _append_values(log, [framed(1, V1, _value(i)) for i in range(3)])                      # 0-2
     _append_values(log, [framed(2, V2, _value(i, note=True)) for i in range(3, 5)])        # 3-4
-    _append_values(log, [b"not framed", None, b"\x00\x00\x00\x00\x01\xff", b"\x00\x00\x00\x00\x63ab",
-                         framed(3, V3, {"user": 1}), b"\x00\x00\x00\x00\x04{}"])          # 5-10
+    _append_values(log, [b"not framed", b"\x00\x00\x00\x00\x01\xff", b"\x00\x00\x00\x00\x63ab",
+                         framed(3, V3, {"user": 1}), b"\x00\x00\x00\x00\x04{}", None])    # 5-10
     log.flush()
     worker = Worker()
     status = worker.run(_job(tmp_path, log.last_stable_offset))["topics"]["t"]
     assert status["error"] is None, status
-    assert status["rows_written"] == 5 and status["dlq_rows_written"] == 6, status
+    assert status["rows_written"] == 6 and status["dlq_rows_written"] == 5, status
     sink = worker.sinks["t"]
     fields = {f.name: str(f.field_type) for f in sink.table.schema().fields}
     assert fields["count"] == "long" and fields["note"] == "string" and fields["day"] == "date"
     assert fields["at"] == "timestamptz" and fields["price"] == "decimal(9, 2)" and fields["kind"] == "string"
     rows = _scan(sink.table)
-    assert [r["kafka"]["offset"] for r in rows] == [0, 1, 2, 3, 4]
+    assert [r["kafka"]["offset"] for r in rows] == [0, 1, 2, 3, 4, 10]
+    assert rows[5]["user"] is None and rows[5]["kafka"]["key"] == b"k"  # a tombstone: a row, value columns null
     first, last = rows[0], rows[4]
     assert first["user"] == "u0" and first["count"] == 0 and first["kind"] == "VIEW" and first["note"] is None
     assert first["tags"] == ["a", "t0"] and dict(first["attrs"]) == {"n": 0} and first["where"] == {"city": "Lyon"}
@@ -113,12 +114,12 @@ def test_values_become_typed_columns_the_table_evolves_and_bad_ones_go_to_the_de
     assert first["id"] == "00000000-0000-0000-0000-000000000000"
     assert last["note"] == "n4" and last["count"] == 4 and last["where"] is None
     dead = _scan(sink.dlq)
-    assert [r["kafka"]["offset"] for r in dead] == list(range(5, 11))
-    assert dead[0]["value"] == b"not framed" and dead[1]["value"] is None
+    assert [r["kafka"]["offset"] for r in dead] == list(range(5, 10))
+    assert dead[0]["value"] == b"not framed"
     reasons = [r["reason"] for r in dead]
-    assert "magic byte" in reasons[0] and "null value" in reasons[1] and "does not decode" in reasons[2]
-    assert "not in the broker's schema registry" in reasons[3] and "cannot evolve" in reasons[4]
-    assert "only Avro" in reasons[5]
+    assert "magic byte" in reasons[0] and "does not decode" in reasons[1]
+    assert "not in the broker's schema registry" in reasons[2] and "cannot evolve" in reasons[3]
+    assert "has no table columns" in reasons[4]  # the JSON Schema {} names no type
     log.close()
 
 
