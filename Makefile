@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PYTEST_ARGS ?=
 
-.PHONY: cc kcat fuse java kafka iceberg-rest maven prometheus chromium bytecode run test test-fast lint bench soak-connections fuzz check-gen gen docs screenshots install clean conformance ecosystem spark-kafka connect soak kafka-resolve go go-modules
+.PHONY: cc kcat fuse java kafka iceberg-rest maven prometheus chromium bytecode run test test-fast lint bench bench-share soak-connections fuzz check-gen gen docs screenshots install clean conformance ecosystem spark-kafka connect soak kafka-resolve go go-modules
 
 # two stamps: `make run` needs only the broker (.venv/.installed-broker); tests, lint and the Spark
 # connector need the extras too (.venv/.installed, which implies the other)
@@ -190,6 +190,13 @@ BENCH_ARGS ?=
 bench: $(STAMP) bytecode $(if $(findstring --skip-kafka,$(BENCH_ARGS)),,java kafka)
 	BENCH_QUICK=$(BENCH_QUICK) PYBROKER_KAFKA_HOME=$(KAFKA_CACHE) $(PY) bench/run.py $(BENCH_ARGS)
 
+# share groups (KIP-932, bench/share.py): N share consumers on one partition with 1 ms of work per record,
+# redelivery after a lock timeout, and __share_group_state's cost per acknowledgement. BENCH_SHARE_ARGS:
+# its options (--records N, --consumers 1,2,4,8)
+BENCH_SHARE_ARGS ?=
+bench-share: $(STAMP) bytecode
+	$(PY) -m bench.share $(BENCH_SHARE_ARGS)
+
 # issue 28: 10,000 idle connections held at the broker's real open-file limit, a stock client served beside
 # them, then 1,000 past the budget; prints accept time, RSS, CPU and latency (a minute or two)
 SOAK_CONNECTIONS_ARGS ?=
@@ -214,14 +221,17 @@ endif
 # the long power-loss campaign (tests/powerloss/campaign.py, docs/testing.md): SOAK_CUTS power cuts of a
 # busy broker on the lazy file system, checked after each; a table of figures at the end. SOAK_ARGS:
 # the campaign's options (--seed S, --check-log-every N, --stop-on-violation, --verbose). Then
-# SOAK_ICEBERG_CUTS power cuts under an Iceberg topic (tests/integration/test_power_loss_iceberg.py; 2 in `make test`)
+# SOAK_ICEBERG_CUTS power cuts under an Iceberg topic (tests/integration/test_power_loss_iceberg.py; 2 in `make test`),
+# and SOAK_SHARE_CUTS under a share group (tests/powerloss/share_cuts.py; 2 in `make test`)
 SOAK_CUTS ?= 100
 SOAK_ICEBERG_CUTS ?= 20
 SOAK_ARGS ?=
+SOAK_SHARE_CUTS ?= 20
 soak: $(STAMP) fuse bytecode
 	@workdir=$$(mktemp -d) && trap 'rm -rf "$$workdir"' EXIT && \
 	  $(PY) -m tests.powerloss.campaign --cuts $(SOAK_CUTS) --workdir "$$workdir" $(SOAK_ARGS)
 	PYBROKER_ICEBERG_CUTS=$(SOAK_ICEBERG_CUTS) $(PY) -m pytest tests/integration/test_power_loss_iceberg.py -q
+	$(PY) -m tests.powerloss.share_cuts --cuts $(SOAK_SHARE_CUTS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache protocol/records/*.so

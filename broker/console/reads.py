@@ -3,7 +3,8 @@
 Every figure here is one a Kafka client could get: Metadata for topics and partitions, ListOffsets for
 offsets, DescribeLogDirs for sizes and free space, DescribeConfigs for configs with their sources,
 ListGroups / ConsumerGroupDescribe (KIP-848 groups) / StreamsGroupDescribe (KIP-1071 streams groups, see
-`streams_groups`) / DescribeGroups (classic ones) / OffsetFetch for groups and lag (Kafka's LAG: log end offset
+`streams_groups`) / ShareGroupDescribe and DescribeShareGroupOffsets (KIP-932 share groups, see `share_groups`;
+their in-flight counts are the one figure no Kafka API answers) / DescribeGroups (classic ones) / OffsetFetch for groups and lag (Kafka's LAG: log end offset
 minus committed offset). So a user sees exactly what the ACLs let them see. Only the broker's identity and listeners come
 from the broker's state, as the metrics' `pybroker_info` does.
 """
@@ -13,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from pybroker.broker.console import streams_groups
+from pybroker.broker.console import share_groups, streams_groups
 from pybroker.broker.console.humanize import config_display
 from pybroker.broker.console.local_client import LocalClient
 from pybroker.broker.console.params import ConsoleError
@@ -209,7 +210,9 @@ async def groups(client: LocalClient) -> list[dict[str, Any]]:
         return []
     consumer = await consumer_groups(client, [g.group_id for g in listed if g.group_type.lower() == "consumer"])
     streams = await streams_groups.describe(client, [g.group_id for g in listed if g.group_type.lower() == "streams"])
-    classic = [g.group_id for g in listed if g.group_id not in consumer and g.group_id not in streams]
+    share = await share_groups.describe(client, [g.group_id for g in listed if g.group_type.lower() == "share"])
+    classic = [g.group_id for g in listed if g.group_id not in consumer and g.group_id not in streams
+               and g.group_id not in share]
     described = {g.group_id: g for g in (await client.call(DescribeGroupsRequest(groups=classic),
                                                           DESCRIBE_GROUPS_VERSION)).groups} if classic else {}
     rows = []
@@ -221,17 +224,24 @@ async def groups(client: LocalClient) -> list[dict[str, Any]]:
             kip1071 = streams[entry.group_id]
             error, state, protocol_type, members = kip1071.error_code, kip1071.group_state, "streams", \
                 kip1071.members
+        elif entry.group_id in share:
+            kip932 = share[entry.group_id]
+            error, state, protocol_type, members = kip932.error_code, kip932.group_state, "share", kip932.members
         else:
             group = described[entry.group_id]
             error, state, protocol_type, members = group.error_code, group.group_state, group.protocol_type, \
                 group.members
-        offsets = await committed(client, entry.group_id) if error == 0 else {}
-        ends = await list_offsets(client, offsets, LATEST)
-        lags = [max(0, ends[k] - c) for k, c in offsets.items() if ends.get(k, -1) >= 0]
+        if entry.group_id in share:  # no committed offsets: the share-partitions' lag
+            shared = (await share_groups.share_partitions(client, entry.group_id))[1] if error == 0 else []
+            partitions, lags = len(shared), [r["lag"] or 0 for r in shared if r["error"] is None]
+        else:
+            offsets = await committed(client, entry.group_id) if error == 0 else {}
+            ends = await list_offsets(client, offsets, LATEST)
+            partitions, lags = len(offsets), [max(0, ends[k] - c) for k, c in offsets.items() if ends.get(k, -1) >= 0]
         rows.append({"group": entry.group_id, "state": state, "protocol_type": protocol_type,
                      "group_type": "consumer" if entry.group_id in consumer else
-                     "streams" if entry.group_id in streams else "classic",
-                     "members": len(members), "partitions": len(offsets), "lag": sum(lags),
+                     "streams" if entry.group_id in streams else "share" if entry.group_id in share else "classic",
+                     "members": len(members), "partitions": partitions, "lag": sum(lags),
                      "error": error_name(error) if error else None})
     return rows
 
@@ -259,6 +269,15 @@ async def group(client: LocalClient, group_id: str) -> dict[str, Any]:
             raise refused(kip1071.error_code, f"group {group_id}", kip1071.error_message)
         head = streams_groups.head(kip1071)
         members = sorted((streams_groups.member(m) for m in kip1071.members), key=lambda m: m["member_id"])
+    elif (kip932 := (await share_groups.describe(client, [group_id])).get(group_id)) is not None:
+        if kip932.error_code:
+            raise refused(kip932.error_code, f"group {group_id}", kip932.error_message)
+        error, shared = await share_groups.share_partitions(client, group_id)
+        if error:
+            raise refused(error, f"share-partitions of group {group_id}")
+        members = sorted((share_groups.member(m) for m in kip932.members), key=lambda m: m["member_id"])
+        # a share-partition is read by several members: it has no one owner, and no committed offset
+        return {**share_groups.head(kip932), "members": members, "offsets": [], "share_partitions": shared}
     else:
         response = await client.call(DescribeGroupsRequest(groups=[group_id]), DESCRIBE_GROUPS_VERSION)
         described = response.groups[0]

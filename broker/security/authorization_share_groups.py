@@ -9,23 +9,16 @@
 | AlterShareGroupOffsets | READ group; READ on each topic | GROUP_AUTHORIZATION_FAILED (whole request); TOPIC_AUTHORIZATION_FAILED per partition (by the handler) |
 | DeleteShareGroupOffsets | DELETE group; READ on each topic | GROUP_AUTHORIZATION_FAILED (whole request); TOPIC_AUTHORIZATION_FAILED per topic (by the handler) |
 
-Each rule answers as the others in `authorization` do: None (allowed), a response (refused), or a merge.
+Each rule answers as the others in `authorization` do: None (allowed), a response (refused), or a merge; the
+heartbeat's and the describe's checks are the consumer groups' (`authorization_member_groups`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from pybroker.broker.security.authorization_check import (
-    GROUP,
-    GROUP_DENIED,
-    TOPIC,
-    TOPIC_DENIED,
-    Check,
-    Op,
-    Outcome,
-    split_by,
-)
+from pybroker.broker.security.authorization_check import GROUP, GROUP_DENIED, Check, Op, Outcome, split_by
+from pybroker.broker.security.authorization_member_groups import describe_groups, heartbeat_denial
 from pybroker.protocol.messages import (
     alter_share_group_offsets,
     delete_share_group_offsets,
@@ -38,31 +31,18 @@ from pybroker.protocol.messages import (
 
 
 def share_group_heartbeat_rule(check: Check, r: share_group_heartbeat.ShareGroupHeartbeatRequest) -> Outcome:
-    def refuse(code: int, message: str) -> Any:
-        return share_group_heartbeat.ShareGroupHeartbeatResponse(
-            error_code=code, error_message=message, member_id=r.member_id or None, member_epoch=r.member_epoch)
-
-    if not check.ok(Op.READ, GROUP, r.group_id):
-        return refuse(GROUP_DENIED, "not authorized to read the group")
-    denied = [t for t in dict.fromkeys(r.subscribed_topic_names or []) if not check.ok(Op.DESCRIBE, TOPIC, t)]
-    if denied:
-        return refuse(TOPIC_DENIED, f"Topics not authorized: {', '.join(sorted(denied)[:20])}")
-    return None
+    denial = heartbeat_denial(check, r.group_id, r.subscribed_topic_names)
+    if denial is None:
+        return None
+    return share_group_heartbeat.ShareGroupHeartbeatResponse(
+        error_code=denial[0], error_message=denial[1], member_id=r.member_id or None, member_epoch=r.member_epoch)
 
 
 def share_group_describe_rule(check: Check, r: share_group_describe.ShareGroupDescribeRequest) -> Outcome:
-    kept, denied = split_by(r.group_ids, lambda g: check.ok(Op.DESCRIBE, GROUP, g))
-    r.group_ids = kept
-    include_ops = bool(r.include_authorized_operations)
-
-    def merge(response: Any) -> Any:
-        if include_ops:
-            for group in response.groups:
-                group.authorized_operations = check.operations(GROUP, group.group_id)
-        response.groups.extend(share_group_describe.ShareDescribedGroup(
-            error_code=GROUP_DENIED, error_message="not authorized to describe the group", group_id=g)
-            for g in denied)
-        return response
+    r.group_ids, merge = describe_groups(check, r.group_ids, bool(r.include_authorized_operations), lambda g:
+                                         share_group_describe.ShareDescribedGroup(
+                                             error_code=GROUP_DENIED, error_message="not authorized to describe the group",
+                                             group_id=g))
     return merge
 
 

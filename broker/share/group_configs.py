@@ -4,7 +4,7 @@ Kafka keeps per-group overrides of a few group settings; share groups read these
 
 | key | values | default |
 | --- | --- | --- |
-| `share.auto.offset.reset` | `latest`, `earliest` | `latest`: a share-partition first read starts at the end |
+| `share.auto.offset.reset` | `latest`, `earliest`, `by_duration:<ISO-8601 duration>` (`reset_strategy`) | `latest`: a share-partition first read starts at the end |
 | `share.isolation.level` | `read_uncommitted`, `read_committed` | `read_uncommitted` |
 | `share.record.lock.duration.ms` | 1000 .. 3600000 | the broker's `group.share.record.lock.duration.ms` |
 | `share.delivery.count.limit` | 2 .. 10 | the broker's `group.share.delivery.count.limit` |
@@ -12,8 +12,7 @@ Kafka keeps per-group overrides of a few group settings; share groups read these
 
 Any other key is INVALID_CONFIG. The overrides live in one JSON file in the first log dir
 (`pybroker-group-configs.json`), replaced whole and fsynced before the change is answered
-(`storage/files.py`'s `atomic_write`). Kafka's `share.auto.offset.reset` also takes `by_duration:<ISO-8601>`;
-that form is refused here (INVALID_CONFIG) and listed in docs/skipped-features.md.
+(`storage/files.py`'s `atomic_write`). A refused value is INVALID_CONFIG with Kafka's message.
 
 Threads: the event loop; the file write is small and synchronous (as the other JSON stores' writes).
 """
@@ -24,6 +23,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+from pybroker.broker.share import reset_strategy
 from pybroker.protocol.errors import ErrorCode
 from pybroker.storage.files import atomic_write
 
@@ -52,7 +52,7 @@ def _int_between(low: int, high: int) -> Callable[[str], str | None]:
 
 #: key -> (its default as shown when not set, the check of a value: None when valid, else why not)
 SHARE_KEYS: dict[str, tuple[str, Callable[[str], str | None]]] = {
-    "share.auto.offset.reset": ("latest", _one_of("latest", "earliest")),
+    "share.auto.offset.reset": ("latest", reset_strategy.check),
     "share.isolation.level": ("read_uncommitted", _one_of("read_uncommitted", "read_committed")),
     "share.record.lock.duration.ms": ("", _int_between(1000, 3_600_000)),
     "share.delivery.count.limit": ("", _int_between(2, 10)),

@@ -25,6 +25,7 @@ from pybroker.broker.coordinator.runtime import CoordinatorRuntime, Deadlines, R
 from pybroker.broker.groups.group_log import Records, client_error
 from pybroker.broker.loggers.structlog_setup import get_logger
 from pybroker.broker.partitions.coordinator_partitions import CoordinatorPartitions
+from pybroker.broker.share import reset_strategy
 from pybroker.broker.share.config import ShareConfig
 from pybroker.broker.share.group_configs import FILE_NAME as GROUP_CONFIGS_FILE
 from pybroker.broker.share.group_configs import SHARE_KEYS, GroupConfigs
@@ -47,6 +48,8 @@ if TYPE_CHECKING:
     from pybroker.config.broker_config import BrokerConfig
 
 log = get_logger("pybroker.share")
+#: a partition's (offset, timestamp) of its first record at or after a timestamp, or None (`Log.offset_for_timestamp`)
+OffsetForTime = Callable[[int], "tuple[int, int] | None"]
 
 
 
@@ -176,12 +179,14 @@ class ShareService:
         return int(self.group_config(group_id, "share.record.lock.duration.ms"))
 
     # -- share-partitions ---------------------------------------------------------------------------
-    def share_partition(self, key: ShareKey, log_start: int, high_watermark: int) -> SharePartition:
-        """The share-partition of `key`, made on first use at the offset `share.auto.offset.reset` says."""
+    def share_partition(self, key: ShareKey, log_start: int, high_watermark: int,
+                        offset_for_time: OffsetForTime | None = None) -> SharePartition:
+        """The share-partition of `key`, made on first use at the offset `share.auto.offset.reset` says
+        (`offset_for_time`: the partition's first record at or after a timestamp, for `by_duration`)."""
         share = self.partitions.get(key)
         if share is None:
-            earliest = self.group_config(key[0], "share.auto.offset.reset") == "earliest"
-            share = SharePartition(log_start if earliest else high_watermark, **self._limits(key[0]))
+            start = self._start_offset(key[0], log_start, high_watermark, offset_for_time)
+            share = SharePartition(start, **self._limits(key[0]))
             self.partitions[key] = share
         limits = self._limits(key[0])  # a group config changed since: the share-partition follows it
         share.lock_duration_ms = limits["lock_duration_ms"]
@@ -189,6 +194,21 @@ class ShareService:
         share.max_in_flight = limits["max_in_flight"]
         share.log_start_moved(log_start)
         return share
+
+    def _start_offset(self, group_id: str, log_start: int, high_watermark: int,
+                      offset_for_time: OffsetForTime | None) -> int:
+        strategy = reset_strategy.parse(self.group_config(group_id, "share.auto.offset.reset")) or reset_strategy.LATEST
+        if strategy is reset_strategy.EARLIEST:
+            return log_start
+        if strategy.kind != "by_duration" or offset_for_time is None:
+            return high_watermark
+        try:
+            found = offset_for_time(strategy.timestamp(self.clock_ms()))
+        except OSError as exc:  # the time index could not be read: the partition's own reads will say so
+            log.warning("share-partition start by time not found", group=group_id, error=str(exc))
+            return high_watermark
+        # no record that recent (or none yet fetchable): the end, where the next record will be
+        return high_watermark if found is None else min(max(found[0], log_start), high_watermark)
 
     def install(self, replayed: ReplayedShares) -> int:
         for key, durable in replayed.states.items():

@@ -12,7 +12,10 @@ batch headers against the aborted transactions the log lists for the range (a pr
 its aborted transaction's first offset until its next control batch).
 
 A read is capped at `PARTITION_READ_BYTES` per partition, whatever the request allows, because its bytes
-are read into memory to find the batch boundaries.
+are read into memory to find the batch boundaries (a record larger than that still comes: the first batch
+always does). The answer carries only the batches from the first to the last acquired record (as Kafka
+4.4 slices its fetched records): a member asking for 100 records of a long backlog is sent those batches,
+not the whole read (`bench/share.py` measured 8 MiB sent per 100-record fetch before).
 
 Threads: the event loop only.
 """
@@ -25,13 +28,13 @@ from typing import TYPE_CHECKING
 
 from pybroker.broker.share.share_partition import AckType, Acquired, SharePartition
 from pybroker.protocol.errors import ErrorCode
-from pybroker.protocol.records.batch import BatchHeader, iter_batches
+from pybroker.protocol.records.batch import LOG_OVERHEAD, BatchHeader, iter_batches
 from pybroker.storage.errors import LogClosedError, OffsetOutOfRange
 
 if TYPE_CHECKING:
     from pybroker.broker.share.service import ShareService
 
-PARTITION_READ_BYTES = 8 << 20
+PARTITION_READ_BYTES = 1 << 20
 
 
 @dataclass(slots=True)
@@ -56,7 +59,8 @@ def acquire_records(shares: ShareService, group_id: str, member_id: str, topic_i
     _, high_watermark, last_stable, log_start = target.positions()
     read_committed = shares.group_config(group_id, "share.isolation.level") == "read_committed"
     end = last_stable if read_committed else high_watermark
-    share = shares.share_partition((group_id, topic_id, partition), log_start, high_watermark)
+    share = shares.share_partition((group_id, topic_id, partition), log_start, high_watermark,
+                                   target.log.offset_for_timestamp)
     first = share.acquirable(end)
     if first is None or max_records <= 0:
         return ShareRead()
@@ -73,7 +77,8 @@ def acquire_records(shares: ShareService, group_id: str, member_id: str, topic_i
     if result.region is None or not len(result.region):
         return ShareRead()
     data = result.region.read_bytes()
-    headers = [header for _, header in iter_batches(data)]
+    batches = list(iter_batches(data))
+    headers = [header for _, header in batches]
     if not headers:
         return ShareRead()
     acquired = share.acquire(member_id, end, max_records, now_ms, up_to=headers[-1].last_offset)
@@ -81,7 +86,21 @@ def acquire_records(shares: ShareService, group_id: str, member_id: str, topic_i
         acquired = _whole_batch(share, member_id, end, headers, acquired, now_ms)
     if read_committed and aborted:
         acquired = _archive_aborted(share, member_id, acquired, _aborted_ranges(headers, aborted), now_ms)
-    return ShareRead(ErrorCode.NONE, data if acquired else b"", acquired)
+    return ShareRead(ErrorCode.NONE, _slice(data, batches, acquired), acquired)
+
+
+def _slice(data: bytes, batches: list[tuple[int, BatchHeader]], acquired: list[Acquired]) -> bytes:
+    """The read's batches from the one holding the first acquired record to the one holding the last."""
+    if not acquired:
+        return b""
+    low, high = acquired[0].first_offset, max(run.last_offset for run in acquired)
+    start = next((pos for pos, header in batches if header.last_offset >= low), 0)
+    end = start
+    for pos, header in batches:
+        if header.base_offset > high:
+            break
+        end = pos + header.batch_length + LOG_OVERHEAD
+    return data[start:end]
 
 
 def _whole_batch(share: SharePartition, member_id: str, end: int, headers: list[BatchHeader],

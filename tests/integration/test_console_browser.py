@@ -379,7 +379,7 @@ def test_groups_lag_and_reset(page: Page, console_broker: MetricsBrokerProcess) 
             if len(consumer.assignment()) == PARTITIONS:
                 break
         page.open("groups")
-        assert page.row("groups", GROUP) == [GROUP, "Empty", "0", str(PARTITIONS), str(lag)]
+        assert page.row("groups", GROUP) == [GROUP, "Empty", "0", str(PARTITIONS), str(lag), "classic"]
         assert page.row("groups", "live")[1:3] == ["Stable", "1"]  # type: ignore[index]
         page.screenshot("groups")
         page.open("group/live")
@@ -469,6 +469,61 @@ def test_a_streams_group_page(page: Page, console_broker: MetricsBrokerProcess) 
         connection.request(h.StreamsGroupHeartbeatRequest(group_id="streams-live", member_id="streams-member",
                                                           member_epoch=-1, endpoint_information_epoch=0), 0)
         connection.close()
+
+
+def test_a_share_group_page(page: Page, console_broker: MetricsBrokerProcess) -> None:
+    """A share group (KIP-932; librdkafka's ShareConsumer from the earliest offset) that accepted the odd
+    offsets of what it was handed and holds the even ones: the group list names it a share group, and its
+    page shows the epochs, the member's subscription and assignment, and per partition the start offset,
+    the records in flight by state and Kafka's lag (DescribeShareGroupOffsets)."""
+    from confluent_kafka import AcknowledgeType, ShareConsumer
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
+
+    from tests.integration.clients import ck_admin
+
+    group = "share-live"
+    resource = ConfigResource(ConfigResource.Type.GROUP, group, incremental_configs=[
+        ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)])
+    admin = ck_admin(console_broker.bootstrap)  # kept: its handle must outlive the answer
+    admin.incremental_alter_configs([resource])[resource].result(30)
+    consumer = ShareConsumer({"bootstrap.servers": console_broker.bootstrap, "group.id": group,
+                              "client.id": "share-reader", "share.acknowledgement.mode": "explicit"})
+    handed: list[Any] = []
+    try:
+        consumer.subscribe([TOPIC])
+
+        def polled() -> bool:
+            handed.extend(m for m in consumer.poll(0.5) if m.error() is None)
+            return bool(handed)  # one batch: explicit mode wants it acknowledged before another poll
+
+        page.until(polled, "the share consumer was handed no records")
+        accepted = [m for m in handed if m.offset() % 2]
+        for m in accepted:
+            consumer.acknowledge(m, AcknowledgeType.ACCEPT)
+        consumer.commit_sync(30)  # the even offsets stay acquired: no poll follows while the page is read
+        page.open("groups")
+        page.until(lambda: (page.row("groups", group) or [])[1:3] == ["Stable", "1"],
+                   "the group list does not show a Stable share group with its member")
+        assert page.row("groups", group)[-1] == "share"  # type: ignore[index]
+        page.open(f"group/{group}")
+        page.until(lambda: page.text("group-state") == "Stable", "the share group page does not show a Stable group")
+        assert re.fullmatch(r"share \(simple\), epoch \d+, assignment epoch \d+", page.text("group-protocol"))
+        member = page.rows("members")[0]
+        assert member[1] == "share-reader" and member[3] == TOPIC
+        assert member[4] == f"{TOPIC}-0, {TOPIC}-1, {TOPIC}-2" and int(member[5]) > 0
+        rows = page.rows("share-partitions")
+        assert [r[:2] for r in rows] == [[TOPIC, str(p)] for p in range(PARTITIONS)]
+        columns = [[int(c.replace(",", "")) for c in r[2:]] for r in rows]  # start, avail, acq, ack, arch, lag
+        assert sum(c[2] for c in columns) == len(handed) - len(accepted)
+        assert sum(c[3] for c in columns) == len(accepted)
+        assert all(c[4] == 0 for c in columns)
+        ends = [PER_PARTITION, PER_PARTITION + 2, PER_PARTITION]  # partition 1 got two more records since
+        assert [c[5] for c in columns] == [end - c[0] - c[3] for end, c in zip(ends, columns, strict=True)]
+        assert int(page.text("group-lag").replace(",", "")) == sum(c[5] for c in columns)
+        assert "does not reset a share group's start offsets" in page.text("reset-unavailable")
+        page.screenshot("group-share")
+    finally:
+        consumer.close()
 
 
 def test_broker_configs(page: Page) -> None:

@@ -143,3 +143,31 @@ def test_pybroker_share_groups_cli(broker: BrokerProcess) -> None:
     assert deleted == [{"group": group, "topic": topic, "deleted": True, "error": None}]
     assert _cli(broker, "share-groups", "delete", group) == [{"group": group, "deleted": True, "error": None}]
     assert group not in {row["group"] for row in _cli(broker, "share-groups", "list")}
+
+
+def test_by_duration_starts_at_the_first_record_that_recent(broker: BrokerProcess) -> None:
+    """`share.auto.offset.reset=by_duration:PT1H`: records stamped two hours ago are never delivered, the
+    ones of the last minute all are."""
+    suffix = uuid.uuid4().hex[:8]
+    topic, group = f"share-rd-{suffix}", f"share-rd-group-{suffix}"
+    admin = ck_admin(broker.bootstrap)
+    admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=1)])[topic].result(10)
+    resource = ConfigResource(ConfigResource.Type.GROUP, group, incremental_configs=[
+        ConfigEntry("share.auto.offset.reset", "by_duration:PT1H", incremental_operation=AlterConfigOpType.SET)])
+    admin.incremental_alter_configs([resource])[resource].result(10)
+    producer = ck_producer(broker.bootstrap)
+    now_ms = int(time.time() * 1000)
+    for i in range(10):
+        producer.produce(topic, value=f"old{i}".encode(), partition=0, timestamp=now_ms - 2 * 3_600_000)
+    ck_flush(producer)
+    for i in range(10):
+        producer.produce(topic, value=f"new{i}".encode(), partition=0, timestamp=now_ms - 60_000)
+    ck_flush(producer)
+    seen: list[str] = []
+    with _share_consumer(broker.bootstrap, group, topic) as consumer:
+        def on(_i: int, msg: Any) -> None:
+            consumer.acknowledge(msg, AcknowledgeType.ACCEPT)
+            seen.append(msg.value().decode())
+
+        _drain([consumer], on, lambda: len(seen) >= 10)
+    assert seen == [f"new{i}" for i in range(10)]

@@ -36,6 +36,13 @@ def test_kafka_share_groups(targets: Targets, names: Names) -> None:
                  normalize=normalize)
     targets.same("kafka-console-producer", "--bootstrap-server", B, "--topic", topic,
                  stdin="".join(f"v{i}\n" for i in range(COUNT)))
+    for bad in ("by_duration:P1W", "by_duration:-PT1H", "none"):  # refused with Kafka's message
+        mine, theirs = targets.both("kafka-configs", "--bootstrap-server", B, "--alter", "--entity-type", "groups",
+                                    "--entity-name", group, "--add-config", f"share.auto.offset.reset={bad}")
+        said = [[line for line in r.errors() if line.startswith("Caused by")] for r in (mine, theirs)]
+        assert mine.code == theirs.code == 1 and said[0] == said[1] and len(said[0]) == 1, (mine, theirs)
+    targets.same("kafka-configs", "--bootstrap-server", B, "--alter", "--entity-type", "groups", "--entity-name",
+                 group, "--add-config", "share.auto.offset.reset=by_duration:P1DT2H")
     targets.same("kafka-configs", "--bootstrap-server", B, "--alter", "--entity-type", "groups", "--entity-name",
                  group, "--add-config", "share.auto.offset.reset=earliest")
     mine, theirs = targets.both("kafka-console-share-consumer", "--bootstrap-server", B, "--topic", topic,

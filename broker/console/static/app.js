@@ -277,7 +277,8 @@ async function groupsPage(page) {
   page.replaceChildren(h("h2", {}, "Consumer groups"), h("section", {}, table([
     { title: "Group", value: r => h("a", { href: "#/group/" + encodeURIComponent(r.group) }, r.group) },
     { title: "State", value: r => h("span", { class: "tag" }, r.state) }, { title: "Members", num: true, value: r => num(r.members) },
-    { title: "Partitions", num: true, value: r => num(r.partitions) }, { title: "Lag", num: true, value: r => num(r.lag) }], rows, "groups")));
+    { title: "Partitions", num: true, value: r => num(r.partitions) }, { title: "Lag", num: true, value: r => num(r.lag) },
+    { title: "Type", value: r => r.group_type }], rows, "groups")));
 }
 
 async function groupPage(page, id) {
@@ -301,7 +302,8 @@ async function groupPage(page, id) {
     } catch (err) { notice(err.message, true); }
   } }, h("label", {}, "Topic", topic), h("label", {}, "To", to), h("label", {}, "Offset / time", value),
   h("button", { type: "submit", id: "reset-submit" }, "Reset offsets…"));
-  const total = g.offsets.reduce((a, r) => a + (r.lag || 0), 0);
+  const share = g.group_type === "share";
+  const total = (share ? g.share_partitions : g.offsets).reduce((a, r) => a + (r.lag || 0), 0);
   page.replaceChildren(
     h("h2", {}, "Group ", h("span", { id: "group-name" }, g.group)),
     h("div", { class: "cards" },
@@ -310,14 +312,19 @@ async function groupPage(page, id) {
       h("div", { class: "card" }, h("div", { class: "label" }, "Total lag"), h("div", { class: "value", id: "group-lag" }, num(total))),
       h("div", { class: "card" }, h("div", { class: "label" }, "Protocol"), h("div", { class: "value", id: "group-protocol" },
         g.group_type === "consumer" ? `consumer, epoch ${num(g.group_epoch)}` :
-          g.group_type === "streams" ? `streams (${g.protocol || "?"}), epoch ${num(g.group_epoch)}, topology epoch ${g.topology_epoch ?? "none"}` : "classic"))),
+          g.group_type === "streams" ? `streams (${g.protocol || "?"}), epoch ${num(g.group_epoch)}, topology epoch ${g.topology_epoch ?? "none"}` :
+            share ? `share (${g.protocol || "?"}), epoch ${num(g.group_epoch)}, assignment epoch ${num(g.assignment_epoch)}` : "classic"))),
     h("section", {}, h("h3", {}, "Members"), g.members.length ? table(g.group_type === "streams" ? [
       // a streams member runs tasks (subtopology_partition), grouped by the process (Kafka Streams instance) it is in
       { title: "Member", value: r => r.member_id }, { title: "Process", value: r => r.process_id },
       { title: "Client", value: r => r.client_id }, { title: "Host", value: r => r.host },
       { title: "Active tasks", value: r => r.active_tasks.join(", ") }, { title: "Standby tasks", value: r => r.standby_tasks.join(", ") },
       { title: "Warm-up tasks", value: r => r.warmup_tasks.join(", ") }, { title: "Epoch", num: true, value: r => num(r.member_epoch) },
-      { title: "Topology epoch", num: true, value: r => num(r.topology_epoch) }] : [
+      { title: "Topology epoch", num: true, value: r => num(r.topology_epoch) }] : share ? [
+      // a share-partition may be assigned to several members at once: each reads records the others do not
+      { title: "Member", value: r => r.member_id }, { title: "Client", value: r => r.client_id }, { title: "Host", value: r => r.host },
+      { title: "Subscriptions", value: r => r.subscribed_topics.join(", ") }, { title: "Assignment", value: r => r.assignment.join(", ") },
+      { title: "Epoch", num: true, value: r => num(r.member_epoch) }] : [
       { title: "Member", value: r => r.member_id }, { title: "Client", value: r => r.client_id }, { title: "Host", value: r => r.host },
       { title: "Assignment", value: r => r.assignment.join(", ") },
       ...(g.group_type === "consumer" ? [{ title: "Epoch", num: true, value: r => num(r.member_epoch) }] : [])],
@@ -327,12 +334,20 @@ async function groupPage(page, id) {
       { title: "Subtopology", value: r => r.subtopology_id }, { title: "Source topics", value: r => r.source_topics.join(", ") },
       { title: "Repartition topics", value: r => r.repartition_source_topics.join(", ") },
       { title: "Changelog topics", value: r => r.changelog_topics.join(", ") }], g.subtopologies, "subtopologies"))] : []),
+    ...(share ? [h("section", {}, h("h3", {}, "Share-partitions"), table([
+      // the start offset: every record below it is done; past it, the records in flight by state
+      { title: "Topic", value: r => r.topic }, { title: "Partition", num: true, value: r => r.partition },
+      { title: "Start offset", num: true, value: r => r.error || num(r.start_offset) },
+      { title: "Available", num: true, value: r => num(r.available) }, { title: "Acquired", num: true, value: r => num(r.acquired) },
+      { title: "Acknowledged", num: true, value: r => num(r.acknowledged) }, { title: "Archived", num: true, value: r => num(r.archived) },
+      { title: "Lag", num: true, value: r => num(r.lag) }], g.share_partitions, "share-partitions"))] : [
     h("section", {}, h("h3", {}, "Offsets and lag"), table([
       { title: "Topic", value: r => r.topic }, { title: "Partition", num: true, value: r => r.partition },
       { title: "Committed", num: true, value: r => num(r.committed_offset) }, { title: "End", num: true, value: r => num(r.end_offset) },
       { title: "Lag", num: true, value: r => num(r.lag) }, { title: "Recent lag", value: r => sparkline(r.lag_history || []) },
-      { title: "Member", value: r => r.member_id || "" }], g.offsets, "offsets")),
+      { title: "Member", value: r => r.member_id || "" }], g.offsets, "offsets"))]),
     h("section", {}, h("h3", {}, "Reset offsets"),
+      share ? h("p", { class: "muted", id: "reset-unavailable" }, "The console does not reset a share group's start offsets (pybroker share-groups reset-offsets does, while the group is Empty).") :
       g.group_type === "streams" ? h("p", { class: "muted", id: "reset-unavailable" }, "The console does not reset a streams group's offsets.") :
       g.state === "Empty" ? reset : h("p", { class: "muted", id: "reset-unavailable" }, `Offsets can be reset only while the group is Empty (it is ${g.state}).`)));
 }

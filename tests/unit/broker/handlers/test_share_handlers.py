@@ -312,3 +312,58 @@ async def test_a_member_that_left_and_never_closed_its_session_is_cleaned_up(bro
     assert ("sg", "m1") not in shares.sessions.sessions
     assert shares.partitions[("sg", topic_id, 0)].acquirable(3) == 0  # what it held is available again
     client.close()
+
+
+async def test_by_duration_starts_at_the_first_record_that_recent(broker: BrokerApp) -> None:
+    """`share.auto.offset.reset=by_duration:PT1H`: two hours old records are skipped, the first record of
+    the last hour is where the share-partition starts; a bad duration is INVALID_CONFIG with Kafka's message."""
+    client = await _client(broker)
+    create = CreateTopicsRequest(topics=[CreatableTopic(name="sq", num_partitions=1, replication_factor=1)])
+    assert (await client.call(create, 7)).topics[0].error_code == 0
+    now = broker.state.clock_ms()
+    for base, count in ((now - 2 * 3_600_000, 4), (now - 60_000, 3)):
+        batch = build_batch([Record(i, 0, None, b"v") for i in range(count)], base_timestamp=base)
+        await client.call(ProduceRequest(acks=-1, timeout_ms=5000, topic_data=[TopicProduceData(
+            name="sq", partition_data=[PartitionProduceData(index=0, records=batch)])]), 9)
+    for value, message in (("by_duration:PT1H", None), ("by_duration:PT-1H", "Invalid value by_duration:PT-1H for "
+                           "configuration share.auto.offset.reset: Invalid value `by_duration:PT-1H` for configuration "
+                           "share.auto.offset.reset. The value must be either 'earliest', 'latest' or of the format "
+                           "'by_duration:<PnDTnHnMn.nS>'.")):
+        alter = IncrementalAlterConfigsRequest(resources=[AlterConfigsResource(resource_type=32, resource_name="sg",
+                                                                               configs=[AlterableConfig(
+            name="share.auto.offset.reset", config_operation=0, value=value)])])
+        answer = (await client.call(alter, 1)).responses[0]
+        assert (answer.error_code, answer.error_message) == ((0, None) if message is None else
+                                                            (ErrorCode.INVALID_CONFIG, message))
+    topic_id = await _join(client, "m1")
+    assert _acquired(await client.call(_fetch("m1", 0, topic_id), 2)) == [(4, 6, 1)]
+    client.close()
+
+
+async def test_a_fetch_sends_only_the_batches_of_what_it_acquired(broker: BrokerApp) -> None:
+    """Three batches in the log, two records acquired (record-limit mode): the answer's records are the
+    first batch alone, not the whole read; the next member's are the rest from its first acquired record."""
+    from pybroker.protocol.records.batch import iter_batches
+
+    client = await _client(broker)
+    create = CreateTopicsRequest(topics=[CreatableTopic(name="sq", num_partitions=1, replication_factor=1)])
+    assert (await client.call(create, 7)).topics[0].error_code == 0
+    alter = IncrementalAlterConfigsRequest(resources=[AlterConfigsResource(resource_type=32, resource_name="sg", configs=[
+        AlterableConfig(name="share.auto.offset.reset", config_operation=0, value="earliest")])])
+    assert (await client.call(alter, 1)).responses[0].error_code == 0
+    for _ in range(3):
+        batch = build_batch([Record(i, 0, None, b"v") for i in range(5)], base_timestamp=int(time.time() * 1000))
+        await client.call(ProduceRequest(acks=-1, timeout_ms=5000, topic_data=[TopicProduceData(
+            name="sq", partition_data=[PartitionProduceData(index=0, records=batch)])]), 9)
+    topic_id = await _join(client, "m1")
+    limited = _fetch("m1", 0, topic_id)
+    limited.max_records, limited.share_acquire_mode = 2, 1
+    answer = await client.call(limited, 2)
+    assert _acquired(answer) == [(0, 1, 1)]
+    sent = bytes(answer.responses[0].partitions[0].records)
+    assert [(h.base_offset, h.last_offset) for _, h in iter_batches(sent)] == [(0, 4)]
+    rest = await client.call(_fetch("m2", 0, topic_id), 1)
+    assert _acquired(rest) == [(2, 14, 1)]
+    sent = bytes(rest.responses[0].partitions[0].records)
+    assert [(h.base_offset, h.last_offset) for _, h in iter_batches(sent)] == [(0, 4), (5, 9), (10, 14)]
+    client.close()
