@@ -472,7 +472,7 @@ def _class(info: StructInfo, top: bool, versions: list[int], plain: bool) -> lis
         names = [f.name for f in info.fields]
         lines = [head, f"    __slots__ = ({''.join(repr(n) + ', ' for n in names).rstrip()})",
                  f"    __match_args__ = ({''.join(repr(n) + ', ' for n in names).rstrip()})",
-                 "    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()",
+                 "    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]",
                  "    __hash__ = None  # type: ignore[assignment]"]
         lines += [f"    {f.name}: {_annotation(f)}" for f in info.fields]
         lines += _init(info)
@@ -534,7 +534,7 @@ def generate_module(mod_name: str) -> str:
         "from __future__ import annotations",
         "",
         "import uuid",
-        *([] if plain else ["from dataclasses import dataclass, field"]),
+        "from dataclasses import Field" if plain else "from dataclasses import dataclass, field",
         "from struct import Struct, pack, unpack_from",
         f"from typing import Any, {'ClassVar, ' if plain else ''}cast",
         "",

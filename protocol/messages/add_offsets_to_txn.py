@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
 from typing import Any, ClassVar, cast
 
@@ -32,7 +33,7 @@ _S1 = Struct('>ih')
 class AddOffsetsToTxnRequest(ApiMessage):
     __slots__ = ('transactional_id', 'producer_id', 'producer_epoch', 'group_id',)
     __match_args__ = ('transactional_id', 'producer_id', 'producer_epoch', 'group_id',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     transactional_id: str
     producer_id: int
@@ -64,7 +65,7 @@ AddOffsetsToTxnRequest.FLEXIBLE_MIN = 3
 class AddOffsetsToTxnResponse(ApiMessage):
     __slots__ = ('throttle_time_ms', 'error_code',)
     __match_args__ = ('throttle_time_ms', 'error_code',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     throttle_time_ms: int
     error_code: int

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
 from typing import Any, ClassVar, cast
 
@@ -34,7 +35,7 @@ _S3 = Struct('>i')
 class AddPartitionsToTxnTopic:
     __slots__ = ('name', 'partitions',)
     __match_args__ = ('name', 'partitions',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     name: str
     partitions: list[int]
@@ -56,7 +57,7 @@ class AddPartitionsToTxnTopic:
 class AddPartitionsToTxnTransaction:
     __slots__ = ('transactional_id', 'producer_id', 'producer_epoch', 'verify_only', 'topics',)
     __match_args__ = ('transactional_id', 'producer_id', 'producer_epoch', 'verify_only', 'topics',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     transactional_id: str
     producer_id: int
@@ -84,7 +85,7 @@ class AddPartitionsToTxnTransaction:
 class AddPartitionsToTxnRequest(ApiMessage):
     __slots__ = ('transactions', 'v3_and_below_transactional_id', 'v3_and_below_producer_id', 'v3_and_below_producer_epoch', 'v3_and_below_topics',)
     __match_args__ = ('transactions', 'v3_and_below_transactional_id', 'v3_and_below_producer_id', 'v3_and_below_producer_epoch', 'v3_and_below_topics',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     transactions: list[AddPartitionsToTxnTransaction]
     v3_and_below_transactional_id: str
@@ -118,7 +119,7 @@ AddPartitionsToTxnRequest.FLEXIBLE_MIN = 3
 class AddPartitionsToTxnPartitionResult:
     __slots__ = ('partition_index', 'partition_error_code',)
     __match_args__ = ('partition_index', 'partition_error_code',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     partition_index: int
     partition_error_code: int
@@ -140,7 +141,7 @@ class AddPartitionsToTxnPartitionResult:
 class AddPartitionsToTxnTopicResult:
     __slots__ = ('name', 'results_by_partition',)
     __match_args__ = ('name', 'results_by_partition',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     name: str
     results_by_partition: list[AddPartitionsToTxnPartitionResult]
@@ -162,7 +163,7 @@ class AddPartitionsToTxnTopicResult:
 class AddPartitionsToTxnResult:
     __slots__ = ('transactional_id', 'topic_results',)
     __match_args__ = ('transactional_id', 'topic_results',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     transactional_id: str
     topic_results: list[AddPartitionsToTxnTopicResult]
@@ -184,7 +185,7 @@ class AddPartitionsToTxnResult:
 class AddPartitionsToTxnResponse(ApiMessage):
     __slots__ = ('throttle_time_ms', 'error_code', 'results_by_transaction', 'results_by_topic_v3_and_below',)
     __match_args__ = ('throttle_time_ms', 'error_code', 'results_by_transaction', 'results_by_topic_v3_and_below',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     throttle_time_ms: int
     error_code: int

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
 from typing import Any, ClassVar, cast
 
@@ -34,7 +35,7 @@ _S3 = Struct('>i')
 class OpData:
     __slots__ = ('key', 'value', 'remove',)
     __match_args__ = ('key', 'value', 'remove',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     key: str
     value: float
@@ -58,7 +59,7 @@ class OpData:
 class AlterClientQuotasRequestEntityData:
     __slots__ = ('entity_type', 'entity_name',)
     __match_args__ = ('entity_type', 'entity_name',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     entity_type: str
     entity_name: str | None
@@ -80,7 +81,7 @@ class AlterClientQuotasRequestEntityData:
 class AlterClientQuotasRequestEntryData:
     __slots__ = ('entity', 'ops',)
     __match_args__ = ('entity', 'ops',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     entity: list[AlterClientQuotasRequestEntityData]
     ops: list[OpData]
@@ -102,7 +103,7 @@ class AlterClientQuotasRequestEntryData:
 class AlterClientQuotasRequest(ApiMessage):
     __slots__ = ('entries', 'validate_only',)
     __match_args__ = ('entries', 'validate_only',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     entries: list[AlterClientQuotasRequestEntryData]
     validate_only: bool
@@ -130,7 +131,7 @@ AlterClientQuotasRequest.FLEXIBLE_MIN = 1
 class AlterClientQuotasResponseEntityData:
     __slots__ = ('entity_type', 'entity_name',)
     __match_args__ = ('entity_type', 'entity_name',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     entity_type: str
     entity_name: str | None
@@ -152,7 +153,7 @@ class AlterClientQuotasResponseEntityData:
 class AlterClientQuotasResponseEntryData:
     __slots__ = ('error_code', 'error_message', 'entity',)
     __match_args__ = ('error_code', 'error_message', 'entity',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     error_code: int
     error_message: str | None
@@ -176,7 +177,7 @@ class AlterClientQuotasResponseEntryData:
 class AlterClientQuotasResponse(ApiMessage):
     __slots__ = ('throttle_time_ms', 'entries',)
     __match_args__ = ('throttle_time_ms', 'entries',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     throttle_time_ms: int
     entries: list[AlterClientQuotasResponseEntryData]

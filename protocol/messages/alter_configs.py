@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
 from typing import Any, ClassVar, cast
 
@@ -34,7 +35,7 @@ _S3 = Struct('>i')
 class AlterableConfig:
     __slots__ = ('name', 'value',)
     __match_args__ = ('name', 'value',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     name: str
     value: str | None
@@ -56,7 +57,7 @@ class AlterableConfig:
 class AlterConfigsResource:
     __slots__ = ('resource_type', 'resource_name', 'configs',)
     __match_args__ = ('resource_type', 'resource_name', 'configs',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     resource_type: int
     resource_name: str
@@ -80,7 +81,7 @@ class AlterConfigsResource:
 class AlterConfigsRequest(ApiMessage):
     __slots__ = ('resources', 'validate_only',)
     __match_args__ = ('resources', 'validate_only',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     resources: list[AlterConfigsResource]
     validate_only: bool
@@ -108,7 +109,7 @@ AlterConfigsRequest.FLEXIBLE_MIN = 2
 class AlterConfigsResourceResponse:
     __slots__ = ('error_code', 'error_message', 'resource_type', 'resource_name',)
     __match_args__ = ('error_code', 'error_message', 'resource_type', 'resource_name',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     error_code: int
     error_message: str | None
@@ -134,7 +135,7 @@ class AlterConfigsResourceResponse:
 class AlterConfigsResponse(ApiMessage):
     __slots__ = ('throttle_time_ms', 'responses',)
     __match_args__ = ('throttle_time_ms', 'responses',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     throttle_time_ms: int
     responses: list[AlterConfigsResourceResponse]

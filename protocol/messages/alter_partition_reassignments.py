@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
 from typing import Any, ClassVar, cast
 
@@ -34,7 +35,7 @@ _S3 = Struct('>i?h')
 class ReassignablePartition:
     __slots__ = ('partition_index', 'replicas',)
     __match_args__ = ('partition_index', 'replicas',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     partition_index: int
     replicas: list[int] | None
@@ -56,7 +57,7 @@ class ReassignablePartition:
 class ReassignableTopic:
     __slots__ = ('name', 'partitions',)
     __match_args__ = ('name', 'partitions',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     name: str
     partitions: list[ReassignablePartition]
@@ -78,7 +79,7 @@ class ReassignableTopic:
 class AlterPartitionReassignmentsRequest(ApiMessage):
     __slots__ = ('timeout_ms', 'allow_replication_factor_change', 'topics',)
     __match_args__ = ('timeout_ms', 'allow_replication_factor_change', 'topics',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     timeout_ms: int
     allow_replication_factor_change: bool
@@ -108,7 +109,7 @@ AlterPartitionReassignmentsRequest.FLEXIBLE_MIN = 0
 class ReassignablePartitionResponse:
     __slots__ = ('partition_index', 'error_code', 'error_message',)
     __match_args__ = ('partition_index', 'error_code', 'error_message',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     partition_index: int
     error_code: int
@@ -132,7 +133,7 @@ class ReassignablePartitionResponse:
 class ReassignableTopicResponse:
     __slots__ = ('name', 'partitions',)
     __match_args__ = ('name', 'partitions',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     name: str
     partitions: list[ReassignablePartitionResponse]
@@ -154,7 +155,7 @@ class ReassignableTopicResponse:
 class AlterPartitionReassignmentsResponse(ApiMessage):
     __slots__ = ('throttle_time_ms', 'allow_replication_factor_change', 'error_code', 'error_message', 'responses',)
     __match_args__ = ('throttle_time_ms', 'allow_replication_factor_change', 'error_code', 'error_message', 'responses',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     throttle_time_ms: int
     allow_replication_factor_change: bool

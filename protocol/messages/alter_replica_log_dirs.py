@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
 from typing import Any, ClassVar, cast
 
@@ -32,7 +33,7 @@ _S1 = Struct('>i')
 class AlterReplicaLogDirTopic:
     __slots__ = ('name', 'partitions',)
     __match_args__ = ('name', 'partitions',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     name: str
     partitions: list[int]
@@ -54,7 +55,7 @@ class AlterReplicaLogDirTopic:
 class AlterReplicaLogDir:
     __slots__ = ('path', 'topics',)
     __match_args__ = ('path', 'topics',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     path: str
     topics: list[AlterReplicaLogDirTopic]
@@ -76,7 +77,7 @@ class AlterReplicaLogDir:
 class AlterReplicaLogDirsRequest(ApiMessage):
     __slots__ = ('dirs',)
     __match_args__ = ('dirs',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     dirs: list[AlterReplicaLogDir]
 
@@ -102,7 +103,7 @@ AlterReplicaLogDirsRequest.FLEXIBLE_MIN = 2
 class AlterReplicaLogDirPartitionResult:
     __slots__ = ('partition_index', 'error_code',)
     __match_args__ = ('partition_index', 'error_code',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     partition_index: int
     error_code: int
@@ -124,7 +125,7 @@ class AlterReplicaLogDirPartitionResult:
 class AlterReplicaLogDirTopicResult:
     __slots__ = ('topic_name', 'partitions',)
     __match_args__ = ('topic_name', 'partitions',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     topic_name: str
     partitions: list[AlterReplicaLogDirPartitionResult]
@@ -146,7 +147,7 @@ class AlterReplicaLogDirTopicResult:
 class AlterReplicaLogDirsResponse(ApiMessage):
     __slots__ = ('throttle_time_ms', 'results',)
     __match_args__ = ('throttle_time_ms', 'results',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     throttle_time_ms: int
     results: list[AlterReplicaLogDirTopicResult]

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
 from typing import Any, ClassVar, cast
 
@@ -33,7 +34,7 @@ _S2 = Struct('>16s')
 class AlterShareGroupOffsetsRequestPartition:
     __slots__ = ('partition_index', 'start_offset',)
     __match_args__ = ('partition_index', 'start_offset',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     partition_index: int
     start_offset: int
@@ -55,7 +56,7 @@ class AlterShareGroupOffsetsRequestPartition:
 class AlterShareGroupOffsetsRequestTopic:
     __slots__ = ('topic_name', 'partitions',)
     __match_args__ = ('topic_name', 'partitions',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     topic_name: str
     partitions: list[AlterShareGroupOffsetsRequestPartition]
@@ -77,7 +78,7 @@ class AlterShareGroupOffsetsRequestTopic:
 class AlterShareGroupOffsetsRequest(ApiMessage):
     __slots__ = ('group_id', 'topics',)
     __match_args__ = ('group_id', 'topics',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     group_id: str
     topics: list[AlterShareGroupOffsetsRequestTopic]
@@ -105,7 +106,7 @@ AlterShareGroupOffsetsRequest.FLEXIBLE_MIN = 0
 class AlterShareGroupOffsetsResponsePartition:
     __slots__ = ('partition_index', 'error_code', 'error_message',)
     __match_args__ = ('partition_index', 'error_code', 'error_message',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     partition_index: int
     error_code: int
@@ -129,7 +130,7 @@ class AlterShareGroupOffsetsResponsePartition:
 class AlterShareGroupOffsetsResponseTopic:
     __slots__ = ('topic_name', 'topic_id', 'partitions',)
     __match_args__ = ('topic_name', 'topic_id', 'partitions',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     topic_name: str
     topic_id: uuid.UUID
@@ -153,7 +154,7 @@ class AlterShareGroupOffsetsResponseTopic:
 class AlterShareGroupOffsetsResponse(ApiMessage):
     __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'responses',)
     __match_args__ = ('throttle_time_ms', 'error_code', 'error_message', 'responses',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     throttle_time_ms: int
     error_code: int

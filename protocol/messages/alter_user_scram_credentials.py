@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
 from typing import Any, ClassVar, cast
 
@@ -34,7 +35,7 @@ _S3 = Struct('>i')
 class ScramCredentialUpsertion:
     __slots__ = ('name', 'mechanism', 'iterations', 'salt', 'salted_password',)
     __match_args__ = ('name', 'mechanism', 'iterations', 'salt', 'salted_password',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     name: str
     mechanism: int
@@ -62,7 +63,7 @@ class ScramCredentialUpsertion:
 class ScramCredentialDeletion:
     __slots__ = ('name', 'mechanism',)
     __match_args__ = ('name', 'mechanism',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     name: str
     mechanism: int
@@ -84,7 +85,7 @@ class ScramCredentialDeletion:
 class AlterUserScramCredentialsRequest(ApiMessage):
     __slots__ = ('deletions', 'upsertions',)
     __match_args__ = ('deletions', 'upsertions',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     deletions: list[ScramCredentialDeletion]
     upsertions: list[ScramCredentialUpsertion]
@@ -112,7 +113,7 @@ AlterUserScramCredentialsRequest.FLEXIBLE_MIN = 0
 class AlterUserScramCredentialsResult:
     __slots__ = ('user', 'error_code', 'error_message',)
     __match_args__ = ('user', 'error_code', 'error_message',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     user: str
     error_code: int
@@ -136,7 +137,7 @@ class AlterUserScramCredentialsResult:
 class AlterUserScramCredentialsResponse(ApiMessage):
     __slots__ = ('throttle_time_ms', 'results',)
     __match_args__ = ('throttle_time_ms', 'results',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     throttle_time_ms: int
     results: list[AlterUserScramCredentialsResult]

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
 from typing import Any, ClassVar, cast
 
@@ -36,7 +37,7 @@ _S5 = Struct('>b')
 class ConsumerGroupDescribeRequest(ApiMessage):
     __slots__ = ('group_ids', 'include_authorized_operations',)
     __match_args__ = ('group_ids', 'include_authorized_operations',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     group_ids: list[str]
     include_authorized_operations: bool
@@ -64,7 +65,7 @@ ConsumerGroupDescribeRequest.FLEXIBLE_MIN = 0
 class DescribedTopicPartitions:
     __slots__ = ('topic_id', 'topic_name', 'partitions',)
     __match_args__ = ('topic_id', 'topic_name', 'partitions',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     topic_id: uuid.UUID
     topic_name: str
@@ -88,7 +89,7 @@ class DescribedTopicPartitions:
 class MemberAssignment:
     __slots__ = ('topic_partitions',)
     __match_args__ = ('topic_partitions',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     topic_partitions: list[DescribedTopicPartitions]
 
@@ -108,7 +109,7 @@ class MemberAssignment:
 class ConsumerDescribedMember:
     __slots__ = ('member_id', 'instance_id', 'rack_id', 'member_epoch', 'client_id', 'client_host', 'subscribed_topic_names', 'subscribed_topic_regex', 'assignment', 'target_assignment', 'member_type',)
     __match_args__ = ('member_id', 'instance_id', 'rack_id', 'member_epoch', 'client_id', 'client_host', 'subscribed_topic_names', 'subscribed_topic_regex', 'assignment', 'target_assignment', 'member_type',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     member_id: str
     instance_id: str | None
@@ -148,7 +149,7 @@ class ConsumerDescribedMember:
 class ConsumerDescribedGroup:
     __slots__ = ('error_code', 'error_message', 'group_id', 'group_state', 'group_epoch', 'assignment_epoch', 'assignor_name', 'members', 'authorized_operations',)
     __match_args__ = ('error_code', 'error_message', 'group_id', 'group_state', 'group_epoch', 'assignment_epoch', 'assignor_name', 'members', 'authorized_operations',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     error_code: int
     error_message: str | None
@@ -184,7 +185,7 @@ class ConsumerDescribedGroup:
 class ConsumerGroupDescribeResponse(ApiMessage):
     __slots__ = ('throttle_time_ms', 'groups',)
     __match_args__ = ('throttle_time_ms', 'groups',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     throttle_time_ms: int
     groups: list[ConsumerDescribedGroup]

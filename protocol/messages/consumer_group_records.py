@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
 from typing import Any, ClassVar, cast
 
@@ -33,7 +34,7 @@ _S2 = Struct('>iib')
 class ConsumerGroupMetadataKey(ApiMessage):
     __slots__ = ('group_id',)
     __match_args__ = ('group_id',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     group_id: str
 
@@ -59,7 +60,7 @@ ConsumerGroupMetadataKey.FLEXIBLE_MIN = None
 class ConsumerGroupMetadataValue(ApiMessage):
     __slots__ = ('epoch',)
     __match_args__ = ('epoch',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     epoch: int
 
@@ -85,7 +86,7 @@ ConsumerGroupMetadataValue.FLEXIBLE_MIN = 0
 class ConsumerGroupPartitionMetadataKey(ApiMessage):
     __slots__ = ('group_id',)
     __match_args__ = ('group_id',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     group_id: str
 
@@ -111,7 +112,7 @@ ConsumerGroupPartitionMetadataKey.FLEXIBLE_MIN = None
 class PartitionMetadata:
     __slots__ = ('partition', 'racks',)
     __match_args__ = ('partition', 'racks',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     partition: int
     racks: list[str]
@@ -133,7 +134,7 @@ class PartitionMetadata:
 class TopicMetadata:
     __slots__ = ('topic_id', 'topic_name', 'num_partitions', 'partition_metadata',)
     __match_args__ = ('topic_id', 'topic_name', 'num_partitions', 'partition_metadata',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     topic_id: uuid.UUID
     topic_name: str
@@ -159,7 +160,7 @@ class TopicMetadata:
 class ConsumerGroupPartitionMetadataValue(ApiMessage):
     __slots__ = ('topics',)
     __match_args__ = ('topics',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     topics: list[TopicMetadata]
 
@@ -185,7 +186,7 @@ ConsumerGroupPartitionMetadataValue.FLEXIBLE_MIN = 0
 class ConsumerGroupMemberMetadataKey(ApiMessage):
     __slots__ = ('group_id', 'member_id',)
     __match_args__ = ('group_id', 'member_id',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     group_id: str
     member_id: str
@@ -213,7 +214,7 @@ ConsumerGroupMemberMetadataKey.FLEXIBLE_MIN = None
 class ClassicProtocol:
     __slots__ = ('name', 'metadata',)
     __match_args__ = ('name', 'metadata',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     name: str
     metadata: bytes
@@ -235,7 +236,7 @@ class ClassicProtocol:
 class ClassicMemberMetadata:
     __slots__ = ('session_timeout_ms', 'supported_protocols',)
     __match_args__ = ('session_timeout_ms', 'supported_protocols',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     session_timeout_ms: int
     supported_protocols: list[ClassicProtocol]
@@ -257,7 +258,7 @@ class ClassicMemberMetadata:
 class ConsumerGroupMemberMetadataValue(ApiMessage):
     __slots__ = ('instance_id', 'rack_id', 'client_id', 'client_host', 'subscribed_topic_names', 'subscribed_topic_regex', 'rebalance_timeout_ms', 'server_assignor', 'classic_member_metadata',)
     __match_args__ = ('instance_id', 'rack_id', 'client_id', 'client_host', 'subscribed_topic_names', 'subscribed_topic_regex', 'rebalance_timeout_ms', 'server_assignor', 'classic_member_metadata',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     instance_id: str | None
     rack_id: str | None
@@ -299,7 +300,7 @@ ConsumerGroupMemberMetadataValue.FLEXIBLE_MIN = 0
 class ConsumerGroupTargetAssignmentMetadataKey(ApiMessage):
     __slots__ = ('group_id',)
     __match_args__ = ('group_id',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     group_id: str
 
@@ -325,7 +326,7 @@ ConsumerGroupTargetAssignmentMetadataKey.FLEXIBLE_MIN = None
 class ConsumerGroupTargetAssignmentMetadataValue(ApiMessage):
     __slots__ = ('assignment_epoch',)
     __match_args__ = ('assignment_epoch',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     assignment_epoch: int
 
@@ -351,7 +352,7 @@ ConsumerGroupTargetAssignmentMetadataValue.FLEXIBLE_MIN = 0
 class ConsumerGroupTargetAssignmentMemberKey(ApiMessage):
     __slots__ = ('group_id', 'member_id',)
     __match_args__ = ('group_id', 'member_id',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     group_id: str
     member_id: str
@@ -379,7 +380,7 @@ ConsumerGroupTargetAssignmentMemberKey.FLEXIBLE_MIN = None
 class TargetTopicPartition:
     __slots__ = ('topic_id', 'partitions',)
     __match_args__ = ('topic_id', 'partitions',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     topic_id: uuid.UUID
     partitions: list[int]
@@ -401,7 +402,7 @@ class TargetTopicPartition:
 class ConsumerGroupTargetAssignmentMemberValue(ApiMessage):
     __slots__ = ('topic_partitions',)
     __match_args__ = ('topic_partitions',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     topic_partitions: list[TargetTopicPartition]
 
@@ -427,7 +428,7 @@ ConsumerGroupTargetAssignmentMemberValue.FLEXIBLE_MIN = 0
 class ConsumerGroupCurrentMemberAssignmentKey(ApiMessage):
     __slots__ = ('group_id', 'member_id',)
     __match_args__ = ('group_id', 'member_id',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     group_id: str
     member_id: str
@@ -455,7 +456,7 @@ ConsumerGroupCurrentMemberAssignmentKey.FLEXIBLE_MIN = None
 class CurrentTopicPartitions:
     __slots__ = ('topic_id', 'partitions',)
     __match_args__ = ('topic_id', 'partitions',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     topic_id: uuid.UUID
     partitions: list[int]
@@ -477,7 +478,7 @@ class CurrentTopicPartitions:
 class ConsumerGroupCurrentMemberAssignmentValue(ApiMessage):
     __slots__ = ('member_epoch', 'previous_member_epoch', 'state', 'assigned_partitions', 'partitions_pending_revocation',)
     __match_args__ = ('member_epoch', 'previous_member_epoch', 'state', 'assigned_partitions', 'partitions_pending_revocation',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     member_epoch: int
     previous_member_epoch: int

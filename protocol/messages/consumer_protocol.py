@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
 from typing import Any, ClassVar, cast
 
@@ -31,7 +32,7 @@ _S0 = Struct('>i')
 class OwnedTopicPartition:
     __slots__ = ('topic', 'partitions',)
     __match_args__ = ('topic', 'partitions',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     topic: str
     partitions: list[int]
@@ -53,7 +54,7 @@ class OwnedTopicPartition:
 class ConsumerProtocolSubscription(ApiMessage):
     __slots__ = ('topics', 'user_data', 'owned_partitions', 'generation_id', 'rack_id',)
     __match_args__ = ('topics', 'user_data', 'owned_partitions', 'generation_id', 'rack_id',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     topics: list[str]
     user_data: bytes | None
@@ -87,7 +88,7 @@ ConsumerProtocolSubscription.FLEXIBLE_MIN = None
 class AssignedTopicPartition:
     __slots__ = ('topic', 'partitions',)
     __match_args__ = ('topic', 'partitions',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     topic: str
     partitions: list[int]
@@ -109,7 +110,7 @@ class AssignedTopicPartition:
 class ConsumerProtocolAssignment(ApiMessage):
     __slots__ = ('assigned_partitions', 'user_data',)
     __match_args__ = ('assigned_partitions', 'user_data',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     assigned_partitions: list[AssignedTopicPartition]
     user_data: bytes | None

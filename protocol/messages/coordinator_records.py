@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
 from typing import Any, ClassVar, cast
 
@@ -35,7 +36,7 @@ _S4 = Struct('>ii')
 class OffsetCommitKey(ApiMessage):
     __slots__ = ('group', 'topic', 'partition',)
     __match_args__ = ('group', 'topic', 'partition',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     group: str
     topic: str
@@ -65,7 +66,7 @@ OffsetCommitKey.FLEXIBLE_MIN = None
 class GroupMetadataKey(ApiMessage):
     __slots__ = ('group',)
     __match_args__ = ('group',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     group: str
 
@@ -91,7 +92,7 @@ GroupMetadataKey.FLEXIBLE_MIN = None
 class OffsetCommitValue(ApiMessage):
     __slots__ = ('offset', 'leader_epoch', 'metadata', 'commit_timestamp', 'expire_timestamp',)
     __match_args__ = ('offset', 'leader_epoch', 'metadata', 'commit_timestamp', 'expire_timestamp',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     offset: int
     leader_epoch: int
@@ -125,7 +126,7 @@ OffsetCommitValue.FLEXIBLE_MIN = 4
 class MemberMetadata:
     __slots__ = ('member_id', 'group_instance_id', 'client_id', 'client_host', 'rebalance_timeout', 'session_timeout', 'subscription', 'assignment',)
     __match_args__ = ('member_id', 'group_instance_id', 'client_id', 'client_host', 'rebalance_timeout', 'session_timeout', 'subscription', 'assignment',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     member_id: str
     group_instance_id: str | None
@@ -159,7 +160,7 @@ class MemberMetadata:
 class GroupMetadataValue(ApiMessage):
     __slots__ = ('protocol_type', 'generation', 'protocol', 'leader', 'current_state_timestamp', 'members',)
     __match_args__ = ('protocol_type', 'generation', 'protocol', 'leader', 'current_state_timestamp', 'members',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     protocol_type: str
     generation: int

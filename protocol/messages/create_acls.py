@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
 from typing import Any, ClassVar, cast
 
@@ -34,7 +35,7 @@ _S3 = Struct('>i')
 class AclCreation:
     __slots__ = ('resource_type', 'resource_name', 'resource_pattern_type', 'principal', 'host', 'operation', 'permission_type',)
     __match_args__ = ('resource_type', 'resource_name', 'resource_pattern_type', 'principal', 'host', 'operation', 'permission_type',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     resource_type: int
     resource_name: str
@@ -66,7 +67,7 @@ class AclCreation:
 class CreateAclsRequest(ApiMessage):
     __slots__ = ('creations',)
     __match_args__ = ('creations',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     creations: list[AclCreation]
 
@@ -92,7 +93,7 @@ CreateAclsRequest.FLEXIBLE_MIN = 2
 class AclCreationResult:
     __slots__ = ('error_code', 'error_message',)
     __match_args__ = ('error_code', 'error_message',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     error_code: int
     error_message: str | None
@@ -114,7 +115,7 @@ class AclCreationResult:
 class CreateAclsResponse(ApiMessage):
     __slots__ = ('throttle_time_ms', 'results',)
     __match_args__ = ('throttle_time_ms', 'results',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     throttle_time_ms: int
     results: list[AclCreationResult]

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
 from typing import Any, ClassVar, cast
 
@@ -33,7 +34,7 @@ _S2 = Struct('>h')
 class CreatePartitionsAssignment:
     __slots__ = ('broker_ids',)
     __match_args__ = ('broker_ids',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     broker_ids: list[int]
 
@@ -53,7 +54,7 @@ class CreatePartitionsAssignment:
 class CreatePartitionsTopic:
     __slots__ = ('name', 'count', 'assignments',)
     __match_args__ = ('name', 'count', 'assignments',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     name: str
     count: int
@@ -77,7 +78,7 @@ class CreatePartitionsTopic:
 class CreatePartitionsRequest(ApiMessage):
     __slots__ = ('topics', 'timeout_ms', 'validate_only',)
     __match_args__ = ('topics', 'timeout_ms', 'validate_only',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     topics: list[CreatePartitionsTopic]
     timeout_ms: int
@@ -107,7 +108,7 @@ CreatePartitionsRequest.FLEXIBLE_MIN = 2
 class CreatePartitionsTopicResult:
     __slots__ = ('name', 'error_code', 'error_message',)
     __match_args__ = ('name', 'error_code', 'error_message',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     name: str
     error_code: int
@@ -131,7 +132,7 @@ class CreatePartitionsTopicResult:
 class CreatePartitionsResponse(ApiMessage):
     __slots__ = ('throttle_time_ms', 'results',)
     __match_args__ = ('throttle_time_ms', 'results',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     throttle_time_ms: int
     results: list[CreatePartitionsTopicResult]

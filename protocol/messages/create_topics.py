@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
 from typing import Any, ClassVar, cast
 
@@ -36,7 +37,7 @@ _S5 = Struct('>16sh')
 class CreatableTopicConfig:
     __slots__ = ('name', 'value',)
     __match_args__ = ('name', 'value',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     name: str
     value: str | None
@@ -58,7 +59,7 @@ class CreatableTopicConfig:
 class CreatableReplicaAssignment:
     __slots__ = ('partition_index', 'broker_ids',)
     __match_args__ = ('partition_index', 'broker_ids',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     partition_index: int
     broker_ids: list[int]
@@ -80,7 +81,7 @@ class CreatableReplicaAssignment:
 class CreatableTopic:
     __slots__ = ('name', 'num_partitions', 'replication_factor', 'assignments', 'configs',)
     __match_args__ = ('name', 'num_partitions', 'replication_factor', 'assignments', 'configs',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     name: str
     num_partitions: int
@@ -108,7 +109,7 @@ class CreatableTopic:
 class CreateTopicsRequest(ApiMessage):
     __slots__ = ('topics', 'timeout_ms', 'validate_only',)
     __match_args__ = ('topics', 'timeout_ms', 'validate_only',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     topics: list[CreatableTopic]
     timeout_ms: int
@@ -138,7 +139,7 @@ CreateTopicsRequest.FLEXIBLE_MIN = 5
 class CreatableTopicConfigs:
     __slots__ = ('name', 'value', 'read_only', 'config_source', 'is_sensitive',)
     __match_args__ = ('name', 'value', 'read_only', 'config_source', 'is_sensitive',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     name: str
     value: str | None
@@ -166,7 +167,7 @@ class CreatableTopicConfigs:
 class CreatableTopicResult:
     __slots__ = ('name', 'topic_id', 'error_code', 'error_message', 'topic_config_error_code', 'num_partitions', 'replication_factor', 'configs',)
     __match_args__ = ('name', 'topic_id', 'error_code', 'error_message', 'topic_config_error_code', 'num_partitions', 'replication_factor', 'configs',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     name: str
     topic_id: uuid.UUID
@@ -200,7 +201,7 @@ class CreatableTopicResult:
 class CreateTopicsResponse(ApiMessage):
     __slots__ = ('throttle_time_ms', 'topics',)
     __match_args__ = ('throttle_time_ms', 'topics',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     throttle_time_ms: int
     topics: list[CreatableTopicResult]

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
 from typing import Any, ClassVar, cast
 
@@ -34,7 +35,7 @@ _S3 = Struct('>i')
 class DeleteAclsFilter:
     __slots__ = ('resource_type_filter', 'resource_name_filter', 'pattern_type_filter', 'principal_filter', 'host_filter', 'operation', 'permission_type',)
     __match_args__ = ('resource_type_filter', 'resource_name_filter', 'pattern_type_filter', 'principal_filter', 'host_filter', 'operation', 'permission_type',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     resource_type_filter: int
     resource_name_filter: str | None
@@ -66,7 +67,7 @@ class DeleteAclsFilter:
 class DeleteAclsRequest(ApiMessage):
     __slots__ = ('filters',)
     __match_args__ = ('filters',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     filters: list[DeleteAclsFilter]
 
@@ -92,7 +93,7 @@ DeleteAclsRequest.FLEXIBLE_MIN = 2
 class DeleteAclsMatchingAcl:
     __slots__ = ('error_code', 'error_message', 'resource_type', 'resource_name', 'pattern_type', 'principal', 'host', 'operation', 'permission_type',)
     __match_args__ = ('error_code', 'error_message', 'resource_type', 'resource_name', 'pattern_type', 'principal', 'host', 'operation', 'permission_type',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     error_code: int
     error_message: str | None
@@ -128,7 +129,7 @@ class DeleteAclsMatchingAcl:
 class DeleteAclsFilterResult:
     __slots__ = ('error_code', 'error_message', 'matching_acls',)
     __match_args__ = ('error_code', 'error_message', 'matching_acls',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     error_code: int
     error_message: str | None
@@ -152,7 +153,7 @@ class DeleteAclsFilterResult:
 class DeleteAclsResponse(ApiMessage):
     __slots__ = ('throttle_time_ms', 'filter_results',)
     __match_args__ = ('throttle_time_ms', 'filter_results',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     throttle_time_ms: int
     filter_results: list[DeleteAclsFilterResult]

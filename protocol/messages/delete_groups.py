@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
 from typing import Any, ClassVar, cast
 
@@ -32,7 +33,7 @@ _S1 = Struct('>i')
 class DeleteGroupsRequest(ApiMessage):
     __slots__ = ('groups_names',)
     __match_args__ = ('groups_names',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     groups_names: list[str]
 
@@ -58,7 +59,7 @@ DeleteGroupsRequest.FLEXIBLE_MIN = 2
 class DeletableGroupResult:
     __slots__ = ('group_id', 'error_code',)
     __match_args__ = ('group_id', 'error_code',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     group_id: str
     error_code: int
@@ -80,7 +81,7 @@ class DeletableGroupResult:
 class DeleteGroupsResponse(ApiMessage):
     __slots__ = ('throttle_time_ms', 'results',)
     __match_args__ = ('throttle_time_ms', 'results',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     throttle_time_ms: int
     results: list[DeletableGroupResult]

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
 from typing import Any, ClassVar, cast
 
@@ -33,7 +34,7 @@ _S2 = Struct('>iqh')
 class DeleteRecordsPartition:
     __slots__ = ('partition_index', 'offset',)
     __match_args__ = ('partition_index', 'offset',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     partition_index: int
     offset: int
@@ -55,7 +56,7 @@ class DeleteRecordsPartition:
 class DeleteRecordsTopic:
     __slots__ = ('name', 'partitions',)
     __match_args__ = ('name', 'partitions',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     name: str
     partitions: list[DeleteRecordsPartition]
@@ -77,7 +78,7 @@ class DeleteRecordsTopic:
 class DeleteRecordsRequest(ApiMessage):
     __slots__ = ('topics', 'timeout_ms',)
     __match_args__ = ('topics', 'timeout_ms',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     topics: list[DeleteRecordsTopic]
     timeout_ms: int
@@ -105,7 +106,7 @@ DeleteRecordsRequest.FLEXIBLE_MIN = 2
 class DeleteRecordsPartitionResult:
     __slots__ = ('partition_index', 'low_watermark', 'error_code',)
     __match_args__ = ('partition_index', 'low_watermark', 'error_code',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     partition_index: int
     low_watermark: int
@@ -129,7 +130,7 @@ class DeleteRecordsPartitionResult:
 class DeleteRecordsTopicResult:
     __slots__ = ('name', 'partitions',)
     __match_args__ = ('name', 'partitions',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     name: str
     partitions: list[DeleteRecordsPartitionResult]
@@ -151,7 +152,7 @@ class DeleteRecordsTopicResult:
 class DeleteRecordsResponse(ApiMessage):
     __slots__ = ('throttle_time_ms', 'topics',)
     __match_args__ = ('throttle_time_ms', 'topics',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     throttle_time_ms: int
     topics: list[DeleteRecordsTopicResult]

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
 from typing import Any, ClassVar, cast
 
@@ -32,7 +33,7 @@ _S1 = Struct('>ih')
 class DeleteShareGroupOffsetsRequestTopic:
     __slots__ = ('topic_name',)
     __match_args__ = ('topic_name',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     topic_name: str
 
@@ -52,7 +53,7 @@ class DeleteShareGroupOffsetsRequestTopic:
 class DeleteShareGroupOffsetsRequest(ApiMessage):
     __slots__ = ('group_id', 'topics',)
     __match_args__ = ('group_id', 'topics',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     group_id: str
     topics: list[DeleteShareGroupOffsetsRequestTopic]
@@ -80,7 +81,7 @@ DeleteShareGroupOffsetsRequest.FLEXIBLE_MIN = 0
 class DeleteShareGroupOffsetsResponseTopic:
     __slots__ = ('topic_name', 'topic_id', 'error_code', 'error_message',)
     __match_args__ = ('topic_name', 'topic_id', 'error_code', 'error_message',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     topic_name: str
     topic_id: uuid.UUID
@@ -106,7 +107,7 @@ class DeleteShareGroupOffsetsResponseTopic:
 class DeleteShareGroupOffsetsResponse(ApiMessage):
     __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'responses',)
     __match_args__ = ('throttle_time_ms', 'error_code', 'error_message', 'responses',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     throttle_time_ms: int
     error_code: int

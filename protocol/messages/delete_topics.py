@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
 from typing import Any, ClassVar, cast
 
@@ -34,7 +35,7 @@ _S3 = Struct('>16sh')
 class DeleteTopicState:
     __slots__ = ('name', 'topic_id',)
     __match_args__ = ('name', 'topic_id',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     name: str | None
     topic_id: uuid.UUID
@@ -56,7 +57,7 @@ class DeleteTopicState:
 class DeleteTopicsRequest(ApiMessage):
     __slots__ = ('topics', 'topic_names', 'timeout_ms',)
     __match_args__ = ('topics', 'topic_names', 'timeout_ms',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     topics: list[DeleteTopicState]
     topic_names: list[str]
@@ -86,7 +87,7 @@ DeleteTopicsRequest.FLEXIBLE_MIN = 4
 class DeletableTopicResult:
     __slots__ = ('name', 'topic_id', 'error_code', 'error_message',)
     __match_args__ = ('name', 'topic_id', 'error_code', 'error_message',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     name: str | None
     topic_id: uuid.UUID
@@ -112,7 +113,7 @@ class DeletableTopicResult:
 class DeleteTopicsResponse(ApiMessage):
     __slots__ = ('throttle_time_ms', 'responses',)
     __match_args__ = ('throttle_time_ms', 'responses',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     throttle_time_ms: int
     responses: list[DeletableTopicResult]

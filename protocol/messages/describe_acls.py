@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
 from typing import Any, ClassVar, cast
 
@@ -33,7 +34,7 @@ _S2 = Struct('>ih')
 class DescribeAclsRequest(ApiMessage):
     __slots__ = ('resource_type_filter', 'resource_name_filter', 'pattern_type_filter', 'principal_filter', 'host_filter', 'operation', 'permission_type',)
     __match_args__ = ('resource_type_filter', 'resource_name_filter', 'pattern_type_filter', 'principal_filter', 'host_filter', 'operation', 'permission_type',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     resource_type_filter: int
     resource_name_filter: str | None
@@ -71,7 +72,7 @@ DescribeAclsRequest.FLEXIBLE_MIN = 2
 class AclDescription:
     __slots__ = ('principal', 'host', 'operation', 'permission_type',)
     __match_args__ = ('principal', 'host', 'operation', 'permission_type',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     principal: str
     host: str
@@ -97,7 +98,7 @@ class AclDescription:
 class DescribeAclsResource:
     __slots__ = ('resource_type', 'resource_name', 'pattern_type', 'acls',)
     __match_args__ = ('resource_type', 'resource_name', 'pattern_type', 'acls',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     resource_type: int
     resource_name: str
@@ -123,7 +124,7 @@ class DescribeAclsResource:
 class DescribeAclsResponse(ApiMessage):
     __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'resources',)
     __match_args__ = ('throttle_time_ms', 'error_code', 'error_message', 'resources',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     throttle_time_ms: int
     error_code: int

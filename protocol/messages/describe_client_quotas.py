@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
 from typing import Any, ClassVar, cast
 
@@ -34,7 +35,7 @@ _S3 = Struct('>ih')
 class ComponentData:
     __slots__ = ('entity_type', 'match_type', 'match',)
     __match_args__ = ('entity_type', 'match_type', 'match',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     entity_type: str
     match_type: int
@@ -58,7 +59,7 @@ class ComponentData:
 class DescribeClientQuotasRequest(ApiMessage):
     __slots__ = ('components', 'strict',)
     __match_args__ = ('components', 'strict',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     components: list[ComponentData]
     strict: bool
@@ -86,7 +87,7 @@ DescribeClientQuotasRequest.FLEXIBLE_MIN = 1
 class ValueData:
     __slots__ = ('key', 'value',)
     __match_args__ = ('key', 'value',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     key: str
     value: float
@@ -108,7 +109,7 @@ class ValueData:
 class EntityData:
     __slots__ = ('entity_type', 'entity_name',)
     __match_args__ = ('entity_type', 'entity_name',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     entity_type: str
     entity_name: str | None
@@ -130,7 +131,7 @@ class EntityData:
 class EntryData:
     __slots__ = ('entity', 'values',)
     __match_args__ = ('entity', 'values',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     entity: list[EntityData]
     values: list[ValueData]
@@ -152,7 +153,7 @@ class EntryData:
 class DescribeClientQuotasResponse(ApiMessage):
     __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'entries',)
     __match_args__ = ('throttle_time_ms', 'error_code', 'error_message', 'entries',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     throttle_time_ms: int
     error_code: int

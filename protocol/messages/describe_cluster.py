@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
 from typing import Any, ClassVar, cast
 
@@ -36,7 +37,7 @@ _S5 = Struct('>b')
 class DescribeClusterRequest(ApiMessage):
     __slots__ = ('include_cluster_authorized_operations', 'endpoint_type', 'include_fenced_brokers',)
     __match_args__ = ('include_cluster_authorized_operations', 'endpoint_type', 'include_fenced_brokers',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     include_cluster_authorized_operations: bool
     endpoint_type: int
@@ -66,7 +67,7 @@ DescribeClusterRequest.FLEXIBLE_MIN = 0
 class DescribeClusterBroker:
     __slots__ = ('broker_id', 'host', 'port', 'rack', 'is_fenced',)
     __match_args__ = ('broker_id', 'host', 'port', 'rack', 'is_fenced',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     broker_id: int
     host: str
@@ -94,7 +95,7 @@ class DescribeClusterBroker:
 class DescribeClusterResponse(ApiMessage):
     __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'endpoint_type', 'cluster_id', 'controller_id', 'brokers', 'cluster_authorized_operations',)
     __match_args__ = ('throttle_time_ms', 'error_code', 'error_message', 'endpoint_type', 'cluster_id', 'controller_id', 'brokers', 'cluster_authorized_operations',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     throttle_time_ms: int
     error_code: int

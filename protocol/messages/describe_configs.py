@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
 from typing import Any, ClassVar, cast
 
@@ -37,7 +38,7 @@ _S6 = Struct('>?b?')
 class DescribeConfigsResource:
     __slots__ = ('resource_type', 'resource_name', 'configuration_keys',)
     __match_args__ = ('resource_type', 'resource_name', 'configuration_keys',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     resource_type: int
     resource_name: str
@@ -61,7 +62,7 @@ class DescribeConfigsResource:
 class DescribeConfigsRequest(ApiMessage):
     __slots__ = ('resources', 'include_synonyms', 'include_documentation',)
     __match_args__ = ('resources', 'include_synonyms', 'include_documentation',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     resources: list[DescribeConfigsResource]
     include_synonyms: bool
@@ -91,7 +92,7 @@ DescribeConfigsRequest.FLEXIBLE_MIN = 4
 class DescribeConfigsSynonym:
     __slots__ = ('name', 'value', 'source',)
     __match_args__ = ('name', 'value', 'source',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     name: str
     value: str | None
@@ -115,7 +116,7 @@ class DescribeConfigsSynonym:
 class DescribeConfigsResourceResult:
     __slots__ = ('name', 'value', 'read_only', 'config_source', 'is_default', 'is_sensitive', 'synonyms', 'config_type', 'documentation',)
     __match_args__ = ('name', 'value', 'read_only', 'config_source', 'is_default', 'is_sensitive', 'synonyms', 'config_type', 'documentation',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     name: str
     value: str | None
@@ -151,7 +152,7 @@ class DescribeConfigsResourceResult:
 class DescribeConfigsResult:
     __slots__ = ('error_code', 'error_message', 'resource_type', 'resource_name', 'configs',)
     __match_args__ = ('error_code', 'error_message', 'resource_type', 'resource_name', 'configs',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     error_code: int
     error_message: str | None
@@ -179,7 +180,7 @@ class DescribeConfigsResult:
 class DescribeConfigsResponse(ApiMessage):
     __slots__ = ('throttle_time_ms', 'results',)
     __match_args__ = ('throttle_time_ms', 'results',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     throttle_time_ms: int
     results: list[DescribeConfigsResult]

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
 from typing import Any, ClassVar, cast
 
@@ -33,7 +34,7 @@ _S2 = Struct('>i')
 class DescribeGroupsRequest(ApiMessage):
     __slots__ = ('groups', 'include_authorized_operations',)
     __match_args__ = ('groups', 'include_authorized_operations',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     groups: list[str]
     include_authorized_operations: bool
@@ -61,7 +62,7 @@ DescribeGroupsRequest.FLEXIBLE_MIN = 5
 class DescribedGroupMember:
     __slots__ = ('member_id', 'group_instance_id', 'client_id', 'client_host', 'member_metadata', 'member_assignment',)
     __match_args__ = ('member_id', 'group_instance_id', 'client_id', 'client_host', 'member_metadata', 'member_assignment',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     member_id: str
     group_instance_id: str | None
@@ -91,7 +92,7 @@ class DescribedGroupMember:
 class DescribedGroup:
     __slots__ = ('error_code', 'error_message', 'group_id', 'group_state', 'protocol_type', 'protocol_data', 'members', 'authorized_operations',)
     __match_args__ = ('error_code', 'error_message', 'group_id', 'group_state', 'protocol_type', 'protocol_data', 'members', 'authorized_operations',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     error_code: int
     error_message: str | None
@@ -125,7 +126,7 @@ class DescribedGroup:
 class DescribeGroupsResponse(ApiMessage):
     __slots__ = ('throttle_time_ms', 'groups',)
     __match_args__ = ('throttle_time_ms', 'groups',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     throttle_time_ms: int
     groups: list[DescribedGroup]

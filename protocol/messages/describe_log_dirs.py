@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
 from typing import Any, ClassVar, cast
 
@@ -35,7 +36,7 @@ _S4 = Struct('>qq')
 class DescribableLogDirTopic:
     __slots__ = ('topic', 'partitions',)
     __match_args__ = ('topic', 'partitions',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     topic: str
     partitions: list[int]
@@ -57,7 +58,7 @@ class DescribableLogDirTopic:
 class DescribeLogDirsRequest(ApiMessage):
     __slots__ = ('topics',)
     __match_args__ = ('topics',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     topics: list[DescribableLogDirTopic] | None
 
@@ -83,7 +84,7 @@ DescribeLogDirsRequest.FLEXIBLE_MIN = 2
 class DescribeLogDirsPartition:
     __slots__ = ('partition_index', 'partition_size', 'offset_lag', 'is_future_key',)
     __match_args__ = ('partition_index', 'partition_size', 'offset_lag', 'is_future_key',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     partition_index: int
     partition_size: int
@@ -109,7 +110,7 @@ class DescribeLogDirsPartition:
 class DescribeLogDirsTopic:
     __slots__ = ('name', 'partitions',)
     __match_args__ = ('name', 'partitions',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     name: str
     partitions: list[DescribeLogDirsPartition]
@@ -131,7 +132,7 @@ class DescribeLogDirsTopic:
 class DescribeLogDirsResult:
     __slots__ = ('error_code', 'log_dir', 'topics', 'total_bytes', 'usable_bytes',)
     __match_args__ = ('error_code', 'log_dir', 'topics', 'total_bytes', 'usable_bytes',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     error_code: int
     log_dir: str
@@ -159,7 +160,7 @@ class DescribeLogDirsResult:
 class DescribeLogDirsResponse(ApiMessage):
     __slots__ = ('throttle_time_ms', 'error_code', 'results',)
     __match_args__ = ('throttle_time_ms', 'error_code', 'results',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     throttle_time_ms: int
     error_code: int

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
 from typing import Any, ClassVar, cast
 
@@ -33,7 +34,7 @@ _S2 = Struct('>i')
 class TopicRequest:
     __slots__ = ('name', 'partition_indexes',)
     __match_args__ = ('name', 'partition_indexes',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     name: str
     partition_indexes: list[int]
@@ -55,7 +56,7 @@ class TopicRequest:
 class DescribeProducersRequest(ApiMessage):
     __slots__ = ('topics',)
     __match_args__ = ('topics',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     topics: list[TopicRequest]
 
@@ -81,7 +82,7 @@ DescribeProducersRequest.FLEXIBLE_MIN = 0
 class ProducerState:
     __slots__ = ('producer_id', 'producer_epoch', 'last_sequence', 'last_timestamp', 'coordinator_epoch', 'current_txn_start_offset',)
     __match_args__ = ('producer_id', 'producer_epoch', 'last_sequence', 'last_timestamp', 'coordinator_epoch', 'current_txn_start_offset',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     producer_id: int
     producer_epoch: int
@@ -111,7 +112,7 @@ class ProducerState:
 class PartitionResponse:
     __slots__ = ('partition_index', 'error_code', 'error_message', 'active_producers',)
     __match_args__ = ('partition_index', 'error_code', 'error_message', 'active_producers',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     partition_index: int
     error_code: int
@@ -137,7 +138,7 @@ class PartitionResponse:
 class TopicResponse:
     __slots__ = ('name', 'partitions',)
     __match_args__ = ('name', 'partitions',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     name: str
     partitions: list[PartitionResponse]
@@ -159,7 +160,7 @@ class TopicResponse:
 class DescribeProducersResponse(ApiMessage):
     __slots__ = ('throttle_time_ms', 'topics',)
     __match_args__ = ('throttle_time_ms', 'topics',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     throttle_time_ms: int
     topics: list[TopicResponse]

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
 from typing import Any, ClassVar, cast
 
@@ -39,7 +40,7 @@ _S8 = Struct('>iiq')
 class DescribeQuorumRequestPartitionData:
     __slots__ = ('partition_index',)
     __match_args__ = ('partition_index',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     partition_index: int
 
@@ -59,7 +60,7 @@ class DescribeQuorumRequestPartitionData:
 class DescribeQuorumRequestTopicData:
     __slots__ = ('topic_name', 'partitions',)
     __match_args__ = ('topic_name', 'partitions',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     topic_name: str
     partitions: list[DescribeQuorumRequestPartitionData]
@@ -81,7 +82,7 @@ class DescribeQuorumRequestTopicData:
 class DescribeQuorumRequest(ApiMessage):
     __slots__ = ('topics',)
     __match_args__ = ('topics',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     topics: list[DescribeQuorumRequestTopicData]
 
@@ -107,7 +108,7 @@ DescribeQuorumRequest.FLEXIBLE_MIN = 0
 class Listener:
     __slots__ = ('name', 'host', 'port',)
     __match_args__ = ('name', 'host', 'port',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     name: str
     host: str
@@ -131,7 +132,7 @@ class Listener:
 class Node:
     __slots__ = ('node_id', 'listeners',)
     __match_args__ = ('node_id', 'listeners',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     node_id: int
     listeners: list[Listener]
@@ -153,7 +154,7 @@ class Node:
 class ReplicaState:
     __slots__ = ('replica_id', 'replica_directory_id', 'log_end_offset', 'last_fetch_timestamp', 'last_caught_up_timestamp',)
     __match_args__ = ('replica_id', 'replica_directory_id', 'log_end_offset', 'last_fetch_timestamp', 'last_caught_up_timestamp',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     replica_id: int
     replica_directory_id: uuid.UUID
@@ -181,7 +182,7 @@ class ReplicaState:
 class DescribeQuorumResponsePartitionData:
     __slots__ = ('partition_index', 'error_code', 'error_message', 'leader_id', 'leader_epoch', 'high_watermark', 'current_voters', 'observers',)
     __match_args__ = ('partition_index', 'error_code', 'error_message', 'leader_id', 'leader_epoch', 'high_watermark', 'current_voters', 'observers',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     partition_index: int
     error_code: int
@@ -215,7 +216,7 @@ class DescribeQuorumResponsePartitionData:
 class DescribeQuorumResponseTopicData:
     __slots__ = ('topic_name', 'partitions',)
     __match_args__ = ('topic_name', 'partitions',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     topic_name: str
     partitions: list[DescribeQuorumResponsePartitionData]
@@ -237,7 +238,7 @@ class DescribeQuorumResponseTopicData:
 class DescribeQuorumResponse(ApiMessage):
     __slots__ = ('error_code', 'error_message', 'topics', 'nodes',)
     __match_args__ = ('error_code', 'error_message', 'topics', 'nodes',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     error_code: int
     error_message: str | None

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
 from typing import Any, ClassVar, cast
 
@@ -35,7 +36,7 @@ _S4 = Struct('>iqiqh')
 class DescribeShareGroupOffsetsRequestTopic:
     __slots__ = ('topic_name', 'partitions',)
     __match_args__ = ('topic_name', 'partitions',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     topic_name: str
     partitions: list[int]
@@ -57,7 +58,7 @@ class DescribeShareGroupOffsetsRequestTopic:
 class DescribeShareGroupOffsetsRequestGroup:
     __slots__ = ('group_id', 'topics',)
     __match_args__ = ('group_id', 'topics',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     group_id: str
     topics: list[DescribeShareGroupOffsetsRequestTopic] | None
@@ -79,7 +80,7 @@ class DescribeShareGroupOffsetsRequestGroup:
 class DescribeShareGroupOffsetsRequest(ApiMessage):
     __slots__ = ('groups',)
     __match_args__ = ('groups',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     groups: list[DescribeShareGroupOffsetsRequestGroup]
 
@@ -105,7 +106,7 @@ DescribeShareGroupOffsetsRequest.FLEXIBLE_MIN = 0
 class DescribeShareGroupOffsetsResponsePartition:
     __slots__ = ('partition_index', 'start_offset', 'leader_epoch', 'lag', 'error_code', 'error_message',)
     __match_args__ = ('partition_index', 'start_offset', 'leader_epoch', 'lag', 'error_code', 'error_message',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     partition_index: int
     start_offset: int
@@ -135,7 +136,7 @@ class DescribeShareGroupOffsetsResponsePartition:
 class DescribeShareGroupOffsetsResponseTopic:
     __slots__ = ('topic_name', 'topic_id', 'partitions',)
     __match_args__ = ('topic_name', 'topic_id', 'partitions',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     topic_name: str
     topic_id: uuid.UUID
@@ -159,7 +160,7 @@ class DescribeShareGroupOffsetsResponseTopic:
 class DescribeShareGroupOffsetsResponseGroup:
     __slots__ = ('group_id', 'topics', 'error_code', 'error_message',)
     __match_args__ = ('group_id', 'topics', 'error_code', 'error_message',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     group_id: str
     topics: list[DescribeShareGroupOffsetsResponseTopic]
@@ -185,7 +186,7 @@ class DescribeShareGroupOffsetsResponseGroup:
 class DescribeShareGroupOffsetsResponse(ApiMessage):
     __slots__ = ('throttle_time_ms', 'groups',)
     __match_args__ = ('throttle_time_ms', 'groups',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     throttle_time_ms: int
     groups: list[DescribeShareGroupOffsetsResponseGroup]

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
 from typing import Any, ClassVar, cast
 
@@ -34,7 +35,7 @@ _S3 = Struct('>16s?')
 class DescribeTopicPartitionsRequestCursor:
     __slots__ = ('topic_name', 'partition_index',)
     __match_args__ = ('topic_name', 'partition_index',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     topic_name: str
     partition_index: int
@@ -56,7 +57,7 @@ class DescribeTopicPartitionsRequestCursor:
 class TopicRequest:
     __slots__ = ('name',)
     __match_args__ = ('name',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     name: str
 
@@ -76,7 +77,7 @@ class TopicRequest:
 class DescribeTopicPartitionsRequest(ApiMessage):
     __slots__ = ('topics', 'response_partition_limit', 'cursor',)
     __match_args__ = ('topics', 'response_partition_limit', 'cursor',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     topics: list[TopicRequest]
     response_partition_limit: int
@@ -106,7 +107,7 @@ DescribeTopicPartitionsRequest.FLEXIBLE_MIN = 0
 class DescribeTopicPartitionsResponseCursor:
     __slots__ = ('topic_name', 'partition_index',)
     __match_args__ = ('topic_name', 'partition_index',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     topic_name: str
     partition_index: int
@@ -128,7 +129,7 @@ class DescribeTopicPartitionsResponseCursor:
 class DescribeTopicPartitionsResponsePartition:
     __slots__ = ('error_code', 'partition_index', 'leader_id', 'leader_epoch', 'replica_nodes', 'isr_nodes', 'eligible_leader_replicas', 'last_known_elr', 'offline_replicas',)
     __match_args__ = ('error_code', 'partition_index', 'leader_id', 'leader_epoch', 'replica_nodes', 'isr_nodes', 'eligible_leader_replicas', 'last_known_elr', 'offline_replicas',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     error_code: int
     partition_index: int
@@ -164,7 +165,7 @@ class DescribeTopicPartitionsResponsePartition:
 class DescribeTopicPartitionsResponseTopic:
     __slots__ = ('error_code', 'name', 'topic_id', 'is_internal', 'partitions', 'topic_authorized_operations',)
     __match_args__ = ('error_code', 'name', 'topic_id', 'is_internal', 'partitions', 'topic_authorized_operations',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     error_code: int
     name: str | None
@@ -194,7 +195,7 @@ class DescribeTopicPartitionsResponseTopic:
 class DescribeTopicPartitionsResponse(ApiMessage):
     __slots__ = ('throttle_time_ms', 'topics', 'next_cursor',)
     __match_args__ = ('throttle_time_ms', 'topics', 'next_cursor',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     throttle_time_ms: int
     topics: list[DescribeTopicPartitionsResponseTopic]

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
 from typing import Any, ClassVar, cast
 
@@ -33,7 +34,7 @@ _S2 = Struct('>i')
 class DescribeTransactionsRequest(ApiMessage):
     __slots__ = ('transactional_ids',)
     __match_args__ = ('transactional_ids',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     transactional_ids: list[str]
 
@@ -59,7 +60,7 @@ DescribeTransactionsRequest.FLEXIBLE_MIN = 0
 class TopicData:
     __slots__ = ('topic', 'partitions',)
     __match_args__ = ('topic', 'partitions',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     topic: str
     partitions: list[int]
@@ -81,7 +82,7 @@ class TopicData:
 class TransactionState:
     __slots__ = ('error_code', 'transactional_id', 'transaction_state', 'transaction_timeout_ms', 'transaction_start_time_ms', 'producer_id', 'producer_epoch', 'topics',)
     __match_args__ = ('error_code', 'transactional_id', 'transaction_state', 'transaction_timeout_ms', 'transaction_start_time_ms', 'producer_id', 'producer_epoch', 'topics',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     error_code: int
     transactional_id: str
@@ -115,7 +116,7 @@ class TransactionState:
 class DescribeTransactionsResponse(ApiMessage):
     __slots__ = ('throttle_time_ms', 'transaction_states',)
     __match_args__ = ('throttle_time_ms', 'transaction_states',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     throttle_time_ms: int
     transaction_states: list[TransactionState]

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
 from typing import Any, ClassVar, cast
 
@@ -33,7 +34,7 @@ _S2 = Struct('>ih')
 class UserName:
     __slots__ = ('name',)
     __match_args__ = ('name',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     name: str
 
@@ -53,7 +54,7 @@ class UserName:
 class DescribeUserScramCredentialsRequest(ApiMessage):
     __slots__ = ('users',)
     __match_args__ = ('users',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     users: list[UserName] | None
 
@@ -79,7 +80,7 @@ DescribeUserScramCredentialsRequest.FLEXIBLE_MIN = 0
 class CredentialInfo:
     __slots__ = ('mechanism', 'iterations',)
     __match_args__ = ('mechanism', 'iterations',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     mechanism: int
     iterations: int
@@ -101,7 +102,7 @@ class CredentialInfo:
 class DescribeUserScramCredentialsResult:
     __slots__ = ('user', 'error_code', 'error_message', 'credential_infos',)
     __match_args__ = ('user', 'error_code', 'error_message', 'credential_infos',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     user: str
     error_code: int
@@ -127,7 +128,7 @@ class DescribeUserScramCredentialsResult:
 class DescribeUserScramCredentialsResponse(ApiMessage):
     __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'results',)
     __match_args__ = ('throttle_time_ms', 'error_code', 'error_message', 'results',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     throttle_time_ms: int
     error_code: int

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
 from typing import Any, ClassVar, cast
 
@@ -33,7 +34,7 @@ _S2 = Struct('>ih')
 class TopicPartitions:
     __slots__ = ('topic', 'partitions',)
     __match_args__ = ('topic', 'partitions',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     topic: str
     partitions: list[int]
@@ -55,7 +56,7 @@ class TopicPartitions:
 class ElectLeadersRequest(ApiMessage):
     __slots__ = ('election_type', 'topic_partitions', 'timeout_ms',)
     __match_args__ = ('election_type', 'topic_partitions', 'timeout_ms',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     election_type: int
     topic_partitions: list[TopicPartitions] | None
@@ -85,7 +86,7 @@ ElectLeadersRequest.FLEXIBLE_MIN = 2
 class PartitionResult:
     __slots__ = ('partition_id', 'error_code', 'error_message',)
     __match_args__ = ('partition_id', 'error_code', 'error_message',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     partition_id: int
     error_code: int
@@ -109,7 +110,7 @@ class PartitionResult:
 class ReplicaElectionResult:
     __slots__ = ('topic', 'partition_result',)
     __match_args__ = ('topic', 'partition_result',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     topic: str
     partition_result: list[PartitionResult]
@@ -131,7 +132,7 @@ class ReplicaElectionResult:
 class ElectLeadersResponse(ApiMessage):
     __slots__ = ('throttle_time_ms', 'error_code', 'replica_election_results',)
     __match_args__ = ('throttle_time_ms', 'error_code', 'replica_election_results',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     throttle_time_ms: int
     error_code: int

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
 from typing import Any, ClassVar, cast
 
@@ -33,7 +34,7 @@ _S2 = Struct('>ihqh')
 class EndTxnRequest(ApiMessage):
     __slots__ = ('transactional_id', 'producer_id', 'producer_epoch', 'committed',)
     __match_args__ = ('transactional_id', 'producer_id', 'producer_epoch', 'committed',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     transactional_id: str
     producer_id: int
@@ -65,7 +66,7 @@ EndTxnRequest.FLEXIBLE_MIN = 3
 class EndTxnResponse(ApiMessage):
     __slots__ = ('throttle_time_ms', 'error_code', 'producer_id', 'producer_epoch',)
     __match_args__ = ('throttle_time_ms', 'error_code', 'producer_id', 'producer_epoch',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     throttle_time_ms: int
     error_code: int

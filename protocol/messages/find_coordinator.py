@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
 from typing import Any, ClassVar, cast
 
@@ -34,7 +35,7 @@ _S3 = Struct('>ih')
 class FindCoordinatorRequest(ApiMessage):
     __slots__ = ('key', 'key_type', 'coordinator_keys',)
     __match_args__ = ('key', 'key_type', 'coordinator_keys',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     key: str
     key_type: int
@@ -64,7 +65,7 @@ FindCoordinatorRequest.FLEXIBLE_MIN = 3
 class Coordinator:
     __slots__ = ('key', 'node_id', 'host', 'port', 'error_code', 'error_message',)
     __match_args__ = ('key', 'node_id', 'host', 'port', 'error_code', 'error_message',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     key: str
     node_id: int
@@ -94,7 +95,7 @@ class Coordinator:
 class FindCoordinatorResponse(ApiMessage):
     __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'node_id', 'host', 'port', 'coordinators',)
     __match_args__ = ('throttle_time_ms', 'error_code', 'error_message', 'node_id', 'host', 'port', 'coordinators',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     throttle_time_ms: int
     error_code: int

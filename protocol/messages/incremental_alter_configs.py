@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
 from typing import Any, ClassVar, cast
 
@@ -34,7 +35,7 @@ _S3 = Struct('>i')
 class AlterableConfig:
     __slots__ = ('name', 'config_operation', 'value',)
     __match_args__ = ('name', 'config_operation', 'value',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     name: str
     config_operation: int
@@ -58,7 +59,7 @@ class AlterableConfig:
 class AlterConfigsResource:
     __slots__ = ('resource_type', 'resource_name', 'configs',)
     __match_args__ = ('resource_type', 'resource_name', 'configs',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     resource_type: int
     resource_name: str
@@ -82,7 +83,7 @@ class AlterConfigsResource:
 class IncrementalAlterConfigsRequest(ApiMessage):
     __slots__ = ('resources', 'validate_only',)
     __match_args__ = ('resources', 'validate_only',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     resources: list[AlterConfigsResource]
     validate_only: bool
@@ -110,7 +111,7 @@ IncrementalAlterConfigsRequest.FLEXIBLE_MIN = 1
 class AlterConfigsResourceResponse:
     __slots__ = ('error_code', 'error_message', 'resource_type', 'resource_name',)
     __match_args__ = ('error_code', 'error_message', 'resource_type', 'resource_name',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     error_code: int
     error_message: str | None
@@ -136,7 +137,7 @@ class AlterConfigsResourceResponse:
 class IncrementalAlterConfigsResponse(ApiMessage):
     __slots__ = ('throttle_time_ms', 'responses',)
     __match_args__ = ('throttle_time_ms', 'responses',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     throttle_time_ms: int
     responses: list[AlterConfigsResourceResponse]

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
 from typing import Any, ClassVar, cast
 
@@ -32,7 +33,7 @@ _S1 = Struct('>ih')
 class MemberIdentity:
     __slots__ = ('member_id', 'group_instance_id', 'reason',)
     __match_args__ = ('member_id', 'group_instance_id', 'reason',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     member_id: str
     group_instance_id: str | None
@@ -56,7 +57,7 @@ class MemberIdentity:
 class LeaveGroupRequest(ApiMessage):
     __slots__ = ('group_id', 'member_id', 'members',)
     __match_args__ = ('group_id', 'member_id', 'members',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     group_id: str
     member_id: str
@@ -86,7 +87,7 @@ LeaveGroupRequest.FLEXIBLE_MIN = 4
 class MemberResponse:
     __slots__ = ('member_id', 'group_instance_id', 'error_code',)
     __match_args__ = ('member_id', 'group_instance_id', 'error_code',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     member_id: str
     group_instance_id: str | None
@@ -110,7 +111,7 @@ class MemberResponse:
 class LeaveGroupResponse(ApiMessage):
     __slots__ = ('throttle_time_ms', 'error_code', 'members',)
     __match_args__ = ('throttle_time_ms', 'error_code', 'members',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     throttle_time_ms: int
     error_code: int

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
 from typing import Any, ClassVar, cast
 
@@ -32,7 +33,7 @@ _S1 = Struct('>b')
 class ListConfigResourcesRequest(ApiMessage):
     __slots__ = ('resource_types',)
     __match_args__ = ('resource_types',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     resource_types: list[int]
 
@@ -58,7 +59,7 @@ ListConfigResourcesRequest.FLEXIBLE_MIN = 0
 class ConfigResource:
     __slots__ = ('resource_name', 'resource_type',)
     __match_args__ = ('resource_name', 'resource_type',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     resource_name: str
     resource_type: int
@@ -80,7 +81,7 @@ class ConfigResource:
 class ListConfigResourcesResponse(ApiMessage):
     __slots__ = ('throttle_time_ms', 'error_code', 'config_resources',)
     __match_args__ = ('throttle_time_ms', 'error_code', 'config_resources',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     throttle_time_ms: int
     error_code: int

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
 from typing import Any, ClassVar, cast
 
@@ -32,7 +33,7 @@ _S1 = Struct('>ih')
 class ListGroupsRequest(ApiMessage):
     __slots__ = ('states_filter', 'types_filter',)
     __match_args__ = ('states_filter', 'types_filter',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     states_filter: list[str]
     types_filter: list[str]
@@ -60,7 +61,7 @@ ListGroupsRequest.FLEXIBLE_MIN = 3
 class ListedGroup:
     __slots__ = ('group_id', 'protocol_type', 'group_state', 'group_type',)
     __match_args__ = ('group_id', 'protocol_type', 'group_state', 'group_type',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     group_id: str
     protocol_type: str
@@ -86,7 +87,7 @@ class ListedGroup:
 class ListGroupsResponse(ApiMessage):
     __slots__ = ('throttle_time_ms', 'error_code', 'groups',)
     __match_args__ = ('throttle_time_ms', 'error_code', 'groups',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     throttle_time_ms: int
     error_code: int

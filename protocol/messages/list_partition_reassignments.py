@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
 from typing import Any, ClassVar, cast
 
@@ -32,7 +33,7 @@ _S1 = Struct('>ih')
 class ListPartitionReassignmentsTopics:
     __slots__ = ('name', 'partition_indexes',)
     __match_args__ = ('name', 'partition_indexes',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     name: str
     partition_indexes: list[int]
@@ -54,7 +55,7 @@ class ListPartitionReassignmentsTopics:
 class ListPartitionReassignmentsRequest(ApiMessage):
     __slots__ = ('timeout_ms', 'topics',)
     __match_args__ = ('timeout_ms', 'topics',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     timeout_ms: int
     topics: list[ListPartitionReassignmentsTopics] | None
@@ -82,7 +83,7 @@ ListPartitionReassignmentsRequest.FLEXIBLE_MIN = 0
 class OngoingPartitionReassignment:
     __slots__ = ('partition_index', 'replicas', 'adding_replicas', 'removing_replicas',)
     __match_args__ = ('partition_index', 'replicas', 'adding_replicas', 'removing_replicas',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     partition_index: int
     replicas: list[int]
@@ -108,7 +109,7 @@ class OngoingPartitionReassignment:
 class OngoingTopicReassignment:
     __slots__ = ('name', 'partitions',)
     __match_args__ = ('name', 'partitions',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     name: str
     partitions: list[OngoingPartitionReassignment]
@@ -130,7 +131,7 @@ class OngoingTopicReassignment:
 class ListPartitionReassignmentsResponse(ApiMessage):
     __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'topics',)
     __match_args__ = ('throttle_time_ms', 'error_code', 'error_message', 'topics',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     throttle_time_ms: int
     error_code: int

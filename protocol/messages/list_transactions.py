@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
 from typing import Any, ClassVar, cast
 
@@ -32,7 +33,7 @@ _S1 = Struct('>ih')
 class ListTransactionsRequest(ApiMessage):
     __slots__ = ('state_filters', 'producer_id_filters', 'duration_filter', 'transactional_id_pattern',)
     __match_args__ = ('state_filters', 'producer_id_filters', 'duration_filter', 'transactional_id_pattern',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     state_filters: list[str]
     producer_id_filters: list[int]
@@ -64,7 +65,7 @@ ListTransactionsRequest.FLEXIBLE_MIN = 0
 class TransactionState:
     __slots__ = ('transactional_id', 'producer_id', 'transaction_state',)
     __match_args__ = ('transactional_id', 'producer_id', 'transaction_state',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     transactional_id: str
     producer_id: int
@@ -88,7 +89,7 @@ class TransactionState:
 class ListTransactionsResponse(ApiMessage):
     __slots__ = ('throttle_time_ms', 'error_code', 'unknown_state_filters', 'transaction_states',)
     __match_args__ = ('throttle_time_ms', 'error_code', 'unknown_state_filters', 'transaction_states',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     throttle_time_ms: int
     error_code: int

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
 from typing import Any, ClassVar, cast
 
@@ -33,7 +34,7 @@ _S2 = Struct('>hi')
 class OffsetDeleteRequestPartition:
     __slots__ = ('partition_index',)
     __match_args__ = ('partition_index',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     partition_index: int
 
@@ -53,7 +54,7 @@ class OffsetDeleteRequestPartition:
 class OffsetDeleteRequestTopic:
     __slots__ = ('name', 'partitions',)
     __match_args__ = ('name', 'partitions',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     name: str
     partitions: list[OffsetDeleteRequestPartition]
@@ -75,7 +76,7 @@ class OffsetDeleteRequestTopic:
 class OffsetDeleteRequest(ApiMessage):
     __slots__ = ('group_id', 'topics',)
     __match_args__ = ('group_id', 'topics',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     group_id: str
     topics: list[OffsetDeleteRequestTopic]
@@ -103,7 +104,7 @@ OffsetDeleteRequest.FLEXIBLE_MIN = None
 class OffsetDeleteResponsePartition:
     __slots__ = ('partition_index', 'error_code',)
     __match_args__ = ('partition_index', 'error_code',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     partition_index: int
     error_code: int
@@ -125,7 +126,7 @@ class OffsetDeleteResponsePartition:
 class OffsetDeleteResponseTopic:
     __slots__ = ('name', 'partitions',)
     __match_args__ = ('name', 'partitions',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     name: str
     partitions: list[OffsetDeleteResponsePartition]
@@ -147,7 +148,7 @@ class OffsetDeleteResponseTopic:
 class OffsetDeleteResponse(ApiMessage):
     __slots__ = ('error_code', 'throttle_time_ms', 'topics',)
     __match_args__ = ('error_code', 'throttle_time_ms', 'topics',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     error_code: int
     throttle_time_ms: int

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
 from typing import Any, ClassVar, cast
 
@@ -35,7 +36,7 @@ _S4 = Struct('>hiiq')
 class OffsetForLeaderPartition:
     __slots__ = ('partition', 'current_leader_epoch', 'leader_epoch',)
     __match_args__ = ('partition', 'current_leader_epoch', 'leader_epoch',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     partition: int
     current_leader_epoch: int
@@ -59,7 +60,7 @@ class OffsetForLeaderPartition:
 class OffsetForLeaderTopic:
     __slots__ = ('topic', 'partitions',)
     __match_args__ = ('topic', 'partitions',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     topic: str
     partitions: list[OffsetForLeaderPartition]
@@ -81,7 +82,7 @@ class OffsetForLeaderTopic:
 class OffsetForLeaderEpochRequest(ApiMessage):
     __slots__ = ('replica_id', 'topics',)
     __match_args__ = ('replica_id', 'topics',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     replica_id: int
     topics: list[OffsetForLeaderTopic]
@@ -109,7 +110,7 @@ OffsetForLeaderEpochRequest.FLEXIBLE_MIN = 4
 class EpochEndOffset:
     __slots__ = ('error_code', 'partition', 'leader_epoch', 'end_offset',)
     __match_args__ = ('error_code', 'partition', 'leader_epoch', 'end_offset',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     error_code: int
     partition: int
@@ -135,7 +136,7 @@ class EpochEndOffset:
 class OffsetForLeaderTopicResult:
     __slots__ = ('topic', 'partitions',)
     __match_args__ = ('topic', 'partitions',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     topic: str
     partitions: list[EpochEndOffset]
@@ -157,7 +158,7 @@ class OffsetForLeaderTopicResult:
 class OffsetForLeaderEpochResponse(ApiMessage):
     __slots__ = ('throttle_time_ms', 'topics',)
     __match_args__ = ('throttle_time_ms', 'topics',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     throttle_time_ms: int
     topics: list[OffsetForLeaderTopicResult]

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
 from typing import Any, ClassVar, cast
 
@@ -32,7 +33,7 @@ _S1 = Struct('>ih')
 class PushTelemetryRequest(ApiMessage):
     __slots__ = ('client_instance_id', 'subscription_id', 'terminating', 'compression_type', 'metrics',)
     __match_args__ = ('client_instance_id', 'subscription_id', 'terminating', 'compression_type', 'metrics',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     client_instance_id: uuid.UUID
     subscription_id: int
@@ -66,7 +67,7 @@ PushTelemetryRequest.FLEXIBLE_MIN = 0
 class PushTelemetryResponse(ApiMessage):
     __slots__ = ('throttle_time_ms', 'error_code',)
     __match_args__ = ('throttle_time_ms', 'error_code',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     throttle_time_ms: int
     error_code: int

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
 from typing import Any, ClassVar, cast
 
@@ -32,7 +33,7 @@ _S1 = Struct('>q')
 class SaslAuthenticateRequest(ApiMessage):
     __slots__ = ('auth_bytes',)
     __match_args__ = ('auth_bytes',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     auth_bytes: bytes
 
@@ -58,7 +59,7 @@ SaslAuthenticateRequest.FLEXIBLE_MIN = 2
 class SaslAuthenticateResponse(ApiMessage):
     __slots__ = ('error_code', 'error_message', 'auth_bytes', 'session_lifetime_ms',)
     __match_args__ = ('error_code', 'error_message', 'auth_bytes', 'session_lifetime_ms',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     error_code: int
     error_message: str | None

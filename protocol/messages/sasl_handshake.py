@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
 from typing import Any, ClassVar, cast
 
@@ -31,7 +32,7 @@ _S0 = Struct('>h')
 class SaslHandshakeRequest(ApiMessage):
     __slots__ = ('mechanism',)
     __match_args__ = ('mechanism',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     mechanism: str
 
@@ -57,7 +58,7 @@ SaslHandshakeRequest.FLEXIBLE_MIN = None
 class SaslHandshakeResponse(ApiMessage):
     __slots__ = ('error_code', 'mechanisms',)
     __match_args__ = ('error_code', 'mechanisms',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     error_code: int
     mechanisms: list[str]

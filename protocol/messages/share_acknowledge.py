@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
 from typing import Any, ClassVar, cast
 
@@ -36,7 +37,7 @@ _S5 = Struct('>ih')
 class ShareAcknowledgementBatch:
     __slots__ = ('first_offset', 'last_offset', 'acknowledge_types',)
     __match_args__ = ('first_offset', 'last_offset', 'acknowledge_types',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     first_offset: int
     last_offset: int
@@ -60,7 +61,7 @@ class ShareAcknowledgementBatch:
 class ShareAcknowledgePartition:
     __slots__ = ('partition_index', 'acknowledgement_batches',)
     __match_args__ = ('partition_index', 'acknowledgement_batches',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     partition_index: int
     acknowledgement_batches: list[ShareAcknowledgementBatch]
@@ -82,7 +83,7 @@ class ShareAcknowledgePartition:
 class ShareAcknowledgeTopic:
     __slots__ = ('topic_id', 'partitions',)
     __match_args__ = ('topic_id', 'partitions',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     topic_id: uuid.UUID
     partitions: list[ShareAcknowledgePartition]
@@ -104,7 +105,7 @@ class ShareAcknowledgeTopic:
 class ShareAcknowledgeRequest(ApiMessage):
     __slots__ = ('group_id', 'member_id', 'share_session_epoch', 'is_renew_ack', 'topics',)
     __match_args__ = ('group_id', 'member_id', 'share_session_epoch', 'is_renew_ack', 'topics',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     group_id: str | None
     member_id: str | None
@@ -138,7 +139,7 @@ ShareAcknowledgeRequest.FLEXIBLE_MIN = 0
 class ShareAcknowledgeNodeEndpoint:
     __slots__ = ('node_id', 'host', 'port', 'rack',)
     __match_args__ = ('node_id', 'host', 'port', 'rack',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     node_id: int
     host: str
@@ -164,7 +165,7 @@ class ShareAcknowledgeNodeEndpoint:
 class ShareAcknowledgeLeaderIdAndEpoch:
     __slots__ = ('leader_id', 'leader_epoch',)
     __match_args__ = ('leader_id', 'leader_epoch',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     leader_id: int
     leader_epoch: int
@@ -186,7 +187,7 @@ class ShareAcknowledgeLeaderIdAndEpoch:
 class ShareAcknowledgePartitionData:
     __slots__ = ('partition_index', 'error_code', 'error_message', 'current_leader',)
     __match_args__ = ('partition_index', 'error_code', 'error_message', 'current_leader',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     partition_index: int
     error_code: int
@@ -212,7 +213,7 @@ class ShareAcknowledgePartitionData:
 class ShareAcknowledgeTopicResponse:
     __slots__ = ('topic_id', 'partitions',)
     __match_args__ = ('topic_id', 'partitions',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     topic_id: uuid.UUID
     partitions: list[ShareAcknowledgePartitionData]
@@ -234,7 +235,7 @@ class ShareAcknowledgeTopicResponse:
 class ShareAcknowledgeResponse(ApiMessage):
     __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'acquisition_lock_timeout_ms', 'responses', 'node_endpoints',)
     __match_args__ = ('throttle_time_ms', 'error_code', 'error_message', 'acquisition_lock_timeout_ms', 'responses', 'node_endpoints',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     throttle_time_ms: int
     error_code: int

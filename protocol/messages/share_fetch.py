@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
 from typing import Any, ClassVar, cast
 
@@ -39,7 +40,7 @@ _S8 = Struct('>h')
 class ShareForgottenTopic:
     __slots__ = ('topic_id', 'partitions',)
     __match_args__ = ('topic_id', 'partitions',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     topic_id: uuid.UUID
     partitions: list[int]
@@ -61,7 +62,7 @@ class ShareForgottenTopic:
 class ShareFetchAcknowledgementBatch:
     __slots__ = ('first_offset', 'last_offset', 'acknowledge_types',)
     __match_args__ = ('first_offset', 'last_offset', 'acknowledge_types',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     first_offset: int
     last_offset: int
@@ -85,7 +86,7 @@ class ShareFetchAcknowledgementBatch:
 class ShareFetchPartition:
     __slots__ = ('partition_index', 'acknowledgement_batches',)
     __match_args__ = ('partition_index', 'acknowledgement_batches',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     partition_index: int
     acknowledgement_batches: list[ShareFetchAcknowledgementBatch]
@@ -107,7 +108,7 @@ class ShareFetchPartition:
 class ShareFetchTopic:
     __slots__ = ('topic_id', 'partitions',)
     __match_args__ = ('topic_id', 'partitions',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     topic_id: uuid.UUID
     partitions: list[ShareFetchPartition]
@@ -129,7 +130,7 @@ class ShareFetchTopic:
 class ShareFetchRequest(ApiMessage):
     __slots__ = ('group_id', 'member_id', 'share_session_epoch', 'max_wait_ms', 'min_bytes', 'max_bytes', 'max_records', 'batch_size', 'share_acquire_mode', 'is_renew_ack', 'topics', 'forgotten_topics_data',)
     __match_args__ = ('group_id', 'member_id', 'share_session_epoch', 'max_wait_ms', 'min_bytes', 'max_bytes', 'max_records', 'batch_size', 'share_acquire_mode', 'is_renew_ack', 'topics', 'forgotten_topics_data',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     group_id: str | None
     member_id: str | None
@@ -177,7 +178,7 @@ ShareFetchRequest.FLEXIBLE_MIN = 0
 class ShareFetchNodeEndpoint:
     __slots__ = ('node_id', 'host', 'port', 'rack',)
     __match_args__ = ('node_id', 'host', 'port', 'rack',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     node_id: int
     host: str
@@ -203,7 +204,7 @@ class ShareFetchNodeEndpoint:
 class ShareAcquiredRecords:
     __slots__ = ('first_offset', 'last_offset', 'delivery_count',)
     __match_args__ = ('first_offset', 'last_offset', 'delivery_count',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     first_offset: int
     last_offset: int
@@ -227,7 +228,7 @@ class ShareAcquiredRecords:
 class ShareFetchLeaderIdAndEpoch:
     __slots__ = ('leader_id', 'leader_epoch',)
     __match_args__ = ('leader_id', 'leader_epoch',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     leader_id: int
     leader_epoch: int
@@ -249,7 +250,7 @@ class ShareFetchLeaderIdAndEpoch:
 class ShareFetchPartitionData:
     __slots__ = ('partition_index', 'error_code', 'error_message', 'acknowledge_error_code', 'acknowledge_error_message', 'current_leader', 'records', 'acquired_records',)
     __match_args__ = ('partition_index', 'error_code', 'error_message', 'acknowledge_error_code', 'acknowledge_error_message', 'current_leader', 'records', 'acquired_records',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     partition_index: int
     error_code: int
@@ -283,7 +284,7 @@ class ShareFetchPartitionData:
 class ShareFetchableTopicResponse:
     __slots__ = ('topic_id', 'partitions',)
     __match_args__ = ('topic_id', 'partitions',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     topic_id: uuid.UUID
     partitions: list[ShareFetchPartitionData]
@@ -305,7 +306,7 @@ class ShareFetchableTopicResponse:
 class ShareFetchResponse(ApiMessage):
     __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'acquisition_lock_timeout_ms', 'responses', 'node_endpoints',)
     __match_args__ = ('throttle_time_ms', 'error_code', 'error_message', 'acquisition_lock_timeout_ms', 'responses', 'node_endpoints',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     throttle_time_ms: int
     error_code: int

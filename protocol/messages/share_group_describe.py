@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
 from typing import Any, ClassVar, cast
 
@@ -35,7 +36,7 @@ _S4 = Struct('>ii')
 class ShareGroupDescribeRequest(ApiMessage):
     __slots__ = ('group_ids', 'include_authorized_operations',)
     __match_args__ = ('group_ids', 'include_authorized_operations',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     group_ids: list[str]
     include_authorized_operations: bool
@@ -63,7 +64,7 @@ ShareGroupDescribeRequest.FLEXIBLE_MIN = 0
 class ShareDescribedTopicPartitions:
     __slots__ = ('topic_id', 'topic_name', 'partitions',)
     __match_args__ = ('topic_id', 'topic_name', 'partitions',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     topic_id: uuid.UUID
     topic_name: str
@@ -87,7 +88,7 @@ class ShareDescribedTopicPartitions:
 class ShareDescribedAssignment:
     __slots__ = ('topic_partitions',)
     __match_args__ = ('topic_partitions',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     topic_partitions: list[ShareDescribedTopicPartitions]
 
@@ -107,7 +108,7 @@ class ShareDescribedAssignment:
 class ShareDescribedMember:
     __slots__ = ('member_id', 'rack_id', 'member_epoch', 'client_id', 'client_host', 'subscribed_topic_names', 'assignment',)
     __match_args__ = ('member_id', 'rack_id', 'member_epoch', 'client_id', 'client_host', 'subscribed_topic_names', 'assignment',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     member_id: str
     rack_id: str | None
@@ -139,7 +140,7 @@ class ShareDescribedMember:
 class ShareDescribedGroup:
     __slots__ = ('error_code', 'error_message', 'group_id', 'group_state', 'group_epoch', 'assignment_epoch', 'assignor_name', 'members', 'authorized_operations',)
     __match_args__ = ('error_code', 'error_message', 'group_id', 'group_state', 'group_epoch', 'assignment_epoch', 'assignor_name', 'members', 'authorized_operations',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     error_code: int
     error_message: str | None
@@ -175,7 +176,7 @@ class ShareDescribedGroup:
 class ShareGroupDescribeResponse(ApiMessage):
     __slots__ = ('throttle_time_ms', 'groups',)
     __match_args__ = ('throttle_time_ms', 'groups',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     throttle_time_ms: int
     groups: list[ShareDescribedGroup]

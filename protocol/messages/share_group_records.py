@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
 from typing import Any, ClassVar, cast
 
@@ -35,7 +36,7 @@ _S4 = Struct('>iib')
 class ShareGroupMemberMetadataKey(ApiMessage):
     __slots__ = ('group_id', 'member_id',)
     __match_args__ = ('group_id', 'member_id',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     group_id: str
     member_id: str
@@ -63,7 +64,7 @@ ShareGroupMemberMetadataKey.FLEXIBLE_MIN = None
 class ShareGroupMemberMetadataValue(ApiMessage):
     __slots__ = ('rack_id', 'client_id', 'client_host', 'subscribed_topic_names',)
     __match_args__ = ('rack_id', 'client_id', 'client_host', 'subscribed_topic_names',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     rack_id: str | None
     client_id: str
@@ -95,7 +96,7 @@ ShareGroupMemberMetadataValue.FLEXIBLE_MIN = 0
 class ShareGroupMetadataKey(ApiMessage):
     __slots__ = ('group_id',)
     __match_args__ = ('group_id',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     group_id: str
 
@@ -121,7 +122,7 @@ ShareGroupMetadataKey.FLEXIBLE_MIN = None
 class ShareGroupMetadataValue(ApiMessage):
     __slots__ = ('epoch', 'metadata_hash',)
     __match_args__ = ('epoch', 'metadata_hash',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     epoch: int
     metadata_hash: int
@@ -149,7 +150,7 @@ ShareGroupMetadataValue.FLEXIBLE_MIN = 0
 class ShareGroupTargetAssignmentMetadataKey(ApiMessage):
     __slots__ = ('group_id',)
     __match_args__ = ('group_id',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     group_id: str
 
@@ -175,7 +176,7 @@ ShareGroupTargetAssignmentMetadataKey.FLEXIBLE_MIN = None
 class ShareGroupTargetAssignmentMetadataValue(ApiMessage):
     __slots__ = ('assignment_epoch', 'assignment_timestamp',)
     __match_args__ = ('assignment_epoch', 'assignment_timestamp',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     assignment_epoch: int
     assignment_timestamp: int
@@ -203,7 +204,7 @@ ShareGroupTargetAssignmentMetadataValue.FLEXIBLE_MIN = 0
 class ShareGroupTargetAssignmentMemberKey(ApiMessage):
     __slots__ = ('group_id', 'member_id',)
     __match_args__ = ('group_id', 'member_id',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     group_id: str
     member_id: str
@@ -231,7 +232,7 @@ ShareGroupTargetAssignmentMemberKey.FLEXIBLE_MIN = None
 class TopicPartition:
     __slots__ = ('topic_id', 'partitions',)
     __match_args__ = ('topic_id', 'partitions',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     topic_id: uuid.UUID
     partitions: list[int]
@@ -253,7 +254,7 @@ class TopicPartition:
 class ShareGroupTargetAssignmentMemberValue(ApiMessage):
     __slots__ = ('topic_partitions',)
     __match_args__ = ('topic_partitions',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     topic_partitions: list[TopicPartition]
 
@@ -279,7 +280,7 @@ ShareGroupTargetAssignmentMemberValue.FLEXIBLE_MIN = 0
 class ShareGroupCurrentMemberAssignmentKey(ApiMessage):
     __slots__ = ('group_id', 'member_id',)
     __match_args__ = ('group_id', 'member_id',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     group_id: str
     member_id: str
@@ -307,7 +308,7 @@ ShareGroupCurrentMemberAssignmentKey.FLEXIBLE_MIN = None
 class TopicPartitions:
     __slots__ = ('topic_id', 'partitions',)
     __match_args__ = ('topic_id', 'partitions',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     topic_id: uuid.UUID
     partitions: list[int]
@@ -329,7 +330,7 @@ class TopicPartitions:
 class ShareGroupCurrentMemberAssignmentValue(ApiMessage):
     __slots__ = ('member_epoch', 'previous_member_epoch', 'state', 'assigned_partitions',)
     __match_args__ = ('member_epoch', 'previous_member_epoch', 'state', 'assigned_partitions',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     member_epoch: int
     previous_member_epoch: int
@@ -361,7 +362,7 @@ ShareGroupCurrentMemberAssignmentValue.FLEXIBLE_MIN = 0
 class ShareGroupStatePartitionMetadataKey(ApiMessage):
     __slots__ = ('group_id',)
     __match_args__ = ('group_id',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     group_id: str
 
@@ -387,7 +388,7 @@ ShareGroupStatePartitionMetadataKey.FLEXIBLE_MIN = None
 class TopicInfo:
     __slots__ = ('topic_id', 'topic_name',)
     __match_args__ = ('topic_id', 'topic_name',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     topic_id: uuid.UUID
     topic_name: str
@@ -409,7 +410,7 @@ class TopicInfo:
 class TopicPartitionsInfo:
     __slots__ = ('topic_id', 'topic_name', 'partitions',)
     __match_args__ = ('topic_id', 'topic_name', 'partitions',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     topic_id: uuid.UUID
     topic_name: str
@@ -433,7 +434,7 @@ class TopicPartitionsInfo:
 class ShareGroupStatePartitionMetadataValue(ApiMessage):
     __slots__ = ('initializing_topics', 'initialized_topics', 'deleting_topics',)
     __match_args__ = ('initializing_topics', 'initialized_topics', 'deleting_topics',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     initializing_topics: list[TopicPartitionsInfo]
     initialized_topics: list[TopicPartitionsInfo]

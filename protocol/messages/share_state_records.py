@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
 from typing import Any, ClassVar, cast
 
@@ -35,7 +36,7 @@ _S4 = Struct('>iiq')
 class ShareSnapshotKey(ApiMessage):
     __slots__ = ('group_id', 'topic_id', 'partition',)
     __match_args__ = ('group_id', 'topic_id', 'partition',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     group_id: str
     topic_id: uuid.UUID
@@ -65,7 +66,7 @@ ShareSnapshotKey.FLEXIBLE_MIN = None
 class SnapshotStateBatch:
     __slots__ = ('first_offset', 'last_offset', 'delivery_state', 'delivery_count',)
     __match_args__ = ('first_offset', 'last_offset', 'delivery_state', 'delivery_count',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     first_offset: int
     last_offset: int
@@ -91,7 +92,7 @@ class SnapshotStateBatch:
 class ShareSnapshotValue(ApiMessage):
     __slots__ = ('snapshot_epoch', 'state_epoch', 'leader_epoch', 'start_offset', 'delivery_complete_count', 'create_timestamp', 'write_timestamp', 'state_batches',)
     __match_args__ = ('snapshot_epoch', 'state_epoch', 'leader_epoch', 'start_offset', 'delivery_complete_count', 'create_timestamp', 'write_timestamp', 'state_batches',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     snapshot_epoch: int
     state_epoch: int
@@ -131,7 +132,7 @@ ShareSnapshotValue.FLEXIBLE_MIN = 0
 class ShareUpdateKey(ApiMessage):
     __slots__ = ('group_id', 'topic_id', 'partition',)
     __match_args__ = ('group_id', 'topic_id', 'partition',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     group_id: str
     topic_id: uuid.UUID
@@ -161,7 +162,7 @@ ShareUpdateKey.FLEXIBLE_MIN = None
 class UpdateStateBatch:
     __slots__ = ('first_offset', 'last_offset', 'delivery_state', 'delivery_count',)
     __match_args__ = ('first_offset', 'last_offset', 'delivery_state', 'delivery_count',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     first_offset: int
     last_offset: int
@@ -187,7 +188,7 @@ class UpdateStateBatch:
 class ShareUpdateValue(ApiMessage):
     __slots__ = ('snapshot_epoch', 'leader_epoch', 'start_offset', 'delivery_complete_count', 'state_batches',)
     __match_args__ = ('snapshot_epoch', 'leader_epoch', 'start_offset', 'delivery_complete_count', 'state_batches',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     snapshot_epoch: int
     leader_epoch: int

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
 from typing import Any, ClassVar, cast
 
@@ -39,7 +40,7 @@ _S8 = Struct('>b')
 class StreamsGroupDescribeRequest(ApiMessage):
     __slots__ = ('group_ids', 'include_authorized_operations', 'include_topology_description',)
     __match_args__ = ('group_ids', 'include_authorized_operations', 'include_topology_description',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     group_ids: list[str]
     include_authorized_operations: bool
@@ -69,7 +70,7 @@ StreamsGroupDescribeRequest.FLEXIBLE_MIN = 0
 class TopologyDescriptionNode:
     __slots__ = ('name', 'node_type', 'source_topics', 'sink_topic', 'stores', 'successors',)
     __match_args__ = ('name', 'node_type', 'source_topics', 'sink_topic', 'stores', 'successors',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     name: str
     node_type: int
@@ -99,7 +100,7 @@ class TopologyDescriptionNode:
 class TopologyDescriptionGlobalStore:
     __slots__ = ('source', 'processor',)
     __match_args__ = ('source', 'processor',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     source: TopologyDescriptionNode
     processor: TopologyDescriptionNode
@@ -121,7 +122,7 @@ class TopologyDescriptionGlobalStore:
 class TopologyDescriptionSubtopology:
     __slots__ = ('subtopology_id', 'nodes',)
     __match_args__ = ('subtopology_id', 'nodes',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     subtopology_id: str
     nodes: list[TopologyDescriptionNode]
@@ -143,7 +144,7 @@ class TopologyDescriptionSubtopology:
 class TopologyDescription:
     __slots__ = ('subtopologies', 'global_stores',)
     __match_args__ = ('subtopologies', 'global_stores',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     subtopologies: list[TopologyDescriptionSubtopology]
     global_stores: list[TopologyDescriptionGlobalStore]
@@ -165,7 +166,7 @@ class TopologyDescription:
 class TaskIds:
     __slots__ = ('subtopology_id', 'partitions',)
     __match_args__ = ('subtopology_id', 'partitions',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     subtopology_id: str
     partitions: list[int]
@@ -187,7 +188,7 @@ class TaskIds:
 class Assignment:
     __slots__ = ('active_tasks', 'standby_tasks', 'warmup_tasks',)
     __match_args__ = ('active_tasks', 'standby_tasks', 'warmup_tasks',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     active_tasks: list[TaskIds]
     standby_tasks: list[TaskIds]
@@ -211,7 +212,7 @@ class Assignment:
 class TaskOffset:
     __slots__ = ('subtopology_id', 'partition', 'offset',)
     __match_args__ = ('subtopology_id', 'partition', 'offset',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     subtopology_id: str
     partition: int
@@ -235,7 +236,7 @@ class TaskOffset:
 class Endpoint:
     __slots__ = ('host', 'port',)
     __match_args__ = ('host', 'port',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     host: str
     port: int
@@ -257,7 +258,7 @@ class Endpoint:
 class KeyValue:
     __slots__ = ('key', 'value',)
     __match_args__ = ('key', 'value',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     key: str
     value: str
@@ -279,7 +280,7 @@ class KeyValue:
 class Member:
     __slots__ = ('member_id', 'member_epoch', 'instance_id', 'rack_id', 'client_id', 'client_host', 'topology_epoch', 'process_id', 'user_endpoint', 'client_tags', 'task_offsets', 'task_end_offsets', 'assignment', 'target_assignment', 'is_classic',)
     __match_args__ = ('member_id', 'member_epoch', 'instance_id', 'rack_id', 'client_id', 'client_host', 'topology_epoch', 'process_id', 'user_endpoint', 'client_tags', 'task_offsets', 'task_end_offsets', 'assignment', 'target_assignment', 'is_classic',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     member_id: str
     member_epoch: int
@@ -327,7 +328,7 @@ class Member:
 class TopicInfo:
     __slots__ = ('name', 'partitions', 'replication_factor', 'topic_configs',)
     __match_args__ = ('name', 'partitions', 'replication_factor', 'topic_configs',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     name: str
     partitions: int
@@ -353,7 +354,7 @@ class TopicInfo:
 class Subtopology:
     __slots__ = ('subtopology_id', 'source_topics', 'repartition_sink_topics', 'state_changelog_topics', 'repartition_source_topics',)
     __match_args__ = ('subtopology_id', 'source_topics', 'repartition_sink_topics', 'state_changelog_topics', 'repartition_source_topics',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     subtopology_id: str
     source_topics: list[str]
@@ -381,7 +382,7 @@ class Subtopology:
 class Topology:
     __slots__ = ('epoch', 'subtopologies',)
     __match_args__ = ('epoch', 'subtopologies',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     epoch: int
     subtopologies: list[Subtopology] | None
@@ -403,7 +404,7 @@ class Topology:
 class DescribedGroup:
     __slots__ = ('error_code', 'error_message', 'group_id', 'group_state', 'group_epoch', 'assignment_epoch', 'topology', 'members', 'authorized_operations', 'topology_description', 'topology_description_status', 'assignor_name',)
     __match_args__ = ('error_code', 'error_message', 'group_id', 'group_state', 'group_epoch', 'assignment_epoch', 'topology', 'members', 'authorized_operations', 'topology_description', 'topology_description_status', 'assignor_name',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     error_code: int
     error_message: str | None
@@ -445,7 +446,7 @@ class DescribedGroup:
 class StreamsGroupDescribeResponse(ApiMessage):
     __slots__ = ('throttle_time_ms', 'groups',)
     __match_args__ = ('throttle_time_ms', 'groups',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     throttle_time_ms: int
     groups: list[DescribedGroup]

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
 from typing import Any, ClassVar, cast
 
@@ -40,7 +41,7 @@ _S9 = Struct('>?i')
 class TaskOffset:
     __slots__ = ('subtopology_id', 'partition', 'offset',)
     __match_args__ = ('subtopology_id', 'partition', 'offset',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     subtopology_id: str
     partition: int
@@ -64,7 +65,7 @@ class TaskOffset:
 class StreamsGroupHeartbeatRequestEndpoint:
     __slots__ = ('host', 'port',)
     __match_args__ = ('host', 'port',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     host: str
     port: int
@@ -86,7 +87,7 @@ class StreamsGroupHeartbeatRequestEndpoint:
 class StreamsGroupHeartbeatRequestTaskIds:
     __slots__ = ('subtopology_id', 'partitions',)
     __match_args__ = ('subtopology_id', 'partitions',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     subtopology_id: str
     partitions: list[int]
@@ -108,7 +109,7 @@ class StreamsGroupHeartbeatRequestTaskIds:
 class CopartitionGroup:
     __slots__ = ('source_topics', 'source_topic_regex', 'repartition_source_topics',)
     __match_args__ = ('source_topics', 'source_topic_regex', 'repartition_source_topics',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     source_topics: list[int]
     source_topic_regex: list[int]
@@ -132,7 +133,7 @@ class CopartitionGroup:
 class KeyValue:
     __slots__ = ('key', 'value',)
     __match_args__ = ('key', 'value',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     key: str
     value: str
@@ -154,7 +155,7 @@ class KeyValue:
 class TopicInfo:
     __slots__ = ('name', 'partitions', 'replication_factor', 'topic_configs',)
     __match_args__ = ('name', 'partitions', 'replication_factor', 'topic_configs',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     name: str
     partitions: int
@@ -180,7 +181,7 @@ class TopicInfo:
 class Subtopology:
     __slots__ = ('subtopology_id', 'source_topics', 'source_topic_regex', 'state_changelog_topics', 'repartition_sink_topics', 'repartition_source_topics', 'copartition_groups',)
     __match_args__ = ('subtopology_id', 'source_topics', 'source_topic_regex', 'state_changelog_topics', 'repartition_sink_topics', 'repartition_source_topics', 'copartition_groups',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     subtopology_id: str
     source_topics: list[str]
@@ -212,7 +213,7 @@ class Subtopology:
 class Topology:
     __slots__ = ('epoch', 'subtopologies',)
     __match_args__ = ('epoch', 'subtopologies',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     epoch: int
     subtopologies: list[Subtopology]
@@ -234,7 +235,7 @@ class Topology:
 class StreamsGroupHeartbeatRequest(ApiMessage):
     __slots__ = ('group_id', 'member_id', 'member_epoch', 'endpoint_information_epoch', 'instance_id', 'rack_id', 'rebalance_timeout_ms', 'topology', 'active_tasks', 'standby_tasks', 'warmup_tasks', 'process_id', 'user_endpoint', 'client_tags', 'task_offsets', 'task_end_offsets', 'shutdown_application',)
     __match_args__ = ('group_id', 'member_id', 'member_epoch', 'endpoint_information_epoch', 'instance_id', 'rack_id', 'rebalance_timeout_ms', 'topology', 'active_tasks', 'standby_tasks', 'warmup_tasks', 'process_id', 'user_endpoint', 'client_tags', 'task_offsets', 'task_end_offsets', 'shutdown_application',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     group_id: str
     member_id: str
@@ -292,7 +293,7 @@ StreamsGroupHeartbeatRequest.FLEXIBLE_MIN = 0
 class TopicPartition:
     __slots__ = ('topic', 'partitions',)
     __match_args__ = ('topic', 'partitions',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     topic: str
     partitions: list[int]
@@ -314,7 +315,7 @@ class TopicPartition:
 class StreamsGroupHeartbeatResponseEndpoint:
     __slots__ = ('host', 'port',)
     __match_args__ = ('host', 'port',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     host: str
     port: int
@@ -336,7 +337,7 @@ class StreamsGroupHeartbeatResponseEndpoint:
 class EndpointToPartitions:
     __slots__ = ('user_endpoint', 'active_partitions', 'standby_partitions',)
     __match_args__ = ('user_endpoint', 'active_partitions', 'standby_partitions',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     user_endpoint: StreamsGroupHeartbeatResponseEndpoint
     active_partitions: list[TopicPartition]
@@ -360,7 +361,7 @@ class EndpointToPartitions:
 class StreamsGroupHeartbeatResponseTaskIds:
     __slots__ = ('subtopology_id', 'partitions',)
     __match_args__ = ('subtopology_id', 'partitions',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     subtopology_id: str
     partitions: list[int]
@@ -382,7 +383,7 @@ class StreamsGroupHeartbeatResponseTaskIds:
 class Status:
     __slots__ = ('status_code', 'status_detail',)
     __match_args__ = ('status_code', 'status_detail',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     status_code: int
     status_detail: str
@@ -404,7 +405,7 @@ class Status:
 class StreamsGroupHeartbeatResponse(ApiMessage):
     __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'member_id', 'member_epoch', 'heartbeat_interval_ms', 'acceptable_recovery_lag_legacy', 'task_offset_interval_ms', 'acceptable_recovery_lag', 'status', 'active_tasks', 'standby_tasks', 'warmup_tasks', 'topology_description_required', 'endpoint_information_epoch', 'partitions_by_user_endpoint',)
     __match_args__ = ('throttle_time_ms', 'error_code', 'error_message', 'member_id', 'member_epoch', 'heartbeat_interval_ms', 'acceptable_recovery_lag_legacy', 'task_offset_interval_ms', 'acceptable_recovery_lag', 'status', 'active_tasks', 'standby_tasks', 'warmup_tasks', 'topology_description_required', 'endpoint_information_epoch', 'partitions_by_user_endpoint',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     throttle_time_ms: int
     error_code: int

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
 from typing import Any, ClassVar, cast
 
@@ -37,7 +38,7 @@ _S6 = Struct('>ih')
 class StreamsGroupMetadataKey(ApiMessage):
     __slots__ = ('group_id',)
     __match_args__ = ('group_id',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     group_id: str
 
@@ -63,7 +64,7 @@ StreamsGroupMetadataKey.FLEXIBLE_MIN = None
 class LastAssignmentConfig:
     __slots__ = ('key', 'value',)
     __match_args__ = ('key', 'value',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     key: str
     value: str
@@ -85,7 +86,7 @@ class LastAssignmentConfig:
 class StreamsGroupMetadataValue(ApiMessage):
     __slots__ = ('epoch', 'metadata_hash', 'validated_topology_epoch', 'last_assignment_configs', 'stored_description_topology_epoch', 'failed_description_topology_epoch',)
     __match_args__ = ('epoch', 'metadata_hash', 'validated_topology_epoch', 'last_assignment_configs', 'stored_description_topology_epoch', 'failed_description_topology_epoch',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     epoch: int
     metadata_hash: int
@@ -121,7 +122,7 @@ StreamsGroupMetadataValue.FLEXIBLE_MIN = 0
 class StreamsGroupMemberMetadataKey(ApiMessage):
     __slots__ = ('group_id', 'member_id',)
     __match_args__ = ('group_id', 'member_id',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     group_id: str
     member_id: str
@@ -149,7 +150,7 @@ StreamsGroupMemberMetadataKey.FLEXIBLE_MIN = None
 class KeyValue:
     __slots__ = ('key', 'value',)
     __match_args__ = ('key', 'value',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     key: str
     value: str
@@ -171,7 +172,7 @@ class KeyValue:
 class Endpoint:
     __slots__ = ('host', 'port',)
     __match_args__ = ('host', 'port',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     host: str
     port: int
@@ -193,7 +194,7 @@ class Endpoint:
 class StreamsGroupMemberMetadataValue(ApiMessage):
     __slots__ = ('instance_id', 'rack_id', 'client_id', 'client_host', 'rebalance_timeout_ms', 'topology_epoch', 'process_id', 'user_endpoint', 'client_tags',)
     __match_args__ = ('instance_id', 'rack_id', 'client_id', 'client_host', 'rebalance_timeout_ms', 'topology_epoch', 'process_id', 'user_endpoint', 'client_tags',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     instance_id: str | None
     rack_id: str | None
@@ -235,7 +236,7 @@ StreamsGroupMemberMetadataValue.FLEXIBLE_MIN = 0
 class StreamsGroupTargetAssignmentMetadataKey(ApiMessage):
     __slots__ = ('group_id',)
     __match_args__ = ('group_id',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     group_id: str
 
@@ -261,7 +262,7 @@ StreamsGroupTargetAssignmentMetadataKey.FLEXIBLE_MIN = None
 class StreamsGroupTargetAssignmentMetadataValue(ApiMessage):
     __slots__ = ('assignment_epoch', 'assignment_timestamp',)
     __match_args__ = ('assignment_epoch', 'assignment_timestamp',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     assignment_epoch: int
     assignment_timestamp: int
@@ -289,7 +290,7 @@ StreamsGroupTargetAssignmentMetadataValue.FLEXIBLE_MIN = 0
 class StreamsGroupTargetAssignmentMemberKey(ApiMessage):
     __slots__ = ('group_id', 'member_id',)
     __match_args__ = ('group_id', 'member_id',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     group_id: str
     member_id: str
@@ -317,7 +318,7 @@ StreamsGroupTargetAssignmentMemberKey.FLEXIBLE_MIN = None
 class StreamsGroupTargetAssignmentMemberValueTaskIds:
     __slots__ = ('subtopology_id', 'partitions',)
     __match_args__ = ('subtopology_id', 'partitions',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     subtopology_id: str
     partitions: list[int]
@@ -339,7 +340,7 @@ class StreamsGroupTargetAssignmentMemberValueTaskIds:
 class StreamsGroupTargetAssignmentMemberValue(ApiMessage):
     __slots__ = ('active_tasks', 'standby_tasks', 'warmup_tasks',)
     __match_args__ = ('active_tasks', 'standby_tasks', 'warmup_tasks',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     active_tasks: list[StreamsGroupTargetAssignmentMemberValueTaskIds]
     standby_tasks: list[StreamsGroupTargetAssignmentMemberValueTaskIds]
@@ -369,7 +370,7 @@ StreamsGroupTargetAssignmentMemberValue.FLEXIBLE_MIN = 0
 class StreamsGroupCurrentMemberAssignmentKey(ApiMessage):
     __slots__ = ('group_id', 'member_id',)
     __match_args__ = ('group_id', 'member_id',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     group_id: str
     member_id: str
@@ -397,7 +398,7 @@ StreamsGroupCurrentMemberAssignmentKey.FLEXIBLE_MIN = None
 class StreamsGroupCurrentMemberAssignmentValueTaskIds:
     __slots__ = ('subtopology_id', 'partitions', 'assignment_epochs',)
     __match_args__ = ('subtopology_id', 'partitions', 'assignment_epochs',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     subtopology_id: str
     partitions: list[int]
@@ -421,7 +422,7 @@ class StreamsGroupCurrentMemberAssignmentValueTaskIds:
 class StreamsGroupCurrentMemberAssignmentValue(ApiMessage):
     __slots__ = ('member_epoch', 'previous_member_epoch', 'state', 'active_tasks', 'standby_tasks', 'warmup_tasks', 'active_tasks_pending_revocation', 'standby_tasks_pending_revocation', 'warmup_tasks_pending_revocation',)
     __match_args__ = ('member_epoch', 'previous_member_epoch', 'state', 'active_tasks', 'standby_tasks', 'warmup_tasks', 'active_tasks_pending_revocation', 'standby_tasks_pending_revocation', 'warmup_tasks_pending_revocation',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     member_epoch: int
     previous_member_epoch: int
@@ -463,7 +464,7 @@ StreamsGroupCurrentMemberAssignmentValue.FLEXIBLE_MIN = 0
 class StreamsGroupTopologyKey(ApiMessage):
     __slots__ = ('group_id',)
     __match_args__ = ('group_id',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     group_id: str
 
@@ -489,7 +490,7 @@ StreamsGroupTopologyKey.FLEXIBLE_MIN = None
 class CopartitionGroup:
     __slots__ = ('source_topics', 'source_topic_regex', 'repartition_source_topics',)
     __match_args__ = ('source_topics', 'source_topic_regex', 'repartition_source_topics',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     source_topics: list[int]
     source_topic_regex: list[int]
@@ -513,7 +514,7 @@ class CopartitionGroup:
 class TopicConfig:
     __slots__ = ('key', 'value',)
     __match_args__ = ('key', 'value',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     key: str
     value: str
@@ -535,7 +536,7 @@ class TopicConfig:
 class TopicInfo:
     __slots__ = ('name', 'partitions', 'replication_factor', 'topic_configs',)
     __match_args__ = ('name', 'partitions', 'replication_factor', 'topic_configs',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     name: str
     partitions: int
@@ -561,7 +562,7 @@ class TopicInfo:
 class Subtopology:
     __slots__ = ('subtopology_id', 'source_topics', 'source_topic_regex', 'state_changelog_topics', 'repartition_sink_topics', 'repartition_source_topics', 'copartition_groups',)
     __match_args__ = ('subtopology_id', 'source_topics', 'source_topic_regex', 'state_changelog_topics', 'repartition_sink_topics', 'repartition_source_topics', 'copartition_groups',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     subtopology_id: str
     source_topics: list[str]
@@ -593,7 +594,7 @@ class Subtopology:
 class StreamsGroupTopologyValue(ApiMessage):
     __slots__ = ('epoch', 'subtopologies',)
     __match_args__ = ('epoch', 'subtopologies',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     epoch: int
     subtopologies: list[Subtopology]

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
 from typing import Any, ClassVar, cast
 
@@ -33,7 +34,7 @@ _S2 = Struct('>ih')
 class TopologyDescriptionNode:
     __slots__ = ('name', 'node_type', 'source_topics', 'sink_topic', 'stores', 'successors',)
     __match_args__ = ('name', 'node_type', 'source_topics', 'sink_topic', 'stores', 'successors',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     name: str
     node_type: int
@@ -63,7 +64,7 @@ class TopologyDescriptionNode:
 class TopologyDescriptionGlobalStore:
     __slots__ = ('source', 'processor',)
     __match_args__ = ('source', 'processor',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     source: TopologyDescriptionNode
     processor: TopologyDescriptionNode
@@ -85,7 +86,7 @@ class TopologyDescriptionGlobalStore:
 class TopologyDescriptionSubtopology:
     __slots__ = ('subtopology_id', 'nodes',)
     __match_args__ = ('subtopology_id', 'nodes',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     subtopology_id: str
     nodes: list[TopologyDescriptionNode]
@@ -107,7 +108,7 @@ class TopologyDescriptionSubtopology:
 class TopologyDescription:
     __slots__ = ('subtopologies', 'global_stores',)
     __match_args__ = ('subtopologies', 'global_stores',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     subtopologies: list[TopologyDescriptionSubtopology]
     global_stores: list[TopologyDescriptionGlobalStore]
@@ -129,7 +130,7 @@ class TopologyDescription:
 class StreamsGroupTopologyDescriptionUpdateRequest(ApiMessage):
     __slots__ = ('group_id', 'member_id', 'topology_epoch', 'topology_description',)
     __match_args__ = ('group_id', 'member_id', 'topology_epoch', 'topology_description',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     group_id: str
     member_id: str
@@ -161,7 +162,7 @@ StreamsGroupTopologyDescriptionUpdateRequest.FLEXIBLE_MIN = 0
 class StreamsGroupTopologyDescriptionUpdateResponse(ApiMessage):
     __slots__ = ('throttle_time_ms', 'error_code', 'error_message',)
     __match_args__ = ('throttle_time_ms', 'error_code', 'error_message',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     throttle_time_ms: int
     error_code: int

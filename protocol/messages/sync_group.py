@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
 from typing import Any, ClassVar, cast
 
@@ -33,7 +34,7 @@ _S2 = Struct('>ih')
 class SyncGroupRequestAssignment:
     __slots__ = ('member_id', 'assignment',)
     __match_args__ = ('member_id', 'assignment',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     member_id: str
     assignment: bytes
@@ -55,7 +56,7 @@ class SyncGroupRequestAssignment:
 class SyncGroupRequest(ApiMessage):
     __slots__ = ('group_id', 'generation_id', 'member_id', 'group_instance_id', 'protocol_type', 'protocol_name', 'assignments',)
     __match_args__ = ('group_id', 'generation_id', 'member_id', 'group_instance_id', 'protocol_type', 'protocol_name', 'assignments',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     group_id: str
     generation_id: int
@@ -93,7 +94,7 @@ SyncGroupRequest.FLEXIBLE_MIN = 4
 class SyncGroupResponse(ApiMessage):
     __slots__ = ('throttle_time_ms', 'error_code', 'protocol_type', 'protocol_name', 'assignment',)
     __match_args__ = ('throttle_time_ms', 'error_code', 'protocol_type', 'protocol_name', 'assignment',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     throttle_time_ms: int
     error_code: int

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
 from typing import Any, ClassVar, cast
 
@@ -34,7 +35,7 @@ _S3 = Struct('>h')
 class TransactionLogKey(ApiMessage):
     __slots__ = ('transactional_id',)
     __match_args__ = ('transactional_id',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     transactional_id: str
 
@@ -60,7 +61,7 @@ TransactionLogKey.FLEXIBLE_MIN = None
 class PartitionsSchema:
     __slots__ = ('topic', 'partition_ids',)
     __match_args__ = ('topic', 'partition_ids',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     topic: str
     partition_ids: list[int]
@@ -82,7 +83,7 @@ class PartitionsSchema:
 class TransactionLogValue(ApiMessage):
     __slots__ = ('producer_id', 'previous_producer_id', 'next_producer_id', 'producer_epoch', 'transaction_timeout_ms', 'transaction_status', 'transaction_partitions', 'transaction_last_update_timestamp_ms', 'transaction_start_timestamp_ms', 'client_transaction_version', 'next_producer_epoch',)
     __match_args__ = ('producer_id', 'previous_producer_id', 'next_producer_id', 'producer_epoch', 'transaction_timeout_ms', 'transaction_status', 'transaction_partitions', 'transaction_last_update_timestamp_ms', 'transaction_start_timestamp_ms', 'client_transaction_version', 'next_producer_epoch',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     producer_id: int
     previous_producer_id: int

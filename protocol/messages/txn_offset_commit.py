@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
 from typing import Any, ClassVar, cast
 
@@ -36,7 +37,7 @@ _S5 = Struct('>i')
 class TxnOffsetCommitRequestPartition:
     __slots__ = ('partition_index', 'committed_offset', 'committed_leader_epoch', 'committed_metadata',)
     __match_args__ = ('partition_index', 'committed_offset', 'committed_leader_epoch', 'committed_metadata',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     partition_index: int
     committed_offset: int
@@ -62,7 +63,7 @@ class TxnOffsetCommitRequestPartition:
 class TxnOffsetCommitRequestTopic:
     __slots__ = ('name', 'partitions',)
     __match_args__ = ('name', 'partitions',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     name: str
     partitions: list[TxnOffsetCommitRequestPartition]
@@ -84,7 +85,7 @@ class TxnOffsetCommitRequestTopic:
 class TxnOffsetCommitRequest(ApiMessage):
     __slots__ = ('transactional_id', 'group_id', 'producer_id', 'producer_epoch', 'generation_id', 'member_id', 'group_instance_id', 'topics',)
     __match_args__ = ('transactional_id', 'group_id', 'producer_id', 'producer_epoch', 'generation_id', 'member_id', 'group_instance_id', 'topics',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     transactional_id: str
     group_id: str
@@ -124,7 +125,7 @@ TxnOffsetCommitRequest.FLEXIBLE_MIN = 3
 class TxnOffsetCommitResponsePartition:
     __slots__ = ('partition_index', 'error_code',)
     __match_args__ = ('partition_index', 'error_code',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     partition_index: int
     error_code: int
@@ -146,7 +147,7 @@ class TxnOffsetCommitResponsePartition:
 class TxnOffsetCommitResponseTopic:
     __slots__ = ('name', 'partitions',)
     __match_args__ = ('name', 'partitions',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     name: str
     partitions: list[TxnOffsetCommitResponsePartition]
@@ -168,7 +169,7 @@ class TxnOffsetCommitResponseTopic:
 class TxnOffsetCommitResponse(ApiMessage):
     __slots__ = ('throttle_time_ms', 'topics',)
     __match_args__ = ('throttle_time_ms', 'topics',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     throttle_time_ms: int
     topics: list[TxnOffsetCommitResponseTopic]

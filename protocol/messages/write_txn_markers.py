@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
 from typing import Any, ClassVar, cast
 
@@ -35,7 +36,7 @@ _S4 = Struct('>q')
 class WritableTxnMarkerTopic:
     __slots__ = ('name', 'partition_indexes',)
     __match_args__ = ('name', 'partition_indexes',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     name: str
     partition_indexes: list[int]
@@ -57,7 +58,7 @@ class WritableTxnMarkerTopic:
 class WritableTxnMarker:
     __slots__ = ('producer_id', 'producer_epoch', 'transaction_result', 'topics', 'coordinator_epoch', 'transaction_version',)
     __match_args__ = ('producer_id', 'producer_epoch', 'transaction_result', 'topics', 'coordinator_epoch', 'transaction_version',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     producer_id: int
     producer_epoch: int
@@ -87,7 +88,7 @@ class WritableTxnMarker:
 class WriteTxnMarkersRequest(ApiMessage):
     __slots__ = ('markers',)
     __match_args__ = ('markers',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     markers: list[WritableTxnMarker]
 
@@ -113,7 +114,7 @@ WriteTxnMarkersRequest.FLEXIBLE_MIN = 1
 class WritableTxnMarkerPartitionResult:
     __slots__ = ('partition_index', 'error_code',)
     __match_args__ = ('partition_index', 'error_code',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     partition_index: int
     error_code: int
@@ -135,7 +136,7 @@ class WritableTxnMarkerPartitionResult:
 class WritableTxnMarkerTopicResult:
     __slots__ = ('name', 'partitions',)
     __match_args__ = ('name', 'partitions',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     name: str
     partitions: list[WritableTxnMarkerPartitionResult]
@@ -157,7 +158,7 @@ class WritableTxnMarkerTopicResult:
 class WritableTxnMarkerResult:
     __slots__ = ('producer_id', 'topics',)
     __match_args__ = ('producer_id', 'topics',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     producer_id: int
     topics: list[WritableTxnMarkerTopicResult]
@@ -179,7 +180,7 @@ class WritableTxnMarkerResult:
 class WriteTxnMarkersResponse(ApiMessage):
     __slots__ = ('markers',)
     __match_args__ = ('markers',)
-    __dataclass_fields__: ClassVar[dict[str, Any]] = DataclassFields()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     markers: list[WritableTxnMarkerResult]
 
