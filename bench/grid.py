@@ -289,11 +289,12 @@ def run_grid(fleet: Fleet, brokers: dict[str, BrokerProcess], fresh: dict[str, C
     cells = {(kind, size, count): Cell(kind, size, count)
              for size in sizes for count in counts for kind in ("produce", "consume")}
     live = set(brokers)
+    turn = 0
     for rep in range(repeats):
         print(f"  -- repetition {rep + 1} of {repeats} --", flush=True)
         for count in counts:
             for size in sizes:
-                for name in [n for n in brokers if n in live]:
+                for name in rotated([n for n in brokers if n in live], turn):
                     broker = brokers[name]
                     try:
                         produce, consume = run_cell(fleet, name, broker, size, count, seconds, deadline_s)
@@ -305,4 +306,16 @@ def run_grid(fleet: Fleet, brokers: dict[str, BrokerProcess], fresh: dict[str, C
                         continue
                     cells["produce", size, count].runs.setdefault(name, []).append(produce)
                     cells["consume", size, count].runs.setdefault(name, []).append(consume)
+                turn += 1
     return list(cells.values())
+
+
+def rotated(names: list[str], turn: int) -> list[str]:
+    """The targets in the order the `turn`th cell runs them: each cell starts one target further on, so no
+    target is always the first after a settled disk, or always the one that meets a change in the
+    machine's load that the cell before it began under (with `--repeats`, a cell's repetitions also run
+    the targets in different orders)."""
+    if not names:
+        return names
+    start = turn % len(names)
+    return names[start:] + names[:start]

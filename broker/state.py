@@ -79,10 +79,11 @@ class BrokerState:
         #: listener name -> the (host, port) its clients are told (advertised.listeners, else listeners)
         self.advertised = config.advertised_addresses()
         self._producer_ids: ProducerIdBlock | None = None
-        self.groups = GroupService(CoordinatorPartitions(config, clock_ms, self.replicas))
-        #: the transaction coordinator (`__transaction_state`, markers, timeouts)
-        self.transactions = TransactionService(TxnParts(config, clock_ms, self.replicas, self.groups,
-                                                        self.next_producer_id))
+        #: what a coordinator may do with partitions (its internal topic, markers), and nothing else
+        coordinator_partitions = CoordinatorPartitions(config, clock_ms, self.replicas)
+        self.groups = GroupService(coordinator_partitions)
+        #: the transaction coordinator (`__transaction_state`, markers, timeouts), on the same narrow interface
+        self.transactions = TransactionService(TxnParts(coordinator_partitions, self.groups, self.next_producer_id))
         #: share groups (KIP-932): membership, share sessions, share-partitions, `__share_group_state`
         self.shares = ShareService(config, clock_ms, self.replicas, self.groups)
         #: the ACL authorizer, or None when `authorizer.class.name` is not set (nothing is checked)

@@ -1,7 +1,8 @@
 """Generate flat per-version codecs from the schema tables: `python -m pybroker.protocol.codegen [--check]`.
 
 For every schema module in `pybroker.protocol.schema`, writes `pybroker/protocol/messages/<name>.py`
-holding one slotted dataclass per message and nested struct (version-agnostic: one code path per handler;
+holding one slotted class per message and nested struct (version-agnostic: one code path per handler; a
+plain class whose dataclass fields are built on first use, or in a compiled module a dataclass;
 its `__init__` written out and its ApiMessage constants set after the body, so that the hot modules
 compile with mypyc, see setup.py)
 and, per version, straight-line `_d_<Class>_<v>` / `_e_<Class>_<v>` functions: version checks are
@@ -47,6 +48,10 @@ PY_TYPES = {"bool": "bool", "int8": "int", "int16": "int", "int32": "int", "int6
 TYPE_DEFAULTS = {"bool": "False", "float64": "0.0", "uuid": "ZERO_UUID", "string": '""', "bytes": 'b""',
                  "records": "None"}
 NOT_SCHEMAS = {"dsl"}
+#: the message modules setup.py compiles with mypyc (the hot APIs'; `tests.unit.protocol.test_codegen`
+#: holds this equal to its list): they keep `@dataclass`, the others get plain classes (`_class`)
+COMPILED = frozenset({"headers", "api_versions", "produce", "fetch", "metadata", "list_offsets", "offset_commit",
+                      "offset_fetch", "heartbeat"})
 OUT_DIR = Path(__file__).resolve().parent / "messages"
 #: the first line of every file written here: readers, review tools and line counts take a file that
 #: starts with it for generated, not hand-written (.gitattributes says the same with linguist-generated)
@@ -453,15 +458,40 @@ def _init(info: StructInfo) -> list[str]:
     return ["", f"    def __init__({', '.join(['self', *params])}) -> None:", *(body or ["        pass"])]
 
 
-def _class(info: StructInfo, top: bool, versions: list[int]) -> list[str]:
-    """The dataclass; a message's constants (ApiMessage's class variables) are set after its body, as a
-    dataclass compiled by mypyc would take class variables declared in the body for fields."""
-    lines = ["@dataclass(slots=True, init=False)", f"class {info.cls}{'(ApiMessage)' if top else ''}:"]
-    for f in info.fields:
-        default, factory = _default_expr(f)
-        value = f"field(default_factory={default})" if factory else default
-        lines.append(f"    {f.name}: {_annotation(f)} = {value}")
-    lines += _init(info)
+def _class(info: StructInfo, top: bool, versions: list[int], plain: bool) -> list[str]:
+    """The class; a message's constants (ApiMessage's class variables) are set after its body, as a
+    dataclass compiled by mypyc would take class variables declared in the body for fields.
+
+    `plain` (a module that stays interpreted, not in `COMPILED`): a plain class with `__slots__` and
+    `__init__`, `__eq__` and `__repr__` written out as `@dataclass` would make them, and its dataclass
+    fields built on first use (`pybroker.protocol.message_fields`): the decorator's work at import was
+    about a quarter of the broker's start-up CPU. A compiled module keeps `@dataclass`: mypyc makes it a
+    native class whose `__eq__` it compiles."""
+    head = f"class {info.cls}{'(ApiMessage)' if top else ''}:"
+    if plain:
+        names = [f.name for f in info.fields]
+        lines = [head, f"    __slots__ = ({''.join(repr(n) + ', ' for n in names).rstrip()})",
+                 f"    __match_args__ = ({''.join(repr(n) + ', ' for n in names).rstrip()})",
+                 "    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]",
+                 "    __hash__ = None  # type: ignore[assignment]"]
+        lines += [f"    {f.name}: {_annotation(f)}" for f in info.fields]
+        lines += _init(info)
+        mine = ", ".join(f"self.{n}" for n in names)
+        theirs = ", ".join(f"o.{n}" for n in names)
+        lines += ["", "    def __eq__(self, other: object) -> bool:",
+                  "        if other.__class__ is not self.__class__:",
+                  "            return NotImplemented"]
+        lines += [f"        o = cast({info.cls}, other)", f"        return ({mine},) == ({theirs},)"] if names \
+            else ["        return True"]
+        shown = ", ".join(f"{n}={{self.{n}!r}}" for n in names)
+        lines += ["", "    def __repr__(self) -> str:", f'        return f"{{self.__class__.__qualname__}}({shown})"']
+    else:
+        lines = ["@dataclass(slots=True, init=False)", head]
+        for f in info.fields:
+            default, factory = _default_expr(f)
+            value = f"field(default_factory={default})" if factory else default
+            lines.append(f"    {f.name}: {_annotation(f)} = {value}")
+        lines += _init(info)
     lines += ["", ""]
     if top:
         m = info.message
@@ -480,12 +510,13 @@ def generate_module(mod_name: str) -> str:
         others: set[str] = set().union(*(n for j, n in enumerate(names_per_message) if j != i))
         infos.append(_collect(m, taken, others))
     em = Emitter()
+    plain = mod_name not in COMPILED
     body: list[str] = []
     for m, group in zip(messages, infos, strict=True):
         versions = _versions(m)
         ordered = _definition_order(group)
         for info in ordered:
-            body += _class(info, info is group[0], versions)
+            body += _class(info, info is group[0], versions, plain)
         for v in versions:
             for info in ordered:  # a held struct's function first: an alias is known before a holder calls it
                 _dec_function(em, info, v)
@@ -503,11 +534,12 @@ def generate_module(mod_name: str) -> str:
         "from __future__ import annotations",
         "",
         "import uuid",
-        "from dataclasses import dataclass, field",
+        "from dataclasses import Field" if plain else "from dataclasses import dataclass, field",
         "from struct import Struct, pack, unpack_from",
-        "from typing import Any, cast",
+        f"from typing import Any, {'ClassVar, ' if plain else ''}cast",
         "",
         "from pybroker.protocol.api_message import ApiMessage",
+        *(["from pybroker.protocol.message_fields import DataclassFields"] if plain else []),
         "from pybroker.protocol.primitives import (",
         "    ZERO_UUID, DecodeError, read_array_count, read_bytes,",
         "    read_compact_bytes, read_compact_records, read_compact_string, read_records, read_string, read_uuid,",

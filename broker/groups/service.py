@@ -1,7 +1,7 @@
 """The group coordinator inside the broker: its coordinator, its topic and its runtime, wired together.
 
-Owns the pieces the handlers use (`coordinator`, `offsets_topic`), the entry the transaction markers
-call (`complete_transaction`), and hands the shared coordinator runtime (`pybroker.broker.coordinator`)
+Owns the pieces the handlers use (`coordinator`, `offsets_topic`), the two entries the transaction
+coordinator calls (`partition_for`, `complete_transaction`: `transactions.markers.TransactionOffsets`), and hands the shared coordinator runtime (`pybroker.broker.coordinator`)
 the two duties that no request triggers: deadlines (sessions, join and sync phases), on a timer set for
 the coordinator's next deadline (`next_deadline`, re-armed when a request brings one forward), so idle
 groups cost nothing between their deadlines; and offset expiry every
@@ -196,6 +196,10 @@ class GroupService:
     def start(self) -> None:
         """Begin loading the offsets topic (requests for its groups wait until their partition is in)."""
         self.runtime.start()
+
+    def partition_for(self, group_id: str) -> int:
+        """The partition of `__consumer_offsets` that holds `group_id` (TxnOffsetCommit's transaction check)."""
+        return self.coordinator.partition_for(group_id)
 
     def complete_transaction(self, offsets_partition: int, producer_id: int, commit: bool) -> None:
         """Called once a transaction's marker is durable in `offsets_partition` of `__consumer_offsets`:

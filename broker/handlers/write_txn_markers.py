@@ -4,7 +4,7 @@ In Kafka the transaction coordinator sends this to each partition leader to end 
 node our coordinator writes its markers directly, so what arrives here comes from administrators: Kafka's
 `kafka-transactions.sh abort` (Admin.abortTransaction) ends a hanging transaction with an ABORT marker
 carrying the producer's id, epoch and the coordinator epoch DescribeProducers showed. Each marker goes
-through the coordinator's `write_markers` (append, ending the producer's open transaction and moving the
+through the transaction service's `write_markers` (append, ending the producer's open transaction and moving the
 last stable offset, waking long-polls, fsync before the answer; for a `__consumer_offsets` partition the
 group's pending transactional offsets are completed too).
 
@@ -26,7 +26,6 @@ from collections.abc import Awaitable
 from pybroker.broker.context import RequestContext
 from pybroker.broker.dispatch import handler
 from pybroker.broker.security.authorization_txn import write_txn_markers_rule
-from pybroker.broker.transactions.markers import write_markers
 from pybroker.protocol.api_keys import ApiKey
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.messages.write_txn_markers import (
@@ -73,8 +72,9 @@ async def _write(ctx: RequestContext, request: WriteTxnMarkersRequest) -> WriteT
                 known.append(tp)
             budget -= 1
         if known:
-            written = await write_markers(ctx.state, marker.producer_id, marker.producer_epoch,
-                                          marker.coordinator_epoch, marker.transaction_result, known)
+            written = await ctx.state.transactions.write_markers(marker.producer_id, marker.producer_epoch,
+                                                                 marker.coordinator_epoch, marker.transaction_result,
+                                                                 known)
             codes.update({tp: int(written.get(tp, ErrorCode.UNKNOWN_SERVER_ERROR)) for tp in known})
         results.append(result(marker, codes))
     refused = [(tp, code) for r in results for t in r.topics for tp, code in

@@ -12,8 +12,10 @@ Each partition gets its own code: NONE, UNKNOWN_TOPIC_OR_PARTITION (no such part
 KAFKA_STORAGE_ERROR (offline or failed write: worth retrying), or the producer-state refusal
 (INVALID_PRODUCER_EPOCH, TRANSACTION_COORDINATOR_FENCED).
 
-What it is handed (`MarkerTargets`) is what it touches: the partition layer, the group service and the
-clock; the broker state has all three, and so does the transaction service's own `TxnParts`.
+What it is handed (`MarkerTargets`) is what it touches, and narrow: the coordinators' view of the partitions
+(`CoordinatorPartitions.resolve`, a partition to append to), the one group call a transaction's offsets
+need (`complete_transaction`) and the clock. The transaction service's own `TxnParts` is one; the
+WriteTxnMarkers handler goes through the service (`TransactionService.write_markers`).
 """
 
 from __future__ import annotations
@@ -29,8 +31,7 @@ from pybroker.broker.partitions.partition import AppendOutcome, refused
 from pybroker.protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
-    from pybroker.broker.groups.service import GroupService
-    from pybroker.broker.partitions.manager import ReplicaManager
+    from pybroker.broker.partitions.partition import Partition
 
 log = get_logger("pybroker.transactions")
 
@@ -38,14 +39,31 @@ log = get_logger("pybroker.transactions")
 MARKERS_PER_TURN = 100
 
 
+class MarkerPartitions(Protocol):
+    """Of the partitions, what a marker needs: one to append to, or why there is none
+    (`CoordinatorPartitions.resolve`)."""
+
+    def resolve(self, topic: str, partition: int) -> tuple[Partition | None, ErrorCode]: ...
+
+
+class TransactionOffsets(Protocol):
+    """Of the group coordinator, what a transaction needs: its offsets' partition of `__consumer_offsets`
+    (TxnOffsetCommit's check), and its offsets made visible or dropped once its marker there is durable
+    (`GroupService` is one)."""
+
+    def partition_for(self, group_id: str) -> int: ...
+
+    def complete_transaction(self, offsets_partition: int, producer_id: int, commit: bool) -> None: ...
+
+
 class MarkerTargets(Protocol):
-    """Where markers go: the partitions, the group service (offsets of a transaction), and the clock."""
+    """Where markers go: the partitions, the group coordinator (offsets of a transaction), and the clock."""
 
     @property
-    def replicas(self) -> ReplicaManager: ...
+    def partitions(self) -> MarkerPartitions: ...
 
     @property
-    def groups(self) -> GroupService: ...
+    def groups(self) -> TransactionOffsets: ...
 
     @property
     def clock_ms(self) -> Callable[[], int]: ...
@@ -58,7 +76,7 @@ async def write_markers(state: MarkerTargets, producer_id: int, producer_epoch: 
     for index, (topic, partition) in enumerate(partitions):
         if index and index % MARKERS_PER_TURN == 0:
             await asyncio.sleep(0)  # a transaction over thousands of partitions does not hold the loop
-        target, code = state.replicas.resolve(topic, partition)
+        target, code = state.partitions.resolve(topic, partition)
         appends.append(refused((topic, partition), code) if target is None else
                        target.append_marker(producer_id, producer_epoch, coordinator_epoch, commit, now_ms=now))
     outcomes = await all_of(appends)  # one wait: every marker fsynced, or refused

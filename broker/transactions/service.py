@@ -11,8 +11,12 @@ written and its Complete record appended, as Kafka's coordinator does when it ta
 The read API for the admin handlers and metrics: `get(transactional_id)` and `all()`, the adopted
 `TxnMetadata` (state, producer id and epoch, timeout, start time, partitions).
 
-It is handed only what it uses (`TxnParts`: the settings, the clock, the partition layer, the group
-service and the producer-id source), not the broker state, so what it can reach is stated in one place.
+It is handed only what it uses (`TxnParts`), not the broker state, so what it can reach is stated in one
+place, and it sits on the same narrow interface as the group coordinator: the coordinators' view of the
+partitions (`CoordinatorPartitions`: the config, the clock, its topic's partitions to append to and read
+back, whether a partition exists), the two calls it makes of the group coordinator
+(`markers.TransactionOffsets`) and the producer-id source. It never sees the partition layer, the log
+manager or the group coordinator's insides.
 """
 
 from __future__ import annotations
@@ -25,27 +29,34 @@ from typing import TYPE_CHECKING
 from pybroker.broker.coordinator.runtime import CoordinatorRuntime, Periodic, Replay
 from pybroker.broker.partitions.coordinator_partitions import CoordinatorPartitions
 from pybroker.broker.transactions.coordinator import TransactionCoordinator, TxnConfig
-from pybroker.broker.transactions.markers import write_markers
+from pybroker.broker.transactions.markers import TransactionOffsets, write_markers
 from pybroker.broker.transactions.metadata import TxnMetadata
 from pybroker.broker.transactions.state_topic import ReplayedPartition, TransactionStateTopic, replay
 from pybroker.protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
-    from pybroker.broker.groups.service import GroupService
-    from pybroker.broker.partitions.manager import ReplicaManager
     from pybroker.config.broker_config import BrokerConfig
+
 
 @dataclass(frozen=True, slots=True)
 class TxnParts:
     """What the transaction coordinator uses of the broker (and, as `MarkerTargets`, what markers need)."""
 
-    config: BrokerConfig
-    clock_ms: Callable[[], int]
-    #: the partition layer: `__transaction_state` appends and reads, markers, the logs that exist
-    replicas: ReplicaManager
-    #: the group service: TxnOffsetCommit's partition, and a transaction's offsets made visible or dropped
-    groups: GroupService
+    #: the coordinators' interface to partitions: `__transaction_state` appends and reads, the markers'
+    #: appends, the partitions that exist; and the config and the clock
+    partitions: CoordinatorPartitions
+    #: the group coordinator's two entries: TxnOffsetCommit's partition, and a transaction's offsets made
+    #: visible or dropped
+    groups: TransactionOffsets
     new_producer_id: Callable[[], int]
+
+    @property
+    def config(self) -> BrokerConfig:
+        return self.partitions.config
+
+    @property
+    def clock_ms(self) -> Callable[[], int]:
+        return self.partitions.clock_ms
 
 
 def txn_config(config: BrokerConfig, num_partitions: int) -> TxnConfig:
@@ -80,12 +91,11 @@ class _LoadedTransactions:
 class TransactionService:
     def __init__(self, parts: TxnParts) -> None:
         self.parts = parts
-        self._logs = parts.replicas.logs
-        self.state_topic = TransactionStateTopic(CoordinatorPartitions(parts.config, parts.clock_ms, parts.replicas))
+        self.state_topic = TransactionStateTopic(parts.partitions)
         self.coordinator = TransactionCoordinator(
             txn_config(parts.config, self.state_topic.num_partitions), self.state_topic,
             partial(write_markers, parts), new_producer_id=parts.new_producer_id, clock_ms=parts.clock_ms,
-            partition_exists=lambda topic, partition: self._logs.get_log(topic, partition) is not None)
+            partition_exists=parts.partitions.partition_exists)
         config = parts.config
         # aborting transactions past their timeout, and removing idle transactional ids, each on its interval
         self.runtime = CoordinatorRuntime(
@@ -117,9 +127,16 @@ class TransactionService:
 
     def check_txn_offset_commit(self, transactional_id: str, producer_id: int, producer_epoch: int,
                                 group_id: str, api_version: int = 0) -> ErrorCode | Awaitable[ErrorCode]:
-        partition = self.parts.groups.coordinator.partition_for(group_id)
+        partition = self.parts.groups.partition_for(group_id)
         return self.coordinator.check_txn_offset_commit(transactional_id, producer_id, producer_epoch, group_id,
                                                         partition, api_version)
+
+    # -- the WriteTxnMarkers API ----------------------------------------------------------------------------
+    async def write_markers(self, producer_id: int, producer_epoch: int, coordinator_epoch: int, commit: bool,
+                            partitions: list[tuple[str, int]]) -> dict[tuple[str, int], ErrorCode]:
+        """Markers of one producer's transaction into `partitions` (`markers.write_markers`), on the loop.
+        Authorizes nothing: the WriteTxnMarkers handler's rule (CLUSTER_ACTION) has already run."""
+        return await write_markers(self.parts, producer_id, producer_epoch, coordinator_epoch, commit, partitions)
 
     # -- lifecycle ------------------------------------------------------------------------------------
     def start(self) -> None:

@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 from pybroker.protocol.api_message import ApiMessage
+from pybroker.protocol.message_fields import DataclassFields
 from pybroker.protocol.primitives import (
     ZERO_UUID, DecodeError, read_array_count, read_bytes,
     read_compact_bytes, read_compact_records, read_compact_string, read_records, read_string, read_uuid,
@@ -29,18 +30,30 @@ _S0 = Struct('>qh')
 _S1 = Struct('>ih')
 
 
-@dataclass(slots=True, init=False)
 class AddOffsetsToTxnRequest(ApiMessage):
-    transactional_id: str = ""
-    producer_id: int = 0
-    producer_epoch: int = 0
-    group_id: str = ""
+    __slots__ = ('transactional_id', 'producer_id', 'producer_epoch', 'group_id',)
+    __match_args__ = ('transactional_id', 'producer_id', 'producer_epoch', 'group_id',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    group_id: str
 
     def __init__(self, transactional_id: str = "", producer_id: int = 0, producer_epoch: int = 0, group_id: str = "") -> None:
         self.transactional_id = transactional_id
         self.producer_id = producer_id
         self.producer_epoch = producer_epoch
         self.group_id = group_id
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(AddOffsetsToTxnRequest, other)
+        return (self.transactional_id, self.producer_id, self.producer_epoch, self.group_id,) == (o.transactional_id, o.producer_id, o.producer_epoch, o.group_id,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(transactional_id={self.transactional_id!r}, producer_id={self.producer_id!r}, producer_epoch={self.producer_epoch!r}, group_id={self.group_id!r})"
 
 
 AddOffsetsToTxnRequest.API_KEY = 25
@@ -49,14 +62,26 @@ AddOffsetsToTxnRequest.MAX_VERSION = 4
 AddOffsetsToTxnRequest.FLEXIBLE_MIN = 3
 
 
-@dataclass(slots=True, init=False)
 class AddOffsetsToTxnResponse(ApiMessage):
-    throttle_time_ms: int = 0
-    error_code: int = 0
+    __slots__ = ('throttle_time_ms', 'error_code',)
+    __match_args__ = ('throttle_time_ms', 'error_code',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    throttle_time_ms: int
+    error_code: int
 
     def __init__(self, throttle_time_ms: int = 0, error_code: int = 0) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(AddOffsetsToTxnResponse, other)
+        return (self.throttle_time_ms, self.error_code,) == (o.throttle_time_ms, o.error_code,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r})"
 
 
 AddOffsetsToTxnResponse.API_KEY = 25

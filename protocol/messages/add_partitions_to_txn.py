@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 from pybroker.protocol.api_message import ApiMessage
+from pybroker.protocol.message_fields import DataclassFields
 from pybroker.protocol.primitives import (
     ZERO_UUID, DecodeError, read_array_count, read_bytes,
     read_compact_bytes, read_compact_records, read_compact_string, read_records, read_string, read_uuid,
@@ -31,23 +32,38 @@ _S2 = Struct('>ih')
 _S3 = Struct('>i')
 
 
-@dataclass(slots=True, init=False)
 class AddPartitionsToTxnTopic:
-    name: str = ""
-    partitions: list[int] = field(default_factory=list)
+    __slots__ = ('name', 'partitions',)
+    __match_args__ = ('name', 'partitions',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    name: str
+    partitions: list[int]
 
     def __init__(self, name: str = "", partitions: list[int] | None = None) -> None:
         self.name = name
         self.partitions = [] if partitions is None else partitions
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(AddPartitionsToTxnTopic, other)
+        return (self.name, self.partitions,) == (o.name, o.partitions,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(name={self.name!r}, partitions={self.partitions!r})"
+
+
 class AddPartitionsToTxnTransaction:
-    transactional_id: str = ""
-    producer_id: int = 0
-    producer_epoch: int = 0
-    verify_only: bool = False
-    topics: list[AddPartitionsToTxnTopic] = field(default_factory=list)
+    __slots__ = ('transactional_id', 'producer_id', 'producer_epoch', 'verify_only', 'topics',)
+    __match_args__ = ('transactional_id', 'producer_id', 'producer_epoch', 'verify_only', 'topics',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    verify_only: bool
+    topics: list[AddPartitionsToTxnTopic]
 
     def __init__(self, transactional_id: str = "", producer_id: int = 0, producer_epoch: int = 0, verify_only: bool = False, topics: list[AddPartitionsToTxnTopic] | None = None) -> None:
         self.transactional_id = transactional_id
@@ -56,14 +72,26 @@ class AddPartitionsToTxnTransaction:
         self.verify_only = verify_only
         self.topics = [] if topics is None else topics
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(AddPartitionsToTxnTransaction, other)
+        return (self.transactional_id, self.producer_id, self.producer_epoch, self.verify_only, self.topics,) == (o.transactional_id, o.producer_id, o.producer_epoch, o.verify_only, o.topics,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(transactional_id={self.transactional_id!r}, producer_id={self.producer_id!r}, producer_epoch={self.producer_epoch!r}, verify_only={self.verify_only!r}, topics={self.topics!r})"
+
+
 class AddPartitionsToTxnRequest(ApiMessage):
-    transactions: list[AddPartitionsToTxnTransaction] = field(default_factory=list)
-    v3_and_below_transactional_id: str = ""
-    v3_and_below_producer_id: int = 0
-    v3_and_below_producer_epoch: int = 0
-    v3_and_below_topics: list[AddPartitionsToTxnTopic] = field(default_factory=list)
+    __slots__ = ('transactions', 'v3_and_below_transactional_id', 'v3_and_below_producer_id', 'v3_and_below_producer_epoch', 'v3_and_below_topics',)
+    __match_args__ = ('transactions', 'v3_and_below_transactional_id', 'v3_and_below_producer_id', 'v3_and_below_producer_epoch', 'v3_and_below_topics',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    transactions: list[AddPartitionsToTxnTransaction]
+    v3_and_below_transactional_id: str
+    v3_and_below_producer_id: int
+    v3_and_below_producer_epoch: int
+    v3_and_below_topics: list[AddPartitionsToTxnTopic]
 
     def __init__(self, transactions: list[AddPartitionsToTxnTransaction] | None = None, v3_and_below_transactional_id: str = "", v3_and_below_producer_id: int = 0, v3_and_below_producer_epoch: int = 0, v3_and_below_topics: list[AddPartitionsToTxnTopic] | None = None) -> None:
         self.transactions = [] if transactions is None else transactions
@@ -72,6 +100,15 @@ class AddPartitionsToTxnRequest(ApiMessage):
         self.v3_and_below_producer_epoch = v3_and_below_producer_epoch
         self.v3_and_below_topics = [] if v3_and_below_topics is None else v3_and_below_topics
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(AddPartitionsToTxnRequest, other)
+        return (self.transactions, self.v3_and_below_transactional_id, self.v3_and_below_producer_id, self.v3_and_below_producer_epoch, self.v3_and_below_topics,) == (o.transactions, o.v3_and_below_transactional_id, o.v3_and_below_producer_id, o.v3_and_below_producer_epoch, o.v3_and_below_topics,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(transactions={self.transactions!r}, v3_and_below_transactional_id={self.v3_and_below_transactional_id!r}, v3_and_below_producer_id={self.v3_and_below_producer_id!r}, v3_and_below_producer_epoch={self.v3_and_below_producer_epoch!r}, v3_and_below_topics={self.v3_and_below_topics!r})"
+
 
 AddPartitionsToTxnRequest.API_KEY = 24
 AddPartitionsToTxnRequest.MIN_VERSION = 0
@@ -79,48 +116,96 @@ AddPartitionsToTxnRequest.MAX_VERSION = 5
 AddPartitionsToTxnRequest.FLEXIBLE_MIN = 3
 
 
-@dataclass(slots=True, init=False)
 class AddPartitionsToTxnPartitionResult:
-    partition_index: int = 0
-    partition_error_code: int = 0
+    __slots__ = ('partition_index', 'partition_error_code',)
+    __match_args__ = ('partition_index', 'partition_error_code',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    partition_index: int
+    partition_error_code: int
 
     def __init__(self, partition_index: int = 0, partition_error_code: int = 0) -> None:
         self.partition_index = partition_index
         self.partition_error_code = partition_error_code
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(AddPartitionsToTxnPartitionResult, other)
+        return (self.partition_index, self.partition_error_code,) == (o.partition_index, o.partition_error_code,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, partition_error_code={self.partition_error_code!r})"
+
+
 class AddPartitionsToTxnTopicResult:
-    name: str = ""
-    results_by_partition: list[AddPartitionsToTxnPartitionResult] = field(default_factory=list)
+    __slots__ = ('name', 'results_by_partition',)
+    __match_args__ = ('name', 'results_by_partition',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    name: str
+    results_by_partition: list[AddPartitionsToTxnPartitionResult]
 
     def __init__(self, name: str = "", results_by_partition: list[AddPartitionsToTxnPartitionResult] | None = None) -> None:
         self.name = name
         self.results_by_partition = [] if results_by_partition is None else results_by_partition
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(AddPartitionsToTxnTopicResult, other)
+        return (self.name, self.results_by_partition,) == (o.name, o.results_by_partition,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(name={self.name!r}, results_by_partition={self.results_by_partition!r})"
+
+
 class AddPartitionsToTxnResult:
-    transactional_id: str = ""
-    topic_results: list[AddPartitionsToTxnTopicResult] = field(default_factory=list)
+    __slots__ = ('transactional_id', 'topic_results',)
+    __match_args__ = ('transactional_id', 'topic_results',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    transactional_id: str
+    topic_results: list[AddPartitionsToTxnTopicResult]
 
     def __init__(self, transactional_id: str = "", topic_results: list[AddPartitionsToTxnTopicResult] | None = None) -> None:
         self.transactional_id = transactional_id
         self.topic_results = [] if topic_results is None else topic_results
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(AddPartitionsToTxnResult, other)
+        return (self.transactional_id, self.topic_results,) == (o.transactional_id, o.topic_results,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(transactional_id={self.transactional_id!r}, topic_results={self.topic_results!r})"
+
+
 class AddPartitionsToTxnResponse(ApiMessage):
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    results_by_transaction: list[AddPartitionsToTxnResult] = field(default_factory=list)
-    results_by_topic_v3_and_below: list[AddPartitionsToTxnTopicResult] = field(default_factory=list)
+    __slots__ = ('throttle_time_ms', 'error_code', 'results_by_transaction', 'results_by_topic_v3_and_below',)
+    __match_args__ = ('throttle_time_ms', 'error_code', 'results_by_transaction', 'results_by_topic_v3_and_below',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    throttle_time_ms: int
+    error_code: int
+    results_by_transaction: list[AddPartitionsToTxnResult]
+    results_by_topic_v3_and_below: list[AddPartitionsToTxnTopicResult]
 
     def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, results_by_transaction: list[AddPartitionsToTxnResult] | None = None, results_by_topic_v3_and_below: list[AddPartitionsToTxnTopicResult] | None = None) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.results_by_transaction = [] if results_by_transaction is None else results_by_transaction
         self.results_by_topic_v3_and_below = [] if results_by_topic_v3_and_below is None else results_by_topic_v3_and_below
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(AddPartitionsToTxnResponse, other)
+        return (self.throttle_time_ms, self.error_code, self.results_by_transaction, self.results_by_topic_v3_and_below,) == (o.throttle_time_ms, o.error_code, o.results_by_transaction, o.results_by_topic_v3_and_below,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, results_by_transaction={self.results_by_transaction!r}, results_by_topic_v3_and_below={self.results_by_topic_v3_and_below!r})"
 
 
 AddPartitionsToTxnResponse.API_KEY = 24

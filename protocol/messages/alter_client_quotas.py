@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 from pybroker.protocol.api_message import ApiMessage
+from pybroker.protocol.message_fields import DataclassFields
 from pybroker.protocol.primitives import (
     ZERO_UUID, DecodeError, read_array_count, read_bytes,
     read_compact_bytes, read_compact_records, read_compact_string, read_records, read_string, read_uuid,
@@ -31,46 +32,94 @@ _S2 = Struct('>h')
 _S3 = Struct('>i')
 
 
-@dataclass(slots=True, init=False)
 class OpData:
-    key: str = ""
-    value: float = 0.0
-    remove: bool = False
+    __slots__ = ('key', 'value', 'remove',)
+    __match_args__ = ('key', 'value', 'remove',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    key: str
+    value: float
+    remove: bool
 
     def __init__(self, key: str = "", value: float = 0.0, remove: bool = False) -> None:
         self.key = key
         self.value = value
         self.remove = remove
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(OpData, other)
+        return (self.key, self.value, self.remove,) == (o.key, o.value, o.remove,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(key={self.key!r}, value={self.value!r}, remove={self.remove!r})"
+
+
 class AlterClientQuotasRequestEntityData:
-    entity_type: str = ""
-    entity_name: str | None = None
+    __slots__ = ('entity_type', 'entity_name',)
+    __match_args__ = ('entity_type', 'entity_name',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    entity_type: str
+    entity_name: str | None
 
     def __init__(self, entity_type: str = "", entity_name: str | None = None) -> None:
         self.entity_type = entity_type
         self.entity_name = entity_name
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(AlterClientQuotasRequestEntityData, other)
+        return (self.entity_type, self.entity_name,) == (o.entity_type, o.entity_name,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(entity_type={self.entity_type!r}, entity_name={self.entity_name!r})"
+
+
 class AlterClientQuotasRequestEntryData:
-    entity: list[AlterClientQuotasRequestEntityData] = field(default_factory=list)
-    ops: list[OpData] = field(default_factory=list)
+    __slots__ = ('entity', 'ops',)
+    __match_args__ = ('entity', 'ops',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    entity: list[AlterClientQuotasRequestEntityData]
+    ops: list[OpData]
 
     def __init__(self, entity: list[AlterClientQuotasRequestEntityData] | None = None, ops: list[OpData] | None = None) -> None:
         self.entity = [] if entity is None else entity
         self.ops = [] if ops is None else ops
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(AlterClientQuotasRequestEntryData, other)
+        return (self.entity, self.ops,) == (o.entity, o.ops,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(entity={self.entity!r}, ops={self.ops!r})"
+
+
 class AlterClientQuotasRequest(ApiMessage):
-    entries: list[AlterClientQuotasRequestEntryData] = field(default_factory=list)
-    validate_only: bool = False
+    __slots__ = ('entries', 'validate_only',)
+    __match_args__ = ('entries', 'validate_only',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    entries: list[AlterClientQuotasRequestEntryData]
+    validate_only: bool
 
     def __init__(self, entries: list[AlterClientQuotasRequestEntryData] | None = None, validate_only: bool = False) -> None:
         self.entries = [] if entries is None else entries
         self.validate_only = validate_only
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(AlterClientQuotasRequest, other)
+        return (self.entries, self.validate_only,) == (o.entries, o.validate_only,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(entries={self.entries!r}, validate_only={self.validate_only!r})"
 
 
 AlterClientQuotasRequest.API_KEY = 49
@@ -79,36 +128,72 @@ AlterClientQuotasRequest.MAX_VERSION = 1
 AlterClientQuotasRequest.FLEXIBLE_MIN = 1
 
 
-@dataclass(slots=True, init=False)
 class AlterClientQuotasResponseEntityData:
-    entity_type: str = ""
-    entity_name: str | None = None
+    __slots__ = ('entity_type', 'entity_name',)
+    __match_args__ = ('entity_type', 'entity_name',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    entity_type: str
+    entity_name: str | None
 
     def __init__(self, entity_type: str = "", entity_name: str | None = None) -> None:
         self.entity_type = entity_type
         self.entity_name = entity_name
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(AlterClientQuotasResponseEntityData, other)
+        return (self.entity_type, self.entity_name,) == (o.entity_type, o.entity_name,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(entity_type={self.entity_type!r}, entity_name={self.entity_name!r})"
+
+
 class AlterClientQuotasResponseEntryData:
-    error_code: int = 0
-    error_message: str | None = None
-    entity: list[AlterClientQuotasResponseEntityData] = field(default_factory=list)
+    __slots__ = ('error_code', 'error_message', 'entity',)
+    __match_args__ = ('error_code', 'error_message', 'entity',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    error_code: int
+    error_message: str | None
+    entity: list[AlterClientQuotasResponseEntityData]
 
     def __init__(self, error_code: int = 0, error_message: str | None = None, entity: list[AlterClientQuotasResponseEntityData] | None = None) -> None:
         self.error_code = error_code
         self.error_message = error_message
         self.entity = [] if entity is None else entity
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(AlterClientQuotasResponseEntryData, other)
+        return (self.error_code, self.error_message, self.entity,) == (o.error_code, o.error_message, o.entity,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(error_code={self.error_code!r}, error_message={self.error_message!r}, entity={self.entity!r})"
+
+
 class AlterClientQuotasResponse(ApiMessage):
-    throttle_time_ms: int = 0
-    entries: list[AlterClientQuotasResponseEntryData] = field(default_factory=list)
+    __slots__ = ('throttle_time_ms', 'entries',)
+    __match_args__ = ('throttle_time_ms', 'entries',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    throttle_time_ms: int
+    entries: list[AlterClientQuotasResponseEntryData]
 
     def __init__(self, throttle_time_ms: int = 0, entries: list[AlterClientQuotasResponseEntryData] | None = None) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.entries = [] if entries is None else entries
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(AlterClientQuotasResponse, other)
+        return (self.throttle_time_ms, self.entries,) == (o.throttle_time_ms, o.entries,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, entries={self.entries!r})"
 
 
 AlterClientQuotasResponse.API_KEY = 49

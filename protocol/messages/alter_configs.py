@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 from pybroker.protocol.api_message import ApiMessage
+from pybroker.protocol.message_fields import DataclassFields
 from pybroker.protocol.primitives import (
     ZERO_UUID, DecodeError, read_array_count, read_bytes,
     read_compact_bytes, read_compact_records, read_compact_string, read_records, read_string, read_uuid,
@@ -31,36 +32,72 @@ _S2 = Struct('>h')
 _S3 = Struct('>i')
 
 
-@dataclass(slots=True, init=False)
 class AlterableConfig:
-    name: str = ""
-    value: str | None = ""
+    __slots__ = ('name', 'value',)
+    __match_args__ = ('name', 'value',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    name: str
+    value: str | None
 
     def __init__(self, name: str = "", value: str | None = "") -> None:
         self.name = name
         self.value = value
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(AlterableConfig, other)
+        return (self.name, self.value,) == (o.name, o.value,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(name={self.name!r}, value={self.value!r})"
+
+
 class AlterConfigsResource:
-    resource_type: int = 0
-    resource_name: str = ""
-    configs: list[AlterableConfig] = field(default_factory=list)
+    __slots__ = ('resource_type', 'resource_name', 'configs',)
+    __match_args__ = ('resource_type', 'resource_name', 'configs',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    resource_type: int
+    resource_name: str
+    configs: list[AlterableConfig]
 
     def __init__(self, resource_type: int = 0, resource_name: str = "", configs: list[AlterableConfig] | None = None) -> None:
         self.resource_type = resource_type
         self.resource_name = resource_name
         self.configs = [] if configs is None else configs
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(AlterConfigsResource, other)
+        return (self.resource_type, self.resource_name, self.configs,) == (o.resource_type, o.resource_name, o.configs,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(resource_type={self.resource_type!r}, resource_name={self.resource_name!r}, configs={self.configs!r})"
+
+
 class AlterConfigsRequest(ApiMessage):
-    resources: list[AlterConfigsResource] = field(default_factory=list)
-    validate_only: bool = False
+    __slots__ = ('resources', 'validate_only',)
+    __match_args__ = ('resources', 'validate_only',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    resources: list[AlterConfigsResource]
+    validate_only: bool
 
     def __init__(self, resources: list[AlterConfigsResource] | None = None, validate_only: bool = False) -> None:
         self.resources = [] if resources is None else resources
         self.validate_only = validate_only
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(AlterConfigsRequest, other)
+        return (self.resources, self.validate_only,) == (o.resources, o.validate_only,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(resources={self.resources!r}, validate_only={self.validate_only!r})"
 
 
 AlterConfigsRequest.API_KEY = 33
@@ -69,12 +106,15 @@ AlterConfigsRequest.MAX_VERSION = 2
 AlterConfigsRequest.FLEXIBLE_MIN = 2
 
 
-@dataclass(slots=True, init=False)
 class AlterConfigsResourceResponse:
-    error_code: int = 0
-    error_message: str | None = ""
-    resource_type: int = 0
-    resource_name: str = ""
+    __slots__ = ('error_code', 'error_message', 'resource_type', 'resource_name',)
+    __match_args__ = ('error_code', 'error_message', 'resource_type', 'resource_name',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    error_code: int
+    error_message: str | None
+    resource_type: int
+    resource_name: str
 
     def __init__(self, error_code: int = 0, error_message: str | None = "", resource_type: int = 0, resource_name: str = "") -> None:
         self.error_code = error_code
@@ -82,15 +122,36 @@ class AlterConfigsResourceResponse:
         self.resource_type = resource_type
         self.resource_name = resource_name
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(AlterConfigsResourceResponse, other)
+        return (self.error_code, self.error_message, self.resource_type, self.resource_name,) == (o.error_code, o.error_message, o.resource_type, o.resource_name,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(error_code={self.error_code!r}, error_message={self.error_message!r}, resource_type={self.resource_type!r}, resource_name={self.resource_name!r})"
+
+
 class AlterConfigsResponse(ApiMessage):
-    throttle_time_ms: int = 0
-    responses: list[AlterConfigsResourceResponse] = field(default_factory=list)
+    __slots__ = ('throttle_time_ms', 'responses',)
+    __match_args__ = ('throttle_time_ms', 'responses',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    throttle_time_ms: int
+    responses: list[AlterConfigsResourceResponse]
 
     def __init__(self, throttle_time_ms: int = 0, responses: list[AlterConfigsResourceResponse] | None = None) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.responses = [] if responses is None else responses
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(AlterConfigsResponse, other)
+        return (self.throttle_time_ms, self.responses,) == (o.throttle_time_ms, o.responses,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, responses={self.responses!r})"
 
 
 AlterConfigsResponse.API_KEY = 33

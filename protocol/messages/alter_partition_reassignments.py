@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 from pybroker.protocol.api_message import ApiMessage
+from pybroker.protocol.message_fields import DataclassFields
 from pybroker.protocol.primitives import (
     ZERO_UUID, DecodeError, read_array_count, read_bytes,
     read_compact_bytes, read_compact_records, read_compact_string, read_records, read_string, read_uuid,
@@ -31,36 +32,72 @@ _S2 = Struct('>ih')
 _S3 = Struct('>i?h')
 
 
-@dataclass(slots=True, init=False)
 class ReassignablePartition:
-    partition_index: int = 0
-    replicas: list[int] | None = field(default_factory=list)
+    __slots__ = ('partition_index', 'replicas',)
+    __match_args__ = ('partition_index', 'replicas',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    partition_index: int
+    replicas: list[int] | None
 
     def __init__(self, partition_index: int = 0, replicas: object = _UNSET) -> None:
         self.partition_index = partition_index
         self.replicas = [] if replicas is _UNSET else cast('list[int] | None', replicas)
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(ReassignablePartition, other)
+        return (self.partition_index, self.replicas,) == (o.partition_index, o.replicas,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, replicas={self.replicas!r})"
+
+
 class ReassignableTopic:
-    name: str = ""
-    partitions: list[ReassignablePartition] = field(default_factory=list)
+    __slots__ = ('name', 'partitions',)
+    __match_args__ = ('name', 'partitions',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    name: str
+    partitions: list[ReassignablePartition]
 
     def __init__(self, name: str = "", partitions: list[ReassignablePartition] | None = None) -> None:
         self.name = name
         self.partitions = [] if partitions is None else partitions
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(ReassignableTopic, other)
+        return (self.name, self.partitions,) == (o.name, o.partitions,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(name={self.name!r}, partitions={self.partitions!r})"
+
+
 class AlterPartitionReassignmentsRequest(ApiMessage):
-    timeout_ms: int = 60000
-    allow_replication_factor_change: bool = True
-    topics: list[ReassignableTopic] = field(default_factory=list)
+    __slots__ = ('timeout_ms', 'allow_replication_factor_change', 'topics',)
+    __match_args__ = ('timeout_ms', 'allow_replication_factor_change', 'topics',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    timeout_ms: int
+    allow_replication_factor_change: bool
+    topics: list[ReassignableTopic]
 
     def __init__(self, timeout_ms: int = 60000, allow_replication_factor_change: bool = True, topics: list[ReassignableTopic] | None = None) -> None:
         self.timeout_ms = timeout_ms
         self.allow_replication_factor_change = allow_replication_factor_change
         self.topics = [] if topics is None else topics
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(AlterPartitionReassignmentsRequest, other)
+        return (self.timeout_ms, self.allow_replication_factor_change, self.topics,) == (o.timeout_ms, o.allow_replication_factor_change, o.topics,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(timeout_ms={self.timeout_ms!r}, allow_replication_factor_change={self.allow_replication_factor_change!r}, topics={self.topics!r})"
 
 
 AlterPartitionReassignmentsRequest.API_KEY = 45
@@ -69,35 +106,62 @@ AlterPartitionReassignmentsRequest.MAX_VERSION = 1
 AlterPartitionReassignmentsRequest.FLEXIBLE_MIN = 0
 
 
-@dataclass(slots=True, init=False)
 class ReassignablePartitionResponse:
-    partition_index: int = 0
-    error_code: int = 0
-    error_message: str | None = ""
+    __slots__ = ('partition_index', 'error_code', 'error_message',)
+    __match_args__ = ('partition_index', 'error_code', 'error_message',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    partition_index: int
+    error_code: int
+    error_message: str | None
 
     def __init__(self, partition_index: int = 0, error_code: int = 0, error_message: str | None = "") -> None:
         self.partition_index = partition_index
         self.error_code = error_code
         self.error_message = error_message
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(ReassignablePartitionResponse, other)
+        return (self.partition_index, self.error_code, self.error_message,) == (o.partition_index, o.error_code, o.error_message,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, error_code={self.error_code!r}, error_message={self.error_message!r})"
+
+
 class ReassignableTopicResponse:
-    name: str = ""
-    partitions: list[ReassignablePartitionResponse] = field(default_factory=list)
+    __slots__ = ('name', 'partitions',)
+    __match_args__ = ('name', 'partitions',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    name: str
+    partitions: list[ReassignablePartitionResponse]
 
     def __init__(self, name: str = "", partitions: list[ReassignablePartitionResponse] | None = None) -> None:
         self.name = name
         self.partitions = [] if partitions is None else partitions
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(ReassignableTopicResponse, other)
+        return (self.name, self.partitions,) == (o.name, o.partitions,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(name={self.name!r}, partitions={self.partitions!r})"
+
+
 class AlterPartitionReassignmentsResponse(ApiMessage):
-    throttle_time_ms: int = 0
-    allow_replication_factor_change: bool = True
-    error_code: int = 0
-    error_message: str | None = ""
-    responses: list[ReassignableTopicResponse] = field(default_factory=list)
+    __slots__ = ('throttle_time_ms', 'allow_replication_factor_change', 'error_code', 'error_message', 'responses',)
+    __match_args__ = ('throttle_time_ms', 'allow_replication_factor_change', 'error_code', 'error_message', 'responses',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    throttle_time_ms: int
+    allow_replication_factor_change: bool
+    error_code: int
+    error_message: str | None
+    responses: list[ReassignableTopicResponse]
 
     def __init__(self, throttle_time_ms: int = 0, allow_replication_factor_change: bool = True, error_code: int = 0, error_message: str | None = "", responses: list[ReassignableTopicResponse] | None = None) -> None:
         self.throttle_time_ms = throttle_time_ms
@@ -105,6 +169,15 @@ class AlterPartitionReassignmentsResponse(ApiMessage):
         self.error_code = error_code
         self.error_message = error_message
         self.responses = [] if responses is None else responses
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(AlterPartitionReassignmentsResponse, other)
+        return (self.throttle_time_ms, self.allow_replication_factor_change, self.error_code, self.error_message, self.responses,) == (o.throttle_time_ms, o.allow_replication_factor_change, o.error_code, o.error_message, o.responses,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, allow_replication_factor_change={self.allow_replication_factor_change!r}, error_code={self.error_code!r}, error_message={self.error_message!r}, responses={self.responses!r})"
 
 
 AlterPartitionReassignmentsResponse.API_KEY = 45

@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 from pybroker.protocol.api_message import ApiMessage
+from pybroker.protocol.message_fields import DataclassFields
 from pybroker.protocol.primitives import (
     ZERO_UUID, DecodeError, read_array_count, read_bytes,
     read_compact_bytes, read_compact_records, read_compact_string, read_records, read_string, read_uuid,
@@ -29,32 +30,68 @@ _S0 = Struct('>ih')
 _S1 = Struct('>i')
 
 
-@dataclass(slots=True, init=False)
 class AlterReplicaLogDirTopic:
-    name: str = ""
-    partitions: list[int] = field(default_factory=list)
+    __slots__ = ('name', 'partitions',)
+    __match_args__ = ('name', 'partitions',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    name: str
+    partitions: list[int]
 
     def __init__(self, name: str = "", partitions: list[int] | None = None) -> None:
         self.name = name
         self.partitions = [] if partitions is None else partitions
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(AlterReplicaLogDirTopic, other)
+        return (self.name, self.partitions,) == (o.name, o.partitions,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(name={self.name!r}, partitions={self.partitions!r})"
+
+
 class AlterReplicaLogDir:
-    path: str = ""
-    topics: list[AlterReplicaLogDirTopic] = field(default_factory=list)
+    __slots__ = ('path', 'topics',)
+    __match_args__ = ('path', 'topics',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    path: str
+    topics: list[AlterReplicaLogDirTopic]
 
     def __init__(self, path: str = "", topics: list[AlterReplicaLogDirTopic] | None = None) -> None:
         self.path = path
         self.topics = [] if topics is None else topics
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(AlterReplicaLogDir, other)
+        return (self.path, self.topics,) == (o.path, o.topics,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(path={self.path!r}, topics={self.topics!r})"
+
+
 class AlterReplicaLogDirsRequest(ApiMessage):
-    dirs: list[AlterReplicaLogDir] = field(default_factory=list)
+    __slots__ = ('dirs',)
+    __match_args__ = ('dirs',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    dirs: list[AlterReplicaLogDir]
 
     def __init__(self, dirs: list[AlterReplicaLogDir] | None = None) -> None:
         self.dirs = [] if dirs is None else dirs
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(AlterReplicaLogDirsRequest, other)
+        return (self.dirs,) == (o.dirs,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(dirs={self.dirs!r})"
 
 
 AlterReplicaLogDirsRequest.API_KEY = 34
@@ -63,34 +100,70 @@ AlterReplicaLogDirsRequest.MAX_VERSION = 2
 AlterReplicaLogDirsRequest.FLEXIBLE_MIN = 2
 
 
-@dataclass(slots=True, init=False)
 class AlterReplicaLogDirPartitionResult:
-    partition_index: int = 0
-    error_code: int = 0
+    __slots__ = ('partition_index', 'error_code',)
+    __match_args__ = ('partition_index', 'error_code',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    partition_index: int
+    error_code: int
 
     def __init__(self, partition_index: int = 0, error_code: int = 0) -> None:
         self.partition_index = partition_index
         self.error_code = error_code
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(AlterReplicaLogDirPartitionResult, other)
+        return (self.partition_index, self.error_code,) == (o.partition_index, o.error_code,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, error_code={self.error_code!r})"
+
+
 class AlterReplicaLogDirTopicResult:
-    topic_name: str = ""
-    partitions: list[AlterReplicaLogDirPartitionResult] = field(default_factory=list)
+    __slots__ = ('topic_name', 'partitions',)
+    __match_args__ = ('topic_name', 'partitions',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    topic_name: str
+    partitions: list[AlterReplicaLogDirPartitionResult]
 
     def __init__(self, topic_name: str = "", partitions: list[AlterReplicaLogDirPartitionResult] | None = None) -> None:
         self.topic_name = topic_name
         self.partitions = [] if partitions is None else partitions
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(AlterReplicaLogDirTopicResult, other)
+        return (self.topic_name, self.partitions,) == (o.topic_name, o.partitions,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(topic_name={self.topic_name!r}, partitions={self.partitions!r})"
+
+
 class AlterReplicaLogDirsResponse(ApiMessage):
-    throttle_time_ms: int = 0
-    results: list[AlterReplicaLogDirTopicResult] = field(default_factory=list)
+    __slots__ = ('throttle_time_ms', 'results',)
+    __match_args__ = ('throttle_time_ms', 'results',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    throttle_time_ms: int
+    results: list[AlterReplicaLogDirTopicResult]
 
     def __init__(self, throttle_time_ms: int = 0, results: list[AlterReplicaLogDirTopicResult] | None = None) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.results = [] if results is None else results
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(AlterReplicaLogDirsResponse, other)
+        return (self.throttle_time_ms, self.results,) == (o.throttle_time_ms, o.results,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, results={self.results!r})"
 
 
 AlterReplicaLogDirsResponse.API_KEY = 34

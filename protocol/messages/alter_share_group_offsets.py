@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 from pybroker.protocol.api_message import ApiMessage
+from pybroker.protocol.message_fields import DataclassFields
 from pybroker.protocol.primitives import (
     ZERO_UUID, DecodeError, read_array_count, read_bytes,
     read_compact_bytes, read_compact_records, read_compact_string, read_records, read_string, read_uuid,
@@ -30,34 +31,70 @@ _S1 = Struct('>ih')
 _S2 = Struct('>16s')
 
 
-@dataclass(slots=True, init=False)
 class AlterShareGroupOffsetsRequestPartition:
-    partition_index: int = 0
-    start_offset: int = 0
+    __slots__ = ('partition_index', 'start_offset',)
+    __match_args__ = ('partition_index', 'start_offset',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    partition_index: int
+    start_offset: int
 
     def __init__(self, partition_index: int = 0, start_offset: int = 0) -> None:
         self.partition_index = partition_index
         self.start_offset = start_offset
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(AlterShareGroupOffsetsRequestPartition, other)
+        return (self.partition_index, self.start_offset,) == (o.partition_index, o.start_offset,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, start_offset={self.start_offset!r})"
+
+
 class AlterShareGroupOffsetsRequestTopic:
-    topic_name: str = ""
-    partitions: list[AlterShareGroupOffsetsRequestPartition] = field(default_factory=list)
+    __slots__ = ('topic_name', 'partitions',)
+    __match_args__ = ('topic_name', 'partitions',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    topic_name: str
+    partitions: list[AlterShareGroupOffsetsRequestPartition]
 
     def __init__(self, topic_name: str = "", partitions: list[AlterShareGroupOffsetsRequestPartition] | None = None) -> None:
         self.topic_name = topic_name
         self.partitions = [] if partitions is None else partitions
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(AlterShareGroupOffsetsRequestTopic, other)
+        return (self.topic_name, self.partitions,) == (o.topic_name, o.partitions,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(topic_name={self.topic_name!r}, partitions={self.partitions!r})"
+
+
 class AlterShareGroupOffsetsRequest(ApiMessage):
-    group_id: str = ""
-    topics: list[AlterShareGroupOffsetsRequestTopic] = field(default_factory=list)
+    __slots__ = ('group_id', 'topics',)
+    __match_args__ = ('group_id', 'topics',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    group_id: str
+    topics: list[AlterShareGroupOffsetsRequestTopic]
 
     def __init__(self, group_id: str = "", topics: list[AlterShareGroupOffsetsRequestTopic] | None = None) -> None:
         self.group_id = group_id
         self.topics = [] if topics is None else topics
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(AlterShareGroupOffsetsRequest, other)
+        return (self.group_id, self.topics,) == (o.group_id, o.topics,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(group_id={self.group_id!r}, topics={self.topics!r})"
 
 
 AlterShareGroupOffsetsRequest.API_KEY = 91
@@ -66,42 +103,78 @@ AlterShareGroupOffsetsRequest.MAX_VERSION = 0
 AlterShareGroupOffsetsRequest.FLEXIBLE_MIN = 0
 
 
-@dataclass(slots=True, init=False)
 class AlterShareGroupOffsetsResponsePartition:
-    partition_index: int = 0
-    error_code: int = 0
-    error_message: str | None = None
+    __slots__ = ('partition_index', 'error_code', 'error_message',)
+    __match_args__ = ('partition_index', 'error_code', 'error_message',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    partition_index: int
+    error_code: int
+    error_message: str | None
 
     def __init__(self, partition_index: int = 0, error_code: int = 0, error_message: str | None = None) -> None:
         self.partition_index = partition_index
         self.error_code = error_code
         self.error_message = error_message
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(AlterShareGroupOffsetsResponsePartition, other)
+        return (self.partition_index, self.error_code, self.error_message,) == (o.partition_index, o.error_code, o.error_message,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, error_code={self.error_code!r}, error_message={self.error_message!r})"
+
+
 class AlterShareGroupOffsetsResponseTopic:
-    topic_name: str = ""
-    topic_id: uuid.UUID = ZERO_UUID
-    partitions: list[AlterShareGroupOffsetsResponsePartition] = field(default_factory=list)
+    __slots__ = ('topic_name', 'topic_id', 'partitions',)
+    __match_args__ = ('topic_name', 'topic_id', 'partitions',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    topic_name: str
+    topic_id: uuid.UUID
+    partitions: list[AlterShareGroupOffsetsResponsePartition]
 
     def __init__(self, topic_name: str = "", topic_id: uuid.UUID = ZERO_UUID, partitions: list[AlterShareGroupOffsetsResponsePartition] | None = None) -> None:
         self.topic_name = topic_name
         self.topic_id = topic_id
         self.partitions = [] if partitions is None else partitions
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(AlterShareGroupOffsetsResponseTopic, other)
+        return (self.topic_name, self.topic_id, self.partitions,) == (o.topic_name, o.topic_id, o.partitions,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(topic_name={self.topic_name!r}, topic_id={self.topic_id!r}, partitions={self.partitions!r})"
+
+
 class AlterShareGroupOffsetsResponse(ApiMessage):
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    error_message: str | None = None
-    responses: list[AlterShareGroupOffsetsResponseTopic] = field(default_factory=list)
+    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'responses',)
+    __match_args__ = ('throttle_time_ms', 'error_code', 'error_message', 'responses',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+    responses: list[AlterShareGroupOffsetsResponseTopic]
 
     def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = None, responses: list[AlterShareGroupOffsetsResponseTopic] | None = None) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.error_message = error_message
         self.responses = [] if responses is None else responses
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(AlterShareGroupOffsetsResponse, other)
+        return (self.throttle_time_ms, self.error_code, self.error_message, self.responses,) == (o.throttle_time_ms, o.error_code, o.error_message, o.responses,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, error_message={self.error_message!r}, responses={self.responses!r})"
 
 
 AlterShareGroupOffsetsResponse.API_KEY = 91

@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 from pybroker.protocol.api_message import ApiMessage
+from pybroker.protocol.message_fields import DataclassFields
 from pybroker.protocol.primitives import (
     ZERO_UUID, DecodeError, read_array_count, read_bytes,
     read_compact_bytes, read_compact_records, read_compact_string, read_records, read_string, read_uuid,
@@ -31,13 +32,16 @@ _S2 = Struct('>h')
 _S3 = Struct('>i')
 
 
-@dataclass(slots=True, init=False)
 class ScramCredentialUpsertion:
-    name: str = ""
-    mechanism: int = 0
-    iterations: int = 0
-    salt: bytes = b""
-    salted_password: bytes = b""
+    __slots__ = ('name', 'mechanism', 'iterations', 'salt', 'salted_password',)
+    __match_args__ = ('name', 'mechanism', 'iterations', 'salt', 'salted_password',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    name: str
+    mechanism: int
+    iterations: int
+    salt: bytes
+    salted_password: bytes
 
     def __init__(self, name: str = "", mechanism: int = 0, iterations: int = 0, salt: bytes = b"", salted_password: bytes = b"") -> None:
         self.name = name
@@ -46,25 +50,58 @@ class ScramCredentialUpsertion:
         self.salt = salt
         self.salted_password = salted_password
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(ScramCredentialUpsertion, other)
+        return (self.name, self.mechanism, self.iterations, self.salt, self.salted_password,) == (o.name, o.mechanism, o.iterations, o.salt, o.salted_password,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(name={self.name!r}, mechanism={self.mechanism!r}, iterations={self.iterations!r}, salt={self.salt!r}, salted_password={self.salted_password!r})"
+
+
 class ScramCredentialDeletion:
-    name: str = ""
-    mechanism: int = 0
+    __slots__ = ('name', 'mechanism',)
+    __match_args__ = ('name', 'mechanism',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    name: str
+    mechanism: int
 
     def __init__(self, name: str = "", mechanism: int = 0) -> None:
         self.name = name
         self.mechanism = mechanism
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(ScramCredentialDeletion, other)
+        return (self.name, self.mechanism,) == (o.name, o.mechanism,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(name={self.name!r}, mechanism={self.mechanism!r})"
+
+
 class AlterUserScramCredentialsRequest(ApiMessage):
-    deletions: list[ScramCredentialDeletion] = field(default_factory=list)
-    upsertions: list[ScramCredentialUpsertion] = field(default_factory=list)
+    __slots__ = ('deletions', 'upsertions',)
+    __match_args__ = ('deletions', 'upsertions',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    deletions: list[ScramCredentialDeletion]
+    upsertions: list[ScramCredentialUpsertion]
 
     def __init__(self, deletions: list[ScramCredentialDeletion] | None = None, upsertions: list[ScramCredentialUpsertion] | None = None) -> None:
         self.deletions = [] if deletions is None else deletions
         self.upsertions = [] if upsertions is None else upsertions
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(AlterUserScramCredentialsRequest, other)
+        return (self.deletions, self.upsertions,) == (o.deletions, o.upsertions,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(deletions={self.deletions!r}, upsertions={self.upsertions!r})"
 
 
 AlterUserScramCredentialsRequest.API_KEY = 51
@@ -73,26 +110,50 @@ AlterUserScramCredentialsRequest.MAX_VERSION = 0
 AlterUserScramCredentialsRequest.FLEXIBLE_MIN = 0
 
 
-@dataclass(slots=True, init=False)
 class AlterUserScramCredentialsResult:
-    user: str = ""
-    error_code: int = 0
-    error_message: str | None = None
+    __slots__ = ('user', 'error_code', 'error_message',)
+    __match_args__ = ('user', 'error_code', 'error_message',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    user: str
+    error_code: int
+    error_message: str | None
 
     def __init__(self, user: str = "", error_code: int = 0, error_message: str | None = None) -> None:
         self.user = user
         self.error_code = error_code
         self.error_message = error_message
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(AlterUserScramCredentialsResult, other)
+        return (self.user, self.error_code, self.error_message,) == (o.user, o.error_code, o.error_message,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(user={self.user!r}, error_code={self.error_code!r}, error_message={self.error_message!r})"
+
+
 class AlterUserScramCredentialsResponse(ApiMessage):
-    throttle_time_ms: int = 0
-    results: list[AlterUserScramCredentialsResult] = field(default_factory=list)
+    __slots__ = ('throttle_time_ms', 'results',)
+    __match_args__ = ('throttle_time_ms', 'results',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    throttle_time_ms: int
+    results: list[AlterUserScramCredentialsResult]
 
     def __init__(self, throttle_time_ms: int = 0, results: list[AlterUserScramCredentialsResult] | None = None) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.results = [] if results is None else results
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(AlterUserScramCredentialsResponse, other)
+        return (self.throttle_time_ms, self.results,) == (o.throttle_time_ms, o.results,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, results={self.results!r})"
 
 
 AlterUserScramCredentialsResponse.API_KEY = 51

@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 from pybroker.protocol.api_message import ApiMessage
+from pybroker.protocol.message_fields import DataclassFields
 from pybroker.protocol.primitives import (
     ZERO_UUID, DecodeError, read_array_count, read_bytes,
     read_compact_bytes, read_compact_records, read_compact_string, read_records, read_string, read_uuid,
@@ -33,14 +34,26 @@ _S4 = Struct('>ii')
 _S5 = Struct('>b')
 
 
-@dataclass(slots=True, init=False)
 class ConsumerGroupDescribeRequest(ApiMessage):
-    group_ids: list[str] = field(default_factory=list)
-    include_authorized_operations: bool = False
+    __slots__ = ('group_ids', 'include_authorized_operations',)
+    __match_args__ = ('group_ids', 'include_authorized_operations',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    group_ids: list[str]
+    include_authorized_operations: bool
 
     def __init__(self, group_ids: list[str] | None = None, include_authorized_operations: bool = False) -> None:
         self.group_ids = [] if group_ids is None else group_ids
         self.include_authorized_operations = include_authorized_operations
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(ConsumerGroupDescribeRequest, other)
+        return (self.group_ids, self.include_authorized_operations,) == (o.group_ids, o.include_authorized_operations,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(group_ids={self.group_ids!r}, include_authorized_operations={self.include_authorized_operations!r})"
 
 
 ConsumerGroupDescribeRequest.API_KEY = 69
@@ -49,39 +62,66 @@ ConsumerGroupDescribeRequest.MAX_VERSION = 1
 ConsumerGroupDescribeRequest.FLEXIBLE_MIN = 0
 
 
-@dataclass(slots=True, init=False)
 class DescribedTopicPartitions:
-    topic_id: uuid.UUID = ZERO_UUID
-    topic_name: str = ""
-    partitions: list[int] = field(default_factory=list)
+    __slots__ = ('topic_id', 'topic_name', 'partitions',)
+    __match_args__ = ('topic_id', 'topic_name', 'partitions',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    topic_id: uuid.UUID
+    topic_name: str
+    partitions: list[int]
 
     def __init__(self, topic_id: uuid.UUID = ZERO_UUID, topic_name: str = "", partitions: list[int] | None = None) -> None:
         self.topic_id = topic_id
         self.topic_name = topic_name
         self.partitions = [] if partitions is None else partitions
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(DescribedTopicPartitions, other)
+        return (self.topic_id, self.topic_name, self.partitions,) == (o.topic_id, o.topic_name, o.partitions,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(topic_id={self.topic_id!r}, topic_name={self.topic_name!r}, partitions={self.partitions!r})"
+
+
 class MemberAssignment:
-    topic_partitions: list[DescribedTopicPartitions] = field(default_factory=list)
+    __slots__ = ('topic_partitions',)
+    __match_args__ = ('topic_partitions',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    topic_partitions: list[DescribedTopicPartitions]
 
     def __init__(self, topic_partitions: list[DescribedTopicPartitions] | None = None) -> None:
         self.topic_partitions = [] if topic_partitions is None else topic_partitions
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(MemberAssignment, other)
+        return (self.topic_partitions,) == (o.topic_partitions,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(topic_partitions={self.topic_partitions!r})"
+
+
 class ConsumerDescribedMember:
-    member_id: str = ""
-    instance_id: str | None = None
-    rack_id: str | None = None
-    member_epoch: int = 0
-    client_id: str = ""
-    client_host: str = ""
-    subscribed_topic_names: list[str] = field(default_factory=list)
-    subscribed_topic_regex: str | None = None
-    assignment: MemberAssignment = field(default_factory=MemberAssignment)
-    target_assignment: MemberAssignment = field(default_factory=MemberAssignment)
-    member_type: int = -1
+    __slots__ = ('member_id', 'instance_id', 'rack_id', 'member_epoch', 'client_id', 'client_host', 'subscribed_topic_names', 'subscribed_topic_regex', 'assignment', 'target_assignment', 'member_type',)
+    __match_args__ = ('member_id', 'instance_id', 'rack_id', 'member_epoch', 'client_id', 'client_host', 'subscribed_topic_names', 'subscribed_topic_regex', 'assignment', 'target_assignment', 'member_type',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    member_id: str
+    instance_id: str | None
+    rack_id: str | None
+    member_epoch: int
+    client_id: str
+    client_host: str
+    subscribed_topic_names: list[str]
+    subscribed_topic_regex: str | None
+    assignment: MemberAssignment
+    target_assignment: MemberAssignment
+    member_type: int
 
     def __init__(self, member_id: str = "", instance_id: str | None = None, rack_id: str | None = None, member_epoch: int = 0, client_id: str = "", client_host: str = "", subscribed_topic_names: list[str] | None = None, subscribed_topic_regex: str | None = None, assignment: MemberAssignment | None = None, target_assignment: MemberAssignment | None = None, member_type: int = -1) -> None:
         self.member_id = member_id
@@ -96,18 +136,30 @@ class ConsumerDescribedMember:
         self.target_assignment = MemberAssignment() if target_assignment is None else target_assignment
         self.member_type = member_type
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(ConsumerDescribedMember, other)
+        return (self.member_id, self.instance_id, self.rack_id, self.member_epoch, self.client_id, self.client_host, self.subscribed_topic_names, self.subscribed_topic_regex, self.assignment, self.target_assignment, self.member_type,) == (o.member_id, o.instance_id, o.rack_id, o.member_epoch, o.client_id, o.client_host, o.subscribed_topic_names, o.subscribed_topic_regex, o.assignment, o.target_assignment, o.member_type,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(member_id={self.member_id!r}, instance_id={self.instance_id!r}, rack_id={self.rack_id!r}, member_epoch={self.member_epoch!r}, client_id={self.client_id!r}, client_host={self.client_host!r}, subscribed_topic_names={self.subscribed_topic_names!r}, subscribed_topic_regex={self.subscribed_topic_regex!r}, assignment={self.assignment!r}, target_assignment={self.target_assignment!r}, member_type={self.member_type!r})"
+
+
 class ConsumerDescribedGroup:
-    error_code: int = 0
-    error_message: str | None = None
-    group_id: str = ""
-    group_state: str = ""
-    group_epoch: int = 0
-    assignment_epoch: int = 0
-    assignor_name: str = ""
-    members: list[ConsumerDescribedMember] = field(default_factory=list)
-    authorized_operations: int = -2147483648
+    __slots__ = ('error_code', 'error_message', 'group_id', 'group_state', 'group_epoch', 'assignment_epoch', 'assignor_name', 'members', 'authorized_operations',)
+    __match_args__ = ('error_code', 'error_message', 'group_id', 'group_state', 'group_epoch', 'assignment_epoch', 'assignor_name', 'members', 'authorized_operations',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    error_code: int
+    error_message: str | None
+    group_id: str
+    group_state: str
+    group_epoch: int
+    assignment_epoch: int
+    assignor_name: str
+    members: list[ConsumerDescribedMember]
+    authorized_operations: int
 
     def __init__(self, error_code: int = 0, error_message: str | None = None, group_id: str = "", group_state: str = "", group_epoch: int = 0, assignment_epoch: int = 0, assignor_name: str = "", members: list[ConsumerDescribedMember] | None = None, authorized_operations: int = -2147483648) -> None:
         self.error_code = error_code
@@ -120,15 +172,36 @@ class ConsumerDescribedGroup:
         self.members = [] if members is None else members
         self.authorized_operations = authorized_operations
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(ConsumerDescribedGroup, other)
+        return (self.error_code, self.error_message, self.group_id, self.group_state, self.group_epoch, self.assignment_epoch, self.assignor_name, self.members, self.authorized_operations,) == (o.error_code, o.error_message, o.group_id, o.group_state, o.group_epoch, o.assignment_epoch, o.assignor_name, o.members, o.authorized_operations,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(error_code={self.error_code!r}, error_message={self.error_message!r}, group_id={self.group_id!r}, group_state={self.group_state!r}, group_epoch={self.group_epoch!r}, assignment_epoch={self.assignment_epoch!r}, assignor_name={self.assignor_name!r}, members={self.members!r}, authorized_operations={self.authorized_operations!r})"
+
+
 class ConsumerGroupDescribeResponse(ApiMessage):
-    throttle_time_ms: int = 0
-    groups: list[ConsumerDescribedGroup] = field(default_factory=list)
+    __slots__ = ('throttle_time_ms', 'groups',)
+    __match_args__ = ('throttle_time_ms', 'groups',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    throttle_time_ms: int
+    groups: list[ConsumerDescribedGroup]
 
     def __init__(self, throttle_time_ms: int = 0, groups: list[ConsumerDescribedGroup] | None = None) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.groups = [] if groups is None else groups
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(ConsumerGroupDescribeResponse, other)
+        return (self.throttle_time_ms, self.groups,) == (o.throttle_time_ms, o.groups,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, groups={self.groups!r})"
 
 
 ConsumerGroupDescribeResponse.API_KEY = 69

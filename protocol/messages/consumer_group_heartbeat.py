@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 from pybroker.protocol.api_message import ApiMessage
+from pybroker.protocol.message_fields import DataclassFields
 from pybroker.protocol.primitives import (
     ZERO_UUID, DecodeError, read_array_count, read_bytes,
     read_compact_bytes, read_compact_records, read_compact_string, read_records, read_string, read_uuid,
@@ -31,28 +32,43 @@ _S2 = Struct('>ih')
 _S3 = Struct('>ii')
 
 
-@dataclass(slots=True, init=False)
 class HeartbeatTopicPartitions:
-    topic_id: uuid.UUID = ZERO_UUID
-    partitions: list[int] = field(default_factory=list)
+    __slots__ = ('topic_id', 'partitions',)
+    __match_args__ = ('topic_id', 'partitions',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    topic_id: uuid.UUID
+    partitions: list[int]
 
     def __init__(self, topic_id: uuid.UUID = ZERO_UUID, partitions: list[int] | None = None) -> None:
         self.topic_id = topic_id
         self.partitions = [] if partitions is None else partitions
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(HeartbeatTopicPartitions, other)
+        return (self.topic_id, self.partitions,) == (o.topic_id, o.partitions,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(topic_id={self.topic_id!r}, partitions={self.partitions!r})"
+
+
 class ConsumerGroupHeartbeatRequest(ApiMessage):
-    group_id: str = ""
-    member_id: str = ""
-    member_epoch: int = 0
-    instance_id: str | None = None
-    rack_id: str | None = None
-    rebalance_timeout_ms: int = -1
-    subscribed_topic_names: list[str] | None = field(default_factory=list)
-    subscribed_topic_regex: str | None = None
-    server_assignor: str | None = None
-    topic_partitions: list[HeartbeatTopicPartitions] | None = field(default_factory=list)
+    __slots__ = ('group_id', 'member_id', 'member_epoch', 'instance_id', 'rack_id', 'rebalance_timeout_ms', 'subscribed_topic_names', 'subscribed_topic_regex', 'server_assignor', 'topic_partitions',)
+    __match_args__ = ('group_id', 'member_id', 'member_epoch', 'instance_id', 'rack_id', 'rebalance_timeout_ms', 'subscribed_topic_names', 'subscribed_topic_regex', 'server_assignor', 'topic_partitions',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    group_id: str
+    member_id: str
+    member_epoch: int
+    instance_id: str | None
+    rack_id: str | None
+    rebalance_timeout_ms: int
+    subscribed_topic_names: list[str] | None
+    subscribed_topic_regex: str | None
+    server_assignor: str | None
+    topic_partitions: list[HeartbeatTopicPartitions] | None
 
     def __init__(self, group_id: str = "", member_id: str = "", member_epoch: int = 0, instance_id: str | None = None, rack_id: str | None = None, rebalance_timeout_ms: int = -1, subscribed_topic_names: object = _UNSET, subscribed_topic_regex: str | None = None, server_assignor: str | None = None, topic_partitions: object = _UNSET) -> None:
         self.group_id = group_id
@@ -66,6 +82,15 @@ class ConsumerGroupHeartbeatRequest(ApiMessage):
         self.server_assignor = server_assignor
         self.topic_partitions = [] if topic_partitions is _UNSET else cast('list[HeartbeatTopicPartitions] | None', topic_partitions)
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(ConsumerGroupHeartbeatRequest, other)
+        return (self.group_id, self.member_id, self.member_epoch, self.instance_id, self.rack_id, self.rebalance_timeout_ms, self.subscribed_topic_names, self.subscribed_topic_regex, self.server_assignor, self.topic_partitions,) == (o.group_id, o.member_id, o.member_epoch, o.instance_id, o.rack_id, o.rebalance_timeout_ms, o.subscribed_topic_names, o.subscribed_topic_regex, o.server_assignor, o.topic_partitions,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(group_id={self.group_id!r}, member_id={self.member_id!r}, member_epoch={self.member_epoch!r}, instance_id={self.instance_id!r}, rack_id={self.rack_id!r}, rebalance_timeout_ms={self.rebalance_timeout_ms!r}, subscribed_topic_names={self.subscribed_topic_names!r}, subscribed_topic_regex={self.subscribed_topic_regex!r}, server_assignor={self.server_assignor!r}, topic_partitions={self.topic_partitions!r})"
+
 
 ConsumerGroupHeartbeatRequest.API_KEY = 68
 ConsumerGroupHeartbeatRequest.MIN_VERSION = 0
@@ -73,33 +98,60 @@ ConsumerGroupHeartbeatRequest.MAX_VERSION = 1
 ConsumerGroupHeartbeatRequest.FLEXIBLE_MIN = 0
 
 
-@dataclass(slots=True, init=False)
 class AssignedTopicPartitions:
-    topic_id: uuid.UUID = ZERO_UUID
-    partitions: list[int] = field(default_factory=list)
+    __slots__ = ('topic_id', 'partitions',)
+    __match_args__ = ('topic_id', 'partitions',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    topic_id: uuid.UUID
+    partitions: list[int]
 
     def __init__(self, topic_id: uuid.UUID = ZERO_UUID, partitions: list[int] | None = None) -> None:
         self.topic_id = topic_id
         self.partitions = [] if partitions is None else partitions
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(AssignedTopicPartitions, other)
+        return (self.topic_id, self.partitions,) == (o.topic_id, o.partitions,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(topic_id={self.topic_id!r}, partitions={self.partitions!r})"
+
+
 class HeartbeatAssignment:
-    topic_partitions: list[AssignedTopicPartitions] = field(default_factory=list)
+    __slots__ = ('topic_partitions',)
+    __match_args__ = ('topic_partitions',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    topic_partitions: list[AssignedTopicPartitions]
 
     def __init__(self, topic_partitions: list[AssignedTopicPartitions] | None = None) -> None:
         self.topic_partitions = [] if topic_partitions is None else topic_partitions
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(HeartbeatAssignment, other)
+        return (self.topic_partitions,) == (o.topic_partitions,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(topic_partitions={self.topic_partitions!r})"
+
+
 class ConsumerGroupHeartbeatResponse(ApiMessage):
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    error_message: str | None = None
-    member_id: str | None = None
-    member_epoch: int = 0
-    heartbeat_interval_ms: int = 0
-    assignment: HeartbeatAssignment | None = None
+    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'member_id', 'member_epoch', 'heartbeat_interval_ms', 'assignment',)
+    __match_args__ = ('throttle_time_ms', 'error_code', 'error_message', 'member_id', 'member_epoch', 'heartbeat_interval_ms', 'assignment',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+    member_id: str | None
+    member_epoch: int
+    heartbeat_interval_ms: int
+    assignment: HeartbeatAssignment | None
 
     def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = None, member_id: str | None = None, member_epoch: int = 0, heartbeat_interval_ms: int = 0, assignment: HeartbeatAssignment | None = None) -> None:
         self.throttle_time_ms = throttle_time_ms
@@ -109,6 +161,15 @@ class ConsumerGroupHeartbeatResponse(ApiMessage):
         self.member_epoch = member_epoch
         self.heartbeat_interval_ms = heartbeat_interval_ms
         self.assignment = assignment
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(ConsumerGroupHeartbeatResponse, other)
+        return (self.throttle_time_ms, self.error_code, self.error_message, self.member_id, self.member_epoch, self.heartbeat_interval_ms, self.assignment,) == (o.throttle_time_ms, o.error_code, o.error_message, o.member_id, o.member_epoch, o.heartbeat_interval_ms, o.assignment,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, error_message={self.error_message!r}, member_id={self.member_id!r}, member_epoch={self.member_epoch!r}, heartbeat_interval_ms={self.heartbeat_interval_ms!r}, assignment={self.assignment!r})"
 
 
 ConsumerGroupHeartbeatResponse.API_KEY = 68

@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 from pybroker.protocol.api_message import ApiMessage
+from pybroker.protocol.message_fields import DataclassFields
 from pybroker.protocol.primitives import (
     ZERO_UUID, DecodeError, read_array_count, read_bytes,
     read_compact_bytes, read_compact_records, read_compact_string, read_records, read_string, read_uuid,
@@ -30,12 +31,24 @@ _S1 = Struct('>16s')
 _S2 = Struct('>iib')
 
 
-@dataclass(slots=True, init=False)
 class ConsumerGroupMetadataKey(ApiMessage):
-    group_id: str = ""
+    __slots__ = ('group_id',)
+    __match_args__ = ('group_id',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    group_id: str
 
     def __init__(self, group_id: str = "") -> None:
         self.group_id = group_id
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(ConsumerGroupMetadataKey, other)
+        return (self.group_id,) == (o.group_id,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(group_id={self.group_id!r})"
 
 
 ConsumerGroupMetadataKey.API_KEY = None
@@ -44,12 +57,24 @@ ConsumerGroupMetadataKey.MAX_VERSION = 3
 ConsumerGroupMetadataKey.FLEXIBLE_MIN = None
 
 
-@dataclass(slots=True, init=False)
 class ConsumerGroupMetadataValue(ApiMessage):
-    epoch: int = 0
+    __slots__ = ('epoch',)
+    __match_args__ = ('epoch',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    epoch: int
 
     def __init__(self, epoch: int = 0) -> None:
         self.epoch = epoch
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(ConsumerGroupMetadataValue, other)
+        return (self.epoch,) == (o.epoch,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(epoch={self.epoch!r})"
 
 
 ConsumerGroupMetadataValue.API_KEY = None
@@ -58,12 +83,24 @@ ConsumerGroupMetadataValue.MAX_VERSION = 0
 ConsumerGroupMetadataValue.FLEXIBLE_MIN = 0
 
 
-@dataclass(slots=True, init=False)
 class ConsumerGroupPartitionMetadataKey(ApiMessage):
-    group_id: str = ""
+    __slots__ = ('group_id',)
+    __match_args__ = ('group_id',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    group_id: str
 
     def __init__(self, group_id: str = "") -> None:
         self.group_id = group_id
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(ConsumerGroupPartitionMetadataKey, other)
+        return (self.group_id,) == (o.group_id,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(group_id={self.group_id!r})"
 
 
 ConsumerGroupPartitionMetadataKey.API_KEY = None
@@ -72,22 +109,37 @@ ConsumerGroupPartitionMetadataKey.MAX_VERSION = 4
 ConsumerGroupPartitionMetadataKey.FLEXIBLE_MIN = None
 
 
-@dataclass(slots=True, init=False)
 class PartitionMetadata:
-    partition: int = 0
-    racks: list[str] = field(default_factory=list)
+    __slots__ = ('partition', 'racks',)
+    __match_args__ = ('partition', 'racks',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    partition: int
+    racks: list[str]
 
     def __init__(self, partition: int = 0, racks: list[str] | None = None) -> None:
         self.partition = partition
         self.racks = [] if racks is None else racks
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(PartitionMetadata, other)
+        return (self.partition, self.racks,) == (o.partition, o.racks,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(partition={self.partition!r}, racks={self.racks!r})"
+
+
 class TopicMetadata:
-    topic_id: uuid.UUID = ZERO_UUID
-    topic_name: str = ""
-    num_partitions: int = 0
-    partition_metadata: list[PartitionMetadata] = field(default_factory=list)
+    __slots__ = ('topic_id', 'topic_name', 'num_partitions', 'partition_metadata',)
+    __match_args__ = ('topic_id', 'topic_name', 'num_partitions', 'partition_metadata',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    topic_id: uuid.UUID
+    topic_name: str
+    num_partitions: int
+    partition_metadata: list[PartitionMetadata]
 
     def __init__(self, topic_id: uuid.UUID = ZERO_UUID, topic_name: str = "", num_partitions: int = 0, partition_metadata: list[PartitionMetadata] | None = None) -> None:
         self.topic_id = topic_id
@@ -95,13 +147,34 @@ class TopicMetadata:
         self.num_partitions = num_partitions
         self.partition_metadata = [] if partition_metadata is None else partition_metadata
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(TopicMetadata, other)
+        return (self.topic_id, self.topic_name, self.num_partitions, self.partition_metadata,) == (o.topic_id, o.topic_name, o.num_partitions, o.partition_metadata,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(topic_id={self.topic_id!r}, topic_name={self.topic_name!r}, num_partitions={self.num_partitions!r}, partition_metadata={self.partition_metadata!r})"
+
+
 class ConsumerGroupPartitionMetadataValue(ApiMessage):
-    topics: list[TopicMetadata] = field(default_factory=list)
+    __slots__ = ('topics',)
+    __match_args__ = ('topics',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    topics: list[TopicMetadata]
 
     def __init__(self, topics: list[TopicMetadata] | None = None) -> None:
         self.topics = [] if topics is None else topics
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(ConsumerGroupPartitionMetadataValue, other)
+        return (self.topics,) == (o.topics,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(topics={self.topics!r})"
 
 
 ConsumerGroupPartitionMetadataValue.API_KEY = None
@@ -110,14 +183,26 @@ ConsumerGroupPartitionMetadataValue.MAX_VERSION = 0
 ConsumerGroupPartitionMetadataValue.FLEXIBLE_MIN = 0
 
 
-@dataclass(slots=True, init=False)
 class ConsumerGroupMemberMetadataKey(ApiMessage):
-    group_id: str = ""
-    member_id: str = ""
+    __slots__ = ('group_id', 'member_id',)
+    __match_args__ = ('group_id', 'member_id',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    group_id: str
+    member_id: str
 
     def __init__(self, group_id: str = "", member_id: str = "") -> None:
         self.group_id = group_id
         self.member_id = member_id
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(ConsumerGroupMemberMetadataKey, other)
+        return (self.group_id, self.member_id,) == (o.group_id, o.member_id,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(group_id={self.group_id!r}, member_id={self.member_id!r})"
 
 
 ConsumerGroupMemberMetadataKey.API_KEY = None
@@ -126,37 +211,64 @@ ConsumerGroupMemberMetadataKey.MAX_VERSION = 5
 ConsumerGroupMemberMetadataKey.FLEXIBLE_MIN = None
 
 
-@dataclass(slots=True, init=False)
 class ClassicProtocol:
-    name: str = ""
-    metadata: bytes = b""
+    __slots__ = ('name', 'metadata',)
+    __match_args__ = ('name', 'metadata',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    name: str
+    metadata: bytes
 
     def __init__(self, name: str = "", metadata: bytes = b"") -> None:
         self.name = name
         self.metadata = metadata
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(ClassicProtocol, other)
+        return (self.name, self.metadata,) == (o.name, o.metadata,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(name={self.name!r}, metadata={self.metadata!r})"
+
+
 class ClassicMemberMetadata:
-    session_timeout_ms: int = 0
-    supported_protocols: list[ClassicProtocol] = field(default_factory=list)
+    __slots__ = ('session_timeout_ms', 'supported_protocols',)
+    __match_args__ = ('session_timeout_ms', 'supported_protocols',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    session_timeout_ms: int
+    supported_protocols: list[ClassicProtocol]
 
     def __init__(self, session_timeout_ms: int = 0, supported_protocols: list[ClassicProtocol] | None = None) -> None:
         self.session_timeout_ms = session_timeout_ms
         self.supported_protocols = [] if supported_protocols is None else supported_protocols
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(ClassicMemberMetadata, other)
+        return (self.session_timeout_ms, self.supported_protocols,) == (o.session_timeout_ms, o.supported_protocols,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(session_timeout_ms={self.session_timeout_ms!r}, supported_protocols={self.supported_protocols!r})"
+
+
 class ConsumerGroupMemberMetadataValue(ApiMessage):
-    instance_id: str | None = None
-    rack_id: str | None = None
-    client_id: str = ""
-    client_host: str = ""
-    subscribed_topic_names: list[str] = field(default_factory=list)
-    subscribed_topic_regex: str | None = None
-    rebalance_timeout_ms: int = -1
-    server_assignor: str | None = None
-    classic_member_metadata: ClassicMemberMetadata | None = None
+    __slots__ = ('instance_id', 'rack_id', 'client_id', 'client_host', 'subscribed_topic_names', 'subscribed_topic_regex', 'rebalance_timeout_ms', 'server_assignor', 'classic_member_metadata',)
+    __match_args__ = ('instance_id', 'rack_id', 'client_id', 'client_host', 'subscribed_topic_names', 'subscribed_topic_regex', 'rebalance_timeout_ms', 'server_assignor', 'classic_member_metadata',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    instance_id: str | None
+    rack_id: str | None
+    client_id: str
+    client_host: str
+    subscribed_topic_names: list[str]
+    subscribed_topic_regex: str | None
+    rebalance_timeout_ms: int
+    server_assignor: str | None
+    classic_member_metadata: ClassicMemberMetadata | None
 
     def __init__(self, instance_id: str | None = None, rack_id: str | None = None, client_id: str = "", client_host: str = "", subscribed_topic_names: list[str] | None = None, subscribed_topic_regex: str | None = None, rebalance_timeout_ms: int = -1, server_assignor: str | None = None, classic_member_metadata: ClassicMemberMetadata | None = None) -> None:
         self.instance_id = instance_id
@@ -169,6 +281,15 @@ class ConsumerGroupMemberMetadataValue(ApiMessage):
         self.server_assignor = server_assignor
         self.classic_member_metadata = classic_member_metadata
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(ConsumerGroupMemberMetadataValue, other)
+        return (self.instance_id, self.rack_id, self.client_id, self.client_host, self.subscribed_topic_names, self.subscribed_topic_regex, self.rebalance_timeout_ms, self.server_assignor, self.classic_member_metadata,) == (o.instance_id, o.rack_id, o.client_id, o.client_host, o.subscribed_topic_names, o.subscribed_topic_regex, o.rebalance_timeout_ms, o.server_assignor, o.classic_member_metadata,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(instance_id={self.instance_id!r}, rack_id={self.rack_id!r}, client_id={self.client_id!r}, client_host={self.client_host!r}, subscribed_topic_names={self.subscribed_topic_names!r}, subscribed_topic_regex={self.subscribed_topic_regex!r}, rebalance_timeout_ms={self.rebalance_timeout_ms!r}, server_assignor={self.server_assignor!r}, classic_member_metadata={self.classic_member_metadata!r})"
+
 
 ConsumerGroupMemberMetadataValue.API_KEY = None
 ConsumerGroupMemberMetadataValue.MIN_VERSION = 0
@@ -176,12 +297,24 @@ ConsumerGroupMemberMetadataValue.MAX_VERSION = 0
 ConsumerGroupMemberMetadataValue.FLEXIBLE_MIN = 0
 
 
-@dataclass(slots=True, init=False)
 class ConsumerGroupTargetAssignmentMetadataKey(ApiMessage):
-    group_id: str = ""
+    __slots__ = ('group_id',)
+    __match_args__ = ('group_id',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    group_id: str
 
     def __init__(self, group_id: str = "") -> None:
         self.group_id = group_id
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(ConsumerGroupTargetAssignmentMetadataKey, other)
+        return (self.group_id,) == (o.group_id,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(group_id={self.group_id!r})"
 
 
 ConsumerGroupTargetAssignmentMetadataKey.API_KEY = None
@@ -190,12 +323,24 @@ ConsumerGroupTargetAssignmentMetadataKey.MAX_VERSION = 6
 ConsumerGroupTargetAssignmentMetadataKey.FLEXIBLE_MIN = None
 
 
-@dataclass(slots=True, init=False)
 class ConsumerGroupTargetAssignmentMetadataValue(ApiMessage):
-    assignment_epoch: int = 0
+    __slots__ = ('assignment_epoch',)
+    __match_args__ = ('assignment_epoch',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    assignment_epoch: int
 
     def __init__(self, assignment_epoch: int = 0) -> None:
         self.assignment_epoch = assignment_epoch
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(ConsumerGroupTargetAssignmentMetadataValue, other)
+        return (self.assignment_epoch,) == (o.assignment_epoch,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(assignment_epoch={self.assignment_epoch!r})"
 
 
 ConsumerGroupTargetAssignmentMetadataValue.API_KEY = None
@@ -204,14 +349,26 @@ ConsumerGroupTargetAssignmentMetadataValue.MAX_VERSION = 0
 ConsumerGroupTargetAssignmentMetadataValue.FLEXIBLE_MIN = 0
 
 
-@dataclass(slots=True, init=False)
 class ConsumerGroupTargetAssignmentMemberKey(ApiMessage):
-    group_id: str = ""
-    member_id: str = ""
+    __slots__ = ('group_id', 'member_id',)
+    __match_args__ = ('group_id', 'member_id',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    group_id: str
+    member_id: str
 
     def __init__(self, group_id: str = "", member_id: str = "") -> None:
         self.group_id = group_id
         self.member_id = member_id
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(ConsumerGroupTargetAssignmentMemberKey, other)
+        return (self.group_id, self.member_id,) == (o.group_id, o.member_id,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(group_id={self.group_id!r}, member_id={self.member_id!r})"
 
 
 ConsumerGroupTargetAssignmentMemberKey.API_KEY = None
@@ -220,22 +377,46 @@ ConsumerGroupTargetAssignmentMemberKey.MAX_VERSION = 7
 ConsumerGroupTargetAssignmentMemberKey.FLEXIBLE_MIN = None
 
 
-@dataclass(slots=True, init=False)
 class TargetTopicPartition:
-    topic_id: uuid.UUID = ZERO_UUID
-    partitions: list[int] = field(default_factory=list)
+    __slots__ = ('topic_id', 'partitions',)
+    __match_args__ = ('topic_id', 'partitions',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    topic_id: uuid.UUID
+    partitions: list[int]
 
     def __init__(self, topic_id: uuid.UUID = ZERO_UUID, partitions: list[int] | None = None) -> None:
         self.topic_id = topic_id
         self.partitions = [] if partitions is None else partitions
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(TargetTopicPartition, other)
+        return (self.topic_id, self.partitions,) == (o.topic_id, o.partitions,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(topic_id={self.topic_id!r}, partitions={self.partitions!r})"
+
+
 class ConsumerGroupTargetAssignmentMemberValue(ApiMessage):
-    topic_partitions: list[TargetTopicPartition] = field(default_factory=list)
+    __slots__ = ('topic_partitions',)
+    __match_args__ = ('topic_partitions',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    topic_partitions: list[TargetTopicPartition]
 
     def __init__(self, topic_partitions: list[TargetTopicPartition] | None = None) -> None:
         self.topic_partitions = [] if topic_partitions is None else topic_partitions
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(ConsumerGroupTargetAssignmentMemberValue, other)
+        return (self.topic_partitions,) == (o.topic_partitions,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(topic_partitions={self.topic_partitions!r})"
 
 
 ConsumerGroupTargetAssignmentMemberValue.API_KEY = None
@@ -244,14 +425,26 @@ ConsumerGroupTargetAssignmentMemberValue.MAX_VERSION = 0
 ConsumerGroupTargetAssignmentMemberValue.FLEXIBLE_MIN = 0
 
 
-@dataclass(slots=True, init=False)
 class ConsumerGroupCurrentMemberAssignmentKey(ApiMessage):
-    group_id: str = ""
-    member_id: str = ""
+    __slots__ = ('group_id', 'member_id',)
+    __match_args__ = ('group_id', 'member_id',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    group_id: str
+    member_id: str
 
     def __init__(self, group_id: str = "", member_id: str = "") -> None:
         self.group_id = group_id
         self.member_id = member_id
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(ConsumerGroupCurrentMemberAssignmentKey, other)
+        return (self.group_id, self.member_id,) == (o.group_id, o.member_id,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(group_id={self.group_id!r}, member_id={self.member_id!r})"
 
 
 ConsumerGroupCurrentMemberAssignmentKey.API_KEY = None
@@ -260,23 +453,38 @@ ConsumerGroupCurrentMemberAssignmentKey.MAX_VERSION = 8
 ConsumerGroupCurrentMemberAssignmentKey.FLEXIBLE_MIN = None
 
 
-@dataclass(slots=True, init=False)
 class CurrentTopicPartitions:
-    topic_id: uuid.UUID = ZERO_UUID
-    partitions: list[int] = field(default_factory=list)
+    __slots__ = ('topic_id', 'partitions',)
+    __match_args__ = ('topic_id', 'partitions',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    topic_id: uuid.UUID
+    partitions: list[int]
 
     def __init__(self, topic_id: uuid.UUID = ZERO_UUID, partitions: list[int] | None = None) -> None:
         self.topic_id = topic_id
         self.partitions = [] if partitions is None else partitions
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(CurrentTopicPartitions, other)
+        return (self.topic_id, self.partitions,) == (o.topic_id, o.partitions,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(topic_id={self.topic_id!r}, partitions={self.partitions!r})"
+
+
 class ConsumerGroupCurrentMemberAssignmentValue(ApiMessage):
-    member_epoch: int = 0
-    previous_member_epoch: int = 0
-    state: int = 0
-    assigned_partitions: list[CurrentTopicPartitions] = field(default_factory=list)
-    partitions_pending_revocation: list[CurrentTopicPartitions] = field(default_factory=list)
+    __slots__ = ('member_epoch', 'previous_member_epoch', 'state', 'assigned_partitions', 'partitions_pending_revocation',)
+    __match_args__ = ('member_epoch', 'previous_member_epoch', 'state', 'assigned_partitions', 'partitions_pending_revocation',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    member_epoch: int
+    previous_member_epoch: int
+    state: int
+    assigned_partitions: list[CurrentTopicPartitions]
+    partitions_pending_revocation: list[CurrentTopicPartitions]
 
     def __init__(self, member_epoch: int = 0, previous_member_epoch: int = 0, state: int = 0, assigned_partitions: list[CurrentTopicPartitions] | None = None, partitions_pending_revocation: list[CurrentTopicPartitions] | None = None) -> None:
         self.member_epoch = member_epoch
@@ -284,6 +492,15 @@ class ConsumerGroupCurrentMemberAssignmentValue(ApiMessage):
         self.state = state
         self.assigned_partitions = [] if assigned_partitions is None else assigned_partitions
         self.partitions_pending_revocation = [] if partitions_pending_revocation is None else partitions_pending_revocation
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(ConsumerGroupCurrentMemberAssignmentValue, other)
+        return (self.member_epoch, self.previous_member_epoch, self.state, self.assigned_partitions, self.partitions_pending_revocation,) == (o.member_epoch, o.previous_member_epoch, o.state, o.assigned_partitions, o.partitions_pending_revocation,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(member_epoch={self.member_epoch!r}, previous_member_epoch={self.previous_member_epoch!r}, state={self.state!r}, assigned_partitions={self.assigned_partitions!r}, partitions_pending_revocation={self.partitions_pending_revocation!r})"
 
 
 ConsumerGroupCurrentMemberAssignmentValue.API_KEY = None

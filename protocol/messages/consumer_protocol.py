@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 from pybroker.protocol.api_message import ApiMessage
+from pybroker.protocol.message_fields import DataclassFields
 from pybroker.protocol.primitives import (
     ZERO_UUID, DecodeError, read_array_count, read_bytes,
     read_compact_bytes, read_compact_records, read_compact_string, read_records, read_string, read_uuid,
@@ -28,23 +29,38 @@ _UNSET: Any = object()
 _S0 = Struct('>i')
 
 
-@dataclass(slots=True, init=False)
 class OwnedTopicPartition:
-    topic: str = ""
-    partitions: list[int] = field(default_factory=list)
+    __slots__ = ('topic', 'partitions',)
+    __match_args__ = ('topic', 'partitions',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    topic: str
+    partitions: list[int]
 
     def __init__(self, topic: str = "", partitions: list[int] | None = None) -> None:
         self.topic = topic
         self.partitions = [] if partitions is None else partitions
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(OwnedTopicPartition, other)
+        return (self.topic, self.partitions,) == (o.topic, o.partitions,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(topic={self.topic!r}, partitions={self.partitions!r})"
+
+
 class ConsumerProtocolSubscription(ApiMessage):
-    topics: list[str] = field(default_factory=list)
-    user_data: bytes | None = None
-    owned_partitions: list[OwnedTopicPartition] = field(default_factory=list)
-    generation_id: int = -1
-    rack_id: str | None = None
+    __slots__ = ('topics', 'user_data', 'owned_partitions', 'generation_id', 'rack_id',)
+    __match_args__ = ('topics', 'user_data', 'owned_partitions', 'generation_id', 'rack_id',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    topics: list[str]
+    user_data: bytes | None
+    owned_partitions: list[OwnedTopicPartition]
+    generation_id: int
+    rack_id: str | None
 
     def __init__(self, topics: list[str] | None = None, user_data: bytes | None = None, owned_partitions: list[OwnedTopicPartition] | None = None, generation_id: int = -1, rack_id: str | None = None) -> None:
         self.topics = [] if topics is None else topics
@@ -53,6 +69,15 @@ class ConsumerProtocolSubscription(ApiMessage):
         self.generation_id = generation_id
         self.rack_id = rack_id
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(ConsumerProtocolSubscription, other)
+        return (self.topics, self.user_data, self.owned_partitions, self.generation_id, self.rack_id,) == (o.topics, o.user_data, o.owned_partitions, o.generation_id, o.rack_id,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(topics={self.topics!r}, user_data={self.user_data!r}, owned_partitions={self.owned_partitions!r}, generation_id={self.generation_id!r}, rack_id={self.rack_id!r})"
+
 
 ConsumerProtocolSubscription.API_KEY = None
 ConsumerProtocolSubscription.MIN_VERSION = 0
@@ -60,24 +85,48 @@ ConsumerProtocolSubscription.MAX_VERSION = 3
 ConsumerProtocolSubscription.FLEXIBLE_MIN = None
 
 
-@dataclass(slots=True, init=False)
 class AssignedTopicPartition:
-    topic: str = ""
-    partitions: list[int] = field(default_factory=list)
+    __slots__ = ('topic', 'partitions',)
+    __match_args__ = ('topic', 'partitions',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    topic: str
+    partitions: list[int]
 
     def __init__(self, topic: str = "", partitions: list[int] | None = None) -> None:
         self.topic = topic
         self.partitions = [] if partitions is None else partitions
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(AssignedTopicPartition, other)
+        return (self.topic, self.partitions,) == (o.topic, o.partitions,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(topic={self.topic!r}, partitions={self.partitions!r})"
+
+
 class ConsumerProtocolAssignment(ApiMessage):
-    assigned_partitions: list[AssignedTopicPartition] = field(default_factory=list)
-    user_data: bytes | None = None
+    __slots__ = ('assigned_partitions', 'user_data',)
+    __match_args__ = ('assigned_partitions', 'user_data',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    assigned_partitions: list[AssignedTopicPartition]
+    user_data: bytes | None
 
     def __init__(self, assigned_partitions: list[AssignedTopicPartition] | None = None, user_data: bytes | None = None) -> None:
         self.assigned_partitions = [] if assigned_partitions is None else assigned_partitions
         self.user_data = user_data
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(ConsumerProtocolAssignment, other)
+        return (self.assigned_partitions, self.user_data,) == (o.assigned_partitions, o.user_data,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(assigned_partitions={self.assigned_partitions!r}, user_data={self.user_data!r})"
 
 
 ConsumerProtocolAssignment.API_KEY = None

@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 from pybroker.protocol.api_message import ApiMessage
+from pybroker.protocol.message_fields import DataclassFields
 from pybroker.protocol.primitives import (
     ZERO_UUID, DecodeError, read_array_count, read_bytes,
     read_compact_bytes, read_compact_records, read_compact_string, read_records, read_string, read_uuid,
@@ -32,16 +33,28 @@ _S3 = Struct('>qi')
 _S4 = Struct('>ii')
 
 
-@dataclass(slots=True, init=False)
 class OffsetCommitKey(ApiMessage):
-    group: str = ""
-    topic: str = ""
-    partition: int = 0
+    __slots__ = ('group', 'topic', 'partition',)
+    __match_args__ = ('group', 'topic', 'partition',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    group: str
+    topic: str
+    partition: int
 
     def __init__(self, group: str = "", topic: str = "", partition: int = 0) -> None:
         self.group = group
         self.topic = topic
         self.partition = partition
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(OffsetCommitKey, other)
+        return (self.group, self.topic, self.partition,) == (o.group, o.topic, o.partition,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(group={self.group!r}, topic={self.topic!r}, partition={self.partition!r})"
 
 
 OffsetCommitKey.API_KEY = None
@@ -50,12 +63,24 @@ OffsetCommitKey.MAX_VERSION = 1
 OffsetCommitKey.FLEXIBLE_MIN = None
 
 
-@dataclass(slots=True, init=False)
 class GroupMetadataKey(ApiMessage):
-    group: str = ""
+    __slots__ = ('group',)
+    __match_args__ = ('group',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    group: str
 
     def __init__(self, group: str = "") -> None:
         self.group = group
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(GroupMetadataKey, other)
+        return (self.group,) == (o.group,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(group={self.group!r})"
 
 
 GroupMetadataKey.API_KEY = None
@@ -64,13 +89,16 @@ GroupMetadataKey.MAX_VERSION = 2
 GroupMetadataKey.FLEXIBLE_MIN = None
 
 
-@dataclass(slots=True, init=False)
 class OffsetCommitValue(ApiMessage):
-    offset: int = 0
-    leader_epoch: int = -1
-    metadata: str = ""
-    commit_timestamp: int = 0
-    expire_timestamp: int = -1
+    __slots__ = ('offset', 'leader_epoch', 'metadata', 'commit_timestamp', 'expire_timestamp',)
+    __match_args__ = ('offset', 'leader_epoch', 'metadata', 'commit_timestamp', 'expire_timestamp',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    offset: int
+    leader_epoch: int
+    metadata: str
+    commit_timestamp: int
+    expire_timestamp: int
 
     def __init__(self, offset: int = 0, leader_epoch: int = -1, metadata: str = "", commit_timestamp: int = 0, expire_timestamp: int = -1) -> None:
         self.offset = offset
@@ -79,6 +107,15 @@ class OffsetCommitValue(ApiMessage):
         self.commit_timestamp = commit_timestamp
         self.expire_timestamp = expire_timestamp
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(OffsetCommitValue, other)
+        return (self.offset, self.leader_epoch, self.metadata, self.commit_timestamp, self.expire_timestamp,) == (o.offset, o.leader_epoch, o.metadata, o.commit_timestamp, o.expire_timestamp,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(offset={self.offset!r}, leader_epoch={self.leader_epoch!r}, metadata={self.metadata!r}, commit_timestamp={self.commit_timestamp!r}, expire_timestamp={self.expire_timestamp!r})"
+
 
 OffsetCommitValue.API_KEY = None
 OffsetCommitValue.MIN_VERSION = 0
@@ -86,16 +123,19 @@ OffsetCommitValue.MAX_VERSION = 4
 OffsetCommitValue.FLEXIBLE_MIN = 4
 
 
-@dataclass(slots=True, init=False)
 class MemberMetadata:
-    member_id: str = ""
-    group_instance_id: str | None = None
-    client_id: str = ""
-    client_host: str = ""
-    rebalance_timeout: int = -1
-    session_timeout: int = 0
-    subscription: bytes = b""
-    assignment: bytes = b""
+    __slots__ = ('member_id', 'group_instance_id', 'client_id', 'client_host', 'rebalance_timeout', 'session_timeout', 'subscription', 'assignment',)
+    __match_args__ = ('member_id', 'group_instance_id', 'client_id', 'client_host', 'rebalance_timeout', 'session_timeout', 'subscription', 'assignment',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    rebalance_timeout: int
+    session_timeout: int
+    subscription: bytes
+    assignment: bytes
 
     def __init__(self, member_id: str = "", group_instance_id: str | None = None, client_id: str = "", client_host: str = "", rebalance_timeout: int = -1, session_timeout: int = 0, subscription: bytes = b"", assignment: bytes = b"") -> None:
         self.member_id = member_id
@@ -107,15 +147,27 @@ class MemberMetadata:
         self.subscription = subscription
         self.assignment = assignment
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(MemberMetadata, other)
+        return (self.member_id, self.group_instance_id, self.client_id, self.client_host, self.rebalance_timeout, self.session_timeout, self.subscription, self.assignment,) == (o.member_id, o.group_instance_id, o.client_id, o.client_host, o.rebalance_timeout, o.session_timeout, o.subscription, o.assignment,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(member_id={self.member_id!r}, group_instance_id={self.group_instance_id!r}, client_id={self.client_id!r}, client_host={self.client_host!r}, rebalance_timeout={self.rebalance_timeout!r}, session_timeout={self.session_timeout!r}, subscription={self.subscription!r}, assignment={self.assignment!r})"
+
+
 class GroupMetadataValue(ApiMessage):
-    protocol_type: str = ""
-    generation: int = 0
-    protocol: str | None = ""
-    leader: str | None = ""
-    current_state_timestamp: int = -1
-    members: list[MemberMetadata] = field(default_factory=list)
+    __slots__ = ('protocol_type', 'generation', 'protocol', 'leader', 'current_state_timestamp', 'members',)
+    __match_args__ = ('protocol_type', 'generation', 'protocol', 'leader', 'current_state_timestamp', 'members',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    protocol_type: str
+    generation: int
+    protocol: str | None
+    leader: str | None
+    current_state_timestamp: int
+    members: list[MemberMetadata]
 
     def __init__(self, protocol_type: str = "", generation: int = 0, protocol: str | None = "", leader: str | None = "", current_state_timestamp: int = -1, members: list[MemberMetadata] | None = None) -> None:
         self.protocol_type = protocol_type
@@ -124,6 +176,15 @@ class GroupMetadataValue(ApiMessage):
         self.leader = leader
         self.current_state_timestamp = current_state_timestamp
         self.members = [] if members is None else members
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(GroupMetadataValue, other)
+        return (self.protocol_type, self.generation, self.protocol, self.leader, self.current_state_timestamp, self.members,) == (o.protocol_type, o.generation, o.protocol, o.leader, o.current_state_timestamp, o.members,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(protocol_type={self.protocol_type!r}, generation={self.generation!r}, protocol={self.protocol!r}, leader={self.leader!r}, current_state_timestamp={self.current_state_timestamp!r}, members={self.members!r})"
 
 
 GroupMetadataValue.API_KEY = None

@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 from pybroker.protocol.api_message import ApiMessage
+from pybroker.protocol.message_fields import DataclassFields
 from pybroker.protocol.primitives import (
     ZERO_UUID, DecodeError, read_array_count, read_bytes,
     read_compact_bytes, read_compact_records, read_compact_string, read_records, read_string, read_uuid,
@@ -31,15 +32,18 @@ _S2 = Struct('>h')
 _S3 = Struct('>i')
 
 
-@dataclass(slots=True, init=False)
 class AclCreation:
-    resource_type: int = 0
-    resource_name: str = ""
-    resource_pattern_type: int = 3
-    principal: str = ""
-    host: str = ""
-    operation: int = 0
-    permission_type: int = 0
+    __slots__ = ('resource_type', 'resource_name', 'resource_pattern_type', 'principal', 'host', 'operation', 'permission_type',)
+    __match_args__ = ('resource_type', 'resource_name', 'resource_pattern_type', 'principal', 'host', 'operation', 'permission_type',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    resource_type: int
+    resource_name: str
+    resource_pattern_type: int
+    principal: str
+    host: str
+    operation: int
+    permission_type: int
 
     def __init__(self, resource_type: int = 0, resource_name: str = "", resource_pattern_type: int = 3, principal: str = "", host: str = "", operation: int = 0, permission_type: int = 0) -> None:
         self.resource_type = resource_type
@@ -50,13 +54,34 @@ class AclCreation:
         self.operation = operation
         self.permission_type = permission_type
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(AclCreation, other)
+        return (self.resource_type, self.resource_name, self.resource_pattern_type, self.principal, self.host, self.operation, self.permission_type,) == (o.resource_type, o.resource_name, o.resource_pattern_type, o.principal, o.host, o.operation, o.permission_type,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(resource_type={self.resource_type!r}, resource_name={self.resource_name!r}, resource_pattern_type={self.resource_pattern_type!r}, principal={self.principal!r}, host={self.host!r}, operation={self.operation!r}, permission_type={self.permission_type!r})"
+
+
 class CreateAclsRequest(ApiMessage):
-    creations: list[AclCreation] = field(default_factory=list)
+    __slots__ = ('creations',)
+    __match_args__ = ('creations',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    creations: list[AclCreation]
 
     def __init__(self, creations: list[AclCreation] | None = None) -> None:
         self.creations = [] if creations is None else creations
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(CreateAclsRequest, other)
+        return (self.creations,) == (o.creations,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(creations={self.creations!r})"
 
 
 CreateAclsRequest.API_KEY = 30
@@ -65,24 +90,48 @@ CreateAclsRequest.MAX_VERSION = 3
 CreateAclsRequest.FLEXIBLE_MIN = 2
 
 
-@dataclass(slots=True, init=False)
 class AclCreationResult:
-    error_code: int = 0
-    error_message: str | None = None
+    __slots__ = ('error_code', 'error_message',)
+    __match_args__ = ('error_code', 'error_message',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    error_code: int
+    error_message: str | None
 
     def __init__(self, error_code: int = 0, error_message: str | None = None) -> None:
         self.error_code = error_code
         self.error_message = error_message
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(AclCreationResult, other)
+        return (self.error_code, self.error_message,) == (o.error_code, o.error_message,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(error_code={self.error_code!r}, error_message={self.error_message!r})"
+
+
 class CreateAclsResponse(ApiMessage):
-    throttle_time_ms: int = 0
-    results: list[AclCreationResult] = field(default_factory=list)
+    __slots__ = ('throttle_time_ms', 'results',)
+    __match_args__ = ('throttle_time_ms', 'results',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    throttle_time_ms: int
+    results: list[AclCreationResult]
 
     def __init__(self, throttle_time_ms: int = 0, results: list[AclCreationResult] | None = None) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.results = [] if results is None else results
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(CreateAclsResponse, other)
+        return (self.throttle_time_ms, self.results,) == (o.throttle_time_ms, o.results,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, results={self.results!r})"
 
 
 CreateAclsResponse.API_KEY = 30

@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 from pybroker.protocol.api_message import ApiMessage
+from pybroker.protocol.message_fields import DataclassFields
 from pybroker.protocol.primitives import (
     ZERO_UUID, DecodeError, read_array_count, read_bytes,
     read_compact_bytes, read_compact_records, read_compact_string, read_records, read_string, read_uuid,
@@ -30,36 +31,72 @@ _S1 = Struct('>i?')
 _S2 = Struct('>h')
 
 
-@dataclass(slots=True, init=False)
 class CreatePartitionsAssignment:
-    broker_ids: list[int] = field(default_factory=list)
+    __slots__ = ('broker_ids',)
+    __match_args__ = ('broker_ids',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    broker_ids: list[int]
 
     def __init__(self, broker_ids: list[int] | None = None) -> None:
         self.broker_ids = [] if broker_ids is None else broker_ids
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(CreatePartitionsAssignment, other)
+        return (self.broker_ids,) == (o.broker_ids,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(broker_ids={self.broker_ids!r})"
+
+
 class CreatePartitionsTopic:
-    name: str = ""
-    count: int = 0
-    assignments: list[CreatePartitionsAssignment] | None = field(default_factory=list)
+    __slots__ = ('name', 'count', 'assignments',)
+    __match_args__ = ('name', 'count', 'assignments',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    name: str
+    count: int
+    assignments: list[CreatePartitionsAssignment] | None
 
     def __init__(self, name: str = "", count: int = 0, assignments: object = _UNSET) -> None:
         self.name = name
         self.count = count
         self.assignments = [] if assignments is _UNSET else cast('list[CreatePartitionsAssignment] | None', assignments)
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(CreatePartitionsTopic, other)
+        return (self.name, self.count, self.assignments,) == (o.name, o.count, o.assignments,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(name={self.name!r}, count={self.count!r}, assignments={self.assignments!r})"
+
+
 class CreatePartitionsRequest(ApiMessage):
-    topics: list[CreatePartitionsTopic] = field(default_factory=list)
-    timeout_ms: int = 0
-    validate_only: bool = False
+    __slots__ = ('topics', 'timeout_ms', 'validate_only',)
+    __match_args__ = ('topics', 'timeout_ms', 'validate_only',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    topics: list[CreatePartitionsTopic]
+    timeout_ms: int
+    validate_only: bool
 
     def __init__(self, topics: list[CreatePartitionsTopic] | None = None, timeout_ms: int = 0, validate_only: bool = False) -> None:
         self.topics = [] if topics is None else topics
         self.timeout_ms = timeout_ms
         self.validate_only = validate_only
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(CreatePartitionsRequest, other)
+        return (self.topics, self.timeout_ms, self.validate_only,) == (o.topics, o.timeout_ms, o.validate_only,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(topics={self.topics!r}, timeout_ms={self.timeout_ms!r}, validate_only={self.validate_only!r})"
 
 
 CreatePartitionsRequest.API_KEY = 37
@@ -68,26 +105,50 @@ CreatePartitionsRequest.MAX_VERSION = 3
 CreatePartitionsRequest.FLEXIBLE_MIN = 2
 
 
-@dataclass(slots=True, init=False)
 class CreatePartitionsTopicResult:
-    name: str = ""
-    error_code: int = 0
-    error_message: str | None = None
+    __slots__ = ('name', 'error_code', 'error_message',)
+    __match_args__ = ('name', 'error_code', 'error_message',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    name: str
+    error_code: int
+    error_message: str | None
 
     def __init__(self, name: str = "", error_code: int = 0, error_message: str | None = None) -> None:
         self.name = name
         self.error_code = error_code
         self.error_message = error_message
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(CreatePartitionsTopicResult, other)
+        return (self.name, self.error_code, self.error_message,) == (o.name, o.error_code, o.error_message,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(name={self.name!r}, error_code={self.error_code!r}, error_message={self.error_message!r})"
+
+
 class CreatePartitionsResponse(ApiMessage):
-    throttle_time_ms: int = 0
-    results: list[CreatePartitionsTopicResult] = field(default_factory=list)
+    __slots__ = ('throttle_time_ms', 'results',)
+    __match_args__ = ('throttle_time_ms', 'results',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    throttle_time_ms: int
+    results: list[CreatePartitionsTopicResult]
 
     def __init__(self, throttle_time_ms: int = 0, results: list[CreatePartitionsTopicResult] | None = None) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.results = [] if results is None else results
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(CreatePartitionsResponse, other)
+        return (self.throttle_time_ms, self.results,) == (o.throttle_time_ms, o.results,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, results={self.results!r})"
 
 
 CreatePartitionsResponse.API_KEY = 37

@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 from pybroker.protocol.api_message import ApiMessage
+from pybroker.protocol.message_fields import DataclassFields
 from pybroker.protocol.primitives import (
     ZERO_UUID, DecodeError, read_array_count, read_bytes,
     read_compact_bytes, read_compact_records, read_compact_string, read_records, read_string, read_uuid,
@@ -33,33 +34,60 @@ _S4 = Struct('>?b?')
 _S5 = Struct('>16sh')
 
 
-@dataclass(slots=True, init=False)
 class CreatableTopicConfig:
-    name: str = ""
-    value: str | None = ""
+    __slots__ = ('name', 'value',)
+    __match_args__ = ('name', 'value',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    name: str
+    value: str | None
 
     def __init__(self, name: str = "", value: str | None = "") -> None:
         self.name = name
         self.value = value
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(CreatableTopicConfig, other)
+        return (self.name, self.value,) == (o.name, o.value,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(name={self.name!r}, value={self.value!r})"
+
+
 class CreatableReplicaAssignment:
-    partition_index: int = 0
-    broker_ids: list[int] = field(default_factory=list)
+    __slots__ = ('partition_index', 'broker_ids',)
+    __match_args__ = ('partition_index', 'broker_ids',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    partition_index: int
+    broker_ids: list[int]
 
     def __init__(self, partition_index: int = 0, broker_ids: list[int] | None = None) -> None:
         self.partition_index = partition_index
         self.broker_ids = [] if broker_ids is None else broker_ids
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(CreatableReplicaAssignment, other)
+        return (self.partition_index, self.broker_ids,) == (o.partition_index, o.broker_ids,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, broker_ids={self.broker_ids!r})"
+
+
 class CreatableTopic:
-    name: str = ""
-    num_partitions: int = 0
-    replication_factor: int = 0
-    assignments: list[CreatableReplicaAssignment] = field(default_factory=list)
-    configs: list[CreatableTopicConfig] = field(default_factory=list)
+    __slots__ = ('name', 'num_partitions', 'replication_factor', 'assignments', 'configs',)
+    __match_args__ = ('name', 'num_partitions', 'replication_factor', 'assignments', 'configs',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    name: str
+    num_partitions: int
+    replication_factor: int
+    assignments: list[CreatableReplicaAssignment]
+    configs: list[CreatableTopicConfig]
 
     def __init__(self, name: str = "", num_partitions: int = 0, replication_factor: int = 0, assignments: list[CreatableReplicaAssignment] | None = None, configs: list[CreatableTopicConfig] | None = None) -> None:
         self.name = name
@@ -68,17 +96,38 @@ class CreatableTopic:
         self.assignments = [] if assignments is None else assignments
         self.configs = [] if configs is None else configs
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(CreatableTopic, other)
+        return (self.name, self.num_partitions, self.replication_factor, self.assignments, self.configs,) == (o.name, o.num_partitions, o.replication_factor, o.assignments, o.configs,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(name={self.name!r}, num_partitions={self.num_partitions!r}, replication_factor={self.replication_factor!r}, assignments={self.assignments!r}, configs={self.configs!r})"
+
+
 class CreateTopicsRequest(ApiMessage):
-    topics: list[CreatableTopic] = field(default_factory=list)
-    timeout_ms: int = 60000
-    validate_only: bool = False
+    __slots__ = ('topics', 'timeout_ms', 'validate_only',)
+    __match_args__ = ('topics', 'timeout_ms', 'validate_only',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    topics: list[CreatableTopic]
+    timeout_ms: int
+    validate_only: bool
 
     def __init__(self, topics: list[CreatableTopic] | None = None, timeout_ms: int = 60000, validate_only: bool = False) -> None:
         self.topics = [] if topics is None else topics
         self.timeout_ms = timeout_ms
         self.validate_only = validate_only
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(CreateTopicsRequest, other)
+        return (self.topics, self.timeout_ms, self.validate_only,) == (o.topics, o.timeout_ms, o.validate_only,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(topics={self.topics!r}, timeout_ms={self.timeout_ms!r}, validate_only={self.validate_only!r})"
 
 
 CreateTopicsRequest.API_KEY = 19
@@ -87,13 +136,16 @@ CreateTopicsRequest.MAX_VERSION = 7
 CreateTopicsRequest.FLEXIBLE_MIN = 5
 
 
-@dataclass(slots=True, init=False)
 class CreatableTopicConfigs:
-    name: str = ""
-    value: str | None = ""
-    read_only: bool = False
-    config_source: int = -1
-    is_sensitive: bool = False
+    __slots__ = ('name', 'value', 'read_only', 'config_source', 'is_sensitive',)
+    __match_args__ = ('name', 'value', 'read_only', 'config_source', 'is_sensitive',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    name: str
+    value: str | None
+    read_only: bool
+    config_source: int
+    is_sensitive: bool
 
     def __init__(self, name: str = "", value: str | None = "", read_only: bool = False, config_source: int = -1, is_sensitive: bool = False) -> None:
         self.name = name
@@ -102,17 +154,29 @@ class CreatableTopicConfigs:
         self.config_source = config_source
         self.is_sensitive = is_sensitive
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(CreatableTopicConfigs, other)
+        return (self.name, self.value, self.read_only, self.config_source, self.is_sensitive,) == (o.name, o.value, o.read_only, o.config_source, o.is_sensitive,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(name={self.name!r}, value={self.value!r}, read_only={self.read_only!r}, config_source={self.config_source!r}, is_sensitive={self.is_sensitive!r})"
+
+
 class CreatableTopicResult:
-    name: str = ""
-    topic_id: uuid.UUID = ZERO_UUID
-    error_code: int = 0
-    error_message: str | None = ""
-    topic_config_error_code: int = 0
-    num_partitions: int = -1
-    replication_factor: int = -1
-    configs: list[CreatableTopicConfigs] | None = field(default_factory=list)
+    __slots__ = ('name', 'topic_id', 'error_code', 'error_message', 'topic_config_error_code', 'num_partitions', 'replication_factor', 'configs',)
+    __match_args__ = ('name', 'topic_id', 'error_code', 'error_message', 'topic_config_error_code', 'num_partitions', 'replication_factor', 'configs',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    name: str
+    topic_id: uuid.UUID
+    error_code: int
+    error_message: str | None
+    topic_config_error_code: int
+    num_partitions: int
+    replication_factor: int
+    configs: list[CreatableTopicConfigs] | None
 
     def __init__(self, name: str = "", topic_id: uuid.UUID = ZERO_UUID, error_code: int = 0, error_message: str | None = "", topic_config_error_code: int = 0, num_partitions: int = -1, replication_factor: int = -1, configs: object = _UNSET) -> None:
         self.name = name
@@ -124,15 +188,36 @@ class CreatableTopicResult:
         self.replication_factor = replication_factor
         self.configs = [] if configs is _UNSET else cast('list[CreatableTopicConfigs] | None', configs)
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(CreatableTopicResult, other)
+        return (self.name, self.topic_id, self.error_code, self.error_message, self.topic_config_error_code, self.num_partitions, self.replication_factor, self.configs,) == (o.name, o.topic_id, o.error_code, o.error_message, o.topic_config_error_code, o.num_partitions, o.replication_factor, o.configs,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(name={self.name!r}, topic_id={self.topic_id!r}, error_code={self.error_code!r}, error_message={self.error_message!r}, topic_config_error_code={self.topic_config_error_code!r}, num_partitions={self.num_partitions!r}, replication_factor={self.replication_factor!r}, configs={self.configs!r})"
+
+
 class CreateTopicsResponse(ApiMessage):
-    throttle_time_ms: int = 0
-    topics: list[CreatableTopicResult] = field(default_factory=list)
+    __slots__ = ('throttle_time_ms', 'topics',)
+    __match_args__ = ('throttle_time_ms', 'topics',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    throttle_time_ms: int
+    topics: list[CreatableTopicResult]
 
     def __init__(self, throttle_time_ms: int = 0, topics: list[CreatableTopicResult] | None = None) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.topics = [] if topics is None else topics
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(CreateTopicsResponse, other)
+        return (self.throttle_time_ms, self.topics,) == (o.throttle_time_ms, o.topics,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, topics={self.topics!r})"
 
 
 CreateTopicsResponse.API_KEY = 19

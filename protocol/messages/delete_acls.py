@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 from pybroker.protocol.api_message import ApiMessage
+from pybroker.protocol.message_fields import DataclassFields
 from pybroker.protocol.primitives import (
     ZERO_UUID, DecodeError, read_array_count, read_bytes,
     read_compact_bytes, read_compact_records, read_compact_string, read_records, read_string, read_uuid,
@@ -31,15 +32,18 @@ _S2 = Struct('>h')
 _S3 = Struct('>i')
 
 
-@dataclass(slots=True, init=False)
 class DeleteAclsFilter:
-    resource_type_filter: int = 0
-    resource_name_filter: str | None = ""
-    pattern_type_filter: int = 3
-    principal_filter: str | None = ""
-    host_filter: str | None = ""
-    operation: int = 0
-    permission_type: int = 0
+    __slots__ = ('resource_type_filter', 'resource_name_filter', 'pattern_type_filter', 'principal_filter', 'host_filter', 'operation', 'permission_type',)
+    __match_args__ = ('resource_type_filter', 'resource_name_filter', 'pattern_type_filter', 'principal_filter', 'host_filter', 'operation', 'permission_type',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    resource_type_filter: int
+    resource_name_filter: str | None
+    pattern_type_filter: int
+    principal_filter: str | None
+    host_filter: str | None
+    operation: int
+    permission_type: int
 
     def __init__(self, resource_type_filter: int = 0, resource_name_filter: str | None = "", pattern_type_filter: int = 3, principal_filter: str | None = "", host_filter: str | None = "", operation: int = 0, permission_type: int = 0) -> None:
         self.resource_type_filter = resource_type_filter
@@ -50,13 +54,34 @@ class DeleteAclsFilter:
         self.operation = operation
         self.permission_type = permission_type
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(DeleteAclsFilter, other)
+        return (self.resource_type_filter, self.resource_name_filter, self.pattern_type_filter, self.principal_filter, self.host_filter, self.operation, self.permission_type,) == (o.resource_type_filter, o.resource_name_filter, o.pattern_type_filter, o.principal_filter, o.host_filter, o.operation, o.permission_type,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(resource_type_filter={self.resource_type_filter!r}, resource_name_filter={self.resource_name_filter!r}, pattern_type_filter={self.pattern_type_filter!r}, principal_filter={self.principal_filter!r}, host_filter={self.host_filter!r}, operation={self.operation!r}, permission_type={self.permission_type!r})"
+
+
 class DeleteAclsRequest(ApiMessage):
-    filters: list[DeleteAclsFilter] = field(default_factory=list)
+    __slots__ = ('filters',)
+    __match_args__ = ('filters',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    filters: list[DeleteAclsFilter]
 
     def __init__(self, filters: list[DeleteAclsFilter] | None = None) -> None:
         self.filters = [] if filters is None else filters
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(DeleteAclsRequest, other)
+        return (self.filters,) == (o.filters,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(filters={self.filters!r})"
 
 
 DeleteAclsRequest.API_KEY = 31
@@ -65,17 +90,20 @@ DeleteAclsRequest.MAX_VERSION = 3
 DeleteAclsRequest.FLEXIBLE_MIN = 2
 
 
-@dataclass(slots=True, init=False)
 class DeleteAclsMatchingAcl:
-    error_code: int = 0
-    error_message: str | None = None
-    resource_type: int = 0
-    resource_name: str = ""
-    pattern_type: int = 3
-    principal: str = ""
-    host: str = ""
-    operation: int = 0
-    permission_type: int = 0
+    __slots__ = ('error_code', 'error_message', 'resource_type', 'resource_name', 'pattern_type', 'principal', 'host', 'operation', 'permission_type',)
+    __match_args__ = ('error_code', 'error_message', 'resource_type', 'resource_name', 'pattern_type', 'principal', 'host', 'operation', 'permission_type',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    error_code: int
+    error_message: str | None
+    resource_type: int
+    resource_name: str
+    pattern_type: int
+    principal: str
+    host: str
+    operation: int
+    permission_type: int
 
     def __init__(self, error_code: int = 0, error_message: str | None = None, resource_type: int = 0, resource_name: str = "", pattern_type: int = 3, principal: str = "", host: str = "", operation: int = 0, permission_type: int = 0) -> None:
         self.error_code = error_code
@@ -88,27 +116,60 @@ class DeleteAclsMatchingAcl:
         self.operation = operation
         self.permission_type = permission_type
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(DeleteAclsMatchingAcl, other)
+        return (self.error_code, self.error_message, self.resource_type, self.resource_name, self.pattern_type, self.principal, self.host, self.operation, self.permission_type,) == (o.error_code, o.error_message, o.resource_type, o.resource_name, o.pattern_type, o.principal, o.host, o.operation, o.permission_type,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(error_code={self.error_code!r}, error_message={self.error_message!r}, resource_type={self.resource_type!r}, resource_name={self.resource_name!r}, pattern_type={self.pattern_type!r}, principal={self.principal!r}, host={self.host!r}, operation={self.operation!r}, permission_type={self.permission_type!r})"
+
+
 class DeleteAclsFilterResult:
-    error_code: int = 0
-    error_message: str | None = None
-    matching_acls: list[DeleteAclsMatchingAcl] = field(default_factory=list)
+    __slots__ = ('error_code', 'error_message', 'matching_acls',)
+    __match_args__ = ('error_code', 'error_message', 'matching_acls',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    error_code: int
+    error_message: str | None
+    matching_acls: list[DeleteAclsMatchingAcl]
 
     def __init__(self, error_code: int = 0, error_message: str | None = None, matching_acls: list[DeleteAclsMatchingAcl] | None = None) -> None:
         self.error_code = error_code
         self.error_message = error_message
         self.matching_acls = [] if matching_acls is None else matching_acls
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(DeleteAclsFilterResult, other)
+        return (self.error_code, self.error_message, self.matching_acls,) == (o.error_code, o.error_message, o.matching_acls,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(error_code={self.error_code!r}, error_message={self.error_message!r}, matching_acls={self.matching_acls!r})"
+
+
 class DeleteAclsResponse(ApiMessage):
-    throttle_time_ms: int = 0
-    filter_results: list[DeleteAclsFilterResult] = field(default_factory=list)
+    __slots__ = ('throttle_time_ms', 'filter_results',)
+    __match_args__ = ('throttle_time_ms', 'filter_results',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    throttle_time_ms: int
+    filter_results: list[DeleteAclsFilterResult]
 
     def __init__(self, throttle_time_ms: int = 0, filter_results: list[DeleteAclsFilterResult] | None = None) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.filter_results = [] if filter_results is None else filter_results
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(DeleteAclsResponse, other)
+        return (self.throttle_time_ms, self.filter_results,) == (o.throttle_time_ms, o.filter_results,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, filter_results={self.filter_results!r})"
 
 
 DeleteAclsResponse.API_KEY = 31

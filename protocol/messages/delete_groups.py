@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 from pybroker.protocol.api_message import ApiMessage
+from pybroker.protocol.message_fields import DataclassFields
 from pybroker.protocol.primitives import (
     ZERO_UUID, DecodeError, read_array_count, read_bytes,
     read_compact_bytes, read_compact_records, read_compact_string, read_records, read_string, read_uuid,
@@ -29,12 +30,24 @@ _S0 = Struct('>h')
 _S1 = Struct('>i')
 
 
-@dataclass(slots=True, init=False)
 class DeleteGroupsRequest(ApiMessage):
-    groups_names: list[str] = field(default_factory=list)
+    __slots__ = ('groups_names',)
+    __match_args__ = ('groups_names',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    groups_names: list[str]
 
     def __init__(self, groups_names: list[str] | None = None) -> None:
         self.groups_names = [] if groups_names is None else groups_names
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(DeleteGroupsRequest, other)
+        return (self.groups_names,) == (o.groups_names,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(groups_names={self.groups_names!r})"
 
 
 DeleteGroupsRequest.API_KEY = 42
@@ -43,24 +56,48 @@ DeleteGroupsRequest.MAX_VERSION = 2
 DeleteGroupsRequest.FLEXIBLE_MIN = 2
 
 
-@dataclass(slots=True, init=False)
 class DeletableGroupResult:
-    group_id: str = ""
-    error_code: int = 0
+    __slots__ = ('group_id', 'error_code',)
+    __match_args__ = ('group_id', 'error_code',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    group_id: str
+    error_code: int
 
     def __init__(self, group_id: str = "", error_code: int = 0) -> None:
         self.group_id = group_id
         self.error_code = error_code
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(DeletableGroupResult, other)
+        return (self.group_id, self.error_code,) == (o.group_id, o.error_code,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(group_id={self.group_id!r}, error_code={self.error_code!r})"
+
+
 class DeleteGroupsResponse(ApiMessage):
-    throttle_time_ms: int = 0
-    results: list[DeletableGroupResult] = field(default_factory=list)
+    __slots__ = ('throttle_time_ms', 'results',)
+    __match_args__ = ('throttle_time_ms', 'results',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    throttle_time_ms: int
+    results: list[DeletableGroupResult]
 
     def __init__(self, throttle_time_ms: int = 0, results: list[DeletableGroupResult] | None = None) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.results = [] if results is None else results
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(DeleteGroupsResponse, other)
+        return (self.throttle_time_ms, self.results,) == (o.throttle_time_ms, o.results,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, results={self.results!r})"
 
 
 DeleteGroupsResponse.API_KEY = 42

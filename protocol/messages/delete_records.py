@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 from pybroker.protocol.api_message import ApiMessage
+from pybroker.protocol.message_fields import DataclassFields
 from pybroker.protocol.primitives import (
     ZERO_UUID, DecodeError, read_array_count, read_bytes,
     read_compact_bytes, read_compact_records, read_compact_string, read_records, read_string, read_uuid,
@@ -30,34 +31,70 @@ _S1 = Struct('>i')
 _S2 = Struct('>iqh')
 
 
-@dataclass(slots=True, init=False)
 class DeleteRecordsPartition:
-    partition_index: int = 0
-    offset: int = 0
+    __slots__ = ('partition_index', 'offset',)
+    __match_args__ = ('partition_index', 'offset',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    partition_index: int
+    offset: int
 
     def __init__(self, partition_index: int = 0, offset: int = 0) -> None:
         self.partition_index = partition_index
         self.offset = offset
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(DeleteRecordsPartition, other)
+        return (self.partition_index, self.offset,) == (o.partition_index, o.offset,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, offset={self.offset!r})"
+
+
 class DeleteRecordsTopic:
-    name: str = ""
-    partitions: list[DeleteRecordsPartition] = field(default_factory=list)
+    __slots__ = ('name', 'partitions',)
+    __match_args__ = ('name', 'partitions',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    name: str
+    partitions: list[DeleteRecordsPartition]
 
     def __init__(self, name: str = "", partitions: list[DeleteRecordsPartition] | None = None) -> None:
         self.name = name
         self.partitions = [] if partitions is None else partitions
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(DeleteRecordsTopic, other)
+        return (self.name, self.partitions,) == (o.name, o.partitions,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(name={self.name!r}, partitions={self.partitions!r})"
+
+
 class DeleteRecordsRequest(ApiMessage):
-    topics: list[DeleteRecordsTopic] = field(default_factory=list)
-    timeout_ms: int = 0
+    __slots__ = ('topics', 'timeout_ms',)
+    __match_args__ = ('topics', 'timeout_ms',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    topics: list[DeleteRecordsTopic]
+    timeout_ms: int
 
     def __init__(self, topics: list[DeleteRecordsTopic] | None = None, timeout_ms: int = 0) -> None:
         self.topics = [] if topics is None else topics
         self.timeout_ms = timeout_ms
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(DeleteRecordsRequest, other)
+        return (self.topics, self.timeout_ms,) == (o.topics, o.timeout_ms,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(topics={self.topics!r}, timeout_ms={self.timeout_ms!r})"
 
 
 DeleteRecordsRequest.API_KEY = 21
@@ -66,36 +103,72 @@ DeleteRecordsRequest.MAX_VERSION = 2
 DeleteRecordsRequest.FLEXIBLE_MIN = 2
 
 
-@dataclass(slots=True, init=False)
 class DeleteRecordsPartitionResult:
-    partition_index: int = 0
-    low_watermark: int = 0
-    error_code: int = 0
+    __slots__ = ('partition_index', 'low_watermark', 'error_code',)
+    __match_args__ = ('partition_index', 'low_watermark', 'error_code',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    partition_index: int
+    low_watermark: int
+    error_code: int
 
     def __init__(self, partition_index: int = 0, low_watermark: int = 0, error_code: int = 0) -> None:
         self.partition_index = partition_index
         self.low_watermark = low_watermark
         self.error_code = error_code
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(DeleteRecordsPartitionResult, other)
+        return (self.partition_index, self.low_watermark, self.error_code,) == (o.partition_index, o.low_watermark, o.error_code,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, low_watermark={self.low_watermark!r}, error_code={self.error_code!r})"
+
+
 class DeleteRecordsTopicResult:
-    name: str = ""
-    partitions: list[DeleteRecordsPartitionResult] = field(default_factory=list)
+    __slots__ = ('name', 'partitions',)
+    __match_args__ = ('name', 'partitions',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    name: str
+    partitions: list[DeleteRecordsPartitionResult]
 
     def __init__(self, name: str = "", partitions: list[DeleteRecordsPartitionResult] | None = None) -> None:
         self.name = name
         self.partitions = [] if partitions is None else partitions
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(DeleteRecordsTopicResult, other)
+        return (self.name, self.partitions,) == (o.name, o.partitions,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(name={self.name!r}, partitions={self.partitions!r})"
+
+
 class DeleteRecordsResponse(ApiMessage):
-    throttle_time_ms: int = 0
-    topics: list[DeleteRecordsTopicResult] = field(default_factory=list)
+    __slots__ = ('throttle_time_ms', 'topics',)
+    __match_args__ = ('throttle_time_ms', 'topics',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    throttle_time_ms: int
+    topics: list[DeleteRecordsTopicResult]
 
     def __init__(self, throttle_time_ms: int = 0, topics: list[DeleteRecordsTopicResult] | None = None) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.topics = [] if topics is None else topics
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(DeleteRecordsResponse, other)
+        return (self.throttle_time_ms, self.topics,) == (o.throttle_time_ms, o.topics,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, topics={self.topics!r})"
 
 
 DeleteRecordsResponse.API_KEY = 21

@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 from pybroker.protocol.api_message import ApiMessage
+from pybroker.protocol.message_fields import DataclassFields
 from pybroker.protocol.primitives import (
     ZERO_UUID, DecodeError, read_array_count, read_bytes,
     read_compact_bytes, read_compact_records, read_compact_string, read_records, read_string, read_uuid,
@@ -29,22 +30,46 @@ _S0 = Struct('>16sh')
 _S1 = Struct('>ih')
 
 
-@dataclass(slots=True, init=False)
 class DeleteShareGroupOffsetsRequestTopic:
-    topic_name: str = ""
+    __slots__ = ('topic_name',)
+    __match_args__ = ('topic_name',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    topic_name: str
 
     def __init__(self, topic_name: str = "") -> None:
         self.topic_name = topic_name
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(DeleteShareGroupOffsetsRequestTopic, other)
+        return (self.topic_name,) == (o.topic_name,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(topic_name={self.topic_name!r})"
+
+
 class DeleteShareGroupOffsetsRequest(ApiMessage):
-    group_id: str = ""
-    topics: list[DeleteShareGroupOffsetsRequestTopic] = field(default_factory=list)
+    __slots__ = ('group_id', 'topics',)
+    __match_args__ = ('group_id', 'topics',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    group_id: str
+    topics: list[DeleteShareGroupOffsetsRequestTopic]
 
     def __init__(self, group_id: str = "", topics: list[DeleteShareGroupOffsetsRequestTopic] | None = None) -> None:
         self.group_id = group_id
         self.topics = [] if topics is None else topics
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(DeleteShareGroupOffsetsRequest, other)
+        return (self.group_id, self.topics,) == (o.group_id, o.topics,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(group_id={self.group_id!r}, topics={self.topics!r})"
 
 
 DeleteShareGroupOffsetsRequest.API_KEY = 92
@@ -53,12 +78,15 @@ DeleteShareGroupOffsetsRequest.MAX_VERSION = 0
 DeleteShareGroupOffsetsRequest.FLEXIBLE_MIN = 0
 
 
-@dataclass(slots=True, init=False)
 class DeleteShareGroupOffsetsResponseTopic:
-    topic_name: str = ""
-    topic_id: uuid.UUID = ZERO_UUID
-    error_code: int = 0
-    error_message: str | None = None
+    __slots__ = ('topic_name', 'topic_id', 'error_code', 'error_message',)
+    __match_args__ = ('topic_name', 'topic_id', 'error_code', 'error_message',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    topic_name: str
+    topic_id: uuid.UUID
+    error_code: int
+    error_message: str | None
 
     def __init__(self, topic_name: str = "", topic_id: uuid.UUID = ZERO_UUID, error_code: int = 0, error_message: str | None = None) -> None:
         self.topic_name = topic_name
@@ -66,19 +94,40 @@ class DeleteShareGroupOffsetsResponseTopic:
         self.error_code = error_code
         self.error_message = error_message
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(DeleteShareGroupOffsetsResponseTopic, other)
+        return (self.topic_name, self.topic_id, self.error_code, self.error_message,) == (o.topic_name, o.topic_id, o.error_code, o.error_message,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(topic_name={self.topic_name!r}, topic_id={self.topic_id!r}, error_code={self.error_code!r}, error_message={self.error_message!r})"
+
+
 class DeleteShareGroupOffsetsResponse(ApiMessage):
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    error_message: str | None = None
-    responses: list[DeleteShareGroupOffsetsResponseTopic] = field(default_factory=list)
+    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'responses',)
+    __match_args__ = ('throttle_time_ms', 'error_code', 'error_message', 'responses',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+    responses: list[DeleteShareGroupOffsetsResponseTopic]
 
     def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = None, responses: list[DeleteShareGroupOffsetsResponseTopic] | None = None) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.error_message = error_message
         self.responses = [] if responses is None else responses
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(DeleteShareGroupOffsetsResponse, other)
+        return (self.throttle_time_ms, self.error_code, self.error_message, self.responses,) == (o.throttle_time_ms, o.error_code, o.error_message, o.responses,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, error_message={self.error_message!r}, responses={self.responses!r})"
 
 
 DeleteShareGroupOffsetsResponse.API_KEY = 92

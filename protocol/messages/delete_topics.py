@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 from pybroker.protocol.api_message import ApiMessage
+from pybroker.protocol.message_fields import DataclassFields
 from pybroker.protocol.primitives import (
     ZERO_UUID, DecodeError, read_array_count, read_bytes,
     read_compact_bytes, read_compact_records, read_compact_string, read_records, read_string, read_uuid,
@@ -31,26 +32,50 @@ _S2 = Struct('>h')
 _S3 = Struct('>16sh')
 
 
-@dataclass(slots=True, init=False)
 class DeleteTopicState:
-    name: str | None = None
-    topic_id: uuid.UUID = ZERO_UUID
+    __slots__ = ('name', 'topic_id',)
+    __match_args__ = ('name', 'topic_id',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    name: str | None
+    topic_id: uuid.UUID
 
     def __init__(self, name: str | None = None, topic_id: uuid.UUID = ZERO_UUID) -> None:
         self.name = name
         self.topic_id = topic_id
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(DeleteTopicState, other)
+        return (self.name, self.topic_id,) == (o.name, o.topic_id,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(name={self.name!r}, topic_id={self.topic_id!r})"
+
+
 class DeleteTopicsRequest(ApiMessage):
-    topics: list[DeleteTopicState] = field(default_factory=list)
-    topic_names: list[str] = field(default_factory=list)
-    timeout_ms: int = 0
+    __slots__ = ('topics', 'topic_names', 'timeout_ms',)
+    __match_args__ = ('topics', 'topic_names', 'timeout_ms',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    topics: list[DeleteTopicState]
+    topic_names: list[str]
+    timeout_ms: int
 
     def __init__(self, topics: list[DeleteTopicState] | None = None, topic_names: list[str] | None = None, timeout_ms: int = 0) -> None:
         self.topics = [] if topics is None else topics
         self.topic_names = [] if topic_names is None else topic_names
         self.timeout_ms = timeout_ms
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(DeleteTopicsRequest, other)
+        return (self.topics, self.topic_names, self.timeout_ms,) == (o.topics, o.topic_names, o.timeout_ms,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(topics={self.topics!r}, topic_names={self.topic_names!r}, timeout_ms={self.timeout_ms!r})"
 
 
 DeleteTopicsRequest.API_KEY = 20
@@ -59,12 +84,15 @@ DeleteTopicsRequest.MAX_VERSION = 6
 DeleteTopicsRequest.FLEXIBLE_MIN = 4
 
 
-@dataclass(slots=True, init=False)
 class DeletableTopicResult:
-    name: str | None = ""
-    topic_id: uuid.UUID = ZERO_UUID
-    error_code: int = 0
-    error_message: str | None = None
+    __slots__ = ('name', 'topic_id', 'error_code', 'error_message',)
+    __match_args__ = ('name', 'topic_id', 'error_code', 'error_message',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    name: str | None
+    topic_id: uuid.UUID
+    error_code: int
+    error_message: str | None
 
     def __init__(self, name: str | None = "", topic_id: uuid.UUID = ZERO_UUID, error_code: int = 0, error_message: str | None = None) -> None:
         self.name = name
@@ -72,15 +100,36 @@ class DeletableTopicResult:
         self.error_code = error_code
         self.error_message = error_message
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(DeletableTopicResult, other)
+        return (self.name, self.topic_id, self.error_code, self.error_message,) == (o.name, o.topic_id, o.error_code, o.error_message,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(name={self.name!r}, topic_id={self.topic_id!r}, error_code={self.error_code!r}, error_message={self.error_message!r})"
+
+
 class DeleteTopicsResponse(ApiMessage):
-    throttle_time_ms: int = 0
-    responses: list[DeletableTopicResult] = field(default_factory=list)
+    __slots__ = ('throttle_time_ms', 'responses',)
+    __match_args__ = ('throttle_time_ms', 'responses',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    throttle_time_ms: int
+    responses: list[DeletableTopicResult]
 
     def __init__(self, throttle_time_ms: int = 0, responses: list[DeletableTopicResult] | None = None) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.responses = [] if responses is None else responses
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(DeleteTopicsResponse, other)
+        return (self.throttle_time_ms, self.responses,) == (o.throttle_time_ms, o.responses,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, responses={self.responses!r})"
 
 
 DeleteTopicsResponse.API_KEY = 20

@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 from pybroker.protocol.api_message import ApiMessage
+from pybroker.protocol.message_fields import DataclassFields
 from pybroker.protocol.primitives import (
     ZERO_UUID, DecodeError, read_array_count, read_bytes,
     read_compact_bytes, read_compact_records, read_compact_string, read_records, read_string, read_uuid,
@@ -30,15 +31,18 @@ _S1 = Struct('>bb')
 _S2 = Struct('>ih')
 
 
-@dataclass(slots=True, init=False)
 class DescribeAclsRequest(ApiMessage):
-    resource_type_filter: int = 0
-    resource_name_filter: str | None = ""
-    pattern_type_filter: int = 3
-    principal_filter: str | None = ""
-    host_filter: str | None = ""
-    operation: int = 0
-    permission_type: int = 0
+    __slots__ = ('resource_type_filter', 'resource_name_filter', 'pattern_type_filter', 'principal_filter', 'host_filter', 'operation', 'permission_type',)
+    __match_args__ = ('resource_type_filter', 'resource_name_filter', 'pattern_type_filter', 'principal_filter', 'host_filter', 'operation', 'permission_type',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    resource_type_filter: int
+    resource_name_filter: str | None
+    pattern_type_filter: int
+    principal_filter: str | None
+    host_filter: str | None
+    operation: int
+    permission_type: int
 
     def __init__(self, resource_type_filter: int = 0, resource_name_filter: str | None = "", pattern_type_filter: int = 3, principal_filter: str | None = "", host_filter: str | None = "", operation: int = 0, permission_type: int = 0) -> None:
         self.resource_type_filter = resource_type_filter
@@ -49,6 +53,15 @@ class DescribeAclsRequest(ApiMessage):
         self.operation = operation
         self.permission_type = permission_type
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(DescribeAclsRequest, other)
+        return (self.resource_type_filter, self.resource_name_filter, self.pattern_type_filter, self.principal_filter, self.host_filter, self.operation, self.permission_type,) == (o.resource_type_filter, o.resource_name_filter, o.pattern_type_filter, o.principal_filter, o.host_filter, o.operation, o.permission_type,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(resource_type_filter={self.resource_type_filter!r}, resource_name_filter={self.resource_name_filter!r}, pattern_type_filter={self.pattern_type_filter!r}, principal_filter={self.principal_filter!r}, host_filter={self.host_filter!r}, operation={self.operation!r}, permission_type={self.permission_type!r})"
+
 
 DescribeAclsRequest.API_KEY = 29
 DescribeAclsRequest.MIN_VERSION = 0
@@ -56,12 +69,15 @@ DescribeAclsRequest.MAX_VERSION = 3
 DescribeAclsRequest.FLEXIBLE_MIN = 2
 
 
-@dataclass(slots=True, init=False)
 class AclDescription:
-    principal: str = ""
-    host: str = ""
-    operation: int = 0
-    permission_type: int = 0
+    __slots__ = ('principal', 'host', 'operation', 'permission_type',)
+    __match_args__ = ('principal', 'host', 'operation', 'permission_type',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    principal: str
+    host: str
+    operation: int
+    permission_type: int
 
     def __init__(self, principal: str = "", host: str = "", operation: int = 0, permission_type: int = 0) -> None:
         self.principal = principal
@@ -69,13 +85,25 @@ class AclDescription:
         self.operation = operation
         self.permission_type = permission_type
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(AclDescription, other)
+        return (self.principal, self.host, self.operation, self.permission_type,) == (o.principal, o.host, o.operation, o.permission_type,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(principal={self.principal!r}, host={self.host!r}, operation={self.operation!r}, permission_type={self.permission_type!r})"
+
+
 class DescribeAclsResource:
-    resource_type: int = 0
-    resource_name: str = ""
-    pattern_type: int = 3
-    acls: list[AclDescription] = field(default_factory=list)
+    __slots__ = ('resource_type', 'resource_name', 'pattern_type', 'acls',)
+    __match_args__ = ('resource_type', 'resource_name', 'pattern_type', 'acls',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    resource_type: int
+    resource_name: str
+    pattern_type: int
+    acls: list[AclDescription]
 
     def __init__(self, resource_type: int = 0, resource_name: str = "", pattern_type: int = 3, acls: list[AclDescription] | None = None) -> None:
         self.resource_type = resource_type
@@ -83,19 +111,40 @@ class DescribeAclsResource:
         self.pattern_type = pattern_type
         self.acls = [] if acls is None else acls
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(DescribeAclsResource, other)
+        return (self.resource_type, self.resource_name, self.pattern_type, self.acls,) == (o.resource_type, o.resource_name, o.pattern_type, o.acls,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(resource_type={self.resource_type!r}, resource_name={self.resource_name!r}, pattern_type={self.pattern_type!r}, acls={self.acls!r})"
+
+
 class DescribeAclsResponse(ApiMessage):
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    error_message: str | None = None
-    resources: list[DescribeAclsResource] = field(default_factory=list)
+    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'resources',)
+    __match_args__ = ('throttle_time_ms', 'error_code', 'error_message', 'resources',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+    resources: list[DescribeAclsResource]
 
     def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = None, resources: list[DescribeAclsResource] | None = None) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.error_message = error_message
         self.resources = [] if resources is None else resources
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(DescribeAclsResponse, other)
+        return (self.throttle_time_ms, self.error_code, self.error_message, self.resources,) == (o.throttle_time_ms, o.error_code, o.error_message, o.resources,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, error_message={self.error_message!r}, resources={self.resources!r})"
 
 
 DescribeAclsResponse.API_KEY = 29

@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 from pybroker.protocol.api_message import ApiMessage
+from pybroker.protocol.message_fields import DataclassFields
 from pybroker.protocol.primitives import (
     ZERO_UUID, DecodeError, read_array_count, read_bytes,
     read_compact_bytes, read_compact_records, read_compact_string, read_records, read_string, read_uuid,
@@ -31,26 +32,50 @@ _S2 = Struct('>d')
 _S3 = Struct('>ih')
 
 
-@dataclass(slots=True, init=False)
 class ComponentData:
-    entity_type: str = ""
-    match_type: int = 0
-    match: str | None = None
+    __slots__ = ('entity_type', 'match_type', 'match',)
+    __match_args__ = ('entity_type', 'match_type', 'match',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    entity_type: str
+    match_type: int
+    match: str | None
 
     def __init__(self, entity_type: str = "", match_type: int = 0, match: str | None = None) -> None:
         self.entity_type = entity_type
         self.match_type = match_type
         self.match = match
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(ComponentData, other)
+        return (self.entity_type, self.match_type, self.match,) == (o.entity_type, o.match_type, o.match,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(entity_type={self.entity_type!r}, match_type={self.match_type!r}, match={self.match!r})"
+
+
 class DescribeClientQuotasRequest(ApiMessage):
-    components: list[ComponentData] = field(default_factory=list)
-    strict: bool = False
+    __slots__ = ('components', 'strict',)
+    __match_args__ = ('components', 'strict',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    components: list[ComponentData]
+    strict: bool
 
     def __init__(self, components: list[ComponentData] | None = None, strict: bool = False) -> None:
         self.components = [] if components is None else components
         self.strict = strict
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(DescribeClientQuotasRequest, other)
+        return (self.components, self.strict,) == (o.components, o.strict,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(components={self.components!r}, strict={self.strict!r})"
 
 
 DescribeClientQuotasRequest.API_KEY = 48
@@ -59,48 +84,96 @@ DescribeClientQuotasRequest.MAX_VERSION = 1
 DescribeClientQuotasRequest.FLEXIBLE_MIN = 1
 
 
-@dataclass(slots=True, init=False)
 class ValueData:
-    key: str = ""
-    value: float = 0.0
+    __slots__ = ('key', 'value',)
+    __match_args__ = ('key', 'value',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    key: str
+    value: float
 
     def __init__(self, key: str = "", value: float = 0.0) -> None:
         self.key = key
         self.value = value
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(ValueData, other)
+        return (self.key, self.value,) == (o.key, o.value,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(key={self.key!r}, value={self.value!r})"
+
+
 class EntityData:
-    entity_type: str = ""
-    entity_name: str | None = None
+    __slots__ = ('entity_type', 'entity_name',)
+    __match_args__ = ('entity_type', 'entity_name',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    entity_type: str
+    entity_name: str | None
 
     def __init__(self, entity_type: str = "", entity_name: str | None = None) -> None:
         self.entity_type = entity_type
         self.entity_name = entity_name
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(EntityData, other)
+        return (self.entity_type, self.entity_name,) == (o.entity_type, o.entity_name,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(entity_type={self.entity_type!r}, entity_name={self.entity_name!r})"
+
+
 class EntryData:
-    entity: list[EntityData] = field(default_factory=list)
-    values: list[ValueData] = field(default_factory=list)
+    __slots__ = ('entity', 'values',)
+    __match_args__ = ('entity', 'values',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    entity: list[EntityData]
+    values: list[ValueData]
 
     def __init__(self, entity: list[EntityData] | None = None, values: list[ValueData] | None = None) -> None:
         self.entity = [] if entity is None else entity
         self.values = [] if values is None else values
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(EntryData, other)
+        return (self.entity, self.values,) == (o.entity, o.values,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(entity={self.entity!r}, values={self.values!r})"
+
+
 class DescribeClientQuotasResponse(ApiMessage):
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    error_message: str | None = None
-    entries: list[EntryData] | None = field(default_factory=list)
+    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'entries',)
+    __match_args__ = ('throttle_time_ms', 'error_code', 'error_message', 'entries',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+    entries: list[EntryData] | None
 
     def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = None, entries: object = _UNSET) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.error_message = error_message
         self.entries = [] if entries is _UNSET else cast('list[EntryData] | None', entries)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(DescribeClientQuotasResponse, other)
+        return (self.throttle_time_ms, self.error_code, self.error_message, self.entries,) == (o.throttle_time_ms, o.error_code, o.error_message, o.entries,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, error_message={self.error_message!r}, entries={self.entries!r})"
 
 
 DescribeClientQuotasResponse.API_KEY = 48

@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 from pybroker.protocol.api_message import ApiMessage
+from pybroker.protocol.message_fields import DataclassFields
 from pybroker.protocol.primitives import (
     ZERO_UUID, DecodeError, read_array_count, read_bytes,
     read_compact_bytes, read_compact_records, read_compact_string, read_records, read_string, read_uuid,
@@ -33,16 +34,28 @@ _S4 = Struct('>ih')
 _S5 = Struct('>b')
 
 
-@dataclass(slots=True, init=False)
 class DescribeClusterRequest(ApiMessage):
-    include_cluster_authorized_operations: bool = False
-    endpoint_type: int = 1
-    include_fenced_brokers: bool = False
+    __slots__ = ('include_cluster_authorized_operations', 'endpoint_type', 'include_fenced_brokers',)
+    __match_args__ = ('include_cluster_authorized_operations', 'endpoint_type', 'include_fenced_brokers',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    include_cluster_authorized_operations: bool
+    endpoint_type: int
+    include_fenced_brokers: bool
 
     def __init__(self, include_cluster_authorized_operations: bool = False, endpoint_type: int = 1, include_fenced_brokers: bool = False) -> None:
         self.include_cluster_authorized_operations = include_cluster_authorized_operations
         self.endpoint_type = endpoint_type
         self.include_fenced_brokers = include_fenced_brokers
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(DescribeClusterRequest, other)
+        return (self.include_cluster_authorized_operations, self.endpoint_type, self.include_fenced_brokers,) == (o.include_cluster_authorized_operations, o.endpoint_type, o.include_fenced_brokers,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(include_cluster_authorized_operations={self.include_cluster_authorized_operations!r}, endpoint_type={self.endpoint_type!r}, include_fenced_brokers={self.include_fenced_brokers!r})"
 
 
 DescribeClusterRequest.API_KEY = 60
@@ -51,13 +64,16 @@ DescribeClusterRequest.MAX_VERSION = 2
 DescribeClusterRequest.FLEXIBLE_MIN = 0
 
 
-@dataclass(slots=True, init=False)
 class DescribeClusterBroker:
-    broker_id: int = 0
-    host: str = ""
-    port: int = 0
-    rack: str | None = None
-    is_fenced: bool = False
+    __slots__ = ('broker_id', 'host', 'port', 'rack', 'is_fenced',)
+    __match_args__ = ('broker_id', 'host', 'port', 'rack', 'is_fenced',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    broker_id: int
+    host: str
+    port: int
+    rack: str | None
+    is_fenced: bool
 
     def __init__(self, broker_id: int = 0, host: str = "", port: int = 0, rack: str | None = None, is_fenced: bool = False) -> None:
         self.broker_id = broker_id
@@ -66,17 +82,29 @@ class DescribeClusterBroker:
         self.rack = rack
         self.is_fenced = is_fenced
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(DescribeClusterBroker, other)
+        return (self.broker_id, self.host, self.port, self.rack, self.is_fenced,) == (o.broker_id, o.host, o.port, o.rack, o.is_fenced,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(broker_id={self.broker_id!r}, host={self.host!r}, port={self.port!r}, rack={self.rack!r}, is_fenced={self.is_fenced!r})"
+
+
 class DescribeClusterResponse(ApiMessage):
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    error_message: str | None = None
-    endpoint_type: int = 1
-    cluster_id: str = ""
-    controller_id: int = -1
-    brokers: list[DescribeClusterBroker] = field(default_factory=list)
-    cluster_authorized_operations: int = -2147483648
+    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'endpoint_type', 'cluster_id', 'controller_id', 'brokers', 'cluster_authorized_operations',)
+    __match_args__ = ('throttle_time_ms', 'error_code', 'error_message', 'endpoint_type', 'cluster_id', 'controller_id', 'brokers', 'cluster_authorized_operations',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+    endpoint_type: int
+    cluster_id: str
+    controller_id: int
+    brokers: list[DescribeClusterBroker]
+    cluster_authorized_operations: int
 
     def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = None, endpoint_type: int = 1, cluster_id: str = "", controller_id: int = -1, brokers: list[DescribeClusterBroker] | None = None, cluster_authorized_operations: int = -2147483648) -> None:
         self.throttle_time_ms = throttle_time_ms
@@ -87,6 +115,15 @@ class DescribeClusterResponse(ApiMessage):
         self.controller_id = controller_id
         self.brokers = [] if brokers is None else brokers
         self.cluster_authorized_operations = cluster_authorized_operations
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(DescribeClusterResponse, other)
+        return (self.throttle_time_ms, self.error_code, self.error_message, self.endpoint_type, self.cluster_id, self.controller_id, self.brokers, self.cluster_authorized_operations,) == (o.throttle_time_ms, o.error_code, o.error_message, o.endpoint_type, o.cluster_id, o.controller_id, o.brokers, o.cluster_authorized_operations,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, error_message={self.error_message!r}, endpoint_type={self.endpoint_type!r}, cluster_id={self.cluster_id!r}, controller_id={self.controller_id!r}, brokers={self.brokers!r}, cluster_authorized_operations={self.cluster_authorized_operations!r})"
 
 
 DescribeClusterResponse.API_KEY = 60

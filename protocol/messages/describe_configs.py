@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 from pybroker.protocol.api_message import ApiMessage
+from pybroker.protocol.message_fields import DataclassFields
 from pybroker.protocol.primitives import (
     ZERO_UUID, DecodeError, read_array_count, read_bytes,
     read_compact_bytes, read_compact_records, read_compact_string, read_records, read_string, read_uuid,
@@ -34,28 +35,52 @@ _S5 = Struct('>i')
 _S6 = Struct('>?b?')
 
 
-@dataclass(slots=True, init=False)
 class DescribeConfigsResource:
-    resource_type: int = 0
-    resource_name: str = ""
-    configuration_keys: list[str] | None = field(default_factory=list)
+    __slots__ = ('resource_type', 'resource_name', 'configuration_keys',)
+    __match_args__ = ('resource_type', 'resource_name', 'configuration_keys',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    resource_type: int
+    resource_name: str
+    configuration_keys: list[str] | None
 
     def __init__(self, resource_type: int = 0, resource_name: str = "", configuration_keys: object = _UNSET) -> None:
         self.resource_type = resource_type
         self.resource_name = resource_name
         self.configuration_keys = [] if configuration_keys is _UNSET else cast('list[str] | None', configuration_keys)
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(DescribeConfigsResource, other)
+        return (self.resource_type, self.resource_name, self.configuration_keys,) == (o.resource_type, o.resource_name, o.configuration_keys,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(resource_type={self.resource_type!r}, resource_name={self.resource_name!r}, configuration_keys={self.configuration_keys!r})"
+
+
 class DescribeConfigsRequest(ApiMessage):
-    resources: list[DescribeConfigsResource] = field(default_factory=list)
-    include_synonyms: bool = False
-    include_documentation: bool = False
+    __slots__ = ('resources', 'include_synonyms', 'include_documentation',)
+    __match_args__ = ('resources', 'include_synonyms', 'include_documentation',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    resources: list[DescribeConfigsResource]
+    include_synonyms: bool
+    include_documentation: bool
 
     def __init__(self, resources: list[DescribeConfigsResource] | None = None, include_synonyms: bool = False, include_documentation: bool = False) -> None:
         self.resources = [] if resources is None else resources
         self.include_synonyms = include_synonyms
         self.include_documentation = include_documentation
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(DescribeConfigsRequest, other)
+        return (self.resources, self.include_synonyms, self.include_documentation,) == (o.resources, o.include_synonyms, o.include_documentation,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(resources={self.resources!r}, include_synonyms={self.include_synonyms!r}, include_documentation={self.include_documentation!r})"
 
 
 DescribeConfigsRequest.API_KEY = 32
@@ -64,29 +89,44 @@ DescribeConfigsRequest.MAX_VERSION = 4
 DescribeConfigsRequest.FLEXIBLE_MIN = 4
 
 
-@dataclass(slots=True, init=False)
 class DescribeConfigsSynonym:
-    name: str = ""
-    value: str | None = ""
-    source: int = 0
+    __slots__ = ('name', 'value', 'source',)
+    __match_args__ = ('name', 'value', 'source',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    name: str
+    value: str | None
+    source: int
 
     def __init__(self, name: str = "", value: str | None = "", source: int = 0) -> None:
         self.name = name
         self.value = value
         self.source = source
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(DescribeConfigsSynonym, other)
+        return (self.name, self.value, self.source,) == (o.name, o.value, o.source,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(name={self.name!r}, value={self.value!r}, source={self.source!r})"
+
+
 class DescribeConfigsResourceResult:
-    name: str = ""
-    value: str | None = ""
-    read_only: bool = False
-    config_source: int = -1
-    is_default: bool = False
-    is_sensitive: bool = False
-    synonyms: list[DescribeConfigsSynonym] = field(default_factory=list)
-    config_type: int = 0
-    documentation: str | None = ""
+    __slots__ = ('name', 'value', 'read_only', 'config_source', 'is_default', 'is_sensitive', 'synonyms', 'config_type', 'documentation',)
+    __match_args__ = ('name', 'value', 'read_only', 'config_source', 'is_default', 'is_sensitive', 'synonyms', 'config_type', 'documentation',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    name: str
+    value: str | None
+    read_only: bool
+    config_source: int
+    is_default: bool
+    is_sensitive: bool
+    synonyms: list[DescribeConfigsSynonym]
+    config_type: int
+    documentation: str | None
 
     def __init__(self, name: str = "", value: str | None = "", read_only: bool = False, config_source: int = -1, is_default: bool = False, is_sensitive: bool = False, synonyms: list[DescribeConfigsSynonym] | None = None, config_type: int = 0, documentation: str | None = "") -> None:
         self.name = name
@@ -99,14 +139,26 @@ class DescribeConfigsResourceResult:
         self.config_type = config_type
         self.documentation = documentation
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(DescribeConfigsResourceResult, other)
+        return (self.name, self.value, self.read_only, self.config_source, self.is_default, self.is_sensitive, self.synonyms, self.config_type, self.documentation,) == (o.name, o.value, o.read_only, o.config_source, o.is_default, o.is_sensitive, o.synonyms, o.config_type, o.documentation,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(name={self.name!r}, value={self.value!r}, read_only={self.read_only!r}, config_source={self.config_source!r}, is_default={self.is_default!r}, is_sensitive={self.is_sensitive!r}, synonyms={self.synonyms!r}, config_type={self.config_type!r}, documentation={self.documentation!r})"
+
+
 class DescribeConfigsResult:
-    error_code: int = 0
-    error_message: str | None = ""
-    resource_type: int = 0
-    resource_name: str = ""
-    configs: list[DescribeConfigsResourceResult] = field(default_factory=list)
+    __slots__ = ('error_code', 'error_message', 'resource_type', 'resource_name', 'configs',)
+    __match_args__ = ('error_code', 'error_message', 'resource_type', 'resource_name', 'configs',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    error_code: int
+    error_message: str | None
+    resource_type: int
+    resource_name: str
+    configs: list[DescribeConfigsResourceResult]
 
     def __init__(self, error_code: int = 0, error_message: str | None = "", resource_type: int = 0, resource_name: str = "", configs: list[DescribeConfigsResourceResult] | None = None) -> None:
         self.error_code = error_code
@@ -115,15 +167,36 @@ class DescribeConfigsResult:
         self.resource_name = resource_name
         self.configs = [] if configs is None else configs
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(DescribeConfigsResult, other)
+        return (self.error_code, self.error_message, self.resource_type, self.resource_name, self.configs,) == (o.error_code, o.error_message, o.resource_type, o.resource_name, o.configs,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(error_code={self.error_code!r}, error_message={self.error_message!r}, resource_type={self.resource_type!r}, resource_name={self.resource_name!r}, configs={self.configs!r})"
+
+
 class DescribeConfigsResponse(ApiMessage):
-    throttle_time_ms: int = 0
-    results: list[DescribeConfigsResult] = field(default_factory=list)
+    __slots__ = ('throttle_time_ms', 'results',)
+    __match_args__ = ('throttle_time_ms', 'results',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    throttle_time_ms: int
+    results: list[DescribeConfigsResult]
 
     def __init__(self, throttle_time_ms: int = 0, results: list[DescribeConfigsResult] | None = None) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.results = [] if results is None else results
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(DescribeConfigsResponse, other)
+        return (self.throttle_time_ms, self.results,) == (o.throttle_time_ms, o.results,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, results={self.results!r})"
 
 
 DescribeConfigsResponse.API_KEY = 32

@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 from pybroker.protocol.api_message import ApiMessage
+from pybroker.protocol.message_fields import DataclassFields
 from pybroker.protocol.primitives import (
     ZERO_UUID, DecodeError, read_array_count, read_bytes,
     read_compact_bytes, read_compact_records, read_compact_string, read_records, read_string, read_uuid,
@@ -30,14 +31,26 @@ _S1 = Struct('>h')
 _S2 = Struct('>i')
 
 
-@dataclass(slots=True, init=False)
 class DescribeGroupsRequest(ApiMessage):
-    groups: list[str] = field(default_factory=list)
-    include_authorized_operations: bool = False
+    __slots__ = ('groups', 'include_authorized_operations',)
+    __match_args__ = ('groups', 'include_authorized_operations',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    groups: list[str]
+    include_authorized_operations: bool
 
     def __init__(self, groups: list[str] | None = None, include_authorized_operations: bool = False) -> None:
         self.groups = [] if groups is None else groups
         self.include_authorized_operations = include_authorized_operations
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(DescribeGroupsRequest, other)
+        return (self.groups, self.include_authorized_operations,) == (o.groups, o.include_authorized_operations,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(groups={self.groups!r}, include_authorized_operations={self.include_authorized_operations!r})"
 
 
 DescribeGroupsRequest.API_KEY = 15
@@ -46,14 +59,17 @@ DescribeGroupsRequest.MAX_VERSION = 6
 DescribeGroupsRequest.FLEXIBLE_MIN = 5
 
 
-@dataclass(slots=True, init=False)
 class DescribedGroupMember:
-    member_id: str = ""
-    group_instance_id: str | None = None
-    client_id: str = ""
-    client_host: str = ""
-    member_metadata: bytes = b""
-    member_assignment: bytes = b""
+    __slots__ = ('member_id', 'group_instance_id', 'client_id', 'client_host', 'member_metadata', 'member_assignment',)
+    __match_args__ = ('member_id', 'group_instance_id', 'client_id', 'client_host', 'member_metadata', 'member_assignment',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    member_metadata: bytes
+    member_assignment: bytes
 
     def __init__(self, member_id: str = "", group_instance_id: str | None = None, client_id: str = "", client_host: str = "", member_metadata: bytes = b"", member_assignment: bytes = b"") -> None:
         self.member_id = member_id
@@ -63,17 +79,29 @@ class DescribedGroupMember:
         self.member_metadata = member_metadata
         self.member_assignment = member_assignment
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(DescribedGroupMember, other)
+        return (self.member_id, self.group_instance_id, self.client_id, self.client_host, self.member_metadata, self.member_assignment,) == (o.member_id, o.group_instance_id, o.client_id, o.client_host, o.member_metadata, o.member_assignment,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(member_id={self.member_id!r}, group_instance_id={self.group_instance_id!r}, client_id={self.client_id!r}, client_host={self.client_host!r}, member_metadata={self.member_metadata!r}, member_assignment={self.member_assignment!r})"
+
+
 class DescribedGroup:
-    error_code: int = 0
-    error_message: str | None = None
-    group_id: str = ""
-    group_state: str = ""
-    protocol_type: str = ""
-    protocol_data: str = ""
-    members: list[DescribedGroupMember] = field(default_factory=list)
-    authorized_operations: int = -2147483648
+    __slots__ = ('error_code', 'error_message', 'group_id', 'group_state', 'protocol_type', 'protocol_data', 'members', 'authorized_operations',)
+    __match_args__ = ('error_code', 'error_message', 'group_id', 'group_state', 'protocol_type', 'protocol_data', 'members', 'authorized_operations',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    error_code: int
+    error_message: str | None
+    group_id: str
+    group_state: str
+    protocol_type: str
+    protocol_data: str
+    members: list[DescribedGroupMember]
+    authorized_operations: int
 
     def __init__(self, error_code: int = 0, error_message: str | None = None, group_id: str = "", group_state: str = "", protocol_type: str = "", protocol_data: str = "", members: list[DescribedGroupMember] | None = None, authorized_operations: int = -2147483648) -> None:
         self.error_code = error_code
@@ -85,15 +113,36 @@ class DescribedGroup:
         self.members = [] if members is None else members
         self.authorized_operations = authorized_operations
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(DescribedGroup, other)
+        return (self.error_code, self.error_message, self.group_id, self.group_state, self.protocol_type, self.protocol_data, self.members, self.authorized_operations,) == (o.error_code, o.error_message, o.group_id, o.group_state, o.protocol_type, o.protocol_data, o.members, o.authorized_operations,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(error_code={self.error_code!r}, error_message={self.error_message!r}, group_id={self.group_id!r}, group_state={self.group_state!r}, protocol_type={self.protocol_type!r}, protocol_data={self.protocol_data!r}, members={self.members!r}, authorized_operations={self.authorized_operations!r})"
+
+
 class DescribeGroupsResponse(ApiMessage):
-    throttle_time_ms: int = 0
-    groups: list[DescribedGroup] = field(default_factory=list)
+    __slots__ = ('throttle_time_ms', 'groups',)
+    __match_args__ = ('throttle_time_ms', 'groups',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    throttle_time_ms: int
+    groups: list[DescribedGroup]
 
     def __init__(self, throttle_time_ms: int = 0, groups: list[DescribedGroup] | None = None) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.groups = [] if groups is None else groups
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(DescribeGroupsResponse, other)
+        return (self.throttle_time_ms, self.groups,) == (o.throttle_time_ms, o.groups,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, groups={self.groups!r})"
 
 
 DescribeGroupsResponse.API_KEY = 15

@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 from pybroker.protocol.api_message import ApiMessage
+from pybroker.protocol.message_fields import DataclassFields
 from pybroker.protocol.primitives import (
     ZERO_UUID, DecodeError, read_array_count, read_bytes,
     read_compact_bytes, read_compact_records, read_compact_string, read_records, read_string, read_uuid,
@@ -32,22 +33,46 @@ _S3 = Struct('>ih')
 _S4 = Struct('>qq')
 
 
-@dataclass(slots=True, init=False)
 class DescribableLogDirTopic:
-    topic: str = ""
-    partitions: list[int] = field(default_factory=list)
+    __slots__ = ('topic', 'partitions',)
+    __match_args__ = ('topic', 'partitions',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    topic: str
+    partitions: list[int]
 
     def __init__(self, topic: str = "", partitions: list[int] | None = None) -> None:
         self.topic = topic
         self.partitions = [] if partitions is None else partitions
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(DescribableLogDirTopic, other)
+        return (self.topic, self.partitions,) == (o.topic, o.partitions,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(topic={self.topic!r}, partitions={self.partitions!r})"
+
+
 class DescribeLogDirsRequest(ApiMessage):
-    topics: list[DescribableLogDirTopic] | None = field(default_factory=list)
+    __slots__ = ('topics',)
+    __match_args__ = ('topics',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    topics: list[DescribableLogDirTopic] | None
 
     def __init__(self, topics: object = _UNSET) -> None:
         self.topics = [] if topics is _UNSET else cast('list[DescribableLogDirTopic] | None', topics)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(DescribeLogDirsRequest, other)
+        return (self.topics,) == (o.topics,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(topics={self.topics!r})"
 
 
 DescribeLogDirsRequest.API_KEY = 35
@@ -56,12 +81,15 @@ DescribeLogDirsRequest.MAX_VERSION = 4
 DescribeLogDirsRequest.FLEXIBLE_MIN = 2
 
 
-@dataclass(slots=True, init=False)
 class DescribeLogDirsPartition:
-    partition_index: int = 0
-    partition_size: int = 0
-    offset_lag: int = 0
-    is_future_key: bool = False
+    __slots__ = ('partition_index', 'partition_size', 'offset_lag', 'is_future_key',)
+    __match_args__ = ('partition_index', 'partition_size', 'offset_lag', 'is_future_key',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    partition_index: int
+    partition_size: int
+    offset_lag: int
+    is_future_key: bool
 
     def __init__(self, partition_index: int = 0, partition_size: int = 0, offset_lag: int = 0, is_future_key: bool = False) -> None:
         self.partition_index = partition_index
@@ -69,24 +97,48 @@ class DescribeLogDirsPartition:
         self.offset_lag = offset_lag
         self.is_future_key = is_future_key
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(DescribeLogDirsPartition, other)
+        return (self.partition_index, self.partition_size, self.offset_lag, self.is_future_key,) == (o.partition_index, o.partition_size, o.offset_lag, o.is_future_key,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, partition_size={self.partition_size!r}, offset_lag={self.offset_lag!r}, is_future_key={self.is_future_key!r})"
+
+
 class DescribeLogDirsTopic:
-    name: str = ""
-    partitions: list[DescribeLogDirsPartition] = field(default_factory=list)
+    __slots__ = ('name', 'partitions',)
+    __match_args__ = ('name', 'partitions',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    name: str
+    partitions: list[DescribeLogDirsPartition]
 
     def __init__(self, name: str = "", partitions: list[DescribeLogDirsPartition] | None = None) -> None:
         self.name = name
         self.partitions = [] if partitions is None else partitions
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(DescribeLogDirsTopic, other)
+        return (self.name, self.partitions,) == (o.name, o.partitions,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(name={self.name!r}, partitions={self.partitions!r})"
+
+
 class DescribeLogDirsResult:
-    error_code: int = 0
-    log_dir: str = ""
-    topics: list[DescribeLogDirsTopic] = field(default_factory=list)
-    total_bytes: int = -1
-    usable_bytes: int = -1
+    __slots__ = ('error_code', 'log_dir', 'topics', 'total_bytes', 'usable_bytes',)
+    __match_args__ = ('error_code', 'log_dir', 'topics', 'total_bytes', 'usable_bytes',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    error_code: int
+    log_dir: str
+    topics: list[DescribeLogDirsTopic]
+    total_bytes: int
+    usable_bytes: int
 
     def __init__(self, error_code: int = 0, log_dir: str = "", topics: list[DescribeLogDirsTopic] | None = None, total_bytes: int = -1, usable_bytes: int = -1) -> None:
         self.error_code = error_code
@@ -95,17 +147,38 @@ class DescribeLogDirsResult:
         self.total_bytes = total_bytes
         self.usable_bytes = usable_bytes
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(DescribeLogDirsResult, other)
+        return (self.error_code, self.log_dir, self.topics, self.total_bytes, self.usable_bytes,) == (o.error_code, o.log_dir, o.topics, o.total_bytes, o.usable_bytes,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(error_code={self.error_code!r}, log_dir={self.log_dir!r}, topics={self.topics!r}, total_bytes={self.total_bytes!r}, usable_bytes={self.usable_bytes!r})"
+
+
 class DescribeLogDirsResponse(ApiMessage):
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    results: list[DescribeLogDirsResult] = field(default_factory=list)
+    __slots__ = ('throttle_time_ms', 'error_code', 'results',)
+    __match_args__ = ('throttle_time_ms', 'error_code', 'results',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    throttle_time_ms: int
+    error_code: int
+    results: list[DescribeLogDirsResult]
 
     def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, results: list[DescribeLogDirsResult] | None = None) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.results = [] if results is None else results
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(DescribeLogDirsResponse, other)
+        return (self.throttle_time_ms, self.error_code, self.results,) == (o.throttle_time_ms, o.error_code, o.results,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, results={self.results!r})"
 
 
 DescribeLogDirsResponse.API_KEY = 35

@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 from pybroker.protocol.api_message import ApiMessage
+from pybroker.protocol.message_fields import DataclassFields
 from pybroker.protocol.primitives import (
     ZERO_UUID, DecodeError, read_array_count, read_bytes,
     read_compact_bytes, read_compact_records, read_compact_string, read_records, read_string, read_uuid,
@@ -30,22 +31,46 @@ _S1 = Struct('>ih')
 _S2 = Struct('>i')
 
 
-@dataclass(slots=True, init=False)
 class TopicRequest:
-    name: str = ""
-    partition_indexes: list[int] = field(default_factory=list)
+    __slots__ = ('name', 'partition_indexes',)
+    __match_args__ = ('name', 'partition_indexes',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    name: str
+    partition_indexes: list[int]
 
     def __init__(self, name: str = "", partition_indexes: list[int] | None = None) -> None:
         self.name = name
         self.partition_indexes = [] if partition_indexes is None else partition_indexes
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(TopicRequest, other)
+        return (self.name, self.partition_indexes,) == (o.name, o.partition_indexes,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(name={self.name!r}, partition_indexes={self.partition_indexes!r})"
+
+
 class DescribeProducersRequest(ApiMessage):
-    topics: list[TopicRequest] = field(default_factory=list)
+    __slots__ = ('topics',)
+    __match_args__ = ('topics',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    topics: list[TopicRequest]
 
     def __init__(self, topics: list[TopicRequest] | None = None) -> None:
         self.topics = [] if topics is None else topics
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(DescribeProducersRequest, other)
+        return (self.topics,) == (o.topics,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(topics={self.topics!r})"
 
 
 DescribeProducersRequest.API_KEY = 61
@@ -54,14 +79,17 @@ DescribeProducersRequest.MAX_VERSION = 0
 DescribeProducersRequest.FLEXIBLE_MIN = 0
 
 
-@dataclass(slots=True, init=False)
 class ProducerState:
-    producer_id: int = 0
-    producer_epoch: int = 0
-    last_sequence: int = -1
-    last_timestamp: int = -1
-    coordinator_epoch: int = 0
-    current_txn_start_offset: int = -1
+    __slots__ = ('producer_id', 'producer_epoch', 'last_sequence', 'last_timestamp', 'coordinator_epoch', 'current_txn_start_offset',)
+    __match_args__ = ('producer_id', 'producer_epoch', 'last_sequence', 'last_timestamp', 'coordinator_epoch', 'current_txn_start_offset',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    producer_id: int
+    producer_epoch: int
+    last_sequence: int
+    last_timestamp: int
+    coordinator_epoch: int
+    current_txn_start_offset: int
 
     def __init__(self, producer_id: int = 0, producer_epoch: int = 0, last_sequence: int = -1, last_timestamp: int = -1, coordinator_epoch: int = 0, current_txn_start_offset: int = -1) -> None:
         self.producer_id = producer_id
@@ -71,13 +99,25 @@ class ProducerState:
         self.coordinator_epoch = coordinator_epoch
         self.current_txn_start_offset = current_txn_start_offset
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(ProducerState, other)
+        return (self.producer_id, self.producer_epoch, self.last_sequence, self.last_timestamp, self.coordinator_epoch, self.current_txn_start_offset,) == (o.producer_id, o.producer_epoch, o.last_sequence, o.last_timestamp, o.coordinator_epoch, o.current_txn_start_offset,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(producer_id={self.producer_id!r}, producer_epoch={self.producer_epoch!r}, last_sequence={self.last_sequence!r}, last_timestamp={self.last_timestamp!r}, coordinator_epoch={self.coordinator_epoch!r}, current_txn_start_offset={self.current_txn_start_offset!r})"
+
+
 class PartitionResponse:
-    partition_index: int = 0
-    error_code: int = 0
-    error_message: str | None = None
-    active_producers: list[ProducerState] = field(default_factory=list)
+    __slots__ = ('partition_index', 'error_code', 'error_message', 'active_producers',)
+    __match_args__ = ('partition_index', 'error_code', 'error_message', 'active_producers',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    partition_index: int
+    error_code: int
+    error_message: str | None
+    active_producers: list[ProducerState]
 
     def __init__(self, partition_index: int = 0, error_code: int = 0, error_message: str | None = None, active_producers: list[ProducerState] | None = None) -> None:
         self.partition_index = partition_index
@@ -85,25 +125,58 @@ class PartitionResponse:
         self.error_message = error_message
         self.active_producers = [] if active_producers is None else active_producers
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(PartitionResponse, other)
+        return (self.partition_index, self.error_code, self.error_message, self.active_producers,) == (o.partition_index, o.error_code, o.error_message, o.active_producers,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, error_code={self.error_code!r}, error_message={self.error_message!r}, active_producers={self.active_producers!r})"
+
+
 class TopicResponse:
-    name: str = ""
-    partitions: list[PartitionResponse] = field(default_factory=list)
+    __slots__ = ('name', 'partitions',)
+    __match_args__ = ('name', 'partitions',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    name: str
+    partitions: list[PartitionResponse]
 
     def __init__(self, name: str = "", partitions: list[PartitionResponse] | None = None) -> None:
         self.name = name
         self.partitions = [] if partitions is None else partitions
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(TopicResponse, other)
+        return (self.name, self.partitions,) == (o.name, o.partitions,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(name={self.name!r}, partitions={self.partitions!r})"
+
+
 class DescribeProducersResponse(ApiMessage):
-    throttle_time_ms: int = 0
-    topics: list[TopicResponse] = field(default_factory=list)
+    __slots__ = ('throttle_time_ms', 'topics',)
+    __match_args__ = ('throttle_time_ms', 'topics',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    throttle_time_ms: int
+    topics: list[TopicResponse]
 
     def __init__(self, throttle_time_ms: int = 0, topics: list[TopicResponse] | None = None) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.topics = [] if topics is None else topics
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(DescribeProducersResponse, other)
+        return (self.throttle_time_ms, self.topics,) == (o.throttle_time_ms, o.topics,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, topics={self.topics!r})"
 
 
 DescribeProducersResponse.API_KEY = 61

@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 from pybroker.protocol.api_message import ApiMessage
+from pybroker.protocol.message_fields import DataclassFields
 from pybroker.protocol.primitives import (
     ZERO_UUID, DecodeError, read_array_count, read_bytes,
     read_compact_bytes, read_compact_records, read_compact_string, read_records, read_string, read_uuid,
@@ -36,30 +37,66 @@ _S7 = Struct('>ih')
 _S8 = Struct('>iiq')
 
 
-@dataclass(slots=True, init=False)
 class DescribeQuorumRequestPartitionData:
-    partition_index: int = 0
+    __slots__ = ('partition_index',)
+    __match_args__ = ('partition_index',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    partition_index: int
 
     def __init__(self, partition_index: int = 0) -> None:
         self.partition_index = partition_index
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(DescribeQuorumRequestPartitionData, other)
+        return (self.partition_index,) == (o.partition_index,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r})"
+
+
 class DescribeQuorumRequestTopicData:
-    topic_name: str = ""
-    partitions: list[DescribeQuorumRequestPartitionData] = field(default_factory=list)
+    __slots__ = ('topic_name', 'partitions',)
+    __match_args__ = ('topic_name', 'partitions',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    topic_name: str
+    partitions: list[DescribeQuorumRequestPartitionData]
 
     def __init__(self, topic_name: str = "", partitions: list[DescribeQuorumRequestPartitionData] | None = None) -> None:
         self.topic_name = topic_name
         self.partitions = [] if partitions is None else partitions
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(DescribeQuorumRequestTopicData, other)
+        return (self.topic_name, self.partitions,) == (o.topic_name, o.partitions,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(topic_name={self.topic_name!r}, partitions={self.partitions!r})"
+
+
 class DescribeQuorumRequest(ApiMessage):
-    topics: list[DescribeQuorumRequestTopicData] = field(default_factory=list)
+    __slots__ = ('topics',)
+    __match_args__ = ('topics',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    topics: list[DescribeQuorumRequestTopicData]
 
     def __init__(self, topics: list[DescribeQuorumRequestTopicData] | None = None) -> None:
         self.topics = [] if topics is None else topics
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(DescribeQuorumRequest, other)
+        return (self.topics,) == (o.topics,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(topics={self.topics!r})"
 
 
 DescribeQuorumRequest.API_KEY = 55
@@ -68,35 +105,62 @@ DescribeQuorumRequest.MAX_VERSION = 2
 DescribeQuorumRequest.FLEXIBLE_MIN = 0
 
 
-@dataclass(slots=True, init=False)
 class Listener:
-    name: str = ""
-    host: str = ""
-    port: int = 0
+    __slots__ = ('name', 'host', 'port',)
+    __match_args__ = ('name', 'host', 'port',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    name: str
+    host: str
+    port: int
 
     def __init__(self, name: str = "", host: str = "", port: int = 0) -> None:
         self.name = name
         self.host = host
         self.port = port
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(Listener, other)
+        return (self.name, self.host, self.port,) == (o.name, o.host, o.port,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(name={self.name!r}, host={self.host!r}, port={self.port!r})"
+
+
 class Node:
-    node_id: int = 0
-    listeners: list[Listener] = field(default_factory=list)
+    __slots__ = ('node_id', 'listeners',)
+    __match_args__ = ('node_id', 'listeners',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    node_id: int
+    listeners: list[Listener]
 
     def __init__(self, node_id: int = 0, listeners: list[Listener] | None = None) -> None:
         self.node_id = node_id
         self.listeners = [] if listeners is None else listeners
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(Node, other)
+        return (self.node_id, self.listeners,) == (o.node_id, o.listeners,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(node_id={self.node_id!r}, listeners={self.listeners!r})"
+
+
 class ReplicaState:
-    replica_id: int = 0
-    replica_directory_id: uuid.UUID = ZERO_UUID
-    log_end_offset: int = 0
-    last_fetch_timestamp: int = -1
-    last_caught_up_timestamp: int = -1
+    __slots__ = ('replica_id', 'replica_directory_id', 'log_end_offset', 'last_fetch_timestamp', 'last_caught_up_timestamp',)
+    __match_args__ = ('replica_id', 'replica_directory_id', 'log_end_offset', 'last_fetch_timestamp', 'last_caught_up_timestamp',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    replica_id: int
+    replica_directory_id: uuid.UUID
+    log_end_offset: int
+    last_fetch_timestamp: int
+    last_caught_up_timestamp: int
 
     def __init__(self, replica_id: int = 0, replica_directory_id: uuid.UUID = ZERO_UUID, log_end_offset: int = 0, last_fetch_timestamp: int = -1, last_caught_up_timestamp: int = -1) -> None:
         self.replica_id = replica_id
@@ -105,17 +169,29 @@ class ReplicaState:
         self.last_fetch_timestamp = last_fetch_timestamp
         self.last_caught_up_timestamp = last_caught_up_timestamp
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(ReplicaState, other)
+        return (self.replica_id, self.replica_directory_id, self.log_end_offset, self.last_fetch_timestamp, self.last_caught_up_timestamp,) == (o.replica_id, o.replica_directory_id, o.log_end_offset, o.last_fetch_timestamp, o.last_caught_up_timestamp,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(replica_id={self.replica_id!r}, replica_directory_id={self.replica_directory_id!r}, log_end_offset={self.log_end_offset!r}, last_fetch_timestamp={self.last_fetch_timestamp!r}, last_caught_up_timestamp={self.last_caught_up_timestamp!r})"
+
+
 class DescribeQuorumResponsePartitionData:
-    partition_index: int = 0
-    error_code: int = 0
-    error_message: str | None = ""
-    leader_id: int = 0
-    leader_epoch: int = 0
-    high_watermark: int = 0
-    current_voters: list[ReplicaState] = field(default_factory=list)
-    observers: list[ReplicaState] = field(default_factory=list)
+    __slots__ = ('partition_index', 'error_code', 'error_message', 'leader_id', 'leader_epoch', 'high_watermark', 'current_voters', 'observers',)
+    __match_args__ = ('partition_index', 'error_code', 'error_message', 'leader_id', 'leader_epoch', 'high_watermark', 'current_voters', 'observers',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    partition_index: int
+    error_code: int
+    error_message: str | None
+    leader_id: int
+    leader_epoch: int
+    high_watermark: int
+    current_voters: list[ReplicaState]
+    observers: list[ReplicaState]
 
     def __init__(self, partition_index: int = 0, error_code: int = 0, error_message: str | None = "", leader_id: int = 0, leader_epoch: int = 0, high_watermark: int = 0, current_voters: list[ReplicaState] | None = None, observers: list[ReplicaState] | None = None) -> None:
         self.partition_index = partition_index
@@ -127,29 +203,62 @@ class DescribeQuorumResponsePartitionData:
         self.current_voters = [] if current_voters is None else current_voters
         self.observers = [] if observers is None else observers
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(DescribeQuorumResponsePartitionData, other)
+        return (self.partition_index, self.error_code, self.error_message, self.leader_id, self.leader_epoch, self.high_watermark, self.current_voters, self.observers,) == (o.partition_index, o.error_code, o.error_message, o.leader_id, o.leader_epoch, o.high_watermark, o.current_voters, o.observers,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, error_code={self.error_code!r}, error_message={self.error_message!r}, leader_id={self.leader_id!r}, leader_epoch={self.leader_epoch!r}, high_watermark={self.high_watermark!r}, current_voters={self.current_voters!r}, observers={self.observers!r})"
+
+
 class DescribeQuorumResponseTopicData:
-    topic_name: str = ""
-    partitions: list[DescribeQuorumResponsePartitionData] = field(default_factory=list)
+    __slots__ = ('topic_name', 'partitions',)
+    __match_args__ = ('topic_name', 'partitions',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    topic_name: str
+    partitions: list[DescribeQuorumResponsePartitionData]
 
     def __init__(self, topic_name: str = "", partitions: list[DescribeQuorumResponsePartitionData] | None = None) -> None:
         self.topic_name = topic_name
         self.partitions = [] if partitions is None else partitions
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(DescribeQuorumResponseTopicData, other)
+        return (self.topic_name, self.partitions,) == (o.topic_name, o.partitions,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(topic_name={self.topic_name!r}, partitions={self.partitions!r})"
+
+
 class DescribeQuorumResponse(ApiMessage):
-    error_code: int = 0
-    error_message: str | None = ""
-    topics: list[DescribeQuorumResponseTopicData] = field(default_factory=list)
-    nodes: list[Node] = field(default_factory=list)
+    __slots__ = ('error_code', 'error_message', 'topics', 'nodes',)
+    __match_args__ = ('error_code', 'error_message', 'topics', 'nodes',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    error_code: int
+    error_message: str | None
+    topics: list[DescribeQuorumResponseTopicData]
+    nodes: list[Node]
 
     def __init__(self, error_code: int = 0, error_message: str | None = "", topics: list[DescribeQuorumResponseTopicData] | None = None, nodes: list[Node] | None = None) -> None:
         self.error_code = error_code
         self.error_message = error_message
         self.topics = [] if topics is None else topics
         self.nodes = [] if nodes is None else nodes
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(DescribeQuorumResponse, other)
+        return (self.error_code, self.error_message, self.topics, self.nodes,) == (o.error_code, o.error_message, o.topics, o.nodes,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(error_code={self.error_code!r}, error_message={self.error_message!r}, topics={self.topics!r}, nodes={self.nodes!r})"
 
 
 DescribeQuorumResponse.API_KEY = 55

@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 from pybroker.protocol.api_message import ApiMessage
+from pybroker.protocol.message_fields import DataclassFields
 from pybroker.protocol.primitives import (
     ZERO_UUID, DecodeError, read_array_count, read_bytes,
     read_compact_bytes, read_compact_records, read_compact_string, read_records, read_string, read_uuid,
@@ -32,32 +33,68 @@ _S3 = Struct('>i')
 _S4 = Struct('>iqiqh')
 
 
-@dataclass(slots=True, init=False)
 class DescribeShareGroupOffsetsRequestTopic:
-    topic_name: str = ""
-    partitions: list[int] = field(default_factory=list)
+    __slots__ = ('topic_name', 'partitions',)
+    __match_args__ = ('topic_name', 'partitions',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    topic_name: str
+    partitions: list[int]
 
     def __init__(self, topic_name: str = "", partitions: list[int] | None = None) -> None:
         self.topic_name = topic_name
         self.partitions = [] if partitions is None else partitions
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(DescribeShareGroupOffsetsRequestTopic, other)
+        return (self.topic_name, self.partitions,) == (o.topic_name, o.partitions,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(topic_name={self.topic_name!r}, partitions={self.partitions!r})"
+
+
 class DescribeShareGroupOffsetsRequestGroup:
-    group_id: str = ""
-    topics: list[DescribeShareGroupOffsetsRequestTopic] | None = field(default_factory=list)
+    __slots__ = ('group_id', 'topics',)
+    __match_args__ = ('group_id', 'topics',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    group_id: str
+    topics: list[DescribeShareGroupOffsetsRequestTopic] | None
 
     def __init__(self, group_id: str = "", topics: object = _UNSET) -> None:
         self.group_id = group_id
         self.topics = [] if topics is _UNSET else cast('list[DescribeShareGroupOffsetsRequestTopic] | None', topics)
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(DescribeShareGroupOffsetsRequestGroup, other)
+        return (self.group_id, self.topics,) == (o.group_id, o.topics,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(group_id={self.group_id!r}, topics={self.topics!r})"
+
+
 class DescribeShareGroupOffsetsRequest(ApiMessage):
-    groups: list[DescribeShareGroupOffsetsRequestGroup] = field(default_factory=list)
+    __slots__ = ('groups',)
+    __match_args__ = ('groups',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    groups: list[DescribeShareGroupOffsetsRequestGroup]
 
     def __init__(self, groups: list[DescribeShareGroupOffsetsRequestGroup] | None = None) -> None:
         self.groups = [] if groups is None else groups
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(DescribeShareGroupOffsetsRequest, other)
+        return (self.groups,) == (o.groups,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(groups={self.groups!r})"
 
 
 DescribeShareGroupOffsetsRequest.API_KEY = 90
@@ -66,14 +103,17 @@ DescribeShareGroupOffsetsRequest.MAX_VERSION = 1
 DescribeShareGroupOffsetsRequest.FLEXIBLE_MIN = 0
 
 
-@dataclass(slots=True, init=False)
 class DescribeShareGroupOffsetsResponsePartition:
-    partition_index: int = 0
-    start_offset: int = 0
-    leader_epoch: int = 0
-    lag: int = -1
-    error_code: int = 0
-    error_message: str | None = None
+    __slots__ = ('partition_index', 'start_offset', 'leader_epoch', 'lag', 'error_code', 'error_message',)
+    __match_args__ = ('partition_index', 'start_offset', 'leader_epoch', 'lag', 'error_code', 'error_message',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    partition_index: int
+    start_offset: int
+    leader_epoch: int
+    lag: int
+    error_code: int
+    error_message: str | None
 
     def __init__(self, partition_index: int = 0, start_offset: int = 0, leader_epoch: int = 0, lag: int = -1, error_code: int = 0, error_message: str | None = None) -> None:
         self.partition_index = partition_index
@@ -83,25 +123,49 @@ class DescribeShareGroupOffsetsResponsePartition:
         self.error_code = error_code
         self.error_message = error_message
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(DescribeShareGroupOffsetsResponsePartition, other)
+        return (self.partition_index, self.start_offset, self.leader_epoch, self.lag, self.error_code, self.error_message,) == (o.partition_index, o.start_offset, o.leader_epoch, o.lag, o.error_code, o.error_message,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, start_offset={self.start_offset!r}, leader_epoch={self.leader_epoch!r}, lag={self.lag!r}, error_code={self.error_code!r}, error_message={self.error_message!r})"
+
+
 class DescribeShareGroupOffsetsResponseTopic:
-    topic_name: str = ""
-    topic_id: uuid.UUID = ZERO_UUID
-    partitions: list[DescribeShareGroupOffsetsResponsePartition] = field(default_factory=list)
+    __slots__ = ('topic_name', 'topic_id', 'partitions',)
+    __match_args__ = ('topic_name', 'topic_id', 'partitions',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    topic_name: str
+    topic_id: uuid.UUID
+    partitions: list[DescribeShareGroupOffsetsResponsePartition]
 
     def __init__(self, topic_name: str = "", topic_id: uuid.UUID = ZERO_UUID, partitions: list[DescribeShareGroupOffsetsResponsePartition] | None = None) -> None:
         self.topic_name = topic_name
         self.topic_id = topic_id
         self.partitions = [] if partitions is None else partitions
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(DescribeShareGroupOffsetsResponseTopic, other)
+        return (self.topic_name, self.topic_id, self.partitions,) == (o.topic_name, o.topic_id, o.partitions,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(topic_name={self.topic_name!r}, topic_id={self.topic_id!r}, partitions={self.partitions!r})"
+
+
 class DescribeShareGroupOffsetsResponseGroup:
-    group_id: str = ""
-    topics: list[DescribeShareGroupOffsetsResponseTopic] = field(default_factory=list)
-    error_code: int = 0
-    error_message: str | None = None
+    __slots__ = ('group_id', 'topics', 'error_code', 'error_message',)
+    __match_args__ = ('group_id', 'topics', 'error_code', 'error_message',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    group_id: str
+    topics: list[DescribeShareGroupOffsetsResponseTopic]
+    error_code: int
+    error_message: str | None
 
     def __init__(self, group_id: str = "", topics: list[DescribeShareGroupOffsetsResponseTopic] | None = None, error_code: int = 0, error_message: str | None = None) -> None:
         self.group_id = group_id
@@ -109,15 +173,36 @@ class DescribeShareGroupOffsetsResponseGroup:
         self.error_code = error_code
         self.error_message = error_message
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(DescribeShareGroupOffsetsResponseGroup, other)
+        return (self.group_id, self.topics, self.error_code, self.error_message,) == (o.group_id, o.topics, o.error_code, o.error_message,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(group_id={self.group_id!r}, topics={self.topics!r}, error_code={self.error_code!r}, error_message={self.error_message!r})"
+
+
 class DescribeShareGroupOffsetsResponse(ApiMessage):
-    throttle_time_ms: int = 0
-    groups: list[DescribeShareGroupOffsetsResponseGroup] = field(default_factory=list)
+    __slots__ = ('throttle_time_ms', 'groups',)
+    __match_args__ = ('throttle_time_ms', 'groups',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    throttle_time_ms: int
+    groups: list[DescribeShareGroupOffsetsResponseGroup]
 
     def __init__(self, throttle_time_ms: int = 0, groups: list[DescribeShareGroupOffsetsResponseGroup] | None = None) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.groups = [] if groups is None else groups
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(DescribeShareGroupOffsetsResponse, other)
+        return (self.throttle_time_ms, self.groups,) == (o.throttle_time_ms, o.groups,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, groups={self.groups!r})"
 
 
 DescribeShareGroupOffsetsResponse.API_KEY = 90

@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 from pybroker.protocol.api_message import ApiMessage
+from pybroker.protocol.message_fields import DataclassFields
 from pybroker.protocol.primitives import (
     ZERO_UUID, DecodeError, read_array_count, read_bytes,
     read_compact_bytes, read_compact_records, read_compact_string, read_records, read_string, read_uuid,
@@ -31,34 +32,70 @@ _S2 = Struct('>h')
 _S3 = Struct('>16s?')
 
 
-@dataclass(slots=True, init=False)
 class DescribeTopicPartitionsRequestCursor:
-    topic_name: str = ""
-    partition_index: int = 0
+    __slots__ = ('topic_name', 'partition_index',)
+    __match_args__ = ('topic_name', 'partition_index',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    topic_name: str
+    partition_index: int
 
     def __init__(self, topic_name: str = "", partition_index: int = 0) -> None:
         self.topic_name = topic_name
         self.partition_index = partition_index
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(DescribeTopicPartitionsRequestCursor, other)
+        return (self.topic_name, self.partition_index,) == (o.topic_name, o.partition_index,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(topic_name={self.topic_name!r}, partition_index={self.partition_index!r})"
+
+
 class TopicRequest:
-    name: str = ""
+    __slots__ = ('name',)
+    __match_args__ = ('name',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    name: str
 
     def __init__(self, name: str = "") -> None:
         self.name = name
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(TopicRequest, other)
+        return (self.name,) == (o.name,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(name={self.name!r})"
+
+
 class DescribeTopicPartitionsRequest(ApiMessage):
-    topics: list[TopicRequest] = field(default_factory=list)
-    response_partition_limit: int = 2000
-    cursor: DescribeTopicPartitionsRequestCursor | None = None
+    __slots__ = ('topics', 'response_partition_limit', 'cursor',)
+    __match_args__ = ('topics', 'response_partition_limit', 'cursor',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    topics: list[TopicRequest]
+    response_partition_limit: int
+    cursor: DescribeTopicPartitionsRequestCursor | None
 
     def __init__(self, topics: list[TopicRequest] | None = None, response_partition_limit: int = 2000, cursor: DescribeTopicPartitionsRequestCursor | None = None) -> None:
         self.topics = [] if topics is None else topics
         self.response_partition_limit = response_partition_limit
         self.cursor = cursor
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(DescribeTopicPartitionsRequest, other)
+        return (self.topics, self.response_partition_limit, self.cursor,) == (o.topics, o.response_partition_limit, o.cursor,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(topics={self.topics!r}, response_partition_limit={self.response_partition_limit!r}, cursor={self.cursor!r})"
 
 
 DescribeTopicPartitionsRequest.API_KEY = 75
@@ -67,27 +104,42 @@ DescribeTopicPartitionsRequest.MAX_VERSION = 0
 DescribeTopicPartitionsRequest.FLEXIBLE_MIN = 0
 
 
-@dataclass(slots=True, init=False)
 class DescribeTopicPartitionsResponseCursor:
-    topic_name: str = ""
-    partition_index: int = 0
+    __slots__ = ('topic_name', 'partition_index',)
+    __match_args__ = ('topic_name', 'partition_index',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    topic_name: str
+    partition_index: int
 
     def __init__(self, topic_name: str = "", partition_index: int = 0) -> None:
         self.topic_name = topic_name
         self.partition_index = partition_index
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(DescribeTopicPartitionsResponseCursor, other)
+        return (self.topic_name, self.partition_index,) == (o.topic_name, o.partition_index,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(topic_name={self.topic_name!r}, partition_index={self.partition_index!r})"
+
+
 class DescribeTopicPartitionsResponsePartition:
-    error_code: int = 0
-    partition_index: int = 0
-    leader_id: int = 0
-    leader_epoch: int = -1
-    replica_nodes: list[int] = field(default_factory=list)
-    isr_nodes: list[int] = field(default_factory=list)
-    eligible_leader_replicas: list[int] | None = field(default_factory=list)
-    last_known_elr: list[int] | None = field(default_factory=list)
-    offline_replicas: list[int] = field(default_factory=list)
+    __slots__ = ('error_code', 'partition_index', 'leader_id', 'leader_epoch', 'replica_nodes', 'isr_nodes', 'eligible_leader_replicas', 'last_known_elr', 'offline_replicas',)
+    __match_args__ = ('error_code', 'partition_index', 'leader_id', 'leader_epoch', 'replica_nodes', 'isr_nodes', 'eligible_leader_replicas', 'last_known_elr', 'offline_replicas',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    error_code: int
+    partition_index: int
+    leader_id: int
+    leader_epoch: int
+    replica_nodes: list[int]
+    isr_nodes: list[int]
+    eligible_leader_replicas: list[int] | None
+    last_known_elr: list[int] | None
+    offline_replicas: list[int]
 
     def __init__(self, error_code: int = 0, partition_index: int = 0, leader_id: int = 0, leader_epoch: int = -1, replica_nodes: list[int] | None = None, isr_nodes: list[int] | None = None, eligible_leader_replicas: object = _UNSET, last_known_elr: object = _UNSET, offline_replicas: list[int] | None = None) -> None:
         self.error_code = error_code
@@ -100,15 +152,27 @@ class DescribeTopicPartitionsResponsePartition:
         self.last_known_elr = [] if last_known_elr is _UNSET else cast('list[int] | None', last_known_elr)
         self.offline_replicas = [] if offline_replicas is None else offline_replicas
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(DescribeTopicPartitionsResponsePartition, other)
+        return (self.error_code, self.partition_index, self.leader_id, self.leader_epoch, self.replica_nodes, self.isr_nodes, self.eligible_leader_replicas, self.last_known_elr, self.offline_replicas,) == (o.error_code, o.partition_index, o.leader_id, o.leader_epoch, o.replica_nodes, o.isr_nodes, o.eligible_leader_replicas, o.last_known_elr, o.offline_replicas,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(error_code={self.error_code!r}, partition_index={self.partition_index!r}, leader_id={self.leader_id!r}, leader_epoch={self.leader_epoch!r}, replica_nodes={self.replica_nodes!r}, isr_nodes={self.isr_nodes!r}, eligible_leader_replicas={self.eligible_leader_replicas!r}, last_known_elr={self.last_known_elr!r}, offline_replicas={self.offline_replicas!r})"
+
+
 class DescribeTopicPartitionsResponseTopic:
-    error_code: int = 0
-    name: str | None = ""
-    topic_id: uuid.UUID = ZERO_UUID
-    is_internal: bool = False
-    partitions: list[DescribeTopicPartitionsResponsePartition] = field(default_factory=list)
-    topic_authorized_operations: int = -2147483648
+    __slots__ = ('error_code', 'name', 'topic_id', 'is_internal', 'partitions', 'topic_authorized_operations',)
+    __match_args__ = ('error_code', 'name', 'topic_id', 'is_internal', 'partitions', 'topic_authorized_operations',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    error_code: int
+    name: str | None
+    topic_id: uuid.UUID
+    is_internal: bool
+    partitions: list[DescribeTopicPartitionsResponsePartition]
+    topic_authorized_operations: int
 
     def __init__(self, error_code: int = 0, name: str | None = "", topic_id: uuid.UUID = ZERO_UUID, is_internal: bool = False, partitions: list[DescribeTopicPartitionsResponsePartition] | None = None, topic_authorized_operations: int = -2147483648) -> None:
         self.error_code = error_code
@@ -118,17 +182,38 @@ class DescribeTopicPartitionsResponseTopic:
         self.partitions = [] if partitions is None else partitions
         self.topic_authorized_operations = topic_authorized_operations
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(DescribeTopicPartitionsResponseTopic, other)
+        return (self.error_code, self.name, self.topic_id, self.is_internal, self.partitions, self.topic_authorized_operations,) == (o.error_code, o.name, o.topic_id, o.is_internal, o.partitions, o.topic_authorized_operations,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(error_code={self.error_code!r}, name={self.name!r}, topic_id={self.topic_id!r}, is_internal={self.is_internal!r}, partitions={self.partitions!r}, topic_authorized_operations={self.topic_authorized_operations!r})"
+
+
 class DescribeTopicPartitionsResponse(ApiMessage):
-    throttle_time_ms: int = 0
-    topics: list[DescribeTopicPartitionsResponseTopic] = field(default_factory=list)
-    next_cursor: DescribeTopicPartitionsResponseCursor | None = None
+    __slots__ = ('throttle_time_ms', 'topics', 'next_cursor',)
+    __match_args__ = ('throttle_time_ms', 'topics', 'next_cursor',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    throttle_time_ms: int
+    topics: list[DescribeTopicPartitionsResponseTopic]
+    next_cursor: DescribeTopicPartitionsResponseCursor | None
 
     def __init__(self, throttle_time_ms: int = 0, topics: list[DescribeTopicPartitionsResponseTopic] | None = None, next_cursor: DescribeTopicPartitionsResponseCursor | None = None) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.topics = [] if topics is None else topics
         self.next_cursor = next_cursor
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(DescribeTopicPartitionsResponse, other)
+        return (self.throttle_time_ms, self.topics, self.next_cursor,) == (o.throttle_time_ms, o.topics, o.next_cursor,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, topics={self.topics!r}, next_cursor={self.next_cursor!r})"
 
 
 DescribeTopicPartitionsResponse.API_KEY = 75

@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 from pybroker.protocol.api_message import ApiMessage
+from pybroker.protocol.message_fields import DataclassFields
 from pybroker.protocol.primitives import (
     ZERO_UUID, DecodeError, read_array_count, read_bytes,
     read_compact_bytes, read_compact_records, read_compact_string, read_records, read_string, read_uuid,
@@ -30,12 +31,24 @@ _S1 = Struct('>iqqh')
 _S2 = Struct('>i')
 
 
-@dataclass(slots=True, init=False)
 class DescribeTransactionsRequest(ApiMessage):
-    transactional_ids: list[str] = field(default_factory=list)
+    __slots__ = ('transactional_ids',)
+    __match_args__ = ('transactional_ids',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    transactional_ids: list[str]
 
     def __init__(self, transactional_ids: list[str] | None = None) -> None:
         self.transactional_ids = [] if transactional_ids is None else transactional_ids
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(DescribeTransactionsRequest, other)
+        return (self.transactional_ids,) == (o.transactional_ids,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(transactional_ids={self.transactional_ids!r})"
 
 
 DescribeTransactionsRequest.API_KEY = 65
@@ -44,26 +57,41 @@ DescribeTransactionsRequest.MAX_VERSION = 0
 DescribeTransactionsRequest.FLEXIBLE_MIN = 0
 
 
-@dataclass(slots=True, init=False)
 class TopicData:
-    topic: str = ""
-    partitions: list[int] = field(default_factory=list)
+    __slots__ = ('topic', 'partitions',)
+    __match_args__ = ('topic', 'partitions',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    topic: str
+    partitions: list[int]
 
     def __init__(self, topic: str = "", partitions: list[int] | None = None) -> None:
         self.topic = topic
         self.partitions = [] if partitions is None else partitions
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(TopicData, other)
+        return (self.topic, self.partitions,) == (o.topic, o.partitions,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(topic={self.topic!r}, partitions={self.partitions!r})"
+
+
 class TransactionState:
-    error_code: int = 0
-    transactional_id: str = ""
-    transaction_state: str = ""
-    transaction_timeout_ms: int = 0
-    transaction_start_time_ms: int = 0
-    producer_id: int = 0
-    producer_epoch: int = 0
-    topics: list[TopicData] = field(default_factory=list)
+    __slots__ = ('error_code', 'transactional_id', 'transaction_state', 'transaction_timeout_ms', 'transaction_start_time_ms', 'producer_id', 'producer_epoch', 'topics',)
+    __match_args__ = ('error_code', 'transactional_id', 'transaction_state', 'transaction_timeout_ms', 'transaction_start_time_ms', 'producer_id', 'producer_epoch', 'topics',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    error_code: int
+    transactional_id: str
+    transaction_state: str
+    transaction_timeout_ms: int
+    transaction_start_time_ms: int
+    producer_id: int
+    producer_epoch: int
+    topics: list[TopicData]
 
     def __init__(self, error_code: int = 0, transactional_id: str = "", transaction_state: str = "", transaction_timeout_ms: int = 0, transaction_start_time_ms: int = 0, producer_id: int = 0, producer_epoch: int = 0, topics: list[TopicData] | None = None) -> None:
         self.error_code = error_code
@@ -75,15 +103,36 @@ class TransactionState:
         self.producer_epoch = producer_epoch
         self.topics = [] if topics is None else topics
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(TransactionState, other)
+        return (self.error_code, self.transactional_id, self.transaction_state, self.transaction_timeout_ms, self.transaction_start_time_ms, self.producer_id, self.producer_epoch, self.topics,) == (o.error_code, o.transactional_id, o.transaction_state, o.transaction_timeout_ms, o.transaction_start_time_ms, o.producer_id, o.producer_epoch, o.topics,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(error_code={self.error_code!r}, transactional_id={self.transactional_id!r}, transaction_state={self.transaction_state!r}, transaction_timeout_ms={self.transaction_timeout_ms!r}, transaction_start_time_ms={self.transaction_start_time_ms!r}, producer_id={self.producer_id!r}, producer_epoch={self.producer_epoch!r}, topics={self.topics!r})"
+
+
 class DescribeTransactionsResponse(ApiMessage):
-    throttle_time_ms: int = 0
-    transaction_states: list[TransactionState] = field(default_factory=list)
+    __slots__ = ('throttle_time_ms', 'transaction_states',)
+    __match_args__ = ('throttle_time_ms', 'transaction_states',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    throttle_time_ms: int
+    transaction_states: list[TransactionState]
 
     def __init__(self, throttle_time_ms: int = 0, transaction_states: list[TransactionState] | None = None) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.transaction_states = [] if transaction_states is None else transaction_states
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(DescribeTransactionsResponse, other)
+        return (self.throttle_time_ms, self.transaction_states,) == (o.throttle_time_ms, o.transaction_states,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, transaction_states={self.transaction_states!r})"
 
 
 DescribeTransactionsResponse.API_KEY = 65

@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 from pybroker.protocol.api_message import ApiMessage
+from pybroker.protocol.message_fields import DataclassFields
 from pybroker.protocol.primitives import (
     ZERO_UUID, DecodeError, read_array_count, read_bytes,
     read_compact_bytes, read_compact_records, read_compact_string, read_records, read_string, read_uuid,
@@ -30,20 +31,44 @@ _S1 = Struct('>h')
 _S2 = Struct('>ih')
 
 
-@dataclass(slots=True, init=False)
 class UserName:
-    name: str = ""
+    __slots__ = ('name',)
+    __match_args__ = ('name',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    name: str
 
     def __init__(self, name: str = "") -> None:
         self.name = name
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(UserName, other)
+        return (self.name,) == (o.name,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(name={self.name!r})"
+
+
 class DescribeUserScramCredentialsRequest(ApiMessage):
-    users: list[UserName] | None = field(default_factory=list)
+    __slots__ = ('users',)
+    __match_args__ = ('users',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    users: list[UserName] | None
 
     def __init__(self, users: object = _UNSET) -> None:
         self.users = [] if users is _UNSET else cast('list[UserName] | None', users)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(DescribeUserScramCredentialsRequest, other)
+        return (self.users,) == (o.users,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(users={self.users!r})"
 
 
 DescribeUserScramCredentialsRequest.API_KEY = 50
@@ -52,22 +77,37 @@ DescribeUserScramCredentialsRequest.MAX_VERSION = 0
 DescribeUserScramCredentialsRequest.FLEXIBLE_MIN = 0
 
 
-@dataclass(slots=True, init=False)
 class CredentialInfo:
-    mechanism: int = 0
-    iterations: int = 0
+    __slots__ = ('mechanism', 'iterations',)
+    __match_args__ = ('mechanism', 'iterations',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    mechanism: int
+    iterations: int
 
     def __init__(self, mechanism: int = 0, iterations: int = 0) -> None:
         self.mechanism = mechanism
         self.iterations = iterations
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(CredentialInfo, other)
+        return (self.mechanism, self.iterations,) == (o.mechanism, o.iterations,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(mechanism={self.mechanism!r}, iterations={self.iterations!r})"
+
+
 class DescribeUserScramCredentialsResult:
-    user: str = ""
-    error_code: int = 0
-    error_message: str | None = None
-    credential_infos: list[CredentialInfo] = field(default_factory=list)
+    __slots__ = ('user', 'error_code', 'error_message', 'credential_infos',)
+    __match_args__ = ('user', 'error_code', 'error_message', 'credential_infos',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    user: str
+    error_code: int
+    error_message: str | None
+    credential_infos: list[CredentialInfo]
 
     def __init__(self, user: str = "", error_code: int = 0, error_message: str | None = None, credential_infos: list[CredentialInfo] | None = None) -> None:
         self.user = user
@@ -75,19 +115,40 @@ class DescribeUserScramCredentialsResult:
         self.error_message = error_message
         self.credential_infos = [] if credential_infos is None else credential_infos
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(DescribeUserScramCredentialsResult, other)
+        return (self.user, self.error_code, self.error_message, self.credential_infos,) == (o.user, o.error_code, o.error_message, o.credential_infos,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(user={self.user!r}, error_code={self.error_code!r}, error_message={self.error_message!r}, credential_infos={self.credential_infos!r})"
+
+
 class DescribeUserScramCredentialsResponse(ApiMessage):
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    error_message: str | None = None
-    results: list[DescribeUserScramCredentialsResult] = field(default_factory=list)
+    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'results',)
+    __match_args__ = ('throttle_time_ms', 'error_code', 'error_message', 'results',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+    results: list[DescribeUserScramCredentialsResult]
 
     def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = None, results: list[DescribeUserScramCredentialsResult] | None = None) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.error_message = error_message
         self.results = [] if results is None else results
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(DescribeUserScramCredentialsResponse, other)
+        return (self.throttle_time_ms, self.error_code, self.error_message, self.results,) == (o.throttle_time_ms, o.error_code, o.error_message, o.results,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, error_message={self.error_message!r}, results={self.results!r})"
 
 
 DescribeUserScramCredentialsResponse.API_KEY = 50

@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 from pybroker.protocol.api_message import ApiMessage
+from pybroker.protocol.message_fields import DataclassFields
 from pybroker.protocol.primitives import (
     ZERO_UUID, DecodeError, read_array_count, read_bytes,
     read_compact_bytes, read_compact_records, read_compact_string, read_records, read_string, read_uuid,
@@ -30,26 +31,50 @@ _S1 = Struct('>b')
 _S2 = Struct('>ih')
 
 
-@dataclass(slots=True, init=False)
 class TopicPartitions:
-    topic: str = ""
-    partitions: list[int] = field(default_factory=list)
+    __slots__ = ('topic', 'partitions',)
+    __match_args__ = ('topic', 'partitions',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    topic: str
+    partitions: list[int]
 
     def __init__(self, topic: str = "", partitions: list[int] | None = None) -> None:
         self.topic = topic
         self.partitions = [] if partitions is None else partitions
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(TopicPartitions, other)
+        return (self.topic, self.partitions,) == (o.topic, o.partitions,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(topic={self.topic!r}, partitions={self.partitions!r})"
+
+
 class ElectLeadersRequest(ApiMessage):
-    election_type: int = 0
-    topic_partitions: list[TopicPartitions] | None = field(default_factory=list)
-    timeout_ms: int = 60000
+    __slots__ = ('election_type', 'topic_partitions', 'timeout_ms',)
+    __match_args__ = ('election_type', 'topic_partitions', 'timeout_ms',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    election_type: int
+    topic_partitions: list[TopicPartitions] | None
+    timeout_ms: int
 
     def __init__(self, election_type: int = 0, topic_partitions: object = _UNSET, timeout_ms: int = 60000) -> None:
         self.election_type = election_type
         self.topic_partitions = [] if topic_partitions is _UNSET else cast('list[TopicPartitions] | None', topic_partitions)
         self.timeout_ms = timeout_ms
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(ElectLeadersRequest, other)
+        return (self.election_type, self.topic_partitions, self.timeout_ms,) == (o.election_type, o.topic_partitions, o.timeout_ms,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(election_type={self.election_type!r}, topic_partitions={self.topic_partitions!r}, timeout_ms={self.timeout_ms!r})"
 
 
 ElectLeadersRequest.API_KEY = 43
@@ -58,38 +83,74 @@ ElectLeadersRequest.MAX_VERSION = 2
 ElectLeadersRequest.FLEXIBLE_MIN = 2
 
 
-@dataclass(slots=True, init=False)
 class PartitionResult:
-    partition_id: int = 0
-    error_code: int = 0
-    error_message: str | None = ""
+    __slots__ = ('partition_id', 'error_code', 'error_message',)
+    __match_args__ = ('partition_id', 'error_code', 'error_message',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    partition_id: int
+    error_code: int
+    error_message: str | None
 
     def __init__(self, partition_id: int = 0, error_code: int = 0, error_message: str | None = "") -> None:
         self.partition_id = partition_id
         self.error_code = error_code
         self.error_message = error_message
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(PartitionResult, other)
+        return (self.partition_id, self.error_code, self.error_message,) == (o.partition_id, o.error_code, o.error_message,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(partition_id={self.partition_id!r}, error_code={self.error_code!r}, error_message={self.error_message!r})"
+
+
 class ReplicaElectionResult:
-    topic: str = ""
-    partition_result: list[PartitionResult] = field(default_factory=list)
+    __slots__ = ('topic', 'partition_result',)
+    __match_args__ = ('topic', 'partition_result',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    topic: str
+    partition_result: list[PartitionResult]
 
     def __init__(self, topic: str = "", partition_result: list[PartitionResult] | None = None) -> None:
         self.topic = topic
         self.partition_result = [] if partition_result is None else partition_result
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(ReplicaElectionResult, other)
+        return (self.topic, self.partition_result,) == (o.topic, o.partition_result,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(topic={self.topic!r}, partition_result={self.partition_result!r})"
+
+
 class ElectLeadersResponse(ApiMessage):
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    replica_election_results: list[ReplicaElectionResult] = field(default_factory=list)
+    __slots__ = ('throttle_time_ms', 'error_code', 'replica_election_results',)
+    __match_args__ = ('throttle_time_ms', 'error_code', 'replica_election_results',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    throttle_time_ms: int
+    error_code: int
+    replica_election_results: list[ReplicaElectionResult]
 
     def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, replica_election_results: list[ReplicaElectionResult] | None = None) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.replica_election_results = [] if replica_election_results is None else replica_election_results
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(ElectLeadersResponse, other)
+        return (self.throttle_time_ms, self.error_code, self.replica_election_results,) == (o.throttle_time_ms, o.error_code, o.replica_election_results,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, replica_election_results={self.replica_election_results!r})"
 
 
 ElectLeadersResponse.API_KEY = 43

@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 from pybroker.protocol.api_message import ApiMessage
+from pybroker.protocol.message_fields import DataclassFields
 from pybroker.protocol.primitives import (
     ZERO_UUID, DecodeError, read_array_count, read_bytes,
     read_compact_bytes, read_compact_records, read_compact_string, read_records, read_string, read_uuid,
@@ -30,18 +31,30 @@ _S1 = Struct('>ih')
 _S2 = Struct('>ihqh')
 
 
-@dataclass(slots=True, init=False)
 class EndTxnRequest(ApiMessage):
-    transactional_id: str = ""
-    producer_id: int = 0
-    producer_epoch: int = 0
-    committed: bool = False
+    __slots__ = ('transactional_id', 'producer_id', 'producer_epoch', 'committed',)
+    __match_args__ = ('transactional_id', 'producer_id', 'producer_epoch', 'committed',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    committed: bool
 
     def __init__(self, transactional_id: str = "", producer_id: int = 0, producer_epoch: int = 0, committed: bool = False) -> None:
         self.transactional_id = transactional_id
         self.producer_id = producer_id
         self.producer_epoch = producer_epoch
         self.committed = committed
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(EndTxnRequest, other)
+        return (self.transactional_id, self.producer_id, self.producer_epoch, self.committed,) == (o.transactional_id, o.producer_id, o.producer_epoch, o.committed,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(transactional_id={self.transactional_id!r}, producer_id={self.producer_id!r}, producer_epoch={self.producer_epoch!r}, committed={self.committed!r})"
 
 
 EndTxnRequest.API_KEY = 26
@@ -50,18 +63,30 @@ EndTxnRequest.MAX_VERSION = 5
 EndTxnRequest.FLEXIBLE_MIN = 3
 
 
-@dataclass(slots=True, init=False)
 class EndTxnResponse(ApiMessage):
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    producer_id: int = -1
-    producer_epoch: int = -1
+    __slots__ = ('throttle_time_ms', 'error_code', 'producer_id', 'producer_epoch',)
+    __match_args__ = ('throttle_time_ms', 'error_code', 'producer_id', 'producer_epoch',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    throttle_time_ms: int
+    error_code: int
+    producer_id: int
+    producer_epoch: int
 
     def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, producer_id: int = -1, producer_epoch: int = -1) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.producer_id = producer_id
         self.producer_epoch = producer_epoch
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(EndTxnResponse, other)
+        return (self.throttle_time_ms, self.error_code, self.producer_id, self.producer_epoch,) == (o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, producer_id={self.producer_id!r}, producer_epoch={self.producer_epoch!r})"
 
 
 EndTxnResponse.API_KEY = 26

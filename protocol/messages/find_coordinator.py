@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 from pybroker.protocol.api_message import ApiMessage
+from pybroker.protocol.message_fields import DataclassFields
 from pybroker.protocol.primitives import (
     ZERO_UUID, DecodeError, read_array_count, read_bytes,
     read_compact_bytes, read_compact_records, read_compact_string, read_records, read_string, read_uuid,
@@ -31,16 +32,28 @@ _S2 = Struct('>i')
 _S3 = Struct('>ih')
 
 
-@dataclass(slots=True, init=False)
 class FindCoordinatorRequest(ApiMessage):
-    key: str = ""
-    key_type: int = 0
-    coordinator_keys: list[str] = field(default_factory=list)
+    __slots__ = ('key', 'key_type', 'coordinator_keys',)
+    __match_args__ = ('key', 'key_type', 'coordinator_keys',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    key: str
+    key_type: int
+    coordinator_keys: list[str]
 
     def __init__(self, key: str = "", key_type: int = 0, coordinator_keys: list[str] | None = None) -> None:
         self.key = key
         self.key_type = key_type
         self.coordinator_keys = [] if coordinator_keys is None else coordinator_keys
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(FindCoordinatorRequest, other)
+        return (self.key, self.key_type, self.coordinator_keys,) == (o.key, o.key_type, o.coordinator_keys,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(key={self.key!r}, key_type={self.key_type!r}, coordinator_keys={self.coordinator_keys!r})"
 
 
 FindCoordinatorRequest.API_KEY = 10
@@ -49,14 +62,17 @@ FindCoordinatorRequest.MAX_VERSION = 6
 FindCoordinatorRequest.FLEXIBLE_MIN = 3
 
 
-@dataclass(slots=True, init=False)
 class Coordinator:
-    key: str = ""
-    node_id: int = 0
-    host: str = ""
-    port: int = 0
-    error_code: int = 0
-    error_message: str | None = ""
+    __slots__ = ('key', 'node_id', 'host', 'port', 'error_code', 'error_message',)
+    __match_args__ = ('key', 'node_id', 'host', 'port', 'error_code', 'error_message',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    key: str
+    node_id: int
+    host: str
+    port: int
+    error_code: int
+    error_message: str | None
 
     def __init__(self, key: str = "", node_id: int = 0, host: str = "", port: int = 0, error_code: int = 0, error_message: str | None = "") -> None:
         self.key = key
@@ -66,16 +82,28 @@ class Coordinator:
         self.error_code = error_code
         self.error_message = error_message
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(Coordinator, other)
+        return (self.key, self.node_id, self.host, self.port, self.error_code, self.error_message,) == (o.key, o.node_id, o.host, o.port, o.error_code, o.error_message,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(key={self.key!r}, node_id={self.node_id!r}, host={self.host!r}, port={self.port!r}, error_code={self.error_code!r}, error_message={self.error_message!r})"
+
+
 class FindCoordinatorResponse(ApiMessage):
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    error_message: str | None = ""
-    node_id: int = 0
-    host: str = ""
-    port: int = 0
-    coordinators: list[Coordinator] = field(default_factory=list)
+    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'node_id', 'host', 'port', 'coordinators',)
+    __match_args__ = ('throttle_time_ms', 'error_code', 'error_message', 'node_id', 'host', 'port', 'coordinators',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+    node_id: int
+    host: str
+    port: int
+    coordinators: list[Coordinator]
 
     def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = "", node_id: int = 0, host: str = "", port: int = 0, coordinators: list[Coordinator] | None = None) -> None:
         self.throttle_time_ms = throttle_time_ms
@@ -85,6 +113,15 @@ class FindCoordinatorResponse(ApiMessage):
         self.host = host
         self.port = port
         self.coordinators = [] if coordinators is None else coordinators
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(FindCoordinatorResponse, other)
+        return (self.throttle_time_ms, self.error_code, self.error_message, self.node_id, self.host, self.port, self.coordinators,) == (o.throttle_time_ms, o.error_code, o.error_message, o.node_id, o.host, o.port, o.coordinators,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, error_message={self.error_message!r}, node_id={self.node_id!r}, host={self.host!r}, port={self.port!r}, coordinators={self.coordinators!r})"
 
 
 FindCoordinatorResponse.API_KEY = 10

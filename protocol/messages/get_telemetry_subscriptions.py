@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 from pybroker.protocol.api_message import ApiMessage
+from pybroker.protocol.message_fields import DataclassFields
 from pybroker.protocol.primitives import (
     ZERO_UUID, DecodeError, read_array_count, read_bytes,
     read_compact_bytes, read_compact_records, read_compact_string, read_records, read_string, read_uuid,
@@ -30,12 +31,24 @@ _S1 = Struct('>ih16si')
 _S2 = Struct('>ii?')
 
 
-@dataclass(slots=True, init=False)
 class GetTelemetrySubscriptionsRequest(ApiMessage):
-    client_instance_id: uuid.UUID = ZERO_UUID
+    __slots__ = ('client_instance_id',)
+    __match_args__ = ('client_instance_id',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    client_instance_id: uuid.UUID
 
     def __init__(self, client_instance_id: uuid.UUID = ZERO_UUID) -> None:
         self.client_instance_id = client_instance_id
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(GetTelemetrySubscriptionsRequest, other)
+        return (self.client_instance_id,) == (o.client_instance_id,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(client_instance_id={self.client_instance_id!r})"
 
 
 GetTelemetrySubscriptionsRequest.API_KEY = 71
@@ -44,17 +57,20 @@ GetTelemetrySubscriptionsRequest.MAX_VERSION = 0
 GetTelemetrySubscriptionsRequest.FLEXIBLE_MIN = 0
 
 
-@dataclass(slots=True, init=False)
 class GetTelemetrySubscriptionsResponse(ApiMessage):
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    client_instance_id: uuid.UUID = ZERO_UUID
-    subscription_id: int = 0
-    accepted_compression_types: list[int] = field(default_factory=list)
-    push_interval_ms: int = 0
-    telemetry_max_bytes: int = 0
-    delta_temporality: bool = False
-    requested_metrics: list[str] = field(default_factory=list)
+    __slots__ = ('throttle_time_ms', 'error_code', 'client_instance_id', 'subscription_id', 'accepted_compression_types', 'push_interval_ms', 'telemetry_max_bytes', 'delta_temporality', 'requested_metrics',)
+    __match_args__ = ('throttle_time_ms', 'error_code', 'client_instance_id', 'subscription_id', 'accepted_compression_types', 'push_interval_ms', 'telemetry_max_bytes', 'delta_temporality', 'requested_metrics',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    throttle_time_ms: int
+    error_code: int
+    client_instance_id: uuid.UUID
+    subscription_id: int
+    accepted_compression_types: list[int]
+    push_interval_ms: int
+    telemetry_max_bytes: int
+    delta_temporality: bool
+    requested_metrics: list[str]
 
     def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, client_instance_id: uuid.UUID = ZERO_UUID, subscription_id: int = 0, accepted_compression_types: list[int] | None = None, push_interval_ms: int = 0, telemetry_max_bytes: int = 0, delta_temporality: bool = False, requested_metrics: list[str] | None = None) -> None:
         self.throttle_time_ms = throttle_time_ms
@@ -66,6 +82,15 @@ class GetTelemetrySubscriptionsResponse(ApiMessage):
         self.telemetry_max_bytes = telemetry_max_bytes
         self.delta_temporality = delta_temporality
         self.requested_metrics = [] if requested_metrics is None else requested_metrics
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(GetTelemetrySubscriptionsResponse, other)
+        return (self.throttle_time_ms, self.error_code, self.client_instance_id, self.subscription_id, self.accepted_compression_types, self.push_interval_ms, self.telemetry_max_bytes, self.delta_temporality, self.requested_metrics,) == (o.throttle_time_ms, o.error_code, o.client_instance_id, o.subscription_id, o.accepted_compression_types, o.push_interval_ms, o.telemetry_max_bytes, o.delta_temporality, o.requested_metrics,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, client_instance_id={self.client_instance_id!r}, subscription_id={self.subscription_id!r}, accepted_compression_types={self.accepted_compression_types!r}, push_interval_ms={self.push_interval_ms!r}, telemetry_max_bytes={self.telemetry_max_bytes!r}, delta_temporality={self.delta_temporality!r}, requested_metrics={self.requested_metrics!r})"
 
 
 GetTelemetrySubscriptionsResponse.API_KEY = 71

@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 from pybroker.protocol.api_message import ApiMessage
+from pybroker.protocol.message_fields import DataclassFields
 from pybroker.protocol.primitives import (
     ZERO_UUID, DecodeError, read_array_count, read_bytes,
     read_compact_bytes, read_compact_records, read_compact_string, read_records, read_string, read_uuid,
@@ -32,14 +33,17 @@ _S3 = Struct('>ihqh')
 _S4 = Struct('>ihqhqh')
 
 
-@dataclass(slots=True, init=False)
 class InitProducerIdRequest(ApiMessage):
-    transactional_id: str | None = ""
-    transaction_timeout_ms: int = 0
-    producer_id: int = -1
-    producer_epoch: int = -1
-    enable_2pc: bool = False
-    keep_prepared_txn: bool = False
+    __slots__ = ('transactional_id', 'transaction_timeout_ms', 'producer_id', 'producer_epoch', 'enable_2pc', 'keep_prepared_txn',)
+    __match_args__ = ('transactional_id', 'transaction_timeout_ms', 'producer_id', 'producer_epoch', 'enable_2pc', 'keep_prepared_txn',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    transactional_id: str | None
+    transaction_timeout_ms: int
+    producer_id: int
+    producer_epoch: int
+    enable_2pc: bool
+    keep_prepared_txn: bool
 
     def __init__(self, transactional_id: str | None = "", transaction_timeout_ms: int = 0, producer_id: int = -1, producer_epoch: int = -1, enable_2pc: bool = False, keep_prepared_txn: bool = False) -> None:
         self.transactional_id = transactional_id
@@ -49,6 +53,15 @@ class InitProducerIdRequest(ApiMessage):
         self.enable_2pc = enable_2pc
         self.keep_prepared_txn = keep_prepared_txn
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(InitProducerIdRequest, other)
+        return (self.transactional_id, self.transaction_timeout_ms, self.producer_id, self.producer_epoch, self.enable_2pc, self.keep_prepared_txn,) == (o.transactional_id, o.transaction_timeout_ms, o.producer_id, o.producer_epoch, o.enable_2pc, o.keep_prepared_txn,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(transactional_id={self.transactional_id!r}, transaction_timeout_ms={self.transaction_timeout_ms!r}, producer_id={self.producer_id!r}, producer_epoch={self.producer_epoch!r}, enable_2pc={self.enable_2pc!r}, keep_prepared_txn={self.keep_prepared_txn!r})"
+
 
 InitProducerIdRequest.API_KEY = 22
 InitProducerIdRequest.MIN_VERSION = 0
@@ -56,14 +69,17 @@ InitProducerIdRequest.MAX_VERSION = 6
 InitProducerIdRequest.FLEXIBLE_MIN = 2
 
 
-@dataclass(slots=True, init=False)
 class InitProducerIdResponse(ApiMessage):
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    producer_id: int = -1
-    producer_epoch: int = 0
-    ongoing_txn_producer_id: int = -1
-    ongoing_txn_producer_epoch: int = -1
+    __slots__ = ('throttle_time_ms', 'error_code', 'producer_id', 'producer_epoch', 'ongoing_txn_producer_id', 'ongoing_txn_producer_epoch',)
+    __match_args__ = ('throttle_time_ms', 'error_code', 'producer_id', 'producer_epoch', 'ongoing_txn_producer_id', 'ongoing_txn_producer_epoch',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    throttle_time_ms: int
+    error_code: int
+    producer_id: int
+    producer_epoch: int
+    ongoing_txn_producer_id: int
+    ongoing_txn_producer_epoch: int
 
     def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, producer_id: int = -1, producer_epoch: int = 0, ongoing_txn_producer_id: int = -1, ongoing_txn_producer_epoch: int = -1) -> None:
         self.throttle_time_ms = throttle_time_ms
@@ -72,6 +88,15 @@ class InitProducerIdResponse(ApiMessage):
         self.producer_epoch = producer_epoch
         self.ongoing_txn_producer_id = ongoing_txn_producer_id
         self.ongoing_txn_producer_epoch = ongoing_txn_producer_epoch
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(InitProducerIdResponse, other)
+        return (self.throttle_time_ms, self.error_code, self.producer_id, self.producer_epoch, self.ongoing_txn_producer_id, self.ongoing_txn_producer_epoch,) == (o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch, o.ongoing_txn_producer_id, o.ongoing_txn_producer_epoch,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, producer_id={self.producer_id!r}, producer_epoch={self.producer_epoch!r}, ongoing_txn_producer_id={self.ongoing_txn_producer_id!r}, ongoing_txn_producer_epoch={self.ongoing_txn_producer_epoch!r})"
 
 
 InitProducerIdResponse.API_KEY = 22

@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 from pybroker.protocol.api_message import ApiMessage
+from pybroker.protocol.message_fields import DataclassFields
 from pybroker.protocol.primitives import (
     ZERO_UUID, DecodeError, read_array_count, read_bytes,
     read_compact_bytes, read_compact_records, read_compact_string, read_records, read_string, read_uuid,
@@ -32,26 +33,41 @@ _S3 = Struct('>ihi')
 _S4 = Struct('>?')
 
 
-@dataclass(slots=True, init=False)
 class JoinGroupRequestProtocol:
-    name: str = ""
-    metadata: bytes = b""
+    __slots__ = ('name', 'metadata',)
+    __match_args__ = ('name', 'metadata',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    name: str
+    metadata: bytes
 
     def __init__(self, name: str = "", metadata: bytes = b"") -> None:
         self.name = name
         self.metadata = metadata
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(JoinGroupRequestProtocol, other)
+        return (self.name, self.metadata,) == (o.name, o.metadata,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(name={self.name!r}, metadata={self.metadata!r})"
+
+
 class JoinGroupRequest(ApiMessage):
-    group_id: str = ""
-    session_timeout_ms: int = 0
-    rebalance_timeout_ms: int = -1
-    member_id: str = ""
-    group_instance_id: str | None = None
-    protocol_type: str = ""
-    protocols: list[JoinGroupRequestProtocol] = field(default_factory=list)
-    reason: str | None = None
+    __slots__ = ('group_id', 'session_timeout_ms', 'rebalance_timeout_ms', 'member_id', 'group_instance_id', 'protocol_type', 'protocols', 'reason',)
+    __match_args__ = ('group_id', 'session_timeout_ms', 'rebalance_timeout_ms', 'member_id', 'group_instance_id', 'protocol_type', 'protocols', 'reason',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    group_id: str
+    session_timeout_ms: int
+    rebalance_timeout_ms: int
+    member_id: str
+    group_instance_id: str | None
+    protocol_type: str
+    protocols: list[JoinGroupRequestProtocol]
+    reason: str | None
 
     def __init__(self, group_id: str = "", session_timeout_ms: int = 0, rebalance_timeout_ms: int = -1, member_id: str = "", group_instance_id: str | None = None, protocol_type: str = "", protocols: list[JoinGroupRequestProtocol] | None = None, reason: str | None = None) -> None:
         self.group_id = group_id
@@ -63,6 +79,15 @@ class JoinGroupRequest(ApiMessage):
         self.protocols = [] if protocols is None else protocols
         self.reason = reason
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(JoinGroupRequest, other)
+        return (self.group_id, self.session_timeout_ms, self.rebalance_timeout_ms, self.member_id, self.group_instance_id, self.protocol_type, self.protocols, self.reason,) == (o.group_id, o.session_timeout_ms, o.rebalance_timeout_ms, o.member_id, o.group_instance_id, o.protocol_type, o.protocols, o.reason,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(group_id={self.group_id!r}, session_timeout_ms={self.session_timeout_ms!r}, rebalance_timeout_ms={self.rebalance_timeout_ms!r}, member_id={self.member_id!r}, group_instance_id={self.group_instance_id!r}, protocol_type={self.protocol_type!r}, protocols={self.protocols!r}, reason={self.reason!r})"
+
 
 JoinGroupRequest.API_KEY = 11
 JoinGroupRequest.MIN_VERSION = 0
@@ -70,29 +95,44 @@ JoinGroupRequest.MAX_VERSION = 9
 JoinGroupRequest.FLEXIBLE_MIN = 6
 
 
-@dataclass(slots=True, init=False)
 class JoinGroupResponseMember:
-    member_id: str = ""
-    group_instance_id: str | None = None
-    metadata: bytes = b""
+    __slots__ = ('member_id', 'group_instance_id', 'metadata',)
+    __match_args__ = ('member_id', 'group_instance_id', 'metadata',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    member_id: str
+    group_instance_id: str | None
+    metadata: bytes
 
     def __init__(self, member_id: str = "", group_instance_id: str | None = None, metadata: bytes = b"") -> None:
         self.member_id = member_id
         self.group_instance_id = group_instance_id
         self.metadata = metadata
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(JoinGroupResponseMember, other)
+        return (self.member_id, self.group_instance_id, self.metadata,) == (o.member_id, o.group_instance_id, o.metadata,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(member_id={self.member_id!r}, group_instance_id={self.group_instance_id!r}, metadata={self.metadata!r})"
+
+
 class JoinGroupResponse(ApiMessage):
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    generation_id: int = -1
-    protocol_type: str | None = None
-    protocol_name: str | None = ""
-    leader: str = ""
-    skip_assignment: bool = False
-    member_id: str = ""
-    members: list[JoinGroupResponseMember] = field(default_factory=list)
+    __slots__ = ('throttle_time_ms', 'error_code', 'generation_id', 'protocol_type', 'protocol_name', 'leader', 'skip_assignment', 'member_id', 'members',)
+    __match_args__ = ('throttle_time_ms', 'error_code', 'generation_id', 'protocol_type', 'protocol_name', 'leader', 'skip_assignment', 'member_id', 'members',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    throttle_time_ms: int
+    error_code: int
+    generation_id: int
+    protocol_type: str | None
+    protocol_name: str | None
+    leader: str
+    skip_assignment: bool
+    member_id: str
+    members: list[JoinGroupResponseMember]
 
     def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, generation_id: int = -1, protocol_type: str | None = None, protocol_name: str | None = "", leader: str = "", skip_assignment: bool = False, member_id: str = "", members: list[JoinGroupResponseMember] | None = None) -> None:
         self.throttle_time_ms = throttle_time_ms
@@ -104,6 +144,15 @@ class JoinGroupResponse(ApiMessage):
         self.skip_assignment = skip_assignment
         self.member_id = member_id
         self.members = [] if members is None else members
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(JoinGroupResponse, other)
+        return (self.throttle_time_ms, self.error_code, self.generation_id, self.protocol_type, self.protocol_name, self.leader, self.skip_assignment, self.member_id, self.members,) == (o.throttle_time_ms, o.error_code, o.generation_id, o.protocol_type, o.protocol_name, o.leader, o.skip_assignment, o.member_id, o.members,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, generation_id={self.generation_id!r}, protocol_type={self.protocol_type!r}, protocol_name={self.protocol_name!r}, leader={self.leader!r}, skip_assignment={self.skip_assignment!r}, member_id={self.member_id!r}, members={self.members!r})"
 
 
 JoinGroupResponse.API_KEY = 11

@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 from pybroker.protocol.api_message import ApiMessage
+from pybroker.protocol.message_fields import DataclassFields
 from pybroker.protocol.primitives import (
     ZERO_UUID, DecodeError, read_array_count, read_bytes,
     read_compact_bytes, read_compact_records, read_compact_string, read_records, read_string, read_uuid,
@@ -29,28 +30,52 @@ _S0 = Struct('>h')
 _S1 = Struct('>ih')
 
 
-@dataclass(slots=True, init=False)
 class MemberIdentity:
-    member_id: str = ""
-    group_instance_id: str | None = None
-    reason: str | None = None
+    __slots__ = ('member_id', 'group_instance_id', 'reason',)
+    __match_args__ = ('member_id', 'group_instance_id', 'reason',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    member_id: str
+    group_instance_id: str | None
+    reason: str | None
 
     def __init__(self, member_id: str = "", group_instance_id: str | None = None, reason: str | None = None) -> None:
         self.member_id = member_id
         self.group_instance_id = group_instance_id
         self.reason = reason
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(MemberIdentity, other)
+        return (self.member_id, self.group_instance_id, self.reason,) == (o.member_id, o.group_instance_id, o.reason,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(member_id={self.member_id!r}, group_instance_id={self.group_instance_id!r}, reason={self.reason!r})"
+
+
 class LeaveGroupRequest(ApiMessage):
-    group_id: str = ""
-    member_id: str = ""
-    members: list[MemberIdentity] = field(default_factory=list)
+    __slots__ = ('group_id', 'member_id', 'members',)
+    __match_args__ = ('group_id', 'member_id', 'members',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    group_id: str
+    member_id: str
+    members: list[MemberIdentity]
 
     def __init__(self, group_id: str = "", member_id: str = "", members: list[MemberIdentity] | None = None) -> None:
         self.group_id = group_id
         self.member_id = member_id
         self.members = [] if members is None else members
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(LeaveGroupRequest, other)
+        return (self.group_id, self.member_id, self.members,) == (o.group_id, o.member_id, o.members,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(group_id={self.group_id!r}, member_id={self.member_id!r}, members={self.members!r})"
 
 
 LeaveGroupRequest.API_KEY = 13
@@ -59,28 +84,52 @@ LeaveGroupRequest.MAX_VERSION = 5
 LeaveGroupRequest.FLEXIBLE_MIN = 4
 
 
-@dataclass(slots=True, init=False)
 class MemberResponse:
-    member_id: str = ""
-    group_instance_id: str | None = ""
-    error_code: int = 0
+    __slots__ = ('member_id', 'group_instance_id', 'error_code',)
+    __match_args__ = ('member_id', 'group_instance_id', 'error_code',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    member_id: str
+    group_instance_id: str | None
+    error_code: int
 
     def __init__(self, member_id: str = "", group_instance_id: str | None = "", error_code: int = 0) -> None:
         self.member_id = member_id
         self.group_instance_id = group_instance_id
         self.error_code = error_code
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(MemberResponse, other)
+        return (self.member_id, self.group_instance_id, self.error_code,) == (o.member_id, o.group_instance_id, o.error_code,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(member_id={self.member_id!r}, group_instance_id={self.group_instance_id!r}, error_code={self.error_code!r})"
+
+
 class LeaveGroupResponse(ApiMessage):
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    members: list[MemberResponse] = field(default_factory=list)
+    __slots__ = ('throttle_time_ms', 'error_code', 'members',)
+    __match_args__ = ('throttle_time_ms', 'error_code', 'members',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    throttle_time_ms: int
+    error_code: int
+    members: list[MemberResponse]
 
     def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, members: list[MemberResponse] | None = None) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.members = [] if members is None else members
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(LeaveGroupResponse, other)
+        return (self.throttle_time_ms, self.error_code, self.members,) == (o.throttle_time_ms, o.error_code, o.members,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, members={self.members!r})"
 
 
 LeaveGroupResponse.API_KEY = 13

@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 from pybroker.protocol.api_message import ApiMessage
+from pybroker.protocol.message_fields import DataclassFields
 from pybroker.protocol.primitives import (
     ZERO_UUID, DecodeError, read_array_count, read_bytes,
     read_compact_bytes, read_compact_records, read_compact_string, read_records, read_string, read_uuid,
@@ -29,12 +30,24 @@ _S0 = Struct('>ih')
 _S1 = Struct('>b')
 
 
-@dataclass(slots=True, init=False)
 class ListConfigResourcesRequest(ApiMessage):
-    resource_types: list[int] = field(default_factory=list)
+    __slots__ = ('resource_types',)
+    __match_args__ = ('resource_types',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    resource_types: list[int]
 
     def __init__(self, resource_types: list[int] | None = None) -> None:
         self.resource_types = [] if resource_types is None else resource_types
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(ListConfigResourcesRequest, other)
+        return (self.resource_types,) == (o.resource_types,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(resource_types={self.resource_types!r})"
 
 
 ListConfigResourcesRequest.API_KEY = 74
@@ -43,26 +56,50 @@ ListConfigResourcesRequest.MAX_VERSION = 1
 ListConfigResourcesRequest.FLEXIBLE_MIN = 0
 
 
-@dataclass(slots=True, init=False)
 class ConfigResource:
-    resource_name: str = ""
-    resource_type: int = 16
+    __slots__ = ('resource_name', 'resource_type',)
+    __match_args__ = ('resource_name', 'resource_type',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    resource_name: str
+    resource_type: int
 
     def __init__(self, resource_name: str = "", resource_type: int = 16) -> None:
         self.resource_name = resource_name
         self.resource_type = resource_type
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(ConfigResource, other)
+        return (self.resource_name, self.resource_type,) == (o.resource_name, o.resource_type,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(resource_name={self.resource_name!r}, resource_type={self.resource_type!r})"
+
+
 class ListConfigResourcesResponse(ApiMessage):
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    config_resources: list[ConfigResource] = field(default_factory=list)
+    __slots__ = ('throttle_time_ms', 'error_code', 'config_resources',)
+    __match_args__ = ('throttle_time_ms', 'error_code', 'config_resources',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    throttle_time_ms: int
+    error_code: int
+    config_resources: list[ConfigResource]
 
     def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, config_resources: list[ConfigResource] | None = None) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.config_resources = [] if config_resources is None else config_resources
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(ListConfigResourcesResponse, other)
+        return (self.throttle_time_ms, self.error_code, self.config_resources,) == (o.throttle_time_ms, o.error_code, o.config_resources,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, config_resources={self.config_resources!r})"
 
 
 ListConfigResourcesResponse.API_KEY = 74

@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 from pybroker.protocol.api_message import ApiMessage
+from pybroker.protocol.message_fields import DataclassFields
 from pybroker.protocol.primitives import (
     ZERO_UUID, DecodeError, read_array_count, read_bytes,
     read_compact_bytes, read_compact_records, read_compact_string, read_records, read_string, read_uuid,
@@ -29,14 +30,26 @@ _S0 = Struct('>h')
 _S1 = Struct('>ih')
 
 
-@dataclass(slots=True, init=False)
 class ListGroupsRequest(ApiMessage):
-    states_filter: list[str] = field(default_factory=list)
-    types_filter: list[str] = field(default_factory=list)
+    __slots__ = ('states_filter', 'types_filter',)
+    __match_args__ = ('states_filter', 'types_filter',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    states_filter: list[str]
+    types_filter: list[str]
 
     def __init__(self, states_filter: list[str] | None = None, types_filter: list[str] | None = None) -> None:
         self.states_filter = [] if states_filter is None else states_filter
         self.types_filter = [] if types_filter is None else types_filter
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(ListGroupsRequest, other)
+        return (self.states_filter, self.types_filter,) == (o.states_filter, o.types_filter,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(states_filter={self.states_filter!r}, types_filter={self.types_filter!r})"
 
 
 ListGroupsRequest.API_KEY = 16
@@ -45,12 +58,15 @@ ListGroupsRequest.MAX_VERSION = 5
 ListGroupsRequest.FLEXIBLE_MIN = 3
 
 
-@dataclass(slots=True, init=False)
 class ListedGroup:
-    group_id: str = ""
-    protocol_type: str = ""
-    group_state: str = ""
-    group_type: str = ""
+    __slots__ = ('group_id', 'protocol_type', 'group_state', 'group_type',)
+    __match_args__ = ('group_id', 'protocol_type', 'group_state', 'group_type',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    group_id: str
+    protocol_type: str
+    group_state: str
+    group_type: str
 
     def __init__(self, group_id: str = "", protocol_type: str = "", group_state: str = "", group_type: str = "") -> None:
         self.group_id = group_id
@@ -58,17 +74,38 @@ class ListedGroup:
         self.group_state = group_state
         self.group_type = group_type
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(ListedGroup, other)
+        return (self.group_id, self.protocol_type, self.group_state, self.group_type,) == (o.group_id, o.protocol_type, o.group_state, o.group_type,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(group_id={self.group_id!r}, protocol_type={self.protocol_type!r}, group_state={self.group_state!r}, group_type={self.group_type!r})"
+
+
 class ListGroupsResponse(ApiMessage):
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    groups: list[ListedGroup] = field(default_factory=list)
+    __slots__ = ('throttle_time_ms', 'error_code', 'groups',)
+    __match_args__ = ('throttle_time_ms', 'error_code', 'groups',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    throttle_time_ms: int
+    error_code: int
+    groups: list[ListedGroup]
 
     def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, groups: list[ListedGroup] | None = None) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.groups = [] if groups is None else groups
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(ListGroupsResponse, other)
+        return (self.throttle_time_ms, self.error_code, self.groups,) == (o.throttle_time_ms, o.error_code, o.groups,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, groups={self.groups!r})"
 
 
 ListGroupsResponse.API_KEY = 16

@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 from pybroker.protocol.api_message import ApiMessage
+from pybroker.protocol.message_fields import DataclassFields
 from pybroker.protocol.primitives import (
     ZERO_UUID, DecodeError, read_array_count, read_bytes,
     read_compact_bytes, read_compact_records, read_compact_string, read_records, read_string, read_uuid,
@@ -29,24 +30,48 @@ _S0 = Struct('>i')
 _S1 = Struct('>ih')
 
 
-@dataclass(slots=True, init=False)
 class ListPartitionReassignmentsTopics:
-    name: str = ""
-    partition_indexes: list[int] = field(default_factory=list)
+    __slots__ = ('name', 'partition_indexes',)
+    __match_args__ = ('name', 'partition_indexes',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    name: str
+    partition_indexes: list[int]
 
     def __init__(self, name: str = "", partition_indexes: list[int] | None = None) -> None:
         self.name = name
         self.partition_indexes = [] if partition_indexes is None else partition_indexes
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(ListPartitionReassignmentsTopics, other)
+        return (self.name, self.partition_indexes,) == (o.name, o.partition_indexes,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(name={self.name!r}, partition_indexes={self.partition_indexes!r})"
+
+
 class ListPartitionReassignmentsRequest(ApiMessage):
-    timeout_ms: int = 60000
-    topics: list[ListPartitionReassignmentsTopics] | None = field(default_factory=list)
+    __slots__ = ('timeout_ms', 'topics',)
+    __match_args__ = ('timeout_ms', 'topics',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    timeout_ms: int
+    topics: list[ListPartitionReassignmentsTopics] | None
 
     def __init__(self, timeout_ms: int = 60000, topics: object = _UNSET) -> None:
         self.timeout_ms = timeout_ms
         self.topics = [] if topics is _UNSET else cast('list[ListPartitionReassignmentsTopics] | None', topics)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(ListPartitionReassignmentsRequest, other)
+        return (self.timeout_ms, self.topics,) == (o.timeout_ms, o.topics,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(timeout_ms={self.timeout_ms!r}, topics={self.topics!r})"
 
 
 ListPartitionReassignmentsRequest.API_KEY = 46
@@ -55,12 +80,15 @@ ListPartitionReassignmentsRequest.MAX_VERSION = 0
 ListPartitionReassignmentsRequest.FLEXIBLE_MIN = 0
 
 
-@dataclass(slots=True, init=False)
 class OngoingPartitionReassignment:
-    partition_index: int = 0
-    replicas: list[int] = field(default_factory=list)
-    adding_replicas: list[int] = field(default_factory=list)
-    removing_replicas: list[int] = field(default_factory=list)
+    __slots__ = ('partition_index', 'replicas', 'adding_replicas', 'removing_replicas',)
+    __match_args__ = ('partition_index', 'replicas', 'adding_replicas', 'removing_replicas',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    partition_index: int
+    replicas: list[int]
+    adding_replicas: list[int]
+    removing_replicas: list[int]
 
     def __init__(self, partition_index: int = 0, replicas: list[int] | None = None, adding_replicas: list[int] | None = None, removing_replicas: list[int] | None = None) -> None:
         self.partition_index = partition_index
@@ -68,29 +96,62 @@ class OngoingPartitionReassignment:
         self.adding_replicas = [] if adding_replicas is None else adding_replicas
         self.removing_replicas = [] if removing_replicas is None else removing_replicas
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(OngoingPartitionReassignment, other)
+        return (self.partition_index, self.replicas, self.adding_replicas, self.removing_replicas,) == (o.partition_index, o.replicas, o.adding_replicas, o.removing_replicas,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, replicas={self.replicas!r}, adding_replicas={self.adding_replicas!r}, removing_replicas={self.removing_replicas!r})"
+
+
 class OngoingTopicReassignment:
-    name: str = ""
-    partitions: list[OngoingPartitionReassignment] = field(default_factory=list)
+    __slots__ = ('name', 'partitions',)
+    __match_args__ = ('name', 'partitions',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    name: str
+    partitions: list[OngoingPartitionReassignment]
 
     def __init__(self, name: str = "", partitions: list[OngoingPartitionReassignment] | None = None) -> None:
         self.name = name
         self.partitions = [] if partitions is None else partitions
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(OngoingTopicReassignment, other)
+        return (self.name, self.partitions,) == (o.name, o.partitions,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(name={self.name!r}, partitions={self.partitions!r})"
+
+
 class ListPartitionReassignmentsResponse(ApiMessage):
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    error_message: str | None = ""
-    topics: list[OngoingTopicReassignment] = field(default_factory=list)
+    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'topics',)
+    __match_args__ = ('throttle_time_ms', 'error_code', 'error_message', 'topics',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+    topics: list[OngoingTopicReassignment]
 
     def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = "", topics: list[OngoingTopicReassignment] | None = None) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.error_message = error_message
         self.topics = [] if topics is None else topics
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(ListPartitionReassignmentsResponse, other)
+        return (self.throttle_time_ms, self.error_code, self.error_message, self.topics,) == (o.throttle_time_ms, o.error_code, o.error_message, o.topics,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, error_message={self.error_message!r}, topics={self.topics!r})"
 
 
 ListPartitionReassignmentsResponse.API_KEY = 46

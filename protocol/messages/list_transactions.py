@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 from pybroker.protocol.api_message import ApiMessage
+from pybroker.protocol.message_fields import DataclassFields
 from pybroker.protocol.primitives import (
     ZERO_UUID, DecodeError, read_array_count, read_bytes,
     read_compact_bytes, read_compact_records, read_compact_string, read_records, read_string, read_uuid,
@@ -29,18 +30,30 @@ _S0 = Struct('>q')
 _S1 = Struct('>ih')
 
 
-@dataclass(slots=True, init=False)
 class ListTransactionsRequest(ApiMessage):
-    state_filters: list[str] = field(default_factory=list)
-    producer_id_filters: list[int] = field(default_factory=list)
-    duration_filter: int = -1
-    transactional_id_pattern: str | None = None
+    __slots__ = ('state_filters', 'producer_id_filters', 'duration_filter', 'transactional_id_pattern',)
+    __match_args__ = ('state_filters', 'producer_id_filters', 'duration_filter', 'transactional_id_pattern',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    state_filters: list[str]
+    producer_id_filters: list[int]
+    duration_filter: int
+    transactional_id_pattern: str | None
 
     def __init__(self, state_filters: list[str] | None = None, producer_id_filters: list[int] | None = None, duration_filter: int = -1, transactional_id_pattern: str | None = None) -> None:
         self.state_filters = [] if state_filters is None else state_filters
         self.producer_id_filters = [] if producer_id_filters is None else producer_id_filters
         self.duration_filter = duration_filter
         self.transactional_id_pattern = transactional_id_pattern
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(ListTransactionsRequest, other)
+        return (self.state_filters, self.producer_id_filters, self.duration_filter, self.transactional_id_pattern,) == (o.state_filters, o.producer_id_filters, o.duration_filter, o.transactional_id_pattern,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(state_filters={self.state_filters!r}, producer_id_filters={self.producer_id_filters!r}, duration_filter={self.duration_filter!r}, transactional_id_pattern={self.transactional_id_pattern!r})"
 
 
 ListTransactionsRequest.API_KEY = 66
@@ -49,30 +62,54 @@ ListTransactionsRequest.MAX_VERSION = 2
 ListTransactionsRequest.FLEXIBLE_MIN = 0
 
 
-@dataclass(slots=True, init=False)
 class TransactionState:
-    transactional_id: str = ""
-    producer_id: int = 0
-    transaction_state: str = ""
+    __slots__ = ('transactional_id', 'producer_id', 'transaction_state',)
+    __match_args__ = ('transactional_id', 'producer_id', 'transaction_state',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    transactional_id: str
+    producer_id: int
+    transaction_state: str
 
     def __init__(self, transactional_id: str = "", producer_id: int = 0, transaction_state: str = "") -> None:
         self.transactional_id = transactional_id
         self.producer_id = producer_id
         self.transaction_state = transaction_state
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(TransactionState, other)
+        return (self.transactional_id, self.producer_id, self.transaction_state,) == (o.transactional_id, o.producer_id, o.transaction_state,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(transactional_id={self.transactional_id!r}, producer_id={self.producer_id!r}, transaction_state={self.transaction_state!r})"
+
+
 class ListTransactionsResponse(ApiMessage):
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    unknown_state_filters: list[str] = field(default_factory=list)
-    transaction_states: list[TransactionState] = field(default_factory=list)
+    __slots__ = ('throttle_time_ms', 'error_code', 'unknown_state_filters', 'transaction_states',)
+    __match_args__ = ('throttle_time_ms', 'error_code', 'unknown_state_filters', 'transaction_states',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    throttle_time_ms: int
+    error_code: int
+    unknown_state_filters: list[str]
+    transaction_states: list[TransactionState]
 
     def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, unknown_state_filters: list[str] | None = None, transaction_states: list[TransactionState] | None = None) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.unknown_state_filters = [] if unknown_state_filters is None else unknown_state_filters
         self.transaction_states = [] if transaction_states is None else transaction_states
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(ListTransactionsResponse, other)
+        return (self.throttle_time_ms, self.error_code, self.unknown_state_filters, self.transaction_states,) == (o.throttle_time_ms, o.error_code, o.unknown_state_filters, o.transaction_states,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, unknown_state_filters={self.unknown_state_filters!r}, transaction_states={self.transaction_states!r})"
 
 
 ListTransactionsResponse.API_KEY = 66

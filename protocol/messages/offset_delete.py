@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 from pybroker.protocol.api_message import ApiMessage
+from pybroker.protocol.message_fields import DataclassFields
 from pybroker.protocol.primitives import (
     ZERO_UUID, DecodeError, read_array_count, read_bytes,
     read_compact_bytes, read_compact_records, read_compact_string, read_records, read_string, read_uuid,
@@ -30,32 +31,68 @@ _S1 = Struct('>ih')
 _S2 = Struct('>hi')
 
 
-@dataclass(slots=True, init=False)
 class OffsetDeleteRequestPartition:
-    partition_index: int = 0
+    __slots__ = ('partition_index',)
+    __match_args__ = ('partition_index',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    partition_index: int
 
     def __init__(self, partition_index: int = 0) -> None:
         self.partition_index = partition_index
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(OffsetDeleteRequestPartition, other)
+        return (self.partition_index,) == (o.partition_index,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r})"
+
+
 class OffsetDeleteRequestTopic:
-    name: str = ""
-    partitions: list[OffsetDeleteRequestPartition] = field(default_factory=list)
+    __slots__ = ('name', 'partitions',)
+    __match_args__ = ('name', 'partitions',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    name: str
+    partitions: list[OffsetDeleteRequestPartition]
 
     def __init__(self, name: str = "", partitions: list[OffsetDeleteRequestPartition] | None = None) -> None:
         self.name = name
         self.partitions = [] if partitions is None else partitions
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(OffsetDeleteRequestTopic, other)
+        return (self.name, self.partitions,) == (o.name, o.partitions,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(name={self.name!r}, partitions={self.partitions!r})"
+
+
 class OffsetDeleteRequest(ApiMessage):
-    group_id: str = ""
-    topics: list[OffsetDeleteRequestTopic] = field(default_factory=list)
+    __slots__ = ('group_id', 'topics',)
+    __match_args__ = ('group_id', 'topics',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    group_id: str
+    topics: list[OffsetDeleteRequestTopic]
 
     def __init__(self, group_id: str = "", topics: list[OffsetDeleteRequestTopic] | None = None) -> None:
         self.group_id = group_id
         self.topics = [] if topics is None else topics
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(OffsetDeleteRequest, other)
+        return (self.group_id, self.topics,) == (o.group_id, o.topics,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(group_id={self.group_id!r}, topics={self.topics!r})"
 
 
 OffsetDeleteRequest.API_KEY = 47
@@ -64,36 +101,72 @@ OffsetDeleteRequest.MAX_VERSION = 0
 OffsetDeleteRequest.FLEXIBLE_MIN = None
 
 
-@dataclass(slots=True, init=False)
 class OffsetDeleteResponsePartition:
-    partition_index: int = 0
-    error_code: int = 0
+    __slots__ = ('partition_index', 'error_code',)
+    __match_args__ = ('partition_index', 'error_code',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    partition_index: int
+    error_code: int
 
     def __init__(self, partition_index: int = 0, error_code: int = 0) -> None:
         self.partition_index = partition_index
         self.error_code = error_code
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(OffsetDeleteResponsePartition, other)
+        return (self.partition_index, self.error_code,) == (o.partition_index, o.error_code,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, error_code={self.error_code!r})"
+
+
 class OffsetDeleteResponseTopic:
-    name: str = ""
-    partitions: list[OffsetDeleteResponsePartition] = field(default_factory=list)
+    __slots__ = ('name', 'partitions',)
+    __match_args__ = ('name', 'partitions',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    name: str
+    partitions: list[OffsetDeleteResponsePartition]
 
     def __init__(self, name: str = "", partitions: list[OffsetDeleteResponsePartition] | None = None) -> None:
         self.name = name
         self.partitions = [] if partitions is None else partitions
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(OffsetDeleteResponseTopic, other)
+        return (self.name, self.partitions,) == (o.name, o.partitions,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(name={self.name!r}, partitions={self.partitions!r})"
+
+
 class OffsetDeleteResponse(ApiMessage):
-    error_code: int = 0
-    throttle_time_ms: int = 0
-    topics: list[OffsetDeleteResponseTopic] = field(default_factory=list)
+    __slots__ = ('error_code', 'throttle_time_ms', 'topics',)
+    __match_args__ = ('error_code', 'throttle_time_ms', 'topics',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    error_code: int
+    throttle_time_ms: int
+    topics: list[OffsetDeleteResponseTopic]
 
     def __init__(self, error_code: int = 0, throttle_time_ms: int = 0, topics: list[OffsetDeleteResponseTopic] | None = None) -> None:
         self.error_code = error_code
         self.throttle_time_ms = throttle_time_ms
         self.topics = [] if topics is None else topics
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(OffsetDeleteResponse, other)
+        return (self.error_code, self.throttle_time_ms, self.topics,) == (o.error_code, o.throttle_time_ms, o.topics,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(error_code={self.error_code!r}, throttle_time_ms={self.throttle_time_ms!r}, topics={self.topics!r})"
 
 
 OffsetDeleteResponse.API_KEY = 47

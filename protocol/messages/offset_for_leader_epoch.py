@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 from pybroker.protocol.api_message import ApiMessage
+from pybroker.protocol.message_fields import DataclassFields
 from pybroker.protocol.primitives import (
     ZERO_UUID, DecodeError, read_array_count, read_bytes,
     read_compact_bytes, read_compact_records, read_compact_string, read_records, read_string, read_uuid,
@@ -32,36 +33,72 @@ _S3 = Struct('>hiq')
 _S4 = Struct('>hiiq')
 
 
-@dataclass(slots=True, init=False)
 class OffsetForLeaderPartition:
-    partition: int = 0
-    current_leader_epoch: int = -1
-    leader_epoch: int = 0
+    __slots__ = ('partition', 'current_leader_epoch', 'leader_epoch',)
+    __match_args__ = ('partition', 'current_leader_epoch', 'leader_epoch',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    partition: int
+    current_leader_epoch: int
+    leader_epoch: int
 
     def __init__(self, partition: int = 0, current_leader_epoch: int = -1, leader_epoch: int = 0) -> None:
         self.partition = partition
         self.current_leader_epoch = current_leader_epoch
         self.leader_epoch = leader_epoch
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(OffsetForLeaderPartition, other)
+        return (self.partition, self.current_leader_epoch, self.leader_epoch,) == (o.partition, o.current_leader_epoch, o.leader_epoch,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(partition={self.partition!r}, current_leader_epoch={self.current_leader_epoch!r}, leader_epoch={self.leader_epoch!r})"
+
+
 class OffsetForLeaderTopic:
-    topic: str = ""
-    partitions: list[OffsetForLeaderPartition] = field(default_factory=list)
+    __slots__ = ('topic', 'partitions',)
+    __match_args__ = ('topic', 'partitions',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    topic: str
+    partitions: list[OffsetForLeaderPartition]
 
     def __init__(self, topic: str = "", partitions: list[OffsetForLeaderPartition] | None = None) -> None:
         self.topic = topic
         self.partitions = [] if partitions is None else partitions
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(OffsetForLeaderTopic, other)
+        return (self.topic, self.partitions,) == (o.topic, o.partitions,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(topic={self.topic!r}, partitions={self.partitions!r})"
+
+
 class OffsetForLeaderEpochRequest(ApiMessage):
-    replica_id: int = -2
-    topics: list[OffsetForLeaderTopic] = field(default_factory=list)
+    __slots__ = ('replica_id', 'topics',)
+    __match_args__ = ('replica_id', 'topics',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    replica_id: int
+    topics: list[OffsetForLeaderTopic]
 
     def __init__(self, replica_id: int = -2, topics: list[OffsetForLeaderTopic] | None = None) -> None:
         self.replica_id = replica_id
         self.topics = [] if topics is None else topics
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(OffsetForLeaderEpochRequest, other)
+        return (self.replica_id, self.topics,) == (o.replica_id, o.topics,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(replica_id={self.replica_id!r}, topics={self.topics!r})"
 
 
 OffsetForLeaderEpochRequest.API_KEY = 23
@@ -70,12 +107,15 @@ OffsetForLeaderEpochRequest.MAX_VERSION = 4
 OffsetForLeaderEpochRequest.FLEXIBLE_MIN = 4
 
 
-@dataclass(slots=True, init=False)
 class EpochEndOffset:
-    error_code: int = 0
-    partition: int = 0
-    leader_epoch: int = -1
-    end_offset: int = -1
+    __slots__ = ('error_code', 'partition', 'leader_epoch', 'end_offset',)
+    __match_args__ = ('error_code', 'partition', 'leader_epoch', 'end_offset',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    error_code: int
+    partition: int
+    leader_epoch: int
+    end_offset: int
 
     def __init__(self, error_code: int = 0, partition: int = 0, leader_epoch: int = -1, end_offset: int = -1) -> None:
         self.error_code = error_code
@@ -83,25 +123,58 @@ class EpochEndOffset:
         self.leader_epoch = leader_epoch
         self.end_offset = end_offset
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(EpochEndOffset, other)
+        return (self.error_code, self.partition, self.leader_epoch, self.end_offset,) == (o.error_code, o.partition, o.leader_epoch, o.end_offset,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(error_code={self.error_code!r}, partition={self.partition!r}, leader_epoch={self.leader_epoch!r}, end_offset={self.end_offset!r})"
+
+
 class OffsetForLeaderTopicResult:
-    topic: str = ""
-    partitions: list[EpochEndOffset] = field(default_factory=list)
+    __slots__ = ('topic', 'partitions',)
+    __match_args__ = ('topic', 'partitions',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    topic: str
+    partitions: list[EpochEndOffset]
 
     def __init__(self, topic: str = "", partitions: list[EpochEndOffset] | None = None) -> None:
         self.topic = topic
         self.partitions = [] if partitions is None else partitions
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(OffsetForLeaderTopicResult, other)
+        return (self.topic, self.partitions,) == (o.topic, o.partitions,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(topic={self.topic!r}, partitions={self.partitions!r})"
+
+
 class OffsetForLeaderEpochResponse(ApiMessage):
-    throttle_time_ms: int = 0
-    topics: list[OffsetForLeaderTopicResult] = field(default_factory=list)
+    __slots__ = ('throttle_time_ms', 'topics',)
+    __match_args__ = ('throttle_time_ms', 'topics',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    throttle_time_ms: int
+    topics: list[OffsetForLeaderTopicResult]
 
     def __init__(self, throttle_time_ms: int = 0, topics: list[OffsetForLeaderTopicResult] | None = None) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.topics = [] if topics is None else topics
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(OffsetForLeaderEpochResponse, other)
+        return (self.throttle_time_ms, self.topics,) == (o.throttle_time_ms, o.topics,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, topics={self.topics!r})"
 
 
 OffsetForLeaderEpochResponse.API_KEY = 23

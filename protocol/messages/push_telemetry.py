@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 from pybroker.protocol.api_message import ApiMessage
+from pybroker.protocol.message_fields import DataclassFields
 from pybroker.protocol.primitives import (
     ZERO_UUID, DecodeError, read_array_count, read_bytes,
     read_compact_bytes, read_compact_records, read_compact_string, read_records, read_string, read_uuid,
@@ -29,13 +30,16 @@ _S0 = Struct('>16si?b')
 _S1 = Struct('>ih')
 
 
-@dataclass(slots=True, init=False)
 class PushTelemetryRequest(ApiMessage):
-    client_instance_id: uuid.UUID = ZERO_UUID
-    subscription_id: int = 0
-    terminating: bool = False
-    compression_type: int = 0
-    metrics: bytes = b""
+    __slots__ = ('client_instance_id', 'subscription_id', 'terminating', 'compression_type', 'metrics',)
+    __match_args__ = ('client_instance_id', 'subscription_id', 'terminating', 'compression_type', 'metrics',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    client_instance_id: uuid.UUID
+    subscription_id: int
+    terminating: bool
+    compression_type: int
+    metrics: bytes
 
     def __init__(self, client_instance_id: uuid.UUID = ZERO_UUID, subscription_id: int = 0, terminating: bool = False, compression_type: int = 0, metrics: bytes = b"") -> None:
         self.client_instance_id = client_instance_id
@@ -44,6 +48,15 @@ class PushTelemetryRequest(ApiMessage):
         self.compression_type = compression_type
         self.metrics = metrics
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(PushTelemetryRequest, other)
+        return (self.client_instance_id, self.subscription_id, self.terminating, self.compression_type, self.metrics,) == (o.client_instance_id, o.subscription_id, o.terminating, o.compression_type, o.metrics,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(client_instance_id={self.client_instance_id!r}, subscription_id={self.subscription_id!r}, terminating={self.terminating!r}, compression_type={self.compression_type!r}, metrics={self.metrics!r})"
+
 
 PushTelemetryRequest.API_KEY = 72
 PushTelemetryRequest.MIN_VERSION = 0
@@ -51,14 +64,26 @@ PushTelemetryRequest.MAX_VERSION = 0
 PushTelemetryRequest.FLEXIBLE_MIN = 0
 
 
-@dataclass(slots=True, init=False)
 class PushTelemetryResponse(ApiMessage):
-    throttle_time_ms: int = 0
-    error_code: int = 0
+    __slots__ = ('throttle_time_ms', 'error_code',)
+    __match_args__ = ('throttle_time_ms', 'error_code',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    throttle_time_ms: int
+    error_code: int
 
     def __init__(self, throttle_time_ms: int = 0, error_code: int = 0) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(PushTelemetryResponse, other)
+        return (self.throttle_time_ms, self.error_code,) == (o.throttle_time_ms, o.error_code,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r})"
 
 
 PushTelemetryResponse.API_KEY = 72

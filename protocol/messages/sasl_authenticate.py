@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 from pybroker.protocol.api_message import ApiMessage
+from pybroker.protocol.message_fields import DataclassFields
 from pybroker.protocol.primitives import (
     ZERO_UUID, DecodeError, read_array_count, read_bytes,
     read_compact_bytes, read_compact_records, read_compact_string, read_records, read_string, read_uuid,
@@ -29,12 +30,24 @@ _S0 = Struct('>h')
 _S1 = Struct('>q')
 
 
-@dataclass(slots=True, init=False)
 class SaslAuthenticateRequest(ApiMessage):
-    auth_bytes: bytes = b""
+    __slots__ = ('auth_bytes',)
+    __match_args__ = ('auth_bytes',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    auth_bytes: bytes
 
     def __init__(self, auth_bytes: bytes = b"") -> None:
         self.auth_bytes = auth_bytes
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(SaslAuthenticateRequest, other)
+        return (self.auth_bytes,) == (o.auth_bytes,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(auth_bytes={self.auth_bytes!r})"
 
 
 SaslAuthenticateRequest.API_KEY = 36
@@ -43,18 +56,30 @@ SaslAuthenticateRequest.MAX_VERSION = 2
 SaslAuthenticateRequest.FLEXIBLE_MIN = 2
 
 
-@dataclass(slots=True, init=False)
 class SaslAuthenticateResponse(ApiMessage):
-    error_code: int = 0
-    error_message: str | None = None
-    auth_bytes: bytes = b""
-    session_lifetime_ms: int = 0
+    __slots__ = ('error_code', 'error_message', 'auth_bytes', 'session_lifetime_ms',)
+    __match_args__ = ('error_code', 'error_message', 'auth_bytes', 'session_lifetime_ms',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    error_code: int
+    error_message: str | None
+    auth_bytes: bytes
+    session_lifetime_ms: int
 
     def __init__(self, error_code: int = 0, error_message: str | None = None, auth_bytes: bytes = b"", session_lifetime_ms: int = 0) -> None:
         self.error_code = error_code
         self.error_message = error_message
         self.auth_bytes = auth_bytes
         self.session_lifetime_ms = session_lifetime_ms
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(SaslAuthenticateResponse, other)
+        return (self.error_code, self.error_message, self.auth_bytes, self.session_lifetime_ms,) == (o.error_code, o.error_message, o.auth_bytes, o.session_lifetime_ms,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(error_code={self.error_code!r}, error_message={self.error_message!r}, auth_bytes={self.auth_bytes!r}, session_lifetime_ms={self.session_lifetime_ms!r})"
 
 
 SaslAuthenticateResponse.API_KEY = 36

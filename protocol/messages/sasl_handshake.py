@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 from pybroker.protocol.api_message import ApiMessage
+from pybroker.protocol.message_fields import DataclassFields
 from pybroker.protocol.primitives import (
     ZERO_UUID, DecodeError, read_array_count, read_bytes,
     read_compact_bytes, read_compact_records, read_compact_string, read_records, read_string, read_uuid,
@@ -28,12 +29,24 @@ _UNSET: Any = object()
 _S0 = Struct('>h')
 
 
-@dataclass(slots=True, init=False)
 class SaslHandshakeRequest(ApiMessage):
-    mechanism: str = ""
+    __slots__ = ('mechanism',)
+    __match_args__ = ('mechanism',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    mechanism: str
 
     def __init__(self, mechanism: str = "") -> None:
         self.mechanism = mechanism
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(SaslHandshakeRequest, other)
+        return (self.mechanism,) == (o.mechanism,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(mechanism={self.mechanism!r})"
 
 
 SaslHandshakeRequest.API_KEY = 17
@@ -42,14 +55,26 @@ SaslHandshakeRequest.MAX_VERSION = 1
 SaslHandshakeRequest.FLEXIBLE_MIN = None
 
 
-@dataclass(slots=True, init=False)
 class SaslHandshakeResponse(ApiMessage):
-    error_code: int = 0
-    mechanisms: list[str] = field(default_factory=list)
+    __slots__ = ('error_code', 'mechanisms',)
+    __match_args__ = ('error_code', 'mechanisms',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    error_code: int
+    mechanisms: list[str]
 
     def __init__(self, error_code: int = 0, mechanisms: list[str] | None = None) -> None:
         self.error_code = error_code
         self.mechanisms = [] if mechanisms is None else mechanisms
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(SaslHandshakeResponse, other)
+        return (self.error_code, self.mechanisms,) == (o.error_code, o.mechanisms,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(error_code={self.error_code!r}, mechanisms={self.mechanisms!r})"
 
 
 SaslHandshakeResponse.API_KEY = 17

@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 from pybroker.protocol.api_message import ApiMessage
+from pybroker.protocol.message_fields import DataclassFields
 from pybroker.protocol.primitives import (
     ZERO_UUID, DecodeError, read_array_count, read_bytes,
     read_compact_bytes, read_compact_records, read_compact_string, read_records, read_string, read_uuid,
@@ -33,45 +34,84 @@ _S4 = Struct('>ii')
 _S5 = Struct('>ih')
 
 
-@dataclass(slots=True, init=False)
 class ShareAcknowledgementBatch:
-    first_offset: int = 0
-    last_offset: int = 0
-    acknowledge_types: list[int] = field(default_factory=list)
+    __slots__ = ('first_offset', 'last_offset', 'acknowledge_types',)
+    __match_args__ = ('first_offset', 'last_offset', 'acknowledge_types',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    first_offset: int
+    last_offset: int
+    acknowledge_types: list[int]
 
     def __init__(self, first_offset: int = 0, last_offset: int = 0, acknowledge_types: list[int] | None = None) -> None:
         self.first_offset = first_offset
         self.last_offset = last_offset
         self.acknowledge_types = [] if acknowledge_types is None else acknowledge_types
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(ShareAcknowledgementBatch, other)
+        return (self.first_offset, self.last_offset, self.acknowledge_types,) == (o.first_offset, o.last_offset, o.acknowledge_types,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(first_offset={self.first_offset!r}, last_offset={self.last_offset!r}, acknowledge_types={self.acknowledge_types!r})"
+
+
 class ShareAcknowledgePartition:
-    partition_index: int = 0
-    acknowledgement_batches: list[ShareAcknowledgementBatch] = field(default_factory=list)
+    __slots__ = ('partition_index', 'acknowledgement_batches',)
+    __match_args__ = ('partition_index', 'acknowledgement_batches',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    partition_index: int
+    acknowledgement_batches: list[ShareAcknowledgementBatch]
 
     def __init__(self, partition_index: int = 0, acknowledgement_batches: list[ShareAcknowledgementBatch] | None = None) -> None:
         self.partition_index = partition_index
         self.acknowledgement_batches = [] if acknowledgement_batches is None else acknowledgement_batches
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(ShareAcknowledgePartition, other)
+        return (self.partition_index, self.acknowledgement_batches,) == (o.partition_index, o.acknowledgement_batches,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, acknowledgement_batches={self.acknowledgement_batches!r})"
+
+
 class ShareAcknowledgeTopic:
-    topic_id: uuid.UUID = ZERO_UUID
-    partitions: list[ShareAcknowledgePartition] = field(default_factory=list)
+    __slots__ = ('topic_id', 'partitions',)
+    __match_args__ = ('topic_id', 'partitions',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    topic_id: uuid.UUID
+    partitions: list[ShareAcknowledgePartition]
 
     def __init__(self, topic_id: uuid.UUID = ZERO_UUID, partitions: list[ShareAcknowledgePartition] | None = None) -> None:
         self.topic_id = topic_id
         self.partitions = [] if partitions is None else partitions
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(ShareAcknowledgeTopic, other)
+        return (self.topic_id, self.partitions,) == (o.topic_id, o.partitions,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(topic_id={self.topic_id!r}, partitions={self.partitions!r})"
+
+
 class ShareAcknowledgeRequest(ApiMessage):
-    group_id: str | None = None
-    member_id: str | None = ""
-    share_session_epoch: int = 0
-    is_renew_ack: bool = False
-    topics: list[ShareAcknowledgeTopic] = field(default_factory=list)
+    __slots__ = ('group_id', 'member_id', 'share_session_epoch', 'is_renew_ack', 'topics',)
+    __match_args__ = ('group_id', 'member_id', 'share_session_epoch', 'is_renew_ack', 'topics',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    group_id: str | None
+    member_id: str | None
+    share_session_epoch: int
+    is_renew_ack: bool
+    topics: list[ShareAcknowledgeTopic]
 
     def __init__(self, group_id: str | None = None, member_id: str | None = "", share_session_epoch: int = 0, is_renew_ack: bool = False, topics: list[ShareAcknowledgeTopic] | None = None) -> None:
         self.group_id = group_id
@@ -80,6 +120,15 @@ class ShareAcknowledgeRequest(ApiMessage):
         self.is_renew_ack = is_renew_ack
         self.topics = [] if topics is None else topics
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(ShareAcknowledgeRequest, other)
+        return (self.group_id, self.member_id, self.share_session_epoch, self.is_renew_ack, self.topics,) == (o.group_id, o.member_id, o.share_session_epoch, o.is_renew_ack, o.topics,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(group_id={self.group_id!r}, member_id={self.member_id!r}, share_session_epoch={self.share_session_epoch!r}, is_renew_ack={self.is_renew_ack!r}, topics={self.topics!r})"
+
 
 ShareAcknowledgeRequest.API_KEY = 79
 ShareAcknowledgeRequest.MIN_VERSION = 1
@@ -87,12 +136,15 @@ ShareAcknowledgeRequest.MAX_VERSION = 2
 ShareAcknowledgeRequest.FLEXIBLE_MIN = 0
 
 
-@dataclass(slots=True, init=False)
 class ShareAcknowledgeNodeEndpoint:
-    node_id: int = 0
-    host: str = ""
-    port: int = 0
-    rack: str | None = None
+    __slots__ = ('node_id', 'host', 'port', 'rack',)
+    __match_args__ = ('node_id', 'host', 'port', 'rack',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    node_id: int
+    host: str
+    port: int
+    rack: str | None
 
     def __init__(self, node_id: int = 0, host: str = "", port: int = 0, rack: str | None = None) -> None:
         self.node_id = node_id
@@ -100,23 +152,47 @@ class ShareAcknowledgeNodeEndpoint:
         self.port = port
         self.rack = rack
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(ShareAcknowledgeNodeEndpoint, other)
+        return (self.node_id, self.host, self.port, self.rack,) == (o.node_id, o.host, o.port, o.rack,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(node_id={self.node_id!r}, host={self.host!r}, port={self.port!r}, rack={self.rack!r})"
+
+
 class ShareAcknowledgeLeaderIdAndEpoch:
-    leader_id: int = 0
-    leader_epoch: int = 0
+    __slots__ = ('leader_id', 'leader_epoch',)
+    __match_args__ = ('leader_id', 'leader_epoch',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    leader_id: int
+    leader_epoch: int
 
     def __init__(self, leader_id: int = 0, leader_epoch: int = 0) -> None:
         self.leader_id = leader_id
         self.leader_epoch = leader_epoch
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(ShareAcknowledgeLeaderIdAndEpoch, other)
+        return (self.leader_id, self.leader_epoch,) == (o.leader_id, o.leader_epoch,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(leader_id={self.leader_id!r}, leader_epoch={self.leader_epoch!r})"
+
+
 class ShareAcknowledgePartitionData:
-    partition_index: int = 0
-    error_code: int = 0
-    error_message: str | None = None
-    current_leader: ShareAcknowledgeLeaderIdAndEpoch = field(default_factory=ShareAcknowledgeLeaderIdAndEpoch)
+    __slots__ = ('partition_index', 'error_code', 'error_message', 'current_leader',)
+    __match_args__ = ('partition_index', 'error_code', 'error_message', 'current_leader',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    partition_index: int
+    error_code: int
+    error_message: str | None
+    current_leader: ShareAcknowledgeLeaderIdAndEpoch
 
     def __init__(self, partition_index: int = 0, error_code: int = 0, error_message: str | None = None, current_leader: ShareAcknowledgeLeaderIdAndEpoch | None = None) -> None:
         self.partition_index = partition_index
@@ -124,25 +200,49 @@ class ShareAcknowledgePartitionData:
         self.error_message = error_message
         self.current_leader = ShareAcknowledgeLeaderIdAndEpoch() if current_leader is None else current_leader
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(ShareAcknowledgePartitionData, other)
+        return (self.partition_index, self.error_code, self.error_message, self.current_leader,) == (o.partition_index, o.error_code, o.error_message, o.current_leader,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, error_code={self.error_code!r}, error_message={self.error_message!r}, current_leader={self.current_leader!r})"
+
+
 class ShareAcknowledgeTopicResponse:
-    topic_id: uuid.UUID = ZERO_UUID
-    partitions: list[ShareAcknowledgePartitionData] = field(default_factory=list)
+    __slots__ = ('topic_id', 'partitions',)
+    __match_args__ = ('topic_id', 'partitions',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    topic_id: uuid.UUID
+    partitions: list[ShareAcknowledgePartitionData]
 
     def __init__(self, topic_id: uuid.UUID = ZERO_UUID, partitions: list[ShareAcknowledgePartitionData] | None = None) -> None:
         self.topic_id = topic_id
         self.partitions = [] if partitions is None else partitions
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(ShareAcknowledgeTopicResponse, other)
+        return (self.topic_id, self.partitions,) == (o.topic_id, o.partitions,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(topic_id={self.topic_id!r}, partitions={self.partitions!r})"
+
+
 class ShareAcknowledgeResponse(ApiMessage):
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    error_message: str | None = None
-    acquisition_lock_timeout_ms: int = 0
-    responses: list[ShareAcknowledgeTopicResponse] = field(default_factory=list)
-    node_endpoints: list[ShareAcknowledgeNodeEndpoint] = field(default_factory=list)
+    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'acquisition_lock_timeout_ms', 'responses', 'node_endpoints',)
+    __match_args__ = ('throttle_time_ms', 'error_code', 'error_message', 'acquisition_lock_timeout_ms', 'responses', 'node_endpoints',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+    acquisition_lock_timeout_ms: int
+    responses: list[ShareAcknowledgeTopicResponse]
+    node_endpoints: list[ShareAcknowledgeNodeEndpoint]
 
     def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = None, acquisition_lock_timeout_ms: int = 0, responses: list[ShareAcknowledgeTopicResponse] | None = None, node_endpoints: list[ShareAcknowledgeNodeEndpoint] | None = None) -> None:
         self.throttle_time_ms = throttle_time_ms
@@ -151,6 +251,15 @@ class ShareAcknowledgeResponse(ApiMessage):
         self.acquisition_lock_timeout_ms = acquisition_lock_timeout_ms
         self.responses = [] if responses is None else responses
         self.node_endpoints = [] if node_endpoints is None else node_endpoints
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(ShareAcknowledgeResponse, other)
+        return (self.throttle_time_ms, self.error_code, self.error_message, self.acquisition_lock_timeout_ms, self.responses, self.node_endpoints,) == (o.throttle_time_ms, o.error_code, o.error_message, o.acquisition_lock_timeout_ms, o.responses, o.node_endpoints,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, error_message={self.error_message!r}, acquisition_lock_timeout_ms={self.acquisition_lock_timeout_ms!r}, responses={self.responses!r}, node_endpoints={self.node_endpoints!r})"
 
 
 ShareAcknowledgeResponse.API_KEY = 79

@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 from pybroker.protocol.api_message import ApiMessage
+from pybroker.protocol.message_fields import DataclassFields
 from pybroker.protocol.primitives import (
     ZERO_UUID, DecodeError, read_array_count, read_bytes,
     read_compact_bytes, read_compact_records, read_compact_string, read_records, read_string, read_uuid,
@@ -36,62 +37,113 @@ _S7 = Struct('>ih')
 _S8 = Struct('>h')
 
 
-@dataclass(slots=True, init=False)
 class ShareForgottenTopic:
-    topic_id: uuid.UUID = ZERO_UUID
-    partitions: list[int] = field(default_factory=list)
+    __slots__ = ('topic_id', 'partitions',)
+    __match_args__ = ('topic_id', 'partitions',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    topic_id: uuid.UUID
+    partitions: list[int]
 
     def __init__(self, topic_id: uuid.UUID = ZERO_UUID, partitions: list[int] | None = None) -> None:
         self.topic_id = topic_id
         self.partitions = [] if partitions is None else partitions
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(ShareForgottenTopic, other)
+        return (self.topic_id, self.partitions,) == (o.topic_id, o.partitions,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(topic_id={self.topic_id!r}, partitions={self.partitions!r})"
+
+
 class ShareFetchAcknowledgementBatch:
-    first_offset: int = 0
-    last_offset: int = 0
-    acknowledge_types: list[int] = field(default_factory=list)
+    __slots__ = ('first_offset', 'last_offset', 'acknowledge_types',)
+    __match_args__ = ('first_offset', 'last_offset', 'acknowledge_types',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    first_offset: int
+    last_offset: int
+    acknowledge_types: list[int]
 
     def __init__(self, first_offset: int = 0, last_offset: int = 0, acknowledge_types: list[int] | None = None) -> None:
         self.first_offset = first_offset
         self.last_offset = last_offset
         self.acknowledge_types = [] if acknowledge_types is None else acknowledge_types
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(ShareFetchAcknowledgementBatch, other)
+        return (self.first_offset, self.last_offset, self.acknowledge_types,) == (o.first_offset, o.last_offset, o.acknowledge_types,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(first_offset={self.first_offset!r}, last_offset={self.last_offset!r}, acknowledge_types={self.acknowledge_types!r})"
+
+
 class ShareFetchPartition:
-    partition_index: int = 0
-    acknowledgement_batches: list[ShareFetchAcknowledgementBatch] = field(default_factory=list)
+    __slots__ = ('partition_index', 'acknowledgement_batches',)
+    __match_args__ = ('partition_index', 'acknowledgement_batches',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    partition_index: int
+    acknowledgement_batches: list[ShareFetchAcknowledgementBatch]
 
     def __init__(self, partition_index: int = 0, acknowledgement_batches: list[ShareFetchAcknowledgementBatch] | None = None) -> None:
         self.partition_index = partition_index
         self.acknowledgement_batches = [] if acknowledgement_batches is None else acknowledgement_batches
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(ShareFetchPartition, other)
+        return (self.partition_index, self.acknowledgement_batches,) == (o.partition_index, o.acknowledgement_batches,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, acknowledgement_batches={self.acknowledgement_batches!r})"
+
+
 class ShareFetchTopic:
-    topic_id: uuid.UUID = ZERO_UUID
-    partitions: list[ShareFetchPartition] = field(default_factory=list)
+    __slots__ = ('topic_id', 'partitions',)
+    __match_args__ = ('topic_id', 'partitions',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    topic_id: uuid.UUID
+    partitions: list[ShareFetchPartition]
 
     def __init__(self, topic_id: uuid.UUID = ZERO_UUID, partitions: list[ShareFetchPartition] | None = None) -> None:
         self.topic_id = topic_id
         self.partitions = [] if partitions is None else partitions
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(ShareFetchTopic, other)
+        return (self.topic_id, self.partitions,) == (o.topic_id, o.partitions,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(topic_id={self.topic_id!r}, partitions={self.partitions!r})"
+
+
 class ShareFetchRequest(ApiMessage):
-    group_id: str | None = None
-    member_id: str | None = ""
-    share_session_epoch: int = 0
-    max_wait_ms: int = 0
-    min_bytes: int = 0
-    max_bytes: int = 2147483647
-    max_records: int = 0
-    batch_size: int = 0
-    share_acquire_mode: int = 0
-    is_renew_ack: bool = False
-    topics: list[ShareFetchTopic] = field(default_factory=list)
-    forgotten_topics_data: list[ShareForgottenTopic] = field(default_factory=list)
+    __slots__ = ('group_id', 'member_id', 'share_session_epoch', 'max_wait_ms', 'min_bytes', 'max_bytes', 'max_records', 'batch_size', 'share_acquire_mode', 'is_renew_ack', 'topics', 'forgotten_topics_data',)
+    __match_args__ = ('group_id', 'member_id', 'share_session_epoch', 'max_wait_ms', 'min_bytes', 'max_bytes', 'max_records', 'batch_size', 'share_acquire_mode', 'is_renew_ack', 'topics', 'forgotten_topics_data',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    group_id: str | None
+    member_id: str | None
+    share_session_epoch: int
+    max_wait_ms: int
+    min_bytes: int
+    max_bytes: int
+    max_records: int
+    batch_size: int
+    share_acquire_mode: int
+    is_renew_ack: bool
+    topics: list[ShareFetchTopic]
+    forgotten_topics_data: list[ShareForgottenTopic]
 
     def __init__(self, group_id: str | None = None, member_id: str | None = "", share_session_epoch: int = 0, max_wait_ms: int = 0, min_bytes: int = 0, max_bytes: int = 2147483647, max_records: int = 0, batch_size: int = 0, share_acquire_mode: int = 0, is_renew_ack: bool = False, topics: list[ShareFetchTopic] | None = None, forgotten_topics_data: list[ShareForgottenTopic] | None = None) -> None:
         self.group_id = group_id
@@ -107,6 +159,15 @@ class ShareFetchRequest(ApiMessage):
         self.topics = [] if topics is None else topics
         self.forgotten_topics_data = [] if forgotten_topics_data is None else forgotten_topics_data
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(ShareFetchRequest, other)
+        return (self.group_id, self.member_id, self.share_session_epoch, self.max_wait_ms, self.min_bytes, self.max_bytes, self.max_records, self.batch_size, self.share_acquire_mode, self.is_renew_ack, self.topics, self.forgotten_topics_data,) == (o.group_id, o.member_id, o.share_session_epoch, o.max_wait_ms, o.min_bytes, o.max_bytes, o.max_records, o.batch_size, o.share_acquire_mode, o.is_renew_ack, o.topics, o.forgotten_topics_data,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(group_id={self.group_id!r}, member_id={self.member_id!r}, share_session_epoch={self.share_session_epoch!r}, max_wait_ms={self.max_wait_ms!r}, min_bytes={self.min_bytes!r}, max_bytes={self.max_bytes!r}, max_records={self.max_records!r}, batch_size={self.batch_size!r}, share_acquire_mode={self.share_acquire_mode!r}, is_renew_ack={self.is_renew_ack!r}, topics={self.topics!r}, forgotten_topics_data={self.forgotten_topics_data!r})"
+
 
 ShareFetchRequest.API_KEY = 78
 ShareFetchRequest.MIN_VERSION = 1
@@ -114,12 +175,15 @@ ShareFetchRequest.MAX_VERSION = 2
 ShareFetchRequest.FLEXIBLE_MIN = 0
 
 
-@dataclass(slots=True, init=False)
 class ShareFetchNodeEndpoint:
-    node_id: int = 0
-    host: str = ""
-    port: int = 0
-    rack: str | None = None
+    __slots__ = ('node_id', 'host', 'port', 'rack',)
+    __match_args__ = ('node_id', 'host', 'port', 'rack',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    node_id: int
+    host: str
+    port: int
+    rack: str | None
 
     def __init__(self, node_id: int = 0, host: str = "", port: int = 0, rack: str | None = None) -> None:
         self.node_id = node_id
@@ -127,39 +191,75 @@ class ShareFetchNodeEndpoint:
         self.port = port
         self.rack = rack
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(ShareFetchNodeEndpoint, other)
+        return (self.node_id, self.host, self.port, self.rack,) == (o.node_id, o.host, o.port, o.rack,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(node_id={self.node_id!r}, host={self.host!r}, port={self.port!r}, rack={self.rack!r})"
+
+
 class ShareAcquiredRecords:
-    first_offset: int = 0
-    last_offset: int = 0
-    delivery_count: int = 0
+    __slots__ = ('first_offset', 'last_offset', 'delivery_count',)
+    __match_args__ = ('first_offset', 'last_offset', 'delivery_count',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    first_offset: int
+    last_offset: int
+    delivery_count: int
 
     def __init__(self, first_offset: int = 0, last_offset: int = 0, delivery_count: int = 0) -> None:
         self.first_offset = first_offset
         self.last_offset = last_offset
         self.delivery_count = delivery_count
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(ShareAcquiredRecords, other)
+        return (self.first_offset, self.last_offset, self.delivery_count,) == (o.first_offset, o.last_offset, o.delivery_count,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(first_offset={self.first_offset!r}, last_offset={self.last_offset!r}, delivery_count={self.delivery_count!r})"
+
+
 class ShareFetchLeaderIdAndEpoch:
-    leader_id: int = 0
-    leader_epoch: int = 0
+    __slots__ = ('leader_id', 'leader_epoch',)
+    __match_args__ = ('leader_id', 'leader_epoch',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    leader_id: int
+    leader_epoch: int
 
     def __init__(self, leader_id: int = 0, leader_epoch: int = 0) -> None:
         self.leader_id = leader_id
         self.leader_epoch = leader_epoch
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(ShareFetchLeaderIdAndEpoch, other)
+        return (self.leader_id, self.leader_epoch,) == (o.leader_id, o.leader_epoch,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(leader_id={self.leader_id!r}, leader_epoch={self.leader_epoch!r})"
+
+
 class ShareFetchPartitionData:
-    partition_index: int = 0
-    error_code: int = 0
-    error_message: str | None = None
-    acknowledge_error_code: int = 0
-    acknowledge_error_message: str | None = None
-    current_leader: ShareFetchLeaderIdAndEpoch = field(default_factory=ShareFetchLeaderIdAndEpoch)
-    records: Any = b''
-    acquired_records: list[ShareAcquiredRecords] = field(default_factory=list)
+    __slots__ = ('partition_index', 'error_code', 'error_message', 'acknowledge_error_code', 'acknowledge_error_message', 'current_leader', 'records', 'acquired_records',)
+    __match_args__ = ('partition_index', 'error_code', 'error_message', 'acknowledge_error_code', 'acknowledge_error_message', 'current_leader', 'records', 'acquired_records',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    partition_index: int
+    error_code: int
+    error_message: str | None
+    acknowledge_error_code: int
+    acknowledge_error_message: str | None
+    current_leader: ShareFetchLeaderIdAndEpoch
+    records: Any
+    acquired_records: list[ShareAcquiredRecords]
 
     def __init__(self, partition_index: int = 0, error_code: int = 0, error_message: str | None = None, acknowledge_error_code: int = 0, acknowledge_error_message: str | None = None, current_leader: ShareFetchLeaderIdAndEpoch | None = None, records: Any = b'', acquired_records: list[ShareAcquiredRecords] | None = None) -> None:
         self.partition_index = partition_index
@@ -171,25 +271,49 @@ class ShareFetchPartitionData:
         self.records = records
         self.acquired_records = [] if acquired_records is None else acquired_records
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(ShareFetchPartitionData, other)
+        return (self.partition_index, self.error_code, self.error_message, self.acknowledge_error_code, self.acknowledge_error_message, self.current_leader, self.records, self.acquired_records,) == (o.partition_index, o.error_code, o.error_message, o.acknowledge_error_code, o.acknowledge_error_message, o.current_leader, o.records, o.acquired_records,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, error_code={self.error_code!r}, error_message={self.error_message!r}, acknowledge_error_code={self.acknowledge_error_code!r}, acknowledge_error_message={self.acknowledge_error_message!r}, current_leader={self.current_leader!r}, records={self.records!r}, acquired_records={self.acquired_records!r})"
+
+
 class ShareFetchableTopicResponse:
-    topic_id: uuid.UUID = ZERO_UUID
-    partitions: list[ShareFetchPartitionData] = field(default_factory=list)
+    __slots__ = ('topic_id', 'partitions',)
+    __match_args__ = ('topic_id', 'partitions',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    topic_id: uuid.UUID
+    partitions: list[ShareFetchPartitionData]
 
     def __init__(self, topic_id: uuid.UUID = ZERO_UUID, partitions: list[ShareFetchPartitionData] | None = None) -> None:
         self.topic_id = topic_id
         self.partitions = [] if partitions is None else partitions
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(ShareFetchableTopicResponse, other)
+        return (self.topic_id, self.partitions,) == (o.topic_id, o.partitions,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(topic_id={self.topic_id!r}, partitions={self.partitions!r})"
+
+
 class ShareFetchResponse(ApiMessage):
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    error_message: str | None = None
-    acquisition_lock_timeout_ms: int = 0
-    responses: list[ShareFetchableTopicResponse] = field(default_factory=list)
-    node_endpoints: list[ShareFetchNodeEndpoint] = field(default_factory=list)
+    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'acquisition_lock_timeout_ms', 'responses', 'node_endpoints',)
+    __match_args__ = ('throttle_time_ms', 'error_code', 'error_message', 'acquisition_lock_timeout_ms', 'responses', 'node_endpoints',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+    acquisition_lock_timeout_ms: int
+    responses: list[ShareFetchableTopicResponse]
+    node_endpoints: list[ShareFetchNodeEndpoint]
 
     def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = None, acquisition_lock_timeout_ms: int = 0, responses: list[ShareFetchableTopicResponse] | None = None, node_endpoints: list[ShareFetchNodeEndpoint] | None = None) -> None:
         self.throttle_time_ms = throttle_time_ms
@@ -198,6 +322,15 @@ class ShareFetchResponse(ApiMessage):
         self.acquisition_lock_timeout_ms = acquisition_lock_timeout_ms
         self.responses = [] if responses is None else responses
         self.node_endpoints = [] if node_endpoints is None else node_endpoints
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(ShareFetchResponse, other)
+        return (self.throttle_time_ms, self.error_code, self.error_message, self.acquisition_lock_timeout_ms, self.responses, self.node_endpoints,) == (o.throttle_time_ms, o.error_code, o.error_message, o.acquisition_lock_timeout_ms, o.responses, o.node_endpoints,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, error_message={self.error_message!r}, acquisition_lock_timeout_ms={self.acquisition_lock_timeout_ms!r}, responses={self.responses!r}, node_endpoints={self.node_endpoints!r})"
 
 
 ShareFetchResponse.API_KEY = 78

@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 from pybroker.protocol.api_message import ApiMessage
+from pybroker.protocol.message_fields import DataclassFields
 from pybroker.protocol.primitives import (
     ZERO_UUID, DecodeError, read_array_count, read_bytes,
     read_compact_bytes, read_compact_records, read_compact_string, read_records, read_string, read_uuid,
@@ -32,14 +33,26 @@ _S3 = Struct('>h')
 _S4 = Struct('>ii')
 
 
-@dataclass(slots=True, init=False)
 class ShareGroupDescribeRequest(ApiMessage):
-    group_ids: list[str] = field(default_factory=list)
-    include_authorized_operations: bool = False
+    __slots__ = ('group_ids', 'include_authorized_operations',)
+    __match_args__ = ('group_ids', 'include_authorized_operations',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    group_ids: list[str]
+    include_authorized_operations: bool
 
     def __init__(self, group_ids: list[str] | None = None, include_authorized_operations: bool = False) -> None:
         self.group_ids = [] if group_ids is None else group_ids
         self.include_authorized_operations = include_authorized_operations
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(ShareGroupDescribeRequest, other)
+        return (self.group_ids, self.include_authorized_operations,) == (o.group_ids, o.include_authorized_operations,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(group_ids={self.group_ids!r}, include_authorized_operations={self.include_authorized_operations!r})"
 
 
 ShareGroupDescribeRequest.API_KEY = 77
@@ -48,35 +61,62 @@ ShareGroupDescribeRequest.MAX_VERSION = 1
 ShareGroupDescribeRequest.FLEXIBLE_MIN = 0
 
 
-@dataclass(slots=True, init=False)
 class ShareDescribedTopicPartitions:
-    topic_id: uuid.UUID = ZERO_UUID
-    topic_name: str = ""
-    partitions: list[int] = field(default_factory=list)
+    __slots__ = ('topic_id', 'topic_name', 'partitions',)
+    __match_args__ = ('topic_id', 'topic_name', 'partitions',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    topic_id: uuid.UUID
+    topic_name: str
+    partitions: list[int]
 
     def __init__(self, topic_id: uuid.UUID = ZERO_UUID, topic_name: str = "", partitions: list[int] | None = None) -> None:
         self.topic_id = topic_id
         self.topic_name = topic_name
         self.partitions = [] if partitions is None else partitions
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(ShareDescribedTopicPartitions, other)
+        return (self.topic_id, self.topic_name, self.partitions,) == (o.topic_id, o.topic_name, o.partitions,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(topic_id={self.topic_id!r}, topic_name={self.topic_name!r}, partitions={self.partitions!r})"
+
+
 class ShareDescribedAssignment:
-    topic_partitions: list[ShareDescribedTopicPartitions] = field(default_factory=list)
+    __slots__ = ('topic_partitions',)
+    __match_args__ = ('topic_partitions',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    topic_partitions: list[ShareDescribedTopicPartitions]
 
     def __init__(self, topic_partitions: list[ShareDescribedTopicPartitions] | None = None) -> None:
         self.topic_partitions = [] if topic_partitions is None else topic_partitions
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(ShareDescribedAssignment, other)
+        return (self.topic_partitions,) == (o.topic_partitions,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(topic_partitions={self.topic_partitions!r})"
+
+
 class ShareDescribedMember:
-    member_id: str = ""
-    rack_id: str | None = None
-    member_epoch: int = 0
-    client_id: str = ""
-    client_host: str = ""
-    subscribed_topic_names: list[str] = field(default_factory=list)
-    assignment: ShareDescribedAssignment = field(default_factory=ShareDescribedAssignment)
+    __slots__ = ('member_id', 'rack_id', 'member_epoch', 'client_id', 'client_host', 'subscribed_topic_names', 'assignment',)
+    __match_args__ = ('member_id', 'rack_id', 'member_epoch', 'client_id', 'client_host', 'subscribed_topic_names', 'assignment',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    member_id: str
+    rack_id: str | None
+    member_epoch: int
+    client_id: str
+    client_host: str
+    subscribed_topic_names: list[str]
+    assignment: ShareDescribedAssignment
 
     def __init__(self, member_id: str = "", rack_id: str | None = None, member_epoch: int = 0, client_id: str = "", client_host: str = "", subscribed_topic_names: list[str] | None = None, assignment: ShareDescribedAssignment | None = None) -> None:
         self.member_id = member_id
@@ -87,18 +127,30 @@ class ShareDescribedMember:
         self.subscribed_topic_names = [] if subscribed_topic_names is None else subscribed_topic_names
         self.assignment = ShareDescribedAssignment() if assignment is None else assignment
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(ShareDescribedMember, other)
+        return (self.member_id, self.rack_id, self.member_epoch, self.client_id, self.client_host, self.subscribed_topic_names, self.assignment,) == (o.member_id, o.rack_id, o.member_epoch, o.client_id, o.client_host, o.subscribed_topic_names, o.assignment,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(member_id={self.member_id!r}, rack_id={self.rack_id!r}, member_epoch={self.member_epoch!r}, client_id={self.client_id!r}, client_host={self.client_host!r}, subscribed_topic_names={self.subscribed_topic_names!r}, assignment={self.assignment!r})"
+
+
 class ShareDescribedGroup:
-    error_code: int = 0
-    error_message: str | None = None
-    group_id: str = ""
-    group_state: str = ""
-    group_epoch: int = 0
-    assignment_epoch: int = 0
-    assignor_name: str = ""
-    members: list[ShareDescribedMember] = field(default_factory=list)
-    authorized_operations: int = -2147483648
+    __slots__ = ('error_code', 'error_message', 'group_id', 'group_state', 'group_epoch', 'assignment_epoch', 'assignor_name', 'members', 'authorized_operations',)
+    __match_args__ = ('error_code', 'error_message', 'group_id', 'group_state', 'group_epoch', 'assignment_epoch', 'assignor_name', 'members', 'authorized_operations',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    error_code: int
+    error_message: str | None
+    group_id: str
+    group_state: str
+    group_epoch: int
+    assignment_epoch: int
+    assignor_name: str
+    members: list[ShareDescribedMember]
+    authorized_operations: int
 
     def __init__(self, error_code: int = 0, error_message: str | None = None, group_id: str = "", group_state: str = "", group_epoch: int = 0, assignment_epoch: int = 0, assignor_name: str = "", members: list[ShareDescribedMember] | None = None, authorized_operations: int = -2147483648) -> None:
         self.error_code = error_code
@@ -111,15 +163,36 @@ class ShareDescribedGroup:
         self.members = [] if members is None else members
         self.authorized_operations = authorized_operations
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(ShareDescribedGroup, other)
+        return (self.error_code, self.error_message, self.group_id, self.group_state, self.group_epoch, self.assignment_epoch, self.assignor_name, self.members, self.authorized_operations,) == (o.error_code, o.error_message, o.group_id, o.group_state, o.group_epoch, o.assignment_epoch, o.assignor_name, o.members, o.authorized_operations,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(error_code={self.error_code!r}, error_message={self.error_message!r}, group_id={self.group_id!r}, group_state={self.group_state!r}, group_epoch={self.group_epoch!r}, assignment_epoch={self.assignment_epoch!r}, assignor_name={self.assignor_name!r}, members={self.members!r}, authorized_operations={self.authorized_operations!r})"
+
+
 class ShareGroupDescribeResponse(ApiMessage):
-    throttle_time_ms: int = 0
-    groups: list[ShareDescribedGroup] = field(default_factory=list)
+    __slots__ = ('throttle_time_ms', 'groups',)
+    __match_args__ = ('throttle_time_ms', 'groups',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    throttle_time_ms: int
+    groups: list[ShareDescribedGroup]
 
     def __init__(self, throttle_time_ms: int = 0, groups: list[ShareDescribedGroup] | None = None) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.groups = [] if groups is None else groups
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(ShareGroupDescribeResponse, other)
+        return (self.throttle_time_ms, self.groups,) == (o.throttle_time_ms, o.groups,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, groups={self.groups!r})"
 
 
 ShareGroupDescribeResponse.API_KEY = 77

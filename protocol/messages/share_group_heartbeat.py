@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 from pybroker.protocol.api_message import ApiMessage
+from pybroker.protocol.message_fields import DataclassFields
 from pybroker.protocol.primitives import (
     ZERO_UUID, DecodeError, read_array_count, read_bytes,
     read_compact_bytes, read_compact_records, read_compact_string, read_records, read_string, read_uuid,
@@ -31,13 +32,16 @@ _S2 = Struct('>ih')
 _S3 = Struct('>ii')
 
 
-@dataclass(slots=True, init=False)
 class ShareGroupHeartbeatRequest(ApiMessage):
-    group_id: str = ""
-    member_id: str = ""
-    member_epoch: int = 0
-    rack_id: str | None = None
-    subscribed_topic_names: list[str] | None = field(default_factory=list)
+    __slots__ = ('group_id', 'member_id', 'member_epoch', 'rack_id', 'subscribed_topic_names',)
+    __match_args__ = ('group_id', 'member_id', 'member_epoch', 'rack_id', 'subscribed_topic_names',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    group_id: str
+    member_id: str
+    member_epoch: int
+    rack_id: str | None
+    subscribed_topic_names: list[str] | None
 
     def __init__(self, group_id: str = "", member_id: str = "", member_epoch: int = 0, rack_id: str | None = None, subscribed_topic_names: object = _UNSET) -> None:
         self.group_id = group_id
@@ -46,6 +50,15 @@ class ShareGroupHeartbeatRequest(ApiMessage):
         self.rack_id = rack_id
         self.subscribed_topic_names = [] if subscribed_topic_names is _UNSET else cast('list[str] | None', subscribed_topic_names)
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(ShareGroupHeartbeatRequest, other)
+        return (self.group_id, self.member_id, self.member_epoch, self.rack_id, self.subscribed_topic_names,) == (o.group_id, o.member_id, o.member_epoch, o.rack_id, o.subscribed_topic_names,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(group_id={self.group_id!r}, member_id={self.member_id!r}, member_epoch={self.member_epoch!r}, rack_id={self.rack_id!r}, subscribed_topic_names={self.subscribed_topic_names!r})"
+
 
 ShareGroupHeartbeatRequest.API_KEY = 76
 ShareGroupHeartbeatRequest.MIN_VERSION = 1
@@ -53,33 +66,60 @@ ShareGroupHeartbeatRequest.MAX_VERSION = 1
 ShareGroupHeartbeatRequest.FLEXIBLE_MIN = 0
 
 
-@dataclass(slots=True, init=False)
 class ShareAssignedTopicPartitions:
-    topic_id: uuid.UUID = ZERO_UUID
-    partitions: list[int] = field(default_factory=list)
+    __slots__ = ('topic_id', 'partitions',)
+    __match_args__ = ('topic_id', 'partitions',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    topic_id: uuid.UUID
+    partitions: list[int]
 
     def __init__(self, topic_id: uuid.UUID = ZERO_UUID, partitions: list[int] | None = None) -> None:
         self.topic_id = topic_id
         self.partitions = [] if partitions is None else partitions
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(ShareAssignedTopicPartitions, other)
+        return (self.topic_id, self.partitions,) == (o.topic_id, o.partitions,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(topic_id={self.topic_id!r}, partitions={self.partitions!r})"
+
+
 class ShareHeartbeatAssignment:
-    topic_partitions: list[ShareAssignedTopicPartitions] = field(default_factory=list)
+    __slots__ = ('topic_partitions',)
+    __match_args__ = ('topic_partitions',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    topic_partitions: list[ShareAssignedTopicPartitions]
 
     def __init__(self, topic_partitions: list[ShareAssignedTopicPartitions] | None = None) -> None:
         self.topic_partitions = [] if topic_partitions is None else topic_partitions
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(ShareHeartbeatAssignment, other)
+        return (self.topic_partitions,) == (o.topic_partitions,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(topic_partitions={self.topic_partitions!r})"
+
+
 class ShareGroupHeartbeatResponse(ApiMessage):
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    error_message: str | None = None
-    member_id: str | None = None
-    member_epoch: int = 0
-    heartbeat_interval_ms: int = 0
-    assignment: ShareHeartbeatAssignment | None = None
+    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'member_id', 'member_epoch', 'heartbeat_interval_ms', 'assignment',)
+    __match_args__ = ('throttle_time_ms', 'error_code', 'error_message', 'member_id', 'member_epoch', 'heartbeat_interval_ms', 'assignment',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+    member_id: str | None
+    member_epoch: int
+    heartbeat_interval_ms: int
+    assignment: ShareHeartbeatAssignment | None
 
     def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = None, member_id: str | None = None, member_epoch: int = 0, heartbeat_interval_ms: int = 0, assignment: ShareHeartbeatAssignment | None = None) -> None:
         self.throttle_time_ms = throttle_time_ms
@@ -89,6 +129,15 @@ class ShareGroupHeartbeatResponse(ApiMessage):
         self.member_epoch = member_epoch
         self.heartbeat_interval_ms = heartbeat_interval_ms
         self.assignment = assignment
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(ShareGroupHeartbeatResponse, other)
+        return (self.throttle_time_ms, self.error_code, self.error_message, self.member_id, self.member_epoch, self.heartbeat_interval_ms, self.assignment,) == (o.throttle_time_ms, o.error_code, o.error_message, o.member_id, o.member_epoch, o.heartbeat_interval_ms, o.assignment,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, error_message={self.error_message!r}, member_id={self.member_id!r}, member_epoch={self.member_epoch!r}, heartbeat_interval_ms={self.heartbeat_interval_ms!r}, assignment={self.assignment!r})"
 
 
 ShareGroupHeartbeatResponse.API_KEY = 76

@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 from pybroker.protocol.api_message import ApiMessage
+from pybroker.protocol.message_fields import DataclassFields
 from pybroker.protocol.primitives import (
     ZERO_UUID, DecodeError, read_array_count, read_bytes,
     read_compact_bytes, read_compact_records, read_compact_string, read_records, read_string, read_uuid,
@@ -32,14 +33,26 @@ _S3 = Struct('>16s')
 _S4 = Struct('>iib')
 
 
-@dataclass(slots=True, init=False)
 class ShareGroupMemberMetadataKey(ApiMessage):
-    group_id: str = ""
-    member_id: str = ""
+    __slots__ = ('group_id', 'member_id',)
+    __match_args__ = ('group_id', 'member_id',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    group_id: str
+    member_id: str
 
     def __init__(self, group_id: str = "", member_id: str = "") -> None:
         self.group_id = group_id
         self.member_id = member_id
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(ShareGroupMemberMetadataKey, other)
+        return (self.group_id, self.member_id,) == (o.group_id, o.member_id,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(group_id={self.group_id!r}, member_id={self.member_id!r})"
 
 
 ShareGroupMemberMetadataKey.API_KEY = None
@@ -48,18 +61,30 @@ ShareGroupMemberMetadataKey.MAX_VERSION = 10
 ShareGroupMemberMetadataKey.FLEXIBLE_MIN = None
 
 
-@dataclass(slots=True, init=False)
 class ShareGroupMemberMetadataValue(ApiMessage):
-    rack_id: str | None = None
-    client_id: str = ""
-    client_host: str = ""
-    subscribed_topic_names: list[str] = field(default_factory=list)
+    __slots__ = ('rack_id', 'client_id', 'client_host', 'subscribed_topic_names',)
+    __match_args__ = ('rack_id', 'client_id', 'client_host', 'subscribed_topic_names',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    rack_id: str | None
+    client_id: str
+    client_host: str
+    subscribed_topic_names: list[str]
 
     def __init__(self, rack_id: str | None = None, client_id: str = "", client_host: str = "", subscribed_topic_names: list[str] | None = None) -> None:
         self.rack_id = rack_id
         self.client_id = client_id
         self.client_host = client_host
         self.subscribed_topic_names = [] if subscribed_topic_names is None else subscribed_topic_names
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(ShareGroupMemberMetadataValue, other)
+        return (self.rack_id, self.client_id, self.client_host, self.subscribed_topic_names,) == (o.rack_id, o.client_id, o.client_host, o.subscribed_topic_names,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(rack_id={self.rack_id!r}, client_id={self.client_id!r}, client_host={self.client_host!r}, subscribed_topic_names={self.subscribed_topic_names!r})"
 
 
 ShareGroupMemberMetadataValue.API_KEY = None
@@ -68,12 +93,24 @@ ShareGroupMemberMetadataValue.MAX_VERSION = 0
 ShareGroupMemberMetadataValue.FLEXIBLE_MIN = 0
 
 
-@dataclass(slots=True, init=False)
 class ShareGroupMetadataKey(ApiMessage):
-    group_id: str = ""
+    __slots__ = ('group_id',)
+    __match_args__ = ('group_id',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    group_id: str
 
     def __init__(self, group_id: str = "") -> None:
         self.group_id = group_id
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(ShareGroupMetadataKey, other)
+        return (self.group_id,) == (o.group_id,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(group_id={self.group_id!r})"
 
 
 ShareGroupMetadataKey.API_KEY = None
@@ -82,14 +119,26 @@ ShareGroupMetadataKey.MAX_VERSION = 11
 ShareGroupMetadataKey.FLEXIBLE_MIN = None
 
 
-@dataclass(slots=True, init=False)
 class ShareGroupMetadataValue(ApiMessage):
-    epoch: int = 0
-    metadata_hash: int = 0
+    __slots__ = ('epoch', 'metadata_hash',)
+    __match_args__ = ('epoch', 'metadata_hash',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    epoch: int
+    metadata_hash: int
 
     def __init__(self, epoch: int = 0, metadata_hash: int = 0) -> None:
         self.epoch = epoch
         self.metadata_hash = metadata_hash
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(ShareGroupMetadataValue, other)
+        return (self.epoch, self.metadata_hash,) == (o.epoch, o.metadata_hash,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(epoch={self.epoch!r}, metadata_hash={self.metadata_hash!r})"
 
 
 ShareGroupMetadataValue.API_KEY = None
@@ -98,12 +147,24 @@ ShareGroupMetadataValue.MAX_VERSION = 0
 ShareGroupMetadataValue.FLEXIBLE_MIN = 0
 
 
-@dataclass(slots=True, init=False)
 class ShareGroupTargetAssignmentMetadataKey(ApiMessage):
-    group_id: str = ""
+    __slots__ = ('group_id',)
+    __match_args__ = ('group_id',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    group_id: str
 
     def __init__(self, group_id: str = "") -> None:
         self.group_id = group_id
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(ShareGroupTargetAssignmentMetadataKey, other)
+        return (self.group_id,) == (o.group_id,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(group_id={self.group_id!r})"
 
 
 ShareGroupTargetAssignmentMetadataKey.API_KEY = None
@@ -112,14 +173,26 @@ ShareGroupTargetAssignmentMetadataKey.MAX_VERSION = 12
 ShareGroupTargetAssignmentMetadataKey.FLEXIBLE_MIN = None
 
 
-@dataclass(slots=True, init=False)
 class ShareGroupTargetAssignmentMetadataValue(ApiMessage):
-    assignment_epoch: int = 0
-    assignment_timestamp: int = 0
+    __slots__ = ('assignment_epoch', 'assignment_timestamp',)
+    __match_args__ = ('assignment_epoch', 'assignment_timestamp',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    assignment_epoch: int
+    assignment_timestamp: int
 
     def __init__(self, assignment_epoch: int = 0, assignment_timestamp: int = 0) -> None:
         self.assignment_epoch = assignment_epoch
         self.assignment_timestamp = assignment_timestamp
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(ShareGroupTargetAssignmentMetadataValue, other)
+        return (self.assignment_epoch, self.assignment_timestamp,) == (o.assignment_epoch, o.assignment_timestamp,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(assignment_epoch={self.assignment_epoch!r}, assignment_timestamp={self.assignment_timestamp!r})"
 
 
 ShareGroupTargetAssignmentMetadataValue.API_KEY = None
@@ -128,14 +201,26 @@ ShareGroupTargetAssignmentMetadataValue.MAX_VERSION = 0
 ShareGroupTargetAssignmentMetadataValue.FLEXIBLE_MIN = 0
 
 
-@dataclass(slots=True, init=False)
 class ShareGroupTargetAssignmentMemberKey(ApiMessage):
-    group_id: str = ""
-    member_id: str = ""
+    __slots__ = ('group_id', 'member_id',)
+    __match_args__ = ('group_id', 'member_id',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    group_id: str
+    member_id: str
 
     def __init__(self, group_id: str = "", member_id: str = "") -> None:
         self.group_id = group_id
         self.member_id = member_id
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(ShareGroupTargetAssignmentMemberKey, other)
+        return (self.group_id, self.member_id,) == (o.group_id, o.member_id,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(group_id={self.group_id!r}, member_id={self.member_id!r})"
 
 
 ShareGroupTargetAssignmentMemberKey.API_KEY = None
@@ -144,22 +229,46 @@ ShareGroupTargetAssignmentMemberKey.MAX_VERSION = 13
 ShareGroupTargetAssignmentMemberKey.FLEXIBLE_MIN = None
 
 
-@dataclass(slots=True, init=False)
 class TopicPartition:
-    topic_id: uuid.UUID = ZERO_UUID
-    partitions: list[int] = field(default_factory=list)
+    __slots__ = ('topic_id', 'partitions',)
+    __match_args__ = ('topic_id', 'partitions',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    topic_id: uuid.UUID
+    partitions: list[int]
 
     def __init__(self, topic_id: uuid.UUID = ZERO_UUID, partitions: list[int] | None = None) -> None:
         self.topic_id = topic_id
         self.partitions = [] if partitions is None else partitions
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(TopicPartition, other)
+        return (self.topic_id, self.partitions,) == (o.topic_id, o.partitions,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(topic_id={self.topic_id!r}, partitions={self.partitions!r})"
+
+
 class ShareGroupTargetAssignmentMemberValue(ApiMessage):
-    topic_partitions: list[TopicPartition] = field(default_factory=list)
+    __slots__ = ('topic_partitions',)
+    __match_args__ = ('topic_partitions',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    topic_partitions: list[TopicPartition]
 
     def __init__(self, topic_partitions: list[TopicPartition] | None = None) -> None:
         self.topic_partitions = [] if topic_partitions is None else topic_partitions
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(ShareGroupTargetAssignmentMemberValue, other)
+        return (self.topic_partitions,) == (o.topic_partitions,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(topic_partitions={self.topic_partitions!r})"
 
 
 ShareGroupTargetAssignmentMemberValue.API_KEY = None
@@ -168,14 +277,26 @@ ShareGroupTargetAssignmentMemberValue.MAX_VERSION = 0
 ShareGroupTargetAssignmentMemberValue.FLEXIBLE_MIN = 0
 
 
-@dataclass(slots=True, init=False)
 class ShareGroupCurrentMemberAssignmentKey(ApiMessage):
-    group_id: str = ""
-    member_id: str = ""
+    __slots__ = ('group_id', 'member_id',)
+    __match_args__ = ('group_id', 'member_id',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    group_id: str
+    member_id: str
 
     def __init__(self, group_id: str = "", member_id: str = "") -> None:
         self.group_id = group_id
         self.member_id = member_id
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(ShareGroupCurrentMemberAssignmentKey, other)
+        return (self.group_id, self.member_id,) == (o.group_id, o.member_id,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(group_id={self.group_id!r}, member_id={self.member_id!r})"
 
 
 ShareGroupCurrentMemberAssignmentKey.API_KEY = None
@@ -184,28 +305,52 @@ ShareGroupCurrentMemberAssignmentKey.MAX_VERSION = 14
 ShareGroupCurrentMemberAssignmentKey.FLEXIBLE_MIN = None
 
 
-@dataclass(slots=True, init=False)
 class TopicPartitions:
-    topic_id: uuid.UUID = ZERO_UUID
-    partitions: list[int] = field(default_factory=list)
+    __slots__ = ('topic_id', 'partitions',)
+    __match_args__ = ('topic_id', 'partitions',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    topic_id: uuid.UUID
+    partitions: list[int]
 
     def __init__(self, topic_id: uuid.UUID = ZERO_UUID, partitions: list[int] | None = None) -> None:
         self.topic_id = topic_id
         self.partitions = [] if partitions is None else partitions
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(TopicPartitions, other)
+        return (self.topic_id, self.partitions,) == (o.topic_id, o.partitions,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(topic_id={self.topic_id!r}, partitions={self.partitions!r})"
+
+
 class ShareGroupCurrentMemberAssignmentValue(ApiMessage):
-    member_epoch: int = 0
-    previous_member_epoch: int = 0
-    state: int = 0
-    assigned_partitions: list[TopicPartitions] = field(default_factory=list)
+    __slots__ = ('member_epoch', 'previous_member_epoch', 'state', 'assigned_partitions',)
+    __match_args__ = ('member_epoch', 'previous_member_epoch', 'state', 'assigned_partitions',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    member_epoch: int
+    previous_member_epoch: int
+    state: int
+    assigned_partitions: list[TopicPartitions]
 
     def __init__(self, member_epoch: int = 0, previous_member_epoch: int = 0, state: int = 0, assigned_partitions: list[TopicPartitions] | None = None) -> None:
         self.member_epoch = member_epoch
         self.previous_member_epoch = previous_member_epoch
         self.state = state
         self.assigned_partitions = [] if assigned_partitions is None else assigned_partitions
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(ShareGroupCurrentMemberAssignmentValue, other)
+        return (self.member_epoch, self.previous_member_epoch, self.state, self.assigned_partitions,) == (o.member_epoch, o.previous_member_epoch, o.state, o.assigned_partitions,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(member_epoch={self.member_epoch!r}, previous_member_epoch={self.previous_member_epoch!r}, state={self.state!r}, assigned_partitions={self.assigned_partitions!r})"
 
 
 ShareGroupCurrentMemberAssignmentValue.API_KEY = None
@@ -214,12 +359,24 @@ ShareGroupCurrentMemberAssignmentValue.MAX_VERSION = 0
 ShareGroupCurrentMemberAssignmentValue.FLEXIBLE_MIN = 0
 
 
-@dataclass(slots=True, init=False)
 class ShareGroupStatePartitionMetadataKey(ApiMessage):
-    group_id: str = ""
+    __slots__ = ('group_id',)
+    __match_args__ = ('group_id',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    group_id: str
 
     def __init__(self, group_id: str = "") -> None:
         self.group_id = group_id
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(ShareGroupStatePartitionMetadataKey, other)
+        return (self.group_id,) == (o.group_id,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(group_id={self.group_id!r})"
 
 
 ShareGroupStatePartitionMetadataKey.API_KEY = None
@@ -228,38 +385,74 @@ ShareGroupStatePartitionMetadataKey.MAX_VERSION = 15
 ShareGroupStatePartitionMetadataKey.FLEXIBLE_MIN = None
 
 
-@dataclass(slots=True, init=False)
 class TopicInfo:
-    topic_id: uuid.UUID = ZERO_UUID
-    topic_name: str = ""
+    __slots__ = ('topic_id', 'topic_name',)
+    __match_args__ = ('topic_id', 'topic_name',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    topic_id: uuid.UUID
+    topic_name: str
 
     def __init__(self, topic_id: uuid.UUID = ZERO_UUID, topic_name: str = "") -> None:
         self.topic_id = topic_id
         self.topic_name = topic_name
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(TopicInfo, other)
+        return (self.topic_id, self.topic_name,) == (o.topic_id, o.topic_name,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(topic_id={self.topic_id!r}, topic_name={self.topic_name!r})"
+
+
 class TopicPartitionsInfo:
-    topic_id: uuid.UUID = ZERO_UUID
-    topic_name: str = ""
-    partitions: list[int] = field(default_factory=list)
+    __slots__ = ('topic_id', 'topic_name', 'partitions',)
+    __match_args__ = ('topic_id', 'topic_name', 'partitions',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    topic_id: uuid.UUID
+    topic_name: str
+    partitions: list[int]
 
     def __init__(self, topic_id: uuid.UUID = ZERO_UUID, topic_name: str = "", partitions: list[int] | None = None) -> None:
         self.topic_id = topic_id
         self.topic_name = topic_name
         self.partitions = [] if partitions is None else partitions
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(TopicPartitionsInfo, other)
+        return (self.topic_id, self.topic_name, self.partitions,) == (o.topic_id, o.topic_name, o.partitions,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(topic_id={self.topic_id!r}, topic_name={self.topic_name!r}, partitions={self.partitions!r})"
+
+
 class ShareGroupStatePartitionMetadataValue(ApiMessage):
-    initializing_topics: list[TopicPartitionsInfo] = field(default_factory=list)
-    initialized_topics: list[TopicPartitionsInfo] = field(default_factory=list)
-    deleting_topics: list[TopicInfo] = field(default_factory=list)
+    __slots__ = ('initializing_topics', 'initialized_topics', 'deleting_topics',)
+    __match_args__ = ('initializing_topics', 'initialized_topics', 'deleting_topics',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    initializing_topics: list[TopicPartitionsInfo]
+    initialized_topics: list[TopicPartitionsInfo]
+    deleting_topics: list[TopicInfo]
 
     def __init__(self, initializing_topics: list[TopicPartitionsInfo] | None = None, initialized_topics: list[TopicPartitionsInfo] | None = None, deleting_topics: list[TopicInfo] | None = None) -> None:
         self.initializing_topics = [] if initializing_topics is None else initializing_topics
         self.initialized_topics = [] if initialized_topics is None else initialized_topics
         self.deleting_topics = [] if deleting_topics is None else deleting_topics
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(ShareGroupStatePartitionMetadataValue, other)
+        return (self.initializing_topics, self.initialized_topics, self.deleting_topics,) == (o.initializing_topics, o.initialized_topics, o.deleting_topics,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(initializing_topics={self.initializing_topics!r}, initialized_topics={self.initialized_topics!r}, deleting_topics={self.deleting_topics!r})"
 
 
 ShareGroupStatePartitionMetadataValue.API_KEY = None

@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 from pybroker.protocol.api_message import ApiMessage
+from pybroker.protocol.message_fields import DataclassFields
 from pybroker.protocol.primitives import (
     ZERO_UUID, DecodeError, read_array_count, read_bytes,
     read_compact_bytes, read_compact_records, read_compact_string, read_records, read_string, read_uuid,
@@ -32,16 +33,28 @@ _S3 = Struct('>i')
 _S4 = Struct('>iiq')
 
 
-@dataclass(slots=True, init=False)
 class ShareSnapshotKey(ApiMessage):
-    group_id: str = ""
-    topic_id: uuid.UUID = ZERO_UUID
-    partition: int = 0
+    __slots__ = ('group_id', 'topic_id', 'partition',)
+    __match_args__ = ('group_id', 'topic_id', 'partition',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    group_id: str
+    topic_id: uuid.UUID
+    partition: int
 
     def __init__(self, group_id: str = "", topic_id: uuid.UUID = ZERO_UUID, partition: int = 0) -> None:
         self.group_id = group_id
         self.topic_id = topic_id
         self.partition = partition
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(ShareSnapshotKey, other)
+        return (self.group_id, self.topic_id, self.partition,) == (o.group_id, o.topic_id, o.partition,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(group_id={self.group_id!r}, topic_id={self.topic_id!r}, partition={self.partition!r})"
 
 
 ShareSnapshotKey.API_KEY = None
@@ -50,12 +63,15 @@ ShareSnapshotKey.MAX_VERSION = 0
 ShareSnapshotKey.FLEXIBLE_MIN = None
 
 
-@dataclass(slots=True, init=False)
 class SnapshotStateBatch:
-    first_offset: int = 0
-    last_offset: int = 0
-    delivery_state: int = 0
-    delivery_count: int = 0
+    __slots__ = ('first_offset', 'last_offset', 'delivery_state', 'delivery_count',)
+    __match_args__ = ('first_offset', 'last_offset', 'delivery_state', 'delivery_count',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    first_offset: int
+    last_offset: int
+    delivery_state: int
+    delivery_count: int
 
     def __init__(self, first_offset: int = 0, last_offset: int = 0, delivery_state: int = 0, delivery_count: int = 0) -> None:
         self.first_offset = first_offset
@@ -63,17 +79,29 @@ class SnapshotStateBatch:
         self.delivery_state = delivery_state
         self.delivery_count = delivery_count
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(SnapshotStateBatch, other)
+        return (self.first_offset, self.last_offset, self.delivery_state, self.delivery_count,) == (o.first_offset, o.last_offset, o.delivery_state, o.delivery_count,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(first_offset={self.first_offset!r}, last_offset={self.last_offset!r}, delivery_state={self.delivery_state!r}, delivery_count={self.delivery_count!r})"
+
+
 class ShareSnapshotValue(ApiMessage):
-    snapshot_epoch: int = 0
-    state_epoch: int = 0
-    leader_epoch: int = 0
-    start_offset: int = 0
-    delivery_complete_count: int = -1
-    create_timestamp: int = 0
-    write_timestamp: int = 0
-    state_batches: list[SnapshotStateBatch] = field(default_factory=list)
+    __slots__ = ('snapshot_epoch', 'state_epoch', 'leader_epoch', 'start_offset', 'delivery_complete_count', 'create_timestamp', 'write_timestamp', 'state_batches',)
+    __match_args__ = ('snapshot_epoch', 'state_epoch', 'leader_epoch', 'start_offset', 'delivery_complete_count', 'create_timestamp', 'write_timestamp', 'state_batches',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    snapshot_epoch: int
+    state_epoch: int
+    leader_epoch: int
+    start_offset: int
+    delivery_complete_count: int
+    create_timestamp: int
+    write_timestamp: int
+    state_batches: list[SnapshotStateBatch]
 
     def __init__(self, snapshot_epoch: int = 0, state_epoch: int = 0, leader_epoch: int = 0, start_offset: int = 0, delivery_complete_count: int = -1, create_timestamp: int = 0, write_timestamp: int = 0, state_batches: list[SnapshotStateBatch] | None = None) -> None:
         self.snapshot_epoch = snapshot_epoch
@@ -85,6 +113,15 @@ class ShareSnapshotValue(ApiMessage):
         self.write_timestamp = write_timestamp
         self.state_batches = [] if state_batches is None else state_batches
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(ShareSnapshotValue, other)
+        return (self.snapshot_epoch, self.state_epoch, self.leader_epoch, self.start_offset, self.delivery_complete_count, self.create_timestamp, self.write_timestamp, self.state_batches,) == (o.snapshot_epoch, o.state_epoch, o.leader_epoch, o.start_offset, o.delivery_complete_count, o.create_timestamp, o.write_timestamp, o.state_batches,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(snapshot_epoch={self.snapshot_epoch!r}, state_epoch={self.state_epoch!r}, leader_epoch={self.leader_epoch!r}, start_offset={self.start_offset!r}, delivery_complete_count={self.delivery_complete_count!r}, create_timestamp={self.create_timestamp!r}, write_timestamp={self.write_timestamp!r}, state_batches={self.state_batches!r})"
+
 
 ShareSnapshotValue.API_KEY = None
 ShareSnapshotValue.MIN_VERSION = 0
@@ -92,16 +129,28 @@ ShareSnapshotValue.MAX_VERSION = 0
 ShareSnapshotValue.FLEXIBLE_MIN = 0
 
 
-@dataclass(slots=True, init=False)
 class ShareUpdateKey(ApiMessage):
-    group_id: str = ""
-    topic_id: uuid.UUID = ZERO_UUID
-    partition: int = 0
+    __slots__ = ('group_id', 'topic_id', 'partition',)
+    __match_args__ = ('group_id', 'topic_id', 'partition',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    group_id: str
+    topic_id: uuid.UUID
+    partition: int
 
     def __init__(self, group_id: str = "", topic_id: uuid.UUID = ZERO_UUID, partition: int = 0) -> None:
         self.group_id = group_id
         self.topic_id = topic_id
         self.partition = partition
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(ShareUpdateKey, other)
+        return (self.group_id, self.topic_id, self.partition,) == (o.group_id, o.topic_id, o.partition,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(group_id={self.group_id!r}, topic_id={self.topic_id!r}, partition={self.partition!r})"
 
 
 ShareUpdateKey.API_KEY = None
@@ -110,12 +159,15 @@ ShareUpdateKey.MAX_VERSION = 1
 ShareUpdateKey.FLEXIBLE_MIN = None
 
 
-@dataclass(slots=True, init=False)
 class UpdateStateBatch:
-    first_offset: int = 0
-    last_offset: int = 0
-    delivery_state: int = 0
-    delivery_count: int = 0
+    __slots__ = ('first_offset', 'last_offset', 'delivery_state', 'delivery_count',)
+    __match_args__ = ('first_offset', 'last_offset', 'delivery_state', 'delivery_count',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    first_offset: int
+    last_offset: int
+    delivery_state: int
+    delivery_count: int
 
     def __init__(self, first_offset: int = 0, last_offset: int = 0, delivery_state: int = 0, delivery_count: int = 0) -> None:
         self.first_offset = first_offset
@@ -123,14 +175,26 @@ class UpdateStateBatch:
         self.delivery_state = delivery_state
         self.delivery_count = delivery_count
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(UpdateStateBatch, other)
+        return (self.first_offset, self.last_offset, self.delivery_state, self.delivery_count,) == (o.first_offset, o.last_offset, o.delivery_state, o.delivery_count,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(first_offset={self.first_offset!r}, last_offset={self.last_offset!r}, delivery_state={self.delivery_state!r}, delivery_count={self.delivery_count!r})"
+
+
 class ShareUpdateValue(ApiMessage):
-    snapshot_epoch: int = 0
-    leader_epoch: int = 0
-    start_offset: int = 0
-    delivery_complete_count: int = -1
-    state_batches: list[UpdateStateBatch] = field(default_factory=list)
+    __slots__ = ('snapshot_epoch', 'leader_epoch', 'start_offset', 'delivery_complete_count', 'state_batches',)
+    __match_args__ = ('snapshot_epoch', 'leader_epoch', 'start_offset', 'delivery_complete_count', 'state_batches',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    snapshot_epoch: int
+    leader_epoch: int
+    start_offset: int
+    delivery_complete_count: int
+    state_batches: list[UpdateStateBatch]
 
     def __init__(self, snapshot_epoch: int = 0, leader_epoch: int = 0, start_offset: int = 0, delivery_complete_count: int = -1, state_batches: list[UpdateStateBatch] | None = None) -> None:
         self.snapshot_epoch = snapshot_epoch
@@ -138,6 +202,15 @@ class ShareUpdateValue(ApiMessage):
         self.start_offset = start_offset
         self.delivery_complete_count = delivery_complete_count
         self.state_batches = [] if state_batches is None else state_batches
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(ShareUpdateValue, other)
+        return (self.snapshot_epoch, self.leader_epoch, self.start_offset, self.delivery_complete_count, self.state_batches,) == (o.snapshot_epoch, o.leader_epoch, o.start_offset, o.delivery_complete_count, o.state_batches,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(snapshot_epoch={self.snapshot_epoch!r}, leader_epoch={self.leader_epoch!r}, start_offset={self.start_offset!r}, delivery_complete_count={self.delivery_complete_count!r}, state_batches={self.state_batches!r})"
 
 
 ShareUpdateValue.API_KEY = None

@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 from pybroker.protocol.api_message import ApiMessage
+from pybroker.protocol.message_fields import DataclassFields
 from pybroker.protocol.primitives import (
     ZERO_UUID, DecodeError, read_array_count, read_bytes,
     read_compact_bytes, read_compact_records, read_compact_string, read_records, read_string, read_uuid,
@@ -36,16 +37,28 @@ _S7 = Struct('>ii')
 _S8 = Struct('>b')
 
 
-@dataclass(slots=True, init=False)
 class StreamsGroupDescribeRequest(ApiMessage):
-    group_ids: list[str] = field(default_factory=list)
-    include_authorized_operations: bool = False
-    include_topology_description: bool = False
+    __slots__ = ('group_ids', 'include_authorized_operations', 'include_topology_description',)
+    __match_args__ = ('group_ids', 'include_authorized_operations', 'include_topology_description',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    group_ids: list[str]
+    include_authorized_operations: bool
+    include_topology_description: bool
 
     def __init__(self, group_ids: list[str] | None = None, include_authorized_operations: bool = False, include_topology_description: bool = False) -> None:
         self.group_ids = [] if group_ids is None else group_ids
         self.include_authorized_operations = include_authorized_operations
         self.include_topology_description = include_topology_description
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(StreamsGroupDescribeRequest, other)
+        return (self.group_ids, self.include_authorized_operations, self.include_topology_description,) == (o.group_ids, o.include_authorized_operations, o.include_topology_description,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(group_ids={self.group_ids!r}, include_authorized_operations={self.include_authorized_operations!r}, include_topology_description={self.include_topology_description!r})"
 
 
 StreamsGroupDescribeRequest.API_KEY = 89
@@ -54,14 +67,17 @@ StreamsGroupDescribeRequest.MAX_VERSION = 1
 StreamsGroupDescribeRequest.FLEXIBLE_MIN = 0
 
 
-@dataclass(slots=True, init=False)
 class TopologyDescriptionNode:
-    name: str = ""
-    node_type: int = 0
-    source_topics: list[str] = field(default_factory=list)
-    sink_topic: str | None = None
-    stores: list[str] = field(default_factory=list)
-    successors: list[str] = field(default_factory=list)
+    __slots__ = ('name', 'node_type', 'source_topics', 'sink_topic', 'stores', 'successors',)
+    __match_args__ = ('name', 'node_type', 'source_topics', 'sink_topic', 'stores', 'successors',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    name: str
+    node_type: int
+    source_topics: list[str]
+    sink_topic: str | None
+    stores: list[str]
+    successors: list[str]
 
     def __init__(self, name: str = "", node_type: int = 0, source_topics: list[str] | None = None, sink_topic: str | None = None, stores: list[str] | None = None, successors: list[str] | None = None) -> None:
         self.name = name
@@ -71,108 +87,216 @@ class TopologyDescriptionNode:
         self.stores = [] if stores is None else stores
         self.successors = [] if successors is None else successors
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(TopologyDescriptionNode, other)
+        return (self.name, self.node_type, self.source_topics, self.sink_topic, self.stores, self.successors,) == (o.name, o.node_type, o.source_topics, o.sink_topic, o.stores, o.successors,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(name={self.name!r}, node_type={self.node_type!r}, source_topics={self.source_topics!r}, sink_topic={self.sink_topic!r}, stores={self.stores!r}, successors={self.successors!r})"
+
+
 class TopologyDescriptionGlobalStore:
-    source: TopologyDescriptionNode = field(default_factory=TopologyDescriptionNode)
-    processor: TopologyDescriptionNode = field(default_factory=TopologyDescriptionNode)
+    __slots__ = ('source', 'processor',)
+    __match_args__ = ('source', 'processor',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    source: TopologyDescriptionNode
+    processor: TopologyDescriptionNode
 
     def __init__(self, source: TopologyDescriptionNode | None = None, processor: TopologyDescriptionNode | None = None) -> None:
         self.source = TopologyDescriptionNode() if source is None else source
         self.processor = TopologyDescriptionNode() if processor is None else processor
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(TopologyDescriptionGlobalStore, other)
+        return (self.source, self.processor,) == (o.source, o.processor,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(source={self.source!r}, processor={self.processor!r})"
+
+
 class TopologyDescriptionSubtopology:
-    subtopology_id: str = ""
-    nodes: list[TopologyDescriptionNode] = field(default_factory=list)
+    __slots__ = ('subtopology_id', 'nodes',)
+    __match_args__ = ('subtopology_id', 'nodes',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    subtopology_id: str
+    nodes: list[TopologyDescriptionNode]
 
     def __init__(self, subtopology_id: str = "", nodes: list[TopologyDescriptionNode] | None = None) -> None:
         self.subtopology_id = subtopology_id
         self.nodes = [] if nodes is None else nodes
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(TopologyDescriptionSubtopology, other)
+        return (self.subtopology_id, self.nodes,) == (o.subtopology_id, o.nodes,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(subtopology_id={self.subtopology_id!r}, nodes={self.nodes!r})"
+
+
 class TopologyDescription:
-    subtopologies: list[TopologyDescriptionSubtopology] = field(default_factory=list)
-    global_stores: list[TopologyDescriptionGlobalStore] = field(default_factory=list)
+    __slots__ = ('subtopologies', 'global_stores',)
+    __match_args__ = ('subtopologies', 'global_stores',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    subtopologies: list[TopologyDescriptionSubtopology]
+    global_stores: list[TopologyDescriptionGlobalStore]
 
     def __init__(self, subtopologies: list[TopologyDescriptionSubtopology] | None = None, global_stores: list[TopologyDescriptionGlobalStore] | None = None) -> None:
         self.subtopologies = [] if subtopologies is None else subtopologies
         self.global_stores = [] if global_stores is None else global_stores
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(TopologyDescription, other)
+        return (self.subtopologies, self.global_stores,) == (o.subtopologies, o.global_stores,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(subtopologies={self.subtopologies!r}, global_stores={self.global_stores!r})"
+
+
 class TaskIds:
-    subtopology_id: str = ""
-    partitions: list[int] = field(default_factory=list)
+    __slots__ = ('subtopology_id', 'partitions',)
+    __match_args__ = ('subtopology_id', 'partitions',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    subtopology_id: str
+    partitions: list[int]
 
     def __init__(self, subtopology_id: str = "", partitions: list[int] | None = None) -> None:
         self.subtopology_id = subtopology_id
         self.partitions = [] if partitions is None else partitions
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(TaskIds, other)
+        return (self.subtopology_id, self.partitions,) == (o.subtopology_id, o.partitions,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(subtopology_id={self.subtopology_id!r}, partitions={self.partitions!r})"
+
+
 class Assignment:
-    active_tasks: list[TaskIds] = field(default_factory=list)
-    standby_tasks: list[TaskIds] = field(default_factory=list)
-    warmup_tasks: list[TaskIds] = field(default_factory=list)
+    __slots__ = ('active_tasks', 'standby_tasks', 'warmup_tasks',)
+    __match_args__ = ('active_tasks', 'standby_tasks', 'warmup_tasks',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    active_tasks: list[TaskIds]
+    standby_tasks: list[TaskIds]
+    warmup_tasks: list[TaskIds]
 
     def __init__(self, active_tasks: list[TaskIds] | None = None, standby_tasks: list[TaskIds] | None = None, warmup_tasks: list[TaskIds] | None = None) -> None:
         self.active_tasks = [] if active_tasks is None else active_tasks
         self.standby_tasks = [] if standby_tasks is None else standby_tasks
         self.warmup_tasks = [] if warmup_tasks is None else warmup_tasks
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(Assignment, other)
+        return (self.active_tasks, self.standby_tasks, self.warmup_tasks,) == (o.active_tasks, o.standby_tasks, o.warmup_tasks,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(active_tasks={self.active_tasks!r}, standby_tasks={self.standby_tasks!r}, warmup_tasks={self.warmup_tasks!r})"
+
+
 class TaskOffset:
-    subtopology_id: str = ""
-    partition: int = 0
-    offset: int = 0
+    __slots__ = ('subtopology_id', 'partition', 'offset',)
+    __match_args__ = ('subtopology_id', 'partition', 'offset',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    subtopology_id: str
+    partition: int
+    offset: int
 
     def __init__(self, subtopology_id: str = "", partition: int = 0, offset: int = 0) -> None:
         self.subtopology_id = subtopology_id
         self.partition = partition
         self.offset = offset
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(TaskOffset, other)
+        return (self.subtopology_id, self.partition, self.offset,) == (o.subtopology_id, o.partition, o.offset,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(subtopology_id={self.subtopology_id!r}, partition={self.partition!r}, offset={self.offset!r})"
+
+
 class Endpoint:
-    host: str = ""
-    port: int = 0
+    __slots__ = ('host', 'port',)
+    __match_args__ = ('host', 'port',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    host: str
+    port: int
 
     def __init__(self, host: str = "", port: int = 0) -> None:
         self.host = host
         self.port = port
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(Endpoint, other)
+        return (self.host, self.port,) == (o.host, o.port,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(host={self.host!r}, port={self.port!r})"
+
+
 class KeyValue:
-    key: str = ""
-    value: str = ""
+    __slots__ = ('key', 'value',)
+    __match_args__ = ('key', 'value',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    key: str
+    value: str
 
     def __init__(self, key: str = "", value: str = "") -> None:
         self.key = key
         self.value = value
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(KeyValue, other)
+        return (self.key, self.value,) == (o.key, o.value,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(key={self.key!r}, value={self.value!r})"
+
+
 class Member:
-    member_id: str = ""
-    member_epoch: int = 0
-    instance_id: str | None = None
-    rack_id: str | None = None
-    client_id: str = ""
-    client_host: str = ""
-    topology_epoch: int = 0
-    process_id: str = ""
-    user_endpoint: Endpoint | None = None
-    client_tags: list[KeyValue] = field(default_factory=list)
-    task_offsets: list[TaskOffset] = field(default_factory=list)
-    task_end_offsets: list[TaskOffset] = field(default_factory=list)
-    assignment: Assignment = field(default_factory=Assignment)
-    target_assignment: Assignment = field(default_factory=Assignment)
-    is_classic: bool = False
+    __slots__ = ('member_id', 'member_epoch', 'instance_id', 'rack_id', 'client_id', 'client_host', 'topology_epoch', 'process_id', 'user_endpoint', 'client_tags', 'task_offsets', 'task_end_offsets', 'assignment', 'target_assignment', 'is_classic',)
+    __match_args__ = ('member_id', 'member_epoch', 'instance_id', 'rack_id', 'client_id', 'client_host', 'topology_epoch', 'process_id', 'user_endpoint', 'client_tags', 'task_offsets', 'task_end_offsets', 'assignment', 'target_assignment', 'is_classic',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    member_id: str
+    member_epoch: int
+    instance_id: str | None
+    rack_id: str | None
+    client_id: str
+    client_host: str
+    topology_epoch: int
+    process_id: str
+    user_endpoint: Endpoint | None
+    client_tags: list[KeyValue]
+    task_offsets: list[TaskOffset]
+    task_end_offsets: list[TaskOffset]
+    assignment: Assignment
+    target_assignment: Assignment
+    is_classic: bool
 
     def __init__(self, member_id: str = "", member_epoch: int = 0, instance_id: str | None = None, rack_id: str | None = None, client_id: str = "", client_host: str = "", topology_epoch: int = 0, process_id: str = "", user_endpoint: Endpoint | None = None, client_tags: list[KeyValue] | None = None, task_offsets: list[TaskOffset] | None = None, task_end_offsets: list[TaskOffset] | None = None, assignment: Assignment | None = None, target_assignment: Assignment | None = None, is_classic: bool = False) -> None:
         self.member_id = member_id
@@ -191,13 +315,25 @@ class Member:
         self.target_assignment = Assignment() if target_assignment is None else target_assignment
         self.is_classic = is_classic
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(Member, other)
+        return (self.member_id, self.member_epoch, self.instance_id, self.rack_id, self.client_id, self.client_host, self.topology_epoch, self.process_id, self.user_endpoint, self.client_tags, self.task_offsets, self.task_end_offsets, self.assignment, self.target_assignment, self.is_classic,) == (o.member_id, o.member_epoch, o.instance_id, o.rack_id, o.client_id, o.client_host, o.topology_epoch, o.process_id, o.user_endpoint, o.client_tags, o.task_offsets, o.task_end_offsets, o.assignment, o.target_assignment, o.is_classic,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(member_id={self.member_id!r}, member_epoch={self.member_epoch!r}, instance_id={self.instance_id!r}, rack_id={self.rack_id!r}, client_id={self.client_id!r}, client_host={self.client_host!r}, topology_epoch={self.topology_epoch!r}, process_id={self.process_id!r}, user_endpoint={self.user_endpoint!r}, client_tags={self.client_tags!r}, task_offsets={self.task_offsets!r}, task_end_offsets={self.task_end_offsets!r}, assignment={self.assignment!r}, target_assignment={self.target_assignment!r}, is_classic={self.is_classic!r})"
+
+
 class TopicInfo:
-    name: str = ""
-    partitions: int = 0
-    replication_factor: int = 0
-    topic_configs: list[KeyValue] = field(default_factory=list)
+    __slots__ = ('name', 'partitions', 'replication_factor', 'topic_configs',)
+    __match_args__ = ('name', 'partitions', 'replication_factor', 'topic_configs',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    name: str
+    partitions: int
+    replication_factor: int
+    topic_configs: list[KeyValue]
 
     def __init__(self, name: str = "", partitions: int = 0, replication_factor: int = 0, topic_configs: list[KeyValue] | None = None) -> None:
         self.name = name
@@ -205,14 +341,26 @@ class TopicInfo:
         self.replication_factor = replication_factor
         self.topic_configs = [] if topic_configs is None else topic_configs
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(TopicInfo, other)
+        return (self.name, self.partitions, self.replication_factor, self.topic_configs,) == (o.name, o.partitions, o.replication_factor, o.topic_configs,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(name={self.name!r}, partitions={self.partitions!r}, replication_factor={self.replication_factor!r}, topic_configs={self.topic_configs!r})"
+
+
 class Subtopology:
-    subtopology_id: str = ""
-    source_topics: list[str] = field(default_factory=list)
-    repartition_sink_topics: list[str] = field(default_factory=list)
-    state_changelog_topics: list[TopicInfo] = field(default_factory=list)
-    repartition_source_topics: list[TopicInfo] = field(default_factory=list)
+    __slots__ = ('subtopology_id', 'source_topics', 'repartition_sink_topics', 'state_changelog_topics', 'repartition_source_topics',)
+    __match_args__ = ('subtopology_id', 'source_topics', 'repartition_sink_topics', 'state_changelog_topics', 'repartition_source_topics',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    subtopology_id: str
+    source_topics: list[str]
+    repartition_sink_topics: list[str]
+    state_changelog_topics: list[TopicInfo]
+    repartition_source_topics: list[TopicInfo]
 
     def __init__(self, subtopology_id: str = "", source_topics: list[str] | None = None, repartition_sink_topics: list[str] | None = None, state_changelog_topics: list[TopicInfo] | None = None, repartition_source_topics: list[TopicInfo] | None = None) -> None:
         self.subtopology_id = subtopology_id
@@ -221,31 +369,55 @@ class Subtopology:
         self.state_changelog_topics = [] if state_changelog_topics is None else state_changelog_topics
         self.repartition_source_topics = [] if repartition_source_topics is None else repartition_source_topics
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(Subtopology, other)
+        return (self.subtopology_id, self.source_topics, self.repartition_sink_topics, self.state_changelog_topics, self.repartition_source_topics,) == (o.subtopology_id, o.source_topics, o.repartition_sink_topics, o.state_changelog_topics, o.repartition_source_topics,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(subtopology_id={self.subtopology_id!r}, source_topics={self.source_topics!r}, repartition_sink_topics={self.repartition_sink_topics!r}, state_changelog_topics={self.state_changelog_topics!r}, repartition_source_topics={self.repartition_source_topics!r})"
+
+
 class Topology:
-    epoch: int = 0
-    subtopologies: list[Subtopology] | None = field(default_factory=list)
+    __slots__ = ('epoch', 'subtopologies',)
+    __match_args__ = ('epoch', 'subtopologies',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    epoch: int
+    subtopologies: list[Subtopology] | None
 
     def __init__(self, epoch: int = 0, subtopologies: object = _UNSET) -> None:
         self.epoch = epoch
         self.subtopologies = [] if subtopologies is _UNSET else cast('list[Subtopology] | None', subtopologies)
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(Topology, other)
+        return (self.epoch, self.subtopologies,) == (o.epoch, o.subtopologies,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(epoch={self.epoch!r}, subtopologies={self.subtopologies!r})"
+
+
 class DescribedGroup:
-    error_code: int = 0
-    error_message: str | None = None
-    group_id: str = ""
-    group_state: str = ""
-    group_epoch: int = 0
-    assignment_epoch: int = 0
-    topology: Topology | None = None
-    members: list[Member] = field(default_factory=list)
-    authorized_operations: int = -2147483648
-    topology_description: TopologyDescription | None = None
-    topology_description_status: int = 0
-    assignor_name: str | None = None
+    __slots__ = ('error_code', 'error_message', 'group_id', 'group_state', 'group_epoch', 'assignment_epoch', 'topology', 'members', 'authorized_operations', 'topology_description', 'topology_description_status', 'assignor_name',)
+    __match_args__ = ('error_code', 'error_message', 'group_id', 'group_state', 'group_epoch', 'assignment_epoch', 'topology', 'members', 'authorized_operations', 'topology_description', 'topology_description_status', 'assignor_name',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    error_code: int
+    error_message: str | None
+    group_id: str
+    group_state: str
+    group_epoch: int
+    assignment_epoch: int
+    topology: Topology | None
+    members: list[Member]
+    authorized_operations: int
+    topology_description: TopologyDescription | None
+    topology_description_status: int
+    assignor_name: str | None
 
     def __init__(self, error_code: int = 0, error_message: str | None = None, group_id: str = "", group_state: str = "", group_epoch: int = 0, assignment_epoch: int = 0, topology: Topology | None = None, members: list[Member] | None = None, authorized_operations: int = -2147483648, topology_description: TopologyDescription | None = None, topology_description_status: int = 0, assignor_name: str | None = None) -> None:
         self.error_code = error_code
@@ -261,15 +433,36 @@ class DescribedGroup:
         self.topology_description_status = topology_description_status
         self.assignor_name = assignor_name
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(DescribedGroup, other)
+        return (self.error_code, self.error_message, self.group_id, self.group_state, self.group_epoch, self.assignment_epoch, self.topology, self.members, self.authorized_operations, self.topology_description, self.topology_description_status, self.assignor_name,) == (o.error_code, o.error_message, o.group_id, o.group_state, o.group_epoch, o.assignment_epoch, o.topology, o.members, o.authorized_operations, o.topology_description, o.topology_description_status, o.assignor_name,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(error_code={self.error_code!r}, error_message={self.error_message!r}, group_id={self.group_id!r}, group_state={self.group_state!r}, group_epoch={self.group_epoch!r}, assignment_epoch={self.assignment_epoch!r}, topology={self.topology!r}, members={self.members!r}, authorized_operations={self.authorized_operations!r}, topology_description={self.topology_description!r}, topology_description_status={self.topology_description_status!r}, assignor_name={self.assignor_name!r})"
+
+
 class StreamsGroupDescribeResponse(ApiMessage):
-    throttle_time_ms: int = 0
-    groups: list[DescribedGroup] = field(default_factory=list)
+    __slots__ = ('throttle_time_ms', 'groups',)
+    __match_args__ = ('throttle_time_ms', 'groups',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    throttle_time_ms: int
+    groups: list[DescribedGroup]
 
     def __init__(self, throttle_time_ms: int = 0, groups: list[DescribedGroup] | None = None) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.groups = [] if groups is None else groups
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(StreamsGroupDescribeResponse, other)
+        return (self.throttle_time_ms, self.groups,) == (o.throttle_time_ms, o.groups,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, groups={self.groups!r})"
 
 
 StreamsGroupDescribeResponse.API_KEY = 89

@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 from pybroker.protocol.api_message import ApiMessage
+from pybroker.protocol.message_fields import DataclassFields
 from pybroker.protocol.primitives import (
     ZERO_UUID, DecodeError, read_array_count, read_bytes,
     read_compact_bytes, read_compact_records, read_compact_string, read_records, read_string, read_uuid,
@@ -37,66 +38,129 @@ _S8 = Struct('>iiiq')
 _S9 = Struct('>?i')
 
 
-@dataclass(slots=True, init=False)
 class TaskOffset:
-    subtopology_id: str = ""
-    partition: int = 0
-    offset: int = 0
+    __slots__ = ('subtopology_id', 'partition', 'offset',)
+    __match_args__ = ('subtopology_id', 'partition', 'offset',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    subtopology_id: str
+    partition: int
+    offset: int
 
     def __init__(self, subtopology_id: str = "", partition: int = 0, offset: int = 0) -> None:
         self.subtopology_id = subtopology_id
         self.partition = partition
         self.offset = offset
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(TaskOffset, other)
+        return (self.subtopology_id, self.partition, self.offset,) == (o.subtopology_id, o.partition, o.offset,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(subtopology_id={self.subtopology_id!r}, partition={self.partition!r}, offset={self.offset!r})"
+
+
 class StreamsGroupHeartbeatRequestEndpoint:
-    host: str = ""
-    port: int = 0
+    __slots__ = ('host', 'port',)
+    __match_args__ = ('host', 'port',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    host: str
+    port: int
 
     def __init__(self, host: str = "", port: int = 0) -> None:
         self.host = host
         self.port = port
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(StreamsGroupHeartbeatRequestEndpoint, other)
+        return (self.host, self.port,) == (o.host, o.port,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(host={self.host!r}, port={self.port!r})"
+
+
 class StreamsGroupHeartbeatRequestTaskIds:
-    subtopology_id: str = ""
-    partitions: list[int] = field(default_factory=list)
+    __slots__ = ('subtopology_id', 'partitions',)
+    __match_args__ = ('subtopology_id', 'partitions',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    subtopology_id: str
+    partitions: list[int]
 
     def __init__(self, subtopology_id: str = "", partitions: list[int] | None = None) -> None:
         self.subtopology_id = subtopology_id
         self.partitions = [] if partitions is None else partitions
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(StreamsGroupHeartbeatRequestTaskIds, other)
+        return (self.subtopology_id, self.partitions,) == (o.subtopology_id, o.partitions,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(subtopology_id={self.subtopology_id!r}, partitions={self.partitions!r})"
+
+
 class CopartitionGroup:
-    source_topics: list[int] = field(default_factory=list)
-    source_topic_regex: list[int] = field(default_factory=list)
-    repartition_source_topics: list[int] = field(default_factory=list)
+    __slots__ = ('source_topics', 'source_topic_regex', 'repartition_source_topics',)
+    __match_args__ = ('source_topics', 'source_topic_regex', 'repartition_source_topics',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    source_topics: list[int]
+    source_topic_regex: list[int]
+    repartition_source_topics: list[int]
 
     def __init__(self, source_topics: list[int] | None = None, source_topic_regex: list[int] | None = None, repartition_source_topics: list[int] | None = None) -> None:
         self.source_topics = [] if source_topics is None else source_topics
         self.source_topic_regex = [] if source_topic_regex is None else source_topic_regex
         self.repartition_source_topics = [] if repartition_source_topics is None else repartition_source_topics
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(CopartitionGroup, other)
+        return (self.source_topics, self.source_topic_regex, self.repartition_source_topics,) == (o.source_topics, o.source_topic_regex, o.repartition_source_topics,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(source_topics={self.source_topics!r}, source_topic_regex={self.source_topic_regex!r}, repartition_source_topics={self.repartition_source_topics!r})"
+
+
 class KeyValue:
-    key: str = ""
-    value: str = ""
+    __slots__ = ('key', 'value',)
+    __match_args__ = ('key', 'value',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    key: str
+    value: str
 
     def __init__(self, key: str = "", value: str = "") -> None:
         self.key = key
         self.value = value
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(KeyValue, other)
+        return (self.key, self.value,) == (o.key, o.value,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(key={self.key!r}, value={self.value!r})"
+
+
 class TopicInfo:
-    name: str = ""
-    partitions: int = 0
-    replication_factor: int = 0
-    topic_configs: list[KeyValue] = field(default_factory=list)
+    __slots__ = ('name', 'partitions', 'replication_factor', 'topic_configs',)
+    __match_args__ = ('name', 'partitions', 'replication_factor', 'topic_configs',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    name: str
+    partitions: int
+    replication_factor: int
+    topic_configs: list[KeyValue]
 
     def __init__(self, name: str = "", partitions: int = 0, replication_factor: int = 0, topic_configs: list[KeyValue] | None = None) -> None:
         self.name = name
@@ -104,16 +168,28 @@ class TopicInfo:
         self.replication_factor = replication_factor
         self.topic_configs = [] if topic_configs is None else topic_configs
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(TopicInfo, other)
+        return (self.name, self.partitions, self.replication_factor, self.topic_configs,) == (o.name, o.partitions, o.replication_factor, o.topic_configs,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(name={self.name!r}, partitions={self.partitions!r}, replication_factor={self.replication_factor!r}, topic_configs={self.topic_configs!r})"
+
+
 class Subtopology:
-    subtopology_id: str = ""
-    source_topics: list[str] = field(default_factory=list)
-    source_topic_regex: list[str] = field(default_factory=list)
-    state_changelog_topics: list[TopicInfo] = field(default_factory=list)
-    repartition_sink_topics: list[str] = field(default_factory=list)
-    repartition_source_topics: list[TopicInfo] = field(default_factory=list)
-    copartition_groups: list[CopartitionGroup] = field(default_factory=list)
+    __slots__ = ('subtopology_id', 'source_topics', 'source_topic_regex', 'state_changelog_topics', 'repartition_sink_topics', 'repartition_source_topics', 'copartition_groups',)
+    __match_args__ = ('subtopology_id', 'source_topics', 'source_topic_regex', 'state_changelog_topics', 'repartition_sink_topics', 'repartition_source_topics', 'copartition_groups',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    subtopology_id: str
+    source_topics: list[str]
+    source_topic_regex: list[str]
+    state_changelog_topics: list[TopicInfo]
+    repartition_sink_topics: list[str]
+    repartition_source_topics: list[TopicInfo]
+    copartition_groups: list[CopartitionGroup]
 
     def __init__(self, subtopology_id: str = "", source_topics: list[str] | None = None, source_topic_regex: list[str] | None = None, state_changelog_topics: list[TopicInfo] | None = None, repartition_sink_topics: list[str] | None = None, repartition_source_topics: list[TopicInfo] | None = None, copartition_groups: list[CopartitionGroup] | None = None) -> None:
         self.subtopology_id = subtopology_id
@@ -124,36 +200,60 @@ class Subtopology:
         self.repartition_source_topics = [] if repartition_source_topics is None else repartition_source_topics
         self.copartition_groups = [] if copartition_groups is None else copartition_groups
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(Subtopology, other)
+        return (self.subtopology_id, self.source_topics, self.source_topic_regex, self.state_changelog_topics, self.repartition_sink_topics, self.repartition_source_topics, self.copartition_groups,) == (o.subtopology_id, o.source_topics, o.source_topic_regex, o.state_changelog_topics, o.repartition_sink_topics, o.repartition_source_topics, o.copartition_groups,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(subtopology_id={self.subtopology_id!r}, source_topics={self.source_topics!r}, source_topic_regex={self.source_topic_regex!r}, state_changelog_topics={self.state_changelog_topics!r}, repartition_sink_topics={self.repartition_sink_topics!r}, repartition_source_topics={self.repartition_source_topics!r}, copartition_groups={self.copartition_groups!r})"
+
+
 class Topology:
-    epoch: int = 0
-    subtopologies: list[Subtopology] = field(default_factory=list)
+    __slots__ = ('epoch', 'subtopologies',)
+    __match_args__ = ('epoch', 'subtopologies',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    epoch: int
+    subtopologies: list[Subtopology]
 
     def __init__(self, epoch: int = 0, subtopologies: list[Subtopology] | None = None) -> None:
         self.epoch = epoch
         self.subtopologies = [] if subtopologies is None else subtopologies
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(Topology, other)
+        return (self.epoch, self.subtopologies,) == (o.epoch, o.subtopologies,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(epoch={self.epoch!r}, subtopologies={self.subtopologies!r})"
+
+
 class StreamsGroupHeartbeatRequest(ApiMessage):
-    group_id: str = ""
-    member_id: str = ""
-    member_epoch: int = 0
-    endpoint_information_epoch: int = 0
-    instance_id: str | None = None
-    rack_id: str | None = None
-    rebalance_timeout_ms: int = -1
-    topology: Topology | None = None
-    active_tasks: list[StreamsGroupHeartbeatRequestTaskIds] | None = field(default_factory=list)
-    standby_tasks: list[StreamsGroupHeartbeatRequestTaskIds] | None = field(default_factory=list)
-    warmup_tasks: list[StreamsGroupHeartbeatRequestTaskIds] | None = field(default_factory=list)
-    process_id: str | None = None
-    user_endpoint: StreamsGroupHeartbeatRequestEndpoint | None = None
-    client_tags: list[KeyValue] | None = field(default_factory=list)
-    task_offsets: list[TaskOffset] | None = field(default_factory=list)
-    task_end_offsets: list[TaskOffset] | None = field(default_factory=list)
-    shutdown_application: bool = False
+    __slots__ = ('group_id', 'member_id', 'member_epoch', 'endpoint_information_epoch', 'instance_id', 'rack_id', 'rebalance_timeout_ms', 'topology', 'active_tasks', 'standby_tasks', 'warmup_tasks', 'process_id', 'user_endpoint', 'client_tags', 'task_offsets', 'task_end_offsets', 'shutdown_application',)
+    __match_args__ = ('group_id', 'member_id', 'member_epoch', 'endpoint_information_epoch', 'instance_id', 'rack_id', 'rebalance_timeout_ms', 'topology', 'active_tasks', 'standby_tasks', 'warmup_tasks', 'process_id', 'user_endpoint', 'client_tags', 'task_offsets', 'task_end_offsets', 'shutdown_application',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    group_id: str
+    member_id: str
+    member_epoch: int
+    endpoint_information_epoch: int
+    instance_id: str | None
+    rack_id: str | None
+    rebalance_timeout_ms: int
+    topology: Topology | None
+    active_tasks: list[StreamsGroupHeartbeatRequestTaskIds] | None
+    standby_tasks: list[StreamsGroupHeartbeatRequestTaskIds] | None
+    warmup_tasks: list[StreamsGroupHeartbeatRequestTaskIds] | None
+    process_id: str | None
+    user_endpoint: StreamsGroupHeartbeatRequestEndpoint | None
+    client_tags: list[KeyValue] | None
+    task_offsets: list[TaskOffset] | None
+    task_end_offsets: list[TaskOffset] | None
+    shutdown_application: bool
 
     def __init__(self, group_id: str = "", member_id: str = "", member_epoch: int = 0, endpoint_information_epoch: int = 0, instance_id: str | None = None, rack_id: str | None = None, rebalance_timeout_ms: int = -1, topology: Topology | None = None, active_tasks: object = _UNSET, standby_tasks: object = _UNSET, warmup_tasks: object = _UNSET, process_id: str | None = None, user_endpoint: StreamsGroupHeartbeatRequestEndpoint | None = None, client_tags: object = _UNSET, task_offsets: object = _UNSET, task_end_offsets: object = _UNSET, shutdown_application: bool = False) -> None:
         self.group_id = group_id
@@ -174,6 +274,15 @@ class StreamsGroupHeartbeatRequest(ApiMessage):
         self.task_end_offsets = [] if task_end_offsets is _UNSET else cast('list[TaskOffset] | None', task_end_offsets)
         self.shutdown_application = shutdown_application
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(StreamsGroupHeartbeatRequest, other)
+        return (self.group_id, self.member_id, self.member_epoch, self.endpoint_information_epoch, self.instance_id, self.rack_id, self.rebalance_timeout_ms, self.topology, self.active_tasks, self.standby_tasks, self.warmup_tasks, self.process_id, self.user_endpoint, self.client_tags, self.task_offsets, self.task_end_offsets, self.shutdown_application,) == (o.group_id, o.member_id, o.member_epoch, o.endpoint_information_epoch, o.instance_id, o.rack_id, o.rebalance_timeout_ms, o.topology, o.active_tasks, o.standby_tasks, o.warmup_tasks, o.process_id, o.user_endpoint, o.client_tags, o.task_offsets, o.task_end_offsets, o.shutdown_application,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(group_id={self.group_id!r}, member_id={self.member_id!r}, member_epoch={self.member_epoch!r}, endpoint_information_epoch={self.endpoint_information_epoch!r}, instance_id={self.instance_id!r}, rack_id={self.rack_id!r}, rebalance_timeout_ms={self.rebalance_timeout_ms!r}, topology={self.topology!r}, active_tasks={self.active_tasks!r}, standby_tasks={self.standby_tasks!r}, warmup_tasks={self.warmup_tasks!r}, process_id={self.process_id!r}, user_endpoint={self.user_endpoint!r}, client_tags={self.client_tags!r}, task_offsets={self.task_offsets!r}, task_end_offsets={self.task_end_offsets!r}, shutdown_application={self.shutdown_application!r})"
+
 
 StreamsGroupHeartbeatRequest.API_KEY = 88
 StreamsGroupHeartbeatRequest.MIN_VERSION = 0
@@ -181,76 +290,139 @@ StreamsGroupHeartbeatRequest.MAX_VERSION = 1
 StreamsGroupHeartbeatRequest.FLEXIBLE_MIN = 0
 
 
-@dataclass(slots=True, init=False)
 class TopicPartition:
-    topic: str = ""
-    partitions: list[int] = field(default_factory=list)
+    __slots__ = ('topic', 'partitions',)
+    __match_args__ = ('topic', 'partitions',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    topic: str
+    partitions: list[int]
 
     def __init__(self, topic: str = "", partitions: list[int] | None = None) -> None:
         self.topic = topic
         self.partitions = [] if partitions is None else partitions
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(TopicPartition, other)
+        return (self.topic, self.partitions,) == (o.topic, o.partitions,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(topic={self.topic!r}, partitions={self.partitions!r})"
+
+
 class StreamsGroupHeartbeatResponseEndpoint:
-    host: str = ""
-    port: int = 0
+    __slots__ = ('host', 'port',)
+    __match_args__ = ('host', 'port',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    host: str
+    port: int
 
     def __init__(self, host: str = "", port: int = 0) -> None:
         self.host = host
         self.port = port
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(StreamsGroupHeartbeatResponseEndpoint, other)
+        return (self.host, self.port,) == (o.host, o.port,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(host={self.host!r}, port={self.port!r})"
+
+
 class EndpointToPartitions:
-    user_endpoint: StreamsGroupHeartbeatResponseEndpoint = field(default_factory=StreamsGroupHeartbeatResponseEndpoint)
-    active_partitions: list[TopicPartition] = field(default_factory=list)
-    standby_partitions: list[TopicPartition] = field(default_factory=list)
+    __slots__ = ('user_endpoint', 'active_partitions', 'standby_partitions',)
+    __match_args__ = ('user_endpoint', 'active_partitions', 'standby_partitions',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    user_endpoint: StreamsGroupHeartbeatResponseEndpoint
+    active_partitions: list[TopicPartition]
+    standby_partitions: list[TopicPartition]
 
     def __init__(self, user_endpoint: StreamsGroupHeartbeatResponseEndpoint | None = None, active_partitions: list[TopicPartition] | None = None, standby_partitions: list[TopicPartition] | None = None) -> None:
         self.user_endpoint = StreamsGroupHeartbeatResponseEndpoint() if user_endpoint is None else user_endpoint
         self.active_partitions = [] if active_partitions is None else active_partitions
         self.standby_partitions = [] if standby_partitions is None else standby_partitions
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(EndpointToPartitions, other)
+        return (self.user_endpoint, self.active_partitions, self.standby_partitions,) == (o.user_endpoint, o.active_partitions, o.standby_partitions,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(user_endpoint={self.user_endpoint!r}, active_partitions={self.active_partitions!r}, standby_partitions={self.standby_partitions!r})"
+
+
 class StreamsGroupHeartbeatResponseTaskIds:
-    subtopology_id: str = ""
-    partitions: list[int] = field(default_factory=list)
+    __slots__ = ('subtopology_id', 'partitions',)
+    __match_args__ = ('subtopology_id', 'partitions',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    subtopology_id: str
+    partitions: list[int]
 
     def __init__(self, subtopology_id: str = "", partitions: list[int] | None = None) -> None:
         self.subtopology_id = subtopology_id
         self.partitions = [] if partitions is None else partitions
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(StreamsGroupHeartbeatResponseTaskIds, other)
+        return (self.subtopology_id, self.partitions,) == (o.subtopology_id, o.partitions,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(subtopology_id={self.subtopology_id!r}, partitions={self.partitions!r})"
+
+
 class Status:
-    status_code: int = 0
-    status_detail: str = ""
+    __slots__ = ('status_code', 'status_detail',)
+    __match_args__ = ('status_code', 'status_detail',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    status_code: int
+    status_detail: str
 
     def __init__(self, status_code: int = 0, status_detail: str = "") -> None:
         self.status_code = status_code
         self.status_detail = status_detail
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(Status, other)
+        return (self.status_code, self.status_detail,) == (o.status_code, o.status_detail,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(status_code={self.status_code!r}, status_detail={self.status_detail!r})"
+
+
 class StreamsGroupHeartbeatResponse(ApiMessage):
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    error_message: str | None = None
-    member_id: str = ""
-    member_epoch: int = 0
-    heartbeat_interval_ms: int = 0
-    acceptable_recovery_lag_legacy: int = 0
-    task_offset_interval_ms: int = 0
-    acceptable_recovery_lag: int = -1
-    status: list[Status] | None = field(default_factory=list)
-    active_tasks: list[StreamsGroupHeartbeatResponseTaskIds] | None = field(default_factory=list)
-    standby_tasks: list[StreamsGroupHeartbeatResponseTaskIds] | None = field(default_factory=list)
-    warmup_tasks: list[StreamsGroupHeartbeatResponseTaskIds] | None = field(default_factory=list)
-    topology_description_required: bool = False
-    endpoint_information_epoch: int = 0
-    partitions_by_user_endpoint: list[EndpointToPartitions] | None = field(default_factory=list)
+    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'member_id', 'member_epoch', 'heartbeat_interval_ms', 'acceptable_recovery_lag_legacy', 'task_offset_interval_ms', 'acceptable_recovery_lag', 'status', 'active_tasks', 'standby_tasks', 'warmup_tasks', 'topology_description_required', 'endpoint_information_epoch', 'partitions_by_user_endpoint',)
+    __match_args__ = ('throttle_time_ms', 'error_code', 'error_message', 'member_id', 'member_epoch', 'heartbeat_interval_ms', 'acceptable_recovery_lag_legacy', 'task_offset_interval_ms', 'acceptable_recovery_lag', 'status', 'active_tasks', 'standby_tasks', 'warmup_tasks', 'topology_description_required', 'endpoint_information_epoch', 'partitions_by_user_endpoint',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+    member_id: str
+    member_epoch: int
+    heartbeat_interval_ms: int
+    acceptable_recovery_lag_legacy: int
+    task_offset_interval_ms: int
+    acceptable_recovery_lag: int
+    status: list[Status] | None
+    active_tasks: list[StreamsGroupHeartbeatResponseTaskIds] | None
+    standby_tasks: list[StreamsGroupHeartbeatResponseTaskIds] | None
+    warmup_tasks: list[StreamsGroupHeartbeatResponseTaskIds] | None
+    topology_description_required: bool
+    endpoint_information_epoch: int
+    partitions_by_user_endpoint: list[EndpointToPartitions] | None
 
     def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = None, member_id: str = "", member_epoch: int = 0, heartbeat_interval_ms: int = 0, acceptable_recovery_lag_legacy: int = 0, task_offset_interval_ms: int = 0, acceptable_recovery_lag: int = -1, status: object = _UNSET, active_tasks: object = _UNSET, standby_tasks: object = _UNSET, warmup_tasks: object = _UNSET, topology_description_required: bool = False, endpoint_information_epoch: int = 0, partitions_by_user_endpoint: object = _UNSET) -> None:
         self.throttle_time_ms = throttle_time_ms
@@ -269,6 +441,15 @@ class StreamsGroupHeartbeatResponse(ApiMessage):
         self.topology_description_required = topology_description_required
         self.endpoint_information_epoch = endpoint_information_epoch
         self.partitions_by_user_endpoint = [] if partitions_by_user_endpoint is _UNSET else cast('list[EndpointToPartitions] | None', partitions_by_user_endpoint)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(StreamsGroupHeartbeatResponse, other)
+        return (self.throttle_time_ms, self.error_code, self.error_message, self.member_id, self.member_epoch, self.heartbeat_interval_ms, self.acceptable_recovery_lag_legacy, self.task_offset_interval_ms, self.acceptable_recovery_lag, self.status, self.active_tasks, self.standby_tasks, self.warmup_tasks, self.topology_description_required, self.endpoint_information_epoch, self.partitions_by_user_endpoint,) == (o.throttle_time_ms, o.error_code, o.error_message, o.member_id, o.member_epoch, o.heartbeat_interval_ms, o.acceptable_recovery_lag_legacy, o.task_offset_interval_ms, o.acceptable_recovery_lag, o.status, o.active_tasks, o.standby_tasks, o.warmup_tasks, o.topology_description_required, o.endpoint_information_epoch, o.partitions_by_user_endpoint,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, error_message={self.error_message!r}, member_id={self.member_id!r}, member_epoch={self.member_epoch!r}, heartbeat_interval_ms={self.heartbeat_interval_ms!r}, acceptable_recovery_lag_legacy={self.acceptable_recovery_lag_legacy!r}, task_offset_interval_ms={self.task_offset_interval_ms!r}, acceptable_recovery_lag={self.acceptable_recovery_lag!r}, status={self.status!r}, active_tasks={self.active_tasks!r}, standby_tasks={self.standby_tasks!r}, warmup_tasks={self.warmup_tasks!r}, topology_description_required={self.topology_description_required!r}, endpoint_information_epoch={self.endpoint_information_epoch!r}, partitions_by_user_endpoint={self.partitions_by_user_endpoint!r})"
 
 
 StreamsGroupHeartbeatResponse.API_KEY = 88

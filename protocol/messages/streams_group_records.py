@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 from pybroker.protocol.api_message import ApiMessage
+from pybroker.protocol.message_fields import DataclassFields
 from pybroker.protocol.primitives import (
     ZERO_UUID, DecodeError, read_array_count, read_bytes,
     read_compact_bytes, read_compact_records, read_compact_string, read_records, read_string, read_uuid,
@@ -34,12 +35,24 @@ _S5 = Struct('>iib')
 _S6 = Struct('>ih')
 
 
-@dataclass(slots=True, init=False)
 class StreamsGroupMetadataKey(ApiMessage):
-    group_id: str = ""
+    __slots__ = ('group_id',)
+    __match_args__ = ('group_id',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    group_id: str
 
     def __init__(self, group_id: str = "") -> None:
         self.group_id = group_id
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(StreamsGroupMetadataKey, other)
+        return (self.group_id,) == (o.group_id,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(group_id={self.group_id!r})"
 
 
 StreamsGroupMetadataKey.API_KEY = None
@@ -48,24 +61,39 @@ StreamsGroupMetadataKey.MAX_VERSION = 17
 StreamsGroupMetadataKey.FLEXIBLE_MIN = None
 
 
-@dataclass(slots=True, init=False)
 class LastAssignmentConfig:
-    key: str = ""
-    value: str = ""
+    __slots__ = ('key', 'value',)
+    __match_args__ = ('key', 'value',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    key: str
+    value: str
 
     def __init__(self, key: str = "", value: str = "") -> None:
         self.key = key
         self.value = value
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(LastAssignmentConfig, other)
+        return (self.key, self.value,) == (o.key, o.value,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(key={self.key!r}, value={self.value!r})"
+
+
 class StreamsGroupMetadataValue(ApiMessage):
-    epoch: int = 0
-    metadata_hash: int = 0
-    validated_topology_epoch: int = -1
-    last_assignment_configs: list[LastAssignmentConfig] | None = field(default_factory=list)
-    stored_description_topology_epoch: int = -1
-    failed_description_topology_epoch: int = -1
+    __slots__ = ('epoch', 'metadata_hash', 'validated_topology_epoch', 'last_assignment_configs', 'stored_description_topology_epoch', 'failed_description_topology_epoch',)
+    __match_args__ = ('epoch', 'metadata_hash', 'validated_topology_epoch', 'last_assignment_configs', 'stored_description_topology_epoch', 'failed_description_topology_epoch',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    epoch: int
+    metadata_hash: int
+    validated_topology_epoch: int
+    last_assignment_configs: list[LastAssignmentConfig] | None
+    stored_description_topology_epoch: int
+    failed_description_topology_epoch: int
 
     def __init__(self, epoch: int = 0, metadata_hash: int = 0, validated_topology_epoch: int = -1, last_assignment_configs: object = _UNSET, stored_description_topology_epoch: int = -1, failed_description_topology_epoch: int = -1) -> None:
         self.epoch = epoch
@@ -75,6 +103,15 @@ class StreamsGroupMetadataValue(ApiMessage):
         self.stored_description_topology_epoch = stored_description_topology_epoch
         self.failed_description_topology_epoch = failed_description_topology_epoch
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(StreamsGroupMetadataValue, other)
+        return (self.epoch, self.metadata_hash, self.validated_topology_epoch, self.last_assignment_configs, self.stored_description_topology_epoch, self.failed_description_topology_epoch,) == (o.epoch, o.metadata_hash, o.validated_topology_epoch, o.last_assignment_configs, o.stored_description_topology_epoch, o.failed_description_topology_epoch,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(epoch={self.epoch!r}, metadata_hash={self.metadata_hash!r}, validated_topology_epoch={self.validated_topology_epoch!r}, last_assignment_configs={self.last_assignment_configs!r}, stored_description_topology_epoch={self.stored_description_topology_epoch!r}, failed_description_topology_epoch={self.failed_description_topology_epoch!r})"
+
 
 StreamsGroupMetadataValue.API_KEY = None
 StreamsGroupMetadataValue.MIN_VERSION = 0
@@ -82,14 +119,26 @@ StreamsGroupMetadataValue.MAX_VERSION = 0
 StreamsGroupMetadataValue.FLEXIBLE_MIN = 0
 
 
-@dataclass(slots=True, init=False)
 class StreamsGroupMemberMetadataKey(ApiMessage):
-    group_id: str = ""
-    member_id: str = ""
+    __slots__ = ('group_id', 'member_id',)
+    __match_args__ = ('group_id', 'member_id',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    group_id: str
+    member_id: str
 
     def __init__(self, group_id: str = "", member_id: str = "") -> None:
         self.group_id = group_id
         self.member_id = member_id
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(StreamsGroupMemberMetadataKey, other)
+        return (self.group_id, self.member_id,) == (o.group_id, o.member_id,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(group_id={self.group_id!r}, member_id={self.member_id!r})"
 
 
 StreamsGroupMemberMetadataKey.API_KEY = None
@@ -98,37 +147,64 @@ StreamsGroupMemberMetadataKey.MAX_VERSION = 19
 StreamsGroupMemberMetadataKey.FLEXIBLE_MIN = None
 
 
-@dataclass(slots=True, init=False)
 class KeyValue:
-    key: str = ""
-    value: str = ""
+    __slots__ = ('key', 'value',)
+    __match_args__ = ('key', 'value',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    key: str
+    value: str
 
     def __init__(self, key: str = "", value: str = "") -> None:
         self.key = key
         self.value = value
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(KeyValue, other)
+        return (self.key, self.value,) == (o.key, o.value,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(key={self.key!r}, value={self.value!r})"
+
+
 class Endpoint:
-    host: str = ""
-    port: int = 0
+    __slots__ = ('host', 'port',)
+    __match_args__ = ('host', 'port',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    host: str
+    port: int
 
     def __init__(self, host: str = "", port: int = 0) -> None:
         self.host = host
         self.port = port
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(Endpoint, other)
+        return (self.host, self.port,) == (o.host, o.port,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(host={self.host!r}, port={self.port!r})"
+
+
 class StreamsGroupMemberMetadataValue(ApiMessage):
-    instance_id: str | None = None
-    rack_id: str | None = None
-    client_id: str = ""
-    client_host: str = ""
-    rebalance_timeout_ms: int = -1
-    topology_epoch: int = 0
-    process_id: str = ""
-    user_endpoint: Endpoint | None = None
-    client_tags: list[KeyValue] = field(default_factory=list)
+    __slots__ = ('instance_id', 'rack_id', 'client_id', 'client_host', 'rebalance_timeout_ms', 'topology_epoch', 'process_id', 'user_endpoint', 'client_tags',)
+    __match_args__ = ('instance_id', 'rack_id', 'client_id', 'client_host', 'rebalance_timeout_ms', 'topology_epoch', 'process_id', 'user_endpoint', 'client_tags',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    instance_id: str | None
+    rack_id: str | None
+    client_id: str
+    client_host: str
+    rebalance_timeout_ms: int
+    topology_epoch: int
+    process_id: str
+    user_endpoint: Endpoint | None
+    client_tags: list[KeyValue]
 
     def __init__(self, instance_id: str | None = None, rack_id: str | None = None, client_id: str = "", client_host: str = "", rebalance_timeout_ms: int = -1, topology_epoch: int = 0, process_id: str = "", user_endpoint: Endpoint | None = None, client_tags: list[KeyValue] | None = None) -> None:
         self.instance_id = instance_id
@@ -141,6 +217,15 @@ class StreamsGroupMemberMetadataValue(ApiMessage):
         self.user_endpoint = user_endpoint
         self.client_tags = [] if client_tags is None else client_tags
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(StreamsGroupMemberMetadataValue, other)
+        return (self.instance_id, self.rack_id, self.client_id, self.client_host, self.rebalance_timeout_ms, self.topology_epoch, self.process_id, self.user_endpoint, self.client_tags,) == (o.instance_id, o.rack_id, o.client_id, o.client_host, o.rebalance_timeout_ms, o.topology_epoch, o.process_id, o.user_endpoint, o.client_tags,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(instance_id={self.instance_id!r}, rack_id={self.rack_id!r}, client_id={self.client_id!r}, client_host={self.client_host!r}, rebalance_timeout_ms={self.rebalance_timeout_ms!r}, topology_epoch={self.topology_epoch!r}, process_id={self.process_id!r}, user_endpoint={self.user_endpoint!r}, client_tags={self.client_tags!r})"
+
 
 StreamsGroupMemberMetadataValue.API_KEY = None
 StreamsGroupMemberMetadataValue.MIN_VERSION = 0
@@ -148,12 +233,24 @@ StreamsGroupMemberMetadataValue.MAX_VERSION = 0
 StreamsGroupMemberMetadataValue.FLEXIBLE_MIN = 0
 
 
-@dataclass(slots=True, init=False)
 class StreamsGroupTargetAssignmentMetadataKey(ApiMessage):
-    group_id: str = ""
+    __slots__ = ('group_id',)
+    __match_args__ = ('group_id',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    group_id: str
 
     def __init__(self, group_id: str = "") -> None:
         self.group_id = group_id
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(StreamsGroupTargetAssignmentMetadataKey, other)
+        return (self.group_id,) == (o.group_id,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(group_id={self.group_id!r})"
 
 
 StreamsGroupTargetAssignmentMetadataKey.API_KEY = None
@@ -162,14 +259,26 @@ StreamsGroupTargetAssignmentMetadataKey.MAX_VERSION = 20
 StreamsGroupTargetAssignmentMetadataKey.FLEXIBLE_MIN = None
 
 
-@dataclass(slots=True, init=False)
 class StreamsGroupTargetAssignmentMetadataValue(ApiMessage):
-    assignment_epoch: int = 0
-    assignment_timestamp: int = 0
+    __slots__ = ('assignment_epoch', 'assignment_timestamp',)
+    __match_args__ = ('assignment_epoch', 'assignment_timestamp',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    assignment_epoch: int
+    assignment_timestamp: int
 
     def __init__(self, assignment_epoch: int = 0, assignment_timestamp: int = 0) -> None:
         self.assignment_epoch = assignment_epoch
         self.assignment_timestamp = assignment_timestamp
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(StreamsGroupTargetAssignmentMetadataValue, other)
+        return (self.assignment_epoch, self.assignment_timestamp,) == (o.assignment_epoch, o.assignment_timestamp,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(assignment_epoch={self.assignment_epoch!r}, assignment_timestamp={self.assignment_timestamp!r})"
 
 
 StreamsGroupTargetAssignmentMetadataValue.API_KEY = None
@@ -178,14 +287,26 @@ StreamsGroupTargetAssignmentMetadataValue.MAX_VERSION = 0
 StreamsGroupTargetAssignmentMetadataValue.FLEXIBLE_MIN = 0
 
 
-@dataclass(slots=True, init=False)
 class StreamsGroupTargetAssignmentMemberKey(ApiMessage):
-    group_id: str = ""
-    member_id: str = ""
+    __slots__ = ('group_id', 'member_id',)
+    __match_args__ = ('group_id', 'member_id',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    group_id: str
+    member_id: str
 
     def __init__(self, group_id: str = "", member_id: str = "") -> None:
         self.group_id = group_id
         self.member_id = member_id
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(StreamsGroupTargetAssignmentMemberKey, other)
+        return (self.group_id, self.member_id,) == (o.group_id, o.member_id,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(group_id={self.group_id!r}, member_id={self.member_id!r})"
 
 
 StreamsGroupTargetAssignmentMemberKey.API_KEY = None
@@ -194,26 +315,50 @@ StreamsGroupTargetAssignmentMemberKey.MAX_VERSION = 21
 StreamsGroupTargetAssignmentMemberKey.FLEXIBLE_MIN = None
 
 
-@dataclass(slots=True, init=False)
 class StreamsGroupTargetAssignmentMemberValueTaskIds:
-    subtopology_id: str = ""
-    partitions: list[int] = field(default_factory=list)
+    __slots__ = ('subtopology_id', 'partitions',)
+    __match_args__ = ('subtopology_id', 'partitions',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    subtopology_id: str
+    partitions: list[int]
 
     def __init__(self, subtopology_id: str = "", partitions: list[int] | None = None) -> None:
         self.subtopology_id = subtopology_id
         self.partitions = [] if partitions is None else partitions
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(StreamsGroupTargetAssignmentMemberValueTaskIds, other)
+        return (self.subtopology_id, self.partitions,) == (o.subtopology_id, o.partitions,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(subtopology_id={self.subtopology_id!r}, partitions={self.partitions!r})"
+
+
 class StreamsGroupTargetAssignmentMemberValue(ApiMessage):
-    active_tasks: list[StreamsGroupTargetAssignmentMemberValueTaskIds] = field(default_factory=list)
-    standby_tasks: list[StreamsGroupTargetAssignmentMemberValueTaskIds] = field(default_factory=list)
-    warmup_tasks: list[StreamsGroupTargetAssignmentMemberValueTaskIds] = field(default_factory=list)
+    __slots__ = ('active_tasks', 'standby_tasks', 'warmup_tasks',)
+    __match_args__ = ('active_tasks', 'standby_tasks', 'warmup_tasks',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    active_tasks: list[StreamsGroupTargetAssignmentMemberValueTaskIds]
+    standby_tasks: list[StreamsGroupTargetAssignmentMemberValueTaskIds]
+    warmup_tasks: list[StreamsGroupTargetAssignmentMemberValueTaskIds]
 
     def __init__(self, active_tasks: list[StreamsGroupTargetAssignmentMemberValueTaskIds] | None = None, standby_tasks: list[StreamsGroupTargetAssignmentMemberValueTaskIds] | None = None, warmup_tasks: list[StreamsGroupTargetAssignmentMemberValueTaskIds] | None = None) -> None:
         self.active_tasks = [] if active_tasks is None else active_tasks
         self.standby_tasks = [] if standby_tasks is None else standby_tasks
         self.warmup_tasks = [] if warmup_tasks is None else warmup_tasks
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(StreamsGroupTargetAssignmentMemberValue, other)
+        return (self.active_tasks, self.standby_tasks, self.warmup_tasks,) == (o.active_tasks, o.standby_tasks, o.warmup_tasks,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(active_tasks={self.active_tasks!r}, standby_tasks={self.standby_tasks!r}, warmup_tasks={self.warmup_tasks!r})"
 
 
 StreamsGroupTargetAssignmentMemberValue.API_KEY = None
@@ -222,14 +367,26 @@ StreamsGroupTargetAssignmentMemberValue.MAX_VERSION = 0
 StreamsGroupTargetAssignmentMemberValue.FLEXIBLE_MIN = 0
 
 
-@dataclass(slots=True, init=False)
 class StreamsGroupCurrentMemberAssignmentKey(ApiMessage):
-    group_id: str = ""
-    member_id: str = ""
+    __slots__ = ('group_id', 'member_id',)
+    __match_args__ = ('group_id', 'member_id',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    group_id: str
+    member_id: str
 
     def __init__(self, group_id: str = "", member_id: str = "") -> None:
         self.group_id = group_id
         self.member_id = member_id
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(StreamsGroupCurrentMemberAssignmentKey, other)
+        return (self.group_id, self.member_id,) == (o.group_id, o.member_id,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(group_id={self.group_id!r}, member_id={self.member_id!r})"
 
 
 StreamsGroupCurrentMemberAssignmentKey.API_KEY = None
@@ -238,29 +395,44 @@ StreamsGroupCurrentMemberAssignmentKey.MAX_VERSION = 22
 StreamsGroupCurrentMemberAssignmentKey.FLEXIBLE_MIN = None
 
 
-@dataclass(slots=True, init=False)
 class StreamsGroupCurrentMemberAssignmentValueTaskIds:
-    subtopology_id: str = ""
-    partitions: list[int] = field(default_factory=list)
-    assignment_epochs: list[int] | None = field(default_factory=list)
+    __slots__ = ('subtopology_id', 'partitions', 'assignment_epochs',)
+    __match_args__ = ('subtopology_id', 'partitions', 'assignment_epochs',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    subtopology_id: str
+    partitions: list[int]
+    assignment_epochs: list[int] | None
 
     def __init__(self, subtopology_id: str = "", partitions: list[int] | None = None, assignment_epochs: object = _UNSET) -> None:
         self.subtopology_id = subtopology_id
         self.partitions = [] if partitions is None else partitions
         self.assignment_epochs = [] if assignment_epochs is _UNSET else cast('list[int] | None', assignment_epochs)
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(StreamsGroupCurrentMemberAssignmentValueTaskIds, other)
+        return (self.subtopology_id, self.partitions, self.assignment_epochs,) == (o.subtopology_id, o.partitions, o.assignment_epochs,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(subtopology_id={self.subtopology_id!r}, partitions={self.partitions!r}, assignment_epochs={self.assignment_epochs!r})"
+
+
 class StreamsGroupCurrentMemberAssignmentValue(ApiMessage):
-    member_epoch: int = 0
-    previous_member_epoch: int = 0
-    state: int = 0
-    active_tasks: list[StreamsGroupCurrentMemberAssignmentValueTaskIds] = field(default_factory=list)
-    standby_tasks: list[StreamsGroupCurrentMemberAssignmentValueTaskIds] = field(default_factory=list)
-    warmup_tasks: list[StreamsGroupCurrentMemberAssignmentValueTaskIds] = field(default_factory=list)
-    active_tasks_pending_revocation: list[StreamsGroupCurrentMemberAssignmentValueTaskIds] = field(default_factory=list)
-    standby_tasks_pending_revocation: list[StreamsGroupCurrentMemberAssignmentValueTaskIds] = field(default_factory=list)
-    warmup_tasks_pending_revocation: list[StreamsGroupCurrentMemberAssignmentValueTaskIds] = field(default_factory=list)
+    __slots__ = ('member_epoch', 'previous_member_epoch', 'state', 'active_tasks', 'standby_tasks', 'warmup_tasks', 'active_tasks_pending_revocation', 'standby_tasks_pending_revocation', 'warmup_tasks_pending_revocation',)
+    __match_args__ = ('member_epoch', 'previous_member_epoch', 'state', 'active_tasks', 'standby_tasks', 'warmup_tasks', 'active_tasks_pending_revocation', 'standby_tasks_pending_revocation', 'warmup_tasks_pending_revocation',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    member_epoch: int
+    previous_member_epoch: int
+    state: int
+    active_tasks: list[StreamsGroupCurrentMemberAssignmentValueTaskIds]
+    standby_tasks: list[StreamsGroupCurrentMemberAssignmentValueTaskIds]
+    warmup_tasks: list[StreamsGroupCurrentMemberAssignmentValueTaskIds]
+    active_tasks_pending_revocation: list[StreamsGroupCurrentMemberAssignmentValueTaskIds]
+    standby_tasks_pending_revocation: list[StreamsGroupCurrentMemberAssignmentValueTaskIds]
+    warmup_tasks_pending_revocation: list[StreamsGroupCurrentMemberAssignmentValueTaskIds]
 
     def __init__(self, member_epoch: int = 0, previous_member_epoch: int = 0, state: int = 0, active_tasks: list[StreamsGroupCurrentMemberAssignmentValueTaskIds] | None = None, standby_tasks: list[StreamsGroupCurrentMemberAssignmentValueTaskIds] | None = None, warmup_tasks: list[StreamsGroupCurrentMemberAssignmentValueTaskIds] | None = None, active_tasks_pending_revocation: list[StreamsGroupCurrentMemberAssignmentValueTaskIds] | None = None, standby_tasks_pending_revocation: list[StreamsGroupCurrentMemberAssignmentValueTaskIds] | None = None, warmup_tasks_pending_revocation: list[StreamsGroupCurrentMemberAssignmentValueTaskIds] | None = None) -> None:
         self.member_epoch = member_epoch
@@ -273,6 +445,15 @@ class StreamsGroupCurrentMemberAssignmentValue(ApiMessage):
         self.standby_tasks_pending_revocation = [] if standby_tasks_pending_revocation is None else standby_tasks_pending_revocation
         self.warmup_tasks_pending_revocation = [] if warmup_tasks_pending_revocation is None else warmup_tasks_pending_revocation
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(StreamsGroupCurrentMemberAssignmentValue, other)
+        return (self.member_epoch, self.previous_member_epoch, self.state, self.active_tasks, self.standby_tasks, self.warmup_tasks, self.active_tasks_pending_revocation, self.standby_tasks_pending_revocation, self.warmup_tasks_pending_revocation,) == (o.member_epoch, o.previous_member_epoch, o.state, o.active_tasks, o.standby_tasks, o.warmup_tasks, o.active_tasks_pending_revocation, o.standby_tasks_pending_revocation, o.warmup_tasks_pending_revocation,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(member_epoch={self.member_epoch!r}, previous_member_epoch={self.previous_member_epoch!r}, state={self.state!r}, active_tasks={self.active_tasks!r}, standby_tasks={self.standby_tasks!r}, warmup_tasks={self.warmup_tasks!r}, active_tasks_pending_revocation={self.active_tasks_pending_revocation!r}, standby_tasks_pending_revocation={self.standby_tasks_pending_revocation!r}, warmup_tasks_pending_revocation={self.warmup_tasks_pending_revocation!r})"
+
 
 StreamsGroupCurrentMemberAssignmentValue.API_KEY = None
 StreamsGroupCurrentMemberAssignmentValue.MIN_VERSION = 0
@@ -280,12 +461,24 @@ StreamsGroupCurrentMemberAssignmentValue.MAX_VERSION = 0
 StreamsGroupCurrentMemberAssignmentValue.FLEXIBLE_MIN = 0
 
 
-@dataclass(slots=True, init=False)
 class StreamsGroupTopologyKey(ApiMessage):
-    group_id: str = ""
+    __slots__ = ('group_id',)
+    __match_args__ = ('group_id',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    group_id: str
 
     def __init__(self, group_id: str = "") -> None:
         self.group_id = group_id
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(StreamsGroupTopologyKey, other)
+        return (self.group_id,) == (o.group_id,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(group_id={self.group_id!r})"
 
 
 StreamsGroupTopologyKey.API_KEY = None
@@ -294,34 +487,61 @@ StreamsGroupTopologyKey.MAX_VERSION = 23
 StreamsGroupTopologyKey.FLEXIBLE_MIN = None
 
 
-@dataclass(slots=True, init=False)
 class CopartitionGroup:
-    source_topics: list[int] = field(default_factory=list)
-    source_topic_regex: list[int] = field(default_factory=list)
-    repartition_source_topics: list[int] = field(default_factory=list)
+    __slots__ = ('source_topics', 'source_topic_regex', 'repartition_source_topics',)
+    __match_args__ = ('source_topics', 'source_topic_regex', 'repartition_source_topics',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    source_topics: list[int]
+    source_topic_regex: list[int]
+    repartition_source_topics: list[int]
 
     def __init__(self, source_topics: list[int] | None = None, source_topic_regex: list[int] | None = None, repartition_source_topics: list[int] | None = None) -> None:
         self.source_topics = [] if source_topics is None else source_topics
         self.source_topic_regex = [] if source_topic_regex is None else source_topic_regex
         self.repartition_source_topics = [] if repartition_source_topics is None else repartition_source_topics
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(CopartitionGroup, other)
+        return (self.source_topics, self.source_topic_regex, self.repartition_source_topics,) == (o.source_topics, o.source_topic_regex, o.repartition_source_topics,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(source_topics={self.source_topics!r}, source_topic_regex={self.source_topic_regex!r}, repartition_source_topics={self.repartition_source_topics!r})"
+
+
 class TopicConfig:
-    key: str = ""
-    value: str = ""
+    __slots__ = ('key', 'value',)
+    __match_args__ = ('key', 'value',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    key: str
+    value: str
 
     def __init__(self, key: str = "", value: str = "") -> None:
         self.key = key
         self.value = value
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(TopicConfig, other)
+        return (self.key, self.value,) == (o.key, o.value,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(key={self.key!r}, value={self.value!r})"
+
+
 class TopicInfo:
-    name: str = ""
-    partitions: int = 0
-    replication_factor: int = 0
-    topic_configs: list[TopicConfig] = field(default_factory=list)
+    __slots__ = ('name', 'partitions', 'replication_factor', 'topic_configs',)
+    __match_args__ = ('name', 'partitions', 'replication_factor', 'topic_configs',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    name: str
+    partitions: int
+    replication_factor: int
+    topic_configs: list[TopicConfig]
 
     def __init__(self, name: str = "", partitions: int = 0, replication_factor: int = 0, topic_configs: list[TopicConfig] | None = None) -> None:
         self.name = name
@@ -329,16 +549,28 @@ class TopicInfo:
         self.replication_factor = replication_factor
         self.topic_configs = [] if topic_configs is None else topic_configs
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(TopicInfo, other)
+        return (self.name, self.partitions, self.replication_factor, self.topic_configs,) == (o.name, o.partitions, o.replication_factor, o.topic_configs,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(name={self.name!r}, partitions={self.partitions!r}, replication_factor={self.replication_factor!r}, topic_configs={self.topic_configs!r})"
+
+
 class Subtopology:
-    subtopology_id: str = ""
-    source_topics: list[str] = field(default_factory=list)
-    source_topic_regex: list[str] = field(default_factory=list)
-    state_changelog_topics: list[TopicInfo] = field(default_factory=list)
-    repartition_sink_topics: list[str] = field(default_factory=list)
-    repartition_source_topics: list[TopicInfo] = field(default_factory=list)
-    copartition_groups: list[CopartitionGroup] = field(default_factory=list)
+    __slots__ = ('subtopology_id', 'source_topics', 'source_topic_regex', 'state_changelog_topics', 'repartition_sink_topics', 'repartition_source_topics', 'copartition_groups',)
+    __match_args__ = ('subtopology_id', 'source_topics', 'source_topic_regex', 'state_changelog_topics', 'repartition_sink_topics', 'repartition_source_topics', 'copartition_groups',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    subtopology_id: str
+    source_topics: list[str]
+    source_topic_regex: list[str]
+    state_changelog_topics: list[TopicInfo]
+    repartition_sink_topics: list[str]
+    repartition_source_topics: list[TopicInfo]
+    copartition_groups: list[CopartitionGroup]
 
     def __init__(self, subtopology_id: str = "", source_topics: list[str] | None = None, source_topic_regex: list[str] | None = None, state_changelog_topics: list[TopicInfo] | None = None, repartition_sink_topics: list[str] | None = None, repartition_source_topics: list[TopicInfo] | None = None, copartition_groups: list[CopartitionGroup] | None = None) -> None:
         self.subtopology_id = subtopology_id
@@ -349,15 +581,36 @@ class Subtopology:
         self.repartition_source_topics = [] if repartition_source_topics is None else repartition_source_topics
         self.copartition_groups = [] if copartition_groups is None else copartition_groups
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(Subtopology, other)
+        return (self.subtopology_id, self.source_topics, self.source_topic_regex, self.state_changelog_topics, self.repartition_sink_topics, self.repartition_source_topics, self.copartition_groups,) == (o.subtopology_id, o.source_topics, o.source_topic_regex, o.state_changelog_topics, o.repartition_sink_topics, o.repartition_source_topics, o.copartition_groups,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(subtopology_id={self.subtopology_id!r}, source_topics={self.source_topics!r}, source_topic_regex={self.source_topic_regex!r}, state_changelog_topics={self.state_changelog_topics!r}, repartition_sink_topics={self.repartition_sink_topics!r}, repartition_source_topics={self.repartition_source_topics!r}, copartition_groups={self.copartition_groups!r})"
+
+
 class StreamsGroupTopologyValue(ApiMessage):
-    epoch: int = 0
-    subtopologies: list[Subtopology] = field(default_factory=list)
+    __slots__ = ('epoch', 'subtopologies',)
+    __match_args__ = ('epoch', 'subtopologies',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    epoch: int
+    subtopologies: list[Subtopology]
 
     def __init__(self, epoch: int = 0, subtopologies: list[Subtopology] | None = None) -> None:
         self.epoch = epoch
         self.subtopologies = [] if subtopologies is None else subtopologies
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(StreamsGroupTopologyValue, other)
+        return (self.epoch, self.subtopologies,) == (o.epoch, o.subtopologies,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(epoch={self.epoch!r}, subtopologies={self.subtopologies!r})"
 
 
 StreamsGroupTopologyValue.API_KEY = None

@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 from pybroker.protocol.api_message import ApiMessage
+from pybroker.protocol.message_fields import DataclassFields
 from pybroker.protocol.primitives import (
     ZERO_UUID, DecodeError, read_array_count, read_bytes,
     read_compact_bytes, read_compact_records, read_compact_string, read_records, read_string, read_uuid,
@@ -30,14 +31,17 @@ _S1 = Struct('>i')
 _S2 = Struct('>ih')
 
 
-@dataclass(slots=True, init=False)
 class TopologyDescriptionNode:
-    name: str = ""
-    node_type: int = 0
-    source_topics: list[str] = field(default_factory=list)
-    sink_topic: str | None = None
-    stores: list[str] = field(default_factory=list)
-    successors: list[str] = field(default_factory=list)
+    __slots__ = ('name', 'node_type', 'source_topics', 'sink_topic', 'stores', 'successors',)
+    __match_args__ = ('name', 'node_type', 'source_topics', 'sink_topic', 'stores', 'successors',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    name: str
+    node_type: int
+    source_topics: list[str]
+    sink_topic: str | None
+    stores: list[str]
+    successors: list[str]
 
     def __init__(self, name: str = "", node_type: int = 0, source_topics: list[str] | None = None, sink_topic: str | None = None, stores: list[str] | None = None, successors: list[str] | None = None) -> None:
         self.name = name
@@ -47,49 +51,106 @@ class TopologyDescriptionNode:
         self.stores = [] if stores is None else stores
         self.successors = [] if successors is None else successors
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(TopologyDescriptionNode, other)
+        return (self.name, self.node_type, self.source_topics, self.sink_topic, self.stores, self.successors,) == (o.name, o.node_type, o.source_topics, o.sink_topic, o.stores, o.successors,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(name={self.name!r}, node_type={self.node_type!r}, source_topics={self.source_topics!r}, sink_topic={self.sink_topic!r}, stores={self.stores!r}, successors={self.successors!r})"
+
+
 class TopologyDescriptionGlobalStore:
-    source: TopologyDescriptionNode = field(default_factory=TopologyDescriptionNode)
-    processor: TopologyDescriptionNode = field(default_factory=TopologyDescriptionNode)
+    __slots__ = ('source', 'processor',)
+    __match_args__ = ('source', 'processor',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    source: TopologyDescriptionNode
+    processor: TopologyDescriptionNode
 
     def __init__(self, source: TopologyDescriptionNode | None = None, processor: TopologyDescriptionNode | None = None) -> None:
         self.source = TopologyDescriptionNode() if source is None else source
         self.processor = TopologyDescriptionNode() if processor is None else processor
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(TopologyDescriptionGlobalStore, other)
+        return (self.source, self.processor,) == (o.source, o.processor,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(source={self.source!r}, processor={self.processor!r})"
+
+
 class TopologyDescriptionSubtopology:
-    subtopology_id: str = ""
-    nodes: list[TopologyDescriptionNode] = field(default_factory=list)
+    __slots__ = ('subtopology_id', 'nodes',)
+    __match_args__ = ('subtopology_id', 'nodes',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    subtopology_id: str
+    nodes: list[TopologyDescriptionNode]
 
     def __init__(self, subtopology_id: str = "", nodes: list[TopologyDescriptionNode] | None = None) -> None:
         self.subtopology_id = subtopology_id
         self.nodes = [] if nodes is None else nodes
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(TopologyDescriptionSubtopology, other)
+        return (self.subtopology_id, self.nodes,) == (o.subtopology_id, o.nodes,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(subtopology_id={self.subtopology_id!r}, nodes={self.nodes!r})"
+
+
 class TopologyDescription:
-    subtopologies: list[TopologyDescriptionSubtopology] = field(default_factory=list)
-    global_stores: list[TopologyDescriptionGlobalStore] = field(default_factory=list)
+    __slots__ = ('subtopologies', 'global_stores',)
+    __match_args__ = ('subtopologies', 'global_stores',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    subtopologies: list[TopologyDescriptionSubtopology]
+    global_stores: list[TopologyDescriptionGlobalStore]
 
     def __init__(self, subtopologies: list[TopologyDescriptionSubtopology] | None = None, global_stores: list[TopologyDescriptionGlobalStore] | None = None) -> None:
         self.subtopologies = [] if subtopologies is None else subtopologies
         self.global_stores = [] if global_stores is None else global_stores
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(TopologyDescription, other)
+        return (self.subtopologies, self.global_stores,) == (o.subtopologies, o.global_stores,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(subtopologies={self.subtopologies!r}, global_stores={self.global_stores!r})"
+
+
 class StreamsGroupTopologyDescriptionUpdateRequest(ApiMessage):
-    group_id: str = ""
-    member_id: str = ""
-    topology_epoch: int = 0
-    topology_description: TopologyDescription = field(default_factory=TopologyDescription)
+    __slots__ = ('group_id', 'member_id', 'topology_epoch', 'topology_description',)
+    __match_args__ = ('group_id', 'member_id', 'topology_epoch', 'topology_description',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    group_id: str
+    member_id: str
+    topology_epoch: int
+    topology_description: TopologyDescription
 
     def __init__(self, group_id: str = "", member_id: str = "", topology_epoch: int = 0, topology_description: TopologyDescription | None = None) -> None:
         self.group_id = group_id
         self.member_id = member_id
         self.topology_epoch = topology_epoch
         self.topology_description = TopologyDescription() if topology_description is None else topology_description
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(StreamsGroupTopologyDescriptionUpdateRequest, other)
+        return (self.group_id, self.member_id, self.topology_epoch, self.topology_description,) == (o.group_id, o.member_id, o.topology_epoch, o.topology_description,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(group_id={self.group_id!r}, member_id={self.member_id!r}, topology_epoch={self.topology_epoch!r}, topology_description={self.topology_description!r})"
 
 
 StreamsGroupTopologyDescriptionUpdateRequest.API_KEY = 93
@@ -98,16 +159,28 @@ StreamsGroupTopologyDescriptionUpdateRequest.MAX_VERSION = 0
 StreamsGroupTopologyDescriptionUpdateRequest.FLEXIBLE_MIN = 0
 
 
-@dataclass(slots=True, init=False)
 class StreamsGroupTopologyDescriptionUpdateResponse(ApiMessage):
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    error_message: str | None = None
+    __slots__ = ('throttle_time_ms', 'error_code', 'error_message',)
+    __match_args__ = ('throttle_time_ms', 'error_code', 'error_message',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
 
     def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = None) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.error_message = error_message
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(StreamsGroupTopologyDescriptionUpdateResponse, other)
+        return (self.throttle_time_ms, self.error_code, self.error_message,) == (o.throttle_time_ms, o.error_code, o.error_message,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, error_message={self.error_message!r})"
 
 
 StreamsGroupTopologyDescriptionUpdateResponse.API_KEY = 93

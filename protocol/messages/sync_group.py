@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 from pybroker.protocol.api_message import ApiMessage
+from pybroker.protocol.message_fields import DataclassFields
 from pybroker.protocol.primitives import (
     ZERO_UUID, DecodeError, read_array_count, read_bytes,
     read_compact_bytes, read_compact_records, read_compact_string, read_records, read_string, read_uuid,
@@ -30,25 +31,40 @@ _S1 = Struct('>h')
 _S2 = Struct('>ih')
 
 
-@dataclass(slots=True, init=False)
 class SyncGroupRequestAssignment:
-    member_id: str = ""
-    assignment: bytes = b""
+    __slots__ = ('member_id', 'assignment',)
+    __match_args__ = ('member_id', 'assignment',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    member_id: str
+    assignment: bytes
 
     def __init__(self, member_id: str = "", assignment: bytes = b"") -> None:
         self.member_id = member_id
         self.assignment = assignment
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(SyncGroupRequestAssignment, other)
+        return (self.member_id, self.assignment,) == (o.member_id, o.assignment,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(member_id={self.member_id!r}, assignment={self.assignment!r})"
+
+
 class SyncGroupRequest(ApiMessage):
-    group_id: str = ""
-    generation_id: int = 0
-    member_id: str = ""
-    group_instance_id: str | None = None
-    protocol_type: str | None = None
-    protocol_name: str | None = None
-    assignments: list[SyncGroupRequestAssignment] = field(default_factory=list)
+    __slots__ = ('group_id', 'generation_id', 'member_id', 'group_instance_id', 'protocol_type', 'protocol_name', 'assignments',)
+    __match_args__ = ('group_id', 'generation_id', 'member_id', 'group_instance_id', 'protocol_type', 'protocol_name', 'assignments',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    group_id: str
+    generation_id: int
+    member_id: str
+    group_instance_id: str | None
+    protocol_type: str | None
+    protocol_name: str | None
+    assignments: list[SyncGroupRequestAssignment]
 
     def __init__(self, group_id: str = "", generation_id: int = 0, member_id: str = "", group_instance_id: str | None = None, protocol_type: str | None = None, protocol_name: str | None = None, assignments: list[SyncGroupRequestAssignment] | None = None) -> None:
         self.group_id = group_id
@@ -59,6 +75,15 @@ class SyncGroupRequest(ApiMessage):
         self.protocol_name = protocol_name
         self.assignments = [] if assignments is None else assignments
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(SyncGroupRequest, other)
+        return (self.group_id, self.generation_id, self.member_id, self.group_instance_id, self.protocol_type, self.protocol_name, self.assignments,) == (o.group_id, o.generation_id, o.member_id, o.group_instance_id, o.protocol_type, o.protocol_name, o.assignments,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(group_id={self.group_id!r}, generation_id={self.generation_id!r}, member_id={self.member_id!r}, group_instance_id={self.group_instance_id!r}, protocol_type={self.protocol_type!r}, protocol_name={self.protocol_name!r}, assignments={self.assignments!r})"
+
 
 SyncGroupRequest.API_KEY = 14
 SyncGroupRequest.MIN_VERSION = 0
@@ -66,13 +91,16 @@ SyncGroupRequest.MAX_VERSION = 5
 SyncGroupRequest.FLEXIBLE_MIN = 4
 
 
-@dataclass(slots=True, init=False)
 class SyncGroupResponse(ApiMessage):
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    protocol_type: str | None = None
-    protocol_name: str | None = None
-    assignment: bytes = b""
+    __slots__ = ('throttle_time_ms', 'error_code', 'protocol_type', 'protocol_name', 'assignment',)
+    __match_args__ = ('throttle_time_ms', 'error_code', 'protocol_type', 'protocol_name', 'assignment',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    throttle_time_ms: int
+    error_code: int
+    protocol_type: str | None
+    protocol_name: str | None
+    assignment: bytes
 
     def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, protocol_type: str | None = None, protocol_name: str | None = None, assignment: bytes = b"") -> None:
         self.throttle_time_ms = throttle_time_ms
@@ -80,6 +108,15 @@ class SyncGroupResponse(ApiMessage):
         self.protocol_type = protocol_type
         self.protocol_name = protocol_name
         self.assignment = assignment
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(SyncGroupResponse, other)
+        return (self.throttle_time_ms, self.error_code, self.protocol_type, self.protocol_name, self.assignment,) == (o.throttle_time_ms, o.error_code, o.protocol_type, o.protocol_name, o.assignment,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, error_code={self.error_code!r}, protocol_type={self.protocol_type!r}, protocol_name={self.protocol_name!r}, assignment={self.assignment!r})"
 
 
 SyncGroupResponse.API_KEY = 14

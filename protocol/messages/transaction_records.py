@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 from pybroker.protocol.api_message import ApiMessage
+from pybroker.protocol.message_fields import DataclassFields
 from pybroker.protocol.primitives import (
     ZERO_UUID, DecodeError, read_array_count, read_bytes,
     read_compact_bytes, read_compact_records, read_compact_string, read_records, read_string, read_uuid,
@@ -31,12 +32,24 @@ _S2 = Struct('>q')
 _S3 = Struct('>h')
 
 
-@dataclass(slots=True, init=False)
 class TransactionLogKey(ApiMessage):
-    transactional_id: str = ""
+    __slots__ = ('transactional_id',)
+    __match_args__ = ('transactional_id',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    transactional_id: str
 
     def __init__(self, transactional_id: str = "") -> None:
         self.transactional_id = transactional_id
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(TransactionLogKey, other)
+        return (self.transactional_id,) == (o.transactional_id,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(transactional_id={self.transactional_id!r})"
 
 
 TransactionLogKey.API_KEY = None
@@ -45,29 +58,44 @@ TransactionLogKey.MAX_VERSION = 0
 TransactionLogKey.FLEXIBLE_MIN = None
 
 
-@dataclass(slots=True, init=False)
 class PartitionsSchema:
-    topic: str = ""
-    partition_ids: list[int] = field(default_factory=list)
+    __slots__ = ('topic', 'partition_ids',)
+    __match_args__ = ('topic', 'partition_ids',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    topic: str
+    partition_ids: list[int]
 
     def __init__(self, topic: str = "", partition_ids: list[int] | None = None) -> None:
         self.topic = topic
         self.partition_ids = [] if partition_ids is None else partition_ids
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(PartitionsSchema, other)
+        return (self.topic, self.partition_ids,) == (o.topic, o.partition_ids,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(topic={self.topic!r}, partition_ids={self.partition_ids!r})"
+
+
 class TransactionLogValue(ApiMessage):
-    producer_id: int = 0
-    previous_producer_id: int = -1
-    next_producer_id: int = -1
-    producer_epoch: int = 0
-    transaction_timeout_ms: int = 0
-    transaction_status: int = 0
-    transaction_partitions: list[PartitionsSchema] | None = field(default_factory=list)
-    transaction_last_update_timestamp_ms: int = 0
-    transaction_start_timestamp_ms: int = 0
-    client_transaction_version: int = 0
-    next_producer_epoch: int = -1
+    __slots__ = ('producer_id', 'previous_producer_id', 'next_producer_id', 'producer_epoch', 'transaction_timeout_ms', 'transaction_status', 'transaction_partitions', 'transaction_last_update_timestamp_ms', 'transaction_start_timestamp_ms', 'client_transaction_version', 'next_producer_epoch',)
+    __match_args__ = ('producer_id', 'previous_producer_id', 'next_producer_id', 'producer_epoch', 'transaction_timeout_ms', 'transaction_status', 'transaction_partitions', 'transaction_last_update_timestamp_ms', 'transaction_start_timestamp_ms', 'client_transaction_version', 'next_producer_epoch',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    producer_id: int
+    previous_producer_id: int
+    next_producer_id: int
+    producer_epoch: int
+    transaction_timeout_ms: int
+    transaction_status: int
+    transaction_partitions: list[PartitionsSchema] | None
+    transaction_last_update_timestamp_ms: int
+    transaction_start_timestamp_ms: int
+    client_transaction_version: int
+    next_producer_epoch: int
 
     def __init__(self, producer_id: int = 0, previous_producer_id: int = -1, next_producer_id: int = -1, producer_epoch: int = 0, transaction_timeout_ms: int = 0, transaction_status: int = 0, transaction_partitions: object = _UNSET, transaction_last_update_timestamp_ms: int = 0, transaction_start_timestamp_ms: int = 0, client_transaction_version: int = 0, next_producer_epoch: int = -1) -> None:
         self.producer_id = producer_id
@@ -81,6 +109,15 @@ class TransactionLogValue(ApiMessage):
         self.transaction_start_timestamp_ms = transaction_start_timestamp_ms
         self.client_transaction_version = client_transaction_version
         self.next_producer_epoch = next_producer_epoch
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(TransactionLogValue, other)
+        return (self.producer_id, self.previous_producer_id, self.next_producer_id, self.producer_epoch, self.transaction_timeout_ms, self.transaction_status, self.transaction_partitions, self.transaction_last_update_timestamp_ms, self.transaction_start_timestamp_ms, self.client_transaction_version, self.next_producer_epoch,) == (o.producer_id, o.previous_producer_id, o.next_producer_id, o.producer_epoch, o.transaction_timeout_ms, o.transaction_status, o.transaction_partitions, o.transaction_last_update_timestamp_ms, o.transaction_start_timestamp_ms, o.client_transaction_version, o.next_producer_epoch,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(producer_id={self.producer_id!r}, previous_producer_id={self.previous_producer_id!r}, next_producer_id={self.next_producer_id!r}, producer_epoch={self.producer_epoch!r}, transaction_timeout_ms={self.transaction_timeout_ms!r}, transaction_status={self.transaction_status!r}, transaction_partitions={self.transaction_partitions!r}, transaction_last_update_timestamp_ms={self.transaction_last_update_timestamp_ms!r}, transaction_start_timestamp_ms={self.transaction_start_timestamp_ms!r}, client_transaction_version={self.client_transaction_version!r}, next_producer_epoch={self.next_producer_epoch!r})"
 
 
 TransactionLogValue.API_KEY = None

@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 from pybroker.protocol.api_message import ApiMessage
+from pybroker.protocol.message_fields import DataclassFields
 from pybroker.protocol.primitives import (
     ZERO_UUID, DecodeError, read_array_count, read_bytes,
     read_compact_bytes, read_compact_records, read_compact_string, read_records, read_string, read_uuid,
@@ -33,12 +34,15 @@ _S4 = Struct('>ih')
 _S5 = Struct('>i')
 
 
-@dataclass(slots=True, init=False)
 class TxnOffsetCommitRequestPartition:
-    partition_index: int = 0
-    committed_offset: int = 0
-    committed_leader_epoch: int = -1
-    committed_metadata: str | None = ""
+    __slots__ = ('partition_index', 'committed_offset', 'committed_leader_epoch', 'committed_metadata',)
+    __match_args__ = ('partition_index', 'committed_offset', 'committed_leader_epoch', 'committed_metadata',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    partition_index: int
+    committed_offset: int
+    committed_leader_epoch: int
+    committed_metadata: str | None
 
     def __init__(self, partition_index: int = 0, committed_offset: int = 0, committed_leader_epoch: int = -1, committed_metadata: str | None = "") -> None:
         self.partition_index = partition_index
@@ -46,27 +50,51 @@ class TxnOffsetCommitRequestPartition:
         self.committed_leader_epoch = committed_leader_epoch
         self.committed_metadata = committed_metadata
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(TxnOffsetCommitRequestPartition, other)
+        return (self.partition_index, self.committed_offset, self.committed_leader_epoch, self.committed_metadata,) == (o.partition_index, o.committed_offset, o.committed_leader_epoch, o.committed_metadata,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, committed_offset={self.committed_offset!r}, committed_leader_epoch={self.committed_leader_epoch!r}, committed_metadata={self.committed_metadata!r})"
+
+
 class TxnOffsetCommitRequestTopic:
-    name: str = ""
-    partitions: list[TxnOffsetCommitRequestPartition] = field(default_factory=list)
+    __slots__ = ('name', 'partitions',)
+    __match_args__ = ('name', 'partitions',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    name: str
+    partitions: list[TxnOffsetCommitRequestPartition]
 
     def __init__(self, name: str = "", partitions: list[TxnOffsetCommitRequestPartition] | None = None) -> None:
         self.name = name
         self.partitions = [] if partitions is None else partitions
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(TxnOffsetCommitRequestTopic, other)
+        return (self.name, self.partitions,) == (o.name, o.partitions,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(name={self.name!r}, partitions={self.partitions!r})"
+
+
 class TxnOffsetCommitRequest(ApiMessage):
-    transactional_id: str = ""
-    group_id: str = ""
-    producer_id: int = 0
-    producer_epoch: int = 0
-    generation_id: int = -1
-    member_id: str = ""
-    group_instance_id: str | None = None
-    topics: list[TxnOffsetCommitRequestTopic] = field(default_factory=list)
+    __slots__ = ('transactional_id', 'group_id', 'producer_id', 'producer_epoch', 'generation_id', 'member_id', 'group_instance_id', 'topics',)
+    __match_args__ = ('transactional_id', 'group_id', 'producer_id', 'producer_epoch', 'generation_id', 'member_id', 'group_instance_id', 'topics',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    transactional_id: str
+    group_id: str
+    producer_id: int
+    producer_epoch: int
+    generation_id: int
+    member_id: str
+    group_instance_id: str | None
+    topics: list[TxnOffsetCommitRequestTopic]
 
     def __init__(self, transactional_id: str = "", group_id: str = "", producer_id: int = 0, producer_epoch: int = 0, generation_id: int = -1, member_id: str = "", group_instance_id: str | None = None, topics: list[TxnOffsetCommitRequestTopic] | None = None) -> None:
         self.transactional_id = transactional_id
@@ -78,6 +106,15 @@ class TxnOffsetCommitRequest(ApiMessage):
         self.group_instance_id = group_instance_id
         self.topics = [] if topics is None else topics
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(TxnOffsetCommitRequest, other)
+        return (self.transactional_id, self.group_id, self.producer_id, self.producer_epoch, self.generation_id, self.member_id, self.group_instance_id, self.topics,) == (o.transactional_id, o.group_id, o.producer_id, o.producer_epoch, o.generation_id, o.member_id, o.group_instance_id, o.topics,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(transactional_id={self.transactional_id!r}, group_id={self.group_id!r}, producer_id={self.producer_id!r}, producer_epoch={self.producer_epoch!r}, generation_id={self.generation_id!r}, member_id={self.member_id!r}, group_instance_id={self.group_instance_id!r}, topics={self.topics!r})"
+
 
 TxnOffsetCommitRequest.API_KEY = 28
 TxnOffsetCommitRequest.MIN_VERSION = 0
@@ -85,34 +122,70 @@ TxnOffsetCommitRequest.MAX_VERSION = 5
 TxnOffsetCommitRequest.FLEXIBLE_MIN = 3
 
 
-@dataclass(slots=True, init=False)
 class TxnOffsetCommitResponsePartition:
-    partition_index: int = 0
-    error_code: int = 0
+    __slots__ = ('partition_index', 'error_code',)
+    __match_args__ = ('partition_index', 'error_code',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    partition_index: int
+    error_code: int
 
     def __init__(self, partition_index: int = 0, error_code: int = 0) -> None:
         self.partition_index = partition_index
         self.error_code = error_code
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(TxnOffsetCommitResponsePartition, other)
+        return (self.partition_index, self.error_code,) == (o.partition_index, o.error_code,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, error_code={self.error_code!r})"
+
+
 class TxnOffsetCommitResponseTopic:
-    name: str = ""
-    partitions: list[TxnOffsetCommitResponsePartition] = field(default_factory=list)
+    __slots__ = ('name', 'partitions',)
+    __match_args__ = ('name', 'partitions',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    name: str
+    partitions: list[TxnOffsetCommitResponsePartition]
 
     def __init__(self, name: str = "", partitions: list[TxnOffsetCommitResponsePartition] | None = None) -> None:
         self.name = name
         self.partitions = [] if partitions is None else partitions
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(TxnOffsetCommitResponseTopic, other)
+        return (self.name, self.partitions,) == (o.name, o.partitions,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(name={self.name!r}, partitions={self.partitions!r})"
+
+
 class TxnOffsetCommitResponse(ApiMessage):
-    throttle_time_ms: int = 0
-    topics: list[TxnOffsetCommitResponseTopic] = field(default_factory=list)
+    __slots__ = ('throttle_time_ms', 'topics',)
+    __match_args__ = ('throttle_time_ms', 'topics',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    throttle_time_ms: int
+    topics: list[TxnOffsetCommitResponseTopic]
 
     def __init__(self, throttle_time_ms: int = 0, topics: list[TxnOffsetCommitResponseTopic] | None = None) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.topics = [] if topics is None else topics
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(TxnOffsetCommitResponse, other)
+        return (self.throttle_time_ms, self.topics,) == (o.throttle_time_ms, o.topics,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(throttle_time_ms={self.throttle_time_ms!r}, topics={self.topics!r})"
 
 
 TxnOffsetCommitResponse.API_KEY = 28

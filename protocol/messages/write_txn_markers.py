@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import Field
 from struct import Struct, pack, unpack_from
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 from pybroker.protocol.api_message import ApiMessage
+from pybroker.protocol.message_fields import DataclassFields
 from pybroker.protocol.primitives import (
     ZERO_UUID, DecodeError, read_array_count, read_bytes,
     read_compact_bytes, read_compact_records, read_compact_string, read_records, read_string, read_uuid,
@@ -32,24 +33,39 @@ _S3 = Struct('>ih')
 _S4 = Struct('>q')
 
 
-@dataclass(slots=True, init=False)
 class WritableTxnMarkerTopic:
-    name: str = ""
-    partition_indexes: list[int] = field(default_factory=list)
+    __slots__ = ('name', 'partition_indexes',)
+    __match_args__ = ('name', 'partition_indexes',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    name: str
+    partition_indexes: list[int]
 
     def __init__(self, name: str = "", partition_indexes: list[int] | None = None) -> None:
         self.name = name
         self.partition_indexes = [] if partition_indexes is None else partition_indexes
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(WritableTxnMarkerTopic, other)
+        return (self.name, self.partition_indexes,) == (o.name, o.partition_indexes,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(name={self.name!r}, partition_indexes={self.partition_indexes!r})"
+
+
 class WritableTxnMarker:
-    producer_id: int = 0
-    producer_epoch: int = 0
-    transaction_result: bool = False
-    topics: list[WritableTxnMarkerTopic] = field(default_factory=list)
-    coordinator_epoch: int = 0
-    transaction_version: int = 0
+    __slots__ = ('producer_id', 'producer_epoch', 'transaction_result', 'topics', 'coordinator_epoch', 'transaction_version',)
+    __match_args__ = ('producer_id', 'producer_epoch', 'transaction_result', 'topics', 'coordinator_epoch', 'transaction_version',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    producer_id: int
+    producer_epoch: int
+    transaction_result: bool
+    topics: list[WritableTxnMarkerTopic]
+    coordinator_epoch: int
+    transaction_version: int
 
     def __init__(self, producer_id: int = 0, producer_epoch: int = 0, transaction_result: bool = False, topics: list[WritableTxnMarkerTopic] | None = None, coordinator_epoch: int = 0, transaction_version: int = 0) -> None:
         self.producer_id = producer_id
@@ -59,13 +75,34 @@ class WritableTxnMarker:
         self.coordinator_epoch = coordinator_epoch
         self.transaction_version = transaction_version
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(WritableTxnMarker, other)
+        return (self.producer_id, self.producer_epoch, self.transaction_result, self.topics, self.coordinator_epoch, self.transaction_version,) == (o.producer_id, o.producer_epoch, o.transaction_result, o.topics, o.coordinator_epoch, o.transaction_version,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(producer_id={self.producer_id!r}, producer_epoch={self.producer_epoch!r}, transaction_result={self.transaction_result!r}, topics={self.topics!r}, coordinator_epoch={self.coordinator_epoch!r}, transaction_version={self.transaction_version!r})"
+
+
 class WriteTxnMarkersRequest(ApiMessage):
-    markers: list[WritableTxnMarker] = field(default_factory=list)
+    __slots__ = ('markers',)
+    __match_args__ = ('markers',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    markers: list[WritableTxnMarker]
 
     def __init__(self, markers: list[WritableTxnMarker] | None = None) -> None:
         self.markers = [] if markers is None else markers
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(WriteTxnMarkersRequest, other)
+        return (self.markers,) == (o.markers,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(markers={self.markers!r})"
 
 
 WriteTxnMarkersRequest.API_KEY = 27
@@ -74,42 +111,90 @@ WriteTxnMarkersRequest.MAX_VERSION = 2
 WriteTxnMarkersRequest.FLEXIBLE_MIN = 1
 
 
-@dataclass(slots=True, init=False)
 class WritableTxnMarkerPartitionResult:
-    partition_index: int = 0
-    error_code: int = 0
+    __slots__ = ('partition_index', 'error_code',)
+    __match_args__ = ('partition_index', 'error_code',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    partition_index: int
+    error_code: int
 
     def __init__(self, partition_index: int = 0, error_code: int = 0) -> None:
         self.partition_index = partition_index
         self.error_code = error_code
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(WritableTxnMarkerPartitionResult, other)
+        return (self.partition_index, self.error_code,) == (o.partition_index, o.error_code,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(partition_index={self.partition_index!r}, error_code={self.error_code!r})"
+
+
 class WritableTxnMarkerTopicResult:
-    name: str = ""
-    partitions: list[WritableTxnMarkerPartitionResult] = field(default_factory=list)
+    __slots__ = ('name', 'partitions',)
+    __match_args__ = ('name', 'partitions',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    name: str
+    partitions: list[WritableTxnMarkerPartitionResult]
 
     def __init__(self, name: str = "", partitions: list[WritableTxnMarkerPartitionResult] | None = None) -> None:
         self.name = name
         self.partitions = [] if partitions is None else partitions
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(WritableTxnMarkerTopicResult, other)
+        return (self.name, self.partitions,) == (o.name, o.partitions,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(name={self.name!r}, partitions={self.partitions!r})"
+
+
 class WritableTxnMarkerResult:
-    producer_id: int = 0
-    topics: list[WritableTxnMarkerTopicResult] = field(default_factory=list)
+    __slots__ = ('producer_id', 'topics',)
+    __match_args__ = ('producer_id', 'topics',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    producer_id: int
+    topics: list[WritableTxnMarkerTopicResult]
 
     def __init__(self, producer_id: int = 0, topics: list[WritableTxnMarkerTopicResult] | None = None) -> None:
         self.producer_id = producer_id
         self.topics = [] if topics is None else topics
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(WritableTxnMarkerResult, other)
+        return (self.producer_id, self.topics,) == (o.producer_id, o.topics,)
 
-@dataclass(slots=True, init=False)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(producer_id={self.producer_id!r}, topics={self.topics!r})"
+
+
 class WriteTxnMarkersResponse(ApiMessage):
-    markers: list[WritableTxnMarkerResult] = field(default_factory=list)
+    __slots__ = ('markers',)
+    __match_args__ = ('markers',)
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+    markers: list[WritableTxnMarkerResult]
 
     def __init__(self, markers: list[WritableTxnMarkerResult] | None = None) -> None:
         self.markers = [] if markers is None else markers
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o = cast(WriteTxnMarkersResponse, other)
+        return (self.markers,) == (o.markers,)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(markers={self.markers!r})"
 
 
 WriteTxnMarkersResponse.API_KEY = 27

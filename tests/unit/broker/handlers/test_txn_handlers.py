@@ -9,6 +9,7 @@ per request version.
 from __future__ import annotations
 
 import itertools
+from typing import Any
 
 import pytest
 
@@ -252,13 +253,19 @@ async def test_keep_prepared_txn_over_the_wire(client: RawClient, app: BrokerApp
     assert log is not None and log.last_stable_offset == 2
 
 
-@pytest.mark.parametrize("through", ["broker state", "the service's parts"])
+@pytest.mark.parametrize("through", ["the service", "the service's parts"])
 async def test_write_markers_answers_each_partition(client: RawClient, app: BrokerApp, through: str) -> None:
-    """WriteTxnMarkers hands `write_markers` the broker state; the transaction service, only its own parts
-    (`TxnParts`): either is enough (`MarkerTargets`)."""
+    """WriteTxnMarkers goes through the transaction service, which hands `write_markers` only its own parts
+    (`TxnParts`, a `MarkerTargets`): both answer each partition."""
     from pybroker.broker.transactions.markers import write_markers
 
-    targets = app.state if through == "broker state" else app.state.transactions.parts
+    service = app.state.transactions
+
+    async def targets_write(*args: Any) -> dict[tuple[str, int], int]:
+        if through == "the service":
+            return await service.write_markers(*args)
+        return await write_markers(service.parts, *args)
+
     await _topic(client)
     tid = txn_id()
     pid, epoch = await _init(client, tid)
@@ -266,11 +273,11 @@ async def test_write_markers_answers_each_partition(client: RawClient, app: Brok
     assert _produce_code(await client.call(_produce(tid, pid, epoch), 9)) == E.NONE
     log = app.state.logs.get_log(TOPIC, 0)
     assert log is not None and log.last_stable_offset == 0  # the open transaction holds it back
-    codes = await write_markers(targets, pid, epoch, 0, False, [(TOPIC, 0), ("missing", 0), (TOPIC, 9)])
+    codes = await targets_write(pid, epoch, 0, False, [(TOPIC, 0), ("missing", 0), (TOPIC, 9)])
     assert codes == {(TOPIC, 0): E.NONE, ("missing", 0): E.UNKNOWN_TOPIC_OR_PARTITION,
                      (TOPIC, 9): E.UNKNOWN_TOPIC_OR_PARTITION}
     assert log.last_stable_offset == log.high_watermark == 2
-    stale = await write_markers(targets, pid, epoch - 1, 0, False, [(TOPIC, 0)])
+    stale = await targets_write(pid, epoch - 1, 0, False, [(TOPIC, 0)])
     assert stale == {(TOPIC, 0): E.INVALID_PRODUCER_EPOCH}
 
 
@@ -314,11 +321,17 @@ async def test_a_transactions_v2_life_over_the_wire(client: RawClient, app: Brok
 
 
 def test_the_transaction_service_is_handed_its_parts_not_the_broker_state(app: BrokerApp) -> None:
-    """What the coordinator can reach is stated in one place (`TxnParts`), as the group service's is."""
+    """What the coordinator can reach is stated in one place (`TxnParts`), and it is the group service's
+    narrow interface to partitions (`CoordinatorPartitions`), not the partition layer."""
+    from pybroker.broker.partitions.coordinator_partitions import CoordinatorPartitions
+    from pybroker.broker.partitions.manager import ReplicaManager
     from pybroker.broker.state import BrokerState
     from pybroker.broker.transactions.service import TxnParts
 
     parts = app.state.transactions.parts
     assert isinstance(parts, TxnParts)
-    assert parts.replicas is app.state.replicas and parts.groups is app.state.groups
+    assert isinstance(parts.partitions, CoordinatorPartitions) and parts.partitions is app.state.groups.partitions
+    assert parts.groups is app.state.groups
+    assert parts.config is app.state.config and parts.clock_ms is app.state.groups.clock_ms
+    assert not any(isinstance(value, ReplicaManager) for value in vars(app.state.transactions).values())
     assert not any(isinstance(value, BrokerState) for value in vars(app.state.transactions).values())
