@@ -204,8 +204,8 @@ def iter_batches(buf: Buffer, pos: int = 0, end: int | None = None) -> Iterator[
 
 #: the `crc32c` package's function, imported at its first use rather than with this module: importing that
 #: package looks its own version up in the installed distributions' metadata (importlib.metadata, argparse),
-#: a tenth of a broker's start-to-ready (issue 34). The broker imports it on a worker thread once it serves
-#: (`load_crc32c`), so the first request does not pay either. Any thread may call these.
+#: a tenth of a broker's start-to-ready (issue 34). A start that replays or creates the live metadata log
+#: (storage/metadata_log.py) imports it then; tools that never check a CRC never do. Any thread may call these.
 _crc32c_function: Callable[[Buffer], int] | None = None
 
 
