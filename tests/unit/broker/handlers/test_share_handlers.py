@@ -21,6 +21,7 @@ from pybroker.protocol.messages.alter_share_group_offsets import (
 )
 from pybroker.protocol.messages.create_topics import CreatableTopic, CreateTopicsRequest
 from pybroker.protocol.messages.delete_groups import DeleteGroupsRequest
+from pybroker.protocol.messages.delete_topics import DeleteTopicsRequest
 from pybroker.protocol.messages.delete_share_group_offsets import (
     DeleteShareGroupOffsetsRequest,
     DeleteShareGroupOffsetsRequestTopic,
@@ -311,4 +312,34 @@ async def test_a_member_that_left_and_never_closed_its_session_is_cleaned_up(bro
     shares.tick(broker.state.clock_ms() + shares.config.record_lock_duration_ms + 1)
     assert ("sg", "m1") not in shares.sessions.sessions
     assert shares.partitions[("sg", topic_id, 0)].acquirable(3) == 0  # what it held is available again
+    client.close()
+
+
+async def test_acknowledging_records_of_a_deleted_topic_answers_unknown_topic_id(broker: BrokerApp) -> None:
+    """librdkafka's 0176/0181: records acquired, the topic deleted, then acknowledged (ShareAcknowledge, or
+    piggybacked on a ShareFetch): each partition answers UNKNOWN_TOPIC_ID, never NONE for an ack that went
+    nowhere."""
+    client = await _client(broker)
+    create = CreateTopicsRequest(topics=[CreatableTopic(name="sq", num_partitions=1, replication_factor=1)])
+    assert (await client.call(create, 7)).topics[0].error_code == 0
+    alter = IncrementalAlterConfigsRequest(resources=[AlterConfigsResource(resource_type=32, resource_name="sg", configs=[
+        AlterableConfig(name="share.auto.offset.reset", config_operation=0, value="earliest")])])
+    await client.call(alter, 1)
+    batch = build_batch([Record(i, 0, None, b"v") for i in range(4)], base_timestamp=int(time.time() * 1000))
+    await client.call(ProduceRequest(acks=-1, timeout_ms=5000, topic_data=[TopicProduceData(
+        name="sq", partition_data=[PartitionProduceData(index=0, records=batch)])]), 9)
+    topic_id = await _join(client, "m1")
+    assert _acquired(await client.call(_fetch("m1", 0, topic_id), 2)) == [(0, 3, 1)]
+    deleted = await client.call(DeleteTopicsRequest(topic_names=["sq"], timeout_ms=5000), 5)
+    assert deleted.responses[0].error_code == 0
+    ack = ShareAcknowledgeRequest(group_id="sg", member_id="m1", share_session_epoch=1, topics=[
+        ShareAcknowledgeTopic(topic_id=topic_id, partitions=[ShareAcknowledgePartition(
+            partition_index=0, acknowledgement_batches=[
+                ShareAcknowledgementBatch(first_offset=0, last_offset=1, acknowledge_types=[ACCEPT])])])])
+    acked = await client.call(ack, 2)
+    assert acked.error_code == 0
+    assert acked.responses[0].partitions[0].error_code == ErrorCode.UNKNOWN_TOPIC_ID
+    piggybacked = await client.call(_fetch("m1", 2, topic_id, acks=[(2, 3, [ACCEPT])]), 2)
+    part = piggybacked.responses[0].partitions[0]
+    assert part.acknowledge_error_code == ErrorCode.UNKNOWN_TOPIC_ID and part.error_code == ErrorCode.UNKNOWN_TOPIC_ID
     client.close()
