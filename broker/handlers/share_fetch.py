@@ -136,7 +136,11 @@ def _read_all(ctx: RequestContext, request: ShareFetchRequest, fetching: list[To
     shares = ctx.state.shares
     group_id, member_id = request.group_id or "", request.member_id or ""
     records_left = request.max_records if request.max_records > 0 else 500
-    bytes_left = request.max_bytes if request.max_bytes > 0 else 0x7FFFFFFF
+    # MaxBytes 0 (or less) acquires nothing, as Kafka answers it: no record fits in no bytes (librdkafka's
+    # fetch.max.bytes=0 test pins that a share consumer so configured gets no records)
+    bytes_left = max(request.max_bytes, 0)
+    if bytes_left == 0:
+        records_left = 0
     reads: dict[TopicPartition, ShareRead] = {}
     for topic_id, partition in fetching:
         if not allowed(topic_id):
