@@ -146,7 +146,13 @@ def _read_all(ctx: RequestContext, request: ShareFetchRequest, fetching: list[To
         if not allowed(topic_id):
             reads[(topic_id, partition)] = ShareRead(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
             continue
-        read = acquire_records(shares, group_id, member_id, topic_id, partition, records_left, bytes_left, now,
+        # Kafka initializes a share-partition (reads its state from the share coordinator) before it reads
+        # it, and a fetch answers with the partitions ready first; so one the group first touches here, once
+        # another partition already gave records, is initialized now and read by the next fetch (librdkafka's
+        # 0179 expects a session's first answers one partition at a time, as Kafka gives them)
+        fresh = (group_id, topic_id, partition) not in shares.partitions and any(r.acquired for r in reads.values())
+        read = acquire_records(shares, group_id, member_id, topic_id, partition, 0 if fresh else records_left,
+                               bytes_left, now,
                                record_limit=request.share_acquire_mode == RECORD_LIMIT)
         reads[(topic_id, partition)] = read
         records_left -= read.count

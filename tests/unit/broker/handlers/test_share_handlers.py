@@ -366,3 +366,46 @@ async def test_a_share_fetch_of_max_bytes_zero_acquires_nothing(broker: BrokerAp
     assert not any(bytes(p.records or b"") for t in answer.responses for p in t.partitions)
     assert _acquired(await client.call(_fetch("m1", 1, topic_id), 2)) == [(0, 2, 1)]
     client.close()
+
+
+async def test_a_partition_first_touched_after_another_gave_records_is_read_by_the_next_fetch(
+        broker: BrokerApp) -> None:
+    """As Kafka, which initializes a share-partition before reading it: a session's first fetch of two fresh
+    partitions with records answers the first one's, the next fetch the other's (librdkafka's 0179); once
+    both are initialized one fetch answers both."""
+    client = await _client(broker)
+    create = CreateTopicsRequest(topics=[CreatableTopic(name="sq", num_partitions=2, replication_factor=1)])
+    assert (await client.call(create, 7)).topics[0].error_code == 0
+    alter = IncrementalAlterConfigsRequest(resources=[AlterConfigsResource(resource_type=32, resource_name="sg", configs=[
+        AlterableConfig(name="share.auto.offset.reset", config_operation=0, value="earliest")])])
+    await client.call(alter, 1)
+
+    async def produce() -> None:
+        for index in (0, 1):
+            batch = build_batch([Record(i, 0, None, b"v") for i in range(3)], base_timestamp=int(time.time() * 1000))
+            await client.call(ProduceRequest(acks=-1, timeout_ms=5000, topic_data=[TopicProduceData(
+                name="sq", partition_data=[PartitionProduceData(index=index, records=batch)])]), 9)
+
+    await produce()
+    topic_id = await _join(client, "m1")
+
+    def both(epoch: int) -> ShareFetchRequest:
+        request = _fetch("m1", epoch, topic_id)
+        request.topics[0].partitions.append(ShareFetchPartition(partition_index=1))
+        return request
+
+    def by_partition(response: object) -> dict[int, list[tuple[int, int]]]:
+        return {p.partition_index: [(a.first_offset, a.last_offset) for a in p.acquired_records]
+                for t in response.responses for p in t.partitions if p.acquired_records}  # type: ignore[attr-defined]
+
+    assert by_partition(await client.call(both(0), 2)) == {0: [(0, 2)]}
+    assert by_partition(await client.call(_empty_fetch("m1", 1), 2)) == {1: [(0, 2)]}
+    await produce()
+    assert by_partition(await client.call(_empty_fetch("m1", 2), 2)) == {0: [(3, 5)], 1: [(3, 5)]}
+    client.close()
+
+
+def _empty_fetch(member: str, epoch: int) -> ShareFetchRequest:
+    """A fetch of the session's partitions as they are (no partitions added, no acknowledgements)."""
+    return ShareFetchRequest(group_id="sg", member_id=member, share_session_epoch=epoch, max_wait_ms=0, min_bytes=1,
+                             max_bytes=1 << 20, max_records=100, batch_size=100, topics=[])
