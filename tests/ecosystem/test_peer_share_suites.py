@@ -15,7 +15,7 @@ names a ready copy, and skips with the reason otherwise.
 
 `make peer-suites` sets them from its cache variables and installs the Python extras. The whole suites take
 minutes (docs/testing.md has the figures), so they run only with PYBROKER_PEER_SUITES=1; without it only a
-subset of librdkafka's (about a minute) runs where its runner is given.
+subset of librdkafka's (under a minute) runs where its runner is given.
 
 What does not pass is named in the KNOWN_* tables with the reason; anything else failing fails the test.
 Each run gets its own broker and the broker's log must hold no traceback. Called from the pytest main thread.
@@ -43,8 +43,9 @@ from tests.kafka_node import java_command, missing_reason
 #: _mock ones run against librdkafka's own mock cluster and say nothing about pybroker
 LIBRDKAFKA_SHARE_TESTS = ("0170", "0171", "0172", "0173", "0174", "0175", "0176", "0177", "0178", "0179",
                           "0180", "0181", "0184", "0185")
-#: the part of them that runs without PYBROKER_PEER_SUITES (where the runner is given): about a minute here
-LIBRDKAFKA_QUICK = ("0180", "0179")
+#: the part of them that runs without PYBROKER_PEER_SUITES (where the runner is given): several share groups
+#: on one topic, each getting every record (16 s here); the others take one to fifteen minutes each
+LIBRDKAFKA_QUICK = ("0175",)
 #: the broker version the runner is told (its share tests want 4.2 or later; pybroker answers as Kafka 4.4)
 LIBRDKAFKA_BROKER_VERSION = "4.4.0"
 #: name prefix -> reason, for librdkafka tests that do not pass
