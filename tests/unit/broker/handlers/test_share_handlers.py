@@ -21,11 +21,11 @@ from pybroker.protocol.messages.alter_share_group_offsets import (
 )
 from pybroker.protocol.messages.create_topics import CreatableTopic, CreateTopicsRequest
 from pybroker.protocol.messages.delete_groups import DeleteGroupsRequest
-from pybroker.protocol.messages.delete_topics import DeleteTopicsRequest
 from pybroker.protocol.messages.delete_share_group_offsets import (
     DeleteShareGroupOffsetsRequest,
     DeleteShareGroupOffsetsRequestTopic,
 )
+from pybroker.protocol.messages.delete_topics import DeleteTopicsRequest
 from pybroker.protocol.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResource
 from pybroker.protocol.messages.describe_share_group_offsets import (
     DescribeShareGroupOffsetsRequest,
