@@ -5,8 +5,10 @@ partitions in and its forgotten ones out; the acknowledgements are applied (each
 `acknowledge_error_code`); a closing session (epoch -1) or one replaced by a new epoch 0 releases what the
 member held on it; then, unless the session closes or the request only renews locks (v2 `is_renew_ack`),
 each of the session's partitions hands the member at most what is left of `max_records` records
-(`broker/share/share_reads.py`). With nothing acquired the request waits up to `max_wait_ms` for an
-append or a record made available again, then tries once more. The answer goes out only once every
+(`broker/share/share_reads.py`); MaxBytes 0 acquires nothing, and a share-partition the group first touches
+once another partition of the answer gave records is only initialized, to be read by the next fetch (as
+Kafka, which answers with the partitions whose state is loaded first). With nothing acquired the request
+waits up to `max_wait_ms` for an append or a record made available again, then tries once more. The answer goes out only once every
 share-partition it changed is fsynced in `__share_group_state`.
 
 Acquire modes (v2, KIP-1206): batch-optimized (0, and every v1 request) acquires whole batches, so
