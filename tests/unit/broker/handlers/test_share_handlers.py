@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from pybroker.broker.app import BrokerApp
+from pybroker.broker.security.quota_entities import CONSUMER_BYTE_RATE, entity_of
 from pybroker.config.broker_config import BrokerConfig
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.messages.alter_share_group_offsets import (
@@ -409,3 +410,22 @@ def _empty_fetch(member: str, epoch: int) -> ShareFetchRequest:
     """A fetch of the session's partitions as they are (no partitions added, no acknowledgements)."""
     return ShareFetchRequest(group_id="sg", member_id=member, share_session_epoch=epoch, max_wait_ms=0, min_bytes=1,
                              max_bytes=1 << 20, max_records=100, batch_size=100, topics=[])
+
+
+async def test_a_share_fetch_is_charged_to_its_clients_consumer_byte_rate(broker: BrokerApp) -> None:
+    """confluent-kafka-python's throttle_cb tests: a share consumer over its client's consumer_byte_rate is
+    told to wait (ShareFetch's throttle_time_ms), and still gets the records it acquired."""
+    client = await _client(broker)
+    create = CreateTopicsRequest(topics=[CreatableTopic(name="sq", num_partitions=1, replication_factor=1)])
+    assert (await client.call(create, 7)).topics[0].error_code == 0
+    alter = IncrementalAlterConfigsRequest(resources=[AlterConfigsResource(resource_type=32, resource_name="sg", configs=[
+        AlterableConfig(name="share.auto.offset.reset", config_operation=0, value="earliest")])])
+    await client.call(alter, 1)
+    batch = build_batch([Record(i, 0, None, b"v" * 100) for i in range(10)], base_timestamp=int(time.time() * 1000))
+    await client.call(ProduceRequest(acks=-1, timeout_ms=5000, topic_data=[TopicProduceData(
+        name="sq", partition_data=[PartitionProduceData(index=0, records=batch)])]), 9)
+    topic_id = await _join(client, "m1")
+    broker.state.quotas.quotas = {entity_of([("client-id", "pybroker")]): {CONSUMER_BYTE_RATE: 10.0}}
+    answer = await client.call(_fetch("m1", 0, topic_id), 2)
+    assert _acquired(answer) == [(0, 9, 1)] and answer.throttle_time_ms > 0
+    client.close()
