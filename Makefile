@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PYTEST_ARGS ?=
 
-.PHONY: cc kcat fuse java kafka iceberg-rest maven prometheus chromium bytecode run test test-fast lint bench bench-share soak-connections fuzz check-gen gen docs screenshots install clean conformance ecosystem spark-kafka connect soak kafka-resolve go go-modules
+.PHONY: cc kcat fuse java kafka iceberg-rest maven prometheus chromium bytecode run test test-fast lint bench bench-share soak-connections fuzz check-gen gen docs screenshots install clean conformance ecosystem spark-kafka connect soak kafka-resolve go go-modules peer-suites
 
 # two stamps: `make run` needs only the broker (.venv/.installed-broker); tests, lint and the Spark
 # connector need the extras too (.venv/.installed, which implies the other)
@@ -138,6 +138,7 @@ test: $(STAMP) kcat fuse java kafka ecosystem spark-kafka connect iceberg-rest g
 	PYBROKER_KAFKA_HOME=$(KAFKA_CACHE) PYBROKER_ECOSYSTEM_HOME=$(ECOSYSTEM_CACHE) \
 	  PYBROKER_SPARK_KAFKA_HOME=$(SPARK_KAFKA_CACHE) PYBROKER_CONNECT_HOME=$(CONNECT_CACHE) PYBROKER_GO_MODULES=1 \
 	  PYBROKER_ICEBERG_REST_HOME=$(ICEBERG_REST_CACHE) \
+	  PYBROKER_LIBRDKAFKA_TESTS=$(LIBRDKAFKA_TESTS) \
 	  $(PY) -m pytest $(PYTEST_ARGS)
 
 test-fast: $(STAMP) fuse java kafka bytecode
@@ -232,6 +233,22 @@ soak: $(STAMP) fuse bytecode
 	  $(PY) -m tests.powerloss.campaign --cuts $(SOAK_CUTS) --workdir "$$workdir" $(SOAK_ARGS)
 	PYBROKER_ICEBERG_CUTS=$(SOAK_ICEBERG_CUTS) $(PY) -m pytest tests/integration/test_power_loss_iceberg.py -q
 	$(PY) -m tests.powerloss.share_cuts --cuts $(SOAK_SHARE_CUTS)
+
+# issue 32: the peer clients' own share-group suites (tests/ecosystem/test_peer_share_suites.py,
+# docs/testing.md), librdkafka's C share tests and confluent-kafka-python's share_consumer tests, whole (about
+# 25 minutes). Their sources live only in their repositories, which no registry here carries: LIBRDKAFKA_TESTS
+# names librdkafka's tests/ dir at v2.15.0 with its test-runner built, CK_PYTHON_SRC confluent-kafka-python
+# at v2.15.0; a suite whose dir holds neither skips with the reason. What that suite's conftest imports and
+# the venv lacks is installed from PyPI into PEER_PYDEPS (outside the venv, on the suite's PYTHONPATH only).
+PEER_CACHE ?= $(HOME)/.cache/pybroker
+LIBRDKAFKA_TESTS ?= $(PEER_CACHE)/librdkafka-src-v2.15.0/tests
+CK_PYTHON_SRC ?= $(PEER_CACHE)/confluent-kafka-python-src-v2.15.0
+PEER_PYDEPS ?= $(PEER_CACHE)/peer-suites-pydeps
+peer-suites: $(STAMP) bytecode
+	@[ -f $(PEER_PYDEPS)/.installed ] || { $(PY) -m pip install -q --no-deps --target $(PEER_PYDEPS) \
+	  trivup==0.12.2 jwcrypto==1.6.1 python_jwt==4.1.0 && touch $(PEER_PYDEPS)/.installed; }
+	PYBROKER_PEER_SUITES=1 PYBROKER_LIBRDKAFKA_TESTS=$(LIBRDKAFKA_TESTS) PYBROKER_CK_PYTHON_SRC=$(CK_PYTHON_SRC) \
+	  PYBROKER_PEER_SUITES_PYDEPS=$(PEER_PYDEPS) $(PY) -m pytest tests/ecosystem/test_peer_share_suites.py -s -q $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache protocol/records/*.so

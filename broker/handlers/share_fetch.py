@@ -5,8 +5,10 @@ partitions in and its forgotten ones out; the acknowledgements are applied (each
 `acknowledge_error_code`); a closing session (epoch -1) or one replaced by a new epoch 0 releases what the
 member held on it; then, unless the session closes or the request only renews locks (v2 `is_renew_ack`),
 each of the session's partitions hands the member at most what is left of `max_records` records
-(`broker/share/share_reads.py`). With nothing acquired the request waits up to `max_wait_ms` for an
-append or a record made available again, then tries once more. The answer goes out only once every
+(`broker/share/share_reads.py`); MaxBytes 0 acquires nothing, and a share-partition the group first touches
+once another partition of the answer gave records is only initialized, to be read by the next fetch (as
+Kafka, which answers with the partitions whose state is loaded first). With nothing acquired the request
+waits up to `max_wait_ms` for an append or a record made available again, then tries once more. The answer goes out only once every
 share-partition it changed is fsynced in `__share_group_state`.
 
 Acquire modes (v2, KIP-1206): batch-optimized (0, and every v1 request) acquires whole batches, so
@@ -136,13 +138,23 @@ def _read_all(ctx: RequestContext, request: ShareFetchRequest, fetching: list[To
     shares = ctx.state.shares
     group_id, member_id = request.group_id or "", request.member_id or ""
     records_left = request.max_records if request.max_records > 0 else 500
-    bytes_left = request.max_bytes if request.max_bytes > 0 else 0x7FFFFFFF
+    # MaxBytes 0 (or less) acquires nothing, as Kafka answers it: no record fits in no bytes (librdkafka's
+    # fetch.max.bytes=0 test pins that a share consumer so configured gets no records)
+    bytes_left = max(request.max_bytes, 0)
+    if bytes_left == 0:
+        records_left = 0
     reads: dict[TopicPartition, ShareRead] = {}
     for topic_id, partition in fetching:
         if not allowed(topic_id):
             reads[(topic_id, partition)] = ShareRead(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
             continue
-        read = acquire_records(shares, group_id, member_id, topic_id, partition, records_left, bytes_left, now,
+        # Kafka initializes a share-partition (reads its state from the share coordinator) before it reads
+        # it, and a fetch answers with the partitions ready first; so one the group first touches here, once
+        # another partition already gave records, is initialized now and read by the next fetch (librdkafka's
+        # 0179 expects a session's first answers one partition at a time, as Kafka gives them)
+        fresh = (group_id, topic_id, partition) not in shares.partitions and any(r.acquired for r in reads.values())
+        read = acquire_records(shares, group_id, member_id, topic_id, partition, 0 if fresh else records_left,
+                               bytes_left, now,
                                record_limit=request.share_acquire_mode == RECORD_LIMIT)
         reads[(topic_id, partition)] = read
         records_left -= read.count

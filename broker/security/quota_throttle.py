@@ -2,12 +2,14 @@
 
 Kafka (KIP-219) answers at once with `throttle_time_ms` and mutes the channel for that long; a client
 older than the version where it throttles itself (Produce v6, Fetch v8) instead gets its response
-delayed by the throttle, the channel muted meanwhile. Produce is charged the request's size, Fetch the
-record bytes it returns (Kafka charges the response's size; the records are nearly all of it). As in
+delayed by the throttle, the channel muted meanwhile. Produce is charged the request's size, Fetch and
+ShareFetch the record bytes they return (Kafka charges the response's size; the records are nearly all of it). As in
 Kafka, a fetch that would put its client over quota is answered with no partitions and its bytes are not
 charged: the client fetches the same offsets again after the throttle. The fetch handler decides that
 (`fetch_throttle`) before its fetch session sees the answer, as Kafka does since KAFKA-6946: a throttled
-fetch leaves the session untouched; `charge` then only applies the throttle the handler set.
+fetch leaves the session untouched; `charge` then only applies the throttle the handler set. A ShareFetch
+has acquired its records by then (they are locked to the member), so it is answered whole and charged, and
+its throttle delays the client's next request (confluent-kafka-python's throttle_cb tests wait for it).
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ from pybroker.protocol.api_keys import ApiKey
 
 #: api key -> (quota key, first version whose clients throttle themselves on the response's throttle)
 THROTTLED_APIS: dict[int, tuple[str, int]] = {ApiKey.PRODUCE: (PRODUCER_BYTE_RATE, 6),
-                                              ApiKey.FETCH: (CONSUMER_BYTE_RATE, 8)}
+                                              ApiKey.FETCH: (CONSUMER_BYTE_RATE, 8),
+                                              ApiKey.SHARE_FETCH: (CONSUMER_BYTE_RATE, 0)}
 
 
 def fetch_bytes(response: Any) -> int:
@@ -49,6 +52,8 @@ def charge(quotas: ClientQuotas | None, api_key: int, version: int, principal: s
         key, self_throttling_from = spec
         if api_key == ApiKey.FETCH:  # charged by the handler, before its session saw the answer
             delay = int(getattr(response, "throttle_time_ms", 0) or 0)
+        elif api_key == ApiKey.SHARE_FETCH:  # its records are acquired already: charged and kept
+            delay = quotas.record(key, principal, client_id or "", fetch_bytes(response), now_ms)
         else:
             delay = quotas.record(key, principal, client_id or "", request_bytes, now_ms)
         hold = bool(delay) and version < self_throttling_from

@@ -251,7 +251,12 @@ class ShareService:
 
     def acknowledge(self, key: ShareKey, member_id: str, batches: Iterable[tuple[int, int, list[int]]],
                     now_ms: int) -> ErrorCode:
-        """Apply a partition's acknowledgement batches in order; the first refused one stops them."""
+        """Apply a partition's acknowledgement batches in order; the first refused one stops them. A topic id
+        no longer served (the topic was deleted, or deleted and created again under a new id) answers
+        UNKNOWN_TOPIC_ID, as a fetch of it does, whatever share state the old topic left behind: the client
+        learns its acknowledgements went nowhere instead of being told they succeeded."""
+        if self.logs.topic_by_id(key[1]) is None:
+            return ErrorCode.UNKNOWN_TOPIC_ID
         share = self.partitions.get(key)
         if share is None:
             return ErrorCode.INVALID_RECORD_STATE
