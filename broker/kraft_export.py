@@ -32,11 +32,13 @@ from pybroker.broker.share.group_configs import FILE_NAME as GROUP_CONFIGS_FILE
 from pybroker.broker.share.group_configs import GroupConfigs
 from pybroker.broker.streams_groups.group_configs import FILE_NAME as STREAMS_GROUP_CONFIGS_FILE
 from pybroker.broker.streams_groups.group_configs import StreamsGroupConfigs
+from pybroker.broker.telemetry.subscriptions import FILE_NAME as CLIENT_METRICS_FILE
+from pybroker.broker.telemetry.subscriptions import Subscriptions
 from pybroker.protocol.kraft_snapshot import encode_metadata_record
 from pybroker.protocol.scram_mechanisms import MECHANISMS
 from pybroker.storage.dynamic_config_store import DynamicConfigStore
 from pybroker.storage.kraft_export import ExportError, ExportResult, export_kraft_snapshot, node_of
-from pybroker.storage.kraft_metadata import BROKER_RESOURCE, GROUP_RESOURCE
+from pybroker.storage.kraft_metadata import BROKER_RESOURCE, CLIENT_METRICS_RESOURCE, GROUP_RESOURCE
 from pybroker.storage.log_dir import lock_dir, unlock_dir
 from pybroker.storage.topic_store import TopicStore
 
@@ -77,8 +79,14 @@ def security_values(first_dir: Path, node_id: int) -> dict[str, list[bytes]]:
     groups = [encode_metadata_record("ConfigRecord", {"resource_type": GROUP_RESOURCE, "resource_name": group,
                                                       "name": key, "value": value})
               for group, layer in sorted(group_layers.items()) for key, value in sorted(layer.items())]
+    subscriptions = Subscriptions(first_dir / CLIENT_METRICS_FILE)
+    subscriptions.load()
+    client_metrics = [encode_metadata_record("ConfigRecord", {"resource_type": CLIENT_METRICS_RESOURCE,
+                                                              "resource_name": name, "name": key, "value": value})
+                      for name in subscriptions.names()
+                      for key, value in sorted((subscriptions.configs(name) or {}).items())]
     return {"acls": acls, "scram_credentials": scram, "client_quotas": quotas, "broker_configs": configs,
-            "group_configs": groups}
+            "group_configs": groups, "client_metrics": client_metrics}
 
 
 def export_kraft(log_dirs: Sequence[Path], node_id: int | None, metadata_dir: Path | None = None,

@@ -42,11 +42,15 @@ from pybroker.broker.share.group_configs import SHARE_KEYS
 from pybroker.broker.streams_groups.group_configs import FILE_NAME as STREAMS_GROUP_CONFIGS_FILE
 from pybroker.broker.streams_groups.group_configs import FORMAT_VERSION as STREAMS_GROUP_CONFIGS_VERSION
 from pybroker.broker.streams_groups.group_configs import KEYS as STREAMS_KEYS
+from pybroker.broker.telemetry.subscriptions import FILE_NAME as CLIENT_METRICS_FILE
+from pybroker.broker.telemetry.subscriptions import FORMAT_VERSION as CLIENT_METRICS_VERSION
+from pybroker.broker.telemetry.subscriptions import SubscriptionError
+from pybroker.broker.telemetry.subscriptions import validate as validate_subscription
 from pybroker.config.broker_config import validate_dynamic_broker
 from pybroker.config.types import ConfigError
 from pybroker.protocol.scram_mechanisms import BY_TYPE
 from pybroker.storage.files import atomic_write
-from pybroker.storage.kraft_metadata import GROUP_RESOURCE, KraftImage
+from pybroker.storage.kraft_metadata import CLIENT_METRICS_RESOURCE, GROUP_RESOURCE, KraftImage
 
 log = structlog.get_logger("pybroker.kraft_takeover")
 
@@ -159,12 +163,37 @@ def adopt_group_configs(image: KraftImage, log_dir: Path, replace: bool = False)
     return len(stored)
 
 
+def adopt_client_metrics(image: KraftImage, log_dir: Path, replace: bool = False) -> int:
+    """Kafka's client-metrics subscriptions (ConfigRecord of resource type CLIENT_METRICS) that pass
+    pybroker's checks, unless pybroker already has a subscriptions file (`replace`: in its place); how many
+    were stored. One that fails the checks is left out with a log line naming it."""
+    path = log_dir / CLIENT_METRICS_FILE
+    subscriptions: dict[str, dict[str, str]] = {}
+    for (kind, name), configs in sorted(image.configs.items()):
+        if kind != CLIENT_METRICS_RESOURCE or not configs:
+            continue
+        try:
+            validate_subscription(name, configs)
+        except SubscriptionError as exc:
+            log.warning("a client-metrics subscription of Kafka's is not taken over", subscription=name,
+                        reason=str(exc))
+            continue
+        subscriptions[name] = dict(configs)
+    if not replace and (not subscriptions or path.exists()):
+        return 0
+    atomic_write(path, json.dumps({"version": CLIENT_METRICS_VERSION, "subscriptions": subscriptions},
+                                  sort_keys=True, indent=1).encode())
+    return len(subscriptions)
+
+
 def adopt_kafka_settings(image: KraftImage, log_dir: Path, configs: DynamicBrokerConfigs, node_id: int, *,
                          replace: bool = False) -> None:
     """Every store, then one log line with the counts and config keys (never credentials or values)."""
     acls, users = adopt_acls(image, log_dir, replace), adopt_scram(image, log_dir, replace)
     quotas = adopt_quotas(image, log_dir, replace)
     groups = adopt_group_configs(image, log_dir, replace)
+    subscriptions = adopt_client_metrics(image, log_dir, replace)
     keys = adopt_broker_configs(image, configs, node_id, replace)
     log.info("took over Apache Kafka's ACLs, SCRAM credentials, client quotas and dynamic broker configs", acls=acls,
-             scram_credentials=users, client_quotas=quotas, group_configs=groups, broker_configs=keys)
+             scram_credentials=users, client_quotas=quotas, group_configs=groups,
+             client_metrics_subscriptions=subscriptions, broker_configs=keys)

@@ -16,9 +16,10 @@ a live log with `replace`, as a takeover), `open` goes on from the log, or, for 
 (an older pybroker's, or one taken over one way from Kafka before), writes the stores' image as its first
 snapshot. A dir Kafka served is gone on from: its log is appended to at Kafka's last leader epoch.
 
-Client-metrics subscriptions are not in the log yet (they stay in their own file); group configs (share
-groups' `pybroker-group-configs.json`, streams groups' `pybroker-streams-group-configs.json`) are, as one
-ConfigRecord set of resource type GROUP per group. Building the image reads every store: a change costs
+Group configs (share groups' `pybroker-group-configs.json`, streams groups'
+`pybroker-streams-group-configs.json`) are in it as one ConfigRecord set of resource type GROUP per group, and
+client-metrics subscriptions (`client-metrics.json`) as ConfigRecords of resource type CLIENT_METRICS, as Kafka
+keeps them. Building the image reads every store: a change costs
 O(metadata), fine for the topic and ACL counts a single broker holds. The topic part (every topic and partition) is rebuilt only when the
 topic table changed, so the changes saved on the event loop (ACLs, dynamic broker configs, a producer id block)
 rebuild only the small part.
@@ -42,6 +43,7 @@ from pybroker.broker.security.quota_store import FILE_NAME as QUOTA_FILE
 from pybroker.broker.security.scram_store import FILE_NAME as SCRAM_FILE
 from pybroker.broker.share.group_configs import FILE_NAME as GROUP_CONFIGS_FILE
 from pybroker.broker.streams_groups.group_configs import FILE_NAME as STREAMS_GROUP_CONFIGS_FILE
+from pybroker.broker.telemetry.subscriptions import FILE_NAME as CLIENT_METRICS_FILE
 from pybroker.protocol.kraft_snapshot import encode_metadata_record
 from pybroker.storage.dynamic_config_store import FILE_NAME as DYNAMIC_CONFIG_FILE
 from pybroker.storage.files import unwatch_replacements, watch_replacements
@@ -56,7 +58,7 @@ log = structlog.get_logger("pybroker.live_metadata")
 
 #: the stores whose replacement is a metadata change (in the first log dir)
 WATCHED = (TOPIC_FILE, DYNAMIC_CONFIG_FILE, PRODUCER_ID_FILE, ACL_FILE, SCRAM_FILE, QUOTA_FILE, GROUP_CONFIGS_FILE,
-           STREAMS_GROUP_CONFIGS_FILE)
+           STREAMS_GROUP_CONFIGS_FILE, CLIENT_METRICS_FILE)
 
 
 class LiveMetadata:

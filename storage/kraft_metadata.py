@@ -43,7 +43,7 @@ METADATA_DIR = "__cluster_metadata-0"
 _SNAPSHOT = re.compile(r"(?P<offset>[0-9]{20})-(?P<epoch>[0-9]{10})\.checkpoint")
 _SEGMENT = re.compile(r"(?P<offset>[0-9]{20})\.log")
 #: Kafka's ConfigResource types in ConfigRecord
-TOPIC_RESOURCE, BROKER_RESOURCE, GROUP_RESOURCE = 2, 4, 32
+TOPIC_RESOURCE, BROKER_RESOURCE, CLIENT_METRICS_RESOURCE, GROUP_RESOURCE = 2, 4, 16, 32
 #: the decompressed size one metadata batch may reach
 MAX_BATCH_BYTES = 64 << 20
 

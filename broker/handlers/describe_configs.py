@@ -13,6 +13,7 @@ the broker's.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from pybroker.broker.context import RequestContext
 from pybroker.broker.dispatch import handler
@@ -35,12 +36,31 @@ from pybroker.protocol.messages.describe_configs import (
     DescribeConfigsSynonym,
 )
 
+if TYPE_CHECKING:
+    from pybroker.broker.state import BrokerState
+
 TOPIC_RESOURCE = 2
 BROKER_RESOURCE = 4
 BROKER_LOGGER_RESOURCE = 8
 DYNAMIC_BROKER_LOGGER_CONFIG = 6
 #: Kafka's config sources of a group config: set for the group, or the default
 GROUP_CONFIG, DEFAULT_CONFIG = 8, 5
+#: the group keys whose broker-wide synonym keeps the group key's own name (every other key's is `group.<key>`)
+SAME_NAME_GROUP_KEYS = frozenset({"share.auto.offset.reset", "share.isolation.level", "share.renew.acknowledge.enable"})
+
+
+def _group_synonyms(key: str, value: str, is_default: bool, default: str) -> list[DescribeConfigsSynonym]:
+    """Kafka's synonyms of a group config: the group's own value when set, then the broker's, which Kafka
+    names with the `group.` prefix and always reports as DEFAULT_CONFIG (as Kafka 4.4's kafka-configs shows)."""
+    own = [] if is_default else [DescribeConfigsSynonym(name=key, value=value, source=GROUP_CONFIG)]
+    broker_key = key if key in SAME_NAME_GROUP_KEYS else f"group.{key}"
+    return [*own, DescribeConfigsSynonym(name=broker_key, value=default, source=DEFAULT_CONFIG)]
+
+
+def _group_default(state: BrokerState, key: str, share_defaults: dict[str, str]) -> str:
+    if key in share_defaults:
+        return share_defaults[key]
+    return state.groups.coordinator.streams.group_configs.broker_text(key, state.groups.coordinator.config)
 
 
 def _entry(resolved: ResolvedConfig, synonyms: bool, docs: bool, read_only: bool) -> DescribeConfigsResourceResult:
@@ -102,18 +122,24 @@ def handle_describe_configs(ctx: RequestContext, request: DescribeConfigsRequest
                 config_source=DYNAMIC_BROKER_LOGGER_CONFIG, is_default=False, is_sensitive=False, synonyms=[],
                 config_type=0, documentation=None) for name in _selected(LOGGER_LEVELS.names(), wanted)]
         elif resource.resource_type == CLIENT_METRICS_RESOURCE:
+            # an unset key is the default, without synonyms; a set one names itself (Kafka 4.4's answer)
             result.configs = [DescribeConfigsResourceResult(
-                name=key, value=value, read_only=False, config_source=CLIENT_METRICS_CONFIG, is_default=is_default,
-                is_sensitive=False, synonyms=[], config_type=0, documentation=doc if docs else None)
+                name=key, value=value, read_only=False,
+                config_source=DEFAULT_CONFIG if is_default else CLIENT_METRICS_CONFIG, is_default=is_default,
+                is_sensitive=False, synonyms=[DescribeConfigsSynonym(name=key, value=value, source=CLIENT_METRICS_CONFIG)]
+                if synonyms and not is_default else [], config_type=0, documentation=doc if docs else None)
                 for key, value, is_default, doc in described(state, resource.resource_name)
                 if wanted is None or key in wanted]
         elif resource.resource_type == GROUP_RESOURCE:
+            share_defaults = state.shares.config_defaults()
             result.configs = [DescribeConfigsResourceResult(
                 name=key, value=value, read_only=False, config_source=GROUP_CONFIG if not is_default
-                else DEFAULT_CONFIG, is_default=is_default, is_sensitive=False, synonyms=[],
+                else DEFAULT_CONFIG, is_default=is_default, is_sensitive=False,
+                synonyms=_group_synonyms(key, value, is_default, _group_default(state, key, share_defaults))
+                if synonyms else [],
                 config_type=STREAMS_CONFIG_TYPES.get(key, 0), documentation=None)
                 for key, value, is_default in state.shares.group_configs.described(
-                    resource.resource_name, state.shares.config_defaults())
+                    resource.resource_name, share_defaults)
                 + state.groups.coordinator.streams.group_configs.described(
                     resource.resource_name, state.groups.coordinator.config)
                 if wanted is None or key in wanted]

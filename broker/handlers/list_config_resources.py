@@ -3,7 +3,8 @@
 v0 was KIP-714's ListClientMetricsResources and lists client-metrics resources only. v1 names the
 resource types wanted (empty: every type Kafka lists) and each resource's type: every topic (2), this
 broker (4) and its loggers (8) by node id, the client-metrics subscriptions configured (16) and the
-groups with configs of their own (32: none, we keep no group configs). A type Kafka does not list is
+groups with configs of their own (32: share and streams keys, `broker/share/group_configs.py` and
+`broker/streams_groups/group_configs.py`; `kafka-configs --describe --entity-type groups` asks this first). A type Kafka does not list is
 refused with UNSUPPORTED_VERSION, as Kafka does.
 
 Authorizes: DESCRIBE_CONFIGS on the cluster; refused with a top-level CLUSTER_AUTHORIZATION_FAILED.
@@ -37,13 +38,26 @@ def _client_metrics(state: BrokerState) -> Iterable[str]:
     return [] if subscriptions is None else subscriptions.names()
 
 
+def _groups(state: BrokerState) -> Iterable[str]:
+    """The groups with a share or a streams config of their own (a group may have both: listed once)."""
+    names: set[str] = set()
+    shares = getattr(state, "shares", None)
+    if shares is not None and getattr(shares, "group_configs", None) is not None:
+        names.update(name for name, configs in shares.group_configs.configs.items() if configs)
+    groups = getattr(state, "groups", None)
+    streams = getattr(getattr(getattr(groups, "coordinator", None), "streams", None), "group_configs", None)
+    if streams is not None:
+        names.update(name for name, configs in streams.configs.items() if configs)
+    return sorted(names)
+
+
 #: resource type -> the names of its resources, in the order listed
 LISTERS: dict[int, Callable[[BrokerState], Iterable[str]]] = {
     TOPIC: lambda state: sorted(state.logs.topics()),
     BROKER: lambda state: [str(state.node_id)],
     BROKER_LOGGER: lambda state: [str(state.node_id)],
     CLIENT_METRICS: _client_metrics,
-    GROUP: lambda state: [],
+    GROUP: _groups,
 }
 
 

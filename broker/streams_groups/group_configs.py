@@ -201,10 +201,11 @@ class StreamsGroupConfigs:
     def described(self, group_id: str, config: GroupConfig) -> list[tuple[str, str, bool]]:
         """(key, value, is_default) of every streams key of `group_id`: its override, else the broker's value."""
         mine = self.configs.get(group_id, {})
-        return [(key, mine.get(key, self._broker_text(key, config)), key not in mine) for key in DESCRIBED]
+        return [(key, mine.get(key, self.broker_text(key, config)), key not in mine) for key in DESCRIBED]
 
     @staticmethod
-    def _broker_text(key: str, config: GroupConfig) -> str:
+    def broker_text(key: str, config: GroupConfig) -> str:
+        """The broker's value of a streams key, as DescribeConfigs shows it."""
         value = getattr(config, KEYS[key].broker)
         return ",".join(value) if KEYS[key].tags else str(value)
 

@@ -7,8 +7,9 @@ list matches every client; selectors: client_instance_id, client_id, client_soft
 client_software_version, client_source_address, client_source_port). They are set with
 IncrementalAlterConfigs (SET / DELETE; APPEND and SUBTRACT on the two lists) and read with
 DescribeConfigs; a subscription whose configs are all deleted is gone. Kafka keeps them in its metadata
-log; we keep them in one JSON file in the first log dir, replaced whole (`atomic_write`), at most
-`MAX_SUBSCRIPTIONS` of them.
+log, and so do we (`broker/live_metadata.py` appends each change as ConfigRecords of type 16); the broker
+reads them from one JSON file in the first log dir, replaced whole (`atomic_write`) and rewritten from the
+log at start, at most `MAX_SUBSCRIPTIONS` of them.
 
 A `match` regex runs on the event loop against what a client says about itself, so it may not
 backtrack catastrophically: one pattern per selector, at most `MAX_REGEX` characters and `MAX_REPEATS`

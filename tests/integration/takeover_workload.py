@@ -56,6 +56,10 @@ CLUSTER_DEFAULT = {"min.insync.replicas": "1"}
 USER, PASSWORD = "tk-alice", "tk-Pw-5be1c0"
 #: the user's client quotas, set with Kafka's kafka-configs (confluent-kafka's Python admin has no quota calls)
 QUOTAS = "consumer_byte_rate=2048.0,producer_byte_rate=1024.0"
+#: one group's share and streams keys (Kafka keeps them as one GROUP config resource) and a client-metrics
+#: subscription (a CLIENT_METRICS config resource), set and read with Kafka's kafka-configs
+CONFIG_GROUP, GROUP_CONFIGS = "tk-settings", "share.record.lock.duration.ms=45000,streams.num.standby.replicas=1"
+SUBSCRIPTION, SUBSCRIPTION_CONFIGS = "tk-metrics", "metrics=org.apache.kafka.producer.,interval.ms=60000"
 #: both brokers check ACLs; the PLAINTEXT clients of the harness are ANONYMOUS, a super user
 SECURITY = {"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
             "super.users": "User:ANONYMOUS"}
@@ -81,6 +85,9 @@ class Seen:
     scram: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
     #: kafka-configs' quota lines for the user
     quotas: list[str] = field(default_factory=list)
+    #: kafka-configs' config lines (sorted) of the group configs and of the client-metrics subscription
+    group_configs: list[str] = field(default_factory=list)
+    client_metrics: list[str] = field(default_factory=list)
 
 
 def _recv(sock: socket.socket, n: int) -> bytes:
@@ -132,6 +139,14 @@ def quota_lines(bootstrap: str) -> list[str]:
     return [line for line in result.lines if line.startswith("Quota configs")]
 
 
+def config_lines(bootstrap: str, entity_type: str, name: str) -> list[str]:
+    """kafka-configs' config lines for one entity, synonyms and all (sorted: the two brokers may list them in
+    other orders)."""
+    result = runner.run("kafka-configs", bootstrap, "--bootstrap-server", "{bootstrap}", "--describe",
+                        "--entity-type", entity_type, "--entity-name", name).check()
+    return sorted(line.strip() for line in result.lines if line.startswith("  ") and "=" in line)
+
+
 def observe(bootstrap: str, host: str, port: int) -> Seen:
     seen = Seen(topic_ids=topic_ids(host, port))
     for topic in PARTITIONS:
@@ -158,6 +173,8 @@ def observe(bootstrap: str, host: str, port: int) -> Seen:
     seen.scram = {user: sorted((i.mechanism.name, i.iterations) for i in future.result(20).scram_credential_infos)
                   for user, future in users.items()}
     seen.quotas = quota_lines(bootstrap)
+    seen.group_configs = config_lines(bootstrap, "groups", CONFIG_GROUP)
+    seen.client_metrics = config_lines(bootstrap, "client-metrics", SUBSCRIPTION)
     return seen
 
 
@@ -177,6 +194,10 @@ def fill(bootstrap: str) -> None:
         future.result(30)
     runner.run("kafka-configs", bootstrap, "--bootstrap-server", "{bootstrap}", "--alter", "--add-config", QUOTAS,
                "--entity-type", "users", "--entity-name", USER).check()
+    for entity_type, name, configs in (("groups", CONFIG_GROUP, GROUP_CONFIGS),
+                                       ("client-metrics", SUBSCRIPTION, SUBSCRIPTION_CONFIGS)):
+        runner.run("kafka-configs", bootstrap, "--bootstrap-server", "{bootstrap}", "--alter", "--add-config",
+                   configs, "--entity-type", entity_type, "--entity-name", name).check()
     resource = ConfigResource(ConfigResource.Type.BROKER, "1", incremental_configs=[
         ConfigEntry(key, value, incremental_operation=AlterConfigOpType.SET) for key, value in BROKER_CONFIGS.items()])
     for future in admin.incremental_alter_configs([resource]).values():

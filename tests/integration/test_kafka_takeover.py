@@ -144,6 +144,14 @@ def test_same_client_quotas(takeover: Takeover) -> None:
     assert takeover.pybroker.quotas == takeover.kafka.quotas
 
 
+def test_same_group_configs_and_client_metrics_subscription(takeover: Takeover) -> None:
+    assert [line.split()[0] for line in takeover.kafka.group_configs] == [
+        "share.record.lock.duration.ms=45000", "streams.num.standby.replicas=1"]
+    assert takeover.pybroker.group_configs == takeover.kafka.group_configs
+    assert "interval.ms=60000" in [line.split()[0] for line in takeover.kafka.client_metrics]
+    assert takeover.pybroker.client_metrics == takeover.kafka.client_metrics
+
+
 def test_same_acls_and_scram_users(takeover: Takeover) -> None:
     assert len(takeover.kafka.acls) == len(ACLS)
     assert takeover.pybroker.acls == takeover.kafka.acls

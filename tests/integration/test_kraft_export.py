@@ -176,6 +176,12 @@ def test_committed_offsets_configs_acls_users_quotas(source: Source, on_kafka: O
     assert source.seen.acls and on_kafka.seen.acls == source.seen.acls
     assert source.seen.scram and on_kafka.seen.scram == source.seen.scram
     assert on_kafka.seen.quotas == source.seen.quotas and "producer_byte_rate=1024.0" in " ".join(source.seen.quotas)
+    # one GROUP resource with the share and the streams keys, and a CLIENT_METRICS subscription
+    assert [line.split()[0] for line in source.seen.group_configs] == [
+        "share.record.lock.duration.ms=45000", "streams.num.standby.replicas=1"]
+    assert on_kafka.seen.group_configs == source.seen.group_configs
+    assert "interval.ms=60000" in [line.split()[0] for line in source.seen.client_metrics]
+    assert on_kafka.seen.client_metrics == source.seen.client_metrics
 
 
 @pytest.mark.parametrize("mechanism", ["SCRAM-SHA-256", "SCRAM-SHA-512"])
