@@ -1,9 +1,10 @@
 """DescribeQuorum (key 55), versions 0-2: the KRaft quorum a single node is, with itself as its only voter.
 
-Kafka answers this for its `__cluster_metadata` partition 0; we keep no metadata log, but the node is
-what a one-voter quorum would be: its only voter and leader, elected once (leader epoch 1), no
-observers. The offsets are those of a log we do not keep: 0 for the high watermark and the voter's log
-end offset, which agree, as a caught-up single voter's do. v1 adds the voter's timestamps (the leader's
+Kafka answers this for its `__cluster_metadata` partition 0, and so do we: the node is a one-voter
+quorum, its only voter and leader, no observers, at the live metadata log's leader epoch
+(`broker/live_metadata.py`: 1 for a log pybroker began, Kafka's last for one it went on from). The high
+watermark and the voter's log end offset are both the log's end offset, as a caught-up single voter's
+are (0 and epoch 1 before the log is open). v1 adds the voter's timestamps (the leader's
 last fetch is -1 and its last caught-up time is now, as Kafka reports its leader); v2 the voter's
 directory id (the first log dir's `directory.id`) and the voter's listeners (every listener we serve,
 with its advertised address).
@@ -70,11 +71,14 @@ def handle_describe_quorum(ctx: RequestContext, request: DescribeQuorumRequest) 
         return DescribeQuorumResponse(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                                       error_message="The request names no partition of this quorum.", topics=[])
     node = state.node_id
+    metadata_log = getattr(getattr(state, "metadata", None), "log", None)
+    end_offset = 0 if metadata_log is None else metadata_log.end_offset
+    epoch = LEADER_EPOCH if metadata_log is None else metadata_log.epoch
     voter = ReplicaState(replica_id=node, replica_directory_id=_directory_id(Path(state.config.log_dirs[0])),
-                         log_end_offset=0, last_fetch_timestamp=-1, last_caught_up_timestamp=state.clock_ms())
+                         log_end_offset=end_offset, last_fetch_timestamp=-1, last_caught_up_timestamp=state.clock_ms())
     return DescribeQuorumResponse(error_code=ErrorCode.NONE, error_message=None, topics=[
         DescribeQuorumResponseTopicData(topic_name=METADATA_TOPIC, partitions=[DescribeQuorumResponsePartitionData(
             partition_index=0, error_code=ErrorCode.NONE, error_message=None, leader_id=node,
-            leader_epoch=LEADER_EPOCH, high_watermark=0, current_voters=[voter], observers=[])])],
+            leader_epoch=epoch, high_watermark=end_offset, current_voters=[voter], observers=[])])],
         nodes=[Node(node_id=node, listeners=[Listener(name=name, host=host or "127.0.0.1", port=port)
                                              for name, (host, port) in state.advertised.items()])])

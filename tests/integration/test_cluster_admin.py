@@ -32,6 +32,9 @@ def test_kafka_python_describe_cluster_and_quorum(broker: BrokerProcess) -> None
     partition = quorum["topics"][0]["partitions"][0]
     assert partition["leader_id"] == 1 and partition["leader_epoch"] >= 1
     assert [v["replica_id"] for v in partition["current_voters"]] == [1] and partition["observers"] == []
+    # the live metadata log's end: its first snapshot holds at least the feature levels
+    assert partition["high_watermark"] > 0
+    assert [v["log_end_offset"] for v in partition["current_voters"]] == [partition["high_watermark"]]
 
 
 def test_kafka_python_describe_topic_partitions_pages(broker: BrokerProcess, new_topic: Callable[..., str]) -> None:
