@@ -91,3 +91,16 @@ class ShareSessionCache:
 
     def drop_member(self, group_id: str, member_id: str) -> ShareSession | None:
         return self.sessions.pop((group_id, member_id), None)
+
+
+def fetch_order(session: ShareSession, epoch: int) -> list[TopicPartition]:
+    """The session's partitions in the order a fetch of `epoch` reads them: rotated by the epoch, as Kafka
+    rotates a share fetch's partitions round-robin. A fetch stops reading once `max_records` is met, so in a
+    fixed order the first partitions, while they keep records available (a backlog, records released again),
+    would take every fetch and a later partition would never be read (franz-go's TestShareGroupETL found
+    its one-partition topic starved behind the three-partition one)."""
+    order = list(session.partitions)
+    if not order:
+        return order
+    at = epoch % len(order) if epoch > 0 else 0
+    return order[at:] + order[:at]
