@@ -79,7 +79,7 @@ class ShareSessionCache:
             session.partitions[tp] = None
         # added first, then forgotten, as Kafka's session does: a partition named in both (a client sending its
         # last acknowledgements for a partition it no longer reads, as franz-go does after a revocation) leaves
-        # the session; kept, the member would go on acquiring records it discards (issue 32)
+        # the session; kept, the member would go on acquiring records it discards (a suspect in issue 32)
         for tp in forgotten:
             session.partitions.pop(tp, None)
         session.next_epoch = 1 if epoch >= _MAX_EPOCH else epoch + 1
@@ -99,8 +99,8 @@ def fetch_order(session: ShareSession, epoch: int) -> list[TopicPartition]:
     """The session's partitions in the order a fetch of `epoch` reads them: rotated by the epoch, as Kafka
     rotates a share fetch's partitions round-robin. A fetch stops reading once `max_records` is met, so in a
     fixed order the first partitions, while they keep records available (a backlog, records released again),
-    would take every fetch and a later partition would never be read (franz-go's TestShareGroupETL found
-    its one-partition topic starved behind the three-partition one)."""
+    would take every fetch and a later partition would never be read (a suspect in issue 32, franz-go's
+    TestShareGroupETL stalling on its one-partition topic, listed after a three-partition one)."""
     order = list(session.partitions)
     if not order:
         return order

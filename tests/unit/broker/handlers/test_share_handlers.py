@@ -488,8 +488,8 @@ async def test_a_share_fetch_is_charged_to_its_clients_consumer_byte_rate(broker
 
 async def test_a_partition_behind_one_with_a_backlog_is_not_starved(broker: BrokerApp) -> None:
     """A fetch stops reading once `max_records` is met: the session's partitions are read in an order rotated
-    by the epoch (as Kafka), so one listed after a partition that always has records still gets read (issue
-    32: franz-go's TestShareGroupETL starved its one-partition topic behind the three-partition one)."""
+    by the epoch (as Kafka), so one listed after a partition that always has records still gets read (a suspect
+    in issue 32, franz-go's TestShareGroupETL stalling on its one-partition topic)."""
     client = await _client(broker)
     create = CreateTopicsRequest(topics=[CreatableTopic(name="sb", num_partitions=2, replication_factor=1)])
     assert (await client.call(create, 7)).topics[0].error_code == 0

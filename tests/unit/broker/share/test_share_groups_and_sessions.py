@@ -60,7 +60,7 @@ def test_members_past_their_session_are_removed_and_the_group_size_is_capped() -
 def test_a_partition_both_added_and_forgotten_leaves_the_session() -> None:
     """As Kafka's session: the request's partitions are added, then its forgotten ones removed. franz-go names a
     partition it no longer reads in both (its last acknowledgements, and forgotten): kept in the session, its
-    member went on acquiring that partition's records and dropping them (issue 32)."""
+    member went on acquiring that partition's records and dropping them (a suspect in issue 32)."""
     cache = ShareSessionCache(max_sessions=1)
     key = ("g", "m")
     cache.plan(key, 0, [(T1, 0), (T2, 0)], [])
