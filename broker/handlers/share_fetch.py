@@ -4,7 +4,8 @@ In order: the share session (`broker/share/share_sessions.py`) checks the epoch 
 partitions in and its forgotten ones out; the acknowledgements are applied (each partition's outcome in
 `acknowledge_error_code`); a closing session (epoch -1) or one replaced by a new epoch 0 releases what the
 member held on it; then, unless the session closes or the request only renews locks (v2 `is_renew_ack`),
-each of the session's partitions hands the member at most what is left of `max_records` records
+each of the session's partitions, in an order rotated by the session epoch (`fetch_order`, so no partition
+is starved behind others that keep records), hands the member at most what is left of `max_records` records
 (`broker/share/share_reads.py`); MaxBytes 0 acquires nothing, and a share-partition the group first touches
 once another partition of the answer gave records is only initialized, to be read by the next fetch (as
 Kafka, which answers with the partitions whose state is loaded first). With nothing acquired the request
@@ -29,7 +30,7 @@ from pybroker.broker.partitions.delayed import DelayedOperation
 from pybroker.broker.security.authorization_share_groups import share_fetch_rule
 from pybroker.broker.security.authorizer import host_of
 from pybroker.broker.share.share_reads import ShareRead, acquire_records
-from pybroker.broker.share.share_sessions import OPEN_EPOCH
+from pybroker.broker.share.share_sessions import OPEN_EPOCH, fetch_order
 from pybroker.broker.share.share_state_topic import ShareKey
 from pybroker.protocol.acl_codes import AclOperation, ResourceType
 from pybroker.protocol.api_keys import ApiKey
@@ -112,7 +113,7 @@ def handle_share_fetch(ctx: RequestContext, request: ShareFetchRequest) -> Any:
         changed.update(shares.release_member(group_id, member_id, [(group_id, *tp) for tp in plan.replaced.partitions]))
     if plan.closing:
         changed.update(shares.release_member(group_id, member_id, [(group_id, *tp) for tp in plan.session.partitions]))
-    fetching = [] if plan.closing or request.is_renew_ack else list(plan.session.partitions)
+    fetching = [] if plan.closing or request.is_renew_ack else fetch_order(plan.session, epoch)
     reads = _read_all(ctx, request, fetching, allowed, now)
     shares.scheduled()
     acquired_any = any(r.acquired for r in reads.values())

@@ -2,11 +2,10 @@
 
 A session is keyed by (group id, member id). Epoch 0 opens it with the request's partitions (replacing an
 older one of the same member); each later request carries the next epoch and may add partitions (its
-topics) or drop them (its forgotten topics); -1 closes it. A request with an epoch the session does not
-expect is INVALID_SHARE_SESSION_EPOCH, one for a session that is not there SHARE_SESSION_NOT_FOUND (but a
-final one, -1, is served without it: a client may leave its group before it sends its last acknowledgements,
-as librdkafka's close does), and a
-new session past `group.share.max.share.sessions` SHARE_SESSION_LIMIT_REACHED. A session holds at most
+topics) or drop them (its forgotten topics, applied after the added ones, as Kafka); -1 closes it. A
+request with an epoch the session does not expect is INVALID_SHARE_SESSION_EPOCH, one for a session that is
+not there SHARE_SESSION_NOT_FOUND (but a final one, -1, is served without it: a client may leave its group
+before it sends its last acknowledgements, as librdkafka's close does), and a new session past `group.share.max.share.sessions` SHARE_SESSION_LIMIT_REACHED. A session holds at most
 `MAX_SESSION_PARTITIONS` partitions (INVALID_REQUEST beyond), so a request cannot make it grow unbounded.
 
 Threads: the event loop only.
@@ -74,12 +73,15 @@ class ShareSessionCache:
             return SessionPlan(ErrorCode.SHARE_SESSION_NOT_FOUND)
         if epoch != session.next_epoch:
             return SessionPlan(ErrorCode.INVALID_SHARE_SESSION_EPOCH)
-        for tp in forgotten:
-            session.partitions.pop(tp, None)
         for tp in added:
             if tp not in session.partitions and len(session.partitions) >= MAX_SESSION_PARTITIONS:
                 return SessionPlan(ErrorCode.INVALID_REQUEST)
             session.partitions[tp] = None
+        # added first, then forgotten, as Kafka's session does: a partition named in both (a client sending its
+        # last acknowledgements for a partition it no longer reads, as franz-go does after a revocation) leaves
+        # the session; kept, the member would go on acquiring records it discards (a suspect in issue 32)
+        for tp in forgotten:
+            session.partitions.pop(tp, None)
         session.next_epoch = 1 if epoch >= _MAX_EPOCH else epoch + 1
         return SessionPlan(ErrorCode.NONE, session)
 
@@ -91,3 +93,16 @@ class ShareSessionCache:
 
     def drop_member(self, group_id: str, member_id: str) -> ShareSession | None:
         return self.sessions.pop((group_id, member_id), None)
+
+
+def fetch_order(session: ShareSession, epoch: int) -> list[TopicPartition]:
+    """The session's partitions in the order a fetch of `epoch` reads them: rotated by the epoch, as Kafka
+    rotates a share fetch's partitions round-robin. A fetch stops reading once `max_records` is met, so in a
+    fixed order the first partitions, while they keep records available (a backlog, records released again),
+    would take every fetch and a later partition would never be read (a suspect in issue 32, franz-go's
+    TestShareGroupETL stalling on its one-partition topic, listed after a three-partition one)."""
+    order = list(session.partitions)
+    if not order:
+        return order
+    at = epoch % len(order) if epoch > 0 else 0
+    return order[at:] + order[:at]

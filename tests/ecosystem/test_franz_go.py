@@ -8,7 +8,7 @@ restarted; at the end the output, read with read_committed, must hold each input
 
 franz-go's suite (kgo's *_test.go; kadm's tests are unit tests only and never reach a broker; kfake's are
 franz-go's fake broker and excluded): the subset in FAST_SUBSET runs in `make test`; PYBROKER_FRANZ_GO_FULL=1
-runs every test of pkg/kgo against a fresh broker (about 4.5 minutes here; what does not pass is named in
+runs every test of pkg/kgo against a fresh broker (about 1.5 minutes here; what does not pass is named in
 KNOWN_NOT_PASSING and docs/testing.md).
 """
 
@@ -209,14 +209,9 @@ FAST_SUBSET = ("TestGroupETL", "TestTxnEtl", "TestGroupSimple", "TestConsumeRege
                "TestShareGroup", "TestShareGroupAckOnClose", "TestShareGroupOffsetsAdmin",
                "TestConsumeRegexShareSkipsInternal")
 FAST_RECORDS = 3000
-#: what the full run (PYBROKER_FRANZ_GO_FULL=1) gives that is not a pass, and why (measured: 150 top-level
-#: tests pass, 2 skip, 1 fails; about 4.5 minutes here with KGO_TEST_RECORDS=20000, the failing one's 240 s
-#: deadline included)
+#: what the full run (PYBROKER_FRANZ_GO_FULL=1) gives that is not a pass, and why (measured: 151 top-level
+#: tests pass, 2 skip; about 1.5 minutes here with KGO_TEST_RECORDS=20000)
 KNOWN_NOT_PASSING = {
-    "TestShareGroupETL": "FAIL: open bug. Alone it passes (11 s); in the full run, beside the other tests, "
-                         "level 2's one-partition topic stalls: at the deadline its share-partition holds 508 "
-                         "available records (delivery count 4) at its start and 532 never acquired, which no "
-                         "member fetches, and a fresh consumer drains them at once (docs/testing.md)",
     "TestIssueProduceBrokerTooOldFailsRecords": "SKIP: Produce v0-2 stay advertised (librdkafka needs them; "
                                                 "docs/skipped-features.md), so the test has no broker to try",
     "TestOAuthAuth": "SKIP: needs KGO_TEST_OAUTH_SEEDS, a listener whose OAUTHBEARER tokens its own issuer signs",
@@ -287,7 +282,7 @@ def test_franz_go_kgo_suite_subset(franz_go_tests: Path, tmp_path: Path) -> None
 
 
 @pytest.mark.skipif(not os.environ.get("PYBROKER_FRANZ_GO_FULL"),
-                    reason="the whole of pkg/kgo's suite (about 4.5 minutes here): PYBROKER_FRANZ_GO_FULL=1 runs it")
+                    reason="the whole of pkg/kgo's suite (about 1.5 minutes here): PYBROKER_FRANZ_GO_FULL=1 runs it")
 def test_franz_go_kgo_suite_full(franz_go_tests: Path, tmp_path: Path) -> None:
     with suite_broker(tmp_path / "broker") as broker:
         results = _run_suite(franz_go_tests, broker, "^Test", 20000, 1800, tmp_path / "kgo.log")

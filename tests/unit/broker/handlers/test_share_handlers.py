@@ -484,3 +484,39 @@ async def test_a_share_fetch_is_charged_to_its_clients_consumer_byte_rate(broker
     answer = await client.call(_fetch("m1", 0, topic_id), 2)
     assert _acquired(answer) == [(0, 9, 1)] and answer.throttle_time_ms > 0
     client.close()
+
+
+async def test_a_partition_behind_one_with_a_backlog_is_not_starved(broker: BrokerApp) -> None:
+    """A fetch stops reading once `max_records` is met: the session's partitions are read in an order rotated
+    by the epoch (as Kafka), so one listed after a partition that always has records still gets read (a suspect
+    in issue 32, franz-go's TestShareGroupETL stalling on its one-partition topic)."""
+    client = await _client(broker)
+    create = CreateTopicsRequest(topics=[CreatableTopic(name="sb", num_partitions=2, replication_factor=1)])
+    assert (await client.call(create, 7)).topics[0].error_code == 0
+    alter = IncrementalAlterConfigsRequest(resources=[AlterConfigsResource(resource_type=32, resource_name="sg", configs=[
+        AlterableConfig(name="share.auto.offset.reset", config_operation=0, value="earliest")])])
+    await client.call(alter, 1)
+    for index in (0, 1):
+        for i in range(20):  # one record a batch: `max_records` 2 takes two records
+            batch = build_batch([Record(0, 0, None, b"v%d" % i)], base_timestamp=int(time.time() * 1000))
+            await client.call(ProduceRequest(acks=-1, timeout_ms=5000, topic_data=[TopicProduceData(
+                name="sb", partition_data=[PartitionProduceData(index=index, records=batch)])]), 9)
+    info = broker.state.logs.topics()["sb"]
+    joined = await client.call(ShareGroupHeartbeatRequest(group_id="sg", member_id="m1", member_epoch=0,
+                                                          subscribed_topic_names=["sb"]), 1)
+    assert joined.error_code == 0
+
+    def fetch(epoch: int) -> ShareFetchRequest:
+        request = _empty_fetch("m1", epoch)
+        request.max_records = request.batch_size = 2
+        if epoch == 0:
+            request.topics = [ShareFetchTopic(topic_id=info.topic_id, partitions=[
+                ShareFetchPartition(partition_index=0), ShareFetchPartition(partition_index=1)])]
+        return request
+
+    read: set[int] = set()
+    for epoch in range(4):
+        answer = await client.call(fetch(epoch), 2)
+        read.update(p.partition_index for t in answer.responses for p in t.partitions if p.acquired_records)
+    assert read == {0, 1}
+    client.close()

@@ -6,7 +6,7 @@ import uuid
 
 from pybroker.broker.share.config import ShareConfig
 from pybroker.broker.share.share_groups import ShareGroups
-from pybroker.broker.share.share_sessions import ShareSessionCache
+from pybroker.broker.share.share_sessions import ShareSessionCache, fetch_order
 from pybroker.protocol.errors import ErrorCode
 
 T1, T2 = uuid.UUID(int=1), uuid.UUID(int=2)
@@ -55,6 +55,29 @@ def test_members_past_their_session_are_removed_and_the_group_size_is_capped() -
     assert list(groups.groups["g"].members) == ["m2"]
     assert groups.delete("g") is ErrorCode.NON_EMPTY_GROUP
     assert groups.expire(200) == [("g", "m2")] and groups.delete("g") is ErrorCode.NONE
+
+
+def test_a_partition_both_added_and_forgotten_leaves_the_session() -> None:
+    """As Kafka's session: the request's partitions are added, then its forgotten ones removed. franz-go names a
+    partition it no longer reads in both (its last acknowledgements, and forgotten): kept in the session, its
+    member went on acquiring that partition's records and dropping them (a suspect in issue 32)."""
+    cache = ShareSessionCache(max_sessions=1)
+    key = ("g", "m")
+    cache.plan(key, 0, [(T1, 0), (T2, 0)], [])
+    plan = cache.plan(key, 1, [(T2, 0)], [(T2, 0)])
+    assert plan.session is not None and list(plan.session.partitions) == [(T1, 0)]
+    plan = cache.plan(key, 2, [(T2, 1)], [(T2, 1)])  # one not in the session before: not kept either
+    assert plan.session is not None and list(plan.session.partitions) == [(T1, 0)]
+
+
+def test_fetch_order_rotates_with_the_epoch() -> None:
+    cache = ShareSessionCache(max_sessions=1)
+    session = cache.plan(("g", "m"), 0, [(T1, 0), (T1, 1), (T2, 0)], []).session
+    assert session is not None
+    assert fetch_order(session, 0) == [(T1, 0), (T1, 1), (T2, 0)]
+    assert fetch_order(session, 1) == [(T1, 1), (T2, 0), (T1, 0)]
+    assert fetch_order(session, 5) == [(T2, 0), (T1, 0), (T1, 1)]
+    assert fetch_order(session, -1) == [(T1, 0), (T1, 1), (T2, 0)]
 
 
 def test_share_session_epochs_and_caps() -> None:
