@@ -52,7 +52,7 @@ from pybroker.protocol.scram_mechanisms import BY_TYPE
 from pybroker.storage.files import atomic_write
 from pybroker.storage.kraft_metadata import CLIENT_METRICS_RESOURCE, GROUP_RESOURCE, KraftImage
 
-log = structlog.get_logger("pybroker.kraft_takeover")
+log = structlog.get_logger("pybroker.kraft_takeover").bind(logger="pybroker.kraft_takeover")
 
 
 def _binding(fields: dict[str, Any]) -> AclBinding | str:

@@ -54,7 +54,7 @@ from pybroker.storage.producer_id_block import FILE_NAME as PRODUCER_ID_FILE
 from pybroker.storage.topic_store import FILE_NAME as TOPIC_FILE
 from pybroker.storage.topic_store import TopicStore
 
-log = structlog.get_logger("pybroker.live_metadata")
+log = structlog.get_logger("pybroker.live_metadata").bind(logger="pybroker.live_metadata")
 
 #: the stores whose replacement is a metadata change (in the first log dir)
 WATCHED = (TOPIC_FILE, DYNAMIC_CONFIG_FILE, PRODUCER_ID_FILE, ACL_FILE, SCRAM_FILE, QUOTA_FILE, GROUP_CONFIGS_FILE,

@@ -37,7 +37,7 @@ from pybroker.storage.files import atomic_write
 from pybroker.storage.producer_id_block import FILE_NAME as PRODUCER_ID_FILE
 from pybroker.storage.topic_store import TopicInfo
 
-log = structlog.get_logger("pybroker.storage.kraft_metadata")
+log = structlog.get_logger("pybroker.storage.kraft_metadata").bind(logger="pybroker.storage.kraft_metadata")
 
 METADATA_DIR = "__cluster_metadata-0"
 _SNAPSHOT = re.compile(r"(?P<offset>[0-9]{20})-(?P<epoch>[0-9]{10})\.checkpoint")

@@ -52,7 +52,7 @@ from pybroker.storage.errors import StorageError
 from pybroker.storage.files import atomic_write, fsync_dir
 from pybroker.storage.kraft_metadata import METADATA_DIR, TOPIC_RESOURCE
 
-log = structlog.get_logger("pybroker.storage.metadata_log")
+log = structlog.get_logger("pybroker.storage.metadata_log").bind(logger="pybroker.storage.metadata_log")
 
 #: in the first log dir: the metadata log in `__cluster_metadata-0` is live (its content is the metadata)
 LIVE_MARK = "pybroker-metadata-log"

@@ -16,6 +16,7 @@ and the broker must still be running afterwards.
 from __future__ import annotations
 
 import json
+import shutil
 import threading
 import time
 from collections.abc import Callable
@@ -37,6 +38,8 @@ from pybroker.protocol.messages.metadata import MetadataRequest, MetadataRequest
 from pybroker.protocol.messages.produce import PartitionProduceData, ProduceRequest, TopicProduceData
 from pybroker.protocol.records.batch import iter_batches
 from pybroker.protocol.records.record import Record, build_batch, decode_records
+from pybroker.storage.kraft_metadata import METADATA_DIR
+from pybroker.storage.metadata_log import LIVE_MARK
 from tests.integration.brokers import BrokerProcess
 from tests.integration.hostile import Canary, RawClient
 
@@ -172,6 +175,10 @@ def test_a_topic_an_older_version_let_in_does_not_undo_the_others_delete_records
                             "partitions": 1, "configs": {}})
     table["version"] += 1
     path.write_text(json.dumps(table))
+    # an older version kept no live metadata log: its JSON stores were the metadata, which the next start
+    # takes as the log's first snapshot
+    (data_dir / LIVE_MARK).unlink()
+    shutil.rmtree(data_dir / METADATA_DIR)
     proc.start()
     with Canary(proc.host, proc.port) as canary, _client(proc) as client:
         assert _produce(client, "evil\n", 0, [b"old"]) == ErrorCode.NONE  # it still works, as it did
