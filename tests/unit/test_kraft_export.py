@@ -135,7 +135,7 @@ def test_security_stores_join_the_image(tmp_path: Path) -> None:
     DynamicConfigStore(dirs[0]).save({"log.retention.ms": "7"}, {"log.cleaner.threads": "2"})
     result, counts = export_kraft(dirs, None)
     assert counts == {"acls": 1, "scram_credentials": 1, "client_quotas": 1, "broker_configs": 2,
-                      "group_configs": 0}
+                      "group_configs": 0, "client_metrics": 0}
     image = read_kraft_metadata(dirs[0])
     assert [(f["resource_name"], f["principal"], f["operation"]) for f in image.acls.values()] == [
         ("t", "User:alice", AclOperation.READ.value)]
