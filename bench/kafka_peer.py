@@ -19,7 +19,8 @@ not wait 3 s for others).
 
 The harness starts these as it starts every target (`bench/run.py`, `tests/integration/brokers.py`): the
 process is `java` itself (so its pid is the JVM's: CPU seconds and peak RSS are read from its `/proc`), and
-it is ready at its first Metadata answer listing a broker, timed from the process start (`ready_at`; the
+it is ready at its first Metadata answer listing a broker, timed from the process start as every target is
+(`bench/readiness.py`, `ready_at`; the
 storage format before it is a separate, untimed step: `format_seconds`). Blocking; call from the harness's
 main thread.
 """
@@ -30,8 +31,9 @@ import subprocess
 import time
 from pathlib import Path
 
-from tests.integration.brokers import BrokerProcess, BrokerStartError, free_port
-from tests.kafka_node import format_command, java_command, kafka_version, kraft_properties, metadata_brokers
+from bench.readiness import ReadyByMetadata
+from tests.integration.brokers import BrokerProcess, free_port
+from tests.kafka_node import format_command, java_command, kafka_version, kraft_properties
 
 #: the two profiles: name -> broker settings on top of Kafka's defaults
 PROFILES: dict[str, dict[str, str]] = {
@@ -72,7 +74,7 @@ def describe(heap: str = DEFAULT_HEAP) -> str:
             "group.initial.rebalance.delay.ms=0, as pybroker")
 
 
-class KafkaProcess(BrokerProcess):
+class KafkaProcess(ReadyByMetadata, BrokerProcess):
     """One profile's Kafka node under `workdir`, started, checked and stopped like any bench target."""
 
     supports_restart = False
@@ -86,7 +88,6 @@ class KafkaProcess(BrokerProcess):
         self.controller_port = free_port()
         self.config_path = self.workdir / "server.properties"
         self.format_seconds = float("nan")
-        self.ready_at = 0.0
 
     def properties(self) -> dict[str, str]:
         return {**kraft_properties(self.port, self.controller_port, self.log_dirs[0]), **self.overrides}
@@ -109,21 +110,3 @@ class KafkaProcess(BrokerProcess):
     def command(self) -> list[str]:
         self._write_config()  # the port changes if the first one was taken
         return java_command("kafka.Kafka", str(self.config_path), jvm=self.jvm)
-
-    def _wait_ready(self) -> None:
-        """Ready at the first Metadata answer that lists this node as a broker (polled every 20 ms)."""
-        deadline = time.monotonic() + self.startup_timeout
-        while time.monotonic() < deadline:
-            assert self.proc is not None
-            if self.proc.poll() is not None:
-                raise BrokerStartError(f"{self.name} exited with {self.proc.returncode} during startup\n"
-                                       f"{self.log_tail()}")
-            try:
-                if metadata_brokers(self.port) > 0:
-                    self.ready_at = time.monotonic()
-                    return
-            except (OSError, ConnectionError):
-                pass
-            time.sleep(0.02)
-        raise BrokerStartError(f"{self.name} did not answer Metadata on {self.bootstrap} within "
-                               f"{self.startup_timeout:.0f} s\n{self.log_tail()}")

@@ -100,9 +100,9 @@ from bench.load import (  # noqa: E402
     group_join,
     latency,
 )
+from bench.readiness import PybrokerTarget, TansuTarget  # noqa: E402
 from bench.report import brokers_text, print_goals, print_grid, write_json  # noqa: E402
-from tests.integration.brokers import BrokerProcess, TansuProcess, ensure_tansu, kill_all  # noqa: E402
-from tests.integration.metrics_broker import MetricsBrokerProcess  # noqa: E402
+from tests.integration.brokers import BrokerProcess, ensure_tansu, kill_all  # noqa: E402
 
 SIZES = (100, 1024, 10240)
 COUNTS = (1, 16, 256, 1024)
@@ -122,10 +122,11 @@ def default_processes() -> int:
 def start_brokers(names: list[str], workdir: Path, pybroker_config: dict[str, str] | None = None,
                   kafka_heap: str = "1g") -> tuple[dict[str, BrokerProcess], dict[str, Callable[[], BrokerProcess]],
                                                    dict[str, float], dict[str, float]]:
-    """Every target up at once (each idles while another is measured), one after the other, so each one's
-    start-to-ready time (also returned) is its own; one that cannot start is left out. Also how to make a
-    fresh Tansu (its memory:// storage keeps deleted topics' data), and each one's CPU seconds at that first
-    answer (its start's cost, which a loaded machine does not stretch as it stretches the wall time)."""
+    """Every target up at once (each idles while another is measured), one after the other on a settled
+    disk and before the client processes start, so each one's start-to-ready time (also returned) is its
+    own; one that cannot start is left out. Also how to make a fresh Tansu (its memory:// storage keeps
+    deleted topics' data), and each one's CPU seconds at that first answer (its start's cost, which a loaded
+    machine does not stretch as it stretches the wall time)."""
     brokers: dict[str, BrokerProcess] = {}
     fresh: dict[str, Callable[[], BrokerProcess]] = {}
     ready: dict[str, float] = {}
@@ -146,15 +147,16 @@ def start_brokers(names: list[str], workdir: Path, pybroker_config: dict[str, st
             except Exception as exc:
                 print(f"Tansu cannot be had, so no ratios: {exc}", flush=True)
                 continue
-            broker = TansuProcess(workdir / "tansu", binary)
-            fresh[name] = lambda binary=binary: TansuProcess(workdir / "tansu", binary)  # type: ignore[misc]
+            broker = TansuTarget(workdir / "tansu", binary)
+            fresh[name] = lambda binary=binary: TansuTarget(workdir / "tansu", binary)  # type: ignore[misc]
         elif name == CEILING:
             broker = NullBrokerProcess(workdir / "null")
         else:
             # Kafka's 3 s initial rebalance delay batches joins of many members; a lone consumer should not wait
-            broker = MetricsBrokerProcess(workdir / "pybroker", {"group.initial.rebalance.delay.ms": "0",
+            broker = PybrokerTarget(workdir / "pybroker", {"group.initial.rebalance.delay.ms": "0",
                                                                  **(pybroker_config or {})})
         print(f"starting {name} ({STORAGE[name]}) ...", flush=True)
+        settle_disk()  # a start's fsyncs must not wait behind the disk ceiling's write-back (or the last start's)
         try:
             broker.start()
         except Exception as exc:
@@ -340,13 +342,15 @@ def main(argv: list[str] | None = None) -> int:
     memory: list[str] = []
     costs: list[Any] = []
     spark_results = None
-    fleet = Fleet(args.processes)
     try:
         with workdir as tmp:
             brokers, fresh, ready, start_cpu = start_brokers(names, Path(tmp), settings["pybroker_config"],
                                                              args.kafka_heap)
             extra["start_to_ready_s"] = ready
             extra["start_cpu_s"] = start_cpu
+            # the client processes only now: their own start (importing the client) must not share the
+            # machine with a broker's
+            fleet = Fleet(args.processes)
             try:
                 cells = run_grid(fleet, brokers, fresh, args.sizes, args.counts, args.seconds, args.repeats,
                                  args.phase_timeout)

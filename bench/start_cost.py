@@ -27,12 +27,12 @@ if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
 from bench.grid import cpu_seconds, start_to_ready  # noqa: E402
-from tests.integration.metrics_broker import MetricsBrokerProcess  # noqa: E402
+from bench.readiness import PybrokerTarget  # noqa: E402
 
 
 def one_start(workdir: Path) -> tuple[float, float]:
     """(CPU seconds at the first Metadata answer, seconds from spawn to it) of one fresh broker."""
-    broker = MetricsBrokerProcess(workdir, {"group.initial.rebalance.delay.ms": "0"})
+    broker = PybrokerTarget(workdir, {"group.initial.rebalance.delay.ms": "0"})
     try:
         broker.start()
         wall = start_to_ready(broker)
