@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from pybroker.broker import compiled_modules as compiled
+from pybroker.broker import startup_gc
 from pybroker.broker.allocator import tune_allocator
 from pybroker.broker.console.service import ConsoleService
 from pybroker.broker.descriptor_budget import EVICT_IDLE_S, DescriptorBudget, headroom
@@ -29,6 +30,7 @@ from pybroker.broker.schema_registry.validation import SchemaValidation
 from pybroker.broker.state import BrokerState
 from pybroker.config.broker_config import BrokerConfig
 from pybroker.protocol.records.batch import load_crc32c
+from pybroker.storage import crc32c_extension
 
 log = get_logger("pybroker.app")
 
@@ -78,6 +80,7 @@ class BrokerApp:
 
     async def start(self) -> None:
         load_handlers()
+        crc32c_extension.install()  # the live metadata log checks CRCs before the listeners answer
         # listeners and their TLS material first: a bad key store stops startup before any recovery
         self.listeners = listeners = Listeners(self.config)
         details = {"config": self.config.effective(), "record_walk": compiled.guard_record_walk(),
@@ -231,6 +234,7 @@ class BrokerApp:
     async def serve(self) -> int:
         """Serve until stopped; the process's exit status (0, or non-zero when every log dir failed)."""
         await self.start()
+        startup_gc.resume()
         self._watch_log_dirs()
         background = asyncio.create_task(self.run_background())
         await self.shutdown_event.wait()

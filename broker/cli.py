@@ -130,6 +130,9 @@ def start(log_dirs: str | None, listeners: str | None, config_file: str | None, 
           metrics_port: int | None, metrics_host: str, console_port: int | None, node_id: int | None,
           log_format: str | None, log_level: str) -> None:
     """Start the broker and serve until SIGTERM or SIGINT."""
+    from pybroker.broker import startup_gc
+
+    startup_gc.pause()  # turned on again once the listeners answer (`BrokerApp.serve`)
     _import_structlog_without_rich()
     from pybroker.broker.loggers.structlog_setup import configure_logging
 

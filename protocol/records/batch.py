@@ -203,9 +203,9 @@ def iter_batches(buf: Buffer, pos: int = 0, end: int | None = None) -> Iterator[
 
 
 #: the `crc32c` package's function, imported at its first use rather than with this module: importing that
-#: package looks its own version up in the installed distributions' metadata (importlib.metadata, argparse),
-#: a tenth of a broker's start-to-ready (issue 34). A start that replays or creates the live metadata log
-#: (storage/metadata_log.py) imports it then; tools that never check a CRC never do. Any thread may call these.
+#: package looks its own version up in the installed distributions' metadata. A broker's start installs the
+#: same function loaded from the package's extension module alone (`storage/crc32c_extension.py`), before the
+#: live metadata log checks its batches; tools that never check a CRC never import it. Any thread may call these.
 _crc32c_function: Callable[[Buffer], int] | None = None
 
 
@@ -217,6 +217,12 @@ def load_crc32c() -> Callable[[Buffer], int]:
 
         _crc32c_function = crc32c.crc32c
     return _crc32c_function
+
+
+def install_crc32c(function: Callable[[Buffer], int]) -> None:
+    """Use `function`, the same CRC-32C loaded another way (`storage/crc32c_extension.py`), from now on."""
+    global _crc32c_function
+    _crc32c_function = function
 
 
 def crc32c_of(data: Buffer) -> int:
