@@ -2,7 +2,7 @@
 
 Targets: pybroker, Apache Kafka in two profiles (`bench/kafka_peer.py`), Tansu and the null broker
 (`bench/null_broker.py`, the client-only ceiling), all up at once; every cell (size, partitions) runs on each
-target back to back, and the whole grid is repeated, so a change in the machine's load (it is shared) hits
+target in turn, and the whole grid is repeated, so a change in the machine's load (it is shared) hits
 them all alike. A figure is the median of the repetitions; a ratio is the median of the repetitions' ratios
 (each taken between runs seconds apart).
 
@@ -12,8 +12,9 @@ the phase, and for pybroker's consume the share of fetched bytes sent by `os.sen
 Before every produce phase, on every target alike, the disk is settled (`bench/disk.py`: `os.sync()`,
 then wait until the kernel's dirty pages are written back), so no phase pays for the previous one's
 writes. A produce phase runs for a fixed time (the clients stop handing records over, then wait for every
-ack) so every target gets a phase of similar length; its consume phase reads back exactly what was acked. Topics
-are fresh per cell and deleted after it (Tansu, which keeps deleted data, is restarted when it grows).
+ack) so every target gets a phase of similar length. The consume phases come after every target's
+produce phase and read the same records on every target (`run_grid` says how). Topics are fresh per cell
+and deleted after it (Tansu, which keeps deleted data, is restarted when it grows).
 """
 
 from __future__ import annotations
@@ -233,10 +234,9 @@ def _measured(broker: BrokerProcess, run: Any) -> tuple[PhaseResult, Phase]:
     return result, phase
 
 
-def run_cell(fleet: Fleet, name: str, broker: BrokerProcess, size: int, partitions: int, seconds: float,
-             deadline_s: float) -> tuple[Phase, Phase]:
-    """Produce for `seconds` into a fresh topic, then consume all of it back; the topic is deleted after."""
-    topic = f"bench-s{size}-p{partitions}-{uuid.uuid4().hex[:6]}"  # the null broker reads both from the name
+def produce_phase(fleet: Fleet, name: str, broker: BrokerProcess, topic: str, size: int, partitions: int,
+                  seconds: float, deadline_s: float) -> tuple[Phase, dict[int, int]]:
+    """Produce for `seconds` into a fresh topic: the phase, and the records acked per partition."""
     if name != CEILING:
         create_topic(broker.bootstrap, topic, partitions)
     unsettled = settle_disk()  # every target alike: no phase pays for the previous one's write-back
@@ -247,13 +247,37 @@ def run_cell(fleet: Fleet, name: str, broker: BrokerProcess, size: int, partitio
                                                                 seconds, deadline_s))
     if unsettled:
         produce.notes.append(unsettled)
-    print(f" {produce.msgs_per_s:,.0f} msgs/s ({produce.records:,}); consume ...", end="", flush=True)
-    _, consume = _measured(broker, lambda: fleet.consume(broker.bootstrap, topic, produced.per_partition, deadline_s,
-                                                                size))
+    print(f" {produce.msgs_per_s:,.0f} msgs/s ({produce.records:,})", flush=True)
+    return produce, dict(produced.per_partition)
+
+
+def top_up(fleet: Fleet, name: str, broker: BrokerProcess, topic: str, size: int, partitions: int,
+           acked: dict[int, int], want: int, deadline_s: float) -> dict[int, int]:
+    """Untimed: produce more into the topic until it holds `want` records (or `deadline_s` passes); the
+    records acked per partition in all."""
+    missing = want - sum(acked.values())
+    if missing <= 0:
+        return acked
+    print(f"  [{name}] topping up {missing:,} records for the consume phase ...", flush=True)
+    more = fleet.produce(broker.bootstrap, topic, partitions, missing, size, deadline_s, deadline_s).per_partition
+    return {p: acked.get(p, 0) + more.get(p, 0) for p in set(acked) | set(more)}
+
+
+def common_ends(acked: list[dict[int, int]], partitions: int) -> dict[int, int]:
+    """Per partition, the records every target holds: what each target's consume phase reads."""
+    return {p: min((a.get(p, 0) for a in acked), default=0) for p in range(partitions)}
+
+
+def consume_phase(fleet: Fleet, name: str, broker: BrokerProcess, topic: str, size: int, ends: dict[int, int],
+                  deadline_s: float) -> Phase:
+    """Read offsets [0, end) of each partition back; the topic is deleted after."""
+    settle_disk()  # the other targets' top-ups may still be written back
+    print(f"  [{name}] consume {sum(ends.values()):,} records ...", end="", flush=True)
+    _, consume = _measured(broker, lambda: fleet.consume(broker.bootstrap, topic, ends, deadline_s, size))
     print(f" {consume.msgs_per_s:,.0f} msgs/s", flush=True)
     if name != CEILING:
         delete_topic(broker.bootstrap, topic)
-    return produce, consume
+    return consume
 
 
 def recycled(name: str, broker: BrokerProcess, fresh: Callable[[], BrokerProcess]) -> BrokerProcess:
@@ -271,7 +295,14 @@ def run_grid(fleet: Fleet, brokers: dict[str, BrokerProcess], fresh: dict[str, C
              sizes: tuple[int, ...], counts: tuple[int, ...], seconds: float, repeats: int,
              deadline_s: float) -> list[Cell]:
     """Every cell on every target, `repeats` times over; a target that fails is dropped from the rest.
-    `brokers` is updated in place when one is recycled (`fresh[name]()` makes its replacement)."""
+    `brokers` is updated in place when one is recycled (`fresh[name]()` makes its replacement).
+
+    A cell is every target's produce phase, then every target's consume phase of the same records: each
+    target's topic is first topped up, untimed, to the most any broker acked in its timed phase (at most
+    `MAX_BYTES_PER_PHASE`; the null broker's acks do not count), and each consume phase reads, per
+    partition, the records every target holds. Reading back only what each one had produced made a slow
+    producer's consume phase a fraction of a second long (a tenth of the fast one's records, over as many
+    partitions), and compared rates of unequal work."""
     cells = {(kind, size, count): Cell(kind, size, count)
              for size in sizes for count in counts for kind in ("produce", "consume")}
     live = set(brokers)
@@ -280,20 +311,45 @@ def run_grid(fleet: Fleet, brokers: dict[str, BrokerProcess], fresh: dict[str, C
         print(f"  -- repetition {rep + 1} of {repeats} --", flush=True)
         for count in counts:
             for size in sizes:
-                for name in rotated([n for n in brokers if n in live], turn):
-                    broker = brokers[name]
+                order = rotated([n for n in brokers if n in live], turn)
+                turn += 1
+                topic = f"bench-s{size}-p{count}-{uuid.uuid4().hex[:6]}"  # the null broker reads both from the name
+                acked: dict[str, dict[int, int]] = {}
+                for name in order:
                     try:
-                        produce, consume = run_cell(fleet, name, broker, size, count, seconds, deadline_s)
-                        if name in fresh:
-                            brokers[name] = recycled(name, broker, fresh[name])
+                        produce, acked[name] = produce_phase(fleet, name, brokers[name], topic, size, count, seconds,
+                                                             deadline_s)
                     except Exception as exc:
-                        print(f"\n  [{name}] failed: {exc!r}; left out of the rest\n{broker.log_tail(10)}", flush=True)
-                        live.discard(name)
+                        _drop(name, brokers[name], exc, live, acked)
                         continue
                     cells["produce", size, count].runs.setdefault(name, []).append(produce)
+                # the brokers' most: the null broker acks whatever it is sent, and stores none of it
+                want = min(max((sum(a.values()) for n, a in acked.items() if n != CEILING), default=0),
+                           max(fleet.size, int(MAX_BYTES_PER_PHASE // size)))
+                for name in [n for n in order if n in acked]:
+                    try:
+                        acked[name] = top_up(fleet, name, brokers[name], topic, size, count, acked[name], want,
+                                             deadline_s)
+                    except Exception as exc:
+                        _drop(name, brokers[name], exc, live, acked)
+                ends = common_ends(list(acked.values()), count)
+                for name in [n for n in order if n in acked]:
+                    try:
+                        consume = consume_phase(fleet, name, brokers[name], topic, size, ends, deadline_s)
+                        if name in fresh:
+                            brokers[name] = recycled(name, brokers[name], fresh[name])
+                    except Exception as exc:
+                        _drop(name, brokers[name], exc, live, acked)
+                        continue
                     cells["consume", size, count].runs.setdefault(name, []).append(consume)
-                turn += 1
     return list(cells.values())
+
+
+def _drop(name: str, broker: BrokerProcess, exc: Exception, live: set[str], acked: dict[str, dict[int, int]]) -> None:
+    """A target that failed a phase: said, and left out of the rest of the grid."""
+    print(f"\n  [{name}] failed: {exc!r}; left out of the rest\n{broker.log_tail(10)}", flush=True)
+    live.discard(name)
+    acked.pop(name, None)
 
 
 def rotated(names: list[str], turn: int) -> list[str]:
