@@ -543,17 +543,21 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._close()
 
     def _flush(self) -> None:
-        """Write every response at the head of the queue that is ready, in request order."""
+        """Write every response at the head of the queue that is ready, in request order: all of them in
+        one write to the socket (answers a group commit released together go out in one `writev`, not one
+        each: on loopback every send also runs the receiver's side of TCP, 13% of the loop's produce time
+        at one send per answer)."""
         writer = self.writer
         if writer is None or self.closed:
             return
-        wrote = False
+        ready: list[Any] = []  # the parts of the answers taken so far, written together
         while self.pending and self.pending[0].ready():
             entry = self.pending[0]
             result = entry.result
             if isinstance(result, asyncio.Future):
                 if result.cancelled() or result.exception() is not None:
                     self.pending.popleft()
+                    self._write_ready(writer, ready)
                     self._failed(entry, None if result.cancelled() else result.exception())
                     return
                 result = result.result()
@@ -566,29 +570,31 @@ class KafkaConnection(asyncio.BufferedProtocol):
             REQUEST_METRICS.answered(entry.api_key, entry.started, result)
             if result is None:  # acks=0 work: it took effect, and Kafka sends nothing back
                 continue
-            wrote = True
             if isinstance(result, bytes | bytearray):
-                writer.write([result])
-                if entry.close_after:
-                    self._close_after_writes()
+                ready.append(result)
+            else:
+                try:
+                    ready.extend(encode_response(entry.correlation_id, entry.api_key, entry.version, result))
+                except Exception:
+                    log.exception("response encoding failed", api=api_name(entry.api_key), api_key=entry.api_key,
+                                  api_version=entry.version, client_id=entry.client_id, peer=self.peer)
+                    self._write_ready(writer, ready)
+                    self._close()
                     return
-                continue
-            try:
-                chunks = encode_response(entry.correlation_id, entry.api_key, entry.version, result)
-            except Exception:
-                log.exception("response encoding failed", api=api_name(entry.api_key), api_key=entry.api_key,
-                              api_version=entry.version, client_id=entry.client_id, peer=self.peer)
-                self._close()
-                return
-            writer.write(chunks)
             if entry.close_after:
+                self._write_ready(writer, ready)
                 self._close_after_writes()
                 return
-        if wrote:
-            self._last_active = time.monotonic()
+        self._write_ready(writer, ready)
         if self._paused_for_pending and len(self.pending) < MAX_PENDING // 2:
             self._paused_for_pending = False
             self._update_reading()
+
+    def _write_ready(self, writer: SendQueue | CopyingWriter, ready: list[Any]) -> None:
+        """Hand the answers taken by `_flush` to the writer in one call (nothing, if there are none)."""
+        if ready:
+            writer.write(ready)
+            self._last_active = time.monotonic()
 
     def _throttled(self, entry: PendingAnswer, result: Any) -> bool:
         """Client quotas (the one hook): charge this answer to its client; over its quota, the answer

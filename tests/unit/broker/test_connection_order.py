@@ -249,3 +249,37 @@ async def test_work_that_ends_in_no_answer_keeps_its_place(client: RawClient, sw
     await client.send(_delete("silent", 4), 2)  # no answer will come for this one
     listed = await client.call(_earliest("silent"), 7)
     assert listed.topics[0].partitions[0].offset == 4
+
+
+async def test_answers_ready_together_go_to_the_socket_in_one_write(
+        app: BrokerApp, client: RawClient, swap: Any) -> None:
+    """A group commit releases many acks=all answers of one connection at once: one send, not one each."""
+    release = asyncio.Event()
+
+    async def answer_later(response: Any) -> Any:
+        await release.wait()
+        return response
+
+    swap(ApiKey.DELETE_RECORDS, lambda ctx, request, real: waiting(answer_later(_done_response(request))))
+    await client.call(_produce("together", 5), 9)
+    (conn,) = list(app.state.connections)
+    writes: list[int] = []
+
+    class Counting:
+        def __init__(self, real: Any) -> None:
+            self.real = real
+
+        def write(self, chunks: Any) -> None:
+            writes.append(len(chunks))
+            self.real.write(chunks)
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.real, name)
+
+    conn.writer = Counting(conn.writer)  # type: ignore[assignment]
+    sent = [await client.send(_delete("together", 1), 2) for _ in range(3)]
+    await _eventually(lambda: len(conn.pending) == 3)
+    release.set()
+    for _ in sent:
+        assert (await client.receive(ApiKey.DELETE_RECORDS, 2)).topics[0].name == "together"
+    assert len(writes) == 1 and writes[0] >= 3
