@@ -216,19 +216,23 @@ def owners(partitions: int, n: int) -> list[list[int]]:
     return [list(range(partitions)) for _ in range(n)]
 
 
-def consume_slices(ends: dict[int, int], n: int) -> list[list[tuple[int, int, int]]]:
+def consume_slices(ends: dict[int, int], n: int,
+                   starts: dict[int, int] | None = None) -> list[list[tuple[int, int, int]]]:
     """[(partition, start, end)] for each of `n` consumers: whole partitions when there are enough of
-    them, else every partition cut into one offset range per consumer. Together: every offset once."""
+    them, else every partition cut into one offset range per consumer. Together: every offset in
+    [start, end) of each partition once (`starts`: 0 for a partition it does not name)."""
+    starts = starts or {}
     slices: list[list[tuple[int, int, int]]] = [[] for _ in range(n)]
     parts = sorted(ends)
     if len(parts) >= n:
         for i, p in enumerate(parts):
-            slices[i % n].append((p, 0, ends[p]))
+            slices[i % n].append((p, min(starts.get(p, 0), ends[p]), ends[p]))
         return slices
     for p in parts:
-        step = -(-ends[p] // n)
+        first = min(starts.get(p, 0), ends[p])
+        step = -(-(ends[p] - first) // n)
         for w in range(n):
-            slices[w].append((p, min(w * step, ends[p]), min((w + 1) * step, ends[p])))
+            slices[w].append((p, min(first + w * step, ends[p]), min(first + (w + 1) * step, ends[p])))
     return slices
 
 
@@ -289,11 +293,11 @@ class Fleet:
                                         "deadline_s": deadline_s}) for w in range(n) if shares[w]])
 
     def consume(self, bootstrap: str, topic: str, ends: dict[int, int], deadline_s: float = 120.0,
-                size: int | None = None) -> PhaseResult:
-        """Read offsets [0, end) of every partition: whole partitions per process when there are enough
-        of them, else every partition cut into one range per process. `size`: every value's length, when
-        the caller knows it (the produce phase wrote them)."""
-        slices = consume_slices(ends, self.size)
+                size: int | None = None, starts: dict[int, int] | None = None) -> PhaseResult:
+        """Read offsets [start, end) of every partition (start 0 unless `starts` names it): whole partitions
+        per process when there are enough of them, else every partition cut into one range per process.
+        `size`: every value's length, when the caller knows it (the produce phase wrote them)."""
+        slices = consume_slices(ends, self.size, starts)
         return self.run([(consume_job, {"bootstrap": bootstrap, "topic": topic, "slices": s,
                                         "deadline_s": deadline_s, "size": size}) for s in slices if s])
 

@@ -12,8 +12,8 @@ the phase, and for pybroker's consume the share of fetched bytes sent by `os.sen
 Before every produce phase, on every target alike, the disk is settled (`bench/disk.py`: `os.sync()`,
 then wait until the kernel's dirty pages are written back), so no phase pays for the previous one's
 writes. A produce phase runs for a fixed time (the clients stop handing records over, then wait for every
-ack) so every target gets a phase of similar length. The consume phases come after every target's
-produce phase and read the same records on every target (`run_grid` says how). Topics are fresh per cell
+ack) so every target gets a phase of similar length; then every target's consume phase reads the same
+number of records, the newest (`run_grid` says how). Topics are fresh per cell
 and deleted after it (Tansu, which keeps deleted data, is restarted when it grows).
 """
 
@@ -39,6 +39,9 @@ CEILING = "null"
 #: a produce phase stops after its seconds or this much payload, whichever comes first
 MAX_BYTES_PER_PHASE = 4e9
 RECYCLE_RSS_MB = 3000.0
+#: every target's consume phase reads the newest this many bytes of records (topped up first if its
+#: produce phase acked fewer): the same work on every target, and what a consumer that keeps up reads
+CONSUME_BYTES = 1e9
 #: the peak RSS of broker processes replaced by `recycled`, so the run's peak counts them too
 RETIRED_PEAK_MB: dict[str, float] = {}
 
@@ -263,17 +266,19 @@ def top_up(fleet: Fleet, name: str, broker: BrokerProcess, topic: str, size: int
     return {p: acked.get(p, 0) + more.get(p, 0) for p in set(acked) | set(more)}
 
 
-def common_ends(acked: list[dict[int, int]], partitions: int) -> dict[int, int]:
-    """Per partition, the records every target holds: what each target's consume phase reads."""
-    return {p: min((a.get(p, 0) for a in acked), default=0) for p in range(partitions)}
+def newest(acked: dict[int, int], want: int, partitions: int) -> dict[int, int]:
+    """Where each partition's consume starts so that the phase reads the newest `want` records, an even
+    share of each partition (a partition holding less than its share is read whole)."""
+    share = -(-want // max(1, partitions))
+    return {p: max(0, acked.get(p, 0) - share) for p in range(partitions)}
 
 
 def consume_phase(fleet: Fleet, name: str, broker: BrokerProcess, topic: str, size: int, ends: dict[int, int],
-                  deadline_s: float) -> Phase:
-    """Read offsets [0, end) of each partition back; the topic is deleted after."""
-    settle_disk()  # the other targets' top-ups may still be written back
-    print(f"  [{name}] consume {sum(ends.values()):,} records ...", end="", flush=True)
-    _, consume = _measured(broker, lambda: fleet.consume(broker.bootstrap, topic, ends, deadline_s, size))
+                  starts: dict[int, int], deadline_s: float) -> Phase:
+    """Read offsets [start, end) of each partition back; the topic is deleted after."""
+    print(f"  [{name}] consume {sum(e - starts.get(p, 0) for p, e in ends.items()):,} records ...", end="",
+          flush=True)
+    _, consume = _measured(broker, lambda: fleet.consume(broker.bootstrap, topic, ends, deadline_s, size, starts))
     print(f" {consume.msgs_per_s:,.0f} msgs/s", flush=True)
     if name != CEILING:
         delete_topic(broker.bootstrap, topic)
@@ -297,12 +302,14 @@ def run_grid(fleet: Fleet, brokers: dict[str, BrokerProcess], fresh: dict[str, C
     """Every cell on every target, `repeats` times over; a target that fails is dropped from the rest.
     `brokers` is updated in place when one is recycled (`fresh[name]()` makes its replacement).
 
-    A cell is every target's produce phase, then every target's consume phase of the same records: each
-    target's topic is first topped up, untimed, to the most any broker acked in its timed phase (at most
-    `MAX_BYTES_PER_PHASE`; the null broker's acks do not count), and each consume phase reads, per
-    partition, the records every target holds. Reading back only what each one had produced made a slow
-    producer's consume phase a fraction of a second long (a tenth of the fast one's records, over as many
-    partitions), and compared rates of unequal work."""
+    On each target a cell is its timed produce phase, then, untimed, a top-up of the topic to
+    `CONSUME_BYTES` of records if the phase acked fewer, then at once the consume phase of the newest
+    `CONSUME_BYTES` of records: every target reads the same number of records, of data just written.
+    Reading back all of what each one had produced made a slow producer's consume phase a fraction of a
+    second long (a tenth of a fast one's records, over as many partitions), and compared rates of unequal
+    work; consuming only after every target had produced left the data a minute or more unread, long
+    enough for a host that reclaims page cache idle for a minute (DAMON's pageout scheme, seen on the
+    bench machine) to drop some of it."""
     cells = {(kind, size, count): Cell(kind, size, count)
              for size in sizes for count in counts for kind in ("produce", "consume")}
     live = set(brokers)
@@ -311,45 +318,31 @@ def run_grid(fleet: Fleet, brokers: dict[str, BrokerProcess], fresh: dict[str, C
         print(f"  -- repetition {rep + 1} of {repeats} --", flush=True)
         for count in counts:
             for size in sizes:
-                order = rotated([n for n in brokers if n in live], turn)
-                turn += 1
-                topic = f"bench-s{size}-p{count}-{uuid.uuid4().hex[:6]}"  # the null broker reads both from the name
-                acked: dict[str, dict[int, int]] = {}
-                for name in order:
+                want = max(fleet.size, int(CONSUME_BYTES // size))
+                for name in rotated([n for n in brokers if n in live], turn):
+                    broker = brokers[name]
+                    topic = f"bench-s{size}-p{count}-{uuid.uuid4().hex[:6]}"  # the null broker reads both from it
                     try:
-                        produce, acked[name] = produce_phase(fleet, name, brokers[name], topic, size, count, seconds,
-                                                             deadline_s)
+                        produce, acked = produce_phase(fleet, name, broker, topic, size, count, seconds, deadline_s)
+                        acked = top_up(fleet, name, broker, topic, size, count, acked, want, deadline_s)
+                        ends = {p: acked.get(p, 0) for p in range(count)}
+                        consume = consume_phase(fleet, name, broker, topic, size, ends, newest(acked, want, count),
+                                                deadline_s)
+                        if name in fresh:
+                            brokers[name] = recycled(name, broker, fresh[name])
                     except Exception as exc:
-                        _drop(name, brokers[name], exc, live, acked)
+                        _drop(name, broker, exc, live)
                         continue
                     cells["produce", size, count].runs.setdefault(name, []).append(produce)
-                # the brokers' most: the null broker acks whatever it is sent, and stores none of it
-                want = min(max((sum(a.values()) for n, a in acked.items() if n != CEILING), default=0),
-                           max(fleet.size, int(MAX_BYTES_PER_PHASE // size)))
-                for name in [n for n in order if n in acked]:
-                    try:
-                        acked[name] = top_up(fleet, name, brokers[name], topic, size, count, acked[name], want,
-                                             deadline_s)
-                    except Exception as exc:
-                        _drop(name, brokers[name], exc, live, acked)
-                ends = common_ends(list(acked.values()), count)
-                for name in [n for n in order if n in acked]:
-                    try:
-                        consume = consume_phase(fleet, name, brokers[name], topic, size, ends, deadline_s)
-                        if name in fresh:
-                            brokers[name] = recycled(name, brokers[name], fresh[name])
-                    except Exception as exc:
-                        _drop(name, brokers[name], exc, live, acked)
-                        continue
                     cells["consume", size, count].runs.setdefault(name, []).append(consume)
+                turn += 1
     return list(cells.values())
 
 
-def _drop(name: str, broker: BrokerProcess, exc: Exception, live: set[str], acked: dict[str, dict[int, int]]) -> None:
+def _drop(name: str, broker: BrokerProcess, exc: Exception, live: set[str]) -> None:
     """A target that failed a phase: said, and left out of the rest of the grid."""
     print(f"\n  [{name}] failed: {exc!r}; left out of the rest\n{broker.log_tail(10)}", flush=True)
     live.discard(name)
-    acked.pop(name, None)
 
 
 def rotated(names: list[str], turn: int) -> list[str]:

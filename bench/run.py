@@ -38,8 +38,8 @@ each file whenever something was appended to it: group commit), with no broker. 
 ceiling, as the null broker is the client's: it is printed beside pybroker's produce MB/s, and under the
 goals wherever a goal asks for more fsynced MB/s than the disk takes (Tansu keeps its records in memory).
 
-A produce phase lasts a fixed time (2.5 s); the consume phases read the same records from every target
-(`run_grid` in `bench/grid.py`); `--repeats 3` runs
+A produce phase lasts a fixed time (2.5 s); every target's consume phase then reads the newest 1 GB of
+records (`run_grid` in `bench/grid.py`); `--repeats 3` runs
 the grid three times over and prints medians (the default, once, takes about 11 minutes on 2 cores).
 `BENCH_QUICK=1` (or `--quick`): a quick subset (1 KiB and 10 KiB, 1 and 16 partitions, one repetition, the
 per-broker figures, nothing else: about 2.5 minutes without Kafka, about 6 with both profiles). The full run adds, before the load, in-process: what produce-path validation
@@ -83,6 +83,7 @@ from bench.fleet import Fleet  # noqa: E402
 from bench.goals import cpu_limits, judge, latency_limits, share_limits  # noqa: E402
 from bench.grid import (  # noqa: E402
     CEILING,
+    CONSUME_BYTES,
     RETIRED_PEAK_MB,
     NullBrokerProcess,
     cpu_seconds,
@@ -237,7 +238,7 @@ def print_settings(settings: dict[str, Any]) -> None:
               + ", ".join(f"{k}={v}" for k, v in settings["pybroker_config"].items()))
     print(f"record sizes: {', '.join(f'{s} B' for s in settings['sizes'])}, no keys; partitions: "
           f"{', '.join(map(str, settings['partitions']))}; produce {settings['produce_seconds']:g} s per phase, "
-          f"then every target's topic topped up to the most any acked, and the same records consumed from each; "
+          f"then the newest {CONSUME_BYTES / 1e9:g} GB of records consumed (topped up first where fewer were acked); "
           f"repetitions: {settings['repeats']}")
     print("producer: " + ", ".join(f"{k}={v}" for k, v in PRODUCER_SETTINGS.items()))
     print("consumer: " + ", ".join(f"{k}={v}" for k, v in settings["consumer"].items())

@@ -14,10 +14,13 @@ def test_each_cell_starts_one_target_further_on() -> None:
     assert rotated([], 3) == [] and rotated(["one"], 7) == ["one"]
 
 
-def test_every_target_consumes_what_every_target_holds() -> None:
-    from bench.grid import common_ends
+def test_every_target_consumes_the_newest_records() -> None:
+    from bench.fleet import consume_slices
+    from bench.grid import newest
 
-    acked = [{0: 10, 1: 7}, {0: 12, 1: 9, 2: 4}, {1: 8}]
-    assert common_ends(acked, 3) == {0: 0, 1: 7, 2: 0}
-    assert common_ends([{0: 5, 1: 6}, {0: 6, 1: 5}], 2) == {0: 5, 1: 5}
-    assert common_ends([], 2) == {0: 0, 1: 0}
+    starts = newest({0: 100, 1: 30, 2: 70}, 120, 3)
+    assert starts == {0: 60, 1: 0, 2: 30}  # 40 from each, a partition holding fewer read whole
+    slices = consume_slices({0: 100, 1: 30, 2: 70}, 2, starts)
+    assert sorted(r for s in slices for r in s) == [(0, 60, 100), (1, 0, 30), (2, 30, 70)]
+    split = consume_slices({0: 100}, 2, {0: 60})
+    assert split == [[(0, 60, 80)], [(0, 80, 100)]]
