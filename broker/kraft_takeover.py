@@ -18,9 +18,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-import structlog
-
 from pybroker.broker.dynamic_configs import CLUSTER_DEFAULT, NODE, DynamicBrokerConfigs
+from pybroker.broker.loggers.structlog_setup import get_logger
 from pybroker.broker.security.acl_store import AclStore
 from pybroker.broker.security.acls import (
     AclBinding,
@@ -52,7 +51,7 @@ from pybroker.protocol.scram_mechanisms import BY_TYPE
 from pybroker.storage.files import atomic_write
 from pybroker.storage.kraft_metadata import CLIENT_METRICS_RESOURCE, GROUP_RESOURCE, KraftImage
 
-log = structlog.get_logger("pybroker.kraft_takeover").bind(logger="pybroker.kraft_takeover")
+log = get_logger("pybroker.kraft_takeover")
 
 
 def _binding(fields: dict[str, Any]) -> AclBinding | str:

@@ -35,9 +35,8 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-import structlog
-
 from pybroker.broker.kraft_export import security_values
+from pybroker.broker.loggers.structlog_setup import get_logger
 from pybroker.broker.security.acl_store import FILE_NAME as ACL_FILE
 from pybroker.broker.security.quota_store import FILE_NAME as QUOTA_FILE
 from pybroker.broker.security.scram_store import FILE_NAME as SCRAM_FILE
@@ -54,7 +53,7 @@ from pybroker.storage.producer_id_block import FILE_NAME as PRODUCER_ID_FILE
 from pybroker.storage.topic_store import FILE_NAME as TOPIC_FILE
 from pybroker.storage.topic_store import TopicStore
 
-log = structlog.get_logger("pybroker.live_metadata").bind(logger="pybroker.live_metadata")
+log = get_logger("pybroker.live_metadata")
 
 #: the stores whose replacement is a metadata change (in the first log dir)
 WATCHED = (TOPIC_FILE, DYNAMIC_CONFIG_FILE, PRODUCER_ID_FILE, ACL_FILE, SCRAM_FILE, QUOTA_FILE, GROUP_CONFIGS_FILE,
