@@ -29,7 +29,6 @@ from pybroker.broker.schema_registry.service import SchemaRegistryService
 from pybroker.broker.schema_registry.validation import SchemaValidation
 from pybroker.broker.state import BrokerState
 from pybroker.config.broker_config import BrokerConfig
-from pybroker.protocol.records.batch import load_crc32c
 from pybroker.storage import crc32c_extension
 
 log = get_logger("pybroker.app")
@@ -171,21 +170,16 @@ class BrokerApp:
 
     async def run_background(self) -> None:
         """Periodic jobs: the flush policy for acks=0/1 data, checkpoints, retention, and the TLS key
-        store files' change check; at the first tick, a second after the listeners answer, the imports
-        the start left for later (`_warm_up`), on a worker thread."""
+        store files' change check."""
         checkpoint_every = int(self.config.get("log.flush.offset.checkpoint.interval.ms")) / 1000
         retention_every = int(self.config.get("log.retention.check.interval.ms")) / 1000
         last_checkpoint = last_retention = last_key_store_check = time.monotonic()
-        warmed_up = False
         while not self.shutdown_event.is_set():
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self.shutdown_event.wait(), BACKGROUND_TICK_S)
             if self.shutdown_event.is_set():
                 return
             try:
-                if not warmed_up:
-                    warmed_up = True
-                    await asyncio.to_thread(_warm_up)
                 if self.listeners is not None and time.monotonic() - last_key_store_check >= KEY_STORE_CHECK_S:
                     last_key_store_check = time.monotonic()
                     self.listeners.check_key_stores()
@@ -284,13 +278,6 @@ class BrokerApp:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self.shutdown_event.set)
-
-
-def _warm_up() -> None:
-    """On a worker thread, a second after the broker began to serve: import what the start left for its
-    first use (the CRC-32C package, `protocol/records/batch.py` says why), so that first use need not wait
-    for it, and the first answers (ApiVersions, Metadata) do not share the interpreter with it."""
-    load_crc32c()
 
 
 def _as_dict(stats: Any) -> dict[str, Any]:
