@@ -156,7 +156,7 @@ def start_brokers(names: list[str], workdir: Path, pybroker_config: dict[str, st
         else:
             # Kafka's 3 s initial rebalance delay batches joins of many members; a lone consumer should not wait
             broker = PybrokerTarget(workdir / "pybroker", {"group.initial.rebalance.delay.ms": "0",
-                                                                 **(pybroker_config or {})})
+                                                           **(pybroker_config or {})})
         print(f"starting {name} ({STORAGE[name]}) ...", flush=True)
         settle_disk()  # a start's fsyncs must not wait behind the disk ceiling's write-back (or the last start's)
         try:
@@ -242,7 +242,7 @@ def print_settings(settings: dict[str, Any]) -> None:
           f"repetitions: {settings['repeats']}")
     print("producer: " + ", ".join(f"{k}={v}" for k, v in PRODUCER_SETTINGS.items()))
     print("consumer: " + ", ".join(f"{k}={v}" for k, v in settings["consumer"].items())
-          + " (assign from offset 0, no group, nothing committed)")
+          + " (assign, no group, nothing committed)")
     print("MB/s counts payload bytes (10^6). A phase is timed from one common start instant of all client "
           "processes (clients set up before it) to the last ack (produce) or the last record (consume).\n",
           flush=True)
