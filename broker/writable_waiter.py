@@ -34,22 +34,33 @@ class WritableWaiter:
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._epoll = select.epoll()
         self._callbacks: dict[int, Callable[[], None]] = {}
+        # descriptors registered before (a one-shot event disarms a registration without removing it): a
+        # socket that waits again is re-armed with one call instead of a refused `register` and a `modify`
+        self._registered: set[int] = set()
         # the waiter must not hold the loop (it is the value of a weak dict keyed by the loop)
         loop.add_reader(self._epoll.fileno(), self._ready)
 
     def wait(self, fd: int, callback: Callable[[], None]) -> None:
         """Call `callback` once, on the loop, when `fd` is writable (or errored: the write then says why)."""
         self._callbacks[fd] = callback
+        if fd in self._registered:
+            try:
+                self._epoll.modify(fd, _ONE_SHOT_WRITABLE)
+                return
+            except FileNotFoundError:  # closed since, and the number reused: the kernel dropped it
+                pass
         try:
             self._epoll.register(fd, _ONE_SHOT_WRITABLE)
         except FileExistsError:  # registered before: a one-shot event disarms it without removing it
             self._epoll.modify(fd, _ONE_SHOT_WRITABLE)
+        self._registered.add(fd)
 
     def cancel(self, fd: int, callback: Callable[[], None]) -> None:
         """Stop waiting for `fd`, if `callback` is still what waits for it."""
         if self._callbacks.get(fd) is not callback:
             return
         del self._callbacks[fd]
+        self._registered.discard(fd)
         with contextlib.suppress(OSError):  # closed already: the kernel dropped it itself
             self._epoll.unregister(fd)
 

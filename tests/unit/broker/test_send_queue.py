@@ -140,6 +140,51 @@ async def test_bytes_parts_and_regions_keep_their_order(pair: Any, data_file: An
     queue.close()
 
 
+async def test_the_bytes_around_a_spliced_region_ride_in_its_pipe(pair: Any, data_file: Any, pipes: Any,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """An answer's header before a region and its rest after it leave in the region's pipe, in one push,
+    never by writev of their own (each would be one more TCP segment and one more wake-up of the client);
+    bytes parts too large to ride (over PIPE_BYTES_MAX) go by writev as before, in order."""
+    writevs: list[int] = []
+    real_writev = os.writev
+
+    def counting_writev(fd: int, parts: Any) -> int:
+        writevs.append(sum(len(p) for p in parts))
+        return real_writev(fd, parts)
+
+    monkeypatch.setattr(writer_module.os, "writev", counting_writev)
+    ours, peer = pair
+    events = Events()
+    queue = make_queue(ours, events)
+    big = b"B" * (writer_module.PIPE_BYTES_MAX + 1)
+    chunks = [b"head", b"er", FileRegion(data_file, 3, 150_000), b"tail", FileRegion(data_file, 200_000, 70_000),
+              b"end", big, FileRegion(data_file, 400_000, 100_000), b"!"]
+    queue.write(chunks)
+    expected = b"header" + file_bytes(data_file, 3, 150_000) + b"tail" + file_bytes(data_file, 200_000, 70_000) \
+        + b"end" + big + file_bytes(data_file, 400_000, 100_000) + b"!"
+    assert await read_all(peer, len(expected), chunk=4096) == expected
+    assert queue.size == 0 and queue.sendfile_bytes == 320_000 and queue.copied_bytes == 0
+    if pipes is None:
+        assert writevs  # sendfile alone: bytes go by writev
+    else:
+        assert writevs == [len(big)]  # only the part too large to ride in a pipe
+    queue.close()
+
+
+async def test_bytes_after_a_region_that_fills_its_pipe_go_by_writev(pair: Any, data_file: Any, pipes: Any) -> None:
+    """A region whose last fill leaves no room in the pipe: what follows it waits for writev, in order."""
+    if pipes is None:
+        pytest.skip("pipes only")
+    ours, peer = pair
+    events = Events()
+    queue = make_queue(ours, events)
+    size = 2 * pipes.size  # page-aligned start: each fill takes the whole pipe
+    queue.write([FileRegion(data_file, 0, size), b"after"])
+    assert await read_all(peer, size + 5) == file_bytes(data_file, 0, size) + b"after"
+    assert queue.size == 0
+    queue.close()
+
+
 async def test_a_slow_reader_pauses_and_a_drained_queue_resumes(pair: Any, data_file: Any) -> None:
     ours, peer = pair
     events = Events()

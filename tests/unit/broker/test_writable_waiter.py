@@ -50,3 +50,27 @@ async def test_a_late_cancel_by_the_old_owner_leaves_the_new_wait_alone() -> Non
     finally:
         ours.close()
         peer.close()
+
+
+async def test_a_number_closed_and_reused_without_a_cancel_is_watched_again() -> None:
+    """A socket that waited once is re-armed with one call; once it is closed (the kernel drops it from the
+    epoll set by itself) its number may come back as a new socket, which must still be watched."""
+    waiter = WritableWaiter(asyncio.get_running_loop())
+    called: list[str] = []
+    first, first_peer = socket.socketpair()
+    number = first.fileno()
+    waiter.wait(number, lambda: called.append("first"))
+    await asyncio.sleep(0.05)
+    first.close()  # closed with no cancel: its number is free again
+    first_peer.close()
+    sockets = [socket.socketpair() for _ in range(4)]
+    try:
+        reused = [s for pair in sockets for s in pair if s.fileno() == number]
+        assert reused, "the kernel hands out the lowest free number: the closed socket's"
+        waiter.wait(number, lambda: called.append("second"))
+        await asyncio.sleep(0.05)
+        assert called == ["first", "second"]
+    finally:
+        for a, b in sockets:
+            a.close()
+            b.close()
