@@ -47,7 +47,7 @@ costs per batch and per record (`bench/validation.py`) and what fetch sessions (
 of 1,000 partitions (`bench/fetch_sessions.py`) and what the hot codecs cost compiled (mypyc) against pure
 Python (`bench/codecs.py`); and after it, on pybroker alone: its CPU per produce request from pre-encoded
 frames, no librdkafka (`bench/request_cost.py`: the broker's own cost, steady where the grid moves with the
-host), its RSS under the big-frame attack (`bench/big_frames.py`), TLS against PLAINTEXT (`bench/tls.py`) and
+host), one consumer's 1 MiB fetch round trip beside the null broker's (`bench/fetch_cost.py`), its RSS under the big-frame attack (`bench/big_frames.py`), TLS against PLAINTEXT (`bench/tls.py`) and
 transactional produce (`bench/txn.py`). `bench/partitions.py` (single-process acks=all produce by partition count)
 still runs on its own; the grid's partition counts cover it with several processes and Tansu beside.
 
@@ -275,7 +275,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--skip-tls", action="store_true", help="skip the TLS vs PLAINTEXT phase")
     parser.add_argument("--skip-txn", action="store_true", help="skip the transactional produce phase")
     parser.add_argument("--skip-request-cost", action="store_true",
-                        help="skip pybroker's CPU per produce request from pre-encoded frames")
+                        help="skip pybroker's CPU per produce request and its fetch round trip, from "
+                             "pre-encoded frames")
     parser.add_argument("--skip-spark", action="store_true",
                         help="skip the Spark connector's batch read (skipped anyway without Java or pyspark)")
     parser.add_argument("--txn-seconds", type=float, default=10.0,
@@ -344,6 +345,7 @@ def main(argv: list[str] | None = None) -> int:
     tls_result = txn_results = None
     memory: list[str] = []
     costs: list[Any] = []
+    fetch_costs: list[Any] = []
     spark_results = None
     try:
         with workdir as tmp:
@@ -369,6 +371,10 @@ def main(argv: list[str] | None = None) -> int:
 
                 costs = request_cost.run(Path(tmp))
                 extra["request_cost"] = [asdict(cost) for cost in costs]
+                from bench import fetch_cost
+
+                fetch_costs = fetch_cost.run(Path(tmp))
+                extra["fetch_cost"] = [asdict(cost) for cost in fetch_costs]
             if "pybroker" in brokers and not args.skip_memory:
                 print("  [pybroker] big-frame attack: 8 x 95 MB of a 100 MB request ...", flush=True)
                 memory = measure_big_frames(Path(tmp) / "big-frames").lines(8, 100, 95)
@@ -405,6 +411,10 @@ def main(argv: list[str] | None = None) -> int:
         from bench import request_cost
 
         request_cost.print_table(costs)
+    if fetch_costs:
+        from bench import fetch_cost
+
+        fetch_cost.print_table(fetch_costs)
     if memory:
         print("\n== pybroker memory under the big-frame attack (default settings) ==")
         print("\n".join(memory))
