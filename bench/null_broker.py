@@ -5,8 +5,9 @@ clients alone can do says nothing about the broker. The ceiling is measured the 
 figure (the same client processes, settings, records and partitions) against a broker whose per-byte
 work is as close to nothing as a broker's can be: a produce is answered from the batch header alone (no
 validation, no copy to disk, no fsync), a fetch is answered with ready-made batches of the topic's
-record size, shaped like the last batch produced to the partition, whose base offsets are patched to the
-offsets asked for, up to the offsets the produce phase counted (so a consumer reads exactly what it would from a broker, with nothing stored). Its own cost
+record size, shaped like the last batch produced to the partition, starting at the batch boundary at or
+before the offset asked for (a broker answers from the start of the batch holding that offset, and the
+consumer skips what comes before it), up to the offsets the produce phase counted (so a consumer reads exactly what it would from a broker, with nothing stored). Its own cost
 is one Python decode and encode per request (requests carry up to ~1 MB), so what it measures is the
 clients: librdkafka batching, the sockets, the Python loop that hands records over or takes them.
 
@@ -197,7 +198,10 @@ class NullBroker:
                 end = self.next_offset[key]
                 most = min(self.shape.get(key) or batch_records(size), batch_records(size))
                 records: bytes | At = b""
-                offset = p.fetch_offset
+                # from the start of the batch that holds the offset asked for, as a broker answers: batches
+                # of `most` records from offset 0, so a consumer that starts mid-log gets (and skips) the
+                # records ahead of its offset in its first answer, as it does from a broker
+                offset = p.fetch_offset - p.fetch_offset % most
                 if offset < end and (empty or most * size < room):
                     records = At()
                     limit = min(p.partition_max_bytes, room)

@@ -41,12 +41,14 @@ def _produce(broker: NullBroker, partition: int, counts: list[int]) -> None:
 
 
 @pytest.mark.parametrize("version", [4, 11, 12])
-def test_fetch_returns_what_was_produced_from_the_offset_asked(version: int) -> None:
+def test_fetch_returns_what_was_produced_from_the_batch_holding_the_offset_asked(version: int) -> None:
+    """As a broker does: from the start of the batch that holds the offset (batches of the last shape
+    produced, from offset 0), so a consumer starting mid-log gets and skips what comes before it."""
     broker = NullBroker("127.0.0.1", 1)
     _produce(broker, 0, [50, 50, 30])  # 130 records in batches of 30 (the last shape)
     _produce(broker, 1, [3])
     request = FetchRequest(max_wait_ms=100, topics=[FetchTopic(topic=TOPIC, partitions=[
-        FetchPartition(partition=0, fetch_offset=17, partition_max_bytes=1 << 20),
+        FetchPartition(partition=0, fetch_offset=47, partition_max_bytes=1 << 20),
         FetchPartition(partition=1, fetch_offset=3, partition_max_bytes=1 << 20)])])
     response, empty = broker.fetched(request)
     assert not empty
@@ -59,7 +61,7 @@ def test_fetch_returns_what_was_produced_from_the_offset_asked(version: int) -> 
     for pos, header in iter_batches(first.records):
         assert crc_ok(first.records, pos, header)
         offsets += [header.base_offset + r.offset_delta for r in decode_records(first.records, pos, header)]
-    assert (correlation_id, first.high_watermark, offsets) == (7, 130, list(range(17, 130)))
+    assert (correlation_id, first.high_watermark, offsets) == (7, 130, list(range(30, 130)))
     assert (second.high_watermark, len(second.records)) == (3, 0)  # nothing past the end
 
 
