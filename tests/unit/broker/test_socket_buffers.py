@@ -1,10 +1,10 @@
 """The kernel buffers of accepted sockets: Kafka's `socket.{send,receive}.buffer.bytes`.
 
-The receive buffer is left to the OS by default (-1), which grows it with the connection's rate; a fixed
-SO_RCVBUF turns that off and caps the TCP window, which made a 1 MiB produce request arrive in ~100 KB
-pieces (the figures are in the key's description). The send buffer keeps Kafka's 102400 (1 MiB made fetch
-slower). An explicit size is what the broker's side of a connection gets (Linux reports twice the size it
-was given, for its own bookkeeping).
+Both are left to the OS by default (-1), which grows them with the connection's rate; a fixed size turns
+that off: a fixed SO_RCVBUF caps the TCP window, which made a 1 MiB produce request arrive in ~100 KB
+pieces, and Kafka's fixed 102400 SO_SNDBUF sent a 1 MB fetch answer in ~250 KB pieces, each after a wait
+for the socket to drain (the figures are in the keys' descriptions). An explicit size is what the broker's
+side of a connection gets (Linux reports twice the size it was given, for its own bookkeeping).
 """
 from __future__ import annotations
 
@@ -47,10 +47,24 @@ def _os_default_receive_buffer() -> int:
         return fresh.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF)
 
 
-async def test_the_receive_buffer_is_the_oss_and_the_send_buffer_kafkas_by_default(tmp_path: Path) -> None:
+def _os_default_send_buffer() -> int:
+    """What a TCP socket nobody sized starts with (Linux: `net.ipv4.tcp_wmem`'s middle value); a connected
+    one the OS sizes may have grown it already (Linux sizes it from the first congestion window)."""
+    with socket.socket() as fresh:
+        return fresh.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF)
+
+
+async def test_both_buffers_are_the_oss_by_default(tmp_path: Path) -> None:
     assert BROKER["socket.receive.buffer.bytes"].default == -1
-    assert BROKER["socket.send.buffer.bytes"].default == 102_400
-    assert await _server_buffers(tmp_path, {}) == (_os_default_receive_buffer(), 2 * 102_400)
+    assert BROKER["socket.send.buffer.bytes"].default == -1
+    receive, send = await _server_buffers(tmp_path, {})
+    assert receive == _os_default_receive_buffer()
+    assert send >= _os_default_send_buffer() and send != 2 * 102_400  # not Kafka's fixed size
+
+
+async def test_kafkas_fixed_send_buffer_can_still_be_chosen(tmp_path: Path) -> None:
+    _, send = await _server_buffers(tmp_path, {"socket.send.buffer.bytes": "102400"})
+    assert send == 2 * 102_400
 
 
 @pytest.mark.parametrize(("key", "index"), [("socket.receive.buffer.bytes", 0), ("socket.send.buffer.bytes", 1)])
