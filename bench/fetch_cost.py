@@ -24,6 +24,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:
@@ -123,11 +124,16 @@ def _fill(broker: BrokerProcess, topic: str) -> int:
     return BATCHES * RECORDS_PER_BATCH
 
 
-def run(workdir: Path | None = None, fetches: int = FETCHES) -> list[FetchCost]:
-    """pybroker (its defaults) and the null broker, each fresh, each filled alike and fetched from."""
+def run(workdir: Path | None = None, fetches: int = FETCHES, *, overrides: dict[str, str] | None = None,
+        null: bool = True) -> list[FetchCost]:
+    """pybroker (its defaults, or `overrides`) and the null broker (unless not `null`), each fresh, each
+    filled alike and fetched from."""
     results = []
+    targets: list[tuple[str, Any]] = [("pybroker", lambda path: BrokerProcess(path, overrides))]
+    if null:
+        targets.append(("null broker", NullBrokerProcess))
     with tempfile.TemporaryDirectory(prefix="pybroker-bench-fetch-cost-", dir=workdir) as tmp:
-        for target, kind in (("pybroker", BrokerProcess), ("null broker", NullBrokerProcess)):
+        for target, kind in targets:
             broker = kind(Path(tmp) / target.replace(" ", "-"))
             try:
                 broker.start()
@@ -155,9 +161,13 @@ def print_table(results: list[FetchCost]) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--fetches", type=int, default=FETCHES, help="timed fetches per target")
+    parser.add_argument("--pybroker-config", action="append", default=[], metavar="KEY=VALUE",
+                        help="a broker setting for pybroker (repeatable; the defaults are what is measured)")
+    parser.add_argument("--skip-ceiling", action="store_true", help="pybroker alone, no null broker")
     args = parser.parse_args(argv)
+    overrides = dict(item.split("=", 1) for item in args.pybroker_config)
     try:
-        results = run(fetches=args.fetches)
+        results = run(fetches=args.fetches, overrides=overrides, null=not args.skip_ceiling)
     finally:
         kill_all()
     print_table(results)
