@@ -31,10 +31,10 @@ if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
 from bench.grid import NullBrokerProcess, cpu_times, create_topic  # noqa: E402
-from bench.request_cost import produce_frames  # noqa: E402
+from bench.request_cost import measured_alone, produce_frames  # noqa: E402
 from pybroker.protocol.frame_codec import encode_request  # noqa: E402
 from pybroker.protocol.messages.fetch import FetchPartition, FetchRequest, FetchTopic  # noqa: E402
-from tests.integration.brokers import BrokerProcess, kill_all  # noqa: E402
+from tests.integration.brokers import BrokerProcess  # noqa: E402
 
 FETCH_VERSION = 12  # topic names, not ids: the null broker serves no topic ids
 PARTITION_MAX_BYTES = 1 << 20  # librdkafka's max.partition.fetch.bytes
@@ -166,12 +166,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-ceiling", action="store_true", help="pybroker alone, no null broker")
     args = parser.parse_args(argv)
     overrides = dict(item.split("=", 1) for item in args.pybroker_config)
-    try:
-        results = run(fetches=args.fetches, overrides=overrides, null=not args.skip_ceiling)
-    finally:
-        kill_all()
-    print_table(results)
-    return 0
+    return measured_alone(lambda: run(fetches=args.fetches, overrides=overrides, null=not args.skip_ceiling),
+                          print_table)
 
 
 if __name__ == "__main__":

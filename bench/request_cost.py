@@ -25,8 +25,10 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:
@@ -51,6 +53,8 @@ CASES = ((1024, 256, 1), (1024, 256, 1024), (10240, 100, 16))
 REQUESTS = 6000
 #: how long the broker may take to stop (it fsyncs whatever acks=1 data is still unsynced)
 STOP_S = 180.0
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -169,16 +173,22 @@ def print_table(results: list[RequestCost]) -> None:
               f"{r.per_gb(r.user_s):>11.2f}{r.per_gb(r.system_s):>10.2f}")
 
 
+def measured_alone(measure: Callable[[], list[T]], show: Callable[[list[T]], None]) -> int:
+    """A measurement run on its own (`main` of this module and of `bench.fetch_cost`): every broker it
+    started is killed however it ends, then its figures are printed."""
+    try:
+        results = measure()
+    finally:
+        kill_all()
+    show(results)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--requests", type=int, default=REQUESTS, help="requests per case")
     args = parser.parse_args(argv)
-    try:
-        results = run(requests=args.requests)
-    finally:
-        kill_all()
-    print_table(results)
-    return 0
+    return measured_alone(lambda: run(requests=args.requests), print_table)
 
 
 if __name__ == "__main__":
