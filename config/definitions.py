@@ -127,8 +127,8 @@ BROKER_DEFS: tuple[ConfigDef, ...] = (
        "so a 1 MB fetch answer left in ~250 KB pieces, each after a wait for the socket to drain; measured on "
        "loopback, one consumer's 1 MiB fetch round trip fell from 413-415 to 278-289 us at p50 with a quarter "
        "less broker CPU per fetch, and two consumers of 10 KiB records read 11-24% more over 1 partition and "
-       "0-6% more over 256 (over 16, 2-11% less in the same runs; 1 KiB records unchanged). Linux caps a fixed "
-       "size at net.core.wmem_max (208 KiB by default)."),
+       "0-6% more over 256 (over 16, 2% less over three alternated pairs; 1 KiB records unchanged). Linux caps "
+       "a fixed size at net.core.wmem_max (208 KiB by default)."),
     _b("socket.receive.buffer.bytes", "int", -1,
        "SO_RCVBUF of accepted sockets (-1: OS default, which grows with the connection's rate up to "
        "net.ipv4.tcp_rmem's maximum). Not Kafka's 102400: a fixed size caps the TCP window, so a 1 MiB "
