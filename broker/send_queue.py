@@ -304,31 +304,17 @@ class SendQueue:
         pipes = self._pipes
         if pipes is None:
             return False
-        parts: list[Any] = []
-        size = 0
-        for item in self._queue:
-            if isinstance(item, _Region):
-                if item.left <= SPLICE_ABOVE or item.no_splice:
-                    return False
-                break
-            size += len(item)
-            if size > PIPE_BYTES_MAX:
-                return False
-            parts.append(item)
-        else:
-            return False  # bytes alone: writev
+        parts, size, after = self._small_run(0)
+        if not (isinstance(after, _Region) and after.left > SPLICE_ABOVE and not after.no_splice):
+            return False  # bytes alone, too many of them, or a region sent by sendfile: writev
         pipe = pipes.take()
         if pipe is None:
             return False
-        try:
-            written = os.write(pipe.write_fd, b"".join(parts))
-        except OSError:
+        self._pipe = pipe  # from here on a failure's `close` discards it
+        if not self._into_pipe(pipe, parts, size):
+            self._pipe = None
             pipes.give(pipe)  # still empty
             return False
-        pipe.held = written
-        self._pipe = pipe
-        if written != size:  # cannot happen for a write of at most PIPE_BUF into an empty pipe
-            raise OSError(errno.EIO, "a short write into a splice pipe")
         for _ in parts:
             self._queue.popleft()
         self._pipe_front = size
@@ -364,27 +350,37 @@ class SendQueue:
     def _fill_tail(self, pipe: Pipe) -> None:
         """Write the run of small bytes parts right behind the region at the head into `pipe`, behind the
         region's last bytes, and take them off the queue (they stay counted in `_queued` until sent)."""
+        parts, size, _ = self._small_run(1)
+        if size and self._into_pipe(pipe, parts, size):
+            for _ in parts:
+                del self._queue[1]
+            self._pipe_tail = size
+
+    def _small_run(self, start: int) -> tuple[list[Any], int, Any]:
+        """The bytes parts from `queue[start]` on that fit in PIPE_BYTES_MAX together, their size, and what
+        follows them: a region, the part that did not fit, or None at the queue's end."""
         queue = self._queue
         parts: list[Any] = []
         size = 0
-        for index in range(1, len(queue)):
+        for index in range(start, len(queue)):
             item = queue[index]
             if isinstance(item, _Region) or size + len(item) > PIPE_BYTES_MAX:
-                break
+                return parts, size, item
             parts.append(item)
             size += len(item)
-        if not size:
-            return
+        return parts, size, None
+
+    @staticmethod
+    def _into_pipe(pipe: Pipe, parts: list[Any], size: int) -> bool:
+        """Write `parts` (`size` bytes, at most PIPE_BUF: all or nothing) into `pipe`; False when it is full."""
         try:
             written = os.write(pipe.write_fd, b"".join(parts))
-        except BlockingIOError:  # no room left in the pipe: they go by writev after the region
-            return
+        except BlockingIOError:
+            return False
         if written != size:  # cannot happen for a write of at most PIPE_BUF; never split a part silently
             raise OSError(errno.EIO, "a short write into a splice pipe")
-        for _ in parts:
-            del queue[1]
         pipe.held += size
-        self._pipe_tail = size
+        return True
 
     def _copy_region(self, region: _Region, file_fd: int) -> None:
         data = os.pread(file_fd, region.left, region.position)
