@@ -27,6 +27,7 @@ from pybroker.broker.partitions import validation_processes
 from pybroker.broker.resource_limits import apply_partition_limits, raise_open_file_limit
 from pybroker.broker.schema_registry.service import SchemaRegistryService
 from pybroker.broker.schema_registry.validation import SchemaValidation
+from pybroker.broker.socket_buffers import capped_explicit_sizes
 from pybroker.broker.state import BrokerState
 from pybroker.config.broker_config import BrokerConfig
 from pybroker.storage import crc32c_extension
@@ -103,6 +104,9 @@ class BrokerApp:
             "open file limit", soft_before=limits.soft_before, soft=limits.soft, hard=limits.hard,
             error=limits.error)
         apply_partition_limits(self.state.logs, self.config, limits.soft)
+        for capped in capped_explicit_sizes(self.config):  # Linux would keep its cap and say nothing
+            log.warning("socket buffer capped by the kernel: raise the cap or choose -1", key=capped.key,
+                        asked=capped.asked, kernel_cap=capped.cap)
         log.info("partition limit", max_partitions=self.state.logs.max_partitions,
                  source=self.state.logs.max_partitions_source)
         logs = self.state.logs

@@ -37,11 +37,9 @@ then closed; a session past `connections.max.reauth.ms` is closed on its next re
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import errno
 import functools
 import inspect
-import socket
 import struct
 import threading
 import time
@@ -49,6 +47,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
+from pybroker.broker import socket_buffers
 from pybroker.broker.context import RequestContext
 from pybroker.broker.descriptor_budget import OUT_OF_DESCRIPTORS, REASON
 from pybroker.broker.dispatch import REGISTRY, Waiting, supported_versions
@@ -195,15 +194,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 return
             log.debug("tls client", peer=self.peer, listener=self.listener, principal=self.principal)
         sock = transport.get_extra_info("socket")
-        if sock is not None:
-            # Kafka's socket.{send,receive}.buffer.bytes (-1: the OS sizes it). A bounded send buffer makes
-            # backpressure real; the receive buffer is the OS's by default (see the key's description)
-            for option, key in ((socket.SO_SNDBUF, "socket.send.buffer.bytes"),
-                                (socket.SO_RCVBUF, "socket.receive.buffer.bytes")):
-                size = int(self.state.config.get(key))
-                if size > 0:
-                    with contextlib.suppress(OSError):
-                        sock.setsockopt(socket.SOL_SOCKET, option, size)
+        if sock is not None:  # Kafka's socket.{send,receive}.buffer.bytes (see the keys' descriptions)
+            socket_buffers.apply(sock, socket_buffers.resolved_sizes(self.state.config))
         if sock is not None and sendfile_possible(transport):
             # plain TCP: answers go out through our own queue (writev + sendfile), not the transport
             tcp = self.transport
