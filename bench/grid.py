@@ -13,8 +13,9 @@ Before every produce phase, on every target alike, the disk is settled (`bench/d
 then wait until the kernel's dirty pages are written back), so no phase pays for the previous one's
 writes. A produce phase runs for a fixed time (the clients stop handing records over, then wait for every
 ack) so every target gets a phase of similar length; then every target's consume phase reads the same
-number of records, the newest (`run_grid` says how). Topics are fresh per cell
-and deleted after it (Tansu, which keeps deleted data, is restarted when it grows).
+number of records, the newest (`run_grid` says how). Topics are fresh per cell and deleted between
+repetitions, with a wait for their files to go (`delete_between_repetitions` says why); Tansu, which keeps
+deleted data, is restarted when it grows.
 """
 
 from __future__ import annotations
@@ -41,6 +42,9 @@ RECYCLE_RSS_MB = 3000.0
 #: every target's consume phase reads the newest this many bytes of records (topped up first if its
 #: produce phase acked fewer): the same work on every target, and what a consumer that keeps up reads
 CONSUME_BYTES = 1e9
+#: how long a deleted topic's files may stay on disk: Kafka's and pybroker's `file.delete.delay.ms` (60 s),
+#: pybroker's grace for an idle file (10 s) and a margin
+DELETED_FILES_GONE_S = 75.0
 #: the peak RSS of broker processes replaced by `recycled`, so the run's peak counts them too
 RETIRED_PEAK_MB: dict[str, float] = {}
 
@@ -281,14 +285,31 @@ def newest(acked: dict[int, int], want: int, partitions: int) -> dict[int, int]:
 
 def consume_phase(fleet: Fleet, name: str, broker: BrokerProcess, topic: str, size: int, ends: dict[int, int],
                   starts: dict[int, int], deadline_s: float) -> Phase:
-    """Read offsets [start, end) of each partition back; the topic is deleted after."""
+    """Read offsets [start, end) of each partition back."""
     print(f"  [{name}] consume {sum(e - starts.get(p, 0) for p, e in ends.items()):,} records ...", end="",
           flush=True)
     _, consume = _measured(broker, lambda: fleet.consume(broker.bootstrap, topic, ends, deadline_s, size, starts))
     print(f" {consume.msgs_per_s:,.0f} msgs/s", flush=True)
-    if name != CEILING and (failure := delete_topic(broker.bootstrap, topic)) is not None:
-        print(f"  [{name}] the topic could not be deleted, its data stays on disk: {failure}", flush=True)
     return consume
+
+
+def delete_between_repetitions(written: list[tuple[str, BrokerProcess, str]],
+                               wait_s: float = DELETED_FILES_GONE_S) -> None:
+    """Delete the topics a repetition wrote, then wait until the brokers have removed their files.
+
+    Why between repetitions: a repetition of the goals grid writes about 30 GB over the disk targets,
+    so a run of several would fill the disk; but a broker removes a deleted topic's files a minute later,
+    and on a disk mounted with `discard` the removal is I/O of its own, which would land in some later
+    phase, of any target. Here it lands in no phase."""
+    if not written:
+        return
+    print(f"  deleting the repetition's {len(written)} topics and waiting {wait_s:g} s for their files to go ...",
+          flush=True)
+    for name, broker, topic in written:
+        if (failure := delete_topic(broker.bootstrap, topic)) is not None:
+            print(f"  [{name}] {topic} could not be deleted, its data stays on disk: {failure}", flush=True)
+    time.sleep(wait_s)
+    settle_disk()
 
 
 def recycled(name: str, broker: BrokerProcess, fresh: Callable[[], BrokerProcess]) -> BrokerProcess:
@@ -320,8 +341,11 @@ def run_grid(fleet: Fleet, brokers: dict[str, BrokerProcess], fresh: dict[str, C
              for size in sizes for count in counts for kind in ("produce", "consume")}
     live = set(brokers)
     turn = 0
+    written: list[tuple[str, BrokerProcess, str]] = []  # (target, broker, topic) to delete before the next repetition
     for rep in range(repeats):
         print(f"  -- repetition {rep + 1} of {repeats} --", flush=True)
+        delete_between_repetitions([w for w in written if w[0] in live])  # a dropped target may be gone
+        written.clear()
         for count in counts:
             for size in sizes:
                 want = max(fleet.size, int(CONSUME_BYTES // size))
@@ -332,6 +356,8 @@ def run_grid(fleet: Fleet, brokers: dict[str, BrokerProcess], fresh: dict[str, C
                         produce, acked = produce_phase(fleet, name, broker, topic, size, count, seconds, deadline_s)
                         acked = top_up(fleet, name, broker, topic, size, count, acked, want, deadline_s)
                         ends = {p: acked.get(p, 0) for p in range(count)}
+                        if name != CEILING and name not in fresh:  # Tansu's memory is recycled instead
+                            written.append((name, broker, topic))
                         consume = consume_phase(fleet, name, broker, topic, size, ends, newest(acked, want, count),
                                                 deadline_s)
                         if name in fresh:
