@@ -221,11 +221,10 @@ def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
 
 
 def delete_topic(bootstrap: str, topic: str) -> str | None:
-    """Delete a cell's topic once its phases are done, so a run holds about one cell's data at a time (a
-    broker's files go `log.segment.delete.delay.ms` later): the grid's cells write tens of GB in all. The
-    admin client must outlive the request; a client dropped at once is destroyed with the deletion still
-    queued (`_DESTROY`), which a silent best effort once hid until a run filled the disk. Returns why the
-    deletion failed, or None; the caller says so."""
+    """Delete one topic (`delete_between_repetitions` says when). The admin client must outlive the
+    request; a client dropped at once is destroyed with the deletion still queued (`_DESTROY`), which a
+    silent best effort once hid until a run filled the disk. Returns why the deletion failed, or None; the
+    caller says so."""
     from confluent_kafka.admin import AdminClient
 
     admin = AdminClient({"bootstrap.servers": bootstrap, **COMMON})
