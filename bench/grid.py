@@ -13,13 +13,14 @@ Before every produce phase, on every target alike, the disk is settled (`bench/d
 then wait until the kernel's dirty pages are written back), so no phase pays for the previous one's
 writes. A produce phase runs for a fixed time (the clients stop handing records over, then wait for every
 ack) so every target gets a phase of similar length; then every target's consume phase reads the same
-number of records, the newest (`run_grid` says how). Topics are fresh per cell and deleted between
-repetitions, with a wait for their files to go (`delete_between_repetitions` says why); Tansu, which keeps
-deleted data, is restarted when it grows.
+number of records, the newest (`run_grid` says how). Topics are fresh per cell; on a disk target each is
+deleted once its consume phase is done, and the grid waits for its files to go (`drop_topic` says why);
+Tansu, which keeps deleted data, is restarted when it grows.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import statistics
 import sys
@@ -42,9 +43,13 @@ RECYCLE_RSS_MB = 3000.0
 #: every target's consume phase reads the newest this many bytes of records (topped up first if its
 #: produce phase acked fewer): the same work on every target, and what a consumer that keeps up reads
 CONSUME_BYTES = 1e9
-#: how long a deleted topic's files may stay on disk: Kafka's and pybroker's `file.delete.delay.ms` (60 s),
-#: pybroker's grace for an idle file (10 s) and a margin
-DELETED_FILES_GONE_S = 75.0
+#: what every disk target runs with beside its own defaults (`bench/run.py`, `bench/kafka_peer.py`): a deleted
+#: topic's files go a second after the deletion rather than a minute, so `drop_topic` can wait for them
+#: between phases. Not 0: Kafka's deletion task would then schedule itself again at once, for ever. No
+#: timed phase deletes a file, so no figure depends on it.
+DELETE_SOON = {"log.segment.delete.delay.ms": "1000"}
+#: how long `drop_topic` waits for a deleted topic's files to leave the disk before it says so and goes on
+DELETED_FILES_GONE_S = 30.0
 #: the peak RSS of broker processes replaced by `recycled`, so the run's peak counts them too
 RETIRED_PEAK_MB: dict[str, float] = {}
 
@@ -221,7 +226,7 @@ def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
 
 
 def delete_topic(bootstrap: str, topic: str) -> str | None:
-    """Delete one topic (`delete_between_repetitions` says when). The admin client must outlive the
+    """Delete one topic (`drop_topic` says when). The admin client must outlive the
     request; a client dropped at once is destroyed with the deletion still queued (`_DESTROY`), which a
     silent best effort once hid until a run filled the disk. Returns why the deletion failed, or None; the
     caller says so."""
@@ -292,22 +297,41 @@ def consume_phase(fleet: Fleet, name: str, broker: BrokerProcess, topic: str, si
     return consume
 
 
-def delete_between_repetitions(written: list[tuple[str, BrokerProcess, str]],
-                               wait_s: float = DELETED_FILES_GONE_S) -> None:
-    """Delete the topics a repetition wrote, then wait until the brokers have removed their files.
+def held_files(pid: int | None, log_dirs: list[Path], topic: str) -> int:
+    """How many of `topic`'s files are still on the disk: its partition dirs (a deleted one renamed
+    `-delete` first) under `log_dirs`, and the files the broker still holds open or mapped after their
+    unlink (a deleted file's blocks are freed only when the last holder lets go)."""
+    marker = f"/{topic}-"
+    held = sum(1 for d in log_dirs if d.is_dir() for entry in os.scandir(d) if entry.name.startswith(topic + "-"))
+    if pid is None:
+        return held
+    with contextlib.suppress(OSError):
+        for fd in os.scandir(f"/proc/{pid}/fd"):
+            with contextlib.suppress(OSError):
+                target = os.readlink(fd.path)
+                held += marker in target and target.endswith(" (deleted)")
+    with contextlib.suppress(OSError), open(f"/proc/{pid}/maps") as maps:
+        held += sum(1 for line in maps if marker in line and line.rstrip().endswith("(deleted)"))
+    return held
 
-    Why between repetitions: a repetition of the goals grid writes about 30 GB over the disk targets,
-    so a run of several would fill the disk; but a broker removes a deleted topic's files a minute later,
-    and on a disk mounted with `discard` the removal is I/O of its own, which would land in some later
-    phase, of any target. Here it lands in no phase."""
-    if not written:
+
+def drop_topic(name: str, broker: BrokerProcess, topic: str, timeout_s: float = DELETED_FILES_GONE_S) -> None:
+    """Delete a cell's topic from a disk target once its phases are done, wait until its files have left the
+    disk, then settle the disk: the next phase starts on a disk with nothing of this one's left to remove.
+
+    Why at once, and why wait: a cell writes 2 to 5 GB over the disk targets and the full grid about 80 GB,
+    more than the bench machine has free, so a topic must go before the next cell (deleting only between
+    repetitions filled the disk in a run of one). But a broker unlinks a deleted topic's files later
+    (`DELETE_SOON`), and on a disk mounted with `discard` the removal is I/O of its own: left to happen
+    whenever, it landed in some later phase of some other target. Here it lands in no phase."""
+    if (failure := delete_topic(broker.bootstrap, topic)) is not None:
+        print(f"  [{name}] {topic} could not be deleted, its data stays on disk: {failure}", flush=True)
         return
-    print(f"  deleting the repetition's {len(written)} topics and waiting {wait_s:g} s for their files to go ...",
-          flush=True)
-    for name, broker, topic in written:
-        if (failure := delete_topic(broker.bootstrap, topic)) is not None:
-            print(f"  [{name}] {topic} could not be deleted, its data stays on disk: {failure}", flush=True)
-    time.sleep(wait_s)
+    deadline = time.monotonic() + timeout_s
+    while (left := held_files(broker.pid, broker.log_dirs, topic)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if left:
+        print(f"  [{name}] {topic}: {left} of its files still on disk {timeout_s:g} s after its deletion", flush=True)
     settle_disk()
 
 
@@ -340,11 +364,8 @@ def run_grid(fleet: Fleet, brokers: dict[str, BrokerProcess], fresh: dict[str, C
              for size in sizes for count in counts for kind in ("produce", "consume")}
     live = set(brokers)
     turn = 0
-    written: list[tuple[str, BrokerProcess, str]] = []  # (target, broker, topic) to delete before the next repetition
     for rep in range(repeats):
         print(f"  -- repetition {rep + 1} of {repeats} --", flush=True)
-        delete_between_repetitions([w for w in written if w[0] in live])  # a dropped target may be gone
-        written.clear()
         for count in counts:
             for size in sizes:
                 want = max(fleet.size, int(CONSUME_BYTES // size))
@@ -355,10 +376,10 @@ def run_grid(fleet: Fleet, brokers: dict[str, BrokerProcess], fresh: dict[str, C
                         produce, acked = produce_phase(fleet, name, broker, topic, size, count, seconds, deadline_s)
                         acked = top_up(fleet, name, broker, topic, size, count, acked, want, deadline_s)
                         ends = {p: acked.get(p, 0) for p in range(count)}
-                        if name != CEILING and name not in fresh:  # Tansu's memory is recycled instead
-                            written.append((name, broker, topic))
                         consume = consume_phase(fleet, name, broker, topic, size, ends, newest(acked, want, count),
                                                 deadline_s)
+                        if name != CEILING and name not in fresh:  # Tansu's memory is recycled instead
+                            drop_topic(name, broker, topic)
                         if name in fresh:
                             brokers[name] = recycled(name, broker, fresh[name])
                     except Exception as exc:

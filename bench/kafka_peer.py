@@ -14,8 +14,9 @@ same machine, with the same client fleet and grid. It runs in two profiles:
 Both use the same version the tests use (the jars `make kafka` resolved, `tests/kafka_node.py`) and the
 JVM flags Kafka's own start scripts use (`JVM_FLAGS`: a 1 GB heap, G1), stated in the output. Everything
 not named in `PROFILES` is Kafka's default, except what one node needs (internal topics with one replica)
-and `group.initial.rebalance.delay.ms=0`, which pybroker is given in the bench too (a lone consumer should
-not wait 3 s for others).
+and two settings pybroker is given in the bench too: `group.initial.rebalance.delay.ms=0` (a lone consumer
+should not wait 3 s for others) and `DELETE_SOON` (`bench/grid.py`: a deleted topic's files go a second
+after the deletion, so the grid can wait for them between phases).
 
 The harness starts these as it starts every target (`bench/run.py`, `tests/integration/brokers.py`): the
 process is `java` itself (so its pid is the JVM's: CPU seconds and peak RSS are read from its `/proc`), and
@@ -31,6 +32,7 @@ import subprocess
 import time
 from pathlib import Path
 
+from bench.grid import DELETE_SOON
 from bench.readiness import ReadyByMetadata
 from tests.integration.brokers import BrokerProcess, free_port
 from tests.kafka_node import format_command, java_command, kafka_version, kraft_properties
@@ -90,7 +92,7 @@ class KafkaProcess(ReadyByMetadata, BrokerProcess):
         self.format_seconds = float("nan")
 
     def properties(self) -> dict[str, str]:
-        return {**kraft_properties(self.port, self.controller_port, self.log_dirs[0]), **self.overrides}
+        return {**kraft_properties(self.port, self.controller_port, self.log_dirs[0]), **DELETE_SOON, **self.overrides}
 
     def _write_config(self) -> None:
         self.config_path.write_text("".join(f"{k}={v}\n" for k, v in self.properties().items()))

@@ -85,6 +85,7 @@ from bench.goals import cpu_limits, judge, latency_limits, share_limits  # noqa:
 from bench.grid import (  # noqa: E402
     CEILING,
     CONSUME_BYTES,
+    DELETE_SOON,
     RETIRED_PEAK_MB,
     NullBrokerProcess,
     cpu_seconds,
@@ -156,7 +157,7 @@ def start_brokers(names: list[str], workdir: Path, pybroker_config: dict[str, st
             broker = NullBrokerProcess(workdir / "null")
         else:
             # Kafka's 3 s initial rebalance delay batches joins of many members; a lone consumer should not wait
-            broker = PybrokerTarget(workdir / "pybroker", {"group.initial.rebalance.delay.ms": "0",
+            broker = PybrokerTarget(workdir / "pybroker", {"group.initial.rebalance.delay.ms": "0", **DELETE_SOON,
                                                            **(pybroker_config or {})})
         print(f"starting {name} ({STORAGE[name]}) ...", flush=True)
         settle_disk()  # a start's fsyncs must not wait behind the disk ceiling's write-back (or the last start's)
@@ -198,9 +199,8 @@ def measure_latency(brokers: dict[str, BrokerProcess], args: argparse.Namespace)
 
 def stop_brokers(brokers: dict[str, BrokerProcess]) -> dict[str, str]:
     """Stop every target; pybroker must exit cleanly (0), the others may exit as they like. Then remove
-    what each stored: a deleted topic's files are unlinked a minute later (`file.delete.delay.ms`, pybroker's
-    and Kafka's), so the grid leaves tens of GB behind, and the phases after it (6 GB of produce requests
-    for the request cost alone) ran out of disk on a host with 68 GB free."""
+    what each stored: the grid deletes its topics as it goes (`drop_topic`), but not the latency phase's,
+    the group joins' or the internal topics, and a stop must leave the disk as the run found it."""
     problems = {}
     for name, broker in brokers.items():
         try:
