@@ -30,7 +30,7 @@ from bench.goals import (
     target_ceiling,
 )
 from bench.grid import CEILING, Cell
-from bench.load import Latency
+from bench.load import LatencyWindows
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 #: the order targets are printed in; any other after them
@@ -94,7 +94,7 @@ def print_grid(cells: list[Cell], processes: int, repeats: int, disk: Mapping[in
     print(grid_text(cells, processes, repeats, disk), flush=True)
 
 
-def brokers_text(start_s: Mapping[str, float], rss_mb: Mapping[str, float], latency: Mapping[str, Latency],
+def brokers_text(start_s: Mapping[str, float], rss_mb: Mapping[str, float], latency: Mapping[str, LatencyWindows],
                  joins: Mapping[str, float | None], storage: Mapping[str, str],
                  start_cpu_s: Mapping[str, float] | None = None) -> str:
     """One row per broker: what it costs to run, not to move data. `start_cpu_s`: CPU seconds at ready (a
@@ -172,7 +172,7 @@ def _finite(value: Any) -> Any:
     return value
 
 
-def write_json(settings: dict[str, Any], cells: list[Cell], latency: dict[str, Latency],
+def write_json(settings: dict[str, Any], cells: list[Cell], latency: dict[str, LatencyWindows],
                verdicts: list[Verdict], limits: list[Limit], extra: dict[str, Any]) -> Path:
     """bench/results/<UTC time>.json (git-ignored) and latest.json beside it: the figures for a closing note."""
     RESULTS_DIR.mkdir(exist_ok=True)
@@ -191,7 +191,11 @@ def write_json(settings: dict[str, Any], cells: list[Cell], latency: dict[str, L
                    "client_ceiling_msgs_per_s": client_ceiling(c)[0], "ceiling_is_lower_bound": client_ceiling(c)[1],
                    "runs": {t: [asdict(p) for p in runs] for t, runs in c.runs.items()}} for c in cells],
         "latency": {name: {"rate": lat.rate, "p50_ms": lat.percentile(0.5), "p99_ms": lat.percentile(0.99),
-                           "samples": len(lat.samples_ms), "note": lat.note} for name, lat in latency.items()},
+                           "samples": lat.samples, "note": lat.note,
+                           "windows": [{"p50_ms": w.percentile(0.5), "p99_ms": w.percentile(0.99),
+                                        "max_ms": max(w.samples_ms, default=float("nan")),
+                                        "samples": len(w.samples_ms)} for w in lat.windows]}
+                    for name, lat in latency.items()},
         "goals": [v.as_dict() for v in verdicts],
         "bounds": [lim.as_dict() for lim in limits],
         **extra,

@@ -40,7 +40,8 @@ goals wherever a goal asks for more fsynced MB/s than the disk takes (Tansu keep
 
 A produce phase lasts a fixed time (2.5 s); every target's consume phase then reads the newest 1 GB of
 records (`run_grid` in `bench/grid.py`); `--repeats 3` runs
-the grid three times over and prints medians (the default, once, takes about 11 minutes on 2 cores).
+the grid three times over and prints medians (the default, once, with both Kafka profiles and Tansu, took
+18 minutes on 2 cores).
 `BENCH_QUICK=1` (or `--quick`): a quick subset (1 KiB and 10 KiB, 1 and 16 partitions, one repetition, the
 per-broker figures, nothing else: about 2.5 minutes without Kafka, about 6 with both profiles). The full run adds, before the load, in-process: what produce-path validation
 costs per batch and per record (`bench/validation.py`) and what fetch sessions (KIP-227) save a consumer
@@ -91,6 +92,7 @@ from bench.grid import (  # noqa: E402
     cpu_seconds,
     create_topic,
     peak_rss_mb,
+    rotated,
     run_grid,
     start_to_ready,
 )
@@ -100,7 +102,7 @@ from bench.load import (  # noqa: E402
     CONSUMER_SETTINGS,
     LATENCY_PRODUCER_SETTINGS,
     PRODUCER_SETTINGS,
-    Latency,
+    LatencyWindows,
     group_join,
     latency,
 )
@@ -174,26 +176,35 @@ def start_brokers(names: list[str], workdir: Path, pybroker_config: dict[str, st
     return brokers, fresh, ready, start_cpu
 
 
-def measure_latency(brokers: dict[str, BrokerProcess], args: argparse.Namespace) -> tuple[dict[str, Latency],
+def measure_latency(brokers: dict[str, BrokerProcess], args: argparse.Namespace) -> tuple[dict[str, LatencyWindows],
                                                                                         dict[str, float | None]]:
-    latencies: dict[str, Latency] = {}
+    """End-to-end latency in `args.repeats` windows (one per repetition of the grid; `LatencyWindows` says
+    why), each window on every broker in turn, a fresh topic each, the first broker one further on each
+    window (as the grid's cells); and each broker's group join, once."""
+    latencies: dict[str, LatencyWindows] = {}
     joins: dict[str, float | None] = {}
-    for name, broker in brokers.items():
-        if name == CEILING:
-            continue
-        topic = f"bench-latency-{time.monotonic_ns() % 10**8}"
-        try:
-            create_topic(broker.bootstrap, topic, 1)
-            # as before every produce phase: pybroker's fsyncs must not wait behind the grid's write-back
-            unsettled = settle_disk()
-            print(f"  [{name}] latency at {args.latency_rate} msgs/s for {args.latency_seconds:.0f} s ...", flush=True)
-            latencies[name] = latency(broker.bootstrap, topic, args.latency_rate, args.latency_seconds)
-            if unsettled:
-                latencies[name].note += unsettled
-            print(f"  [{name}] consumer group: subscribe to first record ...", flush=True)
-            joins[name] = group_join(broker.bootstrap, topic)
-        except Exception as exc:
-            print(f"  [{name}] latency failed: {exc!r}", flush=True)
+    names = [name for name in brokers if name != CEILING]
+    for window in range(args.repeats):
+        for name in rotated(names, window):
+            broker = brokers[name]
+            topic = f"bench-latency-{time.monotonic_ns() % 10**8}"
+            try:
+                create_topic(broker.bootstrap, topic, 1)
+                # as before every produce phase: pybroker's fsyncs must not wait behind the grid's write-back
+                unsettled = settle_disk()
+                print(f"  [{name}] latency at {args.latency_rate} msgs/s for {args.latency_seconds:.0f} s"
+                      f" (window {window + 1} of {args.repeats}) ...", end="", flush=True)
+                measured = latency(broker.bootstrap, topic, args.latency_rate, args.latency_seconds)
+                if unsettled:
+                    measured.note += unsettled
+                latencies.setdefault(name, LatencyWindows(args.latency_rate)).windows.append(measured)
+                print(f" p50 {measured.percentile(0.5):.2f} ms, p99 {measured.percentile(0.99):.2f} ms, "
+                      f"max {max(measured.samples_ms, default=float('nan')):.1f} ms", flush=True)
+                if name not in joins:
+                    print(f"  [{name}] consumer group: subscribe to first record ...", flush=True)
+                    joins[name] = group_join(broker.bootstrap, topic)
+            except Exception as exc:
+                print(f"  [{name}] latency failed: {exc!r}", flush=True)
     return latencies, joins
 
 
@@ -406,7 +417,8 @@ def main(argv: list[str] | None = None) -> int:
     print("  start-to-ready: process start to its first Metadata answer listing a broker (Kafka: after its storage "
           "format, not counted); start CPU: the broker's user + system CPU seconds by then (every thread, worker "
           "processes included), what its start costs whatever the load; peak RSS: VmHWM over the run, worker processes' peaks added; e2e: "
-          f"{args.latency_rate:,} msgs/s of 100 B, linger.ms=0, disk settled first; group join: subscribe with a "
+          f"{args.latency_rate:,} msgs/s of 100 B, linger.ms=0, disk settled first, the median of {args.repeats} "
+          "window(s)' percentiles (one per repetition); group join: subscribe with a "
           "new group id to the first record, median of 3")
     verdicts = judge(cells, disk)
     limits = [*cpu_limits(cells), *share_limits("peak RSS", extra["rss_peak_mb"], "MB"),

@@ -26,9 +26,9 @@ from bench.goals import (
     share_limits,
     target_ceiling,
 )
-from bench.grid import CEILING, Cell, Phase, _descendants, memory_mb, peak_rss_mb
+from bench.grid import CEILING, DELETE_SOON, Cell, Phase, _descendants, memory_mb, peak_rss_mb
 from bench.kafka_peer import PROFILES, KafkaProcess, jvm_flags
-from bench.load import Latency
+from bench.load import Latency, LatencyWindows
 from bench.report import brokers_text, goals_text, grid_text, verdict_text
 from tests.kafka_node import kraft_properties
 
@@ -154,7 +154,7 @@ def test_the_goals_and_brokers_text() -> None:
     text = goals_text(judge(cells, {}), limits, [1, 16])
     assert "[34] consume >= 1.5x kafka-fsync" in text and "1.06x 95%c yes" in text
     assert "peak RSS <= kafka / 5" in text and "100.00 MB <= 120.00 MB  yes" in text
-    latency = Latency(1000, 1.0, [1.0, 2.0, 3.0])
+    latency = LatencyWindows(1000, [Latency(1000, 1.0, [1.0, 2.0, 3.0])])
     table = brokers_text({"pybroker": 0.5, "kafka": 5.0}, {"pybroker": 100.0, "kafka": 600.0},
                          {"pybroker": latency}, {"pybroker": 0.2, "kafka": None}, {"kafka": "defaults"},
                          {"pybroker": 0.45, "kafka": 4.7})
@@ -179,7 +179,7 @@ def test_kafka_profiles_and_jvm_flags(tmp_path: Path) -> None:
     assert written["log.flush.interval.messages"] == "1"
     assert written["listeners"] == f"PLAINTEXT://127.0.0.1:{node.port},CONTROLLER://127.0.0.1:{node.controller_port}"
     assert written == {**kraft_properties(node.port, node.controller_port, tmp_path / "k" / "data"),
-                       "log.flush.interval.messages": "1"}
+                       **DELETE_SOON, "log.flush.interval.messages": "1"}
 
 
 def test_a_broker_s_worker_processes_count_in_its_figures() -> None:
@@ -191,3 +191,16 @@ def test_a_broker_s_worker_processes_count_in_its_figures() -> None:
         child.kill()
         child.wait()
     assert CEILING == "null"
+
+
+def test_a_latency_figure_is_the_median_of_its_windows() -> None:
+    """One window's stall (a single pause of the host is the whole p99 of a 10 s window) moves one window,
+    not the figure; a window with no samples does not count; notes say which window they are from."""
+    steady = [Latency(1000, 10.0, [0.5] * 980 + [2.0] * 20) for _ in range(2)]
+    stalled = Latency(1000, 10.0, [0.5] * 850 + [120.0] * 150, note="received 1,000 of 10,000")
+    windows = LatencyWindows(1000, [steady[0], stalled, steady[1]])
+    assert stalled.percentile(0.99) == 120.0 and steady[0].percentile(0.99) == 2.0
+    assert windows.percentile(0.99) == 2.0 and windows.percentile(0.5) == 0.5
+    assert windows.samples == 3000 and windows.note == "window 2: received 1,000 of 10,000"
+    assert LatencyWindows(1000, [Latency(1000, 1.0), steady[0]]).percentile(0.99) == 2.0
+    assert LatencyWindows(1000).percentile(0.99) != LatencyWindows(1000).percentile(0.99)  # NaN: nothing measured
