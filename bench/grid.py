@@ -161,6 +161,30 @@ def fetch_paths(broker: BrokerProcess) -> tuple[float, float] | None:
     return values["sendfile"], values["copy"]
 
 
+#: a wake of pybroker's loop watcher later than this is counted as a stall of its loop (`loop_late_wakes`)
+LOOP_STALL_S = 0.05
+
+
+def loop_late_wakes(broker: BrokerProcess) -> float | None:
+    """How many wakes of pybroker's event-loop watcher so far came more than `LOOP_STALL_S` late
+    (`pybroker_event_loop_lag_seconds`); None for a broker without it. The difference over a latency
+    window says whether a tail in it was pybroker's loop standing still or something outside it."""
+    http_get = getattr(broker, "http_get", None)
+    if http_get is None:
+        return None
+    try:
+        _, page = http_get("/metrics")
+    except OSError:
+        return None
+    total = prompt = None
+    for line in page.splitlines():
+        if line.startswith("pybroker_event_loop_lag_seconds_count "):
+            total = float(line.rsplit(" ", 1)[1])
+        elif line.startswith(f'pybroker_event_loop_lag_seconds_bucket{{le="{LOOP_STALL_S}"}}'):
+            prompt = float(line.rsplit(" ", 1)[1])
+    return None if total is None or prompt is None else total - prompt
+
+
 @dataclass
 class Phase(Rates):
     """One produce or consume run on one target: the rate, and what it cost the broker."""

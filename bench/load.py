@@ -71,6 +71,8 @@ class Latency:
     seconds: float
     samples_ms: list[float] = field(default_factory=list)
     note: str = ""
+    #: pybroker only: wakes of its event-loop watcher more than 50 ms late during the window
+    loop_stalls: float | None = None
 
     def percentile(self, q: float) -> float:
         if not self.samples_ms:

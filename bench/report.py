@@ -194,7 +194,8 @@ def write_json(settings: dict[str, Any], cells: list[Cell], latency: dict[str, L
                            "samples": lat.samples, "note": lat.note,
                            "windows": [{"p50_ms": w.percentile(0.5), "p99_ms": w.percentile(0.99),
                                         "max_ms": max(w.samples_ms, default=float("nan")),
-                                        "samples": len(w.samples_ms)} for w in lat.windows]}
+                                        "samples": len(w.samples_ms), "loop_stalls": w.loop_stalls}
+                                       for w in lat.windows]}
                     for name, lat in latency.items()},
         "goals": [v.as_dict() for v in verdicts],
         "bounds": [lim.as_dict() for lim in limits],

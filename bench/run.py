@@ -87,10 +87,12 @@ from bench.grid import (  # noqa: E402
     CEILING,
     CONSUME_BYTES,
     DELETE_SOON,
+    LOOP_STALL_S,
     RETIRED_PEAK_MB,
     NullBrokerProcess,
     cpu_seconds,
     create_topic,
+    loop_late_wakes,
     peak_rss_mb,
     rotated,
     run_grid,
@@ -194,12 +196,18 @@ def measure_latency(brokers: dict[str, BrokerProcess], args: argparse.Namespace)
                 unsettled = settle_disk()
                 print(f"  [{name}] latency at {args.latency_rate} msgs/s for {args.latency_seconds:.0f} s"
                       f" (window {window + 1} of {args.repeats}) ...", end="", flush=True)
+                late_before = loop_late_wakes(broker)
                 measured = latency(broker.bootstrap, topic, args.latency_rate, args.latency_seconds)
+                late_after = loop_late_wakes(broker)
+                if late_before is not None and late_after is not None:
+                    measured.loop_stalls = late_after - late_before
                 if unsettled:
                     measured.note += unsettled
                 latencies.setdefault(name, LatencyWindows(args.latency_rate)).windows.append(measured)
+                stalls = "" if measured.loop_stalls is None else \
+                    f", its event loop {measured.loop_stalls:.0f} time(s) over {LOOP_STALL_S * 1000:.0f} ms late"
                 print(f" p50 {measured.percentile(0.5):.2f} ms, p99 {measured.percentile(0.99):.2f} ms, "
-                      f"max {max(measured.samples_ms, default=float('nan')):.1f} ms", flush=True)
+                      f"max {max(measured.samples_ms, default=float('nan')):.1f} ms{stalls}", flush=True)
                 if name not in joins:
                     print(f"  [{name}] consumer group: subscribe to first record ...", flush=True)
                     joins[name] = group_join(broker.bootstrap, topic)

@@ -22,6 +22,7 @@ from pybroker.broker.descriptor_budget import EVICT_IDLE_S, DescriptorBudget, he
 from pybroker.broker.dispatch import load_handlers
 from pybroker.broker.listeners import KEY_STORE_KEYS, Listeners
 from pybroker.broker.loggers.structlog_setup import for_a_person, get_logger
+from pybroker.broker.metrics import loop_stalls
 from pybroker.broker.metrics.service import MetricsService, log_dirs_problem
 from pybroker.broker.partitions import validation_processes
 from pybroker.broker.resource_limits import apply_partition_limits, raise_open_file_limit
@@ -233,14 +234,17 @@ class BrokerApp:
         """Serve until stopped; the process's exit status (0, or non-zero when every log dir failed)."""
         await self.start()
         startup_gc.resume()
+        loop_stalls.time_collections()
         self._watch_log_dirs()
         background = asyncio.create_task(self.run_background())
+        stalls = asyncio.create_task(loop_stalls.watch())
         await self.shutdown_event.wait()
         log.info("shutting down")
         await self.stop()
-        background.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await background
+        for task in (background, stalls):
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
         if self.exit_code:
             log.error("stopped", exit_code=self.exit_code)
         else:

@@ -72,3 +72,24 @@ def test_a_cells_topic_is_deleted_and_its_files_gone_before_the_next_phase(
     finally:
         broker.close()
         kill_all()
+
+
+def test_the_latency_phase_reads_pybrokers_loop_stalls(tmp_path: Path) -> None:
+    """Over each latency window the bench reads how often pybroker's event loop woke late (its
+    `pybroker_event_loop_lag_seconds`), so a window's tail says whether the loop stood still; a broker
+    without that family (Kafka, Tansu) gives None."""
+    from bench.grid import loop_late_wakes
+    from bench.readiness import PybrokerTarget
+    from tests.integration.brokers import BrokerProcess, kill_all
+
+    broker = PybrokerTarget(tmp_path / "broker", {})
+    broker.start()
+    try:
+        first = loop_late_wakes(broker)
+        assert first is not None and first >= 0
+        _, page = broker.http_get("/metrics")
+        assert "pybroker_event_loop_lag_seconds_count" in page and "pybroker_gc_pause_seconds" in page
+        assert loop_late_wakes(BrokerProcess(tmp_path / "other", {})) is None
+    finally:
+        broker.close()
+        kill_all()
