@@ -144,14 +144,22 @@ def peak_rss_mb(pid: int | None) -> float:
                                          if (v := memory_mb(child, "VmHWM")) == v)
 
 
-def fetch_paths(broker: BrokerProcess) -> tuple[float, float] | None:
-    """pybroker's `pybroker_fetch_bytes_total` by path (sendfile, copy); None for a broker without it."""
+def metrics_page(broker: BrokerProcess) -> str | None:
+    """pybroker's Prometheus page; None for a broker that serves none (Kafka, Tansu, the null broker) or
+    when it cannot be read."""
     http_get = getattr(broker, "http_get", None)
     if http_get is None:
         return None
     try:
         _, page = http_get("/metrics")
     except OSError:
+        return None
+    return str(page)
+
+
+def fetch_paths(broker: BrokerProcess) -> tuple[float, float] | None:
+    """pybroker's `pybroker_fetch_bytes_total` by path (sendfile, copy); None for a broker without it."""
+    if (page := metrics_page(broker)) is None:
         return None
     values = {"sendfile": 0.0, "copy": 0.0}
     for line in page.splitlines():
@@ -169,12 +177,7 @@ def loop_late_wakes(broker: BrokerProcess) -> float | None:
     """How many wakes of pybroker's event-loop watcher so far came more than `LOOP_STALL_S` late
     (`pybroker_event_loop_lag_seconds`); None for a broker without it. The difference over a latency
     window says whether a tail in it was pybroker's loop standing still or something outside it."""
-    http_get = getattr(broker, "http_get", None)
-    if http_get is None:
-        return None
-    try:
-        _, page = http_get("/metrics")
-    except OSError:
+    if (page := metrics_page(broker)) is None:
         return None
     total = prompt = None
     for line in page.splitlines():
