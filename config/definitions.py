@@ -210,7 +210,7 @@ BROKER_DEFS: tuple[ConfigDef, ...] = (
     _b("log.message.timestamp.after.max.ms", "long", 3_600_000,
        "How far in the future a record timestamp may be.", at_least(0), True),
     _b("log.preallocate", "boolean", False, "Preallocate segment files.", None, True),
-    _b("log.page.cache.max.bytes", "long", 2 << 30,
+    _b("log.page.cache.max.bytes", "long", 4 << 30,
        "The most log data, newest first, the broker leaves in the OS page cache; older data is dropped "
        "from it as new data reaches the disk (fsynced, or for data nobody fsyncs, such as acks=1, written "
        "back), so new writes reuse freed pages, and a read of dropped data drops it again once sent "

@@ -17,6 +17,19 @@ again once it has been sent, so catching up recycles a few pages instead of fill
 what is on disk or what is read: dropping a clean cached page only means the next read of it goes to the
 disk. Data not yet on the disk is never dropped (the kernel would skip dirty pages anyway).
 
+Why the default is 4 GiB and not less. The budget only caps what is left cached: it never holds memory the
+kernel wants, which reclaims cached pages under pressure whatever the budget (as it does for Kafka). But a
+drop is not free (an fadvise on the thread, the kernel freeing the pages), and what goes is chosen by when
+it was fsynced, not by where it sits in its partition: over many partitions one producer batch of a few
+MB holds a partition's newest records from early on, so consumers a little behind read it back from the
+disk. Measured on the 2-core VM with the bench's client fleet, produce phases of 2.5 s (about 3 GB of 10
+KiB records) each followed by a consume of the newest 1 GB, two brokers alternated, medians: one
+partition, 2 GiB against 6 GiB, 115k against 127k msgs/s produced (0.79 against 0.70 CPU s/GB) and 171k
+against 193k read; 16 partitions, 2 GiB against 4 GiB, 103k against 111k produced and 191k against 216k
+read (0.27 against 0.23 CPU s/GB); 1,024 partitions, one broker after the other, 2 GiB against 6 GiB, the
+consume read 330 MB from the disk at 68k msgs/s, and none at 82k. 1 KiB records over 16 partitions (2 GB
+written, within either budget) did not move.
+
 Data nobody fsyncs (acks=0 and 1 with Kafka's default flush policy) is counted too, or it would fill
 fresh pages for ever: once a segment holds `WRITE_BACK_STEP` bytes past what was counted, the thread
 writes them back (`sync_file_range`), waits, and counts them, so they are clean when their drop comes (the
