@@ -61,6 +61,26 @@ def test_read_limits_keep_whole_batches_and_at_least_one(tmp_path: Path) -> None
     log.close()
 
 
+def test_a_read_with_no_room_looks_at_no_segment_but_still_checks_the_offset(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    log = open_log(tmp_path / "t-0")
+    append(log, batch(10))
+
+    def looked(*_: object) -> None:
+        raise AssertionError("a segment was read")
+
+    monkeypatch.setattr(segment_module.Segment, "read_region", looked)
+    assert log.read(3, 0, min_one_batch=False).region is None
+    assert log.read(3, -1, min_one_batch=False, want_upper_bound=True).region is None
+    with pytest.raises(OffsetOutOfRange):
+        log.read(11, 0, min_one_batch=False)
+    monkeypatch.undo()
+    assert read_spans(log, 3, 0) == [(0, 9)]  # at least one batch is still read when asked for
+    log.close()
+    with pytest.raises(LogClosedError):
+        log.read(3, 0, min_one_batch=False)
+
+
 def test_segments_roll_by_size_and_the_sparse_index_finds_every_offset(tmp_path: Path) -> None:
     log = open_log(tmp_path / "t-0", segment_bytes=2000, index_interval_bytes=300)
     for _ in range(60):
