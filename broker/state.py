@@ -37,8 +37,8 @@ from pybroker.broker.topics import Topics, log_config_for
 from pybroker.broker.transactions.service import TransactionService, TxnParts
 from pybroker.config.broker_config import BrokerConfig
 from pybroker.storage.cleaner.throttle import UNLIMITED
+from pybroker.storage.clock import wall_clock_ms
 from pybroker.storage.kraft_export import forget_export
-from pybroker.storage.log import wall_clock_ms
 from pybroker.storage.log_manager import LogManager
 from pybroker.storage.page_cache import PageCache
 from pybroker.storage.producer_id_block import ProducerIdBlock

@@ -39,6 +39,7 @@ from pybroker.protocol.records.batch import (
 )
 from pybroker.protocol.records.control import build_marker_batch, read_marker
 from pybroker.storage import timestamp_lookup
+from pybroker.storage.clock import wall_clock_ms
 from pybroker.storage.dir_names import renamed_dir_name
 from pybroker.storage.errors import LogClosedError, OffsetOutOfRange
 from pybroker.storage.file_region import NOTHING_TO_READ, FileRegion, ReadResult, unshared
@@ -57,12 +58,6 @@ DELETE_SUFFIX = "-delete"
 #: an idle file let go of stays open at least this long (even with file.delete.delay.ms=0): a thread that
 #: took its descriptor just before (a read's header scan, the cleaner) finishes with it first
 IDLE_CLOSE_GRACE_MS = 10_000
-
-
-def wall_clock_ms() -> int:
-    """The broker's clock in milliseconds: the default of the broker state, the log manager, the cleaner
-    and each log (one definition for all of them)."""
-    return time.time_ns() // 1_000_000
 
 
 @dataclass(slots=True)
@@ -699,4 +694,3 @@ def _close_all(segments: list[Segment], *, sync: bool) -> None:
             first = first or exc
     if first is not None:
         raise first
-

@@ -24,6 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from pybroker.storage.checkpoints import LOG_START_OFFSET, RECOVERY_POINT, write_checkpoint
+from pybroker.storage.clock import wall_clock_ms
 from pybroker.storage.errors import (
     InvalidPartitionsError,
     InvalidTopicError,
@@ -40,7 +41,7 @@ from pybroker.storage.flush_window import FlushWindow
 from pybroker.storage.flusher import Flusher
 from pybroker.storage.kraft_export import kafka_ran_since_export
 from pybroker.storage.kraft_metadata import KraftImage, adopt_kraft_metadata
-from pybroker.storage.log import Log, wall_clock_ms
+from pybroker.storage.log import Log
 from pybroker.storage.log_config import LogConfig
 from pybroker.storage.log_dir import (
     META_PROPERTIES,

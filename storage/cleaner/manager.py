@@ -56,7 +56,8 @@ from pybroker.storage.cleaner.process_cleaner import DEFAULT_NICE, ProcessCleane
 from pybroker.storage.cleaner.selection import DirtySection, dirty_section
 from pybroker.storage.cleaner.swap import StepHook, no_hook
 from pybroker.storage.cleaner.throttle import UNLIMITED, Throttler
-from pybroker.storage.log import Log, wall_clock_ms
+from pybroker.storage.clock import wall_clock_ms
+from pybroker.storage.log import Log
 
 log = structlog.get_logger("pybroker.cleaner").bind(logger="pybroker.cleaner")
 
