@@ -265,6 +265,8 @@ class BrokerApp:
                      if isinstance(entry.result, asyncio.Future)]
         if in_flight:
             await asyncio.wait(in_flight, timeout=GRACEFUL_TIMEOUT_S)
+        # a topic or store change on a worker thread whose client went away still ends before the logs close
+        await self.state.detached.wait(GRACEFUL_TIMEOUT_S)
         await asyncio.sleep(0)  # let their done-callbacks write the responses
         for conn in list(self.state.connections):
             conn.close_when_written()

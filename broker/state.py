@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from pybroker.broker import fetch_sessions
 from pybroker.broker.connection_guard import ConnectionGuard
+from pybroker.broker.detached_work import DetachedWork
 from pybroker.broker.dynamic_configs import DynamicBrokerConfigs
 from pybroker.broker.groups.service import GroupService
 from pybroker.broker.iceberg_tables import IcebergTables
@@ -75,6 +76,8 @@ class BrokerState:
         #: where delayed operations (fetch long-polls, ...) watch partitions: the replicas' purgatory
         self.purgatory = self.replicas.purgatory
         self.connections: set[Any] = set()
+        #: topic and store changes on worker threads, which finish even when their request is cancelled
+        self.detached = DetachedWork()
         self.guard = ConnectionGuard(config)  # request memory, connection limits and timeouts
         #: listener name -> the (host, port) its clients are told (advertised.listeners, else listeners)
         self.advertised = config.advertised_addresses()

@@ -14,7 +14,6 @@ changes are written once per request, off the loop, and answered once durable.
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from pybroker.broker.context import RequestContext
@@ -121,7 +120,7 @@ def handle_alter(ctx: RequestContext, request: AlterClientQuotasRequest) -> Any:
         return response
 
     async def apply() -> AlterClientQuotasResponse:
-        await asyncio.to_thread(store.replace, updated)
+        await ctx.state.detached.run(store.replace, updated)
         return response
 
     return apply()

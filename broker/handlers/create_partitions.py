@@ -7,7 +7,6 @@ once, every topic POLICY_VIOLATION, as Kafka's controller refuses an excessively
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from pybroker.broker.context import RequestContext
@@ -60,11 +59,7 @@ def handle_create_partitions(ctx: RequestContext, request: CreatePartitionsReque
             CreatePartitionsTopicResult(name=t.name, error_code=ErrorCode.POLICY_VIOLATION,
                                         error_message=EXCESSIVE_BATCH_MESSAGE)
             for t in request.topics])
-    return _grow_off_loop(ctx, request)
-
-
-async def _grow_off_loop(ctx: RequestContext, request: CreatePartitionsRequest) -> CreatePartitionsResponse:
-    return await asyncio.to_thread(_create_partitions, ctx, request)
+    return ctx.state.detached.run(_create_partitions, ctx, request)
 
 
 def _create_partitions(ctx: RequestContext, request: CreatePartitionsRequest) -> CreatePartitionsResponse:

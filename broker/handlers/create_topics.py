@@ -13,7 +13,6 @@ none of its entries is created (Kafka's ControllerApis drops duplicates the same
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from collections import Counter
 from typing import Any
@@ -64,11 +63,7 @@ def handle_create_topics(ctx: RequestContext, request: CreateTopicsRequest) -> A
                                  error_message=EXCESSIVE_BATCH_MESSAGE, num_partitions=-1, replication_factor=-1,
                                  configs=[])
             for t in request.topics])
-    return _create_off_loop(ctx, request)
-
-
-async def _create_off_loop(ctx: RequestContext, request: CreateTopicsRequest) -> CreateTopicsResponse:
-    return await asyncio.to_thread(_create_topics, ctx, request)
+    return ctx.state.detached.run(_create_topics, ctx, request)
 
 
 def _create_topics(ctx: RequestContext, request: CreateTopicsRequest) -> CreateTopicsResponse:

@@ -7,7 +7,6 @@ them back, and segments wholly below it are deleted right after. -1 means "up to
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from pybroker.broker.context import RequestContext
@@ -68,7 +67,7 @@ def handle_delete_records(ctx: RequestContext, request: DeleteRecordsRequest) ->
         for name, offsets in _requested(request).items():
             results = []
             for partition, offset in offsets.items():
-                start, code = await asyncio.to_thread(_delete, ctx, name, partition, offset)
+                start, code = await ctx.state.detached.run(_delete, ctx, name, partition, offset)
                 results.append(DeleteRecordsPartitionResult(partition_index=partition, low_watermark=start,
                                                             error_code=code))
             topics.append(DeleteRecordsTopicResult(name=name, partitions=results))

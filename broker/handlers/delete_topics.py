@@ -1,12 +1,12 @@
 """DeleteTopics (key 20), versions 0-6: by name (v0-5 `topic_names`, v6 `topics`) or by id (v6).
 
 Deletion (a rename and a recursive delete per partition) runs on a worker thread; the connection starts
-nothing else meanwhile. Fetches waiting on the deleted partitions are woken afterwards, on the loop.
+nothing else meanwhile. Fetches waiting on the deleted partitions are woken afterwards, on the loop, even
+when the client went away meanwhile (`broker/detached_work.py`).
 """
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from typing import Any
 
@@ -29,16 +29,13 @@ ZERO_UUID = uuid.UUID(int=0)
 
 @handler(ApiKey.DELETE_TOPICS, versions=(0, 6), authorize=delete_topics_rule)
 def handle_delete_topics(ctx: RequestContext, request: DeleteTopicsRequest) -> Any:
-    return _delete_off_loop(ctx, request)
-
-
-async def _delete_off_loop(ctx: RequestContext, request: DeleteTopicsRequest) -> DeleteTopicsResponse:
     woken: list[tuple[str, int]] = []
-    try:
-        return await asyncio.to_thread(_delete_topics, ctx, request, woken)
-    finally:
+
+    def wake() -> None:
         for key in woken:
             ctx.state.replicas.notify(key)
+
+    return ctx.state.detached.run(_delete_topics, ctx, request, woken, then=wake)
 
 
 def _delete_topics(ctx: RequestContext, request: DeleteTopicsRequest,

@@ -9,7 +9,6 @@ so they come back at once with their partitions. v10+ name topics by id too.
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from typing import Any
 
@@ -75,7 +74,7 @@ def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> Any:
 
 
 async def _create_then_answer(ctx: RequestContext, request: MetadataRequest, names: list[str]) -> MetadataResponse:
-    await asyncio.to_thread(ctx.state.topics.auto_create_all, names)
+    await ctx.state.detached.run(ctx.state.topics.auto_create_all, names)
     return _answer(ctx, request)
 
 

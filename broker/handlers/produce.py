@@ -95,7 +95,7 @@ def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Any:
 async def _create_then_produce(ctx: RequestContext, request: ProduceRequest, names: list[str]) -> Any:
     """Work: the topics are made on a worker thread, then the request is served as any other (its
     answer may still be a pure wait for fsync, which the connection then lets overlap)."""
-    await asyncio.to_thread(ctx.state.topics.auto_create_all, names)
+    await ctx.state.detached.run(ctx.state.topics.auto_create_all, names)
     result = _produce(ctx, request)
     if asyncio.iscoroutine(result):
         return await result

@@ -15,7 +15,6 @@ the credential file whole.
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from pybroker.broker.context import RequestContext
@@ -170,7 +169,7 @@ def handle_alter(ctx: RequestContext, request: AlterUserScramCredentialsRequest)
         return build()
 
     async def apply() -> AlterUserScramCredentialsResponse:
-        await asyncio.to_thread(store.apply, upserts, deletes)
+        await ctx.state.detached.run(store.apply, upserts, deletes)
         return build()
 
     return apply()

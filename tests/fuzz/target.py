@@ -20,8 +20,9 @@ The oracles, checked after every input (`Finding.kind` names the one that failed
   when the connection is still open, every request a handler answered has its answer on the wire.
 - `bad-answer`: every answer is a well-formed frame that our response decoder reads back.
 - `hang`: a request's work (not a pure wait: a long-poll or a group join may wait) finishes within
-  `WORK_BOUND_S`, and the synchronous part of feeding the bytes within `SYNC_BOUND_S` (an alarm
-  interrupts a handler stuck on the event loop).
+  `WORK_BOUND_S`, and so does a change on a worker thread its closed connection left behind; the
+  synchronous part of feeding the bytes within `SYNC_BOUND_S` (an alarm interrupts a handler stuck on
+  the event loop).
 - `restart`: every `RESET_EVERY` inputs the broker is stopped and started again on the same dir before
   it is thrown away; its topics and every partition's log start and end offsets must be the same.
 - `corrupt-log`: while it is stopped there, `pybroker check-log`'s verifier must find nothing wrong in
@@ -393,6 +394,10 @@ class FuzzTarget:
                     conn.connection_lost(None)
             await asyncio.sleep(0)  # cancellations of abandoned waits run now, inside this input
             await asyncio.sleep(0)
+        # a topic change whose connection closed goes on (broker/detached_work.py): it belongs to this input
+        if self.app is not None and not await self.app.state.detached.wait(WORK_BOUND_S):
+            finding = finding or Finding("hang", f"a change its client left unfinished after {WORK_BOUND_S}s",
+                                         item)
         finding = finding or self._check_logs(item, errors_in_loop)
         for (conn, transport), stream, gave_up in zip(links, streams, abandoned, strict=True):
             finding = finding or self._check_answers(item, transport, conn, _frame_ids(stream), gave_up)

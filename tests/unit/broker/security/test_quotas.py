@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from pybroker.broker.detached_work import DetachedWork
 from pybroker.broker.handlers.client_quotas import handle_alter, handle_describe
 from pybroker.broker.security import quota_store
 from pybroker.broker.security.quota_entities import (
@@ -92,7 +93,8 @@ def test_good_values_pass() -> None:
 
 # -- the handlers ---------------------------------------------------------------------------------------
 def _ctx(tmp_path: Path) -> Any:
-    return SimpleNamespace(state=SimpleNamespace(quotas=ClientQuotas(tmp_path / quota_store.FILE_NAME)))
+    return SimpleNamespace(state=SimpleNamespace(quotas=ClientQuotas(tmp_path / quota_store.FILE_NAME),
+                                                 detached=DetachedWork()))
 
 
 def _entry(ops: list[OpData], **names: str | None) -> AlterClientQuotasRequestEntryData:
