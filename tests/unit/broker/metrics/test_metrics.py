@@ -25,7 +25,21 @@ from pybroker.broker.metrics.response_errors import error_codes
 from pybroker.config.broker_config import BrokerConfig
 from pybroker.protocol import messages
 from pybroker.protocol.errors import ErrorCode
-from pybroker.protocol.messages.fetch import FetchPartition, FetchRequest, FetchTopic
+from pybroker.protocol.messages.fetch import (
+    AbortedTransaction,
+    FetchableTopicResponse,
+    FetchPartition,
+    FetchRequest,
+    FetchResponse,
+    FetchTopic,
+    PartitionData,
+)
+from pybroker.protocol.messages.metadata import (
+    MetadataResponse,
+    MetadataResponseBroker,
+    MetadataResponsePartition,
+    MetadataResponseTopic,
+)
 from pybroker.protocol.messages.produce import (
     PartitionProduceData,
     PartitionProduceResponse,
@@ -231,3 +245,19 @@ def test_error_codes_match_a_reflective_walk_for_every_response() -> None:
                 assert sorted(error_codes(response)) == sorted(_reference_codes(response)), name
                 checked += 1
     assert checked > 40
+
+
+def test_error_codes_of_compiled_answers_match_a_reflective_walk() -> None:
+    """Fetch and Metadata are compiled (setup.py): their list fields name no element class, so the walk
+    reads each list by the class of its items."""
+    fetch = FetchResponse(error_code=0, responses=[FetchableTopicResponse(topic=f"t{t}", partitions=[
+        PartitionData(partition_index=p, error_code=7 if p % 3 else 0,
+                      aborted_transactions=[AbortedTransaction(producer_id=1, first_offset=0)])
+        for p in range(6)]) for t in range(2)])
+    metadata = MetadataResponse(brokers=[MetadataResponseBroker(node_id=1, host="h", port=1)], topics=[
+        MetadataResponseTopic(name="t", error_code=3, partitions=[
+            MetadataResponsePartition(partition_index=p, error_code=9 if p % 2 else 0, replica_nodes=[1, 2],
+                                      isr_nodes=[1]) for p in range(5)]),
+        MetadataResponseTopic(name="empty", partitions=[])])
+    for response in (fetch, metadata):
+        assert sorted(error_codes(response)) == sorted(_reference_codes(response)) != []
