@@ -22,11 +22,11 @@ import structlog
 
 from pybroker.storage.cleaner.swap import complete_interrupted_swaps
 from pybroker.storage.log_config import LogConfig
-from pybroker.storage.segment import (
+from pybroker.storage.segment import Segment
+from pybroker.storage.segment_names import (
     INDEX_SUFFIX,
     LOG_SUFFIX,
     TIME_INDEX_SUFFIX,
-    Segment,
     base_offsets,
     segment_path,
 )

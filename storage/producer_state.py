@@ -47,7 +47,7 @@ from pybroker.storage.producer_snapshot import (
     decode_snapshot,
     encode_snapshot,
 )
-from pybroker.storage.segment import base_offsets
+from pybroker.storage.segment_names import base_offsets
 
 NO_EPOCH = -1
 NO_TXN = -1

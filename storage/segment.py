@@ -16,7 +16,7 @@ import io
 import mmap
 import os
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,14 +37,16 @@ from pybroker.protocol.records.records_check import batch_problem
 from pybroker.storage.errors import CorruptIndexError, LogClosedError
 from pybroker.storage.files import write_fully
 from pybroker.storage.offset_index import INT32_MAX, OffsetIndex
+from pybroker.storage.segment_names import (
+    DELETED_SUFFIX,
+    INDEX_SUFFIX,
+    LOG_SUFFIX,
+    TIME_INDEX_SUFFIX,
+    segment_path,
+)
 from pybroker.storage.time_index import NO_TIMESTAMP, TimeIndex
 from pybroker.storage.transaction_index import TXN_INDEX_SUFFIX, TransactionIndex
 
-LOG_SUFFIX = ".log"
-INDEX_SUFFIX = ".index"
-TIME_INDEX_SUFFIX = ".timeindex"
-DELETED_SUFFIX = ".deleted"
-BASE_OFFSET_DIGITS = 20
 #: bytes per `pread` hopping over batch headers: small first (a big batch needs only its header), then doubling
 FIRST_SCAN_CHUNK = 1024
 SCAN_CHUNK = 16384
@@ -53,24 +55,6 @@ _BASE_OFFSET, _LENGTH, _MAGIC, _LAST_OFFSET_DELTA = (
     BatchHeader._fields.index(name) for name in ("base_offset", "batch_length", "magic", "last_offset_delta"))
 #: serialises lazy opening of `.log` files (a read on the loop and a flush on a flusher may race to it)
 _OPEN_LOCK = threading.Lock()
-
-
-def segment_path(directory: Path, base_offset: int, suffix: str) -> Path:
-    """Kafka's file name: the base offset as 20 zero-padded digits, then the suffix."""
-    return directory / f"{base_offset:020d}{suffix}"
-
-
-def base_offsets(names: Iterable[str], suffix: str) -> list[int]:
-    """The base offsets, sorted, of the names among `names` that are Kafka's file names with `suffix`.
-
-    `names` is one listing of a partition dir (`os.listdir`), shared by every suffix a caller looks for:
-    a new partition's log is opened with a dozen such questions, and a glob per question cost more than
-    the rest of its creation together.
-    """
-    cut = -len(suffix)
-    return sorted(int(name[:cut]) for name in names
-                  if len(name) == BASE_OFFSET_DIGITS - cut and name.endswith(suffix) and name[:cut].isascii()
-                  and name[:cut].isdigit())
 
 
 def _open_log_file(path: Path, *, create: bool) -> io.FileIO:
@@ -522,6 +506,15 @@ class Segment:
 
         None when no batch here reaches `offset`; length 0 when the limits leave nothing to read.
         """
+        hint = self._next_read  # the batch the last read stopped before: a fetch asks for it next
+        if hint is not None and not min_one_batch:
+            raw = hint[1]
+            base = raw[_BASE_OFFSET]
+            last = base + raw[_LAST_OFFSET_DELTA]
+            if base <= offset <= last and (last >= limit or raw[_LENGTH] + LOG_OVERHEAD > max_bytes):
+                # past the bound, or bigger than what is left of a fetch answer (most partitions of a
+                # fetch over hundreds): nothing to read, told without a lookup
+                return hint[0], 0, -1
         found = self.find(offset)
         if found is None:
             return None

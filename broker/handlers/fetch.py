@@ -224,7 +224,7 @@ def _read_all(ctx: RequestContext, request: FetchRequest,
                 continue
             try:
                 result, aborted = target.read(fp.fetch_offset, max(limit, 0), read_committed=read_committed,
-                                              min_one_batch=total == 0)
+                                              min_one_batch=total == 0, bound=lso if read_committed else hw)
             except OffsetOutOfRange:
                 _refused(data, ErrorCode.OFFSET_OUT_OF_RANGE)
                 errors = True

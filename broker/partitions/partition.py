@@ -244,16 +244,18 @@ class Partition:
         target = self.log
         return target, target.high_watermark, target.last_stable_offset, target.log_start_offset
 
-    def read(self, offset: int, max_bytes: int, *, read_committed: bool,
-             min_one_batch: bool) -> tuple[ReadResult, list[tuple[int, int]] | None]:
-        """Whole batches from `offset` up to the high watermark (read_committed: the last stable offset),
-        and for read_committed the aborted transactions whose records the region holds, as (producer id,
-        first offset). Raises `OffsetOutOfRange`, or `OSError` (after taking the log's dir offline)."""
+    def read(self, offset: int, max_bytes: int, *, read_committed: bool, min_one_batch: bool,
+             bound: int | None = None) -> tuple[ReadResult, list[tuple[int, int]] | None]:
+        """Whole batches from `offset` up to the high watermark (read_committed: the last stable offset;
+        `bound` is that offset when the caller just took it from `positions`), and for read_committed the
+        aborted transactions whose records the region holds, as (producer id, first offset). Raises
+        `OffsetOutOfRange`, or `OSError` (after taking the log's dir offline)."""
         target = self.log
+        if bound is None:
+            bound = target.last_stable_offset if read_committed else target.high_watermark
         try:
-            result = target.read(offset, max_bytes,
-                                 max_offset=target.last_stable_offset if read_committed else target.high_watermark,
-                                 min_one_batch=min_one_batch, want_upper_bound=read_committed)
+            result = target.read(offset, max_bytes, max_offset=bound, min_one_batch=min_one_batch,
+                                 want_upper_bound=read_committed)
             aborted = None
             if read_committed:
                 aborted = (target.aborted_transactions(offset, result.upper_bound)

@@ -18,7 +18,7 @@ from pathlib import Path
 from pybroker.protocol.records.batch import BatchHeader
 from pybroker.storage.files import write_fully
 from pybroker.storage.offset_index import OffsetIndex
-from pybroker.storage.segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, segment_path
+from pybroker.storage.segment_names import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, segment_path
 from pybroker.storage.time_index import NO_TIMESTAMP, TimeIndex
 from pybroker.storage.transaction_index import TXN_INDEX_SUFFIX, AbortedTxn
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from pybroker.storage.cleaner.job import CleanJob, SegmentInfo
 from pybroker.storage.log_config import LogConfig
-from pybroker.storage.segment import LOG_SUFFIX, segment_path
+from pybroker.storage.segment_names import LOG_SUFFIX, segment_path
 from pybroker.storage.transaction_index import AbortedTxn
 
 

@@ -37,7 +37,8 @@ from pybroker.storage.cleaner.cleaner import Cleaner, CleaningAborted, CleanResu
 from pybroker.storage.cleaner.job import WorkerSettings, make_job
 from pybroker.storage.cleaner.swap import StepHook, no_hook
 from pybroker.storage.log import Log
-from pybroker.storage.segment import LOG_SUFFIX, Segment
+from pybroker.storage.segment import Segment
+from pybroker.storage.segment_names import LOG_SUFFIX
 
 logger = structlog.get_logger("pybroker.cleaner").bind(logger="pybroker.cleaner")
 

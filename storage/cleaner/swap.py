@@ -32,7 +32,13 @@ from pathlib import Path
 from pybroker.protocol.records.batch import HEADER, HEADER_SIZE, LOG_OVERHEAD, MIN_BATCH_LENGTH
 from pybroker.storage.cleaner.cleaned_segment import CLEANED_SUFFIX, SEGMENT_SUFFIXES, suffixed_path
 from pybroker.storage.files import fsync_dir
-from pybroker.storage.segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, base_offsets, segment_path
+from pybroker.storage.segment_names import (
+    INDEX_SUFFIX,
+    LOG_SUFFIX,
+    TIME_INDEX_SUFFIX,
+    base_offsets,
+    segment_path,
+)
 from pybroker.storage.transaction_index import TXN_INDEX_SUFFIX
 
 SWAP_SUFFIX = ".swap"

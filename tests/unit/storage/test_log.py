@@ -81,6 +81,34 @@ def test_a_read_with_no_room_looks_at_no_segment_but_still_checks_the_offset(
         log.read(3, 0, min_one_batch=False)
 
 
+def test_a_read_with_room_for_less_than_the_remembered_batch_answers_nothing_without_a_lookup(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past the first partitions of a fetch over hundreds, what is left of the answer's bytes is smaller
+    than each partition's next batch: the batch a read stopped before is remembered, so that read needs
+    no lookup; its answer is a cold read's (nothing, or the batch when at least one is asked for)."""
+    log = open_log(tmp_path / "t-0")
+    for _ in range(10):
+        append(log, batch(5, value=b"x" * 200))
+    first = log.read(0, 3000)
+    assert first.region is not None
+    next_offset = [h for _, h in iter_batches(first.region.read_bytes())][-1].last_offset + 1
+
+    def looked(*_: object) -> None:
+        raise AssertionError("looked up")
+
+    monkeypatch.setattr(segment_module.Segment, "find", looked)
+    monkeypatch.setattr(segment_module.os, "pread", looked)
+    assert log.read(next_offset, 100, min_one_batch=False).region is None
+    assert log.read(next_offset + 2, 100, min_one_batch=False).region is None  # inside that batch
+    assert log.read(next_offset, 5000, max_offset=next_offset + 3, min_one_batch=False).region is None
+    monkeypatch.undo()
+    assert read_spans(log, next_offset, 100) == [(next_offset, next_offset + 4)]  # one batch, whole
+    other = open_log(tmp_path / "t-0")
+    assert other.read(next_offset, 100, min_one_batch=False).region is None  # the same answer, cold
+    other.close()
+    log.close()
+
+
 def test_segments_roll_by_size_and_the_sparse_index_finds_every_offset(tmp_path: Path) -> None:
     log = open_log(tmp_path / "t-0", segment_bytes=2000, index_interval_bytes=300)
     for _ in range(60):

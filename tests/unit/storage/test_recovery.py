@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 from pybroker.storage.log import Log
-from pybroker.storage.segment import base_offsets
+from pybroker.storage.segment_names import base_offsets
 from tests.unit.storage.helpers import NOW, TOPIC_ID, append, batch, config, log_file, open_log, read_spans
 
 SMALL = {"segment_bytes": 1500, "index_interval_bytes": 200}
