@@ -126,9 +126,11 @@ chromium:
 # Bytecode for our sources, written even where Python is told not to (PYTHONDONTWRITEBYTECODE): without
 # it every broker start and every `pybroker` command compiles them again (start to ready 0.66 s instead of
 # 0.35 s here). Up-to-date files are skipped; an edited source makes its file stale, which Python ignores.
+# Then the code of the dataclasses' methods a start defines (broker/dataclass_code.py), rebuilt each time.
 BYTECODE_DIRS := broker clients protocol storage config tests bench examples
 bytecode: $(BROKER_STAMP)
 	$(PY) -m compileall -q -j 0 $(BYTECODE_DIRS) >/dev/null
+	$(PY) -m pybroker.broker.dataclass_code >/dev/null
 
 # the metrics port serves the web console too (/console/, answering this machine only; README.md's URL)
 run: $(BROKER_STAMP) bytecode

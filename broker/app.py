@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from pybroker.broker import compiled_modules as compiled
-from pybroker.broker import startup_gc
+from pybroker.broker import dataclass_code, startup_gc
 from pybroker.broker.allocator import tune_allocator
 from pybroker.broker.console.service import ConsoleService
 from pybroker.broker.descriptor_budget import EVICT_IDLE_S, DescriptorBudget, headroom
@@ -234,6 +234,7 @@ class BrokerApp:
         """Serve until stopped; the process's exit status (0, or non-zero when every log dir failed)."""
         await self.start()
         startup_gc.resume()
+        dataclass_code.release()
         loop_stalls.time_collections()
         self._watch_log_dirs()
         background = asyncio.create_task(self.run_background())

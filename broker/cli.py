@@ -133,6 +133,9 @@ def start(log_dirs: str | None, listeners: str | None, config_file: str | None, 
     from pybroker.broker import startup_gc
 
     startup_gc.pause()  # turned on again once the listeners answer (`BrokerApp.serve`)
+    from pybroker.broker import dataclass_code
+
+    dataclass_code.install()  # released with the collector's pause
     _import_structlog_without_rich()
     from pybroker.broker.loggers.structlog_setup import configure_logging
 
