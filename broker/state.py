@@ -83,12 +83,12 @@ class BrokerState:
         self.advertised = config.advertised_addresses()
         self._producer_ids: ProducerIdBlock | None = None
         #: what a coordinator may do with partitions (its internal topic, markers), and nothing else
-        coordinator_partitions = CoordinatorPartitions(config, clock_ms, self.replicas)
+        coordinator_partitions = CoordinatorPartitions(config, clock_ms, self.replicas, detached=self.detached)
         self.groups = GroupService(coordinator_partitions)
         #: the transaction coordinator (`__transaction_state`, markers, timeouts), on the same narrow interface
         self.transactions = TransactionService(TxnParts(coordinator_partitions, self.groups, self.next_producer_id))
         #: share groups (KIP-932): membership, share sessions, share-partitions, `__share_group_state`
-        self.shares = ShareService(config, clock_ms, self.replicas, self.groups)
+        self.shares = ShareService(config, clock_ms, self.replicas, self.groups, detached=self.detached)
         #: the ACL authorizer, or None when `authorizer.class.name` is not set (nothing is checked)
         self.authorizer = Authorizer.from_config(config, self.guard.warnings)
         #: SASL settings of each SASL listener by name (checked now: a mistake stops the start), and the

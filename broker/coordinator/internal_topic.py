@@ -54,6 +54,11 @@ class InternalTopic:
     def exists(self) -> bool:
         return self.partitions.topic(self.name) is not None
 
+    async def ensure_off_loop(self) -> None:
+        """`ensure` on a worker thread, run to its end even when the request that needed the topic is
+        cancelled meanwhile (`broker/detached_work.py`): the broker's stop waits for it."""
+        await self.partitions.detached.run(self.ensure)
+
     def ensure(self) -> None:
         if self.exists():
             return

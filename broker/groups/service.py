@@ -11,7 +11,6 @@ the runtime's too. Everything runs on the event loop's thread.
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -162,20 +161,13 @@ class GroupService:
             on_partition_count=self._follow_partition_count, logger="pybroker.groups", loaded_key="groups")
         self.coordinator.on_earlier_deadline = self.runtime.earlier_deadline
         self.coordinator.streams.create_topics = self._create_internal_topics
-        #: internal-topic creations under way (a reference keeps each task alive)
-        self._creations: set[asyncio.Task[None]] = set()
 
     def _create_internal_topics(self, topics: dict[str, tuple[int, dict[str, str], int]]) -> None:
         """A streams group's missing repartition and changelog topics, made on a worker thread (the group sees
-        them in the topic table at its next heartbeat; a name that failed may be asked for again then)."""
-        task = asyncio.get_running_loop().create_task(asyncio.to_thread(self._create_blocking, topics))
-        self._creations.add(task)
-
-        def done(finished: asyncio.Task[None]) -> None:
-            self._creations.discard(finished)
-            self.coordinator.streams.creating.difference_update(topics)
-
-        task.add_done_callback(done)
+        them in the topic table at its next heartbeat; a name that failed may be asked for again then). The
+        broker's stop waits for it (`broker/detached_work.py`)."""
+        self.partitions.detached.run(self._create_blocking, topics,
+                                     then=lambda: self.coordinator.streams.creating.difference_update(topics))
 
     def _create_blocking(self, topics: dict[str, tuple[int, dict[str, str], int]]) -> None:
         for name, (partitions, configs, _replication) in sorted(topics.items()):

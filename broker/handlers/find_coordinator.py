@@ -11,7 +11,6 @@ Authorizes: DESCRIBE on the group or the transactional id (`broker/security/auth
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from pybroker.broker.context import RequestContext
@@ -71,7 +70,7 @@ async def _create_topic_then_answer(ctx: RequestContext, request: FindCoordinato
                                     topic: Any) -> FindCoordinatorResponse:
     """The first group's (or transaction's) request creates the internal topic, on a worker thread."""
     try:
-        await asyncio.to_thread(topic.ensure)
+        await topic.ensure_off_loop()
     except (OSError, StorageError) as exc:  # a failing disk, or the partition cap reached
         log.error("cannot create an internal topic", key_type=request.key_type, error=str(exc),
                   client_id=ctx.client_id)

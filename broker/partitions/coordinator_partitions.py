@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from pybroker.protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
+    from pybroker.broker.detached_work import DetachedWork
     from pybroker.broker.partitions.manager import ReplicaManager
     from pybroker.broker.partitions.partition import Partition
     from pybroker.config.broker_config import BrokerConfig
@@ -24,12 +25,15 @@ if TYPE_CHECKING:
 
 
 class CoordinatorPartitions:
-    __slots__ = ("_replicas", "clock_ms", "config")
+    __slots__ = ("_replicas", "clock_ms", "config", "detached")
 
-    def __init__(self, config: BrokerConfig, clock_ms: Callable[[], int], replicas: ReplicaManager) -> None:
+    def __init__(self, config: BrokerConfig, clock_ms: Callable[[], int], replicas: ReplicaManager, *,
+                 detached: DetachedWork) -> None:
         self.config = config
         self.clock_ms = clock_ms
         self._replicas = replicas
+        #: where the topic's creation runs when a request needs it (to its end, should the request go)
+        self.detached = detached
 
     def topic(self, name: str) -> TopicInfo | None:
         """A topic's metadata (its partition count, say), or None."""

@@ -49,7 +49,7 @@ class SchemaRegistryService:
         self.broker = state
         self.host = str(config.get("schema.registry.host"))
         self.port = int(config.get("schema.registry.port"))
-        self.topic = SchemasTopic(CoordinatorPartitions(config, state.clock_ms, state.replicas),
+        self.topic = SchemasTopic(CoordinatorPartitions(config, state.clock_ms, state.replicas, detached=state.detached),
                                   str(config.get("schema.registry.topic")))
         self.state = RegistryState()
         self.registry = Registry(self.state, self.topic.write)

@@ -39,7 +39,7 @@ class SchemasTopic(InternalTopic):
         """Append the records as one batch; returns once fsynced, raises RegistryError(50001) on failure."""
         try:
             if not self.exists():
-                await asyncio.to_thread(self.ensure)
+                await self.ensure_off_loop()
         except (OSError, StorageError) as exc:
             log.error("cannot create the schemas topic", topic=self.name, error=str(exc))
             raise RegistryError(50001, "Error while creating the schemas topic") from None

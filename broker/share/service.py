@@ -43,6 +43,7 @@ from pybroker.broker.share.share_state_topic import ReplayedShares, ShareKey, Sh
 from pybroker.protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
+    from pybroker.broker.detached_work import DetachedWork
     from pybroker.broker.groups.service import GroupService
     from pybroker.broker.partitions.manager import ReplicaManager
     from pybroker.config.broker_config import BrokerConfig
@@ -72,7 +73,7 @@ class _LoadedShares:
 
 class ShareService:
     def __init__(self, config: BrokerConfig, clock_ms: Callable[[], int], replicas: ReplicaManager,
-                 group_service: GroupService | None = None) -> None:
+                 group_service: GroupService | None = None, *, detached: DetachedWork) -> None:
         self.config = ShareConfig.from_config(config)
         self.clock_ms = clock_ms
         self.replicas = replicas
@@ -83,7 +84,7 @@ class ShareService:
         self._epochs: dict[ShareKey, int] = {}
         #: the share configs of groups, set with IncrementalAlterConfigs (resource type GROUP); read at `open`
         self.group_configs = GroupConfigs(None)
-        self.state_topic = ShareStateTopic(CoordinatorPartitions(config, clock_ms, replicas))
+        self.state_topic = ShareStateTopic(CoordinatorPartitions(config, clock_ms, replicas, detached=detached))
         self._loaded = _LoadedShares(self)
         self.runtime: CoordinatorRuntime[ReplayedShares] = CoordinatorRuntime(
             "share coordinator", self.state_topic, self._loaded, Replay(replay, lambda r: r.records),

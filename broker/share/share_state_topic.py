@@ -160,7 +160,7 @@ class ShareStateTopic(InternalTopic):
             return ErrorCode.NONE
         if not self.exists():
             try:
-                await asyncio.to_thread(self.ensure)
+                await self.ensure_off_loop()
             except (OSError, StorageError) as exc:
                 log.error("cannot create internal topic", topic=SHARE_STATE_TOPIC, error=str(exc))
                 return ErrorCode.KAFKA_STORAGE_ERROR

@@ -3,7 +3,6 @@ first use."""
 
 from __future__ import annotations
 
-import asyncio
 from typing import TYPE_CHECKING
 
 from pybroker.broker.loggers.structlog_setup import get_logger
@@ -41,7 +40,7 @@ async def ensure_state_topic(ctx: RequestContext) -> bool:
     if topic.exists():
         return True
     try:
-        await asyncio.to_thread(topic.ensure)
+        await topic.ensure_off_loop()
     except (OSError, StorageError) as exc:  # a failing disk, or the partition cap reached
         log.error("cannot create the transaction state topic", error=str(exc), client_id=ctx.client_id)
         return False
@@ -53,7 +52,7 @@ async def ensure_offsets_topic(ctx: RequestContext) -> bool:
     if topic.exists():
         return True
     try:
-        await asyncio.to_thread(topic.ensure)
+        await topic.ensure_off_loop()
     except (OSError, StorageError) as exc:
         log.error("cannot create the offsets topic", error=str(exc), client_id=ctx.client_id)
         return False

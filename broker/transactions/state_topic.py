@@ -109,7 +109,7 @@ class TransactionStateTopic(InternalTopic):
     async def write(self, partition: int, transactional_id: str, meta: TxnMetadata | None) -> ErrorCode:
         if not self.exists():
             try:
-                await asyncio.to_thread(self.ensure)
+                await self.ensure_off_loop()
             except (OSError, StorageError) as exc:  # a failing disk, or the partition cap reached
                 log.error("cannot create internal topic", topic=TRANSACTION_STATE_TOPIC, error=str(exc))
                 return ErrorCode.KAFKA_STORAGE_ERROR

@@ -246,7 +246,7 @@ async def test_wait_for_compares_positions_and_times_out(state: BrokerState) -> 
 
 
 async def test_coordinators_get_only_partitions_config_and_clock(state: BrokerState) -> None:
-    io = CoordinatorPartitions(state.config, state.clock_ms, state.replicas)
+    io = CoordinatorPartitions(state.config, state.clock_ms, state.replicas, detached=state.detached)
     assert io.topic("t") is not None and io.topic("nope") is None
     assert io.partition_exists("t", 1) and not io.partition_exists("t", 2)
     assert io.log_for_replay("t", 0) is state.logs.get_log("t", 0)
