@@ -25,15 +25,8 @@ from pybroker.broker.metrics.response_errors import error_codes
 from pybroker.config.broker_config import BrokerConfig
 from pybroker.protocol import messages
 from pybroker.protocol.errors import ErrorCode
-from pybroker.protocol.messages.fetch import (
-    AbortedTransaction,
-    FetchableTopicResponse,
-    FetchPartition,
-    FetchRequest,
-    FetchResponse,
-    FetchTopic,
-    PartitionData,
-)
+from pybroker.protocol.messages import fetch as fetch_messages
+from pybroker.protocol.messages.fetch import FetchPartition, FetchRequest, FetchTopic
 from pybroker.protocol.messages.metadata import (
     MetadataResponse,
     MetadataResponseBroker,
@@ -250,9 +243,10 @@ def test_error_codes_match_a_reflective_walk_for_every_response() -> None:
 def test_error_codes_of_compiled_answers_match_a_reflective_walk() -> None:
     """Fetch and Metadata are compiled (setup.py): their list fields name no element class, so the walk
     reads each list by the class of its items."""
-    fetch = FetchResponse(error_code=0, responses=[FetchableTopicResponse(topic=f"t{t}", partitions=[
-        PartitionData(partition_index=p, error_code=7 if p % 3 else 0,
-                      aborted_transactions=[AbortedTransaction(producer_id=1, first_offset=0)])
+    f = fetch_messages
+    fetch = f.FetchResponse(error_code=0, responses=[f.FetchableTopicResponse(topic=f"t{t}", partitions=[
+        f.PartitionData(partition_index=p, error_code=7 if p % 3 else 0,
+                        aborted_transactions=[f.AbortedTransaction(producer_id=1, first_offset=0)])
         for p in range(6)]) for t in range(2)])
     metadata = MetadataResponse(brokers=[MetadataResponseBroker(node_id=1, host="h", port=1)], topics=[
         MetadataResponseTopic(name="t", error_code=3, partitions=[
