@@ -478,11 +478,19 @@ class Segment:
         The batch at an indexed position must end at exactly the indexed offset; if it does not, the
         index is damaged, and it is rebuilt rather than trusted.
         """
-        hint = self._next_read
+        found = self._find_raw(offset)
+        if found is None:
+            return None
+        pos, raw = found
+        return pos, raw if isinstance(raw, BatchHeader) else BatchHeader._make(raw)
+
+    def _find_raw(self, offset: int) -> tuple[int, tuple[Any, ...]] | None:
+        """`find` with the header as `HEADER.unpack_from` gives it (no named tuple built): the reads'."""
+        hint = self._next_read  # the batch the last read stopped before: where a consumer asks next
         if hint is not None:
             raw = hint[1]
             if raw[_BASE_OFFSET] <= offset <= raw[_BASE_OFFSET] + raw[_LAST_OFFSET_DELTA]:
-                return hint[0], BatchHeader._make(raw)  # the batches before it end below its base
+                return hint  # the batches before it end below its base
         entry = self.index.entry_at_or_before(offset)
         expected, start = entry if entry is not None else (None, 0)
         for pos, raw in self._raw_headers(start, self.size):
@@ -492,7 +500,7 @@ class Segment:
                     break
                 expected = None
             if last >= offset:
-                return pos, BatchHeader._make(raw)
+                return pos, raw
         if expected is None:
             return None
         self.recover(check_crc=True)
@@ -506,30 +514,22 @@ class Segment:
 
         None when no batch here reaches `offset`; length 0 when the limits leave nothing to read.
         """
-        hint = self._next_read  # the batch the last read stopped before: a fetch asks for it next
-        if hint is not None and not min_one_batch:
-            raw = hint[1]
-            base = raw[_BASE_OFFSET]
-            last = base + raw[_LAST_OFFSET_DELTA]
-            if base <= offset <= last and (last >= limit or raw[_LENGTH] + LOG_OVERHEAD > max_bytes):
-                # past the bound, or bigger than what is left of a fetch answer (most partitions of a
-                # fetch over hundreds): nothing to read, told without a lookup
-                return hint[0], 0, -1
-        found = self.find(offset)
+        found = self._find_raw(offset)  # past a fetch answer's first partitions, most reads end here
         if found is None:
             return None
         start, first = found
-        if first.last_offset >= limit:
+        if first[_BASE_OFFSET] + first[_LAST_OFFSET_DELTA] >= limit:
             return start, 0, -1
-        first_end = start + first.size
-        if first.size > max_bytes:
-            return start, (first.size if min_one_batch else 0), -1
+        size = first[_LENGTH] + LOG_OVERHEAD
+        first_end = start + size
+        if size > max_bytes:
+            return start, (size if min_one_batch else 0), -1
         end_bound = self.size
         after = -1
         if limit < self.next_offset:
-            bounded = self.find(limit)
+            bounded = self._find_raw(limit)
             if bounded is not None:
-                end_bound, after = bounded[0], bounded[1].base_offset
+                end_bound, after = bounded[0], bounded[1][_BASE_OFFSET]
         byte_bound = start + max_bytes
         if end_bound <= byte_bound:
             return start, end_bound - start, after
