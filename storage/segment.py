@@ -518,12 +518,15 @@ class Segment:
         if found is None:
             return None
         start, first = found
-        if first[_BASE_OFFSET] + first[_LAST_OFFSET_DELTA] >= limit:
-            return start, 0, -1
         size = first[_LENGTH] + LOG_OVERHEAD
+        if first[_BASE_OFFSET] + first[_LAST_OFFSET_DELTA] >= limit or (size > max_bytes and not min_one_batch):
+            # nothing read, so the consumer asks at this offset again: a fetch over many partitions
+            # reaches most of them with its bytes spent, fetch after fetch, and each such ask is now a hit
+            self._next_read = found
+            return start, 0, -1
         first_end = start + size
         if size > max_bytes:
-            return start, (size if min_one_batch else 0), -1
+            return start, size, -1
         end_bound = self.size
         after = -1
         if limit < self.next_offset:

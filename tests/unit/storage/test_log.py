@@ -109,6 +109,34 @@ def test_a_read_with_room_for_less_than_the_remembered_batch_answers_nothing_wit
     log.close()
 
 
+def test_a_read_that_fits_nothing_remembers_its_batch_so_the_same_ask_needs_no_lookup_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fetch over a thousand partitions spends its bytes on the first fifty; each of the others is asked
+    for at the same offset fetch after fetch until its turn comes. Only its first ask is looked up: the
+    batch found is remembered, as is a batch past the read's offset limit (an open transaction's)."""
+    log = open_log(tmp_path / "t-0", index_interval_bytes=300)
+    for _ in range(10):
+        append(log, batch(5, value=b"x" * 200))
+    assert log.read(20, 100, min_one_batch=False).region is None  # looked up: fits nothing
+    assert log.read(30, 5000, max_offset=32, min_one_batch=False).region is None  # past the limit
+    warm = open_log(tmp_path / "t-0", index_interval_bytes=300)
+    assert warm.read(20, 100, min_one_batch=False).region is None
+
+    def looked(*_: object) -> None:
+        raise AssertionError("looked up")
+
+    monkeypatch.setattr(segment_module.os, "pread", looked)
+    assert warm.read(20, 100, min_one_batch=False).region is None
+    assert warm.read(22, 100, min_one_batch=False).region is None  # inside that batch
+    monkeypatch.undo()
+    assert read_spans(warm, 20, 100) == [(20, 24)]  # at least one batch: the remembered one, whole
+    monkeypatch.setattr(segment_module.os, "pread", looked)
+    assert log.read(30, 5000, max_offset=32, min_one_batch=False).region is None
+    monkeypatch.undo()
+    warm.close()
+    log.close()
+
+
 def test_segments_roll_by_size_and_the_sparse_index_finds_every_offset(tmp_path: Path) -> None:
     log = open_log(tmp_path / "t-0", segment_bytes=2000, index_interval_bytes=300)
     for _ in range(60):
