@@ -70,9 +70,10 @@ CHUNK = 256
 
 
 def produce_job(sync: Sync, bootstrap: str, topic: str, partitions: list[int], records: int, size: int,
-                seconds: float, deadline_s: float) -> JobResult:
+                seconds: float, deadline_s: float, counts: list[int] | None = None) -> JobResult:
     """Send values of `size` bytes over `partitions` for `seconds` (at most `records` of them), `CHUNK` at a
-    time to one partition then the next, then wait for every ack; count acks per partition.
+    time to one partition then the next, then wait for every ack; count acks per partition. With `counts`
+    (a top-up), `counts[i]` records go to `partitions[i]` and `records` is their sum.
 
     A chunk librdkafka takes only part of (its queue is full) is finished on the same partition once there
     is room, never sent again whole: re-sending it piled a slow broker's records onto a few partitions
@@ -107,9 +108,13 @@ def produce_job(sync: Sync, bootstrap: str, topic: str, partitions: list[int], r
     deadline = start_at + deadline_s
     sent = turn = 0
     pending = CHUNK  # records of this turn's chunk not taken yet
+    left = list(counts) if counts is not None else None  # what each partition is still owed
     while sent < records:
         index = turn % len(partitions)
-        want = min(pending, records - sent)
+        if left is not None and not left[index]:
+            turn += 1
+            continue
+        want = min(pending, records - sent if left is None else left[index])
         messages = chunk if want == CHUNK else chunk[:want]
         try:
             n = produce_batch(topic, messages, partition=partitions[index])
@@ -117,6 +122,8 @@ def produce_job(sync: Sync, bootstrap: str, topic: str, partitions: list[int], r
             n = 0
         sent += n
         queued[index] += n
+        if left is not None:
+            left[index] -= n
         if n < len(messages):  # the queue is full: the rest of this chunk goes here once there is room
             pending -= n
             producer.poll(0.005)
@@ -291,6 +298,20 @@ class Fleet:
         return self.run([(produce_job, {"bootstrap": bootstrap, "topic": topic, "partitions": owned[w],
                                         "records": shares[w], "size": size, "seconds": seconds,
                                         "deadline_s": deadline_s}) for w in range(n) if shares[w]])
+
+    def fill(self, bootstrap: str, topic: str, counts: dict[int, int], size: int,
+             deadline_s: float = 120.0) -> PhaseResult:
+        """Exactly `counts[p]` more records into each partition `p`, each partition written by one process
+        (untimed: done when all are acked or `deadline_s` passes)."""
+        jobs = []
+        for w in range(self.size):
+            mine = [p for p in sorted(counts) if p % self.size == w and counts[p] > 0]
+            if mine:
+                jobs.append((produce_job, {"bootstrap": bootstrap, "topic": topic, "partitions": mine,
+                                           "records": sum(counts[p] for p in mine), "size": size,
+                                           "seconds": deadline_s, "deadline_s": deadline_s,
+                                           "counts": [counts[p] for p in mine]}))
+        return self.run(jobs)
 
     def consume(self, bootstrap: str, topic: str, ends: dict[int, int], deadline_s: float = 120.0,
                 size: int | None = None, starts: dict[int, int] | None = None) -> PhaseResult:

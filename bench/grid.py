@@ -40,8 +40,9 @@ CEILING = "null"
 #: a produce phase stops after its seconds or this much payload, whichever comes first
 MAX_BYTES_PER_PHASE = 4e9
 RECYCLE_RSS_MB = 3000.0
-#: every target's consume phase reads the newest this many bytes of records (topped up first if its
-#: produce phase acked fewer): the same work on every target, and what a consumer that keeps up reads
+#: every target's consume phase reads the newest this many bytes of records, an even share of each partition
+#: (each topped up first to its share where the produce phase acked fewer): the same work on every target,
+#: and what a consumer that keeps up reads
 CONSUME_BYTES = 1e9
 #: what every disk target runs with beside its own defaults (`bench/run.py`, `bench/kafka_peer.py`): a deleted
 #: topic's files go a second after the deletion rather than a minute, so `drop_topic` can wait for them
@@ -301,19 +302,26 @@ def produce_phase(fleet: Fleet, name: str, broker: BrokerProcess, topic: str, si
 
 def top_up(fleet: Fleet, name: str, broker: BrokerProcess, topic: str, size: int, partitions: int,
            acked: dict[int, int], want: int, deadline_s: float) -> dict[int, int]:
-    """Untimed: produce more into the topic until it holds `want` records (or `deadline_s` passes); the
-    records acked per partition in all."""
-    missing = want - sum(acked.values())
-    if missing <= 0:
+    """Untimed: produce more into each partition holding less than its share of `want` (`newest`), until it
+    holds that share (or `deadline_s` passes); the records acked per partition in all.
+
+    Why each partition's own shortfall: a produce phase hands a partition `CHUNK` records per turn, so a
+    broker that took 60,000 records of 10 KiB in its 2.5 s had filled 240 of 1,024 partitions. Topped up by
+    the total alone, the same turns filled the same partitions, and its consume read 96 records from each
+    of those 240, a quarter of the gigabyte the other targets read over all 1,024 (Kafka, 10 KiB x1,024p)."""
+    share = -(-want // max(1, partitions))
+    missing = {p: share - acked.get(p, 0) for p in range(partitions) if acked.get(p, 0) < share}
+    if not missing:
         return acked
-    print(f"  [{name}] topping up {missing:,} records for the consume phase ...", flush=True)
-    more = fleet.produce(broker.bootstrap, topic, partitions, missing, size, deadline_s, deadline_s).per_partition
+    print(f"  [{name}] topping up {sum(missing.values()):,} records over {len(missing):,} partition(s) for "
+          "the consume phase ...", flush=True)
+    more = fleet.fill(broker.bootstrap, topic, missing, size, deadline_s).per_partition
     return {p: acked.get(p, 0) + more.get(p, 0) for p in set(acked) | set(more)}
 
 
 def newest(acked: dict[int, int], want: int, partitions: int) -> dict[int, int]:
     """Where each partition's consume starts so that the phase reads the newest `want` records, an even
-    share of each partition (a partition holding less than its share is read whole)."""
+    share of each partition (`top_up` fills each to its share; one it could not is read whole)."""
     share = -(-want // max(1, partitions))
     return {p: max(0, acked.get(p, 0) - share) for p in range(partitions)}
 

@@ -5,6 +5,7 @@ before the next phase."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -29,6 +30,34 @@ def test_every_target_consumes_the_newest_records() -> None:
     assert sorted(r for s in slices for r in s) == [(0, 60, 100), (1, 0, 30), (2, 30, 70)]
     split = consume_slices({0: 100}, 2, {0: 60})
     assert split == [[(0, 60, 80)], [(0, 80, 100)]]
+
+
+def test_the_top_up_fills_each_partition_short_of_its_share(capsys: pytest.CaptureFixture[str]) -> None:
+    """Topped up by the total, a slow broker's records stayed on the partitions its produce turns reached:
+    its consume read fewer partitions, and fewer records, than a fast broker's."""
+    from bench.grid import newest, top_up
+
+    class _Fleet:
+        asked: dict[int, int] = {}
+
+        def fill(self, bootstrap: str, topic: str, counts: dict[int, int], size: int,
+                 deadline_s: float) -> object:
+            _Fleet.asked = dict(counts)
+            return type("Result", (), {"per_partition": dict(counts)})()
+
+    class _Broker:
+        bootstrap = "unused:9092"
+
+    fleet: Any = _Fleet()
+    broker: Any = _Broker()
+    acked = top_up(fleet, "slow", broker, "t", 1024, 4, {0: 300, 1: 20}, 200, 60.0)
+    assert _Fleet.asked == {1: 30, 2: 50, 3: 50}
+    assert acked == {0: 300, 1: 50, 2: 50, 3: 50}
+    assert sum(acked[p] - start for p, start in newest(acked, 200, 4).items()) == 200
+    assert "topping up 130 records over 3 partition(s)" in capsys.readouterr().out
+    _Fleet.asked = {}
+    assert top_up(fleet, "fast", broker, "t", 1024, 4, acked, 200, 60.0) == acked
+    assert _Fleet.asked == {}
 
 
 def test_a_cells_topic_is_deleted_and_its_files_gone_before_the_next_phase(

@@ -140,3 +140,23 @@ def test_a_chunk_the_queue_takes_only_part_of_is_finished_on_its_partition_not_s
     assert _SlowQueueProducer.taken == {p: 2 * fleet.CHUNK for p in range(4)}
     assert result.per_partition == _SlowQueueProducer.taken
     assert result.records == 8 * fleet.CHUNK
+
+
+def test_a_top_up_gives_each_partition_exactly_what_it_is_owed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A slow broker's produce phase fills only the partitions its turns reached; the top-up fills the
+    others to their share, so every target's consume reads the same partitions."""
+    import confluent_kafka
+
+    from bench import fleet
+
+    monkeypatch.setattr(confluent_kafka, "Producer", _SlowQueueProducer)
+
+    class _Now:
+        def start(self) -> float:
+            return time.monotonic()
+
+    owed = [0, 700, 3, 0, fleet.CHUNK]
+    result = fleet.produce_job(_Now(), "unused:9092", "t", [0, 1, 2, 3, 4], sum(owed), 1024, 60.0, 60.0,
+                               counts=owed)
+    assert _SlowQueueProducer.taken == {1: 700, 2: 3, 4: fleet.CHUNK}
+    assert result.per_partition == _SlowQueueProducer.taken and result.records == sum(owed)
