@@ -309,7 +309,7 @@ def top_up(fleet: Fleet, name: str, broker: BrokerProcess, topic: str, size: int
     broker that took 60,000 records of 10 KiB in its 2.5 s had filled 240 of 1,024 partitions. Topped up by
     the total alone, the same turns filled the same partitions, and its consume read 96 records from each
     of those 240, a quarter of the gigabyte the other targets read over all 1,024 (Kafka, 10 KiB x1,024p)."""
-    share = -(-want // max(1, partitions))
+    share = share_of(want, partitions)
     missing = {p: share - acked.get(p, 0) for p in range(partitions) if acked.get(p, 0) < share}
     if not missing:
         return acked
@@ -319,10 +319,15 @@ def top_up(fleet: Fleet, name: str, broker: BrokerProcess, topic: str, size: int
     return {p: acked.get(p, 0) + more.get(p, 0) for p in set(acked) | set(more)}
 
 
+def share_of(want: int, partitions: int) -> int:
+    """Each partition's share of a consume phase's `want` records (rounded up)."""
+    return -(-want // max(1, partitions))
+
+
 def newest(acked: dict[int, int], want: int, partitions: int) -> dict[int, int]:
     """Where each partition's consume starts so that the phase reads the newest `want` records, an even
     share of each partition (`top_up` fills each to its share; one it could not is read whole)."""
-    share = -(-want // max(1, partitions))
+    share = share_of(want, partitions)
     return {p: max(0, acked.get(p, 0) - share) for p in range(partitions)}
 
 

@@ -286,7 +286,8 @@ def print_settings(settings: dict[str, Any]) -> None:
               + ", ".join(f"{k}={v}" for k, v in settings["pybroker_config"].items()))
     print(f"record sizes: {', '.join(f'{s} B' for s in settings['sizes'])}, no keys; partitions: "
           f"{', '.join(map(str, settings['partitions']))}; produce {settings['produce_seconds']:g} s per phase, "
-          f"then the newest {CONSUME_BYTES / 1e9:g} GB of records consumed (an even share of each partition, each topped up first to its share where fewer were acked); "
+          f"then the newest {CONSUME_BYTES / 1e9:g} GB of records consumed (an even share of each partition, "
+          "each topped up first to its share where fewer were acked); "
           f"repetitions: {settings['repeats']}")
     print("producer: " + ", ".join(f"{k}={v}" for k, v in PRODUCER_SETTINGS.items()))
     print("consumer: " + ", ".join(f"{k}={v}" for k, v in settings["consumer"].items())
