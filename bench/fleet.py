@@ -73,7 +73,7 @@ def produce_job(sync: Sync, bootstrap: str, topic: str, partitions: list[int], r
                 seconds: float, deadline_s: float, counts: list[int] | None = None) -> JobResult:
     """Send values of `size` bytes over `partitions` for `seconds` (at most `records` of them), `CHUNK` at a
     time to one partition then the next, then wait for every ack; count acks per partition. With `counts`
-    (a top-up), `counts[i]` records go to `partitions[i]` and `records` is their sum.
+    (a fill), `counts[i]` records go to `partitions[i]` and `records` is their sum.
 
     A chunk librdkafka takes only part of (its queue is full) is finished on the same partition once there
     is room, never sent again whole: re-sending it piled a slow broker's records onto a few partitions

@@ -13,7 +13,7 @@ Before every produce phase, on every target alike, the disk is settled (`bench/d
 then wait until the kernel's dirty pages are written back), so no phase pays for the previous one's
 writes. A produce phase runs for a fixed time (the clients stop handing records over, then wait for every
 ack) so every target gets a phase of similar length; then every target's consume phase reads the same
-number of records, the newest (`run_grid` says how). Topics are fresh per cell; on a disk target each is
+number of records, written for it just before (`run_grid` says how). Topics are fresh per cell; on a disk target each is
 deleted once its consume phase is done, and the grid waits for its files to go (`drop_topic` says why);
 Tansu, which keeps deleted data, is restarted when it grows.
 """
@@ -40,9 +40,9 @@ CEILING = "null"
 #: a produce phase stops after its seconds or this much payload, whichever comes first
 MAX_BYTES_PER_PHASE = 4e9
 RECYCLE_RSS_MB = 3000.0
-#: every target's consume phase reads the newest this many bytes of records, an even share of each partition
-#: (each topped up first to its share where the produce phase acked fewer): the same work on every target,
-#: and what a consumer that keeps up reads
+#: every target's consume phase reads this many bytes of records, an even share of each partition, written
+#: for it (untimed) after the produce phase (`fill_for_consume`): the same work on every target, and what a
+#: consumer that keeps up reads
 CONSUME_BYTES = 1e9
 #: what every disk target runs with beside its own defaults (`bench/run.py`, `bench/kafka_peer.py`): a deleted
 #: topic's files go a second after the deletion rather than a minute, so `drop_topic` can wait for them
@@ -300,35 +300,32 @@ def produce_phase(fleet: Fleet, name: str, broker: BrokerProcess, topic: str, si
     return produce, dict(produced.per_partition)
 
 
-def top_up(fleet: Fleet, name: str, broker: BrokerProcess, topic: str, size: int, partitions: int,
-           acked: dict[int, int], want: int, deadline_s: float) -> dict[int, int]:
-    """Untimed: produce more into each partition holding less than its share of `want` (`newest`), until it
-    holds that share (or `deadline_s` passes); the records acked per partition in all.
+def fill_for_consume(fleet: Fleet, name: str, broker: BrokerProcess, topic: str, size: int, partitions: int,
+                     acked: dict[int, int], want: int, deadline_s: float) -> tuple[dict[int, int], dict[int, int]]:
+    """Untimed, after the produce phase: each partition's share of `want` records (`share_of`) more, written by
+    one process per partition; (starts, ends) per partition of what the consume phase then reads back: the
+    records this fill wrote, from the offset where the produce phase's `acked` records end.
 
-    Why each partition's own shortfall: a produce phase hands a partition `CHUNK` records per turn, so a
-    broker that took 60,000 records of 10 KiB in its 2.5 s had filled 240 of 1,024 partitions. Topped up by
-    the total alone, the same turns filled the same partitions, and its consume read 96 records from each
-    of those 240, a quarter of the gigabyte the other targets read over all 1,024 (Kafka, 10 KiB x1,024p)."""
+    Why a fill of its own: a consumer is sent whole batches, from the start of the batch that holds its
+    offset. Over 1,024 partitions a partition's share of 1 GB (95 records of 10 KiB) is about one 1 MB
+    producer batch, so a consume that starts at an offset inside the produce phase's records (its newest
+    share) was sent about half a batch per partition that it skipped and nobody counted: 1.6 GB sent for
+    1 GB counted by pybroker, whose 2.5 s phase wrote three times its share, against 1.15 GB by Kafka, whose
+    phase wrote less than its share, so that most of its consume started at offset 0. A fill's first record
+    starts a batch: every target is sent the records it is counted for, and reads the same number of them
+    over every partition."""
     share = share_of(want, partitions)
-    missing = {p: share - acked.get(p, 0) for p in range(partitions) if acked.get(p, 0) < share}
-    if not missing:
-        return acked
-    print(f"  [{name}] topping up {sum(missing.values()):,} records over {len(missing):,} partition(s) for "
-          "the consume phase ...", flush=True)
-    more = fleet.fill(broker.bootstrap, topic, missing, size, deadline_s).per_partition
-    return {p: acked.get(p, 0) + more.get(p, 0) for p in set(acked) | set(more)}
+    print(f"  [{name}] writing {share * partitions:,} records ({share:,} per partition) for the consume phase ...",
+          flush=True)
+    filled = fleet.fill(broker.bootstrap, topic, dict.fromkeys(range(partitions), share), size,
+                        deadline_s).per_partition
+    starts = {p: acked.get(p, 0) for p in range(partitions)}
+    return starts, {p: starts[p] + filled.get(p, 0) for p in range(partitions)}
 
 
 def share_of(want: int, partitions: int) -> int:
     """Each partition's share of a consume phase's `want` records (rounded up)."""
     return -(-want // max(1, partitions))
-
-
-def newest(acked: dict[int, int], want: int, partitions: int) -> dict[int, int]:
-    """Where each partition's consume starts so that the phase reads the newest `want` records, an even
-    share of each partition (`top_up` fills each to its share; one it could not is read whole)."""
-    share = share_of(want, partitions)
-    return {p: max(0, acked.get(p, 0) - share) for p in range(partitions)}
 
 
 def consume_phase(fleet: Fleet, name: str, broker: BrokerProcess, topic: str, size: int, ends: dict[int, int],
@@ -396,9 +393,9 @@ def run_grid(fleet: Fleet, brokers: dict[str, BrokerProcess], fresh: dict[str, C
     """Every cell on every target, `repeats` times over; a target that fails is dropped from the rest.
     `brokers` is updated in place when one is recycled (`fresh[name]()` makes its replacement).
 
-    On each target a cell is its timed produce phase, then, untimed, a top-up of the topic to
-    `CONSUME_BYTES` of records if the phase acked fewer, then at once the consume phase of the newest
-    `CONSUME_BYTES` of records: every target reads the same number of records, of data just written.
+    On each target a cell is its timed produce phase, then, untimed, a fill of `CONSUME_BYTES` of records
+    (an even share of each partition, `fill_for_consume`), then at once the consume phase of those
+    records: every target reads the same number of records, of data just written, from a batch boundary.
     Reading back all of what each one had produced made a slow producer's consume phase a fraction of a
     second long (a tenth of a fast one's records, over as many partitions), and compared rates of unequal
     work; consuming only after every target had produced left the data a minute or more unread, long
@@ -418,10 +415,9 @@ def run_grid(fleet: Fleet, brokers: dict[str, BrokerProcess], fresh: dict[str, C
                     topic = f"bench-s{size}-p{count}-{uuid.uuid4().hex[:6]}"  # the null broker reads both from it
                     try:
                         produce, acked = produce_phase(fleet, name, broker, topic, size, count, seconds, deadline_s)
-                        acked = top_up(fleet, name, broker, topic, size, count, acked, want, deadline_s)
-                        ends = {p: acked.get(p, 0) for p in range(count)}
-                        consume = consume_phase(fleet, name, broker, topic, size, ends, newest(acked, want, count),
-                                                deadline_s)
+                        starts, ends = fill_for_consume(fleet, name, broker, topic, size, count, acked, want,
+                                                        deadline_s)
+                        consume = consume_phase(fleet, name, broker, topic, size, ends, starts, deadline_s)
                         if name != CEILING and name not in fresh:  # Tansu's memory is recycled instead
                             drop_topic(name, broker, topic)
                         if name in fresh:

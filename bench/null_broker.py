@@ -7,7 +7,9 @@ work is as close to nothing as a broker's can be: a produce is answered from the
 validation, no copy to disk, no fsync), a fetch is answered with ready-made batches of the topic's
 record size, shaped like the last batch produced to the partition, starting at the batch boundary at or
 before the offset asked for (a broker answers from the start of the batch holding that offset, and the
-consumer skips what comes before it), up to the offsets the produce phase counted (so a consumer reads exactly what it would from a broker, with nothing stored). Its own cost
+consumer skips what comes before it: the null broker keeps the base offset of every batch produced to it,
+8 bytes each, and counts from the last one at or before the offset), up to the offsets the produce phase
+counted (so a consumer reads exactly what it would from a broker, with nothing stored). Its own cost
 is one Python decode and encode per request (requests carry up to ~1 MB), so what it measures is the
 clients: librdkafka batching, the sockets, the Python loop that hands records over or takes them.
 
@@ -27,9 +29,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import bisect
 import re
 import struct
 import sys
+from array import array
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -125,6 +129,8 @@ class NullBroker:
         #: broker returns the batches its producers wrote (the shape matters to the consumer's speed)
         self.shape: dict[tuple[str, int], int] = {}
         self.next_offset: dict[tuple[str, int], int] = defaultdict(int)
+        #: the base offset of every batch produced to a partition, ascending: where a fetch's batches start
+        self.bases: dict[tuple[str, int], array[int]] = defaultdict(lambda: array("q"))
 
     def answer(self, api_key: int, version: int, request: Any) -> Any:
         if api_key == 18:
@@ -154,6 +160,7 @@ class NullBroker:
                 records = data.records or b""
                 pos = 0
                 while pos + 61 <= len(records):  # every batch of the request (librdkafka sends one)
+                    self.bases[key].append(self.next_offset[key])
                     (delta,) = _LAST_OFFSET_DELTA.unpack_from(records, pos + LAST_OFFSET_DELTA_AT)
                     self.next_offset[key] += delta + 1
                     self.shape[key] = delta + 1
@@ -185,6 +192,14 @@ class NullBroker:
         rewrite_crc(out, 0)
         return out
 
+    def boundary(self, key: tuple[str, int], offset: int, most: int) -> int:
+        """Where the batch holding `offset` starts: counted in batches of `most` records from the last batch
+        produced at or before it (from 0 when none was)."""
+        bases = self.bases.get(key)
+        i = bisect.bisect_right(bases, offset) - 1 if bases else -1
+        base = bases[i] if bases and i >= 0 else 0
+        return offset - (offset - base) % most
+
     def fetched(self, request: Any) -> tuple[Any, bool]:
         """The answer, and whether it is empty (then it waits `max_wait_ms`, as a broker's long poll does)."""
         topics = []
@@ -198,10 +213,10 @@ class NullBroker:
                 end = self.next_offset[key]
                 most = min(self.shape.get(key) or batch_records(size), batch_records(size))
                 records: bytes | At = b""
-                # from the start of the batch that holds the offset asked for, as a broker answers: batches
-                # of `most` records from offset 0, so a consumer that starts mid-log gets (and skips) the
-                # records ahead of its offset in its first answer, as it does from a broker
-                offset = p.fetch_offset - p.fetch_offset % most
+                # from the start of the batch that holds the offset asked for, as a broker answers (the last
+                # produced batch base at or before it; then batches of `most` records), so a consumer that
+                # starts mid-batch gets (and skips) the records ahead of its offset, as it does from a broker
+                offset = self.boundary(key, p.fetch_offset, most)
                 if offset < end and (empty or most * size < room):
                     records = At()
                     limit = min(p.partition_max_bytes, room)

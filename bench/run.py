@@ -38,8 +38,8 @@ each file whenever something was appended to it: group commit), with no broker. 
 ceiling, as the null broker is the client's: it is printed beside pybroker's produce MB/s, and under the
 goals wherever a goal asks for more fsynced MB/s than the disk takes (Tansu keeps its records in memory).
 
-A produce phase lasts a fixed time (2.5 s); every target's consume phase then reads the newest 1 GB of
-records (`run_grid` in `bench/grid.py`); `--repeats 3` runs
+A produce phase lasts a fixed time (2.5 s); then 1 GB more records are written, untimed, and every
+target's consume phase reads those back (`run_grid` in `bench/grid.py`); `--repeats 3` runs
 the grid three times over and prints medians (the default, once, with both Kafka profiles and Tansu, took
 18 minutes on 2 cores).
 `BENCH_QUICK=1` (or `--quick`): a quick subset (1 KiB and 10 KiB, 1 and 16 partitions, one repetition, the
@@ -286,8 +286,8 @@ def print_settings(settings: dict[str, Any]) -> None:
               + ", ".join(f"{k}={v}" for k, v in settings["pybroker_config"].items()))
     print(f"record sizes: {', '.join(f'{s} B' for s in settings['sizes'])}, no keys; partitions: "
           f"{', '.join(map(str, settings['partitions']))}; produce {settings['produce_seconds']:g} s per phase, "
-          f"then the newest {CONSUME_BYTES / 1e9:g} GB of records consumed (an even share of each partition, "
-          "each topped up first to its share where fewer were acked); "
+          f"then {CONSUME_BYTES / 1e9:g} GB more records written untimed (an even share of each partition) and "
+          "consumed from where the phase's records end; "
           f"repetitions: {settings['repeats']}")
     print("producer: " + ", ".join(f"{k}={v}" for k, v in PRODUCER_SETTINGS.items()))
     print("consumer: " + ", ".join(f"{k}={v}" for k, v in settings["consumer"].items())

@@ -20,22 +20,14 @@ def test_each_cell_starts_one_target_further_on() -> None:
     assert rotated([], 3) == [] and rotated(["one"], 7) == ["one"]
 
 
-def test_every_target_consumes_the_newest_records() -> None:
+def test_every_target_consumes_records_written_for_it_from_a_batch_boundary(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The consume phase reads what an untimed fill wrote after the produce phase, an even share of every
+    partition, from where the phase's records end (a batch starts there). Read from inside the phase's
+    records, it was sent the rest of the batch holding its first offset, uncounted: about half a 1 MB batch
+    per partition over 1,024 partitions, 1.6 GB sent for 1 GB counted on the broker whose phase wrote most."""
     from bench.fleet import consume_slices
-    from bench.grid import newest
-
-    starts = newest({0: 100, 1: 30, 2: 70}, 120, 3)
-    assert starts == {0: 60, 1: 0, 2: 30}  # 40 from each, a partition holding fewer read whole
-    slices = consume_slices({0: 100, 1: 30, 2: 70}, 2, starts)
-    assert sorted(r for s in slices for r in s) == [(0, 60, 100), (1, 0, 30), (2, 30, 70)]
-    split = consume_slices({0: 100}, 2, {0: 60})
-    assert split == [[(0, 60, 80)], [(0, 80, 100)]]
-
-
-def test_the_top_up_fills_each_partition_short_of_its_share(capsys: pytest.CaptureFixture[str]) -> None:
-    """Topped up by the total, a slow broker's records stayed on the partitions its produce turns reached:
-    its consume read fewer partitions, and fewer records, than a fast broker's."""
-    from bench.grid import newest, top_up
+    from bench.grid import fill_for_consume
 
     class _Fleet:
         asked: dict[int, int] = {}
@@ -50,14 +42,14 @@ def test_the_top_up_fills_each_partition_short_of_its_share(capsys: pytest.Captu
 
     fleet: Any = _Fleet()
     broker: Any = _Broker()
-    acked = top_up(fleet, "slow", broker, "t", 1024, 4, {0: 300, 1: 20}, 200, 60.0)
-    assert _Fleet.asked == {1: 30, 2: 50, 3: 50}
-    assert acked == {0: 300, 1: 50, 2: 50, 3: 50}
-    assert sum(acked[p] - start for p, start in newest(acked, 200, 4).items()) == 200
-    assert "topping up 130 records over 3 partition(s)" in capsys.readouterr().out
-    _Fleet.asked = {}
-    assert top_up(fleet, "fast", broker, "t", 1024, 4, acked, 200, 60.0) == acked
-    assert _Fleet.asked == {}
+    starts, ends = fill_for_consume(fleet, "any", broker, "t", 1024, 4, {0: 300, 1: 20}, 198, 60.0)
+    assert _Fleet.asked == {0: 50, 1: 50, 2: 50, 3: 50}  # every partition its share, however full it was
+    assert starts == {0: 300, 1: 20, 2: 0, 3: 0} and ends == {0: 350, 1: 70, 2: 50, 3: 50}
+    assert "writing 200 records (50 per partition)" in capsys.readouterr().out
+    slices = consume_slices(ends, 2, starts)
+    assert sorted(r for s in slices for r in s) == [(0, 300, 350), (1, 20, 70), (2, 0, 50), (3, 0, 50)]
+    split = consume_slices({0: 100}, 2, {0: 60})
+    assert split == [[(0, 60, 80)], [(0, 80, 100)]]
 
 
 def test_a_cells_topic_is_deleted_and_its_files_gone_before_the_next_phase(

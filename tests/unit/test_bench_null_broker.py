@@ -65,6 +65,23 @@ def test_fetch_returns_what_was_produced_from_the_batch_holding_the_offset_asked
     assert (second.high_watermark, len(second.records)) == (3, 0)  # nothing past the end
 
 
+def test_a_fetch_at_a_produced_batchs_base_starts_there() -> None:
+    """The grid's consume starts where a fill's first batch starts; the null broker, like a broker, sends
+    nothing ahead of it (counted from offset 0 in batches of the last shape, it sent 10 records more)."""
+    broker = NullBroker("127.0.0.1", 1)
+    _produce(broker, 0, [50, 50])
+    _produce(broker, 0, [30])
+    assert broker.boundary((TOPIC, 0), 100, 30) == 100
+    assert broker.boundary((TOPIC, 0), 117, 30) == 100
+    assert broker.boundary((TOPIC, 0), 99, 30) == 80  # inside the second batch: counted from its base
+    assert broker.boundary((TOPIC, 1), 47, 30) == 30  # nothing produced there: from offset 0
+    request = FetchRequest(max_wait_ms=100, topics=[FetchTopic(topic=TOPIC, partitions=[
+        FetchPartition(partition=0, fetch_offset=100, partition_max_bytes=1 << 20)])])
+    records = broker.fetched(request)[0].responses[0].partitions[0].records
+    raw = b"".join(bytes(part) for part in records.parts())
+    assert [header.base_offset for _, header in iter_batches(raw)] == [100]
+
+
 def test_an_empty_fetch_says_so() -> None:
     request = FetchRequest(topics=[FetchTopic(topic=TOPIC, partitions=[FetchPartition(partition=0)])])
     assert NullBroker("127.0.0.1", 1).fetched(request)[1]
@@ -142,9 +159,9 @@ def test_a_chunk_the_queue_takes_only_part_of_is_finished_on_its_partition_not_s
     assert result.records == 8 * fleet.CHUNK
 
 
-def test_a_top_up_gives_each_partition_exactly_what_it_is_owed(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A slow broker's produce phase fills only the partitions its turns reached; the top-up fills the
-    others to their share, so every target's consume reads the same partitions."""
+def test_a_fill_gives_each_partition_exactly_its_count(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fill before a consume phase writes each partition its own count, so every target's consume reads
+    the same records over the same partitions."""
     import confluent_kafka
 
     from bench import fleet
