@@ -352,10 +352,13 @@ class Log:
     def last_stable_offset(self) -> int:
         """The first offset of the oldest open transaction, else the high watermark (never below the log
         start: a DeleteRecords past an open transaction's start moves it too, as in Kafka)."""
-        first = self.producer_state.first_unstable_offset
-        hw = self.high_watermark
-        lso = hw if first is None else min(first, hw)
-        return max(lso, self.log_start_offset)
+        return self.positions()[1]
+
+    def positions(self) -> tuple[int, int, int]:
+        """(high watermark, last stable offset, log start): a fetch asks all three of every partition it names."""
+        hw, first, start = self._segments[-1].next_offset, self.producer_state.first_unstable_offset, self.log_start_offset
+        lso = hw if first is None or first > hw else first
+        return hw, lso if lso > start else start, start
 
     def aborted_txns(self, start_offset: int, upper_bound: int) -> list[AbortedTxn]:
         """The aborted transactions with records in [start_offset, upper_bound) (Kafka's

@@ -619,6 +619,8 @@ class LogManager:
         return set(self.failures.offline)
 
     def is_online(self, log: Log) -> bool:
+        if self.failures.all_online():
+            return True
         directory = self._dir_of.get((log.topic, log.partition))
         return directory is None or self.failures.is_online(directory)
 

@@ -246,8 +246,10 @@ class ProducerStateManager:
     @property
     def first_unstable_offset(self) -> int | None:
         """The first offset of the oldest open transaction (None: none open). Also read by the cleaner's
-        thread: `min` over the values runs in C, so it sees the dict whole."""
-        return min(self.ongoing.values(), default=None)
+        thread: `min` over the values runs in C, so it sees the dict whole (and its default covers a dict
+        emptied between the check and the `min`). Every fetch asks this for every partition it names."""
+        ongoing = self.ongoing
+        return min(ongoing.values(), default=None) if ongoing else None
 
     def stable_offset_after(self, completed: CompletedTxn) -> int:
         """Kafka's LSO recorded with a completed transaction: the oldest other open one's first offset,

@@ -42,10 +42,13 @@ from pybroker.protocol.api_keys import ApiKey
 from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.messages.fetch import (
     AbortedTransaction,
+    EpochEndOffset,
     FetchableTopicResponse,
     FetchRequest,
     FetchResponse,
+    LeaderIdAndEpoch,
     PartitionData,
+    SnapshotId,
 )
 from pybroker.storage.errors import LogClosedError, OffsetOutOfRange
 
@@ -170,10 +173,28 @@ class _Read:
                 and (self.size > 0 or min_one == self.min_one))
 
 
-def _refused(data: PartitionData, code: ErrorCode) -> None:
-    """A partition answered with an error carries no log offsets (-1), as Kafka's."""
-    data.error_code = code
-    data.high_watermark = data.last_stable_offset = data.log_start_offset = -1
+#: the tagged structs of a partition's answer, at their defaults, shared by every answer the handler makes: a
+#: fetch answers up to 1,024 partitions, and the encoder only compares them with their defaults (nothing
+#: changes them; `tests/unit/broker/handlers/test_fetch_answers.py` checks)
+_NO_DIVERGENCE = EpochEndOffset()
+_NO_LEADER = LeaderIdAndEpoch()
+_NO_SNAPSHOT = SnapshotId()
+#: what a read that raised answers (Kafka's codes): deleted or moved as it was read (the client asks again),
+#: the partition layer took its dir offline
+_READ_ERRORS = ((OffsetOutOfRange, ErrorCode.OFFSET_OUT_OF_RANGE),
+                (LogClosedError, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
+                (OSError, ErrorCode.KAFKA_STORAGE_ERROR))
+
+
+def _read_error(exc: Exception) -> ErrorCode:
+    return next(code for kind, code in _READ_ERRORS if isinstance(exc, kind))
+
+
+def _answer_of(index: int, code: ErrorCode, aborted: list[AbortedTransaction] | None, records: Any) -> PartitionData:
+    """A partition answered with an error: no log offsets (-1), as Kafka's. Built with positional arguments,
+    as every answer of `_read_all` is: a compiled message's constructor parses keywords at four times the
+    cost of the construction itself (868 against 187 ns)."""
+    return PartitionData(index, code, -1, -1, -1, _NO_DIVERGENCE, _NO_LEADER, _NO_SNAPSHOT, aborted, -1, records)
 
 
 def _read_all(ctx: RequestContext, request: FetchRequest,
@@ -184,7 +205,7 @@ def _read_all(ctx: RequestContext, request: FetchRequest,
     remembered answer, and every partition read is remembered.
     """
     state = ctx.state
-    replicas = state.replicas
+    resolve = state.replicas.resolve
     by_id = ctx.api_version >= FIRST_TOPIC_ID_VERSION
     read_committed = request.isolation_level == READ_COMMITTED
     remaining = request.max_bytes if request.max_bytes > 0 else 0x7FFFFFFF
@@ -201,54 +222,40 @@ def _read_all(ctx: RequestContext, request: FetchRequest,
         partitions: list[PartitionData] = []
         topics.append(FetchableTopicResponse(topic=name, topic_id=fetch_topic.topic_id, partitions=partitions))
         for p, fp in enumerate(fetch_topic.partitions):
-            target, code = (None, topic_error) if topic_error else replicas.resolve(name, fp.partition)
-            if target is not None:
-                positions = target.positions()
-                _, hw, lso, log_start = positions
-                limit = min(fp.partition_max_bytes, remaining)
-                if memo is not None:
-                    known = memo.get((t, p))
-                    if known is not None and known.still_valid(positions, limit, total == 0):
-                        partitions.append(known.data)
-                        total += known.size
-                        remaining -= known.size
-                        continue
-            data = PartitionData(partition_index=fp.partition, high_watermark=-1, last_stable_offset=-1,
-                                 log_start_offset=-1, records=b"",
-                                 aborted_transactions=[] if read_committed else None)
-            partitions.append(data)
+            target, code = (None, topic_error) if topic_error else resolve(name, fp.partition)
             if target is None:  # refused before any read: Kafka's answer then has an empty aborted list
-                _refused(data, code)
-                data.aborted_transactions = []
+                partitions.append(_answer_of(fp.partition, code, [], b""))
                 errors = True
                 continue
+            positions = target.positions()
+            _, hw, lso, log_start = positions
+            limit = min(fp.partition_max_bytes, remaining)
+            if memo is not None:
+                known = memo.get((t, p))
+                if known is not None and known.still_valid(positions, limit, total == 0):
+                    partitions.append(known.data)
+                    total += known.size
+                    remaining -= known.size
+                    continue
             try:
                 result, aborted = target.read(fp.fetch_offset, max(limit, 0), read_committed=read_committed,
                                               min_one_batch=total == 0, bound=lso if read_committed else hw)
-            except OffsetOutOfRange:
-                _refused(data, ErrorCode.OFFSET_OUT_OF_RANGE)
+            except (OffsetOutOfRange, LogClosedError, OSError) as exc:
+                partitions.append(_answer_of(fp.partition, _read_error(exc), [] if read_committed else None, b""))
                 errors = True
                 continue
-            except LogClosedError:  # deleted, or moved to another log dir, as it was read: the client asks again
-                _refused(data, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-                errors = True
-                continue
-            except OSError:  # the partition layer took its dir offline
-                _refused(data, ErrorCode.KAFKA_STORAGE_ERROR)
-                errors = True
-                continue
-            data.high_watermark = hw
-            data.last_stable_offset = lso
-            data.log_start_offset = log_start
-            if aborted:
-                data.aborted_transactions = [AbortedTransaction(producer_id=pid, first_offset=first)
-                                             for pid, first in aborted]
             region = result.region
             size = len(region) if region is not None else 0
-            if size:
-                data.records = region
-                total += size
-                remaining -= size
+            if aborted:
+                listed: list[AbortedTransaction] | None = [AbortedTransaction(producer_id=pid, first_offset=first)
+                                                           for pid, first in aborted]
+            else:
+                listed = [] if read_committed else None
+            data = PartitionData(fp.partition, ErrorCode.NONE, hw, lso, log_start, _NO_DIVERGENCE, _NO_LEADER,
+                                 _NO_SNAPSHOT, listed, -1, region if size else b"")
+            partitions.append(data)
+            total += size
+            remaining -= size
             if memo is not None:
                 memo[(t, p)] = _Read(positions, limit, total == size, data, size)
     return FetchResponse(throttle_time_ms=0, error_code=ErrorCode.NONE, session_id=NO_SESSION,

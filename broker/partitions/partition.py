@@ -242,7 +242,7 @@ class Partition:
         """What a read's answer depends on: the log (a new one after a move or a re-creation), the high
         watermark, the last stable offset and the log start. Equal positions, equal answers."""
         target = self.log
-        return target, target.high_watermark, target.last_stable_offset, target.log_start_offset
+        return (target, *target.positions())
 
     def read(self, offset: int, max_bytes: int, *, read_committed: bool, min_one_batch: bool,
              bound: int | None = None) -> tuple[ReadResult, list[tuple[int, int]] | None]:
