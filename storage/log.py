@@ -475,13 +475,17 @@ class Log:
         end = segments[-1].next_offset
         if offset < self.log_start_offset or offset > end:
             raise OffsetOutOfRange(offset, self.log_start_offset, end)
-        limit = end if max_offset is None else min(max_offset, end)
+        limit = end if max_offset is None or max_offset > end else max_offset
         if offset >= limit or (max_bytes <= 0 and not min_one_batch):
             # no room left (a fetch answer already full): the offset is checked, no segment is looked at.
             # Over 1,024 partitions most of a fetch's partitions come after its 50 MB are used up.
             return NOTHING_TO_READ
-        for i in range(max(bisect_right(self._bases, offset) - 1, 0), len(segments)):
+        # consumers read the active segment: no search for it (a fetch asks this of every partition)
+        count = len(segments)
+        i = count - 1 if offset >= segments[-1].base_offset else max(bisect_right(self._bases, offset) - 1, 0)
+        while i < count:
             segment = segments[i]
+            i += 1
             found = segment.read_region(offset, max_bytes, limit, min_one_batch)
             if found is None:
                 continue  # past this segment's last batch (a gap): the next segment has it
@@ -492,7 +496,7 @@ class Log:
             if want_upper_bound:
                 upper = after if after >= 0 else segment.offset_at_position(position + length)
                 if upper < 0:
-                    upper = segments[i + 1].base_offset if i + 1 < len(segments) else end
+                    upper = segments[i].base_offset if i < count else end
             region = FileRegion(segment.file, position, length)
             self.page_cache.reading(segment, region)
             return ReadResult(region, upper)

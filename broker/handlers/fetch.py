@@ -202,13 +202,17 @@ def _read_all(ctx: RequestContext, request: FetchRequest,
     """One pass over every requested partition: (response, bytes of records, whether any partition erred).
 
     With `memo` (a long poll), a partition whose read inputs are those remembered there reuses its
-    remembered answer, and every partition read is remembered.
+    remembered answer, and every partition read is remembered while the pass is below `min_bytes`: only a
+    pass that ends below it waits (and then it remembered every partition); one that reaches it answers.
     """
     state = ctx.state
     resolve = state.replicas.resolve
     by_id = ctx.api_version >= FIRST_TOPIC_ID_VERSION
     read_committed = request.isolation_level == READ_COMMITTED
     remaining = request.max_bytes if request.max_bytes > 0 else 0x7FFFFFFF
+    # a pass that reaches `min_bytes` answers now and drops its memo: only the reads before that are
+    # remembered (a consumer's fetch with data past its first partition builds no memo entries)
+    min_bytes = request.min_bytes
     total = 0
     errors = False
     topics: list[FetchableTopicResponse] = []
@@ -230,7 +234,7 @@ def _read_all(ctx: RequestContext, request: FetchRequest,
             positions = target.positions()
             _, hw, lso, log_start = positions
             limit = min(fp.partition_max_bytes, remaining)
-            if memo is not None:
+            if memo:
                 known = memo.get((t, p))
                 if known is not None and known.still_valid(positions, limit, total == 0):
                     partitions.append(known.data)
@@ -256,7 +260,7 @@ def _read_all(ctx: RequestContext, request: FetchRequest,
             partitions.append(data)
             total += size
             remaining -= size
-            if memo is not None:
+            if memo is not None and total < min_bytes:
                 memo[(t, p)] = _Read(positions, limit, total == size, data, size)
     return FetchResponse(throttle_time_ms=0, error_code=ErrorCode.NONE, session_id=NO_SESSION,
                          responses=topics), total, errors

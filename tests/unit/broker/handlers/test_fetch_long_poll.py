@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 
 from pybroker.broker.app import BrokerApp
+from pybroker.broker.context import RequestContext
+from pybroker.broker.handlers import fetch as fetch_handler
 from pybroker.protocol.messages.create_topics import CreatableTopic, CreateTopicsRequest
 from pybroker.protocol.messages.fetch import FetchPartition, FetchRequest, FetchTopic
 from pybroker.protocol.messages.produce import PartitionProduceData, ProduceRequest, TopicProduceData
@@ -108,3 +110,19 @@ async def test_read_committed_wakes_see_the_lso_move_and_the_aborted_list(client
     assert [(h.base_offset, h.last_offset) for _, h in iter_batches(bytes(first.records))] == [(0, 4), (5, 5)]
     assert [(a.producer_id, a.first_offset) for a in first.aborted_transactions] == [(7, 0)]
     assert [(h.base_offset, h.last_offset) for _, h in iter_batches(bytes(second.records))] == [(0, 0)]
+
+
+async def test_a_pass_that_reaches_min_bytes_remembers_nothing_after_it(client: RawClient, app: BrokerApp) -> None:
+    """Only a pass that ends below `min_bytes` waits, and then it has remembered every partition; a pass
+    that reaches it answers at once, so it builds no memo entries past that point (a consumer's fetch over
+    1,024 partitions would otherwise build one per partition, every fetch)."""
+    create = CreateTopicsRequest(topics=[CreatableTopic(name="mb", num_partitions=PARTITIONS, replication_factor=1)])
+    assert (await client.call(create, 7)).topics[0].error_code == 0
+    for p in range(PARTITIONS):
+        await client.call(_produce("mb", p, _records(1)), 9)
+    ctx = RequestContext(app.state, 1, 12, 1, "test", "in-process")
+    for min_bytes, remembered in ((1, []), (1 << 20, [(0, p) for p in range(PARTITIONS)])):
+        memo: dict[tuple[int, int], Any] = {}
+        _, size, errors = fetch_handler._read_all(ctx, _fetch("mb", [0] * PARTITIONS, min_bytes), memo)
+        assert (size > 0, errors) == (True, False)
+        assert sorted(memo) == remembered
