@@ -61,6 +61,10 @@ class ConsumerMember:
     state: MemberState = MemberState.STABLE
     assigned: Assignment = field(default_factory=dict)
     pending_revocation: Assignment = field(default_factory=dict)
+    #: (topic id, partition) -> the member epoch at which it got that partition (KIP-1251's assignment epoch),
+    #: for what it holds (assigned or pending revocation). A partition missing here counts as assigned at
+    #: the member's current epoch (as Kafka reads a record written without them): a replaced dict, never mutated
+    assignment_epochs: dict[tuple[uuid.UUID, int], int] = field(default_factory=dict)
     #: the time of its last heartbeat (its session runs from here)
     last_heartbeat_ms: int = 0
     #: when it must have revoked what it was asked to (UnrevokedPartitions only; -1: no deadline)

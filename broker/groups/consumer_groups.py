@@ -19,7 +19,7 @@ timeout) are deadlines on the group timers (`group_timers.py`): a member past ei
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from pybroker.broker.groups import consumer_records as rec
@@ -52,7 +52,7 @@ from pybroker.broker.groups.group import Group
 from pybroker.broker.groups.group_log import Records
 from pybroker.broker.groups.group_store import GroupStore, TopicMetadata
 from pybroker.broker.groups.group_timers import GroupTimers
-from pybroker.broker.groups.reconciliation import reconcile
+from pybroker.broker.groups.reconciliation import assignment_epochs, reconcile
 from pybroker.broker.groups.state_machine import GroupState
 from pybroker.broker.groups.topic_regex import RegexError, compile_topic_regex, matching
 from pybroker.broker.loggers.structlog_setup import get_logger
@@ -371,6 +371,7 @@ class ConsumerGroups:
         step = reconcile(member, data.assignment_epoch, data.targets.get(member.member_id, {}),
                          data.owner_epoch, owned)
         revocation_changed = step.pending_revocation != member.pending_revocation
+        member.assignment_epochs = assignment_epochs(member, step)
         member.member_epoch, member.previous_member_epoch = step.member_epoch, step.previous_member_epoch
         member.state, member.assigned = step.state, step.assigned
         member.pending_revocation = step.pending_revocation
@@ -457,10 +458,15 @@ class ConsumerGroups:
 
 
 def consumer_commit_error(data: ConsumerGroupData, member_id: str, member_epoch: int,
-                          api_version: int | None = None) -> ErrorCode:
+                          api_version: int | None = None,
+                          partitions: Iterable[tuple[uuid.UUID, int]] = ()) -> ErrorCode:
     """Kafka's check of a commit to a consumer group: from outside the group (a negative epoch: a tool, a
-    consumer without group management) only while it has no member; from a member only at its current
-    epoch (STALE_MEMBER_EPOCH). A consumer-protocol member's OffsetCommit (`api_version`; None for
+    consumer without group management) only while it has no member; from a member at its current epoch, or
+    (KIP-1251, Kafka 4.3+) at an older one when every partition committed (`partitions`, those that exist,
+    by topic id) is still its own and was already its own at that epoch: a member whose epoch moved on while
+    its commit was on the way (its assignment grew, or it was asked to revoke some other partition) commits
+    what it processed; any other epoch is STALE_MEMBER_EPOCH. A classic member's generation must be its
+    epoch (ILLEGAL_GENERATION). A consumer-protocol member's OffsetCommit (`api_version`; None for
     TxnOffsetCommit, which is not checked) must be v9+, the first to carry the member epoch."""
     if member_epoch < 0 and not data.members:
         return ErrorCode.NONE
@@ -469,9 +475,17 @@ def consumer_commit_error(data: ConsumerGroupData, member_id: str, member_epoch:
         return ErrorCode.UNKNOWN_MEMBER_ID
     if api_version is not None and api_version < 9 and member.classic is None:
         return ErrorCode.UNSUPPORTED_VERSION
-    if member_epoch != member.member_epoch:
-        # a classic member's generation is its epoch: it is told as a classic group would tell it
-        return ErrorCode.ILLEGAL_GENERATION if member.classic is not None else ErrorCode.STALE_MEMBER_EPOCH
+    if member_epoch == member.member_epoch:
+        return ErrorCode.NONE
+    if member.classic is not None:  # a classic member's generation is its epoch: told as a classic group would
+        return ErrorCode.ILLEGAL_GENERATION
+    if member_epoch > member.member_epoch:
+        return ErrorCode.STALE_MEMBER_EPOCH
+    for topic, partition in partitions:
+        if partition not in member.assigned.get(topic, ()) and partition not in member.pending_revocation.get(topic, ()):
+            return ErrorCode.STALE_MEMBER_EPOCH
+        if member.assignment_epochs.get((topic, partition), member.member_epoch) > member_epoch:
+            return ErrorCode.STALE_MEMBER_EPOCH
     return ErrorCode.NONE
 
 

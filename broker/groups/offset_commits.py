@@ -11,7 +11,8 @@ or a plain commit's.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import uuid
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING
 
 from pybroker.broker.groups.consumer_groups import consumer_commit_error
@@ -130,7 +131,8 @@ class OffsetCommits:
         if group.consumer is not None:
             if req.generation < 0 and not req.member_id and req.group_instance_id is None:
                 return ErrorCode.NONE  # a transaction's commit from outside group management
-            return consumer_commit_error(group.consumer, req.member_id, req.generation)
+            return consumer_commit_error(group.consumer, req.member_id, req.generation,
+                                         partitions=self._committed_partitions(req.offsets))
         if group.streams is not None:
             if req.generation < 0 and not req.member_id and req.group_instance_id is None:
                 return ErrorCode.NONE
@@ -188,7 +190,8 @@ class OffsetCommits:
         if group.is_(S.DEAD):
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
         if group.consumer is not None:  # KIP-848: the generation field carries the member epoch
-            return consumer_commit_error(group.consumer, req.member_id, req.generation, req.api_version)
+            return consumer_commit_error(group.consumer, req.member_id, req.generation, req.api_version,
+                                         self._committed_partitions(req.offsets))
         if group.streams is not None:  # KIP-1071: likewise
             return streams_commit_error(group.streams, req.member_id, req.generation, req.api_version)
         if req.generation < 0 and group.is_(S.EMPTY):
@@ -197,6 +200,15 @@ class OffsetCommits:
         if error is ErrorCode.NONE and group.is_(S.COMPLETING_REBALANCE):
             error = ErrorCode.REBALANCE_IN_PROGRESS
         return error
+
+    def _committed_partitions(self, offsets: Iterable[OffsetToCommit]) -> Iterator[tuple[uuid.UUID, int]]:
+        """The partitions a commit names that exist, by topic id (a consumer group's assignments are by id),
+        read only if a member's commit at an older epoch needs them (KIP-1251): the others are answered
+        UNKNOWN_TOPIC_OR_PARTITION whatever the epoch, as Kafka answers them before its coordinator sees them."""
+        topics = self.store.topic_metadata()
+        for o in offsets:
+            if o.topic in topics and self.store.partition_exists(o.topic, o.partition):
+                yield topics[o.topic][0], o.partition
 
     def fetch_offsets(self, group_id: str, partitions: Iterable[tuple[str, int]] | None
                       ) -> tuple[ErrorCode, dict[tuple[str, int], CommittedOffset | None]]:

@@ -5,6 +5,8 @@ what the member says it owns in this heartbeat, `reconcile` returns the member's
 partitions. The safety rule: a partition reaches a member only once no other member holds it (assigned,
 or pending revocation); a member asked to revoke stays at its epoch, in UnrevokedPartitions, until its
 heartbeat no longer lists those partitions as owned. So no partition is ever given to two members.
+`assignment_epochs` carries, across a step, the epoch at which the member got each partition it holds
+(KIP-1251: a commit at an older member epoch is accepted for partitions held since that epoch).
 """
 
 from __future__ import annotations
@@ -82,3 +84,17 @@ def _next(member: ConsumerMember, epoch: int, target_epoch: int, target: Assignm
         return Reconciled(target_epoch, moved(target_epoch), next_member_state(member.state, event), merged, {})
     event = MemberEvent.WAITS_FOR_RELEASE if unreleased else MemberEvent.REACHED_TARGET
     return Reconciled(target_epoch, moved(target_epoch), next_member_state(member.state, event), keep, {})
+
+
+def assignment_epochs(member: ConsumerMember, step: Reconciled) -> dict[tuple[uuid.UUID, int], int]:
+    """The epoch at which the member got each partition it holds after `step` (assigned or pending
+    revocation): a partition it held before keeps its epoch, a new one takes the step's member epoch."""
+    epochs: dict[tuple[uuid.UUID, int], int] = {}
+    for assignment in (step.assigned, step.pending_revocation):
+        for topic, parts in assignment.items():
+            held = member.assigned.get(topic, frozenset()) | member.pending_revocation.get(topic, frozenset())
+            for p in parts:
+                key = (topic, p)
+                epochs[key] = member.assignment_epochs.get(key, member.member_epoch) if p in held \
+                    else step.member_epoch
+    return epochs

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from pybroker.broker.groups.consumer_state_machine import (
@@ -206,6 +208,43 @@ def test_offset_commits_check_the_member_epoch() -> None:
         box = Box()
         co.commit_offsets(CommitRequest("g", generation, member, None, offsets), 0, box)
         assert box.answers[0] == {("t1", 0): error}
+
+
+def _commit(co: Any, member: str, epoch: int, partitions: list[int]) -> dict:
+    box = Box()
+    co.commit_offsets(CommitRequest("g", epoch, member, None, [OffsetToCommit("t1", p, 5, -1, "") for p in partitions]),
+                      0, box)
+    answer: dict = box.answers[0]
+    return answer
+
+
+def test_a_commit_at_an_older_epoch_is_accepted_for_partitions_held_since_then() -> None:
+    """KIP-1251 (Kafka 4.3+). The race franz-go's TestGroupETL/range/848 lost: m1, asked to revoke at epoch 1,
+    acknowledges, and is at once asked to revoke partition 1 too, at epoch 2; its commit of 0 and 1, sent at
+    epoch 1, arrives after. Kafka 4.4 accepts it; answered STALE_MEMBER_EPOCH, franz-go retried at epoch 2
+    without partition 1 (no longer its own) and answered that one REBALANCE_IN_PROGRESS itself."""
+    co, _, _ = make()
+    everything = heartbeat(co, 0, "m1", topics=["t1"]).assignment
+    heartbeat(co, 1, "m2", topics=["t1"])
+    first = heartbeat(co, 2, "m1", 1, owned=everything)  # revoke 2 and 3, still at epoch 1
+    heartbeat(co, 3, "m3", topics=["t1"])
+    heartbeat(co, 4, "m4", topics=["t1"])  # the target moves on: m1 keeps only 0
+    second = heartbeat(co, 5, "m1", 1, owned=first.assignment)
+    m1 = co.groups["g"].consumer.members["m1"]  # type: ignore[union-attr]
+    assert second.member_epoch == 2 and m1.assigned == {T1: frozenset({0})}
+    assert m1.pending_revocation == {T1: frozenset({1})}
+    assert _commit(co, "m1", 1, [0, 1]) == {("t1", 0): E.NONE, ("t1", 1): E.NONE}
+    assert _commit(co, "m1", 1, [2]) == {("t1", 2): E.STALE_MEMBER_EPOCH}  # not its own any more
+    assert _commit(co, "m1", 3, [0]) == {("t1", 0): E.STALE_MEMBER_EPOCH}  # an epoch it never had
+    heartbeat(co, 6, "m1", 2, owned={T1: frozenset({0})})
+    m2 = co.groups["g"].consumer.members["m2"]  # type: ignore[union-attr]
+    joined_at = m2.member_epoch
+    got = heartbeat(co, 7, "m2", joined_at, owned={})  # its partition was released: it gets it now
+    assert got.member_epoch > joined_at and got.assignment
+    (partition,) = got.assignment[T1]
+    # a partition is committed at an older epoch only if it was already the member's then
+    assert _commit(co, "m2", joined_at, [partition]) == {("t1", partition): E.STALE_MEMBER_EPOCH}
+    assert _commit(co, "m2", got.member_epoch, [partition]) == {("t1", partition): E.NONE}
 
 
 def test_the_group_comes_back_from_its_records() -> None:
