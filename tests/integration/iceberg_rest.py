@@ -4,7 +4,14 @@
 runnable jar whose manifest names `org.apache.iceberg.rest.RESTCatalogServer`) into a cache outside the
 tree. The server takes its catalog from `CATALOG_*` environment variables (`CATALOG_WAREHOUSE` is the
 `warehouse` property, `CATALOG_REST_PORT` its `rest.port`): a JDBC catalog on SQLite in memory behind it,
-a warehouse directory the test gives. It is started on port 0 and its port read from Jetty's log line.
+a warehouse directory the test gives. It is started on port 0 and its port read from Jetty's log line (the
+server creates the catalog's tables before it starts Jetty, so it is ready then).
+
+Its store gets one JDBC connection (`CATALOG_CLIENTS=1`). Its default `jdbc:sqlite::memory:` is a database
+of each connection's own, and the JDBC catalog's pool opens a second connection as soon as two requests
+overlap (the broker's worker committing while the test polls the table): that database is empty, every
+request it serves fails with "no such table" (HTTP 500, UncheckedSQLException), and it stays in the pool.
+With one connection the requests take turns on the one database.
 
 Blocking; the test's thread.
 """
@@ -60,7 +67,8 @@ class RestCatalogServer:
         jar = rest_jar()
         assert jar is not None, rest_missing()
         self.warehouse.mkdir(parents=True, exist_ok=True)
-        env = {**os.environ, "CATALOG_WAREHOUSE": str(self.warehouse), "CATALOG_REST_PORT": "0"}
+        env = {**os.environ, "CATALOG_WAREHOUSE": str(self.warehouse), "CATALOG_REST_PORT": "0",
+               "CATALOG_CLIENTS": "1"}  # one connection: one in-memory database (the module's docstring)
         with self.log_path.open("wb") as out:
             self.proc = subprocess.Popen(["java", "-Xmx384m", "-XX:+UseSerialGC", "-XX:-UsePerfData", "-jar", str(jar)],
                                          stdout=out, stderr=subprocess.STDOUT, env=env, cwd=self.workdir)

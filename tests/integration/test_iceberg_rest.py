@@ -4,7 +4,9 @@ REST catalog (the server's JDBC catalog behind it, the warehouse a local directo
 
 from __future__ import annotations
 
+import urllib.request
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -49,3 +51,14 @@ def test_a_topic_becomes_a_table_in_a_rest_catalog(rest_catalog: RestCatalogServ
     assert len(rows) == RECORDS and len(set(rows)) == RECORDS
     assert sorted(rows) == sorted((i % 2, i // 2) for i in range(RECORDS))
     assert Path(table.metadata_location.removeprefix("file:")).is_relative_to(rest_catalog.warehouse)
+
+
+def test_the_rest_catalog_answers_overlapping_requests_from_one_store(rest_catalog: RestCatalogServer) -> None:
+    """The fixture's own check: requests that overlap are served from the same database (a second pooled
+    connection to SQLite in memory would be another, empty one: HTTP 500 "no such table")."""
+    def list_namespaces(_: int) -> int:
+        with urllib.request.urlopen(f"{rest_catalog.uri}/v1/namespaces", timeout=30) as answer:
+            return int(answer.status)
+
+    with ThreadPoolExecutor(4) as pool:
+        assert set(pool.map(list_namespaces, range(40))) == {200}
