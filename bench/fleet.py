@@ -158,8 +158,9 @@ def acked_per_partition(partitions: list[int], queued: list[int], failed: dict[i
 
 
 def consume_job(sync: Sync, bootstrap: str, topic: str, slices: list[tuple[int, int, int]],
-                deadline_s: float, size: int | None = None) -> JobResult:
-    """Read the offset ranges `slices` = [(partition, start, end)] by assign (no group, nothing committed).
+                deadline_s: float, size: int | None = None, passes: int = 1) -> JobResult:
+    """Read the offset ranges `slices` = [(partition, start, end)] by assign (no group, nothing committed),
+    `passes` times over: each pass assigns every range at its start again once the last one is read whole.
     With `size` (every record's value is that long, as the produce phase wrote them) the payload is
     counted from it rather than by a `len(value())` call per record."""
     from confluent_kafka import Consumer, TopicPartition
@@ -168,32 +169,42 @@ def consume_job(sync: Sync, bootstrap: str, topic: str, slices: list[tuple[int, 
     result = JobResult()
     try:
         consumer.list_topics(topic, timeout=30)
-        ends = {p: end for p, start, end in slices if end > start}
-        wanted = sum(end - start for _, start, end in slices if end > start)
+        ranges = [(p, start, end) for p, start, end in slices if end > start]
+        per_pass = sum(end - start for _, start, end in ranges)
         start_at = sync.start()
-        consumer.assign([TopicPartition(topic, p, start) for p, start, end in slices if end > start])
         deadline = start_at + deadline_s
         got = 0
         payload_bytes = 0
-        while got < wanted and ends and time.monotonic() < deadline:
-            # never ask for more than is left: consume() waits out its timeout for a batch it cannot fill
-            for message in consumer.consume(num_messages=min(10_000, wanted - got), timeout=0.2):
-                if message.error() is not None:
-                    continue
-                partition = message.partition()
-                end = ends.get(partition)
-                offset = message.offset()
-                if end is None or offset >= end:
-                    continue  # past this slice: another process reads it
-                got += 1
-                if size is None:
-                    payload_bytes += len(message.value())
-                if offset == end - 1:
-                    del ends[partition]
-                    consumer.pause([TopicPartition(topic, partition)])  # nothing more wanted from it
+        for done in range(passes if ranges else 0):
+            if time.monotonic() >= deadline:
+                break
+            assigned = [TopicPartition(topic, p, start) for p, start, _ in ranges]
+            consumer.assign(assigned)  # at each range's start again: the queues of the last pass are dropped
+            if done:
+                consumer.resume(assigned)  # the last pass paused each partition at its end
+            ends = {p: end for p, _, end in ranges}
+            left = per_pass
+            while ends and time.monotonic() < deadline:
+                # never ask for more than is left: consume() waits out its timeout for a batch it cannot fill
+                for message in consumer.consume(num_messages=min(10_000, left), timeout=0.2):
+                    if message.error() is not None:
+                        continue
+                    partition = message.partition()
+                    end = ends.get(partition)
+                    offset = message.offset()
+                    if end is None or offset >= end:
+                        continue  # past this slice: another process reads it
+                    got += 1
+                    left -= 1
+                    if size is None:
+                        payload_bytes += len(message.value())
+                    if offset == end - 1:
+                        del ends[partition]
+                        consumer.pause([TopicPartition(topic, partition)])  # nothing more wanted from it
         result.finished_at = time.monotonic()
         result.records = got
         result.payload_bytes = payload_bytes if size is None else got * size
+        wanted = per_pass * passes
         if got < wanted:
             result.note = f"read {got:,} of {wanted:,} in {deadline_s:.0f} s"
     finally:
@@ -314,13 +325,15 @@ class Fleet:
         return self.run(jobs)
 
     def consume(self, bootstrap: str, topic: str, ends: dict[int, int], deadline_s: float = 120.0,
-                size: int | None = None, starts: dict[int, int] | None = None) -> PhaseResult:
-        """Read offsets [start, end) of every partition (start 0 unless `starts` names it): whole partitions
-        per process when there are enough of them, else every partition cut into one range per process.
-        `size`: every value's length, when the caller knows it (the produce phase wrote them)."""
+                size: int | None = None, starts: dict[int, int] | None = None, passes: int = 1) -> PhaseResult:
+        """Read offsets [start, end) of every partition (start 0 unless `starts` names it), `passes` times
+        over: whole partitions per process when there are enough of them, else every partition cut into one
+        range per process. `size`: every value's length, when the caller knows it (the produce phase wrote
+        them)."""
         slices = consume_slices(ends, self.size, starts)
         return self.run([(consume_job, {"bootstrap": bootstrap, "topic": topic, "slices": s,
-                                        "deadline_s": deadline_s, "size": size}) for s in slices if s])
+                                        "deadline_s": deadline_s, "size": size, "passes": passes})
+                         for s in slices if s])
 
     def close(self) -> None:
         for q in self._jobs:

@@ -44,6 +44,12 @@ RECYCLE_RSS_MB = 3000.0
 #: for it (untimed) after the produce phase (`fill_for_consume`): the same work on every target, and what a
 #: consumer that keeps up reads
 CONSUME_BYTES = 1e9
+#: (least record size, passes): how many times a consume phase reads the `CONSUME_BYTES` its fill wrote, the
+#: same records from the same batch boundaries each time. A 1 GB read of 10 KiB records lasted 0.5-1 s and
+#: one of 1 KiB 1-1.5 s: the consumers' start (their first fetches) was a tenth of such a window, and three
+#: repetitions of one cell on one target spread by up to a factor of two (10 KiB x16p on Kafka: 126k, 233k,
+#: 268k msgs/s). With passes every consume phase lasts seconds, as the produce phase's 2.5 s do.
+CONSUME_PASSES = ((10240, 4), (1024, 2), (0, 1))
 #: what every disk target runs with beside its own defaults (`bench/run.py`, `bench/kafka_peer.py`): a deleted
 #: topic's files go a second after the deletion rather than a minute, so `drop_topic` can wait for them
 #: between phases. Not 0: Kafka's deletion task would then schedule itself again at once, for ever. No
@@ -328,12 +334,19 @@ def share_of(want: int, partitions: int) -> int:
     return -(-want // max(1, partitions))
 
 
+def consume_passes(size: int) -> int:
+    """How many times a consume phase reads its records (`CONSUME_PASSES`)."""
+    return next(passes for least, passes in CONSUME_PASSES if size >= least)
+
+
 def consume_phase(fleet: Fleet, name: str, broker: BrokerProcess, topic: str, size: int, ends: dict[int, int],
                   starts: dict[int, int], deadline_s: float) -> Phase:
-    """Read offsets [start, end) of each partition back."""
-    print(f"  [{name}] consume {sum(e - starts.get(p, 0) for p, e in ends.items()):,} records ...", end="",
-          flush=True)
-    _, consume = _measured(broker, lambda: fleet.consume(broker.bootstrap, topic, ends, deadline_s, size, starts))
+    """Read offsets [start, end) of each partition back, `consume_passes(size)` times over."""
+    passes = consume_passes(size)
+    print(f"  [{name}] consume {sum(e - starts.get(p, 0) for p, e in ends.items()):,} records"
+          f"{f' x {passes} passes' if passes > 1 else ''} ...", end="", flush=True)
+    _, consume = _measured(broker, lambda: fleet.consume(broker.bootstrap, topic, ends, deadline_s, size, starts,
+                                                         passes))
     print(f" {consume.msgs_per_s:,.0f} msgs/s", flush=True)
     return consume
 

@@ -88,6 +88,7 @@ from bench.goals import cpu_limits, judge, latency_limits, share_limits  # noqa:
 from bench.grid import (  # noqa: E402
     CEILING,
     CONSUME_BYTES,
+    CONSUME_PASSES,
     DELETE_SOON,
     LOOP_STALL_S,
     RETIRED_PEAK_MB,
@@ -287,7 +288,8 @@ def print_settings(settings: dict[str, Any]) -> None:
     print(f"record sizes: {', '.join(f'{s} B' for s in settings['sizes'])}, no keys; partitions: "
           f"{', '.join(map(str, settings['partitions']))}; produce {settings['produce_seconds']:g} s per phase, "
           f"then {CONSUME_BYTES / 1e9:g} GB more records written untimed (an even share of each partition) and "
-          "consumed from where the phase's records end; "
+          "consumed from where the phase's records end, "
+          + ", ".join(f"{passes}x from {least} B" for least, passes in reversed(CONSUME_PASSES)) + "; "
           f"repetitions: {settings['repeats']}")
     print("producer: " + ", ".join(f"{k}={v}" for k, v in PRODUCER_SETTINGS.items()))
     print("consumer: " + ", ".join(f"{k}={v}" for k, v in settings["consumer"].items())

@@ -4,6 +4,7 @@ before the next phase."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -111,6 +112,40 @@ def test_the_latency_phase_reads_pybrokers_loop_stalls(tmp_path: Path) -> None:
         _, page = broker.http_get("/metrics")
         assert "pybroker_event_loop_lag_seconds_count" in page and "pybroker_gc_pause_seconds" in page
         assert loop_late_wakes(BrokerProcess(tmp_path / "other", {})) is None
+    finally:
+        broker.close()
+        kill_all()
+
+
+def test_a_consume_phase_reads_its_records_once_per_pass(tmp_path: Path) -> None:
+    """A consume phase of large records reads the fill's records several times over (`CONSUME_PASSES`), each
+    pass from every range's start again: one 1 GB read of 10 KiB records lasted under a second, a tenth of
+    it the consumers' start, and repetitions of a cell spread by up to a factor of two."""
+    from confluent_kafka import Producer
+
+    from bench.fleet import consume_job
+    from bench.grid import COMMON, consume_passes, create_topic
+    from tests.integration.brokers import BrokerProcess, kill_all
+
+    assert [consume_passes(size) for size in (100, 1023, 1024, 10239, 10240, 1 << 20)] == [1, 1, 2, 2, 4, 4]
+
+    class _Now:
+        def start(self) -> float:
+            return time.monotonic()
+
+    broker = BrokerProcess(tmp_path / "broker", {})
+    broker.start()
+    try:
+        create_topic(broker.bootstrap, "passes", 2)
+        producer = Producer({"bootstrap.servers": broker.bootstrap, **COMMON})
+        for i in range(300):
+            producer.produce("passes", b"x" * 100, partition=i % 2)
+        assert producer.flush(30) == 0
+        sync: Any = _Now()
+        slices = [(0, 50, 150), (1, 0, 150)]
+        for passes in (1, 3):
+            result = consume_job(sync, broker.bootstrap, "passes", slices, 60.0, 100, passes)
+            assert (result.records, result.payload_bytes, result.note) == (250 * passes, 25_000 * passes, "")
     finally:
         broker.close()
         kill_all()
