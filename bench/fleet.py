@@ -179,9 +179,15 @@ def consume_job(sync: Sync, bootstrap: str, topic: str, slices: list[tuple[int, 
             if time.monotonic() >= deadline:
                 break
             assigned = [TopicPartition(topic, p, start) for p, start, _ in ranges]
-            consumer.assign(assigned)  # at each range's start again: the queues of the last pass are dropped
-            if done:
-                consumer.resume(assigned)  # the last pass paused each partition at its end
+            if not done:
+                consumer.assign(assigned)
+            else:
+                # each range's start again, then resume what the last pass paused at its end. Seeks and
+                # resumes reach a partition in the order they are made, after its pause; a second assign()
+                # instead raced them, and once left a partition paused for the rest of the phase
+                for partition in assigned:
+                    consumer.seek(partition)
+                consumer.resume(assigned)
             ends = {p: end for p, _, end in ranges}
             left = per_pass
             while ends and time.monotonic() < deadline:
