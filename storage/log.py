@@ -477,15 +477,11 @@ class Log:
             raise OffsetOutOfRange(offset, self.log_start_offset, end)
         limit = end if max_offset is None or max_offset > end else max_offset
         if offset >= limit or (max_bytes <= 0 and not min_one_batch):
-            # no room left (a fetch answer already full): the offset is checked, no segment is looked at.
-            # Over 1,024 partitions most of a fetch's partitions come after its 50 MB are used up.
-            return NOTHING_TO_READ
-        # consumers read the active segment: no search for it (a fetch asks this of every partition)
-        count = len(segments)
+            return NOTHING_TO_READ  # no room left (a full fetch answer): the offset checked, no segment read
+        count = len(segments)  # consumers read the active segment: no search for it (asked of every partition)
         i = count - 1 if offset >= segments[-1].base_offset else max(bisect_right(self._bases, offset) - 1, 0)
         while i < count:
-            segment = segments[i]
-            i += 1
+            segment, i = segments[i], i + 1
             found = segment.read_region(offset, max_bytes, limit, min_one_batch)
             if found is None:
                 continue  # past this segment's last batch (a gap): the next segment has it
