@@ -160,7 +160,7 @@ def acked_per_partition(partitions: list[int], queued: list[int], failed: dict[i
 def consume_job(sync: Sync, bootstrap: str, topic: str, slices: list[tuple[int, int, int]],
                 deadline_s: float, size: int | None = None, passes: int = 1) -> JobResult:
     """Read the offset ranges `slices` = [(partition, start, end)] by assign (no group, nothing committed),
-    `passes` times over: each pass assigns every range at its start again once the last one is read whole.
+    `passes` times over: once a pass has read every range whole, the next seeks each back to its start.
     With `size` (every record's value is that long, as the produce phase wrote them) the payload is
     counted from it rather than by a `len(value())` call per record."""
     from confluent_kafka import Consumer, TopicPartition
