@@ -14,6 +14,7 @@ from pybroker.broker import fetch_sessions
 from pybroker.broker.connection_guard import ConnectionGuard
 from pybroker.broker.detached_work import DetachedWork
 from pybroker.broker.dynamic_configs import DynamicBrokerConfigs
+from pybroker.broker.empty_reads import EmptyReads
 from pybroker.broker.groups.service import GroupService
 from pybroker.broker.iceberg_tables import IcebergTables
 from pybroker.broker.kraft_takeover import adopt_kafka_settings
@@ -70,6 +71,7 @@ class BrokerState:
         self.iceberg = IcebergTables(config, self.logs)
         self.logs.moves.hold_cleaning = self.cleaner.held_off  # no clean of a partition while a move swaps it
         self.fetch_sessions = fetch_sessions.from_config(config)  # KIP-227 incremental fetch sessions
+        self.empty_reads = EmptyReads()  # reads that fitted nothing, for the next fetch of those partitions
         self.traffic = TopicTraffic()  # per-topic bytes and messages, for the metrics
         #: the partition layer handlers append, read and wait through (Kafka's ReplicaManager)
         self.replicas = ReplicaManager(self.logs, self.traffic)

@@ -204,9 +204,13 @@ def _read_all(ctx: RequestContext, request: FetchRequest,
     With `memo` (a long poll), a partition whose read inputs are those remembered there reuses its
     remembered answer, and every partition read is remembered while the pass is below `min_bytes`: only a
     pass that ends below it waits (and then it remembered every partition); one that reaches it answers.
+    Past the answer's first bytes, a partition whose read fitted nothing in an earlier fetch at the same
+    inputs answers that again without a read (`broker/empty_reads.py`).
     """
     state = ctx.state
     resolve = state.replicas.resolve
+    empty_reads = state.empty_reads
+    empty_get = empty_reads.get
     by_id = ctx.api_version >= FIRST_TOPIC_ID_VERSION
     read_committed = request.isolation_level == READ_COMMITTED
     remaining = request.max_bytes if request.max_bytes > 0 else 0x7FFFFFFF
@@ -241,6 +245,13 @@ def _read_all(ctx: RequestContext, request: FetchRequest,
                     total += known.size
                     remaining -= known.size
                     continue
+            if total:  # past the answer's first bytes: a read that fitted nothing here before may do so again
+                empty = empty_get(positions[0])
+                if empty is not None and empty.answers(positions, fp.fetch_offset, limit, read_committed):
+                    partitions.append(empty.data)
+                    if memo is not None and total < min_bytes:
+                        memo[(t, p)] = _Read(positions, limit, False, empty.data, 0)
+                    continue
             try:
                 result, aborted = target.read(fp.fetch_offset, max(limit, 0), read_committed=read_committed,
                                               min_one_batch=total == 0, bound=lso if read_committed else hw)
@@ -258,6 +269,8 @@ def _read_all(ctx: RequestContext, request: FetchRequest,
             data = PartitionData(fp.partition, ErrorCode.NONE, hw, lso, log_start, _NO_DIVERGENCE, _NO_LEADER,
                                  _NO_SNAPSHOT, listed, -1, region if size else b"")
             partitions.append(data)
+            if not size and total:
+                empty_reads.remember(positions, fp.fetch_offset, limit, read_committed, data)
             total += size
             remaining -= size
             if memo is not None and total < min_bytes:

@@ -1,0 +1,71 @@
+"""Fetch reads that fitted nothing, remembered from one fetch to the next (the event loop's only: handlers).
+
+Why: librdkafka has no fetch sessions, so each of its fetches names every partition it consumes. Over 1,024
+partitions, about 50 of them fill a 50 MB answer. Each of the others is read with the few bytes left over,
+its next batch does not fit, and its answer is its offsets and no records. The next fetch asks those
+partitions at the same offsets with about as few bytes left, and each read finds the same batch not fitting.
+
+Such a read gives the same answer again while nothing it depends on moved:
+- the same log object (a move or a re-creation makes a new one);
+- the same list of segments (a roll, a cleaner's swap, a retention deletion and a truncation each publish a
+  new list; a segment's bytes below the log end never change in place);
+- the same high watermark, last stable offset and log start;
+- the same offset and isolation;
+- a byte limit no larger than one that already fitted nothing (a read answers the longest run of whole
+  batches that fits its limit, so a smaller limit fits nothing too).
+Then the remembered answer is the answer, and nothing is read.
+
+Only reads made after the answer's first bytes are remembered: the first partition with data always gets
+one batch whole (KIP-74), so its read may not be skipped. The table keeps one entry per log and is emptied
+whole when it reaches its capacity, so the logs of deleted partitions leave with it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+#: entries before the table is emptied (a broker's partitions, with room; an entry is a few hundred bytes)
+CAPACITY = 1 << 16
+
+
+class EmptyRead:
+    """A read that fitted nothing: what it was read at, and the partition's answer."""
+
+    __slots__ = ("data", "limit", "offset", "positions", "read_committed", "segments")
+
+    def __init__(self, positions: tuple[Any, ...], segments: list[Any], offset: int, limit: int,
+                 read_committed: bool, data: Any) -> None:
+        self.positions = positions
+        self.segments = segments
+        self.offset = offset
+        self.limit = limit
+        self.read_committed = read_committed
+        self.data = data
+
+    def answers(self, positions: tuple[Any, ...], offset: int, limit: int, read_committed: bool) -> bool:
+        """Would a read at `positions` (the log first), `offset` and this limit fit nothing again?"""
+        return (offset == self.offset and positions == self.positions and limit <= self.limit
+                and read_committed is self.read_committed and positions[0].segments is self.segments)
+
+
+class EmptyReads:
+    """The empty reads of the fetches so far, one per log (`get` takes the log, as `positions[0]`)."""
+
+    __slots__ = ("_capacity", "_reads", "get")
+
+    def __init__(self, capacity: int = CAPACITY) -> None:
+        self._capacity = capacity
+        self._reads: dict[Any, EmptyRead] = {}
+        #: the log's entry or None: the dict's own `get`, asked once for each partition a fetch reads
+        self.get = self._reads.get
+
+    def __len__(self) -> int:
+        return len(self._reads)
+
+    def remember(self, positions: tuple[Any, ...], offset: int, limit: int, read_committed: bool, data: Any) -> None:
+        """A read at `positions` (the log first) that fitted nothing, past the answer's first bytes."""
+        reads = self._reads
+        log = positions[0]
+        if len(reads) >= self._capacity and log not in reads:
+            reads.clear()
+        reads[log] = EmptyRead(positions, log.segments, offset, limit, read_committed, data)

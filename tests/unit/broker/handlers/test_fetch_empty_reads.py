@@ -1,0 +1,167 @@
+"""A fetch reuses an earlier fetch's read that fitted nothing only while everything that read depended on is
+unchanged, and its answers are then those of a fresh read (`broker/empty_reads.py`)."""
+
+from __future__ import annotations
+
+import random
+import time
+import uuid
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from pybroker.broker.app import BrokerApp
+from pybroker.broker.context import RequestContext
+from pybroker.broker.empty_reads import EmptyReads
+from pybroker.broker.handlers import fetch as fetch_handler
+from pybroker.protocol.messages.create_topics import CreatableTopic, CreateTopicsRequest
+from pybroker.protocol.messages.fetch import FetchPartition, FetchRequest, FetchResponse, FetchTopic
+from pybroker.protocol.messages.produce import PartitionProduceData, ProduceRequest, TopicProduceData
+from pybroker.protocol.records.record import Record, build_batch
+from pybroker.storage.log import Log
+from tests.unit.broker.conftest import RawClient
+
+PARTITIONS = 3
+#: one batch of this many 100-byte records is about 1,300 bytes
+RECORDS = 12
+
+
+def _records(n: int = RECORDS) -> bytes:
+    return build_batch([Record(i, 0, b"k", b"v" * 100) for i in range(n)], base_timestamp=int(time.time() * 1000))
+
+
+async def _produce(client: RawClient, partition: int, records: bytes) -> None:
+    answer = await client.call(ProduceRequest(acks=-1, timeout_ms=5000, topic_data=[
+        TopicProduceData(name="er", partition_data=[PartitionProduceData(index=partition, records=records)])]), 9)
+    assert answer.responses[0].partition_responses[0].error_code == 0
+
+
+def _fetch(offsets: list[int], max_bytes: int, isolation: int = 0) -> FetchRequest:
+    return FetchRequest(max_wait_ms=0, min_bytes=1, max_bytes=max_bytes, isolation_level=isolation, topics=[
+        FetchTopic(topic="er", topic_id=uuid.UUID(int=0), partitions=[
+            FetchPartition(partition=p, fetch_offset=offset, partition_max_bytes=1 << 20)
+            for p, offset in enumerate(offsets)])])
+
+
+def _view(response: FetchResponse) -> list[tuple[Any, ...]]:
+    """What a client reads of each partition's answer."""
+    return [(part.partition_index, part.error_code, part.high_watermark, part.last_stable_offset,
+             part.log_start_offset, part.aborted_transactions,
+             bytes(part.records.read_bytes()) if hasattr(part.records, "read_bytes") else bytes(part.records or b""))
+            for topic in response.responses for part in topic.partitions]
+
+
+@pytest.fixture
+async def topic(client: RawClient, app: BrokerApp) -> RequestContext:
+    create = CreateTopicsRequest(topics=[CreatableTopic(name="er", num_partitions=PARTITIONS, replication_factor=1)])
+    assert (await client.call(create, 7)).topics[0].error_code == 0
+    for p in range(PARTITIONS):
+        await _produce(client, p, _records())
+    return RequestContext(app.state, 1, 12, 1, "test", "in-process")
+
+
+@pytest.fixture
+def reads(monkeypatch: pytest.MonkeyPatch) -> Counter[int]:
+    """How many times each partition's log was read."""
+    counted: Counter[int] = Counter()
+    real_read = Log.read
+
+    def counting_read(self: Log, *args: Any, **kwargs: Any) -> Any:
+        counted[self.partition] += 1
+        return real_read(self, *args, **kwargs)
+
+    monkeypatch.setattr(Log, "read", counting_read)
+    return counted
+
+
+def _fresh(ctx: RequestContext, request: FetchRequest) -> FetchResponse:
+    """The answer of a broker that remembers no empty read."""
+    kept, ctx.state.empty_reads = ctx.state.empty_reads, EmptyReads()
+    try:
+        return fetch_handler._read_all(ctx, request)[0]
+    finally:
+        ctx.state.empty_reads = kept
+
+
+async def test_a_partition_that_fitted_nothing_is_not_read_again_while_nothing_moved(
+        topic: RequestContext, reads: Counter[int]) -> None:
+    request = _fetch([0] * PARTITIONS, max_bytes=1500)  # the first batch whole, then too few bytes for another
+    first = fetch_handler._read_all(topic, request)[0]
+    assert reads == Counter(range(PARTITIONS))
+    assert [len(row[-1]) > 0 for row in _view(first)] == [True, False, False]
+    second = fetch_handler._read_all(topic, request)[0]
+    assert reads == Counter({0: 2, 1: 1, 2: 1})  # the first partition with data is always read (KIP-74)
+    assert _view(second) == _view(first) == _view(_fresh(topic, request))
+
+
+async def test_each_input_that_moved_makes_it_read_again(topic: RequestContext, reads: Counter[int],
+                                                         client: RawClient) -> None:
+    state = topic.state
+    fetch_handler._read_all(topic, _fetch([0] * PARTITIONS, max_bytes=1500))
+    reads.clear()
+    steps: list[tuple[str, FetchRequest, Any]] = [
+        ("the high watermark", _fetch([0] * PARTITIONS, 1500), lambda: _produce(client, 1, _records(1))),
+        ("a roll (a new segment list)", _fetch([0] * PARTITIONS, 1500),
+         lambda: _async(state.logs.get_log("er", 2).roll)),
+        ("the offset asked", _fetch([0, 0, 12], 1500), None),
+        ("the isolation", _fetch([0, 0, 12], 1500, isolation=1), None),
+        ("a larger limit", _fetch([0, 0, 12], 3000, isolation=1), None),
+    ]
+    for what, request, change in steps:
+        if change is not None:
+            await change()
+        before = Counter(reads)
+        answer = fetch_handler._read_all(topic, request)[0]
+        moved = reads - before
+        assert moved[1] + moved[2] >= 1, f"{what}: nothing read again"
+        assert _view(answer) == _view(_fresh(topic, request)), what
+        reads.clear()
+        fetch_handler._read_all(topic, request)  # nothing moved: only partitions that had records are read
+        assert reads == Counter(row[0] for row in _view(answer) if row[0] == 0 or row[-1]), what
+
+
+async def _async(call: Any) -> None:
+    call()
+
+
+async def test_answers_match_fresh_reads_over_random_appends_rolls_and_limits(
+        topic: RequestContext, client: RawClient) -> None:
+    """Seeded walk: every answer equals what a broker that remembers nothing answers."""
+    rng = random.Random(34)
+    offsets = [0] * PARTITIONS
+    for _ in range(60):
+        step = rng.random()
+        p = rng.randrange(PARTITIONS)
+        log = topic.state.logs.get_log("er", p)
+        if step < 0.2:
+            await _produce(client, p, _records(rng.randint(1, 30)))
+        elif step < 0.3:
+            log.roll()
+        elif step < 0.5:
+            offsets[p] = rng.randrange(log.log_end_offset + 1)
+        request = _fetch(offsets, rng.choice([200, 1500, 3000, 6000, 1 << 20]), rng.choice([0, 1]))
+        answer = fetch_handler._read_all(topic, request)[0]
+        assert _view(answer) == _view(_fresh(topic, request))
+
+
+class _Log:
+    """What the table asks of a log: its segment list."""
+
+    def __init__(self) -> None:
+        self.segments: list[Any] = []
+
+
+def test_the_table_is_emptied_at_its_capacity() -> None:
+    table = EmptyReads(capacity=2)
+    logs = [_Log() for _ in range(3)]
+    for log in logs:
+        table.remember((log, 5, 5, 0), 5, 10, False, "answer")
+    assert len(table) == 1 and table.get(logs[2]) is not None and table.get(logs[0]) is None
+    table.remember((logs[2], 5, 5, 0), 5, 20, False, "answer")  # an update of a held log clears nothing
+    assert len(table) == 1
+    held = table.get(logs[2])
+    assert held is not None and held.answers((logs[2], 5, 5, 0), 5, 20, False)
+    assert not held.answers((logs[2], 5, 5, 0), 5, 21, False)  # a larger limit may fit a batch
+    logs[2].segments = []  # a new list: a roll, a clean or a deletion
+    assert not held.answers((logs[2], 5, 5, 0), 5, 10, False)
