@@ -20,6 +20,7 @@ from pybroker.broker.groups.consumer_group import (
 )
 from pybroker.broker.groups.consumer_state_machine import MemberState
 from pybroker.broker.groups.group_log import Records
+from pybroker.broker.loggers.structlog_setup import get_logger
 from pybroker.protocol.messages.consumer_group_records import (
     ClassicMemberMetadata,
     ClassicProtocol,
@@ -45,9 +46,25 @@ from pybroker.protocol.offsets_topic_records import (
     consumer_value,
 )
 
+log = get_logger("pybroker.groups")
 
-def _current(assignment: Assignment) -> list[CurrentTopicPartitions]:
-    return [CurrentTopicPartitions(topic_id=t, partitions=sorted(p)) for t, p in sorted(assignment.items())]
+
+def _current(assignment: Assignment, m: ConsumerMember) -> list[CurrentTopicPartitions]:
+    """Each topic's partitions, sorted, with the epoch at which the member got each (KIP-1251's
+    `AssignmentEpochs`: a commit at an older epoch stays valid for them after a restart or a takeover)."""
+    default = _epoch_floor(m.member_epoch)
+    rows = []
+    for topic, parts in sorted(assignment.items()):
+        ordered = sorted(parts)
+        rows.append(CurrentTopicPartitions(topic_id=topic, partitions=ordered, assignment_epochs=[
+            m.assignment_epochs.get((topic, p), default) for p in ordered]))
+    return rows
+
+
+def _epoch_floor(member_epoch: int) -> int:
+    """A partition's assignment epoch where none is known: the member's, never below 0 (a static member
+    that left holds -2; Kafka reads a record without the epochs that way)."""
+    return max(member_epoch, 0)
 
 
 def member_record(group_id: str, m: ConsumerMember) -> tuple[bytes, bytes]:
@@ -86,7 +103,7 @@ def target_records(group_id: str, data: ConsumerGroupData, changed: list[str]) -
 def current_record(group_id: str, m: ConsumerMember) -> tuple[bytes, bytes]:
     value = ConsumerGroupCurrentMemberAssignmentValue(
         member_epoch=m.member_epoch, previous_member_epoch=m.previous_member_epoch, state=int(m.state),
-        assigned_partitions=_current(m.assigned), partitions_pending_revocation=_current(m.pending_revocation))
+        assigned_partitions=_current(m.assigned, m), partitions_pending_revocation=_current(m.pending_revocation, m))
     return consumer_key(CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT, group_id, m.member_id), consumer_value(value)
 
 
@@ -140,6 +157,23 @@ def _assignment(parts: list[Any]) -> Assignment:
     return {tp.topic_id: frozenset(tp.partitions) for tp in parts if tp.partitions}
 
 
+def _assignment_epochs(member_id: str, member_epoch: int, parts: list[Any]) -> dict[tuple[Any, int], int]:
+    """The epoch at which the member got each partition of a current-assignment record: the record's
+    `AssignmentEpochs` when it has one per partition, else the member's epoch (a record written before
+    KIP-1251; Kafka logs a list of another length as an error and does the same)."""
+    default = _epoch_floor(member_epoch)
+    epochs: dict[tuple[Any, int], int] = {}
+    for tp in parts:
+        given = tp.assignment_epochs
+        aligned = given is not None and len(given) == len(tp.partitions)
+        if given and not aligned:
+            log.error("assignment epochs do not match the partitions; the member's epoch stands for them",
+                      member_id=member_id, topic_id=str(tp.topic_id), epochs=len(given), partitions=len(tp.partitions))
+        for i, p in enumerate(tp.partitions):
+            epochs[(tp.topic_id, p)] = given[i] if aligned and given is not None else default
+    return epochs
+
+
 def restore_consumer(replayed: ReplayedConsumerGroup, now: int) -> ConsumerGroupData:
     """The group as its records left it; every member gets a fresh session from `now` (as after a move)."""
     assert replayed.epoch is not None
@@ -165,6 +199,9 @@ def restore_consumer(replayed: ReplayedConsumerGroup, now: int) -> ConsumerGroup
                 else MemberState.STABLE
             member.assigned = _assignment(current.assigned_partitions)
             member.pending_revocation = _assignment(current.partitions_pending_revocation)
+            member.assignment_epochs = _assignment_epochs(
+                member_id, current.member_epoch,
+                [*current.assigned_partitions, *current.partitions_pending_revocation])
         data.members[member_id] = member
         if member.instance_id is not None:
             data.static_members[member.instance_id] = member_id

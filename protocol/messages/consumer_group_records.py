@@ -454,25 +454,27 @@ ConsumerGroupCurrentMemberAssignmentKey.FLEXIBLE_MIN = None
 
 
 class CurrentTopicPartitions:
-    __slots__ = ('topic_id', 'partitions',)
-    __match_args__ = ('topic_id', 'partitions',)
+    __slots__ = ('topic_id', 'partitions', 'assignment_epochs',)
+    __match_args__ = ('topic_id', 'partitions', 'assignment_epochs',)
     __dataclass_fields__: ClassVar[dict[str, Field[Any]]] = DataclassFields()  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
     topic_id: uuid.UUID
     partitions: list[int]
+    assignment_epochs: list[int] | None
 
-    def __init__(self, topic_id: uuid.UUID = ZERO_UUID, partitions: list[int] | None = None) -> None:
+    def __init__(self, topic_id: uuid.UUID = ZERO_UUID, partitions: list[int] | None = None, assignment_epochs: object = _UNSET) -> None:
         self.topic_id = topic_id
         self.partitions = [] if partitions is None else partitions
+        self.assignment_epochs = [] if assignment_epochs is _UNSET else cast('list[int] | None', assignment_epochs)
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
             return NotImplemented
         o = cast(CurrentTopicPartitions, other)
-        return (self.topic_id, self.partitions,) == (o.topic_id, o.partitions,)
+        return (self.topic_id, self.partitions, self.assignment_epochs,) == (o.topic_id, o.partitions, o.assignment_epochs,)
 
     def __repr__(self) -> str:
-        return f"{self.__class__.__qualname__}(topic_id={self.topic_id!r}, partitions={self.partitions!r})"
+        return f"{self.__class__.__qualname__}(topic_id={self.topic_id!r}, partitions={self.partitions!r}, assignment_epochs={self.assignment_epochs!r})"
 
 
 class ConsumerGroupCurrentMemberAssignmentValue(ApiMessage):
@@ -877,11 +879,30 @@ def _d_CurrentTopicPartitions_0(buf: Any, pos: int) -> tuple[CurrentTopicPartiti
         raise DecodeError('array overruns the buffer')
     f_partitions = list(unpack_from(f'>{n_partitions}i', buf, pos))
     pos += n_partitions * 4
+    f_assignment_epochs: list[int] | None = []
     if buf[pos] == 0:
         pos += 1
     else:
-        pos = skip_tagged_fields(buf, pos)
-    return CurrentTopicPartitions(f_topic_id, f_partitions), pos
+        count, pos = read_uvarint(buf, pos)
+        for _ in range(count):
+            tag, pos = read_uvarint(buf, pos)
+            size, pos = read_uvarint(buf, pos)
+            end = pos + size
+            if end > len(buf):
+                raise DecodeError('tagged field overruns the buffer')
+            if tag == 0:
+                n_assignment_epochs, pos = read_array_count(buf, pos, True, True)
+                if n_assignment_epochs < 0:
+                    f_assignment_epochs = None
+                else:
+                    if n_assignment_epochs * 4 > len(buf) - pos:
+                        raise DecodeError('array overruns the buffer')
+                    f_assignment_epochs = list(unpack_from(f'>{n_assignment_epochs}i', buf, pos))
+                    pos += n_assignment_epochs * 4
+                if pos != end:
+                    raise DecodeError('tagged field size mismatch')
+            pos = end
+    return CurrentTopicPartitions(f_topic_id, f_partitions, f_assignment_epochs), pos
 
 
 def _e_CurrentTopicPartitions_0(o: CurrentTopicPartitions, out: bytearray, chunks: list[Any]) -> None:
@@ -889,7 +910,18 @@ def _e_CurrentTopicPartitions_0(o: CurrentTopicPartitions, out: bytearray, chunk
     write_array_count(out, o.partitions, True)
     if o.partitions is not None:
         out += pack(f'>{len(o.partitions)}i', *o.partitions)
-    out.append(0)
+    tags: list[tuple[int, bytearray]] = []
+    if o.assignment_epochs != []:
+        t = bytearray()
+        write_array_count(t, o.assignment_epochs, True)
+        if o.assignment_epochs is not None:
+            t += pack(f'>{len(o.assignment_epochs)}i', *o.assignment_epochs)
+        tags.append((0, t))
+    write_uvarint(out, len(tags))
+    for tag, data in tags:
+        write_uvarint(out, tag)
+        write_uvarint(out, len(data))
+        out += data
 
 
 def _d_ConsumerGroupCurrentMemberAssignmentValue_0(buf: Any, pos: int) -> tuple[ConsumerGroupCurrentMemberAssignmentValue, int]:

@@ -12,6 +12,12 @@ _TOPIC_PARTITIONS = [
     F("topic_id", "uuid"),
     F("partitions", "[]int32"),
 ]
+#: a member's current partitions, each with the epoch at which the member got it (KIP-1251, Kafka 4.3): aligned
+#: with `partitions`; absent (or of another length) in a record Kafka reads as "at the member's epoch"
+_CURRENT_TOPIC_PARTITIONS = [
+    *_TOPIC_PARTITIONS,
+    F("assignment_epochs", "[]int32", nullable="0+", default=None, tag=0),
+]
 
 CONSUMER_GROUP_METADATA_KEY = M("ConsumerGroupMetadataKey", None, "data", "3", "none", [
     F("group_id", "string", "3"),
@@ -91,8 +97,8 @@ CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE = M(
         F("member_epoch", "int32"),
         F("previous_member_epoch", "int32"),
         F("state", "int8"),
-        F("assigned_partitions", "[]CurrentTopicPartitions", fields=_TOPIC_PARTITIONS),
-        F("partitions_pending_revocation", "[]CurrentTopicPartitions", fields=_TOPIC_PARTITIONS),
+        F("assigned_partitions", "[]CurrentTopicPartitions", fields=_CURRENT_TOPIC_PARTITIONS),
+        F("partitions_pending_revocation", "[]CurrentTopicPartitions", fields=_CURRENT_TOPIC_PARTITIONS),
     ])
 
 EXTRA = (

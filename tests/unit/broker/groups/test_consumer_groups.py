@@ -247,17 +247,22 @@ def test_a_commit_at_an_older_epoch_is_accepted_for_partitions_held_since_then()
     assert _commit(co, "m2", got.member_epoch, [partition]) == {("t1", partition): E.NONE}
 
 
-def test_the_group_comes_back_from_its_records() -> None:
-    co, log, table = make()
-    heartbeat(co, 0, "m1", topics=["t1"])
-    heartbeat(co, 1, "m2", topics=["t1"], instance="i2")
-    revoke = heartbeat(co, 2, "m1", 1, owned={T1: frozenset(range(4))})
+def _replay_into_a_new_coordinator(log: Any, table: Any) -> Any:
     replayed = ReplayedPartition()
     for record in log.decoded():
         replayed.apply(record)
     restarted, _, _ = make(table)
     restarted.begin_loading([0])
     restarted.finish_loading(0, replayed.groups, replayed.offsets, 100, replayed.pending, replayed.consumer)
+    return restarted
+
+
+def test_the_group_comes_back_from_its_records() -> None:
+    co, log, table = make()
+    heartbeat(co, 0, "m1", topics=["t1"])
+    heartbeat(co, 1, "m2", topics=["t1"], instance="i2")
+    revoke = heartbeat(co, 2, "m1", 1, owned={T1: frozenset(range(4))})
+    restarted = _replay_into_a_new_coordinator(log, table)
     before, after = co.groups["g"].consumer, restarted.groups["g"].consumer
     assert after is not None and before is not None
     for field in ("group_epoch", "assignment_epoch", "targets", "static_members", "partition_owners"):
@@ -329,3 +334,59 @@ def test_hostile_heartbeats_are_capped() -> None:
     assert heartbeat(co, 1, "m1", 1, owned=huge).error is E.INVALID_REQUEST
     assert heartbeat(co, 1, "m1", -3).error is E.INVALID_REQUEST
     assert heartbeat(co, 1, "", 1).error is E.INVALID_REQUEST
+
+
+def test_assignment_epochs_come_back_from_the_records() -> None:
+    """KIP-1251's `AssignmentEpochs` (tag 0 of each topic in the current-assignment record, Kafka 4.3+):
+    after a restart, the commit of the race above at the older epoch is still accepted."""
+    co, log, table = make()
+    everything = heartbeat(co, 0, "m1", topics=["t1"]).assignment
+    heartbeat(co, 1, "m2", topics=["t1"])
+    first = heartbeat(co, 2, "m1", 1, owned=everything)
+    heartbeat(co, 3, "m3", topics=["t1"])
+    heartbeat(co, 4, "m4", topics=["t1"])
+    heartbeat(co, 5, "m1", 1, owned=first.assignment)
+    restarted = _replay_into_a_new_coordinator(log, table)
+    for member_id, member in co.groups["g"].consumer.members.items():  # type: ignore[union-attr]
+        again = restarted.groups["g"].consumer.members[member_id]
+        assert again.assignment_epochs == member.assignment_epochs, member_id
+    assert restarted.groups["g"].consumer.members["m1"].assignment_epochs == {(T1, 0): 1, (T1, 1): 1}
+    assert _commit(restarted, "m1", 1, [0, 1]) == {("t1", 0): E.NONE, ("t1", 1): E.NONE}
+    assert _commit(restarted, "m1", 1, [2]) == {("t1", 2): E.STALE_MEMBER_EPOCH}
+
+
+def test_the_current_assignment_record_carries_the_epochs_as_kafka_lays_them_out() -> None:
+    """Each topic's partitions, then its tagged fields: one field, tag 0, 9 bytes: a compact array of two
+    int32 (length + 1 = 3), the epochs in the order of the partitions (the spec's `AssignmentEpochs`)."""
+    import struct
+
+    from pybroker.broker.groups.consumer_group import ConsumerMember
+    from pybroker.broker.groups.consumer_records import current_record
+
+    member = ConsumerMember("m", member_epoch=5)
+    member.assigned = {T1: frozenset({1, 0})}
+    member.assignment_epochs = {(T1, 0): 3, (T1, 1): 5}
+    _, value = current_record("g", member)
+    partitions = b"\x03" + struct.pack(">ii", 0, 1)
+    assert T1.bytes + partitions + b"\x01\x00\x09\x03" + struct.pack(">ii", 3, 5) in value
+
+
+def test_a_record_without_epochs_or_with_the_wrong_count_reads_as_the_members_epoch() -> None:
+    """As Kafka reads one (a record written before KIP-1251, or a list that does not match its partitions,
+    which Kafka logs as an error): every partition at the member's epoch, never below 0."""
+    from pybroker.broker.groups.consumer_records import ReplayedConsumerGroup, restore_consumer
+    from pybroker.protocol.messages.consumer_group_records import (
+        ConsumerGroupCurrentMemberAssignmentValue,
+        ConsumerGroupMemberMetadataValue,
+        ConsumerGroupMetadataValue,
+        CurrentTopicPartitions,
+    )
+
+    for member_epoch, epochs, expected in ((7, None, 7), (7, [], 7), (7, [1], 7), (-2, None, 0), (7, [1, 2], 1)):
+        current = ConsumerGroupCurrentMemberAssignmentValue(
+            member_epoch=member_epoch, previous_member_epoch=member_epoch, state=0,
+            assigned_partitions=[CurrentTopicPartitions(topic_id=T1, partitions=[0, 1], assignment_epochs=epochs)])
+        replayed = ReplayedConsumerGroup(epoch=ConsumerGroupMetadataValue(epoch=7),
+                                         members={"m": ConsumerGroupMemberMetadataValue()}, current={"m": current})
+        member = restore_consumer(replayed, 0).members["m"]
+        assert member.assignment_epochs[(T1, 0)] == expected, (member_epoch, epochs)
