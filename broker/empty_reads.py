@@ -16,16 +16,15 @@ Such a read gives the same answer again while nothing it depends on moved:
 Then the remembered answer is the answer, and nothing is read.
 
 Only reads made after the answer's first bytes are remembered: the first partition with data always gets
-one batch whole (KIP-74), so its read may not be skipped. The table keeps one entry per log and is emptied
-whole when it reaches its capacity, so the logs of deleted partitions leave with it.
+one batch whole (KIP-74), so its read may not be skipped. The table keeps one entry per log, and is emptied
+whenever the broker's table of logs changes (a partition created, deleted or moved: `LogManager.table` is
+then a new object), so it never holds more entries than the broker has partitions, and never keeps a
+deleted partition's log alive.
 """
 
 from __future__ import annotations
 
 from typing import Any
-
-#: entries before the table is emptied (a broker's partitions, with room; an entry is a few hundred bytes)
-CAPACITY = 1 << 16
 
 
 class EmptyRead:
@@ -51,21 +50,25 @@ class EmptyRead:
 class EmptyReads:
     """The empty reads of the fetches so far, one per log (`get` takes the log, as `positions[0]`)."""
 
-    __slots__ = ("_capacity", "_reads", "get")
+    __slots__ = ("_reads", "_table", "get")
 
-    def __init__(self, capacity: int = CAPACITY) -> None:
-        self._capacity = capacity
+    def __init__(self) -> None:
         self._reads: dict[Any, EmptyRead] = {}
+        self._table: object = None
         #: the log's entry or None: the dict's own `get`, asked once for each partition a fetch reads
         self.get = self._reads.get
 
     def __len__(self) -> int:
         return len(self._reads)
 
+    def follow(self, table: object) -> None:
+        """Before a fetch's reads: forget everything if the broker's table of logs is not the one the entries
+        were read under (`LogManager.table`)."""
+        if table is not self._table:
+            self._reads.clear()
+            self._table = table
+
     def remember(self, positions: tuple[Any, ...], offset: int, limit: int, read_committed: bool, data: Any) -> None:
         """A read at `positions` (the log first) that fitted nothing, past the answer's first bytes."""
-        reads = self._reads
         log = positions[0]
-        if len(reads) >= self._capacity and log not in reads:
-            reads.clear()
-        reads[log] = EmptyRead(positions, log.segments, offset, limit, read_committed, data)
+        self._reads[log] = EmptyRead(positions, log.segments, offset, limit, read_committed, data)

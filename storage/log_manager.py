@@ -20,7 +20,7 @@ import dataclasses
 import shutil
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from pybroker.storage.checkpoints import LOG_START_OFFSET, RECOVERY_POINT, write_checkpoint
@@ -191,6 +191,11 @@ class LogManager:
 
     def logs(self) -> list[Log]:
         return list(self._logs.values())
+
+    @property
+    def table(self) -> Mapping[tuple[str, int], Log]:
+        """The logs now: replaced whole, never changed, by each creation, deletion and move (`empty_reads`)."""
+        return self._logs
 
     def dir_of(self, topic: str, partition: int) -> Path | None:
         """The log dir holding a partition."""
@@ -564,8 +569,7 @@ class LogManager:
             unflushed = log.unflushed_messages
             if unflushed <= 0:
                 continue
-            config = log.config
-            if unflushed >= config.flush_interval_messages:
+            if unflushed >= log.config.flush_interval_messages:
                 if not self.is_online(log):
                     continue
                 try:

@@ -210,6 +210,7 @@ def _read_all(ctx: RequestContext, request: FetchRequest,
     state = ctx.state
     resolve = state.replicas.resolve
     empty_reads = state.empty_reads
+    empty_reads.follow(state.logs.table)
     empty_get = empty_reads.get
     by_id = ctx.api_version >= FIRST_TOPIC_ID_VERSION
     read_committed = request.isolation_level == READ_COMMITTED

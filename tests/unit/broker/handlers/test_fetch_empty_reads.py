@@ -152,16 +152,32 @@ class _Log:
         self.segments: list[Any] = []
 
 
-def test_the_table_is_emptied_at_its_capacity() -> None:
-    table = EmptyReads(capacity=2)
-    logs = [_Log() for _ in range(3)]
-    for log in logs:
-        table.remember((log, 5, 5, 0), 5, 10, False, "answer")
-    assert len(table) == 1 and table.get(logs[2]) is not None and table.get(logs[0]) is None
-    table.remember((logs[2], 5, 5, 0), 5, 20, False, "answer")  # an update of a held log clears nothing
-    assert len(table) == 1
-    held = table.get(logs[2])
-    assert held is not None and held.answers((logs[2], 5, 5, 0), 5, 20, False)
-    assert not held.answers((logs[2], 5, 5, 0), 5, 21, False)  # a larger limit may fit a batch
-    logs[2].segments = []  # a new list: a roll, a clean or a deletion
-    assert not held.answers((logs[2], 5, 5, 0), 5, 10, False)
+def test_an_entry_answers_only_what_it_was_read_at() -> None:
+    table = EmptyReads()
+    log = _Log()
+    table.remember((log, 5, 5, 0), 5, 20, False, "answer")
+    held = table.get(log)
+    assert held is not None and held.answers((log, 5, 5, 0), 5, 20, False)
+    assert not held.answers((log, 5, 5, 0), 5, 21, False)  # a larger limit may fit a batch
+    assert not held.answers((log, 6, 6, 0), 5, 20, False)  # the high watermark moved
+    assert not held.answers((log, 5, 5, 0), 4, 20, False)  # another offset
+    assert not held.answers((log, 5, 5, 0), 5, 20, True)  # another isolation
+    log.segments = []  # a new list: a roll, a clean or a deletion
+    assert not held.answers((log, 5, 5, 0), 5, 10, False)
+
+
+async def test_a_deleted_topic_leaves_no_log_in_the_table(topic: RequestContext, client: RawClient) -> None:
+    """The table follows the broker's table of logs: once a partition is created or deleted, every entry
+    goes, so a deleted partition's log (its segments, indexes and producer state) is not kept alive here."""
+    from pybroker.protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopicState
+
+    state = topic.state
+    fetch_handler._read_all(topic, _fetch([0] * PARTITIONS, max_bytes=1500))
+    assert len(state.empty_reads) == PARTITIONS - 1
+    deleted = DeleteTopicsRequest(topics=[DeleteTopicState(name="er")], timeout_ms=5000)
+    assert (await client.call(deleted, 6)).responses[0].error_code == 0
+    create = CreateTopicsRequest(topics=[CreatableTopic(name="other", num_partitions=1, replication_factor=1)])
+    assert (await client.call(create, 7)).topics[0].error_code == 0
+    fetch_handler._read_all(topic, FetchRequest(max_wait_ms=0, min_bytes=1, max_bytes=1500, topics=[
+        FetchTopic(topic="other", partitions=[FetchPartition(partition=0, fetch_offset=0, partition_max_bytes=1 << 20)])]))
+    assert len(state.empty_reads) == 0
