@@ -38,21 +38,23 @@ FIRST_TOPIC_ID_VERSION = 12
 
 
 def topic_metadata(ctx: RequestContext, info: TopicInfo, include_ops: bool) -> MetadataResponseTopic:
+    """A topic's answer. Each partition's is built with positional arguments (a compiled message's
+    constructor parses keywords at four times the cost of the construction) around node lists shared by
+    every partition of the answer (the encoder only reads them): a consumer of 1,024 partitions asks for
+    them all when it starts."""
     node = ctx.state.node_id
     logs = ctx.state.logs
     offline = logs.offline_dirs
+    us: list[int] = [node]
+    nobody: list[int] = []
     partitions = []
     for p in range(info.num_partitions):
         directory = logs.dir_of(info.name, p) if offline else None
         if directory is not None and directory in offline:
             # the only replica is on a failed log dir: no leader, as Kafka reports an offline partition
-            partitions.append(MetadataResponsePartition(
-                error_code=ErrorCode.LEADER_NOT_AVAILABLE, partition_index=p, leader_id=-1, leader_epoch=0,
-                replica_nodes=[node], isr_nodes=[], offline_replicas=[node]))
+            partitions.append(MetadataResponsePartition(ErrorCode.LEADER_NOT_AVAILABLE, p, -1, 0, us, nobody, us))
             continue
-        partitions.append(MetadataResponsePartition(
-            error_code=ErrorCode.NONE, partition_index=p, leader_id=node, leader_epoch=0,
-            replica_nodes=[node], isr_nodes=[node], offline_replicas=[]))
+        partitions.append(MetadataResponsePartition(ErrorCode.NONE, p, node, 0, us, us, nobody))
     return MetadataResponseTopic(
         error_code=ErrorCode.NONE, name=info.name, topic_id=info.topic_id,
         is_internal=info.name in INTERNAL_TOPICS, partitions=partitions,
