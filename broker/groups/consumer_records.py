@@ -164,13 +164,14 @@ def _assignment_epochs(member_id: str, member_epoch: int, parts: list[Any]) -> d
     default = _epoch_floor(member_epoch)
     epochs: dict[tuple[Any, int], int] = {}
     for tp in parts:
-        given = tp.assignment_epochs
-        aligned = given is not None and len(given) == len(tp.partitions)
-        if given and not aligned:
-            log.error("assignment epochs do not match the partitions; the member's epoch stands for them",
-                      member_id=member_id, topic_id=str(tp.topic_id), epochs=len(given), partitions=len(tp.partitions))
-        for i, p in enumerate(tp.partitions):
-            epochs[(tp.topic_id, p)] = given[i] if aligned and given is not None else default
+        given = tp.assignment_epochs or []
+        if len(given) != len(tp.partitions):
+            if given:
+                log.error("assignment epochs do not match the partitions; the member's epoch stands for them",
+                          member_id=member_id, topic_id=str(tp.topic_id), epochs=len(given),
+                          partitions=len(tp.partitions))
+            given = [default] * len(tp.partitions)
+        epochs.update(((tp.topic_id, p), epoch) for p, epoch in zip(tp.partitions, given, strict=True))
     return epochs
 
 

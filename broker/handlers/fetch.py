@@ -246,32 +246,31 @@ def _read_all(ctx: RequestContext, request: FetchRequest,
                     total += known.size
                     remaining -= known.size
                     continue
-            if total:  # past the answer's first bytes: a read that fitted nothing here before may do so again
-                empty = empty_get(positions[0])
-                if empty is not None and empty.answers(positions, fp.fetch_offset, limit, read_committed):
-                    partitions.append(empty.data)
-                    if memo is not None and total < min_bytes:
-                        memo[(t, p)] = _Read(positions, limit, False, empty.data, 0)
-                    continue
-            try:
-                result, aborted = target.read(fp.fetch_offset, max(limit, 0), read_committed=read_committed,
-                                              min_one_batch=total == 0, bound=lso if read_committed else hw)
-            except (OffsetOutOfRange, LogClosedError, OSError) as exc:
-                partitions.append(_answer_of(fp.partition, _read_error(exc), [] if read_committed else None, b""))
-                errors = True
-                continue
-            region = result.region
-            size = len(region) if region is not None else 0
-            if aborted:
-                listed: list[AbortedTransaction] | None = [AbortedTransaction(producer_id=pid, first_offset=first)
-                                                           for pid, first in aborted]
+            # past the answer's first bytes, a read that fitted nothing here before may do so again
+            empty = empty_get(positions[0]) if total else None
+            if empty is not None and empty.answers(positions, fp.fetch_offset, limit, read_committed):
+                data, size = empty.data, 0
             else:
-                listed = [] if read_committed else None
-            data = PartitionData(fp.partition, ErrorCode.NONE, hw, lso, log_start, _NO_DIVERGENCE, _NO_LEADER,
-                                 _NO_SNAPSHOT, listed, -1, region if size else b"")
+                try:
+                    result, aborted = target.read(fp.fetch_offset, max(limit, 0), read_committed=read_committed,
+                                                  min_one_batch=total == 0, bound=lso if read_committed else hw)
+                except (OffsetOutOfRange, LogClosedError, OSError) as exc:
+                    partitions.append(_answer_of(fp.partition, _read_error(exc), [] if read_committed else None,
+                                                 b""))
+                    errors = True
+                    continue
+                region = result.region
+                size = len(region) if region is not None else 0
+                if aborted:
+                    listed: list[AbortedTransaction] | None = [
+                        AbortedTransaction(producer_id=pid, first_offset=first) for pid, first in aborted]
+                else:
+                    listed = [] if read_committed else None
+                data = PartitionData(fp.partition, ErrorCode.NONE, hw, lso, log_start, _NO_DIVERGENCE, _NO_LEADER,
+                                     _NO_SNAPSHOT, listed, -1, region if size else b"")
+                if not size and total:
+                    empty_reads.remember(positions, fp.fetch_offset, limit, read_committed, data)
             partitions.append(data)
-            if not size and total:
-                empty_reads.remember(positions, fp.fetch_offset, limit, read_committed, data)
             total += size
             remaining -= size
             if memo is not None and total < min_bytes:
