@@ -16,7 +16,7 @@ Such a read gives the same answer again while nothing it depends on moved:
 Then the remembered answer is the answer, and nothing is read.
 
 Only reads made after the answer's first bytes are remembered: the first partition with data always gets
-one batch whole (KIP-74), so its read may not be skipped. The table keeps one entry per log, and is emptied
+one batch whole (KIP-74), so its read may not be skipped. The table keeps one entry per partition, and is emptied
 whenever the broker's table of logs changes (a partition created, deleted or moved: `LogManager.table` is
 then a new object), so it never holds more entries than the broker has partitions, and never keeps a
 deleted partition's log alive.
@@ -28,34 +28,42 @@ from typing import Any
 
 
 class EmptyRead:
-    """A read that fitted nothing: what it was read at, and the partition's answer."""
+    """A read that fitted nothing: the log it was read from, what it was read at, and the partition's answer."""
 
-    __slots__ = ("data", "limit", "offset", "positions", "read_committed", "segments")
+    __slots__ = ("data", "limit", "log", "offset", "positions", "read_committed", "segments")
 
-    def __init__(self, positions: tuple[Any, ...], segments: list[Any], offset: int, limit: int,
-                 read_committed: bool, data: Any) -> None:
-        self.positions = positions
-        self.segments = segments
+    def __init__(self, positions: tuple[Any, ...], offset: int, limit: int, read_committed: bool, data: Any) -> None:
+        log = positions[0]
+        self.log = log
+        #: (high watermark, last stable offset, log start), as `Log.positions` gives them
+        self.positions = positions[1:]
+        self.segments = log.segments
         self.offset = offset
         self.limit = limit
         self.read_committed = read_committed
         self.data = data
 
-    def answers(self, positions: tuple[Any, ...], offset: int, limit: int, read_committed: bool) -> bool:
-        """Would a read at `positions` (the log first), `offset` and this limit fit nothing again?"""
-        return (offset == self.offset and positions == self.positions and limit <= self.limit
-                and read_committed is self.read_committed and positions[0].segments is self.segments)
+    def answers(self, offset: int, limit: int, read_committed: bool) -> bool:
+        """Would a read of this entry's log now, at `offset` and this limit, fit nothing again? Asks the log
+        for its positions itself: a fetch names hundreds of such partitions, and the caller then needs
+        neither a `Partition` nor the positions of any of them."""
+        log = self.log
+        return (offset == self.offset and limit <= self.limit and read_committed is self.read_committed
+                and log.segments is self.segments and log.positions() == self.positions)
 
 
 class EmptyReads:
-    """The empty reads of the fetches so far, one per log (`get` takes the log, as `positions[0]`)."""
+    """The empty reads of the fetches so far, one per partition (`get` takes its (topic, partition) key).
+
+    An entry's log is the table's log for its key: the table of logs is replaced whole by every creation,
+    deletion and move, and `follow` empties this one whenever it was."""
 
     __slots__ = ("_reads", "_table", "get")
 
     def __init__(self) -> None:
-        self._reads: dict[Any, EmptyRead] = {}
+        self._reads: dict[tuple[str, int], EmptyRead] = {}
         self._table: object = None
-        #: the log's entry or None: the dict's own `get`, asked once for each partition a fetch reads
+        #: the partition's entry or None: the dict's own `get`, asked once for each partition a fetch reads
         self.get = self._reads.get
 
     def __len__(self) -> int:
@@ -71,4 +79,4 @@ class EmptyReads:
     def remember(self, positions: tuple[Any, ...], offset: int, limit: int, read_committed: bool, data: Any) -> None:
         """A read at `positions` (the log first) that fitted nothing, past the answer's first bytes."""
         log = positions[0]
-        self._reads[log] = EmptyRead(positions, log.segments, offset, limit, read_committed, data)
+        self._reads[log.topic, log.partition] = EmptyRead(positions, offset, limit, read_committed, data)

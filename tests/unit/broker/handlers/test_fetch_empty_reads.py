@@ -3,10 +3,12 @@ unchanged, and its answers are then those of a fresh read (`broker/empty_reads.p
 
 from __future__ import annotations
 
+import asyncio
 import random
 import time
 import uuid
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,6 +17,8 @@ from pybroker.broker.app import BrokerApp
 from pybroker.broker.context import RequestContext
 from pybroker.broker.empty_reads import EmptyReads
 from pybroker.broker.handlers import fetch as fetch_handler
+from pybroker.config.broker_config import BrokerConfig
+from pybroker.protocol.errors import ErrorCode
 from pybroker.protocol.messages.create_topics import CreatableTopic, CreateTopicsRequest
 from pybroker.protocol.messages.fetch import FetchPartition, FetchRequest, FetchResponse, FetchTopic
 from pybroker.protocol.messages.produce import PartitionProduceData, ProduceRequest, TopicProduceData
@@ -145,25 +149,81 @@ async def test_answers_match_fresh_reads_over_random_appends_rolls_and_limits(
         assert _view(answer) == _view(_fresh(topic, request))
 
 
+async def test_an_offline_dir_is_answered_with_its_error_not_a_remembered_read(tmp_path: Path) -> None:
+    """A remembered empty read is answered before the partition is looked up, but only while every log dir
+    is online: once one goes offline, its partitions answer KAFKA_STORAGE_ERROR, as a fresh read does, and
+    the partitions of the other dir still answer what they hold."""
+    dirs = [tmp_path / "a", tmp_path / "b"]
+    app = BrokerApp(BrokerConfig.load({"log.dirs": ",".join(map(str, dirs)), "listeners": "PLAINTEXT://127.0.0.1:0"}))
+    await app.start()
+    try:
+        client = RawClient(*await asyncio.open_connection("127.0.0.1", app.bound_ports[0]))
+        try:
+            create = CreateTopicsRequest(topics=[CreatableTopic(name="er", num_partitions=4, replication_factor=1)])
+            assert (await client.call(create, 7)).topics[0].error_code == 0
+            for p in range(4):
+                await _produce(client, p, _records())
+        finally:
+            client.close()
+        ctx = RequestContext(app.state, 1, 12, 1, "test", "in-process")
+        where = [app.state.logs.get_log("er", p).dir.parent for p in range(4)]
+        assert where[0] != where[1] or where[0] != where[2] or where[0] != where[3]
+        request = _fetch([0] * 4, max_bytes=1500)
+        fetch_handler._read_all(ctx, request)
+        assert len(app.state.empty_reads) == 3
+        offline = next(d for d in where if d != where[0])
+        app.state.logs.failures.report(offline, OSError("the disk went away"))
+        answer = fetch_handler._read_all(ctx, request)[0]
+        codes = [row[1] for row in _view(answer)]
+        assert codes == [ErrorCode.KAFKA_STORAGE_ERROR if d == offline else ErrorCode.NONE for d in where]
+        assert codes[0] == ErrorCode.NONE and len(_view(answer)[0][-1]) > 0
+    finally:
+        await app.stop()
+
+
+async def test_a_long_polls_pass_below_min_bytes_remembers_every_partition(topic: RequestContext) -> None:
+    """A pass that ends below `min_bytes` waits, and its wakes compare each partition with what the pass
+    remembered of it, so it remembers every partition, those an earlier fetch found empty too."""
+    request = _fetch([0] * PARTITIONS, max_bytes=1500)
+    fetch_handler._read_all(topic, request)  # remembers partitions 1 and 2 as empty
+    request.min_bytes = 1 << 20
+    request.max_wait_ms = 500
+    memo: dict[tuple[int, int], Any] = {}
+    answer, size, _ = fetch_handler._read_all(topic, request, memo)
+    assert 0 < size < request.min_bytes
+    assert sorted(memo) == [(0, p) for p in range(PARTITIONS)]
+    assert _view(answer) == _view(_fresh(topic, request))
+
+
 class _Log:
-    """What the table asks of a log: its segment list."""
+    """What the table asks of a log: its key, its segment list and its positions."""
+
+    topic = "t"
+    partition = 0
 
     def __init__(self) -> None:
         self.segments: list[Any] = []
+        self.at = (5, 5, 0)
+
+    def positions(self) -> tuple[int, int, int]:
+        return self.at
 
 
 def test_an_entry_answers_only_what_it_was_read_at() -> None:
     table = EmptyReads()
     log = _Log()
     table.remember((log, 5, 5, 0), 5, 20, False, "answer")
-    held = table.get(log)
-    assert held is not None and held.answers((log, 5, 5, 0), 5, 20, False)
-    assert not held.answers((log, 5, 5, 0), 5, 21, False)  # a larger limit may fit a batch
-    assert not held.answers((log, 6, 6, 0), 5, 20, False)  # the high watermark moved
-    assert not held.answers((log, 5, 5, 0), 4, 20, False)  # another offset
-    assert not held.answers((log, 5, 5, 0), 5, 20, True)  # another isolation
+    held = table.get(("t", 0))
+    assert held is not None and held.answers(5, 20, False)
+    assert held.answers(5, 19, False)  # a smaller limit fits nothing either
+    assert not held.answers(5, 21, False)  # a larger limit may fit a batch
+    assert not held.answers(4, 20, False)  # another offset
+    assert not held.answers(5, 20, True)  # another isolation
+    log.at = (6, 6, 0)  # the high watermark moved
+    assert not held.answers(5, 20, False)
+    log.at = (5, 5, 0)
     log.segments = []  # a new list: a roll, a clean or a deletion
-    assert not held.answers((log, 5, 5, 0), 5, 10, False)
+    assert not held.answers(5, 10, False)
 
 
 async def test_a_deleted_topic_leaves_no_log_in_the_table(topic: RequestContext, client: RawClient) -> None:
