@@ -622,10 +622,6 @@ class LogManager:
     def offline_dirs(self) -> set[Path]:
         return set(self.failures.offline)
 
-    def all_online(self) -> bool:
-        """No log dir is offline (the common case): every log in the table can be read."""
-        return self.failures.all_online()
-
     def is_online(self, log: Log) -> bool:
         if self.failures.all_online():
             return True

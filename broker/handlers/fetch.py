@@ -179,8 +179,6 @@ class _Read:
 _NO_DIVERGENCE = EpochEndOffset()
 _NO_LEADER = LeaderIdAndEpoch()
 _NO_SNAPSHOT = SnapshotId()
-#: a byte count no fetch reaches (`_read_all`'s `skip_from` when unchanged empty reads are not skipped)
-_NEVER = 1 << 63
 #: what a read that raised answers (Kafka's codes): deleted or moved as it was read (the client asks again),
 #: the partition layer took its dir offline
 _READ_ERRORS = ((OffsetOutOfRange, ErrorCode.OFFSET_OUT_OF_RANGE),
@@ -222,11 +220,9 @@ def _read_all(ctx: RequestContext, request: FetchRequest,
     # a pass that reaches `min_bytes` answers now and drops its memo: only the reads before that are
     # remembered (a consumer's fetch with data past its first partition builds no memo entries)
     min_bytes = request.min_bytes
-    # from this many bytes on, a partition's unchanged empty read answers before its lookup: past the first
-    # bytes, and in a long poll's first pass only once it reached `min_bytes` (a pass below it remembers
-    # every read); never in a long poll's later passes (their memo comes first) or with a log dir offline
-    # (its partitions answer an error, which only the lookup gives)
-    skip_from = (max(min_bytes, 1) if memo is not None else 1) if not memo and state.logs.all_online() else _NEVER
+    # with a log dir offline, a remembered read answers only if its log's dir is online (else the lookup's error)
+    all_online = state.logs.failures.all_online()
+    is_online = state.logs.is_online
     total = 0
     errors = False
     topics: list[FetchableTopicResponse] = []
@@ -240,12 +236,15 @@ def _read_all(ctx: RequestContext, request: FetchRequest,
         partitions: list[PartitionData] = []
         topics.append(FetchableTopicResponse(topic=name, topic_id=fetch_topic.topic_id, partitions=partitions))
         for p, fp in enumerate(fetch_topic.partitions):
-            if total >= skip_from:  # unchanged since it fitted nothing?
-                empty = empty_get((name, fp.partition))
-                if empty is not None and empty.answers(fp.fetch_offset, min(fp.partition_max_bytes, remaining),
-                                                       read_committed):
-                    partitions.append(empty.data)
-                    continue
+            limit = min(fp.partition_max_bytes, remaining)
+            # past the answer's first bytes, a read that fitted nothing here before may do so again
+            empty = empty_get((name, fp.partition)) if total else None
+            if (empty is not None and empty.answers(fp.fetch_offset, limit, read_committed)
+                    and (all_online or is_online(empty.log))):
+                partitions.append(empty.data)
+                if memo is not None and total < min_bytes:
+                    memo[(t, p)] = _Read((empty.log, *empty.positions), limit, False, empty.data, 0)
+                continue
             target, code = (None, topic_error) if topic_error else resolve(name, fp.partition)
             if target is None:  # refused before any read: Kafka's answer then has an empty aborted list
                 partitions.append(_answer_of(fp.partition, code, [], b""))
@@ -253,7 +252,6 @@ def _read_all(ctx: RequestContext, request: FetchRequest,
                 continue
             positions = target.positions()
             _, hw, lso, log_start = positions
-            limit = min(fp.partition_max_bytes, remaining)
             if memo:
                 known = memo.get((t, p))
                 if known is not None and known.still_valid(positions, limit, total == 0):
@@ -261,30 +259,25 @@ def _read_all(ctx: RequestContext, request: FetchRequest,
                     total += known.size
                     remaining -= known.size
                     continue
-            # past the answer's first bytes, a read that fitted nothing here before may do so again
-            empty = empty_get((name, fp.partition)) if 0 < total < skip_from else None
-            if empty is not None and empty.answers(fp.fetch_offset, limit, read_committed):
-                data, size = empty.data, 0
+            try:
+                result, aborted = target.read(fp.fetch_offset, max(limit, 0), read_committed=read_committed,
+                                              min_one_batch=total == 0, bound=lso if read_committed else hw)
+            except (OffsetOutOfRange, LogClosedError, OSError) as exc:
+                partitions.append(_answer_of(fp.partition, _read_error(exc), [] if read_committed else None,
+                                             b""))
+                errors = True
+                continue
+            region = result.region
+            size = len(region) if region is not None else 0
+            if aborted:
+                listed: list[AbortedTransaction] | None = [
+                    AbortedTransaction(producer_id=pid, first_offset=first) for pid, first in aborted]
             else:
-                try:
-                    result, aborted = target.read(fp.fetch_offset, max(limit, 0), read_committed=read_committed,
-                                                  min_one_batch=total == 0, bound=lso if read_committed else hw)
-                except (OffsetOutOfRange, LogClosedError, OSError) as exc:
-                    partitions.append(_answer_of(fp.partition, _read_error(exc), [] if read_committed else None,
-                                                 b""))
-                    errors = True
-                    continue
-                region = result.region
-                size = len(region) if region is not None else 0
-                if aborted:
-                    listed: list[AbortedTransaction] | None = [
-                        AbortedTransaction(producer_id=pid, first_offset=first) for pid, first in aborted]
-                else:
-                    listed = [] if read_committed else None
-                data = PartitionData(fp.partition, ErrorCode.NONE, hw, lso, log_start, _NO_DIVERGENCE, _NO_LEADER,
-                                     _NO_SNAPSHOT, listed, -1, region if size else b"")
-                if not size and total:
-                    empty_reads.remember(positions, fp.fetch_offset, limit, read_committed, data)
+                listed = [] if read_committed else None
+            data = PartitionData(fp.partition, ErrorCode.NONE, hw, lso, log_start, _NO_DIVERGENCE, _NO_LEADER,
+                                 _NO_SNAPSHOT, listed, -1, region if size else b"")
+            if not size and total:
+                empty_reads.remember(positions, fp.fetch_offset, limit, read_committed, data)
             partitions.append(data)
             total += size
             remaining -= size

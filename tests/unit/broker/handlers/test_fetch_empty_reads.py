@@ -150,9 +150,9 @@ async def test_answers_match_fresh_reads_over_random_appends_rolls_and_limits(
 
 
 async def test_an_offline_dir_is_answered_with_its_error_not_a_remembered_read(tmp_path: Path) -> None:
-    """A remembered empty read is answered before the partition is looked up, but only while every log dir
-    is online: once one goes offline, its partitions answer KAFKA_STORAGE_ERROR, as a fresh read does, and
-    the partitions of the other dir still answer what they hold."""
+    """A remembered empty read is answered before the partition is looked up, but only while its log's dir
+    is online: once one dir goes offline, its partitions answer KAFKA_STORAGE_ERROR, as a fresh read does,
+    and the partitions of the other dir still answer what they hold."""
     dirs = [tmp_path / "a", tmp_path / "b"]
     app = BrokerApp(BrokerConfig.load({"log.dirs": ",".join(map(str, dirs)), "listeners": "PLAINTEXT://127.0.0.1:0"}))
     await app.start()
