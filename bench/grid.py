@@ -33,7 +33,9 @@ from typing import Any
 
 from bench.disk import settle_disk
 from bench.fleet import Fleet, PhaseResult
+from bench.idle_peers import waiting
 from bench.load import COMMON, Rates
+from bench.procfs import descendants, stat_fields
 from tests.integration.brokers import BrokerProcess
 
 CEILING = "null"
@@ -77,40 +79,17 @@ class NullBrokerProcess(BrokerProcess):
         return env
 
 
-def _stat_fields(pid: int | str) -> list[str] | None:
-    """The fields of `/proc/<pid>/stat` after the command name (the state is [0]); None if it is gone."""
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return None
-
-
-def _descendants(pid: int) -> list[int]:
-    """The live processes below `pid` (its worker processes), from every process's parent in `/proc`."""
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit() and (fields := _stat_fields(entry)) is not None:
-            children.setdefault(int(fields[1]), []).append(int(entry))
-    found, todo = [], [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.append(child)
-            todo.append(child)
-    return found
-
-
 def cpu_times(pid: int | None) -> tuple[float, float]:
     """User and system CPU seconds of a process so far, every thread, children included: its live
     descendants' (pybroker's validation worker processes; a JVM has none) and those it has reaped (Linux
     `/proc`); NaNs where that cannot be read."""
-    fields = _stat_fields(pid) if pid is not None else None
+    fields = stat_fields(pid) if pid is not None else None
     if fields is None:
         return float("nan"), float("nan")
     tick = os.sysconf("SC_CLK_TCK")
     user, system = int(fields[11]) + int(fields[13]), int(fields[12]) + int(fields[14])
-    for child in _descendants(pid) if pid is not None else []:
-        if (theirs := _stat_fields(child)) is not None:  # a child reaped meanwhile is counted in cutime
+    for child in descendants(pid) if pid is not None else []:
+        if (theirs := stat_fields(child)) is not None:  # a child reaped meanwhile is counted in cutime
             user += int(theirs[11])
             system += int(theirs[12])
     return user / tick, system / tick
@@ -147,7 +126,7 @@ def peak_rss_mb(pid: int | None) -> float:
     peaks need not have come at once); NaN where it cannot be read."""
     if pid is None:
         return float("nan")
-    return memory_mb(pid, "VmHWM") + sum(v for child in _descendants(pid)
+    return memory_mb(pid, "VmHWM") + sum(v for child in descendants(pid)
                                          if (v := memory_mb(child, "VmHWM")) == v)
 
 
@@ -402,7 +381,7 @@ def recycled(name: str, broker: BrokerProcess, fresh: Callable[[], BrokerProcess
 
 def run_grid(fleet: Fleet, brokers: dict[str, BrokerProcess], fresh: dict[str, Callable[[], BrokerProcess]],
              sizes: tuple[int, ...], counts: tuple[int, ...], seconds: float, repeats: int,
-             deadline_s: float) -> list[Cell]:
+             deadline_s: float, peers_wait_niced: bool = True) -> list[Cell]:
     """Every cell on every target, `repeats` times over; a target that fails is dropped from the rest.
     `brokers` is updated in place when one is recycled (`fresh[name]()` makes its replacement).
 
@@ -413,7 +392,10 @@ def run_grid(fleet: Fleet, brokers: dict[str, BrokerProcess], fresh: dict[str, C
     second long (a tenth of a fast one's records, over as many partitions), and compared rates of unequal
     work; consuming only after every target had produced left the data a minute or more unread, long
     enough for a host that reclaims page cache idle for a minute (DAMON's pageout scheme, seen on the
-    bench machine) to drop some of it."""
+    bench machine) to drop some of it.
+
+    While a target runs its cell the other targets wait at nice 19 (`bench/idle_peers.py` says why), unless
+    `peers_wait_niced` is False."""
     cells = {(kind, size, count): Cell(kind, size, count)
              for size in sizes for count in counts for kind in ("produce", "consume")}
     live = set(brokers)
@@ -426,11 +408,14 @@ def run_grid(fleet: Fleet, brokers: dict[str, BrokerProcess], fresh: dict[str, C
                 for name in rotated([n for n in brokers if n in live], turn):
                     broker = brokers[name]
                     topic = f"bench-s{size}-p{count}-{uuid.uuid4().hex[:6]}"  # the null broker reads both from it
+                    others = [brokers[n].pid for n in brokers if n != name] if peers_wait_niced else []
                     try:
-                        produce, acked = produce_phase(fleet, name, broker, topic, size, count, seconds, deadline_s)
-                        starts, ends = fill_for_consume(fleet, name, broker, topic, size, count, acked, want,
-                                                        deadline_s)
-                        consume = consume_phase(fleet, name, broker, topic, size, ends, starts, deadline_s)
+                        with waiting(others):
+                            produce, acked = produce_phase(fleet, name, broker, topic, size, count, seconds,
+                                                           deadline_s)
+                            starts, ends = fill_for_consume(fleet, name, broker, topic, size, count, acked, want,
+                                                            deadline_s)
+                            consume = consume_phase(fleet, name, broker, topic, size, ends, starts, deadline_s)
                         if name != CEILING and name not in fresh:  # Tansu's memory is recycled instead
                             drop_topic(name, broker, topic)
                         if name in fresh:

@@ -101,6 +101,7 @@ from bench.grid import (  # noqa: E402
     run_grid,
     start_to_ready,
 )
+from bench.idle_peers import PRIORITIES_CAN_RETURN  # noqa: E402
 from bench.kafka_peer import PROFILES, KafkaProcess, describe  # noqa: E402
 from bench.kafka_peer import STORAGE as KAFKA_STORAGE  # noqa: E402
 from bench.load import (  # noqa: E402
@@ -268,7 +269,8 @@ def settings_of(args: argparse.Namespace) -> dict[str, Any]:
             "latency": {"rate": args.latency_rate, "seconds": args.latency_seconds, "size": 100,
                         "linger.ms": LATENCY_PRODUCER_SETTINGS["linger.ms"]},
             "load_average_start": list(os.getloadavg()), "quick": args.quick,
-            "pybroker_config": dict(kv.split("=", 1) for kv in args.pybroker_config)}
+            "pybroker_config": dict(kv.split("=", 1) for kv in args.pybroker_config),
+            "peers_wait_niced": not args.peers_share_cpu and PRIORITIES_CAN_RETURN}
 
 
 def print_settings(settings: dict[str, Any]) -> None:
@@ -280,6 +282,8 @@ def print_settings(settings: dict[str, Any]) -> None:
           "pybroker writes its logs: appends over one file per partition, 8 threads fsyncing them as they grow, the "
           "page cache held to pybroker's budget)")
     print(f"client: {settings['client']}, {settings['processes']} processes, each its share of a phase's records")
+    print("while one target runs a cell, the others wait " + ("at nice 19 (bench/idle_peers.py)"
+          if settings.get("peers_wait_niced") else "at their own priority"))
     if settings.get("kafka"):
         print(f"kafka: {settings['kafka']}")
     if settings["pybroker_config"]:
@@ -324,6 +328,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--skip-validation", action="store_true", help="skip the validation cost table")
     parser.add_argument("--pybroker-config", action="append", default=[], metavar="KEY=VALUE",
                         help="a broker setting for pybroker (repeatable; the defaults are what is measured)")
+    parser.add_argument("--peers-share-cpu", action="store_true",
+                        help="the waiting targets keep their priority while another runs its cell (default: "
+                             "nice 19, bench/idle_peers.py)")
     parser.add_argument("--skip-load", action="store_true", help="the in-process tables only")
     parser.add_argument("--skip-tls", action="store_true", help="skip the TLS vs PLAINTEXT phase")
     parser.add_argument("--skip-txn", action="store_true", help="skip the transactional produce phase")
@@ -411,7 +418,7 @@ def main(argv: list[str] | None = None) -> int:
             fleet = Fleet(args.processes)
             try:
                 cells = run_grid(fleet, brokers, fresh, args.sizes, args.counts, args.seconds, args.repeats,
-                                 args.phase_timeout)
+                                 args.phase_timeout, peers_wait_niced=settings["peers_wait_niced"])
                 latencies, joins = measure_latency(brokers, args)
                 extra["rss_peak_mb"] = {name: max(peak_rss_mb(b.pid), RETIRED_PEAK_MB.get(name, 0.0))
                                         for name, b in brokers.items()}

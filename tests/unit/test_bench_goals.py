@@ -26,9 +26,10 @@ from bench.goals import (
     share_limits,
     target_ceiling,
 )
-from bench.grid import CEILING, DELETE_SOON, Cell, Phase, _descendants, memory_mb, peak_rss_mb
+from bench.grid import CEILING, DELETE_SOON, Cell, Phase, memory_mb, peak_rss_mb
 from bench.kafka_peer import PROFILES, KafkaProcess, jvm_flags
 from bench.load import Latency, LatencyWindows
+from bench.procfs import descendants
 from bench.report import brokers_text, goals_text, grid_text, verdict_text
 from tests.kafka_node import kraft_properties
 
@@ -185,7 +186,7 @@ def test_kafka_profiles_and_jvm_flags(tmp_path: Path) -> None:
 def test_a_broker_s_worker_processes_count_in_its_figures() -> None:
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
-        assert child.pid in _descendants(os.getpid())
+        assert child.pid in descendants(os.getpid())
         assert peak_rss_mb(os.getpid()) > memory_mb(os.getpid(), "VmHWM")
     finally:
         child.kill()
