@@ -12,7 +12,7 @@ kernel's weights).
 Nice is per thread on Linux: every thread of the process and of its worker processes is set, and set
 back to what it had before (pybroker's cleaner and validation workers run at a nice of their own).
 Threads started while a broker waited inherited 19; they are set back to the nice of their process's
-main thread before it waited. Lowering a nice value needs privilege (CAP_SYS_NICE): where the harness
+main thread before it waited (or, without one, of a thread of it). Lowering a nice value needs privilege (CAP_SYS_NICE): where the harness
 lacks it `PRIORITIES_CAN_RETURN` is False and `waiting` does nothing, so no target is left slowed.
 """
 
@@ -68,7 +68,9 @@ def waiting(pids: Iterable[int | None]) -> Iterator[None]:
         yield
         return
     before: dict[int, int] = {}  # thread -> its nice before
-    leaders: dict[int, int] = {}  # process -> its main thread's nice before
+    # process -> the nice its new threads get back: its main thread's (any thread's, if that one is gone),
+    # so every process that had a thread lowered is set back
+    usual: dict[int, int] = {}
     for pid in (p for p in pids if p is not None):
         for process in (pid, *descendants(pid)):
             for tid in _threads(process):
@@ -76,12 +78,12 @@ def waiting(pids: Iterable[int | None]) -> Iterator[None]:
                 if nice is None:
                     continue
                 before[tid] = nice
-                if tid == process:
-                    leaders[process] = nice
+                if tid == process or process not in usual:
+                    usual[process] = nice
                 _set(tid, WAITING_NICE)
     try:
         yield
     finally:
-        for process, nice in leaders.items():
+        for process, nice in usual.items():
             for tid in _threads(process):
                 _set(tid, before.get(tid, nice))

@@ -101,7 +101,7 @@ from bench.grid import (  # noqa: E402
     run_grid,
     start_to_ready,
 )
-from bench.idle_peers import PRIORITIES_CAN_RETURN  # noqa: E402
+from bench.idle_peers import PRIORITIES_CAN_RETURN, WAITING_NICE  # noqa: E402
 from bench.kafka_peer import PROFILES, KafkaProcess, describe  # noqa: E402
 from bench.kafka_peer import STORAGE as KAFKA_STORAGE  # noqa: E402
 from bench.load import (  # noqa: E402
@@ -282,7 +282,7 @@ def print_settings(settings: dict[str, Any]) -> None:
           "pybroker writes its logs: appends over one file per partition, 8 threads fsyncing them as they grow, the "
           "page cache held to pybroker's budget)")
     print(f"client: {settings['client']}, {settings['processes']} processes, each its share of a phase's records")
-    print("while one target runs a cell, the others wait " + ("at nice 19 (bench/idle_peers.py)"
+    print("while one target runs a cell, the others wait " + (f"at nice {WAITING_NICE} (bench/idle_peers.py)"
           if settings.get("peers_wait_niced") else "at their own priority"))
     if settings.get("kafka"):
         print(f"kafka: {settings['kafka']}")

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -39,7 +40,7 @@ def _nices(pid: int) -> dict[int, dict[int, int]]:
             for process in (pid, *descendants(pid))}
 
 
-def _wait_for(condition, timeout_s: float = 10.0) -> None:  # type: ignore[no-untyped-def]
+def _wait_for(condition: Callable[[], bool], timeout_s: float = 10.0) -> None:
     deadline = time.monotonic() + timeout_s
     while not condition():
         assert time.monotonic() < deadline, "the stand-in broker did not get there"
